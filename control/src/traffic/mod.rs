@@ -1,0 +1,1 @@
+//! RoCEv2 traffic: a paced sender and a counting receiver.

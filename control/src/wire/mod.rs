@@ -1,0 +1,1 @@
+//! Packet formats in user space: typed zero-copy views in the style of smoltcp's `wire`.

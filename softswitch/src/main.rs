@@ -1,0 +1,2 @@
+//! The `softswitch` command line.
+fn main() {}
