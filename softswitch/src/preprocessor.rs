@@ -1,0 +1,409 @@
+//! Preprocessor: `#include` (the built-in `core.p4` and `v1model.p4`, or files relative to
+//! the including file), object-like `#define`/`#undef`, and `#if`/`#ifdef`/`#ifndef`/`#elif`/
+//! `#else`/`#endif`. It works on tokens, so every token keeps its own file:line:col.
+
+use crate::diagnostic::{fail, Diagnostic, Result};
+use crate::lexer::{lex, lex_range, Tok, Token};
+use crate::source::{SourceMap, Span};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+/// The built-in standard headers: `(name, text)`.
+pub const BUILTIN_HEADERS: [(&str, &str); 2] = [
+    ("core.p4", include_str!("p4include/core.p4")),
+    ("v1model.p4", include_str!("p4include/v1model.p4")),
+];
+
+/// Preprocesses file `file` of `map` (which receives every included file) into tokens ending in `Eof`.
+pub fn preprocess(map: &mut SourceMap, file: u32) -> Result<Vec<Token>> {
+    let mut pp = Preprocessor {
+        macros: HashMap::new(),
+        out: Vec::new(),
+        depth: 0,
+    };
+    pp.file(map, file)?;
+    let end = pp.out.last().map_or(Span::default(), |t| t.span);
+    pp.out.push(Token {
+        tok: Tok::Eof,
+        span: Span { lo: end.hi, ..end },
+    });
+    Ok(pp.out)
+}
+
+struct Preprocessor {
+    macros: HashMap<String, Vec<Token>>,
+    out: Vec<Token>,
+    depth: usize,
+}
+
+/// One open `#if` group.
+struct Group {
+    /// Whether the enclosing text is being kept.
+    outer: bool,
+    /// Whether a branch of this group was already taken.
+    taken: bool,
+    /// Whether the current branch is kept.
+    active: bool,
+    /// Where the group started, for "unterminated" errors.
+    span: Span,
+    seen_else: bool,
+}
+
+impl Preprocessor {
+    fn file(&mut self, map: &mut SourceMap, file: u32) -> Result<()> {
+        self.depth += 1;
+        if self.depth > 64 {
+            return fail(
+                Span { file, lo: 0, hi: 0 },
+                "#include nested more than 64 deep",
+            );
+        }
+        let tokens = lex(map, file)?;
+        let mut groups: Vec<Group> = Vec::new();
+        for token in tokens {
+            let active = groups.last().is_none_or(|g| g.active);
+            match token.tok {
+                Tok::Eof => break,
+                Tok::Directive => self.directive(map, token.span, &mut groups)?,
+                _ if !active => {}
+                _ => self.expand(token, &mut HashSet::new()),
+            }
+        }
+        if let Some(g) = groups.last() {
+            return fail(g.span, "#if without #endif");
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+
+    fn expand(&mut self, token: Token, hidden: &mut HashSet<String>) {
+        if let Tok::Ident(name) = &token.tok {
+            if !hidden.contains(name) {
+                if let Some(body) = self.macros.get(name).cloned() {
+                    hidden.insert(name.clone());
+                    for t in body {
+                        self.expand(t, hidden);
+                    }
+                    hidden.remove(name);
+                    return;
+                }
+            }
+        }
+        self.out.push(token);
+    }
+
+    fn directive(
+        &mut self,
+        map: &mut SourceMap,
+        span: Span,
+        groups: &mut Vec<Group>,
+    ) -> Result<()> {
+        let text = map.snippet(span).to_string();
+        let after_hash = text[1..].trim_start();
+        let name_lo = text.len() - after_hash.len();
+        let name: String = after_hash
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let rest_lo = span.lo + (name_lo + name.len()) as u32;
+        let name_span = Span {
+            file: span.file,
+            lo: span.lo + name_lo as u32,
+            hi: rest_lo,
+        };
+        let rest = lex_range(map, span.file, rest_lo, span.hi, false)?;
+        let rest = &rest[..rest.len() - 1];
+        let active = groups.last().is_none_or(|g| g.active);
+        match name.as_str() {
+            "if" | "ifdef" | "ifndef" => {
+                let cond = active && self.condition(&name, rest, name_span)?;
+                groups.push(Group {
+                    outer: active,
+                    taken: cond,
+                    active: cond,
+                    span,
+                    seen_else: false,
+                });
+            }
+            "elif" | "else" => {
+                let Some(g) = groups.last_mut() else {
+                    return fail(name_span, format!("#{name} without #if"));
+                };
+                if g.seen_else {
+                    return fail(name_span, format!("#{name} after #else"));
+                }
+                g.seen_else = name == "else";
+                let outer = g.outer;
+                let taken = g.taken;
+                let cond =
+                    outer && !taken && (name == "else" || self.condition("if", rest, name_span)?);
+                let g = groups.last_mut().expect("checked above");
+                g.active = cond;
+                g.taken |= cond;
+            }
+            "endif" => {
+                if groups.pop().is_none() {
+                    return fail(name_span, "#endif without #if");
+                }
+            }
+            _ if !active => {}
+            "include" => self.include(map, span, rest)?,
+            "define" => {
+                let Some(Token {
+                    tok: Tok::Ident(m),
+                    span: m_span,
+                }) = rest.first()
+                else {
+                    return fail(name_span, "#define needs a macro name");
+                };
+                if rest
+                    .get(1)
+                    .is_some_and(|t| t.tok == Tok::Punct("(") && t.span.lo == m_span.hi)
+                {
+                    return fail(rest[1].span, "function-like macros are not supported");
+                }
+                self.macros.insert(m.clone(), rest[1..].to_vec());
+            }
+            "undef" => {
+                if let Some(Token {
+                    tok: Tok::Ident(m), ..
+                }) = rest.first()
+                {
+                    self.macros.remove(m);
+                }
+            }
+            "error" => return fail(span, format!("#error{}", &text[name_lo + name.len()..])),
+            "pragma" | "line" | "warning" => {}
+            _ => {
+                return fail(
+                    name_span,
+                    format!("unknown preprocessor directive '#{name}'"),
+                )
+            }
+        }
+        Ok(())
+    }
+
+    fn include(&mut self, map: &mut SourceMap, span: Span, rest: &[Token]) -> Result<()> {
+        let text = map.snippet(span).to_string();
+        let (open, close) = match (text.find('<'), text.find('"')) {
+            (Some(l), None) => (l, text[l..].find('>').map(|r| l + r)),
+            (_, Some(q)) => (q, text[q + 1..].find('"').map(|r| q + 1 + r)),
+            _ => {
+                return fail(
+                    rest.first().map_or(span, |t| t.span),
+                    "#include needs <file> or \"file\"",
+                )
+            }
+        };
+        let Some(close) = close else {
+            return fail(span, "unterminated #include file name");
+        };
+        let target = &text[open + 1..close];
+        let builtin = BUILTIN_HEADERS.iter().find(|(n, _)| *n == target);
+        let new_file = if let Some((name, body)) = builtin {
+            map.add(format!("<{name}>"), *body)
+        } else {
+            let base = Path::new(&map.file(span.file).name)
+                .parent()
+                .unwrap_or(Path::new(""));
+            let path = base.join(target);
+            match std::fs::read_to_string(&path) {
+                Ok(body) => map.add(path.display().to_string(), body),
+                Err(e) => {
+                    return fail(
+                        span,
+                        format!("cannot read included file {}: {e}", path.display()),
+                    )
+                }
+            }
+        };
+        self.file(map, new_file)
+    }
+
+    fn condition(&self, kind: &str, rest: &[Token], at: Span) -> Result<bool> {
+        if kind != "if" {
+            let Some(Token {
+                tok: Tok::Ident(m), ..
+            }) = rest.first()
+            else {
+                return fail(at, format!("#{kind} needs a macro name"));
+            };
+            return Ok(self.macros.contains_key(m) == (kind == "ifdef"));
+        }
+        // Resolve `defined X` / `defined(X)` first, then expand macros, then evaluate.
+        let mut tokens = Vec::new();
+        let mut i = 0;
+        while i < rest.len() {
+            if rest[i].tok == Tok::Ident("defined".into()) {
+                let paren = rest.get(i + 1).is_some_and(|t| t.tok == Tok::Punct("("));
+                let at_name = if paren { i + 2 } else { i + 1 };
+                let Some(Token {
+                    tok: Tok::Ident(m),
+                    span,
+                }) = rest.get(at_name)
+                else {
+                    return fail(rest[i].span, "defined needs a macro name");
+                };
+                let value = u128::from(self.macros.contains_key(m));
+                tokens.push(Token {
+                    tok: Tok::Int(crate::lexer::IntLit { value, width: None }),
+                    span: *span,
+                });
+                i = at_name + 1 + usize::from(paren);
+            } else {
+                let mut sub = Preprocessor {
+                    macros: self.macros.clone(),
+                    out: Vec::new(),
+                    depth: 0,
+                };
+                sub.expand(rest[i].clone(), &mut HashSet::new());
+                tokens.extend(sub.out);
+                i += 1;
+            }
+        }
+        let mut eval = CondEval {
+            tokens: &tokens,
+            pos: 0,
+            at,
+        };
+        let v = eval.expr(0)?;
+        if let Some(t) = tokens.get(eval.pos) {
+            return fail(t.span, "unexpected token in #if expression");
+        }
+        Ok(v != 0)
+    }
+}
+
+/// Evaluates an `#if` expression over integers (unknown identifiers are 0, as in C).
+struct CondEval<'a> {
+    tokens: &'a [Token],
+    pos: usize,
+    at: Span,
+}
+
+impl CondEval<'_> {
+    fn binary_prec(op: &str) -> Option<u8> {
+        Some(match op {
+            "||" => 1,
+            "&&" => 2,
+            "==" | "!=" => 3,
+            "<" | ">" | "<=" | ">=" => 4,
+            "+" | "-" => 5,
+            "*" | "/" | "%" => 6,
+            _ => return None,
+        })
+    }
+
+    fn expr(&mut self, min: u8) -> Result<i128> {
+        let mut lhs = self.atom()?;
+        while let Some(Token {
+            tok: Tok::Punct(op),
+            span,
+        }) = self.tokens.get(self.pos)
+        {
+            let Some(prec) = Self::binary_prec(op).filter(|&p| p > min) else {
+                break;
+            };
+            let span = *span;
+            self.pos += 1;
+            let rhs = self.expr(prec)?;
+            lhs = match *op {
+                "||" => i128::from(lhs != 0 || rhs != 0),
+                "&&" => i128::from(lhs != 0 && rhs != 0),
+                "==" => i128::from(lhs == rhs),
+                "!=" => i128::from(lhs != rhs),
+                "<" => i128::from(lhs < rhs),
+                ">" => i128::from(lhs > rhs),
+                "<=" => i128::from(lhs <= rhs),
+                ">=" => i128::from(lhs >= rhs),
+                "+" => lhs.wrapping_add(rhs),
+                "-" => lhs.wrapping_sub(rhs),
+                "*" => lhs.wrapping_mul(rhs),
+                _ if rhs == 0 => return fail(span, "division by zero in #if"),
+                "/" => lhs / rhs,
+                _ => lhs % rhs,
+            };
+        }
+        Ok(lhs)
+    }
+
+    fn atom(&mut self) -> Result<i128> {
+        let Some(t) = self.tokens.get(self.pos) else {
+            return Err(Diagnostic::new(self.at, "incomplete #if expression"));
+        };
+        self.pos += 1;
+        match &t.tok {
+            Tok::Int(lit) => Ok(lit.value as i128),
+            Tok::Ident(_) => Ok(0),
+            Tok::Punct("!") => Ok(i128::from(self.atom()? == 0)),
+            Tok::Punct("-") => Ok(-self.atom()?),
+            Tok::Punct("(") => {
+                let v = self.expr(0)?;
+                match self.tokens.get(self.pos) {
+                    Some(Token {
+                        tok: Tok::Punct(")"),
+                        ..
+                    }) => {
+                        self.pos += 1;
+                        Ok(v)
+                    }
+                    _ => fail(t.span, "unclosed '(' in #if expression"),
+                }
+            }
+            _ => fail(t.span, "unexpected token in #if expression"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn idents(src: &str) -> Result<Vec<String>> {
+        let mut map = SourceMap::new();
+        let f = map.add("t.p4", src);
+        Ok(preprocess(&mut map, f)?
+            .into_iter()
+            .filter_map(|t| match t.tok {
+                Tok::Ident(s) => Some(s),
+                Tok::Int(i) => Some(i.value.to_string()),
+                _ => None,
+            })
+            .collect())
+    }
+
+    #[test]
+    fn defines_expand_and_conditionals_select() {
+        let src = "#define N 4\n#define M N\n#if M > 3 && defined(N)\na M\n#else\nb\n#endif\n#ifdef Q\nc\n#elif 1\nd\n#endif\n";
+        assert_eq!(idents(src).unwrap(), vec!["a", "4", "d"]);
+    }
+
+    #[test]
+    fn builtin_headers_are_found() {
+        let toks = idents("#include <core.p4>\n#include <v1model.p4>\n").unwrap();
+        assert!(toks.iter().any(|t| t == "V1Switch"));
+    }
+
+    #[test]
+    fn unterminated_if_is_an_error_at_the_if() {
+        let mut map = SourceMap::new();
+        let f = map.add("t.p4", "x\n#ifdef A\n");
+        assert_eq!(
+            preprocess(&mut map, f).unwrap_err().location(&map),
+            "t.p4:2:1"
+        );
+    }
+
+    #[test]
+    fn missing_include_is_an_error() {
+        let mut map = SourceMap::new();
+        let f = map.add("t.p4", "#include \"nope.p4\"\n");
+        let e = preprocess(&mut map, f).unwrap_err();
+        assert!(
+            e.message.contains("cannot read included file"),
+            "{}",
+            e.message
+        );
+    }
+}

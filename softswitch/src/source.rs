@@ -1,0 +1,109 @@
+//! Source files and positions: every token and diagnostic points into a [`SourceMap`].
+
+/// A byte range in one file of a [`SourceMap`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Span {
+    /// Index of the file in its [`SourceMap`].
+    pub file: u32,
+    /// Byte offset of the first character.
+    pub lo: u32,
+    /// Byte offset one past the last character.
+    pub hi: u32,
+}
+
+impl Span {
+    /// A span covering `self` through `other` (same file assumed).
+    pub fn to(self, other: Span) -> Span {
+        if other.file != self.file {
+            return self;
+        }
+        Span {
+            file: self.file,
+            lo: self.lo.min(other.lo),
+            hi: self.hi.max(other.hi),
+        }
+    }
+}
+
+/// One loaded source text.
+#[derive(Debug)]
+pub struct SourceFile {
+    /// The name shown in diagnostics (a path, or `<core.p4>` for built-ins).
+    pub name: String,
+    /// The text.
+    pub text: String,
+    line_starts: Vec<usize>,
+}
+
+/// All source texts of one compilation (the program, its includes, an STF file).
+#[derive(Debug, Default)]
+pub struct SourceMap {
+    files: Vec<SourceFile>,
+}
+
+impl SourceMap {
+    /// An empty map.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a text under `name`, returning its file index.
+    pub fn add(&mut self, name: impl Into<String>, text: impl Into<String>) -> u32 {
+        let text = text.into();
+        let mut line_starts = vec![0];
+        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        self.files.push(SourceFile {
+            name: name.into(),
+            text,
+            line_starts,
+        });
+        (self.files.len() - 1) as u32
+    }
+
+    /// The file at `index`.
+    pub fn file(&self, index: u32) -> &SourceFile {
+        &self.files[index as usize]
+    }
+
+    /// The 1-based line and column of the start of `span`.
+    pub fn line_col(&self, span: Span) -> (usize, usize) {
+        let file = self.file(span.file);
+        let lo = (span.lo as usize).min(file.text.len());
+        let line = file.line_starts.partition_point(|&s| s <= lo) - 1;
+        let col = file.text[file.line_starts[line]..lo].chars().count() + 1;
+        (line + 1, col)
+    }
+
+    /// The text of 1-based line `line` of file `file`, without its newline.
+    pub fn line_text(&self, file: u32, line: usize) -> &str {
+        let f = self.file(file);
+        let start = f.line_starts[line - 1];
+        let end = f.line_starts.get(line).copied().unwrap_or(f.text.len());
+        f.text[start..end].trim_end_matches(['\n', '\r'])
+    }
+
+    /// The text covered by `span`.
+    pub fn snippet(&self, span: Span) -> &str {
+        &self.file(span.file).text[span.lo as usize..span.hi as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_and_column_are_one_based() {
+        let mut map = SourceMap::new();
+        let f = map.add("a.p4", "ab\ncd\n");
+        assert_eq!(
+            map.line_col(Span {
+                file: f,
+                lo: 4,
+                hi: 5
+            }),
+            (2, 2)
+        );
+        assert_eq!(map.line_text(f, 2), "cd");
+    }
+}
