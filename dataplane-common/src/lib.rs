@@ -1,1 +1,50 @@
+//! Types and arithmetic shared by the lossless eBPF programs and user space.
+//!
+//! Everything here is `#![no_std]` and `#[repr(C)]`: the eBPF programs keep these records in
+//! maps, and the control plane reads and writes the same records through aya. The data-path
+//! arithmetic (the phantom queue and the RED profile) lives here too, so the very functions the
+//! kernel runs are unit-tested on the host.
 #![no_std]
+
+pub mod config;
+pub mod counters;
+pub mod maps;
+pub mod phantom_queue;
+pub mod red;
+pub mod uapi;
+
+/// Number of 802.1p priorities (traffic classes).
+pub const PRIORITIES: usize = 8;
+
+/// Number of DSCP code points.
+pub const DSCP_VALUES: usize = 64;
+
+/// The place in the kernel's data path where a program runs.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hook {
+    /// XDP, on ingress, before the stack sees the frame.
+    Xdp = 0,
+    /// TC (clsact/TCX) on egress, when the frame leaves the interface.
+    TcEgress = 1,
+}
+
+impl Hook {
+    /// Every hook, in index order.
+    pub const ALL: [Hook; 2] = [Hook::Xdp, Hook::TcEgress];
+    /// Number of hooks.
+    pub const COUNT: usize = 2;
+
+    /// The short name used on the command line and in JSON (`xdp`, `tc`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Hook::Xdp => "xdp",
+            Hook::TcEgress => "tc",
+        }
+    }
+
+    /// The bit of this hook in [`config::AttachInfo::hooks`].
+    pub const fn bit(self) -> u32 {
+        1 << self as u32
+    }
+}

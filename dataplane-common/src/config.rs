@@ -1,0 +1,93 @@
+//! Configuration records the control plane writes and the programs read on every packet.
+
+use crate::red::PMAX_ONE;
+
+/// The ECN marking profile of one priority: a RED curve over a phantom queue drained at a rate.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EcnProfile {
+    /// 1 when marking is on for this priority, 0 when off (the queue is still modelled).
+    pub enabled: u32,
+    /// Below this backlog nothing is marked.
+    pub kmin_bytes: u32,
+    /// At or above this backlog every ECT packet is marked.
+    pub kmax_bytes: u32,
+    /// Marking probability reached just below Kmax, in units of 1/[`PMAX_ONE`].
+    pub pmax_fixed: u32,
+    /// Drain rate of the phantom queue, in bytes per second.
+    pub rate_bytes_per_sec: u64,
+}
+
+impl EcnProfile {
+    /// The default: marking on, Kmin 20 KB, Kmax 200 KB, Pmax 0.2, drained at 10 Gb/s.
+    pub const DEFAULT: EcnProfile = EcnProfile {
+        enabled: 1,
+        kmin_bytes: 20_000,
+        kmax_bytes: 200_000,
+        pmax_fixed: PMAX_ONE / 5,
+        rate_bytes_per_sec: 10_000_000_000 / 8,
+    };
+}
+
+/// Settings that apply to every priority of an interface.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Bit set of [`Settings::ROCE_ONLY`], [`Settings::LOG_MARKS`], [`Settings::LOG_ERRORS`].
+    pub flags: u32,
+    /// Reserved, zero.
+    pub reserved: u32,
+}
+
+impl Settings {
+    /// Mark only RoCEv2 packets (UDP destination port 4791); other ECT traffic is queued, not marked.
+    pub const ROCE_ONLY: u32 = 1 << 0;
+    /// Log every mark decision through aya-log (slow: for debugging only).
+    pub const LOG_MARKS: u32 = 1 << 1;
+    /// Log every malformed frame through aya-log.
+    pub const LOG_ERRORS: u32 = 1 << 2;
+
+    /// The default: RoCEv2 only, no logging.
+    pub const DEFAULT: Settings = Settings {
+        flags: Settings::ROCE_ONLY,
+        reserved: 0,
+    };
+}
+
+/// What `lossless host attach` did, kept in a pinned map so `status` can tell it later.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AttachInfo {
+    /// Interface index at attach time.
+    pub ifindex: u32,
+    /// XDP mode: 1 native (driver), 2 skb (generic).
+    pub xdp_mode: u32,
+    /// Bit set of [`crate::Hook::bit`].
+    pub hooks: u32,
+    /// Reserved, zero.
+    pub reserved: u32,
+}
+
+impl AttachInfo {
+    /// [`AttachInfo::xdp_mode`] for native (driver) XDP.
+    pub const MODE_NATIVE: u32 = 1;
+    /// [`AttachInfo::xdp_mode`] for generic (skb) XDP.
+    pub const MODE_SKB: u32 = 2;
+}
+
+/// The default DSCP → priority map: DSCP 26 → 3 (RoCE data), 48 → 6 (CNP), all else 0.
+pub const fn default_dscp_priority(dscp: u8) -> u32 {
+    match dscp {
+        26 => 3,
+        48 => 6,
+        _ => 0,
+    }
+}
+
+#[cfg(feature = "user")]
+mod pod {
+    // SAFETY: plain `#[repr(C)]` records of integers without padding.
+    unsafe impl aya::Pod for super::EcnProfile {}
+    unsafe impl aya::Pod for super::Settings {}
+    unsafe impl aya::Pod for super::AttachInfo {}
+}

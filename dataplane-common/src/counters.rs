@@ -1,0 +1,160 @@
+//! Counters the programs keep per CPU, and the kinds of malformed frame they count.
+
+use crate::PRIORITIES;
+
+/// Counters of one priority at one hook.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "user", derive(serde::Serialize))]
+pub struct PrioCounters {
+    /// Frames seen (at XDP: received; at TC egress: sent).
+    pub rx_packets: u64,
+    /// Bytes of those frames (from the Ethernet header on).
+    pub rx_bytes: u64,
+    /// RoCEv2 packets (UDP destination port 4791 with a whole BTH).
+    pub roce_packets: u64,
+    /// IP packets that arrived ECT(0) or ECT(1).
+    pub ect_packets: u64,
+    /// IP packets that arrived with CE already set.
+    pub ce_on_arrival: u64,
+    /// ECT packets this program set to CE.
+    pub ecn_marked: u64,
+    /// Not-ECT packets the RED profile would have marked (left unchanged).
+    pub would_mark_not_ect: u64,
+}
+
+/// The kinds of malformed frame the parser recognises; each has its own counter.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParseError {
+    /// Shorter than an Ethernet header.
+    TruncatedEthernet = 0,
+    /// A VLAN tag cut short.
+    TruncatedVlan = 1,
+    /// More than two stacked VLAN tags.
+    TooManyVlans = 2,
+    /// IPv4 header cut short (fixed part or options).
+    TruncatedIpv4 = 3,
+    /// IPv4 version is not 4, IHL < 5, or total length shorter than the header.
+    BadIpv4Header = 4,
+    /// IPv6 header cut short, or version not 6.
+    TruncatedIpv6 = 5,
+    /// An IPv6 extension header cut short.
+    TruncatedIpv6Extension = 6,
+    /// More IPv6 extension headers than the bounded walk follows.
+    TooManyIpv6Extensions = 7,
+    /// UDP header cut short.
+    TruncatedUdp = 8,
+    /// UDP to port 4791 without a whole BTH.
+    TruncatedBth = 9,
+}
+
+impl ParseError {
+    /// Number of kinds.
+    pub const COUNT: usize = 10;
+
+    /// Every kind, in index order.
+    pub const ALL: [ParseError; Self::COUNT] = [
+        ParseError::TruncatedEthernet,
+        ParseError::TruncatedVlan,
+        ParseError::TooManyVlans,
+        ParseError::TruncatedIpv4,
+        ParseError::BadIpv4Header,
+        ParseError::TruncatedIpv6,
+        ParseError::TruncatedIpv6Extension,
+        ParseError::TooManyIpv6Extensions,
+        ParseError::TruncatedUdp,
+        ParseError::TruncatedBth,
+    ];
+
+    /// The name used in JSON and tables.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ParseError::TruncatedEthernet => "truncated_ethernet",
+            ParseError::TruncatedVlan => "truncated_vlan",
+            ParseError::TooManyVlans => "too_many_vlans",
+            ParseError::TruncatedIpv4 => "truncated_ipv4",
+            ParseError::BadIpv4Header => "bad_ipv4_header",
+            ParseError::TruncatedIpv6 => "truncated_ipv6",
+            ParseError::TruncatedIpv6Extension => "truncated_ipv6_extension",
+            ParseError::TooManyIpv6Extensions => "too_many_ipv6_extensions",
+            ParseError::TruncatedUdp => "truncated_udp",
+            ParseError::TruncatedBth => "truncated_bth",
+        }
+    }
+}
+
+/// Every counter of one hook: per priority, and parse errors by kind.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HookCounters {
+    /// Indexed by priority.
+    pub per_priority: [PrioCounters; PRIORITIES],
+    /// Indexed by [`ParseError`].
+    pub parse_errors: [u64; ParseError::COUNT],
+}
+
+impl Default for HookCounters {
+    fn default() -> Self {
+        HookCounters {
+            per_priority: [PrioCounters::default(); PRIORITIES],
+            parse_errors: [0; ParseError::COUNT],
+        }
+    }
+}
+
+impl PrioCounters {
+    /// Adds `other` into `self`, field by field.
+    pub fn accumulate(&mut self, other: &PrioCounters) {
+        self.rx_packets += other.rx_packets;
+        self.rx_bytes += other.rx_bytes;
+        self.roce_packets += other.roce_packets;
+        self.ect_packets += other.ect_packets;
+        self.ce_on_arrival += other.ce_on_arrival;
+        self.ecn_marked += other.ecn_marked;
+        self.would_mark_not_ect += other.would_mark_not_ect;
+    }
+}
+
+impl HookCounters {
+    /// Adds `other` into `self` (to sum the per-CPU copies, or the hooks).
+    pub fn accumulate(&mut self, other: &HookCounters) {
+        for (mine, theirs) in self.per_priority.iter_mut().zip(other.per_priority.iter()) {
+            mine.accumulate(theirs);
+        }
+        for (mine, theirs) in self.parse_errors.iter_mut().zip(other.parse_errors.iter()) {
+            *mine += theirs;
+        }
+    }
+}
+
+#[cfg(feature = "user")]
+// SAFETY: plain `#[repr(C)]` records of `u64`s without padding.
+unsafe impl aya::Pod for HookCounters {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_indices() {
+        for (i, kind) in ParseError::ALL.iter().enumerate() {
+            assert_eq!(*kind as usize, i);
+            assert!(!kind.name().is_empty());
+        }
+    }
+
+    #[test]
+    fn accumulate_adds_every_field() {
+        let mut a = HookCounters::default();
+        let mut b = HookCounters::default();
+        b.per_priority[3].ecn_marked = 2;
+        b.per_priority[3].rx_bytes = 7;
+        b.parse_errors[ParseError::TruncatedBth as usize] = 1;
+        a.accumulate(&b);
+        a.accumulate(&b);
+        assert_eq!(a.per_priority[3].ecn_marked, 4);
+        assert_eq!(a.per_priority[3].rx_bytes, 14);
+        assert_eq!(a.parse_errors[ParseError::TruncatedBth as usize], 2);
+    }
+}

@@ -1,0 +1,33 @@
+//! Names of the maps the programs declare: the control plane opens and pins them by these names.
+
+/// Per-priority ECN profile ([`crate::config::EcnProfile`]), 8 entries.
+pub const ECN_PROFILES: &str = "ECN_PROFILES";
+/// DSCP → priority map (`u32` priority), 64 entries.
+pub const DSCP_PRIO: &str = "DSCP_PRIO";
+/// Global settings ([`crate::config::Settings`]), 1 entry.
+pub const SETTINGS: &str = "SETTINGS";
+/// Phantom queue state ([`crate::phantom_queue::PhantomQueue`]), one per (hook, priority).
+pub const QUEUES: &str = "QUEUES";
+/// Per-CPU counters ([`crate::counters::HookCounters`]), one per hook.
+pub const COUNTERS: &str = "COUNTERS";
+/// What `attach` did ([`crate::config::AttachInfo`]), 1 entry.
+pub const ATTACH_INFO: &str = "ATTACH_INFO";
+
+/// Every map the control plane pins, in a stable order.
+pub const PINNED: [&str; 6] = [
+    ECN_PROFILES,
+    DSCP_PRIO,
+    SETTINGS,
+    QUEUES,
+    COUNTERS,
+    ATTACH_INFO,
+];
+
+/// Index into [`QUEUES`] of the queue of `priority` at `hook`.
+#[inline(always)]
+pub const fn queue_index(hook: crate::Hook, priority: usize) -> u32 {
+    (hook as u32) * crate::PRIORITIES as u32 + (priority as u32 & 7)
+}
+
+/// Number of entries of [`QUEUES`].
+pub const QUEUE_ENTRIES: u32 = (crate::Hook::COUNT * crate::PRIORITIES) as u32;
