@@ -1,0 +1,38 @@
+//! Every map the programs use, with its size. Names match `dataplane_common::maps`.
+
+use aya_ebpf::{
+    macros::map,
+    maps::{Array, PerCpuArray},
+};
+use dataplane_common::{
+    config::{AttachInfo, EcnProfile, Settings},
+    counters::HookCounters,
+    maps::QUEUE_ENTRIES,
+    phantom_queue::PhantomQueue,
+    Hook, DSCP_VALUES, PRIORITIES,
+};
+
+/// ECN profile per priority.
+#[map]
+pub static ECN_PROFILES: Array<EcnProfile> = Array::with_max_entries(PRIORITIES as u32, 0);
+
+/// DSCP → priority.
+#[map]
+pub static DSCP_PRIO: Array<u32> = Array::with_max_entries(DSCP_VALUES as u32, 0);
+
+/// Global settings (one entry).
+#[map]
+pub static SETTINGS: Array<Settings> = Array::with_max_entries(1, 0);
+
+/// Phantom queue per (hook, priority); shared by all CPUs.
+#[map]
+pub static QUEUES: Array<PhantomQueue> = Array::with_max_entries(QUEUE_ENTRIES, 0);
+
+/// Counters per hook, per CPU.
+#[map]
+pub static COUNTERS: PerCpuArray<HookCounters> =
+    PerCpuArray::with_max_entries(Hook::COUNT as u32, 0);
+
+/// What attach did; written by the control plane, never read here.
+#[map]
+pub static ATTACH_INFO: Array<AttachInfo> = Array::with_max_entries(1, 0);

@@ -1,0 +1,248 @@
+//! The packet parser shared by every program: Ethernet, up to two VLAN tags, IPv4 (with
+//! options) or IPv6 (with a bounded walk over extension headers), UDP, and the RoCEv2 BTH.
+//!
+//! It only reads. Every access is bounds-checked against the end of the frame, so a malformed
+//! frame yields a [`ParseError`] and never a read past the end.
+
+use core::mem::size_of;
+
+use dataplane_common::{counters::ParseError, uapi};
+use network_types::{
+    eth::EthHdr,
+    ip::{Ipv4Hdr, Ipv6Hdr},
+    udp::UdpHdr,
+    vlan::VlanHdr,
+};
+
+/// UDP destination port of RoCEv2.
+pub const ROCEV2_PORT: u16 = 4791;
+/// Length of the RoCEv2 Base Transport Header.
+pub const BTH_LEN: usize = 12;
+/// Most IPv6 extension headers the walk follows before giving up.
+const MAX_IPV6_EXTENSIONS: usize = 4;
+
+const ETH_P_IPV4: u16 = (uapi::ETH_P_IP as u16).to_be();
+const ETH_P_IPV6: u16 = (uapi::ETH_P_IPV6 as u16).to_be();
+const ETH_P_8021Q: u16 = (uapi::ETH_P_8021Q as u16).to_be();
+const ETH_P_8021AD: u16 = (uapi::ETH_P_8021AD as u16).to_be();
+
+const IPPROTO_HOPOPTS: u8 = uapi::IPPROTO_HOPOPTS as u8;
+const IPPROTO_UDP: u8 = uapi::IPPROTO_UDP as u8;
+const IPPROTO_ROUTING: u8 = uapi::IPPROTO_ROUTING as u8;
+const IPPROTO_FRAGMENT: u8 = uapi::IPPROTO_FRAGMENT as u8;
+const IPPROTO_AH: u8 = uapi::IPPROTO_AH as u8;
+const IPPROTO_DSTOPTS: u8 = uapi::IPPROTO_DSTOPTS as u8;
+
+/// A frame in memory: `[start, end)` as the program context gives it.
+pub struct Frame {
+    start: usize,
+    end: usize,
+}
+
+impl Frame {
+    /// The frame between `data` and `data_end`.
+    #[inline(always)]
+    pub fn new(start: usize, end: usize) -> Self {
+        Frame { start, end }
+    }
+
+    /// A pointer to a `T` at `offset`, if all of it lies inside the frame.
+    #[inline(always)]
+    pub fn ptr_at<T>(&self, offset: usize) -> Option<*mut T> {
+        if self.start + offset + size_of::<T>() > self.end {
+            return None;
+        }
+        Some((self.start + offset) as *mut T)
+    }
+
+    /// Bytes from `offset` to the end of the frame (0 if `offset` is past it).
+    #[inline(always)]
+    fn remaining(&self, offset: usize) -> usize {
+        self.end.saturating_sub(self.start + offset)
+    }
+}
+
+/// The network layer a frame carries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Network {
+    /// Not IP (ARP, LLDP, MAC control, an unknown EtherType), or malformed.
+    Other,
+    /// IPv4, header at the offset.
+    Ipv4(usize),
+    /// IPv6, fixed header at the offset.
+    Ipv6(usize),
+}
+
+/// What the parser learnt about a frame.
+#[derive(Clone, Copy)]
+pub struct Parsed {
+    /// PCP of the outermost VLAN tag, if tagged.
+    pub pcp: Option<u8>,
+    /// The network header.
+    pub network: Network,
+    /// DSCP of the IP header (0 when not IP).
+    pub dscp: u8,
+    /// ECN bits of the IP header (0 when not IP).
+    pub ecn: u8,
+    /// UDP to port 4791 with a whole BTH.
+    pub roce: bool,
+}
+
+impl Parsed {
+    /// A frame that carries nothing the programs act on.
+    const OTHER: Parsed = Parsed {
+        pcp: None,
+        network: Network::Other,
+        dscp: 0,
+        ecn: 0,
+        roce: false,
+    };
+}
+
+/// Parses `frame` from its Ethernet header.
+#[inline(always)]
+pub fn parse(frame: &Frame) -> Result<Parsed, ParseError> {
+    let eth: *const EthHdr = frame.ptr_at(0).ok_or(ParseError::TruncatedEthernet)?;
+    let mut ether_type = unsafe { (*eth).ether_type };
+    let mut offset = EthHdr::LEN;
+    let mut parsed = Parsed::OTHER;
+
+    for depth in 0..3 {
+        if ether_type != ETH_P_8021Q && ether_type != ETH_P_8021AD {
+            break;
+        }
+        if depth == 2 {
+            return Err(ParseError::TooManyVlans);
+        }
+        let vlan: *const VlanHdr = frame.ptr_at(offset).ok_or(ParseError::TruncatedVlan)?;
+        if parsed.pcp.is_none() {
+            parsed.pcp = Some(unsafe { (*vlan).pcp() });
+        }
+        ether_type = unsafe { (*vlan).ether_type };
+        offset += VlanHdr::LEN;
+    }
+
+    let transport = match ether_type {
+        ETH_P_IPV4 => parse_ipv4(frame, offset, &mut parsed)?,
+        ETH_P_IPV6 => parse_ipv6(frame, offset, &mut parsed)?,
+        _ => None,
+    };
+    if let Some(udp_offset) = transport {
+        parsed.roce = parse_udp(frame, udp_offset)?;
+    }
+    Ok(parsed)
+}
+
+/// Parses an IPv4 header; returns the UDP header's offset if it carries an unfragmented
+/// UDP datagram.
+#[inline(always)]
+fn parse_ipv4(
+    frame: &Frame,
+    offset: usize,
+    parsed: &mut Parsed,
+) -> Result<Option<usize>, ParseError> {
+    let ip: *const Ipv4Hdr = frame.ptr_at(offset).ok_or(ParseError::TruncatedIpv4)?;
+    let (vihl, tos, total_len, frags, proto) = unsafe {
+        (
+            (*ip).vihl,
+            (*ip).tos,
+            u16::from_be_bytes((*ip).tot_len) as usize,
+            u16::from_be_bytes((*ip).frags),
+            (*ip).proto,
+        )
+    };
+    let header_len = ((vihl & 0x0f) as usize) * 4;
+    if vihl >> 4 != 4 || header_len < Ipv4Hdr::LEN || total_len < header_len {
+        return Err(ParseError::BadIpv4Header);
+    }
+    if total_len > frame.remaining(offset) {
+        return Err(ParseError::TruncatedIpv4);
+    }
+    parsed.network = Network::Ipv4(offset);
+    parsed.dscp = tos >> 2;
+    parsed.ecn = tos & 0b11;
+    // More-fragments flag or a fragment offset: not a whole datagram.
+    let fragment = frags & 0x3fff != 0;
+    if proto != IPPROTO_UDP || fragment {
+        return Ok(None);
+    }
+    Ok(Some(offset + header_len))
+}
+
+/// Parses an IPv6 header and its extension headers; returns the UDP header's offset if the
+/// chain ends in an unfragmented UDP datagram.
+#[inline(always)]
+fn parse_ipv6(
+    frame: &Frame,
+    offset: usize,
+    parsed: &mut Parsed,
+) -> Result<Option<usize>, ParseError> {
+    let ip: *const Ipv6Hdr = frame.ptr_at(offset).ok_or(ParseError::TruncatedIpv6)?;
+    let (vcf0, vcf1, mut next) = unsafe { ((*ip).vcf[0], (*ip).vcf[1], (*ip).next_hdr) };
+    if vcf0 >> 4 != 6 {
+        return Err(ParseError::TruncatedIpv6);
+    }
+    let traffic_class = (vcf0 << 4) | (vcf1 >> 4);
+    parsed.network = Network::Ipv6(offset);
+    parsed.dscp = traffic_class >> 2;
+    parsed.ecn = traffic_class & 0b11;
+
+    let mut cursor = offset + Ipv6Hdr::LEN;
+    for _ in 0..MAX_IPV6_EXTENSIONS {
+        let header_len = match next {
+            IPPROTO_UDP => return Ok(Some(cursor)),
+            IPPROTO_HOPOPTS | IPPROTO_ROUTING | IPPROTO_DSTOPTS => {
+                let ext: *const [u8; 2] = frame
+                    .ptr_at(cursor)
+                    .ok_or(ParseError::TruncatedIpv6Extension)?;
+                (unsafe { (*ext)[1] } as usize + 1) * 8
+            }
+            IPPROTO_AH => {
+                let ext: *const [u8; 2] = frame
+                    .ptr_at(cursor)
+                    .ok_or(ParseError::TruncatedIpv6Extension)?;
+                (unsafe { (*ext)[1] } as usize + 2) * 4
+            }
+            IPPROTO_FRAGMENT => {
+                let ext: *const [u8; 8] = frame
+                    .ptr_at(cursor)
+                    .ok_or(ParseError::TruncatedIpv6Extension)?;
+                let offset_and_more = u16::from_be_bytes(unsafe { [(*ext)[2], (*ext)[3]] });
+                if offset_and_more & 0xfff9 != 0 {
+                    return Ok(None);
+                }
+                8
+            }
+            _ => return Ok(None),
+        };
+        next = unsafe {
+            *frame
+                .ptr_at::<u8>(cursor)
+                .ok_or(ParseError::TruncatedIpv6Extension)?
+        };
+        if frame.remaining(cursor) < header_len {
+            return Err(ParseError::TruncatedIpv6Extension);
+        }
+        cursor += header_len;
+    }
+    match next {
+        IPPROTO_UDP => Ok(Some(cursor)),
+        IPPROTO_HOPOPTS | IPPROTO_ROUTING | IPPROTO_DSTOPTS | IPPROTO_AH | IPPROTO_FRAGMENT => {
+            Err(ParseError::TooManyIpv6Extensions)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Parses a UDP header; returns whether it is RoCEv2 with a whole BTH behind it.
+#[inline(always)]
+fn parse_udp(frame: &Frame, offset: usize) -> Result<bool, ParseError> {
+    let udp: *const UdpHdr = frame.ptr_at(offset).ok_or(ParseError::TruncatedUdp)?;
+    if u16::from_be_bytes(unsafe { (*udp).dst }) != ROCEV2_PORT {
+        return Ok(false);
+    }
+    frame
+        .ptr_at::<[u8; BTH_LEN]>(offset + UdpHdr::LEN)
+        .ok_or(ParseError::TruncatedBth)?;
+    Ok(true)
+}

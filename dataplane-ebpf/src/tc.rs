@@ -1,0 +1,30 @@
+//! The TC egress program: ECN marking as frames leave. Marks with `bpf_skb_ecn_set_ce`.
+
+use aya_ebpf::{
+    bindings::TC_ACT_UNSPEC, helpers::generated::bpf_skb_ecn_set_ce, macros::classifier,
+    programs::TcContext,
+};
+use dataplane_common::Hook;
+
+use crate::{ecn, parse::Frame};
+
+/// Bytes made linear before parsing: enough for two VLAN tags, IPv6 with extension headers,
+/// UDP and the BTH.
+const PARSE_DEPTH: u32 = 256;
+
+/// Entry point: every frame goes on to the next program (TCX_NEXT); some ECT packets as CE.
+#[classifier]
+pub fn lossless_tc(ctx: TcContext) -> i32 {
+    let len = ctx.len();
+    // Best effort: if pulling fails the parser sees a shorter frame and counts it.
+    let _ = ctx.pull_data(len.min(PARSE_DEPTH));
+    let frame = Frame::new(ctx.data(), ctx.data_end());
+    // SAFETY: the context pointer is valid for the whole program run.
+    let skb = unsafe { &*ctx.skb.skb };
+    let tag_pcp = (skb.vlan_present != 0).then_some((skb.vlan_tci >> 13) as u8);
+    ecn::process(&ctx, &frame, len as u64, Hook::TcEgress, tag_pcp, |_| {
+        // SAFETY: the helper checks the packet itself and only sets CE on ECT packets.
+        unsafe { bpf_skb_ecn_set_ce(ctx.skb.skb) == 1 }
+    });
+    TC_ACT_UNSPEC
+}
