@@ -1,4 +1,6 @@
 //! The lossless control plane: loads the data planes, configures them and reads their counters.
 
+pub mod host;
 pub mod traffic;
+pub mod units;
 pub mod wire;

@@ -1,0 +1,176 @@
+//! `attach` and `detach`: load the programs, pin their maps and links, and take them away.
+
+use std::{ffi::CString, fs, io};
+
+use anyhow::{bail, Context as _};
+use aya::{
+    programs::{links::FdLink, tc::TcAttachType, SchedClassifier, Xdp, XdpMode},
+    Ebpf,
+};
+use dataplane_common::{config::AttachInfo, maps, Hook};
+
+use super::{config::HostConfig, pinned_maps::PinnedMaps, pins, pins::PinDir};
+
+/// The eBPF object built by `build.rs`.
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/dataplane-ebpf"));
+
+/// How to run XDP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// In the driver (fails if the driver has no XDP support).
+    Native,
+    /// Generic XDP in the kernel's receive path (works everywhere, slower).
+    Skb,
+    /// Native if the driver supports it, else skb.
+    Auto,
+}
+
+/// What to attach, where, with which configuration.
+pub struct AttachRequest {
+    /// The interface.
+    pub interface: String,
+    /// The XDP mode.
+    pub mode: Mode,
+    /// Which hooks to attach.
+    pub hooks: Vec<Hook>,
+    /// The configuration to start with.
+    pub config: HostConfig,
+}
+
+/// Loads the programs, attaches the requested hooks to the interface, pins everything under
+/// its pin directory, and returns. Refuses an interface that is already attached.
+pub fn attach(request: &AttachRequest) -> anyhow::Result<AttachInfo> {
+    request.config.validate()?;
+    pins::ensure_bpffs()?;
+    let dir = PinDir::new(&request.interface)?;
+    if dir.exists() {
+        bail!(
+            "{} is already attached ({} exists); run `lossless host detach {}` first, \
+             or change its configuration live with `lossless host set`",
+            request.interface,
+            dir.path().display(),
+            request.interface
+        );
+    }
+    let ifindex = ifindex(&request.interface)?;
+    fs::create_dir_all(dir.path()).with_context(|| format!("creating {}", dir.path().display()))?;
+    // From here on, a failure must leave nothing behind.
+    attach_into(request, &dir, ifindex).inspect_err(|_| {
+        let _ = remove_pins(&dir);
+    })
+}
+
+fn attach_into(request: &AttachRequest, dir: &PinDir, ifindex: u32) -> anyhow::Result<AttachInfo> {
+    let mut ebpf = Ebpf::load(OBJECT).context("loading the eBPF object")?;
+    for name in maps::PINNED {
+        let map = ebpf
+            .map(name)
+            .with_context(|| format!("the eBPF object has no map {name}"))?;
+        map.pin(dir.map(name))
+            .with_context(|| format!("pinning map {name}"))?;
+    }
+    let pinned = PinnedMaps::open(&request.interface)?;
+    pinned.write_config(&request.config)?;
+
+    let mut info = AttachInfo {
+        ifindex,
+        ..AttachInfo::default()
+    };
+    for hook in &request.hooks {
+        let link = match hook {
+            Hook::Xdp => {
+                let (link, mode) = attach_xdp(&mut ebpf, &request.interface, request.mode)?;
+                info.xdp_mode = mode;
+                link
+            }
+            Hook::TcEgress => attach_tc(&mut ebpf, &request.interface)?,
+        };
+        link.pin(dir.link(*hook))
+            .with_context(|| format!("pinning the {} link", hook.name()))?;
+        info.hooks |= hook.bit();
+    }
+    pinned.write_attach_info(info)?;
+    Ok(info)
+}
+
+fn attach_xdp(ebpf: &mut Ebpf, interface: &str, mode: Mode) -> anyhow::Result<(FdLink, u32)> {
+    let program: &mut Xdp = ebpf
+        .program_mut("lossless_xdp")
+        .context("the eBPF object has no program lossless_xdp")?
+        .try_into()?;
+    program
+        .load()
+        .context("loading the XDP program (verifier)")?;
+    let attempts: &[(XdpMode, u32)] = match mode {
+        Mode::Native => &[(XdpMode::Driver, AttachInfo::MODE_NATIVE)],
+        Mode::Skb => &[(XdpMode::Skb, AttachInfo::MODE_SKB)],
+        Mode::Auto => &[
+            (XdpMode::Driver, AttachInfo::MODE_NATIVE),
+            (XdpMode::Skb, AttachInfo::MODE_SKB),
+        ],
+    };
+    let mut last_error = None;
+    for (xdp_mode, recorded) in attempts {
+        match program.attach(interface, *xdp_mode) {
+            Ok(id) => {
+                let link = FdLink::try_from(program.take_link(id)?)
+                    .context("the kernel attached XDP without a bpf_link; cannot pin it")?;
+                return Ok((link, *recorded));
+            }
+            Err(e) => last_error = Some(e),
+        }
+    }
+    let error = last_error.expect("at least one attempt");
+    Err(error).with_context(|| format!("attaching XDP to {interface} ({mode:?} mode)"))
+}
+
+fn attach_tc(ebpf: &mut Ebpf, interface: &str) -> anyhow::Result<FdLink> {
+    let program: &mut SchedClassifier = ebpf
+        .program_mut("lossless_tc")
+        .context("the eBPF object has no program lossless_tc")?
+        .try_into()?;
+    program
+        .load()
+        .context("loading the TC program (verifier)")?;
+    let id = program
+        .attach(interface, TcAttachType::Egress)
+        .with_context(|| format!("attaching TC egress to {interface}"))?;
+    FdLink::try_from(program.take_link(id)?)
+        .context("TC attached without a TCX link (kernel < 6.6?); cannot pin it")
+}
+
+/// Removes everything `attach` made for `interface`: the links (which detaches the
+/// programs), the maps and the directory. Fails if nothing is attached.
+pub fn detach(interface: &str) -> anyhow::Result<()> {
+    let dir = PinDir::new(interface)?;
+    dir.require_attached()?;
+    remove_pins(&dir)
+}
+
+fn remove_pins(dir: &PinDir) -> anyhow::Result<()> {
+    // Links first, so the programs stop before their maps go.
+    let mut paths: Vec<_> = Hook::ALL.iter().map(|h| dir.link(*h)).collect();
+    paths.extend(maps::PINNED.iter().map(|m| dir.map(m)));
+    for path in paths {
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
+        }
+    }
+    fs::remove_dir(dir.path()).with_context(|| format!("removing {}", dir.path().display()))?;
+    // Our root goes too once the last interface is gone; another attach may race us to it.
+    let _ = fs::remove_dir(pins::ROOT);
+    Ok(())
+}
+
+/// The index of `interface` in the current network namespace.
+pub fn ifindex(interface: &str) -> anyhow::Result<u32> {
+    let name = CString::new(interface)?;
+    // SAFETY: a valid NUL-terminated string.
+    let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    if index == 0 {
+        bail!("no interface named {interface} in this network namespace");
+    }
+    Ok(index)
+}

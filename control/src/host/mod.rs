@@ -1,0 +1,12 @@
+//! The host data plane: attach the eBPF programs to an interface, configure them, read them.
+//!
+//! Everything `attach` creates is pinned under `/sys/fs/bpf/lossless/IFACE/`, so every other
+//! command (and a restarted control plane) finds the live state there, like xdp-loader.
+
+pub mod attach;
+pub mod cli;
+pub mod config;
+pub mod pinned_maps;
+pub mod pins;
+pub mod stats;
+pub mod status;

@@ -1,0 +1,185 @@
+//! `stats`: the counters and queues of an attached interface, as JSON or as a table.
+
+use std::{collections::BTreeMap, time::Duration};
+
+use dataplane_common::{
+    counters::{HookCounters, ParseError, PrioCounters},
+    Hook, PRIORITIES,
+};
+use serde::Serialize;
+
+use super::pinned_maps::PinnedMaps;
+
+/// One priority's counters, summed over hooks, with its phantom queue.
+#[derive(Clone, Debug, Serialize)]
+pub struct PriorityStats {
+    /// The priority.
+    pub priority: usize,
+    /// Its counters.
+    #[serde(flatten)]
+    pub counters: PrioCounters,
+    /// Backlog of its phantom queue after the last packet (largest over hooks).
+    pub vq_bytes: u64,
+    /// Largest backlog since attach (largest over hooks).
+    pub vq_high_water_bytes: u64,
+}
+
+/// Everything `lossless host stats` reports about one interface.
+#[derive(Clone, Debug, Serialize)]
+pub struct Stats {
+    /// The interface.
+    pub interface: String,
+    /// Counters summed over priorities and hooks.
+    #[serde(flatten)]
+    pub totals: PrioCounters,
+    /// Malformed frames, all kinds.
+    pub parse_errors: u64,
+    /// Malformed frames by kind.
+    pub parse_errors_by_kind: BTreeMap<&'static str, u64>,
+    /// Eight entries, by priority.
+    pub per_priority: Vec<PriorityStats>,
+    /// Counters summed over priorities, by hook (`xdp`, `tc`).
+    pub per_hook: BTreeMap<&'static str, PrioCounters>,
+}
+
+impl Stats {
+    /// Reads the live counters and queues.
+    pub fn read(maps: &PinnedMaps) -> anyhow::Result<Stats> {
+        let mut all = HookCounters::default();
+        let mut per_hook = BTreeMap::new();
+        let mut vq = [(0u64, 0u64); PRIORITIES];
+        for hook in Hook::ALL {
+            let counters = maps.read_counters(hook)?;
+            let mut hook_total = PrioCounters::default();
+            counters
+                .per_priority
+                .iter()
+                .for_each(|c| hook_total.accumulate(c));
+            per_hook.insert(hook.name(), hook_total);
+            all.accumulate(&counters);
+            for (slot, queue) in vq.iter_mut().zip(maps.read_queues(hook)?) {
+                slot.0 = slot.0.max(queue.backlog_bytes);
+                slot.1 = slot.1.max(queue.high_water_bytes);
+            }
+        }
+        let mut totals = PrioCounters::default();
+        all.per_priority.iter().for_each(|c| totals.accumulate(c));
+        Ok(Stats {
+            interface: maps.dir().interface().to_owned(),
+            totals,
+            parse_errors: all.parse_errors.iter().sum(),
+            parse_errors_by_kind: ParseError::ALL
+                .iter()
+                .map(|kind| (kind.name(), all.parse_errors[*kind as usize]))
+                .collect(),
+            per_priority: (0..PRIORITIES)
+                .map(|priority| PriorityStats {
+                    priority,
+                    counters: all.per_priority[priority],
+                    vq_bytes: vq[priority].0,
+                    vq_high_water_bytes: vq[priority].1,
+                })
+                .collect(),
+            per_hook,
+        })
+    }
+
+    /// An aligned table; with `previous` (the reading `interval` ago) it adds rates.
+    pub fn table(&self, previous: Option<(&Stats, Duration)>) -> String {
+        let mut out = format!("{}\n", self.interface);
+        let rates = previous.is_some();
+        out += &format!(
+            "{:>4} {:>12} {:>14} {:>12} {:>12} {:>10} {:>12} {:>10} {:>10} {:>12}",
+            "prio",
+            "rx_packets",
+            "rx_bytes",
+            "roce",
+            "ect",
+            "ce_in",
+            "ecn_marked",
+            "would_mark",
+            "vq_bytes",
+            "vq_high"
+        );
+        if rates {
+            out += &format!(" {:>10} {:>10} {:>8}", "pkt/s", "Mb/s", "marked%");
+        }
+        out.push('\n');
+        let rows = self.per_priority.iter().map(|p| {
+            (
+                p.priority.to_string(),
+                &p.counters,
+                p.vq_bytes,
+                p.vq_high_water_bytes,
+                previous.map(|(s, d)| (&s.per_priority[p.priority].counters, d)),
+            )
+        });
+        let total_vq = self
+            .per_priority
+            .iter()
+            .map(|p| p.vq_bytes)
+            .max()
+            .unwrap_or(0);
+        let total_high = self
+            .per_priority
+            .iter()
+            .map(|p| p.vq_high_water_bytes)
+            .max()
+            .unwrap_or(0);
+        let total = std::iter::once((
+            "all".to_owned(),
+            &self.totals,
+            total_vq,
+            total_high,
+            previous.map(|(s, d)| (&s.totals, d)),
+        ));
+        for (label, c, vq_bytes, vq_high, before) in rows.chain(total) {
+            out += &format!(
+                "{:>4} {:>12} {:>14} {:>12} {:>12} {:>10} {:>12} {:>10} {:>10} {:>12}",
+                label,
+                c.rx_packets,
+                c.rx_bytes,
+                c.roce_packets,
+                c.ect_packets,
+                c.ce_on_arrival,
+                c.ecn_marked,
+                c.would_mark_not_ect,
+                vq_bytes,
+                vq_high
+            );
+            if let Some((b, interval)) = before {
+                let secs = interval.as_secs_f64().max(1e-9);
+                let packets = c.rx_packets.saturating_sub(b.rx_packets);
+                let marked = c.ecn_marked.saturating_sub(b.ecn_marked);
+                let ect = c.ect_packets.saturating_sub(b.ect_packets);
+                out += &format!(
+                    " {:>10.0} {:>10.1} {:>8.2}",
+                    packets as f64 / secs,
+                    c.rx_bytes.saturating_sub(b.rx_bytes) as f64 * 8.0 / secs / 1e6,
+                    if ect == 0 {
+                        0.0
+                    } else {
+                        100.0 * marked as f64 / ect as f64
+                    }
+                );
+            }
+            out.push('\n');
+        }
+        let errors: Vec<String> = self
+            .parse_errors_by_kind
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(kind, n)| format!("{kind}={n}"))
+            .collect();
+        out += &format!(
+            "parse_errors {}{}\n",
+            self.parse_errors,
+            if errors.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", errors.join(", "))
+            }
+        );
+        out
+    }
+}
