@@ -1,0 +1,145 @@
+//! Running commands, and the `test`, `demo` and `bench` tasks built on them.
+
+use std::{
+    ffi::OsStr,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use anyhow::{bail, Context as _};
+
+/// The workspace root (the parent of `xtask/`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
+}
+
+/// `$CARGO_HOME/bin`, where `cargo install` puts binaries.
+pub fn cargo_home_bin() -> PathBuf {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cargo")
+        });
+    home.join("bin")
+}
+
+/// A command that is echoed, run in the workspace root, and must succeed.
+pub struct Cmd(Command);
+
+impl Cmd {
+    /// A new command running `program`.
+    pub fn new(program: impl AsRef<OsStr>) -> Self {
+        let mut command = Command::new(program);
+        command.current_dir(workspace_root());
+        Cmd(command)
+    }
+
+    /// Adds one argument.
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.0.arg(arg);
+        self
+    }
+
+    /// Adds arguments.
+    pub fn args<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(mut self, args: I) -> Self {
+        self.0.args(args);
+        self
+    }
+
+    /// Sets an environment variable.
+    pub fn env(mut self, key: &str, value: impl AsRef<OsStr>) -> Self {
+        self.0.env(key, value);
+        self
+    }
+
+    /// Runs it to the end; fails unless it exits 0.
+    pub fn run(mut self) -> anyhow::Result<()> {
+        eprintln!("xtask: {:?}", self.0);
+        let status = self
+            .0
+            .status()
+            .with_context(|| format!("starting {:?}", self.0.get_program()))?;
+        if !status.success() {
+            bail!("{:?} failed: {status}", self.0.get_program());
+        }
+        Ok(())
+    }
+}
+
+fn cargo() -> Cmd {
+    // bpf-linker and rustup's nightly must be on PATH for the eBPF build in control/build.rs.
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut paths = vec![cargo_home_bin()];
+    paths.extend(std::env::split_paths(&path));
+    Cmd::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())).env(
+        "PATH",
+        std::env::join_paths(paths).expect("PATH entries are valid"),
+    )
+}
+
+fn require_root(task: &str) -> anyhow::Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("{task} needs root (network namespaces, eBPF): run it as root");
+    }
+    Ok(())
+}
+
+/// Builds everything once, then runs every test of the workspace.
+pub fn test() -> anyhow::Result<()> {
+    cargo()
+        .args(["build", "--workspace", "--all-targets", "--locked"])
+        .run()?;
+    cargo()
+        .args(["test", "--workspace", "--locked", "--no-fail-fast"])
+        .env(
+            "LOSSLESS_BIN",
+            workspace_root().join("target/debug/lossless"),
+        )
+        .run()
+}
+
+/// Builds the CLI in release and runs the ECN demo.
+pub fn demo() -> anyhow::Result<()> {
+    require_root("the demo")?;
+    cargo()
+        .args(["build", "--release", "--locked", "-p", "lossless"])
+        .run()?;
+    Cmd::new(workspace_root().join("target/release/lossless"))
+        .args(["lab", "ecn"])
+        .run()
+}
+
+/// Packets/s through a veth pair without a program, with XDP_PASS, with the ECN program.
+pub fn bench_host() -> anyhow::Result<()> {
+    require_root("the host benchmark")?;
+    cargo()
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "-p",
+            "lossless-tests",
+            "--bin",
+            "bench-host",
+        ])
+        .run()?;
+    Cmd::new(workspace_root().join("target/release/bench-host")).run()
+}
+
+/// The softswitch interpreter's packet rate.
+pub fn bench_softswitch() -> anyhow::Result<()> {
+    cargo()
+        .args([
+            "bench",
+            "--locked",
+            "-p",
+            "softswitch",
+            "--bench",
+            "interpreter",
+        ])
+        .run()
+}

@@ -1,0 +1,157 @@
+//! `cargo xtask setup`: install what the build and the tests need, only what is missing.
+
+use std::process::Command;
+
+use anyhow::{bail, Context as _};
+
+use crate::run::{cargo_home_bin, workspace_root, Cmd};
+
+/// Debian packages: LLVM 22 for bpf-linker, iproute2/ethtool for the test beds, tshark as an
+/// independent decoder, python3-venv for the test venv.
+const APT_PACKAGES: &[&str] = &[
+    "llvm-22-dev",
+    "libpolly-22-dev",
+    "clang-22",
+    "libzstd-dev",
+    "iproute2",
+    "ethtool",
+    "tshark",
+    "python3-venv",
+    "util-linux",
+];
+
+/// Python packages of the tests' independent decoders, kept in `.venv` inside the clone.
+const PYTHON_PACKAGES: &[&str] = &["scapy==2.6.1"];
+
+/// Installs what is missing. Takes about a second when nothing is.
+pub fn setup() -> anyhow::Result<()> {
+    apt_packages()?;
+    nightly_rust_src()?;
+    bpf_linker()?;
+    python_venv()?;
+    Ok(())
+}
+
+fn apt_packages() -> anyhow::Result<()> {
+    let missing: Vec<&str> = APT_PACKAGES
+        .iter()
+        .copied()
+        .filter(|p| !deb_installed(p))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    eprintln!("setup: installing {}", missing.join(" "));
+    Cmd::new("apt-get").args(["update", "-qq"]).run()?;
+    Cmd::new("apt-get")
+        .args(["install", "-y", "-qq", "--no-install-recommends"])
+        .args(missing.iter().copied())
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .run()
+}
+
+fn deb_installed(package: &str) -> bool {
+    Command::new("dpkg-query")
+        .args(["-W", "-f", "${Status}", package])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
+        .unwrap_or(false)
+}
+
+fn nightly_rust_src() -> anyhow::Result<()> {
+    let installed = Command::new("rustup")
+        .args(["component", "list", "--toolchain", "nightly", "--installed"])
+        .output()
+        .map(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("rust-src"))
+        .unwrap_or(false);
+    if installed {
+        return Ok(());
+    }
+    eprintln!("setup: installing the nightly toolchain with rust-src");
+    Cmd::new("rustup")
+        .args([
+            "toolchain",
+            "install",
+            "nightly",
+            "--profile",
+            "minimal",
+            "--component",
+            "rust-src",
+        ])
+        .run()
+}
+
+fn bpf_linker() -> anyhow::Result<()> {
+    let linker = cargo_home_bin().join("bpf-linker");
+    let works = Command::new(&linker)
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if works {
+        return Ok(());
+    }
+    eprintln!("setup: building bpf-linker against LLVM 22 (about 75 s)");
+    Cmd::new("cargo")
+        .args([
+            "install",
+            "--locked",
+            "bpf-linker",
+            "--no-default-features",
+            "--features",
+            "llvm-22",
+        ])
+        .env("LLVM_PREFIX", "/usr/lib/llvm-22")
+        .run()
+}
+
+fn python_venv() -> anyhow::Result<()> {
+    let venv = workspace_root().join(".venv");
+    let python = venv.join("bin/python");
+    let import_check = PYTHON_PACKAGES
+        .iter()
+        .map(|p| format!("import {}", p.split("==").next().unwrap_or(p)))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let ready = Command::new(&python)
+        .args(["-c", &import_check])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if ready {
+        return Ok(());
+    }
+    eprintln!(
+        "setup: creating {} with {}",
+        venv.display(),
+        PYTHON_PACKAGES.join(" ")
+    );
+    if !python.exists() {
+        // Debian's interpreter, so later Mininet helpers see the same one.
+        Cmd::new("/usr/bin/python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .run()?;
+    }
+    Cmd::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
+        .args(PYTHON_PACKAGES.iter().copied())
+        .run()?;
+    let ok = Command::new(&python)
+        .args(["-c", &import_check])
+        .status()
+        .context("running the venv's python")?;
+    if !ok.success() {
+        bail!(
+            "the test venv at {} cannot import its packages",
+            venv.display()
+        );
+    }
+    Ok(())
+}
