@@ -1,0 +1,135 @@
+//! The RoCEv2 invariant CRC: a CRC-32 over 8 bytes of 0xff (the absent LRH),
+//! then IP, UDP, BTH and payload with the fields that routers may change
+//! masked to all ones — IPv4 TOS, TTL and header checksum; IPv6 traffic class,
+//! flow label and hop limit; the UDP checksum; the BTH byte after the P_Key —
+//! stored little-endian in the last 4 bytes of the packet.
+
+use super::{bth, check_len, ipv4, ipv6, udp, Error, Result};
+
+/// Length of the ICRC trailer.
+pub const ICRC_LEN: usize = 4;
+
+/// The longest IP + UDP + BTH prefix whose masked copy we hash (IPv4 with 40 bytes of options).
+const MAX_PREFIX: usize = 60 + udp::HEADER_LEN + bth::HEADER_LEN;
+
+/// Computes the ICRC of an IPv4 or IPv6 RoCEv2 packet given from its IP header
+/// up to, not including, the ICRC.
+pub fn compute(packet: &[u8]) -> Result<u32> {
+    check_len(packet, 1)?;
+    let mut prefix = [0u8; MAX_PREFIX];
+    let ip_len = match packet[0] >> 4 {
+        4 => {
+            let ip_len = usize::from(packet[0] & 0x0f) * 4;
+            if ip_len < ipv4::HEADER_LEN {
+                return Err(Error::Malformed("IPv4 header length below 20"));
+            }
+            check_len(packet, ip_len + udp::HEADER_LEN + bth::HEADER_LEN)?;
+            prefix[..ip_len].copy_from_slice(&packet[..ip_len]);
+            prefix[ipv4::TOS_OFFSET] = 0xff;
+            prefix[ipv4::TTL_OFFSET] = 0xff;
+            prefix[ipv4::CHECKSUM_RANGE].fill(0xff);
+            ip_len
+        }
+        6 => {
+            let ip_len = ipv6::HEADER_LEN;
+            check_len(packet, ip_len + udp::HEADER_LEN + bth::HEADER_LEN)?;
+            prefix[..ip_len].copy_from_slice(&packet[..ip_len]);
+            prefix[0] |= 0x0f; // traffic class and flow label: all but the version nibble
+            prefix[1..4].fill(0xff);
+            prefix[ipv6::HOP_LIMIT_OFFSET] = 0xff;
+            ip_len
+        }
+        _ => return Err(Error::Malformed("not an IP packet")),
+    };
+    let prefix_len = ip_len + udp::HEADER_LEN + bth::HEADER_LEN;
+    prefix[ip_len..prefix_len].copy_from_slice(&packet[ip_len..prefix_len]);
+    let udp_checksum = ip_len + udp::CHECKSUM_RANGE.start;
+    prefix[udp_checksum..udp_checksum + 2].fill(0xff);
+    prefix[ip_len + udp::HEADER_LEN + bth::FECN_BECN_OFFSET] = 0xff;
+
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&[0xff; 8]);
+    hasher.update(&prefix[..prefix_len]);
+    hasher.update(&packet[prefix_len..]);
+    Ok(hasher.finalize())
+}
+
+/// Computes the ICRC of `packet` (IP header to end, ICRC included) and stores it in the last 4 bytes.
+pub fn fill(packet: &mut [u8]) -> Result<()> {
+    let body = packet.len().checked_sub(ICRC_LEN).ok_or(Error::Truncated)?;
+    let crc = compute(&packet[..body])?;
+    packet[body..].copy_from_slice(&crc.to_le_bytes());
+    Ok(())
+}
+
+/// Whether the last 4 bytes of `packet` (IP header to end) hold its correct ICRC.
+pub fn verify(packet: &[u8]) -> Result<bool> {
+    let body = packet.len().checked_sub(ICRC_LEN).ok_or(Error::Truncated)?;
+    Ok(compute(&packet[..body])?.to_le_bytes() == packet[body..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{hex, vectors};
+
+    #[test]
+    fn matches_scapy() {
+        // scapy stores zlib's crc32 byte-reversed: `struct.pack("!I", icrc)[::-1]`.
+        for vector in [vectors::ROCE_V4, vectors::ROCE_V6, vectors::CNP_V4] {
+            let frame = hex(vector);
+            assert!(verify(&frame[14..]).unwrap(), "{vector}");
+            let mut copy = frame[14..].to_vec();
+            let n = copy.len();
+            copy[n - 4..].fill(0);
+            fill(&mut copy).unwrap();
+            assert_eq!(copy, frame[14..]);
+        }
+        let qinq = hex(vectors::ROCE_QINQ);
+        assert!(verify(&qinq[22..]).unwrap());
+        assert_eq!(compute(&hex(vectors::ROCE_V4)[14..70]).unwrap(), 0x0d99508e);
+    }
+
+    #[test]
+    fn masked_fields_do_not_count() {
+        let frame = hex(vectors::ROCE_V4);
+        let mut packet = frame[14..].to_vec();
+        packet[1] = 0x6b; // ECN CE
+        packet[8] = 1; // TTL
+        packet[10..12].fill(0); // IP checksum
+        packet[26..28].fill(0x55); // UDP checksum
+        packet[32] = 0xc0; // FECN, BECN
+        assert!(verify(&packet).unwrap());
+        packet[40] ^= 1; // payload
+        assert!(!verify(&packet).unwrap());
+
+        let frame = hex(vectors::ROCE_V6);
+        let mut packet = frame[14..].to_vec();
+        packet[1] = 0; // traffic class and flow label
+        packet[7] = 3; // hop limit
+        assert!(verify(&packet).unwrap());
+        packet[0] = 0x56;
+        assert!(matches!(compute(&packet), Err(Error::Malformed(_))));
+    }
+
+    #[test]
+    fn truncated() {
+        for (vector, ip_at) in [
+            (vectors::ROCE_V4, 14),
+            (vectors::ROCE_V6, 14),
+            (vectors::ROCE_QINQ, 22),
+        ] {
+            let frame = hex(vector);
+            let ip_len = if frame[ip_at] >> 4 == 4 { 20 } else { 40 };
+            for len in 0..ip_len + 8 + 12 {
+                assert_eq!(
+                    compute(&frame[ip_at..ip_at + len]),
+                    Err(Error::Truncated),
+                    "length {len}"
+                );
+            }
+        }
+        assert_eq!(fill(&mut [0u8; 3]), Err(Error::Truncated));
+        assert_eq!(verify(&[0x45, 0, 0, 0, 0]), Err(Error::Truncated));
+    }
+}

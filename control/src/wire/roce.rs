@@ -1,0 +1,412 @@
+//! Whole RoCEv2 frames: Ethernet (with VLAN tags) + IPv4 or IPv6 + UDP to port
+//! 4791 + BTH + payload + ICRC, built from and parsed into one flat [`RoceFrame`].
+
+use core::fmt;
+use std::net::IpAddr;
+
+use super::bth::{self, ROCEV2_PORT};
+use super::ethernet::{self, Address, EtherType, Vlan, MIN_FRAME_LEN};
+use super::icrc::{self, ICRC_LEN};
+use super::ip::{Ecn, Protocol};
+use super::{ipv4, ipv6, udp, Error, Result};
+
+/// A RoCEv2 frame's headers and payload length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoceFrame {
+    /// Source MAC address.
+    pub src_mac: Address,
+    /// Destination MAC address.
+    pub dst_mac: Address,
+    /// VLAN tags (their PCP carries the priority).
+    pub vlan: Vlan,
+    /// Source IP address (IPv4 or IPv6, like `dst_ip`).
+    pub src_ip: IpAddr,
+    /// Destination IP address.
+    pub dst_ip: IpAddr,
+    /// DSCP (0..=63).
+    pub dscp: u8,
+    /// ECN codepoint.
+    pub ecn: Ecn,
+    /// IPv4 TTL or IPv6 hop limit.
+    pub ttl: u8,
+    /// IPv6 flow label (ignored for IPv4, which is sent with DF and ident 0).
+    pub flow_label: u32,
+    /// UDP source port: the flow's entropy for ECMP.
+    pub src_port: u16,
+    /// Base Transport Header.
+    pub bth: bth::Repr,
+    /// Bytes between BTH and ICRC.
+    pub payload_len: usize,
+}
+
+/// Bytes of IP + UDP + BTH + ICRC around the payload, for IPv4 or IPv6.
+fn ip_overhead(ip: IpAddr) -> usize {
+    let ip_len = if ip.is_ipv4() {
+        ipv4::HEADER_LEN
+    } else {
+        ipv6::HEADER_LEN
+    };
+    ip_len + udp::HEADER_LEN + bth::HEADER_LEN + ICRC_LEN
+}
+
+impl RoceFrame {
+    /// Bytes of headers and ICRC in a frame of this shape (everything but the payload).
+    pub fn overhead(&self) -> usize {
+        ethernet::HEADER_LEN + self.vlan.len() + ip_overhead(self.dst_ip)
+    }
+
+    /// Length of the frame without FCS: headers, payload and ICRC, padded to 60 bytes.
+    pub fn buffer_len(&self) -> usize {
+        (self.overhead() + self.payload_len).max(MIN_FRAME_LEN)
+    }
+
+    /// Writes the frame into the start of `buffer`, with `fill_payload` writing
+    /// the payload before the ICRC is computed; returns the frame's length.
+    pub fn emit(&self, buffer: &mut [u8], fill_payload: impl FnOnce(&mut [u8])) -> Result<usize> {
+        let frame_len = self.buffer_len();
+        if buffer.len() < frame_len {
+            return Err(Error::Truncated);
+        }
+        let buffer = &mut buffer[..frame_len];
+        let ethertype = match (self.src_ip, self.dst_ip) {
+            (IpAddr::V4(_), IpAddr::V4(_)) => EtherType::Ipv4,
+            (IpAddr::V6(_), IpAddr::V6(_)) => EtherType::Ipv6,
+            _ => {
+                return Err(Error::Malformed(
+                    "source and destination IP of different families",
+                ))
+            }
+        };
+        let eth = ethernet::Repr {
+            dst_addr: self.dst_mac,
+            src_addr: self.src_mac,
+            vlan: self.vlan,
+            ethertype,
+        };
+        eth.emit(&mut ethernet::Frame::new_unchecked(&mut *buffer))?;
+
+        let udp_len = udp::HEADER_LEN + bth::HEADER_LEN + self.payload_len + ICRC_LEN;
+        let ip_start = eth.buffer_len();
+        let ip_end = ip_start + ip_overhead(self.dst_ip) + self.payload_len;
+        let (packet, padding) = buffer[ip_start..].split_at_mut(ip_end - ip_start);
+        padding.fill(0);
+        let udp_start = match (self.src_ip, self.dst_ip) {
+            (IpAddr::V4(src_addr), IpAddr::V4(dst_addr)) => {
+                let repr = ipv4::Repr {
+                    src_addr,
+                    dst_addr,
+                    protocol: Protocol::Udp,
+                    payload_len: udp_len,
+                    ttl: self.ttl,
+                    dscp: self.dscp,
+                    ecn: self.ecn,
+                    ident: 0,
+                    dont_frag: true,
+                };
+                repr.emit(&mut ipv4::Packet::new_unchecked(&mut *packet))?;
+                ipv4::HEADER_LEN
+            }
+            (IpAddr::V6(src_addr), IpAddr::V6(dst_addr)) => {
+                let repr = ipv6::Repr {
+                    src_addr,
+                    dst_addr,
+                    next_header: Protocol::Udp,
+                    payload_len: udp_len,
+                    hop_limit: self.ttl,
+                    dscp: self.dscp,
+                    ecn: self.ecn,
+                    flow_label: self.flow_label,
+                };
+                repr.emit(&mut ipv6::Packet::new_unchecked(&mut *packet))?;
+                ipv6::HEADER_LEN
+            }
+            _ => unreachable!("address families checked above"),
+        };
+        let mut datagram = udp::Packet::new_unchecked(&mut packet[udp_start..]);
+        let udp_repr = udp::Repr {
+            src_port: self.src_port,
+            dst_port: ROCEV2_PORT,
+            payload_len: udp_len - udp::HEADER_LEN,
+        };
+        udp_repr.emit(&mut datagram)?;
+        let mut transport = bth::Packet::new_unchecked(datagram.payload_mut());
+        self.bth.emit(&mut transport)?;
+        let payload = &mut transport.payload_mut()[..self.payload_len];
+        fill_payload(payload);
+        // The ICRC masks the UDP checksum, and the UDP checksum covers the ICRC: ICRC first.
+        icrc::fill(packet)?;
+        if self.dst_ip.is_ipv6() {
+            // IPv6 requires a UDP checksum (RFC 8200); IPv4 RoCEv2 sends none, as NICs do.
+            udp::Packet::new_unchecked(&mut packet[udp_start..])
+                .fill_checksum(self.src_ip, self.dst_ip);
+        }
+        Ok(frame_len)
+    }
+
+    /// Reads a RoCEv2 frame, checking IPv4 header checksum, UDP checksum and
+    /// ICRC; returns the headers and the payload. Fails with `Unsupported` for
+    /// frames that are not IP/UDP to port 4791, `Checksum` for a bad checksum or ICRC.
+    pub fn parse(frame: &[u8]) -> Result<(RoceFrame, &[u8])> {
+        let view = ethernet::Frame::new_checked(frame)?;
+        let eth = ethernet::Repr::parse(&view)?;
+        let after_eth = &frame[eth.buffer_len()..];
+        let (src_ip, dst_ip, dscp, ecn, ttl, flow_label, protocol, packet, udp_start) =
+            match eth.ethertype {
+                EtherType::Ipv4 => {
+                    let ip = ipv4::Packet::new_checked(after_eth)?;
+                    let repr = ipv4::Repr::parse(&ip)?;
+                    let packet = &after_eth[..usize::from(ip.total_len())];
+                    (
+                        repr.src_addr.into(),
+                        repr.dst_addr.into(),
+                        repr.dscp,
+                        repr.ecn,
+                        repr.ttl,
+                        0,
+                        repr.protocol,
+                        packet,
+                        ipv4::HEADER_LEN,
+                    )
+                }
+                EtherType::Ipv6 => {
+                    let ip = ipv6::Packet::new_checked(after_eth)?;
+                    let repr = ipv6::Repr::parse(&ip)?;
+                    let packet = &after_eth[..ipv6::HEADER_LEN + repr.payload_len];
+                    let (src, dst) = (repr.src_addr.into(), repr.dst_addr.into());
+                    (
+                        src,
+                        dst,
+                        repr.dscp,
+                        repr.ecn,
+                        repr.hop_limit,
+                        repr.flow_label,
+                        repr.next_header,
+                        packet,
+                        ipv6::HEADER_LEN,
+                    )
+                }
+                _ => return Err(Error::Unsupported("not IP")),
+            };
+        if protocol != Protocol::Udp {
+            return Err(Error::Unsupported("not UDP"));
+        }
+        let datagram = udp::Packet::new_checked(&packet[udp_start..])?;
+        let udp_repr = udp::Repr::parse(&datagram, src_ip, dst_ip)?;
+        if udp_repr.dst_port != ROCEV2_PORT {
+            return Err(Error::Unsupported("not UDP port 4791"));
+        }
+        let transport = bth::Packet::new_checked(datagram.payload())?;
+        let payload_len = transport
+            .payload()
+            .len()
+            .checked_sub(ICRC_LEN)
+            .ok_or(Error::Truncated)?;
+        if !icrc::verify(&packet[..udp_start + usize::from(datagram.len())])? {
+            return Err(Error::Checksum);
+        }
+        let repr = RoceFrame {
+            src_mac: eth.src_addr,
+            dst_mac: eth.dst_addr,
+            vlan: eth.vlan,
+            src_ip,
+            dst_ip,
+            dscp,
+            ecn,
+            ttl,
+            flow_label,
+            src_port: udp_repr.src_port,
+            bth: bth::Repr::parse(&transport),
+            payload_len,
+        };
+        let payload_start = udp_start + udp::HEADER_LEN + bth::HEADER_LEN;
+        Ok((repr, &packet[payload_start..payload_start + payload_len]))
+    }
+}
+
+impl fmt::Display for RoceFrame {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "RoCEv2 {}:{} -> {} dscp={} ecn={:?} {} payload={}",
+            self.src_ip,
+            self.src_port,
+            self.dst_ip,
+            self.dscp,
+            self.ecn,
+            self.bth,
+            self.payload_len
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::bth::Opcode;
+    use crate::wire::{cnp, hex, vectors, vlan};
+
+    const MAC1: Address = Address([2, 0, 0, 0, 0, 1]);
+    const MAC2: Address = Address([2, 0, 0, 0, 0, 2]);
+
+    fn v4() -> RoceFrame {
+        RoceFrame {
+            src_mac: MAC1,
+            dst_mac: MAC2,
+            vlan: Vlan::Untagged,
+            src_ip: "10.0.0.1".parse().unwrap(),
+            dst_ip: "10.0.0.2".parse().unwrap(),
+            dscp: 26,
+            ecn: Ecn::Ect0,
+            ttl: 64,
+            flow_label: 0,
+            src_port: 49152,
+            bth: bth::Repr {
+                ack_req: true,
+                ..bth::Repr::new(Opcode::RcSendOnly, 0x12, 0x345678)
+            },
+            payload_len: 16,
+        }
+    }
+
+    fn counting(payload: &mut [u8]) {
+        for (i, byte) in payload.iter_mut().enumerate() {
+            *byte = i as u8;
+        }
+    }
+
+    #[test]
+    fn emit_matches_scapy_v4() {
+        let mut out = [0u8; 128];
+        let len = v4().emit(&mut out, counting).unwrap();
+        assert_eq!(out[..len], hex(vectors::ROCE_V4)[..]);
+    }
+
+    #[test]
+    fn emit_matches_scapy_v6() {
+        let repr = RoceFrame {
+            src_ip: "fd00::1".parse().unwrap(),
+            dst_ip: "fd00::2".parse().unwrap(),
+            flow_label: 0x12345,
+            src_port: 49153,
+            bth: bth::Repr::new(Opcode::RcWriteOnly, 0xabcdef, 0xffffff),
+            ..v4()
+        };
+        let mut out = [0u8; 128];
+        let len = repr.emit(&mut out, counting).unwrap();
+        assert_eq!(out[..len], hex(vectors::ROCE_V6)[..]);
+        let (parsed, payload) = RoceFrame::parse(&out[..len]).unwrap();
+        assert_eq!(parsed, repr);
+        assert_eq!(payload, (0..16).collect::<Vec<u8>>());
+    }
+
+    #[test]
+    fn qinq_padded_to_minimum() {
+        let repr = RoceFrame {
+            vlan: Vlan::Double {
+                outer: vlan::Repr {
+                    pcp: 5,
+                    dei: true,
+                    vid: 200,
+                },
+                inner: vlan::Repr {
+                    pcp: 3,
+                    dei: false,
+                    vid: 100,
+                },
+            },
+            ecn: Ecn::Ect1,
+            bth: bth::Repr::new(Opcode::RcSendFirst, 1, 0),
+            payload_len: 0,
+            ..v4()
+        };
+        assert_eq!(repr.buffer_len(), 66);
+        let mut out = [0u8; 66];
+        repr.emit(&mut out, |_| {}).unwrap();
+        assert_eq!(out[..], hex(vectors::ROCE_QINQ)[..]);
+
+        let short = RoceFrame {
+            vlan: Vlan::Untagged,
+            ..repr
+        };
+        assert_eq!(short.overhead(), 58);
+        let mut out = [0xffu8; 60];
+        assert_eq!(short.emit(&mut out, |_| {}).unwrap(), 60);
+        assert_eq!(out[58..], [0, 0]);
+        let (parsed, payload) = RoceFrame::parse(&out).unwrap();
+        assert_eq!((parsed, payload.len()), (short, 0));
+    }
+
+    #[test]
+    fn cnp_matches_scapy() {
+        let cnp = cnp::Repr {
+            dest_qp: 0x12,
+            pkey: 0xffff,
+        };
+        let repr = RoceFrame {
+            src_mac: MAC2,
+            dst_mac: MAC1,
+            src_ip: "10.0.0.2".parse().unwrap(),
+            dst_ip: "10.0.0.1".parse().unwrap(),
+            dscp: 48,
+            ecn: Ecn::NotEct,
+            bth: cnp.bth(),
+            payload_len: cnp::RESERVED_LEN,
+            ..v4()
+        };
+        let mut out = [0u8; 74];
+        repr.emit(&mut out, |reserved| reserved.fill(0)).unwrap();
+        assert_eq!(out[..], hex(vectors::CNP_V4)[..]);
+        let parsed = cnp::Repr::parse(&cnp::Packet::new_checked(&out[42..]).unwrap()).unwrap();
+        assert_eq!(parsed, cnp);
+    }
+
+    #[test]
+    fn parse_scapy_and_round_trip() {
+        let bytes = hex(vectors::ROCE_V4);
+        let (repr, payload) = RoceFrame::parse(&bytes).unwrap();
+        assert_eq!(repr, v4());
+        assert_eq!(payload.len(), 16);
+        let mut out = vec![0u8; repr.buffer_len()];
+        repr.emit(&mut out, |p| p.copy_from_slice(payload)).unwrap();
+        assert_eq!(out, bytes);
+    }
+
+    #[test]
+    fn rejects_corruption_and_other_traffic() {
+        let mut bytes = hex(vectors::ROCE_V4);
+        bytes[60] ^= 0xff; // payload
+        assert_eq!(RoceFrame::parse(&bytes).unwrap_err(), Error::Checksum);
+        let mut bytes = hex(vectors::ROCE_V4);
+        bytes[36..38].copy_from_slice(&4792u16.to_be_bytes());
+        assert!(matches!(
+            RoceFrame::parse(&bytes),
+            Err(Error::Unsupported(_))
+        ));
+        let bytes = hex(vectors::PFC);
+        assert!(matches!(
+            RoceFrame::parse(&bytes),
+            Err(Error::Unsupported(_))
+        ));
+        let mixed = RoceFrame {
+            dst_ip: "fd00::2".parse().unwrap(),
+            ..v4()
+        };
+        assert!(matches!(
+            mixed.emit(&mut [0u8; 128], |_| {}),
+            Err(Error::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn truncated_at_every_boundary() {
+        let bytes = hex(vectors::ROCE_V4);
+        for len in 0..bytes.len() {
+            assert_eq!(
+                RoceFrame::parse(&bytes[..len]).unwrap_err(),
+                Error::Truncated,
+                "length {len}"
+            );
+        }
+        assert_eq!(v4().emit(&mut [0u8; 73], |_| {}), Err(Error::Truncated));
+    }
+}
