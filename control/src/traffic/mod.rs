@@ -1,1 +1,25 @@
 //! RoCEv2 traffic: a paced sender and a counting receiver.
+//!
+//! [`Sender`] sends RoCEv2 frames over N QPs, each at the rate of its
+//! [`RateController`], paced by departure timestamps; [`Receiver`] counts what
+//! arrives per QP. Both work on AF_PACKET sockets in the network namespace of
+//! the calling thread, so a test bed can run them on threads moved into
+//! namespaces with `setns`. [`cli`] is `lossless traffic send|recv`.
+
+pub mod cli;
+pub mod counters;
+pub mod error;
+pub mod interface;
+pub mod neighbour;
+pub mod pacing;
+pub mod packet_socket;
+pub mod rate;
+pub mod receiver;
+pub mod sender;
+
+pub use cli::{run, TrafficCommand};
+pub use counters::{QpSummary, RecvSummary};
+pub use error::TrafficError;
+pub use rate::{FixedRate, RateController};
+pub use receiver::{Receiver, RecvConfig};
+pub use sender::{SendConfig, SendSummary, Sender};

@@ -1,0 +1,315 @@
+//! Per-QP receive accounting: packets, bytes, ECN marks, PSN gaps and
+//! reordering, goodput — and the summary the receiver reports.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use serde::Serialize;
+
+use crate::wire::bth::MASK_24;
+use crate::wire::ip::Ecn;
+
+/// Half the 24-bit PSN space: a PSN this far or farther ahead is taken as behind.
+const HALF_PSN_SPACE: u32 = 1 << 23;
+
+/// What one QP has received.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QpCounters {
+    /// Frames.
+    pub packets: u64,
+    /// Frame bytes (without FCS).
+    pub bytes: u64,
+    /// Payload bytes (between BTH and ICRC).
+    pub payload_bytes: u64,
+    /// Frames marked CE.
+    pub ce: u64,
+    /// Frames marked ECT(0) or ECT(1).
+    pub ect: u64,
+    /// PSNs skipped: sum over gaps of how many PSNs were missing when a later one arrived.
+    pub psn_gaps: u64,
+    /// Frames whose PSN was lower than expected (late, or duplicated).
+    pub reordered: u64,
+    /// The PSN expected next (one past the highest seen).
+    next_psn: Option<u32>,
+    /// Arrival of the first frame and of the last, in nanoseconds.
+    first_ns: u64,
+    last_ns: u64,
+    /// Payload of the first frame, which goodput leaves out (it starts the clock).
+    first_payload: u64,
+}
+
+impl QpCounters {
+    /// Counts a frame of `frame_len` bytes with `payload_len` payload bytes, PSN
+    /// `psn` and ECN `ecn`, arrived at `now_ns`.
+    pub fn record(
+        &mut self,
+        psn: u32,
+        frame_len: usize,
+        payload_len: usize,
+        ecn: Ecn,
+        now_ns: u64,
+    ) {
+        if self.packets == 0 {
+            self.first_ns = now_ns;
+            self.first_payload = payload_len as u64;
+        }
+        self.packets += 1;
+        self.bytes += frame_len as u64;
+        self.payload_bytes += payload_len as u64;
+        self.last_ns = now_ns;
+        match ecn {
+            Ecn::Ce => self.ce += 1,
+            Ecn::Ect0 | Ecn::Ect1 => self.ect += 1,
+            Ecn::NotEct => {}
+        }
+        let psn = psn & MASK_24;
+        match self.next_psn {
+            None => self.next_psn = Some((psn + 1) & MASK_24),
+            Some(expected) => {
+                let ahead = psn.wrapping_sub(expected) & MASK_24;
+                if ahead >= HALF_PSN_SPACE {
+                    self.reordered += 1;
+                } else {
+                    self.psn_gaps += u64::from(ahead);
+                    self.next_psn = Some((psn + 1) & MASK_24);
+                }
+            }
+        }
+    }
+
+    /// Payload bits per second between the first frame and the last.
+    pub fn goodput_bps(&self) -> f64 {
+        rate_bps(
+            self.payload_bytes - self.first_payload,
+            self.last_ns - self.first_ns,
+        )
+    }
+}
+
+/// `bytes` over `ns` nanoseconds in bits per second (0 over no time).
+fn rate_bps(bytes: u64, ns: u64) -> f64 {
+    if ns == 0 {
+        0.0
+    } else {
+        bytes as f64 * 8e9 / ns as f64
+    }
+}
+
+/// A flow as the receiver tells them apart: the sender's IP and the QP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FlowKey {
+    /// Source IP.
+    pub src: IpAddr,
+    /// Destination QP of the BTH.
+    pub qp: u32,
+}
+
+/// One QP's line of the summary.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QpSummary {
+    /// Destination QP.
+    pub qp: u32,
+    /// Sender IP.
+    pub src: IpAddr,
+    /// Frames.
+    pub packets: u64,
+    /// Frame bytes.
+    pub bytes: u64,
+    /// Frames marked CE.
+    pub ce: u64,
+    /// Frames marked ECT(0) or ECT(1).
+    pub ect: u64,
+    /// PSNs skipped.
+    pub psn_gaps: u64,
+    /// Frames with a PSN lower than expected.
+    pub reordered: u64,
+    /// Payload bits per second from the QP's first frame to its last.
+    pub goodput_bps: f64,
+}
+
+/// What the receiver saw.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecvSummary {
+    /// Seconds the receiver ran.
+    pub duration_s: f64,
+    /// RoCEv2 frames.
+    pub packets: u64,
+    /// RoCEv2 frame bytes.
+    pub bytes: u64,
+    /// Frames marked CE.
+    pub ce: u64,
+    /// Frames marked ECT(0) or ECT(1).
+    pub ect: u64,
+    /// PSNs skipped, over all QPs.
+    pub psn_gaps: u64,
+    /// Frames with a PSN lower than expected, over all QPs.
+    pub reordered: u64,
+    /// Payload bits per second from the first RoCEv2 frame to the last.
+    pub goodput_bps: f64,
+    /// RoCEv2 frames with a bad checksum or ICRC (not counted above).
+    pub bad_frames: u64,
+    /// Frames that were not RoCEv2 (ignored).
+    pub other_frames: u64,
+    /// One entry per flow, ordered by sender and QP.
+    pub qps: Vec<QpSummary>,
+}
+
+/// The counters of every flow, and of what was not a flow.
+#[derive(Debug, Clone, Default)]
+pub struct RecvCounters {
+    flows: BTreeMap<FlowKey, QpCounters>,
+    /// RoCEv2 frames with a bad checksum or ICRC.
+    pub bad_frames: u64,
+    /// Frames that were not RoCEv2.
+    pub other_frames: u64,
+}
+
+impl RecvCounters {
+    /// The counters of a flow, created on first use.
+    pub fn flow(&mut self, key: FlowKey) -> &mut QpCounters {
+        self.flows.entry(key).or_default()
+    }
+
+    /// RoCEv2 frames counted over all flows.
+    pub fn packets(&self) -> u64 {
+        self.flows.values().map(|c| c.packets).sum()
+    }
+
+    /// The summary after `duration_s` seconds.
+    pub fn summary(&self, duration_s: f64) -> RecvSummary {
+        let qps: Vec<QpSummary> = self
+            .flows
+            .iter()
+            .map(|(key, c)| QpSummary {
+                qp: key.qp,
+                src: key.src,
+                packets: c.packets,
+                bytes: c.bytes,
+                ce: c.ce,
+                ect: c.ect,
+                psn_gaps: c.psn_gaps,
+                reordered: c.reordered,
+                goodput_bps: c.goodput_bps(),
+            })
+            .collect();
+        let first = self.flows.values().min_by_key(|c| c.first_ns);
+        let last_ns = self.flows.values().map(|c| c.last_ns).max().unwrap_or(0);
+        let payload: u64 = self.flows.values().map(|c| c.payload_bytes).sum();
+        let goodput_bps = first.map_or(0.0, |f| {
+            rate_bps(payload - f.first_payload, last_ns - f.first_ns)
+        });
+        RecvSummary {
+            duration_s,
+            packets: qps.iter().map(|q| q.packets).sum(),
+            bytes: qps.iter().map(|q| q.bytes).sum(),
+            ce: qps.iter().map(|q| q.ce).sum(),
+            ect: qps.iter().map(|q| q.ect).sum(),
+            psn_gaps: qps.iter().map(|q| q.psn_gaps).sum(),
+            reordered: qps.iter().map(|q| q.reordered).sum(),
+            goodput_bps,
+            bad_frames: self.bad_frames,
+            other_frames: self.other_frames,
+            qps,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(psns: &[u32]) -> QpCounters {
+        let mut counters = QpCounters::default();
+        for (i, psn) in psns.iter().enumerate() {
+            counters.record(*psn, 100, 50, Ecn::Ect0, i as u64 * 1000);
+        }
+        counters
+    }
+
+    #[test]
+    fn in_order() {
+        let c = feed(&[5, 6, 7, 8]);
+        assert_eq!((c.packets, c.psn_gaps, c.reordered), (4, 0, 0));
+        assert_eq!((c.bytes, c.payload_bytes, c.ect, c.ce), (400, 200, 4, 0));
+    }
+
+    #[test]
+    fn gaps_count_missing_psns() {
+        let c = feed(&[0, 1, 4, 5, 9]);
+        assert_eq!((c.psn_gaps, c.reordered), (2 + 3, 0));
+    }
+
+    #[test]
+    fn late_and_duplicate_frames_are_reordered() {
+        // 2 arrives after 3: one gap of one PSN, then one late frame; 3 again is a duplicate.
+        let c = feed(&[0, 1, 3, 2, 4, 3]);
+        assert_eq!((c.psn_gaps, c.reordered), (1, 2));
+    }
+
+    #[test]
+    fn psn_wraps_at_24_bits() {
+        let c = feed(&[0xfffffe, 0xffffff, 0, 1, 3]);
+        assert_eq!((c.psn_gaps, c.reordered), (1, 0));
+        let c = feed(&[1, 0xffffff]);
+        assert_eq!((c.psn_gaps, c.reordered), (0, 1));
+    }
+
+    #[test]
+    fn ecn_marks() {
+        let mut c = QpCounters::default();
+        for (psn, ecn) in [Ecn::Ce, Ecn::Ect0, Ecn::Ect1, Ecn::NotEct, Ecn::Ce]
+            .into_iter()
+            .enumerate()
+        {
+            c.record(psn as u32, 100, 50, ecn, 0);
+        }
+        assert_eq!((c.ce, c.ect), (2, 2));
+    }
+
+    #[test]
+    fn goodput_leaves_out_the_first_frame() {
+        // 11 frames of 125 payload bytes, 1 us apart: 10 * 1000 bits in 10 us = 1 Gb/s.
+        let mut c = QpCounters::default();
+        for i in 0..11u32 {
+            c.record(i, 200, 125, Ecn::Ect0, u64::from(i) * 1000);
+        }
+        assert_eq!(c.goodput_bps(), 1e9);
+        assert_eq!(feed(&[1]).goodput_bps(), 0.0);
+    }
+
+    #[test]
+    fn summary_adds_up_flows() {
+        let mut counters = RecvCounters::default();
+        let src: IpAddr = "10.0.0.1".parse().unwrap();
+        for i in 0..11u32 {
+            counters.flow(FlowKey { src, qp: 1 + i % 2 }).record(
+                i / 2,
+                200,
+                125,
+                Ecn::Ce,
+                u64::from(i) * 1000,
+            );
+        }
+        counters.other_frames = 3;
+        let summary = counters.summary(2.0);
+        assert_eq!(summary.packets, 11);
+        assert_eq!(summary.ce, 11);
+        assert_eq!(summary.qps.len(), 2);
+        assert_eq!((summary.qps[0].qp, summary.qps[0].packets), (1, 6));
+        assert_eq!(summary.goodput_bps, 1e9);
+        let json = serde_json::to_value(&summary).unwrap();
+        for key in [
+            "qp",
+            "packets",
+            "bytes",
+            "ce",
+            "ect",
+            "psn_gaps",
+            "reordered",
+            "goodput_bps",
+        ] {
+            assert!(json["qps"][0].get(key).is_some(), "{key}");
+        }
+        assert_eq!(json["other_frames"], 3);
+    }
+}

@@ -1,0 +1,56 @@
+//! Why sending or receiving traffic failed.
+
+use std::io;
+use std::net::IpAddr;
+use std::time::Duration;
+
+/// An error of the traffic tool's engine.
+#[derive(Debug, thiserror::Error)]
+pub enum TrafficError {
+    /// A system call failed; `what` says which and on which interface.
+    #[error("{what}: {source}")]
+    Io {
+        /// The operation and its object, e.g. "bind packet socket to veth0".
+        what: String,
+        /// The system's error.
+        source: io::Error,
+    },
+    /// The interface does not exist in the calling thread's network namespace.
+    #[error("no interface named {0:?}")]
+    NoInterface(String),
+    /// The interface has no address of the destination's family.
+    #[error("interface {iface} has no {family} address: pass a source IP")]
+    NoAddress {
+        /// The interface.
+        iface: String,
+        /// "IPv4" or "IPv6".
+        family: &'static str,
+    },
+    /// The destination's MAC address did not appear in the neighbour table in time.
+    #[error("no neighbour entry for {ip} on {iface} after {timeout:?}: pass a destination MAC")]
+    Unresolved {
+        /// The destination IP.
+        ip: IpAddr,
+        /// The interface.
+        iface: String,
+        /// How long resolution was waited for.
+        timeout: Duration,
+    },
+    /// The configuration cannot work (sizes, counts, address families).
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// A frame could not be built.
+    #[error("building a frame: {0}")]
+    Wire(#[from] crate::wire::Error),
+}
+
+impl TrafficError {
+    /// Wraps an I/O error with what was being done.
+    pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(io::Error) -> TrafficError {
+        let what = what.into();
+        move |source| TrafficError::Io { what, source }
+    }
+}
+
+/// The result of a traffic operation.
+pub type Result<T> = std::result::Result<T, TrafficError>;

@@ -1,0 +1,164 @@
+//! A network interface as the calling thread's network namespace sees it:
+//! index, MAC address (SIOCGIFHWADDR) and IP addresses (getifaddrs).
+
+use std::ffi::CStr;
+use std::io;
+use std::mem;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use super::error::{Result, TrafficError};
+use crate::wire::ethernet::Address;
+
+/// An interface's identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interface {
+    /// Name, e.g. `veth0`.
+    pub name: String,
+    /// Index.
+    pub index: u32,
+    /// MAC address.
+    pub mac: Address,
+}
+
+/// An `ifreq` naming `name`, or `None` if the name does not fit.
+fn ifreq(name: &str) -> Option<libc::ifreq> {
+    if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains('\0') {
+        return None;
+    }
+    // SAFETY: ifreq is plain data; all-zero is a valid value.
+    let mut request: libc::ifreq = unsafe { mem::zeroed() };
+    for (dst, src) in request.ifr_name.iter_mut().zip(name.bytes()) {
+        *dst = src as libc::c_char;
+    }
+    Some(request)
+}
+
+/// Runs an interface ioctl on a throw-away socket of the calling thread's namespace.
+fn ioctl(request: libc::c_ulong, ifreq: &mut libc::ifreq) -> io::Result<()> {
+    // SAFETY: plain socket(2); the descriptor is owned right away.
+    let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is a fresh descriptor nobody else owns.
+    let socket = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: `ifreq` is a valid ifreq for the interface requests used here.
+    if unsafe { libc::ioctl(socket.as_raw_fd(), request as _, ifreq as *mut libc::ifreq) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+impl Interface {
+    /// Looks an interface up by name.
+    pub fn lookup(name: &str) -> Result<Interface> {
+        let missing = || TrafficError::NoInterface(name.to_owned());
+        let mut request = ifreq(name).ok_or_else(missing)?;
+        ioctl(libc::SIOCGIFINDEX, &mut request).map_err(|e| match e.raw_os_error() {
+            Some(libc::ENODEV) => missing(),
+            _ => TrafficError::io(format!("index of {name}"))(e),
+        })?;
+        // SAFETY: SIOCGIFINDEX filled the ifindex member.
+        let index = unsafe { request.ifr_ifru.ifru_ifindex } as u32;
+        ioctl(libc::SIOCGIFHWADDR, &mut request)
+            .map_err(TrafficError::io(format!("MAC address of {name}")))?;
+        // SAFETY: SIOCGIFHWADDR filled the hwaddr member.
+        let hwaddr = unsafe { request.ifr_ifru.ifru_hwaddr };
+        let mut mac = [0u8; 6];
+        for (dst, src) in mac.iter_mut().zip(hwaddr.sa_data.iter()) {
+            *dst = *src as u8;
+        }
+        Ok(Interface {
+            name: name.to_owned(),
+            index,
+            mac: Address(mac),
+        })
+    }
+
+    /// An address of this interface of the same family as `like`: for IPv6 a
+    /// global one if there is one, else a link-local one.
+    pub fn address_like(&self, like: IpAddr) -> Result<IpAddr> {
+        let addresses = self
+            .addresses()
+            .map_err(TrafficError::io(format!("addresses of {}", self.name)))?;
+        let pick = match like {
+            IpAddr::V4(_) => addresses.iter().find(|a| a.is_ipv4()),
+            IpAddr::V6(_) => addresses
+                .iter()
+                .filter(|a| a.is_ipv6())
+                .min_by_key(|a| matches!(a, IpAddr::V6(v6) if v6.is_unicast_link_local())),
+        };
+        pick.copied().ok_or_else(|| TrafficError::NoAddress {
+            iface: self.name.clone(),
+            family: if like.is_ipv4() { "IPv4" } else { "IPv6" },
+        })
+    }
+
+    /// Every IP address of this interface.
+    fn addresses(&self) -> io::Result<Vec<IpAddr>> {
+        let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+        // SAFETY: getifaddrs fills `list`, freed below.
+        if unsafe { libc::getifaddrs(&mut list) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut found = Vec::new();
+        let mut entry = list;
+        while !entry.is_null() {
+            // SAFETY: `entry` is a node of the list getifaddrs returned.
+            let node = unsafe { &*entry };
+            entry = node.ifa_next;
+            // SAFETY: ifa_name is a NUL-terminated string of the node.
+            if node.ifa_addr.is_null()
+                || unsafe { CStr::from_ptr(node.ifa_name) }.to_bytes() != self.name.as_bytes()
+            {
+                continue;
+            }
+            // SAFETY: ifa_addr points at a sockaddr whose family says its real type.
+            match i32::from(unsafe { (*node.ifa_addr).sa_family }) {
+                libc::AF_INET => {
+                    let addr = unsafe { &*node.ifa_addr.cast::<libc::sockaddr_in>() };
+                    found.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(
+                        addr.sin_addr.s_addr,
+                    ))));
+                }
+                libc::AF_INET6 => {
+                    let addr = unsafe { &*node.ifa_addr.cast::<libc::sockaddr_in6>() };
+                    found.push(IpAddr::V6(Ipv6Addr::from(addr.sin6_addr.s6_addr)));
+                }
+                _ => {}
+            }
+        }
+        // SAFETY: `list` came from getifaddrs and is freed once.
+        unsafe { libc::freeifaddrs(list) };
+        Ok(found)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_exists() {
+        let lo = Interface::lookup("lo").unwrap();
+        assert_eq!(lo.mac, Address([0; 6]));
+        assert!(lo.index > 0);
+        assert_eq!(
+            lo.address_like("10.0.0.1".parse().unwrap()).unwrap(),
+            IpAddr::V4(Ipv4Addr::LOCALHOST)
+        );
+    }
+
+    #[test]
+    fn missing_interface() {
+        assert!(matches!(
+            Interface::lookup("no-such-if0"),
+            Err(TrafficError::NoInterface(_))
+        ));
+        assert!(matches!(
+            Interface::lookup("a-name-far-too-long-for-linux"),
+            Err(TrafficError::NoInterface(_))
+        ));
+    }
+}

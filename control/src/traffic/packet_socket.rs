@@ -1,0 +1,177 @@
+//! A small safe wrapper around an AF_PACKET raw socket bound to one interface:
+//! whole Ethernet frames in and out, in the network namespace of the thread
+//! that opens it.
+
+use std::io;
+use std::mem;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::Duration;
+
+/// A raw packet socket bound to an interface.
+#[derive(Debug)]
+pub struct PacketSocket {
+    fd: OwnedFd,
+}
+
+/// A frame read from a packet socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Received {
+    /// Length of the frame (it was cut to the buffer if longer).
+    pub len: usize,
+    /// Whether the frame was sent by this host rather than received.
+    pub outgoing: bool,
+}
+
+/// Returns `Err(last OS error)` if a libc call returned a negative value.
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+impl PacketSocket {
+    /// Opens a socket bound to interface `ifindex`. A receiving socket sees every
+    /// frame of the interface (ETH_P_ALL); a sending one sees none.
+    pub fn open(ifindex: u32, receive: bool) -> io::Result<PacketSocket> {
+        let protocol = if receive {
+            (libc::ETH_P_ALL as u16).to_be()
+        } else {
+            0
+        };
+        // SAFETY: plain socket(2); the descriptor is owned right away.
+        let raw = check(unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+                i32::from(protocol),
+            )
+        })?;
+        // SAFETY: `raw` is a fresh descriptor nobody else owns.
+        let socket = PacketSocket {
+            fd: unsafe { OwnedFd::from_raw_fd(raw) },
+        };
+        // SAFETY: sockaddr_ll is plain data; all-zero is a valid value.
+        let mut addr: libc::sockaddr_ll = unsafe { mem::zeroed() };
+        addr.sll_family = libc::AF_PACKET as u16;
+        addr.sll_protocol = protocol;
+        addr.sll_ifindex = ifindex as i32;
+        // SAFETY: `addr` is a valid sockaddr_ll of the length given.
+        check(unsafe {
+            libc::bind(
+                socket.fd.as_raw_fd(),
+                (&addr as *const libc::sockaddr_ll).cast(),
+                mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        })?;
+        Ok(socket)
+    }
+
+    fn set_int_option(&self, option: libc::c_int, value: libc::c_int) -> io::Result<()> {
+        // SAFETY: the option value is a c_int of the length given.
+        check(unsafe {
+            libc::setsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                option,
+                (&value as *const libc::c_int).cast(),
+                mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        })
+        .map(drop)
+    }
+
+    /// Sets the send buffer size, beyond `wmem_max` when the caller may (CAP_NET_ADMIN).
+    pub fn set_send_buffer(&self, bytes: usize) -> io::Result<()> {
+        let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+        self.set_int_option(libc::SO_SNDBUFFORCE, value)
+            .or_else(|_| self.set_int_option(libc::SO_SNDBUF, value))
+    }
+
+    /// Sets the receive buffer size, beyond `rmem_max` when the caller may (CAP_NET_ADMIN).
+    pub fn set_recv_buffer(&self, bytes: usize) -> io::Result<()> {
+        let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+        self.set_int_option(libc::SO_RCVBUFFORCE, value)
+            .or_else(|_| self.set_int_option(libc::SO_RCVBUF, value))
+    }
+
+    /// Sends frames in one `sendmmsg` call on the bound interface; returns how
+    /// many left (the first ones), which may be fewer than given.
+    pub fn send_batch(&self, frames: &[&[u8]]) -> io::Result<usize> {
+        let mut iovecs: Vec<libc::iovec> = frames
+            .iter()
+            .map(|frame| libc::iovec {
+                iov_base: frame.as_ptr() as *mut libc::c_void,
+                iov_len: frame.len(),
+            })
+            .collect();
+        let mut messages: Vec<libc::mmsghdr> = iovecs
+            .iter_mut()
+            .map(|iov| {
+                // SAFETY: mmsghdr is plain data; all-zero is a valid value (no address, no control).
+                let mut message: libc::mmsghdr = unsafe { mem::zeroed() };
+                message.msg_hdr.msg_iov = iov;
+                message.msg_hdr.msg_iovlen = 1;
+                message
+            })
+            .collect();
+        // SAFETY: each message points at one iovec that points at a live frame;
+        // the kernel only reads them.
+        let sent = check(unsafe {
+            libc::sendmmsg(
+                self.fd.as_raw_fd(),
+                messages.as_mut_ptr(),
+                messages.len() as libc::c_uint,
+                0,
+            )
+        })?;
+        Ok(sent as usize)
+    }
+
+    /// Waits until a frame can be read or `timeout` passes; returns whether one can.
+    pub fn wait_readable(&self, timeout: Duration) -> io::Result<bool> {
+        let mut pollfd = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let millis = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: one valid pollfd.
+        match check(unsafe { libc::poll(&mut pollfd, 1, millis) }) {
+            Ok(ready) => Ok(ready > 0),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads one frame without waiting; `None` if there is none.
+    pub fn try_recv(&self, buffer: &mut [u8]) -> io::Result<Option<Received>> {
+        // SAFETY: sockaddr_ll is plain data; all-zero is a valid value.
+        let mut addr: libc::sockaddr_ll = unsafe { mem::zeroed() };
+        let mut addr_len = mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        // SAFETY: the buffer and address are valid for the lengths given.
+        let len = unsafe {
+            libc::recvfrom(
+                self.fd.as_raw_fd(),
+                buffer.as_mut_ptr().cast(),
+                buffer.len(),
+                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+                (&mut addr as *mut libc::sockaddr_ll).cast(),
+                &mut addr_len,
+            )
+        };
+        if len < 0 {
+            let error = io::Error::last_os_error();
+            return match error.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
+                _ => Err(error),
+            };
+        }
+        let outgoing = addr.sll_pkttype == libc::PACKET_OUTGOING;
+        Ok(Some(Received {
+            len: (len as usize).min(buffer.len()),
+            outgoing,
+        }))
+    }
+}

@@ -1,0 +1,62 @@
+//! Per-QP sending rates. The sender asks each QP's [`RateController`] for its
+//! current rate before scheduling the QP's next packet, so a controller that
+//! reacts to congestion (DCQCN's reaction point) changes a QP's rate while it
+//! sends. [`FixedRate`] is the one that never changes.
+
+use std::time::Duration;
+
+/// Decides one QP's sending rate.
+pub trait RateController {
+    /// The QP's current rate in bits per second on the wire.
+    fn rate_bps(&self) -> u64;
+
+    /// Tells the controller that a frame of `wire_bits` left at `now` (time since
+    /// the sender started); byte counters and timers advance here.
+    fn on_sent(&mut self, now: Duration, wire_bits: u64);
+}
+
+/// A rate that never changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FixedRate {
+    /// Bits per second on the wire.
+    pub bps: u64,
+}
+
+impl FixedRate {
+    /// `total_bps` split evenly over `qps` QPs, the remainder to the first ones.
+    pub fn split(total_bps: u64, qps: usize) -> Vec<FixedRate> {
+        let qps_u64 = qps.max(1) as u64;
+        (0..qps as u64)
+            .map(|i| FixedRate {
+                bps: total_bps / qps_u64 + u64::from(i < total_bps % qps_u64),
+            })
+            .collect()
+    }
+}
+
+impl RateController for FixedRate {
+    fn rate_bps(&self) -> u64 {
+        self.bps
+    }
+
+    fn on_sent(&mut self, _now: Duration, _wire_bits: u64) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_keeps_the_total() {
+        let rates = FixedRate::split(1_000_000_001, 4);
+        assert_eq!(
+            rates.iter().map(|r| r.bps).collect::<Vec<_>>(),
+            [250_000_001, 250_000_000, 250_000_000, 250_000_000]
+        );
+        assert_eq!(
+            rates.iter().map(RateController::rate_bps).sum::<u64>(),
+            1_000_000_001
+        );
+        assert!(FixedRate::split(1, 0).is_empty());
+    }
+}

@@ -1,0 +1,124 @@
+//! The RoCEv2 receiver: reads every frame of an interface on an AF_PACKET
+//! socket (so it sees the IP ECN bits as they arrived), checks and counts the
+//! RoCEv2 ones per QP, and stops after a duration, a count or a quiet spell.
+
+use std::time::{Duration, Instant};
+
+use super::counters::{FlowKey, RecvCounters, RecvSummary};
+use super::error::{Result, TrafficError};
+use super::interface::Interface;
+use super::packet_socket::PacketSocket;
+use crate::wire::roce::RoceFrame;
+use crate::wire::Error as WireError;
+
+/// Longest wait for a frame before the stop conditions are checked again.
+const POLL_EVERY: Duration = Duration::from_millis(50);
+
+/// Receive buffer requested for the socket.
+const RECV_BUFFER: usize = 8 << 20;
+
+/// Largest frame read whole.
+const MAX_FRAME: usize = 65536;
+
+/// When to stop receiving; with none set, the receiver never stops.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecvConfig {
+    /// Interface to listen on.
+    pub iface: String,
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+    /// Stop after this many RoCEv2 frames.
+    pub count: Option<u64>,
+    /// Stop when no RoCEv2 frame arrived for this long (counted from the start
+    /// until the first one arrives).
+    pub idle_timeout: Option<Duration>,
+}
+
+/// A receiver listening on an interface.
+#[derive(Debug)]
+pub struct Receiver {
+    config: RecvConfig,
+    socket: PacketSocket,
+}
+
+impl Receiver {
+    /// Opens the interface (in the calling thread's network namespace); frames
+    /// arriving from now on are counted by [`Receiver::run`].
+    pub fn open(config: RecvConfig) -> Result<Receiver> {
+        let iface = Interface::lookup(&config.iface)?;
+        let socket = PacketSocket::open(iface.index, true).map_err(TrafficError::io(format!(
+            "open a packet socket on {}",
+            iface.name
+        )))?;
+        socket
+            .set_recv_buffer(RECV_BUFFER)
+            .map_err(TrafficError::io(format!(
+                "set the receive buffer on {}",
+                iface.name
+            )))?;
+        Ok(Receiver { config, socket })
+    }
+
+    /// Counts frames until a stop condition holds; returns the summary.
+    pub fn run(&mut self) -> Result<RecvSummary> {
+        let mut counters = RecvCounters::default();
+        let mut buffer = vec![0u8; MAX_FRAME];
+        let start = Instant::now();
+        let mut last_frame = start;
+        let count = self.config.count.unwrap_or(u64::MAX);
+        let recv_error = |e| TrafficError::io(format!("receive on {}", self.config.iface))(e);
+        loop {
+            let now = Instant::now();
+            let mut wait = POLL_EVERY;
+            if let Some(limit) = self.config.duration {
+                let left = limit.saturating_sub(now - start);
+                if left.is_zero() {
+                    break;
+                }
+                wait = wait.min(left);
+            }
+            if let Some(idle) = self.config.idle_timeout {
+                let left = idle.saturating_sub(now - last_frame);
+                if left.is_zero() {
+                    break;
+                }
+                wait = wait.min(left);
+            }
+            if counters.packets() >= count {
+                break;
+            }
+            if !self.socket.wait_readable(wait).map_err(recv_error)? {
+                continue;
+            }
+            while let Some(received) = self.socket.try_recv(&mut buffer).map_err(recv_error)? {
+                if received.outgoing {
+                    continue;
+                }
+                match RoceFrame::parse(&buffer[..received.len]) {
+                    Ok((frame, payload)) => {
+                        last_frame = Instant::now();
+                        let now_ns =
+                            u64::try_from((last_frame - start).as_nanos()).unwrap_or(u64::MAX);
+                        let key = FlowKey {
+                            src: frame.src_ip,
+                            qp: frame.bth.dest_qp,
+                        };
+                        counters.flow(key).record(
+                            frame.bth.psn,
+                            received.len,
+                            payload.len(),
+                            frame.ecn,
+                            now_ns,
+                        );
+                        if counters.packets() >= count {
+                            break;
+                        }
+                    }
+                    Err(WireError::Checksum) => counters.bad_frames += 1,
+                    Err(_) => counters.other_frames += 1,
+                }
+            }
+        }
+        Ok(counters.summary(start.elapsed().as_secs_f64()))
+    }
+}

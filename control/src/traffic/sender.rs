@@ -1,0 +1,477 @@
+//! The RoCEv2 sender: frames built by [`RoceFrame`] for N QPs, each with its
+//! own UDP source port (ECMP entropy), destination QP and PSN sequence, paced
+//! by departure timestamps computed from each QP's rate, sent in batches on an
+//! AF_PACKET socket.
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::error::{Result, TrafficError};
+use super::interface::Interface;
+use super::neighbour;
+use super::pacing::{wire_bits, Schedule};
+use super::packet_socket::PacketSocket;
+use super::rate::RateController;
+use crate::wire::bth::{self, Opcode, MASK_24};
+use crate::wire::ethernet::{Address, Vlan};
+use crate::wire::ip::Ecn;
+use crate::wire::roce::RoceFrame;
+use crate::wire::vlan;
+
+/// Most frames handed to the kernel in one `sendmmsg`.
+const BATCH: usize = 32;
+
+/// How far a late QP may catch up with a burst (50 us, in picoseconds).
+const MAX_BURST_PS: u64 = 50_000_000;
+
+/// Farther than this from the next departure, the sender sleeps (until `SPIN_WINDOW` before it).
+const SLEEP_ABOVE: Duration = Duration::from_micros(200);
+
+/// Closer than this to the next departure, the sender spins instead of yielding.
+const SPIN_WINDOW: Duration = Duration::from_micros(100);
+
+/// Send buffer requested for the socket.
+const SEND_BUFFER: usize = 4 << 20;
+
+/// What to send and how.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SendConfig {
+    /// Interface to send on.
+    pub iface: String,
+    /// Destination IP.
+    pub dst_ip: IpAddr,
+    /// Source IP; by default an address of the interface of the destination's family.
+    pub src_ip: Option<IpAddr>,
+    /// Destination MAC; by default from the neighbour table (IPv4 only).
+    pub dst_mac: Option<Address>,
+    /// Frame size in bytes without FCS (headers, payload and ICRC).
+    pub size: usize,
+    /// Stop after this many frames.
+    pub count: Option<u64>,
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+    /// Number of QPs.
+    pub qps: u32,
+    /// Destination QP of the first QP; the others follow.
+    pub qp_base: u32,
+    /// UDP source port of the first QP; the others follow.
+    pub sport_base: u16,
+    /// DSCP of every frame.
+    pub dscp: u8,
+    /// With a PCP, frames carry an 802.1Q priority tag (VLAN 0) with it.
+    pub pcp: Option<u8>,
+    /// ECN codepoint of every frame.
+    pub ecn: Ecn,
+    /// BTH opcode of every frame.
+    pub opcode: Opcode,
+    /// How long to wait for the destination's MAC to be resolved.
+    pub resolve_timeout: Duration,
+}
+
+impl SendConfig {
+    /// A configuration with defaults: 1024-byte frames, one QP (256), source
+    /// port 49152, DSCP 26, ECT(0), RC SEND Only, 10 s duration.
+    pub fn new(iface: impl Into<String>, dst_ip: IpAddr) -> SendConfig {
+        SendConfig {
+            iface: iface.into(),
+            dst_ip,
+            src_ip: None,
+            dst_mac: None,
+            size: 1024,
+            count: None,
+            duration: Some(Duration::from_secs(10)),
+            qps: 1,
+            qp_base: 256,
+            sport_base: 49152,
+            dscp: 26,
+            pcp: None,
+            ecn: Ecn::Ect0,
+            opcode: Opcode::RcSendOnly,
+            resolve_timeout: Duration::from_secs(3),
+        }
+    }
+
+    /// The frame of each QP (PSN 0) from this configuration and the addresses.
+    fn frames(&self, src_mac: Address, dst_mac: Address, src_ip: IpAddr) -> Result<Vec<RoceFrame>> {
+        if self.qps == 0 {
+            return Err(TrafficError::Config("at least one QP is needed".into()));
+        }
+        if self.dscp > 63 || self.pcp.is_some_and(|p| p > 7) {
+            return Err(TrafficError::Config("DSCP is 0..=63 and PCP 0..=7".into()));
+        }
+        if src_ip.is_ipv4() != self.dst_ip.is_ipv4() {
+            return Err(TrafficError::Config(format!(
+                "source {src_ip} and destination {} differ in family",
+                self.dst_ip
+            )));
+        }
+        let vlan = match self.pcp {
+            Some(pcp) => Vlan::Single(vlan::Repr {
+                pcp,
+                dei: false,
+                vid: 0,
+            }),
+            None => Vlan::Untagged,
+        };
+        let mut frame = RoceFrame {
+            src_mac,
+            dst_mac,
+            vlan,
+            src_ip,
+            dst_ip: self.dst_ip,
+            dscp: self.dscp,
+            ecn: self.ecn,
+            ttl: 64,
+            flow_label: 0,
+            src_port: 0,
+            bth: bth::Repr::new(self.opcode, 0, 0),
+            payload_len: 0,
+        };
+        frame.payload_len = self.size.checked_sub(frame.overhead()).ok_or_else(|| {
+            TrafficError::Config(format!(
+                "frames of this shape need at least {} bytes, not {}",
+                frame.overhead(),
+                self.size
+            ))
+        })?;
+        (0..self.qps)
+            .map(|i| {
+                let src_port = u16::try_from(u32::from(self.sport_base) + i)
+                    .map_err(|_| TrafficError::Config("UDP source ports run past 65535".into()))?;
+                let dest_qp = self.qp_base.checked_add(i).filter(|qp| *qp <= MASK_24);
+                let dest_qp = dest_qp
+                    .ok_or_else(|| TrafficError::Config("QP numbers run past 24 bits".into()))?;
+                Ok(RoceFrame {
+                    src_port,
+                    bth: bth::Repr {
+                        dest_qp,
+                        ..frame.bth
+                    },
+                    ..frame
+                })
+            })
+            .collect()
+    }
+}
+
+/// What one QP sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SentQp {
+    /// Destination QP.
+    pub qp: u32,
+    /// UDP source port.
+    pub sport: u16,
+    /// Frames sent.
+    pub packets: u64,
+    /// The PSN the next frame would carry.
+    pub next_psn: u32,
+}
+
+/// What the sender did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SendSummary {
+    /// Interface.
+    pub iface: String,
+    /// Source MAC.
+    pub src_mac: String,
+    /// Destination MAC.
+    pub dst_mac: String,
+    /// Source IP.
+    pub src_ip: IpAddr,
+    /// Destination IP.
+    pub dst_ip: IpAddr,
+    /// Frame size without FCS.
+    pub frame_len: usize,
+    /// Frames sent.
+    pub packets: u64,
+    /// Frame bytes sent (without FCS).
+    pub bytes: u64,
+    /// Seconds from the first frame to the end.
+    pub duration_s: f64,
+    /// Achieved rate on the wire (FCS, preamble and gap included), bits per second.
+    pub wire_rate_bps: f64,
+    /// Achieved frames per second.
+    pub pps: f64,
+    /// Times the kernel refused a batch for lack of buffer and it was sent again.
+    pub retries: u64,
+    /// One entry per QP.
+    pub qps: Vec<SentQp>,
+}
+
+/// A sender ready to run: socket open, addresses resolved, frames built.
+#[derive(Debug)]
+pub struct Sender {
+    config: SendConfig,
+    socket: PacketSocket,
+    frames: Vec<RoceFrame>,
+}
+
+impl Sender {
+    /// Opens the interface (in the calling thread's network namespace),
+    /// resolves the addresses and builds each QP's frame.
+    pub fn open(config: SendConfig) -> Result<Sender> {
+        let iface = Interface::lookup(&config.iface)?;
+        let src_ip = match config.src_ip {
+            Some(ip) => ip,
+            None => iface.address_like(config.dst_ip)?,
+        };
+        let dst_mac = match config.dst_mac {
+            Some(mac) => mac,
+            None => neighbour::resolve(config.dst_ip, &iface.name, config.resolve_timeout)?,
+        };
+        let frames = config.frames(iface.mac, dst_mac, src_ip)?;
+        let socket = PacketSocket::open(iface.index, false).map_err(TrafficError::io(format!(
+            "open a packet socket on {}",
+            iface.name
+        )))?;
+        socket
+            .set_send_buffer(SEND_BUFFER)
+            .map_err(TrafficError::io(format!(
+                "set the send buffer on {}",
+                iface.name
+            )))?;
+        Ok(Sender {
+            config,
+            socket,
+            frames,
+        })
+    }
+
+    /// The frame each QP sends (with PSN 0).
+    pub fn frames(&self) -> &[RoceFrame] {
+        &self.frames
+    }
+
+    /// Sends until the count or the duration is reached, each QP at the rate
+    /// its controller gives (`rates[i]` drives QP i); returns what was sent.
+    pub fn run<R: RateController>(&mut self, rates: &mut [R]) -> Result<SendSummary> {
+        if rates.len() != self.frames.len() {
+            return Err(TrafficError::Config(format!(
+                "{} rate controllers for {} QPs",
+                rates.len(),
+                self.frames.len()
+            )));
+        }
+        if self.config.count.is_none() && self.config.duration.is_none() {
+            return Err(TrafficError::Config(
+                "a count or a duration is needed".into(),
+            ));
+        }
+        let frame_len = self.frames[0].buffer_len();
+        let bits = wire_bits(frame_len);
+        let count = self.config.count.unwrap_or(u64::MAX);
+        let end_ps = self.config.duration.map_or(u64::MAX, duration_ps);
+        let mut buffers = vec![vec![0u8; frame_len]; BATCH];
+        let mut schedule = Schedule::new(self.frames.len(), MAX_BURST_PS);
+        let mut psns = vec![0u32; self.frames.len()];
+        let mut sent_per_qp = vec![0u64; self.frames.len()];
+        let (mut sent, mut retries) = (0u64, 0u64);
+        let start = Instant::now();
+        'run: while sent < count {
+            let now = duration_ps(start.elapsed());
+            let mut batch = 0;
+            while batch < BATCH && sent + (batch as u64) < count {
+                let (qp, due) = schedule.next().expect("at least one QP");
+                if due >= end_ps {
+                    if batch == 0 {
+                        break 'run;
+                    }
+                    break;
+                }
+                if due > now {
+                    break;
+                }
+                let frame = RoceFrame {
+                    bth: bth::Repr {
+                        psn: psns[qp],
+                        ..self.frames[qp].bth
+                    },
+                    ..self.frames[qp]
+                };
+                frame.emit(&mut buffers[batch], |_| {})?;
+                psns[qp] = (psns[qp] + 1) & MASK_24;
+                sent_per_qp[qp] += 1;
+                schedule.advance(qp, bits, rates[qp].rate_bps(), now);
+                rates[qp].on_sent(Duration::from_nanos(now / 1000), bits);
+                batch += 1;
+            }
+            if batch == 0 {
+                let (_, due) = schedule.next().expect("at least one QP");
+                wait_until(start, due);
+                continue;
+            }
+            retries += self.send_all(&buffers[..batch])?;
+            sent += batch as u64;
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        let rate = |n: f64| if elapsed > 0.0 { n / elapsed } else { 0.0 };
+        let first = &self.frames[0];
+        Ok(SendSummary {
+            iface: self.config.iface.clone(),
+            src_mac: first.src_mac.to_string(),
+            dst_mac: first.dst_mac.to_string(),
+            src_ip: first.src_ip,
+            dst_ip: first.dst_ip,
+            frame_len,
+            packets: sent,
+            bytes: sent * frame_len as u64,
+            duration_s: elapsed,
+            wire_rate_bps: rate((sent * bits) as f64),
+            pps: rate(sent as f64),
+            retries,
+            qps: self
+                .frames
+                .iter()
+                .zip(&sent_per_qp)
+                .zip(&psns)
+                .map(|((f, &packets), &next_psn)| SentQp {
+                    qp: f.bth.dest_qp,
+                    sport: f.src_port,
+                    packets,
+                    next_psn,
+                })
+                .collect(),
+        })
+    }
+
+    /// Sends every frame, retrying while the kernel lacks buffer; returns the number of retries.
+    fn send_all(&self, frames: &[Vec<u8>]) -> Result<u64> {
+        let mut refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+        let mut retries = 0;
+        while !refs.is_empty() {
+            match self.socket.send_batch(&refs) {
+                Ok(n) => {
+                    refs.drain(..n);
+                }
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::ENOBUFS | libc::EAGAIN | libc::EINTR)
+                    ) =>
+                {
+                    retries += 1;
+                    std::thread::yield_now();
+                }
+                Err(e) => {
+                    return Err(TrafficError::io(format!("send on {}", self.config.iface))(
+                        e,
+                    ))
+                }
+            }
+        }
+        Ok(retries)
+    }
+}
+
+/// A duration in picoseconds (saturating).
+fn duration_ps(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos() * 1000).unwrap_or(u64::MAX)
+}
+
+/// Waits until `due_ps` after `start`: sleeps while far from it, then yields, then spins.
+fn wait_until(start: Instant, due_ps: u64) {
+    let due = Duration::from_nanos(due_ps / 1000);
+    let remaining = due.saturating_sub(start.elapsed());
+    if remaining > SLEEP_ABOVE {
+        std::thread::sleep(remaining - SPIN_WINDOW);
+    } else if remaining > SPIN_WINDOW / 4 {
+        std::thread::yield_now();
+    } else {
+        std::hint::spin_loop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SRC_MAC: Address = Address([2, 0, 0, 0, 0, 1]);
+    const DST_MAC: Address = Address([2, 0, 0, 0, 0, 2]);
+
+    fn config() -> SendConfig {
+        SendConfig {
+            qps: 3,
+            qp_base: 0x10,
+            sport_base: 50000,
+            ..SendConfig::new("veth0", "10.0.0.2".parse().unwrap())
+        }
+    }
+
+    #[test]
+    fn one_frame_per_qp() {
+        let frames = config()
+            .frames(SRC_MAC, DST_MAC, "10.0.0.1".parse().unwrap())
+            .unwrap();
+        assert_eq!(frames.len(), 3);
+        for (i, frame) in frames.iter().enumerate() {
+            assert_eq!(frame.bth.dest_qp, 0x10 + i as u32);
+            assert_eq!(frame.src_port, 50000 + i as u16);
+            assert_eq!(frame.buffer_len(), 1024);
+            assert_eq!(
+                (frame.dscp, frame.ecn, frame.bth.opcode),
+                (26, Ecn::Ect0, Opcode::RcSendOnly)
+            );
+            assert_eq!(frame.vlan, Vlan::Untagged);
+        }
+    }
+
+    #[test]
+    fn pcp_adds_a_priority_tag() {
+        let config = SendConfig {
+            pcp: Some(3),
+            size: 64,
+            ..config()
+        };
+        let frames = config
+            .frames(SRC_MAC, DST_MAC, "10.0.0.1".parse().unwrap())
+            .unwrap();
+        assert_eq!(
+            frames[0].vlan,
+            Vlan::Single(vlan::Repr {
+                pcp: 3,
+                dei: false,
+                vid: 0
+            })
+        );
+        assert_eq!(frames[0].payload_len, 64 - 62);
+    }
+
+    #[test]
+    fn impossible_configurations() {
+        let src = "10.0.0.1".parse().unwrap();
+        let bad = [
+            SendConfig {
+                size: 57,
+                ..config()
+            },
+            SendConfig { qps: 0, ..config() },
+            SendConfig {
+                sport_base: 65534,
+                ..config()
+            },
+            SendConfig {
+                qp_base: MASK_24 - 1,
+                ..config()
+            },
+            SendConfig {
+                dscp: 64,
+                ..config()
+            },
+            SendConfig {
+                dst_ip: "fd00::2".parse().unwrap(),
+                ..config()
+            },
+        ];
+        for config in bad {
+            assert!(
+                matches!(
+                    config.frames(SRC_MAC, DST_MAC, src),
+                    Err(TrafficError::Config(_))
+                ),
+                "{config:?}"
+            );
+        }
+    }
+}
