@@ -33,11 +33,11 @@ pub enum ParseError {
     TruncatedVlan = 1,
     /// More than two stacked VLAN tags.
     TooManyVlans = 2,
-    /// IPv4 header cut short (fixed part or options).
+    /// IPv4 header cut short, or total length past the end of the frame.
     TruncatedIpv4 = 3,
     /// IPv4 version is not 4, IHL < 5, or total length shorter than the header.
     BadIpv4Header = 4,
-    /// IPv6 header cut short, or version not 6.
+    /// IPv6 header cut short, payload length past the end of the frame, or version not 6.
     TruncatedIpv6 = 5,
     /// An IPv6 extension header cut short.
     TruncatedIpv6Extension = 6,

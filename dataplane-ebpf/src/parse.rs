@@ -127,20 +127,19 @@ pub fn parse(frame: &Frame) -> Result<Parsed, ParseError> {
         ETH_P_IPV6 => parse_ipv6(frame, offset, &mut parsed)?,
         _ => None,
     };
-    if let Some(udp_offset) = transport {
-        parsed.roce = parse_udp(frame, udp_offset)?;
+    if let Some((udp_offset, datagram_end)) = transport {
+        parsed.roce = parse_udp(frame, udp_offset, datagram_end)?;
     }
     Ok(parsed)
 }
 
-/// Parses an IPv4 header; returns the UDP header's offset if it carries an unfragmented
+/// Where a UDP header starts, and where the IP datagram that carries it ends.
+type Transport = Option<(usize, usize)>;
+
+/// Parses an IPv4 header; returns the UDP header's place if it carries an unfragmented
 /// UDP datagram.
 #[inline(always)]
-fn parse_ipv4(
-    frame: &Frame,
-    offset: usize,
-    parsed: &mut Parsed,
-) -> Result<Option<usize>, ParseError> {
+fn parse_ipv4(frame: &Frame, offset: usize, parsed: &mut Parsed) -> Result<Transport, ParseError> {
     let ip: *const Ipv4Hdr = frame.ptr_at(offset).ok_or(ParseError::TruncatedIpv4)?;
     let (vihl, tos, total_len, frags, proto) = unsafe {
         (
@@ -166,22 +165,20 @@ fn parse_ipv4(
     if proto != IPPROTO_UDP || fragment {
         return Ok(None);
     }
-    Ok(Some(offset + header_len))
+    Ok(Some((offset + header_len, offset + total_len)))
 }
 
-/// Parses an IPv6 header and its extension headers; returns the UDP header's offset if the
+/// Parses an IPv6 header and its extension headers; returns the UDP header's place if the
 /// chain ends in an unfragmented UDP datagram.
 #[inline(always)]
-fn parse_ipv6(
-    frame: &Frame,
-    offset: usize,
-    parsed: &mut Parsed,
-) -> Result<Option<usize>, ParseError> {
+fn parse_ipv6(frame: &Frame, offset: usize, parsed: &mut Parsed) -> Result<Transport, ParseError> {
     let ip: *const Ipv6Hdr = frame.ptr_at(offset).ok_or(ParseError::TruncatedIpv6)?;
     let (vcf0, vcf1, mut next) = unsafe { ((*ip).vcf[0], (*ip).vcf[1], (*ip).next_hdr) };
-    if vcf0 >> 4 != 6 {
+    let datagram_len = Ipv6Hdr::LEN + u16::from_be_bytes(unsafe { (*ip).payload_len }) as usize;
+    if vcf0 >> 4 != 6 || datagram_len > frame.remaining(offset) {
         return Err(ParseError::TruncatedIpv6);
     }
+    let end = offset + datagram_len;
     let traffic_class = (vcf0 << 4) | (vcf1 >> 4);
     parsed.network = Network::Ipv6(offset);
     parsed.dscp = traffic_class >> 2;
@@ -190,7 +187,7 @@ fn parse_ipv6(
     let mut cursor = offset + Ipv6Hdr::LEN;
     for _ in 0..MAX_IPV6_EXTENSIONS {
         let header_len = match next {
-            IPPROTO_UDP => return Ok(Some(cursor)),
+            IPPROTO_UDP => return Ok(Some((cursor, end))),
             IPPROTO_HOPOPTS | IPPROTO_ROUTING | IPPROTO_DSTOPTS => {
                 let ext: *const [u8; 2] = frame
                     .ptr_at(cursor)
@@ -226,7 +223,7 @@ fn parse_ipv6(
         cursor += header_len;
     }
     match next {
-        IPPROTO_UDP => Ok(Some(cursor)),
+        IPPROTO_UDP => Ok(Some((cursor, end))),
         IPPROTO_HOPOPTS | IPPROTO_ROUTING | IPPROTO_DSTOPTS | IPPROTO_AH | IPPROTO_FRAGMENT => {
             Err(ParseError::TooManyIpv6Extensions)
         }
@@ -234,15 +231,24 @@ fn parse_ipv6(
     }
 }
 
-/// Parses a UDP header; returns whether it is RoCEv2 with a whole BTH behind it.
+/// Parses a UDP header that must end by `datagram_end` (the IP datagram's end: Ethernet
+/// padding is not payload); returns whether it is RoCEv2 with a whole BTH behind it.
 #[inline(always)]
-fn parse_udp(frame: &Frame, offset: usize) -> Result<bool, ParseError> {
+fn parse_udp(frame: &Frame, offset: usize, datagram_end: usize) -> Result<bool, ParseError> {
     let udp: *const UdpHdr = frame.ptr_at(offset).ok_or(ParseError::TruncatedUdp)?;
+    if offset + UdpHdr::LEN > datagram_end {
+        return Err(ParseError::TruncatedUdp);
+    }
     if u16::from_be_bytes(unsafe { (*udp).dst }) != ROCEV2_PORT {
         return Ok(false);
     }
-    frame
+    let bth_end = offset + UdpHdr::LEN + BTH_LEN;
+    if frame
         .ptr_at::<[u8; BTH_LEN]>(offset + UdpHdr::LEN)
-        .ok_or(ParseError::TruncatedBth)?;
+        .is_none()
+        || bth_end > datagram_end
+    {
+        return Err(ParseError::TruncatedBth);
+    }
     Ok(true)
 }

@@ -1,0 +1,159 @@
+//! Network namespaces and veth pairs for test beds, labs and demos.
+//!
+//! Every name is unique per process, so test beds run in parallel; everything is removed on
+//! drop, also when a test panics. Code runs inside a namespace on a thread of its own that
+//! joins it with `setns`, so the caller's namespace never changes.
+
+use std::{
+    fs::File,
+    os::fd::AsRawFd,
+    path::PathBuf,
+    process::{Command, Output},
+    sync::atomic::{AtomicU32, Ordering},
+};
+
+use anyhow::{bail, Context as _};
+
+static NEXT_ID: AtomicU32 = AtomicU32::new(0);
+
+/// A name no other test bed of this machine uses now: `PREFIX` + pid + a counter, at most
+/// 15 bytes so it also fits an interface name.
+pub fn unique_name(prefix: &str) -> String {
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let name = format!("{prefix}{}x{id}", std::process::id() % 100_000);
+    name.chars().take(15).collect()
+}
+
+/// Runs `ip` with `args`; fails with its stderr.
+pub fn ip(args: &[&str]) -> anyhow::Result<()> {
+    let output = Command::new("ip").args(args).output().context("running ip (iproute2)")?;
+    check(&format!("ip {}", args.join(" ")), output).map(drop)
+}
+
+/// Fails unless `output` is a success, with the command's stderr in the message.
+pub fn check(what: &str, output: Output) -> anyhow::Result<Output> {
+    if !output.status.success() {
+        bail!("{what} failed: {}", String::from_utf8_lossy(&output.stderr).trim());
+    }
+    Ok(output)
+}
+
+/// A network namespace, deleted (with every interface in it) on drop.
+pub struct Namespace {
+    name: String,
+}
+
+impl Namespace {
+    /// Creates a namespace with a unique name starting with `prefix`, loopback up.
+    pub fn create(prefix: &str) -> anyhow::Result<Self> {
+        let name = unique_name(prefix);
+        ip(&["netns", "add", &name])?;
+        let ns = Namespace { name };
+        ns.ip(&["link", "set", "lo", "up"])?;
+        Ok(ns)
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its bind mount, for `nsenter --net=`.
+    pub fn path(&self) -> PathBuf {
+        PathBuf::from("/run/netns").join(&self.name)
+    }
+
+    /// Runs `ip ARGS` inside it.
+    pub fn ip(&self, args: &[&str]) -> anyhow::Result<()> {
+        let mut full = vec!["-n", &self.name];
+        full.extend_from_slice(args);
+        ip(&full)
+    }
+
+    /// A command that runs `program` inside it through nsenter, which (unlike `ip netns
+    /// exec`) keeps the host's /sys and so /sys/fs/bpf visible.
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut command = Command::new("nsenter");
+        command.arg(format!("--net={}", self.path().display())).arg("--").arg(program);
+        command
+    }
+
+    /// Runs `f` on a thread that has joined this namespace, and returns its result.
+    pub fn run<R: Send, F: FnOnce() -> R + Send>(&self, f: F) -> anyhow::Result<R> {
+        let file = File::open(self.path()).with_context(|| format!("opening {}", self.path().display()))?;
+        std::thread::scope(|scope| {
+            scope
+                .spawn(move || {
+                    // SAFETY: a valid namespace fd; setns only affects this thread.
+                    if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                        return Err(std::io::Error::last_os_error()).context("setns");
+                    }
+                    Ok(f())
+                })
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    }
+}
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        let _ = ip(&["netns", "del", &self.name]);
+    }
+}
+
+/// One end of a veth pair: its namespace, name, MAC and IPv4 address.
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    /// The namespace it lives in.
+    pub namespace: String,
+    /// Interface name.
+    pub ifname: String,
+    /// MAC address.
+    pub mac: [u8; 6],
+    /// IPv4 address (without prefix length).
+    pub ipv4: std::net::Ipv4Addr,
+}
+
+/// Creates a veth pair between `a` and `b`, addresses `a_ip/24` and `b_ip/24`, both up, with
+/// tx checksum offload off (so redirected frames carry real checksums) and GRO on (so a veth
+/// accepts frames that XDP sends) — see docs/ARCHITECTURE.md.
+pub fn veth_pair(
+    a: &Namespace,
+    a_ip: std::net::Ipv4Addr,
+    b: &Namespace,
+    b_ip: std::net::Ipv4Addr,
+) -> anyhow::Result<(Endpoint, Endpoint)> {
+    let a_name = unique_name("va");
+    let b_name = unique_name("vb");
+    ip(&["link", "add", &a_name, "netns", a.name(), "type", "veth", "peer", "name", &b_name, "netns", b.name()])?;
+    let mut ends = Vec::new();
+    for (ns, name, addr) in [(a, &a_name, a_ip), (b, &b_name, b_ip)] {
+        ns.ip(&["addr", "add", &format!("{addr}/24"), "dev", name])?;
+        ns.ip(&["link", "set", name, "up"])?;
+        let ethtool = ns.command("ethtool").args(["-K", name, "tx", "off", "gro", "on"]).output()?;
+        check(&format!("ethtool -K {name}"), ethtool)?;
+        ends.push(Endpoint { namespace: ns.name().to_owned(), ifname: name.clone(), mac: mac_of(ns, name)?, ipv4: addr });
+    }
+    let b_end = ends.pop().expect("two ends");
+    let a_end = ends.pop().expect("two ends");
+    Ok((a_end, b_end))
+}
+
+fn mac_of(ns: &Namespace, ifname: &str) -> anyhow::Result<[u8; 6]> {
+    // `ip -br link`: "NAME STATE MAC FLAGS"; /sys/class/net shows the host's namespace only.
+    let output = Command::new("ip").args(["-n", ns.name(), "-br", "link", "show", "dev", ifname]).output()?;
+    let text = String::from_utf8_lossy(&check("ip -br link", output)?.stdout).into_owned();
+    let mac = text.split_whitespace().nth(2).unwrap_or_default();
+    parse_mac(mac).with_context(|| format!("no MAC for {ifname} in '{}'", text.trim()))
+}
+
+/// Parses `aa:bb:cc:dd:ee:ff`.
+pub fn parse_mac(text: &str) -> anyhow::Result<[u8; 6]> {
+    let bytes: Vec<u8> = text
+        .split(':')
+        .map(|h| u8::from_str_radix(h, 16))
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("'{text}' is not a MAC address"))?;
+    bytes.try_into().map_err(|_| anyhow::anyhow!("'{text}' is not a MAC address"))
+}

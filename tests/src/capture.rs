@@ -1,0 +1,112 @@
+//! Raw frames in and out of an interface through an AF_PACKET socket.
+
+use std::{
+    io,
+    os::fd::{AsRawFd, FromRawFd, OwnedFd},
+    time::{Duration, Instant},
+};
+
+use anyhow::{bail, Context as _};
+
+/// An AF_PACKET raw socket bound to one interface (of the namespace it was opened in).
+pub struct RawSocket {
+    fd: OwnedFd,
+    ifindex: i32,
+}
+
+impl RawSocket {
+    /// Opens a socket on `ifname` that receives every frame (ETH_P_ALL). Call it on a thread
+    /// inside the interface's namespace; the socket stays bound to it afterwards.
+    pub fn open(ifname: &str) -> anyhow::Result<Self> {
+        let ifindex = lossless::host::attach::ifindex(ifname)? as i32;
+        let protocol = (libc::ETH_P_ALL as u16).to_be() as i32;
+        // SAFETY: plain socket(2); the fd is owned right away.
+        let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, protocol) };
+        if raw < 0 {
+            return Err(io::Error::last_os_error()).context("socket(AF_PACKET)");
+        }
+        // SAFETY: raw is a fresh, valid fd.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // SAFETY: a zeroed sockaddr_ll with the fields bind needs.
+        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        addr.sll_family = libc::AF_PACKET as u16;
+        addr.sll_protocol = protocol as u16;
+        addr.sll_ifindex = ifindex;
+        let rc = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                &addr as *const _ as *const libc::sockaddr,
+                std::mem::size_of_val(&addr) as u32,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error())
+                .with_context(|| format!("bind AF_PACKET to {ifname}"));
+        }
+        Ok(RawSocket { fd, ifindex })
+    }
+
+    /// Sends one frame as is.
+    pub fn send(&self, frame: &[u8]) -> anyhow::Result<()> {
+        // SAFETY: the buffer is valid for its length.
+        let n = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
+        if n < 0 {
+            return Err(io::Error::last_os_error()).context("send on AF_PACKET");
+        }
+        Ok(())
+    }
+
+    /// Receives frames that arrive on the interface (not the ones it sends) until `count`
+    /// have matched `keep`, or fails after `timeout`.
+    pub fn receive(
+        &self,
+        count: usize,
+        timeout: Duration,
+        keep: impl Fn(&[u8]) -> bool,
+    ) -> anyhow::Result<Vec<Vec<u8>>> {
+        let deadline = Instant::now() + timeout;
+        let mut frames = Vec::new();
+        let mut buf = vec![0u8; 65536];
+        while frames.len() < count {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                bail!(
+                    "received {} of {count} expected frames before the timeout",
+                    frames.len()
+                );
+            }
+            let mut pollfd = libc::pollfd {
+                fd: self.fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            let ready = unsafe { libc::poll(&mut pollfd, 1, left.as_millis().max(1) as i32) };
+            if ready <= 0 {
+                continue;
+            }
+            // SAFETY: zeroed sockaddr_ll for recvfrom to fill; buffer valid for its length.
+            let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+            let mut from_len = std::mem::size_of_val(&from) as u32;
+            let n = unsafe {
+                libc::recvfrom(
+                    self.fd.as_raw_fd(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    0,
+                    &mut from as *mut _ as *mut libc::sockaddr,
+                    &mut from_len,
+                )
+            };
+            if n < 0 {
+                return Err(io::Error::last_os_error()).context("recvfrom on AF_PACKET");
+            }
+            let outgoing = from.sll_pkttype == libc::PACKET_OUTGOING as u8;
+            let frame = &buf[..n as usize];
+            if !outgoing && from.sll_ifindex == self.ifindex && keep(frame) {
+                frames.push(frame.to_vec());
+            }
+        }
+        Ok(frames)
+    }
+}
