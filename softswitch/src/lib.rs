@@ -4,14 +4,27 @@
 //! [`lexer`]), [`parser`] (to the [`ast`]). Every phase reports a [`diagnostic::Diagnostic`].
 
 pub mod ast;
+pub mod bits;
+pub mod check;
 pub mod diagnostic;
+pub mod hash;
+pub mod interp;
+pub mod ir;
 pub mod lexer;
+pub mod meter;
+pub mod ops;
 pub mod parser;
 pub mod preprocessor;
 pub mod source;
+pub mod stf;
+pub mod switch;
+pub mod table;
+pub mod tm;
+pub mod types;
 
-/// Compiles file `file` of `map` (includes are added to `map`) as far as the front end goes.
-pub fn compile(map: &mut source::SourceMap, file: u32) -> diagnostic::Result<Vec<ast::Decl>> {
+/// Compiles file `file` of `map` (includes are added to `map`) to the lowered program.
+pub fn compile(map: &mut source::SourceMap, file: u32) -> diagnostic::Result<ir::Program> {
     let tokens = preprocessor::preprocess(map, file)?;
-    parser::parse(tokens)
+    let decls = parser::parse(tokens)?;
+    check::check(&decls)
 }

@@ -3,6 +3,7 @@
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use softswitch::source::SourceMap;
+use softswitch::switch::{Clock, Switch};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -21,6 +22,13 @@ enum Command {
         /// The P4_16 program.
         program: PathBuf,
     },
+    /// Run an STF test against a program: exits non-zero on any mismatch.
+    Stf {
+        /// The P4_16 program.
+        program: PathBuf,
+        /// The STF test.
+        test: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -34,20 +42,56 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    let mut map = SourceMap::new();
     match cli.command {
         Command::Check { program } => {
-            let mut map = SourceMap::new();
-            let file = read_source(&mut map, &program)?;
-            match softswitch::compile(&mut map, file) {
-                Ok(_) => {
-                    println!("{}: ok", program.display());
-                    Ok(ExitCode::SUCCESS)
-                }
+            if compile(&mut map, &program)?.is_none() {
+                return Ok(ExitCode::FAILURE);
+            }
+            println!("{}: ok", program.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Stf { program, test } => {
+            let Some(compiled) = compile(&mut map, &program)? else {
+                return Ok(ExitCode::FAILURE);
+            };
+            let stf = read_source(&mut map, &test)?;
+            let mut switch = Switch::new(compiled, Clock::Virtual(0));
+            let report = match softswitch::stf::run(&map, stf, &mut switch) {
+                Ok(r) => r,
                 Err(d) => {
                     eprintln!("{}", d.render(&map));
-                    Ok(ExitCode::FAILURE)
+                    return Ok(ExitCode::FAILURE);
                 }
+            };
+            for f in &report.failures {
+                eprintln!("{f}");
             }
+            let verdict = if report.passed() { "PASS" } else { "FAIL" };
+            println!(
+                "{verdict} {}: {} packets in, {} out, {} failures",
+                test.display(),
+                report.packets_in,
+                report.packets_out,
+                report.failures.len()
+            );
+            Ok(if report.passed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+    }
+}
+
+/// Compiles a program; on a diagnostic prints it and returns `None`.
+fn compile(map: &mut SourceMap, program: &Path) -> Result<Option<softswitch::ir::Program>> {
+    let file = read_source(map, program)?;
+    match softswitch::compile(map, file) {
+        Ok(p) => Ok(Some(p)),
+        Err(d) => {
+            eprintln!("{}", d.render(map));
+            Ok(None)
         }
     }
 }

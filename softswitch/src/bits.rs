@@ -1,0 +1,99 @@
+//! Bit-level reading and writing of packet bytes, most significant bit first, as P4 headers
+//! are laid out on the wire.
+
+/// Reads `width` (at most 128) bits starting `offset` bits into `data`; the caller checks bounds.
+pub fn read_bits(data: &[u8], offset: usize, width: u16) -> u128 {
+    let mut value: u128 = 0;
+    let mut pos = offset;
+    let mut remaining = usize::from(width);
+    while remaining > 0 {
+        let byte = data[pos / 8];
+        let bit = pos % 8;
+        let avail = 8 - bit;
+        let take = avail.min(remaining);
+        let bits = (u128::from(byte) >> (avail - take)) & ((1u128 << take) - 1);
+        value = (value << take) | bits;
+        pos += take;
+        remaining -= take;
+    }
+    value
+}
+
+/// A growing byte buffer written a field at a time.
+#[derive(Debug, Default, Clone)]
+pub struct BitWriter {
+    bytes: Vec<u8>,
+    bits: usize,
+}
+
+impl BitWriter {
+    /// An empty writer.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends the low `width` bits of `value`.
+    pub fn write(&mut self, value: u128, width: u16) {
+        let mut remaining = usize::from(width);
+        while remaining > 0 {
+            let bit = self.bits % 8;
+            if bit == 0 {
+                self.bytes.push(0);
+            }
+            let room = 8 - bit;
+            let take = room.min(remaining);
+            let chunk = ((value >> (remaining - take)) & ((1u128 << take) - 1)) as u8;
+            let last = self.bytes.last_mut().expect("a byte was pushed");
+            *last |= chunk << (room - take);
+            self.bits += take;
+            remaining -= take;
+        }
+    }
+
+    /// Appends whole bytes.
+    pub fn extend(&mut self, bytes: &[u8]) {
+        if self.bits.is_multiple_of(8) {
+            self.bytes.extend_from_slice(bytes);
+            self.bits += bytes.len() * 8;
+        } else {
+            for &b in bytes {
+                self.write(u128::from(b), 8);
+            }
+        }
+    }
+
+    /// The number of bits written.
+    pub fn len_bits(&self) -> usize {
+        self.bits
+    }
+
+    /// The bytes written (the last one zero-padded).
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_then_read_round_trips_unaligned_fields() {
+        let mut w = BitWriter::new();
+        w.write(0x4, 4);
+        w.write(0x5, 4);
+        w.write(0x1ff, 9);
+        w.write(0x7f, 7);
+        let bytes = w.into_bytes();
+        assert_eq!(bytes, vec![0x45, 0xff, 0xff]);
+        assert_eq!(read_bits(&bytes, 0, 4), 4);
+        assert_eq!(read_bits(&bytes, 8, 9), 0x1ff);
+        assert_eq!(read_bits(&bytes, 17, 7), 0x7f);
+    }
+
+    #[test]
+    fn reads_128_bit_fields_at_odd_offsets() {
+        let data = [0xffu8; 20];
+        assert_eq!(read_bits(&data, 3, 128), u128::MAX);
+    }
+}

@@ -1,0 +1,997 @@
+//! Expressions: typing, constant folding (with [`ops`](crate::ops)), implicit casts of `int`
+//! literals, places (l-values) and assignments of scalars and aggregates.
+
+use super::{Checker, Sym};
+use crate::ast::{self, BinOp, ExprKind, UnOp};
+use crate::diagnostic::{fail, Result};
+use crate::ir::{mask, sign_extend, Expr, Place, Slot, Stmt};
+use crate::ops;
+use crate::source::Span;
+use crate::types::Type;
+
+/// A lowered expression.
+#[derive(Clone, Debug)]
+pub(super) enum Val {
+    /// A scalar value; `konst` holds it when known at compile time (an `int` as i128 bits).
+    Scalar {
+        expr: Expr,
+        ty: Type,
+        konst: Option<u128>,
+    },
+    /// An aggregate or stack in storage.
+    Agg { base: Slot, ty: Type },
+    /// A header-stack element chosen at run time: element 0 at `base`.
+    DynElem {
+        base: Slot,
+        stride: u32,
+        count: u32,
+        index: Expr,
+        ty: Type,
+    },
+}
+
+/// A scalar with its type and compile-time value.
+pub(super) struct Scalar {
+    pub expr: Expr,
+    pub ty: Type,
+    pub konst: Option<u128>,
+}
+
+fn scalar(expr: Expr, ty: Type, konst: Option<u128>) -> Val {
+    Val::Scalar { expr, ty, konst }
+}
+
+fn konst(v: u128, ty: Type) -> Val {
+    Val::Scalar {
+        expr: Expr::Const(v),
+        ty,
+        konst: Some(v),
+    }
+}
+
+impl Checker<'_> {
+    pub(super) fn show(&self, ty: &Type) -> String {
+        self.types.show(ty).to_string()
+    }
+
+    /// Lowers an expression.
+    pub(super) fn expr(&mut self, e: &ast::Expr) -> Result<Val> {
+        match &e.kind {
+            ExprKind::Int(lit) => Ok(match lit.width {
+                Some((width, signed)) => {
+                    if width > 128 {
+                        return fail(e.span, "literal widths above 128 bits are not supported");
+                    }
+                    konst(lit.value & mask(width), Type::Bits { width, signed })
+                }
+                None => konst(lit.value, Type::Int),
+            }),
+            ExprKind::Bool(b) => Ok(konst(u128::from(*b), Type::Bool)),
+            ExprKind::Str(_) => fail(e.span, "a string is only allowed as an extern argument"),
+            ExprKind::DontCare => fail(e.span, "'_' is only allowed as an out argument or a keyset"),
+            ExprKind::Name(n) => self.name_value(n, e.span),
+            ExprKind::Member(base, m) => self.member(base, m, e.span),
+            ExprKind::Index(base, index) => self.index(base, index),
+            ExprKind::Slice(base, hi, lo) => {
+                let b = self.scalar_any(base)?;
+                let Type::Bits { width, .. } = b.ty else {
+                    let t = self.show(&b.ty);
+                    return fail(base.span, format!("cannot slice a value of type {t}"));
+                };
+                let (h, l) = (self.const_u128(hi)?, self.const_u128(lo)?);
+                if h < l || h >= u128::from(width) {
+                    return fail(e.span, format!("slice [{h}:{l}] is out of range for bit<{width}>"));
+                }
+                let w = (h - l + 1) as u16;
+                let ty = Type::Bits { width: w, signed: false };
+                let k = b.konst.map(|v| (v >> l) & mask(w));
+                Ok(scalar(Expr::Slice { arg: Box::new(b.expr), lo: l as u16, width: w }, ty, k))
+            }
+            ExprKind::Call { .. } => self.call_value(e),
+            ExprKind::Unary(op, arg) => self.unary(*op, arg, e.span),
+            ExprKind::Binary(op, a, b) => self.binary(*op, a, b, e.span),
+            ExprKind::Cond(c, a, b) => {
+                let c = self.bool_expr(c)?;
+                let a_val = self.scalar_any(a)?;
+                let b_val = self.scalar_any(b)?;
+                let (x, y, ty) = self.unify(a_val, b_val, e.span, "?:")?;
+                Ok(scalar(Expr::Cond(Box::new(c), Box::new(x.expr), Box::new(y.expr)), ty, None))
+            }
+            ExprKind::Cast(t, arg) => {
+                let to = self.resolve_type(t)?;
+                let v = self.scalar_any(arg)?;
+                self.cast(v, &to, e.span)
+            }
+            ExprKind::List(_) | ExprKind::StructInit(_) => {
+                fail(e.span, "a list or struct expression is only allowed where its type is known (an assignment or initializer)")
+            }
+        }
+    }
+
+    fn name_value(&mut self, n: &str, span: Span) -> Result<Val> {
+        match self.lookup(n) {
+            Some(Sym::Const { ty, value }) => Ok(konst(*value, ty.clone())),
+            Some(Sym::Var { ty, slot }) => Ok(self.storage(*slot, ty.clone())),
+            Some(_) => fail(span, format!("'{n}' is not a value")),
+            None => fail(span, format!("unknown name '{n}'")),
+        }
+    }
+
+    /// The value stored at `slot` with type `ty`.
+    pub(super) fn storage(&self, slot: Slot, ty: Type) -> Val {
+        match ty {
+            Type::Aggregate(_) | Type::Stack(..) => Val::Agg { base: slot, ty },
+            _ => scalar(Expr::Load(slot), ty, None),
+        }
+    }
+
+    fn member(&mut self, base: &ast::Expr, m: &ast::Ident, span: Span) -> Result<Val> {
+        if let ExprKind::Name(n) = &base.kind {
+            if n == "error" {
+                return match self.errors.iter().position(|e| *e == m.name) {
+                    Some(code) => Ok(konst(code as u128, Type::Error)),
+                    None => fail(m.span, format!("unknown error '{}'", m.name)),
+                };
+            }
+            if let Some(Sym::Type(Type::Enum(i))) = self.lookup(n) {
+                let i = *i;
+                let def = &self.types.enums[i];
+                return match def.members.iter().find(|(name, _)| *name == m.name) {
+                    Some((_, v)) => Ok(konst(*v, Type::Enum(i))),
+                    None => fail(
+                        m.span,
+                        format!("enum {} has no member '{}'", def.name, m.name),
+                    ),
+                };
+            }
+        }
+        if m.name == "hit" || m.name == "miss" {
+            if let Some(table) = self.applied_table(base)? {
+                return Ok(scalar(
+                    Expr::TableHit {
+                        table,
+                        miss: m.name == "miss",
+                    },
+                    Type::Bool,
+                    None,
+                ));
+            }
+        }
+        match self.expr(base)? {
+            Val::Agg {
+                base: slot,
+                ty: Type::Aggregate(agg),
+            } => match self.types.field(agg, &m.name) {
+                Some((off, fty)) => Ok(self.storage(slot + off, fty)),
+                None => {
+                    let t = self.show(&Type::Aggregate(agg));
+                    fail(m.span, format!("{t} has no field '{}'", m.name))
+                }
+            },
+            Val::Agg {
+                base: slot,
+                ty: Type::Stack(agg, n),
+            } => {
+                let bits32 = Type::Bits {
+                    width: 32,
+                    signed: false,
+                };
+                match m.name.as_str() {
+                    "size" => Ok(konst(u128::from(n), bits32)),
+                    "lastIndex" => {
+                        let e = Expr::Arith {
+                            op: BinOp::Sub,
+                            width: 32,
+                            signed: false,
+                            a: Box::new(Expr::Load(slot)),
+                            b: Box::new(Expr::Const(1)),
+                        };
+                        Ok(scalar(e, bits32, None))
+                    }
+                    "last" => {
+                        let stride = self.types.size(&Type::Aggregate(agg));
+                        let index = Expr::Arith {
+                            op: BinOp::Sub,
+                            width: 32,
+                            signed: false,
+                            a: Box::new(Expr::Load(slot)),
+                            b: Box::new(Expr::Const(1)),
+                        };
+                        Ok(Val::DynElem {
+                            base: slot + 1,
+                            stride,
+                            count: n,
+                            index,
+                            ty: Type::Aggregate(agg),
+                        })
+                    }
+                    "next" => fail(
+                        m.span,
+                        "stack.next is only allowed as the argument of extract",
+                    ),
+                    _ => fail(m.span, format!("a header stack has no member '{}'", m.name)),
+                }
+            }
+            Val::DynElem {
+                base: b,
+                stride,
+                count,
+                index,
+                ty: Type::Aggregate(agg),
+            } => match self.types.field(agg, &m.name) {
+                Some((off, fty)) if self.types.scalar_width(&fty).is_some() => Ok(scalar(
+                    Expr::LoadDyn {
+                        base: b + off,
+                        stride,
+                        count,
+                        index: Box::new(index),
+                    },
+                    fty,
+                    None,
+                )),
+                Some(_) => fail(
+                    m.span,
+                    "nested aggregates in a run-time stack index are not supported yet",
+                ),
+                None => fail(m.span, format!("no field '{}'", m.name)),
+            },
+            other => {
+                let t = self.show(&val_type(&other));
+                fail(
+                    span,
+                    format!("a value of type {t} has no member '{}'", m.name),
+                )
+            }
+        }
+    }
+
+    /// If `e` is `t.apply()` for a table `t`, the table's index.
+    pub(super) fn applied_table(&self, e: &ast::Expr) -> Result<Option<usize>> {
+        if let ExprKind::Call { callee, .. } = &e.kind {
+            if let ExprKind::Member(t, m) = &callee.kind {
+                if m.name == "apply" {
+                    if let ExprKind::Name(n) = &t.kind {
+                        if let Some(Sym::Table(i)) = self.lookup(n) {
+                            return Ok(Some(*i));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn index(&mut self, base: &ast::Expr, index: &ast::Expr) -> Result<Val> {
+        let b = self.expr(base)?;
+        let Val::Agg {
+            base: slot,
+            ty: Type::Stack(agg, n),
+        } = b
+        else {
+            let t = self.show(&val_type(&b));
+            return fail(base.span, format!("cannot index a value of type {t}"));
+        };
+        let stride = self.types.size(&Type::Aggregate(agg));
+        let i = self.scalar_any(index)?;
+        match i.konst {
+            Some(k) if i.ty == Type::Int || matches!(i.ty, Type::Bits { .. }) => {
+                if k >= u128::from(n) {
+                    return fail(
+                        index.span,
+                        format!("index {k} is out of range for a stack of {n}"),
+                    );
+                }
+                Ok(Val::Agg {
+                    base: slot + 1 + k as u32 * stride,
+                    ty: Type::Aggregate(agg),
+                })
+            }
+            _ => match i.ty {
+                Type::Bits { signed: false, .. } => Ok(Val::DynElem {
+                    base: slot + 1,
+                    stride,
+                    count: n,
+                    index: i.expr,
+                    ty: Type::Aggregate(agg),
+                }),
+                _ => fail(index.span, "a stack index must be an unsigned bit<W> value"),
+            },
+        }
+    }
+
+    /// Lowers an expression that must be a scalar.
+    pub(super) fn scalar_any(&mut self, e: &ast::Expr) -> Result<Scalar> {
+        match self.expr(e)? {
+            Val::Scalar { expr, ty, konst } => Ok(Scalar { expr, ty, konst }),
+            other => {
+                let t = self.show(&val_type(&other));
+                fail(e.span, format!("expected a scalar value, found {t}"))
+            }
+        }
+    }
+
+    /// Lowers an expression and converts it to `ty` (implicitly, as P4 allows).
+    pub(super) fn scalar_of(&mut self, e: &ast::Expr, ty: &Type) -> Result<Expr> {
+        let v = self.scalar_any(e)?;
+        self.coerce(v, ty, e.span)
+    }
+
+    /// Lowers a `bool` expression.
+    pub(super) fn bool_expr(&mut self, e: &ast::Expr) -> Result<Expr> {
+        self.scalar_of(e, &Type::Bool)
+    }
+
+    /// The implicit conversions of P4: `int` constants to sized types, serializable enums to
+    /// their underlying type.
+    pub(super) fn coerce(&self, v: Scalar, to: &Type, span: Span) -> Result<Expr> {
+        if v.ty == *to || *to == Type::Var {
+            return Ok(v.expr);
+        }
+        match (&v.ty, to) {
+            (Type::Int, Type::Bits { width, .. }) => {
+                let k = v.konst.expect("int values are constants");
+                Ok(Expr::Const(k & mask(*width)))
+            }
+            (Type::Enum(i), Type::Bits { width, signed })
+                if self.types.enums[*i].repr == Some((*width, *signed)) =>
+            {
+                Ok(v.expr)
+            }
+            _ => {
+                let (f, t) = (self.show(&v.ty), self.show(to));
+                fail(span, format!("type mismatch: expected {t}, found {f}"))
+            }
+        }
+    }
+
+    /// Brings two scalars to one type for a binary operator.
+    fn unify(&self, a: Scalar, b: Scalar, span: Span, op: &str) -> Result<(Scalar, Scalar, Type)> {
+        if a.ty == b.ty {
+            let ty = a.ty.clone();
+            return Ok((a, b, ty));
+        }
+        let enum_repr = |t: &Type| match t {
+            Type::Enum(i) => self.types.enums[*i]
+                .repr
+                .map(|(width, signed)| Type::Bits { width, signed }),
+            _ => None,
+        };
+        let target = match (&a.ty, &b.ty) {
+            (Type::Int, t @ Type::Bits { .. }) | (t @ Type::Bits { .. }, Type::Int) => t.clone(),
+            (Type::Int, t) | (t, Type::Int) if enum_repr(t).is_some() => {
+                enum_repr(t).expect("checked")
+            }
+            (x, y) if enum_repr(x).as_ref() == Some(y) => y.clone(),
+            (x, y) if enum_repr(y).as_ref() == Some(x) => x.clone(),
+            _ => {
+                let (x, y) = (self.show(&a.ty), self.show(&b.ty));
+                return fail(
+                    span,
+                    format!("operands of '{op}' have different types: {x} and {y}"),
+                );
+            }
+        };
+        let konst_of = |s: &Scalar, t: &Type| match (&s.ty, t, s.konst) {
+            (Type::Int, Type::Bits { width, .. }, Some(k)) => Some(k & mask(*width)),
+            _ => s.konst,
+        };
+        let ka = konst_of(&a, &target);
+        let kb = konst_of(&b, &target);
+        let ea = self.coerce(a, &target, span)?;
+        let eb = self.coerce(b, &target, span)?;
+        Ok((
+            Scalar {
+                expr: ea,
+                ty: target.clone(),
+                konst: ka,
+            },
+            Scalar {
+                expr: eb,
+                ty: target.clone(),
+                konst: kb,
+            },
+            target,
+        ))
+    }
+
+    fn unary(&mut self, op: UnOp, arg: &ast::Expr, span: Span) -> Result<Val> {
+        let v = self.scalar_any(arg)?;
+        match (op, &v.ty) {
+            (UnOp::Not, Type::Bool) => Ok(scalar(
+                Expr::Not(Box::new(v.expr)),
+                Type::Bool,
+                v.konst.map(|k| k ^ 1),
+            )),
+            (UnOp::Complement, Type::Bits { width, .. }) => {
+                let w = *width;
+                Ok(scalar(
+                    Expr::Complement {
+                        arg: Box::new(v.expr),
+                        width: w,
+                    },
+                    v.ty,
+                    v.konst.map(|k| !k & mask(w)),
+                ))
+            }
+            (UnOp::Neg, Type::Bits { width, .. }) => {
+                let w = *width;
+                Ok(scalar(
+                    Expr::Negate {
+                        arg: Box::new(v.expr),
+                        width: w,
+                    },
+                    v.ty,
+                    v.konst.map(|k| k.wrapping_neg() & mask(w)),
+                ))
+            }
+            (UnOp::Neg, Type::Int) => {
+                let k = (v.konst.expect("int is constant") as i128).wrapping_neg() as u128;
+                Ok(konst(k, Type::Int))
+            }
+            (UnOp::Plus, Type::Bits { .. } | Type::Int) => Ok(Val::Scalar {
+                expr: v.expr,
+                ty: v.ty,
+                konst: v.konst,
+            }),
+            _ => {
+                let t = self.show(&v.ty);
+                fail(span, format!("operator {op:?} cannot be applied to {t}"))
+            }
+        }
+    }
+
+    fn binary(&mut self, op: BinOp, a: &ast::Expr, b: &ast::Expr, span: Span) -> Result<Val> {
+        let name = binop_text(op);
+        if matches!(op, BinOp::Eq | BinOp::Ne) {
+            if let (Val::Agg { base: x, ty: tx }, Val::Agg { base: y, ty: ty_y }) =
+                (self.expr(a)?, self.expr(b)?)
+            {
+                if tx != ty_y {
+                    return fail(span, format!("operands of '{name}' have different types"));
+                }
+                let eq = Expr::RangeEq {
+                    a: x,
+                    b: y,
+                    len: self.types.size(&tx),
+                    header: self.types.is_header(&tx),
+                };
+                let e = if op == BinOp::Eq {
+                    eq
+                } else {
+                    Expr::Not(Box::new(eq))
+                };
+                return Ok(scalar(e, Type::Bool, None));
+            }
+        }
+        let x = self.scalar_any(a)?;
+        let y = self.scalar_any(b)?;
+        match op {
+            BinOp::And | BinOp::Or => {
+                let (ex, ey) = (
+                    self.coerce(x, &Type::Bool, a.span)?,
+                    self.coerce(y, &Type::Bool, b.span)?,
+                );
+                let e = if op == BinOp::And {
+                    Expr::And(Box::new(ex), Box::new(ey))
+                } else {
+                    Expr::Or(Box::new(ex), Box::new(ey))
+                };
+                Ok(scalar(e, Type::Bool, None))
+            }
+            BinOp::Shl | BinOp::Shr => self.shift(op, x, y, span, b.span),
+            BinOp::Concat => {
+                let (Type::Bits { width: wa, signed }, Type::Bits { width: wb, .. }) =
+                    (&x.ty, &y.ty)
+                else {
+                    return fail(
+                        span,
+                        "'++' needs two bit<W> or int<W> operands (cast unsized integers)",
+                    );
+                };
+                let (wa, wb, signed) = (*wa, *wb, *signed);
+                if wa + wb > 128 {
+                    return fail(span, "concatenations wider than 128 bits are not supported");
+                }
+                let k = x.konst.zip(y.konst).map(|(p, q)| (p << wb) | q);
+                let e = Expr::Concat {
+                    a: Box::new(x.expr),
+                    b: Box::new(y.expr),
+                    b_width: wb,
+                };
+                Ok(scalar(
+                    e,
+                    Type::Bits {
+                        width: wa + wb,
+                        signed,
+                    },
+                    k,
+                ))
+            }
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
+                let (x, y, ty) = self.unify(x, y, span, name)?;
+                let ordered = !matches!(op, BinOp::Eq | BinOp::Ne);
+                let (width, signed) = match &ty {
+                    Type::Bits { width, signed } => (*width, *signed),
+                    Type::Int => {
+                        let (p, q) = (
+                            x.konst.expect("const") as i128,
+                            y.konst.expect("const") as i128,
+                        );
+                        let r = ops::compare(op, 128, true, p as u128, q as u128);
+                        return Ok(konst(u128::from(r), Type::Bool));
+                    }
+                    t if ordered => {
+                        let t = self.show(t);
+                        return fail(span, format!("'{name}' cannot compare values of type {t}"));
+                    }
+                    t => (self.types.scalar_width(t).unwrap_or(32), false),
+                };
+                let k = x
+                    .konst
+                    .zip(y.konst)
+                    .map(|(p, q)| u128::from(ops::compare(op, width, signed, p, q)));
+                let e = Expr::Compare {
+                    op,
+                    width,
+                    signed,
+                    a: Box::new(x.expr),
+                    b: Box::new(y.expr),
+                };
+                Ok(scalar(e, Type::Bool, k))
+            }
+            _ => {
+                let (x, y, ty) = self.unify(x, y, span, name)?;
+                match ty {
+                    Type::Bits { width, signed } => {
+                        let k = x
+                            .konst
+                            .zip(y.konst)
+                            .map(|(p, q)| ops::binop(op, width, signed, p, q));
+                        let e = Expr::Arith {
+                            op,
+                            width,
+                            signed,
+                            a: Box::new(x.expr),
+                            b: Box::new(y.expr),
+                        };
+                        Ok(scalar(e, ty, k))
+                    }
+                    Type::Int => {
+                        int_arith(op, x.konst.expect("const"), y.konst.expect("const"), span)
+                    }
+                    t => {
+                        let t = self.show(&t);
+                        fail(span, format!("'{name}' cannot be applied to {t}"))
+                    }
+                }
+            }
+        }
+    }
+
+    fn shift(&self, op: BinOp, x: Scalar, y: Scalar, span: Span, rhs_span: Span) -> Result<Val> {
+        match (&y.ty, y.konst) {
+            (Type::Bits { signed: false, .. }, _) => {}
+            (Type::Int, Some(k)) if (k as i128) >= 0 => {}
+            _ => return fail(rhs_span, "a shift amount must be unsigned"),
+        }
+        match x.ty {
+            Type::Bits { width, signed } => {
+                let k = x
+                    .konst
+                    .zip(y.konst)
+                    .map(|(p, q)| ops::binop(op, width, signed, p, q));
+                let e = Expr::Arith {
+                    op,
+                    width,
+                    signed,
+                    a: Box::new(x.expr),
+                    b: Box::new(y.expr),
+                };
+                Ok(scalar(e, x.ty, k))
+            }
+            Type::Int => int_arith(op, x.konst.expect("const"), y.konst.expect("const"), span),
+            _ => fail(span, "shifts need a bit<W> or int<W> left operand"),
+        }
+    }
+
+    fn cast(&self, v: Scalar, to: &Type, span: Span) -> Result<Val> {
+        let from = v.ty.clone();
+        let out = |e: Expr, k: Option<u128>| Ok(scalar(e, to.clone(), k));
+        match (&from, to) {
+            (a, b) if a == b => out(v.expr, v.konst),
+            (Type::Int, Type::Bits { width, .. }) => {
+                let k = v.konst.expect("const") & mask(*width);
+                out(Expr::Const(k), Some(k))
+            }
+            (Type::Int, Type::Bool)
+            | (
+                Type::Bits {
+                    width: 1,
+                    signed: false,
+                },
+                Type::Bool,
+            )
+            | (
+                Type::Bool,
+                Type::Bits {
+                    width: 1,
+                    signed: false,
+                },
+            ) => out(v.expr, v.konst),
+            (
+                Type::Bits {
+                    width: wf,
+                    signed: sf,
+                },
+                Type::Bits { width: wt, .. },
+            ) => {
+                let (wf, wt, sf) = (*wf, *wt, *sf);
+                if wt < wf {
+                    out(
+                        Expr::Truncate {
+                            arg: Box::new(v.expr),
+                            width: wt,
+                        },
+                        v.konst.map(|k| k & mask(wt)),
+                    )
+                } else if sf && wt > wf {
+                    let k = v.konst.map(|k| sign_extend(k, wf) as u128 & mask(wt));
+                    out(
+                        Expr::SignExtend {
+                            arg: Box::new(v.expr),
+                            from: wf,
+                            to: wt,
+                        },
+                        k,
+                    )
+                } else {
+                    out(v.expr, v.konst)
+                }
+            }
+            (Type::Enum(i), Type::Bits { .. }) | (Type::Bits { .. }, Type::Enum(i))
+                if self.types.enums[*i].repr.is_some() =>
+            {
+                let (width, signed) = self.types.enums[*i].repr.expect("checked");
+                let inner = Scalar {
+                    expr: v.expr,
+                    ty: Type::Bits { width, signed },
+                    konst: v.konst,
+                };
+                let mid = if matches!(to, Type::Enum(_)) {
+                    self.cast(
+                        Scalar {
+                            ty: from.clone(),
+                            ..inner
+                        },
+                        &Type::Bits { width, signed },
+                        span,
+                    )?
+                } else {
+                    self.cast(inner, to, span)?
+                };
+                let Val::Scalar { expr, konst, .. } = mid else {
+                    unreachable!("casts give scalars")
+                };
+                out(expr, konst)
+            }
+            (Type::Int, Type::Enum(i)) if self.types.enums[*i].repr.is_some() => {
+                let (width, _) = self.types.enums[*i].repr.expect("checked");
+                let k = v.konst.expect("const") & mask(width);
+                out(Expr::Const(k), Some(k))
+            }
+            _ => {
+                let (f, t) = (self.show(&from), self.show(to));
+                fail(span, format!("cannot cast {f} to {t}"))
+            }
+        }
+    }
+
+    /// A non-negative compile-time integer (widths, sizes, slice bounds).
+    pub(super) fn const_u128(&mut self, e: &ast::Expr) -> Result<u128> {
+        let v = self.scalar_any(e)?;
+        match (v.konst, &v.ty) {
+            (Some(k), Type::Int) if (k as i128) < 0 => {
+                fail(e.span, "expected a non-negative constant")
+            }
+            (Some(k), Type::Int | Type::Bits { .. }) => Ok(k),
+            _ => fail(e.span, "expected a compile-time constant integer"),
+        }
+    }
+
+    /// A compile-time constant of type `ty`.
+    pub(super) fn const_value(&mut self, e: &ast::Expr, ty: &Type) -> Result<u128> {
+        let v = self.scalar_any(e)?;
+        let Some(k) = v.konst else {
+            return fail(e.span, "expected a compile-time constant");
+        };
+        let k = match (&v.ty, ty) {
+            (Type::Int, Type::Bits { width, .. }) => k & mask(*width),
+            _ => {
+                self.coerce(
+                    Scalar {
+                        expr: Expr::Const(k),
+                        ty: v.ty,
+                        konst: Some(k),
+                    },
+                    ty,
+                    e.span,
+                )?;
+                k
+            }
+        };
+        Ok(k)
+    }
+
+    /// Lowers an l-value.
+    pub(super) fn place(&mut self, e: &ast::Expr) -> Result<Val> {
+        if let ExprKind::Slice(base, hi, lo) = &e.kind {
+            let inner = self.place(base)?;
+            let Val::Scalar {
+                expr,
+                ty: Type::Bits { width, .. },
+                ..
+            } = inner
+            else {
+                return fail(base.span, "only bit<W> values can be sliced");
+            };
+            let (h, l) = (self.const_u128(hi)?, self.const_u128(lo)?);
+            if h < l || h >= u128::from(width) {
+                return fail(
+                    e.span,
+                    format!("slice [{h}:{l}] is out of range for bit<{width}>"),
+                );
+            }
+            let w = (h - l + 1) as u16;
+            let place = Place::Slice {
+                inner: Box::new(to_place(expr, base.span)?),
+                lo: l as u16,
+                width: w,
+            };
+            return Ok(Val::Scalar {
+                expr: place_as_expr(place),
+                ty: Type::Bits {
+                    width: w,
+                    signed: false,
+                },
+                konst: None,
+            });
+        }
+        match (&e.kind, self.expr(e)?) {
+            (_, v @ (Val::Agg { .. } | Val::DynElem { .. })) => Ok(v),
+            (
+                _,
+                Val::Scalar {
+                    expr: ex @ (Expr::Load(_) | Expr::LoadDyn { .. }),
+                    ty,
+                    ..
+                },
+            ) => Ok(Val::Scalar {
+                expr: ex,
+                ty,
+                konst: None,
+            }),
+            _ => fail(e.span, "this expression cannot be assigned to"),
+        }
+    }
+
+    /// Statements that assign `rhs` to the l-value `dst`.
+    pub(super) fn assign_to(&mut self, dst: Val, rhs: &ast::Expr) -> Result<Vec<Stmt>> {
+        match dst {
+            Val::Scalar { expr, ty, .. } => {
+                let place = to_place(expr, rhs.span)?;
+                let value = self.scalar_of(rhs, &ty)?;
+                Ok(vec![Stmt::Assign(place, value)])
+            }
+            Val::DynElem { .. } => fail(
+                rhs.span,
+                "assigning a whole stack element chosen at run time is not supported yet",
+            ),
+            Val::Agg { base, ty } => self.assign_aggregate(base, &ty, rhs),
+        }
+    }
+
+    fn assign_aggregate(&mut self, base: Slot, ty: &Type, rhs: &ast::Expr) -> Result<Vec<Stmt>> {
+        let Type::Aggregate(agg) = ty else {
+            return match self.expr(rhs)? {
+                Val::Agg { base: src, ty: t } if t == *ty => Ok(vec![Stmt::Copy {
+                    dst: base,
+                    src,
+                    len: self.types.size(ty),
+                }]),
+                _ => fail(
+                    rhs.span,
+                    format!("expected a value of type {}", self.show(ty)),
+                ),
+            };
+        };
+        let agg = *agg;
+        let fields = self.types.aggregates[agg].fields.clone();
+        let is_header = self.types.is_header(ty);
+        let mut out = Vec::new();
+        let items: Vec<(String, &ast::Expr)> = match &rhs.kind {
+            ExprKind::List(items) => {
+                if items.len() != fields.len() {
+                    return fail(
+                        rhs.span,
+                        format!(
+                            "{} has {} fields, the list has {} values",
+                            self.show(ty),
+                            fields.len(),
+                            items.len()
+                        ),
+                    );
+                }
+                fields
+                    .iter()
+                    .map(|(n, _, _)| n.clone())
+                    .zip(items.iter())
+                    .collect()
+            }
+            ExprKind::StructInit(inits) => {
+                for (f, _) in &inits.clone() {
+                    if !fields.iter().any(|(n, _, _)| *n == f.name) {
+                        return fail(
+                            f.span,
+                            format!("{} has no field '{}'", self.show(ty), f.name),
+                        );
+                    }
+                }
+                if inits.len() != fields.len() {
+                    return fail(
+                        rhs.span,
+                        format!("every field of {} must be initialized", self.show(ty)),
+                    );
+                }
+                inits.iter().map(|(f, e)| (f.name.clone(), e)).collect()
+            }
+            _ => {
+                return match self.expr(rhs)? {
+                    Val::Agg { base: src, ty: t } if t == *ty => Ok(vec![Stmt::Copy {
+                        dst: base,
+                        src,
+                        len: self.types.size(ty),
+                    }]),
+                    Val::Scalar {
+                        expr: Expr::Invoke(inv),
+                        ty: t,
+                        ..
+                    } if t == *ty => {
+                        let ret = inv.ret.expect("a function with a return value");
+                        Ok(vec![
+                            Stmt::Invoke(inv),
+                            Stmt::Copy {
+                                dst: base,
+                                src: ret,
+                                len: self.types.size(ty),
+                            },
+                        ])
+                    }
+                    other => {
+                        let (f, t) = (self.show(&val_type(&other)), self.show(ty));
+                        fail(rhs.span, format!("type mismatch: expected {t}, found {f}"))
+                    }
+                };
+            }
+        };
+        if is_header {
+            out.push(Stmt::Assign(Place::Slot(base), Expr::Const(1)));
+        }
+        for (name, e) in items {
+            let (off, fty) = self.types.field(agg, &name).expect("field checked");
+            let dst = self.storage(base + off, fty);
+            out.extend(self.assign_to(dst, e)?);
+        }
+        Ok(out)
+    }
+}
+
+/// The type of a lowered value.
+pub(super) fn val_type(v: &Val) -> Type {
+    match v {
+        Val::Scalar { ty, .. } | Val::Agg { ty, .. } | Val::DynElem { ty, .. } => ty.clone(),
+    }
+}
+
+/// A place for a `Load`/`LoadDyn` expression (or a slice place smuggled through [`place_as_expr`]).
+pub(super) fn to_place(e: Expr, span: Span) -> Result<Place> {
+    match e {
+        Expr::Load(s) => Ok(Place::Slot(s)),
+        Expr::LoadDyn {
+            base,
+            stride,
+            count,
+            index,
+        } => Ok(Place::Dyn {
+            base,
+            stride,
+            count,
+            index,
+        }),
+        Expr::Slice { arg, lo, width } => Ok(Place::Slice {
+            inner: Box::new(to_place(*arg, span)?),
+            lo,
+            width,
+        }),
+        _ => fail(span, "this expression cannot be assigned to"),
+    }
+}
+
+/// The read form of a place (used to carry slice places through [`Val::Scalar`]).
+fn place_as_expr(p: Place) -> Expr {
+    match p {
+        Place::Slot(s) => Expr::Load(s),
+        Place::Dyn {
+            base,
+            stride,
+            count,
+            index,
+        } => Expr::LoadDyn {
+            base,
+            stride,
+            count,
+            index,
+        },
+        Place::Slice { inner, lo, width } => Expr::Slice {
+            arg: Box::new(place_as_expr(*inner)),
+            lo,
+            width,
+        },
+    }
+}
+
+fn int_arith(op: BinOp, a: u128, b: u128, span: Span) -> Result<Val> {
+    let (x, y) = (a as i128, b as i128);
+    let r = match op {
+        BinOp::Add => x.checked_add(y),
+        BinOp::Sub => x.checked_sub(y),
+        BinOp::Mul => x.checked_mul(y),
+        BinOp::Div if y > 0 && x >= 0 => Some(x / y),
+        BinOp::Mod if y > 0 && x >= 0 => Some(x % y),
+        BinOp::Div | BinOp::Mod => {
+            return fail(
+                span,
+                "'/' and '%' on int need non-negative operands and a positive divisor",
+            )
+        }
+        BinOp::BitAnd => Some(x & y),
+        BinOp::BitOr => Some(x | y),
+        BinOp::BitXor => Some(x ^ y),
+        BinOp::Shl => u32::try_from(y)
+            .ok()
+            .filter(|&s| s < 127)
+            .and_then(|s| x.checked_mul(1i128 << s)),
+        BinOp::Shr => Some(x >> y.min(127)),
+        _ => return fail(span, format!("'{}' needs sized operands", binop_text(op))),
+    };
+    match r {
+        Some(v) => Ok(konst(v as u128, Type::Int)),
+        None => fail(span, "integer constant overflows 128 bits"),
+    }
+}
+
+/// The operator as written.
+pub(super) fn binop_text(op: BinOp) -> &'static str {
+    match op {
+        BinOp::Mul => "*",
+        BinOp::Div => "/",
+        BinOp::Mod => "%",
+        BinOp::Add => "+",
+        BinOp::Sub => "-",
+        BinOp::AddSat => "|+|",
+        BinOp::SubSat => "|-|",
+        BinOp::Shl => "<<",
+        BinOp::Shr => ">>",
+        BinOp::BitAnd => "&",
+        BinOp::BitXor => "^",
+        BinOp::BitOr => "|",
+        BinOp::Concat => "++",
+        BinOp::Eq => "==",
+        BinOp::Ne => "!=",
+        BinOp::Lt => "<",
+        BinOp::Le => "<=",
+        BinOp::Gt => ">",
+        BinOp::Ge => ">=",
+        BinOp::And => "&&",
+        BinOp::Or => "||",
+    }
+}

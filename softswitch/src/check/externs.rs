@@ -1,0 +1,545 @@
+//! The v1model and core externs: instantiation of registers, counters and meters, and calls of
+//! extern functions, extern methods and `packet_in`/`packet_out` methods.
+
+use super::expr::{to_place, Val};
+use super::stmt::{no_args, order_args};
+use super::{unsupported, Checker};
+use crate::ast::{self, ExprKind};
+use crate::diagnostic::{fail, Result};
+use crate::ir::{
+    CounterKind, EmitItem, Expr, ExternCall, FieldList, HeaderRef, InstanceKind, Place, Stmt,
+};
+use crate::source::Span;
+use crate::types::Type;
+
+const BITS32: Type = Type::Bits {
+    width: 32,
+    signed: false,
+};
+
+/// The kind and configuration of an extern instantiation.
+pub(super) fn instance_kind(c: &mut Checker, i: &ast::Instance) -> Result<InstanceKind> {
+    let ast::TypeRef::Named {
+        name,
+        args: type_args,
+    } = &i.ty
+    else {
+        return fail(i.ty.span(), "expected an extern type");
+    };
+    let args: Vec<&ast::Expr> = i.args.iter().map(|a| &a.value).collect();
+    let want = |n: usize| -> Result<()> {
+        if args.len() == n {
+            Ok(())
+        } else {
+            fail(
+                i.name.span,
+                format!(
+                    "{} takes {n} constructor arguments, found {}",
+                    name.name,
+                    args.len()
+                ),
+            )
+        }
+    };
+    match name.name.as_str() {
+        "register" => {
+            want(1)?;
+            let Some(t) = type_args.first() else {
+                return fail(name.span, "register needs its cell type: register<bit<W>>");
+            };
+            let width = match c.resolve_type(t)? {
+                Type::Bits { width, .. } => width,
+                _ => return Err(unsupported(t.span(), "a register of a non-bit<W> type")),
+            };
+            Ok(InstanceKind::Register {
+                size: size(c, args[0])?,
+                width,
+            })
+        }
+        "counter" => {
+            want(2)?;
+            Ok(InstanceKind::Counter {
+                size: size(c, args[0])?,
+                kind: counter_kind(c, args[1])?,
+            })
+        }
+        "direct_counter" => {
+            want(1)?;
+            Ok(InstanceKind::DirectCounter {
+                kind: counter_kind(c, args[0])?,
+            })
+        }
+        "meter" => {
+            want(2)?;
+            Ok(InstanceKind::Meter {
+                size: size(c, args[0])?,
+                bytes: c.const_u128(args[1])? == 1,
+            })
+        }
+        "direct_meter" => {
+            want(1)?;
+            Ok(InstanceKind::DirectMeter {
+                bytes: c.const_u128(args[0])? == 1,
+            })
+        }
+        other => Err(unsupported(name.span, &format!("extern '{other}'"))),
+    }
+}
+
+fn size(c: &mut Checker, e: &ast::Expr) -> Result<u32> {
+    match u32::try_from(c.const_u128(e)?) {
+        Ok(n) if n > 0 => Ok(n),
+        _ => fail(e.span, "a size must be between 1 and 2^32-1"),
+    }
+}
+
+fn counter_kind(c: &mut Checker, e: &ast::Expr) -> Result<CounterKind> {
+    let v = c.scalar_any(e)?;
+    Ok(match v.konst {
+        Some(0) => CounterKind::Packets,
+        Some(1) => CounterKind::Bytes,
+        Some(2) => CounterKind::PacketsAndBytes,
+        _ => {
+            return fail(
+                e.span,
+                "expected CounterType.packets, .bytes or .packets_and_bytes",
+            )
+        }
+    })
+}
+
+fn one(call: ExternCall) -> Result<Vec<Stmt>> {
+    Ok(vec![Stmt::Extern(Box::new(call))])
+}
+
+impl Checker<'_> {
+    /// A scalar out-parameter place and its width.
+    fn out_scalar(&mut self, e: &ast::Expr) -> Result<(Place, u16, Type)> {
+        match self.place(e)? {
+            Val::Scalar {
+                expr,
+                ty: ty @ Type::Bits { width, .. },
+                ..
+            } => Ok((to_place(expr, e.span)?, width, ty)),
+            _ => fail(e.span, "expected a bit<W> l-value"),
+        }
+    }
+
+    /// Any sized unsigned scalar argument (the generic `I`, `T` of v1model externs).
+    fn sized(&mut self, e: &ast::Expr) -> Result<Expr> {
+        let v = self.scalar_any(e)?;
+        match v.ty {
+            Type::Bits { .. } => Ok(v.expr),
+            Type::Int => Ok(Expr::Const(v.konst.expect("int is constant"))),
+            Type::Enum(i) if self.types.enums[i].repr.is_some() => Ok(v.expr),
+            t => fail(
+                e.span,
+                format!("expected a bit<W> value, found {}", self.show(&t)),
+            ),
+        }
+    }
+
+    fn const_small(&mut self, e: &ast::Expr, max: u128) -> Result<u128> {
+        let v = self.scalar_any(e)?;
+        match v.konst {
+            Some(k) if k <= max => Ok(k),
+            _ => fail(
+                e.span,
+                format!("expected a compile-time constant up to {max}"),
+            ),
+        }
+    }
+
+    /// The flattened fields of a hash, checksum or digest data argument.
+    fn field_list(&mut self, e: &ast::Expr) -> Result<FieldList> {
+        if let ExprKind::List(_) | ExprKind::StructInit(_) = &e.kind {
+            let items: Vec<&ast::Expr> = match &e.kind {
+                ExprKind::List(items) => items.iter().collect(),
+                ExprKind::StructInit(inits) => inits.iter().map(|(_, e)| e).collect(),
+                _ => unreachable!("matched above"),
+            };
+            let mut out = Vec::new();
+            for i in items {
+                out.extend(self.field_list(i)?);
+            }
+            return Ok(out);
+        }
+        match self.expr(e)? {
+            Val::Scalar { expr, ty, konst } => match (ty, konst) {
+                (Type::Int, _) => fail(
+                    e.span,
+                    "fields of a list must have a width: write 8w1, not 1",
+                ),
+                (t, _) => match self.types.scalar_width(&t) {
+                    Some(w) => Ok(vec![(expr, w)]),
+                    None => fail(e.span, "this value cannot be part of a field list"),
+                },
+            },
+            Val::Agg { base, ty } => Ok(self.flatten(base, &ty)),
+            Val::DynElem { .. } => Err(unsupported(
+                e.span,
+                "a stack element chosen at run time in a field list",
+            )),
+        }
+    }
+
+    fn flatten(&self, base: u32, ty: &Type) -> FieldList {
+        let mut out = Vec::new();
+        match ty {
+            Type::Aggregate(a) => {
+                for (name, fty, _) in &self.types.aggregates[*a].fields {
+                    let (off, _) = self.types.field(*a, name).expect("field exists");
+                    out.extend(self.flatten(base + off, fty));
+                }
+            }
+            Type::Stack(a, n) => {
+                let stride = self.types.size(&Type::Aggregate(*a));
+                for i in 0..*n {
+                    out.extend(self.flatten(base + 1 + i * stride, &Type::Aggregate(*a)));
+                }
+            }
+            t => out.push((Expr::Load(base), self.types.scalar_width(t).unwrap_or(1))),
+        }
+        out
+    }
+
+    /// A call of an extern function.
+    pub(super) fn function_call(
+        &mut self,
+        name: &str,
+        args: &[ast::Arg],
+        span: Span,
+    ) -> Result<Vec<Stmt>> {
+        let a: Vec<&ast::Expr> = args.iter().map(|a| &a.value).collect();
+        let arity = |n: usize| -> Result<()> {
+            if a.len() == n {
+                Ok(())
+            } else {
+                fail(
+                    span,
+                    format!("{name} takes {n} arguments, found {}", a.len()),
+                )
+            }
+        };
+        match name {
+            "mark_to_drop" => one(ExternCall::MarkToDrop),
+            "verify" => {
+                arity(2)?;
+                let cond = self.bool_expr(a[0])?;
+                let error = self.scalar_of(a[1], &Type::Error)?;
+                if !self.in_parser {
+                    return fail(span, "verify is only allowed in a parser");
+                }
+                one(ExternCall::Verify { cond, error })
+            }
+            "clone" | "clone_preserving_field_list" => {
+                arity(if name == "clone" { 2 } else { 3 })?;
+                let egress = self.const_small(a[0], 1)? == 1;
+                let session = self.scalar_of(a[1], &BITS32)?;
+                let field_list = if name == "clone" {
+                    None
+                } else {
+                    Some(self.const_small(a[2], 255)? as u8)
+                };
+                one(ExternCall::Clone {
+                    egress,
+                    session,
+                    field_list,
+                })
+            }
+            "resubmit_preserving_field_list" | "recirculate_preserving_field_list" => {
+                arity(1)?;
+                let index = Some(self.const_small(a[0], 255)? as u8);
+                one(if name.starts_with("resubmit") {
+                    ExternCall::Resubmit(index)
+                } else {
+                    ExternCall::Recirculate(index)
+                })
+            }
+            "resubmit" | "recirculate" | "clone3" => Err(unsupported(
+                span,
+                &format!("the deprecated {name} (use {name}_preserving_field_list)"),
+            )),
+            "truncate" => {
+                arity(1)?;
+                let len = self.scalar_of(a[0], &BITS32)?;
+                one(ExternCall::Truncate(len))
+            }
+            "digest" => {
+                arity(2)?;
+                let receiver = self.scalar_of(a[0], &BITS32)?;
+                let data = self.field_list(a[1])?;
+                one(ExternCall::Digest { receiver, data })
+            }
+            "hash" => {
+                arity(5)?;
+                let (dst, width, _) = self.out_scalar(a[0])?;
+                let algo = Expr::Const(self.const_small(a[1], 7)?);
+                let base = self.sized(a[2])?;
+                let data = self.field_list(a[3])?;
+                let max = self.sized(a[4])?;
+                one(ExternCall::Hash {
+                    dst,
+                    width,
+                    algo,
+                    base,
+                    data,
+                    max,
+                })
+            }
+            "random" => {
+                arity(3)?;
+                let (dst, width, ty) = self.out_scalar(a[0])?;
+                let lo = self.scalar_of(a[1], &ty)?;
+                let hi = self.scalar_of(a[2], &ty)?;
+                one(ExternCall::Random { dst, width, lo, hi })
+            }
+            "verify_checksum"
+            | "verify_checksum_with_payload"
+            | "update_checksum"
+            | "update_checksum_with_payload" => {
+                arity(4)?;
+                let cond = self.bool_expr(a[0])?;
+                let data = self.field_list(a[1])?;
+                let algo = Expr::Const(self.const_small(a[3], 7)?);
+                let payload = name.ends_with("_with_payload");
+                if name.starts_with("verify") {
+                    let v = self.scalar_any(a[2])?;
+                    let Some(width) = self.types.scalar_width(&v.ty) else {
+                        return fail(a[2].span, "a checksum must be a bit<W> value");
+                    };
+                    one(ExternCall::VerifyChecksum {
+                        cond,
+                        data,
+                        checksum: v.expr,
+                        width,
+                        algo,
+                        payload,
+                    })
+                } else {
+                    let (dst, width, _) = self.out_scalar(a[2])?;
+                    one(ExternCall::UpdateChecksum {
+                        cond,
+                        data,
+                        dst,
+                        width,
+                        algo,
+                        payload,
+                    })
+                }
+            }
+            "assert" | "assume" => {
+                arity(1)?;
+                let cond = self.bool_expr(a[0])?;
+                one(ExternCall::Assert(cond))
+            }
+            "log_msg" => {
+                let Some(ast::Expr {
+                    kind: ExprKind::Str(format),
+                    ..
+                }) = a.first()
+                else {
+                    return fail(span, "log_msg needs a string literal first");
+                };
+                let args = match a.get(1) {
+                    Some(data) => self.field_list(data)?.into_iter().map(|(e, _)| e).collect(),
+                    None => Vec::new(),
+                };
+                one(ExternCall::LogMsg {
+                    format: format.clone(),
+                    args,
+                })
+            }
+            other => Err(unsupported(span, &format!("extern function '{other}'"))),
+        }
+    }
+
+    /// A call of a method of an extern instance.
+    pub(super) fn method_call(
+        &mut self,
+        inst: usize,
+        method: &ast::Ident,
+        args: &[ast::Arg],
+        span: Span,
+    ) -> Result<Vec<Stmt>> {
+        let kind = self.instances[inst].kind.clone();
+        let m = method.name.as_str();
+        let names: &[&str] = match (&kind, m) {
+            (InstanceKind::Register { .. }, "read") => &["result", "index"],
+            (InstanceKind::Register { .. }, "write") => &["index", "value"],
+            (InstanceKind::Counter { .. }, "count") => &["index"],
+            (InstanceKind::DirectCounter { .. }, "count") => &[],
+            (InstanceKind::Meter { .. }, "execute_meter") => &["index", "result"],
+            (InstanceKind::DirectMeter { .. }, "read") => &["result"],
+            _ => {
+                return fail(
+                    method.span,
+                    format!("{} has no method '{m}'", self.instances[inst].name),
+                )
+            }
+        };
+        let a: Vec<&ast::Expr> = order_args(names, args, span)?
+            .into_iter()
+            .map(|a| &a.value)
+            .collect();
+        match (kind, m) {
+            (InstanceKind::Register { width, .. }, "read") => {
+                let (dst, w, _) = self.out_scalar(a[0])?;
+                if w != width {
+                    return fail(
+                        a[0].span,
+                        format!("the register holds bit<{width}>, the result is bit<{w}>"),
+                    );
+                }
+                let index = self.sized(a[1])?;
+                one(ExternCall::RegisterRead {
+                    instance: inst,
+                    dst,
+                    index,
+                })
+            }
+            (InstanceKind::Register { width, .. }, _) => {
+                let index = self.sized(a[0])?;
+                let value = self.scalar_of(
+                    a[1],
+                    &Type::Bits {
+                        width,
+                        signed: false,
+                    },
+                )?;
+                one(ExternCall::RegisterWrite {
+                    instance: inst,
+                    index,
+                    value,
+                })
+            }
+            (InstanceKind::Counter { .. }, _) => {
+                let index = self.sized(a[0])?;
+                one(ExternCall::CounterCount {
+                    instance: inst,
+                    index,
+                })
+            }
+            (InstanceKind::DirectCounter { .. }, _) => {
+                no_args(args)?;
+                Ok(Vec::new())
+            }
+            (InstanceKind::Meter { .. }, _) => {
+                let index = self.sized(a[0])?;
+                let (dst, width, _) = self.out_scalar(a[1])?;
+                one(ExternCall::MeterExecute {
+                    instance: inst,
+                    index,
+                    dst,
+                    width,
+                })
+            }
+            (InstanceKind::DirectMeter { .. }, _) => {
+                let (dst, width, _) = self.out_scalar(a[0])?;
+                one(ExternCall::DirectMeterRead {
+                    instance: inst,
+                    dst,
+                    width,
+                })
+            }
+        }
+    }
+
+    /// A statement call of a `packet_in` or `packet_out` method.
+    pub(super) fn packet_call(
+        &mut self,
+        out: bool,
+        method: &ast::Ident,
+        args: &[ast::Arg],
+        span: Span,
+    ) -> Result<Vec<Stmt>> {
+        match (out, method.name.as_str()) {
+            (false, "extract") => {
+                let [arg] = args else {
+                    return Err(unsupported(span, "extract with a variable size (varbit)"));
+                };
+                let target = self.header_ref(&arg.value)?;
+                one(ExternCall::Extract(target))
+            }
+            (false, "advance") => {
+                let [arg] = args else {
+                    return fail(span, "advance takes one argument");
+                };
+                let bits = self.scalar_of(&arg.value, &BITS32)?;
+                one(ExternCall::Advance(bits))
+            }
+            (true, "emit") => {
+                let [arg] = args else {
+                    return fail(span, "emit takes one argument");
+                };
+                match self.expr(&arg.value)? {
+                    Val::Agg { base, ty } => one(ExternCall::Emit(self.emit_items(base, &ty))),
+                    _ => fail(
+                        arg.value.span,
+                        "emit needs a header, a header stack or a struct of them",
+                    ),
+                }
+            }
+            (_, m) => fail(
+                method.span,
+                format!(
+                    "{} has no method '{m}' usable as a statement",
+                    if out { "packet_out" } else { "packet_in" }
+                ),
+            ),
+        }
+    }
+
+    fn header_ref(&mut self, e: &ast::Expr) -> Result<HeaderRef> {
+        if let ExprKind::Member(base, m) = &e.kind {
+            if m.name == "next" {
+                if let Val::Agg {
+                    base: stack,
+                    ty: Type::Stack(agg, count),
+                } = self.expr(base)?
+                {
+                    let layout = self.types.aggregates[agg].layout;
+                    return Ok(HeaderRef::Next {
+                        stack,
+                        count,
+                        layout,
+                    });
+                }
+            }
+        }
+        match self.expr(e)? {
+            Val::Agg {
+                base,
+                ty: Type::Aggregate(a),
+            } if self.types.is_header(&Type::Aggregate(a)) => Ok(HeaderRef::Static {
+                base,
+                layout: self.types.aggregates[a].layout,
+            }),
+            _ => fail(e.span, "extract needs a header (or stack.next)"),
+        }
+    }
+
+    fn emit_items(&self, base: u32, ty: &Type) -> Vec<EmitItem> {
+        match ty {
+            Type::Aggregate(a) if self.types.is_header(ty) => vec![EmitItem::Header {
+                base,
+                layout: self.types.aggregates[*a].layout,
+            }],
+            Type::Aggregate(a) => self.types.aggregates[*a]
+                .fields
+                .iter()
+                .flat_map(|(name, fty, _)| {
+                    let (off, _) = self.types.field(*a, name).expect("field exists");
+                    self.emit_items(base + off, fty)
+                })
+                .collect(),
+            Type::Stack(a, n) => {
+                let stride = self.types.size(&Type::Aggregate(*a));
+                (0..*n)
+                    .flat_map(|i| self.emit_items(base + 1 + i * stride, &Type::Aggregate(*a)))
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,794 @@
+//! Checker: resolves names and types of the AST and lowers it to the [`ir`](crate::ir) in one
+//! pass (P4 requires declaration before use, so one pass suffices). Submodules: `expr`
+//! (expressions, places, constants), `stmt` (statements and calls), `externs` (v1model and core
+//! externs), `table`, `parser`. This module holds the environment and the declarations.
+
+mod expr;
+mod externs;
+mod parser;
+mod stmt;
+mod table;
+
+use crate::ast::{self, AggregateKind, Decl, Direction, ExprKind, TypeRef};
+use crate::diagnostic::{fail, Diagnostic, Result};
+use crate::ir::{self, Slot};
+use crate::source::Span;
+use crate::types::{Aggregate, EnumDef, Type, Types};
+use std::collections::HashMap;
+
+/// Checks `decls` (a whole program including the built-in headers) and lowers it.
+pub fn check(decls: &[Decl]) -> Result<ir::Program> {
+    let mut c = Checker::default();
+    for d in decls {
+        c.top_level(d)?;
+    }
+    c.finish(decls)
+}
+
+/// A parameter of a callable (action or function) as the checker binds it.
+#[derive(Clone, Debug)]
+struct CallParam {
+    name: String,
+    direction: Direction,
+    ty: Type,
+    slot: Slot,
+}
+
+/// An action or function.
+#[derive(Clone, Debug)]
+struct Callable {
+    body: usize,
+    params: Vec<CallParam>,
+    ret: Option<(Type, Slot)>,
+    action: Option<usize>,
+}
+
+/// What a name denotes.
+#[derive(Clone, Debug)]
+enum Sym<'a> {
+    Type(Type),
+    Const { ty: Type, value: u128 },
+    Var { ty: Type, slot: Slot },
+    Callable(usize),
+    Table(usize),
+    Instance(usize),
+    ExternFunction,
+    ExternType,
+    Parser(&'a ast::ParserDecl),
+    Control(&'a ast::ControlDecl),
+    Packet { out: bool },
+    MatchKind(String),
+    Package,
+}
+
+#[derive(Default)]
+struct Checker<'a> {
+    types: Types,
+    scopes: Vec<HashMap<String, Sym<'a>>>,
+    next_slot: Slot,
+    layouts: Vec<Vec<u16>>,
+    errors: Vec<String>,
+    callables: Vec<Callable>,
+    bodies: Vec<ir::Body>,
+    actions: Vec<ir::Action>,
+    tables: Vec<ir::Table>,
+    instances: Vec<ir::Instance>,
+    /// The enclosing control's name, to qualify table, action and instance names.
+    prefix: String,
+    /// The return slot of the function being lowered.
+    ret: Option<(Type, Slot)>,
+    /// Whether a parser is being lowered (`packet_in` methods allowed).
+    in_parser: bool,
+    /// Slot ranges of the current block's locals, zeroed on entry.
+    locals: Vec<(Slot, u32)>,
+}
+
+impl<'a> Checker<'a> {
+    fn lookup(&self, name: &str) -> Option<&Sym<'a>> {
+        if self.scopes.is_empty() {
+            return None;
+        }
+        self.scopes.iter().rev().find_map(|s| s.get(name))
+    }
+
+    fn declare(&mut self, name: &ast::Ident, sym: Sym<'a>) -> Result<()> {
+        if self.scopes.is_empty() {
+            self.scopes.push(HashMap::new());
+        }
+        let scope = self.scopes.last_mut().expect("a scope exists");
+        let overloadable = matches!(sym, Sym::ExternFunction | Sym::MatchKind(_));
+        if scope.contains_key(&name.name) && !overloadable {
+            return fail(
+                name.span,
+                format!("'{}' is already declared in this scope", name.name),
+            );
+        }
+        scope.insert(name.name.clone(), sym);
+        Ok(())
+    }
+
+    fn alloc(&mut self, ty: &Type) -> Slot {
+        let slot = self.next_slot;
+        let size = self.types.size(ty);
+        self.next_slot += size;
+        self.locals.push((slot, size));
+        slot
+    }
+
+    fn qualified(&self, name: &str, annotations: &[ast::Annotation]) -> String {
+        if let Some(n) = name_annotation(annotations) {
+            if let Some(abs) = n.strip_prefix('.') {
+                return abs.to_string();
+            }
+            return if self.prefix.is_empty() {
+                n
+            } else {
+                format!("{}.{n}", self.prefix)
+            };
+        }
+        if self.prefix.is_empty() {
+            name.to_string()
+        } else {
+            format!("{}.{name}", self.prefix)
+        }
+    }
+
+    /// Resolves a written type.
+    fn resolve_type(&mut self, t: &TypeRef) -> Result<Type> {
+        Ok(match t {
+            TypeRef::Bits {
+                width,
+                signed,
+                span,
+            } => {
+                let w = self.const_u128(width)?;
+                if w == 0 || w > 128 {
+                    return fail(
+                        *span,
+                        format!("width {w} is not supported: softswitch supports 1 to 128 bits"),
+                    );
+                }
+                Type::Bits {
+                    width: w as u16,
+                    signed: *signed,
+                }
+            }
+            TypeRef::VarBit { span, .. } => return fail(*span, "varbit is not supported yet"),
+            TypeRef::Int(_) => Type::Int,
+            TypeRef::Bool(_) => Type::Bool,
+            TypeRef::Error(_) => Type::Error,
+            TypeRef::Void(_) => Type::Void,
+            TypeRef::String(_) => Type::String,
+            TypeRef::MatchKind(_) => Type::MatchKind,
+            TypeRef::DontCare(_) => Type::Var,
+            TypeRef::Tuple { span, .. } => return fail(*span, "tuple types are not supported yet"),
+            TypeRef::Stack { elem, size, span } => {
+                let elem_ty = self.resolve_type(elem)?;
+                let n = self.const_u128(size)?;
+                match elem_ty {
+                    Type::Aggregate(i)
+                        if self.types.is_header(&elem_ty) && (1..=1024).contains(&n) =>
+                    {
+                        Type::Stack(i, n as u32)
+                    }
+                    Type::Aggregate(_) if self.types.is_header(&elem_ty) => {
+                        return fail(size.span, "a header stack has 1 to 1024 elements")
+                    }
+                    _ => return fail(*span, "a stack's elements must be headers"),
+                }
+            }
+            TypeRef::Named { name, .. } => match self.lookup(&name.name) {
+                Some(Sym::Type(t)) => t.clone(),
+                Some(_) => return fail(name.span, format!("'{}' is not a type", name.name)),
+                None => return fail(name.span, format!("unknown type '{}'", name.name)),
+            },
+        })
+    }
+
+    fn top_level(&mut self, d: &'a Decl) -> Result<()> {
+        match d {
+            Decl::Const {
+                ty, name, value, ..
+            } => {
+                let ty = self.resolve_type(ty)?;
+                let v = self.const_value(value, &ty)?;
+                self.declare(name, Sym::Const { ty, value: v })
+            }
+            Decl::Typedef { ty, name, .. } => {
+                let t = self.resolve_type(ty)?;
+                self.declare(name, Sym::Type(t))
+            }
+            Decl::Aggregate {
+                kind, name, fields, ..
+            } => self.aggregate(*kind, name, fields),
+            Decl::Enum {
+                repr,
+                name,
+                members,
+                ..
+            } => self.enum_decl(repr.as_ref(), name, members),
+            Decl::Error(names) => {
+                for n in names {
+                    if !self.errors.contains(&n.name) {
+                        self.errors.push(n.name.clone());
+                    }
+                }
+                Ok(())
+            }
+            Decl::MatchKind(names) => {
+                for n in names {
+                    self.declare(n, Sym::MatchKind(n.name.clone()))?;
+                }
+                Ok(())
+            }
+            Decl::ExternObject { name, .. } => self.declare(name, Sym::ExternType),
+            Decl::ExternFunction(p) => self.declare(&p.name, Sym::ExternFunction),
+            Decl::BlockType { name, kind, .. } => {
+                if *kind == ast::BlockKind::Package {
+                    self.declare(name, Sym::Package)
+                } else {
+                    self.declare(name, Sym::ExternType)
+                }
+            }
+            Decl::Parser(p) => self.declare(&p.name, Sym::Parser(p)),
+            Decl::Control(c) => self.declare(&c.name, Sym::Control(c)),
+            Decl::Action(a) => {
+                let idx = self.action(a)?;
+                self.declare(&a.name, Sym::Callable(idx))
+            }
+            Decl::Function { proto, body } => {
+                let idx = self.function(proto, body)?;
+                self.declare(&proto.name, Sym::Callable(idx))
+            }
+            Decl::Instance(i) => {
+                if matches!(self.lookup(type_name(&i.ty)), Some(Sym::Package)) {
+                    return Ok(());
+                }
+                let idx = self.instance(i)?;
+                self.declare(&i.name, Sym::Instance(idx))
+            }
+            Decl::Var(v) => fail(v.name.span, "global variables are not allowed in P4_16"),
+            Decl::Table(t) => fail(t.name.span, "a table must be declared inside a control"),
+        }
+    }
+
+    fn aggregate(
+        &mut self,
+        kind: AggregateKind,
+        name: &ast::Ident,
+        fields: &[ast::Field],
+    ) -> Result<()> {
+        let mut out = Vec::new();
+        for f in fields {
+            let ty = self.resolve_type(&f.ty)?;
+            let ok = match (kind, &ty) {
+                (AggregateKind::Header, Type::Bits { .. } | Type::Bool) => true,
+                (AggregateKind::Header, Type::Enum(i)) => self.types.enums[*i].repr.is_some(),
+                (AggregateKind::Header, _) => false,
+                (AggregateKind::HeaderUnion, t) => self.types.is_header(t),
+                (
+                    AggregateKind::Struct,
+                    Type::Int | Type::Void | Type::String | Type::MatchKind,
+                ) => false,
+                (AggregateKind::Struct, _) => true,
+            };
+            if !ok {
+                let t = self.types.show(&ty).to_string();
+                return fail(
+                    f.ty.span(),
+                    format!("a field of type {t} is not allowed here"),
+                );
+            }
+            if out.iter().any(|(n, _, _)| n == &f.name.name) {
+                return fail(f.name.span, format!("duplicate field '{}'", f.name.name));
+            }
+            out.push((f.name.name.clone(), ty, f.annotations.clone()));
+        }
+        let layout = if kind == AggregateKind::Header {
+            let widths = out
+                .iter()
+                .map(|(_, t, _)| self.types.scalar_width(t).unwrap_or(1))
+                .collect();
+            self.layouts.push(widths);
+            self.layouts.len() - 1
+        } else {
+            usize::MAX
+        };
+        self.types.aggregates.push(Aggregate {
+            name: name.name.clone(),
+            kind,
+            fields: out,
+            layout,
+        });
+        let ty = Type::Aggregate(self.types.aggregates.len() - 1);
+        self.declare(name, Sym::Type(ty))
+    }
+
+    fn enum_decl(
+        &mut self,
+        repr: Option<&TypeRef>,
+        name: &ast::Ident,
+        members: &[(ast::Ident, Option<ast::Expr>)],
+    ) -> Result<()> {
+        let repr = match repr {
+            Some(t) => match self.resolve_type(t)? {
+                Type::Bits { width, signed } => Some((width, signed)),
+                _ => {
+                    return fail(
+                        t.span(),
+                        "an enum's underlying type must be bit<W> or int<W>",
+                    )
+                }
+            },
+            None => None,
+        };
+        let mut out = Vec::new();
+        for (i, (m, value)) in members.iter().enumerate() {
+            let v = match (repr, value) {
+                (Some((width, signed)), Some(e)) => {
+                    self.const_value(e, &Type::Bits { width, signed })?
+                }
+                (Some(_), None) => return fail(m.span, "a serializable enum member needs a value"),
+                (None, Some(e)) => {
+                    return fail(e.span, "only serializable enums give members values")
+                }
+                (None, None) => i as u128,
+            };
+            out.push((m.name.clone(), v));
+        }
+        self.types.enums.push(EnumDef {
+            name: name.name.clone(),
+            repr,
+            members: out,
+        });
+        let ty = Type::Enum(self.types.enums.len() - 1);
+        self.declare(name, Sym::Type(ty))
+    }
+
+    /// Declares parameters in the current scope with freshly allocated slots.
+    fn params(&mut self, params: &[ast::Param]) -> Result<Vec<CallParam>> {
+        let mut out = Vec::new();
+        for p in params {
+            let ty = self.resolve_type(&p.ty)?;
+            if matches!(ty, Type::Int | Type::Void | Type::String | Type::Var) {
+                return fail(p.ty.span(), "this parameter type is not supported");
+            }
+            let slot = self.alloc(&ty);
+            self.declare(
+                &p.name,
+                Sym::Var {
+                    ty: ty.clone(),
+                    slot,
+                },
+            )?;
+            out.push(CallParam {
+                name: p.name.name.clone(),
+                direction: p.direction,
+                ty,
+                slot,
+            });
+        }
+        Ok(out)
+    }
+
+    fn action(&mut self, a: &'a ast::ActionDecl) -> Result<usize> {
+        self.scopes.push(HashMap::new());
+        let params = self.params(&a.params)?;
+        let mut seen_data = false;
+        for (p, ast_p) in params.iter().zip(&a.params) {
+            if p.direction == Direction::None {
+                seen_data = true;
+                if self.types.scalar_width(&p.ty).is_none() {
+                    return fail(
+                        ast_p.ty.span(),
+                        "action data must be a scalar (bit<W>, int<W>, bool, enum)",
+                    );
+                }
+            } else if seen_data {
+                return fail(
+                    ast_p.name.span,
+                    "directional parameters must come before action data",
+                );
+            }
+        }
+        let stmts = self.block(&a.body)?;
+        self.scopes.pop();
+        let name = self.qualified(&a.name.name, &a.annotations);
+        let body = self.push_body(name.clone(), &params, stmts);
+        self.actions.push(ir::Action { name, body });
+        self.callables.push(Callable {
+            body,
+            params,
+            ret: None,
+            action: Some(self.actions.len() - 1),
+        });
+        Ok(self.callables.len() - 1)
+    }
+
+    fn function(&mut self, proto: &ast::Prototype, body: &'a ast::Block) -> Result<usize> {
+        if let Some(t) = proto.type_params.first() {
+            return fail(t.span, "generic functions are not supported yet");
+        }
+        let ret_ty =
+            self.resolve_type(proto.ret.as_ref().expect("a function has a return type"))?;
+        let ret = if ret_ty == Type::Void {
+            None
+        } else {
+            Some((ret_ty.clone(), self.alloc(&ret_ty)))
+        };
+        self.scopes.push(HashMap::new());
+        let params = self.params(&proto.params)?;
+        let saved = std::mem::replace(&mut self.ret, ret.clone());
+        let stmts = self.block(body);
+        self.ret = saved;
+        let stmts = stmts?;
+        self.scopes.pop();
+        let body = self.push_body(self.qualified(&proto.name.name, &[]), &params, stmts);
+        self.callables.push(Callable {
+            body,
+            params,
+            ret,
+            action: None,
+        });
+        Ok(self.callables.len() - 1)
+    }
+
+    fn push_body(&mut self, name: String, params: &[CallParam], stmts: Vec<ir::Stmt>) -> usize {
+        let params = params
+            .iter()
+            .map(|p| ir::Param {
+                name: p.name.clone(),
+                slot: p.slot,
+                width: self.types.scalar_width(&p.ty).unwrap_or(0),
+                action_data: p.direction == Direction::None,
+            })
+            .collect();
+        self.bodies.push(ir::Body {
+            name,
+            params,
+            stmts,
+        });
+        self.bodies.len() - 1
+    }
+
+    /// Lowers a control: its parameters are bound to `args` (slots of the architecture's values).
+    fn control(&mut self, c: &'a ast::ControlDecl, args: &[(Type, Slot)]) -> Result<ir::Control> {
+        self.block_scope(&c.name, &c.params, &c.ctor_params, args)?;
+        let saved_locals = std::mem::take(&mut self.locals);
+        let mut init = Vec::new();
+        for local in &c.locals {
+            init.extend(self.local(local)?);
+        }
+        let apply = self.block(&c.apply)?;
+        let mut body: Vec<ir::Stmt> = std::mem::replace(&mut self.locals, saved_locals)
+            .into_iter()
+            .map(|(start, len)| ir::Stmt::Zero { start, len })
+            .collect();
+        body.extend(init);
+        body.extend(apply);
+        self.scopes.pop();
+        self.prefix.clear();
+        Ok(ir::Control {
+            name: c.name.name.clone(),
+            body,
+        })
+    }
+
+    /// Opens the scope of a parser or control, binding its parameters to architecture slots.
+    fn block_scope(
+        &mut self,
+        name: &ast::Ident,
+        params: &[ast::Param],
+        ctor: &[ast::Param],
+        args: &[(Type, Slot)],
+    ) -> Result<()> {
+        if let Some(p) = ctor.first() {
+            return fail(p.name.span, "constructor parameters are not supported yet");
+        }
+        self.prefix = name.name.clone();
+        self.scopes.push(HashMap::new());
+        for (p, (ty, slot)) in params.iter().zip(args) {
+            let sym = match type_name(&p.ty) {
+                "packet_in" => Sym::Packet { out: false },
+                "packet_out" => Sym::Packet { out: true },
+                _ => {
+                    let declared = self.resolve_type(&p.ty)?;
+                    if declared != *ty && *ty != Type::Var {
+                        let (d, t) = (
+                            self.types.show(&declared).to_string(),
+                            self.types.show(ty).to_string(),
+                        );
+                        return fail(
+                            p.ty.span(),
+                            format!("parameter type {d} does not match the architecture's {t}"),
+                        );
+                    }
+                    Sym::Var {
+                        ty: declared,
+                        slot: *slot,
+                    }
+                }
+            };
+            self.declare(&p.name, sym)?;
+        }
+        if params.len() != args.len() {
+            return fail(
+                name.span,
+                format!(
+                    "'{}' has {} parameters; v1model expects {}",
+                    name.name,
+                    params.len(),
+                    args.len()
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Declares a local of a parser or control; returns its initialization statements.
+    fn local(&mut self, d: &'a Decl) -> Result<Vec<ir::Stmt>> {
+        match d {
+            Decl::Var(v) => self.var_decl(v),
+            Decl::Table(t) => {
+                let idx = self.table(t)?;
+                self.declare(&t.name, Sym::Table(idx))?;
+                Ok(Vec::new())
+            }
+            Decl::Instance(i) => {
+                if let Some(Sym::Control(_) | Sym::Parser(_)) = self.lookup(type_name(&i.ty)) {
+                    return fail(
+                        i.ty.span(),
+                        "instantiating parsers or controls inside a block is not supported yet",
+                    );
+                }
+                let idx = self.instance(i)?;
+                self.declare(&i.name, Sym::Instance(idx))?;
+                Ok(Vec::new())
+            }
+            other => {
+                self.top_level(other)?;
+                Ok(Vec::new())
+            }
+        }
+    }
+
+    fn var_decl(&mut self, v: &ast::VarDecl) -> Result<Vec<ir::Stmt>> {
+        let ty = self.resolve_type(&v.ty)?;
+        if matches!(ty, Type::Int | Type::Void | Type::String | Type::MatchKind) {
+            return fail(v.ty.span(), "a variable cannot have this type");
+        }
+        let slot = self.alloc(&ty);
+        let mut out = vec![ir::Stmt::Zero {
+            start: slot,
+            len: self.types.size(&ty),
+        }];
+        if let Some(init) = &v.init {
+            out.extend(self.assign_to(
+                expr::Val::Agg {
+                    base: slot,
+                    ty: ty.clone(),
+                },
+                init,
+            )?);
+        }
+        self.declare(&v.name, Sym::Var { ty, slot })?;
+        Ok(out)
+    }
+
+    fn instance(&mut self, i: &ast::Instance) -> Result<usize> {
+        let kind = externs::instance_kind(self, i)?;
+        let name = self.qualified(&i.name.name, &i.annotations);
+        self.instances.push(ir::Instance { name, kind });
+        Ok(self.instances.len() - 1)
+    }
+
+    /// Finds `main`, lowers the six v1model blocks and assembles the program.
+    fn finish(mut self, decls: &'a [Decl]) -> Result<ir::Program> {
+        let Some(main) = decls.iter().rev().find_map(|d| match d {
+            Decl::Instance(i) if i.name.name == "main" => Some(i),
+            _ => None,
+        }) else {
+            let end = decls.last().map_or(Span::default(), decl_span);
+            return fail(
+                end,
+                "the program has no 'main' instance (V1Switch(...) main;)",
+            );
+        };
+        if type_name(&main.ty) != "V1Switch" {
+            return fail(
+                main.ty.span(),
+                "softswitch runs only the v1model architecture: main must be a V1Switch",
+            );
+        }
+        if main.args.len() != 6 {
+            return fail(
+                main.name.span,
+                format!("V1Switch takes 6 blocks, {} given", main.args.len()),
+            );
+        }
+        let mut blocks = Vec::new();
+        for a in &main.args {
+            let ExprKind::Call { callee, args, .. } = &a.value.kind else {
+                return fail(
+                    a.value.span,
+                    "expected a block instantiation such as MyIngress()",
+                );
+            };
+            if let Some(a) = args.first() {
+                return fail(a.value.span, "constructor arguments are not supported yet");
+            }
+            let ExprKind::Name(n) = &callee.kind else {
+                return fail(callee.span, "expected the name of a parser or control");
+            };
+            match self.lookup(n) {
+                Some(Sym::Parser(p)) => blocks.push((Some(*p), None, callee.span)),
+                Some(Sym::Control(c)) => blocks.push((None, Some(*c), callee.span)),
+                _ => return fail(callee.span, format!("'{n}' is not a parser or control")),
+            }
+        }
+        let (Some(parser), None, _) = blocks[0] else {
+            return fail(blocks[0].2, "the first V1Switch argument must be a parser");
+        };
+        for b in &blocks[1..] {
+            if b.1.is_none() {
+                return fail(b.2, "V1Switch arguments 2 to 6 must be controls");
+            }
+        }
+        // The architecture's values: headers, metadata, standard_metadata, shared by every block.
+        let hdr_ty = self.param_type(parser, 1)?;
+        let meta_ty = self.param_type(parser, 2)?;
+        let std_ty = self.param_type(parser, 3)?;
+        self.locals.clear();
+        let hdr = self.alloc(&hdr_ty);
+        let meta = self.alloc(&meta_ty);
+        let std = self.alloc(&std_ty);
+        let std_meta = self.standard_metadata(&std_ty, std, parser.params[3].ty.span())?;
+        let field_lists = self.field_lists(&meta_ty, meta);
+        let user_meta = (meta, self.types.size(&meta_ty));
+        self.locals.clear();
+        let packet = (Type::Var, 0);
+        let full = [
+            packet.clone(),
+            (hdr_ty.clone(), hdr),
+            (meta_ty.clone(), meta),
+            (std_ty.clone(), std),
+        ];
+        let parser_ir = self.parser(parser, &full)?;
+        let two = [(hdr_ty.clone(), hdr), (meta_ty.clone(), meta)];
+        let three = [
+            (hdr_ty.clone(), hdr),
+            (meta_ty.clone(), meta),
+            (std_ty.clone(), std),
+        ];
+        let deparse = [packet, (hdr_ty.clone(), hdr)];
+        let control = |i: usize| blocks[i].1.expect("checked above");
+        let verify = self.control(control(1), &two)?;
+        let ingress = self.control(control(2), &three)?;
+        let egress = self.control(control(3), &three)?;
+        let compute = self.control(control(4), &two)?;
+        let deparser = self.control(control(5), &deparse)?;
+        Ok(ir::Program {
+            slots: self.next_slot,
+            header_layouts: self.layouts,
+            std_meta,
+            user_meta,
+            field_lists,
+            parser: parser_ir,
+            controls: [verify, ingress, egress, compute, deparser],
+            tables: self.tables,
+            actions: self.actions,
+            bodies: self.bodies,
+            instances: self.instances,
+            errors: self.errors,
+        })
+    }
+
+    fn param_type(&mut self, p: &ast::ParserDecl, i: usize) -> Result<Type> {
+        match p.params.get(i) {
+            Some(param) => self.resolve_type(&param.ty),
+            None => fail(p.name.span, "a v1model parser has 4 parameters (packet_in, headers, metadata, standard_metadata)"),
+        }
+    }
+
+    fn standard_metadata(&self, ty: &Type, base: Slot, at: Span) -> Result<ir::StandardMetadata> {
+        let Type::Aggregate(agg) = ty else {
+            return fail(
+                at,
+                "the fourth parser parameter must be standard_metadata_t",
+            );
+        };
+        let slot = |name: &str| -> Result<Slot> {
+            match self.types.field(*agg, name) {
+                Some((off, _)) => Ok(base + off),
+                None => fail(at, format!("standard_metadata_t has no field '{name}'")),
+            }
+        };
+        Ok(ir::StandardMetadata {
+            ingress_port: slot("ingress_port")?,
+            egress_spec: slot("egress_spec")?,
+            egress_port: slot("egress_port")?,
+            instance_type: slot("instance_type")?,
+            packet_length: slot("packet_length")?,
+            enq_timestamp: slot("enq_timestamp")?,
+            enq_qdepth: slot("enq_qdepth")?,
+            deq_timedelta: slot("deq_timedelta")?,
+            deq_qdepth: slot("deq_qdepth")?,
+            ingress_global_timestamp: slot("ingress_global_timestamp")?,
+            egress_global_timestamp: slot("egress_global_timestamp")?,
+            mcast_grp: slot("mcast_grp")?,
+            egress_rid: slot("egress_rid")?,
+            checksum_error: slot("checksum_error")?,
+            parser_error: slot("parser_error")?,
+            priority: slot("priority")?,
+        })
+    }
+
+    /// User-metadata slots tagged `@field_list(N)`, per N.
+    fn field_lists(&self, ty: &Type, base: Slot) -> Vec<(u8, Vec<Slot>)> {
+        let mut out: Vec<(u8, Vec<Slot>)> = Vec::new();
+        let Type::Aggregate(agg) = ty else { return out };
+        for (name, fty, annotations) in &self.types.aggregates[*agg].fields {
+            let (off, _) = self.types.field(*agg, name).expect("the field exists");
+            for a in annotations.iter().filter(|a| a.name.name == "field_list") {
+                for t in &a.body {
+                    if let crate::lexer::Tok::Int(lit) = t.tok {
+                        let n = lit.value as u8;
+                        let slots: Vec<Slot> =
+                            (0..self.types.size(fty)).map(|i| base + off + i).collect();
+                        match out.iter_mut().find(|(k, _)| *k == n) {
+                            Some((_, v)) => v.extend(slots),
+                            None => out.push((n, slots)),
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The `@name("...")` annotation's string, if any.
+fn name_annotation(annotations: &[ast::Annotation]) -> Option<String> {
+    annotations
+        .iter()
+        .find(|a| a.name.name == "name")
+        .and_then(|a| match a.body.first() {
+            Some(crate::lexer::Token {
+                tok: crate::lexer::Tok::Str(s),
+                ..
+            }) => Some(s.clone()),
+            _ => None,
+        })
+}
+
+/// The name of a named type (`""` otherwise).
+fn type_name(t: &TypeRef) -> &str {
+    match t {
+        TypeRef::Named { name, .. } => &name.name,
+        _ => "",
+    }
+}
+
+fn decl_span(d: &Decl) -> Span {
+    match d {
+        Decl::Const { name, .. }
+        | Decl::Typedef { name, .. }
+        | Decl::Aggregate { name, .. }
+        | Decl::Enum { name, .. }
+        | Decl::ExternObject { name, .. }
+        | Decl::BlockType { name, .. } => name.span,
+        Decl::Error(n) | Decl::MatchKind(n) => n.first().map_or(Span::default(), |i| i.span),
+        Decl::ExternFunction(p) | Decl::Function { proto: p, .. } => p.name.span,
+        Decl::Parser(p) => p.name.span,
+        Decl::Control(c) => c.name.span,
+        Decl::Action(a) => a.name.span,
+        Decl::Instance(i) => i.name.span,
+        Decl::Var(v) => v.name.span,
+        Decl::Table(t) => t.name.span,
+    }
+}
+
+/// A diagnostic for an unsupported construct.
+fn unsupported(span: Span, what: &str) -> Diagnostic {
+    Diagnostic::new(span, format!("{what} is not supported yet"))
+}

@@ -1,0 +1,146 @@
+//! Parsers: states, `select` transitions with value, mask, range and default keysets.
+
+use super::table::expand_default;
+use super::{Checker, Sym};
+use crate::ast::{self, Transition as AstTransition};
+use crate::diagnostic::{fail, Result};
+use crate::ir::{self, Slot, Target, Transition};
+use crate::types::Type;
+
+impl<'a> Checker<'a> {
+    /// Lowers the v1model parser; its parameters are bound to `args`.
+    pub(super) fn parser(
+        &mut self,
+        p: &'a ast::ParserDecl,
+        args: &[(Type, Slot)],
+    ) -> Result<ir::ParserIr> {
+        self.block_scope(&p.name, &p.params, &p.ctor_params, args)?;
+        self.in_parser = true;
+        let saved_locals = std::mem::take(&mut self.locals);
+        let mut init = Vec::new();
+        for local in &p.locals {
+            init.extend(self.local(local)?);
+        }
+        let mut order: Vec<&ast::State> =
+            p.states.iter().filter(|s| s.name.name == "start").collect();
+        if order.is_empty() {
+            return fail(
+                p.name.span,
+                format!("parser '{}' has no start state", p.name.name),
+            );
+        }
+        order.extend(p.states.iter().filter(|s| s.name.name != "start"));
+        for (i, s) in order.iter().enumerate() {
+            if order[..i].iter().any(|o| o.name.name == s.name.name)
+                || s.name.name == "accept"
+                || s.name.name == "reject"
+            {
+                return fail(
+                    s.name.span,
+                    format!("state '{}' is already declared", s.name.name),
+                );
+            }
+        }
+        let names: Vec<String> = order.iter().map(|s| s.name.name.clone()).collect();
+        let mut states = Vec::new();
+        for s in &order {
+            let mut stmts = Vec::new();
+            self.scopes.push(Default::default());
+            for st in &s.body {
+                stmts.extend(self.stmt(st)?);
+            }
+            let transition = match &s.transition {
+                None => Transition::Goto(Target::Reject),
+                Some(AstTransition::Goto(t)) => Transition::Goto(target(&names, t)?),
+                Some(AstTransition::Select { exprs, cases, .. }) => {
+                    self.select(&names, exprs, cases)?
+                }
+            };
+            self.scopes.pop();
+            states.push(ir::State {
+                name: s.name.name.clone(),
+                stmts,
+                transition,
+            });
+        }
+        let zero = std::mem::replace(&mut self.locals, saved_locals);
+        let mut all_init: Vec<ir::Stmt> = zero
+            .into_iter()
+            .map(|(start, len)| ir::Stmt::Zero { start, len })
+            .collect();
+        all_init.extend(init);
+        self.in_parser = false;
+        self.scopes.pop();
+        self.prefix.clear();
+        Ok(ir::ParserIr {
+            init: all_init,
+            states,
+        })
+    }
+
+    fn select(
+        &mut self,
+        names: &[String],
+        exprs: &[ast::Expr],
+        cases: &[ast::SelectCase],
+    ) -> Result<Transition> {
+        let mut keys = Vec::new();
+        let mut types = Vec::new();
+        for e in exprs {
+            let v = self.scalar_any(e)?;
+            if v.ty == Type::Int || self.types.scalar_width(&v.ty).is_none() {
+                return fail(
+                    e.span,
+                    format!("cannot select on a value of type {}", self.show(&v.ty)),
+                );
+            }
+            keys.push(v.expr);
+            types.push(v.ty);
+        }
+        let mut out = Vec::new();
+        for case in cases {
+            let keyset = expand_default(&case.keyset, types.len());
+            if keyset.len() != types.len() {
+                return fail(
+                    case.span,
+                    format!(
+                        "select has {} expressions, the case gives {}",
+                        types.len(),
+                        keyset.len()
+                    ),
+                );
+            }
+            let mut matches = Vec::new();
+            for (k, ty) in keyset.iter().zip(&types) {
+                if let ast::Keyset::Value(ast::Expr {
+                    kind: ast::ExprKind::Name(n),
+                    span,
+                }) = k
+                {
+                    if !matches!(self.lookup(n), Some(Sym::Const { .. }))
+                        && self.lookup(n).is_some()
+                    {
+                        return fail(
+                            *span,
+                            format!("'{n}' is not a constant (value sets are not supported yet)"),
+                        );
+                    }
+                }
+                matches.push(self.keyset_match(k, ty)?);
+            }
+            out.push((matches, target(names, &case.target)?));
+        }
+        Ok(Transition::Select { keys, cases: out })
+    }
+}
+
+fn target(names: &[String], t: &ast::Ident) -> Result<Target> {
+    match t.name.as_str() {
+        "accept" => Ok(Target::Accept),
+        "reject" => Ok(Target::Reject),
+        n => match names.iter().position(|s| s == n) {
+            Some(i) => Ok(Target::State(i)),
+            None => fail(t.span, format!("unknown state '{n}'")),
+        },
+    }
+}

@@ -1,0 +1,325 @@
+//! Tables: keys and match kinds, the action list, default action, constant entries, size,
+//! direct counters and meters; and keyset elements shared with parser `select`.
+
+use super::{unsupported, Checker, Sym};
+use crate::ast::{self, ExprKind, Keyset, TableProp};
+use crate::diagnostic::{fail, Result};
+use crate::ir::{self, mask, ActionCall, FieldMatch, InstanceKind, MatchKind};
+use crate::source::Span;
+use crate::types::Type;
+
+impl Checker<'_> {
+    /// Lowers a table declared in the current control; returns its index.
+    pub(super) fn table(&mut self, t: &ast::TableDecl) -> Result<usize> {
+        let name = self.qualified(&t.name.name, &t.annotations);
+        let mut keys = Vec::new();
+        let mut actions = Vec::new();
+        let mut default = None;
+        let mut entries = None;
+        let mut size = 1024;
+        let mut direct_counter = None;
+        let mut direct_meter = None;
+        for prop in &t.props {
+            match prop {
+                TableProp::Key(elems) => {
+                    for k in elems {
+                        keys.push(self.key(k)?);
+                    }
+                }
+                TableProp::Actions(refs) => {
+                    for r in refs {
+                        if let Some(a) = r.args.first() {
+                            return Err(unsupported(
+                                a.value.span,
+                                "binding action arguments in the actions list",
+                            ));
+                        }
+                        actions.push(self.action_index(&r.name)?);
+                    }
+                }
+                TableProp::DefaultAction { action, is_const } => {
+                    default = Some((action, *is_const))
+                }
+                TableProp::Entries {
+                    entries: e,
+                    is_const,
+                } => entries = Some((e, *is_const)),
+                TableProp::Other { name: p, value, .. } => match p.name.as_str() {
+                    "size" => size = self.const_u128(value)?.min(1 << 24) as usize,
+                    "counters" => direct_counter = Some(self.direct_instance(value, true)?),
+                    "meters" => direct_meter = Some(self.direct_instance(value, false)?),
+                    "implementation" => {
+                        return Err(unsupported(value.span, "action profiles and selectors"))
+                    }
+                    _ => {}
+                },
+            }
+        }
+        let default_action = match default {
+            Some((r, is_const)) => {
+                let call = self.action_call(r, &actions)?;
+                (call, is_const)
+            }
+            None => {
+                let no_action = ast::Ident {
+                    name: "NoAction".into(),
+                    span: t.name.span,
+                };
+                (
+                    ActionCall {
+                        action: self.action_index(&no_action)?,
+                        args: Vec::new(),
+                    },
+                    false,
+                )
+            }
+        };
+        let table = ir::Table {
+            name,
+            keys,
+            actions,
+            default_action: default_action.0,
+            const_default: default_action.1,
+            const_entries: Vec::new(),
+            const_entries_fixed: entries.as_ref().is_some_and(|(_, c)| *c),
+            size,
+            direct_counter,
+            direct_meter,
+        };
+        self.tables.push(table);
+        let idx = self.tables.len() - 1;
+        if let Some((list, _)) = entries {
+            let n = list.len() as i64;
+            let mut out = Vec::new();
+            for (i, e) in list.iter().enumerate() {
+                out.push(self.const_entry(idx, e, n - i as i64)?);
+            }
+            self.tables[idx].const_entries = out;
+        }
+        Ok(idx)
+    }
+
+    fn key(&mut self, k: &ast::KeyElement) -> Result<ir::Key> {
+        let v = self.scalar_any(&k.expr)?;
+        let Some(width) = self.types.scalar_width(&v.ty).filter(|_| v.ty != Type::Int) else {
+            return fail(
+                k.expr.span,
+                format!("a key of type {} cannot be matched", self.show(&v.ty)),
+            );
+        };
+        let kind = match self.lookup(&k.match_kind.name) {
+            Some(Sym::MatchKind(m)) => match m.as_str() {
+                "exact" => MatchKind::Exact,
+                "ternary" => MatchKind::Ternary,
+                "lpm" => MatchKind::Lpm,
+                "range" => MatchKind::Range,
+                "optional" => MatchKind::Optional,
+                _ => return Err(unsupported(k.match_kind.span, &format!("match kind '{m}'"))),
+            },
+            _ => {
+                return fail(
+                    k.match_kind.span,
+                    format!("unknown match kind '{}'", k.match_kind.name),
+                )
+            }
+        };
+        let name = super::name_annotation(&k.annotations).unwrap_or_else(|| expr_text(&k.expr));
+        Ok(ir::Key {
+            name,
+            expr: v.expr,
+            width,
+            kind,
+        })
+    }
+
+    fn action_index(&self, name: &ast::Ident) -> Result<usize> {
+        match self.lookup(&name.name) {
+            Some(Sym::Callable(i)) => match self.callables[*i].action {
+                Some(a) => Ok(a),
+                None => fail(
+                    name.span,
+                    format!("'{}' is a function, not an action", name.name),
+                ),
+            },
+            _ => fail(name.span, format!("unknown action '{}'", name.name)),
+        }
+    }
+
+    fn direct_instance(&self, value: &ast::Expr, counter: bool) -> Result<usize> {
+        if let ExprKind::Name(n) = &value.kind {
+            if let Some(Sym::Instance(i)) = self.lookup(n) {
+                let ok = matches!(
+                    (&self.instances[*i].kind, counter),
+                    (InstanceKind::DirectCounter { .. }, true)
+                        | (InstanceKind::DirectMeter { .. }, false)
+                );
+                if ok {
+                    return Ok(*i);
+                }
+            }
+        }
+        fail(
+            value.span,
+            if counter {
+                "expected a direct_counter instance"
+            } else {
+                "expected a direct_meter instance"
+            },
+        )
+    }
+
+    /// An action with constant action-data arguments (default action, constant entries).
+    fn action_call(&mut self, r: &ast::ActionRef, allowed: &[usize]) -> Result<ActionCall> {
+        let action = self.action_index(&r.name)?;
+        if !allowed.contains(&action) {
+            return fail(
+                r.name.span,
+                format!("action '{}' is not in the table's actions", r.name.name),
+            );
+        }
+        let body = self.actions[action].body;
+        let params: Vec<(String, u16, bool)> = self.bodies[body]
+            .params
+            .iter()
+            .map(|p| (p.name.clone(), p.width, p.action_data))
+            .collect();
+        if params.iter().any(|p| !p.2) {
+            return Err(unsupported(
+                r.name.span,
+                "a table action with directional parameters",
+            ));
+        }
+        let names: Vec<&str> = params.iter().map(|p| p.0.as_str()).collect();
+        let args = super::stmt::order_args(&names, &r.args, r.span)?;
+        let mut values = Vec::new();
+        for (arg, (_, width, _)) in args.iter().zip(&params) {
+            let callable = self
+                .callables
+                .iter()
+                .find(|c| c.action == Some(action))
+                .expect("an action is callable");
+            let ty = callable.params[values.len()].ty.clone();
+            let v = self.const_value(&arg.value, &ty)?;
+            values.push(v & mask(*width));
+        }
+        Ok(ActionCall {
+            action,
+            args: values,
+        })
+    }
+
+    fn const_entry(
+        &mut self,
+        table: usize,
+        e: &ast::Entry,
+        implicit_priority: i64,
+    ) -> Result<ir::Entry> {
+        let keys: Vec<(u16, MatchKind)> = self.tables[table]
+            .keys
+            .iter()
+            .map(|k| (k.width, k.kind))
+            .collect();
+        let keyset = expand_default(&e.keyset, keys.len());
+        if keyset.len() != keys.len() {
+            return fail(
+                e.span,
+                format!(
+                    "the table has {} keys, the entry gives {}",
+                    keys.len(),
+                    keyset.len()
+                ),
+            );
+        }
+        let mut matches = Vec::new();
+        for (k, (width, kind)) in keyset.iter().zip(&keys) {
+            let m = self.keyset_match(
+                k,
+                &Type::Bits {
+                    width: *width,
+                    signed: false,
+                },
+            )?;
+            check_match_kind(m, *kind, *width, k.span())?;
+            matches.push(m);
+        }
+        let actions = self.tables[table].actions.clone();
+        let action = self.action_call(&e.action, &actions)?;
+        let priority = match &e.priority {
+            Some(p) => self.const_u128(p)? as i64,
+            None => implicit_priority,
+        };
+        Ok(ir::Entry {
+            matches,
+            priority,
+            action,
+        })
+    }
+
+    /// A keyset element of type `ty` as a match.
+    pub(super) fn keyset_match(&mut self, k: &Keyset, ty: &Type) -> Result<FieldMatch> {
+        let width = self.types.scalar_width(ty).unwrap_or(1);
+        Ok(match k {
+            Keyset::Default(_) | Keyset::DontCare(_) => FieldMatch::Masked { value: 0, mask: 0 },
+            Keyset::Value(v) => FieldMatch::Masked {
+                value: self.const_value(v, ty)?,
+                mask: mask(width),
+            },
+            Keyset::Mask(v, m) => {
+                let (v, m) = (self.const_value(v, ty)?, self.const_value(m, ty)?);
+                FieldMatch::Masked {
+                    value: v & m,
+                    mask: m,
+                }
+            }
+            Keyset::Range(lo, hi) => FieldMatch::Range {
+                lo: self.const_value(lo, ty)?,
+                hi: self.const_value(hi, ty)?,
+            },
+        })
+    }
+}
+
+/// A lone `default` or `_` stands for every key.
+pub(super) fn expand_default(keyset: &[Keyset], keys: usize) -> Vec<Keyset> {
+    match keyset {
+        [k @ (Keyset::Default(_) | Keyset::DontCare(_))] if keys > 1 => vec![k.clone(); keys],
+        _ => keyset.to_vec(),
+    }
+}
+
+/// Rejects a match that its key's match kind cannot express (a range on an exact key, a
+/// non-prefix mask on an lpm key).
+fn check_match_kind(m: FieldMatch, kind: MatchKind, width: u16, span: Span) -> Result<()> {
+    let ok = match (m, kind) {
+        (FieldMatch::Masked { mask: mk, .. }, MatchKind::Exact) => mk == mask(width),
+        (FieldMatch::Masked { mask: mk, .. }, MatchKind::Lpm) => {
+            let ones = mk.count_ones() as u16;
+            mk == mask(width) ^ (mask(width - ones.min(width)))
+        }
+        (FieldMatch::Masked { mask: mk, .. }, MatchKind::Optional) => mk == 0 || mk == mask(width),
+        (FieldMatch::Masked { .. }, _) => true,
+        (FieldMatch::Range { .. }, MatchKind::Range) => true,
+        (FieldMatch::Range { .. }, _) => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        fail(
+            span,
+            format!("this keyset cannot be used with a {kind:?} key").to_lowercase(),
+        )
+    }
+}
+
+/// The control-plane name of a key expression (`hdr.ipv4.dstAddr`).
+fn expr_text(e: &ast::Expr) -> String {
+    match &e.kind {
+        ExprKind::Name(n) => n.clone(),
+        ExprKind::Member(b, m) => format!("{}.{}", expr_text(b), m.name),
+        ExprKind::Index(b, i) => format!("{}[{}]", expr_text(b), expr_text(i)),
+        ExprKind::Slice(b, h, l) => format!("{}[{}:{}]", expr_text(b), expr_text(h), expr_text(l)),
+        ExprKind::Int(i) => i.value.to_string(),
+        ExprKind::Call { callee, .. } => format!("{}()", expr_text(callee)),
+        _ => "key".into(),
+    }
+}

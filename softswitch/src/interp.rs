@@ -1,0 +1,671 @@
+//! The interpreter: runs lowered statements and expressions of one packet over its slots.
+//! Parser errors, `exit` and `return` travel as a [`Flow`].
+
+use crate::bits::{read_bits, BitWriter};
+use crate::hash::{self, Algorithm};
+use crate::ir::{
+    self, mask, sign_extend, EmitItem, Expr, ExternCall, HeaderRef, Place, Program, Stmt, Target,
+    Transition,
+};
+use crate::meter::Color;
+use crate::ops;
+use crate::switch::State;
+
+/// How a statement list ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// It ran to its end.
+    Next,
+    /// `exit`.
+    Exit,
+    /// `return`.
+    Return,
+    /// A parser error with its code.
+    Reject(u128),
+}
+
+/// Requests a packet's run makes of the architecture (the last request of each kind wins).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Effects {
+    /// `clone`: egress (E2E) or not (I2E), session, preserved field list.
+    pub clone: Option<(bool, u32, Option<u8>)>,
+    /// `resubmit_preserving_field_list`.
+    pub resubmit: Option<Option<u8>>,
+    /// `recirculate_preserving_field_list`.
+    pub recirculate: Option<Option<u8>>,
+    /// `truncate`: bytes to keep.
+    pub truncate: Option<u32>,
+}
+
+/// The run of one packet through one block.
+pub struct Exec<'a> {
+    prog: &'a Program,
+    state: &'a mut State,
+    /// The packet's slots.
+    pub slots: &'a mut [u128],
+    data: &'a [u8],
+    /// Parser cursor, in bits into `data`.
+    pub cursor: usize,
+    /// Architecture requests.
+    pub effects: &'a mut Effects,
+    now_us: u64,
+    abort: Option<Flow>,
+    out: Option<BitWriter>,
+    /// The table and entry of the last hit, for `direct_meter.read`.
+    last_hit: Option<(usize, usize)>,
+    keys: Vec<u128>,
+}
+
+const PARSER_STEP_LIMIT: usize = 100_000;
+
+impl<'a> Exec<'a> {
+    /// A run over `slots` of the packet `data` (whose unparsed part starts at `cursor` bits).
+    pub fn new(
+        prog: &'a Program,
+        state: &'a mut State,
+        slots: &'a mut [u128],
+        data: &'a [u8],
+        cursor: usize,
+        effects: &'a mut Effects,
+        now_us: u64,
+    ) -> Self {
+        Exec {
+            prog,
+            state,
+            slots,
+            data,
+            cursor,
+            effects,
+            now_us,
+            abort: None,
+            out: None,
+            last_hit: None,
+            keys: Vec::new(),
+        }
+    }
+
+    fn error_code(&self, name: &str) -> u128 {
+        self.prog.errors.iter().position(|e| e == name).unwrap_or(0) as u128
+    }
+
+    /// Runs the parser; `Err(code)` on a parser error (the headers extracted so far stay valid).
+    pub fn parse(&mut self) -> Result<(), u128> {
+        let p = &self.prog.parser;
+        self.run(&p.init);
+        let mut state = 0;
+        for _ in 0..PARSER_STEP_LIMIT {
+            let s = &p.states[state];
+            if let Flow::Reject(code) = self.run(&s.stmts) {
+                return Err(code);
+            }
+            let target = match &s.transition {
+                Transition::Goto(t) => *t,
+                Transition::Select { keys, cases } => {
+                    let values: Vec<u128> = keys.iter().map(|k| self.eval(k)).collect();
+                    if let Some(Flow::Reject(code)) = self.abort.take() {
+                        return Err(code);
+                    }
+                    match cases
+                        .iter()
+                        .find(|(ms, _)| ms.iter().zip(&values).all(|(m, &v)| m.matches(v)))
+                    {
+                        Some((_, t)) => *t,
+                        None => return Err(self.error_code("NoMatch")),
+                    }
+                }
+            };
+            match target {
+                Target::State(i) => state = i,
+                Target::Accept => return Ok(()),
+                Target::Reject => return Err(0),
+            }
+        }
+        Err(self.error_code("ParserTimeout"))
+    }
+
+    /// Runs a control's body.
+    pub fn control(&mut self, block: usize) {
+        self.run(&self.prog.controls[block].body);
+    }
+
+    /// Runs the deparser; returns the emitted headers.
+    pub fn deparse(&mut self) -> BitWriter {
+        self.out = Some(BitWriter::new());
+        self.control(ir::block::DEPARSER);
+        self.out.take().unwrap_or_default()
+    }
+
+    fn run(&mut self, stmts: &[Stmt]) -> Flow {
+        for s in stmts {
+            let f = self.stmt(s);
+            if let Some(a) = self.abort.take() {
+                return a;
+            }
+            if f != Flow::Next {
+                return f;
+            }
+        }
+        Flow::Next
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Flow {
+        match s {
+            Stmt::Assign(place, e) => {
+                let v = self.eval(e);
+                self.store(place, v);
+            }
+            Stmt::Copy { dst, src, len } => {
+                let (d, s, n) = (*dst as usize, *src as usize, *len as usize);
+                self.slots.copy_within(s..s + n, d);
+            }
+            Stmt::Zero { start, len } => {
+                self.slots[*start as usize..(*start + *len) as usize].fill(0)
+            }
+            Stmt::If(c, t, e) => {
+                return if self.eval(c) != 0 {
+                    self.run(t)
+                } else {
+                    self.run(e)
+                };
+            }
+            Stmt::Switch { on, cases, default } => {
+                let v = self.eval(on);
+                let body = cases
+                    .iter()
+                    .find(|(vs, _)| vs.contains(&v))
+                    .map_or(default, |(_, b)| b);
+                return self.run(body);
+            }
+            Stmt::SwitchAction {
+                table,
+                cases,
+                default,
+            } => {
+                let (_, action) = self.apply(*table);
+                if self.abort.is_some() {
+                    return Flow::Next;
+                }
+                let body = cases
+                    .iter()
+                    .find(|(a, _)| a.contains(&action))
+                    .map_or(default, |(_, b)| b);
+                return self.run(body);
+            }
+            Stmt::Apply(t) => {
+                self.apply(*t);
+            }
+            Stmt::Invoke(inv) => return self.invoke(inv),
+            Stmt::Extern(call) => return self.extern_call(call),
+            Stmt::Exit => return Flow::Exit,
+            Stmt::Return => return Flow::Return,
+        }
+        Flow::Next
+    }
+
+    fn invoke(&mut self, inv: &ir::Invoke) -> Flow {
+        let f = self.run(&inv.copy_in);
+        if f != Flow::Next {
+            return f;
+        }
+        let f = self.run(&self.prog.bodies[inv.body].stmts);
+        self.run(&inv.copy_out);
+        if f == Flow::Exit {
+            Flow::Exit
+        } else {
+            Flow::Next
+        }
+    }
+
+    /// Applies a table: looks up, counts, binds action data, runs the action.
+    fn apply(&mut self, t: usize) -> (bool, usize) {
+        let table = &self.prog.tables[t];
+        let mut keys = std::mem::take(&mut self.keys);
+        keys.clear();
+        for k in &table.keys {
+            keys.push(self.eval(&k.expr));
+        }
+        let hit = self.state.tables[t].lookup(&keys);
+        self.keys = keys;
+        let state = &mut self.state.tables[t];
+        let call = match hit {
+            Some(h) => {
+                if table.direct_counter.is_some() {
+                    let bytes = self.slots[self.prog.std_meta.packet_length as usize] as u64;
+                    state.count_hit(h, bytes);
+                }
+                self.last_hit = Some((t, h));
+                &state
+                    .entry(h)
+                    .expect("lookup returns installed entries")
+                    .entry
+                    .action
+            }
+            None => {
+                self.last_hit = None;
+                &state.default_action
+            }
+        };
+        let action = call.action;
+        let body = &self.prog.bodies[self.prog.actions[action].body];
+        for (p, v) in body.params.iter().filter(|p| p.action_data).zip(&call.args) {
+            self.slots[p.slot as usize] = *v;
+        }
+        if self.run(&body.stmts) == Flow::Exit {
+            self.abort = Some(Flow::Exit);
+        }
+        (hit.is_some(), action)
+    }
+
+    /// Evaluates a scalar expression.
+    pub fn eval(&mut self, e: &Expr) -> u128 {
+        match e {
+            Expr::Const(v) => *v,
+            Expr::Load(s) => self.slots[*s as usize],
+            Expr::LoadDyn {
+                base,
+                stride,
+                count,
+                index,
+            } => {
+                let i = self.eval(index);
+                if i < u128::from(*count) {
+                    self.slots[(*base + i as u32 * stride) as usize]
+                } else {
+                    0
+                }
+            }
+            Expr::Arith {
+                op,
+                width,
+                signed,
+                a,
+                b,
+            } => {
+                let (x, y) = (self.eval(a), self.eval(b));
+                ops::binop(*op, *width, *signed, x, y)
+            }
+            Expr::Compare {
+                op,
+                width,
+                signed,
+                a,
+                b,
+            } => {
+                let (x, y) = (self.eval(a), self.eval(b));
+                u128::from(ops::compare(*op, *width, *signed, x, y))
+            }
+            Expr::Concat { a, b, b_width } => {
+                let (x, y) = (self.eval(a), self.eval(b));
+                if *b_width >= 128 {
+                    y
+                } else {
+                    (x << b_width) | y
+                }
+            }
+            Expr::Slice { arg, lo, width } => (self.eval(arg) >> lo) & mask(*width),
+            Expr::SignExtend { arg, from, to } => {
+                sign_extend(self.eval(arg), *from) as u128 & mask(*to)
+            }
+            Expr::Truncate { arg, width } => self.eval(arg) & mask(*width),
+            Expr::Not(a) => u128::from(self.eval(a) == 0),
+            Expr::Complement { arg, width } => !self.eval(arg) & mask(*width),
+            Expr::Negate { arg, width } => self.eval(arg).wrapping_neg() & mask(*width),
+            Expr::And(a, b) => u128::from(self.eval(a) != 0 && self.eval(b) != 0),
+            Expr::Or(a, b) => u128::from(self.eval(a) != 0 || self.eval(b) != 0),
+            Expr::Cond(c, a, b) => {
+                if self.eval(c) != 0 {
+                    self.eval(a)
+                } else {
+                    self.eval(b)
+                }
+            }
+            Expr::RangeEq { a, b, len, header } => u128::from(self.range_eq(*a, *b, *len, *header)),
+            Expr::TableHit { table, miss } => u128::from(self.apply(*table).0 != *miss),
+            Expr::Invoke(inv) => {
+                if self.invoke(inv) == Flow::Exit {
+                    self.abort = Some(Flow::Exit);
+                }
+                inv.ret.map_or(0, |r| self.slots[r as usize])
+            }
+            Expr::Lookahead { width } => {
+                let w = usize::from(*width);
+                if self.cursor + w > self.data.len() * 8 {
+                    self.abort = Some(Flow::Reject(self.error_code("PacketTooShort")));
+                    0
+                } else {
+                    read_bits(self.data, self.cursor, *width)
+                }
+            }
+            Expr::PacketLength => self.data.len() as u128,
+        }
+    }
+
+    fn range_eq(&self, a: u32, b: u32, len: u32, header: bool) -> bool {
+        let (a, b, n) = (a as usize, b as usize, len as usize);
+        if header && self.slots[a] == 0 && self.slots[b] == 0 {
+            return true;
+        }
+        self.slots[a..a + n] == self.slots[b..b + n]
+    }
+
+    fn store(&mut self, place: &Place, v: u128) {
+        match place {
+            Place::Slot(s) => self.slots[*s as usize] = v,
+            Place::Dyn {
+                base,
+                stride,
+                count,
+                index,
+            } => {
+                let i = self.eval(index);
+                if i < u128::from(*count) {
+                    self.slots[(*base + i as u32 * stride) as usize] = v;
+                }
+            }
+            Place::Slice { inner, lo, width } => {
+                let old = self.load(inner);
+                let m = mask(*width) << lo;
+                self.store(inner, (old & !m) | ((v << lo) & m));
+            }
+        }
+    }
+
+    fn load(&mut self, place: &Place) -> u128 {
+        match place {
+            Place::Slot(s) => self.slots[*s as usize],
+            Place::Dyn {
+                base,
+                stride,
+                count,
+                index,
+            } => {
+                let e = Expr::LoadDyn {
+                    base: *base,
+                    stride: *stride,
+                    count: *count,
+                    index: index.clone(),
+                };
+                self.eval(&e)
+            }
+            Place::Slice { inner, lo, width } => (self.load(inner) >> lo) & mask(*width),
+        }
+    }
+
+    fn field_bytes(&mut self, fields: &ir::FieldList) -> Vec<u8> {
+        let values: Vec<(u128, u16)> = fields.iter().map(|(e, w)| (self.eval(e), *w)).collect();
+        hash::concat(values)
+    }
+
+    fn payload(&self) -> &[u8] {
+        &self.data[(self.cursor / 8).min(self.data.len())..]
+    }
+
+    fn checksum(&mut self, data: &ir::FieldList, algo: &Expr, payload: bool) -> u64 {
+        let mut bytes = self.field_bytes(data);
+        if payload {
+            bytes.extend_from_slice(self.payload());
+        }
+        let code = self.eval(algo);
+        let algo = Algorithm::from_code(code).unwrap_or(Algorithm::Csum16);
+        hash::compute(algo, &bytes, &mut || self.state.random())
+    }
+
+    fn extract(&mut self, h: &HeaderRef) -> Flow {
+        let (base, layout) = match *h {
+            HeaderRef::Static { base, layout } => (base, layout),
+            HeaderRef::Next {
+                stack,
+                count,
+                layout,
+            } => {
+                let next = self.slots[stack as usize];
+                if next >= u128::from(count) {
+                    return Flow::Reject(self.error_code("StackOutOfBounds"));
+                }
+                self.slots[stack as usize] = next + 1;
+                let stride = 1 + self.prog.header_layouts[layout].len() as u32;
+                (stack + 1 + next as u32 * stride, layout)
+            }
+        };
+        let widths = &self.prog.header_layouts[layout];
+        let total: usize = widths.iter().map(|&w| usize::from(w)).sum();
+        if self.cursor + total > self.data.len() * 8 {
+            return Flow::Reject(self.error_code("PacketTooShort"));
+        }
+        self.slots[base as usize] = 1;
+        for (i, &w) in widths.iter().enumerate() {
+            self.slots[base as usize + 1 + i] = read_bits(self.data, self.cursor, w);
+            self.cursor += usize::from(w);
+        }
+        Flow::Next
+    }
+
+    fn extern_call(&mut self, call: &ExternCall) -> Flow {
+        let sm = self.prog.std_meta;
+        match call {
+            ExternCall::Extract(h) => return self.extract(h),
+            ExternCall::Advance(bits) => {
+                let n = self.eval(bits) as usize;
+                if self.cursor + n > self.data.len() * 8 {
+                    return Flow::Reject(self.error_code("PacketTooShort"));
+                }
+                self.cursor += n;
+            }
+            ExternCall::Verify { cond, error } => {
+                if self.eval(cond) == 0 {
+                    return Flow::Reject(self.eval(error));
+                }
+            }
+            ExternCall::Emit(items) => {
+                for EmitItem::Header { base, layout } in items {
+                    let base = *base as usize;
+                    if self.slots[base] == 0 {
+                        continue;
+                    }
+                    let widths = &self.prog.header_layouts[*layout];
+                    if let Some(out) = self.out.as_mut() {
+                        for (i, &w) in widths.iter().enumerate() {
+                            out.write(self.slots[base + 1 + i], w);
+                        }
+                    }
+                }
+            }
+            ExternCall::MarkToDrop => {
+                self.slots[sm.egress_spec as usize] = 511;
+                self.slots[sm.mcast_grp as usize] = 0;
+            }
+            ExternCall::Clone {
+                egress,
+                session,
+                field_list,
+            } => {
+                let s = self.eval(session) as u32;
+                self.effects.clone = Some((*egress, s, *field_list));
+            }
+            ExternCall::Resubmit(fl) => self.effects.resubmit = Some(*fl),
+            ExternCall::Recirculate(fl) => self.effects.recirculate = Some(*fl),
+            ExternCall::Truncate(len) => self.effects.truncate = Some(self.eval(len) as u32),
+            ExternCall::Digest { receiver, data } => {
+                let r = self.eval(receiver) as u32;
+                let values = data.iter().map(|(e, _)| self.eval(e)).collect();
+                self.state.digests.push((r, values));
+            }
+            ExternCall::Hash {
+                dst,
+                width,
+                algo,
+                base,
+                data,
+                max,
+            } => {
+                let h = u128::from(self.checksum(data, algo, false));
+                let (b, m) = (self.eval(base), self.eval(max));
+                let v = if m == 0 {
+                    b.wrapping_add(h)
+                } else {
+                    b.wrapping_add(h % m)
+                };
+                self.store(dst, v & mask(*width));
+            }
+            ExternCall::Random { dst, width, lo, hi } => {
+                let (l, h) = (self.eval(lo), self.eval(hi));
+                let r = u128::from(self.state.random());
+                let v = if h <= l { l } else { l + r % (h - l + 1) };
+                self.store(dst, v & mask(*width));
+            }
+            ExternCall::VerifyChecksum {
+                cond,
+                data,
+                checksum,
+                width,
+                algo,
+                payload,
+            } => {
+                if self.eval(cond) != 0 {
+                    let c = u128::from(self.checksum(data, algo, *payload)) & mask(*width);
+                    if c != self.eval(checksum) {
+                        self.slots[sm.checksum_error as usize] = 1;
+                    }
+                }
+            }
+            ExternCall::UpdateChecksum {
+                cond,
+                data,
+                dst,
+                width,
+                algo,
+                payload,
+            } => {
+                if self.eval(cond) != 0 {
+                    let c = u128::from(self.checksum(data, algo, *payload)) & mask(*width);
+                    self.store(dst, c);
+                }
+            }
+            ExternCall::RegisterRead {
+                instance,
+                dst,
+                index,
+            } => {
+                let i = self.eval(index) as usize;
+                let v = self.state.registers[*instance].get(i).copied().unwrap_or(0);
+                self.store(dst, v);
+            }
+            ExternCall::RegisterWrite {
+                instance,
+                index,
+                value,
+            } => {
+                let i = self.eval(index) as usize;
+                let v = self.eval(value);
+                if let Some(cell) = self.state.registers[*instance].get_mut(i) {
+                    *cell = v;
+                }
+            }
+            ExternCall::CounterCount { instance, index } => {
+                let i = self.eval(index) as usize;
+                let bytes = self.slots[sm.packet_length as usize] as u64;
+                if let Some(cell) = self.state.counters[*instance].get_mut(i) {
+                    cell.packets += 1;
+                    cell.bytes += bytes;
+                }
+            }
+            ExternCall::MeterExecute {
+                instance,
+                index,
+                dst,
+                width,
+            } => {
+                let i = self.eval(index) as usize;
+                let amount = self.meter_amount(*instance);
+                let now = self.now_us;
+                let color = self.state.meters[*instance]
+                    .get_mut(i)
+                    .map_or(Color::Green, |m| m.execute(amount, now));
+                self.store(dst, color as u128 & mask(*width));
+            }
+            ExternCall::DirectMeterRead {
+                instance,
+                dst,
+                width,
+            } => {
+                let amount = self.meter_amount(*instance);
+                let now = self.now_us;
+                let color = match self.last_hit {
+                    Some((t, h)) if self.prog.tables[t].direct_meter == Some(*instance) => {
+                        self.state.direct_meter(*instance, h).execute(amount, now)
+                    }
+                    _ => Color::Green,
+                };
+                self.store(dst, color as u128 & mask(*width));
+            }
+            ExternCall::StackShift {
+                stack,
+                count,
+                stride,
+                shift,
+            } => self.stack_shift(*stack, *count, *stride, *shift),
+            ExternCall::Assert(cond) => {
+                if self.eval(cond) == 0 {
+                    self.state.assertion_failures += 1;
+                }
+            }
+            ExternCall::LogMsg { format, args } => {
+                let mut text = String::new();
+                let mut values = args.iter();
+                for (i, part) in format.split("{}").enumerate() {
+                    if i > 0 {
+                        match values.next() {
+                            Some(e) => {
+                                let v = self.eval(e);
+                                text.push_str(&v.to_string());
+                            }
+                            None => text.push_str("{}"),
+                        }
+                    }
+                    text.push_str(part);
+                }
+                self.state.log.push(text);
+            }
+        }
+        Flow::Next
+    }
+
+    fn meter_amount(&self, instance: usize) -> f64 {
+        match self.prog.instances[instance].kind {
+            ir::InstanceKind::Meter { bytes: true, .. }
+            | ir::InstanceKind::DirectMeter { bytes: true } => {
+                self.slots[self.prog.std_meta.packet_length as usize] as f64
+            }
+            _ => 1.0,
+        }
+    }
+
+    fn stack_shift(&mut self, stack: u32, count: u32, stride: u32, shift: i32) {
+        let (s, n, st) = (stack as usize, count as usize, stride as usize);
+        let k = shift.unsigned_abs() as usize;
+        let elems = s + 1;
+        if shift > 0 {
+            for i in (k..n).rev() {
+                self.slots.copy_within(
+                    elems + (i - k) * st..elems + (i - k + 1) * st,
+                    elems + i * st,
+                );
+            }
+            for i in 0..k.min(n) {
+                self.slots[elems + i * st] = 0;
+            }
+            self.slots[s] = (self.slots[s] + k as u128).min(n as u128);
+        } else {
+            for i in 0..n.saturating_sub(k) {
+                self.slots.copy_within(
+                    elems + (i + k) * st..elems + (i + k + 1) * st,
+                    elems + i * st,
+                );
+            }
+            for i in n.saturating_sub(k)..n {
+                self.slots[elems + i * st] = 0;
+            }
+            self.slots[s] = self.slots[s].saturating_sub(k as u128);
+        }
+    }
+}

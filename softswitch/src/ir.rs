@@ -1,0 +1,572 @@
+//! The lowered program the interpreter runs: every name resolved to a slot index in one flat
+//! array of `u128` values, every width constant, every call bound. Per-packet work neither walks
+//! the AST nor hashes strings.
+//!
+//! Storage layout: a scalar (`bit<W>`, `int<W>`, `bool`, `error`, an enum) takes one slot; a
+//! header takes one validity slot followed by its fields; a struct its fields in order; a header
+//! stack one `nextIndex` slot followed by its elements. Signed values are stored as two's
+//! complement masked to their width.
+
+use crate::ast::BinOp;
+
+/// A slot index.
+pub type Slot = u32;
+
+/// The mask of the low `width` bits.
+pub fn mask(width: u16) -> u128 {
+    if width >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << width) - 1
+    }
+}
+
+/// Sign-extends the low `width` bits of `v`.
+pub fn sign_extend(v: u128, width: u16) -> i128 {
+    if width >= 128 {
+        return v as i128;
+    }
+    let shift = 128 - u32::from(width);
+    ((v << shift) as i128) >> shift
+}
+
+/// A scalar expression.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// A constant.
+    Const(u128),
+    /// The value of a slot.
+    Load(Slot),
+    /// A field of a header-stack element picked at run time: slot `base + index * stride`;
+    /// an index out of range reads 0.
+    LoadDyn {
+        base: Slot,
+        stride: u32,
+        count: u32,
+        index: Box<Expr>,
+    },
+    /// An arithmetic or bitwise operation on `width`-bit values, result masked to `width`.
+    Arith {
+        op: BinOp,
+        width: u16,
+        signed: bool,
+        a: Box<Expr>,
+        b: Box<Expr>,
+    },
+    /// A comparison of two `width`-bit values; yields 0 or 1.
+    Compare {
+        op: BinOp,
+        width: u16,
+        signed: bool,
+        a: Box<Expr>,
+        b: Box<Expr>,
+    },
+    /// `a ++ b` where `b` has `b_width` bits.
+    Concat {
+        a: Box<Expr>,
+        b: Box<Expr>,
+        b_width: u16,
+    },
+    /// Bits `lo .. lo + width` of `arg`.
+    Slice { arg: Box<Expr>, lo: u16, width: u16 },
+    /// Sign extension of a `from`-bit value to `to` bits (for casts of signed values).
+    SignExtend { arg: Box<Expr>, from: u16, to: u16 },
+    /// The low `width` bits of `arg` (for casts that narrow).
+    Truncate { arg: Box<Expr>, width: u16 },
+    /// `!arg` on a bool.
+    Not(Box<Expr>),
+    /// `~arg` on `width` bits.
+    Complement { arg: Box<Expr>, width: u16 },
+    /// `-arg` on `width` bits.
+    Negate { arg: Box<Expr>, width: u16 },
+    /// Short-circuit `&&`.
+    And(Box<Expr>, Box<Expr>),
+    /// Short-circuit `||`.
+    Or(Box<Expr>, Box<Expr>),
+    /// `c ? a : b`.
+    Cond(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// Equality of two slot ranges of the same layout (headers compare validity, then fields if valid).
+    RangeEq {
+        a: Slot,
+        b: Slot,
+        len: u32,
+        header: bool,
+    },
+    /// Applies a table; yields 1 if it hit (or, with `miss`, 1 if it missed).
+    TableHit { table: usize, miss: bool },
+    /// Calls a function and yields its return slot.
+    Invoke(Box<Invoke>),
+    /// `packet.lookahead<bit<W>>()` in a parser.
+    Lookahead { width: u16 },
+    /// `packet.length()` in a parser (bytes).
+    PacketLength,
+}
+
+/// A scalar place that can be written.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Place {
+    /// A slot.
+    Slot(Slot),
+    /// A field of a header-stack element picked at run time (writes out of range are ignored).
+    Dyn {
+        base: Slot,
+        stride: u32,
+        count: u32,
+        index: Box<Expr>,
+    },
+    /// Bits `lo .. lo + width` of a place.
+    Slice {
+        inner: Box<Place>,
+        lo: u16,
+        width: u16,
+    },
+}
+
+/// A call of an action or function body with copy-in/copy-out of its parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Invoke {
+    /// Statements that copy the arguments into the parameter slots.
+    pub copy_in: Vec<Stmt>,
+    /// The body (an index into [`Program::bodies`]).
+    pub body: usize,
+    /// Statements that copy `out`/`inout` parameters back to the arguments.
+    pub copy_out: Vec<Stmt>,
+    /// The slot that holds the return value (functions only).
+    pub ret: Option<Slot>,
+}
+
+/// A header instance, possibly chosen at run time in a stack.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HeaderRef {
+    /// A header at a fixed slot (its validity slot) with layout `layout`.
+    Static { base: Slot, layout: usize },
+    /// `stack.next`: the element at the stack's `nextIndex`, which then advances.
+    Next {
+        stack: Slot,
+        count: u32,
+        layout: usize,
+    },
+}
+
+/// A list of fields given to a hash, checksum or digest: each value with its width.
+pub type FieldList = Vec<(Expr, u16)>;
+
+/// A call of a v1model or core extern.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExternCall {
+    /// `packet.extract(h)`.
+    Extract(HeaderRef),
+    /// `packet.extract(h, bits)` for a header with a varbit field: not supported; kept for errors.
+    Advance(Expr),
+    /// `verify(cond, error)`.
+    Verify { cond: Expr, error: Expr },
+    /// `packet.emit(h)` for each header, in order.
+    Emit(Vec<EmitItem>),
+    /// `mark_to_drop(standard_metadata)`.
+    MarkToDrop,
+    /// `clone`/`clone_preserving_field_list`.
+    Clone {
+        egress: bool,
+        session: Expr,
+        field_list: Option<u8>,
+    },
+    /// `resubmit_preserving_field_list`.
+    Resubmit(Option<u8>),
+    /// `recirculate_preserving_field_list`.
+    Recirculate(Option<u8>),
+    /// `truncate(length)`.
+    Truncate(Expr),
+    /// `digest(receiver, data)`.
+    Digest { receiver: Expr, data: FieldList },
+    /// `hash(result, algo, base, data, max)`.
+    Hash {
+        dst: Place,
+        width: u16,
+        algo: Expr,
+        base: Expr,
+        data: FieldList,
+        max: Expr,
+    },
+    /// `random(result, lo, hi)`.
+    Random {
+        dst: Place,
+        width: u16,
+        lo: Expr,
+        hi: Expr,
+    },
+    /// `verify_checksum[_with_payload]`.
+    VerifyChecksum {
+        cond: Expr,
+        data: FieldList,
+        checksum: Expr,
+        width: u16,
+        algo: Expr,
+        payload: bool,
+    },
+    /// `update_checksum[_with_payload]`.
+    UpdateChecksum {
+        cond: Expr,
+        data: FieldList,
+        dst: Place,
+        width: u16,
+        algo: Expr,
+        payload: bool,
+    },
+    /// `register.read(result, index)`.
+    RegisterRead {
+        instance: usize,
+        dst: Place,
+        index: Expr,
+    },
+    /// `register.write(index, value)`.
+    RegisterWrite {
+        instance: usize,
+        index: Expr,
+        value: Expr,
+    },
+    /// `counter.count(index)`.
+    CounterCount { instance: usize, index: Expr },
+    /// `meter.execute_meter(index, result)`.
+    MeterExecute {
+        instance: usize,
+        index: Expr,
+        dst: Place,
+        width: u16,
+    },
+    /// `direct_meter.read(result)` (the colour of the entry the table just hit).
+    DirectMeterRead {
+        instance: usize,
+        dst: Place,
+        width: u16,
+    },
+    /// `stack.push_front(n)` / `stack.pop_front(n)` (negative `shift` pops).
+    StackShift {
+        stack: Slot,
+        count: u32,
+        stride: u32,
+        shift: i32,
+    },
+    /// `assert(cond)` / `assume(cond)`: a failure stops the switch with an error.
+    Assert(Expr),
+    /// `log_msg(...)`: recorded in the log.
+    LogMsg { format: String, args: Vec<Expr> },
+}
+
+/// One item emitted by a deparser.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EmitItem {
+    /// A header (emitted if valid).
+    Header { base: Slot, layout: usize },
+}
+
+/// A statement.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt {
+    /// Stores a scalar.
+    Assign(Place, Expr),
+    /// Copies `len` slots from `src` to `dst`.
+    Copy { dst: Slot, src: Slot, len: u32 },
+    /// Zeroes `len` slots from `start` (fresh locals, `out` parameters).
+    Zero { start: Slot, len: u32 },
+    /// `if`.
+    If(Expr, Vec<Stmt>, Vec<Stmt>),
+    /// `switch` on a value: the first case whose values contain it runs, else `default`.
+    Switch {
+        on: Expr,
+        cases: Vec<(Vec<u128>, Vec<Stmt>)>,
+        default: Vec<Stmt>,
+    },
+    /// `switch (t.apply().action_run)`: cases keyed by action index.
+    SwitchAction {
+        table: usize,
+        cases: Vec<(Vec<usize>, Vec<Stmt>)>,
+        default: Vec<Stmt>,
+    },
+    /// Applies a table for its effect.
+    Apply(usize),
+    /// Calls an action or function.
+    Invoke(Box<Invoke>),
+    /// Calls an extern.
+    Extern(Box<ExternCall>),
+    /// `exit`.
+    Exit,
+    /// `return` (the value, if any, was stored before).
+    Return,
+}
+
+/// A match kind of a table key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MatchKind {
+    /// `exact`.
+    Exact,
+    /// `ternary`.
+    Ternary,
+    /// `lpm`.
+    Lpm,
+    /// `range`.
+    Range,
+    /// `optional`.
+    Optional,
+}
+
+/// A table key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Key {
+    /// The key's control-plane name (`@name` or the expression as written).
+    pub name: String,
+    /// The expression.
+    pub expr: Expr,
+    /// Its width in bits.
+    pub width: u16,
+    /// How it matches.
+    pub kind: MatchKind,
+}
+
+/// How one key field of an entry matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldMatch {
+    /// Equal to the value under the mask.
+    Masked { value: u128, mask: u128 },
+    /// Within `lo..=hi`.
+    Range { lo: u128, hi: u128 },
+}
+
+impl FieldMatch {
+    /// Whether `v` matches.
+    pub fn matches(&self, v: u128) -> bool {
+        match *self {
+            FieldMatch::Masked { value, mask } => v & mask == value & mask,
+            FieldMatch::Range { lo, hi } => lo <= v && v <= hi,
+        }
+    }
+}
+
+/// An action bound to its action-data arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ActionCall {
+    /// The action (index into [`Program::actions`]).
+    pub action: usize,
+    /// Values of its action-data parameters, in order.
+    pub args: Vec<u128>,
+}
+
+/// A table entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// One match per key.
+    pub matches: Vec<FieldMatch>,
+    /// Priority (higher wins, as in P4Runtime); const entries get theirs from their order.
+    pub priority: i64,
+    /// The action.
+    pub action: ActionCall,
+}
+
+/// A table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    /// Its fully qualified control-plane name (`MyIngress.ipv4_lpm`).
+    pub name: String,
+    /// Keys.
+    pub keys: Vec<Key>,
+    /// Allowed actions.
+    pub actions: Vec<usize>,
+    /// The default action.
+    pub default_action: ActionCall,
+    /// Whether the default action is `const`.
+    pub const_default: bool,
+    /// Entries given in the program.
+    pub const_entries: Vec<Entry>,
+    /// Whether the entries are `const` (the control plane may not change them).
+    pub const_entries_fixed: bool,
+    /// The `size` property (default 1024).
+    pub size: usize,
+    /// Its direct counter instance, if any.
+    pub direct_counter: Option<usize>,
+    /// Its direct meter instance, if any.
+    pub direct_meter: Option<usize>,
+}
+
+/// A parameter of an action or function.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Param {
+    /// Name.
+    pub name: String,
+    /// First slot.
+    pub slot: Slot,
+    /// Width if scalar (action data is always scalar).
+    pub width: u16,
+    /// Whether it is action data (no direction).
+    pub action_data: bool,
+}
+
+/// An action or function body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Body {
+    /// Fully qualified name.
+    pub name: String,
+    /// Parameters.
+    pub params: Vec<Param>,
+    /// Statements.
+    pub stmts: Vec<Stmt>,
+}
+
+/// An action: a body that tables may run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Action {
+    /// Fully qualified name (`MyIngress.ipv4_forward`, or `NoAction`).
+    pub name: String,
+    /// The body (index into [`Program::bodies`]).
+    pub body: usize,
+}
+
+/// Where a parser goes next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Another state.
+    State(usize),
+    /// `accept`.
+    Accept,
+    /// `reject`.
+    Reject,
+}
+
+/// A parser transition.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Transition {
+    /// Unconditional.
+    Goto(Target),
+    /// `select`: the first case whose every element matches wins; none matching is `error.NoMatch`.
+    Select {
+        keys: Vec<Expr>,
+        cases: Vec<(Vec<FieldMatch>, Target)>,
+    },
+}
+
+/// A parser state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct State {
+    /// Name.
+    pub name: String,
+    /// Statements.
+    pub stmts: Vec<Stmt>,
+    /// Transition.
+    pub transition: Transition,
+}
+
+/// A parser.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParserIr {
+    /// Statements run before `start` (local initialization).
+    pub init: Vec<Stmt>,
+    /// States; `start` is index 0.
+    pub states: Vec<State>,
+}
+
+/// A control block.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Control {
+    /// Name.
+    pub name: String,
+    /// Its apply body (starting with local initialization).
+    pub body: Vec<Stmt>,
+}
+
+/// The kind and configuration of an extern instance.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InstanceKind {
+    /// `register<T>(size)` with `width`-bit cells.
+    Register { size: u32, width: u16 },
+    /// `counter(size, type)`.
+    Counter { size: u32, kind: CounterKind },
+    /// `direct_counter(type)`.
+    DirectCounter { kind: CounterKind },
+    /// `meter(size, type)`.
+    Meter { size: u32, bytes: bool },
+    /// `direct_meter(type)`.
+    DirectMeter { bytes: bool },
+}
+
+/// What a counter counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CounterKind {
+    /// Packets.
+    Packets,
+    /// Bytes.
+    Bytes,
+    /// Both.
+    PacketsAndBytes,
+}
+
+/// An extern instance (register, counter, meter).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Instance {
+    /// Fully qualified name (`MyIngress.my_counter`).
+    pub name: String,
+    /// Kind and configuration.
+    pub kind: InstanceKind,
+}
+
+/// The slots of `standard_metadata`, by field.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub struct StandardMetadata {
+    pub ingress_port: Slot,
+    pub egress_spec: Slot,
+    pub egress_port: Slot,
+    pub instance_type: Slot,
+    pub packet_length: Slot,
+    pub enq_timestamp: Slot,
+    pub enq_qdepth: Slot,
+    pub deq_timedelta: Slot,
+    pub deq_qdepth: Slot,
+    pub ingress_global_timestamp: Slot,
+    pub egress_global_timestamp: Slot,
+    pub mcast_grp: Slot,
+    pub egress_rid: Slot,
+    pub checksum_error: Slot,
+    pub parser_error: Slot,
+    pub priority: Slot,
+}
+
+/// A lowered v1model program.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    /// Number of slots of per-packet state.
+    pub slots: u32,
+    /// Field widths of each header type (a header's layout index).
+    pub header_layouts: Vec<Vec<u16>>,
+    /// `standard_metadata` slots.
+    pub std_meta: StandardMetadata,
+    /// The range of user metadata slots `(start, len)`.
+    pub user_meta: (Slot, u32),
+    /// User-metadata slots per `@field_list(N)` index.
+    pub field_lists: Vec<(u8, Vec<Slot>)>,
+    /// The parser.
+    pub parser: ParserIr,
+    /// Verify checksum, ingress, egress, compute checksum, deparser.
+    pub controls: [Control; 5],
+    /// Tables.
+    pub tables: Vec<Table>,
+    /// Actions.
+    pub actions: Vec<Action>,
+    /// Action and function bodies.
+    pub bodies: Vec<Body>,
+    /// Extern instances.
+    pub instances: Vec<Instance>,
+    /// Error names by code.
+    pub errors: Vec<String>,
+}
+
+/// Indices into [`Program::controls`].
+pub mod block {
+    /// Verify checksum.
+    pub const VERIFY: usize = 0;
+    /// Ingress.
+    pub const INGRESS: usize = 1;
+    /// Egress.
+    pub const EGRESS: usize = 2;
+    /// Compute checksum.
+    pub const COMPUTE: usize = 3;
+    /// Deparser.
+    pub const DEPARSER: usize = 4;
+}

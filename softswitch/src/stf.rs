@@ -1,0 +1,784 @@
+//! The STF runner: runs a p4c-style `.stf` test against a [`Switch`] on a virtual clock and
+//! reports every mismatch with a diff of the packet.
+//!
+//! Commands: `packet`, `expect` (`*` nibble wildcards, `$` for an exact length), `no_packet`,
+//! `add` (priority, `0x**` ternary, `v&&&m`, `/len` lpm, `lo..hi` range, `= ID`), `setdefault`,
+//! `remove all` / `remove TABLE ID`, `wait`, `check_counter`, `mirroring_add`,
+//! `mc_mgrp_create`, `mc_node_create`, `mc_node_associate`, `register_read`, `register_write`,
+//! `counter_read`, `set_queue_depth` and `set_queue_rate` (BMv2 CLI argument order).
+
+use crate::diagnostic::{fail, Diagnostic, Result};
+use crate::ir::{mask, ActionCall, Entry, FieldMatch, MatchKind};
+use crate::source::{SourceMap, Span};
+use crate::switch::{find_by_name, Output, Switch};
+use std::collections::HashMap;
+use std::fmt::Write;
+
+/// The outcome of an STF run.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Every failed expectation, rendered with its STF position.
+    pub failures: Vec<String>,
+    /// Packets sent by the test.
+    pub packets_in: usize,
+    /// Packets the switch sent.
+    pub packets_out: usize,
+}
+
+impl Report {
+    /// Whether every expectation held.
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+/// An expected packet: nibbles (`None` is `*`), whether the length must be exact, and where.
+#[derive(Debug)]
+struct Expect {
+    nibbles: Option<Vec<Option<u8>>>,
+    exact: bool,
+    span: Span,
+}
+
+/// One word of a line and where it is.
+#[derive(Clone, Debug)]
+struct Word<'t> {
+    text: &'t str,
+    span: Span,
+}
+
+/// Runs STF file `file` of `map` against `switch`. Malformed commands are errors; failed
+/// expectations are in the report.
+pub fn run(map: &SourceMap, file: u32, switch: &mut Switch) -> Result<Report> {
+    let mut runner = Runner {
+        map,
+        switch,
+        expects: HashMap::new(),
+        ids: HashMap::new(),
+        report: Report::default(),
+        no_packet: None,
+        outputs: Vec::new(),
+    };
+    let text = &map.file(file).text;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let code = line.split('#').next().unwrap_or("");
+        let words = split_words(code, file, offset);
+        offset += line.len();
+        if let Some(first) = words.first() {
+            runner.command(first, &words[1..])?;
+        }
+    }
+    runner.switch.drain();
+    runner.collect();
+    runner.finish();
+    Ok(runner.report)
+}
+
+fn split_words(code: &str, file: u32, base: usize) -> Vec<Word<'_>> {
+    let mut out = Vec::new();
+    let bytes = code.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i].is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        // An action call `a(x:1, y:2)` is one word even with spaces inside.
+        let mut depth = 0;
+        while i < bytes.len() && (depth > 0 || !bytes[i].is_ascii_whitespace()) {
+            match bytes[i] {
+                b'(' => depth += 1,
+                b')' => depth -= 1,
+                _ => {}
+            }
+            i += 1;
+        }
+        let span = Span {
+            file,
+            lo: (base + start) as u32,
+            hi: (base + i) as u32,
+        };
+        out.push(Word {
+            text: &code[start..i],
+            span,
+        });
+    }
+    out
+}
+
+struct Runner<'a> {
+    map: &'a SourceMap,
+    switch: &'a mut Switch,
+    expects: HashMap<u16, Vec<Expect>>,
+    ids: HashMap<String, (usize, usize)>,
+    report: Report,
+    no_packet: Option<Span>,
+    outputs: Vec<Output>,
+}
+
+fn number(w: &Word) -> Result<u128> {
+    parse_number(w.text)
+        .ok_or_else(|| Diagnostic::new(w.span, format!("expected a number, found '{}'", w.text)))
+}
+
+/// Parses `123`, `0x1f`, `0b101`, `0o17` (underscores allowed).
+fn parse_number(s: &str) -> Option<u128> {
+    let s = s.replace('_', "");
+    let (radix, digits) = match s.get(..2) {
+        Some("0x" | "0X") => (16, &s[2..]),
+        Some("0b" | "0B") => (2, &s[2..]),
+        Some("0o" | "0O") => (8, &s[2..]),
+        _ => (10, s.as_str()),
+    };
+    u128::from_str_radix(digits, radix).ok()
+}
+
+fn hex_nibbles(words: &[Word], wildcards: bool) -> Result<Vec<Option<u8>>> {
+    let mut out = Vec::new();
+    for w in words {
+        for (i, c) in w.text.char_indices() {
+            match c {
+                '*' if wildcards => out.push(None),
+                c if c.is_ascii_hexdigit() => {
+                    out.push(Some(c.to_digit(16).expect("hex digit") as u8))
+                }
+                _ => {
+                    let span = Span {
+                        lo: w.span.lo + i as u32,
+                        hi: w.span.lo + i as u32 + 1,
+                        ..w.span
+                    };
+                    return fail(span, format!("'{c}' is not a hex digit"));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+impl Runner<'_> {
+    fn command(&mut self, cmd: &Word, args: &[Word]) -> Result<()> {
+        let need = |n: usize| -> Result<()> {
+            if args.len() >= n {
+                Ok(())
+            } else {
+                fail(cmd.span, format!("{} needs {n} arguments", cmd.text))
+            }
+        };
+        match cmd.text.to_ascii_lowercase().as_str() {
+            "packet" => {
+                need(2)?;
+                let port = self.port(&args[0])?;
+                let nibbles = hex_nibbles(&args[1..], false)?;
+                if nibbles.len() % 2 != 0 {
+                    return fail(
+                        args[args.len() - 1].span,
+                        "a packet needs an even number of hex digits",
+                    );
+                }
+                let bytes = nibbles
+                    .chunks(2)
+                    .map(|c| (c[0].unwrap_or(0) << 4) | c[1].unwrap_or(0))
+                    .collect();
+                self.report.packets_in += 1;
+                self.switch.receive(port, bytes);
+                self.collect();
+            }
+            "expect" => {
+                need(1)?;
+                let port = self.port(&args[0])?;
+                let mut data = args[1..].to_vec();
+                let mut exact = false;
+                if let Some(last) = data.last_mut() {
+                    if let Some(stripped) = last.text.strip_suffix('$') {
+                        exact = true;
+                        last.text = stripped;
+                    }
+                }
+                let nibbles = if data.is_empty() {
+                    None
+                } else {
+                    Some(hex_nibbles(&data, true)?)
+                };
+                let span = cmd.span.to(args[args.len() - 1].span);
+                self.expects.entry(port).or_default().push(Expect {
+                    nibbles,
+                    exact,
+                    span,
+                });
+            }
+            "no_packet" => self.no_packet = Some(cmd.span),
+            "wait" => {
+                self.switch.drain();
+                self.collect();
+            }
+            "add" => self.add(cmd, args)?,
+            "setdefault" => {
+                need(2)?;
+                let table = self.table(&args[0])?;
+                let call = self.action(table, &args[1])?;
+                self.switch
+                    .set_default(table, call)
+                    .map_err(|e| Diagnostic::new(args[1].span, e.to_string()))?;
+            }
+            "remove" => {
+                need(1)?;
+                if args[0].text == "all" {
+                    self.switch.clear_tables();
+                } else {
+                    need(2)?;
+                    let table = self.table(&args[0])?;
+                    let Some(&(t, handle)) = self.ids.get(args[1].text) else {
+                        return fail(
+                            args[1].span,
+                            format!("no entry was added with id {}", args[1].text),
+                        );
+                    };
+                    if t != table {
+                        return fail(args[1].span, "this entry belongs to another table");
+                    }
+                    self.switch
+                        .remove_entry(table, handle)
+                        .map_err(|e| Diagnostic::new(args[1].span, e.to_string()))?;
+                }
+            }
+            "check_counter" => self.check_counter(cmd, args)?,
+            "counter_read" => {
+                need(2)?;
+                let (instance, index) = (self.instance(&args[0])?, number(&args[1])? as usize);
+                let cell = self.switch.state.counters[instance].get(index).copied();
+                let Some(cell) = cell else {
+                    return fail(args[1].span, "counter index out of range");
+                };
+                self.compare_counter(cmd.span, cell.packets, cell.bytes, &args[2..])?;
+            }
+            "register_read" => {
+                need(3)?;
+                let (instance, index) = (self.instance(&args[0])?, number(&args[1])? as usize);
+                let value_word = if args[2].text == "==" {
+                    args.get(3).unwrap_or(&args[2])
+                } else {
+                    &args[2]
+                };
+                let want = number(value_word)?;
+                let Some(&got) = self.switch.state.registers[instance].get(index) else {
+                    return fail(args[1].span, "register index out of range");
+                };
+                if got != want {
+                    self.failure(
+                        cmd.span.to(value_word.span),
+                        format!(
+                            "register {}[{index}] is {got:#x}, expected {want:#x}",
+                            args[0].text
+                        ),
+                    );
+                }
+            }
+            "register_write" => {
+                need(3)?;
+                let (instance, index, value) = (
+                    self.instance(&args[0])?,
+                    number(&args[1])? as usize,
+                    number(&args[2])?,
+                );
+                match self.switch.state.registers[instance].get_mut(index) {
+                    Some(cell) => *cell = value,
+                    None => return fail(args[1].span, "register index out of range"),
+                }
+            }
+            "mirroring_add" => {
+                need(2)?;
+                let session = number(&args[0])? as u32;
+                let port = self.port(&args[1])?;
+                self.switch.set_clone_session(session, port);
+            }
+            "mc_mgrp_create" => {
+                need(1)?;
+                let group = number(&args[0])? as u16;
+                self.switch.create_group(group);
+            }
+            "mc_node_create" => {
+                need(2)?;
+                let rid = number(&args[0])? as u16;
+                let ports = args[1..]
+                    .iter()
+                    .map(|w| self.port(w))
+                    .collect::<Result<Vec<u16>>>()?;
+                self.switch.create_node(rid, ports);
+            }
+            "mc_node_associate" => {
+                need(2)?;
+                let (group, node) = (number(&args[0])? as u16, number(&args[1])? as usize);
+                if !self.switch.associate_node(group, node) {
+                    return fail(cmd.span, format!("no group {group} or no node {node}"));
+                }
+            }
+            "set_queue_depth" | "set_queue_rate" => {
+                need(1)?;
+                let value = number(&args[0])?;
+                let port = args.get(1).map(|w| self.port(w)).transpose()?;
+                let priority = args
+                    .get(2)
+                    .map(|w| number(w).map(|p| p as u8))
+                    .transpose()?;
+                if cmd.text.ends_with("depth") {
+                    self.switch.tm.set_depth(port, priority, value as usize);
+                } else {
+                    self.switch.tm.set_rate(port, priority, Some(value as u64));
+                }
+            }
+            other => return fail(cmd.span, format!("unknown STF command '{other}'")),
+        }
+        Ok(())
+    }
+
+    fn port(&self, w: &Word) -> Result<u16> {
+        match number(w)? {
+            p if p < 512 => Ok(p as u16),
+            _ => fail(w.span, "a port is between 0 and 511"),
+        }
+    }
+
+    fn table(&self, w: &Word) -> Result<usize> {
+        self.switch
+            .table_id(w.text)
+            .ok_or_else(|| Diagnostic::new(w.span, format!("unknown table '{}'", w.text)))
+    }
+
+    fn instance(&self, w: &Word) -> Result<usize> {
+        self.switch
+            .instance_id(w.text)
+            .ok_or_else(|| Diagnostic::new(w.span, format!("unknown extern instance '{}'", w.text)))
+    }
+
+    /// `name(arg:value, ...)` bound to an action of `table`.
+    fn action(&self, table: usize, w: &Word) -> Result<ActionCall> {
+        let (name, rest) = w.text.split_once('(').unwrap_or((w.text, ")"));
+        let Some(args_text) = rest.strip_suffix(')') else {
+            return fail(w.span, "expected action(arg:value, ...)");
+        };
+        let action = self.switch.action_id(table, name).ok_or_else(|| {
+            Diagnostic::new(w.span, format!("'{name}' is not an action of this table"))
+        })?;
+        let prog = self.switch.program();
+        let params: Vec<(String, u16)> = prog.bodies[prog.actions[action].body]
+            .params
+            .iter()
+            .filter(|p| p.action_data)
+            .map(|p| (p.name.clone(), p.width))
+            .collect();
+        let mut given: HashMap<&str, u128> = HashMap::new();
+        for a in args_text
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+        {
+            let Some((k, v)) = a.split_once(':') else {
+                return fail(w.span, format!("expected name:value, found '{a}'"));
+            };
+            let v = parse_number(v.trim()).ok_or_else(|| {
+                Diagnostic::new(w.span, format!("'{}' is not a number", v.trim()))
+            })?;
+            given.insert(k.trim(), v);
+        }
+        let mut args = Vec::new();
+        for (p, width) in &params {
+            match given.remove(p.as_str()) {
+                Some(v) => args.push(v & mask(*width)),
+                None => return fail(w.span, format!("missing action argument '{p}'")),
+            }
+        }
+        if let Some(extra) = given.keys().next() {
+            return fail(w.span, format!("'{name}' has no parameter '{extra}'"));
+        }
+        Ok(ActionCall { action, args })
+    }
+
+    fn add(&mut self, cmd: &Word, args: &[Word]) -> Result<()> {
+        if args.len() < 2 {
+            return fail(cmd.span, "add needs a table and an action");
+        }
+        let table = self.table(&args[0])?;
+        let mut rest = &args[1..];
+        let mut id = None;
+        if rest.len() >= 2 && rest[rest.len() - 2].text == "=" {
+            id = Some(rest[rest.len() - 1].text.to_string());
+            rest = &rest[..rest.len() - 2];
+        }
+        let mut priority = None;
+        if let Some(p) = rest
+            .first()
+            .filter(|w| !w.text.contains(':') && !w.text.contains('('))
+        {
+            priority = Some(number(p)? as i64);
+            rest = &rest[1..];
+        }
+        let Some((action_word, keys)) = rest.split_last() else {
+            return fail(cmd.span, "add needs an action");
+        };
+        let call = self.action(table, action_word)?;
+        let prog_keys = self.switch.program().tables[table].keys.clone();
+        let mut matches: Vec<Option<FieldMatch>> = vec![None; prog_keys.len()];
+        for k in keys {
+            let Some((name, value)) = k.text.rsplit_once(':') else {
+                return fail(k.span, format!("expected key:value, found '{}'", k.text));
+            };
+            let name = name
+                .replace("$valid$", "isValid()")
+                .replace("$valid", "isValid()");
+            let names = prog_keys.iter().map(|k| k.name.as_str());
+            let i = find_by_name(names.clone(), &name)
+                .or_else(|| names.clone().position(|n| name.ends_with(&format!(".{n}"))))
+                .ok_or_else(|| {
+                    Diagnostic::new(
+                        k.span,
+                        format!(
+                            "table {} has no key '{name}'",
+                            self.switch.program().tables[table].name
+                        ),
+                    )
+                })?;
+            let key = &prog_keys[i];
+            matches[i] = Some(key_match(value, key.width, key.kind).ok_or_else(|| {
+                Diagnostic::new(
+                    k.span,
+                    format!("cannot read '{value}' as a {:?} match", key.kind),
+                )
+            })?);
+        }
+        let mut full = Vec::new();
+        for (m, key) in matches.into_iter().zip(&prog_keys) {
+            match (m, key.kind) {
+                (Some(m), _) => full.push(m),
+                (None, MatchKind::Exact) => {
+                    return fail(cmd.span, format!("missing exact key '{}'", key.name))
+                }
+                (None, MatchKind::Range) => full.push(FieldMatch::Range {
+                    lo: 0,
+                    hi: mask(key.width),
+                }),
+                (None, _) => full.push(FieldMatch::Masked { value: 0, mask: 0 }),
+            }
+        }
+        // BMv2: a smaller priority number wins; the switch's entries let the larger win.
+        let entry = Entry {
+            matches: full,
+            priority: -priority.unwrap_or(0),
+            action: call,
+        };
+        let handle = self
+            .switch
+            .add_entry(table, entry)
+            .map_err(|e| Diagnostic::new(cmd.span, e.to_string()))?;
+        if let Some(id) = id {
+            self.ids.insert(id, (table, handle));
+        }
+        Ok(())
+    }
+
+    fn check_counter(&mut self, cmd: &Word, args: &[Word]) -> Result<()> {
+        let Some(target) = args.first() else {
+            return fail(cmd.span, "check_counter needs COUNTER(INDEX)");
+        };
+        let Some((name, rest)) = target.text.split_once('(') else {
+            return fail(target.span, "expected COUNTER(INDEX) or COUNTER($ID)");
+        };
+        let index = rest.trim_end_matches(')');
+        let instance = self
+            .switch
+            .instance_id(name)
+            .ok_or_else(|| Diagnostic::new(target.span, format!("unknown counter '{name}'")))?;
+        let cell = if let Some(id) = index.strip_prefix('$') {
+            let Some(&(table, handle)) = self.ids.get(id) else {
+                return fail(target.span, format!("no entry was added with id {id}"));
+            };
+            self.switch.state.tables[table]
+                .entry(handle)
+                .map(|i| i.counter)
+        } else {
+            let i = parse_number(index)
+                .ok_or_else(|| Diagnostic::new(target.span, "expected a counter index"))?
+                as usize;
+            self.switch.state.counters[instance].get(i).copied()
+        };
+        let Some(cell) = cell else {
+            return fail(target.span, "no such counter cell");
+        };
+        self.compare_counter(
+            cmd.span.to(target.span),
+            cell.packets,
+            cell.bytes,
+            &args[1..],
+        )
+    }
+
+    /// `[packets|bytes] [op] N` against a counter cell (packets by default, `==` by default).
+    fn compare_counter(
+        &mut self,
+        span: Span,
+        packets: u64,
+        bytes: u64,
+        args: &[Word],
+    ) -> Result<()> {
+        if args.is_empty() {
+            return Ok(());
+        }
+        let mut i = 0;
+        let (what, got) = match args[0].text {
+            "bytes" => {
+                i += 1;
+                ("bytes", bytes)
+            }
+            "packets" => {
+                i += 1;
+                ("packets", packets)
+            }
+            _ => ("packets", packets),
+        };
+        let op = match args.get(i).map(|w| w.text) {
+            Some(op @ ("==" | "!=" | "<=" | "<" | ">=" | ">")) => {
+                i += 1;
+                op
+            }
+            _ => "==",
+        };
+        let Some(value_word) = args.get(i) else {
+            return fail(args[0].span, "expected a value to compare with");
+        };
+        let want = number(value_word)? as u64;
+        let ok = match op {
+            "==" => got == want,
+            "!=" => got != want,
+            "<=" => got <= want,
+            "<" => got < want,
+            ">=" => got >= want,
+            _ => got > want,
+        };
+        if !ok {
+            self.failure(
+                span.to(value_word.span),
+                format!("counter {what} is {got}, expected {op} {want}"),
+            );
+        }
+        Ok(())
+    }
+
+    fn failure(&mut self, span: Span, message: String) {
+        self.report
+            .failures
+            .push(Diagnostic::new(span, message).render(self.map));
+    }
+
+    fn collect(&mut self) {
+        let out = self.switch.take_outputs();
+        self.report.packets_out += out.len();
+        self.outputs.extend(out);
+    }
+
+    /// Compares outputs with expectations, port by port in order.
+    fn finish(&mut self) {
+        let mut by_port: HashMap<u16, Vec<&Output>> = HashMap::new();
+        for o in &self.outputs {
+            by_port.entry(o.port).or_default().push(o);
+        }
+        let mut failures = Vec::new();
+        if let Some(span) = self.no_packet {
+            if !self.outputs.is_empty() && self.expects.is_empty() {
+                failures.push((
+                    span,
+                    format!("expected no packet, the switch sent {}", self.outputs.len()),
+                ));
+            }
+        }
+        let mut ports: Vec<&u16> = self.expects.keys().collect();
+        ports.sort();
+        for port in ports {
+            let expects = &self.expects[port];
+            let got = by_port.get(port).cloned().unwrap_or_default();
+            for (i, e) in expects.iter().enumerate() {
+                match got.get(i) {
+                    None => failures.push((
+                        e.span,
+                        format!("expected a packet on port {port}, none came"),
+                    )),
+                    Some(o) => {
+                        if let Some(diff) = compare(e, &o.data) {
+                            failures.push((
+                                e.span,
+                                format!("packet {} on port {port} differs:\n{diff}", i + 1),
+                            ));
+                        }
+                    }
+                }
+            }
+            for extra in got.iter().skip(expects.len()) {
+                let last = expects
+                    .last()
+                    .expect("ports with expectations have one")
+                    .span;
+                failures.push((
+                    last,
+                    format!(
+                        "unexpected extra packet on port {port}: {}",
+                        hex(&extra.data)
+                    ),
+                ));
+            }
+        }
+        for (span, message) in failures {
+            self.failure(span, message);
+        }
+    }
+}
+
+/// A lpm (`v/len`), ternary (`0x1*`, `v&&&m`), range (`lo..hi`, `lo->hi`) or exact value.
+fn key_match(text: &str, width: u16, kind: MatchKind) -> Option<FieldMatch> {
+    let full = mask(width);
+    if let Some((v, len)) = text.split_once('/') {
+        let len: u16 = len.parse().ok()?;
+        return Some(FieldMatch::Masked {
+            value: parse_number(v)?,
+            mask: crate::table::prefix_mask(width, len),
+        });
+    }
+    if let Some((v, m)) = text.split_once("&&&") {
+        let (v, m) = (parse_number(v)?, parse_number(m)? & full);
+        return Some(FieldMatch::Masked {
+            value: v & m,
+            mask: m,
+        });
+    }
+    if let Some((lo, hi)) = text.split_once("..").or_else(|| text.split_once("->")) {
+        return Some(FieldMatch::Range {
+            lo: parse_number(lo)?,
+            hi: parse_number(hi)?,
+        });
+    }
+    if text.contains('*') {
+        let digits = text
+            .strip_prefix("0x")
+            .or_else(|| text.strip_prefix("0X"))?;
+        let (mut value, mut m) = (0u128, 0u128);
+        for c in digits.chars().filter(|&c| c != '_') {
+            let (v, mk) = if c == '*' {
+                (0, 0)
+            } else {
+                (c.to_digit(16)? as u128, 0xf)
+            };
+            value = (value << 4) | v;
+            m = (m << 4) | mk;
+        }
+        return Some(FieldMatch::Masked {
+            value: value & full,
+            mask: m & full,
+        });
+    }
+    let v = parse_number(text)? & full;
+    Some(match kind {
+        MatchKind::Range => FieldMatch::Range { lo: v, hi: v },
+        _ => FieldMatch::Masked {
+            value: v,
+            mask: full,
+        },
+    })
+}
+
+fn hex(data: &[u8]) -> String {
+    data.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `None` if `data` matches `e`, else a two-line diff with a caret under each wrong nibble.
+fn compare(e: &Expect, data: &[u8]) -> Option<String> {
+    let want = e.nibbles.as_ref()?;
+    let got: Vec<u8> = data.iter().flat_map(|b| [b >> 4, b & 0xf]).collect();
+    let length_bad = got.len() < want.len() || (e.exact && got.len() != want.len());
+    let mut marks = String::new();
+    let mut bad = length_bad;
+    for i in 0..want.len().max(got.len()) {
+        let ok = match (want.get(i), got.get(i)) {
+            (Some(None), Some(_)) => true,
+            (Some(Some(w)), Some(g)) => w == g,
+            (None, Some(_)) => !e.exact,
+            _ => false,
+        };
+        bad |= !ok;
+        marks.push(if ok { ' ' } else { '^' });
+    }
+    if !bad {
+        return None;
+    }
+    let want_text: String = want
+        .iter()
+        .map(|n| n.map_or('*', |d| char::from_digit(u32::from(d), 16).expect("nibble")))
+        .collect();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "  expected {want_text}{}",
+        if e.exact { "$" } else { "" }
+    );
+    let _ = writeln!(out, "  received {}", hex(data));
+    let _ = write!(out, "           {}", marks.trim_end());
+    if length_bad {
+        let _ = write!(
+            out,
+            "\n  length: expected {} bytes, received {}",
+            want.len() / 2,
+            data.len()
+        );
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_values_in_every_form() {
+        assert_eq!(
+            key_match("0x0a000000/8", 32, MatchKind::Lpm),
+            Some(FieldMatch::Masked {
+                value: 0x0a00_0000,
+                mask: 0xff00_0000
+            })
+        );
+        assert_eq!(
+            key_match("0x1*", 8, MatchKind::Ternary),
+            Some(FieldMatch::Masked {
+                value: 0x10,
+                mask: 0xf0
+            })
+        );
+        assert_eq!(
+            key_match("5&&&0x4", 8, MatchKind::Ternary),
+            Some(FieldMatch::Masked { value: 4, mask: 4 })
+        );
+        assert_eq!(
+            key_match("1..9", 8, MatchKind::Range),
+            Some(FieldMatch::Range { lo: 1, hi: 9 })
+        );
+        assert_eq!(
+            key_match("300", 8, MatchKind::Exact),
+            Some(FieldMatch::Masked {
+                value: 44,
+                mask: 0xff
+            })
+        );
+    }
+
+    #[test]
+    fn compare_wildcards_and_exact_length() {
+        let e = |s: &str, exact| Expect {
+            nibbles: Some(s.chars().map(|c| c.to_digit(16).map(|d| d as u8)).collect()),
+            exact,
+            span: Span::default(),
+        };
+        assert!(compare(&e("ab*d", false), &[0xab, 0xcd, 0xee]).is_none());
+        assert!(compare(&e("ab*d", true), &[0xab, 0xcd, 0xee]).is_some());
+        let diff = compare(&e("abcd", false), &[0xab, 0xce]).unwrap();
+        assert!(diff.ends_with("      ^"), "{diff}");
+    }
+}

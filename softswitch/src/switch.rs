@@ -1,0 +1,587 @@
+//! The v1model switch: parser → verify checksum → ingress → traffic manager (unicast, the
+//! packet replication engine's multicast groups, I2E/E2E clone sessions, resubmit, drop on port
+//! 511) → egress → compute checksum → deparser, with recirculation; plus the control-plane
+//! operations on tables, registers, counters, sessions, groups and queues.
+
+use crate::interp::{Effects, Exec};
+use crate::ir::{self, block, ActionCall, Entry, InstanceKind, Program, Slot};
+use crate::meter::Meter;
+use crate::table::{CounterCell, TableError, TableState};
+use crate::tm::{Dequeued, TrafficManager};
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
+
+/// The port that drops.
+pub const DROP_PORT: u128 = 511;
+
+/// `standard_metadata.instance_type` values of BMv2.
+pub mod instance_type {
+    /// A packet from a port.
+    pub const NORMAL: u128 = 0;
+    /// An ingress-to-egress clone.
+    pub const INGRESS_CLONE: u128 = 1;
+    /// An egress-to-egress clone.
+    pub const EGRESS_CLONE: u128 = 2;
+    /// A recirculated packet.
+    pub const RECIRC: u128 = 4;
+    /// A multicast replica.
+    pub const REPLICATION: u128 = 5;
+    /// A resubmitted packet.
+    pub const RESUBMIT: u128 = 6;
+}
+
+/// The mutable state that P4 code reads and writes: tables, registers, counters, meters.
+#[derive(Debug)]
+pub struct State {
+    /// Tables, by program index.
+    pub tables: Vec<TableState>,
+    /// Register cells, by instance index (empty for other instances).
+    pub registers: Vec<Vec<u128>>,
+    /// Indirect counter cells, by instance index.
+    pub counters: Vec<Vec<CounterCell>>,
+    /// Indirect meter cells, by instance index.
+    pub meters: Vec<Vec<Meter>>,
+    direct_meters: HashMap<(usize, usize), Meter>,
+    /// Digests sent: receiver and field values.
+    pub digests: Vec<(u32, Vec<u128>)>,
+    /// `log_msg` output.
+    pub log: Vec<String>,
+    /// Failed `assert`/`assume` calls.
+    pub assertion_failures: u64,
+    rng: u64,
+}
+
+impl State {
+    fn new(p: &Program) -> Self {
+        let cells = |f: &dyn Fn(&InstanceKind) -> usize| {
+            p.instances
+                .iter()
+                .map(|i| f(&i.kind))
+                .collect::<Vec<usize>>()
+        };
+        State {
+            tables: p.tables.iter().map(TableState::new).collect(),
+            registers: cells(&|k| {
+                if let InstanceKind::Register { size, .. } = k {
+                    *size as usize
+                } else {
+                    0
+                }
+            })
+            .into_iter()
+            .map(|n| vec![0; n])
+            .collect(),
+            counters: cells(&|k| {
+                if let InstanceKind::Counter { size, .. } = k {
+                    *size as usize
+                } else {
+                    0
+                }
+            })
+            .into_iter()
+            .map(|n| vec![CounterCell::default(); n])
+            .collect(),
+            meters: cells(&|k| {
+                if let InstanceKind::Meter { size, .. } = k {
+                    *size as usize
+                } else {
+                    0
+                }
+            })
+            .into_iter()
+            .map(|n| vec![Meter::default(); n])
+            .collect(),
+            direct_meters: HashMap::new(),
+            digests: Vec::new(),
+            log: Vec::new(),
+            assertion_failures: 0,
+            rng: 0x9E37_79B9_7F4A_7C15,
+        }
+    }
+
+    /// The next pseudo-random number (xorshift64*; deterministic per switch).
+    pub fn random(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// The direct meter cell of entry `handle` of the table owning meter `instance`.
+    pub fn direct_meter(&mut self, instance: usize, handle: usize) -> &mut Meter {
+        self.direct_meters.entry((instance, handle)).or_default()
+    }
+}
+
+/// A packet the switch sent out of a port.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Output {
+    /// Egress port.
+    pub port: u16,
+    /// Bytes.
+    pub data: Vec<u8>,
+}
+
+/// Where time comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum Clock {
+    /// A virtual clock at the given microsecond, advanced only by [`Switch::advance`].
+    Virtual(u64),
+    /// The wall clock since the switch started.
+    Wall(Instant),
+}
+
+#[derive(Clone, Debug)]
+struct IngressPacket {
+    port: u16,
+    data: Vec<u8>,
+    instance_type: u128,
+    preserved: Vec<(Slot, u128)>,
+}
+
+/// A packet between ingress and egress: its slots and its bytes (the payload starts at `payload`).
+#[derive(Clone, Debug)]
+pub struct Queued {
+    slots: Vec<u128>,
+    data: std::rc::Rc<[u8]>,
+    payload: usize,
+}
+
+/// A running v1model switch.
+pub struct Switch {
+    program: Program,
+    /// Tables, registers, counters, meters.
+    pub state: State,
+    /// The traffic manager.
+    pub tm: TrafficManager<Queued>,
+    clock: Clock,
+    clone_sessions: HashMap<u32, u16>,
+    groups: HashMap<u16, Vec<usize>>,
+    nodes: Vec<Option<(u16, Vec<u16>)>>,
+    pending: VecDeque<IngressPacket>,
+    outputs: Vec<Output>,
+    /// Packets dropped (by the program, a full queue or a missing session).
+    pub drops: u64,
+}
+
+impl Switch {
+    /// A switch running `program` on `clock`.
+    pub fn new(program: Program, clock: Clock) -> Self {
+        let state = State::new(&program);
+        Switch {
+            program,
+            state,
+            tm: TrafficManager::default(),
+            clock,
+            clone_sessions: HashMap::new(),
+            groups: HashMap::new(),
+            nodes: Vec::new(),
+            pending: VecDeque::new(),
+            outputs: Vec::new(),
+            drops: 0,
+        }
+    }
+
+    /// The program.
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    /// The current time in microseconds.
+    pub fn now_us(&self) -> u64 {
+        match self.clock {
+            Clock::Virtual(t) => t,
+            Clock::Wall(start) => start.elapsed().as_micros() as u64,
+        }
+    }
+
+    /// Receives a packet on `port`: runs ingress (and any resubmissions) and serves the queues.
+    pub fn receive(&mut self, port: u16, data: Vec<u8>) {
+        self.pending.push_back(IngressPacket {
+            port,
+            data,
+            instance_type: instance_type::NORMAL,
+            preserved: Vec::new(),
+        });
+        self.serve();
+    }
+
+    /// Advances the virtual clock by `us` microseconds, serving the queues on the way.
+    pub fn advance(&mut self, us: u64) {
+        let Clock::Virtual(now) = self.clock else {
+            self.serve();
+            return;
+        };
+        let end = now + us;
+        while let Some(t) = self.tm.next_ready().filter(|&t| t <= end) {
+            self.clock = Clock::Virtual(t.max(now));
+            self.serve();
+        }
+        self.clock = Clock::Virtual(end);
+        self.serve();
+    }
+
+    /// Advances the virtual clock until every queue is empty.
+    pub fn drain(&mut self) {
+        self.serve();
+        while let Some(t) = self.tm.next_ready() {
+            let now = self.now_us();
+            self.advance(t.saturating_sub(now));
+        }
+    }
+
+    /// Takes the packets sent so far.
+    pub fn take_outputs(&mut self) -> Vec<Output> {
+        std::mem::take(&mut self.outputs)
+    }
+
+    /// Runs pending ingress packets and egress for every packet ready now.
+    fn serve(&mut self) {
+        loop {
+            if let Some(p) = self.pending.pop_front() {
+                self.ingress(p);
+                continue;
+            }
+            let now = self.now_us();
+            match self.tm.dequeue(now) {
+                Some(d) => self.egress(d),
+                None => break,
+            }
+        }
+    }
+
+    fn preserved(&self, slots: &[u128], list: Option<u8>) -> Vec<(Slot, u128)> {
+        let Some(n) = list else { return Vec::new() };
+        self.program
+            .field_lists
+            .iter()
+            .filter(|(k, _)| *k == n)
+            .flat_map(|(_, s)| s.iter().map(|&slot| (slot, slots[slot as usize])))
+            .collect()
+    }
+
+    /// Parser, verify checksum and ingress for one packet; returns its slots, payload offset and effects.
+    fn run_ingress(
+        &mut self,
+        p: &IngressPacket,
+        run_controls: bool,
+    ) -> (Vec<u128>, usize, Effects) {
+        let now = self.now_us();
+        let sm = self.program.std_meta;
+        let mut slots = vec![0u128; self.program.slots as usize];
+        slots[sm.ingress_port as usize] = u128::from(p.port);
+        slots[sm.packet_length as usize] = p.data.len() as u128;
+        slots[sm.instance_type as usize] = p.instance_type;
+        slots[sm.ingress_global_timestamp as usize] = u128::from(now) & ir::mask(48);
+        for &(s, v) in &p.preserved {
+            slots[s as usize] = v;
+        }
+        let mut effects = Effects::default();
+        let mut exec = Exec::new(
+            &self.program,
+            &mut self.state,
+            &mut slots,
+            &p.data,
+            0,
+            &mut effects,
+            now,
+        );
+        if let Err(code) = exec.parse() {
+            exec.slots[sm.parser_error as usize] = code;
+        }
+        if run_controls {
+            exec.control(block::VERIFY);
+            exec.control(block::INGRESS);
+        }
+        let cursor = exec.cursor;
+        (slots, cursor.div_ceil(8), effects)
+    }
+
+    fn ingress(&mut self, p: IngressPacket) {
+        let sm = self.program.std_meta;
+        let (slots, payload, effects) = self.run_ingress(&p, true);
+        let data: std::rc::Rc<[u8]> = p.data.clone().into();
+        if let Some((false, session, list)) = effects.clone {
+            if let Some(&port) = self.clone_sessions.get(&session) {
+                let preserved = self.preserved(&slots, list);
+                let copy = IngressPacket {
+                    instance_type: instance_type::INGRESS_CLONE,
+                    preserved,
+                    ..p.clone()
+                };
+                let (mut cslots, cpayload, _) = self.run_ingress(&copy, false);
+                cslots[sm.egress_port as usize] = u128::from(port);
+                self.enqueue(
+                    port,
+                    Queued {
+                        slots: cslots,
+                        data: data.clone(),
+                        payload: cpayload,
+                    },
+                );
+            }
+        }
+        if let Some(list) = effects.resubmit {
+            let preserved = self.preserved(&slots, list);
+            self.pending.push_back(IngressPacket {
+                instance_type: instance_type::RESUBMIT,
+                preserved,
+                ..p
+            });
+            return;
+        }
+        let group = slots[sm.mcast_grp as usize] as u16;
+        if group != 0 {
+            self.replicate(group, &slots, &data, payload);
+            return;
+        }
+        let spec = slots[sm.egress_spec as usize];
+        if spec == DROP_PORT {
+            self.drops += 1;
+            return;
+        }
+        let port = spec as u16;
+        let mut slots = slots;
+        slots[sm.egress_port as usize] = spec;
+        self.enqueue(
+            port,
+            Queued {
+                slots,
+                data,
+                payload,
+            },
+        );
+    }
+
+    fn replicate(&mut self, group: u16, slots: &[u128], data: &std::rc::Rc<[u8]>, payload: usize) {
+        let sm = self.program.std_meta;
+        let nodes = self.groups.get(&group).cloned().unwrap_or_default();
+        for n in nodes {
+            let Some(Some((rid, ports))) = self.nodes.get(n).cloned() else {
+                continue;
+            };
+            for port in ports {
+                let mut copy = slots.to_vec();
+                copy[sm.egress_port as usize] = u128::from(port);
+                copy[sm.egress_rid as usize] = u128::from(rid);
+                copy[sm.instance_type as usize] = instance_type::REPLICATION;
+                self.enqueue(
+                    port,
+                    Queued {
+                        slots: copy,
+                        data: data.clone(),
+                        payload,
+                    },
+                );
+            }
+        }
+    }
+
+    fn enqueue(&mut self, port: u16, q: Queued) {
+        let priority = q.slots[self.program.std_meta.priority as usize] as u8;
+        let now = self.now_us();
+        if self.tm.enqueue(port, priority, q, now).is_err() {
+            self.drops += 1;
+        }
+    }
+
+    fn egress(&mut self, d: Dequeued<Queued>) {
+        let now = self.now_us();
+        let sm = self.program.std_meta;
+        let Queued {
+            mut slots,
+            data,
+            payload,
+        } = d.item;
+        slots[sm.egress_port as usize] = u128::from(d.port);
+        slots[sm.enq_timestamp as usize] = u128::from(d.enq_us) & ir::mask(32);
+        slots[sm.enq_qdepth as usize] = u128::from(d.enq_qdepth) & ir::mask(19);
+        slots[sm.deq_timedelta as usize] = u128::from(d.deq_timedelta) & ir::mask(32);
+        slots[sm.deq_qdepth as usize] = u128::from(d.deq_qdepth) & ir::mask(19);
+        slots[sm.egress_global_timestamp as usize] = u128::from(now) & ir::mask(48);
+        let mut effects = Effects::default();
+        let mut exec = Exec::new(
+            &self.program,
+            &mut self.state,
+            &mut slots,
+            &data,
+            payload * 8,
+            &mut effects,
+            now,
+        );
+        exec.control(block::EGRESS);
+        drop(exec);
+        if let Some((true, session, list)) = effects.clone {
+            if let Some(&port) = self.clone_sessions.get(&session) {
+                let mut copy = slots.clone();
+                let (meta, len) = self.program.user_meta;
+                copy[meta as usize..(meta + len) as usize].fill(0);
+                for (s, v) in self.preserved(&slots, list) {
+                    copy[s as usize] = v;
+                }
+                copy[sm.instance_type as usize] = instance_type::EGRESS_CLONE;
+                copy[sm.egress_port as usize] = u128::from(port);
+                self.enqueue(
+                    port,
+                    Queued {
+                        slots: copy,
+                        data: data.clone(),
+                        payload,
+                    },
+                );
+            }
+        }
+        if slots[sm.egress_spec as usize] == DROP_PORT {
+            self.drops += 1;
+            return;
+        }
+        let mut exec = Exec::new(
+            &self.program,
+            &mut self.state,
+            &mut slots,
+            &data,
+            payload * 8,
+            &mut effects,
+            now,
+        );
+        exec.control(block::COMPUTE);
+        let mut out = exec.deparse();
+        drop(exec);
+        out.extend(&data[payload.min(data.len())..]);
+        let mut bytes = out.into_bytes();
+        if let Some(n) = effects.truncate {
+            bytes.truncate(n as usize);
+        }
+        if let Some(list) = effects.recirculate {
+            let preserved = self.preserved(&slots, list);
+            self.pending.push_back(IngressPacket {
+                port: 0,
+                data: bytes,
+                instance_type: instance_type::RECIRC,
+                preserved,
+            });
+            return;
+        }
+        self.outputs.push(Output {
+            port: d.port,
+            data: bytes,
+        });
+    }
+
+    // ---- control plane ----
+
+    /// The index of the table named `name` (full name, or a unique suffix after a dot).
+    pub fn table_id(&self, name: &str) -> Option<usize> {
+        find_by_name(self.program.tables.iter().map(|t| t.name.as_str()), name)
+    }
+
+    /// The index of action `name` among those of table `table`.
+    pub fn action_id(&self, table: usize, name: &str) -> Option<usize> {
+        let actions = &self.program.tables[table].actions;
+        let names = actions
+            .iter()
+            .map(|&a| self.program.actions[a].name.as_str());
+        find_by_name(names, name).map(|i| actions[i])
+    }
+
+    /// The index of the extern instance named `name`.
+    pub fn instance_id(&self, name: &str) -> Option<usize> {
+        find_by_name(self.program.instances.iter().map(|i| i.name.as_str()), name)
+    }
+
+    /// Installs an entry.
+    pub fn add_entry(&mut self, table: usize, entry: Entry) -> Result<usize, TableError> {
+        let t = &self.program.tables[table];
+        if t.const_entries_fixed {
+            return Err(TableError::Const(t.name.clone(), "entries"));
+        }
+        self.check_action(table, &entry.action)?;
+        for (i, m) in entry.matches.iter().enumerate() {
+            self.state.tables[table].check_match(i, m, &t.keys[i].name)?;
+        }
+        self.state.tables[table].insert(entry)
+    }
+
+    /// Removes an entry.
+    pub fn remove_entry(&mut self, table: usize, handle: usize) -> Result<(), TableError> {
+        self.state.tables[table].remove(handle)
+    }
+
+    /// Removes every entry of every table that is not const.
+    pub fn clear_tables(&mut self) {
+        for (t, state) in self.program.tables.iter().zip(self.state.tables.iter_mut()) {
+            if !t.const_entries_fixed {
+                state.clear();
+            }
+        }
+    }
+
+    /// Sets the default action.
+    pub fn set_default(&mut self, table: usize, call: ActionCall) -> Result<(), TableError> {
+        let t = &self.program.tables[table];
+        if t.const_default {
+            return Err(TableError::Const(t.name.clone(), "default action"));
+        }
+        self.check_action(table, &call)?;
+        self.state.tables[table].default_action = call;
+        Ok(())
+    }
+
+    fn check_action(&self, table: usize, call: &ActionCall) -> Result<(), TableError> {
+        let t = &self.program.tables[table];
+        if t.actions.contains(&call.action) {
+            Ok(())
+        } else {
+            Err(TableError::BadAction {
+                table: t.name.clone(),
+                action: self.program.actions[call.action].name.clone(),
+            })
+        }
+    }
+
+    /// Adds (or replaces) clone session `session` sending to `port`.
+    pub fn set_clone_session(&mut self, session: u32, port: u16) {
+        self.clone_sessions.insert(session, port);
+    }
+
+    /// Creates multicast group `group` (empty).
+    pub fn create_group(&mut self, group: u16) {
+        self.groups.entry(group).or_default();
+    }
+
+    /// Creates a replication node (`rid`, ports); returns its handle.
+    pub fn create_node(&mut self, rid: u16, ports: Vec<u16>) -> usize {
+        self.nodes.push(Some((rid, ports)));
+        self.nodes.len() - 1
+    }
+
+    /// Adds node `node` to group `group`; false if either is unknown.
+    pub fn associate_node(&mut self, group: u16, node: usize) -> bool {
+        match (self.groups.get_mut(&group), self.nodes.get(node)) {
+            (Some(g), Some(Some(_))) => {
+                g.push(node);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The position of `name` in `names`: an exact match, else the only name ending in `.name`.
+pub fn find_by_name<'a>(names: impl Iterator<Item = &'a str> + Clone, name: &str) -> Option<usize> {
+    if let Some(i) = names.clone().position(|n| n == name) {
+        return Some(i);
+    }
+    let suffix = format!(".{name}");
+    let hits: Vec<usize> = names
+        .enumerate()
+        .filter(|(_, n)| n.ends_with(&suffix))
+        .map(|(i, _)| i)
+        .collect();
+    match hits.as_slice() {
+        [one] => Some(*one),
+        _ => None,
+    }
+}

@@ -1,0 +1,452 @@
+//! Run-time tables: entries and the lookup structure their match kinds call for — a hash map
+//! for exact keys, per-prefix-length hash maps (longest first) for one lpm key with exact
+//! keys, and a priority-ordered list for ternary, range and optional keys.
+
+use crate::ir::{self, ActionCall, Entry, FieldMatch, MatchKind};
+use std::collections::HashMap;
+use thiserror::Error;
+
+/// Why a control-plane change to a table was refused.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum TableError {
+    /// The entry's key count differs from the table's.
+    #[error("table {table} has {want} keys, the entry gives {got}")]
+    KeyCount {
+        table: String,
+        want: usize,
+        got: usize,
+    },
+    /// A key's match does not fit its match kind.
+    #[error("key {key} of table {table} is {kind:?}: this match cannot be used")]
+    BadMatch {
+        table: String,
+        key: String,
+        kind: MatchKind,
+    },
+    /// An entry with the same key exists.
+    #[error("table {0} already has an entry with this key")]
+    Duplicate(String),
+    /// The table holds `size` entries.
+    #[error("table {0} is full")]
+    Full(String),
+    /// The handle names no entry.
+    #[error("table {0} has no entry with handle {1}")]
+    NoEntry(String, usize),
+    /// The action is not one of the table's.
+    #[error("action {action} is not an action of table {table}")]
+    BadAction { table: String, action: String },
+    /// The table's entries or default action are `const`.
+    #[error("table {0} is const: its {1} cannot change")]
+    Const(String, &'static str),
+}
+
+/// The direct counter of an entry or a cell of an indirect counter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CounterCell {
+    /// Packets counted.
+    pub packets: u64,
+    /// Bytes counted.
+    pub bytes: u64,
+}
+
+/// An installed entry and its direct counter.
+#[derive(Clone, Debug)]
+pub struct Installed {
+    /// The entry.
+    pub entry: Entry,
+    /// Its direct counter.
+    pub counter: CounterCell,
+}
+
+#[derive(Clone, Debug)]
+enum Index {
+    Exact(HashMap<Vec<u128>, usize>),
+    /// Per prefix length (longest first): masked key to handle. `lpm` is the lpm key's position.
+    Lpm {
+        lpm: usize,
+        width: u16,
+        by_len: Vec<(u16, HashMap<Vec<u128>, usize>)>,
+    },
+    /// Handles, highest priority first.
+    Ordered(Vec<usize>),
+}
+
+/// A table's run-time state.
+#[derive(Clone, Debug)]
+pub struct TableState {
+    name: String,
+    kinds: Vec<(MatchKind, u16)>,
+    size: usize,
+    entries: Vec<Option<Installed>>,
+    count: usize,
+    index: Index,
+    scratch: Vec<u128>,
+    /// The action run on a miss.
+    pub default_action: ActionCall,
+}
+
+impl TableState {
+    /// An empty table for `t`, holding its constant entries.
+    pub fn new(t: &ir::Table) -> Self {
+        let kinds: Vec<(MatchKind, u16)> = t.keys.iter().map(|k| (k.kind, k.width)).collect();
+        let lpm: Vec<usize> = kinds
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| k.0 == MatchKind::Lpm)
+            .map(|(i, _)| i)
+            .collect();
+        let all_exact_or_lpm = kinds
+            .iter()
+            .all(|k| matches!(k.0, MatchKind::Exact | MatchKind::Lpm));
+        let index = match lpm.as_slice() {
+            [] if all_exact_or_lpm => Index::Exact(HashMap::new()),
+            [i] if all_exact_or_lpm => Index::Lpm {
+                lpm: *i,
+                width: kinds[*i].1,
+                by_len: Vec::new(),
+            },
+            _ => Index::Ordered(Vec::new()),
+        };
+        let mut s = TableState {
+            name: t.name.clone(),
+            kinds,
+            size: t.size.max(t.const_entries.len()),
+            entries: Vec::new(),
+            count: 0,
+            index,
+            scratch: Vec::new(),
+            default_action: t.default_action.clone(),
+        };
+        for e in &t.const_entries {
+            // Constant entries were checked by the checker; a duplicate is a program error p4c reports too.
+            let _ = s.insert(e.clone());
+        }
+        s
+    }
+
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Installs an entry; returns its handle.
+    pub fn insert(&mut self, entry: Entry) -> Result<usize, TableError> {
+        if entry.matches.len() != self.kinds.len() {
+            return Err(TableError::KeyCount {
+                table: self.name.clone(),
+                want: self.kinds.len(),
+                got: entry.matches.len(),
+            });
+        }
+        if self.count >= self.size {
+            return Err(TableError::Full(self.name.clone()));
+        }
+        let handle = self.entries.len();
+        let mut entry = entry;
+        match &mut self.index {
+            Index::Exact(map) => {
+                let key: Vec<u128> = entry.matches.iter().map(value_of).collect();
+                if map.contains_key(&key) {
+                    return Err(TableError::Duplicate(self.name.clone()));
+                }
+                map.insert(key, handle);
+            }
+            Index::Lpm { lpm, by_len, .. } => {
+                let len = match entry.matches[*lpm] {
+                    FieldMatch::Masked { mask, .. } => mask.count_ones() as u16,
+                    FieldMatch::Range { .. } => 0,
+                };
+                entry.priority = i64::from(len);
+                let key: Vec<u128> = entry.matches.iter().map(value_of).collect();
+                let pos = match by_len.iter().position(|(l, _)| *l <= len) {
+                    Some(p) if by_len[p].0 == len => p,
+                    Some(p) => {
+                        by_len.insert(p, (len, HashMap::new()));
+                        p
+                    }
+                    None => {
+                        by_len.push((len, HashMap::new()));
+                        by_len.len() - 1
+                    }
+                };
+                if by_len[pos].1.contains_key(&key) {
+                    return Err(TableError::Duplicate(self.name.clone()));
+                }
+                by_len[pos].1.insert(key, handle);
+            }
+            Index::Ordered(order) => {
+                let entries = &self.entries;
+                if order.iter().any(|&h| {
+                    entries[h].as_ref().is_some_and(|i| {
+                        i.entry.matches == entry.matches && i.entry.priority == entry.priority
+                    })
+                }) {
+                    return Err(TableError::Duplicate(self.name.clone()));
+                }
+                let pos = order.partition_point(|&h| {
+                    entries[h]
+                        .as_ref()
+                        .is_some_and(|i| i.entry.priority >= entry.priority)
+                });
+                order.insert(pos, handle);
+            }
+        }
+        // Equal priorities keep insertion order (the earlier entry wins).
+        self.entries.push(Some(Installed {
+            entry,
+            counter: CounterCell::default(),
+        }));
+        self.count += 1;
+        Ok(handle)
+    }
+
+    /// Removes the entry `handle`.
+    pub fn remove(&mut self, handle: usize) -> Result<(), TableError> {
+        let Some(installed) = self.entries.get_mut(handle).and_then(Option::take) else {
+            return Err(TableError::NoEntry(self.name.clone(), handle));
+        };
+        let key: Vec<u128> = installed.entry.matches.iter().map(value_of).collect();
+        match &mut self.index {
+            Index::Exact(map) => {
+                map.remove(&key);
+            }
+            Index::Lpm { by_len, .. } => {
+                for (_, m) in by_len.iter_mut() {
+                    if m.get(&key) == Some(&handle) {
+                        m.remove(&key);
+                    }
+                }
+            }
+            Index::Ordered(order) => order.retain(|&h| h != handle),
+        }
+        self.count -= 1;
+        Ok(())
+    }
+
+    /// Removes every entry.
+    pub fn clear(&mut self) {
+        let handles: Vec<usize> = (0..self.entries.len())
+            .filter(|&h| self.entries[h].is_some())
+            .collect();
+        for h in handles {
+            let _ = self.remove(h);
+        }
+    }
+
+    /// The entry with handle `handle`.
+    pub fn entry(&self, handle: usize) -> Option<&Installed> {
+        self.entries.get(handle).and_then(Option::as_ref)
+    }
+
+    /// Installed entries and their handles.
+    pub fn entries(&self) -> impl Iterator<Item = (usize, &Installed)> {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter_map(|(h, e)| e.as_ref().map(|e| (h, e)))
+    }
+
+    /// The handle of the entry matching `key`, if any.
+    pub fn lookup(&mut self, key: &[u128]) -> Option<usize> {
+        match &self.index {
+            Index::Exact(map) => map.get(key).copied(),
+            Index::Lpm { lpm, width, by_len } => {
+                self.scratch.clear();
+                self.scratch.extend_from_slice(key);
+                for (len, map) in by_len {
+                    self.scratch[*lpm] = key[*lpm] & prefix_mask(*width, *len);
+                    if let Some(&h) = map.get(self.scratch.as_slice()) {
+                        return Some(h);
+                    }
+                }
+                None
+            }
+            Index::Ordered(order) => order.iter().copied().find(|&h| {
+                self.entries[h]
+                    .as_ref()
+                    .is_some_and(|i| i.entry.matches.iter().zip(key).all(|(m, &v)| m.matches(v)))
+            }),
+        }
+    }
+
+    /// Counts a hit on the direct counter of `handle`.
+    pub fn count_hit(&mut self, handle: usize, bytes: u64) {
+        if let Some(Some(i)) = self.entries.get_mut(handle) {
+            i.counter.packets += 1;
+            i.counter.bytes += bytes;
+        }
+    }
+
+    /// Checks that a match fits the key's match kind.
+    pub fn check_match(
+        &self,
+        key: usize,
+        m: &FieldMatch,
+        key_name: &str,
+    ) -> Result<(), TableError> {
+        let (kind, width) = self.kinds[key];
+        let full = ir::mask(width);
+        let ok = match (kind, m) {
+            (MatchKind::Exact, FieldMatch::Masked { mask, .. }) => *mask == full,
+            (MatchKind::Lpm, FieldMatch::Masked { mask, .. }) => {
+                *mask == prefix_mask(width, mask.count_ones() as u16)
+            }
+            (MatchKind::Optional, FieldMatch::Masked { mask, .. }) => *mask == 0 || *mask == full,
+            (MatchKind::Ternary, FieldMatch::Masked { .. }) | (MatchKind::Range, _) => true,
+            _ => false,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(TableError::BadMatch {
+                table: self.name.clone(),
+                key: key_name.to_string(),
+                kind,
+            })
+        }
+    }
+}
+
+fn value_of(m: &FieldMatch) -> u128 {
+    match *m {
+        FieldMatch::Masked { value, mask } => value & mask,
+        FieldMatch::Range { lo, .. } => lo,
+    }
+}
+
+/// The mask of the `len` most significant bits of a `width`-bit value.
+pub fn prefix_mask(width: u16, len: u16) -> u128 {
+    let len = len.min(width);
+    ir::mask(width) ^ ir::mask(width - len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Key, Table};
+
+    fn table(kinds: &[MatchKind]) -> TableState {
+        let keys = kinds
+            .iter()
+            .map(|&kind| Key {
+                name: "k".into(),
+                expr: ir::Expr::Const(0),
+                width: 32,
+                kind,
+            })
+            .collect();
+        TableState::new(&Table {
+            name: "t".into(),
+            keys,
+            actions: vec![0],
+            default_action: ActionCall {
+                action: 0,
+                args: vec![],
+            },
+            const_default: false,
+            const_entries: vec![],
+            const_entries_fixed: false,
+            size: 16,
+            direct_counter: None,
+            direct_meter: None,
+        })
+    }
+
+    fn entry(matches: Vec<FieldMatch>, priority: i64, arg: u128) -> Entry {
+        Entry {
+            matches,
+            priority,
+            action: ActionCall {
+                action: 0,
+                args: vec![arg],
+            },
+        }
+    }
+
+    fn lpm(v: u128, len: u16) -> FieldMatch {
+        FieldMatch::Masked {
+            value: v,
+            mask: prefix_mask(32, len),
+        }
+    }
+
+    #[test]
+    fn longest_prefix_wins_regardless_of_insertion_order() {
+        let mut t = table(&[MatchKind::Lpm]);
+        let short = t.insert(entry(vec![lpm(0x0a00_0000, 8)], 0, 1)).unwrap();
+        let long = t.insert(entry(vec![lpm(0x0a01_0000, 16)], 0, 2)).unwrap();
+        assert_eq!(t.lookup(&[0x0a01_0203]), Some(long));
+        assert_eq!(t.lookup(&[0x0a02_0203]), Some(short));
+        assert_eq!(t.lookup(&[0x0b00_0000]), None);
+        t.remove(long).unwrap();
+        assert_eq!(t.lookup(&[0x0a01_0203]), Some(short));
+    }
+
+    #[test]
+    fn ternary_highest_priority_wins() {
+        let mut t = table(&[MatchKind::Ternary]);
+        let low = t
+            .insert(entry(vec![FieldMatch::Masked { value: 0, mask: 0 }], 1, 1))
+            .unwrap();
+        let high = t
+            .insert(entry(
+                vec![FieldMatch::Masked {
+                    value: 0x10,
+                    mask: 0xf0,
+                }],
+                5,
+                2,
+            ))
+            .unwrap();
+        assert_eq!(t.lookup(&[0x13]), Some(high));
+        assert_eq!(t.lookup(&[0x23]), Some(low));
+    }
+
+    #[test]
+    fn exact_duplicates_and_capacity_are_refused() {
+        let mut t = table(&[MatchKind::Exact]);
+        let full = ir::mask(32);
+        t.insert(entry(
+            vec![FieldMatch::Masked {
+                value: 7,
+                mask: full,
+            }],
+            0,
+            1,
+        ))
+        .unwrap();
+        assert_eq!(
+            t.insert(entry(
+                vec![FieldMatch::Masked {
+                    value: 7,
+                    mask: full
+                }],
+                0,
+                1
+            )),
+            Err(TableError::Duplicate("t".into()))
+        );
+        for v in 8..23 {
+            t.insert(entry(
+                vec![FieldMatch::Masked {
+                    value: v,
+                    mask: full,
+                }],
+                0,
+                1,
+            ))
+            .unwrap();
+        }
+        assert_eq!(
+            t.insert(entry(
+                vec![FieldMatch::Masked {
+                    value: 99,
+                    mask: full
+                }],
+                0,
+                1
+            )),
+            Err(TableError::Full("t".into()))
+        );
+    }
+}

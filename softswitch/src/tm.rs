@@ -1,0 +1,211 @@
+//! The traffic manager: per egress port up to 8 strict-priority FIFO queues (priority 7 served
+//! first, 0 last), each with a depth limit in packets (default 64, tail drop) and an optional
+//! rate in packets per second. Depths are reported as BMv2 does: `enq_qdepth` is the number of
+//! packets already in the packet's queue when it arrives, `deq_qdepth` the number left behind
+//! when it leaves; `deq_timedelta` is the time it spent queued, in microseconds.
+
+use std::collections::{BTreeMap, VecDeque};
+
+/// Priorities (queues) per port.
+pub const PRIORITIES: usize = 8;
+/// BMv2's default queue depth, in packets.
+pub const DEFAULT_DEPTH: usize = 64;
+
+/// A packet leaving the traffic manager, with its queueing metadata.
+#[derive(Debug)]
+pub struct Dequeued<T> {
+    /// The item.
+    pub item: T,
+    /// Egress port.
+    pub port: u16,
+    /// When it was enqueued (µs).
+    pub enq_us: u64,
+    /// Packets ahead of it when it was enqueued.
+    pub enq_qdepth: u32,
+    /// Packets behind it when it left.
+    pub deq_qdepth: u32,
+    /// Microseconds it spent queued.
+    pub deq_timedelta: u64,
+}
+
+#[derive(Debug)]
+struct Queue<T> {
+    items: VecDeque<(T, u64, u32)>,
+    depth: usize,
+    rate_pps: Option<u64>,
+    next_departure_us: u64,
+}
+
+impl<T> Queue<T> {
+    fn new(depth: usize, rate_pps: Option<u64>) -> Self {
+        Queue {
+            items: VecDeque::new(),
+            depth,
+            rate_pps,
+            next_departure_us: 0,
+        }
+    }
+
+    fn ready_at(&self) -> Option<u64> {
+        self.items
+            .front()
+            .map(|(_, enq, _)| (*enq).max(self.next_departure_us))
+    }
+}
+
+/// Per-port priority queues.
+#[derive(Debug)]
+pub struct TrafficManager<T> {
+    ports: BTreeMap<u16, Vec<Queue<T>>>,
+    default_depth: usize,
+    default_rate: Option<u64>,
+}
+
+impl<T> Default for TrafficManager<T> {
+    fn default() -> Self {
+        TrafficManager {
+            ports: BTreeMap::new(),
+            default_depth: DEFAULT_DEPTH,
+            default_rate: None,
+        }
+    }
+}
+
+impl<T> TrafficManager<T> {
+    fn port(&mut self, port: u16) -> &mut Vec<Queue<T>> {
+        let (depth, rate) = (self.default_depth, self.default_rate);
+        self.ports
+            .entry(port)
+            .or_insert_with(|| (0..PRIORITIES).map(|_| Queue::new(depth, rate)).collect())
+    }
+
+    fn queues(&mut self, port: Option<u16>, priority: Option<u8>) -> Vec<&mut Queue<T>> {
+        let ports: Vec<u16> = match port {
+            Some(p) => {
+                self.port(p);
+                vec![p]
+            }
+            None => self.ports.keys().copied().collect(),
+        };
+        self.ports
+            .iter_mut()
+            .filter(|(p, _)| ports.contains(p))
+            .flat_map(|(_, qs)| qs.iter_mut().enumerate())
+            .filter(|(i, _)| priority.is_none_or(|pr| usize::from(pr) == *i))
+            .map(|(_, q)| q)
+            .collect()
+    }
+
+    /// Sets the depth (packets) of one port's queue, of all its queues, or of every port
+    /// (including ports not seen yet) when `port` is `None`.
+    pub fn set_depth(&mut self, port: Option<u16>, priority: Option<u8>, depth: usize) {
+        if port.is_none() {
+            self.default_depth = depth;
+        }
+        for q in self.queues(port, priority) {
+            q.depth = depth;
+        }
+    }
+
+    /// Sets the rate (packets per second; `None` unlimited) like [`Self::set_depth`].
+    pub fn set_rate(&mut self, port: Option<u16>, priority: Option<u8>, rate_pps: Option<u64>) {
+        if port.is_none() {
+            self.default_rate = rate_pps;
+        }
+        for q in self.queues(port, priority) {
+            q.rate_pps = rate_pps.filter(|&r| r > 0);
+        }
+    }
+
+    /// Queues `item` for `port` at `priority` (clamped to 0..=7); gives it back if the queue is full.
+    pub fn enqueue(&mut self, port: u16, priority: u8, item: T, now_us: u64) -> Result<(), T> {
+        let q = &mut self.port(port)[usize::from(priority).min(PRIORITIES - 1)];
+        if q.items.len() >= q.depth {
+            return Err(item);
+        }
+        let ahead = q.items.len() as u32;
+        q.items.push_back((item, now_us, ahead));
+        Ok(())
+    }
+
+    /// The next packet that may leave at `now_us`: the lowest-numbered port with a ready
+    /// packet, its highest-priority ready queue.
+    pub fn dequeue(&mut self, now_us: u64) -> Option<Dequeued<T>> {
+        for (&port, queues) in self.ports.iter_mut() {
+            for q in queues.iter_mut().rev() {
+                if q.ready_at().is_some_and(|t| t <= now_us) {
+                    let (item, enq_us, enq_qdepth) =
+                        q.items.pop_front().expect("ready means non-empty");
+                    if let Some(rate) = q.rate_pps {
+                        q.next_departure_us =
+                            now_us.max(q.next_departure_us) + 1_000_000 / rate.max(1);
+                    }
+                    let deq_qdepth = q.items.len() as u32;
+                    return Some(Dequeued {
+                        item,
+                        port,
+                        enq_us,
+                        enq_qdepth,
+                        deq_qdepth,
+                        deq_timedelta: now_us.saturating_sub(enq_us),
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    /// The earliest time a queued packet may leave.
+    pub fn next_ready(&self) -> Option<u64> {
+        self.ports
+            .values()
+            .flat_map(|qs| qs.iter().filter_map(Queue::ready_at))
+            .min()
+    }
+
+    /// The number of packets in `port`'s queue `priority`.
+    pub fn occupancy(&self, port: u16, priority: u8) -> usize {
+        self.ports
+            .get(&port)
+            .and_then(|qs| qs.get(usize::from(priority)))
+            .map_or(0, |q| q.items.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_priority_and_depths() {
+        let mut tm = TrafficManager::default();
+        tm.set_rate(Some(1), None, Some(1000));
+        tm.enqueue(1, 0, "low", 0).unwrap();
+        tm.enqueue(1, 7, "high", 0).unwrap();
+        tm.enqueue(1, 7, "high2", 0).unwrap();
+        let first = tm.dequeue(0).unwrap();
+        assert_eq!(
+            (first.item, first.enq_qdepth, first.deq_qdepth),
+            ("high", 0, 1)
+        );
+        // Rate 1000 pps per queue: priority 7 may send again 1000 µs later; priority 0 now.
+        assert_eq!(tm.next_ready(), Some(0));
+        assert_eq!(tm.dequeue(999).unwrap().item, "low");
+        assert!(tm.dequeue(999).is_none());
+        assert_eq!(tm.next_ready(), Some(1000));
+        let second = tm.dequeue(1000).unwrap();
+        assert_eq!(
+            (second.item, second.enq_qdepth, second.deq_timedelta),
+            ("high2", 1, 1000)
+        );
+    }
+
+    #[test]
+    fn a_full_queue_drops_at_the_tail() {
+        let mut tm = TrafficManager::default();
+        tm.set_depth(Some(2), Some(0), 1);
+        tm.enqueue(2, 0, 1, 0).unwrap();
+        assert_eq!(tm.enqueue(2, 0, 2, 0), Err(2));
+        assert_eq!(tm.occupancy(2, 0), 1);
+    }
+}

@@ -1,0 +1,80 @@
+//! Runs every program of `tests/corpus`: each must pass `check`, and each `NAME.stf` beside a
+//! `NAME.p4` must pass against it. The corpus is the specification of what softswitch supports.
+
+use softswitch::source::SourceMap;
+use softswitch::switch::{Clock, Switch};
+use std::path::{Path, PathBuf};
+
+fn corpus() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let mut programs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("the corpus directory exists")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "p4"))
+        .collect();
+    programs.sort();
+    programs
+}
+
+fn run_one(program: &Path) -> Result<(), String> {
+    let mut map = SourceMap::new();
+    let text = std::fs::read_to_string(program).map_err(|e| e.to_string())?;
+    let file = map.add(program.display().to_string(), text);
+    let compiled = softswitch::compile(&mut map, file).map_err(|d| d.render(&map))?;
+    let stf_path = program.with_extension("stf");
+    if !stf_path.exists() {
+        return Ok(());
+    }
+    let stf = map.add(
+        stf_path.display().to_string(),
+        std::fs::read_to_string(&stf_path).map_err(|e| e.to_string())?,
+    );
+    let mut switch = Switch::new(compiled, Clock::Virtual(0));
+    let report = softswitch::stf::run(&map, stf, &mut switch).map_err(|d| d.render(&map))?;
+    if report.passed() {
+        Ok(())
+    } else {
+        Err(report.failures.join("\n"))
+    }
+}
+
+#[test]
+fn every_corpus_program_checks_and_passes_its_stf() {
+    let programs = corpus();
+    assert!(programs.len() >= 2, "the corpus is missing");
+    let failures: Vec<String> = programs
+        .iter()
+        .filter_map(|p| run_one(p).err().map(|e| format!("{}:\n{e}", p.display())))
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn the_cli_exits_non_zero_on_a_failing_stf() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let bad = std::env::temp_dir().join(format!("softswitch-bad-{}.stf", std::process::id()));
+    std::fs::write(
+        &bad,
+        "packet 2 ffffffffffff 000000000002 0806 0001\nexpect 0 00\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_softswitch"))
+        .arg("stf")
+        .arg(dir.join("basic.p4"))
+        .arg(&bad)
+        .output()
+        .unwrap();
+    std::fs::remove_file(&bad).unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(":2:1: error: packet 1 on port 0 differs"),
+        "{stderr}"
+    );
+    let ok = std::process::Command::new(env!("CARGO_BIN_EXE_softswitch"))
+        .arg("check")
+        .arg(dir.join("basic.p4"))
+        .output()
+        .unwrap();
+    assert!(ok.status.success());
+}
