@@ -1,6 +1,7 @@
 //! The lossless control plane: loads the data planes, configures them and reads their counters.
 
 pub mod host;
+pub mod lab;
 pub mod netns;
 pub mod traffic;
 pub mod units;

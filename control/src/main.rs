@@ -1,7 +1,7 @@
 //! `lossless`: the command line of the lossless control plane.
 
 use clap::{Parser, Subcommand};
-use lossless::host::cli::HostCommand;
+use lossless::{host::cli::HostCommand, lab::cli::LabCommand, traffic::TrafficCommand};
 use tracing_subscriber::EnvFilter;
 
 /// Programmable data planes for RoCEv2-style lossless Ethernet.
@@ -17,6 +17,12 @@ enum Command {
     /// The host data plane (eBPF): attach, detach, status, stats, set, logs.
     #[command(subcommand)]
     Host(HostCommand),
+    /// RoCEv2 traffic: a paced sender and a counting receiver.
+    #[command(subcommand)]
+    Traffic(TrafficCommand),
+    /// Labs: namespace topologies that run a workload through the data planes.
+    #[command(subcommand)]
+    Lab(LabCommand),
 }
 
 #[tokio::main]
@@ -29,6 +35,12 @@ async fn main() -> std::process::ExitCode {
         .init();
     let result = match Cli::parse().command {
         Command::Host(command) => lossless::host::cli::run(command).await,
+        Command::Traffic(command) => {
+            tokio::task::spawn_blocking(move || lossless::traffic::run(command))
+                .await
+                .unwrap_or_else(|e| Err(e.into()))
+        }
+        Command::Lab(command) => lossless::lab::cli::run(command).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,0 +1,29 @@
+//! `lossless lab ...`: the command line of the labs.
+
+use clap::Subcommand;
+
+use super::ecn::{self, EcnLab};
+
+/// The `lab` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum LabCommand {
+    /// ECN marking at a bottleneck: offered load rises past the drain rate, marks follow RED.
+    Ecn(EcnLab),
+}
+
+/// Runs one `lab` subcommand; Ctrl-C stops it early and it still cleans up.
+pub async fn run(command: LabCommand) -> anyhow::Result<()> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let lab_stop = stop.clone();
+    let mut lab = tokio::task::spawn_blocking(move || match command {
+        LabCommand::Ecn(args) => ecn::run(&args, &lab_stop),
+    });
+    tokio::select! {
+        result = &mut lab => result?,
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!("interrupted: cleaning up");
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            lab.await?
+        }
+    }
+}

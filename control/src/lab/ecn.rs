@@ -1,0 +1,262 @@
+//! The ECN lab (`cargo xtask demo`): sender → bottleneck → receiver in namespaces, XDP ECN
+//! marking on the bottleneck's ingress with a drain rate below the offered load at the top of
+//! a ramp. Prints offered rate, phantom-queue depth and marked fraction against the RED curve.
+
+use std::{
+    net::{IpAddr, Ipv4Addr},
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
+
+use anyhow::Context as _;
+use dataplane_common::{red, Hook};
+
+use crate::{
+    host::{
+        attach::{self, AttachRequest, Mode},
+        config::HostConfig,
+        pinned_maps::PinnedMaps,
+    },
+    netns::{check, veth_pair, Endpoint, Namespace},
+    traffic::{RateController, Receiver, RecvConfig, SendConfig, Sender},
+    units::parse_rate_bps,
+    wire::ethernet::Address,
+};
+
+/// The priority the lab's traffic uses (DSCP 26).
+const PRIORITY: usize = 3;
+
+/// Options of `lossless lab ecn`.
+#[derive(Debug, clap::Args)]
+pub struct EcnLab {
+    /// Drain rate of the bottleneck's phantom queue.
+    #[arg(long, default_value = "100mbit", value_parser = parse_rate_bps)]
+    drain: u64,
+    /// Offered load at each step, as fractions of the drain rate.
+    #[arg(long, value_delimiter = ',', default_value = "0.5,0.9,1.1,1.3,1.6,2.0")]
+    steps: Vec<f64>,
+    /// Seconds per step.
+    #[arg(long, default_value_t = 2.0)]
+    step_secs: f64,
+    /// RED Kmin in bytes.
+    #[arg(long, default_value_t = 20_000)]
+    kmin: u32,
+    /// RED Kmax in bytes.
+    #[arg(long, default_value_t = 200_000)]
+    kmax: u32,
+    /// RED Pmax.
+    #[arg(long, default_value_t = 0.2)]
+    pmax: f64,
+    /// Frame size in bytes.
+    #[arg(long, default_value_t = 1024)]
+    size: usize,
+    /// Number of QPs.
+    #[arg(long, default_value_t = 4)]
+    qps: u32,
+}
+
+/// A rate the lab changes while the sender runs.
+#[derive(Clone)]
+struct SharedRate(Arc<AtomicU64>);
+
+impl RateController for SharedRate {
+    fn rate_bps(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn on_sent(&mut self, _now: Duration, _wire_bits: u64) {}
+}
+
+/// sender ns —veth— bottleneck ns (forwards) —veth— receiver ns.
+struct Topology {
+    sender_ns: Namespace,
+    bottleneck_ns: Namespace,
+    receiver_ns: Namespace,
+    sender: Endpoint,
+    ingress: Endpoint,
+    receiver: Endpoint,
+}
+
+impl Topology {
+    fn build() -> anyhow::Result<Self> {
+        let sender_ns = Namespace::create("esnd")?;
+        let bottleneck_ns = Namespace::create("ebot")?;
+        let receiver_ns = Namespace::create("ercv")?;
+        let (sender, ingress) = veth_pair(
+            &sender_ns,
+            Ipv4Addr::new(10, 31, 1, 2),
+            &bottleneck_ns,
+            Ipv4Addr::new(10, 31, 1, 1),
+        )?;
+        let (_egress, receiver) = veth_pair(
+            &bottleneck_ns,
+            Ipv4Addr::new(10, 31, 2, 1),
+            &receiver_ns,
+            Ipv4Addr::new(10, 31, 2, 2),
+        )?;
+        let forwarding = bottleneck_ns
+            .command("sysctl")
+            .args(["-qw", "net.ipv4.ip_forward=1"])
+            .output()?;
+        check("sysctl ip_forward", forwarding)?;
+        sender_ns.ip(&["route", "add", "10.31.2.0/24", "via", "10.31.1.1"])?;
+        receiver_ns.ip(&["route", "add", "10.31.1.0/24", "via", "10.31.2.1"])?;
+        Ok(Topology {
+            sender_ns,
+            bottleneck_ns,
+            receiver_ns,
+            sender,
+            ingress,
+            receiver,
+        })
+    }
+}
+
+/// Detaches on drop, so the lab leaves no pins behind on any exit.
+struct Detach<'a>(&'a str);
+
+impl Drop for Detach<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = attach::detach(self.0) {
+            eprintln!("warning: detaching {}: {e:#}", self.0);
+        }
+    }
+}
+
+/// Runs the lab until its last step or until `stop` is set.
+pub fn run(args: &EcnLab, stop: &AtomicBool) -> anyhow::Result<()> {
+    let topology = Topology::build().context("building the namespace test bed")?;
+    let mut config = HostConfig::default();
+    config.apply_assignments(&[
+        format!("ecn.prio{PRIORITY}.rate_bps={}", args.drain),
+        format!("ecn.prio{PRIORITY}.kmin_bytes={}", args.kmin),
+        format!("ecn.prio{PRIORITY}.kmax_bytes={}", args.kmax),
+        format!("ecn.prio{PRIORITY}.pmax={}", args.pmax),
+    ])?;
+    let profile = config.profiles[PRIORITY];
+    let request = AttachRequest {
+        interface: topology.ingress.ifname.clone(),
+        mode: Mode::Native,
+        hooks: vec![Hook::Xdp],
+        config,
+    };
+    topology.bottleneck_ns.run(|| attach::attach(&request))??;
+    let _detach = Detach(&topology.ingress.ifname);
+    let maps = PinnedMaps::open(&topology.ingress.ifname)?;
+
+    let total = Duration::from_secs_f64(args.step_secs * args.steps.len() as f64);
+    let first_step = args.steps.first().copied().unwrap_or(1.0);
+    let offered = Arc::new(AtomicU64::new(per_qp_rate(args, first_step)));
+    let per_qp = SharedRate(offered.clone());
+    let mut send = SendConfig::new(
+        topology.sender.ifname.clone(),
+        IpAddr::V4(topology.receiver.ipv4),
+    );
+    send.dst_mac = Some(Address(topology.ingress.mac));
+    send.size = args.size;
+    send.qps = args.qps;
+    send.duration = Some(total);
+    let receive = RecvConfig {
+        iface: topology.receiver.ifname.clone(),
+        duration: None,
+        count: None,
+        idle_timeout: Some(Duration::from_secs(2)),
+    };
+
+    println!(
+        "ECN lab: sender -> {} (XDP, drain {} Mb/s, Kmin {} B, Kmax {} B, Pmax {}) -> receiver",
+        topology.ingress.ifname,
+        args.drain / 1_000_000,
+        args.kmin,
+        args.kmax,
+        args.pmax
+    );
+    println!(
+        "{:>6} {:>12} {:>12} {:>12} {:>10} {:>10}",
+        "time_s", "offered_Mbps", "seen_Mbps", "vq_bytes", "marked_%", "red_%"
+    );
+    let summaries = std::thread::scope(|scope| -> anyhow::Result<_> {
+        let receiver = scope.spawn(|| topology.receiver_ns.run(|| Receiver::open(receive)?.run()));
+        let sender = scope.spawn(|| {
+            topology.sender_ns.run(|| {
+                let mut rates = vec![per_qp.clone(); args.qps as usize];
+                Sender::open(send)?.run(&mut rates)
+            })
+        });
+        let completed = ramp(args, &maps, &profile, &offered, stop);
+        if !matches!(completed, Ok(true)) {
+            // Taking the sender's interface away ends its run at once.
+            let _ = topology
+                .sender_ns
+                .ip(&["link", "del", &topology.sender.ifname]);
+        }
+        let sent = sender.join().expect("sender thread");
+        let received = receiver.join().expect("receiver thread");
+        Ok((completed?, sent, received))
+    });
+    let (completed, sent, received) = summaries?;
+    if !completed {
+        return Ok(());
+    }
+    let (sent, received) = (sent??, received??);
+    let stats = maps.read_counters(Hook::Xdp)?.per_priority[PRIORITY];
+    println!(
+        "sent {} frames; bottleneck marked {} of {} ECT frames; receiver counted {} CE of {} RoCEv2 frames ({} PSN gaps)",
+        sent.packets, stats.ecn_marked, stats.ect_packets, received.ce, received.packets, received.psn_gaps
+    );
+    Ok(())
+}
+
+/// The rate of each QP when the offered load is `step` × the drain rate.
+fn per_qp_rate(args: &EcnLab, step: f64) -> u64 {
+    ((args.drain as f64 * step) as u64 / args.qps.max(1) as u64).max(1)
+}
+
+/// Steps the offered load and prints a row every half second; false if stopped early.
+fn ramp(
+    args: &EcnLab,
+    maps: &PinnedMaps,
+    profile: &dataplane_common::config::EcnProfile,
+    offered: &AtomicU64,
+    stop: &AtomicBool,
+) -> anyhow::Result<bool> {
+    let start = Instant::now();
+    let tick = Duration::from_millis(500);
+    let mut before = maps.read_counters(Hook::Xdp)?.per_priority[PRIORITY];
+    let mut last = Instant::now();
+    for step in &args.steps {
+        let rate = (args.drain as f64 * step) as u64;
+        offered.store(per_qp_rate(args, *step), Ordering::Relaxed);
+        let step_end = Instant::now() + Duration::from_secs_f64(args.step_secs);
+        while Instant::now() < step_end {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(false);
+            }
+            std::thread::sleep(tick.min(step_end.saturating_duration_since(Instant::now())));
+            let now = maps.read_counters(Hook::Xdp)?.per_priority[PRIORITY];
+            let backlog = maps.read_queues(Hook::Xdp)?[PRIORITY].backlog_bytes;
+            let elapsed = last.elapsed().as_secs_f64();
+            last = Instant::now();
+            let ect = now.ect_packets - before.ect_packets;
+            let marked = now.ecn_marked - before.ecn_marked;
+            println!(
+                "{:>6.1} {:>12.0} {:>12.1} {:>12} {:>10.2} {:>10.2}",
+                start.elapsed().as_secs_f64(),
+                rate as f64 / 1e6,
+                (now.rx_bytes - before.rx_bytes) as f64 * 8.0 / elapsed / 1e6,
+                backlog,
+                if ect == 0 {
+                    0.0
+                } else {
+                    100.0 * marked as f64 / ect as f64
+                },
+                100.0 * red::mark_probability(profile, backlog),
+            );
+            before = now;
+        }
+    }
+    Ok(true)
+}

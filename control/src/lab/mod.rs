@@ -1,0 +1,4 @@
+//! Labs: topologies of namespaces that run a workload through the data planes and report.
+
+pub mod cli;
+pub mod ecn;
