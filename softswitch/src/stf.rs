@@ -1,7 +1,8 @@
 //! The STF runner: runs a p4c-style `.stf` test against a [`Switch`] on a virtual clock and
 //! reports every mismatch with a diff of the packet.
 //!
-//! Commands: `packet`, `expect` (`*` nibble wildcards, `$` for an exact length), `no_packet`,
+//! Commands: `packet`, `expect` (`*` nibble wildcards, `$` for an exact length), `no_packet`
+//! (the last packet sent produced nothing),
 //! `add` (priority, `0x**` ternary, `v&&&m`, `/len` lpm, `lo..hi` range, `= ID`), `setdefault`,
 //! `remove all` / `remove TABLE ID`, `wait`, `check_counter`, `mirroring_add`,
 //! `mc_mgrp_create`, `mc_node_create`, `mc_node_associate`, `register_read`, `register_write`,
@@ -56,7 +57,7 @@ pub fn run(map: &SourceMap, file: u32, switch: &mut Switch) -> Result<Report> {
         expects: HashMap::new(),
         ids: HashMap::new(),
         report: Report::default(),
-        no_packet: None,
+        mark: 0,
         outputs: Vec::new(),
     };
     let text = &map.file(file).text;
@@ -114,7 +115,8 @@ struct Runner<'a> {
     expects: HashMap<u16, Vec<Expect>>,
     ids: HashMap<String, (usize, usize)>,
     report: Report,
-    no_packet: Option<Span>,
+    /// How many outputs there were before the last `packet` command.
+    mark: usize,
     outputs: Vec<Output>,
 }
 
@@ -183,6 +185,7 @@ impl Runner<'_> {
                     .map(|c| (c[0].unwrap_or(0) << 4) | c[1].unwrap_or(0))
                     .collect();
                 self.report.packets_in += 1;
+                self.mark = self.outputs.len();
                 self.switch.receive(port, bytes);
                 self.collect();
             }
@@ -209,7 +212,23 @@ impl Runner<'_> {
                     span,
                 });
             }
-            "no_packet" => self.no_packet = Some(cmd.span),
+            "no_packet" => {
+                self.switch.drain();
+                self.collect();
+                let extra: Vec<String> = self.outputs[self.mark..]
+                    .iter()
+                    .map(|o| format!("port {}: {}", o.port, hex(&o.data)))
+                    .collect();
+                if !extra.is_empty() {
+                    self.failure(
+                        cmd.span,
+                        format!(
+                            "expected no packet from the last one sent, got {}",
+                            extra.join(", ")
+                        ),
+                    );
+                }
+            }
             "wait" => {
                 self.switch.drain();
                 self.collect();
@@ -584,14 +603,6 @@ impl Runner<'_> {
             by_port.entry(o.port).or_default().push(o);
         }
         let mut failures = Vec::new();
-        if let Some(span) = self.no_packet {
-            if !self.outputs.is_empty() && self.expects.is_empty() {
-                failures.push((
-                    span,
-                    format!("expected no packet, the switch sent {}", self.outputs.len()),
-                ));
-            }
-        }
         let mut ports: Vec<&u16> = self.expects.keys().collect();
         ports.sort();
         for port in ports {

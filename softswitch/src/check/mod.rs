@@ -563,13 +563,7 @@ impl<'a> Checker<'a> {
             len: self.types.size(&ty),
         }];
         if let Some(init) = &v.init {
-            out.extend(self.assign_to(
-                expr::Val::Agg {
-                    base: slot,
-                    ty: ty.clone(),
-                },
-                init,
-            )?);
+            out.extend(self.assign_to(self.storage(slot, ty.clone()), init)?);
         }
         self.declare(&v.name, Sym::Var { ty, slot })?;
         Ok(out)

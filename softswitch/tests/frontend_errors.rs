@@ -1,0 +1,268 @@
+//! One test per class of front-end error: each malformed program gets one precise
+//! diagnostic at file:line:col, never a panic.
+
+use softswitch::source::SourceMap;
+
+/// A minimal valid v1model program; `{decls}`, `{ingress}` and `{parser}` are filled in.
+const TEMPLATE: &str = "#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<16> b; }
+struct hs { h_t h; }
+struct m { }
+{decls}
+parser P(packet_in pk, out hs hdr, inout m meta, inout standard_metadata_t sm) {
+    state start { pk.extract(hdr.h); {parser} }
+}
+control V(inout hs hdr, inout m meta) { apply { } }
+control I(inout hs hdr, inout m meta, inout standard_metadata_t sm) {
+    apply { {ingress} }
+}
+control E(inout hs hdr, inout m meta, inout standard_metadata_t sm) { apply { } }
+control C(inout hs hdr, inout m meta) { apply { } }
+control D(packet_out pk, in hs hdr) { apply { pk.emit(hdr.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+";
+
+fn program(decls: &str, parser: &str, ingress: &str) -> String {
+    let parser = if parser.is_empty() {
+        "transition accept;"
+    } else {
+        parser
+    };
+    TEMPLATE
+        .replace("{decls}", decls)
+        .replace("{parser}", parser)
+        .replace("{ingress}", ingress)
+}
+
+/// Compiles `src` as `t.p4` and returns the error's `line:col` and message.
+fn error(src: &str) -> (String, String) {
+    let mut map = SourceMap::new();
+    let f = map.add("t.p4", src);
+    let e = softswitch::compile(&mut map, f).expect_err("the program is malformed");
+    let rendered = e.render(&map);
+    assert!(
+        rendered.contains('^'),
+        "a caret points at the error: {rendered}"
+    );
+    let loc = e.location(&map);
+    (
+        loc.strip_prefix("t.p4:").unwrap_or(&loc).to_string(),
+        e.message,
+    )
+}
+
+#[test]
+fn the_template_itself_compiles() {
+    let mut map = SourceMap::new();
+    let f = map.add("t.p4", program("", "", ""));
+    softswitch::compile(&mut map, f).unwrap();
+}
+
+#[test]
+fn lexer_unexpected_character() {
+    assert_eq!(
+        error(&program("const bit<8> X = 1 ` 2;", "", "")),
+        ("6:20".into(), "unexpected character '`'".into())
+    );
+}
+
+#[test]
+fn lexer_unterminated_comment() {
+    assert_eq!(error(&program("/* never closed", "", "")).0, "6:1");
+}
+
+#[test]
+fn lexer_bad_digit() {
+    assert_eq!(
+        error(&program("const bit<8> X = 0x1g;", "", "")),
+        ("6:18".into(), "invalid digit 'g' in integer literal".into())
+    );
+}
+
+#[test]
+fn preprocessor_missing_include() {
+    let (loc, msg) = error("#include \"nowhere.p4\"\n");
+    assert_eq!(loc, "1:1");
+    assert!(msg.starts_with("cannot read included file"), "{msg}");
+}
+
+#[test]
+fn preprocessor_unknown_directive() {
+    assert_eq!(
+        error("#frobnicate\n"),
+        (
+            "1:2".into(),
+            "unknown preprocessor directive '#frobnicate'".into()
+        )
+    );
+}
+
+#[test]
+fn preprocessor_error_directive() {
+    assert_eq!(
+        error("#if 1\n#error too old\n#endif\n"),
+        ("2:1".into(), "#error too old".into())
+    );
+}
+
+#[test]
+fn parser_missing_semicolon() {
+    assert_eq!(
+        error(&program("const bit<8> X = 1", "", "")),
+        ("7:1".into(), "expected ';', found 'parser'".into())
+    );
+}
+
+#[test]
+fn parser_unexpected_token_in_expression() {
+    assert_eq!(
+        error(&program("", "", "hdr.h.a = * 2;")),
+        ("12:23".into(), "expected an expression, found '*'".into())
+    );
+}
+
+#[test]
+fn checker_unknown_name() {
+    assert_eq!(
+        error(&program("", "", "hdr.h.a = x;")),
+        ("12:23".into(), "unknown name 'x'".into())
+    );
+}
+
+#[test]
+fn checker_unknown_type() {
+    assert_eq!(
+        error(&program("typedef foo_t bar_t;", "", "")),
+        ("6:9".into(), "unknown type 'foo_t'".into())
+    );
+}
+
+#[test]
+fn checker_type_mismatch_in_assignment() {
+    assert_eq!(
+        error(&program("", "", "hdr.h.a = hdr.h.b;")),
+        (
+            "12:23".into(),
+            "type mismatch: expected bit<8>, found bit<16>".into()
+        )
+    );
+}
+
+#[test]
+fn checker_operands_of_different_widths() {
+    assert_eq!(
+        error(&program("", "", "hdr.h.b = hdr.h.a + hdr.h.b;")),
+        (
+            "12:23".into(),
+            "operands of '+' have different types: bit<8> and bit<16>".into()
+        )
+    );
+}
+
+#[test]
+fn checker_unknown_field() {
+    assert_eq!(
+        error(&program("", "", "hdr.h.c = 1;")),
+        ("12:19".into(), "h_t has no field 'c'".into())
+    );
+}
+
+#[test]
+fn checker_slice_out_of_range() {
+    assert_eq!(
+        error(&program("", "", "hdr.h.a = hdr.h.a[8:1];")),
+        (
+            "12:23".into(),
+            "slice [8:1] is out of range for bit<8>".into()
+        )
+    );
+}
+
+#[test]
+fn checker_duplicate_declaration() {
+    assert_eq!(
+        error(&program("const bit<8> X = 1; const bit<8> X = 2;", "", "")),
+        (
+            "6:34".into(),
+            "'X' is already declared in this scope".into()
+        )
+    );
+}
+
+#[test]
+fn checker_wrong_argument_count() {
+    assert_eq!(
+        error(&program("action a(bit<8> v) { }", "", "a();")),
+        ("12:13".into(), "expected 1 arguments, found 0".into())
+    );
+}
+
+#[test]
+fn checker_unknown_state() {
+    assert_eq!(
+        error(&program("", "transition nowhere;", "")),
+        ("8:49".into(), "unknown state 'nowhere'".into())
+    );
+}
+
+#[test]
+fn checker_non_constant_select_case() {
+    let (loc, msg) = error(&program(
+        "",
+        "transition select(hdr.h.a) { hdr.h.a: accept; }",
+        "",
+    ));
+    assert_eq!(loc, "8:67");
+    assert_eq!(msg, "expected a compile-time constant");
+}
+
+#[test]
+fn checker_table_with_unknown_action() {
+    let t = "table t { key = { hdr.h.a: exact; } actions = { nope; } }";
+    let src = program("", "", "").replace(
+        "    apply {  }\n}\ncontrol E",
+        &format!("    {t}\n    apply {{ t.apply(); }}\n}}\ncontrol E"),
+    );
+    assert_eq!(
+        error(&src),
+        ("12:53".into(), "unknown action 'nope'".into())
+    );
+}
+
+#[test]
+fn checker_missing_main() {
+    let src = program("", "", "").replace("V1Switch(P(), V(), I(), E(), C(), D()) main;\n", "");
+    assert_eq!(
+        error(&src).1,
+        "the program has no 'main' instance (V1Switch(...) main;)"
+    );
+}
+
+#[test]
+fn checker_unsupported_construct_is_named() {
+    assert_eq!(
+        error(&program("header v_t { varbit<32> x; }", "", "")),
+        ("6:14".into(), "varbit is not supported yet".into())
+    );
+}
+
+#[test]
+fn garbage_never_panics() {
+    for src in [
+        "",
+        "}",
+        "control",
+        "header h { bit<",
+        "#if",
+        "parser p(",
+        "\u{0}\u{ff}",
+        "const bit<0> x = 1;",
+        "@",
+        "a.b.c();",
+    ] {
+        let mut map = SourceMap::new();
+        let f = map.add("t.p4", src);
+        let _ = softswitch::compile(&mut map, f).map_err(|e| e.render(&map));
+    }
+}
