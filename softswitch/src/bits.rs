@@ -3,20 +3,29 @@
 
 /// Reads `width` (at most 128) bits starting `offset` bits into `data`; the caller checks bounds.
 pub fn read_bits(data: &[u8], offset: usize, width: u16) -> u128 {
-    let mut value: u128 = 0;
-    let mut pos = offset;
-    let mut remaining = usize::from(width);
-    while remaining > 0 {
-        let byte = data[pos / 8];
-        let bit = pos % 8;
-        let avail = 8 - bit;
-        let take = avail.min(remaining);
-        let bits = (u128::from(byte) >> (avail - take)) & ((1u128 << take) - 1);
-        value = (value << take) | bits;
-        pos += take;
-        remaining -= take;
+    let start = offset / 8;
+    let shift = offset % 8;
+    let width = usize::from(width);
+    let nbytes = (shift + width).div_ceil(8);
+    if nbytes <= 16 {
+        // The covering bytes fit one u128: load them, then drop the bits on either side.
+        let v = data[start..start + nbytes]
+            .iter()
+            .fold(0u128, |acc, &b| (acc << 8) | u128::from(b));
+        let v = v >> (nbytes * 8 - shift - width);
+        return if width == 128 {
+            v
+        } else {
+            v & ((1u128 << width) - 1)
+        };
     }
-    value
+    // 17 bytes: the first byte's low bits, then 16 whole bytes shifted in.
+    let head = u128::from(data[start]) & ((1u128 << (8 - shift)) - 1);
+    let rest = data[start + 1..start + nbytes]
+        .iter()
+        .fold(0u128, |acc, &b| (acc << 8) | u128::from(b));
+    let tail_bits = (nbytes - 1) * 8 - (shift + width - 8);
+    (head << (128 - (8 - shift))) | (rest >> tail_bits)
 }
 
 /// A growing byte buffer written a field at a time.
@@ -30,6 +39,14 @@ impl BitWriter {
     /// An empty writer.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty writer with room for `bytes` bytes.
+    pub fn with_capacity(bytes: usize) -> Self {
+        BitWriter {
+            bytes: Vec::with_capacity(bytes),
+            bits: 0,
+        }
     }
 
     /// Appends the low `width` bits of `value`.
@@ -95,5 +112,16 @@ mod tests {
     fn reads_128_bit_fields_at_odd_offsets() {
         let data = [0xffu8; 20];
         assert_eq!(read_bits(&data, 3, 128), u128::MAX);
+        let mut w = BitWriter::new();
+        w.write(0b101, 3);
+        w.write(0x0123_4567_89ab_cdef_fedc_ba98_7654_3210, 128);
+        w.write(0b11111, 5);
+        let bytes = w.into_bytes();
+        assert_eq!(
+            read_bits(&bytes, 3, 128),
+            0x0123_4567_89ab_cdef_fedc_ba98_7654_3210
+        );
+        assert_eq!(read_bits(&bytes, 0, 3), 0b101);
+        assert_eq!(read_bits(&bytes, 131, 5), 0b11111);
     }
 }

@@ -2,8 +2,6 @@
 //! concatenation of a field list (big-endian, zero-padded to a whole byte at the end), as BMv2
 //! computes them.
 
-use crate::bits::BitWriter;
-
 /// `HashAlgorithm` members in v1model's declaration order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Algorithm {
@@ -42,15 +40,6 @@ impl Algorithm {
         .get(code as usize)
         .copied()
     }
-}
-
-/// Concatenates `(value, width)` fields into bytes.
-pub fn concat(fields: impl IntoIterator<Item = (u128, u16)>) -> Vec<u8> {
-    let mut w = BitWriter::new();
-    for (v, width) in fields {
-        w.write(v, width);
-    }
-    w.into_bytes()
 }
 
 /// The hash of `data` with `algo`; `random` draws from `rng`.
@@ -122,10 +111,5 @@ mod tests {
             0x01, 0xc0, 0xa8, 0x00, 0xc7,
         ];
         assert_eq!(csum16(&h), 0xb861);
-    }
-
-    #[test]
-    fn fields_concatenate_at_bit_level() {
-        assert_eq!(concat([(0x4, 4), (0x5, 4), (0xab, 8)]), vec![0x45, 0xab]);
     }
 }

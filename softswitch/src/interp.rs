@@ -101,15 +101,22 @@ impl<'a> Exec<'a> {
             let target = match &s.transition {
                 Transition::Goto(t) => *t,
                 Transition::Select { keys, cases } => {
-                    let values: Vec<u128> = keys.iter().map(|k| self.eval(k)).collect();
+                    let mut values = std::mem::take(&mut self.keys);
+                    values.clear();
+                    for k in keys {
+                        let v = self.eval(k);
+                        values.push(v);
+                    }
+                    let found = cases
+                        .iter()
+                        .find(|(ms, _)| ms.iter().zip(&values).all(|(m, &v)| m.matches(v)))
+                        .map(|(_, t)| *t);
+                    self.keys = values;
                     if let Some(Flow::Reject(code)) = self.abort.take() {
                         return Err(code);
                     }
-                    match cases
-                        .iter()
-                        .find(|(ms, _)| ms.iter().zip(&values).all(|(m, &v)| m.matches(v)))
-                    {
-                        Some((_, t)) => *t,
+                    match found {
+                        Some(t) => t,
                         None => return Err(self.error_code("NoMatch")),
                     }
                 }
@@ -130,7 +137,7 @@ impl<'a> Exec<'a> {
 
     /// Runs the deparser; returns the emitted headers.
     pub fn deparse(&mut self) -> BitWriter {
-        self.out = Some(BitWriter::new());
+        self.out = Some(BitWriter::with_capacity(self.data.len() + 64));
         self.control(ir::block::DEPARSER);
         self.out.take().unwrap_or_default()
     }
@@ -391,9 +398,15 @@ impl<'a> Exec<'a> {
         }
     }
 
+    /// The bit-level concatenation of a field list, zero-padded to whole bytes.
     fn field_bytes(&mut self, fields: &ir::FieldList) -> Vec<u8> {
-        let values: Vec<(u128, u16)> = fields.iter().map(|(e, w)| (self.eval(e), *w)).collect();
-        hash::concat(values)
+        let bits: usize = fields.iter().map(|(_, w)| usize::from(*w)).sum();
+        let mut w = BitWriter::with_capacity(bits.div_ceil(8) + self.data.len());
+        for (e, width) in fields {
+            let v = self.eval(e);
+            w.write(v, *width);
+        }
+        w.into_bytes()
     }
 
     fn payload(&self) -> &[u8] {

@@ -9,6 +9,7 @@ use crate::meter::Meter;
 use crate::table::{CounterCell, TableError, TableState};
 use crate::tm::{Dequeued, TrafficManager};
 use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
 use std::time::Instant;
 
 /// The port that drops.
@@ -136,7 +137,7 @@ pub enum Clock {
 #[derive(Clone, Debug)]
 struct IngressPacket {
     port: u16,
-    data: Vec<u8>,
+    data: Rc<[u8]>,
     instance_type: u128,
     preserved: Vec<(Slot, u128)>,
 }
@@ -145,7 +146,7 @@ struct IngressPacket {
 #[derive(Clone, Debug)]
 pub struct Queued {
     slots: Vec<u128>,
-    data: std::rc::Rc<[u8]>,
+    data: Rc<[u8]>,
     payload: usize,
 }
 
@@ -201,7 +202,7 @@ impl Switch {
     pub fn receive(&mut self, port: u16, data: Vec<u8>) {
         self.pending.push_back(IngressPacket {
             port,
-            data,
+            data: data.into(),
             instance_type: instance_type::NORMAL,
             preserved: Vec::new(),
         });
@@ -302,7 +303,7 @@ impl Switch {
     fn ingress(&mut self, p: IngressPacket) {
         let sm = self.program.std_meta;
         let (slots, payload, effects) = self.run_ingress(&p, true);
-        let data: std::rc::Rc<[u8]> = p.data.clone().into();
+        let data = p.data.clone();
         if let Some((false, session, list)) = effects.clone {
             if let Some(&port) = self.clone_sessions.get(&session) {
                 let preserved = self.preserved(&slots, list);
@@ -355,7 +356,7 @@ impl Switch {
         );
     }
 
-    fn replicate(&mut self, group: u16, slots: &[u128], data: &std::rc::Rc<[u8]>, payload: usize) {
+    fn replicate(&mut self, group: u16, slots: &[u128], data: &Rc<[u8]>, payload: usize) {
         let sm = self.program.std_meta;
         let nodes = self.groups.get(&group).cloned().unwrap_or_default();
         for n in nodes {
@@ -458,7 +459,7 @@ impl Switch {
             let preserved = self.preserved(&slots, list);
             self.pending.push_back(IngressPacket {
                 port: 0,
-                data: bytes,
+                data: bytes.into(),
                 instance_type: instance_type::RECIRC,
                 preserved,
             });

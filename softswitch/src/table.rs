@@ -4,6 +4,7 @@
 
 use crate::ir::{self, ActionCall, Entry, FieldMatch, MatchKind};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use thiserror::Error;
 
 /// Why a control-plane change to a table was refused.
@@ -58,14 +59,45 @@ pub struct Installed {
     pub counter: CounterCell,
 }
 
+/// A fast non-cryptographic hasher for keys (rustc's Fx: rotate, xor, multiply per word).
+#[derive(Clone, Copy, Debug, Default)]
+struct KeyHasher(u64);
+
+impl KeyHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_usize(&mut self, v: usize) {
+        self.add(v as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Key values to an entry handle.
+type KeyMap = HashMap<Vec<u128>, usize, BuildHasherDefault<KeyHasher>>;
+
 #[derive(Clone, Debug)]
 enum Index {
-    Exact(HashMap<Vec<u128>, usize>),
+    Exact(KeyMap),
     /// Per prefix length (longest first): masked key to handle. `lpm` is the lpm key's position.
     Lpm {
         lpm: usize,
         width: u16,
-        by_len: Vec<(u16, HashMap<Vec<u128>, usize>)>,
+        by_len: Vec<(u16, KeyMap)>,
     },
     /// Handles, highest priority first.
     Ordered(Vec<usize>),
@@ -99,7 +131,7 @@ impl TableState {
             .iter()
             .all(|k| matches!(k.0, MatchKind::Exact | MatchKind::Lpm));
         let index = match lpm.as_slice() {
-            [] if all_exact_or_lpm => Index::Exact(HashMap::new()),
+            [] if all_exact_or_lpm => Index::Exact(KeyMap::default()),
             [i] if all_exact_or_lpm => Index::Lpm {
                 lpm: *i,
                 width: kinds[*i].1,
@@ -161,11 +193,11 @@ impl TableState {
                 let pos = match by_len.iter().position(|(l, _)| *l <= len) {
                     Some(p) if by_len[p].0 == len => p,
                     Some(p) => {
-                        by_len.insert(p, (len, HashMap::new()));
+                        by_len.insert(p, (len, KeyMap::default()));
                         p
                     }
                     None => {
-                        by_len.push((len, HashMap::new()));
+                        by_len.push((len, KeyMap::default()));
                         by_len.len() - 1
                     }
                 };

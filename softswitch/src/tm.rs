@@ -59,6 +59,7 @@ pub struct TrafficManager<T> {
     ports: BTreeMap<u16, Vec<Queue<T>>>,
     default_depth: usize,
     default_rate: Option<u64>,
+    queued: usize,
 }
 
 impl<T> Default for TrafficManager<T> {
@@ -67,6 +68,7 @@ impl<T> Default for TrafficManager<T> {
             ports: BTreeMap::new(),
             default_depth: DEFAULT_DEPTH,
             default_rate: None,
+            queued: 0,
         }
     }
 }
@@ -125,17 +127,22 @@ impl<T> TrafficManager<T> {
         }
         let ahead = q.items.len() as u32;
         q.items.push_back((item, now_us, ahead));
+        self.queued += 1;
         Ok(())
     }
 
     /// The next packet that may leave at `now_us`: the lowest-numbered port with a ready
     /// packet, its highest-priority ready queue.
     pub fn dequeue(&mut self, now_us: u64) -> Option<Dequeued<T>> {
+        if self.queued == 0 {
+            return None;
+        }
         for (&port, queues) in self.ports.iter_mut() {
             for q in queues.iter_mut().rev() {
                 if q.ready_at().is_some_and(|t| t <= now_us) {
                     let (item, enq_us, enq_qdepth) =
                         q.items.pop_front().expect("ready means non-empty");
+                    self.queued -= 1;
                     if let Some(rate) = q.rate_pps {
                         q.next_departure_us =
                             now_us.max(q.next_departure_us) + 1_000_000 / rate.max(1);

@@ -79,8 +79,6 @@ struct Checker<'a> {
     ret: Option<(Type, Slot)>,
     /// Whether a parser is being lowered (`packet_in` methods allowed).
     in_parser: bool,
-    /// Slot ranges of the current block's locals, zeroed on entry.
-    locals: Vec<(Slot, u32)>,
 }
 
 impl<'a> Checker<'a> {
@@ -111,7 +109,6 @@ impl<'a> Checker<'a> {
         let slot = self.next_slot;
         let size = self.types.size(ty);
         self.next_slot += size;
-        self.locals.push((slot, size));
         slot
     }
 
@@ -454,18 +451,12 @@ impl<'a> Checker<'a> {
     /// Lowers a control: its parameters are bound to `args` (slots of the architecture's values).
     fn control(&mut self, c: &'a ast::ControlDecl, args: &[(Type, Slot)]) -> Result<ir::Control> {
         self.block_scope(&c.name, &c.params, &c.ctor_params, args)?;
-        let saved_locals = std::mem::take(&mut self.locals);
-        let mut init = Vec::new();
+        // Locals are zeroed where they are declared (see `var_decl`).
+        let mut body = Vec::new();
         for local in &c.locals {
-            init.extend(self.local(local)?);
+            body.extend(self.local(local)?);
         }
-        let apply = self.block(&c.apply)?;
-        let mut body: Vec<ir::Stmt> = std::mem::replace(&mut self.locals, saved_locals)
-            .into_iter()
-            .map(|(start, len)| ir::Stmt::Zero { start, len })
-            .collect();
-        body.extend(init);
-        body.extend(apply);
+        body.extend(self.block(&c.apply)?);
         self.scopes.pop();
         self.prefix.clear();
         Ok(ir::Control {
@@ -632,14 +623,12 @@ impl<'a> Checker<'a> {
         let hdr_ty = self.param_type(parser, 1)?;
         let meta_ty = self.param_type(parser, 2)?;
         let std_ty = self.param_type(parser, 3)?;
-        self.locals.clear();
         let hdr = self.alloc(&hdr_ty);
         let meta = self.alloc(&meta_ty);
         let std = self.alloc(&std_ty);
         let std_meta = self.standard_metadata(&std_ty, std, parser.params[3].ty.span())?;
         let field_lists = self.field_lists(&meta_ty, meta);
         let user_meta = (meta, self.types.size(&meta_ty));
-        self.locals.clear();
         let packet = (Type::Var, 0);
         let full = [
             packet.clone(),

@@ -16,7 +16,6 @@ impl<'a> Checker<'a> {
     ) -> Result<ir::ParserIr> {
         self.block_scope(&p.name, &p.params, &p.ctor_params, args)?;
         self.in_parser = true;
-        let saved_locals = std::mem::take(&mut self.locals);
         let mut init = Vec::new();
         for local in &p.locals {
             init.extend(self.local(local)?);
@@ -63,19 +62,10 @@ impl<'a> Checker<'a> {
                 transition,
             });
         }
-        let zero = std::mem::replace(&mut self.locals, saved_locals);
-        let mut all_init: Vec<ir::Stmt> = zero
-            .into_iter()
-            .map(|(start, len)| ir::Stmt::Zero { start, len })
-            .collect();
-        all_init.extend(init);
         self.in_parser = false;
         self.scopes.pop();
         self.prefix.clear();
-        Ok(ir::ParserIr {
-            init: all_init,
-            states,
-        })
+        Ok(ir::ParserIr { init, states })
     }
 
     fn select(
