@@ -7,6 +7,12 @@ pub fn read_bits(data: &[u8], offset: usize, width: u16) -> u128 {
     let shift = offset % 8;
     let width = usize::from(width);
     let nbytes = (shift + width).div_ceil(8);
+    if shift + width <= 128 && start + 16 <= data.len() {
+        // One 16-byte load covers the field.
+        let word = u128::from_be_bytes(data[start..start + 16].try_into().expect("16 bytes"));
+        let v = word >> (128 - shift - width);
+        return if width == 128 { v } else { v & ((1u128 << width) - 1) };
+    }
     if nbytes <= 16 {
         // The covering bytes fit one u128: load them, then drop the bits on either side.
         let v = data[start..start + nbytes]
@@ -51,6 +57,12 @@ impl BitWriter {
 
     /// Appends the low `width` bits of `value`.
     pub fn write(&mut self, value: u128, width: u16) {
+        if self.bits.is_multiple_of(8) && width.is_multiple_of(8) {
+            let n = usize::from(width / 8);
+            self.bytes.extend_from_slice(&value.to_be_bytes()[16 - n..]);
+            self.bits += usize::from(width);
+            return;
+        }
         let mut remaining = usize::from(width);
         while remaining > 0 {
             let bit = self.bits % 8;
