@@ -11,7 +11,11 @@ pub fn read_bits(data: &[u8], offset: usize, width: u16) -> u128 {
         // One 16-byte load covers the field.
         let word = u128::from_be_bytes(data[start..start + 16].try_into().expect("16 bytes"));
         let v = word >> (128 - shift - width);
-        return if width == 128 { v } else { v & ((1u128 << width) - 1) };
+        return if width == 128 {
+            v
+        } else {
+            v & ((1u128 << width) - 1)
+        };
     }
     if nbytes <= 16 {
         // The covering bytes fit one u128: load them, then drop the bits on either side.

@@ -523,7 +523,11 @@ impl<'a> Exec<'a> {
             ExternCall::Random { dst, width, lo, hi } => {
                 let (l, h) = (self.eval(lo), self.eval(hi));
                 let r = u128::from(self.state.random());
-                let v = if h <= l { l } else { l + r % (h - l + 1) };
+                let v = match h.checked_sub(l).and_then(|span| span.checked_add(1)) {
+                    Some(n) if h > l => l + r % n,
+                    _ if h > l => l.wrapping_add(r),
+                    _ => l,
+                };
                 self.store(dst, v & mask(*width));
             }
             ExternCall::VerifyChecksum {

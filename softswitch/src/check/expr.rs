@@ -91,10 +91,19 @@ impl Checker<'_> {
             ExprKind::Unary(op, arg) => self.unary(*op, arg, e.span),
             ExprKind::Binary(op, a, b) => self.binary(*op, a, b, e.span),
             ExprKind::Cond(c, a, b) => {
-                let c = self.bool_expr(c)?;
+                let cond = self.scalar_any(c)?;
+                let cond_konst = cond.konst;
+                let c = self.coerce(cond, &Type::Bool, c.span)?;
                 let a_val = self.scalar_any(a)?;
                 let b_val = self.scalar_any(b)?;
                 let (x, y, ty) = self.unify(a_val, b_val, e.span, "?:")?;
+                if let Some(k) = cond_konst {
+                    let chosen = if k != 0 { x } else { y };
+                    return Ok(Val::Scalar { expr: chosen.expr, ty, konst: chosen.konst });
+                }
+                if ty == Type::Int {
+                    return fail(e.span, "the branches of ?: need a width: cast one of them, e.g. (bit<8>) 1");
+                }
                 Ok(scalar(Expr::Cond(Box::new(c), Box::new(x.expr), Box::new(y.expr)), ty, None))
             }
             ExprKind::Cast(t, arg) => {

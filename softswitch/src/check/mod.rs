@@ -406,8 +406,17 @@ impl<'a> Checker<'a> {
         if let Some(t) = proto.type_params.first() {
             return fail(t.span, "generic functions are not supported yet");
         }
-        let ret_ty =
-            self.resolve_type(proto.ret.as_ref().expect("a function has a return type"))?;
+        let ret_ref = proto.ret.as_ref().expect("a function has a return type");
+        let ret_ty = self.resolve_type(ret_ref)?;
+        if matches!(
+            ret_ty,
+            Type::Int | Type::String | Type::MatchKind | Type::Var
+        ) {
+            return fail(
+                ret_ref.span(),
+                "a function must return a sized type or void",
+            );
+        }
         let ret = if ret_ty == Type::Void {
             None
         } else {
