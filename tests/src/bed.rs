@@ -20,17 +20,20 @@ pub fn privileged(test: &str) -> bool {
     false
 }
 
-/// The `lossless` binary under test: `$LOSSLESS_BIN`, else the one beside the test binary.
+/// The `lossless` binary under test: `$LOSSLESS_BIN`, else the one in the same profile
+/// directory as the running binary (`target/PROFILE/` for a bin, its `deps/` for a test).
 pub fn lossless_bin() -> PathBuf {
     if let Some(path) = std::env::var_os("LOSSLESS_BIN") {
         return PathBuf::from(path);
     }
-    let exe = std::env::current_exe().expect("test binary path");
-    // target/debug/deps/TEST → target/debug/lossless
-    exe.parent()
-        .and_then(|d| d.parent())
-        .expect("target dir")
-        .join("lossless")
+    let exe = std::env::current_exe().expect("running binary path");
+    let dir = exe.parent().expect("binary directory");
+    let profile_dir = if dir.ends_with("deps") {
+        dir.parent().expect("profile directory")
+    } else {
+        dir
+    };
+    profile_dir.join("lossless")
 }
 
 /// Two namespaces joined by a veth pair: `tx` sends, `rx` is where the programs attach.
