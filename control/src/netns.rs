@@ -26,14 +26,20 @@ pub fn unique_name(prefix: &str) -> String {
 
 /// Runs `ip` with `args`; fails with its stderr.
 pub fn ip(args: &[&str]) -> anyhow::Result<()> {
-    let output = Command::new("ip").args(args).output().context("running ip (iproute2)")?;
+    let output = Command::new("ip")
+        .args(args)
+        .output()
+        .context("running ip (iproute2)")?;
     check(&format!("ip {}", args.join(" ")), output).map(drop)
 }
 
 /// Fails unless `output` is a success, with the command's stderr in the message.
 pub fn check(what: &str, output: Output) -> anyhow::Result<Output> {
     if !output.status.success() {
-        bail!("{what} failed: {}", String::from_utf8_lossy(&output.stderr).trim());
+        bail!(
+            "{what} failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
     }
     Ok(output)
 }
@@ -74,13 +80,17 @@ impl Namespace {
     /// exec`) keeps the host's /sys and so /sys/fs/bpf visible.
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut command = Command::new("nsenter");
-        command.arg(format!("--net={}", self.path().display())).arg("--").arg(program);
+        command
+            .arg(format!("--net={}", self.path().display()))
+            .arg("--")
+            .arg(program);
         command
     }
 
     /// Runs `f` on a thread that has joined this namespace, and returns its result.
     pub fn run<R: Send, F: FnOnce() -> R + Send>(&self, f: F) -> anyhow::Result<R> {
-        let file = File::open(self.path()).with_context(|| format!("opening {}", self.path().display()))?;
+        let file = File::open(self.path())
+            .with_context(|| format!("opening {}", self.path().display()))?;
         std::thread::scope(|scope| {
             scope
                 .spawn(move || {
@@ -126,14 +136,35 @@ pub fn veth_pair(
 ) -> anyhow::Result<(Endpoint, Endpoint)> {
     let a_name = unique_name("va");
     let b_name = unique_name("vb");
-    ip(&["link", "add", &a_name, "netns", a.name(), "type", "veth", "peer", "name", &b_name, "netns", b.name()])?;
+    ip(&[
+        "link",
+        "add",
+        &a_name,
+        "netns",
+        a.name(),
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &b_name,
+        "netns",
+        b.name(),
+    ])?;
     let mut ends = Vec::new();
     for (ns, name, addr) in [(a, &a_name, a_ip), (b, &b_name, b_ip)] {
         ns.ip(&["addr", "add", &format!("{addr}/24"), "dev", name])?;
         ns.ip(&["link", "set", name, "up"])?;
-        let ethtool = ns.command("ethtool").args(["-K", name, "tx", "off", "gro", "on"]).output()?;
+        let ethtool = ns
+            .command("ethtool")
+            .args(["-K", name, "tx", "off", "gro", "on"])
+            .output()?;
         check(&format!("ethtool -K {name}"), ethtool)?;
-        ends.push(Endpoint { namespace: ns.name().to_owned(), ifname: name.clone(), mac: mac_of(ns, name)?, ipv4: addr });
+        ends.push(Endpoint {
+            namespace: ns.name().to_owned(),
+            ifname: name.clone(),
+            mac: mac_of(ns, name)?,
+            ipv4: addr,
+        });
     }
     let b_end = ends.pop().expect("two ends");
     let a_end = ends.pop().expect("two ends");
@@ -142,7 +173,9 @@ pub fn veth_pair(
 
 fn mac_of(ns: &Namespace, ifname: &str) -> anyhow::Result<[u8; 6]> {
     // `ip -br link`: "NAME STATE MAC FLAGS"; /sys/class/net shows the host's namespace only.
-    let output = Command::new("ip").args(["-n", ns.name(), "-br", "link", "show", "dev", ifname]).output()?;
+    let output = Command::new("ip")
+        .args(["-n", ns.name(), "-br", "link", "show", "dev", ifname])
+        .output()?;
     let text = String::from_utf8_lossy(&check("ip -br link", output)?.stdout).into_owned();
     let mac = text.split_whitespace().nth(2).unwrap_or_default();
     parse_mac(mac).with_context(|| format!("no MAC for {ifname} in '{}'", text.trim()))
@@ -155,5 +188,7 @@ pub fn parse_mac(text: &str) -> anyhow::Result<[u8; 6]> {
         .map(|h| u8::from_str_radix(h, 16))
         .collect::<Result<_, _>>()
         .with_context(|| format!("'{text}' is not a MAC address"))?;
-    bytes.try_into().map_err(|_| anyhow::anyhow!("'{text}' is not a MAC address"))
+    bytes
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("'{text}' is not a MAC address"))
 }
