@@ -1,6 +1,7 @@
 //! `lossless traffic send|recv`: the command line of the RoCEv2 traffic tool.
 
 use std::net::IpAddr;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
@@ -10,6 +11,7 @@ use super::counters::RecvSummary;
 use super::rate::FixedRate;
 use super::receiver::{Receiver, RecvConfig};
 use super::sender::{SendConfig, SendSummary, Sender};
+use super::stop::StopFlag;
 use crate::units::parse_rate_bps;
 use crate::wire::ethernet::Address;
 use crate::wire::ip::Ecn;
@@ -132,7 +134,32 @@ fn seconds(option: &str, secs: f64) -> anyhow::Result<Duration> {
         .with_context(|| format!("--{option} {secs} is not a number of seconds"))
 }
 
-/// Runs `lossless traffic send|recv`.
+/// The flag Ctrl-C sets: the running sender or receiver stops and reports.
+static INTERRUPT: OnceLock<StopFlag> = OnceLock::new();
+
+extern "C" fn on_interrupt(_signal: libc::c_int) {
+    if let Some(flag) = INTERRUPT.get() {
+        flag.stop();
+    }
+}
+
+/// Makes SIGINT and SIGTERM set `flag` instead of ending the process.
+fn stop_on_interrupt(flag: StopFlag) -> anyhow::Result<()> {
+    if INTERRUPT.set(flag).is_err() {
+        bail!("a traffic command already runs in this process");
+    }
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only does an atomic load and store.
+        if unsafe { libc::signal(signal, on_interrupt as *const () as libc::sighandler_t) }
+            == libc::SIG_ERR
+        {
+            return Err(std::io::Error::last_os_error()).context("installing the Ctrl-C handler");
+        }
+    }
+    Ok(())
+}
+
+/// Runs `lossless traffic send|recv`; Ctrl-C ends either early with its summary.
 pub fn run(cmd: TrafficCommand) -> anyhow::Result<()> {
     match cmd {
         TrafficCommand::Send(args) => send(args),
@@ -161,6 +188,7 @@ fn send(args: SendArgs) -> anyhow::Result<()> {
     };
     let mut sender =
         Sender::open(config).with_context(|| format!("preparing to send on {}", args.iface))?;
+    stop_on_interrupt(sender.stop_flag())?;
     let mut rates = FixedRate::split(args.rate, sender.frames().len());
     let summary = sender
         .run(&mut rates)

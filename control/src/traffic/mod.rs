@@ -16,6 +16,7 @@ pub mod packet_socket;
 pub mod rate;
 pub mod receiver;
 pub mod sender;
+pub mod stop;
 
 pub use cli::{run, TrafficCommand};
 pub use counters::{QpSummary, RecvSummary};
@@ -23,3 +24,7 @@ pub use error::TrafficError;
 pub use rate::{FixedRate, RateController};
 pub use receiver::{Receiver, RecvConfig};
 pub use sender::{SendConfig, SendSummary, Sender};
+pub use stop::StopFlag;
+
+#[cfg(test)]
+mod loopback;

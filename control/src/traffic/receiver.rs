@@ -8,6 +8,7 @@ use super::counters::{FlowKey, RecvCounters, RecvSummary};
 use super::error::{Result, TrafficError};
 use super::interface::Interface;
 use super::packet_socket::PacketSocket;
+use super::stop::StopFlag;
 use crate::wire::roce::RoceFrame;
 use crate::wire::Error as WireError;
 
@@ -39,6 +40,7 @@ pub struct RecvConfig {
 pub struct Receiver {
     config: RecvConfig,
     socket: PacketSocket,
+    stop: StopFlag,
 }
 
 impl Receiver {
@@ -56,10 +58,19 @@ impl Receiver {
                 "set the receive buffer on {}",
                 iface.name
             )))?;
-        Ok(Receiver { config, socket })
+        Ok(Receiver {
+            config,
+            socket,
+            stop: StopFlag::new(),
+        })
     }
 
-    /// Counts frames until a stop condition holds; returns the summary.
+    /// A flag that makes [`Receiver::run`] finish early, from another thread.
+    pub fn stop_flag(&self) -> StopFlag {
+        self.stop.clone()
+    }
+
+    /// Counts frames until a stop condition holds or a stop is asked for; returns the summary.
     pub fn run(&mut self) -> Result<RecvSummary> {
         let mut counters = RecvCounters::default();
         let mut buffer = vec![0u8; MAX_FRAME];
@@ -84,7 +95,7 @@ impl Receiver {
                 }
                 wait = wait.min(left);
             }
-            if counters.packets() >= count {
+            if counters.packets() >= count || self.stop.is_stopped() {
                 break;
             }
             if !self.socket.wait_readable(wait).map_err(recv_error)? {

@@ -14,6 +14,7 @@ use super::neighbour;
 use super::pacing::{wire_bits, Schedule};
 use super::packet_socket::PacketSocket;
 use super::rate::RateController;
+use super::stop::StopFlag;
 use crate::wire::bth::{self, Opcode, MASK_24};
 use crate::wire::ethernet::{Address, Vlan};
 use crate::wire::ip::Ecn;
@@ -23,11 +24,15 @@ use crate::wire::vlan;
 /// Most frames handed to the kernel in one `sendmmsg`.
 const BATCH: usize = 32;
 
-/// How far a late QP may catch up with a burst (50 us, in picoseconds).
-const MAX_BURST_PS: u64 = 50_000_000;
+/// How far a late QP (its thread was descheduled) may catch up with a burst
+/// (500 us, in picoseconds); time lost beyond that is not made up.
+const MAX_BURST_PS: u64 = 500_000_000;
 
 /// Farther than this from the next departure, the sender sleeps (until `SPIN_WINDOW` before it).
 const SLEEP_ABOVE: Duration = Duration::from_micros(200);
+
+/// Longest single sleep, so a stop request is seen soon.
+const MAX_SLEEP: Duration = Duration::from_millis(10);
 
 /// Closer than this to the next departure, the sender spins instead of yielding.
 const SPIN_WINDOW: Duration = Duration::from_micros(100);
@@ -206,6 +211,7 @@ pub struct Sender {
     config: SendConfig,
     socket: PacketSocket,
     frames: Vec<RoceFrame>,
+    stop: StopFlag,
 }
 
 impl Sender {
@@ -236,7 +242,13 @@ impl Sender {
             config,
             socket,
             frames,
+            stop: StopFlag::new(),
         })
+    }
+
+    /// A flag that makes [`Sender::run`] finish early, from another thread.
+    pub fn stop_flag(&self) -> StopFlag {
+        self.stop.clone()
     }
 
     /// The frame each QP sends (with PSN 0).
@@ -244,7 +256,7 @@ impl Sender {
         &self.frames
     }
 
-    /// Sends until the count or the duration is reached, each QP at the rate
+    /// Sends until the count or the duration is reached or a stop is asked for, each QP at the rate
     /// its controller gives (`rates[i]` drives QP i); returns what was sent.
     pub fn run<R: RateController>(&mut self, rates: &mut [R]) -> Result<SendSummary> {
         if rates.len() != self.frames.len() {
@@ -269,7 +281,7 @@ impl Sender {
         let mut sent_per_qp = vec![0u64; self.frames.len()];
         let (mut sent, mut retries) = (0u64, 0u64);
         let start = Instant::now();
-        'run: while sent < count {
+        'run: while sent < count && !self.stop.is_stopped() {
             let now = duration_ps(start.elapsed());
             let mut batch = 0;
             while batch < BATCH && sent + (batch as u64) < count {
@@ -375,7 +387,7 @@ fn wait_until(start: Instant, due_ps: u64) {
     let due = Duration::from_nanos(due_ps / 1000);
     let remaining = due.saturating_sub(start.elapsed());
     if remaining > SLEEP_ABOVE {
-        std::thread::sleep(remaining - SPIN_WINDOW);
+        std::thread::sleep((remaining - SPIN_WINDOW).min(MAX_SLEEP));
     } else if remaining > SPIN_WINDOW / 4 {
         std::thread::yield_now();
     } else {
