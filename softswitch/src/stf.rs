@@ -12,7 +12,7 @@ use crate::diagnostic::{fail, Diagnostic, Result};
 use crate::ir::{mask, ActionCall, Entry, FieldMatch, MatchKind};
 use crate::source::{SourceMap, Span};
 use crate::switch::{find_by_name, Output, Switch};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
 /// The outcome of an STF run.
@@ -36,7 +36,7 @@ impl Report {
 /// An expected packet: nibbles (`None` is `*`), whether the length must be exact, and where.
 #[derive(Debug)]
 struct Expect {
-    nibbles: Option<Vec<Option<u8>>>,
+    nibbles: Vec<Option<u8>>,
     exact: bool,
     span: Span,
 }
@@ -57,6 +57,8 @@ pub fn run(map: &SourceMap, file: u32, switch: &mut Switch) -> Result<Report> {
         expects: HashMap::new(),
         ids: HashMap::new(),
         report: Report::default(),
+        ports: HashMap::new(),
+        any_ports: HashSet::new(),
         mark: 0,
         outputs: Vec::new(),
     };
@@ -115,6 +117,11 @@ struct Runner<'a> {
     expects: HashMap<u16, Vec<Expect>>,
     ids: HashMap<String, (usize, usize)>,
     report: Report,
+    /// Ports named by `packet` or `expect` lines (the interfaces p4c's runner would open), with
+    /// where each was first named.
+    ports: HashMap<u16, Span>,
+    /// Ports given as `expect PORT` with no data: anything may leave them.
+    any_ports: HashSet<u16>,
     /// How many outputs there were before the last `packet` command.
     mark: usize,
     outputs: Vec<Output>,
@@ -173,6 +180,7 @@ impl Runner<'_> {
             "packet" => {
                 need(2)?;
                 let port = self.port(&args[0])?;
+                self.ports.entry(port).or_insert(args[0].span);
                 let nibbles = hex_nibbles(&args[1..], false)?;
                 if nibbles.len() % 2 != 0 {
                     return fail(
@@ -200,11 +208,13 @@ impl Runner<'_> {
                         last.text = stripped;
                     }
                 }
-                let nibbles = if data.is_empty() {
-                    None
-                } else {
-                    Some(hex_nibbles(&data, true)?)
-                };
+                self.ports.entry(port).or_insert(args[0].span);
+                if data.is_empty() && !exact {
+                    // `expect PORT` alone: any number of packets may leave that port.
+                    self.any_ports.insert(port);
+                    return Ok(());
+                }
+                let nibbles = hex_nibbles(&data, true)?;
                 let span = cmd.span.to(args[args.len() - 1].span);
                 self.expects.entry(port).or_default().push(Expect {
                     nibbles,
@@ -444,9 +454,7 @@ impl Runner<'_> {
             let Some((name, value)) = k.text.rsplit_once(':') else {
                 return fail(k.span, format!("expected key:value, found '{}'", k.text));
             };
-            let name = name
-                .replace("$valid$", "isValid()")
-                .replace("$valid", "isValid()");
+            let name = stf_key_name(name);
             let names = prog_keys.iter().map(|k| k.name.as_str());
             let i = find_by_name(names.clone(), &name)
                 .or_else(|| names.clone().position(|n| name.ends_with(&format!(".{n}"))))
@@ -471,9 +479,10 @@ impl Runner<'_> {
         for (m, key) in matches.into_iter().zip(&prog_keys) {
             match (m, key.kind) {
                 (Some(m), _) => full.push(m),
-                (None, MatchKind::Exact) => {
-                    return fail(cmd.span, format!("missing exact key '{}'", key.name))
-                }
+                (None, MatchKind::Exact) => full.push(FieldMatch::Masked {
+                    value: 0,
+                    mask: mask(key.width),
+                }),
                 (None, MatchKind::Range) => full.push(FieldMatch::Range {
                     lo: 0,
                     hi: mask(key.width),
@@ -481,10 +490,10 @@ impl Runner<'_> {
                 (None, _) => full.push(FieldMatch::Masked { value: 0, mask: 0 }),
             }
         }
-        // BMv2: a smaller priority number wins; the switch's entries let the larger win.
+        // In STF files the larger priority wins (p4c's runner hands BMv2 10000 - priority).
         let entry = Entry {
             matches: full,
-            priority: -priority.unwrap_or(0),
+            priority: priority.unwrap_or(0),
             action: call,
         };
         let handle = self
@@ -596,17 +605,22 @@ impl Runner<'_> {
         self.outputs.extend(out);
     }
 
-    /// Compares outputs with expectations, port by port in order.
+    /// Compares outputs with expectations, port by port in order, as p4c's runner does: every
+    /// port named in the test must emit exactly the packets expected on it (none if none), except
+    /// ports given as `expect PORT` alone; ports never named are not looked at.
     fn finish(&mut self) {
         let mut by_port: HashMap<u16, Vec<&Output>> = HashMap::new();
         for o in &self.outputs {
             by_port.entry(o.port).or_default().push(o);
         }
         let mut failures = Vec::new();
-        let mut ports: Vec<&u16> = self.expects.keys().collect();
-        ports.sort();
-        for port in ports {
-            let expects = &self.expects[port];
+        let mut ports: Vec<(&u16, &Span)> = self.ports.iter().collect();
+        ports.sort_by_key(|(p, _)| **p);
+        for (port, named_at) in ports {
+            if self.any_ports.contains(port) {
+                continue;
+            }
+            let expects = self.expects.get(port).map_or(&[][..], Vec::as_slice);
             let got = by_port.get(port).cloned().unwrap_or_default();
             for (i, e) in expects.iter().enumerate() {
                 match got.get(i) {
@@ -624,17 +638,11 @@ impl Runner<'_> {
                     }
                 }
             }
+            let at = expects.last().map_or(*named_at, |e| e.span);
             for extra in got.iter().skip(expects.len()) {
-                let last = expects
-                    .last()
-                    .expect("ports with expectations have one")
-                    .span;
                 failures.push((
-                    last,
-                    format!(
-                        "unexpected extra packet on port {port}: {}",
-                        hex(&extra.data)
-                    ),
+                    at,
+                    format!("unexpected packet on port {port}: {}", hex(&extra.data)),
                 ));
             }
         }
@@ -644,14 +652,17 @@ impl Runner<'_> {
     }
 }
 
-/// A lpm (`v/len`), ternary (`0x1*`, `v&&&m`), range (`lo..hi`, `lo->hi`) or exact value.
+/// Reads a key value as p4c's STF runner does: `v/len` (lpm), `v&&&m`, `lo..hi` or `lo->hi`;
+/// a hex, binary or octal value on a ternary or lpm key covers only the digits written (`*`
+/// digits are wildcards), so `0x0a**` is `0x0a00&&&0xff00` and, on an lpm key, `0x0a00/8`.
 fn key_match(text: &str, width: u16, kind: MatchKind) -> Option<FieldMatch> {
     let full = mask(width);
     if let Some((v, len)) = text.split_once('/') {
         let len: u16 = len.parse().ok()?;
+        let m = crate::table::prefix_mask(width, len);
         return Some(FieldMatch::Masked {
-            value: parse_number(v)?,
-            mask: crate::table::prefix_mask(width, len),
+            value: parse_number(v)? & m,
+            mask: m,
         });
     }
     if let Some((v, m)) = text.split_once("&&&") {
@@ -667,33 +678,71 @@ fn key_match(text: &str, width: u16, kind: MatchKind) -> Option<FieldMatch> {
             hi: parse_number(hi)?,
         });
     }
-    if text.contains('*') {
-        let digits = text
-            .strip_prefix("0x")
-            .or_else(|| text.strip_prefix("0X"))?;
-        let (mut value, mut m) = (0u128, 0u128);
-        for c in digits.chars().filter(|&c| c != '_') {
-            let (v, mk) = if c == '*' {
-                (0, 0)
-            } else {
-                (c.to_digit(16)? as u128, 0xf)
-            };
-            value = (value << 4) | v;
-            m = (m << 4) | mk;
-        }
-        return Some(FieldMatch::Masked {
-            value: value & full,
-            mask: m & full,
+    let radix_bits = match text.get(..2) {
+        Some("0x" | "0X") => 4,
+        Some("0b" | "0B") => 1,
+        Some("0o" | "0O") => 3,
+        _ => 0,
+    };
+    if radix_bits == 0 || !matches!(kind, MatchKind::Ternary | MatchKind::Lpm) {
+        let v = parse_number(text)? & full;
+        return Some(match kind {
+            MatchKind::Range => FieldMatch::Range { lo: v, hi: v },
+            _ => FieldMatch::Masked {
+                value: v,
+                mask: full,
+            },
         });
     }
-    let v = parse_number(text)? & full;
-    Some(match kind {
-        MatchKind::Range => FieldMatch::Range { lo: v, hi: v },
-        _ => FieldMatch::Masked {
-            value: v,
-            mask: full,
-        },
+    let (mut value, mut m, mut written) = (0u128, 0u128, 0u32);
+    let digit_mask = (1u128 << radix_bits) - 1;
+    for c in text[2..].chars().filter(|&c| c != '_') {
+        let (v, mk) = if c == '*' {
+            (0, 0)
+        } else {
+            (u128::from(c.to_digit(1 << radix_bits)?), digit_mask)
+        };
+        value = value.checked_shl(radix_bits)? | v;
+        m = (m << radix_bits) | mk;
+        written += u32::from(c != '*');
+    }
+    if kind == MatchKind::Lpm {
+        let len = (written * radix_bits) as u16;
+        let pm = crate::table::prefix_mask(width, len);
+        return Some(FieldMatch::Masked {
+            value: value & pm,
+            mask: pm,
+        });
+    }
+    Some(FieldMatch::Masked {
+        value: value & m & full,
+        mask: m & full,
     })
+}
+
+/// A key name as p4c's STF writes it, in softswitch's form: `extra$0.h` is `extra[0].h`,
+/// `$valid$` and a trailing `.valid` are `isValid()`.
+fn stf_key_name(name: &str) -> String {
+    let mut out = String::new();
+    let mut chars = name.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '$' && chars.peek().is_some_and(char::is_ascii_digit) {
+            out.push('[');
+            while let Some(d) = chars.next_if(char::is_ascii_digit) {
+                out.push(d);
+            }
+            out.push(']');
+        } else {
+            out.push(c);
+        }
+    }
+    let out = out
+        .replace("$valid$", "isValid()")
+        .replace("$valid", "isValid()");
+    match out.strip_suffix(".valid") {
+        Some(base) => format!("{base}.isValid()"),
+        None => out,
+    }
 }
 
 fn hex(data: &[u8]) -> String {
@@ -702,7 +751,7 @@ fn hex(data: &[u8]) -> String {
 
 /// `None` if `data` matches `e`, else a two-line diff with a caret under each wrong nibble.
 fn compare(e: &Expect, data: &[u8]) -> Option<String> {
-    let want = e.nibbles.as_ref()?;
+    let want = &e.nibbles;
     let got: Vec<u8> = data.iter().flat_map(|b| [b >> 4, b & 0xf]).collect();
     let length_bad = got.len() < want.len() || (e.exact && got.len() != want.len());
     let mut marks = String::new();
@@ -749,41 +798,41 @@ mod tests {
 
     #[test]
     fn key_values_in_every_form() {
+        let masked = |value, mask| Some(FieldMatch::Masked { value, mask });
         assert_eq!(
             key_match("0x0a000000/8", 32, MatchKind::Lpm),
-            Some(FieldMatch::Masked {
-                value: 0x0a00_0000,
-                mask: 0xff00_0000
-            })
+            masked(0x0a00_0000, 0xff00_0000)
         );
         assert_eq!(
-            key_match("0x1*", 8, MatchKind::Ternary),
-            Some(FieldMatch::Masked {
-                value: 0x10,
-                mask: 0xf0
-            })
+            key_match("0x0a00****", 32, MatchKind::Lpm),
+            masked(0x0a00_0000, 0xffff_0000)
         );
+        assert_eq!(key_match("0x1*", 8, MatchKind::Ternary), masked(0x10, 0xf0));
+        // Only the digits written are matched: p4c's runner builds the mask from them.
         assert_eq!(
-            key_match("5&&&0x4", 8, MatchKind::Ternary),
-            Some(FieldMatch::Masked { value: 4, mask: 4 })
+            key_match("0x0101", 32, MatchKind::Ternary),
+            masked(0x0101, 0xffff)
         );
+        assert_eq!(key_match("5&&&0x4", 8, MatchKind::Ternary), masked(4, 4));
         assert_eq!(
             key_match("1..9", 8, MatchKind::Range),
             Some(FieldMatch::Range { lo: 1, hi: 9 })
         );
-        assert_eq!(
-            key_match("300", 8, MatchKind::Exact),
-            Some(FieldMatch::Masked {
-                value: 44,
-                mask: 0xff
-            })
-        );
+        assert_eq!(key_match("300", 8, MatchKind::Exact), masked(44, 0xff));
+        assert_eq!(key_match("0x1g", 8, MatchKind::Ternary), None);
+    }
+
+    #[test]
+    fn stf_key_names_become_expressions() {
+        assert_eq!(stf_key_name("extra$0.h"), "extra[0].h");
+        assert_eq!(stf_key_name("hdr.h.$valid$"), "hdr.h.isValid()");
+        assert_eq!(stf_key_name("h.valid"), "h.isValid()");
     }
 
     #[test]
     fn compare_wildcards_and_exact_length() {
         let e = |s: &str, exact| Expect {
-            nibbles: Some(s.chars().map(|c| c.to_digit(16).map(|d| d as u8)).collect()),
+            nibbles: s.chars().map(|c| c.to_digit(16).map(|d| d as u8)).collect(),
             exact,
             span: Span::default(),
         };
