@@ -4,8 +4,8 @@
 use crate::bits::{read_bits, BitWriter};
 use crate::hash::{self, Algorithm};
 use crate::ir::{
-    self, mask, sign_extend, EmitItem, Expr, ExternCall, HeaderRef, Place, Program, Stmt, Target,
-    Transition,
+    self, mask, sign_extend, ActionCall, EmitItem, Expr, ExternCall, HeaderRef, Place, Program,
+    Stmt, Target, Transition,
 };
 use crate::meter::Color;
 use crate::ops;
@@ -233,32 +233,30 @@ impl<'a> Exec<'a> {
         }
         let hit = self.state.tables[t].lookup(&keys);
         self.keys = keys;
-        let state = &mut self.state.tables[t];
-        let call = match hit {
-            Some(h) => {
-                if table.direct_counter.is_some() {
-                    let bytes = self.slots[self.prog.std_meta.packet_length as usize] as u64;
-                    state.count_hit(h, bytes);
-                }
-                self.last_hit = Some((t, h));
-                &state
-                    .entry(h)
-                    .expect("lookup returns installed entries")
-                    .entry
-                    .action
-            }
-            None => {
-                self.last_hit = None;
-                &state.default_action
-            }
-        };
-        let action = call.action;
+        self.last_hit = hit.map(|h| (t, h));
+        if let (Some(h), Some(_)) = (hit, table.direct_counter) {
+            let bytes = self.slots[self.prog.std_meta.packet_length as usize] as u64;
+            self.state.tables[t].count_hit(h, bytes);
+        }
+        let action = action_call(self.state, t, hit).action;
         let body = &self.prog.bodies[self.prog.actions[action].body];
+        let binding = table
+            .bindings
+            .iter()
+            .find(|(a, _)| *a == action)
+            .map(|(_, b)| b);
+        if let Some(b) = binding {
+            self.run(&b.copy_in);
+        }
+        let call = action_call(self.state, t, hit);
         for (p, v) in body.params.iter().filter(|p| p.action_data).zip(&call.args) {
             self.slots[p.slot as usize] = *v;
         }
         if self.run(&body.stmts) == Flow::Exit {
             self.abort = Some(Flow::Exit);
+        }
+        if let Some(b) = binding {
+            self.run(&b.copy_out);
         }
         (hit.is_some(), action)
     }
@@ -684,5 +682,14 @@ impl<'a> Exec<'a> {
             }
             self.slots[s] = self.slots[s].saturating_sub(k as u128);
         }
+    }
+}
+
+/// The action of entry `hit` of table `t`, or its default action on a miss.
+fn action_call(state: &State, t: usize, hit: Option<usize>) -> &ActionCall {
+    let table = &state.tables[t];
+    match hit.and_then(|h| table.entry(h)) {
+        Some(installed) => &installed.entry.action,
+        None => &table.default_action,
     }
 }

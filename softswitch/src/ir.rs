@@ -361,6 +361,15 @@ pub struct Entry {
     pub action: ActionCall,
 }
 
+/// The directional arguments a table binds to one of its actions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ActionBinding {
+    /// Run before the action (copy-in).
+    pub copy_in: Vec<Stmt>,
+    /// Run after it (copy-out).
+    pub copy_out: Vec<Stmt>,
+}
+
 /// A table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Table {
@@ -370,6 +379,8 @@ pub struct Table {
     pub keys: Vec<Key>,
     /// Allowed actions.
     pub actions: Vec<usize>,
+    /// Directional arguments bound in the actions list, by action.
+    pub bindings: Vec<(usize, ActionBinding)>,
     /// The default action.
     pub default_action: ActionCall,
     /// Whether the default action is `const`.

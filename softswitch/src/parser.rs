@@ -711,6 +711,10 @@ impl Parser {
     fn table(&mut self, annotations: Vec<Annotation>) -> Result<Decl> {
         self.bump();
         let name = self.ident()?;
+        // The old `table t() { ... }` form.
+        if self.is("(") && self.peek_at(1).tok == Tok::Punct(")") {
+            self.pos += 2;
+        }
         self.expect("{")?;
         let mut props = Vec::new();
         while !self.eat("}") {

@@ -371,6 +371,7 @@ mod tests {
             name: "t".into(),
             keys,
             actions: vec![0],
+            bindings: vec![],
             default_action: ActionCall {
                 action: 0,
                 args: vec![],

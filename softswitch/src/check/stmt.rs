@@ -2,7 +2,7 @@
 //! `action_run`), `exit`, `return`, and calls of actions, functions, tables, header methods.
 
 use super::expr::{to_place, val_type, Val};
-use super::{Checker, Sym};
+use super::{CallParam, Checker, Sym};
 use crate::ast::{self, Direction, ExprKind, Stmt as AstStmt, SwitchLabel};
 use crate::diagnostic::{fail, Result};
 use crate::ir::{Expr, ExternCall, Invoke, Place, Stmt};
@@ -418,18 +418,26 @@ impl<'a> Checker<'a> {
     /// Binds arguments to an action's or function's parameters (copy-in, copy-out).
     pub(super) fn invoke(&mut self, idx: usize, args: &[ast::Arg], span: Span) -> Result<Invoke> {
         let callable = self.callables[idx].clone();
-        let args = order_args(
-            &callable
-                .params
-                .iter()
-                .map(|p| p.name.as_str())
-                .collect::<Vec<_>>(),
-            args,
-            span,
-        )?;
+        let names: Vec<&str> = callable.params.iter().map(|p| p.name.as_str()).collect();
+        let args = order_args(&names, args, span)?;
+        let (copy_in, copy_out) = self.bind(&callable.params, &args)?;
+        Ok(Invoke {
+            copy_in,
+            body: callable.body,
+            copy_out,
+            ret: callable.ret.map(|(_, s)| s),
+        })
+    }
+
+    /// Copy-in and copy-out statements binding `args` to the first `args.len()` of `params`.
+    pub(super) fn bind(
+        &mut self,
+        params: &[CallParam],
+        args: &[&ast::Arg],
+    ) -> Result<(Vec<Stmt>, Vec<Stmt>)> {
         let mut copy_in = Vec::new();
         let mut copy_out = Vec::new();
-        for (p, arg) in callable.params.iter().zip(args) {
+        for (p, arg) in params.iter().zip(args) {
             let param_val = self.storage(p.slot, p.ty.clone());
             if matches!(p.direction, Direction::Out) {
                 copy_in.push(Stmt::Zero {
@@ -439,20 +447,14 @@ impl<'a> Checker<'a> {
             } else {
                 copy_in.extend(self.assign_to(param_val, &arg.value)?);
             }
-            if matches!(p.direction, Direction::Out | Direction::InOut) {
-                if matches!(arg.value.kind, ExprKind::DontCare) {
-                    continue;
-                }
+            if matches!(p.direction, Direction::Out | Direction::InOut)
+                && !matches!(arg.value.kind, ExprKind::DontCare)
+            {
                 let dst = self.place(&arg.value)?;
                 copy_out.extend(self.copy_back(dst, p.slot, &p.ty, arg.value.span)?);
             }
         }
-        Ok(Invoke {
-            copy_in,
-            body: callable.body,
-            copy_out,
-            ret: callable.ret.map(|(_, s)| s),
-        })
+        Ok((copy_in, copy_out))
     }
 
     /// Statements copying a value stored at `src` (of type `ty`) into the l-value `dst`.

@@ -19,6 +19,7 @@ impl Checker<'_> {
         let mut size = 1024;
         let mut direct_counter = None;
         let mut direct_meter = None;
+        let mut bindings = Vec::new();
         for prop in &t.props {
             match prop {
                 TableProp::Key(elems) => {
@@ -28,13 +29,11 @@ impl Checker<'_> {
                 }
                 TableProp::Actions(refs) => {
                     for r in refs {
-                        if let Some(a) = r.args.first() {
-                            return Err(unsupported(
-                                a.value.span,
-                                "binding action arguments in the actions list",
-                            ));
+                        let action = self.action_index(&r.name)?;
+                        actions.push(action);
+                        if !r.args.is_empty() {
+                            bindings.push((action, self.action_binding(action, r)?));
                         }
-                        actions.push(self.action_index(&r.name)?);
                     }
                 }
                 TableProp::DefaultAction { action, is_const } => {
@@ -78,6 +77,7 @@ impl Checker<'_> {
             name,
             keys,
             actions,
+            bindings,
             default_action: default_action.0,
             const_default: default_action.1,
             const_entries: Vec::new(),
@@ -168,6 +168,35 @@ impl Checker<'_> {
         )
     }
 
+    /// The copy-in and copy-out of the directional arguments bound in the actions list
+    /// (`actions = { setbyte(hdr.data.b2); }`).
+    fn action_binding(&mut self, action: usize, r: &ast::ActionRef) -> Result<ir::ActionBinding> {
+        let callable = self
+            .callables
+            .iter()
+            .find(|c| c.action == Some(action))
+            .expect("an action is callable")
+            .clone();
+        let directional = callable
+            .params
+            .iter()
+            .take_while(|p| p.direction != ast::Direction::None)
+            .count();
+        if r.args.len() != directional {
+            return fail(
+                r.span,
+                format!(
+                    "'{}' has {directional} directional parameters, {} bound",
+                    r.name.name,
+                    r.args.len()
+                ),
+            );
+        }
+        let args: Vec<&ast::Arg> = r.args.iter().collect();
+        let (copy_in, copy_out) = self.bind(&callable.params, &args)?;
+        Ok(ir::ActionBinding { copy_in, copy_out })
+    }
+
     /// An action with constant action-data arguments (default action, constant entries).
     fn action_call(&mut self, r: &ast::ActionRef, allowed: &[usize]) -> Result<ActionCall> {
         let action = self.action_index(&r.name)?;
@@ -177,30 +206,30 @@ impl Checker<'_> {
                 format!("action '{}' is not in the table's actions", r.name.name),
             );
         }
-        let body = self.actions[action].body;
-        let params: Vec<(String, u16, bool)> = self.bodies[body]
+        let callable = self
+            .callables
+            .iter()
+            .find(|c| c.action == Some(action))
+            .expect("an action is callable")
+            .clone();
+        // Directional arguments are the table's binding (or written again here); skip them.
+        let directional = callable
             .params
             .iter()
-            .map(|p| (p.name.clone(), p.width, p.action_data))
-            .collect();
-        if params.iter().any(|p| !p.2) {
-            return Err(unsupported(
-                r.name.span,
-                "a table action with directional parameters",
-            ));
-        }
-        let names: Vec<&str> = params.iter().map(|p| p.0.as_str()).collect();
-        let args = super::stmt::order_args(&names, &r.args, r.span)?;
+            .take_while(|p| p.direction != ast::Direction::None)
+            .count();
+        let data = &callable.params[directional..];
+        let given = if r.args.len() == callable.params.len() {
+            &r.args[directional..]
+        } else {
+            &r.args[..]
+        };
+        let names: Vec<&str> = data.iter().map(|p| p.name.as_str()).collect();
+        let args = super::stmt::order_args(&names, given, r.span)?;
         let mut values = Vec::new();
-        for (arg, (_, width, _)) in args.iter().zip(&params) {
-            let callable = self
-                .callables
-                .iter()
-                .find(|c| c.action == Some(action))
-                .expect("an action is callable");
-            let ty = callable.params[values.len()].ty.clone();
-            let v = self.const_value(&arg.value, &ty)?;
-            values.push(v & mask(*width));
+        for (arg, p) in args.iter().zip(data) {
+            let v = self.const_value(&arg.value, &p.ty)?;
+            values.push(v & mask(self.types.scalar_width(&p.ty).unwrap_or(128)));
         }
         Ok(ActionCall {
             action,
