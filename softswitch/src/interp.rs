@@ -332,13 +332,12 @@ impl<'a> Exec<'a> {
                 }
                 inv.ret.map_or(0, |r| self.slots[r as usize])
             }
-            Expr::Lookahead { width } => {
-                let w = usize::from(*width);
-                if self.cursor + w > self.data.len() * 8 {
+            Expr::Lookahead { offset, width, need } => {
+                if self.cursor + *need as usize > self.data.len() * 8 {
                     self.abort = Some(Flow::Reject(self.error_code("PacketTooShort")));
                     0
                 } else {
-                    read_bits(self.data, self.cursor, *width)
+                    read_bits(self.data, self.cursor + *offset as usize, *width)
                 }
             }
             Expr::PacketLength => self.data.len() as u128,

@@ -96,8 +96,9 @@ pub enum Expr {
     TableHit { table: usize, miss: bool },
     /// Calls a function and yields its return slot.
     Invoke(Box<Invoke>),
-    /// `packet.lookahead<bit<W>>()` in a parser.
-    Lookahead { width: u16 },
+    /// `width` bits at `offset` bits past the parser's cursor, which must have `need` bits after
+    /// it (`packet.lookahead<bit<W>>()`, or a field of `packet.lookahead<H>()`).
+    Lookahead { offset: u32, width: u16, need: u32 },
     /// `packet.length()` in a parser (bytes).
     PacketLength,
 }

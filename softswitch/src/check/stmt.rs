@@ -258,12 +258,12 @@ impl<'a> Checker<'a> {
                                 };
                                 match self.resolve_type(t)? {
                                     Type::Bits { width, signed } => scalar(
-                                        Expr::Lookahead { width },
+                                        Expr::Lookahead { offset: 0, width, need: u32::from(width) },
                                         Type::Bits { width, signed },
                                     ),
                                     _ => fail(
                                         t.span(),
-                                        "lookahead of headers and structs is not supported yet",
+                                        "lookahead of a header is only supported as lookahead<H>().field or h = lookahead<H>()",
                                     ),
                                 }
                             }

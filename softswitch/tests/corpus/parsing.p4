@@ -1,4 +1,5 @@
 /* Parsing: header stacks with next/last/lastIndex and pop_front, select on tuples with masks,
+ * lookahead of bits and of headers,
  * ranges and don't-cares, lookahead, advance, verify with a user error, parser errors as BMv2
  * reports them (the packet continues to ingress with standard_metadata.parser_error set),
  * verify_checksum, and tables with range, ternary and optional keys and const entries. */
@@ -34,7 +35,13 @@ header ipv4_t {
     bit<32> dst;
 }
 
+header vhl_t {
+    bit<4> version;
+    bit<4> ihl;
+}
+
 header info_t {
+    bit<8> ver;
     bit<8> tags;
     bit<8> perr;
     bit<8> cerr;
@@ -52,6 +59,7 @@ struct headers {
 
 struct meta_t {
     bit<8> la;
+    bit<8> ver;
 }
 
 parser MyParser(packet_in packet, out headers hdr, inout meta_t meta,
@@ -73,7 +81,12 @@ parser MyParser(packet_in packet, out headers hdr, inout meta_t meta,
             default: accept;
         }
     }
+    vhl_t vhl;
+
     state parse_ipv4 {
+        // A header read ahead whole, and a field of one read ahead.
+        vhl = packet.lookahead<vhl_t>();
+        meta.ver = vhl.version ++ packet.lookahead<vhl_t>().ihl;
         packet.extract(hdr.ipv4);
         verify(hdr.ipv4.version == 4, error.BadVersion);
         meta.la = packet.lookahead<bit<8>>();
@@ -135,6 +148,7 @@ control MyIngress(inout headers hdr, inout meta_t meta,
     apply {
         standard_metadata.egress_spec = 1;
         hdr.info.setValid();
+        hdr.info.ver = meta.ver;
         hdr.info.tags = (bit<8>) (hdr.tags.lastIndex + 1);
         if (standard_metadata.parser_error == error.NoError) {
             hdr.info.perr = 0;

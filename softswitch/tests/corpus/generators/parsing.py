@@ -18,31 +18,31 @@ def ipv4(ttl=64, proto=6, version=4, good=True):
 def tag(vid, type_):
     return ((0 << 12) | vid).to_bytes(2, "big") + type_.to_bytes(2, "big")
 
-def info(tags, perr, cerr, la, cls, opt):
-    return bytes([tags, perr, cerr, la, cls, opt])
+def info(tags, perr, cerr, la, cls, opt, ver=0):
+    return bytes([ver, tags, perr, cerr, la, cls, opt])
 
 payload = bytes([0xab, 0xcd])
 cases = [
     ("valid IPv4, TCP: class 3 (ttl 64 is outside 1..9 and 6 is not 0x1*)",
-     eth() + ipv4() + payload, eth() + info(0, 0, 0, 0xab, 3, 2) + ipv4() + payload),
+     eth() + ipv4() + payload, eth() + info(0, 0, 0, 0xab, 3, 2, 0x45) + ipv4() + payload),
     ("a wrong checksum sets checksum_error; source ending in 01 hits the optional entry",
-     eth(0x01) + ipv4(good=False) + payload, eth(0x01) + info(0, 0, 1, 0xab, 3, 1) + ipv4(good=False) + payload),
+     eth(0x01) + ipv4(good=False) + payload, eth(0x01) + info(0, 0, 1, 0xab, 3, 1, 0x45) + ipv4(good=False) + payload),
     ("ttl 5, UDP: the range entry wins (class 1)",
-     eth() + ipv4(ttl=5, proto=17) + payload, eth() + info(0, 0, 0, 0xab, 1, 2) + ipv4(ttl=5, proto=17) + payload),
+     eth() + ipv4(ttl=5, proto=17) + payload, eth() + info(0, 0, 0, 0xab, 1, 2, 0x45) + ipv4(ttl=5, proto=17) + payload),
     ("protocol 0x12 with ttl 50: the masked entry (class 2)",
-     eth() + ipv4(ttl=50, proto=0x12) + payload, eth() + info(0, 0, 0, 0xab, 2, 2) + ipv4(ttl=50, proto=0x12) + payload),
+     eth() + ipv4(ttl=50, proto=0x12) + payload, eth() + info(0, 0, 0, 0xab, 2, 2, 0x45) + ipv4(ttl=50, proto=0x12) + payload),
     ("two tags, the outer has vid 5 and is popped",
      eth(type_=0x8100) + tag(5, 0x8100) + tag(7, 0x0800) + ipv4() + payload,
-     eth(type_=0x8100) + info(2, 0, 0, 0xab, 3, 2) + tag(7, 0x0800) + ipv4() + payload),
+     eth(type_=0x8100) + info(2, 0, 0, 0xab, 3, 2, 0x45) + tag(7, 0x0800) + ipv4() + payload),
     ("four tags overflow the stack of 3: StackOutOfBounds, the fourth stays in the payload",
      eth(type_=0x8100) + tag(1, 0x8100) + tag(2, 0x8100) + tag(3, 0x8100) + tag(4, 0x0800) + payload,
      eth(type_=0x8100) + info(3, 3, 0, 0, 0, 2) + tag(1, 0x8100) + tag(2, 0x8100) + tag(3, 0x8100) + tag(4, 0x0800) + payload),
     ("a cut IPv4 header: PacketTooShort, the bytes stay in the payload",
-     eth() + ipv4()[:10], eth() + info(0, 1, 0, 0, 0, 2) + ipv4()[:10]),
+     eth() + ipv4()[:10], eth() + info(0, 1, 0, 0, 0, 2, 0x45) + ipv4()[:10]),
     ("version 6 fails verify: BadVersion; the header was extracted, so it stays valid",
-     eth() + ipv4(version=6) + payload, eth() + info(0, 2, 0, 0, 3, 2) + ipv4(version=6) + payload),
+     eth() + ipv4(version=6) + payload, eth() + info(0, 2, 0, 0, 3, 2, 0x65) + ipv4(version=6) + payload),
     ("ttl 0: an explicit reject leaves parser_error at NoError; (_, _) matches any ttl",
-     eth() + ipv4(ttl=0) + payload, eth() + info(0, 0, 0, 0xab, 3, 2) + ipv4(ttl=0) + payload),
+     eth() + ipv4(ttl=0) + payload, eth() + info(0, 0, 0, 0xab, 3, 2, 0x45) + ipv4(ttl=0) + payload),
     ("type 0x9abc: advance 2 bytes (they leave the packet: the payload starts at the cursor), look ahead",
      eth(type_=0x9abc) + bytes([1, 2, 3, 4]), eth(type_=0x9abc) + info(0, 0, 0, 3, 0, 2) + bytes([3, 4])),
 ]
