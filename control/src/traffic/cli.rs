@@ -97,6 +97,10 @@ pub struct SendArgs {
     /// ECN codepoint of the frames.
     #[arg(long, value_enum, default_value = "ect0")]
     pub ecn: EcnArg,
+    /// Lateness (microseconds) a QP makes up with a burst after the sender was
+    /// descheduled; beyond it, time is lost and the achieved rate drops.
+    #[arg(long, default_value_t = 1000)]
+    pub max_burst_us: u64,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -184,6 +188,7 @@ fn send(args: SendArgs) -> anyhow::Result<()> {
         dscp: args.dscp,
         pcp: args.pcp,
         ecn: args.ecn.into(),
+        max_burst: Duration::from_micros(args.max_burst_us),
         ..SendConfig::new(&args.iface, args.dst_ip)
     };
     let mut sender =
@@ -242,8 +247,8 @@ fn human_rate(bps: f64) -> String {
 /// The sender's summary as text.
 fn send_table(s: &SendSummary) -> String {
     let mut out = format!(
-        "sent {} frames of {} bytes ({} bytes) in {:.3} s on {}: {} on the wire, {:.0} frames/s, {} retries\n\
-         {} {} -> {} {}\n",
+        "sent {} frames of {} bytes ({} bytes) in {:.3} s on {}: {} on the wire, {:.0} frames/s\n\
+         {} {} -> {} {}; {} send retries, {} stalls (sender fell behind its schedule)\n",
         s.packets,
         s.frame_len,
         s.bytes,
@@ -251,11 +256,12 @@ fn send_table(s: &SendSummary) -> String {
         s.iface,
         human_rate(s.wire_rate_bps),
         s.pps,
-        s.retries,
         s.src_ip,
         s.src_mac,
         s.dst_ip,
-        s.dst_mac
+        s.dst_mac,
+        s.retries,
+        s.stalls
     );
     out += &format!(
         "{:>8} {:>6} {:>12} {:>9}\n",

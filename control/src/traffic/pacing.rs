@@ -49,11 +49,14 @@ impl Schedule {
     }
 
     /// Records that `qp` sent `bits` at `now_ps` at `rate_bps`: its next frame is
-    /// due one frame time after the previous departure.
-    pub fn advance(&mut self, qp: usize, bits: u64, rate_bps: u64, now_ps: u64) {
+    /// due one frame time after the previous departure. Returns whether the QP
+    /// was later than the burst allowance, so that time was given up.
+    pub fn advance(&mut self, qp: usize, bits: u64, rate_bps: u64, now_ps: u64) -> bool {
         let due = &mut self.next_ps[qp];
-        let base = (*due).max(now_ps.saturating_sub(self.max_burst_ps));
-        *due = base + transmit_ps(bits, rate_bps);
+        let earliest = now_ps.saturating_sub(self.max_burst_ps);
+        let stalled = *due < earliest;
+        *due = (*due).max(earliest) + transmit_ps(bits, rate_bps);
+        stalled
     }
 }
 
@@ -125,10 +128,10 @@ mod tests {
     fn lateness_catches_up_only_a_burst() {
         let mut schedule = Schedule::new(1, 5_000_000);
         // Sent 100 us late: the next frame is due 1 us after (now - 5 us).
-        schedule.advance(0, 1000, 1_000_000_000, 100_000_000);
+        assert!(schedule.advance(0, 1000, 1_000_000_000, 100_000_000));
         assert_eq!(schedule.next(), Some((0, 96_000_000)));
         // On time: no catch-up needed.
-        schedule.advance(0, 1000, 1_000_000_000, 96_000_000);
+        assert!(!schedule.advance(0, 1000, 1_000_000_000, 96_000_000));
         assert_eq!(schedule.next(), Some((0, 97_000_000)));
     }
 }

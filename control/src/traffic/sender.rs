@@ -24,17 +24,13 @@ use crate::wire::vlan;
 /// Most frames handed to the kernel in one `sendmmsg`.
 const BATCH: usize = 32;
 
-/// How far a late QP (its thread was descheduled) may catch up with a burst
-/// (500 us, in picoseconds); time lost beyond that is not made up.
-const MAX_BURST_PS: u64 = 500_000_000;
-
 /// Farther than this from the next departure, the sender sleeps (until `SPIN_WINDOW` before it).
 const SLEEP_ABOVE: Duration = Duration::from_micros(200);
 
 /// Longest single sleep, so a stop request is seen soon.
 const MAX_SLEEP: Duration = Duration::from_millis(10);
 
-/// Closer than this to the next departure, the sender spins instead of yielding.
+/// How long before a departure a sleeping sender wakes up to spin (covers sleep overshoot).
 const SPIN_WINDOW: Duration = Duration::from_micros(100);
 
 /// Send buffer requested for the socket.
@@ -73,11 +69,15 @@ pub struct SendConfig {
     pub opcode: Opcode,
     /// How long to wait for the destination's MAC to be resolved.
     pub resolve_timeout: Duration,
+    /// How much lateness a QP makes up with a burst when the sender fell behind
+    /// (its thread was descheduled); time lost beyond that is not made up, so
+    /// the achieved rate drops instead.
+    pub max_burst: Duration,
 }
 
 impl SendConfig {
     /// A configuration with defaults: 1024-byte frames, one QP (256), source
-    /// port 49152, DSCP 26, ECT(0), RC SEND Only, 10 s duration.
+    /// port 49152, DSCP 26, ECT(0), RC SEND Only, 10 s duration, 1 ms catch-up.
     pub fn new(iface: impl Into<String>, dst_ip: IpAddr) -> SendConfig {
         SendConfig {
             iface: iface.into(),
@@ -95,6 +95,7 @@ impl SendConfig {
             ecn: Ecn::Ect0,
             opcode: Opcode::RcSendOnly,
             resolve_timeout: Duration::from_secs(3),
+            max_burst: Duration::from_millis(1),
         }
     }
 
@@ -201,6 +202,9 @@ pub struct SendSummary {
     pub pps: f64,
     /// Times the kernel refused a batch for lack of buffer and it was sent again.
     pub retries: u64,
+    /// Times a QP fell behind its schedule by more than the burst allowance
+    /// (the sender lacked CPU): the achieved rate is below the configured one.
+    pub stalls: u64,
     /// One entry per QP.
     pub qps: Vec<SentQp>,
 }
@@ -276,10 +280,10 @@ impl Sender {
         let count = self.config.count.unwrap_or(u64::MAX);
         let end_ps = self.config.duration.map_or(u64::MAX, duration_ps);
         let mut buffers = vec![vec![0u8; frame_len]; BATCH];
-        let mut schedule = Schedule::new(self.frames.len(), MAX_BURST_PS);
+        let mut schedule = Schedule::new(self.frames.len(), duration_ps(self.config.max_burst));
         let mut psns = vec![0u32; self.frames.len()];
         let mut sent_per_qp = vec![0u64; self.frames.len()];
-        let (mut sent, mut retries) = (0u64, 0u64);
+        let (mut sent, mut retries, mut stalls) = (0u64, 0u64, 0u64);
         let start = Instant::now();
         'run: while sent < count && !self.stop.is_stopped() {
             let now = duration_ps(start.elapsed());
@@ -305,7 +309,7 @@ impl Sender {
                 frame.emit(&mut buffers[batch], |_| {})?;
                 psns[qp] = (psns[qp] + 1) & MASK_24;
                 sent_per_qp[qp] += 1;
-                schedule.advance(qp, bits, rates[qp].rate_bps(), now);
+                stalls += u64::from(schedule.advance(qp, bits, rates[qp].rate_bps(), now));
                 rates[qp].on_sent(Duration::from_nanos(now / 1000), bits);
                 batch += 1;
             }
@@ -333,6 +337,7 @@ impl Sender {
             wire_rate_bps: rate((sent * bits) as f64),
             pps: rate(sent as f64),
             retries,
+            stalls,
             qps: self
                 .frames
                 .iter()
@@ -382,16 +387,17 @@ fn duration_ps(d: Duration) -> u64 {
     u64::try_from(d.as_nanos() * 1000).unwrap_or(u64::MAX)
 }
 
-/// Waits until `due_ps` after `start`: sleeps while far from it, then yields, then spins.
+/// Waits until `due_ps` after `start`: sleeps while far from it, then spins
+/// (yielding would hand the core away for a whole time slice on a busy machine).
 fn wait_until(start: Instant, due_ps: u64) {
     let due = Duration::from_nanos(due_ps / 1000);
     let remaining = due.saturating_sub(start.elapsed());
     if remaining > SLEEP_ABOVE {
         std::thread::sleep((remaining - SPIN_WINDOW).min(MAX_SLEEP));
-    } else if remaining > SPIN_WINDOW / 4 {
-        std::thread::yield_now();
     } else {
-        std::hint::spin_loop();
+        while start.elapsed() < due {
+            std::hint::spin_loop();
+        }
     }
 }
 

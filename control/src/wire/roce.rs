@@ -191,10 +191,11 @@ impl RoceFrame {
             return Err(Error::Unsupported("not UDP"));
         }
         let datagram = udp::Packet::new_checked(&packet[udp_start..])?;
-        let udp_repr = udp::Repr::parse(&datagram, src_ip, dst_ip)?;
-        if udp_repr.dst_port != ROCEV2_PORT {
+        // The port first: other UDP traffic is "not RoCEv2", whatever its checksum.
+        if datagram.dst_port() != ROCEV2_PORT {
             return Err(Error::Unsupported("not UDP port 4791"));
         }
+        let udp_repr = udp::Repr::parse(&datagram, src_ip, dst_ip)?;
         let transport = bth::Packet::new_checked(datagram.payload())?;
         let payload_len = transport
             .payload()
@@ -378,6 +379,7 @@ mod tests {
         assert_eq!(RoceFrame::parse(&bytes).unwrap_err(), Error::Checksum);
         let mut bytes = hex(vectors::ROCE_V4);
         bytes[36..38].copy_from_slice(&4792u16.to_be_bytes());
+        bytes[40..42].copy_from_slice(&[0x12, 0x34]); // and a bad UDP checksum
         assert!(matches!(
             RoceFrame::parse(&bytes),
             Err(Error::Unsupported(_))
