@@ -227,14 +227,7 @@ fn set_changes_behaviour_without_reattach() {
         "after set, every frame is above Kmax"
     );
 
-    let status = Link::lossless(&link.rx_ns, &["host", "status", "--json"]).unwrap();
-    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
-    let ours = status
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["interface"] == link.rx.ifname.as_str())
-        .unwrap();
+    let ours = status_of(&link);
     assert_eq!(ours["config"]["ecn"][3]["kmax_bytes"], 2);
     let stats = Link::stats(&link.rx_ns, &link.rx.ifname).unwrap();
     assert_eq!(
@@ -256,14 +249,7 @@ fn set_changes_behaviour_without_reattach() {
         ],
     );
     assert!(format!("{:#}", bad.unwrap_err()).contains("Pmax"));
-    let status = Link::lossless(&link.rx_ns, &["host", "status", "--json"]).unwrap();
-    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
-    let ours = status
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["interface"] == link.rx.ifname.as_str())
-        .unwrap();
+    let ours = status_of(&link);
     assert_eq!(ours["config"]["ecn"][3]["kmin_bytes"], 1);
 }
 
@@ -333,20 +319,9 @@ fn malformed_frames_are_counted_and_never_marked() {
     v6.ipv6 = true;
     let good_v6 = v6.build();
     // IPv6 + one hop-by-hop header (PadN) before UDP: still RoCEv2, must be marked.
-    let mut hbh = good_v6.clone();
-    hbh[14 + 6] = 0; // next header: hop-by-hop
-    let payload_len = u16::from_be_bytes([hbh[18], hbh[19]]) + 8;
-    hbh[18..20].copy_from_slice(&payload_len.to_be_bytes());
-    hbh.splice(54..54, [17, 0, 1, 4, 0, 0, 0, 0]);
+    let hbh = with_ipv6_extensions(&good_v6, &[0]);
     // Five hop-by-hop/dest-options headers: past the bounded walk.
-    let mut deep = good_v6.clone();
-    deep[14 + 6] = 60;
-    let payload_len = u16::from_be_bytes([deep[18], deep[19]]) + 40;
-    deep[18..20].copy_from_slice(&payload_len.to_be_bytes());
-    for k in 0..5 {
-        let next = if k == 4 { 17 } else { 60 };
-        deep.splice(54 + 8 * k..54 + 8 * k, [next, 0, 1, 4, 0, 0, 0, 0]);
-    }
+    let deep = with_ipv6_extensions(&good_v6, &[0, 60, 60, 60, 60]);
     let mut ihl4 = good.clone();
     ihl4[14] = 0x44;
     let mut fragment = good.clone();
@@ -425,6 +400,35 @@ fn malformed_frames_are_counted_and_never_marked() {
     assert_eq!(stats["ecn_marked"], 4);
 }
 
+/// The rx interface's entry in `lossless host status --json`.
+fn status_of(link: &Link) -> Value {
+    let status = Link::lossless(&link.rx_ns, &["host", "status", "--json"]).unwrap();
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    let entry = status
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["interface"] == link.rx.ifname.as_str());
+    entry
+        .cloned()
+        .unwrap_or_else(|| panic!("{} missing from status: {status}", link.rx.ifname))
+}
+
+/// An IPv6 frame with extension headers inserted before its UDP header: `kinds` are the
+/// next-header numbers of each (0 hop-by-hop, 60 destination options), each 8 bytes of PadN.
+fn with_ipv6_extensions(frame: &[u8], kinds: &[u8]) -> Vec<u8> {
+    const FIXED_END: usize = 14 + 40;
+    let mut out = frame[..FIXED_END].to_vec();
+    out[14 + 6] = kinds[0];
+    let payload_len = u16::from_be_bytes([out[18], out[19]]) + 8 * kinds.len() as u16;
+    out[18..20].copy_from_slice(&payload_len.to_be_bytes());
+    for next in kinds[1..].iter().chain([&17u8]) {
+        out.extend_from_slice(&[*next, 0, 1, 4, 0, 0, 0, 0]);
+    }
+    out.extend_from_slice(&frame[FIXED_END..]);
+    out
+}
+
 /// Polls stats until `done` holds (the frames are in flight), failing after a timeout.
 fn wait_for(link: &Link, done: impl Fn(&Value) -> bool) -> Value {
     let deadline = std::time::Instant::now() + CAPTURE_TIMEOUT;
@@ -449,15 +453,7 @@ fn detach_leaves_nothing_behind() {
     }
     let link = Link::new().unwrap();
     let attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--hooks", "xdp,tc"]).unwrap();
-    let status = Link::lossless(&link.rx_ns, &["host", "status", "--json"]).unwrap();
-    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
-    let ours = status
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["interface"] == link.rx.ifname.as_str())
-        .unwrap()
-        .clone();
+    let ours = status_of(&link);
     let link_ids: Vec<u64> = ours["hooks"]
         .as_array()
         .unwrap()
