@@ -332,7 +332,11 @@ impl<'a> Exec<'a> {
                 }
                 inv.ret.map_or(0, |r| self.slots[r as usize])
             }
-            Expr::Lookahead { offset, width, need } => {
+            Expr::Lookahead {
+                offset,
+                width,
+                need,
+            } => {
                 if self.cursor + *need as usize > self.data.len() * 8 {
                     self.abort = Some(Flow::Reject(self.error_code("PacketTooShort")));
                     0

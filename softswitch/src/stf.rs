@@ -6,10 +6,12 @@
 //! `add` (priority, `0x**` ternary, `v&&&m`, `/len` lpm, `lo..hi` range, `= ID`), `setdefault`,
 //! `remove all` / `remove TABLE ID`, `wait`, `check_counter`, `mirroring_add`,
 //! `mc_mgrp_create`, `mc_node_create`, `mc_node_associate`, `register_read`, `register_write`,
-//! `counter_read`, `set_queue_depth` and `set_queue_rate` (BMv2 CLI argument order).
+//! `counter_read`, `meter_set_rates`, `set_queue_depth` and `set_queue_rate` (BMv2 CLI argument
+//! order).
 
 use crate::diagnostic::{fail, Diagnostic, Result};
 use crate::ir::{mask, ActionCall, Entry, FieldMatch, MatchKind};
+use crate::meter::MeterConfig;
 use crate::source::{SourceMap, Span};
 use crate::switch::{find_by_name, Output, Switch};
 use std::collections::{HashMap, HashSet};
@@ -317,6 +319,10 @@ impl Runner<'_> {
                     None => return fail(args[1].span, "register index out of range"),
                 }
             }
+            "meter_set_rates" => {
+                need(4)?;
+                self.meter_set_rates(&args[0], &args[1], &args[2], &args[3])?;
+            }
             "mirroring_add" => {
                 need(2)?;
                 let session = number(&args[0])? as u32;
@@ -504,6 +510,45 @@ impl Runner<'_> {
             self.ids.insert(id, (table, handle));
         }
         Ok(())
+    }
+
+    /// `meter_set_rates METER INDEX|$ID CIR:CBS PIR:PBS`, rates in units per microsecond (BMv2's CLI).
+    fn meter_set_rates(
+        &mut self,
+        name: &Word,
+        cell: &Word,
+        committed: &Word,
+        peak: &Word,
+    ) -> Result<()> {
+        let instance = self.instance(name)?;
+        let rate = |w: &Word| -> Result<(f64, f64)> {
+            w.text
+                .split_once(':')
+                .and_then(|(r, b)| Some((r.parse::<f64>().ok()?, b.parse::<f64>().ok()?)))
+                .filter(|(r, b)| r.is_finite() && b.is_finite() && *r >= 0.0 && *b >= 0.0)
+                .ok_or_else(|| {
+                    Diagnostic::new(w.span, "expected RATE:BURST (units per microsecond, units)")
+                })
+        };
+        let ((cir, cbs), (pir, pbs)) = (rate(committed)?, rate(peak)?);
+        let config = MeterConfig { cir, cbs, pir, pbs };
+        let now = self.switch.now_us();
+        let meter = if let Some(id) = cell.text.strip_prefix('$') {
+            let Some(&(_, handle)) = self.ids.get(id) else {
+                return fail(cell.span, format!("no entry was added with id {id}"));
+            };
+            Some(self.switch.state.direct_meter(instance, handle))
+        } else {
+            let index = number(cell)? as usize;
+            self.switch.state.meters[instance].get_mut(index)
+        };
+        match meter {
+            Some(m) => {
+                m.configure(config, now);
+                Ok(())
+            }
+            None => fail(cell.span, "meter index out of range"),
+        }
     }
 
     fn check_counter(&mut self, cmd: &Word, args: &[Word]) -> Result<()> {

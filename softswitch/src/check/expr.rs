@@ -157,8 +157,23 @@ impl Checker<'_> {
         if let Some(agg) = self.lookahead_header(base)? {
             let fields = self.lookahead_fields(agg);
             return match fields.into_iter().find(|(n, ..)| *n == m.name) {
-                Some((_, ty, offset, width, need)) => Ok(scalar(Expr::Lookahead { offset, width, need }, ty, None)),
-                None => fail(m.span, format!("{} has no field '{}'", self.show(&Type::Aggregate(agg)), m.name)),
+                Some((_, ty, offset, width, need)) => Ok(scalar(
+                    Expr::Lookahead {
+                        offset,
+                        width,
+                        need,
+                    },
+                    ty,
+                    None,
+                )),
+                None => fail(
+                    m.span,
+                    format!(
+                        "{} has no field '{}'",
+                        self.show(&Type::Aggregate(agg)),
+                        m.name
+                    ),
+                ),
             };
         }
         if m.name == "hit" || m.name == "miss" {
@@ -263,13 +278,24 @@ impl Checker<'_> {
 
     /// If `e` is `packet.lookahead<H>()` for a header type `H` in a parser, `H`'s aggregate.
     pub(super) fn lookahead_header(&mut self, e: &ast::Expr) -> Result<Option<usize>> {
-        let ExprKind::Call { callee, type_args, .. } = &e.kind else { return Ok(None) };
-        let ExprKind::Member(base, m) = &callee.kind else { return Ok(None) };
-        let ExprKind::Name(n) = &base.kind else { return Ok(None) };
+        let ExprKind::Call {
+            callee, type_args, ..
+        } = &e.kind
+        else {
+            return Ok(None);
+        };
+        let ExprKind::Member(base, m) = &callee.kind else {
+            return Ok(None);
+        };
+        let ExprKind::Name(n) = &base.kind else {
+            return Ok(None);
+        };
         if m.name != "lookahead" || !matches!(self.lookup(n), Some(Sym::Packet { out: false })) {
             return Ok(None);
         }
-        let [t] = type_args.as_slice() else { return Ok(None) };
+        let [t] = type_args.as_slice() else {
+            return Ok(None);
+        };
         match self.resolve_type(t)? {
             ty @ Type::Aggregate(agg) if self.types.is_header(&ty) => Ok(Some(agg)),
             _ => Ok(None),
@@ -279,7 +305,10 @@ impl Checker<'_> {
     /// The fields of header `agg` as lookahead reads: name, type, bit offset, width, header bits.
     pub(super) fn lookahead_fields(&self, agg: usize) -> Vec<(String, Type, u32, u16, u32)> {
         let fields = &self.types.aggregates[agg].fields;
-        let widths: Vec<u16> = fields.iter().map(|(_, t, _)| self.types.scalar_width(t).unwrap_or(0)).collect();
+        let widths: Vec<u16> = fields
+            .iter()
+            .map(|(_, t, _)| self.types.scalar_width(t).unwrap_or(0))
+            .collect();
         let need: u32 = widths.iter().map(|&w| u32::from(w)).sum();
         let mut offset = 0;
         let mut out = Vec::new();
@@ -852,8 +881,17 @@ impl Checker<'_> {
         let agg = *agg;
         if self.lookahead_header(rhs)? == Some(agg) {
             let mut out = vec![Stmt::Assign(Place::Slot(base), Expr::Const(1))];
-            for (i, (_, _, offset, width, need)) in self.lookahead_fields(agg).into_iter().enumerate() {
-                out.push(Stmt::Assign(Place::Slot(base + 1 + i as u32), Expr::Lookahead { offset, width, need }));
+            for (i, (_, _, offset, width, need)) in
+                self.lookahead_fields(agg).into_iter().enumerate()
+            {
+                out.push(Stmt::Assign(
+                    Place::Slot(base + 1 + i as u32),
+                    Expr::Lookahead {
+                        offset,
+                        width,
+                        need,
+                    },
+                ));
             }
             return Ok(out);
         }

@@ -73,13 +73,13 @@ pub(super) fn instance_kind(c: &mut Checker, i: &ast::Instance) -> Result<Instan
             want(2)?;
             Ok(InstanceKind::Meter {
                 size: size(c, args[0])?,
-                bytes: c.const_u128(args[1])? == 1,
+                bytes: meter_bytes(c, args[1])?,
             })
         }
         "direct_meter" => {
             want(1)?;
             Ok(InstanceKind::DirectMeter {
-                bytes: c.const_u128(args[0])? == 1,
+                bytes: meter_bytes(c, args[0])?,
             })
         }
         other => Err(unsupported(name.span, &format!("extern '{other}'"))),
@@ -90,6 +90,14 @@ fn size(c: &mut Checker, e: &ast::Expr) -> Result<u32> {
     match u32::try_from(c.const_u128(e)?) {
         Ok(n) if n > 0 => Ok(n),
         _ => fail(e.span, "a size must be between 1 and 2^32-1"),
+    }
+}
+
+/// Whether a `MeterType` argument is `MeterType.bytes`.
+fn meter_bytes(c: &mut Checker, e: &ast::Expr) -> Result<bool> {
+    match c.scalar_any(e)?.konst {
+        Some(k @ (0 | 1)) => Ok(k == 1),
+        _ => fail(e.span, "expected MeterType.packets or MeterType.bytes"),
     }
 }
 
