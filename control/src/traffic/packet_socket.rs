@@ -7,6 +7,9 @@ use std::mem;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
+/// Most frames one [`PacketSocket::send_batch`] call takes.
+pub const MAX_BATCH: usize = 64;
+
 /// A raw packet socket bound to an interface.
 #[derive(Debug)]
 pub struct PacketSocket {
@@ -96,33 +99,33 @@ impl PacketSocket {
             .or_else(|_| self.set_int_option(libc::SO_RCVBUF, value))
     }
 
-    /// Sends frames in one `sendmmsg` call on the bound interface; returns how
-    /// many left (the first ones), which may be fewer than given.
-    pub fn send_batch(&self, frames: &[&[u8]]) -> io::Result<usize> {
-        let mut iovecs: Vec<libc::iovec> = frames
-            .iter()
-            .map(|frame| libc::iovec {
+    /// Sends up to [`MAX_BATCH`] frames in one `sendmmsg` call on the bound
+    /// interface; returns how many left (the first ones), which may be fewer than given.
+    pub fn send_batch<F: AsRef<[u8]>>(&self, frames: &[F]) -> io::Result<usize> {
+        let count = frames.len().min(MAX_BATCH);
+        let empty = libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        };
+        let mut iovecs = [empty; MAX_BATCH];
+        // SAFETY: mmsghdr is plain data; all-zero is a valid value (no address, no control).
+        let mut messages: [libc::mmsghdr; MAX_BATCH] = unsafe { mem::zeroed() };
+        for ((iov, message), frame) in iovecs.iter_mut().zip(&mut messages).zip(frames) {
+            let frame = frame.as_ref();
+            *iov = libc::iovec {
                 iov_base: frame.as_ptr() as *mut libc::c_void,
                 iov_len: frame.len(),
-            })
-            .collect();
-        let mut messages: Vec<libc::mmsghdr> = iovecs
-            .iter_mut()
-            .map(|iov| {
-                // SAFETY: mmsghdr is plain data; all-zero is a valid value (no address, no control).
-                let mut message: libc::mmsghdr = unsafe { mem::zeroed() };
-                message.msg_hdr.msg_iov = iov;
-                message.msg_hdr.msg_iovlen = 1;
-                message
-            })
-            .collect();
-        // SAFETY: each message points at one iovec that points at a live frame;
-        // the kernel only reads them.
+            };
+            message.msg_hdr.msg_iov = iov;
+            message.msg_hdr.msg_iovlen = 1;
+        }
+        // SAFETY: the first `count` messages each point at one iovec that points
+        // at a live frame; the kernel only reads them.
         let sent = check(unsafe {
             libc::sendmmsg(
                 self.fd.as_raw_fd(),
                 messages.as_mut_ptr(),
-                messages.len() as libc::c_uint,
+                count as libc::c_uint,
                 0,
             )
         })?;

@@ -12,7 +12,7 @@ use super::error::{Result, TrafficError};
 use super::interface::Interface;
 use super::neighbour;
 use super::pacing::{wire_bits, Schedule};
-use super::packet_socket::PacketSocket;
+use super::packet_socket::{PacketSocket, MAX_BATCH};
 use super::rate::RateController;
 use super::stop::StopFlag;
 use crate::wire::bth::{self, Opcode, MASK_24};
@@ -22,7 +22,7 @@ use crate::wire::roce::RoceFrame;
 use crate::wire::vlan;
 
 /// Most frames handed to the kernel in one `sendmmsg`.
-const BATCH: usize = 32;
+const BATCH: usize = MAX_BATCH;
 
 /// Farther than this from the next departure, the sender sleeps (until `SPIN_WINDOW` before it).
 const SLEEP_ABOVE: Duration = Duration::from_micros(200);
@@ -355,13 +355,10 @@ impl Sender {
 
     /// Sends every frame, retrying while the kernel lacks buffer; returns the number of retries.
     fn send_all(&self, frames: &[Vec<u8>]) -> Result<u64> {
-        let mut refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
-        let mut retries = 0;
-        while !refs.is_empty() {
-            match self.socket.send_batch(&refs) {
-                Ok(n) => {
-                    refs.drain(..n);
-                }
+        let (mut done, mut retries) = (0, 0);
+        while done < frames.len() {
+            match self.socket.send_batch(&frames[done..]) {
+                Ok(n) => done += n,
                 Err(e)
                     if matches!(
                         e.raw_os_error(),
