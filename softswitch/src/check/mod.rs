@@ -52,6 +52,7 @@ enum Sym<'a> {
     Callable(usize),
     Table(usize),
     Instance(usize),
+    ControlInstance(usize),
     ExternFunction,
     ExternType,
     Parser(&'a ast::ParserDecl),
@@ -535,11 +536,19 @@ impl<'a> Checker<'a> {
                 Ok(Vec::new())
             }
             Decl::Instance(i) => {
-                if let Some(Sym::Control(_) | Sym::Parser(_)) = self.lookup(type_name(&i.ty)) {
-                    return fail(
-                        i.ty.span(),
-                        "instantiating parsers or controls inside a block is not supported yet",
-                    );
+                match self.lookup(type_name(&i.ty)).cloned() {
+                    Some(Sym::Control(c)) => {
+                        let idx = self.sub_control(i, c)?;
+                        self.declare(&i.name, Sym::ControlInstance(idx))?;
+                        return Ok(Vec::new());
+                    }
+                    Some(Sym::Parser(_)) => {
+                        return fail(
+                            i.ty.span(),
+                            "instantiating sub-parsers is not supported yet",
+                        )
+                    }
+                    _ => {}
                 }
                 let idx = self.instance(i)?;
                 self.declare(&i.name, Sym::Instance(idx))?;
@@ -550,6 +559,40 @@ impl<'a> Checker<'a> {
                 Ok(Vec::new())
             }
         }
+    }
+
+    /// Lowers control `c` instantiated as `i` inside another control: its parameters get slots of
+    /// their own (bound by copy-in/copy-out at each `apply`), its tables and externs are named
+    /// `Outer.instance.name`, and it sees only top-level names. Returns its callable.
+    fn sub_control(&mut self, i: &ast::Instance, c: &'a ast::ControlDecl) -> Result<usize> {
+        if let Some(a) = i.args.first() {
+            return fail(a.value.span, "constructor arguments are not supported yet");
+        }
+        let inner_prefix = format!("{}.{}", self.prefix, i.name.name);
+        let outer_prefix = std::mem::replace(&mut self.prefix, inner_prefix);
+        let outer_scopes = self.scopes.split_off(1);
+        self.scopes.push(HashMap::new());
+        let lowered = (|| {
+            let params = self.params(&c.params)?;
+            let mut body = Vec::new();
+            for local in &c.locals {
+                body.extend(self.local(local)?);
+            }
+            body.extend(self.block(&c.apply)?);
+            Ok((params, body))
+        })();
+        self.scopes.truncate(1);
+        self.scopes.extend(outer_scopes);
+        let name = std::mem::replace(&mut self.prefix, outer_prefix);
+        let (params, stmts) = lowered?;
+        let body = self.push_body(name, &params, stmts);
+        self.callables.push(Callable {
+            body,
+            params,
+            ret: None,
+            action: None,
+        });
+        Ok(self.callables.len() - 1)
     }
 
     fn var_decl(&mut self, v: &ast::VarDecl) -> Result<Vec<ir::Stmt>> {

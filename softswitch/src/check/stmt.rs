@@ -218,6 +218,10 @@ impl<'a> Checker<'a> {
                             return Ok(vec![Stmt::Apply(t)]);
                         }
                         Some(Sym::Instance(i)) => return self.method_call(i, method, args, e.span),
+                        Some(Sym::ControlInstance(c)) if method.name == "apply" => {
+                            let inv = self.invoke(c, args, e.span)?;
+                            return Ok(vec![Stmt::Invoke(Box::new(inv))]);
+                        }
                         _ => {}
                     }
                 }
