@@ -19,6 +19,8 @@ pub struct Interface {
     pub index: u32,
     /// MAC address.
     pub mac: Address,
+    /// MTU: the largest IP packet it sends.
+    pub mtu: usize,
 }
 
 /// An `ifreq` naming `name`, or `None` if the name does not fit.
@@ -69,10 +71,15 @@ impl Interface {
         for (dst, src) in mac.iter_mut().zip(hwaddr.sa_data.iter()) {
             *dst = *src as u8;
         }
+        ioctl(libc::SIOCGIFMTU, &mut request)
+            .map_err(TrafficError::io(format!("MTU of {name}")))?;
+        // SAFETY: SIOCGIFMTU filled the mtu member.
+        let mtu = unsafe { request.ifr_ifru.ifru_mtu } as usize;
         Ok(Interface {
             name: name.to_owned(),
             index,
             mac: Address(mac),
+            mtu,
         })
     }
 
@@ -143,6 +150,7 @@ mod tests {
     fn loopback_exists() {
         let lo = Interface::lookup("lo").unwrap();
         assert_eq!(lo.mac, Address([0; 6]));
+        assert!(lo.mtu >= 1500);
         assert!(lo.index > 0);
         assert_eq!(
             lo.address_like("10.0.0.1".parse().unwrap()).unwrap(),

@@ -16,7 +16,7 @@ use super::packet_socket::{PacketSocket, MAX_BATCH};
 use super::rate::RateController;
 use super::stop::StopFlag;
 use crate::wire::bth::{self, Opcode, MASK_24};
-use crate::wire::ethernet::{Address, Vlan};
+use crate::wire::ethernet::{self, Address, Vlan};
 use crate::wire::ip::Ecn;
 use crate::wire::roce::RoceFrame;
 use crate::wire::vlan;
@@ -99,8 +99,14 @@ impl SendConfig {
         }
     }
 
-    /// The frame of each QP (PSN 0) from this configuration and the addresses.
-    fn frames(&self, src_mac: Address, dst_mac: Address, src_ip: IpAddr) -> Result<Vec<RoceFrame>> {
+    /// The frame of each QP (PSN 0) from this configuration, the addresses and the MTU.
+    fn frames(
+        &self,
+        src_mac: Address,
+        dst_mac: Address,
+        src_ip: IpAddr,
+        mtu: usize,
+    ) -> Result<Vec<RoceFrame>> {
         if self.qps == 0 {
             return Err(TrafficError::Config("at least one QP is needed".into()));
         }
@@ -142,6 +148,14 @@ impl SendConfig {
                 self.size
             ))
         })?;
+        let link_header = ethernet::HEADER_LEN + frame.vlan.len();
+        if self.size - link_header > mtu {
+            let most = mtu + link_header;
+            return Err(TrafficError::Config(format!(
+                "frames of {} bytes exceed the MTU {mtu} ({most} at most)",
+                self.size
+            )));
+        }
         (0..self.qps)
             .map(|i| {
                 let src_port = u16::try_from(u32::from(self.sport_base) + i)
@@ -231,7 +245,7 @@ impl Sender {
             Some(mac) => mac,
             None => neighbour::resolve(config.dst_ip, &iface.name, config.resolve_timeout)?,
         };
-        let frames = config.frames(iface.mac, dst_mac, src_ip)?;
+        let frames = config.frames(iface.mac, dst_mac, src_ip, iface.mtu)?;
         let socket = PacketSocket::open(iface.index, false).map_err(TrafficError::io(format!(
             "open a packet socket on {}",
             iface.name
@@ -417,7 +431,7 @@ mod tests {
     #[test]
     fn one_frame_per_qp() {
         let frames = config()
-            .frames(SRC_MAC, DST_MAC, "10.0.0.1".parse().unwrap())
+            .frames(SRC_MAC, DST_MAC, "10.0.0.1".parse().unwrap(), 1500)
             .unwrap();
         assert_eq!(frames.len(), 3);
         for (i, frame) in frames.iter().enumerate() {
@@ -440,7 +454,7 @@ mod tests {
             ..config()
         };
         let frames = config
-            .frames(SRC_MAC, DST_MAC, "10.0.0.1".parse().unwrap())
+            .frames(SRC_MAC, DST_MAC, "10.0.0.1".parse().unwrap(), 1500)
             .unwrap();
         assert_eq!(
             frames[0].vlan,
@@ -451,6 +465,14 @@ mod tests {
             })
         );
         assert_eq!(frames[0].payload_len, 64 - 62);
+        // With the tag, a 1500-byte MTU allows 1518-byte frames.
+        let config = SendConfig {
+            size: 1518,
+            ..config
+        };
+        assert!(config
+            .frames(SRC_MAC, DST_MAC, "10.0.0.1".parse().unwrap(), 1500)
+            .is_ok());
     }
 
     #[test]
@@ -459,6 +481,10 @@ mod tests {
         let bad = [
             SendConfig {
                 size: 57,
+                ..config()
+            },
+            SendConfig {
+                size: 1515,
                 ..config()
             },
             SendConfig { qps: 0, ..config() },
@@ -482,7 +508,7 @@ mod tests {
         for config in bad {
             assert!(
                 matches!(
-                    config.frames(SRC_MAC, DST_MAC, src),
+                    config.frames(SRC_MAC, DST_MAC, src, 1500),
                     Err(TrafficError::Config(_))
                 ),
                 "{config:?}"
