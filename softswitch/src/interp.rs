@@ -4,8 +4,8 @@
 use crate::bits::{read_bits, BitWriter};
 use crate::hash::{self, Algorithm};
 use crate::ir::{
-    self, mask, sign_extend, ActionCall, EmitItem, Expr, ExternCall, HeaderRef, Place, Program,
-    Stmt, Target, Transition,
+    self, mask, sign_extend, varbit_chunk_width, ActionCall, EmitItem, Expr, ExternCall, FieldItem,
+    FieldLayout, HeaderRef, Place, Program, Stmt, Target, Transition,
 };
 use crate::meter::Color;
 use crate::ops;
@@ -401,11 +401,22 @@ impl<'a> Exec<'a> {
 
     /// The bit-level concatenation of a field list, zero-padded to whole bytes.
     fn field_bytes(&mut self, fields: &ir::FieldList) -> Vec<u8> {
-        let bits: usize = fields.iter().map(|(_, w)| usize::from(*w)).sum();
+        let bits: usize = fields
+            .iter()
+            .map(|f| match f {
+                FieldItem::Bits(_, w) => usize::from(*w),
+                FieldItem::VarBit { max, .. } => *max as usize,
+            })
+            .sum();
         let mut w = BitWriter::with_capacity(bits.div_ceil(8) + self.data.len());
-        for (e, width) in fields {
-            let v = self.eval(e);
-            w.write(v, *width);
+        for f in fields {
+            match f {
+                FieldItem::Bits(e, width) => {
+                    let v = self.eval(e);
+                    w.write(v, *width);
+                }
+                FieldItem::VarBit { base, max } => self.write_varbit(&mut w, *base, *max),
+            }
         }
         w.into_bytes()
     }
@@ -424,32 +435,71 @@ impl<'a> Exec<'a> {
         hash::compute(algo, &bytes, &mut || self.state.random())
     }
 
-    fn extract(&mut self, h: &HeaderRef) -> Flow {
-        let (base, layout) = match *h {
-            HeaderRef::Static { base, layout } => (base, layout),
-            HeaderRef::Next {
-                stack,
-                count,
-                layout,
-            } => {
+    /// Writes the varbit stored at `base` (its length, then its chunks).
+    fn write_varbit(&self, w: &mut BitWriter, base: u32, max: u32) {
+        let len = self.slots[base as usize];
+        for i in 0..max.div_ceil(128) {
+            let width = varbit_chunk_width(len, i);
+            if width > 0 {
+                w.write(self.slots[(base + 1 + i) as usize], width);
+            }
+        }
+    }
+
+    fn extract(&mut self, h: &HeaderRef, varbit: Option<&Expr>) -> Flow {
+        let layout = match *h {
+            HeaderRef::Static { layout, .. } | HeaderRef::Next { layout, .. } => layout,
+        };
+        let fields = &self.prog.header_layouts[layout];
+        let var_len = varbit.map_or(0, |e| self.eval(e));
+        let mut total = 0u128;
+        for f in fields {
+            match *f {
+                FieldLayout::Fixed(w) => total += u128::from(w),
+                FieldLayout::VarBit { max } if var_len > u128::from(max) => {
+                    return Flow::Reject(self.error_code("HeaderTooShort"));
+                }
+                FieldLayout::VarBit { .. } => total += var_len,
+            }
+        }
+        if self.cursor as u128 + total > self.data.len() as u128 * 8 {
+            return Flow::Reject(self.error_code("PacketTooShort"));
+        }
+        let base = match *h {
+            HeaderRef::Static { base, .. } => base,
+            HeaderRef::Next { stack, count, .. } => {
                 let next = self.slots[stack as usize];
                 if next >= u128::from(count) {
                     return Flow::Reject(self.error_code("StackOutOfBounds"));
                 }
                 self.slots[stack as usize] = next + 1;
-                let stride = 1 + self.prog.header_layouts[layout].len() as u32;
-                (stack + 1 + next as u32 * stride, layout)
+                let stride = 1 + fields.iter().map(FieldLayout::slots).sum::<u32>();
+                stack + 1 + next as u32 * stride
             }
         };
-        let widths = &self.prog.header_layouts[layout];
-        let total: usize = widths.iter().map(|&w| usize::from(w)).sum();
-        if self.cursor + total > self.data.len() * 8 {
-            return Flow::Reject(self.error_code("PacketTooShort"));
-        }
         self.slots[base as usize] = 1;
-        for (i, &w) in widths.iter().enumerate() {
-            self.slots[base as usize + 1 + i] = read_bits(self.data, self.cursor, w);
-            self.cursor += usize::from(w);
+        let mut slot = base as usize + 1;
+        for f in fields {
+            match *f {
+                FieldLayout::Fixed(w) => {
+                    self.slots[slot] = read_bits(self.data, self.cursor, w);
+                    self.cursor += usize::from(w);
+                }
+                FieldLayout::VarBit { max } => {
+                    self.slots[slot] = var_len;
+                    for i in 0..max.div_ceil(128) {
+                        let w = varbit_chunk_width(var_len, i);
+                        let v = if w > 0 {
+                            read_bits(self.data, self.cursor, w)
+                        } else {
+                            0
+                        };
+                        self.slots[slot + 1 + i as usize] = v;
+                        self.cursor += usize::from(w);
+                    }
+                }
+            }
+            slot += f.slots() as usize;
         }
         Flow::Next
     }
@@ -457,7 +507,7 @@ impl<'a> Exec<'a> {
     fn extern_call(&mut self, call: &ExternCall) -> Flow {
         let sm = self.prog.std_meta;
         match call {
-            ExternCall::Extract(h) => return self.extract(h),
+            ExternCall::Extract { target, varbit } => return self.extract(target, varbit.as_ref()),
             ExternCall::Advance(bits) => {
                 let n = self.eval(bits) as usize;
                 if self.cursor + n > self.data.len() * 8 {
@@ -471,18 +521,23 @@ impl<'a> Exec<'a> {
                 }
             }
             ExternCall::Emit(items) => {
+                let Some(mut out) = self.out.take() else {
+                    return Flow::Next;
+                };
                 for EmitItem::Header { base, layout } in items {
-                    let base = *base as usize;
-                    if self.slots[base] == 0 {
+                    if self.slots[*base as usize] == 0 {
                         continue;
                     }
-                    let widths = &self.prog.header_layouts[*layout];
-                    if let Some(out) = self.out.as_mut() {
-                        for (i, &w) in widths.iter().enumerate() {
-                            out.write(self.slots[base + 1 + i], w);
+                    let mut slot = *base + 1;
+                    for f in &self.prog.header_layouts[*layout] {
+                        match *f {
+                            FieldLayout::Fixed(w) => out.write(self.slots[slot as usize], w),
+                            FieldLayout::VarBit { max } => self.write_varbit(&mut out, slot, max),
                         }
+                        slot += f.slots();
                     }
                 }
+                self.out = Some(out);
             }
             ExternCall::MarkToDrop => {
                 self.slots[sm.egress_spec as usize] = 511;
@@ -501,7 +556,17 @@ impl<'a> Exec<'a> {
             ExternCall::Truncate(len) => self.effects.truncate = Some(self.eval(len) as u32),
             ExternCall::Digest { receiver, data } => {
                 let r = self.eval(receiver) as u32;
-                let values = data.iter().map(|(e, _)| self.eval(e)).collect();
+                let mut values = Vec::new();
+                for f in data {
+                    match f {
+                        FieldItem::Bits(e, _) => values.push(self.eval(e)),
+                        FieldItem::VarBit { base, max } => {
+                            let n = 1 + max.div_ceil(128) as usize;
+                            values
+                                .extend_from_slice(&self.slots[*base as usize..*base as usize + n]);
+                        }
+                    }
+                }
                 self.state.digests.push((r, values));
             }
             ExternCall::Hash {

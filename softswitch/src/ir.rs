@@ -149,15 +149,52 @@ pub enum HeaderRef {
     },
 }
 
-/// A list of fields given to a hash, checksum or digest: each value with its width.
-pub type FieldList = Vec<(Expr, u16)>;
+/// One field of a list given to a hash, checksum or digest.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FieldItem {
+    /// A value of a fixed width.
+    Bits(Expr, u16),
+    /// A `varbit` field stored at `base` (see [`FieldLayout::VarBit`]).
+    VarBit { base: Slot, max: u32 },
+}
+
+/// A list of fields given to a hash, checksum or digest, in order.
+pub type FieldList = Vec<FieldItem>;
+
+/// How one header field is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldLayout {
+    /// A `bit<W>`/`int<W>`/`bool`/enum field in one slot.
+    Fixed(u16),
+    /// A `varbit<max>` field: its current length in bits, then its bits in 128-bit chunks, the
+    /// first chunk holding the first bits (each chunk right-aligned to its own length).
+    VarBit { max: u32 },
+}
+
+impl FieldLayout {
+    /// Slots the field takes.
+    pub fn slots(&self) -> u32 {
+        match self {
+            FieldLayout::Fixed(_) => 1,
+            FieldLayout::VarBit { max } => 1 + max.div_ceil(128),
+        }
+    }
+}
+
+/// The length of chunk `i` of a varbit value `len` bits long.
+pub fn varbit_chunk_width(len: u128, i: u32) -> u16 {
+    len.saturating_sub(u128::from(i) * 128).min(128) as u16
+}
 
 /// A call of a v1model or core extern.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ExternCall {
-    /// `packet.extract(h)`.
-    Extract(HeaderRef),
-    /// `packet.extract(h, bits)` for a header with a varbit field: not supported; kept for errors.
+    /// `packet.extract(h)`, or `packet.extract(h, bits)` giving its varbit field `bits` bits.
+    Extract {
+        target: HeaderRef,
+        varbit: Option<Expr>,
+    },
+    /// `packet.advance(bits)`.
     Advance(Expr),
     /// `verify(cond, error)`.
     Verify { cond: Expr, error: Expr },
@@ -545,8 +582,8 @@ pub struct StandardMetadata {
 pub struct Program {
     /// Number of slots of per-packet state.
     pub slots: u32,
-    /// Field widths of each header type (a header's layout index).
-    pub header_layouts: Vec<Vec<u16>>,
+    /// The fields of each header type (a header's layout index).
+    pub header_layouts: Vec<Vec<FieldLayout>>,
     /// `standard_metadata` slots.
     pub std_meta: StandardMetadata,
     /// The range of user metadata slots `(start, len)`.

@@ -28,6 +28,8 @@ pub enum Type {
     Stack(usize, u32),
     /// A type variable of a generic extern (accepts anything).
     Var,
+    /// `varbit<max>` (a header field).
+    VarBit(u32),
 }
 
 /// A header, header union or struct declaration.
@@ -73,6 +75,7 @@ impl Types {
                 fields + u32::from(a.kind == AggregateKind::Header)
             }
             Type::Stack(i, n) => 1 + n * self.size(&Type::Aggregate(*i)),
+            Type::VarBit(max) => crate::ir::FieldLayout::VarBit { max: *max }.slots(),
             _ => 1,
         }
     }
@@ -138,6 +141,7 @@ impl fmt::Display for ShowType<'_> {
             Type::Aggregate(i) => write!(f, "{}", self.types.aggregates[*i].name),
             Type::Stack(i, n) => write!(f, "{}[{n}]", self.types.aggregates[*i].name),
             Type::Var => write!(f, "_"),
+            Type::VarBit(max) => write!(f, "varbit<{max}>"),
         }
     }
 }

@@ -43,7 +43,7 @@ fn mutated_corpus_programs_never_panic() {
         let words: Vec<&str> = src
             .split_inclusive(|c: char| c.is_whitespace() || "(){};,.<>".contains(c))
             .collect();
-        for _ in 0..100 {
+        for _ in 0..60 {
             let mut w = words.clone();
             let i = next() % w.len();
             match next() % 3 {

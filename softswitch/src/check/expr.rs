@@ -129,7 +129,7 @@ impl Checker<'_> {
     /// The value stored at `slot` with type `ty`.
     pub(super) fn storage(&self, slot: Slot, ty: Type) -> Val {
         match ty {
-            Type::Aggregate(_) | Type::Stack(..) => Val::Agg { base: slot, ty },
+            Type::Aggregate(_) | Type::Stack(..) | Type::VarBit(_) => Val::Agg { base: slot, ty },
             _ => scalar(Expr::Load(slot), ty, None),
         }
     }
@@ -297,7 +297,19 @@ impl Checker<'_> {
             return Ok(None);
         };
         match self.resolve_type(t)? {
-            ty @ Type::Aggregate(agg) if self.types.is_header(&ty) => Ok(Some(agg)),
+            ty @ Type::Aggregate(agg) if self.types.is_header(&ty) => {
+                let has_varbit = self.types.aggregates[agg]
+                    .fields
+                    .iter()
+                    .any(|(_, t, _)| matches!(t, Type::VarBit(_)));
+                if has_varbit {
+                    return fail(
+                        t.span(),
+                        "lookahead of a header with a varbit field is not supported",
+                    );
+                }
+                Ok(Some(agg))
+            }
             _ => Ok(None),
         }
     }

@@ -7,7 +7,8 @@ use super::{unsupported, Checker};
 use crate::ast::{self, ExprKind};
 use crate::diagnostic::{fail, Result};
 use crate::ir::{
-    CounterKind, EmitItem, Expr, ExternCall, FieldList, HeaderRef, InstanceKind, Place, Stmt,
+    CounterKind, EmitItem, Expr, ExternCall, FieldItem, FieldList, HeaderRef, InstanceKind, Place,
+    Stmt,
 };
 use crate::source::Span;
 use crate::types::Type;
@@ -179,7 +180,7 @@ impl Checker<'_> {
                     "fields of a list must have a width: write 8w1, not 1",
                 ),
                 (t, _) => match self.types.scalar_width(&t) {
-                    Some(w) => Ok(vec![(expr, w)]),
+                    Some(w) => Ok(vec![FieldItem::Bits(expr, w)]),
                     None => fail(e.span, "this value cannot be part of a field list"),
                 },
             },
@@ -206,7 +207,11 @@ impl Checker<'_> {
                     out.extend(self.flatten(base + 1 + i * stride, &Type::Aggregate(*a)));
                 }
             }
-            t => out.push((Expr::Load(base), self.types.scalar_width(t).unwrap_or(1))),
+            Type::VarBit(max) => out.push(FieldItem::VarBit { base, max: *max }),
+            t => out.push(FieldItem::Bits(
+                Expr::Load(base),
+                self.types.scalar_width(t).unwrap_or(1),
+            )),
         }
         out
     }
@@ -350,7 +355,14 @@ impl Checker<'_> {
                     return fail(span, "log_msg needs a string literal first");
                 };
                 let args = match a.get(1) {
-                    Some(data) => self.field_list(data)?.into_iter().map(|(e, _)| e).collect(),
+                    Some(data) => self
+                        .field_list(data)?
+                        .into_iter()
+                        .filter_map(|f| match f {
+                            FieldItem::Bits(e, _) => Some(e),
+                            FieldItem::VarBit { .. } => None,
+                        })
+                        .collect(),
                     None => Vec::new(),
                 };
                 one(ExternCall::LogMsg {
@@ -463,11 +475,35 @@ impl Checker<'_> {
     ) -> Result<Vec<Stmt>> {
         match (out, method.name.as_str()) {
             (false, "extract") => {
-                let [arg] = args else {
-                    return Err(unsupported(span, "extract with a variable size (varbit)"));
+                let (arg, bits) = match args {
+                    [arg] => (arg, None),
+                    [arg, bits] => (arg, Some(self.scalar_of(&bits.value, &BITS32)?)),
+                    _ => {
+                        return fail(
+                            span,
+                            "extract takes a header and, for a varbit header, its size in bits",
+                        )
+                    }
                 };
                 let target = self.header_ref(&arg.value)?;
-                one(ExternCall::Extract(target))
+                let layout = match target {
+                    HeaderRef::Static { layout, .. } | HeaderRef::Next { layout, .. } => layout,
+                };
+                let has_varbit = self.layouts[layout]
+                    .iter()
+                    .any(|f| matches!(f, crate::ir::FieldLayout::VarBit { .. }));
+                if has_varbit != bits.is_some() {
+                    let why = if has_varbit {
+                        "this header has a varbit field: give its size, extract(h, bits)"
+                    } else {
+                        "only a header with a varbit field takes a size"
+                    };
+                    return fail(span, why);
+                }
+                one(ExternCall::Extract {
+                    target,
+                    varbit: bits,
+                })
             }
             (false, "advance") => {
                 let [arg] = args else {

@@ -67,7 +67,7 @@ struct Checker<'a> {
     types: Types,
     scopes: Vec<HashMap<String, Sym<'a>>>,
     next_slot: Slot,
-    layouts: Vec<Vec<u16>>,
+    layouts: Vec<Vec<ir::FieldLayout>>,
     errors: Vec<String>,
     callables: Vec<Callable>,
     bodies: Vec<ir::Body>,
@@ -151,7 +151,15 @@ impl<'a> Checker<'a> {
                     signed: *signed,
                 }
             }
-            TypeRef::VarBit { span, .. } => return fail(*span, "varbit is not supported yet"),
+            TypeRef::VarBit { width, span } => match self.const_u128(width)? {
+                max @ 1..=65535 => Type::VarBit(max as u32),
+                _ => {
+                    return fail(
+                        *span,
+                        "a varbit's maximum width must be between 1 and 65535 bits",
+                    )
+                }
+            },
             TypeRef::Int(_) => Type::Int,
             TypeRef::Bool(_) => Type::Bool,
             TypeRef::Error(_) => Type::Error,
@@ -261,6 +269,12 @@ impl<'a> Checker<'a> {
             let ty = self.resolve_type(&f.ty)?;
             let ok = match (kind, &ty) {
                 (AggregateKind::Header, Type::Bits { .. } | Type::Bool) => true,
+                (AggregateKind::Header, Type::VarBit(_)) => {
+                    !out.iter()
+                        .any(|(_, t, _): &(String, Type, Vec<ast::Annotation>)| {
+                            matches!(t, Type::VarBit(_))
+                        })
+                }
                 (AggregateKind::Header, Type::Enum(i)) => self.types.enums[*i].repr.is_some(),
                 (AggregateKind::Header, _) => false,
                 (AggregateKind::HeaderUnion, t) => self.types.is_header(t),
@@ -283,11 +297,14 @@ impl<'a> Checker<'a> {
             out.push((f.name.name.clone(), ty, f.annotations.clone()));
         }
         let layout = if kind == AggregateKind::Header {
-            let widths = out
+            let fields = out
                 .iter()
-                .map(|(_, t, _)| self.types.scalar_width(t).unwrap_or(1))
+                .map(|(_, t, _)| match t {
+                    Type::VarBit(max) => ir::FieldLayout::VarBit { max: *max },
+                    t => ir::FieldLayout::Fixed(self.types.scalar_width(t).unwrap_or(1)),
+                })
                 .collect();
-            self.layouts.push(widths);
+            self.layouts.push(fields);
             self.layouts.len() - 1
         } else {
             usize::MAX
