@@ -222,6 +222,7 @@ fn recv(args: RecvArgs) -> anyhow::Result<()> {
     }
     let mut receiver = Receiver::open(config)
         .with_context(|| format!("preparing to receive on {}", args.iface))?;
+    stop_on_interrupt(receiver.stop_flag())?;
     let summary = receiver
         .run()
         .with_context(|| format!("receiving on {}", args.iface))?;
