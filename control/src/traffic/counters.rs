@@ -158,6 +158,7 @@ pub struct RecvSummary {
 #[derive(Debug, Clone, Default)]
 pub struct RecvCounters {
     flows: BTreeMap<FlowKey, QpCounters>,
+    packets: u64,
     /// RoCEv2 frames with a bad checksum or ICRC.
     pub bad_frames: u64,
     /// Frames that were not RoCEv2.
@@ -165,14 +166,26 @@ pub struct RecvCounters {
 }
 
 impl RecvCounters {
-    /// The counters of a flow, created on first use.
-    pub fn flow(&mut self, key: FlowKey) -> &mut QpCounters {
-        self.flows.entry(key).or_default()
+    /// Counts a frame of flow `key`; see [`QpCounters::record`].
+    pub fn record(
+        &mut self,
+        key: FlowKey,
+        psn: u32,
+        frame_len: usize,
+        payload_len: usize,
+        ecn: Ecn,
+        now_ns: u64,
+    ) {
+        self.packets += 1;
+        self.flows
+            .entry(key)
+            .or_default()
+            .record(psn, frame_len, payload_len, ecn, now_ns);
     }
 
     /// RoCEv2 frames counted over all flows.
     pub fn packets(&self) -> u64 {
-        self.flows.values().map(|c| c.packets).sum()
+        self.packets
     }
 
     /// The summary after `duration_s` seconds.
@@ -282,7 +295,8 @@ mod tests {
         let mut counters = RecvCounters::default();
         let src: IpAddr = "10.0.0.1".parse().unwrap();
         for i in 0..11u32 {
-            counters.flow(FlowKey { src, qp: 1 + i % 2 }).record(
+            counters.record(
+                FlowKey { src, qp: 1 + i % 2 },
                 i / 2,
                 200,
                 125,
@@ -291,6 +305,7 @@ mod tests {
             );
         }
         counters.other_frames = 3;
+        assert_eq!(counters.packets(), 11);
         let summary = counters.summary(2.0);
         assert_eq!(summary.packets, 11);
         assert_eq!(summary.ce, 11);

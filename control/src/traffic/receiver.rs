@@ -15,6 +15,9 @@ use crate::wire::Error as WireError;
 /// Longest wait for a frame before the stop conditions are checked again.
 const POLL_EVERY: Duration = Duration::from_millis(50);
 
+/// Most frames read between two checks of the stop conditions.
+const DRAIN_AT_MOST: usize = 256;
+
 /// Receive buffer requested for the socket.
 const RECV_BUFFER: usize = 8 << 20;
 
@@ -101,7 +104,11 @@ impl Receiver {
             if !self.socket.wait_readable(wait).map_err(recv_error)? {
                 continue;
             }
-            while let Some(received) = self.socket.try_recv(&mut buffer).map_err(recv_error)? {
+            // A bounded drain, so the stop conditions are checked under a steady flood too.
+            for _ in 0..DRAIN_AT_MOST {
+                let Some(received) = self.socket.try_recv(&mut buffer).map_err(recv_error)? else {
+                    break;
+                };
                 if received.outgoing {
                     continue;
                 }
@@ -114,7 +121,8 @@ impl Receiver {
                             src: frame.src_ip,
                             qp: frame.bth.dest_qp,
                         };
-                        counters.flow(key).record(
+                        counters.record(
+                            key,
                             frame.bth.psn,
                             received.len,
                             payload.len(),
