@@ -5,9 +5,10 @@ use std::ffi::CStr;
 use std::io;
 use std::mem;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 
 use super::error::{Result, TrafficError};
+use super::sys::{self, check};
 use crate::wire::ethernet::Address;
 
 /// An interface's identity.
@@ -38,18 +39,10 @@ fn ifreq(name: &str) -> Option<libc::ifreq> {
 
 /// Runs an interface ioctl on a throw-away socket of the calling thread's namespace.
 fn ioctl(request: libc::c_ulong, ifreq: &mut libc::ifreq) -> io::Result<()> {
-    // SAFETY: plain socket(2); the descriptor is owned right away.
-    let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if raw < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `raw` is a fresh descriptor nobody else owns.
-    let socket = unsafe { OwnedFd::from_raw_fd(raw) };
+    let socket = sys::socket(libc::AF_INET, libc::SOCK_DGRAM, 0)?;
     // SAFETY: `ifreq` is a valid ifreq for the interface requests used here.
-    if unsafe { libc::ioctl(socket.as_raw_fd(), request as _, ifreq as *mut libc::ifreq) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    check(unsafe { libc::ioctl(socket.as_raw_fd(), request as _, ifreq as *mut libc::ifreq) })
+        .map(drop)
 }
 
 impl Interface {
@@ -106,9 +99,7 @@ impl Interface {
     fn addresses(&self) -> io::Result<Vec<IpAddr>> {
         let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
         // SAFETY: getifaddrs fills `list`, freed below.
-        if unsafe { libc::getifaddrs(&mut list) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        check(unsafe { libc::getifaddrs(&mut list) })?;
         let mut found = Vec::new();
         let mut entry = list;
         while !entry.is_null() {

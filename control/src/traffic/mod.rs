@@ -17,6 +17,7 @@ pub mod rate;
 pub mod receiver;
 pub mod sender;
 pub mod stop;
+mod sys;
 
 pub use cli::{run, TrafficCommand};
 pub use counters::{QpSummary, RecvSummary};

@@ -8,6 +8,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
 use super::error::{Result, TrafficError};
+use super::sys;
 use crate::wire::ethernet::Address;
 
 /// The ARP table of the calling thread's network namespace.
@@ -62,8 +63,13 @@ pub fn resolve(ip: IpAddr, iface: &str, timeout: Duration) -> Result<Address> {
     }
     let socket = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))
         .map_err(TrafficError::io("open a UDP socket"))?;
-    bind_to_device(&socket, iface)
-        .map_err(TrafficError::io(format!("bind a UDP socket to {iface}")))?;
+    sys::set_option(
+        &socket,
+        libc::SOL_SOCKET,
+        libc::SO_BINDTODEVICE,
+        iface.as_bytes(),
+    )
+    .map_err(TrafficError::io(format!("bind a UDP socket to {iface}")))?;
     let start = Instant::now();
     let mut last_sent: Option<Instant> = None;
     while start.elapsed() < timeout {
@@ -84,25 +90,6 @@ pub fn resolve(ip: IpAddr, iface: &str, timeout: Duration) -> Result<Address> {
         iface: iface.to_owned(),
         timeout,
     })
-}
-
-/// Sends a socket's traffic out of `iface` only (SO_BINDTODEVICE).
-fn bind_to_device(socket: &UdpSocket, iface: &str) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: the name is passed with its length; the kernel copies it.
-    let ret = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_BINDTODEVICE,
-            iface.as_ptr().cast(),
-            iface.len() as libc::socklen_t,
-        )
-    };
-    if ret < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 #[cfg(test)]

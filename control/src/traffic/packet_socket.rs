@@ -4,7 +4,9 @@
 
 use std::io;
 use std::mem;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use super::sys::{self, check};
 use std::time::Duration;
 
 /// Most frames one [`PacketSocket::send_batch`] call takes.
@@ -25,15 +27,6 @@ pub struct Received {
     pub outgoing: bool,
 }
 
-/// Returns `Err(last OS error)` if a libc call returned a negative value.
-fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
-    if ret < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(ret)
-    }
-}
-
 impl PacketSocket {
     /// Opens a socket bound to interface `ifindex`. A receiving socket sees every
     /// frame of the interface (ETH_P_ALL); a sending one sees none.
@@ -43,17 +36,8 @@ impl PacketSocket {
         } else {
             0
         };
-        // SAFETY: plain socket(2); the descriptor is owned right away.
-        let raw = check(unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                i32::from(protocol),
-            )
-        })?;
-        // SAFETY: `raw` is a fresh descriptor nobody else owns.
         let socket = PacketSocket {
-            fd: unsafe { OwnedFd::from_raw_fd(raw) },
+            fd: sys::socket(libc::AF_PACKET, libc::SOCK_RAW, i32::from(protocol))?,
         };
         // SAFETY: sockaddr_ll is plain data; all-zero is a valid value.
         let mut addr: libc::sockaddr_ll = unsafe { mem::zeroed() };
@@ -72,17 +56,7 @@ impl PacketSocket {
     }
 
     fn set_int_option(&self, option: libc::c_int, value: libc::c_int) -> io::Result<()> {
-        // SAFETY: the option value is a c_int of the length given.
-        check(unsafe {
-            libc::setsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                option,
-                (&value as *const libc::c_int).cast(),
-                mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        })
-        .map(drop)
+        sys::set_option(&self.fd, libc::SOL_SOCKET, option, &value)
     }
 
     /// Sets the send buffer size, beyond `wmem_max` when the caller may (CAP_NET_ADMIN).
