@@ -119,7 +119,7 @@ pub struct QpSummary {
     pub ce: u64,
     /// Frames marked ECT(0) or ECT(1).
     pub ect: u64,
-    /// PSNs skipped.
+    /// PSNs skipped when a later one arrived; frames lost = psn_gaps - reordered (without duplicates).
     pub psn_gaps: u64,
     /// Frames with a PSN lower than expected.
     pub reordered: u64,

@@ -2,6 +2,9 @@
 //! time (at the QP's current rate) after its previous one; the sender always
 //! serves the QP whose frame is due first, so QPs of equal rate take turns.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use crate::wire::ethernet::MIN_FRAME_LEN;
 
 /// Bytes a frame costs on the wire beyond its bytes without FCS: FCS (4),
@@ -21,10 +24,11 @@ pub fn transmit_ps(bits: u64, rate_bps: u64) -> u64 {
     (u128::from(bits) * PS_PER_S / u128::from(rate_bps.max(1))) as u64
 }
 
-/// The departure schedule of a set of QPs, in picoseconds since the start.
+/// The departure schedule of a set of QPs, in picoseconds since the start:
+/// a min-heap of (departure, QP), so picking the next QP costs O(log N).
 #[derive(Debug, Clone)]
 pub struct Schedule {
-    next_ps: Vec<u64>,
+    due: BinaryHeap<Reverse<(u64, usize)>>,
     max_burst_ps: u64,
 }
 
@@ -34,29 +38,28 @@ impl Schedule {
     /// that, the lost time is forgotten rather than sent as a burst.
     pub fn new(qps: usize, max_burst_ps: u64) -> Schedule {
         Schedule {
-            next_ps: vec![0; qps],
+            due: (0..qps).map(|qp| Reverse((0, qp))).collect(),
             max_burst_ps,
         }
     }
 
     /// The QP due first and its departure time (ties go to the lowest index).
     pub fn next(&self) -> Option<(usize, u64)> {
-        self.next_ps
-            .iter()
-            .copied()
-            .enumerate()
-            .min_by_key(|&(qp, due)| (due, qp))
+        self.due.peek().map(|&Reverse((due, qp))| (qp, due))
     }
 
-    /// Records that `qp` sent `bits` at `now_ps` at `rate_bps`: its next frame is
-    /// due one frame time after the previous departure. Returns whether the QP
-    /// was later than the burst allowance, so that time was given up.
-    pub fn advance(&mut self, qp: usize, bits: u64, rate_bps: u64, now_ps: u64) -> bool {
-        let due = &mut self.next_ps[qp];
+    /// Records that the QP `next` returned sent `bits` at `now_ps` at
+    /// `rate_bps`: its next frame is due one frame time after the previous
+    /// departure. Returns whether the QP was later than the burst allowance, so
+    /// that time was given up.
+    pub fn advance(&mut self, bits: u64, rate_bps: u64, now_ps: u64) -> bool {
+        let Some(mut top) = self.due.peek_mut() else {
+            return false;
+        };
+        let Reverse((due, qp)) = *top;
         let earliest = now_ps.saturating_sub(self.max_burst_ps);
-        let stalled = *due < earliest;
-        *due = (*due).max(earliest) + transmit_ps(bits, rate_bps);
-        stalled
+        *top = Reverse((due.max(earliest) + transmit_ps(bits, rate_bps), qp));
+        due < earliest
     }
 }
 
@@ -80,7 +83,7 @@ mod tests {
         for _ in 0..7 {
             let (qp, due) = schedule.next().unwrap();
             order.push((qp, due));
-            schedule.advance(qp, 1000, 1_000_000_000, due);
+            schedule.advance(1000, 1_000_000_000, due);
         }
         // 1000 bits at 1 Gb/s: 1 us per frame per QP.
         assert_eq!(
@@ -106,7 +109,7 @@ mod tests {
         for _ in 0..300 {
             let (qp, due) = schedule.next().unwrap();
             sent[qp] += 1;
-            schedule.advance(qp, 1000, rates[qp], due);
+            schedule.advance(1000, rates[qp], due);
         }
         assert_eq!(sent, [200, 100]);
     }
@@ -117,7 +120,7 @@ mod tests {
         let mut schedule = Schedule::new(1, 0);
         for _ in 0..1_000_000 {
             let (_, due) = schedule.next().unwrap();
-            schedule.advance(0, 8384, 3_000_000_000, due);
+            schedule.advance(8384, 3_000_000_000, due);
         }
         let expected = (8384u128 * 1_000_000 * 1_000_000_000_000 / 3_000_000_000) as u64;
         let end = schedule.next().unwrap().1;
@@ -128,10 +131,10 @@ mod tests {
     fn lateness_catches_up_only_a_burst() {
         let mut schedule = Schedule::new(1, 5_000_000);
         // Sent 100 us late: the next frame is due 1 us after (now - 5 us).
-        assert!(schedule.advance(0, 1000, 1_000_000_000, 100_000_000));
+        assert!(schedule.advance(1000, 1_000_000_000, 100_000_000));
         assert_eq!(schedule.next(), Some((0, 96_000_000)));
         // On time: no catch-up needed.
-        assert!(!schedule.advance(0, 1000, 1_000_000_000, 96_000_000));
+        assert!(!schedule.advance(1000, 1_000_000_000, 96_000_000));
         assert_eq!(schedule.next(), Some((0, 97_000_000)));
     }
 }

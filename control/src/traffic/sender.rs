@@ -323,7 +323,7 @@ impl Sender {
                 frame.emit(&mut buffers[batch], |_| {})?;
                 psns[qp] = (psns[qp] + 1) & MASK_24;
                 sent_per_qp[qp] += 1;
-                stalls += u64::from(schedule.advance(qp, bits, rates[qp].rate_bps(), now));
+                stalls += u64::from(schedule.advance(bits, rates[qp].rate_bps(), now));
                 rates[qp].on_sent(Duration::from_nanos(now / 1000), bits);
                 batch += 1;
             }
