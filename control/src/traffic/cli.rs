@@ -64,7 +64,7 @@ pub struct SendArgs {
     /// Source IP address [default: the interface's].
     #[arg(long)]
     pub src_ip: Option<IpAddr>,
-    /// Destination MAC address [default: from the neighbour table, IPv4 only].
+    /// Destination MAC address [default: from the neighbour table].
     #[arg(long, value_parser = parse_mac)]
     pub dst_mac: Option<Address>,
     /// Total rate on the wire over all QPs, e.g. 1gbit, 500mbit, 10g.

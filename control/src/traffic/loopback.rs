@@ -129,7 +129,7 @@ fn ipv4_resolved_paced_and_counted() {
 }
 
 #[test]
-fn ipv6_with_priority_tag() {
+fn ipv6_resolved_with_priority_tag() {
     if !is_root() {
         return;
     }
@@ -164,7 +164,6 @@ fn ipv6_with_priority_tag() {
         idle_timeout: None,
     };
     let send = SendConfig {
-        dst_mac: Some(Address(bed.b_end.mac)),
         count: Some(300),
         duration: None,
         size: 200,
@@ -174,6 +173,11 @@ fn ipv6_with_priority_tag() {
     };
     let (sent, got) = exchange(&bed, recv, send, 50_000_000);
     assert_eq!(sent.src_ip, "fd77::1".parse::<IpAddr>().unwrap());
+    assert_eq!(
+        sent.dst_mac,
+        Address(bed.b_end.mac).to_string(),
+        "resolved by neighbour discovery"
+    );
     assert_eq!(
         (got.packets, got.ect, got.psn_gaps, got.bad_frames),
         (300, 300, 0, 0)

@@ -45,7 +45,7 @@ pub struct SendConfig {
     pub dst_ip: IpAddr,
     /// Source IP; by default an address of the interface of the destination's family.
     pub src_ip: Option<IpAddr>,
-    /// Destination MAC; by default from the neighbour table (IPv4 only).
+    /// Destination MAC; by default from the neighbour table.
     pub dst_mac: Option<Address>,
     /// Frame size in bytes without FCS (headers, payload and ICRC).
     pub size: usize,
@@ -243,7 +243,7 @@ impl Sender {
         };
         let dst_mac = match config.dst_mac {
             Some(mac) => mac,
-            None => neighbour::resolve(config.dst_ip, &iface.name, config.resolve_timeout)?,
+            None => neighbour::resolve(config.dst_ip, &iface, config.resolve_timeout)?,
         };
         let frames = config.frames(iface.mac, dst_mac, src_ip, iface.mtu)?;
         let socket = PacketSocket::open(iface.index, false).map_err(TrafficError::io(format!(
