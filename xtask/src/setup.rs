@@ -61,24 +61,33 @@ fn deb_installed(package: &str) -> bool {
 fn nightly_rust_src() -> anyhow::Result<()> {
     let installed = Command::new("rustup")
         .args(["component", "list", "--toolchain", "nightly", "--installed"])
-        .output()
-        .map(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("rust-src"))
-        .unwrap_or(false);
-    if installed {
-        return Ok(());
+        .output();
+    match installed {
+        Ok(o) if o.status.success() && String::from_utf8_lossy(&o.stdout).contains("rust-src") => {
+            Ok(())
+        }
+        // The nightly the machine has (its LLVM matches bpf-linker's): only add rust-src.
+        Ok(o) if o.status.success() => {
+            eprintln!("setup: adding rust-src to the nightly toolchain");
+            Cmd::new("rustup")
+                .args(["component", "add", "rust-src", "--toolchain", "nightly"])
+                .run()
+        }
+        _ => {
+            eprintln!("setup: installing the nightly toolchain with rust-src");
+            Cmd::new("rustup")
+                .args([
+                    "toolchain",
+                    "install",
+                    "nightly",
+                    "--profile",
+                    "minimal",
+                    "--component",
+                    "rust-src",
+                ])
+                .run()
+        }
     }
-    eprintln!("setup: installing the nightly toolchain with rust-src");
-    Cmd::new("rustup")
-        .args([
-            "toolchain",
-            "install",
-            "nightly",
-            "--profile",
-            "minimal",
-            "--component",
-            "rust-src",
-        ])
-        .run()
 }
 
 fn bpf_linker() -> anyhow::Result<()> {
