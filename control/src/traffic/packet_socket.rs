@@ -36,8 +36,10 @@ impl PacketSocket {
         } else {
             0
         };
+        // Protocol 0 until bound: created with ETH_P_ALL, it would see every
+        // interface's frames until `bind` narrows it to one.
         let socket = PacketSocket {
-            fd: sys::socket(libc::AF_PACKET, libc::SOCK_RAW, i32::from(protocol))?,
+            fd: sys::socket(libc::AF_PACKET, libc::SOCK_RAW, 0)?,
         };
         // SAFETY: sockaddr_ll is plain data; all-zero is a valid value.
         let mut addr: libc::sockaddr_ll = unsafe { mem::zeroed() };

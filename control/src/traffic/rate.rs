@@ -15,6 +15,17 @@ pub trait RateController {
     fn on_sent(&mut self, now: Duration, wire_bits: u64);
 }
 
+/// Boxed controllers drive QPs too, so one sender can mix kinds.
+impl<R: RateController + ?Sized> RateController for Box<R> {
+    fn rate_bps(&self) -> u64 {
+        (**self).rate_bps()
+    }
+
+    fn on_sent(&mut self, now: Duration, wire_bits: u64) {
+        (**self).on_sent(now, wire_bits)
+    }
+}
+
 /// A rate that never changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FixedRate {
@@ -58,5 +69,12 @@ mod tests {
             1_000_000_001
         );
         assert!(FixedRate::split(1, 0).is_empty());
+    }
+
+    #[test]
+    fn boxed_controllers_mix() {
+        let mut rates: Vec<Box<dyn RateController>> = vec![Box::new(FixedRate { bps: 5 })];
+        rates[0].on_sent(Duration::ZERO, 100);
+        assert_eq!(rates[0].rate_bps(), 5);
     }
 }

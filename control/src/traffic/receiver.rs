@@ -24,7 +24,7 @@ const RECV_BUFFER: usize = 8 << 20;
 /// Largest frame read whole.
 const MAX_FRAME: usize = 65536;
 
-/// When to stop receiving; with none set, the receiver never stops.
+/// When to stop receiving; with none set, only the stop flag stops the receiver.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecvConfig {
     /// Interface to listen on.
