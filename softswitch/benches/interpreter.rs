@@ -152,6 +152,18 @@ fn ecn_ecmp() {
 }
 
 fn main() {
-    lpm_1000_routes();
-    ecn_ecmp();
+    // `cargo bench -p softswitch --bench interpreter -- lpm` runs only the benchmarks whose
+    // names contain "lpm" (arguments starting with `-`, such as `--bench`, are cargo's).
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let wanted =
+        |name: &str| filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str()));
+    if wanted("ipv4_lpm_1000_routes") {
+        lpm_1000_routes();
+    }
+    if wanted("ecn_ecmp") {
+        ecn_ecmp();
+    }
 }

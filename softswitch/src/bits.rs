@@ -2,6 +2,7 @@
 //! are laid out on the wire.
 
 /// Reads `width` (at most 128) bits starting `offset` bits into `data`; the caller checks bounds.
+#[inline]
 pub fn read_bits(data: &[u8], offset: usize, width: u16) -> u128 {
     let start = offset / 8;
     let shift = offset % 8;
@@ -35,7 +36,7 @@ pub fn read_bits(data: &[u8], offset: usize, width: u16) -> u128 {
         .iter()
         .fold(0u128, |acc, &b| (acc << 8) | u128::from(b));
     let tail_bits = (nbytes - 1) * 8 - (shift + width - 8);
-    (head << (128 - (8 - shift))) | (rest >> tail_bits)
+    (head << (width - (8 - shift))) | (rest >> tail_bits)
 }
 
 /// A growing byte buffer written a field at a time.
@@ -61,25 +62,37 @@ impl BitWriter {
 
     /// Appends the low `width` bits of `value`.
     pub fn write(&mut self, value: u128, width: u16) {
-        if self.bits.is_multiple_of(8) && width.is_multiple_of(8) {
-            let n = usize::from(width / 8);
-            self.bytes.extend_from_slice(&value.to_be_bytes()[16 - n..]);
-            self.bits += usize::from(width);
+        let mut w = u32::from(width);
+        if w == 0 {
             return;
         }
-        let mut remaining = usize::from(width);
-        while remaining > 0 {
-            let bit = self.bits % 8;
-            if bit == 0 {
-                self.bytes.push(0);
-            }
+        let bit = (self.bits % 8) as u32;
+        self.bits += w as usize;
+        let mut v = if w >= 128 {
+            value
+        } else {
+            value & ((1u128 << w) - 1)
+        };
+        if bit != 0 {
+            // Fill the free low bits of the last, partial byte first.
             let room = 8 - bit;
-            let take = room.min(remaining);
-            let chunk = ((value >> (remaining - take)) & ((1u128 << take) - 1)) as u8;
-            let last = self.bytes.last_mut().expect("a byte was pushed");
-            *last |= chunk << (room - take);
-            self.bits += take;
-            remaining -= take;
+            let last = self.bytes.last_mut().expect("a partial byte exists");
+            if w <= room {
+                *last |= (v << (room - w)) as u8;
+                return;
+            }
+            *last |= (v >> (w - room)) as u8;
+            w -= room;
+            v &= (1u128 << w) - 1;
+        }
+        // Byte-aligned now: whole bytes, then the leftover bits at the top of a new byte.
+        let whole = (w / 8) as usize;
+        let rest = w % 8;
+        let bytes = (v >> rest).to_be_bytes();
+        self.bytes.extend_from_slice(&bytes[16 - whole..]);
+        if rest != 0 {
+            self.bytes
+                .push(((v & ((1 << rest) - 1)) << (8 - rest)) as u8);
         }
     }
 
@@ -122,6 +135,37 @@ mod tests {
         assert_eq!(read_bits(&bytes, 0, 4), 4);
         assert_eq!(read_bits(&bytes, 8, 9), 0x1ff);
         assert_eq!(read_bits(&bytes, 17, 7), 0x7f);
+    }
+
+    #[test]
+    fn random_fields_round_trip() {
+        let mut seed = 0x1234_5678_9abc_def0u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut fields = Vec::new();
+        let mut w = BitWriter::new();
+        for _ in 0..2000 {
+            let width = (next() % 128 + 1) as u16;
+            let value = ((u128::from(next()) << 64) | u128::from(next())) & crate::ir::mask(width);
+            w.write(value, width);
+            fields.push((value, width));
+        }
+        let total = w.len_bits();
+        let bytes = w.into_bytes();
+        assert_eq!(bytes.len(), total.div_ceil(8));
+        let mut offset = 0;
+        for (value, width) in fields {
+            assert_eq!(
+                read_bits(&bytes, offset, width),
+                value,
+                "at bit {offset}, width {width}"
+            );
+            offset += usize::from(width);
+        }
     }
 
     #[test]

@@ -57,6 +57,8 @@ impl<T> Queue<T> {
 #[derive(Debug)]
 pub struct TrafficManager<T> {
     ports: BTreeMap<u16, Vec<Queue<T>>>,
+    /// Packets queued per port, for ports with any.
+    busy: BTreeMap<u16, usize>,
     default_depth: usize,
     default_rate: Option<u64>,
     queued: usize,
@@ -66,6 +68,7 @@ impl<T> Default for TrafficManager<T> {
     fn default() -> Self {
         TrafficManager {
             ports: BTreeMap::new(),
+            busy: BTreeMap::new(),
             default_depth: DEFAULT_DEPTH,
             default_rate: None,
             queued: 0,
@@ -128,6 +131,7 @@ impl<T> TrafficManager<T> {
         let ahead = q.items.len() as u32;
         q.items.push_back((item, now_us, ahead));
         self.queued += 1;
+        *self.busy.entry(port).or_default() += 1;
         Ok(())
     }
 
@@ -137,12 +141,17 @@ impl<T> TrafficManager<T> {
         if self.queued == 0 {
             return None;
         }
-        for (&port, queues) in self.ports.iter_mut() {
+        for (&port, waiting) in self.busy.iter_mut() {
+            let queues = self.ports.get_mut(&port).expect("busy ports have queues");
             for q in queues.iter_mut().rev() {
                 if q.ready_at().is_some_and(|t| t <= now_us) {
                     let (item, enq_us, enq_qdepth) =
                         q.items.pop_front().expect("ready means non-empty");
                     self.queued -= 1;
+                    *waiting -= 1;
+                    if *waiting == 0 {
+                        self.busy.remove(&port);
+                    }
                     if let Some(rate) = q.rate_pps {
                         q.next_departure_us =
                             now_us.max(q.next_departure_us) + 1_000_000 / rate.max(1);
