@@ -1,7 +1,7 @@
 //! `lossless traffic send|recv`: the command line of the RoCEv2 traffic tool.
 
 use std::net::IpAddr;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
@@ -138,29 +138,49 @@ fn seconds(option: &str, secs: f64) -> anyhow::Result<Duration> {
         .with_context(|| format!("--{option} {secs} is not a number of seconds"))
 }
 
-/// The flag Ctrl-C sets: the running sender or receiver stops and reports.
-static INTERRUPT: OnceLock<StopFlag> = OnceLock::new();
+/// Set by SIGINT and SIGTERM while a traffic command runs.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// How often an interrupt is looked for.
+const INTERRUPT_POLL: Duration = Duration::from_millis(20);
 
 extern "C" fn on_interrupt(_signal: libc::c_int) {
-    if let Some(flag) = INTERRUPT.get() {
-        flag.stop();
-    }
+    INTERRUPTED.store(true, Ordering::Relaxed);
 }
 
-/// Makes SIGINT and SIGTERM set `flag` instead of ending the process.
-fn stop_on_interrupt(flag: StopFlag) -> anyhow::Result<()> {
-    if INTERRUPT.set(flag).is_err() {
-        bail!("a traffic command already runs in this process");
-    }
+/// Runs `work` with SIGINT and SIGTERM turned into a stop request on `flag`
+/// (so the command ends early with its summary); the previous handlers come back after.
+fn stop_on_interrupt<T>(flag: StopFlag, work: impl FnOnce() -> T) -> anyhow::Result<T> {
+    INTERRUPTED.store(false, Ordering::Relaxed);
+    let mut previous = Vec::new();
     for signal in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only does an atomic load and store.
-        if unsafe { libc::signal(signal, on_interrupt as *const () as libc::sighandler_t) }
-            == libc::SIG_ERR
-        {
+        // SAFETY: the handler only stores to an atomic.
+        let old = unsafe { libc::signal(signal, on_interrupt as *const () as libc::sighandler_t) };
+        if old == libc::SIG_ERR {
             return Err(std::io::Error::last_os_error()).context("installing the Ctrl-C handler");
         }
+        previous.push((signal, old));
     }
-    Ok(())
+    let done = AtomicBool::new(false);
+    let result = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                if INTERRUPTED.load(Ordering::Relaxed) {
+                    flag.stop();
+                    return;
+                }
+                std::thread::sleep(INTERRUPT_POLL);
+            }
+        });
+        let result = work();
+        done.store(true, Ordering::Relaxed);
+        result
+    });
+    for (signal, old) in previous {
+        // SAFETY: puts back the handler that was there before.
+        unsafe { libc::signal(signal, old) };
+    }
+    Ok(result)
 }
 
 /// Runs `lossless traffic send|recv`; Ctrl-C ends either early with its summary.
@@ -193,10 +213,8 @@ fn send(args: SendArgs) -> anyhow::Result<()> {
     };
     let mut sender =
         Sender::open(config).with_context(|| format!("preparing to send on {}", args.iface))?;
-    stop_on_interrupt(sender.stop_flag())?;
     let mut rates = FixedRate::split(args.rate, sender.frames().len());
-    let summary = sender
-        .run(&mut rates)
+    let summary = stop_on_interrupt(sender.stop_flag(), || sender.run(&mut rates))?
         .with_context(|| format!("sending on {}", args.iface))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
@@ -222,9 +240,7 @@ fn recv(args: RecvArgs) -> anyhow::Result<()> {
     }
     let mut receiver = Receiver::open(config)
         .with_context(|| format!("preparing to receive on {}", args.iface))?;
-    stop_on_interrupt(receiver.stop_flag())?;
-    let summary = receiver
-        .run()
+    let summary = stop_on_interrupt(receiver.stop_flag(), || receiver.run())?
         .with_context(|| format!("receiving on {}", args.iface))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
