@@ -293,38 +293,56 @@ fn send_table(s: &SendSummary) -> String {
     out
 }
 
+/// One line of the receiver's table.
+fn recv_row(c: [&dyn std::fmt::Display; 10]) -> String {
+    format!(
+        "{:>8} {:>15} {:>12} {:>14} {:>10} {:>10} {:>9} {:>9} {:>7} {:>15}\n",
+        c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9]
+    )
+}
+
 /// The receiver's summary as a per-QP table.
 fn recv_table(s: &RecvSummary) -> String {
-    let mut out = format!(
-        "{:>8} {:>15} {:>12} {:>14} {:>10} {:>10} {:>9} {:>9} {:>15}\n",
-        "QP", "SRC", "PACKETS", "BYTES", "CE", "ECT", "PSN_GAPS", "REORDERED", "GOODPUT"
-    );
+    let mut out = recv_row([
+        &"QP",
+        &"SRC",
+        &"PACKETS",
+        &"BYTES",
+        &"CE",
+        &"ECT",
+        &"PSN_GAPS",
+        &"REORDERED",
+        &"CNPS",
+        &"GOODPUT",
+    ]);
     for q in &s.qps {
-        out += &format!(
-            "{:>8} {:>15} {:>12} {:>14} {:>10} {:>10} {:>9} {:>9} {:>15}\n",
-            q.qp,
-            q.src.to_string(),
-            q.packets,
-            q.bytes,
-            q.ce,
-            q.ect,
-            q.psn_gaps,
-            q.reordered,
-            human_rate(q.goodput_bps)
-        );
+        let goodput = human_rate(q.goodput_bps);
+        out += &recv_row([
+            &q.qp,
+            &q.src,
+            &q.packets,
+            &q.bytes,
+            &q.ce,
+            &q.ect,
+            &q.psn_gaps,
+            &q.reordered,
+            &q.cnps,
+            &goodput,
+        ]);
     }
-    out += &format!(
-        "{:>8} {:>15} {:>12} {:>14} {:>10} {:>10} {:>9} {:>9} {:>15}\n",
-        "total",
-        "",
-        s.packets,
-        s.bytes,
-        s.ce,
-        s.ect,
-        s.psn_gaps,
-        s.reordered,
-        human_rate(s.goodput_bps)
-    );
+    let goodput = human_rate(s.goodput_bps);
+    out += &recv_row([
+        &"total",
+        &"",
+        &s.packets,
+        &s.bytes,
+        &s.ce,
+        &s.ect,
+        &s.psn_gaps,
+        &s.reordered,
+        &s.cnps,
+        &goodput,
+    ]);
     out += &format!(
         "{:.3} s; {} frames with a bad checksum or ICRC, {} other frames ignored\n",
         s.duration_s, s.bad_frames, s.other_frames
@@ -429,6 +447,28 @@ mod tests {
             (args.idle_timeout, args.json, args.duration),
             (Some(0.5), true, None)
         );
+    }
+
+    #[test]
+    fn receiver_table() {
+        let summary = RecvSummary {
+            duration_s: 1.0,
+            packets: 2,
+            bytes: 2048,
+            ce: 1,
+            ect: 1,
+            psn_gaps: 0,
+            reordered: 0,
+            cnps: 0,
+            goodput_bps: 8e6,
+            bad_frames: 0,
+            other_frames: 0,
+            qps: vec![],
+        };
+        let table = recv_table(&summary);
+        assert!(table.starts_with("      QP             SRC"), "{table}");
+        assert!(table.contains("   total "), "{table}");
+        assert!(table.contains("8.00 Mbit/s"), "{table}");
     }
 
     #[test]

@@ -29,6 +29,8 @@ pub struct QpCounters {
     pub psn_gaps: u64,
     /// Frames whose PSN was lower than expected (late, or duplicated).
     pub reordered: u64,
+    /// Congestion notification packets (BTH opcode 0x81), counted apart from data.
+    pub cnps: u64,
     /// The PSN expected next (one past the highest seen).
     next_psn: Option<u32>,
     /// Arrival of the first frame and of the last, in nanoseconds.
@@ -123,6 +125,8 @@ pub struct QpSummary {
     pub psn_gaps: u64,
     /// Frames with a PSN lower than expected.
     pub reordered: u64,
+    /// CNPs addressed to this QP.
+    pub cnps: u64,
     /// Payload bits per second from the QP's first frame to its last.
     pub goodput_bps: f64,
 }
@@ -144,6 +148,8 @@ pub struct RecvSummary {
     pub psn_gaps: u64,
     /// Frames with a PSN lower than expected, over all QPs.
     pub reordered: u64,
+    /// CNPs, over all QPs.
+    pub cnps: u64,
     /// Payload bits per second from the first RoCEv2 frame to the last.
     pub goodput_bps: f64,
     /// RoCEv2 frames with a bad checksum or ICRC (not counted above).
@@ -183,7 +189,12 @@ impl RecvCounters {
             .record(psn, frame_len, payload_len, ecn, now_ns);
     }
 
-    /// RoCEv2 frames counted over all flows.
+    /// Counts a CNP addressed to flow `key` (a QP of this host's sender).
+    pub fn record_cnp(&mut self, key: FlowKey) {
+        self.flows.entry(key).or_default().cnps += 1;
+    }
+
+    /// RoCEv2 data frames counted over all flows (CNPs not included).
     pub fn packets(&self) -> u64 {
         self.packets
     }
@@ -202,6 +213,7 @@ impl RecvCounters {
                 ect: c.ect,
                 psn_gaps: c.psn_gaps,
                 reordered: c.reordered,
+                cnps: c.cnps,
                 goodput_bps: c.goodput_bps(),
             })
             .collect();
@@ -219,6 +231,7 @@ impl RecvCounters {
             ect: qps.iter().map(|q| q.ect).sum(),
             psn_gaps: qps.iter().map(|q| q.psn_gaps).sum(),
             reordered: qps.iter().map(|q| q.reordered).sum(),
+            cnps: qps.iter().map(|q| q.cnps).sum(),
             goodput_bps,
             bad_frames: self.bad_frames,
             other_frames: self.other_frames,
@@ -305,11 +318,16 @@ mod tests {
             );
         }
         counters.other_frames = 3;
+        counters.record_cnp(FlowKey { src, qp: 7 });
         assert_eq!(counters.packets(), 11);
         let summary = counters.summary(2.0);
         assert_eq!(summary.packets, 11);
         assert_eq!(summary.ce, 11);
-        assert_eq!(summary.qps.len(), 2);
+        assert_eq!(summary.qps.len(), 3);
+        assert_eq!(
+            (summary.cnps, summary.qps[2].cnps, summary.qps[2].packets),
+            (1, 1, 0)
+        );
         assert_eq!((summary.qps[0].qp, summary.qps[0].packets), (1, 6));
         assert_eq!(summary.goodput_bps, 1e9);
         let json = serde_json::to_value(&summary).unwrap();

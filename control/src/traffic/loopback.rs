@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::pacing::wire_bits;
 use super::{FixedRate, Receiver, RecvConfig, RecvSummary, SendConfig, SendSummary, Sender};
 use crate::netns::{veth_pair, Endpoint, Namespace};
+use crate::wire::bth::Opcode;
 use crate::wire::ethernet::Address;
 use crate::wire::ip::Ecn;
 
@@ -183,4 +184,32 @@ fn ipv6_resolved_with_priority_tag() {
         (300, 300, 0, 0)
     );
     assert_eq!(got.qps[0].qp, 256);
+}
+
+#[test]
+fn cnps_counted_apart_from_data() {
+    if !is_root() {
+        return;
+    }
+    let _alone = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let bed = bed();
+    let recv = RecvConfig {
+        iface: bed.b_end.ifname.clone(),
+        duration: None,
+        count: None,
+        idle_timeout: Some(Duration::from_millis(500)),
+    };
+    // CNP-shaped frames: opcode 0x81, 16 reserved bytes, ICRC (74 bytes over IPv4).
+    let send = SendConfig {
+        count: Some(50),
+        duration: None,
+        size: 74,
+        opcode: Opcode::Cnp,
+        ecn: Ecn::NotEct,
+        ..SendConfig::new(&bed.a_end.ifname, IpAddr::V4(bed.b_end.ipv4))
+    };
+    let (_, got) = exchange(&bed, recv, send, 10_000_000);
+    assert_eq!((got.cnps, got.packets, got.qps[0].cnps), (50, 0, 50));
 }

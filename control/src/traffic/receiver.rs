@@ -1,6 +1,7 @@
 //! The RoCEv2 receiver: reads every frame of an interface on an AF_PACKET
 //! socket (so it sees the IP ECN bits as they arrived), checks and counts the
-//! RoCEv2 ones per QP, and stops after a duration, a count or a quiet spell.
+//! RoCEv2 ones per QP (data frames, and CNPs apart), and stops after a
+//! duration, a count or a quiet spell.
 
 use std::time::{Duration, Instant};
 
@@ -9,6 +10,7 @@ use super::error::{Result, TrafficError};
 use super::interface::Interface;
 use super::packet_socket::PacketSocket;
 use super::stop::StopFlag;
+use crate::wire::bth::Opcode;
 use crate::wire::roce::RoceFrame;
 use crate::wire::Error as WireError;
 
@@ -121,6 +123,10 @@ impl Receiver {
                             src: frame.src_ip,
                             qp: frame.bth.dest_qp,
                         };
+                        if frame.bth.opcode == Opcode::Cnp {
+                            counters.record_cnp(key);
+                            continue;
+                        }
                         counters.record(
                             key,
                             frame.bth.psn,
