@@ -35,8 +35,13 @@ pub struct EcnLab {
     /// Drain rate of the bottleneck's phantom queue.
     #[arg(long, default_value = "100mbit", value_parser = parse_rate_bps)]
     drain: u64,
-    /// Offered load at each step, as fractions of the drain rate.
-    #[arg(long, value_delimiter = ',', default_value = "0.5,0.9,1.1,1.3,1.6,2.0")]
+    /// Offered load at each step, as fractions of the drain rate: by default it rises past
+    /// the drain rate (the queue builds and marks follow RED) and falls back (it drains).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "0.5,0.8,1.05,1.1,0.6,0.3"
+    )]
     steps: Vec<f64>,
     /// Seconds per step.
     #[arg(long, default_value_t = 2.0)]
