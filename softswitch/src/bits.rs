@@ -63,10 +63,14 @@ impl BitWriter {
     /// Appends the low `width` bits of `value`.
     pub fn write(&mut self, value: u128, width: u16) {
         let mut w = u32::from(width);
-        if w == 0 {
+        let bit = (self.bits % 8) as u32;
+        if bit == 0 && w % 8 == 0 {
+            // The common case: whole bytes at a byte boundary.
+            self.bytes
+                .extend_from_slice(&value.to_be_bytes()[16 - (w / 8) as usize..]);
+            self.bits += w as usize;
             return;
         }
-        let bit = (self.bits % 8) as u32;
         self.bits += w as usize;
         let mut v = if w >= 128 {
             value
