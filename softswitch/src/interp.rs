@@ -324,7 +324,10 @@ impl<'a> Exec<'a> {
                     self.eval(b)
                 }
             }
-            Expr::RangeEq { a, b, len, header } => u128::from(self.range_eq(*a, *b, *len, *header)),
+            Expr::RangeEq { a, b, len } => {
+                let (a, b, n) = (*a as usize, *b as usize, *len as usize);
+                u128::from(self.slots[a..a + n] == self.slots[b..b + n])
+            }
             Expr::TableHit { table, miss } => u128::from(self.apply(*table).0 != *miss),
             Expr::Invoke(inv) => {
                 if self.invoke(inv) == Flow::Exit {
@@ -346,14 +349,6 @@ impl<'a> Exec<'a> {
             }
             Expr::PacketLength => self.data.len() as u128,
         }
-    }
-
-    fn range_eq(&self, a: u32, b: u32, len: u32, header: bool) -> bool {
-        let (a, b, n) = (a as usize, b as usize, len as usize);
-        if header && self.slots[a] == 0 && self.slots[b] == 0 {
-            return true;
-        }
-        self.slots[a..a + n] == self.slots[b..b + n]
     }
 
     fn store(&mut self, place: &Place, v: u128) {

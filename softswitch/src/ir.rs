@@ -85,13 +85,8 @@ pub enum Expr {
     Or(Box<Expr>, Box<Expr>),
     /// `c ? a : b`.
     Cond(Box<Expr>, Box<Expr>, Box<Expr>),
-    /// Equality of two slot ranges of the same layout (headers compare validity, then fields if valid).
-    RangeEq {
-        a: Slot,
-        b: Slot,
-        len: u32,
-        header: bool,
-    },
+    /// Equality of two slot ranges (two `varbit` values: length and chunks).
+    RangeEq { a: Slot, b: Slot, len: u32 },
     /// Applies a table; yields 1 if it hit (or, with `miss`, 1 if it missed).
     TableHit { table: usize, miss: bool },
     /// Calls a function and yields its return slot.

@@ -535,12 +535,7 @@ impl Checker<'_> {
                 if tx != ty_y {
                     return fail(span, format!("operands of '{name}' have different types"));
                 }
-                let eq = Expr::RangeEq {
-                    a: x,
-                    b: y,
-                    len: self.types.size(&tx),
-                    header: self.types.is_header(&tx),
-                };
+                let eq = self.aggregate_eq(x, y, &tx);
                 let e = if op == BinOp::Eq {
                     eq
                 } else {
@@ -649,6 +644,68 @@ impl Checker<'_> {
                         let t = self.show(&t);
                         fail(span, format!("'{name}' cannot be applied to {t}"))
                     }
+                }
+            }
+        }
+    }
+
+    /// Equality of two stored values of type `ty`, as the specification defines it: structs
+    /// field by field, stacks element by element, headers equal when both are invalid or both
+    /// valid with equal fields.
+    fn aggregate_eq(&self, a: Slot, b: Slot, ty: &Type) -> Expr {
+        let all = |parts: Vec<Expr>| {
+            parts
+                .into_iter()
+                .reduce(|x, y| Expr::And(Box::new(x), Box::new(y)))
+                .unwrap_or(Expr::Const(1))
+        };
+        match ty {
+            Type::Aggregate(agg) => {
+                let fields: Vec<Expr> = self.types.aggregates[*agg]
+                    .fields
+                    .iter()
+                    .map(|(name, fty, _)| {
+                        let (off, _) = self.types.field(*agg, name).expect("the field exists");
+                        self.aggregate_eq(a + off, b + off, fty)
+                    })
+                    .collect();
+                if !self.types.is_header(ty) {
+                    return all(fields);
+                }
+                let (va, vb) = (Box::new(Expr::Load(a)), Box::new(Expr::Load(b)));
+                let both_invalid = Expr::And(
+                    Box::new(Expr::Not(va.clone())),
+                    Box::new(Expr::Not(vb.clone())),
+                );
+                let mut valid_and_equal = vec![Expr::And(va, vb)];
+                valid_and_equal.extend(fields);
+                Expr::Or(Box::new(both_invalid), Box::new(all(valid_and_equal)))
+            }
+            Type::Stack(agg, n) => {
+                let stride = self.types.size(&Type::Aggregate(*agg));
+                all((0..*n)
+                    .map(|i| {
+                        self.aggregate_eq(
+                            a + 1 + i * stride,
+                            b + 1 + i * stride,
+                            &Type::Aggregate(*agg),
+                        )
+                    })
+                    .collect())
+            }
+            Type::VarBit(_) => Expr::RangeEq {
+                a,
+                b,
+                len: self.types.size(ty),
+            },
+            t => {
+                let width = self.types.scalar_width(t).unwrap_or(128);
+                Expr::Compare {
+                    op: BinOp::Eq,
+                    width,
+                    signed: false,
+                    a: Box::new(Expr::Load(a)),
+                    b: Box::new(Expr::Load(b)),
                 }
             }
         }
