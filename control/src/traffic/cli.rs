@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::counters::RecvSummary;
+use super::counters::{Interval, RecvSummary};
 use super::rate::FixedRate;
 use super::receiver::{Receiver, RecvConfig};
 use super::sender::{SendConfig, SendSummary, Sender};
@@ -121,6 +121,10 @@ pub struct RecvArgs {
     /// Stop after this many seconds without RoCEv2 frames [default: 5 without --duration or --count].
     #[arg(long)]
     pub idle_timeout: Option<f64>,
+    /// Every this many seconds, report each QP's goodput, CE marks and CNPs
+    /// of the interval (live lines; with --json, an `intervals` array).
+    #[arg(long)]
+    pub interval: Option<f64>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -240,8 +244,18 @@ fn recv(args: RecvArgs) -> anyhow::Result<()> {
     }
     let mut receiver = Receiver::open(config)
         .with_context(|| format!("preparing to receive on {}", args.iface))?;
-    let summary = stop_on_interrupt(receiver.stop_flag(), || receiver.run())?
-        .with_context(|| format!("receiving on {}", args.iface))?;
+    let interval = args.interval.map(|s| seconds("interval", s)).transpose()?;
+    let live = !args.json;
+    let stop = receiver.stop_flag();
+    let summary = stop_on_interrupt(stop, || match interval {
+        Some(every) => receiver.run_every(every, |report| {
+            if live {
+                println!("{}", interval_line(report));
+            }
+        }),
+        None => receiver.run(),
+    })?
+    .with_context(|| format!("receiving on {}", args.iface))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
@@ -291,6 +305,21 @@ fn send_table(s: &SendSummary) -> String {
         );
     }
     out
+}
+
+/// One interval report as a line: time, then each QP's goodput, CE and CNPs.
+fn interval_line(report: &Interval) -> String {
+    let mut line = format!("{:>8.3} s", report.t_s);
+    for q in &report.qps {
+        line += &format!(
+            "  qp {} {} ce {} cnp {}",
+            q.qp,
+            human_rate(q.goodput_bps),
+            q.ce,
+            q.cnps
+        );
+    }
+    line
 }
 
 /// One line of the receiver's table.
@@ -353,6 +382,7 @@ fn recv_table(s: &RecvSummary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::traffic::IntervalQp;
     use clap::Parser;
 
     #[derive(Debug, Parser)]
@@ -464,11 +494,31 @@ mod tests {
             bad_frames: 0,
             other_frames: 0,
             qps: vec![],
+            intervals: vec![],
         };
         let table = recv_table(&summary);
         assert!(table.starts_with("      QP             SRC"), "{table}");
         assert!(table.contains("   total "), "{table}");
         assert!(table.contains("8.00 Mbit/s"), "{table}");
+    }
+
+    #[test]
+    fn interval_lines() {
+        let report = Interval {
+            t_s: 1.5,
+            qps: vec![IntervalQp {
+                qp: 256,
+                src: "10.0.0.1".parse().unwrap(),
+                packets: 10,
+                ce: 2,
+                cnps: 1,
+                goodput_bps: 2e6,
+            }],
+        };
+        assert_eq!(
+            interval_line(&report),
+            "   1.500 s  qp 256 2.00 Mbit/s ce 2 cnp 1"
+        );
     }
 
     #[test]

@@ -158,12 +158,52 @@ pub struct RecvSummary {
     pub other_frames: u64,
     /// One entry per flow, ordered by sender and QP.
     pub qps: Vec<QpSummary>,
+    /// Per-interval reports, when the receiver was asked for them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<Interval>,
+}
+
+/// What one QP received during one reporting interval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IntervalQp {
+    /// Destination QP.
+    pub qp: u32,
+    /// Sender IP.
+    pub src: IpAddr,
+    /// Data frames.
+    pub packets: u64,
+    /// Data frames marked CE.
+    pub ce: u64,
+    /// CNPs.
+    pub cnps: u64,
+    /// Payload bits per second over the interval.
+    pub goodput_bps: f64,
+}
+
+/// What the receiver saw during one reporting interval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Interval {
+    /// End of the interval, in seconds since the receiver started.
+    pub t_s: f64,
+    /// The flows that received anything during the interval.
+    pub qps: Vec<IntervalQp>,
+}
+
+/// Counts of one flow since the last interval report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct IntervalCounts {
+    packets: u64,
+    payload_bytes: u64,
+    ce: u64,
+    cnps: u64,
 }
 
 /// The counters of every flow, and of what was not a flow.
 #[derive(Debug, Clone, Default)]
 pub struct RecvCounters {
     flows: BTreeMap<FlowKey, QpCounters>,
+    interval: BTreeMap<FlowKey, IntervalCounts>,
+    intervals: Vec<Interval>,
     packets: u64,
     /// RoCEv2 frames with a bad checksum or ICRC.
     pub bad_frames: u64,
@@ -187,11 +227,38 @@ impl RecvCounters {
             .entry(key)
             .or_default()
             .record(psn, frame_len, payload_len, ecn, now_ns);
+        let interval = self.interval.entry(key).or_default();
+        interval.packets += 1;
+        interval.payload_bytes += payload_len as u64;
+        interval.ce += u64::from(ecn == Ecn::Ce);
     }
 
     /// Counts a CNP addressed to flow `key` (a QP of this host's sender).
     pub fn record_cnp(&mut self, key: FlowKey) {
         self.flows.entry(key).or_default().cnps += 1;
+        self.interval.entry(key).or_default().cnps += 1;
+    }
+
+    /// Closes the interval of `length_s` seconds ending at `t_s`: returns what
+    /// each flow received in it (also kept for the summary) and starts the next.
+    pub fn close_interval(&mut self, t_s: f64, length_s: f64) -> &Interval {
+        let qps = std::mem::take(&mut self.interval)
+            .into_iter()
+            .map(|(key, c)| IntervalQp {
+                qp: key.qp,
+                src: key.src,
+                packets: c.packets,
+                ce: c.ce,
+                cnps: c.cnps,
+                goodput_bps: if length_s > 0.0 {
+                    c.payload_bytes as f64 * 8.0 / length_s
+                } else {
+                    0.0
+                },
+            })
+            .collect();
+        self.intervals.push(Interval { t_s, qps });
+        self.intervals.last().expect("just pushed")
     }
 
     /// RoCEv2 data frames counted over all flows (CNPs not included).
@@ -236,6 +303,7 @@ impl RecvCounters {
             bad_frames: self.bad_frames,
             other_frames: self.other_frames,
             qps,
+            intervals: self.intervals.clone(),
         }
     }
 }
@@ -344,5 +412,29 @@ mod tests {
             assert!(json["qps"][0].get(key).is_some(), "{key}");
         }
         assert_eq!(json["other_frames"], 3);
+        assert!(json.get("intervals").is_none());
+    }
+
+    #[test]
+    fn intervals_restart_their_counts() {
+        let mut counters = RecvCounters::default();
+        let key = FlowKey {
+            src: "10.0.0.1".parse().unwrap(),
+            qp: 5,
+        };
+        for psn in 0..4 {
+            counters.record(key, psn, 200, 125, Ecn::Ce, u64::from(psn));
+        }
+        counters.record_cnp(key);
+        let first = counters.close_interval(1.0, 0.5).clone();
+        assert_eq!(first.t_s, 1.0);
+        assert_eq!(
+            (first.qps[0].packets, first.qps[0].ce, first.qps[0].cnps),
+            (4, 4, 1)
+        );
+        assert_eq!(first.qps[0].goodput_bps, 4.0 * 125.0 * 8.0 / 0.5);
+        assert!(counters.close_interval(1.5, 0.5).qps.is_empty());
+        let summary = counters.summary(1.5);
+        assert_eq!((summary.packets, summary.intervals.len()), (4, 2));
     }
 }

@@ -20,7 +20,7 @@ pub mod stop;
 mod sys;
 
 pub use cli::{run, TrafficCommand};
-pub use counters::{QpSummary, RecvSummary};
+pub use counters::{Interval, IntervalQp, QpSummary, RecvSummary};
 pub use error::TrafficError;
 pub use rate::{FixedRate, RateController};
 pub use receiver::{Receiver, RecvConfig};

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::counters::{FlowKey, RecvCounters, RecvSummary};
+use super::counters::{FlowKey, Interval, RecvCounters, RecvSummary};
 use super::error::{Result, TrafficError};
 use super::interface::Interface;
 use super::packet_socket::PacketSocket;
@@ -25,6 +25,9 @@ const RECV_BUFFER: usize = 8 << 20;
 
 /// Largest frame read whole.
 const MAX_FRAME: usize = 65536;
+
+/// How often to report intervals, and to whom.
+type Reports<'a> = (Duration, &'a mut dyn FnMut(&Interval));
 
 /// When to stop receiving; with none set, only the stop flag stops the receiver.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,15 +80,41 @@ impl Receiver {
 
     /// Counts frames until a stop condition holds or a stop is asked for; returns the summary.
     pub fn run(&mut self) -> Result<RecvSummary> {
+        self.count(None)
+    }
+
+    /// Like [`Receiver::run`], and every `every` also reports what each QP
+    /// received in that interval to `on_interval` (live tables); the summary
+    /// keeps every interval.
+    pub fn run_every(
+        &mut self,
+        every: Duration,
+        mut on_interval: impl FnMut(&Interval),
+    ) -> Result<RecvSummary> {
+        self.count(Some((every, &mut on_interval)))
+    }
+
+    /// The receive loop, with optional interval reports.
+    fn count(&mut self, mut reports: Option<Reports<'_>>) -> Result<RecvSummary> {
         let mut counters = RecvCounters::default();
         let mut buffer = vec![0u8; MAX_FRAME];
         let start = Instant::now();
         let mut last_frame = start;
         let count = self.config.count.unwrap_or(u64::MAX);
         let recv_error = |e| TrafficError::io(format!("receive on {}", self.config.iface))(e);
+        let mut next_report = reports.as_ref().map(|(every, _)| *every);
         loop {
             let now = Instant::now();
             let mut wait = POLL_EVERY;
+            if let (Some(due), Some((every, on_interval))) = (next_report, reports.as_mut()) {
+                let elapsed = now - start;
+                if elapsed >= due {
+                    on_interval(counters.close_interval(due.as_secs_f64(), every.as_secs_f64()));
+                    next_report = Some(due + *every);
+                    continue;
+                }
+                wait = wait.min(due - elapsed);
+            }
             if let Some(limit) = self.config.duration {
                 let left = limit.saturating_sub(now - start);
                 if left.is_zero() {
