@@ -486,6 +486,7 @@ impl Checker<'_> {
                     }
                 };
                 let target = self.header_ref(&arg.value)?;
+                let siblings = self.invalidate_union_siblings(&arg.value)?;
                 let layout = match target {
                     HeaderRef::Static { layout, .. } | HeaderRef::Next { layout, .. } => layout,
                 };
@@ -500,10 +501,12 @@ impl Checker<'_> {
                     };
                     return fail(span, why);
                 }
-                one(ExternCall::Extract {
+                let mut out = siblings;
+                out.push(Stmt::Extern(Box::new(ExternCall::Extract {
                     target,
                     varbit: bits,
-                })
+                })));
+                Ok(out)
             }
             (false, "advance") => {
                 let [arg] = args else {

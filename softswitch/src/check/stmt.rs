@@ -226,7 +226,11 @@ impl<'a> Checker<'a> {
                     }
                 }
                 let target = self.expr(base)?;
-                self.header_method(target, method, args)
+                let mut out = self.header_method(target, method, args)?;
+                if method.name == "setValid" {
+                    out.extend(self.invalidate_union_siblings(base)?);
+                }
+                Ok(out)
             }
             ExprKind::Name(n) => match self.lookup(n).cloned() {
                 Some(Sym::Callable(i)) => {
@@ -351,6 +355,32 @@ impl<'a> Checker<'a> {
             },
             _ => fail(callee.span, "this expression cannot be called"),
         }
+    }
+
+    /// If `member` is `u.h` for a header union `u`, statements invalidating `u`'s other members
+    /// (a union holds at most one valid header).
+    pub(super) fn invalidate_union_siblings(&mut self, member: &ast::Expr) -> Result<Vec<Stmt>> {
+        let ExprKind::Member(union, name) = &member.kind else {
+            return Ok(Vec::new());
+        };
+        let Val::Agg {
+            base,
+            ty: Type::Aggregate(agg),
+        } = self.expr(union)?
+        else {
+            return Ok(Vec::new());
+        };
+        if self.types.aggregates[agg].kind != ast::AggregateKind::HeaderUnion {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        for (field, _, _) in &self.types.aggregates[agg].fields {
+            if *field != name.name {
+                let (off, _) = self.types.field(agg, field).expect("the field exists");
+                out.push(Stmt::Assign(Place::Slot(base + off), Expr::Const(0)));
+            }
+        }
+        Ok(out)
     }
 
     fn header_method(
