@@ -30,6 +30,8 @@ pub enum Type {
     Var,
     /// `varbit<max>` (a header field).
     VarBit(u32),
+    /// `tuple<...>` (declared in typedefs; values of it are not supported yet).
+    Tuple(Vec<Type>),
 }
 
 /// A header, header union or struct declaration.
@@ -142,6 +144,21 @@ impl fmt::Display for ShowType<'_> {
             Type::Stack(i, n) => write!(f, "{}[{n}]", self.types.aggregates[*i].name),
             Type::Var => write!(f, "_"),
             Type::VarBit(max) => write!(f, "varbit<{max}>"),
+            Type::Tuple(elems) => {
+                write!(f, "tuple<")?;
+                for (i, e) in elems.iter().enumerate() {
+                    let sep = if i == 0 { "" } else { ", " };
+                    write!(
+                        f,
+                        "{sep}{}",
+                        ShowType {
+                            types: self.types,
+                            ty: e
+                        }
+                    )?;
+                }
+                write!(f, ">")
+            }
         }
     }
 }

@@ -242,8 +242,11 @@ fn checker_missing_main() {
 #[test]
 fn checker_unsupported_construct_is_named() {
     assert_eq!(
-        error(&program("typedef tuple<bit<8>, bit<8>> pair_t;", "", "")),
-        ("6:9".into(), "tuple types are not supported yet".into())
+        error(&program("Checksum16() ck;", "", "")),
+        (
+            "6:1".into(),
+            "extern 'Checksum16' is not supported yet".into()
+        )
     );
 }
 

@@ -167,7 +167,12 @@ impl<'a> Checker<'a> {
             TypeRef::String(_) => Type::String,
             TypeRef::MatchKind(_) => Type::MatchKind,
             TypeRef::DontCare(_) => Type::Var,
-            TypeRef::Tuple { span, .. } => return fail(*span, "tuple types are not supported yet"),
+            TypeRef::Tuple { elems, .. } => Type::Tuple(
+                elems
+                    .iter()
+                    .map(|e| self.resolve_type(e))
+                    .collect::<Result<_>>()?,
+            ),
             TypeRef::Stack { elem, size, span } => {
                 let elem_ty = self.resolve_type(elem)?;
                 let n = self.const_u128(size)?;
@@ -365,7 +370,10 @@ impl<'a> Checker<'a> {
         let mut out = Vec::new();
         for p in params {
             let ty = self.resolve_type(&p.ty)?;
-            if matches!(ty, Type::Int | Type::Void | Type::String | Type::Var) {
+            if matches!(
+                ty,
+                Type::Int | Type::Void | Type::String | Type::Var | Type::Tuple(_)
+            ) {
                 return fail(p.ty.span(), "this parameter type is not supported");
             }
             let slot = self.alloc(&ty);
@@ -616,6 +624,12 @@ impl<'a> Checker<'a> {
         let ty = self.resolve_type(&v.ty)?;
         if matches!(ty, Type::Int | Type::Void | Type::String | Type::MatchKind) {
             return fail(v.ty.span(), "a variable cannot have this type");
+        }
+        if matches!(ty, Type::Tuple(_)) {
+            return fail(
+                v.ty.span(),
+                "variables of tuple types are not supported yet",
+            );
         }
         let slot = self.alloc(&ty);
         let mut out = vec![ir::Stmt::Zero {
