@@ -156,11 +156,6 @@ impl TableState {
         s
     }
 
-    /// The table's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
     /// Installs an entry; returns its handle.
     pub fn insert(&mut self, entry: Entry) -> Result<usize, TableError> {
         if entry.matches.len() != self.kinds.len() {
@@ -268,14 +263,6 @@ impl TableState {
     /// The entry with handle `handle`.
     pub fn entry(&self, handle: usize) -> Option<&Installed> {
         self.entries.get(handle).and_then(Option::as_ref)
-    }
-
-    /// Installed entries and their handles.
-    pub fn entries(&self) -> impl Iterator<Item = (usize, &Installed)> {
-        self.entries
-            .iter()
-            .enumerate()
-            .filter_map(|(h, e)| e.as_ref().map(|e| (h, e)))
     }
 
     /// The handle of the entry matching `key`, if any.

@@ -1,0 +1,69 @@
+//! The `softswitch` command line: exit codes and the form of its reports.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn corpus(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/corpus")
+        .join(name)
+}
+
+/// A file under the system's temporary directory, removed when dropped.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(name: &str, text: &str) -> Self {
+        let path = std::env::temp_dir().join(format!("softswitch-{}-{name}", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        TempFile(path)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn softswitch(args: &[&Path]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_softswitch"));
+    cmd.arg(if args.len() == 1 { "check" } else { "stf" });
+    cmd.args(args);
+    cmd.output().unwrap()
+}
+
+#[test]
+fn check_accepts_a_good_program() {
+    let out = softswitch(&[&corpus("basic.p4")]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn check_reports_file_line_col_and_a_caret() {
+    let bad = TempFile::new("bad.p4", "#include <v1model.p4>\nconst bit<8> X = 8w1 +;\n");
+    let out = softswitch(&[&bad.0]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let expected = format!("{}:2:23: error: expected an expression, found ';'\n  const bit<8> X = 8w1 +;\n                        ^", bad.0.display());
+    assert!(stderr.contains(&expected), "{stderr}");
+}
+
+#[test]
+fn stf_exits_non_zero_on_a_mismatch() {
+    let bad = TempFile::new(
+        "bad.stf",
+        "packet 2 ffffffffffff 000000000002 0806 0001\nexpect 0 00\n",
+    );
+    let out = softswitch(&[&corpus("basic.p4"), &bad.0]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(":2:1: error: packet 1 on port 0 differs"),
+        "{stderr}"
+    );
+}
