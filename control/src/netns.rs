@@ -14,6 +14,8 @@ use std::{
 
 use anyhow::{bail, Context as _};
 
+use crate::wire::ethernet::Address;
+
 static NEXT_ID: AtomicU32 = AtomicU32::new(0);
 
 /// A name no other test bed of this machine uses now: `PREFIX` + pid + a counter, at most
@@ -178,17 +180,8 @@ fn mac_of(ns: &Namespace, ifname: &str) -> anyhow::Result<[u8; 6]> {
         .output()?;
     let text = String::from_utf8_lossy(&check("ip -br link", output)?.stdout).into_owned();
     let mac = text.split_whitespace().nth(2).unwrap_or_default();
-    parse_mac(mac).with_context(|| format!("no MAC for {ifname} in '{}'", text.trim()))
-}
-
-/// Parses `aa:bb:cc:dd:ee:ff`.
-pub fn parse_mac(text: &str) -> anyhow::Result<[u8; 6]> {
-    let bytes: Vec<u8> = text
-        .split(':')
-        .map(|h| u8::from_str_radix(h, 16))
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("'{text}' is not a MAC address"))?;
-    bytes
-        .try_into()
-        .map_err(|_| anyhow::anyhow!("'{text}' is not a MAC address"))
+    let mac: Address = mac
+        .parse()
+        .with_context(|| format!("no MAC for {ifname} in '{}'", text.trim()))?;
+    Ok(mac.0)
 }

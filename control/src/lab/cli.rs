@@ -2,6 +2,8 @@
 
 use clap::Subcommand;
 
+use crate::traffic::StopFlag;
+
 use super::ecn::{self, EcnLab};
 
 /// The `lab` subcommands.
@@ -13,7 +15,7 @@ pub enum LabCommand {
 
 /// Runs one `lab` subcommand; Ctrl-C stops it early and it still cleans up.
 pub async fn run(command: LabCommand) -> anyhow::Result<()> {
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = StopFlag::new();
     let lab_stop = stop.clone();
     let mut lab = tokio::task::spawn_blocking(move || match command {
         LabCommand::Ecn(args) => ecn::run(&args, &lab_stop),
@@ -22,7 +24,7 @@ pub async fn run(command: LabCommand) -> anyhow::Result<()> {
         result = &mut lab => result?,
         _ = tokio::signal::ctrl_c() => {
             eprintln!("interrupted: cleaning up");
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            stop.stop();
             lab.await?
         }
     }

@@ -5,7 +5,7 @@
 use std::{
     net::{IpAddr, Ipv4Addr},
     sync::{
-        atomic::{AtomicBool, AtomicU64, Ordering},
+        atomic::{AtomicU64, Ordering},
         Arc,
     },
     time::{Duration, Instant},
@@ -21,7 +21,7 @@ use crate::{
         pinned_maps::PinnedMaps,
     },
     netns::{check, veth_pair, Endpoint, Namespace},
-    traffic::{RateController, Receiver, RecvConfig, SendConfig, Sender},
+    traffic::{RateController, Receiver, RecvConfig, SendConfig, Sender, StopFlag},
     units::parse_rate_bps,
     wire::ethernet::Address,
 };
@@ -132,7 +132,7 @@ impl Drop for Detach<'_> {
 }
 
 /// Runs the lab until its last step or until `stop` is set.
-pub fn run(args: &EcnLab, stop: &AtomicBool) -> anyhow::Result<()> {
+pub fn run(args: &EcnLab, stop: &StopFlag) -> anyhow::Result<()> {
     let topology = Topology::build().context("building the namespace test bed")?;
     let mut config = HostConfig::default();
     config.apply_assignments(&[
@@ -183,30 +183,27 @@ pub fn run(args: &EcnLab, stop: &AtomicBool) -> anyhow::Result<()> {
         "{:>6} {:>12} {:>12} {:>12} {:>10} {:>10}",
         "time_s", "offered_Mbps", "seen_Mbps", "vq_bytes", "marked_%", "red_%"
     );
-    let summaries = std::thread::scope(|scope| -> anyhow::Result<_> {
-        let receiver = scope.spawn(|| topology.receiver_ns.run(|| Receiver::open(receive)?.run()));
-        let sender = scope.spawn(|| {
-            topology.sender_ns.run(|| {
-                let mut rates = vec![per_qp.clone(); args.qps as usize];
-                Sender::open(send)?.run(&mut rates)
-            })
-        });
+    // Sockets are opened inside their namespaces and stay bound there; the threads that
+    // run them need not be.
+    let mut sender = topology.sender_ns.run(|| Sender::open(send))??;
+    let mut receiver = topology.receiver_ns.run(|| Receiver::open(receive))??;
+    let (sender_stop, receiver_stop) = (sender.stop_flag(), receiver.stop_flag());
+    let (completed, sent, received) = std::thread::scope(|scope| {
+        let receiving = scope.spawn(move || receiver.run());
+        let sending = scope.spawn(move || sender.run(&mut vec![per_qp; args.qps as usize]));
         let completed = ramp(args, &maps, &profile, &offered, stop);
         if !matches!(completed, Ok(true)) {
-            // Taking the sender's interface away ends its run at once.
-            let _ = topology
-                .sender_ns
-                .ip(&["link", "del", &topology.sender.ifname]);
+            sender_stop.stop();
+            receiver_stop.stop();
         }
-        let sent = sender.join().expect("sender thread");
-        let received = receiver.join().expect("receiver thread");
-        Ok((completed?, sent, received))
+        let sent = sending.join().expect("sender thread");
+        let received = receiving.join().expect("receiver thread");
+        (completed, sent, received)
     });
-    let (completed, sent, received) = summaries?;
-    if !completed {
+    if !completed? {
         return Ok(());
     }
-    let (sent, received) = (sent??, received??);
+    let (sent, received) = (sent?, received?);
     let stats = maps.read_counters(Hook::Xdp)?.per_priority[PRIORITY];
     println!(
         "sent {} frames; bottleneck marked {} of {} ECT frames; receiver counted {} CE of {} RoCEv2 frames ({} PSN gaps)",
@@ -226,7 +223,7 @@ fn ramp(
     maps: &PinnedMaps,
     profile: &dataplane_common::config::EcnProfile,
     offered: &AtomicU64,
-    stop: &AtomicBool,
+    stop: &StopFlag,
 ) -> anyhow::Result<bool> {
     let start = Instant::now();
     let tick = Duration::from_millis(500);
@@ -237,7 +234,7 @@ fn ramp(
         offered.store(per_qp_rate(args, *step), Ordering::Relaxed);
         let step_end = Instant::now() + Duration::from_secs_f64(args.step_secs);
         while Instant::now() < step_end {
-            if stop.load(Ordering::Relaxed) {
+            if stop.is_stopped() {
                 return Ok(false);
             }
             std::thread::sleep(tick.min(step_end.saturating_duration_since(Instant::now())));
