@@ -4,10 +4,18 @@
 /// Reads `width` (at most 128) bits starting `offset` bits into `data`; the caller checks bounds.
 #[inline]
 pub fn read_bits(data: &[u8], offset: usize, width: u16) -> u128 {
+    if width == 0 {
+        return 0;
+    }
     let start = offset / 8;
     let shift = offset % 8;
     let width = usize::from(width);
     let nbytes = (shift + width).div_ceil(8);
+    if shift + width <= 64 && start + 8 <= data.len() {
+        // One 8-byte load covers the field; 64-bit shifts are cheap.
+        let word = u64::from_be_bytes(data[start..start + 8].try_into().expect("8 bytes"));
+        return u128::from((word << shift) >> (64 - width));
+    }
     if shift + width <= 128 && start + 16 <= data.len() {
         // One 16-byte load covers the field.
         let word = u128::from_be_bytes(data[start..start + 16].try_into().expect("16 bytes"));
@@ -39,11 +47,14 @@ pub fn read_bits(data: &[u8], offset: usize, width: u16) -> u128 {
     (head << (width - (8 - shift))) | (rest >> tail_bits)
 }
 
-/// A growing byte buffer written a field at a time.
+/// A growing byte buffer written a field at a time. Bits gather in a 64-bit accumulator and
+/// move to the buffer 32 at a time, with 64-bit arithmetic only (128-bit shifts are slow).
 #[derive(Debug, Default, Clone)]
 pub struct BitWriter {
     bytes: Vec<u8>,
-    bits: usize,
+    /// Pending bits, right-aligned; fewer than 32 between calls.
+    acc: u64,
+    acc_bits: u32,
 }
 
 impl BitWriter {
@@ -56,69 +67,77 @@ impl BitWriter {
     pub fn with_capacity(bytes: usize) -> Self {
         BitWriter {
             bytes: Vec::with_capacity(bytes),
-            bits: 0,
+            acc: 0,
+            acc_bits: 0,
         }
     }
 
     /// Appends the low `width` bits of `value`.
     pub fn write(&mut self, value: u128, width: u16) {
-        let mut w = u32::from(width);
-        let bit = (self.bits % 8) as u32;
-        if bit == 0 && w % 8 == 0 {
-            // The common case: whole bytes at a byte boundary.
-            self.bytes
-                .extend_from_slice(&value.to_be_bytes()[16 - (w / 8) as usize..]);
-            self.bits += w as usize;
-            return;
-        }
-        self.bits += w as usize;
-        let mut v = if w >= 128 {
-            value
+        let w = u32::from(width);
+        if w > 64 {
+            self.write_u64((value >> 64) as u64, w - 64);
+            self.write_u64(value as u64, 64);
         } else {
-            value & ((1u128 << w) - 1)
-        };
-        if bit != 0 {
-            // Fill the free low bits of the last, partial byte first.
-            let room = 8 - bit;
-            let last = self.bytes.last_mut().expect("a partial byte exists");
-            if w <= room {
-                *last |= (v << (room - w)) as u8;
-                return;
-            }
-            *last |= (v >> (w - room)) as u8;
-            w -= room;
-            v &= (1u128 << w) - 1;
+            self.write_u64(value as u64, w);
         }
-        // Byte-aligned now: whole bytes, then the leftover bits at the top of a new byte.
-        let whole = (w / 8) as usize;
-        let rest = w % 8;
-        let bytes = (v >> rest).to_be_bytes();
-        self.bytes.extend_from_slice(&bytes[16 - whole..]);
-        if rest != 0 {
+    }
+
+    /// Appends the low `w` (at most 64) bits of `v`.
+    fn write_u64(&mut self, v: u64, w: u32) {
+        if w > 32 {
+            self.write_u32(v >> 32, w - 32);
+            self.write_u32(v & u64::from(u32::MAX), 32);
+        } else {
+            self.write_u32(v, w);
+        }
+    }
+
+    /// Appends the low `w` (at most 32) bits of `v`.
+    fn write_u32(&mut self, v: u64, w: u32) {
+        let v = v & ((1u64 << w) - 1);
+        self.acc = (self.acc << w) | v;
+        self.acc_bits += w;
+        if self.acc_bits >= 32 {
+            self.acc_bits -= 32;
             self.bytes
-                .push(((v & ((1 << rest) - 1)) << (8 - rest)) as u8);
+                .extend_from_slice(&((self.acc >> self.acc_bits) as u32).to_be_bytes());
+            self.acc &= (1u64 << self.acc_bits) - 1;
         }
+    }
+
+    /// Moves the accumulator's whole bytes to the buffer.
+    fn flush_bytes(&mut self) {
+        while self.acc_bits >= 8 {
+            self.acc_bits -= 8;
+            self.bytes.push((self.acc >> self.acc_bits) as u8);
+        }
+        self.acc &= (1u64 << self.acc_bits) - 1;
     }
 
     /// Appends whole bytes.
     pub fn extend(&mut self, bytes: &[u8]) {
-        if self.bits.is_multiple_of(8) {
+        if self.acc_bits.is_multiple_of(8) {
+            self.flush_bytes();
             self.bytes.extend_from_slice(bytes);
-            self.bits += bytes.len() * 8;
         } else {
             for &b in bytes {
-                self.write(u128::from(b), 8);
+                self.write_u32(u64::from(b), 8);
             }
         }
     }
 
     /// The number of bits written.
     pub fn len_bits(&self) -> usize {
-        self.bits
+        self.bytes.len() * 8 + self.acc_bits as usize
     }
 
     /// The bytes written (the last one zero-padded).
-    pub fn into_bytes(self) -> Vec<u8> {
+    pub fn into_bytes(mut self) -> Vec<u8> {
+        self.flush_bytes();
+        if self.acc_bits > 0 {
+            self.bytes.push((self.acc << (8 - self.acc_bits)) as u8);
+        }
         self.bytes
     }
 }
