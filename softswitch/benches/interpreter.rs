@@ -49,13 +49,13 @@ fn measure(name: &str, switch: &mut Switch, packets: &[Vec<u8>]) {
     // Warm up, then time.
     for p in packets.iter().take(10_000) {
         switch.receive(1, p.clone());
-        black_box(switch.take_outputs());
+        black_box(switch.drain_outputs().count());
     }
     let start = Instant::now();
     let mut sent = 0usize;
     for i in 0..PACKETS {
         switch.receive(1, packets[i % packets.len()].clone());
-        sent += switch.take_outputs().len();
+        sent += switch.drain_outputs().count();
     }
     let elapsed = start.elapsed();
     let ns = elapsed.as_nanos() as f64 / PACKETS as f64;

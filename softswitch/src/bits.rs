@@ -127,6 +127,16 @@ impl BitWriter {
         }
     }
 
+    /// An empty writer that writes into `buffer` (cleared first), reusing its allocation.
+    pub fn reusing(mut buffer: Vec<u8>) -> Self {
+        buffer.clear();
+        BitWriter {
+            bytes: buffer,
+            acc: 0,
+            acc_bits: 0,
+        }
+    }
+
     /// The number of bits written.
     pub fn len_bits(&self) -> usize {
         self.bytes.len() * 8 + self.acc_bits as usize

@@ -394,16 +394,10 @@ impl<'a> Exec<'a> {
         }
     }
 
-    /// The bit-level concatenation of a field list, zero-padded to whole bytes.
-    fn field_bytes(&mut self, fields: &ir::FieldList) -> Vec<u8> {
-        let bits: usize = fields
-            .iter()
-            .map(|f| match f {
-                FieldItem::Bits(_, w) => usize::from(*w),
-                FieldItem::VarBit { max, .. } => *max as usize,
-            })
-            .sum();
-        let mut w = BitWriter::with_capacity(bits.div_ceil(8) + self.data.len());
+    /// The bit-level concatenation of a field list, zero-padded to whole bytes, plus the payload
+    /// when `payload`, written into the state's reusable buffer.
+    fn field_bytes(&mut self, fields: &ir::FieldList, payload: bool) -> Vec<u8> {
+        let mut w = BitWriter::reusing(std::mem::take(&mut self.state.field_buffer));
         for f in fields {
             match f {
                 FieldItem::Bits(e, width) => {
@@ -413,7 +407,11 @@ impl<'a> Exec<'a> {
                 FieldItem::VarBit { base, max } => self.write_varbit(&mut w, *base, *max),
             }
         }
-        w.into_bytes()
+        let mut bytes = w.into_bytes();
+        if payload {
+            bytes.extend_from_slice(self.payload());
+        }
+        bytes
     }
 
     fn payload(&self) -> &[u8] {
@@ -421,13 +419,12 @@ impl<'a> Exec<'a> {
     }
 
     fn checksum(&mut self, data: &ir::FieldList, algo: &Expr, payload: bool) -> u64 {
-        let mut bytes = self.field_bytes(data);
-        if payload {
-            bytes.extend_from_slice(self.payload());
-        }
+        let bytes = self.field_bytes(data, payload);
         let code = self.eval(algo);
         let algo = Algorithm::from_code(code).unwrap_or(Algorithm::Csum16);
-        hash::compute(algo, &bytes, &mut || self.state.random())
+        let h = hash::compute(algo, &bytes, &mut || self.state.random());
+        self.state.field_buffer = bytes;
+        h
     }
 
     /// Writes the varbit stored at `base` (its length, then its chunks).

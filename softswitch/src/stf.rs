@@ -645,9 +645,9 @@ impl Runner<'_> {
     }
 
     fn collect(&mut self) {
-        let out = self.switch.take_outputs();
-        self.report.packets_out += out.len();
-        self.outputs.extend(out);
+        let before = self.outputs.len();
+        self.outputs.extend(self.switch.drain_outputs());
+        self.report.packets_out += self.outputs.len() - before;
     }
 
     /// Compares outputs with expectations, port by port in order, as p4c's runner does: every

@@ -47,6 +47,8 @@ pub struct State {
     pub digests: Vec<(u32, Vec<u128>)>,
     /// `log_msg` output.
     pub log: Vec<String>,
+    /// A buffer reused by every checksum and hash computation.
+    pub(crate) field_buffer: Vec<u8>,
     /// Failed `assert`/`assume` calls.
     pub assertion_failures: u64,
     rng: u64,
@@ -95,6 +97,7 @@ impl State {
             direct_meters: HashMap::new(),
             digests: Vec::new(),
             log: Vec::new(),
+            field_buffer: Vec::new(),
             assertion_failures: 0,
             rng: 0x9E37_79B9_7F4A_7C15,
         }
@@ -235,9 +238,9 @@ impl Switch {
         }
     }
 
-    /// Takes the packets sent so far.
-    pub fn take_outputs(&mut self) -> Vec<Output> {
-        std::mem::take(&mut self.outputs)
+    /// Takes the packets sent so far, in the order they left (the buffer is kept for reuse).
+    pub fn drain_outputs(&mut self) -> std::vec::Drain<'_, Output> {
+        self.outputs.drain(..)
     }
 
     /// Runs pending ingress packets and egress for every packet ready now.
