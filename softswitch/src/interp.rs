@@ -28,11 +28,11 @@ pub enum Flow {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Effects {
     /// `clone`: egress (E2E) or not (I2E), session, preserved field list.
-    pub clone: Option<(bool, u32, Option<u8>)>,
+    pub clone: Option<(bool, u32, Option<usize>)>,
     /// `resubmit_preserving_field_list`.
-    pub resubmit: Option<Option<u8>>,
+    pub resubmit: Option<Option<usize>>,
     /// `recirculate_preserving_field_list`.
-    pub recirculate: Option<Option<u8>>,
+    pub recirculate: Option<Option<usize>>,
     /// `truncate`: bytes to keep.
     pub truncate: Option<u32>,
 }

@@ -197,16 +197,16 @@ pub enum ExternCall {
     Emit(Vec<EmitItem>),
     /// `mark_to_drop(standard_metadata)`.
     MarkToDrop,
-    /// `clone`/`clone_preserving_field_list`.
+    /// `clone`, `clone_preserving_field_list` or the deprecated `clone3` (field list by id).
     Clone {
         egress: bool,
         session: Expr,
-        field_list: Option<u8>,
+        field_list: Option<usize>,
     },
-    /// `resubmit_preserving_field_list`.
-    Resubmit(Option<u8>),
-    /// `recirculate_preserving_field_list`.
-    Recirculate(Option<u8>),
+    /// `resubmit_preserving_field_list` (or the deprecated `resubmit(data)`): the field list's id.
+    Resubmit(Option<usize>),
+    /// `recirculate_preserving_field_list` (or the deprecated `recirculate(data)`).
+    Recirculate(Option<usize>),
     /// `truncate(length)`.
     Truncate(Expr),
     /// `digest(receiver, data)`.
@@ -583,8 +583,9 @@ pub struct Program {
     pub std_meta: StandardMetadata,
     /// The range of user metadata slots `(start, len)`.
     pub user_meta: (Slot, u32),
-    /// User-metadata slots per `@field_list(N)` index.
-    pub field_lists: Vec<(u8, Vec<Slot>)>,
+    /// The slots each preserved field list keeps, by id (one per `@field_list(N)` index used,
+    /// one per data argument of a deprecated `clone3`, `resubmit` or `recirculate`).
+    pub field_lists: Vec<Vec<Slot>>,
     /// The parser.
     pub parser: ParserIr,
     /// Verify checksum, ingress, egress, compute checksum, deparser.

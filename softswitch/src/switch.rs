@@ -258,13 +258,11 @@ impl Switch {
         }
     }
 
-    fn preserved(&self, slots: &[u128], list: Option<u8>) -> Vec<(Slot, u128)> {
-        let Some(n) = list else { return Vec::new() };
-        self.program
-            .field_lists
+    fn preserved(&self, slots: &[u128], list: Option<usize>) -> Vec<(Slot, u128)> {
+        let Some(id) = list else { return Vec::new() };
+        self.program.field_lists[id]
             .iter()
-            .filter(|(k, _)| *k == n)
-            .flat_map(|(_, s)| s.iter().map(|&slot| (slot, slots[slot as usize])))
+            .map(|&slot| (slot, slots[slot as usize]))
             .collect()
     }
 

@@ -159,6 +159,45 @@ impl Checker<'_> {
         }
     }
 
+    /// The id of the field list of user-metadata fields tagged `@field_list(n)`.
+    fn user_field_list_id(&mut self, n: u8) -> usize {
+        let slots = self
+            .user_field_lists
+            .iter()
+            .find(|(k, _)| *k == n)
+            .map(|(_, s)| s.clone())
+            .unwrap_or_default();
+        self.field_lists.push(slots);
+        self.field_lists.len() - 1
+    }
+
+    /// The id of a field list made of the l-values in a deprecated extern's data argument
+    /// (`resubmit({ meta.a, meta.b })`, `clone3(..., meta)`).
+    fn data_field_list_id(&mut self, e: &ast::Expr) -> Result<usize> {
+        let items: Vec<&ast::Expr> = match &e.kind {
+            ExprKind::List(items) => items.iter().collect(),
+            _ => vec![e],
+        };
+        let mut slots = Vec::new();
+        for item in items {
+            match self.place(item)? {
+                Val::Scalar {
+                    expr: Expr::Load(s),
+                    ..
+                } => slots.push(s),
+                Val::Agg { base, ty } => slots.extend(base..base + self.types.size(&ty)),
+                _ => {
+                    return fail(
+                        item.span,
+                        "a preserved field must be a field or a struct of fields",
+                    )
+                }
+            }
+        }
+        self.field_lists.push(slots);
+        Ok(self.field_lists.len() - 1)
+    }
+
     /// The flattened fields of a hash, checksum or digest data argument.
     fn field_list(&mut self, e: &ast::Expr) -> Result<FieldList> {
         if let ExprKind::List(_) | ExprKind::StructInit(_) = &e.kind {
@@ -252,7 +291,8 @@ impl Checker<'_> {
                 let field_list = if name == "clone" {
                     None
                 } else {
-                    Some(self.const_small(a[2], 255)? as u8)
+                    let n = self.const_small(a[2], 255)? as u8;
+                    Some(self.user_field_list_id(n))
                 };
                 one(ExternCall::Clone {
                     egress,
@@ -262,17 +302,34 @@ impl Checker<'_> {
             }
             "resubmit_preserving_field_list" | "recirculate_preserving_field_list" => {
                 arity(1)?;
-                let index = Some(self.const_small(a[0], 255)? as u8);
+                let n = self.const_small(a[0], 255)? as u8;
+                let index = Some(self.user_field_list_id(n));
                 one(if name.starts_with("resubmit") {
                     ExternCall::Resubmit(index)
                 } else {
                     ExternCall::Recirculate(index)
                 })
             }
-            "resubmit" | "recirculate" | "clone3" => Err(unsupported(
-                span,
-                &format!("the deprecated {name} (use {name}_preserving_field_list)"),
-            )),
+            "resubmit" | "recirculate" => {
+                arity(1)?;
+                let list = Some(self.data_field_list_id(a[0])?);
+                one(if name == "resubmit" {
+                    ExternCall::Resubmit(list)
+                } else {
+                    ExternCall::Recirculate(list)
+                })
+            }
+            "clone3" => {
+                arity(3)?;
+                let egress = self.const_small(a[0], 1)? == 1;
+                let session = self.scalar_of(a[1], &BITS32)?;
+                let field_list = Some(self.data_field_list_id(a[2])?);
+                one(ExternCall::Clone {
+                    egress,
+                    session,
+                    field_list,
+                })
+            }
             "truncate" => {
                 arity(1)?;
                 let len = self.scalar_of(a[0], &BITS32)?;

@@ -80,6 +80,10 @@ struct Checker<'a> {
     ret: Option<(Type, Slot)>,
     /// Whether a parser is being lowered (`packet_in` methods allowed).
     in_parser: bool,
+    /// User metadata slots per `@field_list(N)` index.
+    user_field_lists: Vec<(u8, Vec<Slot>)>,
+    /// Preserved field lists by id, as the program references them.
+    field_lists: Vec<Vec<Slot>>,
 }
 
 impl<'a> Checker<'a> {
@@ -710,7 +714,7 @@ impl<'a> Checker<'a> {
         let meta = self.alloc(&meta_ty);
         let std = self.alloc(&std_ty);
         let std_meta = self.standard_metadata(&std_ty, std, parser.params[3].ty.span())?;
-        let field_lists = self.field_lists(&meta_ty, meta);
+        self.user_field_lists = self.user_field_lists(&meta_ty, meta);
         let user_meta = (meta, self.types.size(&meta_ty));
         let packet = (Type::Var, 0);
         let full = [
@@ -738,7 +742,7 @@ impl<'a> Checker<'a> {
             header_layouts: self.layouts,
             std_meta,
             user_meta,
-            field_lists,
+            field_lists: self.field_lists,
             parser: parser_ir,
             controls: [verify, ingress, egress, compute, deparser],
             tables: self.tables,
@@ -790,7 +794,7 @@ impl<'a> Checker<'a> {
     }
 
     /// User-metadata slots tagged `@field_list(N)`, per N.
-    fn field_lists(&self, ty: &Type, base: Slot) -> Vec<(u8, Vec<Slot>)> {
+    fn user_field_lists(&self, ty: &Type, base: Slot) -> Vec<(u8, Vec<Slot>)> {
         let mut out: Vec<(u8, Vec<Slot>)> = Vec::new();
         let Type::Aggregate(agg) = ty else { return out };
         for (name, fty, annotations) in &self.types.aggregates[*agg].fields {

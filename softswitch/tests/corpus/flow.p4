@@ -1,5 +1,5 @@
 /* Packet flow through the architecture: resubmit and recirculate preserving a field list,
- * E2E clone, instance_type; hash algorithms (crc32, xor16, identity), random, digest, log_msg;
+ * E2E clone, instance_type, and the deprecated resubmit(data) and clone3; hash algorithms (crc32, xor16, identity), random, digest, log_msg;
  * functions with out parameters, actions with inout parameters called directly, exit from an
  * action, a table miss. Expected values come from generators/flow.py (zlib's CRC-32). */
 #include <core.p4>
@@ -97,6 +97,13 @@ control MyIngress(inout headers hdr, inout meta_t meta,
         } else if (hdr.rec.kind == 5) {
             stop();
             hdr.rec.pass = 0xff;
+        } else if (hdr.rec.kind == 6 && meta.passes < 1) {
+            // The deprecated form: the data argument lists the fields to preserve.
+            meta.passes = meta.passes + 1;
+            resubmit({ meta.passes });
+        } else if (hdr.rec.kind == 7) {
+            meta.scratch = 0x5c;
+            clone3(CloneType.I2E, 7, { meta.scratch });
         }
     }
 }
@@ -107,6 +114,9 @@ control MyEgress(inout headers hdr, inout meta_t meta,
         if (hdr.rec.kind == 2 && meta.passes < 1) {
             meta.passes = meta.passes + 1;
             recirculate_preserving_field_list(1);
+        }
+        if (hdr.rec.kind == 7 && standard_metadata.instance_type == 1) {
+            hdr.rec.fn_out = meta.scratch;
         }
         if (hdr.rec.kind == 3) {
             if (standard_metadata.instance_type == 0) {
