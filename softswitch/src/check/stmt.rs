@@ -289,6 +289,24 @@ impl<'a> Checker<'a> {
                         };
                     }
                 }
+                if matches!(
+                    method.name.as_str(),
+                    "minSizeInBits" | "minSizeInBytes" | "maxSizeInBits" | "maxSizeInBytes"
+                ) {
+                    no_args(args)?;
+                    let ty = super::expr::val_type(&self.expr(base)?);
+                    let bits = self.size_in_bits(&ty, method.name.starts_with("max"));
+                    let value = if method.name.ends_with("Bytes") {
+                        bits.div_ceil(8)
+                    } else {
+                        bits
+                    };
+                    return Ok(Val::Scalar {
+                        expr: Expr::Const(u128::from(value)),
+                        ty: Type::Int,
+                        konst: Some(u128::from(value)),
+                    });
+                }
                 if method.name == "isValid" {
                     no_args(args)?;
                     return match self.expr(base)? {
@@ -446,6 +464,27 @@ impl<'a> Checker<'a> {
                     self.show(&val_type(&other))
                 ),
             ),
+        }
+    }
+
+    /// The size in bits of a header or struct on the wire (varbit fields counted at 0, or at
+    /// their maximum with `max`).
+    fn size_in_bits(&self, ty: &Type, max: bool) -> u32 {
+        match ty {
+            Type::Aggregate(a) => self.types.aggregates[*a]
+                .fields
+                .iter()
+                .map(|(_, t, _)| self.size_in_bits(t, max))
+                .sum(),
+            Type::Stack(a, n) => n * self.size_in_bits(&Type::Aggregate(*a), max),
+            Type::VarBit(m) => {
+                if max {
+                    *m
+                } else {
+                    0
+                }
+            }
+            t => u32::from(self.types.scalar_width(t).unwrap_or(0)),
         }
     }
 

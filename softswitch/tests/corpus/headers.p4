@@ -1,6 +1,6 @@
 /* Header semantics: equality of headers (two invalid headers are equal), structs and stacks;
  * header unions (setValid and extract leave at most one member valid); copies of invalid
- * headers; setInvalid; struct initializers by position and by name. */
+ * headers; setInvalid; struct initializers by position and by name; minSizeInBits/Bytes. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -92,6 +92,7 @@ control MyIngress(inout headers hdr, inout meta_t meta,
             hdr.u.b.y = 0xbeef;
         }
         if (never_valid == hdr.st[0]) { f = f | 0x40; }  // never true: st[0] is valid
+        if (hdr.first.minSizeInBits() == 8 && hdr.u.b.minSizeInBytes() == 2) { f = f | 0x80; }
         hdr.res.flags = f;
     }
 }
