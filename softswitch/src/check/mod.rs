@@ -488,8 +488,15 @@ impl<'a> Checker<'a> {
     }
 
     /// Lowers a control: its parameters are bound to `args` (slots of the architecture's values).
-    fn control(&mut self, c: &'a ast::ControlDecl, args: &[(Type, Slot)]) -> Result<ir::Control> {
-        self.block_scope(&c.name, &c.params, &c.ctor_params, args)?;
+    fn control(
+        &mut self,
+        c: &'a ast::ControlDecl,
+        args: &[(Type, Slot)],
+        ctor_args: &[ast::Arg],
+    ) -> Result<ir::Control> {
+        let constants = self.ctor_constants(&c.name, &c.ctor_params, ctor_args)?;
+        self.block_scope(&c.name, &c.params, args)?;
+        self.declare_all(constants)?;
         // Locals are zeroed where they are declared (see `var_decl`).
         let mut body = Vec::new();
         for local in &c.locals {
@@ -509,12 +516,8 @@ impl<'a> Checker<'a> {
         &mut self,
         name: &ast::Ident,
         params: &[ast::Param],
-        ctor: &[ast::Param],
         args: &[(Type, Slot)],
     ) -> Result<()> {
-        if let Some(p) = ctor.first() {
-            return fail(p.name.span, "constructor parameters are not supported yet");
-        }
         self.prefix = name.name.clone();
         self.scopes.push(HashMap::new());
         for (p, (ty, slot)) in params.iter().zip(args) {
@@ -590,18 +593,48 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// The constructor parameters of block `name` bound to the (compile-time constant) `args`.
+    fn ctor_constants(
+        &mut self,
+        name: &ast::Ident,
+        params: &[ast::Param],
+        args: &[ast::Arg],
+    ) -> Result<Vec<(ast::Ident, Sym<'a>)>> {
+        let names: Vec<&str> = params.iter().map(|p| p.name.name.as_str()).collect();
+        let args = stmt::order_args(&names, args, name.span)?;
+        let mut out = Vec::new();
+        for (p, a) in params.iter().zip(args) {
+            let ty = self.resolve_type(&p.ty)?;
+            if self.types.scalar_width(&ty).is_none() && ty != Type::Int {
+                return Err(unsupported(
+                    p.ty.span(),
+                    "a constructor parameter that is not a scalar",
+                ));
+            }
+            let value = self.const_value(&a.value, &ty)?;
+            out.push((p.name.clone(), Sym::Const { ty, value }));
+        }
+        Ok(out)
+    }
+
+    fn declare_all(&mut self, syms: Vec<(ast::Ident, Sym<'a>)>) -> Result<()> {
+        for (name, sym) in syms {
+            self.declare(&name, sym)?;
+        }
+        Ok(())
+    }
+
     /// Lowers control `c` instantiated as `i` inside another control: its parameters get slots of
     /// their own (bound by copy-in/copy-out at each `apply`), its tables and externs are named
     /// `Outer.instance.name`, and it sees only top-level names. Returns its callable.
     fn sub_control(&mut self, i: &ast::Instance, c: &'a ast::ControlDecl) -> Result<usize> {
-        if let Some(a) = i.args.first() {
-            return fail(a.value.span, "constructor arguments are not supported yet");
-        }
+        let constants = self.ctor_constants(&c.name, &c.ctor_params, &i.args)?;
         let inner_prefix = format!("{}.{}", self.prefix, i.name.name);
         let outer_prefix = std::mem::replace(&mut self.prefix, inner_prefix);
         let outer_scopes = self.scopes.split_off(1);
         self.scopes.push(HashMap::new());
         let lowered = (|| {
+            self.declare_all(constants)?;
             let params = self.params(&c.params)?;
             let mut body = Vec::new();
             for local in &c.locals {
@@ -686,19 +719,18 @@ impl<'a> Checker<'a> {
                     "expected a block instantiation such as MyIngress()",
                 );
             };
-            if let Some(a) = args.first() {
-                return fail(a.value.span, "constructor arguments are not supported yet");
-            }
             let ExprKind::Name(n) = &callee.kind else {
                 return fail(callee.span, "expected the name of a parser or control");
             };
             match self.lookup(n) {
-                Some(Sym::Parser(p)) => blocks.push((Some(*p), None, callee.span)),
-                Some(Sym::Control(c)) => blocks.push((None, Some(*c), callee.span)),
+                Some(Sym::Parser(p)) => blocks.push((Some(*p), None, callee.span, args.as_slice())),
+                Some(Sym::Control(c)) => {
+                    blocks.push((None, Some(*c), callee.span, args.as_slice()))
+                }
                 _ => return fail(callee.span, format!("'{n}' is not a parser or control")),
             }
         }
-        let (Some(parser), None, _) = blocks[0] else {
+        let (Some(parser), None, _, parser_args) = blocks[0] else {
             return fail(blocks[0].2, "the first V1Switch argument must be a parser");
         };
         for b in &blocks[1..] {
@@ -723,7 +755,7 @@ impl<'a> Checker<'a> {
             (meta_ty.clone(), meta),
             (std_ty.clone(), std),
         ];
-        let parser_ir = self.parser(parser, &full)?;
+        let parser_ir = self.parser(parser, &full, parser_args)?;
         let two = [(hdr_ty.clone(), hdr), (meta_ty.clone(), meta)];
         let three = [
             (hdr_ty.clone(), hdr),
@@ -732,11 +764,11 @@ impl<'a> Checker<'a> {
         ];
         let deparse = [packet, (hdr_ty.clone(), hdr)];
         let control = |i: usize| blocks[i].1.expect("checked above");
-        let verify = self.control(control(1), &two)?;
-        let ingress = self.control(control(2), &three)?;
-        let egress = self.control(control(3), &three)?;
-        let compute = self.control(control(4), &two)?;
-        let deparser = self.control(control(5), &deparse)?;
+        let verify = self.control(control(1), &two, blocks[1].3)?;
+        let ingress = self.control(control(2), &three, blocks[2].3)?;
+        let egress = self.control(control(3), &three, blocks[3].3)?;
+        let compute = self.control(control(4), &two, blocks[4].3)?;
+        let deparser = self.control(control(5), &deparse, blocks[5].3)?;
         Ok(ir::Program {
             slots: self.next_slot,
             header_layouts: self.layouts,

@@ -13,8 +13,11 @@ impl<'a> Checker<'a> {
         &mut self,
         p: &'a ast::ParserDecl,
         args: &[(Type, Slot)],
+        ctor_args: &[ast::Arg],
     ) -> Result<ir::ParserIr> {
-        self.block_scope(&p.name, &p.params, &p.ctor_params, args)?;
+        let constants = self.ctor_constants(&p.name, &p.ctor_params, ctor_args)?;
+        self.block_scope(&p.name, &p.params, args)?;
+        self.declare_all(constants)?;
         self.in_parser = true;
         let mut init = Vec::new();
         for local in &p.locals {

@@ -1,6 +1,7 @@
 /* Controls applied from controls: two instances of one control keep their own tables and
  * registers (named MyIngress.first.* and MyIngress.second.*), take arguments by copy-in/copy-out,
- * and an exit inside one ends the whole ingress. */
+ * and an exit inside one ends the whole ingress. Constructor parameters configure each instance
+ * (and the ingress itself, from main). */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -29,7 +30,7 @@ control NoVerify(inout headers hdr, inout meta_t meta) {
     apply { }
 }
 
-control Stamp(in bit<8> tag, inout bit<8> field, inout standard_metadata_t sm) {
+control Stamp(in bit<8> tag, inout bit<8> field, inout standard_metadata_t sm)(bit<8> bonus) {
     register<bit<8>>(1) uses;
 
     action set(bit<8> v) {
@@ -51,20 +52,20 @@ control Stamp(in bit<8> tag, inout bit<8> field, inout standard_metadata_t sm) {
         uses.read(n, 0);
         uses.write(0, n + 1);
         by_tag.apply();
-        field = field + n;
+        field = field + n + bonus;
     }
 }
 
 control MyIngress(inout headers hdr, inout meta_t meta,
-                inout standard_metadata_t standard_metadata) {
-    Stamp() first;
-    Stamp() second;
+                inout standard_metadata_t standard_metadata)(bit<8> after_value) {
+    Stamp(8w0) first;
+    Stamp(8w0x40) second;
 
     apply {
         standard_metadata.egress_spec = 1;
         first.apply(hdr.d.tag, hdr.d.first, standard_metadata);
         second.apply(hdr.d.tag, hdr.d.second, standard_metadata);
-        hdr.d.after = 0xaa;
+        hdr.d.after = after_value;
     }
 }
 
@@ -83,4 +84,4 @@ control MyDeparser(packet_out packet, in headers hdr) {
     }
 }
 
-V1Switch(MyParser(), NoVerify(), MyIngress(), NoEgress(), NoCompute(), MyDeparser()) main;
+V1Switch(MyParser(), NoVerify(), MyIngress(8w0xaa), NoEgress(), NoCompute(), MyDeparser()) main;
