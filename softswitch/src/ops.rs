@@ -147,6 +147,56 @@ mod tests {
         }
     }
 
+    /// The full 256-bit product of two 128-bit values, by schoolbook multiplication of 64-bit
+    /// halves: a reference independent of `wrapping_mul`.
+    fn mul_wide(a: u128, b: u128) -> (u128, u128) {
+        let (a1, a0, b1, b0) = (
+            a >> 64,
+            a & u128::from(u64::MAX),
+            b >> 64,
+            b & u128::from(u64::MAX),
+        );
+        let (p00, p01, p10, p11) = (a0 * b0, a0 * b1, a1 * b0, a1 * b1);
+        let mid = (p00 >> 64) + (p01 & u128::from(u64::MAX)) + (p10 & u128::from(u64::MAX));
+        let lo = (p00 & u128::from(u64::MAX)) | (mid << 64);
+        let hi = p11 + (p01 >> 64) + (p10 >> 64) + (mid >> 64);
+        (hi, lo)
+    }
+
+    #[test]
+    fn random_wide_operands_match_the_reference() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..20_000 {
+            let width = (next() % 118 + 9) as u16; // 9..=126: sums and differences fit in i128
+            let m = mask(width);
+            let a = ((u128::from(next()) << 64) | u128::from(next())) & m;
+            let b = ((u128::from(next()) << 64) | u128::from(next())) & m;
+            for signed in [false, true] {
+                for op in [BinOp::Add, BinOp::Sub, BinOp::AddSat, BinOp::SubSat] {
+                    assert_eq!(
+                        binop(op, width, signed, a, b),
+                        reference(op, width, signed, a, b),
+                        "{op:?} w={width} {a} {b}"
+                    );
+                }
+                // Modulo 2^width, the product is the same for signed and unsigned operands.
+                assert_eq!(binop(BinOp::Mul, width, signed, a, b), mul_wide(a, b).1 & m);
+                let (x, y) = if signed {
+                    (sign_extend(a, width), sign_extend(b, width))
+                } else {
+                    (a as i128, b as i128)
+                };
+                assert_eq!(compare(BinOp::Lt, width, signed, a, b), x < y);
+            }
+        }
+    }
+
     #[test]
     fn shifts_and_division() {
         assert_eq!(binop(BinOp::Shl, 8, false, 0x81, 1), 0x02);
