@@ -572,6 +572,30 @@ pub struct StandardMetadata {
     pub priority: Slot,
 }
 
+impl StandardMetadata {
+    /// Every field's slot.
+    pub fn all(&self) -> [Slot; 16] {
+        [
+            self.ingress_port,
+            self.egress_spec,
+            self.egress_port,
+            self.instance_type,
+            self.packet_length,
+            self.enq_timestamp,
+            self.enq_qdepth,
+            self.deq_timedelta,
+            self.deq_qdepth,
+            self.ingress_global_timestamp,
+            self.egress_global_timestamp,
+            self.mcast_grp,
+            self.egress_rid,
+            self.checksum_error,
+            self.parser_error,
+            self.priority,
+        ]
+    }
+}
+
 /// A lowered v1model program.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Program {

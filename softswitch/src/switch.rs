@@ -422,9 +422,13 @@ impl Switch {
         drop(exec);
         if let Some((true, session, list)) = effects.clone {
             if let Some(&port) = self.clone_sessions.get(&session) {
+                // BMv2 copies the headers and resets all metadata (user and standard).
                 let mut copy = slots.clone();
                 let (meta, len) = self.program.user_meta;
                 copy[meta as usize..(meta + len) as usize].fill(0);
+                for s in sm.all() {
+                    copy[s as usize] = 0;
+                }
                 for (s, v) in self.preserved(&slots, list) {
                     copy[s as usize] = v;
                 }
@@ -465,7 +469,8 @@ impl Switch {
         if let Some(list) = effects.recirculate {
             let preserved = self.preserved(&slots, list);
             self.pending.push_back(IngressPacket {
-                port: 0,
+                // The recirculated packet keeps its ingress port, as in BMv2.
+                port: slots[sm.ingress_port as usize] as u16,
                 data: bytes.into(),
                 instance_type: instance_type::RECIRC,
                 preserved,
