@@ -169,14 +169,18 @@ impl<'a> Exec<'a> {
                 self.slots[*start as usize..(*start + *len) as usize].fill(0)
             }
             Stmt::If(c, t, e) => {
-                return if self.eval(c) != 0 {
-                    self.run(t)
-                } else {
-                    self.run(e)
-                };
+                let c = self.eval(c);
+                // An exit in an action the condition applied ends the block at once.
+                if self.abort.is_some() {
+                    return Flow::Next;
+                }
+                return if c != 0 { self.run(t) } else { self.run(e) };
             }
             Stmt::Switch { on, cases, default } => {
                 let v = self.eval(on);
+                if self.abort.is_some() {
+                    return Flow::Next;
+                }
                 let body = cases
                     .iter()
                     .find(|(vs, _)| vs.contains(&v))

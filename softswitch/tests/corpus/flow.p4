@@ -65,6 +65,13 @@ control MyIngress(inout headers hdr, inout meta_t meta,
         standard_metadata.egress_spec = 9;
         exit;
     }
+    table stopper {
+        key = {
+            hdr.eth.dst: exact;
+        }
+        actions = { stop; }
+        default_action = stop();
+    }
     table empty {
         key = {
             hdr.eth.dst: exact;
@@ -101,6 +108,13 @@ control MyIngress(inout headers hdr, inout meta_t meta,
             // The deprecated form: the data argument lists the fields to preserve.
             meta.passes = meta.passes + 1;
             resubmit({ meta.passes });
+        } else if (hdr.rec.kind == 8) {
+            // The miss runs stop(), whose exit ends ingress before either branch.
+            if (stopper.apply().hit) {
+                hdr.rec.pass = 0xdd;
+            } else {
+                hdr.rec.pass = 0xee;
+            }
         } else if (hdr.rec.kind == 7) {
             meta.scratch = 0x5c;
             clone3(CloneType.I2E, 7, { meta.scratch });

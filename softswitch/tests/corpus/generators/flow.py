@@ -39,3 +39,6 @@ print("# the I2E clone carries the headers as parsed, so its inst field is the p
 print(f"packet 0 {(eth() + rec(kind=7)).hex()}")
 print(f"expect 2 {(eth() + rec(kind=7)).hex()} $")
 print(f"expect 4 {(eth() + rec(kind=7, fn_out=0x5c)).hex()} $")
+print("# kind 8: a table applied in an if condition misses and its default action exits: no branch runs.")
+print(f"packet 0 {(eth() + rec(kind=8)).hex()}")
+print(f"expect 9 {(eth() + rec(kind=8)).hex()} $")
