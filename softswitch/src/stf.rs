@@ -61,6 +61,7 @@ pub fn run(map: &SourceMap, file: u32, switch: &mut Switch) -> Result<Report> {
         report: Report::default(),
         ports: HashMap::new(),
         any_ports: HashSet::new(),
+        file,
         mark: 0,
         outputs: Vec::new(),
     };
@@ -124,6 +125,8 @@ struct Runner<'a> {
     ports: HashMap<u16, Span>,
     /// Ports given as `expect PORT` with no data: anything may leave them.
     any_ports: HashSet<u16>,
+    /// The STF file.
+    file: u32,
     /// How many outputs there were before the last `packet` command.
     mark: usize,
     outputs: Vec<Output>,
@@ -690,6 +693,18 @@ impl Runner<'_> {
                     format!("unexpected packet on port {port}: {}", hex(&extra.data)),
                 ));
             }
+        }
+        let asserts = self.switch.state.assertion_failures;
+        if asserts > 0 {
+            let start = Span {
+                file: self.file,
+                lo: 0,
+                hi: 0,
+            };
+            failures.push((
+                start,
+                format!("assert or assume failed {asserts} times during the test"),
+            ));
         }
         for (span, message) in failures {
             self.failure(span, message);

@@ -48,3 +48,25 @@ fn every_corpus_program_checks_and_passes_its_stf() {
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+#[test]
+fn a_failed_assert_fails_the_stf_run() {
+    let program = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/arith.p4");
+    let mut map = SourceMap::new();
+    let file = map.add(
+        program.display().to_string(),
+        std::fs::read_to_string(&program).unwrap(),
+    );
+    let compiled = softswitch::compile(&mut map, file)
+        .map_err(|d| d.render(&map))
+        .unwrap();
+    let stf = map.add("assert.stf", "packet 0 01 02 03 ee\nexpect 1\n");
+    let mut switch = Switch::new(compiled, Clock::Virtual(0));
+    let report = softswitch::stf::run(&map, stf, &mut switch).unwrap();
+    assert_eq!(report.failures.len(), 1, "{:?}", report.failures);
+    assert!(
+        report.failures[0].contains("assert or assume failed 1 times"),
+        "{}",
+        report.failures[0]
+    );
+}

@@ -1,7 +1,7 @@
 /* Expressions with the P4_16 specification's semantics: wrapping and saturating arithmetic on
  * bit<W> and int<W>, shifts (arithmetic on int), concatenation, slices, casts (zero and sign
  * extension), comparisons, ?:, functions, serializable and plain enums, switch with fall-through
- * labels, exit. Expected values are computed independently by generators/arith.py. */
+ * labels, exit, assert/assume. Expected values are computed independently by generators/arith.py. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -67,6 +67,8 @@ control MyIngress(inout headers hdr, inout meta_t meta,
                   inout standard_metadata_t standard_metadata) {
     apply {
         standard_metadata.egress_spec = 1;
+        assert(hdr.op.kind != 0xee);
+        assume(hdr.op.a == hdr.op.a);
         if (hdr.op.kind == 0xff) {
             mark_to_drop(standard_metadata);
             exit;
