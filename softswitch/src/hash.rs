@@ -68,29 +68,45 @@ pub fn csum16(data: &[u8]) -> u16 {
     !(sum as u16)
 }
 
-fn reflected_crc(data: &[u8], poly: u32, init: u32, xorout: u32) -> u32 {
-    let mut crc = init;
-    for &b in data {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
+/// The byte-at-a-time table of a reflected CRC with (reflected) polynomial `poly`.
+const fn reflected_table(poly: u32) -> [u32; 256] {
+    let mut table = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut crc = i as u32;
+        let mut bit = 0;
+        while bit < 8 {
             crc = if crc & 1 != 0 {
                 (crc >> 1) ^ poly
             } else {
                 crc >> 1
             };
+            bit += 1;
         }
+        table[i] = crc;
+        i += 1;
     }
+    table
+}
+
+const CRC32_TABLE: [u32; 256] = reflected_table(0xEDB8_8320);
+const CRC16_TABLE: [u32; 256] = reflected_table(0xA001);
+
+fn reflected_crc(table: &[u32; 256], data: &[u8], init: u32, xorout: u32) -> u32 {
+    let crc = data.iter().fold(init, |crc, &b| {
+        (crc >> 8) ^ table[((crc ^ u32::from(b)) & 0xff) as usize]
+    });
     crc ^ xorout
 }
 
 /// CRC-32 as zlib computes it.
 pub fn crc32(data: &[u8]) -> u32 {
-    reflected_crc(data, 0xEDB8_8320, 0xFFFF_FFFF, 0xFFFF_FFFF)
+    reflected_crc(&CRC32_TABLE, data, 0xFFFF_FFFF, 0xFFFF_FFFF)
 }
 
 /// CRC-16/ARC.
 pub fn crc16(data: &[u8]) -> u16 {
-    reflected_crc(data, 0xA001, 0, 0) as u16
+    reflected_crc(&CRC16_TABLE, data, 0, 0) as u16
 }
 
 #[cfg(test)]
