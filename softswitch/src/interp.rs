@@ -104,7 +104,7 @@ impl<'a> Exec<'a> {
                     let mut values = std::mem::take(&mut self.keys);
                     values.clear();
                     for k in keys {
-                        let v = self.eval(k);
+                        let v = self.val(k);
                         values.push(v);
                     }
                     let found = cases
@@ -158,7 +158,7 @@ impl<'a> Exec<'a> {
     fn stmt(&mut self, s: &Stmt) -> Flow {
         match s {
             Stmt::Assign(place, e) => {
-                let v = self.eval(e);
+                let v = self.val(e);
                 self.store(place, v);
             }
             Stmt::Copy { dst, src, len } => {
@@ -169,7 +169,7 @@ impl<'a> Exec<'a> {
                 self.slots[*start as usize..(*start + *len) as usize].fill(0)
             }
             Stmt::If(c, t, e) => {
-                let c = self.eval(c);
+                let c = self.val(c);
                 // An exit in an action the condition applied ends the block at once.
                 if self.abort.is_some() {
                     return Flow::Next;
@@ -177,7 +177,7 @@ impl<'a> Exec<'a> {
                 return if c != 0 { self.run(t) } else { self.run(e) };
             }
             Stmt::Switch { on, cases, default } => {
-                let v = self.eval(on);
+                let v = self.val(on);
                 if self.abort.is_some() {
                     return Flow::Next;
                 }
@@ -233,7 +233,7 @@ impl<'a> Exec<'a> {
         let mut keys = std::mem::take(&mut self.keys);
         keys.clear();
         for k in &table.keys {
-            keys.push(self.eval(&k.expr));
+            keys.push(self.val(&k.expr));
         }
         let hit = self.state.tables[t].lookup(&keys);
         self.keys = keys;
@@ -265,6 +265,16 @@ impl<'a> Exec<'a> {
         (hit.is_some(), action)
     }
 
+    /// Evaluates an expression, reading slots and constants without a call.
+    #[inline(always)]
+    fn val(&mut self, e: &Expr) -> u128 {
+        match e {
+            Expr::Load(s) => self.slots[*s as usize],
+            Expr::Const(v) => *v,
+            _ => self.eval(e),
+        }
+    }
+
     /// Evaluates a scalar expression.
     pub fn eval(&mut self, e: &Expr) -> u128 {
         match e {
@@ -276,7 +286,7 @@ impl<'a> Exec<'a> {
                 count,
                 index,
             } => {
-                let i = self.eval(index);
+                let i = self.val(index);
                 if i < u128::from(*count) {
                     self.slots[(*base + i as u32 * stride) as usize]
                 } else {
@@ -290,7 +300,7 @@ impl<'a> Exec<'a> {
                 a,
                 b,
             } => {
-                let (x, y) = (self.eval(a), self.eval(b));
+                let (x, y) = (self.val(a), self.val(b));
                 ops::binop(*op, *width, *signed, x, y)
             }
             Expr::Compare {
@@ -300,32 +310,32 @@ impl<'a> Exec<'a> {
                 a,
                 b,
             } => {
-                let (x, y) = (self.eval(a), self.eval(b));
+                let (x, y) = (self.val(a), self.val(b));
                 u128::from(ops::compare(*op, *width, *signed, x, y))
             }
             Expr::Concat { a, b, b_width } => {
-                let (x, y) = (self.eval(a), self.eval(b));
+                let (x, y) = (self.val(a), self.val(b));
                 if *b_width >= 128 {
                     y
                 } else {
                     (x << b_width) | y
                 }
             }
-            Expr::Slice { arg, lo, width } => (self.eval(arg) >> lo) & mask(*width),
+            Expr::Slice { arg, lo, width } => (self.val(arg) >> lo) & mask(*width),
             Expr::SignExtend { arg, from, to } => {
-                sign_extend(self.eval(arg), *from) as u128 & mask(*to)
+                sign_extend(self.val(arg), *from) as u128 & mask(*to)
             }
-            Expr::Truncate { arg, width } => self.eval(arg) & mask(*width),
-            Expr::Not(a) => u128::from(self.eval(a) == 0),
-            Expr::Complement { arg, width } => !self.eval(arg) & mask(*width),
-            Expr::Negate { arg, width } => self.eval(arg).wrapping_neg() & mask(*width),
-            Expr::And(a, b) => u128::from(self.eval(a) != 0 && self.eval(b) != 0),
-            Expr::Or(a, b) => u128::from(self.eval(a) != 0 || self.eval(b) != 0),
+            Expr::Truncate { arg, width } => self.val(arg) & mask(*width),
+            Expr::Not(a) => u128::from(self.val(a) == 0),
+            Expr::Complement { arg, width } => !self.val(arg) & mask(*width),
+            Expr::Negate { arg, width } => self.val(arg).wrapping_neg() & mask(*width),
+            Expr::And(a, b) => u128::from(self.val(a) != 0 && self.val(b) != 0),
+            Expr::Or(a, b) => u128::from(self.val(a) != 0 || self.val(b) != 0),
             Expr::Cond(c, a, b) => {
-                if self.eval(c) != 0 {
-                    self.eval(a)
+                if self.val(c) != 0 {
+                    self.val(a)
                 } else {
-                    self.eval(b)
+                    self.val(b)
                 }
             }
             Expr::RangeEq { a, b, len } => {
@@ -364,7 +374,7 @@ impl<'a> Exec<'a> {
                 count,
                 index,
             } => {
-                let i = self.eval(index);
+                let i = self.val(index);
                 if i < u128::from(*count) {
                     self.slots[(*base + i as u32 * stride) as usize] = v;
                 }
@@ -392,7 +402,7 @@ impl<'a> Exec<'a> {
                     count: *count,
                     index: index.clone(),
                 };
-                self.eval(&e)
+                self.val(&e)
             }
             Place::Slice { inner, lo, width } => (self.load(inner) >> lo) & mask(*width),
         }
@@ -405,7 +415,7 @@ impl<'a> Exec<'a> {
         for f in fields {
             match f {
                 FieldItem::Bits(e, width) => {
-                    let v = self.eval(e);
+                    let v = self.val(e);
                     w.write(v, *width);
                 }
                 FieldItem::VarBit { base, max } => self.write_varbit(&mut w, *base, *max),
@@ -424,7 +434,7 @@ impl<'a> Exec<'a> {
 
     fn checksum(&mut self, data: &ir::FieldList, algo: &Expr, payload: bool) -> u64 {
         let bytes = self.field_bytes(data, payload);
-        let code = self.eval(algo);
+        let code = self.val(algo);
         let algo = Algorithm::from_code(code).unwrap_or(Algorithm::Csum16);
         let h = hash::compute(algo, &bytes, &mut || self.state.random());
         self.state.field_buffer = bytes;
@@ -447,7 +457,7 @@ impl<'a> Exec<'a> {
             HeaderRef::Static { layout, .. } | HeaderRef::Next { layout, .. } => layout,
         };
         let fields = &self.prog.header_layouts[layout];
-        let var_len = varbit.map_or(0, |e| self.eval(e));
+        let var_len = varbit.map_or(0, |e| self.val(e));
         let mut total = 0u128;
         for f in fields {
             match *f {
@@ -505,15 +515,15 @@ impl<'a> Exec<'a> {
         match call {
             ExternCall::Extract { target, varbit } => return self.extract(target, varbit.as_ref()),
             ExternCall::Advance(bits) => {
-                let n = self.eval(bits) as usize;
+                let n = self.val(bits) as usize;
                 if self.cursor + n > self.data.len() * 8 {
                     return Flow::Reject(self.error_code("PacketTooShort"));
                 }
                 self.cursor += n;
             }
             ExternCall::Verify { cond, error } => {
-                if self.eval(cond) == 0 {
-                    return Flow::Reject(self.eval(error));
+                if self.val(cond) == 0 {
+                    return Flow::Reject(self.val(error));
                 }
             }
             ExternCall::Emit(items) => {
@@ -544,18 +554,18 @@ impl<'a> Exec<'a> {
                 session,
                 field_list,
             } => {
-                let s = self.eval(session) as u32;
+                let s = self.val(session) as u32;
                 self.effects.clone = Some((*egress, s, *field_list));
             }
             ExternCall::Resubmit(fl) => self.effects.resubmit = Some(*fl),
             ExternCall::Recirculate(fl) => self.effects.recirculate = Some(*fl),
-            ExternCall::Truncate(len) => self.effects.truncate = Some(self.eval(len) as u32),
+            ExternCall::Truncate(len) => self.effects.truncate = Some(self.val(len) as u32),
             ExternCall::Digest { receiver, data } => {
-                let r = self.eval(receiver) as u32;
+                let r = self.val(receiver) as u32;
                 let mut values = Vec::new();
                 for f in data {
                     match f {
-                        FieldItem::Bits(e, _) => values.push(self.eval(e)),
+                        FieldItem::Bits(e, _) => values.push(self.val(e)),
                         FieldItem::VarBit { base, max } => {
                             let n = 1 + max.div_ceil(128) as usize;
                             values
@@ -574,7 +584,7 @@ impl<'a> Exec<'a> {
                 max,
             } => {
                 let h = u128::from(self.checksum(data, algo, false));
-                let (b, m) = (self.eval(base), self.eval(max));
+                let (b, m) = (self.val(base), self.val(max));
                 let v = if m == 0 {
                     b.wrapping_add(h)
                 } else {
@@ -583,7 +593,7 @@ impl<'a> Exec<'a> {
                 self.store(dst, v & mask(*width));
             }
             ExternCall::Random { dst, width, lo, hi } => {
-                let (l, h) = (self.eval(lo), self.eval(hi));
+                let (l, h) = (self.val(lo), self.val(hi));
                 let r = u128::from(self.state.random());
                 let v = match h.checked_sub(l).and_then(|span| span.checked_add(1)) {
                     Some(n) if h > l => l + r % n,
@@ -600,9 +610,9 @@ impl<'a> Exec<'a> {
                 algo,
                 payload,
             } => {
-                if self.eval(cond) != 0 {
+                if self.val(cond) != 0 {
                     let c = u128::from(self.checksum(data, algo, *payload)) & mask(*width);
-                    if c != self.eval(checksum) {
+                    if c != self.val(checksum) {
                         self.slots[sm.checksum_error as usize] = 1;
                     }
                 }
@@ -615,7 +625,7 @@ impl<'a> Exec<'a> {
                 algo,
                 payload,
             } => {
-                if self.eval(cond) != 0 {
+                if self.val(cond) != 0 {
                     let c = u128::from(self.checksum(data, algo, *payload)) & mask(*width);
                     self.store(dst, c);
                 }
@@ -625,7 +635,7 @@ impl<'a> Exec<'a> {
                 dst,
                 index,
             } => {
-                let i = self.eval(index) as usize;
+                let i = self.val(index) as usize;
                 let v = self.state.registers[*instance].get(i).copied().unwrap_or(0);
                 self.store(dst, v);
             }
@@ -634,14 +644,14 @@ impl<'a> Exec<'a> {
                 index,
                 value,
             } => {
-                let i = self.eval(index) as usize;
-                let v = self.eval(value);
+                let i = self.val(index) as usize;
+                let v = self.val(value);
                 if let Some(cell) = self.state.registers[*instance].get_mut(i) {
                     *cell = v;
                 }
             }
             ExternCall::CounterCount { instance, index } => {
-                let i = self.eval(index) as usize;
+                let i = self.val(index) as usize;
                 let bytes = self.slots[sm.packet_length as usize] as u64;
                 if let Some(cell) = self.state.counters[*instance].get_mut(i) {
                     cell.packets += 1;
@@ -654,7 +664,7 @@ impl<'a> Exec<'a> {
                 dst,
                 width,
             } => {
-                let i = self.eval(index) as usize;
+                let i = self.val(index) as usize;
                 let amount = self.meter_amount(*instance);
                 let now = self.now_us;
                 let color = self.state.meters[*instance]
@@ -684,7 +694,7 @@ impl<'a> Exec<'a> {
                 shift,
             } => self.stack_shift(*stack, *count, *stride, *shift),
             ExternCall::Assert(cond) => {
-                if self.eval(cond) == 0 {
+                if self.val(cond) == 0 {
                     self.state.assertion_failures += 1;
                 }
             }
@@ -695,7 +705,7 @@ impl<'a> Exec<'a> {
                     if i > 0 {
                         match values.next() {
                             Some(e) => {
-                                let v = self.eval(e);
+                                let v = self.val(e);
                                 text.push_str(&v.to_string());
                             }
                             None => text.push_str("{}"),
