@@ -392,6 +392,10 @@ fn malformed_frames_are_counted_and_never_marked() {
     }
     assert_eq!(stats["parse_errors"], 9, "{errors}");
     assert_eq!(
+        stats["per_priority"][0]["parse_errors"], 9,
+        "malformed frames are accounted at priority 0"
+    );
+    assert_eq!(
         counter(&stats, 5, "ecn_marked"),
         1,
         "QinQ frame classified by its outer PCP and marked"

@@ -18,6 +18,9 @@ pub struct PriorityStats {
     /// Its counters.
     #[serde(flatten)]
     pub counters: PrioCounters,
+    /// Malformed frames: the data path accounts every one at priority 0, so this is the
+    /// total on priority 0 and zero elsewhere.
+    pub parse_errors: u64,
     /// Backlog of its phantom queue after the last packet (largest over hooks).
     pub vq_bytes: u64,
     /// Largest backlog since attach (largest over hooks).
@@ -64,10 +67,11 @@ impl Stats {
         }
         let mut totals = PrioCounters::default();
         all.per_priority.iter().for_each(|c| totals.accumulate(c));
+        let parse_errors = all.parse_errors.iter().sum();
         Ok(Stats {
             interface: maps.dir().interface().to_owned(),
             totals,
-            parse_errors: all.parse_errors.iter().sum(),
+            parse_errors,
             parse_errors_by_kind: ParseError::ALL
                 .iter()
                 .map(|kind| (kind.name(), all.parse_errors[*kind as usize]))
@@ -76,6 +80,7 @@ impl Stats {
                 .map(|priority| PriorityStats {
                     priority,
                     counters: all.per_priority[priority],
+                    parse_errors: if priority == 0 { parse_errors } else { 0 },
                     vq_bytes: vq[priority].0,
                     vq_high_water_bytes: vq[priority].1,
                 })
