@@ -2,7 +2,7 @@
 //! are laid out on the wire.
 
 /// Reads `width` (at most 128) bits starting `offset` bits into `data`; the caller checks bounds.
-#[inline]
+#[inline(always)]
 pub fn read_bits(data: &[u8], offset: usize, width: u16) -> u128 {
     if width == 0 {
         return 0;
@@ -73,6 +73,7 @@ impl BitWriter {
     }
 
     /// Appends the low `width` bits of `value`.
+    #[inline]
     pub fn write(&mut self, value: u128, width: u16) {
         let w = u32::from(width);
         if w > 64 {
@@ -84,6 +85,7 @@ impl BitWriter {
     }
 
     /// Appends the low `w` (at most 64) bits of `v`.
+    #[inline]
     fn write_u64(&mut self, v: u64, w: u32) {
         if w > 32 {
             self.write_u32(v >> 32, w - 32);
@@ -94,6 +96,7 @@ impl BitWriter {
     }
 
     /// Appends the low `w` (at most 32) bits of `v`.
+    #[inline(always)]
     fn write_u32(&mut self, v: u64, w: u32) {
         let v = v & ((1u64 << w) - 1);
         self.acc = (self.acc << w) | v;
