@@ -1,7 +1,10 @@
 //! softswitch: a P4_16 v1model software switch (front end, interpreter, traffic manager, STF runner).
 //!
-//! The front end runs in phases, one module each: [`preprocessor`] (which drives the
-//! [`lexer`]), [`parser`] (to the [`ast`]). Every phase reports a [`diagnostic::Diagnostic`].
+//! The front end runs in phases, one module each, all reporting one [`diagnostic::Diagnostic`]:
+//! [`preprocessor`] (which drives the [`lexer`]), [`parser`] (to the [`ast`]), [`check`] (types
+//! and names, lowered to the [`ir`]). [`compile`] runs them all. The [`switch::Switch`] runs a
+//! program: [`interp`] executes one packet's blocks over its slots, [`table`] holds the match
+//! structures, [`tm`] the queues; [`stf`] drives a switch from a p4c STF test.
 
 pub mod ast;
 pub mod bits;

@@ -1,4 +1,4 @@
-//! Checker: resolves names and types of the AST and lowers it to the [`ir`](crate::ir) in one
+//! Checker: resolves names and types of the AST and lowers it to the [`ir`](crate::ir::Program) in one
 //! pass (P4 requires declaration before use, so one pass suffices). Submodules: `expr`
 //! (expressions, places, constants), `stmt` (statements and calls), `externs` (v1model and core
 //! externs), `table`, `parser`. This module holds the environment and the declarations.
