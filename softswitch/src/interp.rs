@@ -458,16 +458,14 @@ impl<'a> Exec<'a> {
         };
         let fields = &self.prog.header_layouts[layout];
         let var_len = varbit.map_or(0, |e| self.val(e));
-        let mut total = 0u128;
-        for f in fields {
-            match *f {
-                FieldLayout::Fixed(w) => total += u128::from(w),
-                FieldLayout::VarBit { max } if var_len > u128::from(max) => {
-                    return Flow::Reject(self.error_code("HeaderTooShort"));
-                }
-                FieldLayout::VarBit { .. } => total += var_len,
-            }
+        let var_max = fields.iter().find_map(|f| match f {
+            FieldLayout::VarBit { max } => Some(*max),
+            FieldLayout::Fixed(_) => None,
+        });
+        if var_max.is_some_and(|max| var_len > u128::from(max)) {
+            return Flow::Reject(self.error_code("HeaderTooShort"));
         }
+        let total = u128::from(self.prog.header_bits[layout]) + var_len;
         if self.cursor as u128 + total > self.data.len() as u128 * 8 {
             return Flow::Reject(self.error_code("PacketTooShort"));
         }
@@ -484,6 +482,22 @@ impl<'a> Exec<'a> {
             }
         };
         self.slots[base as usize] = 1;
+        if var_max.is_none() {
+            // Fixed fields only: one slot each, read in a row.
+            let first = base as usize + 1;
+            let mut pos = self.cursor;
+            for (slot, f) in self.slots[first..first + fields.len()]
+                .iter_mut()
+                .zip(fields)
+            {
+                if let FieldLayout::Fixed(w) = *f {
+                    *slot = read_bits(self.data, pos, w);
+                    pos += usize::from(w);
+                }
+            }
+            self.cursor = pos;
+            return Flow::Next;
+        }
         let mut slot = base as usize + 1;
         for f in fields {
             match *f {

@@ -603,6 +603,8 @@ pub struct Program {
     pub slots: u32,
     /// The fields of each header type (a header's layout index).
     pub header_layouts: Vec<Vec<FieldLayout>>,
+    /// The bits of each header type's fixed-width fields.
+    pub header_bits: Vec<u32>,
     /// `standard_metadata` slots.
     pub std_meta: StandardMetadata,
     /// The range of user metadata slots `(start, len)`.

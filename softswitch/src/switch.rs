@@ -352,14 +352,27 @@ impl Switch {
         let port = spec as u16;
         let mut slots = slots;
         slots[sm.egress_port as usize] = spec;
-        self.enqueue(
-            port,
-            Queued {
-                slots,
-                data,
-                payload,
-            },
-        );
+        let queued = Queued {
+            slots,
+            data,
+            payload,
+        };
+        let priority = queued.slots[sm.priority as usize] as u8;
+        if self.pending.is_empty() && self.tm.idle_and_unlimited(port, priority) {
+            // It would be dequeued at once, with empty queues behind it: skip the queue.
+            let now = self.now_us();
+            let d = Dequeued {
+                item: queued,
+                port,
+                enq_us: now,
+                enq_qdepth: 0,
+                deq_qdepth: 0,
+                deq_timedelta: 0,
+            };
+            self.egress(d);
+        } else {
+            self.enqueue(port, queued);
+        }
     }
 
     fn replicate(&mut self, group: u16, slots: &[u128], data: &Rc<[u8]>, payload: usize) {

@@ -135,6 +135,21 @@ impl<T> TrafficManager<T> {
         Ok(())
     }
 
+    /// Whether a packet for `port` at `priority` would leave at once, with nothing left behind:
+    /// no packet is queued anywhere, and its queue accepts packets at an unlimited rate.
+    pub fn idle_and_unlimited(&self, port: u16, priority: u8) -> bool {
+        if self.queued != 0 {
+            return false;
+        }
+        match self.ports.get(&port) {
+            Some(queues) => {
+                let q = &queues[usize::from(priority).min(PRIORITIES - 1)];
+                q.rate_pps.is_none() && q.depth > 0
+            }
+            None => self.default_rate.is_none() && self.default_depth > 0,
+        }
+    }
+
     /// The next packet that may leave at `now_us`: the lowest-numbered port with a ready
     /// packet, its highest-priority ready queue.
     pub fn dequeue(&mut self, now_us: u64) -> Option<Dequeued<T>> {

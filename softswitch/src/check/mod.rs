@@ -771,6 +771,19 @@ impl<'a> Checker<'a> {
         let deparser = self.control(control(5), &deparse, blocks[5].3)?;
         Ok(ir::Program {
             slots: self.next_slot,
+            header_bits: self
+                .layouts
+                .iter()
+                .map(|fields| {
+                    fields
+                        .iter()
+                        .map(|f| match f {
+                            ir::FieldLayout::Fixed(w) => u32::from(*w),
+                            ir::FieldLayout::VarBit { .. } => 0,
+                        })
+                        .sum()
+                })
+                .collect(),
             header_layouts: self.layouts,
             std_meta,
             user_meta,
