@@ -61,7 +61,14 @@ fn words(data: &[u8]) -> impl Iterator<Item = u16> + '_ {
 
 /// The Internet checksum of `data`.
 pub fn csum16(data: &[u8]) -> u16 {
-    let mut sum: u32 = words(data).map(u32::from).sum::<u32>();
+    let mut pairs = data.chunks_exact(2);
+    let mut sum: u64 = pairs
+        .by_ref()
+        .map(|p| u64::from(u16::from_be_bytes([p[0], p[1]])))
+        .sum();
+    if let [last] = pairs.remainder() {
+        sum += u64::from(*last) << 8;
+    }
     while sum >> 16 != 0 {
         sum = (sum & 0xffff) + (sum >> 16);
     }
@@ -117,6 +124,12 @@ mod tests {
     fn check_values_of_the_catalogue() {
         assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
         assert_eq!(crc16(b"123456789"), 0xBB3D);
+    }
+
+    #[test]
+    fn odd_lengths_pad_with_a_zero_byte_and_carries_fold() {
+        assert_eq!(csum16(&[0x01]), 0xfeff);
+        assert_eq!(csum16(&[0xff, 0xff, 0x00, 0x01]), 0xfffe);
     }
 
     #[test]
