@@ -27,6 +27,11 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
+    // Like other command-line tools, end quietly when the reader of stdout goes away
+    // (`lossless host status --json | head`) instead of panicking on EPIPE.
+    // SAFETY: sets the process-wide disposition of one signal; nothing here relies on SIGPIPE
+    // being ignored.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_env("LOSSLESS_LOG").unwrap_or_else(|_| EnvFilter::new("info")),

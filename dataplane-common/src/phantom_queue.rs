@@ -15,7 +15,7 @@ pub struct PhantomQueue {
     pub backlog_bytes: u64,
     /// Time (ns, monotonic) up to which the drain has been accounted.
     pub last_ns: u64,
-    /// Largest backlog seen since attach (or since the last reset).
+    /// Largest backlog seen since attach.
     pub high_water_bytes: u64,
 }
 

@@ -2,7 +2,7 @@
 //! and let the RED profile decide whether an ECT packet becomes CE. Counts everything it sees.
 
 use aya_ebpf::helpers::{bpf_get_prandom_u32, bpf_ktime_get_ns};
-use aya_log_ebpf::{debug, warn};
+use aya_log_ebpf::{info, warn};
 use dataplane_common::{
     config::Settings,
     counters::{HookCounters, ParseError},
@@ -95,7 +95,7 @@ pub fn process<C: aya_ebpf::EbpfContext>(
     if set_ce(&parsed) {
         prio_counters.ecn_marked += 1;
         if settings.flags & Settings::LOG_MARKS != 0 {
-            debug!(
+            info!(
                 ctx,
                 "CE marked: prio {} backlog {} bytes", priority, backlog
             );

@@ -322,6 +322,9 @@ fn malformed_frames_are_counted_and_never_marked() {
     let hbh = with_ipv6_extensions(&good_v6, &[0]);
     // Five hop-by-hop/dest-options headers: past the bounded walk.
     let deep = with_ipv6_extensions(&good_v6, &[0, 60, 60, 60, 60]);
+    // An IPv6 hop-by-hop header whose length runs past the end of the frame.
+    let mut long_extension = with_ipv6_extensions(&good_v6, &[0]);
+    long_extension[54 + 1] = 200;
     let mut ihl4 = good.clone();
     ihl4[14] = 0x44;
     let mut fragment = good.clone();
@@ -341,6 +344,8 @@ fn malformed_frames_are_counted_and_never_marked() {
         ("ipv6 roce", good_v6.clone(), true),
         ("ipv6 hop-by-hop roce", hbh, true),
         ("ipv6 five extension headers", deep, false),
+        ("ipv6 extension past the end", long_extension, false),
+        ("ipv4 options roce", with_ipv4_options(&good), true),
         ("ipv4 ihl 4", ihl4, false),
         ("ipv4 fragment", fragment, false),
         ("ce on arrival", ce_already.build(), false),
@@ -379,6 +384,7 @@ fn malformed_frames_are_counted_and_never_marked() {
     let stats = wait_for(&link, |s| s["parse_errors_by_kind"]["too_many_vlans"] == 1);
     let errors = &stats["parse_errors_by_kind"];
     assert_eq!(errors["truncated_ipv4"], 2, "{errors}");
+    assert_eq!(errors["truncated_ipv6_extension"], 1, "{errors}");
     for kind in [
         "too_many_ipv6_extensions",
         "bad_ipv4_header",
@@ -390,9 +396,9 @@ fn malformed_frames_are_counted_and_never_marked() {
     ] {
         assert_eq!(errors[kind], 1, "{kind} in {errors}");
     }
-    assert_eq!(stats["parse_errors"], 9, "{errors}");
+    assert_eq!(stats["parse_errors"], 10, "{errors}");
     assert_eq!(
-        stats["per_priority"][0]["parse_errors"], 9,
+        stats["per_priority"][0]["parse_errors"], 10,
         "malformed frames are accounted at priority 0"
     );
     assert_eq!(
@@ -401,7 +407,7 @@ fn malformed_frames_are_counted_and_never_marked() {
         "QinQ frame classified by its outer PCP and marked"
     );
     assert_eq!(counter(&stats, 3, "ce_on_arrival"), 1);
-    assert_eq!(stats["ecn_marked"], 4);
+    assert_eq!(stats["ecn_marked"], 5);
 }
 
 /// The rx interface's entry in `lossless host status --json`.
@@ -430,6 +436,30 @@ fn with_ipv6_extensions(frame: &[u8], kinds: &[u8]) -> Vec<u8> {
         out.extend_from_slice(&[*next, 0, 1, 4, 0, 0, 0, 0]);
     }
     out.extend_from_slice(&frame[FIXED_END..]);
+    out
+}
+
+/// An IPv4 frame with four bytes of NOP options, header length and checksums recomputed by
+/// etherparse.
+fn with_ipv4_options(frame: &[u8]) -> Vec<u8> {
+    let sliced = etherparse::SlicedPacket::from_ethernet(frame).unwrap();
+    let Some(etherparse::NetSlice::Ipv4(ip)) = sliced.net else {
+        panic!("not IPv4")
+    };
+    let mut header = ip.header().to_header();
+    header.options = [1u8, 1, 1, 1][..].try_into().unwrap();
+    let (dst, src): ([u8; 6], [u8; 6]) = (
+        frame[..6].try_into().unwrap(),
+        frame[6..12].try_into().unwrap(),
+    );
+    let Some(etherparse::TransportSlice::Udp(udp)) = sliced.transport else {
+        panic!("not UDP")
+    };
+    let builder = etherparse::PacketBuilder::ethernet2(src, dst)
+        .ip(etherparse::IpHeaders::Ipv4(header, Default::default()))
+        .udp(udp.source_port(), udp.destination_port());
+    let mut out = Vec::new();
+    builder.write(&mut out, udp.payload()).unwrap();
     out
 }
 

@@ -89,6 +89,7 @@ pub async fn run(command: HostCommand) -> anyhow::Result<()> {
                 None => HostConfig::default(),
             };
             let mut hooks = hooks;
+            hooks.sort_by_key(|hook| *hook as u32);
             hooks.dedup();
             let request = AttachRequest {
                 interface: iface.clone(),

@@ -107,7 +107,7 @@ impl Stats {
             "vq_high"
         );
         if rates {
-            out += &format!(" {:>10} {:>10} {:>8}", "pkt/s", "Mb/s", "marked%");
+            out += &format!(" {:>10} {:>10} {:>8}", "pkt/s", "Mb/s", "ect_mark%");
         }
         out.push('\n');
         let rows = self.per_priority.iter().map(|p| {
