@@ -1,6 +1,7 @@
 //! Preprocessor: `#include` (the built-in `core.p4` and `v1model.p4`, or files relative to
-//! the including file), object-like `#define`/`#undef`, and `#if`/`#ifdef`/`#ifndef`/`#elif`/
-//! `#else`/`#endif`. It works on tokens, so every token keeps its own file:line:col.
+//! the including file), object-like and function-like `#define` (without `#` and `##`),
+//! `#undef`, and `#if`/`#ifdef`/`#ifndef`/`#elif`/`#else`/`#endif`. It works on tokens, so every
+//! token keeps its own file:line:col.
 
 use crate::diagnostic::{fail, Diagnostic, Result};
 use crate::lexer::{lex, lex_range, Tok, Token};
@@ -30,8 +31,15 @@ pub fn preprocess(map: &mut SourceMap, file: u32) -> Result<Vec<Token>> {
     Ok(pp.out)
 }
 
+/// A macro: its parameters (for a function-like macro) and its body.
+#[derive(Clone, Debug)]
+struct Macro {
+    params: Option<Vec<String>>,
+    body: Vec<Token>,
+}
+
 struct Preprocessor {
-    macros: HashMap<String, Vec<Token>>,
+    macros: HashMap<String, Macro>,
     out: Vec<Token>,
     depth: usize,
 }
@@ -60,15 +68,23 @@ impl Preprocessor {
         }
         let tokens = lex(map, file)?;
         let mut groups: Vec<Group> = Vec::new();
+        // Text between directives is expanded as one run, so a macro call may span lines.
+        let mut run = Vec::new();
         for token in tokens {
             let active = groups.last().is_none_or(|g| g.active);
             match token.tok {
                 Tok::Eof => break,
-                Tok::Directive => self.directive(map, token.span, &mut groups)?,
+                Tok::Directive => {
+                    let expanded = self.expand(&std::mem::take(&mut run), &mut HashSet::new())?;
+                    self.out.extend(expanded);
+                    self.directive(map, token.span, &mut groups)?;
+                }
                 _ if !active => {}
-                _ => self.expand(token, &mut HashSet::new()),
+                _ => run.push(token),
             }
         }
+        let expanded = self.expand(&run, &mut HashSet::new())?;
+        self.out.extend(expanded);
         if let Some(g) = groups.last() {
             return fail(g.span, "#if without #endif");
         }
@@ -76,20 +92,58 @@ impl Preprocessor {
         Ok(())
     }
 
-    fn expand(&mut self, token: Token, hidden: &mut HashSet<String>) {
-        if let Tok::Ident(name) = &token.tok {
-            if !hidden.contains(name) {
-                if let Some(body) = self.macros.get(name).cloned() {
-                    hidden.insert(name.clone());
-                    for t in body {
-                        self.expand(t, hidden);
-                    }
-                    hidden.remove(name);
-                    return;
+    /// Expands the macros in `tokens`; names in `hidden` are being expanded and stay as they are.
+    fn expand(&self, tokens: &[Token], hidden: &mut HashSet<String>) -> Result<Vec<Token>> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < tokens.len() {
+            let token = &tokens[i];
+            i += 1;
+            let macro_def = match &token.tok {
+                Tok::Ident(name) if !hidden.contains(name) => {
+                    self.macros.get(name).map(|m| (name, m))
                 }
-            }
+                _ => None,
+            };
+            let Some((name, m)) = macro_def else {
+                out.push(token.clone());
+                continue;
+            };
+            let body = match &m.params {
+                None => m.body.clone(),
+                Some(params) => {
+                    if tokens.get(i).is_none_or(|t| t.tok != Tok::Punct("(")) {
+                        // A function-like macro's name without arguments is an ordinary name.
+                        out.push(token.clone());
+                        continue;
+                    }
+                    let (args, next) = macro_args(tokens, i, token.span)?;
+                    i = next;
+                    let no_args = params.is_empty() && args.len() == 1 && args[0].is_empty();
+                    if args.len() != params.len() && !no_args {
+                        return fail(
+                            token.span,
+                            format!(
+                                "macro '{name}' takes {} arguments, {} given",
+                                params.len(),
+                                args.len()
+                            ),
+                        );
+                    }
+                    // As in C, arguments are expanded before they are substituted.
+                    let args = args
+                        .iter()
+                        .map(|a| self.expand(a, hidden))
+                        .collect::<Result<Vec<_>>>()?;
+                    substitute(&m.body, params, &args)
+                }
+            };
+            hidden.insert(name.clone());
+            let expanded = self.expand(&body, hidden);
+            hidden.remove(name);
+            out.extend(expanded?);
         }
-        self.out.push(token);
+        Ok(out)
     }
 
     fn directive(
@@ -156,13 +210,21 @@ impl Preprocessor {
                 else {
                     return fail(name_span, "#define needs a macro name");
                 };
-                if rest
+                let function_like = rest
                     .get(1)
-                    .is_some_and(|t| t.tok == Tok::Punct("(") && t.span.lo == m_span.hi)
-                {
-                    return fail(rest[1].span, "function-like macros are not supported");
-                }
-                self.macros.insert(m.clone(), rest[1..].to_vec());
+                    .is_some_and(|t| t.tok == Tok::Punct("(") && t.span.lo == m_span.hi);
+                let (params, body) = if function_like {
+                    macro_params(&rest[1..])?
+                } else {
+                    (None, &rest[1..])
+                };
+                self.macros.insert(
+                    m.clone(),
+                    Macro {
+                        params,
+                        body: body.to_vec(),
+                    },
+                );
             }
             "undef" => {
                 if let Some(Token {
@@ -252,16 +314,11 @@ impl Preprocessor {
                 });
                 i = at_name + 1 + usize::from(paren);
             } else {
-                let mut sub = Preprocessor {
-                    macros: self.macros.clone(),
-                    out: Vec::new(),
-                    depth: 0,
-                };
-                sub.expand(rest[i].clone(), &mut HashSet::new());
-                tokens.extend(sub.out);
+                tokens.push(rest[i].clone());
                 i += 1;
             }
         }
+        let tokens = self.expand(&tokens, &mut HashSet::new())?;
         let mut eval = CondEval {
             tokens: &tokens,
             pos: 0,
@@ -273,6 +330,74 @@ impl Preprocessor {
         }
         Ok(v != 0)
     }
+}
+
+/// The parameter names of a function-like macro (`tokens` starts at its `(`) and its body.
+fn macro_params(tokens: &[Token]) -> Result<(Option<Vec<String>>, &[Token])> {
+    let mut params = Vec::new();
+    let mut i = 1;
+    loop {
+        match tokens.get(i).map(|t| &t.tok) {
+            Some(Tok::Punct(")")) if params.is_empty() => break,
+            Some(Tok::Ident(p)) => params.push(p.clone()),
+            _ => {
+                return fail(
+                    tokens.get(i).unwrap_or(&tokens[0]).span,
+                    "expected a macro parameter name",
+                )
+            }
+        }
+        i += 1;
+        match tokens.get(i).map(|t| &t.tok) {
+            Some(Tok::Punct(",")) => i += 1,
+            Some(Tok::Punct(")")) => break,
+            _ => {
+                return fail(
+                    tokens.get(i).unwrap_or(&tokens[0]).span,
+                    "expected ',' or ')' in the macro's parameters",
+                )
+            }
+        }
+    }
+    Ok((Some(params), &tokens[i + 1..]))
+}
+
+/// The arguments of a macro call whose `(` is `tokens[open]`, split at top-level commas, and the
+/// index after its `)`.
+fn macro_args(tokens: &[Token], open: usize, at: Span) -> Result<(Vec<Vec<Token>>, usize)> {
+    let mut args = vec![Vec::new()];
+    let mut depth = 0;
+    for (i, t) in tokens.iter().enumerate().skip(open + 1) {
+        match t.tok {
+            Tok::Punct("(") => depth += 1,
+            Tok::Punct(")") if depth == 0 => return Ok((args, i + 1)),
+            Tok::Punct(")") => depth -= 1,
+            Tok::Punct(",") if depth == 0 => {
+                args.push(Vec::new());
+                continue;
+            }
+            _ => {}
+        }
+        args.last_mut()
+            .expect("one argument at least")
+            .push(t.clone());
+    }
+    fail(at, "unterminated macro call")
+}
+
+/// The body of a function-like macro with each parameter replaced by its argument.
+fn substitute(body: &[Token], params: &[String], args: &[Vec<Token>]) -> Vec<Token> {
+    let mut out = Vec::new();
+    for t in body {
+        match &t.tok {
+            Tok::Ident(name) => match params.iter().position(|p| p == name) {
+                Some(k) => out.extend(args[k].iter().cloned()),
+                None => out.push(t.clone()),
+            },
+            _ => out.push(t.clone()),
+        }
+    }
+    out
 }
 
 /// Evaluates an `#if` expression over integers (unknown identifiers are 0, as in C).
@@ -377,6 +502,29 @@ mod tests {
     fn defines_expand_and_conditionals_select() {
         let src = "#define N 4\n#define M N\n#if M > 3 && defined(N)\na M\n#else\nb\n#endif\n#ifdef Q\nc\n#elif 1\nd\n#endif\n";
         assert_eq!(idents(src).unwrap(), vec!["a", "4", "d"]);
+    }
+
+    #[test]
+    fn function_like_macros_substitute_their_arguments() {
+        let src = "#define SUM(a, b) a plus b\n#define TWICE(x) SUM(x, x)\n#define NONE() n\nTWICE(SUM(1,\n 2)) NONE() SUM\n";
+        assert_eq!(
+            idents(src).unwrap(),
+            vec!["1", "plus", "2", "plus", "1", "plus", "2", "n", "SUM"]
+        );
+    }
+
+    #[test]
+    fn a_macro_call_with_the_wrong_arity_is_located() {
+        let mut map = SourceMap::new();
+        let f = map.add("t.p4", "#define F(a, b) a\nx F(1)\n");
+        let e = preprocess(&mut map, f).unwrap_err();
+        assert_eq!(
+            (e.location(&map), e.message.as_str()),
+            (
+                "t.p4:2:3".to_string(),
+                "macro 'F' takes 2 arguments, 1 given"
+            )
+        );
     }
 
     #[test]

@@ -1,9 +1,12 @@
 /* Packet flow through the architecture: resubmit and recirculate preserving a field list,
  * E2E clone, instance_type, and the deprecated resubmit(data) and clone3; hash algorithms (crc32, xor16, identity), random, digest, log_msg;
  * functions with out parameters, actions with inout parameters called directly, exit from an
- * action, a table miss. Expected values come from generators/flow.py (zlib's CRC-32). */
+ * action, a table miss; a function-like macro. Expected values come from generators/flow.py (zlib's CRC-32). */
 #include <core.p4>
 #include <v1model.p4>
+
+#define INSTANCE_TYPE_I2E_CLONE 1
+#define IS_I2E_CLONE(std_meta) (std_meta.instance_type == INSTANCE_TYPE_I2E_CLONE)
 
 header eth_t {
     bit<48> dst;
@@ -129,7 +132,7 @@ control MyEgress(inout headers hdr, inout meta_t meta,
             meta.passes = meta.passes + 1;
             recirculate_preserving_field_list(1);
         }
-        if (hdr.rec.kind == 7 && standard_metadata.instance_type == 1) {
+        if (hdr.rec.kind == 7 && IS_I2E_CLONE(standard_metadata)) {
             hdr.rec.fn_out = meta.scratch;
         }
         if (hdr.rec.kind == 3) {
