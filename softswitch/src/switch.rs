@@ -15,6 +15,10 @@ use std::time::Instant;
 /// The port that drops.
 pub const DROP_PORT: u128 = 511;
 
+/// Resubmissions, recirculations and E2E clones one received packet may cause before the
+/// switch drops the loop (BMv2 has no limit and would loop for ever).
+pub const MAX_PASSES: u32 = 1000;
+
 /// `standard_metadata.instance_type` values of BMv2.
 pub mod instance_type {
     /// A packet from a port.
@@ -143,6 +147,8 @@ struct IngressPacket {
     data: Rc<[u8]>,
     instance_type: u128,
     preserved: Vec<(Slot, u128)>,
+    /// Resubmissions, recirculations and E2E clones behind this packet.
+    passes: u32,
 }
 
 /// A packet between ingress and egress: its slots and its bytes (the payload starts at `payload`).
@@ -151,6 +157,7 @@ pub struct Queued {
     slots: Vec<u128>,
     data: Rc<[u8]>,
     payload: usize,
+    passes: u32,
 }
 
 /// A running v1model switch.
@@ -210,6 +217,7 @@ impl Switch {
             data: data.into(),
             instance_type: instance_type::NORMAL,
             preserved: Vec::new(),
+            passes: 0,
         });
         self.serve();
     }
@@ -325,22 +333,26 @@ impl Switch {
                         slots: cslots,
                         data: data.clone(),
                         payload: cpayload,
+                        passes: p.passes,
                     },
                 );
             }
         }
         if let Some(list) = effects.resubmit {
-            let preserved = self.preserved(&slots, list);
-            self.pending.push_back(IngressPacket {
-                instance_type: instance_type::RESUBMIT,
-                preserved,
-                ..p
-            });
+            if self.within_pass_limit(p.passes) {
+                let preserved = self.preserved(&slots, list);
+                self.pending.push_back(IngressPacket {
+                    instance_type: instance_type::RESUBMIT,
+                    preserved,
+                    passes: p.passes + 1,
+                    ..p
+                });
+            }
             return;
         }
         let group = slots[sm.mcast_grp as usize] as u16;
         if group != 0 {
-            self.replicate(group, &slots, &data, payload);
+            self.replicate(group, &slots, &data, payload, p.passes);
             return;
         }
         let spec = slots[sm.egress_spec as usize];
@@ -356,6 +368,7 @@ impl Switch {
             slots,
             data,
             payload,
+            passes: p.passes,
         };
         let priority = queued.slots[sm.priority as usize] as u8;
         if self.pending.is_empty() && self.tm.idle_and_unlimited(port, priority) {
@@ -375,7 +388,14 @@ impl Switch {
         }
     }
 
-    fn replicate(&mut self, group: u16, slots: &[u128], data: &Rc<[u8]>, payload: usize) {
+    fn replicate(
+        &mut self,
+        group: u16,
+        slots: &[u128],
+        data: &Rc<[u8]>,
+        payload: usize,
+        passes: u32,
+    ) {
         let sm = self.program.std_meta;
         let nodes = self.groups.get(&group).cloned().unwrap_or_default();
         for n in nodes {
@@ -393,10 +413,23 @@ impl Switch {
                         slots: copy,
                         data: data.clone(),
                         payload,
+                        passes,
                     },
                 );
             }
         }
+    }
+
+    /// Whether a packet behind `passes` loops may loop once more; counts and logs a drop if not.
+    fn within_pass_limit(&mut self, passes: u32) -> bool {
+        if passes < MAX_PASSES {
+            return true;
+        }
+        self.drops += 1;
+        self.state.log.push(format!(
+            "dropped a packet looping {MAX_PASSES} times (resubmit, recirculate or E2E clone)"
+        ));
+        false
     }
 
     fn enqueue(&mut self, port: u16, q: Queued) {
@@ -414,6 +447,7 @@ impl Switch {
             mut slots,
             data,
             payload,
+            passes,
         } = d.item;
         slots[sm.egress_port as usize] = u128::from(d.port);
         slots[sm.enq_timestamp as usize] = u128::from(d.enq_us) & ir::mask(32);
@@ -434,7 +468,12 @@ impl Switch {
         exec.control(block::EGRESS);
         drop(exec);
         if let Some((true, session, list)) = effects.clone {
-            if let Some(&port) = self.clone_sessions.get(&session) {
+            let port = self
+                .clone_sessions
+                .get(&session)
+                .copied()
+                .filter(|_| self.within_pass_limit(passes));
+            if let Some(port) = port {
                 // BMv2 copies the headers and resets all metadata (user and standard).
                 let mut copy = slots.clone();
                 let (meta, len) = self.program.user_meta;
@@ -453,6 +492,7 @@ impl Switch {
                         slots: copy,
                         data: data.clone(),
                         payload,
+                        passes: passes + 1,
                     },
                 );
             }
@@ -480,14 +520,17 @@ impl Switch {
             bytes.truncate(n as usize);
         }
         if let Some(list) = effects.recirculate {
-            let preserved = self.preserved(&slots, list);
-            self.pending.push_back(IngressPacket {
-                // The recirculated packet keeps its ingress port, as in BMv2.
-                port: slots[sm.ingress_port as usize] as u16,
-                data: bytes.into(),
-                instance_type: instance_type::RECIRC,
-                preserved,
-            });
+            if self.within_pass_limit(passes) {
+                let preserved = self.preserved(&slots, list);
+                self.pending.push_back(IngressPacket {
+                    // The recirculated packet keeps its ingress port, as in BMv2.
+                    port: slots[sm.ingress_port as usize] as u16,
+                    data: bytes.into(),
+                    instance_type: instance_type::RECIRC,
+                    preserved,
+                    passes: passes + 1,
+                });
+            }
             return;
         }
         self.recycle(slots);

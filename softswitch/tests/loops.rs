@@ -1,0 +1,70 @@
+//! A program that loops a packet for ever (recirculating, resubmitting or cloning E2E every
+//! time) does not hang the switch: after `MAX_PASSES` loops the packet is dropped and logged.
+
+use softswitch::source::SourceMap;
+use softswitch::switch::{Clock, Switch, MAX_PASSES};
+
+fn looping_program(ingress: &str, egress: &str) -> String {
+    format!(
+        "#include <core.p4>
+#include <v1model.p4>
+header h_t {{ bit<8> a; }}
+struct hs {{ h_t h; }}
+struct m {{ }}
+parser P(packet_in pk, out hs hdr, inout m meta, inout standard_metadata_t sm) {{
+    state start {{ pk.extract(hdr.h); transition accept; }}
+}}
+control V(inout hs hdr, inout m meta) {{ apply {{ }} }}
+control I(inout hs hdr, inout m meta, inout standard_metadata_t sm) {{ apply {{ sm.egress_spec = 1; {ingress} }} }}
+control E(inout hs hdr, inout m meta, inout standard_metadata_t sm) {{ apply {{ {egress} }} }}
+control C(inout hs hdr, inout m meta) {{ apply {{ }} }}
+control D(packet_out pk, in hs hdr) {{ apply {{ pk.emit(hdr.h); }} }}
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"
+    )
+}
+
+fn run(program: &str) -> Switch {
+    let mut map = SourceMap::new();
+    let file = map.add("loop.p4", program);
+    let compiled =
+        softswitch::compile(&mut map, file).unwrap_or_else(|d| panic!("{}", d.render(&map)));
+    let mut switch = Switch::new(compiled, Clock::Virtual(0));
+    switch.set_clone_session(3, 2);
+    switch.receive(0, vec![0x2a]);
+    switch.drain();
+    switch
+}
+
+#[test]
+fn endless_recirculation_is_cut() {
+    let switch = run(&looping_program(
+        "",
+        "recirculate_preserving_field_list(0);",
+    ));
+    assert_eq!(switch.drops, 1);
+    assert!(switch
+        .state
+        .log
+        .iter()
+        .any(|l| l.contains(&format!("looping {MAX_PASSES} times"))));
+}
+
+#[test]
+fn endless_resubmission_is_cut() {
+    let switch = run(&looping_program("resubmit_preserving_field_list(0);", ""));
+    assert_eq!(switch.drops, 1);
+}
+
+#[test]
+fn endless_e2e_cloning_is_cut() {
+    let mut switch = run(&looping_program("", "clone(CloneType.E2E, 3);"));
+    // The original leaves port 1; its clones loop through port 2's egress until the limit.
+    let outputs: Vec<u16> = switch.drain_outputs().map(|o| o.port).collect();
+    assert_eq!(outputs.iter().filter(|&&p| p == 1).count(), 1);
+    assert_eq!(
+        outputs.iter().filter(|&&p| p == 2).count(),
+        MAX_PASSES as usize
+    );
+    assert_eq!(switch.drops, 1);
+}
