@@ -4,8 +4,8 @@
 use crate::bits::{read_bits, BitWriter};
 use crate::hash::{self, Algorithm};
 use crate::ir::{
-    self, mask, sign_extend, varbit_chunk_width, ActionCall, EmitItem, Expr, ExternCall, FieldItem,
-    FieldLayout, HeaderRef, Place, Program, Stmt, Target, Transition,
+    self, mask, sign_extend, varbit_chunk_width, ActionCall, CaseKeyset, EmitItem, Expr,
+    ExternCall, FieldItem, FieldLayout, HeaderRef, Place, Program, Stmt, Target, Transition,
 };
 use crate::meter::Color;
 use crate::ops;
@@ -107,9 +107,17 @@ impl<'a> Exec<'a> {
                         let v = self.val(k);
                         values.push(v);
                     }
+                    let state = &*self.state;
                     let found = cases
                         .iter()
-                        .find(|(ms, _)| ms.iter().zip(&values).all(|(m, &v)| m.matches(v)))
+                        .find(|(keyset, _)| match keyset {
+                            CaseKeyset::Fields(ms) => {
+                                ms.iter().zip(&values).all(|(m, &v)| m.matches(v))
+                            }
+                            CaseKeyset::ValueSet(i) => {
+                                state.value_sets[*i].iter().any(|m| m.matches(values[0]))
+                            }
+                        })
                         .map(|(_, t)| *t);
                     self.keys = values;
                     if let Some(Flow::Reject(code)) = self.abort.take() {

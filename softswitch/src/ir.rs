@@ -479,11 +479,20 @@ pub enum Target {
 pub enum Transition {
     /// Unconditional.
     Goto(Target),
-    /// `select`: the first case whose every element matches wins; none matching is `error.NoMatch`.
+    /// `select`: the first case that matches wins; none matching is `error.NoMatch`.
     Select {
         keys: Vec<Expr>,
-        cases: Vec<(Vec<FieldMatch>, Target)>,
+        cases: Vec<(CaseKeyset, Target)>,
     },
+}
+
+/// The keyset of a `select` case.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CaseKeyset {
+    /// One match per select expression.
+    Fields(Vec<FieldMatch>),
+    /// A parser value set (instance index) the single select expression must be in.
+    ValueSet(usize),
 }
 
 /// A parser state.
@@ -528,6 +537,8 @@ pub enum InstanceKind {
     Meter { size: u32, bytes: bool },
     /// `direct_meter(type)`.
     DirectMeter { bytes: bool },
+    /// A parser `value_set<bit<W>>(size)`, filled by the control plane.
+    ValueSet { size: u32, width: u16 },
 }
 
 /// What a counter counts.

@@ -6,7 +6,7 @@
 //! `add` (priority, `0x**` ternary, `v&&&m`, `/len` lpm, `lo..hi` range, `= ID`), `setdefault`,
 //! `remove all` / `remove TABLE ID`, `wait`, `check_counter`, `mirroring_add`,
 //! `mc_mgrp_create`, `mc_node_create`, `mc_node_associate`, `register_read`, `register_write`,
-//! `counter_read`, `meter_set_rates`, `set_queue_depth` and `set_queue_rate` (BMv2 CLI argument
+//! `counter_read`, `meter_set_rates`, `pvs_add`, `set_queue_depth` and `set_queue_rate` (BMv2 CLI argument
 //! order).
 
 use crate::diagnostic::{fail, Diagnostic, Result};
@@ -325,6 +325,29 @@ impl Runner<'_> {
             "meter_set_rates" => {
                 need(4)?;
                 self.meter_set_rates(&args[0], &args[1], &args[2], &args[3])?;
+            }
+            "pvs_add" => {
+                need(2)?;
+                let instance = self.instance(&args[0])?;
+                let width = match self.switch.program().instances[instance].kind {
+                    crate::ir::InstanceKind::ValueSet { width, .. } => width,
+                    _ => {
+                        return fail(
+                            args[0].span,
+                            format!("'{}' is not a parser value set", args[0].text),
+                        )
+                    }
+                };
+                let member =
+                    key_match(args[1].text, width, MatchKind::Ternary).ok_or_else(|| {
+                        Diagnostic::new(
+                            args[1].span,
+                            format!("cannot read '{}' as a value", args[1].text),
+                        )
+                    })?;
+                if !self.switch.value_set_add(instance, member) {
+                    return fail(args[1].span, "the value set is full");
+                }
             }
             "mirroring_add" => {
                 need(2)?;

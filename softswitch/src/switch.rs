@@ -4,7 +4,7 @@
 //! operations on tables, registers, counters, sessions, groups and queues.
 
 use crate::interp::{Effects, Exec};
-use crate::ir::{self, block, ActionCall, Entry, InstanceKind, Program, Slot};
+use crate::ir::{self, block, ActionCall, Entry, FieldMatch, InstanceKind, Program, Slot};
 use crate::meter::Meter;
 use crate::table::{CounterCell, TableError, TableState};
 use crate::tm::{Dequeued, TrafficManager};
@@ -47,6 +47,8 @@ pub struct State {
     /// Indirect meter cells, by instance index.
     pub meters: Vec<Vec<Meter>>,
     direct_meters: HashMap<(usize, usize), Meter>,
+    /// Members of each parser value set, by instance index.
+    pub value_sets: Vec<Vec<FieldMatch>>,
     /// Digests sent: receiver and field values.
     pub digests: Vec<(u32, Vec<u128>)>,
     /// `log_msg` output.
@@ -99,6 +101,7 @@ impl State {
             .map(|n| vec![Meter::default(); n])
             .collect(),
             direct_meters: HashMap::new(),
+            value_sets: vec![Vec::new(); p.instances.len()],
             digests: Vec::new(),
             log: Vec::new(),
             field_buffer: Vec::new(),
@@ -615,6 +618,19 @@ impl Switch {
                 table: t.name.clone(),
                 action: self.program.actions[call.action].name.clone(),
             })
+        }
+    }
+
+    /// Adds a member to parser value set `instance`; false if it is full or not a value set.
+    pub fn value_set_add(&mut self, instance: usize, member: FieldMatch) -> bool {
+        match self.program.instances[instance].kind {
+            InstanceKind::ValueSet { size, .. }
+                if self.state.value_sets[instance].len() < size as usize =>
+            {
+                self.state.value_sets[instance].push(member);
+                true
+            }
+            _ => false,
         }
     }
 

@@ -83,6 +83,25 @@ pub(super) fn instance_kind(c: &mut Checker, i: &ast::Instance) -> Result<Instan
                 bytes: meter_bytes(c, args[0])?,
             })
         }
+        "value_set" => {
+            want(1)?;
+            let width = match type_args.first().map(|t| c.resolve_type(t)).transpose()? {
+                Some(Type::Bits { width, .. }) => width,
+                _ => {
+                    return Err(unsupported(
+                        name.span,
+                        "a value set of a type other than bit<W>",
+                    ))
+                }
+            };
+            if !c.in_parser {
+                return fail(i.name.span, "a value set belongs in a parser");
+            }
+            Ok(InstanceKind::ValueSet {
+                size: size(c, args[0])?,
+                width,
+            })
+        }
         other => Err(unsupported(name.span, &format!("extern '{other}'"))),
     }
 }
@@ -518,6 +537,9 @@ impl Checker<'_> {
                     dst,
                     width,
                 })
+            }
+            (InstanceKind::ValueSet { .. }, _) => {
+                unreachable!("value sets have no methods (refused above)")
             }
         }
     }

@@ -4,7 +4,7 @@ use super::table::expand_default;
 use super::{Checker, Sym};
 use crate::ast::{self, Transition as AstTransition};
 use crate::diagnostic::{fail, Result};
-use crate::ir::{self, Slot, Target, Transition};
+use crate::ir::{self, CaseKeyset, InstanceKind, Slot, Target, Transition};
 use crate::types::Type;
 
 impl<'a> Checker<'a> {
@@ -103,27 +103,45 @@ impl<'a> Checker<'a> {
                     ),
                 );
             }
+            if let Some(set) = self.value_set_keyset(&keyset, &types)? {
+                out.push((CaseKeyset::ValueSet(set), target(names, &case.target)?));
+                continue;
+            }
             let mut matches = Vec::new();
             for (k, ty) in keyset.iter().zip(&types) {
-                if let ast::Keyset::Value(ast::Expr {
-                    kind: ast::ExprKind::Name(n),
-                    span,
-                }) = k
-                {
-                    if !matches!(self.lookup(n), Some(Sym::Const { .. }))
-                        && self.lookup(n).is_some()
-                    {
-                        return fail(
-                            *span,
-                            format!("'{n}' is not a constant (value sets are not supported yet)"),
-                        );
-                    }
-                }
                 matches.push(self.keyset_match(k, ty)?);
             }
-            out.push((matches, target(names, &case.target)?));
+            out.push((CaseKeyset::Fields(matches), target(names, &case.target)?));
         }
         Ok(Transition::Select { keys, cases: out })
+    }
+}
+
+impl Checker<'_> {
+    /// If the keyset is a parser value set, its instance index (checked against the key type).
+    fn value_set_keyset(&self, keyset: &[ast::Keyset], types: &[Type]) -> Result<Option<usize>> {
+        let [ast::Keyset::Value(ast::Expr {
+            kind: ast::ExprKind::Name(n),
+            span,
+        })] = keyset
+        else {
+            return Ok(None);
+        };
+        let Some(Sym::Instance(i)) = self.lookup(n) else {
+            return Ok(None);
+        };
+        match (&self.instances[*i].kind, types) {
+            (InstanceKind::ValueSet { width, .. }, [ty])
+                if self.types.scalar_width(ty) == Some(*width) =>
+            {
+                Ok(Some(*i))
+            }
+            (InstanceKind::ValueSet { .. }, _) => fail(
+                *span,
+                "the value set's type differs from the select expression's",
+            ),
+            _ => fail(*span, format!("'{n}' is not a value set or a constant")),
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 /* Parsing: header stacks with next/last/lastIndex and pop_front, select on tuples with masks,
- * lookahead of bits and of headers,
+ * lookahead of bits and of headers, a parser value set filled by the control plane,
  * ranges and don't-cares, lookahead, advance, verify with a user error, parser errors as BMv2
  * reports them (the packet continues to ingress with standard_metadata.parser_error set),
  * verify_checksum, and tables with range, ternary and optional keys and const entries. */
@@ -69,6 +69,7 @@ parser MyParser(packet_in packet, out headers hdr, inout meta_t meta,
         transition select(hdr.eth.etype) {
             0x8100: parse_tag;
             0x0800: parse_ipv4;
+            custom_types: parse_custom;
             0x9000 &&& 0xf000: skip;
             default: accept;
         }
@@ -82,6 +83,7 @@ parser MyParser(packet_in packet, out headers hdr, inout meta_t meta,
         }
     }
     vhl_t vhl;
+    value_set<bit<16>>(4) custom_types;
 
     state parse_ipv4 {
         // A header read ahead whole, and a field of one read ahead.
@@ -95,6 +97,10 @@ parser MyParser(packet_in packet, out headers hdr, inout meta_t meta,
             (1 .. 9, 17): accept;
             default: accept;
         }
+    }
+    state parse_custom {
+        meta.la = 0x77;
+        transition accept;
     }
     state skip {
         packet.advance(16);
