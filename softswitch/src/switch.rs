@@ -578,6 +578,13 @@ impl Switch {
             return Err(TableError::Const(t.name.clone(), "entries"));
         }
         self.check_action(table, &entry.action)?;
+        if entry.matches.len() != t.keys.len() {
+            return Err(TableError::KeyCount {
+                table: t.name.clone(),
+                want: t.keys.len(),
+                got: entry.matches.len(),
+            });
+        }
         for (i, m) in entry.matches.iter().enumerate() {
             self.state.tables[table].check_match(i, m, &t.keys[i].name)?;
         }
@@ -611,14 +618,26 @@ impl Switch {
 
     fn check_action(&self, table: usize, call: &ActionCall) -> Result<(), TableError> {
         let t = &self.program.tables[table];
-        if t.actions.contains(&call.action) {
-            Ok(())
-        } else {
-            Err(TableError::BadAction {
+        let action = &self.program.actions[call.action];
+        if !t.actions.contains(&call.action) {
+            return Err(TableError::BadAction {
                 table: t.name.clone(),
-                action: self.program.actions[call.action].name.clone(),
-            })
+                action: action.name.clone(),
+            });
         }
+        let want = self.program.bodies[action.body]
+            .params
+            .iter()
+            .filter(|p| p.action_data)
+            .count();
+        if call.args.len() != want {
+            return Err(TableError::ArgCount {
+                action: action.name.clone(),
+                want,
+                got: call.args.len(),
+            });
+        }
+        Ok(())
     }
 
     /// Adds a member to parser value set `instance`; false if it is full or not a value set.

@@ -36,6 +36,13 @@ pub enum TableError {
     /// The action is not one of the table's.
     #[error("action {action} is not an action of table {table}")]
     BadAction { table: String, action: String },
+    /// The action data does not fit the action's parameters.
+    #[error("action {action} takes {want} arguments, {got} given")]
+    ArgCount {
+        action: String,
+        want: usize,
+        got: usize,
+    },
     /// The table's entries or default action are `const`.
     #[error("table {0} is const: its {1} cannot change")]
     Const(String, &'static str),
