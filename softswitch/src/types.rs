@@ -30,7 +30,7 @@ pub enum Type {
     Var,
     /// `varbit<max>` (a header field).
     VarBit(u32),
-    /// `tuple<...>` (declared in typedefs; values of it are not supported yet).
+    /// `tuple<...>`: its elements stored one after the other.
     Tuple(Vec<Type>),
 }
 
@@ -77,9 +77,16 @@ impl Types {
                 fields + u32::from(a.kind == AggregateKind::Header)
             }
             Type::Stack(i, n) => 1 + n * self.size(&Type::Aggregate(*i)),
+            Type::Tuple(elems) => elems.iter().map(|t| self.size(t)).sum(),
             Type::VarBit(max) => crate::ir::FieldLayout::VarBit { max: *max }.slots(),
             _ => 1,
         }
+    }
+
+    /// The slot offset and type of element `i` of a tuple.
+    pub fn tuple_element(&self, elems: &[Type], i: usize) -> Option<(u32, Type)> {
+        let ty = elems.get(i)?.clone();
+        Some((elems[..i].iter().map(|t| self.size(t)).sum(), ty))
     }
 
     /// The slot offset and type of field `name` of aggregate `agg` (after a header's validity slot).

@@ -129,7 +129,9 @@ impl Checker<'_> {
     /// The value stored at `slot` with type `ty`.
     pub(super) fn storage(&self, slot: Slot, ty: Type) -> Val {
         match ty {
-            Type::Aggregate(_) | Type::Stack(..) | Type::VarBit(_) => Val::Agg { base: slot, ty },
+            Type::Aggregate(_) | Type::Stack(..) | Type::VarBit(_) | Type::Tuple(_) => {
+                Val::Agg { base: slot, ty }
+            }
             _ => scalar(Expr::Load(slot), ty, None),
         }
     }
@@ -349,6 +351,20 @@ impl Checker<'_> {
 
     fn index(&mut self, base: &ast::Expr, index: &ast::Expr) -> Result<Val> {
         let b = self.expr(base)?;
+        if let Val::Agg {
+            base: slot,
+            ty: Type::Tuple(elems),
+        } = &b
+        {
+            let i = self.const_u128(index)? as usize;
+            return match self.types.tuple_element(elems, i) {
+                Some((off, ty)) => Ok(self.storage(slot + off, ty)),
+                None => fail(
+                    index.span,
+                    format!("index {i} is out of range for a tuple of {}", elems.len()),
+                ),
+            };
+        }
         let Val::Agg {
             base: slot,
             ty: Type::Stack(agg, n),
@@ -693,6 +709,12 @@ impl Checker<'_> {
                     })
                     .collect())
             }
+            Type::Tuple(elems) => all((0..elems.len())
+                .map(|i| {
+                    let (off, ety) = self.types.tuple_element(elems, i).expect("in range");
+                    self.aggregate_eq(a + off, b + off, &ety)
+                })
+                .collect()),
             Type::VarBit(_) => Expr::RangeEq {
                 a,
                 b,
@@ -934,6 +956,25 @@ impl Checker<'_> {
     }
 
     fn assign_aggregate(&mut self, base: Slot, ty: &Type, rhs: &ast::Expr) -> Result<Vec<Stmt>> {
+        if let (Type::Tuple(elems), ExprKind::List(items)) = (ty, &rhs.kind) {
+            if items.len() != elems.len() {
+                return fail(
+                    rhs.span,
+                    format!(
+                        "{} has {} elements, the list has {}",
+                        self.show(ty),
+                        elems.len(),
+                        items.len()
+                    ),
+                );
+            }
+            let mut out = Vec::new();
+            for (i, item) in items.iter().enumerate() {
+                let (off, ety) = self.types.tuple_element(elems, i).expect("counted above");
+                out.extend(self.assign_to(self.storage(base + off, ety), item)?);
+            }
+            return Ok(out);
+        }
         let Type::Aggregate(agg) = ty else {
             return match self.expr(rhs)? {
                 Val::Agg { base: src, ty: t } if t == *ty => Ok(vec![Stmt::Copy {

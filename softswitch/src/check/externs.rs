@@ -266,6 +266,12 @@ impl Checker<'_> {
                 }
             }
             Type::VarBit(max) => out.push(FieldItem::VarBit { base, max: *max }),
+            Type::Tuple(elems) => {
+                for i in 0..elems.len() {
+                    let (off, ety) = self.types.tuple_element(elems, i).expect("in range");
+                    out.extend(self.flatten(base + off, &ety));
+                }
+            }
             t => out.push(FieldItem::Bits(
                 Expr::Load(base),
                 self.types.scalar_width(t).unwrap_or(1),

@@ -662,12 +662,6 @@ impl<'a> Checker<'a> {
         if matches!(ty, Type::Int | Type::Void | Type::String | Type::MatchKind) {
             return fail(v.ty.span(), "a variable cannot have this type");
         }
-        if matches!(ty, Type::Tuple(_)) {
-            return fail(
-                v.ty.span(),
-                "variables of tuple types are not supported yet",
-            );
-        }
         let slot = self.alloc(&ty);
         let mut out = vec![ir::Stmt::Zero {
             start: slot,

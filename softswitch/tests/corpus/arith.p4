@@ -1,7 +1,7 @@
 /* Expressions with the P4_16 specification's semantics: wrapping and saturating arithmetic on
  * bit<W> and int<W>, shifts (arithmetic on int), concatenation, slices, casts (zero and sign
  * extension), comparisons, ?:, functions, serializable and plain enums, switch with fall-through
- * labels, exit, assert/assume. Expected values are computed independently by generators/arith.py. */
+ * labels, exit, assert/assume, tuples (initializer, copy, index, equality). Expected values are computed independently by generators/arith.py. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -89,7 +89,11 @@ control MyIngress(inout headers hdr, inout meta_t meta,
         hdr.res.flags = 5w0 ++ (bit<1>) (hdr.op.a < hdr.op.b) ++ (bit<1>) (hdr.op.a == hdr.op.b)
                         ++ (bit<1>) (hdr.op.s < 0);
         hdr.res.ssat = hdr.op.s |+| 8s100;
-        hdr.res.fn = max8(hdr.op.a, hdr.op.b);
+        tuple<bit<8>, bit<8>> pair = { hdr.op.a, hdr.op.b };
+        tuple<bit<8>, bit<8>> copy = pair;
+        if (copy == pair) {
+            hdr.res.fn = max8(copy[0], copy[1]);
+        }
         switch (hdr.op.kind) {
             1: { meta.tmp = 10; }
             2:
