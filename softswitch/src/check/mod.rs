@@ -835,24 +835,31 @@ impl<'a> Checker<'a> {
     /// User-metadata slots tagged `@field_list(N)`, per N.
     fn user_field_lists(&self, ty: &Type, base: Slot) -> Vec<(u8, Vec<Slot>)> {
         let mut out: Vec<(u8, Vec<Slot>)> = Vec::new();
-        let Type::Aggregate(agg) = ty else { return out };
+        self.collect_field_lists(ty, base, &mut out);
+        out
+    }
+
+    /// Adds the `@field_list(N)` fields of struct `ty` (stored at `base`) and of the structs in it.
+    fn collect_field_lists(&self, ty: &Type, base: Slot, out: &mut Vec<(u8, Vec<Slot>)>) {
+        let Type::Aggregate(agg) = ty else { return };
         for (name, fty, annotations) in &self.types.aggregates[*agg].fields {
             let (off, _) = self.types.field(*agg, name).expect("the field exists");
             for a in annotations.iter().filter(|a| a.name.name == "field_list") {
                 for t in &a.body {
                     if let crate::lexer::Tok::Int(lit) = t.tok {
                         let n = lit.value as u8;
-                        let slots: Vec<Slot> =
-                            (0..self.types.size(fty)).map(|i| base + off + i).collect();
+                        let slots = (0..self.types.size(fty)).map(|i| base + off + i);
                         match out.iter_mut().find(|(k, _)| *k == n) {
                             Some((_, v)) => v.extend(slots),
-                            None => out.push((n, slots)),
+                            None => out.push((n, slots.collect())),
                         }
                     }
                 }
             }
+            if !self.types.is_header(fty) {
+                self.collect_field_lists(fty, base + off, out);
+            }
         }
-        out
     }
 }
 

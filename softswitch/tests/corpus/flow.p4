@@ -30,10 +30,16 @@ struct headers {
     rec_t rec;
 }
 
+struct inner_t {
+    @field_list(1)
+    bit<8> carried;
+}
+
 struct meta_t {
     @field_list(1)
     bit<8> passes;
     bit<8> scratch;
+    inner_t inner;
 }
 
 void twice(in bit<8> x, out bit<8> y) {
@@ -89,6 +95,13 @@ control MyIngress(inout headers hdr, inout meta_t meta,
         }
         hdr.rec.inst = (bit<8>) standard_metadata.instance_type;
         hdr.rec.pass = meta.passes;
+        if (hdr.rec.kind == 1) {
+            // A field list may reach into nested structs: inner.carried survives too.
+            if (meta.passes == 0) {
+                meta.inner.carried = 0x42;
+            }
+            hdr.rec.rnd = meta.inner.carried;
+        }
         if (hdr.rec.kind == 1 && meta.passes < 2) {
             meta.passes = meta.passes + 1;
             resubmit_preserving_field_list(1);
