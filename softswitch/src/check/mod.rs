@@ -50,6 +50,7 @@ enum Sym<'a> {
     Const { ty: Type, value: u128 },
     Var { ty: Type, slot: Slot },
     Callable(usize),
+    GenericFunction(&'a ast::Prototype, &'a ast::Block),
     Table(usize),
     Instance(usize),
     ControlInstance(usize),
@@ -84,6 +85,8 @@ struct Checker<'a> {
     user_field_lists: Vec<(u8, Vec<Slot>)>,
     /// Preserved field lists by id, as the program references them.
     field_lists: Vec<Vec<Slot>>,
+    /// Generic functions lowered so far: name, type arguments, callable.
+    instantiations: Vec<(String, Vec<Type>, usize)>,
 }
 
 impl<'a> Checker<'a> {
@@ -250,6 +253,10 @@ impl<'a> Checker<'a> {
             Decl::Action(a) => {
                 let idx = self.action(a)?;
                 self.declare(&a.name, Sym::Callable(idx))
+            }
+            Decl::Function { proto, body } if !proto.type_params.is_empty() => {
+                // Lowered once per set of type arguments, at the calls.
+                self.declare(&proto.name, Sym::GenericFunction(proto, body))
             }
             Decl::Function { proto, body } => {
                 let idx = self.function(proto, body)?;
@@ -432,10 +439,75 @@ impl<'a> Checker<'a> {
         Ok(self.callables.len() - 1)
     }
 
-    fn function(&mut self, proto: &ast::Prototype, body: &'a ast::Block) -> Result<usize> {
-        if let Some(t) = proto.type_params.first() {
-            return fail(t.span, "generic functions are not supported yet");
+    /// The callable of generic function `proto` for the call `span` with `args`: its type
+    /// arguments are `type_args` when given, else inferred from the arguments' types.
+    fn instantiate(
+        &mut self,
+        proto: &'a ast::Prototype,
+        body: &'a ast::Block,
+        type_args: &[TypeRef],
+        args: &[ast::Arg],
+        span: Span,
+    ) -> Result<usize> {
+        let mut types = Vec::new();
+        for (k, tp) in proto.type_params.iter().enumerate() {
+            let ty = match type_args.get(k) {
+                Some(t) => self.resolve_type(t)?,
+                None => {
+                    let position = proto.params.iter().position(
+                        |p| matches!(&p.ty, TypeRef::Named { name, .. } if name.name == tp.name),
+                    );
+                    let Some(arg) = position.and_then(|i| args.get(i)) else {
+                        return fail(
+                            span,
+                            format!(
+                                "cannot infer type parameter {} of '{}': give it, f<T>(...)",
+                                tp.name, proto.name.name
+                            ),
+                        );
+                    };
+                    match expr::val_type(&self.expr(&arg.value)?) {
+                        Type::Int => {
+                            return fail(
+                                arg.value.span,
+                                format!(
+                                    "cannot infer {} from an unsized integer: give it a width",
+                                    tp.name
+                                ),
+                            )
+                        }
+                        t => t,
+                    }
+                }
+            };
+            types.push(ty);
         }
+        if let Some((_, _, idx)) = self
+            .instantiations
+            .iter()
+            .find(|(n, t, _)| *n == proto.name.name && *t == types)
+        {
+            return Ok(*idx);
+        }
+        // The function sees the top-level names and its type parameters only.
+        let outer = self.scopes.split_off(1);
+        self.scopes.push(HashMap::new());
+        let declared = proto
+            .type_params
+            .iter()
+            .zip(&types)
+            .try_for_each(|(tp, ty)| self.declare(tp, Sym::Type(ty.clone())));
+        let lowered = declared.and_then(|()| self.function(proto, body));
+        self.scopes.truncate(1);
+        self.scopes.extend(outer);
+        let idx = lowered?;
+        self.instantiations
+            .push((proto.name.name.clone(), types, idx));
+        Ok(idx)
+    }
+
+    /// Lowers a function whose type parameters, if any, are declared in the current scope.
+    fn function(&mut self, proto: &ast::Prototype, body: &'a ast::Block) -> Result<usize> {
         let ret_ref = proto.ret.as_ref().expect("a function has a return type");
         let ret_ty = self.resolve_type(ret_ref)?;
         if matches!(

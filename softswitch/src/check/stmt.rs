@@ -205,7 +205,7 @@ impl<'a> Checker<'a> {
     }
 
     fn call_stmt(&mut self, e: &ast::Expr) -> Result<Vec<Stmt>> {
-        let (callee, _, args) = Self::call_parts(e);
+        let (callee, type_args, args) = Self::call_parts(e);
         match &callee.kind {
             ExprKind::Member(base, method) => {
                 if let ExprKind::Name(n) = &base.kind {
@@ -234,6 +234,11 @@ impl<'a> Checker<'a> {
             }
             ExprKind::Name(n) => match self.lookup(n).cloned() {
                 Some(Sym::Callable(i)) => {
+                    let inv = self.invoke(i, args, e.span)?;
+                    Ok(vec![Stmt::Invoke(Box::new(inv))])
+                }
+                Some(Sym::GenericFunction(proto, body)) => {
+                    let i = self.instantiate(proto, body, type_args, args, e.span)?;
                     let inv = self.invoke(i, args, e.span)?;
                     Ok(vec![Stmt::Invoke(Box::new(inv))])
                 }
@@ -358,6 +363,14 @@ impl<'a> Checker<'a> {
                 )
             }
             ExprKind::Name(n) => match self.lookup(n).cloned() {
+                Some(Sym::GenericFunction(proto, body)) => {
+                    let i = self.instantiate(proto, body, type_args, args, e.span)?;
+                    let Some((ty, _)) = self.callables[i].ret.clone() else {
+                        return fail(e.span, format!("'{n}' returns no value"));
+                    };
+                    let inv = self.invoke(i, args, e.span)?;
+                    scalar(Expr::Invoke(Box::new(inv)), ty)
+                }
                 Some(Sym::Callable(i)) => {
                     let Some((ty, _)) = self.callables[i].ret.clone() else {
                         return fail(e.span, format!("'{n}' returns no value"));

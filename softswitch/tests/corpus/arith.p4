@@ -1,7 +1,7 @@
 /* Expressions with the P4_16 specification's semantics: wrapping and saturating arithmetic on
  * bit<W> and int<W>, shifts (arithmetic on int), concatenation, slices, casts (zero and sign
  * extension), comparisons, ?:, functions, serializable and plain enums, switch with fall-through
- * labels, exit, assert/assume, tuples (initializer, copy, index, equality). Expected values are computed independently by generators/arith.py. */
+ * labels, exit, assert/assume, generic functions (explicit and inferred type arguments), tuples (initializer, copy, index, equality). Expected values are computed independently by generators/arith.py. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -51,6 +51,10 @@ bit<8> max8(in bit<8> x, in bit<8> y) {
     return x > y ? x : y;
 }
 
+T pick<T>(in bool first, in T a, in T b) {
+    return first ? a : b;
+}
+
 parser MyParser(packet_in packet, out headers hdr, inout meta_t meta,
                 inout standard_metadata_t standard_metadata) {
     state start {
@@ -88,7 +92,7 @@ control MyIngress(inout headers hdr, inout meta_t meta,
         hdr.res.sext = (int<12>) hdr.op.s;
         hdr.res.flags = 5w0 ++ (bit<1>) (hdr.op.a < hdr.op.b) ++ (bit<1>) (hdr.op.a == hdr.op.b)
                         ++ (bit<1>) (hdr.op.s < 0);
-        hdr.res.ssat = hdr.op.s |+| 8s100;
+        hdr.res.ssat = pick(false, hdr.op.s, hdr.op.s |+| 8s100);
         tuple<bit<8>, bit<8>> pair = { hdr.op.a, hdr.op.b };
         tuple<bit<8>, bit<8>> copy = pair;
         if (copy == pair) {
@@ -108,7 +112,7 @@ control MyIngress(inout headers hdr, inout meta_t meta,
             meta.tmp = meta.tmp + 100;
         }
         hdr.res.sw = meta.tmp;
-        hdr.res.neg = -hdr.op.a;
+        hdr.res.neg = pick<bit<8>>(true, -hdr.op.a, hdr.op.b);
         hdr.res.cpl = ~hdr.op.a;
     }
 }
