@@ -231,6 +231,19 @@ fn checker_table_with_unknown_action() {
 }
 
 #[test]
+fn checker_recursive_generic_function() {
+    let (loc, msg) = error(&program(
+        "T f<T>(in T x) { return f(x); }",
+        "",
+        "hdr.h.a = f(hdr.h.a);",
+    ));
+    assert_eq!(
+        (loc.as_str(), msg.as_str()),
+        ("6:25", "'f' calls itself: recursion is not allowed in P4")
+    );
+}
+
+#[test]
 fn checker_missing_main() {
     let src = program("", "", "").replace("V1Switch(P(), V(), I(), E(), C(), D()) main;\n", "");
     assert_eq!(

@@ -87,6 +87,8 @@ struct Checker<'a> {
     field_lists: Vec<Vec<Slot>>,
     /// Generic functions lowered so far: name, type arguments, callable.
     instantiations: Vec<(String, Vec<Type>, usize)>,
+    /// Generic functions being lowered (to refuse recursion).
+    instantiating: Vec<(String, Vec<Type>)>,
 }
 
 impl<'a> Checker<'a> {
@@ -482,6 +484,16 @@ impl<'a> Checker<'a> {
             };
             types.push(ty);
         }
+        let key = (proto.name.name.clone(), types.clone());
+        if self.instantiating.contains(&key) || self.instantiating.len() >= 32 {
+            return fail(
+                span,
+                format!(
+                    "'{}' calls itself: recursion is not allowed in P4",
+                    proto.name.name
+                ),
+            );
+        }
         if let Some((_, _, idx)) = self
             .instantiations
             .iter()
@@ -497,7 +509,9 @@ impl<'a> Checker<'a> {
             .iter()
             .zip(&types)
             .try_for_each(|(tp, ty)| self.declare(tp, Sym::Type(ty.clone())));
+        self.instantiating.push(key);
         let lowered = declared.and_then(|()| self.function(proto, body));
+        self.instantiating.pop();
         self.scopes.truncate(1);
         self.scopes.extend(outer);
         let idx = lowered?;
