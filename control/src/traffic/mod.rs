@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod counters;
+pub mod dcqcn;
 pub mod error;
 pub mod interface;
 pub mod neighbour;
