@@ -37,6 +37,8 @@ pub struct Settings {
     pub flags: u32,
     /// Reserved, zero.
     pub reserved: u32,
+    /// Link speed in bits per second: the length of a PFC pause quantum (512 bit times).
+    pub link_speed_bps: u64,
 }
 
 impl Settings {
@@ -47,10 +49,11 @@ impl Settings {
     /// Log every malformed frame through aya-log.
     pub const LOG_ERRORS: u32 = 1 << 2;
 
-    /// The default: RoCEv2 only, no logging.
+    /// The default: RoCEv2 only, no logging, a 100 Gb/s link.
     pub const DEFAULT: Settings = Settings {
         flags: Settings::ROCE_ONLY,
         reserved: 0,
+        link_speed_bps: 100_000_000_000,
     };
 }
 

@@ -21,6 +21,10 @@ pub struct PrioCounters {
     pub ecn_marked: u64,
     /// Not-ECT packets the RED profile would have marked (left unchanged).
     pub would_mark_not_ect: u64,
+    /// 802.1Qbb PAUSE frames received for this priority with a non-zero time.
+    pub pfc_pause_rx: u64,
+    /// 802.1Qbb PAUSE frames received for this priority with time 0 (XON).
+    pub pfc_resume_rx: u64,
 }
 
 /// The kinds of malformed frame the parser recognises; each has its own counter.
@@ -47,11 +51,17 @@ pub enum ParseError {
     TruncatedUdp = 8,
     /// UDP to port 4791 without a whole BTH.
     TruncatedBth = 9,
+    /// A MAC control frame too short for a PFC payload.
+    TruncatedPfc = 10,
+    /// A MAC control frame whose opcode is not PFC's 0x0101 (not honoured).
+    BadPfcOpcode = 11,
+    /// A PFC frame with reserved class-enable bits set (not honoured).
+    BadPfcVector = 12,
 }
 
 impl ParseError {
     /// Number of kinds.
-    pub const COUNT: usize = 10;
+    pub const COUNT: usize = 13;
 
     /// Every kind, in index order.
     pub const ALL: [ParseError; Self::COUNT] = [
@@ -65,6 +75,9 @@ impl ParseError {
         ParseError::TooManyIpv6Extensions,
         ParseError::TruncatedUdp,
         ParseError::TruncatedBth,
+        ParseError::TruncatedPfc,
+        ParseError::BadPfcOpcode,
+        ParseError::BadPfcVector,
     ];
 
     /// The name used in JSON and tables.
@@ -80,6 +93,9 @@ impl ParseError {
             ParseError::TooManyIpv6Extensions => "too_many_ipv6_extensions",
             ParseError::TruncatedUdp => "truncated_udp",
             ParseError::TruncatedBth => "truncated_bth",
+            ParseError::TruncatedPfc => "truncated_pfc",
+            ParseError::BadPfcOpcode => "bad_pfc_opcode",
+            ParseError::BadPfcVector => "bad_pfc_vector",
         }
     }
 }
@@ -113,6 +129,8 @@ impl PrioCounters {
         self.ce_on_arrival += other.ce_on_arrival;
         self.ecn_marked += other.ecn_marked;
         self.would_mark_not_ect += other.would_mark_not_ect;
+        self.pfc_pause_rx += other.pfc_pause_rx;
+        self.pfc_resume_rx += other.pfc_resume_rx;
     }
 }
 

@@ -9,6 +9,7 @@
 pub mod config;
 pub mod counters;
 pub mod maps;
+pub mod pfc;
 pub mod phantom_queue;
 pub mod red;
 pub mod uapi;

@@ -12,15 +12,18 @@ pub const QUEUES: &str = "QUEUES";
 pub const COUNTERS: &str = "COUNTERS";
 /// What `attach` did ([`crate::config::AttachInfo`]), 1 entry.
 pub const ATTACH_INFO: &str = "ATTACH_INFO";
+/// Received pause state ([`crate::pfc::PfcState`]), one per priority.
+pub const PFC_STATE: &str = "PFC_STATE";
 
 /// Every map the control plane pins, in a stable order.
-pub const PINNED: [&str; 6] = [
+pub const PINNED: [&str; 7] = [
     ECN_PROFILES,
     DSCP_PRIO,
     SETTINGS,
     QUEUES,
     COUNTERS,
     ATTACH_INFO,
+    PFC_STATE,
 ];
 
 /// Index into [`QUEUES`] of the queue of `priority` at `hook`.

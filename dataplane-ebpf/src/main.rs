@@ -1,5 +1,6 @@
 //! The lossless eBPF programs: ECN marking by a RED profile over a phantom queue, at XDP
-//! (ingress) and at TC egress. One module per mechanism, one shared parser.
+//! (ingress) and at TC egress, and PFC receive at XDP. One module per mechanism, one shared
+//! parser.
 //!
 //! Built for the `bpfel-unknown-none` target by `control/build.rs`; built for the host (as in
 //! `cargo build --workspace`) it is an empty binary, so workspace-wide commands still work.
@@ -9,6 +10,7 @@
 mod ecn;
 mod maps;
 mod parse;
+mod pfc;
 mod tc;
 mod xdp;
 

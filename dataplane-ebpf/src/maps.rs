@@ -8,6 +8,7 @@ use dataplane_common::{
     config::{AttachInfo, EcnProfile, Settings},
     counters::HookCounters,
     maps::QUEUE_ENTRIES,
+    pfc::PfcState,
     phantom_queue::PhantomQueue,
     Hook, DSCP_VALUES, PRIORITIES,
 };
@@ -36,3 +37,7 @@ pub static COUNTERS: PerCpuArray<HookCounters> =
 /// What attach did; written by the control plane, never read here.
 #[map]
 pub static ATTACH_INFO: Array<AttachInfo> = Array::with_max_entries(1, 0);
+
+/// Received pause state per priority; the traffic tool reads it to honour pauses.
+#[map]
+pub static PFC_STATE: Array<PfcState> = Array::with_max_entries(PRIORITIES as u32, 0);

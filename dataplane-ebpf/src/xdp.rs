@@ -7,12 +7,17 @@ use network_types::ip::Ipv4Hdr;
 use crate::{
     ecn,
     parse::{Frame, Network, Parsed},
+    pfc,
 };
 
-/// Entry point: every frame passes; some ECT packets leave as CE.
+/// Entry point: MAC control (PFC) frames are honoured and consumed; every other frame
+/// passes, some ECT packets as CE.
 #[xdp]
 pub fn lossless_xdp(ctx: XdpContext) -> u32 {
     let frame = Frame::new(ctx.data(), ctx.data_end());
+    if pfc::receive(&frame) {
+        return xdp_action::XDP_DROP;
+    }
     let len = (ctx.data_end() - ctx.data()) as u64;
     ecn::process(&ctx, &frame, len, Hook::Xdp, None, |parsed| {
         set_ce(&frame, parsed)

@@ -1,9 +1,36 @@
 //! Running privileged tests: the skip rule, the CLI under test, a sender/receiver pair.
 
-use std::{net::Ipv4Addr, path::PathBuf, process::Output};
+use std::{
+    net::Ipv4Addr,
+    path::PathBuf,
+    process::Output,
+    time::{Duration, Instant},
+};
 
 use anyhow::Context as _;
 use lossless::netns::{check, veth_pair, Endpoint, Namespace};
+use serde_json::Value;
+
+use crate::{capture::RawSocket, craft::FrameSpec};
+
+/// Source MAC of every frame a test sends, so captures ignore the kernel's own traffic.
+pub const TEST_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
+/// How long a test waits for frames or a condition before it fails.
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+/// Frames in flight at once: a veth with XDP queues at most 256 frames in its ring.
+const WINDOW: usize = 32;
+
+/// Whether `frame` was sent by a test (its source MAC is [`TEST_MAC`]).
+pub fn from_test_mac(frame: &[u8]) -> bool {
+    frame.len() >= 12 && frame[6..12] == TEST_MAC
+}
+
+/// A per-priority counter of `stats --json`.
+pub fn counter(stats: &Value, priority: usize, key: &str) -> u64 {
+    stats["per_priority"][priority][key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no {key} in {stats}"))
+}
 
 /// Whether a test that needs root and network namespaces can run. Outside CI a non-root run
 /// prints the reason and skips; under `CI=true` a skip is a failure.
@@ -75,6 +102,82 @@ impl Link {
             .output()
             .context("running lossless")?;
         check(&format!("lossless {}", args.join(" ")), output)
+    }
+
+    /// A RoCEv2 frame from the tx end to the rx end, from [`TEST_MAC`].
+    pub fn roce(&self) -> FrameSpec {
+        FrameSpec::roce(
+            TEST_MAC,
+            self.rx.mac,
+            self.tx.ipv4.octets(),
+            self.rx.ipv4.octets(),
+        )
+    }
+
+    /// Sends `frames` from the tx end and returns those of them that arrive at the rx end, in
+    /// order. Sends a window at a time and waits for it, so no ring or socket buffer overflows.
+    pub fn send_and_capture(&self, frames: &[Vec<u8>]) -> Vec<Vec<u8>> {
+        let rx_name = self.rx.ifname.clone();
+        let capture = self
+            .rx_ns
+            .run(move || RawSocket::open(&rx_name))
+            .unwrap()
+            .unwrap();
+        let sender = self.tx_socket();
+        let mut received = Vec::with_capacity(frames.len());
+        for window in frames.chunks(WINDOW) {
+            window.iter().for_each(|frame| sender.send(frame).unwrap());
+            received.extend(
+                capture
+                    .receive(window.len(), TIMEOUT, from_test_mac)
+                    .unwrap(),
+            );
+        }
+        received
+    }
+
+    /// A raw socket on the tx end.
+    pub fn tx_socket(&self) -> RawSocket {
+        let tx_name = self.tx.ifname.clone();
+        self.tx_ns
+            .run(move || RawSocket::open(&tx_name))
+            .unwrap()
+            .unwrap()
+    }
+
+    /// `lossless host set RX_IFACE ASSIGNMENTS...`.
+    pub fn set_rx(&self, assignments: &[&str]) {
+        let mut args = vec!["host", "set", &self.rx.ifname];
+        args.extend_from_slice(assignments);
+        Self::lossless(&self.rx_ns, &args).unwrap();
+    }
+
+    /// Polls the rx end's stats until `done` holds (frames are in flight), failing after
+    /// [`TIMEOUT`].
+    pub fn wait_for_rx_stats(&self, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let stats = Self::stats(&self.rx_ns, &self.rx.ifname).unwrap();
+            if done(&stats) {
+                return stats;
+            }
+            assert!(Instant::now() < deadline, "condition never held: {stats}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The rx interface's entry in `lossless host status --json`.
+    pub fn rx_status(&self) -> Value {
+        let status = Self::lossless(&self.rx_ns, &["host", "status", "--json"]).unwrap();
+        let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+        let entry = status
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["interface"] == self.rx.ifname.as_str());
+        entry
+            .cloned()
+            .unwrap_or_else(|| panic!("{} missing from status: {status}", self.rx.ifname))
     }
 
     /// `lossless host stats IFACE --json` in `ns`, parsed.

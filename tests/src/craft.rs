@@ -155,3 +155,24 @@ pub fn udp_src_port(frame: &[u8]) -> Option<u16> {
         _ => None,
     }
 }
+
+/// The bytes of a frame built by scapy from `expression` (with `scapy.all` and
+/// `scapy.contrib.mac_control` imported), through the clone's `.venv` that
+/// `cargo xtask setup` makes: an encoder independent of ours.
+pub fn scapy_frame(expression: &str) -> anyhow::Result<Vec<u8>> {
+    use anyhow::Context as _;
+    let python = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
+    let program = format!(
+        "import sys\nfrom scapy.all import *\nfrom scapy.contrib.mac_control import *\nsys.stdout.write(raw({expression}).hex())"
+    );
+    let output = std::process::Command::new(&python)
+        .args(["-c", &program])
+        .output()
+        .with_context(|| format!("running {} (run `cargo xtask setup`)", python.display()))?;
+    let output = lossless::netns::check("scapy", output)?;
+    let hex = String::from_utf8(output.stdout)?;
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).context("scapy printed non-hex"))
+        .collect()
+}

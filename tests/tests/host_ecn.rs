@@ -1,75 +1,10 @@
 //! ECN marking on real interfaces in network namespaces, read back with an independent
 //! decoder (etherparse) and compared with `lossless host stats --json`.
 
-use std::time::Duration;
-
 use lossless_tests::{
-    bed::{privileged, Attached, Link},
-    capture::RawSocket,
-    craft::{ecn_of, ipv4_checksum_ok, udp_src_port, with_vlan, Ecn, FrameSpec},
+    bed::{counter, privileged, Attached, Link},
+    craft::{ecn_of, ipv4_checksum_ok, udp_src_port, with_vlan, Ecn},
 };
-use serde_json::Value;
-
-/// Source MAC of every frame a test sends, so captures ignore the kernel's own traffic.
-const TEST_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
-const CAPTURE_TIMEOUT: Duration = Duration::from_secs(10);
-
-fn roce(link: &Link) -> FrameSpec {
-    FrameSpec::roce(
-        TEST_MAC,
-        link.rx.mac,
-        link.tx.ipv4.octets(),
-        link.rx.ipv4.octets(),
-    )
-}
-
-fn ours(frame: &[u8]) -> bool {
-    frame.len() >= 12 && frame[6..12] == TEST_MAC
-}
-
-/// Frames in flight at once: a veth with XDP queues at most 256 frames in its ring.
-const WINDOW: usize = 32;
-
-/// Sends `frames` from the tx end and returns what arrives at the rx end, in order. Sends a
-/// window at a time and waits for it to arrive, so no ring or socket buffer overflows.
-fn send_and_capture(link: &Link, frames: &[Vec<u8>]) -> Vec<Vec<u8>> {
-    let rx_name = link.rx.ifname.clone();
-    let tx_name = link.tx.ifname.clone();
-    let capture = link
-        .rx_ns
-        .run(move || RawSocket::open(&rx_name))
-        .unwrap()
-        .unwrap();
-    let sender = link
-        .tx_ns
-        .run(move || RawSocket::open(&tx_name))
-        .unwrap()
-        .unwrap();
-    let mut received = Vec::with_capacity(frames.len());
-    for window in frames.chunks(WINDOW) {
-        for frame in window {
-            sender.send(frame).unwrap();
-        }
-        received.extend(
-            capture
-                .receive(window.len(), CAPTURE_TIMEOUT, ours)
-                .unwrap(),
-        );
-    }
-    received
-}
-
-fn counter(stats: &Value, priority: usize, key: &str) -> u64 {
-    stats["per_priority"][priority][key]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no {key} in {stats}"))
-}
-
-fn set(link: &Link, assignments: &[&str]) {
-    let mut args = vec!["host", "set", &link.rx.ifname];
-    args.extend_from_slice(assignments);
-    Link::lossless(&link.rx_ns, &args).unwrap();
-}
 
 /// A RED curve over a phantom queue drained so slowly that the backlog seen by packet i is
 /// (i+1) × frame length: below Kmin nothing is marked, at Kmax everything is, and between
@@ -79,20 +14,17 @@ fn red_curve(mode: &str) {
     let link = Link::new().unwrap();
     let _attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--mode", mode]).unwrap();
     let (kmin, kmax, pmax) = (20_000u64, 60_000u64, 0.5);
-    set(
-        &link,
-        &[
-            "ecn.prio3.rate_bps=8000",
-            &format!("ecn.prio3.kmin_bytes={kmin}"),
-            &format!("ecn.prio3.kmax_bytes={kmax}"),
-            &format!("ecn.prio3.pmax={pmax}"),
-        ],
-    );
+    link.set_rx(&[
+        "ecn.prio3.rate_bps=8000",
+        &format!("ecn.prio3.kmin_bytes={kmin}"),
+        &format!("ecn.prio3.kmax_bytes={kmax}"),
+        &format!("ecn.prio3.pmax={pmax}"),
+    ]);
 
     let n = 500;
     let mut sent = Vec::new();
     for i in 0..n {
-        let mut spec = roce(&link);
+        let mut spec = link.roce();
         spec.src_port = 10_000 + i as u16;
         spec.psn = i;
         if i % 5 == 4 {
@@ -104,7 +36,7 @@ fn red_curve(mode: &str) {
         sent.push(spec.build());
     }
     let len = sent[0].len() as u64;
-    let received = send_and_capture(&link, &sent);
+    let received = link.send_and_capture(&sent);
 
     let (mut marked, mut expected, mut variance) = (0u64, 0.0f64, 0.0f64);
     for (i, (tx, rx)) in sent.iter().zip(&received).enumerate() {
@@ -204,8 +136,8 @@ fn set_changes_behaviour_without_reattach() {
     let link = Link::new().unwrap();
     let _attached = Attached::new(&link.rx_ns, &link.rx.ifname, &[]).unwrap();
     let burst = |link: &Link| {
-        let frames: Vec<_> = (0..50).map(|_| roce(link).build()).collect();
-        send_and_capture(link, &frames)
+        let frames: Vec<_> = (0..50).map(|_| link.roce().build()).collect();
+        link.send_and_capture(&frames)
     };
     let before = burst(&link);
     assert!(
@@ -213,21 +145,18 @@ fn set_changes_behaviour_without_reattach() {
         "default 10 Gb/s drain must not mark 50 frames"
     );
 
-    set(
-        &link,
-        &[
-            "ecn.prio3.rate_bps=8000",
-            "ecn.prio3.kmin_bytes=1",
-            "ecn.prio3.kmax_bytes=2",
-        ],
-    );
+    link.set_rx(&[
+        "ecn.prio3.rate_bps=8000",
+        "ecn.prio3.kmin_bytes=1",
+        "ecn.prio3.kmax_bytes=2",
+    ]);
     let after = burst(&link);
     assert!(
         after.iter().all(|f| ecn_of(f) == Some(Ecn::Ce as u8)),
         "after set, every frame is above Kmax"
     );
 
-    let ours = status_of(&link);
+    let ours = link.rx_status();
     assert_eq!(ours["config"]["ecn"][3]["kmax_bytes"], 2);
     let stats = Link::stats(&link.rx_ns, &link.rx.ifname).unwrap();
     assert_eq!(
@@ -249,7 +178,7 @@ fn set_changes_behaviour_without_reattach() {
         ],
     );
     assert!(format!("{:#}", bad.unwrap_err()).contains("Pmax"));
-    let ours = status_of(&link);
+    let ours = link.rx_status();
     assert_eq!(ours["config"]["ecn"][3]["kmin_bytes"], 1);
 }
 
@@ -268,11 +197,11 @@ fn tc_egress_marks_leaving_frames() {
         "ecn.prio3.kmax_bytes=1500",
     ]);
     Link::lossless(&link.tx_ns, &args).unwrap();
-    let mut frames: Vec<_> = (0..40).map(|_| roce(&link).build()).collect();
-    let mut v6 = roce(&link);
+    let mut frames: Vec<_> = (0..40).map(|_| link.roce().build()).collect();
+    let mut v6 = link.roce();
     v6.ipv6 = true;
     frames.push(v6.build());
-    let received = send_and_capture(&link, &frames);
+    let received = link.send_and_capture(&frames);
     let len = frames[0].len();
     for (i, frame) in received.iter().enumerate() {
         let above_kmax = (i + 1) * len >= 1500 + len;
@@ -312,10 +241,10 @@ fn malformed_frames_are_counted_and_never_marked() {
         ]);
     }
     let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-    set(&link, &keys);
+    link.set_rx(&keys);
 
-    let good = roce(&link).build();
-    let mut v6 = roce(&link);
+    let good = link.roce().build();
+    let mut v6 = link.roce();
     v6.ipv6 = true;
     let good_v6 = v6.build();
     // IPv6 + one hop-by-hop header (PadN) before UDP: still RoCEv2, must be marked.
@@ -329,7 +258,7 @@ fn malformed_frames_are_counted_and_never_marked() {
     ihl4[14] = 0x44;
     let mut fragment = good.clone();
     fragment[14 + 6] = 0x20; // more fragments
-    let mut ce_already = roce(&link);
+    let mut ce_already = link.roce();
     ce_already.ecn = Ecn::Ce;
     let mut garbage_type = good.clone();
     garbage_type[12..14].copy_from_slice(&[0x12, 0x34]);
@@ -357,7 +286,7 @@ fn malformed_frames_are_counted_and_never_marked() {
         ("ip ends in bth", short_bth, false),
     ];
     let frames: Vec<Vec<u8>> = cases.iter().map(|(_, f, _)| f.clone()).collect();
-    let received = send_and_capture(&link, &frames);
+    let received = link.send_and_capture(&frames);
     for ((name, sent, marked), got) in cases.iter().zip(&received) {
         if *marked {
             assert_eq!(ecn_of(got), Some(Ecn::Ce as u8), "{name}: not marked");
@@ -372,16 +301,11 @@ fn malformed_frames_are_counted_and_never_marked() {
     let qinq = with_vlan(&with_vlan(&good, 0x8100, 2, 10), 0x88a8, 5, 20);
     let three_tags = with_vlan(&qinq, 0x8100, 1, 30);
     let cut_tag = with_vlan(&good, 0x8100, 3, 1)[..16].to_vec();
-    let sender_name = link.tx.ifname.clone();
-    link.tx_ns
-        .run(move || {
-            let sender = RawSocket::open(&sender_name).unwrap();
-            for frame in [&qinq, &cut_tag, &three_tags] {
-                sender.send(frame).unwrap();
-            }
-        })
-        .unwrap();
-    let stats = wait_for(&link, |s| s["parse_errors_by_kind"]["too_many_vlans"] == 1);
+    let sender = link.tx_socket();
+    for frame in [&qinq, &cut_tag, &three_tags] {
+        sender.send(frame).unwrap();
+    }
+    let stats = link.wait_for_rx_stats(|s| s["parse_errors_by_kind"]["too_many_vlans"] == 1);
     let errors = &stats["parse_errors_by_kind"];
     assert_eq!(errors["truncated_ipv4"], 2, "{errors}");
     assert_eq!(errors["truncated_ipv6_extension"], 1, "{errors}");
@@ -408,20 +332,6 @@ fn malformed_frames_are_counted_and_never_marked() {
     );
     assert_eq!(counter(&stats, 3, "ce_on_arrival"), 1);
     assert_eq!(stats["ecn_marked"], 5);
-}
-
-/// The rx interface's entry in `lossless host status --json`.
-fn status_of(link: &Link) -> Value {
-    let status = Link::lossless(&link.rx_ns, &["host", "status", "--json"]).unwrap();
-    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
-    let entry = status
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["interface"] == link.rx.ifname.as_str());
-    entry
-        .cloned()
-        .unwrap_or_else(|| panic!("{} missing from status: {status}", link.rx.ifname))
 }
 
 /// An IPv6 frame with extension headers inserted before its UDP header: `kinds` are the
@@ -463,22 +373,6 @@ fn with_ipv4_options(frame: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Polls stats until `done` holds (the frames are in flight), failing after a timeout.
-fn wait_for(link: &Link, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = std::time::Instant::now() + CAPTURE_TIMEOUT;
-    loop {
-        let stats = Link::stats(&link.rx_ns, &link.rx.ifname).unwrap();
-        if done(&stats) {
-            return stats;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "condition never held: {stats}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Detach removes every pin, the links, and so the programs.
 #[test]
 fn detach_leaves_nothing_behind() {
@@ -487,7 +381,7 @@ fn detach_leaves_nothing_behind() {
     }
     let link = Link::new().unwrap();
     let attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--hooks", "xdp,tc"]).unwrap();
-    let ours = status_of(&link);
+    let ours = link.rx_status();
     let link_ids: Vec<u64> = ours["hooks"]
         .as_array()
         .unwrap()

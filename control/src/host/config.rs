@@ -50,6 +50,7 @@ enum Key {
     EcnRate(usize),
     DscpPriority(usize),
     RoceOnly,
+    LinkSpeed,
     LogMarks,
     LogErrors,
 }
@@ -57,7 +58,7 @@ enum Key {
 /// Every key pattern, for error messages and docs.
 pub const KEYS: &str =
     "ecn.prioN.enabled, ecn.prioN.kmin_bytes, ecn.prioN.kmax_bytes, ecn.prioN.pmax, \
-ecn.prioN.rate_bps (N = 0..7), ecn.roce_only, dscp.D.prio (D = 0..63), log.marks, log.errors";
+ecn.prioN.rate_bps (N = 0..7), ecn.roce_only, dscp.D.prio (D = 0..63), pfc.link_speed_bps, log.marks, log.errors";
 
 fn parse_key(key: &str) -> anyhow::Result<Key> {
     let parts: Vec<&str> = key.split('.').collect();
@@ -67,6 +68,7 @@ fn parse_key(key: &str) -> anyhow::Result<Key> {
     };
     let parsed = match parts.as_slice() {
         ["ecn", "roce_only"] => Some(Key::RoceOnly),
+        ["pfc", "link_speed_bps"] => Some(Key::LinkSpeed),
         ["log", "marks"] => Some(Key::LogMarks),
         ["log", "errors"] => Some(Key::LogErrors),
         ["ecn", prio, field] => index(prio, "prio", PRIORITIES).and_then(|p| match *field {
@@ -133,6 +135,10 @@ impl HostConfig {
                 self.dscp_priority[d] = prio;
             }
             Key::RoceOnly => self.set_flag(Settings::ROCE_ONLY, parse_bool(key, value)?),
+            Key::LinkSpeed => {
+                self.settings.link_speed_bps =
+                    parse_rate_bps(value).with_context(|| format!("{key}: bad rate"))?;
+            }
             Key::LogMarks => self.set_flag(Settings::LOG_MARKS, parse_bool(key, value)?),
             Key::LogErrors => self.set_flag(Settings::LOG_ERRORS, parse_bool(key, value)?),
         }
@@ -197,6 +203,7 @@ impl HostConfig {
     pub fn view(&self) -> ConfigView {
         ConfigView {
             roce_only: self.settings.flags & Settings::ROCE_ONLY != 0,
+            link_speed_bps: self.settings.link_speed_bps,
             log_marks: self.settings.flags & Settings::LOG_MARKS != 0,
             log_errors: self.settings.flags & Settings::LOG_ERRORS != 0,
             ecn: self
@@ -244,6 +251,8 @@ fn flatten(prefix: &str, value: &toml::Value, out: &mut Vec<String>) -> anyhow::
 pub struct ConfigView {
     /// `ecn.roce_only`.
     pub roce_only: bool,
+    /// `pfc.link_speed_bps`.
+    pub link_speed_bps: u64,
     /// `log.marks`.
     pub log_marks: bool,
     /// `log.errors`.

@@ -7,6 +7,7 @@ use dataplane_common::{
     config::{AttachInfo, EcnProfile, Settings},
     counters::HookCounters,
     maps,
+    pfc::PfcState,
     phantom_queue::PhantomQueue,
     Hook, PRIORITIES,
 };
@@ -43,20 +44,28 @@ impl PinnedMaps {
             .with_context(|| format!("map {name} has an unexpected type"))
     }
 
+    /// Reads `N` consecutive entries of the array map `name`, from index `first`.
+    fn read_entries<T: aya::Pod, const N: usize>(
+        &self,
+        name: &str,
+        first: u32,
+    ) -> anyhow::Result<[T; N]> {
+        let array = self.array::<T>(name)?;
+        let entries = (first..first + N as u32)
+            .map(|index| array.get(&index, 0))
+            .collect::<Result<Vec<T>, _>>()?;
+        entries
+            .try_into()
+            .map_err(|_| anyhow::anyhow!("map {name} has fewer than {N} entries"))
+    }
+
     /// Reads the configuration the programs run with now.
     pub fn read_config(&self) -> anyhow::Result<HostConfig> {
-        let profiles = self.array::<EcnProfile>(maps::ECN_PROFILES)?;
-        let dscp = self.array::<u32>(maps::DSCP_PRIO)?;
-        let settings = self.array::<Settings>(maps::SETTINGS)?;
-        let mut config = HostConfig::default();
-        for (p, slot) in config.profiles.iter_mut().enumerate() {
-            *slot = profiles.get(&(p as u32), 0)?;
-        }
-        for (d, slot) in config.dscp_priority.iter_mut().enumerate() {
-            *slot = dscp.get(&(d as u32), 0)?;
-        }
-        config.settings = settings.get(&0, 0)?;
-        Ok(config)
+        Ok(HostConfig {
+            profiles: self.read_entries(maps::ECN_PROFILES, 0)?,
+            dscp_priority: self.read_entries(maps::DSCP_PRIO, 0)?,
+            settings: self.read_entries::<Settings, 1>(maps::SETTINGS, 0)?[0],
+        })
     }
 
     /// Writes a (validated) configuration; the programs use it from their next packet on.
@@ -99,13 +108,13 @@ impl PinnedMaps {
         Ok(total)
     }
 
+    /// The received pause state, by priority.
+    pub fn read_pfc_states(&self) -> anyhow::Result<[PfcState; PRIORITIES]> {
+        self.read_entries(maps::PFC_STATE, 0)
+    }
+
     /// The phantom queues of `hook`, by priority.
     pub fn read_queues(&self, hook: Hook) -> anyhow::Result<[PhantomQueue; PRIORITIES]> {
-        let queues = self.array::<PhantomQueue>(maps::QUEUES)?;
-        let mut out = [PhantomQueue::default(); PRIORITIES];
-        for (p, slot) in out.iter_mut().enumerate() {
-            *slot = queues.get(&maps::queue_index(hook, p), 0)?;
-        }
-        Ok(out)
+        self.read_entries(maps::QUEUES, maps::queue_index(hook, 0))
     }
 }

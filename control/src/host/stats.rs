@@ -7,6 +7,7 @@ use dataplane_common::{
     Hook, PRIORITIES,
 };
 use serde::Serialize;
+use std::io;
 
 use super::pinned_maps::PinnedMaps;
 
@@ -43,6 +44,12 @@ pub struct Stats {
     pub per_priority: Vec<PriorityStats>,
     /// Counters summed over priorities, by hook (`xdp`, `tc`).
     pub per_hook: BTreeMap<&'static str, PrioCounters>,
+    /// PFC PAUSE frames received, by priority.
+    pub pfc_pause_rx: [u64; PRIORITIES],
+    /// PFC resume (XON) frames received, by priority.
+    pub pfc_resume_rx: [u64; PRIORITIES],
+    /// Time each priority has been paused by received PFC frames, in ns.
+    pub pfc_paused_ns: [u64; PRIORITIES],
 }
 
 impl Stats {
@@ -68,6 +75,8 @@ impl Stats {
         let mut totals = PrioCounters::default();
         all.per_priority.iter().for_each(|c| totals.accumulate(c));
         let parse_errors = all.parse_errors.iter().sum();
+        let now = monotonic_ns()?;
+        let pfc = maps.read_pfc_states()?;
         Ok(Stats {
             interface: maps.dir().interface().to_owned(),
             totals,
@@ -86,6 +95,9 @@ impl Stats {
                 })
                 .collect(),
             per_hook,
+            pfc_pause_rx: all.per_priority.map(|c| c.pfc_pause_rx),
+            pfc_resume_rx: all.per_priority.map(|c| c.pfc_resume_rx),
+            pfc_paused_ns: pfc.map(|state| state.paused_ns(now)),
         })
     }
 
@@ -176,6 +188,24 @@ impl Stats {
             .filter(|(_, n)| **n > 0)
             .map(|(kind, n)| format!("{kind}={n}"))
             .collect();
+        if self
+            .pfc_pause_rx
+            .iter()
+            .chain(&self.pfc_resume_rx)
+            .any(|n| *n > 0)
+        {
+            let paused_ms: Vec<String> = self
+                .pfc_paused_ns
+                .iter()
+                .map(|ns| format!("{:.3}", *ns as f64 / 1e6))
+                .collect();
+            out += &format!(
+                "pfc (prio 0..7) pause_rx {:?} resume_rx {:?} paused_ms [{}]\n",
+                self.pfc_pause_rx,
+                self.pfc_resume_rx,
+                paused_ms.join(", ")
+            );
+        }
         out += &format!(
             "parse_errors {}{}\n",
             self.parse_errors,
@@ -187,4 +217,14 @@ impl Stats {
         );
         out
     }
+}
+
+/// CLOCK_MONOTONIC in ns: the clock of `bpf_ktime_get_ns`, so pause times compare.
+fn monotonic_ns() -> anyhow::Result<u64> {
+    // SAFETY: clock_gettime fills the zeroed timespec.
+    let mut now: libc::timespec = unsafe { std::mem::zeroed() };
+    if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) } != 0 {
+        return Err(io::Error::last_os_error().into());
+    }
+    Ok(now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64)
 }

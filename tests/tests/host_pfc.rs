@@ -1,0 +1,121 @@
+//! PFC receive: 802.1Qbb frames built by scapy (an independent encoder) arrive at an
+//! attached interface; the pause state, the counters and the consumption of the frames are
+//! read back through `lossless host stats --json` and a capture.
+
+use lossless_tests::{
+    bed::{from_test_mac, privileged, Attached, Link, TEST_MAC, TIMEOUT},
+    capture::RawSocket,
+    craft::scapy_frame,
+};
+
+/// 65535 quanta at 10 Mb/s, in ns.
+const FULL_PAUSE_3: u64 = 65535 * 512 * 100;
+
+/// 802.1Qbb destination: the MAC control multicast address.
+const PFC_DST: &str = "01:80:c2:00:00:01";
+
+/// A PFC frame from scapy with the given `cN_enabled=1, cN_pause_time=T` fields.
+fn pfc(fields: &str) -> Vec<u8> {
+    let src = TEST_MAC.map(|b| format!("{b:02x}")).join(":");
+    scapy_frame(&format!(
+        "Ether(src='{src}', dst='{PFC_DST}')/MACControlClassBasedFlowControl({fields})"
+    ))
+    .unwrap()
+}
+
+fn array(stats: &serde_json::Value, key: &str, priority: usize) -> u64 {
+    stats[key][priority]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no {key}[{priority}] in {stats}"))
+}
+
+/// Pauses are recorded per priority for quanta × 512 bit times, resumes end them, and the
+/// frames are consumed (a capture after XDP never sees them).
+#[test]
+fn pauses_are_honoured_counted_and_consumed() {
+    if !privileged("pauses_are_honoured_counted_and_consumed") {
+        return;
+    }
+    let link = Link::new().unwrap();
+    let _attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--mode", "skb"]).unwrap();
+    // 10 Mb/s: one quantum is 51.2 µs, so pauses outlast the CLI calls that observe them.
+    link.set_rx(&["pfc.link_speed_bps=10m"]);
+
+    let rx_name = link.rx.ifname.clone();
+    let capture = link
+        .rx_ns
+        .run(move || RawSocket::open(&rx_name))
+        .unwrap()
+        .unwrap();
+    let sender = link.tx_socket();
+    // 100 quanta (5.12 ms) for priorities 0 and 7; 65535 quanta (3.36 s) for priority 3.
+    sender
+        .send(&pfc(
+            "c0_enabled=1, c0_pause_time=100, c7_enabled=1, c7_pause_time=100",
+        ))
+        .unwrap();
+    sender
+        .send(&pfc("c3_enabled=1, c3_pause_time=65535"))
+        .unwrap();
+    let marker = link.roce().build();
+    sender.send(&marker).unwrap();
+    let seen = capture.receive(1, TIMEOUT, from_test_mac).unwrap();
+    assert_eq!(seen[0], marker, "a PFC frame reached the stack");
+
+    // Priorities 0 and 7 were paused for exactly 5.12 ms once their pause expired.
+    let stats = link.wait_for_rx_stats(|s| array(s, "pfc_paused_ns", 0) == 5_120_000);
+    assert_eq!(array(&stats, "pfc_paused_ns", 7), 5_120_000);
+    for (priority, pauses) in [(0, 1), (3, 1), (7, 1), (1, 0), (6, 0)] {
+        assert_eq!(
+            array(&stats, "pfc_pause_rx", priority),
+            pauses,
+            "priority {priority}"
+        );
+    }
+    let paused_3 = array(&stats, "pfc_paused_ns", 3);
+    assert!(
+        paused_3 >= 5_120_000 && paused_3 < FULL_PAUSE_3,
+        "priority 3 paused for {paused_3} ns"
+    );
+
+    // XON for priority 3: the pause ends and its paused time stops growing.
+    sender.send(&pfc("c3_enabled=1, c3_pause_time=0")).unwrap();
+    let resumed = link.wait_for_rx_stats(|s| array(s, "pfc_resume_rx", 3) == 1);
+    let later = Link::stats(&link.rx_ns, &link.rx.ifname).unwrap();
+    assert_eq!(
+        array(&later, "pfc_paused_ns", 3),
+        array(&resumed, "pfc_paused_ns", 3)
+    );
+    assert!(
+        array(&later, "pfc_paused_ns", 3) < FULL_PAUSE_3,
+        "resume did not end the pause early"
+    );
+    assert_eq!(later["parse_errors"], 0);
+}
+
+/// Malformed MAC control frames are counted by kind and never honoured.
+#[test]
+fn malformed_mac_control_frames_are_not_honoured() {
+    if !privileged("malformed_mac_control_frames_are_not_honoured") {
+        return;
+    }
+    let link = Link::new().unwrap();
+    let _attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--mode", "skb"]).unwrap();
+    let good = pfc("c2_enabled=1, c2_pause_time=65535");
+    let mut classic_pause = good.clone();
+    classic_pause[14..16].copy_from_slice(&[0x00, 0x01]); // 802.3x PAUSE, not PFC
+    let short = good[..14 + 10].to_vec();
+    let mut bad_vector = good.clone();
+    bad_vector[16] = 0x01; // a reserved class-enable bit
+    let sender = link.tx_socket();
+    for frame in [&classic_pause, &short, &bad_vector] {
+        sender.send(frame).unwrap();
+    }
+    let stats = link.wait_for_rx_stats(|s| s["parse_errors"] == 3);
+    let errors = &stats["parse_errors_by_kind"];
+    for kind in ["bad_pfc_opcode", "truncated_pfc", "bad_pfc_vector"] {
+        assert_eq!(errors[kind], 1, "{kind} in {errors}");
+    }
+    assert_eq!(array(&stats, "pfc_pause_rx", 2), 0);
+    assert_eq!(array(&stats, "pfc_paused_ns", 2), 0);
+}
