@@ -26,8 +26,29 @@ pub mod tm;
 pub mod types;
 
 /// Compiles file `file` of `map` (includes are added to `map`) to the lowered program.
+///
+/// The phases recurse over the program's nesting (bounded by the parser), so they run on a
+/// thread of their own with a stack large enough for any accepted program.
 pub fn compile(map: &mut source::SourceMap, file: u32) -> diagnostic::Result<ir::Program> {
-    let tokens = preprocessor::preprocess(map, file)?;
-    let decls = parser::parse(tokens)?;
-    check::check(&decls)
+    fn phases(map: &mut source::SourceMap, file: u32) -> diagnostic::Result<ir::Program> {
+        let tokens = preprocessor::preprocess(map, file)?;
+        let decls = parser::parse(tokens)?;
+        check::check(&decls)
+    }
+    std::thread::scope(|scope| {
+        let big_stack = std::thread::Builder::new().stack_size(COMPILE_STACK_BYTES);
+        match big_stack.spawn_scoped(scope, || phases(map, file)) {
+            Ok(handle) => handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            // The system refused a thread: an error rather than a risk of overflowing a small stack.
+            Err(_) => Err(diagnostic::Diagnostic::new(
+                source::Span { file, lo: 0, hi: 0 },
+                "cannot start the compiler thread",
+            )),
+        }
+    })
 }
+
+/// The compiler thread's stack: ample for the deepest nesting the parser accepts.
+const COMPILE_STACK_BYTES: usize = 64 << 20;

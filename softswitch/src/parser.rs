@@ -13,6 +13,7 @@ pub fn parse(tokens: Vec<Token>) -> Result<Vec<Decl>> {
         tokens,
         pos: 0,
         type_names: HashSet::new(),
+        depth: 0,
     };
     let mut decls = Vec::new();
     while !p.at_eof() {
@@ -71,7 +72,12 @@ struct Parser {
     tokens: Vec<Token>,
     pos: usize,
     type_names: HashSet<String>,
+    /// Current nesting of expressions and statements (bounded, so no input overflows the stack).
+    depth: usize,
 }
+
+/// The deepest nesting of expressions or statements accepted.
+const MAX_DEPTH: usize = 200;
 
 impl Parser {
     fn peek(&self) -> &Token {
@@ -835,6 +841,10 @@ impl Parser {
     }
 
     fn statement(&mut self) -> Result<Stmt> {
+        self.nested(Self::statement_inner)
+    }
+
+    fn statement_inner(&mut self) -> Result<Stmt> {
         let start = self.span();
         if self.is("@") {
             let annotations = self.annotations()?;
@@ -1124,8 +1134,27 @@ impl Parser {
         Ok(out)
     }
 
-    /// An expression (the `?:` level).
+    /// An expression.
     pub fn expr(&mut self) -> Result<Expr> {
+        self.nested(Self::conditional)
+    }
+
+    /// Runs `f` one nesting level deeper, refusing input nested deeper than [`MAX_DEPTH`].
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        if self.depth >= MAX_DEPTH {
+            return fail(
+                self.span(),
+                format!("nested more than {MAX_DEPTH} levels deep"),
+            );
+        }
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
+    }
+
+    /// The `?:` level.
+    fn conditional(&mut self) -> Result<Expr> {
         let cond = self.binary(0)?;
         if self.eat("?") {
             let a = self.expr()?;
@@ -1198,6 +1227,10 @@ impl Parser {
     }
 
     fn unary(&mut self) -> Result<Expr> {
+        self.nested(Self::unary_inner)
+    }
+
+    fn unary_inner(&mut self) -> Result<Expr> {
         let start = self.span();
         let op = match self.peek().tok {
             Tok::Punct("!") => Some(UnOp::Not),

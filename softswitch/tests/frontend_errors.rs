@@ -264,6 +264,29 @@ fn checker_unsupported_construct_is_named() {
 }
 
 #[test]
+fn deep_nesting_is_refused_not_a_stack_overflow() {
+    for src in [
+        format!(
+            "const bit<8> X = {}1{};",
+            "(".repeat(5000),
+            ")".repeat(5000)
+        ),
+        format!("const bit<8> X = {}1;", "-".repeat(5000)),
+        format!(
+            "control c() {{ apply {{ {}{} }} }}",
+            "{".repeat(5000),
+            "}".repeat(5000)
+        ),
+        format!("const bit<8> X = {}1;", "1 + (".repeat(5000)),
+    ] {
+        let mut map = SourceMap::new();
+        let f = map.add("t.p4", src);
+        let e = softswitch::compile(&mut map, f).unwrap_err();
+        assert_eq!(e.message, "nested more than 200 levels deep");
+    }
+}
+
+#[test]
 fn garbage_never_panics() {
     for src in [
         "",
