@@ -767,7 +767,12 @@ fn key_match(text: &str, width: u16, kind: MatchKind) -> Option<FieldMatch> {
         Some("0o" | "0O") => 3,
         _ => 0,
     };
-    if radix_bits == 0 || !matches!(kind, MatchKind::Ternary | MatchKind::Lpm) {
+    if radix_bits == 0
+        || !matches!(
+            kind,
+            MatchKind::Ternary | MatchKind::Lpm | MatchKind::Optional
+        )
+    {
         let v = parse_number(text)? & full;
         return Some(match kind {
             MatchKind::Range => FieldMatch::Range { lo: v, hi: v },
@@ -903,6 +908,12 @@ mod tests {
         );
         assert_eq!(key_match("300", 8, MatchKind::Exact), masked(44, 0xff));
         assert_eq!(key_match("0x1g", 8, MatchKind::Ternary), None);
+        // An optional key is a wildcard (`0x**`) or a whole value.
+        assert_eq!(key_match("0x**", 8, MatchKind::Optional), masked(0, 0));
+        assert_eq!(
+            key_match("0x2a", 8, MatchKind::Optional),
+            masked(0x2a, 0xff)
+        );
     }
 
     #[test]
