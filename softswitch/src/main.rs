@@ -28,6 +28,9 @@ enum Command {
         program: PathBuf,
         /// The STF test.
         test: PathBuf,
+        /// Also print the program's log_msg lines, its digests and the drop count.
+        #[arg(short, long)]
+        verbose: bool,
     },
 }
 
@@ -51,7 +54,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             println!("{}: ok", program.display());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Stf { program, test } => {
+        Command::Stf {
+            program,
+            test,
+            verbose,
+        } => {
             let Some(compiled) = compile(&mut map, &program)? else {
                 return Ok(ExitCode::FAILURE);
             };
@@ -66,6 +73,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             for f in &report.failures {
                 eprintln!("{f}");
+            }
+            if verbose {
+                for line in &switch.state.log {
+                    println!("log: {line}");
+                }
+                for (receiver, values) in &switch.state.digests {
+                    let values: Vec<String> = values.iter().map(|v| format!("{v:#x}")).collect();
+                    println!("digest {receiver}: {}", values.join(" "));
+                }
+                println!("dropped: {}", switch.drops);
             }
             let verdict = if report.passed() { "PASS" } else { "FAIL" };
             println!(

@@ -67,3 +67,17 @@ fn stf_exits_non_zero_on_a_mismatch() {
         "{stderr}"
     );
 }
+
+#[test]
+fn stf_verbose_prints_logs_and_digests() {
+    let out = Command::new(env!("CARGO_BIN_EXE_softswitch"))
+        .args(["stf", "--verbose"])
+        .arg(corpus("flow.p4"))
+        .arg(corpus("flow.stf"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("log: kind 4\n"), "{stdout}");
+    assert!(stdout.contains("digest 1: 0xa0b0c0d0e0f\n"), "{stdout}");
+}
