@@ -90,7 +90,11 @@ impl<'a> Exec<'a> {
 
     /// Runs the parser; `Err(code)` on a parser error (the headers extracted so far stay valid).
     pub fn parse(&mut self) -> Result<(), u128> {
-        let p = &self.prog.parser;
+        self.run_parser(&self.prog.parser)
+    }
+
+    /// Runs a parser's state machine from `start` to `accept` (`Ok`) or an error (`Err`).
+    fn run_parser(&mut self, p: &'a ir::ParserIr) -> Result<(), u128> {
         self.run(&p.init);
         let mut state = 0;
         for _ in 0..PARSER_STEP_LIMIT {
@@ -536,6 +540,18 @@ impl<'a> Exec<'a> {
         let sm = self.prog.std_meta;
         match call {
             ExternCall::Extract { target, varbit } => return self.extract(target, varbit.as_ref()),
+            ExternCall::SubParser {
+                parser,
+                copy_in,
+                copy_out,
+            } => {
+                self.run(copy_in);
+                let result = self.run_parser(&self.prog.subparsers[*parser]);
+                self.run(copy_out);
+                if let Err(code) = result {
+                    return Flow::Reject(code);
+                }
+            }
             ExternCall::Advance(bits) => {
                 let n = self.val(bits) as usize;
                 if self.cursor + n > self.data.len() * 8 {

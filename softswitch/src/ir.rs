@@ -191,6 +191,13 @@ pub enum ExternCall {
     },
     /// `packet.advance(bits)`.
     Advance(Expr),
+    /// `sub.apply(packet, args)`: runs sub-parser `parser` (an index into
+    /// [`Program::subparsers`]) between the copy-in and copy-out of its arguments.
+    SubParser {
+        parser: usize,
+        copy_in: Vec<Stmt>,
+        copy_out: Vec<Stmt>,
+    },
     /// `verify(cond, error)`.
     Verify { cond: Expr, error: Expr },
     /// `packet.emit(h)` for each header, in order.
@@ -625,6 +632,8 @@ pub struct Program {
     pub field_lists: Vec<Vec<Slot>>,
     /// The parser.
     pub parser: ParserIr,
+    /// Parsers instantiated inside the parser (or inside each other).
+    pub subparsers: Vec<ParserIr>,
     /// Verify checksum, ingress, egress, compute checksum, deparser.
     pub controls: [Control; 5],
     /// Tables.

@@ -54,6 +54,7 @@ enum Sym<'a> {
     Table(usize),
     Instance(usize),
     ControlInstance(usize),
+    ParserInstance { parser: usize, callable: usize },
     ExternFunction,
     ExternType,
     Parser(&'a ast::ParserDecl),
@@ -87,6 +88,8 @@ struct Checker<'a> {
     field_lists: Vec<Vec<Slot>>,
     /// Generic functions lowered so far: name, type arguments, callable.
     instantiations: Vec<(String, Vec<Type>, usize)>,
+    /// Parsers instantiated inside parsers.
+    subparsers: Vec<ir::ParserIr>,
     /// Generic functions being lowered (to refuse recursion).
     instantiating: Vec<(String, Vec<Type>)>,
 }
@@ -660,11 +663,13 @@ impl<'a> Checker<'a> {
                         self.declare(&i.name, Sym::ControlInstance(idx))?;
                         return Ok(Vec::new());
                     }
+                    Some(Sym::Parser(p)) if self.in_parser => {
+                        let (parser, callable) = self.sub_parser(i, p)?;
+                        self.declare(&i.name, Sym::ParserInstance { parser, callable })?;
+                        return Ok(Vec::new());
+                    }
                     Some(Sym::Parser(_)) => {
-                        return fail(
-                            i.ty.span(),
-                            "instantiating sub-parsers is not supported yet",
-                        )
+                        return fail(i.ty.span(), "a parser can only be instantiated in a parser")
                     }
                     _ => {}
                 }
@@ -869,6 +874,7 @@ impl<'a> Checker<'a> {
             user_meta,
             field_lists: self.field_lists,
             parser: parser_ir,
+            subparsers: self.subparsers,
             controls: [verify, ingress, egress, compute, deparser],
             tables: self.tables,
             actions: self.actions,

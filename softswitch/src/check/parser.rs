@@ -6,6 +6,7 @@ use crate::ast::{self, Transition as AstTransition};
 use crate::diagnostic::{fail, Result};
 use crate::ir::{self, CaseKeyset, InstanceKind, Slot, Target, Transition};
 use crate::types::Type;
+use std::collections::HashMap;
 
 impl<'a> Checker<'a> {
     /// Lowers the v1model parser; its parameters are bound to `args`.
@@ -18,7 +19,63 @@ impl<'a> Checker<'a> {
         let constants = self.ctor_constants(&p.name, &p.ctor_params, ctor_args)?;
         self.block_scope(&p.name, &p.params, args)?;
         self.declare_all(constants)?;
-        self.in_parser = true;
+        let lowered = self.parser_body(p);
+        self.scopes.pop();
+        self.prefix.clear();
+        lowered
+    }
+
+    /// Lowers parser `p` instantiated as `i` inside another parser: its `packet_in` parameter is
+    /// the caller's packet, its other parameters get slots of their own (bound by copy-in and
+    /// copy-out at each `apply`), and it sees only top-level names. Returns its index in
+    /// [`ir::Program::subparsers`] and the callable that binds its parameters.
+    pub(super) fn sub_parser(
+        &mut self,
+        i: &ast::Instance,
+        p: &'a ast::ParserDecl,
+    ) -> Result<(usize, usize)> {
+        let constants = self.ctor_constants(&p.name, &p.ctor_params, &i.args)?;
+        let inner_prefix = format!("{}.{}", self.prefix, i.name.name);
+        let outer_prefix = std::mem::replace(&mut self.prefix, inner_prefix);
+        let outer_scopes = self.scopes.split_off(1);
+        self.scopes.push(HashMap::new());
+        let lowered = (|| {
+            self.declare_all(constants)?;
+            let mut params = Vec::new();
+            for param in &p.params {
+                if super::type_name(&param.ty) == "packet_in" {
+                    self.declare(&param.name, Sym::Packet { out: false })?;
+                } else {
+                    params.extend(self.params(std::slice::from_ref(param))?);
+                }
+            }
+            let ir = self.parser_body(p)?;
+            Ok((params, ir))
+        })();
+        self.scopes.truncate(1);
+        self.scopes.extend(outer_scopes);
+        let name = std::mem::replace(&mut self.prefix, outer_prefix);
+        let (params, ir) = lowered?;
+        self.subparsers.push(ir);
+        let body = self.push_body(name, &params, Vec::new());
+        self.callables.push(super::Callable {
+            body,
+            params,
+            ret: None,
+            action: None,
+        });
+        Ok((self.subparsers.len() - 1, self.callables.len() - 1))
+    }
+
+    /// The locals and states of a parser whose parameters are declared in the current scope.
+    fn parser_body(&mut self, p: &'a ast::ParserDecl) -> Result<ir::ParserIr> {
+        let was_in_parser = std::mem::replace(&mut self.in_parser, true);
+        let lowered = self.states(p);
+        self.in_parser = was_in_parser;
+        lowered
+    }
+
+    fn states(&mut self, p: &'a ast::ParserDecl) -> Result<ir::ParserIr> {
         let mut init = Vec::new();
         for local in &p.locals {
             init.extend(self.local(local)?);
@@ -65,9 +122,6 @@ impl<'a> Checker<'a> {
                 transition,
             });
         }
-        self.in_parser = false;
-        self.scopes.pop();
-        self.prefix.clear();
         Ok(ir::ParserIr { init, states })
     }
 

@@ -218,6 +218,25 @@ impl<'a> Checker<'a> {
                             return Ok(vec![Stmt::Apply(t)]);
                         }
                         Some(Sym::Instance(i)) => return self.method_call(i, method, args, e.span),
+                        Some(Sym::ParserInstance { parser, callable })
+                            if method.name == "apply" =>
+                        {
+                            // The packet argument is the caller's packet; the rest bind like a call's.
+                            let rest: Vec<&ast::Arg> = args
+                                .iter()
+                                .filter(|a| !matches!(&a.value.kind, ExprKind::Name(n) if matches!(self.lookup(n), Some(Sym::Packet { .. }))))
+                                .collect();
+                            let params = self.callables[callable].params.clone();
+                            if rest.len() != params.len() {
+                                return fail(e.span, format!("the parser takes {} arguments besides the packet, {} given", params.len(), rest.len()));
+                            }
+                            let (copy_in, copy_out) = self.bind(&params, &rest)?;
+                            return Ok(vec![Stmt::Extern(Box::new(ExternCall::SubParser {
+                                parser,
+                                copy_in,
+                                copy_out,
+                            }))]);
+                        }
                         Some(Sym::ControlInstance(c)) if method.name == "apply" => {
                             let inv = self.invoke(c, args, e.span)?;
                             return Ok(vec![Stmt::Invoke(Box::new(inv))]);
