@@ -244,6 +244,23 @@ fn checker_recursive_generic_function() {
 }
 
 #[test]
+fn checker_self_instantiating_control() {
+    let src = program(
+        "control L(inout hs h) { L() again; apply { again.apply(h); } }",
+        "",
+        "",
+    );
+    let src = src.replace(
+        "apply {  }\n}\ncontrol E",
+        "L() l;\n    apply { l.apply(hdr); }\n}\ncontrol E",
+    );
+    assert_eq!(
+        error(&src),
+        ("6:25".into(), "'L' instantiates itself".into())
+    );
+}
+
+#[test]
 fn checker_missing_main() {
     let src = program("", "", "").replace("V1Switch(P(), V(), I(), E(), C(), D()) main;\n", "");
     assert_eq!(

@@ -90,6 +90,8 @@ struct Checker<'a> {
     instantiations: Vec<(String, Vec<Type>, usize)>,
     /// Parsers instantiated inside parsers.
     subparsers: Vec<ir::ParserIr>,
+    /// The parser and control types being lowered, outermost first (to refuse recursion).
+    blocks: Vec<String>,
     /// Generic functions being lowered (to refuse recursion).
     instantiating: Vec<(String, Vec<Type>)>,
 }
@@ -586,12 +588,14 @@ impl<'a> Checker<'a> {
         let constants = self.ctor_constants(&c.name, &c.ctor_params, ctor_args)?;
         self.block_scope(&c.name, &c.params, args)?;
         self.declare_all(constants)?;
+        self.blocks.push(c.name.name.clone());
         // Locals are zeroed where they are declared (see `var_decl`).
         let mut body = Vec::new();
         for local in &c.locals {
             body.extend(self.local(local)?);
         }
         body.extend(self.block(&c.apply)?);
+        self.blocks.pop();
         self.scopes.pop();
         self.prefix.clear();
         Ok(ir::Control {
@@ -657,6 +661,12 @@ impl<'a> Checker<'a> {
                 Ok(Vec::new())
             }
             Decl::Instance(i) => {
+                if self.blocks.iter().any(|b| b == type_name(&i.ty)) {
+                    return fail(
+                        i.ty.span(),
+                        format!("'{}' instantiates itself", type_name(&i.ty)),
+                    );
+                }
                 match self.lookup(type_name(&i.ty)).cloned() {
                     Some(Sym::Control(c)) => {
                         let idx = self.sub_control(i, c)?;
@@ -724,6 +734,7 @@ impl<'a> Checker<'a> {
         let outer_prefix = std::mem::replace(&mut self.prefix, inner_prefix);
         let outer_scopes = self.scopes.split_off(1);
         self.scopes.push(HashMap::new());
+        self.blocks.push(c.name.name.clone());
         let lowered = (|| {
             self.declare_all(constants)?;
             let params = self.params(&c.params)?;
@@ -734,6 +745,7 @@ impl<'a> Checker<'a> {
             body.extend(self.block(&c.apply)?);
             Ok((params, body))
         })();
+        self.blocks.pop();
         self.scopes.truncate(1);
         self.scopes.extend(outer_scopes);
         let name = std::mem::replace(&mut self.prefix, outer_prefix);

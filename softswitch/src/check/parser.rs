@@ -70,7 +70,9 @@ impl<'a> Checker<'a> {
     /// The locals and states of a parser whose parameters are declared in the current scope.
     fn parser_body(&mut self, p: &'a ast::ParserDecl) -> Result<ir::ParserIr> {
         let was_in_parser = std::mem::replace(&mut self.in_parser, true);
+        self.blocks.push(p.name.name.clone());
         let lowered = self.states(p);
+        self.blocks.pop();
         self.in_parser = was_in_parser;
         lowered
     }
