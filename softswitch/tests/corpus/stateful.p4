@@ -64,9 +64,11 @@ control MyIngress(inout headers hdr, inout meta_t meta,
     }
     apply {
         bit<32> index = (bit<32>) standard_metadata.ingress_port;
-        seen_per_port.read(meta.seen, index);
-        meta.seen = meta.seen + 1;
-        seen_per_port.write(index, meta.seen);
+        @atomic {
+            seen_per_port.read(meta.seen, index);
+            meta.seen = meta.seen + 1;
+            seen_per_port.write(index, meta.seen);
+        }
         port_counter.count(index);
         switch (classify.apply().action_run) {
             to_port: {
