@@ -887,51 +887,19 @@ impl Checker<'_> {
         Ok(k)
     }
 
-    /// Lowers an l-value.
+    /// Lowers an l-value: storage, or a scalar read from a slot, a stack element or a slice of one.
     pub(super) fn place(&mut self, e: &ast::Expr) -> Result<Val> {
-        if let ExprKind::Slice(base, hi, lo) = &e.kind {
-            let inner = self.place(base)?;
-            let Val::Scalar {
-                expr,
-                ty: Type::Bits { width, .. },
-                ..
-            } = inner
-            else {
-                return fail(base.span, "only bit<W> values can be sliced");
-            };
-            let (h, l) = (self.const_u128(hi)?, self.const_u128(lo)?);
-            if h < l || h >= u128::from(width) {
-                return fail(
-                    e.span,
-                    format!("slice [{h}:{l}] is out of range for bit<{width}>"),
-                );
+        fn is_place(e: &Expr) -> bool {
+            match e {
+                Expr::Load(_) | Expr::LoadDyn { .. } => true,
+                Expr::Slice { arg, .. } => is_place(arg),
+                _ => false,
             }
-            let w = (h - l + 1) as u16;
-            let place = Place::Slice {
-                inner: Box::new(to_place(expr, base.span)?),
-                lo: l as u16,
-                width: w,
-            };
-            return Ok(Val::Scalar {
-                expr: place_as_expr(place),
-                ty: Type::Bits {
-                    width: w,
-                    signed: false,
-                },
-                konst: None,
-            });
         }
-        match (&e.kind, self.expr(e)?) {
-            (_, v @ (Val::Agg { .. } | Val::DynElem { .. })) => Ok(v),
-            (
-                _,
-                Val::Scalar {
-                    expr: ex @ (Expr::Load(_) | Expr::LoadDyn { .. }),
-                    ty,
-                    ..
-                },
-            ) => Ok(Val::Scalar {
-                expr: ex,
+        match self.expr(e)? {
+            v @ (Val::Agg { .. } | Val::DynElem { .. }) => Ok(v),
+            Val::Scalar { expr, ty, .. } if is_place(&expr) => Ok(Val::Scalar {
+                expr,
                 ty,
                 konst: None,
             }),
@@ -1092,7 +1060,7 @@ pub(super) fn val_type(v: &Val) -> Type {
     }
 }
 
-/// A place for a `Load`/`LoadDyn` expression (or a slice place smuggled through [`place_as_expr`]).
+/// The place a `Load`, `LoadDyn` or slice-of-place expression reads.
 pub(super) fn to_place(e: Expr, span: Span) -> Result<Place> {
     match e {
         Expr::Load(s) => Ok(Place::Slot(s)),
@@ -1113,29 +1081,6 @@ pub(super) fn to_place(e: Expr, span: Span) -> Result<Place> {
             width,
         }),
         _ => fail(span, "this expression cannot be assigned to"),
-    }
-}
-
-/// The read form of a place (used to carry slice places through [`Val::Scalar`]).
-fn place_as_expr(p: Place) -> Expr {
-    match p {
-        Place::Slot(s) => Expr::Load(s),
-        Place::Dyn {
-            base,
-            stride,
-            count,
-            index,
-        } => Expr::LoadDyn {
-            base,
-            stride,
-            count,
-            index,
-        },
-        Place::Slice { inner, lo, width } => Expr::Slice {
-            arg: Box::new(place_as_expr(*inner)),
-            lo,
-            width,
-        },
     }
 }
 
