@@ -1,6 +1,10 @@
 //! `lossless traffic send|recv`: the command line of the RoCEv2 traffic tool.
 
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufWriter, Write as _};
 use std::net::IpAddr;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -8,11 +12,14 @@ use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand, ValueEnum};
 
 use super::counters::{Interval, RecvSummary};
-use super::rate::FixedRate;
+use super::dcqcn::{Dcqcn, DcqcnParams, RateTimeline};
+use super::notify::CnpConfig;
+use super::rate::{FixedRate, RateController};
 use super::receiver::{Receiver, RecvConfig};
 use super::sender::{SendConfig, SendSummary, Sender};
 use super::stop::StopFlag;
 use crate::units::parse_rate_bps;
+use crate::wire::bth::MASK_24;
 use crate::wire::ethernet::Address;
 use crate::wire::ip::Ecn;
 
@@ -40,6 +47,9 @@ pub enum EcnArg {
     Ect1,
     /// Not ECN-capable.
     NotEct,
+    /// Congestion experienced: as if marked on the way (drives a notification point without a
+    /// congested queue).
+    Ce,
 }
 
 impl From<EcnArg> for Ecn {
@@ -48,6 +58,7 @@ impl From<EcnArg> for Ecn {
             EcnArg::Ect0 => Ecn::Ect0,
             EcnArg::Ect1 => Ecn::Ect1,
             EcnArg::NotEct => Ecn::NotEct,
+            EcnArg::Ce => Ecn::Ce,
         }
     }
 }
@@ -101,9 +112,67 @@ pub struct SendArgs {
     /// descheduled; beyond it, time is lost and the achieved rate drops.
     #[arg(long, default_value_t = 1000)]
     pub max_burst_us: u64,
+    /// Send regardless of PFC pauses of the frames' priority (by default a sender on an
+    /// interface attached with `lossless host attach` holds its frames while paused).
+    #[arg(long)]
+    pub ignore_pfc: bool,
+    /// Run DCQCN's reaction point per QP, starting at the QP's share of --rate (the most it
+    /// sends); without it every QP sends at its fixed share.
+    #[arg(long)]
+    pub dcqcn: bool,
+    /// DCQCN gain g of the alpha average [default: 1/256 = 0.00390625].
+    #[arg(long, requires = "dcqcn")]
+    pub dcqcn_g: Option<f64>,
+    /// DCQCN additive increase step R_AI, a rate [default: 5mbit].
+    #[arg(long, requires = "dcqcn", value_parser = parse_rate_bps)]
+    pub dcqcn_rai: Option<u64>,
+    /// DCQCN hyper increase step R_HAI, a rate [default: 50mbit].
+    #[arg(long, requires = "dcqcn", value_parser = parse_rate_bps)]
+    pub dcqcn_rhai: Option<u64>,
+    /// DCQCN minimum rate: no CNP cuts below it [default: 100mbit].
+    #[arg(long, requires = "dcqcn", value_parser = parse_rate_bps)]
+    pub dcqcn_min_rate: Option<u64>,
+    /// DCQCN byte counter B in bytes: a rate increase every B bytes [default: 10000000].
+    #[arg(long, requires = "dcqcn")]
+    pub dcqcn_byte_counter: Option<u64>,
+    /// DCQCN rate-increase timer T in microseconds [default: 55].
+    #[arg(long, requires = "dcqcn")]
+    pub dcqcn_timer_us: Option<u64>,
+    /// DCQCN alpha update period K in microseconds [default: 55].
+    #[arg(long, requires = "dcqcn")]
+    pub dcqcn_alpha_us: Option<u64>,
+    /// DCQCN fast recovery steps F [default: 5].
+    #[arg(long, requires = "dcqcn")]
+    pub dcqcn_fast_recovery: Option<u32>,
+    /// DCQCN alpha before the first CNP [default: 1].
+    #[arg(long, requires = "dcqcn")]
+    pub dcqcn_initial_alpha: Option<f64>,
+    /// Write each QP's DCQCN rate timeline to this file: CSV if it ends in .csv, JSON if in .json.
+    #[arg(long, requires = "dcqcn")]
+    pub rate_log: Option<PathBuf>,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+impl SendArgs {
+    /// The DCQCN parameters: each flag given, else the default.
+    pub fn dcqcn_params(&self) -> DcqcnParams {
+        let d = DcqcnParams::default();
+        DcqcnParams {
+            g: self.dcqcn_g.unwrap_or(d.g),
+            alpha_period: self.dcqcn_alpha_us.map_or(d.alpha_period, Duration::from_micros),
+            increase_period: self
+                .dcqcn_timer_us
+                .map_or(d.increase_period, Duration::from_micros),
+            byte_counter_bytes: self.dcqcn_byte_counter.unwrap_or(d.byte_counter_bytes),
+            fast_recovery_steps: self.dcqcn_fast_recovery.unwrap_or(d.fast_recovery_steps),
+            rate_ai_bps: self.dcqcn_rai.unwrap_or(d.rate_ai_bps),
+            rate_hai_bps: self.dcqcn_rhai.unwrap_or(d.rate_hai_bps),
+            min_rate_bps: self.dcqcn_min_rate.unwrap_or(d.min_rate_bps),
+            initial_alpha: self.dcqcn_initial_alpha.unwrap_or(d.initial_alpha),
+        }
+    }
 }
 
 /// Options of `traffic recv`.
@@ -125,6 +194,19 @@ pub struct RecvArgs {
     /// of the interval (live lines; with --json, an `intervals` array).
     #[arg(long)]
     pub interval: Option<f64>,
+    /// Answer each CE-marked RoCEv2 data frame with a CNP to its sender (a user-space
+    /// notification point), at most one per QP per --cnp-interval-us.
+    #[arg(long)]
+    pub cnp: bool,
+    /// Least time between two CNPs of one QP, in microseconds.
+    #[arg(long, default_value_t = 50, requires = "cnp")]
+    pub cnp_interval_us: u64,
+    /// DSCP of the CNPs.
+    #[arg(long, default_value_t = 48, requires = "cnp", value_parser = clap::value_parser!(u8).range(0..=63))]
+    pub cnp_dscp: u8,
+    /// DestQP of the CNPs by data QP: RX_QP=TX_QP,... (other QPs: the data frame's DestQP).
+    #[arg(long, requires = "cnp", value_parser = parse_qp_map)]
+    pub qp_map: Option<BTreeMap<u32, u32>>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -134,6 +216,30 @@ pub struct RecvArgs {
 fn parse_mac(text: &str) -> anyhow::Result<Address> {
     text.parse()
         .with_context(|| format!("'{text}' is not a MAC address (e.g. 02:00:00:00:00:01)"))
+}
+
+/// Parses `RX_QP=TX_QP,...` (decimal or 0x hexadecimal QP numbers) for clap.
+fn parse_qp_map(text: &str) -> anyhow::Result<BTreeMap<u32, u32>> {
+    let qp = |s: &str| -> anyhow::Result<u32> {
+        let s = s.trim();
+        let n = match s.strip_prefix("0x") {
+            Some(hex) => u32::from_str_radix(hex, 16),
+            None => s.parse(),
+        }
+        .with_context(|| format!("'{s}' is not a QP number"))?;
+        if n > MASK_24 {
+            bail!("QP {n} does not fit in 24 bits");
+        }
+        Ok(n)
+    };
+    text.split(',')
+        .map(|pair| {
+            let (rx, tx) = pair
+                .split_once('=')
+                .with_context(|| format!("'{pair}' is not RX_QP=TX_QP"))?;
+            Ok((qp(rx)?, qp(tx)?))
+        })
+        .collect()
 }
 
 /// Seconds from the command line as a duration.
@@ -200,6 +306,9 @@ fn send(args: SendArgs) -> anyhow::Result<()> {
         (Some(_), _) => None,
         (None, secs) => Some(seconds("duration", secs.unwrap_or(DEFAULT_SEND_SECS))?),
     };
+    if let Some(path) = &args.rate_log {
+        LogFormat::of(path)?;
+    }
     let config = SendConfig {
         src_ip: args.src_ip,
         dst_mac: args.dst_mac,
@@ -213,19 +322,81 @@ fn send(args: SendArgs) -> anyhow::Result<()> {
         pcp: args.pcp,
         ecn: args.ecn.into(),
         max_burst: Duration::from_micros(args.max_burst_us),
+        honour_pfc: !args.ignore_pfc,
         ..SendConfig::new(&args.iface, args.dst_ip)
     };
     let mut sender =
         Sender::open(config).with_context(|| format!("preparing to send on {}", args.iface))?;
-    let mut rates = FixedRate::split(args.rate, sender.frames().len());
-    let summary = stop_on_interrupt(sender.stop_flag(), || sender.run(&mut rates))?
-        .with_context(|| format!("sending on {}", args.iface))?;
+    let shares = FixedRate::split(args.rate, sender.frames().len());
+    let summary = if args.dcqcn {
+        let params = args.dcqcn_params();
+        let mut rates = shares
+            .iter()
+            .zip(sender.frames())
+            .map(|(share, frame)| {
+                Ok(Dcqcn::new(share.bps, params)?.record(frame.bth.dest_qp))
+            })
+            .collect::<anyhow::Result<Vec<Dcqcn>>>()
+            .context("--dcqcn")?;
+        let summary = run_sender(&mut sender, &mut rates, &args.iface)?;
+        if let Some(path) = &args.rate_log {
+            write_rate_log(path, rates.iter().filter_map(Dcqcn::timeline))?;
+        }
+        summary
+    } else {
+        run_sender(&mut sender, &mut shares.clone(), &args.iface)?
+    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         print!("{}", send_table(&summary));
     }
     Ok(())
+}
+
+/// Runs `sender` with `rates` until it ends or Ctrl-C.
+fn run_sender<R: RateController>(
+    sender: &mut Sender,
+    rates: &mut [R],
+    iface: &str,
+) -> anyhow::Result<SendSummary> {
+    let stop = sender.stop_flag();
+    stop_on_interrupt(stop, || sender.run(rates))?.with_context(|| format!("sending on {iface}"))
+}
+
+/// The format of a rate log, from its file name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LogFormat {
+    Csv,
+    Json,
+}
+
+impl LogFormat {
+    fn of(path: &Path) -> anyhow::Result<LogFormat> {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("csv") => Ok(LogFormat::Csv),
+            Some("json") => Ok(LogFormat::Json),
+            _ => bail!(
+                "--rate-log {}: the name must end in .csv or .json",
+                path.display()
+            ),
+        }
+    }
+}
+
+/// Writes the rate timelines to `path`, as CSV or JSON by its extension.
+fn write_rate_log<'a>(
+    path: &Path,
+    timelines: impl IntoIterator<Item = &'a RateTimeline>,
+) -> anyhow::Result<()> {
+    let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut out = BufWriter::new(file);
+    match LogFormat::of(path)? {
+        LogFormat::Csv => RateTimeline::write_csv(timelines, &mut out),
+        LogFormat::Json => RateTimeline::write_json(timelines, &mut out),
+    }
+    .and_then(|()| out.flush())
+    .with_context(|| format!("writing {}", path.display()))
 }
 
 fn recv(args: RecvArgs) -> anyhow::Result<()> {
@@ -238,6 +409,11 @@ fn recv(args: RecvArgs) -> anyhow::Result<()> {
         duration: args.duration.map(|s| seconds("duration", s)).transpose()?,
         count: args.count,
         idle_timeout: idle.map(|s| seconds("idle-timeout", s)).transpose()?,
+        cnp: args.cnp.then(|| CnpConfig {
+            interval: Duration::from_micros(args.cnp_interval_us),
+            dscp: args.cnp_dscp,
+            qp_map: args.qp_map.clone().unwrap_or_default(),
+        }),
     };
     if config.count == Some(0) {
         bail!("--count 0 would stop before the first frame");
@@ -279,7 +455,8 @@ fn human_rate(bps: f64) -> String {
 fn send_table(s: &SendSummary) -> String {
     let mut out = format!(
         "sent {} frames of {} bytes ({} bytes) in {:.3} s on {}: {} on the wire, {:.0} frames/s\n\
-         {} {} -> {} {}; {} send retries, {} stalls (sender fell behind its schedule)\n",
+         {} {} -> {} {}; {} send retries, {} stalls (sender fell behind its schedule)\n\
+         {} CNPs received ({} for no QP of this sender); PFC priority {}: {}\n",
         s.packets,
         s.frame_len,
         s.bytes,
@@ -292,16 +469,28 @@ fn send_table(s: &SendSummary) -> String {
         s.dst_ip,
         s.dst_mac,
         s.retries,
-        s.stalls
+        s.stalls,
+        s.cnp_received,
+        s.cnp_unmatched,
+        s.pfc_priority,
+        if s.pfc_honoured {
+            format!(
+                "honoured, paused {:.3} ms, {} frames held",
+                s.pfc_paused_ns as f64 / 1e6,
+                s.pfc_holds
+            )
+        } else {
+            "not honoured (interface not attached, or --ignore-pfc)".to_owned()
+        }
     );
     out += &format!(
-        "{:>8} {:>6} {:>12} {:>9}\n",
-        "QP", "SPORT", "PACKETS", "NEXT_PSN"
+        "{:>8} {:>6} {:>12} {:>9} {:>8}\n",
+        "QP", "SPORT", "PACKETS", "NEXT_PSN", "CNPS"
     );
     for qp in &s.qps {
         out += &format!(
-            "{:>8} {:>6} {:>12} {:>9}\n",
-            qp.qp, qp.sport, qp.packets, qp.next_psn
+            "{:>8} {:>6} {:>12} {:>9} {:>8}\n",
+            qp.qp, qp.sport, qp.packets, qp.next_psn, qp.cnp_received
         );
     }
     out
@@ -376,6 +565,12 @@ fn recv_table(s: &RecvSummary) -> String {
         "{:.3} s; {} frames with a bad checksum or ICRC, {} other frames ignored\n",
         s.duration_s, s.bad_frames, s.other_frames
     );
+    if s.cnp_sent + s.cnp_suppressed > 0 {
+        out += &format!(
+            "CNPs sent {}, CE marks left unanswered by the rate limit {}\n",
+            s.cnp_sent, s.cnp_suppressed
+        );
+    }
     out
 }
 
@@ -490,6 +685,8 @@ mod tests {
             psn_gaps: 0,
             reordered: 0,
             cnps: 0,
+            cnp_sent: 0,
+            cnp_suppressed: 0,
             goodput_bps: 8e6,
             bad_frames: 0,
             other_frames: 0,

@@ -31,6 +31,10 @@ pub struct QpCounters {
     pub reordered: u64,
     /// Congestion notification packets (BTH opcode 0x81), counted apart from data.
     pub cnps: u64,
+    /// CNPs this receiver sent for the QP (`recv --cnp`).
+    pub cnp_sent: u64,
+    /// CE marks of the QP not answered because the QP had a CNP less than an interval ago.
+    pub cnp_suppressed: u64,
     /// The PSN expected next (one past the highest seen).
     next_psn: Option<u32>,
     /// Arrival of the first frame and of the last, in nanoseconds.
@@ -127,6 +131,10 @@ pub struct QpSummary {
     pub reordered: u64,
     /// CNPs addressed to this QP.
     pub cnps: u64,
+    /// CNPs this receiver sent for the QP.
+    pub cnp_sent: u64,
+    /// CE marks left unanswered by the rate limit.
+    pub cnp_suppressed: u64,
     /// Payload bits per second from the QP's first frame to its last.
     pub goodput_bps: f64,
 }
@@ -150,6 +158,10 @@ pub struct RecvSummary {
     pub reordered: u64,
     /// CNPs, over all QPs.
     pub cnps: u64,
+    /// CNPs this receiver sent (`recv --cnp`), over all QPs.
+    pub cnp_sent: u64,
+    /// CE marks left unanswered by the rate limit, over all QPs.
+    pub cnp_suppressed: u64,
     /// Payload bits per second from the first RoCEv2 frame to the last.
     pub goodput_bps: f64,
     /// RoCEv2 frames with a bad checksum or ICRC (not counted above).
@@ -239,6 +251,16 @@ impl RecvCounters {
         self.interval.entry(key).or_default().cnps += 1;
     }
 
+    /// Counts a CNP sent for flow `key`, or one the rate limit suppressed.
+    pub fn record_cnp_answer(&mut self, key: FlowKey, sent: bool) {
+        let flow = self.flows.entry(key).or_default();
+        if sent {
+            flow.cnp_sent += 1;
+        } else {
+            flow.cnp_suppressed += 1;
+        }
+    }
+
     /// Closes the interval of `length_s` seconds ending at `t_s`: returns what
     /// each flow received in it (also kept for the summary) and starts the next.
     pub fn close_interval(&mut self, t_s: f64, length_s: f64) -> &Interval {
@@ -281,6 +303,8 @@ impl RecvCounters {
                 psn_gaps: c.psn_gaps,
                 reordered: c.reordered,
                 cnps: c.cnps,
+                cnp_sent: c.cnp_sent,
+                cnp_suppressed: c.cnp_suppressed,
                 goodput_bps: c.goodput_bps(),
             })
             .collect();
@@ -299,6 +323,8 @@ impl RecvCounters {
             psn_gaps: qps.iter().map(|q| q.psn_gaps).sum(),
             reordered: qps.iter().map(|q| q.reordered).sum(),
             cnps: qps.iter().map(|q| q.cnps).sum(),
+            cnp_sent: qps.iter().map(|q| q.cnp_sent).sum(),
+            cnp_suppressed: qps.iter().map(|q| q.cnp_suppressed).sum(),
             goodput_bps,
             bad_frames: self.bad_frames,
             other_frames: self.other_frames,
@@ -387,6 +413,9 @@ mod tests {
         }
         counters.other_frames = 3;
         counters.record_cnp(FlowKey { src, qp: 7 });
+        counters.record_cnp_answer(FlowKey { src, qp: 1 }, true);
+        counters.record_cnp_answer(FlowKey { src, qp: 1 }, false);
+        counters.record_cnp_answer(FlowKey { src, qp: 2 }, false);
         assert_eq!(counters.packets(), 11);
         let summary = counters.summary(2.0);
         assert_eq!(summary.packets, 11);
@@ -397,6 +426,11 @@ mod tests {
             (1, 1, 0)
         );
         assert_eq!((summary.qps[0].qp, summary.qps[0].packets), (1, 6));
+        assert_eq!((summary.cnp_sent, summary.cnp_suppressed), (1, 2));
+        assert_eq!(
+            (summary.qps[0].cnp_sent, summary.qps[0].cnp_suppressed),
+            (1, 1)
+        );
         assert_eq!(summary.goodput_bps, 1e9);
         let json = serde_json::to_value(&summary).unwrap();
         for key in [

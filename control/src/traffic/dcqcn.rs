@@ -439,6 +439,10 @@ impl RateController for Dcqcn {
             self.increase(now, IncreaseTrigger::Bytes, stages);
         }
     }
+
+    fn on_cnp(&mut self, now: Duration) {
+        Dcqcn::on_cnp(self, now)
+    }
 }
 
 #[cfg(test)]

@@ -39,6 +39,14 @@ pub enum TrafficError {
     /// The configuration cannot work (sizes, counts, address families).
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// The pinned maps of an attached interface could not be read.
+    #[error("pinned maps of {iface}: {message}")]
+    PinnedMaps {
+        /// The interface.
+        iface: String,
+        /// What failed, with its causes.
+        message: String,
+    },
     /// A frame could not be built.
     #[error("building a frame: {0}")]
     Wire(#[from] crate::wire::Error),

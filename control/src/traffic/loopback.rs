@@ -5,6 +5,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
+use super::notify::CnpConfig;
 use super::pacing::wire_bits;
 use super::{FixedRate, Receiver, RecvConfig, RecvSummary, SendConfig, SendSummary, Sender};
 use crate::netns::{veth_pair, Endpoint, Namespace};
@@ -91,6 +92,7 @@ fn ipv4_resolved_paced_and_counted() {
         duration: None,
         count: Some(2000),
         idle_timeout: Some(Duration::from_secs(5)),
+        cnp: None,
     };
     let send = SendConfig {
         count: Some(2000),
@@ -163,6 +165,7 @@ fn ipv6_resolved_with_priority_tag() {
         duration: Some(Duration::from_secs(5)),
         count: Some(300),
         idle_timeout: None,
+        cnp: None,
     };
     let send = SendConfig {
         count: Some(300),
@@ -200,6 +203,7 @@ fn cnps_counted_apart_from_data() {
         duration: None,
         count: None,
         idle_timeout: Some(Duration::from_millis(500)),
+        cnp: None,
     };
     // CNP-shaped frames: opcode 0x81, 16 reserved bytes, ICRC (74 bytes over IPv4).
     let send = SendConfig {
@@ -212,4 +216,43 @@ fn cnps_counted_apart_from_data() {
     };
     let (_, got) = exchange(&bed, recv, send, 10_000_000);
     assert_eq!((got.cnps, got.packets, got.qps[0].cnps), (50, 0, 50));
+}
+
+#[test]
+fn ce_marks_answered_with_cnps_reach_the_sender() {
+    if !is_root() {
+        return;
+    }
+    let _alone = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let bed = bed();
+    let recv = RecvConfig {
+        iface: bed.b_end.ifname.clone(),
+        duration: None,
+        count: None,
+        idle_timeout: Some(Duration::from_millis(500)),
+        cnp: Some(CnpConfig {
+            interval: Duration::ZERO,
+            ..CnpConfig::default()
+        }),
+    };
+    let send = SendConfig {
+        count: Some(100),
+        duration: None,
+        qps: 2,
+        ecn: Ecn::Ce,
+        ..SendConfig::new(&bed.a_end.ifname, IpAddr::V4(bed.b_end.ipv4))
+    };
+    let (sent, got) = exchange(&bed, recv, send, 10_000_000);
+    // No rate limit: every CE mark is answered; the sender reads the CNPs it
+    // has by the time it ends (the last ones may still be in flight).
+    assert_eq!((got.packets, got.cnp_sent, got.cnp_suppressed), (100, 100, 0));
+    assert!(sent.cnp_received >= 90, "{sent:?}");
+    assert_eq!(sent.cnp_unmatched, 0);
+    assert_eq!(
+        sent.qps.iter().map(|q| q.cnp_received).sum::<u64>(),
+        sent.cnp_received
+    );
+    assert!(sent.qps.iter().all(|q| q.cnp_received > 0), "{sent:?}");
 }

@@ -29,14 +29,18 @@ pub struct Received {
 
 impl PacketSocket {
     /// Opens a socket bound to interface `ifindex`. A receiving socket sees every
-    /// frame of the interface (ETH_P_ALL); a sending one sees none.
+    /// frame of the interface (ETH_P_ALL), sent ones included; a sending one sees none.
     pub fn open(ifindex: u32, receive: bool) -> io::Result<PacketSocket> {
-        let protocol = if receive {
-            (libc::ETH_P_ALL as u16).to_be()
-        } else {
-            0
-        };
-        // Protocol 0 until bound: created with ETH_P_ALL, it would see every
+        let ethertype = if receive { libc::ETH_P_ALL as u16 } else { 0 };
+        PacketSocket::open_ethertype(ifindex, ethertype)
+    }
+
+    /// Opens a socket bound to interface `ifindex` that receives the frames
+    /// arriving with `ethertype` (0: none). Unlike ETH_P_ALL, a single
+    /// EtherType sees only received frames, never the host's own sent ones.
+    pub fn open_ethertype(ifindex: u32, ethertype: u16) -> io::Result<PacketSocket> {
+        let protocol = ethertype.to_be();
+        // Protocol 0 until bound: created with a protocol, it would see every
         // interface's frames until `bind` narrows it to one.
         let socket = PacketSocket {
             fd: sys::socket(libc::AF_PACKET, libc::SOCK_RAW, 0)?,

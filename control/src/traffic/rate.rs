@@ -13,6 +13,10 @@ pub trait RateController {
     /// Tells the controller that a frame of `wire_bits` left at `now` (time since
     /// the sender started); byte counters and timers advance here.
     fn on_sent(&mut self, now: Duration, wire_bits: u64);
+
+    /// Tells the controller that a CNP for the QP arrived at `now` (time since
+    /// the sender started).
+    fn on_cnp(&mut self, now: Duration);
 }
 
 /// Boxed controllers drive QPs too, so one sender can mix kinds.
@@ -23,6 +27,10 @@ impl<R: RateController + ?Sized> RateController for Box<R> {
 
     fn on_sent(&mut self, now: Duration, wire_bits: u64) {
         (**self).on_sent(now, wire_bits)
+    }
+
+    fn on_cnp(&mut self, now: Duration) {
+        (**self).on_cnp(now)
     }
 }
 
@@ -51,6 +59,9 @@ impl RateController for FixedRate {
     }
 
     fn on_sent(&mut self, _now: Duration, _wire_bits: u64) {}
+
+    /// A fixed rate ignores congestion notifications.
+    fn on_cnp(&mut self, _now: Duration) {}
 }
 
 #[cfg(test)]

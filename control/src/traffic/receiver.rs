@@ -1,16 +1,19 @@
 //! The RoCEv2 receiver: reads every frame of an interface on an AF_PACKET
 //! socket (so it sees the IP ECN bits as they arrived), checks and counts the
-//! RoCEv2 ones per QP (data frames, and CNPs apart), and stops after a
-//! duration, a count or a quiet spell.
+//! RoCEv2 ones per QP (data frames, and CNPs apart), answers CE marks with
+//! CNPs when asked ([`NotificationPoint`]), and stops after a duration, a
+//! count or a quiet spell.
 
 use std::time::{Duration, Instant};
 
 use super::counters::{FlowKey, Interval, RecvCounters, RecvSummary};
 use super::error::{Result, TrafficError};
 use super::interface::Interface;
+use super::notify::{CnpConfig, NotificationPoint};
 use super::packet_socket::PacketSocket;
 use super::stop::StopFlag;
 use crate::wire::bth::Opcode;
+use crate::wire::ip::Ecn;
 use crate::wire::roce::RoceFrame;
 use crate::wire::Error as WireError;
 
@@ -25,6 +28,9 @@ const RECV_BUFFER: usize = 8 << 20;
 
 /// Largest frame read whole.
 const MAX_FRAME: usize = 65536;
+
+/// Room for a CNP frame: Ethernet, two VLAN tags, IPv6, UDP, BTH, 16 reserved bytes, ICRC.
+const MAX_CNP: usize = 14 + 8 + 40 + 8 + 12 + 16 + 4;
 
 /// How often to report intervals, and to whom.
 type Reports<'a> = (Duration, &'a mut dyn FnMut(&Interval));
@@ -41,6 +47,8 @@ pub struct RecvConfig {
     /// Stop when no RoCEv2 frame arrived for this long (counted from the start
     /// until the first one arrives).
     pub idle_timeout: Option<Duration>,
+    /// With a configuration, CE-marked data frames are answered with CNPs.
+    pub cnp: Option<CnpConfig>,
 }
 
 /// A receiver listening on an interface.
@@ -48,6 +56,8 @@ pub struct RecvConfig {
 pub struct Receiver {
     config: RecvConfig,
     socket: PacketSocket,
+    /// The notification point and the socket its CNPs leave on.
+    notify: Option<(NotificationPoint, PacketSocket)>,
     stop: StopFlag,
 }
 
@@ -66,9 +76,19 @@ impl Receiver {
                 "set the receive buffer on {}",
                 iface.name
             )))?;
+        let notify = match &config.cnp {
+            Some(cnp) => {
+                let out = PacketSocket::open(iface.index, false).map_err(TrafficError::io(
+                    format!("open a packet socket for CNPs on {}", iface.name),
+                ))?;
+                Some((NotificationPoint::new(cnp.clone()), out))
+            }
+            None => None,
+        };
         Ok(Receiver {
             config,
             socket,
+            notify,
             stop: StopFlag::new(),
         })
     }
@@ -98,6 +118,7 @@ impl Receiver {
     fn count(&mut self, mut reports: Option<Reports<'_>>) -> Result<RecvSummary> {
         let mut counters = RecvCounters::default();
         let mut buffer = vec![0u8; MAX_FRAME];
+        let mut cnp_buffer = [0u8; MAX_CNP];
         let start = Instant::now();
         let mut last_frame = start;
         let count = self.config.count.unwrap_or(u64::MAX);
@@ -164,6 +185,18 @@ impl Receiver {
                             frame.ecn,
                             now_ns,
                         );
+                        if let (Ecn::Ce, Some((point, out))) = (frame.ecn, self.notify.as_mut()) {
+                            let sent = point.admit(key, now_ns);
+                            if sent {
+                                let len = point
+                                    .cnp_for(&frame)
+                                    .emit(&mut cnp_buffer, |reserved| reserved.fill(0))?;
+                                out.send_batch(&[&cnp_buffer[..len]]).map_err(TrafficError::io(
+                                    format!("send a CNP on {}", self.config.iface),
+                                ))?;
+                            }
+                            counters.record_cnp_answer(key, sent);
+                        }
                         if counters.packets() >= count {
                             break;
                         }

@@ -1,7 +1,10 @@
 //! The RoCEv2 sender: frames built by [`RoceFrame`] for N QPs, each with its
 //! own UDP source port (ECMP entropy), destination QP and PSN sequence, paced
 //! by departure timestamps computed from each QP's rate, sent in batches on an
-//! AF_PACKET socket.
+//! AF_PACKET socket. Every [`CONTROL_EVERY`] the sender also reads the CNPs
+//! that arrived for its QPs (handed to each QP's [`RateController::on_cnp`])
+//! and, before any departure, checks through its [`PfcGate`] whether its
+//! priority is paused.
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -13,6 +16,7 @@ use super::interface::Interface;
 use super::neighbour;
 use super::pacing::{wire_bits, Schedule};
 use super::packet_socket::{PacketSocket, MAX_BATCH};
+use super::pfc_honour::{monotonic_ns, PfcGate};
 use super::rate::RateController;
 use super::stop::StopFlag;
 use crate::wire::bth::{self, Opcode, MASK_24};
@@ -35,6 +39,15 @@ const SPIN_WINDOW: Duration = Duration::from_micros(100);
 
 /// Send buffer requested for the socket.
 const SEND_BUFFER: usize = 4 << 20;
+
+/// Receive buffer requested for the CNP socket.
+const CNP_BUFFER: usize = 1 << 20;
+
+/// Longest time between two reads of the CNP socket.
+pub const CONTROL_EVERY: Duration = Duration::from_micros(5);
+
+/// Room for one received frame on the CNP socket (longer frames are not CNPs).
+const MAX_CONTROL_FRAME: usize = 2048;
 
 /// What to send and how.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,11 +86,14 @@ pub struct SendConfig {
     /// (its thread was descheduled); time lost beyond that is not made up, so
     /// the achieved rate drops instead.
     pub max_burst: Duration,
+    /// Whether to honour the PFC pause state of the interface (if attached).
+    pub honour_pfc: bool,
 }
 
 impl SendConfig {
     /// A configuration with defaults: 1024-byte frames, one QP (256), source
-    /// port 49152, DSCP 26, ECT(0), RC SEND Only, 10 s duration, 1 ms catch-up.
+    /// port 49152, DSCP 26, ECT(0), RC SEND Only, 10 s duration, 1 ms catch-up,
+    /// PFC honoured.
     pub fn new(iface: impl Into<String>, dst_ip: IpAddr) -> SendConfig {
         SendConfig {
             iface: iface.into(),
@@ -96,6 +112,7 @@ impl SendConfig {
             opcode: Opcode::RcSendOnly,
             resolve_timeout: Duration::from_secs(3),
             max_burst: Duration::from_millis(1),
+            honour_pfc: true,
         }
     }
 
@@ -187,6 +204,8 @@ pub struct SentQp {
     pub packets: u64,
     /// The PSN the next frame would carry.
     pub next_psn: u32,
+    /// CNPs received for the QP.
+    pub cnp_received: u64,
 }
 
 /// What the sender did.
@@ -219,6 +238,18 @@ pub struct SendSummary {
     /// Times a QP fell behind its schedule by more than the burst allowance
     /// (the sender lacked CPU): the achieved rate is below the configured one.
     pub stalls: u64,
+    /// CNPs received for the sender's QPs (BTH opcode 0x81 to its IP, DestQP one of its QPs).
+    pub cnp_received: u64,
+    /// CNPs to the sender's IP whose DestQP is none of its QPs (ignored).
+    pub cnp_unmatched: u64,
+    /// The priority of the frames (PCP, or DSCP through the DSCP map).
+    pub pfc_priority: u32,
+    /// Whether the sender honoured PFC: the interface is attached and `--ignore-pfc` was not given.
+    pub pfc_honoured: bool,
+    /// Nanoseconds the sender held its frames because the priority was paused.
+    pub pfc_paused_ns: u64,
+    /// Frames whose departure fell in a pause and that left after it.
+    pub pfc_holds: u64,
     /// One entry per QP.
     pub qps: Vec<SentQp>,
 }
@@ -228,6 +259,10 @@ pub struct SendSummary {
 pub struct Sender {
     config: SendConfig,
     socket: PacketSocket,
+    /// Receives the CNPs (frames of the destination's IP family arriving on the interface).
+    cnp_socket: PacketSocket,
+    /// The pause state of the frames' priority.
+    pfc: PfcGate,
     frames: Vec<RoceFrame>,
     stop: StopFlag,
 }
@@ -256,9 +291,25 @@ impl Sender {
                 "set the send buffer on {}",
                 iface.name
             )))?;
+        let ethertype = if config.dst_ip.is_ipv4() {
+            libc::ETH_P_IP
+        } else {
+            libc::ETH_P_IPV6
+        };
+        let cnp_socket = PacketSocket::open_ethertype(iface.index, ethertype as u16)
+            .map_err(TrafficError::io(format!("open a CNP socket on {}", iface.name)))?;
+        cnp_socket
+            .set_recv_buffer(CNP_BUFFER)
+            .map_err(TrafficError::io(format!(
+                "set the CNP receive buffer on {}",
+                iface.name
+            )))?;
+        let pfc = PfcGate::open(&iface.name, config.pcp, config.dscp)?;
         Ok(Sender {
             config,
             socket,
+            cnp_socket,
+            pfc,
             frames,
             stop: StopFlag::new(),
         })
@@ -275,7 +326,8 @@ impl Sender {
     }
 
     /// Sends until the count or the duration is reached or a stop is asked for, each QP at the rate
-    /// its controller gives (`rates[i]` drives QP i); returns what was sent.
+    /// its controller gives (`rates[i]` drives QP i, and gets the CNPs for QP i); holds every
+    /// frame while the frames' priority is paused (PFC honoured); returns what was done.
     pub fn run<R: RateController>(&mut self, rates: &mut [R]) -> Result<SendSummary> {
         if rates.len() != self.frames.len() {
             return Err(TrafficError::Config(format!(
@@ -293,14 +345,36 @@ impl Sender {
         let bits = wire_bits(frame_len);
         let count = self.config.count.unwrap_or(u64::MAX);
         let end_ps = self.config.duration.map_or(u64::MAX, duration_ps);
+        let honour_pfc = self.config.honour_pfc && self.pfc.attached();
         let mut buffers = vec![vec![0u8; frame_len]; BATCH];
         let mut schedule = Schedule::new(self.frames.len(), duration_ps(self.config.max_burst));
         let mut psns = vec![0u32; self.frames.len()];
         let mut sent_per_qp = vec![0u64; self.frames.len()];
+        let mut cnps = CnpCounts::new(self.frames.len());
+        let mut pause = PauseAccount::default();
         let (mut sent, mut retries, mut stalls) = (0u64, 0u64, 0u64);
+        let control_every = duration_ps(CONTROL_EVERY);
+        let mut next_control = 0u64;
         let start = Instant::now();
         'run: while sent < count && !self.stop.is_stopped() {
             let now = duration_ps(start.elapsed());
+            if now >= next_control {
+                self.read_cnps(start, rates, &mut cnps)?;
+                next_control = now + control_every;
+            }
+            if honour_pfc {
+                let mono = monotonic_ns();
+                if let Some(until_ns) = self.pfc.paused_until(mono)? {
+                    if now >= end_ps {
+                        break;
+                    }
+                    pause.hold(mono, now);
+                    let wake = now + (until_ns - mono) * 1000;
+                    wait_until(start, wake.min(now + control_every).min(next_control));
+                    continue;
+                }
+                pause.release(mono, now);
+            }
             let mut batch = 0;
             while batch < BATCH && sent + (batch as u64) < count {
                 let (qp, due) = schedule.next().expect("at least one QP");
@@ -323,18 +397,21 @@ impl Sender {
                 frame.emit(&mut buffers[batch], |_| {})?;
                 psns[qp] = (psns[qp] + 1) & MASK_24;
                 sent_per_qp[qp] += 1;
-                stalls += u64::from(schedule.advance(bits, rates[qp].rate_bps(), now));
+                pause.count_if_held(due);
                 rates[qp].on_sent(Duration::from_nanos(now / 1000), bits);
+                stalls += u64::from(schedule.advance(bits, rates[qp].rate_bps(), now));
                 batch += 1;
             }
             if batch == 0 {
                 let (_, due) = schedule.next().expect("at least one QP");
-                wait_until(start, due);
+                wait_until(start, due.min(next_control));
                 continue;
             }
             retries += self.send_all(&buffers[..batch])?;
             sent += batch as u64;
         }
+        self.read_cnps(start, rates, &mut cnps)?;
+        pause.release(monotonic_ns(), duration_ps(start.elapsed()));
         let elapsed = start.elapsed().as_secs_f64();
         let rate = |n: f64| if elapsed > 0.0 { n / elapsed } else { 0.0 };
         let first = &self.frames[0];
@@ -352,19 +429,69 @@ impl Sender {
             pps: rate(sent as f64),
             retries,
             stalls,
+            cnp_received: cnps.per_qp.iter().sum(),
+            cnp_unmatched: cnps.unmatched,
+            pfc_priority: self.pfc.priority(),
+            pfc_honoured: honour_pfc,
+            pfc_paused_ns: pause.paused_ns,
+            pfc_holds: pause.holds,
             qps: self
                 .frames
                 .iter()
                 .zip(&sent_per_qp)
                 .zip(&psns)
-                .map(|((f, &packets), &next_psn)| SentQp {
+                .zip(&cnps.per_qp)
+                .map(|(((f, &packets), &next_psn), &cnp_received)| SentQp {
                     qp: f.bth.dest_qp,
                     sport: f.src_port,
                     packets,
                     next_psn,
+                    cnp_received,
                 })
                 .collect(),
         })
+    }
+
+    /// Reads every CNP waiting on the CNP socket: one to the sender's IP from
+    /// its destination, for QP i, goes to `rates[i]` at the time it is read.
+    fn read_cnps<R: RateController>(
+        &self,
+        start: Instant,
+        rates: &mut [R],
+        cnps: &mut CnpCounts,
+    ) -> Result<()> {
+        let mut buffer = [0u8; MAX_CONTROL_FRAME];
+        let first = &self.frames[0];
+        while let Some(received) =
+            self.cnp_socket
+                .try_recv(&mut buffer)
+                .map_err(TrafficError::io(format!(
+                    "receive CNPs on {}",
+                    self.config.iface
+                )))?
+        {
+            let Ok((frame, _)) = RoceFrame::parse(&buffer[..received.len]) else {
+                continue;
+            };
+            if frame.bth.opcode != Opcode::Cnp
+                || frame.dst_ip != first.src_ip
+                || frame.src_ip != first.dst_ip
+            {
+                continue;
+            }
+            match self
+                .frames
+                .iter()
+                .position(|f| f.bth.dest_qp == frame.bth.dest_qp)
+            {
+                Some(qp) => {
+                    cnps.per_qp[qp] += 1;
+                    rates[qp].on_cnp(start.elapsed());
+                }
+                None => cnps.unmatched += 1,
+            }
+        }
+        Ok(())
     }
 
     /// Sends every frame, retrying while the kernel lacks buffer; returns the number of retries.
@@ -390,6 +517,56 @@ impl Sender {
             }
         }
         Ok(retries)
+    }
+}
+
+/// CNPs received during a run.
+#[derive(Debug, Clone)]
+struct CnpCounts {
+    /// For each QP.
+    per_qp: Vec<u64>,
+    /// For none of the QPs.
+    unmatched: u64,
+}
+
+impl CnpCounts {
+    fn new(qps: usize) -> CnpCounts {
+        CnpCounts {
+            per_qp: vec![0; qps],
+            unmatched: 0,
+        }
+    }
+}
+
+/// The sender's record of PFC pauses: the one in force, the time held, the frames held.
+#[derive(Debug, Clone, Copy, Default)]
+struct PauseAccount {
+    /// When the pause in force began: monotonic ns, and ps since the sender started.
+    current: Option<(u64, u64)>,
+    /// The last pause that ended, in ps since the sender started: frames due in it were held.
+    last_ps: (u64, u64),
+    paused_ns: u64,
+    holds: u64,
+}
+
+impl PauseAccount {
+    /// The priority is paused at `mono_ns` (`now_ps` since the start).
+    fn hold(&mut self, mono_ns: u64, now_ps: u64) {
+        self.current.get_or_insert((mono_ns, now_ps));
+    }
+
+    /// The priority may send at `mono_ns` (`now_ps` since the start): a pause in force ends.
+    fn release(&mut self, mono_ns: u64, now_ps: u64) {
+        if let Some((began_ns, began_ps)) = self.current.take() {
+            self.paused_ns += mono_ns.saturating_sub(began_ns);
+            self.last_ps = (began_ps, now_ps);
+        }
+    }
+
+    /// Counts a frame due at `due_ps` as held if that fell in the last pause.
+    fn count_if_held(&mut self, due_ps: u64) {
+        let (began, ended) = self.last_ps;
+        self.holds += u64::from(due_ps >= began && due_ps < ended);
     }
 }
 
