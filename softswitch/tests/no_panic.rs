@@ -63,3 +63,76 @@ fn mutated_corpus_programs_never_panic() {
         }
     }
 }
+
+/// Replacement words for STF mutations.
+const STF_WORDS: [&str; 12] = [
+    "0x",
+    "*",
+    "$",
+    "(",
+    ")",
+    ":",
+    "/",
+    "&&&",
+    "999999999999",
+    "-1",
+    "add",
+    "expect",
+];
+
+#[test]
+fn mutated_stf_files_never_panic() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let mut seed: u32 = 0x1357_9bdf;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 17;
+        seed ^= seed << 5;
+        seed as usize
+    };
+    let mut programs: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "p4"))
+        .collect();
+    programs.sort();
+    for path in programs {
+        let mut map = SourceMap::new();
+        let file = map.add(
+            path.display().to_string(),
+            std::fs::read_to_string(&path).unwrap(),
+        );
+        let program = softswitch::compile(&mut map, file).unwrap();
+        let stf = std::fs::read_to_string(path.with_extension("stf")).unwrap();
+        let words: Vec<&str> = stf
+            .split_inclusive(|c: char| c.is_whitespace() || "(),:".contains(c))
+            .collect();
+        for _ in 0..40 {
+            let mut w = words.clone();
+            let i = next() % w.len();
+            match next() % 3 {
+                0 => {
+                    w.remove(i);
+                }
+                1 => w.insert(i, w[i]),
+                _ => w[i] = STF_WORDS[next() % STF_WORDS.len()],
+            }
+            let mutated: String = w.concat();
+            let mut map = SourceMap::new();
+            let stf_file = map.add("m.stf", mutated.clone());
+            let mut switch = softswitch::switch::Switch::new(
+                program.clone(),
+                softswitch::switch::Clock::Virtual(0),
+            );
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let _ =
+                    softswitch::stf::run(&map, stf_file, &mut switch).map_err(|d| d.render(&map));
+            }));
+            assert!(
+                result.is_ok(),
+                "{} with a mutated STF panics:\n{mutated}",
+                path.display()
+            );
+        }
+    }
+}
