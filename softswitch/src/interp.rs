@@ -254,7 +254,13 @@ impl<'a> Exec<'a> {
             let bytes = self.slots[self.prog.std_meta.packet_length as usize] as u64;
             self.state.tables[t].count_hit(h, bytes);
         }
-        let action = action_call(self.state, t, hit).action;
+        let member = match (hit, table.profile) {
+            (Some(h), Some(profile)) => self.state.tables[t]
+                .group_of(h)
+                .and_then(|g| self.pick_member(table, profile, g)),
+            _ => None,
+        };
+        let action = action_call(self.state, t, hit, member).action;
         let body = &self.prog.bodies[self.prog.actions[action].body];
         let binding = table
             .bindings
@@ -264,7 +270,7 @@ impl<'a> Exec<'a> {
         if let Some(b) = binding {
             self.run(&b.copy_in);
         }
-        let call = action_call(self.state, t, hit);
+        let call = action_call(self.state, t, hit, member);
         for (p, v) in body.params.iter().filter(|p| p.action_data).zip(&call.args) {
             self.slots[p.slot as usize] = *v;
         }
@@ -275,6 +281,38 @@ impl<'a> Exec<'a> {
             self.run(&b.copy_out);
         }
         (hit.is_some(), action)
+    }
+
+    /// The member of group `group` of action selector `profile` that the hash of `table`'s
+    /// selector keys picks (`None` for an empty group).
+    fn pick_member(
+        &mut self,
+        table: &ir::Table,
+        profile: usize,
+        group: u32,
+    ) -> Option<(usize, u32)> {
+        let ir::InstanceKind::ActionSelector { algo, .. } = self.prog.instances[profile].kind
+        else {
+            return None;
+        };
+        let count = self.state.profiles[profile]
+            .groups
+            .get(&group)
+            .map_or(0, Vec::len);
+        if count == 0 {
+            return None;
+        }
+        let fields: ir::FieldList = table
+            .selector
+            .iter()
+            .map(|k| ir::FieldItem::Bits(k.expr.clone(), k.width))
+            .collect();
+        let bytes = self.field_bytes(&fields, false);
+        let algo = Algorithm::from_code(u128::from(algo)).unwrap_or(Algorithm::Crc16);
+        let h = hash::compute(algo, &bytes, &mut || self.state.random());
+        self.state.field_buffer = bytes;
+        let members = &self.state.profiles[profile].groups[&group];
+        Some((profile, members[(h % count as u64) as usize]))
     }
 
     /// Evaluates an expression, reading slots and constants without a call.
@@ -798,7 +836,16 @@ impl<'a> Exec<'a> {
 }
 
 /// The action of entry `hit` of table `t`, or its default action on a miss.
-fn action_call(state: &State, t: usize, hit: Option<usize>) -> &ActionCall {
+/// With `member` (an action selector's pick), that member's action.
+fn action_call(
+    state: &State,
+    t: usize,
+    hit: Option<usize>,
+    member: Option<(usize, u32)>,
+) -> &ActionCall {
+    if let Some(call) = member.and_then(|(profile, m)| state.profiles[profile].members.get(&m)) {
+        return call;
+    }
     let table = &state.tables[t];
     match hit.and_then(|h| table.entry(h)) {
         Some(installed) => &installed.entry.action,

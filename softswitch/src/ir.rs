@@ -347,6 +347,8 @@ pub enum MatchKind {
     Range,
     /// `optional`.
     Optional,
+    /// `selector`: hashed by an action selector, not matched.
+    Selector,
 }
 
 /// A table key.
@@ -435,6 +437,10 @@ pub struct Table {
     pub direct_counter: Option<usize>,
     /// Its direct meter instance, if any.
     pub direct_meter: Option<usize>,
+    /// Its action profile or selector instance (`implementation =`), if any.
+    pub profile: Option<usize>,
+    /// Keys with match kind `selector`: not matched, hashed to pick a group's member.
+    pub selector: Vec<Key>,
 }
 
 /// A parameter of an action or function.
@@ -546,6 +552,11 @@ pub enum InstanceKind {
     DirectMeter { bytes: bool },
     /// A parser `value_set<bit<W>>(size)`, filled by the control plane.
     ValueSet { size: u32, width: u16 },
+    /// `action_profile(size)`: members (actions with data) that entries refer to.
+    ActionProfile { size: u32 },
+    /// `action_selector(algorithm, size, width)`: members and groups of members; an entry
+    /// pointing to a group runs the member the hash of the selector keys picks.
+    ActionSelector { size: u32, algo: u8 },
 }
 
 /// What a counter counts.

@@ -6,7 +6,7 @@
 //! `add` (priority, `0x**` ternary, `v&&&m`, `/len` lpm, `lo..hi` range, `= ID`), `setdefault`,
 //! `remove all` / `remove TABLE ID`, `wait`, `check_counter`, `mirroring_add`,
 //! `mc_mgrp_create`, `mc_node_create`, `mc_node_associate`, `register_read`, `register_write`,
-//! `counter_read`, `meter_set_rates`, `pvs_add`, `set_queue_depth` and `set_queue_rate` (BMv2 CLI argument
+//! `counter_read`, `meter_set_rates`, `pvs_add`, `member_add`, `group_create`, `group_add_member`, `set_queue_depth` and `set_queue_rate` (BMv2 CLI argument
 //! order).
 
 use crate::diagnostic::{fail, Diagnostic, Result};
@@ -349,6 +349,31 @@ impl Runner<'_> {
                     return fail(args[1].span, "the value set is full");
                 }
             }
+            "member_add" => {
+                need(3)?;
+                let table = self.table(&args[0])?;
+                let member = number(&args[1])? as u32;
+                let call = self.action(table, &args[2])?;
+                self.switch
+                    .add_member(table, member, call)
+                    .map_err(|e| Diagnostic::new(args[2].span, e.to_string()))?;
+            }
+            "group_create" => {
+                need(2)?;
+                let table = self.table(&args[0])?;
+                let group = number(&args[1])? as u32;
+                self.switch
+                    .create_selector_group(table, group)
+                    .map_err(|e| Diagnostic::new(cmd.span, e.to_string()))?;
+            }
+            "group_add_member" => {
+                need(3)?;
+                let table = self.table(&args[0])?;
+                let (group, member) = (number(&args[1])? as u32, number(&args[2])? as u32);
+                self.switch
+                    .add_to_group(table, group, member)
+                    .map_err(|e| Diagnostic::new(cmd.span, e.to_string()))?;
+            }
             "mirroring_add" => {
                 need(2)?;
                 let session = number(&args[0])? as u32;
@@ -479,7 +504,15 @@ impl Runner<'_> {
         let Some((action_word, keys)) = rest.split_last() else {
             return fail(cmd.span, "add needs an action");
         };
-        let call = self.action(table, action_word)?;
+        // `member(ID)` and `group(ID)` point to an action profile's member or selector's group.
+        let indirect = ["member", "group"].into_iter().find_map(|kind| {
+            let id = action_word
+                .text
+                .strip_prefix(kind)?
+                .strip_prefix('(')?
+                .strip_suffix(')')?;
+            Some((kind, id))
+        });
         let prog_keys = self.switch.program().tables[table].keys.clone();
         let mut matches: Vec<Option<FieldMatch>> = vec![None; prog_keys.len()];
         for k in keys {
@@ -523,15 +556,31 @@ impl Runner<'_> {
             }
         }
         // In STF files the larger priority wins (p4c's runner hands BMv2 10000 - priority).
-        let entry = Entry {
-            matches: full,
-            priority: priority.unwrap_or(0),
-            action: call,
+        let priority = priority.unwrap_or(0);
+        let added = match indirect {
+            None => {
+                let action = self.action(table, action_word)?;
+                self.switch.add_entry(
+                    table,
+                    Entry {
+                        matches: full,
+                        priority,
+                        action,
+                    },
+                )
+            }
+            Some((kind, id)) => {
+                let id = parse_number(id).ok_or_else(|| {
+                    Diagnostic::new(action_word.span, format!("'{id}' is not a number"))
+                })? as u32;
+                if kind == "member" {
+                    self.switch.add_member_entry(table, full, priority, id)
+                } else {
+                    self.switch.add_group_entry(table, full, priority, id)
+                }
+            }
         };
-        let handle = self
-            .switch
-            .add_entry(table, entry)
-            .map_err(|e| Diagnostic::new(cmd.span, e.to_string()))?;
+        let handle = added.map_err(|e| Diagnostic::new(cmd.span, e.to_string()))?;
         if let Some(id) = id {
             self.ids.insert(id, (table, handle));
         }

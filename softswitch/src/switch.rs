@@ -6,7 +6,7 @@
 use crate::interp::{Effects, Exec};
 use crate::ir::{self, block, ActionCall, Entry, FieldMatch, InstanceKind, Program, Slot};
 use crate::meter::Meter;
-use crate::table::{CounterCell, TableError, TableState};
+use crate::table::{CounterCell, Profile, TableError, TableState};
 use crate::tm::{Dequeued, TrafficManager};
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
@@ -49,6 +49,8 @@ pub struct State {
     direct_meters: HashMap<(usize, usize), Meter>,
     /// Members of each parser value set, by instance index.
     pub value_sets: Vec<Vec<FieldMatch>>,
+    /// Members and groups of each action profile or selector, by instance index.
+    pub profiles: Vec<Profile>,
     /// Digests sent: receiver and field values.
     pub digests: Vec<(u32, Vec<u128>)>,
     /// `log_msg` output.
@@ -102,6 +104,7 @@ impl State {
             .collect(),
             direct_meters: HashMap::new(),
             value_sets: vec![Vec::new(); p.instances.len()],
+            profiles: vec![Profile::default(); p.instances.len()],
             digests: Vec::new(),
             log: Vec::new(),
             field_buffer: Vec::new(),
@@ -638,6 +641,106 @@ impl Switch {
             });
         }
         Ok(())
+    }
+
+    /// The action profile or selector of `table`.
+    fn profile_of(&self, table: usize) -> Result<usize, TableError> {
+        let t = &self.program.tables[table];
+        t.profile
+            .ok_or_else(|| TableError::NoProfile(t.name.clone()))
+    }
+
+    /// Adds (or replaces) member `member` of the action profile of `table`: an action of the table
+    /// with its data.
+    pub fn add_member(
+        &mut self,
+        table: usize,
+        member: u32,
+        call: ActionCall,
+    ) -> Result<(), TableError> {
+        let profile = self.profile_of(table)?;
+        self.check_action(table, &call)?;
+        self.state.profiles[profile].members.insert(member, call);
+        Ok(())
+    }
+
+    /// Creates (or empties) group `group` of the action selector of `table`.
+    pub fn create_selector_group(&mut self, table: usize, group: u32) -> Result<(), TableError> {
+        let profile = self.profile_of(table)?;
+        self.state.profiles[profile]
+            .groups
+            .insert(group, Vec::new());
+        Ok(())
+    }
+
+    /// Adds member `member` to group `group` of the action selector of `table`.
+    pub fn add_to_group(
+        &mut self,
+        table: usize,
+        group: u32,
+        member: u32,
+    ) -> Result<(), TableError> {
+        let index = self.profile_of(table)?;
+        let profile = &mut self.state.profiles[index];
+        if !profile.members.contains_key(&member) {
+            return Err(TableError::NoMember("member", member));
+        }
+        profile
+            .groups
+            .get_mut(&group)
+            .ok_or(TableError::NoMember("group", group))?
+            .push(member);
+        Ok(())
+    }
+
+    /// Installs an entry of a table with an action profile that runs member `member`.
+    pub fn add_member_entry(
+        &mut self,
+        table: usize,
+        matches: Vec<FieldMatch>,
+        priority: i64,
+        member: u32,
+    ) -> Result<usize, TableError> {
+        let profile = self.profile_of(table)?;
+        let call = self.state.profiles[profile]
+            .members
+            .get(&member)
+            .cloned()
+            .ok_or(TableError::NoMember("member", member))?;
+        self.add_entry(
+            table,
+            Entry {
+                matches,
+                priority,
+                action: call,
+            },
+        )
+    }
+
+    /// Installs an entry of a table with an action selector that runs a member of group `group`,
+    /// picked by the hash of the selector keys (the default action while the group is empty).
+    pub fn add_group_entry(
+        &mut self,
+        table: usize,
+        matches: Vec<FieldMatch>,
+        priority: i64,
+        group: u32,
+    ) -> Result<usize, TableError> {
+        let profile = self.profile_of(table)?;
+        if !self.state.profiles[profile].groups.contains_key(&group) {
+            return Err(TableError::NoMember("group", group));
+        }
+        let placeholder = self.state.tables[table].default_action.clone();
+        let handle = self.add_entry(
+            table,
+            Entry {
+                matches,
+                priority,
+                action: placeholder,
+            },
+        )?;
+        self.state.tables[table].set_group(handle, group);
+        Ok(handle)
     }
 
     /// Adds a member to parser value set `instance`; false if it is full or not a value set.

@@ -43,6 +43,12 @@ pub enum TableError {
         want: usize,
         got: usize,
     },
+    /// The table has no action profile or selector.
+    #[error("table {0} has no action profile or selector")]
+    NoProfile(String),
+    /// No member or group with this id in the profile.
+    #[error("the action profile has no {0} {1}")]
+    NoMember(&'static str, u32),
     /// The table's entries or default action are `const`.
     #[error("table {0} is const: its {1} cannot change")]
     Const(String, &'static str),
@@ -55,6 +61,16 @@ pub struct CounterCell {
     pub packets: u64,
     /// Bytes counted.
     pub bytes: u64,
+}
+
+/// The members (actions with their data) and groups (lists of members) of an action profile
+/// or selector.
+#[derive(Clone, Debug, Default)]
+pub struct Profile {
+    /// Members by id.
+    pub members: HashMap<u32, ActionCall>,
+    /// Groups by id: their members, in the order added.
+    pub groups: HashMap<u32, Vec<u32>>,
 }
 
 /// An installed entry and its direct counter.
@@ -120,6 +136,8 @@ pub struct TableState {
     count: usize,
     index: Index,
     scratch: Vec<u128>,
+    /// Entries pointing to a group of the table's action selector: handle to group.
+    groups: HashMap<usize, u32>,
     /// The action run on a miss.
     pub default_action: ActionCall,
 }
@@ -154,6 +172,7 @@ impl TableState {
             count: 0,
             index,
             scratch: Vec::new(),
+            groups: HashMap::new(),
             default_action: t.default_action.clone(),
         };
         for e in &t.const_entries {
@@ -253,8 +272,22 @@ impl TableState {
             }
             Index::Ordered(order) => order.retain(|&h| h != handle),
         }
+        self.groups.remove(&handle);
         self.count -= 1;
         Ok(())
+    }
+
+    /// Makes entry `handle` point to group `group` of the table's action selector.
+    pub fn set_group(&mut self, handle: usize, group: u32) {
+        self.groups.insert(handle, group);
+    }
+
+    /// The group entry `handle` points to, if it points to one.
+    pub fn group_of(&self, handle: usize) -> Option<u32> {
+        if self.groups.is_empty() {
+            return None;
+        }
+        self.groups.get(&handle).copied()
     }
 
     /// Removes every entry.
@@ -376,6 +409,8 @@ mod tests {
             size: 16,
             direct_counter: None,
             direct_meter: None,
+            profile: None,
+            selector: vec![],
         })
     }
 

@@ -83,6 +83,20 @@ pub(super) fn instance_kind(c: &mut Checker, i: &ast::Instance) -> Result<Instan
                 bytes: meter_bytes(c, args[0])?,
             })
         }
+        "action_profile" => {
+            want(1)?;
+            Ok(InstanceKind::ActionProfile {
+                size: size(c, args[0])?,
+            })
+        }
+        "action_selector" => {
+            want(3)?;
+            let algo = c.const_small(args[0], 7)? as u8;
+            Ok(InstanceKind::ActionSelector {
+                size: size(c, args[1])?,
+                algo,
+            })
+        }
         "value_set" => {
             want(1)?;
             let width = match type_args.first().map(|t| c.resolve_type(t)).transpose()? {
@@ -167,7 +181,7 @@ impl Checker<'_> {
         }
     }
 
-    fn const_small(&mut self, e: &ast::Expr, max: u128) -> Result<u128> {
+    pub(super) fn const_small(&mut self, e: &ast::Expr, max: u128) -> Result<u128> {
         let v = self.scalar_any(e)?;
         match v.konst {
             Some(k) if k <= max => Ok(k),
@@ -544,9 +558,12 @@ impl Checker<'_> {
                     width,
                 })
             }
-            (InstanceKind::ValueSet { .. }, _) => {
-                unreachable!("value sets have no methods (refused above)")
-            }
+            (
+                InstanceKind::ValueSet { .. }
+                | InstanceKind::ActionProfile { .. }
+                | InstanceKind::ActionSelector { .. },
+                _,
+            ) => unreachable!("value sets and action profiles have no methods (refused above)"),
         }
     }
 

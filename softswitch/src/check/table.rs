@@ -19,6 +19,7 @@ impl Checker<'_> {
         let mut size = 1024;
         let mut direct_counter = None;
         let mut direct_meter = None;
+        let mut profile = None;
         let mut bindings = Vec::new();
         for prop in &t.props {
             match prop {
@@ -47,9 +48,7 @@ impl Checker<'_> {
                     "size" => size = self.const_u128(value)?.min(1 << 24) as usize,
                     "counters" => direct_counter = Some(self.direct_instance(value, true)?),
                     "meters" => direct_meter = Some(self.direct_instance(value, false)?),
-                    "implementation" => {
-                        return Err(unsupported(value.span, "action profiles and selectors"))
-                    }
+                    "implementation" => profile = Some(self.profile_instance(value, &t.name)?),
                     _ => {}
                 },
             }
@@ -73,6 +72,19 @@ impl Checker<'_> {
                 )
             }
         };
+        let (selector, keys): (Vec<ir::Key>, Vec<ir::Key>) = keys
+            .into_iter()
+            .partition(|k| k.kind == MatchKind::Selector);
+        if !selector.is_empty()
+            && !profile.is_some_and(|p| {
+                matches!(self.instances[p].kind, InstanceKind::ActionSelector { .. })
+            })
+        {
+            return fail(
+                t.name.span,
+                "selector keys need an action selector: implementation = action_selector(...)",
+            );
+        }
         let table = ir::Table {
             name,
             keys,
@@ -85,6 +97,8 @@ impl Checker<'_> {
             size,
             direct_counter,
             direct_meter,
+            profile,
+            selector,
         };
         self.tables.push(table);
         let idx = self.tables.len() - 1;
@@ -114,6 +128,7 @@ impl Checker<'_> {
                 "lpm" => MatchKind::Lpm,
                 "range" => MatchKind::Range,
                 "optional" => MatchKind::Optional,
+                "selector" => MatchKind::Selector,
                 _ => return Err(unsupported(k.match_kind.span, &format!("match kind '{m}'"))),
             },
             _ => {
@@ -130,6 +145,60 @@ impl Checker<'_> {
             width,
             kind,
         })
+    }
+
+    /// The action profile or selector of `implementation = value`: a named instance, or one
+    /// written in place (`action_selector(HashAlgorithm.crc16, 32w64, 32w14)`), named after the table.
+    fn profile_instance(&mut self, value: &ast::Expr, table: &ast::Ident) -> Result<usize> {
+        let index = match &value.kind {
+            ExprKind::Name(n) => match self.lookup(n) {
+                Some(Sym::Instance(i)) => *i,
+                _ => {
+                    return fail(
+                        value.span,
+                        format!("'{n}' is not an action profile or selector"),
+                    )
+                }
+            },
+            ExprKind::Call {
+                callee,
+                type_args,
+                args,
+            } => {
+                let ExprKind::Name(kind) = &callee.kind else {
+                    return fail(
+                        callee.span,
+                        "expected action_profile(...) or action_selector(...)",
+                    );
+                };
+                let instance = ast::Instance {
+                    annotations: Vec::new(),
+                    ty: ast::TypeRef::Named {
+                        name: ast::Ident {
+                            name: kind.clone(),
+                            span: callee.span,
+                        },
+                        args: type_args.clone(),
+                    },
+                    args: args.clone(),
+                    name: ast::Ident {
+                        name: format!("{}_profile", table.name),
+                        span: table.span,
+                    },
+                };
+                self.instance(&instance)?
+            }
+            _ => {
+                return fail(
+                    value.span,
+                    "expected action_profile(...) or action_selector(...)",
+                )
+            }
+        };
+        match self.instances[index].kind {
+            InstanceKind::ActionProfile { .. } | InstanceKind::ActionSelector { .. } => Ok(index),
+            _ => fail(value.span, "expected an action profile or selector"),
+        }
     }
 
     fn action_index(&self, name: &ast::Ident) -> Result<usize> {
