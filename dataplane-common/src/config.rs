@@ -33,12 +33,15 @@ impl EcnProfile {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Settings {
-    /// Bit set of [`Settings::ROCE_ONLY`], [`Settings::LOG_MARKS`], [`Settings::LOG_ERRORS`].
+    /// Bit set of [`Settings::ROCE_ONLY`], [`Settings::LOG_MARKS`], [`Settings::LOG_ERRORS`],
+    /// [`Settings::CNP_ENABLED`].
     pub flags: u32,
-    /// Reserved, zero.
-    pub reserved: u32,
+    /// DSCP of the CNPs the kernel sends.
+    pub cnp_dscp: u32,
     /// Link speed in bits per second: the length of a PFC pause quantum (512 bit times).
     pub link_speed_bps: u64,
+    /// At most one CNP per QP per this many ns.
+    pub cnp_interval_ns: u64,
 }
 
 impl Settings {
@@ -48,12 +51,16 @@ impl Settings {
     pub const LOG_MARKS: u32 = 1 << 1;
     /// Log every malformed frame through aya-log.
     pub const LOG_ERRORS: u32 = 1 << 2;
+    /// Answer CE-marked RoCEv2 packets with CNPs (when the `cnp` hook is attached).
+    pub const CNP_ENABLED: u32 = 1 << 3;
 
-    /// The default: RoCEv2 only, no logging, a 100 Gb/s link.
+    /// The default: RoCEv2 only, no logging, a 100 Gb/s link, CNPs on with DSCP 48 and
+    /// at most one per QP per 50 µs (DCQCN's notification point).
     pub const DEFAULT: Settings = Settings {
-        flags: Settings::ROCE_ONLY,
-        reserved: 0,
+        flags: Settings::ROCE_ONLY | Settings::CNP_ENABLED,
+        cnp_dscp: 48,
         link_speed_bps: 100_000_000_000,
+        cnp_interval_ns: 50_000,
     };
 }
 

@@ -6,6 +6,7 @@
 //! kernel runs are unit-tested on the host.
 #![no_std]
 
+pub mod cnp;
 pub mod config;
 pub mod counters;
 pub mod maps;

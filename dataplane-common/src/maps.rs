@@ -14,9 +14,17 @@ pub const COUNTERS: &str = "COUNTERS";
 pub const ATTACH_INFO: &str = "ATTACH_INFO";
 /// Received pause state ([`crate::pfc::PfcState`]), one per priority.
 pub const PFC_STATE: &str = "PFC_STATE";
+/// Per-QP CNP rate limiting and counts ([`crate::cnp::CnpQpState`]), LRU hash by DestQP.
+pub const CNP_QPS: &str = "CNP_QPS";
+/// Receiver QP → sender QP for CNPs (`u32` → `u32`), filled by `lossless host qp-map`.
+pub const QP_MAP: &str = "QP_MAP";
+/// Per-CPU notification-point counters ([`crate::cnp::CnpCounters`]), 1 entry.
+pub const CNP_COUNTERS: &str = "CNP_COUNTERS";
+/// Entries of [`CNP_QPS`] and [`QP_MAP`].
+pub const QP_ENTRIES: u32 = 4096;
 
 /// Every map the control plane pins, in a stable order.
-pub const PINNED: [&str; 7] = [
+pub const PINNED: [&str; 10] = [
     ECN_PROFILES,
     DSCP_PRIO,
     SETTINGS,
@@ -24,6 +32,9 @@ pub const PINNED: [&str; 7] = [
     COUNTERS,
     ATTACH_INFO,
     PFC_STATE,
+    CNP_QPS,
+    QP_MAP,
+    CNP_COUNTERS,
 ];
 
 /// Index into [`QUEUES`] of the queue of `priority` at `hook`.

@@ -1,12 +1,13 @@
 //! The lossless eBPF programs: ECN marking by a RED profile over a phantom queue, at XDP
-//! (ingress) and at TC egress, and PFC receive at XDP. One module per mechanism, one shared
-//! parser.
+//! (ingress) and at TC egress, PFC receive at XDP, and the CNP fast path at TC. One module
+//! per mechanism, one shared parser.
 //!
 //! Built for the `bpfel-unknown-none` target by `control/build.rs`; built for the host (as in
 //! `cargo build --workspace`) it is an empty binary, so workspace-wide commands still work.
 #![cfg_attr(target_arch = "bpf", no_std)]
 #![cfg_attr(target_arch = "bpf", no_main)]
 
+mod cnp;
 mod ecn;
 mod maps;
 mod parse;

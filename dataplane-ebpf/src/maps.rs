@@ -2,12 +2,13 @@
 
 use aya_ebpf::{
     macros::map,
-    maps::{Array, PerCpuArray},
+    maps::{Array, HashMap, LruHashMap, PerCpuArray},
 };
 use dataplane_common::{
+    cnp::{CnpCounters, CnpQpState},
     config::{AttachInfo, EcnProfile, Settings},
     counters::HookCounters,
-    maps::QUEUE_ENTRIES,
+    maps::{QP_ENTRIES, QUEUE_ENTRIES},
     pfc::PfcState,
     phantom_queue::PhantomQueue,
     Hook, DSCP_VALUES, PRIORITIES,
@@ -41,3 +42,15 @@ pub static ATTACH_INFO: Array<AttachInfo> = Array::with_max_entries(1, 0);
 /// Received pause state per priority; the traffic tool reads it to honour pauses.
 #[map]
 pub static PFC_STATE: Array<PfcState> = Array::with_max_entries(PRIORITIES as u32, 0);
+
+/// CNP rate limiting and counts per receiver QP.
+#[map]
+pub static CNP_QPS: LruHashMap<u32, CnpQpState> = LruHashMap::with_max_entries(QP_ENTRIES, 0);
+
+/// Receiver QP → sender QP for CNPs; the control plane fills it.
+#[map]
+pub static QP_MAP: HashMap<u32, u32> = HashMap::with_max_entries(QP_ENTRIES, 0);
+
+/// Notification-point counters, per CPU.
+#[map]
+pub static CNP_COUNTERS: PerCpuArray<CnpCounters> = PerCpuArray::with_max_entries(1, 0);

@@ -86,6 +86,8 @@ pub struct Parsed {
     pub ecn: u8,
     /// UDP to port 4791 with a whole BTH.
     pub roce: bool,
+    /// Offset of the BTH when `roce`.
+    pub bth: usize,
 }
 
 impl Parsed {
@@ -96,6 +98,7 @@ impl Parsed {
         dscp: 0,
         ecn: 0,
         roce: false,
+        bth: 0,
     };
 }
 
@@ -128,7 +131,10 @@ pub fn parse(frame: &Frame) -> Result<Parsed, ParseError> {
         _ => None,
     };
     if let Some((udp_offset, datagram_end)) = transport {
-        parsed.roce = parse_udp(frame, udp_offset, datagram_end)?;
+        if let Some(bth) = parse_udp(frame, udp_offset, datagram_end)? {
+            parsed.roce = true;
+            parsed.bth = bth;
+        }
     }
     Ok(parsed)
 }
@@ -232,15 +238,19 @@ fn parse_ipv6(frame: &Frame, offset: usize, parsed: &mut Parsed) -> Result<Trans
 }
 
 /// Parses a UDP header that must end by `datagram_end` (the IP datagram's end: Ethernet
-/// padding is not payload); returns whether it is RoCEv2 with a whole BTH behind it.
+/// padding is not payload); returns the BTH's offset if it is RoCEv2 with a whole BTH.
 #[inline(always)]
-fn parse_udp(frame: &Frame, offset: usize, datagram_end: usize) -> Result<bool, ParseError> {
+fn parse_udp(
+    frame: &Frame,
+    offset: usize,
+    datagram_end: usize,
+) -> Result<Option<usize>, ParseError> {
     let udp: *const UdpHdr = frame.ptr_at(offset).ok_or(ParseError::TruncatedUdp)?;
     if offset + UdpHdr::LEN > datagram_end {
         return Err(ParseError::TruncatedUdp);
     }
     if u16::from_be_bytes(unsafe { (*udp).dst }) != ROCEV2_PORT {
-        return Ok(false);
+        return Ok(None);
     }
     let bth_end = offset + UdpHdr::LEN + BTH_LEN;
     if frame
@@ -250,5 +260,5 @@ fn parse_udp(frame: &Frame, offset: usize, datagram_end: usize) -> Result<bool, 
     {
         return Err(ParseError::TruncatedBth);
     }
-    Ok(true)
+    Ok(Some(offset + UdpHdr::LEN))
 }

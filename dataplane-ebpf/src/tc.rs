@@ -12,13 +12,20 @@ use crate::{ecn, parse::Frame};
 /// UDP and the BTH.
 const PARSE_DEPTH: u32 = 256;
 
+/// The frame of a TC program, its first [`PARSE_DEPTH`] bytes made linear first. Best effort:
+/// if pulling fails the parser sees a shorter frame and counts it.
+#[inline(always)]
+pub fn linear_frame(ctx: &TcContext) -> Frame {
+    let _ = ctx.pull_data(ctx.len().min(PARSE_DEPTH));
+    Frame::new(ctx.data(), ctx.data_end())
+}
+
 /// Entry point: every frame goes on to the next program (TCX_NEXT); some ECT packets as CE.
+/// Runs after the CNP egress program, so a CNP is counted here as the frame it leaves as.
 #[classifier]
 pub fn lossless_tc(ctx: TcContext) -> i32 {
     let len = ctx.len();
-    // Best effort: if pulling fails the parser sees a shorter frame and counts it.
-    let _ = ctx.pull_data(len.min(PARSE_DEPTH));
-    let frame = Frame::new(ctx.data(), ctx.data_end());
+    let frame = linear_frame(&ctx);
     // SAFETY: the context pointer is valid for the whole program run.
     let skb = unsafe { &*ctx.skb.skb };
     let tag_pcp = (skb.vlan_present != 0).then_some((skb.vlan_tci >> 13) as u8);

@@ -156,23 +156,85 @@ pub fn udp_src_port(frame: &[u8]) -> Option<u16> {
     }
 }
 
-/// The bytes of a frame built by scapy from `expression` (with `scapy.all` and
-/// `scapy.contrib.mac_control` imported), through the clone's `.venv` that
-/// `cargo xtask setup` makes: an encoder independent of ours.
-pub fn scapy_frame(expression: &str) -> anyhow::Result<Vec<u8>> {
+/// Runs a Python program with scapy (`scapy.all`, `scapy.contrib.roce` and
+/// `scapy.contrib.mac_control` imported) through the clone's `.venv` that
+/// `cargo xtask setup` makes, and returns what it printed.
+fn run_scapy(body: &str) -> anyhow::Result<String> {
     use anyhow::Context as _;
     let python = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
     let program = format!(
-        "import sys\nfrom scapy.all import *\nfrom scapy.contrib.mac_control import *\nsys.stdout.write(raw({expression}).hex())"
+        "import json, sys\nfrom scapy.all import *\nfrom scapy.contrib.roce import *\n\
+         from scapy.contrib.mac_control import *\n{body}"
     );
     let output = std::process::Command::new(&python)
         .args(["-c", &program])
         .output()
         .with_context(|| format!("running {} (run `cargo xtask setup`)", python.display()))?;
     let output = lossless::netns::check("scapy", output)?;
-    let hex = String::from_utf8(output.stdout)?;
+    Ok(String::from_utf8(output.stdout)?)
+}
+
+/// The bytes of a frame built by scapy from `expression`: an encoder independent of ours.
+pub fn scapy_frame(expression: &str) -> anyhow::Result<Vec<u8>> {
+    use anyhow::Context as _;
+    let hex = run_scapy(&format!("sys.stdout.write(raw({expression}).hex())"))?;
     (0..hex.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).context("scapy printed non-hex"))
         .collect()
+}
+
+/// Decodes `frame` with scapy as `p = Ether(frame)` and returns `expression` (a Python
+/// expression over `p` giving something JSON can print) as JSON. `icrc_ok(p)` and
+/// `ipv4_checksum_ok(p)` recompute the ICRC and the IPv4 checksum with scapy.
+pub fn scapy_decode(frame: &[u8], expression: &str) -> anyhow::Result<serde_json::Value> {
+    let hex: String = frame.iter().map(|b| format!("{b:02x}")).collect();
+    let text = run_scapy(&format!(
+        "def icrc_ok(p):\n    q = p.copy()\n    q[BTH].icrc = None\n    return Ether(raw(q))[BTH].icrc == p[BTH].icrc\n\
+         def ipv4_checksum_ok(p):\n    q = p[IP].copy()\n    q.chksum = None\n    return IP(raw(q)).chksum == p[IP].chksum\n\
+         p = Ether(bytes.fromhex('{hex}'))\nprint(json.dumps({expression}))"
+    ))?;
+    Ok(serde_json::from_str(&text)?)
+}
+
+/// Decodes `frames` with tshark (from a pcap file it writes in a temporary directory) and
+/// returns its verbose text (`tshark -V`): a second independent decoder.
+pub fn tshark_verbose(frames: &[Vec<u8>]) -> anyhow::Result<String> {
+    use anyhow::Context as _;
+    let mut pcap = Vec::new();
+    // Global header: magic, version 2.4, zone 0, sigfigs 0, snaplen, LINKTYPE_ETHERNET.
+    for field in [
+        0xa1b2_c3d4u32.to_le_bytes(),
+        [2, 0, 4, 0],
+        [0; 4],
+        [0; 4],
+        65535u32.to_le_bytes(),
+        1u32.to_le_bytes(),
+    ] {
+        pcap.extend_from_slice(&field);
+    }
+    for frame in frames {
+        let len = (frame.len() as u32).to_le_bytes();
+        pcap.extend_from_slice(&[0; 8]);
+        pcap.extend_from_slice(&len);
+        pcap.extend_from_slice(&len);
+        pcap.extend_from_slice(frame);
+    }
+    let path = std::env::temp_dir().join(format!(
+        "lossless-{}-{:?}.pcap",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::write(&path, &pcap).with_context(|| format!("writing {}", path.display()))?;
+    let output = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(&path)
+        .arg("-V")
+        .output();
+    let _ = std::fs::remove_file(&path);
+    let output = lossless::netns::check(
+        "tshark -V",
+        output.context("running tshark (cargo xtask setup installs it)")?,
+    )?;
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }

@@ -4,12 +4,18 @@ use std::{ffi::CString, fs, io};
 
 use anyhow::{bail, Context as _};
 use aya::{
-    programs::{links::FdLink, tc::TcAttachType, SchedClassifier, Xdp, XdpMode},
+    programs::{links::FdLink, tc::TcAttachOptions, SchedClassifier, Xdp, XdpMode},
     Ebpf,
 };
-use dataplane_common::{config::AttachInfo, maps, Hook};
+use dataplane_common::{config::AttachInfo, maps};
 
-use super::{config::HostConfig, pinned_maps::PinnedMaps, pins, pins::PinDir};
+use super::{
+    attachment::{Attachment, TcProgram, XDP_PIN, XDP_PROGRAM},
+    config::HostConfig,
+    pinned_maps::PinnedMaps,
+    pins,
+    pins::PinDir,
+};
 
 /// The eBPF object built by `build.rs`.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/dataplane-ebpf"));
@@ -31,8 +37,8 @@ pub struct AttachRequest {
     pub interface: String,
     /// The XDP mode.
     pub mode: Mode,
-    /// Which hooks to attach.
-    pub hooks: Vec<Hook>,
+    /// What to attach.
+    pub attachments: Vec<Attachment>,
     /// The configuration to start with.
     pub config: HostConfig,
 }
@@ -53,11 +59,23 @@ pub fn attach(request: &AttachRequest) -> anyhow::Result<AttachInfo> {
         );
     }
     let ifindex = ifindex(&request.interface)?;
-    fs::create_dir_all(dir.path()).with_context(|| format!("creating {}", dir.path().display()))?;
+    // Build in a hidden directory and rename it into place at the end, so `status` and
+    // `stats` see an interface either whole or not at all.
+    let staging = dir.hidden("attaching");
+    fs::create_dir_all(pins::ROOT).with_context(|| format!("creating {}", pins::ROOT))?;
+    fs::create_dir(staging.path()).with_context(|| {
+        format!(
+            "creating {} (another attach of {}?)",
+            staging.path().display(),
+            request.interface
+        )
+    })?;
     // From here on, a failure must leave nothing behind.
-    attach_into(request, &dir, ifindex).inspect_err(|_| {
-        let _ = remove_pins(&dir);
-    })
+    attach_into(request, &staging, ifindex)
+        .and_then(|info| staging.rename_to(&dir).map(|()| info))
+        .inspect_err(|_| {
+            let _ = remove_pins(&staging);
+        })
 }
 
 fn attach_into(request: &AttachRequest, dir: &PinDir, ifindex: u32) -> anyhow::Result<AttachInfo> {
@@ -69,25 +87,26 @@ fn attach_into(request: &AttachRequest, dir: &PinDir, ifindex: u32) -> anyhow::R
         map.pin(dir.map(name))
             .with_context(|| format!("pinning map {name}"))?;
     }
-    let pinned = PinnedMaps::open(&request.interface)?;
+    let pinned = PinnedMaps::at(dir.clone());
     pinned.write_config(&request.config)?;
 
     let mut info = AttachInfo {
         ifindex,
         ..AttachInfo::default()
     };
-    for hook in &request.hooks {
-        let link = match hook {
-            Hook::Xdp => {
-                let (link, mode) = attach_xdp(&mut ebpf, &request.interface, request.mode)?;
-                info.xdp_mode = mode;
-                link
-            }
-            Hook::TcEgress => attach_tc(&mut ebpf, &request.interface)?,
-        };
-        link.pin(dir.link(*hook))
-            .with_context(|| format!("pinning the {} link", hook.name()))?;
-        info.hooks |= hook.bit();
+    for attachment in &request.attachments {
+        if *attachment == Attachment::Xdp {
+            let (link, mode) = attach_xdp(&mut ebpf, &request.interface, request.mode)?;
+            info.xdp_mode = mode;
+            link.pin(dir.link(XDP_PIN))
+                .context("pinning the xdp link")?;
+        }
+        for tc in attachment.tc_programs() {
+            let link = attach_tc(&mut ebpf, &request.interface, tc)?;
+            link.pin(dir.link(tc.pin))
+                .with_context(|| format!("pinning {}", tc.pin))?;
+        }
+        info.hooks |= attachment.bit();
     }
     pinned.write_attach_info(info)?;
     Ok(info)
@@ -95,8 +114,8 @@ fn attach_into(request: &AttachRequest, dir: &PinDir, ifindex: u32) -> anyhow::R
 
 fn attach_xdp(ebpf: &mut Ebpf, interface: &str, mode: Mode) -> anyhow::Result<(FdLink, u32)> {
     let program: &mut Xdp = ebpf
-        .program_mut("lossless_xdp")
-        .context("the eBPF object has no program lossless_xdp")?
+        .program_mut(XDP_PROGRAM)
+        .with_context(|| format!("the eBPF object has no program {XDP_PROGRAM}"))?
         .try_into()?;
     program
         .load()
@@ -124,17 +143,21 @@ fn attach_xdp(ebpf: &mut Ebpf, interface: &str, mode: Mode) -> anyhow::Result<(F
     Err(error).with_context(|| format!("attaching XDP to {interface} ({mode:?} mode)"))
 }
 
-fn attach_tc(ebpf: &mut Ebpf, interface: &str) -> anyhow::Result<FdLink> {
+fn attach_tc(ebpf: &mut Ebpf, interface: &str, tc: &TcProgram) -> anyhow::Result<FdLink> {
     let program: &mut SchedClassifier = ebpf
-        .program_mut("lossless_tc")
-        .context("the eBPF object has no program lossless_tc")?
+        .program_mut(tc.program)
+        .with_context(|| format!("the eBPF object has no program {}", tc.program))?
         .try_into()?;
     program
         .load()
-        .context("loading the TC program (verifier)")?;
+        .with_context(|| format!("loading {} (verifier)", tc.program))?;
     let id = program
-        .attach(interface, TcAttachType::Egress)
-        .with_context(|| format!("attaching TC egress to {interface}"))?;
+        .attach_with_options(
+            interface,
+            tc.attach_type,
+            TcAttachOptions::TcxOrder(tc.order()),
+        )
+        .with_context(|| format!("attaching {} to {interface}", tc.program))?;
     FdLink::try_from(program.take_link(id)?)
         .context("TC attached without a TCX link (kernel < 6.6?); cannot pin it")
 }
@@ -144,12 +167,19 @@ fn attach_tc(ebpf: &mut Ebpf, interface: &str) -> anyhow::Result<FdLink> {
 pub fn detach(interface: &str) -> anyhow::Result<()> {
     let dir = PinDir::new(interface)?;
     dir.require_attached()?;
-    remove_pins(&dir)
+    // Out of sight first, then taken apart: others never see half an interface.
+    let doomed = dir.hidden("detaching");
+    dir.rename_to(&doomed)?;
+    remove_pins(&doomed)
 }
 
 fn remove_pins(dir: &PinDir) -> anyhow::Result<()> {
     // Links first, so the programs stop before their maps go.
-    let mut paths: Vec<_> = Hook::ALL.iter().map(|h| dir.link(*h)).collect();
+    let mut paths: Vec<_> = Attachment::ALL
+        .iter()
+        .flat_map(|a| a.pins())
+        .map(|pin| dir.link(pin))
+        .collect();
     paths.extend(maps::PINNED.iter().map(|m| dir.map(m)));
     for path in paths {
         match fs::remove_file(&path) {

@@ -4,10 +4,10 @@ use std::{path::PathBuf, time::Duration};
 
 use anyhow::Context as _;
 use clap::Subcommand;
-use dataplane_common::Hook;
 
 use super::{
     attach::{self, AttachRequest, Mode},
+    attachment::Attachment,
     config::HostConfig,
     pinned_maps::PinnedMaps,
     stats::Stats,
@@ -27,9 +27,10 @@ pub enum HostCommand {
         /// A TOML configuration file (keys as for `set`; see docs/host-ecn.md).
         #[arg(long)]
         config: Option<PathBuf>,
-        /// Hooks to attach: xdp (ingress), tc (egress), or both.
-        #[arg(long, value_delimiter = ',', default_value = "xdp", value_parser = parse_hook)]
-        hooks: Vec<Hook>,
+        /// What to attach: xdp (ECN and PFC receive on ingress), tc (ECN on egress), cnp (the
+        /// CNP fast path); any combination.
+        #[arg(long, value_enum, value_delimiter = ',', default_value = "xdp")]
+        hooks: Vec<Attachment>,
     },
     /// Remove everything `attach` made on IFACE.
     Detach {
@@ -61,18 +62,19 @@ pub enum HostCommand {
         #[arg(required = true, value_name = "KEY=VALUE")]
         assignments: Vec<String>,
     },
+    /// The receiver QP → sender QP map the kernel's CNPs use (DestQP of the CNP).
+    QpMap {
+        /// The interface.
+        iface: String,
+        /// What to do.
+        #[command(subcommand)]
+        action: QpMapAction,
+    },
     /// Stream the programs' logs (turn them on with `set IFACE log.errors=true log.marks=true`).
     Logs {
         /// The interface.
         iface: String,
     },
-}
-
-fn parse_hook(text: &str) -> Result<Hook, String> {
-    Hook::ALL
-        .into_iter()
-        .find(|h| h.name() == text)
-        .ok_or_else(|| format!("unknown hook '{text}' (expected xdp or tc)"))
 }
 
 /// Runs one `host` subcommand.
@@ -88,13 +90,13 @@ pub async fn run(command: HostCommand) -> anyhow::Result<()> {
                 Some(path) => HostConfig::from_file(&path)?,
                 None => HostConfig::default(),
             };
-            let mut hooks = hooks;
-            hooks.sort_by_key(|hook| *hook as u32);
-            hooks.dedup();
+            let mut attachments = hooks;
+            attachments.sort();
+            attachments.dedup();
             let request = AttachRequest {
                 interface: iface.clone(),
                 mode,
-                hooks,
+                attachments,
                 config,
             };
             attach::attach(&request)?;
@@ -132,7 +134,79 @@ pub async fn run(command: HostCommand) -> anyhow::Result<()> {
             maps.write_config(&config)?;
             println!("{iface}: {}", assignments.join(" "));
         }
+        HostCommand::QpMap { iface, action } => qp_map(&iface, action)?,
         HostCommand::Logs { iface } => stream_logs(&iface).await?,
+    }
+    Ok(())
+}
+
+/// `qp-map` actions.
+#[derive(Debug, Subcommand)]
+pub enum QpMapAction {
+    /// Answer CE packets for RX_QP with CNPs addressed to TX_QP.
+    Add {
+        /// The receiver's QP (the data packets' DestQP), decimal or 0x-hex.
+        #[arg(value_parser = parse_qp)]
+        rx_qp: u32,
+        /// The sender's QP, decimal or 0x-hex.
+        #[arg(value_parser = parse_qp)]
+        tx_qp: u32,
+    },
+    /// Remove RX_QP's entry (its CNPs fall back to the data packets' DestQP).
+    Del {
+        /// The receiver's QP.
+        #[arg(value_parser = parse_qp)]
+        rx_qp: u32,
+    },
+    /// Print every entry.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Parses a 24-bit QP number, decimal or 0x-hex.
+fn parse_qp(text: &str) -> Result<u32, String> {
+    let parsed = match text.strip_prefix("0x") {
+        Some(hex) => u32::from_str_radix(hex, 16),
+        None => text.parse(),
+    };
+    match parsed {
+        Ok(qp) if qp <= 0x00ff_ffff => Ok(qp),
+        _ => Err(format!(
+            "'{text}' is not a QP number (24 bits: 0..16777215)"
+        )),
+    }
+}
+
+fn qp_map(iface: &str, action: QpMapAction) -> anyhow::Result<()> {
+    let maps = PinnedMaps::open(iface)?;
+    let mut map = maps.qp_map()?;
+    match action {
+        QpMapAction::Add { rx_qp, tx_qp } => {
+            map.insert(rx_qp, tx_qp, 0)
+                .with_context(|| format!("{iface}: qp-map full?"))?;
+            println!("{iface}: CNPs for QP {rx_qp} go to QP {tx_qp}");
+        }
+        QpMapAction::Del { rx_qp } => {
+            map.remove(&rx_qp)
+                .with_context(|| format!("{iface}: no qp-map entry for QP {rx_qp}"))?;
+            println!("{iface}: QP {rx_qp} removed");
+        }
+        QpMapAction::List { json } => {
+            let mut entries = map.iter().collect::<Result<Vec<(u32, u32)>, _>>()?;
+            entries.sort();
+            if json {
+                let objects: Vec<_> = entries
+                    .iter()
+                    .map(|(rx, tx)| serde_json::json!({"rx_qp": rx, "tx_qp": tx}))
+                    .collect();
+                println!("{}", serde_json::to_string(&objects)?);
+            } else {
+                entries.iter().for_each(|(rx, tx)| println!("{rx} -> {tx}"));
+            }
+        }
     }
     Ok(())
 }

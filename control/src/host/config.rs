@@ -51,6 +51,9 @@ enum Key {
     DscpPriority(usize),
     RoceOnly,
     LinkSpeed,
+    CnpEnabled,
+    CnpIntervalUs,
+    CnpDscp,
     LogMarks,
     LogErrors,
 }
@@ -58,7 +61,7 @@ enum Key {
 /// Every key pattern, for error messages and docs.
 pub const KEYS: &str =
     "ecn.prioN.enabled, ecn.prioN.kmin_bytes, ecn.prioN.kmax_bytes, ecn.prioN.pmax, \
-ecn.prioN.rate_bps (N = 0..7), ecn.roce_only, dscp.D.prio (D = 0..63), pfc.link_speed_bps, log.marks, log.errors";
+ecn.prioN.rate_bps (N = 0..7), ecn.roce_only, dscp.D.prio (D = 0..63), pfc.link_speed_bps, cnp.enabled, cnp.interval_us, cnp.dscp, log.marks, log.errors";
 
 fn parse_key(key: &str) -> anyhow::Result<Key> {
     let parts: Vec<&str> = key.split('.').collect();
@@ -69,6 +72,9 @@ fn parse_key(key: &str) -> anyhow::Result<Key> {
     let parsed = match parts.as_slice() {
         ["ecn", "roce_only"] => Some(Key::RoceOnly),
         ["pfc", "link_speed_bps"] => Some(Key::LinkSpeed),
+        ["cnp", "enabled"] => Some(Key::CnpEnabled),
+        ["cnp", "interval_us"] => Some(Key::CnpIntervalUs),
+        ["cnp", "dscp"] => Some(Key::CnpDscp),
         ["log", "marks"] => Some(Key::LogMarks),
         ["log", "errors"] => Some(Key::LogErrors),
         ["ecn", prio, field] => index(prio, "prio", PRIORITIES).and_then(|p| match *field {
@@ -139,6 +145,22 @@ impl HostConfig {
                 self.settings.link_speed_bps =
                     parse_rate_bps(value).with_context(|| format!("{key}: bad rate"))?;
             }
+            Key::CnpEnabled => self.set_flag(Settings::CNP_ENABLED, parse_bool(key, value)?),
+            Key::CnpIntervalUs => {
+                let micros: u64 = value
+                    .parse()
+                    .with_context(|| format!("{key}: '{value}' is not a whole number of µs"))?;
+                self.settings.cnp_interval_ns = micros
+                    .checked_mul(1000)
+                    .with_context(|| format!("{key}: {value} µs is too long"))?;
+            }
+            Key::CnpDscp => {
+                let dscp = parse_u32(key, value)?;
+                if dscp >= DSCP_VALUES as u32 {
+                    bail!("{key}: DSCP must be 0..63, got {dscp}");
+                }
+                self.settings.cnp_dscp = dscp;
+            }
             Key::LogMarks => self.set_flag(Settings::LOG_MARKS, parse_bool(key, value)?),
             Key::LogErrors => self.set_flag(Settings::LOG_ERRORS, parse_bool(key, value)?),
         }
@@ -204,6 +226,9 @@ impl HostConfig {
         ConfigView {
             roce_only: self.settings.flags & Settings::ROCE_ONLY != 0,
             link_speed_bps: self.settings.link_speed_bps,
+            cnp_enabled: self.settings.flags & Settings::CNP_ENABLED != 0,
+            cnp_interval_us: self.settings.cnp_interval_ns / 1000,
+            cnp_dscp: self.settings.cnp_dscp,
             log_marks: self.settings.flags & Settings::LOG_MARKS != 0,
             log_errors: self.settings.flags & Settings::LOG_ERRORS != 0,
             ecn: self
@@ -253,6 +278,12 @@ pub struct ConfigView {
     pub roce_only: bool,
     /// `pfc.link_speed_bps`.
     pub link_speed_bps: u64,
+    /// `cnp.enabled`.
+    pub cnp_enabled: bool,
+    /// `cnp.interval_us`.
+    pub cnp_interval_us: u64,
+    /// `cnp.dscp`.
+    pub cnp_dscp: u32,
     /// `log.marks`.
     pub log_marks: bool,
     /// `log.errors`.

@@ -4,6 +4,7 @@
 //! command (and a restarted control plane) finds the live state there, like xdp-loader.
 
 pub mod attach;
+pub mod attachment;
 pub mod cli;
 pub mod config;
 pub mod pinned_maps;

@@ -2,8 +2,9 @@
 //! configuration, read counters and queues. Works from any process, at any time after attach.
 
 use anyhow::Context as _;
-use aya::maps::{Array, Map, MapData, PerCpuArray};
+use aya::maps::{Array, HashMap as AyaHashMap, Map, MapData, PerCpuArray};
 use dataplane_common::{
+    cnp::{CnpCounters, CnpQpState},
     config::{AttachInfo, EcnProfile, Settings},
     counters::HookCounters,
     maps,
@@ -25,6 +26,11 @@ impl PinnedMaps {
         let dir = PinDir::new(interface)?;
         dir.require_attached()?;
         Ok(PinnedMaps { dir })
+    }
+
+    /// The maps pinned in `dir`, whatever its state (attach uses it while building).
+    pub fn at(dir: PinDir) -> Self {
+        PinnedMaps { dir }
     }
 
     /// The pin directory.
@@ -106,6 +112,34 @@ impl PinnedMaps {
             total.accumulate(per_cpu);
         }
         Ok(total)
+    }
+
+    /// The notification-point counters, summed over CPUs.
+    pub fn read_cnp_counters(&self) -> anyhow::Result<CnpCounters> {
+        let counters: PerCpuArray<MapData, CnpCounters> =
+            PerCpuArray::try_from(self.map(maps::CNP_COUNTERS)?)
+                .context("map CNP_COUNTERS has an unexpected type")?;
+        let mut total = CnpCounters::default();
+        counters
+            .get(&0, 0)?
+            .iter()
+            .for_each(|c| total.accumulate(c));
+        Ok(total)
+    }
+
+    /// CNP state of every QP that has had a CE packet (the LRU map keeps the latest 4096).
+    pub fn read_cnp_qps(&self) -> anyhow::Result<Vec<(u32, CnpQpState)>> {
+        let qps: AyaHashMap<MapData, u32, CnpQpState> =
+            AyaHashMap::try_from(self.map(maps::CNP_QPS)?)
+                .context("map CNP_QPS has an unexpected type")?;
+        let mut entries = qps.iter().collect::<Result<Vec<_>, _>>()?;
+        entries.sort_by_key(|(qp, _)| *qp);
+        Ok(entries)
+    }
+
+    /// The receiver QP → sender QP map of CNPs.
+    pub fn qp_map(&self) -> anyhow::Result<AyaHashMap<MapData, u32, u32>> {
+        AyaHashMap::try_from(self.map(maps::QP_MAP)?).context("map QP_MAP has an unexpected type")
     }
 
     /// The received pause state, by priority.

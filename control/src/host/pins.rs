@@ -7,12 +7,14 @@ use std::{
 };
 
 use anyhow::{bail, Context as _};
-use dataplane_common::{uapi, Hook};
+use dataplane_common::uapi;
 
 /// Mount point of the BPF filesystem.
 pub const BPFFS: &str = "/sys/fs/bpf";
 /// Our directory inside bpffs.
 pub const ROOT: &str = "/sys/fs/bpf/lossless";
+/// Separates an interface name from the purpose of a hidden pin directory.
+const HIDDEN: char = ':';
 /// Longest interface name the kernel accepts (IFNAMSIZ - 1).
 const MAX_IFNAME: usize = 15;
 
@@ -28,7 +30,7 @@ impl PinDir {
     pub fn new(interface: &str) -> anyhow::Result<Self> {
         let valid = !interface.is_empty()
             && interface.len() <= MAX_IFNAME
-            && !interface.contains(['/', '\0'])
+            && !interface.contains(['/', '\0', HIDDEN])
             && interface != "."
             && interface != "..";
         if !valid {
@@ -38,6 +40,22 @@ impl PinDir {
             interface: interface.to_owned(),
             path: Path::new(ROOT).join(interface),
         })
+    }
+
+    /// A hidden sibling directory (`IFACE:PURPOSE`) where attach builds, or detach takes
+    /// apart, an interface's pins, so others see either all of them or none: `all` skips it.
+    /// (':' never appears in an interface name; bpffs refuses '.' in names.)
+    pub fn hidden(&self, purpose: &str) -> PinDir {
+        PinDir {
+            interface: self.interface.clone(),
+            path: Path::new(ROOT).join(format!("{}{HIDDEN}{purpose}", self.interface)),
+        }
+    }
+
+    /// Moves this directory to `to` in one step (rename within bpffs).
+    pub fn rename_to(&self, to: &PinDir) -> anyhow::Result<()> {
+        fs::rename(&self.path, &to.path)
+            .with_context(|| format!("renaming {} to {}", self.path.display(), to.path.display()))
     }
 
     /// The interface name.
@@ -60,9 +78,9 @@ impl PinDir {
         self.path.join(name)
     }
 
-    /// The pin of the link of `hook`.
-    pub fn link(&self, hook: Hook) -> PathBuf {
-        self.path.join(format!("link_{}", hook.name()))
+    /// The pin of the link called `name` (see `Attachment::pins`).
+    pub fn link(&self, name: &str) -> PathBuf {
+        self.path.join(name)
     }
 
     /// Fails with a message that names the interface unless it is attached.
@@ -88,7 +106,8 @@ impl PinDir {
         };
         for entry in entries {
             let name = entry?.file_name();
-            if let Some(name) = name.to_str() {
+            // Hidden directories are attaches or detaches in progress.
+            if let Some(name) = name.to_str().filter(|n| !n.contains(HIDDEN)) {
                 dirs.push(PinDir::new(name)?);
             }
         }
@@ -148,7 +167,7 @@ mod tests {
             Path::new("/sys/fs/bpf/lossless/veth0/COUNTERS")
         );
         assert_eq!(
-            dir.link(Hook::Xdp),
+            dir.link("link_xdp"),
             Path::new("/sys/fs/bpf/lossless/veth0/link_xdp")
         );
     }

@@ -3,6 +3,7 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use dataplane_common::{
+    cnp::CnpCounters,
     counters::{HookCounters, ParseError, PrioCounters},
     Hook, PRIORITIES,
 };
@@ -50,6 +51,23 @@ pub struct Stats {
     pub pfc_resume_rx: [u64; PRIORITIES],
     /// Time each priority has been paused by received PFC frames, in ns.
     pub pfc_paused_ns: [u64; PRIORITIES],
+    /// Notification-point totals: `cnp_sent`, `cnp_suppressed`, `cnp_received`,
+    /// `cnp_unsupported`.
+    #[serde(flatten)]
+    pub cnp: CnpCounters,
+    /// CNPs per receiver QP.
+    pub cnp_qps: Vec<CnpQpStats>,
+}
+
+/// The CNPs of one receiver QP.
+#[derive(Clone, Debug, Serialize)]
+pub struct CnpQpStats {
+    /// The receiver QP (the data packets' DestQP).
+    pub qp: u32,
+    /// CNPs sent for it.
+    pub cnp_sent: u64,
+    /// CE packets inside its interval, not answered.
+    pub cnp_suppressed: u64,
 }
 
 impl Stats {
@@ -98,6 +116,16 @@ impl Stats {
             pfc_pause_rx: all.per_priority.map(|c| c.pfc_pause_rx),
             pfc_resume_rx: all.per_priority.map(|c| c.pfc_resume_rx),
             pfc_paused_ns: pfc.map(|state| state.paused_ns(now)),
+            cnp: maps.read_cnp_counters()?,
+            cnp_qps: maps
+                .read_cnp_qps()?
+                .into_iter()
+                .map(|(qp, state)| CnpQpStats {
+                    qp,
+                    cnp_sent: state.sent,
+                    cnp_suppressed: state.suppressed,
+                })
+                .collect(),
         })
     }
 
@@ -204,6 +232,13 @@ impl Stats {
                 self.pfc_pause_rx,
                 self.pfc_resume_rx,
                 paused_ms.join(", ")
+            );
+        }
+        let cnp = &self.cnp;
+        if cnp.cnp_sent + cnp.cnp_suppressed + cnp.cnp_received + cnp.cnp_unsupported > 0 {
+            out += &format!(
+                "cnp sent {} suppressed {} received {} unsupported {}\n",
+                cnp.cnp_sent, cnp.cnp_suppressed, cnp.cnp_received, cnp.cnp_unsupported
             );
         }
         out += &format!(

@@ -1,15 +1,15 @@
 //! `status`: which interfaces are attached, how, with which programs and configuration.
 
 use aya::programs::links::{FdLink, PinnedLink};
-use dataplane_common::{config::AttachInfo, Hook};
+use dataplane_common::config::AttachInfo;
 use serde::Serialize;
 
-use super::{config::ConfigView, pinned_maps::PinnedMaps, pins::PinDir};
+use super::{attachment::Attachment, config::ConfigView, pinned_maps::PinnedMaps, pins::PinDir};
 
-/// One attached hook.
+/// One attached program, by its link.
 #[derive(Debug, Serialize)]
 pub struct HookStatus {
-    /// `xdp` or `tc`.
+    /// `xdp`, `tc`, `cnp_in` or `cnp_out` (the link pin's name without `link_`).
     pub hook: &'static str,
     /// Kernel id of the attached program.
     pub program_id: u32,
@@ -38,14 +38,14 @@ impl InterfaceStatus {
         let maps = PinnedMaps::open(interface)?;
         let info = maps.read_attach_info()?;
         let mut hooks = Vec::new();
-        for hook in Hook::ALL {
-            if info.hooks & hook.bit() == 0 {
-                continue;
-            }
-            let link = FdLink::from(PinnedLink::from_pin(maps.dir().link(hook))?);
+        let attached = Attachment::ALL
+            .into_iter()
+            .filter(|a| info.hooks & a.bit() != 0);
+        for pin in attached.flat_map(Attachment::pins) {
+            let link = FdLink::from(PinnedLink::from_pin(maps.dir().link(pin))?);
             let link_info = link.info()?;
             hooks.push(HookStatus {
-                hook: hook.name(),
+                hook: pin.trim_start_matches("link_"),
                 program_id: link_info.program_id(),
                 link_id: link_info.id(),
             });
@@ -63,12 +63,17 @@ impl InterfaceStatus {
         })
     }
 
-    /// Every attached interface.
+    /// Every attached interface (one detached while this runs is left out).
     pub fn all() -> anyhow::Result<Vec<Self>> {
-        PinDir::all()?
-            .iter()
-            .map(|dir| Self::read(dir.interface()))
-            .collect()
+        let mut all = Vec::new();
+        for dir in PinDir::all()? {
+            match Self::read(dir.interface()) {
+                Ok(status) => all.push(status),
+                Err(_) if !dir.exists() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(all)
     }
 
     /// A short human summary.

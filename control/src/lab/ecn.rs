@@ -17,6 +17,7 @@ use dataplane_common::{red, Hook};
 use crate::{
     host::{
         attach::{self, AttachRequest, Mode},
+        attachment::Attachment,
         config::HostConfig,
         pinned_maps::PinnedMaps,
     },
@@ -73,6 +74,9 @@ impl RateController for SharedRate {
     }
 
     fn on_sent(&mut self, _now: Duration, _wire_bits: u64) {}
+
+    /// The lab's offered load is open loop: it ignores congestion notifications.
+    fn on_cnp(&mut self, _now: Duration) {}
 }
 
 /// sender ns —veth— bottleneck ns (forwards) —veth— receiver ns.
@@ -145,7 +149,7 @@ pub fn run(args: &EcnLab, stop: &StopFlag) -> anyhow::Result<()> {
     let request = AttachRequest {
         interface: topology.ingress.ifname.clone(),
         mode: Mode::Native,
-        hooks: vec![Hook::Xdp],
+        attachments: vec![Attachment::Xdp],
         config,
     };
     topology.bottleneck_ns.run(|| attach::attach(&request))??;
@@ -169,6 +173,7 @@ pub fn run(args: &EcnLab, stop: &StopFlag) -> anyhow::Result<()> {
         duration: None,
         count: None,
         idle_timeout: Some(Duration::from_secs(2)),
+        cnp: None,
     };
 
     println!(
