@@ -412,6 +412,12 @@ impl<'a> Exec<'a> {
                 }
             }
             Expr::PacketLength => self.data.len() as u128,
+            Expr::Checksum16(fields) => {
+                let bytes = self.field_bytes(fields, false);
+                let c = hash::csum16(&bytes);
+                self.state.field_buffer = bytes;
+                u128::from(c)
+            }
         }
     }
 

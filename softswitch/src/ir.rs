@@ -96,6 +96,8 @@ pub enum Expr {
     Lookahead { offset: u32, width: u16, need: u32 },
     /// `packet.length()` in a parser (bytes).
     PacketLength,
+    /// `Checksum16.get(data)`: the Internet checksum of the fields.
+    Checksum16(Box<FieldList>),
 }
 
 /// A scalar place that can be written.
@@ -550,6 +552,8 @@ pub enum InstanceKind {
     Meter { size: u32, bytes: bool },
     /// `direct_meter(type)`.
     DirectMeter { bytes: bool },
+    /// The deprecated `Checksum16()` (its `get` computes an Internet checksum).
+    Checksum16,
     /// A parser `value_set<bit<W>>(size)`, filled by the control plane.
     ValueSet { size: u32, width: u16 },
     /// `action_profile(size)`: members (actions with data) that entries refer to.

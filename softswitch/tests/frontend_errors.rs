@@ -272,10 +272,10 @@ fn checker_missing_main() {
 #[test]
 fn checker_unsupported_construct_is_named() {
     assert_eq!(
-        error(&program("Checksum16() ck;", "", "")),
+        error(&program("header w_t { bit<256> x; }", "", "")),
         (
-            "6:1".into(),
-            "extern 'Checksum16' is not supported yet".into()
+            "6:14".into(),
+            "width 256 is not supported: softswitch supports 1 to 128 bits".into()
         )
     );
 }

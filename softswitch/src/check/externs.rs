@@ -83,6 +83,10 @@ pub(super) fn instance_kind(c: &mut Checker, i: &ast::Instance) -> Result<Instan
                 bytes: meter_bytes(c, args[0])?,
             })
         }
+        "Checksum16" => {
+            want(0)?;
+            Ok(InstanceKind::Checksum16)
+        }
         "action_profile" => {
             want(1)?;
             Ok(InstanceKind::ActionProfile {
@@ -232,7 +236,7 @@ impl Checker<'_> {
     }
 
     /// The flattened fields of a hash, checksum or digest data argument.
-    fn field_list(&mut self, e: &ast::Expr) -> Result<FieldList> {
+    pub(super) fn field_list(&mut self, e: &ast::Expr) -> Result<FieldList> {
         if let ExprKind::List(_) | ExprKind::StructInit(_) = &e.kind {
             let items: Vec<&ast::Expr> = match &e.kind {
                 ExprKind::List(items) => items.iter().collect(),
@@ -560,6 +564,7 @@ impl Checker<'_> {
             }
             (
                 InstanceKind::ValueSet { .. }
+                | InstanceKind::Checksum16
                 | InstanceKind::ActionProfile { .. }
                 | InstanceKind::ActionSelector { .. },
                 _,

@@ -331,6 +331,26 @@ impl<'a> Checker<'a> {
                         konst: Some(u128::from(value)),
                     });
                 }
+                if let ExprKind::Name(n) = &base.kind {
+                    if let Some(Sym::Instance(i)) = self.lookup(n) {
+                        let i = *i;
+                        if matches!(self.instances[i].kind, crate::ir::InstanceKind::Checksum16)
+                            && method.name == "get"
+                        {
+                            let [data] = args else {
+                                return fail(e.span, "get takes one argument");
+                            };
+                            let fields = self.field_list(&data.value)?;
+                            return scalar(
+                                Expr::Checksum16(Box::new(fields)),
+                                Type::Bits {
+                                    width: 16,
+                                    signed: false,
+                                },
+                            );
+                        }
+                    }
+                }
                 if method.name == "isValid" {
                     no_args(args)?;
                     return match self.expr(base)? {

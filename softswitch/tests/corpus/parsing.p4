@@ -110,7 +110,15 @@ parser MyParser(packet_in packet, out headers hdr, inout meta_t meta,
 }
 
 control MyVerify(inout headers hdr, inout meta_t meta) {
+    Checksum16() ipv4_checksum;
+
     apply {
+        // The deprecated Checksum16 extern agrees with verify_checksum: both see 0 on a good header.
+        if (hdr.ipv4.isValid() && ipv4_checksum.get({ hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.tos,
+                hdr.ipv4.len, hdr.ipv4.id, hdr.ipv4.flags, hdr.ipv4.frag, hdr.ipv4.ttl,
+                hdr.ipv4.protocol, hdr.ipv4.csum, hdr.ipv4.src, hdr.ipv4.dst }) != 0) {
+            meta.ver = meta.ver | 0x80;
+        }
         verify_checksum(hdr.ipv4.isValid(),
             { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.tos, hdr.ipv4.len, hdr.ipv4.id,
               hdr.ipv4.flags, hdr.ipv4.frag, hdr.ipv4.ttl, hdr.ipv4.protocol,

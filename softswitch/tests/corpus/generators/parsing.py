@@ -25,8 +25,8 @@ payload = bytes([0xab, 0xcd])
 cases = [
     ("valid IPv4, TCP: class 3 (ttl 64 is outside 1..9 and 6 is not 0x1*)",
      eth() + ipv4() + payload, eth() + info(0, 0, 0, 0xab, 3, 2, 0x45) + ipv4() + payload),
-    ("a wrong checksum sets checksum_error; source ending in 01 hits the optional entry",
-     eth(0x01) + ipv4(good=False) + payload, eth(0x01) + info(0, 0, 1, 0xab, 3, 1, 0x45) + ipv4(good=False) + payload),
+    ("a wrong checksum sets checksum_error (and Checksum16 flags it in ver's top bit); source ending in 01 hits the optional entry",
+     eth(0x01) + ipv4(good=False) + payload, eth(0x01) + info(0, 0, 1, 0xab, 3, 1, 0xc5) + ipv4(good=False) + payload),
     ("ttl 5, UDP: the range entry wins (class 1)",
      eth() + ipv4(ttl=5, proto=17) + payload, eth() + info(0, 0, 0, 0xab, 1, 2, 0x45) + ipv4(ttl=5, proto=17) + payload),
     ("protocol 0x12 with ttl 50: the masked entry (class 2)",
