@@ -33,7 +33,7 @@ const DEFAULT_IDLE_SECS: f64 = 5.0;
 #[derive(Debug, Subcommand)]
 pub enum TrafficCommand {
     /// Send RoCEv2 frames over one or more QPs at a rate.
-    Send(SendArgs),
+    Send(Box<SendArgs>),
     /// Count RoCEv2 frames per QP: packets, bytes, ECN, PSN gaps, reordering, goodput.
     Recv(RecvArgs),
 }
@@ -161,7 +161,9 @@ impl SendArgs {
         let d = DcqcnParams::default();
         DcqcnParams {
             g: self.dcqcn_g.unwrap_or(d.g),
-            alpha_period: self.dcqcn_alpha_us.map_or(d.alpha_period, Duration::from_micros),
+            alpha_period: self
+                .dcqcn_alpha_us
+                .map_or(d.alpha_period, Duration::from_micros),
             increase_period: self
                 .dcqcn_timer_us
                 .map_or(d.increase_period, Duration::from_micros),
@@ -296,7 +298,7 @@ fn stop_on_interrupt<T>(flag: StopFlag, work: impl FnOnce() -> T) -> anyhow::Res
 /// Runs `lossless traffic send|recv`; Ctrl-C ends either early with its summary.
 pub fn run(cmd: TrafficCommand) -> anyhow::Result<()> {
     match cmd {
-        TrafficCommand::Send(args) => send(args),
+        TrafficCommand::Send(args) => send(*args),
         TrafficCommand::Recv(args) => recv(args),
     }
 }
@@ -333,9 +335,7 @@ fn send(args: SendArgs) -> anyhow::Result<()> {
         let mut rates = shares
             .iter()
             .zip(sender.frames())
-            .map(|(share, frame)| {
-                Ok(Dcqcn::new(share.bps, params)?.record(frame.bth.dest_qp))
-            })
+            .map(|(share, frame)| Ok(Dcqcn::new(share.bps, params)?.record(frame.bth.dest_qp)))
             .collect::<anyhow::Result<Vec<Dcqcn>>>()
             .context("--dcqcn")?;
         let summary = run_sender(&mut sender, &mut rates, &args.iface)?;

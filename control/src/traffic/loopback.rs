@@ -247,7 +247,10 @@ fn ce_marks_answered_with_cnps_reach_the_sender() {
     let (sent, got) = exchange(&bed, recv, send, 10_000_000);
     // No rate limit: every CE mark is answered; the sender reads the CNPs it
     // has by the time it ends (the last ones may still be in flight).
-    assert_eq!((got.packets, got.cnp_sent, got.cnp_suppressed), (100, 100, 0));
+    assert_eq!(
+        (got.packets, got.cnp_sent, got.cnp_suppressed),
+        (100, 100, 0)
+    );
     assert!(sent.cnp_received >= 90, "{sent:?}");
     assert_eq!(sent.cnp_unmatched, 0);
     assert_eq!(

@@ -145,7 +145,10 @@ mod tests {
             let len = cnp.emit(&mut buffer, |reserved| reserved.fill(0)).unwrap();
             assert_eq!(len, 74);
             let (parsed, reserved) = RoceFrame::parse(&buffer[..len]).unwrap();
-            assert_eq!((parsed.src_mac, parsed.dst_mac), (data.dst_mac, data.src_mac));
+            assert_eq!(
+                (parsed.src_mac, parsed.dst_mac),
+                (data.dst_mac, data.src_mac)
+            );
             assert_eq!((parsed.src_ip, parsed.dst_ip), (data.dst_ip, data.src_ip));
             assert_eq!((parsed.dscp, parsed.ecn), (48, Ecn::NotEct));
             assert_eq!((parsed.bth.opcode, parsed.bth.dest_qp), (Opcode::Cnp, qp));

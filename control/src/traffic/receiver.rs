@@ -191,9 +191,11 @@ impl Receiver {
                                 let len = point
                                     .cnp_for(&frame)
                                     .emit(&mut cnp_buffer, |reserved| reserved.fill(0))?;
-                                out.send_batch(&[&cnp_buffer[..len]]).map_err(TrafficError::io(
-                                    format!("send a CNP on {}", self.config.iface),
-                                ))?;
+                                out.send_batch(&[&cnp_buffer[..len]])
+                                    .map_err(TrafficError::io(format!(
+                                        "send a CNP on {}",
+                                        self.config.iface
+                                    )))?;
                             }
                             counters.record_cnp_answer(key, sent);
                         }

@@ -296,8 +296,9 @@ impl Sender {
         } else {
             libc::ETH_P_IPV6
         };
-        let cnp_socket = PacketSocket::open_ethertype(iface.index, ethertype as u16)
-            .map_err(TrafficError::io(format!("open a CNP socket on {}", iface.name)))?;
+        let cnp_socket = PacketSocket::open_ethertype(iface.index, ethertype as u16).map_err(
+            TrafficError::io(format!("open a CNP socket on {}", iface.name)),
+        )?;
         cnp_socket
             .set_recv_buffer(CNP_BUFFER)
             .map_err(TrafficError::io(format!(
