@@ -42,6 +42,8 @@ pub struct Settings {
     pub link_speed_bps: u64,
     /// At most one CNP per QP per this many ns.
     pub cnp_interval_ns: u64,
+    /// A priority paused by an unbroken run of PAUSE frames longer than this is in a storm.
+    pub pfc_watchdog_ns: u64,
 }
 
 impl Settings {
@@ -53,15 +55,27 @@ impl Settings {
     pub const LOG_ERRORS: u32 = 1 << 2;
     /// Answer CE-marked RoCEv2 packets with CNPs (when the `cnp` hook is attached).
     pub const CNP_ENABLED: u32 = 1 << 3;
+    /// Stop honouring a priority's pauses while it storms (the PFC watchdog's action).
+    pub const PFC_WATCHDOG_IGNORE: u32 = 1 << 4;
 
     /// The default: RoCEv2 only, no logging, a 100 Gb/s link, CNPs on with DSCP 48 and
-    /// at most one per QP per 50 µs (DCQCN's notification point).
+    /// at most one per QP per 50 µs (DCQCN's notification point), a PFC watchdog of 200 ms
+    /// that counts storms and still honours them.
     pub const DEFAULT: Settings = Settings {
         flags: Settings::ROCE_ONLY | Settings::CNP_ENABLED,
         cnp_dscp: 48,
         link_speed_bps: 100_000_000_000,
         cnp_interval_ns: 50_000,
+        pfc_watchdog_ns: 200_000_000,
     };
+
+    /// The PFC watchdog these settings describe.
+    pub const fn watchdog(&self) -> crate::pfc::Watchdog {
+        crate::pfc::Watchdog {
+            limit_ns: self.pfc_watchdog_ns,
+            ignore_storms: self.flags & Settings::PFC_WATCHDOG_IGNORE != 0,
+        }
+    }
 }
 
 /// What `lossless host attach` did, kept in a pinned map so `status` can tell it later.

@@ -25,6 +25,10 @@ pub struct PrioCounters {
     pub pfc_pause_rx: u64,
     /// 802.1Qbb PAUSE frames received for this priority with time 0 (XON).
     pub pfc_resume_rx: u64,
+    /// Pause storms the watchdog saw on this priority (runs of pauses longer than its limit).
+    pub pfc_storms: u64,
+    /// Frames of this priority that left (TC egress) while it was paused.
+    pub pfc_violations: u64,
 }
 
 /// The kinds of malformed frame the parser recognises; each has its own counter.
@@ -131,6 +135,8 @@ impl PrioCounters {
         self.would_mark_not_ect += other.would_mark_not_ect;
         self.pfc_pause_rx += other.pfc_pause_rx;
         self.pfc_resume_rx += other.pfc_resume_rx;
+        self.pfc_storms += other.pfc_storms;
+        self.pfc_violations += other.pfc_violations;
     }
 }
 

@@ -18,7 +18,8 @@ use crate::{
 const ECN_CE: u8 = 0b11;
 const ECN_NOT_ECT: u8 = 0b00;
 
-/// Runs the ECN mechanism on one frame of `len` bytes seen at `hook`.
+/// Runs the ECN mechanism on one frame of `len` bytes seen at `hook`, and returns the
+/// frame's priority.
 ///
 /// `tag_pcp` is the PCP of a VLAN tag the kernel keeps outside the frame (TC with VLAN
 /// offload). `set_ce` marks the packet CE in place and returns whether it did.
@@ -30,9 +31,9 @@ pub fn process<C: aya_ebpf::EbpfContext>(
     hook: Hook,
     tag_pcp: Option<u8>,
     set_ce: impl FnOnce(&Parsed) -> bool,
-) {
+) -> usize {
     let Some(counters) = COUNTERS.get_ptr_mut(hook as u32) else {
-        return;
+        return 0;
     };
     // SAFETY: a per-CPU map value, only this CPU writes it while this program runs.
     let counters: &mut HookCounters = unsafe { &mut *counters };
@@ -58,17 +59,17 @@ pub fn process<C: aya_ebpf::EbpfContext>(
         ECN_PROFILES.get(priority as u32),
         QUEUES.get_ptr_mut(queue_index(hook, priority)),
     ) else {
-        return;
+        return priority;
     };
     // SAFETY: a shared map value. Updates from several CPUs may race; the model tolerates a
     // lost update (docs/host-ecn.md).
     let backlog = unsafe { (*queue).enqueue(bpf_ktime_get_ns(), len, profile.rate_bytes_per_sec) };
 
     let Some(parsed) = parsed else {
-        return;
+        return priority;
     };
     if parsed.network == Network::Other {
-        return;
+        return priority;
     }
     if parsed.roce {
         prio_counters.roce_packets += 1;
@@ -76,21 +77,21 @@ pub fn process<C: aya_ebpf::EbpfContext>(
     match parsed.ecn {
         ECN_CE => {
             prio_counters.ce_on_arrival += 1;
-            return;
+            return priority;
         }
         ECN_NOT_ECT => {}
         _ => prio_counters.ect_packets += 1,
     }
     let eligible = parsed.roce || settings.flags & Settings::ROCE_ONLY == 0;
     if profile.enabled == 0 || !eligible {
-        return;
+        return priority;
     }
     if !red::should_mark(profile, backlog, unsafe { bpf_get_prandom_u32() }) {
-        return;
+        return priority;
     }
     if parsed.ecn == ECN_NOT_ECT {
         prio_counters.would_mark_not_ect += 1;
-        return;
+        return priority;
     }
     if set_ce(&parsed) {
         prio_counters.ecn_marked += 1;
@@ -101,6 +102,7 @@ pub fn process<C: aya_ebpf::EbpfContext>(
             );
         }
     }
+    priority
 }
 
 /// The priority of a frame: its VLAN PCP when tagged, else its DSCP through the DSCP map.

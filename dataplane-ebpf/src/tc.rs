@@ -1,4 +1,5 @@
-//! The TC egress program: ECN marking as frames leave. Marks with `bpf_skb_ecn_set_ce`.
+//! The TC egress program: ECN marking as frames leave (with `bpf_skb_ecn_set_ce`), and the
+//! count of frames that leave while their priority is paused.
 
 use aya_ebpf::{
     bindings::TC_ACT_UNSPEC, helpers::generated::bpf_skb_ecn_set_ce, macros::classifier,
@@ -6,7 +7,7 @@ use aya_ebpf::{
 };
 use dataplane_common::Hook;
 
-use crate::{ecn, parse::Frame};
+use crate::{ecn, parse::Frame, pfc};
 
 /// Bytes made linear before parsing: enough for two VLAN tags, IPv6 with extension headers,
 /// UDP and the BTH.
@@ -29,9 +30,10 @@ pub fn lossless_tc(ctx: TcContext) -> i32 {
     // SAFETY: the context pointer is valid for the whole program run.
     let skb = unsafe { &*ctx.skb.skb };
     let tag_pcp = (skb.vlan_present != 0).then_some((skb.vlan_tci >> 13) as u8);
-    ecn::process(&ctx, &frame, len as u64, Hook::TcEgress, tag_pcp, |_| {
+    let priority = ecn::process(&ctx, &frame, len as u64, Hook::TcEgress, tag_pcp, |_| {
         // SAFETY: the helper checks the packet itself and only sets CE on ECT packets.
         unsafe { bpf_skb_ecn_set_ce(ctx.skb.skb) == 1 }
     });
+    pfc::count_violation(priority);
     TC_ACT_UNSPEC
 }

@@ -15,7 +15,7 @@ use crate::{
 #[xdp]
 pub fn lossless_xdp(ctx: XdpContext) -> u32 {
     let frame = Frame::new(ctx.data(), ctx.data_end());
-    if pfc::receive(&frame) {
+    if pfc::receive(&ctx, &frame) {
         return xdp_action::XDP_DROP;
     }
     let len = (ctx.data_end() - ctx.data()) as u64;

@@ -119,3 +119,90 @@ fn malformed_mac_control_frames_are_not_honoured() {
     assert_eq!(array(&stats, "pfc_pause_rx", 2), 0);
     assert_eq!(array(&stats, "pfc_paused_ns", 2), 0);
 }
+
+/// An unbroken run of PAUSE refreshes longer than the watchdog limit is a storm: counted
+/// once; with `pfc.watchdog_ignore` the storm is no longer honoured.
+#[test]
+fn the_watchdog_sees_pause_storms() {
+    if !privileged("the_watchdog_sees_pause_storms") {
+        return;
+    }
+    let link = Link::new().unwrap();
+    let _attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--mode", "skb"]).unwrap();
+    link.set_rx(&["pfc.link_speed_bps=10m", "pfc.watchdog_ms=20"]);
+    let sender = link.tx_socket();
+    let pause = pfc("c4_enabled=1, c4_pause_time=65535");
+    // Refresh the pause (each lasts 3.36 s) until the run outlasts the 20 ms limit.
+    let storm = |expected: u64| {
+        link.wait_for_rx_stats(|s| {
+            sender.send(&pause).unwrap();
+            array(s, "pfc_storms", 4) == expected
+        })
+    };
+    storm(1);
+    let stats = storm(1);
+    assert!(
+        array(&stats, "pfc_paused_ns", 4) >= 20_000_000,
+        "a counted storm is still honoured"
+    );
+
+    // Ignoring storms: after XON a new run starts; once it storms, it is not honoured.
+    link.set_rx(&["pfc.watchdog_ignore=true"]);
+    sender.send(&pfc("c4_enabled=1, c4_pause_time=0")).unwrap();
+    let stormed = storm(2);
+    sender.send(&pause).unwrap();
+    let later = link
+        .wait_for_rx_stats(|s| array(s, "pfc_pause_rx", 4) > array(&stormed, "pfc_pause_rx", 4));
+    assert_eq!(
+        array(&later, "pfc_paused_ns", 4),
+        array(&stormed, "pfc_paused_ns", 4),
+        "an ignored storm must not add paused time"
+    );
+}
+
+/// Frames that leave (TC egress) while their priority is paused are counted as violations;
+/// other priorities are not.
+#[test]
+fn frames_sent_while_paused_are_violations() {
+    if !privileged("frames_sent_while_paused_are_violations") {
+        return;
+    }
+    let link = Link::new().unwrap();
+    // The sender's interface receives the PAUSE (XDP) and sends the frames (TC egress).
+    let _attached = Attached::new(
+        &link.tx_ns,
+        &link.tx.ifname,
+        &["--mode", "skb", "--hooks", "xdp,tc"],
+    )
+    .unwrap();
+    Link::lossless(
+        &link.tx_ns,
+        &["host", "set", &link.tx.ifname, "pfc.link_speed_bps=10m"],
+    )
+    .unwrap();
+    let rx_name = link.rx.ifname.clone();
+    let peer = link
+        .rx_ns
+        .run(move || RawSocket::open(&rx_name))
+        .unwrap()
+        .unwrap();
+    peer.send(&pfc("c3_enabled=1, c3_pause_time=65535"))
+        .unwrap();
+    let tx_stats = |link: &Link| Link::stats(&link.tx_ns, &link.tx.ifname).unwrap();
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while array(&tx_stats(&link), "pfc_pause_rx", 3) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the PAUSE never arrived"
+        );
+    }
+    let data: Vec<Vec<u8>> = (0..20).map(|_| link.roce().build()).collect(); // DSCP 26: priority 3
+    let mut other = link.roce();
+    other.dscp = 0;
+    let mut frames = data.clone();
+    frames.push(other.build());
+    link.send_and_capture(&frames);
+    let stats = tx_stats(&link);
+    assert_eq!(array(&stats, "pfc_violations", 3), 20, "{stats}");
+    assert_eq!(array(&stats, "pfc_violations", 0), 0, "{stats}");
+}

@@ -51,6 +51,8 @@ enum Key {
     DscpPriority(usize),
     RoceOnly,
     LinkSpeed,
+    WatchdogMs,
+    WatchdogIgnore,
     CnpEnabled,
     CnpIntervalUs,
     CnpDscp,
@@ -61,7 +63,7 @@ enum Key {
 /// Every key pattern, for error messages and docs.
 pub const KEYS: &str =
     "ecn.prioN.enabled, ecn.prioN.kmin_bytes, ecn.prioN.kmax_bytes, ecn.prioN.pmax, \
-ecn.prioN.rate_bps (N = 0..7), ecn.roce_only, dscp.D.prio (D = 0..63), pfc.link_speed_bps, cnp.enabled, cnp.interval_us, cnp.dscp, log.marks, log.errors";
+ecn.prioN.rate_bps (N = 0..7), ecn.roce_only, dscp.D.prio (D = 0..63), pfc.link_speed_bps, pfc.watchdog_ms, pfc.watchdog_ignore, cnp.enabled, cnp.interval_us, cnp.dscp, log.marks, log.errors";
 
 fn parse_key(key: &str) -> anyhow::Result<Key> {
     let parts: Vec<&str> = key.split('.').collect();
@@ -72,6 +74,8 @@ fn parse_key(key: &str) -> anyhow::Result<Key> {
     let parsed = match parts.as_slice() {
         ["ecn", "roce_only"] => Some(Key::RoceOnly),
         ["pfc", "link_speed_bps"] => Some(Key::LinkSpeed),
+        ["pfc", "watchdog_ms"] => Some(Key::WatchdogMs),
+        ["pfc", "watchdog_ignore"] => Some(Key::WatchdogIgnore),
         ["cnp", "enabled"] => Some(Key::CnpEnabled),
         ["cnp", "interval_us"] => Some(Key::CnpIntervalUs),
         ["cnp", "dscp"] => Some(Key::CnpDscp),
@@ -144,6 +148,20 @@ impl HostConfig {
             Key::LinkSpeed => {
                 self.settings.link_speed_bps =
                     parse_rate_bps(value).with_context(|| format!("{key}: bad rate"))?;
+            }
+            Key::WatchdogMs => {
+                let millis: u64 = value
+                    .parse()
+                    .with_context(|| format!("{key}: '{value}' is not a whole number of ms"))?;
+                if millis == 0 {
+                    bail!("{key}: the watchdog limit must be at least 1 ms");
+                }
+                self.settings.pfc_watchdog_ns = millis
+                    .checked_mul(1_000_000)
+                    .with_context(|| format!("{key}: {value} ms is too long"))?;
+            }
+            Key::WatchdogIgnore => {
+                self.set_flag(Settings::PFC_WATCHDOG_IGNORE, parse_bool(key, value)?)
             }
             Key::CnpEnabled => self.set_flag(Settings::CNP_ENABLED, parse_bool(key, value)?),
             Key::CnpIntervalUs => {
@@ -226,6 +244,8 @@ impl HostConfig {
         ConfigView {
             roce_only: self.settings.flags & Settings::ROCE_ONLY != 0,
             link_speed_bps: self.settings.link_speed_bps,
+            pfc_watchdog_ms: self.settings.pfc_watchdog_ns / 1_000_000,
+            pfc_watchdog_ignore: self.settings.flags & Settings::PFC_WATCHDOG_IGNORE != 0,
             cnp_enabled: self.settings.flags & Settings::CNP_ENABLED != 0,
             cnp_interval_us: self.settings.cnp_interval_ns / 1000,
             cnp_dscp: self.settings.cnp_dscp,
@@ -278,6 +298,10 @@ pub struct ConfigView {
     pub roce_only: bool,
     /// `pfc.link_speed_bps`.
     pub link_speed_bps: u64,
+    /// `pfc.watchdog_ms`.
+    pub pfc_watchdog_ms: u64,
+    /// `pfc.watchdog_ignore`.
+    pub pfc_watchdog_ignore: bool,
     /// `cnp.enabled`.
     pub cnp_enabled: bool,
     /// `cnp.interval_us`.

@@ -51,6 +51,10 @@ pub struct Stats {
     pub pfc_resume_rx: [u64; PRIORITIES],
     /// Time each priority has been paused by received PFC frames, in ns.
     pub pfc_paused_ns: [u64; PRIORITIES],
+    /// Pause storms the watchdog saw, by priority.
+    pub pfc_storms: [u64; PRIORITIES],
+    /// Frames that left (TC egress) while their priority was paused, by priority.
+    pub pfc_violations: [u64; PRIORITIES],
     /// Notification-point totals: `cnp_sent`, `cnp_suppressed`, `cnp_received`,
     /// `cnp_unsupported`.
     #[serde(flatten)]
@@ -116,6 +120,8 @@ impl Stats {
             pfc_pause_rx: all.per_priority.map(|c| c.pfc_pause_rx),
             pfc_resume_rx: all.per_priority.map(|c| c.pfc_resume_rx),
             pfc_paused_ns: pfc.map(|state| state.paused_ns(now)),
+            pfc_storms: all.per_priority.map(|c| c.pfc_storms),
+            pfc_violations: all.per_priority.map(|c| c.pfc_violations),
             cnp: maps.read_cnp_counters()?,
             cnp_qps: maps
                 .read_cnp_qps()?
@@ -228,10 +234,12 @@ impl Stats {
                 .map(|ns| format!("{:.3}", *ns as f64 / 1e6))
                 .collect();
             out += &format!(
-                "pfc (prio 0..7) pause_rx {:?} resume_rx {:?} paused_ms [{}]\n",
+                "pfc (prio 0..7) pause_rx {:?} resume_rx {:?} paused_ms [{}] storms {:?} violations {:?}\n",
                 self.pfc_pause_rx,
                 self.pfc_resume_rx,
-                paused_ms.join(", ")
+                paused_ms.join(", "),
+                self.pfc_storms,
+                self.pfc_violations
             );
         }
         let cnp = &self.cnp;
