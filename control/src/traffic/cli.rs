@@ -653,6 +653,111 @@ mod tests {
         .is_err());
     }
 
+    /// `traffic send` with the minimal options and `extra`.
+    fn send_with(extra: &[&str]) -> Result<SendArgs, clap::Error> {
+        let mut args = vec!["traffic", "send", "--iface", "a", "--dst-ip", "10.0.0.2"];
+        args.extend_from_slice(extra);
+        match Cli::try_parse_from(args)?.traffic {
+            TrafficCommand::Send(args) => Ok(*args),
+            TrafficCommand::Recv(_) => panic!("not send"),
+        }
+    }
+
+    #[test]
+    fn dcqcn_options() {
+        let args = send_with(&["--dcqcn"]).unwrap();
+        assert!(args.dcqcn && !args.ignore_pfc);
+        assert_eq!(args.dcqcn_params(), DcqcnParams::default());
+        let args = send_with(&[
+            "--dcqcn",
+            "--dcqcn-g",
+            "0.5",
+            "--dcqcn-rai",
+            "10mbit",
+            "--dcqcn-rhai",
+            "1gbit",
+            "--dcqcn-min-rate",
+            "1mbit",
+            "--dcqcn-byte-counter",
+            "1000",
+            "--dcqcn-timer-us",
+            "7",
+            "--dcqcn-alpha-us",
+            "9",
+            "--dcqcn-fast-recovery",
+            "2",
+            "--dcqcn-initial-alpha",
+            "0.25",
+            "--rate-log",
+            "r.csv",
+            "--ignore-pfc",
+            "--ecn",
+            "ce",
+        ])
+        .unwrap();
+        assert_eq!(
+            args.dcqcn_params(),
+            DcqcnParams {
+                g: 0.5,
+                alpha_period: Duration::from_micros(9),
+                increase_period: Duration::from_micros(7),
+                byte_counter_bytes: 1000,
+                fast_recovery_steps: 2,
+                rate_ai_bps: 10_000_000,
+                rate_hai_bps: 1_000_000_000,
+                min_rate_bps: 1_000_000,
+                initial_alpha: 0.25,
+            }
+        );
+        assert!(args.ignore_pfc);
+        assert_eq!(args.ecn, EcnArg::Ce);
+        // DCQCN parameters and the rate log mean nothing without --dcqcn.
+        assert!(send_with(&["--dcqcn-g", "0.5"]).is_err());
+        assert!(send_with(&["--rate-log", "r.csv"]).is_err());
+    }
+
+    #[test]
+    fn rate_log_formats() {
+        assert_eq!(LogFormat::of(Path::new("a/r.csv")).unwrap(), LogFormat::Csv);
+        assert_eq!(LogFormat::of(Path::new("r.json")).unwrap(), LogFormat::Json);
+        assert!(LogFormat::of(Path::new("r.txt")).is_err());
+        assert!(LogFormat::of(Path::new("r")).is_err());
+    }
+
+    #[test]
+    fn cnp_options() {
+        let cli = Cli::try_parse_from([
+            "traffic",
+            "recv",
+            "--iface",
+            "b",
+            "--cnp",
+            "--cnp-interval-us",
+            "100",
+            "--cnp-dscp",
+            "46",
+            "--qp-map",
+            "256=0x1001, 257=4098",
+        ])
+        .unwrap();
+        let TrafficCommand::Recv(args) = cli.traffic else {
+            panic!("not recv")
+        };
+        assert!(args.cnp);
+        assert_eq!((args.cnp_interval_us, args.cnp_dscp), (100, 46));
+        assert_eq!(
+            args.qp_map,
+            Some(BTreeMap::from([(256, 0x1001), (257, 4098)]))
+        );
+        for bad in ["256", "256=x", "256=0x1000000", ""] {
+            assert!(parse_qp_map(bad).is_err(), "{bad:?}");
+        }
+        // The CNP options need --cnp.
+        assert!(
+            Cli::try_parse_from(["traffic", "recv", "--iface", "b", "--cnp-dscp", "46"]).is_err()
+        );
+    }
+
     #[test]
     fn recv_options() {
         let cli = Cli::try_parse_from([
