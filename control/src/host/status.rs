@@ -63,14 +63,15 @@ impl InterfaceStatus {
         })
     }
 
-    /// Every attached interface (one detached while this runs is left out).
+    /// Every attached interface. One detached while this runs is left out; one whose pins
+    /// cannot be read (another version of lossless attached it) is left out with a warning.
     pub fn all() -> anyhow::Result<Vec<Self>> {
         let mut all = Vec::new();
         for dir in PinDir::all()? {
             match Self::read(dir.interface()) {
                 Ok(status) => all.push(status),
                 Err(_) if !dir.exists() => {}
-                Err(e) => return Err(e),
+                Err(e) => tracing::warn!("{}: cannot read its pins: {e:#}", dir.interface()),
             }
         }
         Ok(all)
