@@ -9,7 +9,7 @@ use std::{
     process::{Child, Command, Stdio},
     sync::{
         atomic::{AtomicBool, Ordering},
-        Arc, Mutex,
+        Arc, Mutex, MutexGuard,
     },
     thread::JoinHandle,
     time::{Duration, Instant},
@@ -28,6 +28,11 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// A pause of 2000 quanta at 10 Mb/s (51.2 µs each).
 const PAUSE_2000: Duration = Duration::from_micros(102_400);
+
+/// For a test that can run ([`privileged`]), the right to run alone.
+fn exclusive(test: &str) -> Option<MutexGuard<'static, ()>> {
+    privileged(test).then(|| ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner()))
+}
 
 /// How long a capture waits for a frame before it looks at its stop flag again.
 const CAPTURE_POLL: Duration = Duration::from_millis(20);
@@ -150,6 +155,11 @@ fn summary(child: Child) -> Value {
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
+/// Starts `traffic send --json` from the tx end to the rx end with `extra` options.
+fn spawn_sender(link: &Link, extra: &[&str]) -> Child {
+    spawn(&link.tx_ns, &send_args(link, extra))
+}
+
 /// `traffic send` from the tx end to the rx end with `extra` options, as arguments.
 fn send_args(link: &Link, extra: &[&str]) -> Vec<String> {
     let mac = link.rx.mac.map(|b| format!("{b:02x}")).join(":");
@@ -234,36 +244,32 @@ fn timeline(path: &std::path::Path) -> Vec<Value> {
 /// point back within 5% of the start, and no cut after the last CNP.
 #[test]
 fn dcqcn_cuts_on_cnps_and_recovers_without_them() {
-    if !privileged("dcqcn_cuts_on_cnps_and_recovers_without_them") {
+    let Some(_alone) = exclusive("dcqcn_cuts_on_cnps_and_recovers_without_them") else {
         return;
-    }
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    };
     let link = Link::new().unwrap();
     let dir = std::env::temp_dir().join(format!("lossless-dcqcn-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("rates.json");
     let line_rate = 200_000_000u64;
     let receiver = spawn_receiver(&link, &["--duration", "0.4"]);
-    let sender = spawn(
-        &link.tx_ns,
-        &send_args(
-            &link,
-            &[
-                "--rate",
-                "200mbit",
-                "--size",
-                "512",
-                "--duration",
-                "1.2",
-                "--ecn",
-                "ce",
-                "--dcqcn",
-                "--dcqcn-min-rate",
-                "10mbit",
-                "--rate-log",
-                log.to_str().unwrap(),
-            ],
-        ),
+    let sender = spawn_sender(
+        &link,
+        &[
+            "--rate",
+            "200mbit",
+            "--size",
+            "512",
+            "--duration",
+            "1.2",
+            "--ecn",
+            "ce",
+            "--dcqcn",
+            "--dcqcn-min-rate",
+            "10mbit",
+            "--rate-log",
+            log.to_str().unwrap(),
+        ],
     );
     let received = summary(receiver);
     let sent = summary(sender);
@@ -308,32 +314,28 @@ fn dcqcn_cuts_on_cnps_and_recovers_without_them() {
 /// flood and answer its last marks after the sender ended).
 #[test]
 fn recv_cnp_rate_limits_under_a_flood() {
-    if !privileged("recv_cnp_rate_limits_under_a_flood") {
+    let Some(_alone) = exclusive("recv_cnp_rate_limits_under_a_flood") else {
         return;
-    }
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    };
     let link = Link::new().unwrap();
     let receiver = spawn_receiver(
         &link,
         &["--cnp-interval-us", "1000", "--idle-timeout", "0.3"],
     );
-    let sent = summary(spawn(
-        &link.tx_ns,
-        &send_args(
-            &link,
-            &[
-                "--rate",
-                "200mbit",
-                "--size",
-                "256",
-                "--qps",
-                "2",
-                "--duration",
-                "0.5",
-                "--ecn",
-                "ce",
-            ],
-        ),
+    let sent = summary(spawn_sender(
+        &link,
+        &[
+            "--rate",
+            "200mbit",
+            "--size",
+            "256",
+            "--qps",
+            "2",
+            "--duration",
+            "0.5",
+            "--ecn",
+            "ce",
+        ],
     ));
     let received = summary(receiver);
     let cnp_sent = received["cnp_sent"].as_u64().unwrap();
@@ -368,33 +370,29 @@ fn recv_cnp_rate_limits_under_a_flood() {
 /// not-ECT, UDP port 4791.
 #[test]
 fn recv_cnp_answers_every_mark_below_the_interval() {
-    if !privileged("recv_cnp_answers_every_mark_below_the_interval") {
+    let Some(_alone) = exclusive("recv_cnp_answers_every_mark_below_the_interval") else {
         return;
-    }
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    };
     let link = Link::new().unwrap();
     let capture = Capture::start(&link.tx_ns, &link.tx.ifname, is_cnp);
     let receiver = spawn_receiver(&link, &["--count", "40", "--duration", "5"]);
-    let sent = summary(spawn(
-        &link.tx_ns,
-        &send_args(
-            &link,
-            &[
-                "--rate",
-                "1mbit",
-                "--size",
-                "256",
-                "--qps",
-                "2",
-                "--count",
-                "40",
-                "--ecn",
-                "ce",
-                // A late sender skips time rather than sending a QP's frames back to back.
-                "--max-burst-us",
-                "0",
-            ],
-        ),
+    let sent = summary(spawn_sender(
+        &link,
+        &[
+            "--rate",
+            "1mbit",
+            "--size",
+            "256",
+            "--qps",
+            "2",
+            "--count",
+            "40",
+            "--ecn",
+            "ce",
+            // A late sender skips time rather than sending a QP's frames back to back.
+            "--max-burst-us",
+            "0",
+        ],
     ));
     let received = summary(receiver);
     assert_eq!(
@@ -509,7 +507,7 @@ fn paused_run(
     });
     let mut args = vec!["--rate", "20mbit", "--size", "256", "--duration", "1.2"];
     args.extend_from_slice(extra);
-    let sender = spawn(&link.tx_ns, &send_args(&link, &args));
+    let sender = spawn_sender(&link, &args);
     capture.wait_for("data frames flowing", |c| c.len() >= 100);
     during(&pauser, &capture);
     let sent = summary(sender);
@@ -523,10 +521,9 @@ fn paused_run(
 /// gap of 102.4 ms within -3/+15 ms; the summary counts the time held and the frames held.
 #[test]
 fn sender_pauses_until_expiry() {
-    if !privileged("sender_pauses_until_expiry") {
+    let Some(_alone) = exclusive("sender_pauses_until_expiry") else {
         return;
-    }
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    };
     let mut paused_at = None;
     let (sent, arrivals, stats) = paused_run(&[], &[2000], |pauser, _| {
         paused_at = Some(pauser.send(2000));
@@ -563,10 +560,9 @@ fn sender_pauses_until_expiry() {
 /// 100 ms resumes the sender within 5 ms.
 #[test]
 fn sender_resumes_on_xon() {
-    if !privileged("sender_resumes_on_xon") {
+    let Some(_alone) = exclusive("sender_resumes_on_xon") else {
         return;
-    }
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    };
     let mut times = None;
     let (sent, arrivals, stats) = paused_run(&[], &[65535, 0], |pauser, capture| {
         let paused_at = pauser.send(65535);
@@ -598,10 +594,9 @@ fn sender_resumes_on_xon() {
 /// (an honouring sender sends none).
 #[test]
 fn ignore_pfc_sends_through_a_pause() {
-    if !privileged("ignore_pfc_sends_through_a_pause") {
+    let Some(_alone) = exclusive("ignore_pfc_sends_through_a_pause") else {
         return;
-    }
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    };
     let mut paused_at = None;
     let (sent, arrivals, stats) = paused_run(&["--ignore-pfc"], &[2000], |pauser, capture| {
         let at = pauser.send(2000);

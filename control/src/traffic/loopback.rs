@@ -2,7 +2,7 @@
 //! sender puts on the wire, the receiver counts. Needs root; skipped otherwise.
 
 use std::net::{IpAddr, Ipv4Addr};
-use std::sync::{mpsc, Mutex};
+use std::sync::{mpsc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::notify::CnpConfig;
@@ -24,6 +24,26 @@ fn is_root() -> bool {
         eprintln!("skipped: packet sockets and network namespaces need root");
     }
     root
+}
+
+/// For a test that can run ([`is_root`]), the right to run alone.
+fn exclusive() -> Option<MutexGuard<'static, ()>> {
+    is_root().then(|| {
+        ONE_AT_A_TIME
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    })
+}
+
+/// A receiver on `bed`'s b end that stops after 500 ms without frames.
+fn until_idle(bed: &Bed, cnp: Option<CnpConfig>) -> RecvConfig {
+    RecvConfig {
+        iface: bed.b_end.ifname.clone(),
+        duration: None,
+        count: None,
+        idle_timeout: Some(Duration::from_millis(500)),
+        cnp,
+    }
 }
 
 /// Two namespaces and the veth pair between them.
@@ -80,12 +100,9 @@ fn exchange(
 
 #[test]
 fn ipv4_resolved_paced_and_counted() {
-    if !is_root() {
+    let Some(_alone) = exclusive() else {
         return;
-    }
-    let _alone = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    };
     let bed = bed();
     let recv = RecvConfig {
         iface: bed.b_end.ifname.clone(),
@@ -133,12 +150,9 @@ fn ipv4_resolved_paced_and_counted() {
 
 #[test]
 fn ipv6_resolved_with_priority_tag() {
-    if !is_root() {
+    let Some(_alone) = exclusive() else {
         return;
-    }
-    let _alone = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    };
     let bed = bed();
     bed.a
         .ip(&[
@@ -191,20 +205,11 @@ fn ipv6_resolved_with_priority_tag() {
 
 #[test]
 fn cnps_counted_apart_from_data() {
-    if !is_root() {
+    let Some(_alone) = exclusive() else {
         return;
-    }
-    let _alone = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let bed = bed();
-    let recv = RecvConfig {
-        iface: bed.b_end.ifname.clone(),
-        duration: None,
-        count: None,
-        idle_timeout: Some(Duration::from_millis(500)),
-        cnp: None,
     };
+    let bed = bed();
+    let recv = until_idle(&bed, None);
     // CNP-shaped frames: opcode 0x81, 16 reserved bytes, ICRC (74 bytes over IPv4).
     let send = SendConfig {
         count: Some(50),
@@ -220,23 +225,17 @@ fn cnps_counted_apart_from_data() {
 
 #[test]
 fn ce_marks_answered_with_cnps_reach_the_sender() {
-    if !is_root() {
+    let Some(_alone) = exclusive() else {
         return;
-    }
-    let _alone = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    };
     let bed = bed();
-    let recv = RecvConfig {
-        iface: bed.b_end.ifname.clone(),
-        duration: None,
-        count: None,
-        idle_timeout: Some(Duration::from_millis(500)),
-        cnp: Some(CnpConfig {
+    let recv = until_idle(
+        &bed,
+        Some(CnpConfig {
             interval: Duration::ZERO,
             ..CnpConfig::default()
         }),
-    };
+    );
     let send = SendConfig {
         count: Some(100),
         duration: None,
