@@ -34,6 +34,10 @@ fn exclusive(test: &str) -> Option<MutexGuard<'static, ()>> {
     privileged(test).then(|| ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
+/// Timing slack of what the capture sees: its thread, the sender and the test share two cores
+/// with whatever else runs, so a frame can be read some milliseconds after it arrived.
+const SLACK: Duration = Duration::from_millis(20);
+
 /// How long a capture waits for a frame before it looks at its stop flag again.
 const CAPTURE_POLL: Duration = Duration::from_millis(20);
 
@@ -495,7 +499,13 @@ fn paused_run(
 ) -> (Value, Vec<Instant>, Value) {
     let link = Link::new().unwrap();
     let pauser = Pauser::new(&link, quanta);
-    let attached = Attached::new(&link.tx_ns, &link.tx.ifname, &["--mode", "skb"]).unwrap();
+    // xdp records received pauses; tc counts frames that leave while paused (pfc_violations).
+    let attached = Attached::new(
+        &link.tx_ns,
+        &link.tx.ifname,
+        &["--mode", "skb", "--hooks", "xdp,tc"],
+    )
+    .unwrap();
     Link::lossless(
         &link.tx_ns,
         &["host", "set", &link.tx.ifname, "pfc.link_speed_bps=10m"],
@@ -517,8 +527,9 @@ fn paused_run(
     (sent, arrivals, stats)
 }
 
-/// A PAUSE of 2000 quanta (102.4 ms at 10 Mb/s) stops the sender within 5 ms; the peer sees a
-/// gap of 102.4 ms within -3/+15 ms; the summary counts the time held and the frames held.
+/// A PAUSE of 2000 quanta (102.4 ms at 10 Mb/s) stops the sender within [`SLACK`]; the peer
+/// sees a gap of 102.4 ms within -10 ms/+[`SLACK`]; the summary counts the time held and the frames held; the
+/// kernel's `pfc_violations` (TC egress) counts at most two frames leaving while paused.
 #[test]
 fn sender_pauses_until_expiry() {
     let Some(_alone) = exclusive("sender_pauses_until_expiry") else {
@@ -533,12 +544,12 @@ fn sender_pauses_until_expiry() {
     let (gap, began) = longest_gap(&arrivals, paused_at);
     let pause = PAUSE_2000;
     assert!(
-        began <= paused_at + Duration::from_millis(5),
+        began <= paused_at + SLACK,
         "the sender went on for {:?} after the PAUSE",
         began.saturating_duration_since(paused_at)
     );
     assert!(
-        gap + Duration::from_millis(3) >= pause && gap <= pause + Duration::from_millis(15),
+        gap + Duration::from_millis(10) >= pause && gap <= pause + SLACK,
         "gap {gap:?} for a {pause:?} pause"
     );
     assert_eq!(
@@ -554,10 +565,14 @@ fn sender_pauses_until_expiry() {
         "held {held} ns: {sent}"
     );
     assert!(sent["pfc_holds"].as_u64().unwrap() >= 1, "{sent}");
+    // The kernel agrees: at most a frame or two (already handed over) left while paused.
+    let violations = stats["pfc_violations"][3].as_u64().unwrap();
+    assert!(violations <= 2, "{violations} frames left while paused");
 }
 
 /// Under a PAUSE of 65535 quanta (3.36 s), an XON sent once the peer has seen no frame for
-/// 100 ms resumes the sender within 5 ms.
+/// 100 ms resumes the sender within [`SLACK`]; the sender counts the time from PAUSE to XON as
+/// held, within 10 ms.
 #[test]
 fn sender_resumes_on_xon() {
     let Some(_alone) = exclusive("sender_resumes_on_xon") else {
@@ -578,20 +593,22 @@ fn sender_resumes_on_xon() {
     let resumed = began + gap;
     assert!(resumed >= xon_at, "frames flowed during the pause");
     assert!(
-        resumed <= xon_at + Duration::from_millis(5),
+        resumed <= xon_at + SLACK,
         "resumed {:?} after the XON",
         resumed - xon_at
     );
-    let held = sent["pfc_paused_ns"].as_u64().unwrap();
+    // The sender held from the PAUSE to the XON, within 10 ms either way.
+    let held = Duration::from_nanos(sent["pfc_paused_ns"].as_u64().unwrap());
+    let between = xon_at - paused_at;
     assert!(
-        (100_000_000..1_000_000_000).contains(&held),
-        "held {held} ns: {sent}"
+        held + Duration::from_millis(10) >= between && held <= between + Duration::from_millis(10),
+        "held {held:?} for a pause of {between:?}: {sent}"
     );
 }
 
 /// With `--ignore-pfc` the same PAUSE (recorded by the data path) holds nothing back: during
 /// its 102.4 ms the peer receives at least half the ~957 frames the rate sends in that time
-/// (an honouring sender sends none).
+/// (an honouring sender sends none), and the kernel counts as many `pfc_violations`.
 #[test]
 fn ignore_pfc_sends_through_a_pause() {
     let Some(_alone) = exclusive("ignore_pfc_sends_through_a_pause") else {
@@ -611,6 +628,11 @@ fn ignore_pfc_sends_through_a_pause() {
         .iter()
         .filter(|&&t| t > paused_at && t <= paused_at + PAUSE_2000)
         .count();
+    let violations = stats["pfc_violations"][3].as_u64().unwrap();
+    assert!(
+        violations >= 478,
+        "the kernel counted {violations} frames sent while paused"
+    );
     assert!(
         during >= 478,
         "{during} frames during the pause while ignoring PFC: {sent}"
