@@ -249,19 +249,16 @@ async fn stream_logs(iface: &str) -> anyhow::Result<()> {
     if !config.log_marks && !config.log_errors {
         eprintln!("{iface}: logging is off; turn it on with `lossless host set {iface} log.errors=true log.marks=true`");
     }
-    let mut readers = Vec::new();
-    if let Some(hook) = status.hooks.first() {
-        let logger = aya_log::EbpfLogger::init_from_id(hook.program_id)
-            .with_context(|| format!("opening the log ring of program {}", hook.program_id))?;
-        // SAFETY: the logger owns its ring buffer's fd for as long as the AsyncFd lives.
-        readers.push(
-            unsafe { tokio::io::unix::AsyncFd::register(logger) }.map_err(std::io::Error::from)?,
-        );
-    }
-    // All programs of one object share one log ring: reading the first reads them all.
-    let Some(mut reader) = readers.into_iter().next() else {
-        anyhow::bail!("{iface}: no program attached");
-    };
+    // All programs of one object share one log ring: reading the first program's reads them all.
+    let hook = status
+        .hooks
+        .first()
+        .with_context(|| format!("{iface}: no program attached"))?;
+    let logger = aya_log::EbpfLogger::init_from_id(hook.program_id)
+        .with_context(|| format!("opening the log ring of program {}", hook.program_id))?;
+    // SAFETY: the logger owns its ring buffer's fd for as long as the AsyncFd lives.
+    let mut reader =
+        unsafe { tokio::io::unix::AsyncFd::register(logger) }.map_err(std::io::Error::from)?;
     loop {
         tokio::select! {
             guard = reader.readable_mut() => {
