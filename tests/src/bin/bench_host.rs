@@ -1,77 +1,283 @@
-//! `cargo xtask bench host`: packets/s through a veth pair with (a) no program, (b) a minimal
-//! XDP_PASS program, (c) the lossless ECN program, measured in one run, in alternating rounds,
-//! reported as medians and ratios.
+//! `cargo xtask bench host`, in one run, in alternating rounds, reported as medians and ratios:
+//! packets/s through a veth pair with (a) no program, (b) a minimal XDP_PASS program, (c) the
+//! lossless ECN program; with CE-marked frames, (c') the ECN program alone against (d) the CNP
+//! path answering every frame, and the CNPs/s it sent; the latency from a CE frame to its CNP;
+//! and the traffic tool's own ceiling.
+
+#[path = "bench_host/latency.rs"]
+mod latency;
 
 use std::{net::IpAddr, path::PathBuf, process::Command, time::Duration};
 
 use anyhow::Context as _;
 use lossless::{
     netns::{check, Namespace},
-    traffic::{FixedRate, SendConfig, Sender},
-    wire::ethernet::Address,
+    traffic::{FixedRate, SendConfig, SendSummary, Sender},
+    wire::{ethernet::Address, ip::Ecn},
 };
 use lossless_tests::bed::{Attached, Link};
 
 /// Frame size: the smallest RoCEv2 frame rounded up to Ethernet's minimum.
 const FRAME: usize = 64;
+/// Rounds of every variant (and of every ceiling measurement).
 const ROUNDS: usize = 3;
+/// Length of one measurement.
 const SECONDS_PER_RUN: f64 = 2.0;
+/// Rate given to each QP: more than any sender reaches, so it sends flat out.
+const FLAT_OUT_BPS: u64 = 100_000_000_000;
+/// Latency samples (CE frame → CNP).
+const LATENCY_SAMPLES: usize = 2000;
+/// QP counts of the traffic tool's ceiling.
+const CEILING_QPS: [u32; 2] = [1, 64];
 
+/// What the receiving end runs, and what the sender sends it.
 #[derive(Clone, Copy, PartialEq)]
 enum Variant {
+    /// No program; ECT(0) frames.
     NoProgram,
+    /// tests/bench/xdp_pass.c; ECT(0) frames.
     XdpPass,
+    /// `lossless host attach` (XDP ECN program); ECT(0) frames.
     Ecn,
+    /// The XDP ECN program alone; CE frames.
+    EcnCe,
+    /// `--hooks xdp,cnp` with `cnp.interval_us=0`; CE frames, each answered with a CNP.
+    Cnp,
 }
 
 impl Variant {
-    const ALL: [Variant; 3] = [Variant::NoProgram, Variant::XdpPass, Variant::Ecn];
+    /// Every variant, in the order of a round.
+    const ALL: [Variant; 5] = [
+        Variant::NoProgram,
+        Variant::XdpPass,
+        Variant::Ecn,
+        Variant::EcnCe,
+        Variant::Cnp,
+    ];
 
+    /// The label printed for it.
     fn name(self) -> &'static str {
         match self {
             Variant::NoProgram => "(a) no program",
             Variant::XdpPass => "(b) XDP_PASS",
             Variant::Ecn => "(c) lossless ECN",
+            Variant::EcnCe => "(c') ECN, CE frames",
+            Variant::Cnp => "(d) CNP path, CE",
+        }
+    }
+
+    /// The ECN codepoint of the frames sent.
+    fn ecn(self) -> Ecn {
+        match self {
+            Variant::EcnCe | Variant::Cnp => Ecn::Ce,
+            _ => Ecn::Ect0,
         }
     }
 }
 
+/// One measurement of a variant.
+#[derive(Clone, Copy, Default)]
+struct Rates {
+    /// Packets/s the receiving interface counted.
+    received: f64,
+    /// Packets/s the sender sent, by its own summary.
+    sent: f64,
+    /// CNPs/s the receiving end sent (`cnp_sent`).
+    cnps: f64,
+}
+
+/// Runs every measurement on one fresh veth pair and prints the report.
 fn main() -> anyhow::Result<()> {
     let link = Link::new()?;
     let pass_object = compile_xdp_pass()?;
-    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); Variant::ALL.len()];
+    let mut runs: Vec<Vec<Rates>> = vec![Vec::new(); Variant::ALL.len()];
     for round in 0..ROUNDS {
         for (i, variant) in Variant::ALL.into_iter().enumerate() {
-            let pps = measure(&link, variant, &pass_object)?;
+            let rates = measure(&link, variant, &pass_object)?;
             eprintln!(
-                "round {}: {:<18} {:>12.0} packets/s",
+                "round {}: {:<20} {:>10.0} packets/s received, {:>10.0} sent, {:>10.0} CNPs/s",
                 round + 1,
                 variant.name(),
-                pps
+                rates.received,
+                rates.sent,
+                rates.cnps
             );
-            rates[i].push(pps);
+            runs[i].push(rates);
         }
     }
-    let medians: Vec<f64> = rates.iter_mut().map(|r| median(r)).collect();
-    println!("\nhost benchmark: {FRAME}-byte RoCEv2 frames through a veth pair, median of {ROUNDS} rounds of {SECONDS_PER_RUN} s");
-    for (variant, pps) in Variant::ALL.iter().zip(&medians) {
-        println!("{:<18} {:>12.0} packets/s", variant.name(), pps);
+    let mut ceilings: Vec<Vec<f64>> = vec![Vec::new(); CEILING_QPS.len()];
+    for round in 0..ROUNDS {
+        for (i, qps) in CEILING_QPS.into_iter().enumerate() {
+            let pps = ceiling(&link, qps)?;
+            eprintln!(
+                "round {}: sender alone, {qps:>2} QPs {pps:>10.0} packets/s",
+                round + 1
+            );
+            ceilings[i].push(pps);
+        }
     }
-    println!("ratio c/b          {:>12.3}", medians[2] / medians[1]);
-    println!("ratio c/a          {:>12.3}", medians[2] / medians[0]);
+    let mut latencies = {
+        let _attached = attach_cnp(&link)?;
+        latency::measure(&link, LATENCY_SAMPLES, FRAME)?
+    };
+    latencies.sort();
+
+    let medians: Vec<Rates> = runs
+        .iter()
+        .map(|runs| Rates {
+            received: median(runs.iter().map(|r| r.received)),
+            sent: median(runs.iter().map(|r| r.sent)),
+            cnps: median(runs.iter().map(|r| r.cnps)),
+        })
+        .collect();
+    let of = |variant: Variant| medians[variant as usize];
+    println!("\nhost benchmark: {FRAME}-byte RoCEv2 frames through a veth pair, median of {ROUNDS} rounds of {SECONDS_PER_RUN} s");
+    println!(
+        "{:<20} {:>12} {:>12} {:>12}",
+        "", "received/s", "sent/s", "CNPs/s"
+    );
+    for variant in Variant::ALL {
+        let rates = of(variant);
+        println!(
+            "{:<20} {:>12.0} {:>12.0} {:>12.0}",
+            variant.name(),
+            rates.received,
+            rates.sent,
+            rates.cnps
+        );
+    }
+    let ratio = |a: Variant, b: Variant| of(a).received / of(b).received;
+    println!(
+        "ratio c/b            {:>12.3}",
+        ratio(Variant::Ecn, Variant::XdpPass)
+    );
+    println!(
+        "ratio c/a            {:>12.3}",
+        ratio(Variant::Ecn, Variant::NoProgram)
+    );
+    println!(
+        "ratio d/c'           {:>12.3}",
+        ratio(Variant::Cnp, Variant::EcnCe)
+    );
+    println!(
+        "CNPs per packet (d)  {:>12.3}",
+        of(Variant::Cnp).cnps / of(Variant::Cnp).received
+    );
+    println!("(c') and (d): the sender's frames are all CE; in (d) cnp.interval_us=0, every one is answered");
+
+    let percentile = |p: usize| latencies[(latencies.len() * p / 100).min(latencies.len() - 1)];
+    println!(
+        "\nCE frame → CNP, {} samples one at a time: median {:.1} µs, p99 {:.1} µs",
+        latencies.len(),
+        micros(percentile(50)),
+        micros(percentile(99))
+    );
+    println!(
+        "  from the kernel timestamp of the CE frame leaving the sender's veth (packet tap in"
+    );
+    println!(
+        "  dev_queue_xmit) to that of the CNP arriving on it (netif_rx): the veth crossing both"
+    );
+    println!(
+        "  ways, the receiver's XDP program and NAPI poll, lossless_cnp_in (TC ingress) with its"
+    );
+    println!(
+        "  clone redirected through lossless_cnp_out (TC egress); no socket wake-up is included"
+    );
+
+    println!("\ntraffic tool ceiling: {FRAME}-byte frames, sender pinned to one core, into a veth whose peer");
+    println!(
+        "has no program (the peer's receive runs on that core too), median of {ROUNDS} rounds:"
+    );
+    for (qps, runs) in CEILING_QPS.iter().zip(&ceilings) {
+        println!(
+            "{qps:>2} QPs               {:>12.0} packets/s",
+            median(runs.iter().copied())
+        );
+    }
     Ok(())
 }
 
-fn median(values: &mut [f64]) -> f64 {
+/// The median of `values` (the upper one of an even count).
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut values: Vec<f64> = values.collect();
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
 }
 
-/// Runs the sender flat out for a while and returns the packets/s the receiver counted.
-fn measure(link: &Link, variant: Variant, pass_object: &PathBuf) -> anyhow::Result<f64> {
+/// A duration in microseconds.
+fn micros(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e6
+}
+
+/// The sender's configuration: flat out from the tx end to the rx end, `ecn` on every frame.
+fn send_config(link: &Link, ecn: Ecn) -> SendConfig {
+    let mut config = SendConfig::new(link.tx.ifname.clone(), IpAddr::V4(link.rx.ipv4));
+    config.dst_mac = Some(Address(link.rx.mac));
+    config.size = FRAME;
+    config.ecn = ecn;
+    config.duration = Some(Duration::from_secs_f64(SECONDS_PER_RUN));
+    config
+}
+
+/// Runs a sender with `config` on a thread in the tx namespace (pinned to the core it starts
+/// on, if `pin`), every QP flat out.
+fn send(link: &Link, config: SendConfig, pin: bool) -> anyhow::Result<SendSummary> {
+    let mut rates = vec![FixedRate { bps: FLAT_OUT_BPS }; config.qps as usize];
+    link.tx_ns.run(move || {
+        if pin {
+            pin_to_current_cpu()?;
+        }
+        Ok(Sender::open(config)?.run(&mut rates)?)
+    })?
+}
+
+/// Pins the calling thread to the CPU it is running on.
+fn pin_to_current_cpu() -> anyhow::Result<()> {
+    // SAFETY: sched_getcpu has no preconditions; cpu_set_t is plain data, all-zero is empty.
+    let cpu = unsafe { libc::sched_getcpu() };
+    anyhow::ensure!(
+        cpu >= 0,
+        "sched_getcpu: {}",
+        std::io::Error::last_os_error()
+    );
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` is a CPU number the kernel gave, within the set; the set is valid.
+    let rc = unsafe {
+        libc::CPU_SET(cpu as usize, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set)
+    };
+    anyhow::ensure!(
+        rc == 0,
+        "sched_setaffinity: {}",
+        std::io::Error::last_os_error()
+    );
+    Ok(())
+}
+
+/// Attaches `--hooks xdp,cnp` on the rx end and makes it answer every CE frame.
+fn attach_cnp(link: &Link) -> anyhow::Result<Attached<'_>> {
+    let attached = Attached::new(
+        &link.rx_ns,
+        &link.rx.ifname,
+        &["--mode", "native", "--hooks", "xdp,cnp"],
+    )?;
+    Link::lossless(
+        &link.rx_ns,
+        &["host", "set", &link.rx.ifname, "cnp.interval_us=0"],
+    )?;
+    Ok(attached)
+}
+
+/// Runs the sender flat out for a while with `variant` on the rx end; returns the packets/s
+/// the receiver counted, those the sender sent and the CNPs/s the receiver sent.
+fn measure(link: &Link, variant: Variant, pass_object: &PathBuf) -> anyhow::Result<Rates> {
     let rx = &link.rx.ifname;
     let _attached = match variant {
-        Variant::Ecn => Some(Attached::new(&link.rx_ns, rx, &["--mode", "native"])?),
+        Variant::Ecn | Variant::EcnCe => {
+            Some(Attached::new(&link.rx_ns, rx, &["--mode", "native"])?)
+        }
+        Variant::Cnp => Some(attach_cnp(link)?),
         _ => None,
     };
     if variant == Variant::XdpPass {
@@ -80,22 +286,39 @@ fn measure(link: &Link, variant: Variant, pass_object: &PathBuf) -> anyhow::Resu
             "link", "set", "dev", rx, "xdpdrv", "obj", object, "sec", "xdp",
         ])?;
     }
+    let cnps_before = cnp_sent(link, variant)?;
     let before = rx_packets(&link.rx_ns, rx)?;
-    let mut config = SendConfig::new(link.tx.ifname.clone(), IpAddr::V4(link.rx.ipv4));
-    config.dst_mac = Some(Address(link.rx.mac));
-    config.size = FRAME;
-    config.duration = Some(Duration::from_secs_f64(SECONDS_PER_RUN));
-    let summary = link.tx_ns.run(|| {
-        Sender::open(config)?.run(&mut [FixedRate {
-            bps: 100_000_000_000,
-        }])
-    })??;
+    let summary = send(link, send_config(link, variant.ecn()), false)?;
     let after = rx_packets(&link.rx_ns, rx)?;
+    let cnps_after = cnp_sent(link, variant)?;
     if variant == Variant::XdpPass {
         link.rx_ns
             .ip(&["link", "set", "dev", rx, "xdpdrv", "off"])?;
     }
-    Ok((after - before) as f64 / summary.duration_s)
+    Ok(Rates {
+        received: (after - before) as f64 / summary.duration_s,
+        sent: summary.pps,
+        cnps: (cnps_after - cnps_before) as f64 / summary.duration_s,
+    })
+}
+
+/// The rx end's `cnp_sent` from `lossless host stats --json` (0 unless `variant` is
+/// [`Variant::Cnp`]).
+fn cnp_sent(link: &Link, variant: Variant) -> anyhow::Result<u64> {
+    if variant != Variant::Cnp {
+        return Ok(0);
+    }
+    let stats = Link::stats(&link.rx_ns, &link.rx.ifname)?;
+    stats["cnp_sent"]
+        .as_u64()
+        .with_context(|| format!("no cnp_sent in {stats}"))
+}
+
+/// The sender's own packets/s over `qps` QPs, pinned to one core, into a peer with no program.
+fn ceiling(link: &Link, qps: u32) -> anyhow::Result<f64> {
+    let mut config = send_config(link, Ecn::Ect0);
+    config.qps = qps;
+    Ok(send(link, config, true)?.pps)
 }
 
 /// The interface's received-packets counter, from `ip -s -j link`.
