@@ -4,13 +4,18 @@ use clap::Subcommand;
 
 use crate::traffic::StopFlag;
 
-use super::ecn::{self, EcnLab};
+use super::{
+    ecn::{self, EcnLab},
+    incast::{self, IncastLab},
+};
 
 /// The `lab` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum LabCommand {
     /// ECN marking at a bottleneck: offered load rises past the drain rate, marks follow RED.
     Ecn(EcnLab),
+    /// Incast: N DCQCN senders into one bottleneck; marks become kernel CNPs, rates converge.
+    Incast(IncastLab),
 }
 
 /// Runs one `lab` subcommand; Ctrl-C stops it early and it still cleans up.
@@ -19,6 +24,7 @@ pub async fn run(command: LabCommand) -> anyhow::Result<()> {
     let lab_stop = stop.clone();
     let mut lab = tokio::task::spawn_blocking(move || match command {
         LabCommand::Ecn(args) => ecn::run(&args, &lab_stop),
+        LabCommand::Incast(args) => incast::run(&args, &lab_stop),
     });
     tokio::select! {
         result = &mut lab => result?,

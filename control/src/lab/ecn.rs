@@ -14,6 +14,7 @@ use std::{
 use anyhow::Context as _;
 use dataplane_common::{red, Hook};
 
+use super::shared::{enable_forwarding, Detach, PRIORITY};
 use crate::{
     host::{
         attach::{self, AttachRequest, Mode},
@@ -21,14 +22,11 @@ use crate::{
         config::HostConfig,
         pinned_maps::PinnedMaps,
     },
-    netns::{check, veth_pair, Endpoint, Namespace},
+    netns::{veth_pair, Endpoint, Namespace},
     traffic::{RateController, Receiver, RecvConfig, SendConfig, Sender, StopFlag},
     units::parse_rate_bps,
     wire::ethernet::Address,
 };
-
-/// The priority the lab's traffic uses (DSCP 26).
-const PRIORITY: usize = 3;
 
 /// Options of `lossless lab ecn`.
 #[derive(Debug, clap::Args)]
@@ -106,11 +104,7 @@ impl Topology {
             &receiver_ns,
             Ipv4Addr::new(10, 31, 2, 2),
         )?;
-        let forwarding = bottleneck_ns
-            .command("sysctl")
-            .args(["-qw", "net.ipv4.ip_forward=1"])
-            .output()?;
-        check("sysctl ip_forward", forwarding)?;
+        enable_forwarding(&bottleneck_ns)?;
         sender_ns.ip(&["route", "add", "10.31.2.0/24", "via", "10.31.1.1"])?;
         receiver_ns.ip(&["route", "add", "10.31.1.0/24", "via", "10.31.2.1"])?;
         Ok(Topology {
@@ -121,17 +115,6 @@ impl Topology {
             ingress,
             receiver,
         })
-    }
-}
-
-/// Detaches on drop, so the lab leaves no pins behind on any exit.
-struct Detach<'a>(&'a str);
-
-impl Drop for Detach<'_> {
-    fn drop(&mut self) {
-        if let Err(e) = attach::detach(self.0) {
-            eprintln!("warning: detaching {}: {e:#}", self.0);
-        }
     }
 }
 

@@ -2,3 +2,5 @@
 
 pub mod cli;
 pub mod ecn;
+pub mod incast;
+mod shared;

@@ -1,0 +1,160 @@
+//! `lossless lab incast` end to end, through the binary: the receiver's kernel answers the
+//! bottleneck's marks with CNPs, every DCQCN sender receives them and cuts its rate, the plot
+//! and the timelines are written, and nothing is left behind — after a full run and after
+//! Ctrl-C.
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+use lossless_tests::bed::{lossless_bin, privileged};
+use serde_json::Value;
+
+/// One lab at a time: each runs several senders on a machine with few cores.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// The namespace prefixes of the lab (see control/src/lab/incast.rs).
+const NAMESPACE_PREFIXES: [&str; 3] = ["irtr", "ircv", "isnd"];
+
+/// A fresh output directory for one test.
+fn out_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lossless-{test}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    dir
+}
+
+/// `lossless lab incast ARGS --out OUT`, not yet waited for.
+fn lab(out: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(lossless_bin());
+    command
+        .args(["lab", "incast", "--out"])
+        .arg(out)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// Fails with the lab's output unless it succeeded; returns its stdout.
+fn succeeded(output: Output) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "lab failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    stdout
+}
+
+/// Asserts that no namespace or pin of the lab process `pid` is left.
+fn assert_nothing_left(pid: u32) {
+    // Names are PREFIX + pid % 100000 + "x" + counter (netns::unique_name).
+    let tag = format!("{}x", pid % 100_000);
+    let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let netns = String::from_utf8_lossy(&netns.stdout);
+    let left: Vec<&str> = netns
+        .lines()
+        .filter(|l| {
+            NAMESPACE_PREFIXES
+                .iter()
+                .any(|p| l.starts_with(&format!("{p}{tag}")))
+        })
+        .collect();
+    assert!(left.is_empty(), "namespaces left behind: {left:?}");
+    let pins: Vec<String> = fs::read_dir("/sys/fs/bpf/lossless")
+        .map(|dir| {
+            dir.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.contains(&tag))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(pins.is_empty(), "pins left behind: {pins:?}");
+}
+
+/// Asserts that `path` exists and is not empty; returns its text.
+fn non_empty(path: &Path) -> String {
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(!text.trim().is_empty(), "{} is empty", path.display());
+    text
+}
+
+#[test]
+fn incast_marks_become_kernel_cnps_and_every_sender_cuts() {
+    if !privileged("incast_marks_become_kernel_cnps_and_every_sender_cuts") {
+        return;
+    }
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let out = out_dir("incast");
+    let child = lab(&out, &["--senders", "2", "--secs", "4"])
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let stdout = succeeded(child.wait_with_output().unwrap());
+    assert!(stdout.contains("Jain's index"), "no summary in:\n{stdout}");
+
+    let summary: Value = serde_json::from_str(&non_empty(&out.join("summary.json"))).unwrap();
+    let cnp_sent = summary["cnp_sent"].as_u64().unwrap();
+    assert!(cnp_sent > 0, "the kernel sent no CNP: {summary}");
+    assert!(summary["ecn_marked"].as_u64().unwrap() > 0, "{summary}");
+    let senders = summary["senders"].as_array().unwrap();
+    assert_eq!(senders.len(), 2);
+    let mut received = 0;
+    for sender in senders {
+        let cnps = sender["cnp_received"].as_u64().unwrap();
+        assert!(cnps > 0, "a sender received no CNP: {sender}");
+        received += cnps;
+    }
+    // Every CNP a sender received was sent by the receiver's kernel (no one else sends any).
+    assert!(
+        received <= cnp_sent,
+        "{received} received > {cnp_sent} sent"
+    );
+
+    // rates.csv: qp,time_ns,rate_bps,target_bps,alpha,event,trigger; sender i has QPs
+    // from (i + 1) * 256.
+    let csv = non_empty(&out.join("rates.csv"));
+    for sender in 1..=2u64 {
+        let cut = csv.lines().skip(1).any(|line| {
+            let fields: Vec<&str> = line.split(',').collect();
+            fields[0].parse::<u64>().unwrap() / 256 == sender && fields[5] == "cnp"
+        });
+        assert!(cut, "sender {sender}'s timeline shows no cut");
+    }
+    let svg = non_empty(&out.join("rates.svg"));
+    assert!(svg.contains("<svg"), "rates.svg is no SVG");
+    non_empty(&out.join("rates.json"));
+    assert_nothing_left(pid);
+    fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn incast_cleans_up_on_ctrl_c() {
+    if !privileged("incast_cleans_up_on_ctrl_c") {
+        return;
+    }
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let out = out_dir("incast-ctrl-c");
+    let child = lab(&out, &["--secs", "60"]).spawn().unwrap();
+    let pid = child.id();
+    // Let it build the test bed and start sending.
+    std::thread::sleep(Duration::from_secs(3));
+    // SAFETY: the pid of our own child, not yet waited for.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
+    let started = Instant::now();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the lab took {:?} to stop",
+        started.elapsed()
+    );
+    let stdout = succeeded(output);
+    assert!(stdout.contains("time_s"), "no table in:\n{stdout}");
+    assert_nothing_left(pid);
+    let _ = fs::remove_dir_all(&out);
+}
