@@ -7,7 +7,12 @@
 #[path = "bench_host/latency.rs"]
 mod latency;
 
-use std::{net::IpAddr, path::PathBuf, process::Command, time::Duration};
+use std::{
+    net::IpAddr,
+    path::{Path, PathBuf},
+    process::Command,
+    time::Duration,
+};
 
 use anyhow::Context as _;
 use lossless::{
@@ -163,7 +168,12 @@ fn main() -> anyhow::Result<()> {
         "CNPs per packet (d)  {:>12.3}",
         of(Variant::Cnp).cnps / of(Variant::Cnp).received
     );
-    println!("(c') and (d): the sender's frames are all CE; in (d) cnp.interval_us=0, every one is answered");
+    println!(
+        "(c') and (d): every frame is CE; in (d) cnp.interval_us=0, every one is answered and the"
+    );
+    println!(
+        "CNPs cross back into the sender's namespace (its stack and CNP socket, same two cores)"
+    );
 
     let percentile = |p: usize| latencies[(latencies.len() * p / 100).min(latencies.len() - 1)];
     println!(
@@ -271,7 +281,7 @@ fn attach_cnp(link: &Link) -> anyhow::Result<Attached<'_>> {
 
 /// Runs the sender flat out for a while with `variant` on the rx end; returns the packets/s
 /// the receiver counted, those the sender sent and the CNPs/s the receiver sent.
-fn measure(link: &Link, variant: Variant, pass_object: &PathBuf) -> anyhow::Result<Rates> {
+fn measure(link: &Link, variant: Variant, pass_object: &Path) -> anyhow::Result<Rates> {
     let rx = &link.rx.ifname;
     let _attached = match variant {
         Variant::Ecn | Variant::EcnCe => {

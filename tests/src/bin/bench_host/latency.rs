@@ -136,7 +136,7 @@ impl StampedSocket {
                     unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast()) };
                 return Ok(Stamped {
                     len: len as usize,
-                    outgoing: from.sll_pkttype == libc::PACKET_OUTGOING as u8,
+                    outgoing: from.sll_pkttype == libc::PACKET_OUTGOING,
                     stamp: Duration::new(time.tv_sec as u64, time.tv_nsec as u32),
                 });
             }
