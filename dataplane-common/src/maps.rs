@@ -20,11 +20,17 @@ pub const CNP_QPS: &str = "CNP_QPS";
 pub const QP_MAP: &str = "QP_MAP";
 /// Per-CPU notification-point counters ([`crate::cnp::CnpCounters`]), 1 entry.
 pub const CNP_COUNTERS: &str = "CNP_COUNTERS";
+/// PFC generation profile per priority ([`crate::pfc::PfcProfile`]), 8 entries.
+pub const PFC_PROFILES: &str = "PFC_PROFILES";
+/// This host's ingress buffer per priority ([`crate::pfc::IngressBuffer`]), 8 entries.
+pub const PFC_BUFFERS: &str = "PFC_BUFFERS";
+/// Per-CPU counts of PFC frames sent ([`crate::pfc::PfcTxCounters`]), 1 entry.
+pub const PFC_TX_COUNTERS: &str = "PFC_TX_COUNTERS";
 /// Entries of [`CNP_QPS`] and [`QP_MAP`].
 pub const QP_ENTRIES: u32 = 4096;
 
 /// Every map the control plane pins, in a stable order.
-pub const PINNED: [&str; 10] = [
+pub const PINNED: [&str; 13] = [
     ECN_PROFILES,
     DSCP_PRIO,
     SETTINGS,
@@ -35,6 +41,9 @@ pub const PINNED: [&str; 10] = [
     CNP_QPS,
     QP_MAP,
     CNP_COUNTERS,
+    PFC_PROFILES,
+    PFC_BUFFERS,
+    PFC_TX_COUNTERS,
 ];
 
 /// Index into [`QUEUES`] of the queue of `priority` at `hook`.

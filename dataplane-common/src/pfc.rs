@@ -127,9 +127,152 @@ impl PfcState {
     }
 }
 
+/// Destination MAC of 802.1Qbb frames.
+pub const PFC_DESTINATION: [u8; 6] = [0x01, 0x80, 0xc2, 0x00, 0x00, 0x01];
+/// Length of a PFC frame as sent (the 60-byte Ethernet minimum, without FCS).
+pub const PFC_FRAME_LEN: usize = 60;
+
+/// `skb->mark` of a clone the TC ingress program sends to egress to become a PFC frame:
+/// this base, plus 8 for XON, plus the priority.
+pub const PFC_MARK_BASE: u32 = 0x4c4c_5000;
+
+/// The `skb->mark` that asks the egress program for a PAUSE (or, with `xon`, a resume) of
+/// `priority`.
+#[inline(always)]
+pub const fn pfc_mark(priority: usize, xon: bool) -> u32 {
+    PFC_MARK_BASE | (if xon { 8 } else { 0 }) | (priority as u32 & 7)
+}
+
+/// The priority and XON bit a mark from [`pfc_mark`] carries, if it is one.
+#[inline(always)]
+pub const fn parse_pfc_mark(mark: u32) -> Option<(usize, bool)> {
+    if mark & !0xf != PFC_MARK_BASE {
+        return None;
+    }
+    Some(((mark & 7) as usize, mark & 8 != 0))
+}
+
+/// An 802.1Qbb frame from `source` pausing `priority` for `quanta` (0: resume).
+#[inline(always)]
+pub fn build_pfc_frame(source: &[u8; 6], priority: usize, quanta: u16) -> [u8; PFC_FRAME_LEN] {
+    let mut frame = [0u8; PFC_FRAME_LEN];
+    frame[0..6].copy_from_slice(&PFC_DESTINATION);
+    frame[6..12].copy_from_slice(source);
+    frame[12..14].copy_from_slice(&ETHERTYPE_MAC_CONTROL.to_be_bytes());
+    frame[14..16].copy_from_slice(&OPCODE_PFC.to_be_bytes());
+    let priority = priority & 7;
+    frame[16..18].copy_from_slice(&(1u16 << priority).to_be_bytes());
+    let time = 18 + 2 * priority;
+    frame[time..time + 2].copy_from_slice(&quanta.to_be_bytes());
+    frame
+}
+
+/// When to send PFC frames for one priority of this host's ingress buffer.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PfcProfile {
+    /// 1 when this host generates PAUSE frames for the priority.
+    pub enabled: u32,
+    /// Pause time asked for, in quanta.
+    pub quanta: u32,
+    /// At or above this buffer occupancy a PAUSE goes out.
+    pub xoff_bytes: u32,
+    /// Below this occupancy (after a PAUSE) a resume goes out.
+    pub xon_bytes: u32,
+    /// How fast this host consumes the priority's traffic: the buffer's drain rate.
+    pub drain_bytes_per_sec: u64,
+}
+
+impl PfcProfile {
+    /// The default: off; when turned on, XOFF 100 KB, XON 50 KB, the longest pause, 10 Gb/s.
+    pub const DEFAULT: PfcProfile = PfcProfile {
+        enabled: 0,
+        quanta: 0xffff,
+        xoff_bytes: 100_000,
+        xon_bytes: 50_000,
+        drain_bytes_per_sec: 10_000_000_000 / 8,
+    };
+}
+
+/// PFC frames this host sent, by priority (per CPU in the map).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PfcTxCounters {
+    /// PAUSE frames sent (first ones and refreshes).
+    pub pause_tx: [u64; crate::PRIORITIES],
+    /// Resume (XON) frames sent.
+    pub resume_tx: [u64; crate::PRIORITIES],
+}
+
+impl PfcTxCounters {
+    /// Adds `other` into `self` (to sum the per-CPU copies).
+    pub fn accumulate(&mut self, other: &PfcTxCounters) {
+        for p in 0..crate::PRIORITIES {
+            self.pause_tx[p] += other.pause_tx[p];
+            self.resume_tx[p] += other.resume_tx[p];
+        }
+    }
+}
+
+/// A PFC frame the ingress buffer asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PfcSignal {
+    /// Pause the peer (XOFF), or refresh a pause before it runs out.
+    Pause,
+    /// Let the peer send again (XON).
+    Resume,
+}
+
+/// This host's ingress buffer of one priority and what it last asked of the peer.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IngressBuffer {
+    /// The buffer: bytes received of the priority, drained at the profile's rate.
+    pub queue: crate::phantom_queue::PhantomQueue,
+    /// 1 while this host asks the peer to pause.
+    pub asserted: u64,
+    /// When to refresh the PAUSE (half its time after it was sent).
+    pub refresh_at_ns: u64,
+}
+
+impl IngressBuffer {
+    /// Adds a packet of `len` bytes at `now_ns` and returns the PFC frame to send, if any:
+    /// a PAUSE on crossing XOFF, refreshed at half its `pause_ns` while at or above XON;
+    /// a resume on falling below XON. Packets are never dropped.
+    #[inline(always)]
+    pub fn on_packet(
+        &mut self,
+        now_ns: u64,
+        len: u64,
+        profile: &PfcProfile,
+        pause_ns: u64,
+    ) -> Option<PfcSignal> {
+        let backlog = self.queue.enqueue(now_ns, len, profile.drain_bytes_per_sec);
+        let above_xon = backlog >= profile.xon_bytes as u64;
+        if backlog >= profile.xoff_bytes as u64 || (self.asserted != 0 && above_xon) {
+            if self.asserted != 0 && now_ns < self.refresh_at_ns {
+                return None;
+            }
+            self.asserted = 1;
+            self.refresh_at_ns = now_ns + pause_ns / 2;
+            return Some(PfcSignal::Pause);
+        }
+        if self.asserted != 0 {
+            self.asserted = 0;
+            return Some(PfcSignal::Resume);
+        }
+        None
+    }
+}
+
 #[cfg(feature = "user")]
-// SAFETY: a plain `#[repr(C)]` record of integers without padding.
-unsafe impl aya::Pod for PfcState {}
+mod pod {
+    // SAFETY: plain `#[repr(C)]` records of integers without padding.
+    unsafe impl aya::Pod for super::PfcState {}
+    unsafe impl aya::Pod for super::PfcProfile {}
+    unsafe impl aya::Pod for super::IngressBuffer {}
+    unsafe impl aya::Pod for super::PfcTxCounters {}
+}
 
 #[cfg(test)]
 mod tests {
@@ -228,5 +371,49 @@ mod tests {
         s.xon(1_800);
         assert_eq!(s.pause(1_900, 500, watchdog), PauseOutcome::Honoured);
         assert!(s.is_paused(2_000));
+    }
+
+    #[test]
+    fn pfc_frame_layout() {
+        let frame = build_pfc_frame(&[2, 0, 0, 0, 0, 9], 3, 0xabcd);
+        assert_eq!(&frame[0..6], &PFC_DESTINATION);
+        assert_eq!(&frame[12..18], &[0x88, 0x08, 0x01, 0x01, 0x00, 0x08]);
+        assert_eq!(&frame[24..26], &[0xab, 0xcd]);
+        assert!(frame[26..].iter().all(|b| *b == 0));
+        assert_eq!(parse_pfc_mark(pfc_mark(5, true)), Some((5, true)));
+        assert_eq!(parse_pfc_mark(pfc_mark(2, false)), Some((2, false)));
+        assert_eq!(parse_pfc_mark(0x4c4c_434e), None);
+    }
+
+    #[test]
+    fn xoff_refresh_and_xon() {
+        let profile = PfcProfile {
+            enabled: 1,
+            quanta: 100,
+            xoff_bytes: 1000,
+            xon_bytes: 500,
+            drain_bytes_per_sec: 1_000_000,
+        };
+        let mut buffer = IngressBuffer::default();
+        let pause_ns = 10_000;
+        // 400-byte packets every 100 ns fill a 1 byte/µs buffer: XOFF at the third.
+        assert_eq!(buffer.on_packet(0, 400, &profile, pause_ns), None);
+        assert_eq!(buffer.on_packet(100, 400, &profile, pause_ns), None);
+        assert_eq!(
+            buffer.on_packet(200, 400, &profile, pause_ns),
+            Some(PfcSignal::Pause)
+        );
+        // No refresh before half the pause time, one after.
+        assert_eq!(buffer.on_packet(300, 100, &profile, pause_ns), None);
+        assert_eq!(
+            buffer.on_packet(5_200, 100, &profile, pause_ns),
+            Some(PfcSignal::Pause)
+        );
+        // Drained below XON (1 byte/µs over 1 ms): resume, once.
+        assert_eq!(
+            buffer.on_packet(1_005_200, 10, &profile, pause_ns),
+            Some(PfcSignal::Resume)
+        );
+        assert_eq!(buffer.on_packet(1_005_300, 10, &profile, pause_ns), None);
     }
 }

@@ -1,29 +1,21 @@
 //! The notification point: a CE-marked RoCEv2 data packet is answered with a CNP from the
-//! kernel. TC ingress clones the packet to the same device's egress with a mark and lets the
-//! original go up the stack unchanged; TC egress turns the marked clone into the CNP.
+//! kernel. At TC ingress the packet earns a CNP (at most one per QP per interval) and is
+//! cloned to egress (see `emit`); at TC egress the marked clone becomes the CNP.
 
 use aya_ebpf::{
-    bindings::{TC_ACT_SHOT, TC_ACT_UNSPEC},
-    helpers::{
-        bpf_ktime_get_ns,
-        generated::{bpf_skb_change_tail, bpf_skb_load_bytes, bpf_skb_store_bytes},
-    },
-    macros::classifier,
+    helpers::{bpf_ktime_get_ns, generated::bpf_skb_load_bytes},
     programs::TcContext,
 };
 use dataplane_common::{
-    cnp::{
-        build_ipv4_cnp, CnpCounters, CnpQpState, CNP_MARK, IPV4_CNP_LEN, IPV4_DATA_PREFIX,
-        OPCODE_CNP,
-    },
+    cnp::{build_ipv4_cnp, CnpCounters, CnpQpState, CNP_MARK, IPV4_DATA_PREFIX, OPCODE_CNP},
     config::Settings,
 };
 use network_types::{eth::EthHdr, ip::Ipv4Hdr, udp::UdpHdr};
 
 use crate::{
+    emit::{clone_to_egress, replace_frame},
     maps::{CNP_COUNTERS, CNP_QPS, QP_MAP, SETTINGS},
-    parse::{parse, Frame, Network, Parsed},
-    tc::linear_frame,
+    parse::{Frame, Network, Parsed},
 };
 
 const ECN_CE: u8 = 0b11;
@@ -33,19 +25,15 @@ const PLAIN_IPV4_BTH: usize = EthHdr::LEN + Ipv4Hdr::LEN + UdpHdr::LEN;
 /// Offset of the DestQP (24 bits) in the BTH.
 const BTH_DEST_QP: usize = 5;
 
-/// TC ingress: count arriving CNPs; clone CE-marked data packets that earn a CNP.
-#[classifier]
-pub fn lossless_cnp_in(ctx: TcContext) -> i32 {
-    let frame = linear_frame(&ctx);
-    if let (Ok(parsed), Some(counters)) = (parse(&frame), CNP_COUNTERS.get_ptr_mut(0)) {
-        // SAFETY: a per-CPU map value, only this CPU writes it while this program runs.
-        notify(&ctx, &frame, &parsed, unsafe { &mut *counters });
-    }
-    TC_ACT_UNSPEC
-}
-
+/// At TC ingress: counts an arriving CNP, or answers a CE-marked data packet that earns a
+/// CNP by cloning it to egress with [`CNP_MARK`].
 #[inline(always)]
-fn notify(ctx: &TcContext, frame: &Frame, parsed: &Parsed, counters: &mut CnpCounters) {
+pub fn notify(ctx: &TcContext, frame: &Frame, parsed: &Parsed) {
+    let Some(counters) = CNP_COUNTERS.get_ptr_mut(0) else {
+        return;
+    };
+    // SAFETY: a per-CPU map value, only this CPU writes it while this program runs.
+    let counters: &mut CnpCounters = unsafe { &mut *counters };
     if !parsed.roce {
         return;
     }
@@ -75,14 +63,10 @@ fn notify(ctx: &TcContext, frame: &Frame, parsed: &Parsed, counters: &mut CnpCou
     if !admit(qp, settings.cnp_interval_ns, counters) {
         return;
     }
-    // SAFETY: the context pointer is valid for the whole program run.
-    let (old_mark, ifindex) = unsafe { ((*ctx.skb.skb).mark, (*ctx.skb.skb).ifindex) };
-    ctx.set_mark(CNP_MARK);
-    let cloned = ctx.clone_redirect(ifindex, 0);
-    ctx.set_mark(old_mark);
-    match cloned {
-        Ok(()) => counters.cnp_sent += 1,
-        Err(_) => counters.cnp_unsupported += 1,
+    if clone_to_egress(ctx, CNP_MARK) {
+        counters.cnp_sent += 1;
+    } else {
+        counters.cnp_unsupported += 1;
     }
 }
 
@@ -103,24 +87,9 @@ fn admit(qp: u32, interval_ns: u64, counters: &mut CnpCounters) -> bool {
     admitted
 }
 
-/// TC egress: a clone marked by [`lossless_cnp_in`] becomes the CNP; every other frame
-/// passes untouched. Runs first among the egress programs.
-#[classifier]
-pub fn lossless_cnp_out(ctx: TcContext) -> i32 {
-    // SAFETY: the context pointer is valid for the whole program run.
-    if unsafe { (*ctx.skb.skb).mark } != CNP_MARK {
-        return TC_ACT_UNSPEC;
-    }
-    ctx.set_mark(0);
-    match rewrite_as_cnp(&ctx) {
-        Ok(()) => TC_ACT_UNSPEC,
-        // Never let the clone leave as a second copy of the data packet.
-        Err(()) => TC_ACT_SHOT,
-    }
-}
-
+/// At TC egress: turns the clone into the CNP answering it.
 #[inline(always)]
-fn rewrite_as_cnp(ctx: &TcContext) -> Result<(), ()> {
+pub fn rewrite_as_cnp(ctx: &TcContext) -> Result<(), ()> {
     let skb = ctx.skb.skb;
     let mut data = [0u8; IPV4_DATA_PREFIX];
     // SAFETY: a constant length into a buffer of that size (aya's load_bytes clamps the
@@ -148,15 +117,5 @@ fn rewrite_as_cnp(ctx: &TcContext) -> Result<(), ()> {
         .get(0)
         .map_or(Settings::DEFAULT.cnp_dscp, |s| s.cnp_dscp) as u8
         & 0x3f;
-    let cnp = build_ipv4_cnp(&data, dest_qp, dscp);
-    // SAFETY: resizing then writing the whole frame from a buffer of exactly that size.
-    unsafe {
-        if bpf_skb_change_tail(skb, IPV4_CNP_LEN as u32, 0) != 0 {
-            return Err(());
-        }
-        if bpf_skb_store_bytes(skb, 0, cnp.as_ptr() as *const _, IPV4_CNP_LEN as u32, 0) != 0 {
-            return Err(());
-        }
-    }
-    Ok(())
+    replace_frame(ctx, &build_ipv4_cnp(&data, dest_qp, dscp))
 }

@@ -107,7 +107,7 @@ pub fn process<C: aya_ebpf::EbpfContext>(
 
 /// The priority of a frame: its VLAN PCP when tagged, else its DSCP through the DSCP map.
 #[inline(always)]
-fn classify(parsed: &Parsed, tag_pcp: Option<u8>) -> u32 {
+pub fn classify(parsed: &Parsed, tag_pcp: Option<u8>) -> u32 {
     if let Some(pcp) = tag_pcp.or(parsed.pcp) {
         return pcp as u32;
     }

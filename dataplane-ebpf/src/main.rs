@@ -9,6 +9,7 @@
 
 mod cnp;
 mod ecn;
+mod emit;
 mod maps;
 mod parse;
 mod pfc;

@@ -9,7 +9,7 @@ use dataplane_common::{
     config::{AttachInfo, EcnProfile, Settings},
     counters::HookCounters,
     maps::{QP_ENTRIES, QUEUE_ENTRIES},
-    pfc::PfcState,
+    pfc::{IngressBuffer, PfcProfile, PfcState, PfcTxCounters},
     phantom_queue::PhantomQueue,
     Hook, DSCP_VALUES, PRIORITIES,
 };
@@ -54,3 +54,15 @@ pub static QP_MAP: HashMap<u32, u32> = HashMap::with_max_entries(QP_ENTRIES, 0);
 /// Notification-point counters, per CPU.
 #[map]
 pub static CNP_COUNTERS: PerCpuArray<CnpCounters> = PerCpuArray::with_max_entries(1, 0);
+
+/// PFC generation profile per priority.
+#[map]
+pub static PFC_PROFILES: Array<PfcProfile> = Array::with_max_entries(PRIORITIES as u32, 0);
+
+/// This host's ingress buffer per priority; shared by all CPUs.
+#[map]
+pub static PFC_BUFFERS: Array<IngressBuffer> = Array::with_max_entries(PRIORITIES as u32, 0);
+
+/// PFC frames sent, per CPU.
+#[map]
+pub static PFC_TX_COUNTERS: PerCpuArray<PfcTxCounters> = PerCpuArray::with_max_entries(1, 0);

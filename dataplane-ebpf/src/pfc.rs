@@ -1,21 +1,32 @@
-//! PFC receive: 802.1Qbb PAUSE frames are parsed, honoured in the shared pause state (under a
-//! watchdog that sees pause storms), counted per priority, and consumed. Malformed MAC
-//! control frames are counted and not honoured. And at TC egress: frames that leave while
-//! their priority is paused are counted as violations.
+//! PFC. Receive (XDP): 802.1Qbb PAUSE frames are parsed, honoured in the shared pause state
+//! (under a watchdog that sees pause storms), counted per priority, and consumed; malformed
+//! MAC control frames are counted and not honoured. Violations (TC egress): frames that leave
+//! while their priority is paused are counted. Generate (TC ingress, sent through `emit`):
+//! this host's ingress buffer per priority asks the peer to pause at XOFF and to resume
+//! below XON.
 
-use aya_ebpf::{helpers::bpf_ktime_get_ns, EbpfContext};
+use aya_ebpf::{
+    helpers::{bpf_ktime_get_ns, generated::bpf_skb_load_bytes},
+    programs::TcContext,
+    EbpfContext,
+};
 use aya_log_ebpf::warn;
 use dataplane_common::{
     config::Settings,
     counters::{HookCounters, ParseError},
-    pfc::{quanta_to_ns, PauseOutcome, ETHERTYPE_MAC_CONTROL, OPCODE_PFC, PAYLOAD_LEN},
+    pfc::{
+        build_pfc_frame, pfc_mark, quanta_to_ns, PauseOutcome, PfcSignal, ETHERTYPE_MAC_CONTROL,
+        OPCODE_PFC, PAYLOAD_LEN,
+    },
     Hook, PRIORITIES,
 };
 use network_types::eth::EthHdr;
 
 use crate::{
-    maps::{COUNTERS, PFC_STATE, SETTINGS},
-    parse::Frame,
+    ecn::classify,
+    emit::{clone_to_egress, replace_frame},
+    maps::{COUNTERS, PFC_BUFFERS, PFC_PROFILES, PFC_STATE, PFC_TX_COUNTERS, SETTINGS},
+    parse::{Frame, Network, Parsed},
 };
 
 /// Handles `frame` if it is a MAC control frame, and returns whether it was one (the caller
@@ -108,4 +119,73 @@ pub fn count_violation(priority: usize) {
         // SAFETY: a per-CPU map value, only this CPU writes it while this program runs.
         unsafe { (*counters).per_priority[priority & 7].pfc_violations += 1 };
     }
+}
+
+/// At TC ingress: adds the packet to its priority's ingress buffer and, when the buffer
+/// crosses XOFF (or needs a refresh) or falls below XON, clones the packet to egress to
+/// become the PAUSE or resume frame. The packet itself goes on unchanged.
+#[inline(always)]
+pub fn generate(ctx: &TcContext, parsed: &Parsed, len: u64) {
+    if parsed.network == Network::Other {
+        return;
+    }
+    // SAFETY: the context pointer is valid for the whole program run.
+    let skb = unsafe { &*ctx.skb.skb };
+    let tag_pcp = (skb.vlan_present != 0).then_some((skb.vlan_tci >> 13) as u8);
+    let priority = classify(parsed, tag_pcp) as usize & 7;
+    let (Some(profile), Some(buffer)) = (
+        PFC_PROFILES.get(priority as u32),
+        PFC_BUFFERS.get_ptr_mut(priority as u32),
+    ) else {
+        return;
+    };
+    if profile.enabled == 0 {
+        return;
+    }
+    let link_speed = SETTINGS
+        .get(0)
+        .map_or(Settings::DEFAULT.link_speed_bps, |s| s.link_speed_bps);
+    let pause_ns = quanta_to_ns(profile.quanta as u16, link_speed);
+    // SAFETY: a shared map value; concurrent updates may lose one packet's bytes.
+    let Some(signal) = (unsafe { (*buffer).on_packet(bpf_ktime_get_ns(), len, profile, pause_ns) })
+    else {
+        return;
+    };
+    let xon = signal == PfcSignal::Resume;
+    if !clone_to_egress(ctx, pfc_mark(priority, xon)) {
+        return;
+    }
+    if let Some(counters) = PFC_TX_COUNTERS.get_ptr_mut(0) {
+        // SAFETY: a per-CPU map value, only this CPU writes it while this program runs.
+        let counters = unsafe { &mut *counters };
+        if xon {
+            counters.resume_tx[priority] += 1;
+        } else {
+            counters.pause_tx[priority] += 1;
+        }
+    }
+}
+
+/// At TC egress: turns the clone into the PFC frame for `priority` (a resume when `xon`),
+/// from this interface's MAC (the clone's destination).
+#[inline(always)]
+pub fn rewrite_as_pfc(ctx: &TcContext, priority: usize, xon: bool) -> Result<(), ()> {
+    let mut own_mac = [0u8; 6];
+    // SAFETY: a constant length into a buffer of that size.
+    let loaded = unsafe {
+        bpf_skb_load_bytes(
+            ctx.skb.skb as *const _,
+            0,
+            own_mac.as_mut_ptr() as *mut _,
+            6,
+        )
+    };
+    if loaded != 0 {
+        return Err(());
+    }
+    let quanta = match (xon, PFC_PROFILES.get(priority as u32)) {
+        (false, Some(profile)) => profile.quanta as u16,
+        _ => 0,
+    };
+    replace_frame(ctx, &build_pfc_frame(&own_mac, priority, quanta))
 }

@@ -113,7 +113,8 @@ pub fn demo() -> anyhow::Result<()> {
         .run()
 }
 
-/// Packets/s through a veth pair without a program, with XDP_PASS, with the ECN program.
+/// The host benchmark: packets/s through a veth pair without a program, with XDP_PASS, with
+/// the ECN program and with the CNP path; CE→CNP latency; the traffic tool's ceiling.
 pub fn bench_host() -> anyhow::Result<()> {
     require_root("the host benchmark")?;
     cargo()
@@ -125,6 +126,11 @@ pub fn bench_host() -> anyhow::Result<()> {
             "lossless-tests",
             "--bin",
             "bench-host",
+            // The benchmark attaches programs with the CLI, found beside it.
+            "-p",
+            "lossless",
+            "--bin",
+            "lossless",
         ])
         .run()?;
     Cmd::new(workspace_root().join("target/release/bench-host")).run()

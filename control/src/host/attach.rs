@@ -101,7 +101,12 @@ fn attach_into(request: &AttachRequest, dir: &PinDir, ifindex: u32) -> anyhow::R
             link.pin(dir.link(XDP_PIN))
                 .context("pinning the xdp link")?;
         }
-        for tc in attachment.tc_programs() {
+        // `cnp` and `pfc` share their programs: attach each once.
+        for tc in attachment
+            .tc_programs()
+            .iter()
+            .filter(|tc| !dir.link(tc.pin).exists())
+        {
             let link = attach_tc(&mut ebpf, &request.interface, tc)?;
             link.pin(dir.link(tc.pin))
                 .with_context(|| format!("pinning {}", tc.pin))?;

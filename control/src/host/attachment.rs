@@ -11,6 +11,9 @@ pub enum Attachment {
     Tc,
     /// The CNP fast path: TC ingress answers CE-marked RoCEv2 packets, TC egress builds CNPs.
     Cnp,
+    /// PFC generation: TC ingress models this host's ingress buffer, TC egress builds PAUSE
+    /// and resume frames. The same two programs as `cnp`.
+    Pfc,
 }
 
 /// A program to attach at TC, where, in which order, pinned under which name.
@@ -48,25 +51,30 @@ const TC_PROGRAMS: [TcProgram; 1] = [TcProgram {
     pin: "link_tc",
 }];
 
-const CNP_PROGRAMS: [TcProgram; 2] = [
+const EMIT_PROGRAMS: [TcProgram; 2] = [
     TcProgram {
-        program: "lossless_cnp_in",
+        program: "lossless_ingress",
         attach_type: TcAttachType::Ingress,
         first: false,
-        pin: "link_cnp_in",
+        pin: "link_ingress",
     },
-    // First on egress, so the clone is a CNP before any other program (ECN at TC) sees it.
+    // First on egress, so a clone is a CNP or PFC frame before any other program sees it.
     TcProgram {
-        program: "lossless_cnp_out",
+        program: "lossless_emit",
         attach_type: TcAttachType::Egress,
         first: true,
-        pin: "link_cnp_out",
+        pin: "link_emit",
     },
 ];
 
 impl Attachment {
     /// Every attachment, in attach order.
-    pub const ALL: [Attachment; 3] = [Attachment::Xdp, Attachment::Tc, Attachment::Cnp];
+    pub const ALL: [Attachment; 4] = [
+        Attachment::Xdp,
+        Attachment::Tc,
+        Attachment::Cnp,
+        Attachment::Pfc,
+    ];
 
     /// The name on the command line and in `status`.
     pub fn name(self) -> &'static str {
@@ -74,6 +82,7 @@ impl Attachment {
             Attachment::Xdp => "xdp",
             Attachment::Tc => "tc",
             Attachment::Cnp => "cnp",
+            Attachment::Pfc => "pfc",
         }
     }
 
@@ -87,8 +96,21 @@ impl Attachment {
         match self {
             Attachment::Xdp => &[],
             Attachment::Tc => &TC_PROGRAMS,
-            Attachment::Cnp => &CNP_PROGRAMS,
+            Attachment::Cnp | Attachment::Pfc => &EMIT_PROGRAMS,
         }
+    }
+
+    /// The link pins of every attachment whose bit is set in `hooks`, each once (`cnp` and
+    /// `pfc` share their programs).
+    pub fn pins_of(hooks: u32) -> Vec<&'static str> {
+        let mut pins: Vec<&'static str> = Attachment::ALL
+            .into_iter()
+            .filter(|a| hooks & a.bit() != 0)
+            .flat_map(Attachment::pins)
+            .collect();
+        pins.sort();
+        pins.dedup();
+        pins
     }
 
     /// The names of its link pins.
@@ -109,6 +131,10 @@ mod tests {
     fn bits_of_data_hooks_match_the_counters_hooks() {
         assert_eq!(Attachment::Xdp.bit(), Hook::Xdp.bit());
         assert_eq!(Attachment::Tc.bit(), Hook::TcEgress.bit());
-        assert_eq!(Attachment::Cnp.pins(), ["link_cnp_in", "link_cnp_out"]);
+        assert_eq!(Attachment::Cnp.pins(), ["link_ingress", "link_emit"]);
+        assert_eq!(
+            Attachment::pins_of(Attachment::Cnp.bit() | Attachment::Pfc.bit()),
+            ["link_emit", "link_ingress"]
+        );
     }
 }

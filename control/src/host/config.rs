@@ -10,6 +10,7 @@ use std::path::Path;
 use anyhow::{bail, Context as _};
 use dataplane_common::{
     config::{default_dscp_priority, EcnProfile, Settings},
+    pfc::PfcProfile,
     red::PMAX_ONE,
     DSCP_VALUES, PRIORITIES,
 };
@@ -25,6 +26,8 @@ const MAX_RATE_BPS: u64 = (1 << 39) * 8;
 pub struct HostConfig {
     /// ECN profile per priority.
     pub profiles: [EcnProfile; PRIORITIES],
+    /// PFC generation profile per priority.
+    pub pfc_profiles: [PfcProfile; PRIORITIES],
     /// DSCP → priority.
     pub dscp_priority: [u32; DSCP_VALUES],
     /// Interface-wide settings.
@@ -35,6 +38,7 @@ impl Default for HostConfig {
     fn default() -> Self {
         HostConfig {
             profiles: [EcnProfile::DEFAULT; PRIORITIES],
+            pfc_profiles: [PfcProfile::DEFAULT; PRIORITIES],
             dscp_priority: std::array::from_fn(|d| default_dscp_priority(d as u8)),
             settings: Settings::DEFAULT,
         }
@@ -48,6 +52,11 @@ enum Key {
     EcnKmax(usize),
     EcnPmax(usize),
     EcnRate(usize),
+    PfcEnabled(usize),
+    PfcXoff(usize),
+    PfcXon(usize),
+    PfcQuanta(usize),
+    PfcDrain(usize),
     DscpPriority(usize),
     RoceOnly,
     LinkSpeed,
@@ -63,7 +72,8 @@ enum Key {
 /// Every key pattern, for error messages and docs.
 pub const KEYS: &str =
     "ecn.prioN.enabled, ecn.prioN.kmin_bytes, ecn.prioN.kmax_bytes, ecn.prioN.pmax, \
-ecn.prioN.rate_bps (N = 0..7), ecn.roce_only, dscp.D.prio (D = 0..63), pfc.link_speed_bps, pfc.watchdog_ms, pfc.watchdog_ignore, cnp.enabled, cnp.interval_us, cnp.dscp, log.marks, log.errors";
+ecn.prioN.rate_bps, pfc.prioN.enabled, pfc.prioN.xoff_bytes, pfc.prioN.xon_bytes, pfc.prioN.quanta, \
+pfc.prioN.drain_bps (N = 0..7), ecn.roce_only, dscp.D.prio (D = 0..63), pfc.link_speed_bps, pfc.watchdog_ms, pfc.watchdog_ignore, cnp.enabled, cnp.interval_us, cnp.dscp, log.marks, log.errors";
 
 fn parse_key(key: &str) -> anyhow::Result<Key> {
     let parts: Vec<&str> = key.split('.').collect();
@@ -89,6 +99,15 @@ fn parse_key(key: &str) -> anyhow::Result<Key> {
             "rate_bps" => Some(Key::EcnRate(p)),
             _ => None,
         }),
+        ["pfc", prio, field] if prio.starts_with("prio") => index(prio, "prio", PRIORITIES)
+            .and_then(|p| match *field {
+                "enabled" => Some(Key::PfcEnabled(p)),
+                "xoff_bytes" => Some(Key::PfcXoff(p)),
+                "xon_bytes" => Some(Key::PfcXon(p)),
+                "quanta" => Some(Key::PfcQuanta(p)),
+                "drain_bps" => Some(Key::PfcDrain(p)),
+                _ => None,
+            }),
         ["dscp", dscp, "prio"] => index(dscp, "", DSCP_VALUES).map(Key::DscpPriority),
         _ => None,
     };
@@ -136,6 +155,23 @@ impl HostConfig {
                     bail!("{key}: rate {bps} b/s is above the supported {MAX_RATE_BPS} b/s");
                 }
                 self.profiles[p].rate_bytes_per_sec = (bps / 8).max(1);
+            }
+            Key::PfcEnabled(p) => self.pfc_profiles[p].enabled = parse_bool(key, value)?,
+            Key::PfcXoff(p) => self.pfc_profiles[p].xoff_bytes = parse_u32(key, value)?,
+            Key::PfcXon(p) => self.pfc_profiles[p].xon_bytes = parse_u32(key, value)?,
+            Key::PfcQuanta(p) => {
+                let quanta = parse_u32(key, value)?;
+                if !(1..=0xffff).contains(&quanta) {
+                    bail!("{key}: quanta must be 1..65535, got {quanta}");
+                }
+                self.pfc_profiles[p].quanta = quanta;
+            }
+            Key::PfcDrain(p) => {
+                let bps = parse_rate_bps(value).with_context(|| format!("{key}: bad rate"))?;
+                if bps > MAX_RATE_BPS {
+                    bail!("{key}: rate {bps} b/s is above the supported {MAX_RATE_BPS} b/s");
+                }
+                self.pfc_profiles[p].drain_bytes_per_sec = (bps / 8).max(1);
             }
             Key::DscpPriority(d) => {
                 let prio = parse_u32(key, value)?;
@@ -217,6 +253,15 @@ impl HostConfig {
             }
             if profile.rate_bytes_per_sec == 0 {
                 bail!("ecn.prio{p}.rate_bps must be positive");
+            }
+        }
+        for (p, pfc) in self.pfc_profiles.iter().enumerate() {
+            if pfc.xon_bytes >= pfc.xoff_bytes {
+                bail!(
+                    "pfc.prio{p}: xon_bytes ({}) must be below xoff_bytes ({})",
+                    pfc.xon_bytes,
+                    pfc.xoff_bytes
+                );
             }
         }
         Ok(())

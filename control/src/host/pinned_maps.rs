@@ -5,10 +5,10 @@ use anyhow::Context as _;
 use aya::maps::{Array, HashMap as AyaHashMap, Map, MapData, PerCpuArray};
 use dataplane_common::{
     cnp::{CnpCounters, CnpQpState},
-    config::{AttachInfo, EcnProfile, Settings},
+    config::{AttachInfo, Settings},
     counters::HookCounters,
     maps,
-    pfc::PfcState,
+    pfc::{IngressBuffer, PfcState, PfcTxCounters},
     phantom_queue::PhantomQueue,
     Hook, PRIORITIES,
 };
@@ -69,6 +69,7 @@ impl PinnedMaps {
     pub fn read_config(&self) -> anyhow::Result<HostConfig> {
         Ok(HostConfig {
             profiles: self.read_entries(maps::ECN_PROFILES, 0)?,
+            pfc_profiles: self.read_entries(maps::PFC_PROFILES, 0)?,
             dscp_priority: self.read_entries(maps::DSCP_PRIO, 0)?,
             settings: self.read_entries::<Settings, 1>(maps::SETTINGS, 0)?[0],
         })
@@ -77,17 +78,37 @@ impl PinnedMaps {
     /// Writes a (validated) configuration; the programs use it from their next packet on.
     pub fn write_config(&self, config: &HostConfig) -> anyhow::Result<()> {
         config.validate()?;
-        let mut profiles = self.array::<EcnProfile>(maps::ECN_PROFILES)?;
-        let mut dscp = self.array::<u32>(maps::DSCP_PRIO)?;
-        let mut settings = self.array::<Settings>(maps::SETTINGS)?;
-        for (p, profile) in config.profiles.iter().enumerate() {
-            profiles.set(p as u32, profile, 0)?;
+        self.write_entries(maps::ECN_PROFILES, &config.profiles)?;
+        self.write_entries(maps::PFC_PROFILES, &config.pfc_profiles)?;
+        self.write_entries(maps::DSCP_PRIO, &config.dscp_priority)?;
+        self.write_entries(maps::SETTINGS, &[config.settings])
+    }
+
+    /// Writes `entries` to the array map `name` from index 0.
+    fn write_entries<T: aya::Pod>(&self, name: &str, entries: &[T]) -> anyhow::Result<()> {
+        let mut array = self.array::<T>(name)?;
+        for (index, entry) in entries.iter().enumerate() {
+            array.set(index as u32, entry, 0)?;
         }
-        for (d, prio) in config.dscp_priority.iter().enumerate() {
-            dscp.set(d as u32, prio, 0)?;
-        }
-        settings.set(0, config.settings, 0)?;
         Ok(())
+    }
+
+    /// PFC frames sent, summed over CPUs.
+    pub fn read_pfc_tx_counters(&self) -> anyhow::Result<PfcTxCounters> {
+        let counters: PerCpuArray<MapData, PfcTxCounters> =
+            PerCpuArray::try_from(self.map(maps::PFC_TX_COUNTERS)?)
+                .context("map PFC_TX_COUNTERS has an unexpected type")?;
+        let mut total = PfcTxCounters::default();
+        counters
+            .get(&0, 0)?
+            .iter()
+            .for_each(|c| total.accumulate(c));
+        Ok(total)
+    }
+
+    /// This host's ingress buffers, by priority.
+    pub fn read_pfc_buffers(&self) -> anyhow::Result<[IngressBuffer; PRIORITIES]> {
+        self.read_entries(maps::PFC_BUFFERS, 0)
     }
 
     /// Reads what attach recorded.

@@ -55,6 +55,12 @@ pub struct Stats {
     pub pfc_storms: [u64; PRIORITIES],
     /// Frames that left (TC egress) while their priority was paused, by priority.
     pub pfc_violations: [u64; PRIORITIES],
+    /// PAUSE frames this host sent (first ones and refreshes), by priority.
+    pub pfc_pause_tx: [u64; PRIORITIES],
+    /// Resume (XON) frames this host sent, by priority.
+    pub pfc_resume_tx: [u64; PRIORITIES],
+    /// This host's ingress buffer occupancy after the last packet, by priority.
+    pub pfc_buffer_bytes: [u64; PRIORITIES],
     /// Notification-point totals: `cnp_sent`, `cnp_suppressed`, `cnp_received`,
     /// `cnp_unsupported`.
     #[serde(flatten)]
@@ -99,6 +105,7 @@ impl Stats {
         let parse_errors = all.parse_errors.iter().sum();
         let now = monotonic_ns()?;
         let pfc = maps.read_pfc_states()?;
+        let pfc_tx = maps.read_pfc_tx_counters()?;
         Ok(Stats {
             interface: maps.dir().interface().to_owned(),
             totals,
@@ -122,6 +129,9 @@ impl Stats {
             pfc_paused_ns: pfc.map(|state| state.paused_ns(now)),
             pfc_storms: all.per_priority.map(|c| c.pfc_storms),
             pfc_violations: all.per_priority.map(|c| c.pfc_violations),
+            pfc_pause_tx: pfc_tx.pause_tx,
+            pfc_resume_tx: pfc_tx.resume_tx,
+            pfc_buffer_bytes: maps.read_pfc_buffers()?.map(|b| b.queue.backlog_bytes),
             cnp: maps.read_cnp_counters()?,
             cnp_qps: maps
                 .read_cnp_qps()?
@@ -234,12 +244,14 @@ impl Stats {
                 .map(|ns| format!("{:.3}", *ns as f64 / 1e6))
                 .collect();
             out += &format!(
-                "pfc (prio 0..7) pause_rx {:?} resume_rx {:?} paused_ms [{}] storms {:?} violations {:?}\n",
+                "pfc (prio 0..7) pause_rx {:?} resume_rx {:?} paused_ms [{}] storms {:?} violations {:?} pause_tx {:?} resume_tx {:?}\n",
                 self.pfc_pause_rx,
                 self.pfc_resume_rx,
                 paused_ms.join(", "),
                 self.pfc_storms,
-                self.pfc_violations
+                self.pfc_violations,
+                self.pfc_pause_tx,
+                self.pfc_resume_tx
             );
         }
         let cnp = &self.cnp;

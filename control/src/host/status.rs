@@ -9,7 +9,7 @@ use super::{attachment::Attachment, config::ConfigView, pinned_maps::PinnedMaps,
 /// One attached program, by its link.
 #[derive(Debug, Serialize)]
 pub struct HookStatus {
-    /// `xdp`, `tc`, `cnp_in` or `cnp_out` (the link pin's name without `link_`).
+    /// `xdp`, `tc`, `ingress` or `emit` (the link pin's name without `link_`).
     pub hook: &'static str,
     /// Kernel id of the attached program.
     pub program_id: u32,
@@ -38,10 +38,7 @@ impl InterfaceStatus {
         let maps = PinnedMaps::open(interface)?;
         let info = maps.read_attach_info()?;
         let mut hooks = Vec::new();
-        let attached = Attachment::ALL
-            .into_iter()
-            .filter(|a| info.hooks & a.bit() != 0);
-        for pin in attached.flat_map(Attachment::pins) {
+        for pin in Attachment::pins_of(info.hooks) {
             let link = FdLink::from(PinnedLink::from_pin(maps.dir().link(pin))?);
             let link_info = link.info()?;
             hooks.push(HookStatus {

@@ -189,11 +189,9 @@ fn main() -> anyhow::Result<()> {
         "  dev_queue_xmit) to that of the CNP arriving on it (netif_rx): the veth crossing both"
     );
     println!(
-        "  ways, the receiver's XDP program and NAPI poll, lossless_cnp_in (TC ingress) with its"
+        "  ways, the receiver's XDP program and NAPI poll, lossless_ingress (TC ingress) with its"
     );
-    println!(
-        "  clone redirected through lossless_cnp_out (TC egress); no socket wake-up is included"
-    );
+    println!("  clone redirected through lossless_emit (TC egress); no socket wake-up is included");
 
     println!("\ntraffic tool ceiling: {FRAME}-byte frames, sender pinned to one core, into a veth whose peer");
     println!(
