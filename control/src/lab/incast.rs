@@ -339,6 +339,8 @@ struct Outcome {
     fair_share_bps: f64,
     /// Jain's fairness index of the senders' last-second DCQCN rates.
     jain_index: f64,
+    /// Jain's fairness index of what the senders sent in the last second.
+    jain_index_sent: f64,
     ect_packets: u64,
     ecn_marked: u64,
     cnp_sent: u64,
@@ -572,7 +574,11 @@ fn outcome(
 ) -> anyhow::Result<Outcome> {
     let end = samples.last().expect("a last sample");
     let window_start = end.at.checked_sub(LAST).unwrap_or(end.at);
-    let from = samples.iter().find(|s| s.at >= window_start).unwrap_or(end);
+    let from = samples
+        .iter()
+        .rev()
+        .find(|s| s.at <= window_start)
+        .unwrap_or(&samples[0]);
     let window = end.at.duration_since(from.at).as_secs_f64();
     let mut senders = Vec::new();
     for (i, (summary, qps)) in summaries.iter().zip(timelines).enumerate() {
@@ -606,9 +612,11 @@ fn outcome(
         });
     }
     let rates: Vec<f64> = senders.iter().map(|s| s.last_second_rate_bps).collect();
+    let sent: Vec<f64> = senders.iter().map(|s| s.last_second_sent_bps).collect();
     let cnp = maps.read_cnp_counters()?;
     Ok(Outcome {
         jain_index: jain_index(&rates),
+        jain_index_sent: jain_index(&sent),
         senders,
         drain_bps: args.drain,
         fair_share_bps: args.fair_share_bps(),
@@ -652,14 +660,18 @@ fn print_outcome(args: &IncastLab, outcome: &Outcome) {
         );
     }
     let sum: f64 = outcome.senders.iter().map(|s| s.last_second_rate_bps).sum();
+    let sent: f64 = outcome.senders.iter().map(|s| s.last_second_sent_bps).sum();
     println!(
-        "fair share {:.1} Mb/s per sender; last second: sum {:.1} Mb/s against a drain of {} Mb/s, \
-         Jain's index {:.3} ({})",
+        "fair share {:.1} Mb/s per sender; last second: DCQCN rates sum to {:.1} Mb/s, sent {:.1} \
+         Mb/s, against a drain of {} Mb/s; Jain's index {:.3} of the rates, {:.3} of what was \
+         sent ({})",
         outcome.fair_share_bps / 1e6,
         sum / 1e6,
+        sent / 1e6,
         args.drain / 1_000_000,
         outcome.jain_index,
-        if outcome.jain_index >= 0.9 {
+        outcome.jain_index_sent,
+        if outcome.jain_index.min(outcome.jain_index_sent) >= 0.9 {
             "converged"
         } else {
             "not converged"
