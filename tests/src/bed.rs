@@ -219,3 +219,40 @@ impl Drop for Attached<'_> {
         }
     }
 }
+
+/// Fails with the command's output unless it succeeded; returns its stdout.
+pub fn succeeded(output: Output) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    stdout
+}
+
+/// Asserts that process `pid` left no namespace named with one of `prefixes` and no pin
+/// (names are PREFIX + pid % 100000 + "x" + a counter: `netns::unique_name`).
+pub fn assert_nothing_left(prefixes: &[&str], pid: u32) {
+    let tag = format!("{}x", pid % 100_000);
+    let netns = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    let netns = String::from_utf8_lossy(&netns.stdout);
+    let left: Vec<&str> = netns
+        .lines()
+        .filter(|l| prefixes.iter().any(|p| l.starts_with(&format!("{p}{tag}"))))
+        .collect();
+    assert!(left.is_empty(), "namespaces left behind: {left:?}");
+    let pins: Vec<String> = std::fs::read_dir(lossless::host::pins::ROOT)
+        .map(|dir| {
+            dir.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.contains(&tag))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(pins.is_empty(), "pins left behind: {pins:?}");
+}

@@ -6,12 +6,12 @@
 use std::{
     fs,
     path::{Path, PathBuf},
-    process::{Command, Output, Stdio},
+    process::{Command, Stdio},
     sync::Mutex,
     time::{Duration, Instant},
 };
 
-use lossless_tests::bed::{lossless_bin, privileged};
+use lossless_tests::bed::{assert_nothing_left, lossless_bin, privileged, succeeded};
 use serde_json::Value;
 
 /// One lab at a time: each runs several senders on a machine with few cores.
@@ -37,44 +37,6 @@ fn lab(out: &Path, args: &[&str]) -> Command {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     command
-}
-
-/// Fails with the lab's output unless it succeeded; returns its stdout.
-fn succeeded(output: Output) -> String {
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "lab failed ({}):\n{stdout}\n{stderr}",
-        output.status
-    );
-    stdout
-}
-
-/// Asserts that no namespace or pin of the lab process `pid` is left.
-fn assert_nothing_left(pid: u32) {
-    // Names are PREFIX + pid % 100000 + "x" + counter (netns::unique_name).
-    let tag = format!("{}x", pid % 100_000);
-    let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    let netns = String::from_utf8_lossy(&netns.stdout);
-    let left: Vec<&str> = netns
-        .lines()
-        .filter(|l| {
-            NAMESPACE_PREFIXES
-                .iter()
-                .any(|p| l.starts_with(&format!("{p}{tag}")))
-        })
-        .collect();
-    assert!(left.is_empty(), "namespaces left behind: {left:?}");
-    let pins: Vec<String> = fs::read_dir("/sys/fs/bpf/lossless")
-        .map(|dir| {
-            dir.filter_map(Result::ok)
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|name| name.contains(&tag))
-                .collect()
-        })
-        .unwrap_or_default();
-    assert!(pins.is_empty(), "pins left behind: {pins:?}");
 }
 
 /// Asserts that `path` exists and is not empty; returns its text.
@@ -129,7 +91,7 @@ fn incast_marks_become_kernel_cnps_and_every_sender_cuts() {
     let svg = non_empty(&out.join("rates.svg"));
     assert!(svg.contains("<svg"), "rates.svg is no SVG");
     non_empty(&out.join("rates.json"));
-    assert_nothing_left(pid);
+    assert_nothing_left(&NAMESPACE_PREFIXES, pid);
     fs::remove_dir_all(&out).unwrap();
 }
 
@@ -155,6 +117,6 @@ fn incast_cleans_up_on_ctrl_c() {
     );
     let stdout = succeeded(output);
     assert!(stdout.contains("time_s"), "no table in:\n{stdout}");
-    assert_nothing_left(pid);
+    assert_nothing_left(&NAMESPACE_PREFIXES, pid);
     let _ = fs::remove_dir_all(&out);
 }

@@ -102,15 +102,19 @@ pub fn test() -> anyhow::Result<()> {
         .run()
 }
 
-/// Builds the CLI in release and runs the ECN demo.
+/// Builds the CLI in release and runs the three labs of the demo.
 pub fn demo() -> anyhow::Result<()> {
     require_root("the demo")?;
     cargo()
         .args(["build", "--release", "--locked", "-p", "lossless"])
         .run()?;
-    Cmd::new(workspace_root().join("target/release/lossless"))
-        .args(["lab", "ecn"])
-        .run()
+    // Marks rise with load (ECN), marks become kernel CNPs and DCQCN rates converge
+    // (incast, with a plot), and a slow receiver pauses its sender without loss (PFC).
+    let lossless = workspace_root().join("target/release/lossless");
+    for lab in ["ecn", "incast", "pfc"] {
+        Cmd::new(&lossless).args(["lab", lab]).run()?;
+    }
+    Ok(())
 }
 
 /// The host benchmark: packets/s through a veth pair without a program, with XDP_PASS, with

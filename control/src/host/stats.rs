@@ -275,7 +275,7 @@ impl Stats {
 }
 
 /// CLOCK_MONOTONIC in ns: the clock of `bpf_ktime_get_ns`, so pause times compare.
-fn monotonic_ns() -> anyhow::Result<u64> {
+pub fn monotonic_ns() -> anyhow::Result<u64> {
     // SAFETY: clock_gettime fills the zeroed timespec.
     let mut now: libc::timespec = unsafe { std::mem::zeroed() };
     if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) } != 0 {

@@ -7,6 +7,7 @@ use crate::traffic::StopFlag;
 use super::{
     ecn::{self, EcnLab},
     incast::{self, IncastLab},
+    pfc::{self, PfcLab},
 };
 
 /// The `lab` subcommands.
@@ -16,6 +17,8 @@ pub enum LabCommand {
     Ecn(EcnLab),
     /// Incast: N DCQCN senders into one bottleneck; marks become kernel CNPs, rates converge.
     Incast(IncastLab),
+    /// PFC: a receiver slower than its sender pauses it (XOFF) and lets it go (XON); no loss.
+    Pfc(PfcLab),
 }
 
 /// Runs one `lab` subcommand; Ctrl-C stops it early and it still cleans up.
@@ -25,6 +28,7 @@ pub async fn run(command: LabCommand) -> anyhow::Result<()> {
     let mut lab = tokio::task::spawn_blocking(move || match command {
         LabCommand::Ecn(args) => ecn::run(&args, &lab_stop),
         LabCommand::Incast(args) => incast::run(&args, &lab_stop),
+        LabCommand::Pfc(args) => pfc::run(&args, &lab_stop),
     });
     tokio::select! {
         result = &mut lab => result?,

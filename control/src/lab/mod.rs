@@ -3,4 +3,5 @@
 pub mod cli;
 pub mod ecn;
 pub mod incast;
+pub mod pfc;
 mod shared;
