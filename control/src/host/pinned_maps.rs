@@ -95,15 +95,7 @@ impl PinnedMaps {
 
     /// PFC frames sent, summed over CPUs.
     pub fn read_pfc_tx_counters(&self) -> anyhow::Result<PfcTxCounters> {
-        let counters: PerCpuArray<MapData, PfcTxCounters> =
-            PerCpuArray::try_from(self.map(maps::PFC_TX_COUNTERS)?)
-                .context("map PFC_TX_COUNTERS has an unexpected type")?;
-        let mut total = PfcTxCounters::default();
-        counters
-            .get(&0, 0)?
-            .iter()
-            .for_each(|c| total.accumulate(c));
-        Ok(total)
+        self.sum_per_cpu(maps::PFC_TX_COUNTERS, 0, PfcTxCounters::accumulate)
     }
 
     /// This host's ingress buffers, by priority.
@@ -125,27 +117,29 @@ impl PinnedMaps {
 
     /// Sums the per-CPU counters of `hook`.
     pub fn read_counters(&self, hook: Hook) -> anyhow::Result<HookCounters> {
-        let counters: PerCpuArray<MapData, HookCounters> =
-            PerCpuArray::try_from(self.map(maps::COUNTERS)?)
-                .context("map COUNTERS has an unexpected type")?;
-        let mut total = HookCounters::default();
-        for per_cpu in counters.get(&(hook as u32), 0)?.iter() {
-            total.accumulate(per_cpu);
-        }
+        self.sum_per_cpu(maps::COUNTERS, hook as u32, HookCounters::accumulate)
+    }
+
+    /// Entry `index` of the per-CPU array map `name`, its CPUs' copies added with `add`.
+    fn sum_per_cpu<T: aya::Pod + Default>(
+        &self,
+        name: &str,
+        index: u32,
+        add: fn(&mut T, &T),
+    ) -> anyhow::Result<T> {
+        let counters: PerCpuArray<MapData, T> = PerCpuArray::try_from(self.map(name)?)
+            .with_context(|| format!("map {name} has an unexpected type"))?;
+        let mut total = T::default();
+        counters
+            .get(&index, 0)?
+            .iter()
+            .for_each(|per_cpu| add(&mut total, per_cpu));
         Ok(total)
     }
 
     /// The notification-point counters, summed over CPUs.
     pub fn read_cnp_counters(&self) -> anyhow::Result<CnpCounters> {
-        let counters: PerCpuArray<MapData, CnpCounters> =
-            PerCpuArray::try_from(self.map(maps::CNP_COUNTERS)?)
-                .context("map CNP_COUNTERS has an unexpected type")?;
-        let mut total = CnpCounters::default();
-        counters
-            .get(&0, 0)?
-            .iter()
-            .for_each(|c| total.accumulate(c));
-        Ok(total)
+        self.sum_per_cpu(maps::CNP_COUNTERS, 0, CnpCounters::accumulate)
     }
 
     /// CNP state of every QP that has had a CE packet (the LRU map keeps the latest 4096).
