@@ -5,6 +5,7 @@
 
 use std::{
     fs,
+    io::{BufRead, BufReader},
     path::{Path, PathBuf},
     process::{Command, Stdio},
     sync::Mutex,
@@ -102,20 +103,40 @@ fn incast_cleans_up_on_ctrl_c() {
     }
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let out = out_dir("incast-ctrl-c");
-    let child = lab(&out, &["--secs", "60"]).spawn().unwrap();
+    let mut child = lab(&out, &["--secs", "60"]).spawn().unwrap();
     let pid = child.id();
-    // Let it build the test bed and start sending.
-    std::thread::sleep(Duration::from_secs(3));
+    // Wait until the lab has built its test bed and prints rows (its first row after the
+    // header), reading stdout on a thread that keeps the rest for the checks below.
+    let stdout = child.stdout.take().unwrap();
+    let (first_row, rows) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let mut lines = BufReader::new(stdout).lines();
+        while let Some(Ok(line)) = lines.next() {
+            if line.trim_start().starts_with(|c: char| c.is_ascii_digit()) {
+                let _ = first_row.send(());
+            }
+            text.push_str(&line);
+            text.push('\n');
+        }
+        text
+    });
+    rows.recv_timeout(Duration::from_secs(30))
+        .expect("the lab never printed a row");
     // SAFETY: the pid of our own child, not yet waited for.
     assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
     let started = Instant::now();
-    let output = child.wait_with_output().unwrap();
+    let status = child.wait().unwrap();
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "the lab took {:?} to stop",
         started.elapsed()
     );
-    let stdout = succeeded(output);
+    let stdout = reader.join().unwrap();
+    assert!(
+        status.success(),
+        "the lab failed after Ctrl-C ({status}):\n{stdout}"
+    );
     assert!(stdout.contains("time_s"), "no table in:\n{stdout}");
     assert_nothing_left(&NAMESPACE_PREFIXES, pid);
     let _ = fs::remove_dir_all(&out);
