@@ -9,6 +9,7 @@
 pub mod cnp;
 pub mod config;
 pub mod counters;
+pub mod lb;
 pub mod maps;
 pub mod pfc;
 pub mod phantom_queue;

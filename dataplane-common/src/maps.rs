@@ -26,11 +26,35 @@ pub const PFC_PROFILES: &str = "PFC_PROFILES";
 pub const PFC_BUFFERS: &str = "PFC_BUFFERS";
 /// Per-CPU counts of PFC frames sent ([`crate::pfc::PfcTxCounters`]), 1 entry.
 pub const PFC_TX_COUNTERS: &str = "PFC_TX_COUNTERS";
+/// Load balancer settings ([`crate::lb::LbSettings`]), 1 entry.
+pub const LB_SETTINGS: &str = "LB_SETTINGS";
+/// Uplink slots ([`crate::lb::Uplink`]), [`crate::lb::MAX_UPLINKS`] entries.
+pub const LB_UPLINKS: &str = "LB_UPLINKS";
+/// Device map of the uplinks, by slot: the redirect targets.
+pub const LB_DEVMAP: &str = "LB_DEVMAP";
+/// Load estimate of each uplink ([`crate::phantom_queue::PhantomQueue`]), by slot.
+pub const LB_LOADS: &str = "LB_LOADS";
+/// Per-CPU counters of each uplink ([`crate::lb::UplinkCounters`]), by slot.
+pub const LB_UPLINK_COUNTERS: &str = "LB_UPLINK_COUNTERS";
+/// Per-CPU balancer counters ([`crate::lb::LbCounters`]), 1 entry.
+pub const LB_COUNTERS: &str = "LB_COUNTERS";
+/// Shared balancer state ([`crate::lb::LbState`]): live slots, failovers, spray position.
+pub const LB_STATE: &str = "LB_STATE";
+/// The bucket tables of ecmp and wcmp ([`crate::lb::BucketTables`]), 1 entry.
+pub const LB_BUCKETS: &str = "LB_BUCKETS";
+/// The flowlet table: flow hash → [`crate::lb::Flowlet`], LRU.
+pub const LB_FLOWLETS: &str = "LB_FLOWLETS";
+/// Owned IPv4 destination prefixes (LPM trie, `[u8; 4]` → `u32` 1).
+pub const LB_PREFIXES_V4: &str = "LB_PREFIXES_V4";
+/// Owned IPv6 destination prefixes (LPM trie, `[u8; 16]` → `u32` 1).
+pub const LB_PREFIXES_V6: &str = "LB_PREFIXES_V6";
+/// Entries of each prefix trie.
+pub const LB_PREFIX_ENTRIES: u32 = 1024;
 /// Entries of [`CNP_QPS`] and [`QP_MAP`].
 pub const QP_ENTRIES: u32 = 4096;
 
 /// Every map the control plane pins, in a stable order.
-pub const PINNED: [&str; 13] = [
+pub const PINNED: [&str; 24] = [
     ECN_PROFILES,
     DSCP_PRIO,
     SETTINGS,
@@ -44,6 +68,17 @@ pub const PINNED: [&str; 13] = [
     PFC_PROFILES,
     PFC_BUFFERS,
     PFC_TX_COUNTERS,
+    LB_SETTINGS,
+    LB_UPLINKS,
+    LB_DEVMAP,
+    LB_LOADS,
+    LB_UPLINK_COUNTERS,
+    LB_COUNTERS,
+    LB_STATE,
+    LB_BUCKETS,
+    LB_FLOWLETS,
+    LB_PREFIXES_V4,
+    LB_PREFIXES_V6,
 ];
 
 /// Index into [`QUEUES`] of the queue of `priority` at `hook`.

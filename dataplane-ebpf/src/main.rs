@@ -10,6 +10,7 @@
 mod cnp;
 mod ecn;
 mod emit;
+mod lb;
 mod maps;
 mod parse;
 mod pfc;

@@ -1,14 +1,19 @@
 //! Every map the programs use, with its size. Names match `dataplane_common::maps`.
 
 use aya_ebpf::{
+    bindings::BPF_F_NO_PREALLOC,
     macros::map,
-    maps::{Array, HashMap, LruHashMap, PerCpuArray},
+    maps::{Array, DevMapHash, HashMap, LpmTrie, LruHashMap, PerCpuArray},
 };
 use dataplane_common::{
     cnp::{CnpCounters, CnpQpState},
     config::{AttachInfo, EcnProfile, Settings},
     counters::HookCounters,
-    maps::{QP_ENTRIES, QUEUE_ENTRIES},
+    lb::{
+        BucketTables, Flowlet, LbCounters, LbSettings, LbState, Uplink, UplinkCounters,
+        FLOWLET_ENTRIES, MAX_UPLINKS,
+    },
+    maps::{LB_PREFIX_ENTRIES, QP_ENTRIES, QUEUE_ENTRIES},
     pfc::{IngressBuffer, PfcProfile, PfcState, PfcTxCounters},
     phantom_queue::PhantomQueue,
     Hook, DSCP_VALUES, PRIORITIES,
@@ -66,3 +71,50 @@ pub static PFC_BUFFERS: Array<IngressBuffer> = Array::with_max_entries(PRIORITIE
 /// PFC frames sent, per CPU.
 #[map]
 pub static PFC_TX_COUNTERS: PerCpuArray<PfcTxCounters> = PerCpuArray::with_max_entries(1, 0);
+
+/// Load balancer settings.
+#[map]
+pub static LB_SETTINGS: Array<LbSettings> = Array::with_max_entries(1, 0);
+
+/// Uplink slots.
+#[map]
+pub static LB_UPLINKS: Array<Uplink> = Array::with_max_entries(MAX_UPLINKS as u32, 0);
+
+/// The uplinks as redirect targets, by slot (a hash, so a slot can be emptied).
+#[map]
+pub static LB_DEVMAP: DevMapHash = DevMapHash::with_max_entries(MAX_UPLINKS as u32, 0);
+
+/// Load estimate per uplink slot; shared by all CPUs.
+#[map]
+pub static LB_LOADS: Array<PhantomQueue> = Array::with_max_entries(MAX_UPLINKS as u32, 0);
+
+/// Counters per uplink slot, per CPU.
+#[map]
+pub static LB_UPLINK_COUNTERS: PerCpuArray<UplinkCounters> =
+    PerCpuArray::with_max_entries(MAX_UPLINKS as u32, 0);
+
+/// Balancer counters, per CPU.
+#[map]
+pub static LB_COUNTERS: PerCpuArray<LbCounters> = PerCpuArray::with_max_entries(1, 0);
+
+/// Live slots, failovers, the spray position; shared by all CPUs.
+#[map]
+pub static LB_STATE: Array<LbState> = Array::with_max_entries(1, 0);
+
+/// The ecmp and wcmp bucket tables.
+#[map]
+pub static LB_BUCKETS: Array<BucketTables> = Array::with_max_entries(1, 0);
+
+/// Flow hash → current flowlet.
+#[map]
+pub static LB_FLOWLETS: LruHashMap<u32, Flowlet> = LruHashMap::with_max_entries(FLOWLET_ENTRIES, 0);
+
+/// Owned IPv4 destination prefixes.
+#[map]
+pub static LB_PREFIXES_V4: LpmTrie<[u8; 4], u32> =
+    LpmTrie::with_max_entries(LB_PREFIX_ENTRIES, BPF_F_NO_PREALLOC);
+
+/// Owned IPv6 destination prefixes.
+#[map]
+pub static LB_PREFIXES_V6: LpmTrie<[u8; 16], u32> =
+    LpmTrie::with_max_entries(LB_PREFIX_ENTRIES, BPF_F_NO_PREALLOC);

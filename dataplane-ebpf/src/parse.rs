@@ -88,6 +88,10 @@ pub struct Parsed {
     pub roce: bool,
     /// Offset of the BTH when `roce`.
     pub bth: usize,
+    /// The transport protocol (IPv4 protocol, last IPv6 next header; 0 when not IP).
+    pub protocol: u8,
+    /// Offset of the transport header of an unfragmented IP datagram, else 0.
+    pub transport: usize,
 }
 
 impl Parsed {
@@ -99,6 +103,8 @@ impl Parsed {
         ecn: 0,
         roce: false,
         bth: 0,
+        protocol: 0,
+        transport: 0,
     };
 }
 
@@ -166,9 +172,13 @@ fn parse_ipv4(frame: &Frame, offset: usize, parsed: &mut Parsed) -> Result<Trans
     parsed.network = Network::Ipv4(offset);
     parsed.dscp = tos >> 2;
     parsed.ecn = tos & 0b11;
+    parsed.protocol = proto;
     // More-fragments flag or a fragment offset: not a whole datagram.
-    let fragment = frags & 0x3fff != 0;
-    if proto != IPPROTO_UDP || fragment {
+    if frags & 0x3fff != 0 {
+        return Ok(None);
+    }
+    parsed.transport = offset + header_len;
+    if proto != IPPROTO_UDP {
         return Ok(None);
     }
     Ok(Some((offset + header_len, offset + total_len)))
@@ -192,6 +202,8 @@ fn parse_ipv6(frame: &Frame, offset: usize, parsed: &mut Parsed) -> Result<Trans
 
     let mut cursor = offset + Ipv6Hdr::LEN;
     for _ in 0..MAX_IPV6_EXTENSIONS {
+        parsed.protocol = next;
+        parsed.transport = cursor;
         let header_len = match next {
             IPPROTO_UDP => return Ok(Some((cursor, end))),
             IPPROTO_HOPOPTS | IPPROTO_ROUTING | IPPROTO_DSTOPTS => {
@@ -212,6 +224,7 @@ fn parse_ipv6(frame: &Frame, offset: usize, parsed: &mut Parsed) -> Result<Trans
                     .ok_or(ParseError::TruncatedIpv6Extension)?;
                 let offset_and_more = u16::from_be_bytes(unsafe { [(*ext)[2], (*ext)[3]] });
                 if offset_and_more & 0xfff9 != 0 {
+                    parsed.transport = 0;
                     return Ok(None);
                 }
                 8
@@ -228,6 +241,8 @@ fn parse_ipv6(frame: &Frame, offset: usize, parsed: &mut Parsed) -> Result<Trans
         }
         cursor += header_len;
     }
+    parsed.protocol = next;
+    parsed.transport = cursor;
     match next {
         IPPROTO_UDP => Ok(Some((cursor, end))),
         IPPROTO_HOPOPTS | IPPROTO_ROUTING | IPPROTO_DSTOPTS | IPPROTO_AH | IPPROTO_FRAGMENT => {

@@ -59,7 +59,7 @@ fn set_ce(frame: &Frame, parsed: &Parsed) -> bool {
 /// RFC 1624 eqn. 3: the ones'-complement checksum after a 16-bit word changes from `old` to
 /// `new`: HC' = ~(~HC + ~m + m').
 #[inline(always)]
-fn checksum_update(check: u16, old: u16, new: u16) -> u16 {
+pub(crate) fn checksum_update(check: u16, old: u16, new: u16) -> u16 {
     let mut sum = (!check) as u32 + (!old) as u32 + new as u32;
     sum = (sum & 0xffff) + (sum >> 16);
     sum = (sum & 0xffff) + (sum >> 16);

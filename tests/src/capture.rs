@@ -66,7 +66,6 @@ impl RawSocket {
     ) -> anyhow::Result<Vec<Vec<u8>>> {
         let deadline = Instant::now() + timeout;
         let mut frames = Vec::new();
-        let mut buf = vec![0u8; 65536];
         while frames.len() < count {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -75,16 +74,32 @@ impl RawSocket {
                     frames.len()
                 );
             }
+            frames.extend(self.poll_frames(left, &keep)?);
+        }
+        Ok(frames)
+    }
+
+    /// Waits at most `wait` for arriving frames, then returns every queued one that matches
+    /// `keep` (possibly none).
+    pub fn poll_frames(
+        &self,
+        wait: Duration,
+        keep: impl Fn(&[u8]) -> bool,
+    ) -> anyhow::Result<Vec<Vec<u8>>> {
+        let mut frames = Vec::new();
+        let mut buf = vec![0u8; 65536];
+        let mut timeout_ms = wait.as_millis().max(1) as i32;
+        loop {
             let mut pollfd = libc::pollfd {
                 fd: self.fd.as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
             };
             // SAFETY: one valid pollfd.
-            let ready = unsafe { libc::poll(&mut pollfd, 1, left.as_millis().max(1) as i32) };
-            if ready <= 0 {
-                continue;
+            if unsafe { libc::poll(&mut pollfd, 1, timeout_ms) } <= 0 {
+                return Ok(frames);
             }
+            timeout_ms = 0;
             // SAFETY: zeroed sockaddr_ll for recvfrom to fill; buffer valid for its length.
             let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
             let mut from_len = std::mem::size_of_val(&from) as u32;
@@ -107,6 +122,5 @@ impl RawSocket {
                 frames.push(frame.to_vec());
             }
         }
-        Ok(frames)
     }
 }

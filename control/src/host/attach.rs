@@ -10,7 +10,7 @@ use aya::{
 use dataplane_common::{config::AttachInfo, maps};
 
 use super::{
-    attachment::{Attachment, TcProgram, XDP_PIN, XDP_PROGRAM},
+    attachment::{Attachment, TcProgram},
     config::HostConfig,
     pinned_maps::PinnedMaps,
     pins,
@@ -47,6 +47,14 @@ pub struct AttachRequest {
 /// its pin directory, and returns. Refuses an interface that is already attached.
 pub fn attach(request: &AttachRequest) -> anyhow::Result<AttachInfo> {
     request.config.validate()?;
+    if request.attachments.contains(&Attachment::Xdp)
+        && request.attachments.contains(&Attachment::Lb)
+    {
+        bail!(
+            "--hooks xdp and lb both need the XDP hook of {}; choose one",
+            request.interface
+        );
+    }
     pins::ensure_bpffs()?;
     let dir = PinDir::new(&request.interface)?;
     if dir.exists() {
@@ -95,11 +103,11 @@ fn attach_into(request: &AttachRequest, dir: &PinDir, ifindex: u32) -> anyhow::R
         ..AttachInfo::default()
     };
     for attachment in &request.attachments {
-        if *attachment == Attachment::Xdp {
-            let (link, mode) = attach_xdp(&mut ebpf, &request.interface, request.mode)?;
+        if let Some((program, pin)) = attachment.xdp_program() {
+            let (link, mode) = attach_xdp(&mut ebpf, program, &request.interface, request.mode)?;
             info.xdp_mode = mode;
-            link.pin(dir.link(XDP_PIN))
-                .context("pinning the xdp link")?;
+            link.pin(dir.link(pin))
+                .with_context(|| format!("pinning {pin}"))?;
         }
         // `cnp` and `pfc` share their programs: attach each once.
         for tc in attachment
@@ -117,14 +125,19 @@ fn attach_into(request: &AttachRequest, dir: &PinDir, ifindex: u32) -> anyhow::R
     Ok(info)
 }
 
-fn attach_xdp(ebpf: &mut Ebpf, interface: &str, mode: Mode) -> anyhow::Result<(FdLink, u32)> {
+fn attach_xdp(
+    ebpf: &mut Ebpf,
+    name: &str,
+    interface: &str,
+    mode: Mode,
+) -> anyhow::Result<(FdLink, u32)> {
     let program: &mut Xdp = ebpf
-        .program_mut(XDP_PROGRAM)
-        .with_context(|| format!("the eBPF object has no program {XDP_PROGRAM}"))?
+        .program_mut(name)
+        .with_context(|| format!("the eBPF object has no program {name}"))?
         .try_into()?;
     program
         .load()
-        .context("loading the XDP program (verifier)")?;
+        .with_context(|| format!("loading {name} (verifier)"))?;
     let attempts: &[(XdpMode, u32)] = match mode {
         Mode::Native => &[(XdpMode::Driver, AttachInfo::MODE_NATIVE)],
         Mode::Skb => &[(XdpMode::Skb, AttachInfo::MODE_SKB)],

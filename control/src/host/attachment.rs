@@ -14,6 +14,9 @@ pub enum Attachment {
     /// PFC generation: TC ingress models this host's ingress buffer, TC egress builds PAUSE
     /// and resume frames. The same two programs as `cnp`.
     Pfc,
+    /// The load balancer: XDP on this (down)link redirects owned traffic to the uplinks of
+    /// `lb.uplinks`. Takes the XDP hook, so it excludes `xdp`.
+    Lb,
 }
 
 /// A program to attach at TC, where, in which order, pinned under which name.
@@ -39,10 +42,14 @@ impl TcProgram {
     }
 }
 
-/// The XDP program and its link pin.
+/// The XDP program of `xdp` and its link pin.
 pub const XDP_PROGRAM: &str = "lossless_xdp";
-/// Pin name of the XDP link.
+/// Pin name of the XDP link of `xdp`.
 pub const XDP_PIN: &str = "link_xdp";
+/// The XDP program of `lb`.
+pub const LB_PROGRAM: &str = "lossless_lb";
+/// Pin name of the XDP link of `lb`.
+pub const LB_PIN: &str = "link_lb";
 
 const TC_PROGRAMS: [TcProgram; 1] = [TcProgram {
     program: "lossless_tc",
@@ -69,11 +76,12 @@ const EMIT_PROGRAMS: [TcProgram; 2] = [
 
 impl Attachment {
     /// Every attachment, in attach order.
-    pub const ALL: [Attachment; 4] = [
+    pub const ALL: [Attachment; 5] = [
         Attachment::Xdp,
         Attachment::Tc,
         Attachment::Cnp,
         Attachment::Pfc,
+        Attachment::Lb,
     ];
 
     /// The name on the command line and in `status`.
@@ -83,6 +91,7 @@ impl Attachment {
             Attachment::Tc => "tc",
             Attachment::Cnp => "cnp",
             Attachment::Pfc => "pfc",
+            Attachment::Lb => "lb",
         }
     }
 
@@ -91,10 +100,19 @@ impl Attachment {
         1 << self as u32
     }
 
-    /// Its TC programs (none for XDP).
+    /// Its XDP program and link pin, if it has one.
+    pub fn xdp_program(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Attachment::Xdp => Some((XDP_PROGRAM, XDP_PIN)),
+            Attachment::Lb => Some((LB_PROGRAM, LB_PIN)),
+            _ => None,
+        }
+    }
+
+    /// Its TC programs.
     pub fn tc_programs(self) -> &'static [TcProgram] {
         match self {
-            Attachment::Xdp => &[],
+            Attachment::Xdp | Attachment::Lb => &[],
             Attachment::Tc => &TC_PROGRAMS,
             Attachment::Cnp | Attachment::Pfc => &EMIT_PROGRAMS,
         }
@@ -115,10 +133,11 @@ impl Attachment {
 
     /// The names of its link pins.
     pub fn pins(self) -> Vec<&'static str> {
-        match self {
-            Attachment::Xdp => vec![XDP_PIN],
-            _ => self.tc_programs().iter().map(|p| p.pin).collect(),
-        }
+        self.xdp_program()
+            .map(|(_, pin)| pin)
+            .into_iter()
+            .chain(self.tc_programs().iter().map(|p| p.pin))
+            .collect()
     }
 }
 
@@ -132,6 +151,7 @@ mod tests {
         assert_eq!(Attachment::Xdp.bit(), Hook::Xdp.bit());
         assert_eq!(Attachment::Tc.bit(), Hook::TcEgress.bit());
         assert_eq!(Attachment::Cnp.pins(), ["link_ingress", "link_emit"]);
+        assert_eq!(Attachment::Lb.pins(), ["link_lb"]);
         assert_eq!(
             Attachment::pins_of(Attachment::Cnp.bit() | Attachment::Pfc.bit()),
             ["link_emit", "link_ingress"]

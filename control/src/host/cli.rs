@@ -2,13 +2,14 @@
 
 use std::{path::PathBuf, time::Duration};
 
-use anyhow::Context as _;
+use anyhow::{bail, Context as _};
 use clap::Subcommand;
 
 use super::{
     attach::{self, AttachRequest, Mode},
     attachment::Attachment,
     config::HostConfig,
+    lb::{self, config::LbConfig},
     pinned_maps::PinnedMaps,
     stats::Stats,
     status::InterfaceStatus,
@@ -28,7 +29,8 @@ pub enum HostCommand {
         #[arg(long)]
         config: Option<PathBuf>,
         /// What to attach: xdp (ECN and PFC receive on ingress), tc (ECN on egress), cnp (the
-        /// CNP fast path); any combination.
+        /// CNP fast path), pfc (PFC generation), lb (the load balancer; instead of xdp); any
+        /// combination.
         #[arg(long, value_enum, value_delimiter = ',', default_value = "xdp")]
         hooks: Vec<Attachment>,
     },
@@ -69,6 +71,11 @@ pub enum HostCommand {
         /// What to do.
         #[command(subcommand)]
         action: QpMapAction,
+    },
+    /// Keep the load balancer's live uplinks in step with their carrier (runs until stopped).
+    Watch {
+        /// The interface the `lb` hook is attached to.
+        iface: String,
     },
     /// Stream the programs' logs (turn them on with `set IFACE log.errors=true log.marks=true`).
     Logs {
@@ -127,6 +134,12 @@ pub async fn run(command: HostCommand) -> anyhow::Result<()> {
         }
         HostCommand::Set { iface, assignments } => {
             let maps = PinnedMaps::open(&iface)?;
+            let hooks = maps.read_attach_info()?.hooks;
+            if hooks & Attachment::Lb.bit() == 0 {
+                if let Some(key) = assignments.iter().find(|a| LbConfig::owns(a)) {
+                    bail!("{iface}: '{key}' needs the lb hook (attach with --hooks lb)");
+                }
+            }
             let mut config = maps.read_config()?;
             config
                 .apply_assignments(&assignments)
@@ -136,6 +149,17 @@ pub async fn run(command: HostCommand) -> anyhow::Result<()> {
         }
         HostCommand::QpMap { iface, action } => qp_map(&iface, action)?,
         HostCommand::Logs { iface } => stream_logs(&iface).await?,
+        HostCommand::Watch { iface } => {
+            let maps = PinnedMaps::open(&iface)?;
+            if maps.read_attach_info()?.hooks & Attachment::Lb.bit() == 0 {
+                bail!("{iface}: the lb hook is not attached (attach with --hooks lb)");
+            }
+            let watcher = tokio::task::spawn_blocking(move || lb::watch::watch(&maps));
+            tokio::select! {
+                result = watcher => result??,
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
     }
     Ok(())
 }

@@ -16,6 +16,7 @@ use dataplane_common::{
 };
 use serde::Serialize;
 
+use super::lb::config::{LbConfig, LbView};
 use crate::units::parse_rate_bps;
 
 /// Largest drain rate the phantom queue arithmetic supports: 2^39 bytes/s (about 4.4 Tb/s).
@@ -32,6 +33,8 @@ pub struct HostConfig {
     pub dscp_priority: [u32; DSCP_VALUES],
     /// Interface-wide settings.
     pub settings: Settings,
+    /// The load balancer (`lb.*`).
+    pub lb: LbConfig,
 }
 
 impl Default for HostConfig {
@@ -41,6 +44,7 @@ impl Default for HostConfig {
             pfc_profiles: [PfcProfile::DEFAULT; PRIORITIES],
             dscp_priority: std::array::from_fn(|d| default_dscp_priority(d as u8)),
             settings: Settings::DEFAULT,
+            lb: LbConfig::default(),
         }
     }
 }
@@ -136,6 +140,9 @@ impl HostConfig {
     /// (Kmin < Kmax) are checked by [`HostConfig::validate`].
     pub fn apply(&mut self, key: &str, value: &str) -> anyhow::Result<()> {
         let value = value.trim();
+        if LbConfig::owns(key) {
+            return self.lb.apply(key, value);
+        }
         match parse_key(key)? {
             Key::EcnEnabled(p) => self.profiles[p].enabled = parse_bool(key, value)?,
             Key::EcnKmin(p) => self.profiles[p].kmin_bytes = parse_u32(key, value)?,
@@ -243,6 +250,7 @@ impl HostConfig {
 
     /// Checks the relations between values: Kmin < Kmax and a non-zero rate for every priority.
     pub fn validate(&self) -> anyhow::Result<()> {
+        self.lb.validate()?;
         for (p, profile) in self.profiles.iter().enumerate() {
             if profile.kmin_bytes >= profile.kmax_bytes {
                 bail!(
@@ -310,6 +318,7 @@ impl HostConfig {
                 })
                 .collect(),
             dscp_priority: self.dscp_priority.to_vec(),
+            lb: self.lb.view(),
         }
     }
 }
@@ -361,6 +370,8 @@ pub struct ConfigView {
     pub ecn: Vec<ProfileView>,
     /// DSCP → priority, indexed by DSCP.
     pub dscp_priority: Vec<u32>,
+    /// The load balancer.
+    pub lb: LbView,
 }
 
 /// One priority's ECN profile in user units.

@@ -7,6 +7,7 @@ pub mod attach;
 pub mod attachment;
 pub mod cli;
 pub mod config;
+pub mod lb;
 pub mod pinned_maps;
 pub mod pins;
 pub mod stats;

@@ -38,7 +38,8 @@ impl PinnedMaps {
         &self.dir
     }
 
-    fn map(&self, name: &str) -> anyhow::Result<Map> {
+    /// Opens the pinned map `name`.
+    pub(crate) fn map(&self, name: &str) -> anyhow::Result<Map> {
         let path = self.dir.map(name);
         let data = MapData::from_pin(&path)
             .with_context(|| format!("opening pinned map {}", path.display()))?;
@@ -51,7 +52,7 @@ impl PinnedMaps {
     }
 
     /// Reads `N` consecutive entries of the array map `name`, from index `first`.
-    fn read_entries<T: aya::Pod, const N: usize>(
+    pub(crate) fn read_entries<T: aya::Pod, const N: usize>(
         &self,
         name: &str,
         first: u32,
@@ -72,6 +73,7 @@ impl PinnedMaps {
             pfc_profiles: self.read_entries(maps::PFC_PROFILES, 0)?,
             dscp_priority: self.read_entries(maps::DSCP_PRIO, 0)?,
             settings: self.read_entries::<Settings, 1>(maps::SETTINGS, 0)?[0],
+            lb: self.read_lb_config()?,
         })
     }
 
@@ -81,11 +83,16 @@ impl PinnedMaps {
         self.write_entries(maps::ECN_PROFILES, &config.profiles)?;
         self.write_entries(maps::PFC_PROFILES, &config.pfc_profiles)?;
         self.write_entries(maps::DSCP_PRIO, &config.dscp_priority)?;
+        self.write_lb_config(&config.lb)?;
         self.write_entries(maps::SETTINGS, &[config.settings])
     }
 
     /// Writes `entries` to the array map `name` from index 0.
-    fn write_entries<T: aya::Pod>(&self, name: &str, entries: &[T]) -> anyhow::Result<()> {
+    pub(crate) fn write_entries<T: aya::Pod>(
+        &self,
+        name: &str,
+        entries: &[T],
+    ) -> anyhow::Result<()> {
         let mut array = self.array::<T>(name)?;
         for (index, entry) in entries.iter().enumerate() {
             array.set(index as u32, entry, 0)?;
@@ -121,7 +128,7 @@ impl PinnedMaps {
     }
 
     /// Entry `index` of the per-CPU array map `name`, its CPUs' copies added with `add`.
-    fn sum_per_cpu<T: aya::Pod + Default>(
+    pub(crate) fn sum_per_cpu<T: aya::Pod + Default>(
         &self,
         name: &str,
         index: u32,

@@ -10,7 +10,11 @@ use dataplane_common::{
 use serde::Serialize;
 use std::io;
 
-use super::pinned_maps::PinnedMaps;
+use super::{
+    attachment::Attachment,
+    lb::stats::{LbStats, UplinkStats},
+    pinned_maps::PinnedMaps,
+};
 
 /// One priority's counters, summed over hooks, with its phantom queue.
 #[derive(Clone, Debug, Serialize)]
@@ -67,6 +71,11 @@ pub struct Stats {
     pub cnp: CnpCounters,
     /// CNPs per receiver QP.
     pub cnp_qps: Vec<CnpQpStats>,
+    /// The load balancer, when the `lb` hook is attached.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lb: Option<LbStats>,
+    /// The load balancer's uplinks (empty without the `lb` hook).
+    pub uplinks: Vec<UplinkStats>,
 }
 
 /// The CNPs of one receiver QP.
@@ -106,6 +115,12 @@ impl Stats {
         let now = monotonic_ns()?;
         let pfc = maps.read_pfc_states()?;
         let pfc_tx = maps.read_pfc_tx_counters()?;
+        let (lb, uplinks) = if maps.read_attach_info()?.hooks & Attachment::Lb.bit() != 0 {
+            let (lb, uplinks) = LbStats::read(maps)?;
+            (Some(lb), uplinks)
+        } else {
+            (None, Vec::new())
+        };
         Ok(Stats {
             interface: maps.dir().interface().to_owned(),
             totals,
@@ -142,6 +157,8 @@ impl Stats {
                     cnp_suppressed: state.suppressed,
                 })
                 .collect(),
+            lb,
+            uplinks,
         })
     }
 
@@ -260,6 +277,9 @@ impl Stats {
                 "cnp sent {} suppressed {} received {} unsupported {}\n",
                 cnp.cnp_sent, cnp.cnp_suppressed, cnp.cnp_received, cnp.cnp_unsupported
             );
+        }
+        if let Some(lb) = &self.lb {
+            out += &lb.table(&self.uplinks);
         }
         out += &format!(
             "parse_errors {}{}\n",

@@ -76,6 +76,58 @@ impl Interface {
         })
     }
 
+    /// Whether the interface is up with its carrier (IFF_UP and IFF_RUNNING).
+    pub fn is_running(name: &str) -> bool {
+        let Some(mut request) = ifreq(name) else {
+            return false;
+        };
+        if ioctl(libc::SIOCGIFFLAGS, &mut request).is_err() {
+            return false;
+        }
+        // SAFETY: SIOCGIFFLAGS filled the flags member.
+        let flags = i32::from(unsafe { request.ifr_ifru.ifru_flags });
+        let wanted = libc::IFF_UP | libc::IFF_RUNNING;
+        flags & wanted == wanted
+    }
+
+    /// The link speed the driver reports (ethtool), in bits per second, if it reports one.
+    pub fn speed_bps(&self) -> Option<u64> {
+        /// `struct ethtool_cmd` (linux/ethtool.h), as ETHTOOL_GSET fills it.
+        #[repr(C)]
+        #[derive(Default)]
+        struct EthtoolCmd {
+            cmd: u32,
+            supported: u32,
+            advertising: u32,
+            speed: u16,
+            duplex: u8,
+            port: u8,
+            phy_address: u8,
+            transceiver: u8,
+            autoneg: u8,
+            mdio_support: u8,
+            maxtxpkt: u32,
+            maxrxpkt: u32,
+            speed_hi: u16,
+            eth_tp_mdix: u8,
+            eth_tp_mdix_ctrl: u8,
+            lp_advertising: u32,
+            reserved: [u32; 2],
+        }
+        const ETHTOOL_GSET: u32 = 1;
+        const SPEED_UNKNOWN: u32 = u32::MAX;
+        let mut command = EthtoolCmd {
+            cmd: ETHTOOL_GSET,
+            ..EthtoolCmd::default()
+        };
+        let mut request = ifreq(&self.name)?;
+        request.ifr_ifru.ifru_data = (&mut command as *mut EthtoolCmd).cast();
+        ioctl(libc::SIOCETHTOOL, &mut request).ok()?;
+        let mbps = u32::from(command.speed) | (u32::from(command.speed_hi) << 16);
+        (mbps != 0 && mbps != SPEED_UNKNOWN && mbps != u32::from(u16::MAX))
+            .then(|| u64::from(mbps) * 1_000_000)
+    }
+
     /// An address of this interface of the same family as `like`: for IPv6 a
     /// global one if there is one, else a link-local one.
     pub fn address_like(&self, like: IpAddr) -> Result<IpAddr> {

@@ -20,7 +20,7 @@ pub mod rate;
 pub mod receiver;
 pub mod sender;
 pub mod stop;
-mod sys;
+pub mod sys;
 
 pub use cli::{run, TrafficCommand};
 pub use counters::{Interval, IntervalQp, QpSummary, RecvSummary};

@@ -1,0 +1,363 @@
+//! The load balancer's records and its pure arithmetic: the flow hash, the policies, the
+//! resilient bucket table and the flowlet decision.
+//!
+//! The XDP program (`dataplane-ebpf/src/lb.rs`) keeps these records in maps; the control plane
+//! writes the configuration and reads the counters through the same types.
+
+/// Most uplinks one balancer spreads over (slots of the device map).
+pub const MAX_UPLINKS: usize = 16;
+/// Buckets of the resilient hash table: a flow hashes to a bucket, a bucket names an uplink.
+pub const BUCKETS: usize = 256;
+/// Capacity of the flowlet table (an LRU map: the least recently seen flow is evicted).
+pub const FLOWLET_ENTRIES: u32 = 16384;
+/// Length of an interface name, with its NUL (the kernel's IFNAMSIZ).
+pub const IFNAMSIZ: usize = 16;
+
+/// How the balancer picks an uplink.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// Hash of the 5-tuple over the equal-share bucket table.
+    Ecmp = 0,
+    /// A flow moves to a random uplink only after an idle gap longer than the flowlet timeout.
+    Flowlet = 1,
+    /// Like flowlet, but a new flowlet takes the uplink with the smallest load estimate.
+    Dlb = 2,
+    /// Per-packet round robin.
+    Spray = 3,
+    /// Hash of the 5-tuple over the weighted bucket table.
+    Wcmp = 4,
+}
+
+impl Policy {
+    /// Every policy, in number order.
+    pub const ALL: [Policy; 5] = [
+        Policy::Ecmp,
+        Policy::Flowlet,
+        Policy::Dlb,
+        Policy::Spray,
+        Policy::Wcmp,
+    ];
+
+    /// The policy numbered `value`, if any.
+    pub const fn from_u32(value: u32) -> Option<Policy> {
+        match value {
+            0 => Some(Policy::Ecmp),
+            1 => Some(Policy::Flowlet),
+            2 => Some(Policy::Dlb),
+            3 => Some(Policy::Spray),
+            4 => Some(Policy::Wcmp),
+            _ => None,
+        }
+    }
+
+    /// The name `lb.policy` takes.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Policy::Ecmp => "ecmp",
+            Policy::Flowlet => "flowlet",
+            Policy::Dlb => "dlb",
+            Policy::Spray => "spray",
+            Policy::Wcmp => "wcmp",
+        }
+    }
+
+    /// Whether the policy keeps per-flow state in the flowlet table.
+    pub const fn uses_flowlets(self) -> bool {
+        matches!(self, Policy::Flowlet | Policy::Dlb)
+    }
+}
+
+/// The balancer's settings (one entry).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LbSettings {
+    /// A [`Policy`] number.
+    pub policy: u32,
+    /// Seed mixed into the flow hash.
+    pub seed: u32,
+    /// Idle gap after which a flow may change uplink (flowlet, dlb), in ns.
+    pub flowlet_timeout_ns: u64,
+}
+
+impl LbSettings {
+    /// ECMP, seed 0, a 500 µs flowlet timeout.
+    pub const DEFAULT: LbSettings = LbSettings {
+        policy: Policy::Ecmp as u32,
+        seed: 0,
+        flowlet_timeout_ns: 500_000,
+    };
+}
+
+/// One uplink slot, as the control plane configures it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Uplink {
+    /// 1 when the slot is a member, 0 when free.
+    pub configured: u32,
+    /// The interface's index when it was configured.
+    pub ifindex: u32,
+    /// WCMP weight.
+    pub weight: u32,
+    /// Padding, always 0.
+    pub _pad: u32,
+    /// The interface's name, NUL-padded (so a deleted uplink keeps its name in `stats`).
+    pub name: [u8; IFNAMSIZ],
+    /// Source MAC of redirected frames: the uplink's own.
+    pub src_mac: [u8; 6],
+    /// Destination MAC of redirected frames: the uplink's next hop.
+    pub dst_mac: [u8; 6],
+    /// Padding, always 0.
+    pub _pad2: [u8; 4],
+    /// Drain rate of the uplink's load estimate (dlb), bytes per second.
+    pub rate_bytes_per_sec: u64,
+}
+
+impl Uplink {
+    /// A free slot.
+    pub const FREE: Uplink = Uplink {
+        configured: 0,
+        ifindex: 0,
+        weight: 0,
+        _pad: 0,
+        name: [0; IFNAMSIZ],
+        src_mac: [0; 6],
+        dst_mac: [0; 6],
+        _pad2: [0; 4],
+        rate_bytes_per_sec: 0,
+    };
+}
+
+/// Per-uplink counters, per CPU.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "user", derive(serde::Serialize))]
+pub struct UplinkCounters {
+    /// Frames redirected to the uplink.
+    pub tx_packets: u64,
+    /// Bytes redirected to the uplink.
+    pub tx_bytes: u64,
+    /// Flowlets started on the uplink (flowlet, dlb).
+    pub flowlets: u64,
+    /// Flows that moved onto this uplink from another one.
+    pub path_changes: u64,
+    /// Redirects the kernel refused (the device map entry vanished under the packet).
+    pub redirect_errors: u64,
+}
+
+impl UplinkCounters {
+    /// Adds another CPU's counters.
+    pub fn accumulate(&mut self, other: &UplinkCounters) {
+        self.tx_packets += other.tx_packets;
+        self.tx_bytes += other.tx_bytes;
+        self.flowlets += other.flowlets;
+        self.path_changes += other.path_changes;
+        self.redirect_errors += other.redirect_errors;
+    }
+}
+
+/// Balancer-wide counters, per CPU.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "user", derive(serde::Serialize))]
+pub struct LbCounters {
+    /// IP packets whose destination is not in `lb.prefixes`: passed to the stack.
+    pub not_owned: u64,
+    /// Frames that are not IP (ARP, LLDP, ...): passed to the stack.
+    pub not_ip: u64,
+    /// Malformed frames: passed to the stack untouched.
+    pub malformed: u64,
+    /// Owned packets with TTL / hop limit ≤ 1: passed to the stack (it answers with ICMP).
+    pub ttl_expired: u64,
+    /// Owned packets with no live uplink: passed to the stack.
+    pub no_uplink: u64,
+    /// New entries in the flowlet table (evictions = inserts − occupancy).
+    pub flowlet_inserts: u64,
+    /// Packets sent by `spray`; per CPU, it is that CPU's round-robin position.
+    pub sprayed: u64,
+}
+
+impl LbCounters {
+    /// Adds another CPU's counters.
+    pub fn accumulate(&mut self, other: &LbCounters) {
+        self.not_owned += other.not_owned;
+        self.not_ip += other.not_ip;
+        self.malformed += other.malformed;
+        self.ttl_expired += other.ttl_expired;
+        self.no_uplink += other.no_uplink;
+        self.flowlet_inserts += other.flowlet_inserts;
+        self.sprayed += other.sprayed;
+    }
+}
+
+/// Balancer-wide shared state (one entry).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LbState {
+    /// Uplinks that left the live set: carrier lost, deleted, or removed from `lb.uplinks`.
+    pub failovers: u64,
+    /// Bit `s` set while slot `s` may carry traffic: configured, carrier up, in the device map.
+    pub live: u32,
+    /// Padding, always 0.
+    pub _pad: u32,
+}
+
+/// The two bucket tables (one entry): `ecmp` reads `equal`, `wcmp` reads `weighted`. Each
+/// bucket holds an uplink slot.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BucketTables {
+    /// Every member holds the same number of buckets (±1).
+    pub equal: [u8; BUCKETS],
+    /// Members hold buckets in proportion to their weights.
+    pub weighted: [u8; BUCKETS],
+}
+
+impl BucketTables {
+    /// Every bucket on slot 0.
+    pub const EMPTY: BucketTables = BucketTables {
+        equal: [0; BUCKETS],
+        weighted: [0; BUCKETS],
+    };
+}
+
+/// A flow's entry in the flowlet table.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Flowlet {
+    /// When the flow's latest packet was seen (ns, monotonic).
+    pub last_ns: u64,
+    /// The uplink slot of the current flowlet.
+    pub slot: u32,
+    /// Padding, always 0.
+    pub _pad: u32,
+}
+
+/// Murmur3's 32-bit finalizer: every input bit affects every output bit.
+#[inline(always)]
+pub const fn mix32(mut h: u32) -> u32 {
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^= h >> 16;
+    h
+}
+
+/// Folds one 32-bit word into a running flow hash (murmur3's block step).
+#[inline(always)]
+pub const fn hash_word(h: u32, word: u32) -> u32 {
+    let k = word
+        .wrapping_mul(0xcc9e_2d51)
+        .rotate_left(15)
+        .wrapping_mul(0x1b87_3593);
+    (h ^ k)
+        .rotate_left(13)
+        .wrapping_mul(5)
+        .wrapping_add(0xe654_6b64)
+}
+
+/// The bucket a flow hash falls in.
+#[inline(always)]
+pub const fn bucket_of(hash: u32) -> usize {
+    (hash as usize) & (BUCKETS - 1)
+}
+
+/// Whether a packet seen at `now_ns` starts a new flowlet of a flow last seen at `last_ns`.
+/// A packet exactly `timeout_ns` after the previous one still belongs to its flowlet.
+#[inline(always)]
+pub const fn starts_flowlet(last_ns: u64, now_ns: u64, timeout_ns: u64) -> bool {
+    now_ns.saturating_sub(last_ns) > timeout_ns
+}
+
+/// The `n`-th (counting from 0) set bit of `mask`, if it has that many.
+#[inline(always)]
+pub fn nth_set_bit(mask: u32, n: u32) -> Option<u32> {
+    let mut seen = 0;
+    for bit in 0..MAX_UPLINKS as u32 {
+        if mask & (1 << bit) != 0 {
+            if seen == n {
+                return Some(bit);
+            }
+            seen += 1;
+        }
+    }
+    None
+}
+
+/// The live slot `value` picks, spreading values evenly over the set bits of `live`: spray's
+/// round robin, flowlet's random choice, and ECMP's fallback when a bucket's uplink is down.
+#[inline(always)]
+pub fn pick_live(live: u32, value: u32) -> Option<u32> {
+    let live = live & ((1u32 << MAX_UPLINKS) - 1);
+    match live.count_ones() {
+        0 => None,
+        n => nth_set_bit(live, value % n),
+    }
+}
+
+#[cfg(feature = "user")]
+mod pod {
+    // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
+    unsafe impl aya::Pod for super::LbSettings {}
+    unsafe impl aya::Pod for super::Uplink {}
+    unsafe impl aya::Pod for super::UplinkCounters {}
+    unsafe impl aya::Pod for super::LbCounters {}
+    unsafe impl aya::Pod for super::LbState {}
+    unsafe impl aya::Pod for super::BucketTables {}
+    unsafe impl aya::Pod for super::Flowlet {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_round_trip_through_their_numbers() {
+        for policy in Policy::ALL {
+            assert_eq!(Policy::from_u32(policy as u32), Some(policy));
+        }
+        assert_eq!(Policy::from_u32(5), None);
+    }
+
+    #[test]
+    fn flowlets_start_only_after_a_gap_longer_than_the_timeout() {
+        assert!(!starts_flowlet(1_000, 1_500, 500));
+        assert!(starts_flowlet(1_000, 1_501, 500));
+        // A clock that went backwards (another CPU's newer timestamp) is no gap.
+        assert!(!starts_flowlet(2_000, 1_000, 500));
+    }
+
+    #[test]
+    fn the_hash_spreads_source_ports_evenly_over_buckets() {
+        let mut counts = [0u32; BUCKETS];
+        for port in 0..(BUCKETS as u32 * 64) {
+            let h = hash_word(hash_word(0, 0x0a00_0001), 49152 + port);
+            counts[bucket_of(mix32(h))] += 1;
+        }
+        let (min, max) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
+        // 64 per bucket on average; a good hash stays well inside ±50%.
+        assert!(*min > 32 && *max < 96, "min {min} max {max}");
+    }
+
+    #[test]
+    fn picks_spread_evenly_over_live_slots_only() {
+        let live = 0b1011_0000;
+        let mut counts = [0u32; MAX_UPLINKS];
+        for value in 0..300 {
+            counts[pick_live(live, value).unwrap() as usize] += 1;
+        }
+        assert_eq!((counts[4], counts[5], counts[7]), (100, 100, 100));
+        assert_eq!(counts.iter().sum::<u32>(), 300);
+        assert_eq!(pick_live(0, 7), None);
+        assert_eq!(nth_set_bit(0b100, 0), Some(2));
+        assert_eq!(nth_set_bit(0b100, 1), None);
+    }
+
+    #[test]
+    fn the_seed_changes_the_bucket() {
+        let a = mix32(hash_word(1, 42));
+        let b = mix32(hash_word(2, 42));
+        assert_ne!(a, b);
+    }
+}

@@ -1,0 +1,422 @@
+//! The load balancer: XDP on a downlink redirects packets for the owned prefixes to one of
+//! several uplinks, chosen by the run-time policy (ecmp, flowlet, dlb, spray, wcmp), with the
+//! MACs rewritten and the TTL / hop limit decremented. Everything else goes to the stack.
+//!
+//! The live set of uplinks is a bit mask in `LB_STATE`: `lossless host set` writes it,
+//! `lossless host watch` follows carrier changes into it, and a slot whose device-map entry
+//! vanished (the kernel empties it when the interface is deleted) is cleared here by the first
+//! packet that picks it.
+
+use core::ffi::c_void;
+
+use aya_ebpf::{
+    bindings::xdp_action,
+    helpers::{bpf_get_prandom_u32, bpf_ktime_get_ns, bpf_loop},
+    macros::xdp,
+    maps::lpm_trie::Key,
+    programs::XdpContext,
+};
+use dataplane_common::{
+    lb::{
+        bucket_of, hash_word, mix32, pick_live, starts_flowlet, Flowlet, LbCounters, Policy,
+        Uplink, UplinkCounters, BUCKETS, MAX_UPLINKS,
+    },
+    phantom_queue::drained_bytes,
+    uapi,
+};
+use network_types::{
+    eth::EthHdr,
+    ip::{Ipv4Hdr, Ipv6Hdr},
+};
+
+use crate::{
+    maps::{
+        LB_BUCKETS, LB_COUNTERS, LB_DEVMAP, LB_FLOWLETS, LB_LOADS, LB_PREFIXES_V4, LB_PREFIXES_V6,
+        LB_SETTINGS, LB_STATE, LB_UPLINKS, LB_UPLINK_COUNTERS,
+    },
+    parse::{parse, Frame, Network, Parsed},
+    xdp::checksum_update,
+};
+
+const IPPROTO_TCP: u8 = uapi::IPPROTO_TCP as u8;
+const IPPROTO_UDP: u8 = uapi::IPPROTO_UDP as u8;
+
+/// Why a frame goes to the stack instead of an uplink; each has its counter.
+#[derive(Clone, Copy)]
+enum Pass {
+    NotIp,
+    NotOwned,
+    Malformed,
+    TtlExpired,
+    NoUplink,
+}
+
+/// Entry point of the `lb` hook.
+#[xdp]
+pub fn lossless_lb(ctx: XdpContext) -> u32 {
+    let frame = Frame::new(ctx.data(), ctx.data_end());
+    match balance(&frame, (ctx.data_end() - ctx.data()) as u64) {
+        Ok(action) => action,
+        Err(reason) => {
+            count_pass(reason);
+            xdp_action::XDP_PASS
+        }
+    }
+}
+
+/// The IP header fields the balancer reads and writes.
+struct Route {
+    /// The flow hash before the seed's final mix.
+    hash: u32,
+    /// Where the TTL / hop limit is.
+    network: Network,
+}
+
+fn balance(frame: &Frame, len: u64) -> Result<u32, Pass> {
+    let parsed = parse(frame).map_err(|_| Pass::Malformed)?;
+    let settings = LB_SETTINGS.get(0).ok_or(Pass::NoUplink)?;
+    let route = owned_route(frame, &parsed, settings.seed)?;
+    let hash = mix32(route.hash);
+    let now = unsafe { bpf_ktime_get_ns() };
+    let slot = choose(
+        Policy::from_u32(settings.policy).unwrap_or(Policy::Ecmp),
+        hash,
+        now,
+        settings.flowlet_timeout_ns,
+    )
+    .ok_or(Pass::NoUplink)?;
+    let uplink = LB_UPLINKS.get(slot).ok_or(Pass::NoUplink)?;
+    decrement_hop_limit(frame, route.network)?;
+    rewrite_macs(frame, uplink)?;
+    account(slot, uplink, now, len);
+    match LB_DEVMAP.redirect(slot, 0) {
+        Ok(action) => Ok(action),
+        Err(_) => {
+            // The entry vanished between the liveness check and now: the frame is rewritten
+            // already, so the stack cannot take it. Counted, and the slot is taken down.
+            if let Some(counters) = uplink_counters(slot) {
+                counters.redirect_errors += 1;
+            }
+            take_down(slot);
+            Ok(xdp_action::XDP_DROP)
+        }
+    }
+}
+
+/// The flow hash and header place of an IP packet whose destination is owned.
+#[inline(always)]
+fn owned_route(frame: &Frame, parsed: &Parsed, seed: u32) -> Result<Route, Pass> {
+    let mut hash = seed;
+    match parsed.network {
+        Network::Ipv4(offset) => {
+            let ip: *const Ipv4Hdr = frame.ptr_at(offset).ok_or(Pass::Malformed)?;
+            let (src, dst) = unsafe { ((*ip).src_addr, (*ip).dst_addr) };
+            if LB_PREFIXES_V4.get(Key::new(32, dst)).is_none() {
+                return Err(Pass::NotOwned);
+            }
+            hash = hash_word(hash, u32::from_ne_bytes(src));
+            hash = hash_word(hash, u32::from_ne_bytes(dst));
+        }
+        Network::Ipv6(offset) => {
+            let ip: *const Ipv6Hdr = frame.ptr_at(offset).ok_or(Pass::Malformed)?;
+            let (src, dst) = unsafe { ((*ip).src_addr, (*ip).dst_addr) };
+            if LB_PREFIXES_V6.get(Key::new(128, dst)).is_none() {
+                return Err(Pass::NotOwned);
+            }
+            for words in [src, dst] {
+                for i in 0..4 {
+                    let word = [
+                        words[4 * i],
+                        words[4 * i + 1],
+                        words[4 * i + 2],
+                        words[4 * i + 3],
+                    ];
+                    hash = hash_word(hash, u32::from_ne_bytes(word));
+                }
+            }
+        }
+        Network::Other => return Err(Pass::NotIp),
+    }
+    hash = hash_word(hash, parsed.protocol as u32);
+    if parsed.transport != 0 && (parsed.protocol == IPPROTO_UDP || parsed.protocol == IPPROTO_TCP) {
+        // Source and destination ports: for RoCEv2 the source port carries the QP's entropy.
+        let ports: *const [u8; 4] = frame.ptr_at(parsed.transport).ok_or(Pass::Malformed)?;
+        hash = hash_word(hash, u32::from_ne_bytes(unsafe { *ports }));
+    }
+    Ok(Route {
+        hash,
+        network: parsed.network,
+    })
+}
+
+/// The uplink slot for a packet of flow `hash` under `policy`, or `None` if none is live.
+#[inline(always)]
+fn choose(policy: Policy, hash: u32, now: u64, timeout_ns: u64) -> Option<u32> {
+    match policy {
+        Policy::Ecmp | Policy::Wcmp => hashed(policy, hash),
+        Policy::Spray => {
+            // Round robin per CPU: this CPU's count of sprayed packets is its position.
+            let counters = lb_counters()?;
+            let turn = counters.sprayed;
+            counters.sprayed += 1;
+            let slot = pick_live(live_slots(), turn as u32)?;
+            is_live(slot).then_some(slot)
+        }
+        Policy::Flowlet | Policy::Dlb => flowlet(policy, hash, now, timeout_ns),
+    }
+}
+
+/// ECMP and WCMP: the bucket's uplink if it is live, else a live uplink picked by the hash (so
+/// only the flows of a downed uplink move, and they spread over the survivors).
+#[inline(always)]
+fn hashed(policy: Policy, hash: u32) -> Option<u32> {
+    let tables = LB_BUCKETS.get(0)?;
+    let bucket = bucket_of(hash) & (BUCKETS - 1);
+    let slot = if policy == Policy::Wcmp {
+        tables.weighted[bucket]
+    } else {
+        tables.equal[bucket]
+    } as u32;
+    if is_live(slot) {
+        return Some(slot);
+    }
+    let fallback = pick_live(live_slots(), hash >> 8)?;
+    is_live(fallback).then_some(fallback)
+}
+
+/// Flowlet and DLB: keep the flow's uplink inside a flowlet, pick again at a flowlet boundary
+/// or when its uplink went down.
+#[inline(always)]
+fn flowlet(policy: Policy, hash: u32, now: u64, timeout_ns: u64) -> Option<u32> {
+    if let Some(entry) = LB_FLOWLETS.get_ptr_mut(&hash) {
+        // SAFETY: a valid map value pointer.
+        let (last, slot) = unsafe { ((*entry).last_ns, (*entry).slot) };
+        if !starts_flowlet(last, now, timeout_ns) && is_live(slot) {
+            unsafe { (*entry).last_ns = now };
+            return Some(slot);
+        }
+        let next = pick_new(policy)?;
+        unsafe {
+            (*entry).last_ns = now;
+            (*entry).slot = next;
+        }
+        start_flowlet(next, next != slot);
+        return Some(next);
+    }
+    let next = pick_new(policy)?;
+    let entry = Flowlet {
+        last_ns: now,
+        slot: next,
+        _pad: 0,
+    };
+    // A full table evicts its least recently used flow: evictions = inserts − occupancy.
+    if LB_FLOWLETS.insert(&hash, &entry, 0).is_ok() {
+        if let Some(counters) = lb_counters() {
+            counters.flowlet_inserts += 1;
+        }
+    }
+    start_flowlet(next, false);
+    Some(next)
+}
+
+/// The uplink of a new flowlet: random (flowlet, as LetFlow) or least loaded (dlb).
+#[inline(always)]
+fn pick_new(policy: Policy) -> Option<u32> {
+    let live = live_slots();
+    let random = unsafe { bpf_get_prandom_u32() };
+    let first = pick_live(live, random)?;
+    if policy != Policy::Dlb {
+        return is_live(first).then_some(first);
+    }
+    // Least loaded, scanning from a random live slot so that ties break at random. The scan
+    // runs in `bpf_loop`, so the verifier checks one step instead of every path through 16.
+    let mut scan = LeastLoaded {
+        live,
+        first,
+        now: unsafe { bpf_ktime_get_ns() },
+        best: first,
+        best_load: u64::MAX,
+    };
+    // SAFETY: the callback and its context match bpf_loop's contract.
+    unsafe {
+        bpf_loop(
+            MAX_UPLINKS as u32,
+            least_loaded_step as *mut c_void,
+            &mut scan as *mut LeastLoaded as *mut c_void,
+            0,
+        )
+    };
+    let best = scan.best % MAX_UPLINKS as u32;
+    is_live(best).then_some(best)
+}
+
+/// The state of dlb's scan for the least loaded live uplink.
+#[repr(C)]
+struct LeastLoaded {
+    live: u32,
+    first: u32,
+    now: u64,
+    best: u32,
+    best_load: u64,
+}
+
+/// One step of the scan: slot `first + step`.
+extern "C" fn least_loaded_step(step: u64, scan: *mut c_void) -> i64 {
+    // SAFETY: bpf_loop passes the context it was given: a `LeastLoaded` on the caller's stack.
+    let scan = unsafe { &mut *(scan as *mut LeastLoaded) };
+    let slot = (scan.first + step as u32) % MAX_UPLINKS as u32;
+    if scan.live & (1 << slot) != 0 {
+        let load = load_now(slot, scan.now);
+        if load < scan.best_load {
+            scan.best = slot;
+            scan.best_load = load;
+        }
+    }
+    0
+}
+
+/// The backlog of `slot`'s load estimate at `now`, drained since its last packet.
+#[inline(always)]
+fn load_now(slot: u32, now: u64) -> u64 {
+    let (Some(queue), Some(uplink)) = (LB_LOADS.get(slot), LB_UPLINKS.get(slot)) else {
+        return u64::MAX;
+    };
+    let drained = drained_bytes(now.saturating_sub(queue.last_ns), uplink.rate_bytes_per_sec);
+    queue.backlog_bytes.saturating_sub(drained)
+}
+
+/// Counts a new flowlet on `slot`, and a path change if the flow came from another uplink.
+#[inline(always)]
+fn start_flowlet(slot: u32, moved: bool) {
+    if let Some(counters) = uplink_counters(slot) {
+        counters.flowlets += 1;
+        if moved {
+            counters.path_changes += 1;
+        }
+    }
+}
+
+/// The live slots.
+#[inline(always)]
+fn live_slots() -> u32 {
+    LB_STATE.get(0).map_or(0, |state| state.live)
+}
+
+/// Whether `slot` may take traffic. A live slot whose device-map entry is gone (its interface
+/// was deleted) is taken down here.
+#[inline(always)]
+fn is_live(slot: u32) -> bool {
+    if slot >= MAX_UPLINKS as u32 || live_slots() & (1 << slot) == 0 {
+        return false;
+    }
+    if LB_DEVMAP.get(slot).is_none() {
+        take_down(slot);
+        return false;
+    }
+    true
+}
+
+/// Clears `slot`'s live bit; counts a failover if this call cleared it.
+#[inline(always)]
+fn take_down(slot: u32) {
+    let Some(state) = LB_STATE.get_ptr_mut(0) else {
+        return;
+    };
+    let bit = 1u32 << (slot & (MAX_UPLINKS as u32 - 1));
+    // SAFETY: a valid map value pointer. Not atomic (the BPF target has no atomic
+    // read-modify-write in Rust): two slots changing at the same instant on two CPUs may lose
+    // one change, which the next `set` or carrier event repairs.
+    unsafe {
+        if (*state).live & bit != 0 {
+            (*state).live &= !bit;
+            (*state).failovers += 1;
+        }
+    }
+}
+
+/// Decrements the TTL (fixing the IPv4 checksum) or the hop limit; a packet that would
+/// expire goes to the stack, which answers it with ICMP.
+#[inline(always)]
+fn decrement_hop_limit(frame: &Frame, network: Network) -> Result<(), Pass> {
+    match network {
+        Network::Ipv4(offset) => {
+            let ip: *mut Ipv4Hdr = frame.ptr_at(offset).ok_or(Pass::Malformed)?;
+            // SAFETY: bounds checked by ptr_at; XDP frames are writable.
+            unsafe {
+                if (*ip).ttl <= 1 {
+                    return Err(Pass::TtlExpired);
+                }
+                let old = u16::from_be_bytes([(*ip).ttl, (*ip).proto]);
+                (*ip).ttl -= 1;
+                let new = u16::from_be_bytes([(*ip).ttl, (*ip).proto]);
+                let check = u16::from_be_bytes((*ip).check);
+                (*ip).check = checksum_update(check, old, new).to_be_bytes();
+            }
+        }
+        Network::Ipv6(offset) => {
+            let ip: *mut Ipv6Hdr = frame.ptr_at(offset).ok_or(Pass::Malformed)?;
+            // SAFETY: as above.
+            unsafe {
+                if (*ip).hop_limit <= 1 {
+                    return Err(Pass::TtlExpired);
+                }
+                (*ip).hop_limit -= 1;
+            }
+        }
+        Network::Other => return Err(Pass::NotIp),
+    }
+    Ok(())
+}
+
+/// Source MAC = the uplink's, destination MAC = its next hop's.
+#[inline(always)]
+fn rewrite_macs(frame: &Frame, uplink: &Uplink) -> Result<(), Pass> {
+    let eth: *mut EthHdr = frame.ptr_at(0).ok_or(Pass::Malformed)?;
+    // SAFETY: bounds checked by ptr_at; XDP frames are writable.
+    unsafe {
+        (*eth).dst_addr = uplink.dst_mac;
+        (*eth).src_addr = uplink.src_mac;
+    }
+    Ok(())
+}
+
+/// Counts the frame on `slot` and adds it to the uplink's load estimate.
+#[inline(always)]
+fn account(slot: u32, uplink: &Uplink, now: u64, len: u64) {
+    if let Some(counters) = uplink_counters(slot) {
+        counters.tx_packets += 1;
+        counters.tx_bytes += len;
+    }
+    if let Some(queue) = LB_LOADS.get_ptr_mut(slot) {
+        // SAFETY: a valid map value pointer; a lost update between CPUs is tolerated, as for
+        // the ECN phantom queues.
+        unsafe { (*queue).enqueue(now, len, uplink.rate_bytes_per_sec) };
+    }
+}
+
+fn count_pass(reason: Pass) {
+    let Some(counters) = lb_counters() else {
+        return;
+    };
+    match reason {
+        Pass::NotIp => counters.not_ip += 1,
+        Pass::NotOwned => counters.not_owned += 1,
+        Pass::Malformed => counters.malformed += 1,
+        Pass::TtlExpired => counters.ttl_expired += 1,
+        Pass::NoUplink => counters.no_uplink += 1,
+    }
+}
+
+#[inline(always)]
+fn lb_counters() -> Option<&'static mut LbCounters> {
+    // SAFETY: this CPU's copy of a per-CPU map value.
+    LB_COUNTERS.get_ptr_mut(0).map(|p| unsafe { &mut *p })
+}
+
+#[inline(always)]
+fn uplink_counters(slot: u32) -> Option<&'static mut UplinkCounters> {
+    // SAFETY: this CPU's copy of a per-CPU map value.
+    LB_UPLINK_COUNTERS
+        .get_ptr_mut(slot)
+        .map(|p| unsafe { &mut *p })
+}
