@@ -174,6 +174,10 @@ impl LbConfig {
                 if let Some(long) = names.iter().find(|n| n.len() >= 16) {
                     bail!("{key}: '{long}' is longer than an interface name can be");
                 }
+                // Per-uplink settings of uplinks no longer listed go with them.
+                self.weights.retain(|name, _| names.contains(name));
+                self.nexthops.retain(|name, _| names.contains(name));
+                self.rates_bps.retain(|name, _| names.contains(name));
                 self.uplinks = names;
             }
             ["lb", "weights"] => {
@@ -339,6 +343,14 @@ mod tests {
                 "lb.flowlet_timeout_us",
             ),
             (vec![("lb.nonsense", "1")], "unknown key 'lb.nonsense'"),
+            (
+                vec![
+                    ("lb.uplinks", "up0,up1"),
+                    ("lb.weights", "up1:2"),
+                    ("lb.uplinks", "up0"),
+                ],
+                "OK",
+            ),
         ] {
             let err = format!(
                 "{:#}",
