@@ -86,6 +86,16 @@ impl InterfaceStatus {
                 hook.hook, hook.program_id, hook.link_id
             );
         }
+        let lb = &self.config.lb;
+        if self.hooks.iter().any(|h| h.hook == "lb") {
+            out += &format!(
+                "  lb policy {} uplinks [{}] prefixes [{}] flowlet timeout {} µs\n",
+                lb.policy,
+                lb.uplinks.join(","),
+                lb.prefixes.join(","),
+                lb.flowlet_timeout_us
+            );
+        }
         out += &format!("  roce_only {}\n", self.config.roce_only);
         for p in self.config.ecn.iter() {
             out += &format!(
