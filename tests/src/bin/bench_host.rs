@@ -2,8 +2,11 @@
 //! packets/s through a veth pair with (a) no program, (b) a minimal XDP_PASS program, (c) the
 //! lossless ECN program; with CE-marked frames, (c') the ECN program alone against (d) the CNP
 //! path answering every frame, and the CNPs/s it sent; the latency from a CE frame to its CNP;
-//! and the traffic tool's own ceiling.
+//! the traffic tool's own ceiling; and forwarding through the load balancer, per policy,
+//! against a plain XDP_REDIRECT program.
 
+#[path = "bench_host/forwarding.rs"]
+mod forwarding;
 #[path = "bench_host/latency.rs"]
 mod latency;
 
@@ -94,7 +97,7 @@ struct Rates {
 /// Runs every measurement on one fresh veth pair and prints the report.
 fn main() -> anyhow::Result<()> {
     let link = Link::new()?;
-    let pass_object = compile_xdp_pass()?;
+    let pass_object = compile_xdp("xdp_pass.c", &[])?;
     let mut runs: Vec<Vec<Rates>> = vec![Vec::new(); Variant::ALL.len()];
     for round in 0..ROUNDS {
         for (i, variant) in Variant::ALL.into_iter().enumerate() {
@@ -203,7 +206,8 @@ fn main() -> anyhow::Result<()> {
             median(runs.iter().copied())
         );
     }
-    Ok(())
+    drop(link);
+    forwarding::run()
 }
 
 /// The median of `values` (the upper one of an even count).
@@ -343,18 +347,31 @@ fn rx_packets(ns: &Namespace, ifname: &str) -> anyhow::Result<u64> {
         .context("no rx packets in ip -s -j link")
 }
 
-/// Compiles tests/bench/xdp_pass.c with Debian's clang 22.
-fn compile_xdp_pass() -> anyhow::Result<PathBuf> {
-    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bench/xdp_pass.c");
-    let object = std::env::temp_dir().join(format!("lossless-xdp-pass-{}.o", std::process::id()));
+/// The index of `ifname` in `ns`.
+fn ifindex_in(ns: &Namespace, ifname: &str) -> anyhow::Result<u32> {
+    let ifname = ifname.to_owned();
+    ns.run(move || lossless::host::attach::ifindex(&ifname))?
+}
+
+/// Compiles tests/bench/SOURCE with Debian's clang 22 and `defines`.
+fn compile_xdp(source: &str, defines: &[String]) -> anyhow::Result<PathBuf> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("bench")
+        .join(source);
+    let object = std::env::temp_dir().join(format!(
+        "lossless-{}-{}.o",
+        source.trim_end_matches(".c"),
+        std::process::id()
+    ));
     let output = Command::new("clang-22")
         .args(["-O2", "-g", "-target", "bpf", "-c"])
+        .args(defines)
         // Debian keeps <asm/types.h> under the multiarch include directory.
         .arg(format!(
             "-I/usr/include/{}-linux-gnu",
             std::env::consts::ARCH
         ))
-        .arg(&source)
+        .arg(&path)
         .arg("-o")
         .arg(&object)
         .output()
