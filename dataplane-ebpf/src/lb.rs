@@ -78,29 +78,27 @@ fn balance(frame: &Frame, len: u64) -> Result<u32, Pass> {
     let route = owned_route(frame, &parsed, settings.seed)?;
     let hash = mix32(route.hash);
     let now = unsafe { bpf_ktime_get_ns() };
-    let slot = choose(
-        Policy::from_u32(settings.policy).unwrap_or(Policy::Ecmp),
-        hash,
-        now,
-        settings.flowlet_timeout_ns,
-    )
-    .ok_or(Pass::NoUplink)?;
+    let policy = Policy::from_u32(settings.policy).unwrap_or(Policy::Ecmp);
+    let mut slot = choose(policy, hash, now, settings.flowlet_timeout_ns).ok_or(Pass::NoUplink)?;
+    // Redirect first: it only records the target, and it fails when the interface was
+    // deleted (the kernel empties its device-map entry), before anything is rewritten. Then
+    // the slot goes down and the flow takes a live uplink by its hash, as ECMP's fallback.
+    if LB_DEVMAP.redirect(slot, 0).is_err() {
+        if let Some(counters) = uplink_counters(slot) {
+            counters.redirect_errors += 1;
+        }
+        take_down(slot);
+        slot = pick_live(live_slots(), hash >> 8).ok_or(Pass::NoUplink)?;
+        if LB_DEVMAP.redirect(slot, 0).is_err() {
+            take_down(slot);
+            return Err(Pass::NoUplink);
+        }
+    }
     let uplink = LB_UPLINKS.get(slot).ok_or(Pass::NoUplink)?;
     decrement_hop_limit(frame, route.network)?;
     rewrite_macs(frame, uplink)?;
-    account(slot, uplink, now, len);
-    match LB_DEVMAP.redirect(slot, 0) {
-        Ok(action) => Ok(action),
-        Err(_) => {
-            // The entry vanished between the liveness check and now: the frame is rewritten
-            // already, so the stack cannot take it. Counted, and the slot is taken down.
-            if let Some(counters) = uplink_counters(slot) {
-                counters.redirect_errors += 1;
-            }
-            take_down(slot);
-            Ok(xdp_action::XDP_DROP)
-        }
-    }
+    account(slot, uplink, now, len, policy == Policy::Dlb);
+    Ok(xdp_action::XDP_REDIRECT)
 }
 
 /// The flow hash and header place of an IP packet whose destination is owned.
@@ -114,6 +112,9 @@ fn owned_route(frame: &Frame, parsed: &Parsed, seed: u32) -> Result<Route, Pass>
             if LB_PREFIXES_V4.get(Key::new(32, dst)).is_none() {
                 return Err(Pass::NotOwned);
             }
+            if unsafe { (*ip).ttl } <= 1 {
+                return Err(Pass::TtlExpired);
+            }
             hash = hash_word(hash, u32::from_ne_bytes(src));
             hash = hash_word(hash, u32::from_ne_bytes(dst));
         }
@@ -122,6 +123,9 @@ fn owned_route(frame: &Frame, parsed: &Parsed, seed: u32) -> Result<Route, Pass>
             let (src, dst) = unsafe { ((*ip).src_addr, (*ip).dst_addr) };
             if LB_PREFIXES_V6.get(Key::new(128, dst)).is_none() {
                 return Err(Pass::NotOwned);
+            }
+            if unsafe { (*ip).hop_limit } <= 1 {
+                return Err(Pass::TtlExpired);
             }
             for words in [src, dst] {
                 for i in 0..4 {
@@ -302,18 +306,11 @@ fn live_slots() -> u32 {
     LB_STATE.get(0).map_or(0, |state| state.live)
 }
 
-/// Whether `slot` may take traffic. A live slot whose device-map entry is gone (its interface
-/// was deleted) is taken down here.
+/// Whether `slot` may take traffic (a deleted uplink is found, and taken down, when the
+/// redirect to it fails).
 #[inline(always)]
 fn is_live(slot: u32) -> bool {
-    if slot >= MAX_UPLINKS as u32 || live_slots() & (1 << slot) == 0 {
-        return false;
-    }
-    if LB_DEVMAP.get(slot).is_none() {
-        take_down(slot);
-        return false;
-    }
-    true
+    slot < MAX_UPLINKS as u32 && live_slots() & (1 << slot) != 0
 }
 
 /// Clears `slot`'s live bit; counts a failover if this call cleared it.
@@ -334,8 +331,8 @@ fn take_down(slot: u32) {
     }
 }
 
-/// Decrements the TTL (fixing the IPv4 checksum) or the hop limit; a packet that would
-/// expire goes to the stack, which answers it with ICMP.
+/// Decrements the TTL (fixing the IPv4 checksum) or the hop limit; `owned_route` has sent
+/// packets that would expire to the stack, which answers them with ICMP.
 #[inline(always)]
 fn decrement_hop_limit(frame: &Frame, network: Network) -> Result<(), Pass> {
     match network {
@@ -343,9 +340,6 @@ fn decrement_hop_limit(frame: &Frame, network: Network) -> Result<(), Pass> {
             let ip: *mut Ipv4Hdr = frame.ptr_at(offset).ok_or(Pass::Malformed)?;
             // SAFETY: bounds checked by ptr_at; XDP frames are writable.
             unsafe {
-                if (*ip).ttl <= 1 {
-                    return Err(Pass::TtlExpired);
-                }
                 let old = u16::from_be_bytes([(*ip).ttl, (*ip).proto]);
                 (*ip).ttl -= 1;
                 let new = u16::from_be_bytes([(*ip).ttl, (*ip).proto]);
@@ -356,12 +350,7 @@ fn decrement_hop_limit(frame: &Frame, network: Network) -> Result<(), Pass> {
         Network::Ipv6(offset) => {
             let ip: *mut Ipv6Hdr = frame.ptr_at(offset).ok_or(Pass::Malformed)?;
             // SAFETY: as above.
-            unsafe {
-                if (*ip).hop_limit <= 1 {
-                    return Err(Pass::TtlExpired);
-                }
-                (*ip).hop_limit -= 1;
-            }
+            unsafe { (*ip).hop_limit -= 1 };
         }
         Network::Other => return Err(Pass::NotIp),
     }
@@ -380,12 +369,16 @@ fn rewrite_macs(frame: &Frame, uplink: &Uplink) -> Result<(), Pass> {
     Ok(())
 }
 
-/// Counts the frame on `slot` and adds it to the uplink's load estimate.
+/// Counts the frame on `slot`; with `dlb`, adds it to the uplink's load estimate (a shared
+/// write the other policies do without).
 #[inline(always)]
-fn account(slot: u32, uplink: &Uplink, now: u64, len: u64) {
+fn account(slot: u32, uplink: &Uplink, now: u64, len: u64, dlb: bool) {
     if let Some(counters) = uplink_counters(slot) {
         counters.tx_packets += 1;
         counters.tx_bytes += len;
+    }
+    if !dlb {
+        return;
     }
     if let Some(queue) = LB_LOADS.get_ptr_mut(slot) {
         // SAFETY: a valid map value pointer; a lost update between CPUs is tolerated, as for

@@ -1,6 +1,7 @@
 //! Forwarding through the load balancer: packets/s from a sender through a balancing
 //! namespace to a sink over three uplinks, for each policy, against a plain XDP_REDIRECT
-//! program on the same downlink (all frames to one uplink), in alternating rounds.
+//! program on the same downlink (frames spread over the same uplinks by source port), in
+//! alternating rounds.
 
 use std::{net::Ipv4Addr, path::Path, time::Duration};
 
@@ -132,8 +133,12 @@ impl Topology {
 /// Measures and prints the forwarding rates and the ratio of each policy to the baseline.
 pub fn run() -> anyhow::Result<()> {
     let topology = Topology::new()?;
-    let uplink = super::ifindex_in(&topology.balancer, &topology.uplinks[0].ifname)?;
-    let redirect = compile_xdp("xdp_redirect.c", &[format!("-DUPLINK={uplink}")])?;
+    let mut defines = Vec::new();
+    for (i, uplink) in topology.uplinks.iter().enumerate() {
+        let ifindex = super::ifindex_in(&topology.balancer, &uplink.ifname)?;
+        defines.push(format!("-DUPLINK{i}={ifindex}"));
+    }
+    let redirect = compile_xdp("xdp_redirect.c", &defines)?;
     let mut baseline = Vec::new();
     let mut policies: Vec<Vec<f64>> = vec![Vec::new(); POLICIES.len()];
     for round in 1..=ROUNDS {
@@ -164,10 +169,12 @@ pub fn run() -> anyhow::Result<()> {
             pps / baseline
         );
     }
-    println!("(the baseline sends everything to one uplink and rewrites nothing; wcmp weighs the");
     println!(
-        " first uplink 2:1; the sender is one AF_PACKET thread, so a ratio near 1 can also mean"
+        "(the baseline spreads by UDP source port over the same uplinks and parses and rewrites"
     );
-    println!(" the sender, not the balancer, is the bottleneck)");
+    println!(
+        " nothing; wcmp weighs the first uplink 2:1; the sender is one AF_PACKET thread, so a"
+    );
+    println!(" ratio near 1 can also mean the sender, not the balancer, is the bottleneck)");
     Ok(())
 }
