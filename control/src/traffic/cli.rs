@@ -797,6 +797,7 @@ mod tests {
             other_frames: 0,
             qps: vec![],
             intervals: vec![],
+            started: std::time::Instant::now(),
         };
         let table = recv_table(&summary);
         assert!(table.starts_with("      QP             SRC"), "{table}");

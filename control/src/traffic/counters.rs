@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::time::Instant;
 
 use serde::Serialize;
 
@@ -137,6 +138,10 @@ pub struct QpSummary {
     pub cnp_suppressed: u64,
     /// Payload bits per second from the QP's first frame to its last.
     pub goodput_bps: f64,
+    /// Arrival of the QP's first frame, nanoseconds since the receiver started.
+    pub first_ns: u64,
+    /// Arrival of the QP's last frame, nanoseconds since the receiver started.
+    pub last_ns: u64,
 }
 
 /// What the receiver saw.
@@ -173,6 +178,9 @@ pub struct RecvSummary {
     /// Per-interval reports, when the receiver was asked for them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub intervals: Vec<Interval>,
+    /// When the receiver's clock started: arrival times count from here.
+    #[serde(skip)]
+    pub started: Instant,
 }
 
 /// What one QP received during one reporting interval.
@@ -288,8 +296,8 @@ impl RecvCounters {
         self.packets
     }
 
-    /// The summary after `duration_s` seconds.
-    pub fn summary(&self, duration_s: f64) -> RecvSummary {
+    /// The summary of a receiver that started at `started`, now.
+    pub fn summary(&self, started: Instant) -> RecvSummary {
         let qps: Vec<QpSummary> = self
             .flows
             .iter()
@@ -306,6 +314,8 @@ impl RecvCounters {
                 cnp_sent: c.cnp_sent,
                 cnp_suppressed: c.cnp_suppressed,
                 goodput_bps: c.goodput_bps(),
+                first_ns: c.first_ns,
+                last_ns: c.last_ns,
             })
             .collect();
         let first = self.flows.values().min_by_key(|c| c.first_ns);
@@ -315,7 +325,7 @@ impl RecvCounters {
             rate_bps(payload - f.first_payload, last_ns - f.first_ns)
         });
         RecvSummary {
-            duration_s,
+            duration_s: started.elapsed().as_secs_f64(),
             packets: qps.iter().map(|q| q.packets).sum(),
             bytes: qps.iter().map(|q| q.bytes).sum(),
             ce: qps.iter().map(|q| q.ce).sum(),
@@ -330,6 +340,7 @@ impl RecvCounters {
             other_frames: self.other_frames,
             qps,
             intervals: self.intervals.clone(),
+            started,
         }
     }
 }
@@ -417,7 +428,7 @@ mod tests {
         counters.record_cnp_answer(FlowKey { src, qp: 1 }, false);
         counters.record_cnp_answer(FlowKey { src, qp: 2 }, false);
         assert_eq!(counters.packets(), 11);
-        let summary = counters.summary(2.0);
+        let summary = counters.summary(Instant::now());
         assert_eq!(summary.packets, 11);
         assert_eq!(summary.ce, 11);
         assert_eq!(summary.qps.len(), 3);
@@ -442,6 +453,8 @@ mod tests {
             "psn_gaps",
             "reordered",
             "goodput_bps",
+            "first_ns",
+            "last_ns",
         ] {
             assert!(json["qps"][0].get(key).is_some(), "{key}");
         }
@@ -468,7 +481,7 @@ mod tests {
         );
         assert_eq!(first.qps[0].goodput_bps, 4.0 * 125.0 * 8.0 / 0.5);
         assert!(counters.close_interval(1.5, 0.5).qps.is_empty());
-        let summary = counters.summary(1.5);
+        let summary = counters.summary(Instant::now());
         assert_eq!((summary.packets, summary.intervals.len()), (4, 2));
     }
 }

@@ -33,12 +33,16 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    /// A schedule for `qps` QPs, all due at time 0. A QP that falls behind its
-    /// schedule catches up by at most `max_burst_ps` worth of frames; beyond
-    /// that, the lost time is forgotten rather than sent as a burst.
-    pub fn new(qps: usize, max_burst_ps: u64) -> Schedule {
+    /// A schedule whose QP `i` is first due at `starts_ps[i]`. A QP that falls
+    /// behind its schedule catches up by at most `max_burst_ps` worth of frames;
+    /// beyond that, the lost time is forgotten rather than sent as a burst.
+    pub fn new(starts_ps: impl IntoIterator<Item = u64>, max_burst_ps: u64) -> Schedule {
         Schedule {
-            due: (0..qps).map(|qp| Reverse((0, qp))).collect(),
+            due: starts_ps
+                .into_iter()
+                .enumerate()
+                .map(|(qp, start)| Reverse((start, qp)))
+                .collect(),
             max_burst_ps,
         }
     }
@@ -78,7 +82,7 @@ mod tests {
 
     #[test]
     fn equal_rates_take_turns() {
-        let mut schedule = Schedule::new(3, 0);
+        let mut schedule = Schedule::new([0; 3], 0);
         let mut order = Vec::new();
         for _ in 0..7 {
             let (qp, due) = schedule.next().unwrap();
@@ -103,7 +107,7 @@ mod tests {
     #[test]
     fn rates_set_shares() {
         // QP 0 at twice QP 1's rate sends twice as many frames.
-        let mut schedule = Schedule::new(2, 0);
+        let mut schedule = Schedule::new([0; 2], 0);
         let rates = [2_000_000_000, 1_000_000_000];
         let mut sent = [0; 2];
         for _ in 0..300 {
@@ -117,7 +121,7 @@ mod tests {
     #[test]
     fn schedule_is_exact_over_time() {
         // 1e6 frames of 8384 bits at 3 Gb/s end at exactly 8384/3 s * 1e-3: no drift.
-        let mut schedule = Schedule::new(1, 0);
+        let mut schedule = Schedule::new([0], 0);
         for _ in 0..1_000_000 {
             let (_, due) = schedule.next().unwrap();
             schedule.advance(8384, 3_000_000_000, due);
@@ -128,8 +132,21 @@ mod tests {
     }
 
     #[test]
+    fn late_starters_wait_for_their_start() {
+        let mut schedule = Schedule::new([5_000_000, 0], 0);
+        assert_eq!(schedule.next(), Some((1, 0)));
+        schedule.advance(1000, 1_000_000_000, 0);
+        // QP 1 sends every microsecond until QP 0's start.
+        for t in 1..5 {
+            assert_eq!(schedule.next(), Some((1, t * 1_000_000)));
+            schedule.advance(1000, 1_000_000_000, t * 1_000_000);
+        }
+        assert_eq!(schedule.next(), Some((0, 5_000_000)));
+    }
+
+    #[test]
     fn lateness_catches_up_only_a_burst() {
-        let mut schedule = Schedule::new(1, 5_000_000);
+        let mut schedule = Schedule::new([0], 5_000_000);
         // Sent 100 us late: the next frame is due 1 us after (now - 5 us).
         assert!(schedule.advance(1000, 1_000_000_000, 100_000_000));
         assert_eq!(schedule.next(), Some((0, 96_000_000)));

@@ -17,6 +17,12 @@ pub trait RateController {
     /// Tells the controller that a CNP for the QP arrived at `now` (time since
     /// the sender started).
     fn on_cnp(&mut self, now: Duration);
+
+    /// When the QP's first frame may leave (time since the sender started): a flow that
+    /// arrives later than the others. By default at once.
+    fn start(&self) -> Duration {
+        Duration::ZERO
+    }
 }
 
 /// Boxed controllers drive QPs too, so one sender can mix kinds.
@@ -31,6 +37,10 @@ impl<R: RateController + ?Sized> RateController for Box<R> {
 
     fn on_cnp(&mut self, now: Duration) {
         (**self).on_cnp(now)
+    }
+
+    fn start(&self) -> Duration {
+        (**self).start()
     }
 }
 

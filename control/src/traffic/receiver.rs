@@ -208,6 +208,6 @@ impl Receiver {
                 }
             }
         }
-        Ok(counters.summary(start.elapsed().as_secs_f64()))
+        Ok(counters.summary(start))
     }
 }

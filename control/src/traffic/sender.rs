@@ -252,6 +252,10 @@ pub struct SendSummary {
     pub pfc_holds: u64,
     /// One entry per QP.
     pub qps: Vec<SentQp>,
+    /// When the sender's clock started: every time of the run (a QP's start, `duration_s`)
+    /// counts from here.
+    #[serde(skip)]
+    pub started: Instant,
 }
 
 /// A sender ready to run: socket open, addresses resolved, frames built.
@@ -348,7 +352,8 @@ impl Sender {
         let end_ps = self.config.duration.map_or(u64::MAX, duration_ps);
         let honour_pfc = self.config.honour_pfc && self.pfc.attached();
         let mut buffers = vec![vec![0u8; frame_len]; BATCH];
-        let mut schedule = Schedule::new(self.frames.len(), duration_ps(self.config.max_burst));
+        let starts = rates.iter().map(|r| duration_ps(r.start()));
+        let mut schedule = Schedule::new(starts, duration_ps(self.config.max_burst));
         let mut psns = vec![0u32; self.frames.len()];
         let mut sent_per_qp = vec![0u64; self.frames.len()];
         let mut cnps = CnpCounts::new(self.frames.len());
@@ -450,6 +455,7 @@ impl Sender {
                     cnp_received,
                 })
                 .collect(),
+            started: start,
         })
     }
 

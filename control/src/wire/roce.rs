@@ -52,7 +52,12 @@ fn ip_overhead(ip: IpAddr) -> usize {
 impl RoceFrame {
     /// Bytes of headers and ICRC in a frame of this shape (everything but the payload).
     pub fn overhead(&self) -> usize {
-        ethernet::HEADER_LEN + self.vlan.len() + ip_overhead(self.dst_ip)
+        Self::untagged_overhead(self.dst_ip) + self.vlan.len()
+    }
+
+    /// Bytes of headers and ICRC of an untagged frame to an address of `dst_ip`'s family.
+    pub fn untagged_overhead(dst_ip: IpAddr) -> usize {
+        ethernet::HEADER_LEN + ip_overhead(dst_ip)
     }
 
     /// Length of the frame without FCS: headers, payload and ICRC, padded to 60 bytes.
