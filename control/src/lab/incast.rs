@@ -23,7 +23,7 @@ use dataplane_common::Hook;
 use plotters::prelude::*;
 use serde::Serialize;
 
-use super::shared::{enable_forwarding, Detach, PRIORITY};
+use super::shared::{enable_forwarding, jain_index, Detach, PRIORITY};
 use crate::{
     host::{
         attach::{self, AttachRequest, Mode},
@@ -553,16 +553,6 @@ fn rate_at(timeline: &RateTimeline, t: u64) -> u64 {
     }
 }
 
-/// Jain's fairness index of `xs`: 1 when all are equal, 1/n when one has everything.
-fn jain_index(xs: &[f64]) -> f64 {
-    let sum: f64 = xs.iter().sum();
-    let squares: f64 = xs.iter().map(|x| x * x).sum();
-    if squares == 0.0 {
-        return 0.0;
-    }
-    sum * sum / (xs.len() as f64 * squares)
-}
-
 /// What the run did: per sender and at the bottleneck and the receiver.
 fn outcome(
     args: &IncastLab,
@@ -809,11 +799,5 @@ mod tests {
         // 0..10 at 100, 10..30 at 50, 30..40 at 100.
         assert_eq!(mean_rate(&timeline, 0, 40), 75.0);
         assert_eq!(mean_rate(&timeline, 20, 30), 50.0);
-    }
-
-    #[test]
-    fn jain_index_bounds() {
-        assert_eq!(jain_index(&[5.0, 5.0, 5.0]), 1.0);
-        assert_eq!(jain_index(&[1.0, 0.0]), 0.5);
     }
 }

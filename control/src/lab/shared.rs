@@ -1,5 +1,5 @@
-//! What the labs share: the priority of their traffic, forwarding namespaces and detaching
-//! the data planes they attach on every exit.
+//! What the labs share: the priority of their traffic, forwarding namespaces, detaching the
+//! data planes they attach on every exit, and Jain's fairness index.
 
 use crate::{
     host::attach,
@@ -26,5 +26,27 @@ impl Drop for Detach<'_> {
         if let Err(e) = attach::detach(self.0) {
             eprintln!("warning: detaching {}: {e:#}", self.0);
         }
+    }
+}
+
+/// Jain's fairness index of `xs`: 1 when all are equal, 1/n when one has everything.
+pub fn jain_index(xs: &[f64]) -> f64 {
+    let sum: f64 = xs.iter().sum();
+    let squares: f64 = xs.iter().map(|x| x * x).sum();
+    if squares == 0.0 {
+        return 0.0;
+    }
+    sum * sum / (xs.len() as f64 * squares)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_index_bounds() {
+        assert_eq!(jain_index(&[5.0, 5.0, 5.0]), 1.0);
+        assert_eq!(jain_index(&[1.0, 0.0]), 0.5);
+        assert_eq!(jain_index(&[0.0, 0.0]), 0.0);
     }
 }
