@@ -7,6 +7,7 @@ use crate::traffic::StopFlag;
 use super::{
     ecn::{self, EcnLab},
     incast::{self, IncastLab},
+    lb::{self, LbLab},
     pfc::{self, PfcLab},
 };
 
@@ -19,6 +20,9 @@ pub enum LabCommand {
     Incast(IncastLab),
     /// PFC: a receiver slower than its sender pauses it (XOFF) and lets it go (XON); no loss.
     Pfc(PfcLab),
+    /// Load balancing: one workload under each policy of the XDP balancer; imbalance,
+    /// reordering and flow completion times compared.
+    Lb(LbLab),
 }
 
 /// Runs one `lab` subcommand; Ctrl-C stops it early and it still cleans up.
@@ -29,6 +33,7 @@ pub async fn run(command: LabCommand) -> anyhow::Result<()> {
         LabCommand::Ecn(args) => ecn::run(&args, &lab_stop),
         LabCommand::Incast(args) => incast::run(&args, &lab_stop),
         LabCommand::Pfc(args) => pfc::run(&args, &lab_stop),
+        LabCommand::Lb(args) => lb::run(&args, &lab_stop),
     });
     tokio::select! {
         result = &mut lab => result?,

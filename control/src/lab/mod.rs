@@ -3,5 +3,6 @@
 pub mod cli;
 pub mod ecn;
 pub mod incast;
+pub mod lb;
 pub mod pfc;
 mod shared;

@@ -1,0 +1,658 @@
+//! The load-balancing lab (`lossless lab lb`): k senders → a balancing host (the XDP load
+//! balancer on each of its downlinks) with M uplinks → M spines, each shaping its path to the
+//! leaf → a collecting leaf → a receiver. The same workload (the same flows, from one seed)
+//! runs under each policy in turn, switched live with the balancer's `lb.policy` key; each run
+//! is judged by the uplinks' byte counters (imbalance, Jain's index), the receiver's PSN
+//! order (reordering) and the flows' completion times. Prints a table; writes summary.json and
+//! a plot (lb.svg).
+
+mod metrics;
+mod report;
+mod topology;
+mod workload;
+
+use std::{collections::BTreeMap, net::IpAddr, path::PathBuf, time::Duration};
+
+use anyhow::{bail, Context as _};
+use dataplane_common::lb::Policy;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use self::{
+    metrics::{reordered_fraction, Balance, Completion},
+    topology::{Shape, Topology, OWNED_PREFIX, RECEIVER},
+    workload::{Flow, WorkloadKind, WorkloadParams},
+};
+use super::shared::Detach;
+use crate::{
+    host::{
+        attach::{self, AttachRequest, Mode},
+        attachment::Attachment,
+        config::HostConfig,
+        lb::stats::LbStats,
+        pinned_maps::PinnedMaps,
+    },
+    traffic::{
+        pacing::wire_bits, RateController, Receiver, RecvConfig, RecvSummary, SendConfig,
+        SendSummary, Sender, StopFlag,
+    },
+    units::parse_rate_bps,
+    wire::{ethernet::Address, roce::RoceFrame},
+};
+
+/// The receiver stops this long after the last frame arrived when frames were lost (it stops
+/// at once when every frame arrived): longer than a full shaper queue takes to drain.
+const IDLE_AFTER_LOSS: Duration = Duration::from_secs(2);
+
+/// How often the progress bar moves.
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
+/// The UDP source port of a sender's first flow; flow j uses this + j.
+const SPORT_BASE: u16 = 49152;
+
+/// Options of `lossless lab lb`.
+#[derive(Debug, Clone, clap::Args, Serialize)]
+pub struct LbLab {
+    /// Policies to compare, run in this order: ecmp, flowlet, dlb, spray, wcmp.
+    #[arg(long, value_delimiter = ',', default_value = "ecmp,flowlet,dlb,spray", value_parser = parse_policy)]
+    #[serde(serialize_with = "policy_names")]
+    policies: Vec<Policy>,
+    /// Workloads, each run under every policy.
+    #[arg(
+        long = "workload",
+        value_delimiter = ',',
+        default_value = "websearch,elephants"
+    )]
+    workloads: Vec<WorkloadKind>,
+    /// Senders, each in its own namespace on its own downlink of the balancer (each downlink
+    /// keeps its own dlb load estimate, so one sender gives dlb the whole picture).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=8))]
+    senders: u8,
+    /// Uplinks of the balancer, one spine behind each.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(2..=8))]
+    uplinks: u8,
+    /// Capacity of each path through a spine (the spine shapes its link to the leaf).
+    #[arg(long, default_value = "50mbit", value_parser = parse_rate_bps)]
+    uplink_rate: u64,
+    /// Capacity of the last uplink's path: a slower path makes the fabric asymmetric. Give the
+    /// same as --uplink-rate for a symmetric fabric.
+    #[arg(long, default_value = "25mbit", value_parser = parse_rate_bps)]
+    slow_uplink_rate: u64,
+    /// Offered load, as a fraction of the summed path capacities.
+    #[arg(long, default_value_t = 0.7)]
+    load: f64,
+    /// Seconds over which web-search flows arrive; how long elephants last at their rate.
+    #[arg(long, default_value_t = 3.0)]
+    secs: f64,
+    /// Web-search flow sizes are multiplied by this (the published distribution is for
+    /// 10–100 Gb/s links).
+    #[arg(long, default_value_t = 0.1)]
+    size_scale: f64,
+    /// Rate of each web-search flow [default: --uplink-rate].
+    #[arg(long, value_parser = parse_rate_bps)]
+    flow_rate: Option<u64>,
+    /// Number of elephants (they share the offered load).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=64))]
+    elephants: u32,
+    /// Frame size in bytes.
+    #[arg(long, default_value_t = 1024)]
+    size: usize,
+    /// The balancer's flowlet timeout (flowlet and dlb), microseconds: far longer than
+    /// data-centre settings, as the lab's paths are 100 times slower and their queues hold tens
+    /// of milliseconds (the P4 tutorials use 50–200 ms on BMv2 for the same reason). Elephants
+    /// pause twice this long between messages.
+    #[arg(long, default_value_t = 50_000)]
+    flowlet_timeout_us: u64,
+    /// Bytes each spine queues toward the leaf before it drops. Its delay (buffer / rate, 80 ms
+    /// on a 25 Mb/s path) stays below the elephants' gaps, so a flow that waited a gap can
+    /// change path without overtaking its own frames.
+    #[arg(long, default_value_t = 250_000)]
+    buffer: u64,
+    /// Seed of the workload: the same seed, the same flows.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Directory for summary.json and lb.svg.
+    #[arg(long, default_value = "lab-output/lb")]
+    out: PathBuf,
+}
+
+fn parse_policy(text: &str) -> anyhow::Result<Policy> {
+    Policy::ALL
+        .into_iter()
+        .find(|p| p.name() == text)
+        .with_context(|| format!("'{text}' is not ecmp, flowlet, dlb, spray or wcmp"))
+}
+
+fn policy_names<S: serde::Serializer>(policies: &[Policy], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(policies.iter().map(|p| p.name()))
+}
+
+impl LbLab {
+    fn validate(&self) -> anyhow::Result<()> {
+        if self.policies.is_empty() || self.workloads.is_empty() {
+            bail!("--policies and --workload need at least one entry each");
+        }
+        if !(self.load > 0.0 && self.load <= 2.0) {
+            bail!("--load {} is not in (0, 2]", self.load);
+        }
+        if !(self.secs > 0.0 && self.secs <= 600.0) {
+            bail!("--secs {} is not in (0, 600]", self.secs);
+        }
+        if !(self.size_scale > 0.0 && self.size_scale <= 1.0) {
+            bail!("--size-scale {} is not in (0, 1]", self.size_scale);
+        }
+        if self.uplink_rate == 0 || self.slow_uplink_rate == 0 || self.flow_rate == Some(0) {
+            bail!("rates must be above zero");
+        }
+        Ok(())
+    }
+
+    /// Each path's capacity: the last one at the slow rate.
+    fn path_rates_bps(&self) -> Vec<u64> {
+        let mut rates = vec![self.uplink_rate; usize::from(self.uplinks)];
+        *rates.last_mut().expect("two uplinks at least") = self.slow_uplink_rate;
+        rates
+    }
+
+    /// The balancer's configuration: every uplink with its next hop (the spine, resolved by
+    /// the kernel), its path rate (dlb's drain rate) and a wcmp weight in proportion to it.
+    fn balancer_config(&self, topology: &Topology) -> anyhow::Result<HostConfig> {
+        let names: Vec<&str> = topology
+            .uplinks
+            .iter()
+            .map(|u| u.uplink.ifname.as_str())
+            .collect();
+        let rates: Vec<u64> = topology.uplinks.iter().map(|u| u.rate_bps).collect();
+        let weights = wcmp_weights(&rates);
+        let mut assignments = vec![
+            format!("lb.uplinks={}", names.join(",")),
+            format!("lb.prefixes={OWNED_PREFIX}"),
+            format!("lb.flowlet_timeout_us={}", self.flowlet_timeout_us),
+            format!(
+                "lb.weights={}",
+                names
+                    .iter()
+                    .zip(&weights)
+                    .map(|(n, w)| format!("{n}:{w}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        ];
+        for path in &topology.uplinks {
+            let name = &path.uplink.ifname;
+            assignments.push(format!("lb.nexthop.{name}={}", path.spine_end.ipv4));
+            assignments.push(format!("lb.rate.{name}={}", path.rate_bps));
+        }
+        let mut config = HostConfig::default();
+        config.apply_assignments(&assignments)?;
+        Ok(config)
+    }
+}
+
+/// Weights in proportion to `rates`, reduced by their greatest common divisor and scaled into
+/// 1..=256 (`lb.weights`' range).
+fn wcmp_weights(rates: &[u64]) -> Vec<u32> {
+    fn gcd(a: u64, b: u64) -> u64 {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    let divisor = rates.iter().copied().fold(0, gcd).max(1);
+    let reduced: Vec<u64> = rates.iter().map(|r| r / divisor).collect();
+    let top = reduced.iter().copied().max().unwrap_or(1);
+    reduced
+        .iter()
+        .map(|&r| {
+            let scaled = if top > 256 { r * 256 / top } else { r };
+            scaled.clamp(1, 256) as u32
+        })
+        .collect()
+}
+
+/// A flow as one QP of the sender: its rate while a message is under way, a pause between
+/// messages, nothing once its frames are sent.
+struct FlowRate {
+    flow: Flow,
+    left: u64,
+    /// Frames of the current message sent so far.
+    in_message: u64,
+    /// Wire bits of the last frame, to turn the gap into a rate for one frame time.
+    last_bits: u64,
+}
+
+impl FlowRate {
+    fn new(flow: Flow) -> FlowRate {
+        FlowRate {
+            flow,
+            left: flow.frames,
+            in_message: 0,
+            last_bits: 0,
+        }
+    }
+}
+
+impl RateController for FlowRate {
+    fn rate_bps(&self) -> u64 {
+        match self.flow.messages {
+            _ if self.left == 0 => 0,
+            // The message is done: the next frame leaves one gap later.
+            Some(m) if self.in_message == m.frames => {
+                let gap_ns = m.gap.as_nanos().max(1);
+                (u128::from(self.last_bits) * 1_000_000_000 / gap_ns).max(1) as u64
+            }
+            _ => self.flow.rate_bps,
+        }
+    }
+
+    fn on_sent(&mut self, _now: Duration, wire_bits: u64) {
+        self.left = self.left.saturating_sub(1);
+        self.last_bits = wire_bits;
+        self.in_message = match self.flow.messages {
+            Some(m) if self.in_message == m.frames => 1,
+            _ => self.in_message + 1,
+        };
+    }
+
+    /// Open-loop flows ignore congestion notifications (none are sent in this lab).
+    fn on_cnp(&mut self, _now: Duration) {}
+
+    fn start(&self) -> Duration {
+        self.flow.start
+    }
+}
+
+/// One uplink's share of a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct UplinkLoad {
+    /// The balancer's interface.
+    pub ifname: String,
+    /// The capacity of its path.
+    pub rate_bps: u64,
+    /// Frames the balancer sent to it during the run, over every downlink.
+    pub tx_packets: u64,
+    /// Their bytes.
+    pub tx_bytes: u64,
+    /// Flowlets started on it.
+    pub flowlets: u64,
+    /// Flows that moved onto it.
+    pub path_changes: u64,
+    /// Frames the spine's end of the uplink received, by the kernel's interface counters: an
+    /// independent count of `tx_packets`.
+    pub spine_rx_packets: u64,
+}
+
+/// The outcome of one workload under one policy.
+#[derive(Clone, Debug, Serialize)]
+pub struct PolicyRun {
+    /// The workload's name.
+    pub workload: &'static str,
+    /// The policy's name.
+    pub policy: &'static str,
+    /// Per uplink.
+    pub uplinks: Vec<UplinkLoad>,
+    /// How evenly the uplinks carried the bytes.
+    #[serde(flatten)]
+    pub balance: Balance,
+    /// Frames that arrived after a later frame of their flow, over frames received.
+    pub reordered_fraction: f64,
+    /// Frames the senders sent.
+    pub packets_sent: u64,
+    /// Frames the receiver counted.
+    pub packets_received: u64,
+    /// Flows in the workload.
+    pub flows: usize,
+    /// Completion times of the flows that arrived whole (from the flow's start at its sender
+    /// to its last frame at the receiver).
+    pub fct: Completion,
+    /// Times a sender could not keep its schedule (the machine lacked CPU).
+    pub sender_stalls: u64,
+}
+
+/// summary.json.
+#[derive(Debug, Serialize)]
+struct Summary<'a> {
+    options: &'a LbLab,
+    path_rates_bps: Vec<u64>,
+    runs: &'a [PolicyRun],
+    stopped_early: bool,
+}
+
+/// Runs every workload under every policy, or until `stop` is set; cleans up either way.
+pub fn run(args: &LbLab, stop: &StopFlag) -> anyhow::Result<()> {
+    args.validate()?;
+    let payload = payload_per_frame(args.size, IpAddr::V4(RECEIVER))?;
+    let rates = args.path_rates_bps();
+    let topology = Topology::build(&Shape {
+        senders: args.senders,
+        uplink_rates_bps: rates.clone(),
+        buffer_bytes: args.buffer,
+    })
+    .context("building the namespace test bed")?;
+    let config = args.balancer_config(&topology)?;
+    let mut guards = Vec::new();
+    let mut maps = Vec::new();
+    for link in &topology.senders {
+        let request = AttachRequest {
+            interface: link.downlink.ifname.clone(),
+            mode: Mode::Native,
+            attachments: vec![Attachment::Lb],
+            config: config.clone(),
+        };
+        topology.balancer.run(|| attach::attach(&request))??;
+        guards.push(Detach(&link.downlink.ifname));
+        maps.push(PinnedMaps::open(&link.downlink.ifname)?);
+    }
+
+    let frame_len = args.size;
+    let params = WorkloadParams {
+        offered_bps: args.load * rates.iter().sum::<u64>() as f64,
+        window: Duration::from_secs_f64(args.secs),
+        size_scale: args.size_scale,
+        flow_rate_bps: args.flow_rate.unwrap_or(args.uplink_rate),
+        elephants: args.elephants,
+        message_gap: Duration::from_micros(2 * args.flowlet_timeout_us),
+        payload_per_frame: payload,
+        wire_bits_per_frame: wire_bits(frame_len),
+        seed: args.seed,
+    };
+    let workloads: Vec<(WorkloadKind, Vec<Flow>)> = args
+        .workloads
+        .iter()
+        .map(|&kind| (kind, workload::flows(kind, &params)))
+        .collect();
+    for (kind, flows) in &workloads {
+        let per_sender = flows.len().div_ceil(usize::from(args.senders));
+        if per_sender > usize::from(u16::MAX - SPORT_BASE) {
+            bail!(
+                "the {} workload has {} flows per sender, more than the {} source ports \
+                 above {SPORT_BASE}: lower --secs or --load, or raise --size-scale",
+                kind.name(),
+                per_sender,
+                u16::MAX - SPORT_BASE
+            );
+        }
+    }
+
+    report::print_header(args, &topology);
+    let total_frames: u64 = workloads
+        .iter()
+        .map(|(_, flows)| flows.iter().map(|f| f.frames).sum::<u64>())
+        .sum::<u64>()
+        * args.policies.len() as u64;
+    let progress = ProgressBar::new(total_frames).with_style(
+        ProgressStyle::with_template(
+            "{msg:20} [{bar:40}] {human_pos}/{human_len} frames, {elapsed} elapsed, ~{eta} left",
+        )?
+        .progress_chars("=> "),
+    );
+    let mut runs = Vec::new();
+    'all: for (kind, flows) in &workloads {
+        for &policy in &args.policies {
+            if stop.is_stopped() {
+                break 'all;
+            }
+            progress.set_message(format!("{} {}", kind.name(), policy.name()));
+            set_policy(&topology, &maps, policy)?;
+            let before = uplink_loads(&maps, &topology)?;
+            let (sent, received) = run_flows(&topology, flows, frame_len, &progress, stop)?;
+            let after = uplink_loads(&maps, &topology)?;
+            let run = judge(*kind, policy, flows, (&before, &after), &sent, &received);
+            progress.suspend(|| report::print_row(&run));
+            runs.push(run);
+        }
+    }
+    progress.finish_and_clear();
+    let summary = Summary {
+        options: args,
+        path_rates_bps: rates,
+        runs: &runs,
+        stopped_early: stop.is_stopped(),
+    };
+    report::print_verdict(&runs);
+    report::write(&args.out, &summary, &runs)
+}
+
+/// Payload bytes an untagged RoCEv2 frame of `size` bytes to `dst_ip` carries.
+fn payload_per_frame(size: usize, dst_ip: IpAddr) -> anyhow::Result<u64> {
+    let overhead = RoceFrame::untagged_overhead(dst_ip);
+    match size.checked_sub(overhead) {
+        Some(payload) if payload > 0 => Ok(payload as u64),
+        _ => bail!(
+            "--size {size} leaves no payload after a RoCEv2 frame's {overhead} bytes of headers"
+        ),
+    }
+}
+
+/// Switches every downlink's balancer to `policy`, live.
+fn set_policy(topology: &Topology, maps: &[PinnedMaps], policy: Policy) -> anyhow::Result<()> {
+    for m in maps {
+        let mut config = m.read_config()?;
+        config.apply("lb.policy", policy.name())?;
+        // Writing resolves the next hops, in the balancer's namespace.
+        topology.balancer.run(|| m.write_config(&config))??;
+    }
+    Ok(())
+}
+
+/// Every uplink's counters now, summed over the downlinks, in the topology's order.
+fn uplink_loads(maps: &[PinnedMaps], topology: &Topology) -> anyhow::Result<Vec<UplinkLoad>> {
+    let mut by_name: BTreeMap<String, UplinkLoad> = BTreeMap::new();
+    for m in maps {
+        let (_, uplinks) = LbStats::read(m)?;
+        for u in uplinks {
+            let load = by_name.entry(u.ifname.clone()).or_insert(UplinkLoad {
+                ifname: u.ifname.clone(),
+                rate_bps: 0,
+                tx_packets: 0,
+                tx_bytes: 0,
+                flowlets: 0,
+                path_changes: 0,
+                spine_rx_packets: 0,
+            });
+            load.tx_packets += u.counters.tx_packets;
+            load.tx_bytes += u.counters.tx_bytes;
+            load.flowlets += u.counters.flowlets;
+            load.path_changes += u.counters.path_changes;
+        }
+    }
+    topology
+        .uplinks
+        .iter()
+        .map(|path| {
+            let mut load = by_name
+                .remove(&path.uplink.ifname)
+                .with_context(|| format!("no counters for uplink {}", path.uplink.ifname))?;
+            load.rate_bps = path.rate_bps;
+            load.spine_rx_packets = path.spine_rx_packets()?;
+            Ok(load)
+        })
+        .collect()
+}
+
+/// Flow `i` of a workload goes to sender `i % k` as its QP number `i / k`.
+fn sender_of(i: usize, senders: usize) -> (usize, usize) {
+    (i % senders, i / senders)
+}
+
+/// QP numbers of sender `s` (from 0) start at `(s + 1) << 16`.
+fn qp_base(sender: usize) -> u32 {
+    (sender as u32 + 1) << 16
+}
+
+/// Sends `flows` from the senders and counts them at the receiver; returns what each sender
+/// and the receiver saw. The receiver stops when every frame arrived, or [`IDLE_AFTER_LOSS`]
+/// after the last one when some were lost.
+fn run_flows(
+    topology: &Topology,
+    flows: &[Flow],
+    frame_len: usize,
+    progress: &ProgressBar,
+    stop: &StopFlag,
+) -> anyhow::Result<(Vec<SendSummary>, RecvSummary)> {
+    let k = topology.senders.len();
+    let mut per_sender: Vec<Vec<FlowRate>> = (0..k).map(|_| Vec::new()).collect();
+    for (i, flow) in flows.iter().enumerate() {
+        per_sender[sender_of(i, k).0].push(FlowRate::new(*flow));
+    }
+    let mut senders = Vec::new();
+    for (s, (link, rates)) in topology.senders.iter().zip(per_sender).enumerate() {
+        if rates.is_empty() {
+            continue;
+        }
+        let mut config = SendConfig::new(
+            link.sender.ifname.clone(),
+            IpAddr::V4(topology.receiver.ipv4),
+        );
+        config.dst_mac = Some(Address(link.downlink.mac));
+        config.size = frame_len;
+        config.qps = u32::try_from(rates.len())?;
+        config.qp_base = qp_base(s);
+        config.sport_base = SPORT_BASE;
+        config.count = Some(rates.iter().map(|r| r.flow.frames).sum());
+        config.duration = None;
+        let sender = link.ns.run(|| Sender::open(config))??;
+        senders.push((sender, rates));
+    }
+    let expected: u64 = flows.iter().map(|f| f.frames).sum();
+    let receive = RecvConfig {
+        iface: topology.receiver.ifname.clone(),
+        duration: None,
+        count: Some(expected),
+        idle_timeout: Some(IDLE_AFTER_LOSS),
+        cnp: None,
+    };
+    let mut receiver = topology.receiver_ns.run(|| Receiver::open(receive))??;
+    let receiver_stop = receiver.stop_flag();
+    let sender_stops: Vec<StopFlag> = senders.iter().map(|(s, _)| s.stop_flag()).collect();
+    std::thread::scope(|scope| {
+        let receiving = scope.spawn(move || {
+            receiver.run_every(PROGRESS_EVERY, |interval| {
+                progress.inc(interval.qps.iter().map(|q| q.packets).sum());
+            })
+        });
+        let sending: Vec<_> = senders
+            .into_iter()
+            .map(|(mut sender, mut rates)| scope.spawn(move || sender.run(&mut rates)))
+            .collect();
+        // Ctrl-C: stop everyone; otherwise the senders end with their flows, the receiver
+        // when every frame arrived.
+        while !receiving.is_finished() {
+            if stop.is_stopped() {
+                sender_stops.iter().for_each(StopFlag::stop);
+                receiver_stop.stop();
+            }
+            std::thread::sleep(PROGRESS_EVERY);
+        }
+        let sent = sending
+            .into_iter()
+            .map(|s| s.join().expect("sender thread"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let received = receiving.join().expect("receiver thread")?;
+        Ok((sent, received))
+    })
+}
+
+/// Judges one run from the uplink counters before and after, what the senders sent and what
+/// the receiver counted.
+fn judge(
+    kind: WorkloadKind,
+    policy: Policy,
+    flows: &[Flow],
+    (before, after): (&[UplinkLoad], &[UplinkLoad]),
+    sent: &[SendSummary],
+    received: &RecvSummary,
+) -> PolicyRun {
+    let uplinks: Vec<UplinkLoad> = before
+        .iter()
+        .zip(after)
+        .map(|(b, a)| UplinkLoad {
+            ifname: a.ifname.clone(),
+            rate_bps: a.rate_bps,
+            tx_packets: a.tx_packets - b.tx_packets,
+            tx_bytes: a.tx_bytes - b.tx_bytes,
+            flowlets: a.flowlets - b.flowlets,
+            path_changes: a.path_changes - b.path_changes,
+            spine_rx_packets: a.spine_rx_packets - b.spine_rx_packets,
+        })
+        .collect();
+    let bytes: Vec<u64> = uplinks.iter().map(|u| u.tx_bytes).collect();
+    let arrivals: BTreeMap<(IpAddr, u32), (u64, u64)> = received
+        .qps
+        .iter()
+        .map(|q| ((q.src, q.qp), (q.packets, q.last_ns)))
+        .collect();
+    let k = sent.len();
+    let fct_ms: Vec<f64> = flows
+        .iter()
+        .enumerate()
+        .filter_map(|(i, flow)| {
+            let (s, index) = sender_of(i, k);
+            let summary = &sent[s];
+            let qp = qp_base(s) + index as u32;
+            let &(packets, last_ns) = arrivals.get(&(summary.src_ip, qp))?;
+            (packets == flow.frames).then(|| {
+                let started = summary.started + flow.start;
+                let finished = received.started + Duration::from_nanos(last_ns);
+                finished.saturating_duration_since(started).as_secs_f64() * 1e3
+            })
+        })
+        .collect();
+    PolicyRun {
+        workload: kind.name(),
+        policy: policy.name(),
+        balance: Balance::of(&bytes),
+        uplinks,
+        reordered_fraction: reordered_fraction(received.reordered, received.packets),
+        packets_sent: sent.iter().map(|s| s.packets).sum(),
+        packets_received: received.packets,
+        flows: flows.len(),
+        fct: Completion::of(fct_ms),
+        sender_stalls: sent.iter().map(|s| s.stalls).sum(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{workload::Messages, *};
+
+    #[test]
+    fn weights_follow_rates() {
+        assert_eq!(
+            wcmp_weights(&[100_000_000, 100_000_000, 50_000_000]),
+            [2, 2, 1]
+        );
+        assert_eq!(wcmp_weights(&[7, 7]), [1, 1]);
+        // 1000:1 does not fit 1..=256: scaled, the small one kept at 1.
+        assert_eq!(wcmp_weights(&[1000, 1]), [256, 1]);
+    }
+
+    #[test]
+    fn flows_alternate_between_senders() {
+        assert_eq!(sender_of(0, 2), (0, 0));
+        assert_eq!(sender_of(3, 2), (1, 1));
+        assert_eq!(qp_base(1), 2 << 16);
+    }
+
+    #[test]
+    fn a_flow_pauses_between_messages_and_stops_after_its_frames() {
+        let mut rate = FlowRate::new(Flow {
+            start: Duration::from_millis(3),
+            frames: 5,
+            rate_bps: 1000,
+            messages: Some(Messages {
+                frames: 2,
+                gap: Duration::from_millis(100),
+            }),
+        });
+        assert_eq!(rate.start(), Duration::from_millis(3));
+        let mut rates = Vec::new();
+        for _ in 0..5 {
+            rate.on_sent(Duration::ZERO, 8000);
+            rates.push(rate.rate_bps());
+        }
+        // 8000 bits spaced by 100 ms: 80 kb/s for the frame after each message.
+        assert_eq!(rates, [1000, 80_000, 1000, 80_000, 0]);
+    }
+}

@@ -1,0 +1,342 @@
+//! What the load-balancing lab shows: a header, a table row per run, which policy did best and
+//! worst on each measure, summary.json, and lb.svg (per workload: the uplinks' shares, the
+//! reordering and the completion times of every policy).
+
+use std::{
+    fs::{self, File},
+    io::{BufWriter, Write as _},
+    path::Path,
+};
+
+use anyhow::Context as _;
+use plotters::{
+    coord::{
+        ranged1d::{AsRangedCoord, ValueFormatter},
+        Shift,
+    },
+    prelude::*,
+};
+use serde::Serialize;
+
+use super::{topology::Topology, LbLab, PolicyRun};
+
+/// Prints what the lab runs on.
+pub fn print_header(args: &LbLab, topology: &Topology) {
+    let rates: Vec<String> = topology
+        .uplinks
+        .iter()
+        .map(|u| format!("{}", u.rate_bps / 1_000_000))
+        .collect();
+    println!(
+        "load-balancing lab: {} sender(s) -> balancer (XDP lb on each downlink) -> {} uplinks \
+         (paths of {} Mb/s) -> leaf -> receiver; load {:.2}, {} B frames",
+        topology.senders.len(),
+        topology.uplinks.len(),
+        rates.join(", "),
+        args.load,
+        args.size,
+    );
+    println!(
+        "{:<10} {:<8} {:>9} {:>6} {:>10} {:>10} {:>10} {:>6} {:>8}  MB per uplink",
+        "workload",
+        "policy",
+        "imbalance",
+        "jain",
+        "reorder_%",
+        "fct_p50_ms",
+        "fct_p99_ms",
+        "flows",
+        "lost"
+    );
+}
+
+/// Prints one run's row.
+pub fn print_row(run: &PolicyRun) {
+    let megabytes: Vec<String> = run
+        .uplinks
+        .iter()
+        .map(|u| format!("{:.1}", u.tx_bytes as f64 / 1e6))
+        .collect();
+    println!(
+        "{:<10} {:<8} {:>9.3} {:>6.3} {:>10.3} {:>10.2} {:>10.2} {:>6} {:>8}  {}",
+        run.workload,
+        run.policy,
+        run.balance.imbalance,
+        run.balance.jain,
+        run.reordered_fraction * 100.0,
+        run.fct.p50_ms,
+        run.fct.p99_ms,
+        format!("{}/{}", run.fct.flows, run.flows),
+        run.packets_sent.saturating_sub(run.packets_received),
+        megabytes.join(" ")
+    );
+}
+
+/// Prints, per workload, which policy was the most and the least balanced, the most
+/// reordered, and which delivered the most flows whole.
+pub fn print_verdict(runs: &[PolicyRun]) {
+    for workload in workloads(runs) {
+        let of: Vec<&PolicyRun> = runs.iter().filter(|r| r.workload == workload).collect();
+        let pick = |key: fn(&PolicyRun) -> f64, most: bool| {
+            let order = |a: &&&PolicyRun, b: &&&PolicyRun| key(a).total_cmp(&key(b));
+            let chosen = if most {
+                of.iter().max_by(order)
+            } else {
+                of.iter().min_by(order)
+            };
+            chosen.map_or("none", |r| r.policy)
+        };
+        println!(
+            "{workload}: most balanced {}, least balanced {}, most reordered {}, most flows whole {}",
+            pick(|r| r.balance.imbalance, false),
+            pick(|r| r.balance.imbalance, true),
+            pick(|r| r.reordered_fraction, true),
+            pick(|r| r.fct.flows as f64, true),
+        );
+    }
+}
+
+/// The workloads of `runs`, in their order.
+fn workloads(runs: &[PolicyRun]) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = runs.iter().map(|r| r.workload).collect();
+    names.dedup();
+    names
+}
+
+/// Writes summary.json and lb.svg into `out`.
+pub fn write(out: &Path, summary: &impl Serialize, runs: &[PolicyRun]) -> anyhow::Result<()> {
+    fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let path = out.join("summary.json");
+    let mut file = BufWriter::new(
+        File::create(&path).with_context(|| format!("creating {}", path.display()))?,
+    );
+    serde_json::to_writer_pretty(&mut file, summary)?;
+    writeln!(file)?;
+    file.flush()
+        .with_context(|| format!("writing {}", path.display()))?;
+    let plot = out.join("lb.svg");
+    draw(&plot, runs).with_context(|| format!("drawing {}", plot.display()))?;
+    println!("wrote summary.json and lb.svg to {}", out.display());
+    Ok(())
+}
+
+/// Height of one workload's row of panels in the plot.
+const ROW_HEIGHT: u32 = 340;
+
+/// One row per workload, three panels each: the uplinks' shares of the bytes, the reordered
+/// fraction, and the median and 99th-percentile completion times (log scale), per policy.
+fn draw(path: &Path, runs: &[PolicyRun]) -> anyhow::Result<()> {
+    let workloads = workloads(runs);
+    let rows = u32::try_from(workloads.len().max(1))?;
+    let root = SVGBackend::new(path, (1500, ROW_HEIGHT * rows)).into_drawing_area();
+    root.fill(&WHITE)?;
+    for (area, workload) in root
+        .split_evenly((workloads.len(), 1))
+        .iter()
+        .zip(workloads)
+    {
+        let of: Vec<&PolicyRun> = runs.iter().filter(|r| r.workload == workload).collect();
+        let panels = area.split_evenly((1, 3));
+        draw_shares(&panels[0], workload, &of)?;
+        let reordered: [(&str, Measure); 1] = [("reordered", |r| r.reordered_fraction * 100.0)];
+        let (_, top) = value_range(of.iter().map(|r| reordered[0].1(r)));
+        let bars = Bars {
+            caption: format!("{workload}: frames reordered (%)"),
+            measures: &reordered,
+            y: 0.0..top * 1.15,
+            floor: 0.0,
+            whole_flows_at: None,
+        };
+        draw_bars(&panels[1], &of, bars)?;
+        let fct: [(&str, Measure); 2] = [("p50", |r| r.fct.p50_ms), ("p99", |r| r.fct.p99_ms)];
+        let (bottom, top) = value_range(of.iter().flat_map(|r| fct.iter().map(move |(_, m)| m(r))));
+        let caption = format!("{workload}: completion of whole flows (ms)");
+        // A log scale when the times span decades (web search), else a linear one.
+        if top / bottom > 20.0 {
+            let bars = Bars {
+                caption,
+                measures: &fct,
+                y: (bottom / 2.0..top * 8.0).log_scale(),
+                floor: bottom / 2.0,
+                whole_flows_at: Some(top * 1.6),
+            };
+            draw_bars(&panels[2], &of, bars)?;
+        } else {
+            let bars = Bars {
+                caption,
+                measures: &fct,
+                y: 0.0..top * 1.5,
+                floor: 0.0,
+                whole_flows_at: Some(top * 1.2),
+            };
+            draw_bars(&panels[2], &of, bars)?;
+        }
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// The x range that centres policy `i` on `i`.
+fn policy_axis(n: usize) -> std::ops::Range<f64> {
+    -0.5..n as f64 - 0.5
+}
+
+/// The policy name under an integer x, nothing elsewhere.
+fn policy_label(of: &[&PolicyRun], x: f64) -> String {
+    let i = x.round();
+    if (x - i).abs() > 1e-6 || i < 0.0 {
+        return String::new();
+    }
+    of.get(i as usize)
+        .map_or(String::new(), |r| r.policy.to_owned())
+}
+
+/// Grouped bars: each uplink's share of the bytes, per policy; an even split is a dashed line.
+fn draw_shares(
+    area: &DrawingArea<SVGBackend, Shift>,
+    workload: &str,
+    of: &[&PolicyRun],
+) -> anyhow::Result<()> {
+    let uplinks = of.first().map_or(0, |r| r.uplinks.len());
+    let top = of
+        .iter()
+        .flat_map(|r| share(r))
+        .fold(1.0 / uplinks.max(1) as f64, f64::max)
+        * 1.5;
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            format!("{workload}: share of bytes per uplink"),
+            ("sans-serif", 16),
+        )
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(45)
+        .build_cartesian_2d(policy_axis(of.len()), 0.0..top)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(of.len() * 2 + 1)
+        .x_label_formatter(&|x| policy_label(of, *x))
+        .y_desc("share of the bytes")
+        .draw()?;
+    let width = 0.8 / uplinks.max(1) as f64;
+    for u in 0..uplinks {
+        let color = Palette99::pick(u).to_rgba();
+        let rate = of[0].uplinks[u].rate_bps / 1_000_000;
+        chart
+            .draw_series(of.iter().enumerate().map(|(i, r)| {
+                let x0 = i as f64 - 0.4 + width * u as f64;
+                Rectangle::new([(x0, 0.0), (x0 + width, share(r)[u])], color.filled())
+            }))?
+            .label(format!("uplink {u}: {rate} Mb/s"))
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+    }
+    let even = 1.0 / uplinks.max(1) as f64;
+    chart.draw_series(DashedLineSeries::new(
+        [(-0.5, even), (of.len() as f64 - 0.5, even)],
+        6,
+        4,
+        BLACK.stroke_width(1),
+    ))?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .draw()?;
+    Ok(())
+}
+
+/// Each uplink's share of a run's bytes.
+fn share(run: &PolicyRun) -> Vec<f64> {
+    let total: u64 = run.uplinks.iter().map(|u| u.tx_bytes).sum();
+    run.uplinks
+        .iter()
+        .map(|u| {
+            if total == 0 {
+                0.0
+            } else {
+                u.tx_bytes as f64 / total as f64
+            }
+        })
+        .collect()
+}
+
+/// A measure of each run.
+type Measure = fn(&PolicyRun) -> f64;
+
+/// The y range of `values`: linear from 0, or logarithmic around them.
+fn value_range(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
+    let top = values.clone().fold(0.0, f64::max).max(1e-3);
+    let bottom = values.filter(|v| *v > 0.0).fold(top, f64::min);
+    (bottom, top)
+}
+
+/// A panel of bars: one or more measures per policy.
+struct Bars<'a, Y> {
+    caption: String,
+    measures: &'a [(&'a str, Measure)],
+    /// The y axis.
+    y: Y,
+    /// Its lowest value, where the bars start.
+    floor: f64,
+    /// Where to write how many flows of each run arrived whole, if at all.
+    whole_flows_at: Option<f64>,
+}
+
+/// Draws `bars` for the runs `of`.
+fn draw_bars<Y>(
+    area: &DrawingArea<SVGBackend, Shift>,
+    of: &[&PolicyRun],
+    bars: Bars<'_, Y>,
+) -> anyhow::Result<()>
+where
+    Y: AsRangedCoord<Value = f64>,
+    Y::CoordDescType: ValueFormatter<f64>,
+{
+    let mut chart = ChartBuilder::on(area)
+        .caption(&bars.caption, ("sans-serif", 16))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(55)
+        .build_cartesian_2d(policy_axis(of.len()), bars.y)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(of.len() * 2 + 1)
+        .x_label_formatter(&|x| policy_label(of, *x))
+        .draw()?;
+    let width = 0.8 / bars.measures.len() as f64;
+    let floor = bars.floor;
+    for (m, &(name, measure)) in bars.measures.iter().enumerate() {
+        let color = Palette99::pick(m + 5).to_rgba();
+        chart
+            .draw_series(of.iter().enumerate().map(|(i, r)| {
+                let x0 = i as f64 - 0.4 + width * m as f64;
+                Rectangle::new(
+                    [(x0, floor), (x0 + width, measure(r).max(floor))],
+                    color.filled(),
+                )
+            }))?
+            .label(name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+    }
+    if let Some(y) = bars.whole_flows_at {
+        chart.draw_series(of.iter().enumerate().map(|(i, r)| {
+            Text::new(
+                format!("{}/{} whole", r.fct.flows, r.flows),
+                (i as f64 - 0.35, y),
+                ("sans-serif", 12),
+            )
+        }))?;
+    }
+    if bars.measures.len() > 1 {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.8))
+            .draw()?;
+    }
+    Ok(())
+}

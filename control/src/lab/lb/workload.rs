@@ -1,0 +1,264 @@
+//! The load-balancing lab's workloads: which flows start when, how large they are and how fast
+//! each is sent. A flow is one QP: its own UDP source port (ECMP entropy), its own PSNs.
+//! Workloads are drawn from a seeded generator, so every policy runs the very same flows.
+
+use std::time::Duration;
+
+use rand::{rngs::StdRng, Rng as _, SeedableRng as _};
+use serde::Serialize;
+
+/// The web-search flow-size distribution (DCTCP's measurement, as the HPCC and pFabric
+/// simulators ship it): (flow size in bytes, cumulative probability), linear in between.
+/// Heavy-tailed: most flows are short, most bytes are in the few long ones.
+const WEB_SEARCH_CDF: [(f64, f64); 12] = [
+    (0.0, 0.0),
+    (10_000.0, 0.15),
+    (20_000.0, 0.20),
+    (30_000.0, 0.30),
+    (50_000.0, 0.40),
+    (80_000.0, 0.53),
+    (200_000.0, 0.60),
+    (1_000_000.0, 0.70),
+    (2_000_000.0, 0.80),
+    (5_000_000.0, 0.90),
+    (10_000_000.0, 0.97),
+    (30_000_000.0, 1.00),
+];
+
+/// A workload of the lab.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkloadKind {
+    /// Poisson arrivals of flows with web-search sizes, each at the flow rate.
+    Websearch,
+    /// A few long flows that start together and share the load, each a train of messages
+    /// separated by idle gaps.
+    Elephants,
+}
+
+impl WorkloadKind {
+    /// Its name on the command line and in the outputs.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::Websearch => "websearch",
+            WorkloadKind::Elephants => "elephants",
+        }
+    }
+}
+
+/// What shapes a workload.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkloadParams {
+    /// Offered load, bits per second on the wire, averaged over `window`.
+    pub offered_bps: f64,
+    /// Flows arrive during this window (web search); elephants last about this long.
+    pub window: Duration,
+    /// Web-search flow sizes are multiplied by this (the distribution is for 10–100 Gb/s
+    /// links; the lab's links are slower).
+    pub size_scale: f64,
+    /// The rate of every web-search flow, bits per second on the wire.
+    pub flow_rate_bps: u64,
+    /// Number of elephants.
+    pub elephants: u32,
+    /// The idle gap between an elephant's messages.
+    pub message_gap: Duration,
+    /// Payload bytes one frame carries.
+    pub payload_per_frame: u64,
+    /// Bits one frame occupies on the wire.
+    pub wire_bits_per_frame: u64,
+    /// Seed of the generator.
+    pub seed: u64,
+}
+
+/// One flow: when it starts, how many frames it sends and how fast.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flow {
+    /// Start, since the workload began.
+    pub start: Duration,
+    /// Frames (at least one).
+    pub frames: u64,
+    /// Rate on the wire while it sends.
+    pub rate_bps: u64,
+    /// Without messages the flow sends without a pause; with them it pauses between messages.
+    pub messages: Option<Messages>,
+}
+
+/// A flow's frames grouped into messages, with an idle gap after each (as an application
+/// that computes between transfers): a gap longer than the flowlet timeout starts a flowlet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Messages {
+    /// Frames of one message.
+    pub frames: u64,
+    /// Idle time after each.
+    pub gap: Duration,
+}
+
+/// The flows of workload `kind`, ordered by start.
+pub fn flows(kind: WorkloadKind, params: &WorkloadParams) -> Vec<Flow> {
+    let mut rng = StdRng::seed_from_u64(params.seed);
+    match kind {
+        WorkloadKind::Websearch => web_search(params, &mut rng),
+        WorkloadKind::Elephants => elephants(params, &mut rng),
+    }
+}
+
+/// Poisson arrivals over the window at the rate that offers `offered_bps` with the mean size.
+fn web_search(params: &WorkloadParams, rng: &mut StdRng) -> Vec<Flow> {
+    let mean_bits = mean_size_bytes(params.size_scale) / params.payload_per_frame as f64
+        * params.wire_bits_per_frame as f64;
+    let arrivals_per_s = params.offered_bps / mean_bits;
+    let mut flows = Vec::new();
+    let mut at = 0.0;
+    loop {
+        // Exponential inter-arrival times; 1 - u keeps the logarithm finite.
+        at += -(1.0 - rng.random::<f64>()).ln() / arrivals_per_s;
+        if at >= params.window.as_secs_f64() {
+            return flows;
+        }
+        let bytes = sample_size(rng.random(), params.size_scale);
+        flows.push(Flow {
+            start: Duration::from_secs_f64(at),
+            frames: (bytes / params.payload_per_frame as f64).ceil().max(1.0) as u64,
+            rate_bps: params.flow_rate_bps,
+            messages: None,
+        });
+    }
+}
+
+/// `elephants` flows that together offer `offered_bps` on average for the window, starting
+/// within the first millisecond. Their average rates differ (uniformly within ±20% of the mean,
+/// then scaled to the total), as real elephants do, so no two flows stay in lockstep. Each
+/// sends messages at twice its average rate, every message followed by an idle gap as long as
+/// the message took.
+fn elephants(params: &WorkloadParams, rng: &mut StdRng) -> Vec<Flow> {
+    let n = params.elephants.max(1);
+    let weights: Vec<f64> = (0..n).map(|_| rng.random_range(0.8..1.2)).collect();
+    let total: f64 = weights.iter().sum();
+    let bits = params.wire_bits_per_frame as f64;
+    let mut flows: Vec<Flow> = weights
+        .iter()
+        .map(|w| {
+            let average_bps = params.offered_bps * w / total;
+            let rate_bps = (2.0 * average_bps) as u64;
+            Flow {
+                start: Duration::from_micros(rng.random_range(0..1000)),
+                frames: (average_bps * params.window.as_secs_f64() / bits).max(1.0) as u64,
+                rate_bps,
+                messages: Some(Messages {
+                    frames: (rate_bps as f64 * params.message_gap.as_secs_f64() / bits).max(1.0)
+                        as u64,
+                    gap: params.message_gap,
+                }),
+            }
+        })
+        .collect();
+    flows.sort_by_key(|f| f.start);
+    flows
+}
+
+/// The size (bytes) at cumulative probability `u` of the scaled web-search distribution.
+fn sample_size(u: f64, scale: f64) -> f64 {
+    let i = WEB_SEARCH_CDF
+        .iter()
+        .position(|&(_, p)| p >= u)
+        .unwrap_or(WEB_SEARCH_CDF.len() - 1)
+        .max(1);
+    let ((s0, p0), (s1, p1)) = (WEB_SEARCH_CDF[i - 1], WEB_SEARCH_CDF[i]);
+    let size = s0 + (s1 - s0) * (u - p0) / (p1 - p0);
+    size * scale
+}
+
+/// The mean size (bytes) of the scaled web-search distribution.
+fn mean_size_bytes(scale: f64) -> f64 {
+    WEB_SEARCH_CDF
+        .windows(2)
+        .map(|w| (w[1].1 - w[0].1) * (w[0].0 + w[1].0) / 2.0)
+        .sum::<f64>()
+        * scale
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> WorkloadParams {
+        WorkloadParams {
+            offered_bps: 200e6,
+            window: Duration::from_secs(20),
+            size_scale: 0.1,
+            flow_rate_bps: 100_000_000,
+            elephants: 8,
+            message_gap: Duration::from_millis(100),
+            payload_per_frame: 1000,
+            wire_bits_per_frame: 8384,
+            seed: 7,
+        }
+    }
+
+    #[test]
+    fn web_search_sizes_follow_the_distribution() {
+        assert_eq!(sample_size(0.0, 1.0), 0.0);
+        assert_eq!(sample_size(0.15, 1.0), 10_000.0);
+        assert!((sample_size(0.65, 1.0) - 600_000.0).abs() < 1e-6);
+        assert_eq!(sample_size(1.0, 0.1), 3_000_000.0);
+        // About 1.7 MB: the distribution's mean.
+        assert!((mean_size_bytes(1.0) - 1_711_250.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn web_search_offers_the_load() {
+        let p = params();
+        let flows = flows(WorkloadKind::Websearch, &p);
+        let bits: u64 = flows.iter().map(|f| f.frames * p.wire_bits_per_frame).sum();
+        let offered = bits as f64 / p.window.as_secs_f64();
+        // Heavy tails: a 20 s sample is within 25% of the mean.
+        assert!((offered / p.offered_bps - 1.0).abs() < 0.25, "{offered}");
+        assert!(flows.windows(2).all(|w| w[0].start <= w[1].start));
+        assert!(flows.iter().all(|f| f.frames >= 1 && f.start < p.window));
+        // Most flows are short, most bytes are in long flows.
+        let short = flows.iter().filter(|f| f.frames <= 100).count();
+        assert!(short * 2 > flows.len());
+    }
+
+    #[test]
+    fn same_seed_same_flows() {
+        let p = params();
+        assert_eq!(
+            flows(WorkloadKind::Websearch, &p),
+            flows(WorkloadKind::Websearch, &p)
+        );
+        let other = WorkloadParams {
+            seed: 8,
+            ..p.clone()
+        };
+        assert_ne!(
+            flows(WorkloadKind::Websearch, &p),
+            flows(WorkloadKind::Websearch, &other)
+        );
+    }
+
+    #[test]
+    fn elephants_share_the_load_in_messages() {
+        let p = params();
+        let flows = flows(WorkloadKind::Elephants, &p);
+        assert_eq!(flows.len(), 8);
+        // Messages at twice the average rate: the peaks add up to twice the load.
+        let peaks: u64 = flows.iter().map(|f| f.rate_bps).sum();
+        assert!(peaks.abs_diff(400_000_000) < 10, "{peaks}");
+        assert!(flows
+            .iter()
+            .all(|f| (36_000_000..=64_000_000).contains(&f.rate_bps)));
+        assert!(flows.windows(2).any(|w| w[0].rate_bps != w[1].rate_bps));
+        assert!(flows.iter().all(|f| f.start < Duration::from_millis(1)));
+        for f in &flows {
+            // On half the time, so the flow lasts the window.
+            let sending = (f.frames * p.wire_bits_per_frame) as f64 / f.rate_bps as f64;
+            assert!((sending - 10.0).abs() < 0.01, "{sending}");
+            // A message lasts as long as the gap after it.
+            let m = f.messages.unwrap();
+            let message = (m.frames * p.wire_bits_per_frame) as f64 / f.rate_bps as f64;
+            assert!((message - 0.1).abs() < 0.001, "{message}");
+            assert_eq!(m.gap, p.message_gap);
+        }
+    }
+}
