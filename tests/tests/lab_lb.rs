@@ -1,0 +1,205 @@
+//! `lossless lab lb` end to end, through the binary: every policy runs both workloads through
+//! the XDP balancer, the uplink counters agree with the kernel's own counters at the spines,
+//! the numbers order the policies as the literature does (spray the most balanced and, with a
+//! slow path, the most reordered; ecmp the least balanced on elephants), the JSON and the plot
+//! are written, and nothing is left behind — after a full run and after Ctrl-C.
+
+use std::{
+    fs,
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+use lossless_tests::bed::{assert_nothing_left, lossless_bin, privileged, succeeded};
+use serde_json::Value;
+
+/// One lab at a time: each keeps the machine's cores busy.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// The namespace prefixes of the lab (see control/src/lab/lb/topology.rs).
+const NAMESPACE_PREFIXES: [&str; 5] = ["lbal", "lleaf", "lrcv", "lspn", "lsnd"];
+
+/// A fresh output directory for one test.
+fn out_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lossless-{test}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    dir
+}
+
+/// `lossless lab lb ARGS --out OUT`, not yet waited for.
+fn lab(out: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(lossless_bin());
+    command
+        .args(["lab", "lb", "--out"])
+        .arg(out)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// The run of `policy` on `workload` in summary.json.
+fn run<'a>(runs: &'a [Value], workload: &str, policy: &str) -> &'a Value {
+    runs.iter()
+        .find(|r| r["workload"] == workload && r["policy"] == policy)
+        .unwrap_or_else(|| panic!("no {workload}/{policy} run"))
+}
+
+fn number(run: &Value, key: &str) -> f64 {
+    run[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no {key} in {run}"))
+}
+
+#[test]
+fn lb_lab_orders_the_policies_as_the_literature_does() {
+    if !privileged("lb_lab_orders_the_policies_as_the_literature_does") {
+        return;
+    }
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let out = out_dir("lab-lb");
+    // The default workloads: elephants need their 3 s for enough flowlets to average out.
+    let child = lab(&out, &[]).spawn().unwrap();
+    let pid = child.id();
+    let stdout = succeeded(child.wait_with_output().unwrap());
+    for expected in [
+        "imbalance",
+        "websearch  spray",
+        "elephants  ecmp",
+        "most reordered",
+    ] {
+        assert!(stdout.contains(expected), "no '{expected}' in:\n{stdout}");
+    }
+
+    let summary: Value =
+        serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let runs = summary["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 8, "2 workloads x 4 policies");
+    assert_eq!(summary["stopped_early"], false);
+    for r in runs {
+        // Every frame crossed the balancer once, to one uplink, and the spine behind it
+        // received it (the kernel's own count, which also counts the few ARP and IPv6
+        // neighbour frames the balancer's kernel sends on the uplink).
+        let uplinks = r["uplinks"].as_array().unwrap();
+        assert_eq!(uplinks.len(), 4);
+        let forwarded: u64 = uplinks
+            .iter()
+            .map(|u| u["tx_packets"].as_u64().unwrap())
+            .sum();
+        assert_eq!(forwarded, r["packets_sent"].as_u64().unwrap(), "{r}");
+        for u in uplinks {
+            let extra = u["spine_rx_packets"].as_u64().unwrap() - u["tx_packets"].as_u64().unwrap();
+            assert!(extra <= 16, "{u}");
+        }
+        assert!(r["packets_received"].as_u64().unwrap() <= forwarded, "{r}");
+        assert!(r["fct"]["flows"].as_u64().unwrap() <= r["flows"].as_u64().unwrap());
+    }
+    for workload in ["websearch", "elephants"] {
+        let of: Vec<&Value> = runs.iter().filter(|r| r["workload"] == workload).collect();
+        // Per-packet round robin splits the bytes evenly, better than any other policy.
+        let spray = run(runs, workload, "spray");
+        assert!(number(spray, "imbalance") < 1.01, "{spray}");
+        for r in &of {
+            assert!(number(r, "imbalance") >= number(spray, "imbalance"), "{r}");
+        }
+        // ecmp keeps each flow on one path: nothing reordered.
+        assert_eq!(
+            number(run(runs, workload, "ecmp"), "reordered_fraction"),
+            0.0
+        );
+    }
+    // Elephants: ecmp's hash puts several on one path; spray puts a quarter of every flow
+    // on the slow path, whose queue delays it behind the rest.
+    let elephants: Vec<&Value> = runs
+        .iter()
+        .filter(|r| r["workload"] == "elephants")
+        .collect();
+    let ecmp = run(runs, "elephants", "ecmp");
+    let spray = run(runs, "elephants", "spray");
+    assert!(number(spray, "reordered_fraction") > 0.05, "{spray}");
+    for r in &elephants {
+        assert!(number(r, "imbalance") <= number(ecmp, "imbalance"), "{r}");
+        assert!(
+            number(r, "reordered_fraction") <= number(spray, "reordered_fraction"),
+            "{r}"
+        );
+    }
+
+    let svg = fs::read_to_string(out.join("lb.svg")).unwrap();
+    assert!(svg.contains("<svg"), "lb.svg is no SVG");
+    for policy in ["ecmp", "flowlet", "dlb", "spray"] {
+        assert!(svg.contains(policy), "the plot does not name {policy}");
+    }
+    assert_nothing_left(&NAMESPACE_PREFIXES, pid);
+    fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn lb_lab_refuses_bad_options_by_name() {
+    for (args, expected) in [
+        (
+            &["--policies", "ecmp,roundrobin"][..],
+            "'roundrobin' is not ecmp",
+        ),
+        (&["--load", "0"][..], "--load 0"),
+        (&["--size", "40"][..], "--size 40"),
+    ] {
+        let output = lab(Path::new("unused"), args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} was accepted");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn lb_lab_cleans_up_on_ctrl_c() {
+    if !privileged("lb_lab_cleans_up_on_ctrl_c") {
+        return;
+    }
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let out = out_dir("lab-lb-ctrl-c");
+    let mut child = lab(&out, &["--secs", "60", "--workload", "elephants"])
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Wait until the lab has built its test bed (it prints the table's header then).
+    let stdout = child.stdout.take().unwrap();
+    let (header, headers) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let mut lines = BufReader::new(stdout).lines();
+        while let Some(Ok(line)) = lines.next() {
+            if line.starts_with("workload") {
+                let _ = header.send(());
+            }
+            text.push_str(&line);
+            text.push('\n');
+        }
+        text
+    });
+    headers
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the lab never printed its table header");
+    // SAFETY: the pid of our own child, not yet waited for.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
+    let started = Instant::now();
+    let status = child.wait().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the lab took {:?} to stop",
+        started.elapsed()
+    );
+    let stdout = reader.join().unwrap();
+    assert!(
+        status.success(),
+        "the lab failed after Ctrl-C ({status}):\n{stdout}"
+    );
+    let summary: Value =
+        serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["stopped_early"], true);
+    assert_nothing_left(&NAMESPACE_PREFIXES, pid);
+    let _ = fs::remove_dir_all(&out);
+}
