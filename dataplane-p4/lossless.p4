@@ -403,7 +403,8 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
         size = 1024;
     }
 
-    /* The member the flow's 5-tuple hash picks, with `salt` (the flowlet number) mixed in. */
+    /* The member the flow's 5-tuple hash picks, with `salt` mixed in (0 for ecmp; for a new
+     * flowlet, its number plus the flow's slot). */
     action hash_member(bit<16> salt) {
         hash(meta.member, HashAlgorithm.crc16, 16w0,
              { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
@@ -519,7 +520,10 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
                         find_flowlet();
                         if (new_flowlet) {
                             flowlet_number = flowlet_number + 1;
-                            hash_member(flowlet_number);
+                            /* CRCs are linear: with the flowlet number alone as salt, every
+                             * flow would move (or stay) alike at a boundary. Adding the flow's
+                             * slot makes the salt, and so the move, differ per flow. */
+                            hash_member(flowlet_number + (bit<16>)flowlet_slot);
                             if (meta.lb_policy == LB_DLB) {
                                 if (dlb_members.apply().hit) {
                                     least_loaded();
@@ -577,8 +581,9 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
     bit<32> pmax = 0;
     bit<48> cnp_interval = 0;
 
-    /* A lossless queue: PAUSE its upstream at `xoff` packets (enq_qdepth), with `pause_quanta`,
-     * again every `refresh_us` while at or above; resume at `xon` (deq_qdepth) or below. Hold
+    /* A lossless queue: PAUSE the upstream a packet came from when the packet found `xoff`
+     * packets or more ahead of it (enq_qdepth), with `quanta`, again at most every `refresh_us`;
+     * resume it when a packet leaves `xon` packets or fewer behind (deq_qdepth). Hold
      * packets bound for it while it is paused; a held packet goes anyway after `limit` passes;
      * a line that has not moved for `stall_us` while not paused skips a lost ticket. */
     action lossless(bit<19> xoff_packets, bit<19> xon_packets, bit<16> quanta,
@@ -756,18 +761,22 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
             /* PFC toward the upstream this packet came from. */
             bit<48> paused_at;
             pfc_upstream_paused.read(paused_at, upstream);
-            if (enq >= xoff) {
+            if (deq <= xon) {
+                /* The queue as this packet leaves it is down to XON: resume a paused upstream. */
+                if (paused_at != 0) {
+                    meta.clone_kind = CLONE_RESUME;
+                    meta.pause_quanta = 0;
+                    pfc_upstream_paused.write(upstream, 0);
+                    pfc_resume_tx.count(upstream);
+                }
+            } else if (enq >= xoff) {
+                /* The packet found XOFF packets ahead of it: pause, or refresh the pause. */
                 if (paused_at == 0 || now + 1 - paused_at >= pause_refresh) {
                     meta.clone_kind = CLONE_PAUSE;
                     meta.pause_quanta = pause_quanta;
                     pfc_upstream_paused.write(upstream, now + 1);
                     pfc_pause_tx.count(upstream);
                 }
-            } else if (paused_at != 0 && deq <= xon) {
-                meta.clone_kind = CLONE_RESUME;
-                meta.pause_quanta = 0;
-                pfc_upstream_paused.write(upstream, 0);
-                pfc_resume_tx.count(upstream);
             }
             meta.clone_priority = standard_metadata.priority;
 

@@ -154,3 +154,14 @@ def five_tuple(pkt):
 def member_of(pkt, salt, size):
     """The group member hash_member picks: crc16(5-tuple, salt) % size."""
     return crc16_arc(five_tuple(pkt) + salt.to_bytes(2, "big")) % size
+
+
+def flowlet_slot(pkt):
+    """The flowlet register slot of a flow: crc32(5-tuple) % 4096."""
+    return crc32(five_tuple(pkt)) % 4096
+
+
+def flowlet_member(pkt, number, size):
+    """The member a flow's flowlet number `number` starts on: the hash salted with the number
+    plus the flow's slot (16-bit sum)."""
+    return member_of(pkt, (number + flowlet_slot(pkt)) & 0xFFFF, size)
