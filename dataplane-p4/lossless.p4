@@ -33,6 +33,7 @@ const bit<9>  DROP_PORT = 511;
 
 /* standard_metadata.instance_type values of BMv2. */
 const bit<32> INSTANCE_NORMAL = 0;
+const bit<32> INSTANCE_INGRESS_CLONE = 1;
 const bit<32> INSTANCE_EGRESS_CLONE = 2;
 const bit<32> INSTANCE_RECIRC = 4;
 
@@ -178,6 +179,11 @@ struct metadata {
     bit<9>  dlb_port2;
     bit<9>  dlb_port3;
     bit<48> dlb_load_age;
+    /* The PFC profile of the packet's queue, from ingress to egress (lossless = 1: it has one). */
+    bit<1>  lossless;
+    bit<32> pfc_xon;
+    bit<16> hold_limit;
+    bit<48> hold_stall;
     /* The MAC addresses of the link the packet came in on, for frames sent back over it. */
     @field_list(1, 2)
     bit<48> prev_hop_mac;
@@ -220,6 +226,25 @@ bool ticket_not_after(in bit<32> a, in bit<32> b) {
 /* Written by ingress when a PAUSE arrives, read by egress to hold: per (port, priority), the
  * time (µs) until which that port may not send that priority. */
 register<bit<48>, bit<32>>(QUEUES) pfc_paused_until;
+
+/* PFC's view of each lossless queue, per (egress port, priority): packets in it, counted up by
+ * ingress as it sends one there and set to deq_qdepth by egress as one leaves. Ingress reads it
+ * as the enq_qdepth the packet will find, so XOFF is seen at once, not after the queueing delay
+ * (under BMv2, whose ingress and egress run in different threads, a race may leave it off by a
+ * packet until the next departure sets it again). */
+register<bit<32>, bit<32>>(QUEUES) pfc_queue_depth;
+
+/* Per (upstream port, priority): when this switch last paused it (µs + 1; 0 = not paused).
+ * Ingress pauses and refreshes; egress resumes. */
+register<bit<48>, bit<32>>(QUEUES) pfc_upstream_paused;
+
+/* Per (upstream port, priority): the packets of a lossless queue that came in on that port and
+ * have not left yet (counted up by ingress, down by egress). The resume waits for these to
+ * fall to XON: the queue that paused an upstream may not be the queue another of its packets
+ * leaves, and an upstream is resumed only once what it sent has drained. (Under BMv2 a race
+ * between its ingress and egress threads may skew the count; the pause time then ends the
+ * pause instead of the resume.) */
+register<bit<32>, bit<32>>(QUEUES) pfc_upstream_packets;
 
 /* Kept by egress, read by ingress for DLB: per port, an EWMA of enq_qdepth in 1/256 packets
  * (weight 1/4), and when it was last updated (µs + 1; 0 = never). */
@@ -283,6 +308,8 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
                         inout standard_metadata_t standard_metadata) {
     /* Per (port, priority): PAUSE frames received that name the priority (pauses and resumes). */
     counter<bit<32>>(QUEUES, CounterType.packets) pfc_rx;
+    /* Per (port the frame left on, priority): PAUSE frames with a pause time sent. */
+    counter<bit<32>>(QUEUES, CounterType.packets) pfc_pause_tx;
     /* Per (ingress port, priority): packets this program dropped (no route, TTL, not IPv4). */
     counter<bit<32>>(QUEUES, CounterType.packets) dropped;
     /* Per ECMP group: flowlets started (flowlet and dlb policies). */
@@ -292,11 +319,40 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
     register<bit<48>, bit<32>>(FLOWLET_SLOTS) flowlet_last_seen;
     register<bit<16>, bit<32>>(FLOWLET_SLOTS) flowlet_id;
     register<bit<16>, bit<32>>(FLOWLET_SLOTS) flowlet_member;
-    /* Per ECMP group: the next member of the spray policy. */
-    register<bit<16>, bit<32>>(GROUPS) spray_next;
+    /* Per flow slot: the next member of the spray policy. */
+    register<bit<16>, bit<32>>(FLOWLET_SLOTS) spray_next;
 
     bit<48> pause_quantum_q10 = 0;
     bool routed = false;
+    bit<32> pfc_xoff = 0;
+    bit<16> pfc_quanta = 0;
+    bit<48> pfc_refresh = 0;
+
+    /* A lossless queue (egress port, priority): PAUSE the upstream a packet comes from when the
+     * packet will find `xoff_packets` or more ahead of it, with `quanta`, again at most every
+     * `refresh_us`; resume it when its packets still in this switch fall to `xon_packets`.
+     * Packets bound for the queue while its port is paused are held; a held packet goes anyway
+     * after `limit` passes; a line of held packets that has not moved for `stall_us` while not
+     * paused skips a lost ticket. */
+    action lossless(bit<19> xoff_packets, bit<19> xon_packets, bit<16> quanta,
+                    bit<32> refresh_us, bit<16> limit, bit<32> stall_us) {
+        meta.lossless = 1;
+        pfc_xoff = (bit<32>)xoff_packets;
+        meta.pfc_xon = (bit<32>)xon_packets;
+        pfc_quanta = quanta;
+        pfc_refresh = (bit<48>)refresh_us;
+        meta.hold_limit = limit;
+        meta.hold_stall = (bit<48>)stall_us;
+    }
+    table pfc_profile {
+        key = {
+            standard_metadata.egress_spec: exact;
+            standard_metadata.priority: exact;
+        }
+        actions = { lossless; NoAction; }
+        default_action = NoAction();
+        size = 4096;
+    }
 
     action drop() {
         mark_to_drop(standard_metadata);
@@ -412,16 +468,19 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
              (bit<32>)meta.group_size);
     }
 
-    /* flowlet and dlb: a flow keeps its member until it has been idle longer than the group's
+    /* The flow's slot in the per-flow registers (flowlet, dlb, spray): crc32(5-tuple) % 4096.
+     * flowlet and dlb: a flow keeps its member until it has been idle longer than the group's
      * timeout; its next packet starts a new flowlet, which may take another member. */
     bit<32> flowlet_slot = 0;
     bit<16> flowlet_number = 0;
     bool new_flowlet = false;
-    action find_flowlet() {
+    action find_flow_slot() {
         hash(flowlet_slot, HashAlgorithm.crc32, 32w0,
              { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
                meta.l4_src, meta.l4_dst },
              FLOWLET_SLOTS);
+    }
+    action find_flowlet() {
         bit<48> last;
         flowlet_last_seen.read(last, flowlet_slot);
         flowlet_id.read(flowlet_number, flowlet_slot);
@@ -469,13 +528,14 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
         flowlets.count((bit<32>)meta.group);
     }
 
-    /* spray: the group's members in turn, one packet each. */
+    /* spray: each flow's packets take the group's members in turn. (Per flow, not per group:
+     * with one turn for the whole group, flows sending in step would each keep one member.) */
     action spray() {
         bit<16> next;
-        spray_next.read(next, (bit<32>)meta.group);
+        spray_next.read(next, flowlet_slot);
         meta.member = next < meta.group_size ? next : 16w0;
         next = meta.member + 1;
-        spray_next.write((bit<32>)meta.group, next < meta.group_size ? next : 16w0);
+        spray_next.write(flowlet_slot, next < meta.group_size ? next : 16w0);
     }
 
     apply {
@@ -494,54 +554,86 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
             return;
         }
 
-        /* A held packet back from recirculation: to its queue again, untouched. */
         if (meta.held == 1) {
+            /* A held packet back from recirculation: to its queue again, untouched. */
             standard_metadata.egress_spec = meta.hold_port;
             standard_metadata.priority = meta.hold_priority;
-            return;
-        }
-
-        if (!hdr.ipv4.isValid() || hdr.ipv4.ttl <= 1) {
+        } else if (!hdr.ipv4.isValid() || hdr.ipv4.ttl <= 1) {
             drop();
             dropped.count(queue_index(standard_metadata.ingress_port, 0));
             return;
-        }
-        dscp_priority.apply();
-        meta.prev_hop_mac = hdr.ethernet.srcAddr;
-        meta.own_mac = hdr.ethernet.dstAddr;
-        switch (ipv4_lpm.apply().action_run) {
-            set_ecmp_group: {
-                if (ecmp_group.apply().hit) {
-                    if (meta.lb_policy == LB_ECMP) {
-                        hash_member(0);
-                    } else if (meta.lb_policy == LB_SPRAY) {
-                        spray();
-                    } else {
-                        find_flowlet();
-                        if (new_flowlet) {
-                            flowlet_number = flowlet_number + 1;
-                            /* CRCs are linear: with the flowlet number alone as salt, every
-                             * flow would move (or stay) alike at a boundary. Adding the flow's
-                             * slot makes the salt, and so the move, differ per flow. */
-                            hash_member(flowlet_number + (bit<16>)flowlet_slot);
-                            if (meta.lb_policy == LB_DLB) {
-                                if (dlb_members.apply().hit) {
-                                    least_loaded();
+        } else {
+            dscp_priority.apply();
+            meta.prev_hop_mac = hdr.ethernet.srcAddr;
+            meta.own_mac = hdr.ethernet.dstAddr;
+            switch (ipv4_lpm.apply().action_run) {
+                set_ecmp_group: {
+                    if (ecmp_group.apply().hit) {
+                        find_flow_slot();
+                        if (meta.lb_policy == LB_ECMP) {
+                            hash_member(0);
+                        } else if (meta.lb_policy == LB_SPRAY) {
+                            spray();
+                        } else {
+                            find_flowlet();
+                            if (new_flowlet) {
+                                flowlet_number = flowlet_number + 1;
+                                /* CRCs are linear: with the flowlet number alone as salt, every
+                                 * flow would move (or stay) alike at a boundary. Adding the
+                                 * flow's slot makes the salt, and so the move, differ per flow. */
+                                hash_member(flowlet_number + (bit<16>)flowlet_slot);
+                                if (meta.lb_policy == LB_DLB) {
+                                    if (dlb_members.apply().hit) {
+                                        least_loaded();
+                                    }
                                 }
+                                start_flowlet();
                             }
-                            start_flowlet();
                         }
+                        ecmp_member.apply();
                     }
-                    ecmp_member.apply();
                 }
             }
+            if (routed) {
+                nexthop.apply();
+            }
+            if (standard_metadata.egress_spec == DROP_PORT) {
+                dropped.count(queue_index(standard_metadata.ingress_port,
+                                          standard_metadata.priority));
+                return;
+            }
         }
-        if (routed) {
-            nexthop.apply();
-        }
-        if (standard_metadata.egress_spec == DROP_PORT) {
-            dropped.count(queue_index(standard_metadata.ingress_port,
-                                      standard_metadata.priority));
+
+        /* PFC: this packet joins its lossless queue; if it finds XOFF packets or more ahead,
+         * the upstream it came from is paused (or the pause refreshed) by a clone sent back. */
+        if (pfc_profile.apply().hit) {
+            bit<32> queue = queue_index(standard_metadata.egress_spec,
+                                        standard_metadata.priority);
+            bit<32> upstream = queue_index(standard_metadata.ingress_port,
+                                           standard_metadata.priority);
+            bit<32> ahead;
+            pfc_queue_depth.read(ahead, queue);
+            pfc_queue_depth.write(queue, ahead + 1);
+            if (meta.held == 0) {
+                bit<32> inside;
+                pfc_upstream_packets.read(inside, upstream);
+                pfc_upstream_packets.write(upstream, inside + 1);
+            }
+            if (ahead >= pfc_xoff) {
+                bit<48> paused_at;
+                pfc_upstream_paused.read(paused_at, upstream);
+                bit<48> now = standard_metadata.ingress_global_timestamp;
+                if (paused_at == 0 || now + 1 - paused_at >= pfc_refresh) {
+                    pfc_upstream_paused.write(upstream, now + 1);
+                    meta.clone_kind = CLONE_PAUSE;
+                    meta.clone_priority = standard_metadata.priority;
+                    meta.pause_quanta = pfc_quanta;
+                    pfc_pause_tx.count(upstream);
+                    clone_preserving_field_list(CloneType.I2E,
+                        REVERSE_SESSION_BASE + (bit<32>)standard_metadata.ingress_port,
+                        FL_CLONE);
+                }
+            }
         }
     }
 }
@@ -552,16 +644,13 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
     counter<bit<32>>(PORTS, CounterType.packets) ecn_marked;
     /* Per port the CNP left on (the marked packet's ingress port): CNPs sent. */
     counter<bit<32>>(PORTS, CounterType.packets) cnp_sent;
-    /* Per (port the frame left on, priority): PAUSE frames with a pause time, and resumes. */
-    counter<bit<32>>(QUEUES, CounterType.packets) pfc_pause_tx;
+    /* Per (port the frame left on, priority): resumes (PFC frames with pause time 0) sent. */
     counter<bit<32>>(QUEUES, CounterType.packets) pfc_resume_tx;
     /* Per (egress port, priority): passes of held packets through their queue, and packets let
      * go while still paused because they reached the hold limit. */
     counter<bit<32>>(QUEUES, CounterType.packets) pfc_hold;
     counter<bit<32>>(QUEUES, CounterType.packets) pfc_hold_expired;
 
-    /* Per (upstream port, priority): when this switch last paused it (µs + 1; 0 = not paused). */
-    register<bit<48>, bit<32>>(QUEUES) pfc_upstream_paused;
     /* Per (egress port, priority): the hold line. Tickets are handed out in queue order; the
      * ticket served next; when the line last moved or was paused (µs). */
     register<bit<32>, bit<32>>(QUEUES) hold_next_ticket;
@@ -570,40 +659,10 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
     /* Per flow slot: when this switch last sent a CNP for the flow (µs + 1; 0 = never). */
     register<bit<48>, bit<32>>(CNP_FLOW_SLOTS) cnp_last_sent;
 
-    bit<32> xoff = 0;
-    bit<32> xon = 0;
-    bit<16> pause_quanta = 0;
-    bit<48> pause_refresh = 0;
-    bit<16> hold_limit = 0;
-    bit<48> hold_stall = 0;
     bit<32> kmin = 0;
     bit<32> kmax = 0;
     bit<32> pmax = 0;
     bit<48> cnp_interval = 0;
-
-    /* A lossless queue: PAUSE the upstream a packet came from when the packet found `xoff`
-     * packets or more ahead of it (enq_qdepth), with `quanta`, again at most every `refresh_us`;
-     * resume it when a packet leaves `xon` packets or fewer behind (deq_qdepth). Hold
-     * packets bound for it while it is paused; a held packet goes anyway after `limit` passes;
-     * a line that has not moved for `stall_us` while not paused skips a lost ticket. */
-    action lossless(bit<19> xoff_packets, bit<19> xon_packets, bit<16> quanta,
-                    bit<32> refresh_us, bit<16> limit, bit<32> stall_us) {
-        xoff = (bit<32>)xoff_packets;
-        xon = (bit<32>)xon_packets;
-        pause_quanta = quanta;
-        pause_refresh = (bit<48>)refresh_us;
-        hold_limit = limit;
-        hold_stall = (bit<48>)stall_us;
-    }
-    table pfc_profile {
-        key = {
-            standard_metadata.egress_port: exact;
-            standard_metadata.priority: exact;
-        }
-        actions = { lossless; NoAction; }
-        default_action = NoAction();
-        size = 4096;
-    }
 
     /* RED on enq_qdepth (packets): no mark at or below `kmin_packets`, probability rising
      * linearly to `pmax` (in 1/65536) just below `kmax_packets`, every packet at or above it. */
@@ -735,7 +794,8 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
     }
 
     apply {
-        if (standard_metadata.instance_type == INSTANCE_EGRESS_CLONE) {
+        if (standard_metadata.instance_type == INSTANCE_INGRESS_CLONE
+            || standard_metadata.instance_type == INSTANCE_EGRESS_CLONE) {
             if (meta.clone_kind == CLONE_CNP) {
                 build_cnp();
             } else {
@@ -757,28 +817,11 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
         port_load.write(port, load - (load >> 2) + (enq << 6));
         port_load_stamp.write(port, now + 1);
 
-        if (pfc_profile.apply().hit) {
-            /* PFC toward the upstream this packet came from. */
-            bit<48> paused_at;
-            pfc_upstream_paused.read(paused_at, upstream);
-            if (deq <= xon) {
-                /* The queue as this packet leaves it is down to XON: resume a paused upstream. */
-                if (paused_at != 0) {
-                    meta.clone_kind = CLONE_RESUME;
-                    meta.pause_quanta = 0;
-                    pfc_upstream_paused.write(upstream, 0);
-                    pfc_resume_tx.count(upstream);
-                }
-            } else if (enq >= xoff) {
-                /* The packet found XOFF packets ahead of it: pause, or refresh the pause. */
-                if (paused_at == 0 || now + 1 - paused_at >= pause_refresh) {
-                    meta.clone_kind = CLONE_PAUSE;
-                    meta.pause_quanta = pause_quanta;
-                    pfc_upstream_paused.write(upstream, now + 1);
-                    pfc_pause_tx.count(upstream);
-                }
-            }
-            meta.clone_priority = standard_metadata.priority;
+        /* The packet's clone, if any, is decided afresh here (ingress may have sent a PAUSE). */
+        meta.clone_kind = CLONE_NONE;
+        if (meta.lossless == 1) {
+            /* PFC's view of the queue, as this packet leaves it. */
+            pfc_queue_depth.write(queue, deq);
 
             /* The hold: while this port is paused for this priority, and until everyone held
              * before has gone, packets take a ticket and recirculate through this queue; they
@@ -804,8 +847,8 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
             }
             if (meta.held == 1) {
                 bool turn = ticket_not_after(meta.hold_ticket, serving)
-                            || now - moved >= hold_stall;
-                bool expired = meta.hold_passes >= hold_limit;
+                            || now - moved >= meta.hold_stall;
+                bool expired = meta.hold_passes >= meta.hold_limit;
                 if (turn && (!paused || expired)) {
                     if (ticket_not_after(serving, meta.hold_ticket)) {
                         hold_serving.write(queue, meta.hold_ticket + 1);
@@ -820,12 +863,25 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
                     meta.hold_port = standard_metadata.egress_port;
                     meta.hold_priority = standard_metadata.priority;
                     pfc_hold.count(queue);
-                    if (meta.clone_kind != CLONE_NONE) {
-                        send_back();
-                    }
                     recirculate_preserving_field_list(FL_HOLD);
                     return;
                 }
+            }
+
+            /* The packet leaves: one fewer from its upstream; at XON, resume that upstream if
+             * this switch paused it. */
+            bit<32> inside;
+            pfc_upstream_packets.read(inside, upstream);
+            inside = inside == 0 ? 32w0 : inside - 1;
+            pfc_upstream_packets.write(upstream, inside);
+            bit<48> paused_at;
+            pfc_upstream_paused.read(paused_at, upstream);
+            if (inside <= meta.pfc_xon && paused_at != 0) {
+                meta.clone_kind = CLONE_RESUME;
+                meta.clone_priority = standard_metadata.priority;
+                meta.pause_quanta = 0;
+                pfc_upstream_paused.write(upstream, 0);
+                pfc_resume_tx.count(upstream);
             }
         }
 

@@ -1,9 +1,10 @@
 //! A compact DCQCN reaction point (Zhu et al., SIGCOMM 2015) for the fabric's senders, on the
-//! fabric's µs clock: on a CNP, target = current, current *= 1 - alpha/2, alpha = (1-g) alpha
-//! + g; every alpha period without a CNP, alpha *= 1 - g; every increase period, five steps of
-//! fast recovery (current = (target + current) / 2), then additive increase (target += R_AI
-//! first). The byte counter and hyper increase of the full model (control's
-//! `traffic::dcqcn`, which the fabric does not link) are left out: the fabric's flows are short.
+//! fabric's µs clock. On a CNP: target = current, current = current (1 - alpha/2), alpha =
+//! (1-g) alpha + g. Every alpha period without a CNP: alpha = (1-g) alpha. Every increase
+//! period: five steps of fast recovery (current = (target + current) / 2), then additive
+//! increase (target grows by R_AI first). The byte counter and hyper increase of the full model
+//! (control's `traffic::dcqcn`, which the fabric does not link) are left out: the fabric's flows
+//! are short.
 
 /// Parameters; [`Default`] gives the paper's values scaled to a 1 Gb/s fabric.
 #[derive(Clone, Copy, Debug)]

@@ -288,6 +288,16 @@ impl Fabric {
             .unwrap_or(0)
     }
 
+    /// The most packets ever seen waiting in any queue of `priority`, and where (switch, port).
+    pub fn deepest_queue(&self, priority: u8) -> (usize, String, u16) {
+        self.max_queue
+            .iter()
+            .filter(|((_, _, p), _)| *p == priority)
+            .map(|(&(s, port, _), &n)| (n, self.switches[s].name.clone(), port))
+            .max()
+            .unwrap_or((0, String::new(), 0))
+    }
+
     /// Tail drops in `priority` over every queue of every switch.
     pub fn tail_drops(&self, priority: u8) -> u64 {
         self.switches

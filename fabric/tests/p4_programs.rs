@@ -67,7 +67,7 @@ fn every_runtime_file_of_the_example_applies() {
         let rt = RuntimeConfig::load(&path).unwrap_or_else(|e| panic!("{e}"));
         rt.apply(&mut switch)
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let table = switch.table_id("LosslessEgress.pfc_profile").unwrap();
+        let table = switch.table_id("LosslessIngress.pfc_profile").unwrap();
         assert!(
             switch.state.tables[table].entry(0).is_some(),
             "{}",

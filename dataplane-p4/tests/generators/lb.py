@@ -5,7 +5,7 @@ Group 1 ecmp: every packet of a flow takes the same member; flows spread; switch
 run time by replacing the group's entry. Group 2 flowlet: a flow changes member only after an
 idle gap longer than the timeout. Group 3 dlb: a new flowlet takes the member whose port has
 the lower load estimate, kept by egress from enq_qdepth; an estimate older than the load age
-counts as idle, and ties keep the hash's pick. Group 4 spray: members in turn, per packet."""
+counts as idle, and ties keep the hash's pick. Group 4 spray: each flow takes the members in turn, packet by packet."""
 
 from lossless_stf import *
 

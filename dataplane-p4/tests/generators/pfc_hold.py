@@ -19,8 +19,8 @@ setup(lines)
 for port, limit in ((2, 500), (LIMIT_PORT, LIMIT)):
     lines.append(f"add {INGRESS}.pfc_rx_port standard_metadata.ingress_port:{port} "
                  f"{INGRESS}.set_pause_quantum(quantum_q10:1024)")
-    lines.append(f"add {EGRESS}.pfc_profile standard_metadata.egress_port:{port} "
-                 f"standard_metadata.priority:{PRIORITY_DATA} {EGRESS}.lossless(xoff_packets:50, "
+    lines.append(f"add {INGRESS}.pfc_profile standard_metadata.egress_spec:{port} "
+                 f"standard_metadata.priority:{PRIORITY_DATA} {INGRESS}.lossless(xoff_packets:50, "
                  f"xon_packets:0, quanta:100, refresh_us:1000, limit:{limit}, stall_us:1000)")
     lines.append(f"set_queue_rate {1_000_000 // PERIOD_US} {port}")
 

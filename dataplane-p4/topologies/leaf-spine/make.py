@@ -57,9 +57,12 @@ def common(name, ports):
     for p in ports:
         entries.append(entry(f"{I}.pfc_rx_port", f"{I}.set_pause_quantum",
                              {"quantum_q10": QUANTUM_Q10}, {"standard_metadata.ingress_port": p}))
-        queue = {"standard_metadata.egress_port": p, "standard_metadata.priority": PRIORITY_DATA}
-        entries.append(entry(f"{E}.pfc_profile", f"{E}.lossless", PFC, queue))
-        entries.append(entry(f"{E}.ecn_profile", f"{E}.red", RED, queue))
+        entries.append(entry(f"{I}.pfc_profile", f"{I}.lossless", PFC,
+                             {"standard_metadata.egress_spec": p,
+                              "standard_metadata.priority": PRIORITY_DATA}))
+        entries.append(entry(f"{E}.ecn_profile", f"{E}.red", RED,
+                             {"standard_metadata.egress_port": p,
+                              "standard_metadata.priority": PRIORITY_DATA}))
     sessions = [{"clone_session_id": 100 + p, "replicas": [{"egress_port": p, "instance": 1}]}
                 for p in ports]
     return entries, sessions
