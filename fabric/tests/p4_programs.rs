@@ -92,3 +92,65 @@ fn a_bad_runtime_entry_is_named() {
         "table_entries[0] (LosslessIngress.nexthop): action_params.dst_mac: cannot read 'zz'"
     );
 }
+
+#[test]
+fn red_marks_with_the_profile_probability_between_kmin_and_kmax() {
+    // Kmin 2, Kmax 10, Pmax 0.5: p(q) = 0.5 (q - 2) / 8 for 2 < q < 10, 1 from 10 on.
+    let (kmin, kmax, pmax) = (2u32, 10u32, 0.5);
+    let mut switch = Switch::new(lossless(), Clock::Virtual(0));
+    let rt: RuntimeConfig = serde_json::from_value(serde_json::json!({"table_entries": [
+        {"table": "LosslessIngress.ipv4_lpm", "match": {"hdr.ipv4.dstAddr": ["10.0.2.2", 32]},
+         "action_name": "LosslessIngress.set_nexthop", "action_params": {"nexthop": 2}},
+        {"table": "LosslessIngress.nexthop", "match": {"meta.nexthop": 2},
+         "action_name": "LosslessIngress.forward",
+         "action_params": {"port": 2, "src_mac": 1, "dst_mac": 2}},
+        {"table": "LosslessEgress.ecn_profile",
+         "match": {"standard_metadata.egress_port": 2, "standard_metadata.priority": 0},
+         "action_name": "LosslessEgress.red",
+         "action_params": {"kmin_packets": kmin, "kmax_packets": kmax, "pmax_q16": 32768}}
+    ]}))
+    .unwrap();
+    rt.apply(&mut switch).unwrap();
+    switch.tm.set_rate(Some(2), None, Some(1000));
+    let frame = fabric::frame::Roce {
+        src_mac: [0, 0, 0, 0, 0, 1],
+        dst_mac: [0, 0, 0, 0, 0, 2],
+        src_ip: 0x0a00_0101,
+        dst_ip: 0x0a00_0202,
+        dscp: 0,
+        ecn: 2,
+        sport: 1,
+        opcode: fabric::frame::OPCODE_SEND_ONLY,
+        qp: 1,
+        psn: 0,
+    }
+    .emit(100);
+    // Bursts of 10: packet i finds max(i - 1, 0) ahead, so q runs 0, 0, 1, ..., 8.
+    let bursts = 2000;
+    let mut expected = 0.0;
+    let mut marked = 0u64;
+    for _ in 0..bursts {
+        for i in 0..10u32 {
+            switch.receive(1, frame.clone());
+            let q = i.saturating_sub(1);
+            expected += match q {
+                q if q <= kmin => 0.0,
+                q if q >= kmax => 1.0,
+                q => pmax * f64::from(q - kmin) / f64::from(kmax - kmin),
+            };
+        }
+        switch.drain();
+        switch.advance(10_000);
+        marked += switch
+            .drain_outputs()
+            .filter(|o| o.data[15] & 3 == 3)
+            .count() as u64;
+    }
+    // Marks are a sum of independent Bernoulli draws: allow four standard deviations.
+    let sd = expected.sqrt();
+    assert!(
+        (marked as f64 - expected).abs() < 4.0 * sd,
+        "marked {marked}, expected {expected:.0} ± {:.0}",
+        4.0 * sd
+    );
+}
