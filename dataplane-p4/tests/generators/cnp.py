@@ -53,12 +53,7 @@ lines.append("advance 100")
 
 lines.append("# Already CE on arrival (not ECT, so not marked here): no CNP. A marked plain UDP")
 lines.append("# packet: no CNP either.")
-ce = [roce(1, 2, qp=0x56, psn=i, ecn=3, sport=50001) for i in range(3)]
-for p in ce:
-    lines.append(packet(1, p))
-for p in ce:
-    lines.append(expect(2, forwarded(p, 2)))
-lines.append("wait")
+unchanged_burst(lines, 1, 2, [roce(1, 2, qp=0x56, psn=i, ecn=3, sport=50001) for i in range(3)])
 lines.append("advance 100")
 plain = [(Ether(src=host_mac(1), dst=switch_mac(1))
           / IP(src=host_ip(1), dst=host_ip(2), tos=(DSCP_DATA << 2) | 2, id=i)

@@ -28,18 +28,8 @@ lines.append("wait")
 lines.append(f"counter_read {EGRESS}.ecn_marked 2 packets == {marked}")
 
 lines.append("# Not-ECT packets in the same deep queue stay unmarked.")
-plain = [roce(1, 2, psn=20 + i, ecn=0) for i in range(6)]
-for p in plain:
-    lines.append(packet(1, p))
-for p in plain:
-    lines.append(expect(2, forwarded(p, 2)))
-lines.append("wait")
+unchanged_burst(lines, 1, 2, [roce(1, 2, psn=20 + i, ecn=0) for i in range(6)])
 lines.append("# Priority 0 on port 2 has no profile: never marked, however deep.")
-low = [roce(1, 2, psn=40 + i, dscp=0) for i in range(6)]
-for p in low:
-    lines.append(packet(1, p))
-for p in low:
-    lines.append(expect(2, forwarded(p, 2)))
-lines.append("wait")
+unchanged_burst(lines, 1, 2, [roce(1, 2, psn=40 + i, dscp=0) for i in range(6)])
 lines.append(f"counter_read {EGRESS}.ecn_marked 2 packets == {marked}")
 print("\n".join(lines))

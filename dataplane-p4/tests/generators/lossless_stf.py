@@ -131,6 +131,15 @@ def expect(port, pkt):
     return f"expect {port} {hexstr(pkt)} $"
 
 
+def unchanged_burst(lines, in_port, out_port, pkts):
+    """Sends `pkts` at once on in_port and expects each forwarded, unmarked, out of out_port."""
+    for p in pkts:
+        lines.append(packet(in_port, p))
+    for p in pkts:
+        lines.append(expect(out_port, forwarded(p, out_port)))
+    lines.append("wait")
+
+
 def crc16_arc(data):
     crc = 0
     for b in data:
