@@ -7,15 +7,18 @@
  *     RoCEv2 (UDP 4791 + BTH) classification; priority from DSCP through a table.
  *   - Load balancing per ECMP group, chosen by the group's entry: ecmp (5-tuple hash), flowlet
  *     (new path only after an idle gap), dlb (least-loaded member at a flowlet boundary, from a
- *     per-port load estimate kept by egress), spray (per packet, round robin).
+ *     per-port load estimate kept by egress), spray (per packet: each flow takes the members
+ *     in turn).
  *   - ECN: RED marking on enq_qdepth per (egress port, priority), Kmin/Kmax/Pmax from a table.
  *   - Switch CNP fast path: a RoCEv2 packet this switch marks is cloned into a CNP (BTH opcode
  *     0x81, ICRC computed here) sent back out of the port the packet came in on, at most one per
  *     flow per interval.
- *   - PFC: PAUSE for the packet's priority out of its ingress port when its egress queue reaches
- *     XOFF (refreshed above XOFF, resume at XON); received PAUSE frames record paused-until per
- *     (port, priority) and are consumed; packets of a lossless queue bound for a paused port are
- *     held, in order, by recirculating through that queue until the pause ends.
+ *   - PFC: PAUSE for the packet's priority out of its ingress port when the packet will find
+ *     XOFF packets ahead in its egress queue (known in ingress, so the PAUSE leaves at once;
+ *     refreshed while that lasts), resume once that upstream's packets have drained to XON;
+ *     received PAUSE frames record paused-until per (port, priority) and are consumed; packets
+ *     of a lossless queue bound for a paused port are held, in order, by recirculating through
+ *     that queue until the pause ends.
  *
  * Plain P4_16 for v1model, written for p4c's BMv2 back end (p4c-bm2-ss) and softswitch alike. */
 #include <core.p4>
