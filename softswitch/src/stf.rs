@@ -4,7 +4,8 @@
 //! Commands: `packet`, `expect` (`*` nibble wildcards, `$` for an exact length), `no_packet`
 //! (the last packet sent produced nothing),
 //! `add` (priority, `0x**` ternary, `v&&&m`, `/len` lpm, `lo..hi` range, `= ID`), `setdefault`,
-//! `remove all` / `remove TABLE ID`, `wait`, `check_counter`, `mirroring_add`,
+//! `remove all` / `remove TABLE ID`, `wait`, `advance US` (softswitch's own: virtual time
+//! passes), `check_counter`, `mirroring_add`,
 //! `mc_mgrp_create`, `mc_node_create`, `mc_node_associate`, `register_read`, `register_write`,
 //! `counter_read`, `meter_set_rates`, `pvs_add`, `member_add`, `group_create`, `group_add_member`, `set_queue_depth` and `set_queue_rate` (BMv2 CLI argument
 //! order).
@@ -246,6 +247,15 @@ impl Runner<'_> {
             }
             "wait" => {
                 self.switch.drain();
+                self.collect();
+            }
+            "advance" => {
+                // softswitch's own: let `args[0]` µs of virtual time pass, serving the queues.
+                need(1)?;
+                let us = u64::try_from(number(&args[0])?).map_err(|_| {
+                    Diagnostic::new(args[0].span, "a time in microseconds fits in 64 bits")
+                })?;
+                self.switch.advance(us);
                 self.collect();
             }
             "add" => self.add(cmd, args)?,

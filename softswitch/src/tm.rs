@@ -62,6 +62,8 @@ pub struct TrafficManager<T> {
     default_depth: usize,
     default_rate: Option<u64>,
     queued: usize,
+    /// Tail drops per (port, priority), for ports with any.
+    dropped: BTreeMap<(u16, u8), u64>,
 }
 
 impl<T> Default for TrafficManager<T> {
@@ -72,6 +74,7 @@ impl<T> Default for TrafficManager<T> {
             default_depth: DEFAULT_DEPTH,
             default_rate: None,
             queued: 0,
+            dropped: BTreeMap::new(),
         }
     }
 }
@@ -124,8 +127,10 @@ impl<T> TrafficManager<T> {
 
     /// Queues `item` for `port` at `priority` (clamped to 0..=7); gives it back if the queue is full.
     pub fn enqueue(&mut self, port: u16, priority: u8, item: T, now_us: u64) -> Result<(), T> {
-        let q = &mut self.port(port)[usize::from(priority).min(PRIORITIES - 1)];
+        let priority = priority.min(PRIORITIES as u8 - 1);
+        let q = &mut self.port(port)[usize::from(priority)];
         if q.items.len() >= q.depth {
+            *self.dropped.entry((port, priority)).or_default() += 1;
             return Err(item);
         }
         let ahead = q.items.len() as u32;
@@ -194,6 +199,12 @@ impl<T> TrafficManager<T> {
             .min()
     }
 
+    /// Packets `port`'s queue `priority` dropped because it was full (BMv2 keeps this count to
+    /// itself too: a P4 program never sees a tail drop).
+    pub fn dropped(&self, port: u16, priority: u8) -> u64 {
+        self.dropped.get(&(port, priority)).copied().unwrap_or(0)
+    }
+
     /// The number of packets in `port`'s queue `priority`.
     pub fn occupancy(&self, port: u16, priority: u8) -> usize {
         self.ports
@@ -238,5 +249,6 @@ mod tests {
         tm.enqueue(2, 0, 1, 0).unwrap();
         assert_eq!(tm.enqueue(2, 0, 2, 0), Err(2));
         assert_eq!(tm.occupancy(2, 0), 1);
+        assert_eq!((tm.dropped(2, 0), tm.dropped(2, 1)), (1, 0));
     }
 }

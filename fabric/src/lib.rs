@@ -1,0 +1,15 @@
+//! An in-process fabric for P4 programs: softswitch instances and RoCEv2 host endpoints wired
+//! by links with a rate and a propagation delay, all on one virtual clock, deterministic and
+//! fast. Built from a P4 tutorials-style `topology.json` and runtime-JSON files
+//! (dataplane-p4/topologies), it tests multi-hop behaviour of dataplane-p4's programs: PFC
+//! pausing an upstream switch, switch CNPs reaching senders, flowlets and DLB across spines.
+//!
+//! Modules: [`topology`] and [`runtime`] read the files, [`sim`] runs the fabric, [`host`] is
+//! the endpoint (with [`dcqcn`]'s reaction point), [`frame`] its wire formats.
+
+pub mod dcqcn;
+pub mod frame;
+pub mod host;
+pub mod runtime;
+pub mod sim;
+pub mod topology;

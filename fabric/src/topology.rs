@@ -1,0 +1,217 @@
+//! A topology in the P4 tutorials' `topology.json` shape: `hosts` (name -> `ip` with prefix,
+//! `mac`), `switches` (name -> `runtime_json`), `links` (`[a, b, latency, bandwidth Mb/s]`,
+//! where an end is a host name or `switch-pPORT`). One addition: a host's `gateway_mac`, the
+//! MAC of the switch port it sends to (the tutorials set it with an `arp -s` command).
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A parsed topology file.
+#[derive(Debug, Deserialize)]
+pub struct TopologyFile {
+    /// Hosts by name.
+    pub hosts: BTreeMap<String, HostSpec>,
+    /// Switches by name.
+    pub switches: BTreeMap<String, SwitchSpec>,
+    /// Links: `[a, b]`, `[a, b, latency]` or `[a, b, latency, bandwidth]`.
+    pub links: Vec<Vec<serde_json::Value>>,
+}
+
+/// A host of the topology file.
+#[derive(Debug, Deserialize)]
+pub struct HostSpec {
+    /// Address with prefix length, `10.0.1.1/24`.
+    pub ip: String,
+    /// MAC address.
+    pub mac: String,
+    /// The MAC address of the switch port the host sends to.
+    pub gateway_mac: String,
+}
+
+/// A switch of the topology file.
+#[derive(Debug, Deserialize)]
+pub struct SwitchSpec {
+    /// Its runtime-JSON file, relative to the topology file.
+    pub runtime_json: String,
+}
+
+/// One end of a link.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum End {
+    /// A host (it has one port).
+    Host(String),
+    /// A switch port.
+    Switch(String, u16),
+}
+
+/// A link between two ends, the same rate and latency both ways.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkSpec {
+    /// One end.
+    pub a: End,
+    /// The other.
+    pub b: End,
+    /// One-way propagation delay, µs.
+    pub latency_us: u64,
+    /// Rate, bits per second.
+    pub rate_bps: u64,
+}
+
+/// What is wrong with a topology file; messages name the key.
+#[derive(Debug, thiserror::Error)]
+pub enum TopologyError {
+    /// Unreadable or not JSON of this shape.
+    #[error("{path}: {message}")]
+    File {
+        /// The file.
+        path: String,
+        /// Why.
+        message: String,
+    },
+    /// A bad value.
+    #[error("{key}: {message}")]
+    Value {
+        /// Where (`links[3][2]`, `hosts.h1.ip`).
+        key: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// Default link values when a link gives none: the tutorials' 0 ms and no limit are replaced by
+/// 1 Gb/s, since a fabric link needs a rate.
+pub const DEFAULT_RATE_BPS: u64 = 1_000_000_000;
+
+impl TopologyFile {
+    /// Reads `path`; relative runtime files are found beside it.
+    pub fn load(path: &Path) -> Result<(Self, PathBuf), TopologyError> {
+        let file_err = |message: String| TopologyError::File {
+            path: path.display().to_string(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| file_err(e.to_string()))?;
+        let topo = serde_json::from_str(&text).map_err(|e| file_err(e.to_string()))?;
+        let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        Ok((topo, dir))
+    }
+
+    /// The links, with their ends resolved and checked against the hosts and switches.
+    pub fn link_specs(&self) -> Result<Vec<LinkSpec>, TopologyError> {
+        self.links
+            .iter()
+            .enumerate()
+            .map(|(i, l)| self.link_spec(i, l))
+            .collect()
+    }
+
+    fn link_spec(&self, i: usize, l: &[serde_json::Value]) -> Result<LinkSpec, TopologyError> {
+        let err = |j: usize, message: String| TopologyError::Value {
+            key: format!("links[{i}][{j}]"),
+            message,
+        };
+        if !(2..=4).contains(&l.len()) {
+            return Err(TopologyError::Value {
+                key: format!("links[{i}]"),
+                message: "expected [a, b, latency?, bandwidth?]".into(),
+            });
+        }
+        let end = |j: usize| -> Result<End, TopologyError> {
+            let s = l[j]
+                .as_str()
+                .ok_or_else(|| err(j, "expected a name".into()))?;
+            if self.hosts.contains_key(s) {
+                return Ok(End::Host(s.to_string()));
+            }
+            let (sw, port) = s
+                .rsplit_once("-p")
+                .and_then(|(sw, p)| Some((sw, p.parse::<u16>().ok()?)))
+                .ok_or_else(|| err(j, format!("'{s}' is neither a host nor SWITCH-pPORT")))?;
+            if !self.switches.contains_key(sw) {
+                return Err(err(j, format!("no switch '{sw}'")));
+            }
+            Ok(End::Switch(sw.to_string(), port))
+        };
+        let latency_us = match l.get(2) {
+            None => 0,
+            Some(v) => latency(v).map_err(|m| err(2, m))?,
+        };
+        let rate_bps = match l.get(3) {
+            None => DEFAULT_RATE_BPS,
+            Some(v) => v
+                .as_f64()
+                .filter(|m| *m > 0.0)
+                .map(|mbps| (mbps * 1e6) as u64)
+                .ok_or_else(|| err(3, "expected a bandwidth in Mb/s above 0".into()))?,
+        };
+        Ok(LinkSpec {
+            a: end(0)?,
+            b: end(1)?,
+            latency_us,
+            rate_bps,
+        })
+    }
+}
+
+/// A latency: a number of milliseconds (the tutorials' unit) or a string `5us`, `2ms`, `0`.
+fn latency(v: &serde_json::Value) -> Result<u64, String> {
+    if let Some(ms) = v.as_f64() {
+        return Ok((ms * 1000.0).round() as u64);
+    }
+    let s = v
+        .as_str()
+        .ok_or("expected a latency such as \"2us\" or \"1ms\"")?;
+    let (digits, scale) = if let Some(d) = s.strip_suffix("us") {
+        (d, 1.0)
+    } else if let Some(d) = s.strip_suffix("ms") {
+        (d, 1000.0)
+    } else {
+        (s, 1000.0)
+    };
+    digits
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|x| *x >= 0.0)
+        .map(|x| (x * scale).round() as u64)
+        .ok_or_else(|| format!("cannot read latency '{s}'"))
+}
+
+/// Parses `a.b.c.d` (an optional `/len` is ignored).
+pub fn parse_ipv4(s: &str) -> Option<u32> {
+    let addr = s.split('/').next()?;
+    let parts: Vec<u8> = addr
+        .split('.')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    <[u8; 4]>::try_from(parts).ok().map(u32::from_be_bytes)
+}
+
+/// Parses `aa:bb:cc:dd:ee:ff`.
+pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let parts: Vec<u8> = s
+        .split(':')
+        .map(|p| u8::from_str_radix(p, 16).ok())
+        .collect::<Option<_>>()?;
+    <[u8; 6]>::try_from(parts).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latencies_in_tutorial_and_explicit_units() {
+        assert_eq!(latency(&serde_json::json!("2us")), Ok(2));
+        assert_eq!(latency(&serde_json::json!("1ms")), Ok(1000));
+        assert_eq!(latency(&serde_json::json!(0.5)), Ok(500));
+        assert!(latency(&serde_json::json!("fast")).is_err());
+    }
+
+    #[test]
+    fn addresses() {
+        assert_eq!(parse_ipv4("10.0.1.2/24"), Some(0x0a00_0102));
+        assert_eq!(parse_mac("08:00:00:00:01:02"), Some([8, 0, 0, 0, 1, 2]));
+        assert_eq!(parse_mac("08:00"), None);
+    }
+}

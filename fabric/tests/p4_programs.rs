@@ -1,0 +1,156 @@
+//! dataplane-p4's programs: every `.p4` passes softswitch's checker (what `softswitch check`
+//! runs), every STF test in dataplane-p4/tests passes against lossless.p4 (expected packets
+//! written by the scapy generators beside them), every runtime file of the example topology
+//! applies, and RED marks with the probability its profile gives.
+
+mod common;
+
+use common::{compile, dataplane_p4, lossless};
+use fabric::runtime::RuntimeConfig;
+use softswitch::switch::{Clock, Switch};
+use std::path::PathBuf;
+
+fn files(dir: PathBuf, ext: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn every_program_passes_the_checker() {
+    let programs = files(dataplane_p4(), "p4");
+    assert!(!programs.is_empty());
+    for p in programs {
+        if let Err(e) = compile(&p) {
+            panic!("{e}");
+        }
+    }
+}
+
+#[test]
+fn every_stf_test_passes() {
+    let tests = files(dataplane_p4().join("tests"), "stf");
+    assert!(tests.len() >= 6, "the STF tests are missing");
+    let program = dataplane_p4().join("lossless.p4");
+    let mut failures = Vec::new();
+    for t in &tests {
+        let (compiled, mut map) = compile(&program).unwrap_or_else(|e| panic!("{e}"));
+        let stf = map.add(
+            t.display().to_string(),
+            std::fs::read_to_string(t).expect("the STF file"),
+        );
+        let mut switch = Switch::new(compiled, Clock::Virtual(0));
+        match softswitch::stf::run(&map, stf, &mut switch) {
+            Ok(r) if r.passed() => {}
+            Ok(r) => failures.push(format!("{}:\n{}", t.display(), r.failures.join("\n"))),
+            Err(d) => failures.push(d.render(&map)),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn every_runtime_file_of_the_example_applies() {
+    let dir = dataplane_p4().join("topologies/leaf-spine");
+    let runtimes: Vec<PathBuf> = files(dir, "json")
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with("-runtime.json"))
+        .collect();
+    assert_eq!(runtimes.len(), 5, "two spines and three leaves");
+    let program = lossless();
+    for path in runtimes {
+        let mut switch = Switch::new(program.clone(), Clock::Virtual(0));
+        let rt = RuntimeConfig::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        rt.apply(&mut switch)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let table = switch.table_id("LosslessIngress.pfc_profile").unwrap();
+        assert!(
+            switch.state.tables[table].entry(0).is_some(),
+            "{}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn a_bad_runtime_entry_is_named() {
+    let mut switch = Switch::new(lossless(), Clock::Virtual(0));
+    let rt: RuntimeConfig = serde_json::from_str(
+        r#"{"table_entries": [
+            {"table": "LosslessIngress.nexthop", "match": {"meta.nexthop": 1},
+             "action_name": "LosslessIngress.forward",
+             "action_params": {"port": 1, "src_mac": "00:aa:00:00:00:01", "dst_mac": "zz"}}]}"#,
+    )
+    .unwrap();
+    let err = rt.apply(&mut switch).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "table_entries[0] (LosslessIngress.nexthop): action_params.dst_mac: cannot read 'zz'"
+    );
+}
+
+#[test]
+fn red_marks_with_the_profile_probability_between_kmin_and_kmax() {
+    // Kmin 2, Kmax 10, Pmax 0.5: p(q) = 0.5 (q - 2) / 8 for 2 < q < 10, 1 from 10 on.
+    let (kmin, kmax, pmax) = (2u32, 10u32, 0.5);
+    let mut switch = Switch::new(lossless(), Clock::Virtual(0));
+    let rt: RuntimeConfig = serde_json::from_value(serde_json::json!({"table_entries": [
+        {"table": "LosslessIngress.ipv4_lpm", "match": {"hdr.ipv4.dstAddr": ["10.0.2.2", 32]},
+         "action_name": "LosslessIngress.set_nexthop", "action_params": {"nexthop": 2}},
+        {"table": "LosslessIngress.nexthop", "match": {"meta.nexthop": 2},
+         "action_name": "LosslessIngress.forward",
+         "action_params": {"port": 2, "src_mac": 1, "dst_mac": 2}},
+        {"table": "LosslessEgress.ecn_profile",
+         "match": {"standard_metadata.egress_port": 2, "standard_metadata.priority": 0},
+         "action_name": "LosslessEgress.red",
+         "action_params": {"kmin_packets": kmin, "kmax_packets": kmax, "pmax_q16": 32768}}
+    ]}))
+    .unwrap();
+    rt.apply(&mut switch).unwrap();
+    switch.tm.set_rate(Some(2), None, Some(1000));
+    let frame = fabric::frame::Roce {
+        src_mac: [0, 0, 0, 0, 0, 1],
+        dst_mac: [0, 0, 0, 0, 0, 2],
+        src_ip: 0x0a00_0101,
+        dst_ip: 0x0a00_0202,
+        dscp: 0,
+        ecn: 2,
+        sport: 1,
+        opcode: fabric::frame::OPCODE_SEND_ONLY,
+        qp: 1,
+        psn: 0,
+    }
+    .emit(100);
+    // Bursts of 10: packet i finds max(i - 1, 0) ahead, so q runs 0, 0, 1, ..., 8.
+    let bursts = 2000;
+    let mut expected = 0.0;
+    let mut marked = 0u64;
+    for _ in 0..bursts {
+        for i in 0..10u32 {
+            switch.receive(1, frame.clone());
+            let q = i.saturating_sub(1);
+            expected += match q {
+                q if q <= kmin => 0.0,
+                q if q >= kmax => 1.0,
+                q => pmax * f64::from(q - kmin) / f64::from(kmax - kmin),
+            };
+        }
+        switch.drain();
+        switch.advance(10_000);
+        marked += switch
+            .drain_outputs()
+            .filter(|o| o.data[15] & 3 == 3)
+            .count() as u64;
+    }
+    // Marks are a sum of independent Bernoulli draws: allow four standard deviations.
+    let sd = expected.sqrt();
+    assert!(
+        (marked as f64 - expected).abs() < 4.0 * sd,
+        "marked {marked}, expected {expected:.0} ± {:.0}",
+        4.0 * sd
+    );
+}
