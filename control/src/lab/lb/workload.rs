@@ -125,28 +125,30 @@ fn web_search(params: &WorkloadParams, rng: &mut StdRng) -> Vec<Flow> {
     }
 }
 
-/// `elephants` flows that together offer `offered_bps` on average for the window, starting
-/// within the first millisecond. Their average rates differ (uniformly within ±20% of the mean,
-/// then scaled to the total), as real elephants do, so no two flows stay in lockstep. Each
-/// sends messages at twice its average rate, every message followed by an idle gap as long as
-/// the message took.
+/// `elephants` flows that together offer `offered_bps` on average for the window. Their
+/// average rates differ (uniformly within ±20% of the mean, then scaled to the total), as real
+/// elephants do. Each sends messages separated by idle gaps of `message_gap`; a message lasts
+/// 0.5 to 1.5 gaps (per flow), sent fast enough to keep the flow's average, and each flow
+/// starts at a random point of its first message-and-gap cycle, so the flows' messages do not
+/// all start and stop together.
 fn elephants(params: &WorkloadParams, rng: &mut StdRng) -> Vec<Flow> {
     let n = params.elephants.max(1);
     let weights: Vec<f64> = (0..n).map(|_| rng.random_range(0.8..1.2)).collect();
     let total: f64 = weights.iter().sum();
     let bits = params.wire_bits_per_frame as f64;
+    let gap_s = params.message_gap.as_secs_f64();
     let mut flows: Vec<Flow> = weights
         .iter()
         .map(|w| {
             let average_bps = params.offered_bps * w / total;
-            let rate_bps = (2.0 * average_bps) as u64;
+            let message_s = gap_s * rng.random_range(0.5..1.5);
+            let rate_bps = average_bps * (message_s + gap_s) / message_s;
             Flow {
-                start: Duration::from_micros(rng.random_range(0..1000)),
+                start: Duration::from_secs_f64(rng.random_range(0.0..message_s + gap_s)),
                 frames: (average_bps * params.window.as_secs_f64() / bits).max(1.0) as u64,
-                rate_bps,
+                rate_bps: rate_bps as u64,
                 messages: Some(Messages {
-                    frames: (rate_bps as f64 * params.message_gap.as_secs_f64() / bits).max(1.0)
-                        as u64,
+                    frames: (rate_bps * message_s / bits).max(1.0) as u64,
                     gap: params.message_gap,
                 }),
             }
@@ -242,23 +244,28 @@ mod tests {
         let p = params();
         let flows = flows(WorkloadKind::Elephants, &p);
         assert_eq!(flows.len(), 8);
-        // Messages at twice the average rate: the peaks add up to twice the load.
-        let peaks: u64 = flows.iter().map(|f| f.rate_bps).sum();
-        assert!(peaks.abs_diff(400_000_000) < 10, "{peaks}");
-        assert!(flows
-            .iter()
-            .all(|f| (36_000_000..=64_000_000).contains(&f.rate_bps)));
         assert!(flows.windows(2).any(|w| w[0].rate_bps != w[1].rate_bps));
-        assert!(flows.iter().all(|f| f.start < Duration::from_millis(1)));
+        let gap = p.message_gap.as_secs_f64();
+        let mut average = 0.0;
         for f in &flows {
-            // On half the time, so the flow lasts the window.
-            let sending = (f.frames * p.wire_bits_per_frame) as f64 / f.rate_bps as f64;
-            assert!((sending - 10.0).abs() < 0.01, "{sending}");
-            // A message lasts as long as the gap after it.
             let m = f.messages.unwrap();
-            let message = (m.frames * p.wire_bits_per_frame) as f64 / f.rate_bps as f64;
-            assert!((message - 0.1).abs() < 0.001, "{message}");
             assert_eq!(m.gap, p.message_gap);
+            // A message lasts half a gap to one and a half.
+            let message = (m.frames * p.wire_bits_per_frame) as f64 / f.rate_bps as f64;
+            assert!(
+                (0.5 * gap - 1e-3..1.5 * gap + 1e-3).contains(&message),
+                "{message}"
+            );
+            // The flow starts within its first cycle.
+            assert!(f.start.as_secs_f64() < message + gap);
+            // Sending and pausing, it keeps its average over the window.
+            let bits = (f.frames * p.wire_bits_per_frame) as f64;
+            let duty = message / (message + gap);
+            average += bits / p.window.as_secs_f64();
+            assert!(f.rate_bps as f64 * duty > 18e6 && f.rate_bps as f64 * duty < 32e6);
         }
+        assert!((average - 200e6).abs() < 1e4, "{average}");
+        // Different phases: not every flow starts in the same millisecond.
+        assert!(flows.last().unwrap().start - flows[0].start > Duration::from_millis(10));
     }
 }
