@@ -1,7 +1,7 @@
 //! `cargo xtask`: the only build orchestration of the workspace.
 //!
 //! `setup` installs what is missing (idempotent, quick when nothing is), `test` runs setup and
-//! every test, `demo` runs the ECN demo, `bench` the benchmarks, `codegen` regenerates the
+//! every test, `demo` runs the labs (ECN, incast, PFC, load balancing), `bench` the benchmarks, `codegen` regenerates the
 //! kernel definitions.
 
 mod codegen;
@@ -23,7 +23,7 @@ enum Command {
     Setup,
     /// Setup, build once, run every test. Under CI=true a skipped privileged test fails.
     Test,
-    /// Setup, build, and run the ECN demo on a namespace test bed.
+    /// Setup, build, and run the labs (ECN, incast, PFC, load balancing) on namespace test beds.
     Demo,
     /// Setup, build in release, and run a benchmark.
     Bench {

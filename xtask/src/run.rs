@@ -102,16 +102,17 @@ pub fn test() -> anyhow::Result<()> {
         .run()
 }
 
-/// Builds the CLI in release and runs the three labs of the demo.
+/// Builds the CLI in release and runs the four labs of the demo.
 pub fn demo() -> anyhow::Result<()> {
     require_root("the demo")?;
     cargo()
         .args(["build", "--release", "--locked", "-p", "lossless"])
         .run()?;
     // Marks rise with load (ECN), marks become kernel CNPs and DCQCN rates converge
-    // (incast, with a plot), and a slow receiver pauses its sender without loss (PFC).
+    // (incast, with a plot), a slow receiver pauses its sender without loss (PFC), and the
+    // load-balancing policies run the same flows (lb, with a plot).
     let lossless = workspace_root().join("target/release/lossless");
-    for lab in ["ecn", "incast", "pfc"] {
+    for lab in ["ecn", "incast", "pfc", "lb"] {
         Cmd::new(&lossless).args(["lab", lab]).run()?;
     }
     Ok(())
