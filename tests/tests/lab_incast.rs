@@ -3,16 +3,12 @@
 //! and the timelines are written, and nothing is left behind — after a full run and after
 //! Ctrl-C.
 
-use std::{
-    fs,
-    io::{BufRead, BufReader},
-    path::{Path, PathBuf},
-    process::{Command, Stdio},
-    sync::Mutex,
-    time::{Duration, Instant},
-};
+use std::{fs, path::Path, sync::Mutex};
 
-use lossless_tests::bed::{assert_nothing_left, lossless_bin, privileged, succeeded};
+use lossless_tests::{
+    bed::{assert_nothing_left, privileged, succeeded},
+    lab::{interrupt_when, lab, out_dir},
+};
 use serde_json::Value;
 
 /// One lab at a time: each runs several senders on a machine with few cores.
@@ -20,25 +16,6 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// The namespace prefixes of the lab (see control/src/lab/incast.rs).
 const NAMESPACE_PREFIXES: [&str; 3] = ["irtr", "ircv", "isnd"];
-
-/// A fresh output directory for one test.
-fn out_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lossless-{test}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    dir
-}
-
-/// `lossless lab incast ARGS --out OUT`, not yet waited for.
-fn lab(out: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(lossless_bin());
-    command
-        .args(["lab", "incast", "--out"])
-        .arg(out)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    command
-}
 
 /// Asserts that `path` exists and is not empty; returns its text.
 fn non_empty(path: &Path) -> String {
@@ -54,7 +31,7 @@ fn incast_marks_become_kernel_cnps_and_every_sender_cuts() {
     }
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let out = out_dir("incast");
-    let child = lab(&out, &["--senders", "2", "--secs", "4"])
+    let child = lab("incast", &out, &["--senders", "2", "--secs", "4"])
         .spawn()
         .unwrap();
     let pid = child.id();
@@ -103,36 +80,12 @@ fn incast_cleans_up_on_ctrl_c() {
     }
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let out = out_dir("incast-ctrl-c");
-    let mut child = lab(&out, &["--secs", "60"]).spawn().unwrap();
+    let child = lab("incast", &out, &["--secs", "60"]).spawn().unwrap();
     let pid = child.id();
-    // Wait until the lab has built its test bed and prints rows (its first row after the
-    // header), reading stdout on a thread that keeps the rest for the checks below.
-    let stdout = child.stdout.take().unwrap();
-    let (first_row, rows) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let mut lines = BufReader::new(stdout).lines();
-        while let Some(Ok(line)) = lines.next() {
-            if line.trim_start().starts_with(|c: char| c.is_ascii_digit()) {
-                let _ = first_row.send(());
-            }
-            text.push_str(&line);
-            text.push('\n');
-        }
-        text
+    // Under way once it prints rows (its first row after the header).
+    let (status, stdout) = interrupt_when(child, |line| {
+        line.trim_start().starts_with(|c: char| c.is_ascii_digit())
     });
-    rows.recv_timeout(Duration::from_secs(30))
-        .expect("the lab never printed a row");
-    // SAFETY: the pid of our own child, not yet waited for.
-    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
-    let started = Instant::now();
-    let status = child.wait().unwrap();
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "the lab took {:?} to stop",
-        started.elapsed()
-    );
-    let stdout = reader.join().unwrap();
     assert!(
         status.success(),
         "the lab failed after Ctrl-C ({status}):\n{stdout}"

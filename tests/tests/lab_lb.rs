@@ -4,16 +4,12 @@
 //! slow path, the most reordered; ecmp the least balanced on elephants), the JSON and the plot
 //! are written, and nothing is left behind — after a full run and after Ctrl-C.
 
-use std::{
-    fs,
-    io::{BufRead, BufReader},
-    path::{Path, PathBuf},
-    process::{Command, Stdio},
-    sync::Mutex,
-    time::{Duration, Instant},
-};
+use std::{fs, path::Path, sync::Mutex};
 
-use lossless_tests::bed::{assert_nothing_left, lossless_bin, privileged, succeeded};
+use lossless_tests::{
+    bed::{assert_nothing_left, privileged, succeeded},
+    lab::{interrupt_when, lab, out_dir},
+};
 use serde_json::Value;
 
 /// One lab at a time: each keeps the machine's cores busy.
@@ -21,25 +17,6 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// The namespace prefixes of the lab (see control/src/lab/lb/topology.rs).
 const NAMESPACE_PREFIXES: [&str; 5] = ["lbal", "lleaf", "lrcv", "lspn", "lsnd"];
-
-/// A fresh output directory for one test.
-fn out_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lossless-{test}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    dir
-}
-
-/// `lossless lab lb ARGS --out OUT`, not yet waited for.
-fn lab(out: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(lossless_bin());
-    command
-        .args(["lab", "lb", "--out"])
-        .arg(out)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    command
-}
 
 /// The run of `policy` on `workload` in summary.json.
 fn run<'a>(runs: &'a [Value], workload: &str, policy: &str) -> &'a Value {
@@ -62,7 +39,7 @@ fn lb_lab_orders_the_policies_as_the_literature_does() {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let out = out_dir("lab-lb");
     // The default workloads: elephants need their 3 s for enough flowlets to average out.
-    let child = lab(&out, &[]).spawn().unwrap();
+    let child = lab("lb", &out, &[]).spawn().unwrap();
     let pid = child.id();
     let stdout = succeeded(child.wait_with_output().unwrap());
     for expected in [
@@ -147,7 +124,7 @@ fn lb_lab_refuses_bad_options_by_name() {
         (&["--load", "0"][..], "--load 0"),
         (&["--size", "40"][..], "--size 40"),
     ] {
-        let output = lab(Path::new("unused"), args).output().unwrap();
+        let output = lab("lb", Path::new("unused"), args).output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success(), "{args:?} was accepted");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
@@ -161,38 +138,12 @@ fn lb_lab_cleans_up_on_ctrl_c() {
     }
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let out = out_dir("lab-lb-ctrl-c");
-    let mut child = lab(&out, &["--secs", "60", "--workload", "elephants"])
+    let child = lab("lb", &out, &["--secs", "60", "--workload", "elephants"])
         .spawn()
         .unwrap();
     let pid = child.id();
-    // Wait until the lab has built its test bed (it prints the table's header then).
-    let stdout = child.stdout.take().unwrap();
-    let (header, headers) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let mut lines = BufReader::new(stdout).lines();
-        while let Some(Ok(line)) = lines.next() {
-            if line.starts_with("workload") {
-                let _ = header.send(());
-            }
-            text.push_str(&line);
-            text.push('\n');
-        }
-        text
-    });
-    headers
-        .recv_timeout(Duration::from_secs(30))
-        .expect("the lab never printed its table header");
-    // SAFETY: the pid of our own child, not yet waited for.
-    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
-    let started = Instant::now();
-    let status = child.wait().unwrap();
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "the lab took {:?} to stop",
-        started.elapsed()
-    );
-    let stdout = reader.join().unwrap();
+    // Under way once it has built its test bed: it prints the table's header then.
+    let (status, stdout) = interrupt_when(child, |line| line.starts_with("workload"));
     assert!(
         status.success(),
         "the lab failed after Ctrl-C ({status}):\n{stdout}"
