@@ -124,7 +124,7 @@ pub fn write(out: &Path, summary: &impl Serialize, runs: &[PolicyRun]) -> anyhow
 const ROW_HEIGHT: u32 = 340;
 
 /// One row per workload, three panels each: the uplinks' shares of the bytes, the reordered
-/// fraction, and the median and 99th-percentile completion times (log scale), per policy.
+/// fraction, and the median and 99th-percentile completion times, per policy.
 fn draw(path: &Path, runs: &[PolicyRun]) -> anyhow::Result<()> {
     let workloads = workloads(runs);
     let rows = u32::try_from(workloads.len().max(1))?;
@@ -138,42 +138,100 @@ fn draw(path: &Path, runs: &[PolicyRun]) -> anyhow::Result<()> {
         let of: Vec<&PolicyRun> = runs.iter().filter(|r| r.workload == workload).collect();
         let panels = area.split_evenly((1, 3));
         draw_shares(&panels[0], workload, &of)?;
-        let reordered: [(&str, Measure); 1] = [("reordered", |r| r.reordered_fraction * 100.0)];
-        let (_, top) = value_range(of.iter().map(|r| reordered[0].1(r)));
-        let bars = Bars {
-            caption: format!("{workload}: frames reordered (%)"),
-            measures: &reordered,
-            y: 0.0..top * 1.15,
-            floor: 0.0,
-            whole_flows_at: None,
-        };
-        draw_bars(&panels[1], &of, bars)?;
-        let fct: [(&str, Measure); 2] = [("p50", |r| r.fct.p50_ms), ("p99", |r| r.fct.p99_ms)];
-        let (bottom, top) = value_range(of.iter().flat_map(|r| fct.iter().map(move |(_, m)| m(r))));
-        let caption = format!("{workload}: completion of whole flows (ms)");
-        // A log scale when the times span decades (web search), else a linear one.
-        if top / bottom > 20.0 {
-            let bars = Bars {
-                caption,
-                measures: &fct,
-                y: (bottom / 2.0..top * 8.0).log_scale(),
-                floor: bottom / 2.0,
-                whole_flows_at: Some(top * 1.6),
-            };
-            draw_bars(&panels[2], &of, bars)?;
-        } else {
-            let bars = Bars {
-                caption,
-                measures: &fct,
-                y: 0.0..top * 1.5,
-                floor: 0.0,
-                whole_flows_at: Some(top * 1.2),
-            };
-            draw_bars(&panels[2], &of, bars)?;
-        }
+        draw_reordering(&panels[1], workload, &of)?;
+        draw_completion(&panels[2], workload, &of)?;
     }
     root.present()?;
     Ok(())
+}
+
+/// A measure of each run, with its name in the legend.
+type Measure<'a> = (String, Box<dyn Fn(&PolicyRun) -> f64 + 'a>);
+
+/// Each uplink's share of the bytes, per policy; an even split is a dashed line.
+fn draw_shares(
+    area: &DrawingArea<SVGBackend, Shift>,
+    workload: &str,
+    of: &[&PolicyRun],
+) -> anyhow::Result<()> {
+    let uplinks = of.first().map_or(0, |r| r.uplinks.len());
+    let even = 1.0 / uplinks.max(1) as f64;
+    let measures: Vec<Measure> = (0..uplinks)
+        .map(|u| {
+            let rate = of[0].uplinks[u].rate_bps / 1_000_000;
+            let share: Box<dyn Fn(&PolicyRun) -> f64> = Box::new(move |r| share(r)[u]);
+            (format!("uplink {u}: {rate} Mb/s"), share)
+        })
+        .collect();
+    let top = of.iter().flat_map(|r| share(r)).fold(even, f64::max);
+    let bars = Bars {
+        caption: format!("{workload}: share of bytes per uplink"),
+        measures,
+        y: 0.0..top * 1.5,
+        floor: 0.0,
+        whole_flows_at: None,
+        even: Some(even),
+    };
+    draw_bars(area, of, bars)
+}
+
+/// The reordered fraction per policy.
+fn draw_reordering(
+    area: &DrawingArea<SVGBackend, Shift>,
+    workload: &str,
+    of: &[&PolicyRun],
+) -> anyhow::Result<()> {
+    let (_, top) = value_range(of.iter().map(|r| r.reordered_fraction * 100.0));
+    let bars = Bars {
+        caption: format!("{workload}: frames reordered (%)"),
+        measures: vec![(
+            "reordered".into(),
+            Box::new(|r: &PolicyRun| r.reordered_fraction * 100.0),
+        )],
+        y: 0.0..top * 1.15,
+        floor: 0.0,
+        whole_flows_at: None,
+        even: None,
+    };
+    draw_bars(area, of, bars)
+}
+
+/// The median and 99th-percentile completion time of the whole flows per policy, on a log
+/// scale when they span decades (web search), and how many flows arrived whole.
+fn draw_completion(
+    area: &DrawingArea<SVGBackend, Shift>,
+    workload: &str,
+    of: &[&PolicyRun],
+) -> anyhow::Result<()> {
+    let measures = || -> Vec<Measure> {
+        vec![
+            ("p50".into(), Box::new(|r: &PolicyRun| r.fct.p50_ms)),
+            ("p99".into(), Box::new(|r: &PolicyRun| r.fct.p99_ms)),
+        ]
+    };
+    let (bottom, top) = value_range(of.iter().flat_map(|r| [r.fct.p50_ms, r.fct.p99_ms]));
+    let caption = format!("{workload}: completion of whole flows (ms)");
+    if top / bottom > 20.0 {
+        let bars = Bars {
+            caption,
+            measures: measures(),
+            y: (bottom / 2.0..top * 8.0).log_scale(),
+            floor: bottom / 2.0,
+            whole_flows_at: Some(top * 1.6),
+            even: None,
+        };
+        draw_bars(area, of, bars)
+    } else {
+        let bars = Bars {
+            caption,
+            measures: measures(),
+            y: 0.0..top * 1.5,
+            floor: 0.0,
+            whole_flows_at: Some(top * 1.2),
+            even: None,
+        };
+        draw_bars(area, of, bars)
+    }
 }
 
 /// The x range that centres policy `i` on `i`.
@@ -191,62 +249,6 @@ fn policy_label(of: &[&PolicyRun], x: f64) -> String {
         .map_or(String::new(), |r| r.policy.to_owned())
 }
 
-/// Grouped bars: each uplink's share of the bytes, per policy; an even split is a dashed line.
-fn draw_shares(
-    area: &DrawingArea<SVGBackend, Shift>,
-    workload: &str,
-    of: &[&PolicyRun],
-) -> anyhow::Result<()> {
-    let uplinks = of.first().map_or(0, |r| r.uplinks.len());
-    let top = of
-        .iter()
-        .flat_map(|r| share(r))
-        .fold(1.0 / uplinks.max(1) as f64, f64::max)
-        * 1.5;
-    let mut chart = ChartBuilder::on(area)
-        .caption(
-            format!("{workload}: share of bytes per uplink"),
-            ("sans-serif", 16),
-        )
-        .margin(10)
-        .x_label_area_size(30)
-        .y_label_area_size(45)
-        .build_cartesian_2d(policy_axis(of.len()), 0.0..top)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(of.len() * 2 + 1)
-        .x_label_formatter(&|x| policy_label(of, *x))
-        .y_desc("share of the bytes")
-        .draw()?;
-    let width = 0.8 / uplinks.max(1) as f64;
-    for u in 0..uplinks {
-        let color = Palette99::pick(u).to_rgba();
-        let rate = of[0].uplinks[u].rate_bps / 1_000_000;
-        chart
-            .draw_series(of.iter().enumerate().map(|(i, r)| {
-                let x0 = i as f64 - 0.4 + width * u as f64;
-                Rectangle::new([(x0, 0.0), (x0 + width, share(r)[u])], color.filled())
-            }))?
-            .label(format!("uplink {u}: {rate} Mb/s"))
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
-    }
-    let even = 1.0 / uplinks.max(1) as f64;
-    chart.draw_series(DashedLineSeries::new(
-        [(-0.5, even), (of.len() as f64 - 0.5, even)],
-        6,
-        4,
-        BLACK.stroke_width(1),
-    ))?;
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.8))
-        .draw()?;
-    Ok(())
-}
-
 /// Each uplink's share of a run's bytes.
 fn share(run: &PolicyRun) -> Vec<f64> {
     let total: u64 = run.uplinks.iter().map(|u| u.tx_bytes).sum();
@@ -262,10 +264,7 @@ fn share(run: &PolicyRun) -> Vec<f64> {
         .collect()
 }
 
-/// A measure of each run.
-type Measure = fn(&PolicyRun) -> f64;
-
-/// The y range of `values`: linear from 0, or logarithmic around them.
+/// The y range of `values`: their smallest value above zero and their largest.
 fn value_range(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
     let top = values.clone().fold(0.0, f64::max).max(1e-3);
     let bottom = values.filter(|v| *v > 0.0).fold(top, f64::min);
@@ -275,16 +274,18 @@ fn value_range(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
 /// A panel of bars: one or more measures per policy.
 struct Bars<'a, Y> {
     caption: String,
-    measures: &'a [(&'a str, Measure)],
+    measures: Vec<Measure<'a>>,
     /// The y axis.
     y: Y,
     /// Its lowest value, where the bars start.
     floor: f64,
     /// Where to write how many flows of each run arrived whole, if at all.
     whole_flows_at: Option<f64>,
+    /// Where to draw a dashed line for an even split, if at all.
+    even: Option<f64>,
 }
 
-/// Draws `bars` for the runs `of`.
+/// Draws `bars` for the runs `of`; a legend when there are several measures.
 fn draw_bars<Y>(
     area: &DrawingArea<SVGBackend, Shift>,
     of: &[&PolicyRun],
@@ -306,10 +307,10 @@ where
         .x_labels(of.len() * 2 + 1)
         .x_label_formatter(&|x| policy_label(of, *x))
         .draw()?;
-    let width = 0.8 / bars.measures.len() as f64;
+    let width = 0.8 / bars.measures.len().max(1) as f64;
     let floor = bars.floor;
-    for (m, &(name, measure)) in bars.measures.iter().enumerate() {
-        let color = Palette99::pick(m + 5).to_rgba();
+    for (m, (name, measure)) in bars.measures.iter().enumerate() {
+        let color = Palette99::pick(m).to_rgba();
         chart
             .draw_series(of.iter().enumerate().map(|(i, r)| {
                 let x0 = i as f64 - 0.4 + width * m as f64;
@@ -320,6 +321,14 @@ where
             }))?
             .label(name)
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+    }
+    if let Some(even) = bars.even {
+        chart.draw_series(DashedLineSeries::new(
+            [(-0.5, even), (of.len() as f64 - 0.5, even)],
+            6,
+            4,
+            BLACK.stroke_width(1),
+        ))?;
     }
     if let Some(y) = bars.whole_flows_at {
         chart.draw_series(of.iter().enumerate().map(|(i, r)| {
