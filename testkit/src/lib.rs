@@ -1,9 +1,14 @@
 //! What the workspace's tests share across crates: the Python venv that `cargo xtask setup`
-//! makes (scapy, the tests' independent encoder and decoder) and the skip rule for tests that need
-//! something a developer's machine may lack.
+//! makes (scapy, the tests' independent encoder and decoder), the skip rule for tests that need
+//! something a developer's machine may lack, and the check that committed STF files are still
+//! what their generators print.
 //!
 //! No dependencies, so that softswitch and fabric can use it as a dev-dependency without
 //! linking the control plane.
+
+mod generated;
+
+pub use generated::assert_stfs_match_generators;
 
 use std::path::{Path, PathBuf};
 
