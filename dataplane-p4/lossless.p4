@@ -22,6 +22,9 @@
  *
  * Plain P4_16 for v1model, written for p4c's BMv2 back end (p4c-bm2-ss) and softswitch alike. */
 #include <core.p4>
+/* The v1model whose registers and counters take an index type (register<T, I>, counter<I>).
+ * p4c's v1model.p4 defaults to the 2018 version, where they do not. */
+#define V1MODEL_VERSION 20200408
 #include <v1model.p4>
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
