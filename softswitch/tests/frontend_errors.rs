@@ -270,6 +270,44 @@ fn checker_missing_main() {
 }
 
 #[test]
+fn checker_index_types_need_the_2020_v1model() {
+    // p4c's v1model.p4 defaults to version 20180101, where registers, counters and meters
+    // take no index type; 20200408 adds it.
+    assert_eq!(
+        error(&program("register<bit<8>, bit<32>>(4) r;", "", "")),
+        (
+            "6:1".into(),
+            "V1MODEL_VERSION is 20180101 (p4c's default), where register takes no index type: \
+             write register<bit<W>>, or #define V1MODEL_VERSION 20200408 before #include \
+             <v1model.p4>"
+                .into()
+        )
+    );
+    let v2020 = |decls: &str| {
+        format!(
+            "#define V1MODEL_VERSION 20200408\n{}",
+            program(decls, "", "")
+        )
+    };
+    assert_eq!(
+        error(&v2020("counter(4, CounterType.packets) c;")),
+        (
+            "7:1".into(),
+            "with V1MODEL_VERSION 20200408, counter takes the type of its index: counter<bit<32>>"
+                .into()
+        )
+    );
+    for decls in [
+        "register<bit<8>, bit<32>>(4) r; counter<bit<32>>(4, CounterType.packets) c;",
+        "meter<bit<32>>(4, MeterType.packets) mt;",
+    ] {
+        let mut map = SourceMap::new();
+        let f = map.add("t.p4", v2020(decls));
+        softswitch::compile(&mut map, f).unwrap_or_else(|e| panic!("{}", e.render(&map)));
+    }
+}
+
+#[test]
 fn checker_unsupported_construct_is_named() {
     assert_eq!(
         error(&program("header w_t { bit<256> x; }", "", "")),
