@@ -387,8 +387,9 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
     }
 
     /* A PAUSE frame names `priority` with `quanta`: that priority of this port is paused until
-     * now + quanta x quantum (0 quanta: resumed now). */
-    action record_pause(bit<3> priority, bit<16> quanta) {
+     * now + quanta x quantum (0 quanta: resumed now). Called from apply with the frame's fields,
+     * so its parameters are `in`: p4c wants compile-time constants for action data. */
+    action record_pause(in bit<3> priority, in bit<16> quanta) {
         bit<32> cell = queue_index(standard_metadata.ingress_port, priority);
         pfc_paused_until.write(cell, standard_metadata.ingress_global_timestamp
                                      + (((bit<48>)quanta * pause_quantum_q10) >> 10));
@@ -466,8 +467,9 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
     }
 
     /* The member the flow's 5-tuple hash picks, with `salt` mixed in (0 for ecmp; for a new
-     * flowlet, its number plus the flow's slot). */
-    action hash_member(bit<16> salt) {
+     * flowlet, its number plus the flow's slot). `in`, not action data: p4c wants action data
+     * passed from apply to be constant, and BMv2 cannot hash action data. */
+    action hash_member(in bit<16> salt) {
         hash(meta.member, HashAlgorithm.crc16, 16w0,
              { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
                meta.l4_src, meta.l4_dst, salt },
@@ -500,7 +502,7 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
     /* DLB at a flowlet boundary: the least-loaded of the group's first four members; ties keep
      * the hash's pick, so equal loads spread like ECMP. A load older than the group's load age
      * counts as idle. */
-    action load_of(out bit<32> load, bit<9> port) {
+    action load_of(out bit<32> load, in bit<9> port) {
         bit<48> stamp;
         port_load.read(load, (bit<32>)port);
         port_load_stamp.read(stamp, (bit<32>)port);
