@@ -270,6 +270,30 @@ fn checker_missing_main() {
 }
 
 #[test]
+fn checker_directionless_arguments_must_be_constant() {
+    // As in p4c: action data passed from a program is a compile-time constant; `in` is not.
+    assert_eq!(
+        error(&program("action a(bit<8> v) { }", "", "a(hdr.h.a);")),
+        (
+            "12:15".into(),
+            "argument used for directionless parameter 'v' must be a compile-time constant \
+             (p4c refuses it); declare the parameter `in` to pass a run-time value"
+                .into()
+        )
+    );
+}
+
+#[test]
+fn checker_in_parameters_take_run_time_values() {
+    let mut map = SourceMap::new();
+    let f = map.add(
+        "t.p4",
+        program("action a(in bit<8> v) { }", "", "a(hdr.h.a); a(1);"),
+    );
+    softswitch::compile(&mut map, f).unwrap_or_else(|e| panic!("{}", e.render(&map)));
+}
+
+#[test]
 fn checker_index_types_need_the_2020_v1model() {
     // p4c's v1model.p4 defaults to version 20180101, where registers, counters and meters
     // take no index type; 20200408 adds it.
