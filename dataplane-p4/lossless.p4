@@ -518,8 +518,12 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
         load_of(load1, meta.dlb_port1);
         load_of(load2, meta.dlb_port2);
         load_of(load3, meta.dlb_port3);
-        bit<32> best = meta.member == 1 ? load1 : (meta.member == 2 ? load2
-                       : (meta.member == 3 ? load3 : load0));
+        /* The load of the hash's pick. One ?: per statement: p4c turns each ?: into an if, and
+         * nested ifs in an action go through its Predication pass, which has miscompiled them. */
+        bit<32> best = load0;
+        best = meta.member == 1 ? load1 : best;
+        best = meta.member == 2 ? load2 : best;
+        best = meta.member == 3 ? load3 : best;
         meta.member = load0 < best ? 16w0 : meta.member;
         best = load0 < best ? load0 : best;
         meta.member = meta.group_size > 1 && load1 < best ? 16w1 : meta.member;
