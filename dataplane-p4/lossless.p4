@@ -788,7 +788,8 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
         hdr.cnp_pad.reserved = 0;
         /* ICRC: CRC-32 over 8 bytes of ones, then IP, UDP, BTH and the reserved bytes with the
          * variant fields (TOS, TTL, IP checksum, UDP checksum, the BTH byte after P_Key) all
-         * ones; stored least significant byte first. */
+         * ones; stored least significant byte first. hash() gives base + CRC % max: max 2^32
+         * keeps all 32 bits (2^32 - 1 would turn a CRC of 0xffffffff into 0). */
         bit<32> crc;
         hash(crc, HashAlgorithm.crc32, 32w0,
              { 64w0xffffffffffffffff,
@@ -799,7 +800,7 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
                hdr.bth.opcode, hdr.bth.solicited, hdr.bth.migReq, hdr.bth.padCount,
                hdr.bth.version, hdr.bth.pkey, 8w0xff, hdr.bth.dstQP, hdr.bth.ackReq,
                hdr.bth.resv7, hdr.bth.psn, hdr.cnp_pad.reserved },
-             64w0xffffffff);
+             64w0x100000000);
         hdr.icrc.setValid();
         hdr.icrc.value = crc[7:0] ++ crc[15:8] ++ crc[23:16] ++ crc[31:24];
         truncate(CNP_FRAME_BYTES);
