@@ -190,7 +190,11 @@ struct metadata {
     bit<32> pfc_xon;
     bit<16> hold_limit;
     bit<48> hold_stall;
-    /* The MAC addresses of the link the packet came in on, for frames sent back over it. */
+    /* The link the packet came in on: its port and MAC addresses, for the upstream's PFC state
+     * and for frames sent back over it. The port is kept here because BMv2 zeroes
+     * standard_metadata, ingress_port included, when it recirculates a packet. */
+    @field_list(2)
+    bit<9>  ingress_port;
     @field_list(1, 2)
     bit<48> prev_hop_mac;
     @field_list(1, 2)
@@ -206,9 +210,12 @@ struct metadata {
     bit<24> cnp_qp;
     @field_list(1)
     bit<6>  cnp_dscp;
-    /* A packet held for a paused port: its place in line, its passes, where it goes. */
+    /* A packet held for a paused port: its place in line, its passes, where it goes, and when
+     * (µs) it was last sent round (BMv2 zeroes ingress_global_timestamp on recirculation). */
     @field_list(2)
     bit<1>  held;
+    @field_list(2)
+    bit<48> recirculated_at;
     @field_list(2)
     bit<32> hold_ticket;
     @field_list(2)
@@ -576,6 +583,7 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
             return;
         } else {
             dscp_priority.apply();
+            meta.ingress_port = standard_metadata.ingress_port;
             meta.prev_hop_mac = hdr.ethernet.srcAddr;
             meta.own_mac = hdr.ethernet.dstAddr;
             switch (ipv4_lpm.apply().action_run) {
@@ -621,8 +629,7 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
         if (pfc_profile.apply().hit) {
             bit<32> queue = queue_index(standard_metadata.egress_spec,
                                         standard_metadata.priority);
-            bit<32> upstream = queue_index(standard_metadata.ingress_port,
-                                           standard_metadata.priority);
+            bit<32> upstream = queue_index(meta.ingress_port, standard_metadata.priority);
             bit<32> ahead;
             pfc_queue_depth.read(ahead, queue);
             pfc_queue_depth.write(queue, ahead + 1);
@@ -634,7 +641,8 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
             if (ahead >= pfc_xoff) {
                 bit<48> paused_at;
                 pfc_upstream_paused.read(paused_at, upstream);
-                bit<48> now = standard_metadata.ingress_global_timestamp;
+                bit<48> now = meta.held == 1 ? meta.recirculated_at
+                              : standard_metadata.ingress_global_timestamp;
                 if (paused_at == 0 || now + 1 - paused_at >= pfc_refresh) {
                     pfc_upstream_paused.write(upstream, now + 1);
                     meta.clone_kind = CLONE_PAUSE;
@@ -642,8 +650,7 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
                     meta.pause_quanta = pfc_quanta;
                     pfc_pause_tx.count(upstream);
                     clone_preserving_field_list(CloneType.I2E,
-                        REVERSE_SESSION_BASE + (bit<32>)standard_metadata.ingress_port,
-                        FL_CLONE);
+                        REVERSE_SESSION_BASE + (bit<32>)meta.ingress_port, FL_CLONE);
                 }
             }
         }
@@ -724,7 +731,7 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
     /* Sends this packet's clone back out of the port it came in on, to become meta.clone_kind. */
     action send_back() {
         clone_preserving_field_list(CloneType.E2E,
-            REVERSE_SESSION_BASE + (bit<32>)standard_metadata.ingress_port, FL_CLONE);
+            REVERSE_SESSION_BASE + (bit<32>)meta.ingress_port, FL_CLONE);
     }
 
     /* The clone becomes a PFC frame for meta.clone_priority with meta.pause_quanta (0: resume). */
@@ -822,7 +829,7 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
         bit<32> deq = (bit<32>)standard_metadata.deq_qdepth;
         bit<32> port = (bit<32>)standard_metadata.egress_port;
         bit<32> queue = queue_index(standard_metadata.egress_port, standard_metadata.priority);
-        bit<32> upstream = queue_index(standard_metadata.ingress_port, standard_metadata.priority);
+        bit<32> upstream = queue_index(meta.ingress_port, standard_metadata.priority);
 
         /* DLB's load estimate of this port: load += (enq_qdepth - load) / 4, in 1/256 packets. */
         bit<32> load;
@@ -875,6 +882,7 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
                     meta.hold_passes = meta.hold_passes + 1;
                     meta.hold_port = standard_metadata.egress_port;
                     meta.hold_priority = standard_metadata.priority;
+                    meta.recirculated_at = now;
                     pfc_hold.count(queue);
                     recirculate_preserving_field_list(FL_HOLD);
                     return;
@@ -934,7 +942,7 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
                     meta.cnp_qp = hdr.bth.dstQP;
                     cnp_qp.apply();
                     meta.clone_kind = CLONE_CNP;
-                    cnp_sent.count((bit<32>)standard_metadata.ingress_port);
+                    cnp_sent.count((bit<32>)meta.ingress_port);
                 }
             }
         }
