@@ -52,11 +52,16 @@ fn error(src: &str) -> (String, String) {
     )
 }
 
+/// Compiles `src` as `t.p4`, panicking with the rendered diagnostic if it does not compile.
+fn compiles(src: &str) {
+    let mut map = SourceMap::new();
+    let f = map.add("t.p4", src);
+    softswitch::compile(&mut map, f).unwrap_or_else(|e| panic!("{}", e.render(&map)));
+}
+
 #[test]
 fn the_template_itself_compiles() {
-    let mut map = SourceMap::new();
-    let f = map.add("t.p4", program("", "", ""));
-    softswitch::compile(&mut map, f).unwrap();
+    compiles(&program("", "", ""));
 }
 
 #[test]
@@ -285,12 +290,11 @@ fn checker_directionless_arguments_must_be_constant() {
 
 #[test]
 fn checker_in_parameters_take_run_time_values() {
-    let mut map = SourceMap::new();
-    let f = map.add(
-        "t.p4",
-        program("action a(in bit<8> v) { }", "", "a(hdr.h.a); a(1);"),
-    );
-    softswitch::compile(&mut map, f).unwrap_or_else(|e| panic!("{}", e.render(&map)));
+    compiles(&program(
+        "action a(in bit<8> v) { }",
+        "",
+        "a(hdr.h.a); a(1);",
+    ));
 }
 
 #[test]
@@ -325,9 +329,7 @@ fn checker_index_types_need_the_2020_v1model() {
         "register<bit<8>, bit<32>>(4) r; counter<bit<32>>(4, CounterType.packets) c;",
         "meter<bit<32>>(4, MeterType.packets) mt;",
     ] {
-        let mut map = SourceMap::new();
-        let f = map.add("t.p4", v2020(decls));
-        softswitch::compile(&mut map, f).unwrap_or_else(|e| panic!("{}", e.render(&map)));
+        compiles(&v2020(decls));
     }
 }
 
