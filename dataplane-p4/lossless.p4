@@ -22,6 +22,9 @@
  *
  * Plain P4_16 for v1model, written for p4c's BMv2 back end (p4c-bm2-ss) and softswitch alike. */
 #include <core.p4>
+/* The v1model whose registers and counters take an index type (register<T, I>, counter<I>).
+ * p4c's v1model.p4 defaults to the 2018 version, where they do not. */
+#define V1MODEL_VERSION 20200408
 #include <v1model.p4>
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
@@ -187,7 +190,11 @@ struct metadata {
     bit<32> pfc_xon;
     bit<16> hold_limit;
     bit<48> hold_stall;
-    /* The MAC addresses of the link the packet came in on, for frames sent back over it. */
+    /* The link the packet came in on: its port and MAC addresses, for the upstream's PFC state
+     * and for frames sent back over it. The port is kept here because BMv2 zeroes
+     * standard_metadata, ingress_port included, when it recirculates a packet. */
+    @field_list(2)
+    bit<9>  ingress_port;
     @field_list(1, 2)
     bit<48> prev_hop_mac;
     @field_list(1, 2)
@@ -203,9 +210,12 @@ struct metadata {
     bit<24> cnp_qp;
     @field_list(1)
     bit<6>  cnp_dscp;
-    /* A packet held for a paused port: its place in line, its passes, where it goes. */
+    /* A packet held for a paused port: its place in line, its passes, where it goes, and when
+     * (µs) it was last sent round (BMv2 zeroes ingress_global_timestamp on recirculation). */
     @field_list(2)
     bit<1>  held;
+    @field_list(2)
+    bit<48> recirculated_at;
     @field_list(2)
     bit<32> hold_ticket;
     @field_list(2)
@@ -384,8 +394,9 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
     }
 
     /* A PAUSE frame names `priority` with `quanta`: that priority of this port is paused until
-     * now + quanta x quantum (0 quanta: resumed now). */
-    action record_pause(bit<3> priority, bit<16> quanta) {
+     * now + quanta x quantum (0 quanta: resumed now). Called from apply with the frame's fields,
+     * so its parameters are `in`: p4c wants compile-time constants for action data. */
+    action record_pause(in bit<3> priority, in bit<16> quanta) {
         bit<32> cell = queue_index(standard_metadata.ingress_port, priority);
         pfc_paused_until.write(cell, standard_metadata.ingress_global_timestamp
                                      + (((bit<48>)quanta * pause_quantum_q10) >> 10));
@@ -463,8 +474,9 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
     }
 
     /* The member the flow's 5-tuple hash picks, with `salt` mixed in (0 for ecmp; for a new
-     * flowlet, its number plus the flow's slot). */
-    action hash_member(bit<16> salt) {
+     * flowlet, its number plus the flow's slot). `in`, not action data: p4c wants action data
+     * passed from apply to be constant, and BMv2 cannot hash action data. */
+    action hash_member(in bit<16> salt) {
         hash(meta.member, HashAlgorithm.crc16, 16w0,
              { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
                meta.l4_src, meta.l4_dst, salt },
@@ -497,7 +509,7 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
     /* DLB at a flowlet boundary: the least-loaded of the group's first four members; ties keep
      * the hash's pick, so equal loads spread like ECMP. A load older than the group's load age
      * counts as idle. */
-    action load_of(out bit<32> load, bit<9> port) {
+    action load_of(out bit<32> load, in bit<9> port) {
         bit<48> stamp;
         port_load.read(load, (bit<32>)port);
         port_load_stamp.read(stamp, (bit<32>)port);
@@ -513,8 +525,12 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
         load_of(load1, meta.dlb_port1);
         load_of(load2, meta.dlb_port2);
         load_of(load3, meta.dlb_port3);
-        bit<32> best = meta.member == 1 ? load1 : (meta.member == 2 ? load2
-                       : (meta.member == 3 ? load3 : load0));
+        /* The load of the hash's pick. One ?: per statement: p4c turns each ?: into an if, and
+         * nested ifs in an action go through its Predication pass, which has miscompiled them. */
+        bit<32> best = load0;
+        best = meta.member == 1 ? load1 : best;
+        best = meta.member == 2 ? load2 : best;
+        best = meta.member == 3 ? load3 : best;
         meta.member = load0 < best ? 16w0 : meta.member;
         best = load0 < best ? load0 : best;
         meta.member = meta.group_size > 1 && load1 < best ? 16w1 : meta.member;
@@ -567,6 +583,7 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
             return;
         } else {
             dscp_priority.apply();
+            meta.ingress_port = standard_metadata.ingress_port;
             meta.prev_hop_mac = hdr.ethernet.srcAddr;
             meta.own_mac = hdr.ethernet.dstAddr;
             switch (ipv4_lpm.apply().action_run) {
@@ -612,8 +629,7 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
         if (pfc_profile.apply().hit) {
             bit<32> queue = queue_index(standard_metadata.egress_spec,
                                         standard_metadata.priority);
-            bit<32> upstream = queue_index(standard_metadata.ingress_port,
-                                           standard_metadata.priority);
+            bit<32> upstream = queue_index(meta.ingress_port, standard_metadata.priority);
             bit<32> ahead;
             pfc_queue_depth.read(ahead, queue);
             pfc_queue_depth.write(queue, ahead + 1);
@@ -625,7 +641,8 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
             if (ahead >= pfc_xoff) {
                 bit<48> paused_at;
                 pfc_upstream_paused.read(paused_at, upstream);
-                bit<48> now = standard_metadata.ingress_global_timestamp;
+                bit<48> now = meta.held == 1 ? meta.recirculated_at
+                              : standard_metadata.ingress_global_timestamp;
                 if (paused_at == 0 || now + 1 - paused_at >= pfc_refresh) {
                     pfc_upstream_paused.write(upstream, now + 1);
                     meta.clone_kind = CLONE_PAUSE;
@@ -633,8 +650,7 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
                     meta.pause_quanta = pfc_quanta;
                     pfc_pause_tx.count(upstream);
                     clone_preserving_field_list(CloneType.I2E,
-                        REVERSE_SESSION_BASE + (bit<32>)standard_metadata.ingress_port,
-                        FL_CLONE);
+                        REVERSE_SESSION_BASE + (bit<32>)meta.ingress_port, FL_CLONE);
                 }
             }
         }
@@ -715,7 +731,7 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
     /* Sends this packet's clone back out of the port it came in on, to become meta.clone_kind. */
     action send_back() {
         clone_preserving_field_list(CloneType.E2E,
-            REVERSE_SESSION_BASE + (bit<32>)standard_metadata.ingress_port, FL_CLONE);
+            REVERSE_SESSION_BASE + (bit<32>)meta.ingress_port, FL_CLONE);
     }
 
     /* The clone becomes a PFC frame for meta.clone_priority with meta.pause_quanta (0: resume). */
@@ -779,7 +795,8 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
         hdr.cnp_pad.reserved = 0;
         /* ICRC: CRC-32 over 8 bytes of ones, then IP, UDP, BTH and the reserved bytes with the
          * variant fields (TOS, TTL, IP checksum, UDP checksum, the BTH byte after P_Key) all
-         * ones; stored least significant byte first. */
+         * ones; stored least significant byte first. hash() gives base + CRC % max: max 2^32
+         * keeps all 32 bits (2^32 - 1 would turn a CRC of 0xffffffff into 0). */
         bit<32> crc;
         hash(crc, HashAlgorithm.crc32, 32w0,
              { 64w0xffffffffffffffff,
@@ -790,7 +807,7 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
                hdr.bth.opcode, hdr.bth.solicited, hdr.bth.migReq, hdr.bth.padCount,
                hdr.bth.version, hdr.bth.pkey, 8w0xff, hdr.bth.dstQP, hdr.bth.ackReq,
                hdr.bth.resv7, hdr.bth.psn, hdr.cnp_pad.reserved },
-             64w0xffffffff);
+             64w0x100000000);
         hdr.icrc.setValid();
         hdr.icrc.value = crc[7:0] ++ crc[15:8] ++ crc[23:16] ++ crc[31:24];
         truncate(CNP_FRAME_BYTES);
@@ -812,7 +829,7 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
         bit<32> deq = (bit<32>)standard_metadata.deq_qdepth;
         bit<32> port = (bit<32>)standard_metadata.egress_port;
         bit<32> queue = queue_index(standard_metadata.egress_port, standard_metadata.priority);
-        bit<32> upstream = queue_index(standard_metadata.ingress_port, standard_metadata.priority);
+        bit<32> upstream = queue_index(meta.ingress_port, standard_metadata.priority);
 
         /* DLB's load estimate of this port: load += (enq_qdepth - load) / 4, in 1/256 packets. */
         bit<32> load;
@@ -865,6 +882,7 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
                     meta.hold_passes = meta.hold_passes + 1;
                     meta.hold_port = standard_metadata.egress_port;
                     meta.hold_priority = standard_metadata.priority;
+                    meta.recirculated_at = now;
                     pfc_hold.count(queue);
                     recirculate_preserving_field_list(FL_HOLD);
                     return;
@@ -924,7 +942,7 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
                     meta.cnp_qp = hdr.bth.dstQP;
                     cnp_qp.apply();
                     meta.clone_kind = CLONE_CNP;
-                    cnp_sent.count((bit<32>)standard_metadata.ingress_port);
+                    cnp_sent.count((bit<32>)meta.ingress_port);
                 }
             }
         }

@@ -1,7 +1,8 @@
 //! dataplane-p4's programs: every `.p4` passes softswitch's checker (what `softswitch check`
 //! runs), every STF test in dataplane-p4/tests passes against lossless.p4 (expected packets
-//! written by the scapy generators beside them), every runtime file of the example topology
-//! applies, and RED marks with the probability its profile gives.
+//! written by the scapy generators beside them, and still what those generators print), every
+//! runtime file of the example topology applies, and RED marks with the probability its
+//! profile gives.
 
 mod common;
 
@@ -51,6 +52,14 @@ fn every_stf_test_passes() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn every_stf_test_is_what_its_generator_prints() {
+    testkit::assert_stfs_match_generators(
+        "every_stf_test_is_what_its_generator_prints",
+        &dataplane_p4().join("tests"),
+    );
 }
 
 #[test]

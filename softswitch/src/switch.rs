@@ -280,6 +280,21 @@ impl Switch {
             .collect()
     }
 
+    /// Zeroes all user and standard metadata of a copy but its `preserved` fields, and sets its
+    /// instance type, as BMv2 does to a clone.
+    fn reset_metadata(&self, slots: &mut [u128], preserved: &[(Slot, u128)], instance: u128) {
+        let sm = self.program.std_meta;
+        let (meta, len) = self.program.user_meta;
+        slots[meta as usize..(meta + len) as usize].fill(0);
+        for s in sm.all() {
+            slots[s as usize] = 0;
+        }
+        for &(s, v) in preserved {
+            slots[s as usize] = v;
+        }
+        slots[sm.instance_type as usize] = instance;
+    }
+
     /// Parser, verify checksum and ingress for one packet; returns its slots, payload offset and effects.
     fn run_ingress(
         &mut self,
@@ -291,10 +306,18 @@ impl Switch {
         let mut slots = self.spare_slots.pop().unwrap_or_default();
         slots.clear();
         slots.resize(self.program.slots as usize, 0);
-        slots[sm.ingress_port as usize] = u128::from(p.port);
+        // BMv2 sets the ingress port and timestamp when a packet arrives from a port; it resets
+        // all metadata of a resubmitted or recirculated packet, which so starts with 0 in both.
+        // An I2E clone is parsed again with the ingress port (behavioral-model#1175).
+        let fresh = p.instance_type == instance_type::NORMAL;
+        if fresh || p.instance_type == instance_type::INGRESS_CLONE {
+            slots[sm.ingress_port as usize] = u128::from(p.port);
+        }
+        if fresh {
+            slots[sm.ingress_global_timestamp as usize] = u128::from(now) & ir::mask(48);
+        }
         slots[sm.packet_length as usize] = p.data.len() as u128;
         slots[sm.instance_type as usize] = p.instance_type;
-        slots[sm.ingress_global_timestamp as usize] = u128::from(now) & ir::mask(48);
         for &(s, v) in &p.preserved {
             slots[s as usize] = v;
         }
@@ -332,6 +355,8 @@ impl Switch {
                     ..p.clone()
                 };
                 let (mut cslots, cpayload, _) = self.run_ingress(&copy, false);
+                // After that parse BMv2 resets all metadata but the preserved fields.
+                self.reset_metadata(&mut cslots, &copy.preserved, instance_type::INGRESS_CLONE);
                 cslots[sm.egress_port as usize] = u128::from(port);
                 self.enqueue(
                     port,
@@ -482,15 +507,8 @@ impl Switch {
             if let Some(port) = port {
                 // BMv2 copies the headers and resets all metadata (user and standard).
                 let mut copy = slots.clone();
-                let (meta, len) = self.program.user_meta;
-                copy[meta as usize..(meta + len) as usize].fill(0);
-                for s in sm.all() {
-                    copy[s as usize] = 0;
-                }
-                for (s, v) in self.preserved(&slots, list) {
-                    copy[s as usize] = v;
-                }
-                copy[sm.instance_type as usize] = instance_type::EGRESS_CLONE;
+                let preserved = self.preserved(&slots, list);
+                self.reset_metadata(&mut copy, &preserved, instance_type::EGRESS_CLONE);
                 copy[sm.egress_port as usize] = u128::from(port);
                 self.enqueue(
                     port,
@@ -529,7 +547,7 @@ impl Switch {
             if self.within_pass_limit(passes) {
                 let preserved = self.preserved(&slots, list);
                 self.pending.push_back(IngressPacket {
-                    // The recirculated packet keeps its ingress port, as in BMv2.
+                    // Not seen by the program: BMv2 resets a recirculated packet's metadata.
                     port: slots[sm.ingress_port as usize] as u16,
                     data: bytes.into(),
                     instance_type: instance_type::RECIRC,

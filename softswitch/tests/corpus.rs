@@ -1,5 +1,7 @@
 //! Runs every program of `tests/corpus`: each must pass `check`, and each `NAME.stf` beside a
-//! `NAME.p4` must pass against it. The corpus is the specification of what softswitch supports.
+//! `NAME.p4` must pass against it, and each STF written by a generator in
+//! `tests/corpus/generators` must still be what that generator prints. The corpus is the
+//! specification of what softswitch supports.
 
 use softswitch::source::SourceMap;
 use softswitch::switch::{Clock, Switch};
@@ -47,6 +49,14 @@ fn every_corpus_program_checks_and_passes_its_stf() {
         .filter_map(|p| run_one(p).err().map(|e| format!("{}:\n{e}", p.display())))
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn every_generated_stf_is_what_its_generator_prints() {
+    testkit::assert_stfs_match_generators(
+        "every_generated_stf_is_what_its_generator_prints",
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus"),
+    );
 }
 
 #[test]

@@ -52,11 +52,16 @@ fn error(src: &str) -> (String, String) {
     )
 }
 
+/// Compiles `src` as `t.p4`, panicking with the rendered diagnostic if it does not compile.
+fn compiles(src: &str) {
+    let mut map = SourceMap::new();
+    let f = map.add("t.p4", src);
+    softswitch::compile(&mut map, f).unwrap_or_else(|e| panic!("{}", e.render(&map)));
+}
+
 #[test]
 fn the_template_itself_compiles() {
-    let mut map = SourceMap::new();
-    let f = map.add("t.p4", program("", "", ""));
-    softswitch::compile(&mut map, f).unwrap();
+    compiles(&program("", "", ""));
 }
 
 #[test]
@@ -267,6 +272,65 @@ fn checker_missing_main() {
         error(&src).1,
         "the program has no 'main' instance (V1Switch(...) main;)"
     );
+}
+
+#[test]
+fn checker_directionless_arguments_must_be_constant() {
+    // As in p4c: action data passed from a program is a compile-time constant; `in` is not.
+    assert_eq!(
+        error(&program("action a(bit<8> v) { }", "", "a(hdr.h.a);")),
+        (
+            "12:15".into(),
+            "argument used for directionless parameter 'v' must be a compile-time constant \
+             (p4c refuses it); declare the parameter `in` to pass a run-time value"
+                .into()
+        )
+    );
+}
+
+#[test]
+fn checker_in_parameters_take_run_time_values() {
+    compiles(&program(
+        "action a(in bit<8> v) { }",
+        "",
+        "a(hdr.h.a); a(1);",
+    ));
+}
+
+#[test]
+fn checker_index_types_need_the_2020_v1model() {
+    // p4c's v1model.p4 defaults to version 20180101, where registers, counters and meters
+    // take no index type; 20200408 adds it.
+    assert_eq!(
+        error(&program("register<bit<8>, bit<32>>(4) r;", "", "")),
+        (
+            "6:1".into(),
+            "V1MODEL_VERSION is 20180101 (p4c's default), where register takes no index type: \
+             write register<bit<W>>, or #define V1MODEL_VERSION 20200408 before #include \
+             <v1model.p4>"
+                .into()
+        )
+    );
+    let v2020 = |decls: &str| {
+        format!(
+            "#define V1MODEL_VERSION 20200408\n{}",
+            program(decls, "", "")
+        )
+    };
+    assert_eq!(
+        error(&v2020("counter(4, CounterType.packets) c;")),
+        (
+            "7:1".into(),
+            "with V1MODEL_VERSION 20200408, counter takes the type of its index: counter<bit<32>>"
+                .into()
+        )
+    );
+    for decls in [
+        "register<bit<8>, bit<32>>(4) r; counter<bit<32>>(4, CounterType.packets) c;",
+        "meter<bit<32>>(4, MeterType.packets) mt;",
+    ] {
+        compiles(&v2020(decls));
+    }
 }
 
 #[test]

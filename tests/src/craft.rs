@@ -161,7 +161,7 @@ pub fn udp_src_port(frame: &[u8]) -> Option<u16> {
 /// `cargo xtask setup` makes, and returns what it printed.
 fn run_scapy(body: &str) -> anyhow::Result<String> {
     use anyhow::Context as _;
-    let python = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
+    let python = testkit::venv_python();
     let program = format!(
         "import json, sys\nfrom scapy.all import *\nfrom scapy.contrib.roce import *\n\
          from scapy.contrib.mac_control import *\n{body}"

@@ -196,7 +196,7 @@ fn is_cnp(frame: &[u8]) -> bool {
 /// Each frame decoded by scapy (`scapy.contrib.roce`): BTH opcode, DestQP, BECN, the ICRC as
 /// received and as scapy recomputes it, the CNP padding's length, the IP TOS.
 fn scapy_decode(frames: &[Vec<u8>]) -> Vec<Value> {
-    let python = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
+    let python = testkit::venv_python();
     let program = r#"
 import sys, json
 from scapy.all import Ether, IP, UDP, raw

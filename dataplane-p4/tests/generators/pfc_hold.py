@@ -2,7 +2,9 @@
 consumed and records paused-until (one quantum = 1 µs here); priority-3 packets for port 2 are
 then held, without loss, by recirculating through their queue, and leave in arrival order once
 the pause has run out, or at once after a resume (pause time 0). Priority 0 is not paused. A
-held packet that reaches the hold limit goes anyway, counted as expired.
+held packet that reaches the hold limit goes anyway, counted as expired. Held packets still
+count for the upstream they came from: its PAUSE is not refreshed early and its resume follows
+their departure.
 
 The hold is modelled here from its specification (a FIFO served every PERIOD_US; a held packet
 takes a ticket on its first pass and rejoins the tail; it leaves when the port is no longer
@@ -109,4 +111,33 @@ lines.append("wait")
 q3 = queue_index(LIMIT_PORT, PRIORITY_DATA)
 lines.append(f"counter_read {EGRESS}.pfc_hold {q3} packets == {holds}")
 lines.append(f"counter_read {EGRESS}.pfc_hold_expired {q3} packets == {expired}")
+
+HOLD_PORT, QUANTA = 4, 100
+lines.append("# Held packets still belong to the upstream they came from, though BMv2 zeroes a")
+lines.append(f"# recirculated packet's ingress port and timestamp. Port {HOLD_PORT}'s priority-3 queue is")
+lines.append("# lossless with XOFF 1 and XON 0; its peer pauses it for 200 µs, and three packets from")
+lines.append("# port 1 wait in the hold, over XOFF: port 1 gets one PAUSE (no refresh within 100 ms),")
+lines.append("# then its resume when the last of its packets has left.")
+lines.append(f"add {INGRESS}.pfc_rx_port standard_metadata.ingress_port:{HOLD_PORT} "
+             f"{INGRESS}.set_pause_quantum(quantum_q10:1024)")
+lines.append(f"add {INGRESS}.pfc_profile standard_metadata.egress_spec:{HOLD_PORT} "
+             f"standard_metadata.priority:{PRIORITY_DATA} {INGRESS}.lossless(xoff_packets:1, "
+             f"xon_packets:0, quanta:{QUANTA}, refresh_us:100000, limit:500, stall_us:1000)")
+lines.append(f"set_queue_rate {1_000_000 // PERIOD_US} {HOLD_PORT}")
+lines.append(packet(HOLD_PORT, pfc_from_peer(HOLD_PORT, PRIORITY_DATA, 200)))
+lines.append("no_packet")
+held = [roce(1, HOLD_PORT, psn=30 + i) for i in range(3)]
+for p in held:
+    lines.append(packet(1, p))
+order, holds, _ = hold(len(held), 0, lambda t: 200)
+for i, _ in order:
+    lines.append(expect(HOLD_PORT, forwarded(held[i], HOLD_PORT)))
+lines.append(expect(1, pfc_frame(1, PRIORITY_DATA, QUANTA)))
+lines.append(expect(1, pfc_frame(1, PRIORITY_DATA, 0)))
+lines.append("wait")
+q1 = queue_index(1, PRIORITY_DATA)
+lines.append(f"counter_read {INGRESS}.pfc_pause_tx {q1} packets == 1")
+lines.append(f"counter_read {EGRESS}.pfc_resume_tx {q1} packets == 1")
+lines.append(f"counter_read {EGRESS}.pfc_hold {queue_index(HOLD_PORT, PRIORITY_DATA)} packets == {holds}")
+lines.append(f"register_read pfc_upstream_packets {q1} == 0")
 print("\n".join(lines))

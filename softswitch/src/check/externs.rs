@@ -3,7 +3,7 @@
 
 use super::expr::{to_place, Val};
 use super::stmt::{no_args, order_args};
-use super::{unsupported, Checker};
+use super::{unsupported, Checker, Sym};
 use crate::ast::{self, ExprKind};
 use crate::diagnostic::{fail, Result};
 use crate::ir::{
@@ -17,6 +17,11 @@ const BITS32: Type = Type::Bits {
     width: 32,
     signed: false,
 };
+
+/// p4c's default `V1MODEL_VERSION`, and the first version whose `register`, `counter` and
+/// `meter` take their index type (p4c's `frontends/p4/modelInstances.cpp`).
+const V1MODEL_INITIAL: u128 = 20180101;
+const V1MODEL_INDEXED: u128 = 20200408;
 
 /// The kind and configuration of an extern instantiation.
 pub(super) fn instance_kind(c: &mut Checker, i: &ast::Instance) -> Result<InstanceKind> {
@@ -45,6 +50,7 @@ pub(super) fn instance_kind(c: &mut Checker, i: &ast::Instance) -> Result<Instan
     match name.name.as_str() {
         "register" => {
             want(1)?;
+            index_type_args(c, name, type_args.len(), 1, "<bit<W>")?;
             let Some(t) = type_args.first() else {
                 return fail(name.span, "register needs its cell type: register<bit<W>>");
             };
@@ -59,6 +65,7 @@ pub(super) fn instance_kind(c: &mut Checker, i: &ast::Instance) -> Result<Instan
         }
         "counter" => {
             want(2)?;
+            index_type_args(c, name, type_args.len(), 0, "")?;
             Ok(InstanceKind::Counter {
                 size: size(c, args[0])?,
                 kind: counter_kind(c, args[1])?,
@@ -72,6 +79,7 @@ pub(super) fn instance_kind(c: &mut Checker, i: &ast::Instance) -> Result<Instan
         }
         "meter" => {
             want(2)?;
+            index_type_args(c, name, type_args.len(), 0, "")?;
             Ok(InstanceKind::Meter {
                 size: size(c, args[0])?,
                 bytes: meter_bytes(c, args[1])?,
@@ -122,6 +130,39 @@ pub(super) fn instance_kind(c: &mut Checker, i: &ast::Instance) -> Result<Instan
         }
         other => Err(unsupported(name.span, &format!("extern '{other}'"))),
     }
+}
+
+/// Refuses `register`, `counter` and `meter` type arguments that the included v1model version
+/// does not declare, as p4c does: the index type argument exists from `V1MODEL_VERSION` 20200408
+/// on. `cells` is the number of type arguments before the index type, `cell_args` how they read.
+fn index_type_args(
+    c: &Checker,
+    name: &ast::Ident,
+    found: usize,
+    cells: usize,
+    cell_args: &str,
+) -> Result<()> {
+    let version = match c.lookup("__v1model_version") {
+        Some(Sym::Const { value, .. }) => *value,
+        _ => V1MODEL_INITIAL,
+    };
+    let indexed = version >= V1MODEL_INDEXED;
+    if found == cells + usize::from(indexed) {
+        return Ok(());
+    }
+    let n = &name.name;
+    let close = if cell_args.is_empty() { "" } else { ">" };
+    let message = if indexed {
+        let sep = if cell_args.is_empty() { "<" } else { ", " };
+        format!("with V1MODEL_VERSION {version}, {n} takes the type of its index: {n}{cell_args}{sep}bit<32>>")
+    } else {
+        format!(
+            "V1MODEL_VERSION is {version} (p4c's default), where {n} takes no index type: \
+             write {n}{cell_args}{close}, or #define V1MODEL_VERSION {V1MODEL_INDEXED} before \
+             #include <v1model.p4>"
+        )
+    };
+    fail(name.span, message)
 }
 
 fn size(c: &mut Checker, e: &ast::Expr) -> Result<u32> {

@@ -563,6 +563,18 @@ impl<'a> Checker<'a> {
         let mut copy_in = Vec::new();
         let mut copy_out = Vec::new();
         for (p, arg) in params.iter().zip(args) {
+            if p.direction == Direction::None && self.scalar_any(&arg.value)?.konst.is_none() {
+                // p4c's type unification refuses it (p4lang/p4c#4175); `in` takes any value.
+                return fail(
+                    arg.value.span,
+                    format!(
+                        "argument used for directionless parameter '{}' must be a compile-time \
+                         constant (p4c refuses it); declare the parameter `in` to pass a \
+                         run-time value",
+                        p.name
+                    ),
+                );
+            }
             let param_val = self.storage(p.slot, p.ty.clone());
             if matches!(p.direction, Direction::Out) {
                 copy_in.push(Stmt::Zero {

@@ -4,8 +4,10 @@
 
 #include <core.p4>
 
+/* As in p4c: the 2018 version unless the program asks for another one before the include. From
+ * 20200408 on, counters, meters and registers take the type of their index. */
 #ifndef V1MODEL_VERSION
-#define V1MODEL_VERSION 20200408
+#define V1MODEL_VERSION 20180101
 #endif
 
 match_kind {
@@ -49,31 +51,53 @@ enum MeterType {
     bytes
 }
 
+#if V1MODEL_VERSION >= 20200408
 extern counter<I> {
     counter(bit<32> size, CounterType type);
     void count(in I index);
 }
+#else
+extern counter {
+    counter(bit<32> size, CounterType type);
+    void count(in bit<32> index);
+}
+#endif
 
 extern direct_counter {
     direct_counter(CounterType type);
     void count();
 }
 
+#if V1MODEL_VERSION >= 20200408
 extern meter<I> {
     meter(bit<32> size, MeterType type);
     void execute_meter<T>(in I index, out T result);
 }
+#else
+extern meter {
+    meter(bit<32> size, MeterType type);
+    void execute_meter<T>(in bit<32> index, out T result);
+}
+#endif
 
 extern direct_meter<T> {
     direct_meter(MeterType type);
     void read(out T result);
 }
 
+#if V1MODEL_VERSION >= 20200408
 extern register<T, I> {
     register(bit<32> size);
     @noSideEffects void read(out T result, in I index);
     void write(in I index, in T value);
 }
+#else
+extern register<T> {
+    register(bit<32> size);
+    @noSideEffects void read(out T result, in bit<32> index);
+    void write(in bit<32> index, in T value);
+}
+#endif
 
 extern action_profile {
     action_profile(bit<32> size);
