@@ -661,6 +661,8 @@ pub struct Program {
     pub instances: Vec<Instance>,
     /// Error names by code.
     pub errors: Vec<String>,
+    /// What the control plane sees beyond the above (for P4Info).
+    pub control_plane: crate::cpinfo::CpInfo,
 }
 
 /// Indices into [`Program::controls`].
