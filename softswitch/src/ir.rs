@@ -218,8 +218,12 @@ pub enum ExternCall {
     Recirculate(Option<usize>),
     /// `truncate(length)`.
     Truncate(Expr),
-    /// `digest(receiver, data)`.
-    Digest { receiver: Expr, data: FieldList },
+    /// `digest(receiver, data)`; `digest` indexes `CpInfo::digests` (the data's type).
+    Digest {
+        receiver: Expr,
+        data: FieldList,
+        digest: usize,
+    },
     /// `hash(result, algo, base, data, max)`.
     Hash {
         dst: Place,

@@ -119,9 +119,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 for line in &switch.state.log {
                     println!("log: {line}");
                 }
-                for (receiver, values) in &switch.state.digests {
-                    let values: Vec<String> = values.iter().map(|v| format!("{v:#x}")).collect();
-                    println!("digest {receiver}: {}", values.join(" "));
+                for d in &switch.state.digests {
+                    let values: Vec<String> = d.values.iter().map(|v| format!("{v:#x}")).collect();
+                    println!("digest {}: {}", d.receiver, values.join(" "));
                 }
                 println!("dropped: {}", switch.drops);
             }

@@ -41,13 +41,10 @@ impl Checker<'_> {
         Ok(())
     }
 
-    /// Records the data type of a `digest<T>(receiver, data)` call: `T` if given, else the type of
-    /// `data`; an unnamed list gets the name `digest_N` as p4c gives it. Errors in the arguments
-    /// are left for the call's own checking.
-    pub(super) fn record_digest(&mut self, type_args: &[TypeRef], args: &[ast::Arg]) -> Result<()> {
-        let Some(data) = args.get(1).map(|a| &a.value) else {
-            return Ok(());
-        };
+    /// Records the data type of a `digest<T>(receiver, data)` call (`T` if given, else the type
+    /// of `data`; an unnamed list gets the name `digest_N` as p4c gives it) and returns its index
+    /// in `CpInfo::digests`.
+    pub(super) fn record_digest(&mut self, type_args: &[TypeRef], data: &ast::Expr) -> Result<usize> {
         let ty = match type_args.first() {
             Some(t) => self.resolve_type(t)?,
             None => match &data.kind {
@@ -73,10 +70,11 @@ impl Checker<'_> {
                 format!("digest_{unnamed}")
             }
         };
-        if !self.cp.digests.iter().any(|d| d.name == name) {
-            self.cp.digests.push(DigestCp { name, ty });
+        if let Some(i) = self.cp.digests.iter().position(|d| d.name == name) {
+            return Ok(i);
         }
-        Ok(())
+        self.cp.digests.push(DigestCp { name, ty });
+        Ok(self.cp.digests.len() - 1)
     }
 
     fn value_type(&mut self, e: &ast::Expr) -> Result<Type> {
