@@ -4,3 +4,4 @@
 pub mod bed;
 pub mod capture;
 pub mod craft;
+pub mod switch;
