@@ -212,6 +212,21 @@ async fn set_pipeline(
         .map(|_| ())
 }
 
+/// VERIFY_AND_COMMIT of test program `program` with its P4Info.
+async fn commit(
+    client: &mut P4RuntimeClient<Channel>,
+    election_id: u128,
+    program: &str,
+) -> Result<(), tonic::Status> {
+    set_pipeline(
+        client,
+        election_id,
+        SetAction::VerifyAndCommit,
+        Some(config(program)),
+    )
+    .await
+}
+
 async fn write(
     client: &mut P4RuntimeClient<Channel>,
     election_id: u128,
@@ -254,6 +269,14 @@ async fn read(
         out.extend(r.unwrap().entities.into_iter().filter_map(|e| e.entity));
     }
     out
+}
+
+/// Writes `updates` as the primary of [`loaded`] (election id 10); they must succeed.
+async fn apply(
+    client: &mut P4RuntimeClient<Channel>,
+    updates: Vec<(p4v1::update::Type, p4v1::entity::Entity)>,
+) {
+    write(client, 10, updates).await.unwrap();
 }
 
 fn action(id: u32, params: &[&[u8]]) -> Option<p4v1::TableAction> {
@@ -318,14 +341,7 @@ async fn loaded() -> (Bed, P4RuntimeClient<Channel>, Stream, P4Info) {
     let mut client = bed.client().await;
     let mut primary = Stream::open(&mut client, 10).await;
     assert_eq!(primary.arbitration().await, (Code::Ok as i32, 10));
-    set_pipeline(
-        &mut client,
-        10,
-        SetAction::VerifyAndCommit,
-        Some(config("switch.p4")),
-    )
-    .await
-    .unwrap();
+    commit(&mut client, 10, "switch.p4").await.unwrap();
     (bed, client, primary, p4info("switch.p4"))
 }
 
@@ -362,14 +378,7 @@ async fn the_highest_election_id_is_primary_and_only_it_may_write() {
     let bed = Bed::new().await;
     let mut client = bed.client().await;
     // No stream at all: nobody may write.
-    let err = set_pipeline(
-        &mut client,
-        1,
-        SetAction::VerifyAndCommit,
-        Some(config("switch.p4")),
-    )
-    .await
-    .unwrap_err();
+    let err = commit(&mut client, 1, "switch.p4").await.unwrap_err();
     assert_eq!(err.code(), Code::PermissionDenied);
 
     let mut first = Stream::open(&mut client, 5).await;
@@ -383,27 +392,13 @@ async fn the_highest_election_id_is_primary_and_only_it_may_write() {
     }
     assert_eq!(told, (Code::AlreadyExists as i32, 7));
 
-    let err = set_pipeline(
-        &mut client,
-        5,
-        SetAction::VerifyAndCommit,
-        Some(config("switch.p4")),
-    )
-    .await
-    .unwrap_err();
+    let err = commit(&mut client, 5, "switch.p4").await.unwrap_err();
     assert_eq!(
         err.code(),
         Code::PermissionDenied,
         "a backup may not set the pipeline"
     );
-    set_pipeline(
-        &mut client,
-        7,
-        SetAction::VerifyAndCommit,
-        Some(config("switch.p4")),
-    )
-    .await
-    .unwrap();
+    commit(&mut client, 7, "switch.p4").await.unwrap();
     let info = p4info("switch.p4");
     let err = write(
         &mut client,
@@ -446,36 +441,27 @@ async fn pipelines_are_verified_saved_committed_and_read_back() {
     let mut primary = Stream::open(&mut client, 1).await;
     primary.arbitration().await;
 
-    // The p4info must describe the program.
-    let mut wrong = config("switch.p4");
-    wrong.p4info = Some(p4info("ports.p4"));
-    let err = set_pipeline(&mut client, 1, SetAction::VerifyAndCommit, Some(wrong))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::InvalidArgument);
-    assert!(
-        err.message().contains("P4Info does not describe"),
-        "{}",
-        err.message()
-    );
-    // The device config is P4 source: errors come with their location.
-    let mut broken = config("switch.p4");
-    broken.p4_device_config = b"control oops(".to_vec();
-    let err = set_pipeline(&mut client, 1, SetAction::Verify, Some(broken))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::InvalidArgument);
-    assert!(
-        err.message().contains("device_config.p4:1:"),
-        "{}",
-        err.message()
-    );
-    let mut binary = config("switch.p4");
-    binary.p4_device_config = vec![0xff, 0xfe];
-    let err = set_pipeline(&mut client, 1, SetAction::Verify, Some(binary))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::InvalidArgument);
+    // The p4info must describe the program; the device config is P4 source, UTF-8, and its
+    // errors come with their location.
+    let with = |p4info: &str, source: &[u8]| p4v1::ForwardingPipelineConfig {
+        p4info: Some(self::p4info(p4info)),
+        p4_device_config: source.to_vec(),
+        cookie: None,
+    };
+    for (refused, says) in [
+        (
+            with("ports.p4", &source("switch.p4")),
+            "P4Info does not describe",
+        ),
+        (with("switch.p4", b"control oops("), "device_config.p4:1:"),
+        (with("switch.p4", &[0xff, 0xfe]), "UTF-8"),
+    ] {
+        let err = set_pipeline(&mut client, 1, SetAction::VerifyAndCommit, Some(refused))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument);
+        assert!(err.message().contains(says), "{}", err.message());
+    }
     // VERIFY loads nothing; COMMIT needs a saved config.
     set_pipeline(&mut client, 1, SetAction::Verify, Some(config("switch.p4")))
         .await
@@ -640,24 +626,20 @@ async fn table_entries_of_every_match_kind_are_written_and_read_back() {
     assert_eq!(one, vec![route(&info, [10, 1, 0, 0], 16, 2)]);
 
     // MODIFY changes the action; DELETE removes.
-    write(
+    apply(
         &mut client,
-        10,
         vec![(Modify, route(&info, [10, 1, 0, 0], 16, 3))],
     )
-    .await
-    .unwrap();
+    .await;
     assert_eq!(
         read(&mut client, route(&info, [10, 1, 0, 0], 16, 0)).await,
         vec![route(&info, [10, 1, 0, 0], 16, 3)]
     );
-    write(
+    apply(
         &mut client,
-        10,
         vec![(Delete, route(&info, [10, 1, 0, 0], 16, 0))],
     )
-    .await
-    .unwrap();
+    .await;
     assert!(read(&mut client, route(&info, [10, 1, 0, 0], 16, 0))
         .await
         .is_empty());
@@ -669,9 +651,7 @@ async fn table_entries_of_every_match_kind_are_written_and_read_back() {
         is_default_action: true,
         ..Default::default()
     });
-    write(&mut client, 10, vec![(Modify, default.clone())])
-        .await
-        .unwrap();
+    apply(&mut client, vec![(Modify, default.clone())]).await;
     let read_default = read(
         &mut client,
         p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
@@ -694,13 +674,11 @@ fn error_codes(status: &tonic::Status) -> Vec<i32> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_updates_are_reported_one_by_one_with_the_specs_codes() {
     let (_bed, mut client, _primary, info) = loaded().await;
-    write(
+    apply(
         &mut client,
-        10,
         vec![(Insert, route(&info, [10, 0, 0, 0], 8, 1))],
     )
-    .await
-    .unwrap();
+    .await;
     let bad_prefix = route(&info, [10, 0, 0, 1], 8, 1);
     let wide_port = p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
         table_id: id(&info, "route"),
@@ -772,13 +750,11 @@ async fn failed_updates_are_reported_one_by_one_with_the_specs_codes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forwarding_counters_and_registers_are_read_and_written() {
     let (bed, mut client, _primary, info) = loaded().await;
-    write(
+    apply(
         &mut client,
-        10,
         vec![(Insert, route(&info, [10, 0, 0, 0], 8, 2))],
     )
-    .await
-    .unwrap();
+    .await;
     let frame = ipv4_frame([192, 168, 0, 1], [10, 2, 3, 4], true);
     for _ in 0..3 {
         bed.inject(1, frame.clone());
@@ -830,9 +806,8 @@ async fn forwarding_counters_and_registers_are_read_and_written() {
     };
     assert_eq!(d.data.unwrap().packet_count, 3);
     // Counters are written with MODIFY only.
-    write(
+    apply(
         &mut client,
-        10,
         vec![(
             Modify,
             p4v1::entity::Entity::CounterEntry(p4v1::CounterEntry {
@@ -845,8 +820,7 @@ async fn forwarding_counters_and_registers_are_read_and_written() {
             }),
         )],
     )
-    .await
-    .unwrap();
+    .await;
     let err = write(
         &mut client,
         10,
@@ -863,66 +837,36 @@ async fn forwarding_counters_and_registers_are_read_and_written() {
     .unwrap_err();
     assert_eq!(error_codes(&err), [Code::InvalidArgument as i32]);
     // The register holds the last packet length from port 1; it can be written.
-    let reg = |index| {
+    let reg = |index, value: Option<Vec<u8>>| {
         p4v1::entity::Entity::RegisterEntry(p4v1::RegisterEntry {
             register_id: id(&info, "last_length"),
             index: Some(p4v1::Index { index }),
-            data: None,
+            data: value.map(|v| p4v1::P4Data {
+                data: Some(p4v1::p4_data::Data::Bitstring(v)),
+            }),
         })
     };
-    let p4v1::entity::Entity::RegisterEntry(r) = &read(&mut client, reg(1)).await[0] else {
-        panic!()
+    let cell = |entities: Vec<p4v1::entity::Entity>| match &entities[0] {
+        p4v1::entity::Entity::RegisterEntry(r) => r.data.clone().unwrap().data.unwrap(),
+        other => panic!("not a register entry: {other:?}"),
     };
-    let len = frame.len() as u32;
+    let len: Vec<u8> = (frame.len() as u32)
+        .to_be_bytes()
+        .into_iter()
+        .skip_while(|b| *b == 0)
+        .collect();
     assert_eq!(
-        r.data.clone().unwrap().data,
-        Some(p4v1::p4_data::Data::Bitstring(
-            len.to_be_bytes()
-                .iter()
-                .copied()
-                .skip_while(|b| *b == 0)
-                .collect()
-        ))
+        cell(read(&mut client, reg(1, None)).await),
+        p4v1::p4_data::Data::Bitstring(len)
     );
-    write(
-        &mut client,
-        10,
-        vec![(
-            Modify,
-            p4v1::entity::Entity::RegisterEntry(p4v1::RegisterEntry {
-                register_id: id(&info, "last_length"),
-                index: Some(p4v1::Index { index: 5 }),
-                data: Some(p4v1::P4Data {
-                    data: Some(p4v1::p4_data::Data::Bitstring(vec![7])),
-                }),
-            }),
-        )],
-    )
-    .await
-    .unwrap();
-    let p4v1::entity::Entity::RegisterEntry(r) = &read(&mut client, reg(5)).await[0] else {
-        panic!()
-    };
+    apply(&mut client, vec![(Modify, reg(5, Some(vec![7])))]).await;
     assert_eq!(
-        r.data.clone().unwrap().data,
-        Some(p4v1::p4_data::Data::Bitstring(vec![7]))
+        cell(read(&mut client, reg(5, None)).await),
+        p4v1::p4_data::Data::Bitstring(vec![7])
     );
-    let err = write(
-        &mut client,
-        10,
-        vec![(
-            Modify,
-            p4v1::entity::Entity::RegisterEntry(p4v1::RegisterEntry {
-                register_id: id(&info, "last_length"),
-                index: Some(p4v1::Index { index: 16 }),
-                data: Some(p4v1::P4Data {
-                    data: Some(p4v1::p4_data::Data::Bitstring(vec![7])),
-                }),
-            }),
-        )],
-    )
-    .await
-    .unwrap_err();
+    let err = write(&mut client, 10, vec![(Modify, reg(16, Some(vec![7])))])
+        .await
+        .unwrap_err();
     assert_eq!(error_codes(&err), [Code::OutOfRange as i32]);
 }
 
@@ -950,16 +894,14 @@ async fn multicast_groups_and_clone_sessions_are_replication_entries() {
         action: action(id(&info, "flood"), &[&[7]]),
         ..Default::default()
     });
-    write(
+    apply(
         &mut client,
-        10,
         vec![
             (Insert, group(vec![replica(2, 1), replica(3, 1)])),
             (Insert, flood),
         ],
     )
-    .await
-    .unwrap();
+    .await;
     let err = write(&mut client, 10, vec![(Insert, group(vec![]))])
         .await
         .unwrap_err();
@@ -969,9 +911,7 @@ async fn multicast_groups_and_clone_sessions_are_replication_entries() {
     let mut ports: Vec<u16> = (0..2).map(|_| bed.next_sent().0).collect();
     ports.sort();
     assert_eq!(ports, [2, 3]);
-    write(&mut client, 10, vec![(Modify, group(vec![replica(4, 2)]))])
-        .await
-        .unwrap();
+    apply(&mut client, vec![(Modify, group(vec![replica(4, 2)]))]).await;
     assert_eq!(
         read(&mut client, group(vec![])).await,
         vec![group(vec![replica(4, 2)])],
@@ -979,9 +919,7 @@ async fn multicast_groups_and_clone_sessions_are_replication_entries() {
     );
     bed.inject(1, frame.clone());
     assert_eq!(bed.next_sent().0, 4);
-    write(&mut client, 10, vec![(Delete, group(vec![]))])
-        .await
-        .unwrap();
+    apply(&mut client, vec![(Delete, group(vec![]))]).await;
     assert!(read(&mut client, group(vec![])).await.is_empty());
 
     let session = |id, replicas| {
@@ -993,13 +931,7 @@ async fn multicast_groups_and_clone_sessions_are_replication_entries() {
             })),
         })
     };
-    write(
-        &mut client,
-        10,
-        vec![(Insert, session(5, vec![replica(3, 0)]))],
-    )
-    .await
-    .unwrap();
+    apply(&mut client, vec![(Insert, session(5, vec![replica(3, 0)]))]).await;
     assert_eq!(
         read(&mut client, session(0, vec![])).await,
         vec![session(5, vec![replica(3, 0)])]
@@ -1052,9 +984,7 @@ async fn packets_go_to_and_come_from_the_controller_and_digests_are_streamed() {
         action: action(id(&info, "to_cpu"), &[]),
         ..Default::default()
     });
-    write(&mut client, 10, vec![(Insert, to_cpu)])
-        .await
-        .unwrap();
+    apply(&mut client, vec![(Insert, to_cpu)]).await;
     let frame = ipv4_frame([1, 2, 3, 4], [10, 0, 0, 1], true);
     bed.inject(2, frame.clone());
     loop {
@@ -1072,9 +1002,8 @@ async fn packets_go_to_and_come_from_the_controller_and_digests_are_streamed() {
     }
     // Digests flow once configured: smac misses, so learn() sends the source MAC and port.
     let digest_id = id(&info, "learn_t");
-    write(
+    apply(
         &mut client,
-        10,
         vec![(
             Insert,
             p4v1::entity::Entity::DigestEntry(p4v1::DigestEntry {
@@ -1087,8 +1016,7 @@ async fn packets_go_to_and_come_from_the_controller_and_digests_are_streamed() {
             }),
         )],
     )
-    .await
-    .unwrap();
+    .await;
     bed.inject(4, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1], true));
     loop {
         if let p4v1::stream_message_response::Update::Digest(d) = primary.next().await {
@@ -1118,25 +1046,16 @@ async fn packets_go_to_and_come_from_the_controller_and_digests_are_streamed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pipeline_is_replaced_while_the_switch_runs() {
     let (bed, mut client, _primary, info) = loaded().await;
-    write(
+    apply(
         &mut client,
-        10,
         vec![(Insert, route(&info, [10, 0, 0, 0], 8, 2))],
     )
-    .await
-    .unwrap();
+    .await;
     let frame = ipv4_frame([1, 1, 1, 1], [10, 0, 0, 1], true);
     bed.inject(1, frame.clone());
     assert_eq!(bed.next_sent().0, 2);
 
-    set_pipeline(
-        &mut client,
-        10,
-        SetAction::VerifyAndCommit,
-        Some(config("ports.p4")),
-    )
-    .await
-    .unwrap();
+    commit(&mut client, 10, "ports.p4").await.unwrap();
     let ports = p4info("ports.p4");
     // The old tables are gone; the new program drops until told otherwise.
     assert!(read(
@@ -1147,9 +1066,8 @@ async fn the_pipeline_is_replaced_while_the_switch_runs() {
     .is_empty());
     bed.inject(1, frame.clone());
     assert!(bed.sent_now().await.is_empty());
-    write(
+    apply(
         &mut client,
-        10,
         vec![(
             Insert,
             p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
@@ -1165,8 +1083,7 @@ async fn the_pipeline_is_replaced_while_the_switch_runs() {
             }),
         )],
     )
-    .await
-    .unwrap();
+    .await;
     bed.inject(1, frame.clone());
     assert_eq!(bed.next_sent(), (4, frame));
 }

@@ -387,6 +387,14 @@ fn matches_of(
         let (w, name) = (key.width, key.name.as_str());
         let full = ir::mask(w);
         let bad = |what: &str| Status::invalid_argument(format!("match field {name}: {what}"));
+        // P4Runtime's canonical form: bits the mask leaves out are zero.
+        let masked = |value: u128, mask: u128, outside: &str| {
+            if value & !mask != 0 {
+                Err(bad(&format!("{outside} must be zero")))
+            } else {
+                Ok(FieldMatch::Masked { value, mask })
+            }
+        };
         let fm = match (key.kind, m.field_match_type.as_ref()) {
             (MatchKind::Exact, Some(M::Exact(x))) => FieldMatch::Masked {
                 value: decode(&x.value, w, name)?,
@@ -404,23 +412,18 @@ fn matches_of(
                 if len == 0 {
                     return Err(bad("a zero-length prefix must be left out (don't care)"));
                 }
-                let value = decode(&x.value, w, name)?;
-                let mask = prefix_mask(w, len);
-                if value & !mask != 0 {
-                    return Err(bad("bits past the prefix must be zero"));
-                }
-                FieldMatch::Masked { value, mask }
+                masked(
+                    decode(&x.value, w, name)?,
+                    prefix_mask(w, len),
+                    "bits past the prefix",
+                )?
             }
             (MatchKind::Ternary, Some(M::Ternary(x))) => {
-                let value = decode(&x.value, w, name)?;
                 let mask = decode(&x.mask, w, name)?;
                 if mask == 0 {
                     return Err(bad("a zero mask must be left out (don't care)"));
                 }
-                if value & !mask != 0 {
-                    return Err(bad("bits outside the mask must be zero"));
-                }
-                FieldMatch::Masked { value, mask }
+                masked(decode(&x.value, w, name)?, mask, "bits outside the mask")?
             }
             (MatchKind::Range, Some(M::Range(x))) => {
                 let lo = decode(&x.low, w, name)?;
