@@ -87,6 +87,12 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
     for r in receivers {
         let _ = r.join();
     }
+    if let Ok(c) = device.engine.call_blocking(|e| e.counts) {
+        eprintln!(
+            "softswitch: {} frames received, {} sent, {} to the controller, {} lost (no such port), {} before any pipeline",
+            c.received, c.sent, c.to_cpu, c.lost, c.no_pipeline
+        );
+    }
     drop(device);
     eprintln!("softswitch: stopped");
     served

@@ -107,4 +107,13 @@ fn a_deleted_interface_takes_its_port_down_and_the_switch_goes_on() {
     assert_eq!(through(&bed, 2, 0, &frame_to(1), 5).len(), 5);
     let status = bed.stop().unwrap();
     assert!(status.success(), "softswitch exited with {status}");
+    // The frame routed to the dead port was counted as lost.
+    let summary = bed.lines.iter().find(|l| l.contains(" lost ")).expect("a summary line");
+    let lost: u64 = summary
+        .split(" lost ")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no lost count in '{summary}'"));
+    assert!(lost >= 1, "{summary}");
 }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crate::server::engine::{EngineHandle, Event, Transmit};
+use crate::server::engine::{EngineHandle, Event, Refused, Transmit};
 use ring::{Received, Ring};
 
 /// A port given on the command line: `1@veth1` is port 1 on interface veth1.
@@ -89,12 +89,15 @@ impl Port {
     fn receive_loop(self, engine: &EngineHandle, running: &AtomicBool) {
         let PortSpec { port, iface } = &self.spec;
         let mut next = 0;
+        let mut overflow = 0u64;
         while running.load(Ordering::Relaxed) {
             match self.ring.receive(next) {
                 Received::Frame(data) => {
                     next = (next + 1) % ring::RX_SLOTS;
-                    if engine.send(Event::Frame { port: *port, data }).is_err() {
-                        return;
+                    match engine.offer(*port, data) {
+                        Ok(()) => {}
+                        Err(Refused::Full) => overflow += 1,
+                        Err(Refused::Stopped) => break,
                     }
                 }
                 Received::TooLong(len) => {
@@ -117,12 +120,15 @@ impl Port {
                                 "interface is gone: port {port} is down ({e})"
                             );
                             let _ = engine.send(Event::PortDown(*port));
-                            return;
+                            break;
                         }
                         tracing::info!(port, iface, "link event: {e}");
                     }
                 }
             }
+        }
+        if overflow > 0 {
+            tracing::warn!(port, iface, overflow, "frames dropped while the engine was behind");
         }
     }
 }

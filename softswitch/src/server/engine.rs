@@ -173,10 +173,23 @@ impl Engine {
     }
 }
 
+/// Events the engine's channel holds before a port has to drop frames (as a NIC whose receive
+/// ring is full): a few milliseconds of traffic, bounded memory under overload.
+pub const EVENT_QUEUE: usize = 8192;
+
 /// A cheap, clonable way to reach the engine thread.
 #[derive(Clone)]
 pub struct EngineHandle {
-    events: mpsc::Sender<Event>,
+    events: mpsc::SyncSender<Event>,
+}
+
+/// Why a frame was not handed to the engine.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// The engine is behind: the frame is dropped.
+    Full,
+    /// The engine has stopped.
+    Stopped,
 }
 
 /// The engine thread stopped.
@@ -192,7 +205,7 @@ impl EngineHandle {
         cpu_port: Option<u16>,
         controller: Arc<dyn Controller>,
     ) -> (EngineHandle, std::thread::JoinHandle<()>) {
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = mpsc::sync_channel(EVENT_QUEUE);
         let thread = std::thread::Builder::new()
             .name("softswitch-engine".into())
             .spawn(move || {
@@ -210,9 +223,19 @@ impl EngineHandle {
         (EngineHandle { events: tx }, thread)
     }
 
-    /// Hands an event to the engine (a received frame, a port going down).
+    /// Hands an event to the engine, waiting while its queue is full.
     pub fn send(&self, event: Event) -> Result<(), Stopped> {
         self.events.send(event).map_err(|_| Stopped)
+    }
+
+    /// Hands a received frame to the engine unless its queue is full.
+    pub fn offer(&self, port: u16, data: Vec<u8>) -> Result<(), Refused> {
+        self.events
+            .try_send(Event::Frame { port, data })
+            .map_err(|e| match e {
+                mpsc::TrySendError::Full(_) => Refused::Full,
+                mpsc::TrySendError::Disconnected(_) => Refused::Stopped,
+            })
     }
 
     /// Runs `f` on the engine thread and returns its result.
