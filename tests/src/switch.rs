@@ -236,7 +236,13 @@ impl SwitchBed {
 }
 
 impl Drop for SwitchBed {
+    /// Kills the switch if it still runs; a failing test gets the switch's log.
     fn drop(&mut self) {
+        if std::thread::panicking() && self.child.is_some() {
+            // SIGTERM, so the switch prints its frame counts.
+            let _ = self.stop();
+            eprintln!("softswitch's log:\n{}", self.lines.join("\n"));
+        }
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();

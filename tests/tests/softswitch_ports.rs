@@ -108,7 +108,11 @@ fn a_deleted_interface_takes_its_port_down_and_the_switch_goes_on() {
     let status = bed.stop().unwrap();
     assert!(status.success(), "softswitch exited with {status}");
     // The frame routed to the dead port was counted as lost.
-    let summary = bed.lines.iter().find(|l| l.contains(" lost ")).expect("a summary line");
+    let summary = bed
+        .lines
+        .iter()
+        .find(|l| l.contains(" lost "))
+        .expect("a summary line");
     let lost: u64 = summary
         .split(" lost ")
         .next()

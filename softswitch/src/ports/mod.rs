@@ -128,7 +128,12 @@ impl Port {
             }
         }
         if overflow > 0 {
-            tracing::warn!(port, iface, overflow, "frames dropped while the engine was behind");
+            tracing::warn!(
+                port,
+                iface,
+                overflow,
+                "frames dropped while the engine was behind"
+            );
         }
     }
 }
@@ -144,6 +149,11 @@ impl Transmit for PortTx {
         self.ring.transmit(self.next, frame)?;
         self.next = (self.next + 1) % ring::TX_SLOTS;
         Ok(())
+    }
+
+    fn flush(&mut self) {
+        // An interface that is gone is noticed (and its port taken down) by its receive thread.
+        let _ = self.ring.kick();
     }
 }
 

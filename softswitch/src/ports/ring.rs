@@ -256,8 +256,8 @@ impl Ring {
         result
     }
 
-    /// Queues `frame` in transmit slot `index` (0..TX_FRAMES) and asks the kernel to send it.
-    /// Fails if the slot is still in flight (the ring is full) or the interface is gone.
+    /// Queues `frame` in transmit slot `index` (0..TX_FRAMES); [`Ring::kick`] sends what is
+    /// queued. Fails if the slot is still in flight (the ring is full).
     pub fn transmit(&self, index: usize, frame: &[u8]) -> io::Result<()> {
         if frame.len() > MAX_TX_FRAME {
             return Err(io::Error::new(
@@ -285,10 +285,11 @@ impl Ring {
         fence(Ordering::Release);
         self.status(slot_index)
             .store(libc::TP_STATUS_SEND_REQUEST, Ordering::Release);
-        self.kick()
+        Ok(())
     }
 
-    fn kick(&self) -> io::Result<()> {
+    /// Asks the kernel to send every queued frame; fails if the interface is gone.
+    pub fn kick(&self) -> io::Result<()> {
         // SAFETY: send(2) with no buffer flushes the transmit ring.
         let ret =
             unsafe { libc::send(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT) };

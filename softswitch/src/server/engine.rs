@@ -14,9 +14,15 @@ use super::pipeline::Pipeline;
 
 /// The transmit side of a port.
 pub trait Transmit: Send {
-    /// Sends one frame; an error means the frame is lost (the port may be gone).
+    /// Queues one frame; an error means the frame is lost (the port may be gone).
     fn send(&mut self, frame: &[u8]) -> std::io::Result<()>;
+
+    /// Lets the frames queued so far leave (one system call for a burst).
+    fn flush(&mut self) {}
 }
+
+/// Events handled before the ports' queued frames are flushed.
+const BURST: usize = 256;
 
 /// Where frames for the CPU port and digests go: the P4Runtime primary controller.
 pub trait Controller: Send + Sync {
@@ -160,6 +166,9 @@ impl Engine {
                             p.switch.advance(0);
                         }
                         self.flush();
+                        for tx in self.ports.values_mut() {
+                            tx.flush();
+                        }
                         continue;
                     }
                     Err(mpsc::RecvTimeoutError::Disconnected) => None,
@@ -168,6 +177,21 @@ impl Engine {
             let Some(event) = event else { return };
             if !self.handle(event) {
                 return;
+            }
+            // What else is already queued, then one flush for the burst.
+            for _ in 1..BURST {
+                match events.try_recv() {
+                    Ok(event) => {
+                        if !self.handle(event) {
+                            return;
+                        }
+                    }
+                    Err(mpsc::TryRecvError::Disconnected) => return,
+                    Err(mpsc::TryRecvError::Empty) => break,
+                }
+            }
+            for tx in self.ports.values_mut() {
+                tx.flush();
             }
         }
     }
