@@ -6,3 +6,4 @@ pub mod bed;
 pub mod capture;
 pub mod craft;
 pub mod lab;
+pub mod switch;

@@ -118,10 +118,9 @@ pub fn demo() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The host benchmark: packets/s through a veth pair without a program, with XDP_PASS, with
-/// the ECN program and with the CNP path; CE→CNP latency; the traffic tool's ceiling.
-pub fn bench_host() -> anyhow::Result<()> {
-    require_root("the host benchmark")?;
+/// Builds benchmark binary `bench` of lossless-tests in release with the binary it runs
+/// (`bin` of `package`, which it finds beside itself); returns the benchmark's path.
+fn build_bench(bench: &str, package: &str, bin: &str) -> anyhow::Result<PathBuf> {
     cargo()
         .args([
             "build",
@@ -130,18 +129,24 @@ pub fn bench_host() -> anyhow::Result<()> {
             "-p",
             "lossless-tests",
             "--bin",
-            "bench-host",
-            // The benchmark attaches programs with the CLI, found beside it.
-            "-p",
-            "lossless",
-            "--bin",
-            "lossless",
+            bench,
         ])
+        .args(["-p", package, "--bin", bin])
         .run()?;
-    Cmd::new(workspace_root().join("target/release/bench-host")).run()
+    Ok(workspace_root().join("target/release").join(bench))
 }
 
-/// The softswitch interpreter's packet rate.
+/// The host benchmark: packets/s through a veth pair without a program, with XDP_PASS, with
+/// the ECN program and with the CNP path; CE→CNP latency; the traffic tool's ceiling.
+pub fn bench_host() -> anyhow::Result<()> {
+    require_root("the host benchmark")?;
+    // The benchmark attaches programs with the CLI.
+    Cmd::new(build_bench("bench-host", "lossless", "lossless")?).run()
+}
+
+/// The softswitch interpreter's packet rate (the `interpreter` bench), then IPv4 forwarding
+/// between two veths through a Linux bridge, `softswitch run` and the interpreter alone, as
+/// ratios (bench-softswitch, root).
 pub fn bench_softswitch() -> anyhow::Result<()> {
     cargo()
         .args([
@@ -152,5 +157,7 @@ pub fn bench_softswitch() -> anyhow::Result<()> {
             "--bench",
             "interpreter",
         ])
-        .run()
+        .run()?;
+    require_root("the softswitch port benchmark")?;
+    Cmd::new(build_bench("bench-softswitch", "softswitch", "softswitch")?).run()
 }
