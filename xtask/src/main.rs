@@ -31,7 +31,7 @@ enum Command {
         #[arg(value_enum)]
         target: BenchTarget,
     },
-    /// Regenerate kernel UAPI definitions with bindgen (output committed).
+    /// Regenerate kernel UAPI definitions (bindgen) and the P4Runtime descriptors (output committed).
     Codegen,
 }
 

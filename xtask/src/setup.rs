@@ -20,8 +20,17 @@ const APT_PACKAGES: &[&str] = &[
     "util-linux",
 ];
 
-/// Python packages of the tests' independent decoders, kept in `.venv` inside the clone.
-const PYTHON_PACKAGES: &[&str] = &["scapy==2.6.1"];
+/// Python packages of the tests' independent decoders and clients, kept in `.venv` inside the
+/// clone, each with the module that proves it is installed: scapy; the official P4Runtime
+/// bindings (an independent P4Runtime client, and the source of `p4runtime/proto/`'s descriptors)
+/// with the protobuf runtime, Google's common protos and gRPC they need.
+const PYTHON_PACKAGES: &[(&str, &str)] = &[
+    ("scapy==2.6.1", "scapy"),
+    ("p4runtime==1.6.0", "p4.v1.p4runtime_pb2"),
+    ("protobuf==7.36.2", "google.protobuf"),
+    ("googleapis-common-protos==1.76.0", "google.rpc.status_pb2"),
+    ("grpcio==1.85.1", "grpc"),
+];
 
 /// Installs what is missing. Takes about a second when nothing is.
 pub fn setup() -> anyhow::Result<()> {
@@ -119,11 +128,14 @@ fn python_venv() -> anyhow::Result<()> {
     let python = venv.join("bin/python");
     let import_check = PYTHON_PACKAGES
         .iter()
-        .map(|p| format!("import {}", p.split("==").next().unwrap_or(p)))
+        .map(|(_, module)| format!("import {module}"))
         .collect::<Vec<_>>()
         .join("; ");
+    let specs: Vec<&str> = PYTHON_PACKAGES.iter().map(|(spec, _)| *spec).collect();
     let ready = Command::new(&python)
         .args(["-c", &import_check])
+        // The p4runtime bindings were generated for an older protobuf runtime.
+        .env("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false);
@@ -133,7 +145,7 @@ fn python_venv() -> anyhow::Result<()> {
     eprintln!(
         "setup: creating {} with {}",
         venv.display(),
-        PYTHON_PACKAGES.join(" ")
+        specs.join(" ")
     );
     if !python.exists() {
         // Debian's interpreter, so later Mininet helpers see the same one.
@@ -150,10 +162,11 @@ fn python_venv() -> anyhow::Result<()> {
             "--quiet",
             "--disable-pip-version-check",
         ])
-        .args(PYTHON_PACKAGES.iter().copied())
+        .args(&specs)
         .run()?;
     let ok = Command::new(&python)
         .args(["-c", &import_check])
+        .env("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")
         .status()
         .context("running the venv's python")?;
     if !ok.success() {
