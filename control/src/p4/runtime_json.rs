@@ -126,7 +126,7 @@ impl RuntimeConfig {
 }
 
 /// `1 thing` / `2 things`.
-pub fn plural(n: usize, one: &str, many: &str) -> String {
+fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
