@@ -27,6 +27,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Type URLs as the official clients write them (type.googleapis.com/p4.v1.Error).
     config.enable_type_names();
     config.type_name_domain(["."], "type.googleapis.com");
+    // Maps as BTreeMap: deterministic encodings and text (P4Info's type_info).
+    config.btree_map(["."]);
     tonic_prost_build::configure()
         .build_client(true)
         .build_server(true)

@@ -65,6 +65,21 @@ fn write_fields(out: &mut String, message: &DynamicMessage, indent: usize) {
                     write_field(out, &field, item, indent);
                 }
             }
+            Value::Map(map) => {
+                // One `name { key: ... value ... }` block per entry, sorted by key.
+                let entry = field.kind();
+                let entry = entry
+                    .as_message()
+                    .expect("a map field's kind is its entry message");
+                let mut keys: Vec<_> = map.keys().collect();
+                keys.sort();
+                for key in keys {
+                    let mut message = DynamicMessage::new(entry.clone());
+                    message.set_field(&entry.map_entry_key_field(), key.clone().into());
+                    message.set_field(&entry.map_entry_value_field(), map[key].clone());
+                    write_field(out, &field, &Value::Message(message), indent);
+                }
+            }
             value => write_field(out, &field, value, indent),
         }
     }

@@ -9,7 +9,7 @@ use crate::ir::{
 };
 use crate::meter::Color;
 use crate::ops;
-use crate::switch::State;
+use crate::switch::{DigestSent, State};
 
 /// How a statement list ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -642,7 +642,11 @@ impl<'a> Exec<'a> {
             ExternCall::Resubmit(fl) => self.effects.resubmit = Some(*fl),
             ExternCall::Recirculate(fl) => self.effects.recirculate = Some(*fl),
             ExternCall::Truncate(len) => self.effects.truncate = Some(self.val(len) as u32),
-            ExternCall::Digest { receiver, data } => {
+            ExternCall::Digest {
+                receiver,
+                data,
+                digest,
+            } => {
                 let r = self.val(receiver) as u32;
                 let mut values = Vec::new();
                 for f in data {
@@ -655,7 +659,11 @@ impl<'a> Exec<'a> {
                         }
                     }
                 }
-                self.state.digests.push((r, values));
+                self.state.digests.push(DigestSent {
+                    receiver: r,
+                    digest: *digest,
+                    values,
+                });
             }
             ExternCall::Hash {
                 dst,

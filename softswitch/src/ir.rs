@@ -218,8 +218,12 @@ pub enum ExternCall {
     Recirculate(Option<usize>),
     /// `truncate(length)`.
     Truncate(Expr),
-    /// `digest(receiver, data)`.
-    Digest { receiver: Expr, data: FieldList },
+    /// `digest(receiver, data)`; `digest` indexes `CpInfo::digests` (the data's type).
+    Digest {
+        receiver: Expr,
+        data: FieldList,
+        digest: usize,
+    },
     /// `hash(result, algo, base, data, max)`.
     Hash {
         dst: Place,
@@ -661,6 +665,8 @@ pub struct Program {
     pub instances: Vec<Instance>,
     /// Error names by code.
     pub errors: Vec<String>,
+    /// What the control plane sees beyond the above (for P4Info).
+    pub control_plane: crate::cpinfo::CpInfo,
 }
 
 /// Indices into [`Program::controls`].

@@ -9,6 +9,7 @@
 pub mod ast;
 pub mod bits;
 pub mod check;
+pub mod cpinfo;
 pub mod diagnostic;
 pub mod hash;
 pub mod interp;
@@ -16,6 +17,7 @@ pub mod ir;
 pub mod lexer;
 pub mod meter;
 pub mod ops;
+pub mod p4info;
 pub mod parser;
 pub mod preprocessor;
 pub mod source;

@@ -1,4 +1,4 @@
-//! The `softswitch` command line: `check` a program, run an `stf` test.
+//! The `softswitch` command line: `check` a program, run an `stf` test, print its `p4info`.
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -32,6 +32,23 @@ enum Command {
         #[arg(short, long)]
         verbose: bool,
     },
+    /// Print the program's P4Info (p4c's names and ids) on standard output.
+    P4info {
+        /// The P4_16 program.
+        program: PathBuf,
+        /// text: protobuf text format as p4c's .p4info.txtpb; json: protobuf's JSON mapping;
+        /// binary: the encoded message.
+        #[arg(long, value_enum, default_value_t = P4InfoFormat::Text)]
+        format: P4InfoFormat,
+    },
+}
+
+/// How `p4info` writes the message.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum P4InfoFormat {
+    Text,
+    Json,
+    Binary,
 }
 
 fn main() -> ExitCode {
@@ -47,6 +64,30 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     let mut map = SourceMap::new();
     match cli.command {
+        Command::P4info { program, format } => {
+            let Some(compiled) = compile(&mut map, &program)? else {
+                return Ok(ExitCode::FAILURE);
+            };
+            let info = match softswitch::p4info::p4info(&compiled, &map) {
+                Ok(info) => info,
+                Err(d) => {
+                    eprintln!("{}", d.render(&map));
+                    return Ok(ExitCode::FAILURE);
+                }
+            };
+            let bytes = match format {
+                P4InfoFormat::Text => format!(
+                    "# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.config.v1.P4Info\n\n{}",
+                    p4runtime::format::to_text(&info)
+                )
+                .into_bytes(),
+                P4InfoFormat::Json => p4runtime::format::to_json(&info).into_bytes(),
+                P4InfoFormat::Binary => prost::Message::encode_to_vec(&info),
+            };
+            std::io::Write::write_all(&mut std::io::stdout().lock(), &bytes)
+                .context("writing the P4Info")?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Check { program } => {
             if compile(&mut map, &program)?.is_none() {
                 return Ok(ExitCode::FAILURE);
@@ -78,9 +119,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 for line in &switch.state.log {
                     println!("log: {line}");
                 }
-                for (receiver, values) in &switch.state.digests {
-                    let values: Vec<String> = values.iter().map(|v| format!("{v:#x}")).collect();
-                    println!("digest {receiver}: {}", values.join(" "));
+                for d in &switch.state.digests {
+                    let values: Vec<String> = d.values.iter().map(|v| format!("{v:#x}")).collect();
+                    println!("digest {}: {}", d.receiver, values.join(" "));
                 }
                 println!("dropped: {}", switch.drops);
             }

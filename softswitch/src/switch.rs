@@ -51,8 +51,8 @@ pub struct State {
     pub value_sets: Vec<Vec<FieldMatch>>,
     /// Members and groups of each action profile or selector, by instance index.
     pub profiles: Vec<Profile>,
-    /// Digests sent: receiver and field values.
-    pub digests: Vec<(u32, Vec<u128>)>,
+    /// Digests sent.
+    pub digests: Vec<DigestSent>,
     /// `log_msg` output.
     pub log: Vec<String>,
     /// A buffer reused by every checksum and hash computation.
@@ -127,6 +127,17 @@ impl State {
     pub fn direct_meter(&mut self, instance: usize, handle: usize) -> &mut Meter {
         self.direct_meters.entry((instance, handle)).or_default()
     }
+}
+
+/// A digest the program sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DigestSent {
+    /// The receiver argument.
+    pub receiver: u32,
+    /// Which digest (index into `CpInfo::digests`).
+    pub digest: usize,
+    /// The data's fields, flattened.
+    pub values: Vec<u128>,
 }
 
 /// A packet the switch sent out of a port.
@@ -759,6 +770,37 @@ impl Switch {
     /// Adds (or replaces) clone session `session` sending to `port`.
     pub fn set_clone_session(&mut self, session: u32, port: u16) {
         self.clone_sessions.insert(session, port);
+    }
+
+    /// Removes clone session `session`.
+    pub fn remove_clone_session(&mut self, session: u32) {
+        self.clone_sessions.remove(&session);
+    }
+
+    /// Makes multicast group `group` replicate to `replicas` (egress port, replication id),
+    /// creating or replacing it.
+    pub fn set_multicast_group(&mut self, group: u16, replicas: &[(u16, u16)]) {
+        self.remove_multicast_group(group);
+        self.create_group(group);
+        let mut rids: Vec<u16> = replicas.iter().map(|&(_, rid)| rid).collect();
+        rids.sort_unstable();
+        rids.dedup();
+        for rid in rids {
+            let ports = replicas
+                .iter()
+                .filter(|&&(_, r)| r == rid)
+                .map(|&(port, _)| port)
+                .collect();
+            let node = self.create_node(rid, ports);
+            self.associate_node(group, node);
+        }
+    }
+
+    /// Removes multicast group `group` and its nodes.
+    pub fn remove_multicast_group(&mut self, group: u16) {
+        for node in self.groups.remove(&group).unwrap_or_default() {
+            self.nodes[node] = None;
+        }
     }
 
     /// Creates multicast group `group` (empty).

@@ -305,6 +305,19 @@ impl TableState {
         self.entries.get(handle).and_then(Option::as_ref)
     }
 
+    /// The entry with handle `handle`, to change its action or its direct counter.
+    pub fn entry_mut(&mut self, handle: usize) -> Option<&mut Installed> {
+        self.entries.get_mut(handle).and_then(Option::as_mut)
+    }
+
+    /// Every installed entry with its handle, in installation order.
+    pub fn installed(&self) -> impl Iterator<Item = (usize, &Installed)> {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter_map(|(h, e)| e.as_ref().map(|e| (h, e)))
+    }
+
     /// The handle of the entry matching `key`, if any.
     pub fn lookup(&mut self, key: &[u128]) -> Option<usize> {
         match &self.index {

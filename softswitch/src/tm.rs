@@ -194,6 +194,23 @@ impl<T> TrafficManager<T> {
             .min()
     }
 
+    /// The depth (packets) and rate (packets per second, `None` unlimited) of `port`'s queue
+    /// `priority`; a port not seen yet has the defaults.
+    pub fn config(&self, port: u16, priority: u8) -> (usize, Option<u64>) {
+        match self.ports.get(&port) {
+            Some(qs) => {
+                let q = &qs[usize::from(priority).min(PRIORITIES - 1)];
+                (q.depth, q.rate_pps)
+            }
+            None => (self.default_depth, self.default_rate),
+        }
+    }
+
+    /// The ports that have queues (every port a packet was queued for or a setting named).
+    pub fn ports(&self) -> impl Iterator<Item = u16> + '_ {
+        self.ports.keys().copied()
+    }
+
     /// The number of packets in `port`'s queue `priority`.
     pub fn occupancy(&self, port: u16, priority: u8) -> usize {
         self.ports

@@ -35,7 +35,7 @@ pub enum Type {
 }
 
 /// A header, header union or struct declaration.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Aggregate {
     /// Name.
     pub name: String,
@@ -48,7 +48,7 @@ pub struct Aggregate {
 }
 
 /// An enum declaration.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct EnumDef {
     /// Name.
     pub name: String,
@@ -59,7 +59,7 @@ pub struct EnumDef {
 }
 
 /// All declared aggregates and enums.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Types {
     /// Headers, unions, structs.
     pub aggregates: Vec<Aggregate>,

@@ -81,3 +81,33 @@ fn stf_verbose_prints_logs_and_digests() {
     assert!(stdout.contains("log: kind 4\n"), "{stdout}");
     assert!(stdout.contains("digest 1: 0xa0b0c0d0e0f\n"), "{stdout}");
 }
+
+/// `softswitch p4info --format FORMAT` on a corpus program, decoded back to a P4Info.
+fn p4info_as(format: &str) -> p4runtime::p4::config::v1::P4Info {
+    let out = Command::new(env!("CARGO_BIN_EXE_softswitch"))
+        .args(["p4info", "--format", format])
+        .arg(corpus("basic.p4"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    match format {
+        "binary" => prost::Message::decode(out.stdout.as_slice()).unwrap(),
+        "json" => p4runtime::format::from_json(std::str::from_utf8(&out.stdout).unwrap()).unwrap(),
+        _ => p4runtime::format::from_text(std::str::from_utf8(&out.stdout).unwrap()).unwrap(),
+    }
+}
+
+#[test]
+fn p4info_writes_the_same_message_in_every_format() {
+    let text = p4info_as("text");
+    assert_eq!(
+        text.tables[0].preamble.as_ref().unwrap().name,
+        "MyIngress.ipv4_lpm"
+    );
+    assert_eq!(p4info_as("json"), text);
+    assert_eq!(p4info_as("binary"), text);
+}

@@ -302,6 +302,7 @@ impl Checker<'_> {
     pub(super) fn function_call(
         &mut self,
         name: &str,
+        type_args: &[ast::TypeRef],
         args: &[ast::Arg],
         span: Span,
     ) -> Result<Vec<Stmt>> {
@@ -381,8 +382,13 @@ impl Checker<'_> {
             "digest" => {
                 arity(2)?;
                 let receiver = self.scalar_of(a[0], &BITS32)?;
+                let digest = self.record_digest(type_args, a[1])?;
                 let data = self.field_list(a[1])?;
-                one(ExternCall::Digest { receiver, data })
+                one(ExternCall::Digest {
+                    receiver,
+                    data,
+                    digest,
+                })
             }
             "hash" => {
                 arity(5)?;

@@ -3,6 +3,7 @@
 //! (expressions, places, constants), `stmt` (statements and calls), `externs` (v1model and core
 //! externs), `table`, `parser`. This module holds the environment and the declarations.
 
+mod cpinfo;
 mod expr;
 mod externs;
 mod parser;
@@ -94,6 +95,8 @@ struct Checker<'a> {
     blocks: Vec<String>,
     /// Generic functions being lowered (to refuse recursion).
     instantiating: Vec<(String, Vec<Type>)>,
+    /// What the control plane sees (P4Info), recorded beside the IR.
+    cp: crate::cpinfo::CpInfo,
 }
 
 impl<'a> Checker<'a> {
@@ -224,8 +227,14 @@ impl<'a> Checker<'a> {
                 self.declare(name, Sym::Type(t))
             }
             Decl::Aggregate {
-                kind, name, fields, ..
-            } => self.aggregate(*kind, name, fields),
+                annotations,
+                kind,
+                name,
+                fields,
+            } => {
+                self.aggregate(*kind, name, fields)?;
+                self.record_controller_header(annotations, name)
+            }
             Decl::Enum {
                 repr,
                 name,
@@ -437,6 +446,7 @@ impl<'a> Checker<'a> {
         let name = self.qualified(&a.name.name, &a.annotations);
         let body = self.push_body(name.clone(), &params, stmts);
         self.actions.push(ir::Action { name, body });
+        self.cp.actions.push(a.annotations.clone());
         self.callables.push(Callable {
             body,
             params,
@@ -781,6 +791,7 @@ impl<'a> Checker<'a> {
         let kind = externs::instance_kind(self, i)?;
         let name = self.qualified(&i.name.name, &i.annotations);
         self.instances.push(ir::Instance { name, kind });
+        self.cp.instances.push(i.annotations.clone());
         Ok(self.instances.len() - 1)
     }
 
@@ -893,6 +904,10 @@ impl<'a> Checker<'a> {
             bodies: self.bodies,
             instances: self.instances,
             errors: self.errors,
+            control_plane: crate::cpinfo::CpInfo {
+                types: self.types,
+                ..self.cp
+            },
         })
     }
 

@@ -261,7 +261,7 @@ impl<'a> Checker<'a> {
                     let inv = self.invoke(i, args, e.span)?;
                     Ok(vec![Stmt::Invoke(Box::new(inv))])
                 }
-                Some(Sym::ExternFunction) => self.function_call(n, args, e.span),
+                Some(Sym::ExternFunction) => self.function_call(n, type_args, args, e.span),
                 Some(_) => fail(callee.span, format!("'{n}' cannot be called")),
                 None => fail(callee.span, format!("unknown name '{n}'")),
             },

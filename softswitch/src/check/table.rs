@@ -21,17 +21,23 @@ impl Checker<'_> {
         let mut direct_meter = None;
         let mut profile = None;
         let mut bindings = Vec::new();
+        let mut cp = crate::cpinfo::TableCp {
+            annotations: t.annotations.clone(),
+            ..Default::default()
+        };
         for prop in &t.props {
             match prop {
                 TableProp::Key(elems) => {
                     for k in elems {
                         keys.push(self.key(k)?);
+                        cp.keys.push(k.annotations.clone());
                     }
                 }
                 TableProp::Actions(refs) => {
                     for r in refs {
                         let action = self.action_index(&r.name)?;
                         actions.push(action);
+                        cp.action_refs.push(r.annotations.clone());
                         if !r.args.is_empty() {
                             bindings.push((action, self.action_binding(action, r)?));
                         }
@@ -49,6 +55,9 @@ impl Checker<'_> {
                     "counters" => direct_counter = Some(self.direct_instance(value, true)?),
                     "meters" => direct_meter = Some(self.direct_instance(value, false)?),
                     "implementation" => profile = Some(self.profile_instance(value, &t.name)?),
+                    "support_timeout" => {
+                        cp.supports_timeout = matches!(value.kind, ExprKind::Bool(true))
+                    }
                     _ => {}
                 },
             }
@@ -72,6 +81,14 @@ impl Checker<'_> {
                 )
             }
         };
+        cp.keys = keys
+            .iter()
+            .zip(std::mem::take(&mut cp.keys))
+            .filter(|(k, _)| k.kind != MatchKind::Selector)
+            .map(|(_, annotations)| annotations)
+            .collect();
+        cp.default_written = default.is_some();
+        cp.has_entries = entries.is_some();
         let (selector, keys): (Vec<ir::Key>, Vec<ir::Key>) = keys
             .into_iter()
             .partition(|k| k.kind == MatchKind::Selector);
@@ -101,6 +118,7 @@ impl Checker<'_> {
             selector,
         };
         self.tables.push(table);
+        self.cp.tables.push(cp);
         let idx = self.tables.len() - 1;
         if let Some((list, _)) = entries {
             let n = list.len() as i64;
