@@ -20,6 +20,7 @@ pub mod ops;
 pub mod p4info;
 pub mod parser;
 pub mod preprocessor;
+pub mod server;
 pub mod source;
 pub mod stf;
 pub mod switch;

@@ -44,7 +44,11 @@ impl Checker<'_> {
     /// Records the data type of a `digest<T>(receiver, data)` call (`T` if given, else the type
     /// of `data`; an unnamed list gets the name `digest_N` as p4c gives it) and returns its index
     /// in `CpInfo::digests`.
-    pub(super) fn record_digest(&mut self, type_args: &[TypeRef], data: &ast::Expr) -> Result<usize> {
+    pub(super) fn record_digest(
+        &mut self,
+        type_args: &[TypeRef],
+        data: &ast::Expr,
+    ) -> Result<usize> {
         let ty = match type_args.first() {
             Some(t) => self.resolve_type(t)?,
             None => match &data.kind {

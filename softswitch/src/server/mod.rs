@@ -1,0 +1,89 @@
+//! softswitch's gRPC server: P4Runtime ([`p4rt`]) and the Queues service ([`queues`]) of one
+//! device. The pipeline lives on the [`engine`] thread, which the services reach through
+//! closures; clients are arbitrated by [`arbitration`]; [`entities`] translates P4Runtime
+//! entities, [`packetio`] packet I/O and digests, [`pipeline`] device configs.
+
+pub mod arbitration;
+pub mod bytes;
+pub mod engine;
+pub mod entities;
+pub mod p4rt;
+pub mod packetio;
+pub mod pipeline;
+pub mod queues;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+
+use p4runtime::lossless::softswitch::v1::queues_server::QueuesServer;
+use p4runtime::p4::v1::p4_runtime_server::P4RuntimeServer;
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+
+use arbitration::Arbitration;
+use engine::{EngineHandle, Transmit};
+use pipeline::Compiled;
+
+/// The default P4Runtime address, as simple_switch_grpc's.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:9559";
+
+/// A running device: the engine thread and the arbitration its services share.
+pub struct Device {
+    /// The engine.
+    pub engine: EngineHandle,
+    /// The clients.
+    pub arbitration: Arc<Arbitration>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Device {
+    /// Starts the engine of device `device_id` with its ports, CPU port and first pipeline.
+    pub fn start(
+        device_id: u64,
+        ports: BTreeMap<u16, Box<dyn Transmit>>,
+        cpu_port: Option<u16>,
+        program: Option<Compiled>,
+    ) -> Self {
+        let arbitration = Arc::new(Arbitration::new(device_id));
+        let (engine, thread) = EngineHandle::start(ports, cpu_port, arbitration.clone());
+        if let Some(compiled) = program {
+            // The engine was just started: it is there to take the call.
+            let _ = engine.call_blocking(move |e| e.load(compiled));
+        }
+        Device {
+            engine,
+            arbitration,
+            thread: Some(thread),
+        }
+    }
+
+    /// Serves P4Runtime and Queues on `listener` until `shutdown` completes.
+    pub async fn serve(
+        &self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), tonic::transport::Error> {
+        tonic::transport::Server::builder()
+            .add_service(P4RuntimeServer::new(p4rt::P4RuntimeService::new(
+                self.engine.clone(),
+                self.arbitration.clone(),
+            )))
+            .add_service(QueuesServer::new(queues::QueuesService::new(
+                self.engine.clone(),
+                self.arbitration.clone(),
+            )))
+            .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+            .await
+    }
+}
+
+impl Drop for Device {
+    /// Stops the engine and waits for it.
+    fn drop(&mut self) {
+        self.engine.stop();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

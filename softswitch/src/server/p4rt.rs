@@ -1,0 +1,297 @@
+//! The P4Runtime service: Capabilities, Set/GetForwardingPipelineConfig, Write, Read and
+//! StreamChannel, over the engine (pipeline) and the arbitration (clients).
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use p4runtime::p4::v1::{
+    self as p4v1, get_forwarding_pipeline_config_request::ResponseType,
+    p4_runtime_server::P4Runtime, set_forwarding_pipeline_config_request::Action as SetAction,
+    stream_message_request::Update as Incoming, write_request::Atomicity,
+};
+use p4runtime::status;
+use tokio_stream::{wrappers::UnboundedReceiverStream, Stream, StreamExt};
+use tonic::{Request, Response, Status, Streaming};
+
+use super::arbitration::{Arbitration, StreamItem};
+use super::engine::{EngineHandle, Stopped};
+use super::pipeline::Compiled;
+use super::{entities, packetio};
+
+/// The P4Runtime API version the definitions come from.
+pub const API_VERSION: &str = "1.5.0";
+
+/// The P4Runtime service of one device.
+pub struct P4RuntimeService {
+    engine: EngineHandle,
+    arbitration: Arc<Arbitration>,
+    /// The config of VERIFY_AND_SAVE, waiting for COMMIT.
+    saved: Arc<Mutex<Option<Compiled>>>,
+}
+
+impl P4RuntimeService {
+    /// The service for the device behind `engine` and `arbitration`.
+    pub fn new(engine: EngineHandle, arbitration: Arc<Arbitration>) -> Self {
+        P4RuntimeService {
+            engine,
+            arbitration,
+            saved: Arc::new(Mutex::new(None)),
+        }
+    }
+}
+
+impl From<Stopped> for Status {
+    fn from(e: Stopped) -> Self {
+        Status::unavailable(e.to_string())
+    }
+}
+
+fn no_pipeline() -> Status {
+    Status::failed_precondition("no forwarding pipeline: set one with SetForwardingPipelineConfig")
+}
+
+/// Compiles a device config off the async runtime.
+async fn compile(config: p4v1::ForwardingPipelineConfig) -> Result<Compiled, Status> {
+    let p4info = config
+        .p4info
+        .ok_or_else(|| Status::invalid_argument("the config has no p4info"))?;
+    let cookie = config.cookie.map_or(0, |c| c.cookie);
+    tokio::task::spawn_blocking(move || {
+        Compiled::new(config.p4_device_config, Some(&p4info), cookie)
+    })
+    .await
+    .map_err(|e| Status::internal(format!("the compiler failed: {e}")))?
+    .map_err(Status::invalid_argument)
+}
+
+type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl P4Runtime for P4RuntimeService {
+    #[allow(deprecated)] // role_id: a role named by its deprecated id is refused too.
+    async fn write(
+        &self,
+        request: Request<p4v1::WriteRequest>,
+    ) -> Result<Response<p4v1::WriteResponse>, Status> {
+        let req = request.into_inner();
+        self.arbitration
+            .check_primary(req.device_id, req.election_id)?;
+        if !req.role.is_empty() || req.role_id != 0 {
+            return Err(Status::unimplemented(
+                "softswitch serves the default role only",
+            ));
+        }
+        match Atomicity::try_from(req.atomicity) {
+            Ok(Atomicity::ContinueOnError) => {}
+            _ => {
+                return Err(Status::unimplemented(
+                    "softswitch applies updates with CONTINUE_ON_ERROR only",
+                ))
+            }
+        }
+        let results = self
+            .engine
+            .call(move |e| {
+                let p = e.pipeline.as_mut().ok_or_else(no_pipeline)?;
+                Ok::<_, Status>(
+                    req.updates
+                        .iter()
+                        .map(|u| match entities::write(p, u) {
+                            Ok(()) => status::update_ok(),
+                            Err(s) => status::update_error(s.code(), s.message()),
+                        })
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .await??;
+        status::batch_result(results)?;
+        Ok(Response::new(p4v1::WriteResponse {}))
+    }
+
+    type ReadStream = ResponseStream<p4v1::ReadResponse>;
+
+    async fn read(
+        &self,
+        request: Request<p4v1::ReadRequest>,
+    ) -> Result<Response<Self::ReadStream>, Status> {
+        let req = request.into_inner();
+        self.arbitration.check_device(req.device_id)?;
+        let entities = self
+            .engine
+            .call(move |e| {
+                let p = e.pipeline.as_ref().ok_or_else(no_pipeline)?;
+                let mut out = Vec::new();
+                for filter in &req.entities {
+                    entities::read(p, filter, &mut out)?;
+                }
+                Ok::<_, Status>(out)
+            })
+            .await??;
+        let response = p4v1::ReadResponse { entities };
+        Ok(Response::new(Box::pin(tokio_stream::once(Ok(response)))))
+    }
+
+    async fn set_forwarding_pipeline_config(
+        &self,
+        request: Request<p4v1::SetForwardingPipelineConfigRequest>,
+    ) -> Result<Response<p4v1::SetForwardingPipelineConfigResponse>, Status> {
+        let req = request.into_inner();
+        self.arbitration
+            .check_primary(req.device_id, req.election_id)?;
+        let action = SetAction::try_from(req.action).unwrap_or(SetAction::Unspecified);
+        let config = || {
+            req.config
+                .clone()
+                .ok_or_else(|| Status::invalid_argument("the request has no config"))
+        };
+        match action {
+            SetAction::Verify => {
+                compile(config()?).await?;
+            }
+            SetAction::VerifyAndSave => {
+                let compiled = compile(config()?).await?;
+                *self.saved.lock().expect("saved lock") = Some(compiled);
+            }
+            SetAction::VerifyAndCommit => {
+                let compiled = compile(config()?).await?;
+                self.engine.call(move |e| e.load(compiled)).await?;
+            }
+            SetAction::Commit => {
+                let compiled = self.saved.lock().expect("saved lock").take().ok_or_else(|| {
+                    Status::failed_precondition("nothing to commit: send VERIFY_AND_SAVE first")
+                })?;
+                self.engine.call(move |e| e.load(compiled)).await?;
+            }
+            SetAction::ReconcileAndCommit => {
+                return Err(Status::unimplemented(
+                    "RECONCILE_AND_COMMIT is not supported: the pipeline is replaced and its state reset (VERIFY_AND_COMMIT)",
+                ))
+            }
+            SetAction::Unspecified => return Err(Status::invalid_argument("the request's action is unspecified")),
+        }
+        Ok(Response::new(p4v1::SetForwardingPipelineConfigResponse {}))
+    }
+
+    async fn get_forwarding_pipeline_config(
+        &self,
+        request: Request<p4v1::GetForwardingPipelineConfigRequest>,
+    ) -> Result<Response<p4v1::GetForwardingPipelineConfigResponse>, Status> {
+        let req = request.into_inner();
+        self.arbitration.check_device(req.device_id)?;
+        let kind = ResponseType::try_from(req.response_type)
+            .map_err(|_| Status::invalid_argument("unknown response type"))?;
+        let config = self
+            .engine
+            .call(move |e| {
+                let p = e.pipeline.as_ref().ok_or_else(no_pipeline)?;
+                let with_info = matches!(kind, ResponseType::All | ResponseType::P4infoAndCookie);
+                let with_device = matches!(
+                    kind,
+                    ResponseType::All | ResponseType::DeviceConfigAndCookie
+                );
+                Ok::<_, Status>(p4v1::ForwardingPipelineConfig {
+                    p4info: with_info.then(|| p.info.clone()),
+                    p4_device_config: if with_device {
+                        p.device_config.clone()
+                    } else {
+                        Vec::new()
+                    },
+                    cookie: Some(p4v1::forwarding_pipeline_config::Cookie { cookie: p.cookie }),
+                })
+            })
+            .await??;
+        Ok(Response::new(p4v1::GetForwardingPipelineConfigResponse {
+            config: Some(config),
+        }))
+    }
+
+    type StreamChannelStream = ResponseStream<p4v1::StreamMessageResponse>;
+
+    async fn stream_channel(
+        &self,
+        request: Request<Streaming<p4v1::StreamMessageRequest>>,
+    ) -> Result<Response<Self::StreamChannelStream>, Status> {
+        let mut incoming = request.into_inner();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<StreamItem>();
+        let client = self.arbitration.join(tx.clone());
+        let arbitration = self.arbitration.clone();
+        let engine = self.engine.clone();
+        tokio::spawn(async move {
+            let mut arbitrated = false;
+            while let Some(message) = incoming.next().await {
+                let Ok(message) = message else { break };
+                let result = match message.update {
+                    Some(Incoming::Arbitration(update)) => {
+                        let r = arbitration.arbitrate(client, &update);
+                        arbitrated |= r.is_ok();
+                        r
+                    }
+                    _ if !arbitrated => Err(Status::failed_precondition(
+                        "the first message on a stream must be a MasterArbitrationUpdate",
+                    )),
+                    Some(Incoming::Packet(out)) => {
+                        packet_out(&engine, &arbitration, client, out, &tx).await;
+                        Ok(())
+                    }
+                    Some(Incoming::DigestAck(_)) | Some(Incoming::Other(_)) => Ok(()),
+                    None => Ok(()),
+                };
+                if let Err(status) = result {
+                    let _ = tx.send(Err(status));
+                    break;
+                }
+            }
+            arbitration.leave(client);
+        });
+        Ok(Response::new(Box::pin(UnboundedReceiverStream::new(rx))))
+    }
+
+    async fn capabilities(
+        &self,
+        _request: Request<p4v1::CapabilitiesRequest>,
+    ) -> Result<Response<p4v1::CapabilitiesResponse>, Status> {
+        Ok(Response::new(p4v1::CapabilitiesResponse {
+            p4runtime_api_version: API_VERSION.into(),
+            experimental: None,
+        }))
+    }
+}
+
+/// Injects a PacketOut at the CPU port; problems go back on the stream as a StreamError.
+async fn packet_out(
+    engine: &EngineHandle,
+    arbitration: &Arbitration,
+    client: u64,
+    out: p4v1::PacketOut,
+    tx: &tokio::sync::mpsc::UnboundedSender<StreamItem>,
+) {
+    let primary = arbitration.is_primary(client);
+    let result = engine
+        .call(move |e| {
+            if !primary {
+                return Err(Status::permission_denied(
+                    "only the primary controller may send PacketOut",
+                ));
+            }
+            let cpu_port = e.cpu_port().ok_or_else(|| {
+                Status::failed_precondition("the switch has no CPU port (start it with --cpu-port)")
+            })?;
+            let p = e.pipeline.as_ref().ok_or_else(no_pipeline)?;
+            let frame = packetio::packet_out(&p.info, &out)?;
+            e.receive(cpu_port, frame);
+            Ok(())
+        })
+        .await
+        .map_err(Status::from)
+        .and_then(|r| r);
+    if let Err(status) = result {
+        let error = p4v1::StreamError {
+            canonical_code: status.code() as i32,
+            message: status.message().to_string(),
+            ..Default::default()
+        };
+        let _ = tx.send(Ok(p4v1::StreamMessageResponse {
+            update: Some(p4v1::stream_message_response::Update::Error(error)),
+        }));
+    }
+}

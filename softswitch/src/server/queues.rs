@@ -1,0 +1,129 @@
+//! softswitch's `lossless.softswitch.v1.Queues` service: egress queue depth and rate per port
+//! and priority, as BMv2's Thrift `set_queue_depth` / `set_queue_rate`.
+
+use std::sync::Arc;
+
+use p4runtime::lossless::softswitch::v1::{self as q, queues_server::Queues};
+use tonic::{Request, Response, Status};
+
+use super::arbitration::Arbitration;
+use super::engine::EngineHandle;
+use crate::switch::Switch;
+use crate::tm::PRIORITIES;
+
+/// The Queues service of one device.
+pub struct QueuesService {
+    engine: EngineHandle,
+    arbitration: Arc<Arbitration>,
+}
+
+impl QueuesService {
+    /// The service for the device behind `engine`.
+    pub fn new(engine: EngineHandle, arbitration: Arc<Arbitration>) -> Self {
+        QueuesService {
+            engine,
+            arbitration,
+        }
+    }
+}
+
+/// The state of `port`'s queue `priority`.
+fn state(switch: &Switch, port: u16, priority: u8) -> q::QueueState {
+    let (depth, rate) = switch.tm.config(port, priority);
+    q::QueueState {
+        port: u32::from(port),
+        priority: u32::from(priority),
+        depth_packets: depth as u32,
+        rate_pps: rate.unwrap_or(0),
+        occupancy_packets: switch.tm.occupancy(port, priority) as u32,
+    }
+}
+
+/// Every queue of the ports `ports` (all known ports if `None`) at `priority` (all if `None`).
+fn states(switch: &Switch, ports: Option<u16>, priority: Option<u8>) -> Vec<q::QueueState> {
+    let ports: Vec<u16> = match ports {
+        Some(p) => vec![p],
+        None => switch.tm.ports().collect(),
+    };
+    ports
+        .into_iter()
+        .flat_map(|port| {
+            (0..PRIORITIES as u8)
+                .filter(move |p| priority.is_none_or(|x| x == *p))
+                .map(move |p| state(switch, port, p))
+        })
+        .collect()
+}
+
+fn no_pipeline() -> Status {
+    Status::failed_precondition("no forwarding pipeline: the queues belong to the running pipeline")
+}
+
+#[tonic::async_trait]
+impl Queues for QueuesService {
+    async fn set_queue(
+        &self,
+        request: Request<q::SetQueueRequest>,
+    ) -> Result<Response<q::SetQueueResponse>, Status> {
+        let req = request.into_inner();
+        self.arbitration.check_device(req.device_id)?;
+        let port = req
+            .port
+            .map(|p| {
+                u16::try_from(p).ok().filter(|&p| p < 512).ok_or_else(|| {
+                    Status::invalid_argument(format!("port {p} is not a port (0..511)"))
+                })
+            })
+            .transpose()?;
+        let priority = req
+            .priority
+            .map(|p| {
+                u8::try_from(p)
+                    .ok()
+                    .filter(|&p| usize::from(p) < PRIORITIES)
+                    .ok_or_else(|| Status::invalid_argument(format!("priority {p} is not 0..7")))
+            })
+            .transpose()?;
+        if req.depth_packets == Some(0) {
+            return Err(Status::invalid_argument("a queue holds at least 1 packet"));
+        }
+        let queues = self
+            .engine
+            .call(move |e| {
+                let switch = &mut e.pipeline.as_mut().ok_or_else(no_pipeline)?.switch;
+                if let Some(depth) = req.depth_packets {
+                    switch.tm.set_depth(port, priority, depth as usize);
+                }
+                if let Some(rate) = req.rate_pps {
+                    switch
+                        .tm
+                        .set_rate(port, priority, Some(rate).filter(|&r| r > 0));
+                }
+                Ok::<_, Status>(states(switch, port, priority))
+            })
+            .await??;
+        Ok(Response::new(q::SetQueueResponse { queues }))
+    }
+
+    async fn get_queues(
+        &self,
+        request: Request<q::GetQueuesRequest>,
+    ) -> Result<Response<q::GetQueuesResponse>, Status> {
+        let req = request.into_inner();
+        self.arbitration.check_device(req.device_id)?;
+        let response = self
+            .engine
+            .call(move |e| {
+                let switch = &e.pipeline.as_ref().ok_or_else(no_pipeline)?.switch;
+                // A port number no port has: the defaults.
+                let (depth, rate) = switch.tm.config(u16::MAX, 0);
+                Ok::<_, Status>(q::GetQueuesResponse {
+                    queues: states(switch, None, None),
+                    default_depth_packets: depth as u32,
+                    default_rate_pps: rate.unwrap_or(0),
+                })
+            })
+            .await??;
+        Ok(Response::new(response))
+    }
+}
