@@ -159,15 +159,14 @@ pub fn register_cells(entities: &[Entity], p4info: &P4Info) -> Vec<RegisterCell>
     cells
 }
 
-/// The update that writes `text` into a register cell. `text` is a runtime-JSON value (`42`,
-/// `-1`, `"10.0.0.1"`), or a bare string (`10.0.0.1`, `aa:bb:cc:dd:ee:ff`).
+/// The update that writes `text` into a register cell: a decimal or `0x` integer, or an
+/// address ([`value::encode_text`]).
 pub fn register_write(register: &Register, index: i64, text: &str) -> anyhow::Result<Labelled> {
     check_index(register, index)?;
     let bitwidth = register_bitwidth(register)
         .with_context(|| format!("{} does not hold bitstrings", register.name()))?;
-    let json: Value = serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()));
-    let bytes =
-        value::encode(&json, bitwidth).with_context(|| format!("{}[{index}]", register.name()))?;
+    let bytes = value::encode_text(text, bitwidth)
+        .with_context(|| format!("{}[{index}]", register.name()))?;
     Ok(Labelled {
         label: format!("{}[{index}] = {text}", register.name()),
         update: Update {
@@ -302,8 +301,8 @@ mod tests {
         );
         assert!(register_write(register, 8, "1").is_err());
         assert!(register_entity(register, Some(-1)).is_err());
-        // A bare word is a string value: here raw bytes of the wrong length.
-        assert!(register_write(register, 0, "abc").is_err());
-        assert!(register_write(register, 0, "ab").is_ok());
+        // No raw strings on the command line.
+        assert!(register_write(register, 0, "ab").is_err());
+        assert!(register_write(register, 0, "0x10").is_ok());
     }
 }

@@ -143,7 +143,7 @@ pub enum RegistersCommand {
         /// The index.
         #[arg(long)]
         index: i64,
-        /// The value: an integer, an address (10.0.0.1, aa:bb:cc:dd:ee:ff), or JSON.
+        /// The value: a decimal or 0x integer, or an address (10.0.0.1, aa:bb:cc:dd:ee:ff).
         #[arg(allow_hyphen_values = true)]
         value: String,
     },

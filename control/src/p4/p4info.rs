@@ -3,20 +3,26 @@
 
 use std::{fmt::Write as _, path::Path};
 
-use anyhow::Context as _;
+use anyhow::{bail, Context as _};
 use p4runtime::p4::config::v1::{
     action::Param, counter_spec::Unit, match_field, p4_bitstring_like_type_spec, p4_data_type_spec,
     Action, Counter, DirectCounter, MatchField, P4Info, Preamble, Register, Table,
 };
 use prost::Message as _;
 
-use super::names::{resolve, Candidate, NameError};
+use super::{
+    names::{resolve, Candidate, NameError},
+    render::plural,
+};
 
 /// Reads a P4Info file in any of the formats p4c writes (`--p4runtime-files`): binary protobuf
 /// (`.bin`, `.pb`), protobuf's JSON mapping (`.json`), else protobuf text format (`.txt`,
 /// `.txtpb`, `.pbtxt`, ...).
 pub fn read_file(path: &Path) -> anyhow::Result<P4Info> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    if bytes.is_empty() {
+        bail!("{} is empty, not a P4Info file", path.display());
+    }
     let extension = path
         .extension()
         .and_then(|e| e.to_str())
@@ -169,14 +175,19 @@ pub fn register_bitwidth(register: &Register) -> Option<u32> {
 
 /// A few lines that say what a program has: tables with keys and actions, counters, registers.
 pub fn describe(p4info: &P4Info) -> String {
-    let mut out = format!(
-        "{} tables, {} actions, {} counters, {} direct counters, {} registers\n",
-        p4info.tables.len(),
-        p4info.actions.len(),
-        p4info.counters.len(),
-        p4info.direct_counters.len(),
-        p4info.registers.len()
-    );
+    let mut out = [
+        plural(p4info.tables.len(), "table", "tables"),
+        plural(p4info.actions.len(), "action", "actions"),
+        plural(p4info.counters.len(), "counter", "counters"),
+        plural(
+            p4info.direct_counters.len(),
+            "direct counter",
+            "direct counters",
+        ),
+        plural(p4info.registers.len(), "register", "registers"),
+    ]
+    .join(", ");
+    out.push('\n');
     for table in &p4info.tables {
         let _ = writeln!(
             out,
@@ -443,7 +454,7 @@ pub(crate) mod tests {
     fn describes_a_program() {
         let text = describe(&sample());
         assert!(
-            text.starts_with("2 tables, 4 actions, 1 counters, 1 direct counters, 1 registers\n")
+            text.starts_with("2 tables, 4 actions, 1 counter, 1 direct counter, 1 register\n")
         );
         assert!(text.contains("table MyIngress.ipv4_lpm (id 37375156, size 1024)\n  key hdr.ipv4.dstAddr lpm bit<32>\n  actions MyIngress.ipv4_forward(dstAddr: bit<48>, port: bit<9>), MyIngress.drop(), NoAction()\n"), "{text}");
         assert!(text.contains(

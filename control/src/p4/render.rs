@@ -8,6 +8,11 @@ use serde_json::Value;
 
 use super::runtime_json::TableEntrySpec;
 
+/// `1 table entry` / `2 table entries`.
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// One cell of a counter: an index of an indirect counter, or an entry of a direct one.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CounterCell {

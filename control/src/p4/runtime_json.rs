@@ -9,6 +9,8 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::render::plural;
+
 /// One runtime-JSON file.
 #[derive(Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -123,11 +125,6 @@ impl RuntimeConfig {
             ),
         )
     }
-}
-
-/// `1 thing` / `2 things`.
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 impl TableEntrySpec {

@@ -36,8 +36,9 @@ pub enum ValueError {
         /// The field's width in bytes.
         bytes: usize,
     },
-    /// A JSON value of a type that is no value (an object, `null`, a fraction, a longer list).
-    #[error("{0} is not a value (an integer, a MAC, IPv4 or IPv6 address, or a string)")]
+    /// A JSON value of a type that is no value (an object, `null`, a longer list), or text on
+    /// the command line that is neither an integer nor an address.
+    #[error("{0} is not a value (an integer, or a MAC, IPv4 or IPv6 address)")]
     NotAValue(String),
     /// An integer too large for JSON numbers as read here.
     #[error("{0} is not an integer of at most 64 bits (write wider values as addresses)")]
@@ -51,44 +52,106 @@ pub fn byte_len(bitwidth: u32) -> usize {
 
 /// Encodes one runtime-JSON value for a field of `bitwidth` bits, in canonical form.
 pub fn encode(value: &Value, bitwidth: u32) -> Result<Vec<u8>, ValueError> {
+    let shown = || value.to_string();
     let bytes = match value {
         Value::Array(items) if items.len() == 1 => return encode(&items[0], bitwidth),
         Value::Bool(b) => vec![u8::from(*b)],
-        Value::Number(_) => encode_integer(value, bitwidth)?,
-        Value::String(text) => {
-            let bytes = string_bytes(text);
-            if bytes.len() != byte_len(bitwidth) {
-                return Err(ValueError::WrongLength {
-                    value: value.to_string(),
-                    len: bytes.len(),
-                    bitwidth,
-                    bytes: byte_len(bitwidth),
-                });
-            }
-            bytes
-        }
-        _ => return Err(ValueError::NotAValue(value.to_string())),
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(n), _) => u128::from(n).to_be_bytes().to_vec(),
+            (None, Some(n)) => twos_complement(n.into(), bitwidth, shown)?,
+            _ => return Err(ValueError::NotAnInteger(shown())),
+        },
+        Value::String(text) => exact_length(
+            string_bytes(text).unwrap_or_else(|| text.as_bytes().to_vec()),
+            bitwidth,
+            shown,
+        )?,
+        _ => return Err(ValueError::NotAValue(shown())),
     };
-    let canonical = canonical(&bytes);
+    fit(&bytes, bitwidth, shown)
+}
+
+/// Encodes a value typed on the command line for a field of `bitwidth` bits: a decimal integer
+/// (negative in two's complement), a `0x` hex integer, or a MAC, IPv4 or IPv6 address. Unlike
+/// runtime JSON, a string that is none of these is refused, not taken as raw bytes.
+pub fn encode_text(text: &str, bitwidth: u32) -> Result<Vec<u8>, ValueError> {
+    let shown = || text.to_owned();
+    let hex = text
+        .strip_prefix("0x")
+        .or_else(|| text.strip_prefix("0X"))
+        .map(|digits| u128::from_str_radix(digits, 16));
+    let bytes = if let Some(parsed) = hex {
+        let n = parsed.map_err(|_| ValueError::NotAValue(shown()))?;
+        n.to_be_bytes().to_vec()
+    } else if let Ok(n) = text.parse::<u128>() {
+        n.to_be_bytes().to_vec()
+    } else if let Ok(n) = text.parse::<i128>() {
+        twos_complement(n, bitwidth, shown)?
+    } else if let Some(bytes) = string_bytes(text) {
+        exact_length(bytes, bitwidth, shown)?
+    } else {
+        return Err(ValueError::NotAValue(shown()));
+    };
+    fit(&bytes, bitwidth, shown)
+}
+
+/// A negative integer in `bitwidth` bits, two's complement, as the tutorials encode it.
+fn twos_complement(
+    n: i128,
+    bitwidth: u32,
+    shown: impl Fn() -> String,
+) -> Result<Vec<u8>, ValueError> {
+    let (min, mask) = match bitwidth {
+        0 => (0, 0),
+        1..=127 => (-(1i128 << (bitwidth - 1)), (1u128 << bitwidth) - 1),
+        _ => (i128::MIN, u128::MAX),
+    };
+    if n < min {
+        return Err(ValueError::TooWide {
+            value: shown(),
+            bitwidth,
+        });
+    }
+    Ok(((n as u128) & mask).to_be_bytes().to_vec())
+}
+
+/// `bytes` if they are exactly as long as a field of `bitwidth` bits.
+fn exact_length(
+    bytes: Vec<u8>,
+    bitwidth: u32,
+    shown: impl Fn() -> String,
+) -> Result<Vec<u8>, ValueError> {
+    if bytes.len() != byte_len(bitwidth) {
+        return Err(ValueError::WrongLength {
+            value: shown(),
+            len: bytes.len(),
+            bitwidth,
+            bytes: byte_len(bitwidth),
+        });
+    }
+    Ok(bytes)
+}
+
+/// The canonical form of `bytes`, if their value fits in `bitwidth` bits.
+fn fit(bytes: &[u8], bitwidth: u32, shown: impl Fn() -> String) -> Result<Vec<u8>, ValueError> {
+    let canonical = canonical(bytes);
     if significant_bits(&canonical) > bitwidth {
         return Err(ValueError::TooWide {
-            value: value.to_string(),
+            value: shown(),
             bitwidth,
         });
     }
     Ok(canonical)
 }
 
-/// The bytes of a string value: a MAC or IP address in network order, else the string itself.
-fn string_bytes(text: &str) -> Vec<u8> {
+/// The bytes of an address: a MAC, IPv4 or IPv6 address in network order.
+fn string_bytes(text: &str) -> Option<Vec<u8>> {
     if let Some(mac) = parse_mac(text) {
-        mac.to_vec()
+        Some(mac.to_vec())
     } else if let Some(ip) = parse_ipv4(text) {
-        ip.octets().to_vec()
-    } else if let Ok(ip) = text.parse::<Ipv6Addr>() {
-        ip.octets().to_vec()
+        Some(ip.octets().to_vec())
     } else {
-        text.as_bytes().to_vec()
+        text.parse::<Ipv6Addr>().ok().map(|ip| ip.octets().to_vec())
     }
 }
 
@@ -119,32 +182,6 @@ fn parse_ipv4(text: &str) -> Option<Ipv4Addr> {
     }
     let octets: Vec<u8> = text.split('.').filter_map(|p| p.parse().ok()).collect();
     <[u8; 4]>::try_from(octets).ok().map(Ipv4Addr::from)
-}
-
-/// An integer in `bitwidth` bits: negative values in two's complement, as the tutorials do.
-fn encode_integer(value: &Value, bitwidth: u32) -> Result<Vec<u8>, ValueError> {
-    let too_wide = || ValueError::TooWide {
-        value: value.to_string(),
-        bitwidth,
-    };
-    let magnitude: u128 = if let Some(n) = value.as_u64() {
-        n.into()
-    } else if let Some(n) = value.as_i64() {
-        let n = i128::from(n);
-        let (min, mask) = match bitwidth {
-            0 => (0, 0),
-            1..=127 => (-(1i128 << (bitwidth - 1)), (1u128 << bitwidth) - 1),
-            _ => (i128::MIN, u128::MAX),
-        };
-        if n < min {
-            return Err(too_wide());
-        }
-        // Two's complement in `bitwidth` bits.
-        (n as u128) & mask
-    } else {
-        return Err(ValueError::NotAnInteger(value.to_string()));
-    };
-    Ok(magnitude.to_be_bytes().to_vec())
 }
 
 /// `bytes` without leading zero bytes; zero is one zero byte.
@@ -344,6 +381,45 @@ mod tests {
         assert!(matches!(
             enc(json!(1.5), 32),
             Err(ValueError::NotAnInteger(_))
+        ));
+    }
+
+    #[test]
+    fn command_line_values() {
+        assert_eq!(encode_text("1500", 16).unwrap(), [0x05, 0xdc]);
+        assert_eq!(encode_text("0x10", 16).unwrap(), [0x10]);
+        assert_eq!(encode_text("0XfF", 8).unwrap(), [0xff]);
+        assert_eq!(encode_text("-1", 16).unwrap(), [0xff, 0xff]);
+        assert_eq!(encode_text("10.0.0.1", 32).unwrap(), [10, 0, 0, 1]);
+        assert_eq!(
+            encode_text("08:00:00:00:01:11", 48).unwrap(),
+            [8, 0, 0, 0, 1, 0x11]
+        );
+        assert_eq!(
+            encode_text("340282366920938463463374607431768211455", 128).unwrap(),
+            [0xff; 16]
+        );
+        assert!(matches!(
+            encode_text("70000", 16),
+            Err(ValueError::TooWide { .. })
+        ));
+        assert!(matches!(
+            encode_text("0x1ff", 8),
+            Err(ValueError::TooWide { .. })
+        ));
+        assert!(matches!(
+            encode_text("-129", 8),
+            Err(ValueError::TooWide { .. })
+        ));
+        // No raw strings on the command line, even of the right length.
+        assert_eq!(
+            encode_text("ab", 16),
+            Err(ValueError::NotAValue("ab".into()))
+        );
+        assert!(encode_text("0xzz", 16).is_err());
+        assert!(matches!(
+            encode_text("10.0.0.1", 16),
+            Err(ValueError::WrongLength { .. })
         ));
     }
 
