@@ -1,4 +1,5 @@
-//! The `softswitch` command line: `check` a program, run an `stf` test, print its `p4info`.
+//! The `softswitch` command line: `run` a switch on real ports with its P4Runtime server,
+//! `check` a program, run an `stf` test, print its `p4info`.
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -17,6 +18,24 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Forward between Linux interfaces and serve P4Runtime, until SIGINT or SIGTERM.
+    Run {
+        /// The P4_16 program; without one, no packet is forwarded until a controller sets a
+        /// pipeline with SetForwardingPipelineConfig.
+        program: Option<PathBuf>,
+        /// A port: PORT@INTERFACE (e.g. 1@veth1); repeat for each port.
+        #[arg(short = 'i', long = "interface", value_name = "PORT@IFACE")]
+        interfaces: Vec<softswitch::ports::PortSpec>,
+        /// Where P4Runtime (and the Queues service) listen.
+        #[arg(long, default_value = softswitch::server::DEFAULT_ADDR)]
+        grpc_server_addr: std::net::SocketAddr,
+        /// The P4Runtime device id.
+        #[arg(long, default_value_t = 0)]
+        device_id: u64,
+        /// The port whose frames go to the controller as PacketIn and where PacketOut enters.
+        #[arg(long)]
+        cpu_port: Option<u16>,
+    },
     /// Check a P4 program: exits non-zero and prints file:line:col on the first error.
     Check {
         /// The P4_16 program.
@@ -64,6 +83,29 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     let mut map = SourceMap::new();
     match cli.command {
+        Command::Run {
+            program,
+            interfaces,
+            grpc_server_addr,
+            device_id,
+            cpu_port,
+        } => {
+            tracing_subscriber::fmt()
+                .with_env_filter(
+                    tracing_subscriber::EnvFilter::try_from_env("SOFTSWITCH_LOG")
+                        .unwrap_or_else(|_| "info".into()),
+                )
+                .with_writer(std::io::stderr)
+                .init();
+            softswitch::run::run(softswitch::run::RunOptions {
+                program,
+                ports: interfaces,
+                grpc_addr: grpc_server_addr,
+                device_id,
+                cpu_port,
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::P4info { program, format } => {
             let Some(compiled) = compile(&mut map, &program)? else {
                 return Ok(ExitCode::FAILURE);

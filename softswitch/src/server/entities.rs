@@ -80,7 +80,7 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
                     Ok(())
                 }
                 _ => {
-                    p.digest_entries.insert(de.digest_id, de.clone());
+                    p.digest_entries.insert(de.digest_id, *de);
                     Ok(())
                 }
             }
@@ -132,7 +132,10 @@ pub fn read(
             }
         }
         E::DirectCounterEntry(dc) => {
-            let te = dc.table_entry.clone().unwrap_or_default();
+            let te = p4v1::TableEntry {
+                counter_data: Some(p4v1::CounterData::default()),
+                ..dc.table_entry.clone().unwrap_or_default()
+            };
             let tables: Vec<usize> = if te.table_id == 0 {
                 (0..p.switch.program().tables.len())
                     .filter(|t| table_id(p, *t).is_some() && direct_counter_of(p, *t).is_ok())
@@ -211,7 +214,7 @@ pub fn read(
         E::DigestEntry(de) => {
             for (id, entry) in &p.digest_entries {
                 if de.digest_id == 0 || de.digest_id == *id {
-                    out.push(wrap(E::DigestEntry(entry.clone())));
+                    out.push(wrap(E::DigestEntry(*entry)));
                 }
             }
         }

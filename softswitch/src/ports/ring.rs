@@ -1,0 +1,348 @@
+//! An AF_PACKET socket bound to one interface, promiscuous, with a TPACKET_V2 receive ring and
+//! transmit ring mapped into memory: frames are read and written in place, one system call
+//! per transmitted frame (the kick) and none per received frame while the ring has frames.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{fence, AtomicU32, Ordering};
+
+/// TPACKET_V2 (enum tpacket_versions in linux/if_packet.h).
+const TPACKET_V2: libc::c_int = 1;
+/// Bytes per ring frame: a 1500-byte MTU frame with VLAN tag and ring headers fits.
+pub const FRAME_SIZE: usize = 2048;
+const BLOCK_SIZE: usize = 1 << 16;
+const RX_FRAMES: usize = 2048;
+const TX_FRAMES: usize = 1024;
+/// Where the frame starts in a transmit slot: after the aligned tpacket2_hdr.
+const TX_DATA: usize = (std::mem::size_of::<libc::tpacket2_hdr>() + libc::TPACKET_ALIGNMENT - 1)
+    & !(libc::TPACKET_ALIGNMENT - 1);
+/// The largest frame that fits a transmit slot.
+pub const MAX_TX_FRAME: usize = FRAME_SIZE - TX_DATA;
+
+/// What reading the receive ring found.
+pub enum Received {
+    /// A frame (with its VLAN tag put back if the kernel had taken it off).
+    Frame(Vec<u8>),
+    /// A frame longer than a ring slot (cut by the kernel); it is dropped.
+    TooLong(usize),
+    /// Nothing yet.
+    Empty,
+}
+
+/// The mapped rings.
+struct Mapping {
+    base: *mut u8,
+    len: usize,
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: base/len are the mapping made in `Ring::open`, unmapped once.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+/// A packet socket with its rings.
+pub struct Ring {
+    fd: OwnedFd,
+    map: Mapping,
+    ifindex: u32,
+}
+
+// SAFETY: the mapping is shared memory owned by this socket; the receive half is used by one
+// thread and the transmit half by one (other) thread, each touching only its own ring's slots,
+// and slot ownership passes between user space and kernel through atomic status words.
+unsafe impl Send for Ring {}
+unsafe impl Sync for Ring {}
+
+fn check(ret: libc::c_int, what: &str) -> io::Result<()> {
+    if ret < 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(e.kind(), format!("{what}: {e}")));
+    }
+    Ok(())
+}
+
+fn setsockopt<T>(
+    fd: &OwnedFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: &T,
+    what: &str,
+) -> io::Result<()> {
+    // SAFETY: value points to a live T of the size given.
+    let ret = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (value as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    };
+    check(ret, what)
+}
+
+/// The interface index of `name` (0 if there is none).
+pub fn ifindex(name: &str) -> u32 {
+    let Ok(c) = CString::new(name) else { return 0 };
+    // SAFETY: c is a valid NUL-terminated string.
+    unsafe { libc::if_nametoindex(c.as_ptr()) }
+}
+
+impl Ring {
+    /// Opens a promiscuous packet socket with rings on interface `name`.
+    pub fn open(name: &str) -> io::Result<Ring> {
+        let ifindex = ifindex(name);
+        if ifindex == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no interface {name}"),
+            ));
+        }
+        let proto = (libc::ETH_P_ALL as u16).to_be();
+        // SAFETY: plain socket(2); the fd is owned below.
+        let raw =
+            unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, libc::c_int::from(proto)) };
+        check(raw, "socket(AF_PACKET) (needs CAP_NET_RAW)")?;
+        // SAFETY: raw is a fresh, valid fd.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        setsockopt(
+            &fd,
+            libc::SOL_PACKET,
+            libc::PACKET_VERSION,
+            &TPACKET_V2,
+            "PACKET_VERSION",
+        )?;
+        let req = |frames: usize| libc::tpacket_req {
+            tp_block_size: BLOCK_SIZE as u32,
+            tp_block_nr: (frames * FRAME_SIZE / BLOCK_SIZE) as u32,
+            tp_frame_size: FRAME_SIZE as u32,
+            tp_frame_nr: frames as u32,
+        };
+        setsockopt(
+            &fd,
+            libc::SOL_PACKET,
+            libc::PACKET_RX_RING,
+            &req(RX_FRAMES),
+            "PACKET_RX_RING",
+        )?;
+        setsockopt(
+            &fd,
+            libc::SOL_PACKET,
+            libc::PACKET_TX_RING,
+            &req(TX_FRAMES),
+            "PACKET_TX_RING",
+        )?;
+        let one: libc::c_int = 1;
+        setsockopt(
+            &fd,
+            libc::SOL_PACKET,
+            libc::PACKET_IGNORE_OUTGOING,
+            &one,
+            "PACKET_IGNORE_OUTGOING",
+        )?;
+        let len = (RX_FRAMES + TX_FRAMES) * FRAME_SIZE;
+        // SAFETY: mapping the rings the kernel just set up on this fd.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::other(format!(
+                "mmap of the packet rings: {}",
+                io::Error::last_os_error()
+            )));
+        }
+        let map = Mapping {
+            base: base.cast(),
+            len,
+        };
+        // SAFETY: sockaddr_ll is plain data; zeroed is a valid start.
+        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        addr.sll_family = libc::AF_PACKET as u16;
+        addr.sll_protocol = proto;
+        addr.sll_ifindex = ifindex as i32;
+        // SAFETY: addr is a valid sockaddr_ll of the size given.
+        let ret = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&addr as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        };
+        check(ret, &format!("bind to {name}"))?;
+        // SAFETY: packet_mreq is plain data.
+        let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
+        mreq.mr_ifindex = ifindex as i32;
+        mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
+        setsockopt(
+            &fd,
+            libc::SOL_PACKET,
+            libc::PACKET_ADD_MEMBERSHIP,
+            &mreq,
+            "promiscuous mode",
+        )?;
+        Ok(Ring { fd, map, ifindex })
+    }
+
+    /// The interface index the socket is bound to.
+    pub fn ifindex(&self) -> u32 {
+        self.ifindex
+    }
+
+    /// The socket, for poll(2).
+    pub fn raw_fd(&self) -> libc::c_int {
+        self.fd.as_raw_fd()
+    }
+
+    fn slot(&self, index: usize) -> *mut u8 {
+        debug_assert!(index < RX_FRAMES + TX_FRAMES);
+        // SAFETY: index is within the mapping.
+        unsafe { self.map.base.add(index * FRAME_SIZE) }
+    }
+
+    fn status(&self, index: usize) -> &AtomicU32 {
+        // SAFETY: tp_status is the first, 4-byte aligned word of a slot header; the kernel and
+        // we hand the slot back and forth through it.
+        unsafe { &*(self.slot(index) as *const AtomicU32) }
+    }
+
+    /// Reads receive slot `index` (0..RX_FRAMES) if the kernel filled it, and gives it back.
+    pub fn receive(&self, index: usize) -> Received {
+        let status = self.status(index).load(Ordering::Acquire);
+        if status & libc::TP_STATUS_USER == 0 {
+            return Received::Empty;
+        }
+        let slot = self.slot(index);
+        // SAFETY: the slot is ours (TP_STATUS_USER) and starts with a tpacket2_hdr.
+        let hdr = unsafe { &*(slot as *const libc::tpacket2_hdr) };
+        let result = if hdr.tp_len > hdr.tp_snaplen {
+            Received::TooLong(hdr.tp_len as usize)
+        } else {
+            // SAFETY: the kernel wrote tp_snaplen bytes at tp_mac within the slot.
+            let data = unsafe {
+                std::slice::from_raw_parts(
+                    slot.add(usize::from(hdr.tp_mac)),
+                    hdr.tp_snaplen as usize,
+                )
+            };
+            let mut frame = Vec::with_capacity(data.len() + 4);
+            if status & libc::TP_STATUS_VLAN_VALID != 0 && data.len() >= 12 {
+                // Put the tag the kernel took off back after the MAC addresses.
+                let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+                    hdr.tp_vlan_tpid
+                } else {
+                    0x8100
+                };
+                frame.extend_from_slice(&data[..12]);
+                frame.extend_from_slice(&tpid.to_be_bytes());
+                frame.extend_from_slice(&hdr.tp_vlan_tci.to_be_bytes());
+                frame.extend_from_slice(&data[12..]);
+            } else {
+                frame.extend_from_slice(data);
+            }
+            Received::Frame(frame)
+        };
+        self.status(index)
+            .store(libc::TP_STATUS_KERNEL, Ordering::Release);
+        result
+    }
+
+    /// Queues `frame` in transmit slot `index` (0..TX_FRAMES) and asks the kernel to send it.
+    /// Fails if the slot is still in flight (the ring is full) or the interface is gone.
+    pub fn transmit(&self, index: usize, frame: &[u8]) -> io::Result<()> {
+        if frame.len() > MAX_TX_FRAME {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "frame longer than a ring slot",
+            ));
+        }
+        let slot_index = RX_FRAMES + index;
+        let status = self.status(slot_index).load(Ordering::Acquire);
+        if status == libc::TP_STATUS_SEND_REQUEST || status == libc::TP_STATUS_SENDING {
+            self.kick()?;
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                "transmit ring full",
+            ));
+        }
+        let slot = self.slot(slot_index);
+        // SAFETY: the slot is ours (available) and large enough (checked above).
+        unsafe {
+            std::ptr::copy_nonoverlapping(frame.as_ptr(), slot.add(TX_DATA), frame.len());
+            let hdr = &mut *(slot as *mut libc::tpacket2_hdr);
+            hdr.tp_len = frame.len() as u32;
+            hdr.tp_snaplen = frame.len() as u32;
+        }
+        fence(Ordering::Release);
+        self.status(slot_index)
+            .store(libc::TP_STATUS_SEND_REQUEST, Ordering::Release);
+        self.kick()
+    }
+
+    fn kick(&self) -> io::Result<()> {
+        // SAFETY: send(2) with no buffer flushes the transmit ring.
+        let ret =
+            unsafe { libc::send(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT) };
+        if ret < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EAGAIN) {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits up to `timeout_ms` for a received frame; returns an error the socket reports
+    /// (as when its interface goes down or away).
+    pub fn wait(&self, timeout_ms: i32) -> io::Result<()> {
+        let mut pfd = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let ret = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+        if ret < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::Interrupted {
+                Ok(())
+            } else {
+                Err(e)
+            };
+        }
+        if pfd.revents & (libc::POLLERR | libc::POLLNVAL | libc::POLLHUP) != 0 {
+            let mut err: libc::c_int = 0;
+            let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+            // SAFETY: reading SO_ERROR into a c_int.
+            unsafe {
+                libc::getsockopt(
+                    self.fd.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_ERROR,
+                    (&mut err as *mut libc::c_int).cast(),
+                    &mut len,
+                )
+            };
+            return Err(io::Error::from_raw_os_error(if err == 0 {
+                libc::EIO
+            } else {
+                err
+            }));
+        }
+        Ok(())
+    }
+}
+
+/// Number of receive slots.
+pub const RX_SLOTS: usize = RX_FRAMES;
+/// Number of transmit slots.
+pub const TX_SLOTS: usize = TX_FRAMES;

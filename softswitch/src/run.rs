@@ -1,0 +1,103 @@
+//! `softswitch run`: a switch on real ports with its gRPC server, until SIGINT or SIGTERM.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::Context as _;
+
+use crate::ports::{self, PortSpec};
+use crate::server::pipeline::Compiled;
+use crate::server::Device;
+
+/// What `softswitch run` was asked for.
+#[derive(Debug)]
+pub struct RunOptions {
+    /// The program to load at start, if any (else none until SetForwardingPipelineConfig).
+    pub program: Option<PathBuf>,
+    /// The ports.
+    pub ports: Vec<PortSpec>,
+    /// Where to serve P4Runtime and Queues.
+    pub grpc_addr: SocketAddr,
+    /// The P4Runtime device id.
+    pub device_id: u64,
+    /// The port whose frames go to the controller (PacketIn) and where PacketOut enters.
+    pub cpu_port: Option<u16>,
+}
+
+/// Runs the switch until SIGINT or SIGTERM.
+pub fn run(options: RunOptions) -> anyhow::Result<()> {
+    let program = options
+        .program
+        .as_ref()
+        .map(|path| {
+            let source =
+                std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            Compiled::new(source, None, 0).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+        })
+        .transpose()?;
+    if let Some(cpu) = options.cpu_port {
+        if options.ports.iter().any(|p| p.port == cpu) {
+            anyhow::bail!("--cpu-port {cpu} is also given as an interface port");
+        }
+    }
+    let attached = ports::open_all(&options.ports)?;
+    let transmitters = attached
+        .iter()
+        .map(|p| (p.spec().port, p.transmitter()))
+        .collect();
+    let device = Device::start(options.device_id, transmitters, options.cpu_port, program);
+    let running = Arc::new(AtomicBool::new(true));
+    let receivers: Vec<_> = attached
+        .into_iter()
+        .map(|p| p.spawn_receiver(device.engine.clone(), running.clone()))
+        .collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let served = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(options.grpc_addr)
+            .await
+            .with_context(|| format!("binding {}", options.grpc_addr))?;
+        let ports: Vec<String> = options
+            .ports
+            .iter()
+            .map(|p| format!("{}@{}", p.port, p.iface))
+            .collect();
+        eprintln!(
+            "softswitch: P4Runtime on {} (device {}), ports [{}], cpu port {}, program {}",
+            listener.local_addr()?,
+            options.device_id,
+            ports.join(", "),
+            options.cpu_port.map_or("none".into(), |p| p.to_string()),
+            options.program.as_ref().map_or(
+                "none (waiting for SetForwardingPipelineConfig)".into(),
+                |p| p.display().to_string()
+            ),
+        );
+        device
+            .serve(listener, shutdown_signal())
+            .await
+            .context("serving gRPC")
+    });
+    running.store(false, Ordering::Relaxed);
+    for r in receivers {
+        let _ = r.join();
+    }
+    drop(device);
+    eprintln!("softswitch: stopped");
+    served
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM can be caught");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

@@ -1,0 +1,1243 @@
+//! The P4Runtime and Queues services in process: a tonic client against a server on an
+//! ephemeral port of 127.0.0.1, ports replaced by recorders. Arbitration, every error code,
+//! read-back of every entity, packet I/O, digests, queues, and a pipeline replaced at run time.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use p4runtime::lossless::softswitch::v1 as q;
+use p4runtime::p4::config::v1::P4Info;
+use p4runtime::p4::v1::{self as p4v1, p4_runtime_client::P4RuntimeClient};
+use softswitch::server::engine::{Event, Transmit};
+use softswitch::server::Device;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use tokio_stream::StreamExt;
+use tonic::transport::Channel;
+use tonic::Code;
+
+const DEVICE: u64 = 3;
+const CPU_PORT: u16 = 255;
+
+fn source(name: &str) -> Vec<u8> {
+    std::fs::read(format!(
+        "{}/tests/server/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+/// The P4Info of a test program, computed as `softswitch p4info` does.
+fn p4info(name: &str) -> P4Info {
+    let mut map = softswitch::source::SourceMap::new();
+    let file = map.add(name, String::from_utf8(source(name)).unwrap());
+    let program = softswitch::compile(&mut map, file).unwrap();
+    softswitch::p4info::p4info(&program, &map).unwrap()
+}
+
+fn id(info: &P4Info, name: &str) -> u32 {
+    let p = info
+        .tables
+        .iter()
+        .map(|t| &t.preamble)
+        .chain(info.actions.iter().map(|a| &a.preamble))
+        .chain(info.counters.iter().map(|a| &a.preamble))
+        .chain(info.direct_counters.iter().map(|a| &a.preamble))
+        .chain(info.registers.iter().map(|a| &a.preamble))
+        .chain(info.digests.iter().map(|a| &a.preamble))
+        .filter_map(|p| p.as_ref())
+        .find(|p| p.name == name || p.alias == name)
+        .unwrap_or_else(|| panic!("no {name} in P4Info"));
+    p.id
+}
+
+/// A port that hands what the switch sends to the test.
+struct Recorder(u16, mpsc::Sender<(u16, Vec<u8>)>);
+
+impl Transmit for Recorder {
+    fn send(&mut self, frame: &[u8]) -> std::io::Result<()> {
+        let _ = self.1.send((self.0, frame.to_vec()));
+        Ok(())
+    }
+}
+
+/// A device with ports 1..=4 recorded, served on an ephemeral port.
+struct Bed {
+    device: std::sync::Arc<Device>,
+    addr: String,
+    sent: mpsc::Receiver<(u16, Vec<u8>)>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Bed {
+    async fn new() -> Bed {
+        let (tx, sent) = mpsc::channel();
+        let ports: BTreeMap<u16, Box<dyn Transmit>> = (1..=4)
+            .map(|p| (p, Box::new(Recorder(p, tx.clone())) as Box<dyn Transmit>))
+            .collect();
+        let device = std::sync::Arc::new(Device::start(DEVICE, ports, Some(CPU_PORT), None));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let serving = device.clone();
+        tokio::spawn(async move {
+            serving
+                .serve(listener, async {
+                    let _ = stopped.await;
+                })
+                .await
+                .unwrap();
+        });
+        Bed {
+            device,
+            addr,
+            sent,
+            stop: Some(stop),
+        }
+    }
+
+    async fn client(&self) -> P4RuntimeClient<Channel> {
+        P4RuntimeClient::connect(self.addr.clone()).await.unwrap()
+    }
+
+    fn inject(&self, port: u16, frame: Vec<u8>) {
+        self.device
+            .engine
+            .send(Event::Frame { port, data: frame })
+            .unwrap();
+    }
+
+    /// The next frame the switch sends, waiting at most 5 s.
+    fn next_sent(&self) -> (u16, Vec<u8>) {
+        self.sent
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the switch sends a frame")
+    }
+
+    /// Every frame sent after all queued work is done.
+    async fn sent_now(&self) -> Vec<(u16, Vec<u8>)> {
+        self.device.engine.call(|_| ()).await.unwrap();
+        self.sent.try_iter().collect()
+    }
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// A controller stream that has arbitrated with `election_id`.
+struct Stream {
+    tx: UnboundedSender<p4v1::StreamMessageRequest>,
+    rx: tonic::Streaming<p4v1::StreamMessageResponse>,
+}
+
+impl Stream {
+    async fn open(client: &mut P4RuntimeClient<Channel>, election_id: u128) -> Stream {
+        let (tx, requests) = tokio::sync::mpsc::unbounded_channel();
+        let rx = client
+            .stream_channel(UnboundedReceiverStream::new(requests))
+            .await
+            .unwrap()
+            .into_inner();
+        let mut s = Stream { tx, rx };
+        s.arbitrate(election_id);
+        s
+    }
+
+    fn arbitrate(&mut self, election_id: u128) {
+        self.send(p4v1::stream_message_request::Update::Arbitration(
+            p4v1::MasterArbitrationUpdate {
+                device_id: DEVICE,
+                election_id: Some(election_id.into()),
+                ..Default::default()
+            },
+        ));
+    }
+
+    fn send(&self, update: p4v1::stream_message_request::Update) {
+        self.tx
+            .send(p4v1::StreamMessageRequest {
+                update: Some(update),
+            })
+            .unwrap();
+    }
+
+    async fn next(&mut self) -> p4v1::stream_message_response::Update {
+        let m = tokio::time::timeout(Duration::from_secs(5), self.rx.next())
+            .await
+            .expect("a stream message within 5 s")
+            .expect("the stream is open")
+            .expect("not an error");
+        m.update.unwrap()
+    }
+
+    /// The next arbitration answer: (code, primary's election id).
+    async fn arbitration(&mut self) -> (i32, u128) {
+        loop {
+            if let p4v1::stream_message_response::Update::Arbitration(a) = self.next().await {
+                return (a.status.unwrap().code, a.election_id.map_or(0, u128::from));
+            }
+        }
+    }
+}
+
+fn config(program: &str) -> p4v1::ForwardingPipelineConfig {
+    p4v1::ForwardingPipelineConfig {
+        p4info: Some(p4info(program)),
+        p4_device_config: source(program),
+        cookie: Some(p4v1::forwarding_pipeline_config::Cookie { cookie: 42 }),
+    }
+}
+
+async fn set_pipeline(
+    client: &mut P4RuntimeClient<Channel>,
+    election_id: u128,
+    action: p4v1::set_forwarding_pipeline_config_request::Action,
+    config: Option<p4v1::ForwardingPipelineConfig>,
+) -> Result<(), tonic::Status> {
+    client
+        .set_forwarding_pipeline_config(p4v1::SetForwardingPipelineConfigRequest {
+            device_id: DEVICE,
+            election_id: Some(election_id.into()),
+            action: action as i32,
+            config,
+            ..Default::default()
+        })
+        .await
+        .map(|_| ())
+}
+
+async fn write(
+    client: &mut P4RuntimeClient<Channel>,
+    election_id: u128,
+    updates: Vec<(p4v1::update::Type, p4v1::entity::Entity)>,
+) -> Result<(), tonic::Status> {
+    client
+        .write(p4v1::WriteRequest {
+            device_id: DEVICE,
+            election_id: Some(election_id.into()),
+            updates: updates
+                .into_iter()
+                .map(|(t, e)| p4v1::Update {
+                    r#type: t as i32,
+                    entity: Some(p4v1::Entity { entity: Some(e) }),
+                })
+                .collect(),
+            ..Default::default()
+        })
+        .await
+        .map(|_| ())
+}
+
+async fn read(
+    client: &mut P4RuntimeClient<Channel>,
+    entity: p4v1::entity::Entity,
+) -> Vec<p4v1::entity::Entity> {
+    let mut stream = client
+        .read(p4v1::ReadRequest {
+            device_id: DEVICE,
+            entities: vec![p4v1::Entity {
+                entity: Some(entity),
+            }],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut out = Vec::new();
+    while let Some(r) = stream.next().await {
+        out.extend(r.unwrap().entities.into_iter().filter_map(|e| e.entity));
+    }
+    out
+}
+
+fn action(id: u32, params: &[&[u8]]) -> Option<p4v1::TableAction> {
+    Some(p4v1::TableAction {
+        r#type: Some(p4v1::table_action::Type::Action(p4v1::Action {
+            action_id: id,
+            params: params
+                .iter()
+                .enumerate()
+                .map(|(i, v)| p4v1::action::Param {
+                    param_id: i as u32 + 1,
+                    value: v.to_vec(),
+                })
+                .collect(),
+        })),
+    })
+}
+
+fn lpm(field: u32, value: [u8; 4], len: i32) -> p4v1::FieldMatch {
+    p4v1::FieldMatch {
+        field_id: field,
+        field_match_type: Some(p4v1::field_match::FieldMatchType::Lpm(
+            p4v1::field_match::Lpm {
+                value: value.to_vec(),
+                prefix_len: len,
+            },
+        )),
+    }
+}
+
+fn route(info: &P4Info, dst: [u8; 4], len: i32, port: u8) -> p4v1::entity::Entity {
+    p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
+        table_id: id(info, "route"),
+        r#match: vec![lpm(1, dst, len)],
+        action: action(id(info, "forward"), &[&[port]]),
+        ..Default::default()
+    })
+}
+
+/// An IPv4/UDP frame from `src` to `dst` with a valid IPv4 checksum (etherparse).
+fn ipv4_frame(src: [u8; 4], dst: [u8; 4], proto_udp: bool) -> Vec<u8> {
+    let builder = etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+        .ipv4(src, dst, 64);
+    let mut out = Vec::new();
+    if proto_udp {
+        builder.udp(1000, 2000).write(&mut out, b"hello").unwrap();
+    } else {
+        builder
+            .icmpv4_echo_request(1, 1)
+            .write(&mut out, b"hello")
+            .unwrap();
+    }
+    out
+}
+
+use p4v1::set_forwarding_pipeline_config_request::Action as SetAction;
+use p4v1::update::Type::{Delete, Insert, Modify};
+
+/// A bed with switch.p4 loaded by a primary with election id 10.
+async fn loaded() -> (Bed, P4RuntimeClient<Channel>, Stream, P4Info) {
+    let bed = Bed::new().await;
+    let mut client = bed.client().await;
+    let mut primary = Stream::open(&mut client, 10).await;
+    assert_eq!(primary.arbitration().await, (Code::Ok as i32, 10));
+    set_pipeline(
+        &mut client,
+        10,
+        SetAction::VerifyAndCommit,
+        Some(config("switch.p4")),
+    )
+    .await
+    .unwrap();
+    (bed, client, primary, p4info("switch.p4"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capabilities_and_device_ids() {
+    let bed = Bed::new().await;
+    let mut client = bed.client().await;
+    let caps = client
+        .capabilities(p4v1::CapabilitiesRequest { device_id: DEVICE })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(caps.p4runtime_api_version.starts_with("1."));
+    let err = client
+        .get_forwarding_pipeline_config(p4v1::GetForwardingPipelineConfigRequest {
+            device_id: DEVICE + 1,
+            response_type: 0,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::NotFound);
+    let err = client
+        .get_forwarding_pipeline_config(p4v1::GetForwardingPipelineConfigRequest {
+            device_id: DEVICE,
+            response_type: 0,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition, "no pipeline yet");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_highest_election_id_is_primary_and_only_it_may_write() {
+    let bed = Bed::new().await;
+    let mut client = bed.client().await;
+    // No stream at all: nobody may write.
+    let err = set_pipeline(
+        &mut client,
+        1,
+        SetAction::VerifyAndCommit,
+        Some(config("switch.p4")),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied);
+
+    let mut first = Stream::open(&mut client, 5).await;
+    assert_eq!(first.arbitration().await, (Code::Ok as i32, 5));
+    let mut second = Stream::open(&mut client, 7).await;
+    assert_eq!(second.arbitration().await, (Code::Ok as i32, 7));
+    // The first is told it is now a backup.
+    let mut told = first.arbitration().await;
+    while told.1 != 7 {
+        told = first.arbitration().await;
+    }
+    assert_eq!(told, (Code::AlreadyExists as i32, 7));
+
+    let err = set_pipeline(
+        &mut client,
+        5,
+        SetAction::VerifyAndCommit,
+        Some(config("switch.p4")),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        err.code(),
+        Code::PermissionDenied,
+        "a backup may not set the pipeline"
+    );
+    set_pipeline(
+        &mut client,
+        7,
+        SetAction::VerifyAndCommit,
+        Some(config("switch.p4")),
+    )
+    .await
+    .unwrap();
+    let info = p4info("switch.p4");
+    let err = write(
+        &mut client,
+        5,
+        vec![(Insert, route(&info, [10, 0, 0, 0], 8, 1))],
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied, "a backup may not write");
+
+    // The same election id twice is refused on the stream.
+    let mut third = Stream::open(&mut client, 7).await;
+    let e = tokio::time::timeout(Duration::from_secs(5), third.rx.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+
+    // The primary leaves: the backup becomes primary and may write.
+    drop(second);
+    let mut told = first.arbitration().await;
+    while told.0 != Code::Ok as i32 {
+        told = first.arbitration().await;
+    }
+    assert_eq!(told, (Code::Ok as i32, 5));
+    write(
+        &mut client,
+        5,
+        vec![(Insert, route(&info, [10, 0, 0, 0], 8, 1))],
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelines_are_verified_saved_committed_and_read_back() {
+    let bed = Bed::new().await;
+    let mut client = bed.client().await;
+    let mut primary = Stream::open(&mut client, 1).await;
+    primary.arbitration().await;
+
+    // The p4info must describe the program.
+    let mut wrong = config("switch.p4");
+    wrong.p4info = Some(p4info("ports.p4"));
+    let err = set_pipeline(&mut client, 1, SetAction::VerifyAndCommit, Some(wrong))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(
+        err.message().contains("P4Info does not describe"),
+        "{}",
+        err.message()
+    );
+    // The device config is P4 source: errors come with their location.
+    let mut broken = config("switch.p4");
+    broken.p4_device_config = b"control oops(".to_vec();
+    let err = set_pipeline(&mut client, 1, SetAction::Verify, Some(broken))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(
+        err.message().contains("device_config.p4:1:"),
+        "{}",
+        err.message()
+    );
+    let mut binary = config("switch.p4");
+    binary.p4_device_config = vec![0xff, 0xfe];
+    let err = set_pipeline(&mut client, 1, SetAction::Verify, Some(binary))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    // VERIFY loads nothing; COMMIT needs a saved config.
+    set_pipeline(&mut client, 1, SetAction::Verify, Some(config("switch.p4")))
+        .await
+        .unwrap();
+    let get = |t: p4v1::get_forwarding_pipeline_config_request::ResponseType| {
+        p4v1::GetForwardingPipelineConfigRequest {
+            device_id: DEVICE,
+            response_type: t as i32,
+        }
+    };
+    use p4v1::get_forwarding_pipeline_config_request::ResponseType;
+    assert_eq!(
+        client
+            .get_forwarding_pipeline_config(get(ResponseType::All))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::FailedPrecondition
+    );
+    assert_eq!(
+        set_pipeline(&mut client, 1, SetAction::Commit, None)
+            .await
+            .unwrap_err()
+            .code(),
+        Code::FailedPrecondition
+    );
+    set_pipeline(
+        &mut client,
+        1,
+        SetAction::VerifyAndSave,
+        Some(config("switch.p4")),
+    )
+    .await
+    .unwrap();
+    set_pipeline(&mut client, 1, SetAction::Commit, None)
+        .await
+        .unwrap();
+
+    let all = client
+        .get_forwarding_pipeline_config(get(ResponseType::All))
+        .await
+        .unwrap()
+        .into_inner()
+        .config
+        .unwrap();
+    assert_eq!(all.p4info, Some(p4info("switch.p4")));
+    assert_eq!(all.p4_device_config, source("switch.p4"));
+    assert_eq!(all.cookie.unwrap().cookie, 42);
+    let cookie = client
+        .get_forwarding_pipeline_config(get(ResponseType::CookieOnly))
+        .await
+        .unwrap()
+        .into_inner()
+        .config
+        .unwrap();
+    assert!(
+        cookie.p4info.is_none() && cookie.p4_device_config.is_empty() && cookie.cookie.is_some()
+    );
+    let info = client
+        .get_forwarding_pipeline_config(get(ResponseType::P4infoAndCookie))
+        .await
+        .unwrap()
+        .into_inner()
+        .config
+        .unwrap();
+    assert!(info.p4info.is_some() && info.p4_device_config.is_empty());
+    let device = client
+        .get_forwarding_pipeline_config(get(ResponseType::DeviceConfigAndCookie))
+        .await
+        .unwrap()
+        .into_inner()
+        .config
+        .unwrap();
+    assert!(device.p4info.is_none() && !device.p4_device_config.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn table_entries_of_every_match_kind_are_written_and_read_back() {
+    let (_bed, mut client, _primary, info) = loaded().await;
+    let acl = id(&info, "acl");
+    let ternary = |v: u8, m: u8| p4v1::FieldMatch {
+        field_id: 1,
+        field_match_type: Some(p4v1::field_match::FieldMatchType::Ternary(
+            p4v1::field_match::Ternary {
+                value: vec![v, 0, 0, 0],
+                mask: vec![m, 0, 0, 0],
+            },
+        )),
+    };
+    let range = p4v1::FieldMatch {
+        field_id: 2,
+        field_match_type: Some(p4v1::field_match::FieldMatchType::Range(
+            p4v1::field_match::Range {
+                low: vec![6],
+                high: vec![17],
+            },
+        )),
+    };
+    let optional = p4v1::FieldMatch {
+        field_id: 3,
+        field_match_type: Some(p4v1::field_match::FieldMatchType::Optional(
+            p4v1::field_match::Optional { value: vec![4] },
+        )),
+    };
+    let acl_entry = |matches: Vec<p4v1::FieldMatch>, priority: i32| {
+        p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
+            table_id: acl,
+            r#match: matches,
+            action: action(id(&info, "drop"), &[]),
+            priority,
+            ..Default::default()
+        })
+    };
+    let smac = p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
+        table_id: id(&info, "smac"),
+        r#match: vec![p4v1::FieldMatch {
+            field_id: 1,
+            field_match_type: Some(p4v1::field_match::FieldMatchType::Exact(
+                p4v1::field_match::Exact {
+                    value: vec![2, 0, 0, 0, 0, 1],
+                },
+            )),
+        }],
+        action: action(id(&info, "NoAction"), &[]),
+        ..Default::default()
+    });
+    let written = vec![
+        route(&info, [10, 0, 0, 0], 8, 1),
+        route(&info, [10, 1, 0, 0], 16, 2),
+        acl_entry(vec![ternary(192, 255), range.clone(), optional.clone()], 10),
+        acl_entry(vec![range.clone()], 5),
+        smac.clone(),
+    ];
+    write(
+        &mut client,
+        10,
+        written.iter().map(|e| (Insert, e.clone())).collect(),
+    )
+    .await
+    .unwrap();
+
+    let all = read(
+        &mut client,
+        p4v1::entity::Entity::TableEntry(p4v1::TableEntry::default()),
+    )
+    .await;
+    assert_eq!(all.len(), written.len());
+    for e in &written {
+        assert!(all.contains(e), "{e:?} not read back from {all:?}");
+    }
+    // One table, one entry by key.
+    let routes = read(
+        &mut client,
+        p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
+            table_id: id(&info, "route"),
+            ..Default::default()
+        }),
+    )
+    .await;
+    assert_eq!(routes.len(), 2);
+    let one = read(&mut client, route(&info, [10, 1, 0, 0], 16, 0)).await;
+    assert_eq!(one, vec![route(&info, [10, 1, 0, 0], 16, 2)]);
+
+    // MODIFY changes the action; DELETE removes.
+    write(
+        &mut client,
+        10,
+        vec![(Modify, route(&info, [10, 1, 0, 0], 16, 3))],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        read(&mut client, route(&info, [10, 1, 0, 0], 16, 0)).await,
+        vec![route(&info, [10, 1, 0, 0], 16, 3)]
+    );
+    write(
+        &mut client,
+        10,
+        vec![(Delete, route(&info, [10, 1, 0, 0], 16, 0))],
+    )
+    .await
+    .unwrap();
+    assert!(read(&mut client, route(&info, [10, 1, 0, 0], 16, 0))
+        .await
+        .is_empty());
+
+    // The default entry.
+    let default = p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
+        table_id: id(&info, "route"),
+        action: action(id(&info, "forward"), &[&[4]]),
+        is_default_action: true,
+        ..Default::default()
+    });
+    write(&mut client, 10, vec![(Modify, default.clone())])
+        .await
+        .unwrap();
+    let read_default = read(
+        &mut client,
+        p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
+            table_id: id(&info, "route"),
+            is_default_action: true,
+            ..Default::default()
+        }),
+    )
+    .await;
+    assert_eq!(read_default, vec![default]);
+}
+
+fn error_codes(status: &tonic::Status) -> Vec<i32> {
+    p4runtime::status::update_errors(status)
+        .iter()
+        .map(|e| e.canonical_code)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_updates_are_reported_one_by_one_with_the_specs_codes() {
+    let (_bed, mut client, _primary, info) = loaded().await;
+    write(
+        &mut client,
+        10,
+        vec![(Insert, route(&info, [10, 0, 0, 0], 8, 1))],
+    )
+    .await
+    .unwrap();
+    let bad_prefix = route(&info, [10, 0, 0, 1], 8, 1);
+    let wide_port = p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
+        table_id: id(&info, "route"),
+        r#match: vec![lpm(1, [11, 0, 0, 0], 8)],
+        action: action(id(&info, "forward"), &[&[2, 0]]),
+        ..Default::default()
+    });
+    let no_table = p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
+        table_id: 0x0200_0001,
+        ..Default::default()
+    });
+    let no_priority = p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
+        table_id: id(&info, "acl"),
+        action: action(id(&info, "drop"), &[]),
+        ..Default::default()
+    });
+    let err = write(
+        &mut client,
+        10,
+        vec![
+            (Insert, route(&info, [12, 0, 0, 0], 8, 1)),
+            (Insert, route(&info, [10, 0, 0, 0], 8, 2)),
+            (Delete, route(&info, [13, 0, 0, 0], 8, 1)),
+            (Insert, bad_prefix),
+            (Insert, wide_port),
+            (Insert, no_table),
+            (Insert, no_priority),
+        ],
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        err.code(),
+        Code::Unknown,
+        "a batch with failures is UNKNOWN"
+    );
+    assert_eq!(
+        error_codes(&err),
+        [
+            Code::Ok,
+            Code::AlreadyExists,
+            Code::NotFound,
+            Code::InvalidArgument,
+            Code::InvalidArgument,
+            Code::NotFound,
+            Code::InvalidArgument
+        ]
+        .map(|c| c as i32)
+    );
+    // CONTINUE_ON_ERROR: the good update was applied.
+    assert_eq!(
+        read(&mut client, route(&info, [12, 0, 0, 0], 8, 0))
+            .await
+            .len(),
+        1
+    );
+    let err = client
+        .write(p4v1::WriteRequest {
+            device_id: DEVICE,
+            election_id: Some(10u128.into()),
+            atomicity: p4v1::write_request::Atomicity::RollbackOnError as i32,
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unimplemented);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forwarding_counters_and_registers_are_read_and_written() {
+    let (bed, mut client, _primary, info) = loaded().await;
+    write(
+        &mut client,
+        10,
+        vec![(Insert, route(&info, [10, 0, 0, 0], 8, 2))],
+    )
+    .await
+    .unwrap();
+    let frame = ipv4_frame([192, 168, 0, 1], [10, 2, 3, 4], true);
+    for _ in 0..3 {
+        bed.inject(1, frame.clone());
+    }
+    for _ in 0..3 {
+        assert_eq!(bed.next_sent(), (2, frame.clone()));
+    }
+    // The indirect counter, cell 1 (the ingress port).
+    let counters = read(
+        &mut client,
+        p4v1::entity::Entity::CounterEntry(p4v1::CounterEntry {
+            counter_id: id(&info, "port_counter"),
+            index: Some(p4v1::Index { index: 1 }),
+            ..Default::default()
+        }),
+    )
+    .await;
+    let p4v1::entity::Entity::CounterEntry(c) = &counters[0] else {
+        panic!()
+    };
+    assert_eq!(
+        c.data,
+        Some(p4v1::CounterData {
+            packet_count: 3,
+            byte_count: 3 * frame.len() as i64
+        })
+    );
+    // Wildcard: every cell of every counter.
+    let all = read(
+        &mut client,
+        p4v1::entity::Entity::CounterEntry(p4v1::CounterEntry::default()),
+    )
+    .await;
+    assert_eq!(all.len(), 64);
+    // The direct counter of the route entry.
+    let direct = read(
+        &mut client,
+        p4v1::entity::Entity::DirectCounterEntry(p4v1::DirectCounterEntry {
+            table_entry: Some(p4v1::TableEntry {
+                table_id: id(&info, "route"),
+                ..Default::default()
+            }),
+            data: None,
+        }),
+    )
+    .await;
+    let p4v1::entity::Entity::DirectCounterEntry(d) = &direct[0] else {
+        panic!()
+    };
+    assert_eq!(d.data.unwrap().packet_count, 3);
+    // Counters are written with MODIFY only.
+    write(
+        &mut client,
+        10,
+        vec![(
+            Modify,
+            p4v1::entity::Entity::CounterEntry(p4v1::CounterEntry {
+                counter_id: id(&info, "port_counter"),
+                index: Some(p4v1::Index { index: 1 }),
+                data: Some(p4v1::CounterData {
+                    packet_count: 0,
+                    byte_count: 0,
+                }),
+            }),
+        )],
+    )
+    .await
+    .unwrap();
+    let err = write(
+        &mut client,
+        10,
+        vec![(
+            Insert,
+            p4v1::entity::Entity::CounterEntry(p4v1::CounterEntry {
+                counter_id: id(&info, "port_counter"),
+                index: Some(p4v1::Index { index: 64 }),
+                ..Default::default()
+            }),
+        )],
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error_codes(&err), [Code::InvalidArgument as i32]);
+    // The register holds the last packet length from port 1; it can be written.
+    let reg = |index| {
+        p4v1::entity::Entity::RegisterEntry(p4v1::RegisterEntry {
+            register_id: id(&info, "last_length"),
+            index: Some(p4v1::Index { index }),
+            data: None,
+        })
+    };
+    let p4v1::entity::Entity::RegisterEntry(r) = &read(&mut client, reg(1)).await[0] else {
+        panic!()
+    };
+    let len = frame.len() as u32;
+    assert_eq!(
+        r.data.clone().unwrap().data,
+        Some(p4v1::p4_data::Data::Bitstring(
+            len.to_be_bytes()
+                .iter()
+                .copied()
+                .skip_while(|b| *b == 0)
+                .collect()
+        ))
+    );
+    write(
+        &mut client,
+        10,
+        vec![(
+            Modify,
+            p4v1::entity::Entity::RegisterEntry(p4v1::RegisterEntry {
+                register_id: id(&info, "last_length"),
+                index: Some(p4v1::Index { index: 5 }),
+                data: Some(p4v1::P4Data {
+                    data: Some(p4v1::p4_data::Data::Bitstring(vec![7])),
+                }),
+            }),
+        )],
+    )
+    .await
+    .unwrap();
+    let p4v1::entity::Entity::RegisterEntry(r) = &read(&mut client, reg(5)).await[0] else {
+        panic!()
+    };
+    assert_eq!(
+        r.data.clone().unwrap().data,
+        Some(p4v1::p4_data::Data::Bitstring(vec![7]))
+    );
+    let err = write(
+        &mut client,
+        10,
+        vec![(
+            Modify,
+            p4v1::entity::Entity::RegisterEntry(p4v1::RegisterEntry {
+                register_id: id(&info, "last_length"),
+                index: Some(p4v1::Index { index: 16 }),
+                data: Some(p4v1::P4Data {
+                    data: Some(p4v1::p4_data::Data::Bitstring(vec![7])),
+                }),
+            }),
+        )],
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error_codes(&err), [Code::OutOfRange as i32]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multicast_groups_and_clone_sessions_are_replication_entries() {
+    let (bed, mut client, _primary, info) = loaded().await;
+    use p4v1::packet_replication_engine_entry::Type;
+    let replica = |port: u8, instance| p4v1::Replica {
+        instance,
+        port_kind: Some(p4v1::replica::PortKind::Port(vec![port])),
+        ..Default::default()
+    };
+    let group = |replicas| {
+        p4v1::entity::Entity::PacketReplicationEngineEntry(p4v1::PacketReplicationEngineEntry {
+            r#type: Some(Type::MulticastGroupEntry(p4v1::MulticastGroupEntry {
+                multicast_group_id: 7,
+                replicas,
+                metadata: Vec::new(),
+            })),
+        })
+    };
+    let flood = p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
+        table_id: id(&info, "route"),
+        r#match: vec![lpm(1, [10, 0, 0, 0], 8)],
+        action: action(id(&info, "flood"), &[&[7]]),
+        ..Default::default()
+    });
+    write(
+        &mut client,
+        10,
+        vec![
+            (Insert, group(vec![replica(2, 1), replica(3, 1)])),
+            (Insert, flood),
+        ],
+    )
+    .await
+    .unwrap();
+    let err = write(&mut client, 10, vec![(Insert, group(vec![]))])
+        .await
+        .unwrap_err();
+    assert_eq!(error_codes(&err), [Code::AlreadyExists as i32]);
+    let frame = ipv4_frame([1, 1, 1, 1], [10, 9, 9, 9], true);
+    bed.inject(1, frame.clone());
+    let mut ports: Vec<u16> = (0..2).map(|_| bed.next_sent().0).collect();
+    ports.sort();
+    assert_eq!(ports, [2, 3]);
+    write(&mut client, 10, vec![(Modify, group(vec![replica(4, 2)]))])
+        .await
+        .unwrap();
+    assert_eq!(
+        read(&mut client, group(vec![])).await,
+        vec![group(vec![replica(4, 2)])],
+        "read back as written"
+    );
+    bed.inject(1, frame.clone());
+    assert_eq!(bed.next_sent().0, 4);
+    write(&mut client, 10, vec![(Delete, group(vec![]))])
+        .await
+        .unwrap();
+    assert!(read(&mut client, group(vec![])).await.is_empty());
+
+    let session = |id, replicas| {
+        p4v1::entity::Entity::PacketReplicationEngineEntry(p4v1::PacketReplicationEngineEntry {
+            r#type: Some(Type::CloneSessionEntry(p4v1::CloneSessionEntry {
+                session_id: id,
+                replicas,
+                ..Default::default()
+            })),
+        })
+    };
+    write(
+        &mut client,
+        10,
+        vec![(Insert, session(5, vec![replica(3, 0)]))],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        read(&mut client, session(0, vec![])).await,
+        vec![session(5, vec![replica(3, 0)])]
+    );
+    let err = write(&mut client, 10, vec![(Delete, session(6, vec![]))])
+        .await
+        .unwrap_err();
+    assert_eq!(error_codes(&err), [Code::NotFound as i32]);
+    assert!(bed.sent_now().await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packets_go_to_and_come_from_the_controller_and_digests_are_streamed() {
+    let (bed, mut client, mut primary, info) = loaded().await;
+    // PacketOut: the packet_out header carries the egress port.
+    let payload = ipv4_frame([1, 2, 3, 4], [5, 6, 7, 8], true);
+    primary.send(p4v1::stream_message_request::Update::Packet(
+        p4v1::PacketOut {
+            payload: payload.clone(),
+            metadata: vec![
+                p4v1::PacketMetadata {
+                    metadata_id: 1,
+                    value: vec![3],
+                },
+                p4v1::PacketMetadata {
+                    metadata_id: 2,
+                    value: vec![0],
+                },
+            ],
+        },
+    ));
+    assert_eq!(bed.next_sent(), (3, payload.clone()));
+    // A bad PacketOut gets a StreamError.
+    primary.send(p4v1::stream_message_request::Update::Packet(
+        p4v1::PacketOut {
+            payload: payload.clone(),
+            metadata: vec![],
+        },
+    ));
+    loop {
+        if let p4v1::stream_message_response::Update::Error(e) = primary.next().await {
+            assert_eq!(e.canonical_code, Code::InvalidArgument as i32);
+            break;
+        }
+    }
+    // To the CPU: a PacketIn with the ingress port in its metadata.
+    let to_cpu = p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
+        table_id: id(&info, "route"),
+        r#match: vec![lpm(1, [10, 0, 0, 0], 8)],
+        action: action(id(&info, "to_cpu"), &[]),
+        ..Default::default()
+    });
+    write(&mut client, 10, vec![(Insert, to_cpu)])
+        .await
+        .unwrap();
+    let frame = ipv4_frame([1, 2, 3, 4], [10, 0, 0, 1], true);
+    bed.inject(2, frame.clone());
+    loop {
+        if let p4v1::stream_message_response::Update::Packet(p) = primary.next().await {
+            assert_eq!(p.payload, frame);
+            assert_eq!(
+                p.metadata[0],
+                p4v1::PacketMetadata {
+                    metadata_id: 1,
+                    value: vec![2]
+                }
+            );
+            break;
+        }
+    }
+    // Digests flow once configured: smac misses, so learn() sends the source MAC and port.
+    let digest_id = id(&info, "learn_t");
+    write(
+        &mut client,
+        10,
+        vec![(
+            Insert,
+            p4v1::entity::Entity::DigestEntry(p4v1::DigestEntry {
+                digest_id,
+                config: Some(p4v1::digest_entry::Config {
+                    max_timeout_ns: 0,
+                    max_list_size: 1,
+                    ack_timeout_ns: 1_000_000,
+                }),
+            }),
+        )],
+    )
+    .await
+    .unwrap();
+    bed.inject(4, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1], true));
+    loop {
+        if let p4v1::stream_message_response::Update::Digest(d) = primary.next().await {
+            assert_eq!(d.digest_id, digest_id);
+            let p4v1::p4_data::Data::Struct(s) = d.data[0].data.clone().unwrap() else {
+                panic!()
+            };
+            let fields: Vec<_> = s.members.into_iter().map(|m| m.data.unwrap()).collect();
+            assert_eq!(
+                fields,
+                vec![
+                    p4v1::p4_data::Data::Bitstring(vec![2, 0, 0, 0, 0, 1]),
+                    p4v1::p4_data::Data::Bitstring(vec![4]),
+                ]
+            );
+            primary.send(p4v1::stream_message_request::Update::DigestAck(
+                p4v1::DigestListAck {
+                    digest_id,
+                    list_id: d.list_id,
+                },
+            ));
+            break;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pipeline_is_replaced_while_the_switch_runs() {
+    let (bed, mut client, _primary, info) = loaded().await;
+    write(
+        &mut client,
+        10,
+        vec![(Insert, route(&info, [10, 0, 0, 0], 8, 2))],
+    )
+    .await
+    .unwrap();
+    let frame = ipv4_frame([1, 1, 1, 1], [10, 0, 0, 1], true);
+    bed.inject(1, frame.clone());
+    assert_eq!(bed.next_sent().0, 2);
+
+    set_pipeline(
+        &mut client,
+        10,
+        SetAction::VerifyAndCommit,
+        Some(config("ports.p4")),
+    )
+    .await
+    .unwrap();
+    let ports = p4info("ports.p4");
+    // The old tables are gone; the new program drops until told otherwise.
+    assert!(read(
+        &mut client,
+        p4v1::entity::Entity::TableEntry(p4v1::TableEntry::default())
+    )
+    .await
+    .is_empty());
+    bed.inject(1, frame.clone());
+    assert!(bed.sent_now().await.is_empty());
+    write(
+        &mut client,
+        10,
+        vec![(
+            Insert,
+            p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
+                table_id: id(&ports, "patch"),
+                r#match: vec![p4v1::FieldMatch {
+                    field_id: 1,
+                    field_match_type: Some(p4v1::field_match::FieldMatchType::Exact(
+                        p4v1::field_match::Exact { value: vec![1] },
+                    )),
+                }],
+                action: action(id(&ports, "forward"), &[&[4]]),
+                ..Default::default()
+            }),
+        )],
+    )
+    .await
+    .unwrap();
+    bed.inject(1, frame.clone());
+    assert_eq!(bed.next_sent(), (4, frame));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_depth_and_rate_are_set_per_port_and_priority() {
+    let (bed, _client, _primary, _info) = loaded().await;
+    let mut queues = q::queues_client::QueuesClient::connect(bed.addr.clone())
+        .await
+        .unwrap();
+    let set = queues
+        .set_queue(q::SetQueueRequest {
+            device_id: DEVICE,
+            port: Some(2),
+            priority: Some(3),
+            depth_packets: Some(10),
+            rate_pps: Some(1000),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        set.queues,
+        vec![q::QueueState {
+            port: 2,
+            priority: 3,
+            depth_packets: 10,
+            rate_pps: 1000,
+            occupancy_packets: 0
+        }]
+    );
+    let all = queues
+        .get_queues(q::GetQueuesRequest { device_id: DEVICE })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(all.queues.len(), 8);
+    assert_eq!(
+        all.queues[0],
+        q::QueueState {
+            port: 2,
+            priority: 0,
+            depth_packets: 64,
+            rate_pps: 0,
+            occupancy_packets: 0
+        }
+    );
+    assert_eq!((all.default_depth_packets, all.default_rate_pps), (64, 0));
+    for bad in [
+        q::SetQueueRequest {
+            device_id: DEVICE,
+            priority: Some(8),
+            ..Default::default()
+        },
+        q::SetQueueRequest {
+            device_id: DEVICE,
+            depth_packets: Some(0),
+            ..Default::default()
+        },
+    ] {
+        assert_eq!(
+            queues.set_queue(bad).await.unwrap_err().code(),
+            Code::InvalidArgument
+        );
+    }
+    let other = q::SetQueueRequest {
+        device_id: DEVICE + 1,
+        ..Default::default()
+    };
+    assert_eq!(
+        queues.set_queue(other).await.unwrap_err().code(),
+        Code::NotFound
+    );
+}
