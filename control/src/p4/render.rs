@@ -57,13 +57,15 @@ pub struct RegisterCell {
     pub value: Value,
 }
 
-/// Counter cells as a table with a header line.
+/// Counter cells as a table with a header line. Of several cells, those still at zero are left
+/// out (a 512-port counter shows its live ports), and a last line says how many.
 pub fn counter_table(cells: &[CounterCell]) -> String {
     let mut out = format!(
         "{:<32} {:<24} {:>14} {:>16}\n",
         "counter", "cell", "packets", "bytes"
     );
-    for cell in cells {
+    let live = |c: &&CounterCell| cells.len() == 1 || c.packets != 0 || c.bytes != 0;
+    for cell in cells.iter().filter(live) {
         let _ = writeln!(
             out,
             "{:<32} {:<24} {:>14} {:>16}",
@@ -71,6 +73,14 @@ pub fn counter_table(cells: &[CounterCell]) -> String {
             cell.place(),
             cell.packets,
             cell.bytes
+        );
+    }
+    let zero = cells.len() - cells.iter().filter(live).count();
+    if zero > 0 {
+        let _ = writeln!(
+            out,
+            "({} not shown; --json shows every cell)",
+            plural(zero, "cell at zero", "cells at zero")
         );
     }
     out
@@ -211,6 +221,20 @@ mod tests {
         assert!(lines[0].starts_with("counter"));
         let fields: Vec<&str> = lines[2].split_whitespace().collect();
         assert_eq!(fields, ["MyIngress.port_packets", "[2]", "3", "294"]);
+    }
+
+    #[test]
+    fn zero_cells_are_left_out_of_a_table_of_several() {
+        let table = counter_table(&[cell(0, 0, 0), cell(1, 10, 980), cell(2, 0, 0)]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 3, "{table}");
+        assert!(lines[1].contains("[1]"));
+        assert_eq!(
+            lines[2],
+            "(2 cells at zero not shown; --json shows every cell)"
+        );
+        let one = counter_table(&[cell(7, 0, 0)]);
+        assert!(one.lines().nth(1).unwrap().contains("[7]"), "{one}");
     }
 
     #[test]
