@@ -453,9 +453,7 @@ pub(crate) mod tests {
     #[test]
     fn describes_a_program() {
         let text = describe(&sample());
-        assert!(
-            text.starts_with("2 tables, 4 actions, 1 counter, 1 direct counter, 1 register\n")
-        );
+        assert!(text.starts_with("2 tables, 4 actions, 1 counter, 1 direct counter, 1 register\n"));
         assert!(text.contains("table MyIngress.ipv4_lpm (id 37375156, size 1024)\n  key hdr.ipv4.dstAddr lpm bit<32>\n  actions MyIngress.ipv4_forward(dstAddr: bit<48>, port: bit<9>), MyIngress.drop(), NoAction()\n"), "{text}");
         assert!(text.contains(
             "counter MyIngress.port_packets (id 302000001, 512 cells, packets and bytes)"
