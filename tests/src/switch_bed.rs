@@ -149,6 +149,17 @@ impl SwitchBed {
         String::from_utf8(output.stdout).expect("UTF-8 output")
     }
 
+    /// Runs `lossless p4 ARGS`, which must fail; returns its stderr.
+    pub fn p4_refused(&self, args: &[&str]) -> String {
+        let output = self.p4(args);
+        assert!(
+            !output.status.success(),
+            "lossless p4 {} succeeded",
+            args.join(" ")
+        );
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    }
+
     /// `lossless p4 ARGS --json`, parsed.
     pub fn p4_json(&self, args: &[&str]) -> serde_json::Value {
         let mut args = args.to_vec();

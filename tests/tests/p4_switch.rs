@@ -179,9 +179,7 @@ fn only_the_primary_writes() {
         let arbitration = held_rx.recv().unwrap();
         assert!(arbitration.primary, "{arbitration:?}");
 
-        let refused = bed.p4(&["entries", "apply", entries, "--election-id", "5"]);
-        let stderr = String::from_utf8_lossy(&refused.stderr);
-        assert!(!refused.status.success());
+        let stderr = bed.p4_refused(&["entries", "apply", entries, "--election-id", "5"]);
         assert!(
             stderr.contains("Write on 127.0.0.1:9559: PERMISSION_DENIED"),
             "{stderr}"
@@ -199,15 +197,16 @@ fn only_the_primary_writes() {
             routes.is_empty(),
             "a refused write changed the table: {listed}"
         );
-        let refused = bed.p4(&[
-            "pipeline",
-            "set",
-            "--program",
-            p4_file("by_port.p4").to_str().unwrap(),
-            "--election-id",
-            "5",
-        ]);
-        assert!(String::from_utf8_lossy(&refused.stderr).contains("PERMISSION_DENIED"));
+        assert!(bed
+            .p4_refused(&[
+                "pipeline",
+                "set",
+                "--program",
+                p4_file("by_port.p4").to_str().unwrap(),
+                "--election-id",
+                "5",
+            ])
+            .contains("PERMISSION_DENIED"));
 
         release_tx.send(()).unwrap();
         holder.join().unwrap();
@@ -242,9 +241,7 @@ fn malformed_requests_get_the_right_codes() {
         json!({"table_entries": [route("10.0.3.3", 3),
             {"table": "MyIngress.nosuch", "action_name": "MyIngress.drop"}]}),
     );
-    let output = bed.p4(&["entries", "apply", &unknown]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success());
+    let stderr = bed.p4_refused(&["entries", "apply", &unknown]);
     assert!(stderr.contains("nothing written"), "{stderr}");
     assert!(
         stderr.contains("unknown table 'MyIngress.nosuch'"),
@@ -271,15 +268,13 @@ fn malformed_requests_get_the_right_codes() {
         "too_wide.json",
         json!({"table_entries": [route("10.0.4.4", 1000), route("10.0.5.5", 3)]}),
     );
-    let output = bed.p4(&[
+    let stderr = bed.p4_refused(&[
         "entries",
         "apply",
         &too_wide,
         "--p4info",
         stale.to_str().unwrap(),
     ]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success());
     assert!(
         stderr.contains("Write on 127.0.0.1:9559: UNKNOWN: 1 of 2 updates failed"),
         "{stderr}"
@@ -298,13 +293,11 @@ fn malformed_requests_get_the_right_codes() {
 
     // The routes are in already: each insert is ALREADY_EXISTS, the default action (a MODIFY)
     // applies again.
-    let output = bed.p4(&[
+    let stderr = bed.p4_refused(&[
         "entries",
         "apply",
         p4_file("forward-runtime.json").to_str().unwrap(),
     ]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success());
     assert!(
         stderr.contains("UNKNOWN: 2 of 3 updates failed"),
         "{stderr}"
@@ -312,16 +305,14 @@ fn malformed_requests_get_the_right_codes() {
     assert_eq!(stderr.matches(": ALREADY_EXISTS: ").count(), 2, "{stderr}");
     assert!(!stderr.contains("table_entries[0]"), "{stderr}");
 
-    let output = bed.p4(&["counters", "read", "nosuch"]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = bed.p4_refused(&["counters", "read", "nosuch"]);
     assert!(
         stderr.contains(
             "unknown counter 'nosuch' (known: MyIngress.port_packets, MyIngress.route_hits)"
         ),
         "{stderr}"
     );
-    let output = bed.p4(&["entries", "list", "ipv4_lpm", "--device-id", "7"]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = bed.p4_refused(&["entries", "list", "ipv4_lpm", "--device-id", "7"]);
     assert!(stderr.contains("NOT_FOUND"), "{stderr}");
 }
 
@@ -343,8 +334,9 @@ fn the_pipeline_is_replaced_while_the_switch_runs() {
         p4_file("by_port.p4").to_str().unwrap(),
     ]);
     assert_eq!(bed.switch_pid(), Some(pid), "softswitch restarted");
-    let output = bed.p4(&["entries", "list", "MyIngress.ipv4_lpm"]);
-    assert!(String::from_utf8_lossy(&output.stderr).contains("unknown table 'MyIngress.ipv4_lpm'"));
+    assert!(bed
+        .p4_refused(&["entries", "list", "MyIngress.ipv4_lpm"])
+        .contains("unknown table 'MyIngress.ipv4_lpm'"));
     assert!(
         !bed.ping(1),
         "the new pipeline forwards before it has entries"
@@ -444,6 +436,7 @@ fn queue_set_and_show() {
     };
     assert_eq!(queue(2, 3)["rate_pps"], 1000);
     assert_eq!(queue(2, 2)["depth_packets"], 64);
-    let output = bed.p4(&["queue", "set", "--port", "2"]);
-    assert!(String::from_utf8_lossy(&output.stderr).contains("nothing to change"));
+    assert!(bed
+        .p4_refused(&["queue", "set", "--port", "2"])
+        .contains("nothing to change"));
 }

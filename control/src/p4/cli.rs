@@ -520,6 +520,16 @@ mod tests {
         p4: P4Args,
     }
 
+    /// The options every subcommand shares.
+    fn globals(args: &P4Args) -> (&str, u64, u128, bool) {
+        (
+            args.switch.as_str(),
+            args.device_id,
+            args.election_id,
+            args.json,
+        )
+    }
+
     fn parse(args: &[&str]) -> Result<P4Args, clap::Error> {
         Cli::try_parse_from(std::iter::once("p4").chain(args.iter().copied())).map(|c| c.p4)
     }
@@ -527,15 +537,7 @@ mod tests {
     #[test]
     fn global_options_go_anywhere_with_defaults() {
         let args = parse(&["entries", "list", "ipv4_lpm"]).unwrap();
-        assert_eq!(
-            (
-                args.switch.as_str(),
-                args.device_id,
-                args.election_id,
-                args.json
-            ),
-            ("127.0.0.1:9559", 0, 1, false)
-        );
+        assert_eq!(globals(&args), ("127.0.0.1:9559", 0, 1, false));
         let args = parse(&[
             "counters",
             "read",
@@ -551,15 +553,7 @@ mod tests {
             "--json",
         ])
         .unwrap();
-        assert_eq!(
-            (
-                args.switch.as_str(),
-                args.device_id,
-                args.election_id,
-                args.json
-            ),
-            ("10.0.0.1:50051", 2, 7, true)
-        );
+        assert_eq!(globals(&args), ("10.0.0.1:50051", 2, 7, true));
         assert!(matches!(
             args.command,
             P4Command::Counters(CountersCommand::Read { index: Some(3), .. })

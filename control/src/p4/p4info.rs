@@ -53,6 +53,15 @@ pub trait Named {
     fn id(&self) -> u32 {
         self.preamble().map_or(0, |p| p.id)
     }
+
+    /// A candidate for name resolution that resolves to `item`.
+    fn candidate<U>(&self, item: U) -> Candidate<'_, U> {
+        Candidate {
+            name: self.name(),
+            alias: self.preamble().map_or("", |p| p.alias.as_str()),
+            item,
+        }
+    }
 }
 
 macro_rules! named {
@@ -68,15 +77,7 @@ named!(Table, Action, Counter, DirectCounter, Register);
 
 /// Finds the entity of `kind` that `name` names.
 pub fn by_name<'a, T: Named>(kind: &str, items: &'a [T], name: &str) -> Result<&'a T, NameError> {
-    resolve(
-        kind,
-        name,
-        items.iter().map(|item| Candidate {
-            name: item.name(),
-            alias: item.preamble().map_or("", |p| p.alias.as_str()),
-            item,
-        }),
-    )
+    resolve(kind, name, items.iter().map(|item| item.candidate(item)))
 }
 
 /// The entity with this id.
@@ -93,29 +94,19 @@ pub enum AnyCounter<'a> {
     Direct(&'a DirectCounter),
 }
 
-impl AnyCounter<'_> {
-    /// Its fully qualified name.
-    pub fn name(&self) -> &str {
+impl Named for AnyCounter<'_> {
+    fn preamble(&self) -> Option<&Preamble> {
         match self {
-            AnyCounter::Indirect(c) => c.name(),
-            AnyCounter::Direct(c) => c.name(),
+            AnyCounter::Indirect(c) => c.preamble(),
+            AnyCounter::Direct(c) => c.preamble(),
         }
     }
 }
 
 /// Finds a counter, indirect or direct, by name.
 pub fn counter<'a>(p4info: &'a P4Info, name: &str) -> Result<AnyCounter<'a>, NameError> {
-    let indirect = p4info.counters.iter().map(|c| Candidate {
-        name: c.name(),
-        alias: c.preamble().map_or("", |p| p.alias.as_str()),
-        item: AnyCounter::Indirect(c),
-    });
-    let direct = p4info.direct_counters.iter().map(|c| Candidate {
-        name: c.name(),
-        alias: c.preamble().map_or("", |p| p.alias.as_str()),
-        item: AnyCounter::Direct(c),
-    });
-    resolve("counter", name, indirect.chain(direct))
+    let candidates = all_counters(p4info);
+    resolve("counter", name, candidates.iter().map(|c| c.candidate(*c)))
 }
 
 /// Every counter of the program, indirect ones first.
@@ -128,28 +119,29 @@ pub fn all_counters(p4info: &P4Info) -> Vec<AnyCounter<'_>> {
 
 /// A match field of `table` by name (or unique dotted suffix).
 pub fn match_field<'a>(table: &'a Table, name: &str) -> Result<&'a MatchField, NameError> {
-    resolve(
-        &format!("match field of {}", table.name()),
-        name,
-        table.match_fields.iter().map(|item| Candidate {
-            name: &item.name,
-            alias: "",
-            item,
-        }),
-    )
+    let kind = format!("match field of {}", table.name());
+    by_plain_name(&kind, &table.match_fields, name, |f| &f.name)
 }
 
 /// A parameter of `action` by name.
 pub fn param<'a>(action: &'a Action, name: &str) -> Result<&'a Param, NameError> {
-    resolve(
-        &format!("parameter of {}", action.name()),
-        name,
-        action.params.iter().map(|item| Candidate {
-            name: &item.name,
-            alias: "",
-            item,
-        }),
-    )
+    let kind = format!("parameter of {}", action.name());
+    by_plain_name(&kind, &action.params, name, |p| &p.name)
+}
+
+/// Finds one of `items`, which have a name and no alias, by name.
+fn by_plain_name<'a, T>(
+    kind: &str,
+    items: &'a [T],
+    name: &str,
+    name_of: impl Fn(&'a T) -> &'a str,
+) -> Result<&'a T, NameError> {
+    let candidates = items.iter().map(|item| Candidate {
+        name: name_of(item),
+        alias: "",
+        item,
+    });
+    resolve(kind, name, candidates)
 }
 
 /// A match field's kind, if it is one of P4Runtime's standard kinds.
