@@ -1,6 +1,7 @@
 /* The replacement pipeline of the P4Runtime client's tests: forwards by ingress port alone
- * (no IPv4 table), rewriting the destination MAC so the receiving host accepts the frame, and
- * counts packets per ingress port under a different name than forward.p4. */
+ * (no IPv4 table), to a port or through a multicast group, rewriting the destination MAC so the
+ * receiving host accepts the frame, and counts packets per ingress port under a different name
+ * than forward.p4. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -40,6 +41,11 @@ control PortIngress(inout headers hdr,
         hdr.ethernet.dstAddr = dmac;
     }
 
+    action to_group(bit<16> group, bit<48> dmac) {
+        standard_metadata.mcast_grp = group;
+        hdr.ethernet.dstAddr = dmac;
+    }
+
     action drop() {
         mark_to_drop(standard_metadata);
     }
@@ -50,6 +56,7 @@ control PortIngress(inout headers hdr,
         }
         actions = {
             to_port;
+            to_group;
             drop;
         }
         size = 64;

@@ -317,7 +317,8 @@ fn malformed_requests_get_the_right_codes() {
 }
 
 /// A second program replaces the first in the running switch (same process): the old table is
-/// gone, the new one forwards once its entries are in, and its counter counts.
+/// gone, the new one forwards once its entries are in — h1's frames through a multicast group
+/// written from the runtime JSON — and its counter counts.
 #[test]
 fn the_pipeline_is_replaced_while_the_switch_runs() {
     if !privileged("the_pipeline_is_replaced_while_the_switch_runs") {
