@@ -812,7 +812,7 @@ async fn forwarding_counters_and_registers_are_read_and_written() {
         p4v1::entity::Entity::CounterEntry(p4v1::CounterEntry::default()),
     )
     .await;
-    assert_eq!(all.len(), 64);
+    assert_eq!(all.len(), 512);
     // The direct counter of the route entry.
     let direct = read(
         &mut client,

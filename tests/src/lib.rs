@@ -1,8 +1,10 @@
 //! The test bed of lossless's integration tests: privilege checks, the `lossless` binary,
-//! frames crafted with an independent encoder (etherparse), raw capture (AF_PACKET), and a
-//! softswitch between two hosts for the P4Runtime client.
+//! frames crafted with an independent encoder (etherparse), raw capture (AF_PACKET), softswitch
+//! on veths between host namespaces, and the P4 tutorials' two hosts around it for the
+//! P4Runtime client.
 
 pub mod bed;
 pub mod capture;
 pub mod craft;
-pub mod switch_bed;
+pub mod switch;
+pub mod tutorial_bed;

@@ -39,7 +39,8 @@ enum Command {
 enum BenchTarget {
     /// Packets/s through a veth pair: no program, XDP_PASS, the ECN program.
     Host,
-    /// The softswitch interpreter alone.
+    /// The softswitch interpreter alone, then forwarding between veths: bridge vs softswitch vs
+    /// interpreter.
     Softswitch,
 }
 

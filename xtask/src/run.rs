@@ -140,7 +140,9 @@ pub fn bench_host() -> anyhow::Result<()> {
     Cmd::new(workspace_root().join("target/release/bench-host")).run()
 }
 
-/// The softswitch interpreter's packet rate.
+/// The softswitch interpreter's packet rate (criterion-free `interpreter` bench), then IPv4
+/// forwarding between two veths through a Linux bridge, `softswitch run` and the interpreter
+/// alone, as ratios (bench-softswitch, root).
 pub fn bench_softswitch() -> anyhow::Result<()> {
     cargo()
         .args([
@@ -151,5 +153,28 @@ pub fn bench_softswitch() -> anyhow::Result<()> {
             "--bench",
             "interpreter",
         ])
+        .run()?;
+    require_root("the softswitch port benchmark")?;
+    cargo()
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "-p",
+            "lossless-tests",
+            "--bin",
+            "bench-softswitch",
+            // The benchmark runs the switch binary, found beside it.
+            "-p",
+            "softswitch",
+            "--bin",
+            "softswitch",
+        ])
+        .run()?;
+    Cmd::new(workspace_root().join("target/release/bench-softswitch"))
+        .env(
+            "SOFTSWITCH_BIN",
+            workspace_root().join("target/release/softswitch"),
+        )
         .run()
 }

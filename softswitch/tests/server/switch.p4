@@ -33,7 +33,7 @@ parser P(packet_in pk, out headers hdr, inout metadata meta, inout standard_meta
 }
 
 control MyIngress(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
-    counter(64, CounterType.packets_and_bytes) port_counter;
+    counter(512, CounterType.packets_and_bytes) port_counter;
     direct_counter(CounterType.packets_and_bytes) route_counter;
     register<bit<32>>(16) last_length;
     action drop() { mark_to_drop(sm); }

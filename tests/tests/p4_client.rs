@@ -9,7 +9,8 @@ use std::{io::BufRead as _, process::Stdio};
 use lossless::p4::client::{Client, Target};
 use lossless_tests::{
     bed::{lossless_bin, privileged},
-    switch_bed::{p4_file, softswitch_bin, tx_counts, SwitchBed, SWITCH_ADDR},
+    switch::{program as p4_file, softswitch_bin},
+    tutorial_bed::{tx_counts, TutorialBed, SWITCH_ADDR},
 };
 use serde_json::{json, Value};
 
@@ -28,8 +29,8 @@ fn cell(cells: &Value, index: i64) -> (u64, u64) {
 }
 
 /// A bed running forward.p4 with the tutorials-shaped routes applied.
-fn routed_bed() -> SwitchBed {
-    let bed = SwitchBed::new().unwrap();
+fn routed_bed() -> TutorialBed {
+    let bed = TutorialBed::new().unwrap();
     bed.program(&p4_file("forward.p4"), &p4_file("forward-runtime.json"));
     bed
 }
@@ -44,15 +45,19 @@ fn routes_from_a_tutorial_runtime_json_carry_ping_and_udp() {
         return;
     }
     let bed = routed_bed();
-    assert!(bed.ping(3), "ping h1 -> h2 failed: {}", bed.switch_log());
+    assert!(
+        bed.ping(3),
+        "ping h1 -> h2 failed: {}",
+        bed.bed.lines.join("\n")
+    );
     let payloads = bed.udp(20, 200).unwrap();
     for (i, payload) in payloads.iter().enumerate() {
         let expected: Vec<u8> = (0..200).map(|j| (i + j) as u8).collect();
         assert_eq!(payload, &expected, "datagram {i}");
     }
 
-    let (h1_packets, h1_bytes) = tx_counts(&bed.h1.ns, &bed.h1.iface.ifname).unwrap();
-    let (h2_packets, h2_bytes) = tx_counts(&bed.h2.ns, &bed.h2.iface.ifname).unwrap();
+    let (h1_packets, h1_bytes) = tx_counts(bed.h1()).unwrap();
+    let (h2_packets, h2_bytes) = tx_counts(bed.h2()).unwrap();
     assert_eq!(
         (h1_packets, h2_packets),
         (23, 3),
@@ -114,7 +119,7 @@ fn watch_prints_counters_with_rates() {
     let bed = routed_bed();
     assert!(bed.ping(2));
     let mut watch = bed
-        .sw
+        .switch_ns()
         .command(lossless_bin())
         .args(["p4", "watch", "port_packets", "--interval", "0.2", "--json"])
         .stdout(Stdio::piped())
@@ -145,7 +150,7 @@ fn only_the_primary_writes() {
     if !privileged("only_the_primary_writes") {
         return;
     }
-    let bed = SwitchBed::new().unwrap();
+    let bed = TutorialBed::new().unwrap();
     bed.p4_ok(&[
         "pipeline",
         "set",
@@ -158,7 +163,7 @@ fn only_the_primary_writes() {
     let (held_tx, held_rx) = std::sync::mpsc::channel();
     let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
     std::thread::scope(|scope| {
-        let sw = &bed.sw;
+        let sw = bed.switch_ns();
         let holder = scope.spawn(move || {
             sw.run(move || {
                 let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -326,7 +331,7 @@ fn the_pipeline_is_replaced_while_the_switch_runs() {
     }
     let mut bed = routed_bed();
     assert!(bed.ping(1));
-    let pid = bed.switch_pid().expect("softswitch runs");
+    assert!(bed.bed.running());
 
     bed.p4_ok(&[
         "pipeline",
@@ -334,7 +339,8 @@ fn the_pipeline_is_replaced_while_the_switch_runs() {
         "--program",
         p4_file("by_port.p4").to_str().unwrap(),
     ]);
-    assert_eq!(bed.switch_pid(), Some(pid), "softswitch restarted");
+    // The process the bed started has not exited: the pipeline changed inside it.
+    assert!(bed.bed.running(), "softswitch exited");
     assert!(bed
         .p4_refused(&["entries", "list", "MyIngress.ipv4_lpm"])
         .contains("unknown table 'MyIngress.ipv4_lpm'"));
@@ -347,7 +353,7 @@ fn the_pipeline_is_replaced_while_the_switch_runs() {
         "apply",
         p4_file("by_port-runtime.json").to_str().unwrap(),
     ]);
-    assert!(bed.ping(3), "{}", bed.switch_log());
+    assert!(bed.ping(3), "{}", bed.bed.lines.join("\n"));
     let counters = bed.p4_json(&["counters", "read", "PortIngress.ingress_packets"]);
     // 1 unanswered echo and 3 answered ones from h1; 3 replies from h2.
     assert_eq!(cell(&counters, 1).0, 4, "{counters}");
@@ -366,7 +372,7 @@ fn p4c_p4info_drives_softswitch() {
     let program = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../softswitch/tests/p4info/flowlet.p4");
     let p4info = program.with_file_name("flowlet.p4c.p4info.txtpb");
-    let bed = SwitchBed::new().unwrap();
+    let bed = TutorialBed::new().unwrap();
     bed.p4_ok(&[
         "pipeline",
         "set",
