@@ -3,6 +3,7 @@
 pub mod host;
 pub mod lab;
 pub mod netns;
+pub mod p4;
 pub mod traffic;
 pub mod units;
 pub mod wire;

@@ -1,7 +1,9 @@
 //! `lossless`: the command line of the lossless control plane.
 
 use clap::{Parser, Subcommand};
-use lossless::{host::cli::HostCommand, lab::cli::LabCommand, traffic::TrafficCommand};
+use lossless::{
+    host::cli::HostCommand, lab::cli::LabCommand, p4::cli::P4Args, traffic::TrafficCommand,
+};
 use tracing_subscriber::EnvFilter;
 
 /// Programmable data planes for RoCEv2-style lossless Ethernet.
@@ -17,6 +19,8 @@ enum Command {
     /// The host data plane (eBPF): attach, detach, status, stats, set, logs.
     #[command(subcommand)]
     Host(HostCommand),
+    /// P4 switches over P4Runtime: pipeline, entries, counters, registers, queues, watch.
+    P4(P4Args),
     /// RoCEv2 traffic: a paced sender and a counting receiver.
     #[command(subcommand)]
     Traffic(TrafficCommand),
@@ -40,6 +44,7 @@ async fn main() -> std::process::ExitCode {
         .init();
     let result = match Cli::parse().command {
         Command::Host(command) => lossless::host::cli::run(command).await,
+        Command::P4(args) => lossless::p4::cli::run(args).await,
         Command::Traffic(command) => {
             tokio::task::spawn_blocking(move || lossless::traffic::run(command))
                 .await

@@ -1,9 +1,11 @@
 //! The test bed of lossless's integration tests: privilege checks, the `lossless` binary,
-//! frames crafted with an independent encoder (etherparse), raw capture (AF_PACKET), and
-//! labs run through the binary.
+//! frames crafted with an independent encoder (etherparse), raw capture (AF_PACKET), labs run
+//! through the binary, softswitch on veths between host namespaces, and the P4 tutorials' two
+//! hosts around it for the P4Runtime client.
 
 pub mod bed;
 pub mod capture;
 pub mod craft;
 pub mod lab;
 pub mod switch;
+pub mod tutorial_bed;

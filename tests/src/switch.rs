@@ -56,7 +56,22 @@ pub const OFFLOADS_OFF: &[&str] = &[
     "rx", "off", "tx", "off", "gro", "off", "gso", "off", "tso", "off",
 ];
 
-/// A switch namespace and hosts joined to it, each by a veth, offloads off on both ends.
+/// A namespace whose interfaces come up without IPv6, so hosts send no router solicitations or
+/// MLD reports of their own: every frame is one a test sent.
+fn quiet_namespace(prefix: &str) -> anyhow::Result<Namespace> {
+    let ns = Namespace::create(prefix)?;
+    for key in ["all", "default"] {
+        let out = ns
+            .command("sysctl")
+            .args(["-qw", &format!("net.ipv6.conf.{key}.disable_ipv6=1")])
+            .output()?;
+        check("sysctl disable_ipv6", out)?;
+    }
+    Ok(ns)
+}
+
+/// A switch namespace and hosts joined to it, each by a veth, offloads off on both ends, IPv6
+/// off.
 pub struct Topology {
     /// The switch's namespace.
     pub switch_ns: Namespace,
@@ -67,10 +82,10 @@ pub struct Topology {
 impl Topology {
     /// `hosts` hosts, on ports 1..=hosts.
     pub fn new(hosts: u16) -> anyhow::Result<Topology> {
-        let switch_ns = Namespace::create("lsw")?;
+        let switch_ns = quiet_namespace("lsw")?;
         let mut list = Vec::new();
         for port in 1..=hosts {
-            let ns = Namespace::create("lh")?;
+            let ns = quiet_namespace("lh")?;
             let iface = unique_name("hv");
             let switch_iface = unique_name("sv");
             ip(&[
@@ -124,13 +139,14 @@ impl SwitchBed {
     /// `hosts` hosts on ports 1..=hosts, and `softswitch run PROGRAM` with those ports, started
     /// and ready (its P4Runtime server is listening).
     pub fn new(program: &Path, hosts: u16) -> anyhow::Result<SwitchBed> {
-        SwitchBed::start(Topology::new(hosts)?, program)
+        SwitchBed::start(Topology::new(hosts)?, Some(program))
     }
 
-    /// `softswitch run PROGRAM` on `topology`'s ports, started and ready.
-    pub fn start(topology: Topology, program: &Path) -> anyhow::Result<SwitchBed> {
+    /// `softswitch run [PROGRAM]` on `topology`'s ports, started and ready; without a program
+    /// the switch forwards nothing until a controller sets a pipeline.
+    pub fn start(topology: Topology, program: Option<&Path>) -> anyhow::Result<SwitchBed> {
         let mut command = topology.switch_ns.command(softswitch_bin());
-        command.arg("run").arg(program);
+        command.arg("run").args(program);
         for h in &topology.hosts {
             command
                 .arg("-i")

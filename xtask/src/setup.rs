@@ -6,8 +6,8 @@ use anyhow::{bail, Context as _};
 
 use crate::run::{cargo_home_bin, workspace_root, Cmd};
 
-/// Debian packages: LLVM 22 for bpf-linker, iproute2/ethtool for the test beds, tshark as an
-/// independent decoder, python3-venv for the test venv.
+/// Debian packages: LLVM 22 for bpf-linker, iproute2/ethtool for the test beds, ping for the
+/// switch tests' hosts, tshark as an independent decoder, python3-venv for the test venv.
 const APT_PACKAGES: &[&str] = &[
     "llvm-22-dev",
     "libpolly-22-dev",
@@ -15,6 +15,7 @@ const APT_PACKAGES: &[&str] = &[
     "libzstd-dev",
     "iproute2",
     "ethtool",
+    "iputils-ping",
     "tshark",
     "python3-venv",
     "util-linux",

@@ -135,7 +135,7 @@ fn main() -> anyhow::Result<()> {
         bridge.push(pps);
         offered.push(sender);
         eprintln!("round {round}: softswitch run");
-        let bed = SwitchBed::start(topology, &program(PROGRAM))?;
+        let bed = SwitchBed::start(topology, Some(&program(PROGRAM)))?;
         let (pps, sender) = measure(bed.topology())?;
         switch.push(pps);
         offered.push(sender);

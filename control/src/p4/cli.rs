@@ -1,0 +1,614 @@
+//! `lossless p4 ...`: the command line of the P4Runtime client.
+
+use std::{
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+use anyhow::{bail, Context as _};
+use clap::{Args, Subcommand};
+use p4runtime::{
+    lossless::softswitch::v1::{QueueState, SetQueueRequest},
+    p4::config::v1::P4Info,
+};
+use prost::Message as _;
+use serde_json::json;
+
+use super::{
+    cells,
+    client::{parse_election_id, Client, Target},
+    entries,
+    p4info::{self, by_name, AnyCounter},
+    render::{self, CounterCell},
+    runtime_json::RuntimeConfig,
+};
+
+/// `lossless p4`: options every subcommand shares, and the subcommand.
+#[derive(Debug, Args)]
+pub struct P4Args {
+    /// The switch's P4Runtime server, HOST:PORT.
+    #[arg(long, global = true, default_value = "127.0.0.1:9559")]
+    pub switch: String,
+    /// The P4Runtime device id.
+    #[arg(long, global = true, default_value_t = 0)]
+    pub device_id: u64,
+    /// This client's election id: a number, or HIGH,LOW. Writes need the highest one
+    /// connected to the device.
+    #[arg(long, global = true, default_value = "1", value_parser = parse_election_id)]
+    pub election_id: u128,
+    /// Print JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: P4Command,
+}
+
+/// The `p4` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum P4Command {
+    /// The forwarding pipeline: push a program, or show the one on the device.
+    #[command(subcommand)]
+    Pipeline(PipelineCommand),
+    /// Table entries, multicast groups and clone sessions.
+    #[command(subcommand)]
+    Entries(EntriesCommand),
+    /// Counter cells.
+    #[command(subcommand)]
+    Counters(CountersCommand),
+    /// Register cells.
+    #[command(subcommand)]
+    Registers(RegistersCommand),
+    /// softswitch's egress queues (its own service beside P4Runtime; not BMv2's).
+    #[command(subcommand)]
+    Queue(QueueCommand),
+    /// A table of counters refreshed every interval, with rates, until interrupted.
+    Watch {
+        /// Counters to show (default: every counter of the program).
+        counters: Vec<String>,
+        /// Seconds between readings.
+        #[arg(long, default_value_t = 1.0)]
+        interval: f64,
+    },
+}
+
+/// `pipeline` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum PipelineCommand {
+    /// Push a pipeline (VERIFY_AND_COMMIT). softswitch: --program P.p4 (the device config is
+    /// the P4 source). BMv2: --p4info FILE --device-config BMV2.json.
+    Set {
+        /// The P4 program: softswitch's device config.
+        #[arg(long, required_unless_present = "device_config")]
+        program: Option<PathBuf>,
+        /// P4Info (text, .json or .bin as p4c writes them). Default with --program: what
+        /// `softswitch p4info` says of the program.
+        #[arg(long, required_unless_present = "program")]
+        p4info: Option<PathBuf>,
+        /// A device config to send as is (BMv2: p4c's JSON output), instead of the program.
+        #[arg(long, conflicts_with = "program")]
+        device_config: Option<PathBuf>,
+    },
+    /// Show the device's pipeline: its tables, actions, counters and registers (with --json,
+    /// its P4Info in protobuf's JSON mapping, which --p4info takes back).
+    Get,
+}
+
+/// `entries` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum EntriesCommand {
+    /// Write the entries of a runtime-JSON file (the P4 tutorials' format, unchanged).
+    Apply {
+        /// The runtime-JSON file.
+        file: PathBuf,
+        /// Resolve names with this P4Info instead of the device's.
+        #[arg(long)]
+        p4info: Option<PathBuf>,
+    },
+    /// Print a table's entries, its default entry last (with --json, as runtime JSON).
+    List {
+        /// The table (full name or unique suffix).
+        table: String,
+    },
+}
+
+/// `counters` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum CountersCommand {
+    /// Print a counter's cells: every index, or one; every entry of a direct counter.
+    Read {
+        /// The counter (full name or unique suffix).
+        name: String,
+        /// One index of a counter array.
+        #[arg(long)]
+        index: Option<i64>,
+    },
+}
+
+/// `registers` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum RegistersCommand {
+    /// Print a register's cells: every index, or one.
+    Read {
+        /// The register (full name or unique suffix).
+        name: String,
+        /// One index.
+        #[arg(long)]
+        index: Option<i64>,
+    },
+    /// Write one cell.
+    Write {
+        /// The register (full name or unique suffix).
+        name: String,
+        /// The index.
+        #[arg(long)]
+        index: i64,
+        /// The value: a decimal or 0x integer, or an address (10.0.0.1, aa:bb:cc:dd:ee:ff).
+        #[arg(allow_hyphen_values = true)]
+        value: String,
+    },
+}
+
+/// `queue` subcommands (softswitch only).
+#[derive(Debug, Subcommand)]
+pub enum QueueCommand {
+    /// Change the depth and/or rate of egress queues: one port's priority, all of a port's,
+    /// one priority on every port, or every queue.
+    Set {
+        /// The egress port (default: every port, and ports not seen yet).
+        #[arg(long)]
+        port: Option<u32>,
+        /// The priority 0..7 (default: every priority).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(0..8))]
+        priority: Option<u32>,
+        /// Depth in packets.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        depth: Option<u32>,
+        /// Rate in packets per second; 0 = unlimited.
+        #[arg(long)]
+        rate: Option<u64>,
+    },
+    /// Print every queue: depth, rate and packets in it now.
+    Show,
+}
+
+/// Runs one `p4` subcommand.
+pub async fn run(args: P4Args) -> anyhow::Result<()> {
+    let target = Target {
+        address: args.switch,
+        device_id: args.device_id,
+        election_id: args.election_id,
+    };
+    let json = args.json;
+    match args.command {
+        P4Command::Pipeline(PipelineCommand::Set {
+            program,
+            p4info,
+            device_config,
+        }) => pipeline_set(target, program, p4info, device_config, json).await,
+        P4Command::Pipeline(PipelineCommand::Get) => {
+            let mut client = Client::connect(target).await?;
+            let p4info = client.p4info().await?;
+            if json {
+                print!("{}", p4runtime::format::to_json(&p4info));
+            } else {
+                print!("{}", p4info::describe(&p4info));
+            }
+            Ok(())
+        }
+        P4Command::Entries(EntriesCommand::Apply { file, p4info }) => {
+            entries_apply(target, &file, p4info.as_deref(), json).await
+        }
+        P4Command::Entries(EntriesCommand::List { table }) => {
+            let mut client = Client::connect(target).await?;
+            let p4info = client.p4info().await?;
+            let table = by_name("table", &p4info.tables, &table)?;
+            let read = client.read(entries::read_all(table)).await?;
+            let entries: Vec<_> = read
+                .iter()
+                .filter_map(|e| match &e.entity {
+                    Some(p4runtime::p4::v1::entity::Entity::TableEntry(t)) => Some(t),
+                    _ => None,
+                })
+                .map(|t| entries::describe(t, &p4info))
+                .collect();
+            if json {
+                let config = RuntimeConfig {
+                    table_entries: entries,
+                    ..Default::default()
+                };
+                println!("{}", serde_json::to_string_pretty(&config)?);
+            } else {
+                print!("{}", render::entry_lines(&entries));
+            }
+            Ok(())
+        }
+        P4Command::Counters(CountersCommand::Read { name, index }) => {
+            let mut client = Client::connect(target).await?;
+            let p4info = client.p4info().await?;
+            let counter = p4info::counter(&p4info, &name)?;
+            let cells = read_counters(&mut client, &p4info, &[counter], index).await?;
+            if json {
+                println!("{}", serde_json::to_string(&cells)?);
+            } else {
+                print!("{}", render::counter_table(&cells));
+            }
+            Ok(())
+        }
+        P4Command::Registers(command) => registers(target, command, json).await,
+        P4Command::Queue(command) => queue(target, command, json).await,
+        P4Command::Watch { counters, interval } => {
+            watch(
+                target,
+                &counters,
+                Duration::from_secs_f64(interval.max(0.1)),
+                json,
+            )
+            .await
+        }
+    }
+}
+
+async fn pipeline_set(
+    target: Target,
+    program: Option<PathBuf>,
+    p4info_file: Option<PathBuf>,
+    device_config: Option<PathBuf>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let config_path = device_config
+        .or(program.clone())
+        .expect("clap requires --program or --device-config");
+    let config = std::fs::read(&config_path)
+        .with_context(|| format!("reading {}", config_path.display()))?;
+    let p4info = match (&p4info_file, &program) {
+        (Some(file), _) => p4info::read_file(file)?,
+        (None, Some(program)) => p4info_from_softswitch(program)?,
+        (None, None) => unreachable!("clap requires --p4info without --program"),
+    };
+    let summary = p4info::describe(&p4info);
+    let mut client = Client::connect(target.clone()).await?;
+    client.set_pipeline(p4info, config).await?;
+    let what = summary.lines().next().unwrap_or_default();
+    if json {
+        println!(
+            "{}",
+            json!({"switch": target.address, "device_id": target.device_id,
+                   "device_config": config_path, "pipeline": what})
+        );
+    } else {
+        println!(
+            "device {} on {}: pipeline set from {} ({what})",
+            target.device_id,
+            target.address,
+            config_path.display()
+        );
+    }
+    Ok(())
+}
+
+/// The P4Info of `program` as `softswitch p4info` gives it. softswitch is found beside this
+/// binary, else on `PATH`; the control plane runs it, it never links it.
+fn p4info_from_softswitch(program: &Path) -> anyhow::Result<P4Info> {
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.join("softswitch")))
+        .filter(|path| path.is_file());
+    let binary = beside.unwrap_or_else(|| PathBuf::from("softswitch"));
+    let output = std::process::Command::new(&binary)
+        .args(["p4info", "--format", "binary"])
+        .arg(program)
+        .output()
+        .with_context(|| {
+            format!(
+                "no --p4info given, and running `{} p4info` to derive it failed (is softswitch beside lossless or on PATH?)",
+                binary.display()
+            )
+        })?;
+    if !output.status.success() {
+        bail!(
+            "softswitch p4info {} failed:\n{}",
+            program.display(),
+            String::from_utf8_lossy(&output.stderr).trim_end()
+        );
+    }
+    P4Info::decode(output.stdout.as_slice()).context("softswitch p4info printed no binary P4Info")
+}
+
+async fn entries_apply(
+    target: Target,
+    file: &Path,
+    p4info_file: Option<&Path>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let config = RuntimeConfig::from_file(file)?;
+    let mut client = Client::connect(target.clone()).await?;
+    let p4info = match p4info_file {
+        Some(path) => p4info::read_file(path)?,
+        None => client.p4info().await?,
+    };
+    let updates = entries::updates(&config, &p4info)
+        .with_context(|| format!("in {}: nothing written", file.display()))?;
+    client.write(&updates).await?;
+    if json {
+        println!(
+            "{}",
+            json!({"switch": target.address, "device_id": target.device_id,
+                   "table_entries": config.table_entries.len(),
+                   "multicast_group_entries": config.multicast_group_entries.len(),
+                   "clone_session_entries": config.clone_session_entries.len()})
+        );
+    } else {
+        println!(
+            "device {} on {}: wrote {}",
+            target.device_id,
+            target.address,
+            config.summary()
+        );
+    }
+    Ok(())
+}
+
+/// Reads the cells of `counters` (one `index` of a counter array, or all).
+async fn read_counters(
+    client: &mut Client,
+    p4info: &P4Info,
+    counters: &[AnyCounter<'_>],
+    index: Option<i64>,
+) -> anyhow::Result<Vec<CounterCell>> {
+    let entities = counters
+        .iter()
+        .map(|c| cells::counter_entity(*c, index))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let read = client.read(entities).await?;
+    Ok(cells::counter_cells(&read, p4info))
+}
+
+async fn registers(target: Target, command: RegistersCommand, json: bool) -> anyhow::Result<()> {
+    let mut client = Client::connect(target).await?;
+    let p4info = client.p4info().await?;
+    let (name, index) = match &command {
+        RegistersCommand::Read { name, index } => (name, *index),
+        RegistersCommand::Write { name, index, .. } => (name, Some(*index)),
+    };
+    let register = by_name("register", &p4info.registers, name)?;
+    if let RegistersCommand::Write { index, value, .. } = &command {
+        let update = cells::register_write(register, *index, value)?;
+        client.write(std::slice::from_ref(&update)).await?;
+    }
+    let read = client
+        .read(vec![cells::register_entity(register, index)?])
+        .await?;
+    let cells = cells::register_cells(&read, &p4info);
+    if json {
+        println!("{}", serde_json::to_string(&cells)?);
+    } else {
+        print!("{}", render::register_lines(&cells));
+    }
+    Ok(())
+}
+
+async fn queue(target: Target, command: QueueCommand, json: bool) -> anyhow::Result<()> {
+    let mut client = Client::connect(target).await?;
+    let queues = match command {
+        QueueCommand::Set {
+            port,
+            priority,
+            depth,
+            rate,
+        } => {
+            if depth.is_none() && rate.is_none() {
+                bail!("nothing to change: give --depth and/or --rate");
+            }
+            let request = SetQueueRequest {
+                device_id: 0,
+                port,
+                priority,
+                depth_packets: depth,
+                rate_pps: rate,
+            };
+            client.set_queue(request).await?
+        }
+        QueueCommand::Show => client.queues().await?,
+    };
+    if json {
+        let rows: Vec<_> = queues.iter().map(queue_json).collect();
+        println!("{}", serde_json::Value::from(rows));
+    } else {
+        print!("{}", queue_table(&queues));
+    }
+    Ok(())
+}
+
+fn queue_json(q: &QueueState) -> serde_json::Value {
+    json!({"port": q.port, "priority": q.priority, "depth_packets": q.depth_packets,
+           "rate_pps": q.rate_pps, "occupancy_packets": q.occupancy_packets})
+}
+
+fn queue_table(queues: &[QueueState]) -> String {
+    let mut out = format!(
+        "{:>6} {:>8} {:>14} {:>12} {:>10}\n",
+        "port", "priority", "depth_packets", "rate_pps", "occupancy"
+    );
+    for q in queues {
+        let rate = if q.rate_pps == 0 {
+            "unlimited".to_owned()
+        } else {
+            q.rate_pps.to_string()
+        };
+        out.push_str(&format!(
+            "{:>6} {:>8} {:>14} {:>12} {:>10}\n",
+            q.port, q.priority, q.depth_packets, rate, q.occupancy_packets
+        ));
+    }
+    out
+}
+
+/// Reads the counters every `interval` and prints them with their rates: a table that
+/// redraws, or one JSON array a line. A failed reading is shown and the next one fetches the
+/// device's P4Info again (the pipeline may have been replaced).
+async fn watch(
+    target: Target,
+    names: &[String],
+    interval: Duration,
+    json: bool,
+) -> anyhow::Result<()> {
+    let title = format!(
+        "device {} on {}, every {:.1} s (Ctrl-C to stop)",
+        target.device_id,
+        target.address,
+        interval.as_secs_f64()
+    );
+    let mut client = Client::connect(target).await?;
+    let mut ticker = tokio::time::interval(interval);
+    let mut p4info: Option<P4Info> = None;
+    let mut previous: Option<(Vec<CounterCell>, Instant)> = None;
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+        }
+        let reading = async {
+            if p4info.is_none() {
+                p4info = Some(client.p4info().await?);
+            }
+            let program = p4info.as_ref().expect("fetched above");
+            let counters = if names.is_empty() {
+                p4info::all_counters(program)
+            } else {
+                names
+                    .iter()
+                    .map(|n| p4info::counter(program, n))
+                    .collect::<Result<Vec<_>, _>>()?
+            };
+            read_counters(&mut client, program, &counters, None).await
+        };
+        let now = Instant::now();
+        match reading.await {
+            Ok(cells) => {
+                let before = previous
+                    .as_ref()
+                    .map(|(cells, at)| (cells.as_slice(), now - *at));
+                let rows = render::rates(&cells, before);
+                if json {
+                    println!("{}", serde_json::to_string(&rows)?);
+                } else {
+                    print!("\x1b[2J\x1b[H{}", render::watch_table(&title, &rows));
+                }
+                previous = Some((cells, now));
+            }
+            Err(error) => {
+                p4info = None;
+                if json {
+                    eprintln!("error: {error:#}");
+                } else {
+                    print!("\x1b[2J\x1b[H{title}\nerror: {error:#}\n");
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        p4: P4Args,
+    }
+
+    /// The options every subcommand shares.
+    fn globals(args: &P4Args) -> (&str, u64, u128, bool) {
+        (
+            args.switch.as_str(),
+            args.device_id,
+            args.election_id,
+            args.json,
+        )
+    }
+
+    fn parse(args: &[&str]) -> Result<P4Args, clap::Error> {
+        Cli::try_parse_from(std::iter::once("p4").chain(args.iter().copied())).map(|c| c.p4)
+    }
+
+    #[test]
+    fn global_options_go_anywhere_with_defaults() {
+        let args = parse(&["entries", "list", "ipv4_lpm"]).unwrap();
+        assert_eq!(globals(&args), ("127.0.0.1:9559", 0, 1, false));
+        let args = parse(&[
+            "counters",
+            "read",
+            "c",
+            "--index",
+            "3",
+            "--switch",
+            "10.0.0.1:50051",
+            "--device-id",
+            "2",
+            "--election-id",
+            "0,7",
+            "--json",
+        ])
+        .unwrap();
+        assert_eq!(globals(&args), ("10.0.0.1:50051", 2, 7, true));
+        assert!(matches!(
+            args.command,
+            P4Command::Counters(CountersCommand::Read { index: Some(3), .. })
+        ));
+    }
+
+    #[test]
+    fn pipeline_set_needs_a_program_or_p4info_and_device_config() {
+        assert!(parse(&["pipeline", "set", "--program", "p.p4"]).is_ok());
+        assert!(parse(&[
+            "pipeline",
+            "set",
+            "--p4info",
+            "p.txt",
+            "--device-config",
+            "p.json"
+        ])
+        .is_ok());
+        assert!(parse(&["pipeline", "set"]).is_err());
+        assert!(parse(&["pipeline", "set", "--device-config", "p.json"]).is_err());
+        assert!(parse(&[
+            "pipeline",
+            "set",
+            "--program",
+            "p.p4",
+            "--device-config",
+            "p.json"
+        ])
+        .is_err());
+    }
+
+    #[test]
+    fn bad_arguments_are_refused_by_the_parser() {
+        assert!(parse(&["entries", "list", "t", "--election-id", "0"]).is_err());
+        assert!(parse(&["queue", "set", "--priority", "8", "--depth", "1"]).is_err());
+        assert!(parse(&["queue", "set", "--depth", "0"]).is_err());
+        let args = parse(&["registers", "write", "r", "--index", "1", "-5"]).unwrap();
+        assert!(matches!(
+            args.command,
+            P4Command::Registers(RegistersCommand::Write { value, .. }) if value == "-5"
+        ));
+    }
+
+    #[test]
+    fn queues_as_a_table() {
+        let queues = [QueueState {
+            port: 1,
+            priority: 3,
+            depth_packets: 64,
+            rate_pps: 0,
+            occupancy_packets: 2,
+        }];
+        let table = queue_table(&queues);
+        let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(row, ["1", "3", "64", "unlimited", "2"]);
+        assert_eq!(queue_json(&queues[0])["depth_packets"], 64);
+    }
+}

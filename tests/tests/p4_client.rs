@@ -1,0 +1,449 @@
+//! `lossless p4` against softswitch on veths: the control plane pushes the pipeline and
+//! installs routes from a P4-tutorials runtime JSON, hosts ping and send UDP through the switch
+//! (delivery read by the hosts' kernels), counters read back equal what the kernels sent, only
+//! the primary writes, malformed requests get the right codes, and the pipeline is replaced
+//! while the switch runs.
+
+use std::{io::BufRead as _, process::Stdio};
+
+use lossless::p4::client::{Client, Target};
+use lossless_tests::{
+    bed::{lossless_bin, privileged},
+    switch::{program as p4_file, softswitch_bin},
+    tutorial_bed::{tx_counts, TutorialBed, SWITCH_ADDR},
+};
+use serde_json::{json, Value};
+
+/// The cell of `counter` at `index` in `counters read --json` output.
+fn cell(cells: &Value, index: i64) -> (u64, u64) {
+    let cell = cells
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["index"] == index)
+        .unwrap_or_else(|| panic!("no index {index} in {cells}"));
+    (
+        cell["packets"].as_u64().unwrap(),
+        cell["bytes"].as_u64().unwrap(),
+    )
+}
+
+/// A bed running forward.p4 with the tutorials-shaped routes applied.
+fn routed_bed() -> TutorialBed {
+    let bed = TutorialBed::new().unwrap();
+    bed.program(&p4_file("forward.p4"), &p4_file("forward-runtime.json"));
+    bed
+}
+
+/// Routes from a runtime JSON in the tutorials' shape carry ping and UDP both ways; the
+/// ingress-port counter equals what each host's kernel sent, the direct counter counts each
+/// route's hits, the register holds the last frame's length, and the entries read back as the
+/// runtime JSON that made them.
+#[test]
+fn routes_from_a_tutorial_runtime_json_carry_ping_and_udp() {
+    if !privileged("routes_from_a_tutorial_runtime_json_carry_ping_and_udp") {
+        return;
+    }
+    let bed = routed_bed();
+    assert!(
+        bed.ping(3),
+        "ping h1 -> h2 failed: {}",
+        bed.bed.lines.join("\n")
+    );
+    let payloads = bed.udp(20, 200).unwrap();
+    for (i, payload) in payloads.iter().enumerate() {
+        let expected: Vec<u8> = (0..200).map(|j| (i + j) as u8).collect();
+        assert_eq!(payload, &expected, "datagram {i}");
+    }
+
+    let (h1_packets, h1_bytes) = tx_counts(bed.h1()).unwrap();
+    let (h2_packets, h2_bytes) = tx_counts(bed.h2()).unwrap();
+    assert_eq!(
+        (h1_packets, h2_packets),
+        (23, 3),
+        "3 echo requests + 20 datagrams, 3 replies"
+    );
+    let counters = bed.p4_json(&["counters", "read", "MyIngress.port_packets"]);
+    assert_eq!(cell(&counters, 1), (h1_packets, h1_bytes), "{counters}");
+    assert_eq!(cell(&counters, 2), (h2_packets, h2_bytes), "{counters}");
+    let one = bed.p4_json(&["counters", "read", "port_packets", "--index", "2"]);
+    assert_eq!(one.as_array().unwrap().len(), 1);
+    assert_eq!(cell(&one, 2), (h2_packets, h2_bytes));
+
+    // The direct counter: one cell per route, named by its match.
+    let hits = bed.p4_json(&["counters", "read", "route_hits"]);
+    let route = |ip: &str| {
+        hits.as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["entry"]["match"]["hdr.ipv4.dstAddr"] == json!([ip, 32]))
+            .unwrap_or_else(|| panic!("no route to {ip} in {hits}"))["packets"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!((route("10.0.2.2"), route("10.0.1.1")), (23, 3));
+
+    // The last frame h1 sent: Ethernet 14 + IPv4 20 + UDP 8 + 200.
+    let registers = bed.p4_json(&["registers", "read", "last_length", "--index", "1"]);
+    assert_eq!(
+        registers,
+        json!([{"register": "MyIngress.last_length", "index": 1, "value": 242}])
+    );
+    let written = bed.p4_json(&["registers", "write", "last_length", "--index", "5", "77"]);
+    assert_eq!(written[0]["value"], 77);
+
+    // Listed entries are the runtime JSON that made them (the default action last).
+    let listed = bed.p4_json(&["entries", "list", "ipv4_lpm"]);
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(p4_file("forward-runtime.json")).unwrap())
+            .unwrap();
+    let mut expected = file["table_entries"].as_array().unwrap().clone();
+    expected.rotate_left(1);
+    let mut got = listed["table_entries"].as_array().unwrap().clone();
+    got.sort_by_key(|e| e["match"].to_string());
+    expected.sort_by_key(|e| e["match"].to_string());
+    assert_eq!(got, expected);
+    let text = bed.p4_ok(&["entries", "list", "ipv4_lpm"]);
+    assert!(
+        text.contains(r#"MyIngress.ipv4_lpm: hdr.ipv4.dstAddr=["10.0.2.2",32] => MyIngress.ipv4_forward(dstAddr="08:00:00:00:02:22", port=2)"#),
+        "{text}"
+    );
+}
+
+/// `watch --json` prints one array a tick, with rates from the second tick on.
+#[test]
+fn watch_prints_counters_with_rates() {
+    if !privileged("watch_prints_counters_with_rates") {
+        return;
+    }
+    let bed = routed_bed();
+    assert!(bed.ping(2));
+    let mut watch = bed
+        .switch_ns()
+        .command(lossless_bin())
+        .args(["p4", "watch", "port_packets", "--interval", "0.2", "--json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    let second: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    watch.kill().unwrap();
+    watch.wait().unwrap();
+    let port1 = |rows: &Value| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["index"] == 1)
+            .cloned()
+            .unwrap_or_else(|| panic!("no port 1 in {rows}"))
+    };
+    assert_eq!(port1(&first)["packets"], 2);
+    assert!(port1(&first).get("packets_per_s").is_none());
+    assert_eq!(port1(&second)["packets_per_s"], 0.0);
+}
+
+/// While a client with election id 10 holds the primary role, a write with election id 5 is
+/// refused with PERMISSION_DENIED and changes nothing; once the primary leaves, it succeeds.
+#[test]
+fn only_the_primary_writes() {
+    if !privileged("only_the_primary_writes") {
+        return;
+    }
+    let bed = TutorialBed::new().unwrap();
+    bed.p4_ok(&[
+        "pipeline",
+        "set",
+        "--program",
+        p4_file("forward.p4").to_str().unwrap(),
+    ]);
+    let entries = p4_file("forward-runtime.json");
+    let entries = entries.to_str().unwrap();
+
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::scope(|scope| {
+        let sw = bed.switch_ns();
+        let holder = scope.spawn(move || {
+            sw.run(move || {
+                let runtime = tokio::runtime::Runtime::new().unwrap();
+                runtime.block_on(async move {
+                    let target = Target {
+                        address: SWITCH_ADDR.into(),
+                        device_id: 0,
+                        election_id: 10,
+                    };
+                    let mut client = Client::connect(target).await.unwrap();
+                    let arbitration = client.arbitrate().await.unwrap();
+                    held_tx.send(arbitration).unwrap();
+                    release_rx.await.unwrap();
+                })
+            })
+            .unwrap()
+        });
+        let arbitration = held_rx.recv().unwrap();
+        assert!(arbitration.primary, "{arbitration:?}");
+
+        let stderr = bed.p4_refused(&["entries", "apply", entries, "--election-id", "5"]);
+        assert!(
+            stderr.contains("Write on 127.0.0.1:9559: PERMISSION_DENIED"),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("election id 5 is not the primary's (10)"),
+            "{stderr}"
+        );
+        let listed = bed.p4_json(&["entries", "list", "ipv4_lpm"]);
+        let routes: Vec<&Value> = listed["table_entries"]
+            .as_array()
+            .map(|a| a.iter().filter(|e| e.get("match").is_some()).collect())
+            .unwrap_or_default();
+        assert!(
+            routes.is_empty(),
+            "a refused write changed the table: {listed}"
+        );
+        assert!(bed
+            .p4_refused(&[
+                "pipeline",
+                "set",
+                "--program",
+                p4_file("by_port.p4").to_str().unwrap(),
+                "--election-id",
+                "5",
+            ])
+            .contains("PERMISSION_DENIED"));
+
+        release_tx.send(()).unwrap();
+        holder.join().unwrap();
+    });
+    bed.p4_ok(&["entries", "apply", entries, "--election-id", "5"]);
+    assert!(bed.ping(1));
+}
+
+/// A name the program lacks is the client's error, naming it, and writes nothing; a value the
+/// switch finds too wide for its field (sent under a stale P4Info) is the switch's
+/// INVALID_ARGUMENT, shown with the entry; a duplicate entry is the switch's ALREADY_EXISTS per
+/// entry while the rest of the file applies.
+#[test]
+fn malformed_requests_get_the_right_codes() {
+    if !privileged("malformed_requests_get_the_right_codes") {
+        return;
+    }
+    let bed = routed_bed();
+    let write = |name: &str, json: Value| {
+        let path = bed.dir.join(name);
+        std::fs::write(&path, json.to_string()).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let route = |ip: &str, port: u64| {
+        json!({"table": "MyIngress.ipv4_lpm", "match": {"hdr.ipv4.dstAddr": [ip, 32]},
+               "action_name": "MyIngress.ipv4_forward",
+               "action_params": {"dstAddr": "08:00:00:00:03:33", "port": port}})
+    };
+
+    let unknown = write(
+        "unknown.json",
+        json!({"table_entries": [route("10.0.3.3", 3),
+            {"table": "MyIngress.nosuch", "action_name": "MyIngress.drop"}]}),
+    );
+    let stderr = bed.p4_refused(&["entries", "apply", &unknown]);
+    assert!(stderr.contains("nothing written"), "{stderr}");
+    assert!(
+        stderr.contains("unknown table 'MyIngress.nosuch'"),
+        "{stderr}"
+    );
+    let listed = bed.p4_json(&["entries", "list", "ipv4_lpm"]).to_string();
+    assert!(!listed.contains("10.0.3.3"), "{listed}");
+
+    // A stale P4Info that says the port is 16 bits wide lets 1000 through the client; the
+    // switch, whose port is 9 bits, refuses it.
+    let p4info = std::process::Command::new(softswitch_bin())
+        .arg("p4info")
+        .arg(p4_file("forward.p4"))
+        .output()
+        .unwrap();
+    assert!(p4info.status.success());
+    let text = String::from_utf8(p4info.stdout).unwrap();
+    let port = text.find("name: \"port\"").expect("a port parameter");
+    let width = port + text[port..].find("bitwidth: 9").expect("its width");
+    let stale_text = format!("{}bitwidth: 16{}", &text[..width], &text[width + 11..]);
+    let stale = bed.dir.join("stale.p4info.txtpb");
+    std::fs::write(&stale, stale_text).unwrap();
+    let too_wide = write(
+        "too_wide.json",
+        json!({"table_entries": [route("10.0.4.4", 1000), route("10.0.5.5", 3)]}),
+    );
+    let stderr = bed.p4_refused(&[
+        "entries",
+        "apply",
+        &too_wide,
+        "--p4info",
+        stale.to_str().unwrap(),
+    ]);
+    assert!(
+        stderr.contains("Write on 127.0.0.1:9559: UNKNOWN: 1 of 2 updates failed"),
+        "{stderr}"
+    );
+    assert!(
+        stderr
+            .contains(r#"table_entries[0] (MyIngress.ipv4_lpm: hdr.ipv4.dstAddr=["10.0.4.4",32]"#)
+            && stderr.contains("INVALID_ARGUMENT"),
+        "{stderr}"
+    );
+    let listed = bed.p4_json(&["entries", "list", "ipv4_lpm"]).to_string();
+    assert!(
+        !listed.contains("10.0.4.4") && listed.contains("10.0.5.5"),
+        "{listed}"
+    );
+
+    // The routes are in already: each insert is ALREADY_EXISTS, the default action (a MODIFY)
+    // applies again.
+    let stderr = bed.p4_refused(&[
+        "entries",
+        "apply",
+        p4_file("forward-runtime.json").to_str().unwrap(),
+    ]);
+    assert!(
+        stderr.contains("UNKNOWN: 2 of 3 updates failed"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches(": ALREADY_EXISTS: ").count(), 2, "{stderr}");
+    assert!(!stderr.contains("table_entries[0]"), "{stderr}");
+
+    let stderr = bed.p4_refused(&["counters", "read", "nosuch"]);
+    assert!(
+        stderr.contains(
+            "unknown counter 'nosuch' (known: MyIngress.port_packets, MyIngress.route_hits)"
+        ),
+        "{stderr}"
+    );
+    let stderr = bed.p4_refused(&["entries", "list", "ipv4_lpm", "--device-id", "7"]);
+    assert!(stderr.contains("NOT_FOUND"), "{stderr}");
+}
+
+/// A second program replaces the first in the running switch (same process): the old table is
+/// gone, the new one forwards once its entries are in — h1's frames through a multicast group
+/// written from the runtime JSON — and its counter counts.
+#[test]
+fn the_pipeline_is_replaced_while_the_switch_runs() {
+    if !privileged("the_pipeline_is_replaced_while_the_switch_runs") {
+        return;
+    }
+    let mut bed = routed_bed();
+    assert!(bed.ping(1));
+    assert!(bed.bed.running());
+
+    bed.p4_ok(&[
+        "pipeline",
+        "set",
+        "--program",
+        p4_file("by_port.p4").to_str().unwrap(),
+    ]);
+    // The process the bed started has not exited: the pipeline changed inside it.
+    assert!(bed.bed.running(), "softswitch exited");
+    assert!(bed
+        .p4_refused(&["entries", "list", "MyIngress.ipv4_lpm"])
+        .contains("unknown table 'MyIngress.ipv4_lpm'"));
+    assert!(
+        !bed.ping(1),
+        "the new pipeline forwards before it has entries"
+    );
+    bed.p4_ok(&[
+        "entries",
+        "apply",
+        p4_file("by_port-runtime.json").to_str().unwrap(),
+    ]);
+    assert!(bed.ping(3), "{}", bed.bed.lines.join("\n"));
+    let counters = bed.p4_json(&["counters", "read", "PortIngress.ingress_packets"]);
+    // 1 unanswered echo and 3 answered ones from h1; 3 replies from h2.
+    assert_eq!(cell(&counters, 1).0, 4, "{counters}");
+    assert_eq!(cell(&counters, 2).0, 3, "{counters}");
+    let info = bed.p4_json(&["pipeline", "get"]);
+    assert_eq!(info["tables"][0]["preamble"]["name"], "PortIngress.by_port");
+}
+
+/// The P4Info p4c wrote for a program (text format, unchanged) drives softswitch: pipeline set
+/// with it, entries resolved against it, read back.
+#[test]
+fn p4c_p4info_drives_softswitch() {
+    if !privileged("p4c_p4info_drives_softswitch") {
+        return;
+    }
+    let program = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../softswitch/tests/p4info/flowlet.p4");
+    let p4info = program.with_file_name("flowlet.p4c.p4info.txtpb");
+    let bed = TutorialBed::new().unwrap();
+    bed.p4_ok(&[
+        "pipeline",
+        "set",
+        "--program",
+        program.to_str().unwrap(),
+        "--p4info",
+        p4info.to_str().unwrap(),
+    ]);
+    let entries = bed.dir.join("flowlet.json");
+    std::fs::write(
+        &entries,
+        json!({"table_entries": [{"table": "ecmp_group",
+            "match": {"hdr.ipv4.dstAddr": ["10.0.1.0", 24]},
+            "action_name": "set_ecmp_select",
+            "action_params": {"ecmp_base": 0, "ecmp_count": 2}}]})
+        .to_string(),
+    )
+    .unwrap();
+    bed.p4_ok(&["entries", "apply", entries.to_str().unwrap()]);
+    let listed = bed.p4_json(&["entries", "list", "ingress.ecmp_group"]);
+    let route = listed["table_entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e.get("match").is_some())
+        .cloned()
+        .unwrap_or_else(|| panic!("no entry in {listed}"));
+    assert_eq!(route["match"]["hdr.ipv4.dstAddr"], json!(["10.0.1.0", 24]));
+    assert_eq!(
+        route["action_params"],
+        json!({"ecmp_base": 0, "ecmp_count": 2})
+    );
+}
+
+/// softswitch's queue service: `queue set` changes one queue and `queue show` reads it back.
+#[test]
+fn queue_set_and_show() {
+    if !privileged("queue_set_and_show") {
+        return;
+    }
+    let bed = routed_bed();
+    let changed = bed.p4_json(&[
+        "queue",
+        "set",
+        "--port",
+        "2",
+        "--priority",
+        "3",
+        "--depth",
+        "16",
+        "--rate",
+        "1000",
+    ]);
+    assert_eq!(
+        changed,
+        json!([{"port": 2, "priority": 3, "depth_packets": 16, "rate_pps": 1000,
+                "occupancy_packets": 0}])
+    );
+    let queues = bed.p4_json(&["queue", "show"]);
+    let queue = |port: u64, priority: u64| {
+        queues
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["port"] == port && q["priority"] == priority)
+            .cloned()
+            .unwrap_or_else(|| panic!("no queue {port}/{priority} in {queues}"))
+    };
+    assert_eq!(queue(2, 3)["rate_pps"], 1000);
+    assert_eq!(queue(2, 2)["depth_packets"], 64);
+    assert!(bed
+        .p4_refused(&["queue", "set", "--port", "2"])
+        .contains("nothing to change"));
+}
