@@ -327,6 +327,10 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
     counter<bit<32>>(QUEUES, CounterType.packets) dropped;
     /* Per ECMP group: flowlets started (flowlet and dlb policies). */
     counter<bit<32>>(GROUPS, CounterType.packets) flowlets;
+    /* Per port: frames that arrived on it from the wire (recirculated packets not again). */
+    counter<bit<32>>(PORTS, CounterType.packets_and_bytes) port_rx;
+    /* Per route: the packets that matched it. */
+    direct_counter(CounterType.packets_and_bytes) route_hits;
 
     /* Per flowlet slot: last packet (µs + 1; 0 = never), flowlet number, member in use. */
     register<bit<48>, bit<32>>(FLOWLET_SLOTS) flowlet_last_seen;
@@ -414,6 +418,7 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
         key = { hdr.ipv4.dstAddr: lpm; }
         actions = { set_nexthop; set_ecmp_group; drop; }
         default_action = drop();
+        counters = route_hits;
         size = 1024;
     }
 
@@ -558,6 +563,9 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
     }
 
     apply {
+        if (standard_metadata.instance_type == INSTANCE_NORMAL) {
+            port_rx.count((bit<32>)standard_metadata.ingress_port);
+        }
         /* A PAUSE frame: record paused-until for each priority it names, then consume it. */
         if (hdr.pfc.isValid()) {
             pfc_rx_port.apply();

@@ -1,7 +1,7 @@
 //! dataplane-p4's programs: every `.p4` passes softswitch's checker (what `softswitch check`
 //! runs), every STF test in dataplane-p4/tests passes against lossless.p4 (expected packets
 //! written by the scapy generators beside them, and still what those generators print), every
-//! runtime file of the example topology applies, and RED marks with the probability its
+//! runtime file of the example topologies applies, and RED marks with the probability its
 //! profile gives.
 
 mod common;
@@ -63,13 +63,18 @@ fn every_stf_test_is_what_its_generator_prints() {
 }
 
 #[test]
-fn every_runtime_file_of_the_example_applies() {
-    let dir = dataplane_p4().join("topologies/leaf-spine");
-    let runtimes: Vec<PathBuf> = files(dir, "json")
-        .into_iter()
+fn every_runtime_file_of_the_examples_applies() {
+    let topologies = dataplane_p4().join("topologies");
+    let runtimes: Vec<PathBuf> = ["leaf-spine", "two-hosts"]
+        .iter()
+        .flat_map(|example| files(topologies.join(example), "json"))
         .filter(|p| p.to_string_lossy().ends_with("-runtime.json"))
         .collect();
-    assert_eq!(runtimes.len(), 5, "two spines and three leaves");
+    assert_eq!(
+        runtimes.len(),
+        6,
+        "two spines, three leaves, and the two hosts' switch"
+    );
     let program = lossless();
     for path in runtimes {
         let mut switch = Switch::new(program.clone(), Clock::Virtual(0));

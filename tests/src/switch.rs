@@ -27,6 +27,13 @@ pub fn program(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("p4").join(name)
 }
 
+/// A file of `dataplane-p4/`: the P4 program users run and its example topologies.
+pub fn dataplane_p4(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../dataplane-p4")
+        .join(path)
+}
+
 /// A host attached to switch port `port`.
 pub struct Host {
     /// Its namespace.

@@ -2,14 +2,19 @@
 //! installs routes from a P4-tutorials runtime JSON, hosts ping and send UDP through the switch
 //! (delivery read by the hosts' kernels), counters read back equal what the kernels sent, only
 //! the primary writes, malformed requests get the right codes, and the pipeline is replaced
-//! while the switch runs.
+//! while the switch runs. dataplane-p4's lossless.p4, configured from its two-hosts example,
+//! carries ping, UDP and RoCEv2 the same way.
 
 use std::{io::BufRead as _, process::Stdio};
 
-use lossless::p4::client::{Client, Target};
+use lossless::{
+    p4::client::{Client, Target},
+    traffic::{FixedRate, Receiver, RecvConfig, SendConfig, Sender},
+    wire::ethernet::Address,
+};
 use lossless_tests::{
-    bed::{lossless_bin, privileged},
-    switch::{program as p4_file, softswitch_bin},
+    bed::{lossless_bin, privileged, TIMEOUT},
+    switch::{dataplane_p4, program as p4_file, softswitch_bin},
     tutorial_bed::{tx_counts, TutorialBed, SWITCH_ADDR},
 };
 use serde_json::{json, Value};
@@ -108,6 +113,97 @@ fn routes_from_a_tutorial_runtime_json_carry_ping_and_udp() {
         text.contains(r#"MyIngress.ipv4_lpm: hdr.ipv4.dstAddr=["10.0.2.2",32] => MyIngress.ipv4_forward(dstAddr="08:00:00:00:02:22", port=2)"#),
         "{text}"
     );
+}
+
+/// RoCEv2 frames in the lossless priority (DSCP 26) sent from h1 to h2 through the switch.
+const ROCE_FRAMES: u64 = 200;
+
+/// dataplane-p4's lossless.p4 in softswitch, configured from the two-hosts example's runtime
+/// JSON by `lossless p4`: ping and UDP cross it, RoCEv2 frames in its lossless priority arrive
+/// all, in order and unmarked, its per-port counter equals what each host's kernel sent, its
+/// route counter counts each route's packets, and the routes read back as the file wrote them.
+#[test]
+fn lossless_p4_from_its_runtime_json_forwards_and_counts() {
+    if !privileged("lossless_p4_from_its_runtime_json_forwards_and_counts") {
+        return;
+    }
+    let bed = TutorialBed::new().unwrap();
+    let runtime = dataplane_p4("topologies/two-hosts/s1-runtime.json");
+    bed.program(&dataplane_p4("lossless.p4"), &runtime);
+    assert!(
+        bed.ping(3),
+        "ping h1 -> h2 failed: {}",
+        bed.bed.lines.join("\n")
+    );
+    assert_eq!(bed.udp(20, 200).unwrap().len(), 20);
+
+    let (h1, h2) = (bed.h1(), bed.h2());
+    let receive = RecvConfig {
+        iface: h2.iface.clone(),
+        duration: None,
+        count: Some(ROCE_FRAMES),
+        idle_timeout: Some(TIMEOUT),
+        cnp: None,
+    };
+    let mut receiver = h2.ns.run(|| Receiver::open(receive)).unwrap().unwrap();
+    let mut send = SendConfig::new(h1.iface.clone(), "10.0.2.2".parse().unwrap());
+    send.dst_mac = Some("08:00:00:00:01:00".parse::<Address>().unwrap());
+    send.count = Some(ROCE_FRAMES);
+    send.duration = None;
+    send.qps = 4;
+    let mut sender = h1.ns.run(|| Sender::open(send)).unwrap().unwrap();
+    let received = std::thread::scope(|scope| {
+        let receiving = scope.spawn(move || receiver.run());
+        let mut rates = FixedRate::split(20_000_000, 4);
+        sender.run(&mut rates).unwrap();
+        receiving.join().unwrap().unwrap()
+    });
+    assert_eq!(
+        (
+            received.packets,
+            received.psn_gaps,
+            received.reordered,
+            received.ce
+        ),
+        (ROCE_FRAMES, 0, 0, 0),
+        "{received:?}"
+    );
+
+    let (h1_packets, h1_bytes) = tx_counts(h1).unwrap();
+    let (h2_packets, h2_bytes) = tx_counts(h2).unwrap();
+    assert!(h1_packets >= 3 + 20 + ROCE_FRAMES, "{h1_packets}");
+    let counters = bed.p4_json(&["counters", "read", "LosslessIngress.port_rx"]);
+    assert_eq!(cell(&counters, 1), (h1_packets, h1_bytes), "{counters}");
+    assert_eq!(cell(&counters, 2), (h2_packets, h2_bytes), "{counters}");
+    let hits = bed.p4_json(&["counters", "read", "route_hits"]);
+    let route = |ip: &str| {
+        hits.as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["entry"]["match"]["hdr.ipv4.dstAddr"] == json!([ip, 32]))
+            .unwrap_or_else(|| panic!("no route to {ip} in {hits}"))["packets"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(
+        (route("10.0.2.2"), route("10.0.1.1")),
+        (h1_packets, h2_packets)
+    );
+
+    let listed = bed.p4_json(&["entries", "list", "LosslessIngress.ipv4_lpm"]);
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&runtime).unwrap()).unwrap();
+    let routes = |entries: &Value| {
+        let mut routes: Vec<Value> = entries["table_entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["table"] == "LosslessIngress.ipv4_lpm" && e.get("match").is_some())
+            .cloned()
+            .collect();
+        routes.sort_by_key(|e| e["match"].to_string());
+        routes
+    };
+    assert_eq!(routes(&listed), routes(&file));
 }
 
 /// `watch --json` prints one array a tick, with rates from the second tick on.
