@@ -154,3 +154,38 @@ fn lb_lab_cleans_up_on_ctrl_c() {
     assert_nothing_left(&NAMESPACE_PREFIXES, pid);
     let _ = fs::remove_dir_all(&out);
 }
+
+#[test]
+fn lb_lab_counts_flows_that_start_after_an_idle_gap() {
+    if !privileged("lb_lab_counts_flows_that_start_after_an_idle_gap") {
+        return;
+    }
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let out = out_dir("lab-lb-idle-gap");
+    // One light elephant whose messages are 2.4 s apart (twice the flowlet timeout), and
+    // which may start seconds into the run: silences longer than the receiver's wait after
+    // a loss. The run must still count every frame of every message.
+    let args = [
+        "--workload",
+        "elephants",
+        "--elephants",
+        "1",
+        "--policies",
+        "ecmp",
+        "--load",
+        "0.03",
+        "--flowlet-timeout-us",
+        "1200000",
+        "--secs",
+        "12",
+    ];
+    let stdout = succeeded(lab("lb", &out, &args).output().unwrap());
+    let summary: Value =
+        serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let ecmp = run(summary["runs"].as_array().unwrap(), "elephants", "ecmp");
+    let sent = ecmp["packets_sent"].as_u64().unwrap();
+    assert!(sent > 0, "{ecmp}");
+    assert_eq!(ecmp["packets_received"].as_u64().unwrap(), sent, "{stdout}");
+    assert_eq!(ecmp["fct"]["flows"].as_u64(), Some(1), "{ecmp}");
+    fs::remove_dir_all(&out).unwrap();
+}

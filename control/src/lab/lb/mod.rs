@@ -11,7 +11,13 @@ mod report;
 mod topology;
 mod workload;
 
-use std::{collections::BTreeMap, net::IpAddr, path::PathBuf, time::Duration};
+use std::{
+    collections::BTreeMap,
+    net::IpAddr,
+    path::PathBuf,
+    sync::atomic::{AtomicU64, Ordering},
+    time::{Duration, Instant},
+};
 
 use anyhow::{bail, Context as _};
 use dataplane_common::lb::Policy;
@@ -40,8 +46,10 @@ use crate::{
     wire::{ethernet::Address, roce::RoceFrame},
 };
 
-/// The receiver stops this long after the last frame arrived when frames were lost (it stops
-/// at once when every frame arrived): longer than a full shaper queue takes to drain.
+/// When frames were lost, the receiver stops once every sender has finished and no frame has
+/// arrived for this long (it stops at once when every frame arrived): longer than a full
+/// shaper queue takes to drain. Flows may start long after the last one ended (a light load,
+/// long gaps between messages), so the receiver does not judge silence by itself.
 const IDLE_AFTER_LOSS: Duration = Duration::from_secs(2);
 
 /// How often the progress bar moves.
@@ -482,8 +490,8 @@ fn qp_base(sender: usize) -> u32 {
 }
 
 /// Sends `flows` from the senders and counts them at the receiver; returns what each sender
-/// and the receiver saw. The receiver stops when every frame arrived, or [`IDLE_AFTER_LOSS`]
-/// after the last one when some were lost.
+/// and the receiver saw. The receiver stops when every frame arrived, or, when some were
+/// lost, [`IDLE_AFTER_LOSS`] after the senders finished and the last frame arrived.
 fn run_flows(
     topology: &Topology,
     flows: &[Flow],
@@ -520,16 +528,20 @@ fn run_flows(
         iface: topology.receiver.ifname.clone(),
         duration: None,
         count: Some(expected),
-        idle_timeout: Some(IDLE_AFTER_LOSS),
+        idle_timeout: None,
         cnp: None,
     };
     let mut receiver = topology.receiver_ns.run(|| Receiver::open(receive))??;
     let receiver_stop = receiver.stop_flag();
     let sender_stops: Vec<StopFlag> = senders.iter().map(|(s, _)| s.stop_flag()).collect();
+    let arrived = AtomicU64::new(0);
     std::thread::scope(|scope| {
+        let arrived = &arrived;
         let receiving = scope.spawn(move || {
             receiver.run_every(PROGRESS_EVERY, |interval| {
-                progress.inc(interval.qps.iter().map(|q| q.packets).sum());
+                let packets = interval.qps.iter().map(|q| q.packets).sum();
+                arrived.fetch_add(packets, Ordering::Relaxed);
+                progress.inc(packets);
             })
         });
         let sending: Vec<_> = senders
@@ -537,10 +549,18 @@ fn run_flows(
             .map(|(mut sender, mut rates)| scope.spawn(move || sender.run(&mut rates)))
             .collect();
         // Ctrl-C: stop everyone; otherwise the senders end with their flows, the receiver
-        // when every frame arrived.
+        // when every frame arrived or, after a loss, when the senders are done and the path
+        // has been silent for IDLE_AFTER_LOSS.
+        let (mut last_arrived, mut last_activity) = (0, Instant::now());
         while !receiving.is_finished() {
             if stop.is_stopped() {
                 sender_stops.iter().for_each(StopFlag::stop);
+                receiver_stop.stop();
+            }
+            let now = arrived.load(Ordering::Relaxed);
+            if now != last_arrived || !sending.iter().all(|s| s.is_finished()) {
+                (last_arrived, last_activity) = (now, Instant::now());
+            } else if last_activity.elapsed() >= IDLE_AFTER_LOSS {
                 receiver_stop.stop();
             }
             std::thread::sleep(PROGRESS_EVERY);
