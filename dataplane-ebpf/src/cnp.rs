@@ -112,7 +112,7 @@ pub fn rewrite_as_cnp(ctx: &TcContext) -> Result<(), ()> {
         data[bth + BTH_DEST_QP + 1],
         data[bth + BTH_DEST_QP + 2],
     ]);
-    let dest_qp = unsafe { QP_MAP.get(&rx_qp) }.copied().unwrap_or(rx_qp);
+    let dest_qp = unsafe { QP_MAP.get(rx_qp) }.copied().unwrap_or(rx_qp);
     let dscp = SETTINGS
         .get(0)
         .map_or(Settings::DEFAULT.cnp_dscp, |s| s.cnp_dscp) as u8

@@ -192,7 +192,7 @@ fn hashed(policy: Policy, hash: u32) -> Option<u32> {
 /// or when its uplink went down.
 #[inline(always)]
 fn flowlet(policy: Policy, hash: u32, now: u64, timeout_ns: u64) -> Option<u32> {
-    if let Some(entry) = LB_FLOWLETS.get_ptr_mut(&hash) {
+    if let Some(entry) = LB_FLOWLETS.get_ptr_mut(hash) {
         // SAFETY: a valid map value pointer.
         let (last, slot) = unsafe { ((*entry).last_ns, (*entry).slot) };
         if !starts_flowlet(last, now, timeout_ns) && is_live(slot) {
@@ -214,7 +214,7 @@ fn flowlet(policy: Policy, hash: u32, now: u64, timeout_ns: u64) -> Option<u32> 
         _pad: 0,
     };
     // A full table evicts its least recently used flow: evictions = inserts − occupancy.
-    if LB_FLOWLETS.insert(&hash, &entry, 0).is_ok() {
+    if LB_FLOWLETS.insert(hash, entry, 0).is_ok() {
         if let Some(counters) = lb_counters() {
             counters.flowlet_inserts += 1;
         }
