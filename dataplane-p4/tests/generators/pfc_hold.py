@@ -2,7 +2,8 @@
 consumed and records paused-until (one quantum = 1 µs here); priority-3 packets for port 2 are
 then held, without loss, by recirculating through their queue, and leave in arrival order once
 the pause has run out, or at once after a resume (pause time 0). Priority 0 is not paused. A
-held packet that reaches the hold limit goes anyway, counted as expired. Held packets still
+held packet that reaches the hold limit goes anyway, counted as expired. A line whose next ticket was lost moves on after the
+stall time. Held packets still
 count for the upstream they came from: its PAUSE is not refreshed early and its resume follows
 their departure.
 
@@ -140,4 +141,30 @@ lines.append(f"counter_read {INGRESS}.pfc_pause_tx {q1} packets == 1")
 lines.append(f"counter_read {EGRESS}.pfc_resume_tx {q1} packets == 1")
 lines.append(f"counter_read {EGRESS}.pfc_hold {queue_index(HOLD_PORT, PRIORITY_DATA)} packets == {holds}")
 lines.append(f"register_read pfc_upstream_packets {q1} == 0")
+
+DSCP_STALL, PRIORITY_STALL, STALL_US, LOOPS = 10, 1, 100, 1000
+lines.append(f"# A lost ticket: priority {PRIORITY_STALL} (DSCP {DSCP_STALL}) of port 2 is lossless with a hold")
+lines.append(f"# limit of 5000 passes and a stall of {STALL_US} µs. Paused for 60 ms, packet A is held from")
+lines.append(f"# t = 0 and B from 5 ms; A, alone and then sharing the queue with B, reaches softswitch's")
+lines.append(f"# {LOOPS} loops by about 15 ms and is dropped, taking ticket 0 with it. A resume at 17 ms:")
+lines.append(f"# B (ticket 1, about 700 passes) leaves once the line has not moved for {STALL_US} µs.")
+lines.append(f"add {INGRESS}.dscp_priority hdr.ipv4.dscp:{DSCP_STALL} "
+             f"{INGRESS}.set_priority(priority:{PRIORITY_STALL})")
+lines.append(f"add {INGRESS}.pfc_profile standard_metadata.egress_spec:2 "
+             f"standard_metadata.priority:{PRIORITY_STALL} {INGRESS}.lossless(xoff_packets:50, "
+             f"xon_packets:0, quanta:100, refresh_us:1000, limit:5000, stall_us:{STALL_US})")
+lines.append(packet(2, pfc_from_peer(2, PRIORITY_STALL, 60000)))
+lines.append(packet(1, roce(1, 2, psn=40, dscp=DSCP_STALL)))
+lines.append("advance 5000")
+survivor = roce(1, 2, psn=41, dscp=DSCP_STALL)
+lines.append(packet(1, survivor))
+# A's passes: 500 alone (10 µs each), then one every 20 µs while B shares the queue.
+a_dropped_us = 5000 + (LOOPS - 5000 // PERIOD_US) * 2 * PERIOD_US
+b_passes = (a_dropped_us - 5000) // (2 * PERIOD_US) + (17000 - a_dropped_us) // PERIOD_US
+assert a_dropped_us < 17000 and b_passes + STALL_US // PERIOD_US < LOOPS, (a_dropped_us, b_passes)
+lines.append("advance 12000")
+lines.append(packet(2, pfc_from_peer(2, PRIORITY_STALL, 0)))
+lines.append(expect(2, forwarded(survivor, 2)))
+lines.append("wait")
+lines.append(f"counter_read {EGRESS}.pfc_hold_expired {queue_index(2, PRIORITY_STALL)} packets == 0")
 print("\n".join(lines))
