@@ -57,6 +57,24 @@ def hold(n, start, paused_until, limit=500):
     return out, holds, expired
 
 
+lines.append(f"# t = 0: port {LIMIT_PORT}'s peer sends two frames that carry a time for every priority but")
+lines.append("# enable the even ones, then the odd ones: each enabled priority is paused until its own")
+lines.append("# time (µs, one quantum = 1 µs here), and a priority not enabled is left alone.")
+times = {p: 10 * (p + 1) for p in range(8)}
+for parity in (0, 1):
+    frame = (Ether(src=host_mac(LIMIT_PORT), dst="01:80:c2:00:00:01", type=0x8808)
+             / MACControlClassBasedFlowControl(
+                 **{f"c{p}_enabled": int(p % 2 == parity) for p in times},
+                 **{f"c{p}_pause_time": t for p, t in times.items()}))
+    lines.append(packet(LIMIT_PORT, frame))
+    lines.append("no_packet")
+    for p, t in times.items():
+        named = p % 2 <= parity
+        lines.append(f"register_read pfc_paused_until {queue_index(LIMIT_PORT, p)} == "
+                     f"{t if named else 0}")
+        lines.append(f"counter_read {INGRESS}.pfc_rx {queue_index(LIMIT_PORT, p)} packets == "
+                     f"{int(named)}")
+
 q2 = queue_index(2, PRIORITY_DATA)
 lines.append("# t = 0: port 2's peer pauses priority 3 for 200 quanta = 200 µs. Consumed.")
 lines.append(packet(2, pfc_from_peer(2, PRIORITY_DATA, 200)))

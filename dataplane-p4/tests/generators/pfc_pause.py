@@ -95,4 +95,26 @@ for t, what in fresh.frames:
     lines.append(expect(1, pfc_frame(1, PRIORITY_DATA, 0 if what == "resume" else QUANTA)))
 lines.append("wait")
 lines.append(f"counter_read {EGRESS}.pfc_resume_tx {q} packets == {model.resumes + fresh.resumes}")
+
+lines.append("# Every other priority p (DSCP 32 + p) lossless on port 2 with XOFF 1 and XON 0: three")
+lines.append("# packets at once; the third finds one ahead and pauses p, and the resume for p follows")
+lines.append("# when the last has left. Each frame names p alone.")
+for p in range(8):
+    if p == PRIORITY_DATA:
+        continue
+    lines.append(f"add {INGRESS}.dscp_priority hdr.ipv4.dscp:{32 + p} "
+                 f"{INGRESS}.set_priority(priority:{p})")
+    lines.append(f"add {INGRESS}.pfc_profile standard_metadata.egress_spec:2 "
+                 f"standard_metadata.priority:{p} {INGRESS}.lossless(xoff_packets:1, xon_packets:0, "
+                 f"quanta:{QUANTA + p}, refresh_us:{REFRESH_US}, limit:500, stall_us:1000)")
+    burst = [roce(1, 2, psn=200 + i, dscp=32 + p) for i in range(3)]
+    for pkt in burst:
+        lines.append(packet(1, pkt))
+    for pkt in burst:
+        lines.append(expect(2, forwarded(pkt, 2)))
+    lines.append(expect(1, pfc_frame(1, p, QUANTA + p)))
+    lines.append(expect(1, pfc_frame(1, p, 0)))
+    lines.append("wait")
+    lines.append(f"counter_read {INGRESS}.pfc_pause_tx {queue_index(1, p)} packets == 1")
+    lines.append(f"counter_read {EGRESS}.pfc_resume_tx {queue_index(1, p)} packets == 1")
 print("\n".join(lines))
