@@ -4,8 +4,8 @@ then held, without loss, by recirculating through their queue, and leave in arri
 the pause has run out, or at once after a resume (pause time 0). Priority 0 is not paused. A
 held packet that reaches the hold limit goes anyway, counted as expired. A line whose next ticket was lost moves on after the
 stall time. Held packets still
-count for the upstream they came from: its PAUSE is not refreshed early and its resume follows
-their departure.
+count for the upstream they came from: its PAUSE is not refreshed early, is refreshed on time
+while they wait over XOFF, and its resume follows their departure.
 
 The hold is modelled here from its specification (a FIFO served every PERIOD_US; a held packet
 takes a ticket on its first pass and rejoins the tail; it leaves when the port is no longer
@@ -28,9 +28,11 @@ for port, limit in ((2, 500), (LIMIT_PORT, LIMIT)):
     lines.append(f"set_queue_rate {1_000_000 // PERIOD_US} {port}")
 
 
-def hold(n, start, paused_until, limit=500):
+def hold(n, start, paused_until, limit=500, rounds=None):
     """Release order and hold passes of n packets arriving at `start` at a queue served every
-    PERIOD_US, paused until `paused_until` (a function of time for resumes)."""
+    PERIOD_US, paused until `paused_until` (a function of time for resumes). Each pass of a held
+    packet is added to `rounds`, if given, as (time, packets left in the queue behind it): the
+    depth its next trip through ingress finds."""
     t, queue, tickets, passes = start, deque([0]), {}, {}
     next_ticket = serving = 0
     out, holds, expired = [], 0, 0
@@ -44,6 +46,8 @@ def hold(n, start, paused_until, limit=500):
         if p in tickets and not (tickets[p] <= serving and (not paused or passes[p] >= limit)):
             passes[p] += 1
             holds += 1
+            if rounds is not None:
+                rounds.append((t, len(queue)))
             queue.append(p)
         else:
             if p in tickets:
@@ -185,4 +189,42 @@ lines.append(packet(2, pfc_from_peer(2, PRIORITY_STALL, 0)))
 lines.append(expect(2, forwarded(survivor, 2)))
 lines.append("wait")
 lines.append(f"counter_read {EGRESS}.pfc_hold_expired {queue_index(2, PRIORITY_STALL)} packets == 0")
+
+REFRESH_US = 50
+q4 = queue_index(HOLD_PORT, PRIORITY_STALL)
+UPSTREAM = 3
+q_up = queue_index(UPSTREAM, PRIORITY_STALL)
+lines.append(f"# Held packets refresh the PAUSE of the port they came in on: priority {PRIORITY_STALL} (DSCP")
+lines.append(f"# {DSCP_STALL}) of port {HOLD_PORT} is lossless with XOFF 1, XON 0 and a refresh of {REFRESH_US} µs; its peer")
+lines.append(f"# pauses it for 200 µs and three packets from port {UPSTREAM} wait in the hold. The second")
+lines.append(f"# finds one ahead and pauses port {UPSTREAM}; held packets passing through ingress find the others")
+lines.append(f"# ahead and refresh that PAUSE every {REFRESH_US} µs, out of port {UPSTREAM} although BMv2 zeroes their")
+lines.append("# ingress port; the resume follows the last departure.")
+lines.append(f"add {INGRESS}.pfc_profile standard_metadata.egress_spec:{HOLD_PORT} "
+             f"standard_metadata.priority:{PRIORITY_STALL} {INGRESS}.lossless(xoff_packets:1, "
+             f"xon_packets:0, quanta:{QUANTA}, refresh_us:{REFRESH_US}, limit:500, stall_us:1000)")
+lines.append(packet(HOLD_PORT, pfc_from_peer(HOLD_PORT, PRIORITY_STALL, 200)))
+held = [roce(UPSTREAM, HOLD_PORT, psn=50 + i, dscp=DSCP_STALL) for i in range(3)]
+for p in held:
+    lines.append(packet(UPSTREAM, p))
+rounds = []
+order, holds, _ = hold(len(held), 0, lambda t: 200, rounds=rounds)
+# The first packet was held and went round before the others arrived; the second finds it
+# ahead and pauses at t = 0.
+paused_at, pauses = 0, [0]
+for t, ahead in rounds:
+    if ahead >= 1 and t - paused_at >= REFRESH_US:
+        paused_at = t
+        pauses.append(t)
+assert len(pauses) >= 3, pauses
+for i, _ in order:
+    lines.append(expect(HOLD_PORT, forwarded(held[i], HOLD_PORT)))
+for t in pauses:
+    lines.append(f"# PAUSE at {t} µs")
+    lines.append(expect(UPSTREAM, pfc_frame(UPSTREAM, PRIORITY_STALL, QUANTA)))
+lines.append(expect(UPSTREAM, pfc_frame(UPSTREAM, PRIORITY_STALL, 0)))
+lines.append("wait")
+lines.append(f"counter_read {INGRESS}.pfc_pause_tx {q_up} packets == {len(pauses)}")
+lines.append(f"counter_read {EGRESS}.pfc_resume_tx {q_up} packets == 1")
+lines.append(f"counter_read {EGRESS}.pfc_hold {q4} packets == {holds}")
 print("\n".join(lines))
