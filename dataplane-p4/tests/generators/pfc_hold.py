@@ -3,7 +3,7 @@ consumed and records paused-until (one quantum = 1 µs here); priority-3 packets
 then held, without loss, by recirculating through their queue, and leave in arrival order once
 the pause has run out, or at once after a resume (pause time 0). Priority 0 is not paused. A
 held packet that reaches the hold limit goes anyway, counted as expired. A line whose next ticket was lost moves on after the
-stall time. Held packets still
+stall time. A packet that comes after the pause has ended waits behind those still held. Held packets still
 count for the upstream they came from: its PAUSE is not refreshed early, is refreshed on time
 while they wait over XOFF, and its resume follows their departure.
 
@@ -28,16 +28,20 @@ for port, limit in ((2, 500), (LIMIT_PORT, LIMIT)):
     lines.append(f"set_queue_rate {1_000_000 // PERIOD_US} {port}")
 
 
-def hold(n, start, paused_until, limit=500, rounds=None):
+def hold(n, start, paused_until, limit=500, rounds=None, later=()):
     """Release order and hold passes of n packets arriving at `start` at a queue served every
     PERIOD_US, paused until `paused_until` (a function of time for resumes). Each pass of a held
     packet is added to `rounds`, if given, as (time, packets left in the queue behind it): the
-    depth its next trip through ingress finds."""
+    depth its next trip through ingress finds. Packets n, n + 1, ... arrive at the times in
+    `later`, behind the packets in the queue then."""
     t, queue, tickets, passes = start, deque([0]), {}, {}
+    late = deque(enumerate(later, start=n))
     next_ticket = serving = 0
     out, holds, expired = [], 0, 0
     arrived = False
     while queue:
+        while late and late[0][1] < t:
+            queue.append(late.popleft()[0])
         p = queue.popleft()
         paused = t < paused_until(t)
         if p not in tickets and (paused or next_ticket != serving):
@@ -227,4 +231,22 @@ lines.append("wait")
 lines.append(f"counter_read {INGRESS}.pfc_pause_tx {q_up} packets == {len(pauses)}")
 lines.append(f"counter_read {EGRESS}.pfc_resume_tx {q_up} packets == 1")
 lines.append(f"counter_read {EGRESS}.pfc_hold {q4} packets == {holds}")
+
+LATE_US = 205
+lines.append("# A packet that arrives after the pause has ended, while held packets are still in line,")
+lines.append(f"# waits its turn: port 2 is paused for 200 µs, three packets wait, one more comes at {LATE_US} µs")
+lines.append("# and leaves after all three, though it is never paused itself.")
+lines.append(packet(2, pfc_from_peer(2, PRIORITY_DATA, 200)))
+held = [roce(1, 2, psn=60 + i) for i in range(4)]
+for p in held[:3]:
+    lines.append(packet(1, p))
+lines.append(f"advance {LATE_US}")
+lines.append(packet(1, held[3]))
+order, _, _ = hold(3, 0, lambda t: 200, later=[LATE_US])
+assert [i for i, _ in order] == [0, 1, 2, 3]
+for i, t in order:
+    lines.append(f"# leaves at {t} µs")
+    lines.append(expect(2, forwarded(held[i], 2)))
+lines.append("wait")
+
 print("\n".join(lines))
