@@ -100,6 +100,7 @@ pub struct Host {
     pub cnps_sent: u64,
     /// Per priority: paused until this µs.
     paused_until: [u64; 8],
+    /// When this host last answered each flow (source address, QP) with a CNP, µs.
     last_cnp: BTreeMap<(u32, u32), u64>,
     outbox: VecDeque<Vec<u8>>,
 }
@@ -249,11 +250,15 @@ impl Host {
         let Some(interval) = self.cnp_interval_us else {
             return;
         };
-        let last = self.last_cnp.entry((r.src_ip, r.qp)).or_insert(0);
-        if *last != 0 && now_us < *last + interval {
+        let flow = (r.src_ip, r.qp);
+        if self
+            .last_cnp
+            .get(&flow)
+            .is_some_and(|&last| now_us < last + interval)
+        {
             return;
         }
-        *last = now_us.max(1);
+        self.last_cnp.insert(flow, now_us);
         self.cnps_sent += 1;
         self.outbox.push_back(
             Roce {
@@ -269,6 +274,46 @@ impl Host {
                 psn: 0,
             }
             .emit(0),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::OPCODE_SEND_ONLY;
+
+    #[test]
+    fn the_notification_point_answers_once_per_interval_from_time_zero() {
+        let mut h31 = Host::new(
+            "h31",
+            0x0a00_0301,
+            [8, 0, 0, 0, 3, 1],
+            [0, 0xaa, 0, 0, 3, 1],
+            1_000_000_000,
+        );
+        h31.cnp_interval_us = Some(50);
+        let marked = Roce {
+            src_mac: [0, 0xaa, 0, 0, 3, 1],
+            dst_mac: [8, 0, 0, 0, 3, 1],
+            src_ip: 0x0a00_0101,
+            dst_ip: 0x0a00_0301,
+            dscp: DSCP_DATA,
+            ecn: 3,
+            sport: 49152,
+            opcode: OPCODE_SEND_ONLY,
+            qp: 0x12,
+            psn: 0,
+        }
+        .emit(100);
+        for t in [0, 49, 50, 99, 100] {
+            h31.receive(t, &marked);
+        }
+        assert_eq!(h31.cnps_sent, 3, "CNPs at 0, 50 and 100 µs");
+        let cnp = Roce::parse(&h31.send(100).expect("a CNP")).unwrap();
+        assert_eq!(
+            (cnp.opcode, cnp.dst_ip, cnp.qp),
+            (OPCODE_CNP, 0x0a00_0101, 0x12)
         );
     }
 }

@@ -332,8 +332,15 @@ impl Fabric {
             .hosts
             .iter()
             .zip(&self.host_links)
-            .filter_map(|(h, &l)| h.next_send_us(self.links[l].busy_until));
+            .filter_map(|(h, &l)| h.next_send_us(self.free_at(l)));
         delivery.into_iter().chain(queues).chain(hosts).min()
+    }
+
+    /// When `link` can take a frame: when its last frame is out, and not before now (a host
+    /// that gets something to send, such as a CNP, on a link idle since earlier sends it now,
+    /// not in the past).
+    fn free_at(&self, link: usize) -> u64 {
+        self.links[link].busy_until.max(self.now)
     }
 
     fn step(&mut self, t: u64) {
@@ -362,7 +369,7 @@ impl Fabric {
         }
         for h in 0..self.hosts.len() {
             let link = self.host_links[h];
-            if self.hosts[h].next_send_us(self.links[link].busy_until) == Some(t) {
+            if self.hosts[h].next_send_us(self.free_at(link)) == Some(t) {
                 if let Some(frame) = self.hosts[h].send(t) {
                     self.transmit(link, frame);
                 }

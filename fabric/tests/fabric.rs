@@ -328,3 +328,23 @@ fn policies_compared_on_the_same_flows() {
         );
     }
 }
+
+#[test]
+fn receiver_cnps_reach_the_sender_when_the_switches_send_none() {
+    let mut f = leaf_spine();
+    clear(&mut f, "LosslessIngress.pfc_profile");
+    clear(&mut f, "LosslessEgress.cnp_config");
+    f.host("h31").cnp_interval_us = Some(50);
+    for (i, src) in ["h11", "h21"].iter().enumerate() {
+        let mut spec = flow("h31", 0x400 + i as u32, 2000);
+        spec.dcqcn = Some(DcqcnParams::default());
+        f.host(src).add_flow(spec);
+    }
+    assert!(f.run(1_000_000));
+    assert_eq!(everywhere(&f, "LosslessEgress.cnp_sent", usize::from), 0);
+    let answered = f.host("h31").cnps_sent;
+    assert!(answered > 0, "h31 answered CE marks with CNPs");
+    let got: u64 = ["h11", "h21"].iter().map(|h| f.host(h).flows[0].cnps).sum();
+    assert_eq!(got, answered, "every CNP h31 sent reached its sender");
+    assert_eq!(received(&mut f, "h31"), 4000);
+}

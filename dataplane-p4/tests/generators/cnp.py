@@ -1,8 +1,8 @@
 """Writes cnp.stf: the switch CNP fast path. A RoCEv2 packet this switch marks CE is cloned into
 a CNP sent back out of its ingress port (74 bytes, compared whole with scapy's CNP including
 its ICRC); the marked original still goes on; at most one CNP per flow per interval; DestQP from
-the cnp_qp table when the flow has an entry. Packets that arrive already CE, and marked packets
-that are not RoCEv2, get no CNP."""
+the cnp_qp table when the flow has an entry. Packets that arrive already CE, marked packets that
+are not RoCEv2 and marked CNPs get no CNP. The interval is the cnp_config entry's."""
 
 from lossless_stf import *
 
@@ -14,7 +14,7 @@ lines.append(f"add {EGRESS}.ecn_profile standard_metadata.egress_port:2 "
              f"standard_metadata.priority:{PRIORITY_DATA} "
              f"{EGRESS}.red(kmin_packets:0, kmax_packets:1, pmax_q16:65536)")
 lines.append(f"add {EGRESS}.cnp_config standard_metadata.priority:{PRIORITY_DATA} "
-             f"{EGRESS}.cnp(interval_us:{INTERVAL_US}, dscp:{DSCP_CNP})")
+             f"{EGRESS}.cnp(interval_us:{INTERVAL_US}, dscp:{DSCP_CNP}) = cnp3")
 lines.append(f"add {EGRESS}.cnp_qp hdr.ipv4.srcAddr:{ip_int(host_ip(1)):#x} "
              f"hdr.ipv4.dstAddr:{ip_int(host_ip(2)):#x} hdr.bth.dstQP:0x34 "
              f"{EGRESS}.set_cnp_qp(qp:0x99)")
@@ -62,6 +62,39 @@ for p in plain:
     lines.append(packet(1, p))
 for i, p in enumerate(plain):
     lines.append(expect(2, forwarded(p, 2, ecn=3 if i >= 2 else None)))
+lines.append("wait")
+lines.append("advance 100")
+
+lines.append("# A CNP that is ECT and marked here (CNPs are not-ECT, but a sender may get it wrong)")
+lines.append("# gets no CNP back.")
+ect_cnps = [roce(1, 2, qp=0x9a, psn=i, sport=50002) for i in range(3)]
+for p in ect_cnps:
+    p[BTH].opcode = 0x81
+    lines.append(packet(1, p))
+for i, p in enumerate(ect_cnps):
+    lines.append(expect(2, forwarded(p, 2, ecn=3 if i >= 2 else None)))
+lines.append("wait")
+lines.append(f"counter_read {EGRESS}.cnp_sent 1 packets == {cnps}")
+lines.append("advance 100")
+
+INTERVAL2_US = 60
+lines.append(f"# The interval comes from cnp_config: set to {INTERVAL2_US} µs, a flow marked every 10 µs from")
+lines.append(f"# 20 µs on gets CNPs at 20 and {20 + INTERVAL2_US} µs only.")
+lines.append(f"remove {EGRESS}.cnp_config cnp3")
+lines.append(f"add {EGRESS}.cnp_config standard_metadata.priority:{PRIORITY_DATA} "
+             f"{EGRESS}.cnp(interval_us:{INTERVAL2_US}, dscp:{DSCP_CNP})")
+burst = [roce(1, 2, qp=0xab, psn=i, sport=50003) for i in range(9)]
+for p in burst:
+    lines.append(packet(1, p))
+last_cnp = None
+for i, p in enumerate(burst):
+    t = 10 * i
+    lines.append(expect(2, forwarded(p, 2, ecn=3 if i >= 2 else None)))
+    if i >= 2 and (last_cnp is None or t - last_cnp >= INTERVAL2_US):
+        last_cnp = t
+        cnps += 1
+        lines.append(f"# CNP for the packet leaving at {t} µs")
+        lines.append(expect(1, cnp_for(p)))
 lines.append("wait")
 lines.append(f"counter_read {EGRESS}.cnp_sent 1 packets == {cnps}")
 assert crc32(bytes.fromhex(f"{ip_int(host_ip(1)):08x}{ip_int(host_ip(2)):08x}000012")) % 4096 != \

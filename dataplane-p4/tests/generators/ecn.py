@@ -1,6 +1,7 @@
 """Writes ecn.stf: RED marking on enq_qdepth of (egress port, priority). With Kmin 2, Kmax 3
 and Pmax 1 the profile is a step: a packet is marked CE exactly when it found more than Kmin
-packets ahead of it. Not-ECT packets and queues without a profile are never marked."""
+packets ahead of it. Not-ECT packets and queues without a profile are never marked. With Pmax 0
+nothing between Kmin and Kmax is marked, and from Kmax on every packet is."""
 
 from lossless_stf import *
 
@@ -32,4 +33,25 @@ unchanged_burst(lines, 1, 2, [roce(1, 2, psn=20 + i, ecn=0) for i in range(6)])
 lines.append("# Priority 0 on port 2 has no profile: never marked, however deep.")
 unchanged_burst(lines, 1, 2, [roce(1, 2, psn=40 + i, dscp=0) for i in range(6)])
 lines.append(f"counter_read {EGRESS}.ecn_marked 2 packets == {marked}")
+
+KMIN3, KMAX3 = 1, 4
+lines.append(f"# Port 3: Kmin {KMIN3}, Kmax {KMAX3}, Pmax 0. Between the two nothing is marked (probability")
+lines.append(f"# 0); from Kmax on every packet is, the packet that finds exactly {KMAX3} ahead included.")
+lines.append(f"add {EGRESS}.ecn_profile standard_metadata.egress_port:3 "
+             f"standard_metadata.priority:{PRIORITY_DATA} "
+             f"{EGRESS}.red(kmin_packets:{KMIN3}, kmax_packets:{KMAX3}, pmax_q16:0)")
+lines.append("set_queue_rate 1000 3")
+burst = [roce(1, 3, psn=60 + i) for i in range(7)]
+for p in burst:
+    lines.append(packet(1, p))
+marked3 = 0
+for i, p in enumerate(burst):
+    ahead = max(i - 1, 0)
+    mark = ahead >= KMAX3
+    marked3 += mark
+    lines.append(f"# enq_qdepth {ahead}: {'CE' if mark else 'not marked'}")
+    lines.append(expect(3, forwarded(p, 3, ecn=3 if mark else None)))
+lines.append("wait")
+assert marked3 == 2
+lines.append(f"counter_read {EGRESS}.ecn_marked 3 packets == {marked3}")
 print("\n".join(lines))

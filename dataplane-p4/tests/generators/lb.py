@@ -5,7 +5,9 @@ Group 1 ecmp: every packet of a flow takes the same member; flows spread; switch
 run time by replacing the group's entry. Group 2 flowlet: a flow changes member only after an
 idle gap longer than the timeout. Group 3 dlb: a new flowlet takes the member whose port has
 the lower load estimate, kept by egress from enq_qdepth; an estimate older than the load age
-counts as idle, and ties keep the hash's pick. Group 4 spray: each flow takes the members in turn, packet by packet."""
+counts as idle, and ties keep the hash's pick; groups 5 and 6 dlb over four and two members
+with every member's load compared. Group 4 spray: each flow takes the members in turn, packet by
+packet. A flowlet group's timeout and size are its entry's, changed at run time."""
 
 from lossless_stf import *
 
@@ -30,11 +32,11 @@ def flow(group, sport, psn=0):
     return roce(1, 3, dst_ip=f"10.{group}0.0.7", sport=sport, psn=psn)
 
 
-def sport_where(group, salt_members, start=49152):
+def sport_where(group, salt_members, start=49152, size=2):
     """The first UDP source port from `start` whose flowlets (by number) start on the given
-    members."""
+    members of a group of `size`."""
     for sport in range(start, 65536):
-        if all(flowlet_member(flow(group, sport), n, 2) == m for n, m in salt_members.items()):
+        if all(flowlet_member(flow(group, sport), n, size) == m for n, m in salt_members.items()):
             return sport
     raise AssertionError("no such port")
 
@@ -69,7 +71,7 @@ for psn in range(4):
 lines.append(f"# flowlet (group 2), timeout {TIMEOUT_US} µs: a flow whose first and second flowlets")
 lines.append("# hash to different members. Gaps of 60 and exactly 100 µs keep the member; a gap")
 lines.append("# of 101 µs starts flowlet 2 on the other member.")
-sport = sport_where(2, {1: 0, 2: 1})
+sport = sport_where(2, {1: 0, 2: 1, 3: 0})
 for gap, member in ((0, 0), (60, 0), (100, 0), (101, 1), (50, 1)):
     if gap:
         lines.append(f"advance {gap}")
@@ -77,6 +79,35 @@ for gap, member in ((0, 0), (60, 0), (100, 0), (101, 1), (50, 1)):
     lines.append(packet(1, p))
     lines.append(expect(MEMBER_PORT[member], forwarded(p, MEMBER_PORT[member])))
 lines.append(f"counter_read {INGRESS}.flowlets 2 packets == 2")
+
+TIMEOUT2_US = 300
+lines.append(f"# The timeout is the group entry's: replaced by one of {TIMEOUT2_US} µs, a gap of 200 µs keeps")
+lines.append(f"# member 1 and a gap of {TIMEOUT2_US + 1} µs starts flowlet 3, which hashes to member 0.")
+lines.append(f"remove {INGRESS}.ecmp_group group2")
+lines.append(f"add {INGRESS}.ecmp_group meta.group:2 {INGRESS}.set_group(policy:{FLOWLET}, size:2, "
+             f"flowlet_timeout_us:{TIMEOUT2_US}) = group2b")
+for gap, member in ((200, 1), (TIMEOUT2_US + 1, 0)):
+    lines.append(f"advance {gap}")
+    p = flow(2, sport, gap)
+    lines.append(packet(1, p))
+    lines.append(expect(MEMBER_PORT[member], forwarded(p, MEMBER_PORT[member])))
+lines.append(f"counter_read {INGRESS}.flowlets 2 packets == 3")
+
+lines.append("# A group that shrinks: a flow on member 1 of group 2 when the group is cut to one")
+lines.append("# member moves to member 0 at its next packet, within its flowlet's timeout.")
+shrinking = sport_where(2, {1: 1}, start=sport + 1)
+assert flowlet_slot(flow(2, shrinking)) != flowlet_slot(flow(2, sport))
+p = flow(2, shrinking)
+lines.append(packet(1, p))
+lines.append(expect(MEMBER_PORT[1], forwarded(p, MEMBER_PORT[1])))
+lines.append(f"remove {INGRESS}.ecmp_group group2b")
+lines.append(f"add {INGRESS}.ecmp_group meta.group:2 {INGRESS}.set_group(policy:{FLOWLET}, size:1, "
+             f"flowlet_timeout_us:{TIMEOUT2_US})")
+lines.append("advance 10")
+p = flow(2, shrinking, 1)
+lines.append(packet(1, p))
+lines.append(expect(MEMBER_PORT[0], forwarded(p, MEMBER_PORT[0])))
+lines.append(f"counter_read {INGRESS}.flowlets 2 packets == 5")
 
 lines.append("wait")
 lines.append("advance 10000")
@@ -100,8 +131,121 @@ lines.append("wait")
 lines.append(f"# Port 3 drained at 7 ms; {LOAD_AGE_US + 1000} µs later its estimate is too old and")
 lines.append("# counts as idle: a new flow whose hash picks member 0 keeps it (equal loads).")
 lines.append(f"advance {LOAD_AGE_US + 1000}")
+lines.append("# A new flow whose hash picks member 1 keeps it too (ties go to the hash, not member 0).")
+sport3 = sport_where(3, {1: 1}, start=sport + 1)
+p = flow(3, sport3)
+lines.append(packet(1, p))
+lines.append(expect(4, forwarded(p, 4)))
 sport2 = sport_where(3, {1: 0}, start=sport + 1)
 p = flow(3, sport2)
 lines.append(packet(1, p))
 lines.append(expect(3, forwarded(p, 3)))
+lines.append("wait")
+
+
+class Loads:
+    """Ports served every DLB_PERIOD_US, idle at first, and the load estimate egress keeps of
+    each as a packet leaves: load += enq_qdepth - load / 4 (in 1/256 packets), stamped with the
+    time (µs + 1). Times are from the start of the section; nothing went to these ports before."""
+
+    def __init__(self, ports):
+        self.queue = {p: [] for p in ports}
+        self.next_departure = {p: 0 for p in ports}
+        self.load = {p: 0 for p in ports}
+        self.stamp = {p: None for p in ports}
+
+    def serve(self, until):
+        for port, queue in self.queue.items():
+            while queue and max(self.next_departure[port], queue[0][0]) <= until:
+                arrived, enq = queue.pop(0)
+                t = max(self.next_departure[port], arrived)
+                self.next_departure[port] = t + DLB_PERIOD_US
+                self.load[port] += (enq << 6) - (self.load[port] >> 2)
+                self.stamp[port] = t + 1
+
+    def arrive(self, port, t):
+        self.serve(t)
+        self.queue[port].append((t, len(self.queue[port])))
+        self.serve(t)
+
+    def estimate(self, port, now, age):
+        stamp = self.stamp.get(port)
+        return 0 if stamp is None or now + 1 - stamp > age else self.load[port]
+
+    def least(self, ports, hashed, now, age):
+        """The member DLB picks: the least-loaded, ties to the hash's pick."""
+        loads = [self.estimate(p, now, age) for p in ports]
+        return hashed if loads[hashed] == min(loads) else loads.index(min(loads))
+
+
+DLB_PERIOD_US, DLB_AGE_US = 1000, 100000
+WIDE = {0: 5, 1: 6, 2: 7, 3: 8}
+lines.append(f"# dlb over four members (group 5: ports 5 to 8) and two (group 6: ports 5 and 6, whose")
+lines.append("# unused member slots name port 0, never loaded). Each port sends 1000 packets/s; bursts")
+lines.append("# straight to their hosts load them unevenly; a new flow whose hash picks a loaded member")
+lines.append("# takes the least-loaded one, the load of every member compared.")
+for port in WIDE.values():
+    lines.append(f"add {INGRESS}.ipv4_lpm hdr.ipv4.dstAddr:{ip_int(host_ip(port)):#x}/32 "
+                 f"{INGRESS}.set_nexthop(nexthop:{port})")
+    lines.append(nexthop_entry(port, port))
+    lines.append(f"set_queue_rate {1_000_000 // DLB_PERIOD_US} {port}")
+for group, members in ((5, WIDE), (6, {0: 5, 1: 6})):
+    lines.append(f"add {INGRESS}.ipv4_lpm hdr.ipv4.dstAddr:{ip_int(f'10.{group}0.0.0'):#x}/16 "
+                 f"{INGRESS}.set_ecmp_group(group:{group})")
+    lines.append(f"add {INGRESS}.ecmp_group meta.group:{group} {INGRESS}.set_group(policy:{DLB}, "
+                 f"size:{len(members)}, flowlet_timeout_us:{TIMEOUT_US})")
+    for member, port in members.items():
+        lines.append(f"add {INGRESS}.ecmp_member meta.group:{group} meta.member:{member} "
+                     f"{INGRESS}.set_nexthop(nexthop:{port})")
+    ports = [members.get(m, 0) for m in range(4)]
+    lines.append(f"add {INGRESS}.dlb_members meta.group:{group} {INGRESS}.set_dlb_ports("
+                 + ", ".join(f"port{m}:{p}" for m, p in enumerate(ports))
+                 + f", load_age_us:{DLB_AGE_US})")
+
+loads = Loads(WIDE.values())
+now = 0
+used_slots = set()
+
+
+def probe(group, members, want, start):
+    """A new flow of `group` whose hash picks member 0: it takes member `want`."""
+    sport = sport_where(group, {1: 0}, start=start, size=len(members))
+    p = flow(group, sport)
+    assert flowlet_slot(p) not in used_slots
+    used_slots.add(flowlet_slot(p))
+    ports = [members.get(m, 0) for m in range(4)][:len(members)]
+    assert loads.least(ports, 0, now, DLB_AGE_US) == want, loads.load
+    lines.append(f"# loads {[loads.estimate(q, now, DLB_AGE_US) for q in ports]}: member {want}")
+    lines.append(packet(1, p))
+    lines.append(expect(members[want], forwarded(p, members[want])))
+    loads.arrive(members[want], now)
+    return sport
+
+
+def bursts(sizes):
+    for port, n in sizes.items():
+        lines.append(f"# {n} packets to port {port}")
+        for i in range(n):
+            p = roce(1, port, psn=200 + i)
+            lines.append(packet(1, p))
+            lines.append(expect(port, forwarded(p, port)))
+            loads.arrive(port, now)
+
+
+lines.append("# Ports 5, 6 and 8 get 8 packets, port 7 (member 2) 4; 7.5 ms later member 2 is least.")
+bursts({5: 8, 6: 8, 7: 4, 8: 8})
+lines.append("advance 7500")
+now += 7500
+loads.serve(now)
+last = probe(5, WIDE, 2, 49152)
+lines.append("# 20 ms later ports 5 and 7 get 8 packets, port 6 gets 6 and port 8 (member 3) 4.")
+lines.append("# 7.5 ms after that member 3 is least in group 5; in group 6, port 6 is below port 5.")
+lines.append("advance 20000")
+now += 20000
+bursts({5: 8, 6: 6, 7: 8, 8: 4})
+lines.append("advance 7500")
+now += 7500
+loads.serve(now)
+last = probe(5, WIDE, 3, last + 1)
+probe(6, {0: 5, 1: 6}, 1, 49152)
 print("\n".join(lines))

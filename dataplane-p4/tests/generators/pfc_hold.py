@@ -2,9 +2,10 @@
 consumed and records paused-until (one quantum = 1 µs here); priority-3 packets for port 2 are
 then held, without loss, by recirculating through their queue, and leave in arrival order once
 the pause has run out, or at once after a resume (pause time 0). Priority 0 is not paused. A
-held packet that reaches the hold limit goes anyway, counted as expired. Held packets still
-count for the upstream they came from: its PAUSE is not refreshed early and its resume follows
-their departure.
+held packet that reaches the hold limit goes anyway, counted as expired. A line whose next ticket was lost moves on after the
+stall time. A packet that comes after the pause has ended waits behind those still held. Held packets still
+count for the upstream they came from: its PAUSE is not refreshed early, is refreshed on time
+while they wait over XOFF, and its resume follows their departure.
 
 The hold is modelled here from its specification (a FIFO served every PERIOD_US; a held packet
 takes a ticket on its first pass and rejoins the tail; it leaves when the port is no longer
@@ -27,14 +28,20 @@ for port, limit in ((2, 500), (LIMIT_PORT, LIMIT)):
     lines.append(f"set_queue_rate {1_000_000 // PERIOD_US} {port}")
 
 
-def hold(n, start, paused_until, limit=500):
+def hold(n, start, paused_until, limit=500, rounds=None, later=()):
     """Release order and hold passes of n packets arriving at `start` at a queue served every
-    PERIOD_US, paused until `paused_until` (a function of time for resumes)."""
+    PERIOD_US, paused until `paused_until` (a function of time for resumes). Each pass of a held
+    packet is added to `rounds`, if given, as (time, packets left in the queue behind it): the
+    depth its next trip through ingress finds. Packets n, n + 1, ... arrive at the times in
+    `later`, behind the packets in the queue then."""
     t, queue, tickets, passes = start, deque([0]), {}, {}
+    late = deque(enumerate(later, start=n))
     next_ticket = serving = 0
     out, holds, expired = [], 0, 0
     arrived = False
     while queue:
+        while late and late[0][1] < t:
+            queue.append(late.popleft()[0])
         p = queue.popleft()
         paused = t < paused_until(t)
         if p not in tickets and (paused or next_ticket != serving):
@@ -43,6 +50,8 @@ def hold(n, start, paused_until, limit=500):
         if p in tickets and not (tickets[p] <= serving and (not paused or passes[p] >= limit)):
             passes[p] += 1
             holds += 1
+            if rounds is not None:
+                rounds.append((t, len(queue)))
             queue.append(p)
         else:
             if p in tickets:
@@ -55,6 +64,24 @@ def hold(n, start, paused_until, limit=500):
         t += PERIOD_US
     return out, holds, expired
 
+
+lines.append(f"# t = 0: port {LIMIT_PORT}'s peer sends two frames that carry a time for every priority but")
+lines.append("# enable the even ones, then the odd ones: each enabled priority is paused until its own")
+lines.append("# time (µs, one quantum = 1 µs here), and a priority not enabled is left alone.")
+times = {p: 10 * (p + 1) for p in range(8)}
+for parity in (0, 1):
+    frame = (Ether(src=host_mac(LIMIT_PORT), dst="01:80:c2:00:00:01", type=0x8808)
+             / MACControlClassBasedFlowControl(
+                 **{f"c{p}_enabled": int(p % 2 == parity) for p in times},
+                 **{f"c{p}_pause_time": t for p, t in times.items()}))
+    lines.append(packet(LIMIT_PORT, frame))
+    lines.append("no_packet")
+    for p, t in times.items():
+        named = p % 2 <= parity
+        lines.append(f"register_read pfc_paused_until {queue_index(LIMIT_PORT, p)} == "
+                     f"{t if named else 0}")
+        lines.append(f"counter_read {INGRESS}.pfc_rx {queue_index(LIMIT_PORT, p)} packets == "
+                     f"{int(named)}")
 
 q2 = queue_index(2, PRIORITY_DATA)
 lines.append("# t = 0: port 2's peer pauses priority 3 for 200 quanta = 200 µs. Consumed.")
@@ -140,4 +167,86 @@ lines.append(f"counter_read {INGRESS}.pfc_pause_tx {q1} packets == 1")
 lines.append(f"counter_read {EGRESS}.pfc_resume_tx {q1} packets == 1")
 lines.append(f"counter_read {EGRESS}.pfc_hold {queue_index(HOLD_PORT, PRIORITY_DATA)} packets == {holds}")
 lines.append(f"register_read pfc_upstream_packets {q1} == 0")
+
+DSCP_STALL, PRIORITY_STALL, STALL_US, LOOPS = 10, 1, 100, 1000
+lines.append(f"# A lost ticket: priority {PRIORITY_STALL} (DSCP {DSCP_STALL}) of port 2 is lossless with a hold")
+lines.append(f"# limit of 5000 passes and a stall of {STALL_US} µs. Paused for 60 ms, packet A is held from")
+lines.append(f"# t = 0 and B from 5 ms; A, alone and then sharing the queue with B, reaches softswitch's")
+lines.append(f"# {LOOPS} loops by about 15 ms and is dropped, taking ticket 0 with it. A resume at 17 ms:")
+lines.append(f"# B (ticket 1, about 700 passes) leaves once the line has not moved for {STALL_US} µs.")
+lines.append(f"add {INGRESS}.dscp_priority hdr.ipv4.dscp:{DSCP_STALL} "
+             f"{INGRESS}.set_priority(priority:{PRIORITY_STALL})")
+lines.append(f"add {INGRESS}.pfc_profile standard_metadata.egress_spec:2 "
+             f"standard_metadata.priority:{PRIORITY_STALL} {INGRESS}.lossless(xoff_packets:50, "
+             f"xon_packets:0, quanta:100, refresh_us:1000, limit:5000, stall_us:{STALL_US})")
+lines.append(packet(2, pfc_from_peer(2, PRIORITY_STALL, 60000)))
+lines.append(packet(1, roce(1, 2, psn=40, dscp=DSCP_STALL)))
+lines.append("advance 5000")
+survivor = roce(1, 2, psn=41, dscp=DSCP_STALL)
+lines.append(packet(1, survivor))
+# A's passes: 500 alone (10 µs each), then one every 20 µs while B shares the queue.
+a_dropped_us = 5000 + (LOOPS - 5000 // PERIOD_US) * 2 * PERIOD_US
+b_passes = (a_dropped_us - 5000) // (2 * PERIOD_US) + (17000 - a_dropped_us) // PERIOD_US
+assert a_dropped_us < 17000 and b_passes + STALL_US // PERIOD_US < LOOPS, (a_dropped_us, b_passes)
+lines.append("advance 12000")
+lines.append(packet(2, pfc_from_peer(2, PRIORITY_STALL, 0)))
+lines.append(expect(2, forwarded(survivor, 2)))
+lines.append("wait")
+lines.append(f"counter_read {EGRESS}.pfc_hold_expired {queue_index(2, PRIORITY_STALL)} packets == 0")
+
+REFRESH_US = 50
+q4 = queue_index(HOLD_PORT, PRIORITY_STALL)
+UPSTREAM = 3
+q_up = queue_index(UPSTREAM, PRIORITY_STALL)
+lines.append(f"# Held packets refresh the PAUSE of the port they came in on: priority {PRIORITY_STALL} (DSCP")
+lines.append(f"# {DSCP_STALL}) of port {HOLD_PORT} is lossless with XOFF 1, XON 0 and a refresh of {REFRESH_US} µs; its peer")
+lines.append(f"# pauses it for 200 µs and three packets from port {UPSTREAM} wait in the hold. The second")
+lines.append(f"# finds one ahead and pauses port {UPSTREAM}; held packets passing through ingress find the others")
+lines.append(f"# ahead and refresh that PAUSE every {REFRESH_US} µs, out of port {UPSTREAM} although BMv2 zeroes their")
+lines.append("# ingress port; the resume follows the last departure.")
+lines.append(f"add {INGRESS}.pfc_profile standard_metadata.egress_spec:{HOLD_PORT} "
+             f"standard_metadata.priority:{PRIORITY_STALL} {INGRESS}.lossless(xoff_packets:1, "
+             f"xon_packets:0, quanta:{QUANTA}, refresh_us:{REFRESH_US}, limit:500, stall_us:1000)")
+lines.append(packet(HOLD_PORT, pfc_from_peer(HOLD_PORT, PRIORITY_STALL, 200)))
+held = [roce(UPSTREAM, HOLD_PORT, psn=50 + i, dscp=DSCP_STALL) for i in range(3)]
+for p in held:
+    lines.append(packet(UPSTREAM, p))
+rounds = []
+order, holds, _ = hold(len(held), 0, lambda t: 200, rounds=rounds)
+# The first packet was held and went round before the others arrived; the second finds it
+# ahead and pauses at t = 0.
+paused_at, pauses = 0, [0]
+for t, ahead in rounds:
+    if ahead >= 1 and t - paused_at >= REFRESH_US:
+        paused_at = t
+        pauses.append(t)
+assert len(pauses) >= 3, pauses
+for i, _ in order:
+    lines.append(expect(HOLD_PORT, forwarded(held[i], HOLD_PORT)))
+for t in pauses:
+    lines.append(f"# PAUSE at {t} µs")
+    lines.append(expect(UPSTREAM, pfc_frame(UPSTREAM, PRIORITY_STALL, QUANTA)))
+lines.append(expect(UPSTREAM, pfc_frame(UPSTREAM, PRIORITY_STALL, 0)))
+lines.append("wait")
+lines.append(f"counter_read {INGRESS}.pfc_pause_tx {q_up} packets == {len(pauses)}")
+lines.append(f"counter_read {EGRESS}.pfc_resume_tx {q_up} packets == 1")
+lines.append(f"counter_read {EGRESS}.pfc_hold {q4} packets == {holds}")
+
+LATE_US = 205
+lines.append("# A packet that arrives after the pause has ended, while held packets are still in line,")
+lines.append(f"# waits its turn: port 2 is paused for 200 µs, three packets wait, one more comes at {LATE_US} µs")
+lines.append("# and leaves after all three, though it is never paused itself.")
+lines.append(packet(2, pfc_from_peer(2, PRIORITY_DATA, 200)))
+held = [roce(1, 2, psn=60 + i) for i in range(4)]
+for p in held[:3]:
+    lines.append(packet(1, p))
+lines.append(f"advance {LATE_US}")
+lines.append(packet(1, held[3]))
+order, _, _ = hold(3, 0, lambda t: 200, later=[LATE_US])
+assert [i for i, _ in order] == [0, 1, 2, 3]
+for i, t in order:
+    lines.append(f"# leaves at {t} µs")
+    lines.append(expect(2, forwarded(held[i], 2)))
+lines.append("wait")
+
 print("\n".join(lines))

@@ -74,4 +74,47 @@ lines.append("advance 1000")
 lines.append("# Priority 0 has no PFC profile on port 2: a burst there pauses nobody.")
 unchanged_burst(lines, 1, 2, [roce(1, 2, psn=i, dscp=0) for i in range(12)])
 lines.append(f"counter_read {INGRESS}.pfc_pause_tx {queue_index(1, 0)} packets == 0")
+
+lines.append("# XOFF exactly, with the queue drained since: a new burst, PAUSEs counted after each")
+lines.append(f"# packet. Only the packet that finds {XOFF} ahead pauses port 1 (the departures have")
+lines.append("# brought the queue's depth back to 0), then its resume follows.")
+fresh = Model()
+burst = []
+for i in range(XOFF + 2):
+    p = roce(1, 2, psn=100 + i)
+    burst.append(p)
+    lines.append(packet(1, p))
+    fresh.arrive(0)
+    lines.append(f"counter_read {INGRESS}.pfc_pause_tx {q} packets == {model.pauses + fresh.pauses}")
+fresh.serve(10**9)
+assert fresh.pauses == 1 and fresh.resumes == 1, fresh.frames
+for p in burst:
+    lines.append(expect(2, forwarded(p, 2)))
+for t, what in fresh.frames:
+    lines.append(f"# t = {t} µs: {what}")
+    lines.append(expect(1, pfc_frame(1, PRIORITY_DATA, 0 if what == "resume" else QUANTA)))
+lines.append("wait")
+lines.append(f"counter_read {EGRESS}.pfc_resume_tx {q} packets == {model.resumes + fresh.resumes}")
+
+lines.append("# Every other priority p (DSCP 32 + p) lossless on port 2 with XOFF 1 and XON 0: three")
+lines.append("# packets at once; the third finds one ahead and pauses p, and the resume for p follows")
+lines.append("# when the last has left. Each frame names p alone.")
+for p in range(8):
+    if p == PRIORITY_DATA:
+        continue
+    lines.append(f"add {INGRESS}.dscp_priority hdr.ipv4.dscp:{32 + p} "
+                 f"{INGRESS}.set_priority(priority:{p})")
+    lines.append(f"add {INGRESS}.pfc_profile standard_metadata.egress_spec:2 "
+                 f"standard_metadata.priority:{p} {INGRESS}.lossless(xoff_packets:1, xon_packets:0, "
+                 f"quanta:{QUANTA + p}, refresh_us:{REFRESH_US}, limit:500, stall_us:1000)")
+    burst = [roce(1, 2, psn=200 + i, dscp=32 + p) for i in range(3)]
+    for pkt in burst:
+        lines.append(packet(1, pkt))
+    for pkt in burst:
+        lines.append(expect(2, forwarded(pkt, 2)))
+    lines.append(expect(1, pfc_frame(1, p, QUANTA + p)))
+    lines.append(expect(1, pfc_frame(1, p, 0)))
+    lines.append("wait")
+    lines.append(f"counter_read {INGRESS}.pfc_pause_tx {queue_index(1, p)} packets == 1")
+    lines.append(f"counter_read {EGRESS}.pfc_resume_tx {queue_index(1, p)} packets == 1")
 print("\n".join(lines))
