@@ -54,7 +54,17 @@ pub struct Dcqcn {
 
 impl Dcqcn {
     /// A QP starting at line rate.
+    ///
+    /// # Panics
+    ///
+    /// If either timer period is 0: the timers would never catch up with the clock.
     pub fn new(params: DcqcnParams, line_bps: f64) -> Self {
+        assert!(
+            params.alpha_period_us > 0 && params.increase_period_us > 0,
+            "DcqcnParams: alpha_period_us and increase_period_us must be at least 1 µs, got {} and {}",
+            params.alpha_period_us,
+            params.increase_period_us
+        );
         Dcqcn {
             params,
             line_bps,
@@ -103,6 +113,16 @@ impl Dcqcn {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[should_panic(expected = "increase_period_us must be at least 1")]
+    fn a_zero_timer_period_is_refused() {
+        let params = DcqcnParams {
+            increase_period_us: 0,
+            ..DcqcnParams::default()
+        };
+        Dcqcn::new(params, 1e9);
+    }
 
     #[test]
     fn cut_on_cnp_then_recover_toward_line_rate() {

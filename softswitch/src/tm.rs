@@ -1,8 +1,10 @@
 //! The traffic manager: per egress port up to 8 strict-priority FIFO queues (priority 7 served
 //! first, 0 last), each with a depth limit in packets (default 64, tail drop) and an optional
-//! rate in packets per second. Depths are reported as BMv2 does: `enq_qdepth` is the number of
-//! packets already in the packet's queue when it arrives, `deq_qdepth` the number left behind
-//! when it leaves; `deq_timedelta` is the time it spent queued, in microseconds.
+//! rate in packets per second. Depths are per queue: `enq_qdepth` is the number of packets
+//! already in the packet's own (port, priority) queue when it arrives, `deq_qdepth` the number
+//! left behind in it when it leaves; `deq_timedelta` is the time it spent queued, in
+//! microseconds. That is BMv2's reading with one queue per port; BMv2 with `--priority-queues`
+//! reports the sum over all the port's queues instead (docs/p4-programs.md).
 
 use std::collections::{BTreeMap, VecDeque};
 
