@@ -585,7 +585,16 @@ async fn table_entries_of_every_match_kind_are_written_and_read_back() {
                 },
             )),
         }],
-        action: action(id(&info, "NoAction"), &[]),
+        // A parameter with an @id(5) keeps its id when read back.
+        action: Some(p4v1::TableAction {
+            r#type: Some(p4v1::table_action::Type::Action(p4v1::Action {
+                action_id: id(&info, "set_tos"),
+                params: vec![p4v1::action::Param {
+                    param_id: 5,
+                    value: vec![0x20],
+                }],
+            })),
+        }),
         ..Default::default()
     });
     let written = vec![

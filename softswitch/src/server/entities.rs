@@ -589,6 +589,7 @@ fn action_call(
     })
 }
 
+/// The P4Runtime form of an action call; parameters carry their P4Info ids (`@id` honoured).
 fn p4rt_action(p: &Pipeline, call: &ActionCall) -> p4v1::TableAction {
     let id = p
         .index
@@ -596,15 +597,21 @@ fn p4rt_action(p: &Pipeline, call: &ActionCall) -> p4v1::TableAction {
         .iter()
         .find(|(_, &i)| i == call.action)
         .map_or(0, |(&id, _)| id);
+    let info_params = p
+        .info
+        .actions
+        .iter()
+        .find(|x| id_of(&x.preamble) == id)
+        .map_or(&[][..], |a| a.params.as_slice());
     p4v1::TableAction {
         r#type: Some(p4v1::table_action::Type::Action(p4v1::Action {
             action_id: id,
             params: call
                 .args
                 .iter()
-                .enumerate()
-                .map(|(i, v)| p4v1::action::Param {
-                    param_id: i as u32 + 1,
+                .zip(info_params)
+                .map(|(v, param)| p4v1::action::Param {
+                    param_id: param.id,
                     value: encode(*v),
                 })
                 .collect(),
