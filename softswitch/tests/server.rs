@@ -1167,3 +1167,165 @@ async fn queue_depth_and_rate_are_set_per_port_and_priority() {
         Code::NotFound
     );
 }
+
+/// A table entry of table `table` matching `field` 1 exactly on `value`, with `action`.
+fn exact_entry(table: u32, value: &[u8], action: Option<p4v1::TableAction>) -> p4v1::TableEntry {
+    p4v1::TableEntry {
+        table_id: table,
+        r#match: vec![p4v1::FieldMatch {
+            field_id: 1,
+            field_match_type: Some(p4v1::field_match::FieldMatchType::Exact(
+                p4v1::field_match::Exact {
+                    value: value.to_vec(),
+                },
+            )),
+        }],
+        action,
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn const_tables_const_defaults_scopes_and_unkept_fields_are_refused_as_the_spec_says() {
+    let bed = Bed::new().await;
+    let mut client = bed.client().await;
+    let mut primary = Stream::open(&mut client, 10).await;
+    primary.arbitration().await;
+    commit(&mut client, 10, "scoped.p4").await.unwrap();
+    let info = p4info("scoped.p4");
+    let (fixed, keyless, scoped) = (
+        id(&info, "fixed"),
+        id(&info, "keyless"),
+        id(&info, "scoped"),
+    );
+    let (forward, drop) = (id(&info, "forward"), id(&info, "drop"));
+    let default = |table: u32, action: Option<p4v1::TableAction>, priority: i32| p4v1::TableEntry {
+        table_id: table,
+        action,
+        priority,
+        is_default_action: true,
+        ..Default::default()
+    };
+    let dst = [2, 0, 0, 0, 0, 9];
+    let tagged = |f: fn(&mut p4v1::TableEntry)| {
+        let mut e = exact_entry(scoped, &dst, action(forward, &[&[1]]));
+        f(&mut e);
+        e
+    };
+    let cases: Vec<(p4v1::update::Type, p4v1::TableEntry, Code)> = vec![
+        // A const table takes no entries; its default action, not const, may change.
+        (
+            Insert,
+            exact_entry(fixed, &[0x86, 0xdd], action(drop, &[])),
+            Code::PermissionDenied,
+        ),
+        (
+            Modify,
+            default(fixed, action(forward, &[&[2]]), 0),
+            Code::Ok,
+        ),
+        // A keyless table takes no entries; a const default action cannot change.
+        (
+            Insert,
+            p4v1::TableEntry {
+                table_id: keyless,
+                action: action(forward, &[&[2]]),
+                ..Default::default()
+            },
+            Code::InvalidArgument,
+        ),
+        (
+            Modify,
+            default(keyless, action(forward, &[&[2]]), 0),
+            Code::PermissionDenied,
+        ),
+        // Action scopes.
+        (
+            Insert,
+            exact_entry(scoped, &dst, action(drop, &[])),
+            Code::PermissionDenied,
+        ),
+        (
+            Modify,
+            default(scoped, action(forward, &[&[2]]), 0),
+            Code::PermissionDenied,
+        ),
+        // The default entry has priority 0.
+        (
+            Modify,
+            default(scoped, action(drop, &[]), 3),
+            Code::InvalidArgument,
+        ),
+        // Fields softswitch would not keep are refused rather than dropped.
+        (Insert, tagged(|e| e.is_const = true), Code::InvalidArgument),
+        (
+            Insert,
+            tagged(|e| e.idle_timeout_ns = 1_000_000),
+            Code::InvalidArgument,
+        ),
+        (
+            Insert,
+            tagged(|e| e.counter_data = Some(p4v1::CounterData::default())),
+            Code::InvalidArgument,
+        ),
+    ];
+    let err = write(
+        &mut client,
+        10,
+        cases
+            .iter()
+            .map(|(t, e, _)| (*t, p4v1::entity::Entity::TableEntry(e.clone())))
+            .collect(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        error_codes(&err),
+        cases.iter().map(|(_, _, c)| *c as i32).collect::<Vec<_>>(),
+        "{err:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_counters_are_written_with_their_entries_and_modify_may_leave_the_action() {
+    let (_bed, mut client, _primary, info) = loaded().await;
+    let counted = |packets: i64| {
+        let p4v1::entity::Entity::TableEntry(mut e) = route(&info, [10, 0, 0, 0], 8, 1) else {
+            unreachable!()
+        };
+        e.counter_data = Some(p4v1::CounterData {
+            packet_count: packets,
+            byte_count: packets * 100,
+        });
+        e
+    };
+    // INSERT with counter_data sets the entry's counter.
+    apply(
+        &mut client,
+        vec![(Insert, p4v1::entity::Entity::TableEntry(counted(7)))],
+    )
+    .await;
+    let read_counted = |client: &mut P4RuntimeClient<Channel>| {
+        let mut filter = counted(0);
+        filter.action = None;
+        filter.counter_data = Some(p4v1::CounterData::default());
+        let mut client = client.clone();
+        async move { read(&mut client, p4v1::entity::Entity::TableEntry(filter)).await }
+    };
+    assert_eq!(
+        read_counted(&mut client).await,
+        vec![p4v1::entity::Entity::TableEntry(counted(7))]
+    );
+    // MODIFY without an action keeps the action and writes the counter.
+    let mut modify = counted(3);
+    modify.action = None;
+    apply(
+        &mut client,
+        vec![(Modify, p4v1::entity::Entity::TableEntry(modify))],
+    )
+    .await;
+    assert_eq!(
+        read_counted(&mut client).await,
+        vec![p4v1::entity::Entity::TableEntry(counted(3))]
+    );
+}

@@ -345,6 +345,7 @@ fn table_error(e: TableError) -> Status {
         TableError::Duplicate(_) => Status::already_exists(e.to_string()),
         TableError::Full(_) => Status::resource_exhausted(e.to_string()),
         TableError::NoEntry(..) | TableError::NoMember(..) => Status::not_found(e.to_string()),
+        TableError::Const(..) => Status::permission_denied(e.to_string()),
         _ => Status::invalid_argument(e.to_string()),
     }
 }
@@ -531,14 +532,15 @@ fn action_call(
             ))
         })?;
     let scope = p4i::action_ref::Scope::try_from(reference.scope).unwrap_or_default();
+    // The specification makes a valid action used outside its scope PERMISSION_DENIED.
     match (scope, default) {
         (p4i::action_ref::Scope::DefaultOnly, false) => {
-            return Err(Status::invalid_argument(
+            return Err(Status::permission_denied(
                 "this action is @defaultonly: it cannot be an entry's action",
             ))
         }
         (p4i::action_ref::Scope::TableOnly, true) => {
-            return Err(Status::invalid_argument(
+            return Err(Status::permission_denied(
                 "this action is @tableonly: it cannot be the default action",
             ))
         }
@@ -634,6 +636,45 @@ fn find_entry(p: &Pipeline, table: usize, te: &p4v1::TableEntry) -> Result<usize
         .ok_or_else(|| Status::not_found("no entry with this key"))
 }
 
+/// Refuses the parts of a written table entry softswitch does not keep, so that what is
+/// accepted reads back the same: `is_const` (never writable), idle timeouts, direct meters,
+/// and a counter value for a table without a direct counter.
+fn check_entry_fields(
+    t: &ir::Table,
+    info: &p4i::Table,
+    te: &p4v1::TableEntry,
+) -> Result<(), Status> {
+    if te.is_const {
+        return Err(Status::invalid_argument(
+            "is_const must be false in a write",
+        ));
+    }
+    if te.idle_timeout_ns != 0 || te.time_since_last_hit.is_some() {
+        let supported =
+            info.idle_timeout_behavior == p4i::table::IdleTimeoutBehavior::NotifyControl as i32;
+        return Err(if supported && !te.is_default_action {
+            Status::unimplemented("softswitch does not serve idle timeouts yet")
+        } else {
+            Status::invalid_argument(format!(
+                "table {} has no idle timeout (idle_timeout_ns and time_since_last_hit must be unset)",
+                t.name
+            ))
+        });
+    }
+    if te.meter_config.is_some() || te.meter_counter_data.is_some() {
+        return Err(Status::unimplemented(
+            "softswitch does not serve direct meters over P4Runtime yet",
+        ));
+    }
+    if te.counter_data.is_some() && t.direct_counter.is_none() {
+        return Err(Status::invalid_argument(format!(
+            "table {} has no direct counter: counter_data must be unset",
+            t.name
+        )));
+    }
+    Ok(())
+}
+
 fn write_table_entry(
     p: &mut Pipeline,
     kind: UpdateType,
@@ -642,14 +683,31 @@ fn write_table_entry(
     let (table, info) = table_of(p, te.table_id)?;
     let info = info.clone();
     let t = p.switch.program().tables[table].clone();
+    if kind != UpdateType::Delete {
+        // A DELETE is judged by its key alone.
+        check_entry_fields(&t, &info, te)?;
+    }
     if te.is_default_action {
         if kind != UpdateType::Modify {
             return Err(Status::invalid_argument(
                 "the default entry can only be modified (MODIFY)",
             ));
         }
-        if !te.r#match.is_empty() {
-            return Err(Status::invalid_argument("the default entry has no match"));
+        if !te.r#match.is_empty() || te.priority != 0 {
+            return Err(Status::invalid_argument(
+                "the default entry has no match and priority 0",
+            ));
+        }
+        if te.counter_data.is_some() {
+            return Err(Status::unimplemented(
+                "softswitch keeps no direct counter for default entries",
+            ));
+        }
+        if t.const_default {
+            return Err(Status::permission_denied(format!(
+                "the default action of table {} is const",
+                t.name
+            )));
         }
         let call = match te.action {
             None => t.default_action.clone(),
@@ -658,8 +716,14 @@ fn write_table_entry(
         return p.switch.set_default(table, call).map_err(table_error);
     }
     if t.const_entries_fixed {
-        return Err(Status::invalid_argument(format!(
+        return Err(Status::permission_denied(format!(
             "table {} has const entries: they cannot change",
+            t.name
+        )));
+    }
+    if t.keys.is_empty() && kind == UpdateType::Insert {
+        return Err(Status::invalid_argument(format!(
+            "table {} has no key: only its default entry can be written",
             t.name
         )));
     }
@@ -678,7 +742,8 @@ fn write_table_entry(
         UpdateType::Insert => {
             let matches = matches_of(p, table, &info, te)?;
             let action = action_call(p, &info, te.action.as_ref(), false)?;
-            p.switch
+            let handle = p
+                .switch
                 .add_entry(
                     table,
                     ir::Entry {
@@ -688,16 +753,28 @@ fn write_table_entry(
                     },
                 )
                 .map_err(table_error)?;
+            if let Some(data) = &te.counter_data {
+                let installed = p.switch.state.tables[table].entry_mut(handle);
+                installed.expect("just added").counter = cell_of(data);
+            }
             Ok(())
         }
         UpdateType::Modify => {
+            // An unset action leaves the action as it is; a set counter_data is written.
             let handle = find_entry(p, table, te)?;
-            let action = action_call(p, &info, te.action.as_ref(), false)?;
-            p.switch.state.tables[table]
+            let action = match te.action {
+                Some(_) => Some(action_call(p, &info, te.action.as_ref(), false)?),
+                None => None,
+            };
+            let installed = p.switch.state.tables[table]
                 .entry_mut(handle)
-                .expect("found")
-                .entry
-                .action = action;
+                .expect("found");
+            if let Some(action) = action {
+                installed.entry.action = action;
+            }
+            if let Some(data) = &te.counter_data {
+                installed.counter = cell_of(data);
+            }
             Ok(())
         }
         UpdateType::Delete => {
