@@ -199,11 +199,11 @@ impl LbConfig {
             }
             ["lb", "prefixes"] => {
                 self.prefixes = list(value)
-                    .map(|p| p.parse().with_context(|| format!("{key}")))
+                    .map(|p| p.parse().with_context(|| key.to_string()))
                     .collect::<anyhow::Result<_>>()?;
             }
             ["lb", "nexthop", iface] => {
-                let hop = value.parse().with_context(|| format!("{key}"))?;
+                let hop = value.parse().with_context(|| key.to_string())?;
                 self.nexthops.insert((*iface).to_owned(), hop);
             }
             ["lb", "rate", iface] => {
