@@ -418,20 +418,68 @@ async fn the_highest_election_id_is_primary_and_only_it_may_write() {
         .unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument);
 
-    // The primary leaves: the backup becomes primary and may write.
+    // The primary leaves: the backup is told there is no primary, with the highest election id
+    // seen, and stays a backup (its id is lower than that one).
     drop(second);
     let mut told = first.arbitration().await;
-    while told.0 != Code::Ok as i32 {
+    while told.0 != Code::NotFound as i32 {
         told = first.arbitration().await;
     }
-    assert_eq!(told, (Code::Ok as i32, 5));
-    write(
+    assert_eq!(told, (Code::NotFound as i32, 7));
+    let err = write(
         &mut client,
         5,
         vec![(Insert, route(&info, [10, 0, 0, 0], 8, 1))],
     )
     .await
+    .unwrap_err();
+    assert_eq!(
+        err.code(),
+        Code::PermissionDenied,
+        "a lower election id than the last primary's does not become primary"
+    );
+    // Claiming the last primary's id makes it primary.
+    first.arbitrate(7);
+    assert_eq!(first.arbitration().await, (Code::Ok as i32, 7));
+    write(
+        &mut client,
+        7,
+        vec![(Insert, route(&info, [10, 0, 0, 0], 8, 1))],
+    )
+    .await
     .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_primary_that_downgrades_leaves_no_primary_and_a_stream_keeps_its_device() {
+    let bed = Bed::new().await;
+    let mut client = bed.client().await;
+    let mut backup = Stream::open(&mut client, 3).await;
+    // Nobody has been primary yet: the first id claims it.
+    assert_eq!(backup.arbitration().await, (Code::Ok as i32, 3));
+    let mut primary = Stream::open(&mut client, 9).await;
+    assert_eq!(primary.arbitration().await, (Code::Ok as i32, 9));
+    assert_eq!(backup.arbitration().await, (Code::AlreadyExists as i32, 9));
+    // The primary downgrades itself: everyone is told there is no primary.
+    primary.arbitrate(2);
+    assert_eq!(primary.arbitration().await, (Code::NotFound as i32, 9));
+    assert_eq!(backup.arbitration().await, (Code::NotFound as i32, 9));
+    let err = commit(&mut client, 9, "switch.p4").await.unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied);
+    // A stream cannot move to another device.
+    backup.send(p4v1::stream_message_request::Update::Arbitration(
+        p4v1::MasterArbitrationUpdate {
+            device_id: DEVICE + 1,
+            election_id: Some(20u128.into()),
+            ..Default::default()
+        },
+    ));
+    let e = tokio::time::timeout(Duration::from_secs(5), backup.rx.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(e.code(), Code::FailedPrecondition);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -41,8 +41,7 @@ pub struct Target {
     pub address: String,
     /// The P4Runtime device id.
     pub device_id: u64,
-    /// This client's election id (the highest connected one is the primary, which alone
-    /// writes).
+    /// This client's election id (the highest one is the primary, which alone writes).
     pub election_id: u128,
 }
 
@@ -111,8 +110,11 @@ pub fn code_name(code: Code) -> &'static str {
 pub struct Arbitration {
     /// Whether this client is the primary.
     pub primary: bool,
-    /// The primary's election id as the switch reports it (absent when there is none).
+    /// The election id the switch reports: the primary's, or, when the switch says there is no
+    /// primary (NOT_FOUND), the highest it has seen (absent when there has never been one).
     pub primary_election_id: Option<u128>,
+    /// Whether the switch said there is no primary at all (status NOT_FOUND).
+    pub no_primary: bool,
 }
 
 /// A connection to one device.
@@ -210,6 +212,10 @@ impl Client {
                 .as_ref()
                 .is_none_or(|s| s.code == Code::Ok as i32),
             primary_election_id: answer.election_id.map(from_uint128),
+            no_primary: answer
+                .status
+                .as_ref()
+                .is_some_and(|s| s.code == Code::NotFound as i32),
         };
         self.stream = Some((arbitration, requests));
         Ok(arbitration)
@@ -372,14 +378,18 @@ impl Client {
     /// Adds to a refused write why this client may not write: it is not the primary.
     fn with_role_note(&self, mut error: RpcError) -> RpcError {
         if let Some((arbitration, _)) = &self.stream {
-            if !arbitration.primary {
+            let id = self.target.election_id;
+            let seen = arbitration
+                .primary_election_id
+                .map(|id| format!(" ({id})"))
+                .unwrap_or_default();
+            if arbitration.no_primary {
                 error.note = Some(format!(
-                    "this client's election id {} is not the primary's{}",
-                    self.target.election_id,
-                    arbitration
-                        .primary_election_id
-                        .map(|id| format!(" ({id})"))
-                        .unwrap_or_default()
+                    "no client is the primary and this client's election id {id} is below the highest the switch has seen{seen}"
+                ));
+            } else if !arbitration.primary {
+                error.note = Some(format!(
+                    "this client's election id {id} is not the primary's{seen}"
                 ));
             }
         }
