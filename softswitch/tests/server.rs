@@ -1377,3 +1377,143 @@ async fn direct_counters_are_written_with_their_entries_and_modify_may_leave_the
         vec![p4v1::entity::Entity::TableEntry(counted(3))]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counter_and_register_cells_are_written_by_index_or_all_at_once() {
+    let (_bed, mut client, _primary, info) = loaded().await;
+    let port_counter = id(&info, "port_counter");
+    let counter = |index: Option<i64>, data: Option<(i64, i64)>| {
+        p4v1::entity::Entity::CounterEntry(p4v1::CounterEntry {
+            counter_id: port_counter,
+            index: index.map(|index| p4v1::Index { index }),
+            data: data.map(|(packet_count, byte_count)| p4v1::CounterData {
+                packet_count,
+                byte_count,
+            }),
+        })
+    };
+    // No index: every cell; no data: no change.
+    apply(&mut client, vec![(Modify, counter(None, Some((5, 50))))]).await;
+    apply(&mut client, vec![(Modify, counter(Some(3), None))]).await;
+    let cells = read(&mut client, counter(None, None)).await;
+    assert_eq!(cells.len(), 512);
+    for cell in &cells {
+        let p4v1::entity::Entity::CounterEntry(c) = cell else {
+            panic!("{cell:?}")
+        };
+        assert_eq!(c.data.unwrap().packet_count, 5, "{c:?}");
+    }
+    let last_length = id(&info, "last_length");
+    let register = |index: Option<i64>, value: u8| {
+        p4v1::entity::Entity::RegisterEntry(p4v1::RegisterEntry {
+            register_id: last_length,
+            index: index.map(|index| p4v1::Index { index }),
+            data: Some(p4v1::P4Data {
+                data: Some(p4v1::p4_data::Data::Bitstring(vec![value])),
+            }),
+        })
+    };
+    apply(&mut client, vec![(Modify, register(None, 9))]).await;
+    let cells = read(&mut client, register(None, 0)).await;
+    assert_eq!(cells.len(), 16);
+    assert!(cells.iter().all(|c| matches!(
+        c,
+        p4v1::entity::Entity::RegisterEntry(r)
+            if r.data.as_ref().unwrap().data == Some(p4v1::p4_data::Data::Bitstring(vec![9]))
+    )));
+    // A negative index is INVALID_ARGUMENT, one past the end OUT_OF_RANGE.
+    let err = write(
+        &mut client,
+        10,
+        vec![
+            (Modify, counter(Some(-1), Some((1, 1)))),
+            (Modify, counter(Some(512), Some((1, 1)))),
+            (Modify, register(Some(-1), 1)),
+            (Modify, register(Some(16), 1)),
+        ],
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        error_codes(&err),
+        [
+            Code::InvalidArgument,
+            Code::OutOfRange,
+            Code::InvalidArgument,
+            Code::OutOfRange
+        ]
+        .map(|c| c as i32)
+    );
+    let err = client
+        .read(p4v1::ReadRequest {
+            device_id: DEVICE,
+            entities: vec![p4v1::Entity {
+                entity: Some(counter(Some(-1), None)),
+            }],
+            ..Default::default()
+        })
+        .await
+        .err()
+        .expect("a negative index is refused");
+    assert_eq!(err.code(), Code::InvalidArgument);
+
+    // A direct counter written without data keeps its value; one of an absent entry is
+    // NOT_FOUND.
+    apply(
+        &mut client,
+        vec![(Insert, route(&info, [10, 0, 0, 0], 8, 1))],
+    )
+    .await;
+    let direct = |dst: [u8; 4], data: Option<p4v1::CounterData>| {
+        let p4v1::entity::Entity::TableEntry(te) = route(&info, dst, 8, 1) else {
+            unreachable!()
+        };
+        p4v1::entity::Entity::DirectCounterEntry(p4v1::DirectCounterEntry {
+            table_entry: Some(p4v1::TableEntry { action: None, ..te }),
+            data,
+        })
+    };
+    let four = p4v1::CounterData {
+        packet_count: 4,
+        byte_count: 40,
+    };
+    apply(
+        &mut client,
+        vec![(Modify, direct([10, 0, 0, 0], Some(four)))],
+    )
+    .await;
+    apply(&mut client, vec![(Modify, direct([10, 0, 0, 0], None))]).await;
+    let read_back = read(&mut client, direct([10, 0, 0, 0], None)).await;
+    let [p4v1::entity::Entity::DirectCounterEntry(d)] = read_back.as_slice() else {
+        panic!("{read_back:?}")
+    };
+    assert_eq!(d.data, Some(four));
+    let err = client
+        .read(p4v1::ReadRequest {
+            device_id: DEVICE,
+            entities: vec![p4v1::Entity {
+                entity: Some(direct([11, 0, 0, 0], None)),
+            }],
+            ..Default::default()
+        })
+        .await
+        .err()
+        .expect("the direct counter of an absent entry is refused");
+    assert_eq!(err.code(), Code::NotFound);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_for_an_unknown_role_is_not_found_before_arbitration_is_checked() {
+    let bed = Bed::new().await;
+    let mut client = bed.client().await;
+    let err = client
+        .write(p4v1::WriteRequest {
+            device_id: DEVICE,
+            role: "sdn".into(),
+            election_id: Some(1u128.into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::NotFound, "{err:?}");
+}

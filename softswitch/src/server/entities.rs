@@ -22,11 +22,15 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
     match entity(update.entity.as_ref())? {
         E::TableEntry(te) => write_table_entry(p, kind, te),
         E::CounterEntry(ce) => {
+            // An unset index writes every cell; unset data changes nothing.
             modify_only(kind, "counter entries")?;
             let (instance, size) = counter(p, ce.counter_id)?;
-            let index = cell_index(ce.index.as_ref(), size)?;
-            let data = ce.data.unwrap_or_default();
-            p.switch.state.counters[instance][index] = cell_of(&data);
+            let cells = cells(ce.index.as_ref(), size)?;
+            if let Some(data) = &ce.data {
+                for index in cells {
+                    p.switch.state.counters[instance][index] = cell_of(data);
+                }
+            }
             Ok(())
         }
         E::DirectCounterEntry(dc) => {
@@ -37,17 +41,17 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
             let (table, _) = table_of(p, te.table_id)?;
             direct_counter_of(p, table)?;
             let handle = find_entry(p, table, te)?;
-            let data = dc.data.unwrap_or_default();
-            let installed = p.switch.state.tables[table]
-                .entry_mut(handle)
-                .expect("found above");
-            installed.counter = cell_of(&data);
+            if let Some(data) = &dc.data {
+                let installed = p.switch.state.tables[table].entry_mut(handle);
+                installed.expect("found above").counter = cell_of(data);
+            }
             Ok(())
         }
         E::RegisterEntry(re) => {
             modify_only(kind, "register entries")?;
             let (instance, size, width) = register(p, re.register_id)?;
-            let index = cell_index(re.index.as_ref(), size)?;
+            // An unset index writes every cell.
+            let cells = cells(re.index.as_ref(), size)?;
             let value = match re.data.as_ref().and_then(|d| d.data.as_ref()) {
                 Some(p4v1::p4_data::Data::Bitstring(b)) => decode(b, width, "register data")?,
                 _ => {
@@ -56,7 +60,9 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
                     ))
                 }
             };
-            p.switch.state.registers[instance][index] = value;
+            for index in cells {
+                p.switch.state.registers[instance][index] = value;
+            }
             Ok(())
         }
         E::PacketReplicationEngineEntry(pre) => write_pre(p, kind, pre),
@@ -146,7 +152,13 @@ pub fn read(
                 vec![t]
             };
             for t in tables {
-                for mut entry in table_entries(p, t, &te)? {
+                let entries = table_entries(p, t, &te)?;
+                if entries.is_empty() && !te.r#match.is_empty() {
+                    return Err(Status::not_found(
+                        "no entry with this key: its direct counter cannot be read",
+                    ));
+                }
+                for mut entry in entries {
                     let data = entry.counter_data.take();
                     out.push(wrap(E::DirectCounterEntry(p4v1::DirectCounterEntry {
                         table_entry: Some(entry),
@@ -310,20 +322,24 @@ fn register(p: &Pipeline, id: u32) -> Result<(usize, usize, u16), Status> {
     }
 }
 
-fn cell_index(index: Option<&p4v1::Index>, size: usize) -> Result<usize, Status> {
-    let index = index.ok_or_else(|| Status::invalid_argument("the entry needs an index"))?;
+/// The cells of a counter or register an entry selects: every one when the index is unset (a
+/// wildcard read or write), else the one indexed (a negative index is INVALID_ARGUMENT, one
+/// past the end OUT_OF_RANGE, as the specification says).
+fn cells(index: Option<&p4v1::Index>, size: usize) -> Result<Vec<usize>, Status> {
+    let Some(index) = index else {
+        return Ok((0..size).collect());
+    };
+    if index.index < 0 {
+        return Err(Status::invalid_argument(format!(
+            "index {} is negative",
+            index.index
+        )));
+    }
     usize::try_from(index.index)
         .ok()
         .filter(|&i| i < size)
+        .map(|i| vec![i])
         .ok_or_else(|| Status::out_of_range(format!("index {} is not below {size}", index.index)))
-}
-
-/// The cells a read selects: one, or all when the index is unset.
-fn cells(index: Option<&p4v1::Index>, size: usize) -> Result<Vec<usize>, Status> {
-    match index {
-        None => Ok((0..size).collect()),
-        Some(_) => Ok(vec![cell_index(index, size)?]),
-    }
 }
 
 fn cell_of(data: &p4v1::CounterData) -> CounterCell {

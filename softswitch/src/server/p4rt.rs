@@ -74,13 +74,15 @@ impl P4Runtime for P4RuntimeService {
         request: Request<p4v1::WriteRequest>,
     ) -> Result<Response<p4v1::WriteResponse>, Status> {
         let req = request.into_inner();
-        self.arbitration
-            .check_primary(req.device_id, req.election_id)?;
+        // The specification's order: device and role (NOT_FOUND), then primary.
+        self.arbitration.check_device(req.device_id)?;
         if !req.role.is_empty() || req.role_id != 0 {
-            return Err(Status::unimplemented(
-                "softswitch serves the default role only",
+            return Err(Status::not_found(
+                "no such role: softswitch serves the default role only",
             ));
         }
+        self.arbitration
+            .check_primary(req.device_id, req.election_id)?;
         match Atomicity::try_from(req.atomicity) {
             Ok(Atomicity::ContinueOnError) => {}
             _ => {
