@@ -963,6 +963,29 @@ async fn multicast_groups_and_clone_sessions_are_replication_entries() {
         .await
         .unwrap_err();
     assert_eq!(error_codes(&err), [Code::AlreadyExists as i32]);
+    // A (port, instance) pair twice is INVALID_ARGUMENT, backup replicas UNIMPLEMENTED; the
+    // group stays as it was.
+    let with_backup = p4v1::Replica {
+        backup_replicas: vec![p4v1::BackupReplica {
+            instance: 1,
+            port: vec![4],
+        }],
+        ..replica(2, 1)
+    };
+    let err = write(
+        &mut client,
+        10,
+        vec![
+            (Modify, group(vec![replica(2, 1), replica(2, 1)])),
+            (Modify, group(vec![with_backup])),
+        ],
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        error_codes(&err),
+        [Code::InvalidArgument as i32, Code::Unimplemented as i32]
+    );
     let frame = ipv4_frame([1, 1, 1, 1], [10, 9, 9, 9], true);
     bed.inject(1, frame.clone());
     let mut ports: Vec<u16> = (0..2).map(|_| bed.next_sent().0).collect();

@@ -858,10 +858,16 @@ fn table_entries(
 }
 
 /// Egress port and replication id of each replica (the deprecated `egress_port` is still what
-/// many clients send).
+/// many clients send). As the specification says, the (port, instance) pairs must be unique
+/// (INVALID_ARGUMENT); backup replicas are not supported (UNIMPLEMENTED).
 #[allow(deprecated)]
 fn replicas(replicas: &[p4v1::Replica]) -> Result<Vec<(u16, u16)>, Status> {
-    replicas
+    if replicas.iter().any(|r| !r.backup_replicas.is_empty()) {
+        return Err(Status::unimplemented(
+            "softswitch does not support backup replicas",
+        ));
+    }
+    let pairs = replicas
         .iter()
         .map(|r| {
             let port = match &r.port_kind {
@@ -880,7 +886,14 @@ fn replicas(replicas: &[p4v1::Replica]) -> Result<Vec<(u16, u16)>, Status> {
             })?;
             Ok((port, rid))
         })
-        .collect()
+        .collect::<Result<Vec<_>, Status>>()?;
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some((port, rid)) = pairs.iter().find(|pair| !seen.insert(**pair)) {
+        return Err(Status::invalid_argument(format!(
+            "port {port} instance {rid} is replicated twice"
+        )));
+    }
+    Ok(pairs)
 }
 
 fn write_pre(
