@@ -1540,3 +1540,63 @@ async fn a_write_for_an_unknown_role_is_not_found_before_arbitration_is_checked(
         .unwrap_err();
     assert_eq!(err.code(), Code::NotFound, "{err:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)] // controller_metadata: deprecated, still part of an entry.
+async fn entry_metadata_is_read_back_as_written() {
+    let (_bed, mut client, _primary, info) = loaded().await;
+    let tagged = |port: u8, metadata: &[u8]| {
+        let p4v1::entity::Entity::TableEntry(te) = route(&info, [10, 0, 0, 0], 8, port) else {
+            unreachable!()
+        };
+        p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
+            metadata: metadata.to_vec(),
+            controller_metadata: 7,
+            ..te
+        })
+    };
+    apply(&mut client, vec![(Insert, tagged(1, b"owner=lab"))]).await;
+    assert_eq!(
+        read(&mut client, route(&info, [10, 0, 0, 0], 8, 0)).await,
+        vec![tagged(1, b"owner=lab")]
+    );
+    apply(&mut client, vec![(Modify, tagged(2, b"v2"))]).await;
+    assert_eq!(
+        read(&mut client, route(&info, [10, 0, 0, 0], 8, 0)).await,
+        vec![tagged(2, b"v2")]
+    );
+    // Deleted, the entry's metadata goes with it.
+    apply(
+        &mut client,
+        vec![
+            (Delete, route(&info, [10, 0, 0, 0], 8, 0)),
+            (Insert, route(&info, [10, 0, 0, 0], 8, 1)),
+        ],
+    )
+    .await;
+    assert_eq!(
+        read(&mut client, route(&info, [10, 0, 0, 0], 8, 0)).await,
+        vec![route(&info, [10, 0, 0, 0], 8, 1)]
+    );
+    // The default entry's, until it is reset.
+    let default = |action: Option<p4v1::TableAction>, metadata: &[u8]| {
+        p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
+            table_id: id(&info, "route"),
+            action,
+            is_default_action: true,
+            metadata: metadata.to_vec(),
+            ..Default::default()
+        })
+    };
+    let to_cpu = action(id(&info, "to_cpu"), &[]);
+    apply(&mut client, vec![(Modify, default(to_cpu.clone(), b"d"))]).await;
+    assert_eq!(
+        read(&mut client, default(None, b"")).await,
+        vec![default(to_cpu, b"d")]
+    );
+    apply(&mut client, vec![(Modify, default(None, b""))]).await;
+    assert_eq!(
+        read(&mut client, default(None, b"")).await,
+        vec![default(action(id(&info, "drop"), &[]), b"")]
+    );
+}

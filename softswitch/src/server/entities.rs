@@ -729,7 +729,15 @@ fn write_table_entry(
             None => t.default_action.clone(),
             Some(_) => action_call(p, &info, te.action.as_ref(), true)?,
         };
-        return p.switch.set_default(table, call).map_err(table_error);
+        p.switch.set_default(table, call).map_err(table_error)?;
+        // Resetting the default entry (no action) resets its metadata too.
+        let reset = p4v1::TableEntry::default();
+        set_metadata(
+            p,
+            (table, None),
+            if te.action.is_some() { te } else { &reset },
+        );
+        return Ok(());
     }
     if t.const_entries_fixed {
         return Err(Status::permission_denied(format!(
@@ -773,6 +781,7 @@ fn write_table_entry(
                 let installed = p.switch.state.tables[table].entry_mut(handle);
                 installed.expect("just added").counter = cell_of(data);
             }
+            set_metadata(p, (table, Some(handle)), te);
             Ok(())
         }
         UpdateType::Modify => {
@@ -791,13 +800,45 @@ fn write_table_entry(
             if let Some(data) = &te.counter_data {
                 installed.counter = cell_of(data);
             }
+            set_metadata(p, (table, Some(handle)), te);
             Ok(())
         }
         UpdateType::Delete => {
             let handle = find_entry(p, table, te)?;
-            p.switch.remove_entry(table, handle).map_err(table_error)
+            p.switch.remove_entry(table, handle).map_err(table_error)?;
+            p.entry_metadata.remove(&(table, Some(handle)));
+            Ok(())
         }
         UpdateType::Unspecified => unreachable!("refused in write"),
+    }
+}
+
+/// Keeps the opaque `controller_metadata` and `metadata` of a written table entry (a
+/// deprecated field, still part of an entry).
+#[allow(deprecated)]
+fn set_metadata(p: &mut Pipeline, key: (usize, Option<usize>), te: &p4v1::TableEntry) {
+    if te.controller_metadata == 0 && te.metadata.is_empty() {
+        p.entry_metadata.remove(&key);
+    } else {
+        p.entry_metadata
+            .insert(key, (te.controller_metadata, te.metadata.clone()));
+    }
+}
+
+/// `entry` with the metadata kept for it.
+#[allow(deprecated)]
+fn with_metadata(
+    p: &Pipeline,
+    key: (usize, Option<usize>),
+    entry: p4v1::TableEntry,
+) -> p4v1::TableEntry {
+    match p.entry_metadata.get(&key) {
+        Some((controller_metadata, metadata)) => p4v1::TableEntry {
+            controller_metadata: *controller_metadata,
+            metadata: metadata.clone(),
+            ..entry
+        },
+        None => entry,
     }
 }
 
@@ -816,12 +857,13 @@ fn table_entries(
     let program_table = &p.switch.program().tables[t];
     let with_counter = filter.counter_data.is_some() && program_table.direct_counter.is_some();
     if filter.is_default_action {
-        return Ok(vec![p4v1::TableEntry {
+        let entry = p4v1::TableEntry {
             table_id: id,
             action: Some(p4rt_action(p, &state.default_action)),
             is_default_action: true,
             ..Default::default()
-        }]);
+        };
+        return Ok(vec![with_metadata(p, (t, None), entry)]);
     }
     let wanted = if filter.r#match.is_empty() {
         None
@@ -841,18 +883,21 @@ fn table_entries(
         .installed()
         .filter(|(_, i)| wanted.as_ref().is_none_or(|w| *w == i.entry.matches))
         .filter(|(_, i)| filter.priority == 0 || i64::from(filter.priority) == i.entry.priority)
-        .map(|(_, i)| p4v1::TableEntry {
-            table_id: id,
-            r#match: p4rt_matches(p, t, info, &i.entry.matches),
-            action: Some(p4rt_action(p, &i.entry.action)),
-            priority: if with_priority {
-                i.entry.priority as i32
-            } else {
-                0
-            },
-            counter_data: with_counter.then(|| data_of(i.counter)),
-            is_const: program_table.const_entries_fixed,
-            ..Default::default()
+        .map(|(handle, i)| {
+            let entry = p4v1::TableEntry {
+                table_id: id,
+                r#match: p4rt_matches(p, t, info, &i.entry.matches),
+                action: Some(p4rt_action(p, &i.entry.action)),
+                priority: if with_priority {
+                    i.entry.priority as i32
+                } else {
+                    0
+                },
+                counter_data: with_counter.then(|| data_of(i.counter)),
+                is_const: program_table.const_entries_fixed,
+                ..Default::default()
+            };
+            with_metadata(p, (t, Some(handle)), entry)
         })
         .collect())
 }

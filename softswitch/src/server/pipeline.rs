@@ -74,6 +74,10 @@ pub struct Pipeline {
     pub digest_entries: BTreeMap<u32, p4v1::DigestEntry>,
     /// The id of the next DigestList.
     pub next_list_id: u64,
+    /// The opaque `controller_metadata` and `metadata` of table entries, by program table and
+    /// entry handle (`None`: the default entry), kept only when set: the switch does not use
+    /// them, P4Runtime reads them back.
+    pub entry_metadata: BTreeMap<(usize, Option<usize>), (u64, Vec<u8>)>,
 }
 
 impl Pipeline {
@@ -91,6 +95,7 @@ impl Pipeline {
             clone_sessions: BTreeMap::new(),
             digest_entries: BTreeMap::new(),
             next_list_id: 1,
+            entry_metadata: BTreeMap::new(),
         }
     }
 }
