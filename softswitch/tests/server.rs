@@ -1091,13 +1091,62 @@ async fn packets_go_to_and_come_from_the_controller_and_digests_are_streamed() {
                 config: Some(p4v1::digest_entry::Config {
                     max_timeout_ns: 0,
                     max_list_size: 1,
-                    ack_timeout_ns: 1_000_000,
+                    ack_timeout_ns: 60_000_000_000,
                 }),
             }),
         )],
     )
     .await;
+    // The same data twice before an acknowledgement is one digest (the specification's cache):
+    // the next digest after the first is the one from port 3.
+    let port_of = |d: &p4v1::DigestList| {
+        let p4v1::p4_data::Data::Struct(s) = d.data[0].data.clone().unwrap() else {
+            panic!()
+        };
+        match s.members[1].data.clone().unwrap() {
+            p4v1::p4_data::Data::Bitstring(p) => p[0],
+            other => panic!("{other:?}"),
+        }
+    };
     bed.inject(4, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1], true));
+    bed.inject(4, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1], true));
+    bed.inject(3, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1], true));
+    let mut lists = Vec::new();
+    while lists.len() < 2 {
+        if let p4v1::stream_message_response::Update::Digest(d) = primary.next().await {
+            lists.push((port_of(&d), d.list_id));
+        }
+    }
+    assert_eq!(lists.iter().map(|(p, _)| *p).collect::<Vec<_>>(), [4, 3]);
+    // Acknowledged, port 4's digest may come again: inject it, then a marker from a new port,
+    // until port 4's arrives before the marker (the acknowledgement has been handled).
+    primary.send(p4v1::stream_message_request::Update::DigestAck(
+        p4v1::DigestListAck {
+            digest_id,
+            list_id: lists[0].1,
+        },
+    ));
+    let mut marker = 10u8;
+    loop {
+        bed.inject(4, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1], true));
+        bed.inject(
+            u16::from(marker),
+            ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1], true),
+        );
+        let mut seen = Vec::new();
+        while seen.last() != Some(&marker) {
+            if let p4v1::stream_message_response::Update::Digest(d) = primary.next().await {
+                seen.push(port_of(&d));
+            }
+        }
+        if seen == [4, marker] {
+            break;
+        }
+        assert_eq!(seen, [marker], "digests after the acknowledgement");
+        marker += 1;
+        assert!(marker < 60, "the acknowledgement never cleared the digest");
+    }
+    bed.inject(2, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1], true));
     loop {
         if let p4v1::stream_message_response::Update::Digest(d) = primary.next().await {
             assert_eq!(d.digest_id, digest_id);
@@ -1109,7 +1158,7 @@ async fn packets_go_to_and_come_from_the_controller_and_digests_are_streamed() {
                 fields,
                 vec![
                     p4v1::p4_data::Data::Bitstring(vec![2, 0, 0, 0, 0, 1]),
-                    p4v1::p4_data::Data::Bitstring(vec![4]),
+                    p4v1::p4_data::Data::Bitstring(vec![2]),
                 ]
             );
             primary.send(p4v1::stream_message_request::Update::DigestAck(

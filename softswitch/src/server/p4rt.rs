@@ -235,7 +235,20 @@ impl P4Runtime for P4RuntimeService {
                         packet_out(&engine, &arbitration, client, out, &tx).await;
                         Ok(())
                     }
-                    Some(Incoming::DigestAck(_)) | Some(Incoming::Other(_)) => Ok(()),
+                    Some(Incoming::DigestAck(ack)) => {
+                        // The acknowledged list's messages may be sent again.
+                        let _ = engine
+                            .call(move |e| {
+                                if let Some(p) = e.pipeline.as_mut() {
+                                    p.digest_cache.retain(|(id, _), (list, _)| {
+                                        (*id, *list) != (ack.digest_id, ack.list_id)
+                                    });
+                                }
+                            })
+                            .await;
+                        Ok(())
+                    }
+                    Some(Incoming::Other(_)) => Ok(()),
                     None => Ok(()),
                 };
                 if let Err(status) = result {

@@ -74,6 +74,10 @@ pub struct Pipeline {
     pub digest_entries: BTreeMap<u32, p4v1::DigestEntry>,
     /// The id of the next DigestList.
     pub next_list_id: u64,
+    /// Digest messages sent and not yet acknowledged, by digest id and data: the list that
+    /// carried each and when (the specification's digest cache, which keeps a duplicate from
+    /// being sent again until its list is acknowledged or `ack_timeout_ns` has passed).
+    pub digest_cache: HashMap<(u32, Vec<u128>), (u64, std::time::Instant)>,
     /// The opaque `controller_metadata` and `metadata` of table entries, by program table and
     /// entry handle (`None`: the default entry), kept only when set: the switch does not use
     /// them, P4Runtime reads them back.
@@ -95,6 +99,7 @@ impl Pipeline {
             clone_sessions: BTreeMap::new(),
             digest_entries: BTreeMap::new(),
             next_list_id: 1,
+            digest_cache: HashMap::new(),
             entry_metadata: BTreeMap::new(),
         }
     }
