@@ -363,14 +363,15 @@ async fn capabilities_and_device_ids() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::NotFound);
-    let err = client
+    let answer = client
         .get_forwarding_pipeline_config(p4v1::GetForwardingPipelineConfigRequest {
             device_id: DEVICE,
             response_type: 0,
         })
         .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::FailedPrecondition, "no pipeline yet");
+        .unwrap()
+        .into_inner();
+    assert_eq!(answer.config, None, "no pipeline yet: no config");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -525,16 +526,18 @@ async fn pipelines_are_verified_saved_committed_and_read_back() {
         client
             .get_forwarding_pipeline_config(get(ResponseType::All))
             .await
-            .unwrap_err()
-            .code(),
-        Code::FailedPrecondition
+            .unwrap()
+            .into_inner()
+            .config,
+        None
     );
     assert_eq!(
         set_pipeline(&mut client, 1, SetAction::Commit, None)
             .await
             .unwrap_err()
             .code(),
-        Code::FailedPrecondition
+        Code::NotFound,
+        "nothing saved to commit"
     );
     set_pipeline(
         &mut client,
@@ -544,6 +547,14 @@ async fn pipelines_are_verified_saved_committed_and_read_back() {
     )
     .await
     .unwrap();
+    assert_eq!(
+        set_pipeline(&mut client, 1, SetAction::Commit, Some(config("switch.p4")))
+            .await
+            .unwrap_err()
+            .code(),
+        Code::InvalidArgument,
+        "COMMIT takes no config"
+    );
     set_pipeline(&mut client, 1, SetAction::Commit, None)
         .await
         .unwrap();
@@ -1575,7 +1586,7 @@ async fn counter_and_register_cells_are_written_by_index_or_all_at_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_write_for_an_unknown_role_is_not_found_before_arbitration_is_checked() {
+async fn a_write_or_pipeline_for_an_unknown_role_is_not_found_before_arbitration_is_checked() {
     let bed = Bed::new().await;
     let mut client = bed.client().await;
     let err = client
@@ -1583,6 +1594,18 @@ async fn a_write_for_an_unknown_role_is_not_found_before_arbitration_is_checked(
             device_id: DEVICE,
             role: "sdn".into(),
             election_id: Some(1u128.into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::NotFound, "{err:?}");
+    let err = client
+        .set_forwarding_pipeline_config(p4v1::SetForwardingPipelineConfigRequest {
+            device_id: DEVICE,
+            role: "sdn".into(),
+            election_id: Some(1u128.into()),
+            action: SetAction::VerifyAndCommit as i32,
+            config: Some(config("switch.p4")),
             ..Default::default()
         })
         .await

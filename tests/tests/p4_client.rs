@@ -248,6 +248,12 @@ fn only_the_primary_writes() {
         return;
     }
     let bed = TutorialBed::new().unwrap();
+    // Before any pipeline, a command that needs the P4Info says so.
+    let stderr = bed.p4_refused(&["entries", "list", "ipv4_lpm"]);
+    assert!(
+        stderr.contains("has no pipeline: push one with `lossless p4 pipeline set`"),
+        "{stderr}"
+    );
     bed.p4_ok(&[
         "pipeline",
         "set",

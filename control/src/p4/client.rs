@@ -259,12 +259,13 @@ impl Client {
             response_type: response_type as i32,
         };
         let call = self.grpc.get_forwarding_pipeline_config(request);
-        Ok(
-            within(&self.target.address, "GetForwardingPipelineConfig", call)
-                .await?
-                .into_inner()
-                .config,
-        )
+        match within(&self.target.address, "GetForwardingPipelineConfig", call).await {
+            Ok(answer) => Ok(answer.into_inner().config),
+            // The specification answers "no pipeline" with an unset config; PI's server (BMv2)
+            // with FAILED_PRECONDITION.
+            Err(e) if e.code == Code::FailedPrecondition => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// The P4Info of the pipeline on the device, which must have one.

@@ -46,6 +46,11 @@ impl From<Stopped> for Status {
     }
 }
 
+/// A request for a role other than the default, which is the only one served.
+fn unknown_role() -> Status {
+    Status::not_found("no such role: softswitch serves the default role only")
+}
+
 fn no_pipeline() -> Status {
     Status::failed_precondition("no forwarding pipeline: set one with SetForwardingPipelineConfig")
 }
@@ -68,7 +73,7 @@ type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl P4Runtime for P4RuntimeService {
-    #[allow(deprecated)] // role_id: a role named by its deprecated id is refused too.
+    #[allow(deprecated)] // role_id: a role named by its deprecated id is unknown too.
     async fn write(
         &self,
         request: Request<p4v1::WriteRequest>,
@@ -77,9 +82,7 @@ impl P4Runtime for P4RuntimeService {
         // The specification's order: device and role (NOT_FOUND), then primary.
         self.arbitration.check_device(req.device_id)?;
         if !req.role.is_empty() || req.role_id != 0 {
-            return Err(Status::not_found(
-                "no such role: softswitch serves the default role only",
-            ));
+            return Err(unknown_role());
         }
         self.arbitration
             .check_primary(req.device_id, req.election_id)?;
@@ -133,11 +136,16 @@ impl P4Runtime for P4RuntimeService {
         Ok(Response::new(Box::pin(tokio_stream::once(Ok(response)))))
     }
 
+    #[allow(deprecated)] // role_id: a role named by its deprecated id is unknown too.
     async fn set_forwarding_pipeline_config(
         &self,
         request: Request<p4v1::SetForwardingPipelineConfigRequest>,
     ) -> Result<Response<p4v1::SetForwardingPipelineConfigResponse>, Status> {
         let req = request.into_inner();
+        self.arbitration.check_device(req.device_id)?;
+        if !req.role.is_empty() || req.role_id != 0 {
+            return Err(unknown_role());
+        }
         self.arbitration
             .check_primary(req.device_id, req.election_id)?;
         let action = SetAction::try_from(req.action).unwrap_or(SetAction::Unspecified);
@@ -159,8 +167,13 @@ impl P4Runtime for P4RuntimeService {
                 self.engine.call(move |e| e.load(compiled)).await?;
             }
             SetAction::Commit => {
+                if req.config.is_some() {
+                    return Err(Status::invalid_argument(
+                        "COMMIT takes no config: it commits the one saved by VERIFY_AND_SAVE",
+                    ));
+                }
                 let compiled = self.saved.lock().expect("saved lock").take().ok_or_else(|| {
-                    Status::failed_precondition("nothing to commit: send VERIFY_AND_SAVE first")
+                    Status::not_found("nothing to commit: send VERIFY_AND_SAVE first")
                 })?;
                 self.engine.call(move |e| e.load(compiled)).await?;
             }
@@ -182,16 +195,19 @@ impl P4Runtime for P4RuntimeService {
         self.arbitration.check_device(req.device_id)?;
         let kind = ResponseType::try_from(req.response_type)
             .map_err(|_| Status::invalid_argument("unknown response type"))?;
+        // Without a pipeline the answer has no config, as the specification says.
         let config = self
             .engine
             .call(move |e| {
-                let p = e.pipeline.as_ref().ok_or_else(no_pipeline)?;
+                let Some(p) = e.pipeline.as_ref() else {
+                    return Ok(None);
+                };
                 let with_info = matches!(kind, ResponseType::All | ResponseType::P4infoAndCookie);
                 let with_device = matches!(
                     kind,
                     ResponseType::All | ResponseType::DeviceConfigAndCookie
                 );
-                Ok::<_, Status>(p4v1::ForwardingPipelineConfig {
+                Ok::<_, Status>(Some(p4v1::ForwardingPipelineConfig {
                     p4info: with_info.then(|| p.info.clone()),
                     p4_device_config: if with_device {
                         p.device_config.clone()
@@ -199,11 +215,11 @@ impl P4Runtime for P4RuntimeService {
                         Vec::new()
                     },
                     cookie: Some(p4v1::forwarding_pipeline_config::Cookie { cookie: p.cookie }),
-                })
+                }))
             })
             .await??;
         Ok(Response::new(p4v1::GetForwardingPipelineConfigResponse {
-            config: Some(config),
+            config,
         }))
     }
 
