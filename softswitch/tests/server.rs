@@ -253,12 +253,26 @@ async fn read(
     client: &mut P4RuntimeClient<Channel>,
     entity: p4v1::entity::Entity,
 ) -> Vec<p4v1::entity::Entity> {
+    let (out, status) = read_batch(client, vec![entity]).await;
+    if let Some(status) = status {
+        panic!("the read failed: {status:?}");
+    }
+    out
+}
+
+/// The entities a Read of `entities` streams, and the error status that ends the stream, if
+/// any.
+async fn read_batch(
+    client: &mut P4RuntimeClient<Channel>,
+    entities: Vec<p4v1::entity::Entity>,
+) -> (Vec<p4v1::entity::Entity>, Option<tonic::Status>) {
     let mut stream = client
         .read(p4v1::ReadRequest {
             device_id: DEVICE,
-            entities: vec![p4v1::Entity {
-                entity: Some(entity),
-            }],
+            entities: entities
+                .into_iter()
+                .map(|e| p4v1::Entity { entity: Some(e) })
+                .collect(),
             ..Default::default()
         })
         .await
@@ -266,9 +280,12 @@ async fn read(
         .into_inner();
     let mut out = Vec::new();
     while let Some(r) = stream.next().await {
-        out.extend(r.unwrap().entities.into_iter().filter_map(|e| e.entity));
+        match r {
+            Ok(r) => out.extend(r.entities.into_iter().filter_map(|e| e.entity)),
+            Err(status) => return (out, Some(status)),
+        }
     }
-    out
+    (out, None)
 }
 
 /// Writes `updates` as the primary of [`loaded`] (election id 10); they must succeed.
@@ -1527,18 +1544,31 @@ async fn counter_and_register_cells_are_written_by_index_or_all_at_once() {
         ]
         .map(|c| c as i32)
     );
-    let err = client
-        .read(p4v1::ReadRequest {
-            device_id: DEVICE,
-            entities: vec![p4v1::Entity {
-                entity: Some(counter(Some(-1), None)),
-            }],
-            ..Default::default()
-        })
-        .await
-        .err()
-        .expect("a negative index is refused");
-    assert_eq!(err.code(), Code::InvalidArgument);
+    // A Read answers every request: the cells of the good ones, then UNKNOWN with one
+    // p4.v1.Error per request.
+    let (cells, err) = read_batch(
+        &mut client,
+        vec![
+            counter(Some(1), None),
+            counter(Some(-1), None),
+            counter(Some(512), None),
+            counter(Some(2), None),
+        ],
+    )
+    .await;
+    assert_eq!(
+        cells,
+        [
+            counter(Some(1), Some((5, 50))),
+            counter(Some(2), Some((5, 50)))
+        ]
+    );
+    let err = err.expect("bad indices are refused");
+    assert_eq!(err.code(), Code::Unknown);
+    assert_eq!(
+        error_codes(&err),
+        [Code::Ok, Code::InvalidArgument, Code::OutOfRange, Code::Ok].map(|c| c as i32)
+    );
 
     // A direct counter written without data keeps its value; one of an absent entry is
     // NOT_FOUND.
@@ -1571,18 +1601,12 @@ async fn counter_and_register_cells_are_written_by_index_or_all_at_once() {
         panic!("{read_back:?}")
     };
     assert_eq!(d.data, Some(four));
-    let err = client
-        .read(p4v1::ReadRequest {
-            device_id: DEVICE,
-            entities: vec![p4v1::Entity {
-                entity: Some(direct([11, 0, 0, 0], None)),
-            }],
-            ..Default::default()
-        })
-        .await
-        .err()
-        .expect("the direct counter of an absent entry is refused");
-    assert_eq!(err.code(), Code::NotFound);
+    let (read_back, err) = read_batch(&mut client, vec![direct([11, 0, 0, 0], None)]).await;
+    assert!(read_back.is_empty());
+    assert_eq!(
+        error_codes(&err.expect("the direct counter of an absent entry is refused")),
+        [Code::NotFound as i32]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -109,7 +109,7 @@ impl P4Runtime for P4RuntimeService {
                 )
             })
             .await??;
-        status::batch_result(results)?;
+        status::batch_result("updates", results)?;
         Ok(Response::new(p4v1::WriteResponse {}))
     }
 
@@ -121,19 +121,36 @@ impl P4Runtime for P4RuntimeService {
     ) -> Result<Response<Self::ReadStream>, Status> {
         let req = request.into_inner();
         self.arbitration.check_device(req.device_id)?;
-        let entities = self
+        // As the specification's Read batch processing says: every request is answered, the
+        // entities of those that succeeded first, then UNKNOWN with one p4.v1.Error per request
+        // if any failed.
+        let (entities, results) = self
             .engine
             .call(move |e| {
                 let p = e.pipeline.as_ref().ok_or_else(no_pipeline)?;
                 let mut out = Vec::new();
-                for filter in &req.entities {
-                    entities::read(p, filter, &mut out)?;
-                }
-                Ok::<_, Status>(out)
+                let results = req
+                    .entities
+                    .iter()
+                    .map(|filter| {
+                        let before = out.len();
+                        match entities::read(p, filter, &mut out) {
+                            Ok(()) => status::update_ok(),
+                            Err(s) => {
+                                out.truncate(before);
+                                status::update_error(s.code(), s.message())
+                            }
+                        }
+                    })
+                    .collect::<Vec<_>>();
+                Ok::<_, Status>((out, results))
             })
             .await??;
-        let response = p4v1::ReadResponse { entities };
-        Ok(Response::new(Box::pin(tokio_stream::once(Ok(response)))))
+        let mut answers = vec![Ok(p4v1::ReadResponse { entities })];
+        if let Err(status) = status::batch_result("requests", results) {
+            answers.push(Err(status));
+        }
+        Ok(Response::new(Box::pin(tokio_stream::iter(answers))))
     }
 
     #[allow(deprecated)] // role_id: a role named by its deprecated id is unknown too.
