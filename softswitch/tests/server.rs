@@ -556,14 +556,20 @@ async fn pipelines_are_verified_saved_committed_and_read_back() {
         Code::NotFound,
         "nothing saved to commit"
     );
-    set_pipeline(
-        &mut client,
-        1,
-        SetAction::VerifyAndSave,
-        Some(config("switch.p4")),
-    )
-    .await
-    .unwrap();
+    // A P4Info that differs only where it may (here an annotation, as another p4c version
+    // could write) is read back as it was sent.
+    let mut annotated = config("switch.p4");
+    let sent_info = annotated.p4info.as_mut().unwrap();
+    sent_info.tables[0]
+        .preamble
+        .as_mut()
+        .unwrap()
+        .annotations
+        .push("@from_the_controller".into());
+    let sent_info = sent_info.clone();
+    set_pipeline(&mut client, 1, SetAction::VerifyAndSave, Some(annotated))
+        .await
+        .unwrap();
     assert_eq!(
         set_pipeline(&mut client, 1, SetAction::Commit, Some(config("switch.p4")))
             .await
@@ -583,7 +589,7 @@ async fn pipelines_are_verified_saved_committed_and_read_back() {
         .into_inner()
         .config
         .unwrap();
-    assert_eq!(all.p4info, Some(p4info("switch.p4")));
+    assert_eq!(all.p4info, Some(sent_info));
     assert_eq!(all.p4_device_config, source("switch.p4"));
     assert_eq!(all.cookie.unwrap().cookie, 42);
     let cookie = client

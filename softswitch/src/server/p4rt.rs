@@ -225,7 +225,7 @@ impl P4Runtime for P4RuntimeService {
                     ResponseType::All | ResponseType::DeviceConfigAndCookie
                 );
                 Ok::<_, Status>(Some(p4v1::ForwardingPipelineConfig {
-                    p4info: with_info.then(|| p.info.clone()),
+                    p4info: with_info.then(|| p.given_info.clone()),
                     p4_device_config: if with_device {
                         p.device_config.clone()
                     } else {

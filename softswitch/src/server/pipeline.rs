@@ -22,6 +22,9 @@ pub struct Compiled {
     pub program: Program,
     /// Its P4Info, as `softswitch p4info` writes it.
     pub info: P4Info,
+    /// The P4Info the controller sent (else `info`), which GetForwardingPipelineConfig returns
+    /// as it was set.
+    pub given_info: P4Info,
     /// The device config as received (the P4 source).
     pub device_config: Vec<u8>,
     /// The controller's cookie.
@@ -47,6 +50,7 @@ impl Compiled {
         }
         Ok(Compiled {
             program,
+            given_info: p4info.unwrap_or(&info).clone(),
             info,
             device_config,
             cookie,
@@ -60,6 +64,8 @@ pub struct Pipeline {
     pub switch: Switch,
     /// The program's P4Info.
     pub info: P4Info,
+    /// The P4Info as the controller sent it.
+    pub given_info: P4Info,
     /// P4Info ids to program indices.
     pub index: Index,
     /// The device config (P4 source).
@@ -92,6 +98,7 @@ impl Pipeline {
         Pipeline {
             switch,
             info: compiled.info,
+            given_info: compiled.given_info,
             index,
             device_config: compiled.device_config,
             cookie: compiled.cookie,
