@@ -1088,6 +1088,18 @@ async fn packets_go_to_and_come_from_the_controller_and_digests_are_streamed() {
     loop {
         if let p4v1::stream_message_response::Update::Error(e) = primary.next().await {
             assert_eq!(e.canonical_code, Code::InvalidArgument as i32);
+            // It carries the PacketOut, as the specification suggests.
+            assert_eq!(
+                e.details,
+                Some(p4v1::stream_error::Details::PacketOut(
+                    p4v1::PacketOutError {
+                        packet_out: Some(p4v1::PacketOut {
+                            payload: payload.clone(),
+                            metadata: vec![],
+                        })
+                    }
+                ))
+            );
             break;
         }
     }
@@ -1201,6 +1213,27 @@ async fn packets_go_to_and_come_from_the_controller_and_digests_are_streamed() {
                     list_id: d.list_id,
                 },
             ));
+            break;
+        }
+    }
+    // An acknowledgement for a digest the program does not have is an INVALID_ARGUMENT
+    // StreamError.
+    let unknown = p4v1::DigestListAck {
+        digest_id: 0x0500_0bad,
+        list_id: 1,
+    };
+    primary.send(p4v1::stream_message_request::Update::DigestAck(unknown));
+    loop {
+        if let p4v1::stream_message_response::Update::Error(e) = primary.next().await {
+            assert_eq!(e.canonical_code, Code::InvalidArgument as i32);
+            assert_eq!(
+                e.details,
+                Some(p4v1::stream_error::Details::DigestListAck(
+                    p4v1::DigestListAckError {
+                        digest_list_ack: Some(unknown)
+                    }
+                ))
+            );
             break;
         }
     }

@@ -269,16 +269,7 @@ impl P4Runtime for P4RuntimeService {
                         Ok(())
                     }
                     Some(Incoming::DigestAck(ack)) => {
-                        // The acknowledged list's messages may be sent again.
-                        let _ = engine
-                            .call(move |e| {
-                                if let Some(p) = e.pipeline.as_mut() {
-                                    p.digest_cache.retain(|(id, _), (list, _)| {
-                                        (*id, *list) != (ack.digest_id, ack.list_id)
-                                    });
-                                }
-                            })
-                            .await;
+                        digest_ack(&engine, ack, &tx).await;
                         Ok(())
                     }
                     Some(Incoming::Other(_)) => Ok(()),
@@ -305,7 +296,55 @@ impl P4Runtime for P4RuntimeService {
     }
 }
 
-/// Injects a PacketOut at the CPU port; problems go back on the stream as a StreamError.
+/// Sends a StreamError about a message of the stream: its status and the offending message.
+fn stream_error(
+    tx: &tokio::sync::mpsc::UnboundedSender<StreamItem>,
+    status: Status,
+    details: p4v1::stream_error::Details,
+) {
+    let error = p4v1::StreamError {
+        canonical_code: status.code() as i32,
+        message: status.message().to_string(),
+        details: Some(details),
+        ..Default::default()
+    };
+    let _ = tx.send(Ok(p4v1::StreamMessageResponse {
+        update: Some(p4v1::stream_message_response::Update::Error(error)),
+    }));
+}
+
+/// Clears an acknowledged digest list from the cache, so its messages may be sent again; an
+/// acknowledgement for a digest the pipeline does not have gets an INVALID_ARGUMENT
+/// StreamError, as the specification says.
+async fn digest_ack(
+    engine: &EngineHandle,
+    ack: p4v1::DigestListAck,
+    tx: &tokio::sync::mpsc::UnboundedSender<StreamItem>,
+) {
+    let known = engine
+        .call(move |e| {
+            let Some(p) = e.pipeline.as_mut() else {
+                return false;
+            };
+            p.digest_cache
+                .retain(|(id, _), (list, _)| (*id, *list) != (ack.digest_id, ack.list_id));
+            ack.digest_id != 0 && p.index.digests.contains(&ack.digest_id)
+        })
+        .await
+        .unwrap_or(true);
+    if !known {
+        stream_error(
+            tx,
+            Status::invalid_argument(format!("no digest with id {}", ack.digest_id)),
+            p4v1::stream_error::Details::DigestListAck(p4v1::DigestListAckError {
+                digest_list_ack: Some(ack),
+            }),
+        );
+    }
+}
+
+/// Injects a PacketOut at the CPU port; problems go back on the stream as a StreamError that
+/// carries the PacketOut.
 async fn packet_out(
     engine: &EngineHandle,
     arbitration: &Arbitration,
@@ -314,6 +353,7 @@ async fn packet_out(
     tx: &tokio::sync::mpsc::UnboundedSender<StreamItem>,
 ) {
     let primary = arbitration.is_primary(client);
+    let offending = out.clone();
     let result = engine
         .call(move |e| {
             if !primary {
@@ -333,13 +373,12 @@ async fn packet_out(
         .map_err(Status::from)
         .and_then(|r| r);
     if let Err(status) = result {
-        let error = p4v1::StreamError {
-            canonical_code: status.code() as i32,
-            message: status.message().to_string(),
-            ..Default::default()
-        };
-        let _ = tx.send(Ok(p4v1::StreamMessageResponse {
-            update: Some(p4v1::stream_message_response::Update::Error(error)),
-        }));
+        stream_error(
+            tx,
+            status,
+            p4v1::stream_error::Details::PacketOut(p4v1::PacketOutError {
+                packet_out: Some(offending),
+            }),
+        );
     }
 }
