@@ -116,7 +116,7 @@ impl RawSocket {
             if n < 0 {
                 return Err(io::Error::last_os_error()).context("recvfrom on AF_PACKET");
             }
-            let outgoing = from.sll_pkttype == libc::PACKET_OUTGOING as u8;
+            let outgoing = from.sll_pkttype == libc::PACKET_OUTGOING;
             let frame = &buf[..n as usize];
             if !outgoing && from.sll_ifindex == self.ifindex && keep(frame) {
                 frames.push(frame.to_vec());

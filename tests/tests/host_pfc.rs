@@ -74,7 +74,7 @@ fn pauses_are_honoured_counted_and_consumed() {
     }
     let paused_3 = array(&stats, "pfc_paused_ns", 3);
     assert!(
-        paused_3 >= 5_120_000 && paused_3 < FULL_PAUSE_3,
+        (5_120_000..FULL_PAUSE_3).contains(&paused_3),
         "priority 3 paused for {paused_3} ns"
     );
 

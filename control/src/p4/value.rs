@@ -53,7 +53,7 @@ pub fn byte_len(bitwidth: u32) -> usize {
 /// The largest value of a field of `bitwidth` bits, in canonical form.
 pub fn all_ones(bitwidth: u32) -> Vec<u8> {
     let mut bytes = vec![0xff; byte_len(bitwidth)];
-    if bitwidth % 8 != 0 {
+    if !bitwidth.is_multiple_of(8) {
         bytes[0] = (1u8 << (bitwidth % 8)) - 1;
     }
     bytes
