@@ -1426,6 +1426,24 @@ async fn const_tables_const_defaults_scopes_and_unkept_fields_are_refused_as_the
             default(keyless, action(forward, &[&[2]]), 0),
             Code::PermissionDenied,
         ),
+        // A table implemented by an action profile takes members or groups, not actions.
+        (
+            Insert,
+            exact_entry(id(&info, "indirect"), &dst, action(forward, &[&[1]])),
+            Code::InvalidArgument,
+        ),
+        // ... and a direct table takes actions, not members.
+        (
+            Insert,
+            exact_entry(
+                scoped,
+                &dst,
+                Some(p4v1::TableAction {
+                    r#type: Some(p4v1::table_action::Type::ActionProfileMemberId(1)),
+                }),
+            ),
+            Code::InvalidArgument,
+        ),
         // Action scopes.
         (
             Insert,

@@ -528,8 +528,21 @@ fn action_call(
     default: bool,
 ) -> Result<ActionCall, Status> {
     use p4v1::table_action::Type;
+    // The kind of action must be the table's (specification, Action Specification): an action
+    // for a direct table, a member, group or action set for one with an implementation.
+    let indirect = info.implementation_id != 0 && !default;
     let a = match action.and_then(|a| a.r#type.as_ref()) {
+        Some(Type::Action(_)) if indirect => {
+            return Err(Status::invalid_argument(
+                "this table is implemented by an action profile: its entries take a member, a group or an action set, not an action",
+            ))
+        }
         Some(Type::Action(a)) => a,
+        Some(_) if !indirect => {
+            return Err(Status::invalid_argument(
+                "this table has no action profile: its entries take an action",
+            ))
+        }
         Some(_) => {
             return Err(Status::unimplemented(
                 "action profile members, groups and action sets are not served yet",

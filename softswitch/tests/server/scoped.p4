@@ -1,6 +1,6 @@
 /* The P4Runtime server tests' program of write restrictions: a table with const entries, a
- * keyless table with a const default action, and action references scoped @tableonly and
- * @defaultonly. */
+ * keyless table with a const default action, a table implemented by an action profile, and
+ * action references scoped @tableonly and @defaultonly. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -25,12 +25,18 @@ control MyIngress(inout headers hdr, inout metadata meta, inout standard_metadat
         actions = { forward; drop; }
         const default_action = drop();
     }
+    action_profile(32w16) members;
+    table indirect {
+        key = { hdr.ethernet.src: exact; }
+        actions = { forward; drop; }
+        implementation = members;
+    }
     table scoped {
         key = { hdr.ethernet.dst: exact; }
         actions = { @tableonly forward; @defaultonly drop; }
         default_action = drop();
     }
-    apply { fixed.apply(); keyless.apply(); scoped.apply(); }
+    apply { fixed.apply(); keyless.apply(); indirect.apply(); scoped.apply(); }
 }
 
 control MyEgress(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) { apply { } }
