@@ -389,6 +389,20 @@ async fn capabilities_and_device_ids() {
         .unwrap()
         .into_inner();
     assert_eq!(answer.config, None, "no pipeline yet: no config");
+    // Writes (from the primary) and reads need a pipeline.
+    let mut primary = Stream::open(&mut client, 1).await;
+    primary.arbitration().await;
+    let err = write(&mut client, 1, vec![]).await.unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
+    let err = client
+        .read(p4v1::ReadRequest {
+            device_id: DEVICE,
+            ..Default::default()
+        })
+        .await
+        .err()
+        .expect("no pipeline to read");
+    assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
