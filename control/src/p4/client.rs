@@ -343,9 +343,10 @@ impl Client {
         let mut out = Vec::new();
         loop {
             let message = stream.message();
-            match within(&self.target.address, "Read", message).await? {
-                Some(response) => out.extend(response.entities),
-                None => return Ok(out),
+            match within(&self.target.address, "Read", message).await {
+                Ok(Some(response)) => out.extend(response.entities),
+                Ok(None) => return Ok(out),
+                Err(e) => return Err(failed_reads(e)),
             }
         }
     }
@@ -425,6 +426,18 @@ async fn within<T>(
     })
 }
 
+/// A Read's per-request errors (one per entity asked for, in order, `OK` for the good ones)
+/// reduced to the failed ones, each labelled with the request it answers.
+fn failed_reads(mut error: RpcError) -> RpcError {
+    error.updates = std::mem::take(&mut error.updates)
+        .into_iter()
+        .enumerate()
+        .filter(|(_, (_, code, _))| *code != Code::Ok)
+        .map(|(i, (_, code, message))| (format!("read request {i}"), code, message))
+        .collect();
+    error
+}
+
 /// An election id as P4Runtime's `Uint128`.
 fn uint128(n: u128) -> Uint128 {
     Uint128 {
@@ -483,6 +496,29 @@ mod tests {
         assert!(parse_election_id("0").is_err());
         assert!(parse_election_id("x").is_err());
         assert!(parse_election_id("1,2,3").is_err());
+    }
+
+    #[test]
+    fn a_reads_failed_requests_are_labelled_and_the_good_ones_left_out() {
+        let error = failed_reads(RpcError {
+            rpc: "Read",
+            address: "127.0.0.1:9559".into(),
+            code: Code::Unknown,
+            message: "1 of 2 requests failed".into(),
+            updates: vec![
+                (String::new(), Code::Ok, String::new()),
+                (
+                    String::new(),
+                    Code::OutOfRange,
+                    "index 9 is not below 4".into(),
+                ),
+            ],
+            note: None,
+        });
+        assert_eq!(
+            error.to_string(),
+            "Read on 127.0.0.1:9559: UNKNOWN: 1 of 2 requests failed\n  read request 1: OUT_OF_RANGE: index 9 is not below 4"
+        );
     }
 
     #[test]
