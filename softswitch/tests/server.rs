@@ -1068,6 +1068,20 @@ async fn multicast_groups_and_clone_sessions_are_replication_entries() {
         .await
         .unwrap_err();
     assert_eq!(error_codes(&err), [Code::NotFound as i32]);
+    // What softswitch cannot do is refused, not stored and ignored.
+    let classed =
+        p4v1::entity::Entity::PacketReplicationEngineEntry(p4v1::PacketReplicationEngineEntry {
+            r#type: Some(Type::CloneSessionEntry(p4v1::CloneSessionEntry {
+                session_id: 6,
+                replicas: vec![replica(3, 0)],
+                class_of_service: 2,
+                ..Default::default()
+            })),
+        });
+    let err = write(&mut client, 10, vec![(Insert, classed)])
+        .await
+        .unwrap_err();
+    assert_eq!(error_codes(&err), [Code::Unimplemented as i32]);
     assert!(bed.sent_now().await.is_empty());
 }
 

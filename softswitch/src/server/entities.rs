@@ -1007,6 +1007,11 @@ fn write_pre(
                     "clone sessions do not truncate (packet_length_bytes must be 0)",
                 ));
             }
+            if s.class_of_service != 0 {
+                return Err(Status::unimplemented(
+                    "clone sessions have no class of service (class_of_service must be 0)",
+                ));
+            }
             p.switch.set_clone_session(id, *port);
             p.clone_sessions.insert(id, s.clone());
             Ok(())
