@@ -535,6 +535,10 @@ async fn pipelines_are_verified_saved_committed_and_read_back() {
         ),
         (with("switch.p4", b"control oops("), "device_config.p4:1:"),
         (with("switch.p4", &[0xff, 0xfe]), "UTF-8"),
+        (
+            with("switch.p4", b"{\n  \"header_types\" : []\n}"),
+            "looks like BMv2's JSON",
+        ),
     ] {
         let err = set_pipeline(&mut client, 1, SetAction::VerifyAndCommit, Some(refused))
             .await

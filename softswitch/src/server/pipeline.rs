@@ -41,6 +41,10 @@ impl Compiled {
     ) -> Result<Self, String> {
         let source = std::str::from_utf8(&device_config)
             .map_err(|e| format!("p4_device_config must be the P4 source as UTF-8 text: {e}"))?;
+        if source.trim_start().starts_with('{') {
+            // What a controller written for simple_switch_grpc sends.
+            return Err("p4_device_config looks like BMv2's JSON: softswitch takes the P4_16 source of the program instead".into());
+        }
         let mut map = SourceMap::new();
         let file = map.add(DEVICE_CONFIG_NAME, source);
         let program = crate::compile(&mut map, file).map_err(|d| d.render(&map))?;
