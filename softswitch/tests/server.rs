@@ -636,6 +636,25 @@ async fn pipelines_are_verified_saved_committed_and_read_back() {
         .config
         .unwrap();
     assert!(device.p4info.is_none() && !device.p4_device_config.is_empty());
+
+    // A VERIFY_AND_COMMIT after a VERIFY_AND_SAVE leaves nothing to COMMIT.
+    set_pipeline(
+        &mut client,
+        1,
+        SetAction::VerifyAndSave,
+        Some(config("ports.p4")),
+    )
+    .await
+    .unwrap();
+    commit(&mut client, 1, "switch.p4").await.unwrap();
+    assert_eq!(
+        set_pipeline(&mut client, 1, SetAction::Commit, None)
+            .await
+            .unwrap_err()
+            .code(),
+        Code::NotFound,
+        "the saved config was superseded by the committed one"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

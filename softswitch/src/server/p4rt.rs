@@ -182,6 +182,8 @@ impl P4Runtime for P4RuntimeService {
             SetAction::VerifyAndCommit => {
                 let compiled = compile(config()?).await?;
                 self.engine.call(move |e| e.load(compiled)).await?;
+                // The last saved config is now the committed one: nothing is left to COMMIT.
+                *self.saved.lock().expect("saved lock") = None;
             }
             SetAction::Commit => {
                 if req.config.is_some() {
