@@ -394,14 +394,15 @@ async fn capabilities_and_device_ids() {
     primary.arbitration().await;
     let err = write(&mut client, 1, vec![]).await.unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
-    let err = client
+    let Err(err) = client
         .read(p4v1::ReadRequest {
             device_id: DEVICE,
             ..Default::default()
         })
         .await
-        .err()
-        .expect("no pipeline to read");
+    else {
+        panic!("a Read without a pipeline succeeded");
+    };
     assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
 }
 
