@@ -176,6 +176,15 @@ impl Stream {
         m.update.unwrap()
     }
 
+    /// The next DigestList.
+    async fn digest(&mut self) -> p4v1::DigestList {
+        loop {
+            if let p4v1::stream_message_response::Update::Digest(d) = self.next().await {
+                return d;
+            }
+        }
+    }
+
     /// The next arbitration answer: (code, primary's election id).
     async fn arbitration(&mut self) -> (i32, u128) {
         loop {
@@ -1804,4 +1813,29 @@ async fn entry_metadata_is_read_back_as_written() {
         read(&mut client, default(None, b"")).await,
         vec![default(action(id(&info, "drop"), &[]), b"")]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn digests_are_batched_by_list_size_and_timeout() {
+    let (bed, mut client, mut primary, info) = loaded().await;
+    let digest_id = id(&info, "learn_t");
+    let entry = |max_timeout_ns, max_list_size| {
+        p4v1::entity::Entity::DigestEntry(p4v1::DigestEntry {
+            digest_id,
+            config: Some(p4v1::digest_entry::Config {
+                max_timeout_ns,
+                max_list_size,
+                ack_timeout_ns: 0,
+            }),
+        })
+    };
+    // Two per list, however long it takes: ports 1 and 2 come in one list.
+    apply(&mut client, vec![(Insert, entry(60_000_000_000, 2))]).await;
+    bed.inject(1, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1], true));
+    bed.inject(2, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1], true));
+    assert_eq!(primary.digest().await.data.len(), 2);
+    // A list of up to 100 after 1 ms: a single message comes alone, when its time is up.
+    apply(&mut client, vec![(Modify, entry(1_000_000, 100))]).await;
+    bed.inject(3, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1], true));
+    assert_eq!(primary.digest().await.data.len(), 1);
 }

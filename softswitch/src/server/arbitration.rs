@@ -230,53 +230,22 @@ impl Controller for Arbitration {
 
     fn digests(&self, pipeline: &mut Pipeline, sent: Vec<crate::switch::DigestSent>) {
         let now = std::time::Instant::now();
-        let ack_timeout = |entries: &std::collections::BTreeMap<u32, p4v1::DigestEntry>, id| {
-            let ns = entries
-                .get(&id)
-                .and_then(|e| e.config)
-                .map_or(0, |c| c.ack_timeout_ns.max(0));
-            std::time::Duration::from_nanos(ns as u64)
-        };
-        let entries = &pipeline.digest_entries;
-        pipeline
-            .digest_cache
-            .retain(|(id, _), (_, at)| now.duration_since(*at) < ack_timeout(entries, *id));
         let program = pipeline.switch.program();
-        let mut lists = Vec::new();
+        let cp = &program.control_plane;
         for d in sent {
             let Some(&digest_id) = pipeline.index.digests.get(d.digest) else {
                 continue;
             };
-            if !pipeline.digest_entries.contains_key(&digest_id) {
-                continue;
-            }
-            let key = (digest_id, d.values);
-            if pipeline.digest_cache.contains_key(&key) {
-                // Sent already, not yet acknowledged nor timed out.
-                continue;
-            }
-            let cp = &program.control_plane;
-            let data =
-                packetio::digest_data(&cp.types, &program.errors, &cp.digests[d.digest].ty, &key.1);
-            let list_id = pipeline.next_list_id;
-            pipeline.next_list_id += 1;
-            if !ack_timeout(&pipeline.digest_entries, digest_id).is_zero() {
-                pipeline.digest_cache.insert(key, (list_id, now));
-            }
-            lists.push((digest_id, list_id, data));
+            let ty = &cp.digests[d.digest].ty;
+            pipeline.digests.add(
+                digest_id,
+                d.values,
+                |values| packetio::digest_data(&cp.types, &program.errors, ty, values),
+                now,
+            );
         }
-        for (digest_id, list_id, data) in lists {
-            let timestamp = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as i64);
-            self.to_primary(p4v1::stream_message_response::Update::Digest(
-                p4v1::DigestList {
-                    digest_id,
-                    list_id,
-                    data: vec![data],
-                    timestamp,
-                },
-            ));
+        for list in pipeline.digests.due(now) {
+            self.to_primary(p4v1::stream_message_response::Update::Digest(list));
         }
     }
 }

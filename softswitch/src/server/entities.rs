@@ -73,7 +73,7 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
                     de.digest_id
                 )));
             }
-            let exists = p.digest_entries.contains_key(&de.digest_id);
+            let exists = p.digests.entries.contains_key(&de.digest_id);
             match (kind, exists) {
                 (UpdateType::Insert, true) => {
                     Err(Status::already_exists("the digest is already configured"))
@@ -82,11 +82,11 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
                     Err(Status::not_found("the digest is not configured"))
                 }
                 (UpdateType::Delete, true) => {
-                    p.digest_entries.remove(&de.digest_id);
+                    p.digests.forget(de.digest_id);
                     Ok(())
                 }
                 _ => {
-                    p.digest_entries.insert(de.digest_id, *de);
+                    p.digests.entries.insert(de.digest_id, *de);
                     Ok(())
                 }
             }
@@ -224,7 +224,7 @@ pub fn read(
             }
         }
         E::DigestEntry(de) => {
-            for (id, entry) in &p.digest_entries {
+            for (id, entry) in &p.digests.entries {
                 if de.digest_id == 0 || de.digest_id == *id {
                     out.push(wrap(E::DigestEntry(*entry)));
                 }

@@ -328,8 +328,7 @@ async fn digest_ack(
             let Some(p) = e.pipeline.as_mut() else {
                 return false;
             };
-            p.digest_cache
-                .retain(|(id, _), (list, _)| (*id, *list) != (ack.digest_id, ack.list_id));
+            p.digests.acknowledge(&ack);
             ack.digest_id != 0 && p.index.digests.contains(&ack.digest_id)
         })
         .await

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use p4runtime::p4::config::v1::P4Info;
 use p4runtime::p4::v1 as p4v1;
 
+use super::digests::Digests;
 use crate::ir::Program;
 use crate::source::SourceMap;
 use crate::switch::Switch;
@@ -80,14 +81,8 @@ pub struct Pipeline {
     pub multicast_groups: BTreeMap<u32, p4v1::MulticastGroupEntry>,
     /// Clone sessions as written, by session id.
     pub clone_sessions: BTreeMap<u32, p4v1::CloneSessionEntry>,
-    /// Digest settings as written, by digest id: a digest is streamed once it has one.
-    pub digest_entries: BTreeMap<u32, p4v1::DigestEntry>,
-    /// The id of the next DigestList.
-    pub next_list_id: u64,
-    /// Digest messages sent and not yet acknowledged, by digest id and data: the list that
-    /// carried each and when (the specification's digest cache, which keeps a duplicate from
-    /// being sent again until its list is acknowledged or `ack_timeout_ns` has passed).
-    pub digest_cache: HashMap<(u32, Vec<u128>), (u64, std::time::Instant)>,
+    /// Digest settings, buffered digest messages and the cache of those sent.
+    pub digests: Digests,
     /// The opaque `controller_metadata` and `metadata` of table entries, by program table and
     /// entry handle (`None`: the default entry), kept only when set: the switch does not use
     /// them, P4Runtime reads them back.
@@ -108,9 +103,7 @@ impl Pipeline {
             cookie: compiled.cookie,
             multicast_groups: BTreeMap::new(),
             clone_sessions: BTreeMap::new(),
-            digest_entries: BTreeMap::new(),
-            next_list_id: 1,
-            digest_cache: HashMap::new(),
+            digests: Digests::default(),
             entry_metadata: BTreeMap::new(),
         }
     }
