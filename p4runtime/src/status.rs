@@ -1,7 +1,8 @@
 //! The P4Runtime error convention (specification section "Error Reporting Messages"): a Write
-//! whose updates did not all succeed answers with gRPC code `UNKNOWN`, and its
-//! `grpc-status-details-bin` carries a `google.rpc.Status` whose `details` hold one
-//! `p4.v1.Error` per update, in request order (`OK` for the updates that were applied).
+//! whose updates did not all succeed (or a Read whose requests did not) answers with gRPC code
+//! `UNKNOWN`, and its `grpc-status-details-bin` carries a `google.rpc.Status` whose `details`
+//! hold one `p4.v1.Error` per update (or request), in request order (`OK` for the ones that
+//! succeeded).
 
 use prost::{Message as _, Name as _};
 
@@ -27,9 +28,10 @@ pub fn update_error(code: tonic::Code, message: impl Into<String>) -> Error {
     }
 }
 
-/// The gRPC status of a batch with per-update results: `Ok(())` if every update succeeded, else
-/// `UNKNOWN` with every update's [`Error`] in the details.
-pub fn batch_result(updates: Vec<Error>) -> Result<(), tonic::Status> {
+/// The gRPC status of a batch with per-element results (`what` names the elements in the
+/// message: "updates", "requests"): `Ok(())` if every one succeeded, else `UNKNOWN` with every
+/// one's [`Error`] in the details.
+pub fn batch_result(what: &str, updates: Vec<Error>) -> Result<(), tonic::Status> {
     let failed = updates
         .iter()
         .filter(|e| e.canonical_code != tonic::Code::Ok as i32)
@@ -37,7 +39,7 @@ pub fn batch_result(updates: Vec<Error>) -> Result<(), tonic::Status> {
     if failed == 0 {
         return Ok(());
     }
-    let message = format!("{failed} of {} updates failed", updates.len());
+    let message = format!("{failed} of {} {what} failed", updates.len());
     let details = rpc::Status {
         code: tonic::Code::Unknown as i32,
         message: message.clone(),
@@ -76,16 +78,19 @@ mod tests {
 
     #[test]
     fn all_ok_is_ok() {
-        assert!(batch_result(vec![update_ok(), update_ok()]).is_ok());
-        assert!(batch_result(Vec::new()).is_ok());
+        assert!(batch_result("updates", vec![update_ok(), update_ok()]).is_ok());
+        assert!(batch_result("updates", Vec::new()).is_ok());
     }
 
     #[test]
     fn a_failed_update_makes_unknown_with_every_update_in_order() {
-        let status = batch_result(vec![
-            update_ok(),
-            update_error(tonic::Code::AlreadyExists, "entry exists"),
-        ])
+        let status = batch_result(
+            "updates",
+            vec![
+                update_ok(),
+                update_error(tonic::Code::AlreadyExists, "entry exists"),
+            ],
+        )
         .unwrap_err();
         assert_eq!(status.code(), tonic::Code::Unknown);
         let errors = update_errors(&status);

@@ -15,6 +15,8 @@ pub struct CpInfo {
     pub tables: Vec<TableCp>,
     /// Annotations of each action's declaration.
     pub actions: Vec<Vec<Annotation>>,
+    /// Annotations of each action's action-data parameters (for `@id`), parallel to `actions`.
+    pub action_params: Vec<Vec<Vec<Annotation>>>,
     /// Annotations of each extern instance's declaration.
     pub instances: Vec<Vec<Annotation>>,
     /// Every digest type the program sends, in the order of first use.

@@ -165,7 +165,7 @@ struct H { } struct M { bit<8> k; }
 parser P(packet_in p, out H h, inout M m, inout standard_metadata_t s) { state start { transition accept; } }
 control I(inout H h, inout M m, inout standard_metadata_t s) {
     ANNOTATION_A action a() { }
-    @id(0x01000009) action b() { }
+    @id(0x01000009) action b(@id(3) bit<8> x, bit<8> y) { m.k = x + y; }
     ANNOTATION_T table t { key = { m.k: exact @id(7); } actions = { a; b; } }
     apply { t.apply(); }
 }
@@ -188,6 +188,14 @@ fn explicit_ids_get_their_prefix_and_field_ids_are_honoured() {
     has(&info, "I.a", 0x0100_0005);
     has(&info, "top", 0x0200_0009);
     assert_eq!(info.tables[0].match_fields[0].id, 7);
+    // Action parameters too, as p4c's field id allocator numbers them.
+    let b = info
+        .actions
+        .iter()
+        .find(|a| a.preamble.as_ref().unwrap().id == 0x0100_0009)
+        .unwrap();
+    let ids: Vec<(&str, u32)> = b.params.iter().map(|p| (p.name.as_str(), p.id)).collect();
+    assert_eq!(ids, [("x", 3), ("y", 2)]);
 }
 
 #[test]

@@ -240,13 +240,20 @@ fn watch_prints_counters_with_rates() {
 }
 
 /// While a client with election id 10 holds the primary role, a write with election id 5 is
-/// refused with PERMISSION_DENIED and changes nothing; once the primary leaves, it succeeds.
+/// refused with PERMISSION_DENIED and changes nothing; once the primary leaves, a client needs an
+/// election id at least as high as the last primary's.
 #[test]
 fn only_the_primary_writes() {
     if !privileged("only_the_primary_writes") {
         return;
     }
     let bed = TutorialBed::new().unwrap();
+    // Before any pipeline, a command that needs the P4Info says so.
+    let stderr = bed.p4_refused(&["entries", "list", "ipv4_lpm"]);
+    assert!(
+        stderr.contains("has no pipeline: push one with `lossless p4 pipeline set`"),
+        "{stderr}"
+    );
     bed.p4_ok(&[
         "pipeline",
         "set",
@@ -312,7 +319,15 @@ fn only_the_primary_writes() {
         release_tx.send(()).unwrap();
         holder.join().unwrap();
     });
-    bed.p4_ok(&["entries", "apply", entries, "--election-id", "5"]);
+    // With the primary gone there is none, and a lower id than its 10 does not claim the role
+    // (P4Runtime's arbitration rules); an id at least as high does.
+    let stderr = bed.p4_refused(&["entries", "apply", entries, "--election-id", "5"]);
+    assert!(stderr.contains("PERMISSION_DENIED"), "{stderr}");
+    assert!(
+        stderr.contains("no client is the primary and this client's election id 5 is below the highest the switch has seen (10)"),
+        "{stderr}"
+    );
+    bed.p4_ok(&["entries", "apply", entries, "--election-id", "11"]);
     assert!(bed.ping(1));
 }
 

@@ -1,7 +1,9 @@
 //! Interop: the official P4Runtime Python bindings (PyPI `p4runtime`, with grpcio), an
 //! independent client, drive `softswitch run` (started without a program or ports) through
-//! arbitration, a pipeline push, a write read back and a counter read; the P4Info it sends is
-//! `softswitch p4info --format binary`, decoded by protobuf's own parser.
+//! arbitration (a primary, a backup told so and refused), a pipeline push, a write read back by
+//! table and by wildcard, a failed batch's per-update `p4.v1.Error`s decoded from the status
+//! details, and counter reads (one cell, every cell); the P4Info it sends is `softswitch p4info
+//! --format binary`, decoded by protobuf's own parser.
 
 use std::{
     io::{BufRead, BufReader},

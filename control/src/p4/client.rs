@@ -41,8 +41,7 @@ pub struct Target {
     pub address: String,
     /// The P4Runtime device id.
     pub device_id: u64,
-    /// This client's election id (the highest connected one is the primary, which alone
-    /// writes).
+    /// This client's election id (the highest one is the primary, which alone writes).
     pub election_id: u128,
 }
 
@@ -111,8 +110,11 @@ pub fn code_name(code: Code) -> &'static str {
 pub struct Arbitration {
     /// Whether this client is the primary.
     pub primary: bool,
-    /// The primary's election id as the switch reports it (absent when there is none).
+    /// The election id the switch reports: the primary's, or, when the switch says there is no
+    /// primary (NOT_FOUND), the highest it has seen (absent when there has never been one).
     pub primary_election_id: Option<u128>,
+    /// Whether the switch said there is no primary at all (status NOT_FOUND).
+    pub no_primary: bool,
 }
 
 /// A connection to one device.
@@ -210,6 +212,10 @@ impl Client {
                 .as_ref()
                 .is_none_or(|s| s.code == Code::Ok as i32),
             primary_election_id: answer.election_id.map(from_uint128),
+            no_primary: answer
+                .status
+                .as_ref()
+                .is_some_and(|s| s.code == Code::NotFound as i32),
         };
         self.stream = Some((arbitration, requests));
         Ok(arbitration)
@@ -253,12 +259,13 @@ impl Client {
             response_type: response_type as i32,
         };
         let call = self.grpc.get_forwarding_pipeline_config(request);
-        Ok(
-            within(&self.target.address, "GetForwardingPipelineConfig", call)
-                .await?
-                .into_inner()
-                .config,
-        )
+        match within(&self.target.address, "GetForwardingPipelineConfig", call).await {
+            Ok(answer) => Ok(answer.into_inner().config),
+            // The specification answers "no pipeline" with an unset config; PI's server (BMv2)
+            // with FAILED_PRECONDITION.
+            Err(e) if e.code == Code::FailedPrecondition => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// The P4Info of the pipeline on the device, which must have one.
@@ -336,9 +343,10 @@ impl Client {
         let mut out = Vec::new();
         loop {
             let message = stream.message();
-            match within(&self.target.address, "Read", message).await? {
-                Some(response) => out.extend(response.entities),
-                None => return Ok(out),
+            match within(&self.target.address, "Read", message).await {
+                Ok(Some(response)) => out.extend(response.entities),
+                Ok(None) => return Ok(out),
+                Err(e) => return Err(failed_reads(e)),
             }
         }
     }
@@ -372,14 +380,18 @@ impl Client {
     /// Adds to a refused write why this client may not write: it is not the primary.
     fn with_role_note(&self, mut error: RpcError) -> RpcError {
         if let Some((arbitration, _)) = &self.stream {
-            if !arbitration.primary {
+            let id = self.target.election_id;
+            let seen = arbitration
+                .primary_election_id
+                .map(|id| format!(" ({id})"))
+                .unwrap_or_default();
+            if arbitration.no_primary {
                 error.note = Some(format!(
-                    "this client's election id {} is not the primary's{}",
-                    self.target.election_id,
-                    arbitration
-                        .primary_election_id
-                        .map(|id| format!(" ({id})"))
-                        .unwrap_or_default()
+                    "no client is the primary and this client's election id {id} is below the highest the switch has seen{seen}"
+                ));
+            } else if !arbitration.primary {
+                error.note = Some(format!(
+                    "this client's election id {id} is not the primary's{seen}"
                 ));
             }
         }
@@ -412,6 +424,18 @@ async fn within<T>(
         updates,
         note: None,
     })
+}
+
+/// A Read's per-request errors (one per entity asked for, in order, `OK` for the good ones)
+/// reduced to the failed ones, each labelled with the request it answers.
+fn failed_reads(mut error: RpcError) -> RpcError {
+    error.updates = std::mem::take(&mut error.updates)
+        .into_iter()
+        .enumerate()
+        .filter(|(_, (_, code, _))| *code != Code::Ok)
+        .map(|(i, (_, code, message))| (format!("read request {i}"), code, message))
+        .collect();
+    error
 }
 
 /// An election id as P4Runtime's `Uint128`.
@@ -472,6 +496,29 @@ mod tests {
         assert!(parse_election_id("0").is_err());
         assert!(parse_election_id("x").is_err());
         assert!(parse_election_id("1,2,3").is_err());
+    }
+
+    #[test]
+    fn a_reads_failed_requests_are_labelled_and_the_good_ones_left_out() {
+        let error = failed_reads(RpcError {
+            rpc: "Read",
+            address: "127.0.0.1:9559".into(),
+            code: Code::Unknown,
+            message: "1 of 2 requests failed".into(),
+            updates: vec![
+                (String::new(), Code::Ok, String::new()),
+                (
+                    String::new(),
+                    Code::OutOfRange,
+                    "index 9 is not below 4".into(),
+                ),
+            ],
+            note: None,
+        });
+        assert_eq!(
+            error.to_string(),
+            "Read on 127.0.0.1:9559: UNKNOWN: 1 of 2 requests failed\n  read request 1: OUT_OF_RANGE: index 9 is not below 4"
+        );
     }
 
     #[test]

@@ -165,8 +165,8 @@ fn width(bitwidth: i32, name: &str) -> anyhow::Result<u32> {
         .with_context(|| format!("{name} has no bit width in P4Info (a translated type?)"))
 }
 
-/// One key's match in P4Runtime's form; `None` for a don't-care (lpm `/0`, ternary mask 0),
-/// which P4Runtime wants left out.
+/// One key's match in P4Runtime's form; `None` for a don't-care (lpm `/0`, ternary mask 0, the
+/// full range), which P4Runtime wants left out.
 fn encode_match(
     kind: MatchType,
     value: &Value,
@@ -206,10 +206,9 @@ fn encode_match(
         }
         MatchType::Range => {
             let (lo, hi) = pair().context("a range key is [low, high]")?;
-            Some(M::Range(field_match::Range {
-                low: encode(lo)?,
-                high: encode(hi)?,
-            }))
+            let (low, high) = (encode(lo)?, encode(hi)?);
+            (low != [0] || high != value::all_ones(bitwidth))
+                .then_some(M::Range(field_match::Range { low, high }))
         }
         MatchType::Unspecified => bail!("the match kind is unspecified in P4Info"),
     })
@@ -455,6 +454,15 @@ mod tests {
         let entry = table_entry(
             &spec(json!({"table": "acl", "priority": 1,
                 "match": {"hdr.ipv4.srcAddr": ["0.0.0.0", "0.0.0.0"]}, "action_name": "deny",
+                "action_params": {"index": 1}})),
+            &sample(),
+        )
+        .unwrap();
+        assert!(entry.r#match.is_empty());
+        // The full range of a 16-bit field.
+        let entry = table_entry(
+            &spec(json!({"table": "acl", "priority": 1,
+                "match": {"hdr.udp.dstPort": [0, 65535]}, "action_name": "deny",
                 "action_params": {"index": 1}})),
             &sample(),
         )

@@ -50,6 +50,15 @@ pub fn byte_len(bitwidth: u32) -> usize {
     bitwidth.div_ceil(8) as usize
 }
 
+/// The largest value of a field of `bitwidth` bits, in canonical form.
+pub fn all_ones(bitwidth: u32) -> Vec<u8> {
+    let mut bytes = vec![0xff; byte_len(bitwidth)];
+    if !bitwidth.is_multiple_of(8) {
+        bytes[0] = (1u8 << (bitwidth % 8)) - 1;
+    }
+    bytes
+}
+
 /// Encodes one runtime-JSON value for a field of `bitwidth` bits, in canonical form.
 pub fn encode(value: &Value, bitwidth: u32) -> Result<Vec<u8>, ValueError> {
     let shown = || value.to_string();
@@ -273,6 +282,13 @@ mod tests {
         assert_eq!(enc(json!(1337), 40).unwrap(), [0x05, 0x39]);
         assert_eq!(enc(json!(u64::MAX), 64).unwrap(), [0xff; 8]);
         assert_eq!(enc(json!(1), 1).unwrap(), [1]);
+    }
+
+    #[test]
+    fn all_ones_is_the_canonical_maximum() {
+        assert_eq!(all_ones(9), enc(json!(511), 9).unwrap());
+        assert_eq!(all_ones(16), [0xff, 0xff]);
+        assert_eq!(all_ones(1), [1]);
     }
 
     #[test]

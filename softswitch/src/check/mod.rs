@@ -447,6 +447,14 @@ impl<'a> Checker<'a> {
         let body = self.push_body(name.clone(), &params, stmts);
         self.actions.push(ir::Action { name, body });
         self.cp.actions.push(a.annotations.clone());
+        self.cp.action_params.push(
+            params
+                .iter()
+                .zip(&a.params)
+                .filter(|(p, _)| p.direction == Direction::None)
+                .map(|(_, ast_p)| ast_p.annotations.clone())
+                .collect(),
+        );
         self.callables.push(Callable {
             body,
             params,

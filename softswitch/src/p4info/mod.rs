@@ -1,7 +1,7 @@
 //! P4Info for a compiled program, with p4c's conventions, so that a controller written against
 //! p4c's P4Info for the same program works with ours: fully qualified names (`@name` honoured,
 //! absolute with a leading dot or relative to the enclosing control), ids from [`ids`], `@id`
-//! honoured, aliases, match fields and action parameters numbered from 1, action reference
+//! honoured (on action parameters and match fields too, else they count from 1), aliases, action reference
 //! scopes, default actions, direct resources, action profiles, counters, meters, registers,
 //! digests with their `type_info`, value sets and controller packet metadata.
 //!
@@ -258,16 +258,23 @@ impl<'a> P4InfoBuilder<'a> {
             .collect()
     }
 
-    /// The action data of a call, numbered from 1 like [`Self::actions`]' parameters.
+    /// The ids of action `action`'s parameters: `@id` where given, else counting from 1.
+    fn param_ids(&self, action: usize) -> Vec<u32> {
+        field_ids(&self.cp.action_params[action])
+    }
+
+    /// The action data of a call, with the ids of [`Self::actions`]' parameters.
     fn arguments(&self, call: &ir::ActionCall) -> Vec<p4i::table_action_call::Argument> {
         action_data(self.program, call.action)
             .iter()
             .zip(&call.args)
-            .enumerate()
-            .map(|(i, (param, value))| p4i::table_action_call::Argument {
-                param_id: i as u32 + 1,
-                value: bytestring(*value, param.width),
-            })
+            .zip(self.param_ids(call.action))
+            .map(
+                |((param, value), param_id)| p4i::table_action_call::Argument {
+                    param_id,
+                    value: bytestring(*value, param.width),
+                },
+            )
             .collect()
     }
 
@@ -281,11 +288,14 @@ impl<'a> P4InfoBuilder<'a> {
                 preamble: Some(self.preamble(Prefix::Action, &a.name, &self.cp.actions[i])),
                 params: action_data(p, i)
                     .iter()
-                    .enumerate()
-                    .map(|(k, param)| p4i::action::Param {
-                        id: k as u32 + 1,
+                    .zip(&self.cp.action_params[i])
+                    .zip(self.param_ids(i))
+                    .map(|((param, annotations), id)| p4i::action::Param {
+                        id,
                         name: param.name.clone(),
                         bitwidth: i32::from(param.width),
+                        annotations: self.annotations(annotations),
+                        doc: documentation(annotations),
                         ..Default::default()
                     })
                     .collect(),

@@ -1,8 +1,13 @@
-//! Client arbitration on the StreamChannel (P4Runtime's MasterArbitrationUpdate): each stream
-//! may claim an election id; the highest is the primary, the only client whose Write and
-//! SetForwardingPipelineConfig are accepted and the one that receives PacketIn and digests.
-//! Every change of primary is announced to every stream (OK to the primary, ALREADY_EXISTS with
-//! the primary's election id to the others). Only the default role is served.
+//! Client arbitration on the StreamChannel (P4Runtime's MasterArbitrationUpdate), as the
+//! specification's "Client Arbitration and Controller Replication" section says: a stream that
+//! sends an election id at least as high as the highest the server has ever seen becomes the
+//! primary, the only client whose Write and SetForwardingPipelineConfig are accepted and the one
+//! that receives PacketIn and digests. A lower (or unset) id makes a backup; so when the primary
+//! leaves, nobody is primary until a client claims an id at least as high as the last one.
+//! Notifications carry that highest id (unset while there has never been a primary) and a
+//! status: OK to the primary, ALREADY_EXISTS to backups when there is a primary, NOT_FOUND when
+//! there is none. A change of primary is announced to every live stream; a new backup is told
+//! alone. Only the default role is served.
 
 use std::sync::Mutex;
 
@@ -20,14 +25,26 @@ pub type StreamItem = Result<p4v1::StreamMessageResponse, Status>;
 
 struct Client {
     id: u64,
+    /// Whether it has sent an accepted MasterArbitrationUpdate.
+    live: bool,
     election_id: Option<u128>,
     tx: UnboundedSender<StreamItem>,
+}
+
+#[derive(Default)]
+struct Clients {
+    next_id: u64,
+    all: Vec<Client>,
+    /// The client id of the primary, if there is one.
+    primary: Option<u64>,
+    /// The highest election id ever seen (the primary's, while there is one).
+    highest: Option<u128>,
 }
 
 /// The connected streams and their election ids.
 pub struct Arbitration {
     device_id: u64,
-    clients: Mutex<(u64, Vec<Client>)>,
+    clients: Mutex<Clients>,
 }
 
 impl Arbitration {
@@ -35,7 +52,7 @@ impl Arbitration {
     pub fn new(device_id: u64) -> Self {
         Arbitration {
             device_id,
-            clients: Mutex::new((0, Vec::new())),
+            clients: Mutex::new(Clients::default()),
         }
     }
 
@@ -59,23 +76,25 @@ impl Arbitration {
     /// A new stream; returns its client id.
     pub fn join(&self, tx: UnboundedSender<StreamItem>) -> u64 {
         let mut g = self.clients.lock().expect("arbitration lock");
-        g.0 += 1;
-        let id = g.0;
-        g.1.push(Client {
+        g.next_id += 1;
+        let id = g.next_id;
+        g.all.push(Client {
             id,
+            live: false,
             election_id: None,
             tx,
         });
         id
     }
 
-    /// A stream ended: its client leaves (a new primary is announced if it was the primary).
+    /// A stream ended: its client leaves; if it was the primary, every live stream is told that
+    /// there is none.
     pub fn leave(&self, client: u64) {
         let mut g = self.clients.lock().expect("arbitration lock");
-        let before = primary(&g.1);
-        g.1.retain(|c| c.id != client);
-        if primary(&g.1) != before {
-            announce(self.device_id, &g.1);
+        g.all.retain(|c| c.id != client);
+        if g.primary == Some(client) {
+            g.primary = None;
+            self.announce(&g, None);
         }
     }
 
@@ -87,7 +106,19 @@ impl Arbitration {
         client: u64,
         update: &p4v1::MasterArbitrationUpdate,
     ) -> Result<(), Status> {
-        self.check_device(update.device_id)?;
+        let mut g = self.clients.lock().expect("arbitration lock");
+        let live = g.all.iter().any(|c| c.id == client && c.live);
+        if update.device_id != self.device_id {
+            // A stream's device cannot change; a first update names an unknown device.
+            return Err(if live {
+                Status::failed_precondition(format!(
+                    "this stream is arbitrated for device {}; open a new stream for device {}",
+                    self.device_id, update.device_id
+                ))
+            } else {
+                self.check_device(update.device_id).unwrap_err()
+            });
+        }
         if let Some(role) = &update.role {
             if role.id != 0 || !role.name.is_empty() || role.config.is_some() {
                 return Err(Status::unimplemented(
@@ -96,20 +127,31 @@ impl Arbitration {
             }
         }
         let election_id = update.election_id.map(u128::from);
-        let mut g = self.clients.lock().expect("arbitration lock");
         if election_id.is_some()
-            && g.1
+            && g.all
                 .iter()
-                .any(|c| c.id != client && c.election_id == election_id)
+                .any(|c| c.id != client && c.live && c.election_id == election_id)
         {
             return Err(Status::invalid_argument(
-                "another client holds this election id",
+                "another live client holds this election id",
             ));
         }
-        if let Some(c) = g.1.iter_mut().find(|c| c.id == client) {
+        if let Some(c) = g.all.iter_mut().find(|c| c.id == client) {
+            c.live = true;
             c.election_id = election_id;
         }
-        announce(self.device_id, &g.1);
+        let becomes_primary = election_id.is_some_and(|e| g.highest.is_none_or(|h| e >= h));
+        if becomes_primary {
+            g.primary = Some(client);
+            g.highest = election_id;
+            self.announce(&g, None);
+        } else if g.primary == Some(client) {
+            // The primary downgraded itself.
+            g.primary = None;
+            self.announce(&g, None);
+        } else {
+            self.announce(&g, Some(client));
+        }
         Ok(())
     }
 
@@ -121,10 +163,10 @@ impl Arbitration {
     ) -> Result<(), Status> {
         self.check_device(device_id)?;
         let g = self.clients.lock().expect("arbitration lock");
-        match (primary(&g.1), election_id.map(u128::from)) {
-            (Some(p), Some(e)) if p == e => Ok(()),
+        match (g.primary, election_id.map(u128::from)) {
+            (Some(_), Some(e)) if g.highest == Some(e) => Ok(()),
             (None, _) => Err(Status::permission_denied(
-                "no primary controller: open a StreamChannel and send a MasterArbitrationUpdate first",
+                "no primary controller: open a StreamChannel and send a MasterArbitrationUpdate with an election id at least as high as any seen before",
             )),
             _ => Err(Status::permission_denied(
                 "only the primary controller (highest election id) may write",
@@ -135,52 +177,48 @@ impl Arbitration {
     /// Whether `client` is the primary.
     pub fn is_primary(&self, client: u64) -> bool {
         let g = self.clients.lock().expect("arbitration lock");
-        let p = primary(&g.1);
-        g.1.iter()
-            .any(|c| c.id == client && c.election_id.is_some() && c.election_id == p)
+        g.primary == Some(client)
     }
 
     /// Sends a message to the primary's stream, if there is a primary.
     fn to_primary(&self, message: p4v1::stream_message_response::Update) {
         let g = self.clients.lock().expect("arbitration lock");
-        let p = primary(&g.1);
-        if let Some(c) =
-            g.1.iter()
-                .find(|c| c.election_id.is_some() && c.election_id == p)
-        {
+        if let Some(c) = g.all.iter().find(|c| Some(c.id) == g.primary) {
             let _ = c.tx.send(Ok(p4v1::StreamMessageResponse {
                 update: Some(message),
             }));
         }
     }
-}
 
-fn primary(clients: &[Client]) -> Option<u128> {
-    clients.iter().filter_map(|c| c.election_id).max()
-}
-
-fn announce(device_id: u64, clients: &[Client]) {
-    let p = primary(clients);
-    for c in clients {
-        let is_primary = c.election_id.is_some() && c.election_id == p;
-        let (code, message) = if is_primary {
-            (Code::Ok, "this client is the primary")
-        } else {
-            (Code::AlreadyExists, "another client is the primary")
-        };
-        let update = p4v1::MasterArbitrationUpdate {
-            device_id,
-            role: None,
-            election_id: p.map(p4v1::Uint128::from),
-            status: Some(rpc::Status {
-                code: code as i32,
-                message: message.into(),
-                details: Vec::new(),
-            }),
-        };
-        let _ = c.tx.send(Ok(p4v1::StreamMessageResponse {
-            update: Some(p4v1::stream_message_response::Update::Arbitration(update)),
-        }));
+    /// Sends the arbitration state to `only` that client, or to every live client.
+    fn announce(&self, g: &Clients, only: Option<u64>) {
+        for c in g
+            .all
+            .iter()
+            .filter(|c| c.live && only.is_none_or(|o| o == c.id))
+        {
+            let (code, message) = match g.primary {
+                Some(p) if p == c.id => (Code::Ok, "this client is the primary"),
+                Some(_) => (Code::AlreadyExists, "another client is the primary"),
+                None => (
+                    Code::NotFound,
+                    "no client is the primary: an election id at least as high as this one claims it",
+                ),
+            };
+            let update = p4v1::MasterArbitrationUpdate {
+                device_id: self.device_id,
+                role: None,
+                election_id: g.highest.map(p4v1::Uint128::from),
+                status: Some(rpc::Status {
+                    code: code as i32,
+                    message: message.into(),
+                    details: Vec::new(),
+                }),
+            };
+            let _ = c.tx.send(Ok(p4v1::StreamMessageResponse {
+                update: Some(p4v1::stream_message_response::Update::Arbitration(update)),
+            }));
+        }
     }
 }
 
@@ -191,38 +229,23 @@ impl Controller for Arbitration {
     }
 
     fn digests(&self, pipeline: &mut Pipeline, sent: Vec<crate::switch::DigestSent>) {
+        let now = std::time::Instant::now();
         let program = pipeline.switch.program();
-        let mut lists = Vec::new();
+        let cp = &program.control_plane;
         for d in sent {
             let Some(&digest_id) = pipeline.index.digests.get(d.digest) else {
                 continue;
             };
-            if !pipeline.digest_entries.contains_key(&digest_id) {
-                continue;
-            }
-            let cp = &program.control_plane;
-            let data = packetio::digest_data(
-                &cp.types,
-                &program.errors,
-                &cp.digests[d.digest].ty,
-                &d.values,
+            let ty = &cp.digests[d.digest].ty;
+            pipeline.digests.add(
+                digest_id,
+                d.values,
+                |values| packetio::digest_data(&cp.types, &program.errors, ty, values),
+                now,
             );
-            lists.push((digest_id, data));
         }
-        for (digest_id, data) in lists {
-            let list_id = pipeline.next_list_id;
-            pipeline.next_list_id += 1;
-            let timestamp = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as i64);
-            self.to_primary(p4v1::stream_message_response::Update::Digest(
-                p4v1::DigestList {
-                    digest_id,
-                    list_id,
-                    data: vec![data],
-                    timestamp,
-                },
-            ));
+        for list in pipeline.digests.due(now) {
+            self.to_primary(p4v1::stream_message_response::Update::Digest(list));
         }
     }
 }

@@ -28,7 +28,8 @@ const BURST: usize = 256;
 pub trait Controller: Send + Sync {
     /// A frame the pipeline sent to the CPU port.
     fn packet_in(&self, pipeline: &Pipeline, frame: Vec<u8>);
-    /// Digests the pipeline sent since the last call.
+    /// Digests the pipeline sent since the last call (none when only buffered lists may be
+    /// due).
     fn digests(&self, pipeline: &mut Pipeline, sent: Vec<crate::switch::DigestSent>);
 }
 
@@ -128,16 +129,25 @@ impl Engine {
                 self.counts.lost += 1;
             }
         }
-        if !digests.is_empty() {
+        if !digests.is_empty() || p.digests.next_deadline().is_some() {
             self.controller.digests(p, digests);
         }
     }
 
-    /// How long until a rate-limited queue may release a packet, if any waits.
+    /// How long until a rate-limited queue may release a packet or a digest list is due, if
+    /// either waits.
     fn next_wakeup(&self) -> Option<Duration> {
         let p = self.pipeline.as_ref()?;
-        let at = p.switch.tm.next_ready()?;
-        Some(Duration::from_micros(at.saturating_sub(p.switch.now_us())))
+        let queue = p
+            .switch
+            .tm
+            .next_ready()
+            .map(|at| Duration::from_micros(at.saturating_sub(p.switch.now_us())));
+        let digest = p
+            .digests
+            .next_deadline()
+            .map(|at| at.saturating_duration_since(Instant::now()));
+        queue.into_iter().chain(digest).min()
     }
 
     fn handle(&mut self, event: Event) -> bool {

@@ -22,11 +22,15 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
     match entity(update.entity.as_ref())? {
         E::TableEntry(te) => write_table_entry(p, kind, te),
         E::CounterEntry(ce) => {
+            // An unset index writes every cell; unset data changes nothing.
             modify_only(kind, "counter entries")?;
             let (instance, size) = counter(p, ce.counter_id)?;
-            let index = cell_index(ce.index.as_ref(), size)?;
-            let data = ce.data.unwrap_or_default();
-            p.switch.state.counters[instance][index] = cell_of(&data);
+            let cells = cells(ce.index.as_ref(), size)?;
+            if let Some(data) = &ce.data {
+                for index in cells {
+                    p.switch.state.counters[instance][index] = cell_of(data);
+                }
+            }
             Ok(())
         }
         E::DirectCounterEntry(dc) => {
@@ -37,17 +41,17 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
             let (table, _) = table_of(p, te.table_id)?;
             direct_counter_of(p, table)?;
             let handle = find_entry(p, table, te)?;
-            let data = dc.data.unwrap_or_default();
-            let installed = p.switch.state.tables[table]
-                .entry_mut(handle)
-                .expect("found above");
-            installed.counter = cell_of(&data);
+            if let Some(data) = &dc.data {
+                let installed = p.switch.state.tables[table].entry_mut(handle);
+                installed.expect("found above").counter = cell_of(data);
+            }
             Ok(())
         }
         E::RegisterEntry(re) => {
             modify_only(kind, "register entries")?;
             let (instance, size, width) = register(p, re.register_id)?;
-            let index = cell_index(re.index.as_ref(), size)?;
+            // An unset index writes every cell.
+            let cells = cells(re.index.as_ref(), size)?;
             let value = match re.data.as_ref().and_then(|d| d.data.as_ref()) {
                 Some(p4v1::p4_data::Data::Bitstring(b)) => decode(b, width, "register data")?,
                 _ => {
@@ -56,7 +60,9 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
                     ))
                 }
             };
-            p.switch.state.registers[instance][index] = value;
+            for index in cells {
+                p.switch.state.registers[instance][index] = value;
+            }
             Ok(())
         }
         E::PacketReplicationEngineEntry(pre) => write_pre(p, kind, pre),
@@ -67,7 +73,7 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
                     de.digest_id
                 )));
             }
-            let exists = p.digest_entries.contains_key(&de.digest_id);
+            let exists = p.digests.entries.contains_key(&de.digest_id);
             match (kind, exists) {
                 (UpdateType::Insert, true) => {
                     Err(Status::already_exists("the digest is already configured"))
@@ -76,11 +82,11 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
                     Err(Status::not_found("the digest is not configured"))
                 }
                 (UpdateType::Delete, true) => {
-                    p.digest_entries.remove(&de.digest_id);
+                    p.digests.forget(de.digest_id);
                     Ok(())
                 }
                 _ => {
-                    p.digest_entries.insert(de.digest_id, *de);
+                    p.digests.entries.insert(de.digest_id, *de);
                     Ok(())
                 }
             }
@@ -146,7 +152,13 @@ pub fn read(
                 vec![t]
             };
             for t in tables {
-                for mut entry in table_entries(p, t, &te)? {
+                let entries = table_entries(p, t, &te)?;
+                if entries.is_empty() && !te.r#match.is_empty() {
+                    return Err(Status::not_found(
+                        "no entry with this key: its direct counter cannot be read",
+                    ));
+                }
+                for mut entry in entries {
                     let data = entry.counter_data.take();
                     out.push(wrap(E::DirectCounterEntry(p4v1::DirectCounterEntry {
                         table_entry: Some(entry),
@@ -212,7 +224,7 @@ pub fn read(
             }
         }
         E::DigestEntry(de) => {
-            for (id, entry) in &p.digest_entries {
+            for (id, entry) in &p.digests.entries {
                 if de.digest_id == 0 || de.digest_id == *id {
                     out.push(wrap(E::DigestEntry(*entry)));
                 }
@@ -310,20 +322,24 @@ fn register(p: &Pipeline, id: u32) -> Result<(usize, usize, u16), Status> {
     }
 }
 
-fn cell_index(index: Option<&p4v1::Index>, size: usize) -> Result<usize, Status> {
-    let index = index.ok_or_else(|| Status::invalid_argument("the entry needs an index"))?;
+/// The cells of a counter or register an entry selects: every one when the index is unset (a
+/// wildcard read or write), else the one indexed (a negative index is INVALID_ARGUMENT, one
+/// past the end OUT_OF_RANGE, as the specification says).
+fn cells(index: Option<&p4v1::Index>, size: usize) -> Result<Vec<usize>, Status> {
+    let Some(index) = index else {
+        return Ok((0..size).collect());
+    };
+    if index.index < 0 {
+        return Err(Status::invalid_argument(format!(
+            "index {} is negative",
+            index.index
+        )));
+    }
     usize::try_from(index.index)
         .ok()
         .filter(|&i| i < size)
+        .map(|i| vec![i])
         .ok_or_else(|| Status::out_of_range(format!("index {} is not below {size}", index.index)))
-}
-
-/// The cells a read selects: one, or all when the index is unset.
-fn cells(index: Option<&p4v1::Index>, size: usize) -> Result<Vec<usize>, Status> {
-    match index {
-        None => Ok((0..size).collect()),
-        Some(_) => Ok(vec![cell_index(index, size)?]),
-    }
 }
 
 fn cell_of(data: &p4v1::CounterData) -> CounterCell {
@@ -345,6 +361,7 @@ fn table_error(e: TableError) -> Status {
         TableError::Duplicate(_) => Status::already_exists(e.to_string()),
         TableError::Full(_) => Status::resource_exhausted(e.to_string()),
         TableError::NoEntry(..) | TableError::NoMember(..) => Status::not_found(e.to_string()),
+        TableError::Const(..) => Status::permission_denied(e.to_string()),
         _ => Status::invalid_argument(e.to_string()),
     }
 }
@@ -511,8 +528,21 @@ fn action_call(
     default: bool,
 ) -> Result<ActionCall, Status> {
     use p4v1::table_action::Type;
+    // The kind of action must be the table's (specification, Action Specification): an action
+    // for a direct table, a member, group or action set for one with an implementation.
+    let indirect = info.implementation_id != 0 && !default;
     let a = match action.and_then(|a| a.r#type.as_ref()) {
+        Some(Type::Action(_)) if indirect => {
+            return Err(Status::invalid_argument(
+                "this table is implemented by an action profile: its entries take a member, a group or an action set, not an action",
+            ))
+        }
         Some(Type::Action(a)) => a,
+        Some(_) if !indirect => {
+            return Err(Status::invalid_argument(
+                "this table has no action profile: its entries take an action",
+            ))
+        }
         Some(_) => {
             return Err(Status::unimplemented(
                 "action profile members, groups and action sets are not served yet",
@@ -531,14 +561,15 @@ fn action_call(
             ))
         })?;
     let scope = p4i::action_ref::Scope::try_from(reference.scope).unwrap_or_default();
+    // The specification makes a valid action used outside its scope PERMISSION_DENIED.
     match (scope, default) {
         (p4i::action_ref::Scope::DefaultOnly, false) => {
-            return Err(Status::invalid_argument(
+            return Err(Status::permission_denied(
                 "this action is @defaultonly: it cannot be an entry's action",
             ))
         }
         (p4i::action_ref::Scope::TableOnly, true) => {
-            return Err(Status::invalid_argument(
+            return Err(Status::permission_denied(
                 "this action is @tableonly: it cannot be the default action",
             ))
         }
@@ -589,6 +620,7 @@ fn action_call(
     })
 }
 
+/// The P4Runtime form of an action call; parameters carry their P4Info ids (`@id` honoured).
 fn p4rt_action(p: &Pipeline, call: &ActionCall) -> p4v1::TableAction {
     let id = p
         .index
@@ -596,15 +628,21 @@ fn p4rt_action(p: &Pipeline, call: &ActionCall) -> p4v1::TableAction {
         .iter()
         .find(|(_, &i)| i == call.action)
         .map_or(0, |(&id, _)| id);
+    let info_params = p
+        .info
+        .actions
+        .iter()
+        .find(|x| id_of(&x.preamble) == id)
+        .map_or(&[][..], |a| a.params.as_slice());
     p4v1::TableAction {
         r#type: Some(p4v1::table_action::Type::Action(p4v1::Action {
             action_id: id,
             params: call
                 .args
                 .iter()
-                .enumerate()
-                .map(|(i, v)| p4v1::action::Param {
-                    param_id: i as u32 + 1,
+                .zip(info_params)
+                .map(|(v, param)| p4v1::action::Param {
+                    param_id: param.id,
                     value: encode(*v),
                 })
                 .collect(),
@@ -627,6 +665,45 @@ fn find_entry(p: &Pipeline, table: usize, te: &p4v1::TableEntry) -> Result<usize
         .ok_or_else(|| Status::not_found("no entry with this key"))
 }
 
+/// Refuses the parts of a written table entry softswitch does not keep, so that what is
+/// accepted reads back the same: `is_const` (never writable), idle timeouts, direct meters,
+/// and a counter value for a table without a direct counter.
+fn check_entry_fields(
+    t: &ir::Table,
+    info: &p4i::Table,
+    te: &p4v1::TableEntry,
+) -> Result<(), Status> {
+    if te.is_const {
+        return Err(Status::invalid_argument(
+            "is_const must be false in a write",
+        ));
+    }
+    if te.idle_timeout_ns != 0 || te.time_since_last_hit.is_some() {
+        let supported =
+            info.idle_timeout_behavior == p4i::table::IdleTimeoutBehavior::NotifyControl as i32;
+        return Err(if supported && !te.is_default_action {
+            Status::unimplemented("softswitch does not serve idle timeouts yet")
+        } else {
+            Status::invalid_argument(format!(
+                "table {} has no idle timeout (idle_timeout_ns and time_since_last_hit must be unset)",
+                t.name
+            ))
+        });
+    }
+    if te.meter_config.is_some() || te.meter_counter_data.is_some() {
+        return Err(Status::unimplemented(
+            "softswitch does not serve direct meters over P4Runtime yet",
+        ));
+    }
+    if te.counter_data.is_some() && t.direct_counter.is_none() {
+        return Err(Status::invalid_argument(format!(
+            "table {} has no direct counter: counter_data must be unset",
+            t.name
+        )));
+    }
+    Ok(())
+}
+
 fn write_table_entry(
     p: &mut Pipeline,
     kind: UpdateType,
@@ -635,24 +712,55 @@ fn write_table_entry(
     let (table, info) = table_of(p, te.table_id)?;
     let info = info.clone();
     let t = p.switch.program().tables[table].clone();
+    if kind != UpdateType::Delete {
+        // A DELETE is judged by its key alone.
+        check_entry_fields(&t, &info, te)?;
+    }
     if te.is_default_action {
         if kind != UpdateType::Modify {
             return Err(Status::invalid_argument(
                 "the default entry can only be modified (MODIFY)",
             ));
         }
-        if !te.r#match.is_empty() {
-            return Err(Status::invalid_argument("the default entry has no match"));
+        if !te.r#match.is_empty() || te.priority != 0 {
+            return Err(Status::invalid_argument(
+                "the default entry has no match and priority 0",
+            ));
+        }
+        if te.counter_data.is_some() {
+            return Err(Status::unimplemented(
+                "softswitch keeps no direct counter for default entries",
+            ));
+        }
+        if t.const_default {
+            return Err(Status::permission_denied(format!(
+                "the default action of table {} is const",
+                t.name
+            )));
         }
         let call = match te.action {
             None => t.default_action.clone(),
             Some(_) => action_call(p, &info, te.action.as_ref(), true)?,
         };
-        return p.switch.set_default(table, call).map_err(table_error);
+        p.switch.set_default(table, call).map_err(table_error)?;
+        // Resetting the default entry (no action) resets its metadata too.
+        let reset = p4v1::TableEntry::default();
+        set_metadata(
+            p,
+            (table, None),
+            if te.action.is_some() { te } else { &reset },
+        );
+        return Ok(());
     }
     if t.const_entries_fixed {
-        return Err(Status::invalid_argument(format!(
+        return Err(Status::permission_denied(format!(
             "table {} has const entries: they cannot change",
+            t.name
+        )));
+    }
+    if t.keys.is_empty() && kind == UpdateType::Insert {
+        return Err(Status::invalid_argument(format!(
+            "table {} has no key: only its default entry can be written",
             t.name
         )));
     }
@@ -671,7 +779,8 @@ fn write_table_entry(
         UpdateType::Insert => {
             let matches = matches_of(p, table, &info, te)?;
             let action = action_call(p, &info, te.action.as_ref(), false)?;
-            p.switch
+            let handle = p
+                .switch
                 .add_entry(
                     table,
                     ir::Entry {
@@ -681,23 +790,68 @@ fn write_table_entry(
                     },
                 )
                 .map_err(table_error)?;
+            if let Some(data) = &te.counter_data {
+                let installed = p.switch.state.tables[table].entry_mut(handle);
+                installed.expect("just added").counter = cell_of(data);
+            }
+            set_metadata(p, (table, Some(handle)), te);
             Ok(())
         }
         UpdateType::Modify => {
+            // An unset action leaves the action as it is; a set counter_data is written.
             let handle = find_entry(p, table, te)?;
-            let action = action_call(p, &info, te.action.as_ref(), false)?;
-            p.switch.state.tables[table]
+            let action = match te.action {
+                Some(_) => Some(action_call(p, &info, te.action.as_ref(), false)?),
+                None => None,
+            };
+            let installed = p.switch.state.tables[table]
                 .entry_mut(handle)
-                .expect("found")
-                .entry
-                .action = action;
+                .expect("found");
+            if let Some(action) = action {
+                installed.entry.action = action;
+            }
+            if let Some(data) = &te.counter_data {
+                installed.counter = cell_of(data);
+            }
+            set_metadata(p, (table, Some(handle)), te);
             Ok(())
         }
         UpdateType::Delete => {
             let handle = find_entry(p, table, te)?;
-            p.switch.remove_entry(table, handle).map_err(table_error)
+            p.switch.remove_entry(table, handle).map_err(table_error)?;
+            p.entry_metadata.remove(&(table, Some(handle)));
+            Ok(())
         }
         UpdateType::Unspecified => unreachable!("refused in write"),
+    }
+}
+
+/// Keeps the opaque `controller_metadata` and `metadata` of a written table entry (a
+/// deprecated field, still part of an entry).
+#[allow(deprecated)]
+fn set_metadata(p: &mut Pipeline, key: (usize, Option<usize>), te: &p4v1::TableEntry) {
+    if te.controller_metadata == 0 && te.metadata.is_empty() {
+        p.entry_metadata.remove(&key);
+    } else {
+        p.entry_metadata
+            .insert(key, (te.controller_metadata, te.metadata.clone()));
+    }
+}
+
+/// `entry` with the metadata kept for it.
+#[allow(deprecated)]
+fn with_metadata(
+    p: &Pipeline,
+    key: (usize, Option<usize>),
+    entry: p4v1::TableEntry,
+) -> p4v1::TableEntry {
+    match p.entry_metadata.get(&key) {
+        Some((controller_metadata, metadata)) => p4v1::TableEntry {
+            controller_metadata: *controller_metadata,
+            metadata: metadata.clone(),
+            ..entry
+        },
+        None => entry,
     }
 }
 
@@ -716,12 +870,13 @@ fn table_entries(
     let program_table = &p.switch.program().tables[t];
     let with_counter = filter.counter_data.is_some() && program_table.direct_counter.is_some();
     if filter.is_default_action {
-        return Ok(vec![p4v1::TableEntry {
+        let entry = p4v1::TableEntry {
             table_id: id,
             action: Some(p4rt_action(p, &state.default_action)),
             is_default_action: true,
             ..Default::default()
-        }]);
+        };
+        return Ok(vec![with_metadata(p, (t, None), entry)]);
     }
     let wanted = if filter.r#match.is_empty() {
         None
@@ -741,27 +896,36 @@ fn table_entries(
         .installed()
         .filter(|(_, i)| wanted.as_ref().is_none_or(|w| *w == i.entry.matches))
         .filter(|(_, i)| filter.priority == 0 || i64::from(filter.priority) == i.entry.priority)
-        .map(|(_, i)| p4v1::TableEntry {
-            table_id: id,
-            r#match: p4rt_matches(p, t, info, &i.entry.matches),
-            action: Some(p4rt_action(p, &i.entry.action)),
-            priority: if with_priority {
-                i.entry.priority as i32
-            } else {
-                0
-            },
-            counter_data: with_counter.then(|| data_of(i.counter)),
-            is_const: program_table.const_entries_fixed,
-            ..Default::default()
+        .map(|(handle, i)| {
+            let entry = p4v1::TableEntry {
+                table_id: id,
+                r#match: p4rt_matches(p, t, info, &i.entry.matches),
+                action: Some(p4rt_action(p, &i.entry.action)),
+                priority: if with_priority {
+                    i.entry.priority as i32
+                } else {
+                    0
+                },
+                counter_data: with_counter.then(|| data_of(i.counter)),
+                is_const: program_table.const_entries_fixed,
+                ..Default::default()
+            };
+            with_metadata(p, (t, Some(handle)), entry)
         })
         .collect())
 }
 
 /// Egress port and replication id of each replica (the deprecated `egress_port` is still what
-/// many clients send).
+/// many clients send). As the specification says, the (port, instance) pairs must be unique
+/// (INVALID_ARGUMENT); backup replicas are not supported (UNIMPLEMENTED).
 #[allow(deprecated)]
 fn replicas(replicas: &[p4v1::Replica]) -> Result<Vec<(u16, u16)>, Status> {
-    replicas
+    if replicas.iter().any(|r| !r.backup_replicas.is_empty()) {
+        return Err(Status::unimplemented(
+            "softswitch does not support backup replicas",
+        ));
+    }
+    let pairs = replicas
         .iter()
         .map(|r| {
             let port = match &r.port_kind {
@@ -780,7 +944,14 @@ fn replicas(replicas: &[p4v1::Replica]) -> Result<Vec<(u16, u16)>, Status> {
             })?;
             Ok((port, rid))
         })
-        .collect()
+        .collect::<Result<Vec<_>, Status>>()?;
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some((port, rid)) = pairs.iter().find(|pair| !seen.insert(**pair)) {
+        return Err(Status::invalid_argument(format!(
+            "port {port} instance {rid} is replicated twice"
+        )));
+    }
+    Ok(pairs)
 }
 
 fn write_pre(
@@ -834,6 +1005,11 @@ fn write_pre(
             if s.packet_length_bytes != 0 {
                 return Err(Status::unimplemented(
                     "clone sessions do not truncate (packet_length_bytes must be 0)",
+                ));
+            }
+            if s.class_of_service != 0 {
+                return Err(Status::unimplemented(
+                    "clone sessions have no class of service (class_of_service must be 0)",
                 ));
             }
             p.switch.set_clone_session(id, *port);

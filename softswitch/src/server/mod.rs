@@ -1,10 +1,12 @@
 //! softswitch's gRPC server: P4Runtime ([`p4rt`]) and the Queues service ([`queues`]) of one
 //! device. The pipeline lives on the [`engine`] thread, which the services reach through
 //! closures; clients are arbitrated by [`arbitration`]; [`entities`] translates P4Runtime
-//! entities, [`packetio`] packet I/O and digests, [`pipeline`] device configs.
+//! entities, [`packetio`] packet I/O and digest data, [`digests`] digest lists, [`pipeline`]
+//! device configs.
 
 pub mod arbitration;
 pub mod bytes;
+pub mod digests;
 pub mod engine;
 pub mod entities;
 pub mod p4rt;

@@ -46,6 +46,11 @@ impl From<Stopped> for Status {
     }
 }
 
+/// A request for a role other than the default, which is the only one served.
+fn unknown_role() -> Status {
+    Status::not_found("no such role: softswitch serves the default role only")
+}
+
 fn no_pipeline() -> Status {
     Status::failed_precondition("no forwarding pipeline: set one with SetForwardingPipelineConfig")
 }
@@ -68,19 +73,19 @@ type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl P4Runtime for P4RuntimeService {
-    #[allow(deprecated)] // role_id: a role named by its deprecated id is refused too.
+    #[allow(deprecated)] // role_id: a role named by its deprecated id is unknown too.
     async fn write(
         &self,
         request: Request<p4v1::WriteRequest>,
     ) -> Result<Response<p4v1::WriteResponse>, Status> {
         let req = request.into_inner();
+        // The specification's order: device and role (NOT_FOUND), then primary.
+        self.arbitration.check_device(req.device_id)?;
+        if !req.role.is_empty() || req.role_id != 0 {
+            return Err(unknown_role());
+        }
         self.arbitration
             .check_primary(req.device_id, req.election_id)?;
-        if !req.role.is_empty() || req.role_id != 0 {
-            return Err(Status::unimplemented(
-                "softswitch serves the default role only",
-            ));
-        }
         match Atomicity::try_from(req.atomicity) {
             Ok(Atomicity::ContinueOnError) => {}
             _ => {
@@ -104,7 +109,7 @@ impl P4Runtime for P4RuntimeService {
                 )
             })
             .await??;
-        status::batch_result(results)?;
+        status::batch_result("updates", results)?;
         Ok(Response::new(p4v1::WriteResponse {}))
     }
 
@@ -116,26 +121,48 @@ impl P4Runtime for P4RuntimeService {
     ) -> Result<Response<Self::ReadStream>, Status> {
         let req = request.into_inner();
         self.arbitration.check_device(req.device_id)?;
-        let entities = self
+        // As the specification's Read batch processing says: every request is answered, the
+        // entities of those that succeeded first, then UNKNOWN with one p4.v1.Error per request
+        // if any failed.
+        let (entities, results) = self
             .engine
             .call(move |e| {
                 let p = e.pipeline.as_ref().ok_or_else(no_pipeline)?;
                 let mut out = Vec::new();
-                for filter in &req.entities {
-                    entities::read(p, filter, &mut out)?;
-                }
-                Ok::<_, Status>(out)
+                let results = req
+                    .entities
+                    .iter()
+                    .map(|filter| {
+                        let before = out.len();
+                        match entities::read(p, filter, &mut out) {
+                            Ok(()) => status::update_ok(),
+                            Err(s) => {
+                                out.truncate(before);
+                                status::update_error(s.code(), s.message())
+                            }
+                        }
+                    })
+                    .collect::<Vec<_>>();
+                Ok::<_, Status>((out, results))
             })
             .await??;
-        let response = p4v1::ReadResponse { entities };
-        Ok(Response::new(Box::pin(tokio_stream::once(Ok(response)))))
+        let mut answers = vec![Ok(p4v1::ReadResponse { entities })];
+        if let Err(status) = status::batch_result("requests", results) {
+            answers.push(Err(status));
+        }
+        Ok(Response::new(Box::pin(tokio_stream::iter(answers))))
     }
 
+    #[allow(deprecated)] // role_id: a role named by its deprecated id is unknown too.
     async fn set_forwarding_pipeline_config(
         &self,
         request: Request<p4v1::SetForwardingPipelineConfigRequest>,
     ) -> Result<Response<p4v1::SetForwardingPipelineConfigResponse>, Status> {
         let req = request.into_inner();
+        self.arbitration.check_device(req.device_id)?;
+        if !req.role.is_empty() || req.role_id != 0 {
+            return Err(unknown_role());
+        }
         self.arbitration
             .check_primary(req.device_id, req.election_id)?;
         let action = SetAction::try_from(req.action).unwrap_or(SetAction::Unspecified);
@@ -155,10 +182,17 @@ impl P4Runtime for P4RuntimeService {
             SetAction::VerifyAndCommit => {
                 let compiled = compile(config()?).await?;
                 self.engine.call(move |e| e.load(compiled)).await?;
+                // The last saved config is now the committed one: nothing is left to COMMIT.
+                *self.saved.lock().expect("saved lock") = None;
             }
             SetAction::Commit => {
+                if req.config.is_some() {
+                    return Err(Status::invalid_argument(
+                        "COMMIT takes no config: it commits the one saved by VERIFY_AND_SAVE",
+                    ));
+                }
                 let compiled = self.saved.lock().expect("saved lock").take().ok_or_else(|| {
-                    Status::failed_precondition("nothing to commit: send VERIFY_AND_SAVE first")
+                    Status::not_found("nothing to commit: send VERIFY_AND_SAVE first")
                 })?;
                 self.engine.call(move |e| e.load(compiled)).await?;
             }
@@ -180,28 +214,31 @@ impl P4Runtime for P4RuntimeService {
         self.arbitration.check_device(req.device_id)?;
         let kind = ResponseType::try_from(req.response_type)
             .map_err(|_| Status::invalid_argument("unknown response type"))?;
+        // Without a pipeline the answer has no config, as the specification says.
         let config = self
             .engine
             .call(move |e| {
-                let p = e.pipeline.as_ref().ok_or_else(no_pipeline)?;
+                let Some(p) = e.pipeline.as_ref() else {
+                    return Ok(None);
+                };
                 let with_info = matches!(kind, ResponseType::All | ResponseType::P4infoAndCookie);
                 let with_device = matches!(
                     kind,
                     ResponseType::All | ResponseType::DeviceConfigAndCookie
                 );
-                Ok::<_, Status>(p4v1::ForwardingPipelineConfig {
-                    p4info: with_info.then(|| p.info.clone()),
+                Ok::<_, Status>(Some(p4v1::ForwardingPipelineConfig {
+                    p4info: with_info.then(|| p.given_info.clone()),
                     p4_device_config: if with_device {
                         p.device_config.clone()
                     } else {
                         Vec::new()
                     },
                     cookie: Some(p4v1::forwarding_pipeline_config::Cookie { cookie: p.cookie }),
-                })
+                }))
             })
             .await??;
         Ok(Response::new(p4v1::GetForwardingPipelineConfigResponse {
-            config: Some(config),
+            config,
         }))
     }
 
@@ -233,7 +270,11 @@ impl P4Runtime for P4RuntimeService {
                         packet_out(&engine, &arbitration, client, out, &tx).await;
                         Ok(())
                     }
-                    Some(Incoming::DigestAck(_)) | Some(Incoming::Other(_)) => Ok(()),
+                    Some(Incoming::DigestAck(ack)) => {
+                        digest_ack(&engine, ack, &tx).await;
+                        Ok(())
+                    }
+                    Some(Incoming::Other(_)) => Ok(()),
                     None => Ok(()),
                 };
                 if let Err(status) = result {
@@ -257,7 +298,54 @@ impl P4Runtime for P4RuntimeService {
     }
 }
 
-/// Injects a PacketOut at the CPU port; problems go back on the stream as a StreamError.
+/// Sends a StreamError about a message of the stream: its status and the offending message.
+fn stream_error(
+    tx: &tokio::sync::mpsc::UnboundedSender<StreamItem>,
+    status: Status,
+    details: p4v1::stream_error::Details,
+) {
+    let error = p4v1::StreamError {
+        canonical_code: status.code() as i32,
+        message: status.message().to_string(),
+        details: Some(details),
+        ..Default::default()
+    };
+    let _ = tx.send(Ok(p4v1::StreamMessageResponse {
+        update: Some(p4v1::stream_message_response::Update::Error(error)),
+    }));
+}
+
+/// Clears an acknowledged digest list from the cache, so its messages may be sent again; an
+/// acknowledgement for a digest the pipeline does not have gets an INVALID_ARGUMENT
+/// StreamError, as the specification says.
+async fn digest_ack(
+    engine: &EngineHandle,
+    ack: p4v1::DigestListAck,
+    tx: &tokio::sync::mpsc::UnboundedSender<StreamItem>,
+) {
+    let known = engine
+        .call(move |e| {
+            let Some(p) = e.pipeline.as_mut() else {
+                return false;
+            };
+            p.digests.acknowledge(&ack);
+            ack.digest_id != 0 && p.index.digests.contains(&ack.digest_id)
+        })
+        .await
+        .unwrap_or(true);
+    if !known {
+        stream_error(
+            tx,
+            Status::invalid_argument(format!("no digest with id {}", ack.digest_id)),
+            p4v1::stream_error::Details::DigestListAck(p4v1::DigestListAckError {
+                digest_list_ack: Some(ack),
+            }),
+        );
+    }
+}
+
+/// Injects a PacketOut at the CPU port; problems go back on the stream as a StreamError that
+/// carries the PacketOut.
 async fn packet_out(
     engine: &EngineHandle,
     arbitration: &Arbitration,
@@ -266,6 +354,7 @@ async fn packet_out(
     tx: &tokio::sync::mpsc::UnboundedSender<StreamItem>,
 ) {
     let primary = arbitration.is_primary(client);
+    let offending = out.clone();
     let result = engine
         .call(move |e| {
             if !primary {
@@ -285,13 +374,12 @@ async fn packet_out(
         .map_err(Status::from)
         .and_then(|r| r);
     if let Err(status) = result {
-        let error = p4v1::StreamError {
-            canonical_code: status.code() as i32,
-            message: status.message().to_string(),
-            ..Default::default()
-        };
-        let _ = tx.send(Ok(p4v1::StreamMessageResponse {
-            update: Some(p4v1::stream_message_response::Update::Error(error)),
-        }));
+        stream_error(
+            tx,
+            status,
+            p4v1::stream_error::Details::PacketOut(p4v1::PacketOutError {
+                packet_out: Some(offending),
+            }),
+        );
     }
 }

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use p4runtime::p4::config::v1::P4Info;
 use p4runtime::p4::v1 as p4v1;
 
+use super::digests::Digests;
 use crate::ir::Program;
 use crate::source::SourceMap;
 use crate::switch::Switch;
@@ -22,6 +23,9 @@ pub struct Compiled {
     pub program: Program,
     /// Its P4Info, as `softswitch p4info` writes it.
     pub info: P4Info,
+    /// The P4Info the controller sent (else `info`), which GetForwardingPipelineConfig returns
+    /// as it was set.
+    pub given_info: P4Info,
     /// The device config as received (the P4 source).
     pub device_config: Vec<u8>,
     /// The controller's cookie.
@@ -38,6 +42,10 @@ impl Compiled {
     ) -> Result<Self, String> {
         let source = std::str::from_utf8(&device_config)
             .map_err(|e| format!("p4_device_config must be the P4 source as UTF-8 text: {e}"))?;
+        if source.trim_start().starts_with('{') {
+            // What a controller written for simple_switch_grpc sends.
+            return Err("p4_device_config looks like BMv2's JSON: softswitch takes the P4_16 source of the program instead".into());
+        }
         let mut map = SourceMap::new();
         let file = map.add(DEVICE_CONFIG_NAME, source);
         let program = crate::compile(&mut map, file).map_err(|d| d.render(&map))?;
@@ -47,6 +55,7 @@ impl Compiled {
         }
         Ok(Compiled {
             program,
+            given_info: p4info.unwrap_or(&info).clone(),
             info,
             device_config,
             cookie,
@@ -60,6 +69,8 @@ pub struct Pipeline {
     pub switch: Switch,
     /// The program's P4Info.
     pub info: P4Info,
+    /// The P4Info as the controller sent it.
+    pub given_info: P4Info,
     /// P4Info ids to program indices.
     pub index: Index,
     /// The device config (P4 source).
@@ -70,10 +81,12 @@ pub struct Pipeline {
     pub multicast_groups: BTreeMap<u32, p4v1::MulticastGroupEntry>,
     /// Clone sessions as written, by session id.
     pub clone_sessions: BTreeMap<u32, p4v1::CloneSessionEntry>,
-    /// Digest settings as written, by digest id: a digest is streamed once it has one.
-    pub digest_entries: BTreeMap<u32, p4v1::DigestEntry>,
-    /// The id of the next DigestList.
-    pub next_list_id: u64,
+    /// Digest settings, buffered digest messages and the cache of those sent.
+    pub digests: Digests,
+    /// The opaque `controller_metadata` and `metadata` of table entries, by program table and
+    /// entry handle (`None`: the default entry), kept only when set: the switch does not use
+    /// them, P4Runtime reads them back.
+    pub entry_metadata: BTreeMap<(usize, Option<usize>), (u64, Vec<u8>)>,
 }
 
 impl Pipeline {
@@ -84,13 +97,14 @@ impl Pipeline {
         Pipeline {
             switch,
             info: compiled.info,
+            given_info: compiled.given_info,
             index,
             device_config: compiled.device_config,
             cookie: compiled.cookie,
             multicast_groups: BTreeMap::new(),
             clone_sessions: BTreeMap::new(),
-            digest_entries: BTreeMap::new(),
-            next_list_id: 1,
+            digests: Digests::default(),
+            entry_metadata: BTreeMap::new(),
         }
     }
 }

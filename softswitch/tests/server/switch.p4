@@ -1,5 +1,6 @@
-/* The program of the P4Runtime server tests: a table of every match kind, an indirect and a
- * direct counter, a register, a digest, multicast, and packet I/O with the controller. */
+/* The program of the P4Runtime server tests: a table of every match kind, an action parameter
+ * with an @id, an indirect and a direct counter, a register, a digest, multicast, and packet I/O
+ * with the controller. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -40,6 +41,7 @@ control MyIngress(inout headers hdr, inout metadata meta, inout standard_metadat
     action forward(bit<9> port) { sm.egress_spec = port; }
     action to_cpu() { sm.egress_spec = CPU_PORT; }
     action flood(bit<16> group) { sm.mcast_grp = group; }
+    action set_tos(@id(5) bit<8> tos) { hdr.ipv4.tos = tos; }
     action learn() {
         meta.learn.src = hdr.ethernet.src;
         meta.learn.port = sm.ingress_port;
@@ -58,7 +60,7 @@ control MyIngress(inout headers hdr, inout metadata meta, inout standard_metadat
     }
     table smac {
         key = { hdr.ethernet.src: exact; }
-        actions = { learn; NoAction; }
+        actions = { learn; NoAction; set_tos; }
         default_action = learn();
     }
     apply {
