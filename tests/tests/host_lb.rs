@@ -133,21 +133,47 @@ impl Bed {
         ns.run(move || RawSocket::open(&ifname)).unwrap().unwrap()
     }
 
-    /// Sends `frames` (each with a distinct (source port, PSN)) a window at a time and returns
-    /// the uplink each arrived at, and the frames as captured, by uplink. Uplinks in `down` are not
-    /// captured (their far end is down).
+    /// The sender's socket and a capture on the far end of each uplink not in `down` (their
+    /// far end is down). Opened once for frames that must be sent at a steady pace: closing
+    /// packet sockets waits for the kernel (an RCU grace period).
+    fn wire(&self, down: &[usize]) -> Wire {
+        Wire {
+            sender: Self::socket(&self.sender, &self.tx.ifname),
+            captures: self
+                .peers
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (!down.contains(&i)).then(|| Self::socket(&self.spines, &p.ifname)))
+                .collect(),
+        }
+    }
+
+    /// Sends `frames` through a fresh [`Wire`]: see [`Wire::send`].
     fn send(&self, frames: &[Vec<u8>], down: &[usize]) -> (Vec<usize>, Vec<Vec<Vec<u8>>>) {
-        let sockets: Vec<Option<RawSocket>> = self
-            .peers
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (!down.contains(&i)).then(|| Self::socket(&self.spines, &p.ifname)))
-            .collect();
-        let sender = Self::socket(&self.sender, &self.tx.ifname);
+        self.wire(down).send(frames)
+    }
+
+    /// The uplink each flow (source port) of `ports` takes, one packet each.
+    fn paths(&self, ports: &[u16], psn: u32, down: &[usize]) -> Vec<usize> {
+        let frames: Vec<Vec<u8>> = ports.iter().map(|&p| self.frame(p, psn).build()).collect();
+        self.send(&frames, down).0
+    }
+}
+
+/// The sending socket and the captures behind the uplinks.
+struct Wire {
+    sender: RawSocket,
+    captures: Vec<Option<RawSocket>>,
+}
+
+impl Wire {
+    /// Sends `frames` (each with a distinct (source port, PSN)) a window at a time and returns
+    /// the uplink each arrived at, and the frames as captured, by uplink.
+    fn send(&self, frames: &[Vec<u8>]) -> (Vec<usize>, Vec<Vec<Vec<u8>>>) {
         let mut arrived: HashMap<(u16, u32), usize> = HashMap::new();
-        let mut captured = vec![Vec::new(); self.peers.len()];
+        let mut captured = vec![Vec::new(); self.captures.len()];
         for window in frames.chunks(WINDOW) {
-            window.iter().for_each(|f| sender.send(f).unwrap());
+            window.iter().for_each(|f| self.sender.send(f).unwrap());
             let deadline = Instant::now() + TIMEOUT;
             let before = arrived.len();
             while arrived.len() < before + window.len() {
@@ -157,7 +183,7 @@ impl Bed {
                     arrived.len() - before,
                     window.len()
                 );
-                for (i, socket) in sockets.iter().enumerate() {
+                for (i, socket) in self.captures.iter().enumerate() {
                     let Some(socket) = socket else { continue };
                     for frame in socket
                         .poll_frames(Duration::from_millis(1), is_test_frame)
@@ -172,12 +198,6 @@ impl Bed {
         }
         let fates = frames.iter().map(|f| arrived[&flow_id(f)]).collect();
         (fates, captured)
-    }
-
-    /// The uplink each flow (source port) of `ports` takes, one packet each.
-    fn paths(&self, ports: &[u16], psn: u32, down: &[usize]) -> Vec<usize> {
-        let frames: Vec<Vec<u8>> = ports.iter().map(|&p| self.frame(p, psn).build()).collect();
-        self.send(&frames, down).0
     }
 }
 
@@ -405,16 +425,21 @@ fn flowlet_changes_path_only_after_a_gap_longer_than_the_timeout() {
     // Gaps shorter than the timeout, over a flow longer than it: one flowlet, one path. (The
     // gap is measured from the flow's previous packet, not from the flowlet's start.)
     let _attached = bed.attach(&["lb.policy=flowlet", "lb.flowlet_timeout_us=200000"]);
-    let started = Instant::now();
-    let mut steady = Vec::new();
-    for psn in 0..30 {
-        if psn > 0 {
-            // The workload: a packet every 10 ms, a twentieth of the timeout.
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        steady.extend(bed.send(&[bed.frame(39999, psn).build()], &[]).0);
+    let wire = bed.wire(&[]);
+    let mut steady = wire.send(&[bed.frame(39999, 0).build()]).0;
+    let (started, mut sent, mut longest_gap) = (Instant::now(), Instant::now(), Duration::ZERO);
+    for psn in 1..30 {
+        // The workload: a packet every 10 ms, a twentieth of the timeout.
+        std::thread::sleep(Duration::from_millis(10));
+        longest_gap = longest_gap.max(sent.elapsed());
+        sent = Instant::now();
+        steady.extend(wire.send(&[bed.frame(39999, psn).build()]).0);
     }
     assert!(started.elapsed() > Duration::from_millis(200));
+    assert!(
+        longest_gap < Duration::from_millis(200),
+        "the machine stalled the sender for {longest_gap:?}, a whole timeout"
+    );
     assert!(
         steady.windows(2).all(|w| w[0] == w[1]),
         "the flow moved without a gap: {steady:?}"
@@ -666,4 +691,39 @@ fn the_flowlet_table_stays_bounded_and_counts_its_evictions() {
     );
     assert_eq!(evictions, inserts - occupancy, "{table}");
     assert!(evictions >= inserts - capacity, "{table}");
+}
+
+#[test]
+fn flowlet_flows_leave_a_lost_uplink_at_once() {
+    if !privileged("flowlet_flows_leave_a_lost_uplink_at_once") {
+        return;
+    }
+    let bed = Bed::new(3);
+    // A timeout far longer than the test: every path change below is the failover's.
+    let _attached = bed.attach(&["lb.policy=flowlet", "lb.flowlet_timeout_us=10000000"]);
+    let ports: Vec<u16> = (40000..40090).collect();
+    let before = bed.paths(&ports, 1, &[]);
+    // Random uplinks: one of them empty after 90 flows has probability 3 * (2/3)^90.
+    assert!(counts(&before, 3).iter().all(|&c| c > 0), "{before:?}");
+    let (mut watcher, mut events) = start_watcher(&bed.balancer, &bed.down.ifname);
+    bed.spines
+        .ip(&["link", "set", &bed.peers[1].ifname, "down"])
+        .unwrap();
+    let event = events.next().unwrap();
+    assert!(
+        event.starts_with(&format!("{}: down", bed.uplinks[1].ifname)),
+        "{event}"
+    );
+    // Inside their flowlets, the lost uplink's flows move at once and only they do.
+    let after = bed.paths(&ports, 2, &[1]);
+    let gone = moved(&before, &after);
+    assert!(
+        gone.iter().all(|&i| before[i] == 1),
+        "a flow of a live uplink moved"
+    );
+    assert_eq!(gone.len(), counts(&before, 3)[1]);
+    let path_changes: u64 = bed.uplink_counters("path_changes").iter().sum();
+    assert_eq!(path_changes, gone.len() as u64);
+    watcher.kill().unwrap();
+    watcher.wait().unwrap();
 }
