@@ -665,6 +665,12 @@ fn ecmp_seed_and_member_changes_move_only_the_flows_they_must() {
         "{} flows moved",
         back.len()
     );
+    // The slot `set` freed starts afresh: the uplink listed again in it counts only the
+    // frames sent to it since, not those of the slot's former holder.
+    assert_eq!(
+        bed.uplink_counters("tx_packets")[0],
+        counts(&grown, 3)[0] as u64
+    );
 }
 
 #[test]

@@ -6,11 +6,14 @@ use std::{net::IpAddr, time::Duration};
 use anyhow::Context as _;
 use aya::maps::{
     lpm_trie::{Key, LpmTrie},
-    DevMapHash, HashMap as AyaHashMap, MapData,
+    Array, DevMapHash, HashMap as AyaHashMap, MapData,
 };
 use dataplane_common::{
-    lb::{BucketTables, LbSettings, LbState, Policy, Uplink, IFNAMSIZ, MAX_UPLINKS},
+    lb::{
+        BucketTables, LbSettings, LbState, Policy, Uplink, UplinkCounters, IFNAMSIZ, MAX_UPLINKS,
+    },
     maps,
+    phantom_queue::PhantomQueue,
 };
 
 use super::{
@@ -167,6 +170,7 @@ impl PinnedMaps {
                     .context("no free slot")?;
                 taken[slot] = true;
                 slots.push((slot, name));
+                self.clear_lb_slot(slot as u32)?;
             }
         }
         let mut records = [Uplink::FREE; MAX_UPLINKS];
@@ -217,6 +221,16 @@ impl PinnedMaps {
             flowlet_timeout_ns: config.flowlet_timeout_us * 1000,
         };
         self.write_entries(maps::LB_SETTINGS, &[settings])
+    }
+
+    /// Zeroes the counters and load estimate of a slot a new uplink takes: a freed slot keeps
+    /// those of its former holder, which are not the new one's. Called before the device map
+    /// names the new uplink.
+    fn clear_lb_slot(&self, slot: u32) -> anyhow::Result<()> {
+        self.zero_per_cpu::<UplinkCounters>(maps::LB_UPLINK_COUNTERS, slot)?;
+        let mut loads: Array<MapData, PhantomQueue> = Array::try_from(self.map(maps::LB_LOADS)?)?;
+        loads.set(slot, PhantomQueue::default(), 0)?;
+        Ok(())
     }
 
     fn write_prefixes(&self, prefixes: &[Prefix]) -> anyhow::Result<()> {
