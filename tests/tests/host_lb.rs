@@ -7,6 +7,7 @@ use std::{
     io::{BufRead as _, BufReader},
     net::Ipv4Addr,
     process::{Child, Stdio},
+    sync::mpsc,
     time::{Duration, Instant},
 };
 
@@ -498,22 +499,45 @@ fn dlb_moves_new_flowlets_away_from_a_slow_uplink() {
     );
 }
 
+/// The lines a `lossless host watch` prints, read on a thread so that waiting for one can
+/// time out (a watcher that misses an event fails the test instead of hanging it).
+struct Events(mpsc::Receiver<String>);
+
+impl Events {
+    /// The next line, waiting at most [`TIMEOUT`].
+    fn next_line(&self) -> String {
+        self.0
+            .recv_timeout(TIMEOUT)
+            .expect("the watcher printed nothing within the timeout")
+    }
+}
+
 /// `lossless host watch IFACE` in `ns`, once it reports that it watches.
-fn start_watcher(ns: &Namespace, iface: &str) -> (Child, impl Iterator<Item = String>) {
+fn start_watcher(ns: &Namespace, iface: &str) -> (Child, Events) {
     let mut child = ns
         .command(lossless_bin())
         .args(["host", "watch", iface])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap())
-        .lines()
-        .map(Result::unwrap);
-    let first = lines
-        .find(|l| l.contains("watching"))
-        .expect("watcher started");
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let (lines, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let events = Events(received);
+    let first = loop {
+        let line = events.next_line();
+        if line.contains("watching") {
+            break line;
+        }
+    };
     assert!(first.contains(iface), "{first}");
-    (child, lines)
+    (child, events)
 }
 
 #[test]
@@ -526,7 +550,7 @@ fn failover_moves_only_the_flows_of_a_lost_uplink() {
     let ports: Vec<u16> = (40000..40150).collect();
     let before = bed.paths(&ports, 1, &[]);
     assert!(counts(&before, 3).iter().all(|&c| c > 0));
-    let (mut watcher, mut events) = start_watcher(&bed.balancer, &bed.down.ifname);
+    let (mut watcher, events) = start_watcher(&bed.balancer, &bed.down.ifname);
 
     // Carrier lost: the far end of uplink 1 goes down. The watcher reacts to the kernel's
     // event; the bound stated in docs/host-lb.md is 100 ms (measured: about 1 ms).
@@ -534,7 +558,7 @@ fn failover_moves_only_the_flows_of_a_lost_uplink() {
     bed.spines
         .ip(&["link", "set", &bed.peers[1].ifname, "down"])
         .unwrap();
-    let event = events.next().unwrap();
+    let event = events.next_line();
     let reaction = pulled.elapsed();
     assert!(
         event.starts_with(&format!("{}: down", bed.uplinks[1].ifname)),
@@ -565,7 +589,7 @@ fn failover_moves_only_the_flows_of_a_lost_uplink() {
     bed.spines
         .ip(&["link", "set", &bed.peers[1].ifname, "up"])
         .unwrap();
-    let event = events.next().unwrap();
+    let event = events.next_line();
     assert!(
         event.starts_with(&format!("{}: up", bed.uplinks[1].ifname)),
         "{event}"
@@ -711,11 +735,11 @@ fn flowlet_flows_leave_a_lost_uplink_at_once() {
     let before = bed.paths(&ports, 1, &[]);
     // Random uplinks: one of them empty after 90 flows has probability 3 * (2/3)^90.
     assert!(counts(&before, 3).iter().all(|&c| c > 0), "{before:?}");
-    let (mut watcher, mut events) = start_watcher(&bed.balancer, &bed.down.ifname);
+    let (mut watcher, events) = start_watcher(&bed.balancer, &bed.down.ifname);
     bed.spines
         .ip(&["link", "set", &bed.peers[1].ifname, "down"])
         .unwrap();
-    let event = events.next().unwrap();
+    let event = events.next_line();
     assert!(
         event.starts_with(&format!("{}: down", bed.uplinks[1].ifname)),
         "{event}"
