@@ -291,3 +291,29 @@ impl PinnedMaps {
         Ok(flowlets.keys().filter(Result::is_ok).count() as u64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_uplink_record_holds_its_settings_in_the_data_path_units() {
+        // The loopback interface exists in every namespace, with or without privileges.
+        let mut config = LbConfig::default();
+        for (key, value) in [
+            ("lb.uplinks", "lo"),
+            ("lb.nexthop.lo", "02:00:00:00:00:09"),
+            ("lb.weights", "lo:3"),
+            ("lb.rate.lo", "8mbit"),
+        ] {
+            config.apply(key, value).unwrap();
+        }
+        let record = resolve_uplink(&config, "lo", None).unwrap().unwrap();
+        assert_eq!(uplink_name(&record), "lo");
+        assert_eq!(record.ifindex, Interface::lookup("lo").unwrap().index);
+        assert_eq!(record.dst_mac, [2, 0, 0, 0, 0, 9]);
+        assert_eq!(record.weight, 3);
+        // dlb drains the load estimate in bytes per second: 8 Mb/s is 1 MB/s.
+        assert_eq!(record.rate_bytes_per_sec, 1_000_000);
+    }
+}
