@@ -2,7 +2,7 @@
 //! configuration, read counters and queues. Works from any process, at any time after attach.
 
 use anyhow::Context as _;
-use aya::maps::{Array, HashMap as AyaHashMap, Map, MapData, PerCpuArray};
+use aya::maps::{Array, HashMap as AyaHashMap, Map, MapData, PerCpuArray, PerCpuValues};
 use dataplane_common::{
     cnp::{CnpCounters, CnpQpState},
     config::{AttachInfo, Settings},
@@ -142,6 +142,21 @@ impl PinnedMaps {
             .iter()
             .for_each(|per_cpu| add(&mut total, per_cpu));
         Ok(total)
+    }
+
+    /// Sets entry `index` of the per-CPU array map `name` to `T::default()` on every CPU.
+    pub(crate) fn zero_per_cpu<T: aya::Pod + Default>(
+        &self,
+        name: &str,
+        index: u32,
+    ) -> anyhow::Result<()> {
+        let mut counters: PerCpuArray<MapData, T> = PerCpuArray::try_from(self.map(name)?)
+            .with_context(|| format!("map {name} has an unexpected type"))?;
+        let cpus =
+            aya::util::nr_cpus().map_err(|(what, error)| anyhow::anyhow!("{what}: {error}"))?;
+        let zeros = PerCpuValues::try_from(vec![T::default(); cpus])?;
+        counters.set(index, zeros, 0)?;
+        Ok(())
     }
 
     /// The notification-point counters, summed over CPUs.

@@ -8,7 +8,8 @@
 use dataplane_common::lb::BUCKETS;
 
 /// The buckets each member should hold: in proportion to its weight, the remainders given to
-/// the largest fractions first (ties to the lower slot), so the counts sum to [`BUCKETS`].
+/// the largest fractions first (ties to the member listed first), so the counts sum to
+/// [`BUCKETS`].
 fn shares(members: &[(u8, u32)]) -> Vec<usize> {
     let total: u64 = members.iter().map(|&(_, w)| u64::from(w)).sum();
     if total == 0 {
@@ -75,6 +76,14 @@ mod tests {
     fn weights_set_the_shares() {
         let table = rebalance(&[0; BUCKETS], &[(0, 3), (1, 1)]);
         assert_eq!((count(&table, 0), count(&table, 1)), (192, 64));
+    }
+
+    #[test]
+    fn the_bucket_left_over_goes_to_the_largest_fraction() {
+        // 3:1:1 of 256 is 153.6, 51.2, 51.2: the heavy member's .6 takes the 256th bucket.
+        let table = rebalance(&[0; BUCKETS], &[(0, 3), (1, 1), (2, 1)]);
+        let counts: Vec<usize> = (0..3).map(|s| count(&table, s)).collect();
+        assert_eq!(counts, [154, 51, 51]);
     }
 
     #[test]

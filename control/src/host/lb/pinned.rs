@@ -6,11 +6,14 @@ use std::{net::IpAddr, time::Duration};
 use anyhow::Context as _;
 use aya::maps::{
     lpm_trie::{Key, LpmTrie},
-    DevMapHash, HashMap as AyaHashMap, MapData,
+    Array, DevMapHash, HashMap as AyaHashMap, MapData,
 };
 use dataplane_common::{
-    lb::{BucketTables, LbSettings, LbState, Policy, Uplink, IFNAMSIZ, MAX_UPLINKS},
+    lb::{
+        BucketTables, LbSettings, LbState, Policy, Uplink, UplinkCounters, IFNAMSIZ, MAX_UPLINKS,
+    },
     maps,
+    phantom_queue::PhantomQueue,
 };
 
 use super::{
@@ -167,6 +170,7 @@ impl PinnedMaps {
                     .context("no free slot")?;
                 taken[slot] = true;
                 slots.push((slot, name));
+                self.clear_lb_slot(slot as u32)?;
             }
         }
         let mut records = [Uplink::FREE; MAX_UPLINKS];
@@ -217,6 +221,16 @@ impl PinnedMaps {
             flowlet_timeout_ns: config.flowlet_timeout_us * 1000,
         };
         self.write_entries(maps::LB_SETTINGS, &[settings])
+    }
+
+    /// Zeroes the counters and load estimate of a slot a new uplink takes: a freed slot keeps
+    /// those of its former holder, which are not the new one's. Called before the device map
+    /// names the new uplink.
+    fn clear_lb_slot(&self, slot: u32) -> anyhow::Result<()> {
+        self.zero_per_cpu::<UplinkCounters>(maps::LB_UPLINK_COUNTERS, slot)?;
+        let mut loads: Array<MapData, PhantomQueue> = Array::try_from(self.map(maps::LB_LOADS)?)?;
+        loads.set(slot, PhantomQueue::default(), 0)?;
+        Ok(())
     }
 
     fn write_prefixes(&self, prefixes: &[Prefix]) -> anyhow::Result<()> {
@@ -275,5 +289,31 @@ impl PinnedMaps {
         let flowlets: AyaHashMap<MapData, u32, dataplane_common::lb::Flowlet> =
             AyaHashMap::try_from(self.map(maps::LB_FLOWLETS)?)?;
         Ok(flowlets.keys().filter(Result::is_ok).count() as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_uplink_record_holds_its_settings_in_the_data_path_units() {
+        // The loopback interface exists in every namespace, with or without privileges.
+        let mut config = LbConfig::default();
+        for (key, value) in [
+            ("lb.uplinks", "lo"),
+            ("lb.nexthop.lo", "02:00:00:00:00:09"),
+            ("lb.weights", "lo:3"),
+            ("lb.rate.lo", "8mbit"),
+        ] {
+            config.apply(key, value).unwrap();
+        }
+        let record = resolve_uplink(&config, "lo", None).unwrap().unwrap();
+        assert_eq!(uplink_name(&record), "lo");
+        assert_eq!(record.ifindex, Interface::lookup("lo").unwrap().index);
+        assert_eq!(record.dst_mac, [2, 0, 0, 0, 0, 9]);
+        assert_eq!(record.weight, 3);
+        // dlb drains the load estimate in bytes per second: 8 Mb/s is 1 MB/s.
+        assert_eq!(record.rate_bytes_per_sec, 1_000_000);
     }
 }
