@@ -1395,6 +1395,12 @@ async fn queue_depth_and_rate_are_set_per_port_and_priority() {
             priority: Some(8),
             ..Default::default()
         },
+        // 511 is v1model's drop port, not a port with queues.
+        q::SetQueueRequest {
+            device_id: DEVICE,
+            port: Some(511),
+            ..Default::default()
+        },
         q::SetQueueRequest {
             device_id: DEVICE,
             depth_packets: Some(0),

@@ -8,7 +8,7 @@ use tonic::{Request, Response, Status};
 
 use super::arbitration::Arbitration;
 use super::engine::EngineHandle;
-use crate::switch::Switch;
+use crate::switch::{Switch, DROP_PORT};
 use crate::tm::PRIORITIES;
 
 /// The Queues service of one device.
@@ -70,9 +70,12 @@ impl Queues for QueuesService {
         let port = req
             .port
             .map(|p| {
-                u16::try_from(p).ok().filter(|&p| p < 512).ok_or_else(|| {
-                    Status::invalid_argument(format!("port {p} is not a port (0..511)"))
-                })
+                u16::try_from(p)
+                    .ok()
+                    .filter(|&p| u128::from(p) < DROP_PORT)
+                    .ok_or_else(|| {
+                        Status::invalid_argument(format!("port {p} is not a port (0..510)"))
+                    })
             })
             .transpose()?;
         let priority = req
