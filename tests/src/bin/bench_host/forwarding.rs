@@ -134,9 +134,16 @@ impl Topology {
 pub fn run() -> anyhow::Result<()> {
     let topology = Topology::new()?;
     let mut defines = Vec::new();
-    for (i, uplink) in topology.uplinks.iter().enumerate() {
+    for (i, (uplink, peer)) in topology.uplinks.iter().zip(&topology.peers).enumerate() {
         let ifindex = super::ifindex_in(&topology.balancer, &uplink.ifname)?;
         defines.push(format!("-DUPLINK{i}={ifindex}"));
+        let bytes: Vec<String> = peer
+            .mac
+            .iter()
+            .chain(&uplink.mac)
+            .map(|b| format!("{b:#04x}"))
+            .collect();
+        defines.push(format!("-DMACS{i}={{{}}}", bytes.join(",")));
     }
     let redirect = compile_xdp("xdp_redirect.c", &defines)?;
     let mut baseline = Vec::new();
@@ -170,10 +177,10 @@ pub fn run() -> anyhow::Result<()> {
         );
     }
     println!(
-        "(the baseline spreads by UDP source port over the same uplinks and parses and rewrites"
+        "(the baseline spreads by UDP source port over the same uplinks and rewrites the MACs,"
     );
     println!(
-        " nothing; wcmp weighs the first uplink 2:1; the sender is one AF_PACKET thread, so a"
+        " nothing else; wcmp weighs the first uplink 2:1; the sender is one AF_PACKET thread, so a"
     );
     println!(" ratio near 1 can also mean the sender, not the balancer, is the bottleneck)");
     Ok(())
