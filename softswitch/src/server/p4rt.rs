@@ -121,6 +121,10 @@ impl P4Runtime for P4RuntimeService {
     ) -> Result<Response<Self::ReadStream>, Status> {
         let req = request.into_inner();
         self.arbitration.check_device(req.device_id)?;
+        // The role filters what is read; only the default role's entities exist.
+        if !req.role.is_empty() {
+            return Err(unknown_role());
+        }
         // As the specification's Read batch processing says: every request is answered, the
         // entities of those that succeeded first, then UNKNOWN with one p4.v1.Error per request
         // if any failed.
