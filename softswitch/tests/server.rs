@@ -222,6 +222,11 @@ async fn set_pipeline(
 }
 
 /// VERIFY_AND_COMMIT of test program `program` with its P4Info.
+/// The code of a refused request.
+fn refusal(result: Result<(), tonic::Status>) -> Code {
+    result.expect_err("the request is refused").code()
+}
+
 async fn commit(
     client: &mut P4RuntimeClient<Channel>,
     election_id: u128,
@@ -577,10 +582,7 @@ async fn pipelines_are_verified_saved_committed_and_read_back() {
         None
     );
     assert_eq!(
-        set_pipeline(&mut client, 1, SetAction::Commit, None)
-            .await
-            .unwrap_err()
-            .code(),
+        refusal(set_pipeline(&mut client, 1, SetAction::Commit, None).await),
         Code::NotFound,
         "nothing saved to commit"
     );
@@ -599,10 +601,7 @@ async fn pipelines_are_verified_saved_committed_and_read_back() {
         .await
         .unwrap();
     assert_eq!(
-        set_pipeline(&mut client, 1, SetAction::Commit, Some(config("switch.p4")))
-            .await
-            .unwrap_err()
-            .code(),
+        refusal(set_pipeline(&mut client, 1, SetAction::Commit, Some(config("switch.p4"))).await),
         Code::InvalidArgument,
         "COMMIT takes no config"
     );
@@ -658,10 +657,7 @@ async fn pipelines_are_verified_saved_committed_and_read_back() {
     .unwrap();
     commit(&mut client, 1, "switch.p4").await.unwrap();
     assert_eq!(
-        set_pipeline(&mut client, 1, SetAction::Commit, None)
-            .await
-            .unwrap_err()
-            .code(),
+        refusal(set_pipeline(&mut client, 1, SetAction::Commit, None).await),
         Code::NotFound,
         "the saved config was superseded by the committed one"
     );
