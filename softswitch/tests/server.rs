@@ -1733,15 +1733,16 @@ async fn counter_and_register_cells_are_written_by_index_or_all_at_once() {
 async fn a_write_read_or_pipeline_for_an_unknown_role_is_not_found_before_arbitration_is_checked() {
     let bed = Bed::new().await;
     let mut client = bed.client().await;
-    let err = client
+    let Err(err) = client
         .read(p4v1::ReadRequest {
             device_id: DEVICE,
             role: "sdn".into(),
             ..Default::default()
         })
         .await
-        .err()
-        .expect("a read for an unknown role is refused");
+    else {
+        panic!("a read for an unknown role is refused");
+    };
     assert_eq!(err.code(), Code::NotFound, "{err:?}");
     let err = client
         .write(p4v1::WriteRequest {
