@@ -13,8 +13,12 @@ mod table;
 use crate::ast::{self, AggregateKind, Decl, Direction, ExprKind, TypeRef};
 use crate::diagnostic::{fail, Diagnostic, Result};
 use crate::ir::{self, Slot};
+use crate::limits::{
+    MAX_BODIES, MAX_EXTERN_CELLS, MAX_LOWERED, MAX_RUN_DEPTH, MAX_SLOTS, MAX_TYPE_DEPTH,
+    MAX_TYPE_PARTS,
+};
 use crate::source::Span;
-use crate::types::{Aggregate, EnumDef, Type, Types};
+use crate::types::{EnumDef, Type, Types};
 use std::collections::HashMap;
 
 /// Checks `decls` (a whole program including the built-in headers) and lowers it.
@@ -48,19 +52,32 @@ struct Callable {
 #[derive(Clone, Debug)]
 enum Sym<'a> {
     Type(Type),
-    Const { ty: Type, value: u128 },
-    Var { ty: Type, slot: Slot },
+    Const {
+        ty: Type,
+        value: u128,
+    },
+    /// An `int` constant.
+    Int(num_bigint::BigInt),
+    Var {
+        ty: Type,
+        slot: Slot,
+    },
     Callable(usize),
     GenericFunction(&'a ast::Prototype, &'a ast::Block),
     Table(usize),
     Instance(usize),
     ControlInstance(usize),
-    ParserInstance { parser: usize, callable: usize },
+    ParserInstance {
+        parser: usize,
+        callable: usize,
+    },
     ExternFunction,
     ExternType,
     Parser(&'a ast::ParserDecl),
     Control(&'a ast::ControlDecl),
-    Packet { out: bool },
+    Packet {
+        out: bool,
+    },
     MatchKind(String),
     Package,
 }
@@ -97,6 +114,20 @@ struct Checker<'a> {
     instantiating: Vec<(String, Vec<Type>)>,
     /// What the control plane sees (P4Info), recorded beside the IR.
     cp: crate::cpinfo::CpInfo,
+    /// The work of lowering so far (see [`MAX_LOWERED`]).
+    lowered: usize,
+    /// How deep running each body, table and sub-parser recurses (see [`MAX_RUN_DEPTH`]).
+    depths: Depths,
+    /// Cells of the register, counter and meter instances so far (see [`MAX_EXTERN_CELLS`]).
+    extern_cells: u64,
+}
+
+/// The run depths (see [`ir::RunDepth`]) of what the program has lowered so far, by index.
+#[derive(Default)]
+struct Depths {
+    bodies: Vec<usize>,
+    tables: Vec<usize>,
+    subparsers: Vec<usize>,
 }
 
 impl<'a> Checker<'a> {
@@ -123,11 +154,80 @@ impl<'a> Checker<'a> {
         Ok(())
     }
 
-    fn alloc(&mut self, ty: &Type) -> Slot {
+    /// Counts `n` units of lowering work for what is at `at`, refusing more than
+    /// [`MAX_LOWERED`] in all.
+    fn spend(&mut self, n: usize, at: Span) -> Result<()> {
+        self.lowered = self.lowered.saturating_add(n);
+        if self.lowered > MAX_LOWERED {
+            return fail(
+                at,
+                format!(
+                    "the program lowers to more than {MAX_LOWERED} expressions and statements \
+                     (limits::MAX_LOWERED; each instantiation of a control, parser or generic \
+                     function counts its own)"
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// How deep running IR of this program recurses, given what it has lowered so far.
+    fn run_depth(&self) -> ir::RunDepth<'_> {
+        ir::RunDepth {
+            bodies: &self.depths.bodies,
+            tables: &self.depths.tables,
+            subparsers: &self.depths.subparsers,
+        }
+    }
+
+    /// Refuses a block (`what`, named at `at`) whose run would recurse deeper than
+    /// [`MAX_RUN_DEPTH`].
+    fn check_run_depth(&self, depth: usize, what: &str, at: Span) -> Result<()> {
+        if depth > MAX_RUN_DEPTH {
+            return fail(
+                at,
+                format!(
+                    "{what} nests more than {MAX_RUN_DEPTH} levels deep counted through its \
+                     calls, tables and sub-parsers (limits::MAX_RUN_DEPTH)"
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Slots for a value of `ty` declared at `at`, within [`MAX_SLOTS`] in all.
+    fn alloc(&mut self, ty: &Type, at: Span) -> Result<Slot> {
         let slot = self.next_slot;
         let size = self.types.size(ty);
-        self.next_slot += size;
-        slot
+        match slot.checked_add(size).filter(|&end| end <= MAX_SLOTS) {
+            Some(end) => self.next_slot = end,
+            None => {
+                return fail(
+                    at,
+                    format!(
+                        "the program needs more than {MAX_SLOTS} slots of per-packet state \
+                         (limits::MAX_SLOTS)"
+                    ),
+                )
+            }
+        }
+        Ok(slot)
+    }
+
+    /// Refuses a type `ty` written at `at` that nests deeper than [`MAX_TYPE_DEPTH`], takes
+    /// more than [`MAX_SLOTS`] or has more than [`MAX_TYPE_PARTS`].
+    fn bounded(&self, ty: Type, at: Span) -> Result<Type> {
+        let too_big = if self.types.depth(&ty) > MAX_TYPE_DEPTH {
+            format!("nests more than {MAX_TYPE_DEPTH} deep (limits::MAX_TYPE_DEPTH)")
+        } else if self.types.size(&ty) > MAX_SLOTS {
+            format!("takes more than {MAX_SLOTS} slots (limits::MAX_SLOTS)")
+        } else if self.types.parts(&ty) > MAX_TYPE_PARTS {
+            format!("has more than {MAX_TYPE_PARTS} parts (limits::MAX_TYPE_PARTS)")
+        } else {
+            return Ok(ty);
+        };
+        let t = self.types.show(&ty).to_string();
+        fail(at, format!("type {t} {too_big}"))
     }
 
     fn qualified(&self, name: &str, annotations: &[ast::Annotation]) -> String {
@@ -184,12 +284,13 @@ impl<'a> Checker<'a> {
             TypeRef::String(_) => Type::String,
             TypeRef::MatchKind(_) => Type::MatchKind,
             TypeRef::DontCare(_) => Type::Var,
-            TypeRef::Tuple { elems, .. } => Type::Tuple(
-                elems
+            TypeRef::Tuple { elems, span } => {
+                let elems = elems
                     .iter()
                     .map(|e| self.resolve_type(e))
-                    .collect::<Result<_>>()?,
-            ),
+                    .collect::<Result<_>>()?;
+                self.bounded(Type::Tuple(elems), *span)?
+            }
             TypeRef::Stack { elem, size, span } => {
                 let elem_ty = self.resolve_type(elem)?;
                 let n = self.const_u128(size)?;
@@ -197,7 +298,7 @@ impl<'a> Checker<'a> {
                     Type::Aggregate(i)
                         if self.types.is_header(&elem_ty) && (1..=1024).contains(&n) =>
                     {
-                        Type::Stack(i, n as u32)
+                        self.bounded(Type::Stack(i, n as u32), *span)?
                     }
                     Type::Aggregate(_) if self.types.is_header(&elem_ty) => {
                         return fail(size.span, "a header stack has 1 to 1024 elements")
@@ -219,8 +320,8 @@ impl<'a> Checker<'a> {
                 ty, name, value, ..
             } => {
                 let ty = self.resolve_type(ty)?;
-                let v = self.const_value(value, &ty)?;
-                self.declare(name, Sym::Const { ty, value: v })
+                let sym = self.const_sym(ty, value)?;
+                self.declare(name, sym)
             }
             Decl::Typedef { ty, name, .. } => {
                 let t = self.resolve_type(ty)?;
@@ -297,6 +398,7 @@ impl<'a> Checker<'a> {
         fields: &[ast::Field],
     ) -> Result<()> {
         let mut out = Vec::new();
+        let mut names = std::collections::HashSet::new();
         for f in fields {
             let ty = self.resolve_type(&f.ty)?;
             let ok = match (kind, &ty) {
@@ -323,13 +425,24 @@ impl<'a> Checker<'a> {
                     format!("a field of type {t} is not allowed here"),
                 );
             }
-            if out.iter().any(|(n, _, _)| n == &f.name.name) {
+            if !names.insert(&f.name.name) {
                 return fail(f.name.span, format!("duplicate field '{}'", f.name.name));
             }
             out.push((f.name.name.clone(), ty, f.annotations.clone()));
         }
         let layout = if kind == AggregateKind::Header {
-            let fields = out
+            self.layouts.len()
+        } else {
+            usize::MAX
+        };
+        self.types
+            .aggregates
+            .push(self.types.aggregate(name.name.clone(), kind, out, layout));
+        let index = self.types.aggregates.len() - 1;
+        let ty = self.bounded(Type::Aggregate(index), name.span)?;
+        if kind == AggregateKind::Header {
+            let fields = self.types.aggregates[index]
+                .fields
                 .iter()
                 .map(|(_, t, _)| match t {
                     Type::VarBit(max) => ir::FieldLayout::VarBit { max: *max },
@@ -337,17 +450,7 @@ impl<'a> Checker<'a> {
                 })
                 .collect();
             self.layouts.push(fields);
-            self.layouts.len() - 1
-        } else {
-            usize::MAX
-        };
-        self.types.aggregates.push(Aggregate {
-            name: name.name.clone(),
-            kind,
-            fields: out,
-            layout,
-        });
-        let ty = Type::Aggregate(self.types.aggregates.len() - 1);
+        }
         self.declare(name, Sym::Type(ty))
     }
 
@@ -403,7 +506,7 @@ impl<'a> Checker<'a> {
             ) {
                 return fail(p.ty.span(), "this parameter type is not supported");
             }
-            let slot = self.alloc(&ty);
+            let slot = self.alloc(&ty, p.name.span)?;
             self.declare(
                 &p.name,
                 Sym::Var {
@@ -444,7 +547,7 @@ impl<'a> Checker<'a> {
         let stmts = self.block(&a.body)?;
         self.scopes.pop();
         let name = self.qualified(&a.name.name, &a.annotations);
-        let body = self.push_body(name.clone(), &params, stmts);
+        let body = self.push_body(name.clone(), &params, stmts, a.name.span)?;
         self.actions.push(ir::Action { name, body });
         self.cp.actions.push(a.annotations.clone());
         self.cp.action_params.push(
@@ -559,7 +662,7 @@ impl<'a> Checker<'a> {
         let ret = if ret_ty == Type::Void {
             None
         } else {
-            Some((ret_ty.clone(), self.alloc(&ret_ty)))
+            Some((ret_ty.clone(), self.alloc(&ret_ty, ret_ref.span())?))
         };
         self.scopes.push(HashMap::new());
         let params = self.params(&proto.params)?;
@@ -568,7 +671,8 @@ impl<'a> Checker<'a> {
         self.ret = saved;
         let stmts = stmts?;
         self.scopes.pop();
-        let body = self.push_body(self.qualified(&proto.name.name, &[]), &params, stmts);
+        let name = self.qualified(&proto.name.name, &[]);
+        let body = self.push_body(name, &params, stmts, proto.name.span)?;
         self.callables.push(Callable {
             body,
             params,
@@ -578,7 +682,24 @@ impl<'a> Checker<'a> {
         Ok(self.callables.len() - 1)
     }
 
-    fn push_body(&mut self, name: String, params: &[CallParam], stmts: Vec<ir::Stmt>) -> usize {
+    /// Adds the body of what is named at `at`, within [`MAX_BODIES`].
+    fn push_body(
+        &mut self,
+        name: String,
+        params: &[CallParam],
+        stmts: Vec<ir::Stmt>,
+        at: Span,
+    ) -> Result<usize> {
+        if self.bodies.len() >= MAX_BODIES {
+            return fail(
+                at,
+                format!(
+                    "the program lowers more than {MAX_BODIES} bodies of actions, functions, \
+                     controls and parsers (limits::MAX_BODIES; each instance of a control or \
+                     parser lowers its own)"
+                ),
+            );
+        }
         let params = params
             .iter()
             .map(|p| ir::Param {
@@ -588,12 +709,14 @@ impl<'a> Checker<'a> {
                 action_data: p.direction == Direction::None,
             })
             .collect();
+        let depth = self.run_depth().stmts(&stmts);
+        self.depths.bodies.push(depth);
         self.bodies.push(ir::Body {
             name,
             params,
             stmts,
         });
-        self.bodies.len() - 1
+        Ok(self.bodies.len() - 1)
     }
 
     /// Lowers a control: its parameters are bound to `args` (slots of the architecture's values).
@@ -616,6 +739,8 @@ impl<'a> Checker<'a> {
         self.blocks.pop();
         self.scopes.pop();
         self.prefix.clear();
+        let depth = self.run_depth().stmts(&body);
+        self.check_run_depth(depth, &format!("control {}", c.name.name), c.name.span)?;
         Ok(ir::Control {
             name: c.name.name.clone(),
             body,
@@ -730,8 +855,7 @@ impl<'a> Checker<'a> {
                     "a constructor parameter that is not a scalar",
                 ));
             }
-            let value = self.const_value(&a.value, &ty)?;
-            out.push((p.name.clone(), Sym::Const { ty, value }));
+            out.push((p.name.clone(), self.const_sym(ty, &a.value)?));
         }
         Ok(out)
     }
@@ -768,7 +892,7 @@ impl<'a> Checker<'a> {
         self.scopes.extend(outer_scopes);
         let name = std::mem::replace(&mut self.prefix, outer_prefix);
         let (params, stmts) = lowered?;
-        let body = self.push_body(name, &params, stmts);
+        let body = self.push_body(name, &params, stmts, i.name.span)?;
         self.callables.push(Callable {
             body,
             params,
@@ -783,7 +907,7 @@ impl<'a> Checker<'a> {
         if matches!(ty, Type::Int | Type::Void | Type::String | Type::MatchKind) {
             return fail(v.ty.span(), "a variable cannot have this type");
         }
-        let slot = self.alloc(&ty);
+        let slot = self.alloc(&ty, v.name.span)?;
         let mut out = vec![ir::Stmt::Zero {
             start: slot,
             len: self.types.size(&ty),
@@ -797,6 +921,23 @@ impl<'a> Checker<'a> {
 
     fn instance(&mut self, i: &ast::Instance) -> Result<usize> {
         let kind = externs::instance_kind(self, i)?;
+        // The switch allocates these cells when it loads the program.
+        let cells = match kind {
+            ir::InstanceKind::Register { size, .. }
+            | ir::InstanceKind::Counter { size, .. }
+            | ir::InstanceKind::Meter { size, .. } => u64::from(size),
+            _ => 0,
+        };
+        self.extern_cells += cells;
+        if self.extern_cells > MAX_EXTERN_CELLS {
+            return fail(
+                i.name.span,
+                format!(
+                    "the program's registers, counters and meters have more than \
+                     {MAX_EXTERN_CELLS} cells in all (limits::MAX_EXTERN_CELLS)"
+                ),
+            );
+        }
         let name = self.qualified(&i.name.name, &i.annotations);
         self.instances.push(ir::Instance { name, kind });
         self.cp.instances.push(i.annotations.clone());
@@ -858,9 +999,9 @@ impl<'a> Checker<'a> {
         let hdr_ty = self.param_type(parser, 1)?;
         let meta_ty = self.param_type(parser, 2)?;
         let std_ty = self.param_type(parser, 3)?;
-        let hdr = self.alloc(&hdr_ty);
-        let meta = self.alloc(&meta_ty);
-        let std = self.alloc(&std_ty);
+        let hdr = self.alloc(&hdr_ty, parser.params[1].name.span)?;
+        let meta = self.alloc(&meta_ty, parser.params[2].name.span)?;
+        let std = self.alloc(&std_ty, parser.params[3].name.span)?;
         let std_meta = self.standard_metadata(&std_ty, std, parser.params[3].ty.span())?;
         self.user_field_lists = self.user_field_lists(&meta_ty, meta);
         let user_meta = (meta, self.types.size(&meta_ty));

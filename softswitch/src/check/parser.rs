@@ -22,7 +22,10 @@ impl<'a> Checker<'a> {
         let lowered = self.parser_body(p);
         self.scopes.pop();
         self.prefix.clear();
-        lowered
+        let lowered = lowered?;
+        let depth = self.run_depth().parser(&lowered);
+        self.check_run_depth(depth, &format!("parser {}", p.name.name), p.name.span)?;
+        Ok(lowered)
     }
 
     /// Lowers parser `p` instantiated as `i` inside another parser: its `packet_in` parameter is
@@ -56,8 +59,10 @@ impl<'a> Checker<'a> {
         self.scopes.extend(outer_scopes);
         let name = std::mem::replace(&mut self.prefix, outer_prefix);
         let (params, ir) = lowered?;
+        let depth = self.run_depth().parser(&ir);
+        self.depths.subparsers.push(depth);
         self.subparsers.push(ir);
-        let body = self.push_body(name, &params, Vec::new());
+        let body = self.push_body(name, &params, Vec::new(), i.name.span)?;
         self.callables.push(super::Callable {
             body,
             params,

@@ -117,6 +117,8 @@ impl Checker<'_> {
             profile,
             selector,
         };
+        let depth = self.run_depth().table_apply(&table, &self.actions);
+        self.depths.tables.push(depth);
         self.tables.push(table);
         self.cp.tables.push(cp);
         let idx = self.tables.len() - 1;
