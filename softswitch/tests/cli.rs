@@ -111,3 +111,46 @@ fn p4info_writes_the_same_message_in_every_format() {
     assert_eq!(p4info_as("json"), text);
     assert_eq!(p4info_as("binary"), text);
 }
+
+/// `bundle` inlines the files a program includes (relative to the including file, nested),
+/// keeps the built-in headers' includes, and the result compiles as a device config, which
+/// may include no file, to the same program.
+#[test]
+fn bundle_inlines_local_includes_into_a_self_contained_program() {
+    let dir = std::env::temp_dir().join(format!("softswitch-{}-bundle", std::process::id()));
+    std::fs::create_dir_all(dir.join("lib")).unwrap();
+    let basic = std::fs::read_to_string(corpus("basic.p4")).unwrap();
+    let split = basic.find("parser ").unwrap();
+    std::fs::write(dir.join("lib/types.p4"), &basic[..split]).unwrap();
+    std::fs::write(dir.join("lib/all.p4"), "#include \"types.p4\"\n").unwrap();
+    let main = dir.join("main.p4");
+    std::fs::write(
+        &main,
+        format!("#include \"lib/all.p4\"\n{}", &basic[split..]),
+    )
+    .unwrap();
+
+    let out = Command::new(env!("CARGO_BIN_EXE_softswitch"))
+        .arg("bundle")
+        .arg(&main)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bundled = String::from_utf8(out.stdout).unwrap();
+    assert!(!bundled.contains("#include \""), "{bundled}");
+    assert!(bundled.contains("#include <v1model.p4>"), "{bundled}");
+    let compiled = |name: &str, text: &str| {
+        let mut map = softswitch::source::SourceMap::new();
+        let file = map.add(name, text);
+        softswitch::compile(&mut map, file).unwrap_or_else(|d| panic!("{}", d.render(&map)))
+    };
+    assert_eq!(
+        compiled("bundled.p4", &bundled),
+        compiled("basic.p4", &basic)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
