@@ -14,7 +14,8 @@ pub const MAX_INCLUDE_DEPTH: usize = 32;
 pub const MAX_TOKENS: usize = 2 << 20;
 
 /// Tokens macro expansion may write, counting each token at every level of expansion it
-/// passes through (so nested macros that double at each level stop here, quickly).
+/// passes through and each copy of a macro's arguments (so nested macros that double at each
+/// level stop here, quickly).
 pub const MAX_MACRO_EXPANSION: usize = 1 << 20;
 
 /// How deep the syntax may nest: expressions, statements, declarations and type arguments

@@ -263,6 +263,8 @@ impl Preprocessor {
                         continue;
                     }
                     let (args, next) = macro_args(tokens, i, token.span)?;
+                    // The arguments are copies too: nested calls would copy them at each level.
+                    self.spend(next - i)?;
                     i = next;
                     let no_args = params.is_empty() && args.len() == 1 && args[0].is_empty();
                     if args.len() != params.len() && !no_args {

@@ -78,6 +78,29 @@ pub struct EnumDef {
     pub repr: Option<(u16, bool)>,
     /// Members and their values.
     pub members: Vec<(String, u128)>,
+    /// Each member's index, by name.
+    index: HashMap<String, usize>,
+}
+
+impl EnumDef {
+    /// An enum of these members, in order (a name given twice names its first member).
+    pub fn new(name: String, repr: Option<(u16, bool)>, members: Vec<(String, u128)>) -> Self {
+        let mut index = HashMap::new();
+        for (i, (m, _)) in members.iter().enumerate() {
+            index.entry(m.clone()).or_insert(i);
+        }
+        EnumDef {
+            name,
+            repr,
+            members,
+            index,
+        }
+    }
+
+    /// The value of member `name`.
+    pub fn member(&self, name: &str) -> Option<u128> {
+        self.index.get(name).map(|&i| self.members[i].1)
+    }
 }
 
 /// All declared aggregates and enums.

@@ -174,7 +174,11 @@ fn included_files_count_toward_the_source_limit_and_only_regular_files_are_read(
 
 #[test]
 fn macros_that_double_stop_at_the_expansion_limit() {
-    for src in [hostile::doubling_macros(), hostile::doubling_macro_calls()] {
+    for src in [
+        hostile::doubling_macros(),
+        hostile::doubling_macro_calls(),
+        hostile::nested_macro_calls(),
+    ] {
         let (message, rendered) = compile(&src).map(|_| ()).unwrap_err();
         assert_eq!(
             message,
@@ -382,6 +386,7 @@ fn check_and_stf_refuse_hostile_sources_within_a_gigabyte() {
         ("long_sum", hostile::long_sum()),
         ("doubling_macros", hostile::doubling_macros()),
         ("doubling_macro_calls", hostile::doubling_macro_calls()),
+        ("nested_macro_calls", hostile::nested_macro_calls()),
         (
             "doubling_empty_structs",
             hostile::doubling_empty_structs(40),

@@ -172,6 +172,11 @@ async fn hostile_configs_are_refused_and_the_switch_keeps_serving() {
             "limits::MAX_MACRO_EXPANSION",
         ),
         (
+            "nested_macro_calls",
+            hostile::nested_macro_calls(),
+            "limits::MAX_MACRO_EXPANSION",
+        ),
+        (
             "doubling_empty_structs",
             hostile::doubling_empty_structs(40),
             "limits::MAX_TYPE_PARTS",

@@ -171,16 +171,16 @@ impl<'a> Checker<'a> {
     fn member(&mut self, base: &ast::Expr, m: &ast::Ident, span: Span) -> Result<Val> {
         if let ExprKind::Name(n) = &base.kind {
             if n == "error" {
-                return match self.errors.iter().position(|e| *e == m.name) {
-                    Some(code) => Ok(konst(code as u128, Type::Error)),
+                return match self.error_codes.get(&m.name) {
+                    Some(&code) => Ok(konst(code as u128, Type::Error)),
                     None => fail(m.span, format!("unknown error '{}'", m.name)),
                 };
             }
             if let Some(Sym::Type(Type::Enum(i))) = self.lookup(n) {
                 let i = *i;
                 let def = &self.types.enums[i];
-                return match def.members.iter().find(|(name, _)| *name == m.name) {
-                    Some((_, v)) => Ok(konst(*v, Type::Enum(i))),
+                return match def.member(&m.name) {
+                    Some(v) => Ok(konst(v, Type::Enum(i))),
                     None => fail(
                         m.span,
                         format!("enum {} has no member '{}'", def.name, m.name),

@@ -89,7 +89,11 @@ struct Checker<'a> {
     next_slot: Slot,
     layouts: Vec<Vec<ir::FieldLayout>>,
     errors: Vec<String>,
+    /// Each error's code (its index in `errors`), by name.
+    error_codes: HashMap<String, usize>,
     callables: Vec<Callable>,
+    /// Each action's callable, by action index.
+    action_callables: Vec<usize>,
     bodies: Vec<ir::Body>,
     actions: Vec<ir::Action>,
     tables: Vec<ir::Table>,
@@ -344,7 +348,8 @@ impl<'a> Checker<'a> {
             } => self.enum_decl(repr.as_ref(), name, members),
             Decl::Error(names) => {
                 for n in names {
-                    if !self.errors.contains(&n.name) {
+                    if !self.error_codes.contains_key(&n.name) {
+                        self.error_codes.insert(n.name.clone(), self.errors.len());
                         self.errors.push(n.name.clone());
                     }
                 }
@@ -473,7 +478,11 @@ impl<'a> Checker<'a> {
             None => None,
         };
         let mut out = Vec::new();
+        let mut names = std::collections::HashSet::new();
         for (i, (m, value)) in members.iter().enumerate() {
+            if !names.insert(&m.name) {
+                return fail(m.span, format!("duplicate enum member '{}'", m.name));
+            }
             let v = match (repr, value) {
                 (Some((width, signed)), Some(e)) => {
                     self.const_value(e, &Type::Bits { width, signed })?
@@ -486,11 +495,9 @@ impl<'a> Checker<'a> {
             };
             out.push((m.name.clone(), v));
         }
-        self.types.enums.push(EnumDef {
-            name: name.name.clone(),
-            repr,
-            members: out,
-        });
+        self.types
+            .enums
+            .push(EnumDef::new(name.name.clone(), repr, out));
         let ty = Type::Enum(self.types.enums.len() - 1);
         self.declare(name, Sym::Type(ty))
     }
@@ -564,6 +571,7 @@ impl<'a> Checker<'a> {
             ret: None,
             action: Some(self.actions.len() - 1),
         });
+        self.action_callables.push(self.callables.len() - 1);
         Ok(self.callables.len() - 1)
     }
 

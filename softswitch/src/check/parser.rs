@@ -96,18 +96,17 @@ impl<'a> Checker<'a> {
             );
         }
         order.extend(p.states.iter().filter(|s| s.name.name != "start"));
+        // Each state's index (`start` is 0), by name.
+        let mut names = HashMap::new();
         for (i, s) in order.iter().enumerate() {
-            if order[..i].iter().any(|o| o.name.name == s.name.name)
-                || s.name.name == "accept"
-                || s.name.name == "reject"
-            {
+            let name = s.name.name.as_str();
+            if names.insert(name, i).is_some() || name == "accept" || name == "reject" {
                 return fail(
                     s.name.span,
                     format!("state '{}' is already declared", s.name.name),
                 );
             }
         }
-        let names: Vec<String> = order.iter().map(|s| s.name.name.clone()).collect();
         let mut states = Vec::new();
         for s in &order {
             let mut stmts = Vec::new();
@@ -134,7 +133,7 @@ impl<'a> Checker<'a> {
 
     fn select(
         &mut self,
-        names: &[String],
+        names: &HashMap<&str, usize>,
         exprs: &[ast::Expr],
         cases: &[ast::SelectCase],
     ) -> Result<Transition> {
@@ -206,12 +205,12 @@ impl Checker<'_> {
     }
 }
 
-fn target(names: &[String], t: &ast::Ident) -> Result<Target> {
+fn target(names: &HashMap<&str, usize>, t: &ast::Ident) -> Result<Target> {
     match t.name.as_str() {
         "accept" => Ok(Target::Accept),
         "reject" => Ok(Target::Reject),
-        n => match names.iter().position(|s| s == n) {
-            Some(i) => Ok(Target::State(i)),
+        n => match names.get(n) {
+            Some(&i) => Ok(Target::State(i)),
             None => fail(t.span, format!("unknown state '{n}'")),
         },
     }

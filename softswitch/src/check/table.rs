@@ -260,12 +260,7 @@ impl Checker<'_> {
     /// The copy-in and copy-out of the directional arguments bound in the actions list
     /// (`actions = { setbyte(hdr.data.b2); }`).
     fn action_binding(&mut self, action: usize, r: &ast::ActionRef) -> Result<ir::ActionBinding> {
-        let callable = self
-            .callables
-            .iter()
-            .find(|c| c.action == Some(action))
-            .expect("an action is callable")
-            .clone();
+        let callable = self.callables[self.action_callables[action]].clone();
         let directional = callable
             .params
             .iter()
@@ -295,12 +290,7 @@ impl Checker<'_> {
                 format!("action '{}' is not in the table's actions", r.name.name),
             );
         }
-        let callable = self
-            .callables
-            .iter()
-            .find(|c| c.action == Some(action))
-            .expect("an action is callable")
-            .clone();
+        let callable = self.callables[self.action_callables[action]].clone();
         // Directional arguments are the table's binding (or written again here); skip them.
         let directional = callable
             .params

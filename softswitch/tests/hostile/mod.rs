@@ -61,6 +61,16 @@ pub fn doubling_macro_calls() -> String {
     )
 }
 
+/// A function-like macro called inside its own argument 250,000 times: each level would copy
+/// the arguments of the levels inside it.
+pub fn nested_macro_calls() -> String {
+    format!(
+        "#define F(x) x\nconst int X = {}1{};\n",
+        "F(".repeat(250_000),
+        ")".repeat(250_000)
+    )
+}
+
 /// Sources nested far deeper than any phase could recurse, one per kind of nesting, each
 /// with what the error names.
 pub fn deep_nestings() -> Vec<(&'static str, String, &'static str)> {
