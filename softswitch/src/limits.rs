@@ -27,17 +27,19 @@ pub const MAX_NESTING: usize = 256;
 /// How deep types may nest: a struct in a struct, a header in a stack, a tuple in a tuple.
 pub const MAX_TYPE_DEPTH: usize = 64;
 
-/// Slots of per-packet state (one per scalar field, validity bit, stack index and local).
-pub const MAX_SLOTS: u32 = 1 << 16;
+/// Slots of per-packet state (one per scalar field, validity bit, stack index and local), of
+/// 16 bytes each; every packet the traffic manager holds keeps its own.
+pub const MAX_SLOTS: u32 = 1 << 14;
 
 /// Parts of one type: its scalars, aggregates and stack elements, counted along every path
 /// (a struct of two fields of one type counts that type twice). A comparison, an emit or a
 /// field list of a value visits as many.
 pub const MAX_TYPE_PARTS: u32 = 1 << 16;
 
-/// Work of lowering to the IR, in units of one AST expression or statement lowered (a block
-/// instantiated twice is lowered twice) or one scalar an aggregate comparison, a field list or
-/// an emit expands to.
+/// Work of lowering to the IR, in units: one per expression or statement lowered, per scalar
+/// an aggregate comparison, a field list or an emit expands to, per name kept (and per 32 bytes
+/// of it) and per annotation token kept. A block instantiated twice is lowered, and counted,
+/// twice.
 pub const MAX_LOWERED: usize = 2 << 20;
 
 /// Bodies lowered: actions, functions, and the instances of controls, parsers and generic

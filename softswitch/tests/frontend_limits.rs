@@ -247,15 +247,14 @@ fn lowering_is_bounded() {
         &hostile::doubling_controls(40),
         "limits::MAX_BODIES",
     );
-    let wide = format!(
-        "struct w {{ {} }}",
-        (0..60_000)
-            .map(|i| format!("bit<8> f{i};"))
-            .collect::<String>()
+    refused(
+        "controls that double, with long names",
+        &hostile::doubling_controls_with_long_names(40),
+        "limits::MAX_LOWERED",
     );
     refused(
         "comparisons of a wide struct",
-        &program(&wide, &format!("w v; {}", "if (v == v) { }".repeat(100))),
+        &hostile::wide_struct_comparisons(),
         "limits::MAX_LOWERED",
     );
 }
@@ -272,8 +271,8 @@ fn the_deepest_program_accepted_runs_on_a_standard_stack() {
     assert_ne!(out[0], 0, "the chain ran");
     // ...and a longer one is refused before it runs.
     refused(
-        "10,000 chained calls",
-        &hostile::call_chain(10_000, 0),
+        "4,000 chained calls",
+        &hostile::call_chain(4_000, 0),
         "limits::MAX_RUN_DEPTH",
     );
 }
@@ -392,7 +391,15 @@ fn check_and_stf_refuse_hostile_sources_within_a_gigabyte() {
             hostile::doubling_empty_structs(40),
         ),
         ("doubling_controls", hostile::doubling_controls(40)),
-        ("call_chain", hostile::call_chain(10_000, 0)),
+        (
+            "doubling_controls_with_long_names",
+            hostile::doubling_controls_with_long_names(40),
+        ),
+        ("call_chain", hostile::call_chain(4_000, 0)),
+        (
+            "wide_struct_comparisons",
+            hostile::wide_struct_comparisons(),
+        ),
         ("error_in_a_long_line", hostile::error_in_a_long_line()),
         ("dev_zero", "#include \"/dev/zero\"\n".into()),
         ("many_tokens", ";".repeat(1 << 20)),

@@ -187,8 +187,13 @@ async fn hostile_configs_are_refused_and_the_switch_keeps_serving() {
             "limits::MAX_BODIES",
         ),
         (
+            "doubling_controls_with_long_names",
+            hostile::doubling_controls_with_long_names(40),
+            "limits::MAX_LOWERED",
+        ),
+        (
             "call_chain",
-            hostile::call_chain(10_000, 0),
+            hostile::call_chain(4_000, 0),
             "limits::MAX_RUN_DEPTH",
         ),
         (
@@ -218,6 +223,45 @@ async fn hostile_configs_are_refused_and_the_switch_keeps_serving() {
         assert!(
             controller.alive().await,
             "{what}: the switch stopped answering"
+        );
+    }
+    let peak = switch.peak_kib();
+    assert!(peak < 1 << 20, "softswitch held {peak} KiB");
+}
+
+/// The config that takes the most memory to compile, sent by four requests at once: the
+/// switch compiles one at a time, so it holds no more than for one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_hostile_configs_are_compiled_one_at_a_time() {
+    let switch = Switch::start();
+    let controller = Controller::connect(&switch).await;
+    let source = hostile::wide_struct_comparisons();
+    let requests: Vec<_> = (0..4)
+        .map(|_| {
+            let mut client = controller.client.clone();
+            let source = source.clone();
+            tokio::spawn(async move {
+                client
+                    .set_forwarding_pipeline_config(p4v1::SetForwardingPipelineConfigRequest {
+                        device_id: DEVICE,
+                        election_id: Some(1u128.into()),
+                        action: Action::Verify as i32,
+                        config: Some(p4v1::ForwardingPipelineConfig {
+                            p4info: Some(P4Info::default()),
+                            p4_device_config: source.into_bytes(),
+                            cookie: None,
+                        }),
+                        ..Default::default()
+                    })
+                    .await
+            })
+        })
+        .collect();
+    for request in requests {
+        let status = request.await.unwrap().expect_err("refused");
+        assert!(
+            status.message().contains("limits::MAX_LOWERED"),
+            "{status:?}"
         );
     }
     let peak = switch.peak_kib();

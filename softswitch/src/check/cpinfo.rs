@@ -32,6 +32,7 @@ impl Checker<'_> {
             }
             _ => return fail(name.span, "@controller_header belongs on a header type"),
         };
+        self.spend_annotations(annotations, name.span)?;
         self.cp.controller_headers.push(ControllerHeader {
             type_name: cpinfo::string_arg(annotations, "name").unwrap_or_else(|| name.name.clone()),
             controller_name,

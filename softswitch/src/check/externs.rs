@@ -515,6 +515,7 @@ impl Checker<'_> {
                         .collect(),
                     None => Vec::new(),
                 };
+                self.spend_name(format, span)?;
                 one(ExternCall::LogMsg {
                     format: format.clone(),
                     args,

@@ -126,6 +126,9 @@ struct Checker<'a> {
     extern_cells: u64,
 }
 
+/// Bytes of a name (or a string) that count as one unit of lowering work (see [`MAX_LOWERED`]).
+const NAME_BYTES_PER_UNIT: usize = 32;
+
 /// The run depths (see [`ir::RunDepth`]) of what the program has lowered so far, by index.
 #[derive(Default)]
 struct Depths {
@@ -166,9 +169,9 @@ impl<'a> Checker<'a> {
             return fail(
                 at,
                 format!(
-                    "the program lowers to more than {MAX_LOWERED} expressions and statements \
-                     (limits::MAX_LOWERED; each instantiation of a control, parser or generic \
-                     function counts its own)"
+                    "lowering the program takes more than {MAX_LOWERED} units of work \
+                     (limits::MAX_LOWERED: expressions, statements, names and annotations kept; \
+                     each instance of a control, parser or generic function counts its own)"
                 ),
             );
         }
@@ -234,22 +237,47 @@ impl<'a> Checker<'a> {
         fail(at, format!("type {t} {too_big}"))
     }
 
-    fn qualified(&self, name: &str, annotations: &[ast::Annotation]) -> String {
-        if let Some(n) = name_annotation(annotations) {
-            if let Some(abs) = n.strip_prefix('.') {
-                return abs.to_string();
-            }
-            return if self.prefix.is_empty() {
-                n
-            } else {
-                format!("{}.{n}", self.prefix)
-            };
-        }
-        if self.prefix.is_empty() {
-            name.to_string()
-        } else {
-            format!("{}.{name}", self.prefix)
-        }
+    /// The control-plane name of `name` declared at `at` in the current block (its `@name`, if
+    /// any, relative to the block or absolute), counted as lowering work.
+    fn qualified(
+        &mut self,
+        name: &str,
+        annotations: &[ast::Annotation],
+        at: Span,
+    ) -> Result<String> {
+        let n = name_annotation(annotations);
+        let qualified = match n.as_deref().map(|n| n.strip_prefix('.').ok_or(n)) {
+            Some(Ok(absolute)) => absolute.to_string(),
+            Some(Err(n)) if !self.prefix.is_empty() => format!("{}.{n}", self.prefix),
+            Some(Err(n)) => n.to_string(),
+            None if !self.prefix.is_empty() => format!("{}.{name}", self.prefix),
+            None => name.to_string(),
+        };
+        self.spend_name(&qualified, at)?;
+        Ok(qualified)
+    }
+
+    /// Counts keeping `name` (declared at `at`) as lowering work: one unit and one per
+    /// [`NAME_BYTES_PER_UNIT`] bytes, since a block instantiated many times keeps a copy each time.
+    fn spend_name(&mut self, name: &str, at: Span) -> Result<()> {
+        self.spend(1 + name.len() / NAME_BYTES_PER_UNIT, at)
+    }
+
+    /// Counts keeping a copy of `annotations` (at `at`) as lowering work: a unit per annotation
+    /// and per token, and one per [`NAME_BYTES_PER_UNIT`] bytes of their names and strings.
+    fn spend_annotations(&mut self, annotations: &[ast::Annotation], at: Span) -> Result<()> {
+        let units = annotations
+            .iter()
+            .flat_map(|a| &a.body)
+            .map(|t| match &t.tok {
+                crate::lexer::Tok::Ident(s) | crate::lexer::Tok::Str(s) => {
+                    1 + s.len() / NAME_BYTES_PER_UNIT
+                }
+                _ => 1,
+            })
+            .sum::<usize>()
+            + annotations.len();
+        self.spend(units, at)
     }
 
     /// Resolves a written type.
@@ -433,6 +461,8 @@ impl<'a> Checker<'a> {
             if !names.insert(&f.name.name) {
                 return fail(f.name.span, format!("duplicate field '{}'", f.name.name));
             }
+            self.spend_name(&f.name.name, f.name.span)?;
+            self.spend_annotations(&f.annotations, f.name.span)?;
             out.push((f.name.name.clone(), ty, f.annotations.clone()));
         }
         let layout = if kind == AggregateKind::Header {
@@ -483,6 +513,7 @@ impl<'a> Checker<'a> {
             if !names.insert(&m.name) {
                 return fail(m.span, format!("duplicate enum member '{}'", m.name));
             }
+            self.spend_name(&m.name, m.span)?;
             let v = match (repr, value) {
                 (Some((width, signed)), Some(e)) => {
                     self.const_value(e, &Type::Bits { width, signed })?
@@ -514,6 +545,7 @@ impl<'a> Checker<'a> {
                 return fail(p.ty.span(), "this parameter type is not supported");
             }
             let slot = self.alloc(&ty, p.name.span)?;
+            self.spend_name(&p.name.name, p.name.span)?;
             self.declare(
                 &p.name,
                 Sym::Var {
@@ -553,9 +585,13 @@ impl<'a> Checker<'a> {
         }
         let stmts = self.block(&a.body)?;
         self.scopes.pop();
-        let name = self.qualified(&a.name.name, &a.annotations);
+        let name = self.qualified(&a.name.name, &a.annotations, a.name.span)?;
         let body = self.push_body(name.clone(), &params, stmts, a.name.span)?;
         self.actions.push(ir::Action { name, body });
+        self.spend_annotations(&a.annotations, a.name.span)?;
+        for p in &a.params {
+            self.spend_annotations(&p.annotations, p.name.span)?;
+        }
         self.cp.actions.push(a.annotations.clone());
         self.cp.action_params.push(
             params
@@ -679,7 +715,7 @@ impl<'a> Checker<'a> {
         self.ret = saved;
         let stmts = stmts?;
         self.scopes.pop();
-        let name = self.qualified(&proto.name.name, &[]);
+        let name = self.qualified(&proto.name.name, &[], proto.name.span)?;
         let body = self.push_body(name, &params, stmts, proto.name.span)?;
         self.callables.push(Callable {
             body,
@@ -881,6 +917,7 @@ impl<'a> Checker<'a> {
     fn sub_control(&mut self, i: &ast::Instance, c: &'a ast::ControlDecl) -> Result<usize> {
         let constants = self.ctor_constants(&c.name, &c.ctor_params, &i.args)?;
         let inner_prefix = format!("{}.{}", self.prefix, i.name.name);
+        self.spend_name(&inner_prefix, i.name.span)?;
         let outer_prefix = std::mem::replace(&mut self.prefix, inner_prefix);
         let outer_scopes = self.scopes.split_off(1);
         self.scopes.push(HashMap::new());
@@ -946,7 +983,8 @@ impl<'a> Checker<'a> {
                 ),
             );
         }
-        let name = self.qualified(&i.name.name, &i.annotations);
+        let name = self.qualified(&i.name.name, &i.annotations, i.name.span)?;
+        self.spend_annotations(&i.annotations, i.name.span)?;
         self.instances.push(ir::Instance { name, kind });
         self.cp.instances.push(i.annotations.clone());
         Ok(self.instances.len() - 1)

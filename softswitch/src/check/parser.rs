@@ -39,6 +39,7 @@ impl<'a> Checker<'a> {
     ) -> Result<(usize, usize)> {
         let constants = self.ctor_constants(&p.name, &p.ctor_params, &i.args)?;
         let inner_prefix = format!("{}.{}", self.prefix, i.name.name);
+        self.spend_name(&inner_prefix, i.name.span)?;
         let outer_prefix = std::mem::replace(&mut self.prefix, inner_prefix);
         let outer_scopes = self.scopes.split_off(1);
         self.scopes.push(HashMap::new());
@@ -122,6 +123,7 @@ impl<'a> Checker<'a> {
                 }
             };
             self.scopes.pop();
+            self.spend_name(&s.name.name, s.name.span)?;
             states.push(ir::State {
                 name: s.name.name.clone(),
                 stmts,

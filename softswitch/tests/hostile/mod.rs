@@ -176,6 +176,33 @@ pub fn doubling_controls(levels: usize) -> String {
     program_with_locals(&decls, &format!("C{levels}() c;"), "c.apply();")
 }
 
+/// [`doubling_controls`] whose innermost control has an action and a table with names of
+/// 100 KB and an annotation of 10,000 tokens, which each instance would keep a copy of.
+pub fn doubling_controls_with_long_names(levels: usize) -> String {
+    let name = "n".repeat(100_000);
+    let annotation = format!("@note({})", "x ".repeat(10_000));
+    let mut decls = format!(
+        "control C0() {{ action a{name}() {{ }} {annotation} table t{name} {{ actions = {{ a{name}; }} }} apply {{ t{name}.apply(); }} }}\n"
+    );
+    for k in 1..=levels {
+        decls += &format!(
+            "control C{k}() {{ C{p}() l; C{p}() r; apply {{ l.apply(); r.apply(); }} }}\n",
+            p = k - 1
+        );
+    }
+    program_with_locals(&decls, &format!("C{levels}() c;"), "c.apply();")
+}
+
+/// A struct of 16,000 fields compared with itself 200 times: the most memory per byte of
+/// source that lowering can be made to take (each comparison expands to every field).
+pub fn wide_struct_comparisons() -> String {
+    let fields: String = (0..16_000).map(|i| format!("bit<8> f{i};")).collect();
+    program(
+        &format!("struct w {{ {fields} }}"),
+        &format!("w v; {}", "if (v == v) { }".repeat(200)),
+    )
+}
+
 /// `count` functions, each calling the one before at the bottom of a chain of `terms` additions,
 /// so that running the last recurses through every call and every addition.
 pub fn call_chain(count: usize, terms: usize) -> String {
