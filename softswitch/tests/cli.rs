@@ -82,11 +82,10 @@ fn stf_verbose_prints_logs_and_digests() {
     assert!(stdout.contains("digest 1: 0xa0b0c0d0e0f\n"), "{stdout}");
 }
 
-/// `softswitch p4info --format FORMAT` on a corpus program, decoded back to a P4Info.
-fn p4info_as(format: &str) -> p4runtime::p4::config::v1::P4Info {
+/// The standard output of `softswitch ARGS`, which must succeed.
+fn stdout_of(args: &[&std::ffi::OsStr]) -> Vec<u8> {
     let out = Command::new(env!("CARGO_BIN_EXE_softswitch"))
-        .args(["p4info", "--format", format])
-        .arg(corpus("basic.p4"))
+        .args(args)
         .output()
         .unwrap();
     assert!(
@@ -94,10 +93,22 @@ fn p4info_as(format: &str) -> p4runtime::p4::config::v1::P4Info {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out.stdout
+}
+
+/// `softswitch p4info --format FORMAT` on a corpus program, decoded back to a P4Info.
+fn p4info_as(format: &str) -> p4runtime::p4::config::v1::P4Info {
+    let program = corpus("basic.p4");
+    let stdout = stdout_of(&[
+        "p4info".as_ref(),
+        "--format".as_ref(),
+        format.as_ref(),
+        program.as_ref(),
+    ]);
     match format {
-        "binary" => prost::Message::decode(out.stdout.as_slice()).unwrap(),
-        "json" => p4runtime::format::from_json(std::str::from_utf8(&out.stdout).unwrap()).unwrap(),
-        _ => p4runtime::format::from_text(std::str::from_utf8(&out.stdout).unwrap()).unwrap(),
+        "binary" => prost::Message::decode(stdout.as_slice()).unwrap(),
+        "json" => p4runtime::format::from_json(std::str::from_utf8(&stdout).unwrap()).unwrap(),
+        _ => p4runtime::format::from_text(std::str::from_utf8(&stdout).unwrap()).unwrap(),
     }
 }
 
@@ -130,17 +141,7 @@ fn bundle_inlines_local_includes_into_a_self_contained_program() {
     )
     .unwrap();
 
-    let out = Command::new(env!("CARGO_BIN_EXE_softswitch"))
-        .arg("bundle")
-        .arg(&main)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let bundled = String::from_utf8(out.stdout).unwrap();
+    let bundled = String::from_utf8(stdout_of(&["bundle".as_ref(), main.as_ref()])).unwrap();
     assert!(!bundled.contains("#include \""), "{bundled}");
     assert!(bundled.contains("#include <v1model.p4>"), "{bundled}");
     let compiled = |name: &str, text: &str| {
