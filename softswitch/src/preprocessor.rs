@@ -443,7 +443,7 @@ impl Preprocessor {
             .parent()
             .unwrap_or(Path::new(""));
         let path = base.join(target);
-        match crate::source::read_file(&path, MAX_SOURCE_BYTES - self.source_bytes) {
+        match crate::source::read_regular_file(&path, MAX_SOURCE_BYTES - self.source_bytes) {
             Ok(body) => {
                 self.source_bytes += body.len();
                 Ok(map.add(path.display().to_string(), body))

@@ -110,10 +110,16 @@ pub enum ReadError {
     NotUtf8,
 }
 
+/// Reads the text of the file at `path`, at most `max` bytes of it: a file the user names, which
+/// may be a pipe (`/dev/stdin`) but is not read past `max` (`/dev/zero` ends there).
+pub fn read_file(path: &Path, max: usize) -> Result<String, ReadError> {
+    read_at_most(std::fs::File::open(path)?, max)
+}
+
 /// Reads the text of the regular file at `path`, at most `max` bytes of it. Anything else (a
 /// FIFO, a device such as `/dev/zero`) is refused before a byte is read, and opening never waits
-/// for a FIFO's writer.
-pub fn read_file(path: &Path, max: usize) -> Result<String, ReadError> {
+/// for a FIFO's writer: for a file the program names, which no one may have meant to be read.
+pub fn read_regular_file(path: &Path, max: usize) -> Result<String, ReadError> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
@@ -121,6 +127,10 @@ pub fn read_file(path: &Path, max: usize) -> Result<String, ReadError> {
     if !file.metadata()?.is_file() {
         return Err(ReadError::NotAFile);
     }
+    read_at_most(file, max)
+}
+
+fn read_at_most(file: std::fs::File, max: usize) -> Result<String, ReadError> {
     let mut bytes = Vec::new();
     // One byte more than allowed tells a file of exactly `max` bytes from a longer one.
     file.take(max as u64 + 1).read_to_end(&mut bytes)?;
@@ -150,15 +160,23 @@ mod tests {
     }
 
     #[test]
-    fn reading_stops_at_the_limit_and_refuses_what_is_not_a_regular_file() {
+    fn reading_stops_at_the_limit_and_includes_are_regular_files_only() {
         let dir = std::env::temp_dir().join(format!("softswitch-read-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("ten.p4");
         std::fs::write(&file, "0123456789").unwrap();
-        assert_eq!(read_file(&file, 10).unwrap(), "0123456789");
-        assert!(matches!(read_file(&file, 9), Err(ReadError::TooLong(9))));
+        for read in [read_file, read_regular_file] {
+            assert_eq!(read(&file, 10).unwrap(), "0123456789");
+            assert!(matches!(read(&file, 9), Err(ReadError::TooLong(9))));
+        }
+        // A file the user names is read up to the limit, whatever it is.
+        let zero = Path::new("/dev/zero");
         assert!(matches!(
-            read_file(Path::new("/dev/zero"), 1 << 20),
+            read_file(zero, 1 << 20),
+            Err(ReadError::TooLong(_))
+        ));
+        assert!(matches!(
+            read_regular_file(zero, 1 << 20),
             Err(ReadError::NotAFile)
         ));
         // A FIFO without a writer: refused at once, never waited for.

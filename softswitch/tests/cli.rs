@@ -155,3 +155,29 @@ fn bundle_inlines_local_includes_into_a_self_contained_program() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The program named on the command line may be a pipe (`/dev/stdin`), read up to the source
+/// limit: `/dev/zero` ends there with an error.
+#[test]
+fn check_reads_a_program_from_a_pipe_and_an_endless_one_up_to_the_limit() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_softswitch"))
+        .args(["check", "/dev/stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let program = std::fs::read(corpus("basic.p4")).unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &program).unwrap();
+    assert!(child.wait_with_output().unwrap().status.success());
+
+    let out = Command::new(env!("CARGO_BIN_EXE_softswitch"))
+        .args(["check", "/dev/zero"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("reading /dev/zero: longer than"),
+        "{stderr}"
+    );
+}
