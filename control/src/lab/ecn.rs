@@ -11,7 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::Context as _;
+use anyhow::{bail, Context as _};
 use dataplane_common::{red, Hook};
 
 use super::shared::{enable_forwarding, Detach, PRIORITY};
@@ -24,7 +24,7 @@ use crate::{
     },
     netns::{veth_pair, Endpoint, Namespace},
     traffic::{RateController, Receiver, RecvConfig, SendConfig, Sender, StopFlag},
-    units::parse_rate_bps,
+    units::{parse_rate_bps, parse_run_time},
     wire::ethernet::Address,
 };
 
@@ -42,9 +42,9 @@ pub struct EcnLab {
         default_value = "0.5,0.8,1.05,1.1,0.6,0.3"
     )]
     steps: Vec<f64>,
-    /// Seconds per step.
-    #[arg(long, default_value_t = 2.0)]
-    step_secs: f64,
+    /// Seconds per step (1 ms to 1 day).
+    #[arg(long, default_value = "2", value_parser = parse_run_time)]
+    step_secs: Duration,
     /// RED Kmin in bytes.
     #[arg(long, default_value_t = 20_000)]
     kmin: u32,
@@ -61,6 +61,11 @@ pub struct EcnLab {
     #[arg(long, default_value_t = 4)]
     qps: u32,
 }
+
+/// Most steps a ramp may have.
+const MAX_STEPS: usize = 1000;
+/// Highest offered load of a step, as a fraction of the drain rate.
+const MAX_STEP: f64 = 100.0;
 
 /// A rate the lab changes while the sender runs.
 #[derive(Clone)]
@@ -120,6 +125,12 @@ impl Topology {
 
 /// Runs the lab until its last step or until `stop` is set.
 pub fn run(args: &EcnLab, stop: &StopFlag) -> anyhow::Result<()> {
+    if args.steps.is_empty() || args.steps.len() > MAX_STEPS {
+        bail!("--steps takes 1 to {MAX_STEPS} fractions");
+    }
+    if let Some(bad) = args.steps.iter().find(|s| !(**s > 0.0 && **s <= MAX_STEP)) {
+        bail!("--steps: {bad} is not a fraction of the drain rate in (0, {MAX_STEP}]");
+    }
     let topology = Topology::build().context("building the namespace test bed")?;
     let mut config = HostConfig::default();
     config.apply_assignments(&[
@@ -135,11 +146,11 @@ pub fn run(args: &EcnLab, stop: &StopFlag) -> anyhow::Result<()> {
         attachments: vec![Attachment::Xdp],
         config,
     };
-    topology.bottleneck_ns.run(|| attach::attach(&request))??;
-    let _detach = Detach(&topology.ingress.ifname);
-    let maps = PinnedMaps::open(&topology.ingress.ifname)?;
+    let attached = topology.bottleneck_ns.run(|| attach::attach(&request))??;
+    let _detach = Detach(attached.dir.clone());
+    let maps = PinnedMaps::at(attached.dir);
 
-    let total = Duration::from_secs_f64(args.step_secs * args.steps.len() as f64);
+    let total = args.step_secs * args.steps.len() as u32;
     let first_step = args.steps.first().copied().unwrap_or(1.0);
     let offered = Arc::new(AtomicU64::new(per_qp_rate(args, first_step)));
     let per_qp = SharedRate(offered.clone());
@@ -220,7 +231,7 @@ fn ramp(
     for step in &args.steps {
         let rate = (args.drain as f64 * step) as u64;
         offered.store(per_qp_rate(args, *step), Ordering::Relaxed);
-        let step_end = Instant::now() + Duration::from_secs_f64(args.step_secs);
+        let step_end = Instant::now() + args.step_secs;
         while Instant::now() < step_end {
             if stop.is_stopped() {
                 return Ok(false);
