@@ -5,7 +5,7 @@
 //! `[ecn.prio3]` / `kmin_bytes = 20000` is `ecn.prio3.kmin_bytes=20000`. One parser serves
 //! both, so an unknown or bad key gets the same message wherever it comes from.
 
-use std::{ops::RangeInclusive, path::Path, time::Duration};
+use std::{fs::File, io::Read as _, ops::RangeInclusive, path::Path, time::Duration};
 
 use anyhow::{anyhow, bail, Context as _};
 use dataplane_common::{
@@ -21,6 +21,9 @@ use crate::units::{parse_duration, parse_rate_bps, DurationLimits, ONE_DAY};
 
 /// Largest drain rate the phantom queue arithmetic supports: 2^39 bytes/s (about 4.4 Tb/s).
 const MAX_RATE_BPS: u64 = (1 << 39) * 8;
+
+/// Longest config file read: 1 MiB (a file that sets every key is about 10 KB).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// `pfc.watchdog_ms`: 1 ms to one day.
 const WATCHDOG: DurationLimits = DurationLimits::millis(Duration::from_millis(1), ONE_DAY);
@@ -284,10 +287,20 @@ impl HostConfig {
         Ok(())
     }
 
-    /// Reads a TOML config file on top of the defaults.
+    /// Reads a TOML config file (at most [`MAX_CONFIG_BYTES`]) on top of the defaults.
     pub fn from_file(path: &Path) -> anyhow::Result<Self> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let file = File::open(path).with_context(|| format!("reading {}", path.display()))?;
+        let mut text = String::new();
+        file.take(MAX_CONFIG_BYTES + 1)
+            .read_to_string(&mut text)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if text.len() as u64 > MAX_CONFIG_BYTES {
+            bail!(
+                "config file {} is longer than {MAX_CONFIG_BYTES} bytes (1 MiB); a whole \
+                 configuration takes a few KB",
+                path.display()
+            );
+        }
         Self::from_toml(&text).with_context(|| format!("in config file {}", path.display()))
     }
 
@@ -469,6 +482,17 @@ mod tests {
             let err = format!("{:#}", c.apply_assignments(&[bad]).unwrap_err());
             assert!(err.contains(needle), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn config_files_are_bounded() {
+        let err = format!(
+            "{:#}",
+            HostConfig::from_file(Path::new("/dev/zero")).unwrap_err()
+        );
+        assert!(err.contains("longer than 1048576 bytes"), "{err}");
+        let deep = format!("a = {}{}", "[".repeat(5000), "]".repeat(5000));
+        assert!(HostConfig::from_toml(&deep).is_err());
     }
 
     #[test]

@@ -14,10 +14,14 @@ use std::{
     io,
     os::{fd::AsRawFd as _, unix::fs::MetadataExt as _},
     path::{Path, PathBuf},
+    time::{Duration, Instant},
 };
 
 use anyhow::{bail, Context as _};
-use aya::programs::links::{FdLink, PinnedLink};
+use aya::programs::{
+    links::{FdLink, LinkInfo, PinnedLink},
+    loaded_programs,
+};
 
 use super::{
     attach::ifindex,
@@ -31,6 +35,10 @@ pub const ATTACHING: &str = "attaching";
 pub const DETACHING: &str = "detaching";
 /// Link pins start with this; they are removed first, so programs stop before their maps go.
 const LINK_PREFIX: &str = "link_";
+/// How long removing a link's last pin may take to release its program in the kernel.
+const LINK_RELEASE: Duration = Duration::from_secs(5);
+/// How often the loaded links are looked at meanwhile.
+const LINK_POLL: Duration = Duration::from_millis(2);
 /// How often taking the root lock is retried when the root is removed under us.
 const ROOT_LOCK_ATTEMPTS: usize = 100;
 
@@ -38,11 +46,29 @@ const ROOT_LOCK_ATTEMPTS: usize = 100;
 #[derive(Debug)]
 struct DirLock(File);
 
+/// How a [`DirLock`] is taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Alone (LOCK_EX), waiting for it.
+    Exclusive,
+    /// Alone (LOCK_EX), or not at all if someone holds it.
+    ExclusiveNow,
+    /// Beside other shared holders (LOCK_SH), waiting for it.
+    Shared,
+    /// Beside other shared holders (LOCK_SH), or not at all if someone holds it alone.
+    SharedNow,
+}
+
 impl DirLock {
-    /// Locks `path`, waiting for the lock if `wait`; `None` if it is held and not `wait`.
-    fn acquire(path: &Path, wait: bool) -> io::Result<Option<DirLock>> {
+    /// Locks `path`; `None` if a lock that does not wait could not be taken.
+    fn acquire(path: &Path, mode: Mode) -> io::Result<Option<DirLock>> {
         let file = File::open(path)?;
-        let operation = libc::LOCK_EX | if wait { 0 } else { libc::LOCK_NB };
+        let operation = match mode {
+            Mode::Exclusive => libc::LOCK_EX,
+            Mode::ExclusiveNow => libc::LOCK_EX | libc::LOCK_NB,
+            Mode::Shared => libc::LOCK_SH,
+            Mode::SharedNow => libc::LOCK_SH | libc::LOCK_NB,
+        };
         // SAFETY: a valid open file descriptor.
         if unsafe { libc::flock(file.as_raw_fd(), operation) } != 0 {
             let error = io::Error::last_os_error();
@@ -55,24 +81,41 @@ impl DirLock {
     }
 }
 
-/// The lock of [`ROOT`]: held while directories are created, claimed, cleaned or removed.
-struct RootLock {
+/// The lock of [`ROOT`]: held alone while directories are created, claimed, cleaned or
+/// removed; shared while `status` looks at them (so its probes of hidden directories never
+/// meet a claim or a recovery).
+pub struct RootLock {
     _lock: DirLock,
 }
 
 impl RootLock {
+    /// Takes the lock alone, making the root if needed.
     fn acquire() -> anyhow::Result<Self> {
+        Self::take(Mode::Exclusive).map(|lock| lock.expect("made before locking"))
+    }
+
+    /// Takes the lock beside other readers; `None` if there is no root (nothing to read).
+    pub fn shared() -> anyhow::Result<Option<Self>> {
+        Self::take(Mode::Shared)
+    }
+
+    fn take(mode: Mode) -> anyhow::Result<Option<Self>> {
         for _ in 0..ROOT_LOCK_ATTEMPTS {
-            fs::create_dir_all(ROOT).with_context(|| format!("creating {ROOT}"))?;
-            let lock = match DirLock::acquire(Path::new(ROOT), true) {
+            if mode == Mode::Exclusive {
+                fs::create_dir_all(ROOT).with_context(|| format!("creating {ROOT}"))?;
+            }
+            let lock = match DirLock::acquire(Path::new(ROOT), mode) {
                 Ok(lock) => lock.expect("a waiting lock is always taken"),
+                Err(e) if e.kind() == io::ErrorKind::NotFound && mode == Mode::Shared => {
+                    return Ok(None)
+                }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(e).with_context(|| format!("locking {ROOT}")),
             };
             // The root may have been removed, and made anew, between open and flock.
             let locked = lock.0.metadata()?.ino();
             if fs::metadata(ROOT).is_ok_and(|m| m.ino() == locked) {
-                return Ok(RootLock { _lock: lock });
+                return Ok(Some(RootLock { _lock: lock }));
             }
         }
         bail!("cannot lock {ROOT}: it keeps being removed")
@@ -88,9 +131,10 @@ pub enum Owner {
     Gone,
 }
 
-/// Who owns the hidden directory `dir`.
-pub fn owner(dir: &PinDir) -> io::Result<Owner> {
-    match DirLock::acquire(dir.path(), false)? {
+/// Who owns the hidden directory `dir`. Probes with a shared lock, so probes never take the
+/// lock from each other; call it under the root lock (shared or alone), so no claim meets it.
+pub fn owner(dir: &PinDir, _root: &RootLock) -> io::Result<Owner> {
+    match DirLock::acquire(dir.path(), Mode::SharedNow)? {
         Some(_free) => Ok(Owner::Gone),
         None => Ok(Owner::Running(lock_holder(dir.path()))),
     }
@@ -103,8 +147,10 @@ fn lock_holder(path: &Path) -> Option<u32> {
     let locks = fs::read_to_string("/proc/locks").ok()?;
     locks.lines().find_map(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
-        let (kind, pid, file) = (fields.get(1)?, fields.get(4)?, fields.get(5)?);
-        let same = *kind == "FLOCK" && file.rsplit(':').next()?.parse() == Ok(inode);
+        let (kind, access) = (fields.get(1)?, fields.get(3)?);
+        let (pid, file) = (fields.get(4)?, fields.get(5)?);
+        let same =
+            (*kind, *access) == ("FLOCK", "WRITE") && file.rsplit(':').next()?.parse() == Ok(inode);
         same.then(|| pid.parse().ok()).flatten()
     })
 }
@@ -156,9 +202,9 @@ pub fn locate(interface: &str) -> anyhow::Result<PinDir> {
 /// interface or one that another command is changing, and claims `IFACE:attaching`.
 pub fn begin_attach(dir: &PinDir) -> anyhow::Result<(Claim, Vec<Recovered>)> {
     pins::ensure_bpffs()?;
-    let _root = RootLock::acquire()?;
+    let root = RootLock::acquire()?;
     adopt_legacy(dir)?;
-    let recovered = recover(dir)?;
+    let recovered = recover(dir, &root)?;
     if dir.exists() {
         bail!(
             "{} is already attached ({} exists); run `lossless host detach {}` first, \
@@ -180,9 +226,9 @@ pub fn begin_attach(dir: &PinDir) -> anyhow::Result<(Claim, Vec<Recovered>)> {
 /// Starts a detach of `dir`: removes leftovers of killed commands and claims the interface's
 /// pins as `IFACE:detaching`. `None` if nothing is attached but leftovers were removed.
 pub fn begin_detach(dir: &PinDir) -> anyhow::Result<(Option<Claim>, Vec<Recovered>)> {
-    let _root = RootLock::acquire()?;
+    let root = RootLock::acquire()?;
     adopt_legacy(dir)?;
-    let recovered = recover(dir)?;
+    let recovered = recover(dir, &root)?;
     if !dir.exists() {
         if recovered.is_empty() {
             dir.require_attached()?;
@@ -197,7 +243,7 @@ pub fn begin_detach(dir: &PinDir) -> anyhow::Result<(Option<Claim>, Vec<Recovere
 }
 
 fn claim(dir: PinDir) -> anyhow::Result<Claim> {
-    let lock = DirLock::acquire(dir.path(), false)
+    let lock = DirLock::acquire(dir.path(), Mode::ExclusiveNow)
         .with_context(|| format!("locking {}", dir.path().display()))?
         .with_context(|| format!("{} is locked by another process", dir.path().display()))?;
     Ok(Claim { dir, _lock: lock })
@@ -226,7 +272,7 @@ impl Claim {
 
 /// Removes the leftovers of killed commands of `dir`'s interface (under the root lock), in
 /// its namespace and in the layout before namespace keys; fails if one still runs.
-fn recover(dir: &PinDir) -> anyhow::Result<Vec<Recovered>> {
+fn recover(dir: &PinDir, root: &RootLock) -> anyhow::Result<Vec<Recovered>> {
     let mut recovered = Vec::new();
     for hidden in [
         dir.hidden(ATTACHING),
@@ -238,7 +284,7 @@ fn recover(dir: &PinDir) -> anyhow::Result<Vec<Recovered>> {
             continue;
         }
         let owner =
-            owner(&hidden).with_context(|| format!("locking {}", hidden.path().display()))?;
+            owner(&hidden, root).with_context(|| format!("locking {}", hidden.path().display()))?;
         if let Owner::Running(pid) = owner {
             let pid = pid.map(|p| format!(" (process {p})")).unwrap_or_default();
             bail!(
@@ -257,7 +303,9 @@ fn recover(dir: &PinDir) -> anyhow::Result<Vec<Recovered>> {
 }
 
 /// Removes everything pinned in `dir`, links first (so programs stop before their maps go),
-/// then `dir`. Returns the names of the link pins.
+/// then `dir`. Returns the names of the link pins. Returns once the kernel has let the links
+/// go: it frees an unpinned link a moment later (after an RCU grace period), and the next
+/// attach must find the interface free.
 fn remove_pins(dir: &Path) -> anyhow::Result<Vec<String>> {
     let mut names: Vec<String> = fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
@@ -265,17 +313,55 @@ fn remove_pins(dir: &Path) -> anyhow::Result<Vec<String>> {
         .collect::<io::Result<_>>()
         .with_context(|| format!("reading {}", dir.display()))?;
     names.sort_by_key(|name| (!name.starts_with(LINK_PREFIX), name.clone()));
-    for name in &names {
-        let path = dir.join(name);
-        match fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
-        }
+    let (links, maps): (Vec<String>, Vec<String>) = names
+        .into_iter()
+        .partition(|name| name.starts_with(LINK_PREFIX));
+    let programs: Vec<u32> = links
+        .iter()
+        .filter_map(|name| link_info(&dir.join(name)))
+        .map(|info| info.program_id())
+        .collect();
+    for name in &links {
+        unpin(&dir.join(name))?;
+    }
+    wait_until_unloaded(&programs);
+    for name in &maps {
+        unpin(&dir.join(name))?;
     }
     fs::remove_dir(dir).with_context(|| format!("removing {}", dir.display()))?;
-    names.retain(|name| name.starts_with(LINK_PREFIX));
-    Ok(names)
+    Ok(links)
+}
+
+/// Removes one pin; one already gone is fine.
+fn unpin(path: &Path) -> anyhow::Result<()> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("removing {}", path.display())),
+    }
+}
+
+/// The kernel's view of the link pinned at `path` (the pin's file descriptor is closed again).
+fn link_info(path: &Path) -> Option<LinkInfo> {
+    FdLink::from(PinnedLink::from_pin(path).ok()?).info().ok()
+}
+
+/// Waits (at most [`LINK_RELEASE`]) until no program of `ids` is loaded. (A program goes
+/// after its link has detached it; the link's own id goes a moment before that.)
+fn wait_until_unloaded(ids: &[u32]) {
+    let deadline = Instant::now() + LINK_RELEASE;
+    while loaded_programs()
+        .filter_map(Result::ok)
+        .any(|program| ids.contains(&program.id()))
+    {
+        if Instant::now() >= deadline {
+            tracing::warn!(
+                "programs {ids:?} are still loaded {LINK_RELEASE:?} after their links' pins went"
+            );
+            return;
+        }
+        std::thread::sleep(LINK_POLL);
+    }
 }
 
 /// Removes `dir`'s namespace directory and the root once they are empty (under the root lock).
@@ -320,8 +406,7 @@ fn link_program_ids(dir: &Path) -> Vec<u32> {
     entries
         .filter_map(Result::ok)
         .filter(|e| e.file_name().to_string_lossy().starts_with(LINK_PREFIX))
-        .filter_map(|e| PinnedLink::from_pin(e.path()).ok())
-        .filter_map(|link| FdLink::from(link).info().ok())
+        .filter_map(|e| link_info(&e.path()))
         .map(|info| info.program_id())
         .collect()
 }

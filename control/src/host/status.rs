@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::{
     attachment::Attachment,
     config::ConfigView,
-    lifecycle::{self, Owner},
+    lifecycle::{self, Owner, RootLock},
     namespace::{NetnsId, NetnsView},
     pinned_maps::PinnedMaps,
     pins::{Kind, PinDir},
@@ -99,6 +99,9 @@ impl Entry {
 pub fn all() -> anyhow::Result<Vec<Entry>> {
     let current = NetnsId::current().ok();
     let mut entries = Vec::new();
+    let Some(root) = RootLock::shared()? else {
+        return Ok(entries);
+    };
     for (dir, kind) in PinDir::all()? {
         let netns = dir.netns().map(|n| n.view(current));
         match kind {
@@ -108,7 +111,7 @@ pub fn all() -> anyhow::Result<Vec<Entry>> {
                 Err(e) => tracing::warn!("{}: cannot read its pins: {e:#}", dir.path().display()),
             },
             Kind::Hidden(purpose) => {
-                let Ok(owner) = lifecycle::owner(&dir) else {
+                let Ok(owner) = lifecycle::owner(&dir, &root) else {
                     continue; // gone meanwhile
                 };
                 entries.push(Entry::Leftover(Leftover::new(&dir, netns, purpose, owner)));
