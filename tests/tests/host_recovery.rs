@@ -6,12 +6,27 @@
 
 use std::time::Instant;
 
-use lossless::host::attach::{Stage, PAUSE_ENV};
+use lossless::host::{
+    attach::{Stage, PAUSE_ENV},
+    pins::PinDir,
+};
 use lossless_tests::bed::{pin_dirs, privileged, Attached, Link, Running};
 use serde_json::Value;
 
 /// The hooks every kill test attaches: an XDP link and two TCX links.
 const HOOKS: &str = "xdp,cnp";
+
+/// `host attach` of `link`'s rx interface with [`HOOKS`] in skb mode.
+fn attach_args(link: &Link) -> [&str; 7] {
+    let rx = link.rx.ifname.as_str();
+    ["host", "attach", rx, "--mode", "skb", "--hooks", HOOKS]
+}
+
+/// The pin directory of `link`'s rx interface (in its namespace).
+fn rx_pin_dir(link: &Link) -> PinDir {
+    let name = link.rx.ifname.clone();
+    link.rx_ns.run(move || PinDir::new(&name).unwrap()).unwrap()
+}
 
 /// Whether the kernel shows an XDP program on `link`'s rx interface.
 fn xdp_attached(link: &Link) -> bool {
@@ -70,15 +85,7 @@ fn an_attach_killed_at_any_stage_is_recovered() {
         return;
     }
     let link = Link::new().unwrap();
-    let attach = [
-        "host",
-        "attach",
-        &link.rx.ifname,
-        "--mode",
-        "skb",
-        "--hooks",
-        HOOKS,
-    ];
+    let attach = attach_args(&link);
     for (i, stage) in Stage::ALL.into_iter().enumerate() {
         let context = stage.name();
         let mut running = Running::spawn(&link.rx_ns, &attach, &[(PAUSE_ENV, stage.name())]);
@@ -132,15 +139,7 @@ fn attaches_killed_at_random_moments_never_leave_the_interface_stuck() {
         return;
     }
     let link = Link::new().unwrap();
-    let attach = [
-        "host",
-        "attach",
-        &link.rx.ifname,
-        "--mode",
-        "skb",
-        "--hooks",
-        HOOKS,
-    ];
+    let attach = attach_args(&link);
     // How long a whole attach takes here: the kills fall inside it.
     let started = Instant::now();
     Link::lossless(&link.rx_ns, &attach).unwrap();
@@ -177,13 +176,7 @@ fn a_detach_killed_midway_is_recovered() {
     let attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--hooks", HOOKS]).unwrap();
     // A detach that dies between taking the pins out of sight and removing them: the same
     // leftover as a SIGKILL there, made by renaming the directory as detach does.
-    let dir = link
-        .rx_ns
-        .run({
-            let name = link.rx.ifname.clone();
-            move || lossless::host::pins::PinDir::new(&name).unwrap()
-        })
-        .unwrap();
+    let dir = rx_pin_dir(&link);
     dir.rename_to(&dir.hidden("detaching")).unwrap();
     let stale = entries_of(&link);
     assert_eq!(stale[0]["state"], "stale", "{stale:?}");
@@ -206,13 +199,7 @@ fn attach_over_an_xdp_program_names_it() {
     let program = ours["hooks"][0]["program_id"].as_u64().unwrap();
     let link_id = ours["hooks"][0]["link_id"].as_u64().unwrap();
     // Hide the pins where lossless does not look: the program stays, held by its link.
-    let dir = link
-        .rx_ns
-        .run({
-            let name = link.rx.ifname.clone();
-            move || lossless::host::pins::PinDir::new(&name).unwrap()
-        })
-        .unwrap();
+    let dir = rx_pin_dir(&link);
     let hidden = std::path::PathBuf::from(format!("/sys/fs/bpf/hidden-{}", link.rx.ifname));
     std::fs::rename(dir.path(), &hidden).unwrap();
     let refused = Link::lossless(&link.rx_ns, &["host", "attach", &link.rx.ifname]).unwrap_err();
