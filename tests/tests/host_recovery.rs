@@ -288,3 +288,47 @@ fn same_named_interfaces_in_two_namespaces_are_independent() {
     assert!(format!("{again:#}").contains("not attached"), "{again:#}");
     assert_eq!(pin_dirs().iter().filter(|d| **d == name).count(), 1);
 }
+
+/// Pins of a lossless before namespace keys (`/sys/fs/bpf/lossless/IFACE/`) stay readable:
+/// `status` lists them with no namespace, a command in another namespace leaves them alone,
+/// and the first command in the namespace whose interface runs their programs adopts them.
+#[test]
+fn pins_of_the_layout_before_namespace_keys_are_adopted() {
+    if !privileged("pins_of_the_layout_before_namespace_keys_are_adopted") {
+        return;
+    }
+    let (link, other) = (Link::new().unwrap(), Link::new().unwrap());
+    let attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--mode", "skb"]).unwrap();
+    let dir = rx_pin_dir(&link);
+    // Where the old layout kept them.
+    let legacy = dir.legacy();
+    dir.rename_to(&legacy).unwrap();
+    let before = entries_of(&link);
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert_eq!(before[0]["netns"], Value::Null, "{before:?}");
+    assert_eq!(before[0]["state"], "attached", "{before:?}");
+
+    // The same name in another namespace, whose interface does not run them: not adopted.
+    other
+        .rx_ns
+        .ip(&["link", "set", &other.rx.ifname, "down"])
+        .unwrap();
+    other
+        .rx_ns
+        .ip(&["link", "set", &other.rx.ifname, "name", &link.rx.ifname])
+        .unwrap();
+    let elsewhere = Link::lossless(&other.rx_ns, &["host", "stats", &link.rx.ifname]);
+    assert!(
+        format!("{:#}", elsewhere.unwrap_err()).contains("not attached"),
+        "another namespace adopted them"
+    );
+    assert!(legacy.exists());
+
+    // In its own namespace: adopted by the first command, and everything works on.
+    Link::stats(&link.rx_ns, &link.rx.ifname).unwrap();
+    assert!(!legacy.exists() && dir.exists(), "not adopted");
+    let after = entries_of(&link);
+    assert_eq!(after[0]["netns"]["current"], true, "{after:?}");
+    attached.detach().unwrap();
+    assert_clean(&link, "after detach");
+}

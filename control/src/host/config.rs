@@ -28,10 +28,10 @@ pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// `pfc.watchdog_ms`: 1 ms to one day.
 const WATCHDOG: DurationLimits = DurationLimits::millis(Duration::from_millis(1), ONE_DAY);
 
-/// The least time between two CNPs of one QP (`cnp.interval_us`, and `traffic recv
-/// --cnp-interval-us`): 0 (answer every CE mark) to 1 s.
+/// The least time between two CNPs of one QP (`cnp.interval_us`, `traffic recv
+/// --cnp-interval-us`, `lab incast --cnp-interval-us`): 0 (answer every CE mark) to 60 s.
 pub const CNP_INTERVAL: DurationLimits =
-    DurationLimits::micros(Duration::ZERO, Duration::from_secs(1));
+    DurationLimits::micros(Duration::ZERO, Duration::from_secs(60));
 
 /// The whole configuration of one interface.
 #[derive(Clone, Debug, PartialEq)]
@@ -473,6 +473,10 @@ mod tests {
             (
                 "cnp.interval_us=1e300",
                 "cnp.interval_us: '1e300' is too long",
+            ),
+            (
+                "cnp.interval_us=61s",
+                "durations here are 0 µs to 60000000 µs",
             ),
             ("cnp.interval_us=NaN", "is not a duration"),
             ("ecn.prio1.enabled=maybe", "ecn.prio1.enabled"),

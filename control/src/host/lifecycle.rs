@@ -26,6 +26,7 @@ use aya::programs::{
 use super::{
     attach::ifindex,
     interface_programs,
+    namespace::NetnsId,
     pins::{self, PinDir, ROOT},
 };
 
@@ -34,7 +35,7 @@ pub const ATTACHING: &str = "attaching";
 /// Where detach takes them apart.
 pub const DETACHING: &str = "detaching";
 /// Link pins start with this; they are removed first, so programs stop before their maps go.
-const LINK_PREFIX: &str = "link_";
+pub const LINK_PREFIX: &str = "link_";
 /// How long removing a link's last pin may take to release its program in the kernel.
 const LINK_RELEASE: Duration = Duration::from_secs(5);
 /// How often the loaded links are looked at meanwhile.
@@ -312,7 +313,7 @@ fn remove_pins(dir: &Path) -> anyhow::Result<Vec<String>> {
         .map(|entry| entry.map(|e| e.file_name().to_string_lossy().into_owned()))
         .collect::<io::Result<_>>()
         .with_context(|| format!("reading {}", dir.display()))?;
-    names.sort_by_key(|name| (!name.starts_with(LINK_PREFIX), name.clone()));
+    names.sort();
     let (links, maps): (Vec<String>, Vec<String>) = names
         .into_iter()
         .partition(|name| name.starts_with(LINK_PREFIX));
@@ -373,11 +374,11 @@ fn prune(dir: &PinDir) {
 }
 
 /// Moves pins of the layout before namespace keys (`ROOT/IFACE`) to `dir` when one of their
-/// links' programs is attached to `dir`'s interface in the calling thread's namespace, which
-/// must be `dir`'s (under the root lock).
+/// links' programs is attached to `dir`'s interface, seen from the calling thread's namespace
+/// if it is `dir`'s (under the root lock).
 fn adopt_legacy(dir: &PinDir) -> anyhow::Result<()> {
     let legacy = dir.legacy();
-    if dir.exists() || !legacy.exists() {
+    if dir.exists() || !legacy.exists() || dir.netns() != NetnsId::current().ok() {
         return Ok(());
     }
     let Ok(index) = ifindex(dir.interface()) else {

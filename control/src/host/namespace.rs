@@ -4,7 +4,7 @@
 //!
 //! Pins are keyed by it, so a same-named interface in another namespace is another interface.
 
-use std::{fmt, fs, os::unix::fs::MetadataExt as _, path::Path};
+use std::{fmt, fs, os::unix::fs::MetadataExt as _};
 
 use anyhow::Context as _;
 use serde::Serialize;
@@ -44,11 +44,6 @@ impl NetnsId {
             current: current == Some(self),
         }
     }
-
-    /// Whether `path` (a namespace file such as /run/netns/NAME) is this namespace.
-    pub fn is(self, path: &Path) -> bool {
-        fs::metadata(path).is_ok_and(|m| m.ino() == self.0)
-    }
 }
 
 impl fmt::Display for NetnsId {
@@ -85,7 +80,8 @@ mod tests {
     #[test]
     fn the_current_namespace_is_its_own_file() {
         let here = NetnsId::current().unwrap();
-        assert!(here.is(Path::new("/proc/self/ns/net")));
+        let main_thread = fs::metadata("/proc/self/ns/net").unwrap().ino();
+        assert_eq!(here.0, main_thread);
         assert_eq!(here.to_string(), format!("net:[{}]", here.0));
         assert!(here.view(Some(here)).current);
     }

@@ -134,7 +134,7 @@ impl Leftover {
             .flatten()
             .filter_map(Result::ok)
             .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|name| name.starts_with("link_"))
+            .filter(|name| name.starts_with(lifecycle::LINK_PREFIX))
             .collect();
         links.sort();
         Leftover {
@@ -204,7 +204,7 @@ impl InterfaceStatus {
             let link = FdLink::from(PinnedLink::from_pin(maps.dir().link(pin))?);
             let link_info = link.info()?;
             hooks.push(HookStatus {
-                hook: pin.trim_start_matches("link_"),
+                hook: pin.trim_start_matches(lifecycle::LINK_PREFIX),
                 program_id: link_info.program_id(),
                 link_id: link_info.id(),
             });

@@ -28,7 +28,7 @@ use crate::{
     host::{
         attach::{self, AttachRequest, Mode},
         attachment::Attachment,
-        config::HostConfig,
+        config::{HostConfig, CNP_INTERVAL},
         pinned_maps::PinnedMaps,
     },
     netns::{veth_pair, Endpoint, Namespace},
@@ -94,9 +94,10 @@ pub struct IncastLab {
     /// RED Pmax.
     #[arg(long, default_value_t = 0.2)]
     pmax: f64,
-    /// At most one CNP per QP per this many microseconds, from the receiver's kernel.
-    #[arg(long, default_value_t = 50)]
-    cnp_interval_us: u32,
+    /// At most one CNP per QP per this many microseconds (0 to 60 s), from the receiver's
+    /// kernel.
+    #[arg(long, default_value = "50", value_parser = |s: &str| parse_duration(s, &CNP_INTERVAL))]
+    cnp_interval_us: Duration,
     /// DCQCN gain g.
     #[arg(long, default_value_t = 1.0 / 16.0)]
     dcqcn_g: f64,
@@ -372,7 +373,7 @@ pub fn run(args: &IncastLab, stop: &StopFlag) -> anyhow::Result<()> {
         format!("ecn.prio{PRIORITY}.kmin_bytes={}", args.kmin),
         format!("ecn.prio{PRIORITY}.kmax_bytes={}", args.kmax),
         format!("ecn.prio{PRIORITY}.pmax={}", args.pmax),
-        format!("cnp.interval_us={}", args.cnp_interval_us),
+        format!("cnp.interval_us={}", args.cnp_interval_us.as_micros()),
     ])?;
     let receiver_if = topology.receiver.ifname.clone();
     let request = AttachRequest {
@@ -441,7 +442,7 @@ pub fn run(args: &IncastLab, stop: &StopFlag) -> anyhow::Result<()> {
         args.line_rate / 1_000_000,
         receiver_if,
         args.drain / 1_000_000,
-        args.cnp_interval_us,
+        args.cnp_interval_us.as_micros(),
         args.fair_share_bps() / 1e6
     );
     let monitor = Monitor {

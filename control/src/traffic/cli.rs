@@ -202,7 +202,7 @@ pub struct RecvArgs {
     /// notification point), at most one per QP per --cnp-interval-us.
     #[arg(long)]
     pub cnp: bool,
-    /// Least time between two CNPs of one QP, in microseconds (0 to 1 s).
+    /// Least time between two CNPs of one QP, in microseconds (0 to 60 s).
     #[arg(long, default_value = "50", requires = "cnp", value_parser = |s: &str| parse_duration(s, &CNP_INTERVAL))]
     pub cnp_interval_us: Duration,
     /// DSCP of the CNPs.
