@@ -16,7 +16,7 @@ use super::dcqcn::{Dcqcn, DcqcnParams, RateTimeline};
 use super::notify::CnpConfig;
 use super::rate::{FixedRate, RateController};
 use super::receiver::{Receiver, RecvConfig};
-use super::sender::{SendConfig, SendSummary, Sender};
+use super::sender::{PfcHonour, SendConfig, SendSummary, Sender};
 use super::stop::StopFlag;
 use crate::units::parse_rate_bps;
 use crate::wire::bth::MASK_24;
@@ -455,8 +455,8 @@ fn human_rate(bps: f64) -> String {
 fn send_table(s: &SendSummary) -> String {
     let mut out = format!(
         "sent {} frames of {} bytes ({} bytes) in {:.3} s on {}: {} on the wire, {:.0} frames/s\n\
-         {} {} -> {} {}; {} send retries, {} stalls (sender fell behind its schedule)\n\
-         {} CNPs received ({} for no QP of this sender); PFC priority {}: {}\n",
+         {} {} -> {} {}{}; {} send retries, {} stalls (sender fell behind its schedule)\n\
+         {} CNPs received ({} for no QP of this sender); {}\n",
         s.packets,
         s.frame_len,
         s.bytes,
@@ -468,20 +468,14 @@ fn send_table(s: &SendSummary) -> String {
         s.src_mac,
         s.dst_ip,
         s.dst_mac,
+        s.gateway
+            .map(|gw| format!(" (via gateway {gw})"))
+            .unwrap_or_default(),
         s.retries,
         s.stalls,
         s.cnp_received,
         s.cnp_unmatched,
-        s.pfc_priority,
-        if s.pfc_honoured {
-            format!(
-                "honoured, paused {:.3} ms, {} frames held",
-                s.pfc_paused_ns as f64 / 1e6,
-                s.pfc_holds
-            )
-        } else {
-            "not honoured (interface not attached, or --ignore-pfc)".to_owned()
-        }
+        pfc_clause(s)
     );
     out += &format!(
         "{:>8} {:>6} {:>12} {:>9} {:>8}\n",
@@ -494,6 +488,21 @@ fn send_table(s: &SendSummary) -> String {
         );
     }
     out
+}
+
+/// What the sender did about PFC, in a few words: the pause figures when it honoured them,
+/// and otherwise the one reason it could not.
+fn pfc_clause(s: &SendSummary) -> String {
+    match s.pfc {
+        PfcHonour::Honoured => format!(
+            "PFC priority {}: honoured, paused {:.3} ms, {} frames held",
+            s.pfc_priority,
+            s.pfc_paused_ns as f64 / 1e6,
+            s.pfc_holds
+        ),
+        PfcHonour::Ignored => format!("PFC priority {}: ignored (--ignore-pfc)", s.pfc_priority),
+        PfcHonour::NotAttached => format!("PFC: no pauses to honour ({} not attached)", s.iface),
+    }
 }
 
 /// One interval report as a line: time, then each QP's goodput, CE and CNPs.
@@ -803,6 +812,61 @@ mod tests {
         assert!(table.starts_with("      QP             SRC"), "{table}");
         assert!(table.contains("   total "), "{table}");
         assert!(table.contains("8.00 Mbit/s"), "{table}");
+    }
+
+    #[test]
+    fn sender_summary_says_the_gateway_and_pfc_once() {
+        let mut summary = SendSummary {
+            iface: "tx0".into(),
+            src_mac: "02:00:00:00:00:01".into(),
+            dst_mac: "02:00:00:00:00:fe".into(),
+            src_ip: "10.0.1.2".parse().unwrap(),
+            dst_ip: "10.0.2.2".parse().unwrap(),
+            gateway: Some("10.0.1.1".parse().unwrap()),
+            frame_len: 1024,
+            packets: 10,
+            bytes: 10240,
+            duration_s: 1.0,
+            wire_rate_bps: 83_000.0,
+            pps: 10.0,
+            retries: 0,
+            stalls: 0,
+            cnp_received: 0,
+            cnp_unmatched: 0,
+            pfc_priority: 3,
+            pfc_honoured: false,
+            pfc: PfcHonour::NotAttached,
+            pfc_paused_ns: 0,
+            pfc_holds: 0,
+            qps: vec![],
+            started: std::time::Instant::now(),
+        };
+        let text = send_table(&summary);
+        assert!(
+            text.contains("10.0.2.2 02:00:00:00:00:fe (via gateway 10.0.1.1);"),
+            "{text}"
+        );
+        assert!(
+            text.contains("; PFC: no pauses to honour (tx0 not attached)\n"),
+            "{text}"
+        );
+        assert!(!text.contains("--ignore-pfc"), "{text}");
+        summary.gateway = None;
+        summary.pfc = PfcHonour::Ignored;
+        let text = send_table(&summary);
+        assert!(text.contains("02:00:00:00:00:fe; 0 send retries"), "{text}");
+        assert!(
+            text.contains("PFC priority 3: ignored (--ignore-pfc)"),
+            "{text}"
+        );
+        summary.pfc = PfcHonour::Honoured;
+        summary.pfc_paused_ns = 1_500_000;
+        summary.pfc_holds = 7;
+        let text = send_table(&summary);
+        assert!(
+            text.contains("PFC priority 3: honoured, paused 1.500 ms, 7 frames held"),
+            "{text}"
+        );
     }
 
     #[test]
