@@ -8,7 +8,7 @@
 use std::{io::BufRead as _, process::Stdio};
 
 use lossless::{
-    p4::client::{Client, Target},
+    p4::client::{Client, ElectionId, Target},
     traffic::{FixedRate, Receiver, RecvConfig, SendConfig, Sender},
     wire::ethernet::Address,
 };
@@ -237,6 +237,27 @@ fn watch_prints_counters_with_rates() {
     assert_eq!(port1(&first)["packets"], 2);
     assert!(port1(&first).get("packets_per_s").is_none());
     assert_eq!(port1(&second)["packets_per_s"], 0.0);
+
+    // Into a pipe the table is printed again at each reading, without clear-screen codes.
+    let mut watch = bed
+        .switch_ns()
+        .command(lossless_bin())
+        .args(["p4", "watch", "port_packets", "--interval", "0.2"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut text = String::new();
+    for line in std::io::BufReader::new(watch.stdout.take().unwrap()).lines() {
+        text += &line.unwrap();
+        text.push('\n');
+        if text.matches("device 0 on").count() == 3 {
+            break;
+        }
+    }
+    watch.kill().unwrap();
+    watch.wait().unwrap();
+    assert!(!text.contains('\x1b'), "escape codes in a pipe: {text:?}");
+    assert!(text.contains("\n\ndevice 0 on"), "{text}");
 }
 
 /// While a client with election id 10 holds the primary role, a write with election id 5 is
@@ -274,7 +295,7 @@ fn only_the_primary_writes() {
                     let target = Target {
                         address: SWITCH_ADDR.into(),
                         device_id: 0,
-                        election_id: 10,
+                        election_id: ElectionId::Fixed(10),
                     };
                     let mut client = Client::connect(target).await.unwrap();
                     let arbitration = client.arbitrate().await.unwrap();
@@ -329,6 +350,22 @@ fn only_the_primary_writes() {
     );
     bed.p4_ok(&["entries", "apply", entries, "--election-id", "11"]);
     assert!(bed.ping(1));
+
+    // After p4runtime-shell's default election id (1,0: 2^64), the default 1 is refused and
+    // `auto` claims one above what the switch reports.
+    let program = p4_file("forward.p4");
+    let program = program.to_str().unwrap();
+    let set = |id: &'static str| ["pipeline", "set", "--program", program, "--election-id", id];
+    bed.p4_ok(&set("1,0"));
+    let stderr = bed.p4_refused(&set("1"));
+    assert!(
+        stderr.contains("below the highest the switch has seen (18446744073709551616)"),
+        "{stderr}"
+    );
+    bed.p4_ok(&set("auto"));
+    // auto took 2^64 + 1: 2^64 is below it now.
+    let stderr = bed.p4_refused(&set("1,0"));
+    assert!(stderr.contains("(18446744073709551617)"), "{stderr}");
 }
 
 /// A name the program lacks is the client's error, naming it, and writes nothing; a value the
