@@ -82,3 +82,27 @@ impl TrafficError {
 
 /// The result of a traffic operation.
 pub type Result<T> = std::result::Result<T, TrafficError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unresolved_gateway_says_whose_gateway_it_is() {
+        let unresolved = |ip: &str| TrafficError::Unresolved {
+            ip: ip.parse().unwrap(),
+            gateway_to: None,
+            iface: "tx0".into(),
+            timeout: Duration::from_secs(3),
+        };
+        let dst: IpAddr = "10.0.2.2".parse().unwrap();
+        assert_eq!(
+            unresolved("10.0.1.1").for_destination(dst).to_string(),
+            "no neighbour entry for 10.0.1.1 (the gateway to 10.0.2.2) on tx0 after 3s: pass a destination MAC"
+        );
+        assert_eq!(
+            unresolved("10.0.2.2").for_destination(dst).to_string(),
+            "no neighbour entry for 10.0.2.2 on tx0 after 3s: pass a destination MAC"
+        );
+    }
+}
