@@ -2,11 +2,7 @@
 //! worst on each measure, summary.json, and lb.svg (per workload: the uplinks' shares, the
 //! reordering and the completion times of every policy).
 
-use std::{
-    fs::{self, File},
-    io::{BufWriter, Write as _},
-    path::Path,
-};
+use std::path::Path;
 
 use anyhow::Context as _;
 use plotters::{
@@ -19,6 +15,7 @@ use plotters::{
 use serde::Serialize;
 
 use super::{topology::Topology, LbLab, PolicyRun};
+use crate::lab::output;
 
 /// Prints what the lab runs on.
 pub fn print_header(args: &LbLab, topology: &Topology) {
@@ -105,15 +102,7 @@ fn workloads(runs: &[PolicyRun]) -> Vec<&'static str> {
 
 /// Writes summary.json and lb.svg into `out`.
 pub fn write(out: &Path, summary: &impl Serialize, runs: &[PolicyRun]) -> anyhow::Result<()> {
-    fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let path = out.join("summary.json");
-    let mut file = BufWriter::new(
-        File::create(&path).with_context(|| format!("creating {}", path.display()))?,
-    );
-    serde_json::to_writer_pretty(&mut file, summary)?;
-    writeln!(file)?;
-    file.flush()
-        .with_context(|| format!("writing {}", path.display()))?;
+    output::write_summary(out, summary)?;
     let plot = out.join("lb.svg");
     draw(&plot, runs).with_context(|| format!("drawing {}", plot.display()))?;
     println!("wrote summary.json and lb.svg to {}", out.display());
