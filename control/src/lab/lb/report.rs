@@ -47,6 +47,11 @@ pub fn print_header(args: &LbLab, topology: &Topology) {
     );
 }
 
+/// A completion time for the table: two decimals, or "no figure" when no flow arrived whole.
+fn completion_ms(ms: Option<f64>) -> String {
+    ms.map_or_else(|| "no figure".to_owned(), |ms| format!("{ms:.2}"))
+}
+
 /// Prints one run's row.
 pub fn print_row(run: &PolicyRun) {
     let megabytes: Vec<String> = run
@@ -55,14 +60,14 @@ pub fn print_row(run: &PolicyRun) {
         .map(|u| format!("{:.1}", u.tx_bytes as f64 / 1e6))
         .collect();
     println!(
-        "{:<10} {:<8} {:>9.3} {:>6.3} {:>10.3} {:>10.2} {:>10.2} {:>6} {:>8}  {}",
+        "{:<10} {:<8} {:>9.3} {:>6.3} {:>10.3} {:>10} {:>10} {:>6} {:>8}  {}",
         run.workload,
         run.policy,
         run.balance.imbalance,
         run.balance.jain,
         run.reordered_fraction * 100.0,
-        run.fct.p50_ms,
-        run.fct.p99_ms,
+        completion_ms(run.fct.p50_ms),
+        completion_ms(run.fct.p99_ms),
         format!("{}/{}", run.fct.flows, run.flows),
         run.packets_sent.saturating_sub(run.packets_received),
         megabytes.join(" ")
@@ -194,11 +199,22 @@ fn draw_completion(
 ) -> anyhow::Result<()> {
     let measures = || -> Vec<Measure> {
         vec![
-            ("p50".into(), Box::new(|r: &PolicyRun| r.fct.p50_ms)),
-            ("p99".into(), Box::new(|r: &PolicyRun| r.fct.p99_ms)),
+            // No flow whole: no bar.
+            (
+                "p50".into(),
+                Box::new(|r: &PolicyRun| r.fct.p50_ms.unwrap_or(0.0)),
+            ),
+            (
+                "p99".into(),
+                Box::new(|r: &PolicyRun| r.fct.p99_ms.unwrap_or(0.0)),
+            ),
         ]
     };
-    let (bottom, top) = value_range(of.iter().flat_map(|r| [r.fct.p50_ms, r.fct.p99_ms]));
+    let (bottom, top) = value_range(
+        of.iter()
+            .flat_map(|r| [r.fct.p50_ms, r.fct.p99_ms])
+            .flatten(),
+    );
     let caption = format!("{workload}: completion of whole flows (ms)");
     if top / bottom > 20.0 {
         let bars = Bars {
@@ -337,4 +353,15 @@ where
             .draw()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_flow_whole_is_no_figure() {
+        assert_eq!(completion_ms(None), "no figure");
+        assert_eq!(completion_ms(Some(2933.414)), "2933.41");
+    }
 }
