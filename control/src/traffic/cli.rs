@@ -6,10 +6,11 @@ use std::io::{BufWriter, Write as _};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
 
 use super::counters::{Interval, RecvSummary};
 use super::dcqcn::{Dcqcn, DcqcnParams, RateTimeline};
@@ -18,6 +19,7 @@ use super::rate::{FixedRate, RateController};
 use super::receiver::{Receiver, RecvConfig};
 use super::sender::{PfcHonour, SendConfig, SendSummary, Sender};
 use super::stop::StopFlag;
+use crate::terminal;
 use crate::units::parse_rate_bps;
 use crate::wire::bth::MASK_24;
 use crate::wire::ethernet::Address;
@@ -329,6 +331,7 @@ fn send(args: SendArgs) -> anyhow::Result<()> {
     };
     let mut sender =
         Sender::open(config).with_context(|| format!("preparing to send on {}", args.iface))?;
+    let progress = default_run_progress(&args, terminal::redraws(&std::io::stderr()));
     let shares = FixedRate::split(args.rate, sender.frames().len());
     let summary = if args.dcqcn {
         let params = args.dcqcn_params();
@@ -346,12 +349,42 @@ fn send(args: SendArgs) -> anyhow::Result<()> {
     } else {
         run_sender(&mut sender, &mut shares.clone(), &args.iface)?
     };
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         print!("{}", send_table(&summary));
     }
     Ok(())
+}
+
+/// A progress bar for a run the user gave no end (the default duration), on a terminal only:
+/// the time gone of the run's seconds, moved on by a thread until the bar is finished.
+/// `on_terminal` says whether stderr, where the bar goes, is a terminal.
+fn default_run_progress(args: &SendArgs, on_terminal: bool) -> Option<ProgressBar> {
+    if args.count.is_some() || args.duration.is_some() || !on_terminal {
+        return None;
+    }
+    let total = Duration::from_secs_f64(DEFAULT_SEND_SECS);
+    let bar = ProgressBar::new(total.as_millis() as u64).with_style(
+        ProgressStyle::with_template(
+            "sending on {prefix} for {len} ms, the default (--duration, --count or Ctrl-C end it) [{bar:30}] {pos} ms",
+        )
+        .expect("a valid template")
+        .progress_chars("=> "),
+    );
+    bar.set_prefix(args.iface.clone());
+    let ticking = bar.clone();
+    let started = Instant::now();
+    std::thread::spawn(move || {
+        while !ticking.is_finished() {
+            ticking.set_position(started.elapsed().min(total).as_millis() as u64);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    Some(bar)
 }
 
 /// Runs `sender` with `rates` until it ends or Ctrl-C.
@@ -786,6 +819,24 @@ mod tests {
             (args.idle_timeout, args.json, args.duration),
             (Some(0.5), true, None)
         );
+    }
+
+    #[test]
+    fn progress_only_for_the_default_run_on_a_terminal() {
+        let send = |extra: &[&str]| {
+            let base = ["traffic", "send", "--iface", "a", "--dst-ip", "10.0.0.2"];
+            let cli = Cli::try_parse_from(base.iter().chain(extra)).unwrap();
+            let TrafficCommand::Send(args) = cli.traffic else {
+                panic!("not send")
+            };
+            args
+        };
+        assert!(default_run_progress(&send(&[]), false).is_none());
+        let bar = default_run_progress(&send(&[]), true).expect("a bar");
+        assert_eq!(bar.length(), Some(10_000));
+        bar.finish_and_clear();
+        assert!(default_run_progress(&send(&["--count", "5"]), true).is_none());
+        assert!(default_run_progress(&send(&["--duration", "1"]), true).is_none());
     }
 
     #[test]
