@@ -388,7 +388,22 @@ fn only_the_primary_writes() {
         stderr.contains("below the highest the switch has seen (18446744073709551616)"),
         "{stderr}"
     );
-    bed.p4_ok(&set("auto"));
+    // Into a pipe, the client's log lines (here the id auto chose, at debug) carry no colour.
+    let output = bed
+        .switch_ns()
+        .command(lossless_bin())
+        .env("LOSSLESS_LOG", "lossless=debug")
+        .arg("p4")
+        .args(set("auto"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("election id auto: 18446744073709551617"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains('\x1b'), "colour codes into a pipe: {stderr:?}");
     // auto took 2^64 + 1: 2^64 is below it now.
     let stderr = bed.p4_refused(&set("1,0"));
     assert!(stderr.contains("(18446744073709551617)"), "{stderr}");
