@@ -403,7 +403,10 @@ fn only_the_primary_writes() {
         stderr.contains("election id auto: 18446744073709551617"),
         "{stderr}"
     );
-    assert!(!stderr.contains('\x1b'), "colour codes into a pipe: {stderr:?}");
+    assert!(
+        !stderr.contains('\x1b'),
+        "colour codes into a pipe: {stderr:?}"
+    );
     // auto took 2^64 + 1: 2^64 is below it now.
     let stderr = bed.p4_refused(&set("1,0"));
     assert!(stderr.contains("(18446744073709551617)"), "{stderr}");

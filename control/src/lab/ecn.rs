@@ -405,7 +405,7 @@ fn ramp(
             ));
             (sample_before, sample_at) = (now, Instant::now());
             samples += 1;
-            if samples % SAMPLES_PER_ROW == 0 {
+            if samples.is_multiple_of(SAMPLES_PER_ROW) {
                 let elapsed = row_at.elapsed().as_secs_f64();
                 let row = reading(profile, t, rate, (&row_before, &now), elapsed, backlog);
                 println!(

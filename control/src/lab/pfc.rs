@@ -323,7 +323,7 @@ fn watch(
         ]);
         (sample_before, sample_at) = (now, Instant::now());
         samples += 1;
-        if samples % SAMPLES_PER_ROW == 0 {
+        if samples.is_multiple_of(SAMPLES_PER_ROW) {
             println!(
                 "{:>6.1} {:>11.1} {:>12} {:>9} {:>10} {:>10} {:>14} {:>10.1}",
                 t,
