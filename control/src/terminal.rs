@@ -34,15 +34,15 @@ mod tests {
 
     #[test]
     fn files_get_no_codes() {
-        let file = tempfile_in_target();
+        let file = plain_file();
         assert!(!colour(&file));
         assert!(!redraws(&file));
         assert_eq!(refresh_prefix(&file, true), "");
         assert_eq!(refresh_prefix(&file, false), "\n");
     }
 
-    /// A file (not a terminal) to test against.
-    fn tempfile_in_target() -> std::fs::File {
+    /// A file (not a terminal) to test against, already unlinked.
+    fn plain_file() -> std::fs::File {
         let path = std::env::temp_dir().join(format!("lossless-terminal-{}", std::process::id()));
         let file = std::fs::File::create(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
