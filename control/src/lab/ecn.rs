@@ -13,7 +13,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::Context as _;
+use anyhow::{bail, Context as _};
 use dataplane_common::{config::EcnProfile, counters::PrioCounters, red, Hook};
 use serde::Serialize;
 
@@ -30,7 +30,7 @@ use crate::{
     },
     netns::{veth_pair, Endpoint, Namespace},
     traffic::{RateController, Receiver, RecvConfig, SendConfig, Sender, StopFlag},
-    units::parse_rate_bps,
+    units::{parse_rate_bps, parse_run_time},
     wire::ethernet::Address,
 };
 
@@ -48,9 +48,9 @@ pub struct EcnLab {
         default_value = "0.5,0.8,1.05,1.1,0.6,0.3"
     )]
     steps: Vec<f64>,
-    /// Seconds per step.
-    #[arg(long, default_value_t = 2.0)]
-    step_secs: f64,
+    /// Seconds per step (1 ms to 1 day).
+    #[arg(long, default_value = "2", value_parser = parse_run_time)]
+    step_secs: Duration,
     /// RED Kmin in bytes.
     #[arg(long, default_value_t = 20_000)]
     kmin: u32,
@@ -70,6 +70,11 @@ pub struct EcnLab {
     #[arg(long, default_value = "lab-output/ecn")]
     out: PathBuf,
 }
+
+/// Most steps a ramp may have.
+const MAX_STEPS: usize = 1000;
+/// Highest offered load of a step, as a fraction of the drain rate.
+const MAX_STEP: f64 = 100.0;
 
 /// A rate the lab changes while the sender runs.
 #[derive(Clone)]
@@ -129,6 +134,12 @@ impl Topology {
 
 /// Runs the lab until its last step or until `stop` is set.
 pub fn run(args: &EcnLab, stop: &StopFlag) -> anyhow::Result<()> {
+    if args.steps.is_empty() || args.steps.len() > MAX_STEPS {
+        bail!("--steps takes 1 to {MAX_STEPS} fractions");
+    }
+    if let Some(bad) = args.steps.iter().find(|s| !(**s > 0.0 && **s <= MAX_STEP)) {
+        bail!("--steps: {bad} is not a fraction of the drain rate in (0, {MAX_STEP}]");
+    }
     let topology = Topology::build().context("building the namespace test bed")?;
     let mut config = HostConfig::default();
     config.apply_assignments(&[
@@ -144,11 +155,11 @@ pub fn run(args: &EcnLab, stop: &StopFlag) -> anyhow::Result<()> {
         attachments: vec![Attachment::Xdp],
         config,
     };
-    topology.bottleneck_ns.run(|| attach::attach(&request))??;
-    let _detach = Detach(&topology.ingress.ifname);
-    let maps = PinnedMaps::open(&topology.ingress.ifname)?;
+    let attached = topology.bottleneck_ns.run(|| attach::attach(&request))??;
+    let _detach = Detach(attached.dir.clone());
+    let maps = PinnedMaps::at(attached.dir);
 
-    let total = Duration::from_secs_f64(args.step_secs * args.steps.len() as f64);
+    let total = args.step_secs * args.steps.len() as u32;
     let first_step = args.steps.first().copied().unwrap_or(1.0);
     let offered = Arc::new(AtomicU64::new(per_qp_rate(args, first_step)));
     let per_qp = SharedRate(offered.clone());
@@ -211,7 +222,7 @@ pub fn run(args: &EcnLab, stop: &StopFlag) -> anyhow::Result<()> {
         kmin_bytes: args.kmin,
         kmax_bytes: args.kmax,
         pmax: args.pmax,
-        step_secs: args.step_secs,
+        step_secs: args.step_secs.as_secs_f64(),
         steps: ramped.steps,
         sent_frames: sent.packets,
         ect_frames: stats.ect_packets,
@@ -385,7 +396,7 @@ fn ramp(
         offered.store(per_qp_rate(args, *step), Ordering::Relaxed);
         let (step_before, step_at) = (sample_before, Instant::now());
         let mut vq_bytes_max = 0;
-        let step_end = Instant::now() + Duration::from_secs_f64(args.step_secs);
+        let step_end = Instant::now() + args.step_secs;
         while Instant::now() < step_end {
             if stop.is_stopped() {
                 return Ok(None);

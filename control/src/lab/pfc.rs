@@ -27,7 +27,7 @@ use crate::{
     },
     netns::{veth_pair, Namespace},
     traffic::{FixedRate, Receiver, RecvConfig, SendConfig, Sender, StopFlag},
-    units::parse_rate_bps,
+    units::{parse_rate_bps, parse_run_time},
     wire::ethernet::Address,
 };
 
@@ -49,9 +49,9 @@ pub struct PfcLab {
     /// Pause time the receiver asks for, in quanta (at 1 Gb/s, as both ends are configured).
     #[arg(long, default_value_t = 10_000)]
     quanta: u32,
-    /// Seconds to run.
-    #[arg(long, default_value_t = 6.0)]
-    secs: f64,
+    /// Seconds to run (1 ms to 1 day).
+    #[arg(long, default_value = "6", value_parser = parse_run_time)]
+    secs: Duration,
     /// Directory for the plot (pfc.svg), the samples (pfc.csv) and summary.json.
     #[arg(long, default_value = "lab-output/pfc")]
     out: PathBuf,
@@ -107,15 +107,15 @@ pub fn run(args: &PfcLab, stop: &StopFlag) -> anyhow::Result<()> {
             attachments,
             config,
         };
-        ns.run(|| attach::attach(&request))??;
-        detach.push(Detach(ifname));
+        let attached = ns.run(|| attach::attach(&request))??;
+        detach.push(Detach(attached.dir));
     }
-    let receiver_maps = PinnedMaps::open(&receiver.ifname)?;
-    let sender_maps = PinnedMaps::open(&sender.ifname)?;
+    let [receiver_maps, sender_maps] =
+        [&detach[0].0, &detach[1].0].map(|dir| PinnedMaps::at(dir.clone()));
 
     let mut send = SendConfig::new(sender.ifname.clone(), IpAddr::V4(receiver.ipv4));
     send.dst_mac = Some(Address(receiver.mac));
-    send.duration = Some(Duration::from_secs_f64(args.secs));
+    send.duration = Some(args.secs);
     let receive = RecvConfig {
         iface: receiver.ifname.clone(),
         duration: None,
@@ -180,7 +180,7 @@ pub fn run(args: &PfcLab, stop: &StopFlag) -> anyhow::Result<()> {
         xoff_bytes: args.xoff,
         xon_bytes: args.xon,
         quanta: args.quanta,
-        secs: args.secs,
+        secs: args.secs.as_secs_f64(),
         sent_frames: sent.packets,
         sender_paused_ms: sent.pfc_paused_ns as f64 / 1e6,
         sender_held_frames: sent.pfc_holds,
@@ -288,7 +288,7 @@ fn watch(
     stop: &StopFlag,
 ) -> anyhow::Result<Option<Series>> {
     let start = Instant::now();
-    let end = start + Duration::from_secs_f64(args.secs);
+    let end = start + args.secs;
     let mut series = Series::new(&COLUMNS);
     let first = receiver.read_counters(Hook::Xdp)?.per_priority[PRIORITY];
     let (mut sample_before, mut sample_at) = (first, Instant::now());

@@ -14,6 +14,8 @@ use p4runtime::{
 use prost::Message as _;
 use serde_json::json;
 
+use crate::units::{parse_duration, WATCH_INTERVAL};
+
 use super::{
     cells,
     client::{parse_election_id, Client, ElectionId, Target},
@@ -67,9 +69,9 @@ pub enum P4Command {
     Watch {
         /// Counters to show (default: every counter of the program).
         counters: Vec<String>,
-        /// Seconds between readings.
-        #[arg(long, default_value_t = 1.0)]
-        interval: f64,
+        /// Seconds between readings (0.1 s to 1 day; units ms, s, m, h accepted).
+        #[arg(long, default_value = "1", value_parser = |s: &str| parse_duration(s, &WATCH_INTERVAL))]
+        interval: Duration,
     },
 }
 
@@ -246,15 +248,7 @@ pub async fn run(args: P4Args) -> anyhow::Result<()> {
         }
         P4Command::Registers(command) => registers(target, command, json).await,
         P4Command::Queue(command) => queue(target, command, json).await,
-        P4Command::Watch { counters, interval } => {
-            watch(
-                target,
-                &counters,
-                Duration::from_secs_f64(interval.max(0.1)),
-                json,
-            )
-            .await
-        }
+        P4Command::Watch { counters, interval } => watch(target, &counters, interval, json).await,
     }
 }
 
