@@ -1,9 +1,11 @@
 //! Running privileged tests: the skip rule, the CLI under test, a sender/receiver pair.
 
 use std::{
+    io::{BufRead as _, BufReader},
     net::Ipv4Addr,
     path::PathBuf,
-    process::Output,
+    process::{Child, Output, Stdio},
+    sync::mpsc::{self, Receiver},
     time::{Duration, Instant},
 };
 
@@ -228,6 +230,101 @@ pub fn succeeded(output: Output) -> String {
     stdout
 }
 
+/// A `lossless` process running in a namespace, its stderr read line by line on a thread;
+/// killed on drop.
+pub struct Running {
+    child: Child,
+    lines: Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Running {
+    /// Starts `lossless ARGS` in `ns` with `env` added to its environment.
+    pub fn spawn(ns: &Namespace, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut child = ns
+            .command(lossless_bin())
+            .args(args)
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting lossless");
+        let stderr = child.stderr.take().expect("stderr piped");
+        let (send, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if send.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Running {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for a line of stderr that contains `needle`, failing after [`TIMEOUT`] with what
+    /// it printed.
+    pub fn wait_for(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(line) => self.seen.push(line),
+                Err(_) => panic!(
+                    "no line with '{needle}' within {TIMEOUT:?}; stderr so far:\n{}",
+                    self.seen.join("\n")
+                ),
+            }
+        }
+    }
+
+    /// Kills it with SIGKILL (no chance to clean up) and reaps it.
+    pub fn kill(mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reaping lossless");
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The names of the pin directories of every namespace (and of the layout before namespace
+/// keys), hidden ones included.
+pub fn pin_dirs() -> Vec<String> {
+    let names = |dir: &std::path::Path| -> Vec<(String, PathBuf)> {
+        std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut found = Vec::new();
+    for (name, path) in names(std::path::Path::new(lossless::host::pins::ROOT)) {
+        if name.starts_with("netns-") {
+            found.extend(names(&path).into_iter().map(|(name, _)| name));
+        } else {
+            found.push(name);
+        }
+    }
+    found
+}
+
 /// Asserts that process `pid` left no namespace named with one of `prefixes` and no pin
 /// (names are PREFIX + pid % 100000 + "x" + a counter: `netns::unique_name`).
 pub fn assert_nothing_left(prefixes: &[&str], pid: u32) {
@@ -242,13 +339,9 @@ pub fn assert_nothing_left(prefixes: &[&str], pid: u32) {
         .filter(|l| prefixes.iter().any(|p| l.starts_with(&format!("{p}{tag}"))))
         .collect();
     assert!(left.is_empty(), "namespaces left behind: {left:?}");
-    let pins: Vec<String> = std::fs::read_dir(lossless::host::pins::ROOT)
-        .map(|dir| {
-            dir.filter_map(Result::ok)
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|name| name.contains(&tag))
-                .collect()
-        })
-        .unwrap_or_default();
+    let pins: Vec<String> = pin_dirs()
+        .into_iter()
+        .filter(|name| name.contains(&tag))
+        .collect();
     assert!(pins.is_empty(), "pins left behind: {pins:?}");
 }

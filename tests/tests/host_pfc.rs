@@ -3,7 +3,7 @@
 //! read back through `lossless host stats --json` and a capture.
 
 use lossless_tests::{
-    bed::{from_test_mac, privileged, Attached, Link, TEST_MAC, TIMEOUT},
+    bed::{from_test_mac, privileged, Attached, Link, Running, TEST_MAC, TIMEOUT},
     capture::RawSocket,
     craft::{scapy_decode, scapy_frame, tshark_verbose},
 };
@@ -158,6 +158,32 @@ fn the_watchdog_sees_pause_storms() {
         array(&stormed, "pfc_paused_ns", 4),
         "an ignored storm must not add paused time"
     );
+}
+
+/// `host logs` streams the programs' logs with the pfc hook attached beside xdp (the first
+/// program then is pfc's, which holds no log ring): the storm warning of host-pfc.md is read.
+#[test]
+fn host_logs_shows_the_pfc_storm_warning() {
+    if !privileged("host_logs_shows_the_pfc_storm_warning") {
+        return;
+    }
+    let link = Link::new().unwrap();
+    let _attached = Attached::new(
+        &link.rx_ns,
+        &link.rx.ifname,
+        &["--mode", "skb", "--hooks", "xdp,pfc"],
+    )
+    .unwrap();
+    link.set_rx(&["pfc.link_speed_bps=10m", "pfc.watchdog_ms=20"]);
+    let mut logs = Running::spawn(&link.rx_ns, &["host", "logs", &link.rx.ifname], &[]);
+    let sender = link.tx_socket();
+    let pause = pfc("c4_enabled=1, c4_pause_time=65535");
+    link.wait_for_rx_stats(|s| {
+        sender.send(&pause).unwrap();
+        array(s, "pfc_storms", 4) == 1
+    });
+    let line = logs.wait_for("PFC storm on priority 4");
+    assert!(line.contains("WARN"), "{line}");
 }
 
 /// Frames that leave (TC egress) while their priority is paused are counted as violations;

@@ -1,6 +1,6 @@
 //! `attach` and `detach`: load the programs, pin their maps and links, and take them away.
 
-use std::{ffi::CString, fs, io};
+use std::ffi::CString;
 
 use anyhow::{bail, Context as _};
 use aya::{
@@ -10,10 +10,11 @@ use aya::{
 use dataplane_common::{config::AttachInfo, maps};
 
 use super::{
-    attachment::{Attachment, TcProgram},
+    attachment::{Attachment, TcProgram, LB_PROGRAM, XDP_PROGRAM},
     config::HostConfig,
+    interface_programs,
+    lifecycle::{self, Recovered},
     pinned_maps::PinnedMaps,
-    pins,
     pins::PinDir,
 };
 
@@ -43,9 +44,20 @@ pub struct AttachRequest {
     pub config: HostConfig,
 }
 
+/// What `attach` did: what it found and removed first, and what it recorded.
+pub struct Attached {
+    /// The interface's pin directory (open its maps with `PinnedMaps::at` from any thread).
+    pub dir: PinDir,
+    /// Leftovers of killed attaches or detaches of the interface that were removed first.
+    pub recovered: Vec<Recovered>,
+    /// What was attached.
+    pub info: AttachInfo,
+}
+
 /// Loads the programs, attaches the requested hooks to the interface, pins everything under
-/// its pin directory, and returns. Refuses an interface that is already attached.
-pub fn attach(request: &AttachRequest) -> anyhow::Result<AttachInfo> {
+/// its pin directory, and returns. Refuses an interface that is already attached, and first
+/// removes what a killed attach or detach of it left (`lifecycle.rs`).
+pub fn attach(request: &AttachRequest) -> anyhow::Result<Attached> {
     request.config.validate()?;
     if request.attachments.contains(&Attachment::Xdp)
         && request.attachments.contains(&Attachment::Lb)
@@ -55,35 +67,82 @@ pub fn attach(request: &AttachRequest) -> anyhow::Result<AttachInfo> {
             request.interface
         );
     }
-    pins::ensure_bpffs()?;
-    let dir = PinDir::new(&request.interface)?;
-    if dir.exists() {
-        bail!(
-            "{} is already attached ({} exists); run `lossless host detach {}` first, \
-             or change its configuration live with `lossless host set`",
-            request.interface,
-            dir.path().display(),
-            request.interface
-        );
-    }
     let ifindex = ifindex(&request.interface)?;
+    let dir = PinDir::new(&request.interface)?;
     // Build in a hidden directory and rename it into place at the end, so `status` and
     // `stats` see an interface either whole or not at all.
-    let staging = dir.hidden("attaching");
-    fs::create_dir_all(pins::ROOT).with_context(|| format!("creating {}", pins::ROOT))?;
-    fs::create_dir(staging.path()).with_context(|| {
-        format!(
-            "creating {} (another attach of {}?)",
-            staging.path().display(),
-            request.interface
-        )
-    })?;
+    let (staging, recovered) = lifecycle::begin_attach(&dir)?;
+    test_pause(Stage::Staged);
     // From here on, a failure must leave nothing behind.
-    attach_into(request, &staging, ifindex)
-        .and_then(|info| staging.rename_to(&dir).map(|()| info))
-        .inspect_err(|_| {
-            let _ = remove_pins(&staging);
-        })
+    match attach_into(request, staging.dir(), ifindex) {
+        Ok(info) => {
+            test_pause(Stage::Recorded);
+            staging.commit(&dir)?;
+            Ok(Attached {
+                dir,
+                recovered,
+                info,
+            })
+        }
+        Err(error) => {
+            if let Err(cleanup) = staging.remove() {
+                tracing::warn!("{}: cleaning up: {cleanup:#}", request.interface);
+            }
+            Err(error)
+        }
+    }
+}
+
+/// A point in `attach` where a test can stop it (to kill it there): with
+/// `LOSSLESS_TEST_PAUSE_ATTACH=NAME` in the environment, attach prints
+/// `attach paused at NAME` on stderr there and waits until it is killed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// The staging directory is made and claimed; nothing pinned.
+    Staged,
+    /// The maps are pinned and configured.
+    MapsPinned,
+    /// An XDP or TC program is attached and its link not pinned yet.
+    LinkAttached,
+    /// A link is pinned.
+    LinkPinned,
+    /// Everything is attached and recorded; the staging directory is not in place yet.
+    Recorded,
+}
+
+/// The environment variable of [`Stage`].
+pub const PAUSE_ENV: &str = "LOSSLESS_TEST_PAUSE_ATTACH";
+
+impl Stage {
+    /// Every stage, in the order attach reaches them.
+    pub const ALL: [Stage; 5] = [
+        Stage::Staged,
+        Stage::MapsPinned,
+        Stage::LinkAttached,
+        Stage::LinkPinned,
+        Stage::Recorded,
+    ];
+
+    /// Its name in [`PAUSE_ENV`].
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Staged => "staged",
+            Stage::MapsPinned => "maps-pinned",
+            Stage::LinkAttached => "link-attached",
+            Stage::LinkPinned => "link-pinned",
+            Stage::Recorded => "recorded",
+        }
+    }
+}
+
+/// Waits forever at `stage` if [`PAUSE_ENV`] names it (see [`Stage`]).
+fn test_pause(stage: Stage) {
+    if std::env::var(PAUSE_ENV).is_ok_and(|name| name == stage.name()) {
+        eprintln!("attach paused at {}", stage.name());
+        loop {
+            std::thread::park();
+        }
+    }
 }
 
 fn attach_into(request: &AttachRequest, dir: &PinDir, ifindex: u32) -> anyhow::Result<AttachInfo> {
@@ -97,6 +156,7 @@ fn attach_into(request: &AttachRequest, dir: &PinDir, ifindex: u32) -> anyhow::R
     }
     let pinned = PinnedMaps::at(dir.clone());
     pinned.write_config(&request.config)?;
+    test_pause(Stage::MapsPinned);
 
     let mut info = AttachInfo {
         ifindex,
@@ -104,10 +164,13 @@ fn attach_into(request: &AttachRequest, dir: &PinDir, ifindex: u32) -> anyhow::R
     };
     for attachment in &request.attachments {
         if let Some((program, pin)) = attachment.xdp_program() {
-            let (link, mode) = attach_xdp(&mut ebpf, program, &request.interface, request.mode)?;
+            let (link, mode) = attach_xdp(&mut ebpf, program, &request.interface, request.mode)
+                .map_err(|e| explain_xdp_conflict(e, &request.interface, ifindex))?;
             info.xdp_mode = mode;
+            test_pause(Stage::LinkAttached);
             link.pin(dir.link(pin))
                 .with_context(|| format!("pinning {pin}"))?;
+            test_pause(Stage::LinkPinned);
         }
         // `cnp` and `pfc` share their programs: attach each once.
         for tc in attachment
@@ -116,8 +179,10 @@ fn attach_into(request: &AttachRequest, dir: &PinDir, ifindex: u32) -> anyhow::R
             .filter(|tc| !dir.link(tc.pin).exists())
         {
             let link = attach_tc(&mut ebpf, &request.interface, tc)?;
+            test_pause(Stage::LinkAttached);
             link.pin(dir.link(tc.pin))
                 .with_context(|| format!("pinning {}", tc.pin))?;
+            test_pause(Stage::LinkPinned);
         }
         info.hooks |= attachment.bit();
     }
@@ -161,6 +226,39 @@ fn attach_xdp(
     Err(error).with_context(|| format!("attaching XDP to {interface} ({mode:?} mode)"))
 }
 
+/// Names the XDP program already on the interface, if there is one, when attaching XDP
+/// failed (the kernel only says "File exists"), and says what to do.
+fn explain_xdp_conflict(error: anyhow::Error, interface: &str, ifindex: u32) -> anyhow::Error {
+    let Ok(Some((program, mode))) = interface_programs::xdp_program(ifindex) else {
+        return error;
+    };
+    let name = if program.name.is_empty() {
+        "(no name)".to_owned()
+    } else {
+        program.name.clone()
+    };
+    let holder = match program.link_id {
+        Some(link) => format!(
+            "held by bpf_link {link}, which goes when its last pin and file descriptor go \
+             (`bpftool link show id {link}` shows it)"
+        ),
+        None => format!(
+            "attached through netlink: `ip link set dev {interface} {} off` removes it",
+            if mode == "skb" { "xdpgeneric" } else { "xdp" }
+        ),
+    };
+    let hint = if [XDP_PROGRAM, LB_PROGRAM].contains(&program.name.as_str()) {
+        "; it is lossless's own program: `lossless host status` shows which pins hold it"
+    } else {
+        "; or attach lossless without an XDP hook (--hooks tc, cnp, pfc)"
+    };
+    error.context(format!(
+        "{interface} already has an XDP program: id {} {name} ({mode} mode), {holder}. \
+         An interface runs one XDP program: remove it first{hint}",
+        program.id
+    ))
+}
+
 fn attach_tc(ebpf: &mut Ebpf, interface: &str, tc: &TcProgram) -> anyhow::Result<FdLink> {
     let program: &mut SchedClassifier = ebpf
         .program_mut(tc.program)
@@ -180,36 +278,21 @@ fn attach_tc(ebpf: &mut Ebpf, interface: &str, tc: &TcProgram) -> anyhow::Result
         .context("TC attached without a TCX link (kernel < 6.6?); cannot pin it")
 }
 
-/// Removes everything `attach` made for `interface`: the links (which detaches the
-/// programs), the maps and the directory. Fails if nothing is attached.
-pub fn detach(interface: &str) -> anyhow::Result<()> {
-    let dir = PinDir::new(interface)?;
-    dir.require_attached()?;
-    // Out of sight first, then taken apart: others never see half an interface.
-    let doomed = dir.hidden("detaching");
-    dir.rename_to(&doomed)?;
-    remove_pins(&doomed)
+/// Removes everything `attach` made for `interface` in the calling thread's namespace: the
+/// links (which detaches the programs), the maps and the directory; also what a killed attach
+/// or detach of it left, which it returns. Fails if there was nothing to remove.
+pub fn detach(interface: &str) -> anyhow::Result<Vec<Recovered>> {
+    detach_dir(&lifecycle::locate(interface)?)
 }
 
-fn remove_pins(dir: &PinDir) -> anyhow::Result<()> {
-    // Links first, so the programs stop before their maps go.
-    let mut paths: Vec<_> = Attachment::ALL
-        .iter()
-        .flat_map(|a| a.pins())
-        .map(|pin| dir.link(pin))
-        .collect();
-    paths.extend(maps::PINNED.iter().map(|m| dir.map(m)));
-    for path in paths {
-        match fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
-        }
+/// Detaches the interface pinned in `dir` (whatever the calling thread's namespace) as
+/// [`detach`] does.
+pub fn detach_dir(dir: &PinDir) -> anyhow::Result<Vec<Recovered>> {
+    let (claim, recovered) = lifecycle::begin_detach(dir)?;
+    if let Some(claim) = claim {
+        claim.remove()?;
     }
-    fs::remove_dir(dir.path()).with_context(|| format!("removing {}", dir.path().display()))?;
-    // Our root goes too once the last interface is gone; another attach may race us to it.
-    let _ = fs::remove_dir(pins::ROOT);
-    Ok(())
+    Ok(recovered)
 }
 
 /// The index of `interface` in the current network namespace.

@@ -5,14 +5,17 @@ use std::{path::PathBuf, time::Duration};
 use anyhow::{bail, Context as _};
 use clap::Subcommand;
 
+use crate::units::{parse_duration, WATCH_INTERVAL};
+
 use super::{
     attach::{self, AttachRequest, Mode},
     attachment::Attachment,
     config::HostConfig,
     lb::{self, config::LbConfig},
+    namespace::NetnsId,
     pinned_maps::PinnedMaps,
     stats::Stats,
-    status::InterfaceStatus,
+    status::{self, Entry, InterfaceStatus},
 };
 
 /// The `host` subcommands.
@@ -52,9 +55,10 @@ pub enum HostCommand {
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
-        /// Refresh every SECS seconds, with rates, until interrupted.
-        #[arg(long, value_name = "SECS")]
-        watch: Option<f64>,
+        /// Refresh every SECS seconds (0.1 s to 1 day; units ms, s, m, h accepted), with
+        /// rates, until interrupted.
+        #[arg(long, value_name = "SECS", value_parser = |s: &str| parse_duration(s, &WATCH_INTERVAL))]
+        watch: Option<Duration>,
     },
     /// Change configuration live: KEY=VALUE... (all or nothing).
     Set {
@@ -106,30 +110,32 @@ pub async fn run(command: HostCommand) -> anyhow::Result<()> {
                 attachments,
                 config,
             };
-            attach::attach(&request)?;
+            let attached = attach::attach(&request)?;
+            for recovered in &attached.recovered {
+                println!("{iface}: {}", recovered.describe());
+            }
             print!("{}", InterfaceStatus::read(&iface)?.summary());
         }
         HostCommand::Detach { iface } => {
-            attach::detach(&iface)?;
+            let recovered = attach::detach(&iface)?;
+            for recovered in &recovered {
+                println!("{iface}: {}", recovered.describe());
+            }
             println!("{iface}: detached");
         }
         HostCommand::Status { json } => {
-            let all = InterfaceStatus::all()?;
+            let all = status::all()?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&all)?);
-            } else if all.is_empty() {
-                println!("no interface attached");
             } else {
-                all.iter().for_each(|s| print!("{}", s.summary()));
+                print!("{}", status_text(&all));
             }
         }
         HostCommand::Stats { iface, json, watch } => {
             let maps = PinnedMaps::open(&iface)?;
             match watch {
                 None => print_stats(&Stats::read(&maps)?, None, json)?,
-                Some(secs) => {
-                    watch_stats(&maps, Duration::from_secs_f64(secs.max(0.1)), json).await?
-                }
+                Some(interval) => watch_stats(&maps, interval, json).await?,
             }
         }
         HostCommand::Set { iface, assignments } => {
@@ -235,6 +241,27 @@ fn qp_map(iface: &str, action: QpMapAction) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `status` as text: the calling thread's namespace first (or a line saying it has nothing),
+/// then the other namespaces' interfaces and leftovers.
+fn status_text(all: &[Entry]) -> String {
+    let here = all
+        .iter()
+        .take_while(|e| e.netns().is_some_and(|n| n.current));
+    let mut out: String = here.clone().map(Entry::summary).collect();
+    if out.is_empty() {
+        let netns = NetnsId::current()
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default();
+        out += &format!("no interface attached in this network namespace{netns}\n");
+    }
+    let elsewhere = &all[here.count()..];
+    if !elsewhere.is_empty() {
+        out += "in other network namespaces:\n";
+        out.extend(elsewhere.iter().map(Entry::summary));
+    }
+    out
+}
+
 fn print_stats(
     stats: &Stats,
     previous: Option<(&Stats, Duration)>,
@@ -259,7 +286,11 @@ async fn watch_stats(maps: &PinnedMaps, interval: Duration, json: bool) -> anyho
         let now = std::time::Instant::now();
         let stats = Stats::read(maps)?;
         if !json {
-            print!("\x1b[2J\x1b[H");
+            let stdout = std::io::stdout();
+            print!(
+                "{}",
+                crate::terminal::refresh_prefix(&stdout, previous.is_none())
+            );
         }
         let before = previous.as_ref().map(|(s, at)| (s, now - *at));
         print_stats(&stats, before, json)?;
@@ -273,13 +304,24 @@ async fn stream_logs(iface: &str) -> anyhow::Result<()> {
     if !config.log_marks && !config.log_errors {
         eprintln!("{iface}: logging is off; turn it on with `lossless host set {iface} log.errors=true log.marks=true`");
     }
-    // All programs of one object share one log ring: reading the first program's reads them all.
-    let hook = status
+    // The programs of one object share one log ring, but only those that log hold it: the
+    // xdp and tc programs do; cnp's and pfc's (ingress, emit) and lb's do not.
+    let logger = status
         .hooks
-        .first()
-        .with_context(|| format!("{iface}: no program attached"))?;
-    let logger = aya_log::EbpfLogger::init_from_id(hook.program_id)
-        .with_context(|| format!("opening the log ring of program {}", hook.program_id))?;
+        .iter()
+        .find_map(|hook| aya_log::EbpfLogger::init_from_id(hook.program_id).ok())
+        .with_context(|| {
+            format!(
+                "{iface}: none of its programs ({}) writes logs; the xdp and tc hooks do \
+                 (attach with --hooks xdp or tc beside the others)",
+                status
+                    .hooks
+                    .iter()
+                    .map(|h| h.hook)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
     // SAFETY: the logger owns its ring buffer's fd for as long as the AsyncFd lives.
     let mut reader =
         unsafe { tokio::io::unix::AsyncFd::register(logger) }.map_err(std::io::Error::from)?;

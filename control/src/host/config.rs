@@ -5,9 +5,9 @@
 //! `[ecn.prio3]` / `kmin_bytes = 20000` is `ecn.prio3.kmin_bytes=20000`. One parser serves
 //! both, so an unknown or bad key gets the same message wherever it comes from.
 
-use std::path::Path;
+use std::{fs::File, io::Read as _, ops::RangeInclusive, path::Path, time::Duration};
 
-use anyhow::{bail, Context as _};
+use anyhow::{anyhow, bail, Context as _};
 use dataplane_common::{
     config::{default_dscp_priority, EcnProfile, Settings},
     pfc::PfcProfile,
@@ -17,10 +17,21 @@ use dataplane_common::{
 use serde::Serialize;
 
 use super::lb::config::{LbConfig, LbView};
-use crate::units::parse_rate_bps;
+use crate::units::{parse_duration, parse_rate_bps, DurationLimits, ONE_DAY};
 
 /// Largest drain rate the phantom queue arithmetic supports: 2^39 bytes/s (about 4.4 Tb/s).
 const MAX_RATE_BPS: u64 = (1 << 39) * 8;
+
+/// Longest config file read: 1 MiB (a file that sets every key is about 10 KB).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// `pfc.watchdog_ms`: 1 ms to one day.
+const WATCHDOG: DurationLimits = DurationLimits::millis(Duration::from_millis(1), ONE_DAY);
+
+/// The least time between two CNPs of one QP (`cnp.interval_us`, `traffic recv
+/// --cnp-interval-us`, `lab incast --cnp-interval-us`): 0 (answer every CE mark) to 60 s.
+pub const CNP_INTERVAL: DurationLimits =
+    DurationLimits::micros(Duration::ZERO, Duration::from_secs(60));
 
 /// The whole configuration of one interface.
 #[derive(Clone, Debug, PartialEq)]
@@ -126,13 +137,34 @@ fn parse_bool(key: &str, value: &str) -> anyhow::Result<u32> {
     }
 }
 
-fn parse_u32(key: &str, value: &str) -> anyhow::Result<u32> {
-    value.parse().with_context(|| {
-        format!(
-            "{key}: '{value}' is not a whole number of bytes up to {}",
-            u32::MAX
-        )
-    })
+/// Parses a whole number in `range`; `what` says what the key holds, for the message.
+fn parse_whole(
+    key: &str,
+    value: &str,
+    range: RangeInclusive<u32>,
+    what: &str,
+) -> anyhow::Result<u32> {
+    value
+        .parse()
+        .ok()
+        .filter(|n| range.contains(n))
+        .with_context(|| {
+            format!(
+                "{key}: '{value}' is not {what} (a whole number {}..{})",
+                range.start(),
+                range.end()
+            )
+        })
+}
+
+/// A byte count.
+fn parse_bytes(key: &str, value: &str) -> anyhow::Result<u32> {
+    parse_whole(key, value, 0..=u32::MAX, "a number of bytes")
+}
+
+/// A duration within `limits` (a bare number in the key's unit).
+fn parse_key_duration(key: &str, value: &str, limits: &DurationLimits) -> anyhow::Result<Duration> {
+    parse_duration(value, limits).map_err(|e| anyhow!("{key}: {e}"))
 }
 
 impl HostConfig {
@@ -145,8 +177,8 @@ impl HostConfig {
         }
         match parse_key(key)? {
             Key::EcnEnabled(p) => self.profiles[p].enabled = parse_bool(key, value)?,
-            Key::EcnKmin(p) => self.profiles[p].kmin_bytes = parse_u32(key, value)?,
-            Key::EcnKmax(p) => self.profiles[p].kmax_bytes = parse_u32(key, value)?,
+            Key::EcnKmin(p) => self.profiles[p].kmin_bytes = parse_bytes(key, value)?,
+            Key::EcnKmax(p) => self.profiles[p].kmax_bytes = parse_bytes(key, value)?,
             Key::EcnPmax(p) => {
                 let pmax: f64 = value
                     .parse()
@@ -164,14 +196,11 @@ impl HostConfig {
                 self.profiles[p].rate_bytes_per_sec = (bps / 8).max(1);
             }
             Key::PfcEnabled(p) => self.pfc_profiles[p].enabled = parse_bool(key, value)?,
-            Key::PfcXoff(p) => self.pfc_profiles[p].xoff_bytes = parse_u32(key, value)?,
-            Key::PfcXon(p) => self.pfc_profiles[p].xon_bytes = parse_u32(key, value)?,
+            Key::PfcXoff(p) => self.pfc_profiles[p].xoff_bytes = parse_bytes(key, value)?,
+            Key::PfcXon(p) => self.pfc_profiles[p].xon_bytes = parse_bytes(key, value)?,
             Key::PfcQuanta(p) => {
-                let quanta = parse_u32(key, value)?;
-                if !(1..=0xffff).contains(&quanta) {
-                    bail!("{key}: quanta must be 1..65535, got {quanta}");
-                }
-                self.pfc_profiles[p].quanta = quanta;
+                self.pfc_profiles[p].quanta =
+                    parse_whole(key, value, 1..=0xffff, "a pause time in quanta")?;
             }
             Key::PfcDrain(p) => {
                 let bps = parse_rate_bps(value).with_context(|| format!("{key}: bad rate"))?;
@@ -181,11 +210,8 @@ impl HostConfig {
                 self.pfc_profiles[p].drain_bytes_per_sec = (bps / 8).max(1);
             }
             Key::DscpPriority(d) => {
-                let prio = parse_u32(key, value)?;
-                if prio as usize >= PRIORITIES {
-                    bail!("{key}: priority must be 0..7, got {prio}");
-                }
-                self.dscp_priority[d] = prio;
+                let last = PRIORITIES as u32 - 1;
+                self.dscp_priority[d] = parse_whole(key, value, 0..=last, "a priority")?;
             }
             Key::RoceOnly => self.set_flag(Settings::ROCE_ONLY, parse_bool(key, value)?),
             Key::LinkSpeed => {
@@ -193,34 +219,20 @@ impl HostConfig {
                     parse_rate_bps(value).with_context(|| format!("{key}: bad rate"))?;
             }
             Key::WatchdogMs => {
-                let millis: u64 = value
-                    .parse()
-                    .with_context(|| format!("{key}: '{value}' is not a whole number of ms"))?;
-                if millis == 0 {
-                    bail!("{key}: the watchdog limit must be at least 1 ms");
-                }
-                self.settings.pfc_watchdog_ns = millis
-                    .checked_mul(1_000_000)
-                    .with_context(|| format!("{key}: {value} ms is too long"))?;
+                let limit = parse_key_duration(key, value, &WATCHDOG)?;
+                self.settings.pfc_watchdog_ns = limit.as_nanos() as u64;
             }
             Key::WatchdogIgnore => {
                 self.set_flag(Settings::PFC_WATCHDOG_IGNORE, parse_bool(key, value)?)
             }
             Key::CnpEnabled => self.set_flag(Settings::CNP_ENABLED, parse_bool(key, value)?),
             Key::CnpIntervalUs => {
-                let micros: u64 = value
-                    .parse()
-                    .with_context(|| format!("{key}: '{value}' is not a whole number of µs"))?;
-                self.settings.cnp_interval_ns = micros
-                    .checked_mul(1000)
-                    .with_context(|| format!("{key}: {value} µs is too long"))?;
+                let interval = parse_key_duration(key, value, &CNP_INTERVAL)?;
+                self.settings.cnp_interval_ns = interval.as_nanos() as u64;
             }
             Key::CnpDscp => {
-                let dscp = parse_u32(key, value)?;
-                if dscp >= DSCP_VALUES as u32 {
-                    bail!("{key}: DSCP must be 0..63, got {dscp}");
-                }
-                self.settings.cnp_dscp = dscp;
+                let last = DSCP_VALUES as u32 - 1;
+                self.settings.cnp_dscp = parse_whole(key, value, 0..=last, "a DSCP value")?;
             }
             Key::LogMarks => self.set_flag(Settings::LOG_MARKS, parse_bool(key, value)?),
             Key::LogErrors => self.set_flag(Settings::LOG_ERRORS, parse_bool(key, value)?),
@@ -275,10 +287,20 @@ impl HostConfig {
         Ok(())
     }
 
-    /// Reads a TOML config file on top of the defaults.
+    /// Reads a TOML config file (at most [`MAX_CONFIG_BYTES`]) on top of the defaults.
     pub fn from_file(path: &Path) -> anyhow::Result<Self> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let file = File::open(path).with_context(|| format!("reading {}", path.display()))?;
+        let mut text = String::new();
+        file.take(MAX_CONFIG_BYTES + 1)
+            .read_to_string(&mut text)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if text.len() as u64 > MAX_CONFIG_BYTES {
+            bail!(
+                "config file {} is longer than {MAX_CONFIG_BYTES} bytes (1 MiB); a whole \
+                 configuration takes a few KB",
+                path.display()
+            );
+        }
         Self::from_toml(&text).with_context(|| format!("in config file {}", path.display()))
     }
 
@@ -429,7 +451,34 @@ mod tests {
             ("ecn.prio1.pmax=1.5", "Pmax"),
             ("ecn.prio1.rate_bps=0", "rate"),
             ("dscp.64.prio=1", "unknown key 'dscp.64.prio'"),
-            ("dscp.3.prio=8", "dscp.3.prio"),
+            (
+                "dscp.3.prio=8",
+                "dscp.3.prio: '8' is not a priority (a whole number 0..7)",
+            ),
+            (
+                "dscp.10.prio=-1",
+                "dscp.10.prio: '-1' is not a priority (a whole number 0..7)",
+            ),
+            (
+                "cnp.dscp=64",
+                "cnp.dscp: '64' is not a DSCP value (a whole number 0..63)",
+            ),
+            ("pfc.prio3.quanta=0", "is not a pause time in quanta"),
+            ("ecn.prio3.kmin_bytes=-5", "is not a number of bytes"),
+            ("pfc.watchdog_ms=0", "pfc.watchdog_ms: '0' is too short"),
+            (
+                "pfc.watchdog_ms=inf",
+                "pfc.watchdog_ms: 'inf' is not a duration",
+            ),
+            (
+                "cnp.interval_us=1e300",
+                "cnp.interval_us: '1e300' is too long",
+            ),
+            (
+                "cnp.interval_us=61s",
+                "durations here are 0 µs to 60000000 µs",
+            ),
+            ("cnp.interval_us=NaN", "is not a duration"),
             ("ecn.prio1.enabled=maybe", "ecn.prio1.enabled"),
             ("nonsense", "KEY=VALUE"),
         ] {
@@ -437,6 +486,17 @@ mod tests {
             let err = format!("{:#}", c.apply_assignments(&[bad]).unwrap_err());
             assert!(err.contains(needle), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn config_files_are_bounded() {
+        let err = format!(
+            "{:#}",
+            HostConfig::from_file(Path::new("/dev/zero")).unwrap_err()
+        );
+        assert!(err.contains("longer than 1048576 bytes"), "{err}");
+        let deep = format!("a = {}{}", "[".repeat(5000), "]".repeat(5000));
+        assert!(HostConfig::from_toml(&deep).is_err());
     }
 
     #[test]

@@ -13,7 +13,7 @@ use dataplane_common::{
     Hook, PRIORITIES,
 };
 
-use super::{config::HostConfig, pins::PinDir};
+use super::{config::HostConfig, lifecycle, pins::PinDir};
 
 /// The maps of one attached interface.
 pub struct PinnedMaps {
@@ -21,9 +21,10 @@ pub struct PinnedMaps {
 }
 
 impl PinnedMaps {
-    /// Opens the maps of `interface`; fails with a clear message if it is not attached.
+    /// Opens the maps of `interface` in the calling thread's network namespace; fails with a
+    /// clear message if it is not attached there. (The maps stay usable from any thread.)
     pub fn open(interface: &str) -> anyhow::Result<Self> {
-        let dir = PinDir::new(interface)?;
+        let dir = lifecycle::locate(interface)?;
         dir.require_attached()?;
         Ok(PinnedMaps { dir })
     }

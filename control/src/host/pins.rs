@@ -1,4 +1,11 @@
 //! Where an interface's pinned maps and links live in bpffs, and making sure bpffs is there.
+//!
+//! Pins are keyed by network namespace and interface name:
+//! `/sys/fs/bpf/lossless/netns-INODE/IFACE/`, so same-named interfaces in two namespaces
+//! never share (or act on) each other's pins. Beside an interface's directory, hidden
+//! siblings `IFACE:attaching` and `IFACE:detaching` are where attach builds and detach takes
+//! apart (`staging.rs`). Pins of lossless versions before namespace keys sit directly under
+//! the root (`/sys/fs/bpf/lossless/IFACE/`): [`PinDir::legacy`].
 
 use std::{
     ffi::CString,
@@ -9,46 +16,73 @@ use std::{
 use anyhow::{bail, Context as _};
 use dataplane_common::uapi;
 
+use super::namespace::NetnsId;
+
 /// Mount point of the BPF filesystem.
 pub const BPFFS: &str = "/sys/fs/bpf";
 /// Our directory inside bpffs.
 pub const ROOT: &str = "/sys/fs/bpf/lossless";
+/// A namespace's directory under [`ROOT`] is this followed by its inode. (No interface name
+/// is 16 bytes long, so this never names a pre-namespace interface directory.)
+const NETNS_PREFIX: &str = "netns-";
 /// Separates an interface name from the purpose of a hidden pin directory.
 const HIDDEN: char = ':';
 /// Longest interface name the kernel accepts (IFNAMSIZ - 1).
 const MAX_IFNAME: usize = 15;
 
-/// The pin directory of one interface: `/sys/fs/bpf/lossless/IFACE/`.
-#[derive(Clone, Debug)]
+/// The pin directory of one interface of one namespace, or a hidden sibling of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PinDir {
     interface: String,
+    /// `None` for a directory of the layout before namespace keys.
+    netns: Option<NetnsId>,
     path: PathBuf,
 }
 
+/// What a directory under [`ROOT`] is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// An attached interface.
+    Attached,
+    /// A hidden directory: an attach or detach in progress, or left by one that was killed.
+    Hidden(String),
+}
+
 impl PinDir {
-    /// The pin directory of `interface` (which need not be attached).
+    /// The pin directory of `interface` in the calling thread's network namespace (which need
+    /// not be attached).
     pub fn new(interface: &str) -> anyhow::Result<Self> {
-        let valid = !interface.is_empty()
-            && interface.len() <= MAX_IFNAME
-            && !interface.contains(['/', '\0', HIDDEN])
-            && interface != "."
-            && interface != "..";
-        if !valid {
-            bail!("'{interface}' is not a valid interface name");
-        }
+        Self::in_netns(interface, NetnsId::current()?)
+    }
+
+    /// The pin directory of `interface` in the namespace `netns`.
+    pub fn in_netns(interface: &str, netns: NetnsId) -> anyhow::Result<Self> {
+        check_interface_name(interface)?;
         Ok(PinDir {
             interface: interface.to_owned(),
-            path: Path::new(ROOT).join(interface),
+            netns: Some(netns),
+            path: netns_dir(netns).join(interface),
         })
     }
 
-    /// A hidden sibling directory (`IFACE:PURPOSE`) where attach builds, or detach takes
-    /// apart, an interface's pins, so others see either all of them or none: `all` skips it.
-    /// (':' never appears in an interface name; bpffs refuses '.' in names.)
-    pub fn hidden(&self, purpose: &str) -> PinDir {
+    /// Where lossless before namespace keys pinned `interface`: `/sys/fs/bpf/lossless/IFACE/`.
+    pub fn legacy(&self) -> PinDir {
         PinDir {
             interface: self.interface.clone(),
-            path: Path::new(ROOT).join(format!("{}{HIDDEN}{purpose}", self.interface)),
+            netns: None,
+            path: Path::new(ROOT).join(&self.interface),
+        }
+    }
+
+    /// A hidden sibling directory (`IFACE:PURPOSE`) where attach builds, or detach takes
+    /// apart, an interface's pins, so others see either all of them or none.
+    /// (':' never appears in an interface name; bpffs refuses '.' in names.)
+    pub fn hidden(&self, purpose: &str) -> PinDir {
+        let parent = self.path.parent().expect("a pin directory has a parent");
+        PinDir {
+            interface: self.interface.clone(),
+            netns: self.netns,
+            path: parent.join(format!("{}{HIDDEN}{purpose}", self.interface)),
         }
     }
 
@@ -63,12 +97,17 @@ impl PinDir {
         &self.interface
     }
 
+    /// The network namespace of the interface; `None` for a pre-namespace directory.
+    pub fn netns(&self) -> Option<NetnsId> {
+        self.netns
+    }
+
     /// The directory itself.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Whether something is attached (the directory exists).
+    /// Whether the directory exists (for an interface's own directory: it is attached).
     pub fn exists(&self) -> bool {
         self.path.is_dir()
     }
@@ -86,9 +125,11 @@ impl PinDir {
     /// Fails with a message that names the interface unless it is attached.
     pub fn require_attached(&self) -> anyhow::Result<()> {
         if !self.exists() {
+            let netns = self.netns.map(|n| format!(" in network namespace {n}"));
             bail!(
-                "{} is not attached (no {}); run `lossless host attach {}` first",
+                "{} is not attached{} (no {}); run `lossless host attach {}` first",
                 self.interface,
+                netns.unwrap_or_default(),
                 self.path.display(),
                 self.interface
             );
@@ -96,24 +137,79 @@ impl PinDir {
         Ok(())
     }
 
-    /// Every interface that has a pin directory, sorted.
-    pub fn all() -> anyhow::Result<Vec<PinDir>> {
-        let mut dirs = Vec::new();
-        let entries = match fs::read_dir(ROOT) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(dirs),
-            Err(e) => return Err(e).with_context(|| format!("reading {ROOT}")),
-        };
-        for entry in entries {
-            let name = entry?.file_name();
-            // Hidden directories are attaches or detaches in progress.
-            if let Some(name) = name.to_str().filter(|n| !n.contains(HIDDEN)) {
-                dirs.push(PinDir::new(name)?);
+    /// Every directory under [`ROOT`], of every namespace and of the pre-namespace layout,
+    /// sorted by namespace and name.
+    pub fn all() -> anyhow::Result<Vec<(PinDir, Kind)>> {
+        let mut found = Vec::new();
+        for (name, path) in entries(Path::new(ROOT))? {
+            let netns = name
+                .strip_prefix(NETNS_PREFIX)
+                .filter(|_| name.len() > MAX_IFNAME)
+                .and_then(|n| n.parse().ok());
+            match netns {
+                Some(inode) => {
+                    for (name, path) in entries(&path)? {
+                        found.extend(Self::listed(&name, path, Some(NetnsId(inode))));
+                    }
+                }
+                None => found.extend(Self::listed(&name, path, None)),
             }
         }
-        dirs.sort_by(|a, b| a.interface.cmp(&b.interface));
-        Ok(dirs)
+        found.sort_by(|(a, _), (b, _)| (a.netns, &a.path).cmp(&(b.netns, &b.path)));
+        Ok(found)
     }
+
+    /// The directory `name` at `path`, if it is one of ours.
+    fn listed(name: &str, path: PathBuf, netns: Option<NetnsId>) -> Option<(PinDir, Kind)> {
+        let (interface, kind) = match name.split_once(HIDDEN) {
+            Some((interface, purpose)) => (interface, Kind::Hidden(purpose.to_owned())),
+            None => (name, Kind::Attached),
+        };
+        check_interface_name(interface).ok()?;
+        let dir = PinDir {
+            interface: interface.to_owned(),
+            netns,
+            path,
+        };
+        Some((dir, kind))
+    }
+}
+
+/// The directory of the namespace `netns` under [`ROOT`].
+pub fn netns_dir(netns: NetnsId) -> PathBuf {
+    Path::new(ROOT).join(format!("{NETNS_PREFIX}{}", netns.0))
+}
+
+/// The names and paths of the directories in `dir`; none if it does not exist.
+fn entries(dir: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+    };
+    let mut found = Vec::new();
+    for entry in entries {
+        let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            found.push((
+                entry.file_name().to_string_lossy().into_owned(),
+                entry.path(),
+            ));
+        }
+    }
+    Ok(found)
+}
+
+fn check_interface_name(interface: &str) -> anyhow::Result<()> {
+    let valid = !interface.is_empty()
+        && interface.len() <= MAX_IFNAME
+        && !interface.contains(['/', '\0', HIDDEN])
+        && interface != "."
+        && interface != "..";
+    if !valid {
+        bail!("'{interface}' is not a valid interface name");
+    }
+    Ok(())
 }
 
 /// Mounts bpffs on [`BPFFS`] unless it is already mounted there.
@@ -158,17 +254,29 @@ mod tests {
 
     #[test]
     fn rejects_names_that_escape_the_directory() {
-        for bad in ["", "a/b", "..", ".", "sixteen-chars-xx"] {
-            assert!(PinDir::new(bad).is_err(), "{bad:?}");
+        let netns = NetnsId(4026531840);
+        for bad in ["", "a/b", "..", ".", "sixteen-chars-xx", "a:b"] {
+            assert!(PinDir::in_netns(bad, netns).is_err(), "{bad:?}");
         }
-        let dir = PinDir::new("veth0").unwrap();
+        let dir = PinDir::in_netns("veth0", netns).unwrap();
         assert_eq!(
             dir.map("COUNTERS"),
-            Path::new("/sys/fs/bpf/lossless/veth0/COUNTERS")
+            Path::new("/sys/fs/bpf/lossless/netns-4026531840/veth0/COUNTERS")
         );
         assert_eq!(
-            dir.link("link_xdp"),
-            Path::new("/sys/fs/bpf/lossless/veth0/link_xdp")
+            dir.hidden("attaching").path(),
+            Path::new("/sys/fs/bpf/lossless/netns-4026531840/veth0:attaching")
         );
+        assert_eq!(dir.legacy().path(), Path::new("/sys/fs/bpf/lossless/veth0"));
+        assert_eq!(
+            dir.legacy().hidden("attaching").path(),
+            Path::new("/sys/fs/bpf/lossless/veth0:attaching")
+        );
+    }
+
+    #[test]
+    fn a_namespace_directory_is_never_an_interface_name() {
+        assert!(check_interface_name(&format!("{NETNS_PREFIX}{}", u32::MAX)).is_err());
+        assert!(check_interface_name(&format!("{NETNS_PREFIX}4026531840")).is_err());
     }
 }

@@ -7,8 +7,6 @@
 //! summary that shows whether the rates converged to the fair share.
 
 use std::{
-    fs::{self, File},
-    io::{BufWriter, Write as _},
     net::{IpAddr, Ipv4Addr},
     path::{Path, PathBuf},
     sync::{
@@ -20,25 +18,34 @@ use std::{
 
 use anyhow::Context as _;
 use dataplane_common::Hook;
-use plotters::prelude::*;
 use serde::Serialize;
 
-use super::shared::{enable_forwarding, jain_index, Detach, PRIORITY};
+use super::{
+    output::{self, Line, Panel},
+    shared::{enable_forwarding, jain_index, Detach, PRIORITY},
+};
 use crate::{
     host::{
         attach::{self, AttachRequest, Mode},
         attachment::Attachment,
-        config::HostConfig,
+        config::{HostConfig, CNP_INTERVAL},
         pinned_maps::PinnedMaps,
     },
     netns::{veth_pair, Endpoint, Namespace},
     traffic::{
-        dcqcn::{Dcqcn, DcqcnParams, RateEvent, RateTimeline},
+        dcqcn::{self, Dcqcn, DcqcnParams, RateEvent, RateTimeline},
         RateController, Receiver, RecvConfig, RecvSummary, SendConfig, SendSummary, Sender,
         StopFlag,
     },
-    units::parse_rate_bps,
+    units::{parse_duration, parse_rate_bps, parse_run_time, DurationLimits, TimeUnit, ONE_DAY},
     wire::ethernet::Address,
+};
+
+/// `--stagger`: 0 (every sender starts at once) to one day.
+const STAGGER: DurationLimits = DurationLimits {
+    unit: TimeUnit::Seconds,
+    min: Duration::ZERO,
+    max: ONE_DAY,
 };
 
 /// How often the live table gets a row.
@@ -68,13 +75,13 @@ pub struct IncastLab {
     /// Drain rate of the shared bottleneck's phantom queue (below the summed line rates).
     #[arg(long, default_value = "200mbit", value_parser = parse_rate_bps)]
     drain: u64,
-    /// Seconds the lab runs: the first sender sends from start to end.
-    #[arg(long, default_value_t = 10.0)]
-    secs: f64,
-    /// Seconds between the starts of consecutive senders (all end together), so a newcomer
-    /// shows how the rates converge from an unfair start.
-    #[arg(long, default_value_t = 1.0)]
-    stagger: f64,
+    /// Seconds the lab runs (1 ms to 1 day): the first sender sends from start to end.
+    #[arg(long, default_value = "10", value_parser = parse_run_time)]
+    secs: Duration,
+    /// Seconds between the starts of consecutive senders (0 to 1 day; all end together), so
+    /// a newcomer shows how the rates converge from an unfair start.
+    #[arg(long, default_value = "1", value_parser = |s: &str| parse_duration(s, &STAGGER))]
+    stagger: Duration,
     /// Frame size in bytes.
     #[arg(long, default_value_t = 1024)]
     size: usize,
@@ -87,18 +94,19 @@ pub struct IncastLab {
     /// RED Pmax.
     #[arg(long, default_value_t = 0.2)]
     pmax: f64,
-    /// At most one CNP per QP per this many microseconds, from the receiver's kernel.
-    #[arg(long, default_value_t = 50)]
-    cnp_interval_us: u32,
+    /// At most one CNP per QP per this many microseconds (0 to 60 s), from the receiver's
+    /// kernel.
+    #[arg(long, default_value = "50", value_parser = |s: &str| parse_duration(s, &CNP_INTERVAL))]
+    cnp_interval_us: Duration,
     /// DCQCN gain g.
     #[arg(long, default_value_t = 1.0 / 16.0)]
     dcqcn_g: f64,
-    /// DCQCN alpha update period, microseconds.
-    #[arg(long, default_value_t = 1000)]
-    dcqcn_alpha_us: u64,
-    /// DCQCN rate-increase timer, microseconds.
-    #[arg(long, default_value_t = 1000)]
-    dcqcn_timer_us: u64,
+    /// DCQCN alpha update period, microseconds (1 µs to 1 s).
+    #[arg(long, default_value = "1000", value_parser = |s: &str| parse_duration(s, &dcqcn::TIMER_LIMITS))]
+    dcqcn_alpha_us: Duration,
+    /// DCQCN rate-increase timer, microseconds (1 µs to 1 s).
+    #[arg(long, default_value = "1000", value_parser = |s: &str| parse_duration(s, &dcqcn::TIMER_LIMITS))]
+    dcqcn_timer_us: Duration,
     /// DCQCN byte counter, bytes.
     #[arg(long, default_value_t = 1_000_000)]
     dcqcn_byte_counter: u64,
@@ -122,8 +130,8 @@ impl IncastLab {
     fn dcqcn_params(&self) -> DcqcnParams {
         DcqcnParams {
             g: self.dcqcn_g,
-            alpha_period: Duration::from_micros(self.dcqcn_alpha_us),
-            increase_period: Duration::from_micros(self.dcqcn_timer_us),
+            alpha_period: self.dcqcn_alpha_us,
+            increase_period: self.dcqcn_timer_us,
             byte_counter_bytes: self.dcqcn_byte_counter,
             rate_ai_bps: self.dcqcn_rai,
             rate_hai_bps: self.dcqcn_rhai,
@@ -134,7 +142,7 @@ impl IncastLab {
 
     /// When sender `i` (from 0) starts, since the lab's start.
     fn start_of(&self, i: usize) -> Duration {
-        Duration::from_secs_f64(self.stagger * i as f64)
+        self.stagger * i as u32
     }
 
     /// Each sender's share of the bottleneck when all are fair.
@@ -350,10 +358,10 @@ struct Outcome {
 
 /// Runs the lab for `--secs` or until `stop` is set; cleans up either way.
 pub fn run(args: &IncastLab, stop: &StopFlag) -> anyhow::Result<()> {
-    let last_start = args.stagger * f64::from(args.senders - 1);
-    if !(args.secs.is_finite() && args.stagger >= 0.0 && last_start < args.secs) {
+    let last_start = args.stagger * (args.senders - 1);
+    if last_start >= args.secs {
         anyhow::bail!(
-            "--secs {} with --stagger {} leaves the last sender no time to send",
+            "--secs {:?} with --stagger {:?} leaves the last sender no time to send",
             args.secs,
             args.stagger
         );
@@ -365,7 +373,7 @@ pub fn run(args: &IncastLab, stop: &StopFlag) -> anyhow::Result<()> {
         format!("ecn.prio{PRIORITY}.kmin_bytes={}", args.kmin),
         format!("ecn.prio{PRIORITY}.kmax_bytes={}", args.kmax),
         format!("ecn.prio{PRIORITY}.pmax={}", args.pmax),
-        format!("cnp.interval_us={}", args.cnp_interval_us),
+        format!("cnp.interval_us={}", args.cnp_interval_us.as_micros()),
     ])?;
     let receiver_if = topology.receiver.ifname.clone();
     let request = AttachRequest {
@@ -374,11 +382,11 @@ pub fn run(args: &IncastLab, stop: &StopFlag) -> anyhow::Result<()> {
         attachments: vec![Attachment::Xdp, Attachment::Cnp],
         config,
     };
-    topology.receiver_ns.run(|| attach::attach(&request))??;
-    let _detach = Detach(&receiver_if);
-    let maps = PinnedMaps::open(&receiver_if)?;
+    let attached = topology.receiver_ns.run(|| attach::attach(&request))??;
+    let _detach = Detach(attached.dir.clone());
+    let maps = PinnedMaps::at(attached.dir);
 
-    let total = Duration::from_secs_f64(args.secs);
+    let total = args.secs;
     let params = args.dcqcn_params();
     let per_qp_line = args.line_rate / u64::from(args.qps);
     let mut senders = Vec::new();
@@ -434,7 +442,7 @@ pub fn run(args: &IncastLab, stop: &StopFlag) -> anyhow::Result<()> {
         args.line_rate / 1_000_000,
         receiver_if,
         args.drain / 1_000_000,
-        args.cnp_interval_us,
+        args.cnp_interval_us.as_micros(),
         args.fair_share_bps() / 1e6
     );
     let monitor = Monitor {
@@ -675,25 +683,15 @@ fn write_outputs(
     timelines: &[Vec<RateTimeline>],
     outcome: &Outcome,
 ) -> anyhow::Result<()> {
-    fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let all = || timelines.iter().flatten();
-    let write = |name: &str, body: &dyn Fn(&mut BufWriter<File>) -> anyhow::Result<()>| {
-        let path = args.out.join(name);
-        let mut file = BufWriter::new(
-            File::create(&path).with_context(|| format!("creating {}", path.display()))?,
-        );
-        body(&mut file)?;
-        file.flush()
-            .with_context(|| format!("writing {}", path.display()))
-    };
-    write("rates.csv", &|f| Ok(RateTimeline::write_csv(all(), f)?))?;
-    write("rates.json", &|f| Ok(RateTimeline::write_json(all(), f)?))?;
-    write("summary.json", &|f| {
-        serde_json::to_writer_pretty(&mut *f, outcome)?;
-        Ok(writeln!(f)?)
+    output::write_file(&args.out, "rates.csv", |f| {
+        Ok(RateTimeline::write_csv(all(), f)?)
     })?;
-    let plot = args.out.join("rates.svg");
-    draw(&plot, args, timelines).with_context(|| format!("drawing {}", plot.display()))?;
+    output::write_file(&args.out, "rates.json", |f| {
+        Ok(RateTimeline::write_json(all(), f)?)
+    })?;
+    output::write_summary(&args.out, outcome)?;
+    draw(&args.out.join("rates.svg"), args, timelines)?;
     println!(
         "wrote rates.svg, rates.csv, rates.json and summary.json to {}",
         args.out.display()
@@ -703,8 +701,6 @@ fn write_outputs(
 
 /// Plots every QP's rate over time, with the fair share per QP as a dashed line.
 fn draw(path: &Path, args: &IncastLab, timelines: &[Vec<RateTimeline>]) -> anyhow::Result<()> {
-    let root = SVGBackend::new(path, (1000, 560)).into_drawing_area();
-    root.fill(&WHITE)?;
     let end_ns = timelines
         .iter()
         .flatten()
@@ -712,59 +708,38 @@ fn draw(path: &Path, args: &IncastLab, timelines: &[Vec<RateTimeline>]) -> anyho
         .map(|p| p.time_ns)
         .max()
         .unwrap_or(0)
-        .max(u64::try_from(
-            Duration::from_secs_f64(args.secs).as_nanos(),
-        )?);
-    let end_s = end_ns as f64 / 1e9;
-    let top = args.line_rate as f64 / f64::from(args.qps) / 1e6 * 1.05;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!(
-                "DCQCN rate per QP: {} senders x {} QP(s) into a {} Mb/s bottleneck",
-                args.senders,
-                args.qps,
-                args.drain / 1_000_000
-            ),
-            ("sans-serif", 20),
-        )
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.0..end_s, 0.0..top)?;
-    chart
-        .configure_mesh()
-        .x_desc("time since the first sender started (s)")
-        .y_desc("rate (Mb/s)")
-        .draw()?;
-    for (i, timeline) in timelines.iter().flatten().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        let points = (0..=PLOT_POINTS).map(|k| {
-            let t = end_ns / u64::from(PLOT_POINTS) * u64::from(k);
-            (t as f64 / 1e9, rate_at(timeline, t) as f64 / 1e6)
-        });
-        let sender = timeline.qp / QP_STRIDE;
-        chart
-            .draw_series(LineSeries::new(points, color.stroke_width(1)))?
-            .label(format!("sender {sender} QP {}", timeline.qp))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-    }
+        .max(u64::try_from(args.secs.as_nanos())?);
+    let x = 0.0..end_ns as f64 / 1e9;
+    let mut lines: Vec<Line> = timelines
+        .iter()
+        .flatten()
+        .map(|timeline| {
+            let points = (0..=PLOT_POINTS)
+                .map(|k| {
+                    let t = end_ns / u64::from(PLOT_POINTS) * u64::from(k);
+                    (t as f64 / 1e9, rate_at(timeline, t) as f64 / 1e6)
+                })
+                .collect();
+            let sender = timeline.qp / QP_STRIDE;
+            Line::solid(format!("sender {sender} QP {}", timeline.qp), points)
+        })
+        .collect();
     let fair = args.fair_share_bps() / f64::from(args.qps) / 1e6;
-    chart
-        .draw_series(DashedLineSeries::new(
-            [(0.0, fair), (end_s, fair)],
-            6,
-            4,
-            BLACK.stroke_width(1),
-        ))?
-        .label("fair share per QP")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK));
-    chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.85))
-        .draw()?;
-    root.present()?;
-    Ok(())
+    lines.push(Line::level("fair share per QP", fair, &x));
+    let panel = Panel {
+        caption: format!(
+            "DCQCN rate per QP: {} senders x {} QP(s) into a {} Mb/s bottleneck",
+            args.senders,
+            args.qps,
+            args.drain / 1_000_000
+        ),
+        x_desc: "time since the first sender started (s)".into(),
+        y_desc: "rate (Mb/s)".into(),
+        x,
+        y: 0.0..args.line_rate as f64 / f64::from(args.qps) / 1e6 * 1.05,
+        lines,
+    };
+    output::draw_panels(path, (1000, 560), &[panel])
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! data planes they attach on every exit, and Jain's fairness index.
 
 use crate::{
-    host::attach,
+    host::{attach, pins::PinDir},
     netns::{check, Namespace},
 };
 
@@ -18,13 +18,14 @@ pub fn enable_forwarding(ns: &Namespace) -> anyhow::Result<()> {
     check("sysctl ip_forward", output).map(drop)
 }
 
-/// Detaches an interface on drop, so a lab leaves no pins behind on any exit.
-pub struct Detach<'a>(pub &'a str);
+/// Detaches an interface (by its pin directory, so from any namespace) on drop, so a lab
+/// leaves no pins behind on any exit.
+pub struct Detach(pub PinDir);
 
-impl Drop for Detach<'_> {
+impl Drop for Detach {
     fn drop(&mut self) {
-        if let Err(e) = attach::detach(self.0) {
-            eprintln!("warning: detaching {}: {e:#}", self.0);
+        if let Err(e) = attach::detach_dir(&self.0) {
+            eprintln!("warning: detaching {}: {e:#}", self.0.interface());
         }
     }
 }

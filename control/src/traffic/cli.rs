@@ -6,28 +6,34 @@ use std::io::{BufWriter, Write as _};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
 
 use super::counters::{Interval, RecvSummary};
-use super::dcqcn::{Dcqcn, DcqcnParams, RateTimeline};
+use super::dcqcn::{self, Dcqcn, DcqcnParams, RateTimeline};
 use super::notify::CnpConfig;
 use super::rate::{FixedRate, RateController};
 use super::receiver::{Receiver, RecvConfig};
-use super::sender::{SendConfig, SendSummary, Sender};
+use super::sender::{PfcHonour, SendConfig, SendSummary, Sender};
 use super::stop::StopFlag;
-use crate::units::parse_rate_bps;
+use crate::host::config::CNP_INTERVAL;
+use crate::terminal;
+use crate::units::{parse_duration, parse_rate_bps, parse_run_time as run_time, DurationLimits};
 use crate::wire::bth::MASK_24;
 use crate::wire::ethernet::Address;
 use crate::wire::ip::Ecn;
 
 /// Without `--count` or `--duration`, a sender runs this long.
-const DEFAULT_SEND_SECS: f64 = 10.0;
+const DEFAULT_SEND_TIME: Duration = Duration::from_secs(10);
 
 /// Without any stop condition, a receiver stops after this long without RoCEv2 frames.
-const DEFAULT_IDLE_SECS: f64 = 5.0;
+const DEFAULT_IDLE_TIME: Duration = Duration::from_secs(5);
+
+/// `--max-burst-us`: no make-up burst at all, up to one second of lateness.
+const MAX_BURST: DurationLimits = DurationLimits::micros(Duration::ZERO, Duration::from_secs(1));
 
 /// RoCEv2 traffic: send paced RoCEv2 frames, or count them per QP.
 #[derive(Debug, Subcommand)]
@@ -84,12 +90,13 @@ pub struct SendArgs {
     /// Frame size in bytes without FCS (headers, payload, ICRC).
     #[arg(long, default_value_t = 1024)]
     pub size: usize,
-    /// Stop after this many frames.
-    #[arg(long, conflicts_with = "duration")]
+    /// Stop after this many frames (at least 1).
+    #[arg(long, conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
-    /// Stop after this many seconds [default: 10 without --count].
-    #[arg(long)]
-    pub duration: Option<f64>,
+    /// Stop after this many seconds (1 ms to 1 day; units ms, s, m, h accepted) [default: 10
+    /// without --count].
+    #[arg(long, value_parser = run_time)]
+    pub duration: Option<Duration>,
     /// Number of QPs, sent round-robin, each with its own UDP source port.
     #[arg(long, default_value_t = 1)]
     pub qps: u32,
@@ -110,8 +117,8 @@ pub struct SendArgs {
     pub ecn: EcnArg,
     /// Lateness (microseconds) a QP makes up with a burst after the sender was
     /// descheduled; beyond it, time is lost and the achieved rate drops.
-    #[arg(long, default_value_t = 1000)]
-    pub max_burst_us: u64,
+    #[arg(long, default_value = "1000", value_parser = |s: &str| parse_duration(s, &MAX_BURST))]
+    pub max_burst_us: Duration,
     /// Send regardless of PFC pauses of the frames' priority (by default a sender on an
     /// interface attached with `lossless host attach` holds its frames while paused).
     #[arg(long)]
@@ -135,12 +142,12 @@ pub struct SendArgs {
     /// DCQCN byte counter B in bytes: a rate increase every B bytes [default: 10000000].
     #[arg(long, requires = "dcqcn")]
     pub dcqcn_byte_counter: Option<u64>,
-    /// DCQCN rate-increase timer T in microseconds [default: 55].
-    #[arg(long, requires = "dcqcn")]
-    pub dcqcn_timer_us: Option<u64>,
-    /// DCQCN alpha update period K in microseconds [default: 55].
-    #[arg(long, requires = "dcqcn")]
-    pub dcqcn_alpha_us: Option<u64>,
+    /// DCQCN rate-increase timer T in microseconds (1 µs to 1 s) [default: 55].
+    #[arg(long, requires = "dcqcn", value_parser = |s: &str| parse_duration(s, &dcqcn::TIMER_LIMITS))]
+    pub dcqcn_timer_us: Option<Duration>,
+    /// DCQCN alpha update period K in microseconds (1 µs to 1 s) [default: 55].
+    #[arg(long, requires = "dcqcn", value_parser = |s: &str| parse_duration(s, &dcqcn::TIMER_LIMITS))]
+    pub dcqcn_alpha_us: Option<Duration>,
     /// DCQCN fast recovery steps F [default: 5].
     #[arg(long, requires = "dcqcn")]
     pub dcqcn_fast_recovery: Option<u32>,
@@ -161,12 +168,8 @@ impl SendArgs {
         let d = DcqcnParams::default();
         DcqcnParams {
             g: self.dcqcn_g.unwrap_or(d.g),
-            alpha_period: self
-                .dcqcn_alpha_us
-                .map_or(d.alpha_period, Duration::from_micros),
-            increase_period: self
-                .dcqcn_timer_us
-                .map_or(d.increase_period, Duration::from_micros),
+            alpha_period: self.dcqcn_alpha_us.unwrap_or(d.alpha_period),
+            increase_period: self.dcqcn_timer_us.unwrap_or(d.increase_period),
             byte_counter_bytes: self.dcqcn_byte_counter.unwrap_or(d.byte_counter_bytes),
             fast_recovery_steps: self.dcqcn_fast_recovery.unwrap_or(d.fast_recovery_steps),
             rate_ai_bps: self.dcqcn_rai.unwrap_or(d.rate_ai_bps),
@@ -183,26 +186,27 @@ pub struct RecvArgs {
     /// Interface to listen on.
     #[arg(long)]
     pub iface: String,
-    /// Stop after this many seconds.
-    #[arg(long)]
-    pub duration: Option<f64>,
-    /// Stop after this many RoCEv2 frames.
-    #[arg(long)]
+    /// Stop after this many seconds (1 ms to 1 day; units ms, s, m, h accepted).
+    #[arg(long, value_parser = run_time)]
+    pub duration: Option<Duration>,
+    /// Stop after this many RoCEv2 frames (at least 1).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
-    /// Stop after this many seconds without RoCEv2 frames [default: 5 without --duration or --count].
-    #[arg(long)]
-    pub idle_timeout: Option<f64>,
-    /// Every this many seconds, report each QP's goodput, CE marks and CNPs
+    /// Stop after this many seconds without RoCEv2 frames (1 ms to 1 day) [default: 5 without
+    /// --duration or --count].
+    #[arg(long, value_parser = run_time)]
+    pub idle_timeout: Option<Duration>,
+    /// Every this many seconds (1 ms to 1 day), report each QP's goodput, CE marks and CNPs
     /// of the interval (live lines; with --json, an `intervals` array).
-    #[arg(long)]
-    pub interval: Option<f64>,
+    #[arg(long, value_parser = run_time)]
+    pub interval: Option<Duration>,
     /// Answer each CE-marked RoCEv2 data frame with a CNP to its sender (a user-space
     /// notification point), at most one per QP per --cnp-interval-us.
     #[arg(long)]
     pub cnp: bool,
-    /// Least time between two CNPs of one QP, in microseconds.
-    #[arg(long, default_value_t = 50, requires = "cnp")]
-    pub cnp_interval_us: u64,
+    /// Least time between two CNPs of one QP, in microseconds (0 to 60 s).
+    #[arg(long, default_value = "50", requires = "cnp", value_parser = |s: &str| parse_duration(s, &CNP_INTERVAL))]
+    pub cnp_interval_us: Duration,
     /// DSCP of the CNPs.
     #[arg(long, default_value_t = 48, requires = "cnp", value_parser = clap::value_parser!(u8).range(0..=63))]
     pub cnp_dscp: u8,
@@ -242,12 +246,6 @@ fn parse_qp_map(text: &str) -> anyhow::Result<BTreeMap<u32, u32>> {
             Ok((qp(rx)?, qp(tx)?))
         })
         .collect()
-}
-
-/// Seconds from the command line as a duration.
-fn seconds(option: &str, secs: f64) -> anyhow::Result<Duration> {
-    Duration::try_from_secs_f64(secs)
-        .with_context(|| format!("--{option} {secs} is not a number of seconds"))
 }
 
 /// Set by SIGINT and SIGTERM while a traffic command runs.
@@ -304,9 +302,9 @@ pub fn run(cmd: TrafficCommand) -> anyhow::Result<()> {
 }
 
 fn send(args: SendArgs) -> anyhow::Result<()> {
-    let duration = match (args.count, args.duration) {
-        (Some(_), _) => None,
-        (None, secs) => Some(seconds("duration", secs.unwrap_or(DEFAULT_SEND_SECS))?),
+    let duration = match args.count {
+        Some(_) => None,
+        None => Some(args.duration.unwrap_or(DEFAULT_SEND_TIME)),
     };
     if let Some(path) = &args.rate_log {
         LogFormat::of(path)?;
@@ -323,12 +321,13 @@ fn send(args: SendArgs) -> anyhow::Result<()> {
         dscp: args.dscp,
         pcp: args.pcp,
         ecn: args.ecn.into(),
-        max_burst: Duration::from_micros(args.max_burst_us),
+        max_burst: args.max_burst_us,
         honour_pfc: !args.ignore_pfc,
         ..SendConfig::new(&args.iface, args.dst_ip)
     };
     let mut sender =
         Sender::open(config).with_context(|| format!("preparing to send on {}", args.iface))?;
+    let progress = default_run_progress(&args, terminal::redraws(&std::io::stderr()));
     let shares = FixedRate::split(args.rate, sender.frames().len());
     let summary = if args.dcqcn {
         let params = args.dcqcn_params();
@@ -346,12 +345,42 @@ fn send(args: SendArgs) -> anyhow::Result<()> {
     } else {
         run_sender(&mut sender, &mut shares.clone(), &args.iface)?
     };
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         print!("{}", send_table(&summary));
     }
     Ok(())
+}
+
+/// A progress bar for a run the user gave no end (the default duration), on a terminal only:
+/// the time gone of the run's seconds, moved on by a thread until the bar is finished.
+/// `on_terminal` says whether stderr, where the bar goes, is a terminal.
+fn default_run_progress(args: &SendArgs, on_terminal: bool) -> Option<ProgressBar> {
+    if args.count.is_some() || args.duration.is_some() || !on_terminal {
+        return None;
+    }
+    let total = DEFAULT_SEND_TIME;
+    let bar = ProgressBar::new(total.as_millis() as u64).with_style(
+        ProgressStyle::with_template(
+            "sending on {prefix} for {len} ms, the default (--duration, --count or Ctrl-C end it) [{bar:30}] {pos} ms",
+        )
+        .expect("a valid template")
+        .progress_chars("=> "),
+    );
+    bar.set_prefix(args.iface.clone());
+    let ticking = bar.clone();
+    let started = Instant::now();
+    std::thread::spawn(move || {
+        while !ticking.is_finished() {
+            ticking.set_position(started.elapsed().min(total).as_millis() as u64);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    Some(bar)
 }
 
 /// Runs `sender` with `rates` until it ends or Ctrl-C.
@@ -402,25 +431,22 @@ fn write_rate_log<'a>(
 fn recv(args: RecvArgs) -> anyhow::Result<()> {
     let mut idle = args.idle_timeout;
     if idle.is_none() && args.duration.is_none() && args.count.is_none() {
-        idle = Some(DEFAULT_IDLE_SECS);
+        idle = Some(DEFAULT_IDLE_TIME);
     }
     let config = RecvConfig {
         iface: args.iface.clone(),
-        duration: args.duration.map(|s| seconds("duration", s)).transpose()?,
+        duration: args.duration,
         count: args.count,
-        idle_timeout: idle.map(|s| seconds("idle-timeout", s)).transpose()?,
+        idle_timeout: idle,
         cnp: args.cnp.then(|| CnpConfig {
-            interval: Duration::from_micros(args.cnp_interval_us),
+            interval: args.cnp_interval_us,
             dscp: args.cnp_dscp,
             qp_map: args.qp_map.clone().unwrap_or_default(),
         }),
     };
-    if config.count == Some(0) {
-        bail!("--count 0 would stop before the first frame");
-    }
     let mut receiver = Receiver::open(config)
         .with_context(|| format!("preparing to receive on {}", args.iface))?;
-    let interval = args.interval.map(|s| seconds("interval", s)).transpose()?;
+    let interval = args.interval;
     let live = !args.json;
     let stop = receiver.stop_flag();
     let summary = stop_on_interrupt(stop, || match interval {
@@ -455,8 +481,8 @@ fn human_rate(bps: f64) -> String {
 fn send_table(s: &SendSummary) -> String {
     let mut out = format!(
         "sent {} frames of {} bytes ({} bytes) in {:.3} s on {}: {} on the wire, {:.0} frames/s\n\
-         {} {} -> {} {}; {} send retries, {} stalls (sender fell behind its schedule)\n\
-         {} CNPs received ({} for no QP of this sender); PFC priority {}: {}\n",
+         {} {} -> {} {}{}; {} send retries, {} stalls (sender fell behind its schedule)\n\
+         {} CNPs received ({} for no QP of this sender); {}\n",
         s.packets,
         s.frame_len,
         s.bytes,
@@ -468,20 +494,14 @@ fn send_table(s: &SendSummary) -> String {
         s.src_mac,
         s.dst_ip,
         s.dst_mac,
+        s.gateway
+            .map(|gw| format!(" (via gateway {gw})"))
+            .unwrap_or_default(),
         s.retries,
         s.stalls,
         s.cnp_received,
         s.cnp_unmatched,
-        s.pfc_priority,
-        if s.pfc_honoured {
-            format!(
-                "honoured, paused {:.3} ms, {} frames held",
-                s.pfc_paused_ns as f64 / 1e6,
-                s.pfc_holds
-            )
-        } else {
-            "not honoured (interface not attached, or --ignore-pfc)".to_owned()
-        }
+        pfc_clause(s)
     );
     out += &format!(
         "{:>8} {:>6} {:>12} {:>9} {:>8}\n",
@@ -494,6 +514,21 @@ fn send_table(s: &SendSummary) -> String {
         );
     }
     out
+}
+
+/// What the sender did about PFC, in a few words: the pause figures when it honoured them,
+/// and otherwise the one reason it could not.
+fn pfc_clause(s: &SendSummary) -> String {
+    match s.pfc {
+        PfcHonour::Honoured => format!(
+            "PFC priority {}: honoured, paused {:.3} ms, {} frames held",
+            s.pfc_priority,
+            s.pfc_paused_ns as f64 / 1e6,
+            s.pfc_holds
+        ),
+        PfcHonour::Ignored => format!("PFC priority {}: ignored (--ignore-pfc)", s.pfc_priority),
+        PfcHonour::NotAttached => format!("PFC: no pauses to honour ({} not attached)", s.iface),
+    }
 }
 
 /// One interval report as a line: time, then each QP's goodput, CE and CNPs.
@@ -744,7 +779,10 @@ mod tests {
             panic!("not recv")
         };
         assert!(args.cnp);
-        assert_eq!((args.cnp_interval_us, args.cnp_dscp), (100, 46));
+        assert_eq!(
+            (args.cnp_interval_us, args.cnp_dscp),
+            (Duration::from_micros(100), 46)
+        );
         assert_eq!(
             args.qp_map,
             Some(BTreeMap::from([(256, 0x1001), (257, 4098)]))
@@ -775,8 +813,26 @@ mod tests {
         };
         assert_eq!(
             (args.idle_timeout, args.json, args.duration),
-            (Some(0.5), true, None)
+            (Some(Duration::from_millis(500)), true, None)
         );
+    }
+
+    #[test]
+    fn progress_only_for_the_default_run_on_a_terminal() {
+        let send = |extra: &[&str]| {
+            let base = ["traffic", "send", "--iface", "a", "--dst-ip", "10.0.0.2"];
+            let cli = Cli::try_parse_from(base.iter().chain(extra)).unwrap();
+            let TrafficCommand::Send(args) = cli.traffic else {
+                panic!("not send")
+            };
+            args
+        };
+        assert!(default_run_progress(&send(&[]), false).is_none());
+        let bar = default_run_progress(&send(&[]), true).expect("a bar");
+        assert_eq!(bar.length(), Some(10_000));
+        bar.finish_and_clear();
+        assert!(default_run_progress(&send(&["--count", "5"]), true).is_none());
+        assert!(default_run_progress(&send(&["--duration", "1"]), true).is_none());
     }
 
     #[test]
@@ -803,6 +859,61 @@ mod tests {
         assert!(table.starts_with("      QP             SRC"), "{table}");
         assert!(table.contains("   total "), "{table}");
         assert!(table.contains("8.00 Mbit/s"), "{table}");
+    }
+
+    #[test]
+    fn sender_summary_says_the_gateway_and_pfc_once() {
+        let mut summary = SendSummary {
+            iface: "tx0".into(),
+            src_mac: "02:00:00:00:00:01".into(),
+            dst_mac: "02:00:00:00:00:fe".into(),
+            src_ip: "10.0.1.2".parse().unwrap(),
+            dst_ip: "10.0.2.2".parse().unwrap(),
+            gateway: Some("10.0.1.1".parse().unwrap()),
+            frame_len: 1024,
+            packets: 10,
+            bytes: 10240,
+            duration_s: 1.0,
+            wire_rate_bps: 83_000.0,
+            pps: 10.0,
+            retries: 0,
+            stalls: 0,
+            cnp_received: 0,
+            cnp_unmatched: 0,
+            pfc_priority: 3,
+            pfc_honoured: false,
+            pfc: PfcHonour::NotAttached,
+            pfc_paused_ns: 0,
+            pfc_holds: 0,
+            qps: vec![],
+            started: std::time::Instant::now(),
+        };
+        let text = send_table(&summary);
+        assert!(
+            text.contains("10.0.2.2 02:00:00:00:00:fe (via gateway 10.0.1.1);"),
+            "{text}"
+        );
+        assert!(
+            text.contains("; PFC: no pauses to honour (tx0 not attached)\n"),
+            "{text}"
+        );
+        assert!(!text.contains("--ignore-pfc"), "{text}");
+        summary.gateway = None;
+        summary.pfc = PfcHonour::Ignored;
+        let text = send_table(&summary);
+        assert!(text.contains("02:00:00:00:00:fe; 0 send retries"), "{text}");
+        assert!(
+            text.contains("PFC priority 3: ignored (--ignore-pfc)"),
+            "{text}"
+        );
+        summary.pfc = PfcHonour::Honoured;
+        summary.pfc_paused_ns = 1_500_000;
+        summary.pfc_holds = 7;
+        let text = send_table(&summary);
+        assert!(
+            text.contains("PFC priority 3: honoured, paused 1.500 ms, 7 frames held"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -37,6 +37,12 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::rate::RateController;
+use crate::units::DurationLimits;
+
+/// What the command line accepts for DCQCN's timers (the alpha period K and the
+/// rate-increase timer T): 1 µs to 1 s.
+pub const TIMER_LIMITS: DurationLimits =
+    DurationLimits::micros(Duration::from_micros(1), Duration::from_secs(1));
 
 /// DCQCN reaction-point parameters. [`Default`] gives the published defaults
 /// named on each field.

@@ -14,7 +14,7 @@ use aya::maps::{Array, Map, MapData};
 use dataplane_common::{config::default_dscp_priority, maps, pfc::PfcState};
 
 use super::error::{Result, TrafficError};
-use crate::host::{pinned_maps::PinnedMaps, pins::PinDir};
+use crate::host::{lifecycle, pinned_maps::PinnedMaps};
 
 /// Longest time the sender goes on from a pause state it read while the priority ran.
 pub const REFRESH_OPEN: Duration = Duration::from_micros(5);
@@ -80,7 +80,9 @@ impl PfcGate {
     /// thread's network namespace and mount of bpffs). An interface that is
     /// not attached with `lossless host attach` has no pause state: its gate never closes.
     pub fn open(iface: &str, pcp: Option<u8>, dscp: u8) -> Result<PfcGate> {
-        let attached = PinDir::new(iface).map_err(pinned_error(iface))?.exists();
+        let attached = lifecycle::locate(iface)
+            .map_err(pinned_error(iface))?
+            .exists();
         let default_map: Vec<u32> = (0..64).map(default_dscp_priority).collect();
         if !attached {
             return Ok(PfcGate {

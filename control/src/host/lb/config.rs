@@ -1,13 +1,20 @@
 //! The `lb.*` keys: what the balancer should do, in user terms (interface names, MACs,
 //! prefixes), before it is resolved against the machine and written to the maps.
 
-use std::{collections::BTreeMap, fmt, net::IpAddr, str::FromStr};
+use std::{collections::BTreeMap, fmt, net::IpAddr, str::FromStr, time::Duration};
 
 use anyhow::{bail, Context as _};
 use dataplane_common::lb::{LbSettings, Policy, MAX_UPLINKS};
 use serde::Serialize;
 
-use crate::{units::parse_rate_bps, wire::ethernet::Address};
+use crate::{
+    units::{parse_duration, parse_rate_bps, DurationLimits},
+    wire::ethernet::Address,
+};
+
+/// `lb.flowlet_timeout_us` (and `lab lb --flowlet-timeout-us`): 1 µs to 10 s.
+pub const FLOWLET_TIMEOUT: DurationLimits =
+    DurationLimits::micros(Duration::from_micros(1), Duration::from_secs(10));
 
 /// Every `lb` key pattern, for error messages and docs.
 pub const KEYS: &str = "lb.policy, lb.seed, lb.flowlet_timeout_us, lb.uplinks, lb.weights, \
@@ -158,13 +165,9 @@ impl LbConfig {
                     .with_context(|| format!("{key}: '{value}' is not a 32-bit number"))?;
             }
             ["lb", "flowlet_timeout_us"] => {
-                let micros: u64 = value
-                    .parse()
-                    .with_context(|| format!("{key}: '{value}' is not a whole number of µs"))?;
-                if micros == 0 || micros > 10_000_000 {
-                    bail!("{key}: the flowlet timeout must be 1..10000000 µs, got {micros}");
-                }
-                self.flowlet_timeout_us = micros;
+                let timeout = parse_duration(value, &FLOWLET_TIMEOUT)
+                    .map_err(|e| anyhow::anyhow!("{key}: {e}"))?;
+                self.flowlet_timeout_us = timeout.as_micros() as u64;
             }
             ["lb", "uplinks"] => {
                 let names: Vec<String> = list(value).map(str::to_owned).collect();

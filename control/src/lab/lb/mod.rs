@@ -35,14 +35,14 @@ use crate::{
         attach::{self, AttachRequest, Mode},
         attachment::Attachment,
         config::HostConfig,
-        lb::stats::LbStats,
+        lb::{config::FLOWLET_TIMEOUT, stats::LbStats},
         pinned_maps::PinnedMaps,
     },
     traffic::{
         pacing::wire_bits, RateController, Receiver, RecvConfig, RecvSummary, SendConfig,
         SendSummary, Sender, StopFlag,
     },
-    units::parse_rate_bps,
+    units::{parse_duration, parse_rate_bps, serialize_micros, serialize_seconds, DurationLimits},
     wire::{ethernet::Address, roce::RoceFrame},
 };
 
@@ -57,6 +57,10 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
 /// The UDP source port of a sender's first flow; flow j uses this + j.
 const SPORT_BASE: u16 = 49152;
+
+/// `--secs`: 1 ms to 10 minutes.
+const WINDOW: DurationLimits =
+    DurationLimits::seconds(Duration::from_millis(1)).up_to(Duration::from_secs(600));
 
 /// Options of `lossless lab lb`.
 #[derive(Debug, Clone, clap::Args, Serialize)]
@@ -89,9 +93,11 @@ pub struct LbLab {
     /// Offered load, as a fraction of the summed path capacities.
     #[arg(long, default_value_t = 0.7)]
     load: f64,
-    /// Seconds over which web-search flows arrive; how long elephants last at their rate.
-    #[arg(long, default_value_t = 3.0)]
-    secs: f64,
+    /// Seconds over which web-search flows arrive; how long elephants last at their rate
+    /// (1 ms to 600 s).
+    #[arg(long, default_value = "3", value_parser = |s: &str| parse_duration(s, &WINDOW))]
+    #[serde(serialize_with = "serialize_seconds")]
+    secs: Duration,
     /// Web-search flow sizes are multiplied by this (the published distribution is for
     /// 10–100 Gb/s links).
     #[arg(long, default_value_t = 0.1)]
@@ -109,8 +115,9 @@ pub struct LbLab {
     /// data-centre settings, as the lab's paths are 100 times slower and their queues hold tens
     /// of milliseconds (the P4 tutorials use 50–200 ms on BMv2 for the same reason). Elephants
     /// pause twice this long between messages.
-    #[arg(long, default_value_t = 50_000)]
-    flowlet_timeout_us: u64,
+    #[arg(long, default_value = "50000", value_parser = |s: &str| parse_duration(s, &FLOWLET_TIMEOUT))]
+    #[serde(serialize_with = "serialize_micros")]
+    flowlet_timeout_us: Duration,
     /// Bytes each spine queues toward the leaf before it drops. Its delay (buffer / rate, 80 ms
     /// on a 25 Mb/s path) stays below the elephants' gaps, so a flow that waited a gap can
     /// change path without overtaking its own frames.
@@ -143,9 +150,6 @@ impl LbLab {
         if !(self.load > 0.0 && self.load <= 2.0) {
             bail!("--load {} is not in (0, 2]", self.load);
         }
-        if !(self.secs > 0.0 && self.secs <= 600.0) {
-            bail!("--secs {} is not in (0, 600]", self.secs);
-        }
         if !(self.size_scale > 0.0 && self.size_scale <= 1.0) {
             bail!("--size-scale {} is not in (0, 1]", self.size_scale);
         }
@@ -175,7 +179,10 @@ impl LbLab {
         let mut assignments = vec![
             format!("lb.uplinks={}", names.join(",")),
             format!("lb.prefixes={OWNED_PREFIX}"),
-            format!("lb.flowlet_timeout_us={}", self.flowlet_timeout_us),
+            format!(
+                "lb.flowlet_timeout_us={}",
+                self.flowlet_timeout_us.as_micros()
+            ),
             format!(
                 "lb.weights={}",
                 names
@@ -348,19 +355,19 @@ pub fn run(args: &LbLab, stop: &StopFlag) -> anyhow::Result<()> {
             attachments: vec![Attachment::Lb],
             config: config.clone(),
         };
-        topology.balancer.run(|| attach::attach(&request))??;
-        guards.push(Detach(&link.downlink.ifname));
-        maps.push(PinnedMaps::open(&link.downlink.ifname)?);
+        let attached = topology.balancer.run(|| attach::attach(&request))??;
+        maps.push(PinnedMaps::at(attached.dir.clone()));
+        guards.push(Detach(attached.dir));
     }
 
     let frame_len = args.size;
     let params = WorkloadParams {
         offered_bps: args.load * rates.iter().sum::<u64>() as f64,
-        window: Duration::from_secs_f64(args.secs),
+        window: args.secs,
         size_scale: args.size_scale,
         flow_rate_bps: args.flow_rate.unwrap_or(args.uplink_rate),
         elephants: args.elephants,
-        message_gap: Duration::from_micros(2 * args.flowlet_timeout_us),
+        message_gap: 2 * args.flowlet_timeout_us,
         payload_per_frame: payload,
         wire_bits_per_frame: wire_bits(frame_len),
         seed: args.seed,

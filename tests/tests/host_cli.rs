@@ -1,0 +1,163 @@
+//! Values the host CLI refuses, and how: each bad duration, rate or count of `host stats
+//! --watch`, `host set`, `traffic`, `lab` and `p4` ends the command at once with a message
+//! that names the limit, never a panic or a silent clamp; `set` names each key's type.
+
+use std::{
+    process::{Command, Output, Stdio},
+    time::{Duration, Instant},
+};
+
+use lossless_tests::bed::{lossless_bin, privileged, Attached, Link, TIMEOUT};
+
+/// Runs `lossless ARGS` (in `ns`, if given) and returns its output, failing the test if it is
+/// still running after [`TIMEOUT`] (a bad value silently accepted starts a watch loop).
+fn run(ns: Option<&lossless::netns::Namespace>, args: &[&str]) -> Output {
+    let mut command = match ns {
+        Some(ns) => ns.command(lossless_bin()),
+        None => Command::new(lossless_bin()),
+    };
+    let mut child = command
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + TIMEOUT;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("lossless {} still runs after {TIMEOUT:?}", args.join(" "));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Asserts that `output` is a refusal whose message contains `needle`, not a panic.
+fn refused(args: &[&str], output: &Output, needle: &str) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{args:?} accepted:\n{stderr}");
+    assert!(!stderr.contains("panicked"), "{args:?} panicked:\n{stderr}");
+    assert!(
+        stderr.contains(needle),
+        "{args:?}: no '{needle}' in:\n{stderr}"
+    );
+}
+
+/// `host stats --watch` on an attached interface: inf, 1e300 and 2^64 used to panic, 0,
+/// NaN and -0 to run silently.
+#[test]
+fn host_stats_watch_refuses_bad_intervals() {
+    if !privileged("host_stats_watch_refuses_bad_intervals") {
+        return;
+    }
+    let link = Link::new().unwrap();
+    let _attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--mode", "skb"]).unwrap();
+    for (bad, needle) in [
+        ("inf", "is not a duration"),
+        ("1e300", "is too long: durations here are 0.1 s to 86400 s"),
+        ("2^64", "is not a duration"),
+        ("18446744073709551616", "is too long"),
+        ("0", "is too short: durations here are 0.1 s to 86400 s"),
+        ("NaN", "is not a duration"),
+        ("-0", "is too short"),
+    ] {
+        // `--watch=-0`: a value that starts with '-' only reaches the parser with '='.
+        let watch = format!("--watch={bad}");
+        let args = ["host", "stats", &link.rx.ifname, &watch];
+        refused(&args, &run(Some(&link.rx_ns), &args), needle);
+    }
+}
+
+/// `host set` says what each key holds when a value does not fit it.
+#[test]
+fn host_set_names_each_keys_type() {
+    if !privileged("host_set_names_each_keys_type") {
+        return;
+    }
+    let link = Link::new().unwrap();
+    let _attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--mode", "skb"]).unwrap();
+    for (assignment, needle) in [
+        (
+            "dscp.10.prio=-1",
+            "dscp.10.prio: '-1' is not a priority (a whole number 0..7)",
+        ),
+        (
+            "cnp.dscp=99",
+            "cnp.dscp: '99' is not a DSCP value (a whole number 0..63)",
+        ),
+        ("ecn.prio3.kmin_bytes=1.5", "is not a number of bytes"),
+        (
+            "pfc.watchdog_ms=inf",
+            "pfc.watchdog_ms: 'inf' is not a duration",
+        ),
+        (
+            "cnp.interval_us=1e300",
+            "cnp.interval_us: '1e300' is too long",
+        ),
+        (
+            "ecn.prio3.rate_bps=1e300",
+            "above the highest rate accepted",
+        ),
+    ] {
+        let args = ["host", "set", &link.rx.ifname, assignment];
+        refused(&args, &run(Some(&link.rx_ns), &args), needle);
+    }
+}
+
+/// The same parser bounds every other duration of the CLI (refused before anything runs, so
+/// no root is needed).
+#[test]
+fn every_cli_duration_is_bounded() {
+    let send = ["traffic", "send", "--iface", "lo", "--dst-ip", "127.0.0.1"];
+    let recv = ["traffic", "recv", "--iface", "lo"];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            [&send[..], &["--duration", "inf"]].concat(),
+            "is not a duration",
+        ),
+        ([&send[..], &["--duration", "0"]].concat(), "is too short"),
+        ([&send[..], &["--count", "0"]].concat(), "0 is not in 1.."),
+        (
+            [&send[..], &["--rate", "1e300"]].concat(),
+            "above the highest rate",
+        ),
+        (
+            [&send[..], &["--max-burst-us", "2s"]].concat(),
+            "is too long",
+        ),
+        (
+            [&send[..], &["--dcqcn", "--dcqcn-timer-us", "NaN"]].concat(),
+            "is not a duration",
+        ),
+        ([&recv[..], &["--idle-timeout=-0"]].concat(), "is too short"),
+        (
+            [&recv[..], &["--interval", "1e300"]].concat(),
+            "is too long",
+        ),
+        (
+            [&recv[..], &["--duration", "2^64"]].concat(),
+            "is not a duration",
+        ),
+        (
+            [&recv[..], &["--cnp", "--cnp-interval-us", "inf"]].concat(),
+            "is not a duration",
+        ),
+        (vec!["p4", "watch", "--interval", "0"], "is too short"),
+        (
+            vec!["p4", "watch", "--interval", "inf"],
+            "is not a duration",
+        ),
+        (vec!["lab", "pfc", "--secs", "inf"], "is not a duration"),
+        (vec!["lab", "ecn", "--step-secs", "0"], "is too short"),
+        (vec!["lab", "incast", "--stagger=-1"], "is too short"),
+        (vec!["lab", "lb", "--secs", "601"], "is too long"),
+        (
+            vec!["lab", "lb", "--flowlet-timeout-us", "0"],
+            "is too short",
+        ),
+    ];
+    for (args, needle) in cases {
+        refused(&args, &run(None, &args), needle);
+    }
+}
