@@ -1,8 +1,10 @@
 //! The `softswitch` command line: `run` a switch on real ports with its P4Runtime server,
-//! `check` a program, run an `stf` test, print its `p4info`.
+//! `check` a program, run an `stf` test, print its `p4info`, or `bundle` it with its includes.
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use softswitch::limits::MAX_SOURCE_BYTES;
+use softswitch::preprocessor::Includes;
 use softswitch::source::SourceMap;
 use softswitch::switch::{Clock, Switch};
 use std::path::{Path, PathBuf};
@@ -50,6 +52,12 @@ enum Command {
         /// Also print the program's log_msg lines, its digests and the drop count.
         #[arg(short, long)]
         verbose: bool,
+    },
+    /// Print the program with the files it includes inlined (the built-in core.p4 and
+    /// v1model.p4 stay included): the self-contained device config P4Runtime takes.
+    Bundle {
+        /// The P4_16 program.
+        program: PathBuf,
     },
     /// Print the program's P4Info (p4c's names and ids) on standard output.
     P4info {
@@ -134,6 +142,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 .context("writing the P4Info")?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Bundle { program } => {
+            let file = read_program(&mut map, &program)?;
+            let text = match softswitch::preprocessor::inline_includes(&mut map, file) {
+                Ok(text) => text,
+                Err(d) => {
+                    eprintln!("{}", d.render(&map));
+                    return Ok(ExitCode::FAILURE);
+                }
+            };
+            std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes())
+                .context("writing the program")?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Check { program } => {
             if compile(&mut map, &program)?.is_none() {
                 return Ok(ExitCode::FAILURE);
@@ -188,16 +209,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-/// Compiles a program; on a diagnostic prints it and returns `None`.
+/// Compiles a program (reading the files it includes); on a diagnostic prints it and returns
+/// `None`.
 fn compile(map: &mut SourceMap, program: &Path) -> Result<Option<softswitch::ir::Program>> {
-    let file = read_source(map, program)?;
-    match softswitch::compile(map, file) {
+    let file = read_program(map, program)?;
+    match softswitch::compile_with(map, file, Includes::Files) {
         Ok(p) => Ok(Some(p)),
         Err(d) => {
             eprintln!("{}", d.render(map));
             Ok(None)
         }
     }
+}
+
+/// Reads a P4 program, within the front end's limit on source bytes.
+fn read_program(map: &mut SourceMap, path: &Path) -> Result<u32> {
+    let text = softswitch::source::read_file(path, MAX_SOURCE_BYTES)
+        .with_context(|| format!("reading {}", path.display()))?;
+    Ok(map.add(path.display().to_string(), text))
 }
 
 fn read_source(map: &mut SourceMap, path: &Path) -> Result<u32> {

@@ -55,13 +55,17 @@ fn no_pipeline() -> Status {
     Status::failed_precondition("no forwarding pipeline: set one with SetForwardingPipelineConfig")
 }
 
-/// Compiles a device config off the async runtime.
+/// Compiles a device config off the async runtime, one at a time in the process: each may
+/// use hundreds of MB within the front end's limits, and a request given up by its client
+/// still holds its turn until its compilation ends.
 async fn compile(config: p4v1::ForwardingPipelineConfig) -> Result<Compiled, Status> {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let p4info = config
         .p4info
         .ok_or_else(|| Status::invalid_argument("the config has no p4info"))?;
     let cookie = config.cookie.map_or(0, |c| c.cookie);
     tokio::task::spawn_blocking(move || {
+        let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         Compiled::new(config.p4_device_config, Some(&p4info), cookie)
     })
     .await
