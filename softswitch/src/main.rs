@@ -96,6 +96,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         .unwrap_or_else(|_| "info".into()),
                 )
                 .with_writer(std::io::stderr)
+                // Colours only on a terminal: logs piped to a file or a test stay plain text.
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
                 .init();
             softswitch::run::run(softswitch::run::RunOptions {
                 program,
@@ -145,7 +147,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let Some(compiled) = compile(&mut map, &program)? else {
                 return Ok(ExitCode::FAILURE);
             };
-            let stf = read_source(&mut map, &test)?;
+            let text = softswitch::stf::read(&test)
+                .with_context(|| format!("reading {}", test.display()))?;
+            let stf = map.add(test.display().to_string(), text);
             let mut switch = Switch::new(compiled, Clock::Virtual(0));
             let report = match softswitch::stf::run(&map, stf, &mut switch) {
                 Ok(r) => r,
