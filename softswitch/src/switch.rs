@@ -245,7 +245,7 @@ impl Switch {
             self.serve();
             return;
         };
-        let end = now + us;
+        let end = now.saturating_add(us);
         while let Some(t) = self.tm.next_ready().filter(|&t| t <= end) {
             self.clock = Clock::Virtual(t.max(now));
             self.serve();

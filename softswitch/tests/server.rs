@@ -1408,6 +1408,19 @@ async fn queue_depth_and_rate_are_set_per_port_and_priority() {
             Code::InvalidArgument
         );
     }
+    // One rule with STF's set_queue_depth (tests/stf_limits.rs): the traffic manager's.
+    let zero = queues
+        .set_queue(q::SetQueueRequest {
+            device_id: DEVICE,
+            depth_packets: Some(0),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        zero.message(),
+        softswitch::tm::QueueSettingError::Depth(0).to_string()
+    );
     let other = q::SetQueueRequest {
         device_id: DEVICE + 1,
         ..Default::default()
