@@ -138,7 +138,10 @@ pub fn batch_result(what: &str, mut updates: Vec<Error>) -> Result<(), tonic::St
                 used <= room
             })
             .count();
-        let first_unreported = updates[kept..].iter().position(failed).map(|i| kept + i + 1);
+        let first_unreported = updates[kept..]
+            .iter()
+            .position(failed)
+            .map(|i| kept + i + 1);
         updates.truncate(kept);
         for e in &mut updates {
             e.message.clear();
@@ -228,8 +231,14 @@ mod tests {
     #[test]
     fn messages_are_cut_at_a_character() {
         let cut = update_error(tonic::Code::Internal, "é".repeat(300)).message;
-        assert!(cut.len() <= MAX_UPDATE_MESSAGE && cut.ends_with('…'), "{cut}");
-        assert_eq!(update_error(tonic::Code::Internal, "short").message, "short");
+        assert!(
+            cut.len() <= MAX_UPDATE_MESSAGE && cut.ends_with('…'),
+            "{cut}"
+        );
+        assert_eq!(
+            update_error(tonic::Code::Internal, "short").message,
+            "short"
+        );
     }
 
     #[test]
@@ -257,7 +266,9 @@ mod tests {
         assert_eq!(errors[1].message.len(), MAX_UPDATE_MESSAGE);
         assert!(errors.last().unwrap().message.is_empty());
         assert!(
-            status.message().contains("left out to fit gRPC's metadata limit"),
+            status
+                .message()
+                .contains("left out to fit gRPC's metadata limit"),
             "{}",
             status.message()
         );
@@ -277,9 +288,10 @@ mod tests {
         assert!(errors.len() >= REPORTED_UPDATES, "{}", errors.len());
         assert!(status.message().starts_with("500 of 500 updates failed"));
         assert!(
-            status
-                .message()
-                .contains(&format!("the first failure past them is number {}", errors.len() + 1)),
+            status.message().contains(&format!(
+                "the first failure past them is number {}",
+                errors.len() + 1
+            )),
             "{}",
             status.message()
         );
@@ -287,7 +299,11 @@ mod tests {
         let mut updates = vec![update_ok(); 1000];
         updates[700] = update_error(tonic::Code::AlreadyExists, "exists");
         let status = batch_result("updates", updates).unwrap_err();
-        assert!(status.message().contains("number 701"), "{}", status.message());
+        assert!(
+            status.message().contains("number 701"),
+            "{}",
+            status.message()
+        );
         assert!(status.details().len() <= DETAILS_BUDGET);
     }
 

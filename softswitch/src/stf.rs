@@ -87,11 +87,7 @@ struct Word<'t> {
 /// expectations are in the report.
 pub fn run(map: &SourceMap, file: u32, switch: &mut Switch) -> Result<Report> {
     let text = &map.file(file).text;
-    let whole = Span {
-        file,
-        lo: 0,
-        hi: 0,
-    };
+    let whole = Span { file, lo: 0, hi: 0 };
     if text.len() > MAX_STF_BYTES {
         return fail(
             whole,
@@ -187,12 +183,8 @@ fn number(w: &Word) -> Result<u128> {
 /// A number that fits `T`; past it an error naming `what` and its range (never a silent wrap).
 fn number_as<T: TryFrom<u128> + Bounded>(w: &Word, what: &str) -> Result<T> {
     let n = number(w)?;
-    T::try_from(n).map_err(|_| {
-        Diagnostic::new(
-            w.span,
-            format!("{what} is 0..{}, not {n}", T::MAX_VALUE),
-        )
-    })
+    T::try_from(n)
+        .map_err(|_| Diagnostic::new(w.span, format!("{what} is 0..{}, not {n}", T::MAX_VALUE)))
 }
 
 /// An index into an array of the switch: numbers past `usize` are past every array too.
@@ -526,7 +518,8 @@ impl Runner<'_> {
                         tm::priority(number(w)?).map_err(|e| Diagnostic::new(w.span, e.to_string()))
                     })
                     .transpose()?;
-                let refused = |e: tm::QueueSettingError| Diagnostic::new(args[0].span, e.to_string());
+                let refused =
+                    |e: tm::QueueSettingError| Diagnostic::new(args[0].span, e.to_string());
                 if cmd.text.ends_with("depth") {
                     let depth = tm::depth(value).map_err(refused)?;
                     self.switch.tm.set_depth(port, priority, depth);

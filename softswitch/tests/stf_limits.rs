@@ -44,13 +44,15 @@ fn multicast_ids_past_16_bits_are_refused_not_wrapped() {
         "a replication id (egress_rid is 16 bits) is 0..65535, not 65536",
     );
     // The top of the range is a group like any other.
-    let passed = run("add MyIngress.classify 10 hdr.eth.dstAddr:0xffffffffffff MyIngress.flood(group:65535)
+    let passed = run(
+        "add MyIngress.classify 10 hdr.eth.dstAddr:0xffffffffffff MyIngress.flood(group:65535)
 mc_mgrp_create 65535
 mc_node_create 10 2 3
 mc_node_associate 65535 0
 packet 1 ffffffffffff cccccccccccc 0800 99
 expect 2 ffffffffffff cccccccccccc 000a 99 $
-expect 3 ffffffffffff cccccccccccc 000a 99 $")
+expect 3 ffffffffffff cccccccccccc 000a 99 $",
+    )
     .unwrap();
     assert!(passed.is_empty(), "{passed:?}");
 }
@@ -160,7 +162,8 @@ mc_node_associate 1 0
 fn read_refuses_an_endless_file_without_reading_it_all() {
     let err = softswitch::stf::read(Path::new("/dev/zero")).unwrap_err();
     assert!(
-        err.to_string().contains(&format!("longer than {MAX_STF_BYTES} bytes")),
+        err.to_string()
+            .contains(&format!("longer than {MAX_STF_BYTES} bytes")),
         "{err}"
     );
 }

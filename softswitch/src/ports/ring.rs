@@ -142,7 +142,13 @@ impl Ring {
         // A frame the kernel refuses to send (longer than the interface's MTU allows) is
         // dropped; without this, its slot stays WRONG_FORMAT and stops the ring behind it.
         // (Set before the rings: the kernel refuses it once they exist.)
-        setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_LOSS, &one, "PACKET_LOSS")?;
+        setsockopt(
+            &fd,
+            libc::SOL_PACKET,
+            libc::PACKET_LOSS,
+            &one,
+            "PACKET_LOSS",
+        )?;
         let req = |blocks: usize| libc::tpacket_req {
             tp_block_size: BLOCK_SIZE as u32,
             tp_block_nr: blocks as u32,
@@ -300,7 +306,10 @@ impl Ring {
         if frame.len() > MAX_FRAME {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("a frame of {} bytes is longer than {MAX_FRAME}", frame.len()),
+                format!(
+                    "a frame of {} bytes is longer than {MAX_FRAME}",
+                    frame.len()
+                ),
             ));
         }
         let slot_index = RX_SLOTS + index;
