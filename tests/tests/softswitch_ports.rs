@@ -137,7 +137,9 @@ fn a_deleted_interface_takes_its_port_down_and_the_switch_goes_on() {
 
 #[test]
 fn frames_up_to_2016_bytes_cross_longer_ones_are_dropped_and_a_refused_one_stops_nothing() {
-    if !privileged("frames_up_to_2016_bytes_cross_longer_ones_are_dropped_and_a_refused_one_stops_nothing") {
+    if !privileged(
+        "frames_up_to_2016_bytes_cross_longer_ones_are_dropped_and_a_refused_one_stops_nothing",
+    ) {
         return;
     }
     // Hosts 1 and 2 take jumbo frames; host 3 keeps the default MTU of 1500.
@@ -155,13 +157,22 @@ fn frames_up_to_2016_bytes_cross_longer_ones_are_dropped_and_a_refused_one_stops
     }
     // One byte more is dropped, said in the log with the limit.
     let host2 = bed.hosts()[1].socket();
-    bed.hosts()[0].socket().send(&frame_of_len(2, 2017)).unwrap();
+    bed.hosts()[0]
+        .socket()
+        .send(&frame_of_len(2, 2017))
+        .unwrap();
     bed.wait_for_log("dropped a frame of 2017 bytes, longer than 2016")
         .unwrap();
-    bed.hosts()[0].socket().send(&frame_of_len(2, 4000)).unwrap();
+    bed.hosts()[0]
+        .socket()
+        .send(&frame_of_len(2, 4000))
+        .unwrap();
     // A frame the switch accepts but host 3's interface (MTU 1500) cannot send is lost, and
     // the frames behind it in the transmit ring still leave.
-    bed.hosts()[0].socket().send(&frame_of_len(3, 1600)).unwrap();
+    bed.hosts()[0]
+        .socket()
+        .send(&frame_of_len(3, 1600))
+        .unwrap();
     assert_eq!(through(&bed, 0, 2, &frame_to(3), 5).len(), 5);
     // Nothing over the limit reached host 2: every frame it got was one it was sent.
     assert!(host2
