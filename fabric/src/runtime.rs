@@ -135,7 +135,9 @@ impl RuntimeConfig {
         if text.len() > MAX_RUNTIME_JSON_BYTES {
             return Err(read(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
-                format!("longer than {MAX_RUNTIME_JSON_BYTES} bytes, the most a runtime JSON may be"),
+                format!(
+                    "longer than {MAX_RUNTIME_JSON_BYTES} bytes, the most a runtime JSON may be"
+                ),
             )));
         }
         Self::parse(&text).map_err(|source| RuntimeError::Json {

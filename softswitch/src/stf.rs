@@ -237,7 +237,7 @@ fn hex_nibbles(words: &[Word], wildcards: bool) -> Result<Vec<Option<u8>>> {
                 _ => {
                     let span = Span {
                         lo: w.span.lo + i as u32,
-                        hi: w.span.lo + i as u32 + 1,
+                        hi: w.span.lo + (i + c.len_utf8()) as u32,
                         ..w.span
                     };
                     return fail(span, format!("'{c}' is not a hex digit"));
