@@ -32,8 +32,9 @@ enum Command {
         /// The P4Runtime device id.
         #[arg(long, default_value_t = 0)]
         device_id: u64,
-        /// The port whose frames go to the controller as PacketIn and where PacketOut enters.
-        #[arg(long)]
+        /// The port whose frames go to the controller as PacketIn and where PacketOut enters
+        /// (0 to 510, as every port: 511 is v1model's drop port).
+        #[arg(long, value_parser = clap::value_parser!(u16).range(0..511))]
         cpu_port: Option<u16>,
     },
     /// Check a P4 program: exits non-zero and prints file:line:col on the first error.

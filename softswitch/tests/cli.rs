@@ -111,3 +111,27 @@ fn p4info_writes_the_same_message_in_every_format() {
     assert_eq!(p4info_as("json"), text);
     assert_eq!(p4info_as("binary"), text);
 }
+
+#[test]
+fn run_refuses_ports_past_510_and_stf_refuses_an_endless_file() {
+    for args in [
+        &["run", "--cpu-port", "511"][..],
+        &["run", "--cpu-port", "65536"],
+        &["run", "-i", "511@lo"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_softswitch"))
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("511") || stderr.contains("510"), "{stderr}");
+    }
+    let out = softswitch(&[&corpus("basic.p4"), Path::new("/dev/zero")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("reading /dev/zero") && stderr.contains("longer than 16777216 bytes"),
+        "{stderr}"
+    );
+}

@@ -171,6 +171,9 @@ fn read_refuses_an_endless_file_without_reading_it_all() {
 #[test]
 fn a_character_that_is_not_a_hex_digit_is_named_whatever_its_size() {
     // Found by the stf fuzz target: the error's span ended inside the two-byte character.
-    refused("packet 1 ffffffffffff\u{65c}cc 0800", "'\u{65c}' is not a hex digit");
+    refused(
+        "packet 1 ffffffffffff\u{65c}cc 0800",
+        "'\u{65c}' is not a hex digit",
+    );
     refused("expect 1 ff\u{1F600}", "is not a hex digit");
 }

@@ -33,11 +33,16 @@ const PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("grpcio==1.85.1", "grpc"),
 ];
 
+/// cargo-fuzz, which builds the fuzz targets with libFuzzer (fuzz/); pinned, like bpf-linker's
+/// LLVM, so every machine fuzzes the same way.
+const CARGO_FUZZ_VERSION: &str = "0.13.2";
+
 /// Installs what is missing. Takes about a second when nothing is.
 pub fn setup() -> anyhow::Result<()> {
     apt_packages()?;
     nightly_rust_src()?;
     bpf_linker()?;
+    cargo_fuzz()?;
     python_venv()?;
     Ok(())
 }
@@ -121,6 +126,27 @@ fn bpf_linker() -> anyhow::Result<()> {
             "llvm-22",
         ])
         .env("LLVM_PREFIX", "/usr/lib/llvm-22")
+        .run()
+}
+
+fn cargo_fuzz() -> anyhow::Result<()> {
+    let installed = Command::new(cargo_home_bin().join("cargo-fuzz"))
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains(CARGO_FUZZ_VERSION))
+        .unwrap_or(false);
+    if installed {
+        return Ok(());
+    }
+    eprintln!("setup: installing cargo-fuzz {CARGO_FUZZ_VERSION} (about a minute)");
+    Cmd::new("cargo")
+        .args([
+            "install",
+            "--locked",
+            "cargo-fuzz",
+            "--version",
+            CARGO_FUZZ_VERSION,
+        ])
         .run()
 }
 
