@@ -40,7 +40,7 @@ pub fn compile(map: &mut source::SourceMap, file: u32) -> diagnostic::Result<ir:
         let decls = parser::parse(tokens)?;
         check::check(&decls)
     }
-    std::thread::scope(|scope| {
+    let program = std::thread::scope(|scope| {
         let big_stack = std::thread::Builder::new().stack_size(COMPILE_STACK_BYTES);
         match big_stack.spawn_scoped(scope, || phases(map, file)) {
             Ok(handle) => handle
@@ -52,7 +52,11 @@ pub fn compile(map: &mut source::SourceMap, file: u32) -> diagnostic::Result<ir:
                 "cannot start the compiler thread",
             )),
         }
-    })
+    })?;
+    // The program runs only if the switch can hold its state.
+    switch::check_state_size(&program)
+        .map_err(|m| diagnostic::Diagnostic::new(source::Span { file, lo: 0, hi: 0 }, m))?;
+    Ok(program)
 }
 
 /// The compiler thread's stack: ample for the deepest nesting the parser accepts.

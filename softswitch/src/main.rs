@@ -166,6 +166,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 for line in &switch.state.log {
                     println!("log: {line}");
                 }
+                if switch.state.log_dropped > 0 {
+                    println!(
+                        "log: {} more lines not kept (at most {} are)",
+                        switch.state.log_dropped,
+                        softswitch::switch::MAX_LOG_LINES
+                    );
+                }
                 for d in &switch.state.digests {
                     let values: Vec<String> = d.values.iter().map(|v| format!("{v:#x}")).collect();
                     println!("digest {}: {}", d.receiver, values.join(" "));
