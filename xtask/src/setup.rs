@@ -105,14 +105,18 @@ fn nightly_rust_src() -> anyhow::Result<()> {
     }
 }
 
-fn bpf_linker() -> anyhow::Result<()> {
-    let linker = cargo_home_bin().join("bpf-linker");
-    let works = Command::new(&linker)
+/// What `$CARGO_HOME/bin/BINARY --version` prints, if it runs.
+fn installed_version(binary: &str) -> Option<String> {
+    Command::new(cargo_home_bin().join(binary))
         .arg("--version")
         .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if works {
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+fn bpf_linker() -> anyhow::Result<()> {
+    if installed_version("bpf-linker").is_some() {
         return Ok(());
     }
     eprintln!("setup: building bpf-linker against LLVM 22 (about 75 s)");
@@ -130,23 +134,13 @@ fn bpf_linker() -> anyhow::Result<()> {
 }
 
 fn cargo_fuzz() -> anyhow::Result<()> {
-    let installed = Command::new(cargo_home_bin().join("cargo-fuzz"))
-        .arg("--version")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).contains(CARGO_FUZZ_VERSION))
-        .unwrap_or(false);
-    if installed {
+    if installed_version("cargo-fuzz").is_some_and(|v| v.contains(CARGO_FUZZ_VERSION)) {
         return Ok(());
     }
     eprintln!("setup: installing cargo-fuzz {CARGO_FUZZ_VERSION} (about a minute)");
     Cmd::new("cargo")
-        .args([
-            "install",
-            "--locked",
-            "cargo-fuzz",
-            "--version",
-            CARGO_FUZZ_VERSION,
-        ])
+        .args(["install", "--locked", "cargo-fuzz", "--version"])
+        .arg(CARGO_FUZZ_VERSION)
         .run()
 }
 
