@@ -39,6 +39,11 @@ pub struct TutorialBed {
 impl TutorialBed {
     /// Builds the hosts and starts softswitch on ports 1 and 2, without a pipeline.
     pub fn new() -> anyhow::Result<Self> {
+        TutorialBed::logging(None)
+    }
+
+    /// [`TutorialBed::new`] with softswitch's `SOFTSWITCH_LOG` set to `filter`.
+    pub fn logging(filter: Option<&str>) -> anyhow::Result<Self> {
         let topology = Topology::new(2)?;
         for (host, (ip, mac)) in topology.hosts.iter().zip(HOSTS) {
             address(host, ip, mac)?;
@@ -46,7 +51,7 @@ impl TutorialBed {
         let dir = std::env::temp_dir().join(unique_name("llp4bed"));
         std::fs::create_dir_all(&dir)?;
         Ok(TutorialBed {
-            bed: SwitchBed::start(topology, None)?,
+            bed: SwitchBed::start_logging(topology, None, filter)?,
             dir,
         })
     }
