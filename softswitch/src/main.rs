@@ -101,8 +101,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         .unwrap_or_else(|_| "info".into()),
                 )
                 .with_writer(std::io::stderr)
-                // Colours only on a terminal: logs piped to a file or a test stay plain text.
-                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
                 .init();
             softswitch::run::run(softswitch::run::RunOptions {
                 program,
