@@ -56,7 +56,7 @@ pub fn compile_with(
         let decls = parser::parse(tokens)?;
         check::check(&decls)
     }
-    std::thread::scope(|scope| {
+    let program = std::thread::scope(|scope| {
         let big_stack = std::thread::Builder::new().stack_size(COMPILE_STACK_BYTES);
         match big_stack.spawn_scoped(scope, || phases(map, file, includes)) {
             Ok(handle) => handle
@@ -68,7 +68,11 @@ pub fn compile_with(
                 "cannot start the compiler thread",
             )),
         }
-    })
+    })?;
+    // The program runs only if the switch can hold its state.
+    switch::check_state_size(&program)
+        .map_err(|m| diagnostic::Diagnostic::new(source::Span { file, lo: 0, hi: 0 }, m))?;
+    Ok(program)
 }
 
 /// The compiler thread's stack: ample for the deepest nesting the [`limits`] accept.

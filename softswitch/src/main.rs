@@ -34,8 +34,9 @@ enum Command {
         /// The P4Runtime device id.
         #[arg(long, default_value_t = 0)]
         device_id: u64,
-        /// The port whose frames go to the controller as PacketIn and where PacketOut enters.
-        #[arg(long)]
+        /// The port whose frames go to the controller as PacketIn and where PacketOut enters
+        /// (0 to 510, as every port: 511 is v1model's drop port).
+        #[arg(long, value_parser = clap::value_parser!(u16).range(0..511))]
         cpu_port: Option<u16>,
     },
     /// Check a P4 program: exits non-zero and prints file:line:col on the first error.
@@ -170,7 +171,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let Some(compiled) = compile(&mut map, &program)? else {
                 return Ok(ExitCode::FAILURE);
             };
-            let stf = read_source(&mut map, &test)?;
+            let text = softswitch::stf::read(&test)
+                .with_context(|| format!("reading {}", test.display()))?;
+            let stf = map.add(test.display().to_string(), text);
             let mut switch = Switch::new(compiled, Clock::Virtual(0));
             let report = match softswitch::stf::run(&map, stf, &mut switch) {
                 Ok(r) => r,
@@ -185,6 +188,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if verbose {
                 for line in &switch.state.log {
                     println!("log: {line}");
+                }
+                if switch.state.log_dropped > 0 {
+                    println!(
+                        "log: {} more lines not kept (at most {} are)",
+                        switch.state.log_dropped,
+                        softswitch::switch::MAX_LOG_LINES
+                    );
                 }
                 for d in &switch.state.digests {
                     let values: Vec<String> = d.values.iter().map(|v| format!("{v:#x}")).collect();

@@ -181,3 +181,27 @@ fn check_reads_a_program_from_a_pipe_and_an_endless_one_up_to_the_limit() {
         "{stderr}"
     );
 }
+
+#[test]
+fn run_refuses_ports_past_510_and_stf_refuses_an_endless_file() {
+    for args in [
+        &["run", "--cpu-port", "511"][..],
+        &["run", "--cpu-port", "65536"],
+        &["run", "-i", "511@lo"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_softswitch"))
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("511") || stderr.contains("510"), "{stderr}");
+    }
+    let out = softswitch(&[&corpus("basic.p4"), Path::new("/dev/zero")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("reading /dev/zero") && stderr.contains("longer than 16777216 bytes"),
+        "{stderr}"
+    );
+}

@@ -230,7 +230,8 @@ async fn hostile_configs_are_refused_and_the_switch_keeps_serving() {
 }
 
 /// The config that takes the most memory to compile, sent by four requests at once: the
-/// switch compiles one at a time, so it holds no more than for one.
+/// switch compiles one at a time (the others are refused while it does), so it holds no more
+/// than for one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_hostile_configs_are_compiled_one_at_a_time() {
     let switch = Switch::start();
@@ -257,13 +258,23 @@ async fn concurrent_hostile_configs_are_compiled_one_at_a_time() {
             })
         })
         .collect();
+    let mut compiled = 0;
     for request in requests {
         let status = request.await.unwrap().expect_err("refused");
-        assert!(
-            status.message().contains("limits::MAX_LOWERED"),
-            "{status:?}"
-        );
+        if status.code() == Code::ResourceExhausted {
+            assert!(
+                status.message().contains("another device config"),
+                "{status:?}"
+            );
+        } else {
+            assert!(
+                status.message().contains("limits::MAX_LOWERED"),
+                "{status:?}"
+            );
+            compiled += 1;
+        }
     }
+    assert!(compiled >= 1, "no request was compiled");
     let peak = switch.peak_kib();
     assert!(peak < 1 << 20, "softswitch held {peak} KiB");
 }
