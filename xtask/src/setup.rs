@@ -33,9 +33,30 @@ const PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("grpcio==1.85.1", "grpc"),
 ];
 
+/// When `LOSSLESS_P4REF` is unset and `../shared/p4ref` exists beside the clone, names that
+/// bundle in this process's environment, which every command xtask runs inherits.
+pub fn default_p4ref() {
+    if p4toolchain::bundle_dir().is_some() {
+        return;
+    }
+    let beside = workspace_root().join("../shared/p4ref");
+    if let Ok(bundle) = beside.canonicalize() {
+        if bundle.is_dir() {
+            eprintln!(
+                "xtask: p4c and BMv2 from {} ({} was unset)",
+                bundle.display(),
+                p4toolchain::BUNDLE_ENV
+            );
+            // xtask is one thread here, before it runs anything.
+            std::env::set_var(p4toolchain::BUNDLE_ENV, bundle);
+        }
+    }
+}
+
 /// Installs what is missing. Takes about a second when nothing is.
 pub fn setup() -> anyhow::Result<()> {
     apt_packages()?;
+    p4ref_packages()?;
     nightly_rust_src()?;
     bpf_linker()?;
     python_venv()?;
@@ -43,7 +64,23 @@ pub fn setup() -> anyhow::Result<()> {
 }
 
 fn apt_packages() -> anyhow::Result<()> {
-    let missing: Vec<&str> = APT_PACKAGES
+    install_debs(APT_PACKAGES)
+}
+
+/// The run-time packages of the p4c/BMv2 bundle named by `LOSSLESS_P4REF` (its
+/// `RUNTIME-DEPS.txt`), when one is named; p4c and BMv2 installed on PATH bring their own.
+fn p4ref_packages() -> anyhow::Result<()> {
+    let Some(bundle) = p4toolchain::bundle_dir() else {
+        return Ok(());
+    };
+    let packages = p4toolchain::runtime_packages(&bundle)?;
+    let packages: Vec<&str> = packages.iter().map(String::as_str).collect();
+    install_debs(&packages)
+}
+
+/// Installs those of `packages` that are not installed.
+fn install_debs(packages: &[&str]) -> anyhow::Result<()> {
+    let missing: Vec<&str> = packages
         .iter()
         .copied()
         .filter(|p| !deb_installed(p))
