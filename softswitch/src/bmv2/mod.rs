@@ -323,6 +323,59 @@ impl Bmv2Target {
     }
 }
 
+/// Runs STF test `test` of `program` (its source) on BMv2, `json` being p4c's output for the
+/// program: the report, or why the test could not run (a rendered diagnostic, or what went
+/// wrong with BMv2).
+pub fn run_stf_file(
+    tools: &Bmv2Tools,
+    program: &Path,
+    json: &Path,
+    test: &Path,
+) -> Result<crate::stf::Report, String> {
+    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+    let mut map = crate::source::SourceMap::new();
+    let file = map.add(program.display().to_string(), read(program)?);
+    let compiled = crate::compile(&mut map, file).map_err(|d| d.render(&map))?;
+    let stf = map.add(test.display().to_string(), read(test)?);
+    let mut target = Bmv2Target::start(tools, json, compiled)?;
+    crate::stf::run_on(&map, stf, &mut target).map_err(|d| d.render(&map))
+}
+
+/// One STF test for [`run_stf_files`]: the program's source, p4c's JSON of it, the test.
+#[derive(Clone, Debug)]
+pub struct StfRun {
+    /// The P4 program.
+    pub program: PathBuf,
+    /// p4c's BMv2 JSON of it.
+    pub json: PathBuf,
+    /// The STF test.
+    pub test: PathBuf,
+}
+
+/// Runs `runs` on BMv2, all at once, each on a switch of its own; what failed, each message
+/// naming its test file.
+pub fn run_stf_files(tools: &Bmv2Tools, runs: &[StfRun]) -> Vec<String> {
+    std::thread::scope(|scope| {
+        let running: Vec<_> = runs
+            .iter()
+            .map(|run| scope.spawn(move || run_stf_file(tools, &run.program, &run.json, &run.test)))
+            .collect();
+        running
+            .into_iter()
+            .zip(runs)
+            .filter_map(|(thread, run)| {
+                let failure = match thread.join() {
+                    Ok(Ok(report)) if report.passed() => return None,
+                    Ok(Ok(report)) => report.failures.join("\n"),
+                    Ok(Err(e)) => e,
+                    Err(_) => "the run panicked".into(),
+                };
+                Some(format!("{} on BMv2:\n{failure}", run.test.display()))
+            })
+            .collect()
+    })
+}
+
 /// The number in "... handle N" of a CLI answer.
 fn handle(answer: &str) -> Result<u64, String> {
     answer
