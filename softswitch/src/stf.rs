@@ -32,6 +32,8 @@ pub struct Report {
     pub packets_in: usize,
     /// Packets the switch sent.
     pub packets_out: usize,
+    /// Those packets, in the order they were collected.
+    pub outputs: Vec<Sent>,
 }
 
 impl Report {
@@ -92,6 +94,7 @@ pub fn run_on(map: &SourceMap, file: u32, target: &mut dyn Target) -> Result<Rep
     };
     runner.wait(end)?;
     runner.finish();
+    runner.report.outputs = runner.outputs;
     Ok(runner.report)
 }
 

@@ -5,7 +5,7 @@
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use p4toolchain::Tool;
@@ -20,7 +20,12 @@ pub struct RuntimeCli {
     child: Child,
     input: ChildStdin,
     answers: mpsc::Receiver<String>,
+    /// The end of what the CLI wrote to its standard error, for when it fails.
+    errors: Arc<Mutex<String>>,
 }
+
+/// How much of the CLI's standard error is kept.
+const ERRORS_KEPT: usize = 4096;
 
 impl RuntimeCli {
     /// Starts the CLI on the switch whose Thrift server listens on `thrift_port` and waits for
@@ -39,10 +44,30 @@ impl RuntimeCli {
         let output = child.stdout.take().expect("piped");
         let (tx, answers) = mpsc::channel();
         std::thread::spawn(move || read_answers(output, &tx));
+        // Drained all along: a full pipe would stop the CLI (it notes every whole-register read
+        // there).
+        let errors = Arc::new(Mutex::new(String::new()));
+        let mut stderr = child.stderr.take().expect("piped");
+        let kept = Arc::clone(&errors);
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 1024];
+            while let Ok(n @ 1..) = stderr.read(&mut buffer) {
+                let mut text = kept.lock().expect("not poisoned");
+                text.push_str(&String::from_utf8_lossy(&buffer[..n]));
+                if text.len() > ERRORS_KEPT {
+                    let cut = text.len() - ERRORS_KEPT;
+                    let cut = (cut..text.len())
+                        .find(|&i| text.is_char_boundary(i))
+                        .unwrap_or(0);
+                    text.drain(..cut);
+                }
+            }
+        });
         let mut cli = RuntimeCli {
             child,
             input,
             answers,
+            errors,
         };
         // The banner before the first prompt.
         cli.answer()
@@ -79,11 +104,9 @@ impl RuntimeCli {
                 Err(format!("simple_switch_CLI gave no answer in {TIMEOUT:?}"))
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                let mut stderr = String::new();
-                if let Some(mut e) = self.child.stderr.take() {
-                    let _ = e.read_to_string(&mut stderr);
-                }
-                Err(format!("simple_switch_CLI exited: {}", stderr.trim()))
+                let _ = self.child.wait();
+                let errors = self.errors.lock().expect("not poisoned");
+                Err(format!("simple_switch_CLI exited: {}", errors.trim()))
             }
         }
     }

@@ -78,11 +78,29 @@ pub struct Bmv2Target {
     next_id: u64,
     /// BMv2's id of the current test's first packet.
     first_id: u64,
-    /// BMv2's handles of the test's action profile members and groups, by (instance, id).
+    /// What the current test made, for [`Bmv2Target::reset`] to undo.
+    made: Made,
+}
+
+/// What a test made on the switch, with BMv2's handles.
+#[derive(Debug, Default)]
+struct Made {
+    /// Entries added and not removed: (table, handle).
+    entries: Vec<(usize, usize)>,
+    /// Tables whose default action the test set.
+    defaults: Vec<usize>,
+    /// Action profile members and selector groups, by (profile instance, the test's id).
     members: HashMap<(usize, u32), u64>,
     groups: HashMap<(usize, u32), u64>,
-    /// BMv2's handles of the multicast nodes, in creation order.
+    /// Multicast groups, and nodes (in creation order: the test's node numbers) with the
+    /// groups they joined.
+    mc_groups: Vec<u16>,
     nodes: Vec<u64>,
+    associations: Vec<(u16, u64)>,
+    /// Clone sessions.
+    sessions: Vec<u32>,
+    /// Parser value sets given members.
+    value_sets: Vec<usize>,
 }
 
 /// What the reader threads learn, shared with the target.
@@ -221,25 +239,65 @@ impl Bmv2Target {
             dir,
             next_id: 0,
             first_id: 0,
-            members: HashMap::new(),
-            groups: HashMap::new(),
-            nodes: Vec::new(),
+            made: Made::default(),
         })
     }
 
-    /// Makes the switch as started for the next test: waits until it is idle, then clears its
-    /// tables, registers, counters, meters and multicast groups (`reset_state`) and its clone
-    /// sessions; packets are counted from 0 again.
-    pub fn reset(&mut self, sessions: impl IntoIterator<Item = u32>) -> Result<(), String> {
-        self.cli("reset_state")?;
-        for session in sessions {
-            // An absent session is an error to BMv2: nothing to undo then.
-            let _ = self.cli.run(&format!("mirroring_delete {session}"));
+    /// Makes the switch as it started, for the next test: once it is idle, undoes what the
+    /// test made (entries, default actions, profile members and groups, multicast groups and
+    /// nodes, clone sessions, value sets) and zeroes every register and counter; packets are
+    /// counted from 0 again. Meter rates a test set stay (BMv2 has no command to unset one).
+    /// BMv2's own `reset_state` would be shorter, but it also drops the const entries p4c
+    /// gives the tables it makes of `switch` statements.
+    pub fn reset(&mut self) -> Result<(), String> {
+        let made = std::mem::take(&mut self.made);
+        let mut commands = Vec::new();
+        for &(table, handle) in made.entries.iter().rev() {
+            commands.push(format!("table_delete {} {handle}", self.table_name(table)));
+        }
+        for &table in &made.defaults {
+            commands.push(format!("table_reset_default {}", self.table_name(table)));
+        }
+        for (&(profile, _), group) in &made.groups {
+            let name = self.instance_name(profile);
+            commands.push(format!("act_prof_delete_group {name} {group}"));
+        }
+        for (&(profile, _), member) in &made.members {
+            let name = self.instance_name(profile);
+            commands.push(format!("act_prof_delete_member {name} {member}"));
+        }
+        for (group, node) in &made.associations {
+            commands.push(format!("mc_node_dissociate {group} {node}"));
+        }
+        commands.extend(made.nodes.iter().map(|n| format!("mc_node_destroy {n}")));
+        commands.extend(
+            made.mc_groups
+                .iter()
+                .map(|g| format!("mc_mgrp_destroy {g}")),
+        );
+        commands.extend(
+            made.sessions
+                .iter()
+                .map(|s| format!("mirroring_delete {s}")),
+        );
+        for &set in &made.value_sets {
+            commands.push(format!("pvs_clear {}", self.instance_name(set)));
+        }
+        for instance in &self.program.instances {
+            match instance.kind {
+                InstanceKind::Register { .. } => {
+                    commands.push(format!("register_reset {}", instance.name))
+                }
+                InstanceKind::Counter { .. } => {
+                    commands.push(format!("counter_reset {}", instance.name))
+                }
+                _ => {}
+            }
+        }
+        for command in commands {
+            self.cli(&command)?;
         }
         self.first_id = self.next_id;
-        self.members.clear();
-        self.groups.clear();
-        self.nodes.clear();
         Ok(())
     }
 
@@ -314,6 +372,13 @@ impl Bmv2Target {
             words.push((PRIORITY_BASE - priority).to_string());
         }
         Ok(words.join(" "))
+    }
+
+    /// Runs an entry-adding command; the entry's handle, kept for [`Bmv2Target::reset`].
+    fn added(&mut self, table: usize, command: &str) -> Result<usize, String> {
+        let handle = handle(&self.cli(command)?)? as usize;
+        self.made.entries.push((table, handle));
+        Ok(handle)
     }
 
     fn profile(&self, table: usize) -> Result<usize, String> {
@@ -526,7 +591,7 @@ impl Target for Bmv2Target {
             entry.priority,
             &Self::arg_words(&entry.action),
         )?;
-        handle(&self.cli(&command)?).map(|h| h as usize)
+        self.added(table, &command)
     }
 
     fn add_member_entry(
@@ -538,6 +603,7 @@ impl Target for Bmv2Target {
     ) -> TargetResult<usize> {
         let profile = self.profile(table)?;
         let handle_of = *self
+            .made
             .members
             .get(&(profile, member))
             .ok_or_else(|| format!("no member {member}"))?;
@@ -549,7 +615,7 @@ impl Target for Bmv2Target {
             priority,
             &handle_of.to_string(),
         )?;
-        handle(&self.cli(&command)?).map(|h| h as usize)
+        self.added(table, &command)
     }
 
     fn add_group_entry(
@@ -561,6 +627,7 @@ impl Target for Bmv2Target {
     ) -> TargetResult<usize> {
         let profile = self.profile(table)?;
         let handle_of = *self
+            .made
             .groups
             .get(&(profile, group))
             .ok_or_else(|| format!("no group {group}"))?;
@@ -572,12 +639,14 @@ impl Target for Bmv2Target {
             priority,
             &handle_of.to_string(),
         )?;
-        handle(&self.cli(&command)?).map(|h| h as usize)
+        self.added(table, &command)
     }
 
     fn remove_entry(&mut self, table: usize, handle: usize) -> TargetResult<()> {
         let command = format!("table_delete {} {handle}", self.table_name(table));
-        self.cli(&command).map(drop)
+        self.cli(&command)?;
+        self.made.entries.retain(|&e| e != (table, handle));
+        Ok(())
     }
 
     fn clear_tables(&mut self) -> TargetResult<()> {
@@ -591,6 +660,7 @@ impl Target for Bmv2Target {
         for table in tables {
             self.cli(&format!("table_clear {table}"))?;
         }
+        self.made.entries.clear();
         Ok(())
     }
 
@@ -600,13 +670,15 @@ impl Target for Bmv2Target {
             self.table_name(table),
             self.action_words(&call)
         );
-        self.cli(&command).map(drop)
+        self.cli(&command)?;
+        self.made.defaults.push(table);
+        Ok(())
     }
 
     fn add_member(&mut self, table: usize, member: u32, call: ActionCall) -> TargetResult<()> {
         let profile = self.profile(table)?;
         let name = self.instance_name(profile);
-        let command = match self.members.get(&(profile, member)) {
+        let command = match self.made.members.get(&(profile, member)) {
             Some(h) => format!(
                 "act_prof_modify_member {name} {} {h} {}",
                 self.program.actions[call.action].name,
@@ -616,7 +688,7 @@ impl Target for Bmv2Target {
         };
         let answer = self.cli(&command)?;
         if let std::collections::hash_map::Entry::Vacant(new) =
-            self.members.entry((profile, member))
+            self.made.members.entry((profile, member))
         {
             new.insert(handle(&answer)?);
         }
@@ -627,17 +699,19 @@ impl Target for Bmv2Target {
         let profile = self.profile(table)?;
         let command = format!("act_prof_create_group {}", self.instance_name(profile));
         let h = handle(&self.cli(&command)?)?;
-        self.groups.insert((profile, group), h);
+        self.made.groups.insert((profile, group), h);
         Ok(())
     }
 
     fn add_to_group(&mut self, table: usize, group: u32, member: u32) -> TargetResult<()> {
         let profile = self.profile(table)?;
         let m = *self
+            .made
             .members
             .get(&(profile, member))
             .ok_or_else(|| format!("no member {member}"))?;
         let g = *self
+            .made
             .groups
             .get(&(profile, group))
             .ok_or_else(|| format!("no group {group}"))?;
@@ -655,35 +729,47 @@ impl Target for Bmv2Target {
         match member {
             FieldMatch::Masked { value, mask } if mask == crate::ir::mask(width) => {
                 let command = format!("pvs_add {} {value:#x}", self.instance_name(instance));
-                self.cli(&command).map(drop)
+                self.cli(&command)?;
+                self.made.value_sets.push(instance);
+                Ok(())
             }
             _ => Err("BMv2's CLI adds whole values to a value set, not masks".into()),
         }
     }
 
     fn set_clone_session(&mut self, session: u32, port: u16) -> TargetResult<()> {
+        if self.made.sessions.contains(&session) {
+            // BMv2 refuses to add a session twice; softswitch replaces it.
+            self.cli(&format!("mirroring_delete {session}"))?;
+        } else {
+            self.made.sessions.push(session);
+        }
         self.cli(&format!("mirroring_add {session} {port}"))
             .map(drop)
     }
 
     fn create_multicast_group(&mut self, group: u16) -> TargetResult<()> {
-        self.cli(&format!("mc_mgrp_create {group}")).map(drop)
+        self.cli(&format!("mc_mgrp_create {group}"))?;
+        self.made.mc_groups.push(group);
+        Ok(())
     }
 
     fn create_multicast_node(&mut self, rid: u16, ports: Vec<u16>) -> TargetResult<usize> {
         let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
         let h = handle(&self.cli(&format!("mc_node_create {rid} {}", ports.join(" ")))?)?;
-        self.nodes.push(h);
-        Ok(self.nodes.len() - 1)
+        self.made.nodes.push(h);
+        Ok(self.made.nodes.len() - 1)
     }
 
     fn associate_node(&mut self, group: u16, node: usize) -> TargetResult<()> {
         let h = *self
+            .made
             .nodes
             .get(node)
             .ok_or_else(|| format!("no node {node}"))?;
-        self.cli(&format!("mc_node_associate {group} {h}"))
-            .map(drop)
+        self.cli(&format!("mc_node_associate {group} {h}"))?;
+        self.made.associations.push((group, h));
+        Ok(())
     }
 
     fn set_queue_depth(
@@ -732,6 +818,23 @@ impl Target for Bmv2Target {
             .lines()
             .find_map(|l| l.split_once("]=")?.1.trim().parse().ok())
             .ok_or_else(|| format!("no register value in the CLI's answer: {}", answer.trim()))
+    }
+
+    fn register_cells(&mut self, instance: usize) -> TargetResult<Vec<u128>> {
+        let name = self.instance_name(instance).to_owned();
+        let answer = self.cli(&format!("register_read {name}"))?;
+        let values = answer
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .ok_or_else(|| format!("no register cells in the CLI's answer: {}", answer.trim()))?;
+        values
+            .split(',')
+            .map(|v| {
+                v.trim()
+                    .parse()
+                    .map_err(|e| format!("register cell {v:?}: {e}"))
+            })
+            .collect()
     }
 
     fn set_register(&mut self, instance: usize, index: usize, value: u128) -> TargetResult<()> {

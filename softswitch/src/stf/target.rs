@@ -3,7 +3,7 @@
 //! `simple_switch` is another ([`crate::bmv2::Bmv2Target`]). Names in a test are resolved
 //! against the target's [`Program`] (softswitch's front end), so both targets read a test alike.
 
-use crate::ir::{ActionCall, Entry, FieldMatch, Program};
+use crate::ir::{ActionCall, Entry, FieldMatch, InstanceKind, Program};
 use crate::meter::MeterConfig;
 use crate::switch::{self, Switch};
 use crate::table::CounterCell;
@@ -112,6 +112,15 @@ pub trait Target {
     ) -> TargetResult<CounterCell>;
     /// Cell `index` of register `instance`.
     fn register(&mut self, instance: usize, index: usize) -> TargetResult<u128>;
+    /// Every cell of register `instance`, in index order.
+    fn register_cells(&mut self, instance: usize) -> TargetResult<Vec<u128>> {
+        let size = match self.program().instances[instance].kind {
+            InstanceKind::Register { size, .. } => size as usize,
+            _ => return Err("not a register".into()),
+        };
+        (0..size).map(|i| self.register(instance, i)).collect()
+    }
+
     /// Writes cell `index` of register `instance`.
     fn set_register(&mut self, instance: usize, index: usize, value: u128) -> TargetResult<()>;
     /// Configures a cell of meter `instance`.
@@ -294,6 +303,10 @@ impl Target for Switch {
             .get(index)
             .copied()
             .ok_or_else(|| "register index out of range".into())
+    }
+
+    fn register_cells(&mut self, instance: usize) -> TargetResult<Vec<u128>> {
+        Ok(self.state.registers[instance].clone())
     }
 
     fn set_register(&mut self, instance: usize, index: usize, value: u128) -> TargetResult<()> {
