@@ -1,10 +1,10 @@
 //! softswitch on real ports: host namespaces each joined by a veth to a switch namespace where
-//! `softswitch run` forwards between the switch-side ends.
+//! `softswitch run` — or BMv2's `simple_switch_grpc` — forwards between the switch-side ends.
 
 use std::{
     io::{BufRead, BufReader},
     path::{Path, PathBuf},
-    process::{Child, ExitStatus, Stdio},
+    process::{Child, Command, ExitStatus, Stdio},
     sync::mpsc,
     time::{Duration, Instant},
 };
@@ -133,7 +133,19 @@ impl Topology {
     }
 }
 
-/// A topology and `softswitch run` on its switch-side ports.
+/// The P4Runtime address of a switch in its namespace (each bed has its own loopback).
+pub const P4RUNTIME_ADDR: &str = "127.0.0.1:9559";
+
+/// When a switch process is ready.
+enum Ready {
+    /// It logged a line containing this.
+    Logged(&'static str),
+    /// Its P4Runtime server, in the switch namespace, accepts connections.
+    Listening,
+}
+
+/// A topology and a switch (`softswitch run`, or BMv2's `simple_switch_grpc`) on its
+/// switch-side ports.
 pub struct SwitchBed {
     topology: Option<Topology>,
     child: Option<Child>,
@@ -159,28 +171,88 @@ impl SwitchBed {
                 .arg("-i")
                 .arg(format!("{}@{}", h.port, h.switch_iface));
         }
+        SwitchBed::spawn(topology, command, Ready::Logged("P4Runtime on"))
+    }
+
+    /// BMv2's `simple_switch_grpc` (`tool`) on `topology`'s ports, without a pipeline (a
+    /// controller sets one), its P4Runtime server on [`P4RUNTIME_ADDR`], 8 priority queues per
+    /// port, its notification socket in `dir` (BMv2's default path is the same for every
+    /// switch of the machine, namespaces or not), started and ready.
+    pub fn start_bmv2(
+        topology: Topology,
+        tool: &p4toolchain::Tool,
+        dir: &Path,
+    ) -> anyhow::Result<SwitchBed> {
+        let mut command = topology.switch_ns.command(&tool.program);
+        tool.set_env(&mut command);
+        command.args(["--no-p4", "--device-id", "0"]);
+        command
+            .arg("--notifications-addr")
+            .arg(format!("ipc://{}", dir.join("notifications.ipc").display()));
+        for h in &topology.hosts {
+            command
+                .arg("-i")
+                .arg(format!("{}@{}", h.port, h.switch_iface));
+        }
+        command.args([
+            "--",
+            "--grpc-server-addr",
+            P4RUNTIME_ADDR,
+            "--priority-queues",
+            "8",
+        ]);
+        SwitchBed::spawn(topology, command, Ready::Listening)
+    }
+
+    /// Runs `command` (the switch) with its output read line by line, and waits until it is
+    /// ready.
+    fn spawn(topology: Topology, mut command: Command, ready: Ready) -> anyhow::Result<SwitchBed> {
         let mut child = command
             .stderr(Stdio::piped())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .spawn()
-            .context("starting softswitch run")?;
-        let stderr = child.stderr.take().expect("piped");
+            .with_context(|| format!("starting {:?}", command.get_args().nth(2)))?;
         let (tx, log) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
+        let stdout = child.stdout.take().expect("piped");
+        let stderr = child.stderr.take().expect("piped");
+        forward_lines(stdout, tx.clone());
+        forward_lines(stderr, tx);
         let mut bed = SwitchBed {
             topology: Some(topology),
             child: Some(child),
             log,
             lines: Vec::new(),
         };
-        bed.wait_for_log("P4Runtime on")?;
+        match ready {
+            Ready::Logged(needle) => bed.wait_for_log(needle)?,
+            Ready::Listening => bed.wait_for_p4runtime()?,
+        }
         Ok(bed)
+    }
+
+    /// Waits until the P4Runtime server in the switch namespace accepts connections.
+    fn wait_for_p4runtime(&mut self) -> anyhow::Result<()> {
+        let deadline = Instant::now() + TIMEOUT;
+        let addr: std::net::SocketAddr = P4RUNTIME_ADDR.parse().expect("an address");
+        loop {
+            let ns = &self.topology().switch_ns;
+            let connected = ns.run(move || {
+                std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok()
+            })?;
+            if connected {
+                return Ok(());
+            }
+            if !self.running() || Instant::now() > deadline {
+                while let Ok(line) = self.log.try_recv() {
+                    self.lines.push(line);
+                }
+                bail!(
+                    "the switch's P4Runtime server never listened on {P4RUNTIME_ADDR}; it logged:\n{}",
+                    self.lines.join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Waits for a line of the switch's stderr containing `needle`.
@@ -202,7 +274,7 @@ impl SwitchBed {
             }
         }
         bail!(
-            "softswitch never logged '{needle}'; it logged:\n{}",
+            "the switch never logged '{needle}'; it logged:\n{}",
             self.lines.join("\n")
         )
     }
@@ -228,7 +300,7 @@ impl SwitchBed {
     pub fn into_topology(mut self) -> anyhow::Result<Topology> {
         let status = self.stop()?;
         if !status.success() {
-            bail!("softswitch exited with {status}");
+            bail!("the switch exited with {status}");
         }
         Ok(self.topology.take().expect("the bed has its topology"))
     }
@@ -251,11 +323,22 @@ impl SwitchBed {
             }
             if Instant::now() > deadline {
                 let _ = child.kill();
-                bail!("softswitch did not stop within {TIMEOUT:?} of SIGTERM");
+                bail!("the switch did not stop within {TIMEOUT:?} of SIGTERM");
             }
             std::thread::sleep(Duration::from_millis(10));
         }
     }
+}
+
+/// Sends each line `stream` yields to `tx` until either ends.
+fn forward_lines(stream: impl std::io::Read + Send + 'static, tx: mpsc::Sender<String>) {
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
 }
 
 impl Drop for SwitchBed {
@@ -264,7 +347,7 @@ impl Drop for SwitchBed {
         if std::thread::panicking() && self.child.is_some() {
             // SIGTERM, so the switch prints its frame counts.
             let _ = self.stop();
-            eprintln!("softswitch's log:\n{}", self.lines.join("\n"));
+            eprintln!("the switch's log:\n{}", self.lines.join("\n"));
         }
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
