@@ -686,11 +686,8 @@ impl<'a> Exec<'a> {
             } => {
                 let h = u128::from(self.checksum(data, algo, false));
                 let (b, m) = (self.val(base), self.val(max));
-                let v = if m == 0 {
-                    b.wrapping_add(h)
-                } else {
-                    b.wrapping_add(h % m)
-                };
+                // With max 0 the result is base, as v1model.p4 says and BMv2 does.
+                let v = if m == 0 { b } else { b.wrapping_add(h % m) };
                 self.store(dst, v & mask(*width));
             }
             ExternCall::Random { dst, width, lo, hi } => {
