@@ -86,17 +86,17 @@ pub struct Bmv2Target {
 #[derive(Debug, Default)]
 struct Made {
     /// Entries added and not removed: (table, handle).
-    entries: Vec<(usize, usize)>,
+    entries: Vec<(usize, i32)>,
     /// Tables whose default action the test set.
     defaults: Vec<usize>,
     /// Action profile members and selector groups, by (profile instance, the test's id).
-    members: HashMap<(usize, u32), u64>,
-    groups: HashMap<(usize, u32), u64>,
+    members: HashMap<(usize, u32), i32>,
+    groups: HashMap<(usize, u32), i32>,
     /// Multicast groups, and nodes (in creation order: the test's node numbers) with the
     /// groups they joined.
     mc_groups: Vec<u16>,
-    nodes: Vec<u64>,
-    associations: Vec<(u16, u64)>,
+    nodes: Vec<i32>,
+    associations: Vec<(u16, i32)>,
     /// Clone sessions.
     sessions: Vec<u32>,
     /// Parser value sets given members.
@@ -376,9 +376,9 @@ impl Bmv2Target {
 
     /// Runs an entry-adding command; the entry's handle, kept for [`Bmv2Target::reset`].
     fn added(&mut self, table: usize, command: &str) -> Result<usize, String> {
-        let handle = handle(&self.cli(command)?)? as usize;
+        let handle = handle(&self.cli(command)?)?;
         self.made.entries.push((table, handle));
-        Ok(handle)
+        Ok(stf_handle(handle))
     }
 
     fn profile(&self, table: usize) -> Result<usize, String> {
@@ -441,12 +441,23 @@ pub fn run_stf_files(tools: &Bmv2Tools, runs: &[StfRun]) -> Vec<String> {
     })
 }
 
-/// The number in "... handle N" of a CLI answer.
-fn handle(answer: &str) -> Result<u64, String> {
+/// The number in "... handle N" of a CLI answer. BMv2's handles are 32 bits, printed as
+/// Thrift's signed integers (an entry handle's top bits count how often its slot was reused).
+fn handle(answer: &str) -> Result<i32, String> {
     answer
         .lines()
         .find_map(|l| l.trim().rsplit_once("handle ")?.1.trim().parse().ok())
         .ok_or_else(|| format!("no handle in the CLI's answer: {}", answer.trim()))
+}
+
+/// An entry handle as the STF runner keeps it (a `usize`)...
+fn stf_handle(handle: i32) -> usize {
+    handle as u32 as usize
+}
+
+/// ... and as the CLI takes it back.
+fn cli_handle(handle: usize) -> i32 {
+    handle as u32 as i32
 }
 
 /// A TCP port nobody listens on now, for the switch's Thrift server.
@@ -643,6 +654,7 @@ impl Target for Bmv2Target {
     }
 
     fn remove_entry(&mut self, table: usize, handle: usize) -> TargetResult<()> {
+        let handle = cli_handle(handle);
         let command = format!("table_delete {} {handle}", self.table_name(table));
         self.cli(&command)?;
         self.made.entries.retain(|&e| e != (table, handle));
@@ -808,7 +820,9 @@ impl Target for Bmv2Target {
         _table: usize,
         handle: usize,
     ) -> TargetResult<CounterCell> {
-        self.counter(instance, handle)
+        let handle = cli_handle(handle);
+        let command = format!("counter_read {} {handle}", self.instance_name(instance));
+        counter_cell(&self.cli(&command)?)
     }
 
     fn register(&mut self, instance: usize, index: usize) -> TargetResult<u128> {
@@ -852,7 +866,8 @@ impl Target for Bmv2Target {
         config: MeterConfig,
     ) -> TargetResult<()> {
         let index = match cell {
-            MeterCell::Index(i) | MeterCell::Entry(i) => i,
+            MeterCell::Index(i) => i64::try_from(i).map_err(|e| e.to_string())?,
+            MeterCell::Entry(handle) => i64::from(cli_handle(handle)),
         };
         let burst = |b: f64| {
             (b.fract() == 0.0)

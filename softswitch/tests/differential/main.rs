@@ -124,6 +124,12 @@ fn program_cases(
         };
         let outcome = bmv2.reset().and_then(|()| case.run(&mut bmv2));
         if let Err(what) = outcome {
+            // What the failed case left on the switch may not be undone: the next one gets a
+            // switch of its own.
+            match Bmv2Target::start(tools, json, program.clone()) {
+                Ok(fresh) => bmv2 = fresh,
+                Err(e) => return vec![format!("{}: {e}", profile.program.display())],
+            }
             let file = case.save(n);
             differences.push(format!(
                 "{} (seed {n}): {what}\nthe case: {}",

@@ -62,9 +62,20 @@ pub struct Profile {
     /// extracted it reads an unspecified value from a shorter one (BMv2: what the previous
     /// packet left there; softswitch: 0).
     pub min_packet: usize,
-    /// Which packets the program gives a defined outcome, when not all (see
-    /// [`ecn_ecmp_defined`]).
+    /// Which packets the program gives a defined outcome, when not all (see [`DEFINED`]).
     pub defined: Option<fn(&[u8]) -> bool>,
+}
+
+/// Programs whose outcome is defined for some packets only, with the test of a packet.
+const DEFINED: &[(&str, fn(&[u8]) -> bool)] = &[
+    ("softswitch/tests/corpus/ecn_ecmp.p4", ecn_ecmp_defined),
+    ("softswitch/tests/corpus/arith.p4", arith_defined),
+];
+
+/// arith.p4 asserts that hdr.op.kind (its fourth byte) is not 0xee: a failed assert stops
+/// BMv2 (softswitch counts it and goes on, docs/softswitch.md).
+fn arith_defined(p: &[u8]) -> bool {
+    p.get(3) != Some(&0xee)
 }
 
 /// ecn_ecmp.p4 hashes hdr.ports in an action, where p4c copies the hash's inputs into
@@ -137,9 +148,10 @@ pub fn profiles(root: &Path) -> Vec<Profile> {
                 .iter()
                 .find(|(p, _)| program.ends_with(p))
                 .map_or(1, |&(_, n)| n);
-            let defined = program
-                .ends_with("softswitch/tests/corpus/ecn_ecmp.p4")
-                .then_some(ecn_ecmp_defined as fn(&[u8]) -> bool);
+            let defined = DEFINED
+                .iter()
+                .find(|(p, _)| program.ends_with(p))
+                .map(|&(_, defined)| defined);
             // A program without tests of its own gets lossless.p4's packets (IPv4, RoCEv2,
             // PFC) as seeds.
             let (seeds, own_seeds) = if own.exists() {
