@@ -17,16 +17,6 @@ lines.append("# ahead of it. On BMv2 the burst arrives well within the 50 ms a p
 lines.append("set_queue_rate 20 2")
 
 
-def primed_burst(lines, out_port, burst):
-    """A not-ECT packet alone, a wait, then `burst`: the n-th packet of the burst (from 0)
-    finds n ahead of it in its queue."""
-    first = roce(1, out_port, psn=99, ecn=0)
-    lines.append(packet(1, first))
-    lines.append(expect(out_port, forwarded(first, out_port)))
-    lines.append("wait")
-    for p in burst:
-        lines.append(packet(1, p))
-
 
 burst = [roce(1, 2, psn=i, ecn=2 if i % 2 == 0 else 1) for i in range(6)]
 primed_burst(lines, 2, burst)
