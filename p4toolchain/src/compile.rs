@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::Toolchain;
 
@@ -89,6 +90,29 @@ impl Toolchain {
             warnings: warnings(&diagnostics),
             ..compiled
         })
+    }
+}
+
+impl Toolchain {
+    /// Compiles `program` into a directory of its own under the system's temporary directory,
+    /// gives the outputs to `consume`, and removes the directory again.
+    pub fn compile_scratch<T, E: From<CompileError>>(
+        &self,
+        program: &Path,
+        consume: impl FnOnce(Compiled) -> Result<T, E>,
+    ) -> Result<T, E> {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "p4c-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let outcome = self
+            .compile(program, &dir)
+            .map_err(E::from)
+            .and_then(consume);
+        let _ = std::fs::remove_dir_all(&dir);
+        outcome
     }
 }
 

@@ -210,16 +210,14 @@ fn start_bmv2(
     compiled: softswitch::ir::Program,
 ) -> Result<softswitch::bmv2::Bmv2Target> {
     let toolchain = p4toolchain::Toolchain::find()?;
-    let out = std::env::temp_dir().join(format!("softswitch-p4c-{}", std::process::id()));
-    let p4c = toolchain.compile(program, &out);
-    let started = p4c.map_err(anyhow::Error::from).and_then(|p4c| {
+    let tools = softswitch::bmv2::Bmv2Tools::from(&toolchain);
+    // BMv2 has read the JSON once it has started: the scratch directory may go.
+    let started = toolchain.compile_scratch(program, |p4c| {
         for warning in &p4c.warnings {
             eprintln!("p4c-bm2-ss: {warning}");
         }
-        let tools = softswitch::bmv2::Bmv2Tools::from(&toolchain);
         softswitch::bmv2::Bmv2Target::start(&tools, &p4c.json, compiled).map_err(anyhow::Error::msg)
     });
-    let _ = std::fs::remove_dir_all(&out);
     started.with_context(|| format!("running {} on BMv2", program.display()))
 }
 

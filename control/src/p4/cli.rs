@@ -344,18 +344,14 @@ async fn pipeline_set(target: Target, pipeline: Pipeline, json: bool) -> anyhow:
 /// printed).
 fn compile_for_bmv2(program: &Path) -> anyhow::Result<(Vec<u8>, P4Info)> {
     let toolchain = p4toolchain::Toolchain::find()?;
-    let out = std::env::temp_dir().join(format!("lossless-p4c-{}", std::process::id()));
-    let compiled = toolchain.compile(program, &out);
-    let outputs = compiled.map_err(anyhow::Error::from).and_then(|compiled| {
+    toolchain.compile_scratch(program, |compiled| {
         for warning in &compiled.warnings {
             eprintln!("p4c-bm2-ss: {warning}");
         }
         let json = std::fs::read(&compiled.json)
             .with_context(|| format!("reading {}", compiled.json.display()))?;
         Ok((json, p4info::read_file(&compiled.p4info_binary)?))
-    });
-    let _ = std::fs::remove_dir_all(&out);
-    outputs
+    })
 }
 
 /// The P4Info of `program` as `softswitch p4info` gives it. softswitch is found beside this

@@ -374,6 +374,20 @@ impl Bmv2Target {
         Ok(words.join(" "))
     }
 
+    /// Adds an entry of `table` that points to BMv2's member or group `handle`.
+    fn indirect_entry(
+        &mut self,
+        verb: &str,
+        table: usize,
+        matches: &[FieldMatch],
+        priority: i64,
+        handle: i32,
+    ) -> Result<usize, String> {
+        let command =
+            self.add_command(verb, table, None, matches, priority, &handle.to_string())?;
+        self.added(table, &command)
+    }
+
     /// Runs an entry-adding command; the entry's handle, kept for [`Bmv2Target::reset`].
     fn added(&mut self, table: usize, command: &str) -> Result<usize, String> {
         let handle = handle(&self.cli(command)?)?;
@@ -613,20 +627,9 @@ impl Target for Bmv2Target {
         member: u32,
     ) -> TargetResult<usize> {
         let profile = self.profile(table)?;
-        let handle_of = *self
-            .made
-            .members
-            .get(&(profile, member))
-            .ok_or_else(|| format!("no member {member}"))?;
-        let command = self.add_command(
-            "table_indirect_add",
-            table,
-            None,
-            &matches,
-            priority,
-            &handle_of.to_string(),
-        )?;
-        self.added(table, &command)
+        let member = self.made.members.get(&(profile, member)).copied();
+        let member = member.ok_or_else(|| "no such member".to_owned())?;
+        self.indirect_entry("table_indirect_add", table, &matches, priority, member)
     }
 
     fn add_group_entry(
@@ -637,20 +640,15 @@ impl Target for Bmv2Target {
         group: u32,
     ) -> TargetResult<usize> {
         let profile = self.profile(table)?;
-        let handle_of = *self
-            .made
-            .groups
-            .get(&(profile, group))
-            .ok_or_else(|| format!("no group {group}"))?;
-        let command = self.add_command(
+        let group = self.made.groups.get(&(profile, group)).copied();
+        let group = group.ok_or_else(|| "no such group".to_owned())?;
+        self.indirect_entry(
             "table_indirect_add_with_group",
             table,
-            None,
             &matches,
             priority,
-            &handle_of.to_string(),
-        )?;
-        self.added(table, &command)
+            group,
+        )
     }
 
     fn remove_entry(&mut self, table: usize, handle: usize) -> TargetResult<()> {

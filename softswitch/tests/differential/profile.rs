@@ -63,11 +63,14 @@ pub struct Profile {
     /// packet left there; softswitch: 0).
     pub min_packet: usize,
     /// Which packets the program gives a defined outcome, when not all (see [`DEFINED`]).
-    pub defined: Option<fn(&[u8]) -> bool>,
+    pub defined: Option<Defined>,
 }
 
+/// Whether a program gives a packet a defined outcome.
+pub type Defined = fn(&[u8]) -> bool;
+
 /// Programs whose outcome is defined for some packets only, with the test of a packet.
-const DEFINED: &[(&str, fn(&[u8]) -> bool)] = &[
+const DEFINED: &[(&str, Defined)] = &[
     ("softswitch/tests/corpus/ecn_ecmp.p4", ecn_ecmp_defined),
     ("softswitch/tests/corpus/arith.p4", arith_defined),
 ];
