@@ -128,6 +128,38 @@ fn differences(ours: &P4Info, p4c: &P4Info) -> Vec<String> {
     out
 }
 
+/// What is wrong with `program`: p4c's errors or warnings, or a P4Info unlike softswitch's.
+fn check(toolchain: &p4toolchain::Toolchain, program: &Path) -> Vec<String> {
+    let shown = program.display();
+    let compiled = match testkit::bmv2::compiled(toolchain, program) {
+        Ok(c) => c,
+        Err(e) => return vec![e.to_string()],
+    };
+    let mut failures = Vec::new();
+    if !compiled.warnings.is_empty() {
+        failures.push(format!(
+            "{shown}: p4c warns:\n{}",
+            compiled.warnings.join("\n")
+        ));
+    }
+    let p4c = std::fs::read(&compiled.p4info_binary)
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| P4Info::decode(bytes.as_slice()).map_err(|e| e.to_string()));
+    match p4c.and_then(|p4c| Ok((softswitch_p4info(program)?, p4c))) {
+        Ok((ours, p4c)) => {
+            let diff = differences(&ours, &p4c);
+            if !diff.is_empty() {
+                failures.push(format!(
+                    "{shown}: softswitch's P4Info is not p4c's:\n{}",
+                    diff.join("\n")
+                ));
+            }
+        }
+        Err(e) => failures.push(format!("{shown}: {e}")),
+    }
+    failures
+}
+
 #[test]
 fn every_bmv2_program_compiles_with_p4c_and_has_p4cs_p4info() {
     let test = "every_bmv2_program_compiles_with_p4c_and_has_p4cs_p4info";
@@ -139,38 +171,23 @@ fn every_bmv2_program_compiles_with_p4c_and_has_p4cs_p4info() {
         programs.len() >= 10,
         "the programs are missing: {programs:?}"
     );
-    let mut failures = Vec::new();
-    for program in &programs {
-        let shown = program.display();
-        let compiled = match testkit::bmv2::compiled(toolchain, program) {
-            Ok(c) => c,
-            Err(e) => {
-                failures.push(e.to_string());
-                continue;
-            }
-        };
-        if !compiled.warnings.is_empty() {
-            failures.push(format!(
-                "{shown}: p4c warns:\n{}",
-                compiled.warnings.join("\n")
-            ));
-        }
-        let p4c = std::fs::read(&compiled.p4info_binary)
-            .map_err(|e| e.to_string())
-            .and_then(|bytes| P4Info::decode(bytes.as_slice()).map_err(|e| e.to_string()));
-        let found = p4c.and_then(|p4c| Ok((softswitch_p4info(program)?, p4c)));
-        match found {
-            Ok((ours, p4c)) => {
-                let diff = differences(&ours, &p4c);
-                if !diff.is_empty() {
-                    failures.push(format!(
-                        "{shown}: softswitch's P4Info is not p4c's:\n{}",
-                        diff.join("\n")
-                    ));
-                }
-            }
-            Err(e) => failures.push(format!("{shown}: {e}")),
-        }
-    }
+    // Two compiles at a time (p4c is single-threaded; the machine has two cores).
+    let failures: Vec<String> = programs
+        .chunks(2)
+        .flat_map(|pair| {
+            std::thread::scope(|scope| {
+                let running: Vec<_> = pair
+                    .iter()
+                    .map(|program| scope.spawn(move || check(toolchain, program)))
+                    .collect();
+                let done: Vec<Vec<String>> = running
+                    .into_iter()
+                    .map(|r| r.join().expect("no panic"))
+                    .collect();
+                done
+            })
+        })
+        .flatten()
+        .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

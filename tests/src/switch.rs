@@ -135,13 +135,24 @@ impl Topology {
 
 /// The P4Runtime address of a switch in its namespace (each bed has its own loopback).
 pub const P4RUNTIME_ADDR: &str = "127.0.0.1:9559";
+/// BMv2's Thrift server (simple_switch_CLI's) in the switch namespace: BMv2's default port.
+const THRIFT_ADDR: &str = "127.0.0.1:9090";
 
 /// When a switch process is ready.
 enum Ready {
     /// It logged a line containing this.
     Logged(&'static str),
-    /// Its P4Runtime server, in the switch namespace, accepts connections.
-    Listening,
+    /// Its servers, in the switch namespace, accept connections at these addresses.
+    Listening(&'static [&'static str]),
+}
+
+/// Which BMv2 build a bed runs, and so how it is started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bmv2Build {
+    /// `simple_switch` or `simple_switch_nolog`: a JSON given at start, the Thrift CLI.
+    Thrift,
+    /// `simple_switch_grpc`: the P4Runtime server too.
+    Grpc,
 }
 
 /// A topology and a switch (`softswitch run`, or BMv2's `simple_switch_grpc`) on its
@@ -150,8 +161,10 @@ pub struct SwitchBed {
     topology: Option<Topology>,
     child: Option<Child>,
     log: mpsc::Receiver<String>,
-    /// Every line the switch wrote to stderr so far.
+    /// Every line the switch wrote to stdout or stderr so far.
     pub lines: Vec<String>,
+    /// Whether the switch handles SIGTERM and exits 0 (softswitch), or dies of it (BMv2).
+    exits_on_sigterm: bool,
 }
 
 impl SwitchBed {
@@ -171,21 +184,24 @@ impl SwitchBed {
                 .arg("-i")
                 .arg(format!("{}@{}", h.port, h.switch_iface));
         }
-        SwitchBed::spawn(topology, command, Ready::Logged("P4Runtime on"))
+        SwitchBed::spawn(topology, command, Ready::Logged("P4Runtime on"), true)
     }
 
-    /// BMv2's `simple_switch_grpc` (`tool`) on `topology`'s ports, without a pipeline (a
-    /// controller sets one), its P4Runtime server on [`P4RUNTIME_ADDR`], 8 priority queues per
-    /// port, its notification socket in `dir` (BMv2's default path is the same for every
-    /// switch of the machine, namespaces or not), started and ready.
+    /// BMv2 (`tool`, of build `build`) on `topology`'s ports with 8 priority queues per port,
+    /// its notification socket in `dir` (BMv2's default path is the same for every switch of
+    /// the machine, namespaces or not), started and ready (its servers listen): running
+    /// p4c's JSON `json`, or without a pipeline (simple_switch_grpc: a controller sets one on
+    /// [`P4RUNTIME_ADDR`]).
     pub fn start_bmv2(
         topology: Topology,
         tool: &p4toolchain::Tool,
+        build: Bmv2Build,
+        json: Option<&Path>,
         dir: &Path,
     ) -> anyhow::Result<SwitchBed> {
         let mut command = topology.switch_ns.command(&tool.program);
         tool.set_env(&mut command);
-        command.args(["--no-p4", "--device-id", "0"]);
+        command.args(["--device-id", "0"]);
         command
             .arg("--notifications-addr")
             .arg(format!("ipc://{}", dir.join("notifications.ipc").display()));
@@ -194,19 +210,30 @@ impl SwitchBed {
                 .arg("-i")
                 .arg(format!("{}@{}", h.port, h.switch_iface));
         }
-        command.args([
-            "--",
-            "--grpc-server-addr",
-            P4RUNTIME_ADDR,
-            "--priority-queues",
-            "8",
-        ]);
-        SwitchBed::spawn(topology, command, Ready::Listening)
+        match json {
+            Some(json) => command.arg(json),
+            None => command.arg("--no-p4"),
+        };
+        command.arg("--");
+        let ready: &'static [&'static str] = match build {
+            Bmv2Build::Grpc => {
+                command.args(["--grpc-server-addr", P4RUNTIME_ADDR]);
+                &[THRIFT_ADDR, P4RUNTIME_ADDR]
+            }
+            Bmv2Build::Thrift => &[THRIFT_ADDR],
+        };
+        command.args(["--priority-queues", "8"]);
+        SwitchBed::spawn(topology, command, Ready::Listening(ready), false)
     }
 
     /// Runs `command` (the switch) with its output read line by line, and waits until it is
-    /// ready.
-    fn spawn(topology: Topology, mut command: Command, ready: Ready) -> anyhow::Result<SwitchBed> {
+    /// ready; `exits_on_sigterm` says whether it exits 0 on SIGTERM.
+    fn spawn(
+        topology: Topology,
+        mut command: Command,
+        ready: Ready,
+        exits_on_sigterm: bool,
+    ) -> anyhow::Result<SwitchBed> {
         let mut child = command
             .stderr(Stdio::piped())
             .stdout(Stdio::piped())
@@ -222,18 +249,23 @@ impl SwitchBed {
             child: Some(child),
             log,
             lines: Vec::new(),
+            exits_on_sigterm,
         };
         match ready {
             Ready::Logged(needle) => bed.wait_for_log(needle)?,
-            Ready::Listening => bed.wait_for_p4runtime()?,
+            Ready::Listening(addrs) => {
+                for addr in addrs {
+                    bed.wait_for_listener(addr)?;
+                }
+            }
         }
         Ok(bed)
     }
 
-    /// Waits until the P4Runtime server in the switch namespace accepts connections.
-    fn wait_for_p4runtime(&mut self) -> anyhow::Result<()> {
+    /// Waits until a server in the switch namespace accepts connections at `addr`.
+    fn wait_for_listener(&mut self, addr: &str) -> anyhow::Result<()> {
         let deadline = Instant::now() + TIMEOUT;
-        let addr: std::net::SocketAddr = P4RUNTIME_ADDR.parse().expect("an address");
+        let addr: std::net::SocketAddr = addr.parse().expect("an address");
         loop {
             let ns = &self.topology().switch_ns;
             let connected = ns.run(move || {
@@ -247,7 +279,7 @@ impl SwitchBed {
                     self.lines.push(line);
                 }
                 bail!(
-                    "the switch's P4Runtime server never listened on {P4RUNTIME_ADDR}; it logged:\n{}",
+                    "the switch never listened on {addr}; it logged:\n{}",
                     self.lines.join("\n")
                 );
             }
@@ -299,7 +331,9 @@ impl SwitchBed {
     /// Stops the switch (SIGTERM) and gives the topology back.
     pub fn into_topology(mut self) -> anyhow::Result<Topology> {
         let status = self.stop()?;
-        if !status.success() {
+        let died_of_sigterm =
+            std::os::unix::process::ExitStatusExt::signal(&status) == Some(libc::SIGTERM);
+        if !status.success() && (self.exits_on_sigterm || !died_of_sigterm) {
             bail!("the switch exited with {status}");
         }
         Ok(self.topology.take().expect("the bed has its topology"))

@@ -16,7 +16,7 @@ use lossless::netns::{check, unique_name, Namespace};
 
 use crate::{
     bed::{lossless_bin, TIMEOUT},
-    switch::{Host, SwitchBed, Topology},
+    switch::{Bmv2Build, Host, SwitchBed, Topology},
 };
 
 /// The P4Runtime address inside the switch namespace (each bed has its own loopback).
@@ -54,7 +54,7 @@ impl TutorialBed {
     pub fn bmv2(tool: &p4toolchain::Tool) -> anyhow::Result<Self> {
         let (topology, dir) = Self::hosts()?;
         Ok(TutorialBed {
-            bed: SwitchBed::start_bmv2(topology, tool, &dir)?,
+            bed: SwitchBed::start_bmv2(topology, tool, Bmv2Build::Grpc, None, &dir)?,
             dir,
             bmv2: true,
         })
