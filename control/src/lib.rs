@@ -4,6 +4,7 @@ pub mod host;
 pub mod lab;
 pub mod netns;
 pub mod p4;
+pub mod terminal;
 pub mod traffic;
 pub mod units;
 pub mod wire;

@@ -37,6 +37,7 @@ async fn main() -> std::process::ExitCode {
     // being ignored.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     tracing_subscriber::fmt()
+        .with_ansi(lossless::terminal::colour(&std::io::stderr()))
         .with_env_filter(
             EnvFilter::try_from_env("LOSSLESS_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
         )

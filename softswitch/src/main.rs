@@ -101,7 +101,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             device_id,
             cpu_port,
         } => {
+            // Colour only on a terminal, and never under NO_COLOR (logs go to files and pipes).
+            let colour =
+                anstream::AutoStream::choice(&std::io::stderr()) != anstream::ColorChoice::Never;
             tracing_subscriber::fmt()
+                .with_ansi(colour)
                 .with_env_filter(
                     tracing_subscriber::EnvFilter::try_from_env("SOFTSWITCH_LOG")
                         .unwrap_or_else(|_| "info".into()),

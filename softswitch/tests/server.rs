@@ -1373,17 +1373,19 @@ async fn queue_depth_and_rate_are_set_per_port_and_priority() {
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(all.queues.len(), 8);
+    // Every port of the switch (1..=4), 8 queues each, whether or not a packet waited in them.
+    assert_eq!(all.queues.len(), 32);
     assert_eq!(
         all.queues[0],
         q::QueueState {
-            port: 2,
+            port: 1,
             priority: 0,
             depth_packets: 64,
             rate_pps: 0,
             occupancy_packets: 0
         }
     );
+    assert_eq!(all.queues[8 + 3], set.queues[0]);
     assert_eq!((all.default_depth_packets, all.default_rate_pps), (64, 0));
     for bad in [
         q::SetQueueRequest {

@@ -177,8 +177,20 @@ impl SwitchBed {
     /// `softswitch run [PROGRAM]` on `topology`'s ports, started and ready; without a program
     /// the switch forwards nothing until a controller sets a pipeline.
     pub fn start(topology: Topology, program: Option<&Path>) -> anyhow::Result<SwitchBed> {
+        SwitchBed::start_logging(topology, program, None)
+    }
+
+    /// [`SwitchBed::start`] with `SOFTSWITCH_LOG` set to `filter` (else the switch's default).
+    pub fn start_logging(
+        topology: Topology,
+        program: Option<&Path>,
+        filter: Option<&str>,
+    ) -> anyhow::Result<SwitchBed> {
         let mut command = topology.switch_ns.command(softswitch_bin());
         command.arg("run").args(program);
+        if let Some(filter) = filter {
+            command.env("SOFTSWITCH_LOG", filter);
+        }
         for h in &topology.hosts {
             command
                 .arg("-i")

@@ -41,9 +41,14 @@ pub struct TutorialBed {
 impl TutorialBed {
     /// Builds the hosts and starts softswitch on ports 1 and 2, without a pipeline.
     pub fn new() -> anyhow::Result<Self> {
+        TutorialBed::logging(None)
+    }
+
+    /// [`TutorialBed::new`] with softswitch's `SOFTSWITCH_LOG` set to `filter`.
+    pub fn logging(filter: Option<&str>) -> anyhow::Result<Self> {
         let (topology, dir) = Self::hosts()?;
         Ok(TutorialBed {
-            bed: SwitchBed::start(topology, None)?,
+            bed: SwitchBed::start_logging(topology, None, filter)?,
             dir,
             bmv2: false,
         })

@@ -73,6 +73,12 @@ fn lb_lab_orders_the_policies_as_the_literature_does() {
         }
         assert!(r["packets_received"].as_u64().unwrap() <= forwarded, "{r}");
         assert!(r["fct"]["flows"].as_u64().unwrap() <= r["flows"].as_u64().unwrap());
+        // No flow whole, no completion figure (null, not 0).
+        assert_eq!(
+            r["fct"]["flows"] == 0,
+            r["fct"]["p50_ms"].is_null() && r["fct"]["p99_ms"].is_null(),
+            "{r}"
+        );
     }
     for workload in ["websearch", "elephants"] {
         let of: Vec<&Value> = runs.iter().filter(|r| r["workload"] == workload).collect();

@@ -1,9 +1,14 @@
 //! `lossless lab pfc`: a receiver slower than its sender pauses it through generated PFC
-//! frames; the run reports pauses and resumes, no frame is lost, and nothing is left behind.
+//! frames; the run reports pauses and resumes, no frame is lost, and nothing is left behind;
+//! its samples (pfc.csv), plot (pfc.svg) and summary.json agree with what it printed.
 
-use std::process::Command;
+use std::fs;
 
-use lossless_tests::bed::{assert_nothing_left, lossless_bin, privileged, succeeded};
+use lossless_tests::{
+    bed::{assert_nothing_left, privileged, succeeded},
+    lab::{lab, out_dir},
+};
+use serde_json::Value;
 
 /// The number after `label` in `text` (e.g. "19560 frames sent" with label " frames sent").
 fn number_before(text: &str, label: &str) -> u64 {
@@ -23,14 +28,14 @@ fn a_slow_receiver_pauses_its_sender_without_loss() {
     if !privileged("a_slow_receiver_pauses_its_sender_without_loss") {
         return;
     }
-    let child = Command::new(lossless_bin())
-        .args(["lab", "pfc", "--secs", "2"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let out = out_dir("pfc");
+    let child = lab("pfc", &out, &["--secs", "2"]).spawn().unwrap();
     let pid = child.id();
     let stdout = succeeded(child.wait_with_output().unwrap());
-    let summary = stdout.lines().last().unwrap_or_default();
+    let summary = stdout
+        .lines()
+        .find(|l| l.starts_with("sender: "))
+        .unwrap_or_default();
     let sent = number_before(summary, " frames sent");
     let received = number_before(summary, " RoCEv2 frames");
     assert!(sent > 0 && sent == received, "lost frames: {summary}");
@@ -41,4 +46,42 @@ fn a_slow_receiver_pauses_its_sender_without_loss() {
         "the sender never held a frame: {summary}"
     );
     assert_nothing_left(&["psnd", "prcv"], pid);
+
+    let json: Value =
+        serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(json["sent_frames"], sent, "{json}");
+    assert_eq!(json["received_frames"], received, "{json}");
+    assert_eq!(json["lossless"], true, "{json}");
+    assert_eq!(
+        json["pause_tx"],
+        number_before(summary, " PAUSE and"),
+        "{json}"
+    );
+    // A sample every 50 ms over 2 s; the buffer climbs to XOFF (60000 B by default) and PAUSE
+    // frames are counted as they go.
+    let csv = fs::read_to_string(out.join("pfc.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("time_s,rx_Mbps,buffer_bytes,pause_tx,resume_tx,pause_rx,sender_paused,paused_ms")
+    );
+    let rows: Vec<Vec<f64>> = lines
+        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+        .collect();
+    assert!((30..=41).contains(&rows.len()), "{} samples", rows.len());
+    assert!(
+        rows.iter().any(|r| r[2] >= 30_000.0),
+        "the buffer never passed XON: {csv}"
+    );
+    assert!(
+        rows.windows(2).all(|w| w[1][3] >= w[0][3]),
+        "pause_tx went down: {csv}"
+    );
+    assert!(rows.iter().any(|r| r[6] == 1.0), "never paused: {csv}");
+    let svg = fs::read_to_string(out.join("pfc.svg")).unwrap();
+    assert!(
+        svg.contains("XOFF\n</text>") && svg.contains("PAUSE sent\n</text>"),
+        "{svg}"
+    );
+    fs::remove_dir_all(&out).unwrap();
 }

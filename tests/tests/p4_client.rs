@@ -9,7 +9,7 @@
 use std::{io::BufRead as _, process::Stdio};
 
 use lossless::{
-    p4::client::{Client, Target},
+    p4::client::{Client, ElectionId, Target},
     traffic::{FixedRate, Receiver, RecvConfig, SendConfig, Sender},
     wire::ethernet::Address,
 };
@@ -97,6 +97,32 @@ fn routes_from_a_tutorial_runtime_json_carry_ping_and_udp() {
     );
     let written = bed.p4_json(&["registers", "write", "last_length", "--index", "5", "77"]);
     assert_eq!(written[0]["value"], 77);
+    // As text, of 512 cells only those not at zero (1, 2 and 5), and how many are hidden; a
+    // range cuts them; --all shows the zeros.
+    let text = bed.p4_ok(&["registers", "read", "last_length"]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert_eq!(lines[0], "MyIngress.last_length[1] = 242");
+    assert_eq!(lines[2], "MyIngress.last_length[5] = 77");
+    assert_eq!(lines[3], "(509 cells at zero not shown; --all shows them)");
+    let range = bed.p4_ok(&["registers", "read", "last_length", "--index", "2..6"]);
+    assert!(range.starts_with("MyIngress.last_length[2] = "), "{range}");
+    assert!(
+        range.ends_with("[5] = 77\n(2 cells at zero not shown; --all shows them)\n"),
+        "{range}"
+    );
+    let all = bed.p4_ok(&[
+        "registers",
+        "read",
+        "last_length",
+        "--index",
+        "2..6",
+        "--all",
+    ]);
+    assert_eq!(all.lines().count(), 4, "{all}");
+    assert!(bed
+        .p4_refused(&["registers", "read", "last_length", "--index", "500..513"])
+        .contains("index 512 is not in 0..512"));
 
     // Listed entries are the runtime JSON that made them (the default action last).
     let listed = bed.p4_json(&["entries", "list", "ipv4_lpm"]);
@@ -292,6 +318,27 @@ fn watch_prints_counters_with_rates() {
     assert_eq!(port1(&first)["packets"], 2);
     assert!(port1(&first).get("packets_per_s").is_none());
     assert_eq!(port1(&second)["packets_per_s"], 0.0);
+
+    // Into a pipe the table is printed again at each reading, without clear-screen codes.
+    let mut watch = bed
+        .switch_ns()
+        .command(lossless_bin())
+        .args(["p4", "watch", "port_packets", "--interval", "0.2"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut text = String::new();
+    for line in std::io::BufReader::new(watch.stdout.take().unwrap()).lines() {
+        text += &line.unwrap();
+        text.push('\n');
+        if text.matches("device 0 on").count() == 3 {
+            break;
+        }
+    }
+    watch.kill().unwrap();
+    watch.wait().unwrap();
+    assert!(!text.contains('\x1b'), "escape codes in a pipe: {text:?}");
+    assert!(text.contains("\n\ndevice 0 on"), "{text}");
 }
 
 /// While a client with election id 10 holds the primary role, a write with election id 5 is
@@ -329,7 +376,7 @@ fn only_the_primary_writes() {
                     let target = Target {
                         address: SWITCH_ADDR.into(),
                         device_id: 0,
-                        election_id: 10,
+                        election_id: ElectionId::Fixed(10),
                     };
                     let mut client = Client::connect(target).await.unwrap();
                     let arbitration = client.arbitrate().await.unwrap();
@@ -384,6 +431,40 @@ fn only_the_primary_writes() {
     );
     bed.p4_ok(&["entries", "apply", entries, "--election-id", "11"]);
     assert!(bed.ping(1));
+
+    // After p4runtime-shell's default election id (1,0: 2^64), the default 1 is refused and
+    // `auto` claims one above what the switch reports.
+    let program = p4_file("forward.p4");
+    let program = program.to_str().unwrap();
+    let set = |id: &'static str| ["pipeline", "set", "--program", program, "--election-id", id];
+    bed.p4_ok(&set("1,0"));
+    let stderr = bed.p4_refused(&set("1"));
+    assert!(
+        stderr.contains("below the highest the switch has seen (18446744073709551616)"),
+        "{stderr}"
+    );
+    // Into a pipe, the client's log lines (here the id auto chose, at debug) carry no colour.
+    let output = bed
+        .switch_ns()
+        .command(lossless_bin())
+        .env("LOSSLESS_LOG", "lossless=debug")
+        .arg("p4")
+        .args(set("auto"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("election id auto: 18446744073709551617"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains('\x1b'),
+        "colour codes into a pipe: {stderr:?}"
+    );
+    // auto took 2^64 + 1: 2^64 is below it now.
+    let stderr = bed.p4_refused(&set("1,0"));
+    assert!(stderr.contains("(18446744073709551617)"), "{stderr}");
 }
 
 /// A name the program lacks is the client's error, naming it, and writes nothing; a value the
@@ -573,6 +654,64 @@ fn p4c_p4info_drives_softswitch() {
     );
 }
 
+/// `SOFTSWITCH_LOG=softswitch=debug` logs each control-plane change (arbitration, each
+/// update of a Write with its result, a pipeline set and loaded); `trace` adds one line per
+/// frame in and out. Into a pipe, without colour codes.
+#[test]
+fn softswitch_logs_control_plane_at_debug_and_frames_at_trace() {
+    if !privileged("softswitch_logs_control_plane_at_debug_and_frames_at_trace") {
+        return;
+    }
+    let mut bed = TutorialBed::logging(Some("info,softswitch=trace")).unwrap();
+    bed.p4_ok(&[
+        "pipeline",
+        "set",
+        "--program",
+        p4_file("forward.p4").to_str().unwrap(),
+    ]);
+    bed.p4_ok(&[
+        "entries",
+        "apply",
+        p4_file("forward-runtime.json").to_str().unwrap(),
+    ]);
+    assert!(bed.ping(1));
+    for needle in [
+        "arbitration",
+        "SetForwardingPipelineConfig",
+        "pipeline loaded",
+        "Write",
+        "frame in",
+        "frame out",
+    ] {
+        bed.bed.wait_for_log(needle).unwrap();
+    }
+    let debug = |what: &str| {
+        bed.bed
+            .lines
+            .iter()
+            .find(|l| l.contains(what))
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert!(
+        debug("pipeline loaded").contains("DEBUG"),
+        "{:?}",
+        bed.bed.lines
+    );
+    assert!(debug("Write").contains("TableEntry"), "{}", debug("Write"));
+    assert!(debug("frame in").contains("TRACE"), "{}", debug("frame in"));
+    let coloured: Vec<&String> = bed
+        .bed
+        .lines
+        .iter()
+        .filter(|l| l.contains('\x1b'))
+        .collect();
+    assert!(
+        coloured.is_empty(),
+        "colour codes into a pipe: {coloured:?}"
+    );
+}
+
 /// softswitch's queue service: `queue set` changes one queue and `queue show` reads it back.
 #[test]
 fn queue_set_and_show() {
@@ -580,6 +719,21 @@ fn queue_set_and_show() {
         return;
     }
     let bed = routed_bed();
+    // Before any setting, while ports forward: every port's 8 queues, at BMv2's defaults.
+    assert!(bed.ping(2));
+    let queues = bed.p4_json(&["queue", "show"]);
+    let rows = queues.as_array().unwrap();
+    let ports: std::collections::BTreeSet<u64> =
+        rows.iter().map(|q| q["port"].as_u64().unwrap()).collect();
+    assert_eq!(ports, [1, 2].into(), "{queues}");
+    assert_eq!(rows.len(), 16, "{queues}");
+    assert!(
+        rows.iter()
+            .all(|q| q["depth_packets"] == 64 && q["rate_pps"] == 0),
+        "{queues}"
+    );
+    let table = String::from_utf8(bed.p4(&["queue", "show"]).stdout).unwrap();
+    assert_eq!(table.lines().count(), 17, "{table}");
     let changed = bed.p4_json(&[
         "queue",
         "set",

@@ -259,7 +259,11 @@ async fn watch_stats(maps: &PinnedMaps, interval: Duration, json: bool) -> anyho
         let now = std::time::Instant::now();
         let stats = Stats::read(maps)?;
         if !json {
-            print!("\x1b[2J\x1b[H");
+            let stdout = std::io::stdout();
+            print!(
+                "{}",
+                crate::terminal::refresh_prefix(&stdout, previous.is_none())
+            );
         }
         let before = previous.as_ref().map(|(s, at)| (s, now - *at));
         print_stats(&stats, before, json)?;

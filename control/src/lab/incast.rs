@@ -7,8 +7,6 @@
 //! summary that shows whether the rates converged to the fair share.
 
 use std::{
-    fs::{self, File},
-    io::{BufWriter, Write as _},
     net::{IpAddr, Ipv4Addr},
     path::{Path, PathBuf},
     sync::{
@@ -20,10 +18,12 @@ use std::{
 
 use anyhow::Context as _;
 use dataplane_common::Hook;
-use plotters::prelude::*;
 use serde::Serialize;
 
-use super::shared::{enable_forwarding, jain_index, Detach, PRIORITY};
+use super::{
+    output::{self, Line, Panel},
+    shared::{enable_forwarding, jain_index, Detach, PRIORITY},
+};
 use crate::{
     host::{
         attach::{self, AttachRequest, Mode},
@@ -675,25 +675,15 @@ fn write_outputs(
     timelines: &[Vec<RateTimeline>],
     outcome: &Outcome,
 ) -> anyhow::Result<()> {
-    fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let all = || timelines.iter().flatten();
-    let write = |name: &str, body: &dyn Fn(&mut BufWriter<File>) -> anyhow::Result<()>| {
-        let path = args.out.join(name);
-        let mut file = BufWriter::new(
-            File::create(&path).with_context(|| format!("creating {}", path.display()))?,
-        );
-        body(&mut file)?;
-        file.flush()
-            .with_context(|| format!("writing {}", path.display()))
-    };
-    write("rates.csv", &|f| Ok(RateTimeline::write_csv(all(), f)?))?;
-    write("rates.json", &|f| Ok(RateTimeline::write_json(all(), f)?))?;
-    write("summary.json", &|f| {
-        serde_json::to_writer_pretty(&mut *f, outcome)?;
-        Ok(writeln!(f)?)
+    output::write_file(&args.out, "rates.csv", |f| {
+        Ok(RateTimeline::write_csv(all(), f)?)
     })?;
-    let plot = args.out.join("rates.svg");
-    draw(&plot, args, timelines).with_context(|| format!("drawing {}", plot.display()))?;
+    output::write_file(&args.out, "rates.json", |f| {
+        Ok(RateTimeline::write_json(all(), f)?)
+    })?;
+    output::write_summary(&args.out, outcome)?;
+    draw(&args.out.join("rates.svg"), args, timelines)?;
     println!(
         "wrote rates.svg, rates.csv, rates.json and summary.json to {}",
         args.out.display()
@@ -703,8 +693,6 @@ fn write_outputs(
 
 /// Plots every QP's rate over time, with the fair share per QP as a dashed line.
 fn draw(path: &Path, args: &IncastLab, timelines: &[Vec<RateTimeline>]) -> anyhow::Result<()> {
-    let root = SVGBackend::new(path, (1000, 560)).into_drawing_area();
-    root.fill(&WHITE)?;
     let end_ns = timelines
         .iter()
         .flatten()
@@ -715,56 +703,37 @@ fn draw(path: &Path, args: &IncastLab, timelines: &[Vec<RateTimeline>]) -> anyho
         .max(u64::try_from(
             Duration::from_secs_f64(args.secs).as_nanos(),
         )?);
-    let end_s = end_ns as f64 / 1e9;
-    let top = args.line_rate as f64 / f64::from(args.qps) / 1e6 * 1.05;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!(
-                "DCQCN rate per QP: {} senders x {} QP(s) into a {} Mb/s bottleneck",
-                args.senders,
-                args.qps,
-                args.drain / 1_000_000
-            ),
-            ("sans-serif", 20),
-        )
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.0..end_s, 0.0..top)?;
-    chart
-        .configure_mesh()
-        .x_desc("time since the first sender started (s)")
-        .y_desc("rate (Mb/s)")
-        .draw()?;
-    for (i, timeline) in timelines.iter().flatten().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        let points = (0..=PLOT_POINTS).map(|k| {
-            let t = end_ns / u64::from(PLOT_POINTS) * u64::from(k);
-            (t as f64 / 1e9, rate_at(timeline, t) as f64 / 1e6)
-        });
-        let sender = timeline.qp / QP_STRIDE;
-        chart
-            .draw_series(LineSeries::new(points, color.stroke_width(1)))?
-            .label(format!("sender {sender} QP {}", timeline.qp))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-    }
+    let x = 0.0..end_ns as f64 / 1e9;
+    let mut lines: Vec<Line> = timelines
+        .iter()
+        .flatten()
+        .map(|timeline| {
+            let points = (0..=PLOT_POINTS)
+                .map(|k| {
+                    let t = end_ns / u64::from(PLOT_POINTS) * u64::from(k);
+                    (t as f64 / 1e9, rate_at(timeline, t) as f64 / 1e6)
+                })
+                .collect();
+            let sender = timeline.qp / QP_STRIDE;
+            Line::solid(format!("sender {sender} QP {}", timeline.qp), points)
+        })
+        .collect();
     let fair = args.fair_share_bps() / f64::from(args.qps) / 1e6;
-    chart
-        .draw_series(DashedLineSeries::new(
-            [(0.0, fair), (end_s, fair)],
-            6,
-            4,
-            BLACK.stroke_width(1),
-        ))?
-        .label("fair share per QP")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK));
-    chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.85))
-        .draw()?;
-    root.present()?;
-    Ok(())
+    lines.push(Line::level("fair share per QP", fair, &x));
+    let panel = Panel {
+        caption: format!(
+            "DCQCN rate per QP: {} senders x {} QP(s) into a {} Mb/s bottleneck",
+            args.senders,
+            args.qps,
+            args.drain / 1_000_000
+        ),
+        x_desc: "time since the first sender started (s)".into(),
+        y_desc: "rate (Mb/s)".into(),
+        x,
+        y: 0.0..args.line_rate as f64 / f64::from(args.qps) / 1e6 * 1.05,
+        lines,
+    };
+    output::draw_panels(path, (1000, 560), &[panel])
 }
 
 #[cfg(test)]

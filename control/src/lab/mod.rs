@@ -4,5 +4,6 @@ pub mod cli;
 pub mod ecn;
 pub mod incast;
 pub mod lb;
+pub mod output;
 pub mod pfc;
 mod shared;

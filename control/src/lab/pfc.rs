@@ -1,16 +1,23 @@
 //! The PFC lab: a sender faster than its receiver consumes. The receiver's ingress buffer
 //! crosses XOFF and its kernel sends a PAUSE; the sender's XDP records it and the traffic
 //! tool holds its frames until the pause runs out or a resume arrives. Nothing is dropped.
+//! Prints a row every half second and writes the XOFF/XON cycles, sampled every 50 ms, as
+//! pfc.csv and pfc.svg with a summary.json.
 
 use std::{
     net::{IpAddr, Ipv4Addr},
+    path::PathBuf,
     time::{Duration, Instant},
 };
 
 use anyhow::Context as _;
 use dataplane_common::Hook;
+use serde::Serialize;
 
-use super::shared::{Detach, PRIORITY};
+use super::{
+    output::{self, Line, Panel, Series, SAMPLE, SAMPLES_PER_ROW},
+    shared::{Detach, PRIORITY},
+};
 use crate::{
     host::{
         attach::{self, AttachRequest, Mode},
@@ -45,6 +52,9 @@ pub struct PfcLab {
     /// Seconds to run.
     #[arg(long, default_value_t = 6.0)]
     secs: f64,
+    /// Directory for the plot (pfc.svg), the samples (pfc.csv) and summary.json.
+    #[arg(long, default_value = "lab-output/pfc")]
+    out: PathBuf,
 }
 
 /// Both ends use this link speed to turn quanta into time (1 quantum = 512 ns).
@@ -140,7 +150,7 @@ pub fn run(args: &PfcLab, stop: &StopFlag) -> anyhow::Result<()> {
         let receiver_thread = scope.spawn(move || receiving.run());
         let sender_thread = scope.spawn(move || sending.run(&mut [FixedRate { bps: args.rate }]));
         let completed = watch(args, &receiver_maps, &sender_maps, stop);
-        if !matches!(completed, Ok(true)) {
+        if !matches!(completed, Ok(Some(_))) {
             sender_stop.stop();
             receiver_stop.stop();
         }
@@ -148,9 +158,9 @@ pub fn run(args: &PfcLab, stop: &StopFlag) -> anyhow::Result<()> {
         let received = receiver_thread.join().expect("receiver thread");
         (completed, sent, received)
     });
-    if !completed? {
+    let Some(series) = completed? else {
         return Ok(());
-    }
+    };
     let (sent, received) = (sent?, received?);
     let stats = receiver_maps.read_pfc_tx_counters()?;
     println!(
@@ -164,50 +174,169 @@ pub fn run(args: &PfcLab, stop: &StopFlag) -> anyhow::Result<()> {
         stats.pause_tx[PRIORITY],
         stats.resume_tx[PRIORITY]
     );
+    let summary = PfcSummary {
+        rate_bps: args.rate,
+        drain_bps: args.drain,
+        xoff_bytes: args.xoff,
+        xon_bytes: args.xon,
+        quanta: args.quanta,
+        secs: args.secs,
+        sent_frames: sent.packets,
+        sender_paused_ms: sent.pfc_paused_ns as f64 / 1e6,
+        sender_held_frames: sent.pfc_holds,
+        received_frames: received.packets,
+        psn_gaps: received.psn_gaps,
+        pause_tx: stats.pause_tx[PRIORITY],
+        resume_tx: stats.resume_tx[PRIORITY],
+        lossless: received.packets == sent.packets && received.psn_gaps == 0,
+    };
+    write_outputs(args, &series, &summary)
+}
+
+/// summary.json of the PFC lab.
+#[derive(Debug, Serialize)]
+struct PfcSummary {
+    rate_bps: u64,
+    drain_bps: u64,
+    xoff_bytes: u32,
+    xon_bytes: u32,
+    quanta: u32,
+    secs: f64,
+    sent_frames: u64,
+    sender_paused_ms: f64,
+    sender_held_frames: u64,
+    received_frames: u64,
+    psn_gaps: u64,
+    pause_tx: u64,
+    resume_tx: u64,
+    /// Every frame sent arrived, in order.
+    lossless: bool,
+}
+
+/// The columns of pfc.csv, as the table prints them (`sender_paused` 1 or 0).
+const COLUMNS: [&str; 8] = [
+    "time_s",
+    "rx_Mbps",
+    "buffer_bytes",
+    "pause_tx",
+    "resume_tx",
+    "pause_rx",
+    "sender_paused",
+    "paused_ms",
+];
+
+/// Writes pfc.csv, pfc.svg and summary.json into `--out`.
+fn write_outputs(args: &PfcLab, series: &Series, summary: &PfcSummary) -> anyhow::Result<()> {
+    output::write_file(&args.out, "pfc.csv", |f| Ok(series.write_csv(f)?))?;
+    output::write_summary(&args.out, summary)?;
+    let x = 0.0..series.rows.last().map_or(0.0, |r| r[0]);
+    let time = "time (s)".to_owned();
+    let buffer = Panel {
+        caption: "the receiver's ingress buffer: XOFF sends a PAUSE, below XON a resume".into(),
+        x_desc: time.clone(),
+        y_desc: "bytes".into(),
+        x: x.clone(),
+        y: 0.0..(series.max("buffer_bytes").max(f64::from(args.xoff)) * 1.1),
+        lines: vec![
+            Line::solid("buffer_bytes", series.points("buffer_bytes")),
+            Line::level("XOFF", f64::from(args.xoff), &x),
+            Line::level("XON", f64::from(args.xon), &x),
+        ],
+    };
+    let frames = Panel {
+        caption: "PFC frames: sent by the receiver, recorded by the sender's XDP".into(),
+        x_desc: time.clone(),
+        y_desc: "frames (cumulative)".into(),
+        x: x.clone(),
+        y: 0.0..(series.max("pause_tx").max(series.max("pause_rx")).max(1.0) * 1.1),
+        lines: vec![
+            Line::solid("PAUSE sent", series.points("pause_tx")),
+            Line::solid("resume sent", series.points("resume_tx")),
+            Line::solid("PAUSE received", series.points("pause_rx")),
+        ],
+    };
+    let rate = Panel {
+        caption: "what the receiver consumes while the sender holds".into(),
+        x_desc: time,
+        y_desc: "Mb/s".into(),
+        x: x.clone(),
+        y: 0.0..(series.max("rx_Mbps").max(args.rate as f64 / 1e6) * 1.1),
+        lines: vec![
+            Line::solid("received", series.points("rx_Mbps")),
+            Line::level("sender's rate", args.rate as f64 / 1e6, &x),
+            Line::level("drain", args.drain as f64 / 1e6, &x),
+        ],
+    };
+    output::draw_panels(
+        &args.out.join("pfc.svg"),
+        (1000, 360),
+        &[buffer, frames, rate],
+    )?;
+    println!(
+        "wrote pfc.svg, pfc.csv and summary.json to {}",
+        args.out.display()
+    );
     Ok(())
 }
 
-/// Prints a row every half second until the run's end; false if stopped early.
+/// Samples both ends every [`SAMPLE`] and prints a row every [`SAMPLES_PER_ROW`] samples until
+/// the run's end; `None` if stopped early.
 fn watch(
     args: &PfcLab,
     receiver: &PinnedMaps,
     sender: &PinnedMaps,
     stop: &StopFlag,
-) -> anyhow::Result<bool> {
+) -> anyhow::Result<Option<Series>> {
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(args.secs);
-    let tick = Duration::from_millis(500);
-    let mut before = receiver.read_counters(Hook::Xdp)?.per_priority[PRIORITY];
-    let mut last = Instant::now();
+    let mut series = Series::new(&COLUMNS);
+    let first = receiver.read_counters(Hook::Xdp)?.per_priority[PRIORITY];
+    let (mut sample_before, mut sample_at) = (first, Instant::now());
+    let (mut row_before, mut row_at) = (first, Instant::now());
+    let mut samples = 0u32;
     while Instant::now() < end {
         if stop.is_stopped() {
-            return Ok(false);
+            return Ok(None);
         }
-        std::thread::sleep(tick.min(end.saturating_duration_since(Instant::now())));
+        std::thread::sleep(SAMPLE.min(end.saturating_duration_since(Instant::now())));
         let now = receiver.read_counters(Hook::Xdp)?.per_priority[PRIORITY];
         let tx = receiver.read_pfc_tx_counters()?;
         let buffer = receiver.read_pfc_buffers()?[PRIORITY].queue.backlog_bytes;
         let rx = sender.read_counters(Hook::Xdp)?.per_priority[PRIORITY];
         let state = sender.read_pfc_states()?[PRIORITY];
         let clock = crate::host::stats::monotonic_ns()?;
-        let elapsed = last.elapsed().as_secs_f64();
-        last = Instant::now();
-        println!(
-            "{:>6.1} {:>11.1} {:>12} {:>9} {:>10} {:>10} {:>14} {:>10.1}",
-            start.elapsed().as_secs_f64(),
-            (now.rx_bytes - before.rx_bytes) as f64 * 8.0 / elapsed / 1e6,
-            buffer,
-            tx.pause_tx[PRIORITY],
-            tx.resume_tx[PRIORITY],
-            rx.pfc_pause_rx,
-            if state.is_paused(clock) {
-                "paused"
-            } else {
-                "sending"
-            },
-            state.paused_ns(clock) as f64 / 1e6,
-        );
-        before = now;
+        let paused = state.is_paused(clock);
+        let mbps = |before: &dataplane_common::counters::PrioCounters, since: Instant| {
+            (now.rx_bytes - before.rx_bytes) as f64 * 8.0 / since.elapsed().as_secs_f64() / 1e6
+        };
+        let t = start.elapsed().as_secs_f64();
+        let paused_ms = state.paused_ns(clock) as f64 / 1e6;
+        series.push(vec![
+            t,
+            mbps(&sample_before, sample_at),
+            buffer as f64,
+            tx.pause_tx[PRIORITY] as f64,
+            tx.resume_tx[PRIORITY] as f64,
+            rx.pfc_pause_rx as f64,
+            if paused { 1.0 } else { 0.0 },
+            paused_ms,
+        ]);
+        (sample_before, sample_at) = (now, Instant::now());
+        samples += 1;
+        if samples.is_multiple_of(SAMPLES_PER_ROW) {
+            println!(
+                "{:>6.1} {:>11.1} {:>12} {:>9} {:>10} {:>10} {:>14} {:>10.1}",
+                t,
+                mbps(&row_before, row_at),
+                buffer,
+                tx.pause_tx[PRIORITY],
+                tx.resume_tx[PRIORITY],
+                rx.pfc_pause_rx,
+                if paused { "paused" } else { "sending" },
+                paused_ms,
+            );
+            (row_before, row_at) = (now, Instant::now());
+        }
     }
-    Ok(true)
+    Ok(Some(series))
 }

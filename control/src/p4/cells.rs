@@ -118,6 +118,12 @@ pub fn register_entity(register: &Register, index: Option<i64>) -> anyhow::Resul
     })
 }
 
+/// Checks that the indices `start..end` (end excluded) are cells of `register`.
+pub fn check_range(register: &Register, start: i64, end: i64) -> anyhow::Result<()> {
+    check_index(register, start)?;
+    check_index(register, end - 1)
+}
+
 fn check_index(register: &Register, index: i64) -> anyhow::Result<()> {
     if index < 0 || index >= i64::from(register.size) {
         bail!(
@@ -140,16 +146,20 @@ pub fn register_cells(entities: &[Entity], p4info: &P4Info) -> Vec<RegisterCell>
                 let name =
                     register.map_or_else(|| format!("#{}", r.register_id), |x| x.name().to_owned());
                 let bitwidth = register.and_then(register_bitwidth).unwrap_or(0);
-                let value = match r.data.as_ref().and_then(|d| d.data.as_ref()) {
-                    Some(p4_data::Data::Bitstring(bytes)) => value::display(bytes, bitwidth, &name),
-                    Some(p4_data::Data::Bool(b)) => Value::Bool(*b),
-                    Some(other) => Value::String(format!("{other:?}")),
-                    None => Value::Null,
+                let (value, zero) = match r.data.as_ref().and_then(|d| d.data.as_ref()) {
+                    Some(p4_data::Data::Bitstring(bytes)) => (
+                        value::display(bytes, bitwidth, &name),
+                        bytes.iter().all(|b| *b == 0),
+                    ),
+                    Some(p4_data::Data::Bool(b)) => (Value::Bool(*b), !*b),
+                    Some(other) => (Value::String(format!("{other:?}")), false),
+                    None => (Value::Null, false),
                 };
                 Some(RegisterCell {
                     register: name,
                     index: r.index.map_or(0, |i| i.index),
                     value,
+                    zero,
                 })
             }
             _ => None,
@@ -291,7 +301,8 @@ mod tests {
             [RegisterCell {
                 register: "MyIngress.last_len".into(),
                 index: 3,
-                value: json!(1500)
+                value: json!(1500),
+                zero: false,
             }]
         );
         let error = format!("{:#}", register_write(register, 3, "70000").unwrap_err());

@@ -16,12 +16,13 @@ use serde_json::json;
 
 use super::{
     cells,
-    client::{parse_election_id, Client, Target},
+    client::{parse_election_id, Client, ElectionId, Target},
     entries,
     p4info::{self, by_name, AnyCounter},
     render::{self, CounterCell},
     runtime_json::RuntimeConfig,
 };
+use crate::terminal;
 
 /// `lossless p4`: options every subcommand shares, and the subcommand.
 #[derive(Debug, Args)]
@@ -32,10 +33,10 @@ pub struct P4Args {
     /// The P4Runtime device id.
     #[arg(long, global = true, default_value_t = 0)]
     pub device_id: u64,
-    /// This client's election id: a number, or HIGH,LOW. Writes need the highest one
-    /// connected to the device.
+    /// This client's election id: a number, HIGH,LOW (p4runtime-shell's default is 1,0, that
+    /// is 2^64), or auto (one above the highest the switch reports). Writes need the highest.
     #[arg(long, global = true, default_value = "1", value_parser = parse_election_id)]
-    pub election_id: u128,
+    pub election_id: ElectionId,
     /// Print JSON.
     #[arg(long, global = true)]
     pub json: bool,
@@ -129,26 +130,34 @@ pub enum EntriesCommand {
 /// `counters` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum CountersCommand {
-    /// Print a counter's cells: every index, or one; every entry of a direct counter.
+    /// Print a counter's cells: every index, or one; every entry of a direct counter. Of
+    /// several cells, those at zero are not shown (--all shows them; --json has them all).
     Read {
         /// The counter (full name or unique suffix).
         name: String,
         /// One index of a counter array.
         #[arg(long)]
         index: Option<i64>,
+        /// Show the cells at zero too.
+        #[arg(long)]
+        all: bool,
     },
 }
 
 /// `registers` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum RegistersCommand {
-    /// Print a register's cells: every index, or one.
+    /// Print a register's cells: every index, one, or a range. Of several cells, those at zero
+    /// are not shown (--all shows them; --json has them all).
     Read {
         /// The register (full name or unique suffix).
         name: String,
-        /// One index.
+        /// One index N, or the indices START..END (END excluded).
+        #[arg(long, value_parser = parse_index_range)]
+        index: Option<IndexRange>,
+        /// Show the cells at zero too.
         #[arg(long)]
-        index: Option<i64>,
+        all: bool,
     },
     /// Write one cell.
     Write {
@@ -241,7 +250,7 @@ pub async fn run(args: P4Args) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        P4Command::Counters(CountersCommand::Read { name, index }) => {
+        P4Command::Counters(CountersCommand::Read { name, index, all }) => {
             let mut client = Client::connect(target).await?;
             let p4info = client.p4info().await?;
             let counter = p4info::counter(&p4info, &name)?;
@@ -249,7 +258,7 @@ pub async fn run(args: P4Args) -> anyhow::Result<()> {
             if json {
                 println!("{}", serde_json::to_string(&cells)?);
             } else {
-                print!("{}", render::counter_table(&cells));
+                print!("{}", render::counter_table(&cells, all));
             }
             Ok(())
         }
@@ -431,26 +440,76 @@ async fn read_counters(
     Ok(cells::counter_cells(&read, p4info))
 }
 
+/// Indices of a register: one, or `start..end` (end excluded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexRange {
+    /// The first index.
+    pub start: i64,
+    /// One past the last index.
+    pub end: i64,
+}
+
+/// Parses `N` or `START..END` (END excluded, above START).
+fn parse_index_range(text: &str) -> Result<IndexRange, String> {
+    let number = |s: &str| {
+        s.trim()
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n >= 0)
+            .ok_or_else(|| format!("{s:?} is not an index (0, 1, ...)"))
+    };
+    match text.split_once("..") {
+        None => number(text).map(|start| IndexRange {
+            start,
+            end: start + 1,
+        }),
+        Some((start, end)) => {
+            let (start, end) = (number(start)?, number(end)?);
+            if end <= start {
+                return Err(format!(
+                    "{text}: the range START..END needs END above START (END is excluded)"
+                ));
+            }
+            Ok(IndexRange { start, end })
+        }
+    }
+}
+
 async fn registers(target: Target, command: RegistersCommand, json: bool) -> anyhow::Result<()> {
     let mut client = Client::connect(target).await?;
     let p4info = client.p4info().await?;
-    let (name, index) = match &command {
-        RegistersCommand::Read { name, index } => (name, *index),
-        RegistersCommand::Write { name, index, .. } => (name, Some(*index)),
+    let (name, range, all) = match &command {
+        RegistersCommand::Read { name, index, all } => (name, *index, *all),
+        RegistersCommand::Write { name, index, .. } => (
+            name,
+            Some(IndexRange {
+                start: *index,
+                end: index.saturating_add(1),
+            }),
+            true,
+        ),
     };
     let register = by_name("register", &p4info.registers, name)?;
     if let RegistersCommand::Write { index, value, .. } = &command {
         let update = cells::register_write(register, *index, value)?;
         client.write(std::slice::from_ref(&update)).await?;
     }
+    if let Some(range) = range {
+        cells::check_range(register, range.start, range.end)?;
+    }
+    // One index is read alone; a range is read whole (one request) and cut here.
+    let single = range.filter(|r| r.end - r.start == 1).map(|r| r.start);
     let read = client
-        .read(vec![cells::register_entity(register, index)?])
+        .read(vec![cells::register_entity(register, single)?])
         .await?;
-    let cells = cells::register_cells(&read, &p4info);
+    let mut cells = cells::register_cells(&read, &p4info);
+    if let Some(range) = range {
+        cells.retain(|c| (range.start..range.end).contains(&c.index));
+    }
     if json {
         println!("{}", serde_json::to_string(&cells)?);
     } else {
-        print!("{}", render::register_lines(&cells));
+        print!("{}", render::register_lines(&cells, all));
     }
     Ok(())
 }
@@ -530,6 +589,8 @@ async fn watch(
     let mut ticker = tokio::time::interval(interval);
     let mut p4info: Option<P4Info> = None;
     let mut previous: Option<(Vec<CounterCell>, Instant)> = None;
+    let stdout = std::io::stdout();
+    let mut first = true;
     loop {
         tokio::select! {
             _ = ticker.tick() => {}
@@ -560,7 +621,8 @@ async fn watch(
                 if json {
                     println!("{}", serde_json::to_string(&rows)?);
                 } else {
-                    print!("\x1b[2J\x1b[H{}", render::watch_table(&title, &rows));
+                    let prefix = terminal::refresh_prefix(&stdout, first);
+                    print!("{prefix}{}", render::watch_table(&title, &rows));
                 }
                 previous = Some((cells, now));
             }
@@ -569,10 +631,12 @@ async fn watch(
                 if json {
                     eprintln!("error: {error:#}");
                 } else {
-                    print!("\x1b[2J\x1b[H{title}\nerror: {error:#}\n");
+                    let prefix = terminal::refresh_prefix(&stdout, first);
+                    print!("{prefix}{title}\nerror: {error:#}\n");
                 }
             }
         }
+        first = false;
     }
 }
 
@@ -588,7 +652,7 @@ mod tests {
     }
 
     /// The options every subcommand shares.
-    fn globals(args: &P4Args) -> (&str, u64, u128, bool) {
+    fn globals(args: &P4Args) -> (&str, u64, ElectionId, bool) {
         (
             args.switch.as_str(),
             args.device_id,
@@ -604,7 +668,10 @@ mod tests {
     #[test]
     fn global_options_go_anywhere_with_defaults() {
         let args = parse(&["entries", "list", "ipv4_lpm"]).unwrap();
-        assert_eq!(globals(&args), ("127.0.0.1:9559", 0, 1, false));
+        assert_eq!(
+            globals(&args),
+            ("127.0.0.1:9559", 0, ElectionId::Fixed(1), false)
+        );
         let args = parse(&[
             "counters",
             "read",
@@ -620,7 +687,10 @@ mod tests {
             "--json",
         ])
         .unwrap();
-        assert_eq!(globals(&args), ("10.0.0.1:50051", 2, 7, true));
+        assert_eq!(
+            globals(&args),
+            ("10.0.0.1:50051", 2, ElectionId::Fixed(7), true)
+        );
         assert!(matches!(
             args.command,
             P4Command::Counters(CountersCommand::Read { index: Some(3), .. })
@@ -661,6 +731,27 @@ mod tests {
         assert!(matches!(
             args.command,
             P4Command::Registers(RegistersCommand::Write { value, .. }) if value == "-5"
+        ));
+    }
+
+    #[test]
+    fn register_indices_one_or_a_range() {
+        assert_eq!(parse_index_range("7"), Ok(IndexRange { start: 7, end: 8 }));
+        assert_eq!(
+            parse_index_range("0..16"),
+            Ok(IndexRange { start: 0, end: 16 })
+        );
+        assert!(parse_index_range("5..5").is_err());
+        assert!(parse_index_range("-1").is_err());
+        assert!(parse_index_range("a..3").is_err());
+        let args = parse(&["registers", "read", "r", "--index", "2..4", "--all"]).unwrap();
+        assert!(matches!(
+            args.command,
+            P4Command::Registers(RegistersCommand::Read {
+                index: Some(IndexRange { start: 2, end: 4 }),
+                all: true,
+                ..
+            })
         ));
     }
 

@@ -42,7 +42,17 @@ pub struct Target {
     /// The P4Runtime device id.
     pub device_id: u64,
     /// This client's election id (the highest one is the primary, which alone writes).
-    pub election_id: u128,
+    pub election_id: ElectionId,
+}
+
+/// The election id a client claims.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ElectionId {
+    /// This one.
+    Fixed(u128),
+    /// One above the highest the switch reports when arbitration starts (1 if it reports none):
+    /// the primary role, taken over from whoever holds it.
+    Auto,
 }
 
 /// A failed RPC: what was asked of whom, the gRPC status, and per-update errors of a write.
@@ -125,6 +135,8 @@ pub struct Client {
     /// The arbitration answer and the stream's sending half, which keeps the stream (and so
     /// this client's role) alive until the client is dropped.
     stream: Option<(Arbitration, mpsc::Sender<StreamMessageRequest>)>,
+    /// The election id claimed: the target's, or the one `auto` chose at arbitration.
+    election_id: u128,
 }
 
 impl Client {
@@ -150,6 +162,10 @@ impl Client {
         Ok(Client {
             grpc: P4RuntimeClient::new(channel.clone()),
             channel,
+            election_id: match target.election_id {
+                ElectionId::Fixed(id) => id,
+                ElectionId::Auto => 1,
+            },
             target,
             stream: None,
         })
@@ -161,16 +177,49 @@ impl Client {
     }
 
     /// Opens the StreamChannel and sends this client's election id; returns the switch's
-    /// answer. The stream stays open (and the role held) until the client is dropped.
+    /// answer. The stream stays open (and the role held) until the client is dropped. With
+    /// [`ElectionId::Auto`], a first stream without an election id (a backup, which takes
+    /// nothing from anyone) asks for the highest id the switch reports, and the role is then
+    /// claimed with one above it.
     pub async fn arbitrate(&mut self) -> Result<Arbitration, RpcError> {
         if let Some((arbitration, _)) = &self.stream {
             return Ok(*arbitration);
         }
+        if self.target.election_id == ElectionId::Auto {
+            let (probe, _) = self.open_stream(None).await?;
+            self.election_id = match probe.primary_election_id {
+                None => 1,
+                Some(highest) => highest.checked_add(1).ok_or_else(|| RpcError {
+                    rpc: "StreamChannel",
+                    address: self.target.address.clone(),
+                    code: Code::ResourceExhausted,
+                    message: "the switch reports the largest election id: none is above it".into(),
+                    updates: Vec::new(),
+                    note: None,
+                })?,
+            };
+            tracing::debug!(
+                "election id auto: {} (the switch reported {:?})",
+                self.election_id,
+                probe.primary_election_id
+            );
+        }
+        let (arbitration, requests) = self.open_stream(Some(self.election_id)).await?;
+        self.stream = Some((arbitration, requests));
+        Ok(arbitration)
+    }
+
+    /// Opens a StreamChannel, sends a MasterArbitrationUpdate with `election_id` and waits for
+    /// the switch's answer; the stream lives as long as the returned sending half.
+    async fn open_stream(
+        &mut self,
+        election_id: Option<u128>,
+    ) -> Result<(Arbitration, mpsc::Sender<StreamMessageRequest>), RpcError> {
         let (requests, receiver) = mpsc::channel(4);
         let update = MasterArbitrationUpdate {
             device_id: self.target.device_id,
             role: None,
-            election_id: Some(uint128(self.target.election_id)),
+            election_id: election_id.map(uint128),
             status: None,
         };
         requests
@@ -217,8 +266,7 @@ impl Client {
                 .as_ref()
                 .is_some_and(|s| s.code == Code::NotFound as i32),
         };
-        self.stream = Some((arbitration, requests));
-        Ok(arbitration)
+        Ok((arbitration, requests))
     }
 
     /// Pushes a pipeline (VERIFY_AND_COMMIT): P4Info and the target's device config.
@@ -230,7 +278,7 @@ impl Client {
         self.arbitrate().await?;
         let request = SetForwardingPipelineConfigRequest {
             device_id: self.target.device_id,
-            election_id: Some(uint128(self.target.election_id)),
+            election_id: Some(uint128(self.election_id)),
             action: set_forwarding_pipeline_config_request::Action::VerifyAndCommit as i32,
             config: Some(ForwardingPipelineConfig {
                 p4info: Some(p4info),
@@ -288,7 +336,7 @@ impl Client {
         for batch in updates.chunks(BATCH) {
             let request = WriteRequest {
                 device_id: self.target.device_id,
-                election_id: Some(uint128(self.target.election_id)),
+                election_id: Some(uint128(self.election_id)),
                 updates: batch.iter().map(|l| l.update.clone()).collect(),
                 atomicity: Atomicity::ContinueOnError as i32,
                 ..Default::default()
@@ -380,7 +428,7 @@ impl Client {
     /// Adds to a refused write why this client may not write: it is not the primary.
     fn with_role_note(&self, mut error: RpcError) -> RpcError {
         if let Some((arbitration, _)) = &self.stream {
-            let id = self.target.election_id;
+            let id = self.election_id;
             let seen = arbitration
                 .primary_election_id
                 .map(|id| format!(" ({id})"))
@@ -464,8 +512,11 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     parts.join(": ")
 }
 
-/// Parses an election id: a decimal `u128`, or `HIGH,LOW` as p4runtime-shell writes it.
-pub fn parse_election_id(text: &str) -> Result<u128, String> {
+/// Parses an election id: `auto`, a decimal `u128`, or `HIGH,LOW` as p4runtime-shell writes it.
+pub fn parse_election_id(text: &str) -> Result<ElectionId, String> {
+    if text.trim() == "auto" {
+        return Ok(ElectionId::Auto);
+    }
     let parsed = match text.split_once(',') {
         Some((high, low)) => high.trim().parse::<u64>().and_then(|h| {
             low.trim()
@@ -476,9 +527,9 @@ pub fn parse_election_id(text: &str) -> Result<u128, String> {
     };
     match parsed {
         Ok(0) => Err("an election id must be above 0".to_owned()),
-        Ok(id) => Ok(id),
+        Ok(id) => Ok(ElectionId::Fixed(id)),
         Err(_) => Err(format!(
-            "'{text}' is not an election id (a number, or HIGH,LOW)"
+            "'{text}' is not an election id (a number, HIGH,LOW, or auto)"
         )),
     }
 }
@@ -489,9 +540,10 @@ mod tests {
 
     #[test]
     fn election_ids() {
-        assert_eq!(parse_election_id("1"), Ok(1));
-        assert_eq!(parse_election_id("0,5"), Ok(5));
-        assert_eq!(parse_election_id("1,0"), Ok(1 << 64));
+        assert_eq!(parse_election_id("1"), Ok(ElectionId::Fixed(1)));
+        assert_eq!(parse_election_id("0,5"), Ok(ElectionId::Fixed(5)));
+        assert_eq!(parse_election_id("1,0"), Ok(ElectionId::Fixed(1 << 64)));
+        assert_eq!(parse_election_id("auto"), Ok(ElectionId::Auto));
         assert_eq!(from_uint128(uint128((7 << 64) | 9)), (7 << 64) | 9);
         assert!(parse_election_id("0").is_err());
         assert!(parse_election_id("x").is_err());

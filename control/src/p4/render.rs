@@ -55,17 +55,20 @@ pub struct RegisterCell {
     pub index: i64,
     /// The value, in the forms of [`super::value::display`].
     pub value: Value,
+    /// Whether the value is zero (every bit clear, or false).
+    #[serde(skip)]
+    pub zero: bool,
 }
 
 /// Counter cells as a table with a header line. Of several cells, those still at zero are left
-/// out (a 512-port counter shows its live ports), and a last line says how many.
-pub fn counter_table(cells: &[CounterCell]) -> String {
+/// out unless `all` (a 512-port counter shows its live ports), and a last line says how many.
+pub fn counter_table(cells: &[CounterCell], all: bool) -> String {
     let mut out = format!(
         "{:<32} {:<24} {:>14} {:>16}\n",
         "counter", "cell", "packets", "bytes"
     );
-    let live = |c: &&CounterCell| cells.len() == 1 || c.packets != 0 || c.bytes != 0;
-    for cell in cells.iter().filter(live) {
+    let shown = |c: &&CounterCell| all || cells.len() == 1 || c.packets != 0 || c.bytes != 0;
+    for cell in cells.iter().filter(shown) {
         let _ = writeln!(
             out,
             "{:<32} {:<24} {:>14} {:>16}",
@@ -75,23 +78,30 @@ pub fn counter_table(cells: &[CounterCell]) -> String {
             cell.bytes
         );
     }
-    let zero = cells.len() - cells.iter().filter(live).count();
-    if zero > 0 {
-        let _ = writeln!(
-            out,
-            "({} not shown; --json shows every cell)",
-            plural(zero, "cell at zero", "cells at zero")
-        );
-    }
-    out
+    out + &hidden_zeros(cells.len() - cells.iter().filter(shown).count())
 }
 
-/// Register cells, one `name[index] = value` a line.
-pub fn register_lines(cells: &[RegisterCell]) -> String {
-    cells
+/// Register cells, one `name[index] = value` a line. Of several cells, those at zero are left
+/// out unless `all`, and a last line says how many.
+pub fn register_lines(cells: &[RegisterCell], all: bool) -> String {
+    let shown = |c: &&RegisterCell| all || cells.len() == 1 || !c.zero;
+    let lines: String = cells
         .iter()
+        .filter(shown)
         .map(|c| format!("{}[{}] = {}\n", c.register, c.index, c.value))
-        .collect()
+        .collect();
+    lines + &hidden_zeros(cells.len() - cells.iter().filter(shown).count())
+}
+
+/// The line that says how many cells at zero a listing left out (none: nothing).
+fn hidden_zeros(zero: usize) -> String {
+    if zero == 0 {
+        return String::new();
+    }
+    format!(
+        "({} not shown; --all shows them)\n",
+        plural(zero, "cell at zero", "cells at zero")
+    )
 }
 
 /// Table entries, one a line: `MATCH => ACTION(PARAMS)`, with the priority when there is one.
@@ -215,7 +225,7 @@ mod tests {
 
     #[test]
     fn counter_table_has_a_row_per_cell() {
-        let table = counter_table(&[cell(1, 10, 980), cell(2, 3, 294)]);
+        let table = counter_table(&[cell(1, 10, 980), cell(2, 3, 294)], false);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines.len(), 3);
         assert!(lines[0].starts_with("counter"));
@@ -225,15 +235,14 @@ mod tests {
 
     #[test]
     fn zero_cells_are_left_out_of_a_table_of_several() {
-        let table = counter_table(&[cell(0, 0, 0), cell(1, 10, 980), cell(2, 0, 0)]);
+        let cells = [cell(0, 0, 0), cell(1, 10, 980), cell(2, 0, 0)];
+        let table = counter_table(&cells, false);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines.len(), 3, "{table}");
         assert!(lines[1].contains("[1]"));
-        assert_eq!(
-            lines[2],
-            "(2 cells at zero not shown; --json shows every cell)"
-        );
-        let one = counter_table(&[cell(7, 0, 0)]);
+        assert_eq!(lines[2], "(2 cells at zero not shown; --all shows them)");
+        assert_eq!(counter_table(&cells, true).lines().count(), 4);
+        let one = counter_table(&[cell(7, 0, 0)], false);
         assert!(one.lines().nth(1).unwrap().contains("[7]"), "{one}");
     }
 
@@ -254,7 +263,7 @@ mod tests {
             packets: 4,
             bytes: 400,
         };
-        let table = counter_table(std::slice::from_ref(&direct));
+        let table = counter_table(std::slice::from_ref(&direct), false);
         assert!(table.contains(r#"dstAddr=["10.0.2.2",32]"#), "{table}");
         let json = serde_json::to_value(&direct).unwrap();
         assert_eq!(
@@ -303,12 +312,22 @@ mod tests {
 
     #[test]
     fn registers_and_entries_as_lines() {
-        let cells = [RegisterCell {
+        let register = |index, value: u64| RegisterCell {
             register: "MyIngress.last_seen".into(),
-            index: 3,
-            value: json!(42),
-        }];
-        assert_eq!(register_lines(&cells), "MyIngress.last_seen[3] = 42\n");
+            index,
+            value: json!(value),
+            zero: value == 0,
+        };
+        assert_eq!(
+            register_lines(&[register(3, 0)], false),
+            "MyIngress.last_seen[3] = 0\n"
+        );
+        let cells = [register(0, 0), register(1, 42), register(2, 0)];
+        assert_eq!(
+            register_lines(&cells, false),
+            "MyIngress.last_seen[1] = 42\n(2 cells at zero not shown; --all shows them)\n"
+        );
+        assert_eq!(register_lines(&cells, true).lines().count(), 3);
         let entry = TableEntrySpec {
             table: "MyIngress.acl".into(),
             matches: [(

@@ -6,18 +6,20 @@ use std::io::{BufWriter, Write as _};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
 
 use super::counters::{Interval, RecvSummary};
 use super::dcqcn::{Dcqcn, DcqcnParams, RateTimeline};
 use super::notify::CnpConfig;
 use super::rate::{FixedRate, RateController};
 use super::receiver::{Receiver, RecvConfig};
-use super::sender::{SendConfig, SendSummary, Sender};
+use super::sender::{PfcHonour, SendConfig, SendSummary, Sender};
 use super::stop::StopFlag;
+use crate::terminal;
 use crate::units::parse_rate_bps;
 use crate::wire::bth::MASK_24;
 use crate::wire::ethernet::Address;
@@ -329,6 +331,7 @@ fn send(args: SendArgs) -> anyhow::Result<()> {
     };
     let mut sender =
         Sender::open(config).with_context(|| format!("preparing to send on {}", args.iface))?;
+    let progress = default_run_progress(&args, terminal::redraws(&std::io::stderr()));
     let shares = FixedRate::split(args.rate, sender.frames().len());
     let summary = if args.dcqcn {
         let params = args.dcqcn_params();
@@ -346,12 +349,42 @@ fn send(args: SendArgs) -> anyhow::Result<()> {
     } else {
         run_sender(&mut sender, &mut shares.clone(), &args.iface)?
     };
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         print!("{}", send_table(&summary));
     }
     Ok(())
+}
+
+/// A progress bar for a run the user gave no end (the default duration), on a terminal only:
+/// the time gone of the run's seconds, moved on by a thread until the bar is finished.
+/// `on_terminal` says whether stderr, where the bar goes, is a terminal.
+fn default_run_progress(args: &SendArgs, on_terminal: bool) -> Option<ProgressBar> {
+    if args.count.is_some() || args.duration.is_some() || !on_terminal {
+        return None;
+    }
+    let total = Duration::from_secs_f64(DEFAULT_SEND_SECS);
+    let bar = ProgressBar::new(total.as_millis() as u64).with_style(
+        ProgressStyle::with_template(
+            "sending on {prefix} for {len} ms, the default (--duration, --count or Ctrl-C end it) [{bar:30}] {pos} ms",
+        )
+        .expect("a valid template")
+        .progress_chars("=> "),
+    );
+    bar.set_prefix(args.iface.clone());
+    let ticking = bar.clone();
+    let started = Instant::now();
+    std::thread::spawn(move || {
+        while !ticking.is_finished() {
+            ticking.set_position(started.elapsed().min(total).as_millis() as u64);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    Some(bar)
 }
 
 /// Runs `sender` with `rates` until it ends or Ctrl-C.
@@ -455,8 +488,8 @@ fn human_rate(bps: f64) -> String {
 fn send_table(s: &SendSummary) -> String {
     let mut out = format!(
         "sent {} frames of {} bytes ({} bytes) in {:.3} s on {}: {} on the wire, {:.0} frames/s\n\
-         {} {} -> {} {}; {} send retries, {} stalls (sender fell behind its schedule)\n\
-         {} CNPs received ({} for no QP of this sender); PFC priority {}: {}\n",
+         {} {} -> {} {}{}; {} send retries, {} stalls (sender fell behind its schedule)\n\
+         {} CNPs received ({} for no QP of this sender); {}\n",
         s.packets,
         s.frame_len,
         s.bytes,
@@ -468,20 +501,14 @@ fn send_table(s: &SendSummary) -> String {
         s.src_mac,
         s.dst_ip,
         s.dst_mac,
+        s.gateway
+            .map(|gw| format!(" (via gateway {gw})"))
+            .unwrap_or_default(),
         s.retries,
         s.stalls,
         s.cnp_received,
         s.cnp_unmatched,
-        s.pfc_priority,
-        if s.pfc_honoured {
-            format!(
-                "honoured, paused {:.3} ms, {} frames held",
-                s.pfc_paused_ns as f64 / 1e6,
-                s.pfc_holds
-            )
-        } else {
-            "not honoured (interface not attached, or --ignore-pfc)".to_owned()
-        }
+        pfc_clause(s)
     );
     out += &format!(
         "{:>8} {:>6} {:>12} {:>9} {:>8}\n",
@@ -494,6 +521,21 @@ fn send_table(s: &SendSummary) -> String {
         );
     }
     out
+}
+
+/// What the sender did about PFC, in a few words: the pause figures when it honoured them,
+/// and otherwise the one reason it could not.
+fn pfc_clause(s: &SendSummary) -> String {
+    match s.pfc {
+        PfcHonour::Honoured => format!(
+            "PFC priority {}: honoured, paused {:.3} ms, {} frames held",
+            s.pfc_priority,
+            s.pfc_paused_ns as f64 / 1e6,
+            s.pfc_holds
+        ),
+        PfcHonour::Ignored => format!("PFC priority {}: ignored (--ignore-pfc)", s.pfc_priority),
+        PfcHonour::NotAttached => format!("PFC: no pauses to honour ({} not attached)", s.iface),
+    }
 }
 
 /// One interval report as a line: time, then each QP's goodput, CE and CNPs.
@@ -780,6 +822,24 @@ mod tests {
     }
 
     #[test]
+    fn progress_only_for_the_default_run_on_a_terminal() {
+        let send = |extra: &[&str]| {
+            let base = ["traffic", "send", "--iface", "a", "--dst-ip", "10.0.0.2"];
+            let cli = Cli::try_parse_from(base.iter().chain(extra)).unwrap();
+            let TrafficCommand::Send(args) = cli.traffic else {
+                panic!("not send")
+            };
+            args
+        };
+        assert!(default_run_progress(&send(&[]), false).is_none());
+        let bar = default_run_progress(&send(&[]), true).expect("a bar");
+        assert_eq!(bar.length(), Some(10_000));
+        bar.finish_and_clear();
+        assert!(default_run_progress(&send(&["--count", "5"]), true).is_none());
+        assert!(default_run_progress(&send(&["--duration", "1"]), true).is_none());
+    }
+
+    #[test]
     fn receiver_table() {
         let summary = RecvSummary {
             duration_s: 1.0,
@@ -803,6 +863,61 @@ mod tests {
         assert!(table.starts_with("      QP             SRC"), "{table}");
         assert!(table.contains("   total "), "{table}");
         assert!(table.contains("8.00 Mbit/s"), "{table}");
+    }
+
+    #[test]
+    fn sender_summary_says_the_gateway_and_pfc_once() {
+        let mut summary = SendSummary {
+            iface: "tx0".into(),
+            src_mac: "02:00:00:00:00:01".into(),
+            dst_mac: "02:00:00:00:00:fe".into(),
+            src_ip: "10.0.1.2".parse().unwrap(),
+            dst_ip: "10.0.2.2".parse().unwrap(),
+            gateway: Some("10.0.1.1".parse().unwrap()),
+            frame_len: 1024,
+            packets: 10,
+            bytes: 10240,
+            duration_s: 1.0,
+            wire_rate_bps: 83_000.0,
+            pps: 10.0,
+            retries: 0,
+            stalls: 0,
+            cnp_received: 0,
+            cnp_unmatched: 0,
+            pfc_priority: 3,
+            pfc_honoured: false,
+            pfc: PfcHonour::NotAttached,
+            pfc_paused_ns: 0,
+            pfc_holds: 0,
+            qps: vec![],
+            started: std::time::Instant::now(),
+        };
+        let text = send_table(&summary);
+        assert!(
+            text.contains("10.0.2.2 02:00:00:00:00:fe (via gateway 10.0.1.1);"),
+            "{text}"
+        );
+        assert!(
+            text.contains("; PFC: no pauses to honour (tx0 not attached)\n"),
+            "{text}"
+        );
+        assert!(!text.contains("--ignore-pfc"), "{text}");
+        summary.gateway = None;
+        summary.pfc = PfcHonour::Ignored;
+        let text = send_table(&summary);
+        assert!(text.contains("02:00:00:00:00:fe; 0 send retries"), "{text}");
+        assert!(
+            text.contains("PFC priority 3: ignored (--ignore-pfc)"),
+            "{text}"
+        );
+        summary.pfc = PfcHonour::Honoured;
+        summary.pfc_paused_ns = 1_500_000;
+        summary.pfc_holds = 7;
+        let text = send_table(&summary);
+        assert!(
+            text.contains("PFC priority 3: honoured, paused 1.500 ms, 7 frames held"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -26,11 +26,16 @@ pub enum TrafficError {
         /// "IPv4" or "IPv6".
         family: &'static str,
     },
-    /// The destination's MAC address did not appear in the neighbour table in time.
-    #[error("no neighbour entry for {ip} on {iface} after {timeout:?}: pass a destination MAC")]
+    /// The MAC address of the next hop did not appear in the neighbour table in time.
+    #[error(
+        "no neighbour entry for {ip}{} on {iface} after {timeout:?}: pass a destination MAC",
+        gateway_to.map(|dst| format!(" (the gateway to {dst})")).unwrap_or_default()
+    )]
     Unresolved {
-        /// The destination IP.
+        /// The next hop: the destination, or the gateway of its route.
         ip: IpAddr,
+        /// The destination, when `ip` is the gateway to it.
+        gateway_to: Option<IpAddr>,
         /// The interface.
         iface: String,
         /// How long resolution was waited for.
@@ -53,6 +58,21 @@ pub enum TrafficError {
 }
 
 impl TrafficError {
+    /// Says, in an unresolved next hop, that it was the gateway to `dst` (if it was not `dst`).
+    pub(crate) fn for_destination(self, dst: IpAddr) -> TrafficError {
+        match self {
+            TrafficError::Unresolved {
+                ip, iface, timeout, ..
+            } if ip != dst => TrafficError::Unresolved {
+                ip,
+                gateway_to: Some(dst),
+                iface,
+                timeout,
+            },
+            other => other,
+        }
+    }
+
     /// Wraps an I/O error with what was being done.
     pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(io::Error) -> TrafficError {
         let what = what.into();
@@ -62,3 +82,27 @@ impl TrafficError {
 
 /// The result of a traffic operation.
 pub type Result<T> = std::result::Result<T, TrafficError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unresolved_gateway_says_whose_gateway_it_is() {
+        let unresolved = |ip: &str| TrafficError::Unresolved {
+            ip: ip.parse().unwrap(),
+            gateway_to: None,
+            iface: "tx0".into(),
+            timeout: Duration::from_secs(3),
+        };
+        let dst: IpAddr = "10.0.2.2".parse().unwrap();
+        assert_eq!(
+            unresolved("10.0.1.1").for_destination(dst).to_string(),
+            "no neighbour entry for 10.0.1.1 (the gateway to 10.0.2.2) on tx0 after 3s: pass a destination MAC"
+        );
+        assert_eq!(
+            unresolved("10.0.2.2").for_destination(dst).to_string(),
+            "no neighbour entry for 10.0.2.2 on tx0 after 3s: pass a destination MAC"
+        );
+    }
+}

@@ -18,6 +18,7 @@ use super::pacing::{wire_bits, Schedule};
 use super::packet_socket::{PacketSocket, MAX_BATCH};
 use super::pfc_honour::{monotonic_ns, PfcGate};
 use super::rate::RateController;
+use super::route;
 use super::stop::StopFlag;
 use crate::wire::bth::{self, Opcode, MASK_24};
 use crate::wire::ethernet::{self, Address, Vlan};
@@ -221,6 +222,9 @@ pub struct SendSummary {
     pub src_ip: IpAddr,
     /// Destination IP.
     pub dst_ip: IpAddr,
+    /// The gateway whose MAC the frames carry, when the route to the destination has one
+    /// (not set with a destination MAC given).
+    pub gateway: Option<IpAddr>,
     /// Frame size without FCS.
     pub frame_len: usize,
     /// Frames sent.
@@ -246,6 +250,8 @@ pub struct SendSummary {
     pub pfc_priority: u32,
     /// Whether the sender honoured PFC: the interface is attached and `--ignore-pfc` was not given.
     pub pfc_honoured: bool,
+    /// Why PFC was or was not honoured.
+    pub pfc: PfcHonour,
     /// Nanoseconds the sender held its frames because the priority was paused.
     pub pfc_paused_ns: u64,
     /// Frames whose departure fell in a pause and that left after it.
@@ -258,6 +264,18 @@ pub struct SendSummary {
     pub started: Instant,
 }
 
+/// Whether a sender honoured PFC pauses, and if not, why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PfcHonour {
+    /// The interface is attached: the sender held its frames while their priority was paused.
+    Honoured,
+    /// The interface is attached, but `--ignore-pfc` was given.
+    Ignored,
+    /// The interface has no lossless XDP program, so no pause state to honour.
+    NotAttached,
+}
+
 /// A sender ready to run: socket open, addresses resolved, frames built.
 #[derive(Debug)]
 pub struct Sender {
@@ -268,6 +286,8 @@ pub struct Sender {
     /// The pause state of the frames' priority.
     pfc: PfcGate,
     frames: Vec<RoceFrame>,
+    /// The gateway the frames go through (its MAC is their destination), if the route has one.
+    gateway: Option<IpAddr>,
     stop: StopFlag,
 }
 
@@ -280,9 +300,14 @@ impl Sender {
             Some(ip) => ip,
             None => iface.address_like(config.dst_ip)?,
         };
-        let dst_mac = match config.dst_mac {
-            Some(mac) => mac,
-            None => neighbour::resolve(config.dst_ip, &iface, config.resolve_timeout)?,
+        let (dst_mac, gateway) = match config.dst_mac {
+            Some(mac) => (mac, None),
+            None => {
+                let hop = route::next_hop(config.dst_ip, &iface)?;
+                let mac = neighbour::resolve(hop.neighbour(), &iface, config.resolve_timeout)
+                    .map_err(|e| e.for_destination(config.dst_ip))?;
+                (mac, hop.gateway())
+            }
         };
         let frames = config.frames(iface.mac, dst_mac, src_ip, iface.mtu)?;
         let socket = PacketSocket::open(iface.index, false).map_err(TrafficError::io(format!(
@@ -316,6 +341,7 @@ impl Sender {
             cnp_socket,
             pfc,
             frames,
+            gateway,
             stop: StopFlag::new(),
         })
     }
@@ -427,6 +453,7 @@ impl Sender {
             dst_mac: first.dst_mac.to_string(),
             src_ip: first.src_ip,
             dst_ip: first.dst_ip,
+            gateway: self.gateway,
             frame_len,
             packets: sent,
             bytes: sent * frame_len as u64,
@@ -439,6 +466,11 @@ impl Sender {
             cnp_unmatched: cnps.unmatched,
             pfc_priority: self.pfc.priority(),
             pfc_honoured: honour_pfc,
+            pfc: match (self.pfc.attached(), self.config.honour_pfc) {
+                (false, _) => PfcHonour::NotAttached,
+                (true, false) => PfcHonour::Ignored,
+                (true, true) => PfcHonour::Honoured,
+            },
             pfc_paused_ns: pause.paused_ns,
             pfc_holds: pause.holds,
             qps: self

@@ -93,6 +93,7 @@ impl Arbitration {
         let mut g = self.clients.lock().expect("arbitration lock");
         g.all.retain(|c| c.id != client);
         if g.primary == Some(client) {
+            tracing::debug!(stream = client, "the primary left: no primary");
             g.primary = None;
             self.announce(&g, None);
         }
@@ -141,6 +142,13 @@ impl Arbitration {
             c.election_id = election_id;
         }
         let becomes_primary = election_id.is_some_and(|e| g.highest.is_none_or(|h| e >= h));
+        tracing::debug!(
+            stream = client,
+            election_id = ?election_id,
+            highest = ?g.highest,
+            primary = becomes_primary,
+            "arbitration"
+        );
         if becomes_primary {
             g.primary = Some(client);
             g.highest = election_id;

@@ -86,6 +86,14 @@ impl Engine {
     /// Replaces the running pipeline (or loads the first) with `compiled`, on this engine's
     /// wall clock; tables, counters, registers, queues and replication start empty.
     pub fn load(&mut self, compiled: super::pipeline::Compiled) {
+        tracing::debug!(
+            tables = compiled.info.tables.len(),
+            actions = compiled.info.actions.len(),
+            counters = compiled.info.counters.len(),
+            registers = compiled.info.registers.len(),
+            cookie = compiled.cookie,
+            "pipeline loaded (state reset)"
+        );
         self.pipeline = Some(Pipeline::new(
             compiled,
             crate::switch::Clock::Wall(self.started),
@@ -96,9 +104,11 @@ impl Engine {
     pub fn receive(&mut self, port: u16, data: Vec<u8>) {
         self.counts.received += 1;
         let Some(p) = self.pipeline.as_mut() else {
+            tracing::trace!(port, bytes = data.len(), "frame in, dropped: no pipeline");
             self.counts.no_pipeline += 1;
             return;
         };
+        tracing::trace!(port, bytes = data.len(), "frame in");
         p.switch.receive(port, data);
         self.flush();
     }
@@ -115,6 +125,7 @@ impl Engine {
         p.switch.state.log.clear();
         for out in outputs {
             if Some(out.port) == self.cpu_port {
+                tracing::trace!(bytes = out.data.len(), "frame to the controller (PacketIn)");
                 self.counts.to_cpu += 1;
                 self.controller.packet_in(p, out.data);
                 continue;
@@ -124,8 +135,10 @@ impl Engine {
                 None => false,
             };
             if sent {
+                tracing::trace!(port = out.port, bytes = out.data.len(), "frame out");
                 self.counts.sent += 1;
             } else {
+                tracing::trace!(port = out.port, "frame lost: the port is down or missing");
                 self.counts.lost += 1;
             }
         }

@@ -101,9 +101,13 @@ impl P4Runtime for P4RuntimeService {
                 Ok::<_, Status>(
                     req.updates
                         .iter()
-                        .map(|u| match entities::write(p, u) {
-                            Ok(()) => status::update_ok(),
-                            Err(s) => status::update_error(s.code(), s.message()),
+                        .map(|u| {
+                            let result = entities::write(p, u);
+                            tracing::debug!(update = ?u, result = ?result.as_ref().err(), "Write");
+                            match result {
+                                Ok(()) => status::update_ok(),
+                                Err(s) => status::update_error(s.code(), s.message()),
+                            }
                         })
                         .collect::<Vec<_>>(),
                 )
@@ -170,6 +174,7 @@ impl P4Runtime for P4RuntimeService {
         self.arbitration
             .check_primary(req.device_id, req.election_id)?;
         let action = SetAction::try_from(req.action).unwrap_or(SetAction::Unspecified);
+        tracing::debug!(action = action.as_str_name(), "SetForwardingPipelineConfig");
         let config = || {
             req.config
                 .clone()

@@ -39,12 +39,8 @@ fn state(switch: &Switch, port: u16, priority: u8) -> q::QueueState {
     }
 }
 
-/// Every queue of the ports `ports` (all known ports if `None`) at `priority` (all if `None`).
-fn states(switch: &Switch, ports: Option<u16>, priority: Option<u8>) -> Vec<q::QueueState> {
-    let ports: Vec<u16> = match ports {
-        Some(p) => vec![p],
-        None => switch.tm.ports().collect(),
-    };
+/// Every queue of the ports `ports` at `priority` (all if `None`).
+fn states(switch: &Switch, ports: Vec<u16>, priority: Option<u8>) -> Vec<q::QueueState> {
     ports
         .into_iter()
         .flat_map(|port| {
@@ -66,6 +62,7 @@ impl Queues for QueuesService {
         request: Request<q::SetQueueRequest>,
     ) -> Result<Response<q::SetQueueResponse>, Status> {
         let req = request.into_inner();
+        tracing::debug!(request = ?req, "SetQueue");
         self.arbitration.check_device(req.device_id)?;
         let port = req
             .port
@@ -102,7 +99,8 @@ impl Queues for QueuesService {
                         .tm
                         .set_rate(port, priority, Some(rate).filter(|&r| r > 0));
                 }
-                Ok::<_, Status>(states(switch, port, priority))
+                let ports = port.map_or_else(|| switch.tm.ports().collect(), |p| vec![p]);
+                Ok::<_, Status>(states(switch, ports, priority))
             })
             .await??;
         Ok(Response::new(q::SetQueueResponse { queues }))
@@ -117,11 +115,18 @@ impl Queues for QueuesService {
         let response = self
             .engine
             .call(move |e| {
+                // The switch's ports, whether or not a packet has waited in their queues yet
+                // (an idle, unlimited queue is passed straight through), and any port a
+                // setting named.
+                let mut ports = e.ports();
                 let switch = &e.pipeline.as_ref().ok_or_else(no_pipeline)?.switch;
+                ports.extend(switch.tm.ports());
+                ports.sort_unstable();
+                ports.dedup();
                 // A port number no port has: the defaults.
                 let (depth, rate) = switch.tm.config(u16::MAX, 0);
                 Ok::<_, Status>(q::GetQueuesResponse {
-                    queues: states(switch, None, None),
+                    queues: states(switch, ports, None),
                     default_depth_packets: depth as u32,
                     default_rate_pps: rate.unwrap_or(0),
                 })

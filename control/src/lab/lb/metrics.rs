@@ -29,17 +29,18 @@ impl Balance {
     }
 }
 
-/// Flow completion times, milliseconds.
+/// Flow completion times, milliseconds; no figure (`None`, null in JSON) when no flow arrived
+/// whole.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Completion {
     /// Flows that arrived whole.
     pub flows: usize,
     /// Median.
-    pub p50_ms: f64,
+    pub p50_ms: Option<f64>,
     /// 99th percentile.
-    pub p99_ms: f64,
+    pub p99_ms: Option<f64>,
     /// Mean.
-    pub mean_ms: f64,
+    pub mean_ms: Option<f64>,
 }
 
 impl Completion {
@@ -51,9 +52,9 @@ impl Completion {
         ms.sort_by(f64::total_cmp);
         Completion {
             flows: ms.len(),
-            p50_ms: percentile(&ms, 50.0),
-            p99_ms: percentile(&ms, 99.0),
-            mean_ms: ms.iter().sum::<f64>() / ms.len() as f64,
+            p50_ms: Some(percentile(&ms, 50.0)),
+            p99_ms: Some(percentile(&ms, 99.0)),
+            mean_ms: Some(ms.iter().sum::<f64>() / ms.len() as f64),
         }
     }
 }
@@ -98,11 +99,16 @@ mod tests {
         let c = Completion::of((1..=100).rev().map(f64::from).collect());
         assert_eq!(
             (c.flows, c.p50_ms, c.p99_ms, c.mean_ms),
-            (100, 50.0, 99.0, 50.5)
+            (100, Some(50.0), Some(99.0), Some(50.5))
         );
         let one = Completion::of(vec![7.0]);
-        assert_eq!((one.p50_ms, one.p99_ms), (7.0, 7.0));
-        assert_eq!(Completion::of(vec![]).flows, 0);
+        assert_eq!((one.p50_ms, one.p99_ms), (Some(7.0), Some(7.0)));
+        let none = Completion::of(vec![]);
+        assert_eq!((none.flows, none.p50_ms, none.mean_ms), (0, None, None));
+        assert_eq!(
+            serde_json::to_value(none).unwrap(),
+            serde_json::json!({"flows": 0, "p50_ms": null, "p99_ms": null, "mean_ms": null})
+        );
     }
 
     #[test]

@@ -2,11 +2,7 @@
 //! worst on each measure, summary.json, and lb.svg (per workload: the uplinks' shares, the
 //! reordering and the completion times of every policy).
 
-use std::{
-    fs::{self, File},
-    io::{BufWriter, Write as _},
-    path::Path,
-};
+use std::path::Path;
 
 use anyhow::Context as _;
 use plotters::{
@@ -19,6 +15,7 @@ use plotters::{
 use serde::Serialize;
 
 use super::{topology::Topology, LbLab, PolicyRun};
+use crate::lab::output;
 
 /// Prints what the lab runs on.
 pub fn print_header(args: &LbLab, topology: &Topology) {
@@ -50,6 +47,11 @@ pub fn print_header(args: &LbLab, topology: &Topology) {
     );
 }
 
+/// A completion time for the table: two decimals, or "no figure" when no flow arrived whole.
+fn completion_ms(ms: Option<f64>) -> String {
+    ms.map_or_else(|| "no figure".to_owned(), |ms| format!("{ms:.2}"))
+}
+
 /// Prints one run's row.
 pub fn print_row(run: &PolicyRun) {
     let megabytes: Vec<String> = run
@@ -58,14 +60,14 @@ pub fn print_row(run: &PolicyRun) {
         .map(|u| format!("{:.1}", u.tx_bytes as f64 / 1e6))
         .collect();
     println!(
-        "{:<10} {:<8} {:>9.3} {:>6.3} {:>10.3} {:>10.2} {:>10.2} {:>6} {:>8}  {}",
+        "{:<10} {:<8} {:>9.3} {:>6.3} {:>10.3} {:>10} {:>10} {:>6} {:>8}  {}",
         run.workload,
         run.policy,
         run.balance.imbalance,
         run.balance.jain,
         run.reordered_fraction * 100.0,
-        run.fct.p50_ms,
-        run.fct.p99_ms,
+        completion_ms(run.fct.p50_ms),
+        completion_ms(run.fct.p99_ms),
         format!("{}/{}", run.fct.flows, run.flows),
         run.packets_sent.saturating_sub(run.packets_received),
         megabytes.join(" ")
@@ -105,15 +107,7 @@ fn workloads(runs: &[PolicyRun]) -> Vec<&'static str> {
 
 /// Writes summary.json and lb.svg into `out`.
 pub fn write(out: &Path, summary: &impl Serialize, runs: &[PolicyRun]) -> anyhow::Result<()> {
-    fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let path = out.join("summary.json");
-    let mut file = BufWriter::new(
-        File::create(&path).with_context(|| format!("creating {}", path.display()))?,
-    );
-    serde_json::to_writer_pretty(&mut file, summary)?;
-    writeln!(file)?;
-    file.flush()
-        .with_context(|| format!("writing {}", path.display()))?;
+    output::write_summary(out, summary)?;
     let plot = out.join("lb.svg");
     draw(&plot, runs).with_context(|| format!("drawing {}", plot.display()))?;
     println!("wrote summary.json and lb.svg to {}", out.display());
@@ -205,11 +199,22 @@ fn draw_completion(
 ) -> anyhow::Result<()> {
     let measures = || -> Vec<Measure> {
         vec![
-            ("p50".into(), Box::new(|r: &PolicyRun| r.fct.p50_ms)),
-            ("p99".into(), Box::new(|r: &PolicyRun| r.fct.p99_ms)),
+            // No flow whole: no bar.
+            (
+                "p50".into(),
+                Box::new(|r: &PolicyRun| r.fct.p50_ms.unwrap_or(0.0)),
+            ),
+            (
+                "p99".into(),
+                Box::new(|r: &PolicyRun| r.fct.p99_ms.unwrap_or(0.0)),
+            ),
         ]
     };
-    let (bottom, top) = value_range(of.iter().flat_map(|r| [r.fct.p50_ms, r.fct.p99_ms]));
+    let (bottom, top) = value_range(
+        of.iter()
+            .flat_map(|r| [r.fct.p50_ms, r.fct.p99_ms])
+            .flatten(),
+    );
     let caption = format!("{workload}: completion of whole flows (ms)");
     if top / bottom > 20.0 {
         let bars = Bars {
@@ -348,4 +353,15 @@ where
             .draw()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_flow_whole_is_no_figure() {
+        assert_eq!(completion_ms(None), "no figure");
+        assert_eq!(completion_ms(Some(2933.414)), "2933.41");
+    }
 }
