@@ -16,7 +16,7 @@ use super::render::plural;
 pub const MAX_RUNTIME_JSON_BYTES: usize = 64 << 20;
 
 /// One runtime-JSON file.
-#[derive(Debug, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RuntimeConfig {
     /// The target the tutorials' controller connects to (`bmv2`); not used here.
