@@ -24,7 +24,10 @@ fn mininet(test: &str) -> bool {
         return false;
     }
     if !Path::new("/usr/bin/mnexec").exists() {
-        testkit::skip(test, "needs Debian's mininet (cargo xtask setup installs it)");
+        testkit::skip(
+            test,
+            "needs Debian's mininet (cargo xtask setup installs it)",
+        );
         return false;
     }
     true
@@ -36,7 +39,10 @@ fn bmv2(test: &str) -> bool {
         return false;
     };
     if toolchain.simple_switch_grpc.is_none() {
-        testkit::skip(test, &format!("{} has no simple_switch_grpc", toolchain.describe()));
+        testkit::skip(
+            test,
+            &format!("{} has no simple_switch_grpc", toolchain.describe()),
+        );
         return false;
     }
     true
@@ -57,15 +63,31 @@ fn scratch(name: &str) -> PathBuf {
 
 /// What a network leaves when it is gone: its state directory, its namespace.
 fn assert_nothing_left(name: &str, netns: &str) {
-    assert!(!Path::new("/run/lossless/net").join(name).exists(), "{name}: state left behind");
-    assert!(!Path::new("/run/netns").join(netns).exists(), "{name}: namespace {netns} left behind");
+    assert!(
+        !Path::new("/run/lossless/net").join(name).exists(),
+        "{name}: state left behind"
+    );
+    assert!(
+        !Path::new("/run/netns").join(netns).exists(),
+        "{name}: namespace {netns} left behind"
+    );
 }
 
 /// Runs `net up leaf-spine:2,2,2 --test pingall` and asserts that every ping came back.
 fn pingall(name: &str, switch: &str) {
-    let out = net(name, &["up", "leaf-spine:2,2,2", "--switch", switch, "--test", "pingall"])
-        .output()
-        .unwrap();
+    let out = net(
+        name,
+        &[
+            "up",
+            "leaf-spine:2,2,2",
+            "--switch",
+            switch,
+            "--test",
+            "pingall",
+        ],
+    )
+    .output()
+    .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && stdout.contains("pingall: 0% dropped"),
@@ -107,33 +129,56 @@ snap c
 "#;
 
 fn packets(snap: &Value, spine: &str) -> u64 {
-    snap[spine][0]["packets"].as_u64().unwrap_or_else(|| panic!("no packets in {snap}"))
+    snap[spine][0]["packets"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no packets in {snap}"))
 }
 
 fn policy_change_moves_traffic(name: &str, switch: &str) {
     let dir = scratch(name);
     std::fs::write(dir.join("script.sh"), POLICY_SCRIPT).unwrap();
-    let out = net(name, &["up", "leaf-spine:2,2,2", "--switch", switch, "--run"])
-        .arg(dir.join("script.sh"))
-        .env("OUT", &dir)
-        .env("LOSSLESS_BIN", lossless_bin())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = net(
+        name,
+        &["up", "leaf-spine:2,2,2", "--switch", switch, "--run"],
+    )
+    .arg(dir.join("script.sh"))
+    .env("OUT", &dir)
+    .env("LOSSLESS_BIN", lossless_bin())
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let read = |n: &str| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{n}.json"))).unwrap()).unwrap()
+        serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{n}.json"))).unwrap())
+            .unwrap()
     };
     let (a, b, c) = (read("a"), read("b"), read("c"));
     let delta = |x: &Value, y: &Value, s: &str| packets(y, s) - packets(x, s);
     let ecmp = (delta(&a, &b, "s1"), delta(&a, &b, "s2"));
     let spray = (delta(&b, &c, "s1"), delta(&b, &c, "s2"));
     // ecmp: the flow hashes to one spine; spray: its packets take both in turn.
-    assert!(ecmp.0 + ecmp.1 >= 40 && (ecmp.0 == 0 || ecmp.1 == 0), "ecmp {ecmp:?}");
-    assert!(spray.0 >= 15 && spray.1 >= 15, "spray {spray:?} after ecmp {ecmp:?}");
+    assert!(
+        ecmp.0 + ecmp.1 >= 40 && (ecmp.0 == 0 || ecmp.1 == 0),
+        "ecmp {ecmp:?}"
+    );
+    assert!(
+        spray.0 >= 15 && spray.1 >= 15,
+        "spray {spray:?} after ecmp {ecmp:?}"
+    );
     let status = read("status");
-    let switches: Vec<_> = status["nodes"].as_array().unwrap().iter().filter(|n| n["kind"] == "switch").collect();
+    let switches: Vec<_> = status["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["kind"] == "switch")
+        .collect();
     assert_eq!(switches.len(), 4);
-    assert!(switches.iter().all(|s| s["grpc"].as_str().unwrap().starts_with("127.0.0.1:")));
+    assert!(switches
+        .iter()
+        .all(|s| s["grpc"].as_str().unwrap().starts_with("127.0.0.1:")));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -161,7 +206,11 @@ fn tutorials_two_hosts_come_up_unchanged() {
     }
     let dir = scratch("tut");
     std::fs::copy(dataplane_p4("lossless.p4"), dir.join("lossless.p4")).unwrap();
-    std::fs::copy(dataplane_p4("topologies/two-hosts/s1-runtime.json"), dir.join("s1-runtime.json")).unwrap();
+    std::fs::copy(
+        dataplane_p4("topologies/two-hosts/s1-runtime.json"),
+        dir.join("s1-runtime.json"),
+    )
+    .unwrap();
     std::fs::write(
         dir.join("topology.json"),
         r#"{
@@ -179,9 +228,18 @@ fn tutorials_two_hosts_come_up_unchanged() {
     )
     .unwrap();
     let topology = dir.join("topology.json");
-    let out = net("t-tut", &["up", topology.to_str().unwrap(), "--test", "pingall"]).output().unwrap();
+    let out = net(
+        "t-tut",
+        &["up", topology.to_str().unwrap(), "--test", "pingall"],
+    )
+    .output()
+    .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success() && stdout.contains("pingall: 0% dropped"), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success() && stdout.contains("pingall: 0% dropped"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -194,24 +252,40 @@ fn sigint_mid_run_leaves_nothing_behind() {
     let name = "t-sigint";
     let dir = scratch(name);
     // The script runs a ping that never ends by itself.
-    std::fs::write(dir.join("script.sh"), "\"$LOSSLESS_BIN\" net exec h11 -- ping -q 10.0.2.1\n").unwrap();
-    let mut up = net(name, &["up", "leaf-spine:2,2,2", "--host-hooks", "ecn", "--run"])
-        .arg(dir.join("script.sh"))
-        .env("LOSSLESS_BIN", lossless_bin())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    std::fs::write(
+        dir.join("script.sh"),
+        "\"$LOSSLESS_BIN\" net exec h11 -- ping -q 10.0.2.1\n",
+    )
+    .unwrap();
+    let mut up = net(
+        name,
+        &["up", "leaf-spine:2,2,2", "--host-hooks", "ecn", "--run"],
+    )
+    .arg(dir.join("script.sh"))
+    .env("LOSSLESS_BIN", lossless_bin())
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
     let state = Path::new("/run/lossless/net").join(name);
     let deadline = Instant::now() + Duration::from_secs(60);
     // Up once the glue reported the nodes and the script's ping runs in h11.
     let (status, netns) = loop {
         assert!(Instant::now() < deadline, "the network never came up");
         assert!(up.try_wait().unwrap().is_none(), "net up ended early");
-        let status: Option<Value> = std::fs::read_to_string(state.join("status.json")).ok().and_then(|t| serde_json::from_str(&t).ok());
-        let pinging = Command::new("pgrep").args(["-f", "ping -q 10.0.2.1"]).output().unwrap().status.success();
+        let status: Option<Value> = std::fs::read_to_string(state.join("status.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        let pinging = Command::new("pgrep")
+            .args(["-f", "ping -q 10.0.2.1"])
+            .output()
+            .unwrap()
+            .status
+            .success();
         if let (Some(status), true) = (status, pinging) {
-            let up_json: Value = serde_json::from_str(&std::fs::read_to_string(state.join("up.json")).unwrap()).unwrap();
+            let up_json: Value =
+                serde_json::from_str(&std::fs::read_to_string(state.join("up.json")).unwrap())
+                    .unwrap();
             break (status, up_json["netns"].as_str().unwrap().to_string());
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -219,11 +293,18 @@ fn sigint_mid_run_leaves_nothing_behind() {
     // SAFETY: a signal to the child this test started.
     unsafe { libc::kill(up.id() as i32, libc::SIGINT) };
     let exit = up.wait_with_output().unwrap();
-    assert!(!exit.status.success(), "net up was interrupted, yet exited 0");
+    assert!(
+        !exit.status.success(),
+        "net up was interrupted, yet exited 0"
+    );
     assert_nothing_left(name, &netns);
     for node in status["nodes"].as_array().unwrap() {
         let pid = node["pid"].as_u64().unwrap();
-        assert!(!Path::new(&format!("/proc/{pid}")).exists(), "{} (pid {pid}) still runs", node["name"]);
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "{} (pid {pid}) still runs",
+            node["name"]
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

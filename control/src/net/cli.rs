@@ -1,7 +1,7 @@
 //! `lossless net ...`: up, status, exec, down, policy; and `lossless p4 --switch NAME`, which
 //! finds a switch of a running network by its topology name.
 
-use std::{path::PathBuf, process::ExitCode};
+use std::{os::unix::process::CommandExt as _, path::PathBuf, process::ExitCode};
 
 use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand};
@@ -175,13 +175,14 @@ pub async fn run(args: NetArgs) -> anyhow::Result<ExitCode> {
                 "host" => PathBuf::from(format!("/proc/{}/ns/net", node.pid)),
                 _ => running.netns_path(),
             };
-            let status = std::process::Command::new("nsenter")
+            // Replaced by nsenter, as `ip netns exec` is by the command: signals and the exit
+            // status are the command's own.
+            let error = std::process::Command::new("nsenter")
                 .arg(format!("--net={}", netns.display()))
                 .arg("--")
                 .args(&command)
-                .status()
-                .context("running nsenter (util-linux)")?;
-            Ok(ExitCode::from(status.code().map_or(1, |c| c as u8)))
+                .exec();
+            Err(error).context("running nsenter (util-linux)")
         }
         NetCommand::Down => {
             let running = Running::find(&name)?;

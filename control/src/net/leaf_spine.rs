@@ -208,7 +208,11 @@ pub fn network(shape: Shape, tuning: &Tuning) -> Network {
             // The leaf routes IPv4 only (no ARP): the gateway and the leaf's other hosts, in
             // the same /24, are static neighbours.
             let mut neighbours = vec![(gateway, port_mac(&format!("leaf{l}"), h))];
-            neighbours.extend((1..=shape.hosts).filter(|o| *o != h).map(|o| (host_ip(l, o), host_mac(l, o))));
+            neighbours.extend(
+                (1..=shape.hosts)
+                    .filter(|o| *o != h)
+                    .map(|o| (host_ip(l, o), host_mac(l, o))),
+            );
             net.hosts.push(Host {
                 name: host_name(l, h),
                 ip: format!("{}/24", host_ip(l, h)),

@@ -150,7 +150,10 @@ pub fn host_hooks(names: &[String]) -> anyhow::Result<Vec<String>> {
         let hook = match name.as_str() {
             "ecn" => "tc",
             "xdp" | "tc" | "cnp" | "pfc" | "lb" => name.as_str(),
-            other => bail!("host hook '{}': ecn, xdp, tc, cnp, pfc or lb", other.escape_debug()),
+            other => bail!(
+                "host hook '{}': ecn, xdp, tc, cnp, pfc or lb",
+                other.escape_debug()
+            ),
         };
         if !hooks.iter().any(|h| h == hook) {
             hooks.push(hook.to_string());
@@ -409,9 +412,11 @@ async fn drive(
             Ok(std::process::ExitCode::from(u8::from(loss != 0.0)))
         }
         Then::Script(script) => {
+            // A process group of its own, so teardown ends the script with all it started.
             let mut child = Command::new("sh")
                 .arg(script)
                 .env("LOSSLESS_NET", &plan.name)
+                .process_group(0)
                 .spawn()
                 .with_context(|| format!("running sh {}", script.display()))?;
             let pid = child.id();
@@ -525,8 +530,9 @@ impl Session {
     /// interface left in it) and the state directory.
     fn teardown(mut self) -> anyhow::Result<()> {
         if let Some(pid) = self.script.take() {
-            // SAFETY: a signal to the script this session started, which has not been reaped.
-            unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+            // SAFETY: a signal to the process group of the script this session started, which
+            // has not been reaped.
+            unsafe { libc::kill(-(pid as i32), libc::SIGTERM) };
         }
         self.say("stop".into());
         self.to_glue = None;
