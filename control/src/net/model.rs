@@ -225,6 +225,36 @@ pub fn parse_mac(text: &str) -> anyhow::Result<String> {
     Ok(text.to_ascii_lowercase())
 }
 
+/// Refuses a link delay other than zero: Mininet emulates delay and loss with netem, and this
+/// kernel has no netem (`sch_netem`); without it `tc` fails and Mininet only logs the error.
+pub fn refuse_delay(origin: &str, value: &serde_json::Value) -> anyhow::Result<()> {
+    let zero = match value {
+        serde_json::Value::Null => true,
+        serde_json::Value::Number(n) => n.as_f64() == Some(0.0),
+        serde_json::Value::String(s) => {
+            let digits = s.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+            digits.parse::<f64>().is_ok_and(|v| v == 0.0)
+        }
+        _ => false,
+    };
+    if zero {
+        return Ok(());
+    }
+    if netem_available() {
+        bail!("{origin}: delay {value}: lossless net emulates rates only, not delay");
+    }
+    bail!(
+        "{origin}: delay {value}: Mininet emulates delay and loss with netem, and this kernel has \
+         no netem (sch_netem is not loaded or built in); remove the delay, or run on a kernel \
+         with netem"
+    )
+}
+
+/// Whether the running kernel has netem (the module is loaded or built in).
+fn netem_available() -> bool {
+    std::path::Path::new("/sys/module/sch_netem").exists()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,34 +332,4 @@ mod tests {
         assert_eq!(parse_mac("08:00:00:00:01:AA").unwrap(), "08:00:00:00:01:aa");
         assert!(parse_mac("08:00:00:00:01").is_err());
     }
-}
-
-/// Refuses a link delay other than zero: Mininet emulates delay and loss with netem, and this
-/// kernel has no netem (`sch_netem`); without it `tc` fails and Mininet only logs the error.
-pub fn refuse_delay(origin: &str, value: &serde_json::Value) -> anyhow::Result<()> {
-    let zero = match value {
-        serde_json::Value::Null => true,
-        serde_json::Value::Number(n) => n.as_f64() == Some(0.0),
-        serde_json::Value::String(s) => {
-            let digits = s.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-            digits.parse::<f64>().is_ok_and(|v| v == 0.0)
-        }
-        _ => false,
-    };
-    if zero {
-        return Ok(());
-    }
-    if netem_available() {
-        bail!("{origin}: delay {value}: lossless net emulates rates only, not delay");
-    }
-    bail!(
-        "{origin}: delay {value}: Mininet emulates delay and loss with netem, and this kernel has \
-         no netem (sch_netem is not loaded or built in); remove the delay, or run on a kernel \
-         with netem"
-    )
-}
-
-/// Whether the running kernel has netem (the module is loaded or built in).
-fn netem_available() -> bool {
-    std::path::Path::new("/sys/module/sch_netem").exists()
 }
