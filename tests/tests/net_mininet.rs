@@ -251,10 +251,11 @@ fn sigint_mid_run_leaves_nothing_behind() {
     }
     let name = "t-sigint";
     let dir = scratch(name);
-    // The script runs a ping that never ends by itself.
+    // The script records h11's hooks, then runs a ping that never ends by itself.
     std::fs::write(
         dir.join("script.sh"),
-        "\"$LOSSLESS_BIN\" net exec h11 -- ping -q 10.0.2.1\n",
+        "\"$LOSSLESS_BIN\" net exec h11 -- \"$LOSSLESS_BIN\" host status > \"$OUT/hooks.txt\"\n\
+         \"$LOSSLESS_BIN\" net exec h11 -- ping -q 10.0.2.1\n",
     )
     .unwrap();
     let mut up = net(
@@ -263,6 +264,7 @@ fn sigint_mid_run_leaves_nothing_behind() {
     )
     .arg(dir.join("script.sh"))
     .env("LOSSLESS_BIN", lossless_bin())
+    .env("OUT", &dir)
     .stdout(Stdio::null())
     .stderr(Stdio::piped())
     .spawn()
@@ -293,6 +295,12 @@ fn sigint_mid_run_leaves_nothing_behind() {
     // SAFETY: a signal to the child this test started.
     unsafe { libc::kill(up.id() as i32, libc::SIGINT) };
     let exit = up.wait_with_output().unwrap();
+    // --host-hooks ecn attached the TC egress program to h11's eth0 (its own /sys/fs/bpf).
+    let hooks = std::fs::read_to_string(dir.join("hooks.txt")).unwrap();
+    assert!(
+        hooks.contains("eth0") && hooks.contains("tc   program id"),
+        "{hooks}"
+    );
     assert!(
         !exit.status.success(),
         "net up was interrupted, yet exited 0"

@@ -171,14 +171,20 @@ pub async fn run(args: NetArgs) -> anyhow::Result<ExitCode> {
         NetCommand::Exec { node, command } => {
             let running = Running::find(&name)?;
             let node = running.node(&node)?;
-            let netns = match node.kind.as_str() {
-                "host" => PathBuf::from(format!("/proc/{}/ns/net", node.pid)),
-                _ => running.netns_path(),
+            // A host's network and mount namespaces, as Mininet's own `h1 CMD` (mnexec gives
+            // each host its own /sys, and so its own /sys/fs/bpf); a switch's network namespace
+            // is the network's.
+            let namespaces = match node.kind.as_str() {
+                "host" => vec![
+                    format!("--net=/proc/{}/ns/net", node.pid),
+                    format!("--mount=/proc/{}/ns/mnt", node.pid),
+                ],
+                _ => vec![format!("--net={}", running.netns_path().display())],
             };
             // Replaced by nsenter, as `ip netns exec` is by the command: signals and the exit
             // status are the command's own.
             let error = std::process::Command::new("nsenter")
-                .arg(format!("--net={}", netns.display()))
+                .args(namespaces)
                 .arg("--")
                 .args(&command)
                 .exec();
