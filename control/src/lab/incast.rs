@@ -38,8 +38,8 @@ use crate::{
         StopFlag,
     },
     units::{parse_duration, parse_rate_bps, parse_run_time, DurationLimits, TimeUnit, ONE_DAY},
-    wire::ethernet::Address,
 };
+use wire::ethernet::Address;
 
 /// `--stagger`: 0 (every sender starts at once) to one day.
 const STAGGER: DurationLimits = DurationLimits {

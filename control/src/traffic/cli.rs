@@ -22,9 +22,9 @@ use super::stop::StopFlag;
 use crate::host::config::CNP_INTERVAL;
 use crate::terminal;
 use crate::units::{parse_duration, parse_rate_bps, parse_run_time as run_time, DurationLimits};
-use crate::wire::bth::MASK_24;
-use crate::wire::ethernet::Address;
-use crate::wire::ip::Ecn;
+use wire::bth::MASK_24;
+use wire::ethernet::Address;
+use wire::ip::Ecn;
 
 /// Without `--count` or `--duration`, a sender runs this long.
 const DEFAULT_SEND_TIME: Duration = Duration::from_secs(10);

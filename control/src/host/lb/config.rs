@@ -7,10 +7,8 @@ use anyhow::{bail, Context as _};
 use dataplane_common::lb::{LbSettings, Policy, MAX_UPLINKS};
 use serde::Serialize;
 
-use crate::{
-    units::{parse_duration, parse_rate_bps, DurationLimits},
-    wire::ethernet::Address,
-};
+use crate::units::{parse_duration, parse_rate_bps, DurationLimits};
+use wire::ethernet::Address;
 
 /// `lb.flowlet_timeout_us` (and `lab lb --flowlet-timeout-us`): 1 µs to 10 s.
 pub const FLOWLET_TIMEOUT: DurationLimits =

@@ -9,9 +9,9 @@ use anyhow::Context as _;
 use lossless::{
     netns::{veth_pair, Endpoint, Namespace},
     traffic::{FixedRate, SendConfig, Sender},
-    wire::ethernet::Address,
 };
 use lossless_tests::bed::{Attached, Link};
+use wire::ethernet::Address;
 
 use super::{compile_xdp, median, rx_packets, FLAT_OUT_BPS, FRAME, ROUNDS, SECONDS_PER_RUN};
 
