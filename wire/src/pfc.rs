@@ -230,6 +230,14 @@ mod tests {
     }
 
     #[test]
+    fn quanta_at_link_speeds() {
+        // One quantum at 100 Gb/s is 5.12 ns; 0xffff quanta at 1 Gb/s about 33.55 ms.
+        assert_eq!(quanta_to_ns(100, 100_000_000_000), 512);
+        assert_eq!(quanta_to_ns(0xffff, 1_000_000_000), 33_553_920);
+        assert_eq!(quanta_to_ns(0, 1_000_000_000), 0);
+    }
+
+    #[test]
     fn malformed() {
         let mut frame = vectors::PFC.to_vec();
         frame[14..16].copy_from_slice(&[0x00, 0x01]); // 802.3x PAUSE opcode
