@@ -2,9 +2,10 @@
 //! optionally cut by DCQCN on CNPs), a receiver that counts, spots reordering by PSN and may
 //! answer CE marks with CNPs (the notification point), and a NIC that honours PFC pauses.
 
-use crate::dcqcn::{Dcqcn, DcqcnParams};
 use crate::frame::{icrc, parse_pfc, Roce, OPCODE_CNP, OPCODE_SEND_ONLY};
+use dcqcn::{Dcqcn, DcqcnParams};
 use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
 
 /// DSCP and priority of data and of CNPs, as the example topology classifies them.
 pub const DSCP_DATA: u8 = 26;
@@ -127,8 +128,15 @@ impl Host {
     }
 
     /// Adds a flow.
+    ///
+    /// # Panics
+    ///
+    /// If the flow's DCQCN parameters do not suit its rate (`DcqcnParams::validate`).
     pub fn add_flow(&mut self, spec: FlowSpec) {
-        let rate = spec.dcqcn.map(|p| Dcqcn::new(p, spec.rate_bps));
+        let rate = spec.dcqcn.map(|p| {
+            Dcqcn::new(spec.rate_bps as u64, p)
+                .unwrap_or_else(|e| panic!("flow to QP {}: {e}", spec.qp))
+        });
         self.flows.push(Flow {
             next_send: spec.start_us as f64,
             spec,
@@ -193,7 +201,10 @@ impl Host {
         flow.sent += 1;
         flow.last_sent_us = now_us;
         let rate = match &mut flow.rate {
-            Some(rp) => rp.rate_bps(now_us),
+            Some(rp) => {
+                rp.on_sent(Duration::from_micros(now_us), frame.len() as u64 * 8);
+                rp.rate_bps() as f64
+            }
             None => s.rate_bps,
         };
         let mut next = flow.next_send.max(now_us as f64) + (frame.len() * 8) as f64 * 1e6 / rate;
@@ -225,7 +236,7 @@ impl Host {
             if let Some(flow) = self.flows.iter_mut().find(|f| f.spec.qp == r.qp) {
                 flow.cnps += 1;
                 if let Some(rp) = &mut flow.rate {
-                    rp.on_cnp(now_us);
+                    rp.on_cnp(Duration::from_micros(now_us));
                 }
             }
             return;
@@ -315,5 +326,32 @@ mod tests {
             (cnp.opcode, cnp.dst_ip, cnp.qp),
             (OPCODE_CNP, 0x0a00_0101, 0x12)
         );
+    }
+
+    #[test]
+    #[should_panic(expected = "invalid DCQCN parameter increase_period")]
+    fn a_zero_timer_period_is_refused() {
+        let mut h11 = Host::new(
+            "h11",
+            0x0a00_0101,
+            [8, 0, 0, 0, 1, 1],
+            [0; 6],
+            1_000_000_000,
+        );
+        h11.add_flow(FlowSpec {
+            dst_ip: 0x0a00_0301,
+            qp: 0x12,
+            sport: 49152,
+            packets: 1,
+            frame_bytes: 100,
+            rate_bps: 1e9,
+            start_us: 0,
+            burst: 0,
+            gap_us: 0,
+            dcqcn: Some(DcqcnParams {
+                increase_period: std::time::Duration::ZERO,
+                ..DcqcnParams::default()
+            }),
+        });
     }
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use fabric::dcqcn::DcqcnParams;
+use dcqcn::DcqcnParams;
 use fabric::host::FlowSpec;
 use fabric::runtime::{apply_entry, TableEntry};
 use fabric::sim::{counter, Fabric, FabricConfig};
