@@ -395,7 +395,7 @@ impl Fabric {
         l.busy_until = start + (bits * 1_000_000).div_ceil(l.rate_bps);
         let arrival = l.busy_until + l.latency_us;
         l.frames += 1;
-        if let Some(r) = crate::frame::Roce::parse(&frame) {
+        if let Ok(r) = crate::frame::Roce::parse(&frame) {
             *l.flows.entry((r.src_ip, r.sport)).or_default() += 1;
         }
         l.in_flight.push_back((arrival, frame));

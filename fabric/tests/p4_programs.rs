@@ -132,7 +132,7 @@ fn red_marks_with_the_profile_probability_between_kmin_and_kmax() {
         src_ip: 0x0a00_0101,
         dst_ip: 0x0a00_0202,
         dscp: 0,
-        ecn: 2,
+        ecn: wire::ip::Ecn::Ect0,
         sport: 1,
         opcode: fabric::frame::OPCODE_SEND_ONLY,
         qp: 1,
