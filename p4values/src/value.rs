@@ -8,10 +8,16 @@
 //! raw string must be exactly as long as the field's bytes, as there. Values go on the wire in
 //! the P4Runtime specification's canonical form (§8.4, "Bytestrings"): big-endian, without
 //! leading zero bytes, zero as one zero byte.
+//!
+//! The text forms of addresses are read here and nowhere else in the workspace: MAC addresses
+//! by `wire`'s [`Address`], dotted IPv4 addresses by [`parse_ipv4`].
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use serde_json::Value;
+use wire::ethernet::Address;
+
+use crate::bytestring::{byte_len, canonical, significant_bits, to_u128};
 
 /// Why a value cannot be encoded for a field.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -43,11 +49,6 @@ pub enum ValueError {
     /// An integer too large for JSON numbers as read here.
     #[error("{0} is not an integer of at most 64 bits (write wider values as addresses)")]
     NotAnInteger(String),
-}
-
-/// The number of bytes a field of `bitwidth` bits takes, as in P4Runtime.
-pub fn byte_len(bitwidth: u32) -> usize {
-    bitwidth.div_ceil(8) as usize
 }
 
 /// The largest value of a field of `bitwidth` bits, in canonical form.
@@ -155,8 +156,8 @@ fn fit(bytes: &[u8], bitwidth: u32, shown: impl Fn() -> String) -> Result<Vec<u8
 
 /// The bytes of an address: a MAC, IPv4 or IPv6 address in network order.
 fn string_bytes(text: &str) -> Option<Vec<u8>> {
-    if let Some(mac) = parse_mac(text) {
-        Some(mac.to_vec())
+    if let Ok(mac) = text.parse::<Address>() {
+        Some(mac.0.to_vec())
     } else if let Some(ip) = parse_ipv4(text) {
         Some(ip.octets().to_vec())
     } else {
@@ -164,24 +165,10 @@ fn string_bytes(text: &str) -> Option<Vec<u8>> {
     }
 }
 
-/// `aa:bb:cc:dd:ee:ff`, hex digits of either case.
-fn parse_mac(text: &str) -> Option<[u8; 6]> {
-    let mut mac = [0u8; 6];
-    let mut parts = text.split(':');
-    for byte in &mut mac {
-        let part = parts.next()?;
-        if part.len() != 2 || !part.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return None;
-        }
-        *byte = u8::from_str_radix(part, 16).ok()?;
-    }
-    parts.next().is_none().then_some(mac)
-}
-
 /// Four dotted decimal octets. The tutorials' pattern (`\d{1,3}` four times) also admits octets
 /// above 255, which `inet_aton` then refuses: here they are no address and fall through to the
 /// raw-string form, whose length check refuses them for a 32-bit field.
-fn parse_ipv4(text: &str) -> Option<Ipv4Addr> {
+pub fn parse_ipv4(text: &str) -> Option<Ipv4Addr> {
     let shaped = text.split('.').count() == 4
         && text
             .split('.')
@@ -191,36 +178,6 @@ fn parse_ipv4(text: &str) -> Option<Ipv4Addr> {
     }
     let octets: Vec<u8> = text.split('.').filter_map(|p| p.parse().ok()).collect();
     <[u8; 4]>::try_from(octets).ok().map(Ipv4Addr::from)
-}
-
-/// `bytes` without leading zero bytes; zero is one zero byte.
-pub fn canonical(bytes: &[u8]) -> Vec<u8> {
-    match bytes.iter().position(|&b| b != 0) {
-        Some(first) => bytes[first..].to_vec(),
-        None => vec![0],
-    }
-}
-
-/// The number of bits from the most significant set bit down (0 for zero).
-fn significant_bits(bytes: &[u8]) -> u32 {
-    match bytes.iter().position(|&b| b != 0) {
-        None => 0,
-        Some(first) => (bytes.len() - first) as u32 * 8 - bytes[first].leading_zeros(),
-    }
-}
-
-/// A bytestring read from a switch as an unsigned integer, if it has at most 16 bytes after its
-/// leading zeros.
-pub fn to_u128(bytes: &[u8]) -> Option<u128> {
-    let canonical = canonical(bytes);
-    if canonical.len() > 16 {
-        return None;
-    }
-    Some(
-        canonical
-            .iter()
-            .fold(0u128, |n, &b| (n << 8) | u128::from(b)),
-    )
 }
 
 /// How a value read back from a switch is shown, chosen from the field's width and name: a
@@ -240,14 +197,9 @@ pub fn display(bytes: &[u8], bitwidth: u32, name: &str) -> Value {
             .any(|w| ["ip", "ipv4", "ipv6", "srcip", "dstip"].contains(&w));
     match bitwidth {
         48 if n < 1 << 48 => {
-            let b = n.to_be_bytes();
-            Value::String(
-                b[10..]
-                    .iter()
-                    .map(|x| format!("{x:02x}"))
-                    .collect::<Vec<_>>()
-                    .join(":"),
-            )
+            let mut mac = [0; 6];
+            mac.copy_from_slice(&n.to_be_bytes()[10..]);
+            Value::String(Address(mac).to_string())
         }
         32 if address_name && n <= u128::from(u32::MAX) => {
             Value::String(Ipv4Addr::from(n as u32).to_string())
@@ -437,14 +389,6 @@ mod tests {
             encode_text("10.0.0.1", 16),
             Err(ValueError::WrongLength { .. })
         ));
-    }
-
-    #[test]
-    fn canonical_form() {
-        assert_eq!(canonical(&[0, 0, 1, 0]), [1, 0]);
-        assert_eq!(canonical(&[0, 0]), [0]);
-        assert_eq!(canonical(&[]), [0]);
-        assert_eq!(canonical(&[0x80]), [0x80]);
     }
 
     #[test]
