@@ -5,7 +5,10 @@
 //! integer (negative ones in two's complement), `true`/`false` (1/0, as Python's `bool` is an
 //! `int`), a MAC address `aa:bb:cc:dd:ee:ff`, a dotted IPv4 address, an IPv6 address, a
 //! one-element list of any of these, or any other string taken as its raw bytes. An address or a
-//! raw string must be exactly as long as the field's bytes, as there. Values go on the wire in
+//! raw string must be exactly as long as the field's bytes, as there. One addition: a string of
+//! decimal digits, or `0x` and hex digits, is that number (as BMv2's CLI and the command line
+//! read it, and as [`display`] writes values wider than 64 bits), where `convert.encode` would
+//! take its characters as raw bytes. Values go on the wire in
 //! the P4Runtime specification's canonical form (§8.4, "Bytestrings"): big-endian, without
 //! leading zero bytes, zero as one zero byte.
 //!
@@ -71,11 +74,14 @@ pub fn encode(value: &Value, bitwidth: u32) -> Result<Vec<u8>, ValueError> {
             (None, Some(n)) => twos_complement(n.into(), bitwidth, shown)?,
             _ => return Err(ValueError::NotAnInteger(shown())),
         },
-        Value::String(text) => exact_length(
-            string_bytes(text).unwrap_or_else(|| text.as_bytes().to_vec()),
-            bitwidth,
-            shown,
-        )?,
+        Value::String(text) => match unsigned_text(text) {
+            Some(n) => n.to_be_bytes().to_vec(),
+            None => exact_length(
+                string_bytes(text).unwrap_or_else(|| text.as_bytes().to_vec()),
+                bitwidth,
+                shown,
+            )?,
+        },
         _ => return Err(ValueError::NotAValue(shown())),
     };
     fit(&bytes, bitwidth, shown)
@@ -86,14 +92,7 @@ pub fn encode(value: &Value, bitwidth: u32) -> Result<Vec<u8>, ValueError> {
 /// runtime JSON, a string that is none of these is refused, not taken as raw bytes.
 pub fn encode_text(text: &str, bitwidth: u32) -> Result<Vec<u8>, ValueError> {
     let shown = || text.to_owned();
-    let hex = text
-        .strip_prefix("0x")
-        .or_else(|| text.strip_prefix("0X"))
-        .map(|digits| u128::from_str_radix(digits, 16));
-    let bytes = if let Some(parsed) = hex {
-        let n = parsed.map_err(|_| ValueError::NotAValue(shown()))?;
-        n.to_be_bytes().to_vec()
-    } else if let Ok(n) = text.parse::<u128>() {
+    let bytes = if let Some(n) = unsigned_text(text) {
         n.to_be_bytes().to_vec()
     } else if let Ok(n) = text.parse::<i128>() {
         twos_complement(n, bitwidth, shown)?
@@ -103,6 +102,19 @@ pub fn encode_text(text: &str, bitwidth: u32) -> Result<Vec<u8>, ValueError> {
         return Err(ValueError::NotAValue(shown()));
     };
     fit(&bytes, bitwidth, shown)
+}
+
+/// An unsigned integer written as decimal digits, or `0x` (`0X`) and hex digits, of at most
+/// 128 bits; `None` for any other text.
+fn unsigned_text(text: &str) -> Option<u128> {
+    let (digits, radix) = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => (hex, 16),
+        None => (text, 10),
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    u128::from_str_radix(digits, radix).ok()
 }
 
 /// A negative integer in `bitwidth` bits, two's complement, as the tutorials encode it.
@@ -333,6 +345,22 @@ mod tests {
             enc(json!("AB"), 9),
             Err(ValueError::TooWide { .. })
         ));
+    }
+
+    #[test]
+    fn strings_of_digits_are_numbers() {
+        assert_eq!(enc(json!("42"), 16).unwrap(), [42]);
+        assert_eq!(enc(json!("0x1f"), 8).unwrap(), [0x1f]);
+        assert_eq!(enc(json!("0X1F"), 8).unwrap(), [0x1f]);
+        assert!(matches!(
+            enc(json!("0x1ff"), 8),
+            Err(ValueError::TooWide { .. })
+        ));
+        // What display writes for a value wider than 64 bits, encode takes back.
+        let wide = display(&[0xff; 16], 128, "big");
+        assert_eq!(enc(wide, 128).unwrap(), [0xff; 16]);
+        // Not digits: raw bytes, as before.
+        assert_eq!(enc(json!("0xzz"), 32).unwrap(), b"0xzz");
     }
 
     #[test]
