@@ -87,14 +87,11 @@ impl FromStr for NextHop {
         if let Ok(ip) = text.parse() {
             return Ok(NextHop::Ip(ip));
         }
-        let bytes: Vec<u8> = text
-            .split(':')
-            .map(|b| u8::from_str_radix(b, 16))
-            .collect::<Result<_, _>>()
+        let mac = text
+            .parse()
             .ok()
-            .filter(|b: &Vec<u8>| b.len() == 6)
             .with_context(|| format!("'{text}' is neither a MAC address nor an IP address"))?;
-        Ok(NextHop::Mac(Address(bytes.try_into().unwrap())))
+        Ok(NextHop::Mac(mac))
     }
 }
 

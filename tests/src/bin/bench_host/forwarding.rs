@@ -108,8 +108,7 @@ impl Topology {
             format!("lb.weights={}:2", names[0]),
         ];
         for (up, peer) in self.uplinks.iter().zip(&self.peers) {
-            let mac: Vec<String> = peer.mac.iter().map(|b| format!("{b:02x}")).collect();
-            args.push(format!("lb.nexthop.{}={}", up.ifname, mac.join(":")));
+            args.push(format!("lb.nexthop.{}={}", up.ifname, Address(peer.mac)));
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         Link::lossless(&self.balancer, &args)?;
