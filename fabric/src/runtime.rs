@@ -10,7 +10,7 @@
 
 use p4values::bytestring;
 use p4values::runtime_json::FileError;
-pub use p4values::runtime_json::{RuntimeConfig, TableEntrySpec};
+pub use p4values::runtime_json::{RuntimeConfig, TableEntrySpec, MAX_RUNTIME_JSON_BYTES};
 use p4values::value;
 use softswitch::ir::{mask, ActionCall, Entry, FieldMatch, MatchKind};
 use softswitch::switch::Switch;
@@ -37,7 +37,7 @@ pub enum RuntimeError {
     Replication(String),
 }
 
-/// Reads a runtime-JSON file.
+/// Reads a runtime-JSON file of at most [`MAX_RUNTIME_JSON_BYTES`].
 pub fn load(path: &Path) -> Result<RuntimeConfig, RuntimeError> {
     Ok(RuntimeConfig::from_file(path)?)
 }
@@ -203,6 +203,16 @@ fn number(v: &serde_json::Value, width: u16) -> Result<u128, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_past_the_limit_is_refused_without_reading_it_all() {
+        let err = load(Path::new("/dev/zero")).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(&format!("longer than {MAX_RUNTIME_JSON_BYTES} bytes")),
+            "{err}"
+        );
+    }
 
     #[test]
     fn values_in_every_spelling() {

@@ -4,7 +4,7 @@
 //! format does not have is an error that names it. `lossless p4 entries apply` sends them over
 //! P4Runtime; the in-process fabric applies them to its switches directly.
 
-use std::{collections::BTreeMap, path::Path};
+use std::{collections::BTreeMap, io::Read as _, path::Path};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -20,6 +20,14 @@ pub enum FileError {
         /// Why.
         error: std::io::Error,
     },
+    /// The file is longer than [`MAX_RUNTIME_JSON_BYTES`].
+    #[error(
+        "{path} is longer than {MAX_RUNTIME_JSON_BYTES} bytes, the most a runtime JSON may be"
+    )]
+    TooLong {
+        /// The file.
+        path: String,
+    },
     /// The file is not runtime JSON (the message gives line and column).
     #[error("in {path}: {error}")]
     Json {
@@ -29,6 +37,10 @@ pub enum FileError {
         error: serde_json::Error,
     },
 }
+
+/// The largest runtime-JSON file read, in bytes (the tutorials' files are a few kilobytes; a
+/// hundred thousand entries take about 20 MB).
+pub const MAX_RUNTIME_JSON_BYTES: usize = 64 << 20;
 
 /// One runtime-JSON file.
 #[derive(Debug, Default, Deserialize, Serialize, PartialEq)]
@@ -114,14 +126,25 @@ pub struct ReplicaSpec {
 }
 
 impl RuntimeConfig {
-    /// Reads a runtime-JSON file; errors name the file, line and column.
+    /// Reads a runtime-JSON file of at most [`MAX_RUNTIME_JSON_BYTES`]; errors name the file,
+    /// line and column.
     pub fn from_file(path: &Path) -> Result<Self, FileError> {
-        let text = std::fs::read_to_string(path).map_err(|error| FileError::Read {
-            path: path.display().to_string(),
-            error,
-        })?;
+        let shown = || path.display().to_string();
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| {
+                f.take(MAX_RUNTIME_JSON_BYTES as u64 + 1)
+                    .read_to_string(&mut text)
+            })
+            .map_err(|error| FileError::Read {
+                path: shown(),
+                error,
+            })?;
+        if text.len() > MAX_RUNTIME_JSON_BYTES {
+            return Err(FileError::TooLong { path: shown() });
+        }
         Self::parse(&text).map_err(|error| FileError::Json {
-            path: path.display().to_string(),
+            path: shown(),
             error,
         })
     }
@@ -165,6 +188,29 @@ fn join_pairs(pairs: &BTreeMap<String, Value>) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn nesting_past_serde_jsons_limit_is_an_error() {
+        let deep = format!(
+            "{{\"table_entries\": [{{\"table\": \"t\", \"match\": {{\"k\": {}1{}}}}}]}}",
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        let err = RuntimeConfig::parse(&deep).unwrap_err();
+        assert!(
+            err.to_string().contains("recursion limit exceeded"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_file_past_the_limit_is_refused_without_reading_it_all() {
+        let err = RuntimeConfig::from_file(Path::new("/dev/zero")).unwrap_err();
+        assert!(
+            format!("{err:#}").contains(&format!("longer than {MAX_RUNTIME_JSON_BYTES} bytes")),
+            "{err:#}"
+        );
+    }
 
     /// The shape of the tutorials' `basic` and `acl_with_counters` exercises' `s1-runtime.json`.
     const TUTORIAL: &str = r#"{
