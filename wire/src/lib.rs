@@ -14,7 +14,7 @@
 //!
 //! The tests of every module check bytes produced by an independent encoder (scapy, with
 //! `scapy.contrib.roce` and `scapy.contrib.mac_control`) or captured off a veth, and
-//! `tests/tshark.rs` decodes every vector with tshark.
+//! `tests/independent_decoders.rs` rebuilds every vector with scapy and decodes it with tshark.
 #![no_std]
 
 #[cfg(any(test, feature = "std"))]
