@@ -4,10 +4,12 @@
 //! [`preprocessor`] (which drives the [`lexer`]), [`parser`] (to the [`ast`]), [`check`] (types
 //! and names, lowered to the [`ir`]), all within the [`limits`]. [`compile`] runs them all. The [`switch::Switch`] runs a
 //! program: [`interp`] executes one packet's blocks over its slots, [`table`] holds the match
-//! structures, [`tm`] the queues; [`stf`] drives a switch from a p4c STF test.
+//! structures, [`tm`] the queues; [`stf`] drives a switch from a p4c STF test, and [`bmv2`]
+//! lets the same test drive BMv2's `simple_switch`.
 
 pub mod ast;
 pub mod bits;
+pub mod bmv2;
 pub mod check;
 pub mod cpinfo;
 pub mod diagnostic;

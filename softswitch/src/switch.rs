@@ -672,21 +672,17 @@ impl Switch {
 
     /// The index of the table named `name` (full name, or a unique suffix after a dot).
     pub fn table_id(&self, name: &str) -> Option<usize> {
-        find_by_name(self.program.tables.iter().map(|t| t.name.as_str()), name)
+        table_id(&self.program, name)
     }
 
     /// The index of action `name` among those of table `table`.
     pub fn action_id(&self, table: usize, name: &str) -> Option<usize> {
-        let actions = &self.program.tables[table].actions;
-        let names = actions
-            .iter()
-            .map(|&a| self.program.actions[a].name.as_str());
-        find_by_name(names, name).map(|i| actions[i])
+        action_id(&self.program, table, name)
     }
 
     /// The index of the extern instance named `name`.
     pub fn instance_id(&self, name: &str) -> Option<usize> {
-        find_by_name(self.program.instances.iter().map(|i| i.name.as_str()), name)
+        instance_id(&self.program, name)
     }
 
     /// Installs an entry.
@@ -928,6 +924,23 @@ impl Switch {
             _ => false,
         }
     }
+}
+
+/// The index of the table of `program` named `name` (full name, or a unique suffix after a dot).
+pub fn table_id(program: &Program, name: &str) -> Option<usize> {
+    find_by_name(program.tables.iter().map(|t| t.name.as_str()), name)
+}
+
+/// The index of action `name` among those of table `table` of `program`.
+pub fn action_id(program: &Program, table: usize, name: &str) -> Option<usize> {
+    let actions = &program.tables[table].actions;
+    let names = actions.iter().map(|&a| program.actions[a].name.as_str());
+    find_by_name(names, name).map(|i| actions[i])
+}
+
+/// The index of the extern instance of `program` named `name`.
+pub fn instance_id(program: &Program, name: &str) -> Option<usize> {
+    find_by_name(program.instances.iter().map(|i| i.name.as_str()), name)
 }
 
 /// The position of `name` in `names`: an exact match, else the only name ending in `.name`.
