@@ -71,9 +71,6 @@ pub fn compile_with(
             )),
         }
     })?;
-    // The program runs only if the switch can hold its state.
-    switch::check_state_size(&program)
-        .map_err(|m| diagnostic::Diagnostic::new(source::Span { file, lo: 0, hi: 0 }, m))?;
     Ok(program)
 }
 
