@@ -11,7 +11,6 @@ use std::{io::BufRead as _, process::Stdio};
 use lossless::{
     p4::client::{Client, ElectionId, Target},
     traffic::{FixedRate, Receiver, RecvConfig, SendConfig, Sender},
-    wire::ethernet::Address,
 };
 use lossless_tests::{
     bed::{lossless_bin, privileged, TIMEOUT},
@@ -19,6 +18,7 @@ use lossless_tests::{
     tutorial_bed::{tx_counts, TutorialBed, SWITCH_ADDR},
 };
 use serde_json::{json, Value};
+use wire::ethernet::Address;
 
 /// The cell of `counter` at `index` in `counters read --json` output.
 fn cell(cells: &Value, index: i64) -> (u64, u64) {

@@ -9,9 +9,9 @@ use super::notify::CnpConfig;
 use super::pacing::wire_bits;
 use super::{FixedRate, Receiver, RecvConfig, RecvSummary, SendConfig, SendSummary, Sender};
 use crate::netns::{veth_pair, Endpoint, Namespace};
-use crate::wire::bth::Opcode;
-use crate::wire::ethernet::Address;
-use crate::wire::ip::Ecn;
+use wire::bth::Opcode;
+use wire::ethernet::Address;
+use wire::ip::Ecn;
 
 /// One test at a time: they measure rates, and the machine may have few cores.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
