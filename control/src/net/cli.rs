@@ -17,9 +17,9 @@ use crate::{
         cli::{P4Args, SwitchKind},
         client::{Client, ElectionId, Target},
         entries,
-        runtime_json::RuntimeConfig,
     },
 };
+use p4values::runtime_json::RuntimeConfig;
 
 /// `lossless net`: the network's name, and the subcommand.
 #[derive(Debug, Args)]

@@ -16,7 +16,7 @@ use anyhow::{bail, Context as _};
 use serde_json::{json, Value};
 
 use super::model::{End, Entries, Host, Link, Network, Switch};
-use crate::p4::runtime_json::{CloneSessionSpec, ReplicaSpec, RuntimeConfig, TableEntrySpec};
+use p4values::runtime_json::{CloneSessionSpec, ReplicaSpec, RuntimeConfig, TableEntrySpec};
 
 /// The most spines (a DLB group has at most 4 members).
 pub const MAX_SPINES: u16 = 4;

@@ -8,7 +8,7 @@ use std::{collections::BTreeSet, net::Ipv4Addr, path::PathBuf};
 use anyhow::{bail, Context as _};
 use serde::Serialize;
 
-use crate::p4::runtime_json::RuntimeConfig;
+use p4values::runtime_json::RuntimeConfig;
 
 /// The most nodes a network may have (Mininet is happy with a few hundred on one machine).
 pub const MAX_NODES: usize = 512;

@@ -35,9 +35,9 @@ use crate::{
         cli::{Pipeline, SwitchKind},
         client::{Client, ElectionId, Target},
         entries,
-        runtime_json::RuntimeConfig,
     },
 };
+use p4values::runtime_json::RuntimeConfig;
 
 /// The Python package, carried in the binary so `lossless` needs no source tree.
 const GLUE: &[(&str, &str)] = &[

@@ -13,6 +13,7 @@ mod typespec;
 
 use p4runtime::p4::config::v1 as p4i;
 use p4runtime::p4::config::v1::p4_ids::Prefix;
+use p4values::bytestring::padded;
 
 use crate::ast::Annotation;
 use crate::cpinfo::{self, CpInfo};
@@ -28,12 +29,6 @@ pub const ARCH: &str = "v1model";
 /// duplicate), with the declaration's location.
 pub fn p4info(program: &Program, map: &SourceMap) -> Result<p4i::P4Info, Diagnostic> {
     P4InfoBuilder::new(program, map)?.build()
-}
-
-/// The bytes of `value` as a `width`-bit P4Runtime byte string padded to the full width.
-pub(crate) fn bytestring(value: u128, width: u16) -> Vec<u8> {
-    let len = usize::from(width.div_ceil(8)).max(1);
-    value.to_be_bytes()[16 - len.min(16)..].to_vec()
 }
 
 struct P4InfoBuilder<'a> {
@@ -272,7 +267,7 @@ impl<'a> P4InfoBuilder<'a> {
             .map(
                 |((param, value), param_id)| p4i::table_action_call::Argument {
                     param_id,
-                    value: bytestring(*value, param.width),
+                    value: padded(*value, u32::from(param.width)),
                 },
             )
             .collect()
