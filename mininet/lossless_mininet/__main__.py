@@ -79,7 +79,7 @@ def configure_hosts(net, plan):
 
 def status(net, plan):
     """What `lossless net status` shows: nodes with their pids and interfaces, switches with
-    their gRPC addresses and device ids, links."""
+    their gRPC addresses, device ids (and BMv2's Thrift ports), links."""
     nodes = []
     for node in net.hosts + net.switches:
         kind = "switch" if node in net.switches else "host"
@@ -89,6 +89,8 @@ def status(net, plan):
         entry = dict(name=node.name, kind=kind, pid=pid, shell_pid=node.pid, intfs=intfs)
         if kind == "switch":
             entry.update(grpc=node.grpc_address, device_id=node.device_id, log=node.log_file)
+            if node.thrift_port is not None:
+                entry["thrift_port"] = int(node.thrift_port)
         nodes.append(entry)
     links = [[l.intf1.name, l.intf2.name] for l in net.links]
     return dict(name=plan["name"], nodes=nodes, links=links)

@@ -7,6 +7,7 @@ use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand};
 
 use super::{
+    experiment::Experiment,
     leaf_spine::{self, Policy, Shape, Tuning},
     state::{self, Running},
     up::{self, Plan, Then},
@@ -85,6 +86,19 @@ pub enum NetCommand {
     },
     /// Stop a running network and wait until nothing of it is left.
     Down,
+    /// Bring a generated fabric up, run an experiment on it, write its summary.json, table
+    /// and plot to its --out directory, and take the fabric down.
+    Experiment {
+        /// The fabric: leaf-spine:SPINES,LEAVES,HOSTS.
+        #[arg(long, global = true, default_value = "leaf-spine:2,2,2")]
+        topo: String,
+        /// The P4 switch every switch node runs.
+        #[arg(long = "switch", global = true, value_enum, default_value_t = SwitchKind::Softswitch)]
+        switch: SwitchKind,
+        /// The experiment.
+        #[command(subcommand)]
+        experiment: Experiment,
+    },
     /// Switch a generated fabric's load-balancing policy live, on every leaf, over P4Runtime.
     Policy {
         /// The policy.
@@ -155,6 +169,27 @@ pub async fn run(args: NetArgs) -> anyhow::Result<ExitCode> {
             };
             up::run(plan, then).await
         }
+        NetCommand::Experiment {
+            topo,
+            switch,
+            experiment,
+        } => {
+            let (network, _, shape) = up::load(&topo, &Tuning::default())?;
+            if shape.is_none() {
+                bail!("experiments run on generated fabrics (leaf-spine:S,L,H), and {topo} is none");
+            }
+            let plan = Plan {
+                name,
+                network,
+                program: None,
+                switch,
+                host_hooks: up::host_hooks(&experiment.host_hooks())?,
+                shape,
+                log_console: false,
+                pcap_dump: false,
+            };
+            up::run(plan, Then::Experiment(experiment)).await
+        }
         NetCommand::Status { json } => {
             let running = Running::find(&name)?;
             let status = running
@@ -171,16 +206,7 @@ pub async fn run(args: NetArgs) -> anyhow::Result<ExitCode> {
         NetCommand::Exec { node, command } => {
             let running = Running::find(&name)?;
             let node = running.node(&node)?;
-            // A host's network and mount namespaces, as Mininet's own `h1 CMD` (mnexec gives
-            // each host its own /sys, and so its own /sys/fs/bpf); a switch's network namespace
-            // is the network's.
-            let namespaces = match node.kind.as_str() {
-                "host" => vec![
-                    format!("--net=/proc/{}/ns/net", node.pid),
-                    format!("--mount=/proc/{}/ns/mnt", node.pid),
-                ],
-                _ => vec![format!("--net={}", running.netns_path().display())],
-            };
+            let namespaces = running.nsenter_args(node);
             // Replaced by nsenter, as `ip netns exec` is by the command: signals and the exit
             // status are the command's own.
             let error = std::process::Command::new("nsenter")

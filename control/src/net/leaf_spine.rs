@@ -66,6 +66,14 @@ pub struct Tuning {
     pub quantum_q10: u32,
 }
 
+impl Tuning {
+    /// The link speed the pause quantum stands for (512 bit times of it), which hosts must
+    /// read the switches' PAUSE times at (`pfc.link_speed_bps`).
+    pub fn pause_link_speed_bps(&self) -> u64 {
+        512 * 1024 * 1_000_000 / u64::from(self.quantum_q10.max(1))
+    }
+}
+
 impl Default for Tuning {
     fn default() -> Self {
         Tuning {

@@ -5,6 +5,7 @@
 //! package in `mininet/` is only the Mininet glue ([`up`] runs it). docs/mininet.md.
 
 pub mod cli;
+pub mod experiment;
 pub mod leaf_spine;
 pub mod model;
 pub mod p4app;

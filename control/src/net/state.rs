@@ -101,6 +101,9 @@ pub struct NodeStatus {
     /// A switch's log file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<String>,
+    /// A BMv2 switch's Thrift port (its runtime CLI's, `simple_switch_CLI --thrift-port`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thrift_port: Option<u16>,
 }
 
 /// One interface.
@@ -176,5 +179,18 @@ impl Running {
     /// The network namespace's bind mount.
     pub fn netns_path(&self) -> PathBuf {
         Path::new("/run/netns").join(&self.up.netns)
+    }
+
+    /// `nsenter`'s namespace options for `node`: a host's network and mount namespaces, as
+    /// Mininet's own `h1 CMD` (mnexec gives each host its own /sys, and so its own
+    /// /sys/fs/bpf); a switch's network namespace is the network's.
+    pub fn nsenter_args(&self, node: &NodeStatus) -> Vec<String> {
+        match node.kind.as_str() {
+            "host" => vec![
+                format!("--net=/proc/{}/ns/net", node.pid),
+                format!("--mount=/proc/{}/ns/mnt", node.pid),
+            ],
+            _ => vec![format!("--net={}", self.netns_path().display())],
+        }
     }
 }

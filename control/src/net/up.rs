@@ -23,6 +23,7 @@ use serde_json::json;
 use tokio::{signal::unix::SignalKind, sync::mpsc};
 
 use super::{
+    experiment::{Experiment, Fabric},
     leaf_spine::{self, Shape, Tuning},
     model::{Entries, Network},
     p4app,
@@ -36,6 +37,7 @@ use crate::{
         client::{Client, ElectionId, Target},
         entries,
     },
+    traffic::StopFlag,
 };
 use p4values::runtime_json::RuntimeConfig;
 
@@ -93,6 +95,8 @@ pub enum Then {
     PingAll,
     /// Run this script (`sh FILE`), with LOSSLESS_NET naming the network.
     Script(PathBuf),
+    /// Run this experiment (a generated fabric's).
+    Experiment(Experiment),
 }
 
 /// Reads TOPO: `leaf-spine:S,L,H`, a p4app.json (it has a `topology` key) or a tutorials'
@@ -411,6 +415,20 @@ async fn drive(
             println!("pingall: {loss}% dropped");
             Ok(std::process::ExitCode::from(u8::from(loss != 0.0)))
         }
+        Then::Experiment(experiment) => {
+            let fabric = Fabric {
+                running: Running::find(&plan.name)?,
+                kind: plan.switch,
+                shape: plan.shape.context("experiments run on generated fabrics")?,
+                lossless: std::env::current_exe().context("finding the lossless binary")?,
+            };
+            let stop = StopFlag::new();
+            // Dropped when a signal ends the network: the experiment stops with it.
+            let _stop = StopOnDrop(stop.clone());
+            let experiment = experiment.clone();
+            tokio::task::spawn_blocking(move || experiment.run(&fabric, &stop)).await??;
+            Ok(std::process::ExitCode::SUCCESS)
+        }
         Then::Script(script) => {
             // A process group of its own, so teardown ends the script with all it started.
             let mut child = Command::new("sh")
@@ -426,6 +444,15 @@ async fn drive(
             let _ = child.try_wait();
             Ok(exit_code(status??))
         }
+    }
+}
+
+/// Sets its flag when dropped.
+struct StopOnDrop(StopFlag);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.stop();
     }
 }
 
