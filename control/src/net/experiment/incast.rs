@@ -50,6 +50,11 @@ pub struct IncastArgs {
     /// (where DCQCN starts and its ceiling).
     #[arg(long, default_value = "8mbit", value_parser = parse_rate_bps)]
     pub link_rate: u64,
+    /// Every switch queue's depth in packets (1 to 4096): PFC pauses at 16, and the rest is
+    /// headroom for what is already on its way, which for a software switch includes the
+    /// burst its upstream sends to catch up after the machine descheduled it.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub queue_depth: u32,
     /// Frame size in bytes (without FCS), 128 to 1500.
     #[arg(long, default_value_t = 1000)]
     pub size: usize,
@@ -181,7 +186,7 @@ pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Resul
             ],
         )?;
     }
-    fabric.set_link_rate(pps)?;
+    fabric.set_queues(pps, args.queue_depth)?;
     // Absolute: the senders write their rate logs from inside their hosts' mount namespaces.
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;

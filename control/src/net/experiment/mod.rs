@@ -247,9 +247,10 @@ impl Fabric {
     }
 
     /// Paces every queue of every switch at `pps` packets per second, as a link of that rate
-    /// drains it: softswitch through its Queues service, BMv2 through its runtime CLI
-    /// (`set_queue_rate`, every port and priority).
-    pub fn set_link_rate(&self, pps: u64) -> anyhow::Result<()> {
+    /// drains it, and makes it `depth` packets deep: softswitch through its Queues service,
+    /// BMv2 through its runtime CLI (`set_queue_rate`, `set_queue_depth`: every port and
+    /// priority).
+    pub fn set_queues(&self, pps: u64, depth: u32) -> anyhow::Result<()> {
         let switches = self.switches();
         match self.kind {
             SwitchKind::Softswitch => self.in_network(async {
@@ -258,6 +259,7 @@ impl Fabric {
                     client
                         .set_queue(SetQueueRequest {
                             rate_pps: Some(pps),
+                            depth_packets: Some(depth),
                             ..Default::default()
                         })
                         .await
@@ -278,10 +280,11 @@ impl Fabric {
                         .arg(&cli.program)
                         .args(["--thrift-port", &port.to_string()]);
                     cli.set_env(&mut command);
-                    let answer = runtime_cli(command, &format!("set_queue_rate {pps}\n"))
-                        .with_context(|| format!("{}: set_queue_rate", switch.name))?;
+                    let input = format!("set_queue_rate {pps}\nset_queue_depth {depth}\n");
+                    let answer = runtime_cli(command, &input)
+                        .with_context(|| format!("{}: {input}", switch.name))?;
                     if answer.contains("Error") || answer.contains("Invalid") {
-                        bail!("{}: set_queue_rate {pps}: {answer}", switch.name);
+                        bail!("{}: {input}: {answer}", switch.name);
                     }
                 }
                 Ok(())
