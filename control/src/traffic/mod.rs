@@ -12,7 +12,6 @@ pub mod dcqcn;
 pub mod error;
 pub mod interface;
 pub mod neighbour;
-pub mod netlink;
 pub mod notify;
 pub mod pacing;
 pub mod packet_socket;
