@@ -68,13 +68,15 @@ macro_rules! map_table {
     };
 }
 
-/// The kinds of map the programs use, as types, so a [`MapDef`] says its kind in its type and
-/// user space opens each kind as the matching aya map. Named as aya-ebpf names them.
-pub mod kind {
-    use super::{Kind, MapKind};
+/// Declares each kind of map as a type in [`kind`] and as a value of [`MapKind`], from one list.
+macro_rules! kinds {
+    ($($(#[$doc:meta])* $name:ident,)*) => {
+        /// The kinds of map the programs use, as types, so a [`MapDef`] says its kind in its
+        /// type and user space opens each kind as the matching aya map. Named as aya-ebpf
+        /// names them.
+        pub mod kind {
+            use super::{Kind, MapKind};
 
-    macro_rules! kinds {
-        ($($(#[$doc:meta])* $name:ident,)*) => {
             $(
                 $(#[$doc])*
                 #[derive(Clone, Copy, Debug)]
@@ -84,40 +86,29 @@ pub mod kind {
                     const KIND: MapKind = MapKind::$name;
                 }
             )*
-        };
-    }
+        }
 
-    kinds! {
-        /// BPF_MAP_TYPE_ARRAY: `u32` index → value.
-        Array,
-        /// BPF_MAP_TYPE_PERCPU_ARRAY: `u32` index → one value per CPU.
-        PerCpuArray,
-        /// BPF_MAP_TYPE_HASH.
-        HashMap,
-        /// BPF_MAP_TYPE_LRU_HASH: a hash that evicts the least recently used entry.
-        LruHashMap,
-        /// BPF_MAP_TYPE_LPM_TRIE: longest-prefix match; the kernel's key is the prefix length
-        /// (`u32`) followed by the key.
-        LpmTrie,
-        /// BPF_MAP_TYPE_DEVMAP_HASH: key → network device (ifindex), the target of a redirect.
-        DevMapHash,
-    }
+        /// A map's kind as a value (see [`kind`] for the kinds as types).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum MapKind {
+            $($(#[$doc])* $name,)*
+        }
+    };
 }
 
-/// A map's kind as a value (see [`kind`] for the kinds as types).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MapKind {
-    /// [`kind::Array`].
+kinds! {
+    /// BPF_MAP_TYPE_ARRAY: `u32` index → value.
     Array,
-    /// [`kind::PerCpuArray`].
+    /// BPF_MAP_TYPE_PERCPU_ARRAY: `u32` index → one value per CPU.
     PerCpuArray,
-    /// [`kind::HashMap`].
+    /// BPF_MAP_TYPE_HASH.
     HashMap,
-    /// [`kind::LruHashMap`].
+    /// BPF_MAP_TYPE_LRU_HASH: a hash that evicts the least recently used entry.
     LruHashMap,
-    /// [`kind::LpmTrie`].
+    /// BPF_MAP_TYPE_LPM_TRIE: longest-prefix match; the kernel's key is the prefix length
+    /// (`u32`) followed by the key.
     LpmTrie,
-    /// [`kind::DevMapHash`].
+    /// BPF_MAP_TYPE_DEVMAP_HASH: key → network device (ifindex), the target of a redirect.
     DevMapHash,
 }
 
