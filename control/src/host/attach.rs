@@ -147,11 +147,12 @@ fn test_pause(stage: Stage) {
 
 fn attach_into(request: &AttachRequest, dir: &PinDir, ifindex: u32) -> anyhow::Result<AttachInfo> {
     let mut ebpf = Ebpf::load(OBJECT).context("loading the eBPF object")?;
-    for name in maps::ALL.iter().map(|map| map.name) {
+    for spec in maps::ALL {
+        let name = spec.name;
         let map = ebpf
             .map(name)
             .with_context(|| format!("the eBPF object has no map {name}"))?;
-        map.pin(dir.map(name))
+        map.pin(dir.map(spec))
             .with_context(|| format!("pinning map {name}"))?;
     }
     let pinned = PinnedMaps::at(dir.clone());

@@ -99,7 +99,7 @@ impl PinnedMaps {
         &self,
         def: &MapDef<K, Key, Value>,
     ) -> anyhow::Result<K::Map> {
-        let path = self.dir.map(def.name());
+        let path = self.dir.map(&def.spec);
         let data = MapData::from_pin(&path)
             .with_context(|| format!("opening pinned map {}", path.display()))?;
         let map = Map::from_map_data(data).with_context(|| format!("map {}", path.display()))?;

@@ -127,7 +127,7 @@ impl PfcGate {
                 .get(&self.priority, 0)
                 .map_err(|e| TrafficError::PinnedMaps {
                     iface: self.iface.clone(),
-                    message: format!("reading PFC_STATE[{}]: {e}", self.priority),
+                    message: format!("reading {}[{}]: {e}", maps::PFC_STATE.name(), self.priority),
                 })?;
             let refresh = if self.cached.is_paused(now_ns) {
                 REFRESH_PAUSED
