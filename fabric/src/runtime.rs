@@ -11,7 +11,12 @@ use serde::Deserialize;
 use softswitch::ir::{mask, ActionCall, Entry, FieldMatch, MatchKind};
 use softswitch::switch::Switch;
 use std::collections::BTreeMap;
+use std::io::Read as _;
 use std::path::Path;
+
+/// The largest runtime-JSON file read, in bytes (the tutorials' files are a few kilobytes; a
+/// hundred thousand entries take about 20 MB).
+pub const MAX_RUNTIME_JSON_BYTES: usize = 64 << 20;
 
 /// A runtime-JSON file.
 #[derive(Debug, Default, Deserialize)]
@@ -114,16 +119,36 @@ pub enum RuntimeError {
 }
 
 impl RuntimeConfig {
-    /// Reads a runtime-JSON file.
+    /// Reads a runtime-JSON file of at most [`MAX_RUNTIME_JSON_BYTES`].
     pub fn load(path: &Path) -> Result<Self, RuntimeError> {
-        let text = std::fs::read_to_string(path).map_err(|source| RuntimeError::Read {
+        let read = |source| RuntimeError::Read {
             path: path.display().to_string(),
             source,
-        })?;
-        serde_json::from_str(&text).map_err(|source| RuntimeError::Json {
+        };
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| {
+                f.take(MAX_RUNTIME_JSON_BYTES as u64 + 1)
+                    .read_to_string(&mut text)
+            })
+            .map_err(read)?;
+        if text.len() > MAX_RUNTIME_JSON_BYTES {
+            return Err(read(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "longer than {MAX_RUNTIME_JSON_BYTES} bytes, the most a runtime JSON may be"
+                ),
+            )));
+        }
+        Self::parse(&text).map_err(|source| RuntimeError::Json {
             path: path.display().to_string(),
             source,
         })
+    }
+
+    /// Parses runtime-JSON text.
+    pub fn parse(text: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(text)
     }
 
     /// Applies every entry, session and group to `switch`, stopping at the first error.
@@ -301,6 +326,16 @@ fn parse_text(s: &str) -> Option<u128> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_past_the_limit_is_refused_without_reading_it_all() {
+        let err = RuntimeConfig::load(Path::new("/dev/zero")).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(&format!("longer than {MAX_RUNTIME_JSON_BYTES} bytes")),
+            "{err}"
+        );
+    }
 
     #[test]
     fn values_in_every_spelling() {

@@ -803,7 +803,7 @@ impl<'a> Exec<'a> {
                     }
                     text.push_str(part);
                 }
-                self.state.log.push(text);
+                self.state.log(text);
             }
         }
         Flow::Next

@@ -682,3 +682,215 @@ pub mod block {
     /// Deparser.
     pub const DEPARSER: usize = 4;
 }
+
+/// How deep the interpreter recurses to run a piece of the IR: one level per statement and per
+/// expression node, plus the depth of what each call, table apply and sub-parser runs.
+/// The depths of those are given, measured before: everything a piece of P4 calls is lowered
+/// before it (P4 has no recursion). Sums saturate.
+pub struct RunDepth<'a> {
+    /// The depth of each body, by index (see [`Program::bodies`]).
+    pub bodies: &'a [usize],
+    /// The depth of each table's apply, by index.
+    pub tables: &'a [usize],
+    /// The depth of each sub-parser, by index.
+    pub subparsers: &'a [usize],
+}
+
+impl RunDepth<'_> {
+    /// The depth of a sequence of statements.
+    pub fn stmts(&self, stmts: &[Stmt]) -> usize {
+        stmts.iter().map(|s| self.stmt(s)).max().unwrap_or(0)
+    }
+
+    fn stmt(&self, s: &Stmt) -> usize {
+        let inner = match s {
+            Stmt::Assign(place, e) => self.place(place).max(self.expr(e)),
+            Stmt::Copy { .. } | Stmt::Zero { .. } | Stmt::Exit | Stmt::Return => 0,
+            Stmt::If(c, t, e) => self.expr(c).max(self.stmts(t)).max(self.stmts(e)),
+            Stmt::Switch { on, cases, default } => cases
+                .iter()
+                .map(|(_, b)| self.stmts(b))
+                .fold(self.expr(on).max(self.stmts(default)), usize::max),
+            Stmt::SwitchAction {
+                table,
+                cases,
+                default,
+            } => cases
+                .iter()
+                .map(|(_, b)| self.stmts(b))
+                .fold(self.table(*table).max(self.stmts(default)), usize::max),
+            Stmt::Apply(t) => self.table(*t),
+            Stmt::Invoke(inv) => self.invoke(inv),
+            Stmt::Extern(call) => self.extern_call(call),
+        };
+        inner.saturating_add(1)
+    }
+
+    fn invoke(&self, inv: &Invoke) -> usize {
+        let body = self.bodies.get(inv.body).copied().unwrap_or(usize::MAX);
+        self.stmts(&inv.copy_in)
+            .max(body)
+            .max(self.stmts(&inv.copy_out))
+            .saturating_add(1)
+    }
+
+    fn table(&self, t: usize) -> usize {
+        self.tables.get(t).copied().unwrap_or(usize::MAX)
+    }
+
+    /// The depth of a table's apply: its keys, and the actions it may run with their bindings,
+    /// given the depths of the program's `actions` bodies.
+    pub fn table_apply(&self, table: &Table, actions: &[Action]) -> usize {
+        let body = |a: usize| {
+            actions
+                .get(a)
+                .and_then(|a| self.bodies.get(a.body))
+                .copied()
+                .unwrap_or(usize::MAX)
+        };
+        let keys = table
+            .keys
+            .iter()
+            .chain(&table.selector)
+            .map(|k| self.expr(&k.expr));
+        let bindings = table
+            .bindings
+            .iter()
+            .map(|(_, b)| self.stmts(&b.copy_in).max(self.stmts(&b.copy_out)));
+        let bodies = table
+            .actions
+            .iter()
+            .chain([&table.default_action.action])
+            .map(|&a| body(a));
+        keys.chain(bindings)
+            .chain(bodies)
+            .max()
+            .unwrap_or(0)
+            .saturating_add(1)
+    }
+
+    /// The depth of a parser: its initialization, and each state's statements and select keys.
+    pub fn parser(&self, p: &ParserIr) -> usize {
+        let states = p.states.iter().map(|s| {
+            let keys = match &s.transition {
+                Transition::Goto(_) => 0,
+                Transition::Select { keys, .. } => {
+                    keys.iter().map(|k| self.expr(k)).max().unwrap_or(0)
+                }
+            };
+            self.stmts(&s.stmts).max(keys)
+        });
+        states
+            .fold(self.stmts(&p.init), usize::max)
+            .saturating_add(1)
+    }
+
+    fn place(&self, p: &Place) -> usize {
+        let inner = match p {
+            Place::Slot(_) => 0,
+            Place::Dyn { index, .. } => self.expr(index),
+            Place::Slice { inner, .. } => self.place(inner),
+        };
+        inner.saturating_add(1)
+    }
+
+    fn fields(&self, fields: &FieldList) -> usize {
+        fields
+            .iter()
+            .map(|f| match f {
+                FieldItem::Bits(e, _) => self.expr(e),
+                FieldItem::VarBit { .. } => 0,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn expr(&self, e: &Expr) -> usize {
+        let inner = match e {
+            Expr::Const(_)
+            | Expr::Load(_)
+            | Expr::RangeEq { .. }
+            | Expr::Lookahead { .. }
+            | Expr::PacketLength => 0,
+            Expr::LoadDyn { index, .. } => self.expr(index),
+            Expr::Arith { a, b, .. }
+            | Expr::Compare { a, b, .. }
+            | Expr::Concat { a, b, .. }
+            | Expr::And(a, b)
+            | Expr::Or(a, b) => self.expr(a).max(self.expr(b)),
+            Expr::Slice { arg, .. }
+            | Expr::SignExtend { arg, .. }
+            | Expr::Truncate { arg, .. }
+            | Expr::Complement { arg, .. }
+            | Expr::Negate { arg, .. }
+            | Expr::Not(arg) => self.expr(arg),
+            Expr::Cond(c, a, b) => self.expr(c).max(self.expr(a)).max(self.expr(b)),
+            Expr::TableHit { table, .. } => self.table(*table),
+            Expr::Invoke(inv) => self.invoke(inv),
+            Expr::Checksum16(fields) => self.fields(fields),
+        };
+        inner.saturating_add(1)
+    }
+
+    fn extern_call(&self, call: &ExternCall) -> usize {
+        let exprs = |es: &[&Expr]| es.iter().map(|e| self.expr(e)).max().unwrap_or(0);
+        match call {
+            ExternCall::Extract { varbit, .. } => varbit.as_ref().map_or(0, |e| self.expr(e)),
+            ExternCall::Advance(e) | ExternCall::Truncate(e) | ExternCall::Assert(e) => {
+                self.expr(e)
+            }
+            ExternCall::SubParser {
+                parser,
+                copy_in,
+                copy_out,
+            } => self
+                .subparsers
+                .get(*parser)
+                .copied()
+                .unwrap_or(usize::MAX)
+                .max(self.stmts(copy_in))
+                .max(self.stmts(copy_out)),
+            ExternCall::Verify { cond, error } => exprs(&[cond, error]),
+            ExternCall::Emit(_)
+            | ExternCall::MarkToDrop
+            | ExternCall::Resubmit(_)
+            | ExternCall::Recirculate(_)
+            | ExternCall::StackShift { .. } => 0,
+            ExternCall::Clone { session, .. } => self.expr(session),
+            ExternCall::Digest { receiver, data, .. } => self.expr(receiver).max(self.fields(data)),
+            ExternCall::Hash {
+                dst,
+                algo,
+                base,
+                data,
+                max,
+                ..
+            } => exprs(&[algo, base, max])
+                .max(self.place(dst))
+                .max(self.fields(data)),
+            ExternCall::Random { dst, lo, hi, .. } => exprs(&[lo, hi]).max(self.place(dst)),
+            ExternCall::VerifyChecksum {
+                cond,
+                data,
+                checksum,
+                algo,
+                ..
+            } => exprs(&[cond, checksum, algo]).max(self.fields(data)),
+            ExternCall::UpdateChecksum {
+                cond,
+                data,
+                dst,
+                algo,
+                ..
+            } => exprs(&[cond, algo])
+                .max(self.place(dst))
+                .max(self.fields(data)),
+            ExternCall::RegisterRead { dst, index, .. }
+            | ExternCall::MeterExecute { dst, index, .. } => self.expr(index).max(self.place(dst)),
+            ExternCall::RegisterWrite { index, value, .. } => exprs(&[index, value]),
+            ExternCall::CounterCount { index, .. } => self.expr(index),
+            ExternCall::DirectMeterRead { dst, .. } => self.place(dst),
+            ExternCall::LogMsg { args, .. } => args.iter().map(|e| self.expr(e)).max().unwrap_or(0),
+        }
+    }
+}

@@ -46,19 +46,21 @@ const PUNCTS: &[&str] = &[
     "]", "@",
 ];
 
-/// Lexes the whole of file `file`.
-pub fn lex(map: &SourceMap, file: u32) -> Result<Vec<Token>> {
+/// Lexes the whole of file `file` into at most `max_tokens` tokens (the end not counted).
+pub fn lex(map: &SourceMap, file: u32, max_tokens: usize) -> Result<Vec<Token>> {
     let len = map.file(file).text.len() as u32;
-    lex_range(map, file, 0, len, true)
+    lex_range(map, file, 0, len, true, max_tokens)
 }
 
-/// Lexes bytes `lo..hi` of file `file`; with `directives`, a `#` first on a line starts a directive.
+/// Lexes bytes `lo..hi` of file `file` into at most `max_tokens` tokens; with `directives`, a
+/// `#` first on a line starts a directive.
 pub fn lex_range(
     map: &SourceMap,
     file: u32,
     lo: u32,
     hi: u32,
     directives: bool,
+    max_tokens: usize,
 ) -> Result<Vec<Token>> {
     let text = &map.file(file).text.as_bytes()[..hi as usize];
     let mut lexer = Lexer {
@@ -67,6 +69,7 @@ pub fn lex_range(
         file,
         line_start: true,
         out: Vec::new(),
+        max_tokens,
     };
     lexer.run(directives)?;
     Ok(lexer.out)
@@ -78,6 +81,7 @@ struct Lexer<'a> {
     file: u32,
     line_start: bool,
     out: Vec<Token>,
+    max_tokens: usize,
 }
 
 impl Lexer<'_> {
@@ -105,6 +109,19 @@ impl Lexer<'_> {
         while self.pos < self.text.len() {
             let c = self.peek(0);
             let lo = self.pos;
+            if self.out.len() >= self.max_tokens {
+                return fail(
+                    Span {
+                        file: self.file,
+                        lo: lo as u32,
+                        hi: lo as u32 + 1,
+                    },
+                    format!(
+                        "the program has more than {} tokens (limits::MAX_TOKENS)",
+                        crate::limits::MAX_TOKENS
+                    ),
+                );
+            }
             match c {
                 b'\n' => {
                     self.pos += 1;
@@ -299,7 +316,11 @@ mod tests {
     fn toks(src: &str) -> Vec<Tok> {
         let mut map = SourceMap::new();
         let f = map.add("t.p4", src);
-        lex(&map, f).unwrap().into_iter().map(|t| t.tok).collect()
+        lex(&map, f, usize::MAX)
+            .unwrap()
+            .into_iter()
+            .map(|t| t.tok)
+            .collect()
     }
 
     #[test]
@@ -355,7 +376,7 @@ mod tests {
     fn bad_character_is_located() {
         let mut map = SourceMap::new();
         let f = map.add("t.p4", "a\n  `");
-        let err = lex(&map, f).unwrap_err();
+        let err = lex(&map, f, usize::MAX).unwrap_err();
         assert_eq!(err.location(&map), "t.p4:2:3");
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! The front end runs in phases, one module each, all reporting one [`diagnostic::Diagnostic`]:
 //! [`preprocessor`] (which drives the [`lexer`]), [`parser`] (to the [`ast`]), [`check`] (types
-//! and names, lowered to the [`ir`]). [`compile`] runs them all. The [`switch::Switch`] runs a
+//! and names, lowered to the [`ir`]), all within the [`limits`]. [`compile`] runs them all. The [`switch::Switch`] runs a
 //! program: [`interp`] executes one packet's blocks over its slots, [`table`] holds the match
 //! structures, [`tm`] the queues; [`stf`] drives a switch from a p4c STF test.
 
@@ -15,6 +15,7 @@ pub mod hash;
 pub mod interp;
 pub mod ir;
 pub mod lexer;
+pub mod limits;
 pub mod meter;
 pub mod ops;
 pub mod p4info;
@@ -30,19 +31,34 @@ pub mod table;
 pub mod tm;
 pub mod types;
 
-/// Compiles file `file` of `map` (includes are added to `map`) to the lowered program.
-///
-/// The phases recurse over the program's nesting (bounded by the parser), so they run on a
-/// thread of their own with a stack large enough for any accepted program.
+/// Compiles file `file` of `map` to the lowered program. `#include` finds only the built-in
+/// headers: the program must be self-contained, as a device config received over P4Runtime is.
 pub fn compile(map: &mut source::SourceMap, file: u32) -> diagnostic::Result<ir::Program> {
-    fn phases(map: &mut source::SourceMap, file: u32) -> diagnostic::Result<ir::Program> {
-        let tokens = preprocessor::preprocess(map, file)?;
+    compile_with(map, file, preprocessor::Includes::BuiltinOnly)
+}
+
+/// Compiles file `file` of `map` (files it includes, as `includes` allows, are added to `map`)
+/// to the lowered program.
+///
+/// The phases recurse over the program's nesting, which the [`limits`] bound, on a thread of
+/// their own with a stack large enough for the deepest nesting they accept.
+pub fn compile_with(
+    map: &mut source::SourceMap,
+    file: u32,
+    includes: preprocessor::Includes,
+) -> diagnostic::Result<ir::Program> {
+    fn phases(
+        map: &mut source::SourceMap,
+        file: u32,
+        includes: preprocessor::Includes,
+    ) -> diagnostic::Result<ir::Program> {
+        let tokens = preprocessor::preprocess(map, file, includes)?;
         let decls = parser::parse(tokens)?;
         check::check(&decls)
     }
-    std::thread::scope(|scope| {
+    let program = std::thread::scope(|scope| {
         let big_stack = std::thread::Builder::new().stack_size(COMPILE_STACK_BYTES);
-        match big_stack.spawn_scoped(scope, || phases(map, file)) {
+        match big_stack.spawn_scoped(scope, || phases(map, file, includes)) {
             Ok(handle) => handle
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
@@ -52,8 +68,12 @@ pub fn compile(map: &mut source::SourceMap, file: u32) -> diagnostic::Result<ir:
                 "cannot start the compiler thread",
             )),
         }
-    })
+    })?;
+    // The program runs only if the switch can hold its state.
+    switch::check_state_size(&program)
+        .map_err(|m| diagnostic::Diagnostic::new(source::Span { file, lo: 0, hi: 0 }, m))?;
+    Ok(program)
 }
 
-/// The compiler thread's stack: ample for the deepest nesting the parser accepts.
+/// The compiler thread's stack: ample for the deepest nesting the [`limits`] accept.
 const COMPILE_STACK_BYTES: usize = 64 << 20;

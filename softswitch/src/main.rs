@@ -1,8 +1,10 @@
 //! The `softswitch` command line: `run` a switch on real ports with its P4Runtime server,
-//! `check` a program, run an `stf` test, print its `p4info`.
+//! `check` a program, run an `stf` test, print its `p4info`, or `bundle` it with its includes.
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use softswitch::limits::MAX_SOURCE_BYTES;
+use softswitch::preprocessor::Includes;
 use softswitch::source::SourceMap;
 use softswitch::switch::{Clock, Switch};
 use std::path::{Path, PathBuf};
@@ -32,8 +34,9 @@ enum Command {
         /// The P4Runtime device id.
         #[arg(long, default_value_t = 0)]
         device_id: u64,
-        /// The port whose frames go to the controller as PacketIn and where PacketOut enters.
-        #[arg(long)]
+        /// The port whose frames go to the controller as PacketIn and where PacketOut enters
+        /// (0 to 510, as every port: 511 is v1model's drop port).
+        #[arg(long, value_parser = clap::value_parser!(u16).range(0..511))]
         cpu_port: Option<u16>,
     },
     /// Check a P4 program: exits non-zero and prints file:line:col on the first error.
@@ -50,6 +53,12 @@ enum Command {
         /// Also print the program's log_msg lines, its digests and the drop count.
         #[arg(short, long)]
         verbose: bool,
+    },
+    /// Print the program with the files it includes inlined (the built-in core.p4 and
+    /// v1model.p4 stay included): the self-contained device config P4Runtime takes.
+    Bundle {
+        /// The P4_16 program.
+        program: PathBuf,
     },
     /// Print the program's P4Info (p4c's names and ids) on standard output.
     P4info {
@@ -134,6 +143,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 .context("writing the P4Info")?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Bundle { program } => {
+            let file = read_program(&mut map, &program)?;
+            let text = match softswitch::preprocessor::inline_includes(&mut map, file) {
+                Ok(text) => text,
+                Err(d) => {
+                    eprintln!("{}", d.render(&map));
+                    return Ok(ExitCode::FAILURE);
+                }
+            };
+            std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes())
+                .context("writing the program")?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Check { program } => {
             if compile(&mut map, &program)?.is_none() {
                 return Ok(ExitCode::FAILURE);
@@ -149,7 +171,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let Some(compiled) = compile(&mut map, &program)? else {
                 return Ok(ExitCode::FAILURE);
             };
-            let stf = read_source(&mut map, &test)?;
+            let text = softswitch::stf::read(&test)
+                .with_context(|| format!("reading {}", test.display()))?;
+            let stf = map.add(test.display().to_string(), text);
             let mut switch = Switch::new(compiled, Clock::Virtual(0));
             let report = match softswitch::stf::run(&map, stf, &mut switch) {
                 Ok(r) => r,
@@ -164,6 +188,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if verbose {
                 for line in &switch.state.log {
                     println!("log: {line}");
+                }
+                if switch.state.log_dropped > 0 {
+                    println!(
+                        "log: {} more lines not kept (at most {} are)",
+                        switch.state.log_dropped,
+                        softswitch::switch::MAX_LOG_LINES
+                    );
                 }
                 for d in &switch.state.digests {
                     let values: Vec<String> = d.values.iter().map(|v| format!("{v:#x}")).collect();
@@ -188,16 +219,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-/// Compiles a program; on a diagnostic prints it and returns `None`.
+/// Compiles a program (reading the files it includes); on a diagnostic prints it and returns
+/// `None`.
 fn compile(map: &mut SourceMap, program: &Path) -> Result<Option<softswitch::ir::Program>> {
-    let file = read_source(map, program)?;
-    match softswitch::compile(map, file) {
+    let file = read_program(map, program)?;
+    match softswitch::compile_with(map, file, Includes::Files) {
         Ok(p) => Ok(Some(p)),
         Err(d) => {
             eprintln!("{}", d.render(map));
             Ok(None)
         }
     }
+}
+
+/// Reads a P4 program, within the front end's limit on source bytes.
+fn read_program(map: &mut SourceMap, path: &Path) -> Result<u32> {
+    let text = softswitch::source::read_file(path, MAX_SOURCE_BYTES)
+        .with_context(|| format!("reading {}", path.display()))?;
+    Ok(map.add(path.display().to_string(), text))
 }
 
 fn read_source(map: &mut SourceMap, path: &Path) -> Result<u32> {

@@ -4,6 +4,7 @@
 use crate::ast::*;
 use crate::diagnostic::{fail, Result};
 use crate::lexer::{Tok, Token};
+use crate::limits::MAX_NESTING;
 use crate::source::Span;
 use std::collections::HashSet;
 
@@ -24,6 +25,10 @@ pub fn parse(tokens: Vec<Token>) -> Result<Vec<Decl>> {
     }
     Ok(decls)
 }
+
+/// How many tokens [`Parser::generic_call_follows`] reads ahead: more than any type argument
+/// list of a call needs.
+const TYPE_ARGS_LOOKAHEAD: usize = 64;
 
 const RESERVED: [&str; 40] = [
     "action",
@@ -72,12 +77,10 @@ struct Parser {
     tokens: Vec<Token>,
     pos: usize,
     type_names: HashSet<String>,
-    /// Current nesting of expressions and statements (bounded, so no input overflows the stack).
+    /// The depth of the syntax tree at the cursor: expressions, statements, declarations and
+    /// types (bounded by [`MAX_NESTING`], so no input overflows the stack of any phase).
     depth: usize,
 }
-
-/// The deepest nesting of expressions or statements accepted.
-const MAX_DEPTH: usize = 200;
 
 impl Parser {
     fn peek(&self) -> &Token {
@@ -237,6 +240,10 @@ impl Parser {
     }
 
     fn declaration(&mut self) -> Result<Decl> {
+        self.nested(Self::declaration_inner)
+    }
+
+    fn declaration_inner(&mut self) -> Result<Decl> {
         let annotations = self.annotations()?;
         let start = self.span();
         let Tok::Ident(kw) = &self.peek().tok else {
@@ -977,6 +984,10 @@ impl Parser {
     }
 
     fn type_ref(&mut self) -> Result<TypeRef> {
+        self.nested(Self::type_ref_inner)
+    }
+
+    fn type_ref_inner(&mut self) -> Result<TypeRef> {
         let start = self.span();
         let base = match &self.peek().tok {
             Tok::Punct("_") => {
@@ -1139,18 +1150,24 @@ impl Parser {
         self.nested(Self::conditional)
     }
 
-    /// Runs `f` one nesting level deeper, refusing input nested deeper than [`MAX_DEPTH`].
+    /// Runs `f` one nesting level deeper, refusing input nested deeper than [`MAX_NESTING`].
     fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
-        if self.depth >= MAX_DEPTH {
-            return fail(
-                self.span(),
-                format!("nested more than {MAX_DEPTH} levels deep"),
-            );
-        }
-        self.depth += 1;
+        self.deeper()?;
         let r = f(self);
         self.depth -= 1;
         r
+    }
+
+    /// Goes one level deeper in the syntax tree, refusing more than [`MAX_NESTING`] levels.
+    fn deeper(&mut self) -> Result<()> {
+        if self.depth >= MAX_NESTING {
+            return fail(
+                self.span(),
+                format!("nested more than {MAX_NESTING} levels deep (limits::MAX_NESTING)"),
+            );
+        }
+        self.depth += 1;
+        Ok(())
     }
 
     /// The `?:` level.
@@ -1210,11 +1227,21 @@ impl Parser {
     }
 
     fn binary(&mut self, min: u8) -> Result<Expr> {
+        let outer = self.depth;
+        let chain = self.binary_chain(min);
+        self.depth = outer;
+        chain
+    }
+
+    /// `binary` without restoring the depth: each operator of a chain puts the expression so
+    /// far one level deeper, under the new operator's node.
+    fn binary_chain(&mut self, min: u8) -> Result<Expr> {
         let mut lhs = self.unary()?;
         while let Some((op, prec, len)) = self.binary_op() {
             if prec <= min {
                 break;
             }
+            self.deeper()?;
             self.pos += len;
             let rhs = self.binary(prec)?;
             let span = lhs.span.to(rhs.span);
@@ -1273,8 +1300,25 @@ impl Parser {
     }
 
     fn postfix(&mut self) -> Result<Expr> {
+        let outer = self.depth;
+        let chain = self.postfix_chain();
+        self.depth = outer;
+        chain
+    }
+
+    /// `postfix` without restoring the depth: each member, index, slice or call puts the
+    /// expression so far one level deeper.
+    fn postfix_chain(&mut self) -> Result<Expr> {
         let mut e = self.primary()?;
         loop {
+            let extends = self.is(".")
+                || self.is("[")
+                || self.is("(")
+                || (self.is("<") && self.generic_call_follows());
+            if !extends {
+                return Ok(e);
+            }
+            self.deeper()?;
             if self.eat(".") {
                 let m = self.member_name()?;
                 let span = e.span.to(m.span);
@@ -1301,7 +1345,7 @@ impl Parser {
                         span,
                     };
                 }
-            } else if self.is("(") || (self.is("<") && self.generic_call_follows()) {
+            } else {
                 let mut type_args = Vec::new();
                 if self.eat("<") {
                     loop {
@@ -1322,17 +1366,16 @@ impl Parser {
                     },
                     span,
                 };
-            } else {
-                return Ok(e);
             }
         }
     }
 
-    /// Whether `<` at the cursor opens type arguments of a call (`lookahead<T>()`).
+    /// Whether `<` at the cursor opens type arguments of a call (`lookahead<T>()`). It looks
+    /// at most [`TYPE_ARGS_LOOKAHEAD`] tokens ahead, so that a chain of comparisons does not
+    /// make parsing quadratic.
     fn generic_call_follows(&self) -> bool {
         let mut depth = 0;
-        let mut i = 0;
-        loop {
+        for i in 0..TYPE_ARGS_LOOKAHEAD {
             match &self.peek_at(i).tok {
                 Tok::Punct("<") => depth += 1,
                 Tok::Punct(">") => {
@@ -1344,8 +1387,8 @@ impl Parser {
                 Tok::Ident(_) | Tok::Int(_) | Tok::Punct(",") => {}
                 _ => return false,
             }
-            i += 1;
         }
+        false
     }
 
     fn primary(&mut self) -> Result<Expr> {
@@ -1450,7 +1493,12 @@ mod tests {
     fn parse_src(src: &str) -> (SourceMap, Result<Vec<Decl>>) {
         let mut map = SourceMap::new();
         let f = map.add("t.p4", src);
-        let r = crate::preprocessor::preprocess(&mut map, f).and_then(parse);
+        let r = crate::preprocessor::preprocess(
+            &mut map,
+            f,
+            crate::preprocessor::Includes::BuiltinOnly,
+        )
+        .and_then(parse);
         (map, r)
     }
 

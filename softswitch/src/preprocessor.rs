@@ -1,11 +1,16 @@
-//! Preprocessor: `#include` (the built-in `core.p4` and `v1model.p4`, or files relative to
-//! the including file), object-like and function-like `#define` (without `#` and `##`),
-//! `#undef`, and `#if`/`#ifdef`/`#ifndef`/`#elif`/`#else`/`#endif`. It works on tokens, so every
-//! token keeps its own file:line:col.
+//! Preprocessor: `#include` (the built-in `core.p4` and `v1model.p4`, and, when the caller
+//! allows it, files relative to the including file), object-like and function-like `#define`
+//! (without `#` and `##`), `#undef`, and `#if`/`#ifdef`/`#ifndef`/`#elif`/`#else`/`#endif`. It
+//! works on tokens, so every token keeps its own file:line:col. It keeps within the
+//! [`limits`](crate::limits) on source bytes, include depth, tokens and macro expansion.
 
 use crate::diagnostic::{fail, Diagnostic, Result};
 use crate::lexer::{lex, lex_range, Tok, Token};
+use crate::limits::{
+    MAX_INCLUDE_DEPTH, MAX_MACRO_EXPANSION, MAX_NESTING, MAX_SOURCE_BYTES, MAX_TOKENS,
+};
 use crate::source::{SourceMap, Span};
+use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
@@ -15,20 +20,94 @@ pub const BUILTIN_HEADERS: [(&str, &str); 2] = [
     ("v1model.p4", include_str!("p4include/v1model.p4")),
 ];
 
-/// Preprocesses file `file` of `map` (which receives every included file) into tokens ending in `Eof`.
-pub fn preprocess(map: &mut SourceMap, file: u32) -> Result<Vec<Token>> {
+/// What `#include` may read besides the built-in headers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Includes {
+    /// Nothing: the program must be self-contained. For a device config received over
+    /// P4Runtime, which must never read the switch's files.
+    BuiltinOnly,
+    /// Files on this machine, relative to the including file: for a program the user names.
+    Files,
+}
+
+/// The preprocessed program.
+struct Preprocessed {
+    /// Its tokens, ending in `Eof`.
+    tokens: Vec<Token>,
+    /// Every `#include` of a file that was read: the directive and the file it brought in.
+    included: Vec<(Span, u32)>,
+}
+
+/// Preprocesses file `file` of `map` (which receives every included file) into tokens ending in
+/// `Eof`, reading included files as `includes` allows.
+pub fn preprocess(map: &mut SourceMap, file: u32, includes: Includes) -> Result<Vec<Token>> {
+    Ok(run(map, file, includes)?.tokens)
+}
+
+/// File `file` of `map` with each local `#include` that preprocessing takes replaced by the
+/// included text (the built-in headers' `#include`s stay): one self-contained program, as a
+/// device config must be. The text is what preprocessing of `file` reads, so it is within
+/// [`MAX_SOURCE_BYTES`], and the program must preprocess without error.
+pub fn inline_includes(map: &mut SourceMap, file: u32) -> Result<String> {
+    let done = run(map, file, Includes::Files)?;
+    let mut out = String::new();
+    write_inlined(map, file, &done.included, &mut out);
+    Ok(out)
+}
+
+/// Appends file `file`'s text to `out` with its includes in `included` replaced by their texts.
+fn write_inlined(map: &SourceMap, file: u32, included: &[(Span, u32)], out: &mut String) {
+    let text = &map.file(file).text;
+    let mut at = 0;
+    for &(directive, inner) in included.iter().filter(|(d, _)| d.file == file) {
+        out.push_str(&text[at..directive.lo as usize]);
+        write_inlined(map, inner, included, out);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        at = directive.hi as usize;
+        // The directive's own newline: the included text ended with one.
+        if text[at..].starts_with('\n') {
+            at += 1;
+        }
+    }
+    out.push_str(&text[at..]);
+}
+
+fn run(map: &mut SourceMap, file: u32, includes: Includes) -> Result<Preprocessed> {
+    let start = Span { file, lo: 0, hi: 0 };
+    let bytes = map.file(file).text.len();
+    if bytes > MAX_SOURCE_BYTES {
+        return fail(start, source_limit());
+    }
     let mut pp = Preprocessor {
         macros: HashMap::new(),
         out: Vec::new(),
         depth: 0,
+        includes,
+        source_bytes: bytes,
+        lexed: 0,
+        expanded: Cell::new(0),
+        expanding: Cell::new(start),
+        included: Vec::new(),
     };
     pp.file(map, file)?;
-    let end = pp.out.last().map_or(Span::default(), |t| t.span);
+    let end = pp.out.last().map_or(start, |t| t.span);
     pp.out.push(Token {
         tok: Tok::Eof,
         span: Span { lo: end.hi, ..end },
     });
-    Ok(pp.out)
+    Ok(Preprocessed {
+        tokens: pp.out,
+        included: pp.included,
+    })
+}
+
+fn source_limit() -> String {
+    format!(
+        "the program and its included files have more than {MAX_SOURCE_BYTES} bytes \
+         (limits::MAX_SOURCE_BYTES)"
+    )
 }
 
 /// A macro: its parameters (for a function-like macro) and its body.
@@ -41,7 +120,19 @@ struct Macro {
 struct Preprocessor {
     macros: HashMap<String, Macro>,
     out: Vec<Token>,
+    /// How deep `#include`s nest at this point.
     depth: usize,
+    includes: Includes,
+    /// Bytes of source read so far (the built-in headers not counted).
+    source_bytes: usize,
+    /// Tokens lexed so far.
+    lexed: usize,
+    /// Tokens macro expansion has written so far (see [`MAX_MACRO_EXPANSION`]).
+    expanded: Cell<usize>,
+    /// The outermost macro being expanded, where an expansion past the limit is reported.
+    expanding: Cell<Span>,
+    /// Local includes read: the directive and the file.
+    included: Vec<(Span, u32)>,
 }
 
 /// One open `#if` group.
@@ -60,13 +151,16 @@ struct Group {
 impl Preprocessor {
     fn file(&mut self, map: &mut SourceMap, file: u32) -> Result<()> {
         self.depth += 1;
-        if self.depth > 64 {
+        if self.depth > MAX_INCLUDE_DEPTH {
             return fail(
                 Span { file, lo: 0, hi: 0 },
-                "#include nested more than 64 deep",
+                format!(
+                    "#include nested more than {MAX_INCLUDE_DEPTH} deep (limits::MAX_INCLUDE_DEPTH)"
+                ),
             );
         }
-        let tokens = lex(map, file)?;
+        let tokens = lex(map, file, MAX_TOKENS - self.lexed)?;
+        self.lexed += tokens.len();
         let mut groups: Vec<Group> = Vec::new();
         // Text between directives is expanded as one run, so a macro call may span lines.
         let mut run = Vec::new();
@@ -75,16 +169,14 @@ impl Preprocessor {
             match token.tok {
                 Tok::Eof => break,
                 Tok::Directive => {
-                    let expanded = self.expand(&std::mem::take(&mut run), &mut HashSet::new())?;
-                    self.out.extend(expanded);
+                    self.expand_out(&std::mem::take(&mut run))?;
                     self.directive(map, token.span, &mut groups)?;
                 }
                 _ if !active => {}
                 _ => run.push(token),
             }
         }
-        let expanded = self.expand(&run, &mut HashSet::new())?;
-        self.out.extend(expanded);
+        self.expand_out(&run)?;
         if let Some(g) = groups.last() {
             return fail(g.span, "#if without #endif");
         }
@@ -92,13 +184,55 @@ impl Preprocessor {
         Ok(())
     }
 
-    /// Expands the macros in `tokens`; names in `hidden` are being expanded and stay as they are.
-    fn expand(&self, tokens: &[Token], hidden: &mut HashSet<String>) -> Result<Vec<Token>> {
+    /// Expands `tokens` onto the output, which stays within [`MAX_TOKENS`].
+    fn expand_out(&mut self, tokens: &[Token]) -> Result<()> {
+        let expanded = self.expand(tokens, &mut HashSet::new(), 0)?;
+        if self.out.len() + expanded.len() > MAX_TOKENS {
+            let at = expanded
+                .get(MAX_TOKENS - self.out.len())
+                .map_or(Span::default(), |t| t.span);
+            return fail(
+                at,
+                format!("the program has more than {MAX_TOKENS} tokens after preprocessing (limits::MAX_TOKENS)"),
+            );
+        }
+        self.out.extend(expanded);
+        Ok(())
+    }
+
+    /// Counts `n` tokens written by macro expansion, refusing more than [`MAX_MACRO_EXPANSION`]
+    /// in all (the error points at the outermost macro being expanded).
+    fn spend(&self, n: usize) -> Result<()> {
+        let total = self.expanded.get() + n;
+        self.expanded.set(total);
+        if total > MAX_MACRO_EXPANSION {
+            return fail(
+                self.expanding.get(),
+                format!(
+                    "macro expansion writes more than {MAX_MACRO_EXPANSION} tokens \
+                     (limits::MAX_MACRO_EXPANSION)"
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Expands the macros in `tokens`; names in `hidden` are being expanded and stay as they
+    /// are; `depth` is how many expansions enclose this one.
+    fn expand(
+        &self,
+        tokens: &[Token],
+        hidden: &mut HashSet<String>,
+        depth: usize,
+    ) -> Result<Vec<Token>> {
         let mut out = Vec::new();
         let mut i = 0;
         while i < tokens.len() {
             let token = &tokens[i];
             i += 1;
+            if depth > 0 {
+                self.spend(1)?;
+            }
             let macro_def = match &token.tok {
                 Tok::Ident(name) if !hidden.contains(name) => {
                     self.macros.get(name).map(|m| (name, m))
@@ -109,6 +243,17 @@ impl Preprocessor {
                 out.push(token.clone());
                 continue;
             };
+            if depth == 0 {
+                self.expanding.set(token.span);
+            }
+            if depth >= MAX_NESTING {
+                return fail(
+                    token.span,
+                    format!(
+                        "macro expansion nested more than {MAX_NESTING} deep (limits::MAX_NESTING)"
+                    ),
+                );
+            }
             let body = match &m.params {
                 None => m.body.clone(),
                 Some(params) => {
@@ -118,6 +263,8 @@ impl Preprocessor {
                         continue;
                     }
                     let (args, next) = macro_args(tokens, i, token.span)?;
+                    // The arguments are copies too: nested calls would copy them at each level.
+                    self.spend(next - i)?;
                     i = next;
                     let no_args = params.is_empty() && args.len() == 1 && args[0].is_empty();
                     if args.len() != params.len() && !no_args {
@@ -133,13 +280,14 @@ impl Preprocessor {
                     // As in C, arguments are expanded before they are substituted.
                     let args = args
                         .iter()
-                        .map(|a| self.expand(a, hidden))
+                        .map(|a| self.expand(a, hidden, depth + 1))
                         .collect::<Result<Vec<_>>>()?;
+                    self.spend(substituted_len(&m.body, params, &args))?;
                     substitute(&m.body, params, &args)
                 }
             };
             hidden.insert(name.clone());
-            let expanded = self.expand(&body, hidden);
+            let expanded = self.expand(&body, hidden, depth + 1);
             hidden.remove(name);
             out.extend(expanded?);
         }
@@ -165,7 +313,7 @@ impl Preprocessor {
             lo: span.lo + name_lo as u32,
             hi: rest_lo,
         };
-        let rest = lex_range(map, span.file, rest_lo, span.hi, false)?;
+        let rest = lex_range(map, span.file, rest_lo, span.hi, false, MAX_TOKENS)?;
         let rest = &rest[..rest.len() - 1];
         let active = groups.last().is_none_or(|g| g.active);
         match name.as_str() {
@@ -266,21 +414,46 @@ impl Preprocessor {
         let new_file = if let Some((name, body)) = builtin {
             map.add(format!("<{name}>"), *body)
         } else {
-            let base = Path::new(&map.file(span.file).name)
-                .parent()
-                .unwrap_or(Path::new(""));
-            let path = base.join(target);
-            match std::fs::read_to_string(&path) {
-                Ok(body) => map.add(path.display().to_string(), body),
-                Err(e) => {
-                    return fail(
-                        span,
-                        format!("cannot read included file {}: {e}", path.display()),
-                    )
-                }
-            }
+            let new_file = self.read_included(map, span, target)?;
+            self.included.push((span, new_file));
+            new_file
         };
         self.file(map, new_file)
+    }
+
+    /// Reads the file `#include` `target` names at `span`, within what is left of
+    /// [`MAX_SOURCE_BYTES`], when [`Includes::Files`] allows it.
+    fn read_included(&mut self, map: &mut SourceMap, span: Span, target: &str) -> Result<u32> {
+        if self.includes == Includes::BuiltinOnly {
+            let builtins: Vec<String> = BUILTIN_HEADERS
+                .iter()
+                .map(|(n, _)| format!("<{n}>"))
+                .collect();
+            return fail(
+                span,
+                format!(
+                    "#include \"{target}\": a device config cannot include files; only the \
+                     built-in {} may be included (inline the others into the program: \
+                     `lossless p4 pipeline set --program` and `softswitch bundle` do)",
+                    builtins.join(" and ")
+                ),
+            );
+        }
+        let base = Path::new(&map.file(span.file).name)
+            .parent()
+            .unwrap_or(Path::new(""));
+        let path = base.join(target);
+        match crate::source::read_regular_file(&path, MAX_SOURCE_BYTES - self.source_bytes) {
+            Ok(body) => {
+                self.source_bytes += body.len();
+                Ok(map.add(path.display().to_string(), body))
+            }
+            Err(crate::source::ReadError::TooLong(_)) => fail(span, source_limit()),
+            Err(e) => fail(
+                span,
+                format!("cannot read included file {}: {e}", path.display()),
+            ),
+        }
     }
 
     fn condition(&self, kind: &str, rest: &[Token], at: Span) -> Result<bool> {
@@ -318,11 +491,12 @@ impl Preprocessor {
                 i += 1;
             }
         }
-        let tokens = self.expand(&tokens, &mut HashSet::new())?;
+        let tokens = self.expand(&tokens, &mut HashSet::new(), 0)?;
         let mut eval = CondEval {
             tokens: &tokens,
             pos: 0,
             at,
+            depth: 0,
         };
         let v = eval.expr(0)?;
         if let Some(t) = tokens.get(eval.pos) {
@@ -385,6 +559,19 @@ fn macro_args(tokens: &[Token], open: usize, at: Span) -> Result<(Vec<Vec<Token>
     fail(at, "unterminated macro call")
 }
 
+/// The number of tokens [`substitute`] gives.
+fn substituted_len(body: &[Token], params: &[String], args: &[Vec<Token>]) -> usize {
+    body.iter()
+        .map(|t| match &t.tok {
+            Tok::Ident(name) => params
+                .iter()
+                .position(|p| p == name)
+                .map_or(1, |k| args[k].len()),
+            _ => 1,
+        })
+        .sum()
+}
+
 /// The body of a function-like macro with each parameter replaced by its argument.
 fn substitute(body: &[Token], params: &[String], args: &[Vec<Token>]) -> Vec<Token> {
     let mut out = Vec::new();
@@ -400,11 +587,13 @@ fn substitute(body: &[Token], params: &[String], args: &[Vec<Token>]) -> Vec<Tok
     out
 }
 
-/// Evaluates an `#if` expression over integers (unknown identifiers are 0, as in C).
+/// Evaluates an `#if` expression over integers (unknown identifiers are 0, as in C), with
+/// wrapping arithmetic, nested at most [`MAX_NESTING`] deep.
 struct CondEval<'a> {
     tokens: &'a [Token],
     pos: usize,
     at: Span,
+    depth: usize,
 }
 
 impl CondEval<'_> {
@@ -420,6 +609,24 @@ impl CondEval<'_> {
         })
     }
 
+    /// An operand: a number, a name, or an operator or parentheses over another, one level
+    /// deeper, refusing more than [`MAX_NESTING`] levels.
+    fn atom(&mut self) -> Result<i128> {
+        if self.depth >= MAX_NESTING {
+            let at = self.tokens.get(self.pos).map_or(self.at, |t| t.span);
+            return fail(
+                at,
+                format!("#if expression nested more than {MAX_NESTING} levels deep (limits::MAX_NESTING)"),
+            );
+        }
+        self.depth += 1;
+        let v = self.atom_inner();
+        self.depth -= 1;
+        v
+    }
+
+    /// An expression of operators binding tighter than `min` (recursion goes through
+    /// [`Self::atom`], which counts the nesting, but for at most one level per precedence).
     fn expr(&mut self, min: u8) -> Result<i128> {
         let mut lhs = self.atom()?;
         while let Some(Token {
@@ -446,14 +653,14 @@ impl CondEval<'_> {
                 "-" => lhs.wrapping_sub(rhs),
                 "*" => lhs.wrapping_mul(rhs),
                 _ if rhs == 0 => return fail(span, "division by zero in #if"),
-                "/" => lhs / rhs,
-                _ => lhs % rhs,
+                "/" => lhs.wrapping_div(rhs),
+                _ => lhs.wrapping_rem(rhs),
             };
         }
         Ok(lhs)
     }
 
-    fn atom(&mut self) -> Result<i128> {
+    fn atom_inner(&mut self) -> Result<i128> {
         let Some(t) = self.tokens.get(self.pos) else {
             return Err(Diagnostic::new(self.at, "incomplete #if expression"));
         };
@@ -462,7 +669,7 @@ impl CondEval<'_> {
             Tok::Int(lit) => Ok(lit.value as i128),
             Tok::Ident(_) => Ok(0),
             Tok::Punct("!") => Ok(i128::from(self.atom()? == 0)),
-            Tok::Punct("-") => Ok(-self.atom()?),
+            Tok::Punct("-") => Ok(self.atom()?.wrapping_neg()),
             Tok::Punct("(") => {
                 let v = self.expr(0)?;
                 match self.tokens.get(self.pos) {
@@ -488,7 +695,7 @@ mod tests {
     fn idents(src: &str) -> Result<Vec<String>> {
         let mut map = SourceMap::new();
         let f = map.add("t.p4", src);
-        Ok(preprocess(&mut map, f)?
+        Ok(preprocess(&mut map, f, Includes::Files)?
             .into_iter()
             .filter_map(|t| match t.tok {
                 Tok::Ident(s) => Some(s),
@@ -517,7 +724,7 @@ mod tests {
     fn a_macro_call_with_the_wrong_arity_is_located() {
         let mut map = SourceMap::new();
         let f = map.add("t.p4", "#define F(a, b) a\nx F(1)\n");
-        let e = preprocess(&mut map, f).unwrap_err();
+        let e = preprocess(&mut map, f, Includes::Files).unwrap_err();
         assert_eq!(
             (e.location(&map), e.message.as_str()),
             (
@@ -538,7 +745,9 @@ mod tests {
         let mut map = SourceMap::new();
         let f = map.add("t.p4", "x\n#ifdef A\n");
         assert_eq!(
-            preprocess(&mut map, f).unwrap_err().location(&map),
+            preprocess(&mut map, f, Includes::Files)
+                .unwrap_err()
+                .location(&map),
             "t.p4:2:1"
         );
     }
@@ -547,7 +756,7 @@ mod tests {
     fn missing_include_is_an_error() {
         let mut map = SourceMap::new();
         let f = map.add("t.p4", "#include \"nope.p4\"\n");
-        let e = preprocess(&mut map, f).unwrap_err();
+        let e = preprocess(&mut map, f, Includes::Files).unwrap_err();
         assert!(
             e.message.contains("cannot read included file"),
             "{}",

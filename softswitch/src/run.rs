@@ -31,11 +31,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
     let program = options
         .program
         .as_ref()
-        .map(|path| {
-            let source =
-                std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-            Compiled::new(source, None, 0).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
-        })
+        .map(|path| Compiled::from_file(path).map_err(|e| anyhow::anyhow!("{e}")))
         .transpose()?;
     if let Some(cpu) = options.cpu_port {
         if options.ports.iter().any(|p| p.port == cpu) {

@@ -1,4 +1,9 @@
-//! Source files and positions: every token and diagnostic points into a [`SourceMap`].
+//! Source files and positions: every token and diagnostic points into a [`SourceMap`]; and
+//! reading a source file from disk within a size limit.
+
+use std::io::Read as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::Path;
 
 /// A byte range in one file of a [`SourceMap`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -88,6 +93,53 @@ impl SourceMap {
     }
 }
 
+/// Why a source file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The system refused to open or read it.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// It is a FIFO, a device, a directory or a socket, which may block or never end.
+    #[error("not a regular file")]
+    NotAFile,
+    /// It is longer than the bytes left to read.
+    #[error("longer than the {0} bytes left of the source limit")]
+    TooLong(usize),
+    /// It is not UTF-8 text.
+    #[error("not UTF-8 text")]
+    NotUtf8,
+}
+
+/// Reads the text of the file at `path`, at most `max` bytes of it: a file the user names, which
+/// may be a pipe (`/dev/stdin`) but is not read past `max` (`/dev/zero` ends there).
+pub fn read_file(path: &Path, max: usize) -> Result<String, ReadError> {
+    read_at_most(std::fs::File::open(path)?, max)
+}
+
+/// Reads the text of the regular file at `path`, at most `max` bytes of it. Anything else (a
+/// FIFO, a device such as `/dev/zero`) is refused before a byte is read, and opening never waits
+/// for a FIFO's writer: for a file the program names, which no one may have meant to be read.
+pub fn read_regular_file(path: &Path, max: usize) -> Result<String, ReadError> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(ReadError::NotAFile);
+    }
+    read_at_most(file, max)
+}
+
+fn read_at_most(file: std::fs::File, max: usize) -> Result<String, ReadError> {
+    let mut bytes = Vec::new();
+    // One byte more than allowed tells a file of exactly `max` bytes from a longer one.
+    file.take(max as u64 + 1).read_to_end(&mut bytes)?;
+    if bytes.len() > max {
+        return Err(ReadError::TooLong(max));
+    }
+    String::from_utf8(bytes).map_err(|_| ReadError::NotUtf8)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +157,38 @@ mod tests {
             (2, 2)
         );
         assert_eq!(map.line_text(f, 2), "cd");
+    }
+
+    #[test]
+    fn reading_stops_at_the_limit_and_includes_are_regular_files_only() {
+        let dir = std::env::temp_dir().join(format!("softswitch-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("ten.p4");
+        std::fs::write(&file, "0123456789").unwrap();
+        for read in [read_file, read_regular_file] {
+            assert_eq!(read(&file, 10).unwrap(), "0123456789");
+            assert!(matches!(read(&file, 9), Err(ReadError::TooLong(9))));
+        }
+        // A file the user names is read up to the limit, whatever it is.
+        let zero = Path::new("/dev/zero");
+        assert!(matches!(
+            read_file(zero, 1 << 20),
+            Err(ReadError::TooLong(_))
+        ));
+        assert!(matches!(
+            read_regular_file(zero, 1 << 20),
+            Err(ReadError::NotAFile)
+        ));
+        // A FIFO without a writer: refused at once, never waited for.
+        let fifo = dir.join("fifo");
+        let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: `name` is a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        assert!(matches!(
+            read_file(&fifo, 1 << 20),
+            Err(ReadError::NotAFile)
+        ));
+        assert!(matches!(read_file(&dir, 1 << 20), Err(ReadError::NotAFile)));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

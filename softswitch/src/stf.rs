@@ -15,8 +15,40 @@ use crate::ir::{mask, ActionCall, Entry, FieldMatch, MatchKind};
 use crate::meter::MeterConfig;
 use crate::source::{SourceMap, Span};
 use crate::switch::{find_by_name, Output, Switch};
+use crate::tm;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
+use std::io::Read as _;
+use std::path::Path;
+
+/// The largest STF test the runner reads, in bytes (p4c's own tests are a few kilobytes).
+pub const MAX_STF_BYTES: usize = 16 << 20;
+/// The longest packet a `packet` line may send, in bytes.
+pub const MAX_PACKET_BYTES: usize = 64 << 10;
+/// Bytes of packets the switch may send during one test; past it the run stops with an error
+/// (multicast and clones multiply what a test sends).
+pub const MAX_OUTPUT_BYTES: usize = 256 << 20;
+
+/// Reads the STF test at `path`, refusing one longer than [`MAX_STF_BYTES`] without reading
+/// past the limit (so `/dev/zero` is refused, not read forever).
+pub fn read(path: &Path) -> std::io::Result<String> {
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(MAX_STF_BYTES as u64 + 1)
+        .read_to_string(&mut text)?;
+    if text.len() > MAX_STF_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("longer than {MAX_STF_BYTES} bytes, the most an STF test may be"),
+        ));
+    }
+    Ok(text)
+}
+
+/// What a multicast group id is (`standard_metadata.mcast_grp` is 16 bits), for range errors.
+const MULTICAST_GROUP: &str = "a multicast group id (mcast_grp is 16 bits)";
+/// What a replication id is (`standard_metadata.egress_rid` is 16 bits), for range errors.
+const REPLICATION_ID: &str = "a replication id (egress_rid is 16 bits)";
 
 /// The outcome of an STF run.
 #[derive(Debug, Default)]
@@ -54,6 +86,14 @@ struct Word<'t> {
 /// Runs STF file `file` of `map` against `switch`. Malformed commands are errors; failed
 /// expectations are in the report.
 pub fn run(map: &SourceMap, file: u32, switch: &mut Switch) -> Result<Report> {
+    let text = &map.file(file).text;
+    let whole = Span { file, lo: 0, hi: 0 };
+    if text.len() > MAX_STF_BYTES {
+        return fail(
+            whole,
+            format!("the test is longer than {MAX_STF_BYTES} bytes, the most an STF test may be"),
+        );
+    }
     let mut runner = Runner {
         map,
         switch,
@@ -65,8 +105,8 @@ pub fn run(map: &SourceMap, file: u32, switch: &mut Switch) -> Result<Report> {
         file,
         mark: 0,
         outputs: Vec::new(),
+        output_bytes: 0,
     };
-    let text = &map.file(file).text;
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
         let code = line.split('#').next().unwrap_or("");
@@ -77,7 +117,7 @@ pub fn run(map: &SourceMap, file: u32, switch: &mut Switch) -> Result<Report> {
         }
     }
     runner.switch.drain();
-    runner.collect();
+    runner.collect(whole)?;
     runner.finish();
     Ok(runner.report)
 }
@@ -131,11 +171,46 @@ struct Runner<'a> {
     /// How many outputs there were before the last `packet` command.
     mark: usize,
     outputs: Vec<Output>,
+    /// Bytes of `outputs`, kept under [`MAX_OUTPUT_BYTES`].
+    output_bytes: usize,
 }
 
 fn number(w: &Word) -> Result<u128> {
     parse_number(w.text)
         .ok_or_else(|| Diagnostic::new(w.span, format!("expected a number, found '{}'", w.text)))
+}
+
+/// A number that fits `T`; past it an error naming `what` and its range (never a silent wrap).
+fn number_as<T: TryFrom<u128> + Bounded>(w: &Word, what: &str) -> Result<T> {
+    let n = number(w)?;
+    T::try_from(n)
+        .map_err(|_| Diagnostic::new(w.span, format!("{what} is 0..{}, not {n}", T::MAX_VALUE)))
+}
+
+/// An index into an array of the switch: numbers past `usize` are past every array too.
+fn index(w: &Word) -> Result<usize> {
+    Ok(usize::try_from(number(w)?).unwrap_or(usize::MAX))
+}
+
+/// The largest value of an integer type, for range errors.
+trait Bounded {
+    const MAX_VALUE: u128;
+}
+
+impl Bounded for u16 {
+    const MAX_VALUE: u128 = u16::MAX as u128;
+}
+
+impl Bounded for u32 {
+    const MAX_VALUE: u128 = u32::MAX as u128;
+}
+
+impl Bounded for u64 {
+    const MAX_VALUE: u128 = u64::MAX as u128;
+}
+
+impl Bounded for i32 {
+    const MAX_VALUE: u128 = i32::MAX as u128;
 }
 
 /// Parses `123`, `0x1f`, `0b101`, `0o17` (underscores allowed).
@@ -162,7 +237,7 @@ fn hex_nibbles(words: &[Word], wildcards: bool) -> Result<Vec<Option<u8>>> {
                 _ => {
                     let span = Span {
                         lo: w.span.lo + i as u32,
-                        hi: w.span.lo + i as u32 + 1,
+                        hi: w.span.lo + (i + c.len_utf8()) as u32,
                         ..w.span
                     };
                     return fail(span, format!("'{c}' is not a hex digit"));
@@ -194,6 +269,12 @@ impl Runner<'_> {
                         "a packet needs an even number of hex digits",
                     );
                 }
+                if nibbles.len() / 2 > MAX_PACKET_BYTES {
+                    return fail(
+                        args[1].span.to(args[args.len() - 1].span),
+                        format!("a packet is at most {MAX_PACKET_BYTES} bytes"),
+                    );
+                }
                 let bytes = nibbles
                     .chunks(2)
                     .map(|c| (c[0].unwrap_or(0) << 4) | c[1].unwrap_or(0))
@@ -201,7 +282,7 @@ impl Runner<'_> {
                 self.report.packets_in += 1;
                 self.mark = self.outputs.len();
                 self.switch.receive(port, bytes);
-                self.collect();
+                self.collect(cmd.span)?;
             }
             "expect" => {
                 need(1)?;
@@ -230,7 +311,7 @@ impl Runner<'_> {
             }
             "no_packet" => {
                 self.switch.drain();
-                self.collect();
+                self.collect(cmd.span)?;
                 let extra: Vec<String> = self.outputs[self.mark..]
                     .iter()
                     .map(|o| format!("port {}: {}", o.port, hex(&o.data)))
@@ -247,7 +328,7 @@ impl Runner<'_> {
             }
             "wait" => {
                 self.switch.drain();
-                self.collect();
+                self.collect(cmd.span)?;
             }
             "advance" => {
                 // softswitch's own: let `args[0]` µs of virtual time pass, serving the queues.
@@ -256,7 +337,7 @@ impl Runner<'_> {
                     Diagnostic::new(args[0].span, "a time in microseconds fits in 64 bits")
                 })?;
                 self.switch.advance(us);
-                self.collect();
+                self.collect(cmd.span)?;
             }
             "add" => self.add(cmd, args)?,
             "setdefault" => {
@@ -291,7 +372,7 @@ impl Runner<'_> {
             "check_counter" => self.check_counter(cmd, args)?,
             "counter_read" => {
                 need(2)?;
-                let (instance, index) = (self.instance(&args[0])?, number(&args[1])? as usize);
+                let (instance, index) = (self.instance(&args[0])?, index(&args[1])?);
                 let cell = self.switch.state.counters[instance].get(index).copied();
                 let Some(cell) = cell else {
                     return fail(args[1].span, "counter index out of range");
@@ -300,7 +381,7 @@ impl Runner<'_> {
             }
             "register_read" => {
                 need(3)?;
-                let (instance, index) = (self.instance(&args[0])?, number(&args[1])? as usize);
+                let (instance, index) = (self.instance(&args[0])?, index(&args[1])?);
                 let value_word = if args[2].text == "==" {
                     args.get(3).unwrap_or(&args[2])
                 } else {
@@ -324,9 +405,19 @@ impl Runner<'_> {
                 need(3)?;
                 let (instance, index, value) = (
                     self.instance(&args[0])?,
-                    number(&args[1])? as usize,
+                    index(&args[1])?,
                     number(&args[2])?,
                 );
+                if let crate::ir::InstanceKind::Register { width, .. } =
+                    self.switch.program().instances[instance].kind
+                {
+                    if value > mask(width) {
+                        return fail(
+                            args[2].span,
+                            format!("{value:#x} does not fit the register's {width} bits"),
+                        );
+                    }
+                }
                 match self.switch.state.registers[instance].get_mut(index) {
                     Some(cell) => *cell = value,
                     None => return fail(args[1].span, "register index out of range"),
@@ -362,7 +453,7 @@ impl Runner<'_> {
             "member_add" => {
                 need(3)?;
                 let table = self.table(&args[0])?;
-                let member = number(&args[1])? as u32;
+                let member = number_as::<u32>(&args[1], "a member id")?;
                 let call = self.action(table, &args[2])?;
                 self.switch
                     .add_member(table, member, call)
@@ -371,7 +462,7 @@ impl Runner<'_> {
             "group_create" => {
                 need(2)?;
                 let table = self.table(&args[0])?;
-                let group = number(&args[1])? as u32;
+                let group = number_as::<u32>(&args[1], "a group id")?;
                 self.switch
                     .create_selector_group(table, group)
                     .map_err(|e| Diagnostic::new(cmd.span, e.to_string()))?;
@@ -379,25 +470,28 @@ impl Runner<'_> {
             "group_add_member" => {
                 need(3)?;
                 let table = self.table(&args[0])?;
-                let (group, member) = (number(&args[1])? as u32, number(&args[2])? as u32);
+                let (group, member) = (
+                    number_as::<u32>(&args[1], "a group id")?,
+                    number_as::<u32>(&args[2], "a member id")?,
+                );
                 self.switch
                     .add_to_group(table, group, member)
                     .map_err(|e| Diagnostic::new(cmd.span, e.to_string()))?;
             }
             "mirroring_add" => {
                 need(2)?;
-                let session = number(&args[0])? as u32;
+                let session = number_as::<u32>(&args[0], "a clone session id")?;
                 let port = self.port(&args[1])?;
                 self.switch.set_clone_session(session, port);
             }
             "mc_mgrp_create" => {
                 need(1)?;
-                let group = number(&args[0])? as u16;
+                let group = number_as::<u16>(&args[0], MULTICAST_GROUP)?;
                 self.switch.create_group(group);
             }
             "mc_node_create" => {
                 need(2)?;
-                let rid = number(&args[0])? as u16;
+                let rid = number_as::<u16>(&args[0], REPLICATION_ID)?;
                 let ports = args[1..]
                     .iter()
                     .map(|w| self.port(w))
@@ -406,7 +500,10 @@ impl Runner<'_> {
             }
             "mc_node_associate" => {
                 need(2)?;
-                let (group, node) = (number(&args[0])? as u16, number(&args[1])? as usize);
+                let (group, node) = (
+                    number_as::<u16>(&args[0], MULTICAST_GROUP)?,
+                    index(&args[1])?,
+                );
                 if !self.switch.associate_node(group, node) {
                     return fail(cmd.span, format!("no group {group} or no node {node}"));
                 }
@@ -417,12 +514,18 @@ impl Runner<'_> {
                 let port = args.get(1).map(|w| self.port(w)).transpose()?;
                 let priority = args
                     .get(2)
-                    .map(|w| number(w).map(|p| p as u8))
+                    .map(|w| {
+                        tm::priority(number(w)?).map_err(|e| Diagnostic::new(w.span, e.to_string()))
+                    })
                     .transpose()?;
+                let refused =
+                    |e: tm::QueueSettingError| Diagnostic::new(args[0].span, e.to_string());
                 if cmd.text.ends_with("depth") {
-                    self.switch.tm.set_depth(port, priority, value as usize);
+                    let depth = tm::depth(value).map_err(refused)?;
+                    self.switch.tm.set_depth(port, priority, depth);
                 } else {
-                    self.switch.tm.set_rate(port, priority, Some(value as u64));
+                    let rate = tm::rate(value).map_err(refused)?;
+                    self.switch.tm.set_rate(port, priority, rate);
                 }
             }
             other => return fail(cmd.span, format!("unknown STF command '{other}'")),
@@ -508,7 +611,7 @@ impl Runner<'_> {
             .first()
             .filter(|w| !w.text.contains(':') && !w.text.contains('('))
         {
-            priority = Some(number(p)? as i64);
+            priority = Some(i64::from(number_as::<i32>(p, "a priority")?));
             rest = &rest[1..];
         }
         let Some((action_word, keys)) = rest.split_last() else {
@@ -580,9 +683,14 @@ impl Runner<'_> {
                 )
             }
             Some((kind, id)) => {
-                let id = parse_number(id).ok_or_else(|| {
-                    Diagnostic::new(action_word.span, format!("'{id}' is not a number"))
-                })? as u32;
+                let id = parse_number(id)
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| {
+                        Diagnostic::new(
+                            action_word.span,
+                            format!("'{id}' is not a member or group id (0..{})", u32::MAX),
+                        )
+                    })?;
                 if kind == "member" {
                     self.switch.add_member_entry(table, full, priority, id)
                 } else {
@@ -624,7 +732,7 @@ impl Runner<'_> {
             };
             Some(self.switch.state.direct_meter(instance, handle))
         } else {
-            let index = number(cell)? as usize;
+            let index = index(cell)?;
             self.switch.state.meters[instance].get_mut(index)
         };
         match meter {
@@ -657,8 +765,8 @@ impl Runner<'_> {
                 .map(|i| i.counter)
         } else {
             let i = parse_number(index)
-                .ok_or_else(|| Diagnostic::new(target.span, "expected a counter index"))?
-                as usize;
+                .ok_or_else(|| Diagnostic::new(target.span, "expected a counter index"))?;
+            let i = usize::try_from(i).unwrap_or(usize::MAX);
             self.switch.state.counters[instance].get(i).copied()
         };
         let Some(cell) = cell else {
@@ -705,7 +813,7 @@ impl Runner<'_> {
         let Some(value_word) = args.get(i) else {
             return fail(args[0].span, "expected a value to compare with");
         };
-        let want = number(value_word)? as u64;
+        let want = number_as::<u64>(value_word, "a counter value")?;
         let ok = match op {
             "==" => got == want,
             "!=" => got != want,
@@ -729,10 +837,25 @@ impl Runner<'_> {
             .push(Diagnostic::new(span, message).render(self.map));
     }
 
-    fn collect(&mut self) {
+    /// Takes what the switch sent since the last call; fails (at `span`, the command that made
+    /// them) once the test's packets add up to more than [`MAX_OUTPUT_BYTES`].
+    fn collect(&mut self, span: Span) -> Result<()> {
         let before = self.outputs.len();
         self.outputs.extend(self.switch.drain_outputs());
         self.report.packets_out += self.outputs.len() - before;
+        self.output_bytes += self.outputs[before..]
+            .iter()
+            .map(|o| o.data.len())
+            .sum::<usize>();
+        if self.output_bytes > MAX_OUTPUT_BYTES {
+            return fail(
+                span,
+                format!(
+                    "the switch sent more than {MAX_OUTPUT_BYTES} bytes of packets during the test"
+                ),
+            );
+        }
+        Ok(())
     }
 
     /// Compares outputs with expectations, port by port in order, as p4c's runner does: every
@@ -849,12 +972,16 @@ fn key_match(text: &str, width: u16, kind: MatchKind) -> Option<FieldMatch> {
         } else {
             (u128::from(c.to_digit(1 << radix_bits)?), digit_mask)
         };
-        value = value.checked_shl(radix_bits)? | v;
+        // More digits than 128 bits hold: refused, not cut.
+        if value.leading_zeros() < radix_bits || m.leading_zeros() < radix_bits {
+            return None;
+        }
+        value = (value << radix_bits) | v;
         m = (m << radix_bits) | mk;
         written += u32::from(c != '*');
     }
     if kind == MatchKind::Lpm {
-        let len = (written * radix_bits) as u16;
+        let len = u16::try_from(written * radix_bits).ok()?;
         let pm = crate::table::prefix_mask(width, len);
         return Some(FieldMatch::Masked {
             value: value & pm,

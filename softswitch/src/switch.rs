@@ -19,6 +19,46 @@ pub const DROP_PORT: u128 = 511;
 /// switch drops the loop (BMv2 has no limit and would loop for ever).
 pub const MAX_PASSES: u32 = 1000;
 
+/// Pipeline runs (ingress or egress) one received packet may cause, with every copy made of it:
+/// clones, replicas, recirculations and resubmissions together. Past it the copies are dropped
+/// and logged: a program that clones and recirculates every copy doubles them at each pass, and
+/// [`MAX_PASSES`] alone would let one packet keep the switch busy for hours.
+pub const MAX_PACKET_WORK: u32 = 1 << 16;
+
+/// The most memory the registers, counters and meters a program declares may take, in bytes
+/// (they are allocated whole when the switch starts the program): 16 million 128-bit register
+/// cells, say. BMv2 would try to allocate whatever a program declares.
+pub const MAX_STATE_BYTES: u64 = 256 << 20;
+
+/// Checks that the registers, counters and meters `program` declares fit [`MAX_STATE_BYTES`];
+/// the error names the largest.
+pub fn check_state_size(program: &Program) -> Result<(), String> {
+    let bytes = |i: &ir::Instance| -> u64 {
+        let (cells, cell) = match i.kind {
+            InstanceKind::Register { size, .. } => (size, std::mem::size_of::<u128>()),
+            InstanceKind::Counter { size, .. } => (size, std::mem::size_of::<CounterCell>()),
+            InstanceKind::Meter { size, .. } => (size, std::mem::size_of::<Meter>()),
+            _ => (0, 0),
+        };
+        u64::from(cells) * cell as u64
+    };
+    let total: u64 = program.instances.iter().map(bytes).sum();
+    match program.instances.iter().max_by_key(|i| bytes(i)) {
+        Some(largest) if total > MAX_STATE_BYTES => Err(format!(
+            "the program's registers, counters and meters take {total} bytes, more than the {MAX_STATE_BYTES} softswitch allows ({} alone takes {})",
+            largest.name,
+            bytes(largest)
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Log lines a switch holds (`log_msg` and its own notes).
+pub const MAX_LOG_LINES: usize = 100_000;
+
+/// The pipeline runs a received packet and every copy made of it have taken so far.
+type Work = Rc<std::cell::Cell<u32>>;
+
 /// `standard_metadata.instance_type` values of BMv2.
 pub mod instance_type {
     /// A packet from a port.
@@ -53,8 +93,10 @@ pub struct State {
     pub profiles: Vec<Profile>,
     /// Digests sent.
     pub digests: Vec<DigestSent>,
-    /// `log_msg` output.
+    /// `log_msg` output and the switch's own notes, at most [`MAX_LOG_LINES`] of them.
     pub log: Vec<String>,
+    /// Lines not kept in `log` because it was full.
+    pub log_dropped: u64,
     /// A buffer reused by every checksum and hash computation.
     pub(crate) field_buffer: Vec<u8>,
     /// Failed `assert`/`assume` calls.
@@ -63,6 +105,16 @@ pub struct State {
 }
 
 impl State {
+    /// Adds a line to the log, or counts it when the log holds [`MAX_LOG_LINES`] (a running
+    /// switch empties it after every packet; an STF run keeps it to the end).
+    pub(crate) fn log(&mut self, line: String) {
+        if self.log.len() < MAX_LOG_LINES {
+            self.log.push(line);
+        } else {
+            self.log_dropped += 1;
+        }
+    }
+
     fn new(p: &Program) -> Self {
         let cells = |f: &dyn Fn(&InstanceKind) -> usize| {
             p.instances
@@ -107,6 +159,7 @@ impl State {
             profiles: vec![Profile::default(); p.instances.len()],
             digests: Vec::new(),
             log: Vec::new(),
+            log_dropped: 0,
             field_buffer: Vec::new(),
             assertion_failures: 0,
             rng: 0x9E37_79B9_7F4A_7C15,
@@ -166,6 +219,7 @@ struct IngressPacket {
     preserved: Vec<(Slot, u128)>,
     /// Resubmissions, recirculations and E2E clones behind this packet.
     passes: u32,
+    work: Work,
 }
 
 /// A packet between ingress and egress: its slots and its bytes (the payload starts at `payload`).
@@ -175,6 +229,7 @@ pub struct Queued {
     data: Rc<[u8]>,
     payload: usize,
     passes: u32,
+    work: Work,
 }
 
 /// A running v1model switch.
@@ -235,6 +290,7 @@ impl Switch {
             instance_type: instance_type::NORMAL,
             preserved: Vec::new(),
             passes: 0,
+            work: Work::default(),
         });
         self.serve();
     }
@@ -245,7 +301,7 @@ impl Switch {
             self.serve();
             return;
         };
-        let end = now + us;
+        let end = now.saturating_add(us);
         while let Some(t) = self.tm.next_ready().filter(|&t| t <= end) {
             self.clock = Clock::Virtual(t.max(now));
             self.serve();
@@ -354,6 +410,9 @@ impl Switch {
     }
 
     fn ingress(&mut self, p: IngressPacket) {
+        if !self.within_work_limit(&p.work) {
+            return;
+        }
         let sm = self.program.std_meta;
         let (slots, payload, effects) = self.run_ingress(&p, true);
         let data = p.data.clone();
@@ -376,6 +435,7 @@ impl Switch {
                         data: data.clone(),
                         payload: cpayload,
                         passes: p.passes,
+                        work: p.work.clone(),
                     },
                 );
             }
@@ -394,7 +454,7 @@ impl Switch {
         }
         let group = slots[sm.mcast_grp as usize] as u16;
         if group != 0 {
-            self.replicate(group, &slots, &data, payload, p.passes);
+            self.replicate(group, &slots, &data, payload, p.passes, &p.work);
             return;
         }
         let spec = slots[sm.egress_spec as usize];
@@ -411,6 +471,7 @@ impl Switch {
             data,
             payload,
             passes: p.passes,
+            work: p.work,
         };
         let priority = queued.slots[sm.priority as usize] as u8;
         if self.pending.is_empty() && self.tm.idle_and_unlimited(port, priority) {
@@ -437,6 +498,7 @@ impl Switch {
         data: &Rc<[u8]>,
         payload: usize,
         passes: u32,
+        work: &Work,
     ) {
         let sm = self.program.std_meta;
         let nodes = self.groups.get(&group).cloned().unwrap_or_default();
@@ -456,10 +518,28 @@ impl Switch {
                         data: data.clone(),
                         payload,
                         passes,
+                        work: work.clone(),
                     },
                 );
             }
         }
+    }
+
+    /// Whether a packet whose lineage has taken `work` pipeline runs may take one more (and
+    /// counts it); counts a drop if not, and logs the lineage's first.
+    fn within_work_limit(&mut self, work: &Work) -> bool {
+        let done = work.get();
+        work.set(done.saturating_add(1));
+        if done < MAX_PACKET_WORK {
+            return true;
+        }
+        self.drops += 1;
+        if done == MAX_PACKET_WORK {
+            self.state.log(format!(
+                "dropped the copies of a packet past {MAX_PACKET_WORK} pipeline runs (clones, replicas, recirculations)"
+            ));
+        }
+        false
     }
 
     /// Whether a packet behind `passes` loops may loop once more; counts and logs a drop if not.
@@ -468,7 +548,7 @@ impl Switch {
             return true;
         }
         self.drops += 1;
-        self.state.log.push(format!(
+        self.state.log(format!(
             "dropped a packet looping {MAX_PASSES} times (resubmit, recirculate or E2E clone)"
         ));
         false
@@ -490,7 +570,11 @@ impl Switch {
             data,
             payload,
             passes,
+            work,
         } = d.item;
+        if !self.within_work_limit(&work) {
+            return;
+        }
         slots[sm.egress_port as usize] = u128::from(d.port);
         slots[sm.enq_timestamp as usize] = u128::from(d.enq_us) & ir::mask(32);
         slots[sm.enq_qdepth as usize] = u128::from(d.enq_qdepth) & ir::mask(19);
@@ -528,6 +612,7 @@ impl Switch {
                         data: data.clone(),
                         payload,
                         passes: passes + 1,
+                        work: work.clone(),
                     },
                 );
             }
@@ -564,6 +649,7 @@ impl Switch {
                     instance_type: instance_type::RECIRC,
                     preserved,
                     passes: passes + 1,
+                    work,
                 });
             }
             return;

@@ -12,6 +12,50 @@ use std::collections::{BTreeMap, VecDeque};
 pub const PRIORITIES: usize = 8;
 /// BMv2's default queue depth, in packets.
 pub const DEFAULT_DEPTH: usize = 64;
+/// The deepest a queue may be set, in packets: `enq_qdepth` and `deq_qdepth` are 19 bits.
+pub const MAX_DEPTH: usize = (1 << 19) - 1;
+/// Packets the traffic manager holds in all its queues together, as a switch's shared buffer:
+/// past it an arriving packet is tail-dropped whatever its queue's depth. It bounds the
+/// memory queues take (about 600 MB of 2016-byte frames at most) whatever depths are set.
+pub const BUFFER_PACKETS: usize = 1 << 18;
+
+/// A queue setting refused by [`depth`], [`rate`] or [`priority`]: the rules every front door
+/// (the Queues service, STF) applies.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum QueueSettingError {
+    /// A depth out of 1..=MAX_DEPTH.
+    #[error("a queue holds 1 to {MAX_DEPTH} packets (enq_qdepth is 19 bits), not {0}")]
+    Depth(u128),
+    /// A rate past u64.
+    #[error("a queue rate is 0 (unlimited) to {max} packets per second, not {0}", max = u64::MAX)]
+    Rate(u128),
+    /// A priority out of 0..PRIORITIES.
+    #[error("a priority is 0 to {max}, not {0}", max = PRIORITIES - 1)]
+    Priority(u128),
+}
+
+/// A queue depth as asked for (packets), checked.
+pub fn depth(packets: u128) -> Result<usize, QueueSettingError> {
+    usize::try_from(packets)
+        .ok()
+        .filter(|d| (1..=MAX_DEPTH).contains(d))
+        .ok_or(QueueSettingError::Depth(packets))
+}
+
+/// A queue rate as asked for (packets per second, 0 for unlimited), checked: `None` is
+/// unlimited.
+pub fn rate(pps: u128) -> Result<Option<u64>, QueueSettingError> {
+    let pps = u64::try_from(pps).map_err(|_| QueueSettingError::Rate(pps))?;
+    Ok(Some(pps).filter(|&r| r > 0))
+}
+
+/// A queue priority as asked for, checked.
+pub fn priority(priority: u128) -> Result<u8, QueueSettingError> {
+    u8::try_from(priority)
+        .ok()
+        .filter(|&p| usize::from(p) < PRIORITIES)
+        .ok_or(QueueSettingError::Priority(priority))
+}
 
 /// A packet leaving the traffic manager, with its queueing metadata.
 #[derive(Debug)]
@@ -127,11 +171,13 @@ impl<T> TrafficManager<T> {
         }
     }
 
-    /// Queues `item` for `port` at `priority` (clamped to 0..=7); gives it back if the queue is full.
+    /// Queues `item` for `port` at `priority` (clamped to 0..=7); gives it back if the queue or
+    /// the shared buffer ([`BUFFER_PACKETS`]) is full.
     pub fn enqueue(&mut self, port: u16, priority: u8, item: T, now_us: u64) -> Result<(), T> {
         let priority = priority.min(PRIORITIES as u8 - 1);
+        let buffer_full = self.queued >= BUFFER_PACKETS;
         let q = &mut self.port(port)[usize::from(priority)];
-        if q.items.len() >= q.depth {
+        if q.items.len() >= q.depth || buffer_full {
             *self.dropped.entry((port, priority)).or_default() += 1;
             return Err(item);
         }
@@ -236,6 +282,31 @@ impl<T> TrafficManager<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shared_buffer_bounds_every_queue_together() {
+        let mut tm = TrafficManager::default();
+        tm.set_depth(None, None, MAX_DEPTH);
+        // Deep queues on two ports fill the buffer; then every queue refuses.
+        for i in 0..BUFFER_PACKETS {
+            tm.enqueue((i % 2) as u16, 0, i, 0).unwrap();
+        }
+        assert_eq!(tm.enqueue(3, 7, 0, 0), Err(0));
+        tm.dequeue(0).unwrap();
+        assert!(tm.enqueue(3, 7, 0, 0).is_ok());
+    }
+
+    #[test]
+    fn queue_settings_are_checked_in_one_place() {
+        assert_eq!(depth(0), Err(QueueSettingError::Depth(0)));
+        assert_eq!(depth(MAX_DEPTH as u128), Ok(MAX_DEPTH));
+        assert!(depth(MAX_DEPTH as u128 + 1).is_err());
+        assert_eq!(rate(0), Ok(None));
+        assert_eq!(rate(5), Ok(Some(5)));
+        assert!(rate(u128::from(u64::MAX) + 1).is_err());
+        assert_eq!(priority(7), Ok(7));
+        assert_eq!(priority(256), Err(QueueSettingError::Priority(256)));
+    }
 
     #[test]
     fn strict_priority_and_depths() {

@@ -1,6 +1,8 @@
-//! The checker's types: what a P4 type is after typedefs are resolved, and how many slots it takes.
+//! The checker's types: what a P4 type is after typedefs are resolved, how many slots it takes
+//! and how deep it nests (an aggregate keeps both, computed once when it is declared).
 
 use crate::ast::{AggregateKind, Annotation};
+use std::collections::HashMap;
 use std::fmt;
 
 /// A resolved P4 type.
@@ -45,6 +47,26 @@ pub struct Aggregate {
     pub fields: Vec<(String, Type, Vec<Annotation>)>,
     /// For a header: its layout index in the program.
     pub layout: usize,
+    /// The slots a value of it takes (see [`Types::size`]).
+    pub size: u32,
+    /// How deep it nests (see [`Types::depth`]).
+    pub depth: usize,
+    /// How many parts it has (see [`Types::parts`]).
+    pub parts: u32,
+    /// Each field's slot offset (after a header's validity slot), in order.
+    offsets: Vec<u32>,
+    /// Each field's index, by name.
+    index: HashMap<String, usize>,
+}
+
+impl Aggregate {
+    /// The fields with their slot offsets: name, offset, type.
+    pub fn fields_at(&self) -> impl Iterator<Item = (&str, u32, &Type)> {
+        self.fields
+            .iter()
+            .zip(&self.offsets)
+            .map(|((name, ty, _), off)| (name.as_str(), *off, ty))
+    }
 }
 
 /// An enum declaration.
@@ -56,6 +78,29 @@ pub struct EnumDef {
     pub repr: Option<(u16, bool)>,
     /// Members and their values.
     pub members: Vec<(String, u128)>,
+    /// Each member's index, by name.
+    index: HashMap<String, usize>,
+}
+
+impl EnumDef {
+    /// An enum of these members, in order (a name given twice names its first member).
+    pub fn new(name: String, repr: Option<(u16, bool)>, members: Vec<(String, u128)>) -> Self {
+        let mut index = HashMap::new();
+        for (i, (m, _)) in members.iter().enumerate() {
+            index.entry(m.clone()).or_insert(i);
+        }
+        EnumDef {
+            name,
+            repr,
+            members,
+            index,
+        }
+    }
+
+    /// The value of member `name`.
+    pub fn member(&self, name: &str) -> Option<u128> {
+        self.index.get(name).map(|&i| self.members[i].1)
+    }
 }
 
 /// All declared aggregates and enums.
@@ -68,19 +113,100 @@ pub struct Types {
 }
 
 impl Types {
-    /// The number of slots a value of `ty` takes.
+    /// The number of slots a value of `ty` takes (saturating at `u32::MAX`: the checker
+    /// refuses types larger than [`MAX_SLOTS`](crate::limits::MAX_SLOTS) where they are made).
     pub fn size(&self, ty: &Type) -> u32 {
         match ty {
-            Type::Aggregate(i) => {
-                let a = &self.aggregates[*i];
-                let fields: u32 = a.fields.iter().map(|(_, t, _)| self.size(t)).sum();
-                fields + u32::from(a.kind == AggregateKind::Header)
-            }
-            Type::Stack(i, n) => 1 + n * self.size(&Type::Aggregate(*i)),
-            Type::Tuple(elems) => elems.iter().map(|t| self.size(t)).sum(),
+            Type::Aggregate(i) => self.aggregates[*i].size,
+            Type::Stack(i, n) => n.saturating_mul(self.aggregates[*i].size).saturating_add(1),
+            Type::Tuple(elems) => elems
+                .iter()
+                .fold(0u32, |sum, t| sum.saturating_add(self.size(t))),
             Type::VarBit(max) => crate::ir::FieldLayout::VarBit { max: *max }.slots(),
             _ => 1,
         }
+    }
+
+    /// An aggregate of these types (not added to `self`), its size, depth, parts (saturating)
+    /// and offsets computed once; `layout` is the header layout index.
+    pub fn aggregate(
+        &self,
+        name: String,
+        kind: AggregateKind,
+        fields: Vec<(String, Type, Vec<Annotation>)>,
+        layout: usize,
+    ) -> Aggregate {
+        let mut size = u32::from(kind == AggregateKind::Header);
+        let mut offsets = Vec::with_capacity(fields.len());
+        for (_, t, _) in &fields {
+            offsets.push(size);
+            size = size.saturating_add(self.size(t));
+        }
+        let depth = 1 + fields
+            .iter()
+            .map(|(_, t, _)| self.depth(t))
+            .max()
+            .unwrap_or(0);
+        let parts = fields
+            .iter()
+            .fold(1u32, |sum, (_, t, _)| sum.saturating_add(self.parts(t)));
+        let index = fields
+            .iter()
+            .enumerate()
+            .map(|(i, (n, _, _))| (n.clone(), i))
+            .collect();
+        Aggregate {
+            name,
+            kind,
+            fields,
+            layout,
+            size,
+            depth,
+            parts,
+            offsets,
+            index,
+        }
+    }
+
+    /// How many parts a value of `ty` has: scalars, aggregates, stacks and stack elements,
+    /// counted along every path (a struct with two fields of one type counts its parts twice).
+    /// A traversal of the value (a comparison, an emit, a field list) visits as many.
+    /// Saturating at `u32::MAX`.
+    pub fn parts(&self, ty: &Type) -> u32 {
+        match ty {
+            Type::Aggregate(i) => self.aggregates[*i].parts,
+            Type::Stack(i, n) => n
+                .saturating_mul(self.aggregates[*i].parts)
+                .saturating_add(1),
+            Type::Tuple(elems) => elems
+                .iter()
+                .fold(1u32, |sum, t| sum.saturating_add(self.parts(t))),
+            _ => 1,
+        }
+    }
+
+    /// How deep `ty` nests: 0 for a scalar, one more than its deepest element for an aggregate,
+    /// a stack or a tuple.
+    pub fn depth(&self, ty: &Type) -> usize {
+        match ty {
+            Type::Aggregate(i) | Type::Stack(i, _) => {
+                self.aggregates[*i].depth + usize::from(matches!(ty, Type::Stack(..)))
+            }
+            Type::Tuple(elems) => 1 + elems.iter().map(|t| self.depth(t)).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    /// The elements of a tuple with their slot offsets.
+    pub fn tuple_elements<'a>(
+        &'a self,
+        elems: &'a [Type],
+    ) -> impl Iterator<Item = (u32, &'a Type)> {
+        elems.iter().scan(0u32, |offset, t| {
+            let at = *offset;
+            *offset = offset.saturating_add(self.size(t));
+            Some((at, t))
+        })
     }
 
     /// The slot offset and type of element `i` of a tuple.
@@ -92,14 +218,8 @@ impl Types {
     /// The slot offset and type of field `name` of aggregate `agg` (after a header's validity slot).
     pub fn field(&self, agg: usize, name: &str) -> Option<(u32, Type)> {
         let a = &self.aggregates[agg];
-        let mut offset = u32::from(a.kind == AggregateKind::Header);
-        for (n, t, _) in &a.fields {
-            if n == name {
-                return Some((offset, t.clone()));
-            }
-            offset += self.size(t);
-        }
-        None
+        let &i = a.index.get(name)?;
+        Some((a.offsets[i], a.fields[i].1.clone()))
     }
 
     /// Whether `ty` is a header.

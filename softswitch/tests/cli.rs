@@ -82,11 +82,10 @@ fn stf_verbose_prints_logs_and_digests() {
     assert!(stdout.contains("digest 1: 0xa0b0c0d0e0f\n"), "{stdout}");
 }
 
-/// `softswitch p4info --format FORMAT` on a corpus program, decoded back to a P4Info.
-fn p4info_as(format: &str) -> p4runtime::p4::config::v1::P4Info {
+/// The standard output of `softswitch ARGS`, which must succeed.
+fn stdout_of(args: &[&std::ffi::OsStr]) -> Vec<u8> {
     let out = Command::new(env!("CARGO_BIN_EXE_softswitch"))
-        .args(["p4info", "--format", format])
-        .arg(corpus("basic.p4"))
+        .args(args)
         .output()
         .unwrap();
     assert!(
@@ -94,10 +93,22 @@ fn p4info_as(format: &str) -> p4runtime::p4::config::v1::P4Info {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out.stdout
+}
+
+/// `softswitch p4info --format FORMAT` on a corpus program, decoded back to a P4Info.
+fn p4info_as(format: &str) -> p4runtime::p4::config::v1::P4Info {
+    let program = corpus("basic.p4");
+    let stdout = stdout_of(&[
+        "p4info".as_ref(),
+        "--format".as_ref(),
+        format.as_ref(),
+        program.as_ref(),
+    ]);
     match format {
-        "binary" => prost::Message::decode(out.stdout.as_slice()).unwrap(),
-        "json" => p4runtime::format::from_json(std::str::from_utf8(&out.stdout).unwrap()).unwrap(),
-        _ => p4runtime::format::from_text(std::str::from_utf8(&out.stdout).unwrap()).unwrap(),
+        "binary" => prost::Message::decode(stdout.as_slice()).unwrap(),
+        "json" => p4runtime::format::from_json(std::str::from_utf8(&stdout).unwrap()).unwrap(),
+        _ => p4runtime::format::from_text(std::str::from_utf8(&stdout).unwrap()).unwrap(),
     }
 }
 
@@ -110,4 +121,87 @@ fn p4info_writes_the_same_message_in_every_format() {
     );
     assert_eq!(p4info_as("json"), text);
     assert_eq!(p4info_as("binary"), text);
+}
+
+/// `bundle` inlines the files a program includes (relative to the including file, nested),
+/// keeps the built-in headers' includes, and the result compiles as a device config, which
+/// may include no file, to the same program.
+#[test]
+fn bundle_inlines_local_includes_into_a_self_contained_program() {
+    let dir = std::env::temp_dir().join(format!("softswitch-{}-bundle", std::process::id()));
+    std::fs::create_dir_all(dir.join("lib")).unwrap();
+    let basic = std::fs::read_to_string(corpus("basic.p4")).unwrap();
+    let split = basic.find("parser ").unwrap();
+    std::fs::write(dir.join("lib/types.p4"), &basic[..split]).unwrap();
+    std::fs::write(dir.join("lib/all.p4"), "#include \"types.p4\"\n").unwrap();
+    let main = dir.join("main.p4");
+    std::fs::write(
+        &main,
+        format!("#include \"lib/all.p4\"\n{}", &basic[split..]),
+    )
+    .unwrap();
+
+    let bundled = String::from_utf8(stdout_of(&["bundle".as_ref(), main.as_ref()])).unwrap();
+    assert!(!bundled.contains("#include \""), "{bundled}");
+    assert!(bundled.contains("#include <v1model.p4>"), "{bundled}");
+    let compiled = |name: &str, text: &str| {
+        let mut map = softswitch::source::SourceMap::new();
+        let file = map.add(name, text);
+        softswitch::compile(&mut map, file).unwrap_or_else(|d| panic!("{}", d.render(&map)))
+    };
+    assert_eq!(
+        compiled("bundled.p4", &bundled),
+        compiled("basic.p4", &basic)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The program named on the command line may be a pipe (`/dev/stdin`), read up to the source
+/// limit: `/dev/zero` ends there with an error.
+#[test]
+fn check_reads_a_program_from_a_pipe_and_an_endless_one_up_to_the_limit() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_softswitch"))
+        .args(["check", "/dev/stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let program = std::fs::read(corpus("basic.p4")).unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &program).unwrap();
+    assert!(child.wait_with_output().unwrap().status.success());
+
+    let out = Command::new(env!("CARGO_BIN_EXE_softswitch"))
+        .args(["check", "/dev/zero"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("reading /dev/zero: longer than"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn run_refuses_ports_past_510_and_stf_refuses_an_endless_file() {
+    for args in [
+        &["run", "--cpu-port", "511"][..],
+        &["run", "--cpu-port", "65536"],
+        &["run", "-i", "511@lo"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_softswitch"))
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("511") || stderr.contains("510"), "{stderr}");
+    }
+    let out = softswitch(&[&corpus("basic.p4"), Path::new("/dev/zero")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("reading /dev/zero") && stderr.contains("longer than 16777216 bytes"),
+        "{stderr}"
+    );
 }

@@ -1,6 +1,7 @@
 //! One test per class of front-end error: each malformed program gets one precise
 //! diagnostic at file:line:col, never a panic.
 
+use softswitch::preprocessor::Includes;
 use softswitch::source::SourceMap;
 
 /// A minimal valid v1model program; `{decls}`, `{ingress}` and `{parser}` are filled in.
@@ -87,9 +88,25 @@ fn lexer_bad_digit() {
 
 #[test]
 fn preprocessor_missing_include() {
+    let mut map = SourceMap::new();
+    let f = map.add("t.p4", "#include \"nowhere.p4\"\n");
+    let e = softswitch::compile_with(&mut map, f, Includes::Files).unwrap_err();
+    assert_eq!(e.location(&map), "t.p4:1:1");
+    assert!(
+        e.message.starts_with("cannot read included file"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn preprocessor_include_of_a_file_in_a_self_contained_program() {
     let (loc, msg) = error("#include \"nowhere.p4\"\n");
     assert_eq!(loc, "1:1");
-    assert!(msg.starts_with("cannot read included file"), "{msg}");
+    assert!(
+        msg.starts_with("#include \"nowhere.p4\": a device config cannot include files"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -363,7 +380,10 @@ fn deep_nesting_is_refused_not_a_stack_overflow() {
         let mut map = SourceMap::new();
         let f = map.add("t.p4", src);
         let e = softswitch::compile(&mut map, f).unwrap_err();
-        assert_eq!(e.message, "nested more than 200 levels deep");
+        assert_eq!(
+            e.message,
+            "nested more than 256 levels deep (limits::MAX_NESTING)"
+        );
     }
 }
 

@@ -1,8 +1,13 @@
 //! A program that loops a packet for ever (recirculating, resubmitting or cloning E2E every
-//! time) does not hang the switch: after `MAX_PASSES` loops the packet is dropped and logged.
+//! time) does not hang the switch: after `MAX_PASSES` loops the packet is dropped and logged;
+//! one that doubles its copies at every pass stops at `MAX_PACKET_WORK` pipeline runs; one that
+//! declares more state than the switch can hold is refused when it compiles, not when the switch
+//! runs out of memory.
 
 use softswitch::source::SourceMap;
-use softswitch::switch::{Clock, Switch, MAX_PASSES};
+use softswitch::switch::{
+    Clock, Switch, MAX_LOG_LINES, MAX_PACKET_WORK, MAX_PASSES, MAX_STATE_BYTES,
+};
 
 fn looping_program(ingress: &str, egress: &str) -> String {
     format!(
@@ -25,11 +30,16 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 }
 
 fn run(program: &str) -> Switch {
+    run_with_depth(program, softswitch::tm::DEFAULT_DEPTH)
+}
+
+fn run_with_depth(program: &str, depth: usize) -> Switch {
     let mut map = SourceMap::new();
     let file = map.add("loop.p4", program);
     let compiled =
         softswitch::compile(&mut map, file).unwrap_or_else(|d| panic!("{}", d.render(&map)));
     let mut switch = Switch::new(compiled, Clock::Virtual(0));
+    switch.tm.set_depth(None, None, depth);
     switch.set_clone_session(3, 2);
     switch.receive(0, vec![0x2a]);
     switch.drain();
@@ -67,4 +77,47 @@ fn endless_e2e_cloning_is_cut() {
         MAX_PASSES as usize
     );
     assert_eq!(switch.drops, 1);
+}
+
+#[test]
+fn copies_that_double_at_every_pass_stop_at_the_work_limit() {
+    // Every copy is cloned and recirculated: 2^1000 pipeline runs within MAX_PASSES, which
+    // queues deep enough would let run (this took hours before the limit).
+    let switch = run_with_depth(
+        &looping_program(
+            "",
+            "clone(CloneType.E2E, 3); recirculate_preserving_field_list(0);",
+        ),
+        softswitch::tm::MAX_DEPTH,
+    );
+    assert!(switch.drops > 0);
+    let notes: Vec<_> = switch
+        .state
+        .log
+        .iter()
+        .filter(|l| l.contains(&format!("past {MAX_PACKET_WORK} pipeline runs")))
+        .collect();
+    assert_eq!(notes.len(), 1, "one note per received packet");
+    assert!(switch.state.log.len() <= MAX_LOG_LINES);
+}
+
+#[test]
+fn a_program_whose_state_does_not_fit_is_refused() {
+    let mut map = SourceMap::new();
+    let file = map.add(
+        "big.p4",
+        looping_program("", "").replace(
+            "control E(inout hs hdr, inout m meta, inout standard_metadata_t sm) {",
+            "control E(inout hs hdr, inout m meta, inout standard_metadata_t sm) { register<bit<32>>(32w4294967295) r;",
+        ),
+    );
+    let err = softswitch::compile(&mut map, file)
+        .unwrap_err()
+        .render(&map);
+    assert!(
+        err.contains(&format!(
+            "more than the {MAX_STATE_BYTES} softswitch allows"
+        )) && err.contains("E.r alone takes 68719476720"),
+        "{err}"
+    );
 }

@@ -377,6 +377,36 @@ async fn loaded() -> (Bed, P4RuntimeClient<Channel>, Stream, P4Info) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_past_the_size_limit_is_refused_before_it_is_read() {
+    let bed = Bed::new().await;
+    let mut client = bed.client().await;
+    let mut primary = Stream::open(&mut client, 1).await;
+    primary.arbitration().await;
+    let config = p4v1::ForwardingPipelineConfig {
+        p4info: Some(P4Info::default()),
+        p4_device_config: vec![b' '; softswitch::server::p4rt::MAX_REQUEST_BYTES],
+        cookie: None,
+    };
+    let err = client
+        .set_forwarding_pipeline_config(p4v1::SetForwardingPipelineConfigRequest {
+            device_id: DEVICE,
+            election_id: Some(1u128.into()),
+            action: p4v1::set_forwarding_pipeline_config_request::Action::Verify as i32,
+            config: Some(config),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::OutOfRange, "{err:?}");
+    assert!(err.message().contains("limit"), "{err:?}");
+    // The switch goes on serving.
+    assert!(client
+        .capabilities(p4v1::CapabilitiesRequest { device_id: DEVICE })
+        .await
+        .is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn capabilities_and_device_ids() {
     let bed = Bed::new().await;
     let mut client = bed.client().await;
@@ -1410,6 +1440,19 @@ async fn queue_depth_and_rate_are_set_per_port_and_priority() {
             Code::InvalidArgument
         );
     }
+    // One rule with STF's set_queue_depth (tests/stf_limits.rs): the traffic manager's.
+    let zero = queues
+        .set_queue(q::SetQueueRequest {
+            device_id: DEVICE,
+            depth_packets: Some(0),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        zero.message(),
+        softswitch::tm::QueueSettingError::Depth(0).to_string()
+    );
     let other = q::SetQueueRequest {
         device_id: DEVICE + 1,
         ..Default::default()

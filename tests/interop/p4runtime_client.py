@@ -1,7 +1,8 @@
 """An independent P4Runtime client: the official `p4runtime` Python bindings and gRPC drive a
 P4Runtime server (softswitch) through arbitration (a primary and a refused backup), a pipeline
 push, a table write read back (by table and by wildcard), per-update errors decoded from the
-status details, a PacketOut and counter reads (one cell, every cell). Exits non-zero with a
+status details (also of batches too large for every error to fit gRPC's default metadata
+limit), a PacketOut and counter reads (one cell, every cell). Exits non-zero with a
 message on the first mismatch.
 
 usage: p4runtime_client.py ADDRESS DEVICE_ID PROGRAM.p4 PROGRAM.p4info.bin
@@ -147,6 +148,27 @@ def main():
         if codes != [code_pb2.ALREADY_EXISTS, code_pb2.OK, code_pb2.INVALID_ARGUMENT]:
             fail(f"per-update codes {codes}")
     print("interop: per-update errors", flush=True)
+
+    # Large failed batches stay within what grpcio accepts by default (8 KiB of trailers): 150
+    # updates (softswitch's REPORTED_UPDATES) each get their p4.v1.Error; 500 get UNKNOWN with
+    # the errors of the first ones, not RESOURCE_EXHAUSTED with none.
+    for count in (150, 500):
+        try:
+            stub.Write(p4runtime_pb2.WriteRequest(
+                device_id=device_id, election_id=ELECTION_ID, updates=[bad] * count))
+            fail("a batch of malformed entries was accepted")
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.UNKNOWN:
+                fail(f"a failed batch of {count} should be UNKNOWN, got {e.code()}: {e.details()}")
+            errors = update_errors(e)
+            if count == 150 and len(errors) != 150:
+                fail(f"a batch of 150 got {len(errors)} errors")
+            if not 150 <= len(errors) <= count or any(
+                    err.canonical_code != code_pb2.INVALID_ARGUMENT for err in errors):
+                fail(f"a batch of {count} got {len(errors)} errors: {errors[:3]}")
+            if count == 500 and f"the first failure past them is number {len(errors) + 1}" not in e.details():
+                fail(f"the status does not say where the unreported failures are: {e.details()}")
+    print("interop: large failed batches", flush=True)
 
     # A PacketOut enters at the CPU port, whose cell of port_counter counts it.
     out = p4runtime_pb2.PacketOut(payload=bytes(60))

@@ -131,6 +131,16 @@ impl Topology {
             hosts: list,
         })
     }
+
+    /// Sets the MTU of both ends of host `index`'s veth.
+    pub fn set_mtu(&self, index: usize, mtu: u32) -> anyhow::Result<()> {
+        let host = &self.hosts[index];
+        let mtu = mtu.to_string();
+        host.ns.ip(&["link", "set", &host.iface, "mtu", &mtu])?;
+        self.switch_ns
+            .ip(&["link", "set", &host.switch_iface, "mtu", &mtu])?;
+        Ok(())
+    }
 }
 
 /// A topology and `softswitch run` on its switch-side ports.

@@ -232,6 +232,34 @@ fn lossless_p4_from_its_runtime_json_forwards_and_counts() {
     assert_eq!(routes(&listed), routes(&file));
 }
 
+/// A program in two files (its types in one it includes) is pushed by `pipeline set
+/// --program`, which inlines the include (softswitch takes no file from a device config):
+/// ping crosses it once the tutorials' routes are in.
+#[test]
+fn a_program_in_two_files_is_pushed_and_forwards() {
+    if !privileged("a_program_in_two_files_is_pushed_and_forwards") {
+        return;
+    }
+    let bed = TutorialBed::new().unwrap();
+    let forward = std::fs::read_to_string(p4_file("forward.p4")).unwrap();
+    let split = forward.find("parser MyParser").unwrap();
+    let dir = bed.dir.join("two-files");
+    std::fs::create_dir_all(dir.join("include")).unwrap();
+    std::fs::write(dir.join("include/types.p4"), &forward[..split]).unwrap();
+    let main = dir.join("main.p4");
+    std::fs::write(
+        &main,
+        format!("#include \"include/types.p4\"\n{}", &forward[split..]),
+    )
+    .unwrap();
+    bed.program(&main, &p4_file("forward-runtime.json"));
+    assert!(
+        bed.ping(3),
+        "ping h1 -> h2 failed: {}",
+        bed.bed.lines.join("\n")
+    );
+}
+
 /// `watch --json` prints one array a tick, with rates from the second tick on.
 #[test]
 fn watch_prints_counters_with_rates() {

@@ -2,7 +2,8 @@
 //! independent client, drive `softswitch run` (started without a program or ports) through
 //! arbitration (a primary, a backup told so and refused), a pipeline push, a write read back by
 //! table and by wildcard, a failed batch's per-update `p4.v1.Error`s decoded from the status
-//! details, and counter reads (one cell, every cell); the P4Info it sends is `softswitch p4info
+//! details (with grpcio's default metadata limits, also for batches of 150 and 500 failed
+//! updates), and counter reads (one cell, every cell); the P4Info it sends is `softswitch p4info
 //! --format binary`, decoded by protobuf's own parser.
 
 use std::{

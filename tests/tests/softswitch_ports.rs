@@ -1,6 +1,8 @@
 //! softswitch on veths in namespaces: frames in on one port leave on the port the program
-//! chooses, changed as it says (read back with etherparse); an interface deleted under the
-//! running switch takes its port down and the switch goes on; SIGTERM stops it cleanly.
+//! chooses, changed as it says (read back with etherparse); frames up to the documented
+//! 2016 bytes cross, longer ones are dropped and logged, and a frame the egress interface
+//! refuses does not stop the frames behind it; an interface deleted under the running switch
+//! takes its port down and the switch goes on; SIGTERM stops it cleanly.
 
 use std::time::Duration;
 
@@ -8,18 +10,29 @@ use etherparse::{NetHeaders, PacketHeaders};
 use lossless_tests::{
     bed::{from_test_mac, privileged, TEST_MAC, TIMEOUT},
     craft::ipv4_checksum_ok,
-    switch::{program, SwitchBed},
+    switch::{program, SwitchBed, Topology},
 };
 
 /// A UDP frame from TEST_MAC to 10.0.`net`.9 (etherparse), TTL 64.
 fn frame_to(net: u8) -> Vec<u8> {
+    frame_with_payload(net, b"softswitch port test")
+}
+
+fn frame_with_payload(net: u8, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     etherparse::PacketBuilder::ethernet2(TEST_MAC, [2, 0, 0, 0, 0, 0xfe])
         .ipv4([10, 0, 1, 9], [10, 0, net, 9], 64)
         .udp(4000, 5000)
-        .write(&mut out, b"softswitch port test")
+        .write(&mut out, payload)
         .unwrap();
     out
+}
+
+/// A UDP frame to 10.0.`net`.9 of exactly `len` bytes (headers included, no FCS).
+fn frame_of_len(net: u8, len: usize) -> Vec<u8> {
+    let frame = frame_with_payload(net, &vec![0x5a; len - 42]);
+    assert_eq!(frame.len(), len);
+    frame
 }
 
 /// Sends `frame` from host `from` and returns what host `to` receives of the test's frames.
@@ -120,4 +133,58 @@ fn a_deleted_interface_takes_its_port_down_and_the_switch_goes_on() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no lost count in '{summary}'"));
     assert!(lost >= 1, "{summary}");
+}
+
+#[test]
+fn frames_up_to_2016_bytes_cross_longer_ones_are_dropped_and_a_refused_one_stops_nothing() {
+    if !privileged(
+        "frames_up_to_2016_bytes_cross_longer_ones_are_dropped_and_a_refused_one_stops_nothing",
+    ) {
+        return;
+    }
+    // Hosts 1 and 2 take jumbo frames; host 3 keeps the default MTU of 1500.
+    let topology = Topology::new(3).unwrap();
+    topology.set_mtu(0, 9000).unwrap();
+    topology.set_mtu(1, 9000).unwrap();
+    let mut bed = SwitchBed::start(topology, Some(&program("ipv4_forward.p4"))).unwrap();
+    // The documented limit, and the lengths the review saw dropped (1990..2016).
+    for len in [1514, 1989, 1990, 2000, 2015, 2016] {
+        let sent = frame_of_len(2, len);
+        let got = through(&bed, 0, 1, &sent, 1);
+        assert_eq!(got[0].len(), len, "a frame of {len} bytes changed length");
+        assert_eq!(got[0][14..22], sent[14..22], "frame of {len} bytes");
+        assert_eq!(got[0][42..], sent[42..], "the payload of {len} bytes");
+    }
+    // One byte more is dropped, said in the log with the limit.
+    let host2 = bed.hosts()[1].socket();
+    bed.hosts()[0]
+        .socket()
+        .send(&frame_of_len(2, 2017))
+        .unwrap();
+    bed.wait_for_log("dropped a frame of 2017 bytes, longer than 2016")
+        .unwrap();
+    bed.hosts()[0]
+        .socket()
+        .send(&frame_of_len(2, 4000))
+        .unwrap();
+    // A frame the switch accepts but host 3's interface (MTU 1500) cannot send is lost, and
+    // the frames behind it in the transmit ring still leave.
+    bed.hosts()[0]
+        .socket()
+        .send(&frame_of_len(3, 1600))
+        .unwrap();
+    assert_eq!(through(&bed, 0, 2, &frame_to(3), 5).len(), 5);
+    // Nothing over the limit reached host 2: every frame it got was one it was sent.
+    assert!(host2
+        .poll_frames(Duration::from_millis(200), |f| f.len() > 2016)
+        .unwrap()
+        .is_empty());
+    let status = bed.stop().unwrap();
+    assert!(status.success(), "softswitch exited with {status}");
+    let summary = bed
+        .lines
+        .iter()
+        .find(|l| l.contains("frames dropped for being longer than 2016 bytes"))
+        .unwrap_or_else(|| panic!("no summary of long frames in:\n{}", bed.lines.join("\n")));
+    assert!(summary.contains("too_long=2"), "{summary}");
 }

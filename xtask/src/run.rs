@@ -70,11 +70,24 @@ impl Cmd {
 }
 
 fn cargo() -> Cmd {
-    // bpf-linker and rustup's nightly must be on PATH for the eBPF build in control/build.rs.
+    with_cargo_home_bin(Cmd::new(
+        std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()),
+    ))
+}
+
+/// Nightly's cargo (through rustup: `$CARGO` is the toolchain's own cargo, which takes no
+/// `+nightly`), for cargo fuzz.
+fn nightly_cargo() -> Cmd {
+    with_cargo_home_bin(Cmd::new("rustup").args(["run", "nightly", "cargo"]))
+}
+
+/// `command` with `$CARGO_HOME/bin` first on PATH: bpf-linker and rustup's nightly for the eBPF
+/// build in control/build.rs, cargo-fuzz.
+fn with_cargo_home_bin(command: Cmd) -> Cmd {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut paths = vec![cargo_home_bin()];
     paths.extend(std::env::split_paths(&path));
-    Cmd::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())).env(
+    command.env(
         "PATH",
         std::env::join_paths(paths).expect("PATH entries are valid"),
     )
@@ -88,7 +101,23 @@ fn require_root(task: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Builds everything once, then runs every test of the workspace.
+/// The fuzz targets `test` fuzzes (fuzz/): the switch's parsers. The control plane's
+/// (`runtime_json`, `host_config`) are only replayed over their corpus by `cargo test`: fuzzing
+/// them links `lossless`, whose build script builds the eBPF programs once more for the fuzz
+/// build, minutes that CI does not have.
+const FUZZED: &[&str] = &[
+    "frontend",
+    "stf",
+    "p4rt_write",
+    "p4rt_set_pipeline",
+    "fabric_runtime_json",
+];
+
+/// How long `test` fuzzes each target, in seconds.
+const FUZZ_SECONDS: u32 = 15;
+
+/// Builds everything once, runs every test of the workspace (the fuzz targets' corpus
+/// included), then fuzzes each target of [`FUZZED`] for [`FUZZ_SECONDS`].
 pub fn test() -> anyhow::Result<()> {
     cargo()
         .args(["build", "--workspace", "--all-targets", "--locked"])
@@ -99,6 +128,31 @@ pub fn test() -> anyhow::Result<()> {
             "LOSSLESS_BIN",
             workspace_root().join("target/debug/lossless"),
         )
+        .run()?;
+    for target in FUZZED {
+        fuzz(target, FUZZ_SECONDS)?;
+    }
+    Ok(())
+}
+
+/// Runs fuzz target `target` for `seconds` from its committed corpus; inputs it finds go to
+/// `target/fuzz-corpus/TARGET` (not committed), a crash to `fuzz/artifacts/TARGET/` and fails.
+/// No sanitizer: the targets are safe Rust, whose bugs are panics, which libFuzzer catches.
+fn fuzz(target: &str, seconds: u32) -> anyhow::Result<()> {
+    let found = workspace_root().join("target/fuzz-corpus").join(target);
+    std::fs::create_dir_all(&found).with_context(|| format!("creating {}", found.display()))?;
+    nightly_cargo()
+        .args(["fuzz", "run", "--no-default-features"])
+        .args(["--features", "libfuzzer", "--sanitizer", "none", target])
+        .arg(&found)
+        .arg(workspace_root().join("fuzz/corpus").join(target))
+        .args([
+            "--",
+            &format!("-max_total_time={seconds}"),
+            // An input that takes this long is a hang; one that needs more memory, a leak.
+            "-timeout=10",
+            "-rss_limit_mb=2048",
+        ])
         .run()
 }
 

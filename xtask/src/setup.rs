@@ -33,11 +33,16 @@ const PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("grpcio==1.85.1", "grpc"),
 ];
 
+/// cargo-fuzz, which builds the fuzz targets with libFuzzer (fuzz/); pinned, like bpf-linker's
+/// LLVM, so every machine fuzzes the same way.
+const CARGO_FUZZ_VERSION: &str = "0.13.2";
+
 /// Installs what is missing. Takes about a second when nothing is.
 pub fn setup() -> anyhow::Result<()> {
     apt_packages()?;
     nightly_rust_src()?;
     bpf_linker()?;
+    cargo_fuzz()?;
     python_venv()?;
     Ok(())
 }
@@ -100,14 +105,18 @@ fn nightly_rust_src() -> anyhow::Result<()> {
     }
 }
 
-fn bpf_linker() -> anyhow::Result<()> {
-    let linker = cargo_home_bin().join("bpf-linker");
-    let works = Command::new(&linker)
+/// What `$CARGO_HOME/bin/BINARY --version` prints, if it runs.
+fn installed_version(binary: &str) -> Option<String> {
+    Command::new(cargo_home_bin().join(binary))
         .arg("--version")
         .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if works {
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+fn bpf_linker() -> anyhow::Result<()> {
+    if installed_version("bpf-linker").is_some() {
         return Ok(());
     }
     eprintln!("setup: building bpf-linker against LLVM 22 (about 75 s)");
@@ -121,6 +130,17 @@ fn bpf_linker() -> anyhow::Result<()> {
             "llvm-22",
         ])
         .env("LLVM_PREFIX", "/usr/lib/llvm-22")
+        .run()
+}
+
+fn cargo_fuzz() -> anyhow::Result<()> {
+    if installed_version("cargo-fuzz").is_some_and(|v| v.contains(CARGO_FUZZ_VERSION)) {
+        return Ok(());
+    }
+    eprintln!("setup: installing cargo-fuzz {CARGO_FUZZ_VERSION} (about a minute)");
+    Cmd::new("cargo")
+        .args(["install", "--locked", "cargo-fuzz", "--version"])
+        .arg(CARGO_FUZZ_VERSION)
         .run()
 }
 

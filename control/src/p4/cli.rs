@@ -262,8 +262,13 @@ async fn pipeline_set(
     let config_path = device_config
         .or(program.clone())
         .expect("clap requires --program or --device-config");
-    let config = std::fs::read(&config_path)
-        .with_context(|| format!("reading {}", config_path.display()))?;
+    // softswitch's device config is the source, which must be self-contained: the program's
+    // own #include files go inlined.
+    let config = match &program {
+        Some(program) => bundle_with_softswitch(program)?,
+        None => std::fs::read(&config_path)
+            .with_context(|| format!("reading {}", config_path.display()))?,
+    };
     let p4info = match (&p4info_file, &program) {
         (Some(file), _) => p4info::read_file(file)?,
         (None, Some(program)) => p4info_from_softswitch(program)?,
@@ -290,32 +295,55 @@ async fn pipeline_set(
     Ok(())
 }
 
-/// The P4Info of `program` as `softswitch p4info` gives it. softswitch is found beside this
-/// binary, else on `PATH`; the control plane runs it, it never links it.
+/// The P4Info of `program` as `softswitch p4info` gives it.
 fn p4info_from_softswitch(program: &Path) -> anyhow::Result<P4Info> {
+    let output = run_softswitch(
+        &["p4info", "--format", "binary"],
+        program,
+        "no --p4info given, and",
+    )?;
+    P4Info::decode(output.as_slice()).context("softswitch p4info printed no binary P4Info")
+}
+
+/// `program` with the files it includes inlined, as `softswitch bundle` gives it: the
+/// self-contained source a device config must be.
+fn bundle_with_softswitch(program: &Path) -> anyhow::Result<Vec<u8>> {
+    run_softswitch(
+        &["bundle"],
+        program,
+        "inlining the program's #include files:",
+    )
+}
+
+/// The standard output of `softswitch ARGS PROGRAM`, which must succeed; `why` says what it was
+/// run for. softswitch is found beside this binary, else on `PATH`; the control plane runs it,
+/// it never links it.
+fn run_softswitch(args: &[&str], program: &Path, why: &str) -> anyhow::Result<Vec<u8>> {
     let beside = std::env::current_exe()
         .ok()
         .and_then(|exe| Some(exe.parent()?.join("softswitch")))
         .filter(|path| path.is_file());
     let binary = beside.unwrap_or_else(|| PathBuf::from("softswitch"));
     let output = std::process::Command::new(&binary)
-        .args(["p4info", "--format", "binary"])
+        .args(args)
         .arg(program)
         .output()
         .with_context(|| {
             format!(
-                "no --p4info given, and running `{} p4info` to derive it failed (is softswitch beside lossless or on PATH?)",
-                binary.display()
+                "{why} running `{} {}` failed (is softswitch beside lossless or on PATH?)",
+                binary.display(),
+                args[0]
             )
         })?;
     if !output.status.success() {
         bail!(
-            "softswitch p4info {} failed:\n{}",
+            "softswitch {} {} failed:\n{}",
+            args[0],
             program.display(),
             String::from_utf8_lossy(&output.stderr).trim_end()
         );
     }
-    P4Info::decode(output.stdout.as_slice()).context("softswitch p4info printed no binary P4Info")
+    Ok(output.stdout)
 }
 
 async fn entries_apply(

@@ -31,8 +31,10 @@ use super::entries::Labelled;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long to wait for the answer of one RPC (a pipeline push compiles a program).
 const RPC_TIMEOUT: Duration = Duration::from_secs(60);
-/// Updates per WriteRequest, well under gRPC's default 4 MiB message limit.
-const BATCH: usize = 1000;
+/// Updates per WriteRequest: as many as a switch can report one status each for within the
+/// trailer size standard gRPC clients accept (`p4runtime::status`), well under gRPC's default
+/// 4 MiB message limit.
+const BATCH: usize = p4runtime::status::REPORTED_UPDATES;
 
 /// Which device of which switch, and as whom.
 #[derive(Clone, Debug)]

@@ -3,13 +3,17 @@
 //! [`super::value`]. Read as the tutorials' `simple_controller.py` reads them; a key that file
 //! format does not have is an error that names it.
 
-use std::{collections::BTreeMap, path::Path};
+use std::{collections::BTreeMap, io::Read as _, path::Path};
 
-use anyhow::Context as _;
+use anyhow::{bail, Context as _};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::render::plural;
+
+/// The largest runtime-JSON file read, in bytes (the tutorials' files are a few kilobytes; a
+/// hundred thousand entries take about 20 MB).
+pub const MAX_RUNTIME_JSON_BYTES: usize = 64 << 20;
 
 /// One runtime-JSON file.
 #[derive(Debug, Default, Deserialize, Serialize, PartialEq)]
@@ -95,10 +99,22 @@ pub struct ReplicaSpec {
 }
 
 impl RuntimeConfig {
-    /// Reads a runtime-JSON file; errors name the file, line and column.
+    /// Reads a runtime-JSON file of at most [`MAX_RUNTIME_JSON_BYTES`]; errors name the file,
+    /// line and column.
     pub fn from_file(path: &Path) -> anyhow::Result<Self> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| {
+                f.take(MAX_RUNTIME_JSON_BYTES as u64 + 1)
+                    .read_to_string(&mut text)
+            })
+            .with_context(|| format!("reading {}", path.display()))?;
+        if text.len() > MAX_RUNTIME_JSON_BYTES {
+            bail!(
+                "{} is longer than {MAX_RUNTIME_JSON_BYTES} bytes, the most a runtime JSON may be",
+                path.display()
+            );
+        }
         Self::parse(&text).with_context(|| format!("in {}", path.display()))
     }
 
@@ -160,6 +176,29 @@ fn join_pairs(pairs: &BTreeMap<String, Value>) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn nesting_past_serde_jsons_limit_is_an_error() {
+        let deep = format!(
+            "{{\"table_entries\": [{{\"table\": \"t\", \"match\": {{\"k\": {}1{}}}}}]}}",
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        let err = RuntimeConfig::parse(&deep).unwrap_err();
+        assert!(
+            err.to_string().contains("recursion limit exceeded"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_file_past_the_limit_is_refused_without_reading_it_all() {
+        let err = RuntimeConfig::from_file(Path::new("/dev/zero")).unwrap_err();
+        assert!(
+            format!("{err:#}").contains(&format!("longer than {MAX_RUNTIME_JSON_BYTES} bytes")),
+            "{err:#}"
+        );
+    }
 
     /// The shape of the tutorials' `basic` and `acl_with_counters` exercises' `s1-runtime.json`.
     const TUTORIAL: &str = r#"{

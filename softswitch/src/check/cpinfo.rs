@@ -1,7 +1,7 @@
 //! Recording what the control plane sees and the IR does not keep: `@controller_header` headers
 //! and the type of each digest's data (see [`crate::cpinfo`]).
 
-use super::expr::Val;
+use super::expr::val_type;
 use super::Checker;
 use crate::ast::{self, ExprKind, TypeRef};
 use crate::cpinfo::{self, ControllerHeader, DigestCp};
@@ -32,6 +32,7 @@ impl Checker<'_> {
             }
             _ => return fail(name.span, "@controller_header belongs on a header type"),
         };
+        self.spend_annotations(annotations, name.span)?;
         self.cp.controller_headers.push(ControllerHeader {
             type_name: cpinfo::string_arg(annotations, "name").unwrap_or_else(|| name.name.clone()),
             controller_name,
@@ -82,8 +83,6 @@ impl Checker<'_> {
     }
 
     fn value_type(&mut self, e: &ast::Expr) -> Result<Type> {
-        Ok(match self.expr(e)? {
-            Val::Scalar { ty, .. } | Val::Agg { ty, .. } | Val::DynElem { ty, .. } => ty,
-        })
+        Ok(val_type(&self.expr(e)?))
     }
 }

@@ -1,23 +1,31 @@
-//! Expressions: typing, constant folding (with [`ops`](crate::ops)), implicit casts of `int`
-//! literals, places (l-values) and assignments of scalars and aggregates.
+//! Expressions: typing, constant folding (with [`ops`](crate::ops) for sized values, exact
+//! arbitrary-precision arithmetic for `int`), implicit casts of `int` values, places (l-values)
+//! and assignments of scalars and aggregates.
 
 use super::{Checker, Sym};
 use crate::ast::{self, BinOp, ExprKind, UnOp};
 use crate::diagnostic::{fail, Result};
 use crate::ir::{mask, sign_extend, Expr, Place, Slot, Stmt};
+use crate::limits::MAX_INT_BITS;
 use crate::ops;
 use crate::source::Span;
 use crate::types::Type;
+use num_bigint::BigInt;
+use num_traits::{Signed as _, ToPrimitive as _, Zero as _};
 
 /// A lowered expression.
 #[derive(Clone, Debug)]
 pub(super) enum Val {
-    /// A scalar value; `konst` holds it when known at compile time (an `int` as i128 bits).
+    /// A scalar value; `konst` holds it when known at compile time. As a scalar, an `int` is
+    /// its value modulo 2^128 (two's complement), which is what any conversion to a sized
+    /// type keeps.
     Scalar {
         expr: Expr,
         ty: Type,
         konst: Option<u128>,
     },
+    /// An `int`: an arbitrary-precision compile-time value of at most [`MAX_INT_BITS`] bits.
+    Int(BigInt),
     /// An aggregate or stack in storage.
     Agg { base: Slot, ty: Type },
     /// A header-stack element chosen at run time: element 0 at `base`.
@@ -49,13 +57,32 @@ fn konst(v: u128, ty: Type) -> Val {
     }
 }
 
-impl Checker<'_> {
+/// `v` modulo 2^128, in two's complement: the bits of any sized value it converts to.
+fn int_bits(v: &BigInt) -> u128 {
+    (v & BigInt::from(u128::MAX))
+        .to_u128()
+        .expect("masked to 128 bits")
+}
+
+/// The `int` `v`, refused at `span` if it has more than [`MAX_INT_BITS`] bits.
+pub(super) fn int(v: BigInt, span: Span) -> Result<Val> {
+    if v.bits() >= MAX_INT_BITS {
+        return fail(
+            span,
+            format!("this int constant has more than {MAX_INT_BITS} bits (limits::MAX_INT_BITS)"),
+        );
+    }
+    Ok(Val::Int(v))
+}
+
+impl<'a> Checker<'a> {
     pub(super) fn show(&self, ty: &Type) -> String {
         self.types.show(ty).to_string()
     }
 
     /// Lowers an expression.
     pub(super) fn expr(&mut self, e: &ast::Expr) -> Result<Val> {
+        self.spend(1, e.span)?;
         match &e.kind {
             ExprKind::Int(lit) => Ok(match lit.width {
                 Some((width, signed)) => {
@@ -64,7 +91,7 @@ impl Checker<'_> {
                     }
                     konst(lit.value & mask(width), Type::Bits { width, signed })
                 }
-                None => konst(lit.value, Type::Int),
+                None => Val::Int(BigInt::from(lit.value)),
             }),
             ExprKind::Bool(b) => Ok(konst(u128::from(*b), Type::Bool)),
             ExprKind::Str(_) => fail(e.span, "a string is only allowed as an extern argument"),
@@ -94,8 +121,12 @@ impl Checker<'_> {
                 let cond = self.scalar_any(c)?;
                 let cond_konst = cond.konst;
                 let c = self.coerce(cond, &Type::Bool, c.span)?;
-                let a_val = self.scalar_any(a)?;
-                let b_val = self.scalar_any(b)?;
+                let (a_val, b_val) = (self.expr(a)?, self.expr(b)?);
+                if let (Some(k), Val::Int(x), Val::Int(y)) = (cond_konst, &a_val, &b_val) {
+                    return Ok(Val::Int(if k != 0 { x.clone() } else { y.clone() }));
+                }
+                let a_val = self.scalar_from(a_val, a.span)?;
+                let b_val = self.scalar_from(b_val, b.span)?;
                 let (x, y, ty) = self.unify(a_val, b_val, e.span, "?:")?;
                 if let Some(k) = cond_konst {
                     let chosen = if k != 0 { x } else { y };
@@ -120,6 +151,7 @@ impl Checker<'_> {
     fn name_value(&mut self, n: &str, span: Span) -> Result<Val> {
         match self.lookup(n) {
             Some(Sym::Const { ty, value }) => Ok(konst(*value, ty.clone())),
+            Some(Sym::Int(value)) => Ok(Val::Int(value.clone())),
             Some(Sym::Var { ty, slot }) => Ok(self.storage(*slot, ty.clone())),
             Some(_) => fail(span, format!("'{n}' is not a value")),
             None => fail(span, format!("unknown name '{n}'")),
@@ -139,16 +171,16 @@ impl Checker<'_> {
     fn member(&mut self, base: &ast::Expr, m: &ast::Ident, span: Span) -> Result<Val> {
         if let ExprKind::Name(n) = &base.kind {
             if n == "error" {
-                return match self.errors.iter().position(|e| *e == m.name) {
-                    Some(code) => Ok(konst(code as u128, Type::Error)),
+                return match self.error_codes.get(&m.name) {
+                    Some(&code) => Ok(konst(code as u128, Type::Error)),
                     None => fail(m.span, format!("unknown error '{}'", m.name)),
                 };
             }
             if let Some(Sym::Type(Type::Enum(i))) = self.lookup(n) {
                 let i = *i;
                 let def = &self.types.enums[i];
-                return match def.members.iter().find(|(name, _)| *name == m.name) {
-                    Some((_, v)) => Ok(konst(*v, Type::Enum(i))),
+                return match def.member(&m.name) {
+                    Some(v) => Ok(konst(v, Type::Enum(i))),
                     None => fail(
                         m.span,
                         format!("enum {} has no member '{}'", def.name, m.name),
@@ -403,11 +435,25 @@ impl Checker<'_> {
 
     /// Lowers an expression that must be a scalar.
     pub(super) fn scalar_any(&mut self, e: &ast::Expr) -> Result<Scalar> {
-        match self.expr(e)? {
+        let v = self.expr(e)?;
+        self.scalar_from(v, e.span)
+    }
+
+    /// A lowered value (of the expression at `span`) as a scalar; an `int` as its bits.
+    pub(super) fn scalar_from(&self, v: Val, span: Span) -> Result<Scalar> {
+        match v {
             Val::Scalar { expr, ty, konst } => Ok(Scalar { expr, ty, konst }),
+            Val::Int(v) => {
+                let bits = int_bits(&v);
+                Ok(Scalar {
+                    expr: Expr::Const(bits),
+                    ty: Type::Int,
+                    konst: Some(bits),
+                })
+            }
             other => {
                 let t = self.show(&val_type(&other));
-                fail(e.span, format!("expected a scalar value, found {t}"))
+                fail(span, format!("expected a scalar value, found {t}"))
             }
         }
     }
@@ -497,7 +543,16 @@ impl Checker<'_> {
     }
 
     fn unary(&mut self, op: UnOp, arg: &ast::Expr, span: Span) -> Result<Val> {
-        let v = self.scalar_any(arg)?;
+        let v = match self.expr(arg)? {
+            Val::Int(n) => {
+                return match op {
+                    UnOp::Neg => int(-n, span),
+                    UnOp::Plus => Ok(Val::Int(n)),
+                    _ => fail(span, format!("operator {op:?} cannot be applied to int")),
+                }
+            }
+            v => self.scalar_from(v, arg.span)?,
+        };
         match (op, &v.ty) {
             (UnOp::Not, Type::Bool) => Ok(scalar(
                 Expr::Not(Box::new(v.expr)),
@@ -526,11 +581,7 @@ impl Checker<'_> {
                     v.konst.map(|k| k.wrapping_neg() & mask(w)),
                 ))
             }
-            (UnOp::Neg, Type::Int) => {
-                let k = (v.konst.expect("int is constant") as i128).wrapping_neg() as u128;
-                Ok(konst(k, Type::Int))
-            }
-            (UnOp::Plus, Type::Bits { .. } | Type::Int) => Ok(Val::Scalar {
+            (UnOp::Plus, Type::Bits { .. }) => Ok(Val::Scalar {
                 expr: v.expr,
                 ty: v.ty,
                 konst: v.konst,
@@ -544,14 +595,16 @@ impl Checker<'_> {
 
     fn binary(&mut self, op: BinOp, a: &ast::Expr, b: &ast::Expr, span: Span) -> Result<Val> {
         let name = binop_text(op);
-        if matches!(op, BinOp::Eq | BinOp::Ne) {
-            if let (Val::Agg { base: x, ty: tx }, Val::Agg { base: y, ty: ty_y }) =
-                (self.expr(a)?, self.expr(b)?)
+        let (va, vb) = (self.expr(a)?, self.expr(b)?);
+        match (&va, &vb) {
+            (Val::Agg { base: x, ty: tx }, Val::Agg { base: y, ty: ty_y })
+                if matches!(op, BinOp::Eq | BinOp::Ne) =>
             {
                 if tx != ty_y {
                     return fail(span, format!("operands of '{name}' have different types"));
                 }
-                let eq = self.aggregate_eq(x, y, &tx);
+                self.spend(self.types.parts(tx) as usize, span)?;
+                let eq = self.aggregate_eq(*x, *y, tx);
                 let e = if op == BinOp::Eq {
                     eq
                 } else {
@@ -559,21 +612,48 @@ impl Checker<'_> {
                 };
                 return Ok(scalar(e, Type::Bool, None));
             }
+            (Val::Int(x), Val::Int(y)) => return int_binary(op, x, y, span),
+            (Val::Int(x), _) if matches!(op, BinOp::Shl | BinOp::Shr) => {
+                let amount = self.scalar_from(vb.clone(), b.span)?;
+                let Some(n) = amount.konst.filter(|_| shift_amount_ok(&amount)) else {
+                    return fail(
+                        b.span,
+                        "an int is shifted by an unsigned compile-time constant only",
+                    );
+                };
+                return int_binary(op, x, &BigInt::from(n), span);
+            }
+            _ => {}
         }
-        let x = self.scalar_any(a)?;
-        let y = self.scalar_any(b)?;
+        let x = self.scalar_from(va, a.span)?;
+        let y = match vb {
+            // A shift amount counts in full: a huge one shifts everything out.
+            Val::Int(n) if matches!(op, BinOp::Shl | BinOp::Shr) => {
+                if n.is_negative() {
+                    return fail(b.span, "a shift amount must be unsigned");
+                }
+                let n = n.to_u128().unwrap_or(u128::MAX).min(256);
+                Scalar {
+                    expr: Expr::Const(n),
+                    ty: Type::Int,
+                    konst: Some(n),
+                }
+            }
+            vb => self.scalar_from(vb, b.span)?,
+        };
         match op {
             BinOp::And | BinOp::Or => {
+                let k = x.konst.zip(y.konst);
                 let (ex, ey) = (
                     self.coerce(x, &Type::Bool, a.span)?,
                     self.coerce(y, &Type::Bool, b.span)?,
                 );
-                let e = if op == BinOp::And {
-                    Expr::And(Box::new(ex), Box::new(ey))
+                let (e, k) = if op == BinOp::And {
+                    (Expr::And(Box::new(ex), Box::new(ey)), k.map(|(p, q)| p & q))
                 } else {
-                    Expr::Or(Box::new(ex), Box::new(ey))
+                    (Expr::Or(Box::new(ex), Box::new(ey)), k.map(|(p, q)| p | q))
                 };
-                Ok(scalar(e, Type::Bool, None))
+                Ok(scalar(e, Type::Bool, k))
             }
             BinOp::Shl | BinOp::Shr => self.shift(op, x, y, span, b.span),
             BinOp::Concat => {
@@ -609,14 +689,6 @@ impl Checker<'_> {
                 let ordered = !matches!(op, BinOp::Eq | BinOp::Ne);
                 let (width, signed) = match &ty {
                     Type::Bits { width, signed } => (*width, *signed),
-                    Type::Int => {
-                        let (p, q) = (
-                            x.konst.expect("const") as i128,
-                            y.konst.expect("const") as i128,
-                        );
-                        let r = ops::compare(op, 128, true, p as u128, q as u128);
-                        return Ok(konst(u128::from(r), Type::Bool));
-                    }
                     t if ordered => {
                         let t = self.show(t);
                         return fail(span, format!("'{name}' cannot compare values of type {t}"));
@@ -653,9 +725,6 @@ impl Checker<'_> {
                         };
                         Ok(scalar(e, ty, k))
                     }
-                    Type::Int => {
-                        int_arith(op, x.konst.expect("const"), y.konst.expect("const"), span)
-                    }
                     t => {
                         let t = self.show(&t);
                         fail(span, format!("'{name}' cannot be applied to {t}"))
@@ -667,23 +736,14 @@ impl Checker<'_> {
 
     /// Equality of two stored values of type `ty`, as the specification defines it: structs
     /// field by field, stacks element by element, headers equal when both are invalid or both
-    /// valid with equal fields.
+    /// valid with equal fields. The conjunctions are balanced trees, so the expression is only
+    /// logarithmically deeper than the type.
     fn aggregate_eq(&self, a: Slot, b: Slot, ty: &Type) -> Expr {
-        let all = |parts: Vec<Expr>| {
-            parts
-                .into_iter()
-                .reduce(|x, y| Expr::And(Box::new(x), Box::new(y)))
-                .unwrap_or(Expr::Const(1))
-        };
         match ty {
             Type::Aggregate(agg) => {
                 let fields: Vec<Expr> = self.types.aggregates[*agg]
-                    .fields
-                    .iter()
-                    .map(|(name, fty, _)| {
-                        let (off, _) = self.types.field(*agg, name).expect("the field exists");
-                        self.aggregate_eq(a + off, b + off, fty)
-                    })
+                    .fields_at()
+                    .map(|(_, off, fty)| self.aggregate_eq(a + off, b + off, fty))
                     .collect();
                 if !self.types.is_header(ty) {
                     return all(fields);
@@ -709,11 +769,10 @@ impl Checker<'_> {
                     })
                     .collect())
             }
-            Type::Tuple(elems) => all((0..elems.len())
-                .map(|i| {
-                    let (off, ety) = self.types.tuple_element(elems, i).expect("in range");
-                    self.aggregate_eq(a + off, b + off, &ety)
-                })
+            Type::Tuple(elems) => all(self
+                .types
+                .tuple_elements(elems)
+                .map(|(off, ety)| self.aggregate_eq(a + off, b + off, ety))
                 .collect()),
             Type::VarBit(_) => Expr::RangeEq {
                 a,
@@ -734,10 +793,8 @@ impl Checker<'_> {
     }
 
     fn shift(&self, op: BinOp, x: Scalar, y: Scalar, span: Span, rhs_span: Span) -> Result<Val> {
-        match (&y.ty, y.konst) {
-            (Type::Bits { signed: false, .. }, _) => {}
-            (Type::Int, Some(k)) if (k as i128) >= 0 => {}
-            _ => return fail(rhs_span, "a shift amount must be unsigned"),
+        if !shift_amount_ok(&y) {
+            return fail(rhs_span, "a shift amount must be unsigned");
         }
         match x.ty {
             Type::Bits { width, signed } => {
@@ -754,7 +811,6 @@ impl Checker<'_> {
                 };
                 Ok(scalar(e, x.ty, k))
             }
-            Type::Int => int_arith(op, x.konst.expect("const"), y.konst.expect("const"), span),
             _ => fail(span, "shifts need a bit<W> or int<W> left operand"),
         }
     }
@@ -853,13 +909,36 @@ impl Checker<'_> {
 
     /// A non-negative compile-time integer (widths, sizes, slice bounds).
     pub(super) fn const_u128(&mut self, e: &ast::Expr) -> Result<u128> {
-        let v = self.scalar_any(e)?;
-        match (v.konst, &v.ty) {
-            (Some(k), Type::Int) if (k as i128) < 0 => {
-                fail(e.span, "expected a non-negative constant")
+        let v = match self.expr(e)? {
+            Val::Int(n) if n.is_negative() => {
+                return fail(e.span, "expected a non-negative constant")
             }
-            (Some(k), Type::Int | Type::Bits { .. }) => Ok(k),
+            Val::Int(n) => {
+                return n.to_u128().map_or_else(
+                    || fail(e.span, "this constant does not fit in 128 bits"),
+                    Ok,
+                )
+            }
+            v => self.scalar_from(v, e.span)?,
+        };
+        match (v.konst, &v.ty) {
+            (Some(k), Type::Bits { .. }) => Ok(k),
             _ => fail(e.span, "expected a compile-time constant integer"),
+        }
+    }
+
+    /// What a constant of type `ty` declared with value `e` denotes.
+    pub(super) fn const_sym(&mut self, ty: Type, e: &ast::Expr) -> Result<Sym<'a>> {
+        if ty != Type::Int {
+            let value = self.const_value(e, &ty)?;
+            return Ok(Sym::Const { ty, value });
+        }
+        match self.expr(e)? {
+            Val::Int(v) => Ok(Sym::Int(v)),
+            v => {
+                let t = self.show(&val_type(&v));
+                fail(e.span, format!("expected an int constant, found {t}"))
+            }
         }
     }
 
@@ -919,6 +998,7 @@ impl Checker<'_> {
                 rhs.span,
                 "assigning a whole stack element chosen at run time is not supported yet",
             ),
+            Val::Int(_) => fail(rhs.span, "an int constant cannot be assigned to"),
             Val::Agg { base, ty } => self.assign_aggregate(base, &ty, rhs),
         }
     }
@@ -937,8 +1017,12 @@ impl Checker<'_> {
                 );
             }
             let mut out = Vec::new();
-            for (i, item) in items.iter().enumerate() {
-                let (off, ety) = self.types.tuple_element(elems, i).expect("counted above");
+            let places: Vec<(u32, Type)> = self
+                .types
+                .tuple_elements(elems)
+                .map(|(off, ety)| (off, ety.clone()))
+                .collect();
+            for ((off, ety), item) in places.into_iter().zip(items) {
                 out.extend(self.assign_to(self.storage(base + off, ety), item)?);
             }
             return Ok(out);
@@ -1053,10 +1137,20 @@ impl Checker<'_> {
     }
 }
 
+/// The conjunction of `parts` (true if there are none) as a balanced tree of `&&`.
+fn all(mut parts: Vec<Expr>) -> Expr {
+    if parts.len() <= 1 {
+        return parts.pop().unwrap_or(Expr::Const(1));
+    }
+    let right = parts.split_off(parts.len() / 2);
+    Expr::And(Box::new(all(parts)), Box::new(all(right)))
+}
+
 /// The type of a lowered value.
 pub(super) fn val_type(v: &Val) -> Type {
     match v {
         Val::Scalar { ty, .. } | Val::Agg { ty, .. } | Val::DynElem { ty, .. } => ty.clone(),
+        Val::Int(_) => Type::Int,
     }
 }
 
@@ -1084,33 +1178,50 @@ pub(super) fn to_place(e: Expr, span: Span) -> Result<Place> {
     }
 }
 
-fn int_arith(op: BinOp, a: u128, b: u128, span: Span) -> Result<Val> {
-    let (x, y) = (a as i128, b as i128);
-    let r = match op {
-        BinOp::Add => x.checked_add(y),
-        BinOp::Sub => x.checked_sub(y),
-        BinOp::Mul => x.checked_mul(y),
-        BinOp::Div if y > 0 && x >= 0 => Some(x / y),
-        BinOp::Mod if y > 0 && x >= 0 => Some(x % y),
-        BinOp::Div | BinOp::Mod => {
-            return fail(
-                span,
-                "'/' and '%' on int need non-negative operands and a positive divisor",
-            )
+/// Whether `amount` may be a shift amount: an unsigned `bit<W>`, or an `int` that fits in
+/// 128 bits (a larger one is clamped before it gets here).
+fn shift_amount_ok(amount: &Scalar) -> bool {
+    matches!(amount.ty, Type::Bits { signed: false, .. } | Type::Int)
+}
+
+/// `x op y` on two `int`s, exactly: arithmetic, bitwise operators (two's complement), shifts
+/// and comparisons; results beyond [`MAX_INT_BITS`] are refused at `span`.
+fn int_binary(op: BinOp, x: &BigInt, y: &BigInt, span: Span) -> Result<Val> {
+    let compare = |r: bool| Ok(konst(u128::from(r), Type::Bool));
+    match op {
+        BinOp::Add => int(x + y, span),
+        BinOp::Sub => int(x - y, span),
+        BinOp::Mul => int(x * y, span),
+        BinOp::Div | BinOp::Mod if y.is_positive() && !x.is_negative() => {
+            int(if op == BinOp::Div { x / y } else { x % y }, span)
         }
-        BinOp::BitAnd => Some(x & y),
-        BinOp::BitOr => Some(x | y),
-        BinOp::BitXor => Some(x ^ y),
-        BinOp::Shl => u32::try_from(y)
-            .ok()
-            .filter(|&s| s < 127)
-            .and_then(|s| x.checked_mul(1i128 << s)),
-        BinOp::Shr => Some(x >> y.min(127)),
-        _ => return fail(span, format!("'{}' needs sized operands", binop_text(op))),
-    };
-    match r {
-        Some(v) => Ok(konst(v as u128, Type::Int)),
-        None => fail(span, "integer constant overflows 128 bits"),
+        BinOp::Div | BinOp::Mod => fail(
+            span,
+            "'/' and '%' on int need non-negative operands and a positive divisor",
+        ),
+        BinOp::BitAnd => int(x & y, span),
+        BinOp::BitOr => int(x | y, span),
+        BinOp::BitXor => int(x ^ y, span),
+        BinOp::Shl | BinOp::Shr if y.is_negative() => fail(span, "a shift amount must be unsigned"),
+        BinOp::Shl => match y.to_u64().filter(|&n| n < MAX_INT_BITS) {
+            Some(n) => int(x << n, span),
+            None if x.is_zero() => Ok(Val::Int(BigInt::zero())),
+            None => fail(
+                span,
+                format!(
+                    "this int constant has more than {MAX_INT_BITS} bits (limits::MAX_INT_BITS)"
+                ),
+            ),
+        },
+        // Shifting right by more than the value's bits leaves 0 (or -1): stop there.
+        BinOp::Shr => int(x >> y.to_u64().unwrap_or(u64::MAX).min(MAX_INT_BITS), span),
+        BinOp::Eq => compare(x == y),
+        BinOp::Ne => compare(x != y),
+        BinOp::Lt => compare(x < y),
+        BinOp::Le => compare(x <= y),
+        BinOp::Gt => compare(x > y),
+        BinOp::Ge => compare(x >= y),
+        _ => fail(span, format!("'{}' needs sized operands", binop_text(op))),
     }
 }
 

@@ -12,6 +12,7 @@ use crate::ir::{
 };
 use crate::source::Span;
 use crate::types::Type;
+use num_traits::ToPrimitive as _;
 
 const BITS32: Type = Type::Bits {
     width: 32,
@@ -227,8 +228,11 @@ impl Checker<'_> {
     }
 
     pub(super) fn const_small(&mut self, e: &ast::Expr, max: u128) -> Result<u128> {
-        let v = self.scalar_any(e)?;
-        match v.konst {
+        let k = match self.expr(e)? {
+            Val::Int(n) => n.to_u128(),
+            v => self.scalar_from(v, e.span)?.konst,
+        };
+        match k {
             Some(k) if k <= max => Ok(k),
             _ => fail(
                 e.span,
@@ -291,17 +295,18 @@ impl Checker<'_> {
             return Ok(out);
         }
         match self.expr(e)? {
-            Val::Scalar { expr, ty, konst } => match (ty, konst) {
-                (Type::Int, _) => fail(
-                    e.span,
-                    "fields of a list must have a width: write 8w1, not 1",
-                ),
-                (t, _) => match self.types.scalar_width(&t) {
-                    Some(w) => Ok(vec![FieldItem::Bits(expr, w)]),
-                    None => fail(e.span, "this value cannot be part of a field list"),
-                },
+            Val::Int(_) => fail(
+                e.span,
+                "fields of a list must have a width: write 8w1, not 1",
+            ),
+            Val::Scalar { expr, ty, .. } => match self.types.scalar_width(&ty) {
+                Some(w) => Ok(vec![FieldItem::Bits(expr, w)]),
+                None => fail(e.span, "this value cannot be part of a field list"),
             },
-            Val::Agg { base, ty } => Ok(self.flatten(base, &ty)),
+            Val::Agg { base, ty } => {
+                self.spend(self.types.parts(&ty) as usize, e.span)?;
+                Ok(self.flatten(base, &ty))
+            }
             Val::DynElem { .. } => Err(unsupported(
                 e.span,
                 "a stack element chosen at run time in a field list",
@@ -313,8 +318,7 @@ impl Checker<'_> {
         let mut out = Vec::new();
         match ty {
             Type::Aggregate(a) => {
-                for (name, fty, _) in &self.types.aggregates[*a].fields {
-                    let (off, _) = self.types.field(*a, name).expect("field exists");
+                for (_, off, fty) in self.types.aggregates[*a].fields_at() {
                     out.extend(self.flatten(base + off, fty));
                 }
             }
@@ -326,9 +330,8 @@ impl Checker<'_> {
             }
             Type::VarBit(max) => out.push(FieldItem::VarBit { base, max: *max }),
             Type::Tuple(elems) => {
-                for i in 0..elems.len() {
-                    let (off, ety) = self.types.tuple_element(elems, i).expect("in range");
-                    out.extend(self.flatten(base + off, &ety));
+                for (off, ety) in self.types.tuple_elements(elems) {
+                    out.extend(self.flatten(base + off, ety));
                 }
             }
             t => out.push(FieldItem::Bits(
@@ -512,6 +515,7 @@ impl Checker<'_> {
                         .collect(),
                     None => Vec::new(),
                 };
+                self.spend_name(format, span)?;
                 one(ExternCall::LogMsg {
                     format: format.clone(),
                     args,
@@ -674,7 +678,10 @@ impl Checker<'_> {
                     return fail(span, "emit takes one argument");
                 };
                 match self.expr(&arg.value)? {
-                    Val::Agg { base, ty } => one(ExternCall::Emit(self.emit_items(base, &ty))),
+                    Val::Agg { base, ty } => {
+                        self.spend(self.types.parts(&ty) as usize, arg.value.span)?;
+                        one(ExternCall::Emit(self.emit_items(base, &ty)))
+                    }
                     _ => fail(
                         arg.value.span,
                         "emit needs a header, a header stack or a struct of them",
@@ -727,12 +734,8 @@ impl Checker<'_> {
                 layout: self.types.aggregates[*a].layout,
             }],
             Type::Aggregate(a) => self.types.aggregates[*a]
-                .fields
-                .iter()
-                .flat_map(|(name, fty, _)| {
-                    let (off, _) = self.types.field(*a, name).expect("field exists");
-                    self.emit_items(base + off, fty)
-                })
+                .fields_at()
+                .flat_map(|(_, off, fty)| self.emit_items(base + off, fty))
                 .collect(),
             Type::Stack(a, n) => {
                 let stride = self.types.size(&Type::Aggregate(*a));

@@ -13,8 +13,12 @@ mod table;
 use crate::ast::{self, AggregateKind, Decl, Direction, ExprKind, TypeRef};
 use crate::diagnostic::{fail, Diagnostic, Result};
 use crate::ir::{self, Slot};
+use crate::limits::{
+    MAX_BODIES, MAX_EXTERN_CELLS, MAX_LOWERED, MAX_RUN_DEPTH, MAX_SLOTS, MAX_TYPE_DEPTH,
+    MAX_TYPE_PARTS,
+};
 use crate::source::Span;
-use crate::types::{Aggregate, EnumDef, Type, Types};
+use crate::types::{EnumDef, Type, Types};
 use std::collections::HashMap;
 
 /// Checks `decls` (a whole program including the built-in headers) and lowers it.
@@ -48,19 +52,32 @@ struct Callable {
 #[derive(Clone, Debug)]
 enum Sym<'a> {
     Type(Type),
-    Const { ty: Type, value: u128 },
-    Var { ty: Type, slot: Slot },
+    Const {
+        ty: Type,
+        value: u128,
+    },
+    /// An `int` constant.
+    Int(num_bigint::BigInt),
+    Var {
+        ty: Type,
+        slot: Slot,
+    },
     Callable(usize),
     GenericFunction(&'a ast::Prototype, &'a ast::Block),
     Table(usize),
     Instance(usize),
     ControlInstance(usize),
-    ParserInstance { parser: usize, callable: usize },
+    ParserInstance {
+        parser: usize,
+        callable: usize,
+    },
     ExternFunction,
     ExternType,
     Parser(&'a ast::ParserDecl),
     Control(&'a ast::ControlDecl),
-    Packet { out: bool },
+    Packet {
+        out: bool,
+    },
     MatchKind(String),
     Package,
 }
@@ -72,7 +89,11 @@ struct Checker<'a> {
     next_slot: Slot,
     layouts: Vec<Vec<ir::FieldLayout>>,
     errors: Vec<String>,
+    /// Each error's code (its index in `errors`), by name.
+    error_codes: HashMap<String, usize>,
     callables: Vec<Callable>,
+    /// Each action's callable, by action index.
+    action_callables: Vec<usize>,
     bodies: Vec<ir::Body>,
     actions: Vec<ir::Action>,
     tables: Vec<ir::Table>,
@@ -97,6 +118,23 @@ struct Checker<'a> {
     instantiating: Vec<(String, Vec<Type>)>,
     /// What the control plane sees (P4Info), recorded beside the IR.
     cp: crate::cpinfo::CpInfo,
+    /// The work of lowering so far (see [`MAX_LOWERED`]).
+    lowered: usize,
+    /// How deep running each body, table and sub-parser recurses (see [`MAX_RUN_DEPTH`]).
+    depths: Depths,
+    /// Cells of the register, counter and meter instances so far (see [`MAX_EXTERN_CELLS`]).
+    extern_cells: u64,
+}
+
+/// Bytes of a name (or a string) that count as one unit of lowering work (see [`MAX_LOWERED`]).
+const NAME_BYTES_PER_UNIT: usize = 32;
+
+/// The run depths (see [`ir::RunDepth`]) of what the program has lowered so far, by index.
+#[derive(Default)]
+struct Depths {
+    bodies: Vec<usize>,
+    tables: Vec<usize>,
+    subparsers: Vec<usize>,
 }
 
 impl<'a> Checker<'a> {
@@ -123,29 +161,123 @@ impl<'a> Checker<'a> {
         Ok(())
     }
 
-    fn alloc(&mut self, ty: &Type) -> Slot {
-        let slot = self.next_slot;
-        let size = self.types.size(ty);
-        self.next_slot += size;
-        slot
+    /// Counts `n` units of lowering work for what is at `at`, refusing more than
+    /// [`MAX_LOWERED`] in all.
+    fn spend(&mut self, n: usize, at: Span) -> Result<()> {
+        self.lowered = self.lowered.saturating_add(n);
+        if self.lowered > MAX_LOWERED {
+            return fail(
+                at,
+                format!(
+                    "lowering the program takes more than {MAX_LOWERED} units of work \
+                     (limits::MAX_LOWERED: expressions, statements, names and annotations kept; \
+                     each instance of a control, parser or generic function counts its own)"
+                ),
+            );
+        }
+        Ok(())
     }
 
-    fn qualified(&self, name: &str, annotations: &[ast::Annotation]) -> String {
-        if let Some(n) = name_annotation(annotations) {
-            if let Some(abs) = n.strip_prefix('.') {
-                return abs.to_string();
+    /// How deep running IR of this program recurses, given what it has lowered so far.
+    fn run_depth(&self) -> ir::RunDepth<'_> {
+        ir::RunDepth {
+            bodies: &self.depths.bodies,
+            tables: &self.depths.tables,
+            subparsers: &self.depths.subparsers,
+        }
+    }
+
+    /// Refuses a block (`what`, named at `at`) whose run would recurse deeper than
+    /// [`MAX_RUN_DEPTH`].
+    fn check_run_depth(&self, depth: usize, what: &str, at: Span) -> Result<()> {
+        if depth > MAX_RUN_DEPTH {
+            return fail(
+                at,
+                format!(
+                    "{what} nests more than {MAX_RUN_DEPTH} levels deep counted through its \
+                     calls, tables and sub-parsers (limits::MAX_RUN_DEPTH)"
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Slots for a value of `ty` declared at `at`, within [`MAX_SLOTS`] in all.
+    fn alloc(&mut self, ty: &Type, at: Span) -> Result<Slot> {
+        let slot = self.next_slot;
+        let size = self.types.size(ty);
+        match slot.checked_add(size).filter(|&end| end <= MAX_SLOTS) {
+            Some(end) => self.next_slot = end,
+            None => {
+                return fail(
+                    at,
+                    format!(
+                        "the program needs more than {MAX_SLOTS} slots of per-packet state \
+                         (limits::MAX_SLOTS)"
+                    ),
+                )
             }
-            return if self.prefix.is_empty() {
-                n
-            } else {
-                format!("{}.{n}", self.prefix)
-            };
         }
-        if self.prefix.is_empty() {
-            name.to_string()
+        Ok(slot)
+    }
+
+    /// Refuses a type `ty` written at `at` that nests deeper than [`MAX_TYPE_DEPTH`], takes
+    /// more than [`MAX_SLOTS`] or has more than [`MAX_TYPE_PARTS`].
+    fn bounded(&self, ty: Type, at: Span) -> Result<Type> {
+        let too_big = if self.types.depth(&ty) > MAX_TYPE_DEPTH {
+            format!("nests more than {MAX_TYPE_DEPTH} deep (limits::MAX_TYPE_DEPTH)")
+        } else if self.types.size(&ty) > MAX_SLOTS {
+            format!("takes more than {MAX_SLOTS} slots (limits::MAX_SLOTS)")
+        } else if self.types.parts(&ty) > MAX_TYPE_PARTS {
+            format!("has more than {MAX_TYPE_PARTS} parts (limits::MAX_TYPE_PARTS)")
         } else {
-            format!("{}.{name}", self.prefix)
-        }
+            return Ok(ty);
+        };
+        let t = self.types.show(&ty).to_string();
+        fail(at, format!("type {t} {too_big}"))
+    }
+
+    /// The control-plane name of `name` declared at `at` in the current block (its `@name`, if
+    /// any, relative to the block or absolute), counted as lowering work.
+    fn qualified(
+        &mut self,
+        name: &str,
+        annotations: &[ast::Annotation],
+        at: Span,
+    ) -> Result<String> {
+        let n = name_annotation(annotations);
+        let qualified = match n.as_deref().map(|n| n.strip_prefix('.').ok_or(n)) {
+            Some(Ok(absolute)) => absolute.to_string(),
+            Some(Err(n)) if !self.prefix.is_empty() => format!("{}.{n}", self.prefix),
+            Some(Err(n)) => n.to_string(),
+            None if !self.prefix.is_empty() => format!("{}.{name}", self.prefix),
+            None => name.to_string(),
+        };
+        self.spend_name(&qualified, at)?;
+        Ok(qualified)
+    }
+
+    /// Counts keeping `name` (declared at `at`) as lowering work: one unit and one per
+    /// [`NAME_BYTES_PER_UNIT`] bytes, since a block instantiated many times keeps a copy each time.
+    fn spend_name(&mut self, name: &str, at: Span) -> Result<()> {
+        self.spend(1 + name.len() / NAME_BYTES_PER_UNIT, at)
+    }
+
+    /// Counts keeping a copy of `annotations` (at `at`) as lowering work: a unit per annotation
+    /// and per token, and one per [`NAME_BYTES_PER_UNIT`] bytes of their names and strings.
+    fn spend_annotations(&mut self, annotations: &[ast::Annotation], at: Span) -> Result<()> {
+        let units = annotations
+            .iter()
+            .flat_map(|a| &a.body)
+            .map(|t| match &t.tok {
+                crate::lexer::Tok::Ident(s) | crate::lexer::Tok::Str(s) => {
+                    1 + s.len() / NAME_BYTES_PER_UNIT
+                }
+                _ => 1,
+            })
+            .sum::<usize>()
+            + annotations.len();
+        self.spend(units, at)
     }
 
     /// Resolves a written type.
@@ -184,12 +316,13 @@ impl<'a> Checker<'a> {
             TypeRef::String(_) => Type::String,
             TypeRef::MatchKind(_) => Type::MatchKind,
             TypeRef::DontCare(_) => Type::Var,
-            TypeRef::Tuple { elems, .. } => Type::Tuple(
-                elems
+            TypeRef::Tuple { elems, span } => {
+                let elems = elems
                     .iter()
                     .map(|e| self.resolve_type(e))
-                    .collect::<Result<_>>()?,
-            ),
+                    .collect::<Result<_>>()?;
+                self.bounded(Type::Tuple(elems), *span)?
+            }
             TypeRef::Stack { elem, size, span } => {
                 let elem_ty = self.resolve_type(elem)?;
                 let n = self.const_u128(size)?;
@@ -197,7 +330,7 @@ impl<'a> Checker<'a> {
                     Type::Aggregate(i)
                         if self.types.is_header(&elem_ty) && (1..=1024).contains(&n) =>
                     {
-                        Type::Stack(i, n as u32)
+                        self.bounded(Type::Stack(i, n as u32), *span)?
                     }
                     Type::Aggregate(_) if self.types.is_header(&elem_ty) => {
                         return fail(size.span, "a header stack has 1 to 1024 elements")
@@ -219,8 +352,8 @@ impl<'a> Checker<'a> {
                 ty, name, value, ..
             } => {
                 let ty = self.resolve_type(ty)?;
-                let v = self.const_value(value, &ty)?;
-                self.declare(name, Sym::Const { ty, value: v })
+                let sym = self.const_sym(ty, value)?;
+                self.declare(name, sym)
             }
             Decl::Typedef { ty, name, .. } => {
                 let t = self.resolve_type(ty)?;
@@ -243,7 +376,8 @@ impl<'a> Checker<'a> {
             } => self.enum_decl(repr.as_ref(), name, members),
             Decl::Error(names) => {
                 for n in names {
-                    if !self.errors.contains(&n.name) {
+                    if !self.error_codes.contains_key(&n.name) {
+                        self.error_codes.insert(n.name.clone(), self.errors.len());
                         self.errors.push(n.name.clone());
                     }
                 }
@@ -297,6 +431,7 @@ impl<'a> Checker<'a> {
         fields: &[ast::Field],
     ) -> Result<()> {
         let mut out = Vec::new();
+        let mut names = std::collections::HashSet::new();
         for f in fields {
             let ty = self.resolve_type(&f.ty)?;
             let ok = match (kind, &ty) {
@@ -323,13 +458,26 @@ impl<'a> Checker<'a> {
                     format!("a field of type {t} is not allowed here"),
                 );
             }
-            if out.iter().any(|(n, _, _)| n == &f.name.name) {
+            if !names.insert(&f.name.name) {
                 return fail(f.name.span, format!("duplicate field '{}'", f.name.name));
             }
+            self.spend_name(&f.name.name, f.name.span)?;
+            self.spend_annotations(&f.annotations, f.name.span)?;
             out.push((f.name.name.clone(), ty, f.annotations.clone()));
         }
         let layout = if kind == AggregateKind::Header {
-            let fields = out
+            self.layouts.len()
+        } else {
+            usize::MAX
+        };
+        self.types
+            .aggregates
+            .push(self.types.aggregate(name.name.clone(), kind, out, layout));
+        let index = self.types.aggregates.len() - 1;
+        let ty = self.bounded(Type::Aggregate(index), name.span)?;
+        if kind == AggregateKind::Header {
+            let fields = self.types.aggregates[index]
+                .fields
                 .iter()
                 .map(|(_, t, _)| match t {
                     Type::VarBit(max) => ir::FieldLayout::VarBit { max: *max },
@@ -337,17 +485,7 @@ impl<'a> Checker<'a> {
                 })
                 .collect();
             self.layouts.push(fields);
-            self.layouts.len() - 1
-        } else {
-            usize::MAX
-        };
-        self.types.aggregates.push(Aggregate {
-            name: name.name.clone(),
-            kind,
-            fields: out,
-            layout,
-        });
-        let ty = Type::Aggregate(self.types.aggregates.len() - 1);
+        }
         self.declare(name, Sym::Type(ty))
     }
 
@@ -370,7 +508,12 @@ impl<'a> Checker<'a> {
             None => None,
         };
         let mut out = Vec::new();
+        let mut names = std::collections::HashSet::new();
         for (i, (m, value)) in members.iter().enumerate() {
+            if !names.insert(&m.name) {
+                return fail(m.span, format!("duplicate enum member '{}'", m.name));
+            }
+            self.spend_name(&m.name, m.span)?;
             let v = match (repr, value) {
                 (Some((width, signed)), Some(e)) => {
                     self.const_value(e, &Type::Bits { width, signed })?
@@ -383,11 +526,9 @@ impl<'a> Checker<'a> {
             };
             out.push((m.name.clone(), v));
         }
-        self.types.enums.push(EnumDef {
-            name: name.name.clone(),
-            repr,
-            members: out,
-        });
+        self.types
+            .enums
+            .push(EnumDef::new(name.name.clone(), repr, out));
         let ty = Type::Enum(self.types.enums.len() - 1);
         self.declare(name, Sym::Type(ty))
     }
@@ -403,7 +544,8 @@ impl<'a> Checker<'a> {
             ) {
                 return fail(p.ty.span(), "this parameter type is not supported");
             }
-            let slot = self.alloc(&ty);
+            let slot = self.alloc(&ty, p.name.span)?;
+            self.spend_name(&p.name.name, p.name.span)?;
             self.declare(
                 &p.name,
                 Sym::Var {
@@ -443,9 +585,13 @@ impl<'a> Checker<'a> {
         }
         let stmts = self.block(&a.body)?;
         self.scopes.pop();
-        let name = self.qualified(&a.name.name, &a.annotations);
-        let body = self.push_body(name.clone(), &params, stmts);
+        let name = self.qualified(&a.name.name, &a.annotations, a.name.span)?;
+        let body = self.push_body(name.clone(), &params, stmts, a.name.span)?;
         self.actions.push(ir::Action { name, body });
+        self.spend_annotations(&a.annotations, a.name.span)?;
+        for p in &a.params {
+            self.spend_annotations(&p.annotations, p.name.span)?;
+        }
         self.cp.actions.push(a.annotations.clone());
         self.cp.action_params.push(
             params
@@ -461,6 +607,7 @@ impl<'a> Checker<'a> {
             ret: None,
             action: Some(self.actions.len() - 1),
         });
+        self.action_callables.push(self.callables.len() - 1);
         Ok(self.callables.len() - 1)
     }
 
@@ -559,7 +706,7 @@ impl<'a> Checker<'a> {
         let ret = if ret_ty == Type::Void {
             None
         } else {
-            Some((ret_ty.clone(), self.alloc(&ret_ty)))
+            Some((ret_ty.clone(), self.alloc(&ret_ty, ret_ref.span())?))
         };
         self.scopes.push(HashMap::new());
         let params = self.params(&proto.params)?;
@@ -568,7 +715,8 @@ impl<'a> Checker<'a> {
         self.ret = saved;
         let stmts = stmts?;
         self.scopes.pop();
-        let body = self.push_body(self.qualified(&proto.name.name, &[]), &params, stmts);
+        let name = self.qualified(&proto.name.name, &[], proto.name.span)?;
+        let body = self.push_body(name, &params, stmts, proto.name.span)?;
         self.callables.push(Callable {
             body,
             params,
@@ -578,7 +726,24 @@ impl<'a> Checker<'a> {
         Ok(self.callables.len() - 1)
     }
 
-    fn push_body(&mut self, name: String, params: &[CallParam], stmts: Vec<ir::Stmt>) -> usize {
+    /// Adds the body of what is named at `at`, within [`MAX_BODIES`].
+    fn push_body(
+        &mut self,
+        name: String,
+        params: &[CallParam],
+        stmts: Vec<ir::Stmt>,
+        at: Span,
+    ) -> Result<usize> {
+        if self.bodies.len() >= MAX_BODIES {
+            return fail(
+                at,
+                format!(
+                    "the program lowers more than {MAX_BODIES} bodies of actions, functions, \
+                     controls and parsers (limits::MAX_BODIES; each instance of a control or \
+                     parser lowers its own)"
+                ),
+            );
+        }
         let params = params
             .iter()
             .map(|p| ir::Param {
@@ -588,12 +753,14 @@ impl<'a> Checker<'a> {
                 action_data: p.direction == Direction::None,
             })
             .collect();
+        let depth = self.run_depth().stmts(&stmts);
+        self.depths.bodies.push(depth);
         self.bodies.push(ir::Body {
             name,
             params,
             stmts,
         });
-        self.bodies.len() - 1
+        Ok(self.bodies.len() - 1)
     }
 
     /// Lowers a control: its parameters are bound to `args` (slots of the architecture's values).
@@ -616,6 +783,8 @@ impl<'a> Checker<'a> {
         self.blocks.pop();
         self.scopes.pop();
         self.prefix.clear();
+        let depth = self.run_depth().stmts(&body);
+        self.check_run_depth(depth, &format!("control {}", c.name.name), c.name.span)?;
         Ok(ir::Control {
             name: c.name.name.clone(),
             body,
@@ -730,8 +899,7 @@ impl<'a> Checker<'a> {
                     "a constructor parameter that is not a scalar",
                 ));
             }
-            let value = self.const_value(&a.value, &ty)?;
-            out.push((p.name.clone(), Sym::Const { ty, value }));
+            out.push((p.name.clone(), self.const_sym(ty, &a.value)?));
         }
         Ok(out)
     }
@@ -749,6 +917,7 @@ impl<'a> Checker<'a> {
     fn sub_control(&mut self, i: &ast::Instance, c: &'a ast::ControlDecl) -> Result<usize> {
         let constants = self.ctor_constants(&c.name, &c.ctor_params, &i.args)?;
         let inner_prefix = format!("{}.{}", self.prefix, i.name.name);
+        self.spend_name(&inner_prefix, i.name.span)?;
         let outer_prefix = std::mem::replace(&mut self.prefix, inner_prefix);
         let outer_scopes = self.scopes.split_off(1);
         self.scopes.push(HashMap::new());
@@ -768,7 +937,7 @@ impl<'a> Checker<'a> {
         self.scopes.extend(outer_scopes);
         let name = std::mem::replace(&mut self.prefix, outer_prefix);
         let (params, stmts) = lowered?;
-        let body = self.push_body(name, &params, stmts);
+        let body = self.push_body(name, &params, stmts, i.name.span)?;
         self.callables.push(Callable {
             body,
             params,
@@ -783,7 +952,7 @@ impl<'a> Checker<'a> {
         if matches!(ty, Type::Int | Type::Void | Type::String | Type::MatchKind) {
             return fail(v.ty.span(), "a variable cannot have this type");
         }
-        let slot = self.alloc(&ty);
+        let slot = self.alloc(&ty, v.name.span)?;
         let mut out = vec![ir::Stmt::Zero {
             start: slot,
             len: self.types.size(&ty),
@@ -797,7 +966,25 @@ impl<'a> Checker<'a> {
 
     fn instance(&mut self, i: &ast::Instance) -> Result<usize> {
         let kind = externs::instance_kind(self, i)?;
-        let name = self.qualified(&i.name.name, &i.annotations);
+        // The switch allocates these cells when it loads the program.
+        let cells = match kind {
+            ir::InstanceKind::Register { size, .. }
+            | ir::InstanceKind::Counter { size, .. }
+            | ir::InstanceKind::Meter { size, .. } => u64::from(size),
+            _ => 0,
+        };
+        self.extern_cells += cells;
+        if self.extern_cells > MAX_EXTERN_CELLS {
+            return fail(
+                i.name.span,
+                format!(
+                    "the program's registers, counters and meters have more than \
+                     {MAX_EXTERN_CELLS} cells in all (limits::MAX_EXTERN_CELLS)"
+                ),
+            );
+        }
+        let name = self.qualified(&i.name.name, &i.annotations, i.name.span)?;
+        self.spend_annotations(&i.annotations, i.name.span)?;
         self.instances.push(ir::Instance { name, kind });
         self.cp.instances.push(i.annotations.clone());
         Ok(self.instances.len() - 1)
@@ -858,9 +1045,9 @@ impl<'a> Checker<'a> {
         let hdr_ty = self.param_type(parser, 1)?;
         let meta_ty = self.param_type(parser, 2)?;
         let std_ty = self.param_type(parser, 3)?;
-        let hdr = self.alloc(&hdr_ty);
-        let meta = self.alloc(&meta_ty);
-        let std = self.alloc(&std_ty);
+        let hdr = self.alloc(&hdr_ty, parser.params[1].name.span)?;
+        let meta = self.alloc(&meta_ty, parser.params[2].name.span)?;
+        let std = self.alloc(&std_ty, parser.params[3].name.span)?;
         let std_meta = self.standard_metadata(&std_ty, std, parser.params[3].ty.span())?;
         self.user_field_lists = self.user_field_lists(&meta_ty, meta);
         let user_meta = (meta, self.types.size(&meta_ty));

@@ -22,7 +22,10 @@ impl<'a> Checker<'a> {
         let lowered = self.parser_body(p);
         self.scopes.pop();
         self.prefix.clear();
-        lowered
+        let lowered = lowered?;
+        let depth = self.run_depth().parser(&lowered);
+        self.check_run_depth(depth, &format!("parser {}", p.name.name), p.name.span)?;
+        Ok(lowered)
     }
 
     /// Lowers parser `p` instantiated as `i` inside another parser: its `packet_in` parameter is
@@ -36,6 +39,7 @@ impl<'a> Checker<'a> {
     ) -> Result<(usize, usize)> {
         let constants = self.ctor_constants(&p.name, &p.ctor_params, &i.args)?;
         let inner_prefix = format!("{}.{}", self.prefix, i.name.name);
+        self.spend_name(&inner_prefix, i.name.span)?;
         let outer_prefix = std::mem::replace(&mut self.prefix, inner_prefix);
         let outer_scopes = self.scopes.split_off(1);
         self.scopes.push(HashMap::new());
@@ -56,8 +60,10 @@ impl<'a> Checker<'a> {
         self.scopes.extend(outer_scopes);
         let name = std::mem::replace(&mut self.prefix, outer_prefix);
         let (params, ir) = lowered?;
+        let depth = self.run_depth().parser(&ir);
+        self.depths.subparsers.push(depth);
         self.subparsers.push(ir);
-        let body = self.push_body(name, &params, Vec::new());
+        let body = self.push_body(name, &params, Vec::new(), i.name.span)?;
         self.callables.push(super::Callable {
             body,
             params,
@@ -91,18 +97,17 @@ impl<'a> Checker<'a> {
             );
         }
         order.extend(p.states.iter().filter(|s| s.name.name != "start"));
+        // Each state's index (`start` is 0), by name.
+        let mut names = HashMap::new();
         for (i, s) in order.iter().enumerate() {
-            if order[..i].iter().any(|o| o.name.name == s.name.name)
-                || s.name.name == "accept"
-                || s.name.name == "reject"
-            {
+            let name = s.name.name.as_str();
+            if names.insert(name, i).is_some() || name == "accept" || name == "reject" {
                 return fail(
                     s.name.span,
                     format!("state '{}' is already declared", s.name.name),
                 );
             }
         }
-        let names: Vec<String> = order.iter().map(|s| s.name.name.clone()).collect();
         let mut states = Vec::new();
         for s in &order {
             let mut stmts = Vec::new();
@@ -118,6 +123,7 @@ impl<'a> Checker<'a> {
                 }
             };
             self.scopes.pop();
+            self.spend_name(&s.name.name, s.name.span)?;
             states.push(ir::State {
                 name: s.name.name.clone(),
                 stmts,
@@ -129,7 +135,7 @@ impl<'a> Checker<'a> {
 
     fn select(
         &mut self,
-        names: &[String],
+        names: &HashMap<&str, usize>,
         exprs: &[ast::Expr],
         cases: &[ast::SelectCase],
     ) -> Result<Transition> {
@@ -201,12 +207,12 @@ impl Checker<'_> {
     }
 }
 
-fn target(names: &[String], t: &ast::Ident) -> Result<Target> {
+fn target(names: &HashMap<&str, usize>, t: &ast::Ident) -> Result<Target> {
     match t.name.as_str() {
         "accept" => Ok(Target::Accept),
         "reject" => Ok(Target::Reject),
-        n => match names.iter().position(|s| s == n) {
-            Some(i) => Ok(Target::State(i)),
+        n => match names.get(n) {
+            Some(&i) => Ok(Target::State(i)),
             None => fail(t.span, format!("unknown state '{n}'")),
         },
     }

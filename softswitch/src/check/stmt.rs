@@ -41,6 +41,7 @@ impl<'a> Checker<'a> {
     }
 
     pub(super) fn stmt(&mut self, s: &'a AstStmt) -> Result<Vec<Stmt>> {
+        self.spend(1, stmt_span(s))?;
         match s {
             AstStmt::Assign { lhs, rhs, .. } => {
                 let dst = self.place(lhs)?;
@@ -80,8 +81,8 @@ impl<'a> Checker<'a> {
                     ty, name, value, ..
                 } => {
                     let ty = self.resolve_type(ty)?;
-                    let v = self.const_value(value, &ty)?;
-                    self.declare(name, Sym::Const { ty, value: v })?;
+                    let sym = self.const_sym(ty, value)?;
+                    self.declare(name, sym)?;
                     Ok(Vec::new())
                 }
                 other => fail(
@@ -325,11 +326,7 @@ impl<'a> Checker<'a> {
                     } else {
                         bits
                     };
-                    return Ok(Val::Scalar {
-                        expr: Expr::Const(u128::from(value)),
-                        ty: Type::Int,
-                        konst: Some(u128::from(value)),
-                    });
+                    return Ok(Val::Int(value.into()));
                 }
                 if let ExprKind::Name(n) = &base.kind {
                     if let Some(Sym::Instance(i)) = self.lookup(n) {
@@ -619,6 +616,7 @@ impl<'a> Checker<'a> {
                 span,
                 "a stack element chosen at run time cannot be an out argument yet",
             ),
+            Val::Int(_) => fail(span, "an int constant cannot be an out argument"),
         }
     }
 }
@@ -650,6 +648,21 @@ pub(super) fn order_args<'e>(
             }
         })
         .collect()
+}
+
+/// Where a statement is.
+fn stmt_span(s: &AstStmt) -> Span {
+    match s {
+        AstStmt::Assign { span, .. }
+        | AstStmt::If { span, .. }
+        | AstStmt::Switch { span, .. }
+        | AstStmt::Exit(span)
+        | AstStmt::Return(_, span)
+        | AstStmt::Empty(span) => *span,
+        AstStmt::Call(e) => e.span,
+        AstStmt::Block(b) => b.span,
+        AstStmt::Decl(d) => super::decl_span(d),
+    }
 }
 
 pub(super) fn no_args(args: &[ast::Arg]) -> Result<()> {

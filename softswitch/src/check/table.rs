@@ -11,7 +11,8 @@ use crate::types::Type;
 impl Checker<'_> {
     /// Lowers a table declared in the current control; returns its index.
     pub(super) fn table(&mut self, t: &ast::TableDecl) -> Result<usize> {
-        let name = self.qualified(&t.name.name, &t.annotations);
+        let name = self.qualified(&t.name.name, &t.annotations, t.name.span)?;
+        self.spend_annotations(&t.annotations, t.name.span)?;
         let mut keys = Vec::new();
         let mut actions = Vec::new();
         let mut default = None;
@@ -30,6 +31,7 @@ impl Checker<'_> {
                 TableProp::Key(elems) => {
                     for k in elems {
                         keys.push(self.key(k)?);
+                        self.spend_annotations(&k.annotations, k.expr.span)?;
                         cp.keys.push(k.annotations.clone());
                     }
                 }
@@ -37,6 +39,7 @@ impl Checker<'_> {
                     for r in refs {
                         let action = self.action_index(&r.name)?;
                         actions.push(action);
+                        self.spend_annotations(&r.annotations, r.span)?;
                         cp.action_refs.push(r.annotations.clone());
                         if !r.args.is_empty() {
                             bindings.push((action, self.action_binding(action, r)?));
@@ -117,6 +120,8 @@ impl Checker<'_> {
             profile,
             selector,
         };
+        let depth = self.run_depth().table_apply(&table, &self.actions);
+        self.depths.tables.push(depth);
         self.tables.push(table);
         self.cp.tables.push(cp);
         let idx = self.tables.len() - 1;
@@ -157,6 +162,7 @@ impl Checker<'_> {
             }
         };
         let name = super::name_annotation(&k.annotations).unwrap_or_else(|| expr_text(&k.expr));
+        self.spend_name(&name, k.expr.span)?;
         Ok(ir::Key {
             name,
             expr: v.expr,
@@ -258,12 +264,7 @@ impl Checker<'_> {
     /// The copy-in and copy-out of the directional arguments bound in the actions list
     /// (`actions = { setbyte(hdr.data.b2); }`).
     fn action_binding(&mut self, action: usize, r: &ast::ActionRef) -> Result<ir::ActionBinding> {
-        let callable = self
-            .callables
-            .iter()
-            .find(|c| c.action == Some(action))
-            .expect("an action is callable")
-            .clone();
+        let callable = self.callables[self.action_callables[action]].clone();
         let directional = callable
             .params
             .iter()
@@ -293,12 +294,7 @@ impl Checker<'_> {
                 format!("action '{}' is not in the table's actions", r.name.name),
             );
         }
-        let callable = self
-            .callables
-            .iter()
-            .find(|c| c.action == Some(action))
-            .expect("an action is callable")
-            .clone();
+        let callable = self.callables[self.action_callables[action]].clone();
         // Directional arguments are the table's binding (or written again here); skip them.
         let directional = callable
             .params

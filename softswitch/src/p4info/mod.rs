@@ -572,9 +572,14 @@ fn used_actions(p: &Program) -> Vec<bool> {
             _ => {}
         }
     }
+    let listed: std::collections::HashSet<usize> = p
+        .tables
+        .iter()
+        .flat_map(|t| t.actions.iter().copied())
+        .collect();
     p.actions
         .iter()
         .enumerate()
-        .map(|(i, a)| invoked[a.body] || p.tables.iter().any(|t| t.actions.contains(&i)))
+        .map(|(i, a)| invoked[a.body] || listed.contains(&i))
         .collect()
 }

@@ -38,9 +38,11 @@ impl<'a> TypeSpecs<'a> {
             Type::Bits { .. } | Type::VarBit(_) => TypeSpec::Bitstring(bitstring_like(ty)),
             Type::Bool => TypeSpec::Bool(P4BoolType {}),
             Type::Error => {
-                self.info.error = Some(P4ErrorTypeSpec {
-                    members: self.errors.to_vec(),
-                });
+                if self.info.error.is_none() {
+                    self.info.error = Some(P4ErrorTypeSpec {
+                        members: self.errors.to_vec(),
+                    });
+                }
                 TypeSpec::Error(P4ErrorType {})
             }
             Type::Tuple(elems) => TypeSpec::Tuple(P4TupleTypeSpec {
@@ -117,6 +119,20 @@ impl<'a> TypeSpecs<'a> {
     fn aggregate(&mut self, i: usize) -> TypeSpec {
         let a = &self.types.aggregates[i];
         let name = a.name.clone();
+        // Each named type is described once: a type reached along many paths (a struct with
+        // several fields of one struct type) is not walked again.
+        match a.kind {
+            AggregateKind::Header if self.info.headers.contains_key(&name) => {
+                return TypeSpec::Header(named(&name))
+            }
+            AggregateKind::HeaderUnion if self.info.header_unions.contains_key(&name) => {
+                return TypeSpec::HeaderUnion(named(&name))
+            }
+            AggregateKind::Struct if self.info.structs.contains_key(&name) => {
+                return TypeSpec::Struct(named(&name))
+            }
+            _ => {}
+        }
         match a.kind {
             AggregateKind::Header => {
                 let members = a

@@ -90,6 +90,7 @@ impl Port {
         let PortSpec { port, iface } = &self.spec;
         let mut next = 0;
         let mut overflow = 0u64;
+        let mut too_long = 0u64;
         while running.load(Ordering::Relaxed) {
             match self.ring.receive(next) {
                 Received::Frame(data) => {
@@ -102,12 +103,17 @@ impl Port {
                 }
                 Received::TooLong(len) => {
                     next = (next + 1) % ring::RX_SLOTS;
+                    too_long += 1;
+                    // The first one says why; the count comes when the port stops.
+                    if too_long > 1 {
+                        continue;
+                    }
                     tracing::warn!(
                         port,
                         iface,
                         len,
-                        "dropped a frame longer than {} bytes (turn GRO/LRO off on {iface})",
-                        ring::MAX_TX_FRAME
+                        "dropped a frame of {len} bytes, longer than {} (turn GRO/LRO off on {iface})",
+                        ring::MAX_FRAME
                     );
                 }
                 Received::Empty => {
@@ -126,6 +132,15 @@ impl Port {
                     }
                 }
             }
+        }
+        if too_long > 0 {
+            tracing::warn!(
+                port,
+                iface,
+                too_long,
+                "frames dropped for being longer than {} bytes",
+                ring::MAX_FRAME
+            );
         }
         if overflow > 0 {
             tracing::warn!(

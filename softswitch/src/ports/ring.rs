@@ -9,22 +9,45 @@ use std::sync::atomic::{fence, AtomicU32, Ordering};
 
 /// TPACKET_V2 (enum tpacket_versions in linux/if_packet.h).
 const TPACKET_V2: libc::c_int = 1;
-/// Bytes per ring frame: a 1500-byte MTU frame with VLAN tag and ring headers fits.
-pub const FRAME_SIZE: usize = 2048;
+/// The longest frame a port receives or sends, in bytes: Ethernet header and VLAN tags
+/// included, FCS not (a 1500-byte MTU frame is 1514, 1518 with a tag). Longer frames are
+/// dropped (received) or lost (sent), and logged.
+pub const MAX_FRAME: usize = 2016;
+/// Room the kernel takes in a receive slot before the frame: the tpacket2 header, a
+/// sockaddr_ll and alignment padding. For Ethernet it puts the MAC header at
+/// TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - 14 = 66 bytes (af_packet.c, tpacket_rcv); the rest
+/// is margin, so a frame of MAX_FRAME bytes is never cut.
+const RX_HEADROOM: usize = 128;
+/// Bytes per ring slot (both rings): a frame of MAX_FRAME bytes and the headroom, aligned as
+/// the kernel requires.
+const SLOT_SIZE: usize = align(MAX_FRAME + RX_HEADROOM);
+/// Bytes per ring block: a power of two, as the kernel allocates blocks in powers of two pages.
 const BLOCK_SIZE: usize = 1 << 16;
-const RX_FRAMES: usize = 2048;
-const TX_FRAMES: usize = 1024;
-/// Where the frame starts in a transmit slot: after the aligned tpacket2_hdr.
-const TX_DATA: usize = (std::mem::size_of::<libc::tpacket2_hdr>() + libc::TPACKET_ALIGNMENT - 1)
-    & !(libc::TPACKET_ALIGNMENT - 1);
-/// The largest frame that fits a transmit slot.
-pub const MAX_TX_FRAME: usize = FRAME_SIZE - TX_DATA;
+/// Slots in a block; the rest of a block is unused (the kernel never splits a slot across
+/// blocks).
+const SLOTS_PER_BLOCK: usize = BLOCK_SIZE / SLOT_SIZE;
+const RX_BLOCKS: usize = 68;
+const TX_BLOCKS: usize = 34;
+/// Number of receive slots.
+pub const RX_SLOTS: usize = RX_BLOCKS * SLOTS_PER_BLOCK;
+/// Number of transmit slots.
+pub const TX_SLOTS: usize = TX_BLOCKS * SLOTS_PER_BLOCK;
+/// Where the frame starts in a transmit slot: after the aligned tpacket2_hdr (the kernel reads
+/// it at tp_hdrlen - sizeof(sockaddr_ll)).
+const TX_DATA: usize = align(std::mem::size_of::<libc::tpacket2_hdr>());
+
+/// `n` rounded up to TPACKET_ALIGNMENT.
+const fn align(n: usize) -> usize {
+    (n + libc::TPACKET_ALIGNMENT - 1) & !(libc::TPACKET_ALIGNMENT - 1)
+}
+
+const _: () = assert!(TX_DATA + MAX_FRAME <= SLOT_SIZE && SLOTS_PER_BLOCK > 0);
 
 /// What reading the receive ring found.
 pub enum Received {
     /// A frame (with its VLAN tag put back if the kernel had taken it off).
     Frame(Vec<u8>),
-    /// A frame longer than a ring slot (cut by the kernel); it is dropped.
+    /// A frame longer than [`MAX_FRAME`] bytes (its length); it is dropped.
     TooLong(usize),
     /// Nothing yet.
     Empty,
@@ -115,27 +138,37 @@ impl Ring {
             &TPACKET_V2,
             "PACKET_VERSION",
         )?;
-        let req = |frames: usize| libc::tpacket_req {
+        let one: libc::c_int = 1;
+        // A frame the kernel refuses to send (longer than the interface's MTU allows) is
+        // dropped; without this, its slot stays WRONG_FORMAT and stops the ring behind it.
+        // (Set before the rings: the kernel refuses it once they exist.)
+        setsockopt(
+            &fd,
+            libc::SOL_PACKET,
+            libc::PACKET_LOSS,
+            &one,
+            "PACKET_LOSS",
+        )?;
+        let req = |blocks: usize| libc::tpacket_req {
             tp_block_size: BLOCK_SIZE as u32,
-            tp_block_nr: (frames * FRAME_SIZE / BLOCK_SIZE) as u32,
-            tp_frame_size: FRAME_SIZE as u32,
-            tp_frame_nr: frames as u32,
+            tp_block_nr: blocks as u32,
+            tp_frame_size: SLOT_SIZE as u32,
+            tp_frame_nr: (blocks * SLOTS_PER_BLOCK) as u32,
         };
         setsockopt(
             &fd,
             libc::SOL_PACKET,
             libc::PACKET_RX_RING,
-            &req(RX_FRAMES),
+            &req(RX_BLOCKS),
             "PACKET_RX_RING",
         )?;
         setsockopt(
             &fd,
             libc::SOL_PACKET,
             libc::PACKET_TX_RING,
-            &req(TX_FRAMES),
+            &req(TX_BLOCKS),
             "PACKET_TX_RING",
         )?;
-        let one: libc::c_int = 1;
         setsockopt(
             &fd,
             libc::SOL_PACKET,
@@ -143,7 +176,7 @@ impl Ring {
             &one,
             "PACKET_IGNORE_OUTGOING",
         )?;
-        let len = (RX_FRAMES + TX_FRAMES) * FRAME_SIZE;
+        let len = (RX_BLOCKS + TX_BLOCKS) * BLOCK_SIZE;
         // SAFETY: mapping the rings the kernel just set up on this fd.
         let base = unsafe {
             libc::mmap(
@@ -203,10 +236,17 @@ impl Ring {
         self.fd.as_raw_fd()
     }
 
+    /// Slot `index` of the mapping: the receive ring's slots, then the transmit ring's.
     fn slot(&self, index: usize) -> *mut u8 {
-        debug_assert!(index < RX_FRAMES + TX_FRAMES);
-        // SAFETY: index is within the mapping.
-        unsafe { self.map.base.add(index * FRAME_SIZE) }
+        let (block, within) = if index < RX_SLOTS {
+            (index / SLOTS_PER_BLOCK, index % SLOTS_PER_BLOCK)
+        } else {
+            let tx = index - RX_SLOTS;
+            (RX_BLOCKS + tx / SLOTS_PER_BLOCK, tx % SLOTS_PER_BLOCK)
+        };
+        debug_assert!(block < RX_BLOCKS + TX_BLOCKS);
+        // SAFETY: block and slot are within the mapping (the rings' blocks, back to back).
+        unsafe { self.map.base.add(block * BLOCK_SIZE + within * SLOT_SIZE) }
     }
 
     fn status(&self, index: usize) -> &AtomicU32 {
@@ -215,7 +255,7 @@ impl Ring {
         unsafe { &*(self.slot(index) as *const AtomicU32) }
     }
 
-    /// Reads receive slot `index` (0..RX_FRAMES) if the kernel filled it, and gives it back.
+    /// Reads receive slot `index` (0..RX_SLOTS) if the kernel filled it, and gives it back.
     pub fn receive(&self, index: usize) -> Received {
         let status = self.status(index).load(Ordering::Acquire);
         if status & libc::TP_STATUS_USER == 0 {
@@ -224,8 +264,11 @@ impl Ring {
         let slot = self.slot(index);
         // SAFETY: the slot is ours (TP_STATUS_USER) and starts with a tpacket2_hdr.
         let hdr = unsafe { &*(slot as *const libc::tpacket2_hdr) };
-        let result = if hdr.tp_len > hdr.tp_snaplen {
-            Received::TooLong(hdr.tp_len as usize)
+        // The frame as the pipeline sees it: with the tag the kernel took off put back.
+        let tagged = status & libc::TP_STATUS_VLAN_VALID != 0;
+        let len = hdr.tp_len as usize + if tagged { 4 } else { 0 };
+        let result = if hdr.tp_len > hdr.tp_snaplen || len > MAX_FRAME {
+            Received::TooLong(len)
         } else {
             // SAFETY: the kernel wrote tp_snaplen bytes at tp_mac within the slot.
             let data = unsafe {
@@ -234,8 +277,8 @@ impl Ring {
                     hdr.tp_snaplen as usize,
                 )
             };
-            let mut frame = Vec::with_capacity(data.len() + 4);
-            if status & libc::TP_STATUS_VLAN_VALID != 0 && data.len() >= 12 {
+            let mut frame = Vec::with_capacity(len);
+            if tagged && data.len() >= 12 {
                 // Put the tag the kernel took off back after the MAC addresses.
                 let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
                     hdr.tp_vlan_tpid
@@ -256,16 +299,20 @@ impl Ring {
         result
     }
 
-    /// Queues `frame` in transmit slot `index` (0..TX_FRAMES); [`Ring::kick`] sends what is
-    /// queued. Fails if the slot is still in flight (the ring is full).
+    /// Queues `frame` in transmit slot `index` (0..TX_SLOTS); [`Ring::kick`] sends what is
+    /// queued. Fails if the frame is longer than [`MAX_FRAME`] or the slot is still in flight
+    /// (the ring is full).
     pub fn transmit(&self, index: usize, frame: &[u8]) -> io::Result<()> {
-        if frame.len() > MAX_TX_FRAME {
+        if frame.len() > MAX_FRAME {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                "frame longer than a ring slot",
+                format!(
+                    "a frame of {} bytes is longer than {MAX_FRAME}",
+                    frame.len()
+                ),
             ));
         }
-        let slot_index = RX_FRAMES + index;
+        let slot_index = RX_SLOTS + index;
         let status = self.status(slot_index).load(Ordering::Acquire);
         if status == libc::TP_STATUS_SEND_REQUEST || status == libc::TP_STATUS_SENDING {
             self.kick()?;
@@ -342,8 +389,3 @@ impl Ring {
         Ok(())
     }
 }
-
-/// Number of receive slots.
-pub const RX_SLOTS: usize = RX_FRAMES;
-/// Number of transmit slots.
-pub const TX_SLOTS: usize = TX_FRAMES;

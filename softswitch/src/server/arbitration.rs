@@ -8,12 +8,18 @@
 //! status: OK to the primary, ALREADY_EXISTS to backups when there is a primary, NOT_FOUND when
 //! there is none. A change of primary is announced to every live stream; a new backup is told
 //! alone. Only the default role is served.
+//!
+//! A client cannot make the server hold without bound: at most [`MAX_STREAMS`] streams are open
+//! at once (the next is refused with RESOURCE_EXHAUSTED, as the specification says), and each
+//! holds at most [`STREAM_QUEUE`] messages its client has not read yet; past that, PacketIns,
+//! digest lists and notifications to it are dropped (the specification lets a server drop them
+//! under load) and counted, and the count is logged when the stream ends.
 
 use std::sync::Mutex;
 
 use p4runtime::google::rpc;
 use p4runtime::p4::v1 as p4v1;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc;
 use tonic::{Code, Status};
 
 use super::engine::Controller;
@@ -23,12 +29,47 @@ use super::pipeline::Pipeline;
 /// What a stream receives.
 pub type StreamItem = Result<p4v1::StreamMessageResponse, Status>;
 
+/// StreamChannels open at once.
+pub const MAX_STREAMS: usize = 64;
+
+/// Messages a stream holds for its client before it drops new ones.
+pub const STREAM_QUEUE: usize = 1024;
+
+/// The sending side of a stream: what the server has for one client.
+#[derive(Clone)]
+pub struct StreamTx {
+    tx: mpsc::Sender<StreamItem>,
+    dropped: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl StreamTx {
+    /// A stream's queue of [`STREAM_QUEUE`] messages and the receiving side the RPC answers with.
+    pub fn channel() -> (StreamTx, mpsc::Receiver<StreamItem>) {
+        let (tx, rx) = mpsc::channel(STREAM_QUEUE);
+        let dropped = Default::default();
+        (StreamTx { tx, dropped }, rx)
+    }
+
+    /// Queues `item` for the client; drops and counts it if the client is that far behind.
+    pub fn send(&self, item: StreamItem) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(item) {
+            self.dropped
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Messages dropped so far because the client did not read them.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 struct Client {
     id: u64,
     /// Whether it has sent an accepted MasterArbitrationUpdate.
     live: bool,
     election_id: Option<u128>,
-    tx: UnboundedSender<StreamItem>,
+    tx: StreamTx,
 }
 
 #[derive(Default)]
@@ -73,9 +114,14 @@ impl Arbitration {
         }
     }
 
-    /// A new stream; returns its client id.
-    pub fn join(&self, tx: UnboundedSender<StreamItem>) -> u64 {
+    /// A new stream; returns its client id, or RESOURCE_EXHAUSTED when [`MAX_STREAMS`] are open.
+    pub fn join(&self, tx: StreamTx) -> Result<u64, Status> {
         let mut g = self.clients.lock().expect("arbitration lock");
+        if g.all.len() >= MAX_STREAMS {
+            return Err(Status::resource_exhausted(format!(
+                "{MAX_STREAMS} StreamChannels are open already, the most this switch serves"
+            )));
+        }
         g.next_id += 1;
         let id = g.next_id;
         g.all.push(Client {
@@ -84,13 +130,22 @@ impl Arbitration {
             election_id: None,
             tx,
         });
-        id
+        Ok(id)
     }
 
     /// A stream ended: its client leaves; if it was the primary, every live stream is told that
     /// there is none.
     pub fn leave(&self, client: u64) {
         let mut g = self.clients.lock().expect("arbitration lock");
+        if let Some(c) = g.all.iter().find(|c| c.id == client) {
+            if c.tx.dropped() > 0 {
+                tracing::warn!(
+                    client,
+                    dropped = c.tx.dropped(),
+                    "a StreamChannel ended whose client did not read all it was sent"
+                );
+            }
+        }
         g.all.retain(|c| c.id != client);
         if g.primary == Some(client) {
             tracing::debug!(stream = client, "the primary left: no primary");
@@ -192,7 +247,7 @@ impl Arbitration {
     fn to_primary(&self, message: p4v1::stream_message_response::Update) {
         let g = self.clients.lock().expect("arbitration lock");
         if let Some(c) = g.all.iter().find(|c| Some(c.id) == g.primary) {
-            let _ = c.tx.send(Ok(p4v1::StreamMessageResponse {
+            c.tx.send(Ok(p4v1::StreamMessageResponse {
                 update: Some(message),
             }));
         }
@@ -223,7 +278,7 @@ impl Arbitration {
                     details: Vec::new(),
                 }),
             };
-            let _ = c.tx.send(Ok(p4v1::StreamMessageResponse {
+            c.tx.send(Ok(p4v1::StreamMessageResponse {
                 update: Some(p4v1::stream_message_response::Update::Arbitration(update)),
             }));
         }
@@ -255,5 +310,36 @@ impl Controller for Arbitration {
         for list in pipeline.digests.due(now) {
             self.to_primary(p4v1::stream_message_response::Update::Digest(list));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_holds_at_most_its_queue_and_counts_what_it_drops() {
+        let (tx, mut rx) = StreamTx::channel();
+        for _ in 0..STREAM_QUEUE + 10 {
+            tx.send(Err(Status::internal("x")));
+        }
+        assert_eq!(tx.dropped(), 10);
+        let mut held = 0;
+        while rx.try_recv().is_ok() {
+            held += 1;
+        }
+        assert_eq!(held, STREAM_QUEUE);
+    }
+
+    #[test]
+    fn streams_past_the_limit_are_refused() {
+        let arbitration = Arbitration::new(1);
+        for _ in 0..MAX_STREAMS {
+            arbitration.join(StreamTx::channel().0).unwrap();
+        }
+        let refused = arbitration.join(StreamTx::channel().0).unwrap_err();
+        assert_eq!(refused.code(), Code::ResourceExhausted);
+        arbitration.leave(1);
+        assert!(arbitration.join(StreamTx::channel().0).is_ok());
     }
 }

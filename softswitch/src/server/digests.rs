@@ -3,11 +3,19 @@
 //! waited `max_timeout_ns` (0: at once), then sent as one DigestList; a message sent and not
 //! yet acknowledged (DigestListAck) nor older than `ack_timeout_ns` is in the cache and is not
 //! buffered or sent again.
+//!
+//! The settings come from the controller and the messages from traffic, so together they could
+//! make the switch hold without end (a long `ack_timeout_ns` and a stream of new data): at most
+//! [`MAX_DIGEST_MESSAGES`] messages are held, buffered and cached together; past it the cache
+//! drops what has timed out, and a new message that still does not fit is dropped and counted.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use p4runtime::p4::v1 as p4v1;
+
+/// Digest messages a pipeline holds at once, buffered and cached together.
+pub const MAX_DIGEST_MESSAGES: usize = 1 << 16;
 
 /// The digest settings, buffers and cache of a pipeline.
 #[derive(Debug)]
@@ -19,6 +27,10 @@ pub struct Digests {
     cache: HashMap<(u32, Vec<u128>), (u64, Instant)>,
     /// Messages waiting to be sent, by digest id: since when, and each one's data.
     buffers: BTreeMap<u32, (Instant, Vec<Message>)>,
+    /// The digest id and data of every buffered message.
+    buffered: HashSet<(u32, Vec<u128>)>,
+    /// Messages dropped because [`MAX_DIGEST_MESSAGES`] were held.
+    pub dropped: u64,
 }
 
 /// A digest message: the values the pipeline sent, and as P4Data.
@@ -31,6 +43,8 @@ impl Default for Digests {
             next_list_id: 1,
             cache: HashMap::new(),
             buffers: BTreeMap::new(),
+            buffered: HashSet::new(),
+            dropped: 0,
         }
     }
 }
@@ -67,12 +81,34 @@ impl Digests {
             }
             self.cache.remove(&key);
         }
-        let (_, buffer) = self.buffers.entry(digest_id).or_insert((now, Vec::new()));
-        if buffer.iter().any(|(v, _)| *v == key.1) {
+        if self.buffered.contains(&key) {
             return;
         }
+        if self.cache.len() + self.buffered.len() >= MAX_DIGEST_MESSAGES {
+            self.forget_timed_out(now);
+            if self.cache.len() + self.buffered.len() >= MAX_DIGEST_MESSAGES {
+                self.dropped += 1;
+                return;
+            }
+        }
         let message = data(&key.1);
-        buffer.push((key.1, message));
+        let (_, buffer) = self.buffers.entry(digest_id).or_insert((now, Vec::new()));
+        buffer.push((key.1.clone(), message));
+        self.buffered.insert(key);
+    }
+
+    /// Drops the cached messages whose acknowledgement timed out.
+    fn forget_timed_out(&mut self, now: Instant) {
+        let timeouts: HashMap<u32, Duration> = self
+            .entries
+            .keys()
+            .map(|&id| (id, nanos(self.config(id).ack_timeout_ns)))
+            .collect();
+        self.cache.retain(|(id, _), (_, at)| {
+            timeouts
+                .get(id)
+                .is_some_and(|t| now.duration_since(*at) < *t)
+        });
     }
 
     /// The lists to send at `now`: every buffer that is full or has waited long enough (each
@@ -99,6 +135,7 @@ impl Digests {
                 self.next_list_id += 1;
                 let mut data = Vec::new();
                 for (values, message) in messages.by_ref().take(chunk) {
+                    self.buffered.remove(&(digest_id, values.clone()));
                     if config.ack_timeout_ns > 0 {
                         self.cache.insert((digest_id, values), (list_id, now));
                     }
@@ -133,6 +170,7 @@ impl Digests {
     pub fn forget(&mut self, digest_id: u32) {
         self.entries.remove(&digest_id);
         self.buffers.remove(&digest_id);
+        self.buffered.retain(|(id, _)| *id != digest_id);
         self.cache.retain(|(id, _), _| *id != digest_id);
     }
 }
@@ -161,6 +199,26 @@ mod tests {
             },
         );
         d
+    }
+
+    #[test]
+    fn the_messages_held_are_bounded() {
+        // Lists of the largest size, waiting a minute, acknowledged after an hour.
+        let mut d = configured(60_000_000_000, i32::MAX, 3_600_000_000_000);
+        let now = Instant::now();
+        for v in 0..MAX_DIGEST_MESSAGES as u128 + 10 {
+            d.add(5, vec![v], data, now);
+        }
+        assert_eq!(d.dropped, 10);
+        // Once sent, they wait in the cache; new data is dropped until they time out.
+        let lists = d.due(now + Duration::from_secs(61));
+        let sent: usize = lists.iter().map(|l| l.data.len()).sum();
+        assert_eq!(sent, MAX_DIGEST_MESSAGES);
+        d.add(5, vec![u128::MAX], data, now + Duration::from_secs(62));
+        assert_eq!(d.dropped, 11);
+        let later = now + Duration::from_secs(3700);
+        d.add(5, vec![u128::MAX], data, later);
+        assert_eq!(d.dropped, 11, "the timed-out cache made room");
     }
 
     #[test]

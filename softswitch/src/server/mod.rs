@@ -67,14 +67,20 @@ impl Device {
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), tonic::transport::Error> {
         tonic::transport::Server::builder()
-            .add_service(P4RuntimeServer::new(p4rt::P4RuntimeService::new(
-                self.engine.clone(),
-                self.arbitration.clone(),
-            )))
-            .add_service(QueuesServer::new(queues::QueuesService::new(
-                self.engine.clone(),
-                self.arbitration.clone(),
-            )))
+            .add_service(
+                P4RuntimeServer::new(p4rt::P4RuntimeService::new(
+                    self.engine.clone(),
+                    self.arbitration.clone(),
+                ))
+                .max_decoding_message_size(p4rt::MAX_REQUEST_BYTES),
+            )
+            .add_service(
+                QueuesServer::new(queues::QueuesService::new(
+                    self.engine.clone(),
+                    self.arbitration.clone(),
+                ))
+                .max_decoding_message_size(p4rt::MAX_REQUEST_BYTES),
+            )
             .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
             .await
     }

@@ -10,10 +10,10 @@ use p4runtime::p4::v1::{
     stream_message_request::Update as Incoming, write_request::Atomicity,
 };
 use p4runtime::status;
-use tokio_stream::{wrappers::UnboundedReceiverStream, Stream, StreamExt};
+use tokio_stream::{wrappers::ReceiverStream, Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
-use super::arbitration::{Arbitration, StreamItem};
+use super::arbitration::{Arbitration, StreamTx};
 use super::engine::{EngineHandle, Stopped};
 use super::pipeline::Compiled;
 use super::{entities, packetio};
@@ -21,12 +21,24 @@ use super::{entities, packetio};
 /// The P4Runtime API version the definitions come from.
 pub const API_VERSION: &str = "1.5.0";
 
+/// The largest request a client may send, in bytes (gRPC's usual default; a device config is
+/// P4 source, far smaller than BMv2's JSON): a larger one is refused with OUT_OF_RANGE (tonic's
+/// code for it) before it is decoded.
+pub const MAX_REQUEST_BYTES: usize = 4 << 20;
+
+/// The most bytes of entities one ReadResponse carries: a larger answer is streamed in several,
+/// each well under the 4 MiB that clients accept by default.
+pub const MAX_READ_RESPONSE_BYTES: usize = 1 << 20;
+
 /// The P4Runtime service of one device.
 pub struct P4RuntimeService {
     engine: EngineHandle,
     arbitration: Arc<Arbitration>,
     /// The config of VERIFY_AND_SAVE, waiting for COMMIT.
     saved: Arc<Mutex<Option<Compiled>>>,
+    /// One compile at a time: a compile takes a thread with a large stack and the memory of a
+    /// program, so concurrent SetForwardingPipelineConfig requests are refused, not stacked up.
+    compiling: Arc<tokio::sync::Semaphore>,
 }
 
 impl P4RuntimeService {
@@ -36,6 +48,7 @@ impl P4RuntimeService {
             engine,
             arbitration,
             saved: Arc::new(Mutex::new(None)),
+            compiling: Arc::new(tokio::sync::Semaphore::new(1)),
         }
     }
 }
@@ -55,13 +68,24 @@ fn no_pipeline() -> Status {
     Status::failed_precondition("no forwarding pipeline: set one with SetForwardingPipelineConfig")
 }
 
-/// Compiles a device config off the async runtime.
-async fn compile(config: p4v1::ForwardingPipelineConfig) -> Result<Compiled, Status> {
+/// Compiles a device config off the async runtime, one at a time (`compiling`'s one permit):
+/// RESOURCE_EXHAUSTED while another compiles.
+async fn compile(
+    compiling: &Arc<tokio::sync::Semaphore>,
+    config: p4v1::ForwardingPipelineConfig,
+) -> Result<Compiled, Status> {
     let p4info = config
         .p4info
         .ok_or_else(|| Status::invalid_argument("the config has no p4info"))?;
     let cookie = config.cookie.map_or(0, |c| c.cookie);
+    let permit = compiling.clone().try_acquire_owned().map_err(|_| {
+        Status::resource_exhausted(
+            "another device config is being compiled: send this one when it is done",
+        )
+    })?;
+    // The permit goes with the compile: a client that gives up does not free it early.
     tokio::task::spawn_blocking(move || {
+        let _permit = permit;
         Compiled::new(config.p4_device_config, Some(&p4info), cookie)
     })
     .await
@@ -154,7 +178,7 @@ impl P4Runtime for P4RuntimeService {
                 Ok::<_, Status>((out, results))
             })
             .await??;
-        let mut answers = vec![Ok(p4v1::ReadResponse { entities })];
+        let mut answers: Vec<_> = read_responses(entities).into_iter().map(Ok).collect();
         if let Err(status) = status::batch_result("requests", results) {
             answers.push(Err(status));
         }
@@ -182,14 +206,14 @@ impl P4Runtime for P4RuntimeService {
         };
         match action {
             SetAction::Verify => {
-                compile(config()?).await?;
+                compile(&self.compiling, config()?).await?;
             }
             SetAction::VerifyAndSave => {
-                let compiled = compile(config()?).await?;
+                let compiled = compile(&self.compiling, config()?).await?;
                 *self.saved.lock().expect("saved lock") = Some(compiled);
             }
             SetAction::VerifyAndCommit => {
-                let compiled = compile(config()?).await?;
+                let compiled = compile(&self.compiling, config()?).await?;
                 self.engine.call(move |e| e.load(compiled)).await?;
                 // The last saved config is now the committed one: nothing is left to COMMIT.
                 *self.saved.lock().expect("saved lock") = None;
@@ -258,8 +282,8 @@ impl P4Runtime for P4RuntimeService {
         request: Request<Streaming<p4v1::StreamMessageRequest>>,
     ) -> Result<Response<Self::StreamChannelStream>, Status> {
         let mut incoming = request.into_inner();
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<StreamItem>();
-        let client = self.arbitration.join(tx.clone());
+        let (tx, rx) = StreamTx::channel();
+        let client = self.arbitration.join(tx.clone())?;
         let arbitration = self.arbitration.clone();
         let engine = self.engine.clone();
         tokio::spawn(async move {
@@ -287,13 +311,13 @@ impl P4Runtime for P4RuntimeService {
                     None => Ok(()),
                 };
                 if let Err(status) = result {
-                    let _ = tx.send(Err(status));
+                    tx.send(Err(status));
                     break;
                 }
             }
             arbitration.leave(client);
         });
-        Ok(Response::new(Box::pin(UnboundedReceiverStream::new(rx))))
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
     async fn capabilities(
@@ -307,19 +331,39 @@ impl P4Runtime for P4RuntimeService {
     }
 }
 
+/// `entities` in ReadResponses of at most [`MAX_READ_RESPONSE_BYTES`] each (one entity larger
+/// than that alone in its own); one empty response when there are none.
+fn read_responses(entities: Vec<p4v1::Entity>) -> Vec<p4v1::ReadResponse> {
+    let mut responses = vec![p4v1::ReadResponse::default()];
+    let mut bytes = 0;
+    for entity in entities {
+        // The entity with its field tag and length in the response.
+        let len = prost::Message::encoded_len(&entity);
+        let len = 1 + prost::length_delimiter_len(len) + len;
+        let last = responses.last_mut().expect("one response at least");
+        if bytes + len > MAX_READ_RESPONSE_BYTES && !last.entities.is_empty() {
+            responses.push(p4v1::ReadResponse::default());
+            bytes = 0;
+        }
+        bytes += len;
+        responses
+            .last_mut()
+            .expect("one response at least")
+            .entities
+            .push(entity);
+    }
+    responses
+}
+
 /// Sends a StreamError about a message of the stream: its status and the offending message.
-fn stream_error(
-    tx: &tokio::sync::mpsc::UnboundedSender<StreamItem>,
-    status: Status,
-    details: p4v1::stream_error::Details,
-) {
+fn stream_error(tx: &StreamTx, status: Status, details: p4v1::stream_error::Details) {
     let error = p4v1::StreamError {
         canonical_code: status.code() as i32,
         message: status.message().to_string(),
         details: Some(details),
         ..Default::default()
     };
-    let _ = tx.send(Ok(p4v1::StreamMessageResponse {
+    tx.send(Ok(p4v1::StreamMessageResponse {
         update: Some(p4v1::stream_message_response::Update::Error(error)),
     }));
 }
@@ -327,11 +371,7 @@ fn stream_error(
 /// Clears an acknowledged digest list from the cache, so its messages may be sent again; an
 /// acknowledgement for a digest the pipeline does not have gets an INVALID_ARGUMENT
 /// StreamError, as the specification says.
-async fn digest_ack(
-    engine: &EngineHandle,
-    ack: p4v1::DigestListAck,
-    tx: &tokio::sync::mpsc::UnboundedSender<StreamItem>,
-) {
+async fn digest_ack(engine: &EngineHandle, ack: p4v1::DigestListAck, tx: &StreamTx) {
     let known = engine
         .call(move |e| {
             let Some(p) = e.pipeline.as_mut() else {
@@ -360,7 +400,7 @@ async fn packet_out(
     arbitration: &Arbitration,
     client: u64,
     out: p4v1::PacketOut,
-    tx: &tokio::sync::mpsc::UnboundedSender<StreamItem>,
+    tx: &StreamTx,
 ) {
     let primary = arbitration.is_primary(client);
     let offending = out.clone();
@@ -390,5 +430,45 @@ async fn packet_out(
                 packet_out: Some(offending),
             }),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_reads_are_streamed_in_bounded_responses() {
+        let entity = |n: u32| p4v1::Entity {
+            entity: Some(p4v1::entity::Entity::RegisterEntry(p4v1::RegisterEntry {
+                register_id: n,
+                data: Some(p4v1::P4Data {
+                    data: Some(p4v1::p4_data::Data::Bitstring(vec![7; 1000])),
+                }),
+                ..Default::default()
+            })),
+        };
+        let entities: Vec<_> = (0..3000).map(entity).collect();
+        let responses = read_responses(entities.clone());
+        assert!(responses.len() >= 3, "{}", responses.len());
+        assert!(responses
+            .iter()
+            .all(|r| prost::Message::encoded_len(r) <= MAX_READ_RESPONSE_BYTES));
+        let back: Vec<_> = responses.into_iter().flat_map(|r| r.entities).collect();
+        assert_eq!(back, entities);
+        assert_eq!(read_responses(Vec::new()).len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_second_compile_while_one_runs_is_refused() {
+        let busy = Arc::new(tokio::sync::Semaphore::new(0));
+        let config = p4v1::ForwardingPipelineConfig {
+            p4info: Some(Default::default()),
+            ..Default::default()
+        };
+        let Err(refused) = compile(&busy, config).await else {
+            panic!("compiled while another compile held the permit");
+        };
+        assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
     }
 }

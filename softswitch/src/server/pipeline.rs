@@ -4,13 +4,16 @@
 //! settings).
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 
 use p4runtime::p4::config::v1::P4Info;
 use p4runtime::p4::v1 as p4v1;
 
 use super::digests::Digests;
 use crate::ir::Program;
-use crate::source::SourceMap;
+use crate::limits::MAX_SOURCE_BYTES;
+use crate::preprocessor::{inline_includes, Includes};
+use crate::source::{self, SourceMap};
 use crate::switch::Switch;
 
 /// The name the device config's source gets in diagnostics.
@@ -33,13 +36,21 @@ pub struct Compiled {
 }
 
 impl Compiled {
-    /// Compiles `device_config` (UTF-8 P4 source) and checks that `p4info`, if given, describes
-    /// it.
+    /// Compiles `device_config` (UTF-8 P4 source, as a P4Runtime client sends it) and checks
+    /// that `p4info`, if given, describes it. The source must be self-contained: it may include
+    /// the built-in headers only, never a file of this machine.
     pub fn new(
         device_config: Vec<u8>,
         p4info: Option<&P4Info>,
         cookie: u64,
     ) -> Result<Self, String> {
+        if device_config.len() > MAX_SOURCE_BYTES {
+            return Err(format!(
+                "p4_device_config has {} bytes, more than the {MAX_SOURCE_BYTES} of a program \
+                 (limits::MAX_SOURCE_BYTES)",
+                device_config.len()
+            ));
+        }
         let source = std::str::from_utf8(&device_config)
             .map_err(|e| format!("p4_device_config must be the P4 source as UTF-8 text: {e}"))?;
         if source.trim_start().starts_with('{') {
@@ -48,7 +59,38 @@ impl Compiled {
         }
         let mut map = SourceMap::new();
         let file = map.add(DEVICE_CONFIG_NAME, source);
-        let program = crate::compile(&mut map, file).map_err(|d| d.render(&map))?;
+        Self::compile(
+            map,
+            file,
+            Includes::BuiltinOnly,
+            device_config,
+            p4info,
+            cookie,
+        )
+    }
+
+    /// Compiles the program in file `path` (`softswitch run PROGRAM`), reading the files it
+    /// includes; its device config, as GetForwardingPipelineConfig returns it, is the program
+    /// with those files inlined.
+    pub fn from_file(path: &Path) -> Result<Self, String> {
+        let text = source::read_file(path, MAX_SOURCE_BYTES)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut map = SourceMap::new();
+        let file = map.add(path.display().to_string(), text);
+        let inlined = inline_includes(&mut map, file).map_err(|d| d.render(&map))?;
+        // Compiled from the files rather than the inlined text, so diagnostics name them.
+        Self::compile(map, file, Includes::Files, inlined.into_bytes(), None, 0)
+    }
+
+    fn compile(
+        mut map: SourceMap,
+        file: u32,
+        includes: Includes,
+        device_config: Vec<u8>,
+        p4info: Option<&P4Info>,
+        cookie: u64,
+    ) -> Result<Self, String> {
+        let program = crate::compile_with(&mut map, file, includes).map_err(|d| d.render(&map))?;
         let info = crate::p4info::p4info(&program, &map).map_err(|d| d.render(&map))?;
         if let Some(theirs) = p4info {
             same_program(&info, theirs)?;

@@ -9,7 +9,7 @@ use tonic::{Request, Response, Status};
 use super::arbitration::Arbitration;
 use super::engine::EngineHandle;
 use crate::switch::{Switch, DROP_PORT};
-use crate::tm::PRIORITIES;
+use crate::tm::{self, PRIORITIES};
 
 /// The Queues service of one device.
 pub struct QueuesService {
@@ -75,29 +75,31 @@ impl Queues for QueuesService {
                     })
             })
             .transpose()?;
+        let refused = |e: tm::QueueSettingError| Status::invalid_argument(e.to_string());
         let priority = req
             .priority
-            .map(|p| {
-                u8::try_from(p)
-                    .ok()
-                    .filter(|&p| usize::from(p) < PRIORITIES)
-                    .ok_or_else(|| Status::invalid_argument(format!("priority {p} is not 0..7")))
-            })
-            .transpose()?;
-        if req.depth_packets == Some(0) {
-            return Err(Status::invalid_argument("a queue holds at least 1 packet"));
-        }
+            .map(|p| tm::priority(p.into()))
+            .transpose()
+            .map_err(refused)?;
+        let depth = req
+            .depth_packets
+            .map(|d| tm::depth(d.into()))
+            .transpose()
+            .map_err(refused)?;
+        let rate = req
+            .rate_pps
+            .map(|r| tm::rate(r.into()))
+            .transpose()
+            .map_err(refused)?;
         let queues = self
             .engine
             .call(move |e| {
                 let switch = &mut e.pipeline.as_mut().ok_or_else(no_pipeline)?.switch;
-                if let Some(depth) = req.depth_packets {
-                    switch.tm.set_depth(port, priority, depth as usize);
+                if let Some(depth) = depth {
+                    switch.tm.set_depth(port, priority, depth);
                 }
-                if let Some(rate) = req.rate_pps {
-                    switch
-                        .tm
-                        .set_rate(port, priority, Some(rate).filter(|&r| r > 0));
+                if let Some(rate) = rate {
+                    switch.tm.set_rate(port, priority, rate);
                 }
                 let ports = port.map_or_else(|| switch.tm.ports().collect(), |p| vec![p]);
                 Ok::<_, Status>(states(switch, ports, priority))

@@ -1,0 +1,4 @@
+//! libFuzzer's entry point for a P4Runtime WriteRequest: [`lossless_fuzz::p4rt_write`].
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| lossless_fuzz::p4rt_write(data));

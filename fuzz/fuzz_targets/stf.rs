@@ -1,0 +1,4 @@
+//! libFuzzer's entry point for an STF test: [`lossless_fuzz::stf`].
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| lossless_fuzz::stf(data));

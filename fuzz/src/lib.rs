@@ -1,0 +1,184 @@
+//! The fuzz targets: one function per parser that reads untrusted bytes, each taking any bytes
+//! and answering with a result or an error, never a panic, a hang or unbounded memory. `cargo
+//! fuzz` drives them through the binaries in `fuzz_targets/` (feature `libfuzzer`); `cargo test`
+//! replays their committed corpus (`corpus/TARGET/`) through the same functions
+//! (`tests/corpus.rs`). docs/ARCHITECTURE.md, "Limits and untrusted input", says how to run them.
+//!
+//! The programs the targets run against are test programs of softswitch: `switch.p4` (every
+//! match kind, counters, a register, a digest, multicast, packet I/O), the P4Runtime server
+//! tests' program, and `stateful.p4` (register, counters, clones, multicast), an STF corpus
+//! program.
+
+use std::cell::OnceCell;
+
+use p4runtime::p4::config::v1::P4Info;
+use p4runtime::p4::v1 as p4v1;
+use prost::Message as _;
+use softswitch::ir::Program;
+use softswitch::server::{entities, pipeline};
+use softswitch::source::SourceMap;
+use softswitch::switch::{Clock, Switch};
+
+/// A fuzz target: takes any bytes.
+pub type Target = fn(&[u8]);
+
+/// Every target, by the name of its binary and corpus directory.
+pub const TARGETS: &[(&str, Target)] = &[
+    ("frontend", frontend),
+    ("stf", stf),
+    ("p4rt_write", p4rt_write),
+    ("p4rt_set_pipeline", p4rt_set_pipeline),
+    ("fabric_runtime_json", fabric_runtime_json),
+    #[cfg(feature = "control")]
+    ("runtime_json", runtime_json),
+    #[cfg(feature = "control")]
+    ("host_config", host_config),
+];
+
+const SWITCH_P4: &str = include_str!("../../softswitch/tests/server/switch.p4");
+const STATEFUL_P4: &str = include_str!("../../softswitch/tests/corpus/stateful.p4");
+
+thread_local! {
+    // The test programs, compiled once per thread (the targets run on one thread; a `Switch`
+    // is not `Send`).
+    static SWITCH: OnceCell<(Program, P4Info)> = const { OnceCell::new() };
+    static STATEFUL: OnceCell<(Program, P4Info)> = const { OnceCell::new() };
+}
+
+/// `source` compiled, with its P4Info.
+fn compile(source: &str) -> (Program, P4Info) {
+    let mut map = SourceMap::new();
+    let file = map.add("fuzz.p4", source);
+    let program = softswitch::compile(&mut map, file).expect("the test program compiles");
+    let info = softswitch::p4info::p4info(&program, &map).expect("it has a P4Info");
+    (program, info)
+}
+
+/// `switch.p4`, compiled, with its P4Info.
+fn switch_p4() -> (Program, P4Info) {
+    SWITCH.with(|c| c.get_or_init(|| compile(SWITCH_P4)).clone())
+}
+
+/// `stateful.p4`, compiled.
+fn stateful_p4() -> Program {
+    STATEFUL.with(|c| c.get_or_init(|| compile(STATEFUL_P4)).0.clone())
+}
+
+/// A P4Runtime pipeline of `switch.p4`, as the server holds after SetForwardingPipelineConfig.
+fn switch_pipeline() -> pipeline::Pipeline {
+    let (program, info) = switch_p4();
+    let compiled = pipeline::Compiled {
+        program,
+        given_info: info.clone(),
+        info,
+        device_config: SWITCH_P4.as_bytes().to_vec(),
+        cookie: 0,
+    };
+    pipeline::Pipeline::new(compiled, Clock::Virtual(0))
+}
+
+/// P4 source (a file, or a device config's text): compiles to a program or a diagnostic that
+/// renders.
+pub fn frontend(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let mut map = SourceMap::new();
+        let file = map.add("fuzz.p4", text);
+        if let Err(d) = softswitch::compile(&mut map, file) {
+            let _ = d.render(&map);
+        }
+    }
+}
+
+/// An STF test against `stateful.p4`: runs to a report or a diagnostic that renders.
+pub fn stf(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let mut switch = Switch::new(stateful_p4(), Clock::Virtual(0));
+    let mut map = SourceMap::new();
+    let file = map.add("fuzz.stf", text);
+    if let Err(d) = softswitch::stf::run(&map, file, &mut switch) {
+        let _ = d.render(&map);
+    }
+}
+
+/// A P4Runtime WriteRequest (protobuf bytes) applied to a `switch.p4` pipeline as the server
+/// applies it, update by update, then read back whole; the batch's error details must stay
+/// within what standard gRPC clients accept.
+pub fn p4rt_write(data: &[u8]) {
+    let Ok(request) = p4v1::WriteRequest::decode(data) else {
+        return;
+    };
+    let mut pipeline = switch_pipeline();
+    let results = request
+        .updates
+        .iter()
+        .map(|u| match entities::write(&mut pipeline, u) {
+            Ok(()) => p4runtime::status::update_ok(),
+            Err(s) => p4runtime::status::update_error(s.code(), s.message()),
+        })
+        .collect();
+    if let Err(status) = p4runtime::status::batch_result("updates", results) {
+        assert!(status.details().len() <= p4runtime::status::DETAILS_BUDGET);
+    }
+    let everything = [
+        p4v1::entity::Entity::TableEntry(Default::default()),
+        p4v1::entity::Entity::CounterEntry(Default::default()),
+        p4v1::entity::Entity::RegisterEntry(Default::default()),
+        p4v1::entity::Entity::PacketReplicationEngineEntry(Default::default()),
+    ];
+    for filter in everything {
+        let filter = p4v1::Entity {
+            entity: Some(filter),
+        };
+        let _ = entities::read(&pipeline, &filter, &mut Vec::new());
+    }
+}
+
+/// A P4Runtime SetForwardingPipelineConfigRequest (protobuf bytes): its config compiled and its
+/// P4Info checked as the server does.
+pub fn p4rt_set_pipeline(data: &[u8]) {
+    let Ok(request) = p4v1::SetForwardingPipelineConfigRequest::decode(data) else {
+        return;
+    };
+    if let Some(config) = request.config {
+        let cookie = config.cookie.map_or(0, |c| c.cookie);
+        let _ = pipeline::Compiled::new(config.p4_device_config, config.p4info.as_ref(), cookie);
+    }
+}
+
+/// A runtime JSON as the fabric reads it, applied to a `switch.p4` switch.
+pub fn fabric_runtime_json(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(config) = fabric::runtime::RuntimeConfig::parse(text) {
+        let mut switch = Switch::new(switch_p4().0, Clock::Virtual(0));
+        let _ = config.apply(&mut switch);
+    }
+}
+
+/// A runtime JSON as `lossless p4` reads it, turned into P4Runtime updates against the P4Info
+/// of `switch.p4`.
+#[cfg(feature = "control")]
+pub fn runtime_json(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(config) = lossless::p4::runtime_json::RuntimeConfig::parse(text) {
+        let _ = config.summary();
+        let _ = lossless::p4::entries::updates(&config, &switch_p4().1);
+    }
+}
+
+/// A host TOML config, as `lossless host attach --config` reads it: parsed, validated and shown.
+#[cfg(feature = "control")]
+pub fn host_config(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(config) = lossless::host::config::HostConfig::from_toml(text) {
+        let _ = config.validate();
+        let _ = config.view();
+    }
+}
