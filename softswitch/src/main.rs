@@ -238,9 +238,3 @@ fn read_program(map: &mut SourceMap, path: &Path) -> Result<u32> {
         .with_context(|| format!("reading {}", path.display()))?;
     Ok(map.add(path.display().to_string(), text))
 }
-
-fn read_source(map: &mut SourceMap, path: &Path) -> Result<u32> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(map.add(path.display().to_string(), text))
-}
