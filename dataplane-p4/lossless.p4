@@ -41,7 +41,6 @@ const bit<9>  DROP_PORT = 511;
 const bit<32> INSTANCE_NORMAL = 0;
 const bit<32> INSTANCE_INGRESS_CLONE = 1;
 const bit<32> INSTANCE_EGRESS_CLONE = 2;
-const bit<32> INSTANCE_RECIRC = 4;
 
 /* Clone session of the reverse path: a PAUSE or a CNP leaves through session
  * REVERSE_SESSION_BASE + P, which the control plane points at port P. */
@@ -602,7 +601,7 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
                             hash_member(0);
                         } else if (meta.lb_policy == LB_SPRAY) {
                             spray();
-                        } else {
+                        } else if (meta.lb_policy == LB_FLOWLET || meta.lb_policy == LB_DLB) {
                             find_flowlet();
                             if (new_flowlet) {
                                 flowlet_number = flowlet_number + 1;
@@ -936,8 +935,8 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
 
         /* The switch CNP fast path: a marked RoCEv2 data packet sends its sender a CNP, at most
          * one per flow per interval, unless a PFC frame takes this packet's one clone. */
-        bool cnp_wanted = marked && hdr.bth.isValid() && hdr.bth.opcode != BTH_OPCODE_CNP
-                          && meta.clone_kind == CLONE_NONE;
+        bool cnp_wanted = marked && hdr.ipv4.isValid() && hdr.bth.isValid()
+                          && hdr.bth.opcode != BTH_OPCODE_CNP && meta.clone_kind == CLONE_NONE;
         if (cnp_wanted) {
             if (cnp_config.apply().hit) {
                 bit<32> flow;

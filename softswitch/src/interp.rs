@@ -468,20 +468,30 @@ impl<'a> Exec<'a> {
     /// when `payload`, written into the state's reusable buffer.
     fn field_bytes(&mut self, fields: &ir::FieldList, payload: bool) -> Vec<u8> {
         let mut w = BitWriter::reusing(std::mem::take(&mut self.state.field_buffer));
+        self.write_fields(&mut w, fields);
+        let mut bytes = w.into_bytes();
+        if payload {
+            bytes.extend_from_slice(self.payload());
+        }
+        bytes
+    }
+
+    /// Writes `fields` into `w`, leaving out those of invalid headers.
+    fn write_fields(&mut self, w: &mut BitWriter, fields: &[FieldItem]) {
         for f in fields {
             match f {
                 FieldItem::Bits(e, width) => {
                     let v = self.val(e);
                     w.write(v, *width);
                 }
-                FieldItem::VarBit { base, max } => self.write_varbit(&mut w, *base, *max),
+                FieldItem::VarBit { base, max } => self.write_varbit(w, *base, *max),
+                FieldItem::Header { valid, fields } => {
+                    if self.slots[*valid as usize] != 0 {
+                        self.write_fields(w, fields);
+                    }
+                }
             }
         }
-        let mut bytes = w.into_bytes();
-        if payload {
-            bytes.extend_from_slice(self.payload());
-        }
-        bytes
     }
 
     fn payload(&self) -> &[u8] {
@@ -649,7 +659,7 @@ impl<'a> Exec<'a> {
             } => {
                 let r = self.val(receiver) as u32;
                 let mut values = Vec::new();
-                for f in data {
+                for f in ir::flat_fields(data) {
                     match f {
                         FieldItem::Bits(e, _) => values.push(self.val(e)),
                         FieldItem::VarBit { base, max } => {
@@ -657,6 +667,7 @@ impl<'a> Exec<'a> {
                             values
                                 .extend_from_slice(&self.slots[*base as usize..*base as usize + n]);
                         }
+                        FieldItem::Header { .. } => unreachable!("flat_fields opens groups"),
                     }
                 }
                 self.state.digests.push(DigestSent {
@@ -675,11 +686,8 @@ impl<'a> Exec<'a> {
             } => {
                 let h = u128::from(self.checksum(data, algo, false));
                 let (b, m) = (self.val(base), self.val(max));
-                let v = if m == 0 {
-                    b.wrapping_add(h)
-                } else {
-                    b.wrapping_add(h % m)
-                };
+                // With max 0 the result is base, as v1model.p4 says and BMv2 does.
+                let v = if m == 0 { b } else { b.wrapping_add(h % m) };
                 self.store(dst, v & mask(*width));
             }
             ExternCall::Random { dst, width, lo, hi } => {
@@ -769,13 +777,14 @@ impl<'a> Exec<'a> {
             } => {
                 let amount = self.meter_amount(*instance);
                 let now = self.now_us;
-                let color = match self.last_hit {
-                    Some((t, h)) if self.prog.tables[t].direct_meter == Some(*instance) => {
-                        self.state.direct_meter(*instance, h).execute(amount, now)
+                // Without an entry (the default action of a miss) there is no cell to read and,
+                // as in BMv2, the result is left as it was.
+                if let Some((t, h)) = self.last_hit {
+                    if self.prog.tables[t].direct_meter == Some(*instance) {
+                        let color = self.state.direct_meter(*instance, h).execute(amount, now);
+                        self.store(dst, color as u128 & mask(*width));
                     }
-                    _ => Color::Green,
-                };
-                self.store(dst, color as u128 & mask(*width));
+                }
             }
             ExternCall::StackShift {
                 stack,

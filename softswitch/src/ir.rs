@@ -153,10 +153,25 @@ pub enum FieldItem {
     Bits(Expr, u16),
     /// A `varbit` field stored at `base` (see [`FieldLayout::VarBit`]).
     VarBit { base: Slot, max: u32 },
+    /// Fields of the header whose validity slot is `valid`: a hash or checksum leaves them out
+    /// while the header is invalid, as BMv2 does.
+    Header { valid: Slot, fields: FieldList },
 }
 
 /// A list of fields given to a hash, checksum or digest, in order.
 pub type FieldList = Vec<FieldItem>;
+
+/// The fields of `list` in order, out of their [`FieldItem::Header`] groups.
+pub fn flat_fields(list: &[FieldItem]) -> Vec<&FieldItem> {
+    let mut out = Vec::new();
+    for item in list {
+        match item {
+            FieldItem::Header { fields, .. } => out.extend(flat_fields(fields)),
+            leaf => out.push(leaf),
+        }
+    }
+    out
+}
 
 /// How one header field is stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -800,6 +815,7 @@ impl RunDepth<'_> {
             .map(|f| match f {
                 FieldItem::Bits(e, _) => self.expr(e),
                 FieldItem::VarBit { .. } => 0,
+                FieldItem::Header { fields, .. } => self.fields(fields),
             })
             .max()
             .unwrap_or(0)

@@ -50,7 +50,11 @@ enum Command {
         program: PathBuf,
         /// The STF test.
         test: PathBuf,
-        /// Also print the program's log_msg lines, its digests and the drop count.
+        /// Where to run it: softswitch (on its virtual clock), or BMv2's simple_switch (the
+        /// program compiled by p4c-bm2-ss; both from LOSSLESS_P4REF, else PATH).
+        #[arg(long, value_enum, default_value_t = StfTarget::Softswitch)]
+        target: StfTarget,
+        /// Also print the program's log_msg lines, its digests and the drop count (softswitch).
         #[arg(short, long)]
         verbose: bool,
     },
@@ -69,6 +73,13 @@ enum Command {
         #[arg(long, value_enum, default_value_t = P4InfoFormat::Text)]
         format: P4InfoFormat,
     },
+}
+
+/// Where `stf` runs a test.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum StfTarget {
+    Softswitch,
+    Bmv2,
 }
 
 /// How `p4info` writes the message.
@@ -166,6 +177,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Stf {
             program,
             test,
+            target,
             verbose,
         } => {
             let Some(compiled) = compile(&mut map, &program)? else {
@@ -174,8 +186,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let text = softswitch::stf::read(&test)
                 .with_context(|| format!("reading {}", test.display()))?;
             let stf = map.add(test.display().to_string(), text);
-            let mut switch = Switch::new(compiled, Clock::Virtual(0));
-            let report = match softswitch::stf::run(&map, stf, &mut switch) {
+            let mut switch = Switch::new(compiled.clone(), Clock::Virtual(0));
+            let run = match target {
+                StfTarget::Softswitch => softswitch::stf::run(&map, stf, &mut switch),
+                StfTarget::Bmv2 => {
+                    let mut bmv2 = start_bmv2(&program, compiled)?;
+                    softswitch::stf::run_on(&map, stf, &mut bmv2)
+                }
+            };
+            let report = match run {
                 Ok(r) => r,
                 Err(d) => {
                     eprintln!("{}", d.render(&map));
@@ -185,7 +204,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             for f in &report.failures {
                 eprintln!("{f}");
             }
-            if verbose {
+            if verbose && matches!(target, StfTarget::Softswitch) {
                 for line in &switch.state.log {
                     println!("log: {line}");
                 }
@@ -217,6 +236,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
             })
         }
     }
+}
+
+/// `program` compiled by p4c-bm2-ss and running in simple_switch (p4c's warnings printed);
+/// `compiled` is softswitch's lowering of it, which resolves a test's names.
+fn start_bmv2(
+    program: &Path,
+    compiled: softswitch::ir::Program,
+) -> Result<softswitch::bmv2::Bmv2Target> {
+    let toolchain = p4toolchain::Toolchain::find()?;
+    let tools = softswitch::bmv2::Bmv2Tools::from(&toolchain);
+    // BMv2 has read the JSON once it has started: the scratch directory may go.
+    let started = toolchain.compile_scratch(program, |p4c| {
+        for warning in &p4c.warnings {
+            eprintln!("p4c-bm2-ss: {warning}");
+        }
+        softswitch::bmv2::Bmv2Target::start(&tools, &p4c.json, compiled).map_err(anyhow::Error::msg)
+    });
+    started.with_context(|| format!("running {} on BMv2", program.display()))
 }
 
 /// Compiles a program (reading the files it includes); on a diagnostic prints it and returns

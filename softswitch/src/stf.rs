@@ -1,5 +1,6 @@
-//! The STF runner: runs a p4c-style `.stf` test against a [`Switch`] on a virtual clock and
-//! reports every mismatch with a diff of the packet.
+//! The STF runner: runs a p4c-style `.stf` test against a [`Target`] — softswitch's
+//! [`Switch`] on a virtual clock, or BMv2 ([`crate::bmv2`]) — and reports every mismatch with a
+//! diff of the packet.
 //!
 //! Commands: `packet`, `expect` (`*` nibble wildcards, `$` for an exact length), `no_packet`
 //! (the last packet sent produced nothing),
@@ -10,11 +11,15 @@
 //! `counter_read`, `meter_set_rates`, `pvs_add`, `member_add`, `group_create`, `group_add_member`, `set_queue_depth` and `set_queue_rate` (BMv2 CLI argument
 //! order).
 
+mod target;
+
+pub use target::{MeterCell, Sent, Target, TargetResult};
+
 use crate::diagnostic::{fail, Diagnostic, Result};
 use crate::ir::{mask, ActionCall, Entry, FieldMatch, MatchKind};
 use crate::meter::MeterConfig;
 use crate::source::{SourceMap, Span};
-use crate::switch::{find_by_name, Output, Switch};
+use crate::switch::{find_by_name, Switch};
 use crate::tm;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
@@ -59,6 +64,8 @@ pub struct Report {
     pub packets_in: usize,
     /// Packets the switch sent.
     pub packets_out: usize,
+    /// Those packets, in the order they were collected.
+    pub outputs: Vec<Sent>,
 }
 
 impl Report {
@@ -83,27 +90,30 @@ struct Word<'t> {
     span: Span,
 }
 
-/// Runs STF file `file` of `map` against `switch`. Malformed commands are errors; failed
-/// expectations are in the report.
+/// Runs STF file `file` of `map` against softswitch's `switch`. Malformed commands are
+/// errors; failed expectations are in the report.
 pub fn run(map: &SourceMap, file: u32, switch: &mut Switch) -> Result<Report> {
+    run_on(map, file, switch)
+}
+
+/// Runs STF file `file` of `map` against `target`, as [`run`] does.
+pub fn run_on(map: &SourceMap, file: u32, target: &mut dyn Target) -> Result<Report> {
     let text = &map.file(file).text;
-    let whole = Span { file, lo: 0, hi: 0 };
     if text.len() > MAX_STF_BYTES {
         return fail(
-            whole,
+            Span { file, lo: 0, hi: 0 },
             format!("the test is longer than {MAX_STF_BYTES} bytes, the most an STF test may be"),
         );
     }
     let mut runner = Runner {
         map,
-        switch,
+        target,
         expects: HashMap::new(),
         ids: HashMap::new(),
         report: Report::default(),
         ports: HashMap::new(),
         any_ports: HashSet::new(),
         file,
-        mark: 0,
         outputs: Vec::new(),
         output_bytes: 0,
     };
@@ -116,9 +126,14 @@ pub fn run(map: &SourceMap, file: u32, switch: &mut Switch) -> Result<Report> {
             runner.command(first, &words[1..])?;
         }
     }
-    runner.switch.drain();
-    runner.collect(whole)?;
+    let end = Span {
+        file,
+        lo: text.len() as u32,
+        hi: text.len() as u32,
+    };
+    runner.wait(end)?;
     runner.finish();
+    runner.report.outputs = runner.outputs;
     Ok(runner.report)
 }
 
@@ -157,7 +172,7 @@ fn split_words(code: &str, file: u32, base: usize) -> Vec<Word<'_>> {
 
 struct Runner<'a> {
     map: &'a SourceMap,
-    switch: &'a mut Switch,
+    target: &'a mut dyn Target,
     expects: HashMap<u16, Vec<Expect>>,
     ids: HashMap<String, (usize, usize)>,
     report: Report,
@@ -168,9 +183,7 @@ struct Runner<'a> {
     any_ports: HashSet<u16>,
     /// The STF file.
     file: u32,
-    /// How many outputs there were before the last `packet` command.
-    mark: usize,
-    outputs: Vec<Output>,
+    outputs: Vec<Sent>,
     /// Bytes of `outputs`, kept under [`MAX_OUTPUT_BYTES`].
     output_bytes: usize,
 }
@@ -280,8 +293,9 @@ impl Runner<'_> {
                     .map(|c| (c[0].unwrap_or(0) << 4) | c[1].unwrap_or(0))
                     .collect();
                 self.report.packets_in += 1;
-                self.mark = self.outputs.len();
-                self.switch.receive(port, bytes);
+                self.target
+                    .send(port, bytes)
+                    .map_err(|e| Diagnostic::new(cmd.span, e))?;
                 self.collect(cmd.span)?;
             }
             "expect" => {
@@ -310,10 +324,12 @@ impl Runner<'_> {
                 });
             }
             "no_packet" => {
-                self.switch.drain();
-                self.collect(cmd.span)?;
-                let extra: Vec<String> = self.outputs[self.mark..]
+                self.wait(cmd.span)?;
+                let last = self.report.packets_in.checked_sub(1);
+                let extra: Vec<String> = self
+                    .outputs
                     .iter()
+                    .filter(|o| o.packet == last)
                     .map(|o| format!("port {}: {}", o.port, hex(&o.data)))
                     .collect();
                 if !extra.is_empty() {
@@ -326,17 +342,16 @@ impl Runner<'_> {
                     );
                 }
             }
-            "wait" => {
-                self.switch.drain();
-                self.collect(cmd.span)?;
-            }
+            "wait" => self.wait(cmd.span)?,
             "advance" => {
                 // softswitch's own: let `args[0]` µs of virtual time pass, serving the queues.
                 need(1)?;
                 let us = u64::try_from(number(&args[0])?).map_err(|_| {
                     Diagnostic::new(args[0].span, "a time in microseconds fits in 64 bits")
                 })?;
-                self.switch.advance(us);
+                self.target
+                    .advance(us)
+                    .map_err(|e| Diagnostic::new(cmd.span, e))?;
                 self.collect(cmd.span)?;
             }
             "add" => self.add(cmd, args)?,
@@ -344,14 +359,16 @@ impl Runner<'_> {
                 need(2)?;
                 let table = self.table(&args[0])?;
                 let call = self.action(table, &args[1])?;
-                self.switch
+                self.target
                     .set_default(table, call)
-                    .map_err(|e| Diagnostic::new(args[1].span, e.to_string()))?;
+                    .map_err(|e| Diagnostic::new(args[1].span, e))?;
             }
             "remove" => {
                 need(1)?;
                 if args[0].text == "all" {
-                    self.switch.clear_tables();
+                    self.target
+                        .clear_tables()
+                        .map_err(|e| Diagnostic::new(cmd.span, e))?;
                 } else {
                     need(2)?;
                     let table = self.table(&args[0])?;
@@ -364,19 +381,19 @@ impl Runner<'_> {
                     if t != table {
                         return fail(args[1].span, "this entry belongs to another table");
                     }
-                    self.switch
+                    self.target
                         .remove_entry(table, handle)
-                        .map_err(|e| Diagnostic::new(args[1].span, e.to_string()))?;
+                        .map_err(|e| Diagnostic::new(args[1].span, e))?;
                 }
             }
             "check_counter" => self.check_counter(cmd, args)?,
             "counter_read" => {
                 need(2)?;
                 let (instance, index) = (self.instance(&args[0])?, index(&args[1])?);
-                let cell = self.switch.state.counters[instance].get(index).copied();
-                let Some(cell) = cell else {
-                    return fail(args[1].span, "counter index out of range");
-                };
+                let cell = self
+                    .target
+                    .counter(instance, index)
+                    .map_err(|e| Diagnostic::new(args[1].span, e))?;
                 self.compare_counter(cmd.span, cell.packets, cell.bytes, &args[2..])?;
             }
             "register_read" => {
@@ -388,9 +405,10 @@ impl Runner<'_> {
                     &args[2]
                 };
                 let want = number(value_word)?;
-                let Some(&got) = self.switch.state.registers[instance].get(index) else {
-                    return fail(args[1].span, "register index out of range");
-                };
+                let got = self
+                    .target
+                    .register(instance, index)
+                    .map_err(|e| Diagnostic::new(args[1].span, e))?;
                 if got != want {
                     self.failure(
                         cmd.span.to(value_word.span),
@@ -409,7 +427,7 @@ impl Runner<'_> {
                     number(&args[2])?,
                 );
                 if let crate::ir::InstanceKind::Register { width, .. } =
-                    self.switch.program().instances[instance].kind
+                    self.target.program().instances[instance].kind
                 {
                     if value > mask(width) {
                         return fail(
@@ -418,10 +436,9 @@ impl Runner<'_> {
                         );
                     }
                 }
-                match self.switch.state.registers[instance].get_mut(index) {
-                    Some(cell) => *cell = value,
-                    None => return fail(args[1].span, "register index out of range"),
-                }
+                self.target
+                    .set_register(instance, index, value)
+                    .map_err(|e| Diagnostic::new(args[1].span, e))?;
             }
             "meter_set_rates" => {
                 need(4)?;
@@ -430,7 +447,7 @@ impl Runner<'_> {
             "pvs_add" => {
                 need(2)?;
                 let instance = self.instance(&args[0])?;
-                let width = match self.switch.program().instances[instance].kind {
+                let width = match self.target.program().instances[instance].kind {
                     crate::ir::InstanceKind::ValueSet { width, .. } => width,
                     _ => {
                         return fail(
@@ -446,26 +463,26 @@ impl Runner<'_> {
                             format!("cannot read '{}' as a value", args[1].text),
                         )
                     })?;
-                if !self.switch.value_set_add(instance, member) {
-                    return fail(args[1].span, "the value set is full");
-                }
+                self.target
+                    .value_set_add(instance, member)
+                    .map_err(|e| Diagnostic::new(args[1].span, e))?;
             }
             "member_add" => {
                 need(3)?;
                 let table = self.table(&args[0])?;
                 let member = number_as::<u32>(&args[1], "a member id")?;
                 let call = self.action(table, &args[2])?;
-                self.switch
+                self.target
                     .add_member(table, member, call)
-                    .map_err(|e| Diagnostic::new(args[2].span, e.to_string()))?;
+                    .map_err(|e| Diagnostic::new(args[2].span, e))?;
             }
             "group_create" => {
                 need(2)?;
                 let table = self.table(&args[0])?;
                 let group = number_as::<u32>(&args[1], "a group id")?;
-                self.switch
+                self.target
                     .create_selector_group(table, group)
-                    .map_err(|e| Diagnostic::new(cmd.span, e.to_string()))?;
+                    .map_err(|e| Diagnostic::new(cmd.span, e))?;
             }
             "group_add_member" => {
                 need(3)?;
@@ -474,20 +491,24 @@ impl Runner<'_> {
                     number_as::<u32>(&args[1], "a group id")?,
                     number_as::<u32>(&args[2], "a member id")?,
                 );
-                self.switch
+                self.target
                     .add_to_group(table, group, member)
-                    .map_err(|e| Diagnostic::new(cmd.span, e.to_string()))?;
+                    .map_err(|e| Diagnostic::new(cmd.span, e))?;
             }
             "mirroring_add" => {
                 need(2)?;
                 let session = number_as::<u32>(&args[0], "a clone session id")?;
                 let port = self.port(&args[1])?;
-                self.switch.set_clone_session(session, port);
+                self.target
+                    .set_clone_session(session, port)
+                    .map_err(|e| Diagnostic::new(cmd.span, e))?;
             }
             "mc_mgrp_create" => {
                 need(1)?;
                 let group = number_as::<u16>(&args[0], MULTICAST_GROUP)?;
-                self.switch.create_group(group);
+                self.target
+                    .create_multicast_group(group)
+                    .map_err(|e| Diagnostic::new(cmd.span, e))?;
             }
             "mc_node_create" => {
                 need(2)?;
@@ -496,7 +517,9 @@ impl Runner<'_> {
                     .iter()
                     .map(|w| self.port(w))
                     .collect::<Result<Vec<u16>>>()?;
-                self.switch.create_node(rid, ports);
+                self.target
+                    .create_multicast_node(rid, ports)
+                    .map_err(|e| Diagnostic::new(cmd.span, e))?;
             }
             "mc_node_associate" => {
                 need(2)?;
@@ -504,9 +527,9 @@ impl Runner<'_> {
                     number_as::<u16>(&args[0], MULTICAST_GROUP)?,
                     index(&args[1])?,
                 );
-                if !self.switch.associate_node(group, node) {
-                    return fail(cmd.span, format!("no group {group} or no node {node}"));
-                }
+                self.target
+                    .associate_node(group, node)
+                    .map_err(|e| Diagnostic::new(cmd.span, e))?;
             }
             "set_queue_depth" | "set_queue_rate" => {
                 need(1)?;
@@ -520,13 +543,14 @@ impl Runner<'_> {
                     .transpose()?;
                 let refused =
                     |e: tm::QueueSettingError| Diagnostic::new(args[0].span, e.to_string());
-                if cmd.text.ends_with("depth") {
+                let set = if cmd.text.ends_with("depth") {
                     let depth = tm::depth(value).map_err(refused)?;
-                    self.switch.tm.set_depth(port, priority, depth);
+                    self.target.set_queue_depth(port, priority, depth)
                 } else {
                     let rate = tm::rate(value).map_err(refused)?;
-                    self.switch.tm.set_rate(port, priority, rate);
-                }
+                    self.target.set_queue_rate(port, priority, rate)
+                };
+                set.map_err(|e| Diagnostic::new(cmd.span, e))?;
             }
             other => return fail(cmd.span, format!("unknown STF command '{other}'")),
         }
@@ -541,13 +565,13 @@ impl Runner<'_> {
     }
 
     fn table(&self, w: &Word) -> Result<usize> {
-        self.switch
+        self.target
             .table_id(w.text)
             .ok_or_else(|| Diagnostic::new(w.span, format!("unknown table '{}'", w.text)))
     }
 
     fn instance(&self, w: &Word) -> Result<usize> {
-        self.switch
+        self.target
             .instance_id(w.text)
             .ok_or_else(|| Diagnostic::new(w.span, format!("unknown extern instance '{}'", w.text)))
     }
@@ -558,10 +582,10 @@ impl Runner<'_> {
         let Some(args_text) = rest.strip_suffix(')') else {
             return fail(w.span, "expected action(arg:value, ...)");
         };
-        let action = self.switch.action_id(table, name).ok_or_else(|| {
+        let action = self.target.action_id(table, name).ok_or_else(|| {
             Diagnostic::new(w.span, format!("'{name}' is not an action of this table"))
         })?;
-        let prog = self.switch.program();
+        let prog = self.target.program();
         let params: Vec<(String, u16)> = prog.bodies[prog.actions[action].body]
             .params
             .iter()
@@ -626,7 +650,7 @@ impl Runner<'_> {
                 .strip_suffix(')')?;
             Some((kind, id))
         });
-        let prog_keys = self.switch.program().tables[table].keys.clone();
+        let prog_keys = self.target.program().tables[table].keys.clone();
         let mut matches: Vec<Option<FieldMatch>> = vec![None; prog_keys.len()];
         for k in keys {
             let Some((name, value)) = k.text.rsplit_once(':') else {
@@ -641,7 +665,7 @@ impl Runner<'_> {
                         k.span,
                         format!(
                             "table {} has no key '{name}'",
-                            self.switch.program().tables[table].name
+                            self.target.program().tables[table].name
                         ),
                     )
                 })?;
@@ -673,7 +697,7 @@ impl Runner<'_> {
         let added = match indirect {
             None => {
                 let action = self.action(table, action_word)?;
-                self.switch.add_entry(
+                self.target.add_entry(
                     table,
                     Entry {
                         matches: full,
@@ -692,13 +716,13 @@ impl Runner<'_> {
                         )
                     })?;
                 if kind == "member" {
-                    self.switch.add_member_entry(table, full, priority, id)
+                    self.target.add_member_entry(table, full, priority, id)
                 } else {
-                    self.switch.add_group_entry(table, full, priority, id)
+                    self.target.add_group_entry(table, full, priority, id)
                 }
             }
         };
-        let handle = added.map_err(|e| Diagnostic::new(cmd.span, e.to_string()))?;
+        let handle = added.map_err(|e| Diagnostic::new(cmd.span, e))?;
         if let Some(id) = id {
             self.ids.insert(id, (table, handle));
         }
@@ -725,23 +749,17 @@ impl Runner<'_> {
         };
         let ((cir, cbs), (pir, pbs)) = (rate(committed)?, rate(peak)?);
         let config = MeterConfig { cir, cbs, pir, pbs };
-        let now = self.switch.now_us();
-        let meter = if let Some(id) = cell.text.strip_prefix('$') {
+        let which = if let Some(id) = cell.text.strip_prefix('$') {
             let Some(&(_, handle)) = self.ids.get(id) else {
                 return fail(cell.span, format!("no entry was added with id {id}"));
             };
-            Some(self.switch.state.direct_meter(instance, handle))
+            MeterCell::Entry(handle)
         } else {
-            let index = index(cell)?;
-            self.switch.state.meters[instance].get_mut(index)
+            MeterCell::Index(index(cell)?)
         };
-        match meter {
-            Some(m) => {
-                m.configure(config, now);
-                Ok(())
-            }
-            None => fail(cell.span, "meter index out of range"),
-        }
+        self.target
+            .configure_meter(instance, which, config)
+            .map_err(|e| Diagnostic::new(cell.span, e))
     }
 
     fn check_counter(&mut self, cmd: &Word, args: &[Word]) -> Result<()> {
@@ -753,25 +771,21 @@ impl Runner<'_> {
         };
         let index = rest.trim_end_matches(')');
         let instance = self
-            .switch
+            .target
             .instance_id(name)
             .ok_or_else(|| Diagnostic::new(target.span, format!("unknown counter '{name}'")))?;
         let cell = if let Some(id) = index.strip_prefix('$') {
             let Some(&(table, handle)) = self.ids.get(id) else {
                 return fail(target.span, format!("no entry was added with id {id}"));
             };
-            self.switch.state.tables[table]
-                .entry(handle)
-                .map(|i| i.counter)
+            self.target.direct_counter(instance, table, handle)
         } else {
             let i = parse_number(index)
                 .ok_or_else(|| Diagnostic::new(target.span, "expected a counter index"))?;
             let i = usize::try_from(i).unwrap_or(usize::MAX);
-            self.switch.state.counters[instance].get(i).copied()
+            self.target.counter(instance, i)
         };
-        let Some(cell) = cell else {
-            return fail(target.span, "no such counter cell");
-        };
+        let cell = cell.map_err(|e| Diagnostic::new(target.span, e))?;
         self.compare_counter(
             cmd.span.to(target.span),
             cell.packets,
@@ -837,16 +851,17 @@ impl Runner<'_> {
             .push(Diagnostic::new(span, message).render(self.map));
     }
 
-    /// Takes what the switch sent since the last call; fails (at `span`, the command that made
-    /// them) once the test's packets add up to more than [`MAX_OUTPUT_BYTES`].
+    /// Takes the target's new outputs; one whose cause the target does not know is put down to
+    /// the last packet sent. Fails (at `span`, the command that made them) once the test's
+    /// packets add up to more than [`MAX_OUTPUT_BYTES`].
     fn collect(&mut self, span: Span) -> Result<()> {
-        let before = self.outputs.len();
-        self.outputs.extend(self.switch.drain_outputs());
-        self.report.packets_out += self.outputs.len() - before;
-        self.output_bytes += self.outputs[before..]
-            .iter()
-            .map(|o| o.data.len())
-            .sum::<usize>();
+        let last = self.report.packets_in.checked_sub(1);
+        let new = self
+            .target
+            .take_outputs()
+            .map_err(|e| Diagnostic::new(span, e))?;
+        self.report.packets_out += new.len();
+        self.output_bytes += new.iter().map(|o| o.data.len()).sum::<usize>();
         if self.output_bytes > MAX_OUTPUT_BYTES {
             return fail(
                 span,
@@ -855,14 +870,24 @@ impl Runner<'_> {
                 ),
             );
         }
+        self.outputs.extend(new.into_iter().map(|o| Sent {
+            packet: o.packet.or(last),
+            ..o
+        }));
         Ok(())
+    }
+
+    /// Waits until the target has finished with every packet, and collects what it sent.
+    fn wait(&mut self, span: Span) -> Result<()> {
+        self.target.wait().map_err(|e| Diagnostic::new(span, e))?;
+        self.collect(span)
     }
 
     /// Compares outputs with expectations, port by port in order, as p4c's runner does: every
     /// port named in the test must emit exactly the packets expected on it (none if none), except
     /// ports given as `expect PORT` alone; ports never named are not looked at.
     fn finish(&mut self) {
-        let mut by_port: HashMap<u16, Vec<&Output>> = HashMap::new();
+        let mut by_port: HashMap<u16, Vec<&Sent>> = HashMap::new();
         for o in &self.outputs {
             by_port.entry(o.port).or_default().push(o);
         }
@@ -899,7 +924,7 @@ impl Runner<'_> {
                 ));
             }
         }
-        let asserts = self.switch.state.assertion_failures;
+        let asserts = self.target.assertion_failures();
         if asserts > 0 {
             let start = Span {
                 file: self.file,

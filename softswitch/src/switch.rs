@@ -25,34 +25,6 @@ pub const MAX_PASSES: u32 = 1000;
 /// [`MAX_PASSES`] alone would let one packet keep the switch busy for hours.
 pub const MAX_PACKET_WORK: u32 = 1 << 16;
 
-/// The most memory the registers, counters and meters a program declares may take, in bytes
-/// (they are allocated whole when the switch starts the program): 16 million 128-bit register
-/// cells, say. BMv2 would try to allocate whatever a program declares.
-pub const MAX_STATE_BYTES: u64 = 256 << 20;
-
-/// Checks that the registers, counters and meters `program` declares fit [`MAX_STATE_BYTES`];
-/// the error names the largest.
-pub fn check_state_size(program: &Program) -> Result<(), String> {
-    let bytes = |i: &ir::Instance| -> u64 {
-        let (cells, cell) = match i.kind {
-            InstanceKind::Register { size, .. } => (size, std::mem::size_of::<u128>()),
-            InstanceKind::Counter { size, .. } => (size, std::mem::size_of::<CounterCell>()),
-            InstanceKind::Meter { size, .. } => (size, std::mem::size_of::<Meter>()),
-            _ => (0, 0),
-        };
-        u64::from(cells) * cell as u64
-    };
-    let total: u64 = program.instances.iter().map(bytes).sum();
-    match program.instances.iter().max_by_key(|i| bytes(i)) {
-        Some(largest) if total > MAX_STATE_BYTES => Err(format!(
-            "the program's registers, counters and meters take {total} bytes, more than the {MAX_STATE_BYTES} softswitch allows ({} alone takes {})",
-            largest.name,
-            bytes(largest)
-        )),
-        _ => Ok(()),
-    }
-}
-
 /// Log lines a switch holds (`log_msg` and its own notes).
 pub const MAX_LOG_LINES: usize = 100_000;
 
@@ -672,21 +644,17 @@ impl Switch {
 
     /// The index of the table named `name` (full name, or a unique suffix after a dot).
     pub fn table_id(&self, name: &str) -> Option<usize> {
-        find_by_name(self.program.tables.iter().map(|t| t.name.as_str()), name)
+        table_id(&self.program, name)
     }
 
     /// The index of action `name` among those of table `table`.
     pub fn action_id(&self, table: usize, name: &str) -> Option<usize> {
-        let actions = &self.program.tables[table].actions;
-        let names = actions
-            .iter()
-            .map(|&a| self.program.actions[a].name.as_str());
-        find_by_name(names, name).map(|i| actions[i])
+        action_id(&self.program, table, name)
     }
 
     /// The index of the extern instance named `name`.
     pub fn instance_id(&self, name: &str) -> Option<usize> {
-        find_by_name(self.program.instances.iter().map(|i| i.name.as_str()), name)
+        instance_id(&self.program, name)
     }
 
     /// Installs an entry.
@@ -928,6 +896,23 @@ impl Switch {
             _ => false,
         }
     }
+}
+
+/// The index of the table of `program` named `name` (full name, or a unique suffix after a dot).
+pub fn table_id(program: &Program, name: &str) -> Option<usize> {
+    find_by_name(program.tables.iter().map(|t| t.name.as_str()), name)
+}
+
+/// The index of action `name` among those of table `table` of `program`.
+pub fn action_id(program: &Program, table: usize, name: &str) -> Option<usize> {
+    let actions = &program.tables[table].actions;
+    let names = actions.iter().map(|&a| program.actions[a].name.as_str());
+    find_by_name(names, name).map(|i| actions[i])
+}
+
+/// The index of the extern instance of `program` named `name`.
+pub fn instance_id(program: &Program, name: &str) -> Option<usize> {
+    find_by_name(program.instances.iter().map(|i| i.name.as_str()), name)
 }
 
 /// The position of `name` in `names`: an exact match, else the only name ending in `.name`.

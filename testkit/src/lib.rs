@@ -1,11 +1,13 @@
 //! What the workspace's tests share across crates: the Python venv that `cargo xtask setup`
 //! makes (scapy, the tests' independent encoder and decoder), the skip rule for tests that need
-//! something a developer's machine may lack, and the check that committed STF files are still
-//! what their generators print.
+//! something a developer's machine may lack, the check that committed STF files are still
+//! what their generators print, and p4c and BMv2 ([`bmv2`]: the toolchain, the programs BMv2
+//! runs and their p4c outputs, compiled once).
 //!
-//! No dependencies, so that softswitch and fabric can use it as a dev-dependency without
-//! linking the control plane.
+//! Its only dependency is `p4toolchain` (itself without dependencies), so that softswitch and
+//! fabric can use it as a dev-dependency without linking the control plane.
 
+pub mod bmv2;
 mod generated;
 
 pub use generated::assert_stfs_match_generators;

@@ -1,10 +1,10 @@
 //! softswitch on real ports: host namespaces each joined by a veth to a switch namespace where
-//! `softswitch run` forwards between the switch-side ends.
+//! `softswitch run` — or BMv2's `simple_switch_grpc` — forwards between the switch-side ends.
 
 use std::{
     io::{BufRead, BufReader},
     path::{Path, PathBuf},
-    process::{Child, ExitStatus, Stdio},
+    process::{Child, Command, ExitStatus, Stdio},
     sync::mpsc,
     time::{Duration, Instant},
 };
@@ -143,13 +143,38 @@ impl Topology {
     }
 }
 
-/// A topology and `softswitch run` on its switch-side ports.
+/// The P4Runtime address of a switch in its namespace (each bed has its own loopback).
+pub const P4RUNTIME_ADDR: &str = "127.0.0.1:9559";
+/// BMv2's Thrift server (simple_switch_CLI's) in the switch namespace: BMv2's default port.
+const THRIFT_ADDR: &str = "127.0.0.1:9090";
+
+/// When a switch process is ready.
+enum Ready {
+    /// It logged a line containing this.
+    Logged(&'static str),
+    /// Its servers, in the switch namespace, accept connections at these addresses.
+    Listening(&'static [&'static str]),
+}
+
+/// Which BMv2 build a bed runs, and so how it is started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bmv2Build {
+    /// `simple_switch` or `simple_switch_nolog`: a JSON given at start, the Thrift CLI.
+    Thrift,
+    /// `simple_switch_grpc`: the P4Runtime server too.
+    Grpc,
+}
+
+/// A topology and a switch (`softswitch run`, or BMv2's `simple_switch_grpc`) on its
+/// switch-side ports.
 pub struct SwitchBed {
     topology: Option<Topology>,
     child: Option<Child>,
     log: mpsc::Receiver<String>,
-    /// Every line the switch wrote to stderr so far.
+    /// Every line the switch wrote to stdout or stderr so far.
     pub lines: Vec<String>,
+    /// Whether the switch handles SIGTERM and exits 0 (softswitch), or dies of it (BMv2).
+    exits_on_sigterm: bool,
 }
 
 impl SwitchBed {
@@ -181,28 +206,107 @@ impl SwitchBed {
                 .arg("-i")
                 .arg(format!("{}@{}", h.port, h.switch_iface));
         }
+        SwitchBed::spawn(topology, command, Ready::Logged("P4Runtime on"), true)
+    }
+
+    /// BMv2 (`tool`, of build `build`) on `topology`'s ports with 8 priority queues per port,
+    /// its notification socket in `dir` (BMv2's default path is the same for every switch of
+    /// the machine, namespaces or not), started and ready (its servers listen): running
+    /// p4c's JSON `json`, or without a pipeline (simple_switch_grpc: a controller sets one on
+    /// [`P4RUNTIME_ADDR`]).
+    pub fn start_bmv2(
+        topology: Topology,
+        tool: &p4toolchain::Tool,
+        build: Bmv2Build,
+        json: Option<&Path>,
+        dir: &Path,
+    ) -> anyhow::Result<SwitchBed> {
+        let mut command = topology.switch_ns.command(&tool.program);
+        tool.set_env(&mut command);
+        command.args(["--device-id", "0"]);
+        command
+            .arg("--notifications-addr")
+            .arg(format!("ipc://{}", dir.join("notifications.ipc").display()));
+        for h in &topology.hosts {
+            command
+                .arg("-i")
+                .arg(format!("{}@{}", h.port, h.switch_iface));
+        }
+        match json {
+            Some(json) => command.arg(json),
+            None => command.arg("--no-p4"),
+        };
+        command.arg("--");
+        let ready: &'static [&'static str] = match build {
+            Bmv2Build::Grpc => {
+                command.args(["--grpc-server-addr", P4RUNTIME_ADDR]);
+                &[THRIFT_ADDR, P4RUNTIME_ADDR]
+            }
+            Bmv2Build::Thrift => &[THRIFT_ADDR],
+        };
+        command.args(["--priority-queues", "8"]);
+        SwitchBed::spawn(topology, command, Ready::Listening(ready), false)
+    }
+
+    /// Runs `command` (the switch) with its output read line by line, and waits until it is
+    /// ready; `exits_on_sigterm` says whether it exits 0 on SIGTERM.
+    fn spawn(
+        topology: Topology,
+        mut command: Command,
+        ready: Ready,
+        exits_on_sigterm: bool,
+    ) -> anyhow::Result<SwitchBed> {
         let mut child = command
             .stderr(Stdio::piped())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .spawn()
-            .context("starting softswitch run")?;
-        let stderr = child.stderr.take().expect("piped");
+            .with_context(|| format!("starting {:?}", command.get_args().nth(2)))?;
         let (tx, log) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
+        let stdout = child.stdout.take().expect("piped");
+        let stderr = child.stderr.take().expect("piped");
+        forward_lines(stdout, tx.clone());
+        forward_lines(stderr, tx);
         let mut bed = SwitchBed {
             topology: Some(topology),
             child: Some(child),
             log,
             lines: Vec::new(),
+            exits_on_sigterm,
         };
-        bed.wait_for_log("P4Runtime on")?;
+        match ready {
+            Ready::Logged(needle) => bed.wait_for_log(needle)?,
+            Ready::Listening(addrs) => {
+                for addr in addrs {
+                    bed.wait_for_listener(addr)?;
+                }
+            }
+        }
         Ok(bed)
+    }
+
+    /// Waits until a server in the switch namespace accepts connections at `addr`.
+    fn wait_for_listener(&mut self, addr: &str) -> anyhow::Result<()> {
+        let deadline = Instant::now() + TIMEOUT;
+        let addr: std::net::SocketAddr = addr.parse().expect("an address");
+        loop {
+            let ns = &self.topology().switch_ns;
+            let connected = ns.run(move || {
+                std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok()
+            })?;
+            if connected {
+                return Ok(());
+            }
+            if !self.running() || Instant::now() > deadline {
+                while let Ok(line) = self.log.try_recv() {
+                    self.lines.push(line);
+                }
+                bail!(
+                    "the switch never listened on {addr}; it logged:\n{}",
+                    self.lines.join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Waits for a line of the switch's stderr containing `needle`.
@@ -224,7 +328,7 @@ impl SwitchBed {
             }
         }
         bail!(
-            "softswitch never logged '{needle}'; it logged:\n{}",
+            "the switch never logged '{needle}'; it logged:\n{}",
             self.lines.join("\n")
         )
     }
@@ -249,8 +353,10 @@ impl SwitchBed {
     /// Stops the switch (SIGTERM) and gives the topology back.
     pub fn into_topology(mut self) -> anyhow::Result<Topology> {
         let status = self.stop()?;
-        if !status.success() {
-            bail!("softswitch exited with {status}");
+        let died_of_sigterm =
+            std::os::unix::process::ExitStatusExt::signal(&status) == Some(libc::SIGTERM);
+        if !status.success() && (self.exits_on_sigterm || !died_of_sigterm) {
+            bail!("the switch exited with {status}");
         }
         Ok(self.topology.take().expect("the bed has its topology"))
     }
@@ -273,11 +379,22 @@ impl SwitchBed {
             }
             if Instant::now() > deadline {
                 let _ = child.kill();
-                bail!("softswitch did not stop within {TIMEOUT:?} of SIGTERM");
+                bail!("the switch did not stop within {TIMEOUT:?} of SIGTERM");
             }
             std::thread::sleep(Duration::from_millis(10));
         }
     }
+}
+
+/// Sends each line `stream` yields to `tx` until either ends.
+fn forward_lines(stream: impl std::io::Read + Send + 'static, tx: mpsc::Sender<String>) {
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
 }
 
 impl Drop for SwitchBed {
@@ -286,7 +403,7 @@ impl Drop for SwitchBed {
         if std::thread::panicking() && self.child.is_some() {
             // SIGTERM, so the switch prints its frame counts.
             let _ = self.stop();
-            eprintln!("softswitch's log:\n{}", self.lines.join("\n"));
+            eprintln!("the switch's log:\n{}", self.lines.join("\n"));
         }
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();

@@ -1,8 +1,8 @@
-//! The P4 tutorials' two hosts around softswitch, for the P4Runtime client: h1 10.0.1.1
+//! The P4 tutorials' two hosts around a switch, for the P4Runtime client: h1 10.0.1.1
 //! (08:00:00:00:01:11) on port 1 and h2 10.0.2.2 (08:00:00:00:02:22) on port 2, each with a
-//! static gateway, so the tutorials' runtime JSON routes between them unchanged. softswitch
-//! starts without a pipeline and listens on the switch namespace's loopback; `lossless p4` runs
-//! in that namespace. Hosts have no IPv6 and static neighbours: every frame they send is one the
+//! static gateway, so the tutorials' runtime JSON routes between them unchanged. The switch —
+//! softswitch, or BMv2's simple_switch_grpc — starts without a pipeline and listens on the
+//! switch namespace's loopback; `lossless p4` runs in that namespace. Hosts have no IPv6 and static neighbours: every frame they send is one the
 //! test sent.
 
 use std::{
@@ -16,11 +16,11 @@ use lossless::netns::{check, unique_name, Namespace};
 
 use crate::{
     bed::{lossless_bin, TIMEOUT},
-    switch::{Host, SwitchBed, Topology},
+    switch::{Bmv2Build, Host, SwitchBed, Topology},
 };
 
 /// The P4Runtime address inside the switch namespace (each bed has its own loopback).
-pub const SWITCH_ADDR: &str = "127.0.0.1:9559";
+pub const SWITCH_ADDR: &str = crate::switch::P4RUNTIME_ADDR;
 
 /// The hosts' addresses and MACs, on ports 1 and 2.
 const HOSTS: [(Ipv4Addr, &str); 2] = [
@@ -28,12 +28,14 @@ const HOSTS: [(Ipv4Addr, &str); 2] = [
     (Ipv4Addr::new(10, 0, 2, 2), "08:00:00:00:02:22"),
 ];
 
-/// softswitch between the tutorials' h1 and h2.
+/// A switch between the tutorials' h1 and h2.
 pub struct TutorialBed {
     /// The switch and its topology.
     pub bed: SwitchBed,
     /// A directory of this bed's own (generated files), removed on drop.
     pub dir: PathBuf,
+    /// Whether the switch is BMv2's simple_switch_grpc (else softswitch).
+    pub bmv2: bool,
 }
 
 impl TutorialBed {
@@ -44,16 +46,34 @@ impl TutorialBed {
 
     /// [`TutorialBed::new`] with softswitch's `SOFTSWITCH_LOG` set to `filter`.
     pub fn logging(filter: Option<&str>) -> anyhow::Result<Self> {
+        let (topology, dir) = Self::hosts()?;
+        Ok(TutorialBed {
+            bed: SwitchBed::start_logging(topology, None, filter)?,
+            dir,
+            bmv2: false,
+        })
+    }
+
+    /// Builds the hosts and starts BMv2's simple_switch_grpc (`tool`) on ports 1 and 2,
+    /// without a pipeline; `pipeline set --program` compiles programs for it with p4c.
+    pub fn bmv2(tool: &p4toolchain::Tool) -> anyhow::Result<Self> {
+        let (topology, dir) = Self::hosts()?;
+        Ok(TutorialBed {
+            bed: SwitchBed::start_bmv2(topology, tool, Bmv2Build::Grpc, None, &dir)?,
+            dir,
+            bmv2: true,
+        })
+    }
+
+    /// The two hosts, addressed, and a directory of the bed's own.
+    fn hosts() -> anyhow::Result<(Topology, PathBuf)> {
         let topology = Topology::new(2)?;
         for (host, (ip, mac)) in topology.hosts.iter().zip(HOSTS) {
             address(host, ip, mac)?;
         }
         let dir = std::env::temp_dir().join(unique_name("llp4bed"));
         std::fs::create_dir_all(&dir)?;
-        Ok(TutorialBed {
-            bed: SwitchBed::start_logging(topology, None, filter)?,
-            dir,
-        })
+        Ok((topology, dir))
     }
 
     /// h1, on port 1.
@@ -86,7 +106,7 @@ impl TutorialBed {
         let output = self.p4(args);
         assert!(
             output.status.success(),
-            "lossless p4 {} failed: {}\nsoftswitch: {}",
+            "lossless p4 {} failed: {}\nthe switch: {}",
             args.join(" "),
             String::from_utf8_lossy(&output.stderr),
             self.bed.lines.join("\n")
@@ -113,10 +133,15 @@ impl TutorialBed {
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
     }
 
-    /// Pushes `program` and applies the runtime JSON `entries`.
+    /// Pushes `program` (compiled for the bed's switch) and applies the runtime JSON
+    /// `entries`.
     pub fn program(&self, program: &Path, entries: &Path) {
         let program = program.to_str().expect("UTF-8 path");
-        self.p4_ok(&["pipeline", "set", "--program", program]);
+        let mut args = vec!["pipeline", "set", "--program", program];
+        if self.bmv2 {
+            args.extend(["--target", "bmv2"]);
+        }
+        self.p4_ok(&args);
         self.p4_ok(&["entries", "apply", entries.to_str().expect("UTF-8 path")]);
     }
 

@@ -1,8 +1,12 @@
 //! `cargo xtask`: the only build orchestration of the workspace.
 //!
 //! `setup` installs what is missing (idempotent, quick when nothing is), `test` runs setup and
-//! every test, `demo` runs the labs (ECN, incast, PFC, load balancing), `bench` the benchmarks, `codegen` regenerates the
+//! every test, `demo` runs the labs (ECN, incast, PFC, load balancing), `bench` the benchmarks,
+//! `fuzz-diff` a long differential run of softswitch against BMv2, `codegen` regenerates the
 //! kernel definitions.
+//!
+//! p4c and BMv2 come from the bundle `LOSSLESS_P4REF` names, else from PATH (the
+//! `p4toolchain` crate).
 
 mod codegen;
 mod run;
@@ -31,6 +35,17 @@ enum Command {
         #[arg(value_enum)]
         target: BenchTarget,
     },
+    /// Setup, then the differential test of softswitch against BMv2 with many more cases than
+    /// `test` runs.
+    FuzzDiff {
+        /// Random cases per program (each: random table entries, then random and mutated
+        /// packets).
+        #[arg(long, default_value_t = 200)]
+        cases: u32,
+        /// The first case's seed (cases use consecutive seeds); default: from the clock.
+        #[arg(long)]
+        seed: Option<u64>,
+    },
     /// Regenerate kernel UAPI definitions (bindgen) and the P4Runtime descriptors (output committed).
     Codegen,
 }
@@ -45,7 +60,8 @@ enum BenchTarget {
 }
 
 fn main() -> anyhow::Result<()> {
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    match cli.command {
         Command::Setup => setup::setup(),
         Command::Test => {
             setup::setup()?;
@@ -61,6 +77,10 @@ fn main() -> anyhow::Result<()> {
                 BenchTarget::Host => run::bench_host(),
                 BenchTarget::Softswitch => run::bench_softswitch(),
             }
+        }
+        Command::FuzzDiff { cases, seed } => {
+            setup::setup()?;
+            run::fuzz_diff(cases, seed)
         }
         Command::Codegen => codegen::codegen(),
     }

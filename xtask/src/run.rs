@@ -215,3 +215,28 @@ pub fn bench_softswitch() -> anyhow::Result<()> {
     require_root("the softswitch port benchmark")?;
     Cmd::new(build_bench("bench-softswitch", "softswitch", "softswitch")?).run()
 }
+
+/// The differential test of softswitch against BMv2 (`softswitch/tests/differential.rs`) with
+/// `cases` random cases per program from seed `seed` on, instead of the few `test` runs.
+pub fn fuzz_diff(cases: u32, seed: Option<u64>) -> anyhow::Result<()> {
+    let seed = seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    });
+    eprintln!("xtask: fuzz-diff, {cases} cases per program from seed {seed}");
+    cargo()
+        .args([
+            "test",
+            "--locked",
+            "-p",
+            "softswitch",
+            "--test",
+            "differential",
+            "--",
+            "--nocapture",
+        ])
+        .env("LOSSLESS_FUZZ_CASES", cases.to_string())
+        .env("LOSSLESS_FUZZ_SEED", seed.to_string())
+        .run()
+}

@@ -40,6 +40,7 @@ const CARGO_FUZZ_VERSION: &str = "0.13.2";
 /// Installs what is missing. Takes about a second when nothing is.
 pub fn setup() -> anyhow::Result<()> {
     apt_packages()?;
+    p4ref_packages()?;
     nightly_rust_src()?;
     bpf_linker()?;
     cargo_fuzz()?;
@@ -48,7 +49,23 @@ pub fn setup() -> anyhow::Result<()> {
 }
 
 fn apt_packages() -> anyhow::Result<()> {
-    let missing: Vec<&str> = APT_PACKAGES
+    install_debs(APT_PACKAGES)
+}
+
+/// The run-time packages of the p4c/BMv2 bundle named by `LOSSLESS_P4REF` (its
+/// `RUNTIME-DEPS.txt`), when one is named; p4c and BMv2 installed on PATH bring their own.
+fn p4ref_packages() -> anyhow::Result<()> {
+    let Some(bundle) = p4toolchain::bundle_dir() else {
+        return Ok(());
+    };
+    let packages = p4toolchain::runtime_packages(&bundle)?;
+    let packages: Vec<&str> = packages.iter().map(String::as_str).collect();
+    install_debs(&packages)
+}
+
+/// Installs those of `packages` that are not installed.
+fn install_debs(packages: &[&str]) -> anyhow::Result<()> {
+    let missing: Vec<&str> = packages
         .iter()
         .copied()
         .filter(|p| !deb_installed(p))

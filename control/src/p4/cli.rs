@@ -79,13 +79,17 @@ pub enum P4Command {
 #[derive(Debug, Subcommand)]
 pub enum PipelineCommand {
     /// Push a pipeline (VERIFY_AND_COMMIT). softswitch: --program P.p4 (the device config is
-    /// the P4 source). BMv2: --p4info FILE --device-config BMV2.json.
+    /// the P4 source). BMv2's simple_switch_grpc: --program P.p4 --target bmv2 (compiled by
+    /// p4c-bm2-ss), or p4c's outputs: --p4info FILE --device-config BMV2.json.
     Set {
-        /// The P4 program: softswitch's device config.
+        /// The P4 program.
         #[arg(long, required_unless_present = "device_config")]
         program: Option<PathBuf>,
+        /// The switch the program is for, which says what the device config is.
+        #[arg(long = "target", value_enum, default_value_t = SwitchKind::Softswitch)]
+        kind: SwitchKind,
         /// P4Info (text, .json or .bin as p4c writes them). Default with --program: what
-        /// `softswitch p4info` says of the program.
+        /// `softswitch p4info` says of the program, or p4c's with --target bmv2.
         #[arg(long, required_unless_present = "program")]
         p4info: Option<PathBuf>,
         /// A device config to send as is (BMv2: p4c's JSON output), instead of the program.
@@ -95,6 +99,16 @@ pub enum PipelineCommand {
     /// Show the device's pipeline: its tables, actions, counters and registers (with --json,
     /// its P4Info in protobuf's JSON mapping, which --p4info takes back).
     Get,
+}
+
+/// Which switch `pipeline set --program` makes the device config for.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum SwitchKind {
+    /// softswitch: the device config is the P4 source, the P4Info `softswitch p4info`'s.
+    Softswitch,
+    /// BMv2's simple_switch_grpc: the program compiled by p4c-bm2-ss (found from
+    /// LOSSLESS_P4REF, else PATH); the device config is its BMv2 JSON, the P4Info p4c's.
+    Bmv2,
 }
 
 /// `entries` subcommands.
@@ -194,9 +208,13 @@ pub async fn run(args: P4Args) -> anyhow::Result<()> {
     match args.command {
         P4Command::Pipeline(PipelineCommand::Set {
             program,
+            kind,
             p4info,
             device_config,
-        }) => pipeline_set(target, program, p4info, device_config, json).await,
+        }) => {
+            let pipeline = Pipeline::read(program, kind, p4info, device_config)?;
+            pipeline_set(target, pipeline, json).await
+        }
         P4Command::Pipeline(PipelineCommand::Get) => {
             let mut client = Client::connect(target).await?;
             let p4info = client.p4info().await?;
@@ -252,47 +270,89 @@ pub async fn run(args: P4Args) -> anyhow::Result<()> {
     }
 }
 
-async fn pipeline_set(
-    target: Target,
-    program: Option<PathBuf>,
-    p4info_file: Option<PathBuf>,
-    device_config: Option<PathBuf>,
-    json: bool,
-) -> anyhow::Result<()> {
-    let config_path = device_config
-        .or(program.clone())
-        .expect("clap requires --program or --device-config");
-    // softswitch's device config is the source, which must be self-contained: the program's
-    // own #include files go inlined.
-    let config = match &program {
-        Some(program) => bundle_with_softswitch(program)?,
-        None => std::fs::read(&config_path)
-            .with_context(|| format!("reading {}", config_path.display()))?,
-    };
-    let p4info = match (&p4info_file, &program) {
-        (Some(file), _) => p4info::read_file(file)?,
-        (None, Some(program)) => p4info_from_softswitch(program)?,
-        (None, None) => unreachable!("clap requires --p4info without --program"),
-    };
-    let summary = p4info::describe(&p4info);
+/// A pipeline to push: its device config, read from `path`, and its P4Info.
+struct Pipeline {
+    path: PathBuf,
+    config: Vec<u8>,
+    p4info: P4Info,
+}
+
+impl Pipeline {
+    /// The pipeline the options of `pipeline set` name.
+    fn read(
+        program: Option<PathBuf>,
+        kind: SwitchKind,
+        p4info_file: Option<PathBuf>,
+        device_config: Option<PathBuf>,
+    ) -> anyhow::Result<Pipeline> {
+        let given_p4info = p4info_file.as_deref().map(p4info::read_file).transpose()?;
+        let (path, config, p4info) = match (program, kind) {
+            (Some(program), SwitchKind::Softswitch) => {
+                let p4info = match given_p4info {
+                    Some(p4info) => p4info,
+                    None => p4info_from_softswitch(&program)?,
+                };
+                // softswitch's device config is the source, which must be self-contained:
+                // the program's own #include files go inlined.
+                let config = bundle_with_softswitch(&program)?;
+                (program, config, p4info)
+            }
+            (Some(program), SwitchKind::Bmv2) => {
+                let (json, p4c_p4info) = compile_for_bmv2(&program)?;
+                (program, json, given_p4info.unwrap_or(p4c_p4info))
+            }
+            (None, _) => {
+                let path = device_config.expect("clap requires --program or --device-config");
+                let config =
+                    std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+                let p4info = given_p4info.expect("clap requires --p4info without --program");
+                (path, config, p4info)
+            }
+        };
+        Ok(Pipeline {
+            path,
+            config,
+            p4info,
+        })
+    }
+}
+
+async fn pipeline_set(target: Target, pipeline: Pipeline, json: bool) -> anyhow::Result<()> {
+    let summary = p4info::describe(&pipeline.p4info);
     let mut client = Client::connect(target.clone()).await?;
-    client.set_pipeline(p4info, config).await?;
+    client
+        .set_pipeline(pipeline.p4info, pipeline.config)
+        .await?;
     let what = summary.lines().next().unwrap_or_default();
     if json {
         println!(
             "{}",
             json!({"switch": target.address, "device_id": target.device_id,
-                   "device_config": config_path, "pipeline": what})
+                   "device_config": pipeline.path, "pipeline": what})
         );
     } else {
         println!(
             "device {} on {}: pipeline set from {} ({what})",
             target.device_id,
             target.address,
-            config_path.display()
+            pipeline.path.display()
         );
     }
     Ok(())
+}
+
+/// `program` compiled by p4c-bm2-ss: its BMv2 JSON and p4c's P4Info (p4c's warnings are
+/// printed).
+fn compile_for_bmv2(program: &Path) -> anyhow::Result<(Vec<u8>, P4Info)> {
+    let toolchain = p4toolchain::Toolchain::find()?;
+    toolchain.compile_scratch(program, |compiled| {
+        for warning in &compiled.warnings {
+            eprintln!("p4c-bm2-ss: {warning}");
+        }
+        let json = std::fs::read(&compiled.json)
+            .with_context(|| format!("reading {}", compiled.json.display()))?;
+        Ok((json, p4info::read_file(&compiled.p4info_binary)?))
+    })
 }
 
 /// The P4Info of `program` as `softswitch p4info` gives it.

@@ -11,16 +11,18 @@ setup(lines)
 lines.append(f"add {EGRESS}.ecn_profile standard_metadata.egress_port:2 "
              f"standard_metadata.priority:{PRIORITY_DATA} "
              f"{EGRESS}.red(kmin_packets:{KMIN}, kmax_packets:{KMAX}, pmax_q16:65536)")
-lines.append("# Port 2 sends 1000 packets/s, so a burst queues: the first packet leaves at once,")
-lines.append("# the second waits alone, and the n-th finds n - 2 ahead of it.")
-lines.append("set_queue_rate 1000 2")
+lines.append("# Port 2 sends 20 packets/s. A first packet leaves (the wait lets it go); a burst right")
+lines.append("# after it queues behind its departure, so the n-th packet of the burst finds n - 1")
+lines.append("# ahead of it. On BMv2 the burst arrives well within the 50 ms a packet takes.")
+lines.append("set_queue_rate 20 2")
 
-burst = [roce(1, 2, psn=i, ecn=2 if i % 2 == 0 else 1) for i in range(7)]
-for p in burst:
-    lines.append(packet(1, p))
+
+
+burst = [roce(1, 2, psn=i, ecn=2 if i % 2 == 0 else 1) for i in range(6)]
+primed_burst(lines, 2, burst)
 marked = 0
 for i, p in enumerate(burst):
-    ahead = max(i - 1, 0)
+    ahead = i
     mark = ahead > KMIN
     marked += mark
     lines.append(f"# enq_qdepth {ahead}: {'CE' if mark else 'not marked'}")
@@ -40,13 +42,12 @@ lines.append(f"# 0); from Kmax on every packet is, the packet that finds exactly
 lines.append(f"add {EGRESS}.ecn_profile standard_metadata.egress_port:3 "
              f"standard_metadata.priority:{PRIORITY_DATA} "
              f"{EGRESS}.red(kmin_packets:{KMIN3}, kmax_packets:{KMAX3}, pmax_q16:0)")
-lines.append("set_queue_rate 1000 3")
-burst = [roce(1, 3, psn=60 + i) for i in range(7)]
-for p in burst:
-    lines.append(packet(1, p))
+lines.append("set_queue_rate 20 3")
+burst = [roce(1, 3, psn=60 + i) for i in range(6)]
+primed_burst(lines, 3, burst)
 marked3 = 0
 for i, p in enumerate(burst):
-    ahead = max(i - 1, 0)
+    ahead = i
     mark = ahead >= KMAX3
     marked3 += mark
     lines.append(f"# enq_qdepth {ahead}: {'CE' if mark else 'not marked'}")

@@ -28,14 +28,17 @@ b = (Ether(src=host_mac(1), dst=switch_mac(1))
 lines.append(packet(1, b))
 lines.append(expect(3, forwarded(b, 3)))
 
-lines.append("# Port 4 sends 100 packets/s: three priority-0 packets queue, then a priority-3 one")
-lines.append("# (DSCP 26) overtakes all but the first, which left at once.")
-lines.append("set_queue_rate 100 4")
-low = [roce(1, 4, dscp=0, psn=i, ecn=0) for i in range(3)]
+lines.append("# Port 4 sends 20 packets/s. A priority-0 packet leaves first (the wait lets it go),")
+lines.append("# so three more must wait their turn: a priority-3 one (DSCP 26) sent after them")
+lines.append("# overtakes them all. On BMv2 the burst arrives well within the 50 ms a packet takes.")
+lines.append("set_queue_rate 20 4")
+low = [roce(1, 4, dscp=0, psn=i, ecn=0) for i in range(4)]
 high = roce(1, 4, psn=9, ecn=0)
-for p in low + [high]:
+lines.append(packet(1, low[0]))
+lines.append("wait")
+for p in low[1:] + [high]:
     lines.append(packet(1, p))
-for p in [low[0], high, low[1], low[2]]:
+for p in [low[0], high, low[1], low[2], low[3]]:
     lines.append(expect(4, forwarded(p, 4)))
 
 lines.append("wait")

@@ -140,6 +140,19 @@ def unchanged_burst(lines, in_port, out_port, pkts):
     lines.append("wait")
 
 
+def primed_burst(lines, out_port, burst, qp=0x12, sport=49152):
+    """A not-ECT packet alone (of flow qp/sport), a wait that lets it leave, then `burst`
+    from port 1: on a rate-limited queue the burst queues behind the first packet's departure,
+    so its n-th packet (from 0) finds n ahead of it, on softswitch's clock and on BMv2's alike
+    while the burst arrives within one packet time."""
+    first = roce(1, out_port, psn=99, ecn=0, qp=qp, sport=sport)
+    lines.append(packet(1, first))
+    lines.append(expect(out_port, forwarded(first, out_port)))
+    lines.append("wait")
+    for p in burst:
+        lines.append(packet(1, p))
+
+
 def crc16_arc(data):
     crc = 0
     for b in data:

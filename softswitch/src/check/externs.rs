@@ -294,13 +294,25 @@ impl Checker<'_> {
             }
             return Ok(out);
         }
+        // A field of a header counts only while the header is valid.
+        let header = match &e.kind {
+            ExprKind::Member(object, _) if is_path(object) => match self.expr(object)? {
+                Val::Agg { base, ty } if self.types.is_header(&ty) => Some(base),
+                _ => None,
+            },
+            _ => None,
+        };
+        let guarded = |fields: FieldList| match header {
+            Some(valid) => vec![FieldItem::Header { valid, fields }],
+            None => fields,
+        };
         match self.expr(e)? {
             Val::Int(_) => fail(
                 e.span,
                 "fields of a list must have a width: write 8w1, not 1",
             ),
             Val::Scalar { expr, ty, .. } => match self.types.scalar_width(&ty) {
-                Some(w) => Ok(vec![FieldItem::Bits(expr, w)]),
+                Some(w) => Ok(guarded(vec![FieldItem::Bits(expr, w)])),
                 None => fail(e.span, "this value cannot be part of a field list"),
             },
             Val::Agg { base, ty } => {
@@ -318,8 +330,17 @@ impl Checker<'_> {
         let mut out = Vec::new();
         match ty {
             Type::Aggregate(a) => {
+                let mut fields = Vec::new();
                 for (_, off, fty) in self.types.aggregates[*a].fields_at() {
-                    out.extend(self.flatten(base + off, fty));
+                    fields.extend(self.flatten(base + off, fty));
+                }
+                if self.types.is_header(ty) {
+                    out.push(FieldItem::Header {
+                        valid: base,
+                        fields,
+                    });
+                } else {
+                    out.extend(fields);
                 }
             }
             Type::Stack(a, n) => {
@@ -505,12 +526,11 @@ impl Checker<'_> {
                     return fail(span, "log_msg needs a string literal first");
                 };
                 let args = match a.get(1) {
-                    Some(data) => self
-                        .field_list(data)?
+                    Some(data) => crate::ir::flat_fields(&self.field_list(data)?)
                         .into_iter()
                         .filter_map(|f| match f {
-                            FieldItem::Bits(e, _) => Some(e),
-                            FieldItem::VarBit { .. } => None,
+                            FieldItem::Bits(e, _) => Some(e.clone()),
+                            _ => None,
                         })
                         .collect(),
                     None => Vec::new(),
@@ -745,5 +765,15 @@ impl Checker<'_> {
             }
             _ => Vec::new(),
         }
+    }
+}
+
+/// Whether `e` names a place (`hdr`, `hdr.h`, `hdr.s[0]`): lowering it again has no effect.
+fn is_path(e: &ast::Expr) -> bool {
+    match &e.kind {
+        ExprKind::Name(_) => true,
+        ExprKind::Member(object, _) => is_path(object),
+        ExprKind::Index(object, index) => is_path(object) && matches!(index.kind, ExprKind::Int(_)),
+        _ => false,
     }
 }

@@ -100,6 +100,9 @@ struct Checker<'a> {
     instances: Vec<ir::Instance>,
     /// The enclosing control's name, to qualify table, action and instance names.
     prefix: String,
+    /// Parser and control types `main` instantiated with constructor arguments so far, with
+    /// how many times (see [`Checker::specialized_name`]).
+    specialized: HashMap<String, usize>,
     /// The return slot of the function being lowered.
     ret: Option<(Type, Slot)>,
     /// Whether a parser is being lowered (`packet_in` methods allowed).
@@ -772,6 +775,9 @@ impl<'a> Checker<'a> {
     ) -> Result<ir::Control> {
         let constants = self.ctor_constants(&c.name, &c.ctor_params, ctor_args)?;
         self.block_scope(&c.name, &c.params, args)?;
+        if !ctor_args.is_empty() {
+            self.prefix = self.specialized_name(&c.name.name);
+        }
         self.declare_all(constants)?;
         self.blocks.push(c.name.name.clone());
         // Locals are zeroed where they are declared (see `var_decl`).
@@ -789,6 +795,15 @@ impl<'a> Checker<'a> {
             name: c.name.name.clone(),
             body,
         })
+    }
+
+    /// The name p4c gives a parser or control that `main` instantiates with constructor
+    /// arguments: its specialization `NAME_0` (`NAME_1` for the next of that type), which
+    /// qualifies its tables, actions and externs in P4Info (`MyIngress_0.t`).
+    fn specialized_name(&mut self, name: &str) -> String {
+        let count = self.specialized.entry(name.to_owned()).or_default();
+        *count += 1;
+        format!("{name}_{}", *count - 1)
     }
 
     /// Opens the scope of a parser or control, binding its parameters to architecture slots.

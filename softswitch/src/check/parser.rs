@@ -18,6 +18,9 @@ impl<'a> Checker<'a> {
     ) -> Result<ir::ParserIr> {
         let constants = self.ctor_constants(&p.name, &p.ctor_params, ctor_args)?;
         self.block_scope(&p.name, &p.params, args)?;
+        if !ctor_args.is_empty() {
+            self.prefix = self.specialized_name(&p.name.name);
+        }
         self.declare_all(constants)?;
         let lowered = self.parser_body(p);
         self.scopes.pop();

@@ -547,17 +547,23 @@ fn meter_spec(bytes: bool) -> p4i::MeterSpec {
     }
 }
 
-/// Which actions appear in P4Info: those in some table's action list and those a control,
-/// action or function calls.
+/// Which actions appear in P4Info: those in some table's action list and those a control
+/// calls, directly or from a function it calls. An action called only from other actions is
+/// not listed: p4c's front end inlines it into them.
 fn used_actions(p: &Program) -> Vec<bool> {
     let mut invoked = vec![false; p.bodies.len()];
+    let mut is_action = vec![false; p.bodies.len()];
+    for a in &p.actions {
+        is_action[a.body] = true;
+    }
     let mut stack: Vec<&ir::Stmt> = p.controls.iter().flat_map(|c| c.body.iter()).collect();
     let mut seen = vec![false; p.bodies.len()];
     while let Some(s) = stack.pop() {
         match s {
             ir::Stmt::Invoke(inv) => {
                 invoked[inv.body] = true;
-                if !seen[inv.body] {
+                // A function's body is the caller's (inlined); an action's calls are its own.
+                if !seen[inv.body] && !is_action[inv.body] {
                     seen[inv.body] = true;
                     stack.extend(p.bodies[inv.body].stmts.iter());
                 }

@@ -1,7 +1,8 @@
 /* Controls applied from controls: two instances of one control keep their own tables and
- * registers (named MyIngress.first.* and MyIngress.second.*), take arguments by copy-in/copy-out,
- * and an exit inside one ends the whole ingress. Constructor parameters configure each instance
- * (and the ingress itself, from main). */
+ * registers, take arguments by copy-in/copy-out, and an exit inside one ends the whole ingress.
+ * Constructor parameters configure each instance (and the ingress itself, from main). Names
+ * are p4c's: main's MyIngress(8w0xaa) is its specialization MyIngress_0, so the instances'
+ * tables and registers are MyIngress_0.first.* and MyIngress_0.second.*. */
 #include <core.p4>
 #include <v1model.p4>
 
