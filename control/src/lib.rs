@@ -2,6 +2,7 @@
 
 pub mod host;
 pub mod lab;
+pub mod netlink;
 pub mod netns;
 pub mod p4;
 pub mod terminal;
