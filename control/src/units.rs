@@ -92,6 +92,39 @@ impl DurationLimits {
             max,
         }
     }
+
+    /// `duration` if it is within the limits, else an error that names it as `shown` (the
+    /// text it was parsed from, or the duration in the limits' unit).
+    pub fn check(
+        &self,
+        duration: Duration,
+        shown: &dyn std::fmt::Display,
+    ) -> anyhow::Result<Duration> {
+        if duration < self.min {
+            bail!(
+                "'{shown}' is too short: durations here are {}",
+                self.range()
+            );
+        }
+        if duration > self.max {
+            bail!("'{shown}' is too long: durations here are {}", self.range());
+        }
+        Ok(duration)
+    }
+
+    /// `duration` in the limits' unit, for messages.
+    pub fn show(&self, duration: Duration) -> String {
+        show(duration, self.unit)
+    }
+
+    /// The accepted range, for messages.
+    fn range(&self) -> String {
+        format!(
+            "{} to {}",
+            show(self.min, self.unit),
+            show(self.max, self.unit)
+        )
+    }
 }
 
 /// Refresh intervals of watch loops (`host stats --watch`, `p4 watch --interval`): 0.1 s to
@@ -138,21 +171,20 @@ pub fn parse_duration(text: &str, limits: &DurationLimits) -> anyhow::Result<Dur
         ("m", _) => 60.0,
         _ => 3600.0, // "h"
     };
-    let range = || {
-        format!(
-            "{} to {}",
-            show(limits.min, limits.unit),
-            show(limits.max, limits.unit)
+    if value.is_sign_negative() {
+        bail!(
+            "'{text}' is too short: durations here are {}",
+            limits.range()
+        );
+    }
+    // Finite and not negative: only a value past any limit overflows a Duration.
+    let duration = Duration::try_from_secs_f64(value * seconds_per_unit).map_err(|_| {
+        anyhow!(
+            "'{text}' is too long: durations here are {}",
+            limits.range()
         )
-    };
-    let seconds = value * seconds_per_unit;
-    if value.is_sign_negative() || seconds < limits.min.as_secs_f64() {
-        bail!("'{text}' is too short: durations here are {}", range());
-    }
-    if seconds > limits.max.as_secs_f64() {
-        bail!("'{text}' is too long: durations here are {}", range());
-    }
-    Ok(Duration::from_secs_f64(seconds))
+    })?;
+    limits.check(duration, &text)
 }
 
 /// Parses a run length, timeout or report interval within [`RUN_TIME`], for clap.

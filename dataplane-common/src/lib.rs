@@ -1,9 +1,10 @@
 //! Types and arithmetic shared by the lossless eBPF programs and user space.
 //!
 //! Everything here is `#![no_std]` and `#[repr(C)]`: the eBPF programs keep these records in
-//! maps, and the control plane reads and writes the same records through aya. The data-path
-//! arithmetic (the phantom queue and the RED profile) lives here too, so the very functions the
-//! kernel runs are unit-tested on the host.
+//! maps, and the control plane reads and writes the same records through aya. The maps
+//! themselves (`maps`) and the programs' names (`programs`) are declared here once, for both
+//! sides. The data-path arithmetic (the phantom queue and the RED profile) lives here too, so
+//! the very functions the kernel runs are unit-tested on the host.
 #![no_std]
 
 pub mod cnp;
@@ -13,6 +14,7 @@ pub mod lb;
 pub mod maps;
 pub mod pfc;
 pub mod phantom_queue;
+pub mod programs;
 pub mod red;
 pub mod uapi;
 

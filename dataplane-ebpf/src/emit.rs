@@ -25,6 +25,7 @@ pub fn lossless_ingress(ctx: TcContext) -> i32 {
     }
     TC_ACT_UNSPEC
 }
+dataplane_common::entry_point_is!(lossless_ingress, dataplane_common::programs::INGRESS);
 
 /// TC egress, first: a marked clone becomes a CNP or a PFC frame; any other frame passes.
 #[classifier]
@@ -45,6 +46,7 @@ pub fn lossless_emit(ctx: TcContext) -> i32 {
         Err(()) => TC_ACT_SHOT,
     }
 }
+dataplane_common::entry_point_is!(lossless_emit, dataplane_common::programs::EMIT);
 
 /// Clones the packet to the egress of its own device carrying `mark`; the original keeps
 /// its mark. Returns whether the clone was made.

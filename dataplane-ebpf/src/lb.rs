@@ -63,6 +63,7 @@ pub fn lossless_lb(ctx: XdpContext) -> u32 {
         }
     }
 }
+dataplane_common::entry_point_is!(lossless_lb, dataplane_common::programs::LB);
 
 /// The IP header fields the balancer reads and writes.
 struct Route {

@@ -37,3 +37,4 @@ pub fn lossless_tc(ctx: TcContext) -> i32 {
     pfc::count_violation(priority);
     TC_ACT_UNSPEC
 }
+dataplane_common::entry_point_is!(lossless_tc, dataplane_common::programs::TC);

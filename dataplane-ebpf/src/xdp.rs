@@ -24,6 +24,7 @@ pub fn lossless_xdp(ctx: XdpContext) -> u32 {
     });
     xdp_action::XDP_PASS
 }
+dataplane_common::entry_point_is!(lossless_xdp, dataplane_common::programs::XDP);
 
 /// Sets CE in the IP header of `parsed`, fixing the IPv4 header checksum incrementally
 /// (RFC 1624). XDP has no `bpf_skb_ecn_set_ce`.

@@ -6,6 +6,7 @@
 
 use std::time::Instant;
 
+use dataplane_common::programs;
 use lossless::host::{
     attach::{Stage, PAUSE_ENV},
     pins::PinDir,
@@ -208,7 +209,10 @@ fn attach_over_an_xdp_program_names_it() {
     std::fs::rename(&hidden, dir.path()).unwrap();
     let message = format!("{refused:#}");
     for needle in [
-        format!("already has an XDP program: id {program} lossless_xdp (skb mode)"),
+        format!(
+            "already has an XDP program: id {program} {} (skb mode)",
+            programs::XDP
+        ),
         format!("held by bpf_link {link_id}"),
         "remove it first".to_owned(),
     ] {

@@ -327,7 +327,15 @@ fn incast(name: &str, switch: &str) {
     let dir = scratch(name);
     let out = net(
         name,
-        &["experiment", "incast", "--switch", switch, "--secs", "2", "--out"],
+        &[
+            "experiment",
+            "incast",
+            "--switch",
+            switch,
+            "--secs",
+            "2",
+            "--out",
+        ],
     )
     .arg(&dir)
     .output()
@@ -351,13 +359,25 @@ fn incast(name: &str, switch: &str) {
     assert_eq!(n(&summary["switch_drops"]), 0, "{stdout}");
     let switches = summary["switches"].as_array().unwrap();
     let leaf2 = switches.iter().find(|s| s["name"] == "leaf2").unwrap();
-    assert!(n(&leaf2["pause_tx"]) > 0 && n(&leaf2["ecn_marked"]) > 0, "{stdout}");
+    assert!(
+        n(&leaf2["pause_tx"]) > 0 && n(&leaf2["ecn_marked"]) > 0,
+        "{stdout}"
+    );
     let pfc_rx: u64 = switches.iter().map(|s| n(&s["pfc_rx"])).sum();
-    let paused_ms: f64 = senders.iter().map(|s| s["paused_ms"].as_f64().unwrap()).sum();
-    assert!(pfc_rx > 0 || paused_ms > 0.0, "PAUSEs sent, none received: {stdout}");
+    let paused_ms: f64 = senders
+        .iter()
+        .map(|s| s["paused_ms"].as_f64().unwrap())
+        .sum();
+    assert!(
+        pfc_rx > 0 || paused_ms > 0.0,
+        "PAUSEs sent, none received: {stdout}"
+    );
     assert!(n(&summary["cnp_received"]) > 0, "{stdout}");
     let svg = std::fs::read_to_string(dir.join("incast.svg")).unwrap();
-    assert!(svg.starts_with("<svg") && svg.contains("PAUSE"), "{svg:.200}");
+    assert!(
+        svg.starts_with("<svg") && svg.contains("PAUSE"),
+        "{svg:.200}"
+    );
     assert!(std::fs::read_to_string(dir.join("table.txt"))
         .unwrap()
         .contains("lost in the lossless class"));

@@ -7,10 +7,10 @@ use aya::{
     programs::{links::FdLink, tc::TcAttachOptions, SchedClassifier, Xdp, XdpMode},
     Ebpf,
 };
-use dataplane_common::{config::AttachInfo, maps};
+use dataplane_common::{config::AttachInfo, maps, programs};
 
 use super::{
-    attachment::{Attachment, TcProgram, LB_PROGRAM, XDP_PROGRAM},
+    attachment::{Attachment, TcProgram},
     config::HostConfig,
     interface_programs,
     lifecycle::{self, Recovered},
@@ -147,11 +147,12 @@ fn test_pause(stage: Stage) {
 
 fn attach_into(request: &AttachRequest, dir: &PinDir, ifindex: u32) -> anyhow::Result<AttachInfo> {
     let mut ebpf = Ebpf::load(OBJECT).context("loading the eBPF object")?;
-    for name in maps::PINNED {
+    for spec in maps::ALL {
+        let name = spec.name;
         let map = ebpf
             .map(name)
             .with_context(|| format!("the eBPF object has no map {name}"))?;
-        map.pin(dir.map(name))
+        map.pin(dir.map(spec))
             .with_context(|| format!("pinning map {name}"))?;
     }
     let pinned = PinnedMaps::at(dir.clone());
@@ -247,7 +248,7 @@ fn explain_xdp_conflict(error: anyhow::Error, interface: &str, ifindex: u32) -> 
             if mode == "skb" { "xdpgeneric" } else { "xdp" }
         ),
     };
-    let hint = if [XDP_PROGRAM, LB_PROGRAM].contains(&program.name.as_str()) {
+    let hint = if [programs::XDP, programs::LB].contains(&program.name.as_str()) {
         "; it is lossless's own program: `lossless host status` shows which pins hold it"
     } else {
         "; or attach lossless without an XDP hook (--hooks tc, cnp, pfc)"
@@ -304,4 +305,69 @@ pub fn ifindex(interface: &str) -> anyhow::Result<u32> {
         bail!("no interface named {interface} in this network namespace");
     }
     Ok(index)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use aya::maps::MapType;
+    use aya_obj::EbpfSectionKind;
+    use dataplane_common::maps::MapKind;
+
+    use super::*;
+
+    /// The kernel's map type of each kind.
+    fn map_type(kind: MapKind) -> MapType {
+        match kind {
+            MapKind::Array => MapType::Array,
+            MapKind::PerCpuArray => MapType::PerCpuArray,
+            MapKind::HashMap => MapType::Hash,
+            MapKind::LruHashMap => MapType::LruHash,
+            MapKind::LpmTrie => MapType::LpmTrie,
+            MapKind::DevMapHash => MapType::DevMapHash,
+        }
+    }
+
+    /// aya-log's ring, declared by aya-log-ebpf, not by us.
+    const LOG_RING: &str = "AYA_LOGS";
+
+    #[test]
+    fn the_object_holds_the_declared_maps_and_programs() {
+        let object = aya_obj::Object::parse(OBJECT).expect("parsing the embedded eBPF object");
+        for spec in maps::ALL {
+            let map = object
+                .maps
+                .get(spec.name)
+                .unwrap_or_else(|| panic!("the object has no map {}", spec.name));
+            assert_eq!(
+                (
+                    map.map_type(),
+                    map.key_size(),
+                    map.value_size(),
+                    map.max_entries()
+                ),
+                (
+                    map_type(spec.kind) as u32,
+                    spec.key_size,
+                    spec.value_size,
+                    spec.max_entries
+                ),
+                "{}: type, key size, value size, entries",
+                spec.name
+            );
+        }
+        let declared: BTreeSet<&str> = maps::ALL.iter().map(|m| m.name).collect();
+        let in_object: BTreeSet<&str> = object
+            .maps
+            .iter()
+            .filter(|(name, map)| {
+                map.section_kind() == EbpfSectionKind::Maps && name.as_str() != LOG_RING
+            })
+            .map(|(name, _)| name.as_str())
+            .collect();
+        assert_eq!(in_object, declared, "maps the object declares");
+        let programs: BTreeSet<&str> = object.programs.keys().map(String::as_str).collect();
+        assert_eq!(programs, programs::ALL.into_iter().collect(), "programs");
+    }
 }

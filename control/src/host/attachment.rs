@@ -1,6 +1,7 @@
 //! What `lossless host attach --hooks` can attach, and the programs and link pins of each.
 
 use aya::programs::{tc::TcAttachType, LinkOrder};
+use dataplane_common::programs;
 
 /// One `--hooks` choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
@@ -21,7 +22,7 @@ pub enum Attachment {
 
 /// A program to attach at TC, where, in which order, pinned under which name.
 pub struct TcProgram {
-    /// Program name in the eBPF object.
+    /// Program name in the eBPF object (`dataplane_common::programs`).
     pub program: &'static str,
     /// Ingress or egress.
     pub attach_type: TcAttachType,
@@ -42,17 +43,13 @@ impl TcProgram {
     }
 }
 
-/// The XDP program of `xdp` and its link pin.
-pub const XDP_PROGRAM: &str = "lossless_xdp";
 /// Pin name of the XDP link of `xdp`.
 pub const XDP_PIN: &str = "link_xdp";
-/// The XDP program of `lb`.
-pub const LB_PROGRAM: &str = "lossless_lb";
 /// Pin name of the XDP link of `lb`.
 pub const LB_PIN: &str = "link_lb";
 
 const TC_PROGRAMS: [TcProgram; 1] = [TcProgram {
-    program: "lossless_tc",
+    program: programs::TC,
     attach_type: TcAttachType::Egress,
     first: false,
     pin: "link_tc",
@@ -60,14 +57,14 @@ const TC_PROGRAMS: [TcProgram; 1] = [TcProgram {
 
 const EMIT_PROGRAMS: [TcProgram; 2] = [
     TcProgram {
-        program: "lossless_ingress",
+        program: programs::INGRESS,
         attach_type: TcAttachType::Ingress,
         first: false,
         pin: "link_ingress",
     },
     // First on egress, so a clone is a CNP or PFC frame before any other program sees it.
     TcProgram {
-        program: "lossless_emit",
+        program: programs::EMIT,
         attach_type: TcAttachType::Egress,
         first: true,
         pin: "link_emit",
@@ -103,8 +100,8 @@ impl Attachment {
     /// Its XDP program and link pin, if it has one.
     pub fn xdp_program(self) -> Option<(&'static str, &'static str)> {
         match self {
-            Attachment::Xdp => Some((XDP_PROGRAM, XDP_PIN)),
-            Attachment::Lb => Some((LB_PROGRAM, LB_PIN)),
+            Attachment::Xdp => Some((programs::XDP, XDP_PIN)),
+            Attachment::Lb => Some((programs::LB, LB_PIN)),
             _ => None,
         }
     }

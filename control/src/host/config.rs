@@ -16,8 +16,8 @@ use dataplane_common::{
 };
 use serde::Serialize;
 
-use super::lb::config::{LbConfig, LbView};
-use crate::units::{parse_duration, parse_rate_bps, DurationLimits, ONE_DAY};
+use super::lb::config::{LbConfig, LbSetting, LbView};
+use crate::units::{self, parse_duration, parse_rate_bps, DurationLimits, ONE_DAY};
 
 /// Largest drain rate the phantom queue arithmetic supports: 2^39 bytes/s (about 4.4 Tb/s).
 const MAX_RATE_BPS: u64 = (1 << 39) * 8;
@@ -60,28 +60,54 @@ impl Default for HostConfig {
     }
 }
 
-/// What a key names.
-enum Key {
-    EcnEnabled(usize),
-    EcnKmin(usize),
-    EcnKmax(usize),
-    EcnPmax(usize),
-    EcnRate(usize),
-    PfcEnabled(usize),
-    PfcXoff(usize),
-    PfcXon(usize),
-    PfcQuanta(usize),
-    PfcDrain(usize),
-    DscpPriority(usize),
-    RoceOnly,
-    LinkSpeed,
-    WatchdogMs,
-    WatchdogIgnore,
-    CnpEnabled,
-    CnpIntervalUs,
-    CnpDscp,
-    LogMarks,
-    LogErrors,
+/// One setting of the host data plane, typed: what a `set` key with its value becomes
+/// ([`Setting::parse`], the one parser of user text, for `set` and config files alike), and
+/// what code that configures a host (the labs) builds directly. [`HostConfig::set`] checks the
+/// value and applies it. Priorities are 0..7, DSCP values 0..63.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Setting {
+    /// `ecn.prioN.enabled`.
+    EcnEnabled(usize, bool),
+    /// `ecn.prioN.kmin_bytes`.
+    EcnKminBytes(usize, u32),
+    /// `ecn.prioN.kmax_bytes`.
+    EcnKmaxBytes(usize, u32),
+    /// `ecn.prioN.pmax`, in (0, 1].
+    EcnPmax(usize, f64),
+    /// `ecn.prioN.rate_bps`: the phantom queue's drain rate.
+    EcnRateBps(usize, u64),
+    /// `pfc.prioN.enabled`.
+    PfcEnabled(usize, bool),
+    /// `pfc.prioN.xoff_bytes`.
+    PfcXoffBytes(usize, u32),
+    /// `pfc.prioN.xon_bytes`.
+    PfcXonBytes(usize, u32),
+    /// `pfc.prioN.quanta`: the pause time asked for, 1..65535.
+    PfcQuanta(usize, u32),
+    /// `pfc.prioN.drain_bps`: the ingress buffer's drain rate.
+    PfcDrainBps(usize, u64),
+    /// `dscp.D.prio`: the priority of DSCP D.
+    DscpPriority(usize, u32),
+    /// `ecn.roce_only`.
+    RoceOnly(bool),
+    /// `pfc.link_speed_bps`.
+    LinkSpeedBps(u64),
+    /// `pfc.watchdog_ms`.
+    PfcWatchdog(Duration),
+    /// `pfc.watchdog_ignore`.
+    PfcWatchdogIgnore(bool),
+    /// `cnp.enabled`.
+    CnpEnabled(bool),
+    /// `cnp.interval_us`.
+    CnpInterval(Duration),
+    /// `cnp.dscp`.
+    CnpDscp(u32),
+    /// `log.marks`.
+    LogMarks(bool),
+    /// `log.errors`.
+    LogErrors(bool),
+    /// An `lb.*` key.
+    Lb(LbSetting),
 }
 
 /// Every key pattern, for error messages and docs.
@@ -90,76 +116,60 @@ pub const KEYS: &str =
 ecn.prioN.rate_bps, pfc.prioN.enabled, pfc.prioN.xoff_bytes, pfc.prioN.xon_bytes, pfc.prioN.quanta, \
 pfc.prioN.drain_bps (N = 0..7), ecn.roce_only, dscp.D.prio (D = 0..63), pfc.link_speed_bps, pfc.watchdog_ms, pfc.watchdog_ignore, cnp.enabled, cnp.interval_us, cnp.dscp, log.marks, log.errors";
 
-fn parse_key(key: &str) -> anyhow::Result<Key> {
-    let parts: Vec<&str> = key.split('.').collect();
-    let index = |text: &str, prefix: &str, count: usize| -> Option<usize> {
-        let n: usize = text.strip_prefix(prefix)?.parse().ok()?;
-        (n < count).then_some(n)
-    };
-    let parsed = match parts.as_slice() {
-        ["ecn", "roce_only"] => Some(Key::RoceOnly),
-        ["pfc", "link_speed_bps"] => Some(Key::LinkSpeed),
-        ["pfc", "watchdog_ms"] => Some(Key::WatchdogMs),
-        ["pfc", "watchdog_ignore"] => Some(Key::WatchdogIgnore),
-        ["cnp", "enabled"] => Some(Key::CnpEnabled),
-        ["cnp", "interval_us"] => Some(Key::CnpIntervalUs),
-        ["cnp", "dscp"] => Some(Key::CnpDscp),
-        ["log", "marks"] => Some(Key::LogMarks),
-        ["log", "errors"] => Some(Key::LogErrors),
-        ["ecn", prio, field] => index(prio, "prio", PRIORITIES).and_then(|p| match *field {
-            "enabled" => Some(Key::EcnEnabled(p)),
-            "kmin_bytes" => Some(Key::EcnKmin(p)),
-            "kmax_bytes" => Some(Key::EcnKmax(p)),
-            "pmax" => Some(Key::EcnPmax(p)),
-            "rate_bps" => Some(Key::EcnRate(p)),
-            _ => None,
-        }),
-        ["pfc", prio, field] if prio.starts_with("prio") => index(prio, "prio", PRIORITIES)
-            .and_then(|p| match *field {
-                "enabled" => Some(Key::PfcEnabled(p)),
-                "xoff_bytes" => Some(Key::PfcXoff(p)),
-                "xon_bytes" => Some(Key::PfcXon(p)),
-                "quanta" => Some(Key::PfcQuanta(p)),
-                "drain_bps" => Some(Key::PfcDrain(p)),
-                _ => None,
-            }),
-        ["dscp", dscp, "prio"] => index(dscp, "", DSCP_VALUES).map(Key::DscpPriority),
-        _ => None,
-    };
-    parsed.with_context(|| format!("unknown key '{key}' (known keys: {KEYS})"))
+/// What a whole-number key holds and its range: the parser names them when the text is no
+/// such number, the setter when the number is out of range, in the same words.
+struct Whole {
+    what: &'static str,
+    range: RangeInclusive<u32>,
 }
 
-fn parse_bool(key: &str, value: &str) -> anyhow::Result<u32> {
-    match value {
-        "true" | "1" | "on" => Ok(1),
-        "false" | "0" | "off" => Ok(0),
-        _ => bail!("{key}: '{value}' is not a boolean (true/false)"),
+const BYTES: Whole = Whole {
+    what: "a number of bytes",
+    range: 0..=u32::MAX,
+};
+const PRIORITY: Whole = Whole {
+    what: "a priority",
+    range: 0..=PRIORITIES as u32 - 1,
+};
+const DSCP: Whole = Whole {
+    what: "a DSCP value",
+    range: 0..=DSCP_VALUES as u32 - 1,
+};
+const QUANTA: Whole = Whole {
+    what: "a pause time in quanta",
+    range: 1..=0xffff,
+};
+
+impl Whole {
+    fn error(&self, key: &str, value: &dyn std::fmt::Display) -> anyhow::Error {
+        anyhow!(
+            "{key}: '{value}' is not {} (a whole number {}..{})",
+            self.what,
+            self.range.start(),
+            self.range.end()
+        )
+    }
+
+    /// The number `text` says (its range is checked by [`Whole::check`]).
+    fn parse(&self, key: &str, text: &str) -> anyhow::Result<u32> {
+        text.parse().map_err(|_| self.error(key, &text))
+    }
+
+    fn check(&self, key: &str, value: u32) -> anyhow::Result<u32> {
+        if self.range.contains(&value) {
+            Ok(value)
+        } else {
+            Err(self.error(key, &value))
+        }
     }
 }
 
-/// Parses a whole number in `range`; `what` says what the key holds, for the message.
-fn parse_whole(
-    key: &str,
-    value: &str,
-    range: RangeInclusive<u32>,
-    what: &str,
-) -> anyhow::Result<u32> {
-    value
-        .parse()
-        .ok()
-        .filter(|n| range.contains(n))
-        .with_context(|| {
-            format!(
-                "{key}: '{value}' is not {what} (a whole number {}..{})",
-                range.start(),
-                range.end()
-            )
-        })
-}
-
-/// A byte count.
-fn parse_bytes(key: &str, value: &str) -> anyhow::Result<u32> {
-    parse_whole(key, value, 0..=u32::MAX, "a number of bytes")
+fn parse_bool(key: &str, value: &str) -> anyhow::Result<bool> {
+    match value {
+        "true" | "1" | "on" => Ok(true),
+        "false" | "0" | "off" => Ok(false),
+        _ => bail!("{key}: '{value}' is not a boolean (true/false)"),
+    }
 }
 
 /// A duration within `limits` (a bare number in the key's unit).
@@ -167,81 +177,212 @@ fn parse_key_duration(key: &str, value: &str, limits: &DurationLimits) -> anyhow
     parse_duration(value, limits).map_err(|e| anyhow!("{key}: {e}"))
 }
 
-impl HostConfig {
-    /// Sets one key from its textual value. Checks the value itself; relations between values
-    /// (Kmin < Kmax) are checked by [`HostConfig::validate`].
-    pub fn apply(&mut self, key: &str, value: &str) -> anyhow::Result<()> {
+/// `duration` in nanoseconds if it is within `limits`.
+fn duration_ns(key: &str, duration: Duration, limits: &DurationLimits) -> anyhow::Result<u64> {
+    let duration = limits
+        .check(duration, &limits.show(duration))
+        .map_err(|e| anyhow!("{key}: {e}"))?;
+    Ok(duration.as_nanos() as u64)
+}
+
+/// A rate of a drain key: 1 b/s to the phantom queue arithmetic's [`MAX_RATE_BPS`].
+fn check_drain(key: &str, bps: u64) -> anyhow::Result<u64> {
+    if bps == 0 {
+        bail!("{key}: the rate must be positive");
+    }
+    if bps > MAX_RATE_BPS {
+        bail!("{key}: rate {bps} b/s is above the supported {MAX_RATE_BPS} b/s");
+    }
+    Ok(bps)
+}
+
+impl Setting {
+    /// The setting `key` with the textual `value` names: the one parser of `set` assignments
+    /// and config-file keys. Checks the text; [`HostConfig::set`] checks the value.
+    pub fn parse(key: &str, value: &str) -> anyhow::Result<Setting> {
         let value = value.trim();
         if LbConfig::owns(key) {
-            return self.lb.apply(key, value);
+            return LbSetting::parse(key, value).map(Setting::Lb);
         }
-        match parse_key(key)? {
-            Key::EcnEnabled(p) => self.profiles[p].enabled = parse_bool(key, value)?,
-            Key::EcnKmin(p) => self.profiles[p].kmin_bytes = parse_bytes(key, value)?,
-            Key::EcnKmax(p) => self.profiles[p].kmax_bytes = parse_bytes(key, value)?,
-            Key::EcnPmax(p) => {
-                let pmax: f64 = value
-                    .parse()
-                    .with_context(|| format!("{key}: '{value}' is not a number"))?;
+        let parts: Vec<&str> = key.split('.').collect();
+        let index = |text: &str, prefix: &str, count: usize| -> Option<usize> {
+            let n: usize = text.strip_prefix(prefix)?.parse().ok()?;
+            (n < count).then_some(n)
+        };
+        let bool_ = || parse_bool(key, value);
+        let bytes = || BYTES.parse(key, value);
+        let rate = || parse_rate_bps(value).with_context(|| format!("{key}: bad rate"));
+        let setting = match parts.as_slice() {
+            ["ecn", "roce_only"] => Setting::RoceOnly(bool_()?),
+            ["pfc", "link_speed_bps"] => Setting::LinkSpeedBps(rate()?),
+            ["pfc", "watchdog_ms"] => {
+                Setting::PfcWatchdog(parse_key_duration(key, value, &WATCHDOG)?)
+            }
+            ["pfc", "watchdog_ignore"] => Setting::PfcWatchdogIgnore(bool_()?),
+            ["cnp", "enabled"] => Setting::CnpEnabled(bool_()?),
+            ["cnp", "interval_us"] => {
+                Setting::CnpInterval(parse_key_duration(key, value, &CNP_INTERVAL)?)
+            }
+            ["cnp", "dscp"] => Setting::CnpDscp(DSCP.parse(key, value)?),
+            ["log", "marks"] => Setting::LogMarks(bool_()?),
+            ["log", "errors"] => Setting::LogErrors(bool_()?),
+            ["ecn", prio, field] => {
+                let p = index(prio, "prio", PRIORITIES).ok_or_else(|| unknown_key(key))?;
+                match *field {
+                    "enabled" => Setting::EcnEnabled(p, bool_()?),
+                    "kmin_bytes" => Setting::EcnKminBytes(p, bytes()?),
+                    "kmax_bytes" => Setting::EcnKmaxBytes(p, bytes()?),
+                    "pmax" => Setting::EcnPmax(
+                        p,
+                        value
+                            .parse()
+                            .with_context(|| format!("{key}: '{value}' is not a number"))?,
+                    ),
+                    "rate_bps" => Setting::EcnRateBps(p, rate()?),
+                    _ => return Err(unknown_key(key)),
+                }
+            }
+            ["pfc", prio, field] => {
+                let p = index(prio, "prio", PRIORITIES).ok_or_else(|| unknown_key(key))?;
+                match *field {
+                    "enabled" => Setting::PfcEnabled(p, bool_()?),
+                    "xoff_bytes" => Setting::PfcXoffBytes(p, bytes()?),
+                    "xon_bytes" => Setting::PfcXonBytes(p, bytes()?),
+                    "quanta" => Setting::PfcQuanta(p, QUANTA.parse(key, value)?),
+                    "drain_bps" => Setting::PfcDrainBps(p, rate()?),
+                    _ => return Err(unknown_key(key)),
+                }
+            }
+            ["dscp", dscp, "prio"] => {
+                let d = index(dscp, "", DSCP_VALUES).ok_or_else(|| unknown_key(key))?;
+                Setting::DscpPriority(d, PRIORITY.parse(key, value)?)
+            }
+            _ => return Err(unknown_key(key)),
+        };
+        Ok(setting)
+    }
+
+    /// Its key, as `set` takes it.
+    pub fn key(&self) -> String {
+        match self {
+            Setting::EcnEnabled(p, _) => format!("ecn.prio{p}.enabled"),
+            Setting::EcnKminBytes(p, _) => format!("ecn.prio{p}.kmin_bytes"),
+            Setting::EcnKmaxBytes(p, _) => format!("ecn.prio{p}.kmax_bytes"),
+            Setting::EcnPmax(p, _) => format!("ecn.prio{p}.pmax"),
+            Setting::EcnRateBps(p, _) => format!("ecn.prio{p}.rate_bps"),
+            Setting::PfcEnabled(p, _) => format!("pfc.prio{p}.enabled"),
+            Setting::PfcXoffBytes(p, _) => format!("pfc.prio{p}.xoff_bytes"),
+            Setting::PfcXonBytes(p, _) => format!("pfc.prio{p}.xon_bytes"),
+            Setting::PfcQuanta(p, _) => format!("pfc.prio{p}.quanta"),
+            Setting::PfcDrainBps(p, _) => format!("pfc.prio{p}.drain_bps"),
+            Setting::DscpPriority(d, _) => format!("dscp.{d}.prio"),
+            Setting::RoceOnly(_) => "ecn.roce_only".into(),
+            Setting::LinkSpeedBps(_) => "pfc.link_speed_bps".into(),
+            Setting::PfcWatchdog(_) => "pfc.watchdog_ms".into(),
+            Setting::PfcWatchdogIgnore(_) => "pfc.watchdog_ignore".into(),
+            Setting::CnpEnabled(_) => "cnp.enabled".into(),
+            Setting::CnpInterval(_) => "cnp.interval_us".into(),
+            Setting::CnpDscp(_) => "cnp.dscp".into(),
+            Setting::LogMarks(_) => "log.marks".into(),
+            Setting::LogErrors(_) => "log.errors".into(),
+            Setting::Lb(lb) => lb.key(),
+        }
+    }
+}
+
+fn unknown_key(key: &str) -> anyhow::Error {
+    anyhow!("unknown key '{key}' (known keys: {KEYS})")
+}
+
+/// Entry `index` of the per-priority or per-DSCP `entries` that `key` names.
+fn entry<'a, T>(entries: &'a mut [T], index: usize, key: &str) -> anyhow::Result<&'a mut T> {
+    entries.get_mut(index).ok_or_else(|| unknown_key(key))
+}
+
+impl HostConfig {
+    /// Sets one key from its textual value: [`Setting::parse`], then [`HostConfig::set`].
+    pub fn apply(&mut self, key: &str, value: &str) -> anyhow::Result<()> {
+        self.set(Setting::parse(key, value)?)
+    }
+
+    /// Checks the value of one setting and applies it. Relations between values (Kmin < Kmax)
+    /// are checked by [`HostConfig::validate`].
+    pub fn set(&mut self, setting: Setting) -> anyhow::Result<()> {
+        let key = setting.key();
+        match setting {
+            Setting::EcnEnabled(p, on) => entry(&mut self.profiles, p, &key)?.enabled = on.into(),
+            Setting::EcnKminBytes(p, bytes) => {
+                entry(&mut self.profiles, p, &key)?.kmin_bytes = bytes
+            }
+            Setting::EcnKmaxBytes(p, bytes) => {
+                entry(&mut self.profiles, p, &key)?.kmax_bytes = bytes
+            }
+            Setting::EcnPmax(p, pmax) => {
                 if !(pmax > 0.0 && pmax <= 1.0) {
-                    bail!("{key}: Pmax must be in (0, 1], got {value}");
+                    bail!("{key}: Pmax must be in (0, 1], got {pmax}");
                 }
-                self.profiles[p].pmax_fixed = (pmax * PMAX_ONE as f64).round().max(1.0) as u32;
+                entry(&mut self.profiles, p, &key)?.pmax_fixed =
+                    (pmax * PMAX_ONE as f64).round().max(1.0) as u32;
             }
-            Key::EcnRate(p) => {
-                let bps = parse_rate_bps(value).with_context(|| format!("{key}: bad rate"))?;
-                if bps > MAX_RATE_BPS {
-                    bail!("{key}: rate {bps} b/s is above the supported {MAX_RATE_BPS} b/s");
+            Setting::EcnRateBps(p, bps) => {
+                entry(&mut self.profiles, p, &key)?.rate_bytes_per_sec =
+                    (check_drain(&key, bps)? / 8).max(1);
+            }
+            Setting::PfcEnabled(p, on) => {
+                entry(&mut self.pfc_profiles, p, &key)?.enabled = on.into()
+            }
+            Setting::PfcXoffBytes(p, bytes) => {
+                entry(&mut self.pfc_profiles, p, &key)?.xoff_bytes = bytes
+            }
+            Setting::PfcXonBytes(p, bytes) => {
+                entry(&mut self.pfc_profiles, p, &key)?.xon_bytes = bytes
+            }
+            Setting::PfcQuanta(p, quanta) => {
+                entry(&mut self.pfc_profiles, p, &key)?.quanta = QUANTA.check(&key, quanta)?;
+            }
+            Setting::PfcDrainBps(p, bps) => {
+                entry(&mut self.pfc_profiles, p, &key)?.drain_bytes_per_sec =
+                    (check_drain(&key, bps)? / 8).max(1);
+            }
+            Setting::DscpPriority(d, priority) => {
+                *entry(&mut self.dscp_priority, d, &key)? = PRIORITY.check(&key, priority)?;
+            }
+            Setting::RoceOnly(on) => self.set_flag(Settings::ROCE_ONLY, on),
+            Setting::LinkSpeedBps(bps) => {
+                if bps == 0 || bps > units::MAX_RATE_BPS {
+                    bail!(
+                        "{key}: a link speed is 1 b/s to {} b/s",
+                        units::MAX_RATE_BPS
+                    );
                 }
-                self.profiles[p].rate_bytes_per_sec = (bps / 8).max(1);
+                self.settings.link_speed_bps = bps;
             }
-            Key::PfcEnabled(p) => self.pfc_profiles[p].enabled = parse_bool(key, value)?,
-            Key::PfcXoff(p) => self.pfc_profiles[p].xoff_bytes = parse_bytes(key, value)?,
-            Key::PfcXon(p) => self.pfc_profiles[p].xon_bytes = parse_bytes(key, value)?,
-            Key::PfcQuanta(p) => {
-                self.pfc_profiles[p].quanta =
-                    parse_whole(key, value, 1..=0xffff, "a pause time in quanta")?;
+            Setting::PfcWatchdog(limit) => {
+                self.settings.pfc_watchdog_ns = duration_ns(&key, limit, &WATCHDOG)?;
             }
-            Key::PfcDrain(p) => {
-                let bps = parse_rate_bps(value).with_context(|| format!("{key}: bad rate"))?;
-                if bps > MAX_RATE_BPS {
-                    bail!("{key}: rate {bps} b/s is above the supported {MAX_RATE_BPS} b/s");
-                }
-                self.pfc_profiles[p].drain_bytes_per_sec = (bps / 8).max(1);
+            Setting::PfcWatchdogIgnore(on) => self.set_flag(Settings::PFC_WATCHDOG_IGNORE, on),
+            Setting::CnpEnabled(on) => self.set_flag(Settings::CNP_ENABLED, on),
+            Setting::CnpInterval(interval) => {
+                self.settings.cnp_interval_ns = duration_ns(&key, interval, &CNP_INTERVAL)?;
             }
-            Key::DscpPriority(d) => {
-                let last = PRIORITIES as u32 - 1;
-                self.dscp_priority[d] = parse_whole(key, value, 0..=last, "a priority")?;
-            }
-            Key::RoceOnly => self.set_flag(Settings::ROCE_ONLY, parse_bool(key, value)?),
-            Key::LinkSpeed => {
-                self.settings.link_speed_bps =
-                    parse_rate_bps(value).with_context(|| format!("{key}: bad rate"))?;
-            }
-            Key::WatchdogMs => {
-                let limit = parse_key_duration(key, value, &WATCHDOG)?;
-                self.settings.pfc_watchdog_ns = limit.as_nanos() as u64;
-            }
-            Key::WatchdogIgnore => {
-                self.set_flag(Settings::PFC_WATCHDOG_IGNORE, parse_bool(key, value)?)
-            }
-            Key::CnpEnabled => self.set_flag(Settings::CNP_ENABLED, parse_bool(key, value)?),
-            Key::CnpIntervalUs => {
-                let interval = parse_key_duration(key, value, &CNP_INTERVAL)?;
-                self.settings.cnp_interval_ns = interval.as_nanos() as u64;
-            }
-            Key::CnpDscp => {
-                let last = DSCP_VALUES as u32 - 1;
-                self.settings.cnp_dscp = parse_whole(key, value, 0..=last, "a DSCP value")?;
-            }
-            Key::LogMarks => self.set_flag(Settings::LOG_MARKS, parse_bool(key, value)?),
-            Key::LogErrors => self.set_flag(Settings::LOG_ERRORS, parse_bool(key, value)?),
+            Setting::CnpDscp(dscp) => self.settings.cnp_dscp = DSCP.check(&key, dscp)?,
+            Setting::LogMarks(on) => self.set_flag(Settings::LOG_MARKS, on),
+            Setting::LogErrors(on) => self.set_flag(Settings::LOG_ERRORS, on),
+            Setting::Lb(lb) => self.lb.set(lb)?,
         }
         Ok(())
     }
 
-    fn set_flag(&mut self, flag: u32, on: u32) {
-        if on != 0 {
+    /// Applies `settings` in order, then validates the result as a whole.
+    pub fn set_all(&mut self, settings: impl IntoIterator<Item = Setting>) -> anyhow::Result<()> {
+        for setting in settings {
+            self.set(setting)?;
+        }
+        self.validate()
+    }
+
+    fn set_flag(&mut self, flag: u32, on: bool) {
+        if on {
             self.settings.flags |= flag;
         } else {
             self.settings.flags &= !flag;
@@ -485,6 +626,74 @@ mod tests {
             let mut c = original.clone();
             let err = format!("{:#}", c.apply_assignments(&[bad]).unwrap_err());
             assert!(err.contains(needle), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn typed_settings_are_what_their_text_parses_to() {
+        let mut typed = HostConfig::default();
+        typed
+            .set_all([
+                Setting::EcnRateBps(3, 100_000_000),
+                Setting::EcnKminBytes(3, 20_000),
+                Setting::EcnPmax(3, 0.2),
+                Setting::PfcQuanta(3, 10_000),
+                Setting::CnpInterval(Duration::from_micros(50)),
+                Setting::DscpPriority(26, 3),
+                Setting::RoceOnly(false),
+            ])
+            .unwrap();
+        let mut text = HostConfig::default();
+        text.apply_assignments(&[
+            "ecn.prio3.rate_bps=100000000",
+            "ecn.prio3.kmin_bytes=20000",
+            "ecn.prio3.pmax=0.2",
+            "pfc.prio3.quanta=10000",
+            "cnp.interval_us=50",
+            "dscp.26.prio=3",
+            "ecn.roce_only=false",
+        ])
+        .unwrap();
+        assert_eq!(typed, text);
+        for key in ["ecn.prio3.rate_bps", "cnp.interval_us", "dscp.26.prio"] {
+            assert_eq!(Setting::parse(key, "1").unwrap().key(), key);
+        }
+    }
+
+    #[test]
+    fn typed_values_out_of_range_are_refused_as_their_text_is() {
+        for (setting, needle) in [
+            (
+                Setting::DscpPriority(3, 8),
+                "dscp.3.prio: '8' is not a priority (a whole number 0..7)",
+            ),
+            (
+                Setting::EcnPmax(1, 1.5),
+                "ecn.prio1.pmax: Pmax must be in (0, 1]",
+            ),
+            (Setting::PfcQuanta(3, 0), "is not a pause time in quanta"),
+            (
+                Setting::EcnRateBps(0, 0),
+                "ecn.prio0.rate_bps: the rate must be positive",
+            ),
+            (
+                Setting::PfcDrainBps(0, u64::MAX),
+                "pfc.prio0.drain_bps: rate 18446744073709551615 b/s is above the supported",
+            ),
+            (
+                Setting::CnpInterval(Duration::from_secs(61)),
+                "cnp.interval_us: '61000000 µs' is too long",
+            ),
+            (
+                Setting::EcnKminBytes(8, 1),
+                "unknown key 'ecn.prio8.kmin_bytes'",
+            ),
+            (Setting::LinkSpeedBps(0), "pfc.link_speed_bps"),
+        ] {
+            let mut c = HostConfig::default();
+            let err = format!("{:#}", c.set(setting.clone()).unwrap_err());
+            assert!(err.contains(needle), "{setting:?}: {err}");
+            assert_eq!(c, HostConfig::default(), "{setting:?} changed the config");
         }
     }
 

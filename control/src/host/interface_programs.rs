@@ -5,15 +5,12 @@
 use std::io;
 
 use aya::programs::{loaded_links, loaded_programs, tc::TcAttachType, SchedClassifier};
-use netlink_packet_core::{NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_REQUEST};
 use netlink_packet_route::{
     link::{LinkAttribute, LinkMessage, LinkXdp, XdpAttached},
     RouteNetlinkMessage,
 };
-use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
 
-/// Largest RTM_NEWLINK answer read: one link's attributes (iproute2 reads 32 KiB too).
-const ANSWER_BYTES: usize = 32 * 1024;
+use crate::netlink;
 
 /// A program attached to an interface.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,34 +43,20 @@ impl AttachedProgram {
 pub fn xdp_program(ifindex: u32) -> io::Result<Option<(AttachedProgram, &'static str)>> {
     let mut request = LinkMessage::default();
     request.header.index = ifindex;
-    let mut packet = NetlinkMessage::new(
-        NetlinkHeader::default(),
-        NetlinkPayload::from(RouteNetlinkMessage::GetLink(request)),
-    );
-    packet.header.flags = NLM_F_REQUEST;
-    packet.header.sequence_number = 1;
-    packet.finalize();
-    let mut bytes = vec![0; packet.buffer_len()];
-    packet.serialize(&mut bytes);
-
-    let mut socket = Socket::new(NETLINK_ROUTE)?;
-    socket.bind_auto()?;
-    socket.connect(&SocketAddr::new(0, 0))?;
-    socket.send(&bytes, 0)?;
-    let mut answer = vec![0; ANSWER_BYTES];
-    let size = socket.recv(&mut &mut answer[..], 0)?;
-    let message = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&answer[..size])
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-    let link = match message.payload {
-        NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(link)) => link,
-        NetlinkPayload::Error(error) => return Err(error.to_io()),
-        other => {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("unexpected answer to RTM_GETLINK: {other:?}"),
-            ))
-        }
-    };
+    let link = netlink::ask(
+        RouteNetlinkMessage::GetLink(request),
+        false,
+        |message| match message {
+            RouteNetlinkMessage::NewLink(link) => Some(link),
+            _ => None,
+        },
+    )?
+    .ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            "no link in the answer to RTM_GETLINK",
+        )
+    })?;
     let xdp = link.attributes.iter().find_map(|a| match a {
         LinkAttribute::Xdp(xdp) => Some(xdp),
         _ => None,

@@ -1,19 +1,74 @@
-//! The pinned maps of one attached interface, opened by name: read and write the
+//! The pinned maps of one attached interface, opened through their definitions in
+//! `dataplane_common::maps` (name, kind, key and value types): read and write the
 //! configuration, read counters and queues. Works from any process, at any time after attach.
 
 use anyhow::Context as _;
-use aya::maps::{Array, HashMap as AyaHashMap, Map, MapData, PerCpuArray, PerCpuValues};
+use aya::maps::{
+    lpm_trie::LpmTrie, Array, DevMapHash, HashMap as AyaHashMap, Map, MapData, MapError,
+    PerCpuArray, PerCpuValues,
+};
 use dataplane_common::{
     cnp::{CnpCounters, CnpQpState},
-    config::{AttachInfo, Settings},
+    config::AttachInfo,
     counters::HookCounters,
-    maps,
+    maps::{self, kind, MapDef},
     pfc::{IngressBuffer, PfcState, PfcTxCounters},
     phantom_queue::PhantomQueue,
     Hook, PRIORITIES,
 };
 
 use super::{config::HostConfig, lifecycle, pins::PinDir};
+
+/// How user space opens a map of each kind: as the aya map of that kind, keyed and valued as
+/// its definition says.
+pub trait Open<Key, Value> {
+    /// The aya map.
+    type Map;
+    /// The opened map as that aya map; fails if the kernel's map is of another type.
+    fn wrap(map: Map) -> Result<Self::Map, MapError>;
+}
+
+impl<Value: aya::Pod> Open<u32, Value> for kind::Array {
+    type Map = Array<MapData, Value>;
+    fn wrap(map: Map) -> Result<Self::Map, MapError> {
+        Array::try_from(map)
+    }
+}
+
+impl<Value: aya::Pod> Open<u32, Value> for kind::PerCpuArray {
+    type Map = PerCpuArray<MapData, Value>;
+    fn wrap(map: Map) -> Result<Self::Map, MapError> {
+        PerCpuArray::try_from(map)
+    }
+}
+
+impl<Key: aya::Pod, Value: aya::Pod> Open<Key, Value> for kind::HashMap {
+    type Map = AyaHashMap<MapData, Key, Value>;
+    fn wrap(map: Map) -> Result<Self::Map, MapError> {
+        AyaHashMap::try_from(map)
+    }
+}
+
+impl<Key: aya::Pod, Value: aya::Pod> Open<Key, Value> for kind::LruHashMap {
+    type Map = AyaHashMap<MapData, Key, Value>;
+    fn wrap(map: Map) -> Result<Self::Map, MapError> {
+        AyaHashMap::try_from(map)
+    }
+}
+
+impl<Key: aya::Pod, Value: aya::Pod> Open<Key, Value> for kind::LpmTrie {
+    type Map = LpmTrie<MapData, Key, Value>;
+    fn wrap(map: Map) -> Result<Self::Map, MapError> {
+        LpmTrie::try_from(map)
+    }
+}
+
+impl Open<u32, u32> for kind::DevMapHash {
+    type Map = DevMapHash<MapData>;
+    fn wrap(map: Map) -> Result<Self::Map, MapError> {
+        DevMapHash::try_from(map)
+    }
+}
 
 /// The maps of one attached interface.
 pub struct PinnedMaps {
@@ -39,41 +94,49 @@ impl PinnedMaps {
         &self.dir
     }
 
-    /// Opens the pinned map `name`.
-    pub(crate) fn map(&self, name: &str) -> anyhow::Result<Map> {
-        let path = self.dir.map(name);
+    /// Opens the pinned map of `def` as the aya map of its kind and types.
+    pub fn map<K: Open<Key, Value>, Key, Value>(
+        &self,
+        def: &MapDef<K, Key, Value>,
+    ) -> anyhow::Result<K::Map> {
+        let path = self.dir.map(&def.spec);
         let data = MapData::from_pin(&path)
             .with_context(|| format!("opening pinned map {}", path.display()))?;
-        Map::from_map_data(data).with_context(|| format!("map {}", path.display()))
+        let map = Map::from_map_data(data).with_context(|| format!("map {}", path.display()))?;
+        K::wrap(map).with_context(|| format!("map {} has an unexpected type", def.name()))
     }
 
-    fn array<T: aya::Pod>(&self, name: &str) -> anyhow::Result<Array<MapData, T>> {
-        Array::try_from(self.map(name)?)
-            .with_context(|| format!("map {name} has an unexpected type"))
-    }
-
-    /// Reads `N` consecutive entries of the array map `name`, from index `first`.
+    /// Reads `N` consecutive entries of the array map `def`, from index `first`.
     pub(crate) fn read_entries<T: aya::Pod, const N: usize>(
         &self,
-        name: &str,
+        def: &MapDef<kind::Array, u32, T>,
         first: u32,
     ) -> anyhow::Result<[T; N]> {
-        let array = self.array::<T>(name)?;
+        let array = self.map(def)?;
         let entries = (first..first + N as u32)
             .map(|index| array.get(&index, 0))
             .collect::<Result<Vec<T>, _>>()?;
         entries
             .try_into()
-            .map_err(|_| anyhow::anyhow!("map {name} has fewer than {N} entries"))
+            .map_err(|_| anyhow::anyhow!("map {} has fewer than {N} entries", def.name()))
+    }
+
+    /// Reads entry `index` of the array map `def`.
+    pub(crate) fn read<T: aya::Pod>(
+        &self,
+        def: &MapDef<kind::Array, u32, T>,
+        index: u32,
+    ) -> anyhow::Result<T> {
+        Ok(self.map(def)?.get(&index, 0)?)
     }
 
     /// Reads the configuration the programs run with now.
     pub fn read_config(&self) -> anyhow::Result<HostConfig> {
         Ok(HostConfig {
-            profiles: self.read_entries(maps::ECN_PROFILES, 0)?,
-            pfc_profiles: self.read_entries(maps::PFC_PROFILES, 0)?,
-            dscp_priority: self.read_entries(maps::DSCP_PRIO, 0)?,
-            settings: self.read_entries::<Settings, 1>(maps::SETTINGS, 0)?[0],
+            profiles: self.read_entries(&maps::ECN_PROFILES, 0)?,
+            pfc_profiles: self.read_entries(&maps::PFC_PROFILES, 0)?,
+            dscp_priority: self.read_entries(&maps::DSCP_PRIO, 0)?,
+            settings: self.read(&maps::SETTINGS, 0)?,
             lb: self.read_lb_config()?,
         })
     }
@@ -81,20 +144,20 @@ impl PinnedMaps {
     /// Writes a (validated) configuration; the programs use it from their next packet on.
     pub fn write_config(&self, config: &HostConfig) -> anyhow::Result<()> {
         config.validate()?;
-        self.write_entries(maps::ECN_PROFILES, &config.profiles)?;
-        self.write_entries(maps::PFC_PROFILES, &config.pfc_profiles)?;
-        self.write_entries(maps::DSCP_PRIO, &config.dscp_priority)?;
+        self.write_entries(&maps::ECN_PROFILES, &config.profiles)?;
+        self.write_entries(&maps::PFC_PROFILES, &config.pfc_profiles)?;
+        self.write_entries(&maps::DSCP_PRIO, &config.dscp_priority)?;
         self.write_lb_config(&config.lb)?;
-        self.write_entries(maps::SETTINGS, &[config.settings])
+        self.write_entries(&maps::SETTINGS, &[config.settings])
     }
 
-    /// Writes `entries` to the array map `name` from index 0.
+    /// Writes `entries` to the array map `def` from index 0.
     pub(crate) fn write_entries<T: aya::Pod>(
         &self,
-        name: &str,
+        def: &MapDef<kind::Array, u32, T>,
         entries: &[T],
     ) -> anyhow::Result<()> {
-        let mut array = self.array::<T>(name)?;
+        let mut array = self.map(def)?;
         for (index, entry) in entries.iter().enumerate() {
             array.set(index as u32, entry, 0)?;
         }
@@ -103,40 +166,37 @@ impl PinnedMaps {
 
     /// PFC frames sent, summed over CPUs.
     pub fn read_pfc_tx_counters(&self) -> anyhow::Result<PfcTxCounters> {
-        self.sum_per_cpu(maps::PFC_TX_COUNTERS, 0, PfcTxCounters::accumulate)
+        self.sum_per_cpu(&maps::PFC_TX_COUNTERS, 0, PfcTxCounters::accumulate)
     }
 
     /// This host's ingress buffers, by priority.
     pub fn read_pfc_buffers(&self) -> anyhow::Result<[IngressBuffer; PRIORITIES]> {
-        self.read_entries(maps::PFC_BUFFERS, 0)
+        self.read_entries(&maps::PFC_BUFFERS, 0)
     }
 
     /// Reads what attach recorded.
     pub fn read_attach_info(&self) -> anyhow::Result<AttachInfo> {
-        Ok(self.array::<AttachInfo>(maps::ATTACH_INFO)?.get(&0, 0)?)
+        self.read(&maps::ATTACH_INFO, 0)
     }
 
     /// Records what attach did.
     pub fn write_attach_info(&self, info: AttachInfo) -> anyhow::Result<()> {
-        Ok(self
-            .array::<AttachInfo>(maps::ATTACH_INFO)?
-            .set(0, info, 0)?)
+        self.write_entries(&maps::ATTACH_INFO, &[info])
     }
 
     /// Sums the per-CPU counters of `hook`.
     pub fn read_counters(&self, hook: Hook) -> anyhow::Result<HookCounters> {
-        self.sum_per_cpu(maps::COUNTERS, hook as u32, HookCounters::accumulate)
+        self.sum_per_cpu(&maps::COUNTERS, hook as u32, HookCounters::accumulate)
     }
 
-    /// Entry `index` of the per-CPU array map `name`, its CPUs' copies added with `add`.
+    /// Entry `index` of the per-CPU array map `def`, its CPUs' copies added with `add`.
     pub(crate) fn sum_per_cpu<T: aya::Pod + Default>(
         &self,
-        name: &str,
+        def: &MapDef<kind::PerCpuArray, u32, T>,
         index: u32,
         add: fn(&mut T, &T),
     ) -> anyhow::Result<T> {
-        let counters: PerCpuArray<MapData, T> = PerCpuArray::try_from(self.map(name)?)
-            .with_context(|| format!("map {name} has an unexpected type"))?;
+        let counters = self.map(def)?;
         let mut total = T::default();
         counters
             .get(&index, 0)?
@@ -145,14 +205,13 @@ impl PinnedMaps {
         Ok(total)
     }
 
-    /// Sets entry `index` of the per-CPU array map `name` to `T::default()` on every CPU.
+    /// Sets entry `index` of the per-CPU array map `def` to `T::default()` on every CPU.
     pub(crate) fn zero_per_cpu<T: aya::Pod + Default>(
         &self,
-        name: &str,
+        def: &MapDef<kind::PerCpuArray, u32, T>,
         index: u32,
     ) -> anyhow::Result<()> {
-        let mut counters: PerCpuArray<MapData, T> = PerCpuArray::try_from(self.map(name)?)
-            .with_context(|| format!("map {name} has an unexpected type"))?;
+        let mut counters = self.map(def)?;
         let cpus =
             aya::util::nr_cpus().map_err(|(what, error)| anyhow::anyhow!("{what}: {error}"))?;
         let zeros = PerCpuValues::try_from(vec![T::default(); cpus])?;
@@ -162,31 +221,31 @@ impl PinnedMaps {
 
     /// The notification-point counters, summed over CPUs.
     pub fn read_cnp_counters(&self) -> anyhow::Result<CnpCounters> {
-        self.sum_per_cpu(maps::CNP_COUNTERS, 0, CnpCounters::accumulate)
+        self.sum_per_cpu(&maps::CNP_COUNTERS, 0, CnpCounters::accumulate)
     }
 
     /// CNP state of every QP that has had a CE packet (the LRU map keeps the latest 4096).
     pub fn read_cnp_qps(&self) -> anyhow::Result<Vec<(u32, CnpQpState)>> {
-        let qps: AyaHashMap<MapData, u32, CnpQpState> =
-            AyaHashMap::try_from(self.map(maps::CNP_QPS)?)
-                .context("map CNP_QPS has an unexpected type")?;
-        let mut entries = qps.iter().collect::<Result<Vec<_>, _>>()?;
+        let mut entries = self
+            .map(&maps::CNP_QPS)?
+            .iter()
+            .collect::<Result<Vec<_>, _>>()?;
         entries.sort_by_key(|(qp, _)| *qp);
         Ok(entries)
     }
 
     /// The receiver QP → sender QP map of CNPs.
     pub fn qp_map(&self) -> anyhow::Result<AyaHashMap<MapData, u32, u32>> {
-        AyaHashMap::try_from(self.map(maps::QP_MAP)?).context("map QP_MAP has an unexpected type")
+        self.map(&maps::QP_MAP)
     }
 
     /// The received pause state, by priority.
     pub fn read_pfc_states(&self) -> anyhow::Result<[PfcState; PRIORITIES]> {
-        self.read_entries(maps::PFC_STATE, 0)
+        self.read_entries(&maps::PFC_STATE, 0)
     }
 
     /// The phantom queues of `hook`, by priority.
     pub fn read_queues(&self, hook: Hook) -> anyhow::Result<[PhantomQueue; PRIORITIES]> {
-        self.read_entries(maps::QUEUES, maps::queue_index(hook, 0))
+        self.read_entries(&maps::QUEUES, maps::queue_index(hook, 0))
     }
 }

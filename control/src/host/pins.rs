@@ -14,7 +14,7 @@ use std::{
 };
 
 use anyhow::{bail, Context as _};
-use dataplane_common::uapi;
+use dataplane_common::{maps::MapSpec, uapi};
 
 use super::namespace::NetnsId;
 
@@ -112,9 +112,9 @@ impl PinDir {
         self.path.is_dir()
     }
 
-    /// The pin of the map called `name`.
-    pub fn map(&self, name: &str) -> PathBuf {
-        self.path.join(name)
+    /// The pin of the declared map `map` (pinned under its name).
+    pub fn map(&self, map: &MapSpec) -> PathBuf {
+        self.path.join(map.name)
     }
 
     /// The pin of the link called `name` (see `Attachment::pins`).
@@ -250,6 +250,8 @@ fn is_bpffs(path: &Path) -> anyhow::Result<bool> {
 
 #[cfg(test)]
 mod tests {
+    use dataplane_common::maps;
+
     use super::*;
 
     #[test]
@@ -260,7 +262,7 @@ mod tests {
         }
         let dir = PinDir::in_netns("veth0", netns).unwrap();
         assert_eq!(
-            dir.map("COUNTERS"),
+            dir.map(&maps::COUNTERS.spec),
             Path::new("/sys/fs/bpf/lossless/netns-4026531840/veth0/COUNTERS")
         );
         assert_eq!(

@@ -4,7 +4,6 @@
 //! and writes them, sampled every 50 ms, as ecn.csv and ecn.svg with a summary.json.
 
 use std::{
-    net::{IpAddr, Ipv4Addr},
     path::PathBuf,
     sync::{
         atomic::{AtomicU64, Ordering},
@@ -18,21 +17,18 @@ use dataplane_common::{config::EcnProfile, counters::PrioCounters, red, Hook};
 use serde::Serialize;
 
 use super::{
-    output::{self, Line, Panel, Series, SAMPLE, SAMPLES_PER_ROW},
-    shared::{enable_forwarding, Detach, PRIORITY},
+    harness::{self, Bed, Port, Ran, Sampler, Sending, Shape, PRIORITY},
+    output::{self, Line, Panel, Series},
 };
 use crate::{
     host::{
-        attach::{self, AttachRequest, Mode},
         attachment::Attachment,
-        config::HostConfig,
+        config::{HostConfig, Setting},
         pinned_maps::PinnedMaps,
     },
-    netns::{veth_pair, Endpoint, Namespace},
-    traffic::{RateController, Receiver, RecvConfig, SendConfig, Sender, StopFlag},
+    traffic::{RateController, StopFlag},
     units::{parse_rate_bps, parse_run_time},
 };
-use wire::ethernet::Address;
 
 /// Options of `lossless lab ecn`.
 #[derive(Debug, clap::Args)]
@@ -91,46 +87,15 @@ impl RateController for SharedRate {
     fn on_cnp(&mut self, _now: Duration) {}
 }
 
-/// sender ns —veth— bottleneck ns (forwards) —veth— receiver ns.
-struct Topology {
-    sender_ns: Namespace,
-    bottleneck_ns: Namespace,
-    receiver_ns: Namespace,
-    sender: Endpoint,
-    ingress: Endpoint,
-    receiver: Endpoint,
-}
-
-impl Topology {
-    fn build() -> anyhow::Result<Self> {
-        let sender_ns = Namespace::create("esnd")?;
-        let bottleneck_ns = Namespace::create("ebot")?;
-        let receiver_ns = Namespace::create("ercv")?;
-        let (sender, ingress) = veth_pair(
-            &sender_ns,
-            Ipv4Addr::new(10, 31, 1, 2),
-            &bottleneck_ns,
-            Ipv4Addr::new(10, 31, 1, 1),
-        )?;
-        let (_egress, receiver) = veth_pair(
-            &bottleneck_ns,
-            Ipv4Addr::new(10, 31, 2, 1),
-            &receiver_ns,
-            Ipv4Addr::new(10, 31, 2, 2),
-        )?;
-        enable_forwarding(&bottleneck_ns)?;
-        sender_ns.ip(&["route", "add", "10.31.2.0/24", "via", "10.31.1.1"])?;
-        receiver_ns.ip(&["route", "add", "10.31.1.0/24", "via", "10.31.2.1"])?;
-        Ok(Topology {
-            sender_ns,
-            bottleneck_ns,
-            receiver_ns,
-            sender,
-            ingress,
-            receiver,
-        })
-    }
-}
+/// sender ns —veth— bottleneck ns (forwards) —veth— receiver ns; marking on the bottleneck's
+/// ingress from the sender.
+const SHAPE: Shape = Shape {
+    net: 31,
+    sender: "esnd",
+    senders: 1,
+    router: Some("ebot"),
+    receiver: "ercv",
+};
 
 /// Runs the lab until its last step or until `stop` is set.
 pub fn run(args: &EcnLab, stop: &StopFlag) -> anyhow::Result<()> {
@@ -140,48 +105,27 @@ pub fn run(args: &EcnLab, stop: &StopFlag) -> anyhow::Result<()> {
     if let Some(bad) = args.steps.iter().find(|s| !(**s > 0.0 && **s <= MAX_STEP)) {
         bail!("--steps: {bad} is not a fraction of the drain rate in (0, {MAX_STEP}]");
     }
-    let topology = Topology::build().context("building the namespace test bed")?;
+    let bed = Bed::build(&SHAPE).context("building the namespace test bed")?;
     let mut config = HostConfig::default();
-    config.apply_assignments(&[
-        format!("ecn.prio{PRIORITY}.rate_bps={}", args.drain),
-        format!("ecn.prio{PRIORITY}.kmin_bytes={}", args.kmin),
-        format!("ecn.prio{PRIORITY}.kmax_bytes={}", args.kmax),
-        format!("ecn.prio{PRIORITY}.pmax={}", args.pmax),
+    config.set_all([
+        Setting::EcnRateBps(PRIORITY, args.drain),
+        Setting::EcnKminBytes(PRIORITY, args.kmin),
+        Setting::EcnKmaxBytes(PRIORITY, args.kmax),
+        Setting::EcnPmax(PRIORITY, args.pmax),
     ])?;
     let profile = config.profiles[PRIORITY];
-    let request = AttachRequest {
-        interface: topology.ingress.ifname.clone(),
-        mode: Mode::Native,
-        attachments: vec![Attachment::Xdp],
-        config,
-    };
-    let attached = topology.bottleneck_ns.run(|| attach::attach(&request))??;
-    let _detach = Detach(attached.dir.clone());
-    let maps = PinnedMaps::at(attached.dir);
+    let maps = bed.attach(Port::RouterFrom(0), vec![Attachment::Xdp], config)?;
 
-    let total = args.step_secs * args.steps.len() as u32;
     let first_step = args.steps.first().copied().unwrap_or(1.0);
     let offered = Arc::new(AtomicU64::new(per_qp_rate(args, first_step)));
-    let per_qp = SharedRate(offered.clone());
-    let mut send = SendConfig::new(
-        topology.sender.ifname.clone(),
-        IpAddr::V4(topology.receiver.ipv4),
-    );
-    send.dst_mac = Some(Address(topology.ingress.mac));
+    let mut send = bed.send_config(0);
     send.size = args.size;
     send.qps = args.qps;
-    send.duration = Some(total);
-    let receive = RecvConfig {
-        iface: topology.receiver.ifname.clone(),
-        duration: None,
-        count: None,
-        idle_timeout: Some(Duration::from_secs(2)),
-        cnp: None,
-    };
+    send.duration = Some(args.step_secs * args.steps.len() as u32);
 
     println!(
         "ECN lab: sender -> {} (XDP, drain {} Mb/s, Kmin {} B, Kmax {} B, Pmax {}) -> receiver",
-        topology.ingress.ifname,
+        bed.port(Port::RouterFrom(0))?.1.ifname,
         args.drain / 1_000_000,
         args.kmin,
         args.kmax,
@@ -191,27 +135,24 @@ pub fn run(args: &EcnLab, stop: &StopFlag) -> anyhow::Result<()> {
         "{:>6} {:>12} {:>12} {:>12} {:>10} {:>10}",
         "time_s", "offered_Mbps", "seen_Mbps", "vq_bytes", "marked_%", "red_%"
     );
-    // Sockets are opened inside their namespaces and stay bound there; the threads that
-    // run them need not be.
-    let mut sender = topology.sender_ns.run(|| Sender::open(send))??;
-    let mut receiver = topology.receiver_ns.run(|| Receiver::open(receive))??;
-    let (sender_stop, receiver_stop) = (sender.stop_flag(), receiver.stop_flag());
-    let (completed, sent, received) = std::thread::scope(|scope| {
-        let receiving = scope.spawn(move || receiver.run());
-        let sending = scope.spawn(move || sender.run(&mut vec![per_qp; args.qps as usize]));
-        let completed = ramp(args, &maps, &profile, &offered, stop);
-        if !matches!(completed, Ok(Some(_))) {
-            sender_stop.stop();
-            receiver_stop.stop();
-        }
-        let sent = sending.join().expect("sender thread");
-        let received = receiving.join().expect("receiver thread");
-        (completed, sent, received)
-    });
-    let Some(ramped) = completed? else {
+    let sending = Sending {
+        sender: bed.open_sender(0, send)?,
+        rates: vec![SharedRate(offered.clone()); args.qps as usize],
+        start: Duration::ZERO,
+    };
+    let receiver = bed.open_receiver()?;
+    let ran = harness::run(vec![sending], receiver, stop, |start, _| {
+        ramp(args, &maps, &profile, &offered, start, stop)
+    })?;
+    let Some(Ran {
+        watched: ramped,
+        sent,
+        received,
+    }) = ran
+    else {
         return Ok(());
     };
-    let (sent, received) = (sent?, received?);
+    let sent = &sent[0].0;
     let stats = maps.read_counters(Hook::Xdp)?.per_priority[PRIORITY];
     println!(
         "sent {} frames; bottleneck marked {} of {} ECT frames; receiver counted {} CE of {} RoCEv2 frames ({} PSN gaps)",
@@ -284,58 +225,45 @@ const COLUMNS: [&str; 6] = [
 
 /// Writes ecn.csv, ecn.svg and summary.json into `--out`.
 fn write_outputs(args: &EcnLab, series: &Series, summary: &EcnSummary) -> anyhow::Result<()> {
-    output::write_file(&args.out, "ecn.csv", |f| Ok(series.write_csv(f)?))?;
-    output::write_summary(&args.out, summary)?;
-    let x = 0.0..series.rows.last().map_or(0.0, |r| r[0]);
-    let time = "time (s)".to_owned();
-    let queue = Panel {
-        caption: format!(
+    let x = series.time_range();
+    let kmin = f64::from(args.kmin);
+    let kmax = f64::from(args.kmax);
+    let queue = Panel::over_time(
+        format!(
             "phantom queue at the bottleneck (drain {} Mb/s)",
             args.drain / 1_000_000
         ),
-        x_desc: time.clone(),
-        y_desc: "bytes".into(),
-        x: x.clone(),
-        y: 0.0..(series.max("vq_bytes").max(f64::from(args.kmax)) * 1.1),
-        lines: vec![
+        "bytes",
+        &x,
+        series.max("vq_bytes").max(kmax),
+        vec![
             Line::solid("vq_bytes", series.points("vq_bytes")),
-            Line::level("Kmin", f64::from(args.kmin), &x),
-            Line::level("Kmax", f64::from(args.kmax), &x),
+            Line::level("Kmin", kmin, &x),
+            Line::level("Kmax", kmax, &x),
         ],
-    };
-    let marks = Panel {
-        caption: "marked fraction against RED's probability at that depth".into(),
-        x_desc: time.clone(),
-        y_desc: "%".into(),
-        x: x.clone(),
-        y: 0.0..(series.max("marked_%").max(series.max("red_%")).max(1.0) * 1.1),
-        lines: vec![
+    );
+    let marks = Panel::over_time(
+        "marked fraction against RED's probability at that depth",
+        "%",
+        &x,
+        series.max("marked_%").max(series.max("red_%")).max(1.0),
+        vec![
             Line::solid("marked % (measured)", series.points("marked_%")),
             Line::solid("RED % at the depth", series.points("red_%")),
         ],
-    };
-    let rates = Panel {
-        caption: "offered load and the rate the bottleneck sees".into(),
-        x_desc: time,
-        y_desc: "Mb/s".into(),
-        x: x.clone(),
-        y: 0.0..(series.max("offered_Mbps").max(series.max("seen_Mbps")) * 1.1),
-        lines: vec![
+    );
+    let rates = Panel::over_time(
+        "offered load and the rate the bottleneck sees",
+        "Mb/s",
+        &x,
+        series.max("offered_Mbps").max(series.max("seen_Mbps")),
+        vec![
             Line::solid("offered (wire)", series.points("offered_Mbps")),
             Line::solid("seen (frame bytes)", series.points("seen_Mbps")),
             Line::level("drain", args.drain as f64 / 1e6, &x),
         ],
-    };
-    output::draw_panels(
-        &args.out.join("ecn.svg"),
-        (1000, 360),
-        &[queue, marks, rates],
-    )?;
-    println!(
-        "wrote ecn.svg, ecn.csv and summary.json to {}",
-        args.out.display()
     );
-    Ok(())
+    output::write_sampled(&args.out, "ecn", series, summary, &[queue, marks, rates])
 }
 
 /// The rate of each QP when the offered load is `step` × the drain rate.
@@ -368,16 +296,16 @@ fn reading(
     ]
 }
 
-/// Steps the offered load, samples the bottleneck every [`SAMPLE`] and prints a row every
-/// [`SAMPLES_PER_ROW`] samples; `None` if stopped early.
+/// Steps the offered load, samples the bottleneck every [`output::SAMPLE`] and prints a row
+/// every [`output::SAMPLES_PER_ROW`] samples; `None` if stopped early.
 fn ramp(
     args: &EcnLab,
     maps: &PinnedMaps,
     profile: &EcnProfile,
     offered: &AtomicU64,
+    start: Instant,
     stop: &StopFlag,
 ) -> anyhow::Result<Option<Ramp>> {
-    let start = Instant::now();
     let read = || -> anyhow::Result<(PrioCounters, u64)> {
         let counters = maps.read_counters(Hook::Xdp)?.per_priority[PRIORITY];
         Ok((
@@ -387,56 +315,49 @@ fn ramp(
     };
     let mut series = Series::new(&COLUMNS);
     let mut steps = Vec::new();
-    let (first, _) = read()?;
-    let (mut sample_before, mut sample_at) = (first, Instant::now());
-    let (mut row_before, mut row_at) = (first, Instant::now());
-    let mut samples = 0u32;
+    let mut sampler = Sampler::new(read()?);
     for step in &args.steps {
         let rate = (args.drain as f64 * step) as u64;
         offered.store(per_qp_rate(args, *step), Ordering::Relaxed);
-        let (step_before, step_at) = (sample_before, Instant::now());
+        let (step_before, step_at) = (sampler.last().0, Instant::now());
         let mut vq_bytes_max = 0;
         let step_end = Instant::now() + args.step_secs;
-        while Instant::now() < step_end {
-            if stop.is_stopped() {
-                return Ok(None);
-            }
-            std::thread::sleep(SAMPLE.min(step_end.saturating_duration_since(Instant::now())));
-            let (now, backlog) = read()?;
-            let t = start.elapsed().as_secs_f64();
-            vq_bytes_max = vq_bytes_max.max(backlog);
-            let elapsed = sample_at.elapsed().as_secs_f64();
+        let completed = sampler.until(step_end, stop, read, |r| {
+            let ((now, backlog), t) = (r.now, start.elapsed().as_secs_f64());
+            vq_bytes_max = vq_bytes_max.max(*backlog);
+            let (before, elapsed) = r.since_sample;
             series.push(reading(
                 profile,
                 t,
                 rate,
-                (&sample_before, &now),
+                (&before.0, now),
                 elapsed,
-                backlog,
+                *backlog,
             ));
-            (sample_before, sample_at) = (now, Instant::now());
-            samples += 1;
-            if samples.is_multiple_of(SAMPLES_PER_ROW) {
-                let elapsed = row_at.elapsed().as_secs_f64();
-                let row = reading(profile, t, rate, (&row_before, &now), elapsed, backlog);
+            if let Some((before, elapsed)) = r.since_row {
+                let row = reading(profile, t, rate, (&before.0, now), elapsed, *backlog);
                 println!(
                     "{:>6.1} {:>12.0} {:>12.1} {:>12} {:>10.2} {:>10.2}",
                     row[0], row[1], row[2], backlog, row[4], row[5]
                 );
-                (row_before, row_at) = (now, Instant::now());
             }
+            Ok(())
+        })?;
+        if !completed {
+            return Ok(None);
         }
-        let ect = sample_before.ect_packets - step_before.ect_packets;
+        let step_last = sampler.last().0;
+        let ect = step_last.ect_packets - step_before.ect_packets;
         steps.push(StepSummary {
             load: *step,
             offered_bps: rate,
-            seen_bps: (sample_before.rx_bytes - step_before.rx_bytes) as f64 * 8.0
+            seen_bps: (step_last.rx_bytes - step_before.rx_bytes) as f64 * 8.0
                 / step_at.elapsed().as_secs_f64(),
             vq_bytes_max,
             marked_fraction: if ect == 0 {
                 0.0
             } else {
-                (sample_before.ecn_marked - step_before.ecn_marked) as f64 / ect as f64
+                (step_last.ecn_marked - step_before.ecn_marked) as f64 / ect as f64
             },
         });
     }

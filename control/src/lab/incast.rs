@@ -7,7 +7,6 @@
 //! summary that shows whether the rates converged to the fair share.
 
 use std::{
-    net::{IpAddr, Ipv4Addr},
     path::{Path, PathBuf},
     sync::{
         atomic::{AtomicU64, Ordering},
@@ -21,27 +20,21 @@ use dataplane_common::Hook;
 use serde::Serialize;
 
 use super::{
+    harness::{self, jain_index, Bed, Port, Ran, Sending, Shape, PRIORITY},
     output::{self, Line, Panel},
-    shared::{enable_forwarding, jain_index, Detach, PRIORITY},
 };
 use crate::{
     host::{
-        attach::{self, AttachRequest, Mode},
         attachment::Attachment,
-        config::{HostConfig, CNP_INTERVAL},
+        config::{HostConfig, Setting, CNP_INTERVAL},
         pinned_maps::PinnedMaps,
     },
-    netns::{veth_pair, Endpoint, Namespace},
-    traffic::{
-        RateController, Receiver, RecvConfig, RecvSummary, SendConfig, SendSummary, Sender,
-        StopFlag,
-    },
+    traffic::{RateController, RecvSummary, SendSummary, StopFlag},
     units::{
         self, parse_duration, parse_rate_bps, parse_run_time, DurationLimits, TimeUnit, ONE_DAY,
     },
 };
 use dcqcn::{Dcqcn, DcqcnParams, RateEvent, RateTimeline};
-use wire::ethernet::Address;
 
 /// `--stagger`: 0 (every sender starts at once) to one day.
 const STAGGER: DurationLimits = DurationLimits {
@@ -189,54 +182,15 @@ impl RateController for Observed {
     }
 }
 
-/// senders (one namespace each) —veth— router ns (forwards) —veth— receiver ns.
-struct Topology {
-    sender_ns: Vec<Namespace>,
-    /// Each sender's end of its link, and the router's end of it.
-    sender_links: Vec<(Endpoint, Endpoint)>,
-    receiver_ns: Namespace,
-    receiver: Endpoint,
-    // Dropped last: the router's namespace holds every link.
-    _router_ns: Namespace,
-}
-
-impl Topology {
-    /// Sender i is 10.32.(i+1).2 behind the router's 10.32.(i+1).1; the receiver is
-    /// 10.32.100.2 behind 10.32.100.1.
-    fn build(senders: u32) -> anyhow::Result<Self> {
-        let router_ns = Namespace::create("irtr")?;
-        let receiver_ns = Namespace::create("ircv")?;
-        let (_router_end, receiver) = veth_pair(
-            &router_ns,
-            Ipv4Addr::new(10, 32, 100, 1),
-            &receiver_ns,
-            Ipv4Addr::new(10, 32, 100, 2),
-        )?;
-        enable_forwarding(&router_ns)?;
-        receiver_ns.ip(&["route", "add", "10.32.0.0/16", "via", "10.32.100.1"])?;
-        let mut sender_ns = Vec::new();
-        let mut sender_links = Vec::new();
-        for i in 0..senders {
-            let subnet = u8::try_from(i + 1)?;
-            let ns = Namespace::create("isnd")?;
-            let link = veth_pair(
-                &ns,
-                Ipv4Addr::new(10, 32, subnet, 2),
-                &router_ns,
-                Ipv4Addr::new(10, 32, subnet, 1),
-            )?;
-            let gateway = format!("10.32.{subnet}.1");
-            ns.ip(&["route", "add", "10.32.100.0/24", "via", &gateway])?;
-            sender_ns.push(ns);
-            sender_links.push(link);
-        }
-        Ok(Topology {
-            sender_ns,
-            sender_links,
-            receiver_ns,
-            receiver,
-            _router_ns: router_ns,
-        })
+/// Sender i is 10.32.(i+1).2 behind the router's 10.32.(i+1).1; the receiver is 10.32.100.2
+/// behind 10.32.100.1.
+fn shape(senders: u32) -> Shape {
+    Shape {
+        net: 32,
+        sender: "isnd",
+        senders,
+        router: Some("irtr"),
+        receiver: "ircv",
     }
 }
 
@@ -274,24 +228,6 @@ impl Monitor<'_> {
         })
     }
 
-    fn header(&self) {
-        let mut line = format!("{:>6}", "time_s");
-        for i in 1..=self.live.len() {
-            line += &format!(
-                " | {:>9} {:>9} {:>7}",
-                format!("s{i}_rate"),
-                format!("s{i}_sent"),
-                format!("s{i}_cnp")
-            );
-        }
-        line += &format!(" | {:>9} {:>8} | {:>9}", "vq_bytes", "marked_%", "cnp_sent");
-        println!("{line}");
-        println!(
-            "{:>6} | rates in Mb/s (DCQCN rate now, sent in the last row's interval)",
-            ""
-        );
-    }
-
     /// Prints the row for the time since `before`.
     fn row(&self, before: &Sample, now: &Sample) -> anyhow::Result<()> {
         let secs = now.at.duration_since(before.at).as_secs_f64().max(1e-9);
@@ -319,6 +255,25 @@ impl Monitor<'_> {
         println!("{line}");
         Ok(())
     }
+}
+
+/// The live table's header, for `senders` senders.
+fn print_header(senders: usize) {
+    let mut line = format!("{:>6}", "time_s");
+    for i in 1..=senders {
+        line += &format!(
+            " | {:>9} {:>9} {:>7}",
+            format!("s{i}_rate"),
+            format!("s{i}_sent"),
+            format!("s{i}_cnp")
+        );
+    }
+    line += &format!(" | {:>9} {:>8} | {:>9}", "vq_bytes", "marked_%", "cnp_sent");
+    println!("{line}");
+    println!(
+        "{:>6} | rates in Mb/s (DCQCN rate now, sent in the last row's interval)",
+        ""
+    );
 }
 
 /// One sender's outcome, in summary.json.
@@ -368,48 +323,32 @@ pub fn run(args: &IncastLab, stop: &StopFlag) -> anyhow::Result<()> {
             args.stagger
         );
     }
-    let topology = Topology::build(args.senders).context("building the namespace test bed")?;
+    let bed = Bed::build(&shape(args.senders)).context("building the namespace test bed")?;
     let mut config = HostConfig::default();
-    config.apply_assignments(&[
-        format!("ecn.prio{PRIORITY}.rate_bps={}", args.drain),
-        format!("ecn.prio{PRIORITY}.kmin_bytes={}", args.kmin),
-        format!("ecn.prio{PRIORITY}.kmax_bytes={}", args.kmax),
-        format!("ecn.prio{PRIORITY}.pmax={}", args.pmax),
-        format!("cnp.interval_us={}", args.cnp_interval_us.as_micros()),
+    config.set_all([
+        Setting::EcnRateBps(PRIORITY, args.drain),
+        Setting::EcnKminBytes(PRIORITY, args.kmin),
+        Setting::EcnKmaxBytes(PRIORITY, args.kmax),
+        Setting::EcnPmax(PRIORITY, args.pmax),
+        Setting::CnpInterval(args.cnp_interval_us),
     ])?;
-    let receiver_if = topology.receiver.ifname.clone();
-    let request = AttachRequest {
-        interface: receiver_if.clone(),
-        mode: Mode::Native,
-        attachments: vec![Attachment::Xdp, Attachment::Cnp],
+    let maps = bed.attach(
+        Port::Receiver,
+        vec![Attachment::Xdp, Attachment::Cnp],
         config,
-    };
-    let attached = topology.receiver_ns.run(|| attach::attach(&request))??;
-    let _detach = Detach(attached.dir.clone());
-    let maps = PinnedMaps::at(attached.dir);
+    )?;
 
-    let total = args.secs;
     let params = args.dcqcn_params();
     let per_qp_line = args.line_rate / u64::from(args.qps);
-    let mut senders = Vec::new();
-    let mut controllers = Vec::new();
+    let mut sendings = Vec::new();
     let mut live = Vec::new();
-    for (i, (ns, (sender_end, router_end))) in topology
-        .sender_ns
-        .iter()
-        .zip(&topology.sender_links)
-        .enumerate()
-    {
-        let mut send = SendConfig::new(
-            sender_end.ifname.clone(),
-            IpAddr::V4(topology.receiver.ipv4),
-        );
-        send.dst_mac = Some(Address(router_end.mac));
+    for i in 0..bed.senders.len() {
+        let mut send = bed.send_config(i);
         send.size = args.size;
         send.qps = args.qps;
         send.qp_base = (i as u32 + 1) * QP_STRIDE;
-        send.duration = Some(total - args.start_of(i));
-        let sender = ns.run(|| Sender::open(send))??;
+        send.duration = Some(args.secs - args.start_of(i));
+        let sender = bed.open_sender(i, send)?;
         let mut qps = Vec::new();
         let mut observed = Vec::new();
         for frame in sender.frames() {
@@ -423,18 +362,14 @@ pub fn run(args: &IncastLab, stop: &StopFlag) -> anyhow::Result<()> {
                 live: shared,
             });
         }
-        senders.push(sender);
-        controllers.push(observed);
+        sendings.push(Sending {
+            sender,
+            rates: observed,
+            start: args.start_of(i),
+        });
         live.push(qps);
     }
-    let receive = RecvConfig {
-        iface: receiver_if.clone(),
-        duration: None,
-        count: None,
-        idle_timeout: None,
-        cnp: None,
-    };
-    let mut receiver = topology.receiver_ns.run(|| Receiver::open(receive))??;
+    let receiver = bed.open_receiver()?;
 
     println!(
         "incast lab: {} senders x {} QP(s) at {} Mb/s each -> router -> {} (XDP ECN, drain {} Mb/s; \
@@ -442,54 +377,32 @@ pub fn run(args: &IncastLab, stop: &StopFlag) -> anyhow::Result<()> {
         args.senders,
         args.qps,
         args.line_rate / 1_000_000,
-        receiver_if,
+        bed.receiver.ifname,
         args.drain / 1_000_000,
         args.cnp_interval_us.as_micros(),
         args.fair_share_bps() / 1e6
     );
-    let monitor = Monitor {
-        live: &live,
-        maps: &maps,
-        start: Instant::now(),
+    print_header(live.len());
+    let ran = harness::run(sendings, receiver, stop, |start, finished| {
+        let monitor = Monitor {
+            live: &live,
+            maps: &maps,
+            start,
+        };
+        watch(&monitor, stop, finished).map(Some)
+    })?;
+    let Some(Ran {
+        watched: samples,
+        sent,
+        received,
+    }) = ran
+    else {
+        return Ok(());
     };
-    monitor.header();
-    let sender_stops: Vec<StopFlag> = senders.iter().map(Sender::stop_flag).collect();
-    let receiver_stop = receiver.stop_flag();
-    let (watched, sent, received) = std::thread::scope(|scope| {
-        let receiving = scope.spawn(move || receiver.run());
-        let sending: Vec<_> = senders
-            .into_iter()
-            .zip(controllers)
-            .enumerate()
-            .map(|(i, (mut sender, mut rates))| {
-                let start = monitor.start + args.start_of(i);
-                scope.spawn(move || {
-                    while Instant::now() < start && !stop.is_stopped() {
-                        std::thread::sleep(Duration::from_millis(10));
-                    }
-                    let summary = sender.run(&mut rates);
-                    (summary, rates)
-                })
-            })
-            .collect();
-        let watched = watch(&monitor, stop, || sending.iter().all(|s| s.is_finished()));
-        if watched.is_err() || stop.is_stopped() {
-            sender_stops.iter().for_each(StopFlag::stop);
-        }
-        let sent: Vec<_> = sending
-            .into_iter()
-            .map(|s| s.join().expect("sender thread"))
-            .collect();
-        receiver_stop.stop();
-        let received = receiving.join().expect("receiver thread");
-        (watched, sent, received)
-    });
-    let samples = watched?;
-    let received = received?;
     let mut summaries = Vec::new();
     let mut timelines = Vec::new();
     for (i, (summary, rates)) in sent.into_iter().enumerate() {
-        summaries.push(summary?);
+        summaries.push(summary);
         // On the lab's clock: since the first sender started.
         let offset = u64::try_from(args.start_of(i).as_nanos())?;
         let mut qps: Vec<RateTimeline> = rates
@@ -517,7 +430,7 @@ pub fn run(args: &IncastLab, stop: &StopFlag) -> anyhow::Result<()> {
 fn watch(
     monitor: &Monitor<'_>,
     stop: &StopFlag,
-    finished: impl Fn() -> bool,
+    finished: &dyn Fn() -> bool,
 ) -> anyhow::Result<Vec<Sample>> {
     let mut samples = vec![monitor.sample()?];
     let mut next = Instant::now() + TICK;

@@ -2,8 +2,8 @@
 
 pub mod cli;
 pub mod ecn;
+pub mod harness;
 pub mod incast;
 pub mod lb;
 pub mod output;
 pub mod pfc;
-mod shared;

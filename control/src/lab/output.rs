@@ -1,6 +1,6 @@
-//! What the labs write into their `--out` directory: files (created with their directory,
-//! errors naming them), `summary.json`, a time series as CSV, and line plots as SVG (one or more
-//! panels stacked, each with its own axes and legend).
+//! What the labs write into their `--out` directory, the report step of the lab harness: files
+//! (created with their directory, errors naming them), `summary.json`, a time series as CSV,
+//! and line plots as SVG (one or more panels stacked, each with its own axes and legend).
 
 use std::{
     fs::{self, File},
@@ -76,6 +76,11 @@ impl Series {
         self.rows.iter().map(|r| (r[0], r[i])).collect()
     }
 
+    /// The span of the first column (time) from 0, the x axis of plots against it.
+    pub fn time_range(&self) -> Range<f64> {
+        0.0..self.rows.last().map_or(0.0, |r| r[0])
+    }
+
     /// The largest value of `column` (0 for none).
     pub fn max(&self, column: &str) -> f64 {
         self.points(column).iter().map(|p| p.1).fold(0.0, f64::max)
@@ -138,6 +143,45 @@ pub struct Panel {
     pub y: Range<f64>,
     /// The lines.
     pub lines: Vec<Line>,
+}
+
+impl Panel {
+    /// A panel against time in seconds over `x`, its y axis from 0 to 10% above `top`.
+    pub fn over_time(
+        caption: impl Into<String>,
+        y_desc: &str,
+        x: &Range<f64>,
+        top: f64,
+        lines: Vec<Line>,
+    ) -> Panel {
+        Panel {
+            caption: caption.into(),
+            x_desc: "time (s)".into(),
+            y_desc: y_desc.into(),
+            x: x.clone(),
+            y: 0.0..top * 1.1,
+            lines,
+        }
+    }
+}
+
+/// Writes what a sampling lab measured into `out`: `NAME.csv` (the samples), `NAME.svg` (the
+/// panels stacked, 1000 × 360 pixels each) and `summary.json`; and says so.
+pub fn write_sampled(
+    out: &Path,
+    name: &str,
+    series: &Series,
+    summary: &impl Serialize,
+    panels: &[Panel],
+) -> anyhow::Result<()> {
+    write_file(out, &format!("{name}.csv"), |f| Ok(series.write_csv(f)?))?;
+    write_summary(out, summary)?;
+    draw_panels(&out.join(format!("{name}.svg")), (1000, 360), panels)?;
+    println!(
+        "wrote {name}.svg, {name}.csv and summary.json to {}",
+        out.display()
+    );
+    Ok(())
 }
 
 /// Draws `panels` stacked, each `(width, height)` pixels, into the SVG file `path`.

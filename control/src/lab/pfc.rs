@@ -5,31 +5,27 @@
 //! pfc.csv and pfc.svg with a summary.json.
 
 use std::{
-    net::{IpAddr, Ipv4Addr},
     path::PathBuf,
     time::{Duration, Instant},
 };
 
 use anyhow::Context as _;
-use dataplane_common::Hook;
+use dataplane_common::{counters::PrioCounters, pfc::PfcTxCounters, Hook};
 use serde::Serialize;
 
 use super::{
-    output::{self, Line, Panel, Series, SAMPLE, SAMPLES_PER_ROW},
-    shared::{Detach, PRIORITY},
+    harness::{self, Bed, Port, Ran, Sampler, Sending, Shape, PRIORITY},
+    output::{self, Line, Panel, Series},
 };
 use crate::{
     host::{
-        attach::{self, AttachRequest, Mode},
         attachment::Attachment,
-        config::HostConfig,
+        config::{HostConfig, Setting},
         pinned_maps::PinnedMaps,
     },
-    netns::{veth_pair, Namespace},
-    traffic::{FixedRate, Receiver, RecvConfig, SendConfig, Sender, StopFlag},
+    traffic::{FixedRate, StopFlag},
     units::{parse_rate_bps, parse_run_time},
 };
-use wire::ethernet::Address;
 
 /// Options of `lossless lab pfc`.
 #[derive(Debug, clap::Args)]
@@ -57,75 +53,49 @@ pub struct PfcLab {
     out: PathBuf,
 }
 
-/// Both ends use this link speed to turn quanta into time (1 quantum = 512 ns).
-const LINK_SPEED: &str = "1g";
+/// Both ends use this link speed to turn quanta into time (1 quantum = 512 ns): 1 Gb/s.
+const LINK_SPEED_BPS: u64 = 1_000_000_000;
+
+/// sender ns —veth— receiver ns.
+const SHAPE: Shape = Shape {
+    net: 33,
+    sender: "psnd",
+    senders: 1,
+    router: None,
+    receiver: "prcv",
+};
 
 /// Runs the lab until its end or until `stop` is set.
 pub fn run(args: &PfcLab, stop: &StopFlag) -> anyhow::Result<()> {
-    let sender_ns = Namespace::create("psnd")?;
-    let receiver_ns = Namespace::create("prcv")?;
-    let (sender, receiver) = veth_pair(
-        &sender_ns,
-        Ipv4Addr::new(10, 33, 0, 1),
-        &receiver_ns,
-        Ipv4Addr::new(10, 33, 0, 2),
-    )
-    .context("building the namespace test bed")?;
-
+    let bed = Bed::build(&SHAPE).context("building the namespace test bed")?;
     let mut receiver_config = HostConfig::default();
-    receiver_config.apply_assignments(&[
-        format!("pfc.link_speed_bps={LINK_SPEED}"),
-        format!("pfc.prio{PRIORITY}.enabled=true"),
-        format!("pfc.prio{PRIORITY}.xoff_bytes={}", args.xoff),
-        format!("pfc.prio{PRIORITY}.xon_bytes={}", args.xon),
-        format!("pfc.prio{PRIORITY}.quanta={}", args.quanta),
-        format!("pfc.prio{PRIORITY}.drain_bps={}", args.drain),
+    receiver_config.set_all([
+        Setting::LinkSpeedBps(LINK_SPEED_BPS),
+        Setting::PfcEnabled(PRIORITY, true),
+        Setting::PfcXoffBytes(PRIORITY, args.xoff),
+        Setting::PfcXonBytes(PRIORITY, args.xon),
+        Setting::PfcQuanta(PRIORITY, args.quanta),
+        Setting::PfcDrainBps(PRIORITY, args.drain),
     ])?;
     let mut sender_config = HostConfig::default();
-    sender_config.apply_assignments(&[format!("pfc.link_speed_bps={LINK_SPEED}")])?;
+    sender_config.set_all([Setting::LinkSpeedBps(LINK_SPEED_BPS)])?;
     // The receiver generates PFC (and counts what arrives with XDP); the sender's XDP honours
     // it (native: generic XDP skips frames redirected on this machine, see docs/host-pfc.md).
-    let ends = [
-        (
-            &receiver_ns,
-            &receiver.ifname,
-            vec![Attachment::Xdp, Attachment::Pfc],
-            receiver_config,
-        ),
-        (
-            &sender_ns,
-            &sender.ifname,
-            vec![Attachment::Xdp],
-            sender_config,
-        ),
-    ];
-    let mut detach = Vec::new();
-    for (ns, ifname, attachments, config) in ends {
-        let request = AttachRequest {
-            interface: ifname.clone(),
-            mode: Mode::Native,
-            attachments,
-            config,
-        };
-        let attached = ns.run(|| attach::attach(&request))??;
-        detach.push(Detach(attached.dir));
-    }
-    let [receiver_maps, sender_maps] =
-        [&detach[0].0, &detach[1].0].map(|dir| PinnedMaps::at(dir.clone()));
+    let receiver_maps = bed.attach(
+        Port::Receiver,
+        vec![Attachment::Xdp, Attachment::Pfc],
+        receiver_config,
+    )?;
+    let sender_maps = bed.attach(Port::Sender(0), vec![Attachment::Xdp], sender_config)?;
 
-    let mut send = SendConfig::new(sender.ifname.clone(), IpAddr::V4(receiver.ipv4));
-    send.dst_mac = Some(Address(receiver.mac));
+    let mut send = bed.send_config(0);
     send.duration = Some(args.secs);
-    let receive = RecvConfig {
-        iface: receiver.ifname.clone(),
-        duration: None,
-        count: None,
-        idle_timeout: Some(Duration::from_secs(2)),
-        cnp: None,
+    let sending = Sending {
+        sender: bed.open_sender(0, send)?,
+        rates: vec![FixedRate { bps: args.rate }],
+        start: Duration::ZERO,
     };
-    let mut sending = sender_ns.run(|| Sender::open(send))??;
-    let mut receiving = receiver_ns.run(|| Receiver::open(receive))??;
-    let (sender_stop, receiver_stop) = (sending.stop_flag(), receiving.stop_flag());
+    let receiver = bed.open_receiver()?;
 
     println!(
         "PFC lab: sender ({} Mb/s) -> receiver consuming {} Mb/s, XOFF {} B, XON {} B, pause {} quanta",
@@ -146,22 +116,18 @@ pub fn run(args: &PfcLab, stop: &StopFlag) -> anyhow::Result<()> {
         "sender_paused",
         "paused_ms"
     );
-    let (completed, sent, received) = std::thread::scope(|scope| {
-        let receiver_thread = scope.spawn(move || receiving.run());
-        let sender_thread = scope.spawn(move || sending.run(&mut [FixedRate { bps: args.rate }]));
-        let completed = watch(args, &receiver_maps, &sender_maps, stop);
-        if !matches!(completed, Ok(Some(_))) {
-            sender_stop.stop();
-            receiver_stop.stop();
-        }
-        let sent = sender_thread.join().expect("sender thread");
-        let received = receiver_thread.join().expect("receiver thread");
-        (completed, sent, received)
-    });
-    let Some(series) = completed? else {
+    let ran = harness::run(vec![sending], receiver, stop, |start, _| {
+        watch(args, &receiver_maps, &sender_maps, start, stop)
+    })?;
+    let Some(Ran {
+        watched: series,
+        sent,
+        received,
+    }) = ran
+    else {
         return Ok(());
     };
-    let (sent, received) = (sent?, received?);
+    let sent = &sent[0].0;
     let stats = receiver_maps.read_pfc_tx_counters()?;
     println!(
         "sender: {} frames sent, paused {:.1} ms in all, {} frames held; receiver: {} RoCEv2 frames ({} PSN gaps); \
@@ -227,116 +193,118 @@ const COLUMNS: [&str; 8] = [
 
 /// Writes pfc.csv, pfc.svg and summary.json into `--out`.
 fn write_outputs(args: &PfcLab, series: &Series, summary: &PfcSummary) -> anyhow::Result<()> {
-    output::write_file(&args.out, "pfc.csv", |f| Ok(series.write_csv(f)?))?;
-    output::write_summary(&args.out, summary)?;
-    let x = 0.0..series.rows.last().map_or(0.0, |r| r[0]);
-    let time = "time (s)".to_owned();
-    let buffer = Panel {
-        caption: "the receiver's ingress buffer: XOFF sends a PAUSE, below XON a resume".into(),
-        x_desc: time.clone(),
-        y_desc: "bytes".into(),
-        x: x.clone(),
-        y: 0.0..(series.max("buffer_bytes").max(f64::from(args.xoff)) * 1.1),
-        lines: vec![
+    let x = series.time_range();
+    let (xoff, xon) = (f64::from(args.xoff), f64::from(args.xon));
+    let buffer = Panel::over_time(
+        "the receiver's ingress buffer: XOFF sends a PAUSE, below XON a resume",
+        "bytes",
+        &x,
+        series.max("buffer_bytes").max(xoff),
+        vec![
             Line::solid("buffer_bytes", series.points("buffer_bytes")),
-            Line::level("XOFF", f64::from(args.xoff), &x),
-            Line::level("XON", f64::from(args.xon), &x),
+            Line::level("XOFF", xoff, &x),
+            Line::level("XON", xon, &x),
         ],
-    };
-    let frames = Panel {
-        caption: "PFC frames: sent by the receiver, recorded by the sender's XDP".into(),
-        x_desc: time.clone(),
-        y_desc: "frames (cumulative)".into(),
-        x: x.clone(),
-        y: 0.0..(series.max("pause_tx").max(series.max("pause_rx")).max(1.0) * 1.1),
-        lines: vec![
+    );
+    let frames = Panel::over_time(
+        "PFC frames: sent by the receiver, recorded by the sender's XDP",
+        "frames (cumulative)",
+        &x,
+        series.max("pause_tx").max(series.max("pause_rx")).max(1.0),
+        vec![
             Line::solid("PAUSE sent", series.points("pause_tx")),
             Line::solid("resume sent", series.points("resume_tx")),
             Line::solid("PAUSE received", series.points("pause_rx")),
         ],
-    };
-    let rate = Panel {
-        caption: "what the receiver consumes while the sender holds".into(),
-        x_desc: time,
-        y_desc: "Mb/s".into(),
-        x: x.clone(),
-        y: 0.0..(series.max("rx_Mbps").max(args.rate as f64 / 1e6) * 1.1),
-        lines: vec![
+    );
+    let rate = Panel::over_time(
+        "what the receiver consumes while the sender holds",
+        "Mb/s",
+        &x,
+        series.max("rx_Mbps").max(args.rate as f64 / 1e6),
+        vec![
             Line::solid("received", series.points("rx_Mbps")),
             Line::level("sender's rate", args.rate as f64 / 1e6, &x),
             Line::level("drain", args.drain as f64 / 1e6, &x),
         ],
-    };
-    output::draw_panels(
-        &args.out.join("pfc.svg"),
-        (1000, 360),
-        &[buffer, frames, rate],
-    )?;
-    println!(
-        "wrote pfc.svg, pfc.csv and summary.json to {}",
-        args.out.display()
     );
-    Ok(())
+    output::write_sampled(&args.out, "pfc", series, summary, &[buffer, frames, rate])
 }
 
-/// Samples both ends every [`SAMPLE`] and prints a row every [`SAMPLES_PER_ROW`] samples until
-/// the run's end; `None` if stopped early.
+/// What both ends show at one moment.
+#[derive(Clone)]
+struct Ends {
+    /// The receiver's XDP counters of the lab's priority.
+    received: PrioCounters,
+    /// The PFC frames the receiver sent.
+    tx: PfcTxCounters,
+    /// The receiver's ingress buffer.
+    buffer_bytes: u64,
+    /// PAUSE frames the sender's XDP recorded.
+    pause_rx: u64,
+    /// Whether the sender is paused, and how long it has been paused in all.
+    paused: bool,
+    paused_ms: f64,
+}
+
+impl Ends {
+    fn read(receiver: &PinnedMaps, sender: &PinnedMaps) -> anyhow::Result<Ends> {
+        let state = sender.read_pfc_states()?[PRIORITY];
+        let clock = crate::host::stats::monotonic_ns()?;
+        Ok(Ends {
+            received: receiver.read_counters(Hook::Xdp)?.per_priority[PRIORITY],
+            tx: receiver.read_pfc_tx_counters()?,
+            buffer_bytes: receiver.read_pfc_buffers()?[PRIORITY].queue.backlog_bytes,
+            pause_rx: sender.read_counters(Hook::Xdp)?.per_priority[PRIORITY].pfc_pause_rx,
+            paused: state.is_paused(clock),
+            paused_ms: state.paused_ns(clock) as f64 / 1e6,
+        })
+    }
+}
+
+/// Samples both ends every [`output::SAMPLE`] and prints a row every
+/// [`output::SAMPLES_PER_ROW`] samples until the run's end; `None` if stopped early.
 fn watch(
     args: &PfcLab,
     receiver: &PinnedMaps,
     sender: &PinnedMaps,
+    start: Instant,
     stop: &StopFlag,
 ) -> anyhow::Result<Option<Series>> {
-    let start = Instant::now();
-    let end = start + args.secs;
     let mut series = Series::new(&COLUMNS);
-    let first = receiver.read_counters(Hook::Xdp)?.per_priority[PRIORITY];
-    let (mut sample_before, mut sample_at) = (first, Instant::now());
-    let (mut row_before, mut row_at) = (first, Instant::now());
-    let mut samples = 0u32;
-    while Instant::now() < end {
-        if stop.is_stopped() {
-            return Ok(None);
-        }
-        std::thread::sleep(SAMPLE.min(end.saturating_duration_since(Instant::now())));
-        let now = receiver.read_counters(Hook::Xdp)?.per_priority[PRIORITY];
-        let tx = receiver.read_pfc_tx_counters()?;
-        let buffer = receiver.read_pfc_buffers()?[PRIORITY].queue.backlog_bytes;
-        let rx = sender.read_counters(Hook::Xdp)?.per_priority[PRIORITY];
-        let state = sender.read_pfc_states()?[PRIORITY];
-        let clock = crate::host::stats::monotonic_ns()?;
-        let paused = state.is_paused(clock);
-        let mbps = |before: &dataplane_common::counters::PrioCounters, since: Instant| {
-            (now.rx_bytes - before.rx_bytes) as f64 * 8.0 / since.elapsed().as_secs_f64() / 1e6
+    let mut sampler = Sampler::new(Ends::read(receiver, sender)?);
+    let read = || Ends::read(receiver, sender);
+    let completed = sampler.until(start + args.secs, stop, read, |r| {
+        let now = r.now;
+        let mbps = |(before, secs): (&Ends, f64)| {
+            (now.received.rx_bytes - before.received.rx_bytes) as f64 * 8.0 / secs / 1e6
         };
         let t = start.elapsed().as_secs_f64();
-        let paused_ms = state.paused_ns(clock) as f64 / 1e6;
+        let (pause_tx, resume_tx) = (now.tx.pause_tx[PRIORITY], now.tx.resume_tx[PRIORITY]);
         series.push(vec![
             t,
-            mbps(&sample_before, sample_at),
-            buffer as f64,
-            tx.pause_tx[PRIORITY] as f64,
-            tx.resume_tx[PRIORITY] as f64,
-            rx.pfc_pause_rx as f64,
-            if paused { 1.0 } else { 0.0 },
-            paused_ms,
+            mbps(r.since_sample),
+            now.buffer_bytes as f64,
+            pause_tx as f64,
+            resume_tx as f64,
+            now.pause_rx as f64,
+            if now.paused { 1.0 } else { 0.0 },
+            now.paused_ms,
         ]);
-        (sample_before, sample_at) = (now, Instant::now());
-        samples += 1;
-        if samples.is_multiple_of(SAMPLES_PER_ROW) {
+        if let Some(since_row) = r.since_row {
             println!(
                 "{:>6.1} {:>11.1} {:>12} {:>9} {:>10} {:>10} {:>14} {:>10.1}",
                 t,
-                mbps(&row_before, row_at),
-                buffer,
-                tx.pause_tx[PRIORITY],
-                tx.resume_tx[PRIORITY],
-                rx.pfc_pause_rx,
-                if paused { "paused" } else { "sending" },
-                paused_ms,
+                mbps(since_row),
+                now.buffer_bytes,
+                pause_tx,
+                resume_tx,
+                now.pause_rx,
+                if now.paused { "paused" } else { "sending" },
+                now.paused_ms,
             );
-            (row_before, row_at) = (now, Instant::now());
         }
-    }
-    Ok(Some(series))
+        Ok(())
+    })?;
+    Ok(completed.then_some(series))
 }

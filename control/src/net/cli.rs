@@ -176,7 +176,9 @@ pub async fn run(args: NetArgs) -> anyhow::Result<ExitCode> {
         } => {
             let (network, _, shape) = up::load(&topo, &Tuning::default())?;
             if shape.is_none() {
-                bail!("experiments run on generated fabrics (leaf-spine:S,L,H), and {topo} is none");
+                bail!(
+                    "experiments run on generated fabrics (leaf-spine:S,L,H), and {topo} is none"
+                );
             }
             let plan = Plan {
                 name,

@@ -11,7 +11,6 @@ pub mod counters;
 pub mod error;
 pub mod interface;
 pub mod neighbour;
-pub mod netlink;
 pub mod notify;
 pub mod pacing;
 pub mod packet_socket;

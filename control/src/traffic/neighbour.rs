@@ -7,10 +7,15 @@ use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
+use netlink_packet_route::{
+    neighbour::{NeighbourAddress, NeighbourAttribute, NeighbourMessage},
+    AddressFamily, RouteNetlinkMessage,
+};
+
 use super::error::{Result, TrafficError};
 use super::interface::Interface;
-use super::netlink::{self, Request, NLM_F_DUMP, NLM_F_REQUEST};
 use super::sys;
+use crate::netlink;
 use wire::ethernet::Address;
 
 /// The UDP discard port, the target of the datagram that triggers resolution.
@@ -22,31 +27,30 @@ const RETRY_EVERY: Duration = Duration::from_millis(200);
 /// How often the table is read again while waiting.
 const POLL_EVERY: Duration = Duration::from_millis(5);
 
-/// Neighbour states with a usable link-layer address (the kernel's NUD_VALID).
+/// Neighbour states with a usable link-layer address (the kernel's NUD_VALID: reachable,
+/// stale, delay, probe, noarp, permanent).
 const NUD_VALID: u16 = 0x02 | 0x04 | 0x08 | 0x10 | 0x40 | 0x80;
 
-/// Length of `struct ndmsg`, and the message types and attributes used here (linux/neighbour.h).
-const NDMSG_LEN: usize = 12;
-const RTM_NEWNEIGH: u16 = 28;
-const RTM_GETNEIGH: u16 = 30;
-const NDA_DST: u16 = 1;
-const NDA_LLADDR: u16 = 2;
-
-/// The link-layer address of a neighbour message body if it is `ip` on `ifindex` and usable.
-fn entry_address(kind: u16, body: &[u8], ip: IpAddr, ifindex: u32) -> Option<Address> {
-    if kind != RTM_NEWNEIGH || body.len() < NDMSG_LEN {
+/// The link-layer address of a neighbour message if it is `ip` on `ifindex` and usable.
+fn entry_address(message: RouteNetlinkMessage, ip: IpAddr, ifindex: u32) -> Option<Address> {
+    let RouteNetlinkMessage::NewNeighbour(entry) = message else {
         return None;
-    }
-    let entry_ifindex = i32::from_ne_bytes(body[4..8].try_into().unwrap());
-    let state = u16::from_ne_bytes(body[8..10].try_into().unwrap());
-    if entry_ifindex != ifindex as i32 || state & NUD_VALID == 0 {
+    };
+    if entry.header.ifindex != ifindex || u16::from(entry.header.state) & NUD_VALID == 0 {
         return None;
     }
     let (mut dst, mut lladdr) = (None, None);
-    for (kind, value) in netlink::attributes(&body[NDMSG_LEN..]) {
-        match (kind, value.len()) {
-            (NDA_DST, _) => dst = netlink::ip_address(value),
-            (NDA_LLADDR, 6) => lladdr = Some(Address(value.try_into().unwrap())),
+    for attribute in &entry.attributes {
+        match attribute {
+            NeighbourAttribute::Destination(NeighbourAddress::Inet(a)) => {
+                dst = Some(IpAddr::V4(*a))
+            }
+            NeighbourAttribute::Destination(NeighbourAddress::Inet6(a)) => {
+                dst = Some(IpAddr::V6(*a))
+            }
+            NeighbourAttribute::LinkLayerAddress(mac) => {
+                lladdr = <[u8; 6]>::try_from(mac.as_slice()).ok().map(Address)
+            }
             _ => {}
         }
     }
@@ -55,15 +59,17 @@ fn entry_address(kind: u16, body: &[u8], ip: IpAddr, ifindex: u32) -> Option<Add
 
 /// Looks `ip` up in the neighbour table of interface `ifindex`.
 pub fn lookup(ip: IpAddr, ifindex: u32) -> io::Result<Option<Address>> {
-    let family = if ip.is_ipv4() {
-        libc::AF_INET
+    let mut request = NeighbourMessage::default();
+    request.header.family = if ip.is_ipv4() {
+        AddressFamily::Inet
     } else {
-        libc::AF_INET6
+        AddressFamily::Inet6
     };
-    let mut ndmsg = [0u8; NDMSG_LEN];
-    ndmsg[0] = family as u8;
-    Request::new(RTM_GETNEIGH, NLM_F_REQUEST | NLM_F_DUMP, &ndmsg)
-        .exchange(|kind, body| entry_address(kind, body, ip, ifindex))
+    netlink::ask(
+        RouteNetlinkMessage::GetNeighbour(request),
+        true,
+        |message| entry_address(message, ip, ifindex),
+    )
 }
 
 /// The MAC address of `ip` on `iface`: from the neighbour table, or after
@@ -113,61 +119,67 @@ pub fn resolve(ip: IpAddr, iface: &Interface, timeout: Duration) -> Result<Addre
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::traffic::netlink::{
-        tests::{encode_attributes, message},
-        walk, Walk, NLMSG_DONE,
-    };
+    use netlink_packet_core::{DoneMessage, NetlinkPayload};
+    use netlink_packet_route::neighbour::NeighbourState;
 
-    /// An RTM_NEWNEIGH body: ndmsg, then NDA_DST and NDA_LLADDR.
-    fn neighbour(ifindex: i32, state: u16, ip: IpAddr, mac: [u8; 6]) -> Vec<u8> {
-        let mut body = vec![if ip.is_ipv4() { 2 } else { 10 }, 0, 0, 0];
-        body.extend_from_slice(&ifindex.to_ne_bytes());
-        body.extend_from_slice(&state.to_ne_bytes());
-        body.extend_from_slice(&[0, 1]);
-        let dst = match ip {
-            IpAddr::V4(a) => a.octets().to_vec(),
-            IpAddr::V6(a) => a.octets().to_vec(),
+    use super::*;
+    use crate::netlink::{tests::datagram, walk, Walk};
+
+    /// An RTM_NEWNEIGH message: `ip` at `mac` on `ifindex` in `state`.
+    fn neighbour(
+        ifindex: u32,
+        state: NeighbourState,
+        ip: IpAddr,
+        mac: [u8; 6],
+    ) -> NetlinkPayload<RouteNetlinkMessage> {
+        let mut entry = NeighbourMessage::default();
+        entry.header.family = if ip.is_ipv4() {
+            AddressFamily::Inet
+        } else {
+            AddressFamily::Inet6
         };
-        body.extend(encode_attributes(&[(NDA_DST, &dst), (NDA_LLADDR, &mac)]));
-        body
+        entry.header.ifindex = ifindex;
+        entry.header.state = state;
+        let dst = match ip {
+            IpAddr::V4(a) => NeighbourAddress::Inet(a),
+            IpAddr::V6(a) => NeighbourAddress::Inet6(a),
+        };
+        entry.attributes = vec![
+            NeighbourAttribute::Destination(dst),
+            NeighbourAttribute::LinkLayerAddress(mac.to_vec()),
+        ];
+        NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewNeighbour(entry))
     }
 
     fn scan(datagram: &[u8], ip: IpAddr, ifindex: u32) -> Walk<Address> {
-        walk(datagram, &mut |kind, body| {
-            entry_address(kind, body, ip, ifindex)
-        })
-        .unwrap()
+        walk(datagram, &mut |message| entry_address(message, ip, ifindex)).unwrap()
     }
 
     #[test]
     fn finds_usable_entries_only() {
         let v4: IpAddr = "10.0.0.2".parse().unwrap();
         let v6: IpAddr = "fd00::2".parse().unwrap();
-        let mut datagram = message(RTM_NEWNEIGH, &neighbour(3, 0x01, v4, [2, 0, 0, 0, 0, 9])); // incomplete
-        datagram.extend(message(
-            RTM_NEWNEIGH,
-            &neighbour(4, 0x02, v4, [2, 0, 0, 0, 0, 8]),
-        )); // other interface
-        datagram.extend(message(
-            RTM_NEWNEIGH,
-            &neighbour(3, 0x04, v6, [2, 0, 0, 0, 0, 6]),
-        )); // stale: usable
-        datagram.extend(message(
-            RTM_NEWNEIGH,
-            &neighbour(3, 0x02, v4, [2, 0, 0, 0, 0, 2]),
-        ));
+        let mut entries = vec![
+            neighbour(3, NeighbourState::Incomplete, v4, [2, 0, 0, 0, 0, 9]),
+            neighbour(4, NeighbourState::Reachable, v4, [2, 0, 0, 0, 0, 8]), // other interface
+            neighbour(3, NeighbourState::Stale, v6, [2, 0, 0, 0, 0, 6]),     // stale: usable
+            neighbour(3, NeighbourState::Reachable, v4, [2, 0, 0, 0, 0, 2]),
+        ];
+        let table = datagram(entries.clone());
         assert_eq!(
-            scan(&datagram, v4, 3),
+            scan(&table, v4, 3),
             Walk::Found(Address([2, 0, 0, 0, 0, 2]))
         );
         assert_eq!(
-            scan(&datagram, v6, 3),
+            scan(&table, v6, 3),
             Walk::Found(Address([2, 0, 0, 0, 0, 6]))
         );
-        assert_eq!(scan(&datagram, v4, 5), Walk::More);
-        datagram.extend(message(NLMSG_DONE, &[0; 4]));
-        assert_eq!(scan(&datagram, "10.0.0.9".parse().unwrap(), 3), Walk::Done);
+        assert_eq!(scan(&table, v4, 5), Walk::More);
+        entries.push(NetlinkPayload::Done(DoneMessage::default()));
+        assert_eq!(
+            scan(&datagram(entries), "10.0.0.9".parse().unwrap(), 3),
+            Walk::Done
+        );
     }
 
     #[test]

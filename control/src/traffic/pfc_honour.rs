@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use aya::maps::{Array, Map, MapData};
+use aya::maps::{Array, MapData};
 use dataplane_common::{config::default_dscp_priority, maps, pfc::PfcState};
 
 use super::error::{Result, TrafficError};
@@ -95,11 +95,7 @@ impl PfcGate {
         }
         let pinned = PinnedMaps::open(iface).map_err(pinned_error(iface))?;
         let config = pinned.read_config().map_err(pinned_error(iface))?;
-        let path = pinned.dir().map(maps::PFC_STATE);
-        let map = MapData::from_pin(&path)
-            .map_err(|e| anyhow::Error::new(e).context(format!("opening {}", path.display())))
-            .and_then(|data| Ok(Array::try_from(Map::from_map_data(data)?)?))
-            .map_err(pinned_error(iface))?;
+        let map = pinned.map(&maps::PFC_STATE).map_err(pinned_error(iface))?;
         Ok(PfcGate {
             iface: iface.to_owned(),
             priority: frame_priority(pcp, dscp, &config.dscp_priority),
@@ -131,7 +127,7 @@ impl PfcGate {
                 .get(&self.priority, 0)
                 .map_err(|e| TrafficError::PinnedMaps {
                     iface: self.iface.clone(),
-                    message: format!("reading PFC_STATE[{}]: {e}", self.priority),
+                    message: format!("reading {}[{}]: {e}", maps::PFC_STATE.name(), self.priority),
                 })?;
             let refresh = if self.cached.is_paused(now_ns) {
                 REFRESH_PAUSED

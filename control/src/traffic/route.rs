@@ -6,18 +6,14 @@
 use std::io;
 use std::net::IpAddr;
 
+use netlink_packet_route::{
+    route::{RouteAddress, RouteAttribute, RouteMessage},
+    AddressFamily, RouteNetlinkMessage,
+};
+
 use super::error::{Result, TrafficError};
 use super::interface::Interface;
-use super::netlink::{self, Request, NLM_F_REQUEST};
-
-/// Length of `struct rtmsg`, and the message types and attributes used here
-/// (linux/rtnetlink.h).
-const RTMSG_LEN: usize = 12;
-const RTM_NEWROUTE: u16 = 24;
-const RTM_GETROUTE: u16 = 26;
-const RTA_DST: u16 = 1;
-const RTA_OIF: u16 = 4;
-const RTA_GATEWAY: u16 = 5;
+use crate::netlink;
 
 /// Where frames to a destination go on the link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,31 +42,38 @@ impl NextHop {
 }
 
 /// The gateway of an RTM_NEWROUTE message's route, `Some(None)` for a route without one.
-fn route_gateway(kind: u16, body: &[u8]) -> Option<Option<IpAddr>> {
-    if kind != RTM_NEWROUTE || body.len() < RTMSG_LEN {
+fn route_gateway(message: RouteNetlinkMessage) -> Option<Option<IpAddr>> {
+    let RouteNetlinkMessage::NewRoute(route) = message else {
         return None;
-    }
+    };
     Some(
-        netlink::attributes(&body[RTMSG_LEN..])
-            .find(|(kind, _)| *kind == RTA_GATEWAY)
-            .and_then(|(_, value)| netlink::ip_address(value)),
+        route
+            .attributes
+            .iter()
+            .find_map(|attribute| match attribute {
+                RouteAttribute::Gateway(RouteAddress::Inet(ip)) => Some(IpAddr::V4(*ip)),
+                RouteAttribute::Gateway(RouteAddress::Inet6(ip)) => Some(IpAddr::V6(*ip)),
+                _ => None,
+            }),
     )
 }
 
 /// Asks the kernel for the route to `dst` out of interface `ifindex`: `Ok(Some(gateway))`
 /// through a gateway, `Ok(None)` on the link; an error (ENETUNREACH...) when there is none.
 pub fn lookup(dst: IpAddr, ifindex: u32) -> io::Result<Option<IpAddr>> {
-    let (family, address, prefix) = match dst {
-        IpAddr::V4(a) => (libc::AF_INET, a.octets().to_vec(), 32),
-        IpAddr::V6(a) => (libc::AF_INET6, a.octets().to_vec(), 128),
+    let mut request = RouteMessage::default();
+    (
+        request.header.address_family,
+        request.header.destination_prefix_length,
+    ) = match dst {
+        IpAddr::V4(_) => (AddressFamily::Inet, 32),
+        IpAddr::V6(_) => (AddressFamily::Inet6, 128),
     };
-    let mut rtmsg = [0u8; RTMSG_LEN];
-    rtmsg[0] = family as u8;
-    rtmsg[1] = prefix;
-    Request::new(RTM_GETROUTE, NLM_F_REQUEST, &rtmsg)
-        .attribute(RTA_DST, &address)
-        .attribute(RTA_OIF, &ifindex.to_ne_bytes())
-        .exchange(route_gateway)?
+    request.attributes = vec![
+        RouteAttribute::Destination(dst.into()),
+        RouteAttribute::Oif(ifindex),
+    ];
+    netlink::ask(RouteNetlinkMessage::GetRoute(request), false, route_gateway)?
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no route in the answer"))
 }
 
@@ -89,28 +92,44 @@ pub fn next_hop(dst: IpAddr, iface: &Interface) -> Result<NextHop> {
 
 #[cfg(test)]
 mod tests {
+    use netlink_packet_core::NetlinkPayload;
+
     use super::*;
-    use crate::traffic::netlink::tests::{encode_attributes, message};
-    use crate::traffic::netlink::{walk, Walk};
+    use crate::netlink::{tests::datagram, walk, Walk};
+
+    fn route(attributes: Vec<RouteAttribute>) -> RouteMessage {
+        let mut route = RouteMessage::default();
+        route.header.address_family = AddressFamily::Inet;
+        route.header.destination_prefix_length = 32;
+        route.attributes = attributes;
+        route
+    }
 
     #[test]
     fn gateway_or_none_from_the_answer() {
-        let rtmsg = [2, 32, 0, 0, 254, 0, 0, 1, 0, 0, 0, 0];
-        let mut via = rtmsg.to_vec();
-        via.extend(encode_attributes(&[
-            (RTA_DST, &[10, 0, 2, 2]),
-            (RTA_OIF, &3u32.to_ne_bytes()),
-            (RTA_GATEWAY, &[10, 0, 1, 1]),
-        ]));
-        let mut on_link = rtmsg.to_vec();
-        on_link.extend(encode_attributes(&[(RTA_DST, &[10, 0, 1, 5])]));
-        let read = |body: &[u8]| walk(&message(RTM_NEWROUTE, body), &mut route_gateway).unwrap();
-        assert_eq!(read(&via), Walk::Found(Some("10.0.1.1".parse().unwrap())));
-        assert_eq!(read(&on_link), Walk::Found(None));
+        let dst = |ip: &str| RouteAttribute::Destination(ip.parse::<IpAddr>().unwrap().into());
+        let via = route(vec![
+            dst("10.0.2.2"),
+            RouteAttribute::Oif(3),
+            RouteAttribute::Gateway("10.0.1.1".parse::<IpAddr>().unwrap().into()),
+        ]);
+        let on_link = route(vec![dst("10.0.1.5")]);
+        let read = |message| {
+            walk(
+                &datagram(vec![NetlinkPayload::InnerMessage(message)]),
+                &mut route_gateway,
+            )
+            .unwrap()
+        };
         assert_eq!(
-            walk(&message(RTM_GETROUTE, &via), &mut route_gateway).unwrap(),
-            Walk::More
+            read(RouteNetlinkMessage::NewRoute(via.clone())),
+            Walk::Found(Some("10.0.1.1".parse().unwrap()))
         );
+        assert_eq!(
+            read(RouteNetlinkMessage::NewRoute(on_link)),
+            Walk::Found(None)
+        );
+        assert_eq!(read(RouteNetlinkMessage::GetRoute(via)), Walk::More);
     }
 
     #[test]

@@ -18,6 +18,7 @@ use std::{
 };
 
 use anyhow::Context as _;
+use dataplane_common::programs;
 use lossless::{
     netns::{check, Namespace},
     traffic::{FixedRate, SendConfig, SendSummary, Sender},
@@ -192,9 +193,13 @@ fn main() -> anyhow::Result<()> {
         "  dev_queue_xmit) to that of the CNP arriving on it (netif_rx): the veth crossing both"
     );
     println!(
-        "  ways, the receiver's XDP program and NAPI poll, lossless_ingress (TC ingress) with its"
+        "  ways, the receiver's XDP program and NAPI poll, {} (TC ingress) with its",
+        programs::INGRESS
     );
-    println!("  clone redirected through lossless_emit (TC egress); no socket wake-up is included");
+    println!(
+        "  clone redirected through {} (TC egress); no socket wake-up is included",
+        programs::EMIT
+    );
 
     println!("\ntraffic tool ceiling: {FRAME}-byte frames, sender pinned to one core, into a veth whose peer");
     println!(

@@ -95,6 +95,99 @@ impl FromStr for NextHop {
     }
 }
 
+/// One `lb.*` setting, typed: what an `lb.*` key with its value becomes
+/// ([`LbSetting::parse`]), or what code that configures a balancer builds directly;
+/// [`LbConfig::set`] checks and applies it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LbSetting {
+    /// `lb.policy`.
+    Policy(Policy),
+    /// `lb.seed`.
+    Seed(u32),
+    /// `lb.flowlet_timeout_us`, 1 µs to 10 s.
+    FlowletTimeout(Duration),
+    /// `lb.uplinks`, in order: at most [`MAX_UPLINKS`] interface names.
+    Uplinks(Vec<String>),
+    /// `lb.weights`: uplink → weight, 1..256 (uplinks not named weigh 1).
+    Weights(BTreeMap<String, u32>),
+    /// `lb.prefixes`.
+    Prefixes(Vec<Prefix>),
+    /// `lb.nexthop.IFACE`: where the uplink's frames are addressed.
+    NextHop(String, NextHop),
+    /// `lb.rate.IFACE`: the capacity of the uplink's path, b/s.
+    Rate(String, u64),
+}
+
+impl LbSetting {
+    /// The setting an `lb.*` key with the textual `value` names (checks the text;
+    /// [`LbConfig::set`] checks the value).
+    pub fn parse(key: &str, value: &str) -> anyhow::Result<LbSetting> {
+        let parts: Vec<&str> = key.split('.').collect();
+        let setting = match parts.as_slice() {
+            ["lb", "policy"] => LbSetting::Policy(
+                Policy::ALL
+                    .into_iter()
+                    .find(|p| p.name() == value)
+                    .with_context(|| {
+                        format!("{key}: '{value}' is not ecmp, flowlet, dlb, spray or wcmp")
+                    })?,
+            ),
+            ["lb", "seed"] => LbSetting::Seed(
+                value
+                    .parse()
+                    .with_context(|| format!("{key}: '{value}' is not a 32-bit number"))?,
+            ),
+            ["lb", "flowlet_timeout_us"] => LbSetting::FlowletTimeout(
+                parse_duration(value, &FLOWLET_TIMEOUT)
+                    .map_err(|e| anyhow::anyhow!("{key}: {e}"))?,
+            ),
+            ["lb", "uplinks"] => LbSetting::Uplinks(list(value).map(str::to_owned).collect()),
+            ["lb", "weights"] => {
+                let mut weights = BTreeMap::new();
+                for item in list(value) {
+                    let (name, weight) = item
+                        .split_once(':')
+                        .with_context(|| format!("{key}: '{item}' is not IFACE:WEIGHT"))?;
+                    let weight: u32 = weight.parse().with_context(|| {
+                        format!("{key}: weight of {name} must be 1..{BUCKETS_PER_WEIGHT_LIMIT}")
+                    })?;
+                    weights.insert(name.to_owned(), weight);
+                }
+                LbSetting::Weights(weights)
+            }
+            ["lb", "prefixes"] => LbSetting::Prefixes(
+                list(value)
+                    .map(|p| p.parse().with_context(|| key.to_string()))
+                    .collect::<anyhow::Result<_>>()?,
+            ),
+            ["lb", "nexthop", iface] => LbSetting::NextHop(
+                (*iface).to_owned(),
+                value.parse().with_context(|| key.to_string())?,
+            ),
+            ["lb", "rate", iface] => LbSetting::Rate(
+                (*iface).to_owned(),
+                parse_rate_bps(value).with_context(|| format!("{key}: bad rate"))?,
+            ),
+            _ => bail!("unknown key '{key}' (known lb keys: {KEYS})"),
+        };
+        Ok(setting)
+    }
+
+    /// Its key, as `set` takes it.
+    pub fn key(&self) -> String {
+        match self {
+            LbSetting::Policy(_) => "lb.policy".into(),
+            LbSetting::Seed(_) => "lb.seed".into(),
+            LbSetting::FlowletTimeout(_) => "lb.flowlet_timeout_us".into(),
+            LbSetting::Uplinks(_) => "lb.uplinks".into(),
+            LbSetting::Weights(_) => "lb.weights".into(),
+            LbSetting::Prefixes(_) => "lb.prefixes".into(),
+            LbSetting::NextHop(uplink, _) => format!("lb.nexthop.{uplink}"),
+            LbSetting::Rate(uplink, _) => format!("lb.rate.{uplink}"),
+        }
+    }
+}
+
 /// The balancer's configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LbConfig {
@@ -142,30 +235,26 @@ impl LbConfig {
         key.starts_with("lb.")
     }
 
-    /// Sets one `lb.*` key from its textual value.
+    /// Sets one `lb.*` key from its textual value: [`LbSetting::parse`], then
+    /// [`LbConfig::set`].
     pub fn apply(&mut self, key: &str, value: &str) -> anyhow::Result<()> {
-        let parts: Vec<&str> = key.split('.').collect();
-        match parts.as_slice() {
-            ["lb", "policy"] => {
-                self.policy = Policy::ALL
-                    .into_iter()
-                    .find(|p| p.name() == value)
-                    .with_context(|| {
-                        format!("{key}: '{value}' is not ecmp, flowlet, dlb, spray or wcmp")
-                    })?;
-            }
-            ["lb", "seed"] => {
-                self.seed = value
-                    .parse()
-                    .with_context(|| format!("{key}: '{value}' is not a 32-bit number"))?;
-            }
-            ["lb", "flowlet_timeout_us"] => {
-                let timeout = parse_duration(value, &FLOWLET_TIMEOUT)
+        self.set(LbSetting::parse(key, value)?)
+    }
+
+    /// Checks the value of one setting and applies it; relations (every per-uplink setting
+    /// names an uplink) are checked by [`LbConfig::validate`].
+    pub fn set(&mut self, setting: LbSetting) -> anyhow::Result<()> {
+        let key = setting.key();
+        match setting {
+            LbSetting::Policy(policy) => self.policy = policy,
+            LbSetting::Seed(seed) => self.seed = seed,
+            LbSetting::FlowletTimeout(timeout) => {
+                let timeout = FLOWLET_TIMEOUT
+                    .check(timeout, &FLOWLET_TIMEOUT.show(timeout))
                     .map_err(|e| anyhow::anyhow!("{key}: {e}"))?;
                 self.flowlet_timeout_us = timeout.as_micros() as u64;
             }
-            ["lb", "uplinks"] => {
-                let names: Vec<String> = list(value).map(str::to_owned).collect();
+            LbSetting::Uplinks(names) => {
                 if names.len() > MAX_UPLINKS {
                     bail!("{key}: at most {MAX_UPLINKS} uplinks, got {}", names.len());
                 }
@@ -178,40 +267,25 @@ impl LbConfig {
                 self.rates_bps.retain(|name, _| names.contains(name));
                 self.uplinks = names;
             }
-            ["lb", "weights"] => {
-                let mut weights = BTreeMap::new();
-                for item in list(value) {
-                    let (name, weight) = item
-                        .split_once(':')
-                        .with_context(|| format!("{key}: '{item}' is not IFACE:WEIGHT"))?;
-                    let weight: u32 = weight
-                        .parse()
-                        .ok()
-                        .filter(|w| (1..=BUCKETS_PER_WEIGHT_LIMIT).contains(w))
-                        .with_context(|| {
-                            format!("{key}: weight of {name} must be 1..{BUCKETS_PER_WEIGHT_LIMIT}")
-                        })?;
-                    weights.insert(name.to_owned(), weight);
+            LbSetting::Weights(weights) => {
+                if let Some((name, _)) = weights
+                    .iter()
+                    .find(|(_, w)| !(1..=BUCKETS_PER_WEIGHT_LIMIT).contains(*w))
+                {
+                    bail!("{key}: weight of {name} must be 1..{BUCKETS_PER_WEIGHT_LIMIT}");
                 }
                 self.weights = weights;
             }
-            ["lb", "prefixes"] => {
-                self.prefixes = list(value)
-                    .map(|p| p.parse().with_context(|| key.to_string()))
-                    .collect::<anyhow::Result<_>>()?;
+            LbSetting::Prefixes(prefixes) => self.prefixes = prefixes,
+            LbSetting::NextHop(uplink, hop) => {
+                self.nexthops.insert(uplink, hop);
             }
-            ["lb", "nexthop", iface] => {
-                let hop = value.parse().with_context(|| key.to_string())?;
-                self.nexthops.insert((*iface).to_owned(), hop);
-            }
-            ["lb", "rate", iface] => {
-                let bps = parse_rate_bps(value).with_context(|| format!("{key}: bad rate"))?;
+            LbSetting::Rate(uplink, bps) => {
                 if bps == 0 {
                     bail!("{key}: the rate must be positive");
                 }
-                self.rates_bps.insert((*iface).to_owned(), bps);
+                self.rates_bps.insert(uplink, bps);
             }
-            _ => bail!("unknown key '{key}' (known lb keys: {KEYS})"),
         }
         Ok(())
     }
@@ -322,6 +396,32 @@ mod tests {
         assert_eq!(c.nexthops["up2"], NextHop::Ip("10.1.2.1".parse().unwrap()));
         assert_eq!(c.rates_bps["up0"], 1_000_000_000);
         assert_eq!(c.flowlet_timeout_us, 200);
+    }
+
+    #[test]
+    fn typed_settings_are_checked_as_their_text_is() {
+        let mut c = LbConfig::default();
+        let err = c
+            .set(LbSetting::Weights([("up0".to_owned(), 0)].into()))
+            .unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("lb.weights: weight of up0 must be 1..256"));
+        let err = c
+            .set(LbSetting::FlowletTimeout(Duration::ZERO))
+            .unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("lb.flowlet_timeout_us: '0 µs' is too short"));
+        let err = c.set(LbSetting::Rate("up0".into(), 0)).unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("lb.rate.up0: the rate must be positive"));
+        assert_eq!(c, LbConfig::default());
+        c.set(LbSetting::Policy(Policy::Dlb)).unwrap();
+        let mut text = LbConfig::default();
+        text.apply("lb.policy", "dlb").unwrap();
+        assert_eq!(c, text);
     }
 
     #[test]

@@ -4,14 +4,9 @@
 use std::{net::IpAddr, time::Duration};
 
 use anyhow::Context as _;
-use aya::maps::{
-    lpm_trie::{Key, LpmTrie},
-    Array, DevMapHash, HashMap as AyaHashMap, MapData,
-};
+use aya::maps::lpm_trie::Key;
 use dataplane_common::{
-    lb::{
-        BucketTables, LbSettings, LbState, Policy, Uplink, UplinkCounters, IFNAMSIZ, MAX_UPLINKS,
-    },
+    lb::{BucketTables, LbSettings, LbState, Policy, Uplink, IFNAMSIZ, MAX_UPLINKS},
     maps,
     phantom_queue::PhantomQueue,
 };
@@ -77,12 +72,12 @@ fn resolve_uplink(
 
 impl PinnedMaps {
     fn lb_uplinks(&self) -> anyhow::Result<[Uplink; MAX_UPLINKS]> {
-        self.read_entries(maps::LB_UPLINKS, 0)
+        self.read_entries(&maps::LB_UPLINKS, 0)
     }
 
     /// The shared balancer state: live slots and failovers.
     pub fn read_lb_state(&self) -> anyhow::Result<LbState> {
-        Ok(self.read_entries::<LbState, 1>(maps::LB_STATE, 0)?[0])
+        self.read(&maps::LB_STATE, 0)
     }
 
     /// The configured uplink slots, by slot.
@@ -98,7 +93,7 @@ impl PinnedMaps {
 
     /// Reads the balancer's configuration back from the maps.
     pub fn read_lb_config(&self) -> anyhow::Result<LbConfig> {
-        let settings = self.read_entries::<LbSettings, 1>(maps::LB_SETTINGS, 0)?[0];
+        let settings = self.read(&maps::LB_SETTINGS, 0)?;
         let mut config = LbConfig {
             policy: Policy::from_u32(settings.policy).unwrap_or(Policy::Ecmp),
             seed: settings.seed,
@@ -121,10 +116,8 @@ impl PinnedMaps {
     }
 
     fn read_prefixes(&self) -> anyhow::Result<Vec<Prefix>> {
-        let v4: LpmTrie<MapData, [u8; 4], u32> =
-            LpmTrie::try_from(self.map(maps::LB_PREFIXES_V4)?)?;
-        let v6: LpmTrie<MapData, [u8; 16], u32> =
-            LpmTrie::try_from(self.map(maps::LB_PREFIXES_V6)?)?;
+        let v4 = self.map(&maps::LB_PREFIXES_V4)?;
+        let v6 = self.map(&maps::LB_PREFIXES_V6)?;
         let mut prefixes = Vec::new();
         for key in v4.keys() {
             let key = key?;
@@ -186,7 +179,7 @@ impl PinnedMaps {
             }
         }
 
-        let mut devmap: DevMapHash<MapData> = DevMapHash::try_from(self.map(maps::LB_DEVMAP)?)?;
+        let mut devmap = self.map(&maps::LB_DEVMAP)?;
         for (slot, record) in records.iter().enumerate() {
             if reachable[slot] {
                 devmap
@@ -199,19 +192,19 @@ impl PinnedMaps {
                 }
             }
         }
-        self.write_entries(maps::LB_UPLINKS, &records)?;
+        self.write_entries(&maps::LB_UPLINKS, &records)?;
 
         let members: Vec<(u8, u32)> = slots
             .iter()
             .map(|&(slot, _)| (slot as u8, records[slot].weight))
             .collect();
         let equal: Vec<(u8, u32)> = members.iter().map(|&(s, _)| (s, 1)).collect();
-        let old_tables = self.read_entries::<BucketTables, 1>(maps::LB_BUCKETS, 0)?[0];
+        let old_tables = self.read(&maps::LB_BUCKETS, 0)?;
         let tables = BucketTables {
             equal: rebalance(&old_tables.equal, &equal),
             weighted: rebalance(&old_tables.weighted, &members),
         };
-        self.write_entries(maps::LB_BUCKETS, &[tables])?;
+        self.write_entries(&maps::LB_BUCKETS, &[tables])?;
 
         self.sync_lb_live()?;
         self.write_prefixes(&config.prefixes)?;
@@ -220,24 +213,22 @@ impl PinnedMaps {
             seed: config.seed,
             flowlet_timeout_ns: config.flowlet_timeout_us * 1000,
         };
-        self.write_entries(maps::LB_SETTINGS, &[settings])
+        self.write_entries(&maps::LB_SETTINGS, &[settings])
     }
 
     /// Zeroes the counters and load estimate of a slot a new uplink takes: a freed slot keeps
     /// those of its former holder, which are not the new one's. Called before the device map
     /// names the new uplink.
     fn clear_lb_slot(&self, slot: u32) -> anyhow::Result<()> {
-        self.zero_per_cpu::<UplinkCounters>(maps::LB_UPLINK_COUNTERS, slot)?;
-        let mut loads: Array<MapData, PhantomQueue> = Array::try_from(self.map(maps::LB_LOADS)?)?;
-        loads.set(slot, PhantomQueue::default(), 0)?;
+        self.zero_per_cpu(&maps::LB_UPLINK_COUNTERS, slot)?;
+        self.map(&maps::LB_LOADS)?
+            .set(slot, PhantomQueue::default(), 0)?;
         Ok(())
     }
 
     fn write_prefixes(&self, prefixes: &[Prefix]) -> anyhow::Result<()> {
-        let mut v4: LpmTrie<MapData, [u8; 4], u32> =
-            LpmTrie::try_from(self.map(maps::LB_PREFIXES_V4)?)?;
-        let mut v6: LpmTrie<MapData, [u8; 16], u32> =
-            LpmTrie::try_from(self.map(maps::LB_PREFIXES_V6)?)?;
+        let mut v4 = self.map(&maps::LB_PREFIXES_V4)?;
+        let mut v6 = self.map(&maps::LB_PREFIXES_V6)?;
         // Add the new ones before removing the old ones, so a prefix in both stays owned.
         let current = self.read_prefixes()?;
         for prefix in prefixes {
@@ -262,7 +253,7 @@ impl PinnedMaps {
     /// still the interface that was configured, up with carrier) and stores them; slots that
     /// left the live set count as failovers. Returns the uplinks whose state changed.
     pub fn sync_lb_live(&self) -> anyhow::Result<Vec<(String, bool)>> {
-        let devmap: DevMapHash<MapData> = DevMapHash::try_from(self.map(maps::LB_DEVMAP)?)?;
+        let devmap = self.map(&maps::LB_DEVMAP)?;
         let uplinks = self.read_lb_uplinks()?;
         let mut live = 0u32;
         for (slot, uplink) in &uplinks {
@@ -276,7 +267,7 @@ impl PinnedMaps {
         let changed = state.live ^ live;
         state.failovers += u64::from((state.live & !live).count_ones());
         state.live = live;
-        self.write_entries(maps::LB_STATE, &[state])?;
+        self.write_entries(&maps::LB_STATE, &[state])?;
         Ok(uplinks
             .iter()
             .filter(|(slot, _)| changed & (1 << slot) != 0)
@@ -286,9 +277,11 @@ impl PinnedMaps {
 
     /// Entries now in the flowlet table.
     pub fn lb_flowlet_occupancy(&self) -> anyhow::Result<u64> {
-        let flowlets: AyaHashMap<MapData, u32, dataplane_common::lb::Flowlet> =
-            AyaHashMap::try_from(self.map(maps::LB_FLOWLETS)?)?;
-        Ok(flowlets.keys().filter(Result::is_ok).count() as u64)
+        Ok(self
+            .map(&maps::LB_FLOWLETS)?
+            .keys()
+            .filter(Result::is_ok)
+            .count() as u64)
     }
 }
 

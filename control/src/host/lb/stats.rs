@@ -61,9 +61,9 @@ impl LbStats {
     pub fn read(maps: &PinnedMaps) -> anyhow::Result<(LbStats, Vec<UplinkStats>)> {
         let config = maps.read_lb_config()?;
         let state = maps.read_lb_state()?;
-        let counters = maps.sum_per_cpu(maps::LB_COUNTERS, 0, LbCounters::accumulate)?;
+        let counters = maps.sum_per_cpu(&maps::LB_COUNTERS, 0, LbCounters::accumulate)?;
         let loads: [dataplane_common::phantom_queue::PhantomQueue; MAX_UPLINKS] =
-            maps.read_entries(maps::LB_LOADS, 0)?;
+            maps.read_entries(&maps::LB_LOADS, 0)?;
         let now = monotonic_ns()?;
         let mut uplinks = Vec::new();
         for (slot, uplink) in maps.read_lb_uplinks()? {
@@ -76,7 +76,7 @@ impl LbStats {
                 alive: state.live & (1 << slot) != 0,
                 weight: uplink.weight,
                 counters: maps.sum_per_cpu(
-                    maps::LB_UPLINK_COUNTERS,
+                    &maps::LB_UPLINK_COUNTERS,
                     slot,
                     UplinkCounters::accumulate,
                 )?,

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::lab::shared::jain_index;
+use crate::lab::harness::jain_index;
 
 /// How evenly a set of uplinks carried the traffic.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]

@@ -29,13 +29,15 @@ use self::{
     topology::{Shape, Topology, OWNED_PREFIX, RECEIVER},
     workload::{Flow, WorkloadKind, WorkloadParams},
 };
-use super::shared::Detach;
+use super::harness::Attached;
 use crate::{
     host::{
-        attach::{self, AttachRequest, Mode},
         attachment::Attachment,
-        config::HostConfig,
-        lb::{config::FLOWLET_TIMEOUT, stats::LbStats},
+        config::{HostConfig, Setting},
+        lb::{
+            config::{LbSetting, NextHop, FLOWLET_TIMEOUT},
+            stats::LbStats,
+        },
         pinned_maps::PinnedMaps,
     },
     traffic::{
@@ -169,37 +171,27 @@ impl LbLab {
     /// The balancer's configuration: every uplink with its next hop (the spine, resolved by
     /// the kernel), its path rate (dlb's drain rate) and a wcmp weight in proportion to it.
     fn balancer_config(&self, topology: &Topology) -> anyhow::Result<HostConfig> {
-        let names: Vec<&str> = topology
+        let names: Vec<String> = topology
             .uplinks
             .iter()
-            .map(|u| u.uplink.ifname.as_str())
+            .map(|u| u.uplink.ifname.clone())
             .collect();
         let rates: Vec<u64> = topology.uplinks.iter().map(|u| u.rate_bps).collect();
-        let weights = wcmp_weights(&rates);
-        let mut assignments = vec![
-            format!("lb.uplinks={}", names.join(",")),
-            format!("lb.prefixes={OWNED_PREFIX}"),
-            format!(
-                "lb.flowlet_timeout_us={}",
-                self.flowlet_timeout_us.as_micros()
-            ),
-            format!(
-                "lb.weights={}",
-                names
-                    .iter()
-                    .zip(&weights)
-                    .map(|(n, w)| format!("{n}:{w}"))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            ),
+        let weights = names.iter().cloned().zip(wcmp_weights(&rates)).collect();
+        let mut settings = vec![
+            LbSetting::Uplinks(names),
+            LbSetting::Prefixes(vec![OWNED_PREFIX.parse()?]),
+            LbSetting::FlowletTimeout(self.flowlet_timeout_us),
+            LbSetting::Weights(weights),
         ];
         for path in &topology.uplinks {
             let name = &path.uplink.ifname;
-            assignments.push(format!("lb.nexthop.{name}={}", path.spine_end.ipv4));
-            assignments.push(format!("lb.rate.{name}={}", path.rate_bps));
+            let spine = IpAddr::V4(path.spine_end.ipv4);
+            settings.push(LbSetting::NextHop(name.clone(), NextHop::Ip(spine)));
+            settings.push(LbSetting::Rate(name.clone(), path.rate_bps));
         }
         let mut config = HostConfig::default();
-        config.apply_assignments(&assignments)?;
+        config.set_all(settings.into_iter().map(Setting::Lb))?;
         Ok(config)
     }
 }
@@ -346,19 +338,19 @@ pub fn run(args: &LbLab, stop: &StopFlag) -> anyhow::Result<()> {
     })
     .context("building the namespace test bed")?;
     let config = args.balancer_config(&topology)?;
-    let mut guards = Vec::new();
-    let mut maps = Vec::new();
-    for link in &topology.senders {
-        let request = AttachRequest {
-            interface: link.downlink.ifname.clone(),
-            mode: Mode::Native,
-            attachments: vec![Attachment::Lb],
-            config: config.clone(),
-        };
-        let attached = topology.balancer.run(|| attach::attach(&request))??;
-        maps.push(PinnedMaps::at(attached.dir.clone()));
-        guards.push(Detach(attached.dir));
-    }
+    let attached = Attached::default();
+    let maps = topology
+        .senders
+        .iter()
+        .map(|link| {
+            attached.attach(
+                &topology.balancer,
+                &link.downlink.ifname,
+                vec![Attachment::Lb],
+                config.clone(),
+            )
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
 
     let frame_len = args.size;
     let params = WorkloadParams {
@@ -444,7 +436,7 @@ fn payload_per_frame(size: usize, dst_ip: IpAddr) -> anyhow::Result<u64> {
 fn set_policy(topology: &Topology, maps: &[PinnedMaps], policy: Policy) -> anyhow::Result<()> {
     for m in maps {
         let mut config = m.read_config()?;
-        config.apply("lb.policy", policy.name())?;
+        config.set(Setting::Lb(LbSetting::Policy(policy)))?;
         // Writing resolves the next hops, in the balancer's namespace.
         topology.balancer.run(|| m.write_config(&config))??;
     }

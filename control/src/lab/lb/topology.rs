@@ -12,7 +12,7 @@ use std::{net::Ipv4Addr, process::Command};
 
 use anyhow::Context as _;
 
-use super::super::shared::enable_forwarding;
+use super::super::harness::enable_forwarding;
 use crate::netns::{check, veth_pair, Endpoint, Namespace};
 
 /// The receiver's subnet: the prefix the balancer owns.

@@ -244,8 +244,8 @@ pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Resul
             break;
         }
         let text = sender.output(&format!("{host}: traffic send"))?;
-        let summary: Value = serde_json::from_str(&text)
-            .with_context(|| format!("{host}: the sender's summary"))?;
+        let summary: Value =
+            serde_json::from_str(&text).with_context(|| format!("{host}: the sender's summary"))?;
         sent.push((host, summary));
     }
     let expected: u64 = sent.iter().map(|(_, s)| count(s, "packets")).sum();
@@ -366,7 +366,10 @@ impl Receiving {
             Ok(receiver.run_every(GOODPUT_EVERY, |interval| {
                 let packets: u64 = interval.qps.iter().map(|q| q.packets).sum();
                 counted.fetch_add(packets, Ordering::Relaxed);
-                intervals.lock().expect("not poisoned").push(interval.clone());
+                intervals
+                    .lock()
+                    .expect("not poisoned")
+                    .push(interval.clone());
             })?)
         });
         Ok(Receiving {

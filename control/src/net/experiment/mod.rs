@@ -305,8 +305,10 @@ impl Fabric {
                 .args(["--", "ip", "-j", "-s", "link", "show"])
                 .output()
                 .context("running ip -s link")?;
-            let links: serde_json::Value = serde_json::from_slice(&out.stdout)
-                .with_context(|| format!("ip -j -s link: {}", String::from_utf8_lossy(&out.stderr)))?;
+            let links: serde_json::Value =
+                serde_json::from_slice(&out.stdout).with_context(|| {
+                    format!("ip -j -s link: {}", String::from_utf8_lossy(&out.stderr))
+                })?;
             for link in links.as_array().into_iter().flatten() {
                 let name = link["ifname"].as_str().unwrap_or_default();
                 let dropped = |way: &str| link["stats64"][way]["dropped"].as_u64().unwrap_or(0);
@@ -339,8 +341,8 @@ fn runtime_cli(mut command: Command, input: &str) -> anyhow::Result<String> {
         .expect("piped")
         .write_all(input.as_bytes())?;
     let out = child.wait_with_output()?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned()
-        + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
         bail!("simple_switch_CLI failed ({}): {text}", out.status);
     }
