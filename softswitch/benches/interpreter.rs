@@ -23,7 +23,7 @@ fn load(name: &str) -> Switch {
     );
     let program =
         softswitch::compile(&mut map, file).unwrap_or_else(|d| panic!("{}", d.render(&map)));
-    Switch::new(program, Clock::Virtual(0))
+    Switch::new(program.program, Clock::Virtual(0))
 }
 
 /// A deterministic pseudo-random sequence (xorshift32).

@@ -7,8 +7,6 @@
 //! stack one `nextIndex` slot followed by its elements. Signed values are stored as two's
 //! complement masked to their width.
 
-use crate::ast::BinOp;
-
 /// A slot index.
 pub type Slot = u32;
 
@@ -30,6 +28,52 @@ pub fn sign_extend(v: u128, width: u16) -> i128 {
     ((v << shift) as i128) >> shift
 }
 
+/// The operator of an [`Expr::Arith`]: arithmetic, bitwise or shift, on sized values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArithOp {
+    /// Wrapping `+`.
+    Add,
+    /// Wrapping `-`.
+    Sub,
+    /// Wrapping `*`.
+    Mul,
+    /// `/` (0 when dividing by 0).
+    Div,
+    /// `%` (0 when dividing by 0).
+    Mod,
+    /// Saturating `|+|`.
+    AddSat,
+    /// Saturating `|-|`.
+    SubSat,
+    /// `<<`.
+    Shl,
+    /// `>>` (arithmetic on signed values).
+    Shr,
+    /// `&`.
+    BitAnd,
+    /// `|`.
+    BitOr,
+    /// `^`.
+    BitXor,
+}
+
+/// The operator of an [`Expr::Compare`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompareOp {
+    /// `==`.
+    Eq,
+    /// `!=`.
+    Ne,
+    /// `<`.
+    Lt,
+    /// `<=`.
+    Le,
+    /// `>`.
+    Gt,
+    /// `>=`.
+    Ge,
+}
+
 /// A scalar expression.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Expr {
@@ -47,7 +91,7 @@ pub enum Expr {
     },
     /// An arithmetic or bitwise operation on `width`-bit values, result masked to `width`.
     Arith {
-        op: BinOp,
+        op: ArithOp,
         width: u16,
         signed: bool,
         a: Box<Expr>,
@@ -55,7 +99,7 @@ pub enum Expr {
     },
     /// A comparison of two `width`-bit values; yields 0 or 1.
     Compare {
-        op: BinOp,
+        op: CompareOp,
         width: u16,
         signed: bool,
         a: Box<Expr>,
@@ -680,8 +724,6 @@ pub struct Program {
     pub instances: Vec<Instance>,
     /// Error names by code.
     pub errors: Vec<String>,
-    /// What the control plane sees beyond the above (for P4Info).
-    pub control_plane: crate::cpinfo::CpInfo,
 }
 
 /// Indices into [`Program::controls`].

@@ -35,7 +35,7 @@ pub mod types;
 
 /// Compiles file `file` of `map` to the lowered program. `#include` finds only the built-in
 /// headers: the program must be self-contained, as a device config received over P4Runtime is.
-pub fn compile(map: &mut source::SourceMap, file: u32) -> diagnostic::Result<ir::Program> {
+pub fn compile(map: &mut source::SourceMap, file: u32) -> diagnostic::Result<Compiled> {
     compile_with(map, file, preprocessor::Includes::BuiltinOnly)
 }
 
@@ -48,17 +48,17 @@ pub fn compile_with(
     map: &mut source::SourceMap,
     file: u32,
     includes: preprocessor::Includes,
-) -> diagnostic::Result<ir::Program> {
+) -> diagnostic::Result<Compiled> {
     fn phases(
         map: &mut source::SourceMap,
         file: u32,
         includes: preprocessor::Includes,
-    ) -> diagnostic::Result<ir::Program> {
+    ) -> diagnostic::Result<Compiled> {
         let tokens = preprocessor::preprocess(map, file, includes)?;
         let decls = parser::parse(tokens)?;
         check::check(&decls)
     }
-    let program = std::thread::scope(|scope| {
+    let compiled = std::thread::scope(|scope| {
         let big_stack = std::thread::Builder::new().stack_size(COMPILE_STACK_BYTES);
         match big_stack.spawn_scoped(scope, || phases(map, file, includes)) {
             Ok(handle) => handle
@@ -72,9 +72,19 @@ pub fn compile_with(
         }
     })?;
     // The program runs only if the switch can hold its state.
-    switch::check_state_size(&program)
+    switch::check_state_size(&compiled.program)
         .map_err(|m| diagnostic::Diagnostic::new(source::Span { file, lo: 0, hi: 0 }, m))?;
-    Ok(program)
+    Ok(compiled)
+}
+
+/// A program as the front end lowers it: what the switch runs, and beside it what the control
+/// plane sees of it (names and annotations for P4Info), which the switch does not need.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Compiled {
+    /// The lowered program.
+    pub program: ir::Program,
+    /// Its control-plane metadata, parallel to the program's tables, actions and instances.
+    pub control_plane: cpinfo::CpInfo,
 }
 
 /// The compiler thread's stack: ample for the deepest nesting the [`limits`] accept.

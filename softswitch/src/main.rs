@@ -180,7 +180,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             target,
             verbose,
         } => {
-            let Some(compiled) = compile(&mut map, &program)? else {
+            let Some(softswitch::Compiled {
+                program: compiled, ..
+            }) = compile(&mut map, &program)?
+            else {
                 return Ok(ExitCode::FAILURE);
             };
             let text = softswitch::stf::read(&test)
@@ -258,7 +261,7 @@ fn start_bmv2(
 
 /// Compiles a program (reading the files it includes); on a diagnostic prints it and returns
 /// `None`.
-fn compile(map: &mut SourceMap, program: &Path) -> Result<Option<softswitch::ir::Program>> {
+fn compile(map: &mut SourceMap, program: &Path) -> Result<Option<softswitch::Compiled>> {
     let file = read_program(map, program)?;
     match softswitch::compile_with(map, file, Includes::Files) {
         Ok(p) => Ok(Some(p)),

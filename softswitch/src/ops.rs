@@ -2,68 +2,66 @@
 //! saturating, two's complement for `int<W>`). The checker folds constants and the interpreter
 //! evaluates with the same functions, so the two cannot disagree.
 
-use crate::ast::BinOp;
-use crate::ir::{mask, sign_extend};
+use crate::ir::{mask, sign_extend, ArithOp, CompareOp};
 
 /// `a op b` for an arithmetic, bitwise or shift operator on `width`-bit operands.
 /// Division or modulo by zero yields 0 (the specification leaves it undefined; nothing panics).
-pub fn binop(op: BinOp, width: u16, signed: bool, a: u128, b: u128) -> u128 {
+pub fn binop(op: ArithOp, width: u16, signed: bool, a: u128, b: u128) -> u128 {
     let m = mask(width);
     let (a, b) = (a & m, b);
     let r = match op {
-        BinOp::Add => a.wrapping_add(b),
-        BinOp::Sub => a.wrapping_sub(b),
-        BinOp::Mul => a.wrapping_mul(b),
-        BinOp::BitAnd => a & b,
-        BinOp::BitOr => a | b,
-        BinOp::BitXor => a ^ b,
-        BinOp::Shl => {
+        ArithOp::Add => a.wrapping_add(b),
+        ArithOp::Sub => a.wrapping_sub(b),
+        ArithOp::Mul => a.wrapping_mul(b),
+        ArithOp::BitAnd => a & b,
+        ArithOp::BitOr => a | b,
+        ArithOp::BitXor => a ^ b,
+        ArithOp::Shl => {
             if b >= u128::from(width) {
                 0
             } else {
                 a << b
             }
         }
-        BinOp::Shr if signed => {
+        ArithOp::Shr if signed => {
             let s = sign_extend(a, width);
             (s >> b.min(127)) as u128
         }
-        BinOp::Shr => {
+        ArithOp::Shr => {
             if b >= u128::from(width) {
                 0
             } else {
                 a >> b
             }
         }
-        BinOp::Div | BinOp::Mod if b & m == 0 => 0,
-        BinOp::Div | BinOp::Mod if signed => {
+        ArithOp::Div | ArithOp::Mod if b & m == 0 => 0,
+        ArithOp::Div | ArithOp::Mod if signed => {
             let (x, y) = (sign_extend(a, width), sign_extend(b & m, width));
-            (if op == BinOp::Div {
+            (if op == ArithOp::Div {
                 x.wrapping_div(y)
             } else {
                 x.wrapping_rem(y)
             }) as u128
         }
-        BinOp::Div => a / (b & m),
-        BinOp::Mod => a % (b & m),
-        BinOp::AddSat | BinOp::SubSat => saturating(op, width, signed, a, b & m),
-        _ => 0,
+        ArithOp::Div => a / (b & m),
+        ArithOp::Mod => a % (b & m),
+        ArithOp::AddSat | ArithOp::SubSat => saturating(op, width, signed, a, b & m),
     };
     r & m
 }
 
-fn saturating(op: BinOp, width: u16, signed: bool, a: u128, b: u128) -> u128 {
+fn saturating(op: ArithOp, width: u16, signed: bool, a: u128, b: u128) -> u128 {
     if signed {
         let (x, y) = (sign_extend(a, width), sign_extend(b, width));
         let max = (mask(width) >> 1) as i128;
         let min = -max - 1;
-        let r = if op == BinOp::AddSat {
+        let r = if op == ArithOp::AddSat {
             x.saturating_add(y)
         } else {
             x.saturating_sub(y)
         };
         r.clamp(min, max) as u128
-    } else if op == BinOp::AddSat {
+    } else if op == ArithOp::AddSat {
         a.checked_add(b)
             .filter(|&r| r <= mask(width))
             .unwrap_or(mask(width))
@@ -73,7 +71,7 @@ fn saturating(op: BinOp, width: u16, signed: bool, a: u128, b: u128) -> u128 {
 }
 
 /// `a op b` for a comparison operator on `width`-bit operands.
-pub fn compare(op: BinOp, width: u16, signed: bool, a: u128, b: u128) -> bool {
+pub fn compare(op: CompareOp, width: u16, signed: bool, a: u128, b: u128) -> bool {
     let m = mask(width);
     let ord = if signed {
         sign_extend(a & m, width).cmp(&sign_extend(b & m, width))
@@ -81,12 +79,12 @@ pub fn compare(op: BinOp, width: u16, signed: bool, a: u128, b: u128) -> bool {
         (a & m).cmp(&(b & m))
     };
     match op {
-        BinOp::Eq => ord.is_eq(),
-        BinOp::Ne => ord.is_ne(),
-        BinOp::Lt => ord.is_lt(),
-        BinOp::Le => ord.is_le(),
-        BinOp::Gt => ord.is_gt(),
-        _ => ord.is_ge(),
+        CompareOp::Eq => ord.is_eq(),
+        CompareOp::Ne => ord.is_ne(),
+        CompareOp::Lt => ord.is_lt(),
+        CompareOp::Le => ord.is_le(),
+        CompareOp::Gt => ord.is_gt(),
+        CompareOp::Ge => ord.is_ge(),
     }
 }
 
@@ -95,7 +93,7 @@ mod tests {
     use super::*;
 
     /// The reference: the mathematical result reduced modulo 2^width, in big (i128) integers.
-    fn reference(op: BinOp, width: u16, signed: bool, a: u128, b: u128) -> u128 {
+    fn reference(op: ArithOp, width: u16, signed: bool, a: u128, b: u128) -> u128 {
         let to_int = |v: u128| {
             if signed {
                 sign_extend(v, width)
@@ -111,11 +109,11 @@ mod tests {
         };
         let min = if signed { -(1i128 << (width - 1)) } else { 0 };
         let r = match op {
-            BinOp::Add => x + y,
-            BinOp::Sub => x - y,
-            BinOp::Mul => x * y,
-            BinOp::AddSat => (x + y).clamp(min, max),
-            BinOp::SubSat => (x - y).clamp(min, max),
+            ArithOp::Add => x + y,
+            ArithOp::Sub => x - y,
+            ArithOp::Mul => x * y,
+            ArithOp::AddSat => (x + y).clamp(min, max),
+            ArithOp::SubSat => (x - y).clamp(min, max),
             _ => unreachable!("not in the reference"),
         };
         (r.rem_euclid(1i128 << width)) as u128
@@ -129,11 +127,11 @@ mod tests {
                 for a in 0..n {
                     for b in 0..n {
                         for op in [
-                            BinOp::Add,
-                            BinOp::Sub,
-                            BinOp::Mul,
-                            BinOp::AddSat,
-                            BinOp::SubSat,
+                            ArithOp::Add,
+                            ArithOp::Sub,
+                            ArithOp::Mul,
+                            ArithOp::AddSat,
+                            ArithOp::SubSat,
                         ] {
                             assert_eq!(
                                 binop(op, width, signed, a, b),
@@ -178,7 +176,7 @@ mod tests {
             let a = ((u128::from(next()) << 64) | u128::from(next())) & m;
             let b = ((u128::from(next()) << 64) | u128::from(next())) & m;
             for signed in [false, true] {
-                for op in [BinOp::Add, BinOp::Sub, BinOp::AddSat, BinOp::SubSat] {
+                for op in [ArithOp::Add, ArithOp::Sub, ArithOp::AddSat, ArithOp::SubSat] {
                     assert_eq!(
                         binop(op, width, signed, a, b),
                         reference(op, width, signed, a, b),
@@ -186,31 +184,34 @@ mod tests {
                     );
                 }
                 // Modulo 2^width, the product is the same for signed and unsigned operands.
-                assert_eq!(binop(BinOp::Mul, width, signed, a, b), mul_wide(a, b).1 & m);
+                assert_eq!(
+                    binop(ArithOp::Mul, width, signed, a, b),
+                    mul_wide(a, b).1 & m
+                );
                 let (x, y) = if signed {
                     (sign_extend(a, width), sign_extend(b, width))
                 } else {
                     (a as i128, b as i128)
                 };
-                assert_eq!(compare(BinOp::Lt, width, signed, a, b), x < y);
+                assert_eq!(compare(CompareOp::Lt, width, signed, a, b), x < y);
             }
         }
     }
 
     #[test]
     fn shifts_and_division() {
-        assert_eq!(binop(BinOp::Shl, 8, false, 0x81, 1), 0x02);
-        assert_eq!(binop(BinOp::Shl, 8, false, 1, 8), 0);
-        assert_eq!(binop(BinOp::Shr, 8, true, 0x80, 1), 0xc0);
-        assert_eq!(binop(BinOp::Shr, 8, true, 0x80, 200), 0xff);
-        assert_eq!(binop(BinOp::Div, 8, false, 7, 0), 0);
-        assert_eq!(binop(BinOp::Mod, 8, false, 7, 3), 1);
-        assert_eq!(binop(BinOp::Add, 128, false, u128::MAX, 1), 0);
+        assert_eq!(binop(ArithOp::Shl, 8, false, 0x81, 1), 0x02);
+        assert_eq!(binop(ArithOp::Shl, 8, false, 1, 8), 0);
+        assert_eq!(binop(ArithOp::Shr, 8, true, 0x80, 1), 0xc0);
+        assert_eq!(binop(ArithOp::Shr, 8, true, 0x80, 200), 0xff);
+        assert_eq!(binop(ArithOp::Div, 8, false, 7, 0), 0);
+        assert_eq!(binop(ArithOp::Mod, 8, false, 7, 3), 1);
+        assert_eq!(binop(ArithOp::Add, 128, false, u128::MAX, 1), 0);
     }
 
     #[test]
     fn signed_comparison() {
-        assert!(compare(BinOp::Lt, 8, true, 0xff, 0));
-        assert!(!compare(BinOp::Lt, 8, false, 0xff, 0));
+        assert!(compare(CompareOp::Lt, 8, true, 0xff, 0));
+        assert!(!compare(CompareOp::Lt, 8, false, 0xff, 0));
     }
 }

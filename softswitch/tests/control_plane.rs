@@ -14,7 +14,7 @@ fn basic() -> Switch {
         std::fs::read_to_string(&path).unwrap(),
     );
     Switch::new(
-        softswitch::compile(&mut map, file).unwrap(),
+        softswitch::compile(&mut map, file).unwrap().program,
         Clock::Virtual(0),
     )
 }

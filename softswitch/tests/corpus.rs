@@ -32,7 +32,7 @@ fn run_one(program: &Path) -> Result<(), String> {
         stf_path.display().to_string(),
         std::fs::read_to_string(&stf_path).map_err(|e| e.to_string())?,
     );
-    let mut switch = Switch::new(compiled, Clock::Virtual(0));
+    let mut switch = Switch::new(compiled.program, Clock::Virtual(0));
     let report = softswitch::stf::run(&map, stf, &mut switch).map_err(|d| d.render(&map))?;
     if report.passed() {
         Ok(())
@@ -72,7 +72,7 @@ fn a_failed_assert_fails_the_stf_run() {
         .map_err(|d| d.render(&map))
         .unwrap();
     let stf = map.add("assert.stf", "packet 0 01 02 03 ee\nexpect 1\n");
-    let mut switch = Switch::new(compiled, Clock::Virtual(0));
+    let mut switch = Switch::new(compiled.program, Clock::Virtual(0));
     let report = softswitch::stf::run(&map, stf, &mut switch).unwrap();
     assert_eq!(report.failures.len(), 1, "{:?}", report.failures);
     assert!(

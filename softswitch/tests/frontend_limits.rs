@@ -33,6 +33,7 @@ fn compile_as(
     let mut map = SourceMap::new();
     let file = map.add(name, src);
     softswitch::compile_with(&mut map, file, includes)
+        .map(|c| c.program)
         .map_err(|d| (d.message.clone(), d.render(&map)))
 }
 

@@ -38,7 +38,7 @@ fn run_with_depth(program: &str, depth: usize) -> Switch {
     let file = map.add("loop.p4", program);
     let compiled =
         softswitch::compile(&mut map, file).unwrap_or_else(|d| panic!("{}", d.render(&map)));
-    let mut switch = Switch::new(compiled, Clock::Virtual(0));
+    let mut switch = Switch::new(compiled.program, Clock::Virtual(0));
     switch.tm.set_depth(None, None, depth);
     switch.set_clone_session(3, 2);
     switch.receive(0, vec![0x2a]);

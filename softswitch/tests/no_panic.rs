@@ -102,7 +102,7 @@ fn mutated_stf_files_never_panic() {
             path.display().to_string(),
             std::fs::read_to_string(&path).unwrap(),
         );
-        let program = softswitch::compile(&mut map, file).unwrap();
+        let program = softswitch::compile(&mut map, file).unwrap().program;
         let stf = std::fs::read_to_string(path.with_extension("stf")).unwrap();
         let words: Vec<&str> = stf
             .split_inclusive(|c: char| c.is_whitespace() || "(),:".contains(c))

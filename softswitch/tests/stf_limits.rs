@@ -17,7 +17,7 @@ fn run(stf: &str) -> Result<Vec<String>, String> {
     let file = map.add("stateful.p4", std::fs::read_to_string(program).unwrap());
     let compiled = softswitch::compile(&mut map, file).map_err(|d| d.render(&map))?;
     let test = map.add("test.stf", stf.to_string());
-    let mut switch = Switch::new(compiled, Clock::Virtual(0));
+    let mut switch = Switch::new(compiled.program, Clock::Virtual(0));
     softswitch::stf::run(&map, test, &mut switch)
         .map(|r| r.failures)
         .map_err(|d| d.render(&map))

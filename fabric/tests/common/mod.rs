@@ -15,7 +15,7 @@ pub fn compile(path: &Path) -> Result<(Program, SourceMap), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let file = map.add(path.display().to_string(), text);
     let program = softswitch::compile(&mut map, file).map_err(|d| d.render(&map))?;
-    Ok((program, map))
+    Ok((program.program, map))
 }
 
 /// lossless.p4, compiled.

@@ -416,7 +416,7 @@ pub fn run_stf_file(
     let file = map.add(program.display().to_string(), read(program)?);
     let compiled = crate::compile(&mut map, file).map_err(|d| d.render(&map))?;
     let stf = map.add(test.display().to_string(), read(test)?);
-    let mut target = Bmv2Target::start(tools, json, compiled)?;
+    let mut target = Bmv2Target::start(tools, json, compiled.program)?;
     crate::stf::run_on(&map, stf, &mut target).map_err(|d| d.render(&map))
 }
 

@@ -5,7 +5,7 @@
 use super::{Checker, Sym};
 use crate::ast::{self, BinOp, ExprKind, UnOp};
 use crate::diagnostic::{fail, Result};
-use crate::ir::{mask, sign_extend, Expr, Place, Slot, Stmt};
+use crate::ir::{mask, sign_extend, ArithOp, CompareOp, Expr, Place, Slot, Stmt};
 use crate::limits::MAX_INT_BITS;
 use crate::ops;
 use crate::source::Span;
@@ -245,7 +245,7 @@ impl<'a> Checker<'a> {
                     "size" => Ok(konst(u128::from(n), bits32)),
                     "lastIndex" => {
                         let e = Expr::Arith {
-                            op: BinOp::Sub,
+                            op: ArithOp::Sub,
                             width: 32,
                             signed: false,
                             a: Box::new(Expr::Load(slot)),
@@ -256,7 +256,7 @@ impl<'a> Checker<'a> {
                     "last" => {
                         let stride = self.types.size(&Type::Aggregate(agg));
                         let index = Expr::Arith {
-                            op: BinOp::Sub,
+                            op: ArithOp::Sub,
                             width: 32,
                             signed: false,
                             a: Box::new(Expr::Load(slot)),
@@ -641,8 +641,8 @@ impl<'a> Checker<'a> {
             }
             vb => self.scalar_from(vb, b.span)?,
         };
-        match op {
-            BinOp::And | BinOp::Or => {
+        match lowered(op) {
+            Lowered::Logic => {
                 let k = x.konst.zip(y.konst);
                 let (ex, ey) = (
                     self.coerce(x, &Type::Bool, a.span)?,
@@ -655,8 +655,8 @@ impl<'a> Checker<'a> {
                 };
                 Ok(scalar(e, Type::Bool, k))
             }
-            BinOp::Shl | BinOp::Shr => self.shift(op, x, y, span, b.span),
-            BinOp::Concat => {
+            Lowered::Shift(op) => self.shift(op, x, y, span, b.span),
+            Lowered::Concat => {
                 let (Type::Bits { width: wa, signed }, Type::Bits { width: wb, .. }) =
                     (&x.ty, &y.ty)
                 else {
@@ -684,9 +684,9 @@ impl<'a> Checker<'a> {
                     k,
                 ))
             }
-            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
+            Lowered::Compare(op) => {
                 let (x, y, ty) = self.unify(x, y, span, name)?;
-                let ordered = !matches!(op, BinOp::Eq | BinOp::Ne);
+                let ordered = !matches!(op, CompareOp::Eq | CompareOp::Ne);
                 let (width, signed) = match &ty {
                     Type::Bits { width, signed } => (*width, *signed),
                     t if ordered => {
@@ -708,7 +708,7 @@ impl<'a> Checker<'a> {
                 };
                 Ok(scalar(e, Type::Bool, k))
             }
-            _ => {
+            Lowered::Arith(op) => {
                 let (x, y, ty) = self.unify(x, y, span, name)?;
                 match ty {
                     Type::Bits { width, signed } => {
@@ -782,7 +782,7 @@ impl<'a> Checker<'a> {
             t => {
                 let width = self.types.scalar_width(t).unwrap_or(128);
                 Expr::Compare {
-                    op: BinOp::Eq,
+                    op: CompareOp::Eq,
                     width,
                     signed: false,
                     a: Box::new(Expr::Load(a)),
@@ -792,7 +792,7 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn shift(&self, op: BinOp, x: Scalar, y: Scalar, span: Span, rhs_span: Span) -> Result<Val> {
+    fn shift(&self, op: ArithOp, x: Scalar, y: Scalar, span: Span, rhs_span: Span) -> Result<Val> {
         if !shift_amount_ok(&y) {
             return fail(rhs_span, "a shift amount must be unsigned");
         }
@@ -1186,6 +1186,46 @@ fn shift_amount_ok(amount: &Scalar) -> bool {
 
 /// `x op y` on two `int`s, exactly: arithmetic, bitwise operators (two's complement), shifts
 /// and comparisons; results beyond [`MAX_INT_BITS`] are refused at `span`.
+/// What a binary operator on sized values lowers to.
+enum Lowered {
+    /// `&&`, `||`: [`Expr::And`], [`Expr::Or`].
+    Logic,
+    /// `++`: [`Expr::Concat`].
+    Concat,
+    /// A comparison.
+    Compare(CompareOp),
+    /// `<<`, `>>`: arithmetic whose right operand may be an `int`.
+    Shift(ArithOp),
+    /// Arithmetic or bitwise, on operands of one type.
+    Arith(ArithOp),
+}
+
+/// The IR operation of source operator `op`.
+fn lowered(op: BinOp) -> Lowered {
+    match op {
+        BinOp::And | BinOp::Or => Lowered::Logic,
+        BinOp::Concat => Lowered::Concat,
+        BinOp::Eq => Lowered::Compare(CompareOp::Eq),
+        BinOp::Ne => Lowered::Compare(CompareOp::Ne),
+        BinOp::Lt => Lowered::Compare(CompareOp::Lt),
+        BinOp::Le => Lowered::Compare(CompareOp::Le),
+        BinOp::Gt => Lowered::Compare(CompareOp::Gt),
+        BinOp::Ge => Lowered::Compare(CompareOp::Ge),
+        BinOp::Shl => Lowered::Shift(ArithOp::Shl),
+        BinOp::Shr => Lowered::Shift(ArithOp::Shr),
+        BinOp::Add => Lowered::Arith(ArithOp::Add),
+        BinOp::Sub => Lowered::Arith(ArithOp::Sub),
+        BinOp::Mul => Lowered::Arith(ArithOp::Mul),
+        BinOp::Div => Lowered::Arith(ArithOp::Div),
+        BinOp::Mod => Lowered::Arith(ArithOp::Mod),
+        BinOp::AddSat => Lowered::Arith(ArithOp::AddSat),
+        BinOp::SubSat => Lowered::Arith(ArithOp::SubSat),
+        BinOp::BitAnd => Lowered::Arith(ArithOp::BitAnd),
+        BinOp::BitOr => Lowered::Arith(ArithOp::BitOr),
+        BinOp::BitXor => Lowered::Arith(ArithOp::BitXor),
+    }
+}
+
 fn int_binary(op: BinOp, x: &BigInt, y: &BigInt, span: Span) -> Result<Val> {
     let compare = |r: bool| Ok(konst(u128::from(r), Type::Bool));
     match op {

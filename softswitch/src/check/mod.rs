@@ -22,7 +22,7 @@ use crate::types::{EnumDef, Type, Types};
 use std::collections::HashMap;
 
 /// Checks `decls` (a whole program including the built-in headers) and lowers it.
-pub fn check(decls: &[Decl]) -> Result<ir::Program> {
+pub fn check(decls: &[Decl]) -> Result<crate::Compiled> {
     let mut c = Checker::default();
     for d in decls {
         c.top_level(d)?;
@@ -1006,7 +1006,7 @@ impl<'a> Checker<'a> {
     }
 
     /// Finds `main`, lowers the six v1model blocks and assembles the program.
-    fn finish(mut self, decls: &'a [Decl]) -> Result<ir::Program> {
+    fn finish(mut self, decls: &'a [Decl]) -> Result<crate::Compiled> {
         let Some(main) = decls.iter().rev().find_map(|d| match d {
             Decl::Instance(i) if i.name.name == "main" => Some(i),
             _ => None,
@@ -1087,7 +1087,7 @@ impl<'a> Checker<'a> {
         let egress = self.control(control(3), &three, blocks[3].3)?;
         let compute = self.control(control(4), &two, blocks[4].3)?;
         let deparser = self.control(control(5), &deparse, blocks[5].3)?;
-        Ok(ir::Program {
+        let program = ir::Program {
             slots: self.next_slot,
             header_bits: self
                 .layouts
@@ -1114,6 +1114,9 @@ impl<'a> Checker<'a> {
             bodies: self.bodies,
             instances: self.instances,
             errors: self.errors,
+        };
+        Ok(crate::Compiled {
+            program,
             control_plane: crate::cpinfo::CpInfo {
                 types: self.types,
                 ..self.cp

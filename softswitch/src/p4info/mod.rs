@@ -24,10 +24,10 @@ use ids::Symbols;
 /// The architecture named in `pkg_info`.
 pub const ARCH: &str = "v1model";
 
-/// The P4Info of `program`, whose source is in `map`. Fails on a bad `@id` (wrong prefix,
+/// The P4Info of `compiled`, whose source is in `map`. Fails on a bad `@id` (wrong prefix,
 /// duplicate), with the declaration's location.
-pub fn p4info(program: &Program, map: &SourceMap) -> Result<p4i::P4Info, Diagnostic> {
-    P4InfoBuilder::new(program, map)?.build()
+pub fn p4info(compiled: &crate::Compiled, map: &SourceMap) -> Result<p4i::P4Info, Diagnostic> {
+    P4InfoBuilder::new(&compiled.program, &compiled.control_plane, map)?.build()
 }
 
 /// The bytes of `value` as a `width`-bit P4Runtime byte string padded to the full width.
@@ -46,10 +46,14 @@ struct P4InfoBuilder<'a> {
 }
 
 impl<'a> P4InfoBuilder<'a> {
-    fn new(program: &'a Program, map: &'a SourceMap) -> Result<Self, Diagnostic> {
+    fn new(
+        program: &'a Program,
+        control_plane: &'a CpInfo,
+        map: &'a SourceMap,
+    ) -> Result<Self, Diagnostic> {
         let mut b = P4InfoBuilder {
             program,
-            cp: &program.control_plane,
+            cp: control_plane,
             map,
             symbols: Symbols::default(),
             used_actions: used_actions(program),

@@ -293,8 +293,7 @@ impl Controller for Arbitration {
 
     fn digests(&self, pipeline: &mut Pipeline, sent: Vec<crate::switch::DigestSent>) {
         let now = std::time::Instant::now();
-        let program = pipeline.switch.program();
-        let cp = &program.control_plane;
+        let cp = &pipeline.control_plane;
         for d in sent {
             let Some(&digest_id) = pipeline.index.digests.get(d.digest) else {
                 continue;
@@ -303,7 +302,9 @@ impl Controller for Arbitration {
             pipeline.digests.add(
                 digest_id,
                 d.values,
-                |values| packetio::digest_data(&cp.types, &program.errors, ty, values),
+                |values| {
+                    packetio::digest_data(&cp.types, &pipeline.switch.program().errors, ty, values)
+                },
                 now,
             );
         }

@@ -10,6 +10,7 @@ use p4runtime::p4::config::v1::P4Info;
 use p4runtime::p4::v1 as p4v1;
 
 use super::digests::Digests;
+use crate::cpinfo::CpInfo;
 use crate::ir::Program;
 use crate::limits::MAX_SOURCE_BYTES;
 use crate::preprocessor::{inline_includes, Includes};
@@ -24,6 +25,8 @@ pub const DEVICE_CONFIG_NAME: &str = "device_config.p4";
 pub struct Compiled {
     /// The lowered program.
     pub program: Program,
+    /// What the control plane sees of it (digest names and types).
+    pub control_plane: CpInfo,
     /// Its P4Info, as `softswitch p4info` writes it.
     pub info: P4Info,
     /// The P4Info the controller sent (else `info`), which GetForwardingPipelineConfig returns
@@ -90,13 +93,14 @@ impl Compiled {
         p4info: Option<&P4Info>,
         cookie: u64,
     ) -> Result<Self, String> {
-        let program = crate::compile_with(&mut map, file, includes).map_err(|d| d.render(&map))?;
-        let info = crate::p4info::p4info(&program, &map).map_err(|d| d.render(&map))?;
+        let compiled = crate::compile_with(&mut map, file, includes).map_err(|d| d.render(&map))?;
+        let info = crate::p4info::p4info(&compiled, &map).map_err(|d| d.render(&map))?;
         if let Some(theirs) = p4info {
             same_program(&info, theirs)?;
         }
         Ok(Compiled {
-            program,
+            program: compiled.program,
+            control_plane: compiled.control_plane,
             given_info: p4info.unwrap_or(&info).clone(),
             info,
             device_config,
@@ -109,6 +113,8 @@ impl Compiled {
 pub struct Pipeline {
     /// The switch running the program.
     pub switch: Switch,
+    /// What the control plane sees of the program.
+    pub control_plane: CpInfo,
     /// The program's P4Info.
     pub info: P4Info,
     /// The P4Info as the controller sent it.
@@ -135,9 +141,10 @@ impl Pipeline {
     /// The pipeline of `compiled`, on a new switch reading `clock`.
     pub fn new(compiled: Compiled, clock: crate::switch::Clock) -> Self {
         let switch = Switch::new(compiled.program, clock);
-        let index = Index::new(switch.program(), &compiled.info);
+        let index = Index::new(switch.program(), &compiled.control_plane, &compiled.info);
         Pipeline {
             switch,
+            control_plane: compiled.control_plane,
             info: compiled.info,
             given_info: compiled.given_info,
             index,
@@ -165,7 +172,7 @@ pub struct Index {
 }
 
 impl Index {
-    fn new(program: &Program, info: &P4Info) -> Self {
+    fn new(program: &Program, control_plane: &CpInfo, info: &P4Info) -> Self {
         let by_name = |names: Vec<(&str, u32)>| -> HashMap<String, u32> {
             names
                 .into_iter()
@@ -209,8 +216,7 @@ impl Index {
                 &instances,
                 program.instances.iter().map(|i| i.name.as_str()).collect(),
             ),
-            digests: program
-                .control_plane
+            digests: control_plane
                 .digests
                 .iter()
                 .map(|d| digests.get(&d.name).copied().unwrap_or(0))

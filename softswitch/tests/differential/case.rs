@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom as _;
 use rand::Rng as _;
+use softswitch::cpinfo::CpInfo;
 use softswitch::ir::{mask, ActionCall, Entry, ExternCall, FieldMatch, MatchKind, Program, Stmt};
 
 use crate::profile::Profile;
@@ -252,12 +253,13 @@ pub fn writable_tables(program: &Program) -> Vec<usize> {
 pub fn action_call(
     rng: &mut StdRng,
     program: &Program,
+    control_plane: &CpInfo,
     table: usize,
     default: bool,
     profile: &Profile,
     seeds: &Seeds,
 ) -> Option<ActionCall> {
-    let refs = &program.control_plane.tables[table].action_refs;
+    let refs = &control_plane.tables[table].action_refs;
     let direct_meter = program.tables[table].direct_meter;
     let allowed: Vec<usize> = program.tables[table]
         .actions
@@ -301,6 +303,7 @@ fn reads_meter(program: &Program, action: usize, meter: usize) -> bool {
 pub fn entry(
     rng: &mut StdRng,
     program: &Program,
+    control_plane: &CpInfo,
     table: usize,
     profile: &Profile,
     seeds: &Seeds,
@@ -323,7 +326,7 @@ pub fn entry(
         } else {
             0
         },
-        action: action_call(rng, program, table, false, profile, seeds)?,
+        action: action_call(rng, program, control_plane, table, false, profile, seeds)?,
     })
 }
 

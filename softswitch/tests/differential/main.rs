@@ -102,8 +102,10 @@ fn program_cases(
     let mut map = SourceMap::new();
     let text = std::fs::read_to_string(&profile.program).expect("the program");
     let file = map.add(profile.program.display().to_string(), text);
-    let program =
-        softswitch::compile(&mut map, file).unwrap_or_else(|d| panic!("{}", d.render(&map)));
+    let softswitch::Compiled {
+        program,
+        control_plane,
+    } = softswitch::compile(&mut map, file).unwrap_or_else(|d| panic!("{}", d.render(&map)));
     let seeds = Seeds::read(profile, &program);
     let mut bmv2 = match Bmv2Target::start(tools, json, program.clone()) {
         Ok(b) => b,
@@ -115,6 +117,7 @@ fn program_cases(
         let mut case = Case {
             profile,
             program: &program,
+            control_plane: &control_plane,
             seeds: &seeds,
             rng: StdRng::seed_from_u64(n),
             softswitch: Switch::new(program.clone(), Clock::Virtual(0)),
@@ -163,6 +166,7 @@ struct Tally {
 struct Case<'a> {
     profile: &'a Profile,
     program: &'a Program,
+    control_plane: &'a softswitch::cpinfo::CpInfo,
     seeds: &'a Seeds,
     rng: StdRng,
     softswitch: Switch,
@@ -253,6 +257,7 @@ impl Case<'_> {
                 let Some(call) = case::action_call(
                     &mut self.rng,
                     self.program,
+                    self.control_plane,
                     table,
                     true,
                     self.profile,
@@ -271,9 +276,14 @@ impl Case<'_> {
                 )?;
                 continue;
             }
-            let Some(entry) =
-                case::entry(&mut self.rng, self.program, table, self.profile, self.seeds)
-            else {
+            let Some(entry) = case::entry(
+                &mut self.rng,
+                self.program,
+                self.control_plane,
+                table,
+                self.profile,
+                self.seeds,
+            ) else {
                 continue;
             };
             let line = self.entry_text(table, &entry);

@@ -181,7 +181,7 @@ fn interpreter() -> anyhow::Result<f64> {
     let file = map.add(path.display().to_string(), std::fs::read_to_string(&path)?);
     let compiled =
         softswitch::compile(&mut map, file).map_err(|d| anyhow::anyhow!(d.render(&map)))?;
-    let mut switch = Switch::new(compiled, Clock::Virtual(0));
+    let mut switch = Switch::new(compiled.program, Clock::Virtual(0));
     let frame = frame();
     let start = Instant::now();
     let mut forwarded = 0usize;
