@@ -185,10 +185,13 @@ mod tests {
         // SAFETY: `name` is a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
         assert!(matches!(
-            read_file(&fifo, 1 << 20),
+            read_regular_file(&fifo, 1 << 20),
             Err(ReadError::NotAFile)
         ));
-        assert!(matches!(read_file(&dir, 1 << 20), Err(ReadError::NotAFile)));
+        assert!(matches!(
+            read_regular_file(&dir, 1 << 20),
+            Err(ReadError::NotAFile)
+        ));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
