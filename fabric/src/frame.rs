@@ -2,7 +2,7 @@
 //! payload, ICRC) data packets and CNPs, and 802.1Qbb PFC frames. Byte offsets, no options:
 //! enough for the fabric's own endpoints, which only talk to each other through the switches.
 
-use softswitch::hash::{crc32, csum16};
+use softswitch_core::hash::{crc32, csum16};
 
 /// RoCEv2's UDP destination port.
 pub const ROCEV2_PORT: u16 = 4791;

@@ -8,8 +8,8 @@
 //! length]` (lpm), `[value, mask]` (ternary), `[low, high]` (range).
 
 use serde::Deserialize;
-use softswitch::ir::{mask, ActionCall, Entry, FieldMatch, MatchKind};
-use softswitch::switch::Switch;
+use softswitch_core::ir::{mask, ActionCall, Entry, FieldMatch, MatchKind};
+use softswitch_core::switch::Switch;
 use std::collections::BTreeMap;
 use std::io::Read as _;
 use std::path::Path;

@@ -14,10 +14,10 @@ use std::cell::OnceCell;
 use p4runtime::p4::config::v1::P4Info;
 use p4runtime::p4::v1 as p4v1;
 use prost::Message as _;
-use softswitch::server::{entities, pipeline};
-use softswitch::source::SourceMap;
-use softswitch::switch::{Clock, Switch};
-use softswitch::Compiled;
+use softswitch_core::switch::{Clock, Switch};
+use softswitch_frontend::source::SourceMap;
+use softswitch_frontend::Compiled;
+use softswitch_server::{entities, pipeline};
 
 /// A fuzz target: takes any bytes.
 pub type Target = fn(&[u8]);
@@ -49,8 +49,8 @@ thread_local! {
 fn compile(source: &str) -> (Compiled, P4Info) {
     let mut map = SourceMap::new();
     let file = map.add("fuzz.p4", source);
-    let compiled = softswitch::compile(&mut map, file).expect("the test program compiles");
-    let info = softswitch::p4info::p4info(&compiled, &map).expect("it has a P4Info");
+    let compiled = softswitch_frontend::compile(&mut map, file).expect("the test program compiles");
+    let info = softswitch_server::p4info::p4info(&compiled, &map).expect("it has a P4Info");
     (compiled, info)
 }
 
@@ -60,7 +60,7 @@ fn switch_p4() -> (Compiled, P4Info) {
 }
 
 /// `stateful.p4`, compiled.
-fn stateful_p4() -> softswitch::ir::Program {
+fn stateful_p4() -> softswitch_core::ir::Program {
     STATEFUL.with(|c| c.get_or_init(|| compile(STATEFUL_P4)).0.program.clone())
 }
 
@@ -90,7 +90,7 @@ pub fn frontend(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
         let mut map = SourceMap::new();
         let file = map.add("fuzz.p4", text);
-        if let Err(d) = softswitch::compile(&mut map, file) {
+        if let Err(d) = softswitch_frontend::compile(&mut map, file) {
             let _ = d.render(&map);
         }
     }
@@ -104,7 +104,7 @@ pub fn stf(data: &[u8]) {
     let mut switch = Switch::new(stateful_p4(), Clock::Virtual(0));
     let mut map = SourceMap::new();
     let file = map.add("fuzz.stf", text);
-    if let Err(d) = softswitch::stf::run(&map, file, &mut switch) {
+    if let Err(d) = softswitch_stf::run(&map, file, &mut switch) {
         let _ = d.render(&map);
     }
 }

@@ -4,10 +4,10 @@
 //! declares more state than the switch can hold is refused when it compiles, not when the switch
 //! runs out of memory.
 
-use softswitch::source::SourceMap;
-use softswitch::switch::{
+use softswitch_core::switch::{
     Clock, Switch, MAX_LOG_LINES, MAX_PACKET_WORK, MAX_PASSES, MAX_STATE_BYTES,
 };
+use softswitch_frontend::source::SourceMap;
 
 fn looping_program(ingress: &str, egress: &str) -> String {
     format!(
@@ -30,14 +30,14 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 }
 
 fn run(program: &str) -> Switch {
-    run_with_depth(program, softswitch::tm::DEFAULT_DEPTH)
+    run_with_depth(program, softswitch_core::tm::DEFAULT_DEPTH)
 }
 
 fn run_with_depth(program: &str, depth: usize) -> Switch {
     let mut map = SourceMap::new();
     let file = map.add("loop.p4", program);
-    let compiled =
-        softswitch::compile(&mut map, file).unwrap_or_else(|d| panic!("{}", d.render(&map)));
+    let compiled = softswitch_frontend::compile(&mut map, file)
+        .unwrap_or_else(|d| panic!("{}", d.render(&map)));
     let mut switch = Switch::new(compiled.program, Clock::Virtual(0));
     switch.tm.set_depth(None, None, depth);
     switch.set_clone_session(3, 2);
@@ -88,7 +88,7 @@ fn copies_that_double_at_every_pass_stop_at_the_work_limit() {
             "",
             "clone(CloneType.E2E, 3); recirculate_preserving_field_list(0);",
         ),
-        softswitch::tm::MAX_DEPTH,
+        softswitch_core::tm::MAX_DEPTH,
     );
     assert!(switch.drops > 0);
     let notes: Vec<_> = switch
@@ -111,7 +111,7 @@ fn a_program_whose_state_does_not_fit_is_refused() {
             "control E(inout hs hdr, inout m meta, inout standard_metadata_t sm) { register<bit<32>>(32w4294967295) r;",
         ),
     );
-    let err = softswitch::compile(&mut map, file)
+    let err = softswitch_frontend::compile(&mut map, file)
         .unwrap_err()
         .render(&map);
     assert!(

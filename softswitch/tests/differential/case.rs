@@ -8,8 +8,10 @@ use std::collections::HashSet;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom as _;
 use rand::Rng as _;
-use softswitch::cpinfo::CpInfo;
-use softswitch::ir::{mask, ActionCall, Entry, ExternCall, FieldMatch, MatchKind, Program, Stmt};
+use softswitch_core::ir::{
+    mask, ActionCall, Entry, ExternCall, FieldMatch, MatchKind, Program, Stmt,
+};
+use softswitch_frontend::cpinfo::CpInfo;
 
 use crate::profile::Profile;
 
@@ -131,7 +133,7 @@ fn setup(text: &str, profile: &Profile, program: &Program) -> String {
             }
         }
         if matches!(command.as_str(), "add" | "setdefault" | "member_add") && w.len() > 2 {
-            let table = softswitch::switch::table_id(program, &w[1]);
+            let table = softswitch_core::switch::table_id(program, &w[1]);
             let at = w
                 .iter()
                 .position(|x| x.contains('('))
@@ -150,7 +152,7 @@ fn clamp_call(call: &str, table: usize, profile: &Profile, program: &Program) ->
     let Some((name, rest)) = call.split_once('(') else {
         return call.to_owned();
     };
-    let Some(action) = softswitch::switch::action_id(program, table, name) else {
+    let Some(action) = softswitch_core::switch::action_id(program, table, name) else {
         return call.to_owned();
     };
     let params = &program.bodies[program.actions[action].body].params;
@@ -267,7 +269,7 @@ pub fn action_call(
         .zip(refs)
         .filter(|(_, annotations)| {
             let scope = if default { "tableonly" } else { "defaultonly" };
-            !softswitch::cpinfo::has(annotations, scope)
+            !softswitch_frontend::cpinfo::has(annotations, scope)
         })
         .map(|(&a, _)| a)
         // BMv2 executes a direct meter on every hit and writes its colour wherever the program
