@@ -212,7 +212,9 @@ fn lossless_p4_forwards_and_counts(bed: &TutorialBed) {
     let mut sender = h1.ns.run(|| Sender::open(send)).unwrap().unwrap();
     let received = std::thread::scope(|scope| {
         let receiving = scope.spawn(move || receiver.run());
-        let mut rates = FixedRate::split(20_000_000, 4);
+        // 5 Mb/s, a few thousand frames/s: within what BMv2 forwards on a loaded machine (its
+        // queues hold 64 packets), so the check is of the program, not of BMv2's speed.
+        let mut rates = FixedRate::split(5_000_000, 4);
         sender.run(&mut rates).unwrap();
         receiving.join().unwrap().unwrap()
     });

@@ -25,34 +25,6 @@ pub const MAX_PASSES: u32 = 1000;
 /// [`MAX_PASSES`] alone would let one packet keep the switch busy for hours.
 pub const MAX_PACKET_WORK: u32 = 1 << 16;
 
-/// The most memory the registers, counters and meters a program declares may take, in bytes
-/// (they are allocated whole when the switch starts the program): 16 million 128-bit register
-/// cells, say. BMv2 would try to allocate whatever a program declares.
-pub const MAX_STATE_BYTES: u64 = 256 << 20;
-
-/// Checks that the registers, counters and meters `program` declares fit [`MAX_STATE_BYTES`];
-/// the error names the largest.
-pub fn check_state_size(program: &Program) -> Result<(), String> {
-    let bytes = |i: &ir::Instance| -> u64 {
-        let (cells, cell) = match i.kind {
-            InstanceKind::Register { size, .. } => (size, std::mem::size_of::<u128>()),
-            InstanceKind::Counter { size, .. } => (size, std::mem::size_of::<CounterCell>()),
-            InstanceKind::Meter { size, .. } => (size, std::mem::size_of::<Meter>()),
-            _ => (0, 0),
-        };
-        u64::from(cells) * cell as u64
-    };
-    let total: u64 = program.instances.iter().map(bytes).sum();
-    match program.instances.iter().max_by_key(|i| bytes(i)) {
-        Some(largest) if total > MAX_STATE_BYTES => Err(format!(
-            "the program's registers, counters and meters take {total} bytes, more than the {MAX_STATE_BYTES} softswitch allows ({} alone takes {})",
-            largest.name,
-            bytes(largest)
-        )),
-        _ => Ok(()),
-    }
-}
-
 /// Log lines a switch holds (`log_msg` and its own notes).
 pub const MAX_LOG_LINES: usize = 100_000;
 

@@ -18,7 +18,7 @@ pub mod preprocessor;
 pub mod source;
 pub mod types;
 
-use softswitch_core::{ir, switch};
+use softswitch_core::ir;
 
 /// Compiles file `file` of `map` to the lowered program. `#include` finds only the built-in
 /// headers: the program must be self-contained, as a device config received over P4Runtime is.
@@ -45,7 +45,7 @@ pub fn compile_with(
         let decls = parser::parse(tokens)?;
         check::check(&decls)
     }
-    let compiled = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let big_stack = std::thread::Builder::new().stack_size(COMPILE_STACK_BYTES);
         match big_stack.spawn_scoped(scope, || phases(map, file, includes)) {
             Ok(handle) => handle
@@ -57,11 +57,7 @@ pub fn compile_with(
                 "cannot start the compiler thread",
             )),
         }
-    })?;
-    // The program runs only if the switch can hold its state.
-    switch::check_state_size(&compiled.program)
-        .map_err(|m| diagnostic::Diagnostic::new(source::Span { file, lo: 0, hi: 0 }, m))?;
-    Ok(compiled)
+    })
 }
 
 /// A program as the front end lowers it: what the switch runs, and beside it what the control
