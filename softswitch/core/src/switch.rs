@@ -6,6 +6,8 @@
 use crate::interp::{Effects, Exec};
 use crate::ir::{self, block, ActionCall, Entry, FieldMatch, InstanceKind, Program, Slot};
 use crate::meter::Meter;
+use crate::mirroring::MirroringSessions;
+use crate::pre::ReplicationEngine;
 use crate::table::{CounterCell, Profile, TableError, TableState};
 use crate::tm::{Dequeued, TrafficManager};
 use std::collections::{HashMap, VecDeque};
@@ -31,20 +33,28 @@ pub const MAX_LOG_LINES: usize = 100_000;
 /// The pipeline runs a received packet and every copy made of it have taken so far.
 type Work = Rc<std::cell::Cell<u32>>;
 
-/// `standard_metadata.instance_type` values of BMv2.
-pub mod instance_type {
+/// How a packet instance came to be: `standard_metadata.instance_type`, with BMv2's values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstanceType {
     /// A packet from a port.
-    pub const NORMAL: u128 = 0;
+    Normal = 0,
     /// An ingress-to-egress clone.
-    pub const INGRESS_CLONE: u128 = 1;
+    IngressClone = 1,
     /// An egress-to-egress clone.
-    pub const EGRESS_CLONE: u128 = 2;
+    EgressClone = 2,
     /// A recirculated packet.
-    pub const RECIRC: u128 = 4;
+    Recirc = 4,
     /// A multicast replica.
-    pub const REPLICATION: u128 = 5;
+    Replication = 5,
     /// A resubmitted packet.
-    pub const RESUBMIT: u128 = 6;
+    Resubmit = 6,
+}
+
+impl InstanceType {
+    /// The value the program reads in `standard_metadata.instance_type`.
+    pub fn value(self) -> u128 {
+        self as u128
+    }
 }
 
 /// The mutable state that P4 code reads and writes: tables, registers, counters, meters.
@@ -187,7 +197,7 @@ pub enum Clock {
 struct IngressPacket {
     port: u16,
     data: Rc<[u8]>,
-    instance_type: u128,
+    instance_type: InstanceType,
     preserved: Vec<(Slot, u128)>,
     /// Resubmissions, recirculations and E2E clones behind this packet.
     passes: u32,
@@ -212,9 +222,8 @@ pub struct Switch {
     /// The traffic manager.
     pub tm: TrafficManager<Queued>,
     clock: Clock,
-    clone_sessions: HashMap<u32, u16>,
-    groups: HashMap<u16, Vec<usize>>,
-    nodes: Vec<Option<(u16, Vec<u16>)>>,
+    mirroring: MirroringSessions,
+    pre: ReplicationEngine,
     pending: VecDeque<IngressPacket>,
     spare_slots: Vec<Vec<u128>>,
     outputs: Vec<Output>,
@@ -231,9 +240,8 @@ impl Switch {
             state,
             tm: TrafficManager::default(),
             clock,
-            clone_sessions: HashMap::new(),
-            groups: HashMap::new(),
-            nodes: Vec::new(),
+            mirroring: MirroringSessions::default(),
+            pre: ReplicationEngine::default(),
             pending: VecDeque::new(),
             spare_slots: Vec::new(),
             outputs: Vec::new(),
@@ -259,7 +267,7 @@ impl Switch {
         self.pending.push_back(IngressPacket {
             port,
             data: data.into(),
-            instance_type: instance_type::NORMAL,
+            instance_type: InstanceType::Normal,
             preserved: Vec::new(),
             passes: 0,
             work: Work::default(),
@@ -321,7 +329,12 @@ impl Switch {
 
     /// Zeroes all user and standard metadata of a copy but its `preserved` fields, and sets its
     /// instance type, as BMv2 does to a clone.
-    fn reset_metadata(&self, slots: &mut [u128], preserved: &[(Slot, u128)], instance: u128) {
+    fn reset_metadata(
+        &self,
+        slots: &mut [u128],
+        preserved: &[(Slot, u128)],
+        instance: InstanceType,
+    ) {
         let sm = self.program.std_meta;
         let (meta, len) = self.program.user_meta;
         slots[meta as usize..(meta + len) as usize].fill(0);
@@ -331,7 +344,7 @@ impl Switch {
         for &(s, v) in preserved {
             slots[s as usize] = v;
         }
-        slots[sm.instance_type as usize] = instance;
+        slots[sm.instance_type as usize] = instance.value();
     }
 
     /// Parser, verify checksum and ingress for one packet; returns its slots, payload offset and effects.
@@ -348,15 +361,15 @@ impl Switch {
         // BMv2 sets the ingress port and timestamp when a packet arrives from a port; it resets
         // all metadata of a resubmitted or recirculated packet, which so starts with 0 in both.
         // An I2E clone is parsed again with the ingress port (behavioral-model#1175).
-        let fresh = p.instance_type == instance_type::NORMAL;
-        if fresh || p.instance_type == instance_type::INGRESS_CLONE {
+        let fresh = p.instance_type == InstanceType::Normal;
+        if fresh || p.instance_type == InstanceType::IngressClone {
             slots[sm.ingress_port as usize] = u128::from(p.port);
         }
         if fresh {
             slots[sm.ingress_global_timestamp as usize] = u128::from(now) & ir::mask(48);
         }
         slots[sm.packet_length as usize] = p.data.len() as u128;
-        slots[sm.instance_type as usize] = p.instance_type;
+        slots[sm.instance_type as usize] = p.instance_type.value();
         for &(s, v) in &p.preserved {
             slots[s as usize] = v;
         }
@@ -389,16 +402,16 @@ impl Switch {
         let (slots, payload, effects) = self.run_ingress(&p, true);
         let data = p.data.clone();
         if let Some((false, session, list)) = effects.clone {
-            if let Some(&port) = self.clone_sessions.get(&session) {
+            if let Some(port) = self.mirroring.port(session) {
                 let preserved = self.preserved(&slots, list);
                 let copy = IngressPacket {
-                    instance_type: instance_type::INGRESS_CLONE,
+                    instance_type: InstanceType::IngressClone,
                     preserved,
                     ..p.clone()
                 };
                 let (mut cslots, cpayload, _) = self.run_ingress(&copy, false);
                 // After that parse BMv2 resets all metadata but the preserved fields.
-                self.reset_metadata(&mut cslots, &copy.preserved, instance_type::INGRESS_CLONE);
+                self.reset_metadata(&mut cslots, &copy.preserved, InstanceType::IngressClone);
                 cslots[sm.egress_port as usize] = u128::from(port);
                 self.enqueue(
                     port,
@@ -416,7 +429,7 @@ impl Switch {
             if self.within_pass_limit(p.passes) {
                 let preserved = self.preserved(&slots, list);
                 self.pending.push_back(IngressPacket {
-                    instance_type: instance_type::RESUBMIT,
+                    instance_type: InstanceType::Resubmit,
                     preserved,
                     passes: p.passes + 1,
                     ..p
@@ -473,27 +486,21 @@ impl Switch {
         work: &Work,
     ) {
         let sm = self.program.std_meta;
-        let nodes = self.groups.get(&group).cloned().unwrap_or_default();
-        for n in nodes {
-            let Some(Some((rid, ports))) = self.nodes.get(n).cloned() else {
-                continue;
-            };
-            for port in ports {
-                let mut copy = slots.to_vec();
-                copy[sm.egress_port as usize] = u128::from(port);
-                copy[sm.egress_rid as usize] = u128::from(rid);
-                copy[sm.instance_type as usize] = instance_type::REPLICATION;
-                self.enqueue(
-                    port,
-                    Queued {
-                        slots: copy,
-                        data: data.clone(),
-                        payload,
-                        passes,
-                        work: work.clone(),
-                    },
-                );
-            }
+        for (port, rid) in self.pre.replicas(group) {
+            let mut copy = slots.to_vec();
+            copy[sm.egress_port as usize] = u128::from(port);
+            copy[sm.egress_rid as usize] = u128::from(rid);
+            copy[sm.instance_type as usize] = InstanceType::Replication.value();
+            self.enqueue(
+                port,
+                Queued {
+                    slots: copy,
+                    data: data.clone(),
+                    payload,
+                    passes,
+                    work: work.clone(),
+                },
+            );
         }
     }
 
@@ -567,15 +574,14 @@ impl Switch {
         drop(exec);
         if let Some((true, session, list)) = effects.clone {
             let port = self
-                .clone_sessions
-                .get(&session)
-                .copied()
+                .mirroring
+                .port(session)
                 .filter(|_| self.within_pass_limit(passes));
             if let Some(port) = port {
                 // BMv2 copies the headers and resets all metadata (user and standard).
                 let mut copy = slots.clone();
                 let preserved = self.preserved(&slots, list);
-                self.reset_metadata(&mut copy, &preserved, instance_type::EGRESS_CLONE);
+                self.reset_metadata(&mut copy, &preserved, InstanceType::EgressClone);
                 copy[sm.egress_port as usize] = u128::from(port);
                 self.enqueue(
                     port,
@@ -618,7 +624,7 @@ impl Switch {
                     // Not seen by the program: BMv2 resets a recirculated packet's metadata.
                     port: slots[sm.ingress_port as usize] as u16,
                     data: bytes.into(),
-                    instance_type: instance_type::RECIRC,
+                    instance_type: InstanceType::Recirc,
                     preserved,
                     passes: passes + 1,
                     work,
@@ -841,60 +847,38 @@ impl Switch {
 
     /// Adds (or replaces) clone session `session` sending to `port`.
     pub fn set_clone_session(&mut self, session: u32, port: u16) {
-        self.clone_sessions.insert(session, port);
+        self.mirroring.set(session, port);
     }
 
     /// Removes clone session `session`.
     pub fn remove_clone_session(&mut self, session: u32) {
-        self.clone_sessions.remove(&session);
+        self.mirroring.remove(session);
     }
 
     /// Makes multicast group `group` replicate to `replicas` (egress port, replication id),
     /// creating or replacing it.
     pub fn set_multicast_group(&mut self, group: u16, replicas: &[(u16, u16)]) {
-        self.remove_multicast_group(group);
-        self.create_group(group);
-        let mut rids: Vec<u16> = replicas.iter().map(|&(_, rid)| rid).collect();
-        rids.sort_unstable();
-        rids.dedup();
-        for rid in rids {
-            let ports = replicas
-                .iter()
-                .filter(|&&(_, r)| r == rid)
-                .map(|&(port, _)| port)
-                .collect();
-            let node = self.create_node(rid, ports);
-            self.associate_node(group, node);
-        }
+        self.pre.set_group(group, replicas);
     }
 
     /// Removes multicast group `group` and its nodes.
     pub fn remove_multicast_group(&mut self, group: u16) {
-        for node in self.groups.remove(&group).unwrap_or_default() {
-            self.nodes[node] = None;
-        }
+        self.pre.remove_group(group);
     }
 
     /// Creates multicast group `group` (empty).
     pub fn create_group(&mut self, group: u16) {
-        self.groups.entry(group).or_default();
+        self.pre.create_group(group);
     }
 
     /// Creates a replication node (`rid`, ports); returns its handle.
     pub fn create_node(&mut self, rid: u16, ports: Vec<u16>) -> usize {
-        self.nodes.push(Some((rid, ports)));
-        self.nodes.len() - 1
+        self.pre.create_node(rid, ports)
     }
 
     /// Adds node `node` to group `group`; false if either is unknown.
     pub fn associate_node(&mut self, group: u16, node: usize) -> bool {
-        match (self.groups.get_mut(&group), self.nodes.get(node)) {
-            (Some(g), Some(Some(_))) => {
-                g.push(node);
-                true
-            }
-            _ => false,
-        }
+        self.pre.associate_node(group, node)
     }
 }
 
