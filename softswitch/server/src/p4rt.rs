@@ -414,7 +414,6 @@ async fn packet_out(
             Ok(())
         })
         .await
-        .map_err(Status::from)
         .and_then(|r| r);
     if let Err(status) = result {
         stream_error(
