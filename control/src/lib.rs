@@ -7,4 +7,3 @@ pub mod p4;
 pub mod terminal;
 pub mod traffic;
 pub mod units;
-pub mod wire;

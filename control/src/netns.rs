@@ -14,7 +14,7 @@ use std::{
 
 use anyhow::{bail, Context as _};
 
-use crate::wire::ethernet::Address;
+use wire::ethernet::Address;
 
 static NEXT_ID: AtomicU32 = AtomicU32::new(0);
 

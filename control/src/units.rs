@@ -99,6 +99,9 @@ impl DurationLimits {
 pub const WATCH_INTERVAL: DurationLimits = DurationLimits::seconds(Duration::from_millis(100));
 /// Run lengths, timeouts and report intervals: 1 ms to one day.
 pub const RUN_TIME: DurationLimits = DurationLimits::seconds(Duration::from_millis(1));
+/// DCQCN's timers (the alpha period K and the rate-increase timer T): 1 µs to 1 s.
+pub const DCQCN_TIMERS: DurationLimits =
+    DurationLimits::micros(Duration::from_micros(1), Duration::from_secs(1));
 
 /// Parses a duration within `limits`: a decimal number with an optional unit (`us`, `ms`,
 /// `s`, `m`, `h`; without one, `limits.unit`), e.g. `2`, `0.5`, `250ms`. Infinite, NaN,

@@ -1,19 +1,23 @@
 //! The notification point in the kernel: which CE-marked packets earn a Congestion
-//! Notification Packet (at most one per QP per interval), and the CNP itself, built from
-//! the data packet's headers with its ICRC. The eBPF program and the host tests run this code.
+//! Notification Packet (at most one per QP per interval), and the CNP itself, built by
+//! `wire` from the data packet's headers with its ICRC. The eBPF program and the host tests
+//! run this code.
+
+use wire::ip::Ecn;
+use wire::roce::RoceFrame;
+use wire::{bth, cnp, ethernet, ipv4, udp};
 
 /// `skb->mark` of the clone that the TC ingress program sends to egress to become a CNP.
 pub const CNP_MARK: u32 = 0x4c4c_434e; // "LLCN"
-/// BTH opcode of a CNP.
-pub const OPCODE_CNP: u8 = 0x81;
+/// Where the BTH of an untagged IPv4 packet without options starts: the only layout the CNP
+/// builder answers.
+pub const IPV4_BTH_OFFSET: usize = ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN;
 /// Bytes of the data packet the CNP is built from: Ethernet, IPv4 without options, UDP, BTH.
-pub const IPV4_DATA_PREFIX: usize = 14 + 20 + 8 + 12;
+pub const IPV4_DATA_PREFIX: usize = IPV4_BTH_OFFSET + bth::HEADER_LEN;
 /// Length of an IPv4 CNP frame: Ethernet, IPv4, UDP, BTH, 16 reserved bytes, ICRC.
-pub const IPV4_CNP_LEN: usize = 14 + 20 + 8 + 12 + 16 + 4;
-/// BTH F/B byte with BECN set, as a CNP carries it.
-const BTH_BECN: u8 = 0x40;
-/// UDP destination port of RoCEv2.
-const ROCEV2_PORT: u16 = 4791;
+pub const IPV4_CNP_LEN: usize = IPV4_BTH_OFFSET + cnp::PACKET_LEN;
+/// TTL of the CNPs the kernel sends.
+const CNP_TTL: u8 = 64;
 
 /// Rate limiting and counts of one QP's CNPs.
 #[repr(C)]
@@ -74,103 +78,47 @@ mod pod {
     unsafe impl aya::Pod for super::CnpCounters {}
 }
 
-/// The CRC-32 (IEEE, reflected) table, computed at compile time; in eBPF it is read-only data.
-pub static CRC32_TABLE: [u32; 256] = crc32_table();
-
-const fn crc32_table() -> [u32; 256] {
-    let mut table = [0u32; 256];
-    let mut i = 0;
-    while i < 256 {
-        let mut c = i as u32;
-        let mut k = 0;
-        while k < 8 {
-            c = if c & 1 != 0 {
-                0xedb8_8320 ^ (c >> 1)
-            } else {
-                c >> 1
-            };
-            k += 1;
-        }
-        table[i] = c;
-        i += 1;
-    }
-    table
-}
-
-/// The byte of a CNP at `offset` (from the IP header) as the ICRC sees it: the fields a
-/// router may change are masked to ones (IPv4 TOS, TTL, checksum; UDP checksum; BTH F/B).
-#[inline(always)]
-fn icrc_view(offset: usize, byte: u8) -> u8 {
-    match offset {
-        1 | 8 | 10 | 11 | 26 | 27 | 32 => 0xff,
-        _ => byte,
-    }
-}
-
 /// Builds the IPv4 CNP answering the data packet whose first [`IPV4_DATA_PREFIX`] bytes are
 /// `data` (Ethernet, IPv4 with IHL 5, UDP, BTH): MACs and IPs swapped, UDP destination 4791
-/// from the data packet's source port, BTH opcode 0x81 with BECN, `dest_qp`, the data
-/// packet's P_Key, 16 reserved bytes, DSCP `dscp`, Not-ECT, and the ICRC.
+/// from the data packet's source port (which keeps the flow's path), BTH opcode 0x81 with
+/// BECN, `dest_qp`, the data packet's P_Key, 16 reserved bytes, DSCP `dscp`, Not-ECT, TTL 64,
+/// and the ICRC.
 #[inline(always)]
 pub fn build_ipv4_cnp(data: &[u8; IPV4_DATA_PREFIX], dest_qp: u32, dscp: u8) -> [u8; IPV4_CNP_LEN] {
-    let mut cnp = [0u8; IPV4_CNP_LEN];
-    // Ethernet: swap the addresses.
-    cnp[0..6].copy_from_slice(&data[6..12]);
-    cnp[6..12].copy_from_slice(&data[0..6]);
-    cnp[12] = 0x08;
-    // IPv4: 20 bytes, DF, TTL 64, UDP, addresses swapped.
-    let ip = 14;
-    cnp[ip] = 0x45;
-    cnp[ip + 1] = dscp << 2;
-    let total_len = (IPV4_CNP_LEN - ip) as u16;
-    cnp[ip + 2..ip + 4].copy_from_slice(&total_len.to_be_bytes());
-    cnp[ip + 6] = 0x40;
-    cnp[ip + 8] = 64;
-    cnp[ip + 9] = 17;
-    cnp[ip + 12..ip + 16].copy_from_slice(&data[ip + 16..ip + 20]);
-    cnp[ip + 16..ip + 20].copy_from_slice(&data[ip + 12..ip + 16]);
-    let checksum = ipv4_checksum(&cnp, ip);
-    cnp[ip + 10..ip + 12].copy_from_slice(&checksum.to_be_bytes());
-    // UDP: the data packet's source port keeps the flow's path; no checksum (IPv4).
-    let udp = ip + 20;
-    cnp[udp..udp + 2].copy_from_slice(&data[udp..udp + 2]);
-    cnp[udp + 2..udp + 4].copy_from_slice(&ROCEV2_PORT.to_be_bytes());
-    cnp[udp + 4..udp + 6].copy_from_slice(&((IPV4_CNP_LEN - udp) as u16).to_be_bytes());
-    // BTH: CNP opcode, P_Key of the data packet, BECN, DestQP, PSN 0.
-    let bth = udp + 8;
-    cnp[bth] = OPCODE_CNP;
-    cnp[bth + 2..bth + 4].copy_from_slice(&data[bth + 2..bth + 4]);
-    cnp[bth + 4] = BTH_BECN;
-    cnp[bth + 5..bth + 8].copy_from_slice(&dest_qp.to_be_bytes()[1..]);
-    // 16 reserved bytes stay zero; the ICRC covers IP to the reserved bytes.
-    let icrc_start = IPV4_CNP_LEN - 4;
-    let mut crc = !0u32;
-    for _ in 0..8 {
-        crc = CRC32_TABLE[((crc ^ 0xff) & 0xff) as u8 as usize] ^ (crc >> 8);
-    }
-    for offset in 0..icrc_start - ip {
-        let byte = icrc_view(offset, cnp[ip + offset]);
-        crc = CRC32_TABLE[((crc ^ byte as u32) & 0xff) as u8 as usize] ^ (crc >> 8);
-    }
-    cnp[icrc_start..].copy_from_slice(&(!crc).to_le_bytes());
-    cnp
-}
-
-/// The IPv4 header checksum of the 20 bytes at `ip` in `frame` (its checksum field zero).
-#[inline(always)]
-fn ipv4_checksum(frame: &[u8; IPV4_CNP_LEN], ip: usize) -> u16 {
-    let mut sum = 0u32;
-    for word in 0..10 {
-        sum += u16::from_be_bytes([frame[ip + 2 * word], frame[ip + 2 * word + 1]]) as u32;
-    }
-    sum = (sum & 0xffff) + (sum >> 16);
-    sum = (sum & 0xffff) + (sum >> 16);
-    !(sum as u16)
+    let eth = ethernet::Frame::new_unchecked(&data[..]);
+    let ip = ipv4::Packet::new_unchecked(&data[ethernet::HEADER_LEN..]);
+    let datagram = udp::Packet::new_unchecked(&data[ethernet::HEADER_LEN + ipv4::HEADER_LEN..]);
+    let transport = bth::Packet::new_unchecked(&data[IPV4_BTH_OFFSET..]);
+    let notification = cnp::Repr {
+        dest_qp,
+        pkey: transport.pkey(),
+    };
+    let frame = RoceFrame {
+        src_mac: eth.dst_addr(),
+        dst_mac: eth.src_addr(),
+        vlan: ethernet::Vlan::Untagged,
+        src_ip: ip.dst_addr().into(),
+        dst_ip: ip.src_addr().into(),
+        dscp: dscp & 0x3f,
+        ecn: Ecn::NotEct,
+        ttl: CNP_TTL,
+        flow_label: 0,
+        src_port: datagram.src_port(),
+        bth: notification.bth(),
+        payload_len: cnp::RESERVED_LEN,
+    };
+    let mut out = [0u8; IPV4_CNP_LEN];
+    // IPV4_CNP_LEN bytes always hold an IPv4 CNP: this cannot fail.
+    let _ = frame.emit(&mut out, |reserved| reserved.fill(0));
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use core::net::Ipv4Addr;
+    use wire::ethernet::Address;
+    use wire::vectors;
 
     #[test]
     fn one_cnp_per_interval() {
@@ -185,37 +133,43 @@ mod tests {
     }
 
     #[test]
-    fn crc_table_is_zlibs() {
-        // CRC-32 of "123456789" is 0xcbf43926.
-        let mut crc = !0u32;
-        for b in b"123456789" {
-            crc = CRC32_TABLE[((crc ^ *b as u32) & 0xff) as usize] ^ (crc >> 8);
-        }
-        assert_eq!(!crc, 0xcbf4_3926);
+    fn the_cnp_of_scapys_data_packet_is_scapys_cnp() {
+        // vectors::CNP_V4 is scapy's CNP for QP 0x12 answering vectors::ROCE_V4, DSCP 48.
+        let data: &[u8; IPV4_DATA_PREFIX] =
+            vectors::ROCE_V4[..IPV4_DATA_PREFIX].try_into().unwrap();
+        assert_eq!(build_ipv4_cnp(data, 0x12, 48)[..], vectors::CNP_V4[..]);
     }
 
     #[test]
     fn cnp_swaps_and_fills() {
-        let mut data = [0u8; IPV4_DATA_PREFIX];
-        data[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]); // dst
-        data[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]); // src
-        data[26..30].copy_from_slice(&[10, 0, 0, 1]); // src ip
-        data[30..34].copy_from_slice(&[10, 0, 0, 2]); // dst ip
-        data[34..36].copy_from_slice(&50000u16.to_be_bytes());
-        data[44..46].copy_from_slice(&[0xff, 0xff]); // P_Key
-        let cnp = build_ipv4_cnp(&data, 0x123456, 48);
-        assert_eq!(&cnp[0..6], &[2, 0, 0, 0, 0, 1]);
-        assert_eq!(&cnp[26..30], &[10, 0, 0, 2]);
-        assert_eq!(&cnp[30..34], &[10, 0, 0, 1]);
-        assert_eq!(cnp[15], 48 << 2);
-        assert_eq!(u16::from_be_bytes([cnp[36], cnp[37]]), 4791);
-        assert_eq!(cnp[42], OPCODE_CNP);
-        assert_eq!(&cnp[47..50], &[0x12, 0x34, 0x56]);
-        assert_eq!(ipv4_checksum_of(&cnp), 0);
-    }
-
-    fn ipv4_checksum_of(frame: &[u8; IPV4_CNP_LEN]) -> u16 {
-        // Summing a header with its checksum in place gives zero after complement.
-        ipv4_checksum(frame, 14)
+        let data = RoceFrame {
+            src_mac: Address([2, 0, 0, 0, 0, 1]),
+            dst_mac: Address([2, 0, 0, 0, 0, 2]),
+            vlan: ethernet::Vlan::Untagged,
+            src_ip: Ipv4Addr::new(10, 0, 0, 1).into(),
+            dst_ip: Ipv4Addr::new(10, 0, 0, 2).into(),
+            dscp: 26,
+            ecn: Ecn::Ce,
+            ttl: 63,
+            flow_label: 0,
+            src_port: 50000,
+            bth: bth::Repr::new(bth::Opcode::RcSendOnly, 0x77, 5),
+            payload_len: 0,
+        };
+        let mut bytes = [0u8; 64];
+        data.emit(&mut bytes, |_| {}).unwrap();
+        let prefix: &[u8; IPV4_DATA_PREFIX] = bytes[..IPV4_DATA_PREFIX].try_into().unwrap();
+        let cnp = build_ipv4_cnp(prefix, 0x123456, 48);
+        // The CNP parses with a good IPv4 checksum and ICRC, answering the data packet.
+        let (read, reserved) = RoceFrame::parse(&cnp).unwrap();
+        assert_eq!((read.src_mac, read.dst_mac), (data.dst_mac, data.src_mac));
+        assert_eq!((read.src_ip, read.dst_ip), (data.dst_ip, data.src_ip));
+        assert_eq!(
+            (read.dscp, read.ecn, read.src_port),
+            (48, Ecn::NotEct, 50000)
+        );
+        assert_eq!(read.bth.opcode, bth::Opcode::Cnp);
+        assert_eq!((read.bth.dest_qp, read.bth.becn), (0x123456, true));
+        assert_eq!(reserved, [0; cnp::RESERVED_LEN]);
     }
 }

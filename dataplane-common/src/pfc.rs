@@ -1,22 +1,11 @@
 //! 802.1Qbb priority flow control, as a receiver honours it: per priority, paused until a
-//! time that a PAUSE frame sets (quanta × 512 bit times at the link speed) and a zero-time
-//! frame (XON) ends; and how long the priority has been paused in all.
+//! time that a PAUSE frame sets (quanta × 512 bit times at the link speed, `wire::pfc`) and a
+//! zero-time frame (XON) ends; and how long the priority has been paused in all. As a sender:
+//! when this host's ingress buffer asks for a PAUSE or a resume, and the frame, built by
+//! `wire::pfc`.
 
-/// EtherType of MAC control frames.
-pub const ETHERTYPE_MAC_CONTROL: u16 = crate::uapi::ETH_P_PAUSE as u16;
-/// MAC control opcode of a priority-based (802.1Qbb) PAUSE.
-pub const OPCODE_PFC: u16 = 0x0101;
-/// Bytes of a PFC frame's MAC control payload: opcode, class-enable vector, 8 pause times.
-pub const PAYLOAD_LEN: usize = 2 + 2 + 8 * 2;
-/// Bit times in one pause quantum.
-pub const BITS_PER_QUANTUM: u64 = 512;
-
-/// The time `quanta` pause quanta last on a link of `link_speed_bps`, in ns.
-#[inline(always)]
-pub fn quanta_to_ns(quanta: u16, link_speed_bps: u64) -> u64 {
-    // quanta × 512 × 10^9 < 2^56: no overflow.
-    (quanta as u64 * BITS_PER_QUANTUM * 1_000_000_000) / link_speed_bps.max(1)
-}
+use wire::ethernet::Address;
+use wire::pfc::{self, FRAME_LEN};
 
 /// Pause state of one priority, shared by the data path (which writes it on each PFC frame)
 /// and user space (the traffic tool honours it; `stats` reports it).
@@ -127,11 +116,6 @@ impl PfcState {
     }
 }
 
-/// Destination MAC of 802.1Qbb frames.
-pub const PFC_DESTINATION: [u8; 6] = [0x01, 0x80, 0xc2, 0x00, 0x00, 0x01];
-/// Length of a PFC frame as sent (the 60-byte Ethernet minimum, without FCS).
-pub const PFC_FRAME_LEN: usize = 60;
-
 /// `skb->mark` of a clone the TC ingress program sends to egress to become a PFC frame:
 /// this base, plus 8 for XON, plus the priority.
 pub const PFC_MARK_BASE: u32 = 0x4c4c_5000;
@@ -154,16 +138,10 @@ pub const fn parse_pfc_mark(mark: u32) -> Option<(usize, bool)> {
 
 /// An 802.1Qbb frame from `source` pausing `priority` for `quanta` (0: resume).
 #[inline(always)]
-pub fn build_pfc_frame(source: &[u8; 6], priority: usize, quanta: u16) -> [u8; PFC_FRAME_LEN] {
-    let mut frame = [0u8; PFC_FRAME_LEN];
-    frame[0..6].copy_from_slice(&PFC_DESTINATION);
-    frame[6..12].copy_from_slice(source);
-    frame[12..14].copy_from_slice(&ETHERTYPE_MAC_CONTROL.to_be_bytes());
-    frame[14..16].copy_from_slice(&OPCODE_PFC.to_be_bytes());
-    let priority = priority & 7;
-    frame[16..18].copy_from_slice(&(1u16 << priority).to_be_bytes());
-    let time = 18 + 2 * priority;
-    frame[time..time + 2].copy_from_slice(&quanta.to_be_bytes());
+pub fn build_pfc_frame(source: &[u8; 6], priority: usize, quanta: u16) -> [u8; FRAME_LEN] {
+    let mut frame = [0u8; FRAME_LEN];
+    // A buffer of FRAME_LEN bytes always holds the frame: this cannot fail.
+    let _ = pfc::Repr::new(1 << (priority & 7), quanta).emit_frame(Address(*source), &mut frame);
     frame
 }
 
@@ -278,14 +256,6 @@ mod pod {
 mod tests {
     use super::*;
 
-    #[test]
-    fn quanta_at_link_speeds() {
-        // One quantum at 100 Gb/s is 5.12 ns; 0xffff quanta at 1 Gb/s about 33.55 ms.
-        assert_eq!(quanta_to_ns(100, 100_000_000_000), 512);
-        assert_eq!(quanta_to_ns(0xffff, 1_000_000_000), 33_553_920);
-        assert_eq!(quanta_to_ns(0, 1_000_000_000), 0);
-    }
-
     const NO_WATCHDOG: Watchdog = Watchdog {
         limit_ns: u64::MAX,
         ignore_storms: false,
@@ -376,10 +346,12 @@ mod tests {
     #[test]
     fn pfc_frame_layout() {
         let frame = build_pfc_frame(&[2, 0, 0, 0, 0, 9], 3, 0xabcd);
-        assert_eq!(&frame[0..6], &PFC_DESTINATION);
+        assert_eq!(&frame[0..6], &pfc::DST_ADDR.0);
         assert_eq!(&frame[12..18], &[0x88, 0x08, 0x01, 0x01, 0x00, 0x08]);
         assert_eq!(&frame[24..26], &[0xab, 0xcd]);
         assert!(frame[26..].iter().all(|b| *b == 0));
+        let read = pfc::Repr::parse_frame(&frame).unwrap();
+        assert_eq!(read, pfc::Repr::new(0b1000, 0xabcd));
         assert_eq!(parse_pfc_mark(pfc_mark(5, true)), Some((5, true)));
         assert_eq!(parse_pfc_mark(pfc_mark(2, false)), Some((2, false)));
         assert_eq!(parse_pfc_mark(0x4c4c_434e), None);

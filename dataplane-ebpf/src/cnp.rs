@@ -7,23 +7,17 @@ use aya_ebpf::{
     programs::TcContext,
 };
 use dataplane_common::{
-    cnp::{build_ipv4_cnp, CnpCounters, CnpQpState, CNP_MARK, IPV4_DATA_PREFIX, OPCODE_CNP},
+    cnp::{build_ipv4_cnp, CnpCounters, CnpQpState, CNP_MARK, IPV4_BTH_OFFSET, IPV4_DATA_PREFIX},
     config::Settings,
 };
-use network_types::{eth::EthHdr, ip::Ipv4Hdr, udp::UdpHdr};
+use network_types::eth::EthHdr;
+use wire::{bth, ip::Ecn};
 
 use crate::{
     emit::{clone_to_egress, replace_frame},
     maps::{CNP_COUNTERS, CNP_QPS, QP_MAP, SETTINGS},
     parse::{Frame, Network, Parsed},
 };
-
-const ECN_CE: u8 = 0b11;
-/// Where the BTH of an untagged IPv4 packet without options starts: the only layout the
-/// CNP builder answers.
-const PLAIN_IPV4_BTH: usize = EthHdr::LEN + Ipv4Hdr::LEN + UdpHdr::LEN;
-/// Offset of the DestQP (24 bits) in the BTH.
-const BTH_DEST_QP: usize = 5;
 
 /// At TC ingress: counts an arriving CNP, or answers a CE-marked data packet that earns a
 /// CNP by cloning it to egress with [`CNP_MARK`].
@@ -37,29 +31,24 @@ pub fn notify(ctx: &TcContext, frame: &Frame, parsed: &Parsed) {
     if !parsed.roce {
         return;
     }
-    let Some(bth) = frame.ptr_at::<[u8; 12]>(parsed.bth) else {
+    let Some(header) = frame.ptr_at::<[u8; bth::HEADER_LEN]>(parsed.bth) else {
         return;
     };
     // SAFETY: bounds checked by ptr_at; read before any helper invalidates packet pointers.
-    let bth = unsafe { *bth };
-    if bth[0] == OPCODE_CNP {
+    let header = bth::Packet::new_unchecked(unsafe { *header });
+    if header.opcode() == bth::Opcode::Cnp {
         counters.cnp_received += 1;
         return;
     }
     let settings = SETTINGS.get(0).copied().unwrap_or(Settings::DEFAULT);
-    if parsed.ecn != ECN_CE || settings.flags & Settings::CNP_ENABLED == 0 {
+    if parsed.ecn != Ecn::Ce.bits() || settings.flags & Settings::CNP_ENABLED == 0 {
         return;
     }
-    if parsed.network != Network::Ipv4(EthHdr::LEN) || parsed.bth != PLAIN_IPV4_BTH {
+    if parsed.network != Network::Ipv4(EthHdr::LEN) || parsed.bth != IPV4_BTH_OFFSET {
         counters.cnp_unsupported += 1;
         return;
     }
-    let qp = u32::from_be_bytes([
-        0,
-        bth[BTH_DEST_QP],
-        bth[BTH_DEST_QP + 1],
-        bth[BTH_DEST_QP + 2],
-    ]);
+    let qp = header.dest_qp();
     if !admit(qp, settings.cnp_interval_ns, counters) {
         return;
     }
@@ -105,13 +94,7 @@ pub fn rewrite_as_cnp(ctx: &TcContext) -> Result<(), ()> {
     if loaded != 0 {
         return Err(());
     }
-    let bth = EthHdr::LEN + Ipv4Hdr::LEN + UdpHdr::LEN;
-    let rx_qp = u32::from_be_bytes([
-        0,
-        data[bth + BTH_DEST_QP],
-        data[bth + BTH_DEST_QP + 1],
-        data[bth + BTH_DEST_QP + 2],
-    ]);
+    let rx_qp = bth::Packet::new_unchecked(&data[IPV4_BTH_OFFSET..]).dest_qp();
     let dest_qp = unsafe { QP_MAP.get(rx_qp) }.copied().unwrap_or(rx_qp);
     let dscp = SETTINGS
         .get(0)

@@ -22,12 +22,12 @@ use dataplane_common::{
         Uplink, UplinkCounters, BUCKETS, MAX_UPLINKS,
     },
     phantom_queue::drained_bytes,
-    uapi,
 };
 use network_types::{
     eth::EthHdr,
     ip::{Ipv4Hdr, Ipv6Hdr},
 };
+use wire::ip::Protocol;
 
 use crate::{
     maps::{
@@ -38,8 +38,8 @@ use crate::{
     xdp::checksum_update,
 };
 
-const IPPROTO_TCP: u8 = uapi::IPPROTO_TCP as u8;
-const IPPROTO_UDP: u8 = uapi::IPPROTO_UDP as u8;
+const IPPROTO_TCP: u8 = Protocol::Tcp.value();
+const IPPROTO_UDP: u8 = Protocol::Udp.value();
 
 /// Why a frame goes to the stack instead of an uplink; each has its counter.
 #[derive(Clone, Copy)]

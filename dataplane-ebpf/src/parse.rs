@@ -6,32 +6,30 @@
 
 use core::mem::size_of;
 
-use dataplane_common::{counters::ParseError, uapi};
+use dataplane_common::counters::ParseError;
 use network_types::{
     eth::EthHdr,
     ip::{Ipv4Hdr, Ipv6Hdr},
     udp::UdpHdr,
     vlan::VlanHdr,
 };
+use wire::{bth, ethernet::EtherType, ip::Protocol};
 
-/// UDP destination port of RoCEv2.
-pub const ROCEV2_PORT: u16 = 4791;
-/// Length of the RoCEv2 Base Transport Header.
-pub const BTH_LEN: usize = 12;
 /// Most IPv6 extension headers the walk follows before giving up.
 const MAX_IPV6_EXTENSIONS: usize = 4;
 
-const ETH_P_IPV4: u16 = (uapi::ETH_P_IP as u16).to_be();
-const ETH_P_IPV6: u16 = (uapi::ETH_P_IPV6 as u16).to_be();
-const ETH_P_8021Q: u16 = (uapi::ETH_P_8021Q as u16).to_be();
-const ETH_P_8021AD: u16 = (uapi::ETH_P_8021AD as u16).to_be();
+// EtherTypes as they lie in memory (network order), and IP protocol numbers, from `wire`.
+const ETH_P_IPV4: u16 = EtherType::Ipv4.value().to_be();
+const ETH_P_IPV6: u16 = EtherType::Ipv6.value().to_be();
+const ETH_P_8021Q: u16 = EtherType::Vlan.value().to_be();
+const ETH_P_8021AD: u16 = EtherType::QinQ.value().to_be();
 
-const IPPROTO_HOPOPTS: u8 = uapi::IPPROTO_HOPOPTS as u8;
-const IPPROTO_UDP: u8 = uapi::IPPROTO_UDP as u8;
-const IPPROTO_ROUTING: u8 = uapi::IPPROTO_ROUTING as u8;
-const IPPROTO_FRAGMENT: u8 = uapi::IPPROTO_FRAGMENT as u8;
-const IPPROTO_AH: u8 = uapi::IPPROTO_AH as u8;
-const IPPROTO_DSTOPTS: u8 = uapi::IPPROTO_DSTOPTS as u8;
+const IPPROTO_HOPOPTS: u8 = Protocol::HopByHop.value();
+const IPPROTO_UDP: u8 = Protocol::Udp.value();
+const IPPROTO_ROUTING: u8 = Protocol::Ipv6Route.value();
+const IPPROTO_FRAGMENT: u8 = Protocol::Ipv6Frag.value();
+const IPPROTO_AH: u8 = Protocol::Ah.value();
+const IPPROTO_DSTOPTS: u8 = Protocol::Ipv6Opts.value();
 
 /// A frame in memory: `[start, end)` as the program context gives it.
 pub struct Frame {
@@ -264,12 +262,12 @@ fn parse_udp(
     if offset + UdpHdr::LEN > datagram_end {
         return Err(ParseError::TruncatedUdp);
     }
-    if u16::from_be_bytes(unsafe { (*udp).dst }) != ROCEV2_PORT {
+    if u16::from_be_bytes(unsafe { (*udp).dst }) != bth::ROCEV2_PORT {
         return Ok(None);
     }
-    let bth_end = offset + UdpHdr::LEN + BTH_LEN;
+    let bth_end = offset + UdpHdr::LEN + bth::HEADER_LEN;
     if frame
-        .ptr_at::<[u8; BTH_LEN]>(offset + UdpHdr::LEN)
+        .ptr_at::<[u8; bth::HEADER_LEN]>(offset + UdpHdr::LEN)
         .is_none()
         || bth_end > datagram_end
     {

@@ -14,13 +14,14 @@ use aya_log_ebpf::warn;
 use dataplane_common::{
     config::Settings,
     counters::{HookCounters, ParseError},
-    pfc::{
-        build_pfc_frame, pfc_mark, quanta_to_ns, PauseOutcome, PfcSignal, ETHERTYPE_MAC_CONTROL,
-        OPCODE_PFC, PAYLOAD_LEN,
-    },
+    pfc::{build_pfc_frame, pfc_mark, PauseOutcome, PfcSignal},
     Hook, PRIORITIES,
 };
 use network_types::eth::EthHdr;
+use wire::{
+    ethernet::EtherType,
+    pfc::{self as wire_pfc, quanta_to_ns},
+};
 
 use crate::{
     ecn::classify,
@@ -36,7 +37,7 @@ pub fn receive<C: EbpfContext>(ctx: &C, frame: &Frame) -> bool {
     let Some(eth) = frame.ptr_at::<EthHdr>(0) else {
         return false;
     };
-    if unsafe { (*eth).ether_type } != ETHERTYPE_MAC_CONTROL.to_be() {
+    if unsafe { (*eth).ether_type } != EtherType::MacControl.value().to_be() {
         return false;
     }
     let Some(counters) = COUNTERS.get_ptr_mut(Hook::Xdp as u32) else {
@@ -59,15 +60,15 @@ fn honour<C: EbpfContext>(
     frame: &Frame,
     counters: &mut HookCounters,
 ) -> Result<(), ParseError> {
-    let payload = frame
-        .ptr_at::<[u8; PAYLOAD_LEN]>(EthHdr::LEN)
+    let body = frame
+        .ptr_at::<[u8; wire_pfc::BODY_LEN]>(EthHdr::LEN)
         .ok_or(ParseError::TruncatedPfc)?;
     // SAFETY: bounds checked by ptr_at.
-    let payload = unsafe { &*payload };
-    if u16::from_be_bytes([payload[0], payload[1]]) != OPCODE_PFC {
+    let body = wire_pfc::Packet::new_unchecked(unsafe { &*body });
+    if body.opcode() != wire_pfc::OPCODE {
         return Err(ParseError::BadPfcOpcode);
     }
-    let class_enable = u16::from_be_bytes([payload[2], payload[3]]);
+    let class_enable = body.class_enable();
     if class_enable & 0xff00 != 0 {
         return Err(ParseError::BadPfcVector);
     }
@@ -81,7 +82,7 @@ fn honour<C: EbpfContext>(
         let Some(state) = PFC_STATE.get_ptr_mut(priority as u32) else {
             continue;
         };
-        let quanta = u16::from_be_bytes([payload[4 + 2 * priority], payload[5 + 2 * priority]]);
+        let quanta = body.pause_time(priority);
         let prio_counters = &mut counters.per_priority[priority];
         // SAFETY: a shared map value; a PFC frame updates it from one CPU at a time in practice
         // (frames of one link arrive in order), and a race costs one refresh at worst.

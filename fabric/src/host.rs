@@ -2,9 +2,12 @@
 //! optionally cut by DCQCN on CNPs), a receiver that counts, spots reordering by PSN and may
 //! answer CE marks with CNPs (the notification point), and a NIC that honours PFC pauses.
 
-use crate::dcqcn::{Dcqcn, DcqcnParams};
-use crate::frame::{icrc, parse_pfc, Roce, OPCODE_CNP, OPCODE_SEND_ONLY};
+use crate::frame::{parse_pfc, Roce, OPCODE_CNP, OPCODE_SEND_ONLY};
+use dcqcn::{Dcqcn, DcqcnParams};
 use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+use wire::ip::Ecn;
+use wire::pfc::quanta_to_ns;
 
 /// DSCP and priority of data and of CNPs, as the example topology classifies them.
 pub const DSCP_DATA: u8 = 26;
@@ -94,7 +97,7 @@ pub struct Host {
     pub cnp_interval_us: Option<u64>,
     /// PFC frames received.
     pub pauses_received: u64,
-    /// RoCEv2 frames received whose ICRC was wrong.
+    /// RoCEv2 frames received with a wrong ICRC or IPv4 checksum, dropped as a RoCE NIC drops them.
     pub bad_icrc: u64,
     /// CNPs this host sent as a receiver.
     pub cnps_sent: u64,
@@ -127,8 +130,15 @@ impl Host {
     }
 
     /// Adds a flow.
+    ///
+    /// # Panics
+    ///
+    /// If the flow's DCQCN parameters do not suit its rate (`DcqcnParams::validate`).
     pub fn add_flow(&mut self, spec: FlowSpec) {
-        let rate = spec.dcqcn.map(|p| Dcqcn::new(p, spec.rate_bps));
+        let rate = spec.dcqcn.map(|p| {
+            Dcqcn::new(spec.rate_bps as u64, p)
+                .unwrap_or_else(|e| panic!("flow to QP {}: {e}", spec.qp))
+        });
         self.flows.push(Flow {
             next_send: spec.start_us as f64,
             spec,
@@ -183,7 +193,7 @@ impl Host {
             src_ip: ip,
             dst_ip: s.dst_ip,
             dscp: DSCP_DATA,
-            ecn: 2,
+            ecn: Ecn::Ect0,
             sport: s.sport,
             opcode: OPCODE_SEND_ONLY,
             qp: s.qp,
@@ -193,7 +203,10 @@ impl Host {
         flow.sent += 1;
         flow.last_sent_us = now_us;
         let rate = match &mut flow.rate {
-            Some(rp) => rp.rate_bps(now_us),
+            Some(rp) => {
+                rp.on_sent(Duration::from_micros(now_us), frame.len() as u64 * 8);
+                rp.rate_bps() as f64
+            }
             None => s.rate_bps,
         };
         let mut next = flow.next_send.max(now_us as f64) + (frame.len() * 8) as f64 * 1e6 / rate;
@@ -206,26 +219,29 @@ impl Host {
 
     /// Takes a frame that arrived at `now_us`.
     pub fn receive(&mut self, now_us: u64, frame: &[u8]) {
-        if let Some(times) = parse_pfc(frame) {
+        if let Some(pfc) = parse_pfc(frame) {
             self.pauses_received += 1;
-            let quantum_us = 512.0 * 1e6 / self.link_bps as f64;
-            for (p, t) in times.iter().enumerate() {
-                if let Some(t) = t {
-                    self.paused_until[p] = now_us + (f64::from(*t) * quantum_us).ceil() as u64;
+            for (p, &quanta) in pfc.pause_times.iter().enumerate() {
+                if pfc.class_enable >> p & 1 == 1 {
+                    self.paused_until[p] =
+                        now_us + quanta_to_ns(quanta, self.link_bps).div_ceil(1000);
                 }
             }
             return;
         }
-        let Some(r) = Roce::parse(frame) else { return };
-        let n = frame.len();
-        if icrc(&frame[..n - 4]).to_le_bytes() != frame[n - 4..] {
-            self.bad_icrc += 1;
-        }
+        let r = match Roce::parse(frame) {
+            Ok(r) => r,
+            Err(wire::Error::Checksum) => {
+                self.bad_icrc += 1;
+                return;
+            }
+            Err(_) => return,
+        };
         if r.opcode == OPCODE_CNP {
             if let Some(flow) = self.flows.iter_mut().find(|f| f.spec.qp == r.qp) {
                 flow.cnps += 1;
                 if let Some(rp) = &mut flow.rate {
-                    rp.on_cnp(now_us);
+                    rp.on_cnp(Duration::from_micros(now_us));
                 }
             }
             return;
@@ -239,7 +255,7 @@ impl Host {
         } else {
             rx.next_psn = psn + 1;
         }
-        if r.ecn == 3 {
+        if r.ecn == Ecn::Ce {
             rx.ce += 1;
             self.answer_ce(now_us, &r);
         }
@@ -267,7 +283,7 @@ impl Host {
                 src_ip: self.ip,
                 dst_ip: r.src_ip,
                 dscp: DSCP_CNP,
-                ecn: 0,
+                ecn: Ecn::NotEct,
                 sport: r.sport,
                 opcode: OPCODE_CNP,
                 qp: r.qp,
@@ -299,7 +315,7 @@ mod tests {
             src_ip: 0x0a00_0101,
             dst_ip: 0x0a00_0301,
             dscp: DSCP_DATA,
-            ecn: 3,
+            ecn: Ecn::Ce,
             sport: 49152,
             opcode: OPCODE_SEND_ONLY,
             qp: 0x12,
@@ -315,5 +331,32 @@ mod tests {
             (cnp.opcode, cnp.dst_ip, cnp.qp),
             (OPCODE_CNP, 0x0a00_0101, 0x12)
         );
+    }
+
+    #[test]
+    #[should_panic(expected = "invalid DCQCN parameter increase_period")]
+    fn a_zero_timer_period_is_refused() {
+        let mut h11 = Host::new(
+            "h11",
+            0x0a00_0101,
+            [8, 0, 0, 0, 1, 1],
+            [0; 6],
+            1_000_000_000,
+        );
+        h11.add_flow(FlowSpec {
+            dst_ip: 0x0a00_0301,
+            qp: 0x12,
+            sport: 49152,
+            packets: 1,
+            frame_bytes: 100,
+            rate_bps: 1e9,
+            start_us: 0,
+            burst: 0,
+            gap_us: 0,
+            dcqcn: Some(DcqcnParams {
+                increase_period: std::time::Duration::ZERO,
+                ..DcqcnParams::default()
+            }),
+        });
     }
 }

@@ -5,9 +5,9 @@
 //! pausing an upstream switch, switch CNPs reaching senders, flowlets and DLB across spines.
 //!
 //! Modules: [`topology`] and [`runtime`] read the files, [`sim`] runs the fabric, [`host`] is
-//! the endpoint (with [`dcqcn`]'s reaction point), [`frame`] its wire formats.
+//! the endpoint (with the `dcqcn` crate's reaction point, the one `lossless traffic` runs),
+//! [`frame`] its wire formats.
 
-pub mod dcqcn;
 pub mod frame;
 pub mod host;
 pub mod runtime;

@@ -1,108 +1,27 @@
-//! Runtime entries in the P4 tutorials' runtime-JSON shape (`table_entries` with `table`,
-//! `match`, `action_name`, `action_params`, `priority`, `default_action`;
-//! `multicast_group_entries`; `clone_session_entries`), applied to a [`Switch`] through its
-//! control-plane API. A stand-in for a P4Runtime client, for the fabric and its tests.
+//! Runtime entries in the P4 tutorials' runtime-JSON files (p4values' `runtime_json`, the
+//! reader `lossless p4 entries apply` uses too), applied to a [`Switch`] through its
+//! control-plane API: a stand-in for a P4Runtime client, for the fabric and its tests.
 //!
-//! Values are integers, strings of decimal or `0x` hex digits, dotted IPv4 addresses or
-//! colon-separated MAC addresses. Match values: a value (exact, optional), `[value, prefix
-//! length]` (lpm), `[value, mask]` (ternary), `[low, high]` (range).
+//! Values take the forms of p4values' `value` (the tutorials' `convert.encode`): integers, MAC,
+//! IPv4 and IPv6 addresses, one-element lists, other strings as raw bytes of the field's length.
+//! Match values: a value (exact, optional), `[value, prefix length]` (lpm), `[value, mask]`
+//! (ternary), `[low, high]` (range). Clone sessions send to their first replica, whole
+//! (softswitch has no truncation: `packet_length_bytes` is not applied).
 
-use serde::Deserialize;
+use p4values::bytestring;
+use p4values::runtime_json::FileError;
+pub use p4values::runtime_json::{RuntimeConfig, TableEntrySpec, MAX_RUNTIME_JSON_BYTES};
+use p4values::value;
 use softswitch_core::ir::{mask, ActionCall, Entry, FieldMatch, MatchKind};
 use softswitch_core::switch::Switch;
-use std::collections::BTreeMap;
-use std::io::Read as _;
 use std::path::Path;
-
-/// The largest runtime-JSON file read, in bytes (the tutorials' files are a few kilobytes; a
-/// hundred thousand entries take about 20 MB).
-pub const MAX_RUNTIME_JSON_BYTES: usize = 64 << 20;
-
-/// A runtime-JSON file.
-#[derive(Debug, Default, Deserialize)]
-pub struct RuntimeConfig {
-    /// `"bmv2"` in the tutorials' files; not used here.
-    #[serde(default)]
-    pub target: Option<String>,
-    /// Table entries and default actions, applied in order.
-    #[serde(default)]
-    pub table_entries: Vec<TableEntry>,
-    /// Multicast groups.
-    #[serde(default)]
-    pub multicast_group_entries: Vec<GroupEntry>,
-    /// Clone sessions.
-    #[serde(default)]
-    pub clone_session_entries: Vec<CloneSessionEntry>,
-}
-
-/// One element of `table_entries`.
-#[derive(Debug, Deserialize)]
-pub struct TableEntry {
-    /// Table name (`LosslessIngress.ipv4_lpm`).
-    pub table: String,
-    /// Key name -> value.
-    #[serde(default, rename = "match")]
-    pub matches: BTreeMap<String, serde_json::Value>,
-    /// Action name.
-    pub action_name: String,
-    /// Action data by parameter name.
-    #[serde(default)]
-    pub action_params: BTreeMap<String, serde_json::Value>,
-    /// Priority (ternary, range and optional keys).
-    #[serde(default)]
-    pub priority: Option<i64>,
-    /// Whether this sets the table's default action instead of adding an entry.
-    #[serde(default)]
-    pub default_action: bool,
-}
-
-/// One element of `multicast_group_entries`.
-#[derive(Debug, Deserialize)]
-pub struct GroupEntry {
-    /// Group id.
-    pub multicast_group_id: u16,
-    /// Its replicas.
-    pub replicas: Vec<Replica>,
-}
-
-/// One element of `clone_session_entries`.
-#[derive(Debug, Deserialize)]
-pub struct CloneSessionEntry {
-    /// Session id.
-    pub clone_session_id: u32,
-    /// Its replicas: softswitch, like one BMv2 mirroring session, sends to the first.
-    pub replicas: Vec<Replica>,
-}
-
-/// A replica of a group or a session.
-#[derive(Debug, Deserialize)]
-pub struct Replica {
-    /// Egress port.
-    pub egress_port: u16,
-    /// Replica instance (egress_rid).
-    #[serde(default)]
-    pub instance: u16,
-}
 
 /// What went wrong applying a runtime file; every message names the entry.
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
-    /// The file could not be read.
-    #[error("reading {path}: {source}")]
-    Read {
-        /// The file.
-        path: String,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The file is not runtime JSON.
-    #[error("{path}: {source}")]
-    Json {
-        /// The file.
-        path: String,
-        /// Why.
-        source: serde_json::Error,
-    },
+    /// The file could not be read, or is not runtime JSON.
+    #[error(transparent)]
+    File(#[from] FileError),
     /// An entry is wrong.
     #[error("table_entries[{index}] ({table}): {message}")]
     Entry {
@@ -118,70 +37,59 @@ pub enum RuntimeError {
     Replication(String),
 }
 
-impl RuntimeConfig {
-    /// Reads a runtime-JSON file of at most [`MAX_RUNTIME_JSON_BYTES`].
-    pub fn load(path: &Path) -> Result<Self, RuntimeError> {
-        let read = |source| RuntimeError::Read {
-            path: path.display().to_string(),
-            source,
-        };
-        let mut text = String::new();
-        std::fs::File::open(path)
-            .and_then(|f| {
-                f.take(MAX_RUNTIME_JSON_BYTES as u64 + 1)
-                    .read_to_string(&mut text)
-            })
-            .map_err(read)?;
-        if text.len() > MAX_RUNTIME_JSON_BYTES {
-            return Err(read(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!(
-                    "longer than {MAX_RUNTIME_JSON_BYTES} bytes, the most a runtime JSON may be"
-                ),
-            )));
-        }
-        Self::parse(&text).map_err(|source| RuntimeError::Json {
-            path: path.display().to_string(),
-            source,
-        })
-    }
+/// Reads a runtime-JSON file of at most [`MAX_RUNTIME_JSON_BYTES`].
+pub fn load(path: &Path) -> Result<RuntimeConfig, RuntimeError> {
+    Ok(RuntimeConfig::from_file(path)?)
+}
 
-    /// Parses runtime-JSON text.
-    pub fn parse(text: &str) -> Result<Self, serde_json::Error> {
-        serde_json::from_str(text)
+/// Applies every entry, session and group of `config` to `switch`, stopping at the first error.
+pub fn apply(config: &RuntimeConfig, switch: &mut Switch) -> Result<(), RuntimeError> {
+    for (index, e) in config.table_entries.iter().enumerate() {
+        apply_entry(switch, e).map_err(|message| RuntimeError::Entry {
+            index,
+            table: e.table.clone(),
+            message,
+        })?;
     }
-
-    /// Applies every entry, session and group to `switch`, stopping at the first error.
-    pub fn apply(&self, switch: &mut Switch) -> Result<(), RuntimeError> {
-        for (index, e) in self.table_entries.iter().enumerate() {
-            apply_entry(switch, e).map_err(|message| RuntimeError::Entry {
-                index,
-                table: e.table.clone(),
-                message,
-            })?;
-        }
-        for s in &self.clone_session_entries {
-            let replica = s.replicas.first().ok_or_else(|| {
+    for s in &config.clone_session_entries {
+        let session = s.clone_session_id;
+        let replica = s.replicas.first().ok_or_else(|| {
+            RuntimeError::Replication(format!("clone session {session} has no replica"))
+        })?;
+        let port = port_of(replica.egress_port, || format!("clone session {session}"))?;
+        switch.set_clone_session(session, port);
+    }
+    for g in &config.multicast_group_entries {
+        let id = g.multicast_group_id;
+        let group = u16::try_from(id).map_err(|_| {
+            RuntimeError::Replication(format!("multicast group {id} is above 65535"))
+        })?;
+        switch.create_group(group);
+        for r in &g.replicas {
+            let port = port_of(r.egress_port, || format!("multicast group {id}"))?;
+            let rid = u16::try_from(r.instance).map_err(|_| {
                 RuntimeError::Replication(format!(
-                    "clone session {} has no replica",
-                    s.clone_session_id
+                    "multicast group {id}: instance {} is above 65535",
+                    r.instance
                 ))
             })?;
-            switch.set_clone_session(s.clone_session_id, replica.egress_port);
+            let node = switch.create_node(rid, vec![port]);
+            switch.associate_node(group, node);
         }
-        for g in &self.multicast_group_entries {
-            switch.create_group(g.multicast_group_id);
-            for r in &g.replicas {
-                let node = switch.create_node(r.instance, vec![r.egress_port]);
-                switch.associate_node(g.multicast_group_id, node);
-            }
-        }
-        Ok(())
     }
+    Ok(())
+}
+
+/// A replica's egress port as softswitch's 16-bit port number; `owner` names the group or
+/// session in the error.
+fn port_of(port: u32, owner: impl Fn() -> String) -> Result<u16, RuntimeError> {
+    u16::try_from(port).map_err(|_| {
+        RuntimeError::Replication(format!("{}: egress port {port} is above 65535", owner()))
+    })
 }
 
 /// Adds one entry (or sets a default action).
-pub fn apply_entry(switch: &mut Switch, e: &TableEntry) -> Result<(), String> {
+pub fn apply_entry(switch: &mut Switch, e: &TableEntrySpec) -> Result<(), String> {
     let table = switch
         .table_id(&e.table)
         .ok_or_else(|| format!("no table '{}'", e.table))?;
@@ -241,7 +149,7 @@ pub fn apply_entry(switch: &mut Switch, e: &TableEntry) -> Result<(), String> {
     }
     let entry = Entry {
         matches,
-        priority: e.priority.unwrap_or(0),
+        priority: e.priority.map_or(0, i64::from),
         action: call,
     };
     switch
@@ -252,9 +160,9 @@ pub fn apply_entry(switch: &mut Switch, e: &TableEntry) -> Result<(), String> {
 
 fn field_match(v: &serde_json::Value, width: u16, kind: MatchKind) -> Result<FieldMatch, String> {
     let full = mask(width);
-    let pair = |v: &serde_json::Value| -> Result<(u128, u128), String> {
+    let pair = |second_width: u16| -> Result<(u128, u128), String> {
         match v.as_array().map(Vec::as_slice) {
-            Some([a, b]) => Ok((number(a, width)?, number(b, 128)?)),
+            Some([a, b]) => Ok((number(a, width)?, number(b, second_width)?)),
             _ => Err("expected a pair [a, b]".into()),
         }
     };
@@ -264,7 +172,7 @@ fn field_match(v: &serde_json::Value, width: u16, kind: MatchKind) -> Result<Fie
             mask: full,
         },
         MatchKind::Lpm => {
-            let (value, len) = pair(v)?;
+            let (value, len) = pair(128)?;
             if len > u128::from(width) {
                 return Err(format!("prefix length {len} exceeds {width} bits"));
             }
@@ -272,55 +180,24 @@ fn field_match(v: &serde_json::Value, width: u16, kind: MatchKind) -> Result<Fie
             FieldMatch::Masked { value, mask }
         }
         MatchKind::Ternary => {
-            let (value, mask) = pair(v)?;
+            let (value, mask) = pair(width)?;
             FieldMatch::Masked { value, mask }
         }
         MatchKind::Range => {
-            let (lo, hi) = pair(v)?;
+            let (lo, hi) = pair(width)?;
             FieldMatch::Range { lo, hi }
         }
     })
 }
 
-/// A value: an integer, or a string of digits (`0x` hex), an IPv4 address or a MAC address.
+/// A value for a `width`-bit field, in p4values' forms. A string that is none of them is named
+/// as unreadable.
 fn number(v: &serde_json::Value, width: u16) -> Result<u128, String> {
-    let n = match v {
-        serde_json::Value::Number(n) => n
-            .as_u64()
-            .map(u128::from)
-            .ok_or_else(|| format!("{n} is not a non-negative integer"))?,
-        serde_json::Value::String(s) => {
-            parse_text(s).ok_or_else(|| format!("cannot read '{s}'"))?
-        }
-        other => return Err(format!("expected a number or a string, found {other}")),
-    };
-    if n > mask(width) {
-        return Err(format!("{n:#x} does not fit in {width} bits"));
-    }
-    Ok(n)
-}
-
-fn parse_text(s: &str) -> Option<u128> {
-    let octets = |sep: char, radix: u32, count: usize| -> Option<u128> {
-        let parts: Vec<&str> = s.split(sep).collect();
-        if parts.len() != count {
-            return None;
-        }
-        parts.iter().try_fold(0u128, |acc, p| {
-            u8::from_str_radix(p, radix)
-                .ok()
-                .map(|b| (acc << 8) | u128::from(b))
-        })
-    };
-    if s.contains(':') {
-        octets(':', 16, 6)
-    } else if s.contains('.') {
-        octets('.', 10, 4)
-    } else if let Some(hex) = s.strip_prefix("0x") {
-        u128::from_str_radix(hex, 16).ok()
-    } else {
-        s.parse().ok()
-    }
+    let bytes = value::encode(v, u32::from(width)).map_err(|e| match v {
+        serde_json::Value::String(s) => format!("cannot read '{s}'"),
+        _ => e.to_string(),
+    })?;
+    bytestring::to_u128(&bytes).ok_or_else(|| format!("{v} is wider than 128 bits"))
 }
 
 #[cfg(test)]
@@ -329,7 +206,7 @@ mod tests {
 
     #[test]
     fn a_file_past_the_limit_is_refused_without_reading_it_all() {
-        let err = RuntimeConfig::load(Path::new("/dev/zero")).unwrap_err();
+        let err = load(Path::new("/dev/zero")).unwrap_err();
         assert!(
             err.to_string()
                 .contains(&format!("longer than {MAX_RUNTIME_JSON_BYTES} bytes")),
@@ -339,11 +216,17 @@ mod tests {
 
     #[test]
     fn values_in_every_spelling() {
-        assert_eq!(parse_text("10.0.1.2"), Some(0x0a00_0102));
-        assert_eq!(parse_text("08:00:00:00:01:0a"), Some(0x0800_0000_010a));
-        assert_eq!(parse_text("0x1f"), Some(31));
-        assert_eq!(parse_text("42"), Some(42));
-        assert_eq!(parse_text("10.0.1"), None);
+        assert_eq!(number(&serde_json::json!("10.0.1.2"), 32), Ok(0x0a00_0102));
+        assert_eq!(
+            number(&serde_json::json!("08:00:00:00:01:0a"), 48),
+            Ok(0x0800_0000_010a)
+        );
+        assert_eq!(number(&serde_json::json!("0x1f"), 8), Ok(31));
+        assert_eq!(number(&serde_json::json!("42"), 8), Ok(42));
+        assert_eq!(
+            number(&serde_json::json!("10.0.1"), 32),
+            Err("cannot read '10.0.1'".into())
+        );
         assert!(number(&serde_json::json!(256), 8).is_err());
     }
 

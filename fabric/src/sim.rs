@@ -9,7 +9,7 @@
 //! to it, deliveries are handed over, and hosts send.
 
 use crate::host::Host;
-use crate::runtime::{RuntimeConfig, RuntimeError};
+use crate::runtime::{self, RuntimeError};
 use crate::topology::{parse_ipv4, parse_mac, End, TopologyError, TopologyFile};
 use softswitch_core::ir::Program;
 use softswitch_core::switch::{Clock, Switch};
@@ -136,8 +136,8 @@ impl Fabric {
                 switch: name.clone(),
                 source,
             };
-            RuntimeConfig::load(&dir.join(&spec.runtime_json))
-                .and_then(|rt| rt.apply(&mut switch))
+            runtime::load(&dir.join(&spec.runtime_json))
+                .and_then(|rt| runtime::apply(&rt, &mut switch))
                 .map_err(runtime_err)?;
             switch.tm.set_depth(None, None, config.queue_depth);
             fabric.switches.push(SwitchNode {
@@ -395,7 +395,7 @@ impl Fabric {
         l.busy_until = start + (bits * 1_000_000).div_ceil(l.rate_bps);
         let arrival = l.busy_until + l.latency_us;
         l.frames += 1;
-        if let Some(r) = crate::frame::Roce::parse(&frame) {
+        if let Ok(r) = crate::frame::Roce::parse(&frame) {
             *l.flows.entry((r.src_ip, r.sport)).or_default() += 1;
         }
         l.in_flight.push_back((arrival, frame));

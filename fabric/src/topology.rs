@@ -177,23 +177,15 @@ fn latency(v: &serde_json::Value) -> Result<u64, String> {
         .ok_or_else(|| format!("cannot read latency '{s}'"))
 }
 
-/// Parses `a.b.c.d` (an optional `/len` is ignored).
+/// Parses `a.b.c.d` (an optional `/len` is ignored), as runtime JSON's values are read
+/// (p4values' `parse_ipv4`).
 pub fn parse_ipv4(s: &str) -> Option<u32> {
-    let addr = s.split('/').next()?;
-    let parts: Vec<u8> = addr
-        .split('.')
-        .map(|p| p.parse().ok())
-        .collect::<Option<_>>()?;
-    <[u8; 4]>::try_from(parts).ok().map(u32::from_be_bytes)
+    p4values::value::parse_ipv4(s.split('/').next()?).map(u32::from)
 }
 
-/// Parses `aa:bb:cc:dd:ee:ff`.
+/// Parses `aa:bb:cc:dd:ee:ff` (wire's `Address`).
 pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
-    let parts: Vec<u8> = s
-        .split(':')
-        .map(|p| u8::from_str_radix(p, 16).ok())
-        .collect::<Option<_>>()?;
-    <[u8; 6]>::try_from(parts).ok()
+    s.parse::<wire::ethernet::Address>().ok().map(|mac| mac.0)
 }
 
 #[cfg(test)]

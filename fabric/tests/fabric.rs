@@ -4,9 +4,9 @@
 
 mod common;
 
-use fabric::dcqcn::DcqcnParams;
+use dcqcn::DcqcnParams;
 use fabric::host::FlowSpec;
-use fabric::runtime::{apply_entry, TableEntry};
+use fabric::runtime::{apply_entry, TableEntrySpec};
 use fabric::sim::{counter, Fabric, FabricConfig};
 use fabric::topology::parse_ipv4;
 
@@ -196,7 +196,7 @@ const SPRAY: u64 = 3;
 /// Sets the policy of ECMP group 1 (leaf uplinks to the spines) on every leaf.
 fn set_policy(f: &mut Fabric, policy: u64) {
     clear(f, "LosslessIngress.ecmp_group");
-    let entry: TableEntry = serde_json::from_value(serde_json::json!({
+    let entry: TableEntrySpec = serde_json::from_value(serde_json::json!({
         "table": "LosslessIngress.ecmp_group",
         "match": {"meta.group": 1},
         "action_name": "LosslessIngress.set_group",

@@ -8,7 +8,7 @@
 mod common;
 
 use common::{compile, dataplane_p4, lossless};
-use fabric::runtime::RuntimeConfig;
+use fabric::runtime::{self, RuntimeConfig};
 use softswitch_core::switch::{Clock, Switch};
 use std::path::PathBuf;
 
@@ -128,9 +128,8 @@ fn every_runtime_file_of_the_examples_applies() {
     let program = lossless();
     for path in runtimes {
         let mut switch = Switch::new(program.clone(), Clock::Virtual(0));
-        let rt = RuntimeConfig::load(&path).unwrap_or_else(|e| panic!("{e}"));
-        rt.apply(&mut switch)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let rt = runtime::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        runtime::apply(&rt, &mut switch).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let table = switch.table_id("LosslessIngress.pfc_profile").unwrap();
         assert!(
             switch.state.tables[table].entry(0).is_some(),
@@ -150,7 +149,7 @@ fn a_bad_runtime_entry_is_named() {
              "action_params": {"port": 1, "src_mac": "00:aa:00:00:00:01", "dst_mac": "zz"}}]}"#,
     )
     .unwrap();
-    let err = rt.apply(&mut switch).unwrap_err().to_string();
+    let err = runtime::apply(&rt, &mut switch).unwrap_err().to_string();
     assert_eq!(
         err,
         "table_entries[0] (LosslessIngress.nexthop): action_params.dst_mac: cannot read 'zz'"
@@ -174,7 +173,7 @@ fn red_marks_with_the_profile_probability_between_kmin_and_kmax() {
          "action_params": {"kmin_packets": kmin, "kmax_packets": kmax, "pmax_q16": 32768}}
     ]}))
     .unwrap();
-    rt.apply(&mut switch).unwrap();
+    runtime::apply(&rt, &mut switch).unwrap();
     switch.tm.set_rate(Some(2), None, Some(1000));
     let frame = fabric::frame::Roce {
         src_mac: [0, 0, 0, 0, 0, 1],
@@ -182,7 +181,7 @@ fn red_marks_with_the_profile_probability_between_kmin_and_kmax() {
         src_ip: 0x0a00_0101,
         dst_ip: 0x0a00_0202,
         dscp: 0,
-        ecn: 2,
+        ecn: wire::ip::Ecn::Ect0,
         sport: 1,
         opcode: fabric::frame::OPCODE_SEND_ONLY,
         qp: 1,

@@ -154,26 +154,26 @@ pub fn p4rt_set_pipeline(data: &[u8]) {
     }
 }
 
-/// A runtime JSON as the fabric reads it, applied to a `switch.p4` switch.
+/// A runtime JSON (p4values' reader) applied by the fabric to a `switch.p4` switch.
 pub fn fabric_runtime_json(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
     if let Ok(config) = fabric::runtime::RuntimeConfig::parse(text) {
         let mut switch = Switch::new(switch_p4().0.program, Clock::Virtual(0));
-        let _ = config.apply(&mut switch);
+        let _ = fabric::runtime::apply(&config, &mut switch);
     }
 }
 
-/// A runtime JSON as `lossless p4` reads it, turned into P4Runtime updates against the P4Info
-/// of `switch.p4`.
+/// A runtime JSON (p4values' reader) turned by `lossless p4` into P4Runtime updates against the
+/// P4Info of `switch.p4`.
 #[cfg(feature = "control")]
 pub fn runtime_json(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if let Ok(config) = lossless::p4::runtime_json::RuntimeConfig::parse(text) {
-        let _ = config.summary();
+    if let Ok(config) = p4values::runtime_json::RuntimeConfig::parse(text) {
+        let _ = lossless::p4::render::runtime_summary(&config);
         let _ = lossless::p4::entries::updates(&config, &switch_p4().1);
     }
 }

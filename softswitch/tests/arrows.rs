@@ -11,7 +11,7 @@ use std::process::Command;
 
 /// Each checked crate, with the workspace crates it may depend on.
 const ALLOWED: &[(&str, &[&str])] = &[
-    ("softswitch-core", &[]),
+    ("softswitch-core", &["wire"]),
     ("softswitch-frontend", &["softswitch-core"]),
     ("softswitch-device", &["softswitch-core"]),
     (
@@ -25,6 +25,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "softswitch-frontend",
             "softswitch-device",
             "p4runtime",
+            "p4values",
         ],
     ),
     (
@@ -39,7 +40,16 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "p4toolchain",
         ],
     ),
-    ("fabric", &["softswitch-core", "softswitch-frontend"]),
+    (
+        "fabric",
+        &[
+            "softswitch-core",
+            "softswitch-frontend",
+            "dcqcn",
+            "p4values",
+            "wire",
+        ],
+    ),
 ];
 
 /// Crates whose whole dependency tree stays free of [`ASYNC_AND_GRPC`].

@@ -347,20 +347,43 @@ fn route(info: &P4Info, dst: [u8; 4], len: i32, port: u8) -> p4v1::entity::Entit
     })
 }
 
-/// An IPv4/UDP frame from `src` to `dst` with a valid IPv4 checksum (etherparse).
-fn ipv4_frame(src: [u8; 4], dst: [u8; 4], proto_udp: bool) -> Vec<u8> {
-    let builder = etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
-        .ipv4(src, dst, 64);
-    let mut out = Vec::new();
-    if proto_udp {
-        builder.udp(1000, 2000).write(&mut out, b"hello").unwrap();
-    } else {
-        builder
-            .icmpv4_echo_request(1, 1)
-            .write(&mut out, b"hello")
-            .unwrap();
-    }
-    out
+/// An IPv4/UDP frame from `src` to `dst` (port 1000 to 2000, "hello"), with valid IPv4 and UDP
+/// checksums (built by wire).
+fn ipv4_frame(src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
+    use wire::{ethernet, ip, ipv4, udp};
+    let payload = b"hello";
+    let header = ethernet::Repr {
+        dst_addr: ethernet::Address([2, 0, 0, 0, 0, 2]),
+        src_addr: ethernet::Address([2, 0, 0, 0, 0, 1]),
+        vlan: ethernet::Vlan::Untagged,
+        ethertype: ethernet::EtherType::Ipv4,
+    };
+    let datagram = udp::Repr {
+        src_port: 1000,
+        dst_port: 2000,
+        payload_len: payload.len(),
+    };
+    let packet = ipv4::Repr {
+        src_addr: src.into(),
+        dst_addr: dst.into(),
+        protocol: ip::Protocol::Udp,
+        payload_len: datagram.buffer_len() + payload.len(),
+        ttl: 64,
+        dscp: 0,
+        ecn: ip::Ecn::NotEct,
+        ident: 0,
+        dont_frag: true,
+    };
+    let mut frame = vec![0; header.buffer_len() + packet.buffer_len() + packet.payload_len];
+    let mut eth = ethernet::Frame::new_unchecked(&mut frame[..]);
+    header.emit(&mut eth).unwrap();
+    let mut ip = ipv4::Packet::new_unchecked(eth.payload_mut());
+    packet.emit(&mut ip).unwrap();
+    let mut udp = udp::Packet::new_unchecked(ip.payload_mut());
+    datagram.emit(&mut udp).unwrap();
+    udp.payload_mut().copy_from_slice(payload);
+    udp.fill_checksum(src.into(), dst.into());
+    frame
 }
 
 use p4v1::set_forwarding_pipeline_config_request::Action as SetAction;
@@ -919,7 +942,7 @@ async fn forwarding_counters_and_registers_are_read_and_written() {
         vec![(Insert, route(&info, [10, 0, 0, 0], 8, 2))],
     )
     .await;
-    let frame = ipv4_frame([192, 168, 0, 1], [10, 2, 3, 4], true);
+    let frame = ipv4_frame([192, 168, 0, 1], [10, 2, 3, 4]);
     for _ in 0..3 {
         bed.inject(1, frame.clone());
     }
@@ -1093,7 +1116,7 @@ async fn multicast_groups_and_clone_sessions_are_replication_entries() {
         error_codes(&err),
         [Code::InvalidArgument as i32, Code::Unimplemented as i32]
     );
-    let frame = ipv4_frame([1, 1, 1, 1], [10, 9, 9, 9], true);
+    let frame = ipv4_frame([1, 1, 1, 1], [10, 9, 9, 9]);
     bed.inject(1, frame.clone());
     let mut ports: Vec<u16> = (0..2).map(|_| bed.next_sent().0).collect();
     ports.sort();
@@ -1148,7 +1171,7 @@ async fn multicast_groups_and_clone_sessions_are_replication_entries() {
 async fn packets_go_to_and_come_from_the_controller_and_digests_are_streamed() {
     let (bed, mut client, mut primary, info) = loaded().await;
     // PacketOut: the packet_out header carries the egress port.
-    let payload = ipv4_frame([1, 2, 3, 4], [5, 6, 7, 8], true);
+    let payload = ipv4_frame([1, 2, 3, 4], [5, 6, 7, 8]);
     primary.send(p4v1::stream_message_request::Update::Packet(
         p4v1::PacketOut {
             payload: payload.clone(),
@@ -1198,7 +1221,7 @@ async fn packets_go_to_and_come_from_the_controller_and_digests_are_streamed() {
         ..Default::default()
     });
     apply(&mut client, vec![(Insert, to_cpu)]).await;
-    let frame = ipv4_frame([1, 2, 3, 4], [10, 0, 0, 1], true);
+    let frame = ipv4_frame([1, 2, 3, 4], [10, 0, 0, 1]);
     bed.inject(2, frame.clone());
     loop {
         if let p4v1::stream_message_response::Update::Packet(p) = primary.next().await {
@@ -1241,9 +1264,9 @@ async fn packets_go_to_and_come_from_the_controller_and_digests_are_streamed() {
             other => panic!("{other:?}"),
         }
     };
-    bed.inject(4, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1], true));
-    bed.inject(4, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1], true));
-    bed.inject(3, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1], true));
+    bed.inject(4, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1]));
+    bed.inject(4, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1]));
+    bed.inject(3, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1]));
     let mut lists = Vec::new();
     while lists.len() < 2 {
         if let p4v1::stream_message_response::Update::Digest(d) = primary.next().await {
@@ -1261,11 +1284,8 @@ async fn packets_go_to_and_come_from_the_controller_and_digests_are_streamed() {
     ));
     let mut marker = 10u8;
     loop {
-        bed.inject(4, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1], true));
-        bed.inject(
-            u16::from(marker),
-            ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1], true),
-        );
+        bed.inject(4, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1]));
+        bed.inject(u16::from(marker), ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1]));
         let mut seen = Vec::new();
         while seen.last() != Some(&marker) {
             if let p4v1::stream_message_response::Update::Digest(d) = primary.next().await {
@@ -1279,7 +1299,7 @@ async fn packets_go_to_and_come_from_the_controller_and_digests_are_streamed() {
         marker += 1;
         assert!(marker < 60, "the acknowledgement never cleared the digest");
     }
-    bed.inject(2, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1], true));
+    bed.inject(2, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1]));
     loop {
         if let p4v1::stream_message_response::Update::Digest(d) = primary.next().await {
             assert_eq!(d.digest_id, digest_id);
@@ -1334,7 +1354,7 @@ async fn the_pipeline_is_replaced_while_the_switch_runs() {
         vec![(Insert, route(&info, [10, 0, 0, 0], 8, 2))],
     )
     .await;
-    let frame = ipv4_frame([1, 1, 1, 1], [10, 0, 0, 1], true);
+    let frame = ipv4_frame([1, 1, 1, 1], [10, 0, 0, 1]);
     bed.inject(1, frame.clone());
     assert_eq!(bed.next_sent().0, 2);
 
@@ -1889,11 +1909,11 @@ async fn digests_are_batched_by_list_size_and_timeout() {
     };
     // Two per list, however long it takes: ports 1 and 2 come in one list.
     apply(&mut client, vec![(Insert, entry(60_000_000_000, 2))]).await;
-    bed.inject(1, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1], true));
-    bed.inject(2, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1], true));
+    bed.inject(1, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1]));
+    bed.inject(2, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1]));
     assert_eq!(primary.digest().await.data.len(), 2);
     // A list of up to 100 after 1 ms: a single message comes alone, when its time is up.
     apply(&mut client, vec![(Modify, entry(1_000_000, 100))]).await;
-    bed.inject(3, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1], true));
+    bed.inject(3, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1]));
     assert_eq!(primary.digest().await.data.len(), 1);
 }

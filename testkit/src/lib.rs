@@ -1,8 +1,9 @@
 //! What the workspace's tests share across crates: the Python venv that `cargo xtask setup`
 //! makes (scapy, the tests' independent encoder and decoder), the skip rule for tests that need
-//! something a developer's machine may lack, the check that committed STF files are still
-//! what their generators print, and p4c and BMv2 ([`bmv2`]: the toolchain, the programs BMv2
-//! runs and their p4c outputs, compiled once).
+//! something a developer's machine may lack, tshark (the second independent decoder) over a
+//! list of frames, the check that committed STF files are still what their generators print,
+//! and p4c and BMv2 ([`bmv2`]: the toolchain, the programs BMv2 runs and their p4c outputs,
+//! compiled once).
 //!
 //! Its only dependency is `p4toolchain` (itself without dependencies), so that softswitch and
 //! fabric can use it as a dev-dependency without linking the control plane.
@@ -50,4 +51,44 @@ pub fn venv_python_or_skip(test: &str) -> Option<PathBuf> {
         ),
     );
     None
+}
+
+/// Runs tshark over `frames` (Ethernet frames, written to a pcap file in a temporary directory
+/// that is removed afterwards) with `args` after `-r FILE`, and returns its standard output;
+/// an error names what failed (tshark missing, a non-zero exit with its standard error).
+pub fn tshark(frames: &[&[u8]], args: &[&str]) -> Result<String, String> {
+    // Global header: magic, version 2.4, zone 0, sigfigs 0, snaplen, LINKTYPE_ETHERNET.
+    let mut pcap: Vec<u8> = [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 1]
+        .iter()
+        .flat_map(|word| word.to_le_bytes())
+        .collect();
+    for frame in frames {
+        let len = (frame.len() as u32).to_le_bytes();
+        pcap.extend_from_slice(&[0; 8]);
+        pcap.extend_from_slice(&len);
+        pcap.extend_from_slice(&len);
+        pcap.extend_from_slice(frame);
+    }
+    let path = std::env::temp_dir().join(format!(
+        "lossless-{}-{:?}.pcap",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::write(&path, &pcap).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    let output = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(&path)
+        .args(args)
+        .output();
+    let _ = std::fs::remove_file(&path);
+    let output =
+        output.map_err(|e| format!("running tshark (cargo xtask setup installs it): {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "tshark {}: {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }

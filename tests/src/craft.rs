@@ -197,44 +197,9 @@ pub fn scapy_decode(frame: &[u8], expression: &str) -> anyhow::Result<serde_json
     Ok(serde_json::from_str(&text)?)
 }
 
-/// Decodes `frames` with tshark (from a pcap file it writes in a temporary directory) and
-/// returns its verbose text (`tshark -V`): a second independent decoder.
+/// Decodes `frames` with tshark and returns its verbose text (`tshark -V`): a second
+/// independent decoder.
 pub fn tshark_verbose(frames: &[Vec<u8>]) -> anyhow::Result<String> {
-    use anyhow::Context as _;
-    let mut pcap = Vec::new();
-    // Global header: magic, version 2.4, zone 0, sigfigs 0, snaplen, LINKTYPE_ETHERNET.
-    for field in [
-        0xa1b2_c3d4u32.to_le_bytes(),
-        [2, 0, 4, 0],
-        [0; 4],
-        [0; 4],
-        65535u32.to_le_bytes(),
-        1u32.to_le_bytes(),
-    ] {
-        pcap.extend_from_slice(&field);
-    }
-    for frame in frames {
-        let len = (frame.len() as u32).to_le_bytes();
-        pcap.extend_from_slice(&[0; 8]);
-        pcap.extend_from_slice(&len);
-        pcap.extend_from_slice(&len);
-        pcap.extend_from_slice(frame);
-    }
-    let path = std::env::temp_dir().join(format!(
-        "lossless-{}-{:?}.pcap",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    std::fs::write(&path, &pcap).with_context(|| format!("writing {}", path.display()))?;
-    let output = std::process::Command::new("tshark")
-        .arg("-r")
-        .arg(&path)
-        .arg("-V")
-        .output();
-    let _ = std::fs::remove_file(&path);
-    let output = lossless::netns::check(
-        "tshark -V",
-        output.context("running tshark (cargo xtask setup installs it)")?,
-    )?;
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    let frames: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+    testkit::tshark(&frames, &["-V"]).map_err(anyhow::Error::msg)
 }

@@ -31,8 +31,8 @@ use crate::{
     netns::{veth_pair, Endpoint, Namespace},
     traffic::{RateController, Receiver, RecvConfig, SendConfig, Sender, StopFlag},
     units::{parse_rate_bps, parse_run_time},
-    wire::ethernet::Address,
 };
+use wire::ethernet::Address;
 
 /// Options of `lossless lab ecn`.
 #[derive(Debug, clap::Args)]

@@ -33,13 +33,15 @@ use crate::{
     },
     netns::{veth_pair, Endpoint, Namespace},
     traffic::{
-        dcqcn::{self, Dcqcn, DcqcnParams, RateEvent, RateTimeline},
         RateController, Receiver, RecvConfig, RecvSummary, SendConfig, SendSummary, Sender,
         StopFlag,
     },
-    units::{parse_duration, parse_rate_bps, parse_run_time, DurationLimits, TimeUnit, ONE_DAY},
-    wire::ethernet::Address,
+    units::{
+        self, parse_duration, parse_rate_bps, parse_run_time, DurationLimits, TimeUnit, ONE_DAY,
+    },
 };
+use dcqcn::{Dcqcn, DcqcnParams, RateEvent, RateTimeline};
+use wire::ethernet::Address;
 
 /// `--stagger`: 0 (every sender starts at once) to one day.
 const STAGGER: DurationLimits = DurationLimits {
@@ -102,10 +104,10 @@ pub struct IncastLab {
     #[arg(long, default_value_t = 1.0 / 16.0)]
     dcqcn_g: f64,
     /// DCQCN alpha update period, microseconds (1 µs to 1 s).
-    #[arg(long, default_value = "1000", value_parser = |s: &str| parse_duration(s, &dcqcn::TIMER_LIMITS))]
+    #[arg(long, default_value = "1000", value_parser = |s: &str| parse_duration(s, &units::DCQCN_TIMERS))]
     dcqcn_alpha_us: Duration,
     /// DCQCN rate-increase timer, microseconds (1 µs to 1 s).
-    #[arg(long, default_value = "1000", value_parser = |s: &str| parse_duration(s, &dcqcn::TIMER_LIMITS))]
+    #[arg(long, default_value = "1000", value_parser = |s: &str| parse_duration(s, &units::DCQCN_TIMERS))]
     dcqcn_timer_us: Duration,
     /// DCQCN byte counter, bytes.
     #[arg(long, default_value_t = 1_000_000)]
@@ -745,7 +747,7 @@ fn draw(path: &Path, args: &IncastLab, timelines: &[Vec<RateTimeline>]) -> anyho
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::traffic::dcqcn::RatePoint;
+    use dcqcn::RatePoint;
 
     fn point(time_ns: u64, rate_bps: u64) -> RatePoint {
         RatePoint {

@@ -28,8 +28,8 @@ use crate::{
     netns::{veth_pair, Namespace},
     traffic::{FixedRate, Receiver, RecvConfig, SendConfig, Sender, StopFlag},
     units::{parse_rate_bps, parse_run_time},
-    wire::ethernet::Address,
 };
+use wire::ethernet::Address;
 
 /// Options of `lossless lab pfc`.
 #[derive(Debug, clap::Args)]

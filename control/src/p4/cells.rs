@@ -15,8 +15,8 @@ use super::{
     entries::{describe, Labelled},
     p4info::{register_bitwidth, AnyCounter, Named},
     render::{CounterCell, RegisterCell},
-    value,
 };
+use p4values::value;
 
 /// The Read entity for one counter: every cell, or the cell at `index` of a counter array.
 pub fn counter_entity(counter: AnyCounter<'_>, index: Option<i64>) -> anyhow::Result<Entity> {

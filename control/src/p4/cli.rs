@@ -22,9 +22,9 @@ use super::{
     entries,
     p4info::{self, by_name, AnyCounter},
     render::{self, CounterCell},
-    runtime_json::RuntimeConfig,
 };
 use crate::terminal;
+use p4values::runtime_json::RuntimeConfig;
 
 /// `lossless p4`: options every subcommand shares, and the subcommand.
 #[derive(Debug, Args)]
@@ -434,7 +434,7 @@ async fn entries_apply(
             "device {} on {}: wrote {}",
             target.device_id,
             target.address,
-            config.summary()
+            render::runtime_summary(&config)
         );
     }
     Ok(())

@@ -14,13 +14,13 @@ use p4runtime::p4::{
         PacketReplicationEngineEntry, Replica, TableAction, TableEntry, Update,
     },
 };
-use serde_json::Value;
-
-use super::{
-    p4info::{self, by_id, by_name, Named},
+use p4values::{
     runtime_json::{ReplicaSpec, RuntimeConfig, TableEntrySpec},
     value::{self, display},
 };
+use serde_json::Value;
+
+use super::p4info::{self, by_id, by_name, Named};
 
 /// An update with a description of where it came from, for per-update errors.
 #[derive(Clone, Debug)]

@@ -9,5 +9,3 @@ pub mod entries;
 pub mod names;
 pub mod p4info;
 pub mod render;
-pub mod runtime_json;
-pub mod value;

@@ -6,11 +6,30 @@ use std::{fmt::Write as _, time::Duration};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::runtime_json::TableEntrySpec;
+use p4values::runtime_json::{RuntimeConfig, TableEntrySpec};
 
 /// `1 table entry` / `2 table entries`.
 pub fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// How many entries of each kind a runtime-JSON file holds, for messages: `3 table entries,
+/// 1 multicast group, 0 clone sessions`.
+pub fn runtime_summary(config: &RuntimeConfig) -> String {
+    format!(
+        "{}, {}, {}",
+        plural(config.table_entries.len(), "table entry", "table entries"),
+        plural(
+            config.multicast_group_entries.len(),
+            "multicast group",
+            "multicast groups"
+        ),
+        plural(
+            config.clone_session_entries.len(),
+            "clone session",
+            "clone sessions"
+        ),
+    )
 }
 
 /// One cell of a counter: an index of an indirect counter, or an entry of a direct one.
@@ -53,7 +72,7 @@ pub struct RegisterCell {
     pub register: String,
     /// The index.
     pub index: i64,
-    /// The value, in the forms of [`super::value::display`].
+    /// The value, in the forms of [`p4values::value::display`].
     pub value: Value,
     /// Whether the value is zero (every bit clear, or false).
     #[serde(skip)]
@@ -203,6 +222,22 @@ pub fn watch_table(title: &str, rows: &[CounterRate]) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_runtime_file_is_summed_up_by_kind() {
+        let config = RuntimeConfig::parse(
+            r#"{"table_entries": [{"table": "t", "action_name": "a"},
+                                  {"table": "t", "action_name": "b"},
+                                  {"table": "t", "action_name": "c"}],
+                "multicast_group_entries": [{"multicast_group_id": 1, "replicas": []}],
+                "clone_session_entries": [{"clone_session_id": 100, "replicas": []}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            runtime_summary(&config),
+            "3 table entries, 1 multicast group, 1 clone session"
+        );
+    }
 
     fn cell(index: i64, packets: i64, bytes: i64) -> CounterCell {
         CounterCell {

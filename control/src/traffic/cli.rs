@@ -13,7 +13,6 @@ use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::counters::{Interval, RecvSummary};
-use super::dcqcn::{self, Dcqcn, DcqcnParams, RateTimeline};
 use super::notify::CnpConfig;
 use super::rate::{FixedRate, RateController};
 use super::receiver::{Receiver, RecvConfig};
@@ -21,10 +20,13 @@ use super::sender::{PfcHonour, SendConfig, SendSummary, Sender};
 use super::stop::StopFlag;
 use crate::host::config::CNP_INTERVAL;
 use crate::terminal;
-use crate::units::{parse_duration, parse_rate_bps, parse_run_time as run_time, DurationLimits};
-use crate::wire::bth::MASK_24;
-use crate::wire::ethernet::Address;
-use crate::wire::ip::Ecn;
+use crate::units::{
+    self, parse_duration, parse_rate_bps, parse_run_time as run_time, DurationLimits,
+};
+use dcqcn::{Dcqcn, DcqcnParams, RateTimeline};
+use wire::bth::MASK_24;
+use wire::ethernet::Address;
+use wire::ip::Ecn;
 
 /// Without `--count` or `--duration`, a sender runs this long.
 const DEFAULT_SEND_TIME: Duration = Duration::from_secs(10);
@@ -143,10 +145,10 @@ pub struct SendArgs {
     #[arg(long, requires = "dcqcn")]
     pub dcqcn_byte_counter: Option<u64>,
     /// DCQCN rate-increase timer T in microseconds (1 µs to 1 s) [default: 55].
-    #[arg(long, requires = "dcqcn", value_parser = |s: &str| parse_duration(s, &dcqcn::TIMER_LIMITS))]
+    #[arg(long, requires = "dcqcn", value_parser = |s: &str| parse_duration(s, &units::DCQCN_TIMERS))]
     pub dcqcn_timer_us: Option<Duration>,
     /// DCQCN alpha update period K in microseconds (1 µs to 1 s) [default: 55].
-    #[arg(long, requires = "dcqcn", value_parser = |s: &str| parse_duration(s, &dcqcn::TIMER_LIMITS))]
+    #[arg(long, requires = "dcqcn", value_parser = |s: &str| parse_duration(s, &units::DCQCN_TIMERS))]
     pub dcqcn_alpha_us: Option<Duration>,
     /// DCQCN fast recovery steps F [default: 5].
     #[arg(long, requires = "dcqcn")]

@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::wire::bth::MASK_24;
-use crate::wire::ip::Ecn;
+use wire::bth::MASK_24;
+use wire::ip::Ecn;
 
 /// Half the 24-bit PSN space: a PSN this far or farther ahead is taken as behind.
 const HALF_PSN_SPACE: u32 = 1 << 23;

@@ -54,7 +54,7 @@ pub enum TrafficError {
     },
     /// A frame could not be built.
     #[error("building a frame: {0}")]
-    Wire(#[from] crate::wire::Error),
+    Wire(#[from] wire::Error),
 }
 
 impl TrafficError {

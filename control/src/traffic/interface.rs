@@ -9,7 +9,7 @@ use std::os::fd::AsRawFd;
 
 use super::error::{Result, TrafficError};
 use super::sys::{self, check};
-use crate::wire::ethernet::Address;
+use wire::ethernet::Address;
 
 /// An interface's identity.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,9 +9,9 @@ use super::notify::CnpConfig;
 use super::pacing::wire_bits;
 use super::{FixedRate, Receiver, RecvConfig, RecvSummary, SendConfig, SendSummary, Sender};
 use crate::netns::{veth_pair, Endpoint, Namespace};
-use crate::wire::bth::Opcode;
-use crate::wire::ethernet::Address;
-use crate::wire::ip::Ecn;
+use wire::bth::Opcode;
+use wire::ethernet::Address;
+use wire::ip::Ecn;
 
 /// One test at a time: they measure rates, and the machine may have few cores.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -138,12 +138,13 @@ fn ipv4_resolved_paced_and_counted() {
             .collect::<Vec<_>>(),
         [(100, 500), (101, 500), (102, 500), (103, 500)]
     );
-    // Paced: 2000 frames of 8384 bits at 100 Mb/s take 167.7 ms — never less
-    // (the schedule holds frames back), hardly more (the sender keeps up).
+    // Paced: 2000 frames of 8384 bits at 100 Mb/s take 167.7 ms — never less (the schedule
+    // holds frames back). How much longer depends on the machine's load, so it is not asserted:
+    // the sender's speed is the benchmarks' business.
     let expected_s = 2000.0 * wire_bits(1024) as f64 / rate as f64;
     assert!(
-        sent.duration_s > expected_s * 0.95 && sent.duration_s < expected_s * 1.5,
-        "took {} s, expected {expected_s} s",
+        sent.duration_s > expected_s * 0.95,
+        "took {} s, at least {expected_s} s expected",
         sent.duration_s
     );
 }

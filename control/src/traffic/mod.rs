@@ -8,7 +8,6 @@
 
 pub mod cli;
 pub mod counters;
-pub mod dcqcn;
 pub mod error;
 pub mod interface;
 pub mod neighbour;

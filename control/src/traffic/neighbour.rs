@@ -11,7 +11,7 @@ use super::error::{Result, TrafficError};
 use super::interface::Interface;
 use super::netlink::{self, Request, NLM_F_DUMP, NLM_F_REQUEST};
 use super::sys;
-use crate::wire::ethernet::Address;
+use wire::ethernet::Address;
 
 /// The UDP discard port, the target of the datagram that triggers resolution.
 const DISCARD_PORT: u16 = 9;

@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use super::counters::FlowKey;
-use crate::wire::cnp;
-use crate::wire::ip::Ecn;
-use crate::wire::roce::RoceFrame;
+use wire::cnp;
+use wire::ip::Ecn;
+use wire::roce::RoceFrame;
 
 /// How the receiver answers CE marks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,8 +96,8 @@ impl NotificationPoint {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::bth::{self, Opcode};
-    use crate::wire::ethernet::{Address, Vlan};
+    use wire::bth::{self, Opcode};
+    use wire::ethernet::{Address, Vlan};
 
     fn data() -> RoceFrame {
         RoceFrame {

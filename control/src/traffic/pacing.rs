@@ -5,7 +5,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::wire::ethernet::MIN_FRAME_LEN;
+use wire::ethernet::MIN_FRAME_LEN;
 
 /// Bytes a frame costs on the wire beyond its bytes without FCS: FCS (4),
 /// preamble and start delimiter (8), inter-frame gap (12).

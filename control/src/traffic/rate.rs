@@ -1,9 +1,12 @@
 //! Per-QP sending rates. The sender asks each QP's [`RateController`] for its
 //! current rate before scheduling the QP's next packet, so a controller that
-//! reacts to congestion (DCQCN's reaction point) changes a QP's rate while it
-//! sends. [`FixedRate`] is the one that never changes.
+//! reacts to congestion (DCQCN's reaction point, [`Dcqcn`] of the `dcqcn` crate)
+//! changes a QP's rate while it sends. [`FixedRate`] is the one that never
+//! changes.
 
 use std::time::Duration;
+
+use dcqcn::Dcqcn;
 
 /// Decides one QP's sending rate.
 pub trait RateController {
@@ -41,6 +44,21 @@ impl<R: RateController + ?Sized> RateController for Box<R> {
 
     fn start(&self) -> Duration {
         (**self).start()
+    }
+}
+
+/// DCQCN's reaction point drives a QP: rates, byte counter and timers are the model's own.
+impl RateController for Dcqcn {
+    fn rate_bps(&self) -> u64 {
+        Dcqcn::rate_bps(self)
+    }
+
+    fn on_sent(&mut self, now: Duration, wire_bits: u64) {
+        Dcqcn::on_sent(self, now, wire_bits)
+    }
+
+    fn on_cnp(&mut self, now: Duration) {
+        Dcqcn::on_cnp(self, now)
     }
 }
 

@@ -12,10 +12,11 @@ use super::interface::Interface;
 use super::notify::{CnpConfig, NotificationPoint};
 use super::packet_socket::PacketSocket;
 use super::stop::StopFlag;
-use crate::wire::bth::Opcode;
-use crate::wire::ip::Ecn;
-use crate::wire::roce::RoceFrame;
-use crate::wire::Error as WireError;
+use wire::bth::Opcode;
+use wire::ip::Ecn;
+use wire::pretty_print::PrettyPrinter;
+use wire::roce::RoceFrame;
+use wire::Error as WireError;
 
 /// Longest wait for a frame before the stop conditions are checked again.
 const POLL_EVERY: Duration = Duration::from_millis(50);
@@ -203,7 +204,14 @@ impl Receiver {
                             break;
                         }
                     }
-                    Err(WireError::Checksum) => counters.bad_frames += 1,
+                    Err(WireError::Checksum) => {
+                        counters.bad_frames += 1;
+                        tracing::debug!(
+                            "a frame with a bad checksum on {}:\n{}",
+                            self.config.iface,
+                            PrettyPrinter::new(&buffer[..received.len])
+                        );
+                    }
                     Err(_) => counters.other_frames += 1,
                 }
             }

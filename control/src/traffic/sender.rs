@@ -20,11 +20,11 @@ use super::pfc_honour::{monotonic_ns, PfcGate};
 use super::rate::RateController;
 use super::route;
 use super::stop::StopFlag;
-use crate::wire::bth::{self, Opcode, MASK_24};
-use crate::wire::ethernet::{self, Address, Vlan};
-use crate::wire::ip::Ecn;
-use crate::wire::roce::RoceFrame;
-use crate::wire::vlan;
+use wire::bth::{self, Opcode, MASK_24};
+use wire::ethernet::{self, Address, Vlan};
+use wire::ip::Ecn;
+use wire::roce::RoceFrame;
+use wire::vlan;
 
 /// Most frames handed to the kernel in one `sendmmsg`.
 const BATCH: usize = MAX_BATCH;

@@ -1,6 +1,8 @@
 //! The hash and checksum algorithms of v1model's `HashAlgorithm`, over the bit-level
 //! concatenation of a field list (big-endian, zero-padded to a whole byte at the end), as BMv2
-//! computes them.
+//! computes them. CRC-32 and the Internet checksum are wire's; CRC-16 uses its table maker.
+
+use wire::crc::reflected_table;
 
 /// `HashAlgorithm` members in v1model's declaration order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,61 +61,24 @@ fn words(data: &[u8]) -> impl Iterator<Item = u16> + '_ {
         .map(|c| u16::from_be_bytes([c[0], c.get(1).copied().unwrap_or(0)]))
 }
 
-/// The Internet checksum of `data`.
+/// The Internet checksum of `data` (wire's, as every header checksum of the workspace).
 pub fn csum16(data: &[u8]) -> u16 {
-    let mut pairs = data.chunks_exact(2);
-    let mut sum: u64 = pairs
-        .by_ref()
-        .map(|p| u64::from(u16::from_be_bytes([p[0], p[1]])))
-        .sum();
-    if let [last] = pairs.remainder() {
-        sum += u64::from(*last) << 8;
-    }
-    while sum >> 16 != 0 {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
+    wire::checksum::finish(wire::checksum::sum(data))
 }
 
-/// The byte-at-a-time table of a reflected CRC with (reflected) polynomial `poly`.
-const fn reflected_table(poly: u32) -> [u32; 256] {
-    let mut table = [0u32; 256];
-    let mut i = 0;
-    while i < 256 {
-        let mut crc = i as u32;
-        let mut bit = 0;
-        while bit < 8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ poly
-            } else {
-                crc >> 1
-            };
-            bit += 1;
-        }
-        table[i] = crc;
-        i += 1;
-    }
-    table
-}
+/// The CRC-16/ARC table, made by wire's table maker beside its CRC-32 table.
+static CRC16_TABLE: [u32; 256] = reflected_table(0xA001);
 
-const CRC32_TABLE: [u32; 256] = reflected_table(0xEDB8_8320);
-const CRC16_TABLE: [u32; 256] = reflected_table(0xA001);
-
-fn reflected_crc(table: &[u32; 256], data: &[u8], init: u32, xorout: u32) -> u32 {
-    let crc = data.iter().fold(init, |crc, &b| {
-        (crc >> 8) ^ table[((crc ^ u32::from(b)) & 0xff) as usize]
-    });
-    crc ^ xorout
-}
-
-/// CRC-32 as zlib computes it.
+/// CRC-32 as zlib computes it (wire's).
 pub fn crc32(data: &[u8]) -> u32 {
-    reflected_crc(&CRC32_TABLE, data, 0xFFFF_FFFF, 0xFFFF_FFFF)
+    wire::crc::crc32(data)
 }
 
-/// CRC-16/ARC.
+/// CRC-16/ARC: reflected, polynomial 0x8005, initial value and final xor 0.
 pub fn crc16(data: &[u8]) -> u16 {
-    reflected_crc(&CRC16_TABLE, data, 0, 0) as u16
+    data.iter().fold(0u32, |crc, &b| {
+        (crc >> 8) ^ CRC16_TABLE[((crc ^ u32::from(b)) & 0xff) as usize]
+    }) as u16
 }
 
 #[cfg(test)]

@@ -1,44 +1,17 @@
-//! P4Runtime byte strings: big-endian unsigned values. The server accepts any length whose
-//! value fits the field's width (leading zero bytes allowed) and answers in canonical form
-//! (no leading zero bytes; zero is one zero byte).
+//! P4Runtime byte strings for the server: p4values' `bytestring` (any length whose value fits
+//! the field's width in, canonical form out), its errors as gRPC statuses.
 
+use p4values::bytestring;
 use tonic::Status;
 
-use softswitch_core::ir::mask;
-
-/// The value of byte string `bytes` for a `width`-bit field named `what`.
+/// The value of byte string `bytes` for a `width`-bit field named `what` (p4values'
+/// [`bytestring::decode`]); INVALID_ARGUMENT naming `what` if it is none.
 pub fn decode(bytes: &[u8], width: u16, what: &str) -> Result<u128, Status> {
-    if bytes.is_empty() {
-        return Err(Status::invalid_argument(format!(
-            "{what}: empty byte string"
-        )));
-    }
-    let significant: &[u8] = {
-        let first = bytes.iter().position(|&b| b != 0).unwrap_or(bytes.len());
-        &bytes[first..]
-    };
-    if significant.len() > 16 {
-        return Err(Status::invalid_argument(format!(
-            "{what}: the value does not fit in {width} bits"
-        )));
-    }
-    let value = significant
-        .iter()
-        .fold(0u128, |v, &b| (v << 8) | u128::from(b));
-    if value & !mask(width) != 0 {
-        return Err(Status::invalid_argument(format!(
-            "{what}: the value {value:#x} does not fit in {width} bits"
-        )));
-    }
-    Ok(value)
+    bytestring::decode(bytes, u32::from(width))
+        .map_err(|e| Status::invalid_argument(format!("{what}: {e}")))
 }
 
-/// `value` as a canonical byte string.
-pub fn encode(value: u128) -> Vec<u8> {
-    let bytes = value.to_be_bytes();
-    let first = bytes.iter().position(|&b| b != 0).unwrap_or(15);
-    bytes[first..].to_vec()
-}
+pub use bytestring::encode;
 
 #[cfg(test)]
 mod tests {

@@ -21,9 +21,9 @@ use anyhow::Context as _;
 use lossless::{
     netns::{check, Namespace},
     traffic::{FixedRate, SendConfig, SendSummary, Sender},
-    wire::{ethernet::Address, ip::Ecn},
 };
 use lossless_tests::bed::{Attached, Link};
+use wire::{ethernet::Address, ip::Ecn};
 
 /// Frame size: the smallest RoCEv2 frame rounded up to Ethernet's minimum.
 const FRAME: usize = 64;

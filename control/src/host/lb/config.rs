@@ -7,10 +7,8 @@ use anyhow::{bail, Context as _};
 use dataplane_common::lb::{LbSettings, Policy, MAX_UPLINKS};
 use serde::Serialize;
 
-use crate::{
-    units::{parse_duration, parse_rate_bps, DurationLimits},
-    wire::ethernet::Address,
-};
+use crate::units::{parse_duration, parse_rate_bps, DurationLimits};
+use wire::ethernet::Address;
 
 /// `lb.flowlet_timeout_us` (and `lab lb --flowlet-timeout-us`): 1 µs to 10 s.
 pub const FLOWLET_TIMEOUT: DurationLimits =
@@ -89,14 +87,11 @@ impl FromStr for NextHop {
         if let Ok(ip) = text.parse() {
             return Ok(NextHop::Ip(ip));
         }
-        let bytes: Vec<u8> = text
-            .split(':')
-            .map(|b| u8::from_str_radix(b, 16))
-            .collect::<Result<_, _>>()
+        let mac = text
+            .parse()
             .ok()
-            .filter(|b: &Vec<u8>| b.len() == 6)
             .with_context(|| format!("'{text}' is neither a MAC address nor an IP address"))?;
-        Ok(NextHop::Mac(Address(bytes.try_into().unwrap())))
+        Ok(NextHop::Mac(mac))
     }
 }
 

@@ -23,8 +23,8 @@ use super::{
 use crate::{
     host::pinned_maps::PinnedMaps,
     traffic::{interface::Interface, neighbour},
-    wire::ethernet::Address,
 };
+use wire::ethernet::Address;
 
 /// How long `set` waits for the kernel to resolve a next hop given by IP address.
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(2);

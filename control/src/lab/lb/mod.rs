@@ -43,8 +43,8 @@ use crate::{
         SendSummary, Sender, StopFlag,
     },
     units::{parse_duration, parse_rate_bps, serialize_micros, serialize_seconds, DurationLimits},
-    wire::{ethernet::Address, roce::RoceFrame},
 };
+use wire::{ethernet::Address, roce::RoceFrame};
 
 /// When frames were lost, the receiver stops once every sender has finished and no frame has
 /// arrived for this long (it stops at once when every frame arrived): longer than a full

@@ -13,6 +13,7 @@ mod typespec;
 
 use p4runtime::p4::config::v1 as p4i;
 use p4runtime::p4::config::v1::p4_ids::Prefix;
+use p4values::bytestring::padded;
 
 use ids::Symbols;
 use softswitch_core::ir::{self, CounterKind, InstanceKind, MatchKind, Program};
@@ -31,12 +32,6 @@ pub fn p4info(
     map: &SourceMap,
 ) -> Result<p4i::P4Info, Diagnostic> {
     P4InfoBuilder::new(&compiled.program, &compiled.control_plane, map)?.build()
-}
-
-/// The bytes of `value` as a `width`-bit P4Runtime byte string padded to the full width.
-pub(crate) fn bytestring(value: u128, width: u16) -> Vec<u8> {
-    let len = usize::from(width.div_ceil(8)).max(1);
-    value.to_be_bytes()[16 - len.min(16)..].to_vec()
 }
 
 struct P4InfoBuilder<'a> {
@@ -281,7 +276,7 @@ impl<'a> P4InfoBuilder<'a> {
             .map(
                 |((param, value), param_id)| p4i::table_action_call::Argument {
                     param_id,
-                    value: bytestring(*value, param.width),
+                    value: padded(*value, u32::from(param.width)),
                 },
             )
             .collect()

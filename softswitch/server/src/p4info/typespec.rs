@@ -79,7 +79,7 @@ impl<'a> TypeSpecs<'a> {
                     .iter()
                     .map(|(n, v)| p4_serializable_enum_type_spec::Member {
                         name: n.clone(),
-                        value: crate::p4info::bytestring(*v, width),
+                        value: p4values::bytestring::padded(*v, u32::from(width)),
                         ..Default::default()
                     })
                     .collect();

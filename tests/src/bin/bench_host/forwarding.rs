@@ -9,9 +9,9 @@ use anyhow::Context as _;
 use lossless::{
     netns::{veth_pair, Endpoint, Namespace},
     traffic::{FixedRate, SendConfig, Sender},
-    wire::ethernet::Address,
 };
 use lossless_tests::bed::{Attached, Link};
+use wire::ethernet::Address;
 
 use super::{compile_xdp, median, rx_packets, FLAT_OUT_BPS, FRAME, ROUNDS, SECONDS_PER_RUN};
 
@@ -108,8 +108,7 @@ impl Topology {
             format!("lb.weights={}:2", names[0]),
         ];
         for (up, peer) in self.uplinks.iter().zip(&self.peers) {
-            let mac: Vec<String> = peer.mac.iter().map(|b| format!("{b:02x}")).collect();
-            args.push(format!("lb.nexthop.{}={}", up.ifname, mac.join(":")));
+            args.push(format!("lb.nexthop.{}={}", up.ifname, Address(peer.mac)));
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         Link::lossless(&self.balancer, &args)?;

@@ -14,11 +14,11 @@ use lossless_tests::{
     bed::{Link, TIMEOUT},
     craft::{Ecn, FrameSpec},
 };
+use wire::bth::{self, Opcode, ROCEV2_PORT};
+use wire::ethernet::{self, EtherType};
+use wire::ip::Protocol;
+use wire::{ipv4, udp};
 
-/// Offset of the BTH in an untagged IPv4 RoCEv2 frame (Ethernet 14, IPv4 20, UDP 8).
-const BTH: usize = 42;
-/// BTH opcode of a CNP.
-const CNP_OPCODE: u8 = 0x81;
 /// Samples taken before the measured ones, to warm caches and the LRU map.
 const WARM_UP: usize = 100;
 
@@ -147,18 +147,23 @@ impl StampedSocket {
     }
 }
 
-/// Whether `frame` is an untagged IPv4 RoCEv2 frame with BTH opcode `opcode`.
-fn roce_opcode(frame: &[u8], opcode: u8) -> bool {
-    frame.len() > BTH + 12
-        && frame[12..14] == [0x08, 0x00]
-        && frame[23] == 17
-        && frame[36..38] == 4791u16.to_be_bytes()
-        && frame[BTH] == opcode
-}
-
-/// The BTH PSN of a RoCEv2 frame [`roce_opcode`] accepted.
-fn psn(frame: &[u8]) -> u32 {
-    u32::from_be_bytes([0, frame[BTH + 9], frame[BTH + 10], frame[BTH + 11]])
+/// The BTH of an IPv4 RoCEv2 frame, read by wire's views. Checksums and ICRC are not checked:
+/// the frames sent leave the ICRC zero.
+fn roce_bth(frame: &[u8]) -> Option<bth::Repr> {
+    let eth = ethernet::Frame::new_checked(frame).ok()?;
+    if eth.ethertype() != EtherType::Ipv4 {
+        return None;
+    }
+    let ip = ipv4::Packet::new_checked(eth.payload()).ok()?;
+    if ip.protocol() != Protocol::Udp {
+        return None;
+    }
+    let datagram = udp::Packet::new_checked(ip.payload()).ok()?;
+    if datagram.dst_port() != ROCEV2_PORT {
+        return None;
+    }
+    let transport = bth::Packet::new_checked(datagram.payload()).ok()?;
+    Some(bth::Repr::parse(&transport))
 }
 
 /// Sends `samples` (after [`WARM_UP`]) CE-marked `size`-byte frames from the tx end, one at
@@ -194,10 +199,18 @@ pub fn measure(link: &Link, samples: usize, size: usize) -> anyhow::Result<Vec<D
             let latency = loop {
                 let got = capture.recv(&mut buffer)?;
                 let frame = &buffer[..got.len];
-                if got.outgoing && roce_opcode(frame, 0x04) && psn(frame) == psn_sent {
-                    sent = Some(got.stamp);
-                } else if !got.outgoing && roce_opcode(frame, CNP_OPCODE) {
-                    answered = Some(got.stamp);
+                match roce_bth(frame) {
+                    Some(bth)
+                        if got.outgoing
+                            && bth.opcode == Opcode::RcSendOnly
+                            && bth.psn == psn_sent =>
+                    {
+                        sent = Some(got.stamp)
+                    }
+                    Some(bth) if !got.outgoing && bth.opcode == Opcode::Cnp => {
+                        answered = Some(got.stamp)
+                    }
+                    _ => {}
                 }
                 if let (Some(sent), Some(answered)) = (sent, answered) {
                     break answered.saturating_sub(sent);

@@ -5,7 +5,7 @@ use core::fmt;
 use core::str::FromStr;
 
 use super::vlan::{self, TAG_LEN};
-use super::{check_len, enum_with_unknown, read_u16, write_u16, Error, Result};
+use super::{check_len, enum_with_unknown, read_u16, view, write_u16, Error, Result};
 
 enum_with_unknown! {
     /// The EtherType of a frame's payload.
@@ -53,7 +53,9 @@ impl fmt::Display for Address {
 impl FromStr for Address {
     type Err = Error;
 
-    /// Parses six colon-separated hex octets, e.g. `02:00:00:00:00:01`.
+    /// Parses six colon-separated octets of two hex digits each, either case, e.g.
+    /// `02:00:00:0a:Bc:01`: the form `ip link`, scapy and the P4 tutorials print, and the only
+    /// one the tutorials' controller reads as a MAC address.
     fn from_str(text: &str) -> Result<Address> {
         let mut bytes = [0u8; 6];
         let mut parts = text.split(':');
@@ -61,11 +63,10 @@ impl FromStr for Address {
             let part = parts
                 .next()
                 .ok_or(Error::Malformed("MAC address needs six octets"))?;
-            if part.is_empty() || part.len() > 2 {
-                return Err(Error::Malformed("MAC address octet"));
-            }
-            *byte =
-                u8::from_str_radix(part, 16).map_err(|_| Error::Malformed("MAC address octet"))?;
+            *byte = match *part.as_bytes() {
+                [high, low] => (hex_digit(high)? << 4) | hex_digit(low)?,
+                _ => return Err(Error::Malformed("MAC address octet")),
+            };
         }
         if parts.next().is_some() {
             return Err(Error::Malformed("MAC address needs six octets"));
@@ -74,8 +75,18 @@ impl FromStr for Address {
     }
 }
 
+/// The value of one hex digit of a MAC address.
+fn hex_digit(digit: u8) -> Result<u8> {
+    match digit {
+        b'0'..=b'9' => Ok(digit - b'0'),
+        b'a'..=b'f' => Ok(digit - b'a' + 10),
+        b'A'..=b'F' => Ok(digit - b'A' + 10),
+        _ => Err(Error::Malformed("MAC address octet")),
+    }
+}
+
 mod field {
-    use crate::wire::Field;
+    use crate::Field;
 
     pub const DESTINATION: Field = 0..6;
     pub const SOURCE: Field = 6..12;
@@ -89,22 +100,15 @@ pub const HEADER_LEN: usize = field::PAYLOAD;
 /// Minimum length of a frame without its FCS; shorter frames are padded to it.
 pub const MIN_FRAME_LEN: usize = 60;
 
-/// A read/write view of an Ethernet frame (without FCS).
-#[derive(Debug, Clone)]
-pub struct Frame<T: AsRef<[u8]>> {
-    buffer: T,
+view! {
+    /// A read/write view of an Ethernet frame (without FCS).
+    Frame
 }
 
 impl<T: AsRef<[u8]>> Frame<T> {
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Frame { buffer }
-    }
-
-    /// Wraps a buffer, failing with `Truncated` if it cannot hold the header.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        check_len(buffer.as_ref(), HEADER_LEN)?;
-        Ok(Frame { buffer })
+    /// Fails with `Truncated` if the buffer cannot hold the header.
+    pub fn check_len(&self) -> Result<()> {
+        check_len(self.buffer.as_ref(), HEADER_LEN)
     }
 
     /// Destination MAC address.
@@ -289,14 +293,16 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{hex, vectors};
+    use crate::vectors;
+    use std::string::ToString;
+    use std::vec;
 
     const SRC: Address = Address([2, 0, 0, 0, 0, 1]);
     const DST: Address = Address([2, 0, 0, 0, 0, 2]);
 
     #[test]
     fn parse_untagged() {
-        let bytes = hex(vectors::ROCE_V4);
+        let bytes = vectors::ROCE_V4.to_vec();
         let frame = Frame::new_checked(&bytes[..]).unwrap();
         let repr = Repr::parse(&frame).unwrap();
         assert_eq!(
@@ -314,7 +320,7 @@ mod tests {
 
     #[test]
     fn qinq_parse_and_emit() {
-        let bytes = hex(vectors::ROCE_QINQ);
+        let bytes = vectors::ROCE_QINQ.to_vec();
         let repr = Repr::parse(&Frame::new_checked(&bytes[..]).unwrap()).unwrap();
         let outer = vlan::Repr {
             pcp: 5,
@@ -361,7 +367,7 @@ mod tests {
 
     #[test]
     fn truncated_at_every_boundary() {
-        let bytes = hex(vectors::ROCE_QINQ);
+        let bytes = vectors::ROCE_QINQ.to_vec();
         for len in 0..HEADER_LEN {
             assert_eq!(
                 Frame::new_checked(&bytes[..len]).unwrap_err(),
@@ -376,7 +382,7 @@ mod tests {
 
     #[test]
     fn rejects_bad_tag_stacks() {
-        let mut bytes = hex(vectors::ROCE_QINQ);
+        let mut bytes = vectors::ROCE_QINQ.to_vec();
         bytes[20..22].copy_from_slice(&[0x81, 0x00]); // a third tag
         assert!(matches!(
             Repr::parse(&Frame::new_checked(&bytes[..]).unwrap()),
@@ -403,6 +409,22 @@ mod tests {
             "002:00:00:00:00:01",
         ] {
             assert!(bad.parse::<Address>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ethertypes_are_the_kernels() {
+        // libc's constants are those of the kernel's linux/if_ether.h.
+        for (ours, kernel) in [
+            (EtherType::Ipv4, libc::ETH_P_IP),
+            (EtherType::Arp, libc::ETH_P_ARP),
+            (EtherType::Ipv6, libc::ETH_P_IPV6),
+            (EtherType::Vlan, libc::ETH_P_8021Q),
+            (EtherType::QinQ, libc::ETH_P_8021AD),
+            (EtherType::MacControl, libc::ETH_P_PAUSE),
+        ] {
+            assert_eq!(i32::from(ours.value()), kernel, "{ours:?}");
+            assert_eq!(EtherType::from_value(ours.value()), ours);
         }
     }
 }

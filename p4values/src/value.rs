@@ -5,13 +5,22 @@
 //! integer (negative ones in two's complement), `true`/`false` (1/0, as Python's `bool` is an
 //! `int`), a MAC address `aa:bb:cc:dd:ee:ff`, a dotted IPv4 address, an IPv6 address, a
 //! one-element list of any of these, or any other string taken as its raw bytes. An address or a
-//! raw string must be exactly as long as the field's bytes, as there. Values go on the wire in
+//! raw string must be exactly as long as the field's bytes, as there. One addition: a string of
+//! decimal digits, or `0x` and hex digits, is that number (as BMv2's CLI and the command line
+//! read it, and as [`display`] writes values wider than 64 bits), where `convert.encode` would
+//! take its characters as raw bytes. Values go on the wire in
 //! the P4Runtime specification's canonical form (§8.4, "Bytestrings"): big-endian, without
 //! leading zero bytes, zero as one zero byte.
+//!
+//! The text forms of addresses are read here and nowhere else in the workspace: MAC addresses
+//! by `wire`'s [`Address`], dotted IPv4 addresses by [`parse_ipv4`].
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use serde_json::Value;
+use wire::ethernet::Address;
+
+use crate::bytestring::{byte_len, canonical, significant_bits, to_u128};
 
 /// Why a value cannot be encoded for a field.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -45,11 +54,6 @@ pub enum ValueError {
     NotAnInteger(String),
 }
 
-/// The number of bytes a field of `bitwidth` bits takes, as in P4Runtime.
-pub fn byte_len(bitwidth: u32) -> usize {
-    bitwidth.div_ceil(8) as usize
-}
-
 /// The largest value of a field of `bitwidth` bits, in canonical form.
 pub fn all_ones(bitwidth: u32) -> Vec<u8> {
     let mut bytes = vec![0xff; byte_len(bitwidth)];
@@ -70,11 +74,14 @@ pub fn encode(value: &Value, bitwidth: u32) -> Result<Vec<u8>, ValueError> {
             (None, Some(n)) => twos_complement(n.into(), bitwidth, shown)?,
             _ => return Err(ValueError::NotAnInteger(shown())),
         },
-        Value::String(text) => exact_length(
-            string_bytes(text).unwrap_or_else(|| text.as_bytes().to_vec()),
-            bitwidth,
-            shown,
-        )?,
+        Value::String(text) => match unsigned_text(text) {
+            Some(n) => n.to_be_bytes().to_vec(),
+            None => exact_length(
+                string_bytes(text).unwrap_or_else(|| text.as_bytes().to_vec()),
+                bitwidth,
+                shown,
+            )?,
+        },
         _ => return Err(ValueError::NotAValue(shown())),
     };
     fit(&bytes, bitwidth, shown)
@@ -85,14 +92,7 @@ pub fn encode(value: &Value, bitwidth: u32) -> Result<Vec<u8>, ValueError> {
 /// runtime JSON, a string that is none of these is refused, not taken as raw bytes.
 pub fn encode_text(text: &str, bitwidth: u32) -> Result<Vec<u8>, ValueError> {
     let shown = || text.to_owned();
-    let hex = text
-        .strip_prefix("0x")
-        .or_else(|| text.strip_prefix("0X"))
-        .map(|digits| u128::from_str_radix(digits, 16));
-    let bytes = if let Some(parsed) = hex {
-        let n = parsed.map_err(|_| ValueError::NotAValue(shown()))?;
-        n.to_be_bytes().to_vec()
-    } else if let Ok(n) = text.parse::<u128>() {
+    let bytes = if let Some(n) = unsigned_text(text) {
         n.to_be_bytes().to_vec()
     } else if let Ok(n) = text.parse::<i128>() {
         twos_complement(n, bitwidth, shown)?
@@ -102,6 +102,19 @@ pub fn encode_text(text: &str, bitwidth: u32) -> Result<Vec<u8>, ValueError> {
         return Err(ValueError::NotAValue(shown()));
     };
     fit(&bytes, bitwidth, shown)
+}
+
+/// An unsigned integer written as decimal digits, or `0x` (`0X`) and hex digits, of at most
+/// 128 bits; `None` for any other text.
+fn unsigned_text(text: &str) -> Option<u128> {
+    let (digits, radix) = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => (hex, 16),
+        None => (text, 10),
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    u128::from_str_radix(digits, radix).ok()
 }
 
 /// A negative integer in `bitwidth` bits, two's complement, as the tutorials encode it.
@@ -155,8 +168,8 @@ fn fit(bytes: &[u8], bitwidth: u32, shown: impl Fn() -> String) -> Result<Vec<u8
 
 /// The bytes of an address: a MAC, IPv4 or IPv6 address in network order.
 fn string_bytes(text: &str) -> Option<Vec<u8>> {
-    if let Some(mac) = parse_mac(text) {
-        Some(mac.to_vec())
+    if let Ok(mac) = text.parse::<Address>() {
+        Some(mac.0.to_vec())
     } else if let Some(ip) = parse_ipv4(text) {
         Some(ip.octets().to_vec())
     } else {
@@ -164,24 +177,10 @@ fn string_bytes(text: &str) -> Option<Vec<u8>> {
     }
 }
 
-/// `aa:bb:cc:dd:ee:ff`, hex digits of either case.
-fn parse_mac(text: &str) -> Option<[u8; 6]> {
-    let mut mac = [0u8; 6];
-    let mut parts = text.split(':');
-    for byte in &mut mac {
-        let part = parts.next()?;
-        if part.len() != 2 || !part.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return None;
-        }
-        *byte = u8::from_str_radix(part, 16).ok()?;
-    }
-    parts.next().is_none().then_some(mac)
-}
-
 /// Four dotted decimal octets. The tutorials' pattern (`\d{1,3}` four times) also admits octets
 /// above 255, which `inet_aton` then refuses: here they are no address and fall through to the
 /// raw-string form, whose length check refuses them for a 32-bit field.
-fn parse_ipv4(text: &str) -> Option<Ipv4Addr> {
+pub fn parse_ipv4(text: &str) -> Option<Ipv4Addr> {
     let shaped = text.split('.').count() == 4
         && text
             .split('.')
@@ -191,36 +190,6 @@ fn parse_ipv4(text: &str) -> Option<Ipv4Addr> {
     }
     let octets: Vec<u8> = text.split('.').filter_map(|p| p.parse().ok()).collect();
     <[u8; 4]>::try_from(octets).ok().map(Ipv4Addr::from)
-}
-
-/// `bytes` without leading zero bytes; zero is one zero byte.
-pub fn canonical(bytes: &[u8]) -> Vec<u8> {
-    match bytes.iter().position(|&b| b != 0) {
-        Some(first) => bytes[first..].to_vec(),
-        None => vec![0],
-    }
-}
-
-/// The number of bits from the most significant set bit down (0 for zero).
-fn significant_bits(bytes: &[u8]) -> u32 {
-    match bytes.iter().position(|&b| b != 0) {
-        None => 0,
-        Some(first) => (bytes.len() - first) as u32 * 8 - bytes[first].leading_zeros(),
-    }
-}
-
-/// A bytestring read from a switch as an unsigned integer, if it has at most 16 bytes after its
-/// leading zeros.
-pub fn to_u128(bytes: &[u8]) -> Option<u128> {
-    let canonical = canonical(bytes);
-    if canonical.len() > 16 {
-        return None;
-    }
-    Some(
-        canonical
-            .iter()
-            .fold(0u128, |n, &b| (n << 8) | u128::from(b)),
-    )
 }
 
 /// How a value read back from a switch is shown, chosen from the field's width and name: a
@@ -240,14 +209,9 @@ pub fn display(bytes: &[u8], bitwidth: u32, name: &str) -> Value {
             .any(|w| ["ip", "ipv4", "ipv6", "srcip", "dstip"].contains(&w));
     match bitwidth {
         48 if n < 1 << 48 => {
-            let b = n.to_be_bytes();
-            Value::String(
-                b[10..]
-                    .iter()
-                    .map(|x| format!("{x:02x}"))
-                    .collect::<Vec<_>>()
-                    .join(":"),
-            )
+            let mut mac = [0; 6];
+            mac.copy_from_slice(&n.to_be_bytes()[10..]);
+            Value::String(Address(mac).to_string())
         }
         32 if address_name && n <= u128::from(u32::MAX) => {
             Value::String(Ipv4Addr::from(n as u32).to_string())
@@ -384,6 +348,22 @@ mod tests {
     }
 
     #[test]
+    fn strings_of_digits_are_numbers() {
+        assert_eq!(enc(json!("42"), 16).unwrap(), [42]);
+        assert_eq!(enc(json!("0x1f"), 8).unwrap(), [0x1f]);
+        assert_eq!(enc(json!("0X1F"), 8).unwrap(), [0x1f]);
+        assert!(matches!(
+            enc(json!("0x1ff"), 8),
+            Err(ValueError::TooWide { .. })
+        ));
+        // What display writes for a value wider than 64 bits, encode takes back.
+        let wide = display(&[0xff; 16], 128, "big");
+        assert_eq!(enc(wide, 128).unwrap(), [0xff; 16]);
+        // Not digits: raw bytes, as before.
+        assert_eq!(enc(json!("0xzz"), 32).unwrap(), b"0xzz");
+    }
+
+    #[test]
     fn a_one_element_list_is_its_element() {
         assert_eq!(enc(json!([5]), 16).unwrap(), [5]);
         assert_eq!(enc(json!(["10.0.0.1"]), 32).unwrap(), [10, 0, 0, 1]);
@@ -437,14 +417,6 @@ mod tests {
             encode_text("10.0.0.1", 16),
             Err(ValueError::WrongLength { .. })
         ));
-    }
-
-    #[test]
-    fn canonical_form() {
-        assert_eq!(canonical(&[0, 0, 1, 0]), [1, 0]);
-        assert_eq!(canonical(&[0, 0]), [0]);
-        assert_eq!(canonical(&[]), [0]);
-        assert_eq!(canonical(&[0x80]), [0x80]);
     }
 
     #[test]

@@ -5,10 +5,10 @@
 use core::fmt;
 
 use super::bth::{self, Opcode};
-use super::{check_len, Error, Result};
+use super::{check_len, view, Error, Result};
 
 mod field {
-    use crate::wire::Field;
+    use crate::Field;
 
     pub const BTH: Field = 0..12;
     pub const RESERVED: Field = 12..28;
@@ -21,22 +21,15 @@ pub const RESERVED_LEN: usize = field::RESERVED.end - field::RESERVED.start;
 /// Length of a CNP from BTH to ICRC inclusive.
 pub const PACKET_LEN: usize = field::ICRC.end;
 
-/// A read/write view of a CNP, from its BTH to its ICRC.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+view! {
+    /// A read/write view of a CNP, from its BTH to its ICRC.
+    Packet
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps a buffer, failing with `Truncated` if it cannot hold BTH, reserved bytes and ICRC.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        check_len(buffer.as_ref(), PACKET_LEN)?;
-        Ok(Packet { buffer })
+    /// Fails with `Truncated` if the buffer cannot hold BTH, reserved bytes and ICRC.
+    pub fn check_len(&self) -> Result<()> {
+        check_len(self.buffer.as_ref(), PACKET_LEN)
     }
 
     /// The BTH.
@@ -122,11 +115,12 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{hex, vectors};
+    use crate::vectors;
+    use std::vec::Vec;
 
     /// The CNP of vectors::CNP_V4, `cnp(0x000012)`, from its BTH on.
     fn scapy_cnp() -> Vec<u8> {
-        hex(vectors::CNP_V4)[42..].to_vec()
+        vectors::CNP_V4.to_vec()[42..].to_vec()
     }
 
     #[test]
@@ -160,7 +154,7 @@ mod tests {
 
     #[test]
     fn not_a_cnp() {
-        let frame = hex(vectors::ROCE_V4);
+        let frame = vectors::ROCE_V4.to_vec();
         let packet = Packet::new_checked(&frame[42..]).unwrap();
         assert!(matches!(Repr::parse(&packet), Err(Error::Unsupported(_))));
     }

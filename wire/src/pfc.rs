@@ -5,7 +5,7 @@
 use core::fmt;
 
 use super::ethernet::{self, Address, EtherType, Vlan, MIN_FRAME_LEN};
-use super::{check_len, read_u16, write_u16, Error, Result};
+use super::{check_len, read_u16, view, write_u16, Error, Result};
 
 /// The destination address of PAUSE and PFC frames.
 pub const DST_ADDR: Address = Address([0x01, 0x80, 0xc2, 0x00, 0x00, 0x01]);
@@ -22,8 +22,16 @@ pub const FRAME_LEN: usize = MIN_FRAME_LEN;
 /// Bit times in one pause quantum.
 pub const BITS_PER_QUANTUM: u64 = 512;
 
+/// How long `quanta` pause quanta last on a link of `link_bps` bits per second, in ns (a link
+/// of 0 b/s counts as 1 b/s).
+#[inline(always)]
+pub const fn quanta_to_ns(quanta: u16, link_bps: u64) -> u64 {
+    // quanta × 512 × 10^9 < 2^56: no overflow, and no 128-bit division (which eBPF lacks).
+    (quanta as u64 * BITS_PER_QUANTUM * 1_000_000_000) / if link_bps == 0 { 1 } else { link_bps }
+}
+
 mod field {
-    use crate::wire::Field;
+    use crate::Field;
 
     pub const OPCODE: Field = 0..2;
     pub const CLASS_ENABLE: Field = 2..4;
@@ -33,22 +41,15 @@ mod field {
 /// Length of the PFC body after the EtherType.
 pub const BODY_LEN: usize = field::TIMES.end;
 
-/// A read/write view of a PFC body: what follows the MAC-control EtherType.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+view! {
+    /// A read/write view of a PFC body: what follows the MAC-control EtherType.
+    Packet
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps a buffer, failing with `Truncated` if it cannot hold a PFC body.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        check_len(buffer.as_ref(), BODY_LEN)?;
-        Ok(Packet { buffer })
+    /// Fails with `Truncated` if the buffer cannot hold a PFC body.
+    pub fn check_len(&self) -> Result<()> {
+        check_len(self.buffer.as_ref(), BODY_LEN)
     }
 
     /// MAC control opcode (0x0101 for PFC).
@@ -144,12 +145,6 @@ impl Repr {
         Repr::parse(&Packet::new_checked(frame.payload())?)
     }
 
-    /// Pause duration of `quanta` at `link_bps`, in nanoseconds.
-    pub fn quanta_to_ns(quanta: u16, link_bps: u64) -> u64 {
-        (u128::from(quanta) * u128::from(BITS_PER_QUANTUM) * 1_000_000_000
-            / u128::from(link_bps.max(1))) as u64
-    }
-
     /// Length of the body.
     pub fn buffer_len(&self) -> usize {
         BODY_LEN
@@ -197,7 +192,7 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{hex, vectors};
+    use crate::vectors;
 
     fn expected() -> Repr {
         let mut repr = Repr {
@@ -211,13 +206,13 @@ mod tests {
 
     #[test]
     fn parse_scapy() {
-        let frame = hex(vectors::PFC);
+        let frame = vectors::PFC.to_vec();
         assert_eq!(Repr::parse_frame(&frame).unwrap(), expected());
     }
 
     #[test]
     fn emit_matches_scapy() {
-        let frame = hex(vectors::PFC);
+        let frame = vectors::PFC.to_vec();
         let mut out = [0xaau8; 64];
         let len = expected()
             .emit_frame(Address([2, 0, 0, 0, 0, 1]), &mut out)
@@ -231,24 +226,32 @@ mod tests {
         assert_eq!(pause.pause_times, [0, 0, 0, 0xffff, 0, 0, 0, 0xffff]);
         assert_eq!(Repr::new(0b1000, 0).pause_times, [0; 8]);
         // 65535 quanta at 100 Gb/s: 65535 * 5.12 ns.
-        assert_eq!(Repr::quanta_to_ns(0xffff, 100_000_000_000), 335_539);
+        assert_eq!(quanta_to_ns(0xffff, 100_000_000_000), 335_539);
+    }
+
+    #[test]
+    fn quanta_at_link_speeds() {
+        // One quantum at 100 Gb/s is 5.12 ns; 0xffff quanta at 1 Gb/s about 33.55 ms.
+        assert_eq!(quanta_to_ns(100, 100_000_000_000), 512);
+        assert_eq!(quanta_to_ns(0xffff, 1_000_000_000), 33_553_920);
+        assert_eq!(quanta_to_ns(0, 1_000_000_000), 0);
     }
 
     #[test]
     fn malformed() {
-        let mut frame = hex(vectors::PFC);
+        let mut frame = vectors::PFC.to_vec();
         frame[14..16].copy_from_slice(&[0x00, 0x01]); // 802.3x PAUSE opcode
         assert!(matches!(
             Repr::parse_frame(&frame),
             Err(Error::Malformed(_))
         ));
-        let mut frame = hex(vectors::PFC);
+        let mut frame = vectors::PFC.to_vec();
         frame[16] = 1; // reserved vector bit
         assert!(matches!(
             Repr::parse_frame(&frame),
             Err(Error::Malformed(_))
         ));
-        let mut frame = hex(vectors::PFC);
+        let mut frame = vectors::PFC.to_vec();
         frame[0] = 0x03; // another destination
         assert!(matches!(
             Repr::parse_frame(&frame),
@@ -258,7 +261,7 @@ mod tests {
 
     #[test]
     fn truncated() {
-        let frame = hex(vectors::PFC);
+        let frame = vectors::PFC.to_vec();
         for len in 0..14 + BODY_LEN {
             assert_eq!(
                 Repr::parse_frame(&frame[..len]),

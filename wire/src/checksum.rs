@@ -1,19 +1,23 @@
 //! The Internet checksum (RFC 1071): one's-complement sums for IPv4 headers and
 //! UDP, including the IPv4 and IPv6 pseudo-headers.
 
-use std::net::IpAddr;
+use core::net::IpAddr;
 
-/// Adds `data` as big-endian 16-bit words to a one's-complement sum (odd tail padded with zero).
+/// Adds `data` as big-endian 16-bit words to a one's-complement sum (odd tail padded with zero),
+/// folded to 16 bits so that any length, and a few such sums added together, fit a `u32`.
 pub fn sum(data: &[u8]) -> u32 {
     let mut words = data.chunks_exact(2);
-    let mut total: u32 = 0;
+    let mut total: u64 = 0;
     for word in &mut words {
-        total += u32::from(u16::from_be_bytes([word[0], word[1]]));
+        total += u64::from(u16::from_be_bytes([word[0], word[1]]));
     }
     if let [last] = words.remainder() {
-        total += u32::from(*last) << 8;
+        total += u64::from(*last) << 8;
     }
-    total
+    while total > 0xffff {
+        total = (total & 0xffff) + (total >> 16);
+    }
+    total as u32
 }
 
 /// Folds a sum into 16 bits and complements it: the value to store in a checksum field.
@@ -55,5 +59,13 @@ mod tests {
     #[test]
     fn odd_length_pads_with_zero() {
         assert_eq!(sum(&[0x12, 0x34, 0x56]), 0x1234 + 0x5600);
+    }
+
+    #[test]
+    fn long_inputs_fold_without_overflow() {
+        // 100,000 words of 0xffff: one's-complement zero, whose complement is 0.
+        let ones = std::vec![0xffu8; 200_000];
+        assert_eq!(sum(&ones), 0xffff);
+        assert_eq!(finish(sum(&ones)), 0);
     }
 }

@@ -1,13 +1,13 @@
 //! UDP header (RFC 768) with its checksum over the IPv4 or IPv6 pseudo-header.
 
 use core::fmt;
-use std::net::IpAddr;
+use core::net::IpAddr;
 
 use super::ip::Protocol;
-use super::{check_len, checksum, read_u16, write_u16, Error, Result};
+use super::{check_len, checksum, read_u16, view, write_u16, Error, Result};
 
 mod field {
-    use crate::wire::Field;
+    use crate::Field;
 
     pub const SRC_PORT: Field = 0..2;
     pub const DST_PORT: Field = 2..4;
@@ -22,30 +22,21 @@ pub const HEADER_LEN: usize = field::PAYLOAD;
 /// Byte range of the checksum.
 pub const CHECKSUM_RANGE: core::ops::Range<usize> = field::CHECKSUM;
 
-/// A read/write view of a UDP datagram.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+view! {
+    /// A read/write view of a UDP datagram.
+    Packet
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking it.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps a buffer, failing with `Truncated` if it is shorter than the
-    /// header or the length the header announces, and with `Malformed` if that
-    /// length is below the header's.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let packet = Packet { buffer };
-        check_len(packet.buffer.as_ref(), HEADER_LEN)?;
-        let len = usize::from(packet.len());
+    /// Fails with `Truncated` if the buffer is shorter than the header or the length the
+    /// header announces, and with `Malformed` if that length is below the header's.
+    pub fn check_len(&self) -> Result<()> {
+        check_len(self.buffer.as_ref(), HEADER_LEN)?;
+        let len = usize::from(self.len());
         if len < HEADER_LEN {
             return Err(Error::Malformed("UDP length below 8"));
         }
-        check_len(packet.buffer.as_ref(), len)?;
-        Ok(packet)
+        check_len(self.buffer.as_ref(), len)
     }
 
     /// Source port.
@@ -181,11 +172,12 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{hex, vectors};
+    use crate::vectors;
+    use std::{vec, vec::Vec};
 
     /// The UDP part of a scapy vector with its IP addresses.
-    fn scapy(vector: &str, ip_header_len: usize) -> (Vec<u8>, IpAddr, IpAddr) {
-        let bytes = hex(vector);
+    fn scapy(vector: &[u8], ip_header_len: usize) -> (Vec<u8>, IpAddr, IpAddr) {
+        let bytes = vector.to_vec();
         let (src, dst) = if ip_header_len == 20 {
             ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap())
         } else {

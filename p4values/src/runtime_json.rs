@@ -1,15 +1,42 @@
 //! The runtime-JSON files of the P4 tutorials (`s1-runtime.json`): table entries, default
 //! actions, multicast groups and clone sessions, by name, with values in the forms of
-//! [`super::value`]. Read as the tutorials' `simple_controller.py` reads them; a key that file
-//! format does not have is an error that names it.
+//! [`crate::value`]. Read as the tutorials' `simple_controller.py` reads them; a key that file
+//! format does not have is an error that names it. `lossless p4 entries apply` sends them over
+//! P4Runtime; the in-process fabric applies them to its switches directly.
 
 use std::{collections::BTreeMap, io::Read as _, path::Path};
 
-use anyhow::{bail, Context as _};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::render::plural;
+/// Why a runtime-JSON file could not be read; the message names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// The file could not be read.
+    #[error("reading {path}: {error}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The file is longer than [`MAX_RUNTIME_JSON_BYTES`].
+    #[error(
+        "{path} is longer than {MAX_RUNTIME_JSON_BYTES} bytes, the most a runtime JSON may be"
+    )]
+    TooLong {
+        /// The file.
+        path: String,
+    },
+    /// The file is not runtime JSON (the message gives line and column).
+    #[error("in {path}: {error}")]
+    Json {
+        /// The file.
+        path: String,
+        /// Why.
+        error: serde_json::Error,
+    },
+}
 
 /// The largest runtime-JSON file read, in bytes (the tutorials' files are a few kilobytes; a
 /// hundred thousand entries take about 20 MB).
@@ -101,45 +128,30 @@ pub struct ReplicaSpec {
 impl RuntimeConfig {
     /// Reads a runtime-JSON file of at most [`MAX_RUNTIME_JSON_BYTES`]; errors name the file,
     /// line and column.
-    pub fn from_file(path: &Path) -> anyhow::Result<Self> {
+    pub fn from_file(path: &Path) -> Result<Self, FileError> {
+        let shown = || path.display().to_string();
         let mut text = String::new();
         std::fs::File::open(path)
             .and_then(|f| {
                 f.take(MAX_RUNTIME_JSON_BYTES as u64 + 1)
                     .read_to_string(&mut text)
             })
-            .with_context(|| format!("reading {}", path.display()))?;
+            .map_err(|error| FileError::Read {
+                path: shown(),
+                error,
+            })?;
         if text.len() > MAX_RUNTIME_JSON_BYTES {
-            bail!(
-                "{} is longer than {MAX_RUNTIME_JSON_BYTES} bytes, the most a runtime JSON may be",
-                path.display()
-            );
+            return Err(FileError::TooLong { path: shown() });
         }
-        Self::parse(&text).with_context(|| format!("in {}", path.display()))
+        Self::parse(&text).map_err(|error| FileError::Json {
+            path: shown(),
+            error,
+        })
     }
 
     /// Parses runtime JSON text.
-    pub fn parse(text: &str) -> anyhow::Result<Self> {
-        Ok(serde_json::from_str(text)?)
-    }
-
-    /// How many entries of each kind it holds, for messages: `3 table entries, 1 multicast
-    /// group, 0 clone sessions`.
-    pub fn summary(&self) -> String {
-        format!(
-            "{}, {}, {}",
-            plural(self.table_entries.len(), "table entry", "table entries"),
-            plural(
-                self.multicast_group_entries.len(),
-                "multicast group",
-                "multicast groups"
-            ),
-            plural(
-                self.clone_session_entries.len(),
-                "clone session",
-                "clone sessions"
-            ),
-        )
+    pub fn parse(text: &str) -> serde_json::Result<Self> {
+        serde_json::from_str(text)
     }
 }
 
@@ -274,10 +286,6 @@ mod tests {
         assert_eq!(
             (session.clone_session_id, session.packet_length_bytes),
             (100, 64)
-        );
-        assert_eq!(
-            config.summary(),
-            "3 table entries, 1 multicast group, 1 clone session"
         );
     }
 

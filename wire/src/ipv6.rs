@@ -2,13 +2,13 @@
 //! header is what the fixed header names.
 
 use core::fmt;
-use std::net::Ipv6Addr;
+use core::net::Ipv6Addr;
 
 use super::ip::{self, Ecn, Protocol};
-use super::{check_len, read_u16, write_u16, Error, Result};
+use super::{check_len, read_u16, view, write_u16, Error, Result};
 
 mod field {
-    use crate::wire::Field;
+    use crate::Field;
 
     pub const VER_TC_FLOW: Field = 0..4;
     pub const LENGTH: Field = 4..6;
@@ -24,28 +24,20 @@ pub const HEADER_LEN: usize = field::DST_ADDR.end;
 /// Byte offset of the hop limit.
 pub const HOP_LIMIT_OFFSET: usize = field::HOP_LIMIT;
 
-/// A read/write view of an IPv6 packet.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+view! {
+    /// A read/write view of an IPv6 packet.
+    Packet
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking it.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps a buffer, failing with `Truncated` if it is shorter than the
-    /// header or the payload length the header announces.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let packet = Packet { buffer };
-        check_len(packet.buffer.as_ref(), HEADER_LEN)?;
+    /// Fails with `Truncated` if the buffer is shorter than the header or the payload length
+    /// the header announces.
+    pub fn check_len(&self) -> Result<()> {
+        check_len(self.buffer.as_ref(), HEADER_LEN)?;
         check_len(
-            packet.buffer.as_ref(),
-            HEADER_LEN + usize::from(packet.payload_len()),
-        )?;
-        Ok(packet)
+            self.buffer.as_ref(),
+            HEADER_LEN + usize::from(self.payload_len()),
+        )
     }
 
     fn first_word(&self) -> u32 {
@@ -230,10 +222,11 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{hex, vectors};
+    use crate::vectors;
+    use std::{vec, vec::Vec};
 
     fn scapy_packet() -> Vec<u8> {
-        hex(vectors::ROCE_V6)[14..].to_vec()
+        vectors::ROCE_V6.to_vec()[14..].to_vec()
     }
 
     fn expected() -> Repr {

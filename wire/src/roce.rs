@@ -2,7 +2,7 @@
 //! 4791 + BTH + payload + ICRC, built from and parsed into one flat [`RoceFrame`].
 
 use core::fmt;
-use std::net::IpAddr;
+use core::net::IpAddr;
 
 use super::bth::{self, ROCEV2_PORT};
 use super::ethernet::{self, Address, EtherType, Vlan, MIN_FRAME_LEN};
@@ -248,8 +248,9 @@ impl fmt::Display for RoceFrame {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::bth::Opcode;
-    use crate::wire::{cnp, hex, vectors, vlan};
+    use crate::bth::Opcode;
+    use crate::{cnp, vectors, vlan};
+    use std::{vec, vec::Vec};
 
     const MAC1: Address = Address([2, 0, 0, 0, 0, 1]);
     const MAC2: Address = Address([2, 0, 0, 0, 0, 2]);
@@ -284,7 +285,7 @@ mod tests {
     fn emit_matches_scapy_v4() {
         let mut out = [0u8; 128];
         let len = v4().emit(&mut out, counting).unwrap();
-        assert_eq!(out[..len], hex(vectors::ROCE_V4)[..]);
+        assert_eq!(out[..len], vectors::ROCE_V4.to_vec()[..]);
     }
 
     #[test]
@@ -299,7 +300,7 @@ mod tests {
         };
         let mut out = [0u8; 128];
         let len = repr.emit(&mut out, counting).unwrap();
-        assert_eq!(out[..len], hex(vectors::ROCE_V6)[..]);
+        assert_eq!(out[..len], vectors::ROCE_V6.to_vec()[..]);
         let (parsed, payload) = RoceFrame::parse(&out[..len]).unwrap();
         assert_eq!(parsed, repr);
         assert_eq!(payload, (0..16).collect::<Vec<u8>>());
@@ -328,7 +329,7 @@ mod tests {
         assert_eq!(repr.buffer_len(), 66);
         let mut out = [0u8; 66];
         repr.emit(&mut out, |_| {}).unwrap();
-        assert_eq!(out[..], hex(vectors::ROCE_QINQ)[..]);
+        assert_eq!(out[..], vectors::ROCE_QINQ.to_vec()[..]);
 
         let short = RoceFrame {
             vlan: Vlan::Untagged,
@@ -361,14 +362,14 @@ mod tests {
         };
         let mut out = [0u8; 74];
         repr.emit(&mut out, |reserved| reserved.fill(0)).unwrap();
-        assert_eq!(out[..], hex(vectors::CNP_V4)[..]);
+        assert_eq!(out[..], vectors::CNP_V4.to_vec()[..]);
         let parsed = cnp::Repr::parse(&cnp::Packet::new_checked(&out[42..]).unwrap()).unwrap();
         assert_eq!(parsed, cnp);
     }
 
     #[test]
     fn parse_scapy_and_round_trip() {
-        let bytes = hex(vectors::ROCE_V4);
+        let bytes = vectors::ROCE_V4.to_vec();
         let (repr, payload) = RoceFrame::parse(&bytes).unwrap();
         assert_eq!(repr, v4());
         assert_eq!(payload.len(), 16);
@@ -379,17 +380,17 @@ mod tests {
 
     #[test]
     fn rejects_corruption_and_other_traffic() {
-        let mut bytes = hex(vectors::ROCE_V4);
+        let mut bytes = vectors::ROCE_V4.to_vec();
         bytes[60] ^= 0xff; // payload
         assert_eq!(RoceFrame::parse(&bytes).unwrap_err(), Error::Checksum);
-        let mut bytes = hex(vectors::ROCE_V4);
+        let mut bytes = vectors::ROCE_V4.to_vec();
         bytes[36..38].copy_from_slice(&4792u16.to_be_bytes());
         bytes[40..42].copy_from_slice(&[0x12, 0x34]); // and a bad UDP checksum
         assert!(matches!(
             RoceFrame::parse(&bytes),
             Err(Error::Unsupported(_))
         ));
-        let bytes = hex(vectors::PFC);
+        let bytes = vectors::PFC.to_vec();
         assert!(matches!(
             RoceFrame::parse(&bytes),
             Err(Error::Unsupported(_))
@@ -406,7 +407,7 @@ mod tests {
 
     #[test]
     fn truncated_at_every_boundary() {
-        let bytes = hex(vectors::ROCE_V4);
+        let bytes = vectors::ROCE_V4.to_vec();
         for len in 0..bytes.len() {
             assert_eq!(
                 RoceFrame::parse(&bytes[..len]).unwrap_err(),

@@ -2,13 +2,13 @@
 //! interpreted; fragments are reported, not reassembled.
 
 use core::fmt;
-use std::net::Ipv4Addr;
+use core::net::Ipv4Addr;
 
 use super::ip::{self, Ecn, Protocol};
-use super::{check_len, checksum, read_u16, write_u16, Error, Result};
+use super::{check_len, checksum, read_u16, view, write_u16, Error, Result};
 
 mod field {
-    use crate::wire::Field;
+    use crate::Field;
 
     pub const VER_IHL: usize = 0;
     pub const TOS: usize = 1;
@@ -32,36 +32,28 @@ pub const TTL_OFFSET: usize = field::TTL;
 /// Byte range of the header checksum.
 pub const CHECKSUM_RANGE: core::ops::Range<usize> = field::CHECKSUM;
 
-/// A read/write view of an IPv4 packet.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+view! {
+    /// A read/write view of an IPv4 packet.
+    Packet
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking it.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps a buffer, failing with `Truncated` if it is shorter than the
-    /// header, the header length, or the total length the header announces,
-    /// and with `Malformed` if the lengths contradict each other.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let packet = Packet { buffer };
-        let data = packet.buffer.as_ref();
+    /// Fails with `Truncated` if the buffer is shorter than the header, the header length, or
+    /// the total length the header announces, and with `Malformed` if the lengths contradict
+    /// each other.
+    pub fn check_len(&self) -> Result<()> {
+        let data = self.buffer.as_ref();
         check_len(data, HEADER_LEN)?;
-        let header_len = packet.header_len();
+        let header_len = self.header_len();
         if header_len < HEADER_LEN {
             return Err(Error::Malformed("IPv4 header length below 20"));
         }
         check_len(data, header_len)?;
-        let total_len = usize::from(packet.total_len());
+        let total_len = usize::from(self.total_len());
         if total_len < header_len {
             return Err(Error::Malformed("IPv4 total length below header length"));
         }
-        check_len(data, total_len)?;
-        Ok(packet)
+        check_len(data, total_len)
     }
 
     /// IP version (4 for a valid packet).
@@ -315,10 +307,11 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{hex, vectors};
+    use crate::vectors;
+    use std::vec::Vec;
 
     fn scapy_header() -> Vec<u8> {
-        hex(vectors::ROCE_V4)[14..].to_vec()
+        vectors::ROCE_V4.to_vec()[14..].to_vec()
     }
 
     fn expected() -> Repr {
@@ -354,7 +347,7 @@ mod tests {
             .unwrap();
         assert_eq!(out, bytes);
         // scapy's UDP vector has id 0x1234, no flags, TOS 0.
-        let udp = hex(vectors::UDP_V4);
+        let udp = vectors::UDP_V4.to_vec();
         let repr = Repr::parse(&Packet::new_checked(&udp[..]).unwrap()).unwrap();
         let mut out = udp.clone();
         out[..HEADER_LEN].fill(0);

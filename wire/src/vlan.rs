@@ -3,10 +3,10 @@
 //! the EtherType of what follows.
 
 use super::ethernet::EtherType;
-use super::{check_len, read_u16, write_u16, Result};
+use super::{check_len, read_u16, view, write_u16, Result};
 
 mod field {
-    use crate::wire::Field;
+    use crate::Field;
 
     pub const TCI: Field = 0..2;
     pub const ETHERTYPE: Field = 2..4;
@@ -16,22 +16,15 @@ mod field {
 /// Length of a VLAN tag in bytes.
 pub const TAG_LEN: usize = field::PAYLOAD;
 
-/// A read/write view of a VLAN tag and what follows it.
-#[derive(Debug, Clone)]
-pub struct Tag<T: AsRef<[u8]>> {
-    buffer: T,
+view! {
+    /// A read/write view of a VLAN tag and what follows it.
+    Tag
 }
 
 impl<T: AsRef<[u8]>> Tag<T> {
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Tag { buffer }
-    }
-
-    /// Wraps a buffer, failing with `Truncated` if it cannot hold a tag.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        check_len(buffer.as_ref(), TAG_LEN)?;
-        Ok(Tag { buffer })
+    /// Fails with `Truncated` if the buffer cannot hold a tag.
+    pub fn check_len(&self) -> Result<()> {
+        check_len(self.buffer.as_ref(), TAG_LEN)
     }
 
     /// Priority code point (0..=7).
@@ -108,12 +101,12 @@ impl Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{hex, vectors, Error};
+    use crate::{vectors, Error};
 
     #[test]
     fn reads_scapy_dot1q() {
         // Inner tag of vectors::ROCE_QINQ: Dot1Q(prio=3, vlan=100) then IPv4.
-        let frame = hex(vectors::ROCE_QINQ);
+        let frame = vectors::ROCE_QINQ.to_vec();
         let tag = Tag::new_checked(&frame[18..]).unwrap();
         assert_eq!((tag.pcp(), tag.dei(), tag.vid()), (3, false, 100));
         assert_eq!(tag.ethertype(), EtherType::Ipv4);

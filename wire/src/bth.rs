@@ -4,7 +4,7 @@
 
 use core::fmt;
 
-use super::{check_len, enum_with_unknown, read_u16, read_u24, write_u16, write_u24, Result};
+use super::{check_len, enum_with_unknown, read_u16, read_u24, view, write_u16, write_u24, Result};
 
 /// The UDP destination port of RoCEv2.
 pub const ROCEV2_PORT: u16 = 4791;
@@ -44,7 +44,7 @@ enum_with_unknown! {
 }
 
 mod field {
-    use crate::wire::Field;
+    use crate::Field;
 
     pub const OPCODE: usize = 0;
     pub const FLAGS: usize = 1;
@@ -62,22 +62,15 @@ pub const HEADER_LEN: usize = field::PAYLOAD;
 /// Byte offset of the F/B/reserved byte, which the ICRC masks.
 pub const FECN_BECN_OFFSET: usize = field::FECN_BECN;
 
-/// A read/write view of a BTH and what follows it.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+view! {
+    /// A read/write view of a BTH and what follows it.
+    Packet
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking its length.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps a buffer, failing with `Truncated` if it cannot hold a BTH.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        check_len(buffer.as_ref(), HEADER_LEN)?;
-        Ok(Packet { buffer })
+    /// Fails with `Truncated` if the buffer cannot hold a BTH.
+    pub fn check_len(&self) -> Result<()> {
+        check_len(self.buffer.as_ref(), HEADER_LEN)
     }
 
     /// Opcode.
@@ -285,11 +278,12 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{hex, vectors, Error};
+    use crate::{vectors, Error};
+    use std::vec::Vec;
 
     /// The BTH of vectors::ROCE_V4: `BTH(opcode=0x04, dqpn=0x000012, psn=0x345678, ackreq=1)`.
     fn scapy_bth() -> Vec<u8> {
-        hex(vectors::ROCE_V4)[42..54].to_vec()
+        vectors::ROCE_V4.to_vec()[42..54].to_vec()
     }
 
     #[test]
@@ -301,7 +295,7 @@ mod tests {
         assert_eq!(repr, expected);
 
         // vectors::ROCE_V6: `BTH(opcode=0x0a, dqpn=0xabcdef, psn=0xffffff)`.
-        let v6 = hex(vectors::ROCE_V6);
+        let v6 = vectors::ROCE_V6.to_vec();
         let repr = Repr::parse(&Packet::new_checked(&v6[62..]).unwrap());
         assert_eq!(repr, Repr::new(Opcode::RcWriteOnly, 0xabcdef, 0xffffff));
     }

@@ -4,11 +4,11 @@
 //!
 //! [`Dcqcn`] is pure logic: time is passed in as the [`Duration`] since the
 //! sender started, never read from a clock, so the same calls always give the
-//! same rates. It implements [`RateController`]: the sender asks
-//! [`RateController::rate_bps`] before each packet of the QP and reports each
-//! packet with [`RateController::on_sent`] (which runs the timers up to that
-//! time and advances the byte counter); a received CNP for the QP goes to
-//! [`Dcqcn::on_cnp`].
+//! same rates, on a real clock (`lossless traffic send`) or a virtual one (the
+//! in-process fabric). A sender asks [`Dcqcn::rate_bps`] before each packet of
+//! the QP and reports each packet with [`Dcqcn::on_sent`] (which runs the timers
+//! up to that time and advances the byte counter); a received CNP for the QP
+//! goes to [`Dcqcn::on_cnp`].
 //!
 //! The algorithm, with `R_C` the current rate and `R_T` the target rate:
 //! - On a CNP: `R_T = R_C`, `R_C = R_C (1 - alpha/2)`, `alpha = (1-g) alpha + g`;
@@ -35,14 +35,6 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use serde::Serialize;
-
-use super::rate::RateController;
-use crate::units::DurationLimits;
-
-/// What the command line accepts for DCQCN's timers (the alpha period K and the
-/// rate-increase timer T): 1 µs to 1 s.
-pub const TIMER_LIMITS: DurationLimits =
-    DurationLimits::micros(Duration::from_micros(1), Duration::from_secs(1));
 
 /// DCQCN reaction-point parameters. [`Default`] gives the published defaults
 /// named on each field.
@@ -356,10 +348,9 @@ impl Dcqcn {
     }
 
     /// Runs the alpha timer and the rate-increase timer up to `now`, each
-    /// expiry in time order. [`Dcqcn::on_cnp`] and
-    /// [`RateController::on_sent`] do this themselves; a sender calls it
-    /// before [`RateController::rate_bps`] when the QP sent nothing for a
-    /// while (paused, idle), so the rate it reads is up to date.
+    /// expiry in time order. [`Dcqcn::on_cnp`] and [`Dcqcn::on_sent`] do this
+    /// themselves; a sender calls it before [`Dcqcn::rate_bps`] when the QP sent
+    /// nothing for a while (paused, idle), so the rate it reads is up to date.
     pub fn advance(&mut self, now: Duration) {
         while let Some(c) = self.counters.as_mut() {
             let due = c.alpha_due.min(c.increase_due);
@@ -375,6 +366,28 @@ impl Dcqcn {
                 let stages = (c.timer_stage, c.byte_stage);
                 self.increase(due, IncreaseTrigger::Timer, stages);
             }
+        }
+    }
+
+    /// The current rate, bits per second on the wire (rounded).
+    pub fn rate_bps(&self) -> u64 {
+        self.current.round() as u64
+    }
+
+    /// Runs the timers up to `now`, then counts `wire_bits` towards the byte
+    /// counter; each `B` bytes is a rate-increase event at `now`.
+    pub fn on_sent(&mut self, now: Duration, wire_bits: u64) {
+        self.advance(now);
+        let period_bits = self.params.byte_counter_bytes * 8;
+        let Some(c) = self.counters.as_mut() else {
+            return;
+        };
+        c.bits = c.bits.saturating_add(wire_bits);
+        while let Some(c) = self.counters.as_mut().filter(|c| c.bits >= period_bits) {
+            c.bits -= period_bits;
+            c.byte_stage = c.byte_stage.saturating_add(1);
+            let stages = (c.timer_stage, c.byte_stage);
+            self.increase(now, IncreaseTrigger::Bytes, stages);
         }
     }
 
@@ -421,33 +434,6 @@ impl Dcqcn {
         if let Some(timeline) = self.timeline.as_mut() {
             timeline.points.push(point);
         }
-    }
-}
-
-impl RateController for Dcqcn {
-    fn rate_bps(&self) -> u64 {
-        self.current.round() as u64
-    }
-
-    /// Runs the timers up to `now`, then counts `wire_bits` towards the byte
-    /// counter; each `B` bytes is a rate-increase event at `now`.
-    fn on_sent(&mut self, now: Duration, wire_bits: u64) {
-        self.advance(now);
-        let period_bits = self.params.byte_counter_bytes * 8;
-        let Some(c) = self.counters.as_mut() else {
-            return;
-        };
-        c.bits = c.bits.saturating_add(wire_bits);
-        while let Some(c) = self.counters.as_mut().filter(|c| c.bits >= period_bits) {
-            c.bits -= period_bits;
-            c.byte_stage = c.byte_stage.saturating_add(1);
-            let stages = (c.timer_stage, c.byte_stage);
-            self.increase(now, IncreaseTrigger::Bytes, stages);
-        }
-    }
-
-    fn on_cnp(&mut self, now: Duration) {
-        Dcqcn::on_cnp(self, now)
     }
 }
 
@@ -821,6 +807,30 @@ mod tests {
         assert!(last.time_ns < 200_000_000);
         // Alpha decayed meanwhile.
         assert!(last.alpha < 0.5);
+    }
+
+    /// The in-process fabric's case (it ran a compact copy of this model before): a 1 Gbit/s
+    /// QP on the fabric's µs clock halves on its first CNP, recovers by fast recovery, and
+    /// cuts again on the next CNP.
+    #[test]
+    fn cut_on_cnp_then_recover_toward_line_rate() {
+        let mut rp = Dcqcn::new(GBIT, DcqcnParams::default()).unwrap().record(1);
+        assert_eq!(rp.rate_bps(), GBIT);
+        rp.on_cnp(us(100));
+        assert_eq!(
+            rp.rate_bps(),
+            GBIT / 2,
+            "alpha starts at 1: the first cut halves"
+        );
+        // Fast recovery halves the distance to the target at each of 5 increase periods.
+        rp.advance(us(100 + 55));
+        assert_eq!(rp.rate_bps(), 750 * MBIT);
+        rp.advance(us(100 + 5 * 55));
+        assert_eq!(rp.rate_bps(), GBIT - GBIT / 2 / 32);
+        rp.on_cnp(us(1000));
+        assert!(rp.rate_bps() < 600 * MBIT);
+        let cnps = rp.timeline().unwrap().points.iter();
+        assert_eq!(cnps.filter(|p| p.event == RateEvent::Cnp).count(), 2);
     }
 
     #[test]

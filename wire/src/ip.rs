@@ -6,14 +6,24 @@ use super::enum_with_unknown;
 enum_with_unknown! {
     /// The upper-layer protocol (IPv4 protocol, IPv6 next header).
     pub enum Protocol(u8) {
+        /// IPv6 hop-by-hop options (an extension header).
+        HopByHop = 0,
         /// ICMP.
         Icmp = 1,
         /// TCP.
         Tcp = 6,
         /// UDP.
         Udp = 17,
+        /// IPv6 routing header (an extension header).
+        Ipv6Route = 43,
+        /// IPv6 fragment header (an extension header).
+        Ipv6Frag = 44,
+        /// Authentication header (an IPv6 extension header).
+        Ah = 51,
         /// ICMPv6.
         Icmpv6 = 58,
+        /// IPv6 destination options (an extension header).
+        Ipv6Opts = 60,
     }
 }
 
@@ -33,7 +43,7 @@ pub enum Ecn {
 
 impl Ecn {
     /// The ECN bits of a traffic class byte.
-    pub fn from_traffic_class(traffic_class: u8) -> Ecn {
+    pub const fn from_traffic_class(traffic_class: u8) -> Ecn {
         match traffic_class & 3 {
             0 => Ecn::NotEct,
             1 => Ecn::Ect1,
@@ -43,7 +53,7 @@ impl Ecn {
     }
 
     /// The codepoint as its two bits.
-    pub fn bits(self) -> u8 {
+    pub const fn bits(self) -> u8 {
         match self {
             Ecn::NotEct => 0,
             Ecn::Ect1 => 1,
@@ -54,12 +64,12 @@ impl Ecn {
 }
 
 /// The DSCP (high six bits) of a traffic class byte.
-pub fn dscp(traffic_class: u8) -> u8 {
+pub const fn dscp(traffic_class: u8) -> u8 {
     traffic_class >> 2
 }
 
 /// A traffic class byte made of a DSCP (0..=63) and ECN bits.
-pub fn traffic_class(dscp: u8, ecn: Ecn) -> u8 {
+pub const fn traffic_class(dscp: u8, ecn: Ecn) -> u8 {
     (dscp << 2) | ecn.bits()
 }
 
@@ -77,5 +87,23 @@ mod tests {
         }
         assert_eq!(Protocol::from(17), Protocol::Udp);
         assert_eq!(u8::from(Protocol::Unknown(99)), 99);
+    }
+
+    #[test]
+    fn protocol_numbers_are_the_kernels() {
+        // libc's constants are those of the kernel's linux/in.h and linux/in6.h.
+        for (ours, kernel) in [
+            (Protocol::HopByHop, libc::IPPROTO_HOPOPTS),
+            (Protocol::Icmp, libc::IPPROTO_ICMP),
+            (Protocol::Tcp, libc::IPPROTO_TCP),
+            (Protocol::Udp, libc::IPPROTO_UDP),
+            (Protocol::Ipv6Route, libc::IPPROTO_ROUTING),
+            (Protocol::Ipv6Frag, libc::IPPROTO_FRAGMENT),
+            (Protocol::Ah, libc::IPPROTO_AH),
+            (Protocol::Icmpv6, libc::IPPROTO_ICMPV6),
+            (Protocol::Ipv6Opts, libc::IPPROTO_DSTOPTS),
+        ] {
+            assert_eq!(i32::from(ours.value()), kernel, "{ours:?}");
+        }
     }
 }
