@@ -2,6 +2,7 @@
 
 pub mod host;
 pub mod lab;
+pub mod net;
 pub mod netlink;
 pub mod netns;
 pub mod p4;

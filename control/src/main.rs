@@ -2,7 +2,8 @@
 
 use clap::{Parser, Subcommand};
 use lossless::{
-    host::cli::HostCommand, lab::cli::LabCommand, p4::cli::P4Args, traffic::TrafficCommand,
+    host::cli::HostCommand, lab::cli::LabCommand, net::cli::NetArgs, p4::cli::P4Args,
+    traffic::TrafficCommand,
 };
 use tracing_subscriber::EnvFilter;
 
@@ -21,6 +22,8 @@ enum Command {
     Host(HostCommand),
     /// P4 switches over P4Runtime: pipeline, entries, counters, registers, queues, watch.
     P4(P4Args),
+    /// Mininet networks of P4 switches and hosts: up, status, exec, down, policy.
+    Net(NetArgs),
     /// RoCEv2 traffic: a paced sender and a counting receiver.
     #[command(subcommand)]
     Traffic(TrafficCommand),
@@ -45,7 +48,11 @@ async fn main() -> std::process::ExitCode {
         .init();
     let result = match Cli::parse().command {
         Command::Host(command) => lossless::host::cli::run(command).await,
-        Command::P4(args) => lossless::p4::cli::run(args).await,
+        Command::P4(args) => lossless::net::cli::p4(args).await,
+        Command::Net(args) => match lossless::net::cli::run(args).await {
+            Ok(code) => return code,
+            Err(error) => Err(error),
+        },
         Command::Traffic(command) => {
             tokio::task::spawn_blocking(move || lossless::traffic::run(command))
                 .await

@@ -7,7 +7,7 @@
 use std::{
     fs::File,
     os::fd::AsRawFd,
-    path::PathBuf,
+    path::{Path, PathBuf},
     process::{Command, Output},
     sync::atomic::{AtomicU32, Ordering},
 };
@@ -91,21 +91,26 @@ impl Namespace {
 
     /// Runs `f` on a thread that has joined this namespace, and returns its result.
     pub fn run<R: Send, F: FnOnce() -> R + Send>(&self, f: F) -> anyhow::Result<R> {
-        let file = File::open(self.path())
-            .with_context(|| format!("opening {}", self.path().display()))?;
-        std::thread::scope(|scope| {
-            scope
-                .spawn(move || {
-                    // SAFETY: a valid namespace fd; setns only affects this thread.
-                    if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                        return Err(std::io::Error::last_os_error()).context("setns");
-                    }
-                    Ok(f())
-                })
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        })
+        run_in(&self.path(), f)
     }
+}
+
+/// Runs `f` on a thread that has joined the network namespace at `path` (a bind mount, or
+/// `/proc/PID/ns/net`), and returns its result.
+pub fn run_in<R: Send, F: FnOnce() -> R + Send>(path: &Path, f: F) -> anyhow::Result<R> {
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    std::thread::scope(|scope| {
+        scope
+            .spawn(move || {
+                // SAFETY: a valid namespace fd; setns only affects this thread.
+                if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                    return Err(std::io::Error::last_os_error()).context("setns");
+                }
+                Ok(f())
+            })
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
 }
 
 impl Drop for Namespace {

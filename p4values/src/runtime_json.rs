@@ -43,7 +43,7 @@ pub enum FileError {
 pub const MAX_RUNTIME_JSON_BYTES: usize = 64 << 20;
 
 /// One runtime-JSON file.
-#[derive(Debug, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RuntimeConfig {
     /// The target the tutorials' controller connects to (`bmv2`); not used here.

@@ -48,16 +48,16 @@ pub fn write_summary(out: &Path, summary: &impl Serialize) -> anyhow::Result<()>
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
     /// The column names, the CSV's header.
-    pub columns: Vec<&'static str>,
+    pub columns: Vec<String>,
     /// The samples, each as long as `columns`.
     pub rows: Vec<Vec<f64>>,
 }
 
 impl Series {
     /// An empty series with these columns.
-    pub fn new(columns: &[&'static str]) -> Series {
+    pub fn new(columns: &[impl AsRef<str>]) -> Series {
         Series {
-            columns: columns.to_vec(),
+            columns: columns.iter().map(|c| c.as_ref().to_string()).collect(),
             rows: Vec::new(),
         }
     }
@@ -70,7 +70,7 @@ impl Series {
 
     /// The (first column, `column`) points, for a plot against the first column (time).
     pub fn points(&self, column: &str) -> Vec<(f64, f64)> {
-        let Some(i) = self.columns.iter().position(|c| *c == column) else {
+        let Some(i) = self.columns.iter().position(|c| c == column) else {
             return Vec::new();
         };
         self.rows.iter().map(|r| (r[0], r[i])).collect()

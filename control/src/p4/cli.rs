@@ -271,15 +271,18 @@ pub async fn run(args: P4Args) -> anyhow::Result<()> {
 }
 
 /// A pipeline to push: its device config, read from `path`, and its P4Info.
-struct Pipeline {
-    path: PathBuf,
-    config: Vec<u8>,
-    p4info: P4Info,
+pub struct Pipeline {
+    /// The program or device config it was read from.
+    pub path: PathBuf,
+    /// The device config (softswitch: the bundled source; BMv2: p4c's JSON).
+    pub config: Vec<u8>,
+    /// Its P4Info.
+    pub p4info: P4Info,
 }
 
 impl Pipeline {
     /// The pipeline the options of `pipeline set` name.
-    fn read(
+    pub fn read(
         program: Option<PathBuf>,
         kind: SwitchKind,
         p4info_file: Option<PathBuf>,

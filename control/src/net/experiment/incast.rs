@@ -1,0 +1,621 @@
+//! The incast experiment on a generated fabric (`lossless net experiment incast`): every host
+//! but one sends RoCEv2 in the lossless priority, each with DCQCN's reaction point, to the one
+//! left, through leaves and spines running lossless.p4 with every queue paced at the link
+//! rate. The receiver's leaf port is the bottleneck: the switches mark CE (RED), send CNPs back
+//! to the senders, which cut their rates, and pause (PFC) hop by hop back to the senders' own
+//! interfaces, whose XDP program records the pause the traffic tool honours. What it shows:
+//! every frame sent arrives (zero drops in the lossless class), and where the fabric paused and
+//! marked, per switch.
+
+use std::{
+    net::IpAddr,
+    path::{Path, PathBuf},
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc, Mutex,
+    },
+    time::{Duration, Instant},
+};
+
+use anyhow::{bail, Context as _};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{link_pps, CountSample, Fabric, Sampler, Spawned, SwitchCounts};
+use crate::{
+    lab::output::{self, Line, Panel, Series},
+    net::leaf_spine::Tuning,
+    netns::run_in,
+    traffic::{Interval, Receiver, RecvConfig, RecvSummary, StopFlag},
+    units::{parse_rate_bps, parse_run_time},
+};
+
+/// How often the receiver reports what each sender delivered.
+const GOODPUT_EVERY: Duration = Duration::from_millis(100);
+
+/// How long frames still in the fabric may take to arrive once the senders are done (held
+/// frames leave at the link rate, queue by queue).
+const DRAIN: Duration = Duration::from_secs(10);
+
+/// The smallest and largest frame.
+const FRAME_BYTES: std::ops::RangeInclusive<usize> = 128..=1500;
+
+/// Options of `lossless net experiment incast`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct IncastArgs {
+    /// The receiver [default: the fabric's last host].
+    #[arg(long)]
+    pub receiver: Option<String>,
+    /// Every link's rate: the switches' queues drain at it, and it is each sender's line rate
+    /// (where DCQCN starts and its ceiling).
+    #[arg(long, default_value = "8mbit", value_parser = parse_rate_bps)]
+    pub link_rate: u64,
+    /// Every switch queue's depth in packets (1 to 4096): PFC pauses at 16, and the rest is
+    /// headroom for what is already on its way, which for a software switch includes the
+    /// burst its upstream sends to catch up after the machine descheduled it.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub queue_depth: u32,
+    /// Frame size in bytes (without FCS), 128 to 1500.
+    #[arg(long, default_value_t = 1000)]
+    pub size: usize,
+    /// How long the senders send (1 ms to 1 day).
+    #[arg(long, default_value = "3", value_parser = parse_run_time)]
+    pub secs: Duration,
+    /// Directory for summary.json, table.txt, counters.csv, goodput.csv, the senders' DCQCN
+    /// rate logs and incast.svg.
+    #[arg(long, default_value = "lab-output/net-incast")]
+    pub out: PathBuf,
+}
+
+impl IncastArgs {
+    /// DCQCN's parameters scaled to the link: steps and floor as fractions of its rate, timers
+    /// of a few of its packet times at the default rate.
+    fn dcqcn_flags(&self) -> Vec<String> {
+        let rate = self.link_rate;
+        [
+            ("--dcqcn-g", "0.0625".to_string()),
+            ("--dcqcn-rai", (rate / 100).max(1).to_string()),
+            ("--dcqcn-rhai", (rate / 20).max(1).to_string()),
+            ("--dcqcn-min-rate", (rate / 100).max(1).to_string()),
+            ("--dcqcn-byte-counter", (self.size * 50).to_string()),
+            ("--dcqcn-timer-us", "5000".to_string()),
+            ("--dcqcn-alpha-us", "5000".to_string()),
+        ]
+        .into_iter()
+        .flat_map(|(flag, value)| [flag.to_string(), value])
+        .collect()
+    }
+}
+
+/// One sender's outcome.
+#[derive(Debug, Serialize)]
+struct SenderOutcome {
+    host: String,
+    ip: IpAddr,
+    /// Frames it sent.
+    sent: u64,
+    /// Of them, those the receiver counted.
+    received: u64,
+    /// sent − received.
+    lost: u64,
+    /// PSNs the receiver found skipped, and frames it found out of order.
+    psn_gaps: u64,
+    reordered: u64,
+    /// Frames the receiver found marked CE.
+    ce_marked: u64,
+    /// CNPs it received (from the switches).
+    cnp_received: u64,
+    /// Time it held its frames because its link was paused, ms.
+    paused_ms: f64,
+    /// Its achieved rate on the wire, b/s.
+    wire_rate_bps: f64,
+    /// Whether it honoured PFC, from its own summary.
+    pfc: Value,
+}
+
+/// One switch's counts over the run.
+#[derive(Debug, Serialize)]
+struct SwitchOutcome {
+    name: String,
+    #[serde(flatten)]
+    counts: SwitchCounts,
+}
+
+/// summary.json.
+#[derive(Debug, Serialize)]
+struct Outcome {
+    switch: &'static str,
+    shape: [u16; 3],
+    receiver: String,
+    link_rate_bps: u64,
+    link_pps: u64,
+    frame_bytes: usize,
+    secs: f64,
+    /// Frames sent, all senders.
+    sent: u64,
+    /// Frames received.
+    received: u64,
+    /// Frames of the lossless class lost end to end (sent − received).
+    lossless_drops: u64,
+    /// Frames of the lossless priority the switches' program dropped.
+    switch_drops: u64,
+    /// PAUSE frames the switches sent.
+    pauses: u64,
+    /// Packets the switches marked CE.
+    ecn_marked: u64,
+    /// CNPs the switches sent.
+    cnp_sent: u64,
+    /// CNPs the senders received.
+    cnp_received: u64,
+    /// The receiver's goodput over the run, b/s.
+    goodput_bps: f64,
+    senders: Vec<SenderOutcome>,
+    switches: Vec<SwitchOutcome>,
+    /// The kernel's drops (rx, tx) on the network's interfaces that dropped any, by name.
+    interface_drops: std::collections::BTreeMap<String, [u64; 2]>,
+    stopped_early: bool,
+}
+
+/// Runs the incast on `fabric`; stops early when `stop` is set (and still writes its outputs).
+pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Result<()> {
+    if !FRAME_BYTES.contains(&args.size) {
+        bail!("--size {}: {FRAME_BYTES:?} bytes", args.size);
+    }
+    let pps = link_pps(args.link_rate, args.size)?;
+    let hosts = fabric.hosts();
+    let receiver = match &args.receiver {
+        Some(name) => name.clone(),
+        None => hosts.last().context("the fabric has no hosts")?.clone(),
+    };
+    let receiver_node = fabric.host(&receiver)?;
+    let receiver_ip = host_ip(receiver_node)?;
+    let senders: Vec<String> = hosts.into_iter().filter(|h| *h != receiver).collect();
+    if senders.is_empty() {
+        bail!("an incast needs a host besides the receiver");
+    }
+    // The hosts read the switches' pause quanta at the fabric's link speed.
+    let speed = Tuning::default().pause_link_speed_bps();
+    for host in senders.iter().chain([&receiver]) {
+        fabric.run_lossless_in(
+            host,
+            &[
+                "host".into(),
+                "set".into(),
+                "eth0".into(),
+                format!("pfc.link_speed_bps={speed}"),
+            ],
+        )?;
+    }
+    fabric.set_queues(pps, args.queue_depth)?;
+    // Absolute: the senders write their rate logs from inside their hosts' mount namespaces.
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let args = &IncastArgs {
+        out: std::path::absolute(&args.out)?,
+        ..args.clone()
+    };
+    println!(
+        "incast: {} -> {receiver} ({receiver_ip}) on {:?}, every link {} Mb/s ({pps} frames of {} \
+         bytes a second), {:?}",
+        senders.join(", "),
+        fabric.kind,
+        args.link_rate as f64 / 1e6,
+        args.size,
+        args.secs
+    );
+
+    let receiving = Receiving::start(&format!("/proc/{}/ns/net", receiver_node.pid))?;
+    let sampler = Sampler::start(fabric)?;
+    let started = Instant::now();
+    let mut running = Vec::new();
+    for host in &senders {
+        let log = args.out.join(format!("{host}-rates.json"));
+        let mut send: Vec<String> = [
+            "traffic",
+            "send",
+            "--iface",
+            "eth0",
+            "--dst-ip",
+            &receiver_ip.to_string(),
+            "--rate",
+            &args.link_rate.to_string(),
+            "--size",
+            &args.size.to_string(),
+            "--duration",
+            &format!("{}ms", args.secs.as_millis()),
+            "--json",
+            "--dcqcn",
+        ]
+        .map(String::from)
+        .to_vec();
+        send.extend(args.dcqcn_flags());
+        send.extend(["--rate-log".to_string(), log.display().to_string()]);
+        running.push((
+            host.clone(),
+            Spawned::start(fabric.lossless_in(host, &send)?)?,
+        ));
+    }
+    while !running.iter_mut().all(|(_, s)| s.finished()) && !stop.is_stopped() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut sent = Vec::new();
+    for (host, sender) in running {
+        if stop.is_stopped() {
+            break;
+        }
+        let text = sender.output(&format!("{host}: traffic send"))?;
+        let summary: Value =
+            serde_json::from_str(&text).with_context(|| format!("{host}: the sender's summary"))?;
+        sent.push((host, summary));
+    }
+    let expected: u64 = sent.iter().map(|(_, s)| count(s, "packets")).sum();
+    let drain_until = Instant::now() + DRAIN;
+    while receiving.received() < expected && Instant::now() < drain_until && !stop.is_stopped() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (summary, goodput) = receiving.finish()?;
+    let samples = sampler.finish()?;
+    let interface_drops = fabric.interface_drops()?;
+    let elapsed = started.elapsed();
+
+    let switches = fabric.switches();
+    let (first, last) = (
+        samples.first().context("no counter sample")?,
+        samples.last().context("no counter sample")?,
+    );
+    let mut senders_out = Vec::new();
+    for (host, s) in &sent {
+        let ip = host_ip(fabric.host(host)?)?;
+        let qps = || summary.qps.iter().filter(|q| q.src == ip);
+        let received = qps().map(|q| q.packets).sum();
+        let sent = count(s, "packets");
+        senders_out.push(SenderOutcome {
+            host: host.clone(),
+            ip,
+            sent,
+            received,
+            lost: sent.saturating_sub(received),
+            psn_gaps: qps().map(|q| q.psn_gaps).sum(),
+            reordered: qps().map(|q| q.reordered).sum(),
+            ce_marked: qps().map(|q| q.ce).sum(),
+            cnp_received: count(s, "cnp_received"),
+            paused_ms: count(s, "pfc_paused_ns") as f64 / 1e6,
+            wire_rate_bps: s["wire_rate_bps"].as_f64().unwrap_or(0.0),
+            pfc: s["pfc"].clone(),
+        });
+    }
+    let switches_out: Vec<SwitchOutcome> = switches
+        .iter()
+        .zip(last.counts.iter().zip(&first.counts))
+        .map(|(switch, (last, first))| SwitchOutcome {
+            name: switch.name.clone(),
+            counts: last.since(first),
+        })
+        .collect();
+    let total = |f: fn(&SwitchCounts) -> u64| switches_out.iter().map(|s| f(&s.counts)).sum();
+    let sent_total: u64 = senders_out.iter().map(|s| s.sent).sum();
+    let received_total: u64 = senders_out.iter().map(|s| s.received).sum();
+    let outcome = Outcome {
+        switch: match fabric.kind {
+            crate::p4::cli::SwitchKind::Softswitch => "softswitch",
+            crate::p4::cli::SwitchKind::Bmv2 => "bmv2",
+        },
+        shape: [fabric.shape.spines, fabric.shape.leaves, fabric.shape.hosts],
+        receiver,
+        link_rate_bps: args.link_rate,
+        link_pps: pps,
+        frame_bytes: args.size,
+        secs: elapsed.as_secs_f64(),
+        sent: sent_total,
+        received: received_total,
+        lossless_drops: sent_total.saturating_sub(received_total),
+        switch_drops: total(|c| c.dropped),
+        pauses: total(|c| c.pause_tx),
+        ecn_marked: total(|c| c.ecn_marked),
+        cnp_sent: total(|c| c.cnp_sent),
+        cnp_received: senders_out.iter().map(|s| s.cnp_received).sum(),
+        goodput_bps: summary.goodput_bps,
+        senders: senders_out,
+        switches: switches_out,
+        interface_drops,
+        stopped_early: stop.is_stopped(),
+    };
+    let table = table(&outcome);
+    print!("{table}");
+    write_outputs(args, &outcome, &table, &samples, &switches, &goodput)
+}
+
+/// A host's address, as the glue reported it.
+fn host_ip(node: &crate::net::state::NodeStatus) -> anyhow::Result<IpAddr> {
+    node.intfs
+        .first()
+        .and_then(|i| i.ip.as_deref())
+        .and_then(|ip| ip.parse().ok())
+        .with_context(|| format!("{} has no IPv4 address", node.name))
+}
+
+/// A count in a sender's JSON summary (0 if missing).
+fn count(summary: &Value, key: &str) -> u64 {
+    summary[key].as_u64().unwrap_or(0)
+}
+
+/// The receiver, counting on a thread of its own inside the receiving host's namespace.
+struct Receiving {
+    stop: StopFlag,
+    received: Arc<AtomicU64>,
+    goodput: Arc<Mutex<Vec<Interval>>>,
+    thread: std::thread::JoinHandle<anyhow::Result<RecvSummary>>,
+}
+
+impl Receiving {
+    /// Opens the receiver's socket in the namespace at `netns`; it counts from here on.
+    fn start(netns: &str) -> anyhow::Result<Receiving> {
+        let config = RecvConfig {
+            iface: "eth0".into(),
+            duration: None,
+            count: None,
+            idle_timeout: None,
+            cnp: None,
+        };
+        let mut receiver = run_in(Path::new(netns), || Receiver::open(config))??;
+        let stop = receiver.stop_flag();
+        let received = Arc::new(AtomicU64::new(0));
+        let goodput = Arc::new(Mutex::new(Vec::new()));
+        let (counted, intervals) = (received.clone(), goodput.clone());
+        let thread = std::thread::spawn(move || {
+            Ok(receiver.run_every(GOODPUT_EVERY, |interval| {
+                let packets: u64 = interval.qps.iter().map(|q| q.packets).sum();
+                counted.fetch_add(packets, Ordering::Relaxed);
+                intervals
+                    .lock()
+                    .expect("not poisoned")
+                    .push(interval.clone());
+            })?)
+        });
+        Ok(Receiving {
+            stop,
+            received,
+            goodput,
+            thread,
+        })
+    }
+
+    /// Frames counted up to the last report.
+    fn received(&self) -> u64 {
+        self.received.load(Ordering::Relaxed)
+    }
+
+    /// Stops it: its summary and its reports.
+    fn finish(self) -> anyhow::Result<(RecvSummary, Vec<Interval>)> {
+        self.stop.stop();
+        let summary = self
+            .thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("the receiver panicked"))??;
+        let goodput = std::mem::take(&mut *self.goodput.lock().expect("not poisoned"));
+        Ok((summary, goodput))
+    }
+}
+
+/// The tables: senders, then switches, then the verdict.
+fn table(o: &Outcome) -> String {
+    let mut t = format!(
+        "{:<8} {:>8} {:>9} {:>6} {:>9} {:>8} {:>10} {:>10}\n",
+        "sender", "sent", "received", "lost", "ce_marked", "cnp_rx", "paused_ms", "rate_Mbps"
+    );
+    for s in &o.senders {
+        t += &format!(
+            "{:<8} {:>8} {:>9} {:>6} {:>9} {:>8} {:>10.1} {:>10.2}\n",
+            s.host,
+            s.sent,
+            s.received,
+            s.lost,
+            s.ce_marked,
+            s.cnp_received,
+            s.paused_ms,
+            s.wire_rate_bps / 1e6
+        );
+    }
+    t += &format!(
+        "\n{:<8} {:>9} {:>10} {:>7} {:>9} {:>12} {:>10} {:>8} {:>13}\n",
+        "switch",
+        "pause_tx",
+        "resume_tx",
+        "pfc_rx",
+        "held",
+        "hold_expired",
+        "ecn_marked",
+        "cnp_tx",
+        "dropped_prio3"
+    );
+    for s in &o.switches {
+        let c = &s.counts;
+        t += &format!(
+            "{:<8} {:>9} {:>10} {:>7} {:>9} {:>12} {:>10} {:>8} {:>13}\n",
+            s.name,
+            c.pause_tx,
+            c.resume_tx,
+            c.pfc_rx,
+            c.held,
+            c.hold_expired,
+            c.ecn_marked,
+            c.cnp_sent,
+            c.dropped
+        );
+    }
+    for (name, [rx, tx]) in &o.interface_drops {
+        t += &format!("kernel drops on {name}: {rx} received, {tx} sent\n");
+    }
+    t += &format!(
+        "\n{} frames sent, {} received: {} lost in the lossless class ({} dropped by the \
+         switches); {} PAUSEs, {} CE marks, {} CNPs sent ({} reached the senders); goodput {:.2} \
+         Mb/s{}\n",
+        o.sent,
+        o.received,
+        o.lossless_drops,
+        o.switch_drops,
+        o.pauses,
+        o.ecn_marked,
+        o.cnp_sent,
+        o.cnp_received,
+        o.goodput_bps / 1e6,
+        if o.stopped_early {
+            " (stopped early)"
+        } else {
+            ""
+        }
+    );
+    t
+}
+
+/// summary.json, table.txt, counters.csv, goodput.csv and incast.svg.
+fn write_outputs(
+    args: &IncastArgs,
+    outcome: &Outcome,
+    table: &str,
+    samples: &[CountSample],
+    switches: &[super::SwitchRef],
+    goodput: &[Interval],
+) -> anyhow::Result<()> {
+    output::write_summary(&args.out, outcome)?;
+    output::write_file(&args.out, "table.txt", |f| {
+        Ok(std::io::Write::write_all(f, table.as_bytes())?)
+    })?;
+    let mut columns = vec!["time_s".to_string()];
+    for s in switches {
+        columns.push(format!("{}_pause_tx", s.name));
+        columns.push(format!("{}_ecn_marked", s.name));
+    }
+    let mut counters = Series::new(&columns);
+    let first = &samples[0];
+    for sample in samples {
+        let mut row = vec![sample.t_s];
+        for (now, before) in sample.counts.iter().zip(&first.counts) {
+            let c = now.since(before);
+            row.extend([c.pause_tx as f64, c.ecn_marked as f64]);
+        }
+        counters.push(row);
+    }
+    output::write_file(&args.out, "counters.csv", |f| Ok(counters.write_csv(f)?))?;
+    let mut columns = vec!["time_s".to_string()];
+    columns.extend(outcome.senders.iter().map(|s| format!("{}_Mbps", s.host)));
+    let mut rates = Series::new(&columns);
+    for interval in goodput {
+        let mut row = vec![interval.t_s];
+        for s in &outcome.senders {
+            let bps: f64 = interval
+                .qps
+                .iter()
+                .filter(|q| q.src == s.ip)
+                .map(|q| q.goodput_bps)
+                .fold(0.0, |a, b| a + b);
+            row.push(bps / 1e6);
+        }
+        rates.push(row);
+    }
+    output::write_file(&args.out, "goodput.csv", |f| Ok(rates.write_csv(f)?))?;
+    draw(args, outcome, &counters, &rates)?;
+    println!(
+        "wrote summary.json, table.txt, counters.csv, goodput.csv, the senders' rate logs and \
+         incast.svg to {}",
+        args.out.display()
+    );
+    Ok(())
+}
+
+/// DCQCN rates, goodput per sender, and PAUSEs and marks per switch over time.
+fn draw(
+    args: &IncastArgs,
+    outcome: &Outcome,
+    counters: &Series,
+    goodput: &Series,
+) -> anyhow::Result<()> {
+    let end = outcome.secs;
+    let x = 0.0..end;
+    let link = args.link_rate as f64 / 1e6;
+    let mut rate_lines = Vec::new();
+    for s in &outcome.senders {
+        rate_lines.push(Line::solid(
+            format!("{} DCQCN rate", s.host),
+            rate_log(&args.out.join(format!("{}-rates.json", s.host)))?,
+        ));
+    }
+    let fair = link / outcome.senders.len() as f64;
+    rate_lines.push(Line::level("fair share", fair, &x));
+    let per = |series: &Series, suffix: &str| -> Vec<Line> {
+        series
+            .columns
+            .iter()
+            .filter_map(|c| c.strip_suffix(suffix))
+            .map(|name| Line::solid(name, series.points(&format!("{name}{suffix}"))))
+            .collect()
+    };
+    let panel = |caption: String, y_desc: &str, y_max: f64, lines: Vec<Line>| Panel {
+        caption,
+        x_desc: "time (s)".into(),
+        y_desc: y_desc.into(),
+        x: x.clone(),
+        y: 0.0..y_max * 1.05,
+        lines,
+    };
+    let max_of = |series: &Series, suffix: &str| {
+        series
+            .columns
+            .iter()
+            .filter(|c| c.ends_with(suffix))
+            .map(|c| series.max(c))
+            .fold(1.0, f64::max)
+    };
+    let panels = [
+        panel(
+            format!(
+                "DCQCN rate per sender ({} senders into one {link} Mb/s link)",
+                outcome.senders.len()
+            ),
+            "rate (Mb/s)",
+            link,
+            rate_lines,
+        ),
+        panel(
+            "goodput at the receiver, per sender".into(),
+            "goodput (Mb/s)",
+            link,
+            per(goodput, "_Mbps"),
+        ),
+        panel(
+            "PAUSE frames sent, per switch (cumulative)".into(),
+            "PAUSEs",
+            max_of(counters, "_pause_tx"),
+            per(counters, "_pause_tx"),
+        ),
+        panel(
+            "packets marked CE, per switch (cumulative)".into(),
+            "marks",
+            max_of(counters, "_ecn_marked"),
+            per(counters, "_ecn_marked"),
+        ),
+    ];
+    output::draw_panels(&args.out.join("incast.svg"), (1000, 320), &panels)
+}
+
+/// A sender's DCQCN rate log (the traffic tool's JSON) as (seconds, Mb/s) steps.
+fn rate_log(path: &Path) -> anyhow::Result<Vec<(f64, f64)>> {
+    let text = crate::net::state::read_bounded(path, 256 << 20)?;
+    let timelines: Value =
+        serde_json::from_str(&text).with_context(|| format!("in {}", path.display()))?;
+    let mut points = Vec::new();
+    for point in timelines
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t["points"].as_array().into_iter().flatten())
+    {
+        let t = point["time_ns"].as_f64().unwrap_or(0.0) / 1e9;
+        let rate = point["rate_bps"].as_f64().unwrap_or(0.0) / 1e6;
+        if let Some(&(_, previous)) = points.last() {
+            points.push((t, previous));
+        }
+        points.push((t, rate));
+    }
+    Ok(points)
+}

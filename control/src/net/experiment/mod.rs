@@ -1,0 +1,550 @@
+//! Experiments on a generated fabric (`lossless net experiment ...`) and what they share: the
+//! running fabric as an experiment drives it ([`Fabric`]: commands in a host's namespaces as
+//! `net exec` runs them, every switch queue paced at a link rate, lossless.p4's counters read
+//! over P4Runtime from inside the network's namespace) and a sampler of those counters while
+//! the experiment runs. `net up`'s driver brings the fabric up, runs the experiment once the
+//! switches are programmed, and tears everything down however it ends.
+
+pub mod incast;
+
+use std::{
+    collections::BTreeMap,
+    io::Write as _,
+    os::unix::process::CommandExt as _,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
+
+use anyhow::{bail, Context as _};
+use p4runtime::{lossless::softswitch::v1::SetQueueRequest, p4::config::v1::P4Info};
+use serde::Serialize;
+
+use super::{
+    leaf_spine::{Shape, PRIORITY_DATA},
+    state::{NodeStatus, Running},
+};
+use crate::{
+    netns::run_in,
+    p4::{
+        cells,
+        cli::SwitchKind,
+        client::{Client, ElectionId, Target},
+        p4info,
+    },
+    traffic::StopFlag,
+};
+
+/// The experiments.
+#[derive(Clone, Debug, clap::Subcommand)]
+pub enum Experiment {
+    /// Incast across the fabric: every other host sends RoCEv2 with DCQCN to one receiver;
+    /// the switches mark (ECN), send CNPs back and pause (PFC) hop by hop; zero drops in the
+    /// lossless class, pauses and marks counted per switch.
+    Incast(incast::IncastArgs),
+}
+
+impl Experiment {
+    /// Its `--out` directory.
+    pub fn out(&self) -> &Path {
+        match self {
+            Experiment::Incast(args) => &args.out,
+        }
+    }
+
+    /// The eBPF hooks its hosts need.
+    pub fn host_hooks(&self) -> Vec<String> {
+        match self {
+            // XDP consumes the switches' PAUSE frames and keeps the pause state the traffic
+            // tool honours.
+            Experiment::Incast(_) => vec!["xdp".into()],
+        }
+    }
+
+    /// Runs it on the fabric until it ends or `stop` is set.
+    pub fn run(&self, fabric: &Fabric, stop: &StopFlag) -> anyhow::Result<()> {
+        match self {
+            Experiment::Incast(args) => incast::run(args, fabric, stop),
+        }
+    }
+}
+
+/// How often the sampler reads the switches' counters.
+pub const SAMPLE_EVERY: Duration = Duration::from_millis(250);
+
+/// Bytes a frame takes on the wire beyond its own (FCS, preamble, inter-frame gap), as the
+/// traffic tool counts its rate.
+const WIRE_OVERHEAD_BYTES: u64 = 24;
+
+/// The most packets per second an experiment paces a link at: software switches on a shared
+/// machine.
+const MAX_LINK_PPS: u64 = 100_000;
+
+/// Packets per second of `size`-byte frames at `rate_bps` on the wire, within what software
+/// switches can pace.
+pub fn link_pps(rate_bps: u64, size: usize) -> anyhow::Result<u64> {
+    let pps = rate_bps / ((size as u64 + WIRE_OVERHEAD_BYTES) * 8);
+    if pps == 0 || pps > MAX_LINK_PPS {
+        bail!(
+            "a link rate of {rate_bps} b/s is {pps} frames of {size} bytes a second; \
+             experiments pace links at 1 to {MAX_LINK_PPS}"
+        );
+    }
+    Ok(pps)
+}
+
+/// A running generated fabric, as an experiment drives it.
+pub struct Fabric {
+    /// The network's record (namespace, nodes).
+    pub running: Running,
+    /// The switch every node runs.
+    pub kind: SwitchKind,
+    /// Its shape.
+    pub shape: Shape,
+    /// The `lossless` binary the hosts run.
+    pub lossless: PathBuf,
+}
+
+/// A child process that is killed (and reaped) when dropped unless it was waited for, and
+/// that dies with this process.
+pub struct Spawned(Option<Child>);
+
+impl Spawned {
+    /// Starts `command` with its stdout and stderr piped.
+    pub fn start(mut command: Command) -> anyhow::Result<Spawned> {
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        // SAFETY: prctl only, async-signal-safe, between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        Ok(Spawned(Some(
+            command.spawn().context("starting nsenter (util-linux)")?,
+        )))
+    }
+
+    /// Whether it has ended.
+    pub fn finished(&mut self) -> bool {
+        self.0
+            .as_mut()
+            .is_none_or(|c| !matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// Waits for it; its stdout if it succeeded, else an error with its stderr.
+    pub fn output(mut self, what: &str) -> anyhow::Result<String> {
+        let child = self.0.take().expect("not waited for yet");
+        let out = child.wait_with_output()?;
+        if !out.status.success() {
+            bail!(
+                "{what} failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// One switch: its name, where its P4Runtime server listens, its data ports.
+#[derive(Clone, Debug)]
+pub struct SwitchRef {
+    /// Its topology name.
+    pub name: String,
+    /// Its P4Runtime server.
+    pub target: Target,
+    /// BMv2's Thrift port.
+    pub thrift_port: Option<u16>,
+    /// Its data ports.
+    pub ports: Vec<u32>,
+}
+
+impl Fabric {
+    /// A host's node.
+    pub fn host(&self, name: &str) -> anyhow::Result<&NodeStatus> {
+        let node = self.running.node(name)?;
+        if node.kind != "host" {
+            bail!("{name} is a switch, not a host");
+        }
+        Ok(node)
+    }
+
+    /// Every host's name, in topology order.
+    pub fn hosts(&self) -> Vec<String> {
+        self.nodes()
+            .filter(|n| n.kind == "host")
+            .map(|n| n.name.clone())
+            .collect()
+    }
+
+    fn nodes(&self) -> impl Iterator<Item = &NodeStatus> {
+        self.running.status.iter().flat_map(|s| &s.nodes)
+    }
+
+    /// Every switch, spines first, as the fabric lists them.
+    pub fn switches(&self) -> Vec<SwitchRef> {
+        self.nodes()
+            .filter_map(|n| {
+                Some(SwitchRef {
+                    name: n.name.clone(),
+                    target: Target {
+                        address: n.grpc.clone()?,
+                        device_id: n.device_id?,
+                        election_id: ElectionId::Fixed(1),
+                    },
+                    thrift_port: n.thrift_port,
+                    ports: n.intfs.iter().map(|i| i.port).collect(),
+                })
+            })
+            .collect()
+    }
+
+    /// `lossless ARGS` in host `host`'s network and mount namespaces, as `net exec` runs it.
+    pub fn lossless_in(&self, host: &str, args: &[String]) -> anyhow::Result<Command> {
+        let node = self.host(host)?;
+        let mut command = Command::new("nsenter");
+        command
+            .args(self.running.nsenter_args(node))
+            .arg("--")
+            .arg(&self.lossless)
+            .args(args);
+        Ok(command)
+    }
+
+    /// Runs `lossless ARGS` in `host` to its end; its stdout.
+    pub fn run_lossless_in(&self, host: &str, args: &[String]) -> anyhow::Result<String> {
+        Spawned::start(self.lossless_in(host, args)?)?
+            .output(&format!("{host}: lossless {}", args.join(" ")))
+    }
+
+    /// Runs `work` on a thread inside the network's namespace, where the switches listen.
+    pub fn in_network<T: Send>(
+        &self,
+        work: impl std::future::Future<Output = anyhow::Result<T>> + Send,
+    ) -> anyhow::Result<T> {
+        run_in(&self.running.netns_path(), || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?
+                .block_on(work)
+        })?
+    }
+
+    /// Paces every queue of every switch at `pps` packets per second, as a link of that rate
+    /// drains it, and makes it `depth` packets deep: softswitch through its Queues service,
+    /// BMv2 through its runtime CLI (`set_queue_rate`, `set_queue_depth`: every port and
+    /// priority).
+    pub fn set_queues(&self, pps: u64, depth: u32) -> anyhow::Result<()> {
+        let switches = self.switches();
+        match self.kind {
+            SwitchKind::Softswitch => self.in_network(async {
+                for switch in &switches {
+                    let mut client = Client::connect(switch.target.clone()).await?;
+                    client
+                        .set_queue(SetQueueRequest {
+                            rate_pps: Some(pps),
+                            depth_packets: Some(depth),
+                            ..Default::default()
+                        })
+                        .await
+                        .with_context(|| format!("{}: setting its queues' rate", switch.name))?;
+                }
+                Ok(())
+            }),
+            SwitchKind::Bmv2 => {
+                let cli = p4toolchain::Toolchain::find()?.simple_switch_cli;
+                for switch in &switches {
+                    let port = switch
+                        .thrift_port
+                        .with_context(|| format!("{} reports no Thrift port", switch.name))?;
+                    let mut command = Command::new("nsenter");
+                    command
+                        .arg(format!("--net={}", self.running.netns_path().display()))
+                        .arg("--")
+                        .arg(&cli.program)
+                        .args(["--thrift-port", &port.to_string()]);
+                    cli.set_env(&mut command);
+                    let input = format!("set_queue_rate {pps}\nset_queue_depth {depth}\n");
+                    let answer = runtime_cli(command, &input)
+                        .with_context(|| format!("{}: {input}", switch.name))?;
+                    if answer.contains("Error") || answer.contains("Invalid") {
+                        bail!("{}: {input}: {answer}", switch.name);
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Fabric {
+    /// The kernel's drop counters (`ip -s link`: rx and tx dropped) of every interface of the
+    /// network that dropped anything: the switches' ports, and every host's `eth0` (named
+    /// `HOST-eth0`).
+    pub fn interface_drops(&self) -> anyhow::Result<BTreeMap<String, [u64; 2]>> {
+        let mut drops = BTreeMap::new();
+        let mut read = |namespace: String, prefix: &str| -> anyhow::Result<()> {
+            let out = Command::new("nsenter")
+                .arg(namespace)
+                .args(["--", "ip", "-j", "-s", "link", "show"])
+                .output()
+                .context("running ip -s link")?;
+            let links: serde_json::Value =
+                serde_json::from_slice(&out.stdout).with_context(|| {
+                    format!("ip -j -s link: {}", String::from_utf8_lossy(&out.stderr))
+                })?;
+            for link in links.as_array().into_iter().flatten() {
+                let name = link["ifname"].as_str().unwrap_or_default();
+                let dropped = |way: &str| link["stats64"][way]["dropped"].as_u64().unwrap_or(0);
+                let counts = [dropped("rx"), dropped("tx")];
+                if name != "lo" && counts != [0, 0] {
+                    drops.insert(format!("{prefix}{name}"), counts);
+                }
+            }
+            Ok(())
+        };
+        read(format!("--net={}", self.running.netns_path().display()), "")?;
+        for host in self.hosts() {
+            let pid = self.host(&host)?.pid;
+            read(format!("--net=/proc/{pid}/ns/net"), &format!("{host}-"))?;
+        }
+        Ok(drops)
+    }
+}
+
+/// Runs BMv2's runtime CLI with `input` on its stdin; its output.
+fn runtime_cli(mut command: Command, input: &str) -> anyhow::Result<String> {
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().context("running simple_switch_CLI")?;
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(input.as_bytes())?;
+    let out = child.wait_with_output()?;
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        bail!("simple_switch_CLI failed ({}): {text}", out.status);
+    }
+    Ok(text)
+}
+
+/// What lossless.p4 counted on one switch for the lossless priority, summed over its ports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SwitchCounts {
+    /// PAUSE frames sent (`pfc_pause_tx`).
+    pub pause_tx: u64,
+    /// Resumes sent (`pfc_resume_tx`).
+    pub resume_tx: u64,
+    /// PFC frames received (`pfc_rx`).
+    pub pfc_rx: u64,
+    /// Passes of held packets (`pfc_hold`).
+    pub held: u64,
+    /// Packets let go while still paused (`pfc_hold_expired`).
+    pub hold_expired: u64,
+    /// Packets marked CE (`ecn_marked`, every priority: only the lossless one is marked).
+    pub ecn_marked: u64,
+    /// CNPs sent (`cnp_sent`).
+    pub cnp_sent: u64,
+    /// Packets of the lossless priority the program dropped (`dropped`).
+    pub dropped: u64,
+}
+
+impl SwitchCounts {
+    /// What was counted between `before` and `self`.
+    pub fn since(&self, before: &SwitchCounts) -> SwitchCounts {
+        SwitchCounts {
+            pause_tx: self.pause_tx - before.pause_tx,
+            resume_tx: self.resume_tx - before.resume_tx,
+            pfc_rx: self.pfc_rx - before.pfc_rx,
+            held: self.held - before.held,
+            hold_expired: self.hold_expired - before.hold_expired,
+            ecn_marked: self.ecn_marked - before.ecn_marked,
+            cnp_sent: self.cnp_sent - before.cnp_sent,
+            dropped: self.dropped - before.dropped,
+        }
+    }
+}
+
+/// The counters [`SwitchCounts`] sums, and whether a cell is per (port, priority) or per port.
+const COUNTED: [(&str, bool); 8] = [
+    ("LosslessIngress.pfc_pause_tx", true),
+    ("LosslessEgress.pfc_resume_tx", true),
+    ("LosslessIngress.pfc_rx", true),
+    ("LosslessEgress.pfc_hold", true),
+    ("LosslessEgress.pfc_hold_expired", true),
+    ("LosslessEgress.ecn_marked", false),
+    ("LosslessEgress.cnp_sent", false),
+    ("LosslessIngress.dropped", true),
+];
+
+/// A switch's P4Runtime client with its P4Info, reading [`SwitchCounts`].
+struct CounterReader {
+    client: Client,
+    p4info: P4Info,
+    ports: Vec<u32>,
+}
+
+impl CounterReader {
+    async fn connect(switch: &SwitchRef) -> anyhow::Result<CounterReader> {
+        let mut client = Client::connect(switch.target.clone()).await?;
+        let p4info = client.p4info().await?;
+        Ok(CounterReader {
+            client,
+            p4info,
+            ports: switch.ports.clone(),
+        })
+    }
+
+    /// One Read of the lossless priority's cells of every port.
+    async fn read(&mut self) -> anyhow::Result<SwitchCounts> {
+        let mut entities = Vec::new();
+        for (name, per_priority) in COUNTED {
+            let counter = p4info::counter(&self.p4info, name)?;
+            for port in &self.ports {
+                let index = match per_priority {
+                    true => i64::from(*port) * 8 + i64::from(PRIORITY_DATA),
+                    false => i64::from(*port),
+                };
+                entities.push(cells::counter_entity(counter, Some(index))?);
+            }
+        }
+        let read = self.client.read(entities).await?;
+        let mut sums: BTreeMap<String, u64> = BTreeMap::new();
+        for cell in cells::counter_cells(&read, &self.p4info) {
+            *sums.entry(cell.counter).or_default() += u64::try_from(cell.packets).unwrap_or(0);
+        }
+        let sum = |i: usize| sums.get(COUNTED[i].0).copied().unwrap_or(0);
+        Ok(SwitchCounts {
+            pause_tx: sum(0),
+            resume_tx: sum(1),
+            pfc_rx: sum(2),
+            held: sum(3),
+            hold_expired: sum(4),
+            ecn_marked: sum(5),
+            cnp_sent: sum(6),
+            dropped: sum(7),
+        })
+    }
+}
+
+/// Every switch's counts at one moment.
+#[derive(Clone, Debug)]
+pub struct CountSample {
+    /// Seconds since the sampler started.
+    pub t_s: f64,
+    /// One per switch, in [`Fabric::switches`] order.
+    pub counts: Vec<SwitchCounts>,
+}
+
+/// Reads every switch's counters every [`SAMPLE_EVERY`] on a thread of its own, until
+/// stopped; the first sample is taken before [`Sampler::start`] returns.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<anyhow::Result<Vec<CountSample>>>,
+}
+
+impl Sampler {
+    /// Connects to every switch and starts sampling.
+    pub fn start(fabric: &Fabric) -> anyhow::Result<Sampler> {
+        let switches = fabric.switches();
+        let netns = fabric.running.netns_path();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            run_in(&netns, move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?
+                    .block_on(sample(&switches, &stopped, ready_tx))
+            })?
+        });
+        match ready_rx.recv() {
+            Ok(()) => Ok(Sampler { stop, thread }),
+            Err(_) => Err(thread
+                .join()
+                .map_err(|_| anyhow::anyhow!("the counter sampler panicked"))?
+                .err()
+                .unwrap_or_else(|| anyhow::anyhow!("the counter sampler ended early"))),
+        }
+    }
+
+    /// Takes a last sample and returns them all.
+    pub fn finish(self) -> anyhow::Result<Vec<CountSample>> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("the counter sampler panicked"))?
+    }
+}
+
+async fn sample(
+    switches: &[SwitchRef],
+    stop: &AtomicBool,
+    ready: std::sync::mpsc::Sender<()>,
+) -> anyhow::Result<Vec<CountSample>> {
+    let mut readers = Vec::new();
+    for switch in switches {
+        readers.push(
+            CounterReader::connect(switch)
+                .await
+                .with_context(|| format!("{}: reading its counters", switch.name))?,
+        );
+    }
+    let start = Instant::now();
+    let mut samples = Vec::new();
+    let mut next = tokio::time::Instant::now();
+    loop {
+        let last = stop.load(Ordering::Relaxed);
+        let mut counts = Vec::new();
+        for reader in &mut readers {
+            counts.push(reader.read().await?);
+        }
+        samples.push(CountSample {
+            t_s: start.elapsed().as_secs_f64(),
+            counts,
+        });
+        if samples.len() == 1 {
+            let _ = ready.send(());
+        }
+        if last {
+            return Ok(samples);
+        }
+        next += SAMPLE_EVERY;
+        tokio::time::sleep_until(next).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_rates_become_bounded_packet_rates() {
+        // 1000-byte frames take 1024 bytes of wire each: 8.192 Mb/s is 1000 a second.
+        assert_eq!(link_pps(8_192_000, 1000).unwrap(), 1000);
+        assert!(link_pps(1000, 1000).is_err());
+        assert!(link_pps(100_000_000_000, 64).is_err());
+    }
+}

@@ -1,0 +1,196 @@
+//! Where a running network is recorded: `/run/lossless/net/NAME/` holds the plan the Mininet
+//! glue builds from (`plan.json`), what it reports once up (`status.json`: nodes, pids,
+//! interfaces, switches' gRPC addresses and device ids, links), the control plane's own record
+//! (`up.json`: its pid, the network namespace the whole network lives in), the switches' logs,
+//! and the Python package it ran. `status`, `exec`, `down` and `lossless p4 --switch NAME`
+//! find the network from here.
+
+use std::{
+    io::Read as _,
+    path::{Path, PathBuf},
+};
+
+use anyhow::{bail, Context as _};
+use serde::{Deserialize, Serialize};
+
+/// Where networks are recorded.
+pub const STATE_ROOT: &str = "/run/lossless/net";
+/// The network name when none is given (also from `LOSSLESS_NET`).
+pub const DEFAULT_NAME: &str = "default";
+/// The largest state file read.
+const MAX_STATE_BYTES: u64 = 16 << 20;
+
+/// Reads at most `max` bytes of text from `path`; more is an error naming the file.
+pub fn read_bounded(path: &Path, max: u64) -> anyhow::Result<String> {
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(max + 1).read_to_string(&mut text))
+        .with_context(|| format!("reading {}", path.display()))?;
+    if text.len() as u64 > max {
+        bail!("{} is longer than {max} bytes", path.display());
+    }
+    Ok(text)
+}
+
+/// A network name: letters, digits, `-`, `_`, at most 32 bytes (it names a directory).
+pub fn check_name(name: &str) -> anyhow::Result<()> {
+    if name.is_empty()
+        || name.len() > 32
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        bail!(
+            "network name '{}': 1 to 32 letters, digits, - or _",
+            name.escape_debug()
+        );
+    }
+    Ok(())
+}
+
+/// The directory of network `name`.
+pub fn dir(name: &str) -> anyhow::Result<PathBuf> {
+    check_name(name)?;
+    Ok(Path::new(STATE_ROOT).join(name))
+}
+
+/// The control plane's record of a running network.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct UpRecord {
+    /// The pid of `lossless net up`.
+    pub pid: u32,
+    /// The network namespace the network lives in (`ip netns` name).
+    pub netns: String,
+    /// softswitch or bmv2.
+    pub switch_kind: String,
+    /// A generated fabric's spines, leaves and hosts per leaf.
+    #[serde(default)]
+    pub shape: Option<[u16; 3]>,
+}
+
+/// What the Mininet glue reports once the network is up.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Status {
+    /// The network's name.
+    pub name: String,
+    /// Hosts and switches.
+    pub nodes: Vec<NodeStatus>,
+    /// Links, as pairs of interface names.
+    pub links: Vec<[String; 2]>,
+}
+
+/// One node.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct NodeStatus {
+    /// Its name.
+    pub name: String,
+    /// `host` or `switch`.
+    pub kind: String,
+    /// Its process: the host's shell, the switch's process.
+    pub pid: u32,
+    /// Its Mininet shell (the host's namespace; for a switch, the network's).
+    pub shell_pid: u32,
+    /// Its interfaces.
+    pub intfs: Vec<IntfStatus>,
+    /// A switch's P4Runtime address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<String>,
+    /// A switch's P4Runtime device id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_id: Option<u64>,
+    /// A switch's log file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
+    /// A BMv2 switch's Thrift port (its runtime CLI's, `simple_switch_CLI --thrift-port`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thrift_port: Option<u16>,
+}
+
+/// One interface.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct IntfStatus {
+    /// Its name.
+    pub name: String,
+    /// Its port number.
+    pub port: u32,
+    /// Its MAC.
+    #[serde(default)]
+    pub mac: Option<String>,
+    /// Its address.
+    #[serde(default)]
+    pub ip: Option<String>,
+}
+
+/// A running network as recorded.
+pub struct Running {
+    /// Its directory.
+    pub dir: PathBuf,
+    /// The control plane's record.
+    pub up: UpRecord,
+    /// The glue's report (absent while it is coming up).
+    pub status: Option<Status>,
+}
+
+impl Running {
+    /// The network `name`, if one is recorded.
+    pub fn find(name: &str) -> anyhow::Result<Running> {
+        let dir = dir(name)?;
+        let up_path = dir.join("up.json");
+        if !up_path.exists() {
+            bail!(
+                "no network called {name} is up (nothing in {})",
+                dir.display()
+            );
+        }
+        let up: UpRecord = serde_json::from_str(&read_bounded(&up_path, MAX_STATE_BYTES)?)
+            .with_context(|| format!("in {}", up_path.display()))?;
+        let status_path = dir.join("status.json");
+        let status = match status_path.exists() {
+            true => Some(
+                serde_json::from_str(&read_bounded(&status_path, MAX_STATE_BYTES)?)
+                    .with_context(|| format!("in {}", status_path.display()))?,
+            ),
+            false => None,
+        };
+        Ok(Running { dir, up, status })
+    }
+
+    /// Its node `name`.
+    pub fn node(&self, name: &str) -> anyhow::Result<&NodeStatus> {
+        let status = self
+            .status
+            .as_ref()
+            .context("the network is still coming up")?;
+        status
+            .nodes
+            .iter()
+            .find(|n| n.name == name)
+            .with_context(|| {
+                let names: Vec<_> = status.nodes.iter().map(|n| n.name.as_str()).collect();
+                format!("no node called {name}; there are {}", names.join(", "))
+            })
+    }
+
+    /// Whether the `lossless net up` that recorded it still runs.
+    pub fn alive(&self) -> bool {
+        Path::new(&format!("/proc/{}", self.up.pid)).exists()
+    }
+
+    /// The network namespace's bind mount.
+    pub fn netns_path(&self) -> PathBuf {
+        Path::new("/run/netns").join(&self.up.netns)
+    }
+
+    /// `nsenter`'s namespace options for `node`: a host's network and mount namespaces, as
+    /// Mininet's own `h1 CMD` (mnexec gives each host its own /sys, and so its own
+    /// /sys/fs/bpf); a switch's network namespace is the network's.
+    pub fn nsenter_args(&self, node: &NodeStatus) -> Vec<String> {
+        match node.kind.as_str() {
+            "host" => vec![
+                format!("--net=/proc/{}/ns/net", node.pid),
+                format!("--mount=/proc/{}/ns/mnt", node.pid),
+            ],
+            _ => vec![format!("--net={}", self.netns_path().display())],
+        }
+    }
+}

@@ -1,0 +1,401 @@
+//! `lossless net` with Mininet: a generated 2-spine, 2-leaf fabric with 2 hosts per leaf, on
+//! softswitch and on BMv2's simple_switch_grpc, programmed with lossless.p4's computed entries:
+//! Mininet's pingAll loses nothing; a live policy change (ecmp → spray, over P4Runtime) moves a
+//! flow's packets from one spine to both, read off the spines' own port counters; the tutorials'
+//! two-host topology.json with dataplane-p4's runtime JSON comes up unchanged from one command;
+//! SIGINT mid-run leaves no namespace, process, state or pin behind; the incast experiment loses
+//! nothing in the lossless class and counts pauses and marks. Tests use distinct network names,
+//! so they run in parallel.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use lossless_tests::{
+    bed::{lossless_bin, privileged},
+    switch::dataplane_p4,
+};
+use serde_json::Value;
+
+/// Mininet itself: Debian's package (`cargo xtask setup` installs it), or the skip rule.
+fn mininet(test: &str) -> bool {
+    if !privileged(test) {
+        return false;
+    }
+    if !Path::new("/usr/bin/mnexec").exists() {
+        testkit::skip(
+            test,
+            "needs Debian's mininet (cargo xtask setup installs it)",
+        );
+        return false;
+    }
+    true
+}
+
+/// BMv2 with P4Runtime, or the skip rule.
+fn bmv2(test: &str) -> bool {
+    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
+        return false;
+    };
+    if toolchain.simple_switch_grpc.is_none() {
+        testkit::skip(
+            test,
+            &format!("{} has no simple_switch_grpc", toolchain.describe()),
+        );
+        return false;
+    }
+    true
+}
+
+/// `lossless net --name NAME ARGS`, with softswitch beside it.
+fn net(name: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(lossless_bin());
+    command.args(["net", "--name", name]).args(args);
+    command
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lossless-net-test-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// What a network leaves when it is gone: its state directory, its namespace.
+fn assert_nothing_left(name: &str, netns: &str) {
+    assert!(
+        !Path::new("/run/lossless/net").join(name).exists(),
+        "{name}: state left behind"
+    );
+    assert!(
+        !Path::new("/run/netns").join(netns).exists(),
+        "{name}: namespace {netns} left behind"
+    );
+}
+
+/// Runs `net up leaf-spine:2,2,2 --test pingall` and asserts that every ping came back.
+fn pingall(name: &str, switch: &str) {
+    let out = net(
+        name,
+        &[
+            "up",
+            "leaf-spine:2,2,2",
+            "--switch",
+            switch,
+            "--test",
+            "pingall",
+        ],
+    )
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("pingall: 0% dropped"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!Path::new("/run/lossless/net").join(name).exists());
+}
+
+#[test]
+fn fabric_on_softswitch_pings_all() {
+    if mininet("fabric_on_softswitch_pings_all") {
+        pingall("t-sw-ping", "softswitch");
+    }
+}
+
+#[test]
+fn fabric_on_bmv2_pings_all() {
+    let test = "fabric_on_bmv2_pings_all";
+    if mininet(test) && bmv2(test) {
+        pingall("t-bm-ping", "bmv2");
+    }
+}
+
+/// A script run inside the network: one ping flow h11 → h21 under ecmp, then under spray after
+/// a live policy change, reading the requests each spine received from leaf1 (port 1) before
+/// and after each.
+const POLICY_SCRIPT: &str = r#"set -e
+l="$LOSSLESS_BIN"
+rx() { "$l" p4 --switch "$1" counters read LosslessIngress.port_rx --index 1 --json; }
+snap() { echo "{\"s1\": $(rx spine1), \"s2\": $(rx spine2)}" > "$OUT/$1.json"; }
+"$l" net status --json > "$OUT/status.json"
+snap a
+"$l" net exec h11 -- ping -q -c 40 -i 0.01 -W 2 10.0.2.1
+snap b
+"$l" net policy spray
+"$l" net exec h11 -- ping -q -c 40 -i 0.01 -W 2 10.0.2.1
+snap c
+"#;
+
+fn packets(snap: &Value, spine: &str) -> u64 {
+    snap[spine][0]["packets"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no packets in {snap}"))
+}
+
+fn policy_change_moves_traffic(name: &str, switch: &str) {
+    let dir = scratch(name);
+    std::fs::write(dir.join("script.sh"), POLICY_SCRIPT).unwrap();
+    let out = net(
+        name,
+        &["up", "leaf-spine:2,2,2", "--switch", switch, "--run"],
+    )
+    .arg(dir.join("script.sh"))
+    .env("OUT", &dir)
+    .env("LOSSLESS_BIN", lossless_bin())
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read = |n: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{n}.json"))).unwrap())
+            .unwrap()
+    };
+    let (a, b, c) = (read("a"), read("b"), read("c"));
+    let delta = |x: &Value, y: &Value, s: &str| packets(y, s) - packets(x, s);
+    let ecmp = (delta(&a, &b, "s1"), delta(&a, &b, "s2"));
+    let spray = (delta(&b, &c, "s1"), delta(&b, &c, "s2"));
+    // ecmp: the flow hashes to one spine (the other sees at most a stray frame or two of the
+    // hosts' own); spray: its packets take both in turn.
+    assert!(
+        ecmp.0.max(ecmp.1) >= 40 && ecmp.0.min(ecmp.1) <= 2,
+        "ecmp {ecmp:?}"
+    );
+    assert!(
+        spray.0 >= 15 && spray.1 >= 15,
+        "spray {spray:?} after ecmp {ecmp:?}"
+    );
+    let status = read("status");
+    let switches: Vec<_> = status["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["kind"] == "switch")
+        .collect();
+    assert_eq!(switches.len(), 4);
+    assert!(switches
+        .iter()
+        .all(|s| s["grpc"].as_str().unwrap().starts_with("127.0.0.1:")));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn live_policy_change_moves_traffic_across_spines_on_softswitch() {
+    if mininet("live_policy_change_moves_traffic_across_spines_on_softswitch") {
+        policy_change_moves_traffic("t-sw-pol", "softswitch");
+    }
+}
+
+#[test]
+fn live_policy_change_moves_traffic_across_spines_on_bmv2() {
+    let test = "live_policy_change_moves_traffic_across_spines_on_bmv2";
+    if mininet(test) && bmv2(test) {
+        policy_change_moves_traffic("t-bm-pol", "bmv2");
+    }
+}
+
+/// The tutorials' basic exercise as a user has it: topology.json, s1-runtime.json naming
+/// build/lossless.p4.p4info.txtpb, the program beside them; `lossless net up topology.json`.
+#[test]
+fn tutorials_two_hosts_come_up_unchanged() {
+    if !mininet("tutorials_two_hosts_come_up_unchanged") {
+        return;
+    }
+    let dir = scratch("tut");
+    std::fs::copy(dataplane_p4("lossless.p4"), dir.join("lossless.p4")).unwrap();
+    std::fs::copy(
+        dataplane_p4("topologies/two-hosts/s1-runtime.json"),
+        dir.join("s1-runtime.json"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("topology.json"),
+        r#"{
+  "hosts": {
+    "h1": {"ip": "10.0.1.1/24", "mac": "08:00:00:00:01:11",
+           "commands": ["route add default gw 10.0.1.10 dev eth0",
+                        "arp -i eth0 -s 10.0.1.10 08:00:00:00:01:00"]},
+    "h2": {"ip": "10.0.2.2/24", "mac": "08:00:00:00:02:22",
+           "commands": ["route add default gw 10.0.2.20 dev eth0",
+                        "arp -i eth0 -s 10.0.2.20 08:00:00:00:02:00"]}
+  },
+  "switches": {"s1": {"runtime_json": "s1-runtime.json"}},
+  "links": [["h1", "s1-p1"], ["h2", "s1-p2"]]
+}"#,
+    )
+    .unwrap();
+    let topology = dir.join("topology.json");
+    let out = net(
+        "t-tut",
+        &["up", topology.to_str().unwrap(), "--test", "pingall"],
+    )
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("pingall: 0% dropped"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// SIGINT to `lossless net up` while its script runs: the network goes, with everything in it.
+#[test]
+fn sigint_mid_run_leaves_nothing_behind() {
+    if !mininet("sigint_mid_run_leaves_nothing_behind") {
+        return;
+    }
+    let name = "t-sigint";
+    let dir = scratch(name);
+    // The script records h11's hooks, then runs a ping that never ends by itself.
+    std::fs::write(
+        dir.join("script.sh"),
+        "\"$LOSSLESS_BIN\" net exec h11 -- \"$LOSSLESS_BIN\" host status > \"$OUT/hooks.txt\"\n\
+         \"$LOSSLESS_BIN\" net exec h11 -- ping -q 10.0.2.1\n",
+    )
+    .unwrap();
+    let mut up = net(
+        name,
+        &["up", "leaf-spine:2,2,2", "--host-hooks", "ecn", "--run"],
+    )
+    .arg(dir.join("script.sh"))
+    .env("LOSSLESS_BIN", lossless_bin())
+    .env("OUT", &dir)
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let state = Path::new("/run/lossless/net").join(name);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // Up once the glue reported the nodes and the script's ping runs in h11.
+    let (status, netns) = loop {
+        assert!(Instant::now() < deadline, "the network never came up");
+        assert!(up.try_wait().unwrap().is_none(), "net up ended early");
+        let status: Option<Value> = std::fs::read_to_string(state.join("status.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        let pinging = Command::new("pgrep")
+            .args(["-f", "ping -q 10.0.2.1"])
+            .output()
+            .unwrap()
+            .status
+            .success();
+        if let (Some(status), true) = (status, pinging) {
+            let up_json: Value =
+                serde_json::from_str(&std::fs::read_to_string(state.join("up.json")).unwrap())
+                    .unwrap();
+            break (status, up_json["netns"].as_str().unwrap().to_string());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(up.id() as i32, libc::SIGINT) };
+    let exit = up.wait_with_output().unwrap();
+    // --host-hooks ecn attached the TC egress program to h11's eth0 (its own /sys/fs/bpf).
+    let hooks = std::fs::read_to_string(dir.join("hooks.txt")).unwrap();
+    assert!(
+        hooks.contains("eth0") && hooks.contains("tc   program id"),
+        "{hooks}"
+    );
+    assert!(
+        !exit.status.success(),
+        "net up was interrupted, yet exited 0"
+    );
+    assert_nothing_left(name, &netns);
+    for node in status["nodes"].as_array().unwrap() {
+        let pid = node["pid"].as_u64().unwrap();
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "{} (pid {pid}) still runs",
+            node["name"]
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `lossless net experiment incast` on the 2x2x2 fabric: three DCQCN senders into h22. Every
+/// frame sent arrives (the receiver's count against each sender's), the switches paused (their
+/// PAUSEs counted where sent and where received, and a sender held its frames for them), marked
+/// and sent CNPs that reached the senders; the summary, table and plot are written.
+fn incast(name: &str, switch: &str) {
+    let dir = scratch(name);
+    let out = net(
+        name,
+        &[
+            "experiment",
+            "incast",
+            "--switch",
+            switch,
+            "--secs",
+            "2",
+            "--out",
+        ],
+    )
+    .arg(&dir)
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let n = |v: &Value| v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"));
+    let senders = summary["senders"].as_array().unwrap();
+    assert_eq!(senders.len(), 3, "{summary}");
+    for s in senders {
+        assert!(n(&s["sent"]) > 100, "{stdout}");
+        assert_eq!(n(&s["received"]), n(&s["sent"]), "{stdout}");
+    }
+    assert_eq!(n(&summary["lossless_drops"]), 0, "{stdout}");
+    assert_eq!(n(&summary["switch_drops"]), 0, "{stdout}");
+    let switches = summary["switches"].as_array().unwrap();
+    let leaf2 = switches.iter().find(|s| s["name"] == "leaf2").unwrap();
+    assert!(
+        n(&leaf2["pause_tx"]) > 0 && n(&leaf2["ecn_marked"]) > 0,
+        "{stdout}"
+    );
+    let pfc_rx: u64 = switches.iter().map(|s| n(&s["pfc_rx"])).sum();
+    let paused_ms: f64 = senders
+        .iter()
+        .map(|s| s["paused_ms"].as_f64().unwrap())
+        .sum();
+    assert!(
+        pfc_rx > 0 || paused_ms > 0.0,
+        "PAUSEs sent, none received: {stdout}"
+    );
+    assert!(n(&summary["cnp_received"]) > 0, "{stdout}");
+    let svg = std::fs::read_to_string(dir.join("incast.svg")).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("PAUSE"),
+        "{svg:.200}"
+    );
+    assert!(std::fs::read_to_string(dir.join("table.txt"))
+        .unwrap()
+        .contains("lost in the lossless class"));
+    assert!(!Path::new("/run/lossless/net").join(name).exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn incast_on_softswitch_loses_nothing_and_pauses() {
+    if mininet("incast_on_softswitch_loses_nothing_and_pauses") {
+        incast("t-sw-inc", "softswitch");
+    }
+}
+
+#[test]
+fn incast_on_bmv2_loses_nothing_and_pauses() {
+    let test = "incast_on_bmv2_loses_nothing_and_pauses";
+    if mininet(test) && bmv2(test) {
+        incast("t-bm-inc", "bmv2");
+    }
+}
