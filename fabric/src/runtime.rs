@@ -12,8 +12,8 @@ use p4values::bytestring;
 use p4values::runtime_json::FileError;
 pub use p4values::runtime_json::{RuntimeConfig, TableEntrySpec, MAX_RUNTIME_JSON_BYTES};
 use p4values::value;
-use softswitch::ir::{mask, ActionCall, Entry, FieldMatch, MatchKind};
-use softswitch::switch::Switch;
+use softswitch_core::ir::{mask, ActionCall, Entry, FieldMatch, MatchKind};
+use softswitch_core::switch::Switch;
 use std::path::Path;
 
 /// What went wrong applying a runtime file; every message names the entry.

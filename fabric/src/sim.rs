@@ -11,8 +11,8 @@
 use crate::host::Host;
 use crate::runtime::{self, RuntimeError};
 use crate::topology::{parse_ipv4, parse_mac, End, TopologyError, TopologyFile};
-use softswitch::ir::Program;
-use softswitch::switch::{Clock, Switch};
+use softswitch_core::ir::Program;
+use softswitch_core::switch::{Clock, Switch};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::path::Path;

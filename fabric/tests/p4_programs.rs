@@ -9,7 +9,7 @@ mod common;
 
 use common::{compile, dataplane_p4, lossless};
 use fabric::runtime::{self, RuntimeConfig};
-use softswitch::switch::{Clock, Switch};
+use softswitch_core::switch::{Clock, Switch};
 use std::path::PathBuf;
 
 fn files(dir: PathBuf, ext: &str) -> Vec<PathBuf> {
@@ -46,7 +46,7 @@ fn every_stf_test_passes() {
             std::fs::read_to_string(t).expect("the STF file"),
         );
         let mut switch = Switch::new(compiled, Clock::Virtual(0));
-        match softswitch::stf::run(&map, stf, &mut switch) {
+        match softswitch_stf::run(&map, stf, &mut switch) {
             Ok(r) if r.passed() => {}
             Ok(r) => failures.push(format!("{}:\n{}", t.display(), r.failures.join("\n"))),
             Err(d) => failures.push(d.render(&map)),
@@ -89,18 +89,18 @@ fn every_stf_test_passes_on_bmv2() {
     };
     let program = dataplane_p4().join("lossless.p4");
     let compiled = testkit::bmv2::compiled(toolchain, &program).unwrap_or_else(|e| panic!("{e}"));
-    let runs: Vec<softswitch::bmv2::StfRun> = files(dataplane_p4().join("tests"), "stf")
+    let runs: Vec<softswitch_stf::bmv2::StfRun> = files(dataplane_p4().join("tests"), "stf")
         .into_iter()
         .filter(|t| !VIRTUAL_CLOCK_ONLY.iter().any(|(name, _)| t.ends_with(name)))
-        .map(|test| softswitch::bmv2::StfRun {
+        .map(|test| softswitch_stf::bmv2::StfRun {
             program: program.clone(),
             json: compiled.json.clone(),
             test,
         })
         .collect();
     assert!(runs.len() >= 5, "the STF tests are missing");
-    let tools = softswitch::bmv2::Bmv2Tools::from(toolchain);
-    let failures = softswitch::bmv2::run_stf_files(&tools, &runs);
+    let tools = softswitch_stf::bmv2::Bmv2Tools::from(toolchain);
+    let failures = softswitch_stf::bmv2::run_stf_files(&tools, &runs);
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 

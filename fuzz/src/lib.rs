@@ -14,10 +14,10 @@ use std::cell::OnceCell;
 use p4runtime::p4::config::v1::P4Info;
 use p4runtime::p4::v1 as p4v1;
 use prost::Message as _;
-use softswitch::ir::Program;
-use softswitch::server::{entities, pipeline};
-use softswitch::source::SourceMap;
-use softswitch::switch::{Clock, Switch};
+use softswitch_core::switch::{Clock, Switch};
+use softswitch_frontend::source::SourceMap;
+use softswitch_frontend::Compiled;
+use softswitch_server::{entities, pipeline};
 
 /// A fuzz target: takes any bytes.
 pub type Target = fn(&[u8]);
@@ -41,34 +41,41 @@ const STATEFUL_P4: &str = include_str!("../../softswitch/tests/corpus/stateful.p
 thread_local! {
     // The test programs, compiled once per thread (the targets run on one thread; a `Switch`
     // is not `Send`).
-    static SWITCH: OnceCell<(Program, P4Info)> = const { OnceCell::new() };
-    static STATEFUL: OnceCell<(Program, P4Info)> = const { OnceCell::new() };
+    static SWITCH: OnceCell<(Compiled, P4Info)> = const { OnceCell::new() };
+    static STATEFUL: OnceCell<(Compiled, P4Info)> = const { OnceCell::new() };
 }
 
 /// `source` compiled, with its P4Info.
-fn compile(source: &str) -> (Program, P4Info) {
+fn compile(source: &str) -> (Compiled, P4Info) {
     let mut map = SourceMap::new();
     let file = map.add("fuzz.p4", source);
-    let program = softswitch::compile(&mut map, file).expect("the test program compiles");
-    let info = softswitch::p4info::p4info(&program, &map).expect("it has a P4Info");
-    (program, info)
+    let compiled = softswitch_frontend::compile(&mut map, file).expect("the test program compiles");
+    let info = softswitch_server::p4info::p4info(&compiled, &map).expect("it has a P4Info");
+    (compiled, info)
 }
 
 /// `switch.p4`, compiled, with its P4Info.
-fn switch_p4() -> (Program, P4Info) {
+fn switch_p4() -> (Compiled, P4Info) {
     SWITCH.with(|c| c.get_or_init(|| compile(SWITCH_P4)).clone())
 }
 
 /// `stateful.p4`, compiled.
-fn stateful_p4() -> Program {
-    STATEFUL.with(|c| c.get_or_init(|| compile(STATEFUL_P4)).0.clone())
+fn stateful_p4() -> softswitch_core::ir::Program {
+    STATEFUL.with(|c| c.get_or_init(|| compile(STATEFUL_P4)).0.program.clone())
 }
 
 /// A P4Runtime pipeline of `switch.p4`, as the server holds after SetForwardingPipelineConfig.
 fn switch_pipeline() -> pipeline::Pipeline {
-    let (program, info) = switch_p4();
+    let (
+        Compiled {
+            program,
+            control_plane,
+        },
+        info,
+    ) = switch_p4();
     let compiled = pipeline::Compiled {
         program,
+        control_plane,
         given_info: info.clone(),
         info,
         device_config: SWITCH_P4.as_bytes().to_vec(),
@@ -83,7 +90,7 @@ pub fn frontend(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
         let mut map = SourceMap::new();
         let file = map.add("fuzz.p4", text);
-        if let Err(d) = softswitch::compile(&mut map, file) {
+        if let Err(d) = softswitch_frontend::compile(&mut map, file) {
             let _ = d.render(&map);
         }
     }
@@ -97,7 +104,7 @@ pub fn stf(data: &[u8]) {
     let mut switch = Switch::new(stateful_p4(), Clock::Virtual(0));
     let mut map = SourceMap::new();
     let file = map.add("fuzz.stf", text);
-    if let Err(d) = softswitch::stf::run(&map, file, &mut switch) {
+    if let Err(d) = softswitch_stf::run(&map, file, &mut switch) {
         let _ = d.render(&map);
     }
 }
@@ -153,7 +160,7 @@ pub fn fabric_runtime_json(data: &[u8]) {
         return;
     };
     if let Ok(config) = fabric::runtime::RuntimeConfig::parse(text) {
-        let mut switch = Switch::new(switch_p4().0, Clock::Virtual(0));
+        let mut switch = Switch::new(switch_p4().0.program, Clock::Virtual(0));
         let _ = fabric::runtime::apply(&config, &mut switch);
     }
 }

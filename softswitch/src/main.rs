@@ -1,12 +1,14 @@
 //! The `softswitch` command line: `run` a switch on real ports with its P4Runtime server,
 //! `check` a program, run an `stf` test, print its `p4info`, or `bundle` it with its includes.
 
+mod run;
+
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use softswitch::limits::MAX_SOURCE_BYTES;
-use softswitch::preprocessor::Includes;
-use softswitch::source::SourceMap;
-use softswitch::switch::{Clock, Switch};
+use softswitch_core::switch::{Clock, Switch};
+use softswitch_frontend::limits::MAX_SOURCE_BYTES;
+use softswitch_frontend::preprocessor::Includes;
+use softswitch_frontend::source::SourceMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -27,9 +29,9 @@ enum Command {
         program: Option<PathBuf>,
         /// A port: PORT@INTERFACE (e.g. 1@veth1); repeat for each port.
         #[arg(short = 'i', long = "interface", value_name = "PORT@IFACE")]
-        interfaces: Vec<softswitch::ports::PortSpec>,
+        interfaces: Vec<softswitch_device::ports::PortSpec>,
         /// Where P4Runtime (and the Queues service) listen.
-        #[arg(long, default_value = softswitch::server::DEFAULT_ADDR)]
+        #[arg(long, default_value = softswitch_server::DEFAULT_ADDR)]
         grpc_server_addr: std::net::SocketAddr,
         /// The P4Runtime device id.
         #[arg(long, default_value_t = 0)]
@@ -121,7 +123,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 )
                 .with_writer(std::io::stderr)
                 .init();
-            softswitch::run::run(softswitch::run::RunOptions {
+            crate::run::run(crate::run::RunOptions {
                 program,
                 ports: interfaces,
                 grpc_addr: grpc_server_addr,
@@ -134,7 +136,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let Some(compiled) = compile(&mut map, &program)? else {
                 return Ok(ExitCode::FAILURE);
             };
-            let info = match softswitch::p4info::p4info(&compiled, &map) {
+            let info = match softswitch_server::p4info::p4info(&compiled, &map) {
                 Ok(info) => info,
                 Err(d) => {
                     eprintln!("{}", d.render(&map));
@@ -156,7 +158,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Bundle { program } => {
             let file = read_program(&mut map, &program)?;
-            let text = match softswitch::preprocessor::inline_includes(&mut map, file) {
+            let text = match softswitch_frontend::preprocessor::inline_includes(&mut map, file) {
                 Ok(text) => text,
                 Err(d) => {
                     eprintln!("{}", d.render(&map));
@@ -180,18 +182,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
             target,
             verbose,
         } => {
-            let Some(compiled) = compile(&mut map, &program)? else {
+            let Some(softswitch_frontend::Compiled {
+                program: compiled, ..
+            }) = compile(&mut map, &program)?
+            else {
                 return Ok(ExitCode::FAILURE);
             };
-            let text = softswitch::stf::read(&test)
+            let text = softswitch_stf::read(&test)
                 .with_context(|| format!("reading {}", test.display()))?;
             let stf = map.add(test.display().to_string(), text);
             let mut switch = Switch::new(compiled.clone(), Clock::Virtual(0));
             let run = match target {
-                StfTarget::Softswitch => softswitch::stf::run(&map, stf, &mut switch),
+                StfTarget::Softswitch => softswitch_stf::run(&map, stf, &mut switch),
                 StfTarget::Bmv2 => {
                     let mut bmv2 = start_bmv2(&program, compiled)?;
-                    softswitch::stf::run_on(&map, stf, &mut bmv2)
+                    softswitch_stf::run_on(&map, stf, &mut bmv2)
                 }
             };
             let report = match run {
@@ -212,7 +217,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     println!(
                         "log: {} more lines not kept (at most {} are)",
                         switch.state.log_dropped,
-                        softswitch::switch::MAX_LOG_LINES
+                        softswitch_core::switch::MAX_LOG_LINES
                     );
                 }
                 for d in &switch.state.digests {
@@ -242,25 +247,26 @@ fn run(cli: Cli) -> Result<ExitCode> {
 /// `compiled` is softswitch's lowering of it, which resolves a test's names.
 fn start_bmv2(
     program: &Path,
-    compiled: softswitch::ir::Program,
-) -> Result<softswitch::bmv2::Bmv2Target> {
+    compiled: softswitch_core::ir::Program,
+) -> Result<softswitch_stf::bmv2::Bmv2Target> {
     let toolchain = p4toolchain::Toolchain::find()?;
-    let tools = softswitch::bmv2::Bmv2Tools::from(&toolchain);
+    let tools = softswitch_stf::bmv2::Bmv2Tools::from(&toolchain);
     // BMv2 has read the JSON once it has started: the scratch directory may go.
     let started = toolchain.compile_scratch(program, |p4c| {
         for warning in &p4c.warnings {
             eprintln!("p4c-bm2-ss: {warning}");
         }
-        softswitch::bmv2::Bmv2Target::start(&tools, &p4c.json, compiled).map_err(anyhow::Error::msg)
+        softswitch_stf::bmv2::Bmv2Target::start(&tools, &p4c.json, compiled)
+            .map_err(anyhow::Error::msg)
     });
     started.with_context(|| format!("running {} on BMv2", program.display()))
 }
 
 /// Compiles a program (reading the files it includes); on a diagnostic prints it and returns
 /// `None`.
-fn compile(map: &mut SourceMap, program: &Path) -> Result<Option<softswitch::ir::Program>> {
+fn compile(map: &mut SourceMap, program: &Path) -> Result<Option<softswitch_frontend::Compiled>> {
     let file = read_program(map, program)?;
-    match softswitch::compile_with(map, file, Includes::Files) {
+    match softswitch_frontend::compile_with(map, file, Includes::Files) {
         Ok(p) => Ok(Some(p)),
         Err(d) => {
             eprintln!("{}", d.render(map));
@@ -271,7 +277,7 @@ fn compile(map: &mut SourceMap, program: &Path) -> Result<Option<softswitch::ir:
 
 /// Reads a P4 program, within the front end's limit on source bytes.
 fn read_program(map: &mut SourceMap, path: &Path) -> Result<u32> {
-    let text = softswitch::source::read_file(path, MAX_SOURCE_BYTES)
+    let text = softswitch_frontend::source::read_file(path, MAX_SOURCE_BYTES)
         .with_context(|| format!("reading {}", path.display()))?;
     Ok(map.add(path.display().to_string(), text))
 }

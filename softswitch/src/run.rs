@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 
-use crate::ports::{self, PortSpec};
-use crate::server::pipeline::Compiled;
-use crate::server::Device;
+use softswitch_device::ports::{self, PortSpec};
+use softswitch_server::pipeline::Compiled;
+use softswitch_server::Device;
 
 /// What `softswitch run` was asked for.
 #[derive(Debug)]

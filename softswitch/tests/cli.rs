@@ -145,9 +145,10 @@ fn bundle_inlines_local_includes_into_a_self_contained_program() {
     assert!(!bundled.contains("#include \""), "{bundled}");
     assert!(bundled.contains("#include <v1model.p4>"), "{bundled}");
     let compiled = |name: &str, text: &str| {
-        let mut map = softswitch::source::SourceMap::new();
+        let mut map = softswitch_frontend::source::SourceMap::new();
         let file = map.add(name, text);
-        softswitch::compile(&mut map, file).unwrap_or_else(|d| panic!("{}", d.render(&map)))
+        softswitch_frontend::compile(&mut map, file)
+            .unwrap_or_else(|d| panic!("{}", d.render(&map)))
     };
     assert_eq!(
         compiled("bundled.p4", &bundled),

@@ -1,9 +1,9 @@
 //! The control-plane operations refuse what the program does not allow, with a reason.
 
-use softswitch::ir::{ActionCall, Entry, FieldMatch};
-use softswitch::source::SourceMap;
-use softswitch::switch::{Clock, Switch};
-use softswitch::table::TableError;
+use softswitch_core::ir::{ActionCall, Entry, FieldMatch};
+use softswitch_core::switch::{Clock, Switch};
+use softswitch_core::table::TableError;
+use softswitch_frontend::source::SourceMap;
 use std::path::Path;
 
 fn basic() -> Switch {
@@ -14,7 +14,9 @@ fn basic() -> Switch {
         std::fs::read_to_string(&path).unwrap(),
     );
     Switch::new(
-        softswitch::compile(&mut map, file).unwrap(),
+        softswitch_frontend::compile(&mut map, file)
+            .unwrap()
+            .program,
         Clock::Virtual(0),
     )
 }

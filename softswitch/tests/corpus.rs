@@ -4,8 +4,8 @@
 //! specification of what softswitch supports. The STF tests of the programs BMv2 runs pass on
 //! BMv2 too, but for those that need softswitch's virtual clock.
 
-use softswitch::source::SourceMap;
-use softswitch::switch::{Clock, Switch};
+use softswitch_core::switch::{Clock, Switch};
+use softswitch_frontend::source::SourceMap;
 use std::path::{Path, PathBuf};
 
 fn corpus() -> Vec<PathBuf> {
@@ -23,7 +23,7 @@ fn run_one(program: &Path) -> Result<(), String> {
     let mut map = SourceMap::new();
     let text = std::fs::read_to_string(program).map_err(|e| e.to_string())?;
     let file = map.add(program.display().to_string(), text);
-    let compiled = softswitch::compile(&mut map, file).map_err(|d| d.render(&map))?;
+    let compiled = softswitch_frontend::compile(&mut map, file).map_err(|d| d.render(&map))?;
     let stf_path = program.with_extension("stf");
     if !stf_path.exists() {
         return Ok(());
@@ -32,8 +32,8 @@ fn run_one(program: &Path) -> Result<(), String> {
         stf_path.display().to_string(),
         std::fs::read_to_string(&stf_path).map_err(|e| e.to_string())?,
     );
-    let mut switch = Switch::new(compiled, Clock::Virtual(0));
-    let report = softswitch::stf::run(&map, stf, &mut switch).map_err(|d| d.render(&map))?;
+    let mut switch = Switch::new(compiled.program, Clock::Virtual(0));
+    let report = softswitch_stf::run(&map, stf, &mut switch).map_err(|d| d.render(&map))?;
     if report.passed() {
         Ok(())
     } else {
@@ -68,12 +68,12 @@ fn a_failed_assert_fails_the_stf_run() {
         program.display().to_string(),
         std::fs::read_to_string(&program).unwrap(),
     );
-    let compiled = softswitch::compile(&mut map, file)
+    let compiled = softswitch_frontend::compile(&mut map, file)
         .map_err(|d| d.render(&map))
         .unwrap();
     let stf = map.add("assert.stf", "packet 0 01 02 03 ee\nexpect 1\n");
-    let mut switch = Switch::new(compiled, Clock::Virtual(0));
-    let report = softswitch::stf::run(&map, stf, &mut switch).unwrap();
+    let mut switch = Switch::new(compiled.program, Clock::Virtual(0));
+    let report = softswitch_stf::run(&map, stf, &mut switch).unwrap();
     assert_eq!(report.failures.len(), 1, "{:?}", report.failures);
     assert!(
         report.failures[0].contains("assert or assume failed 1 times"),
@@ -111,7 +111,7 @@ fn every_corpus_stf_passes_on_bmv2() {
     let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
         return;
     };
-    let tools = softswitch::bmv2::Bmv2Tools::from(toolchain);
+    let tools = softswitch_stf::bmv2::Bmv2Tools::from(toolchain);
     let mut runs = Vec::new();
     for program in testkit::bmv2::bmv2_programs() {
         let test = program.with_extension("stf");
@@ -123,7 +123,7 @@ fn every_corpus_stf_passes_on_bmv2() {
         }
         let compiled =
             testkit::bmv2::compiled(toolchain, &program).unwrap_or_else(|e| panic!("{e}"));
-        runs.push(softswitch::bmv2::StfRun {
+        runs.push(softswitch_stf::bmv2::StfRun {
             program,
             json: compiled.json,
             test,
@@ -133,6 +133,6 @@ fn every_corpus_stf_passes_on_bmv2() {
         runs.len() >= 5,
         "the corpus STF tests are missing: {runs:?}"
     );
-    let failures = softswitch::bmv2::run_stf_files(&tools, &runs);
+    let failures = softswitch_stf::bmv2::run_stf_files(&tools, &runs);
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

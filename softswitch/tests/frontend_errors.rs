@@ -1,8 +1,8 @@
 //! One test per class of front-end error: each malformed program gets one precise
 //! diagnostic at file:line:col, never a panic.
 
-use softswitch::preprocessor::Includes;
-use softswitch::source::SourceMap;
+use softswitch_frontend::preprocessor::Includes;
+use softswitch_frontend::source::SourceMap;
 
 /// A minimal valid v1model program; `{decls}`, `{ingress}` and `{parser}` are filled in.
 const TEMPLATE: &str = "#include <core.p4>
@@ -40,7 +40,7 @@ fn program(decls: &str, parser: &str, ingress: &str) -> String {
 fn error(src: &str) -> (String, String) {
     let mut map = SourceMap::new();
     let f = map.add("t.p4", src);
-    let e = softswitch::compile(&mut map, f).expect_err("the program is malformed");
+    let e = softswitch_frontend::compile(&mut map, f).expect_err("the program is malformed");
     let rendered = e.render(&map);
     assert!(
         rendered.contains('^'),
@@ -57,7 +57,7 @@ fn error(src: &str) -> (String, String) {
 fn compiles(src: &str) {
     let mut map = SourceMap::new();
     let f = map.add("t.p4", src);
-    softswitch::compile(&mut map, f).unwrap_or_else(|e| panic!("{}", e.render(&map)));
+    softswitch_frontend::compile(&mut map, f).unwrap_or_else(|e| panic!("{}", e.render(&map)));
 }
 
 #[test]
@@ -90,7 +90,7 @@ fn lexer_bad_digit() {
 fn preprocessor_missing_include() {
     let mut map = SourceMap::new();
     let f = map.add("t.p4", "#include \"nowhere.p4\"\n");
-    let e = softswitch::compile_with(&mut map, f, Includes::Files).unwrap_err();
+    let e = softswitch_frontend::compile_with(&mut map, f, Includes::Files).unwrap_err();
     assert_eq!(e.location(&map), "t.p4:1:1");
     assert!(
         e.message.starts_with("cannot read included file"),
@@ -379,7 +379,7 @@ fn deep_nesting_is_refused_not_a_stack_overflow() {
     ] {
         let mut map = SourceMap::new();
         let f = map.add("t.p4", src);
-        let e = softswitch::compile(&mut map, f).unwrap_err();
+        let e = softswitch_frontend::compile(&mut map, f).unwrap_err();
         assert_eq!(
             e.message,
             "nested more than 256 levels deep (limits::MAX_NESTING)"
@@ -403,6 +403,6 @@ fn garbage_never_panics() {
     ] {
         let mut map = SourceMap::new();
         let f = map.add("t.p4", src);
-        let _ = softswitch::compile(&mut map, f).map_err(|e| e.render(&map));
+        let _ = softswitch_frontend::compile(&mut map, f).map_err(|e| e.render(&map));
     }
 }

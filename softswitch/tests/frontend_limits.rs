@@ -1,4 +1,4 @@
-//! The front end keeps within its limits (softswitch/src/limits.rs) whatever the source: each
+//! The front end keeps within its limits (softswitch/frontend/src/limits.rs) whatever the source: each
 //! hostile program gets a diagnostic naming the limit it passed (never a stack overflow, a hang
 //! or unbounded memory), a device config never reads a file, `int` constants fold exactly, and
 //! a diagnostic quotes a bounded excerpt of its line. `softswitch check` and `stf` on the same
@@ -7,12 +7,12 @@
 mod hostile;
 
 use hostile::{program, program_with_locals};
-use softswitch::limits::{
+use softswitch_core::switch::{Clock, Switch};
+use softswitch_frontend::limits::{
     MAX_EXCERPT_CHARS, MAX_INCLUDE_DEPTH, MAX_MACRO_EXPANSION, MAX_SOURCE_BYTES,
 };
-use softswitch::preprocessor::Includes;
-use softswitch::source::SourceMap;
-use softswitch::switch::{Clock, Switch};
+use softswitch_frontend::preprocessor::Includes;
+use softswitch_frontend::source::SourceMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -21,7 +21,7 @@ use std::process::Command;
 const THREAD_STACK: usize = 2 << 20;
 
 /// Compiles `src` (self-contained, as a device config); the error's message and rendering.
-fn compile(src: &str) -> Result<softswitch::ir::Program, (String, String)> {
+fn compile(src: &str) -> Result<softswitch_core::ir::Program, (String, String)> {
     compile_as("t.p4", src, Includes::BuiltinOnly)
 }
 
@@ -29,10 +29,11 @@ fn compile_as(
     name: &str,
     src: &str,
     includes: Includes,
-) -> Result<softswitch::ir::Program, (String, String)> {
+) -> Result<softswitch_core::ir::Program, (String, String)> {
     let mut map = SourceMap::new();
     let file = map.add(name, src);
-    softswitch::compile_with(&mut map, file, includes)
+    softswitch_frontend::compile_with(&mut map, file, includes)
+        .map(|c| c.program)
         .map_err(|d| (d.message.clone(), d.render(&map)))
 }
 
@@ -93,7 +94,7 @@ impl Drop for TempDir {
 }
 
 /// Compiles the file at `path` as `softswitch check` does (reading what it includes).
-fn compile_file(path: &Path) -> Result<softswitch::ir::Program, (String, String)> {
+fn compile_file(path: &Path) -> Result<softswitch_core::ir::Program, (String, String)> {
     let text = std::fs::read_to_string(path).unwrap();
     compile_as(path.to_str().unwrap(), &text, Includes::Files)
 }

@@ -4,8 +4,8 @@
 //! that declares more state than the switch can hold is refused when it compiles:
 //! `limits::MAX_EXTERN_CELLS`, tests/frontend_limits.rs.)
 
-use softswitch::source::SourceMap;
-use softswitch::switch::{Clock, Switch, MAX_LOG_LINES, MAX_PACKET_WORK, MAX_PASSES};
+use softswitch_core::switch::{Clock, Switch, MAX_LOG_LINES, MAX_PACKET_WORK, MAX_PASSES};
+use softswitch_frontend::source::SourceMap;
 
 fn looping_program(ingress: &str, egress: &str) -> String {
     format!(
@@ -28,15 +28,15 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 }
 
 fn run(program: &str) -> Switch {
-    run_with_depth(program, softswitch::tm::DEFAULT_DEPTH)
+    run_with_depth(program, softswitch_core::tm::DEFAULT_DEPTH)
 }
 
 fn run_with_depth(program: &str, depth: usize) -> Switch {
     let mut map = SourceMap::new();
     let file = map.add("loop.p4", program);
-    let compiled =
-        softswitch::compile(&mut map, file).unwrap_or_else(|d| panic!("{}", d.render(&map)));
-    let mut switch = Switch::new(compiled, Clock::Virtual(0));
+    let compiled = softswitch_frontend::compile(&mut map, file)
+        .unwrap_or_else(|d| panic!("{}", d.render(&map)));
+    let mut switch = Switch::new(compiled.program, Clock::Virtual(0));
     switch.tm.set_depth(None, None, depth);
     switch.set_clone_session(3, 2);
     switch.receive(0, vec![0x2a]);
@@ -86,7 +86,7 @@ fn copies_that_double_at_every_pass_stop_at_the_work_limit() {
             "",
             "clone(CloneType.E2E, 3); recirculate_preserving_field_list(0);",
         ),
-        softswitch::tm::MAX_DEPTH,
+        softswitch_core::tm::MAX_DEPTH,
     );
     assert!(switch.drops > 0);
     let notes: Vec<_> = switch

@@ -1,7 +1,7 @@
 //! Malformed programs never panic the front end: deterministic mutations (token deletion,
 //! duplication and replacement) of every corpus program must each give `Ok` or a diagnostic.
 
-use softswitch::source::SourceMap;
+use softswitch_frontend::source::SourceMap;
 use std::path::Path;
 
 /// Replacement tokens: operators, keywords and literals that often break invariants.
@@ -13,7 +13,7 @@ const TOKENS: [&str; 16] = [
 fn compiles_without_panic(src: &str) {
     let mut map = SourceMap::new();
     let f = map.add("m.p4", src);
-    if let Err(d) = softswitch::compile(&mut map, f) {
+    if let Err(d) = softswitch_frontend::compile(&mut map, f) {
         let rendered = d.render(&map);
         assert!(
             rendered.starts_with("m.p4:") || rendered.starts_with('<'),
@@ -102,7 +102,9 @@ fn mutated_stf_files_never_panic() {
             path.display().to_string(),
             std::fs::read_to_string(&path).unwrap(),
         );
-        let program = softswitch::compile(&mut map, file).unwrap();
+        let program = softswitch_frontend::compile(&mut map, file)
+            .unwrap()
+            .program;
         let stf = std::fs::read_to_string(path.with_extension("stf")).unwrap();
         let words: Vec<&str> = stf
             .split_inclusive(|c: char| c.is_whitespace() || "(),:".contains(c))
@@ -120,13 +122,13 @@ fn mutated_stf_files_never_panic() {
             let mutated: String = w.concat();
             let mut map = SourceMap::new();
             let stf_file = map.add("m.stf", mutated.clone());
-            let mut switch = softswitch::switch::Switch::new(
+            let mut switch = softswitch_core::switch::Switch::new(
                 program.clone(),
-                softswitch::switch::Clock::Virtual(0),
+                softswitch_core::switch::Clock::Virtual(0),
             );
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let _ =
-                    softswitch::stf::run(&map, stf_file, &mut switch).map_err(|d| d.render(&map));
+                    softswitch_stf::run(&map, stf_file, &mut switch).map_err(|d| d.render(&map));
             }));
             assert!(
                 result.is_ok(),

@@ -12,14 +12,14 @@ use std::path::Path;
 
 use p4runtime::p4::config::v1::P4Info;
 use prost::{Message, Name};
-use softswitch::source::SourceMap;
+use softswitch_frontend::source::SourceMap;
 
 fn softswitch_p4info(program: &Path) -> Result<P4Info, String> {
     let mut map = SourceMap::new();
     let text = std::fs::read_to_string(program).map_err(|e| e.to_string())?;
     let file = map.add(program.display().to_string(), text);
-    let compiled = softswitch::compile(&mut map, file).map_err(|d| d.render(&map))?;
-    softswitch::p4info::p4info(&compiled, &map).map_err(|d| d.render(&map))
+    let compiled = softswitch_frontend::compile(&mut map, file).map_err(|d| d.render(&map))?;
+    softswitch_server::p4info::p4info(&compiled, &map).map_err(|d| d.render(&map))
 }
 
 /// Each entity of a kind in protobuf text, by id.

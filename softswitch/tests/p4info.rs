@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use p4runtime::p4::config::v1::P4Info;
-use softswitch::source::SourceMap;
+use softswitch_frontend::source::SourceMap;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -17,8 +17,8 @@ fn fixture(name: &str) -> PathBuf {
 fn p4info_of(name: &str, source: String) -> Result<P4Info, String> {
     let mut map = SourceMap::new();
     let file = map.add(name, source);
-    let program = softswitch::compile(&mut map, file).map_err(|d| d.render(&map))?;
-    softswitch::p4info::p4info(&program, &map).map_err(|d| d.render(&map))
+    let program = softswitch_frontend::compile(&mut map, file).map_err(|d| d.render(&map))?;
+    softswitch_server::p4info::p4info(&program, &map).map_err(|d| d.render(&map))
 }
 
 fn p4info(path: &str) -> P4Info {

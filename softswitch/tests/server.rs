@@ -9,8 +9,8 @@ use std::time::Duration;
 use p4runtime::lossless::softswitch::v1 as q;
 use p4runtime::p4::config::v1::P4Info;
 use p4runtime::p4::v1::{self as p4v1, p4_runtime_client::P4RuntimeClient};
-use softswitch::server::engine::{Event, Transmit};
-use softswitch::server::Device;
+use softswitch_server::engine::{Call as _, Event, Transmit};
+use softswitch_server::Device;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tokio_stream::StreamExt;
@@ -30,10 +30,10 @@ fn source(name: &str) -> Vec<u8> {
 
 /// The P4Info of a test program, computed as `softswitch p4info` does.
 fn p4info(name: &str) -> P4Info {
-    let mut map = softswitch::source::SourceMap::new();
+    let mut map = softswitch_frontend::source::SourceMap::new();
     let file = map.add(name, String::from_utf8(source(name)).unwrap());
-    let program = softswitch::compile(&mut map, file).unwrap();
-    softswitch::p4info::p4info(&program, &map).unwrap()
+    let program = softswitch_frontend::compile(&mut map, file).unwrap();
+    softswitch_server::p4info::p4info(&program, &map).unwrap()
 }
 
 fn id(info: &P4Info, name: &str) -> u32 {
@@ -407,7 +407,7 @@ async fn a_request_past_the_size_limit_is_refused_before_it_is_read() {
     primary.arbitration().await;
     let config = p4v1::ForwardingPipelineConfig {
         p4info: Some(P4Info::default()),
-        p4_device_config: vec![b' '; softswitch::server::p4rt::MAX_REQUEST_BYTES],
+        p4_device_config: vec![b' '; softswitch_server::p4rt::MAX_REQUEST_BYTES],
         cookie: None,
     };
     let err = client
@@ -1471,7 +1471,7 @@ async fn queue_depth_and_rate_are_set_per_port_and_priority() {
         .unwrap_err();
     assert_eq!(
         zero.message(),
-        softswitch::tm::QueueSettingError::Depth(0).to_string()
+        softswitch_core::tm::QueueSettingError::Depth(0).to_string()
     );
     let other = q::SetQueueRequest {
         device_id: DEVICE + 1,

@@ -3,10 +3,10 @@
 //! the traffic manager's own queue rules (the Queues service applies the same ones), and bounds
 //! what a test may make it hold: its length, a packet's length, the bytes the switch sends.
 
-use softswitch::source::SourceMap;
-use softswitch::stf::{MAX_OUTPUT_BYTES, MAX_PACKET_BYTES, MAX_STF_BYTES};
-use softswitch::switch::{Clock, Switch};
-use softswitch::tm::{self, QueueSettingError};
+use softswitch_core::switch::{Clock, Switch};
+use softswitch_core::tm::{self, QueueSettingError};
+use softswitch_frontend::source::SourceMap;
+use softswitch_stf::{MAX_OUTPUT_BYTES, MAX_PACKET_BYTES, MAX_STF_BYTES};
 use std::path::Path;
 
 /// Runs `stf` against the corpus program `stateful.p4` (register, counters, multicast, clones):
@@ -15,10 +15,10 @@ fn run(stf: &str) -> Result<Vec<String>, String> {
     let program = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/stateful.p4");
     let mut map = SourceMap::new();
     let file = map.add("stateful.p4", std::fs::read_to_string(program).unwrap());
-    let compiled = softswitch::compile(&mut map, file).map_err(|d| d.render(&map))?;
+    let compiled = softswitch_frontend::compile(&mut map, file).map_err(|d| d.render(&map))?;
     let test = map.add("test.stf", stf.to_string());
-    let mut switch = Switch::new(compiled, Clock::Virtual(0));
-    softswitch::stf::run(&map, test, &mut switch)
+    let mut switch = Switch::new(compiled.program, Clock::Virtual(0));
+    softswitch_stf::run(&map, test, &mut switch)
         .map(|r| r.failures)
         .map_err(|d| d.render(&map))
 }
@@ -160,7 +160,7 @@ mc_node_associate 1 0
 
 #[test]
 fn read_refuses_an_endless_file_without_reading_it_all() {
-    let err = softswitch::stf::read(Path::new("/dev/zero")).unwrap_err();
+    let err = softswitch_stf::read(Path::new("/dev/zero")).unwrap_err();
     assert!(
         err.to_string()
             .contains(&format!("longer than {MAX_STF_BYTES} bytes")),

@@ -13,7 +13,7 @@ use std::time::Duration;
 use p4runtime::p4::config::v1::P4Info;
 use p4runtime::p4::v1::{self as p4v1, p4_runtime_client::P4RuntimeClient};
 use p4v1::set_forwarding_pipeline_config_request::Action;
-use softswitch::limits::MAX_EXCERPT_CHARS;
+use softswitch_frontend::limits::MAX_EXCERPT_CHARS;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tokio_stream::StreamExt as _;
 use tonic::transport::Channel;
@@ -148,11 +148,11 @@ impl Controller {
 
 /// The P4Info of `source`, as softswitch computes it.
 fn p4info(source: &str) -> P4Info {
-    let mut map = softswitch::source::SourceMap::new();
+    let mut map = softswitch_frontend::source::SourceMap::new();
     let file = map.add("p.p4", source);
-    let program =
-        softswitch::compile(&mut map, file).unwrap_or_else(|d| panic!("{}", d.render(&map)));
-    softswitch::p4info::p4info(&program, &map).unwrap()
+    let program = softswitch_frontend::compile(&mut map, file)
+        .unwrap_or_else(|d| panic!("{}", d.render(&map)));
+    softswitch_server::p4info::p4info(&program, &map).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

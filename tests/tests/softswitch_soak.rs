@@ -353,7 +353,7 @@ async fn hostile_loop(flowing: &AtomicBool) -> Refusals {
         }
         // A burst of backup streams past the limit, never read, then gone.
         let mut streams = Vec::new();
-        for _ in 0..softswitch::server::arbitration::MAX_STREAMS + 16 {
+        for _ in 0..softswitch_server::arbitration::MAX_STREAMS + 16 {
             match unread_stream(&mut client.clone(), None).await {
                 Ok(s) => streams.push(s),
                 Err(s) => {

@@ -207,7 +207,7 @@ pub fn bench_softswitch() -> anyhow::Result<()> {
             "bench",
             "--locked",
             "-p",
-            "softswitch",
+            "softswitch-core",
             "--bench",
             "interpreter",
         ])
@@ -216,7 +216,7 @@ pub fn bench_softswitch() -> anyhow::Result<()> {
     Cmd::new(build_bench("bench-softswitch", "softswitch", "softswitch")?).run()
 }
 
-/// The differential test of softswitch against BMv2 (`softswitch/tests/differential.rs`) with
+/// The differential test of softswitch against BMv2 (`softswitch/tests/differential/`) with
 /// `cases` random cases per program from seed `seed` on, instead of the few `test` runs.
 pub fn fuzz_diff(cases: u32, seed: Option<u64>) -> anyhow::Result<()> {
     let seed = seed.unwrap_or_else(|| {

@@ -1,7 +1,7 @@
 //! Shared by the fabric's tests: where dataplane-p4 is, and compiling its programs.
 
-use softswitch::ir::Program;
-use softswitch::source::SourceMap;
+use softswitch_core::ir::Program;
+use softswitch_frontend::source::SourceMap;
 use std::path::{Path, PathBuf};
 
 /// The dataplane-p4 folder.
@@ -14,8 +14,8 @@ pub fn compile(path: &Path) -> Result<(Program, SourceMap), String> {
     let mut map = SourceMap::new();
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let file = map.add(path.display().to_string(), text);
-    let program = softswitch::compile(&mut map, file).map_err(|d| d.render(&map))?;
-    Ok((program, map))
+    let program = softswitch_frontend::compile(&mut map, file).map_err(|d| d.render(&map))?;
+    Ok((program.program, map))
 }
 
 /// lossless.p4, compiled.

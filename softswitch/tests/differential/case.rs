@@ -8,7 +8,10 @@ use std::collections::HashSet;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom as _;
 use rand::Rng as _;
-use softswitch::ir::{mask, ActionCall, Entry, ExternCall, FieldMatch, MatchKind, Program, Stmt};
+use softswitch_core::ir::{
+    mask, ActionCall, Entry, ExternCall, FieldMatch, MatchKind, Program, Stmt,
+};
+use softswitch_frontend::cpinfo::CpInfo;
 
 use crate::profile::Profile;
 
@@ -130,7 +133,7 @@ fn setup(text: &str, profile: &Profile, program: &Program) -> String {
             }
         }
         if matches!(command.as_str(), "add" | "setdefault" | "member_add") && w.len() > 2 {
-            let table = softswitch::switch::table_id(program, &w[1]);
+            let table = softswitch_core::switch::table_id(program, &w[1]);
             let at = w
                 .iter()
                 .position(|x| x.contains('('))
@@ -149,7 +152,7 @@ fn clamp_call(call: &str, table: usize, profile: &Profile, program: &Program) ->
     let Some((name, rest)) = call.split_once('(') else {
         return call.to_owned();
     };
-    let Some(action) = softswitch::switch::action_id(program, table, name) else {
+    let Some(action) = softswitch_core::switch::action_id(program, table, name) else {
         return call.to_owned();
     };
     let params = &program.bodies[program.actions[action].body].params;
@@ -252,12 +255,13 @@ pub fn writable_tables(program: &Program) -> Vec<usize> {
 pub fn action_call(
     rng: &mut StdRng,
     program: &Program,
+    control_plane: &CpInfo,
     table: usize,
     default: bool,
     profile: &Profile,
     seeds: &Seeds,
 ) -> Option<ActionCall> {
-    let refs = &program.control_plane.tables[table].action_refs;
+    let refs = &control_plane.tables[table].action_refs;
     let direct_meter = program.tables[table].direct_meter;
     let allowed: Vec<usize> = program.tables[table]
         .actions
@@ -265,7 +269,7 @@ pub fn action_call(
         .zip(refs)
         .filter(|(_, annotations)| {
             let scope = if default { "tableonly" } else { "defaultonly" };
-            !softswitch::cpinfo::has(annotations, scope)
+            !softswitch_frontend::cpinfo::has(annotations, scope)
         })
         .map(|(&a, _)| a)
         // BMv2 executes a direct meter on every hit and writes its colour wherever the program
@@ -301,6 +305,7 @@ fn reads_meter(program: &Program, action: usize, meter: usize) -> bool {
 pub fn entry(
     rng: &mut StdRng,
     program: &Program,
+    control_plane: &CpInfo,
     table: usize,
     profile: &Profile,
     seeds: &Seeds,
@@ -323,7 +328,7 @@ pub fn entry(
         } else {
             0
         },
-        action: action_call(rng, program, table, false, profile, seeds)?,
+        action: action_call(rng, program, control_plane, table, false, profile, seeds)?,
     })
 }
 

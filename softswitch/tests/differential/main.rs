@@ -22,11 +22,11 @@ use std::path::{Path, PathBuf};
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom as _;
 use rand::{Rng as _, SeedableRng as _};
-use softswitch::bmv2::{Bmv2Target, Bmv2Tools};
-use softswitch::ir::{CounterKind, Entry, FieldMatch, InstanceKind, MatchKind, Program};
-use softswitch::source::SourceMap;
-use softswitch::stf::{Sent, Target};
-use softswitch::switch::{Clock, Switch};
+use softswitch_core::ir::{CounterKind, Entry, FieldMatch, InstanceKind, MatchKind, Program};
+use softswitch_core::switch::{Clock, Switch};
+use softswitch_frontend::source::SourceMap;
+use softswitch_stf::bmv2::{Bmv2Target, Bmv2Tools};
+use softswitch_stf::{Sent, Target};
 
 use case::Seeds;
 use profile::Profile;
@@ -102,8 +102,11 @@ fn program_cases(
     let mut map = SourceMap::new();
     let text = std::fs::read_to_string(&profile.program).expect("the program");
     let file = map.add(profile.program.display().to_string(), text);
-    let program =
-        softswitch::compile(&mut map, file).unwrap_or_else(|d| panic!("{}", d.render(&map)));
+    let softswitch_frontend::Compiled {
+        program,
+        control_plane,
+    } = softswitch_frontend::compile(&mut map, file)
+        .unwrap_or_else(|d| panic!("{}", d.render(&map)));
     let seeds = Seeds::read(profile, &program);
     let mut bmv2 = match Bmv2Target::start(tools, json, program.clone()) {
         Ok(b) => b,
@@ -115,6 +118,7 @@ fn program_cases(
         let mut case = Case {
             profile,
             program: &program,
+            control_plane: &control_plane,
             seeds: &seeds,
             rng: StdRng::seed_from_u64(n),
             softswitch: Switch::new(program.clone(), Clock::Virtual(0)),
@@ -163,6 +167,7 @@ struct Tally {
 struct Case<'a> {
     profile: &'a Profile,
     program: &'a Program,
+    control_plane: &'a softswitch_frontend::cpinfo::CpInfo,
     seeds: &'a Seeds,
     rng: StdRng,
     softswitch: Switch,
@@ -229,7 +234,7 @@ impl Case<'_> {
         let targets: [(&str, &mut dyn Target); 2] =
             [("softswitch", &mut self.softswitch), ("BMv2", bmv2)];
         for (name, target) in targets {
-            match softswitch::stf::run_on(&map, file, target) {
+            match softswitch_stf::run_on(&map, file, target) {
                 Ok(report) if report.passed() => {}
                 Ok(report) => {
                     return Err(format!("{name} failed the set-up: {:?}", report.failures))
@@ -253,6 +258,7 @@ impl Case<'_> {
                 let Some(call) = case::action_call(
                     &mut self.rng,
                     self.program,
+                    self.control_plane,
                     table,
                     true,
                     self.profile,
@@ -271,9 +277,14 @@ impl Case<'_> {
                 )?;
                 continue;
             }
-            let Some(entry) =
-                case::entry(&mut self.rng, self.program, table, self.profile, self.seeds)
-            else {
+            let Some(entry) = case::entry(
+                &mut self.rng,
+                self.program,
+                self.control_plane,
+                table,
+                self.profile,
+                self.seeds,
+            ) else {
                 continue;
             };
             let line = self.entry_text(table, &entry);
@@ -369,7 +380,7 @@ impl Case<'_> {
     }
 
     /// `name(param:value, ...)` as STF writes a call.
-    fn call_text(&self, call: &softswitch::ir::ActionCall) -> String {
+    fn call_text(&self, call: &softswitch_core::ir::ActionCall) -> String {
         let action = &self.program.actions[call.action];
         let params = self.program.bodies[action.body]
             .params
@@ -456,7 +467,7 @@ fn agree<A, B>(
 }
 
 /// What a counter of `kind` counts of a cell.
-fn counted(kind: CounterKind, cell: softswitch::table::CounterCell) -> (u64, u64) {
+fn counted(kind: CounterKind, cell: softswitch_core::table::CounterCell) -> (u64, u64) {
     match kind {
         CounterKind::Packets => (cell.packets, 0),
         CounterKind::Bytes => (0, cell.bytes),

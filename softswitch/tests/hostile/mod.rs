@@ -1,5 +1,5 @@
 //! Hostile P4 sources, each at most 1 MB, each built to go past one of the front end's limits
-//! (softswitch/src/limits.rs): shared by the in-process tests (`frontend_limits.rs`) and those
+//! (softswitch/frontend/src/limits.rs): shared by the in-process tests (`frontend_limits.rs`) and those
 //! of the `softswitch` binary over P4Runtime (`untrusted_device_configs.rs`).
 
 #![allow(dead_code)] // Each test file uses some of them.

@@ -21,10 +21,8 @@ use lossless_tests::{
     bed::TEST_MAC,
     switch::{program, Bmv2Build, Host, SwitchBed, Topology},
 };
-use softswitch::{
-    source::SourceMap,
-    switch::{Clock, Switch},
-};
+use softswitch_core::switch::{Clock, Switch};
+use softswitch_frontend::source::SourceMap;
 
 const ROUNDS: usize = 3;
 const SECONDS: f64 = 2.0;
@@ -179,9 +177,9 @@ fn interpreter() -> anyhow::Result<f64> {
     let path = program(PROGRAM);
     let mut map = SourceMap::new();
     let file = map.add(path.display().to_string(), std::fs::read_to_string(&path)?);
-    let compiled =
-        softswitch::compile(&mut map, file).map_err(|d| anyhow::anyhow!(d.render(&map)))?;
-    let mut switch = Switch::new(compiled, Clock::Virtual(0));
+    let compiled = softswitch_frontend::compile(&mut map, file)
+        .map_err(|d| anyhow::anyhow!(d.render(&map)))?;
+    let mut switch = Switch::new(compiled.program, Clock::Virtual(0));
     let frame = frame();
     let start = Instant::now();
     let mut forwarded = 0usize;

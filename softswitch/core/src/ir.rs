@@ -1,0 +1,954 @@
+//! The lowered program the interpreter runs: every name resolved to a slot index in one flat
+//! array of `u128` values, every width constant, every call bound. Per-packet work neither walks
+//! the AST nor hashes strings.
+//!
+//! Storage layout: a scalar (`bit<W>`, `int<W>`, `bool`, `error`, an enum) takes one slot; a
+//! header takes one validity slot followed by its fields; a struct its fields in order; a header
+//! stack one `nextIndex` slot followed by its elements. Signed values are stored as two's
+//! complement masked to their width.
+
+/// A slot index.
+pub type Slot = u32;
+
+/// The mask of the low `width` bits.
+pub fn mask(width: u16) -> u128 {
+    if width >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << width) - 1
+    }
+}
+
+/// Sign-extends the low `width` bits of `v`.
+pub fn sign_extend(v: u128, width: u16) -> i128 {
+    if width >= 128 {
+        return v as i128;
+    }
+    let shift = 128 - u32::from(width);
+    ((v << shift) as i128) >> shift
+}
+
+/// The operator of an [`Expr::Arith`]: arithmetic, bitwise or shift, on sized values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArithOp {
+    /// Wrapping `+`.
+    Add,
+    /// Wrapping `-`.
+    Sub,
+    /// Wrapping `*`.
+    Mul,
+    /// `/` (0 when dividing by 0).
+    Div,
+    /// `%` (0 when dividing by 0).
+    Mod,
+    /// Saturating `|+|`.
+    AddSat,
+    /// Saturating `|-|`.
+    SubSat,
+    /// `<<`.
+    Shl,
+    /// `>>` (arithmetic on signed values).
+    Shr,
+    /// `&`.
+    BitAnd,
+    /// `|`.
+    BitOr,
+    /// `^`.
+    BitXor,
+}
+
+/// The operator of an [`Expr::Compare`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompareOp {
+    /// `==`.
+    Eq,
+    /// `!=`.
+    Ne,
+    /// `<`.
+    Lt,
+    /// `<=`.
+    Le,
+    /// `>`.
+    Gt,
+    /// `>=`.
+    Ge,
+}
+
+/// A scalar expression.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// A constant.
+    Const(u128),
+    /// The value of a slot.
+    Load(Slot),
+    /// A field of a header-stack element picked at run time: slot `base + index * stride`;
+    /// an index out of range reads 0.
+    LoadDyn {
+        base: Slot,
+        stride: u32,
+        count: u32,
+        index: Box<Expr>,
+    },
+    /// An arithmetic or bitwise operation on `width`-bit values, result masked to `width`.
+    Arith {
+        op: ArithOp,
+        width: u16,
+        signed: bool,
+        a: Box<Expr>,
+        b: Box<Expr>,
+    },
+    /// A comparison of two `width`-bit values; yields 0 or 1.
+    Compare {
+        op: CompareOp,
+        width: u16,
+        signed: bool,
+        a: Box<Expr>,
+        b: Box<Expr>,
+    },
+    /// `a ++ b` where `b` has `b_width` bits.
+    Concat {
+        a: Box<Expr>,
+        b: Box<Expr>,
+        b_width: u16,
+    },
+    /// Bits `lo .. lo + width` of `arg`.
+    Slice { arg: Box<Expr>, lo: u16, width: u16 },
+    /// Sign extension of a `from`-bit value to `to` bits (for casts of signed values).
+    SignExtend { arg: Box<Expr>, from: u16, to: u16 },
+    /// The low `width` bits of `arg` (for casts that narrow).
+    Truncate { arg: Box<Expr>, width: u16 },
+    /// `!arg` on a bool.
+    Not(Box<Expr>),
+    /// `~arg` on `width` bits.
+    Complement { arg: Box<Expr>, width: u16 },
+    /// `-arg` on `width` bits.
+    Negate { arg: Box<Expr>, width: u16 },
+    /// Short-circuit `&&`.
+    And(Box<Expr>, Box<Expr>),
+    /// Short-circuit `||`.
+    Or(Box<Expr>, Box<Expr>),
+    /// `c ? a : b`.
+    Cond(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// Equality of two slot ranges (two `varbit` values: length and chunks).
+    RangeEq { a: Slot, b: Slot, len: u32 },
+    /// Applies a table; yields 1 if it hit (or, with `miss`, 1 if it missed).
+    TableHit { table: usize, miss: bool },
+    /// Calls a function and yields its return slot.
+    Invoke(Box<Invoke>),
+    /// `width` bits at `offset` bits past the parser's cursor, which must have `need` bits after
+    /// it (`packet.lookahead<bit<W>>()`, or a field of `packet.lookahead<H>()`).
+    Lookahead { offset: u32, width: u16, need: u32 },
+    /// `packet.length()` in a parser (bytes).
+    PacketLength,
+    /// `Checksum16.get(data)`: the Internet checksum of the fields.
+    Checksum16(Box<FieldList>),
+}
+
+/// A scalar place that can be written.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Place {
+    /// A slot.
+    Slot(Slot),
+    /// A field of a header-stack element picked at run time (writes out of range are ignored).
+    Dyn {
+        base: Slot,
+        stride: u32,
+        count: u32,
+        index: Box<Expr>,
+    },
+    /// Bits `lo .. lo + width` of a place.
+    Slice {
+        inner: Box<Place>,
+        lo: u16,
+        width: u16,
+    },
+}
+
+/// A call of an action or function body with copy-in/copy-out of its parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Invoke {
+    /// Statements that copy the arguments into the parameter slots.
+    pub copy_in: Vec<Stmt>,
+    /// The body (an index into [`Program::bodies`]).
+    pub body: usize,
+    /// Statements that copy `out`/`inout` parameters back to the arguments.
+    pub copy_out: Vec<Stmt>,
+    /// The slot that holds the return value (functions only).
+    pub ret: Option<Slot>,
+}
+
+/// A header instance, possibly chosen at run time in a stack.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HeaderRef {
+    /// A header at a fixed slot (its validity slot) with layout `layout`.
+    Static { base: Slot, layout: usize },
+    /// `stack.next`: the element at the stack's `nextIndex`, which then advances.
+    Next {
+        stack: Slot,
+        count: u32,
+        layout: usize,
+    },
+}
+
+/// One field of a list given to a hash, checksum or digest.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FieldItem {
+    /// A value of a fixed width.
+    Bits(Expr, u16),
+    /// A `varbit` field stored at `base` (see [`FieldLayout::VarBit`]).
+    VarBit { base: Slot, max: u32 },
+    /// Fields of the header whose validity slot is `valid`: a hash or checksum leaves them out
+    /// while the header is invalid, as BMv2 does.
+    Header { valid: Slot, fields: FieldList },
+}
+
+/// A list of fields given to a hash, checksum or digest, in order.
+pub type FieldList = Vec<FieldItem>;
+
+/// The fields of `list` in order, out of their [`FieldItem::Header`] groups.
+pub fn flat_fields(list: &[FieldItem]) -> Vec<&FieldItem> {
+    let mut out = Vec::new();
+    for item in list {
+        match item {
+            FieldItem::Header { fields, .. } => out.extend(flat_fields(fields)),
+            leaf => out.push(leaf),
+        }
+    }
+    out
+}
+
+/// How one header field is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldLayout {
+    /// A `bit<W>`/`int<W>`/`bool`/enum field in one slot.
+    Fixed(u16),
+    /// A `varbit<max>` field: its current length in bits, then its bits in 128-bit chunks, the
+    /// first chunk holding the first bits (each chunk right-aligned to its own length).
+    VarBit { max: u32 },
+}
+
+impl FieldLayout {
+    /// Slots the field takes.
+    pub fn slots(&self) -> u32 {
+        match self {
+            FieldLayout::Fixed(_) => 1,
+            FieldLayout::VarBit { max } => 1 + max.div_ceil(128),
+        }
+    }
+}
+
+/// The length of chunk `i` of a varbit value `len` bits long.
+pub fn varbit_chunk_width(len: u128, i: u32) -> u16 {
+    len.saturating_sub(u128::from(i) * 128).min(128) as u16
+}
+
+/// A call of a v1model or core extern.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExternCall {
+    /// `packet.extract(h)`, or `packet.extract(h, bits)` giving its varbit field `bits` bits.
+    Extract {
+        target: HeaderRef,
+        varbit: Option<Expr>,
+    },
+    /// `packet.advance(bits)`.
+    Advance(Expr),
+    /// `sub.apply(packet, args)`: runs sub-parser `parser` (an index into
+    /// [`Program::subparsers`]) between the copy-in and copy-out of its arguments.
+    SubParser {
+        parser: usize,
+        copy_in: Vec<Stmt>,
+        copy_out: Vec<Stmt>,
+    },
+    /// `verify(cond, error)`.
+    Verify { cond: Expr, error: Expr },
+    /// `packet.emit(h)` for each header, in order.
+    Emit(Vec<EmitItem>),
+    /// `mark_to_drop(standard_metadata)`.
+    MarkToDrop,
+    /// `clone`, `clone_preserving_field_list` or the deprecated `clone3` (field list by id).
+    Clone {
+        egress: bool,
+        session: Expr,
+        field_list: Option<usize>,
+    },
+    /// `resubmit_preserving_field_list` (or the deprecated `resubmit(data)`): the field list's id.
+    Resubmit(Option<usize>),
+    /// `recirculate_preserving_field_list` (or the deprecated `recirculate(data)`).
+    Recirculate(Option<usize>),
+    /// `truncate(length)`.
+    Truncate(Expr),
+    /// `digest(receiver, data)`; `digest` indexes `CpInfo::digests` (the data's type).
+    Digest {
+        receiver: Expr,
+        data: FieldList,
+        digest: usize,
+    },
+    /// `hash(result, algo, base, data, max)`.
+    Hash {
+        dst: Place,
+        width: u16,
+        algo: Expr,
+        base: Expr,
+        data: FieldList,
+        max: Expr,
+    },
+    /// `random(result, lo, hi)`.
+    Random {
+        dst: Place,
+        width: u16,
+        lo: Expr,
+        hi: Expr,
+    },
+    /// `verify_checksum[_with_payload]`.
+    VerifyChecksum {
+        cond: Expr,
+        data: FieldList,
+        checksum: Expr,
+        width: u16,
+        algo: Expr,
+        payload: bool,
+    },
+    /// `update_checksum[_with_payload]`.
+    UpdateChecksum {
+        cond: Expr,
+        data: FieldList,
+        dst: Place,
+        width: u16,
+        algo: Expr,
+        payload: bool,
+    },
+    /// `register.read(result, index)`.
+    RegisterRead {
+        instance: usize,
+        dst: Place,
+        index: Expr,
+    },
+    /// `register.write(index, value)`.
+    RegisterWrite {
+        instance: usize,
+        index: Expr,
+        value: Expr,
+    },
+    /// `counter.count(index)`.
+    CounterCount { instance: usize, index: Expr },
+    /// `meter.execute_meter(index, result)`.
+    MeterExecute {
+        instance: usize,
+        index: Expr,
+        dst: Place,
+        width: u16,
+    },
+    /// `direct_meter.read(result)` (the colour of the entry the table just hit).
+    DirectMeterRead {
+        instance: usize,
+        dst: Place,
+        width: u16,
+    },
+    /// `stack.push_front(n)` / `stack.pop_front(n)` (negative `shift` pops).
+    StackShift {
+        stack: Slot,
+        count: u32,
+        stride: u32,
+        shift: i32,
+    },
+    /// `assert(cond)` / `assume(cond)`: a failure stops the switch with an error.
+    Assert(Expr),
+    /// `log_msg(...)`: recorded in the log.
+    LogMsg { format: String, args: Vec<Expr> },
+}
+
+/// One item emitted by a deparser.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EmitItem {
+    /// A header (emitted if valid).
+    Header { base: Slot, layout: usize },
+}
+
+/// A statement.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt {
+    /// Stores a scalar.
+    Assign(Place, Expr),
+    /// Copies `len` slots from `src` to `dst`.
+    Copy { dst: Slot, src: Slot, len: u32 },
+    /// Zeroes `len` slots from `start` (fresh locals, `out` parameters).
+    Zero { start: Slot, len: u32 },
+    /// `if`.
+    If(Expr, Vec<Stmt>, Vec<Stmt>),
+    /// `switch` on a value: the first case whose values contain it runs, else `default`.
+    Switch {
+        on: Expr,
+        cases: Vec<(Vec<u128>, Vec<Stmt>)>,
+        default: Vec<Stmt>,
+    },
+    /// `switch (t.apply().action_run)`: cases keyed by action index.
+    SwitchAction {
+        table: usize,
+        cases: Vec<(Vec<usize>, Vec<Stmt>)>,
+        default: Vec<Stmt>,
+    },
+    /// Applies a table for its effect.
+    Apply(usize),
+    /// Calls an action or function.
+    Invoke(Box<Invoke>),
+    /// Calls an extern.
+    Extern(Box<ExternCall>),
+    /// `exit`.
+    Exit,
+    /// `return` (the value, if any, was stored before).
+    Return,
+}
+
+/// A match kind of a table key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MatchKind {
+    /// `exact`.
+    Exact,
+    /// `ternary`.
+    Ternary,
+    /// `lpm`.
+    Lpm,
+    /// `range`.
+    Range,
+    /// `optional`.
+    Optional,
+    /// `selector`: hashed by an action selector, not matched.
+    Selector,
+}
+
+/// A table key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Key {
+    /// The key's control-plane name (`@name` or the expression as written).
+    pub name: String,
+    /// The expression.
+    pub expr: Expr,
+    /// Its width in bits.
+    pub width: u16,
+    /// How it matches.
+    pub kind: MatchKind,
+}
+
+/// How one key field of an entry matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldMatch {
+    /// Equal to the value under the mask.
+    Masked { value: u128, mask: u128 },
+    /// Within `lo..=hi`.
+    Range { lo: u128, hi: u128 },
+}
+
+impl FieldMatch {
+    /// Whether `v` matches.
+    pub fn matches(&self, v: u128) -> bool {
+        match *self {
+            FieldMatch::Masked { value, mask } => v & mask == value & mask,
+            FieldMatch::Range { lo, hi } => lo <= v && v <= hi,
+        }
+    }
+}
+
+/// An action bound to its action-data arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ActionCall {
+    /// The action (index into [`Program::actions`]).
+    pub action: usize,
+    /// Values of its action-data parameters, in order.
+    pub args: Vec<u128>,
+}
+
+/// A table entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// One match per key.
+    pub matches: Vec<FieldMatch>,
+    /// Priority (higher wins, as in P4Runtime); const entries get theirs from their order.
+    pub priority: i64,
+    /// The action.
+    pub action: ActionCall,
+}
+
+/// The directional arguments a table binds to one of its actions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ActionBinding {
+    /// Run before the action (copy-in).
+    pub copy_in: Vec<Stmt>,
+    /// Run after it (copy-out).
+    pub copy_out: Vec<Stmt>,
+}
+
+/// A table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    /// Its fully qualified control-plane name (`MyIngress.ipv4_lpm`).
+    pub name: String,
+    /// Keys.
+    pub keys: Vec<Key>,
+    /// Allowed actions.
+    pub actions: Vec<usize>,
+    /// Directional arguments bound in the actions list, by action.
+    pub bindings: Vec<(usize, ActionBinding)>,
+    /// The default action.
+    pub default_action: ActionCall,
+    /// Whether the default action is `const`.
+    pub const_default: bool,
+    /// Entries given in the program.
+    pub const_entries: Vec<Entry>,
+    /// Whether the entries are `const` (the control plane may not change them).
+    pub const_entries_fixed: bool,
+    /// The `size` property (default 1024).
+    pub size: usize,
+    /// Its direct counter instance, if any.
+    pub direct_counter: Option<usize>,
+    /// Its direct meter instance, if any.
+    pub direct_meter: Option<usize>,
+    /// Its action profile or selector instance (`implementation =`), if any.
+    pub profile: Option<usize>,
+    /// Keys with match kind `selector`: not matched, hashed to pick a group's member.
+    pub selector: Vec<Key>,
+}
+
+/// A parameter of an action or function.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Param {
+    /// Name.
+    pub name: String,
+    /// First slot.
+    pub slot: Slot,
+    /// Width if scalar (action data is always scalar).
+    pub width: u16,
+    /// Whether it is action data (no direction).
+    pub action_data: bool,
+}
+
+/// An action or function body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Body {
+    /// Fully qualified name.
+    pub name: String,
+    /// Parameters.
+    pub params: Vec<Param>,
+    /// Statements.
+    pub stmts: Vec<Stmt>,
+}
+
+/// An action: a body that tables may run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Action {
+    /// Fully qualified name (`MyIngress.ipv4_forward`, or `NoAction`).
+    pub name: String,
+    /// The body (index into [`Program::bodies`]).
+    pub body: usize,
+}
+
+/// Where a parser goes next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Another state.
+    State(usize),
+    /// `accept`.
+    Accept,
+    /// `reject`.
+    Reject,
+}
+
+/// A parser transition.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Transition {
+    /// Unconditional.
+    Goto(Target),
+    /// `select`: the first case that matches wins; none matching is `error.NoMatch`.
+    Select {
+        keys: Vec<Expr>,
+        cases: Vec<(CaseKeyset, Target)>,
+    },
+}
+
+/// The keyset of a `select` case.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CaseKeyset {
+    /// One match per select expression.
+    Fields(Vec<FieldMatch>),
+    /// A parser value set (instance index) the single select expression must be in.
+    ValueSet(usize),
+}
+
+/// A parser state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct State {
+    /// Name.
+    pub name: String,
+    /// Statements.
+    pub stmts: Vec<Stmt>,
+    /// Transition.
+    pub transition: Transition,
+}
+
+/// A parser.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParserIr {
+    /// Statements run before `start` (local initialization).
+    pub init: Vec<Stmt>,
+    /// States; `start` is index 0.
+    pub states: Vec<State>,
+}
+
+/// A control block.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Control {
+    /// Name.
+    pub name: String,
+    /// Its apply body (starting with local initialization).
+    pub body: Vec<Stmt>,
+}
+
+/// The kind and configuration of an extern instance.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InstanceKind {
+    /// `register<T>(size)` with `width`-bit cells.
+    Register { size: u32, width: u16 },
+    /// `counter(size, type)`.
+    Counter { size: u32, kind: CounterKind },
+    /// `direct_counter(type)`.
+    DirectCounter { kind: CounterKind },
+    /// `meter(size, type)`.
+    Meter { size: u32, bytes: bool },
+    /// `direct_meter(type)`.
+    DirectMeter { bytes: bool },
+    /// The deprecated `Checksum16()` (its `get` computes an Internet checksum).
+    Checksum16,
+    /// A parser `value_set<bit<W>>(size)`, filled by the control plane.
+    ValueSet { size: u32, width: u16 },
+    /// `action_profile(size)`: members (actions with data) that entries refer to.
+    ActionProfile { size: u32 },
+    /// `action_selector(algorithm, size, width)`: members and groups of members; an entry
+    /// pointing to a group runs the member the hash of the selector keys picks.
+    ActionSelector { size: u32, algo: u8 },
+}
+
+/// What a counter counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CounterKind {
+    /// Packets.
+    Packets,
+    /// Bytes.
+    Bytes,
+    /// Both.
+    PacketsAndBytes,
+}
+
+/// An extern instance (register, counter, meter).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Instance {
+    /// Fully qualified name (`MyIngress.my_counter`).
+    pub name: String,
+    /// Kind and configuration.
+    pub kind: InstanceKind,
+}
+
+/// The slots of `standard_metadata`, by field.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub struct StandardMetadata {
+    pub ingress_port: Slot,
+    pub egress_spec: Slot,
+    pub egress_port: Slot,
+    pub instance_type: Slot,
+    pub packet_length: Slot,
+    pub enq_timestamp: Slot,
+    pub enq_qdepth: Slot,
+    pub deq_timedelta: Slot,
+    pub deq_qdepth: Slot,
+    pub ingress_global_timestamp: Slot,
+    pub egress_global_timestamp: Slot,
+    pub mcast_grp: Slot,
+    pub egress_rid: Slot,
+    pub checksum_error: Slot,
+    pub parser_error: Slot,
+    pub priority: Slot,
+}
+
+impl StandardMetadata {
+    /// Every field's slot.
+    pub fn all(&self) -> [Slot; 16] {
+        [
+            self.ingress_port,
+            self.egress_spec,
+            self.egress_port,
+            self.instance_type,
+            self.packet_length,
+            self.enq_timestamp,
+            self.enq_qdepth,
+            self.deq_timedelta,
+            self.deq_qdepth,
+            self.ingress_global_timestamp,
+            self.egress_global_timestamp,
+            self.mcast_grp,
+            self.egress_rid,
+            self.checksum_error,
+            self.parser_error,
+            self.priority,
+        ]
+    }
+}
+
+/// A lowered v1model program.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    /// Number of slots of per-packet state.
+    pub slots: u32,
+    /// The fields of each header type (a header's layout index).
+    pub header_layouts: Vec<Vec<FieldLayout>>,
+    /// The bits of each header type's fixed-width fields.
+    pub header_bits: Vec<u32>,
+    /// `standard_metadata` slots.
+    pub std_meta: StandardMetadata,
+    /// The range of user metadata slots `(start, len)`.
+    pub user_meta: (Slot, u32),
+    /// The slots each preserved field list keeps, by id (one per `@field_list(N)` index used,
+    /// one per data argument of a deprecated `clone3`, `resubmit` or `recirculate`).
+    pub field_lists: Vec<Vec<Slot>>,
+    /// The parser.
+    pub parser: ParserIr,
+    /// Parsers instantiated inside the parser (or inside each other).
+    pub subparsers: Vec<ParserIr>,
+    /// Verify checksum, ingress, egress, compute checksum, deparser.
+    pub controls: [Control; 5],
+    /// Tables.
+    pub tables: Vec<Table>,
+    /// Actions.
+    pub actions: Vec<Action>,
+    /// Action and function bodies.
+    pub bodies: Vec<Body>,
+    /// Extern instances.
+    pub instances: Vec<Instance>,
+    /// Error names by code.
+    pub errors: Vec<String>,
+}
+
+/// Indices into [`Program::controls`].
+pub mod block {
+    /// Verify checksum.
+    pub const VERIFY: usize = 0;
+    /// Ingress.
+    pub const INGRESS: usize = 1;
+    /// Egress.
+    pub const EGRESS: usize = 2;
+    /// Compute checksum.
+    pub const COMPUTE: usize = 3;
+    /// Deparser.
+    pub const DEPARSER: usize = 4;
+}
+
+/// How deep the interpreter recurses to run a piece of the IR: one level per statement and per
+/// expression node, plus the depth of what each call, table apply and sub-parser runs.
+/// The depths of those are given, measured before: everything a piece of P4 calls is lowered
+/// before it (P4 has no recursion). Sums saturate.
+pub struct RunDepth<'a> {
+    /// The depth of each body, by index (see [`Program::bodies`]).
+    pub bodies: &'a [usize],
+    /// The depth of each table's apply, by index.
+    pub tables: &'a [usize],
+    /// The depth of each sub-parser, by index.
+    pub subparsers: &'a [usize],
+}
+
+impl RunDepth<'_> {
+    /// The depth of a sequence of statements.
+    pub fn stmts(&self, stmts: &[Stmt]) -> usize {
+        stmts.iter().map(|s| self.stmt(s)).max().unwrap_or(0)
+    }
+
+    fn stmt(&self, s: &Stmt) -> usize {
+        let inner = match s {
+            Stmt::Assign(place, e) => self.place(place).max(self.expr(e)),
+            Stmt::Copy { .. } | Stmt::Zero { .. } | Stmt::Exit | Stmt::Return => 0,
+            Stmt::If(c, t, e) => self.expr(c).max(self.stmts(t)).max(self.stmts(e)),
+            Stmt::Switch { on, cases, default } => cases
+                .iter()
+                .map(|(_, b)| self.stmts(b))
+                .fold(self.expr(on).max(self.stmts(default)), usize::max),
+            Stmt::SwitchAction {
+                table,
+                cases,
+                default,
+            } => cases
+                .iter()
+                .map(|(_, b)| self.stmts(b))
+                .fold(self.table(*table).max(self.stmts(default)), usize::max),
+            Stmt::Apply(t) => self.table(*t),
+            Stmt::Invoke(inv) => self.invoke(inv),
+            Stmt::Extern(call) => self.extern_call(call),
+        };
+        inner.saturating_add(1)
+    }
+
+    fn invoke(&self, inv: &Invoke) -> usize {
+        let body = self.bodies.get(inv.body).copied().unwrap_or(usize::MAX);
+        self.stmts(&inv.copy_in)
+            .max(body)
+            .max(self.stmts(&inv.copy_out))
+            .saturating_add(1)
+    }
+
+    fn table(&self, t: usize) -> usize {
+        self.tables.get(t).copied().unwrap_or(usize::MAX)
+    }
+
+    /// The depth of a table's apply: its keys, and the actions it may run with their bindings,
+    /// given the depths of the program's `actions` bodies.
+    pub fn table_apply(&self, table: &Table, actions: &[Action]) -> usize {
+        let body = |a: usize| {
+            actions
+                .get(a)
+                .and_then(|a| self.bodies.get(a.body))
+                .copied()
+                .unwrap_or(usize::MAX)
+        };
+        let keys = table
+            .keys
+            .iter()
+            .chain(&table.selector)
+            .map(|k| self.expr(&k.expr));
+        let bindings = table
+            .bindings
+            .iter()
+            .map(|(_, b)| self.stmts(&b.copy_in).max(self.stmts(&b.copy_out)));
+        let bodies = table
+            .actions
+            .iter()
+            .chain([&table.default_action.action])
+            .map(|&a| body(a));
+        keys.chain(bindings)
+            .chain(bodies)
+            .max()
+            .unwrap_or(0)
+            .saturating_add(1)
+    }
+
+    /// The depth of a parser: its initialization, and each state's statements and select keys.
+    pub fn parser(&self, p: &ParserIr) -> usize {
+        let states = p.states.iter().map(|s| {
+            let keys = match &s.transition {
+                Transition::Goto(_) => 0,
+                Transition::Select { keys, .. } => {
+                    keys.iter().map(|k| self.expr(k)).max().unwrap_or(0)
+                }
+            };
+            self.stmts(&s.stmts).max(keys)
+        });
+        states
+            .fold(self.stmts(&p.init), usize::max)
+            .saturating_add(1)
+    }
+
+    fn place(&self, p: &Place) -> usize {
+        let inner = match p {
+            Place::Slot(_) => 0,
+            Place::Dyn { index, .. } => self.expr(index),
+            Place::Slice { inner, .. } => self.place(inner),
+        };
+        inner.saturating_add(1)
+    }
+
+    fn fields(&self, fields: &FieldList) -> usize {
+        fields
+            .iter()
+            .map(|f| match f {
+                FieldItem::Bits(e, _) => self.expr(e),
+                FieldItem::VarBit { .. } => 0,
+                FieldItem::Header { fields, .. } => self.fields(fields),
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn expr(&self, e: &Expr) -> usize {
+        let inner = match e {
+            Expr::Const(_)
+            | Expr::Load(_)
+            | Expr::RangeEq { .. }
+            | Expr::Lookahead { .. }
+            | Expr::PacketLength => 0,
+            Expr::LoadDyn { index, .. } => self.expr(index),
+            Expr::Arith { a, b, .. }
+            | Expr::Compare { a, b, .. }
+            | Expr::Concat { a, b, .. }
+            | Expr::And(a, b)
+            | Expr::Or(a, b) => self.expr(a).max(self.expr(b)),
+            Expr::Slice { arg, .. }
+            | Expr::SignExtend { arg, .. }
+            | Expr::Truncate { arg, .. }
+            | Expr::Complement { arg, .. }
+            | Expr::Negate { arg, .. }
+            | Expr::Not(arg) => self.expr(arg),
+            Expr::Cond(c, a, b) => self.expr(c).max(self.expr(a)).max(self.expr(b)),
+            Expr::TableHit { table, .. } => self.table(*table),
+            Expr::Invoke(inv) => self.invoke(inv),
+            Expr::Checksum16(fields) => self.fields(fields),
+        };
+        inner.saturating_add(1)
+    }
+
+    fn extern_call(&self, call: &ExternCall) -> usize {
+        let exprs = |es: &[&Expr]| es.iter().map(|e| self.expr(e)).max().unwrap_or(0);
+        match call {
+            ExternCall::Extract { varbit, .. } => varbit.as_ref().map_or(0, |e| self.expr(e)),
+            ExternCall::Advance(e) | ExternCall::Truncate(e) | ExternCall::Assert(e) => {
+                self.expr(e)
+            }
+            ExternCall::SubParser {
+                parser,
+                copy_in,
+                copy_out,
+            } => self
+                .subparsers
+                .get(*parser)
+                .copied()
+                .unwrap_or(usize::MAX)
+                .max(self.stmts(copy_in))
+                .max(self.stmts(copy_out)),
+            ExternCall::Verify { cond, error } => exprs(&[cond, error]),
+            ExternCall::Emit(_)
+            | ExternCall::MarkToDrop
+            | ExternCall::Resubmit(_)
+            | ExternCall::Recirculate(_)
+            | ExternCall::StackShift { .. } => 0,
+            ExternCall::Clone { session, .. } => self.expr(session),
+            ExternCall::Digest { receiver, data, .. } => self.expr(receiver).max(self.fields(data)),
+            ExternCall::Hash {
+                dst,
+                algo,
+                base,
+                data,
+                max,
+                ..
+            } => exprs(&[algo, base, max])
+                .max(self.place(dst))
+                .max(self.fields(data)),
+            ExternCall::Random { dst, lo, hi, .. } => exprs(&[lo, hi]).max(self.place(dst)),
+            ExternCall::VerifyChecksum {
+                cond,
+                data,
+                checksum,
+                algo,
+                ..
+            } => exprs(&[cond, checksum, algo]).max(self.fields(data)),
+            ExternCall::UpdateChecksum {
+                cond,
+                data,
+                dst,
+                algo,
+                ..
+            } => exprs(&[cond, algo])
+                .max(self.place(dst))
+                .max(self.fields(data)),
+            ExternCall::RegisterRead { dst, index, .. }
+            | ExternCall::MeterExecute { dst, index, .. } => self.expr(index).max(self.place(dst)),
+            ExternCall::RegisterWrite { index, value, .. } => exprs(&[index, value]),
+            ExternCall::CounterCount { index, .. } => self.expr(index),
+            ExternCall::DirectMeterRead { dst, .. } => self.place(dst),
+            ExternCall::LogMsg { args, .. } => args.iter().map(|e| self.expr(e)).max().unwrap_or(0),
+        }
+    }
+}

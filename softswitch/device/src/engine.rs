@@ -1,0 +1,321 @@
+//! The engine: one thread that owns the running pipeline and the ports' transmit sides. Ports
+//! hand it received frames and a controller (the gRPC services) hands it closures, over one
+//! channel; it runs them in arrival order. So the packet path never waits on the controller,
+//! and a request sees and changes the pipeline between two packets. The engine knows the
+//! controller only through [`Controller`]: what it keeps beside the switch is its own
+//! [`Controller::Pipeline`].
+
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use softswitch_core::switch::{Clock, DigestSent, Output, Switch};
+
+/// The transmit side of a port.
+pub trait Transmit: Send {
+    /// Queues one frame; an error means the frame is lost (the port may be gone).
+    fn send(&mut self, frame: &[u8]) -> std::io::Result<()>;
+
+    /// Lets the frames queued so far leave (one system call for a burst).
+    fn flush(&mut self) {}
+}
+
+/// Events handled before the ports' queued frames are flushed.
+const BURST: usize = 256;
+
+/// A running pipeline as the engine sees it: a switch, with whatever its controller keeps
+/// beside it. It is built and lives on the engine thread, so it need not be `Send`.
+pub trait Pipeline: 'static {
+    /// The switch running the program.
+    fn switch(&self) -> &Switch;
+    /// The switch running the program, to run packets through.
+    fn switch_mut(&mut self) -> &mut Switch;
+    /// When the controller next wants [`Controller::digests`] called even if no digest was
+    /// sent (a buffered digest list falls due), if ever.
+    fn next_deadline(&self) -> Option<Instant>;
+}
+
+/// Where frames for the CPU port and digests go: the P4Runtime primary controller.
+pub trait Controller: Send + Sync + 'static {
+    /// The pipeline the engine runs for this controller.
+    type Pipeline: Pipeline;
+    /// A frame the pipeline sent to the CPU port.
+    fn packet_in(&self, pipeline: &Self::Pipeline, frame: Vec<u8>);
+    /// Digests the pipeline sent since the last call (none when only buffered lists may be
+    /// due).
+    fn digests(&self, pipeline: &mut Self::Pipeline, sent: Vec<DigestSent>);
+}
+
+/// A closure run on the engine thread.
+pub type Call<C> = Box<dyn FnOnce(&mut Engine<C>) + Send>;
+
+/// What the engine thread is asked to do.
+pub enum Event<C: Controller> {
+    /// A frame received on a port.
+    Frame { port: u16, data: Vec<u8> },
+    /// The port's interface is gone: stop sending to it.
+    PortDown(u16),
+    /// Run a closure on the engine.
+    Call(Call<C>),
+    /// Leave the loop.
+    Stop,
+}
+
+/// Packet counts of the engine, for logs and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Frames received from ports (or PacketOut).
+    pub received: u64,
+    /// Frames sent out of ports.
+    pub sent: u64,
+    /// Frames received while no pipeline was loaded.
+    pub no_pipeline: u64,
+    /// Frames the pipeline sent to a port that does not exist or failed to send.
+    pub lost: u64,
+    /// Frames sent to the controller.
+    pub to_cpu: u64,
+}
+
+/// The state the engine thread owns.
+pub struct Engine<C: Controller> {
+    /// The running pipeline, if one was loaded.
+    pub pipeline: Option<C::Pipeline>,
+    ports: BTreeMap<u16, Box<dyn Transmit>>,
+    cpu_port: Option<u16>,
+    controller: Arc<C>,
+    /// Packet counts.
+    pub counts: Counts,
+    started: Instant,
+}
+
+impl<C: Controller> Engine<C> {
+    /// The CPU port (`--cpu-port`), if any.
+    pub fn cpu_port(&self) -> Option<u16> {
+        self.cpu_port
+    }
+
+    /// The ports that are up.
+    pub fn ports(&self) -> Vec<u16> {
+        self.ports.keys().copied().collect()
+    }
+
+    /// The clock a switch loaded on this engine reads: the wall clock since the engine started.
+    pub fn clock(&self) -> Clock {
+        Clock::Wall(self.started)
+    }
+
+    /// Replaces the running pipeline (or loads the first) with `pipeline`, built on
+    /// [`Engine::clock`].
+    pub fn load(&mut self, pipeline: C::Pipeline) {
+        self.pipeline = Some(pipeline);
+    }
+
+    /// Runs a frame through the pipeline as if received on `port` (PacketOut injects this way).
+    pub fn receive(&mut self, port: u16, data: Vec<u8>) {
+        self.counts.received += 1;
+        let Some(p) = self.pipeline.as_mut() else {
+            tracing::trace!(port, bytes = data.len(), "frame in, dropped: no pipeline");
+            self.counts.no_pipeline += 1;
+            return;
+        };
+        tracing::trace!(port, bytes = data.len(), "frame in");
+        p.switch_mut().receive(port, data);
+        self.flush();
+    }
+
+    /// Sends what the switch produced: frames to ports or the controller, digests to the
+    /// controller.
+    fn flush(&mut self) {
+        let Some(p) = self.pipeline.as_mut() else {
+            return;
+        };
+        let switch = p.switch_mut();
+        let outputs: Vec<Output> = switch.drain_outputs().collect();
+        let digests = std::mem::take(&mut switch.state.digests);
+        // Log lines would grow without bound on a running switch.
+        switch.state.log.clear();
+        for out in outputs {
+            if Some(out.port) == self.cpu_port {
+                tracing::trace!(bytes = out.data.len(), "frame to the controller (PacketIn)");
+                self.counts.to_cpu += 1;
+                self.controller.packet_in(p, out.data);
+                continue;
+            }
+            let sent = match self.ports.get_mut(&out.port) {
+                Some(tx) => tx.send(&out.data).is_ok(),
+                None => false,
+            };
+            if sent {
+                tracing::trace!(port = out.port, bytes = out.data.len(), "frame out");
+                self.counts.sent += 1;
+            } else {
+                tracing::trace!(port = out.port, "frame lost: the port is down or missing");
+                self.counts.lost += 1;
+            }
+        }
+        if !digests.is_empty() || p.next_deadline().is_some() {
+            self.controller.digests(p, digests);
+        }
+    }
+
+    /// How long until a rate-limited queue may release a packet or a digest list is due, if
+    /// either waits.
+    fn next_wakeup(&self) -> Option<Duration> {
+        let p = self.pipeline.as_ref()?;
+        let switch = p.switch();
+        let queue = switch
+            .tm
+            .next_ready()
+            .map(|at| Duration::from_micros(at.saturating_sub(switch.now_us())));
+        let digest = p
+            .next_deadline()
+            .map(|at| at.saturating_duration_since(Instant::now()));
+        queue.into_iter().chain(digest).min()
+    }
+
+    fn handle(&mut self, event: Event<C>) -> bool {
+        match event {
+            Event::Frame { port, data } => self.receive(port, data),
+            Event::PortDown(port) => {
+                self.ports.remove(&port);
+            }
+            Event::Call(f) => {
+                f(self);
+                self.flush();
+            }
+            Event::Stop => return false,
+        }
+        true
+    }
+
+    fn run(mut self, events: mpsc::Receiver<Event<C>>) {
+        loop {
+            let event = match self.next_wakeup() {
+                None => events.recv().ok(),
+                Some(wait) => match events.recv_timeout(wait) {
+                    Ok(e) => Some(e),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        if let Some(p) = self.pipeline.as_mut() {
+                            p.switch_mut().advance(0);
+                        }
+                        self.flush();
+                        for tx in self.ports.values_mut() {
+                            tx.flush();
+                        }
+                        continue;
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => None,
+                },
+            };
+            let Some(event) = event else { return };
+            if !self.handle(event) {
+                return;
+            }
+            // What else is already queued, then one flush for the burst.
+            for _ in 1..BURST {
+                match events.try_recv() {
+                    Ok(event) => {
+                        if !self.handle(event) {
+                            return;
+                        }
+                    }
+                    Err(mpsc::TryRecvError::Disconnected) => return,
+                    Err(mpsc::TryRecvError::Empty) => break,
+                }
+            }
+            for tx in self.ports.values_mut() {
+                tx.flush();
+            }
+        }
+    }
+}
+
+/// Events the engine's channel holds before a port has to drop frames (as a NIC whose receive
+/// ring is full): a few milliseconds of traffic, bounded memory under overload.
+pub const EVENT_QUEUE: usize = 8192;
+
+/// A cheap, clonable way to reach the engine thread.
+pub struct EngineHandle<C: Controller> {
+    events: mpsc::SyncSender<Event<C>>,
+}
+
+impl<C: Controller> Clone for EngineHandle<C> {
+    fn clone(&self) -> Self {
+        EngineHandle {
+            events: self.events.clone(),
+        }
+    }
+}
+
+/// Why a frame was not handed to the engine.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// The engine is behind: the frame is dropped.
+    Full,
+    /// The engine has stopped.
+    Stopped,
+}
+
+/// The engine thread stopped.
+#[derive(Debug, thiserror::Error)]
+#[error("the switch engine has stopped")]
+pub struct Stopped;
+
+impl<C: Controller> EngineHandle<C> {
+    /// Starts the engine thread with its ports and controller, and no pipeline.
+    pub fn start(
+        ports: BTreeMap<u16, Box<dyn Transmit>>,
+        cpu_port: Option<u16>,
+        controller: Arc<C>,
+    ) -> (EngineHandle<C>, std::thread::JoinHandle<()>) {
+        let (tx, rx) = mpsc::sync_channel(EVENT_QUEUE);
+        let thread = std::thread::Builder::new()
+            .name("softswitch-engine".into())
+            .spawn(move || {
+                Engine {
+                    pipeline: None,
+                    ports,
+                    cpu_port,
+                    controller,
+                    counts: Counts::default(),
+                    started: Instant::now(),
+                }
+                .run(rx)
+            })
+            .expect("the engine thread starts");
+        (EngineHandle { events: tx }, thread)
+    }
+
+    /// Hands an event to the engine, waiting while its queue is full.
+    pub fn send(&self, event: Event<C>) -> Result<(), Stopped> {
+        self.events.send(event).map_err(|_| Stopped)
+    }
+
+    /// Hands a received frame to the engine unless its queue is full.
+    pub fn offer(&self, port: u16, data: Vec<u8>) -> Result<(), Refused> {
+        self.events
+            .try_send(Event::Frame { port, data })
+            .map_err(|e| match e {
+                mpsc::TrySendError::Full(_) => Refused::Full,
+                mpsc::TrySendError::Disconnected(_) => Refused::Stopped,
+            })
+    }
+
+    /// Runs `f` on the engine thread from a thread that is not async, and waits for it.
+    pub fn call_blocking<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Engine<C>) -> R + Send + 'static,
+    ) -> Result<R, Stopped> {
+        let (tx, rx) = mpsc::channel();
+        self.send(Event::Call(Box::new(move |engine| {
+            let _ = tx.send(f(engine));
+        })))?;
+        rx.recv().map_err(|_| Stopped)
+    }
+
+    /// Asks the engine to stop (it finishes the events before this one).
+    pub fn stop(&self) {
+        let _ = self.events.send(Event::Stop);
+    }
+}

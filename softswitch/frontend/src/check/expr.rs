@@ -1,0 +1,1293 @@
+//! Expressions: typing, constant folding (with [`ops`](softswitch_core::ops) for sized values, exact
+//! arbitrary-precision arithmetic for `int`), implicit casts of `int` values, places (l-values)
+//! and assignments of scalars and aggregates.
+
+use super::{Checker, Sym};
+use crate::ast::{self, BinOp, ExprKind, UnOp};
+use crate::diagnostic::{fail, Result};
+use crate::limits::MAX_INT_BITS;
+use crate::source::Span;
+use crate::types::Type;
+use num_bigint::BigInt;
+use num_traits::{Signed as _, ToPrimitive as _, Zero as _};
+use softswitch_core::ir::{mask, sign_extend, ArithOp, CompareOp, Expr, Place, Slot, Stmt};
+use softswitch_core::ops;
+
+/// A lowered expression.
+#[derive(Clone, Debug)]
+pub(super) enum Val {
+    /// A scalar value; `konst` holds it when known at compile time. As a scalar, an `int` is
+    /// its value modulo 2^128 (two's complement), which is what any conversion to a sized
+    /// type keeps.
+    Scalar {
+        expr: Expr,
+        ty: Type,
+        konst: Option<u128>,
+    },
+    /// An `int`: an arbitrary-precision compile-time value of at most [`MAX_INT_BITS`] bits.
+    Int(BigInt),
+    /// An aggregate or stack in storage.
+    Agg { base: Slot, ty: Type },
+    /// A header-stack element chosen at run time: element 0 at `base`.
+    DynElem {
+        base: Slot,
+        stride: u32,
+        count: u32,
+        index: Expr,
+        ty: Type,
+    },
+}
+
+/// A scalar with its type and compile-time value.
+pub(super) struct Scalar {
+    pub expr: Expr,
+    pub ty: Type,
+    pub konst: Option<u128>,
+}
+
+fn scalar(expr: Expr, ty: Type, konst: Option<u128>) -> Val {
+    Val::Scalar { expr, ty, konst }
+}
+
+fn konst(v: u128, ty: Type) -> Val {
+    Val::Scalar {
+        expr: Expr::Const(v),
+        ty,
+        konst: Some(v),
+    }
+}
+
+/// `v` modulo 2^128, in two's complement: the bits of any sized value it converts to.
+fn int_bits(v: &BigInt) -> u128 {
+    (v & BigInt::from(u128::MAX))
+        .to_u128()
+        .expect("masked to 128 bits")
+}
+
+/// The `int` `v`, refused at `span` if it has more than [`MAX_INT_BITS`] bits.
+pub(super) fn int(v: BigInt, span: Span) -> Result<Val> {
+    if v.bits() >= MAX_INT_BITS {
+        return fail(
+            span,
+            format!("this int constant has more than {MAX_INT_BITS} bits (limits::MAX_INT_BITS)"),
+        );
+    }
+    Ok(Val::Int(v))
+}
+
+impl<'a> Checker<'a> {
+    pub(super) fn show(&self, ty: &Type) -> String {
+        self.types.show(ty).to_string()
+    }
+
+    /// Lowers an expression.
+    pub(super) fn expr(&mut self, e: &ast::Expr) -> Result<Val> {
+        self.spend(1, e.span)?;
+        match &e.kind {
+            ExprKind::Int(lit) => Ok(match lit.width {
+                Some((width, signed)) => {
+                    if width > 128 {
+                        return fail(e.span, "literal widths above 128 bits are not supported");
+                    }
+                    konst(lit.value & mask(width), Type::Bits { width, signed })
+                }
+                None => Val::Int(BigInt::from(lit.value)),
+            }),
+            ExprKind::Bool(b) => Ok(konst(u128::from(*b), Type::Bool)),
+            ExprKind::Str(_) => fail(e.span, "a string is only allowed as an extern argument"),
+            ExprKind::DontCare => fail(e.span, "'_' is only allowed as an out argument or a keyset"),
+            ExprKind::Name(n) => self.name_value(n, e.span),
+            ExprKind::Member(base, m) => self.member(base, m, e.span),
+            ExprKind::Index(base, index) => self.index(base, index),
+            ExprKind::Slice(base, hi, lo) => {
+                let b = self.scalar_any(base)?;
+                let Type::Bits { width, .. } = b.ty else {
+                    let t = self.show(&b.ty);
+                    return fail(base.span, format!("cannot slice a value of type {t}"));
+                };
+                let (h, l) = (self.const_u128(hi)?, self.const_u128(lo)?);
+                if h < l || h >= u128::from(width) {
+                    return fail(e.span, format!("slice [{h}:{l}] is out of range for bit<{width}>"));
+                }
+                let w = (h - l + 1) as u16;
+                let ty = Type::Bits { width: w, signed: false };
+                let k = b.konst.map(|v| (v >> l) & mask(w));
+                Ok(scalar(Expr::Slice { arg: Box::new(b.expr), lo: l as u16, width: w }, ty, k))
+            }
+            ExprKind::Call { .. } => self.call_value(e),
+            ExprKind::Unary(op, arg) => self.unary(*op, arg, e.span),
+            ExprKind::Binary(op, a, b) => self.binary(*op, a, b, e.span),
+            ExprKind::Cond(c, a, b) => {
+                let cond = self.scalar_any(c)?;
+                let cond_konst = cond.konst;
+                let c = self.coerce(cond, &Type::Bool, c.span)?;
+                let (a_val, b_val) = (self.expr(a)?, self.expr(b)?);
+                if let (Some(k), Val::Int(x), Val::Int(y)) = (cond_konst, &a_val, &b_val) {
+                    return Ok(Val::Int(if k != 0 { x.clone() } else { y.clone() }));
+                }
+                let a_val = self.scalar_from(a_val, a.span)?;
+                let b_val = self.scalar_from(b_val, b.span)?;
+                let (x, y, ty) = self.unify(a_val, b_val, e.span, "?:")?;
+                if let Some(k) = cond_konst {
+                    let chosen = if k != 0 { x } else { y };
+                    return Ok(Val::Scalar { expr: chosen.expr, ty, konst: chosen.konst });
+                }
+                if ty == Type::Int {
+                    return fail(e.span, "the branches of ?: need a width: cast one of them, e.g. (bit<8>) 1");
+                }
+                Ok(scalar(Expr::Cond(Box::new(c), Box::new(x.expr), Box::new(y.expr)), ty, None))
+            }
+            ExprKind::Cast(t, arg) => {
+                let to = self.resolve_type(t)?;
+                let v = self.scalar_any(arg)?;
+                self.cast(v, &to, e.span)
+            }
+            ExprKind::List(_) | ExprKind::StructInit(_) => {
+                fail(e.span, "a list or struct expression is only allowed where its type is known (an assignment or initializer)")
+            }
+        }
+    }
+
+    fn name_value(&mut self, n: &str, span: Span) -> Result<Val> {
+        match self.lookup(n) {
+            Some(Sym::Const { ty, value }) => Ok(konst(*value, ty.clone())),
+            Some(Sym::Int(value)) => Ok(Val::Int(value.clone())),
+            Some(Sym::Var { ty, slot }) => Ok(self.storage(*slot, ty.clone())),
+            Some(_) => fail(span, format!("'{n}' is not a value")),
+            None => fail(span, format!("unknown name '{n}'")),
+        }
+    }
+
+    /// The value stored at `slot` with type `ty`.
+    pub(super) fn storage(&self, slot: Slot, ty: Type) -> Val {
+        match ty {
+            Type::Aggregate(_) | Type::Stack(..) | Type::VarBit(_) | Type::Tuple(_) => {
+                Val::Agg { base: slot, ty }
+            }
+            _ => scalar(Expr::Load(slot), ty, None),
+        }
+    }
+
+    fn member(&mut self, base: &ast::Expr, m: &ast::Ident, span: Span) -> Result<Val> {
+        if let ExprKind::Name(n) = &base.kind {
+            if n == "error" {
+                return match self.error_codes.get(&m.name) {
+                    Some(&code) => Ok(konst(code as u128, Type::Error)),
+                    None => fail(m.span, format!("unknown error '{}'", m.name)),
+                };
+            }
+            if let Some(Sym::Type(Type::Enum(i))) = self.lookup(n) {
+                let i = *i;
+                let def = &self.types.enums[i];
+                return match def.member(&m.name) {
+                    Some(v) => Ok(konst(v, Type::Enum(i))),
+                    None => fail(
+                        m.span,
+                        format!("enum {} has no member '{}'", def.name, m.name),
+                    ),
+                };
+            }
+        }
+        if let Some(agg) = self.lookahead_header(base)? {
+            let fields = self.lookahead_fields(agg);
+            return match fields.into_iter().find(|(n, ..)| *n == m.name) {
+                Some((_, ty, offset, width, need)) => Ok(scalar(
+                    Expr::Lookahead {
+                        offset,
+                        width,
+                        need,
+                    },
+                    ty,
+                    None,
+                )),
+                None => fail(
+                    m.span,
+                    format!(
+                        "{} has no field '{}'",
+                        self.show(&Type::Aggregate(agg)),
+                        m.name
+                    ),
+                ),
+            };
+        }
+        if m.name == "hit" || m.name == "miss" {
+            if let Some(table) = self.applied_table(base)? {
+                return Ok(scalar(
+                    Expr::TableHit {
+                        table,
+                        miss: m.name == "miss",
+                    },
+                    Type::Bool,
+                    None,
+                ));
+            }
+        }
+        match self.expr(base)? {
+            Val::Agg {
+                base: slot,
+                ty: Type::Aggregate(agg),
+            } => match self.types.field(agg, &m.name) {
+                Some((off, fty)) => Ok(self.storage(slot + off, fty)),
+                None => {
+                    let t = self.show(&Type::Aggregate(agg));
+                    fail(m.span, format!("{t} has no field '{}'", m.name))
+                }
+            },
+            Val::Agg {
+                base: slot,
+                ty: Type::Stack(agg, n),
+            } => {
+                let bits32 = Type::Bits {
+                    width: 32,
+                    signed: false,
+                };
+                match m.name.as_str() {
+                    "size" => Ok(konst(u128::from(n), bits32)),
+                    "lastIndex" => {
+                        let e = Expr::Arith {
+                            op: ArithOp::Sub,
+                            width: 32,
+                            signed: false,
+                            a: Box::new(Expr::Load(slot)),
+                            b: Box::new(Expr::Const(1)),
+                        };
+                        Ok(scalar(e, bits32, None))
+                    }
+                    "last" => {
+                        let stride = self.types.size(&Type::Aggregate(agg));
+                        let index = Expr::Arith {
+                            op: ArithOp::Sub,
+                            width: 32,
+                            signed: false,
+                            a: Box::new(Expr::Load(slot)),
+                            b: Box::new(Expr::Const(1)),
+                        };
+                        Ok(Val::DynElem {
+                            base: slot + 1,
+                            stride,
+                            count: n,
+                            index,
+                            ty: Type::Aggregate(agg),
+                        })
+                    }
+                    "next" => fail(
+                        m.span,
+                        "stack.next is only allowed as the argument of extract",
+                    ),
+                    _ => fail(m.span, format!("a header stack has no member '{}'", m.name)),
+                }
+            }
+            Val::DynElem {
+                base: b,
+                stride,
+                count,
+                index,
+                ty: Type::Aggregate(agg),
+            } => match self.types.field(agg, &m.name) {
+                Some((off, fty)) if self.types.scalar_width(&fty).is_some() => Ok(scalar(
+                    Expr::LoadDyn {
+                        base: b + off,
+                        stride,
+                        count,
+                        index: Box::new(index),
+                    },
+                    fty,
+                    None,
+                )),
+                Some(_) => fail(
+                    m.span,
+                    "nested aggregates in a run-time stack index are not supported yet",
+                ),
+                None => fail(m.span, format!("no field '{}'", m.name)),
+            },
+            other => {
+                let t = self.show(&val_type(&other));
+                fail(
+                    span,
+                    format!("a value of type {t} has no member '{}'", m.name),
+                )
+            }
+        }
+    }
+
+    /// If `e` is `packet.lookahead<H>()` for a header type `H` in a parser, `H`'s aggregate.
+    pub(super) fn lookahead_header(&mut self, e: &ast::Expr) -> Result<Option<usize>> {
+        let ExprKind::Call {
+            callee, type_args, ..
+        } = &e.kind
+        else {
+            return Ok(None);
+        };
+        let ExprKind::Member(base, m) = &callee.kind else {
+            return Ok(None);
+        };
+        let ExprKind::Name(n) = &base.kind else {
+            return Ok(None);
+        };
+        if m.name != "lookahead" || !matches!(self.lookup(n), Some(Sym::Packet { out: false })) {
+            return Ok(None);
+        }
+        let [t] = type_args.as_slice() else {
+            return Ok(None);
+        };
+        match self.resolve_type(t)? {
+            ty @ Type::Aggregate(agg) if self.types.is_header(&ty) => {
+                let has_varbit = self.types.aggregates[agg]
+                    .fields
+                    .iter()
+                    .any(|(_, t, _)| matches!(t, Type::VarBit(_)));
+                if has_varbit {
+                    return fail(
+                        t.span(),
+                        "lookahead of a header with a varbit field is not supported",
+                    );
+                }
+                Ok(Some(agg))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The fields of header `agg` as lookahead reads: name, type, bit offset, width, header bits.
+    pub(super) fn lookahead_fields(&self, agg: usize) -> Vec<(String, Type, u32, u16, u32)> {
+        let fields = &self.types.aggregates[agg].fields;
+        let widths: Vec<u16> = fields
+            .iter()
+            .map(|(_, t, _)| self.types.scalar_width(t).unwrap_or(0))
+            .collect();
+        let need: u32 = widths.iter().map(|&w| u32::from(w)).sum();
+        let mut offset = 0;
+        let mut out = Vec::new();
+        for ((name, ty, _), w) in fields.iter().zip(widths) {
+            out.push((name.clone(), ty.clone(), offset, w, need));
+            offset += u32::from(w);
+        }
+        out
+    }
+
+    /// If `e` is `t.apply()` for a table `t`, the table's index.
+    pub(super) fn applied_table(&self, e: &ast::Expr) -> Result<Option<usize>> {
+        if let ExprKind::Call { callee, .. } = &e.kind {
+            if let ExprKind::Member(t, m) = &callee.kind {
+                if m.name == "apply" {
+                    if let ExprKind::Name(n) = &t.kind {
+                        if let Some(Sym::Table(i)) = self.lookup(n) {
+                            return Ok(Some(*i));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn index(&mut self, base: &ast::Expr, index: &ast::Expr) -> Result<Val> {
+        let b = self.expr(base)?;
+        if let Val::Agg {
+            base: slot,
+            ty: Type::Tuple(elems),
+        } = &b
+        {
+            let i = self.const_u128(index)? as usize;
+            return match self.types.tuple_element(elems, i) {
+                Some((off, ty)) => Ok(self.storage(slot + off, ty)),
+                None => fail(
+                    index.span,
+                    format!("index {i} is out of range for a tuple of {}", elems.len()),
+                ),
+            };
+        }
+        let Val::Agg {
+            base: slot,
+            ty: Type::Stack(agg, n),
+        } = b
+        else {
+            let t = self.show(&val_type(&b));
+            return fail(base.span, format!("cannot index a value of type {t}"));
+        };
+        let stride = self.types.size(&Type::Aggregate(agg));
+        let i = self.scalar_any(index)?;
+        match i.konst {
+            Some(k) if i.ty == Type::Int || matches!(i.ty, Type::Bits { .. }) => {
+                if k >= u128::from(n) {
+                    return fail(
+                        index.span,
+                        format!("index {k} is out of range for a stack of {n}"),
+                    );
+                }
+                Ok(Val::Agg {
+                    base: slot + 1 + k as u32 * stride,
+                    ty: Type::Aggregate(agg),
+                })
+            }
+            _ => match i.ty {
+                Type::Bits { signed: false, .. } => Ok(Val::DynElem {
+                    base: slot + 1,
+                    stride,
+                    count: n,
+                    index: i.expr,
+                    ty: Type::Aggregate(agg),
+                }),
+                _ => fail(index.span, "a stack index must be an unsigned bit<W> value"),
+            },
+        }
+    }
+
+    /// Lowers an expression that must be a scalar.
+    pub(super) fn scalar_any(&mut self, e: &ast::Expr) -> Result<Scalar> {
+        let v = self.expr(e)?;
+        self.scalar_from(v, e.span)
+    }
+
+    /// A lowered value (of the expression at `span`) as a scalar; an `int` as its bits.
+    pub(super) fn scalar_from(&self, v: Val, span: Span) -> Result<Scalar> {
+        match v {
+            Val::Scalar { expr, ty, konst } => Ok(Scalar { expr, ty, konst }),
+            Val::Int(v) => {
+                let bits = int_bits(&v);
+                Ok(Scalar {
+                    expr: Expr::Const(bits),
+                    ty: Type::Int,
+                    konst: Some(bits),
+                })
+            }
+            other => {
+                let t = self.show(&val_type(&other));
+                fail(span, format!("expected a scalar value, found {t}"))
+            }
+        }
+    }
+
+    /// Lowers an expression and converts it to `ty` (implicitly, as P4 allows).
+    pub(super) fn scalar_of(&mut self, e: &ast::Expr, ty: &Type) -> Result<Expr> {
+        let v = self.scalar_any(e)?;
+        self.coerce(v, ty, e.span)
+    }
+
+    /// Lowers a `bool` expression.
+    pub(super) fn bool_expr(&mut self, e: &ast::Expr) -> Result<Expr> {
+        self.scalar_of(e, &Type::Bool)
+    }
+
+    /// The implicit conversions of P4: `int` constants to sized types, serializable enums to
+    /// their underlying type.
+    pub(super) fn coerce(&self, v: Scalar, to: &Type, span: Span) -> Result<Expr> {
+        if v.ty == *to || *to == Type::Var {
+            return Ok(v.expr);
+        }
+        match (&v.ty, to) {
+            (Type::Int, Type::Bits { width, .. }) => {
+                let k = v.konst.expect("int values are constants");
+                Ok(Expr::Const(k & mask(*width)))
+            }
+            (Type::Enum(i), Type::Bits { width, signed })
+                if self.types.enums[*i].repr == Some((*width, *signed)) =>
+            {
+                Ok(v.expr)
+            }
+            _ => {
+                let (f, t) = (self.show(&v.ty), self.show(to));
+                fail(span, format!("type mismatch: expected {t}, found {f}"))
+            }
+        }
+    }
+
+    /// Brings two scalars to one type for a binary operator.
+    fn unify(&self, a: Scalar, b: Scalar, span: Span, op: &str) -> Result<(Scalar, Scalar, Type)> {
+        if a.ty == b.ty {
+            let ty = a.ty.clone();
+            return Ok((a, b, ty));
+        }
+        let enum_repr = |t: &Type| match t {
+            Type::Enum(i) => self.types.enums[*i]
+                .repr
+                .map(|(width, signed)| Type::Bits { width, signed }),
+            _ => None,
+        };
+        let target = match (&a.ty, &b.ty) {
+            (Type::Int, t @ Type::Bits { .. }) | (t @ Type::Bits { .. }, Type::Int) => t.clone(),
+            (Type::Int, t) | (t, Type::Int) if enum_repr(t).is_some() => {
+                enum_repr(t).expect("checked")
+            }
+            (x, y) if enum_repr(x).as_ref() == Some(y) => y.clone(),
+            (x, y) if enum_repr(y).as_ref() == Some(x) => x.clone(),
+            _ => {
+                let (x, y) = (self.show(&a.ty), self.show(&b.ty));
+                return fail(
+                    span,
+                    format!("operands of '{op}' have different types: {x} and {y}"),
+                );
+            }
+        };
+        let konst_of = |s: &Scalar, t: &Type| match (&s.ty, t, s.konst) {
+            (Type::Int, Type::Bits { width, .. }, Some(k)) => Some(k & mask(*width)),
+            _ => s.konst,
+        };
+        let ka = konst_of(&a, &target);
+        let kb = konst_of(&b, &target);
+        let ea = self.coerce(a, &target, span)?;
+        let eb = self.coerce(b, &target, span)?;
+        Ok((
+            Scalar {
+                expr: ea,
+                ty: target.clone(),
+                konst: ka,
+            },
+            Scalar {
+                expr: eb,
+                ty: target.clone(),
+                konst: kb,
+            },
+            target,
+        ))
+    }
+
+    fn unary(&mut self, op: UnOp, arg: &ast::Expr, span: Span) -> Result<Val> {
+        let v = match self.expr(arg)? {
+            Val::Int(n) => {
+                return match op {
+                    UnOp::Neg => int(-n, span),
+                    UnOp::Plus => Ok(Val::Int(n)),
+                    _ => fail(span, format!("operator {op:?} cannot be applied to int")),
+                }
+            }
+            v => self.scalar_from(v, arg.span)?,
+        };
+        match (op, &v.ty) {
+            (UnOp::Not, Type::Bool) => Ok(scalar(
+                Expr::Not(Box::new(v.expr)),
+                Type::Bool,
+                v.konst.map(|k| k ^ 1),
+            )),
+            (UnOp::Complement, Type::Bits { width, .. }) => {
+                let w = *width;
+                Ok(scalar(
+                    Expr::Complement {
+                        arg: Box::new(v.expr),
+                        width: w,
+                    },
+                    v.ty,
+                    v.konst.map(|k| !k & mask(w)),
+                ))
+            }
+            (UnOp::Neg, Type::Bits { width, .. }) => {
+                let w = *width;
+                Ok(scalar(
+                    Expr::Negate {
+                        arg: Box::new(v.expr),
+                        width: w,
+                    },
+                    v.ty,
+                    v.konst.map(|k| k.wrapping_neg() & mask(w)),
+                ))
+            }
+            (UnOp::Plus, Type::Bits { .. }) => Ok(Val::Scalar {
+                expr: v.expr,
+                ty: v.ty,
+                konst: v.konst,
+            }),
+            _ => {
+                let t = self.show(&v.ty);
+                fail(span, format!("operator {op:?} cannot be applied to {t}"))
+            }
+        }
+    }
+
+    fn binary(&mut self, op: BinOp, a: &ast::Expr, b: &ast::Expr, span: Span) -> Result<Val> {
+        let name = binop_text(op);
+        let (va, vb) = (self.expr(a)?, self.expr(b)?);
+        match (&va, &vb) {
+            (Val::Agg { base: x, ty: tx }, Val::Agg { base: y, ty: ty_y })
+                if matches!(op, BinOp::Eq | BinOp::Ne) =>
+            {
+                if tx != ty_y {
+                    return fail(span, format!("operands of '{name}' have different types"));
+                }
+                self.spend(self.types.parts(tx) as usize, span)?;
+                let eq = self.aggregate_eq(*x, *y, tx);
+                let e = if op == BinOp::Eq {
+                    eq
+                } else {
+                    Expr::Not(Box::new(eq))
+                };
+                return Ok(scalar(e, Type::Bool, None));
+            }
+            (Val::Int(x), Val::Int(y)) => return int_binary(op, x, y, span),
+            (Val::Int(x), _) if matches!(op, BinOp::Shl | BinOp::Shr) => {
+                let amount = self.scalar_from(vb.clone(), b.span)?;
+                let Some(n) = amount.konst.filter(|_| shift_amount_ok(&amount)) else {
+                    return fail(
+                        b.span,
+                        "an int is shifted by an unsigned compile-time constant only",
+                    );
+                };
+                return int_binary(op, x, &BigInt::from(n), span);
+            }
+            _ => {}
+        }
+        let x = self.scalar_from(va, a.span)?;
+        let y = match vb {
+            // A shift amount counts in full: a huge one shifts everything out.
+            Val::Int(n) if matches!(op, BinOp::Shl | BinOp::Shr) => {
+                if n.is_negative() {
+                    return fail(b.span, "a shift amount must be unsigned");
+                }
+                let n = n.to_u128().unwrap_or(u128::MAX).min(256);
+                Scalar {
+                    expr: Expr::Const(n),
+                    ty: Type::Int,
+                    konst: Some(n),
+                }
+            }
+            vb => self.scalar_from(vb, b.span)?,
+        };
+        match lowered(op) {
+            Lowered::Logic => {
+                let k = x.konst.zip(y.konst);
+                let (ex, ey) = (
+                    self.coerce(x, &Type::Bool, a.span)?,
+                    self.coerce(y, &Type::Bool, b.span)?,
+                );
+                let (e, k) = if op == BinOp::And {
+                    (Expr::And(Box::new(ex), Box::new(ey)), k.map(|(p, q)| p & q))
+                } else {
+                    (Expr::Or(Box::new(ex), Box::new(ey)), k.map(|(p, q)| p | q))
+                };
+                Ok(scalar(e, Type::Bool, k))
+            }
+            Lowered::Shift(op) => self.shift(op, x, y, span, b.span),
+            Lowered::Concat => {
+                let (Type::Bits { width: wa, signed }, Type::Bits { width: wb, .. }) =
+                    (&x.ty, &y.ty)
+                else {
+                    return fail(
+                        span,
+                        "'++' needs two bit<W> or int<W> operands (cast unsized integers)",
+                    );
+                };
+                let (wa, wb, signed) = (*wa, *wb, *signed);
+                if wa + wb > 128 {
+                    return fail(span, "concatenations wider than 128 bits are not supported");
+                }
+                let k = x.konst.zip(y.konst).map(|(p, q)| (p << wb) | q);
+                let e = Expr::Concat {
+                    a: Box::new(x.expr),
+                    b: Box::new(y.expr),
+                    b_width: wb,
+                };
+                Ok(scalar(
+                    e,
+                    Type::Bits {
+                        width: wa + wb,
+                        signed,
+                    },
+                    k,
+                ))
+            }
+            Lowered::Compare(op) => {
+                let (x, y, ty) = self.unify(x, y, span, name)?;
+                let ordered = !matches!(op, CompareOp::Eq | CompareOp::Ne);
+                let (width, signed) = match &ty {
+                    Type::Bits { width, signed } => (*width, *signed),
+                    t if ordered => {
+                        let t = self.show(t);
+                        return fail(span, format!("'{name}' cannot compare values of type {t}"));
+                    }
+                    t => (self.types.scalar_width(t).unwrap_or(32), false),
+                };
+                let k = x
+                    .konst
+                    .zip(y.konst)
+                    .map(|(p, q)| u128::from(ops::compare(op, width, signed, p, q)));
+                let e = Expr::Compare {
+                    op,
+                    width,
+                    signed,
+                    a: Box::new(x.expr),
+                    b: Box::new(y.expr),
+                };
+                Ok(scalar(e, Type::Bool, k))
+            }
+            Lowered::Arith(op) => {
+                let (x, y, ty) = self.unify(x, y, span, name)?;
+                match ty {
+                    Type::Bits { width, signed } => {
+                        let k = x
+                            .konst
+                            .zip(y.konst)
+                            .map(|(p, q)| ops::binop(op, width, signed, p, q));
+                        let e = Expr::Arith {
+                            op,
+                            width,
+                            signed,
+                            a: Box::new(x.expr),
+                            b: Box::new(y.expr),
+                        };
+                        Ok(scalar(e, ty, k))
+                    }
+                    t => {
+                        let t = self.show(&t);
+                        fail(span, format!("'{name}' cannot be applied to {t}"))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Equality of two stored values of type `ty`, as the specification defines it: structs
+    /// field by field, stacks element by element, headers equal when both are invalid or both
+    /// valid with equal fields. The conjunctions are balanced trees, so the expression is only
+    /// logarithmically deeper than the type.
+    fn aggregate_eq(&self, a: Slot, b: Slot, ty: &Type) -> Expr {
+        match ty {
+            Type::Aggregate(agg) => {
+                let fields: Vec<Expr> = self.types.aggregates[*agg]
+                    .fields_at()
+                    .map(|(_, off, fty)| self.aggregate_eq(a + off, b + off, fty))
+                    .collect();
+                if !self.types.is_header(ty) {
+                    return all(fields);
+                }
+                let (va, vb) = (Box::new(Expr::Load(a)), Box::new(Expr::Load(b)));
+                let both_invalid = Expr::And(
+                    Box::new(Expr::Not(va.clone())),
+                    Box::new(Expr::Not(vb.clone())),
+                );
+                let mut valid_and_equal = vec![Expr::And(va, vb)];
+                valid_and_equal.extend(fields);
+                Expr::Or(Box::new(both_invalid), Box::new(all(valid_and_equal)))
+            }
+            Type::Stack(agg, n) => {
+                let stride = self.types.size(&Type::Aggregate(*agg));
+                all((0..*n)
+                    .map(|i| {
+                        self.aggregate_eq(
+                            a + 1 + i * stride,
+                            b + 1 + i * stride,
+                            &Type::Aggregate(*agg),
+                        )
+                    })
+                    .collect())
+            }
+            Type::Tuple(elems) => all(self
+                .types
+                .tuple_elements(elems)
+                .map(|(off, ety)| self.aggregate_eq(a + off, b + off, ety))
+                .collect()),
+            Type::VarBit(_) => Expr::RangeEq {
+                a,
+                b,
+                len: self.types.size(ty),
+            },
+            t => {
+                let width = self.types.scalar_width(t).unwrap_or(128);
+                Expr::Compare {
+                    op: CompareOp::Eq,
+                    width,
+                    signed: false,
+                    a: Box::new(Expr::Load(a)),
+                    b: Box::new(Expr::Load(b)),
+                }
+            }
+        }
+    }
+
+    fn shift(&self, op: ArithOp, x: Scalar, y: Scalar, span: Span, rhs_span: Span) -> Result<Val> {
+        if !shift_amount_ok(&y) {
+            return fail(rhs_span, "a shift amount must be unsigned");
+        }
+        match x.ty {
+            Type::Bits { width, signed } => {
+                let k = x
+                    .konst
+                    .zip(y.konst)
+                    .map(|(p, q)| ops::binop(op, width, signed, p, q));
+                let e = Expr::Arith {
+                    op,
+                    width,
+                    signed,
+                    a: Box::new(x.expr),
+                    b: Box::new(y.expr),
+                };
+                Ok(scalar(e, x.ty, k))
+            }
+            _ => fail(span, "shifts need a bit<W> or int<W> left operand"),
+        }
+    }
+
+    fn cast(&self, v: Scalar, to: &Type, span: Span) -> Result<Val> {
+        let from = v.ty.clone();
+        let out = |e: Expr, k: Option<u128>| Ok(scalar(e, to.clone(), k));
+        match (&from, to) {
+            (a, b) if a == b => out(v.expr, v.konst),
+            (Type::Int, Type::Bits { width, .. }) => {
+                let k = v.konst.expect("const") & mask(*width);
+                out(Expr::Const(k), Some(k))
+            }
+            (Type::Int, Type::Bool)
+            | (
+                Type::Bits {
+                    width: 1,
+                    signed: false,
+                },
+                Type::Bool,
+            )
+            | (
+                Type::Bool,
+                Type::Bits {
+                    width: 1,
+                    signed: false,
+                },
+            ) => out(v.expr, v.konst),
+            (
+                Type::Bits {
+                    width: wf,
+                    signed: sf,
+                },
+                Type::Bits { width: wt, .. },
+            ) => {
+                let (wf, wt, sf) = (*wf, *wt, *sf);
+                if wt < wf {
+                    out(
+                        Expr::Truncate {
+                            arg: Box::new(v.expr),
+                            width: wt,
+                        },
+                        v.konst.map(|k| k & mask(wt)),
+                    )
+                } else if sf && wt > wf {
+                    let k = v.konst.map(|k| sign_extend(k, wf) as u128 & mask(wt));
+                    out(
+                        Expr::SignExtend {
+                            arg: Box::new(v.expr),
+                            from: wf,
+                            to: wt,
+                        },
+                        k,
+                    )
+                } else {
+                    out(v.expr, v.konst)
+                }
+            }
+            (Type::Enum(i), Type::Bits { .. }) | (Type::Bits { .. }, Type::Enum(i))
+                if self.types.enums[*i].repr.is_some() =>
+            {
+                let (width, signed) = self.types.enums[*i].repr.expect("checked");
+                let inner = Scalar {
+                    expr: v.expr,
+                    ty: Type::Bits { width, signed },
+                    konst: v.konst,
+                };
+                let mid = if matches!(to, Type::Enum(_)) {
+                    self.cast(
+                        Scalar {
+                            ty: from.clone(),
+                            ..inner
+                        },
+                        &Type::Bits { width, signed },
+                        span,
+                    )?
+                } else {
+                    self.cast(inner, to, span)?
+                };
+                let Val::Scalar { expr, konst, .. } = mid else {
+                    unreachable!("casts give scalars")
+                };
+                out(expr, konst)
+            }
+            (Type::Int, Type::Enum(i)) if self.types.enums[*i].repr.is_some() => {
+                let (width, _) = self.types.enums[*i].repr.expect("checked");
+                let k = v.konst.expect("const") & mask(width);
+                out(Expr::Const(k), Some(k))
+            }
+            _ => {
+                let (f, t) = (self.show(&from), self.show(to));
+                fail(span, format!("cannot cast {f} to {t}"))
+            }
+        }
+    }
+
+    /// A non-negative compile-time integer (widths, sizes, slice bounds).
+    pub(super) fn const_u128(&mut self, e: &ast::Expr) -> Result<u128> {
+        let v = match self.expr(e)? {
+            Val::Int(n) if n.is_negative() => {
+                return fail(e.span, "expected a non-negative constant")
+            }
+            Val::Int(n) => {
+                return n.to_u128().map_or_else(
+                    || fail(e.span, "this constant does not fit in 128 bits"),
+                    Ok,
+                )
+            }
+            v => self.scalar_from(v, e.span)?,
+        };
+        match (v.konst, &v.ty) {
+            (Some(k), Type::Bits { .. }) => Ok(k),
+            _ => fail(e.span, "expected a compile-time constant integer"),
+        }
+    }
+
+    /// What a constant of type `ty` declared with value `e` denotes.
+    pub(super) fn const_sym(&mut self, ty: Type, e: &ast::Expr) -> Result<Sym<'a>> {
+        if ty != Type::Int {
+            let value = self.const_value(e, &ty)?;
+            return Ok(Sym::Const { ty, value });
+        }
+        match self.expr(e)? {
+            Val::Int(v) => Ok(Sym::Int(v)),
+            v => {
+                let t = self.show(&val_type(&v));
+                fail(e.span, format!("expected an int constant, found {t}"))
+            }
+        }
+    }
+
+    /// A compile-time constant of type `ty`.
+    pub(super) fn const_value(&mut self, e: &ast::Expr, ty: &Type) -> Result<u128> {
+        let v = self.scalar_any(e)?;
+        let Some(k) = v.konst else {
+            return fail(e.span, "expected a compile-time constant");
+        };
+        let k = match (&v.ty, ty) {
+            (Type::Int, Type::Bits { width, .. }) => k & mask(*width),
+            _ => {
+                self.coerce(
+                    Scalar {
+                        expr: Expr::Const(k),
+                        ty: v.ty,
+                        konst: Some(k),
+                    },
+                    ty,
+                    e.span,
+                )?;
+                k
+            }
+        };
+        Ok(k)
+    }
+
+    /// Lowers an l-value: storage, or a scalar read from a slot, a stack element or a slice of one.
+    pub(super) fn place(&mut self, e: &ast::Expr) -> Result<Val> {
+        fn is_place(e: &Expr) -> bool {
+            match e {
+                Expr::Load(_) | Expr::LoadDyn { .. } => true,
+                Expr::Slice { arg, .. } => is_place(arg),
+                _ => false,
+            }
+        }
+        match self.expr(e)? {
+            v @ (Val::Agg { .. } | Val::DynElem { .. }) => Ok(v),
+            Val::Scalar { expr, ty, .. } if is_place(&expr) => Ok(Val::Scalar {
+                expr,
+                ty,
+                konst: None,
+            }),
+            _ => fail(e.span, "this expression cannot be assigned to"),
+        }
+    }
+
+    /// Statements that assign `rhs` to the l-value `dst`.
+    pub(super) fn assign_to(&mut self, dst: Val, rhs: &ast::Expr) -> Result<Vec<Stmt>> {
+        match dst {
+            Val::Scalar { expr, ty, .. } => {
+                let place = to_place(expr, rhs.span)?;
+                let value = self.scalar_of(rhs, &ty)?;
+                Ok(vec![Stmt::Assign(place, value)])
+            }
+            Val::DynElem { .. } => fail(
+                rhs.span,
+                "assigning a whole stack element chosen at run time is not supported yet",
+            ),
+            Val::Int(_) => fail(rhs.span, "an int constant cannot be assigned to"),
+            Val::Agg { base, ty } => self.assign_aggregate(base, &ty, rhs),
+        }
+    }
+
+    fn assign_aggregate(&mut self, base: Slot, ty: &Type, rhs: &ast::Expr) -> Result<Vec<Stmt>> {
+        if let (Type::Tuple(elems), ExprKind::List(items)) = (ty, &rhs.kind) {
+            if items.len() != elems.len() {
+                return fail(
+                    rhs.span,
+                    format!(
+                        "{} has {} elements, the list has {}",
+                        self.show(ty),
+                        elems.len(),
+                        items.len()
+                    ),
+                );
+            }
+            let mut out = Vec::new();
+            let places: Vec<(u32, Type)> = self
+                .types
+                .tuple_elements(elems)
+                .map(|(off, ety)| (off, ety.clone()))
+                .collect();
+            for ((off, ety), item) in places.into_iter().zip(items) {
+                out.extend(self.assign_to(self.storage(base + off, ety), item)?);
+            }
+            return Ok(out);
+        }
+        let Type::Aggregate(agg) = ty else {
+            return match self.expr(rhs)? {
+                Val::Agg { base: src, ty: t } if t == *ty => Ok(vec![Stmt::Copy {
+                    dst: base,
+                    src,
+                    len: self.types.size(ty),
+                }]),
+                _ => fail(
+                    rhs.span,
+                    format!("expected a value of type {}", self.show(ty)),
+                ),
+            };
+        };
+        let agg = *agg;
+        if self.lookahead_header(rhs)? == Some(agg) {
+            let mut out = vec![Stmt::Assign(Place::Slot(base), Expr::Const(1))];
+            for (i, (_, _, offset, width, need)) in
+                self.lookahead_fields(agg).into_iter().enumerate()
+            {
+                out.push(Stmt::Assign(
+                    Place::Slot(base + 1 + i as u32),
+                    Expr::Lookahead {
+                        offset,
+                        width,
+                        need,
+                    },
+                ));
+            }
+            return Ok(out);
+        }
+        let fields = self.types.aggregates[agg].fields.clone();
+        let is_header = self.types.is_header(ty);
+        let mut out = Vec::new();
+        let items: Vec<(String, &ast::Expr)> = match &rhs.kind {
+            ExprKind::List(items) => {
+                if items.len() != fields.len() {
+                    return fail(
+                        rhs.span,
+                        format!(
+                            "{} has {} fields, the list has {} values",
+                            self.show(ty),
+                            fields.len(),
+                            items.len()
+                        ),
+                    );
+                }
+                fields
+                    .iter()
+                    .map(|(n, _, _)| n.clone())
+                    .zip(items.iter())
+                    .collect()
+            }
+            ExprKind::StructInit(inits) => {
+                for (f, _) in &inits.clone() {
+                    if !fields.iter().any(|(n, _, _)| *n == f.name) {
+                        return fail(
+                            f.span,
+                            format!("{} has no field '{}'", self.show(ty), f.name),
+                        );
+                    }
+                }
+                if inits.len() != fields.len() {
+                    return fail(
+                        rhs.span,
+                        format!("every field of {} must be initialized", self.show(ty)),
+                    );
+                }
+                inits.iter().map(|(f, e)| (f.name.clone(), e)).collect()
+            }
+            _ => {
+                return match self.expr(rhs)? {
+                    Val::Agg { base: src, ty: t } if t == *ty => Ok(vec![Stmt::Copy {
+                        dst: base,
+                        src,
+                        len: self.types.size(ty),
+                    }]),
+                    Val::Scalar {
+                        expr: Expr::Invoke(inv),
+                        ty: t,
+                        ..
+                    } if t == *ty => {
+                        let ret = inv.ret.expect("a function with a return value");
+                        Ok(vec![
+                            Stmt::Invoke(inv),
+                            Stmt::Copy {
+                                dst: base,
+                                src: ret,
+                                len: self.types.size(ty),
+                            },
+                        ])
+                    }
+                    other => {
+                        let (f, t) = (self.show(&val_type(&other)), self.show(ty));
+                        fail(rhs.span, format!("type mismatch: expected {t}, found {f}"))
+                    }
+                };
+            }
+        };
+        if is_header {
+            out.push(Stmt::Assign(Place::Slot(base), Expr::Const(1)));
+        }
+        for (name, e) in items {
+            let (off, fty) = self.types.field(agg, &name).expect("field checked");
+            let dst = self.storage(base + off, fty);
+            out.extend(self.assign_to(dst, e)?);
+        }
+        Ok(out)
+    }
+}
+
+/// The conjunction of `parts` (true if there are none) as a balanced tree of `&&`.
+fn all(mut parts: Vec<Expr>) -> Expr {
+    if parts.len() <= 1 {
+        return parts.pop().unwrap_or(Expr::Const(1));
+    }
+    let right = parts.split_off(parts.len() / 2);
+    Expr::And(Box::new(all(parts)), Box::new(all(right)))
+}
+
+/// The type of a lowered value.
+pub(super) fn val_type(v: &Val) -> Type {
+    match v {
+        Val::Scalar { ty, .. } | Val::Agg { ty, .. } | Val::DynElem { ty, .. } => ty.clone(),
+        Val::Int(_) => Type::Int,
+    }
+}
+
+/// The place a `Load`, `LoadDyn` or slice-of-place expression reads.
+pub(super) fn to_place(e: Expr, span: Span) -> Result<Place> {
+    match e {
+        Expr::Load(s) => Ok(Place::Slot(s)),
+        Expr::LoadDyn {
+            base,
+            stride,
+            count,
+            index,
+        } => Ok(Place::Dyn {
+            base,
+            stride,
+            count,
+            index,
+        }),
+        Expr::Slice { arg, lo, width } => Ok(Place::Slice {
+            inner: Box::new(to_place(*arg, span)?),
+            lo,
+            width,
+        }),
+        _ => fail(span, "this expression cannot be assigned to"),
+    }
+}
+
+/// Whether `amount` may be a shift amount: an unsigned `bit<W>`, or an `int` that fits in
+/// 128 bits (a larger one is clamped before it gets here).
+fn shift_amount_ok(amount: &Scalar) -> bool {
+    matches!(amount.ty, Type::Bits { signed: false, .. } | Type::Int)
+}
+
+/// `x op y` on two `int`s, exactly: arithmetic, bitwise operators (two's complement), shifts
+/// and comparisons; results beyond [`MAX_INT_BITS`] are refused at `span`.
+/// What a binary operator on sized values lowers to.
+enum Lowered {
+    /// `&&`, `||`: [`Expr::And`], [`Expr::Or`].
+    Logic,
+    /// `++`: [`Expr::Concat`].
+    Concat,
+    /// A comparison.
+    Compare(CompareOp),
+    /// `<<`, `>>`: arithmetic whose right operand may be an `int`.
+    Shift(ArithOp),
+    /// Arithmetic or bitwise, on operands of one type.
+    Arith(ArithOp),
+}
+
+/// The IR operation of source operator `op`.
+fn lowered(op: BinOp) -> Lowered {
+    match op {
+        BinOp::And | BinOp::Or => Lowered::Logic,
+        BinOp::Concat => Lowered::Concat,
+        BinOp::Eq => Lowered::Compare(CompareOp::Eq),
+        BinOp::Ne => Lowered::Compare(CompareOp::Ne),
+        BinOp::Lt => Lowered::Compare(CompareOp::Lt),
+        BinOp::Le => Lowered::Compare(CompareOp::Le),
+        BinOp::Gt => Lowered::Compare(CompareOp::Gt),
+        BinOp::Ge => Lowered::Compare(CompareOp::Ge),
+        BinOp::Shl => Lowered::Shift(ArithOp::Shl),
+        BinOp::Shr => Lowered::Shift(ArithOp::Shr),
+        BinOp::Add => Lowered::Arith(ArithOp::Add),
+        BinOp::Sub => Lowered::Arith(ArithOp::Sub),
+        BinOp::Mul => Lowered::Arith(ArithOp::Mul),
+        BinOp::Div => Lowered::Arith(ArithOp::Div),
+        BinOp::Mod => Lowered::Arith(ArithOp::Mod),
+        BinOp::AddSat => Lowered::Arith(ArithOp::AddSat),
+        BinOp::SubSat => Lowered::Arith(ArithOp::SubSat),
+        BinOp::BitAnd => Lowered::Arith(ArithOp::BitAnd),
+        BinOp::BitOr => Lowered::Arith(ArithOp::BitOr),
+        BinOp::BitXor => Lowered::Arith(ArithOp::BitXor),
+    }
+}
+
+fn int_binary(op: BinOp, x: &BigInt, y: &BigInt, span: Span) -> Result<Val> {
+    let compare = |r: bool| Ok(konst(u128::from(r), Type::Bool));
+    match op {
+        BinOp::Add => int(x + y, span),
+        BinOp::Sub => int(x - y, span),
+        BinOp::Mul => int(x * y, span),
+        BinOp::Div | BinOp::Mod if y.is_positive() && !x.is_negative() => {
+            int(if op == BinOp::Div { x / y } else { x % y }, span)
+        }
+        BinOp::Div | BinOp::Mod => fail(
+            span,
+            "'/' and '%' on int need non-negative operands and a positive divisor",
+        ),
+        BinOp::BitAnd => int(x & y, span),
+        BinOp::BitOr => int(x | y, span),
+        BinOp::BitXor => int(x ^ y, span),
+        BinOp::Shl | BinOp::Shr if y.is_negative() => fail(span, "a shift amount must be unsigned"),
+        BinOp::Shl => match y.to_u64().filter(|&n| n < MAX_INT_BITS) {
+            Some(n) => int(x << n, span),
+            None if x.is_zero() => Ok(Val::Int(BigInt::zero())),
+            None => fail(
+                span,
+                format!(
+                    "this int constant has more than {MAX_INT_BITS} bits (limits::MAX_INT_BITS)"
+                ),
+            ),
+        },
+        // Shifting right by more than the value's bits leaves 0 (or -1): stop there.
+        BinOp::Shr => int(x >> y.to_u64().unwrap_or(u64::MAX).min(MAX_INT_BITS), span),
+        BinOp::Eq => compare(x == y),
+        BinOp::Ne => compare(x != y),
+        BinOp::Lt => compare(x < y),
+        BinOp::Le => compare(x <= y),
+        BinOp::Gt => compare(x > y),
+        BinOp::Ge => compare(x >= y),
+        _ => fail(span, format!("'{}' needs sized operands", binop_text(op))),
+    }
+}
+
+/// The operator as written.
+pub(super) fn binop_text(op: BinOp) -> &'static str {
+    match op {
+        BinOp::Mul => "*",
+        BinOp::Div => "/",
+        BinOp::Mod => "%",
+        BinOp::Add => "+",
+        BinOp::Sub => "-",
+        BinOp::AddSat => "|+|",
+        BinOp::SubSat => "|-|",
+        BinOp::Shl => "<<",
+        BinOp::Shr => ">>",
+        BinOp::BitAnd => "&",
+        BinOp::BitXor => "^",
+        BinOp::BitOr => "|",
+        BinOp::Concat => "++",
+        BinOp::Eq => "==",
+        BinOp::Ne => "!=",
+        BinOp::Lt => "<",
+        BinOp::Le => "<=",
+        BinOp::Gt => ">",
+        BinOp::Ge => ">=",
+        BinOp::And => "&&",
+        BinOp::Or => "||",
+    }
+}

@@ -1,0 +1,779 @@
+//! The v1model and core externs: instantiation of registers, counters and meters, and calls of
+//! extern functions, extern methods and `packet_in`/`packet_out` methods.
+
+use super::expr::{to_place, Val};
+use super::stmt::{no_args, order_args};
+use super::{unsupported, Checker, Sym};
+use crate::ast::{self, ExprKind};
+use crate::diagnostic::{fail, Result};
+use crate::source::Span;
+use crate::types::Type;
+use num_traits::ToPrimitive as _;
+use softswitch_core::ir::{
+    CounterKind, EmitItem, Expr, ExternCall, FieldItem, FieldList, HeaderRef, InstanceKind, Place,
+    Stmt,
+};
+
+const BITS32: Type = Type::Bits {
+    width: 32,
+    signed: false,
+};
+
+/// p4c's default `V1MODEL_VERSION`, and the first version whose `register`, `counter` and
+/// `meter` take their index type (p4c's `frontends/p4/modelInstances.cpp`).
+const V1MODEL_INITIAL: u128 = 20180101;
+const V1MODEL_INDEXED: u128 = 20200408;
+
+/// The kind and configuration of an extern instantiation.
+pub(super) fn instance_kind(c: &mut Checker, i: &ast::Instance) -> Result<InstanceKind> {
+    let ast::TypeRef::Named {
+        name,
+        args: type_args,
+    } = &i.ty
+    else {
+        return fail(i.ty.span(), "expected an extern type");
+    };
+    let args: Vec<&ast::Expr> = i.args.iter().map(|a| &a.value).collect();
+    let want = |n: usize| -> Result<()> {
+        if args.len() == n {
+            Ok(())
+        } else {
+            fail(
+                i.name.span,
+                format!(
+                    "{} takes {n} constructor arguments, found {}",
+                    name.name,
+                    args.len()
+                ),
+            )
+        }
+    };
+    match name.name.as_str() {
+        "register" => {
+            want(1)?;
+            index_type_args(c, name, type_args.len(), 1, "<bit<W>")?;
+            let Some(t) = type_args.first() else {
+                return fail(name.span, "register needs its cell type: register<bit<W>>");
+            };
+            let width = match c.resolve_type(t)? {
+                Type::Bits { width, .. } => width,
+                _ => return Err(unsupported(t.span(), "a register of a non-bit<W> type")),
+            };
+            Ok(InstanceKind::Register {
+                size: size(c, args[0])?,
+                width,
+            })
+        }
+        "counter" => {
+            want(2)?;
+            index_type_args(c, name, type_args.len(), 0, "")?;
+            Ok(InstanceKind::Counter {
+                size: size(c, args[0])?,
+                kind: counter_kind(c, args[1])?,
+            })
+        }
+        "direct_counter" => {
+            want(1)?;
+            Ok(InstanceKind::DirectCounter {
+                kind: counter_kind(c, args[0])?,
+            })
+        }
+        "meter" => {
+            want(2)?;
+            index_type_args(c, name, type_args.len(), 0, "")?;
+            Ok(InstanceKind::Meter {
+                size: size(c, args[0])?,
+                bytes: meter_bytes(c, args[1])?,
+            })
+        }
+        "direct_meter" => {
+            want(1)?;
+            Ok(InstanceKind::DirectMeter {
+                bytes: meter_bytes(c, args[0])?,
+            })
+        }
+        "Checksum16" => {
+            want(0)?;
+            Ok(InstanceKind::Checksum16)
+        }
+        "action_profile" => {
+            want(1)?;
+            Ok(InstanceKind::ActionProfile {
+                size: size(c, args[0])?,
+            })
+        }
+        "action_selector" => {
+            want(3)?;
+            let algo = c.const_small(args[0], 7)? as u8;
+            Ok(InstanceKind::ActionSelector {
+                size: size(c, args[1])?,
+                algo,
+            })
+        }
+        "value_set" => {
+            want(1)?;
+            let width = match type_args.first().map(|t| c.resolve_type(t)).transpose()? {
+                Some(Type::Bits { width, .. }) => width,
+                _ => {
+                    return Err(unsupported(
+                        name.span,
+                        "a value set of a type other than bit<W>",
+                    ))
+                }
+            };
+            if !c.in_parser {
+                return fail(i.name.span, "a value set belongs in a parser");
+            }
+            Ok(InstanceKind::ValueSet {
+                size: size(c, args[0])?,
+                width,
+            })
+        }
+        other => Err(unsupported(name.span, &format!("extern '{other}'"))),
+    }
+}
+
+/// Refuses `register`, `counter` and `meter` type arguments that the included v1model version
+/// does not declare, as p4c does: the index type argument exists from `V1MODEL_VERSION` 20200408
+/// on. `cells` is the number of type arguments before the index type, `cell_args` how they read.
+fn index_type_args(
+    c: &Checker,
+    name: &ast::Ident,
+    found: usize,
+    cells: usize,
+    cell_args: &str,
+) -> Result<()> {
+    let version = match c.lookup("__v1model_version") {
+        Some(Sym::Const { value, .. }) => *value,
+        _ => V1MODEL_INITIAL,
+    };
+    let indexed = version >= V1MODEL_INDEXED;
+    if found == cells + usize::from(indexed) {
+        return Ok(());
+    }
+    let n = &name.name;
+    let close = if cell_args.is_empty() { "" } else { ">" };
+    let message = if indexed {
+        let sep = if cell_args.is_empty() { "<" } else { ", " };
+        format!("with V1MODEL_VERSION {version}, {n} takes the type of its index: {n}{cell_args}{sep}bit<32>>")
+    } else {
+        format!(
+            "V1MODEL_VERSION is {version} (p4c's default), where {n} takes no index type: \
+             write {n}{cell_args}{close}, or #define V1MODEL_VERSION {V1MODEL_INDEXED} before \
+             #include <v1model.p4>"
+        )
+    };
+    fail(name.span, message)
+}
+
+fn size(c: &mut Checker, e: &ast::Expr) -> Result<u32> {
+    match u32::try_from(c.const_u128(e)?) {
+        Ok(n) if n > 0 => Ok(n),
+        _ => fail(e.span, "a size must be between 1 and 2^32-1"),
+    }
+}
+
+/// Whether a `MeterType` argument is `MeterType.bytes`.
+fn meter_bytes(c: &mut Checker, e: &ast::Expr) -> Result<bool> {
+    match c.scalar_any(e)?.konst {
+        Some(k @ (0 | 1)) => Ok(k == 1),
+        _ => fail(e.span, "expected MeterType.packets or MeterType.bytes"),
+    }
+}
+
+fn counter_kind(c: &mut Checker, e: &ast::Expr) -> Result<CounterKind> {
+    let v = c.scalar_any(e)?;
+    Ok(match v.konst {
+        Some(0) => CounterKind::Packets,
+        Some(1) => CounterKind::Bytes,
+        Some(2) => CounterKind::PacketsAndBytes,
+        _ => {
+            return fail(
+                e.span,
+                "expected CounterType.packets, .bytes or .packets_and_bytes",
+            )
+        }
+    })
+}
+
+fn one(call: ExternCall) -> Result<Vec<Stmt>> {
+    Ok(vec![Stmt::Extern(Box::new(call))])
+}
+
+impl Checker<'_> {
+    /// A scalar out-parameter place and its width.
+    fn out_scalar(&mut self, e: &ast::Expr) -> Result<(Place, u16, Type)> {
+        match self.place(e)? {
+            Val::Scalar {
+                expr,
+                ty: ty @ Type::Bits { width, .. },
+                ..
+            } => Ok((to_place(expr, e.span)?, width, ty)),
+            _ => fail(e.span, "expected a bit<W> l-value"),
+        }
+    }
+
+    /// Any sized unsigned scalar argument (the generic `I`, `T` of v1model externs).
+    fn sized(&mut self, e: &ast::Expr) -> Result<Expr> {
+        let v = self.scalar_any(e)?;
+        match v.ty {
+            Type::Bits { .. } => Ok(v.expr),
+            Type::Int => Ok(Expr::Const(v.konst.expect("int is constant"))),
+            Type::Enum(i) if self.types.enums[i].repr.is_some() => Ok(v.expr),
+            t => fail(
+                e.span,
+                format!("expected a bit<W> value, found {}", self.show(&t)),
+            ),
+        }
+    }
+
+    pub(super) fn const_small(&mut self, e: &ast::Expr, max: u128) -> Result<u128> {
+        let k = match self.expr(e)? {
+            Val::Int(n) => n.to_u128(),
+            v => self.scalar_from(v, e.span)?.konst,
+        };
+        match k {
+            Some(k) if k <= max => Ok(k),
+            _ => fail(
+                e.span,
+                format!("expected a compile-time constant up to {max}"),
+            ),
+        }
+    }
+
+    /// The id of the field list of user-metadata fields tagged `@field_list(n)`.
+    fn user_field_list_id(&mut self, n: u8) -> usize {
+        let slots = self
+            .user_field_lists
+            .iter()
+            .find(|(k, _)| *k == n)
+            .map(|(_, s)| s.clone())
+            .unwrap_or_default();
+        self.field_lists.push(slots);
+        self.field_lists.len() - 1
+    }
+
+    /// The id of a field list made of the l-values in a deprecated extern's data argument
+    /// (`resubmit({ meta.a, meta.b })`, `clone3(..., meta)`).
+    fn data_field_list_id(&mut self, e: &ast::Expr) -> Result<usize> {
+        let items: Vec<&ast::Expr> = match &e.kind {
+            ExprKind::List(items) => items.iter().collect(),
+            _ => vec![e],
+        };
+        let mut slots = Vec::new();
+        for item in items {
+            match self.place(item)? {
+                Val::Scalar {
+                    expr: Expr::Load(s),
+                    ..
+                } => slots.push(s),
+                Val::Agg { base, ty } => slots.extend(base..base + self.types.size(&ty)),
+                _ => {
+                    return fail(
+                        item.span,
+                        "a preserved field must be a field or a struct of fields",
+                    )
+                }
+            }
+        }
+        self.field_lists.push(slots);
+        Ok(self.field_lists.len() - 1)
+    }
+
+    /// The flattened fields of a hash, checksum or digest data argument.
+    pub(super) fn field_list(&mut self, e: &ast::Expr) -> Result<FieldList> {
+        if let ExprKind::List(_) | ExprKind::StructInit(_) = &e.kind {
+            let items: Vec<&ast::Expr> = match &e.kind {
+                ExprKind::List(items) => items.iter().collect(),
+                ExprKind::StructInit(inits) => inits.iter().map(|(_, e)| e).collect(),
+                _ => unreachable!("matched above"),
+            };
+            let mut out = Vec::new();
+            for i in items {
+                out.extend(self.field_list(i)?);
+            }
+            return Ok(out);
+        }
+        // A field of a header counts only while the header is valid.
+        let header = match &e.kind {
+            ExprKind::Member(object, _) if is_path(object) => match self.expr(object)? {
+                Val::Agg { base, ty } if self.types.is_header(&ty) => Some(base),
+                _ => None,
+            },
+            _ => None,
+        };
+        let guarded = |fields: FieldList| match header {
+            Some(valid) => vec![FieldItem::Header { valid, fields }],
+            None => fields,
+        };
+        match self.expr(e)? {
+            Val::Int(_) => fail(
+                e.span,
+                "fields of a list must have a width: write 8w1, not 1",
+            ),
+            Val::Scalar { expr, ty, .. } => match self.types.scalar_width(&ty) {
+                Some(w) => Ok(guarded(vec![FieldItem::Bits(expr, w)])),
+                None => fail(e.span, "this value cannot be part of a field list"),
+            },
+            Val::Agg { base, ty } => {
+                self.spend(self.types.parts(&ty) as usize, e.span)?;
+                Ok(self.flatten(base, &ty))
+            }
+            Val::DynElem { .. } => Err(unsupported(
+                e.span,
+                "a stack element chosen at run time in a field list",
+            )),
+        }
+    }
+
+    fn flatten(&self, base: u32, ty: &Type) -> FieldList {
+        let mut out = Vec::new();
+        match ty {
+            Type::Aggregate(a) => {
+                let mut fields = Vec::new();
+                for (_, off, fty) in self.types.aggregates[*a].fields_at() {
+                    fields.extend(self.flatten(base + off, fty));
+                }
+                if self.types.is_header(ty) {
+                    out.push(FieldItem::Header {
+                        valid: base,
+                        fields,
+                    });
+                } else {
+                    out.extend(fields);
+                }
+            }
+            Type::Stack(a, n) => {
+                let stride = self.types.size(&Type::Aggregate(*a));
+                for i in 0..*n {
+                    out.extend(self.flatten(base + 1 + i * stride, &Type::Aggregate(*a)));
+                }
+            }
+            Type::VarBit(max) => out.push(FieldItem::VarBit { base, max: *max }),
+            Type::Tuple(elems) => {
+                for (off, ety) in self.types.tuple_elements(elems) {
+                    out.extend(self.flatten(base + off, ety));
+                }
+            }
+            t => out.push(FieldItem::Bits(
+                Expr::Load(base),
+                self.types.scalar_width(t).unwrap_or(1),
+            )),
+        }
+        out
+    }
+
+    /// A call of an extern function.
+    pub(super) fn function_call(
+        &mut self,
+        name: &str,
+        type_args: &[ast::TypeRef],
+        args: &[ast::Arg],
+        span: Span,
+    ) -> Result<Vec<Stmt>> {
+        let a: Vec<&ast::Expr> = args.iter().map(|a| &a.value).collect();
+        let arity = |n: usize| -> Result<()> {
+            if a.len() == n {
+                Ok(())
+            } else {
+                fail(
+                    span,
+                    format!("{name} takes {n} arguments, found {}", a.len()),
+                )
+            }
+        };
+        match name {
+            "mark_to_drop" => one(ExternCall::MarkToDrop),
+            "verify" => {
+                arity(2)?;
+                let cond = self.bool_expr(a[0])?;
+                let error = self.scalar_of(a[1], &Type::Error)?;
+                if !self.in_parser {
+                    return fail(span, "verify is only allowed in a parser");
+                }
+                one(ExternCall::Verify { cond, error })
+            }
+            "clone" | "clone_preserving_field_list" => {
+                arity(if name == "clone" { 2 } else { 3 })?;
+                let egress = self.const_small(a[0], 1)? == 1;
+                let session = self.scalar_of(a[1], &BITS32)?;
+                let field_list = if name == "clone" {
+                    None
+                } else {
+                    let n = self.const_small(a[2], 255)? as u8;
+                    Some(self.user_field_list_id(n))
+                };
+                one(ExternCall::Clone {
+                    egress,
+                    session,
+                    field_list,
+                })
+            }
+            "resubmit_preserving_field_list" | "recirculate_preserving_field_list" => {
+                arity(1)?;
+                let n = self.const_small(a[0], 255)? as u8;
+                let index = Some(self.user_field_list_id(n));
+                one(if name.starts_with("resubmit") {
+                    ExternCall::Resubmit(index)
+                } else {
+                    ExternCall::Recirculate(index)
+                })
+            }
+            "resubmit" | "recirculate" => {
+                arity(1)?;
+                let list = Some(self.data_field_list_id(a[0])?);
+                one(if name == "resubmit" {
+                    ExternCall::Resubmit(list)
+                } else {
+                    ExternCall::Recirculate(list)
+                })
+            }
+            "clone3" => {
+                arity(3)?;
+                let egress = self.const_small(a[0], 1)? == 1;
+                let session = self.scalar_of(a[1], &BITS32)?;
+                let field_list = Some(self.data_field_list_id(a[2])?);
+                one(ExternCall::Clone {
+                    egress,
+                    session,
+                    field_list,
+                })
+            }
+            "truncate" => {
+                arity(1)?;
+                let len = self.scalar_of(a[0], &BITS32)?;
+                one(ExternCall::Truncate(len))
+            }
+            "digest" => {
+                arity(2)?;
+                let receiver = self.scalar_of(a[0], &BITS32)?;
+                let digest = self.record_digest(type_args, a[1])?;
+                let data = self.field_list(a[1])?;
+                one(ExternCall::Digest {
+                    receiver,
+                    data,
+                    digest,
+                })
+            }
+            "hash" => {
+                arity(5)?;
+                let (dst, width, _) = self.out_scalar(a[0])?;
+                let algo = Expr::Const(self.const_small(a[1], 7)?);
+                let base = self.sized(a[2])?;
+                let data = self.field_list(a[3])?;
+                let max = self.sized(a[4])?;
+                one(ExternCall::Hash {
+                    dst,
+                    width,
+                    algo,
+                    base,
+                    data,
+                    max,
+                })
+            }
+            "random" => {
+                arity(3)?;
+                let (dst, width, ty) = self.out_scalar(a[0])?;
+                let lo = self.scalar_of(a[1], &ty)?;
+                let hi = self.scalar_of(a[2], &ty)?;
+                one(ExternCall::Random { dst, width, lo, hi })
+            }
+            "verify_checksum"
+            | "verify_checksum_with_payload"
+            | "update_checksum"
+            | "update_checksum_with_payload" => {
+                arity(4)?;
+                let cond = self.bool_expr(a[0])?;
+                let data = self.field_list(a[1])?;
+                let algo = Expr::Const(self.const_small(a[3], 7)?);
+                let payload = name.ends_with("_with_payload");
+                if name.starts_with("verify") {
+                    let v = self.scalar_any(a[2])?;
+                    let Some(width) = self.types.scalar_width(&v.ty) else {
+                        return fail(a[2].span, "a checksum must be a bit<W> value");
+                    };
+                    one(ExternCall::VerifyChecksum {
+                        cond,
+                        data,
+                        checksum: v.expr,
+                        width,
+                        algo,
+                        payload,
+                    })
+                } else {
+                    let (dst, width, _) = self.out_scalar(a[2])?;
+                    one(ExternCall::UpdateChecksum {
+                        cond,
+                        data,
+                        dst,
+                        width,
+                        algo,
+                        payload,
+                    })
+                }
+            }
+            "assert" | "assume" => {
+                arity(1)?;
+                let cond = self.bool_expr(a[0])?;
+                one(ExternCall::Assert(cond))
+            }
+            "log_msg" => {
+                let Some(ast::Expr {
+                    kind: ExprKind::Str(format),
+                    ..
+                }) = a.first()
+                else {
+                    return fail(span, "log_msg needs a string literal first");
+                };
+                let args = match a.get(1) {
+                    Some(data) => softswitch_core::ir::flat_fields(&self.field_list(data)?)
+                        .into_iter()
+                        .filter_map(|f| match f {
+                            FieldItem::Bits(e, _) => Some(e.clone()),
+                            _ => None,
+                        })
+                        .collect(),
+                    None => Vec::new(),
+                };
+                self.spend_name(format, span)?;
+                one(ExternCall::LogMsg {
+                    format: format.clone(),
+                    args,
+                })
+            }
+            other => Err(unsupported(span, &format!("extern function '{other}'"))),
+        }
+    }
+
+    /// A call of a method of an extern instance.
+    pub(super) fn method_call(
+        &mut self,
+        inst: usize,
+        method: &ast::Ident,
+        args: &[ast::Arg],
+        span: Span,
+    ) -> Result<Vec<Stmt>> {
+        let kind = self.instances[inst].kind.clone();
+        let m = method.name.as_str();
+        let names: &[&str] = match (&kind, m) {
+            (InstanceKind::Register { .. }, "read") => &["result", "index"],
+            (InstanceKind::Register { .. }, "write") => &["index", "value"],
+            (InstanceKind::Counter { .. }, "count") => &["index"],
+            (InstanceKind::DirectCounter { .. }, "count") => &[],
+            (InstanceKind::Meter { .. }, "execute_meter") => &["index", "result"],
+            (InstanceKind::DirectMeter { .. }, "read") => &["result"],
+            _ => {
+                return fail(
+                    method.span,
+                    format!("{} has no method '{m}'", self.instances[inst].name),
+                )
+            }
+        };
+        let a: Vec<&ast::Expr> = order_args(names, args, span)?
+            .into_iter()
+            .map(|a| &a.value)
+            .collect();
+        match (kind, m) {
+            (InstanceKind::Register { width, .. }, "read") => {
+                let (dst, w, _) = self.out_scalar(a[0])?;
+                if w != width {
+                    return fail(
+                        a[0].span,
+                        format!("the register holds bit<{width}>, the result is bit<{w}>"),
+                    );
+                }
+                let index = self.sized(a[1])?;
+                one(ExternCall::RegisterRead {
+                    instance: inst,
+                    dst,
+                    index,
+                })
+            }
+            (InstanceKind::Register { width, .. }, _) => {
+                let index = self.sized(a[0])?;
+                let value = self.scalar_of(
+                    a[1],
+                    &Type::Bits {
+                        width,
+                        signed: false,
+                    },
+                )?;
+                one(ExternCall::RegisterWrite {
+                    instance: inst,
+                    index,
+                    value,
+                })
+            }
+            (InstanceKind::Counter { .. }, _) => {
+                let index = self.sized(a[0])?;
+                one(ExternCall::CounterCount {
+                    instance: inst,
+                    index,
+                })
+            }
+            (InstanceKind::DirectCounter { .. }, _) => {
+                no_args(args)?;
+                Ok(Vec::new())
+            }
+            (InstanceKind::Meter { .. }, _) => {
+                let index = self.sized(a[0])?;
+                let (dst, width, _) = self.out_scalar(a[1])?;
+                one(ExternCall::MeterExecute {
+                    instance: inst,
+                    index,
+                    dst,
+                    width,
+                })
+            }
+            (InstanceKind::DirectMeter { .. }, _) => {
+                let (dst, width, _) = self.out_scalar(a[0])?;
+                one(ExternCall::DirectMeterRead {
+                    instance: inst,
+                    dst,
+                    width,
+                })
+            }
+            (
+                InstanceKind::ValueSet { .. }
+                | InstanceKind::Checksum16
+                | InstanceKind::ActionProfile { .. }
+                | InstanceKind::ActionSelector { .. },
+                _,
+            ) => unreachable!("value sets and action profiles have no methods (refused above)"),
+        }
+    }
+
+    /// A statement call of a `packet_in` or `packet_out` method.
+    pub(super) fn packet_call(
+        &mut self,
+        out: bool,
+        method: &ast::Ident,
+        args: &[ast::Arg],
+        span: Span,
+    ) -> Result<Vec<Stmt>> {
+        match (out, method.name.as_str()) {
+            (false, "extract") => {
+                let (arg, bits) = match args {
+                    [arg] => (arg, None),
+                    [arg, bits] => (arg, Some(self.scalar_of(&bits.value, &BITS32)?)),
+                    _ => {
+                        return fail(
+                            span,
+                            "extract takes a header and, for a varbit header, its size in bits",
+                        )
+                    }
+                };
+                let target = self.header_ref(&arg.value)?;
+                let siblings = self.invalidate_union_siblings(&arg.value)?;
+                let layout = match target {
+                    HeaderRef::Static { layout, .. } | HeaderRef::Next { layout, .. } => layout,
+                };
+                let has_varbit = self.layouts[layout]
+                    .iter()
+                    .any(|f| matches!(f, softswitch_core::ir::FieldLayout::VarBit { .. }));
+                if has_varbit != bits.is_some() {
+                    let why = if has_varbit {
+                        "this header has a varbit field: give its size, extract(h, bits)"
+                    } else {
+                        "only a header with a varbit field takes a size"
+                    };
+                    return fail(span, why);
+                }
+                let mut out = siblings;
+                out.push(Stmt::Extern(Box::new(ExternCall::Extract {
+                    target,
+                    varbit: bits,
+                })));
+                Ok(out)
+            }
+            (false, "advance") => {
+                let [arg] = args else {
+                    return fail(span, "advance takes one argument");
+                };
+                let bits = self.scalar_of(&arg.value, &BITS32)?;
+                one(ExternCall::Advance(bits))
+            }
+            (true, "emit") => {
+                let [arg] = args else {
+                    return fail(span, "emit takes one argument");
+                };
+                match self.expr(&arg.value)? {
+                    Val::Agg { base, ty } => {
+                        self.spend(self.types.parts(&ty) as usize, arg.value.span)?;
+                        one(ExternCall::Emit(self.emit_items(base, &ty)))
+                    }
+                    _ => fail(
+                        arg.value.span,
+                        "emit needs a header, a header stack or a struct of them",
+                    ),
+                }
+            }
+            (_, m) => fail(
+                method.span,
+                format!(
+                    "{} has no method '{m}' usable as a statement",
+                    if out { "packet_out" } else { "packet_in" }
+                ),
+            ),
+        }
+    }
+
+    fn header_ref(&mut self, e: &ast::Expr) -> Result<HeaderRef> {
+        if let ExprKind::Member(base, m) = &e.kind {
+            if m.name == "next" {
+                if let Val::Agg {
+                    base: stack,
+                    ty: Type::Stack(agg, count),
+                } = self.expr(base)?
+                {
+                    let layout = self.types.aggregates[agg].layout;
+                    return Ok(HeaderRef::Next {
+                        stack,
+                        count,
+                        layout,
+                    });
+                }
+            }
+        }
+        match self.expr(e)? {
+            Val::Agg {
+                base,
+                ty: Type::Aggregate(a),
+            } if self.types.is_header(&Type::Aggregate(a)) => Ok(HeaderRef::Static {
+                base,
+                layout: self.types.aggregates[a].layout,
+            }),
+            _ => fail(e.span, "extract needs a header (or stack.next)"),
+        }
+    }
+
+    fn emit_items(&self, base: u32, ty: &Type) -> Vec<EmitItem> {
+        match ty {
+            Type::Aggregate(a) if self.types.is_header(ty) => vec![EmitItem::Header {
+                base,
+                layout: self.types.aggregates[*a].layout,
+            }],
+            Type::Aggregate(a) => self.types.aggregates[*a]
+                .fields_at()
+                .flat_map(|(_, off, fty)| self.emit_items(base + off, fty))
+                .collect(),
+            Type::Stack(a, n) => {
+                let stride = self.types.size(&Type::Aggregate(*a));
+                (0..*n)
+                    .flat_map(|i| self.emit_items(base + 1 + i * stride, &Type::Aggregate(*a)))
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Whether `e` names a place (`hdr`, `hdr.h`, `hdr.s[0]`): lowering it again has no effect.
+fn is_path(e: &ast::Expr) -> bool {
+    match &e.kind {
+        ExprKind::Name(_) => true,
+        ExprKind::Member(object, _) => is_path(object),
+        ExprKind::Index(object, index) => is_path(object) && matches!(index.kind, ExprKind::Int(_)),
+        _ => false,
+    }
+}

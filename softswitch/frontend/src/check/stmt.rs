@@ -1,0 +1,675 @@
+//! Statements and calls: blocks, assignments, `if`, `switch` (on values and on
+//! `action_run`), `exit`, `return`, and calls of actions, functions, tables, header methods.
+
+use super::expr::{to_place, val_type, Val};
+use super::{CallParam, Checker, Sym};
+use crate::ast::{self, Direction, ExprKind, Stmt as AstStmt, SwitchLabel};
+use crate::diagnostic::{fail, Result};
+use crate::source::Span;
+use crate::types::Type;
+use softswitch_core::ir::{Expr, ExternCall, Invoke, Place, Stmt};
+use std::collections::HashMap;
+
+impl<'a> Checker<'a> {
+    /// Lowers a block in its own scope.
+    pub(super) fn block(&mut self, b: &'a ast::Block) -> Result<Vec<Stmt>> {
+        self.scopes.push(HashMap::new());
+        let mut out = Vec::new();
+        for s in &b.stmts {
+            match self.stmt(s) {
+                Ok(stmts) => out.extend(stmts),
+                Err(e) => {
+                    self.scopes.pop();
+                    return Err(e);
+                }
+            }
+        }
+        self.scopes.pop();
+        Ok(out)
+    }
+
+    fn stmt_block(&mut self, s: &'a AstStmt) -> Result<Vec<Stmt>> {
+        match s {
+            AstStmt::Block(b) => self.block(b),
+            other => {
+                self.scopes.push(HashMap::new());
+                let r = self.stmt(other);
+                self.scopes.pop();
+                r
+            }
+        }
+    }
+
+    pub(super) fn stmt(&mut self, s: &'a AstStmt) -> Result<Vec<Stmt>> {
+        self.spend(1, stmt_span(s))?;
+        match s {
+            AstStmt::Assign { lhs, rhs, .. } => {
+                let dst = self.place(lhs)?;
+                self.assign_to(dst, rhs)
+            }
+            AstStmt::Call(e) => self.call_stmt(e),
+            AstStmt::If {
+                cond,
+                then,
+                otherwise,
+                ..
+            } => {
+                let c = self.bool_expr(cond)?;
+                let t = self.stmt_block(then)?;
+                let o = match otherwise {
+                    Some(o) => self.stmt_block(o)?,
+                    None => Vec::new(),
+                };
+                Ok(vec![Stmt::If(c, t, o)])
+            }
+            AstStmt::Block(b) => self.block(b),
+            AstStmt::Switch { expr, cases, span } => self.switch(expr, cases, *span),
+            AstStmt::Exit(_) => Ok(vec![Stmt::Exit]),
+            AstStmt::Return(value, span) => match (value, self.ret.clone()) {
+                (None, None) => Ok(vec![Stmt::Return]),
+                (Some(v), Some((ty, slot))) => {
+                    let mut out = self.assign_to(self.storage(slot, ty), v)?;
+                    out.push(Stmt::Return);
+                    Ok(out)
+                }
+                (Some(v), None) => fail(v.span, "this function or action returns no value"),
+                (None, Some(_)) => fail(*span, "this function must return a value"),
+            },
+            AstStmt::Decl(d) => match &**d {
+                ast::Decl::Var(v) => self.var_decl(v),
+                ast::Decl::Const {
+                    ty, name, value, ..
+                } => {
+                    let ty = self.resolve_type(ty)?;
+                    let sym = self.const_sym(ty, value)?;
+                    self.declare(name, sym)?;
+                    Ok(Vec::new())
+                }
+                other => fail(
+                    super::decl_span(other),
+                    "only variables and constants can be declared in a block",
+                ),
+            },
+            AstStmt::Empty(_) => Ok(Vec::new()),
+        }
+    }
+
+    fn switch(
+        &mut self,
+        on: &ast::Expr,
+        cases: &'a [ast::SwitchCase],
+        span: Span,
+    ) -> Result<Vec<Stmt>> {
+        let action_run = match &on.kind {
+            ExprKind::Member(base, m) if m.name == "action_run" => self.applied_table(base)?,
+            _ => None,
+        };
+        let (on_expr, on_ty) = match action_run {
+            Some(_) => (None, None),
+            None => {
+                let v = self.scalar_any(on)?;
+                if !matches!(v.ty, Type::Bits { .. } | Type::Enum(_) | Type::Error) {
+                    return fail(
+                        on.span,
+                        format!("cannot switch on a value of type {}", self.show(&v.ty)),
+                    );
+                }
+                (Some(v.expr), Some(v.ty))
+            }
+        };
+        let mut pending: Vec<u128> = Vec::new();
+        let mut value_cases = Vec::new();
+        let mut default = None;
+        let mut pending_default = false;
+        for case in cases {
+            match &case.label {
+                SwitchLabel::Default(s) => {
+                    if default.is_some() || pending_default {
+                        return fail(*s, "duplicate default label");
+                    }
+                    pending_default = true;
+                }
+                SwitchLabel::Expr(e) => match (action_run, &on_ty) {
+                    (Some(table), _) => {
+                        let ExprKind::Name(n) = &e.kind else {
+                            return fail(e.span, "expected an action name");
+                        };
+                        let action = match self.lookup(n) {
+                            Some(Sym::Callable(i)) => self.callables[*i].action,
+                            _ => None,
+                        };
+                        match action {
+                            Some(a) if self.tables[table].actions.contains(&a) => {
+                                pending.push(a as u128)
+                            }
+                            _ => {
+                                return fail(
+                                    e.span,
+                                    format!(
+                                        "'{n}' is not an action of table {}",
+                                        self.tables[table].name
+                                    ),
+                                )
+                            }
+                        }
+                    }
+                    (None, ty) => {
+                        let ty = ty.clone().expect("set for value switches");
+                        pending.push(self.const_value(e, &ty)?);
+                    }
+                },
+            }
+            if let Some(body) = &case.body {
+                let stmts = self.block(body)?;
+                if pending_default {
+                    default = Some(stmts.clone());
+                    pending_default = false;
+                }
+                if !pending.is_empty() {
+                    value_cases.push((std::mem::take(&mut pending), stmts));
+                }
+            }
+        }
+        if !pending.is_empty() || pending_default {
+            return fail(span, "the last switch label needs a body");
+        }
+        let default = default.unwrap_or_default();
+        Ok(vec![match (action_run, on_expr) {
+            (Some(table), _) => {
+                let cases = value_cases
+                    .into_iter()
+                    .map(|(v, s)| (v.into_iter().map(|a| a as usize).collect(), s))
+                    .collect();
+                Stmt::SwitchAction {
+                    table,
+                    cases,
+                    default,
+                }
+            }
+            (None, on) => Stmt::Switch {
+                on: on.expect("value switch"),
+                cases: value_cases,
+                default,
+            },
+        }])
+    }
+
+    fn call_parts(e: &ast::Expr) -> (&ast::Expr, &[ast::TypeRef], &[ast::Arg]) {
+        match &e.kind {
+            ExprKind::Call {
+                callee,
+                type_args,
+                args,
+            } => (callee, type_args, args),
+            _ => unreachable!("the parser only makes call statements of calls"),
+        }
+    }
+
+    fn call_stmt(&mut self, e: &ast::Expr) -> Result<Vec<Stmt>> {
+        let (callee, type_args, args) = Self::call_parts(e);
+        match &callee.kind {
+            ExprKind::Member(base, method) => {
+                if let ExprKind::Name(n) = &base.kind {
+                    match self.lookup(n).cloned() {
+                        Some(Sym::Packet { out }) => {
+                            return self.packet_call(out, method, args, e.span)
+                        }
+                        Some(Sym::Table(t)) if method.name == "apply" => {
+                            no_args(args)?;
+                            return Ok(vec![Stmt::Apply(t)]);
+                        }
+                        Some(Sym::Instance(i)) => return self.method_call(i, method, args, e.span),
+                        Some(Sym::ParserInstance { parser, callable })
+                            if method.name == "apply" =>
+                        {
+                            // The packet argument is the caller's packet; the rest bind like a call's.
+                            let rest: Vec<&ast::Arg> = args
+                                .iter()
+                                .filter(|a| !matches!(&a.value.kind, ExprKind::Name(n) if matches!(self.lookup(n), Some(Sym::Packet { .. }))))
+                                .collect();
+                            let params = self.callables[callable].params.clone();
+                            if rest.len() != params.len() {
+                                return fail(e.span, format!("the parser takes {} arguments besides the packet, {} given", params.len(), rest.len()));
+                            }
+                            let (copy_in, copy_out) = self.bind(&params, &rest)?;
+                            return Ok(vec![Stmt::Extern(Box::new(ExternCall::SubParser {
+                                parser,
+                                copy_in,
+                                copy_out,
+                            }))]);
+                        }
+                        Some(Sym::ControlInstance(c)) if method.name == "apply" => {
+                            let inv = self.invoke(c, args, e.span)?;
+                            return Ok(vec![Stmt::Invoke(Box::new(inv))]);
+                        }
+                        _ => {}
+                    }
+                }
+                let target = self.expr(base)?;
+                let mut out = self.header_method(target, method, args)?;
+                if method.name == "setValid" {
+                    out.extend(self.invalidate_union_siblings(base)?);
+                }
+                Ok(out)
+            }
+            ExprKind::Name(n) => match self.lookup(n).cloned() {
+                Some(Sym::Callable(i)) => {
+                    let inv = self.invoke(i, args, e.span)?;
+                    Ok(vec![Stmt::Invoke(Box::new(inv))])
+                }
+                Some(Sym::GenericFunction(proto, body)) => {
+                    let i = self.instantiate(proto, body, type_args, args, e.span)?;
+                    let inv = self.invoke(i, args, e.span)?;
+                    Ok(vec![Stmt::Invoke(Box::new(inv))])
+                }
+                Some(Sym::ExternFunction) => self.function_call(n, type_args, args, e.span),
+                Some(_) => fail(callee.span, format!("'{n}' cannot be called")),
+                None => fail(callee.span, format!("unknown name '{n}'")),
+            },
+            _ => fail(callee.span, "this expression cannot be called"),
+        }
+    }
+
+    /// A call in an expression: `h.isValid()`, a function with a result, `lookahead`, `length`.
+    pub(super) fn call_value(&mut self, e: &ast::Expr) -> Result<Val> {
+        let (callee, type_args, args) = Self::call_parts(e);
+        let scalar = |expr: Expr, ty: Type| {
+            Ok(Val::Scalar {
+                expr,
+                ty,
+                konst: None,
+            })
+        };
+        match &callee.kind {
+            ExprKind::Member(base, method) => {
+                if let ExprKind::Name(n) = &base.kind {
+                    if let Some(Sym::Packet { out: false }) = self.lookup(n) {
+                        return match method.name.as_str() {
+                            "lookahead" => {
+                                let [t] = type_args else {
+                                    return fail(callee.span, "lookahead needs one type argument");
+                                };
+                                match self.resolve_type(t)? {
+                                    Type::Bits { width, signed } => scalar(
+                                        Expr::Lookahead { offset: 0, width, need: u32::from(width) },
+                                        Type::Bits { width, signed },
+                                    ),
+                                    _ => fail(
+                                        t.span(),
+                                        "lookahead of a header is only supported as lookahead<H>().field or h = lookahead<H>()",
+                                    ),
+                                }
+                            }
+                            "length" => scalar(
+                                Expr::PacketLength,
+                                Type::Bits {
+                                    width: 32,
+                                    signed: false,
+                                },
+                            ),
+                            _ => fail(
+                                method.span,
+                                format!("packet_in.{} has no result", method.name),
+                            ),
+                        };
+                    }
+                }
+                if matches!(
+                    method.name.as_str(),
+                    "minSizeInBits" | "minSizeInBytes" | "maxSizeInBits" | "maxSizeInBytes"
+                ) {
+                    no_args(args)?;
+                    let ty = super::expr::val_type(&self.expr(base)?);
+                    let bits = self.size_in_bits(&ty, method.name.starts_with("max"));
+                    let value = if method.name.ends_with("Bytes") {
+                        bits.div_ceil(8)
+                    } else {
+                        bits
+                    };
+                    return Ok(Val::Int(value.into()));
+                }
+                if let ExprKind::Name(n) = &base.kind {
+                    if let Some(Sym::Instance(i)) = self.lookup(n) {
+                        let i = *i;
+                        if matches!(
+                            self.instances[i].kind,
+                            softswitch_core::ir::InstanceKind::Checksum16
+                        ) && method.name == "get"
+                        {
+                            let [data] = args else {
+                                return fail(e.span, "get takes one argument");
+                            };
+                            let fields = self.field_list(&data.value)?;
+                            return scalar(
+                                Expr::Checksum16(Box::new(fields)),
+                                Type::Bits {
+                                    width: 16,
+                                    signed: false,
+                                },
+                            );
+                        }
+                    }
+                }
+                if method.name == "isValid" {
+                    no_args(args)?;
+                    return match self.expr(base)? {
+                        Val::Agg { base: slot, ty } if self.types.is_header(&ty) => {
+                            scalar(Expr::Load(slot), Type::Bool)
+                        }
+                        Val::Agg {
+                            base: slot,
+                            ty: Type::Aggregate(a),
+                        } if self.types.aggregates[a].kind == ast::AggregateKind::HeaderUnion => {
+                            let mut any = Expr::Const(0);
+                            let mut off = 0;
+                            for (_, fty, _) in self.types.aggregates[a].fields.clone() {
+                                any = Expr::Or(Box::new(any), Box::new(Expr::Load(slot + off)));
+                                off += self.types.size(&fty);
+                            }
+                            scalar(any, Type::Bool)
+                        }
+                        Val::DynElem {
+                            base: b,
+                            stride,
+                            count,
+                            index,
+                            ..
+                        } => scalar(
+                            Expr::LoadDyn {
+                                base: b,
+                                stride,
+                                count,
+                                index: Box::new(index),
+                            },
+                            Type::Bool,
+                        ),
+                        other => fail(
+                            base.span,
+                            format!(
+                                "isValid needs a header, found {}",
+                                self.show(&val_type(&other))
+                            ),
+                        ),
+                    };
+                }
+                fail(
+                    e.span,
+                    format!(
+                        "'{}' has no result that can be used in an expression",
+                        method.name
+                    ),
+                )
+            }
+            ExprKind::Name(n) => match self.lookup(n).cloned() {
+                Some(Sym::GenericFunction(proto, body)) => {
+                    let i = self.instantiate(proto, body, type_args, args, e.span)?;
+                    let Some((ty, _)) = self.callables[i].ret.clone() else {
+                        return fail(e.span, format!("'{n}' returns no value"));
+                    };
+                    let inv = self.invoke(i, args, e.span)?;
+                    scalar(Expr::Invoke(Box::new(inv)), ty)
+                }
+                Some(Sym::Callable(i)) => {
+                    let Some((ty, _)) = self.callables[i].ret.clone() else {
+                        return fail(e.span, format!("'{n}' returns no value"));
+                    };
+                    let inv = self.invoke(i, args, e.span)?;
+                    scalar(Expr::Invoke(Box::new(inv)), ty)
+                }
+                Some(_) => fail(
+                    callee.span,
+                    format!("'{n}' has no result that can be used in an expression"),
+                ),
+                None => fail(callee.span, format!("unknown name '{n}'")),
+            },
+            _ => fail(callee.span, "this expression cannot be called"),
+        }
+    }
+
+    /// If `member` is `u.h` for a header union `u`, statements invalidating `u`'s other members
+    /// (a union holds at most one valid header).
+    pub(super) fn invalidate_union_siblings(&mut self, member: &ast::Expr) -> Result<Vec<Stmt>> {
+        let ExprKind::Member(union, name) = &member.kind else {
+            return Ok(Vec::new());
+        };
+        let Val::Agg {
+            base,
+            ty: Type::Aggregate(agg),
+        } = self.expr(union)?
+        else {
+            return Ok(Vec::new());
+        };
+        if self.types.aggregates[agg].kind != ast::AggregateKind::HeaderUnion {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        for (field, _, _) in &self.types.aggregates[agg].fields {
+            if *field != name.name {
+                let (off, _) = self.types.field(agg, field).expect("the field exists");
+                out.push(Stmt::Assign(Place::Slot(base + off), Expr::Const(0)));
+            }
+        }
+        Ok(out)
+    }
+
+    fn header_method(
+        &mut self,
+        target: Val,
+        method: &ast::Ident,
+        args: &[ast::Arg],
+    ) -> Result<Vec<Stmt>> {
+        match (method.name.as_str(), target) {
+            ("setValid" | "setInvalid", Val::Agg { base, ty }) if self.types.is_header(&ty) => {
+                no_args(args)?;
+                Ok(vec![Stmt::Assign(
+                    Place::Slot(base),
+                    Expr::Const(u128::from(method.name == "setValid")),
+                )])
+            }
+            (
+                "setValid" | "setInvalid",
+                Val::DynElem {
+                    base,
+                    stride,
+                    count,
+                    index,
+                    ..
+                },
+            ) => {
+                no_args(args)?;
+                let place = Place::Dyn {
+                    base,
+                    stride,
+                    count,
+                    index: Box::new(index),
+                };
+                Ok(vec![Stmt::Assign(
+                    place,
+                    Expr::Const(u128::from(method.name == "setValid")),
+                )])
+            }
+            (
+                "push_front" | "pop_front",
+                Val::Agg {
+                    base,
+                    ty: Type::Stack(agg, count),
+                },
+            ) => {
+                let [arg] = args else {
+                    return fail(method.span, format!("{} takes one argument", method.name));
+                };
+                let n = self.const_u128(&arg.value)?.min(u128::from(count)) as i32;
+                let stride = self.types.size(&Type::Aggregate(agg));
+                let shift = if method.name == "push_front" { n } else { -n };
+                Ok(vec![Stmt::Extern(Box::new(ExternCall::StackShift {
+                    stack: base,
+                    count,
+                    stride,
+                    shift,
+                }))])
+            }
+            (m, other) => fail(
+                method.span,
+                format!(
+                    "a value of type {} has no method '{m}'",
+                    self.show(&val_type(&other))
+                ),
+            ),
+        }
+    }
+
+    /// The size in bits of a header or struct on the wire (varbit fields counted at 0, or at
+    /// their maximum with `max`).
+    fn size_in_bits(&self, ty: &Type, max: bool) -> u32 {
+        match ty {
+            Type::Aggregate(a) => self.types.aggregates[*a]
+                .fields
+                .iter()
+                .map(|(_, t, _)| self.size_in_bits(t, max))
+                .sum(),
+            Type::Stack(a, n) => n * self.size_in_bits(&Type::Aggregate(*a), max),
+            Type::VarBit(m) => {
+                if max {
+                    *m
+                } else {
+                    0
+                }
+            }
+            t => u32::from(self.types.scalar_width(t).unwrap_or(0)),
+        }
+    }
+
+    /// Binds arguments to an action's or function's parameters (copy-in, copy-out).
+    pub(super) fn invoke(&mut self, idx: usize, args: &[ast::Arg], span: Span) -> Result<Invoke> {
+        let callable = self.callables[idx].clone();
+        let names: Vec<&str> = callable.params.iter().map(|p| p.name.as_str()).collect();
+        let args = order_args(&names, args, span)?;
+        let (copy_in, copy_out) = self.bind(&callable.params, &args)?;
+        Ok(Invoke {
+            copy_in,
+            body: callable.body,
+            copy_out,
+            ret: callable.ret.map(|(_, s)| s),
+        })
+    }
+
+    /// Copy-in and copy-out statements binding `args` to the first `args.len()` of `params`.
+    pub(super) fn bind(
+        &mut self,
+        params: &[CallParam],
+        args: &[&ast::Arg],
+    ) -> Result<(Vec<Stmt>, Vec<Stmt>)> {
+        let mut copy_in = Vec::new();
+        let mut copy_out = Vec::new();
+        for (p, arg) in params.iter().zip(args) {
+            if p.direction == Direction::None && self.scalar_any(&arg.value)?.konst.is_none() {
+                // p4c's type unification refuses it (p4lang/p4c#4175); `in` takes any value.
+                return fail(
+                    arg.value.span,
+                    format!(
+                        "argument used for directionless parameter '{}' must be a compile-time \
+                         constant (p4c refuses it); declare the parameter `in` to pass a \
+                         run-time value",
+                        p.name
+                    ),
+                );
+            }
+            let param_val = self.storage(p.slot, p.ty.clone());
+            if matches!(p.direction, Direction::Out) {
+                copy_in.push(Stmt::Zero {
+                    start: p.slot,
+                    len: self.types.size(&p.ty),
+                });
+            } else {
+                copy_in.extend(self.assign_to(param_val, &arg.value)?);
+            }
+            if matches!(p.direction, Direction::Out | Direction::InOut)
+                && !matches!(arg.value.kind, ExprKind::DontCare)
+            {
+                let dst = self.place(&arg.value)?;
+                copy_out.extend(self.copy_back(dst, p.slot, &p.ty, arg.value.span)?);
+            }
+        }
+        Ok((copy_in, copy_out))
+    }
+
+    /// Statements copying a value stored at `src` (of type `ty`) into the l-value `dst`.
+    pub(super) fn copy_back(&self, dst: Val, src: u32, ty: &Type, span: Span) -> Result<Vec<Stmt>> {
+        if val_type(&dst) != *ty {
+            return fail(
+                span,
+                format!(
+                    "type mismatch: expected {}, found {}",
+                    self.show(ty),
+                    self.show(&val_type(&dst))
+                ),
+            );
+        }
+        match dst {
+            Val::Scalar { expr, .. } => {
+                Ok(vec![Stmt::Assign(to_place(expr, span)?, Expr::Load(src))])
+            }
+            Val::Agg { base, ty } => Ok(vec![Stmt::Copy {
+                dst: base,
+                src,
+                len: self.types.size(&ty),
+            }]),
+            Val::DynElem { .. } => fail(
+                span,
+                "a stack element chosen at run time cannot be an out argument yet",
+            ),
+            Val::Int(_) => fail(span, "an int constant cannot be an out argument"),
+        }
+    }
+}
+
+/// Puts arguments in parameter order, resolving named arguments.
+pub(super) fn order_args<'e>(
+    params: &[&str],
+    args: &'e [ast::Arg],
+    span: Span,
+) -> Result<Vec<&'e ast::Arg>> {
+    if args.len() != params.len() {
+        return fail(
+            span,
+            format!("expected {} arguments, found {}", params.len(), args.len()),
+        );
+    }
+    if args.iter().all(|a| a.name.is_none()) {
+        return Ok(args.iter().collect());
+    }
+    params
+        .iter()
+        .map(|p| {
+            match args
+                .iter()
+                .find(|a| a.name.as_ref().is_some_and(|n| n.name == *p))
+            {
+                Some(a) => Ok(a),
+                None => fail(span, format!("missing argument '{p}'")),
+            }
+        })
+        .collect()
+}
+
+/// Where a statement is.
+fn stmt_span(s: &AstStmt) -> Span {
+    match s {
+        AstStmt::Assign { span, .. }
+        | AstStmt::If { span, .. }
+        | AstStmt::Switch { span, .. }
+        | AstStmt::Exit(span)
+        | AstStmt::Return(_, span)
+        | AstStmt::Empty(span) => *span,
+        AstStmt::Call(e) => e.span,
+        AstStmt::Block(b) => b.span,
+        AstStmt::Decl(d) => super::decl_span(d),
+    }
+}
+
+pub(super) fn no_args(args: &[ast::Arg]) -> Result<()> {
+    match args.first() {
+        Some(a) => fail(a.value.span, "this method takes no arguments"),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,437 @@
+//! Tables: keys and match kinds, the action list, default action, constant entries, size,
+//! direct counters and meters; and keyset elements shared with parser `select`.
+
+use super::{unsupported, Checker, Sym};
+use crate::ast::{self, ExprKind, Keyset, TableProp};
+use crate::diagnostic::{fail, Result};
+use crate::source::Span;
+use crate::types::Type;
+use softswitch_core::ir::{self, mask, ActionCall, FieldMatch, InstanceKind, MatchKind};
+
+impl Checker<'_> {
+    /// Lowers a table declared in the current control; returns its index.
+    pub(super) fn table(&mut self, t: &ast::TableDecl) -> Result<usize> {
+        let name = self.qualified(&t.name.name, &t.annotations, t.name.span)?;
+        self.spend_annotations(&t.annotations, t.name.span)?;
+        let mut keys = Vec::new();
+        let mut actions = Vec::new();
+        let mut default = None;
+        let mut entries = None;
+        let mut size = 1024;
+        let mut direct_counter = None;
+        let mut direct_meter = None;
+        let mut profile = None;
+        let mut bindings = Vec::new();
+        let mut cp = crate::cpinfo::TableCp {
+            annotations: t.annotations.clone(),
+            ..Default::default()
+        };
+        for prop in &t.props {
+            match prop {
+                TableProp::Key(elems) => {
+                    for k in elems {
+                        keys.push(self.key(k)?);
+                        self.spend_annotations(&k.annotations, k.expr.span)?;
+                        cp.keys.push(k.annotations.clone());
+                    }
+                }
+                TableProp::Actions(refs) => {
+                    for r in refs {
+                        let action = self.action_index(&r.name)?;
+                        actions.push(action);
+                        self.spend_annotations(&r.annotations, r.span)?;
+                        cp.action_refs.push(r.annotations.clone());
+                        if !r.args.is_empty() {
+                            bindings.push((action, self.action_binding(action, r)?));
+                        }
+                    }
+                }
+                TableProp::DefaultAction { action, is_const } => {
+                    default = Some((action, *is_const))
+                }
+                TableProp::Entries {
+                    entries: e,
+                    is_const,
+                } => entries = Some((e, *is_const)),
+                TableProp::Other { name: p, value, .. } => match p.name.as_str() {
+                    "size" => size = self.const_u128(value)?.min(1 << 24) as usize,
+                    "counters" => direct_counter = Some(self.direct_instance(value, true)?),
+                    "meters" => direct_meter = Some(self.direct_instance(value, false)?),
+                    "implementation" => profile = Some(self.profile_instance(value, &t.name)?),
+                    "support_timeout" => {
+                        cp.supports_timeout = matches!(value.kind, ExprKind::Bool(true))
+                    }
+                    _ => {}
+                },
+            }
+        }
+        let default_action = match default {
+            Some((r, is_const)) => {
+                let call = self.action_call(r, &actions)?;
+                (call, is_const)
+            }
+            None => {
+                let no_action = ast::Ident {
+                    name: "NoAction".into(),
+                    span: t.name.span,
+                };
+                (
+                    ActionCall {
+                        action: self.action_index(&no_action)?,
+                        args: Vec::new(),
+                    },
+                    false,
+                )
+            }
+        };
+        cp.keys = keys
+            .iter()
+            .zip(std::mem::take(&mut cp.keys))
+            .filter(|(k, _)| k.kind != MatchKind::Selector)
+            .map(|(_, annotations)| annotations)
+            .collect();
+        cp.default_written = default.is_some();
+        cp.has_entries = entries.is_some();
+        let (selector, keys): (Vec<ir::Key>, Vec<ir::Key>) = keys
+            .into_iter()
+            .partition(|k| k.kind == MatchKind::Selector);
+        if !selector.is_empty()
+            && !profile.is_some_and(|p| {
+                matches!(self.instances[p].kind, InstanceKind::ActionSelector { .. })
+            })
+        {
+            return fail(
+                t.name.span,
+                "selector keys need an action selector: implementation = action_selector(...)",
+            );
+        }
+        let table = ir::Table {
+            name,
+            keys,
+            actions,
+            bindings,
+            default_action: default_action.0,
+            const_default: default_action.1,
+            const_entries: Vec::new(),
+            const_entries_fixed: entries.as_ref().is_some_and(|(_, c)| *c),
+            size,
+            direct_counter,
+            direct_meter,
+            profile,
+            selector,
+        };
+        let depth = self.run_depth().table_apply(&table, &self.actions);
+        self.depths.tables.push(depth);
+        self.tables.push(table);
+        self.cp.tables.push(cp);
+        let idx = self.tables.len() - 1;
+        if let Some((list, _)) = entries {
+            let n = list.len() as i64;
+            let mut out = Vec::new();
+            for (i, e) in list.iter().enumerate() {
+                out.push(self.const_entry(idx, e, n - i as i64)?);
+            }
+            self.tables[idx].const_entries = out;
+        }
+        Ok(idx)
+    }
+
+    fn key(&mut self, k: &ast::KeyElement) -> Result<ir::Key> {
+        let v = self.scalar_any(&k.expr)?;
+        let Some(width) = self.types.scalar_width(&v.ty).filter(|_| v.ty != Type::Int) else {
+            return fail(
+                k.expr.span,
+                format!("a key of type {} cannot be matched", self.show(&v.ty)),
+            );
+        };
+        let kind = match self.lookup(&k.match_kind.name) {
+            Some(Sym::MatchKind(m)) => match m.as_str() {
+                "exact" => MatchKind::Exact,
+                "ternary" => MatchKind::Ternary,
+                "lpm" => MatchKind::Lpm,
+                "range" => MatchKind::Range,
+                "optional" => MatchKind::Optional,
+                "selector" => MatchKind::Selector,
+                _ => return Err(unsupported(k.match_kind.span, &format!("match kind '{m}'"))),
+            },
+            _ => {
+                return fail(
+                    k.match_kind.span,
+                    format!("unknown match kind '{}'", k.match_kind.name),
+                )
+            }
+        };
+        let name = super::name_annotation(&k.annotations).unwrap_or_else(|| expr_text(&k.expr));
+        self.spend_name(&name, k.expr.span)?;
+        Ok(ir::Key {
+            name,
+            expr: v.expr,
+            width,
+            kind,
+        })
+    }
+
+    /// The action profile or selector of `implementation = value`: a named instance, or one
+    /// written in place (`action_selector(HashAlgorithm.crc16, 32w64, 32w14)`), named after the table.
+    fn profile_instance(&mut self, value: &ast::Expr, table: &ast::Ident) -> Result<usize> {
+        let index = match &value.kind {
+            ExprKind::Name(n) => match self.lookup(n) {
+                Some(Sym::Instance(i)) => *i,
+                _ => {
+                    return fail(
+                        value.span,
+                        format!("'{n}' is not an action profile or selector"),
+                    )
+                }
+            },
+            ExprKind::Call {
+                callee,
+                type_args,
+                args,
+            } => {
+                let ExprKind::Name(kind) = &callee.kind else {
+                    return fail(
+                        callee.span,
+                        "expected action_profile(...) or action_selector(...)",
+                    );
+                };
+                let instance = ast::Instance {
+                    annotations: Vec::new(),
+                    ty: ast::TypeRef::Named {
+                        name: ast::Ident {
+                            name: kind.clone(),
+                            span: callee.span,
+                        },
+                        args: type_args.clone(),
+                    },
+                    args: args.clone(),
+                    name: ast::Ident {
+                        name: format!("{}_profile", table.name),
+                        span: table.span,
+                    },
+                };
+                self.instance(&instance)?
+            }
+            _ => {
+                return fail(
+                    value.span,
+                    "expected action_profile(...) or action_selector(...)",
+                )
+            }
+        };
+        match self.instances[index].kind {
+            InstanceKind::ActionProfile { .. } | InstanceKind::ActionSelector { .. } => Ok(index),
+            _ => fail(value.span, "expected an action profile or selector"),
+        }
+    }
+
+    fn action_index(&self, name: &ast::Ident) -> Result<usize> {
+        match self.lookup(&name.name) {
+            Some(Sym::Callable(i)) => match self.callables[*i].action {
+                Some(a) => Ok(a),
+                None => fail(
+                    name.span,
+                    format!("'{}' is a function, not an action", name.name),
+                ),
+            },
+            _ => fail(name.span, format!("unknown action '{}'", name.name)),
+        }
+    }
+
+    fn direct_instance(&self, value: &ast::Expr, counter: bool) -> Result<usize> {
+        if let ExprKind::Name(n) = &value.kind {
+            if let Some(Sym::Instance(i)) = self.lookup(n) {
+                let ok = matches!(
+                    (&self.instances[*i].kind, counter),
+                    (InstanceKind::DirectCounter { .. }, true)
+                        | (InstanceKind::DirectMeter { .. }, false)
+                );
+                if ok {
+                    return Ok(*i);
+                }
+            }
+        }
+        fail(
+            value.span,
+            if counter {
+                "expected a direct_counter instance"
+            } else {
+                "expected a direct_meter instance"
+            },
+        )
+    }
+
+    /// The copy-in and copy-out of the directional arguments bound in the actions list
+    /// (`actions = { setbyte(hdr.data.b2); }`).
+    fn action_binding(&mut self, action: usize, r: &ast::ActionRef) -> Result<ir::ActionBinding> {
+        let callable = self.callables[self.action_callables[action]].clone();
+        let directional = callable
+            .params
+            .iter()
+            .take_while(|p| p.direction != ast::Direction::None)
+            .count();
+        if r.args.len() != directional {
+            return fail(
+                r.span,
+                format!(
+                    "'{}' has {directional} directional parameters, {} bound",
+                    r.name.name,
+                    r.args.len()
+                ),
+            );
+        }
+        let args: Vec<&ast::Arg> = r.args.iter().collect();
+        let (copy_in, copy_out) = self.bind(&callable.params, &args)?;
+        Ok(ir::ActionBinding { copy_in, copy_out })
+    }
+
+    /// An action with constant action-data arguments (default action, constant entries).
+    fn action_call(&mut self, r: &ast::ActionRef, allowed: &[usize]) -> Result<ActionCall> {
+        let action = self.action_index(&r.name)?;
+        if !allowed.contains(&action) {
+            return fail(
+                r.name.span,
+                format!("action '{}' is not in the table's actions", r.name.name),
+            );
+        }
+        let callable = self.callables[self.action_callables[action]].clone();
+        // Directional arguments are the table's binding (or written again here); skip them.
+        let directional = callable
+            .params
+            .iter()
+            .take_while(|p| p.direction != ast::Direction::None)
+            .count();
+        let data = &callable.params[directional..];
+        let given = if r.args.len() == callable.params.len() {
+            &r.args[directional..]
+        } else {
+            &r.args[..]
+        };
+        let names: Vec<&str> = data.iter().map(|p| p.name.as_str()).collect();
+        let args = super::stmt::order_args(&names, given, r.span)?;
+        let mut values = Vec::new();
+        for (arg, p) in args.iter().zip(data) {
+            let v = self.const_value(&arg.value, &p.ty)?;
+            values.push(v & mask(self.types.scalar_width(&p.ty).unwrap_or(128)));
+        }
+        Ok(ActionCall {
+            action,
+            args: values,
+        })
+    }
+
+    fn const_entry(
+        &mut self,
+        table: usize,
+        e: &ast::Entry,
+        implicit_priority: i64,
+    ) -> Result<ir::Entry> {
+        let keys: Vec<(u16, MatchKind)> = self.tables[table]
+            .keys
+            .iter()
+            .map(|k| (k.width, k.kind))
+            .collect();
+        let keyset = expand_default(&e.keyset, keys.len());
+        if keyset.len() != keys.len() {
+            return fail(
+                e.span,
+                format!(
+                    "the table has {} keys, the entry gives {}",
+                    keys.len(),
+                    keyset.len()
+                ),
+            );
+        }
+        let mut matches = Vec::new();
+        for (k, (width, kind)) in keyset.iter().zip(&keys) {
+            let m = self.keyset_match(
+                k,
+                &Type::Bits {
+                    width: *width,
+                    signed: false,
+                },
+            )?;
+            check_match_kind(m, *kind, *width, k.span())?;
+            matches.push(m);
+        }
+        let actions = self.tables[table].actions.clone();
+        let action = self.action_call(&e.action, &actions)?;
+        let priority = match &e.priority {
+            Some(p) => self.const_u128(p)? as i64,
+            None => implicit_priority,
+        };
+        Ok(ir::Entry {
+            matches,
+            priority,
+            action,
+        })
+    }
+
+    /// A keyset element of type `ty` as a match.
+    pub(super) fn keyset_match(&mut self, k: &Keyset, ty: &Type) -> Result<FieldMatch> {
+        let width = self.types.scalar_width(ty).unwrap_or(1);
+        Ok(match k {
+            Keyset::Default(_) | Keyset::DontCare(_) => FieldMatch::Masked { value: 0, mask: 0 },
+            Keyset::Value(v) => FieldMatch::Masked {
+                value: self.const_value(v, ty)?,
+                mask: mask(width),
+            },
+            Keyset::Mask(v, m) => {
+                let (v, m) = (self.const_value(v, ty)?, self.const_value(m, ty)?);
+                FieldMatch::Masked {
+                    value: v & m,
+                    mask: m,
+                }
+            }
+            Keyset::Range(lo, hi) => FieldMatch::Range {
+                lo: self.const_value(lo, ty)?,
+                hi: self.const_value(hi, ty)?,
+            },
+        })
+    }
+}
+
+/// A lone `default` or `_` stands for every key.
+pub(super) fn expand_default(keyset: &[Keyset], keys: usize) -> Vec<Keyset> {
+    match keyset {
+        [k @ (Keyset::Default(_) | Keyset::DontCare(_))] if keys > 1 => vec![k.clone(); keys],
+        _ => keyset.to_vec(),
+    }
+}
+
+/// Rejects a match that its key's match kind cannot express (a range on an exact key, a
+/// non-prefix mask on an lpm key).
+fn check_match_kind(m: FieldMatch, kind: MatchKind, width: u16, span: Span) -> Result<()> {
+    let ok = match (m, kind) {
+        (FieldMatch::Masked { mask: mk, .. }, MatchKind::Exact) => mk == mask(width),
+        (FieldMatch::Masked { mask: mk, .. }, MatchKind::Lpm) => {
+            let ones = mk.count_ones() as u16;
+            mk == mask(width) ^ (mask(width - ones.min(width)))
+        }
+        (FieldMatch::Masked { mask: mk, .. }, MatchKind::Optional) => mk == 0 || mk == mask(width),
+        (FieldMatch::Masked { .. }, _) => true,
+        (FieldMatch::Range { .. }, MatchKind::Range) => true,
+        (FieldMatch::Range { .. }, _) => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        fail(
+            span,
+            format!("this keyset cannot be used with a {kind:?} key").to_lowercase(),
+        )
+    }
+}
+
+/// The control-plane name of a key expression (`hdr.ipv4.dstAddr`).
+fn expr_text(e: &ast::Expr) -> String {
+    match &e.kind {
+        ExprKind::Name(n) => n.clone(),
+        ExprKind::Member(b, m) => format!("{}.{}", expr_text(b), m.name),
+        ExprKind::Index(b, i) => format!("{}[{}]", expr_text(b), expr_text(i)),
+        ExprKind::Slice(b, h, l) => format!("{}[{}:{}]", expr_text(b), expr_text(h), expr_text(l)),
+        ExprKind::Int(i) => i.value.to_string(),
+        ExprKind::Call { callee, .. } => format!("{}()", expr_text(callee)),
+        _ => "key".into(),
+    }
+}

@@ -1,0 +1,1023 @@
+//! P4Runtime entities against the running pipeline: one Write update applied, one Read entity
+//! answered. Table entries, default entries, counters, direct counters, registers, multicast
+//! groups, clone sessions and digest settings; other entities are `UNIMPLEMENTED`.
+
+use p4runtime::p4::config::v1 as p4i;
+use p4runtime::p4::v1::{self as p4v1, entity::Entity as E, update::Type as UpdateType};
+use tonic::Status;
+
+use super::bytes::{decode, encode};
+use super::pipeline::Pipeline;
+use softswitch_core::ir::{self, ActionCall, FieldMatch, InstanceKind, MatchKind};
+use softswitch_core::table::{prefix_mask, CounterCell, TableError};
+
+/// Applies one update of a Write.
+pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
+    let kind = UpdateType::try_from(update.r#type)
+        .ok()
+        .filter(|k| *k != UpdateType::Unspecified)
+        .ok_or_else(|| {
+            Status::invalid_argument("the update's type must be INSERT, MODIFY or DELETE")
+        })?;
+    match entity(update.entity.as_ref())? {
+        E::TableEntry(te) => write_table_entry(p, kind, te),
+        E::CounterEntry(ce) => {
+            // An unset index writes every cell; unset data changes nothing.
+            modify_only(kind, "counter entries")?;
+            let (instance, size) = counter(p, ce.counter_id)?;
+            let cells = cells(ce.index.as_ref(), size)?;
+            if let Some(data) = &ce.data {
+                for index in cells {
+                    p.switch.state.counters[instance][index] = cell_of(data);
+                }
+            }
+            Ok(())
+        }
+        E::DirectCounterEntry(dc) => {
+            modify_only(kind, "direct counter entries")?;
+            let te = dc.table_entry.as_ref().ok_or_else(|| {
+                Status::invalid_argument("a direct counter entry needs its table_entry")
+            })?;
+            let (table, _) = table_of(p, te.table_id)?;
+            direct_counter_of(p, table)?;
+            let handle = find_entry(p, table, te)?;
+            if let Some(data) = &dc.data {
+                let installed = p.switch.state.tables[table].entry_mut(handle);
+                installed.expect("found above").counter = cell_of(data);
+            }
+            Ok(())
+        }
+        E::RegisterEntry(re) => {
+            modify_only(kind, "register entries")?;
+            let (instance, size, width) = register(p, re.register_id)?;
+            // An unset index writes every cell.
+            let cells = cells(re.index.as_ref(), size)?;
+            let value = match re.data.as_ref().and_then(|d| d.data.as_ref()) {
+                Some(p4v1::p4_data::Data::Bitstring(b)) => decode(b, width, "register data")?,
+                _ => {
+                    return Err(Status::invalid_argument(
+                        "register data must be a bitstring",
+                    ))
+                }
+            };
+            for index in cells {
+                p.switch.state.registers[instance][index] = value;
+            }
+            Ok(())
+        }
+        E::PacketReplicationEngineEntry(pre) => write_pre(p, kind, pre),
+        E::DigestEntry(de) => {
+            if !p.index.digests.contains(&de.digest_id) || de.digest_id == 0 {
+                return Err(Status::not_found(format!(
+                    "no digest with id {}",
+                    de.digest_id
+                )));
+            }
+            let exists = p.digests.entries.contains_key(&de.digest_id);
+            match (kind, exists) {
+                (UpdateType::Insert, true) => {
+                    Err(Status::already_exists("the digest is already configured"))
+                }
+                (UpdateType::Modify | UpdateType::Delete, false) => {
+                    Err(Status::not_found("the digest is not configured"))
+                }
+                (UpdateType::Delete, true) => {
+                    p.digests.forget(de.digest_id);
+                    Ok(())
+                }
+                _ => {
+                    p.digests.entries.insert(de.digest_id, *de);
+                    Ok(())
+                }
+            }
+        }
+        other => Err(unimplemented(other)),
+    }
+}
+
+/// Appends the entities that `filter` selects (wildcards included) to `out`.
+pub fn read(
+    p: &Pipeline,
+    filter: &p4v1::Entity,
+    out: &mut Vec<p4v1::Entity>,
+) -> Result<(), Status> {
+    let wrap = |e: E| p4v1::Entity { entity: Some(e) };
+    match entity(Some(filter))? {
+        E::TableEntry(te) => {
+            let tables: Vec<usize> = if te.table_id == 0 {
+                (0..p.switch.program().tables.len())
+                    .filter(|t| table_id(p, *t).is_some())
+                    .collect()
+            } else {
+                vec![table_of(p, te.table_id)?.0]
+            };
+            for t in tables {
+                for entry in table_entries(p, t, te)? {
+                    out.push(wrap(E::TableEntry(entry)));
+                }
+            }
+        }
+        E::CounterEntry(ce) => {
+            let counters: Vec<u32> = if ce.counter_id == 0 {
+                p.info.counters.iter().map(|c| id_of(&c.preamble)).collect()
+            } else {
+                vec![ce.counter_id]
+            };
+            for id in counters {
+                let (instance, size) = counter(p, id)?;
+                for index in cells(ce.index.as_ref(), size)? {
+                    let cell = p.switch.state.counters[instance][index];
+                    out.push(wrap(E::CounterEntry(p4v1::CounterEntry {
+                        counter_id: id,
+                        index: Some(p4v1::Index {
+                            index: index as i64,
+                        }),
+                        data: Some(data_of(cell)),
+                    })));
+                }
+            }
+        }
+        E::DirectCounterEntry(dc) => {
+            let te = p4v1::TableEntry {
+                counter_data: Some(p4v1::CounterData::default()),
+                ..dc.table_entry.clone().unwrap_or_default()
+            };
+            let tables: Vec<usize> = if te.table_id == 0 {
+                (0..p.switch.program().tables.len())
+                    .filter(|t| table_id(p, *t).is_some() && direct_counter_of(p, *t).is_ok())
+                    .collect()
+            } else {
+                let (t, _) = table_of(p, te.table_id)?;
+                direct_counter_of(p, t)?;
+                vec![t]
+            };
+            for t in tables {
+                let entries = table_entries(p, t, &te)?;
+                if entries.is_empty() && !te.r#match.is_empty() {
+                    return Err(Status::not_found(
+                        "no entry with this key: its direct counter cannot be read",
+                    ));
+                }
+                for mut entry in entries {
+                    let data = entry.counter_data.take();
+                    out.push(wrap(E::DirectCounterEntry(p4v1::DirectCounterEntry {
+                        table_entry: Some(entry),
+                        data,
+                    })));
+                }
+            }
+        }
+        E::RegisterEntry(re) => {
+            let registers: Vec<u32> = if re.register_id == 0 {
+                p.info
+                    .registers
+                    .iter()
+                    .map(|r| id_of(&r.preamble))
+                    .collect()
+            } else {
+                vec![re.register_id]
+            };
+            for id in registers {
+                let (instance, size, _) = register(p, id)?;
+                for index in cells(re.index.as_ref(), size)? {
+                    out.push(wrap(E::RegisterEntry(p4v1::RegisterEntry {
+                        register_id: id,
+                        index: Some(p4v1::Index {
+                            index: index as i64,
+                        }),
+                        data: Some(p4v1::P4Data {
+                            data: Some(p4v1::p4_data::Data::Bitstring(encode(
+                                p.switch.state.registers[instance][index],
+                            ))),
+                        }),
+                    })));
+                }
+            }
+        }
+        E::PacketReplicationEngineEntry(pre) => {
+            use p4v1::packet_replication_engine_entry::Type;
+            let pre_entity = |t: Type| {
+                wrap(E::PacketReplicationEngineEntry(
+                    p4v1::PacketReplicationEngineEntry { r#type: Some(t) },
+                ))
+            };
+            match &pre.r#type {
+                Some(Type::MulticastGroupEntry(g)) => {
+                    for (id, entry) in &p.multicast_groups {
+                        if g.multicast_group_id == 0 || g.multicast_group_id == *id {
+                            out.push(pre_entity(Type::MulticastGroupEntry(entry.clone())));
+                        }
+                    }
+                }
+                Some(Type::CloneSessionEntry(s)) => {
+                    for (id, entry) in &p.clone_sessions {
+                        if s.session_id == 0 || s.session_id == *id {
+                            out.push(pre_entity(Type::CloneSessionEntry(entry.clone())));
+                        }
+                    }
+                }
+                None => {
+                    return Err(Status::invalid_argument(
+                        "a packet replication engine entry must be a multicast group or a clone session",
+                    ))
+                }
+            }
+        }
+        E::DigestEntry(de) => {
+            for (id, entry) in &p.digests.entries {
+                if de.digest_id == 0 || de.digest_id == *id {
+                    out.push(wrap(E::DigestEntry(*entry)));
+                }
+            }
+        }
+        other => return Err(unimplemented(other)),
+    }
+    Ok(())
+}
+
+fn entity(e: Option<&p4v1::Entity>) -> Result<&E, Status> {
+    e.and_then(|e| e.entity.as_ref())
+        .ok_or_else(|| Status::invalid_argument("the entity is empty"))
+}
+
+fn unimplemented(e: &E) -> Status {
+    let what = match e {
+        E::ExternEntry(_) => "extern entries",
+        E::ActionProfileMember(_) | E::ActionProfileGroup(_) => "action profile members and groups",
+        E::MeterEntry(_) | E::DirectMeterEntry(_) => "meter entries",
+        E::ValueSetEntry(_) => "value set entries",
+        _ => "this entity",
+    };
+    Status::unimplemented(format!(
+        "softswitch does not serve {what} over P4Runtime yet"
+    ))
+}
+
+fn modify_only(kind: UpdateType, what: &str) -> Result<(), Status> {
+    if kind == UpdateType::Modify {
+        Ok(())
+    } else {
+        Err(Status::invalid_argument(format!(
+            "{what} can only be modified (MODIFY)"
+        )))
+    }
+}
+
+fn id_of(p: &Option<p4i::Preamble>) -> u32 {
+    p.as_ref().map_or(0, |p| p.id)
+}
+
+/// The P4Info id of program table `t`, if P4Info has it (not `@hidden`).
+fn table_id(p: &Pipeline, t: usize) -> Option<u32> {
+    p.index
+        .tables
+        .iter()
+        .find(|(_, &i)| i == t)
+        .map(|(&id, _)| id)
+}
+
+/// The program index and P4Info of table `id`.
+fn table_of(p: &Pipeline, id: u32) -> Result<(usize, &p4i::Table), Status> {
+    let t = *p
+        .index
+        .tables
+        .get(&id)
+        .ok_or_else(|| Status::not_found(format!("no table with id {id}")))?;
+    let info = p
+        .info
+        .tables
+        .iter()
+        .find(|x| id_of(&x.preamble) == id)
+        .expect("indexed tables are in P4Info");
+    Ok((t, info))
+}
+
+fn direct_counter_of(p: &Pipeline, table: usize) -> Result<usize, Status> {
+    let t = &p.switch.program().tables[table];
+    t.direct_counter
+        .ok_or_else(|| Status::invalid_argument(format!("table {} has no direct counter", t.name)))
+}
+
+fn counter(p: &Pipeline, id: u32) -> Result<(usize, usize), Status> {
+    let i = *p
+        .index
+        .instances
+        .get(&id)
+        .ok_or_else(|| Status::not_found(format!("no counter with id {id}")))?;
+    match p.switch.program().instances[i].kind {
+        InstanceKind::Counter { size, .. } => Ok((i, size as usize)),
+        _ => Err(Status::not_found(format!("no counter with id {id}"))),
+    }
+}
+
+fn register(p: &Pipeline, id: u32) -> Result<(usize, usize, u16), Status> {
+    let i = *p
+        .index
+        .instances
+        .get(&id)
+        .ok_or_else(|| Status::not_found(format!("no register with id {id}")))?;
+    match p.switch.program().instances[i].kind {
+        InstanceKind::Register { size, width } => Ok((i, size as usize, width)),
+        _ => Err(Status::not_found(format!("no register with id {id}"))),
+    }
+}
+
+/// The cells of a counter or register an entry selects: every one when the index is unset (a
+/// wildcard read or write), else the one indexed (a negative index is INVALID_ARGUMENT, one
+/// past the end OUT_OF_RANGE, as the specification says).
+fn cells(index: Option<&p4v1::Index>, size: usize) -> Result<Vec<usize>, Status> {
+    let Some(index) = index else {
+        return Ok((0..size).collect());
+    };
+    if index.index < 0 {
+        return Err(Status::invalid_argument(format!(
+            "index {} is negative",
+            index.index
+        )));
+    }
+    usize::try_from(index.index)
+        .ok()
+        .filter(|&i| i < size)
+        .map(|i| vec![i])
+        .ok_or_else(|| Status::out_of_range(format!("index {} is not below {size}", index.index)))
+}
+
+fn cell_of(data: &p4v1::CounterData) -> CounterCell {
+    CounterCell {
+        packets: data.packet_count.max(0) as u64,
+        bytes: data.byte_count.max(0) as u64,
+    }
+}
+
+fn data_of(cell: CounterCell) -> p4v1::CounterData {
+    p4v1::CounterData {
+        packet_count: cell.packets as i64,
+        byte_count: cell.bytes as i64,
+    }
+}
+
+fn table_error(e: TableError) -> Status {
+    match e {
+        TableError::Duplicate(_) => Status::already_exists(e.to_string()),
+        TableError::Full(_) => Status::resource_exhausted(e.to_string()),
+        TableError::NoEntry(..) | TableError::NoMember(..) => Status::not_found(e.to_string()),
+        TableError::Const(..) => Status::permission_denied(e.to_string()),
+        _ => Status::invalid_argument(e.to_string()),
+    }
+}
+
+/// Whether a table's entries carry a priority (a ternary, range or optional key).
+fn needs_priority(t: &ir::Table) -> bool {
+    t.keys.iter().any(|k| {
+        matches!(
+            k.kind,
+            MatchKind::Ternary | MatchKind::Range | MatchKind::Optional
+        )
+    })
+}
+
+/// The key of a P4Runtime table entry as the switch matches it.
+fn matches_of(
+    p: &Pipeline,
+    table: usize,
+    info: &p4i::Table,
+    te: &p4v1::TableEntry,
+) -> Result<Vec<FieldMatch>, Status> {
+    use p4v1::field_match::FieldMatchType as M;
+    let keys = &p.switch.program().tables[table].keys;
+    let mut out: Vec<Option<FieldMatch>> = vec![None; keys.len()];
+    for m in &te.r#match {
+        let pos = info
+            .match_fields
+            .iter()
+            .position(|f| f.id == m.field_id)
+            .ok_or_else(|| {
+                Status::invalid_argument(format!("table has no match field with id {}", m.field_id))
+            })?;
+        if out[pos].is_some() {
+            return Err(Status::invalid_argument(format!(
+                "match field {} given twice",
+                m.field_id
+            )));
+        }
+        let key = &keys[pos];
+        let (w, name) = (key.width, key.name.as_str());
+        let full = ir::mask(w);
+        let bad = |what: &str| Status::invalid_argument(format!("match field {name}: {what}"));
+        // P4Runtime's canonical form: bits the mask leaves out are zero.
+        let masked = |value: u128, mask: u128, outside: &str| {
+            if value & !mask != 0 {
+                Err(bad(&format!("{outside} must be zero")))
+            } else {
+                Ok(FieldMatch::Masked { value, mask })
+            }
+        };
+        let fm = match (key.kind, m.field_match_type.as_ref()) {
+            (MatchKind::Exact, Some(M::Exact(x))) => FieldMatch::Masked {
+                value: decode(&x.value, w, name)?,
+                mask: full,
+            },
+            (MatchKind::Optional, Some(M::Optional(x))) => FieldMatch::Masked {
+                value: decode(&x.value, w, name)?,
+                mask: full,
+            },
+            (MatchKind::Lpm, Some(M::Lpm(x))) => {
+                let len = u16::try_from(x.prefix_len)
+                    .ok()
+                    .filter(|l| *l <= w)
+                    .ok_or_else(|| bad("prefix length out of range"))?;
+                if len == 0 {
+                    return Err(bad("a zero-length prefix must be left out (don't care)"));
+                }
+                masked(
+                    decode(&x.value, w, name)?,
+                    prefix_mask(w, len),
+                    "bits past the prefix",
+                )?
+            }
+            (MatchKind::Ternary, Some(M::Ternary(x))) => {
+                let mask = decode(&x.mask, w, name)?;
+                if mask == 0 {
+                    return Err(bad("a zero mask must be left out (don't care)"));
+                }
+                masked(decode(&x.value, w, name)?, mask, "bits outside the mask")?
+            }
+            (MatchKind::Range, Some(M::Range(x))) => {
+                let lo = decode(&x.low, w, name)?;
+                let hi = decode(&x.high, w, name)?;
+                if lo > hi {
+                    return Err(bad("low is above high"));
+                }
+                if lo == 0 && hi == full {
+                    return Err(bad("the full range must be left out (don't care)"));
+                }
+                FieldMatch::Range { lo, hi }
+            }
+            (kind, _) => return Err(bad(&format!("expected a {kind:?} match"))),
+        };
+        out[pos] = Some(fm);
+    }
+    keys.iter()
+        .zip(out)
+        .map(|(k, m)| match (m, k.kind) {
+            (Some(m), _) => Ok(m),
+            (None, MatchKind::Exact) => Err(Status::invalid_argument(format!(
+                "match field {} is exact and cannot be left out",
+                k.name
+            ))),
+            (None, MatchKind::Range) => Ok(FieldMatch::Range {
+                lo: 0,
+                hi: ir::mask(k.width),
+            }),
+            (None, _) => Ok(FieldMatch::Masked { value: 0, mask: 0 }),
+        })
+        .collect()
+}
+
+/// The P4Runtime form of a key (wildcards left out).
+fn p4rt_matches(
+    p: &Pipeline,
+    table: usize,
+    info: &p4i::Table,
+    matches: &[FieldMatch],
+) -> Vec<p4v1::FieldMatch> {
+    use p4v1::field_match::{self as fm, FieldMatchType as M};
+    let keys = &p.switch.program().tables[table].keys;
+    keys.iter()
+        .zip(matches)
+        .zip(&info.match_fields)
+        .filter_map(|((k, m), f)| {
+            let full = ir::mask(k.width);
+            let t = match (*m, k.kind) {
+                (FieldMatch::Masked { mask: 0, .. }, _) => return None,
+                (FieldMatch::Range { lo: 0, hi }, MatchKind::Range) if hi == full => return None,
+                (FieldMatch::Masked { value, .. }, MatchKind::Exact) => M::Exact(fm::Exact {
+                    value: encode(value),
+                }),
+                (FieldMatch::Masked { value, .. }, MatchKind::Optional) => {
+                    M::Optional(fm::Optional {
+                        value: encode(value),
+                    })
+                }
+                (FieldMatch::Masked { value, mask }, MatchKind::Lpm) => M::Lpm(fm::Lpm {
+                    value: encode(value & mask),
+                    prefix_len: mask.count_ones() as i32,
+                }),
+                (FieldMatch::Masked { value, mask }, _) => M::Ternary(fm::Ternary {
+                    value: encode(value & mask),
+                    mask: encode(mask),
+                }),
+                (FieldMatch::Range { lo, hi }, _) => M::Range(fm::Range {
+                    low: encode(lo),
+                    high: encode(hi),
+                }),
+            };
+            Some(p4v1::FieldMatch {
+                field_id: f.id,
+                field_match_type: Some(t),
+            })
+        })
+        .collect()
+}
+
+/// The switch's form of a P4Runtime action, checked against the table's action references.
+fn action_call(
+    p: &Pipeline,
+    info: &p4i::Table,
+    action: Option<&p4v1::TableAction>,
+    default: bool,
+) -> Result<ActionCall, Status> {
+    use p4v1::table_action::Type;
+    // The kind of action must be the table's (specification, Action Specification): an action
+    // for a direct table, a member, group or action set for one with an implementation.
+    let indirect = info.implementation_id != 0 && !default;
+    let a = match action.and_then(|a| a.r#type.as_ref()) {
+        Some(Type::Action(_)) if indirect => {
+            return Err(Status::invalid_argument(
+                "this table is implemented by an action profile: its entries take a member, a group or an action set, not an action",
+            ))
+        }
+        Some(Type::Action(a)) => a,
+        Some(_) if !indirect => {
+            return Err(Status::invalid_argument(
+                "this table has no action profile: its entries take an action",
+            ))
+        }
+        Some(_) => {
+            return Err(Status::unimplemented(
+                "action profile members, groups and action sets are not served yet",
+            ))
+        }
+        None => return Err(Status::invalid_argument("the table entry has no action")),
+    };
+    let reference = info
+        .action_refs
+        .iter()
+        .find(|r| r.id == a.action_id)
+        .ok_or_else(|| {
+            Status::invalid_argument(format!(
+                "action {} is not an action of this table",
+                a.action_id
+            ))
+        })?;
+    let scope = p4i::action_ref::Scope::try_from(reference.scope).unwrap_or_default();
+    // The specification makes a valid action used outside its scope PERMISSION_DENIED.
+    match (scope, default) {
+        (p4i::action_ref::Scope::DefaultOnly, false) => {
+            return Err(Status::permission_denied(
+                "this action is @defaultonly: it cannot be an entry's action",
+            ))
+        }
+        (p4i::action_ref::Scope::TableOnly, true) => {
+            return Err(Status::permission_denied(
+                "this action is @tableonly: it cannot be the default action",
+            ))
+        }
+        _ => {}
+    }
+    let action = *p
+        .index
+        .actions
+        .get(&a.action_id)
+        .expect("referenced actions are indexed");
+    let params = crate::p4info::action_data(p.switch.program(), action);
+    let info_params = &p
+        .info
+        .actions
+        .iter()
+        .find(|x| id_of(&x.preamble) == a.action_id)
+        .expect("in P4Info")
+        .params;
+    if a.params.len() != params.len() {
+        return Err(Status::invalid_argument(format!(
+            "the action takes {} parameters, {} given",
+            params.len(),
+            a.params.len()
+        )));
+    }
+    let mut args = vec![None; params.len()];
+    for given in &a.params {
+        let pos = info_params
+            .iter()
+            .position(|x| x.id == given.param_id)
+            .ok_or_else(|| {
+                Status::invalid_argument(format!(
+                    "the action has no parameter with id {}",
+                    given.param_id
+                ))
+            })?;
+        if args[pos].is_some() {
+            return Err(Status::invalid_argument(format!(
+                "parameter {} given twice",
+                given.param_id
+            )));
+        }
+        args[pos] = Some(decode(&given.value, params[pos].width, &params[pos].name)?);
+    }
+    Ok(ActionCall {
+        action,
+        args: args.into_iter().map(|a| a.expect("all given")).collect(),
+    })
+}
+
+/// The P4Runtime form of an action call; parameters carry their P4Info ids (`@id` honoured).
+fn p4rt_action(p: &Pipeline, call: &ActionCall) -> p4v1::TableAction {
+    let id = p
+        .index
+        .actions
+        .iter()
+        .find(|(_, &i)| i == call.action)
+        .map_or(0, |(&id, _)| id);
+    let info_params = p
+        .info
+        .actions
+        .iter()
+        .find(|x| id_of(&x.preamble) == id)
+        .map_or(&[][..], |a| a.params.as_slice());
+    p4v1::TableAction {
+        r#type: Some(p4v1::table_action::Type::Action(p4v1::Action {
+            action_id: id,
+            params: call
+                .args
+                .iter()
+                .zip(info_params)
+                .map(|(v, param)| p4v1::action::Param {
+                    param_id: param.id,
+                    value: encode(*v),
+                })
+                .collect(),
+        })),
+    }
+}
+
+/// The handle of the installed entry with `te`'s key (and priority, where the table has one).
+fn find_entry(p: &Pipeline, table: usize, te: &p4v1::TableEntry) -> Result<usize, Status> {
+    let (_, info) = table_of(p, te.table_id)?;
+    let matches = matches_of(p, table, info, te)?;
+    let with_priority = needs_priority(&p.switch.program().tables[table]);
+    p.switch.state.tables[table]
+        .installed()
+        .find(|(_, i)| {
+            i.entry.matches == matches
+                && (!with_priority || i.entry.priority == i64::from(te.priority))
+        })
+        .map(|(h, _)| h)
+        .ok_or_else(|| Status::not_found("no entry with this key"))
+}
+
+/// Refuses the parts of a written table entry softswitch does not keep, so that what is
+/// accepted reads back the same: `is_const` (never writable), idle timeouts, direct meters,
+/// and a counter value for a table without a direct counter.
+fn check_entry_fields(
+    t: &ir::Table,
+    info: &p4i::Table,
+    te: &p4v1::TableEntry,
+) -> Result<(), Status> {
+    if te.is_const {
+        return Err(Status::invalid_argument(
+            "is_const must be false in a write",
+        ));
+    }
+    if te.idle_timeout_ns != 0 || te.time_since_last_hit.is_some() {
+        let supported =
+            info.idle_timeout_behavior == p4i::table::IdleTimeoutBehavior::NotifyControl as i32;
+        return Err(if supported && !te.is_default_action {
+            Status::unimplemented("softswitch does not serve idle timeouts yet")
+        } else {
+            Status::invalid_argument(format!(
+                "table {} has no idle timeout (idle_timeout_ns and time_since_last_hit must be unset)",
+                t.name
+            ))
+        });
+    }
+    if te.meter_config.is_some() || te.meter_counter_data.is_some() {
+        return Err(Status::unimplemented(
+            "softswitch does not serve direct meters over P4Runtime yet",
+        ));
+    }
+    if te.counter_data.is_some() && t.direct_counter.is_none() {
+        return Err(Status::invalid_argument(format!(
+            "table {} has no direct counter: counter_data must be unset",
+            t.name
+        )));
+    }
+    Ok(())
+}
+
+fn write_table_entry(
+    p: &mut Pipeline,
+    kind: UpdateType,
+    te: &p4v1::TableEntry,
+) -> Result<(), Status> {
+    let (table, info) = table_of(p, te.table_id)?;
+    let info = info.clone();
+    let t = p.switch.program().tables[table].clone();
+    if kind != UpdateType::Delete {
+        // A DELETE is judged by its key alone.
+        check_entry_fields(&t, &info, te)?;
+    }
+    if te.is_default_action {
+        if kind != UpdateType::Modify {
+            return Err(Status::invalid_argument(
+                "the default entry can only be modified (MODIFY)",
+            ));
+        }
+        if !te.r#match.is_empty() || te.priority != 0 {
+            return Err(Status::invalid_argument(
+                "the default entry has no match and priority 0",
+            ));
+        }
+        if te.counter_data.is_some() {
+            return Err(Status::unimplemented(
+                "softswitch keeps no direct counter for default entries",
+            ));
+        }
+        if t.const_default {
+            return Err(Status::permission_denied(format!(
+                "the default action of table {} is const",
+                t.name
+            )));
+        }
+        let call = match te.action {
+            None => t.default_action.clone(),
+            Some(_) => action_call(p, &info, te.action.as_ref(), true)?,
+        };
+        p.switch.set_default(table, call).map_err(table_error)?;
+        // Resetting the default entry (no action) resets its metadata too.
+        let reset = p4v1::TableEntry::default();
+        set_metadata(
+            p,
+            (table, None),
+            if te.action.is_some() { te } else { &reset },
+        );
+        return Ok(());
+    }
+    if t.const_entries_fixed {
+        return Err(Status::permission_denied(format!(
+            "table {} has const entries: they cannot change",
+            t.name
+        )));
+    }
+    if t.keys.is_empty() && kind == UpdateType::Insert {
+        return Err(Status::invalid_argument(format!(
+            "table {} has no key: only its default entry can be written",
+            t.name
+        )));
+    }
+    let with_priority = needs_priority(&t);
+    if with_priority && te.priority <= 0 {
+        return Err(Status::invalid_argument(
+            "this table's entries need a priority above 0",
+        ));
+    }
+    if !with_priority && te.priority != 0 {
+        return Err(Status::invalid_argument(
+            "this table's entries take no priority (it has no ternary, range or optional key)",
+        ));
+    }
+    match kind {
+        UpdateType::Insert => {
+            let matches = matches_of(p, table, &info, te)?;
+            let action = action_call(p, &info, te.action.as_ref(), false)?;
+            let handle = p
+                .switch
+                .add_entry(
+                    table,
+                    ir::Entry {
+                        matches,
+                        priority: i64::from(te.priority),
+                        action,
+                    },
+                )
+                .map_err(table_error)?;
+            if let Some(data) = &te.counter_data {
+                let installed = p.switch.state.tables[table].entry_mut(handle);
+                installed.expect("just added").counter = cell_of(data);
+            }
+            set_metadata(p, (table, Some(handle)), te);
+            Ok(())
+        }
+        UpdateType::Modify => {
+            // An unset action leaves the action as it is; a set counter_data is written.
+            let handle = find_entry(p, table, te)?;
+            let action = match te.action {
+                Some(_) => Some(action_call(p, &info, te.action.as_ref(), false)?),
+                None => None,
+            };
+            let installed = p.switch.state.tables[table]
+                .entry_mut(handle)
+                .expect("found");
+            if let Some(action) = action {
+                installed.entry.action = action;
+            }
+            if let Some(data) = &te.counter_data {
+                installed.counter = cell_of(data);
+            }
+            set_metadata(p, (table, Some(handle)), te);
+            Ok(())
+        }
+        UpdateType::Delete => {
+            let handle = find_entry(p, table, te)?;
+            p.switch.remove_entry(table, handle).map_err(table_error)?;
+            p.entry_metadata.remove(&(table, Some(handle)));
+            Ok(())
+        }
+        UpdateType::Unspecified => unreachable!("refused in write"),
+    }
+}
+
+/// Keeps the opaque `controller_metadata` and `metadata` of a written table entry (a
+/// deprecated field, still part of an entry).
+#[allow(deprecated)]
+fn set_metadata(p: &mut Pipeline, key: (usize, Option<usize>), te: &p4v1::TableEntry) {
+    if te.controller_metadata == 0 && te.metadata.is_empty() {
+        p.entry_metadata.remove(&key);
+    } else {
+        p.entry_metadata
+            .insert(key, (te.controller_metadata, te.metadata.clone()));
+    }
+}
+
+/// `entry` with the metadata kept for it.
+#[allow(deprecated)]
+fn with_metadata(
+    p: &Pipeline,
+    key: (usize, Option<usize>),
+    entry: p4v1::TableEntry,
+) -> p4v1::TableEntry {
+    match p.entry_metadata.get(&key) {
+        Some((controller_metadata, metadata)) => p4v1::TableEntry {
+            controller_metadata: *controller_metadata,
+            metadata: metadata.clone(),
+            ..entry
+        },
+        None => entry,
+    }
+}
+
+/// The entries of program table `t` that `filter` selects: all, the one with its key, or the
+/// default entry.
+fn table_entries(
+    p: &Pipeline,
+    t: usize,
+    filter: &p4v1::TableEntry,
+) -> Result<Vec<p4v1::TableEntry>, Status> {
+    let Some(id) = table_id(p, t) else {
+        return Ok(Vec::new());
+    };
+    let (_, info) = table_of(p, id)?;
+    let state = &p.switch.state.tables[t];
+    let program_table = &p.switch.program().tables[t];
+    let with_counter = filter.counter_data.is_some() && program_table.direct_counter.is_some();
+    if filter.is_default_action {
+        let entry = p4v1::TableEntry {
+            table_id: id,
+            action: Some(p4rt_action(p, &state.default_action)),
+            is_default_action: true,
+            ..Default::default()
+        };
+        return Ok(vec![with_metadata(p, (t, None), entry)]);
+    }
+    let wanted = if filter.r#match.is_empty() {
+        None
+    } else {
+        Some(matches_of(
+            p,
+            t,
+            info,
+            &p4v1::TableEntry {
+                table_id: id,
+                ..filter.clone()
+            },
+        )?)
+    };
+    let with_priority = needs_priority(program_table);
+    Ok(state
+        .installed()
+        .filter(|(_, i)| wanted.as_ref().is_none_or(|w| *w == i.entry.matches))
+        .filter(|(_, i)| filter.priority == 0 || i64::from(filter.priority) == i.entry.priority)
+        .map(|(handle, i)| {
+            let entry = p4v1::TableEntry {
+                table_id: id,
+                r#match: p4rt_matches(p, t, info, &i.entry.matches),
+                action: Some(p4rt_action(p, &i.entry.action)),
+                priority: if with_priority {
+                    i.entry.priority as i32
+                } else {
+                    0
+                },
+                counter_data: with_counter.then(|| data_of(i.counter)),
+                is_const: program_table.const_entries_fixed,
+                ..Default::default()
+            };
+            with_metadata(p, (t, Some(handle)), entry)
+        })
+        .collect())
+}
+
+/// Egress port and replication id of each replica (the deprecated `egress_port` is still what
+/// many clients send). As the specification says, the (port, instance) pairs must be unique
+/// (INVALID_ARGUMENT); backup replicas are not supported (UNIMPLEMENTED).
+#[allow(deprecated)]
+fn replicas(replicas: &[p4v1::Replica]) -> Result<Vec<(u16, u16)>, Status> {
+    if replicas.iter().any(|r| !r.backup_replicas.is_empty()) {
+        return Err(Status::unimplemented(
+            "softswitch does not support backup replicas",
+        ));
+    }
+    let pairs = replicas
+        .iter()
+        .map(|r| {
+            let port = match &r.port_kind {
+                Some(p4v1::replica::PortKind::EgressPort(p)) => u128::from(*p),
+                Some(p4v1::replica::PortKind::Port(b)) => decode(b, 9, "replica port")?,
+                None => return Err(Status::invalid_argument("a replica needs a port")),
+            };
+            let port = u16::try_from(port)
+                .ok()
+                .filter(|&p| p < 511)
+                .ok_or_else(|| {
+                    Status::invalid_argument(format!("port {port} is not a port (0..510)"))
+                })?;
+            let rid = u16::try_from(r.instance).map_err(|_| {
+                Status::invalid_argument("a replica's instance must fit in 16 bits")
+            })?;
+            Ok((port, rid))
+        })
+        .collect::<Result<Vec<_>, Status>>()?;
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some((port, rid)) = pairs.iter().find(|pair| !seen.insert(**pair)) {
+        return Err(Status::invalid_argument(format!(
+            "port {port} instance {rid} is replicated twice"
+        )));
+    }
+    Ok(pairs)
+}
+
+fn write_pre(
+    p: &mut Pipeline,
+    kind: UpdateType,
+    pre: &p4v1::PacketReplicationEngineEntry,
+) -> Result<(), Status> {
+    use p4v1::packet_replication_engine_entry::Type;
+    let exists_check = |exists: bool| match (kind, exists) {
+        (UpdateType::Insert, true) => Err(Status::already_exists("it already exists")),
+        (UpdateType::Modify | UpdateType::Delete, false) => {
+            Err(Status::not_found("it does not exist"))
+        }
+        _ => Ok(()),
+    };
+    match &pre.r#type {
+        Some(Type::MulticastGroupEntry(g)) => {
+            let id = g.multicast_group_id;
+            let group = u16::try_from(id).ok().filter(|&g| g != 0).ok_or_else(|| {
+                Status::invalid_argument(
+                    "a multicast group id is 1..65535 (standard_metadata.mcast_grp is 16 bits)",
+                )
+            })?;
+            exists_check(p.multicast_groups.contains_key(&id))?;
+            if kind == UpdateType::Delete {
+                p.switch.remove_multicast_group(group);
+                p.multicast_groups.remove(&id);
+            } else {
+                p.switch.set_multicast_group(group, &replicas(&g.replicas)?);
+                p.multicast_groups.insert(id, g.clone());
+            }
+            Ok(())
+        }
+        Some(Type::CloneSessionEntry(s)) => {
+            let id = s.session_id;
+            if id == 0 {
+                return Err(Status::invalid_argument(
+                    "clone session id 0 is not a session",
+                ));
+            }
+            exists_check(p.clone_sessions.contains_key(&id))?;
+            if kind == UpdateType::Delete {
+                p.switch.remove_clone_session(id);
+                p.clone_sessions.remove(&id);
+                return Ok(());
+            }
+            let ports = replicas(&s.replicas)?;
+            let [(port, _)] = ports.as_slice() else {
+                return Err(Status::unimplemented("softswitch clone sessions send to exactly one replica (as BMv2's mirroring_add)"));
+            };
+            if s.packet_length_bytes != 0 {
+                return Err(Status::unimplemented(
+                    "clone sessions do not truncate (packet_length_bytes must be 0)",
+                ));
+            }
+            if s.class_of_service != 0 {
+                return Err(Status::unimplemented(
+                    "clone sessions have no class of service (class_of_service must be 0)",
+                ));
+            }
+            p.switch.set_clone_session(id, *port);
+            p.clone_sessions.insert(id, s.clone());
+            Ok(())
+        }
+        None => Err(Status::invalid_argument(
+            "a packet replication engine entry must be a multicast group or a clone session",
+        )),
+    }
+}

@@ -1,0 +1,326 @@
+//! A forwarding pipeline as P4Runtime sees it: the device config (the P4 source), compiled, its
+//! P4Info checked against the one the controller sent, and, once committed, the switch running
+//! it with the P4Runtime-side state that belongs to it (replication entries as written, digest
+//! settings).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use p4runtime::p4::config::v1::P4Info;
+use p4runtime::p4::v1 as p4v1;
+
+use super::digests::Digests;
+use softswitch_core::ir::Program;
+use softswitch_core::switch::Switch;
+use softswitch_frontend::cpinfo::CpInfo;
+use softswitch_frontend::limits::MAX_SOURCE_BYTES;
+use softswitch_frontend::preprocessor::{inline_includes, Includes};
+use softswitch_frontend::source::{self, SourceMap};
+
+/// The name the device config's source gets in diagnostics.
+pub const DEVICE_CONFIG_NAME: &str = "device_config.p4";
+
+/// A program compiled from a device config, with its P4Info (built on any thread, committed on
+/// the engine thread).
+pub struct Compiled {
+    /// The lowered program.
+    pub program: Program,
+    /// What the control plane sees of it (digest names and types).
+    pub control_plane: CpInfo,
+    /// Its P4Info, as `softswitch p4info` writes it.
+    pub info: P4Info,
+    /// The P4Info the controller sent (else `info`), which GetForwardingPipelineConfig returns
+    /// as it was set.
+    pub given_info: P4Info,
+    /// The device config as received (the P4 source).
+    pub device_config: Vec<u8>,
+    /// The controller's cookie.
+    pub cookie: u64,
+}
+
+impl Compiled {
+    /// Compiles `device_config` (UTF-8 P4 source, as a P4Runtime client sends it) and checks
+    /// that `p4info`, if given, describes it. The source must be self-contained: it may include
+    /// the built-in headers only, never a file of this machine.
+    pub fn new(
+        device_config: Vec<u8>,
+        p4info: Option<&P4Info>,
+        cookie: u64,
+    ) -> Result<Self, String> {
+        if device_config.len() > MAX_SOURCE_BYTES {
+            return Err(format!(
+                "p4_device_config has {} bytes, more than the {MAX_SOURCE_BYTES} of a program \
+                 (limits::MAX_SOURCE_BYTES)",
+                device_config.len()
+            ));
+        }
+        let source = std::str::from_utf8(&device_config)
+            .map_err(|e| format!("p4_device_config must be the P4 source as UTF-8 text: {e}"))?;
+        if source.trim_start().starts_with('{') {
+            // What a controller written for simple_switch_grpc sends.
+            return Err("p4_device_config looks like BMv2's JSON: softswitch takes the P4_16 source of the program instead".into());
+        }
+        let mut map = SourceMap::new();
+        let file = map.add(DEVICE_CONFIG_NAME, source);
+        Self::compile(
+            map,
+            file,
+            Includes::BuiltinOnly,
+            device_config,
+            p4info,
+            cookie,
+        )
+    }
+
+    /// Compiles the program in file `path` (`softswitch run PROGRAM`), reading the files it
+    /// includes; its device config, as GetForwardingPipelineConfig returns it, is the program
+    /// with those files inlined.
+    pub fn from_file(path: &Path) -> Result<Self, String> {
+        let text = source::read_file(path, MAX_SOURCE_BYTES)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut map = SourceMap::new();
+        let file = map.add(path.display().to_string(), text);
+        let inlined = inline_includes(&mut map, file).map_err(|d| d.render(&map))?;
+        // Compiled from the files rather than the inlined text, so diagnostics name them.
+        Self::compile(map, file, Includes::Files, inlined.into_bytes(), None, 0)
+    }
+
+    fn compile(
+        mut map: SourceMap,
+        file: u32,
+        includes: Includes,
+        device_config: Vec<u8>,
+        p4info: Option<&P4Info>,
+        cookie: u64,
+    ) -> Result<Self, String> {
+        let compiled = softswitch_frontend::compile_with(&mut map, file, includes)
+            .map_err(|d| d.render(&map))?;
+        let info = crate::p4info::p4info(&compiled, &map).map_err(|d| d.render(&map))?;
+        if let Some(theirs) = p4info {
+            same_program(&info, theirs)?;
+        }
+        Ok(Compiled {
+            program: compiled.program,
+            control_plane: compiled.control_plane,
+            given_info: p4info.unwrap_or(&info).clone(),
+            info,
+            device_config,
+            cookie,
+        })
+    }
+}
+
+/// The running pipeline.
+pub struct Pipeline {
+    /// The switch running the program.
+    pub switch: Switch,
+    /// What the control plane sees of the program.
+    pub control_plane: CpInfo,
+    /// The program's P4Info.
+    pub info: P4Info,
+    /// The P4Info as the controller sent it.
+    pub given_info: P4Info,
+    /// P4Info ids to program indices.
+    pub index: Index,
+    /// The device config (P4 source).
+    pub device_config: Vec<u8>,
+    /// The controller's cookie.
+    pub cookie: u64,
+    /// Multicast groups as written, by group id.
+    pub multicast_groups: BTreeMap<u32, p4v1::MulticastGroupEntry>,
+    /// Clone sessions as written, by session id.
+    pub clone_sessions: BTreeMap<u32, p4v1::CloneSessionEntry>,
+    /// Digest settings, buffered digest messages and the cache of those sent.
+    pub digests: Digests,
+    /// The opaque `controller_metadata` and `metadata` of table entries, by program table and
+    /// entry handle (`None`: the default entry), kept only when set: the switch does not use
+    /// them, P4Runtime reads them back.
+    pub entry_metadata: BTreeMap<(usize, Option<usize>), (u64, Vec<u8>)>,
+}
+
+impl Pipeline {
+    /// The pipeline of `compiled`, on a new switch reading `clock`.
+    pub fn new(compiled: Compiled, clock: softswitch_core::switch::Clock) -> Self {
+        let switch = Switch::new(compiled.program, clock);
+        let index = Index::new(switch.program(), &compiled.control_plane, &compiled.info);
+        Pipeline {
+            switch,
+            control_plane: compiled.control_plane,
+            info: compiled.info,
+            given_info: compiled.given_info,
+            index,
+            device_config: compiled.device_config,
+            cookie: compiled.cookie,
+            multicast_groups: BTreeMap::new(),
+            clone_sessions: BTreeMap::new(),
+            digests: Digests::default(),
+            entry_metadata: BTreeMap::new(),
+        }
+    }
+}
+
+impl softswitch_device::engine::Pipeline for Pipeline {
+    fn switch(&self) -> &Switch {
+        &self.switch
+    }
+
+    fn switch_mut(&mut self) -> &mut Switch {
+        &mut self.switch
+    }
+
+    fn next_deadline(&self) -> Option<std::time::Instant> {
+        self.digests.next_deadline()
+    }
+}
+
+/// P4Info ids to the program's tables, actions, extern instances and digests.
+#[derive(Debug, Default)]
+pub struct Index {
+    /// Table id → table index.
+    pub tables: HashMap<u32, usize>,
+    /// Action id → action index.
+    pub actions: HashMap<u32, usize>,
+    /// Counter, direct counter, meter, register or action profile id → instance index.
+    pub instances: HashMap<u32, usize>,
+    /// Digest index → digest id.
+    pub digests: Vec<u32>,
+}
+
+impl Index {
+    fn new(program: &Program, control_plane: &CpInfo, info: &P4Info) -> Self {
+        let by_name = |names: Vec<(&str, u32)>| -> HashMap<String, u32> {
+            names
+                .into_iter()
+                .map(|(n, id)| (n.to_string(), id))
+                .collect()
+        };
+        fn pre(p: &Option<p4runtime::p4::config::v1::Preamble>) -> (&str, u32) {
+            let p = p.as_ref().expect("P4Info entities have preambles");
+            (p.name.as_str(), p.id)
+        }
+        let tables = by_name(info.tables.iter().map(|t| pre(&t.preamble)).collect());
+        let actions = by_name(info.actions.iter().map(|a| pre(&a.preamble)).collect());
+        let instances = by_name(
+            info.counters
+                .iter()
+                .map(|x| pre(&x.preamble))
+                .chain(info.direct_counters.iter().map(|x| pre(&x.preamble)))
+                .chain(info.meters.iter().map(|x| pre(&x.preamble)))
+                .chain(info.direct_meters.iter().map(|x| pre(&x.preamble)))
+                .chain(info.registers.iter().map(|x| pre(&x.preamble)))
+                .chain(info.action_profiles.iter().map(|x| pre(&x.preamble)))
+                .collect(),
+        );
+        let digests = by_name(info.digests.iter().map(|d| pre(&d.preamble)).collect());
+        let invert = |names: &HashMap<String, u32>, list: Vec<&str>| -> HashMap<u32, usize> {
+            list.iter()
+                .enumerate()
+                .filter_map(|(i, n)| names.get(*n).map(|id| (*id, i)))
+                .collect()
+        };
+        Index {
+            tables: invert(
+                &tables,
+                program.tables.iter().map(|t| t.name.as_str()).collect(),
+            ),
+            actions: invert(
+                &actions,
+                program.actions.iter().map(|a| a.name.as_str()).collect(),
+            ),
+            instances: invert(
+                &instances,
+                program.instances.iter().map(|i| i.name.as_str()).collect(),
+            ),
+            digests: control_plane
+                .digests
+                .iter()
+                .map(|d| digests.get(&d.name).copied().unwrap_or(0))
+                .collect(),
+        }
+    }
+}
+
+/// Checks that the controller's P4Info describes the program ours was made from: the same
+/// tables (match fields, actions), actions (parameters), externs, digests and controller
+/// metadata, with the same ids and names. Annotations, documentation and `type_info` may
+/// differ (another compiler's version may write them differently).
+pub fn same_program(ours: &P4Info, theirs: &P4Info) -> Result<(), String> {
+    fn names<T>(
+        what: &str,
+        ours: &[T],
+        theirs: &[T],
+        key: impl Fn(&T) -> String,
+    ) -> Result<(), String> {
+        let mut a: Vec<String> = ours.iter().map(&key).collect();
+        let mut b: Vec<String> = theirs.iter().map(&key).collect();
+        a.sort();
+        b.sort();
+        if a == b {
+            return Ok(());
+        }
+        let missing: Vec<&String> = a.iter().filter(|x| !b.contains(x)).collect();
+        let extra: Vec<&String> = b.iter().filter(|x| !a.contains(x)).collect();
+        Err(format!(
+            "the P4Info does not describe the program in p4_device_config: {what} differ \
+             (program has, P4Info lacks: {missing:?}; P4Info has, program lacks: {extra:?})"
+        ))
+    }
+    let pre = |p: &Option<p4runtime::p4::config::v1::Preamble>| {
+        p.as_ref()
+            .map(|p| format!("{} (id {})", p.name, p.id))
+            .unwrap_or_default()
+    };
+    names("tables", &ours.tables, &theirs.tables, |t| {
+        let fields: Vec<String> = t
+            .match_fields
+            .iter()
+            .map(|f| format!("{}:{}:{}:{:?}", f.id, f.name, f.bitwidth, f.r#match))
+            .collect();
+        let mut actions: Vec<u32> = t.action_refs.iter().map(|a| a.id).collect();
+        actions.sort_unstable();
+        format!("{} keys {fields:?} actions {actions:?}", pre(&t.preamble))
+    })?;
+    names("actions", &ours.actions, &theirs.actions, |a| {
+        let params: Vec<String> = a
+            .params
+            .iter()
+            .map(|p| format!("{}:{}:{}", p.id, p.name, p.bitwidth))
+            .collect();
+        format!("{} params {params:?}", pre(&a.preamble))
+    })?;
+    names("counters", &ours.counters, &theirs.counters, |x| {
+        pre(&x.preamble)
+    })?;
+    names(
+        "direct counters",
+        &ours.direct_counters,
+        &theirs.direct_counters,
+        |x| pre(&x.preamble),
+    )?;
+    names("meters", &ours.meters, &theirs.meters, |x| pre(&x.preamble))?;
+    names("registers", &ours.registers, &theirs.registers, |x| {
+        format!("{} size {}", pre(&x.preamble), x.size)
+    })?;
+    names(
+        "action profiles",
+        &ours.action_profiles,
+        &theirs.action_profiles,
+        |x| pre(&x.preamble),
+    )?;
+    names("digests", &ours.digests, &theirs.digests, |x| {
+        pre(&x.preamble)
+    })?;
+    names(
+        "controller packet metadata",
+        &ours.controller_packet_metadata,
+        &theirs.controller_packet_metadata,
+        |x| {
+            let fields: Vec<String> = x
+                .metadata
+                .iter()
+                .map(|m| format!("{}:{}:{}", m.id, m.name, m.bitwidth))
+                .collect();
+            format!("{} {fields:?}", pre(&x.preamble))
+        },
+    )
+}

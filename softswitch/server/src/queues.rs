@@ -1,0 +1,139 @@
+//! softswitch's `lossless.softswitch.v1.Queues` service: egress queue depth and rate per port
+//! and priority, as BMv2's Thrift `set_queue_depth` / `set_queue_rate`.
+
+use std::sync::Arc;
+
+use p4runtime::lossless::softswitch::v1::{self as q, queues_server::Queues};
+use tonic::{Request, Response, Status};
+
+use super::arbitration::Arbitration;
+use super::engine::{Call as _, EngineHandle};
+use softswitch_core::switch::{Switch, DROP_PORT};
+use softswitch_core::tm::{self, PRIORITIES};
+
+/// The Queues service of one device.
+pub struct QueuesService {
+    engine: EngineHandle,
+    arbitration: Arc<Arbitration>,
+}
+
+impl QueuesService {
+    /// The service for the device behind `engine`.
+    pub fn new(engine: EngineHandle, arbitration: Arc<Arbitration>) -> Self {
+        QueuesService {
+            engine,
+            arbitration,
+        }
+    }
+}
+
+/// The state of `port`'s queue `priority`.
+fn state(switch: &Switch, port: u16, priority: u8) -> q::QueueState {
+    let (depth, rate) = switch.tm.config(port, priority);
+    q::QueueState {
+        port: u32::from(port),
+        priority: u32::from(priority),
+        depth_packets: depth as u32,
+        rate_pps: rate.unwrap_or(0),
+        occupancy_packets: switch.tm.occupancy(port, priority) as u32,
+    }
+}
+
+/// Every queue of the ports `ports` at `priority` (all if `None`).
+fn states(switch: &Switch, ports: Vec<u16>, priority: Option<u8>) -> Vec<q::QueueState> {
+    ports
+        .into_iter()
+        .flat_map(|port| {
+            (0..PRIORITIES as u8)
+                .filter(move |p| priority.is_none_or(|x| x == *p))
+                .map(move |p| state(switch, port, p))
+        })
+        .collect()
+}
+
+fn no_pipeline() -> Status {
+    Status::failed_precondition("no forwarding pipeline: the queues belong to the running pipeline")
+}
+
+#[tonic::async_trait]
+impl Queues for QueuesService {
+    async fn set_queue(
+        &self,
+        request: Request<q::SetQueueRequest>,
+    ) -> Result<Response<q::SetQueueResponse>, Status> {
+        let req = request.into_inner();
+        tracing::debug!(request = ?req, "SetQueue");
+        self.arbitration.check_device(req.device_id)?;
+        let port = req
+            .port
+            .map(|p| {
+                u16::try_from(p)
+                    .ok()
+                    .filter(|&p| u128::from(p) < DROP_PORT)
+                    .ok_or_else(|| {
+                        Status::invalid_argument(format!("port {p} is not a port (0..510)"))
+                    })
+            })
+            .transpose()?;
+        let refused = |e: tm::QueueSettingError| Status::invalid_argument(e.to_string());
+        let priority = req
+            .priority
+            .map(|p| tm::priority(p.into()))
+            .transpose()
+            .map_err(refused)?;
+        let depth = req
+            .depth_packets
+            .map(|d| tm::depth(d.into()))
+            .transpose()
+            .map_err(refused)?;
+        let rate = req
+            .rate_pps
+            .map(|r| tm::rate(r.into()))
+            .transpose()
+            .map_err(refused)?;
+        let queues = self
+            .engine
+            .call(move |e| {
+                let switch = &mut e.pipeline.as_mut().ok_or_else(no_pipeline)?.switch;
+                if let Some(depth) = depth {
+                    switch.tm.set_depth(port, priority, depth);
+                }
+                if let Some(rate) = rate {
+                    switch.tm.set_rate(port, priority, rate);
+                }
+                let ports = port.map_or_else(|| switch.tm.ports().collect(), |p| vec![p]);
+                Ok::<_, Status>(states(switch, ports, priority))
+            })
+            .await??;
+        Ok(Response::new(q::SetQueueResponse { queues }))
+    }
+
+    async fn get_queues(
+        &self,
+        request: Request<q::GetQueuesRequest>,
+    ) -> Result<Response<q::GetQueuesResponse>, Status> {
+        let req = request.into_inner();
+        self.arbitration.check_device(req.device_id)?;
+        let response = self
+            .engine
+            .call(move |e| {
+                // The switch's ports, whether or not a packet has waited in their queues yet
+                // (an idle, unlimited queue is passed straight through), and any port a
+                // setting named.
+                let mut ports = e.ports();
+                let switch = &e.pipeline.as_ref().ok_or_else(no_pipeline)?.switch;
+                ports.extend(switch.tm.ports());
+                ports.sort_unstable();
+                ports.dedup();
+                // A port number no port has: the defaults.
+                let (depth, rate) = switch.tm.config(u16::MAX, 0);
+                Ok::<_, Status>(q::GetQueuesResponse {
+                    queues: states(switch, ports, None),
+                    default_depth_packets: depth as u32,
+                    default_rate_pps: rate.unwrap_or(0),
+                })
+            })
+            .await??;
+        Ok(Response::new(response))
+    }
+}

@@ -1,0 +1,346 @@
+//! What the STF runner drives: a switch that takes packets and control-plane operations and
+//! gives back the packets it sent. softswitch's [`Switch`] is one, on its virtual clock; BMv2's
+//! `simple_switch` is another ([`crate::bmv2::Bmv2Target`]). Names in a test are resolved
+//! against the target's [`Program`] (softswitch's front end), so both targets read a test alike.
+
+use softswitch_core::ir::{ActionCall, Entry, FieldMatch, InstanceKind, Program};
+use softswitch_core::meter::MeterConfig;
+use softswitch_core::switch::{self, Switch};
+use softswitch_core::table::CounterCell;
+
+/// A target's refusal or failure, in words.
+pub type TargetResult<T> = Result<T, String>;
+
+/// A packet a target sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sent {
+    /// Egress port.
+    pub port: u16,
+    /// Bytes.
+    pub data: Vec<u8>,
+    /// Which of the test's packets (counted from 0) caused it, when the target knows; else it
+    /// is taken to come from the last packet sent before it was collected.
+    pub packet: Option<usize>,
+}
+
+/// Which cell of a meter: an index of a meter array, or the entry (by handle) of a table with a
+/// direct meter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MeterCell {
+    /// Cell `index` of an indirect meter.
+    Index(usize),
+    /// The direct meter cell of entry `handle` of the meter's table.
+    Entry(usize),
+}
+
+/// A switch an STF test runs against.
+pub trait Target {
+    /// The program, as softswitch's front end lowered it: names, keys, widths, parameters.
+    fn program(&self) -> &Program;
+    /// Sends `data` into `port`.
+    fn send(&mut self, port: u16, data: Vec<u8>) -> TargetResult<()>;
+    /// Returns once every packet sent has been processed and every queue is empty.
+    fn wait(&mut self) -> TargetResult<()>;
+    /// Lets `us` microseconds pass.
+    fn advance(&mut self, us: u64) -> TargetResult<()>;
+    /// The packets sent since the last call, in the order they left.
+    fn take_outputs(&mut self) -> TargetResult<Vec<Sent>>;
+    /// Installs an entry; returns its handle.
+    fn add_entry(&mut self, table: usize, entry: Entry) -> TargetResult<usize>;
+    /// Installs an entry that runs member `member` of the table's action profile.
+    fn add_member_entry(
+        &mut self,
+        table: usize,
+        matches: Vec<FieldMatch>,
+        priority: i64,
+        member: u32,
+    ) -> TargetResult<usize>;
+    /// Installs an entry that runs a member of group `group` of the table's action selector.
+    fn add_group_entry(
+        &mut self,
+        table: usize,
+        matches: Vec<FieldMatch>,
+        priority: i64,
+        group: u32,
+    ) -> TargetResult<usize>;
+    /// Removes entry `handle`.
+    fn remove_entry(&mut self, table: usize, handle: usize) -> TargetResult<()>;
+    /// Removes every entry of every table the control plane may change.
+    fn clear_tables(&mut self) -> TargetResult<()>;
+    /// Sets a table's default action.
+    fn set_default(&mut self, table: usize, call: ActionCall) -> TargetResult<()>;
+    /// Adds member `member` (an action with its data) to the table's action profile.
+    fn add_member(&mut self, table: usize, member: u32, call: ActionCall) -> TargetResult<()>;
+    /// Creates group `group` of the table's action selector.
+    fn create_selector_group(&mut self, table: usize, group: u32) -> TargetResult<()>;
+    /// Adds member `member` to group `group`.
+    fn add_to_group(&mut self, table: usize, group: u32, member: u32) -> TargetResult<()>;
+    /// Adds a member to parser value set `instance`.
+    fn value_set_add(&mut self, instance: usize, member: FieldMatch) -> TargetResult<()>;
+    /// Makes clone session `session` send to `port`.
+    fn set_clone_session(&mut self, session: u32, port: u16) -> TargetResult<()>;
+    /// Creates multicast group `group`.
+    fn create_multicast_group(&mut self, group: u16) -> TargetResult<()>;
+    /// Creates a replication node (`rid`, ports); returns its handle (0, 1, ... in creation
+    /// order).
+    fn create_multicast_node(&mut self, rid: u16, ports: Vec<u16>) -> TargetResult<usize>;
+    /// Adds node `node` to group `group`.
+    fn associate_node(&mut self, group: u16, node: usize) -> TargetResult<()>;
+    /// Sets the depth in packets of a queue (every queue without a port, every priority of the
+    /// port without a priority).
+    fn set_queue_depth(
+        &mut self,
+        port: Option<u16>,
+        priority: Option<u8>,
+        packets: usize,
+    ) -> TargetResult<()>;
+    /// Sets the rate in packets per second of a queue (as [`Target::set_queue_depth`]); `None`
+    /// is unlimited.
+    fn set_queue_rate(
+        &mut self,
+        port: Option<u16>,
+        priority: Option<u8>,
+        pps: Option<u64>,
+    ) -> TargetResult<()>;
+    /// Cell `index` of counter `instance`.
+    fn counter(&mut self, instance: usize, index: usize) -> TargetResult<CounterCell>;
+    /// The cell of direct counter `instance` for entry `handle` of `table`.
+    fn direct_counter(
+        &mut self,
+        instance: usize,
+        table: usize,
+        handle: usize,
+    ) -> TargetResult<CounterCell>;
+    /// Cell `index` of register `instance`.
+    fn register(&mut self, instance: usize, index: usize) -> TargetResult<u128>;
+    /// Every cell of register `instance`, in index order.
+    fn register_cells(&mut self, instance: usize) -> TargetResult<Vec<u128>> {
+        let size = match self.program().instances[instance].kind {
+            InstanceKind::Register { size, .. } => size as usize,
+            _ => return Err("not a register".into()),
+        };
+        (0..size).map(|i| self.register(instance, i)).collect()
+    }
+
+    /// Writes cell `index` of register `instance`.
+    fn set_register(&mut self, instance: usize, index: usize, value: u128) -> TargetResult<()>;
+    /// Configures a cell of meter `instance`.
+    fn configure_meter(
+        &mut self,
+        instance: usize,
+        cell: MeterCell,
+        config: MeterConfig,
+    ) -> TargetResult<()>;
+    /// How many `assert`/`assume` calls failed.
+    fn assertion_failures(&self) -> u64;
+
+    /// The index of the table named `name` (full name, or a unique suffix after a dot).
+    fn table_id(&self, name: &str) -> Option<usize> {
+        switch::table_id(self.program(), name)
+    }
+
+    /// The index of action `name` among those of table `table`.
+    fn action_id(&self, table: usize, name: &str) -> Option<usize> {
+        switch::action_id(self.program(), table, name)
+    }
+
+    /// The index of the extern instance named `name`.
+    fn instance_id(&self, name: &str) -> Option<usize> {
+        switch::instance_id(self.program(), name)
+    }
+}
+
+impl Target for Switch {
+    fn program(&self) -> &Program {
+        Switch::program(self)
+    }
+
+    fn send(&mut self, port: u16, data: Vec<u8>) -> TargetResult<()> {
+        self.receive(port, data);
+        Ok(())
+    }
+
+    fn wait(&mut self) -> TargetResult<()> {
+        self.drain();
+        Ok(())
+    }
+
+    fn advance(&mut self, us: u64) -> TargetResult<()> {
+        Switch::advance(self, us);
+        Ok(())
+    }
+
+    fn take_outputs(&mut self) -> TargetResult<Vec<Sent>> {
+        Ok(self
+            .drain_outputs()
+            .map(|o| Sent {
+                port: o.port,
+                data: o.data,
+                packet: None,
+            })
+            .collect())
+    }
+
+    fn add_entry(&mut self, table: usize, entry: Entry) -> TargetResult<usize> {
+        Switch::add_entry(self, table, entry).map_err(|e| e.to_string())
+    }
+
+    fn add_member_entry(
+        &mut self,
+        table: usize,
+        matches: Vec<FieldMatch>,
+        priority: i64,
+        member: u32,
+    ) -> TargetResult<usize> {
+        Switch::add_member_entry(self, table, matches, priority, member).map_err(|e| e.to_string())
+    }
+
+    fn add_group_entry(
+        &mut self,
+        table: usize,
+        matches: Vec<FieldMatch>,
+        priority: i64,
+        group: u32,
+    ) -> TargetResult<usize> {
+        Switch::add_group_entry(self, table, matches, priority, group).map_err(|e| e.to_string())
+    }
+
+    fn remove_entry(&mut self, table: usize, handle: usize) -> TargetResult<()> {
+        Switch::remove_entry(self, table, handle).map_err(|e| e.to_string())
+    }
+
+    fn clear_tables(&mut self) -> TargetResult<()> {
+        Switch::clear_tables(self);
+        Ok(())
+    }
+
+    fn set_default(&mut self, table: usize, call: ActionCall) -> TargetResult<()> {
+        Switch::set_default(self, table, call).map_err(|e| e.to_string())
+    }
+
+    fn add_member(&mut self, table: usize, member: u32, call: ActionCall) -> TargetResult<()> {
+        Switch::add_member(self, table, member, call).map_err(|e| e.to_string())
+    }
+
+    fn create_selector_group(&mut self, table: usize, group: u32) -> TargetResult<()> {
+        Switch::create_selector_group(self, table, group).map_err(|e| e.to_string())
+    }
+
+    fn add_to_group(&mut self, table: usize, group: u32, member: u32) -> TargetResult<()> {
+        Switch::add_to_group(self, table, group, member).map_err(|e| e.to_string())
+    }
+
+    fn value_set_add(&mut self, instance: usize, member: FieldMatch) -> TargetResult<()> {
+        if Switch::value_set_add(self, instance, member) {
+            Ok(())
+        } else {
+            Err("the value set is full".into())
+        }
+    }
+
+    fn set_clone_session(&mut self, session: u32, port: u16) -> TargetResult<()> {
+        Switch::set_clone_session(self, session, port);
+        Ok(())
+    }
+
+    fn create_multicast_group(&mut self, group: u16) -> TargetResult<()> {
+        self.create_group(group);
+        Ok(())
+    }
+
+    fn create_multicast_node(&mut self, rid: u16, ports: Vec<u16>) -> TargetResult<usize> {
+        Ok(self.create_node(rid, ports))
+    }
+
+    fn associate_node(&mut self, group: u16, node: usize) -> TargetResult<()> {
+        if Switch::associate_node(self, group, node) {
+            Ok(())
+        } else {
+            Err(format!("no group {group} or no node {node}"))
+        }
+    }
+
+    fn set_queue_depth(
+        &mut self,
+        port: Option<u16>,
+        priority: Option<u8>,
+        packets: usize,
+    ) -> TargetResult<()> {
+        self.tm.set_depth(port, priority, packets);
+        Ok(())
+    }
+
+    fn set_queue_rate(
+        &mut self,
+        port: Option<u16>,
+        priority: Option<u8>,
+        pps: Option<u64>,
+    ) -> TargetResult<()> {
+        self.tm.set_rate(port, priority, pps);
+        Ok(())
+    }
+
+    fn counter(&mut self, instance: usize, index: usize) -> TargetResult<CounterCell> {
+        self.state.counters[instance]
+            .get(index)
+            .copied()
+            .ok_or_else(|| "counter index out of range".into())
+    }
+
+    fn direct_counter(
+        &mut self,
+        _instance: usize,
+        table: usize,
+        handle: usize,
+    ) -> TargetResult<CounterCell> {
+        self.state.tables[table]
+            .entry(handle)
+            .map(|i| i.counter)
+            .ok_or_else(|| "no such counter cell".into())
+    }
+
+    fn register(&mut self, instance: usize, index: usize) -> TargetResult<u128> {
+        self.state.registers[instance]
+            .get(index)
+            .copied()
+            .ok_or_else(|| "register index out of range".into())
+    }
+
+    fn register_cells(&mut self, instance: usize) -> TargetResult<Vec<u128>> {
+        Ok(self.state.registers[instance].clone())
+    }
+
+    fn set_register(&mut self, instance: usize, index: usize, value: u128) -> TargetResult<()> {
+        match self.state.registers[instance].get_mut(index) {
+            Some(cell) => {
+                *cell = value;
+                Ok(())
+            }
+            None => Err("register index out of range".into()),
+        }
+    }
+
+    fn configure_meter(
+        &mut self,
+        instance: usize,
+        cell: MeterCell,
+        config: MeterConfig,
+    ) -> TargetResult<()> {
+        let now = self.now_us();
+        let meter = match cell {
+            MeterCell::Entry(handle) => Some(self.state.direct_meter(instance, handle)),
+            MeterCell::Index(index) => self.state.meters[instance].get_mut(index),
+        };
+        match meter {
+            Some(m) => {
+                m.configure(config, now);
+                Ok(())
+            }
+            None => Err("meter index out of range".into()),
+        }
+    }
+
+    fn assertion_failures(&self) -> u64 {
+        self.state.assertion_failures
+    }
+}

@@ -1,0 +1,204 @@
+//! The arrows between the crates point one way (docs/ARCHITECTURE.md, "Dependency direction"),
+//! read from `cargo metadata`: each softswitch crate and fabric depends only on the workspace
+//! crates its row of [`ALLOWED`] names (so the core never imports the front end or the server,
+//! and the device's port code never imports server code), and what must stay free of the async
+//! and gRPC stack has no tonic, tokio or prost anywhere in its dependency tree. Normal and build
+//! dependencies are arrows; dev-dependencies are not (a crate's tests may use what sits above
+//! it, as the core's benchmark compiles programs with the front end).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+/// Each checked crate, with the workspace crates it may depend on.
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("softswitch-core", &["wire"]),
+    ("softswitch-frontend", &["softswitch-core"]),
+    ("softswitch-device", &["softswitch-core"]),
+    (
+        "softswitch-stf",
+        &["softswitch-core", "softswitch-frontend", "p4toolchain"],
+    ),
+    (
+        "softswitch-server",
+        &[
+            "softswitch-core",
+            "softswitch-frontend",
+            "softswitch-device",
+            "p4runtime",
+            "p4values",
+        ],
+    ),
+    (
+        "softswitch",
+        &[
+            "softswitch-core",
+            "softswitch-frontend",
+            "softswitch-device",
+            "softswitch-server",
+            "softswitch-stf",
+            "p4runtime",
+            "p4toolchain",
+        ],
+    ),
+    (
+        "fabric",
+        &[
+            "softswitch-core",
+            "softswitch-frontend",
+            "dcqcn",
+            "p4values",
+            "wire",
+        ],
+    ),
+];
+
+/// Crates whose whole dependency tree stays free of [`ASYNC_AND_GRPC`].
+const WITHOUT_ASYNC: &[&str] = &[
+    "softswitch-core",
+    "softswitch-frontend",
+    "softswitch-device",
+    "softswitch-stf",
+    "fabric",
+];
+
+/// The async runtime and the gRPC stack.
+const ASYNC_AND_GRPC: &[&str] = &["tonic", "tokio", "prost"];
+
+/// Package names to the names of their normal and build dependencies, and the workspace's
+/// package names.
+#[derive(Default)]
+struct Graph {
+    deps: BTreeMap<String, BTreeSet<String>>,
+    workspace: BTreeSet<String>,
+}
+
+impl Graph {
+    /// The dependency graph of this workspace on this machine's platform.
+    fn of_workspace() -> Graph {
+        let host = Command::new("rustc")
+            .arg("-vV")
+            .output()
+            .expect("rustc runs");
+        let host = String::from_utf8(host.stdout).expect("UTF-8");
+        let host = host
+            .lines()
+            .find_map(|l| l.strip_prefix("host: "))
+            .expect("rustc names its host");
+        let out = Command::new(env!("CARGO"))
+            .args(["metadata", "--format-version", "1", "--locked"])
+            .args(["--filter-platform", host])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("cargo metadata runs");
+        assert!(
+            out.status.success(),
+            "cargo metadata: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let names: BTreeMap<&str, &str> = meta["packages"]
+            .as_array()
+            .expect("packages")
+            .iter()
+            .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+            .collect();
+        let mut graph = Graph::default();
+        for id in meta["workspace_members"].as_array().expect("members") {
+            graph
+                .workspace
+                .insert(names[id.as_str().unwrap()].to_string());
+        }
+        for node in meta["resolve"]["nodes"].as_array().expect("a resolve") {
+            let deps = node["deps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| {
+                    d["dep_kinds"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|k| k["kind"].as_str() != Some("dev"))
+                })
+                .map(|d| names[d["pkg"].as_str().unwrap()].to_string())
+                .collect();
+            graph
+                .deps
+                .insert(names[node["id"].as_str().unwrap()].to_string(), deps);
+        }
+        graph
+    }
+
+    /// Every package `name` depends on, directly or not.
+    fn tree(&self, name: &str) -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![name.to_string()];
+        while let Some(n) = todo.pop() {
+            for d in self.deps.get(&n).into_iter().flatten() {
+                if seen.insert(d.clone()) {
+                    todo.push(d.clone());
+                }
+            }
+        }
+        seen
+    }
+
+    /// Every arrow that goes the wrong way, as a sentence.
+    fn violations(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        for (krate, allowed) in ALLOWED {
+            let Some(deps) = self.deps.get(*krate) else {
+                found.push(format!("{krate} is not in the workspace"));
+                continue;
+            };
+            for d in deps.iter().filter(|d| self.workspace.contains(*d)) {
+                if !allowed.contains(&d.as_str()) {
+                    found.push(format!("{krate} depends on {d}"));
+                }
+            }
+        }
+        for krate in WITHOUT_ASYNC {
+            let tree = self.tree(krate);
+            for stack in ASYNC_AND_GRPC {
+                if tree.contains(*stack) {
+                    found.push(format!("{krate} links {stack}"));
+                }
+            }
+        }
+        found
+    }
+}
+
+#[test]
+fn the_crates_arrows_point_one_way() {
+    let violations = Graph::of_workspace().violations();
+    assert!(violations.is_empty(), "{}", violations.join("\n"));
+}
+
+#[test]
+fn a_wrong_arrow_is_caught() {
+    let mut graph = Graph::default();
+    for (krate, allowed) in ALLOWED {
+        graph.workspace.insert(krate.to_string());
+        let deps = allowed.iter().map(|d| d.to_string()).collect();
+        graph.deps.insert(krate.to_string(), deps);
+    }
+    assert_eq!(graph.violations(), Vec::<String>::new());
+    // The core reaching back into the front end, port code into the server, and fabric
+    // linking tokio through a crate of its own.
+    let mut add = |from: &str, to: &str| {
+        graph.deps.entry(from.into()).or_default().insert(to.into());
+    };
+    add("softswitch-core", "softswitch-frontend");
+    add("softswitch-device", "softswitch-server");
+    add("fabric", "helper");
+    add("helper", "tokio");
+    assert_eq!(
+        graph.violations(),
+        [
+            "softswitch-core depends on softswitch-frontend",
+            "softswitch-device depends on softswitch-server",
+            "fabric links tokio",
+        ]
+    );
+}
