@@ -11,7 +11,7 @@ use std::{
     collections::BTreeMap,
     io::Write as _,
     os::unix::process::CommandExt as _,
-    path::{Path, PathBuf},
+    path::PathBuf,
     process::{Child, Command, Stdio},
     sync::{
         atomic::{AtomicBool, Ordering},
@@ -49,13 +49,6 @@ pub enum Experiment {
 }
 
 impl Experiment {
-    /// Its `--out` directory.
-    pub fn out(&self) -> &Path {
-        match self {
-            Experiment::Incast(args) => &args.out,
-        }
-    }
-
     /// The eBPF hooks its hosts need.
     pub fn host_hooks(&self) -> Vec<String> {
         match self {
