@@ -8,8 +8,8 @@ use lossless_tests::{
     craft::{scapy_decode, scapy_frame, tshark_verbose},
 };
 
-/// 65535 quanta at 1 Mb/s, in ns.
-const FULL_PAUSE_3: u64 = 65535 * 512 * 1000;
+/// 65535 quanta at 10 Mb/s, in ns.
+const FULL_PAUSE_3: u64 = 65535 * 512 * 100;
 
 /// 802.1Qbb destination: the MAC control multicast address.
 const PFC_DST: &str = "01:80:c2:00:00:01";
@@ -38,9 +38,8 @@ fn pauses_are_honoured_counted_and_consumed() {
     }
     let link = Link::new().unwrap();
     let _attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--mode", "skb"]).unwrap();
-    // 1 Mb/s: one quantum is 512 µs, so a full pause (33.6 s) outlasts the CLI calls that
-    // observe it however loaded the machine is.
-    link.set_rx(&["pfc.link_speed_bps=1m"]);
+    // 10 Mb/s: one quantum is 51.2 µs, so pauses outlast the CLI calls that observe them.
+    link.set_rx(&["pfc.link_speed_bps=10m"]);
 
     let rx_name = link.rx.ifname.clone();
     let capture = link
@@ -49,7 +48,7 @@ fn pauses_are_honoured_counted_and_consumed() {
         .unwrap()
         .unwrap();
     let sender = link.tx_socket();
-    // 100 quanta (51.2 ms) for priorities 0 and 7; 65535 quanta (33.6 s) for priority 3.
+    // 100 quanta (5.12 ms) for priorities 0 and 7; 65535 quanta (3.36 s) for priority 3.
     sender
         .send(&pfc(
             "c0_enabled=1, c0_pause_time=100, c7_enabled=1, c7_pause_time=100",
@@ -63,9 +62,9 @@ fn pauses_are_honoured_counted_and_consumed() {
     let seen = capture.receive(1, TIMEOUT, from_test_mac).unwrap();
     assert_eq!(seen[0], marker, "a PFC frame reached the stack");
 
-    // Priorities 0 and 7 were paused for exactly 51.2 ms once their pause expired.
-    let stats = link.wait_for_rx_stats(|s| array(s, "pfc_paused_ns", 0) == 51_200_000);
-    assert_eq!(array(&stats, "pfc_paused_ns", 7), 51_200_000);
+    // Priorities 0 and 7 were paused for exactly 5.12 ms once their pause expired.
+    let stats = link.wait_for_rx_stats(|s| array(s, "pfc_paused_ns", 0) == 5_120_000);
+    assert_eq!(array(&stats, "pfc_paused_ns", 7), 5_120_000);
     for (priority, pauses) in [(0, 1), (3, 1), (7, 1), (1, 0), (6, 0)] {
         assert_eq!(
             array(&stats, "pfc_pause_rx", priority),
@@ -75,7 +74,7 @@ fn pauses_are_honoured_counted_and_consumed() {
     }
     let paused_3 = array(&stats, "pfc_paused_ns", 3);
     assert!(
-        (51_200_000..FULL_PAUSE_3).contains(&paused_3),
+        (5_120_000..FULL_PAUSE_3).contains(&paused_3),
         "priority 3 paused for {paused_3} ns"
     );
 
