@@ -149,10 +149,10 @@ def main():
             fail(f"per-update codes {codes}")
     print("interop: per-update errors", flush=True)
 
-    # Large failed batches stay within what grpcio accepts by default (8 KiB of trailers): 150
+    # Large failed batches stay within what grpcio accepts by default (8 KiB of trailers): 124
     # updates (softswitch's REPORTED_UPDATES) each get their p4.v1.Error; 500 get UNKNOWN with
     # the errors of the first ones, not RESOURCE_EXHAUSTED with none.
-    for count in (150, 500):
+    for count in (124, 500):
         try:
             stub.Write(p4runtime_pb2.WriteRequest(
                 device_id=device_id, election_id=ELECTION_ID, updates=[bad] * count))
@@ -161,9 +161,9 @@ def main():
             if e.code() != grpc.StatusCode.UNKNOWN:
                 fail(f"a failed batch of {count} should be UNKNOWN, got {e.code()}: {e.details()}")
             errors = update_errors(e)
-            if count == 150 and len(errors) != 150:
-                fail(f"a batch of 150 got {len(errors)} errors")
-            if not 150 <= len(errors) <= count or any(
+            if count == 124 and len(errors) != 124:
+                fail(f"a batch of 124 got {len(errors)} errors")
+            if not 124 <= len(errors) <= count or any(
                     err.canonical_code != code_pb2.INVALID_ARGUMENT for err in errors):
                 fail(f"a batch of {count} got {len(errors)} errors: {errors[:3]}")
             if count == 500 and f"the first failure past them is number {len(errors) + 1}" not in e.details():
