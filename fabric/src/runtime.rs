@@ -64,7 +64,7 @@ pub fn apply(config: &RuntimeConfig, switch: &mut Switch) -> Result<(), RuntimeE
         let group = u16::try_from(id).map_err(|_| {
             RuntimeError::Replication(format!("multicast group {id} is above 65535"))
         })?;
-        switch.create_group(group);
+        switch.create_multicast_group(group);
         for r in &g.replicas {
             let port = port_of(r.egress_port, || format!("multicast group {id}"))?;
             let rid = u16::try_from(r.instance).map_err(|_| {
@@ -73,8 +73,10 @@ pub fn apply(config: &RuntimeConfig, switch: &mut Switch) -> Result<(), RuntimeE
                     r.instance
                 ))
             })?;
-            let node = switch.create_node(rid, vec![port]);
-            switch.associate_node(group, node);
+            let node = switch.create_multicast_node(rid, vec![port]);
+            switch
+                .associate_node(group, node)
+                .expect("the group and the node were just made");
         }
     }
     Ok(())

@@ -1,6 +1,7 @@
 //! The control-plane operations refuse what the program does not allow, with a reason.
 
 use softswitch_core::ir::{ActionCall, Entry, FieldMatch};
+use softswitch_core::runtime::RuntimeError;
 use softswitch_core::switch::{Clock, Switch};
 use softswitch_core::table::TableError;
 use softswitch_frontend::source::SourceMap;
@@ -36,15 +37,15 @@ fn entries_are_checked_against_the_table() {
     };
     assert!(matches!(
         sw.add_entry(t, route(0xff00_0000, vec![1])),
-        Err(TableError::ArgCount {
+        Err(RuntimeError::Table(TableError::ArgCount {
             want: 2,
             got: 1,
             ..
-        })
+        }))
     ));
     assert!(matches!(
         sw.add_entry(t, route(0x00ff_0000, vec![1, 2])),
-        Err(TableError::BadMatch { .. })
+        Err(RuntimeError::Table(TableError::BadMatch { .. }))
     ));
     let two_keys = Entry {
         matches: vec![FieldMatch::Masked { value: 0, mask: 0 }; 2],
@@ -52,16 +53,18 @@ fn entries_are_checked_against_the_table() {
     };
     assert!(matches!(
         sw.add_entry(t, two_keys),
-        Err(TableError::KeyCount {
+        Err(RuntimeError::Table(TableError::KeyCount {
             want: 1,
             got: 2,
             ..
-        })
+        }))
     ));
     sw.add_entry(t, route(0xff00_0000, vec![1, 2])).unwrap();
     assert_eq!(
         sw.add_entry(t, route(0xff00_0000, vec![3, 4])),
-        Err(TableError::Duplicate("MyIngress.ipv4_lpm".into()))
+        Err(RuntimeError::Table(TableError::Duplicate(
+            "MyIngress.ipv4_lpm".into()
+        )))
     );
 }
 
