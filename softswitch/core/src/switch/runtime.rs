@@ -14,7 +14,7 @@
 //! suffix). Keys are typed values ([`FieldMatch`]), actions with their data [`ActionCall`]s.
 //! Every refusal is a [`RuntimeError`]; no index a client sends can panic the switch.
 
-use super::Switch;
+use super::{State, Switch};
 use crate::ir::{ActionCall, Entry, FieldMatch, InstanceKind, Program};
 use crate::meter::MeterConfig;
 use crate::table::{CounterCell, Installed, TableError};
@@ -111,20 +111,15 @@ impl Switch {
             .ok_or(RuntimeError::NoInstance(instance))
     }
 
-    /// Checks that `instance` is of the kind `want` names (`is` says which kinds are).
-    fn instance_of(
-        &self,
-        instance: usize,
-        want: &'static str,
-        is: fn(&InstanceKind) -> bool,
-    ) -> Result<(), RuntimeError> {
+    /// Checks that `instance` is of the kind `kind`.
+    fn instance_of(&self, instance: usize, kind: Cells) -> Result<(), RuntimeError> {
         let i = self.instance(instance)?;
-        if is(&i.kind) {
+        if kind.is(&i.kind) {
             Ok(())
         } else {
             Err(RuntimeError::WrongKind {
                 name: i.name.clone(),
-                want,
+                want: kind.name(),
             })
         }
     }
@@ -416,10 +411,8 @@ impl Switch {
 
     /// Cell `index` of counter `instance` (`counter_read`).
     pub fn read_counter(&self, instance: usize, index: usize) -> Result<CounterCell, RuntimeError> {
-        self.instance_of(instance, "counter", |k| {
-            matches!(k, InstanceKind::Counter { .. })
-        })?;
-        cell(&self.state.counters[instance], "counter", index).copied()
+        self.instance_of(instance, Cells::Counter)?;
+        cell(&self.state.counters[instance], Cells::Counter, index).copied()
     }
 
     /// Sets cell `index` of counter `instance` (`counter_write`).
@@ -429,11 +422,7 @@ impl Switch {
         index: usize,
         value: CounterCell,
     ) -> Result<(), RuntimeError> {
-        self.instance_of(instance, "counter", |k| {
-            matches!(k, InstanceKind::Counter { .. })
-        })?;
-        *cell_mut(&mut self.state.counters[instance], "counter", index)? = value;
-        Ok(())
+        self.write_cell(instance, Cells::Counter, index, value, |s| &mut s.counters)
     }
 
     /// The direct counter of entry `handle` of table `table` (`mt_read_counters`).
@@ -460,14 +449,12 @@ impl Switch {
 
     /// Cell `index` of register `instance` (`register_read`).
     pub fn read_register(&self, instance: usize, index: usize) -> Result<u128, RuntimeError> {
-        cell(self.register_cells(instance)?, "register", index).copied()
+        cell(self.register_cells(instance)?, Cells::Register, index).copied()
     }
 
     /// Every cell of register `instance` (`register_read_all`).
     pub fn register_cells(&self, instance: usize) -> Result<&[u128], RuntimeError> {
-        self.instance_of(instance, "register", |k| {
-            matches!(k, InstanceKind::Register { .. })
-        })?;
+        self.instance_of(instance, Cells::Register)?;
         Ok(&self.state.registers[instance])
     }
 
@@ -479,10 +466,22 @@ impl Switch {
         index: usize,
         value: u128,
     ) -> Result<(), RuntimeError> {
-        self.instance_of(instance, "register", |k| {
-            matches!(k, InstanceKind::Register { .. })
-        })?;
-        *cell_mut(&mut self.state.registers[instance], "register", index)? = value;
+        self.write_cell(instance, Cells::Register, index, value, |s| {
+            &mut s.registers
+        })
+    }
+
+    /// Sets cell `index` of the `kind` instance `instance`, whose cells `cells` picks.
+    fn write_cell<T>(
+        &mut self,
+        instance: usize,
+        kind: Cells,
+        index: usize,
+        value: T,
+        cells: fn(&mut State) -> &mut Vec<Vec<T>>,
+    ) -> Result<(), RuntimeError> {
+        self.instance_of(instance, kind)?;
+        *cell_mut(&mut cells(&mut self.state)[instance], kind, index)? = value;
         Ok(())
     }
 
@@ -498,15 +497,11 @@ impl Switch {
         let now = self.now_us();
         let meter = match at {
             MeterCell::Index(index) => {
-                self.instance_of(instance, "meter", |k| {
-                    matches!(k, InstanceKind::Meter { .. })
-                })?;
-                cell_mut(&mut self.state.meters[instance], "meter", index)?
+                self.instance_of(instance, Cells::Meter)?;
+                cell_mut(&mut self.state.meters[instance], Cells::Meter, index)?
             }
             MeterCell::Entry(handle) => {
-                self.instance_of(instance, "direct meter", |k| {
-                    matches!(k, InstanceKind::DirectMeter { .. })
-                })?;
+                self.instance_of(instance, Cells::DirectMeter)?;
                 self.state.direct_meter(instance, handle)
             }
         };
@@ -627,24 +622,54 @@ impl Switch {
     }
 }
 
-/// Cell `index` of `cells`, or why not.
-fn cell<'a, T>(cells: &'a [T], kind: &'static str, index: usize) -> Result<&'a T, RuntimeError> {
-    let size = cells.len();
-    cells
-        .get(index)
-        .ok_or(RuntimeError::Index { kind, index, size })
+/// The kinds of extern instance whose cells the runtime interface reads and writes.
+#[derive(Clone, Copy)]
+enum Cells {
+    Counter,
+    Register,
+    Meter,
+    DirectMeter,
 }
 
-/// Cell `index` of `cells`, to change, or why not.
-fn cell_mut<'a, T>(
-    cells: &'a mut [T],
-    kind: &'static str,
-    index: usize,
-) -> Result<&'a mut T, RuntimeError> {
+impl Cells {
+    fn name(self) -> &'static str {
+        match self {
+            Cells::Counter => "counter",
+            Cells::Register => "register",
+            Cells::Meter => "meter",
+            Cells::DirectMeter => "direct meter",
+        }
+    }
+
+    fn is(self, kind: &InstanceKind) -> bool {
+        matches!(
+            (self, kind),
+            (Cells::Counter, InstanceKind::Counter { .. })
+                | (Cells::Register, InstanceKind::Register { .. })
+                | (Cells::Meter, InstanceKind::Meter { .. })
+                | (Cells::DirectMeter, InstanceKind::DirectMeter { .. })
+        )
+    }
+}
+
+/// Cell `index` of the `kind` cells `cells`, or why not.
+fn cell<T>(cells: &[T], kind: Cells, index: usize) -> Result<&T, RuntimeError> {
     let size = cells.len();
-    cells
-        .get_mut(index)
-        .ok_or(RuntimeError::Index { kind, index, size })
+    cells.get(index).ok_or(RuntimeError::Index {
+        kind: kind.name(),
+        index,
+        size,
+    })
+}
+
+/// Cell `index` of the `kind` cells `cells`, to change, or why not.
+fn cell_mut<T>(cells: &mut [T], kind: Cells, index: usize) -> Result<&mut T, RuntimeError> {
+    let size = cells.len();
+    cells.get_mut(index).ok_or(RuntimeError::Index {
+        kind: kind.name(),
+        index,
+        size,
+    })
 }
 
 /// The index of the table of `program` named `name` (full name, or a unique suffix after a dot).
