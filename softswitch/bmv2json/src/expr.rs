@@ -160,8 +160,14 @@ impl<'a> Scope<'a> {
         }
         let op = str_member(v, "op", "an expression")?;
         let unary = matches!(v.get("left"), None | Some(Value::Null));
+        // BMv2's integers are unbounded: a difference may be negative (p4c then masks it or
+        // casts it with saturation), and a mask by a non-negative value is non-negative.
         let arith = |op: ArithOp, a: Typed, b: Typed| Typed {
-            signed: a.signed || b.signed,
+            signed: match op {
+                ArithOp::Sub => true,
+                ArithOp::BitAnd => a.signed && b.signed,
+                _ => a.signed || b.signed,
+            },
             expr: Expr::Arith {
                 op,
                 width: 128,
@@ -194,7 +200,7 @@ impl<'a> Scope<'a> {
                         width: 128,
                     },
                     width: 128,
-                    signed: r.signed,
+                    signed: true,
                 }
             }
             "+" | "-" | "*" | "/" | "%" | "<<" | ">>" | "&" | "|" | "^" => {
