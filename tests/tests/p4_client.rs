@@ -180,6 +180,30 @@ fn lossless_p4_on_bmv2_from_its_runtime_json_forwards_and_counts() {
     lossless_p4_forwards_and_counts(&TutorialBed::bmv2(grpc).unwrap());
 }
 
+/// The same on softswitch standing in for simple_switch_grpc: launched through a symlink of
+/// that name with the P4 tutorials' command line, given BMv2 JSON and P4Info by
+/// `pipeline set --target bmv2` (p4c's output, as BMv2 is), the same traffic, the same counts.
+#[test]
+fn lossless_p4_on_softswitch_as_simple_switch_grpc_from_bmv2_json_forwards_and_counts() {
+    let test = "lossless_p4_on_softswitch_as_simple_switch_grpc_from_bmv2_json_forwards_and_counts";
+    if !privileged(test) {
+        return;
+    }
+    if testkit::bmv2::toolchain_or_skip(test).is_none() {
+        return;
+    }
+    let bed = TutorialBed::softswitch_as_bmv2().unwrap();
+    assert!(
+        bed.bed
+            .lines
+            .iter()
+            .any(|l| l.contains("--thrift-port 9090 accepted, but the Thrift runtime")),
+        "softswitch did not say that Thrift is not served: {}",
+        bed.bed.lines.join("\n")
+    );
+    lossless_p4_forwards_and_counts(&bed);
+}
+
 /// lossless.p4 configured from the two-hosts example's runtime JSON by `lossless p4`: ping and
 /// UDP cross the switch, RoCEv2 frames in its lossless priority arrive all, in order and
 /// unmarked, its per-port counter equals what each host's kernel sent, its route counter counts

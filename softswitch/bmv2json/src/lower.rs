@@ -214,6 +214,19 @@ impl Lowerer {
         }
     }
 
+    /// The indexed (not direct) register, counter or meter array `iname` of JSON kind `kind`.
+    fn indexed(&self, kind: &'static str, iname: &str) -> Result<usize> {
+        let i = self.instance(kind, iname)?;
+        match self.instances[i].kind {
+            InstanceKind::Register { .. }
+            | InstanceKind::Counter { .. }
+            | InstanceKind::Meter { .. } => Ok(i),
+            _ => fail(format!(
+                "{iname} is direct: it cannot be used with an index"
+            )),
+        }
+    }
+
     fn externs(&mut self, root: &Value) -> Result<()> {
         let size = |v: &Value, what: &str| -> Result<u32> {
             let s = uint_member(v, "size", what)?;
@@ -417,47 +430,50 @@ impl Lowerer {
             let aname = name(a, "an action")?;
             let what = format!("action {aname}");
             let id = uint_member(a, "id", &what)?;
-            let mut params = Vec::new();
-            let mut slots = Vec::new();
+            let mut declared = Vec::new();
             for p in array_member(a, "runtime_data", &what)? {
                 let pname = name(p, &format!("a parameter of {what}"))?;
                 let width = uint_member(p, "bitwidth", &what)?;
                 if width > 128 {
                     return fail(format!("{what}: parameter {pname} has more than 128 bits"));
                 }
-                let slot = self.layout.alloc(1)?;
-                slots.push((slot, width as u16));
-                params.push(Param {
-                    name: pname.to_string(),
-                    slot,
-                    width: width as u16,
-                    action_data: true,
-                });
+                declared.push((pname.to_string(), width as u16));
             }
             let prims = array_member(a, "primitives", &what)?;
-            let stmts = self
-                .primitives(prims, &slots, &what)
-                .map_err(|e| crate::LoadError(format!("{what}: {}", e.0)))?;
-            let body = Body {
-                name: aname.to_string(),
-                params,
-                stmts,
+            let lowered = |l: &Self, slots: &[(Slot, u16)]| {
+                l.primitives(prims, slots, &what)
+                    .map_err(|e| crate::LoadError(format!("{what}: {}", e.0)))
             };
             // p4c repeats an action used in two controls under one name: one action for both,
-            // as P4Info has one.
+            // as P4Info has one, when the two are the same (their parameters in the same slots).
             if let Some(&same) = by_name.get(aname) {
                 let earlier = &self.bodies[self.actions[same].body];
-                if earlier.stmts == body.stmts
-                    && earlier
-                        .params
-                        .iter()
-                        .map(|p| p.width)
-                        .eq(body.params.iter().map(|p| p.width))
+                let slots: Vec<(Slot, u16)> =
+                    earlier.params.iter().map(|p| (p.slot, p.width)).collect();
+                if slots.iter().map(|s| s.1).eq(declared.iter().map(|d| d.1))
+                    && lowered(self, &slots)? == earlier.stmts
                 {
                     self.action_ids.insert(id, same);
                     continue;
                 }
             }
+            let mut slots = Vec::new();
+            let mut params = Vec::new();
+            for (pname, width) in declared {
+                let slot = self.layout.alloc(1)?;
+                slots.push((slot, width));
+                params.push(Param {
+                    name: pname,
+                    slot,
+                    width,
+                    action_data: true,
+                });
+            }
+            let body = Body {
+                name: aname.to_string(),
+                params,
+                stmts: lowered(self, &slots)?,
+            };
             self.bodies.push(body);
             self.actions.push(Action {
                 name: aname.to_string(),
@@ -609,13 +625,13 @@ impl Lowerer {
             "mark_to_drop" | "drop" => ext(ExternCall::MarkToDrop),
             "exit" => Ok(vec![Stmt::Exit]),
             "count" => ext(ExternCall::CounterCount {
-                instance: self.instance("counter_array", object_name(arg(0)?, what)?)?,
+                instance: self.indexed("counter_array", object_name(arg(0)?, what)?)?,
                 index: value(1)?.expr,
             }),
             "execute_meter" => {
                 let (dst, width) = self.place(arg(2)?, rt, what)?;
                 ext(ExternCall::MeterExecute {
-                    instance: self.instance("meter_array", object_name(arg(0)?, what)?)?,
+                    instance: self.indexed("meter_array", object_name(arg(0)?, what)?)?,
                     index: value(1)?.expr,
                     dst,
                     width,
@@ -624,13 +640,13 @@ impl Lowerer {
             "register_read" => {
                 let (dst, _) = self.place(arg(0)?, rt, what)?;
                 ext(ExternCall::RegisterRead {
-                    instance: self.instance("register_array", object_name(arg(1)?, what)?)?,
+                    instance: self.indexed("register_array", object_name(arg(1)?, what)?)?,
                     dst,
                     index: value(2)?.expr,
                 })
             }
             "register_write" => {
-                let instance = self.instance("register_array", object_name(arg(0)?, what)?)?;
+                let instance = self.indexed("register_array", object_name(arg(0)?, what)?)?;
                 let InstanceKind::Register { width, .. } = self.instances[instance].kind else {
                     return fail(format!("{what}: register_write to a non-register"));
                 };
@@ -709,9 +725,11 @@ impl Lowerer {
 
     fn primitive_assign_header(&self, dst: &Value, src: &Value, what: &str) -> Result<Vec<Stmt>> {
         let (d, dl, len) = self.header_slot(dst, what)?;
-        let (s, sl, _) = self.header_slot(src, what)?;
-        if dl != sl {
-            return fail(format!("{what}: assign_header between two header types"));
+        let (s, sl, src_len) = self.header_slot(src, what)?;
+        if dl != sl || len != src_len {
+            return fail(format!(
+                "{what}: assign_header between two header types, or a header and metadata"
+            ));
         }
         Ok(vec![Stmt::Copy {
             dst: d,
