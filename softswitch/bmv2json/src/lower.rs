@@ -310,7 +310,7 @@ impl Lowerer {
             };
             self.add_instance("parse_vset", vname, ik)?;
         }
-        for e in array_member(root, "extern_instances", "the program")? {
+        if let Some(e) = array_member(root, "extern_instances", "the program")?.first() {
             let ename = name(e, "an extern instance")?;
             return fail(format!(
                 "extern instance {ename} ({}): extern objects are not supported by softswitch's \
