@@ -58,6 +58,9 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(options.grpc_addr)
             .await
             .with_context(|| format!("binding {}", options.grpc_addr))?;
+        // Caught from before the switch says it is up: a SIGTERM right after that line ends it
+        // cleanly.
+        let shutdown = shutdown_signal().context("catching SIGINT and SIGTERM")?;
         let ports: Vec<String> = options
             .ports
             .iter()
@@ -75,7 +78,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
             ),
         );
         device
-            .serve(listener, shutdown_signal())
+            .serve(listener, shutdown)
             .await
             .context("serving gRPC")
     });
@@ -94,12 +97,15 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
     served
 }
 
-/// Completes on SIGINT or SIGTERM.
-async fn shutdown_signal() {
+/// A future that completes on SIGINT or SIGTERM, both caught from the moment of the call.
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM can be caught");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
+    let mut term = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = term.recv() => {}
+        }
+    })
 }
