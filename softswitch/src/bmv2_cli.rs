@@ -51,8 +51,8 @@ pub struct Bmv2Args {
     /// <port-num>@<interface-name>: attach an interface as a port; repeat for each.
     #[arg(short = 'i', long = "interface", value_name = "PORT@IFACE")]
     pub interfaces: Vec<softswitch_device::ports::PortSpec>,
-    /// Generate pcap files for the interfaces, in DIR (default: the current directory).
-    /// Accepted; softswitch does not write pcaps yet and says so.
+    /// Write pcap files of each interface's frames, `IFACE_in.pcap` and `IFACE_out.pcap`, in
+    /// DIR (default: the current directory).
     #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = ".")]
     pub pcap: Option<PathBuf>,
     /// TCP port of BMv2's Thrift runtime server. Accepted; softswitch does not serve Thrift
@@ -126,13 +126,6 @@ pub fn options(
              use P4Runtime (lossless p4)"
         );
     }
-    if let Some(dir) = &args.pcap {
-        eprintln!(
-            "softswitch ({name}): --pcap {} accepted, but softswitch does not write pcap \
-             files yet",
-            dir.display()
-        );
-    }
     if args.nanolog.is_some() {
         eprintln!("softswitch ({name}): --nanolog accepted and ignored");
     }
@@ -169,6 +162,7 @@ pub fn options(
             grpc_addr,
             device_id: args.device_id,
             cpu_port: target.cpu_port,
+            pcap: args.pcap,
         },
         Logging {
             level,

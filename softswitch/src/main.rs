@@ -4,6 +4,7 @@
 //! (`bmv2_cli`).
 
 mod bmv2_cli;
+mod pcap;
 mod run;
 
 use anyhow::{Context, Result};
@@ -178,6 +179,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 grpc_addr: grpc_server_addr,
                 device_id,
                 cpu_port,
+                pcap: None,
             })?;
             Ok(ExitCode::SUCCESS)
         }

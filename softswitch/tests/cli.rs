@@ -294,7 +294,6 @@ fn as_simple_switch_it_runs_a_bmv2_json_and_says_what_it_ignores() {
         text.contains("Thrift runtime (simple_switch_CLI) is not served yet"),
         "{text}"
     );
-    assert!(text.contains("does not write pcap files yet"), "{text}");
     assert!(
         text.contains("--priority-queues accepted and ignored"),
         "{text}"

@@ -71,7 +71,8 @@ impl TutorialBed {
     }
 
     /// Builds the hosts and starts softswitch in BMv2's place: through a symlink named
-    /// `simple_switch_grpc`, with the tutorials' command line, without a pipeline;
+    /// `simple_switch_grpc`, with the tutorials' command line, without a pipeline, writing its
+    /// pcap files in `dir/pcaps`;
     /// `pipeline set --program` compiles programs with p4c and pushes BMv2 JSON and P4Info, as
     /// to BMv2.
     pub fn softswitch_as_bmv2() -> anyhow::Result<Self> {
@@ -79,8 +80,10 @@ impl TutorialBed {
         let link = dir.join("simple_switch_grpc");
         std::os::unix::fs::symlink(crate::switch::softswitch_bin(), &link)
             .with_context(|| format!("linking {}", link.display()))?;
+        let pcaps = dir.join("pcaps");
+        std::fs::create_dir_all(&pcaps)?;
         Ok(TutorialBed {
-            bed: SwitchBed::start_as_simple_switch_grpc(topology, &link)?,
+            bed: SwitchBed::start_as_simple_switch_grpc(topology, &link, &pcaps)?,
             dir,
             bmv2: false,
             json: true,
