@@ -107,6 +107,7 @@ fn require_root(task: &str) -> anyhow::Result<()> {
 /// build, minutes that CI does not have.
 const FUZZED: &[&str] = &[
     "frontend",
+    "bmv2_json",
     "stf",
     "p4rt_write",
     "p4rt_set_pipeline",
