@@ -281,13 +281,14 @@ fn prometheus_scrapes_the_agent_and_agrees_with_stats() {
         let up = query(ns, "up{job=\"lossless\"}");
         (up.first().is_some_and(|(_, v)| *v == 1.0), up)
     });
-    eventually("a rate of priority 3's packets", || {
+    let rate = eventually("a rate of priority 3's packets", || {
         let rate = query(
             ns,
             &format!("rate(lossless_rx_packets_total{{interface=\"{rx}\",priority=\"3\"}}[5s])"),
         );
         (rate.first().is_some_and(|(_, v)| *v > 0.0), rate)
     });
+    eprintln!("rate of priority 3's packets while flowing: {:?}/s", rate[0].1);
 
     // promtool accepts /metrics as served.
     let (status, metrics) = get(ns, AGENT, "/metrics").unwrap();
@@ -351,7 +352,7 @@ fn prometheus_scrapes_the_agent_and_agrees_with_stats() {
             per_priority("vq_high_water_bytes"),
         ),
     ] {
-        eventually(&format!("{metric} by priority equals stats"), || {
+        let seen = eventually(&format!("{metric} by priority equals stats"), || {
             let seen = by_priority(ns, metric, &rx);
             let agree = seen
                 .iter()
@@ -359,6 +360,7 @@ fn prometheus_scrapes_the_agent_and_agrees_with_stats() {
                 .all(|(s, e)| (s - e).abs() <= 1e-9 * e.max(1.0));
             (agree, (seen, expected.clone()))
         });
+        eprintln!("{metric} by priority: {:?}", seen.0);
     }
     let cnp_sent = stats["cnp_sent"].as_u64().unwrap() as f64;
     assert!(cnp_sent > 0.0, "no CNPs: {stats}");
@@ -411,11 +413,26 @@ fn prometheus_scrapes_the_agent_and_agrees_with_stats() {
         (absent, health)
     });
     let peer = unique_name("vy");
-    ns.ip(&["link", "add", &later, "type", "veth", "peer", "name", &peer])
-        .unwrap();
-    ns.ip(&["link", "set", &later, "up"]).unwrap();
+    let make_later = || {
+        ns.ip(&["link", "add", &later, "type", "veth", "peer", "name", &peer])
+            .unwrap();
+        ns.ip(&["link", "set", &later, "up"]).unwrap();
+    };
+    make_later();
     agent.wait_for(&format!("{later}: attached"));
     assert!(attached(ns).contains(&later));
+
+    // Deleted: its pins are cleaned; made again (a new ifindex): attached again.
+    ns.ip(&["link", "del", &later]).unwrap();
+    agent.wait_for(&format!("{later}: detached (the interface is gone)"));
+    assert!(!attached(ns).contains(&later));
+    make_later();
+    agent.wait_for(&format!("{later}: attached"));
+
+    // A file that does not parse changes nothing.
+    std::fs::write(&config, "[[interfaces]]\nname = \"a/b\"\n").unwrap();
+    signal(&agent, libc::SIGHUP);
+    agent.wait_for("keeping the running configuration");
     eventually("the agent reports both interfaces attached", || {
         let up = query(ns, "sum(lossless_agent_interface_attached)");
         (up.first().is_some_and(|(_, v)| *v == 2.0), up)
