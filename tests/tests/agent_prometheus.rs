@@ -288,7 +288,10 @@ fn prometheus_scrapes_the_agent_and_agrees_with_stats() {
         );
         (rate.first().is_some_and(|(_, v)| *v > 0.0), rate)
     });
-    eprintln!("rate of priority 3's packets while flowing: {:?}/s", rate[0].1);
+    eprintln!(
+        "rate of priority 3's packets while flowing: {:?}/s",
+        rate[0].1
+    );
 
     // promtool accepts /metrics as served.
     let (status, metrics) = get(ns, AGENT, "/metrics").unwrap();

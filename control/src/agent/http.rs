@@ -56,9 +56,9 @@ pub async fn serve(listener: TcpListener, pages: Arc<dyn Pages>) {
                 .header_read_timeout(HEADER_TIMEOUT)
                 .max_buf_size(MAX_HEADER_BYTES)
                 .serve_connection(TokioIo::new(stream), service);
-            match tokio::time::timeout(CONNECTION_LIFETIME, connection).await {
-                Ok(Err(error)) => tracing::debug!("metrics server: {peer}: {error}"),
-                Ok(Ok(())) | Err(_) => {}
+            // Past its lifetime the connection is dropped, which closes it.
+            if let Ok(Err(error)) = tokio::time::timeout(CONNECTION_LIFETIME, connection).await {
+                tracing::debug!("metrics server: {peer}: {error}");
             }
             drop(slot);
         });
