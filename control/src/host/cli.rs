@@ -153,6 +153,10 @@ pub async fn run(command: HostCommand) -> anyhow::Result<()> {
             } else {
                 ifaces
             };
+            // An empty exposition is a valid answer for a textfile collector; a table is not.
+            if ifaces.is_empty() && format != StatsFormat::Prometheus {
+                bail!("no interface attached in this network namespace");
+            }
             let maps = ifaces
                 .iter()
                 .map(|iface| PinnedMaps::open(iface))
