@@ -10,10 +10,6 @@
 use std::{
     net::IpAddr,
     path::{Path, PathBuf},
-    sync::{
-        atomic::{AtomicU64, Ordering},
-        Arc, Mutex,
-    },
     time::{Duration, Instant},
 };
 
@@ -21,24 +17,19 @@ use anyhow::{bail, Context as _};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{link_pps, CountSample, Fabric, Sampler, Spawned, SwitchCounts};
+use super::{
+    count, dcqcn_flags, host_ip, link_pps, CountSample, Fabric, Receiving, Sampler, Spawned,
+    SwitchCounts, FRAME_BYTES, SAMPLE_EVERY,
+};
 use crate::{
     lab::output::{self, Line, Panel, Series},
-    net::leaf_spine::Tuning,
-    netns::run_in,
-    traffic::{Interval, Receiver, RecvConfig, RecvSummary, StopFlag},
+    traffic::{Interval, StopFlag},
     units::{parse_rate_bps, parse_run_time},
 };
-
-/// How often the receiver reports what each sender delivered.
-const GOODPUT_EVERY: Duration = Duration::from_millis(100);
 
 /// How long frames still in the fabric may take to arrive once the senders are done (held
 /// frames leave at the link rate, queue by queue).
 const DRAIN: Duration = Duration::from_secs(10);
-
-/// The smallest and largest frame.
-const FRAME_BYTES: std::ops::RangeInclusive<usize> = 128..=1500;
 
 /// Options of `lossless net experiment incast`.
 #[derive(Debug, Clone, clap::Args)]
@@ -65,26 +56,6 @@ pub struct IncastArgs {
     /// rate logs and incast.svg.
     #[arg(long, default_value = "lab-output/net-incast")]
     pub out: PathBuf,
-}
-
-impl IncastArgs {
-    /// DCQCN's parameters scaled to the link: steps and floor as fractions of its rate, timers
-    /// of a few of its packet times at the default rate.
-    fn dcqcn_flags(&self) -> Vec<String> {
-        let rate = self.link_rate;
-        [
-            ("--dcqcn-g", "0.0625".to_string()),
-            ("--dcqcn-rai", (rate / 100).max(1).to_string()),
-            ("--dcqcn-rhai", (rate / 20).max(1).to_string()),
-            ("--dcqcn-min-rate", (rate / 100).max(1).to_string()),
-            ("--dcqcn-byte-counter", (self.size * 50).to_string()),
-            ("--dcqcn-timer-us", "5000".to_string()),
-            ("--dcqcn-alpha-us", "5000".to_string()),
-        ]
-        .into_iter()
-        .flat_map(|(flag, value)| [flag.to_string(), value])
-        .collect()
-    }
 }
 
 /// One sender's outcome.
@@ -173,19 +144,7 @@ pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Resul
     if senders.is_empty() {
         bail!("an incast needs a host besides the receiver");
     }
-    // The hosts read the switches' pause quanta at the fabric's link speed.
-    let speed = Tuning::default().pause_link_speed_bps();
-    for host in senders.iter().chain([&receiver]) {
-        fabric.run_lossless_in(
-            host,
-            &[
-                "host".into(),
-                "set".into(),
-                "eth0".into(),
-                format!("pfc.link_speed_bps={speed}"),
-            ],
-        )?;
-    }
+    fabric.read_pauses_at_fabric_speed(senders.iter().chain([&receiver]))?;
     fabric.set_queues(pps, args.queue_depth)?;
     // Absolute: the senders write their rate logs from inside their hosts' mount namespaces.
     std::fs::create_dir_all(&args.out)
@@ -205,7 +164,7 @@ pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Resul
     );
 
     let receiving = Receiving::start(&format!("/proc/{}/ns/net", receiver_node.pid))?;
-    let sampler = Sampler::start(fabric)?;
+    let sampler = Sampler::start(fabric, SAMPLE_EVERY)?;
     let started = Instant::now();
     let mut running = Vec::new();
     for host in &senders {
@@ -228,7 +187,7 @@ pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Resul
         ]
         .map(String::from)
         .to_vec();
-        send.extend(args.dcqcn_flags());
+        send.extend(dcqcn_flags(args.link_rate, args.size));
         send.extend(["--rate-log".to_string(), log.display().to_string()]);
         running.push((
             host.clone(),
@@ -296,10 +255,7 @@ pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Resul
     let sent_total: u64 = senders_out.iter().map(|s| s.sent).sum();
     let received_total: u64 = senders_out.iter().map(|s| s.received).sum();
     let outcome = Outcome {
-        switch: match fabric.kind {
-            crate::p4::cli::SwitchKind::Softswitch => "softswitch",
-            crate::p4::cli::SwitchKind::Bmv2 => "bmv2",
-        },
+        switch: fabric.kind_name(),
         shape: [fabric.shape.spines, fabric.shape.leaves, fabric.shape.hosts],
         receiver,
         link_rate_bps: args.link_rate,
@@ -323,78 +279,6 @@ pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Resul
     let table = table(&outcome);
     print!("{table}");
     write_outputs(args, &outcome, &table, &samples, &switches, &goodput)
-}
-
-/// A host's address, as the glue reported it.
-fn host_ip(node: &crate::net::state::NodeStatus) -> anyhow::Result<IpAddr> {
-    node.intfs
-        .first()
-        .and_then(|i| i.ip.as_deref())
-        .and_then(|ip| ip.parse().ok())
-        .with_context(|| format!("{} has no IPv4 address", node.name))
-}
-
-/// A count in a sender's JSON summary (0 if missing).
-fn count(summary: &Value, key: &str) -> u64 {
-    summary[key].as_u64().unwrap_or(0)
-}
-
-/// The receiver, counting on a thread of its own inside the receiving host's namespace.
-struct Receiving {
-    stop: StopFlag,
-    received: Arc<AtomicU64>,
-    goodput: Arc<Mutex<Vec<Interval>>>,
-    thread: std::thread::JoinHandle<anyhow::Result<RecvSummary>>,
-}
-
-impl Receiving {
-    /// Opens the receiver's socket in the namespace at `netns`; it counts from here on.
-    fn start(netns: &str) -> anyhow::Result<Receiving> {
-        let config = RecvConfig {
-            iface: "eth0".into(),
-            duration: None,
-            count: None,
-            idle_timeout: None,
-            cnp: None,
-        };
-        let mut receiver = run_in(Path::new(netns), || Receiver::open(config))??;
-        let stop = receiver.stop_flag();
-        let received = Arc::new(AtomicU64::new(0));
-        let goodput = Arc::new(Mutex::new(Vec::new()));
-        let (counted, intervals) = (received.clone(), goodput.clone());
-        let thread = std::thread::spawn(move || {
-            Ok(receiver.run_every(GOODPUT_EVERY, |interval| {
-                let packets: u64 = interval.qps.iter().map(|q| q.packets).sum();
-                counted.fetch_add(packets, Ordering::Relaxed);
-                intervals
-                    .lock()
-                    .expect("not poisoned")
-                    .push(interval.clone());
-            })?)
-        });
-        Ok(Receiving {
-            stop,
-            received,
-            goodput,
-            thread,
-        })
-    }
-
-    /// Frames counted up to the last report.
-    fn received(&self) -> u64 {
-        self.received.load(Ordering::Relaxed)
-    }
-
-    /// Stops it: its summary and its reports.
-    fn finish(self) -> anyhow::Result<(RecvSummary, Vec<Interval>)> {
-        self.stop.stop();
-        let summary = self
-            .thread
-            .join()
-            .map_err(|_| anyhow::anyhow!("the receiver panicked"))??;
-        let goodput = std::mem::take(&mut *self.goodput.lock().expect("not poisoned"));
-        Ok((summary, goodput))
-    }
 }
 
 /// The tables: senders, then switches, then the verdict.
