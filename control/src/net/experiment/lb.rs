@@ -53,10 +53,23 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 const QUIET: Duration = Duration::from_secs(1);
 const DRAIN: Duration = Duration::from_secs(10);
 
-/// Short flows' QPs and UDP source ports count from here (long flows use the traffic tool's
-/// defaults, QP 256 and port 49152 up), so every short flow is a 5-tuple of its own.
-const SHORT_QP_BASE: u32 = 4096;
+/// Short flows' UDP source ports count from here (long flows use the traffic tool's default,
+/// 49152 up), so every short flow is a 5-tuple of its own; every run sends the same 5-tuples,
+/// so every policy balances the same flows.
 const SHORT_SPORT_BASE: u16 = 50000;
+
+/// Each run's QPs are its own (long flows from 256 + 256 × run, short flows 128 above them),
+/// so a frame of an earlier run still in the fabric is never counted as this run's.
+const QPS_PER_RUN: u32 = 256;
+const SHORT_QP_OFFSET: u32 = 128;
+
+/// The most policies a run of the experiment takes (each its own QP numbers).
+const MAX_RUNS: usize = 64;
+
+/// Before a run: the fabric counts as idle once no switch port received a frame for this
+/// long, and the wait for it ends (with a warning) after the second.
+const IDLE: Duration = Duration::from_millis(300);
+const SETTLE: Duration = Duration::from_secs(10);
 
 /// Header bytes of a RoCEv2 frame (Ethernet, IPv4, UDP, BTH, ICRC), and what a frame takes on
 /// the wire beyond its own bytes: the part of a link's rate that is goodput.
@@ -285,6 +298,9 @@ struct Outcome {
     short_flows: u32,
     short_frames: u64,
     policies: Vec<PolicyOutcome>,
+    /// The kernel's drops (rx, tx) on the network's interfaces that dropped any, over the
+    /// whole experiment, by name.
+    interface_drops: BTreeMap<String, [u64; 2]>,
     stopped_early: bool,
 }
 
@@ -322,8 +338,8 @@ pub fn run(
     if !FRAME_BYTES.contains(&args.size) {
         bail!("--size {}: {FRAME_BYTES:?} bytes", args.size);
     }
-    if args.policies.is_empty() {
-        bail!("--policies: at least one");
+    if args.policies.is_empty() || args.policies.len() > MAX_RUNS {
+        bail!("--policies: 1 to {MAX_RUNS}");
     }
     let shape = fabric.shape;
     if shape.leaves < 2 || shape.spines < 2 {
@@ -374,11 +390,11 @@ pub fn run(
     };
     let mut policies = Vec::new();
     let mut result = Ok(());
-    for policy in &args.policies {
+    for (i, policy) in args.policies.iter().enumerate() {
         if stop.is_stopped() {
             break;
         }
-        match run.one(*policy) {
+        match run.one(*policy, i as u32) {
             Ok(outcome) => policies.push(outcome),
             Err(e) => {
                 result = Err(e);
@@ -402,6 +418,7 @@ pub fn run(
         short_flows: args.short_flows,
         short_frames: args.short_frames,
         policies,
+        interface_drops: fabric.interface_drops()?,
         stopped_early: stop.is_stopped(),
     };
     let table = table(&outcome);
@@ -665,6 +682,16 @@ struct Run<'a> {
     stop: &'a StopFlag,
 }
 
+/// What a sender sent: its summary.
+struct Sent {
+    from: String,
+    to: String,
+    started: Instant,
+    /// A short flow (else a long one).
+    short: bool,
+    summary: Value,
+}
+
 /// A sender process and what it is.
 struct Sending {
     from: String,
@@ -759,10 +786,42 @@ impl Run<'_> {
         }
     }
 
-    /// One run of the workload under `policy`.
-    fn one(&self, policy: Policy) -> anyhow::Result<PolicyOutcome> {
+    /// Waits until no switch port receives anything (what an earlier run left in the queues
+    /// has drained), at most [`SETTLE`].
+    fn settle(&self) -> anyhow::Result<()> {
+        let switches = self.fabric.switches();
+        let read = || {
+            let switches = switches.clone();
+            self.fabric.in_network(async move {
+                let mut total = 0;
+                for switch in &switches {
+                    total += super::port_rx_bytes(switch).await?.iter().sum::<u64>();
+                }
+                Ok(total)
+            })
+        };
+        let since = Instant::now();
+        let (mut last, mut last_change) = (read()?, Instant::now());
+        while last_change.elapsed() < IDLE {
+            if since.elapsed() > SETTLE {
+                eprintln!("the fabric still forwards after {SETTLE:?}: starting anyway");
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            let now = read()?;
+            if now != last {
+                (last, last_change) = (now, Instant::now());
+            }
+        }
+        Ok(())
+    }
+
+    /// The `run`th run of the workload, under `policy`.
+    fn one(&self, policy: Policy, run: u32) -> anyhow::Result<PolicyOutcome> {
         let (args, fabric) = (self.args, self.fabric);
+        self.settle()?;
         self.controller.set_policy(policy)?;
+        let qp_base = 256 + run * QPS_PER_RUN;
         println!("{policy:?}: running");
         let mut receiving = Vec::new();
         for r in &self.receivers {
@@ -786,6 +845,8 @@ impl Run<'_> {
                     format!("{}ms", args.secs.as_millis()),
                     "--qps".into(),
                     args.long_qps.to_string(),
+                    "--qp-base".into(),
+                    qp_base.to_string(),
                 ],
             )?);
         }
@@ -807,7 +868,7 @@ impl Run<'_> {
                         "--count".into(),
                         args.short_frames.to_string(),
                         "--qp-base".into(),
-                        (SHORT_QP_BASE + k).to_string(),
+                        (qp_base + SHORT_QP_OFFSET + k).to_string(),
                         "--sport-base".into(),
                         (SHORT_SPORT_BASE + k as u16).to_string(),
                     ],
@@ -830,14 +891,21 @@ impl Run<'_> {
             std::thread::sleep(Duration::from_millis(5));
         }
         let mut sent = Vec::new();
-        for s in long.into_iter().chain(short) {
+        let longs = long.len();
+        for (i, s) in long.into_iter().chain(short).enumerate() {
             let what = format!("{}: traffic send", s.from);
             let text = s.process.output(&what)?;
             let summary: Value =
                 serde_json::from_str(&text).with_context(|| format!("{what}: its summary"))?;
-            sent.push((s.from, s.to, s.started, summary));
+            sent.push(Sent {
+                from: s.from,
+                to: s.to,
+                started: s.started,
+                short: i >= longs,
+                summary,
+            });
         }
-        let expected: u64 = sent.iter().map(|(.., s)| count(s, "packets")).sum();
+        let expected: u64 = sent.iter().map(|s| count(&s.summary, "packets")).sum();
         let drain_until = Instant::now() + DRAIN;
         let (mut last, mut last_change) = (0, Instant::now());
         loop {
@@ -877,13 +945,20 @@ impl Run<'_> {
         policy: Policy,
         start: Instant,
         elapsed: Duration,
-        sent: &[(String, String, Instant, Value)],
+        sent: &[Sent],
         received: &BTreeMap<String, (crate::traffic::RecvSummary, Vec<Interval>)>,
         samples: &[CountSample],
     ) -> anyhow::Result<PolicyOutcome> {
         let fabric = self.fabric;
         let (mut long_flows, mut short_flows) = (Vec::new(), Vec::new());
-        for (from, to, started, s) in sent {
+        for Sent {
+            from,
+            to,
+            started,
+            short,
+            summary: s,
+        } in sent
+        {
             let src = host_ip(fabric.host(from)?)?;
             let qps: Vec<u64> = s["qps"]
                 .as_array()
@@ -900,7 +975,7 @@ impl Run<'_> {
             let mine = || mine.iter();
             let got: u64 = mine().map(|q| q.packets).sum();
             let frames = count(s, "packets");
-            if count(&s["qps"][0], "qp") >= u64::from(SHORT_QP_BASE) {
+            if *short {
                 let last_ns = mine().map(|q| q.last_ns).max().unwrap_or(0);
                 let arrived = monotonic_ns_at(summary.started) + last_ns;
                 let fct_ms = (got >= frames && frames > 0)
@@ -1193,6 +1268,9 @@ fn table(o: &Outcome) -> String {
                 c.dropped.to_string(),
             ]);
         }
+    }
+    for (name, [rx, tx]) in &o.interface_drops {
+        t += &format!("\nkernel drops on {name}: {rx} received, {tx} sent");
     }
     let drops: u64 = o.policies.iter().map(|p| p.lossless_drops).sum();
     t += &format!(
