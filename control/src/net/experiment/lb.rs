@@ -76,9 +76,10 @@ const SETTLE: Duration = Duration::from_secs(10);
 const ROCE_HEADER_BYTES: usize = 14 + 20 + 8 + 12 + 4;
 const WIRE_EXTRA_BYTES: usize = 24;
 
-/// A link failure's recovery: goodput back at this fraction of what the surviving paths can
-/// carry (or of what flowed before, if less).
-const RECOVERED: f64 = 0.8;
+/// A link failure's recovery: goodput back at this fraction of what flowed before (or of what
+/// the surviving paths can carry, if less). Half: DCQCN on this machine keeps goodput well
+/// below a link's rate, and a flow left on a dead path takes its share to zero.
+const RECOVERED: f64 = 0.5;
 
 /// How often the controller looks for a policy to switch to while no link event comes.
 const CONTROLLER_POLL: Duration = Duration::from_millis(20);
@@ -224,10 +225,15 @@ struct Recovery {
     goodput_before_bps: f64,
     surviving_capacity_bps: f64,
     /// From the failure until the end of the first of the receivers' reports (every 100 ms)
-    /// that began after it with goodput back at 80% of the smaller of the two (none: none did
+    /// that began after it with goodput back at half the smaller of the two (none: none did
     /// before the senders stopped).
     recovery_ms: Option<f64>,
-    /// Bytes the dead link's spine received after the reroute (plus a sample's grain).
+    /// Receivers' goodput from the reroute (plus a sample's grain; the failure with
+    /// --no-reroute) to the senders' end.
+    goodput_after_bps: f64,
+    /// Bytes the surviving spines received over the same span.
+    surviving_spine_bytes_after: u64,
+    /// Bytes the dead link's spine received over the same span (to the run's end).
     dead_spine_bytes_after: u64,
     /// The same, by the leaf they came from (the spine's port to it).
     dead_spine_bytes_after_from: BTreeMap<String, u64>,
@@ -1116,16 +1122,31 @@ impl Run<'_> {
             .iter()
             .position(|s| s.name == dead)
             .unwrap_or(0);
-        let ports = &self.fabric.switches()[spine_index].ports;
+        let switches = self.fabric.switches();
         let mut dead_after = BTreeMap::new();
+        let mut surviving_after = 0;
         if let (Some(from), Some(last)) =
             (samples.iter().find(|s| s.t_s >= after_s), samples.last())
         {
-            for (i, port) in ports.iter().enumerate() {
+            for (i, port) in switches[spine_index].ports.iter().enumerate() {
                 let bytes = last.rx_bytes[spine_index][i] - from.rx_bytes[spine_index][i];
                 dead_after.insert(format!("leaf{port}"), bytes);
             }
+            for (j, switch) in switches.iter().enumerate() {
+                if switch.name.starts_with("spine") && j != spine_index {
+                    surviving_after +=
+                        last.rx_bytes[j].iter().sum::<u64>() - from.rx_bytes[j].iter().sum::<u64>();
+                }
+            }
         }
+        let end_s = args.secs.as_secs_f64();
+        let after: Vec<f64> = outcome
+            .goodput
+            .iter()
+            .filter(|(t, _)| *t - GOODPUT_EVERY.as_secs_f64() >= after_s && *t <= end_s)
+            .map(|(_, bps)| *bps)
+            .collect();
+        let goodput_after = after.iter().sum::<f64>() / after.len().max(1) as f64;
         Recovery {
             link: format!("leaf{}-spine{}", f.leaf, f.spine),
             failed_at_s: fail_s,
@@ -1134,6 +1155,8 @@ impl Run<'_> {
             goodput_before_bps: goodput_before,
             surviving_capacity_bps: surviving,
             recovery_ms,
+            goodput_after_bps: goodput_after,
+            surviving_spine_bytes_after: surviving_after,
             dead_spine_bytes_after: dead_after.values().sum(),
             dead_spine_bytes_after_from: dead_after,
             lost_frames: outcome.lossless_drops,
