@@ -224,9 +224,9 @@ struct Recovery {
     /// Receivers' goodput before the failure, and what the surviving paths can carry.
     goodput_before_bps: f64,
     surviving_capacity_bps: f64,
-    /// From the failure until the end of the first of the receivers' reports (every 100 ms)
-    /// that began after it with goodput back at half the smaller of the two (none: none did
-    /// before the senders stopped).
+    /// From the failure until the end of the first of the receivers' reports (every 100 ms,
+    /// begun after it) from which on the goodput averaged at least half the smaller of the two
+    /// to the senders' end (none: from none).
     recovery_ms: Option<f64>,
     /// Receivers' goodput from the reroute (plus a sample's grain; the failure with
     /// --no-reroute) to the senders' end.
@@ -1108,11 +1108,19 @@ impl Run<'_> {
             (args.size - ROCE_HEADER_BYTES) as f64 / (args.size + WIRE_EXTRA_BYTES) as f64;
         let surviving = (spines - 1) as f64 * args.link_rate as f64 * payload_share;
         let target = RECOVERED * goodput_before.min(surviving);
-        let recovery_ms = outcome
+        let end_s = args.secs.as_secs_f64();
+        let reports: Vec<(f64, f64)> = outcome
             .goodput
             .iter()
-            .find(|(end, bps)| *end - GOODPUT_EVERY.as_secs_f64() >= fail_s && *bps >= target)
-            .map(|(t, _)| (t - fail_s) * 1e3);
+            .filter(|(end, _)| *end - GOODPUT_EVERY.as_secs_f64() >= fail_s && *end <= end_s)
+            .copied()
+            .collect();
+        let recovery_ms = (0..reports.len())
+            .find(|&i| {
+                let rest = &reports[i..];
+                rest.iter().map(|(_, bps)| bps).sum::<f64>() / rest.len() as f64 >= target
+            })
+            .map(|i| (reports[i].0 - fail_s) * 1e3);
         let dead = format!("spine{}", f.spine);
         let after_s = reaction.map_or(fail_s, |r| r.written.duration_since(start).as_secs_f64())
             + SAMPLE_EVERY.as_secs_f64();
@@ -1139,7 +1147,6 @@ impl Run<'_> {
                 }
             }
         }
-        let end_s = args.secs.as_secs_f64();
         let after: Vec<f64> = outcome
             .goodput
             .iter()
