@@ -325,46 +325,22 @@ fn sigint_mid_run_leaves_nothing_behind() {
 /// PAUSEs counted where sent and where received, and a sender held its frames for them), marked
 /// and sent CNPs that reached the senders; the summary, table and plot are written.
 fn incast(name: &str, switch: &str) {
-    let dir = scratch(name);
-    let out = net(
-        name,
-        &[
-            "experiment",
-            "incast",
-            "--switch",
-            switch,
-            "--secs",
-            "2",
-            "--out",
-        ],
-    )
-    .arg(&dir)
-    .output()
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
-    let n = |v: &Value| v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"));
+    let (summary, stdout, dir) = experiment(name, "incast", &["--switch", switch, "--secs", "2"]);
     let senders = summary["senders"].as_array().unwrap();
     assert_eq!(senders.len(), 3, "{summary}");
     for s in senders {
-        assert!(n(&s["sent"]) > 100, "{stdout}");
-        assert_eq!(n(&s["received"]), n(&s["sent"]), "{stdout}");
+        assert!(count(&s["sent"]) > 100, "{stdout}");
+        assert_eq!(count(&s["received"]), count(&s["sent"]), "{stdout}");
     }
-    assert_eq!(n(&summary["lossless_drops"]), 0, "{stdout}");
-    assert_eq!(n(&summary["switch_drops"]), 0, "{stdout}");
+    assert_eq!(count(&summary["lossless_drops"]), 0, "{stdout}");
+    assert_eq!(count(&summary["switch_drops"]), 0, "{stdout}");
     let switches = summary["switches"].as_array().unwrap();
     let leaf2 = switches.iter().find(|s| s["name"] == "leaf2").unwrap();
     assert!(
-        n(&leaf2["pause_tx"]) > 0 && n(&leaf2["ecn_marked"]) > 0,
+        count(&leaf2["pause_tx"]) > 0 && count(&leaf2["ecn_marked"]) > 0,
         "{stdout}"
     );
-    let pfc_rx: u64 = switches.iter().map(|s| n(&s["pfc_rx"])).sum();
+    let pfc_rx: u64 = switches.iter().map(|s| count(&s["pfc_rx"])).sum();
     let paused_ms: f64 = senders
         .iter()
         .map(|s| s["paused_ms"].as_f64().unwrap())
@@ -373,7 +349,7 @@ fn incast(name: &str, switch: &str) {
         pfc_rx > 0 || paused_ms > 0.0,
         "PAUSEs sent, none received: {stdout}"
     );
-    assert!(n(&summary["cnp_received"]) > 0, "{stdout}");
+    assert!(count(&summary["cnp_received"]) > 0, "{stdout}");
     let svg = std::fs::read_to_string(dir.join("incast.svg")).unwrap();
     assert!(
         svg.starts_with("<svg") && svg.contains("PAUSE"),
@@ -382,7 +358,6 @@ fn incast(name: &str, switch: &str) {
     assert!(std::fs::read_to_string(dir.join("table.txt"))
         .unwrap()
         .contains("lost in the lossless class"));
-    assert!(!Path::new("/run/lossless/net").join(name).exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -401,9 +376,9 @@ fn incast_on_bmv2_loses_nothing_and_pauses() {
     }
 }
 
-/// `lossless net experiment NAME --out DIR ARGS` on the 2x2x2 softswitch fabric: its summary,
-/// after checking that it succeeded and wrote its table and plot.
-fn lb_experiment(name: &str, experiment: &str, args: &[&str]) -> (Value, String) {
+/// `lossless net experiment EXPERIMENT --out DIR ARGS` on the 2x2x2 fabric, checked to have
+/// succeeded and left no network behind: its summary, its stdout and DIR.
+fn experiment(name: &str, experiment: &str, args: &[&str]) -> (Value, String, PathBuf) {
     let dir = scratch(name);
     let out = net(name, &["experiment", experiment, "--out"])
         .arg(&dir)
@@ -418,8 +393,16 @@ fn lb_experiment(name: &str, experiment: &str, args: &[&str]) -> (Value, String)
     );
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert!(!Path::new("/run/lossless/net").join(name).exists());
+    (summary, stdout, dir)
+}
+
+/// An lb or link-failure experiment on softswitch, checked to have written its table (a row per
+/// policy) and its plot: its summary and its stdout.
+fn lb_experiment(name: &str, which: &str, args: &[&str]) -> (Value, String) {
+    let (summary, stdout, dir) = experiment(name, which, args);
     let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
-    let svg = std::fs::read_to_string(dir.join(format!("{experiment}.svg"))).unwrap();
+    let svg = std::fs::read_to_string(dir.join(format!("{which}.svg"))).unwrap();
     assert!(
         svg.starts_with("<svg") && svg.contains("completion"),
         "{svg:.200}"
@@ -428,7 +411,6 @@ fn lb_experiment(name: &str, experiment: &str, args: &[&str]) -> (Value, String)
         let row = format!("| {} |", policy["policy"].as_str().unwrap());
         assert!(table.contains(&row), "{row} not in\n{table}");
     }
-    assert!(!Path::new("/run/lossless/net").join(name).exists());
     let _ = std::fs::remove_dir_all(&dir);
     (summary, stdout)
 }

@@ -18,13 +18,13 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    count, dcqcn_flags, host_ip, link_pps, CountSample, Fabric, Receiving, Sampler, Spawned,
-    SwitchCounts, FRAME_BYTES, SAMPLE_EVERY,
+    count, host_ip, CountSample, Fabric, Links, Receiving, Sampler, Spawned, SwitchCounts,
+    SwitchOutcome, SAMPLE_EVERY,
 };
 use crate::{
     lab::output::{self, Line, Panel, Series},
     traffic::{Interval, StopFlag},
-    units::{parse_rate_bps, parse_run_time},
+    units::parse_run_time,
 };
 
 /// How long frames still in the fabric may take to arrive once the senders are done (held
@@ -37,18 +37,9 @@ pub struct IncastArgs {
     /// The receiver [default: the fabric's last host].
     #[arg(long)]
     pub receiver: Option<String>,
-    /// Every link's rate: the switches' queues drain at it, and it is each sender's line rate
-    /// (where DCQCN starts and its ceiling).
-    #[arg(long, default_value = "8mbit", value_parser = parse_rate_bps)]
-    pub link_rate: u64,
-    /// Every switch queue's depth in packets (1 to 4096): PFC pauses at 16, and the rest is
-    /// headroom for what is already on its way, which for a software switch includes the
-    /// burst its upstream sends to catch up after the machine descheduled it.
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub queue_depth: u32,
-    /// Frame size in bytes (without FCS), 128 to 1500.
-    #[arg(long, default_value_t = 1000)]
-    pub size: usize,
+    /// The links.
+    #[command(flatten)]
+    pub links: Links,
     /// How long the senders send (1 ms to 1 day).
     #[arg(long, default_value = "3", value_parser = parse_run_time)]
     pub secs: Duration,
@@ -82,14 +73,6 @@ struct SenderOutcome {
     wire_rate_bps: f64,
     /// Whether it honoured PFC, from its own summary.
     pfc: Value,
-}
-
-/// One switch's counts over the run.
-#[derive(Debug, Serialize)]
-struct SwitchOutcome {
-    name: String,
-    #[serde(flatten)]
-    counts: SwitchCounts,
 }
 
 /// summary.json.
@@ -129,10 +112,6 @@ struct Outcome {
 
 /// Runs the incast on `fabric`; stops early when `stop` is set (and still writes its outputs).
 pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Result<()> {
-    if !FRAME_BYTES.contains(&args.size) {
-        bail!("--size {}: {FRAME_BYTES:?} bytes", args.size);
-    }
-    let pps = link_pps(args.link_rate, args.size)?;
     let hosts = fabric.hosts();
     let receiver = match &args.receiver {
         Some(name) => name.clone(),
@@ -145,7 +124,7 @@ pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Resul
         bail!("an incast needs a host besides the receiver");
     }
     fabric.read_pauses_at_fabric_speed(senders.iter().chain([&receiver]))?;
-    fabric.set_queues(pps, args.queue_depth)?;
+    let pps = args.links.apply(fabric)?;
     // Absolute: the senders write their rate logs from inside their hosts' mount namespaces.
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
@@ -158,8 +137,8 @@ pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Resul
          bytes a second), {:?}",
         senders.join(", "),
         fabric.kind,
-        args.link_rate as f64 / 1e6,
-        args.size,
+        args.links.link_rate as f64 / 1e6,
+        args.links.size,
         args.secs
     );
 
@@ -169,25 +148,11 @@ pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Resul
     let mut running = Vec::new();
     for host in &senders {
         let log = args.out.join(format!("{host}-rates.json"));
-        let mut send: Vec<String> = [
-            "traffic",
-            "send",
-            "--iface",
-            "eth0",
-            "--dst-ip",
-            &receiver_ip.to_string(),
-            "--rate",
-            &args.link_rate.to_string(),
-            "--size",
-            &args.size.to_string(),
-            "--duration",
-            &format!("{}ms", args.secs.as_millis()),
-            "--json",
-            "--dcqcn",
-        ]
-        .map(String::from)
-        .to_vec();
-        send.extend(dcqcn_flags(args.link_rate, args.size));
+        let mut send = args.links.dcqcn_sender(receiver_ip);
+        send.extend([
+            "--duration".to_string(),
+            format!("{}ms", args.secs.as_millis()),
+        ]);
         send.extend(["--rate-log".to_string(), log.display().to_string()]);
         running.push((
             host.clone(),
@@ -218,10 +183,6 @@ pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Resul
     let elapsed = started.elapsed();
 
     let switches = fabric.switches();
-    let (first, last) = (
-        samples.first().context("no counter sample")?,
-        samples.last().context("no counter sample")?,
-    );
     let mut senders_out = Vec::new();
     for (host, s) in &sent {
         let ip = host_ip(fabric.host(host)?)?;
@@ -243,24 +204,17 @@ pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Resul
             pfc: s["pfc"].clone(),
         });
     }
-    let switches_out: Vec<SwitchOutcome> = switches
-        .iter()
-        .zip(last.counts.iter().zip(&first.counts))
-        .map(|(switch, (last, first))| SwitchOutcome {
-            name: switch.name.clone(),
-            counts: last.since(first),
-        })
-        .collect();
-    let total = |f: fn(&SwitchCounts) -> u64| switches_out.iter().map(|s| f(&s.counts)).sum();
+    let switches_out = SwitchOutcome::over(&switches, &samples)?;
+    let total = |f: fn(&SwitchCounts) -> u64| SwitchOutcome::total(&switches_out, f);
     let sent_total: u64 = senders_out.iter().map(|s| s.sent).sum();
     let received_total: u64 = senders_out.iter().map(|s| s.received).sum();
     let outcome = Outcome {
         switch: fabric.kind_name(),
         shape: [fabric.shape.spines, fabric.shape.leaves, fabric.shape.hosts],
         receiver,
-        link_rate_bps: args.link_rate,
+        link_rate_bps: args.links.link_rate,
         link_pps: pps,
-        frame_bytes: args.size,
+        frame_bytes: args.links.size,
         secs: elapsed.as_secs_f64(),
         sent: sent_total,
         received: received_total,
@@ -416,7 +370,7 @@ fn draw(
 ) -> anyhow::Result<()> {
     let end = outcome.secs;
     let x = 0.0..end;
-    let link = args.link_rate as f64 / 1e6;
+    let link = args.links.link_rate as f64 / 1e6;
     let mut rate_lines = Vec::new();
     for s in &outcome.senders {
         rate_lines.push(Line::solid(

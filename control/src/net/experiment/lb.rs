@@ -30,8 +30,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    count, dcqcn_flags, host_ip, link_pps, CountSample, Fabric, Receiving, Sampler, Spawned,
-    SwitchCounts, FRAME_BYTES, GOODPUT_EVERY,
+    count, host_ip, CountSample, Fabric, Links, Receiving, Sampler, Spawned, SwitchCounts,
+    SwitchOutcome, GOODPUT_EVERY,
 };
 use crate::{
     lab::output::{self, Line, Panel},
@@ -42,7 +42,7 @@ use crate::{
     netlink::LinkEvents,
     netns::run_in,
     traffic::{interface::Interface, pfc_honour::monotonic_ns_at, Interval, StopFlag},
-    units::{parse_rate_bps, parse_run_time},
+    units::parse_run_time,
 };
 
 /// How often the sampler reads the switches' counters: recovery shows at this grain.
@@ -98,15 +98,9 @@ pub struct LbArgs {
         default_value = "ecmp,flowlet,dlb,spray"
     )]
     pub policies: Vec<Policy>,
-    /// Every link's rate: the switches' queues drain at it, and it is each sender's line rate.
-    #[arg(long, default_value = "8mbit", value_parser = parse_rate_bps)]
-    pub link_rate: u64,
-    /// Every switch queue's depth in packets (1 to 4096): PFC pauses at 16.
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub queue_depth: u32,
-    /// Frame size in bytes (without FCS), 128 to 1500.
-    #[arg(long, default_value_t = 1000)]
-    pub size: usize,
+    /// The links.
+    #[command(flatten)]
+    pub links: Links,
     /// How long each policy's long flows send (1 ms to 1 day).
     #[arg(long, default_value = "3", value_parser = parse_run_time)]
     pub secs: Duration,
@@ -176,7 +170,8 @@ struct Failed {
 impl LbArgs {
     /// The uplink groups' timers: given, or scaled to the link's frame time.
     fn tuning(&self) -> Tuning {
-        let frame_us = (self.size + WIRE_EXTRA_BYTES) as u64 * 8 * 1_000_000 / self.link_rate;
+        let frame_us =
+            (self.links.size + WIRE_EXTRA_BYTES) as u64 * 8 * 1_000_000 / self.links.link_rate;
         Tuning {
             flowlet_timeout_us: self.flowlet_timeout_us.unwrap_or(16 * frame_us).max(1),
             dlb_load_age_us: self.dlb_load_age_us.unwrap_or(4 * frame_us).max(1),
@@ -239,14 +234,6 @@ struct Recovery {
     dead_spine_bytes_after_from: BTreeMap<String, u64>,
     /// Frames sent and never received.
     lost_frames: u64,
-}
-
-/// One switch's counts over a run.
-#[derive(Debug, Serialize)]
-struct SwitchOutcome {
-    name: String,
-    #[serde(flatten)]
-    counts: SwitchCounts,
 }
 
 /// One policy's run.
@@ -341,9 +328,6 @@ pub fn run(
     fabric: &Fabric,
     stop: &StopFlag,
 ) -> anyhow::Result<()> {
-    if !FRAME_BYTES.contains(&args.size) {
-        bail!("--size {}: {FRAME_BYTES:?} bytes", args.size);
-    }
     if args.policies.is_empty() || args.policies.len() > MAX_RUNS {
         bail!("--policies: 1 to {MAX_RUNS}");
     }
@@ -351,7 +335,6 @@ pub fn run(
     if shape.leaves < 2 || shape.spines < 2 {
         bail!("load balancing needs two leaves and two spines at least");
     }
-    let pps = link_pps(args.link_rate, args.size)?;
     let failure = failure.map(|f| resolve_failure(f, fabric)).transpose()?;
     let name = if failure.is_some() {
         "link-failure"
@@ -369,7 +352,7 @@ pub fn run(
         .map(|h| host_name(shape.leaves, h))
         .collect();
     fabric.read_pauses_at_fabric_speed(senders.iter().chain(&receivers))?;
-    fabric.set_queues(pps, args.queue_depth)?;
+    let pps = args.links.apply(fabric)?;
     println!(
         "{name}: long flows {} -> {} and {} short flows of {} frames per policy, on {:?}, every \
          link {} Mb/s ({pps} frames of {} bytes a second), {:?} per policy",
@@ -378,8 +361,8 @@ pub fn run(
         args.short_flows,
         args.short_frames,
         fabric.kind,
-        args.link_rate as f64 / 1e6,
-        args.size,
+        args.links.link_rate as f64 / 1e6,
+        args.links.size,
         args.secs
     );
 
@@ -414,9 +397,9 @@ pub fn run(
         experiment: name,
         switch: fabric.kind_name(),
         shape: [shape.spines, shape.leaves, shape.hosts],
-        link_rate_bps: args.link_rate,
+        link_rate_bps: args.links.link_rate,
         link_pps: pps,
-        frame_bytes: args.size,
+        frame_bytes: args.links.size,
         secs_per_policy: args.secs.as_secs_f64(),
         flowlet_timeout_us: args.tuning().flowlet_timeout_us,
         dlb_load_age_us: args.tuning().dlb_load_age_us,
@@ -710,23 +693,7 @@ impl Run<'_> {
     /// `traffic send` from `from` to `to`, with DCQCN at the link rate.
     fn send(&self, from: &str, to: &str, extra: &[String]) -> anyhow::Result<Sending> {
         let args = self.args;
-        let mut send: Vec<String> = [
-            "traffic",
-            "send",
-            "--iface",
-            "eth0",
-            "--dst-ip",
-            &host_ip(self.fabric.host(to)?)?.to_string(),
-            "--rate",
-            &args.link_rate.to_string(),
-            "--size",
-            &args.size.to_string(),
-            "--json",
-            "--dcqcn",
-        ]
-        .map(String::from)
-        .to_vec();
-        send.extend(dcqcn_flags(args.link_rate, args.size));
+        let mut send = args.links.dcqcn_sender(host_ip(self.fabric.host(to)?)?);
         send.extend(extra.iter().cloned());
         Ok(Sending {
             from: from.into(),
@@ -1012,15 +979,8 @@ impl Run<'_> {
             samples.first().context("no counter sample")?,
             samples.last().context("no counter sample")?,
         );
-        let switches_out: Vec<SwitchOutcome> = switches
-            .iter()
-            .zip(last.counts.iter().zip(&first.counts))
-            .map(|(switch, (last, first))| SwitchOutcome {
-                name: switch.name.clone(),
-                counts: last.since(first),
-            })
-            .collect();
-        let total = |f: fn(&SwitchCounts) -> u64| switches_out.iter().map(|s| f(&s.counts)).sum();
+        let switches_out = SwitchOutcome::over(&switches, &samples)?;
+        let total = |f: fn(&SwitchCounts) -> u64| SwitchOutcome::total(&switches_out, f);
         let spines: Vec<usize> = (0..switches.len())
             .filter(|i| switches[*i].name.starts_with("spine"))
             .collect();
@@ -1104,9 +1064,9 @@ impl Run<'_> {
             .map(|(_, bps)| *bps)
             .collect();
         let goodput_before = before.iter().sum::<f64>() / before.len().max(1) as f64;
-        let payload_share =
-            (args.size - ROCE_HEADER_BYTES) as f64 / (args.size + WIRE_EXTRA_BYTES) as f64;
-        let surviving = (spines - 1) as f64 * args.link_rate as f64 * payload_share;
+        let payload_share = (args.links.size - ROCE_HEADER_BYTES) as f64
+            / (args.links.size + WIRE_EXTRA_BYTES) as f64;
+        let surviving = (spines - 1) as f64 * args.links.link_rate as f64 * payload_share;
         let target = RECOVERED * goodput_before.min(surviving);
         let end_s = args.secs.as_secs_f64();
         let reports: Vec<(f64, f64)> = outcome
@@ -1322,7 +1282,7 @@ fn row(cells: &[String]) -> String {
 /// Per policy, each spine's received rate and the receivers' goodput over the run (and the
 /// link's failure); then the short flows' completion times per policy.
 fn draw(path: &std::path::Path, o: &Outcome, args: &LbArgs) -> anyhow::Result<()> {
-    let link = args.link_rate as f64 / 1e6;
+    let link = args.links.link_rate as f64 / 1e6;
     let mut panels = Vec::new();
     for p in &o.policies {
         let x = 0.0..p.secs;
@@ -1369,8 +1329,8 @@ fn draw(path: &std::path::Path, o: &Outcome, args: &LbArgs) -> anyhow::Result<()
             points,
         ));
     }
-    let ideal = args.short_frames as f64 * (args.size + WIRE_EXTRA_BYTES) as f64 * 8.0
-        / args.link_rate as f64
+    let ideal = args.short_frames as f64 * (args.links.size + WIRE_EXTRA_BYTES) as f64 * 8.0
+        / args.links.link_rate as f64
         * 1e3;
     let x = 0.0..args.secs.as_secs_f64();
     fct_lines.push(Line::level("at line rate", ideal, &x));

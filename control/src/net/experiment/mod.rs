@@ -112,10 +112,63 @@ pub const GOODPUT_EVERY: Duration = Duration::from_millis(100);
 /// The smallest and largest frame an experiment sends.
 pub const FRAME_BYTES: std::ops::RangeInclusive<usize> = 128..=1500;
 
+/// The fabric's links as an experiment runs them: options every experiment takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Links {
+    /// Every link's rate: the switches' queues drain at it, and it is each sender's line rate
+    /// (where DCQCN starts and its ceiling).
+    #[arg(long, default_value = "8mbit", value_parser = crate::units::parse_rate_bps)]
+    pub link_rate: u64,
+    /// Every switch queue's depth in packets (1 to 4096): PFC pauses at 16, and the rest is
+    /// headroom for what is already on its way, which for a software switch includes the
+    /// burst its upstream sends to catch up after the machine descheduled it.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub queue_depth: u32,
+    /// Frame size in bytes (without FCS), 128 to 1500.
+    #[arg(long, default_value_t = 1000)]
+    pub size: usize,
+}
+
+impl Links {
+    /// `lossless traffic send` with DCQCN on a host's `eth0` to `dst`, from the link rate,
+    /// its summary as JSON; the run's length and QPs are the caller's to add.
+    pub fn dcqcn_sender(&self, dst: IpAddr) -> Vec<String> {
+        let mut send: Vec<String> = [
+            "traffic",
+            "send",
+            "--iface",
+            "eth0",
+            "--dst-ip",
+            &dst.to_string(),
+            "--rate",
+            &self.link_rate.to_string(),
+            "--size",
+            &self.size.to_string(),
+            "--json",
+            "--dcqcn",
+        ]
+        .map(String::from)
+        .to_vec();
+        send.extend(dcqcn_flags(self.link_rate, self.size));
+        send
+    }
+
+    /// Checks the frame size and paces every queue of `fabric` at the link rate: the link's
+    /// frames per second.
+    pub fn apply(&self, fabric: &Fabric) -> anyhow::Result<u64> {
+        if !FRAME_BYTES.contains(&self.size) {
+            bail!("--size {}: {FRAME_BYTES:?} bytes", self.size);
+        }
+        let pps = link_pps(self.link_rate, self.size)?;
+        fabric.set_queues(pps, self.queue_depth)?;
+        Ok(pps)
+    }
+}
+
 /// DCQCN's parameters of the traffic tool, scaled to a link of `link_rate` b/s carrying
 /// `size`-byte frames: steps and floor as fractions of its rate, timers of a few of its
 /// packet times at 8 Mb/s.
-pub fn dcqcn_flags(link_rate: u64, size: usize) -> Vec<String> {
+fn dcqcn_flags(link_rate: u64, size: usize) -> Vec<String> {
     [
         ("--dcqcn-g", "0.0625".to_string()),
         ("--dcqcn-rai", (link_rate / 100).max(1).to_string()),
@@ -517,6 +570,43 @@ impl SwitchCounts {
             cnp_sent: self.cnp_sent - before.cnp_sent,
             dropped: self.dropped - before.dropped,
         }
+    }
+}
+
+/// One switch's counts over a run.
+#[derive(Debug, Serialize)]
+pub struct SwitchOutcome {
+    /// Its name.
+    pub name: String,
+    /// What it counted.
+    #[serde(flatten)]
+    pub counts: SwitchCounts,
+}
+
+impl SwitchOutcome {
+    /// Every switch's counts between the first and the last of `samples` (taken of
+    /// `switches`).
+    pub fn over(
+        switches: &[SwitchRef],
+        samples: &[CountSample],
+    ) -> anyhow::Result<Vec<SwitchOutcome>> {
+        let (first, last) = (
+            samples.first().context("no counter sample")?,
+            samples.last().context("no counter sample")?,
+        );
+        Ok(switches
+            .iter()
+            .zip(last.counts.iter().zip(&first.counts))
+            .map(|(switch, (last, first))| SwitchOutcome {
+                name: switch.name.clone(),
+                counts: last.since(first),
+            })
+            .collect())
+    }
+
+    /// `what` of the counts, summed over `outcomes`.
+    pub fn total(outcomes: &[SwitchOutcome], what: fn(&SwitchCounts) -> u64) -> u64 {
+        outcomes.iter().map(|s| what(&s.counts)).sum()
     }
 }
 
