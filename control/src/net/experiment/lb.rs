@@ -979,7 +979,7 @@ impl Run<'_> {
             samples.first().context("no counter sample")?,
             samples.last().context("no counter sample")?,
         );
-        let switches_out = SwitchOutcome::over(&switches, &samples)?;
+        let switches_out = SwitchOutcome::over(&switches, samples)?;
         let total = |f: fn(&SwitchCounts) -> u64| SwitchOutcome::total(&switches_out, f);
         let spines: Vec<usize> = (0..switches.len())
             .filter(|i| switches[*i].name.starts_with("spine"))
