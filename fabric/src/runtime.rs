@@ -1,6 +1,7 @@
 //! Runtime entries in the P4 tutorials' runtime-JSON files (p4values' `runtime_json`, the
-//! reader `lossless p4 entries apply` uses too), applied to a [`Switch`] through its
-//! control-plane API: a stand-in for a P4Runtime client, for the fabric and its tests.
+//! reader `lossless p4 entries apply` uses too), applied to a [`Switch`] through its runtime
+//! interface (`softswitch_core::runtime`): a stand-in for a P4Runtime client, for the fabric
+//! and its tests.
 //!
 //! Values take the forms of p4values' `value` (the tutorials' `convert.encode`): integers, MAC,
 //! IPv4 and IPv6 addresses, one-element lists, other strings as raw bytes of the field's length.
@@ -64,7 +65,7 @@ pub fn apply(config: &RuntimeConfig, switch: &mut Switch) -> Result<(), RuntimeE
         let group = u16::try_from(id).map_err(|_| {
             RuntimeError::Replication(format!("multicast group {id} is above 65535"))
         })?;
-        switch.create_group(group);
+        switch.create_multicast_group(group);
         for r in &g.replicas {
             let port = port_of(r.egress_port, || format!("multicast group {id}"))?;
             let rid = u16::try_from(r.instance).map_err(|_| {
@@ -73,8 +74,10 @@ pub fn apply(config: &RuntimeConfig, switch: &mut Switch) -> Result<(), RuntimeE
                     r.instance
                 ))
             })?;
-            let node = switch.create_node(rid, vec![port]);
-            switch.associate_node(group, node);
+            let node = switch.create_multicast_node(rid, vec![port]);
+            switch
+                .associate_node(group, node)
+                .expect("the group and the node were just made");
         }
     }
     Ok(())

@@ -139,7 +139,9 @@ impl Fabric {
             runtime::load(&dir.join(&spec.runtime_json))
                 .and_then(|rt| runtime::apply(&rt, &mut switch))
                 .map_err(runtime_err)?;
-            switch.tm.set_depth(None, None, config.queue_depth);
+            switch
+                .set_queue_depth(None, None, config.queue_depth)
+                .map_err(|e| FabricError::Invalid(format!("queue depth: {e}")))?;
             fabric.switches.push(SwitchNode {
                 name: name.clone(),
                 switch,
@@ -219,8 +221,8 @@ impl Fabric {
             let pps = rate_bps / (8 * self.config.frame_bytes as u64);
             self.switches[s]
                 .switch
-                .tm
-                .set_rate(Some(p), None, Some(pps.max(1)));
+                .set_queue_rate(Some(p), None, Some(pps.max(1)))
+                .expect("no priority given, so none out of range");
         }
     }
 
@@ -305,7 +307,7 @@ impl Fabric {
             .flat_map(|s| {
                 s.ports
                     .keys()
-                    .map(move |&p| s.switch.tm.dropped(p, priority))
+                    .map(move |&p| s.switch.queue_drops(p, priority))
             })
             .sum()
     }
@@ -327,7 +329,7 @@ impl Fabric {
         let queues = self
             .switches
             .iter()
-            .filter_map(|s| s.switch.tm.next_ready());
+            .filter_map(|s| s.switch.next_ready_us());
         let hosts = self
             .hosts
             .iter()
@@ -408,7 +410,7 @@ impl Fabric {
         for (i, s) in self.switches.iter().enumerate() {
             for &port in s.ports.keys() {
                 for priority in 0..8u8 {
-                    let n = s.switch.tm.occupancy(port, priority);
+                    let n = s.switch.queue_occupancy(port, priority);
                     if n > 0 {
                         let m = self.max_queue.entry((i, port, priority)).or_default();
                         *m = (*m).max(n);
@@ -424,5 +426,8 @@ pub fn counter(switch: &Switch, name: &str, index: usize) -> u64 {
     let instance = switch
         .instance_id(name)
         .unwrap_or_else(|| panic!("no counter '{name}'"));
-    switch.state.counters[instance][index].packets
+    switch
+        .read_counter(instance, index)
+        .unwrap_or_else(|e| panic!("counter '{name}': {e}"))
+        .packets
 }

@@ -56,7 +56,7 @@ fn received(f: &mut Fabric, dst: &str) -> u64 {
 fn clear(f: &mut Fabric, table: &str) {
     for node in &mut f.switches {
         let t = node.switch.table_id(table).expect("a table of lossless.p4");
-        node.switch.state.tables[t].clear();
+        node.switch.clear_table(t).expect("not a const table");
     }
 }
 

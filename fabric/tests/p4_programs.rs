@@ -131,11 +131,7 @@ fn every_runtime_file_of_the_examples_applies() {
         let rt = runtime::load(&path).unwrap_or_else(|e| panic!("{e}"));
         runtime::apply(&rt, &mut switch).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let table = switch.table_id("LosslessIngress.pfc_profile").unwrap();
-        assert!(
-            switch.state.tables[table].entry(0).is_some(),
-            "{}",
-            path.display()
-        );
+        assert!(switch.entry(table, 0).is_ok(), "{}", path.display());
     }
 }
 
@@ -174,7 +170,7 @@ fn red_marks_with_the_profile_probability_between_kmin_and_kmax() {
     ]}))
     .unwrap();
     runtime::apply(&rt, &mut switch).unwrap();
-    switch.tm.set_rate(Some(2), None, Some(1000));
+    switch.set_queue_rate(Some(2), None, Some(1000)).unwrap();
     let frame = fabric::frame::Roce {
         src_mac: [0, 0, 0, 0, 0, 1],
         dst_mac: [0, 0, 0, 0, 0, 2],

@@ -210,21 +210,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 eprintln!("{f}");
             }
             if verbose && matches!(target, StfTarget::Softswitch) {
-                for line in &switch.state.log {
+                let (log, log_dropped) = switch.log();
+                for line in log {
                     println!("log: {line}");
                 }
-                if switch.state.log_dropped > 0 {
+                if log_dropped > 0 {
                     println!(
-                        "log: {} more lines not kept (at most {} are)",
-                        switch.state.log_dropped,
+                        "log: {log_dropped} more lines not kept (at most {} are)",
                         softswitch_core::switch::MAX_LOG_LINES
                     );
                 }
-                for d in &switch.state.digests {
+                for d in switch.digests() {
                     let values: Vec<String> = d.values.iter().map(|v| format!("{v:#x}")).collect();
                     println!("digest {}: {}", d.receiver, values.join(" "));
                 }
-                println!("dropped: {}", switch.drops);
+                println!("dropped: {}", switch.drops());
             }
             let verdict = if report.passed() { "PASS" } else { "FAIL" };
             println!(

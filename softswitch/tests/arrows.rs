@@ -4,7 +4,9 @@
 //! and the device's port code never imports server code), and what must stay free of the async
 //! and gRPC stack has no tonic, tokio or prost anywhere in its dependency tree. Normal and build
 //! dependencies are arrows; dev-dependencies are not (a crate's tests may use what sits above
-//! it, as the core's benchmark compiles programs with the front end).
+//! it, as the core's benchmark compiles programs with the front end). And no crate outside the
+//! core reaches past the switch's runtime interface: `Switch` has no public field, and the
+//! types that hold its state are the core's own.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -199,6 +201,75 @@ fn a_wrong_arrow_is_caught() {
             "softswitch-core depends on softswitch-frontend",
             "softswitch-device depends on softswitch-server",
             "fabric links tokio",
+        ]
+    );
+}
+
+/// The switch's state and the types that hold it, which only the core may touch: everything
+/// outside goes through the switch's runtime interface (`softswitch_core::runtime`).
+const CORE_PRIVATE: &[(&str, &str)] = &[
+    ("core/src/switch.rs", "struct State "),
+    ("core/src/switch.rs", "struct Queued "),
+    ("core/src/tm.rs", "struct TrafficManager<"),
+    ("core/src/table.rs", "struct TableState "),
+    ("core/src/lib.rs", "mod interp;"),
+    ("core/src/lib.rs", "mod pre;"),
+    ("core/src/lib.rs", "mod mirroring;"),
+];
+
+/// The public fields of `struct Switch` in `source`, and the declarations of [`CORE_PRIVATE`]
+/// (in `read`'s files) that are public: what a crate outside the core could reach past the
+/// runtime interface.
+fn switch_internals_exposed(read: impl Fn(&str) -> String) -> Vec<String> {
+    let mut found = Vec::new();
+    let switch = read("core/src/switch.rs");
+    let body = switch
+        .split_once("pub struct Switch {")
+        .and_then(|(_, rest)| rest.split_once("\n}"))
+        .map(|(body, _)| body)
+        .expect("core/src/switch.rs declares pub struct Switch");
+    for line in body.lines().map(str::trim) {
+        if line.starts_with("pub ") {
+            found.push(format!("Switch has a public field: {line}"));
+        }
+    }
+    for (file, decl) in CORE_PRIVATE {
+        let text = read(file);
+        let line = text
+            .lines()
+            .find(|l| l.contains(decl))
+            .unwrap_or_else(|| panic!("{file} declares {decl}"));
+        if line.trim_start().starts_with("pub ") {
+            found.push(format!("{file}: {} is public", line.trim()));
+        }
+    }
+    found
+}
+
+#[test]
+fn only_the_core_touches_the_switch_internals() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |file: &str| std::fs::read_to_string(root.join(file)).expect(file);
+    let exposed = switch_internals_exposed(read);
+    assert!(exposed.is_empty(), "{}", exposed.join("\n"));
+}
+
+#[test]
+fn an_exposed_switch_internal_is_caught() {
+    let sources = |file: &str| match file {
+        "core/src/switch.rs" => "pub(crate) struct State {\n}\nstruct Queued {\n}\n\
+                                  pub struct Switch {\n    program: Program,\n    pub tm: Tm,\n}\n"
+            .to_string(),
+        "core/src/tm.rs" => "pub struct TrafficManager<T> {".to_string(),
+        "core/src/table.rs" => "pub(crate) struct TableState {".to_string(),
+        _ => "pub(crate) mod interp;\nmod pre;\npub mod mirroring;\n".to_string(),
+    };
+    assert_eq!(
+        switch_internals_exposed(sources),
+        [
+            "Switch has a public field: pub tm: Tm,",
+            "core/src/tm.rs: pub struct TrafficManager<T> { is public",
+            "core/src/lib.rs: pub mod mirroring; is public",
         ]
     );
 }

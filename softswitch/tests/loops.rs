@@ -37,7 +37,7 @@ fn run_with_depth(program: &str, depth: usize) -> Switch {
     let compiled = softswitch_frontend::compile(&mut map, file)
         .unwrap_or_else(|d| panic!("{}", d.render(&map)));
     let mut switch = Switch::new(compiled.program, Clock::Virtual(0));
-    switch.tm.set_depth(None, None, depth);
+    switch.set_queue_depth(None, None, depth).unwrap();
     switch.set_clone_session(3, 2);
     switch.receive(0, vec![0x2a]);
     switch.drain();
@@ -50,10 +50,10 @@ fn endless_recirculation_is_cut() {
         "",
         "recirculate_preserving_field_list(0);",
     ));
-    assert_eq!(switch.drops, 1);
+    assert_eq!(switch.drops(), 1);
     assert!(switch
-        .state
-        .log
+        .log()
+        .0
         .iter()
         .any(|l| l.contains(&format!("looping {MAX_PASSES} times"))));
 }
@@ -61,7 +61,7 @@ fn endless_recirculation_is_cut() {
 #[test]
 fn endless_resubmission_is_cut() {
     let switch = run(&looping_program("resubmit_preserving_field_list(0);", ""));
-    assert_eq!(switch.drops, 1);
+    assert_eq!(switch.drops(), 1);
 }
 
 #[test]
@@ -74,7 +74,7 @@ fn endless_e2e_cloning_is_cut() {
         outputs.iter().filter(|&&p| p == 2).count(),
         MAX_PASSES as usize
     );
-    assert_eq!(switch.drops, 1);
+    assert_eq!(switch.drops(), 1);
 }
 
 #[test]
@@ -88,13 +88,13 @@ fn copies_that_double_at_every_pass_stop_at_the_work_limit() {
         ),
         softswitch_core::tm::MAX_DEPTH,
     );
-    assert!(switch.drops > 0);
+    assert!(switch.drops() > 0);
     let notes: Vec<_> = switch
-        .state
-        .log
+        .log()
+        .0
         .iter()
         .filter(|l| l.contains(&format!("past {MAX_PACKET_WORK} pipeline runs")))
         .collect();
     assert_eq!(notes.len(), 1, "one note per received packet");
-    assert!(switch.state.log.len() <= MAX_LOG_LINES);
+    assert!(switch.log().0.len() <= MAX_LOG_LINES);
 }

@@ -141,8 +141,8 @@ pub fn run(args: &EcnLab, stop: &StopFlag) -> anyhow::Result<()> {
         start: Duration::ZERO,
     };
     let receiver = bed.open_receiver()?;
-    let ran = harness::run(vec![sending], receiver, stop, |start, _| {
-        ramp(args, &maps, &profile, &offered, start, stop)
+    let ran = harness::run(vec![sending], receiver, None, stop, |running| {
+        ramp(args, &maps, &profile, &offered, running.start, stop)
     })?;
     let Some(Ran {
         watched: ramped,

@@ -1,10 +1,12 @@
 //! The lab harness: what every lab is made of, so that a lab says only what it sets up, what it
 //! watches and what it reports. A lab
 //! - builds its topology, a [`Bed`]: senders, an optional forwarding router and a receiver,
-//!   each in its own namespace;
+//!   each in its own namespace (the load-balancing lab, whose fabric of spines is no bed,
+//!   builds its own, which holds its data planes the same way);
 //! - attaches data planes configured with typed settings ([`Bed::attach`], [`Attached`]);
-//! - runs its traffic while it watches ([`run`]; [`Sampler`] paces the labs that sample every
-//!   [`SAMPLE`] and print a row every [`SAMPLES_PER_ROW`] samples);
+//! - runs its traffic while it watches ([`run`], which may report the receiver's progress;
+//!   [`Sampler`] paces the labs that sample every [`SAMPLE`] and print a row every
+//!   [`SAMPLES_PER_ROW`] samples);
 //! - reports through [`super::output`];
 //! - and cleans up by dropping the bed: the data planes are detached, then the namespaces go,
 //!   on every exit (error, Ctrl-C, panic).
@@ -26,8 +28,8 @@ use crate::{
     },
     netns::{check, veth_pair, Endpoint, Namespace},
     traffic::{
-        RateController, Receiver, RecvConfig, RecvSummary, SendConfig, SendSummary, Sender,
-        StopFlag,
+        Interval, RateController, Receiver, RecvConfig, RecvSummary, SendConfig, SendSummary,
+        Sender, StopFlag,
     },
 };
 use wire::ethernet::Address;
@@ -293,22 +295,49 @@ pub struct Ran<R, T> {
     pub received: RecvSummary,
 }
 
+/// What a lab's `watch` may ask of a run under way ([`run`]).
+pub struct Running<'a> {
+    /// When the run started.
+    pub start: Instant,
+    senders: &'a dyn Fn() -> bool,
+    receiver: &'a dyn Fn() -> bool,
+}
+
+impl Running<'_> {
+    /// Whether every sender is done.
+    pub fn senders_finished(&self) -> bool {
+        (self.senders)()
+    }
+
+    /// Whether the receiver is done (its count reached, idle, stopped, or failed).
+    pub fn receiver_finished(&self) -> bool {
+        (self.receiver)()
+    }
+}
+
+/// How often a receiver reports what arrived, and to what: a lab's live progress.
+pub type Reports<'a> = (Duration, &'a (dyn Fn(&Interval) + Sync));
+
 /// Runs the senders (each from its start) and the receiver on their own threads while `watch`
-/// runs on this one, given the run's start and a test of whether every sender is done. When
-/// `watch` returns `Some` and the lab was not stopped, the senders end on their own and the
-/// receiver by its idle timeout; otherwise (`None`, an error, or `stop`) everyone is stopped at
-/// once. Returns `None` when `watch` did.
+/// runs on this one. When `watch` returns `Some` and the lab was not stopped, the senders end
+/// on their own and the receiver by its count or idle timeout; otherwise (`None`, an error, or
+/// `stop`) everyone is stopped at once. With `reports`, the receiver hands what arrived to it
+/// at its interval. Returns `None` when `watch` did.
 pub fn run<R: RateController + Send, T>(
     senders: Vec<Sending<R>>,
     mut receiver: Receiver,
+    reports: Option<Reports<'_>>,
     stop: &StopFlag,
-    watch: impl FnOnce(Instant, &dyn Fn() -> bool) -> anyhow::Result<Option<T>>,
+    watch: impl FnOnce(&Running<'_>) -> anyhow::Result<Option<T>>,
 ) -> anyhow::Result<Option<Ran<R, T>>> {
     let sender_stops: Vec<StopFlag> = senders.iter().map(|s| s.sender.stop_flag()).collect();
     let receiver_stop = receiver.stop_flag();
     let start = Instant::now();
     let (watched, sent, received) = std::thread::scope(|scope| {
-        let receiving = scope.spawn(move || receiver.run());
+        let receiving = scope.spawn(move || match reports {
+            Some((every, on_interval)) => receiver.run_every(every, on_interval),
+            None => receiver.run(),
+        });
         let sending: Vec<_> = senders
             .into_iter()
             .zip(&sender_stops)
@@ -322,8 +351,11 @@ pub fn run<R: RateController + Send, T>(
                 })
             })
             .collect();
-        let finished = || sending.iter().all(|s| s.is_finished());
-        let watched = watch(start, &finished);
+        let watched = watch(&Running {
+            start,
+            senders: &|| sending.iter().all(|s| s.is_finished()),
+            receiver: &|| receiving.is_finished(),
+        });
         if !matches!(watched, Ok(Some(_))) || stop.is_stopped() {
             sender_stops.iter().for_each(StopFlag::stop);
             receiver_stop.stop();

@@ -383,13 +383,13 @@ pub fn run(args: &IncastLab, stop: &StopFlag) -> anyhow::Result<()> {
         args.fair_share_bps() / 1e6
     );
     print_header(live.len());
-    let ran = harness::run(sendings, receiver, stop, |start, finished| {
+    let ran = harness::run(sendings, receiver, None, stop, |running| {
         let monitor = Monitor {
             live: &live,
             maps: &maps,
-            start,
+            start: running.start,
         };
-        watch(&monitor, stop, finished).map(Some)
+        watch(&monitor, stop, &|| running.senders_finished()).map(Some)
     })?;
     let Some(Ran {
         watched: samples,

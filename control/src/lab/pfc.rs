@@ -116,8 +116,8 @@ pub fn run(args: &PfcLab, stop: &StopFlag) -> anyhow::Result<()> {
         "sender_paused",
         "paused_ms"
     );
-    let ran = harness::run(vec![sending], receiver, stop, |start, _| {
-        watch(args, &receiver_maps, &sender_maps, start, stop)
+    let ran = harness::run(vec![sending], receiver, None, stop, |running| {
+        watch(args, &receiver_maps, &sender_maps, running.start, stop)
     })?;
     let Some(Ran {
         watched: series,

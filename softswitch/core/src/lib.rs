@@ -1,20 +1,24 @@
 //! softswitch-core: what runs a lowered P4_16 v1model program, as BMv2's `bm_sim` does.
 //!
 //! The [`ir`] is what the front end lowers a program to (with its own operators, [`ops`]); a
-//! [`switch::Switch`] runs it: [`interp`] executes one packet's blocks over its slots, [`table`]
+//! [`switch::Switch`] runs it: `interp` executes one packet's blocks over its slots, [`table`]
 //! holds the match structures, [`meter`] and [`hash`] the externs' arithmetic, [`tm`] the
-//! queues, and every control operation goes through the switch's one runtime interface. No I/O,
+//! queues, the packet replication engine (`pre`) and the mirroring sessions (`mirroring`)
+//! the copies; every control operation goes through the switch's one runtime interface,
+//! [`runtime`] (its refusals are [`runtime::RuntimeError`]s). No I/O,
 //! no async, no gRPC: the device drives it on real ports, the STF runner and the fabric
 //! in-process.
 
 pub mod bits;
 pub mod hash;
-pub mod interp;
+pub(crate) mod interp;
 pub mod ir;
 pub mod meter;
-pub mod mirroring;
+pub(crate) mod mirroring;
 pub mod ops;
-pub mod pre;
+pub(crate) mod pre;
 pub mod switch;
 pub mod table;
 pub mod tm;
+
+pub use switch::runtime;

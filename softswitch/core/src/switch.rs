@@ -1,18 +1,21 @@
 //! The v1model switch: parser → verify checksum → ingress → traffic manager (unicast, the
 //! packet replication engine's multicast groups, I2E/E2E clone sessions, resubmit, drop on port
-//! 511) → egress → compute checksum → deparser, with recirculation; plus the control-plane
-//! operations on tables, registers, counters, sessions, groups and queues.
+//! 511) → egress → compute checksum → deparser, with recirculation. The control-plane
+//! operations on tables, registers, counters, meters, sessions, groups and queues are the
+//! switch's runtime interface, in [`runtime`].
 
 use crate::interp::{Effects, Exec};
-use crate::ir::{self, block, ActionCall, Entry, FieldMatch, InstanceKind, Program, Slot};
+use crate::ir::{self, block, FieldMatch, InstanceKind, Program, Slot};
 use crate::meter::Meter;
 use crate::mirroring::MirroringSessions;
 use crate::pre::ReplicationEngine;
-use crate::table::{CounterCell, Profile, TableError, TableState};
+use crate::table::{CounterCell, Profile, TableState};
 use crate::tm::{Dequeued, TrafficManager};
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::time::Instant;
+
+pub mod runtime;
 
 /// The port that drops.
 pub const DROP_PORT: u128 = 511;
@@ -57,33 +60,44 @@ impl InstanceType {
     }
 }
 
-/// The mutable state that P4 code reads and writes: tables, registers, counters, meters.
+/// The mutable state that P4 code reads and writes: tables, registers, counters, meters. Only
+/// the core sees it: everything outside goes through the switch's runtime interface
+/// ([`runtime`]).
 #[derive(Debug)]
-pub struct State {
+pub(crate) struct State {
     /// Tables, by program index.
-    pub tables: Vec<TableState>,
+    pub(crate) tables: Vec<TableState>,
     /// Register cells, by instance index (empty for other instances).
-    pub registers: Vec<Vec<u128>>,
+    pub(crate) registers: Vec<Vec<u128>>,
     /// Indirect counter cells, by instance index.
-    pub counters: Vec<Vec<CounterCell>>,
+    pub(crate) counters: Vec<Vec<CounterCell>>,
     /// Indirect meter cells, by instance index.
-    pub meters: Vec<Vec<Meter>>,
+    pub(crate) meters: Vec<Vec<Meter>>,
     direct_meters: HashMap<(usize, usize), Meter>,
     /// Members of each parser value set, by instance index.
-    pub value_sets: Vec<Vec<FieldMatch>>,
+    pub(crate) value_sets: Vec<Vec<FieldMatch>>,
     /// Members and groups of each action profile or selector, by instance index.
-    pub profiles: Vec<Profile>,
+    pub(crate) profiles: Vec<Profile>,
     /// Digests sent.
-    pub digests: Vec<DigestSent>,
+    pub(crate) digests: Vec<DigestSent>,
     /// `log_msg` output and the switch's own notes, at most [`MAX_LOG_LINES`] of them.
-    pub log: Vec<String>,
+    pub(crate) log: Vec<String>,
     /// Lines not kept in `log` because it was full.
-    pub log_dropped: u64,
+    pub(crate) log_dropped: u64,
     /// A buffer reused by every checksum and hash computation.
     pub(crate) field_buffer: Vec<u8>,
     /// Failed `assert`/`assume` calls.
-    pub assertion_failures: u64,
+    pub(crate) assertion_failures: u64,
     rng: u64,
+}
+
+/// One vector of `init` cells per extern instance of `p`: as many as `size_of` says for the
+/// instance's kind, none for the other kinds.
+fn cells<T: Clone>(p: &Program, size_of: fn(&InstanceKind) -> Option<u32>, init: T) -> Vec<Vec<T>> {
+    p.instances
+        .iter()
+        .map(|i| vec![init.clone(); size_of(&i.kind).map_or(0, |n| n as usize)])
+        .collect()
 }
 
 impl State {
@@ -98,44 +112,32 @@ impl State {
     }
 
     fn new(p: &Program) -> Self {
-        let cells = |f: &dyn Fn(&InstanceKind) -> usize| {
-            p.instances
-                .iter()
-                .map(|i| f(&i.kind))
-                .collect::<Vec<usize>>()
-        };
         State {
             tables: p.tables.iter().map(TableState::new).collect(),
-            registers: cells(&|k| {
-                if let InstanceKind::Register { size, .. } = k {
-                    *size as usize
-                } else {
-                    0
-                }
-            })
-            .into_iter()
-            .map(|n| vec![0; n])
-            .collect(),
-            counters: cells(&|k| {
-                if let InstanceKind::Counter { size, .. } = k {
-                    *size as usize
-                } else {
-                    0
-                }
-            })
-            .into_iter()
-            .map(|n| vec![CounterCell::default(); n])
-            .collect(),
-            meters: cells(&|k| {
-                if let InstanceKind::Meter { size, .. } = k {
-                    *size as usize
-                } else {
-                    0
-                }
-            })
-            .into_iter()
-            .map(|n| vec![Meter::default(); n])
-            .collect(),
+            registers: cells(
+                p,
+                |k| match k {
+                    InstanceKind::Register { size, .. } => Some(*size),
+                    _ => None,
+                },
+                0,
+            ),
+            counters: cells(
+                p,
+                |k| match k {
+                    InstanceKind::Counter { size, .. } => Some(*size),
+                    _ => None,
+                },
+                CounterCell::default(),
+            ),
+            meters: cells(
+                p,
+                |k| match k {
+                    InstanceKind::Meter { size, .. } => Some(*size),
+                    _ => None,
+                },
+                Meter::default(),
+            ),
             direct_meters: HashMap::new(),
             value_sets: vec![Vec::new(); p.instances.len()],
             profiles: vec![Profile::default(); p.instances.len()],
@@ -149,7 +151,7 @@ impl State {
     }
 
     /// The next pseudo-random number (xorshift64*; deterministic per switch).
-    pub fn random(&mut self) -> u64 {
+    pub(crate) fn random(&mut self) -> u64 {
         let mut x = self.rng;
         x ^= x >> 12;
         x ^= x << 25;
@@ -159,7 +161,7 @@ impl State {
     }
 
     /// The direct meter cell of entry `handle` of the table owning meter `instance`.
-    pub fn direct_meter(&mut self, instance: usize, handle: usize) -> &mut Meter {
+    pub(crate) fn direct_meter(&mut self, instance: usize, handle: usize) -> &mut Meter {
         self.direct_meters.entry((instance, handle)).or_default()
     }
 }
@@ -206,7 +208,7 @@ struct IngressPacket {
 
 /// A packet between ingress and egress: its slots and its bytes (the payload starts at `payload`).
 #[derive(Clone, Debug)]
-pub struct Queued {
+pub(crate) struct Queued {
     slots: Vec<u128>,
     data: Rc<[u8]>,
     payload: usize,
@@ -214,13 +216,15 @@ pub struct Queued {
     work: Work,
 }
 
-/// A running v1model switch.
+/// A running v1model switch. Its fields are its own: the data path is [`Switch::receive`],
+/// [`Switch::advance`] and [`Switch::drain_outputs`]; every control operation goes through its
+/// runtime interface ([`runtime`]).
 pub struct Switch {
     program: Program,
     /// Tables, registers, counters, meters.
-    pub state: State,
+    state: State,
     /// The traffic manager.
-    pub tm: TrafficManager<Queued>,
+    tm: TrafficManager<Queued>,
     clock: Clock,
     mirroring: MirroringSessions,
     pre: ReplicationEngine,
@@ -228,7 +232,7 @@ pub struct Switch {
     spare_slots: Vec<Vec<u128>>,
     outputs: Vec<Output>,
     /// Packets dropped (by the program, a full queue or a missing session).
-    pub drops: u64,
+    drops: u64,
 }
 
 impl Switch {
@@ -302,6 +306,32 @@ impl Switch {
     /// Takes the packets sent so far, in the order they left (the buffer is kept for reuse).
     pub fn drain_outputs(&mut self) -> std::vec::Drain<'_, Output> {
         self.outputs.drain(..)
+    }
+
+    /// The time (µs) at which a rate-limited queue may next release a packet, if one waits.
+    pub fn next_ready_us(&self) -> Option<u64> {
+        self.tm.next_ready()
+    }
+
+    /// The digests the program sent so far, in order.
+    pub fn digests(&self) -> &[DigestSent] {
+        &self.state.digests
+    }
+
+    /// Takes the digests the program sent so far, in order.
+    pub fn take_digests(&mut self) -> Vec<DigestSent> {
+        std::mem::take(&mut self.state.digests)
+    }
+
+    /// The `log_msg` output and the switch's own notes so far, at most [`MAX_LOG_LINES`], and
+    /// the number of lines past them that were not kept.
+    pub fn log(&self) -> (&[String], u64) {
+        (&self.state.log, self.state.log_dropped)
+    }
+
+    /// Forgets the log lines kept so far (a running switch does after every packet).
+    pub fn clear_log(&mut self) {
+        self.state.log.clear();
     }
 
     /// Runs pending ingress packets and egress for every packet ready now.
@@ -644,274 +674,5 @@ impl Switch {
         if self.spare_slots.len() < 64 {
             self.spare_slots.push(slots);
         }
-    }
-
-    // ---- control plane ----
-
-    /// The index of the table named `name` (full name, or a unique suffix after a dot).
-    pub fn table_id(&self, name: &str) -> Option<usize> {
-        table_id(&self.program, name)
-    }
-
-    /// The index of action `name` among those of table `table`.
-    pub fn action_id(&self, table: usize, name: &str) -> Option<usize> {
-        action_id(&self.program, table, name)
-    }
-
-    /// The index of the extern instance named `name`.
-    pub fn instance_id(&self, name: &str) -> Option<usize> {
-        instance_id(&self.program, name)
-    }
-
-    /// Installs an entry.
-    pub fn add_entry(&mut self, table: usize, entry: Entry) -> Result<usize, TableError> {
-        let t = &self.program.tables[table];
-        if t.const_entries_fixed {
-            return Err(TableError::Const(t.name.clone(), "entries"));
-        }
-        self.check_action(table, &entry.action)?;
-        if entry.matches.len() != t.keys.len() {
-            return Err(TableError::KeyCount {
-                table: t.name.clone(),
-                want: t.keys.len(),
-                got: entry.matches.len(),
-            });
-        }
-        for (i, m) in entry.matches.iter().enumerate() {
-            self.state.tables[table].check_match(i, m, &t.keys[i].name)?;
-        }
-        self.state.tables[table].insert(entry)
-    }
-
-    /// Removes an entry.
-    pub fn remove_entry(&mut self, table: usize, handle: usize) -> Result<(), TableError> {
-        self.state.tables[table].remove(handle)
-    }
-
-    /// Removes every entry of every table that is not const.
-    pub fn clear_tables(&mut self) {
-        for (t, state) in self.program.tables.iter().zip(self.state.tables.iter_mut()) {
-            if !t.const_entries_fixed {
-                state.clear();
-            }
-        }
-    }
-
-    /// Sets the default action.
-    pub fn set_default(&mut self, table: usize, call: ActionCall) -> Result<(), TableError> {
-        let t = &self.program.tables[table];
-        if t.const_default {
-            return Err(TableError::Const(t.name.clone(), "default action"));
-        }
-        self.check_action(table, &call)?;
-        self.state.tables[table].default_action = call;
-        Ok(())
-    }
-
-    fn check_action(&self, table: usize, call: &ActionCall) -> Result<(), TableError> {
-        let t = &self.program.tables[table];
-        let action = &self.program.actions[call.action];
-        if !t.actions.contains(&call.action) {
-            return Err(TableError::BadAction {
-                table: t.name.clone(),
-                action: action.name.clone(),
-            });
-        }
-        let want = self.program.bodies[action.body]
-            .params
-            .iter()
-            .filter(|p| p.action_data)
-            .count();
-        if call.args.len() != want {
-            return Err(TableError::ArgCount {
-                action: action.name.clone(),
-                want,
-                got: call.args.len(),
-            });
-        }
-        Ok(())
-    }
-
-    /// The action profile or selector of `table`.
-    fn profile_of(&self, table: usize) -> Result<usize, TableError> {
-        let t = &self.program.tables[table];
-        t.profile
-            .ok_or_else(|| TableError::NoProfile(t.name.clone()))
-    }
-
-    /// Adds (or replaces) member `member` of the action profile of `table`: an action of the table
-    /// with its data.
-    pub fn add_member(
-        &mut self,
-        table: usize,
-        member: u32,
-        call: ActionCall,
-    ) -> Result<(), TableError> {
-        let profile = self.profile_of(table)?;
-        self.check_action(table, &call)?;
-        self.state.profiles[profile].members.insert(member, call);
-        Ok(())
-    }
-
-    /// Creates (or empties) group `group` of the action selector of `table`.
-    pub fn create_selector_group(&mut self, table: usize, group: u32) -> Result<(), TableError> {
-        let profile = self.profile_of(table)?;
-        self.state.profiles[profile]
-            .groups
-            .insert(group, Vec::new());
-        Ok(())
-    }
-
-    /// Adds member `member` to group `group` of the action selector of `table`.
-    pub fn add_to_group(
-        &mut self,
-        table: usize,
-        group: u32,
-        member: u32,
-    ) -> Result<(), TableError> {
-        let index = self.profile_of(table)?;
-        let profile = &mut self.state.profiles[index];
-        if !profile.members.contains_key(&member) {
-            return Err(TableError::NoMember("member", member));
-        }
-        profile
-            .groups
-            .get_mut(&group)
-            .ok_or(TableError::NoMember("group", group))?
-            .push(member);
-        Ok(())
-    }
-
-    /// Installs an entry of a table with an action profile that runs member `member`.
-    pub fn add_member_entry(
-        &mut self,
-        table: usize,
-        matches: Vec<FieldMatch>,
-        priority: i64,
-        member: u32,
-    ) -> Result<usize, TableError> {
-        let profile = self.profile_of(table)?;
-        let call = self.state.profiles[profile]
-            .members
-            .get(&member)
-            .cloned()
-            .ok_or(TableError::NoMember("member", member))?;
-        self.add_entry(
-            table,
-            Entry {
-                matches,
-                priority,
-                action: call,
-            },
-        )
-    }
-
-    /// Installs an entry of a table with an action selector that runs a member of group `group`,
-    /// picked by the hash of the selector keys (the default action while the group is empty).
-    pub fn add_group_entry(
-        &mut self,
-        table: usize,
-        matches: Vec<FieldMatch>,
-        priority: i64,
-        group: u32,
-    ) -> Result<usize, TableError> {
-        let profile = self.profile_of(table)?;
-        if !self.state.profiles[profile].groups.contains_key(&group) {
-            return Err(TableError::NoMember("group", group));
-        }
-        let placeholder = self.state.tables[table].default_action.clone();
-        let handle = self.add_entry(
-            table,
-            Entry {
-                matches,
-                priority,
-                action: placeholder,
-            },
-        )?;
-        self.state.tables[table].set_group(handle, group);
-        Ok(handle)
-    }
-
-    /// Adds a member to parser value set `instance`; false if it is full or not a value set.
-    pub fn value_set_add(&mut self, instance: usize, member: FieldMatch) -> bool {
-        match self.program.instances[instance].kind {
-            InstanceKind::ValueSet { size, .. }
-                if self.state.value_sets[instance].len() < size as usize =>
-            {
-                self.state.value_sets[instance].push(member);
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// Adds (or replaces) clone session `session` sending to `port`.
-    pub fn set_clone_session(&mut self, session: u32, port: u16) {
-        self.mirroring.set(session, port);
-    }
-
-    /// Removes clone session `session`.
-    pub fn remove_clone_session(&mut self, session: u32) {
-        self.mirroring.remove(session);
-    }
-
-    /// Makes multicast group `group` replicate to `replicas` (egress port, replication id),
-    /// creating or replacing it.
-    pub fn set_multicast_group(&mut self, group: u16, replicas: &[(u16, u16)]) {
-        self.pre.set_group(group, replicas);
-    }
-
-    /// Removes multicast group `group` and its nodes.
-    pub fn remove_multicast_group(&mut self, group: u16) {
-        self.pre.remove_group(group);
-    }
-
-    /// Creates multicast group `group` (empty).
-    pub fn create_group(&mut self, group: u16) {
-        self.pre.create_group(group);
-    }
-
-    /// Creates a replication node (`rid`, ports); returns its handle.
-    pub fn create_node(&mut self, rid: u16, ports: Vec<u16>) -> usize {
-        self.pre.create_node(rid, ports)
-    }
-
-    /// Adds node `node` to group `group`; false if either is unknown.
-    pub fn associate_node(&mut self, group: u16, node: usize) -> bool {
-        self.pre.associate_node(group, node)
-    }
-}
-
-/// The index of the table of `program` named `name` (full name, or a unique suffix after a dot).
-pub fn table_id(program: &Program, name: &str) -> Option<usize> {
-    find_by_name(program.tables.iter().map(|t| t.name.as_str()), name)
-}
-
-/// The index of action `name` among those of table `table` of `program`.
-pub fn action_id(program: &Program, table: usize, name: &str) -> Option<usize> {
-    let actions = &program.tables[table].actions;
-    let names = actions.iter().map(|&a| program.actions[a].name.as_str());
-    find_by_name(names, name).map(|i| actions[i])
-}
-
-/// The index of the extern instance of `program` named `name`.
-pub fn instance_id(program: &Program, name: &str) -> Option<usize> {
-    find_by_name(program.instances.iter().map(|i| i.name.as_str()), name)
-}
-
-/// The position of `name` in `names`: an exact match, else the only name ending in `.name`.
-pub fn find_by_name<'a>(names: impl Iterator<Item = &'a str> + Clone, name: &str) -> Option<usize> {
-    if let Some(i) = names.clone().position(|n| n == name) {
-        return Some(i);
-    }
-    let suffix = format!(".{name}");
-    let hits: Vec<usize> = names
-        .enumerate()
-        .filter(|(_, n)| n.ends_with(&suffix))
-        .map(|(i, _)| i)
-        .collect();
-    match hits.as_slice() {
-        [one] => Some(*one),
-        _ => None,
     }
 }

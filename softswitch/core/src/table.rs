@@ -128,7 +128,7 @@ enum Index {
 
 /// A table's run-time state.
 #[derive(Clone, Debug)]
-pub struct TableState {
+pub(crate) struct TableState {
     name: String,
     kinds: Vec<(MatchKind, u16)>,
     size: usize,

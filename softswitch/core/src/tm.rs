@@ -101,7 +101,7 @@ impl<T> Queue<T> {
 
 /// Per-port priority queues.
 #[derive(Debug)]
-pub struct TrafficManager<T> {
+pub(crate) struct TrafficManager<T> {
     ports: BTreeMap<u16, Vec<Queue<T>>>,
     /// Packets queued per port, for ports with any.
     busy: BTreeMap<u16, usize>,

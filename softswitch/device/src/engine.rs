@@ -132,9 +132,9 @@ impl<C: Controller> Engine<C> {
         };
         let switch = p.switch_mut();
         let outputs: Vec<Output> = switch.drain_outputs().collect();
-        let digests = std::mem::take(&mut switch.state.digests);
+        let digests = switch.take_digests();
         // Log lines would grow without bound on a running switch.
-        switch.state.log.clear();
+        switch.clear_log();
         for out in outputs {
             if Some(out.port) == self.cpu_port {
                 tracing::trace!(bytes = out.data.len(), "frame to the controller (PacketIn)");
@@ -165,8 +165,7 @@ impl<C: Controller> Engine<C> {
         let p = self.pipeline.as_ref()?;
         let switch = p.switch();
         let queue = switch
-            .tm
-            .next_ready()
+            .next_ready_us()
             .map(|at| Duration::from_micros(at.saturating_sub(switch.now_us())));
         let digest = p
             .next_deadline()

@@ -9,6 +9,7 @@ use tonic::Status;
 use super::bytes::{decode, encode};
 use super::pipeline::Pipeline;
 use softswitch_core::ir::{self, ActionCall, FieldMatch, InstanceKind, MatchKind};
+use softswitch_core::runtime::RuntimeError;
 use softswitch_core::table::{prefix_mask, CounterCell, TableError};
 
 /// Applies one update of a Write.
@@ -28,7 +29,9 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
             let cells = cells(ce.index.as_ref(), size)?;
             if let Some(data) = &ce.data {
                 for index in cells {
-                    p.switch.state.counters[instance][index] = cell_of(data);
+                    p.switch
+                        .write_counter(instance, index, cell_of(data))
+                        .map_err(runtime_error)?;
                 }
             }
             Ok(())
@@ -42,8 +45,9 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
             direct_counter_of(p, table)?;
             let handle = find_entry(p, table, te)?;
             if let Some(data) = &dc.data {
-                let installed = p.switch.state.tables[table].entry_mut(handle);
-                installed.expect("found above").counter = cell_of(data);
+                p.switch
+                    .write_direct_counter(table, handle, cell_of(data))
+                    .map_err(runtime_error)?;
             }
             Ok(())
         }
@@ -61,7 +65,9 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
                 }
             };
             for index in cells {
-                p.switch.state.registers[instance][index] = value;
+                p.switch
+                    .write_register(instance, index, value)
+                    .map_err(runtime_error)?;
             }
             Ok(())
         }
@@ -126,7 +132,10 @@ pub fn read(
             for id in counters {
                 let (instance, size) = counter(p, id)?;
                 for index in cells(ce.index.as_ref(), size)? {
-                    let cell = p.switch.state.counters[instance][index];
+                    let cell = p
+                        .switch
+                        .read_counter(instance, index)
+                        .map_err(runtime_error)?;
                     out.push(wrap(E::CounterEntry(p4v1::CounterEntry {
                         counter_id: id,
                         index: Some(p4v1::Index {
@@ -180,15 +189,17 @@ pub fn read(
             for id in registers {
                 let (instance, size, _) = register(p, id)?;
                 for index in cells(re.index.as_ref(), size)? {
+                    let value = p
+                        .switch
+                        .read_register(instance, index)
+                        .map_err(runtime_error)?;
                     out.push(wrap(E::RegisterEntry(p4v1::RegisterEntry {
                         register_id: id,
                         index: Some(p4v1::Index {
                             index: index as i64,
                         }),
                         data: Some(p4v1::P4Data {
-                            data: Some(p4v1::p4_data::Data::Bitstring(encode(
-                                p.switch.state.registers[instance][index],
-                            ))),
+                            data: Some(p4v1::p4_data::Data::Bitstring(encode(value))),
                         }),
                     })));
                 }
@@ -356,12 +367,17 @@ fn data_of(cell: CounterCell) -> p4v1::CounterData {
     }
 }
 
-fn table_error(e: TableError) -> Status {
+/// The P4Runtime status of a refusal of the switch's runtime interface.
+fn runtime_error(e: RuntimeError) -> Status {
     match e {
-        TableError::Duplicate(_) => Status::already_exists(e.to_string()),
-        TableError::Full(_) => Status::resource_exhausted(e.to_string()),
-        TableError::NoEntry(..) | TableError::NoMember(..) => Status::not_found(e.to_string()),
-        TableError::Const(..) => Status::permission_denied(e.to_string()),
+        RuntimeError::Table(TableError::Duplicate(_)) => Status::already_exists(e.to_string()),
+        RuntimeError::Table(TableError::Full(_)) => Status::resource_exhausted(e.to_string()),
+        RuntimeError::Table(TableError::NoEntry(..) | TableError::NoMember(..))
+        | RuntimeError::NoTable(_)
+        | RuntimeError::NoInstance(_)
+        | RuntimeError::NoGroupOrNode { .. } => Status::not_found(e.to_string()),
+        RuntimeError::Table(TableError::Const(..)) => Status::permission_denied(e.to_string()),
+        RuntimeError::Index { .. } => Status::out_of_range(e.to_string()),
         _ => Status::invalid_argument(e.to_string()),
     }
 }
@@ -654,14 +670,11 @@ fn p4rt_action(p: &Pipeline, call: &ActionCall) -> p4v1::TableAction {
 fn find_entry(p: &Pipeline, table: usize, te: &p4v1::TableEntry) -> Result<usize, Status> {
     let (_, info) = table_of(p, te.table_id)?;
     let matches = matches_of(p, table, info, te)?;
-    let with_priority = needs_priority(&p.switch.program().tables[table]);
-    p.switch.state.tables[table]
-        .installed()
-        .find(|(_, i)| {
-            i.entry.matches == matches
-                && (!with_priority || i.entry.priority == i64::from(te.priority))
-        })
-        .map(|(h, _)| h)
+    let priority =
+        needs_priority(&p.switch.program().tables[table]).then_some(i64::from(te.priority));
+    p.switch
+        .entry_by_key(table, &matches, priority)
+        .map_err(runtime_error)?
         .ok_or_else(|| Status::not_found("no entry with this key"))
 }
 
@@ -742,7 +755,7 @@ fn write_table_entry(
             None => t.default_action.clone(),
             Some(_) => action_call(p, &info, te.action.as_ref(), true)?,
         };
-        p.switch.set_default(table, call).map_err(table_error)?;
+        p.switch.set_default(table, call).map_err(runtime_error)?;
         // Resetting the default entry (no action) resets its metadata too.
         let reset = p4v1::TableEntry::default();
         set_metadata(
@@ -789,10 +802,11 @@ fn write_table_entry(
                         action,
                     },
                 )
-                .map_err(table_error)?;
+                .map_err(runtime_error)?;
             if let Some(data) = &te.counter_data {
-                let installed = p.switch.state.tables[table].entry_mut(handle);
-                installed.expect("just added").counter = cell_of(data);
+                p.switch
+                    .write_direct_counter(table, handle, cell_of(data))
+                    .map_err(runtime_error)?;
             }
             set_metadata(p, (table, Some(handle)), te);
             Ok(())
@@ -804,21 +818,24 @@ fn write_table_entry(
                 Some(_) => Some(action_call(p, &info, te.action.as_ref(), false)?),
                 None => None,
             };
-            let installed = p.switch.state.tables[table]
-                .entry_mut(handle)
-                .expect("found");
             if let Some(action) = action {
-                installed.entry.action = action;
+                p.switch
+                    .modify_entry(table, handle, action)
+                    .map_err(runtime_error)?;
             }
             if let Some(data) = &te.counter_data {
-                installed.counter = cell_of(data);
+                p.switch
+                    .write_direct_counter(table, handle, cell_of(data))
+                    .map_err(runtime_error)?;
             }
             set_metadata(p, (table, Some(handle)), te);
             Ok(())
         }
         UpdateType::Delete => {
             let handle = find_entry(p, table, te)?;
-            p.switch.remove_entry(table, handle).map_err(table_error)?;
+            p.switch
+                .remove_entry(table, handle)
+                .map_err(runtime_error)?;
             p.entry_metadata.remove(&(table, Some(handle)));
             Ok(())
         }
@@ -866,13 +883,15 @@ fn table_entries(
         return Ok(Vec::new());
     };
     let (_, info) = table_of(p, id)?;
-    let state = &p.switch.state.tables[t];
     let program_table = &p.switch.program().tables[t];
     let with_counter = filter.counter_data.is_some() && program_table.direct_counter.is_some();
     if filter.is_default_action {
         let entry = p4v1::TableEntry {
             table_id: id,
-            action: Some(p4rt_action(p, &state.default_action)),
+            action: Some(p4rt_action(
+                p,
+                p.switch.default_action(t).map_err(runtime_error)?,
+            )),
             is_default_action: true,
             ..Default::default()
         };
@@ -892,8 +911,9 @@ fn table_entries(
         )?)
     };
     let with_priority = needs_priority(program_table);
-    Ok(state
-        .installed()
+    Ok(p.switch
+        .entries(t)
+        .map_err(runtime_error)?
         .filter(|(_, i)| wanted.as_ref().is_none_or(|w| *w == i.entry.matches))
         .filter(|(_, i)| filter.priority == 0 || i64::from(filter.priority) == i.entry.priority)
         .map(|(handle, i)| {

@@ -8,6 +8,7 @@ use tonic::{Request, Response, Status};
 
 use super::arbitration::Arbitration;
 use super::engine::{Call as _, EngineHandle};
+use softswitch_core::runtime::RuntimeError;
 use softswitch_core::switch::{Switch, DROP_PORT};
 use softswitch_core::tm::{self, PRIORITIES};
 
@@ -29,13 +30,13 @@ impl QueuesService {
 
 /// The state of `port`'s queue `priority`.
 fn state(switch: &Switch, port: u16, priority: u8) -> q::QueueState {
-    let (depth, rate) = switch.tm.config(port, priority);
+    let (depth, rate) = switch.queue_config(port, priority);
     q::QueueState {
         port: u32::from(port),
         priority: u32::from(priority),
         depth_packets: depth as u32,
         rate_pps: rate.unwrap_or(0),
-        occupancy_packets: switch.tm.occupancy(port, priority) as u32,
+        occupancy_packets: switch.queue_occupancy(port, priority) as u32,
     }
 }
 
@@ -95,13 +96,18 @@ impl Queues for QueuesService {
             .engine
             .call(move |e| {
                 let switch = &mut e.pipeline.as_mut().ok_or_else(no_pipeline)?.switch;
+                let refused = |e: RuntimeError| Status::invalid_argument(e.to_string());
                 if let Some(depth) = depth {
-                    switch.tm.set_depth(port, priority, depth);
+                    switch
+                        .set_queue_depth(port, priority, depth)
+                        .map_err(refused)?;
                 }
                 if let Some(rate) = rate {
-                    switch.tm.set_rate(port, priority, rate);
+                    switch
+                        .set_queue_rate(port, priority, rate)
+                        .map_err(refused)?;
                 }
-                let ports = port.map_or_else(|| switch.tm.ports().collect(), |p| vec![p]);
+                let ports = port.map_or_else(|| switch.queue_ports().collect(), |p| vec![p]);
                 Ok::<_, Status>(states(switch, ports, priority))
             })
             .await??;
@@ -122,11 +128,11 @@ impl Queues for QueuesService {
                 // setting named.
                 let mut ports = e.ports();
                 let switch = &e.pipeline.as_ref().ok_or_else(no_pipeline)?.switch;
-                ports.extend(switch.tm.ports());
+                ports.extend(switch.queue_ports());
                 ports.sort_unstable();
                 ports.dedup();
                 // A port number no port has: the defaults.
-                let (depth, rate) = switch.tm.config(u16::MAX, 0);
+                let (depth, rate) = switch.queue_config(u16::MAX, 0);
                 Ok::<_, Status>(q::GetQueuesResponse {
                     queues: states(switch, ports, None),
                     default_depth_packets: depth as u32,

@@ -14,11 +14,13 @@
 pub mod bmv2;
 mod target;
 
-pub use target::{MeterCell, Sent, Target, TargetResult};
+pub use softswitch_core::runtime::MeterCell;
+pub use target::{Sent, Target, TargetResult};
 
 use softswitch_core::ir::{mask, ActionCall, Entry, FieldMatch, MatchKind};
 use softswitch_core::meter::MeterConfig;
-use softswitch_core::switch::{find_by_name, Switch};
+use softswitch_core::runtime::find_by_name;
+use softswitch_core::switch::Switch;
 use softswitch_core::tm;
 use softswitch_frontend::diagnostic::{fail, Diagnostic, Result};
 use softswitch_frontend::source::{SourceMap, Span};

@@ -5,11 +5,17 @@
 
 use softswitch_core::ir::{ActionCall, Entry, FieldMatch, InstanceKind, Program};
 use softswitch_core::meter::MeterConfig;
-use softswitch_core::switch::{self, Switch};
+use softswitch_core::runtime::{self, MeterCell, RuntimeError};
+use softswitch_core::switch::Switch;
 use softswitch_core::table::CounterCell;
 
 /// A target's refusal or failure, in words.
 pub type TargetResult<T> = Result<T, String>;
+
+/// The words of a refusal of softswitch's runtime interface.
+fn refusal(e: RuntimeError) -> String {
+    e.to_string()
+}
 
 /// A packet a target sent.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,16 +27,6 @@ pub struct Sent {
     /// Which of the test's packets (counted from 0) caused it, when the target knows; else it
     /// is taken to come from the last packet sent before it was collected.
     pub packet: Option<usize>,
-}
-
-/// Which cell of a meter: an index of a meter array, or the entry (by handle) of a table with a
-/// direct meter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MeterCell {
-    /// Cell `index` of an indirect meter.
-    Index(usize),
-    /// The direct meter cell of entry `handle` of the meter's table.
-    Entry(usize),
 }
 
 /// A switch an STF test runs against.
@@ -136,17 +132,17 @@ pub trait Target {
 
     /// The index of the table named `name` (full name, or a unique suffix after a dot).
     fn table_id(&self, name: &str) -> Option<usize> {
-        switch::table_id(self.program(), name)
+        runtime::table_id(self.program(), name)
     }
 
     /// The index of action `name` among those of table `table`.
     fn action_id(&self, table: usize, name: &str) -> Option<usize> {
-        switch::action_id(self.program(), table, name)
+        runtime::action_id(self.program(), table, name)
     }
 
     /// The index of the extern instance named `name`.
     fn instance_id(&self, name: &str) -> Option<usize> {
-        switch::instance_id(self.program(), name)
+        runtime::instance_id(self.program(), name)
     }
 }
 
@@ -182,7 +178,7 @@ impl Target for Switch {
     }
 
     fn add_entry(&mut self, table: usize, entry: Entry) -> TargetResult<usize> {
-        Switch::add_entry(self, table, entry).map_err(|e| e.to_string())
+        Switch::add_entry(self, table, entry).map_err(refusal)
     }
 
     fn add_member_entry(
@@ -192,7 +188,7 @@ impl Target for Switch {
         priority: i64,
         member: u32,
     ) -> TargetResult<usize> {
-        Switch::add_member_entry(self, table, matches, priority, member).map_err(|e| e.to_string())
+        Switch::add_member_entry(self, table, matches, priority, member).map_err(refusal)
     }
 
     fn add_group_entry(
@@ -202,11 +198,11 @@ impl Target for Switch {
         priority: i64,
         group: u32,
     ) -> TargetResult<usize> {
-        Switch::add_group_entry(self, table, matches, priority, group).map_err(|e| e.to_string())
+        Switch::add_group_entry(self, table, matches, priority, group).map_err(refusal)
     }
 
     fn remove_entry(&mut self, table: usize, handle: usize) -> TargetResult<()> {
-        Switch::remove_entry(self, table, handle).map_err(|e| e.to_string())
+        Switch::remove_entry(self, table, handle).map_err(refusal)
     }
 
     fn clear_tables(&mut self) -> TargetResult<()> {
@@ -215,27 +211,23 @@ impl Target for Switch {
     }
 
     fn set_default(&mut self, table: usize, call: ActionCall) -> TargetResult<()> {
-        Switch::set_default(self, table, call).map_err(|e| e.to_string())
+        Switch::set_default(self, table, call).map_err(refusal)
     }
 
     fn add_member(&mut self, table: usize, member: u32, call: ActionCall) -> TargetResult<()> {
-        Switch::add_member(self, table, member, call).map_err(|e| e.to_string())
+        Switch::add_member(self, table, member, call).map_err(refusal)
     }
 
     fn create_selector_group(&mut self, table: usize, group: u32) -> TargetResult<()> {
-        Switch::create_selector_group(self, table, group).map_err(|e| e.to_string())
+        Switch::create_selector_group(self, table, group).map_err(refusal)
     }
 
     fn add_to_group(&mut self, table: usize, group: u32, member: u32) -> TargetResult<()> {
-        Switch::add_to_group(self, table, group, member).map_err(|e| e.to_string())
+        Switch::add_to_group(self, table, group, member).map_err(refusal)
     }
 
     fn value_set_add(&mut self, instance: usize, member: FieldMatch) -> TargetResult<()> {
-        if Switch::value_set_add(self, instance, member) {
-            Ok(())
-        } else {
-            Err("the value set is full".into())
-        }
+        Switch::value_set_add(self, instance, member).map_err(refusal)
     }
 
     fn set_clone_session(&mut self, session: u32, port: u16) -> TargetResult<()> {
@@ -244,20 +236,16 @@ impl Target for Switch {
     }
 
     fn create_multicast_group(&mut self, group: u16) -> TargetResult<()> {
-        self.create_group(group);
+        Switch::create_multicast_group(self, group);
         Ok(())
     }
 
     fn create_multicast_node(&mut self, rid: u16, ports: Vec<u16>) -> TargetResult<usize> {
-        Ok(self.create_node(rid, ports))
+        Ok(Switch::create_multicast_node(self, rid, ports))
     }
 
     fn associate_node(&mut self, group: u16, node: usize) -> TargetResult<()> {
-        if Switch::associate_node(self, group, node) {
-            Ok(())
-        } else {
-            Err(format!("no group {group} or no node {node}"))
-        }
+        Switch::associate_node(self, group, node).map_err(refusal)
     }
 
     fn set_queue_depth(
@@ -266,8 +254,7 @@ impl Target for Switch {
         priority: Option<u8>,
         packets: usize,
     ) -> TargetResult<()> {
-        self.tm.set_depth(port, priority, packets);
-        Ok(())
+        Switch::set_queue_depth(self, port, priority, packets).map_err(refusal)
     }
 
     fn set_queue_rate(
@@ -276,15 +263,11 @@ impl Target for Switch {
         priority: Option<u8>,
         pps: Option<u64>,
     ) -> TargetResult<()> {
-        self.tm.set_rate(port, priority, pps);
-        Ok(())
+        Switch::set_queue_rate(self, port, priority, pps).map_err(refusal)
     }
 
     fn counter(&mut self, instance: usize, index: usize) -> TargetResult<CounterCell> {
-        self.state.counters[instance]
-            .get(index)
-            .copied()
-            .ok_or_else(|| "counter index out of range".into())
+        self.read_counter(instance, index).map_err(refusal)
     }
 
     fn direct_counter(
@@ -293,31 +276,21 @@ impl Target for Switch {
         table: usize,
         handle: usize,
     ) -> TargetResult<CounterCell> {
-        self.state.tables[table]
-            .entry(handle)
-            .map(|i| i.counter)
-            .ok_or_else(|| "no such counter cell".into())
+        self.read_direct_counter(table, handle).map_err(refusal)
     }
 
     fn register(&mut self, instance: usize, index: usize) -> TargetResult<u128> {
-        self.state.registers[instance]
-            .get(index)
-            .copied()
-            .ok_or_else(|| "register index out of range".into())
+        self.read_register(instance, index).map_err(refusal)
     }
 
     fn register_cells(&mut self, instance: usize) -> TargetResult<Vec<u128>> {
-        Ok(self.state.registers[instance].clone())
+        Switch::register_cells(self, instance)
+            .map(<[u128]>::to_vec)
+            .map_err(refusal)
     }
 
     fn set_register(&mut self, instance: usize, index: usize, value: u128) -> TargetResult<()> {
-        match self.state.registers[instance].get_mut(index) {
-            Some(cell) => {
-                *cell = value;
-                Ok(())
-            }
-            None => Err("register index out of range".into()),
-        }
+        self.write_register(instance, index, value).map_err(refusal)
     }
 
     fn configure_meter(
@@ -326,21 +299,11 @@ impl Target for Switch {
         cell: MeterCell,
         config: MeterConfig,
     ) -> TargetResult<()> {
-        let now = self.now_us();
-        let meter = match cell {
-            MeterCell::Entry(handle) => Some(self.state.direct_meter(instance, handle)),
-            MeterCell::Index(index) => self.state.meters[instance].get_mut(index),
-        };
-        match meter {
-            Some(m) => {
-                m.configure(config, now);
-                Ok(())
-            }
-            None => Err("meter index out of range".into()),
-        }
+        self.set_meter_rates(instance, cell, config)
+            .map_err(refusal)
     }
 
     fn assertion_failures(&self) -> u64 {
-        self.state.assertion_failures
+        Switch::assertion_failures(self)
     }
 }

@@ -133,7 +133,7 @@ fn setup(text: &str, profile: &Profile, program: &Program) -> String {
             }
         }
         if matches!(command.as_str(), "add" | "setdefault" | "member_add") && w.len() > 2 {
-            let table = softswitch_core::switch::table_id(program, &w[1]);
+            let table = softswitch_core::runtime::table_id(program, &w[1]);
             let at = w
                 .iter()
                 .position(|x| x.contains('('))
@@ -152,7 +152,7 @@ fn clamp_call(call: &str, table: usize, profile: &Profile, program: &Program) ->
     let Some((name, rest)) = call.split_once('(') else {
         return call.to_owned();
     };
-    let Some(action) = softswitch_core::switch::action_id(program, table, name) else {
+    let Some(action) = softswitch_core::runtime::action_id(program, table, name) else {
         return call.to_owned();
     };
     let params = &program.bodies[program.actions[action].body].params;

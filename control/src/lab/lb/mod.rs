@@ -29,10 +29,9 @@ use self::{
     topology::{Shape, Topology, OWNED_PREFIX, RECEIVER},
     workload::{Flow, WorkloadKind, WorkloadParams},
 };
-use super::harness::Attached;
+use super::harness::{self, Sending};
 use crate::{
     host::{
-        attachment::Attachment,
         config::{HostConfig, Setting},
         lb::{
             config::{LbSetting, NextHop, FLOWLET_TIMEOUT},
@@ -41,7 +40,7 @@ use crate::{
         pinned_maps::PinnedMaps,
     },
     traffic::{
-        pacing::wire_bits, RateController, Receiver, RecvConfig, RecvSummary, SendConfig,
+        pacing::wire_bits, Interval, RateController, Receiver, RecvConfig, RecvSummary, SendConfig,
         SendSummary, Sender, StopFlag,
     },
     units::{parse_duration, parse_rate_bps, serialize_micros, serialize_seconds, DurationLimits},
@@ -338,18 +337,10 @@ pub fn run(args: &LbLab, stop: &StopFlag) -> anyhow::Result<()> {
     })
     .context("building the namespace test bed")?;
     let config = args.balancer_config(&topology)?;
-    let attached = Attached::default();
     let maps = topology
         .senders
         .iter()
-        .map(|link| {
-            attached.attach(
-                &topology.balancer,
-                &link.downlink.ifname,
-                vec![Attachment::Lb],
-                config.clone(),
-            )
-        })
+        .map(|link| topology.attach_balancer(&link.downlink, config.clone()))
         .collect::<anyhow::Result<Vec<_>>>()?;
 
     let frame_len = args.size;
@@ -519,8 +510,12 @@ fn run_flows(
         config.sport_base = SPORT_BASE;
         config.count = Some(rates.iter().map(|r| r.flow.frames).sum());
         config.duration = None;
-        let sender = link.ns.run(|| Sender::open(config))??;
-        senders.push((sender, rates));
+        senders.push(Sending {
+            sender: link.ns.run(|| Sender::open(config))??,
+            rates,
+            // Each flow starts at its own time (`RateController::start`).
+            start: Duration::ZERO,
+        });
     }
     let expected: u64 = flows.iter().map(|f| f.frames).sum();
     let receive = RecvConfig {
@@ -530,47 +525,41 @@ fn run_flows(
         idle_timeout: None,
         cnp: None,
     };
-    let mut receiver = topology.receiver_ns.run(|| Receiver::open(receive))??;
+    let receiver = topology.receiver_ns.run(|| Receiver::open(receive))??;
     let receiver_stop = receiver.stop_flag();
-    let sender_stops: Vec<StopFlag> = senders.iter().map(|(s, _)| s.stop_flag()).collect();
     let arrived = AtomicU64::new(0);
-    std::thread::scope(|scope| {
-        let arrived = &arrived;
-        let receiving = scope.spawn(move || {
-            receiver.run_every(PROGRESS_EVERY, |interval| {
-                let packets = interval.qps.iter().map(|q| q.packets).sum();
-                arrived.fetch_add(packets, Ordering::Relaxed);
-                progress.inc(packets);
-            })
-        });
-        let sending: Vec<_> = senders
-            .into_iter()
-            .map(|(mut sender, mut rates)| scope.spawn(move || sender.run(&mut rates)))
-            .collect();
-        // Ctrl-C: stop everyone; otherwise the senders end with their flows, the receiver
-        // when every frame arrived or, after a loss, when the senders are done and the path
-        // has been silent for IDLE_AFTER_LOSS.
-        let (mut last_arrived, mut last_activity) = (0, Instant::now());
-        while !receiving.is_finished() {
-            if stop.is_stopped() {
-                sender_stops.iter().for_each(StopFlag::stop);
-                receiver_stop.stop();
+    let count_arrivals = |interval: &Interval| {
+        let packets = interval.qps.iter().map(|q| q.packets).sum();
+        arrived.fetch_add(packets, Ordering::Relaxed);
+        progress.inc(packets);
+    };
+    // Ctrl-C: the harness stops everyone; otherwise the senders end with their flows, the
+    // receiver when every frame arrived or, after a loss, when the senders are done and the
+    // path has been silent for IDLE_AFTER_LOSS.
+    let ran = harness::run(
+        senders,
+        receiver,
+        Some((PROGRESS_EVERY, &count_arrivals)),
+        stop,
+        |running| {
+            let (mut last_arrived, mut last_activity) = (0, Instant::now());
+            while !running.receiver_finished() && !stop.is_stopped() {
+                let now = arrived.load(Ordering::Relaxed);
+                if now != last_arrived || !running.senders_finished() {
+                    (last_arrived, last_activity) = (now, Instant::now());
+                } else if last_activity.elapsed() >= IDLE_AFTER_LOSS {
+                    receiver_stop.stop();
+                }
+                std::thread::sleep(PROGRESS_EVERY);
             }
-            let now = arrived.load(Ordering::Relaxed);
-            if now != last_arrived || !sending.iter().all(|s| s.is_finished()) {
-                (last_arrived, last_activity) = (now, Instant::now());
-            } else if last_activity.elapsed() >= IDLE_AFTER_LOSS {
-                receiver_stop.stop();
-            }
-            std::thread::sleep(PROGRESS_EVERY);
-        }
-        let sent = sending
-            .into_iter()
-            .map(|s| s.join().expect("sender thread"))
-            .collect::<Result<Vec<_>, _>>()?;
-        let received = receiving.join().expect("receiver thread")?;
-        Ok((sent, received))
-    })
+            Ok(Some(()))
+        },
+    )?
+    .expect("the watch always returns Some");
+    Ok((
+        ran.sent.into_iter().map(|(summary, _)| summary).collect(),
+        ran.received,
+    ))
 }
 
 /// Judges one run from the uplink counters before and after, what the senders sent and what

@@ -12,8 +12,11 @@ use std::{net::Ipv4Addr, process::Command};
 
 use anyhow::Context as _;
 
-use super::super::harness::enable_forwarding;
-use crate::netns::{check, veth_pair, Endpoint, Namespace};
+use super::super::harness::{enable_forwarding, Attached};
+use crate::{
+    host::{attachment::Attachment, config::HostConfig, pinned_maps::PinnedMaps},
+    netns::{check, veth_pair, Endpoint, Namespace},
+};
 
 /// The receiver's subnet: the prefix the balancer owns.
 pub const OWNED_PREFIX: &str = "10.43.0.0/24";
@@ -62,8 +65,11 @@ impl UplinkPath {
     }
 }
 
-/// Every namespace of the lab; dropping it deletes them all.
+/// Every namespace of the lab and the balancers attached in it; dropping it detaches the
+/// balancers, then deletes the namespaces.
 pub struct Topology {
+    // Fields drop in order: the data planes first.
+    attached: Attached,
     /// The senders, in order.
     pub senders: Vec<SenderLink>,
     /// The uplinks, in order.
@@ -166,6 +172,7 @@ impl Topology {
             });
         }
         Ok(Topology {
+            attached: Attached::default(),
             senders,
             uplinks,
             balancer,
@@ -173,6 +180,23 @@ impl Topology {
             receiver,
             _leaf: leaf,
         })
+    }
+}
+
+impl Topology {
+    /// Attaches the load balancer configured as `config` to the balancer's `downlink`; it is
+    /// detached when the topology is dropped.
+    pub fn attach_balancer(
+        &self,
+        downlink: &Endpoint,
+        config: HostConfig,
+    ) -> anyhow::Result<PinnedMaps> {
+        self.attached.attach(
+            &self.balancer,
+            &downlink.ifname,
+            vec![Attachment::Lb],
+            config,
+        )
     }
 }
 

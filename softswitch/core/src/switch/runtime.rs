@@ -1,0 +1,707 @@
+//! The switch's runtime interface: every control operation on a running [`Switch`], as BMv2's
+//! `RuntimeInterface` (`SwitchWContexts`) has them — table entries (`mt_add_entry`,
+//! `mt_modify_entry`, `mt_delete_entry`, `mt_get_entries`, `mt_set_default_action`), action
+//! profiles and selectors (`mt_act_prof_*`), direct and indirect counters (`mt_read_counters`,
+//! `read_counters`, `write_counters`), registers (`register_read`, `register_write`), meters
+//! (`meter_set_rates`), parser value sets, multicast groups and nodes (`mc_*`), clone sessions
+//! (`mirroring_add`), queue depths and rates (`set_egress_queue_depth`,
+//! `set_egress_queue_rate`), and what the switch counts. The P4Runtime and Queues services, the
+//! STF runner and the fabric all use it and nothing else of the switch, so that one more front
+//! door (BMv2's Thrift runtime) is an adapter of the same calls.
+//!
+//! Tables, actions and extern instances are named by their program index; [`Switch::table_id`],
+//! [`Switch::action_id`] and [`Switch::instance_id`] find them by name (full, or a unique
+//! suffix). Keys are typed values ([`FieldMatch`]), actions with their data [`ActionCall`]s.
+//! Every refusal is a [`RuntimeError`]; no index a client sends can panic the switch.
+
+use super::{State, Switch};
+use crate::ir::{ActionCall, Entry, FieldMatch, InstanceKind, Program};
+use crate::meter::MeterConfig;
+use crate::table::{CounterCell, Installed, TableError};
+use crate::tm::{self, QueueSettingError};
+use thiserror::Error;
+
+/// Why the switch refused a control operation.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum RuntimeError {
+    /// No table has this index.
+    #[error("the program has no table {0}")]
+    NoTable(usize),
+    /// No extern instance has this index.
+    #[error("the program has no extern instance {0}")]
+    NoInstance(usize),
+    /// The instance is not of the kind the operation works on.
+    #[error("{name} is not a {want}")]
+    WrongKind {
+        /// The instance's name.
+        name: String,
+        /// What the operation needs (`counter`, `register`, `meter`, `value set`).
+        want: &'static str,
+    },
+    /// A cell index past the instance's size.
+    #[error("{kind} index out of range: {index} is not below {size}")]
+    Index {
+        /// What the instance is (`counter`, `register`, `meter`).
+        kind: &'static str,
+        /// The index asked for.
+        index: usize,
+        /// The instance's size.
+        size: usize,
+    },
+    /// A refused table or action profile operation.
+    #[error(transparent)]
+    Table(#[from] TableError),
+    /// The parser value set holds as many members as its size.
+    #[error("the value set {0} is full")]
+    ValueSetFull(String),
+    /// No multicast group with this id, or no replication node with this handle.
+    #[error("no multicast group {group} or no replication node {node}")]
+    NoGroupOrNode {
+        /// The group asked for.
+        group: u16,
+        /// The node asked for.
+        node: usize,
+    },
+    /// A queue setting out of its range.
+    #[error(transparent)]
+    Queue(#[from] QueueSettingError),
+}
+
+/// Which cell of a meter: an indirect meter's index, or the direct meter of a table entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MeterCell {
+    /// The cell at this index of an indirect meter.
+    Index(usize),
+    /// The direct meter of the entry with this handle (of the table the meter belongs to).
+    Entry(usize),
+}
+
+impl Switch {
+    // ---- names ----
+
+    /// The index of the table named `name` (full name, or a unique suffix after a dot).
+    pub fn table_id(&self, name: &str) -> Option<usize> {
+        table_id(&self.program, name)
+    }
+
+    /// The index of action `name` among those of table `table`.
+    pub fn action_id(&self, table: usize, name: &str) -> Option<usize> {
+        self.program
+            .tables
+            .get(table)
+            .and_then(|_| action_id(&self.program, table, name))
+    }
+
+    /// The index of the extern instance named `name`.
+    pub fn instance_id(&self, name: &str) -> Option<usize> {
+        instance_id(&self.program, name)
+    }
+
+    fn table(&self, table: usize) -> Result<&crate::ir::Table, RuntimeError> {
+        self.program
+            .tables
+            .get(table)
+            .ok_or(RuntimeError::NoTable(table))
+    }
+
+    fn instance(&self, instance: usize) -> Result<&crate::ir::Instance, RuntimeError> {
+        self.program
+            .instances
+            .get(instance)
+            .ok_or(RuntimeError::NoInstance(instance))
+    }
+
+    /// Checks that `instance` is of the kind `kind`.
+    fn instance_of(&self, instance: usize, kind: Cells) -> Result<(), RuntimeError> {
+        let i = self.instance(instance)?;
+        if kind.is(&i.kind) {
+            Ok(())
+        } else {
+            Err(RuntimeError::WrongKind {
+                name: i.name.clone(),
+                want: kind.name(),
+            })
+        }
+    }
+
+    // ---- table entries ----
+
+    /// Installs an entry (`mt_add_entry`); returns its handle.
+    pub fn add_entry(&mut self, table: usize, entry: Entry) -> Result<usize, RuntimeError> {
+        let t = self.table(table)?;
+        if t.const_entries_fixed {
+            return Err(TableError::Const(t.name.clone(), "entries").into());
+        }
+        self.check_action(table, &entry.action)?;
+        if entry.matches.len() != t.keys.len() {
+            return Err(TableError::KeyCount {
+                table: t.name.clone(),
+                want: t.keys.len(),
+                got: entry.matches.len(),
+            }
+            .into());
+        }
+        for (i, m) in entry.matches.iter().enumerate() {
+            self.state.tables[table].check_match(i, m, &t.keys[i].name)?;
+        }
+        Ok(self.state.tables[table].insert(entry)?)
+    }
+
+    /// Changes the action of entry `handle` (`mt_modify_entry`).
+    pub fn modify_entry(
+        &mut self,
+        table: usize,
+        handle: usize,
+        call: ActionCall,
+    ) -> Result<(), RuntimeError> {
+        self.check_action(table, &call)?;
+        self.installed_mut(table, handle)?.entry.action = call;
+        Ok(())
+    }
+
+    /// Removes entry `handle` (`mt_delete_entry`).
+    pub fn remove_entry(&mut self, table: usize, handle: usize) -> Result<(), RuntimeError> {
+        self.table(table)?;
+        Ok(self.state.tables[table].remove(handle)?)
+    }
+
+    /// Removes every entry of table `table` (`mt_clear_entries`), unless its entries are const.
+    pub fn clear_table(&mut self, table: usize) -> Result<(), RuntimeError> {
+        let t = self.table(table)?;
+        if t.const_entries_fixed {
+            return Err(TableError::Const(t.name.clone(), "entries").into());
+        }
+        self.state.tables[table].clear();
+        Ok(())
+    }
+
+    /// Removes every entry of every table that is not const.
+    pub fn clear_tables(&mut self) {
+        for (t, state) in self.program.tables.iter().zip(self.state.tables.iter_mut()) {
+            if !t.const_entries_fixed {
+                state.clear();
+            }
+        }
+    }
+
+    /// Entry `handle` of table `table`, with its direct counter.
+    pub fn entry(&self, table: usize, handle: usize) -> Result<&Installed, RuntimeError> {
+        let name = &self.table(table)?.name;
+        self.state.tables[table]
+            .entry(handle)
+            .ok_or_else(|| TableError::NoEntry(name.clone(), handle).into())
+    }
+
+    fn installed_mut(
+        &mut self,
+        table: usize,
+        handle: usize,
+    ) -> Result<&mut Installed, RuntimeError> {
+        let name = self.table(table)?.name.clone();
+        self.state.tables[table]
+            .entry_mut(handle)
+            .ok_or(RuntimeError::Table(TableError::NoEntry(name, handle)))
+    }
+
+    /// Every entry of table `table` with its handle, in installation order (`mt_get_entries`).
+    pub fn entries(
+        &self,
+        table: usize,
+    ) -> Result<impl Iterator<Item = (usize, &Installed)>, RuntimeError> {
+        self.table(table)?;
+        Ok(self.state.tables[table].installed())
+    }
+
+    /// The handle of the entry of table `table` with key `matches` and, if given, `priority`
+    /// (`mt_get_entry_from_key`).
+    pub fn entry_by_key(
+        &self,
+        table: usize,
+        matches: &[FieldMatch],
+        priority: Option<i64>,
+    ) -> Result<Option<usize>, RuntimeError> {
+        Ok(self
+            .entries(table)?
+            .find(|(_, i)| {
+                i.entry.matches == matches && priority.is_none_or(|p| i.entry.priority == p)
+            })
+            .map(|(h, _)| h))
+    }
+
+    /// Sets the default action (`mt_set_default_action`).
+    pub fn set_default(&mut self, table: usize, call: ActionCall) -> Result<(), RuntimeError> {
+        let t = self.table(table)?;
+        if t.const_default {
+            return Err(TableError::Const(t.name.clone(), "default action").into());
+        }
+        self.check_action(table, &call)?;
+        self.state.tables[table].default_action = call;
+        Ok(())
+    }
+
+    /// The default action of table `table` (`mt_get_default_entry`).
+    pub fn default_action(&self, table: usize) -> Result<&ActionCall, RuntimeError> {
+        self.table(table)?;
+        Ok(&self.state.tables[table].default_action)
+    }
+
+    fn check_action(&self, table: usize, call: &ActionCall) -> Result<(), RuntimeError> {
+        let t = self.table(table)?;
+        let Some(action) = self.program.actions.get(call.action) else {
+            return Err(TableError::BadAction {
+                table: t.name.clone(),
+                action: format!("#{}", call.action),
+            }
+            .into());
+        };
+        if !t.actions.contains(&call.action) {
+            return Err(TableError::BadAction {
+                table: t.name.clone(),
+                action: action.name.clone(),
+            }
+            .into());
+        }
+        let want = self.program.bodies[action.body]
+            .params
+            .iter()
+            .filter(|p| p.action_data)
+            .count();
+        if call.args.len() != want {
+            return Err(TableError::ArgCount {
+                action: action.name.clone(),
+                want,
+                got: call.args.len(),
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    // ---- action profiles and selectors ----
+
+    /// The action profile or selector of `table`.
+    fn profile_of(&self, table: usize) -> Result<usize, RuntimeError> {
+        let t = self.table(table)?;
+        t.profile
+            .ok_or_else(|| TableError::NoProfile(t.name.clone()).into())
+    }
+
+    /// Adds (or replaces) member `member` of the action profile of `table`: an action of the
+    /// table with its data (`mt_act_prof_add_member`).
+    pub fn add_member(
+        &mut self,
+        table: usize,
+        member: u32,
+        call: ActionCall,
+    ) -> Result<(), RuntimeError> {
+        let profile = self.profile_of(table)?;
+        self.check_action(table, &call)?;
+        self.state.profiles[profile].members.insert(member, call);
+        Ok(())
+    }
+
+    /// Creates (or empties) group `group` of the action selector of `table`
+    /// (`mt_act_prof_create_group`).
+    pub fn create_selector_group(&mut self, table: usize, group: u32) -> Result<(), RuntimeError> {
+        let profile = self.profile_of(table)?;
+        self.state.profiles[profile]
+            .groups
+            .insert(group, Vec::new());
+        Ok(())
+    }
+
+    /// Adds member `member` to group `group` of the action selector of `table`
+    /// (`mt_act_prof_add_member_to_group`).
+    pub fn add_to_group(
+        &mut self,
+        table: usize,
+        group: u32,
+        member: u32,
+    ) -> Result<(), RuntimeError> {
+        let index = self.profile_of(table)?;
+        let profile = &mut self.state.profiles[index];
+        if !profile.members.contains_key(&member) {
+            return Err(TableError::NoMember("member", member).into());
+        }
+        profile
+            .groups
+            .get_mut(&group)
+            .ok_or(TableError::NoMember("group", group))?
+            .push(member);
+        Ok(())
+    }
+
+    /// Installs an entry of a table with an action profile that runs member `member`
+    /// (`mt_indirect_add_entry`).
+    pub fn add_member_entry(
+        &mut self,
+        table: usize,
+        matches: Vec<FieldMatch>,
+        priority: i64,
+        member: u32,
+    ) -> Result<usize, RuntimeError> {
+        let profile = self.profile_of(table)?;
+        let call = self.state.profiles[profile]
+            .members
+            .get(&member)
+            .cloned()
+            .ok_or(TableError::NoMember("member", member))?;
+        self.add_entry(
+            table,
+            Entry {
+                matches,
+                priority,
+                action: call,
+            },
+        )
+    }
+
+    /// Installs an entry of a table with an action selector that runs a member of group
+    /// `group`, picked by the hash of the selector keys (the default action while the group is
+    /// empty) (`mt_indirect_ws_add_entry`).
+    pub fn add_group_entry(
+        &mut self,
+        table: usize,
+        matches: Vec<FieldMatch>,
+        priority: i64,
+        group: u32,
+    ) -> Result<usize, RuntimeError> {
+        let profile = self.profile_of(table)?;
+        if !self.state.profiles[profile].groups.contains_key(&group) {
+            return Err(TableError::NoMember("group", group).into());
+        }
+        let placeholder = self.state.tables[table].default_action.clone();
+        let handle = self.add_entry(
+            table,
+            Entry {
+                matches,
+                priority,
+                action: placeholder,
+            },
+        )?;
+        self.state.tables[table].set_group(handle, group);
+        Ok(handle)
+    }
+
+    // ---- parser value sets ----
+
+    /// Adds a member to parser value set `instance` (`parse_vset_add`).
+    pub fn value_set_add(
+        &mut self,
+        instance: usize,
+        member: FieldMatch,
+    ) -> Result<(), RuntimeError> {
+        let i = self.instance(instance)?;
+        match i.kind {
+            InstanceKind::ValueSet { size, .. } => {
+                if self.state.value_sets[instance].len() >= size as usize {
+                    return Err(RuntimeError::ValueSetFull(i.name.clone()));
+                }
+                self.state.value_sets[instance].push(member);
+                Ok(())
+            }
+            _ => Err(RuntimeError::WrongKind {
+                name: i.name.clone(),
+                want: "value set",
+            }),
+        }
+    }
+
+    // ---- counters ----
+
+    /// Cell `index` of counter `instance` (`counter_read`).
+    pub fn read_counter(&self, instance: usize, index: usize) -> Result<CounterCell, RuntimeError> {
+        self.instance_of(instance, Cells::Counter)?;
+        cell(&self.state.counters[instance], Cells::Counter, index).copied()
+    }
+
+    /// Sets cell `index` of counter `instance` (`counter_write`).
+    pub fn write_counter(
+        &mut self,
+        instance: usize,
+        index: usize,
+        value: CounterCell,
+    ) -> Result<(), RuntimeError> {
+        self.write_cell(instance, Cells::Counter, index, value, |s| &mut s.counters)
+    }
+
+    /// The direct counter of entry `handle` of table `table` (`mt_read_counters`).
+    pub fn read_direct_counter(
+        &self,
+        table: usize,
+        handle: usize,
+    ) -> Result<CounterCell, RuntimeError> {
+        Ok(self.entry(table, handle)?.counter)
+    }
+
+    /// Sets the direct counter of entry `handle` of table `table` (`mt_write_counters`).
+    pub fn write_direct_counter(
+        &mut self,
+        table: usize,
+        handle: usize,
+        value: CounterCell,
+    ) -> Result<(), RuntimeError> {
+        self.installed_mut(table, handle)?.counter = value;
+        Ok(())
+    }
+
+    // ---- registers ----
+
+    /// Cell `index` of register `instance` (`register_read`).
+    pub fn read_register(&self, instance: usize, index: usize) -> Result<u128, RuntimeError> {
+        cell(self.register_cells(instance)?, Cells::Register, index).copied()
+    }
+
+    /// Every cell of register `instance` (`register_read_all`).
+    pub fn register_cells(&self, instance: usize) -> Result<&[u128], RuntimeError> {
+        self.instance_of(instance, Cells::Register)?;
+        Ok(&self.state.registers[instance])
+    }
+
+    /// Sets cell `index` of register `instance` (`register_write`). The value is kept as given:
+    /// whether it fits the register's width is the caller's check, which knows its syntax.
+    pub fn write_register(
+        &mut self,
+        instance: usize,
+        index: usize,
+        value: u128,
+    ) -> Result<(), RuntimeError> {
+        self.write_cell(instance, Cells::Register, index, value, |s| {
+            &mut s.registers
+        })
+    }
+
+    /// Sets cell `index` of the `kind` instance `instance`, whose cells `cells` picks.
+    fn write_cell<T>(
+        &mut self,
+        instance: usize,
+        kind: Cells,
+        index: usize,
+        value: T,
+        cells: fn(&mut State) -> &mut Vec<Vec<T>>,
+    ) -> Result<(), RuntimeError> {
+        self.instance_of(instance, kind)?;
+        *cell_mut(&mut cells(&mut self.state)[instance], kind, index)? = value;
+        Ok(())
+    }
+
+    // ---- meters ----
+
+    /// Sets the rates of a cell of meter `instance` (`meter_set_rates`, `mt_set_meter_rates`).
+    pub fn set_meter_rates(
+        &mut self,
+        instance: usize,
+        at: MeterCell,
+        config: MeterConfig,
+    ) -> Result<(), RuntimeError> {
+        let now = self.now_us();
+        let meter = match at {
+            MeterCell::Index(index) => {
+                self.instance_of(instance, Cells::Meter)?;
+                cell_mut(&mut self.state.meters[instance], Cells::Meter, index)?
+            }
+            MeterCell::Entry(handle) => {
+                self.instance_of(instance, Cells::DirectMeter)?;
+                self.state.direct_meter(instance, handle)
+            }
+        };
+        meter.configure(config, now);
+        Ok(())
+    }
+
+    // ---- packet replication engine and mirroring ----
+
+    /// Adds (or replaces) clone session `session` sending to `port` (`mirroring_add`).
+    pub fn set_clone_session(&mut self, session: u32, port: u16) {
+        self.mirroring.set(session, port);
+    }
+
+    /// Removes clone session `session` (`mirroring_delete`).
+    pub fn remove_clone_session(&mut self, session: u32) {
+        self.mirroring.remove(session);
+    }
+
+    /// Makes multicast group `group` replicate to `replicas` (egress port, replication id),
+    /// creating or replacing it.
+    pub fn set_multicast_group(&mut self, group: u16, replicas: &[(u16, u16)]) {
+        self.pre.set_group(group, replicas);
+    }
+
+    /// Removes multicast group `group` and its nodes (`mc_mgrp_destroy`).
+    pub fn remove_multicast_group(&mut self, group: u16) {
+        self.pre.remove_group(group);
+    }
+
+    /// Creates multicast group `group`, empty (`mc_mgrp_create`).
+    pub fn create_multicast_group(&mut self, group: u16) {
+        self.pre.create_group(group);
+    }
+
+    /// Creates a replication node (`rid`, ports); returns its handle (`mc_node_create`).
+    pub fn create_multicast_node(&mut self, rid: u16, ports: Vec<u16>) -> usize {
+        self.pre.create_node(rid, ports)
+    }
+
+    /// Adds node `node` to group `group` (`mc_node_associate`).
+    pub fn associate_node(&mut self, group: u16, node: usize) -> Result<(), RuntimeError> {
+        if self.pre.associate_node(group, node) {
+            Ok(())
+        } else {
+            Err(RuntimeError::NoGroupOrNode { group, node })
+        }
+    }
+
+    // ---- queues ----
+
+    /// Sets the depth (packets, 1..=[`tm::MAX_DEPTH`]) of queue `priority` of `port`; of all
+    /// the port's queues when `priority` is `None`; of every port, including ports not seen yet,
+    /// when `port` is `None` (`set_egress_queue_depth`, `set_all_egress_queue_depths`).
+    pub fn set_queue_depth(
+        &mut self,
+        port: Option<u16>,
+        priority: Option<u8>,
+        depth: usize,
+    ) -> Result<(), RuntimeError> {
+        let depth = tm::depth(depth as u128)?;
+        self.check_priority(priority)?;
+        self.tm.set_depth(port, priority, depth);
+        Ok(())
+    }
+
+    /// Sets the rate (packets per second, `None` unlimited) of queues chosen as by
+    /// [`Self::set_queue_depth`] (`set_egress_queue_rate`, `set_all_egress_queue_rates`).
+    pub fn set_queue_rate(
+        &mut self,
+        port: Option<u16>,
+        priority: Option<u8>,
+        rate_pps: Option<u64>,
+    ) -> Result<(), RuntimeError> {
+        self.check_priority(priority)?;
+        self.tm.set_rate(port, priority, rate_pps);
+        Ok(())
+    }
+
+    fn check_priority(&self, priority: Option<u8>) -> Result<(), RuntimeError> {
+        if let Some(p) = priority {
+            tm::priority(p.into())?;
+        }
+        Ok(())
+    }
+
+    /// The depth (packets) and rate (packets per second, `None` unlimited) of queue `priority`
+    /// of `port`; the defaults for a port that has no queues yet.
+    pub fn queue_config(&self, port: u16, priority: u8) -> (usize, Option<u64>) {
+        self.tm.config(port, priority)
+    }
+
+    /// Packets waiting in queue `priority` of `port`.
+    pub fn queue_occupancy(&self, port: u16, priority: u8) -> usize {
+        self.tm.occupancy(port, priority)
+    }
+
+    /// Packets tail-dropped at queue `priority` of `port`.
+    pub fn queue_drops(&self, port: u16, priority: u8) -> u64 {
+        self.tm.dropped(port, priority)
+    }
+
+    /// The ports that have queues: those a packet has been queued for or a setting named.
+    pub fn queue_ports(&self) -> impl Iterator<Item = u16> + '_ {
+        self.tm.ports()
+    }
+
+    // ---- what the switch counts ----
+
+    /// Packets dropped (by the program, a full queue, a missing session or a loop limit).
+    pub fn drops(&self) -> u64 {
+        self.drops
+    }
+
+    /// Failed `assert`/`assume` calls.
+    pub fn assertion_failures(&self) -> u64 {
+        self.state.assertion_failures
+    }
+}
+
+/// The kinds of extern instance whose cells the runtime interface reads and writes.
+#[derive(Clone, Copy)]
+enum Cells {
+    Counter,
+    Register,
+    Meter,
+    DirectMeter,
+}
+
+impl Cells {
+    fn name(self) -> &'static str {
+        match self {
+            Cells::Counter => "counter",
+            Cells::Register => "register",
+            Cells::Meter => "meter",
+            Cells::DirectMeter => "direct meter",
+        }
+    }
+
+    fn is(self, kind: &InstanceKind) -> bool {
+        matches!(
+            (self, kind),
+            (Cells::Counter, InstanceKind::Counter { .. })
+                | (Cells::Register, InstanceKind::Register { .. })
+                | (Cells::Meter, InstanceKind::Meter { .. })
+                | (Cells::DirectMeter, InstanceKind::DirectMeter { .. })
+        )
+    }
+}
+
+/// Cell `index` of the `kind` cells `cells`, or why not.
+fn cell<T>(cells: &[T], kind: Cells, index: usize) -> Result<&T, RuntimeError> {
+    let size = cells.len();
+    cells.get(index).ok_or(RuntimeError::Index {
+        kind: kind.name(),
+        index,
+        size,
+    })
+}
+
+/// Cell `index` of the `kind` cells `cells`, to change, or why not.
+fn cell_mut<T>(cells: &mut [T], kind: Cells, index: usize) -> Result<&mut T, RuntimeError> {
+    let size = cells.len();
+    cells.get_mut(index).ok_or(RuntimeError::Index {
+        kind: kind.name(),
+        index,
+        size,
+    })
+}
+
+/// The index of the table of `program` named `name` (full name, or a unique suffix after a dot).
+pub fn table_id(program: &Program, name: &str) -> Option<usize> {
+    find_by_name(program.tables.iter().map(|t| t.name.as_str()), name)
+}
+
+/// The index of action `name` among those of table `table` of `program`.
+pub fn action_id(program: &Program, table: usize, name: &str) -> Option<usize> {
+    let actions = &program.tables[table].actions;
+    let names = actions.iter().map(|&a| program.actions[a].name.as_str());
+    find_by_name(names, name).map(|i| actions[i])
+}
+
+/// The index of the extern instance of `program` named `name`.
+pub fn instance_id(program: &Program, name: &str) -> Option<usize> {
+    find_by_name(program.instances.iter().map(|i| i.name.as_str()), name)
+}
+
+/// The position of `name` in `names`: an exact match, else the only name ending in `.name`.
+pub fn find_by_name<'a>(names: impl Iterator<Item = &'a str> + Clone, name: &str) -> Option<usize> {
+    if let Some(i) = names.clone().position(|n| n == name) {
+        return Some(i);
+    }
+    let suffix = format!(".{name}");
+    let hits: Vec<usize> = names
+        .enumerate()
+        .filter(|(_, n)| n.ends_with(&suffix))
+        .map(|(i, _)| i)
+        .collect();
+    match hits.as_slice() {
+        [one] => Some(*one),
+        _ => None,
+    }
+}
