@@ -25,6 +25,7 @@ pub type Target = fn(&[u8]);
 /// Every target, by the name of its binary and corpus directory.
 pub const TARGETS: &[(&str, Target)] = &[
     ("frontend", frontend),
+    ("bmv2_json", bmv2_json),
     ("stf", stf),
     ("p4rt_write", p4rt_write),
     ("p4rt_set_pipeline", p4rt_set_pipeline),
@@ -33,6 +34,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("runtime_json", runtime_json),
     #[cfg(feature = "control")]
     ("host_config", host_config),
+    #[cfg(feature = "control")]
+    ("agent_config", agent_config),
 ];
 
 const SWITCH_P4: &str = include_str!("../../softswitch/tests/server/switch.p4");
@@ -94,6 +97,20 @@ pub fn frontend(data: &[u8]) {
             let _ = d.render(&map);
         }
     }
+}
+
+/// A BMv2 JSON program (a device config): loads to a program or an error; a program loaded
+/// runs packets (the IR of untrusted JSON must not make the interpreter panic either).
+pub fn bmv2_json(data: &[u8]) {
+    let Ok(loaded) = softswitch_bmv2json::load(data) else {
+        return;
+    };
+    let mut switch = Switch::new(loaded.program, Clock::Virtual(0));
+    for (port, len) in [(1u16, 14usize), (2, 64), (0, 0)] {
+        switch.receive(port, (0..len).map(|i| i as u8).collect());
+    }
+    switch.drain();
+    switch.drain_outputs().for_each(drop);
 }
 
 /// An STF test against `stateful.p4`: runs to a report or a diagnostic that renders.
@@ -187,5 +204,18 @@ pub fn host_config(data: &[u8]) {
     if let Ok(config) = lossless::host::config::HostConfig::from_toml(text) {
         let _ = config.validate();
         let _ = config.view();
+    }
+}
+
+/// The agent's TOML file, as `lossless agent --config` reads it: parsed and checked whole.
+#[cfg(feature = "control")]
+pub fn agent_config(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(config) = lossless::agent::config::AgentConfig::from_toml(text) {
+        for spec in config.interfaces.values() {
+            let _ = spec.config.validate();
+        }
     }
 }

@@ -1,6 +1,10 @@
 //! The `softswitch` command line: `run` a switch on real ports with its P4Runtime server,
 //! `check` a program, run an `stf` test, print its `p4info`, or `bundle` it with its includes.
+//! Invoked as `simple_switch` or `simple_switch_grpc`, it takes BMv2's command line instead
+//! (`bmv2_cli`).
 
+mod bmv2_cli;
+mod pcap;
 mod run;
 
 use anyhow::{Context, Result};
@@ -24,7 +28,7 @@ struct Cli {
 enum Command {
     /// Forward between Linux interfaces and serve P4Runtime, until SIGINT or SIGTERM.
     Run {
-        /// The P4_16 program; without one, no packet is forwarded until a controller sets a
+        /// The P4_16 program, or BMv2's JSON of one (p4c-bm2-ss's output); without one, no packet is forwarded until a controller sets a
         /// pipeline with SetForwardingPipelineConfig.
         program: Option<PathBuf>,
         /// A port: PORT@INTERFACE (e.g. 1@veth1); repeat for each port.
@@ -93,6 +97,20 @@ enum P4InfoFormat {
 }
 
 fn main() -> ExitCode {
+    let argv0 = std::env::args_os().next().unwrap_or_default();
+    if let Some(personality) = bmv2_cli::Personality::of(&argv0) {
+        let args = <bmv2_cli::Bmv2Args as Parser>::parse();
+        return match run_as_bmv2(personality, args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => match e.downcast_ref::<clap::Error>() {
+                Some(usage) => usage.exit(),
+                None => {
+                    eprintln!("softswitch: {e:#}");
+                    ExitCode::FAILURE
+                }
+            },
+        };
+    }
     match run(Cli::parse()) {
         Ok(code) => code,
         Err(e) => {
@@ -100,6 +118,38 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Runs the switch as BMv2's `simple_switch[_grpc]` command line asks.
+fn run_as_bmv2(personality: bmv2_cli::Personality, args: bmv2_cli::Bmv2Args) -> Result<()> {
+    use tracing_subscriber::fmt::writer::{BoxMakeWriter, MakeWriterExt as _};
+    let (options, logging) = bmv2_cli::options(personality, args)?;
+    let file = logging
+        .file
+        .as_ref()
+        .map(|path| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("opening the log file {}", path.display()))
+        })
+        .transpose()?;
+    let writer = match (logging.console, file) {
+        (true, Some(f)) => BoxMakeWriter::new(std::io::stdout.and(std::sync::Mutex::new(f))),
+        (true, None) => BoxMakeWriter::new(std::io::stdout),
+        (false, Some(f)) => BoxMakeWriter::new(std::sync::Mutex::new(f)),
+        (false, None) => BoxMakeWriter::new(std::io::stderr),
+    };
+    tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SOFTSWITCH_LOG")
+                .unwrap_or_else(|_| logging.level.as_str().into()),
+        )
+        .with_writer(writer)
+        .init();
+    crate::run::run(options)
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
@@ -129,6 +179,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 grpc_addr: grpc_server_addr,
                 device_id,
                 cpu_port,
+                pcap: None,
             })?;
             Ok(ExitCode::SUCCESS)
         }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 
+use crate::pcap::{Capture, Recorded};
 use softswitch_device::ports::{self, PortSpec};
 use softswitch_server::pipeline::Compiled;
 use softswitch_server::Device;
@@ -24,6 +25,8 @@ pub struct RunOptions {
     pub device_id: u64,
     /// The port whose frames go to the controller (PacketIn) and where PacketOut enters.
     pub cpu_port: Option<u16>,
+    /// Where to write each port's pcap files (`--pcap DIR`), if anywhere.
+    pub pcap: Option<PathBuf>,
 }
 
 /// Runs the switch until SIGINT or SIGTERM.
@@ -39,15 +42,46 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         }
     }
     let attached = ports::open_all(&options.ports)?;
+    // Per port: the pcap files of what comes in and goes out, when asked for.
+    let mut captures = Vec::new();
+    for p in &attached {
+        captures.push(match &options.pcap {
+            Some(dir) => {
+                let iface = &p.spec().iface;
+                Some((
+                    Capture::create(&dir.join(format!("{iface}_in.pcap")))?,
+                    Capture::create(&dir.join(format!("{iface}_out.pcap")))?,
+                ))
+            }
+            None => None,
+        });
+    }
     let transmitters = attached
         .iter()
-        .map(|p| (p.spec().port, p.transmitter()))
+        .zip(&captures)
+        .map(|(p, capture)| {
+            let tx = p.transmitter();
+            let tx: Box<dyn softswitch_device::engine::Transmit> = match capture {
+                Some((_, out)) => Box::new(Recorded {
+                    inner: tx,
+                    capture: out.clone(),
+                }),
+                None => tx,
+            };
+            (p.spec().port, tx)
+        })
         .collect();
     let device = Device::start(options.device_id, transmitters, options.cpu_port, program);
     let running = Arc::new(AtomicBool::new(true));
     let receivers: Vec<_> = attached
         .into_iter()
-        .map(|p| p.spawn_receiver(device.engine.clone(), running.clone()))
+        .zip(captures)
+        .map(|(p, capture)| {
+            let tap = capture.map(|(input, _)| -> ports::Tap {
+                Box::new(move |frame: &[u8]| input.record(frame))
+            });
+            p.spawn_receiver(device.engine.clone(), running.clone(), tap)
+        })
         .collect();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -58,6 +92,9 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(options.grpc_addr)
             .await
             .with_context(|| format!("binding {}", options.grpc_addr))?;
+        // Caught from before the switch says it is up: a SIGTERM right after that line ends it
+        // cleanly.
+        let shutdown = shutdown_signal().context("catching SIGINT and SIGTERM")?;
         let ports: Vec<String> = options
             .ports
             .iter()
@@ -75,7 +112,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
             ),
         );
         device
-            .serve(listener, shutdown_signal())
+            .serve(listener, shutdown)
             .await
             .context("serving gRPC")
     });
@@ -94,12 +131,15 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
     served
 }
 
-/// Completes on SIGINT or SIGTERM.
-async fn shutdown_signal() {
+/// A future that completes on SIGINT or SIGTERM, both caught from the moment of the call.
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM can be caught");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
+    let mut term = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = term.recv() => {}
+        }
+    })
 }

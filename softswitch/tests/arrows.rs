@@ -15,6 +15,7 @@ use std::process::Command;
 const ALLOWED: &[(&str, &[&str])] = &[
     ("softswitch-core", &["wire"]),
     ("softswitch-frontend", &["softswitch-core"]),
+    ("softswitch-bmv2json", &["softswitch-core"]),
     ("softswitch-device", &["softswitch-core"]),
     (
         "softswitch-stf",
@@ -25,6 +26,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "softswitch-core",
             "softswitch-frontend",
+            "softswitch-bmv2json",
             "softswitch-device",
             "p4runtime",
             "p4values",
@@ -58,6 +60,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
 const WITHOUT_ASYNC: &[&str] = &[
     "softswitch-core",
     "softswitch-frontend",
+    "softswitch-bmv2json",
     "softswitch-device",
     "softswitch-stf",
     "fabric",

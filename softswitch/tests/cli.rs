@@ -206,3 +206,97 @@ fn run_refuses_ports_past_510_and_stf_refuses_an_endless_file() {
         "{stderr}"
     );
 }
+
+/// softswitch through a symlink named `name` (BMv2's command line), in a directory of its own.
+fn as_bmv2(name: &str, args: &[&str]) -> Output {
+    let dir = std::env::temp_dir().join(format!("softswitch-{}-as-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join(name);
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_softswitch"), &link).unwrap();
+    let out = Command::new(&link).args(args).output().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    out
+}
+
+#[test]
+fn as_simple_switch_it_takes_bmv2s_command_line() {
+    let help = as_bmv2("simple_switch_grpc", &["--help"]);
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(help.status.success(), "{text}");
+    for flag in [
+        "--thrift-port",
+        "--log-console",
+        "--no-p4",
+        "--pcap",
+        "--nanolog",
+    ] {
+        assert!(text.contains(flag), "{flag} missing from {text}");
+    }
+    // Neither a program nor --no-p4: refused, as BMv2 refuses it.
+    let none = as_bmv2("simple_switch", &["--log-console"]);
+    assert!(!none.status.success());
+    let err = String::from_utf8_lossy(&none.stderr);
+    assert!(err.contains("or --no-p4"), "{err}");
+    // Target options after `--` are BMv2's: an unknown one is refused, naming it.
+    let bad = as_bmv2("simple_switch_grpc", &["--no-p4", "--", "--bogus"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--bogus"));
+    // As softswitch, its own command line is unchanged.
+    let own = Command::new(env!("CARGO_BIN_EXE_softswitch"))
+        .args(["run", "--no-p4"])
+        .output()
+        .unwrap();
+    assert!(!own.status.success());
+}
+
+#[test]
+fn as_simple_switch_it_runs_a_bmv2_json_and_says_what_it_ignores() {
+    let json = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/bmv2_json/basic.json");
+    let dir = std::env::temp_dir().join(format!("softswitch-{}-run-json", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("simple_switch");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_softswitch"), &link).unwrap();
+    let mut child = Command::new(&link)
+        .arg(&json)
+        .args([
+            "--thrift-port",
+            "9090",
+            "--pcap",
+            "--",
+            "--priority-queues",
+            "8",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // It is up once it says where P4Runtime listens; then SIGTERM ends it with 0.
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let up = line.contains("P4Runtime on 127.0.0.1:");
+        seen.push(line);
+        if up {
+            break;
+        }
+    }
+    // SAFETY: kill with a child's pid has no memory effects.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    seen.extend(lines.map_while(Result::ok));
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = seen.join("\n");
+    assert!(text.contains("basic.json"), "{text}");
+    assert!(
+        text.contains("Thrift runtime (simple_switch_CLI) is not served yet"),
+        "{text}"
+    );
+    assert!(
+        text.contains("--priority-queues accepted and ignored"),
+        "{text}"
+    );
+    assert!(status.success(), "{status:?}\n{text}");
+}

@@ -594,9 +594,10 @@ async fn pipelines_are_verified_saved_committed_and_read_back() {
         ),
         (with("switch.p4", b"control oops("), "device_config.p4:1:"),
         (with("switch.p4", &[0xff, 0xfe]), "UTF-8"),
+        // BMv2's JSON is loaded as such, and an incomplete one refused saying what it lacks.
         (
             with("switch.p4", b"{\n  \"header_types\" : []\n}"),
-            "looks like BMv2's JSON",
+            "BMv2 JSON: the program has no \"headers\"",
         ),
     ] {
         let err = set_pipeline(&mut client, 1, SetAction::VerifyAndCommit, Some(refused))

@@ -49,7 +49,7 @@ pub fn run_to_end(name: &str, out: &Path, args: &[&str], prefixes: &[&str]) -> S
 }
 
 /// Starts `lossless lab NAME --out OUT ARGS` and interrupts it once it prints a line for which
-/// `under_way` holds ([`interrupt_when`]); it must then exit with success and leave no namespace
+/// `under_way` holds; it must then exit with success and leave no namespace
 /// named with one of `prefixes`. Returns what it printed on stdout.
 pub fn interrupted(
     name: &str,

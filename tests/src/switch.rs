@@ -248,6 +248,29 @@ impl SwitchBed {
         SwitchBed::spawn(topology, command, Ready::Listening(ready), false)
     }
 
+    /// softswitch launched as the P4 tutorials launch BMv2: `simple_switch_grpc` is `link`, a
+    /// symlink to softswitch with that name, given the tutorials' command line
+    /// (`--device-id 0 -i 1@... --log-console --thrift-port 9090 --no-p4 --
+    /// --grpc-server-addr ...`) on `topology`'s ports, with `--pcap pcaps` as the tutorials'
+    /// `pcap_dump` adds; started and ready.
+    pub fn start_as_simple_switch_grpc(
+        topology: Topology,
+        link: &Path,
+        pcaps: &Path,
+    ) -> anyhow::Result<SwitchBed> {
+        let mut command = topology.switch_ns.command(link);
+        command.args(["--device-id", "0"]);
+        for h in &topology.hosts {
+            command
+                .arg("-i")
+                .arg(format!("{}@{}", h.port, h.switch_iface));
+        }
+        command.arg("--pcap").arg(pcaps);
+        command.args(["--log-console", "--thrift-port", "9090", "--no-p4", "--"]);
+        command.args(["--grpc-server-addr", P4RUNTIME_ADDR]);
+        SwitchBed::spawn(topology, command, Ready::Logged("P4Runtime on"), true)
+    }
+
     /// Runs `command` (the switch) with its output read line by line, and waits until it is
     /// ready; `exits_on_sigterm` says whether it exits 0 on SIGTERM.
     fn spawn(

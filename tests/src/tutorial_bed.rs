@@ -36,6 +36,9 @@ pub struct TutorialBed {
     pub dir: PathBuf,
     /// Whether the switch is BMv2's simple_switch_grpc (else softswitch).
     pub bmv2: bool,
+    /// Whether the switch takes p4c's BMv2 JSON (`pipeline set --target bmv2`): BMv2, or
+    /// softswitch standing in for it.
+    pub json: bool,
 }
 
 impl TutorialBed {
@@ -51,6 +54,7 @@ impl TutorialBed {
             bed: SwitchBed::start_logging(topology, None, filter)?,
             dir,
             bmv2: false,
+            json: false,
         })
     }
 
@@ -62,6 +66,27 @@ impl TutorialBed {
             bed: SwitchBed::start_bmv2(topology, tool, Bmv2Build::Grpc, None, &dir)?,
             dir,
             bmv2: true,
+            json: true,
+        })
+    }
+
+    /// Builds the hosts and starts softswitch in BMv2's place: through a symlink named
+    /// `simple_switch_grpc`, with the tutorials' command line, without a pipeline, writing its
+    /// pcap files in `dir/pcaps`;
+    /// `pipeline set --program` compiles programs with p4c and pushes BMv2 JSON and P4Info, as
+    /// to BMv2.
+    pub fn softswitch_as_bmv2() -> anyhow::Result<Self> {
+        let (topology, dir) = Self::hosts()?;
+        let link = dir.join("simple_switch_grpc");
+        std::os::unix::fs::symlink(crate::switch::softswitch_bin(), &link)
+            .with_context(|| format!("linking {}", link.display()))?;
+        let pcaps = dir.join("pcaps");
+        std::fs::create_dir_all(&pcaps)?;
+        Ok(TutorialBed {
+            bed: SwitchBed::start_as_simple_switch_grpc(topology, &link, &pcaps)?,
+            dir,
+            bmv2: false,
+            json: true,
         })
     }
 
@@ -138,7 +163,7 @@ impl TutorialBed {
     pub fn program(&self, program: &Path, entries: &Path) {
         let program = program.to_str().expect("UTF-8 path");
         let mut args = vec!["pipeline", "set", "--program", program];
-        if self.bmv2 {
+        if self.json {
             args.extend(["--target", "bmv2"]);
         }
         self.p4_ok(&args);

@@ -34,17 +34,16 @@ fn pauses_are_honoured_counted_and_consumed() {
     link.set_rx(&["pfc.link_speed_bps=10m"]);
 
     let capture = link.rx_socket();
+    // Every frame is built before the first is sent: scapy takes seconds to start on a loaded
+    // machine, and the XON below must arrive within priority 3's 3.36 s pause.
+    let pause_0_and_7 = pfc("c0_enabled=1, c0_pause_time=100, c7_enabled=1, c7_pause_time=100");
+    let pause_3 = pfc("c3_enabled=1, c3_pause_time=65535");
+    let resume_3 = pfc("c3_enabled=1, c3_pause_time=0");
+    let marker = link.roce().build();
     let sender = link.tx_socket();
     // 100 quanta (5.12 ms) for priorities 0 and 7; 65535 quanta (3.36 s) for priority 3.
-    sender
-        .send(&pfc(
-            "c0_enabled=1, c0_pause_time=100, c7_enabled=1, c7_pause_time=100",
-        ))
-        .unwrap();
-    sender
-        .send(&pfc("c3_enabled=1, c3_pause_time=65535"))
-        .unwrap();
-    let marker = link.roce().build();
+    sender.send(&pause_0_and_7).unwrap();
+    sender.send(&pause_3).unwrap();
     sender.send(&marker).unwrap();
     let seen = capture.receive(1, TIMEOUT, from_test_mac).unwrap();
     assert_eq!(seen[0], marker, "a PFC frame reached the stack");
@@ -66,7 +65,7 @@ fn pauses_are_honoured_counted_and_consumed() {
     );
 
     // XON for priority 3: the pause ends and its paused time stops growing.
-    sender.send(&pfc("c3_enabled=1, c3_pause_time=0")).unwrap();
+    sender.send(&resume_3).unwrap();
     let resumed = link.wait_for_rx_stats(|s| by_priority(s, "pfc_resume_rx", 3) == 1);
     let later = link.rx_stats();
     assert_eq!(

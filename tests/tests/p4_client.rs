@@ -180,6 +180,62 @@ fn lossless_p4_on_bmv2_from_its_runtime_json_forwards_and_counts() {
     lossless_p4_forwards_and_counts(&TutorialBed::bmv2(grpc).unwrap());
 }
 
+/// The same on softswitch standing in for simple_switch_grpc: launched through a symlink of
+/// that name with the P4 tutorials' command line, given BMv2 JSON and P4Info by
+/// `pipeline set --target bmv2` (p4c's output, as BMv2 is), the same traffic, the same counts.
+#[test]
+fn lossless_p4_on_softswitch_as_simple_switch_grpc_from_bmv2_json_forwards_and_counts() {
+    let test = "lossless_p4_on_softswitch_as_simple_switch_grpc_from_bmv2_json_forwards_and_counts";
+    if !privileged(test) {
+        return;
+    }
+    if testkit::bmv2::toolchain_or_skip(test).is_none() {
+        return;
+    }
+    let bed = TutorialBed::softswitch_as_bmv2().unwrap();
+    assert!(
+        bed.bed
+            .lines
+            .iter()
+            .any(|l| l.contains("--thrift-port 9090 accepted, but the Thrift runtime")),
+        "softswitch did not say that Thrift is not served: {}",
+        bed.bed.lines.join("\n")
+    );
+    lossless_p4_forwards_and_counts(&bed);
+    // --pcap: h1's port received every frame h1's kernel sent, h2's port sent each on to h2's
+    // MAC (static neighbours: h1 sends nothing that is not for h2), read back by scapy.
+    let Some(python) = testkit::venv_python_or_skip(test) else {
+        return;
+    };
+    let (h1_packets, _) = tx_counts(bed.h1()).unwrap();
+    let frames = |iface: &str, direction: &str, dst: &str| -> u64 {
+        let file = bed
+            .dir
+            .join("pcaps")
+            .join(format!("{iface}_{direction}.pcap"));
+        let script = "import sys\nfrom scapy.all import rdpcap, Ether\n\
+            print(sum(1 for p in rdpcap(sys.argv[1]) if sys.argv[2] in ('', p[Ether].dst)))";
+        let out = std::process::Command::new(&python)
+            .args(["-c", script])
+            .arg(&file)
+            .arg(dst)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    };
+    let (h1, h2) = (bed.h1(), bed.h2());
+    assert_eq!(frames(&h1.switch_iface, "in", ""), h1_packets);
+    assert_eq!(
+        frames(&h2.switch_iface, "out", "08:00:00:00:02:22"),
+        h1_packets
+    );
+}
+
 /// lossless.p4 configured from the two-hosts example's runtime JSON by `lossless p4`: ping and
 /// UDP cross the switch, RoCEv2 frames in its lossless priority arrive all, in order and
 /// unmarked, its per-port counter equals what each host's kernel sent, its route counter counts

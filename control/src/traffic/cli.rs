@@ -868,6 +868,7 @@ mod tests {
             pfc_holds: 0,
             qps: vec![],
             started: std::time::Instant::now(),
+            started_monotonic_ns: 0,
         };
         let text = send_table(&summary);
         assert!(

@@ -21,9 +21,9 @@ use super::{entities, packetio};
 /// The P4Runtime API version the definitions come from.
 pub const API_VERSION: &str = "1.5.0";
 
-/// The largest request a client may send, in bytes (gRPC's usual default; a device config is
-/// P4 source, far smaller than BMv2's JSON): a larger one is refused with OUT_OF_RANGE (tonic's
-/// code for it) before it is decoded.
+/// The largest request a client may send, in bytes (gRPC's usual default; a device config, P4
+/// source or p4c's BMv2 JSON, fits: lossless.p4's JSON is about 590 KB): a larger one is refused
+/// with OUT_OF_RANGE (tonic's code for it) before it is decoded.
 pub const MAX_REQUEST_BYTES: usize = 4 << 20;
 
 /// The most bytes of entities one ReadResponse carries: a larger answer is streamed in several,

@@ -1,4 +1,5 @@
-//! A forwarding pipeline as P4Runtime sees it: the device config (the P4 source), compiled, its
+//! A forwarding pipeline as P4Runtime sees it: the device config (the P4 source, or BMv2's JSON
+//! as p4c-bm2-ss writes it), compiled or loaded, its
 //! P4Info checked against the one the controller sent, and, once committed, the switch running
 //! it with the P4Runtime-side state that belongs to it (replication entries as written, digest
 //! settings).
@@ -54,12 +55,13 @@ impl Compiled {
                 device_config.len()
             ));
         }
-        let source = std::str::from_utf8(&device_config)
-            .map_err(|e| format!("p4_device_config must be the P4 source as UTF-8 text: {e}"))?;
-        if source.trim_start().starts_with('{') {
+        if softswitch_bmv2json::looks_like_bmv2_json(&device_config) {
             // What a controller written for simple_switch_grpc sends.
-            return Err("p4_device_config looks like BMv2's JSON: softswitch takes the P4_16 source of the program instead".into());
+            return Self::from_bmv2_json(device_config, p4info, cookie);
         }
+        let source = std::str::from_utf8(&device_config).map_err(|e| {
+            format!("p4_device_config must be the P4 source as UTF-8 text, or BMv2's JSON: {e}")
+        })?;
         let mut map = SourceMap::new();
         let file = map.add(DEVICE_CONFIG_NAME, source);
         Self::compile(
@@ -76,13 +78,60 @@ impl Compiled {
     /// includes; its device config, as GetForwardingPipelineConfig returns it, is the program
     /// with those files inlined.
     pub fn from_file(path: &Path) -> Result<Self, String> {
-        let text = source::read_file(path, MAX_SOURCE_BYTES)
+        let json = softswitch_bmv2json::limits::MAX_JSON_BYTES;
+        let bytes = source::read_file(path, MAX_SOURCE_BYTES.max(json))
             .map_err(|e| format!("{}: {e}", path.display()))?;
+        if softswitch_bmv2json::looks_like_bmv2_json(bytes.as_bytes()) {
+            return Self::from_bmv2_json(bytes.into_bytes(), None, 0)
+                .map_err(|e| format!("{}: {e}", path.display()));
+        }
+        if bytes.len() > MAX_SOURCE_BYTES {
+            return Err(format!(
+                "{}: {} bytes, more than the {MAX_SOURCE_BYTES} of a program \
+                 (limits::MAX_SOURCE_BYTES)",
+                path.display(),
+                bytes.len()
+            ));
+        }
+        let text = bytes;
         let mut map = SourceMap::new();
         let file = map.add(path.display().to_string(), text);
         let inlined = inline_includes(&mut map, file).map_err(|d| d.render(&map))?;
         // Compiled from the files rather than the inlined text, so diagnostics name them.
         Self::compile(map, file, Includes::Files, inlined.into_bytes(), None, 0)
+    }
+
+    /// Loads a BMv2 JSON device config (p4c-bm2-ss's output). With the controller's P4Info,
+    /// that P4Info names the program's objects (each of its tables, actions and externs must
+    /// be one of the JSON's, by name); without one, the P4Info is derived from the JSON's
+    /// names as p4c derives ids from them.
+    pub fn from_bmv2_json(
+        device_config: Vec<u8>,
+        p4info: Option<&P4Info>,
+        cookie: u64,
+    ) -> Result<Self, String> {
+        let loaded = softswitch_bmv2json::load(&device_config).map_err(|e| e.to_string())?;
+        let control_plane = bmv2_control_plane(&loaded);
+        let compiled = softswitch_frontend::Compiled {
+            program: loaded.program,
+            control_plane,
+        };
+        let info = match p4info {
+            Some(theirs) => {
+                names_in_program(&compiled.program, theirs)?;
+                theirs.clone()
+            }
+            None => crate::p4info::p4info(&compiled, &SourceMap::new())
+                .map_err(|d| d.render(&SourceMap::new()))?,
+        };
+        Ok(Compiled {
+            program: compiled.program,
+            control_plane: compiled.control_plane,
+            given_info: info.clone(),
+            info,
+            device_config,
+            cookie,
+        })
     }
 
     fn compile(
@@ -108,6 +157,79 @@ impl Compiled {
             cookie,
         })
     }
+}
+
+/// What the control plane sees of a program loaded from BMv2 JSON: its names only (the JSON
+/// keeps no annotations, digest types or controller headers).
+fn bmv2_control_plane(loaded: &softswitch_bmv2json::Loaded) -> CpInfo {
+    let p = &loaded.program;
+    CpInfo {
+        tables: p
+            .tables
+            .iter()
+            .enumerate()
+            .map(|(i, t)| softswitch_frontend::cpinfo::TableCp {
+                annotations: Vec::new(),
+                keys: vec![Vec::new(); t.keys.len()],
+                action_refs: vec![Vec::new(); t.actions.len()],
+                default_written: true,
+                has_entries: loaded.tables_with_entries.get(i).copied().unwrap_or(false),
+                supports_timeout: loaded.tables_with_timeout.get(i).copied().unwrap_or(false),
+            })
+            .collect(),
+        actions: vec![Vec::new(); p.actions.len()],
+        action_params: p
+            .actions
+            .iter()
+            .map(|a| {
+                let params = p.bodies[a.body].params.iter().filter(|x| x.action_data);
+                vec![Vec::new(); params.count()]
+            })
+            .collect(),
+        instances: vec![Vec::new(); p.instances.len()],
+        ..CpInfo::default()
+    }
+}
+
+/// Checks that every table, action and extern the controller's P4Info names is the program's.
+fn names_in_program(program: &Program, info: &P4Info) -> Result<(), String> {
+    let missing = |what: &str, names: Vec<&str>, ours: Vec<&str>| -> Result<(), String> {
+        let lacking: Vec<&str> = names.into_iter().filter(|n| !ours.contains(n)).collect();
+        if lacking.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "the P4Info does not describe the BMv2 JSON in p4_device_config: its {what} \
+                 {lacking:?} are not the program's"
+            ))
+        }
+    };
+    fn pre(p: &Option<p4runtime::p4::config::v1::Preamble>) -> &str {
+        p.as_ref().map_or("", |p| p.name.as_str())
+    }
+    missing(
+        "tables",
+        info.tables.iter().map(|t| pre(&t.preamble)).collect(),
+        program.tables.iter().map(|t| t.name.as_str()).collect(),
+    )?;
+    missing(
+        "actions",
+        info.actions.iter().map(|a| pre(&a.preamble)).collect(),
+        program.actions.iter().map(|a| a.name.as_str()).collect(),
+    )?;
+    missing(
+        "externs",
+        info.counters
+            .iter()
+            .map(|x| pre(&x.preamble))
+            .chain(info.direct_counters.iter().map(|x| pre(&x.preamble)))
+            .chain(info.meters.iter().map(|x| pre(&x.preamble)))
+            .chain(info.direct_meters.iter().map(|x| pre(&x.preamble)))
+            .chain(info.registers.iter().map(|x| pre(&x.preamble)))
+            .chain(info.action_profiles.iter().map(|x| pre(&x.preamble)))
+            .collect(),
+        program.instances.iter().map(|i| i.name.as_str()).collect(),
+    )
 }
 
 /// The running pipeline.

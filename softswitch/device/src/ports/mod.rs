@@ -46,6 +46,9 @@ impl std::str::FromStr for PortSpec {
     }
 }
 
+/// What sees each frame a port receives, on the port's thread (`--pcap`).
+pub type Tap = Box<dyn FnMut(&[u8]) + Send>;
+
 /// An attached port: its ring, shared by the receive thread and the engine's transmit side.
 pub struct Port {
     spec: PortSpec,
@@ -77,20 +80,27 @@ impl Port {
         })
     }
 
-    /// Starts the receive thread, which runs while `running` is set.
+    /// Starts the receive thread, which runs while `running` is set; `tap`, if any, sees each
+    /// frame received before the engine does (a pcap of what came in).
     pub fn spawn_receiver<C: Controller>(
         self,
         engine: EngineHandle<C>,
         running: Arc<AtomicBool>,
+        mut tap: Option<Tap>,
     ) -> JoinHandle<()> {
         let name = format!("port-{}", self.spec.port);
         std::thread::Builder::new()
             .name(name)
-            .spawn(move || self.receive_loop(&engine, &running))
+            .spawn(move || self.receive_loop(&engine, &running, &mut tap))
             .expect("a port thread starts")
     }
 
-    fn receive_loop<C: Controller>(self, engine: &EngineHandle<C>, running: &AtomicBool) {
+    fn receive_loop<C: Controller>(
+        self,
+        engine: &EngineHandle<C>,
+        running: &AtomicBool,
+        tap: &mut Option<Tap>,
+    ) {
         let PortSpec { port, iface } = &self.spec;
         let mut next = 0;
         let mut overflow = 0u64;
@@ -99,6 +109,9 @@ impl Port {
             match self.ring.receive(next) {
                 Received::Frame(data) => {
                     next = (next + 1) % ring::RX_SLOTS;
+                    if let Some(tap) = tap {
+                        tap(&data);
+                    }
                     match engine.offer(*port, data) {
                         Ok(()) => {}
                         Err(Refused::Full) => overflow += 1,

@@ -1,0 +1,401 @@
+//! BMv2 JSON expressions ("type value objects") lowered to IR expressions.
+//!
+//! BMv2 computes on arbitrary-precision integers and p4c masks every result to its P4 width
+//! (`(a + b) & 0xff`); softswitch computes on 128 bits, which gives the same values for the
+//! fields of up to 128 bits it supports. Signed fields are sign-extended to 128 bits when read,
+//! so arithmetic, shifts and comparisons on them are two's complement, as in BMv2.
+
+use serde_json::Value;
+use softswitch_core::ir::{mask, ArithOp, CompareOp, Expr, Slot};
+
+use crate::json::{array, hex, member, str_member, string, uint};
+use crate::layout::{Field, Layout};
+use crate::{fail, limits, Result};
+
+/// A lowered expression: its IR, its width (128 when p4c left it unsized, as constants are) and
+/// whether it holds a signed (sign-extended) value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Typed {
+    /// The expression.
+    pub expr: Expr,
+    /// Its width in bits.
+    pub width: u16,
+    /// Whether it is signed.
+    pub signed: bool,
+}
+
+impl Typed {
+    fn unsigned(expr: Expr, width: u16) -> Typed {
+        Typed {
+            expr,
+            width,
+            signed: false,
+        }
+    }
+
+    /// The expression cut to `width` bits, for a store into a field of that width.
+    pub fn fit(self, width: u16) -> Expr {
+        match self.expr {
+            Expr::Const(v) => Expr::Const(v & mask(width)),
+            e if self.width <= width && !self.signed => e,
+            e => Expr::Truncate {
+                arg: Box::new(e),
+                width,
+            },
+        }
+    }
+}
+
+/// What names in an expression resolve to.
+pub struct Scope<'a> {
+    /// The headers and metadata.
+    pub layout: &'a Layout,
+    /// The slots and widths of the current action's runtime data (`runtime_data`, `local`).
+    pub params: &'a [(Slot, u16)],
+}
+
+impl<'a> Scope<'a> {
+    /// The field `[header, field]` (a `"field"` value).
+    pub fn field(&self, v: &Value) -> Result<&'a Field> {
+        let (h, f) = field_name(v)?;
+        let header = self.layout.header(h)?;
+        match header.field(f) {
+            Some(field) => Ok(field),
+            None => fail(format!("header {h} has no field {f}")),
+        }
+    }
+
+    /// The validity slot of header `name` (`None`: metadata, always valid).
+    pub fn validity(&self, name: &str) -> Result<Option<Slot>> {
+        Ok(self.layout.header(name)?.valid)
+    }
+
+    /// Lowers a type value object used as a value.
+    pub fn expr(&self, v: &Value) -> Result<Typed> {
+        self.expr_at(v, 0)
+    }
+
+    fn expr_at(&self, v: &Value, depth: usize) -> Result<Typed> {
+        if depth > limits::MAX_EXPR_DEPTH {
+            return fail(format!(
+                "an expression nests deeper than {} levels (limits::MAX_EXPR_DEPTH)",
+                limits::MAX_EXPR_DEPTH
+            ));
+        }
+        let ty = str_member(v, "type", "a value")?;
+        let value = member(v, "value", "a value")?;
+        match ty {
+            "field" => {
+                let (h, f) = field_name(value)?;
+                if f == "$valid$" {
+                    return Ok(match self.validity(h)? {
+                        Some(s) => Typed::unsigned(Expr::Load(s), 1),
+                        None => Typed::unsigned(Expr::Const(1), 1),
+                    });
+                }
+                let field = self.field(value)?;
+                let Some(width) = field.width() else {
+                    return fail(format!("{h}.{f} is a varbit field, used as a value"));
+                };
+                Ok(load(field.slot, width, field.signed))
+            }
+            "hexstr" => {
+                let (c, negative) = hex(string(value, "a hexstr")?, "a hexstr")?;
+                Ok(Typed {
+                    expr: Expr::Const(c),
+                    width: 128,
+                    signed: negative,
+                })
+            }
+            "bool" => match value {
+                Value::Bool(b) => Ok(Typed::unsigned(Expr::Const(u128::from(*b)), 1)),
+                _ => fail("a bool value must be true or false"),
+            },
+            "runtime_data" | "local" => {
+                let i = uint(value, "a runtime_data index")? as usize;
+                match self.params.get(i) {
+                    Some(&(slot, width)) => Ok(Typed::unsigned(Expr::Load(slot), width)),
+                    None => fail(format!("runtime_data {i} is not a parameter of the action")),
+                }
+            }
+            "lookahead" => {
+                let parts = array(value, "a lookahead")?;
+                let (Some(offset), Some(width)) = (parts.first(), parts.get(1)) else {
+                    return fail("a lookahead needs an offset and a width");
+                };
+                let offset = uint(offset, "a lookahead offset")?;
+                let width = uint(width, "a lookahead width")?;
+                if width > 128 || offset > 1 << 20 {
+                    return fail(format!(
+                        "a lookahead of {width} bits at {offset}: at most 128 bits within 1 Mib"
+                    ));
+                }
+                Ok(Typed::unsigned(
+                    Expr::Lookahead {
+                        offset: offset as u32,
+                        width: width as u16,
+                        need: (offset + width) as u32,
+                    },
+                    width as u16,
+                ))
+            }
+            "expression" => self.operation(value, depth + 1),
+            other => fail(format!(
+                "a value of type {other} is not supported by softswitch's BMv2 JSON loader"
+            )),
+        }
+    }
+
+    fn operand(&self, op: &Value, side: &str, depth: usize) -> Result<Typed> {
+        match op.get(side) {
+            Some(Value::Null) | None => fail(format!("an operation lacks its \"{side}\" operand")),
+            Some(v) => self.expr_at(v, depth + 1),
+        }
+    }
+
+    fn operation(&self, v: &Value, depth: usize) -> Result<Typed> {
+        // p4c nests an expression object in an expression value.
+        if v.get("type").is_some() {
+            return self.expr_at(v, depth + 1);
+        }
+        let op = str_member(v, "op", "an expression")?;
+        let unary = matches!(v.get("left"), None | Some(Value::Null));
+        // BMv2's integers are unbounded: a difference may be negative (p4c then masks it or
+        // casts it with saturation), and a mask by a non-negative value is non-negative.
+        let arith = |op: ArithOp, a: Typed, b: Typed| Typed {
+            signed: match op {
+                ArithOp::Sub => true,
+                ArithOp::BitAnd => a.signed && b.signed,
+                _ => a.signed || b.signed,
+            },
+            expr: Expr::Arith {
+                op,
+                width: 128,
+                signed: a.signed,
+                a: Box::new(a.expr),
+                b: Box::new(b.expr),
+            },
+            width: 128,
+        };
+        let compare = |op: CompareOp, a: Typed, b: Typed| {
+            Typed::unsigned(
+                Expr::Compare {
+                    op,
+                    width: 128,
+                    signed: a.signed || b.signed,
+                    a: Box::new(a.expr),
+                    b: Box::new(b.expr),
+                },
+                1,
+            )
+        };
+        let right = || self.operand(v, "right", depth);
+        let left = || self.operand(v, "left", depth);
+        Ok(match op {
+            "-" if unary => {
+                let r = right()?;
+                Typed {
+                    expr: Expr::Negate {
+                        arg: Box::new(r.expr),
+                        width: 128,
+                    },
+                    width: 128,
+                    signed: true,
+                }
+            }
+            "+" | "-" | "*" | "/" | "%" | "<<" | ">>" | "&" | "|" | "^" => {
+                let op = match op {
+                    "+" => ArithOp::Add,
+                    "-" => ArithOp::Sub,
+                    "*" => ArithOp::Mul,
+                    "/" => ArithOp::Div,
+                    "%" => ArithOp::Mod,
+                    "<<" => ArithOp::Shl,
+                    ">>" => ArithOp::Shr,
+                    "&" => ArithOp::BitAnd,
+                    "|" => ArithOp::BitOr,
+                    _ => ArithOp::BitXor,
+                };
+                arith(op, left()?, right()?)
+            }
+            "==" | "!=" | "<" | "<=" | ">" | ">=" => {
+                let op = match op {
+                    "==" => CompareOp::Eq,
+                    "!=" => CompareOp::Ne,
+                    "<" => CompareOp::Lt,
+                    "<=" => CompareOp::Le,
+                    ">" => CompareOp::Gt,
+                    _ => CompareOp::Ge,
+                };
+                compare(op, left()?, right()?)
+            }
+            "and" => Typed::unsigned(
+                Expr::And(Box::new(left()?.expr), Box::new(right()?.expr)),
+                1,
+            ),
+            "or" => Typed::unsigned(Expr::Or(Box::new(left()?.expr), Box::new(right()?.expr)), 1),
+            "not" => Typed::unsigned(Expr::Not(Box::new(right()?.expr)), 1),
+            "d2b" => compare(
+                CompareOp::Ne,
+                right()?,
+                Typed::unsigned(Expr::Const(0), 128),
+            ),
+            "b2d" => right()?,
+            "~" => {
+                let r = right()?;
+                Typed {
+                    expr: Expr::Complement {
+                        arg: Box::new(r.expr),
+                        width: 128,
+                    },
+                    width: 128,
+                    signed: r.signed,
+                }
+            }
+            "?" => {
+                let cond = self.operand(v, "cond", depth)?;
+                let (a, b) = (left()?, right()?);
+                Typed {
+                    width: a.width.max(b.width),
+                    signed: a.signed || b.signed,
+                    expr: Expr::Cond(Box::new(cond.expr), Box::new(a.expr), Box::new(b.expr)),
+                }
+            }
+            "valid" => {
+                let h = header_name(v.get("right"))?;
+                match self.validity(h)? {
+                    Some(s) => Typed::unsigned(Expr::Load(s), 1),
+                    None => Typed::unsigned(Expr::Const(1), 1),
+                }
+            }
+            "valid_union" => {
+                let u = header_name(v.get("right"))?;
+                let Some(members) = self.layout.unions.get(u) else {
+                    return fail(format!("no header union is called {u}"));
+                };
+                let mut any = Expr::Const(0);
+                for &m in members {
+                    if let Some(s) = self.layout.headers[m].valid {
+                        any = Expr::Or(Box::new(any), Box::new(Expr::Load(s)));
+                    }
+                }
+                Typed::unsigned(any, 1)
+            }
+            "two_comp_mod" => {
+                let (a, w) = (left()?, self.width_operand(v, depth)?);
+                Typed {
+                    expr: Expr::SignExtend {
+                        arg: Box::new(Expr::Truncate {
+                            arg: Box::new(a.expr),
+                            width: w,
+                        }),
+                        from: w,
+                        to: 128,
+                    },
+                    width: 128,
+                    signed: true,
+                }
+            }
+            "usat_cast" | "sat_cast" => {
+                let (a, w) = (left()?, self.width_operand(v, depth)?);
+                let signed_result = op == "sat_cast";
+                let (lo, hi) = if signed_result {
+                    let hi = mask(w.saturating_sub(1));
+                    (!hi, hi)
+                } else {
+                    (0, mask(w))
+                };
+                let cmp = |op, x: &Expr, c: u128| {
+                    Box::new(Expr::Compare {
+                        op,
+                        width: 128,
+                        signed: true,
+                        a: Box::new(x.clone()),
+                        b: Box::new(Expr::Const(c)),
+                    })
+                };
+                let x = a.expr;
+                // Unsigned operands compare as unsigned; signed ones as two's complement.
+                let above = if a.signed {
+                    cmp(CompareOp::Gt, &x, hi)
+                } else {
+                    Box::new(Expr::Compare {
+                        op: CompareOp::Gt,
+                        width: 128,
+                        signed: false,
+                        a: Box::new(x.clone()),
+                        b: Box::new(Expr::Const(hi)),
+                    })
+                };
+                let below = if a.signed {
+                    cmp(CompareOp::Lt, &x, lo)
+                } else {
+                    Box::new(Expr::Const(0))
+                };
+                Typed {
+                    expr: Expr::Cond(
+                        above,
+                        Box::new(Expr::Const(hi)),
+                        Box::new(Expr::Cond(below, Box::new(Expr::Const(lo)), Box::new(x))),
+                    ),
+                    width: 128,
+                    signed: signed_result,
+                }
+            }
+            other => {
+                return fail(format!(
+                    "operation {other} is not supported by softswitch's BMv2 JSON loader"
+                ))
+            }
+        })
+    }
+
+    /// The constant width operand (`right`) of a cast.
+    fn width_operand(&self, v: &Value, depth: usize) -> Result<u16> {
+        match self.operand(v, "right", depth)?.expr {
+            Expr::Const(w) if (1..=128).contains(&w) => Ok(w as u16),
+            _ => fail("a cast's width must be a constant of 1 to 128 bits"),
+        }
+    }
+}
+
+/// A field's value: sign-extended to 128 bits when signed.
+fn load(slot: Slot, width: u16, signed: bool) -> Typed {
+    if signed && width < 128 {
+        Typed {
+            expr: Expr::SignExtend {
+                arg: Box::new(Expr::Load(slot)),
+                from: width,
+                to: 128,
+            },
+            width: 128,
+            signed: true,
+        }
+    } else {
+        Typed {
+            expr: Expr::Load(slot),
+            width,
+            signed,
+        }
+    }
+}
+
+/// The `[header, field]` of a `"field"` value.
+pub fn field_name(v: &Value) -> Result<(&str, &str)> {
+    let parts = array(v, "a field reference")?;
+    match (
+        parts.first().and_then(Value::as_str),
+        parts.get(1).and_then(Value::as_str),
+    ) {
+        (Some(h), Some(f)) if parts.len() == 2 => Ok((h, f)),
+        _ => fail("a field reference must be [header, field]"),
+    }
+}
+
+/// The header name of a `{"type": "header", "value": NAME}` operand.
+fn header_name(v: Option<&Value>) -> Result<&str> {
+    match v {
+        Some(v) => string(member(v, "value", "a header operand")?, "a header operand"),
+        None => fail("a validity test lacks its header"),
+    }
+}

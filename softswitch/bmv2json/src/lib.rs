@@ -1,0 +1,75 @@
+//! softswitch-bmv2json: loads p4c-bm2-ss's output, BMv2's JSON format (BMv2's
+//! `docs/JSON_format.md`), into the same `softswitch_core::ir::Program` the P4_16 front end
+//! produces, so a program only p4c compiles runs on softswitch too.
+//!
+//! The JSON is untrusted (a P4Runtime client sends it as a device config): [`limits`] bounds its
+//! size, nesting and counts, and everything past them, or not understood, is a [`LoadError`]
+//! naming the object, never a panic. [`json`] reads values with their context, [`layout`]
+//! places headers in slots, [`expr`] lowers expressions, [`lower`] the parser, actions,
+//! pipelines, checksums and externs.
+
+pub mod expr;
+pub mod json;
+pub mod layout;
+pub mod limits;
+pub mod lower;
+
+use softswitch_core::ir;
+
+/// Why a BMv2 JSON was not loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadError(pub String);
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "BMv2 JSON: {}", self.0)
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// The result of a load step.
+pub type Result<T> = std::result::Result<T, LoadError>;
+
+/// Fails with `msg`.
+pub(crate) fn fail<T>(msg: impl Into<String>) -> Result<T> {
+    Err(LoadError(msg.into()))
+}
+
+/// A loaded program with what the control plane sees of it beyond the IR.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Loaded {
+    /// The program, as the front end would lower it.
+    pub program: ir::Program,
+    /// Per table, whether the JSON gives it entries (`entries`).
+    pub tables_with_entries: Vec<bool>,
+    /// Per table, whether it supports idle timeouts (`support_timeout`).
+    pub tables_with_timeout: Vec<bool>,
+}
+
+/// Whether `bytes` look like a BMv2 JSON program rather than P4 source: a JSON object (after
+/// white space) that has a `"header_types"` or `"pipelines"` member near its start or anywhere.
+/// P4 source never begins with `{`, so the test is cheap and exact for both inputs softswitch
+/// takes.
+pub fn looks_like_bmv2_json(bytes: &[u8]) -> bool {
+    let start = bytes.iter().position(|b| !b.is_ascii_whitespace());
+    start.is_some_and(|i| bytes[i] == b'{')
+        && [&b"\"header_types\""[..], b"\"pipelines\""]
+            .iter()
+            .any(|key| bytes.windows(key.len()).any(|w| w == *key))
+}
+
+/// Loads a BMv2 JSON program.
+pub fn load(bytes: &[u8]) -> Result<Loaded> {
+    if bytes.len() > limits::MAX_JSON_BYTES {
+        return fail(format!(
+            "{} bytes, more than the {} a program may have (limits::MAX_JSON_BYTES)",
+            bytes.len(),
+            limits::MAX_JSON_BYTES
+        ));
+    }
+    // serde_json refuses nesting deeper than 128 levels with an error (its recursion limit).
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| LoadError(format!("not JSON: {e}")))?;
+    lower::lower(&value)
+}

@@ -1,0 +1,1549 @@
+//! The whole program: externs, field lists and calculations, actions with their primitives, the
+//! parser, the deparser, the pipelines' control flow graphs with their tables and conditionals,
+//! and the checksums, lowered to one `ir::Program`.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+use softswitch_core::ir::{
+    self, Action, ActionCall, Body, CaseKeyset, ChecksumOf, Control, CounterKind, EmitItem, Entry,
+    Expr, ExternCall, FieldItem, FieldLayout, FieldList, FieldMatch, HeaderRef, Instance,
+    InstanceKind, Key, MatchKind, Param, ParserIr, Place, Program, Slot, State, Stmt, Table,
+    Target, Transition,
+};
+
+use crate::expr::{field_name, Scope, Typed};
+use crate::json::{
+    array, array_member, flag, hex, hex_bytes, member, name, str_member, string, uint, uint_member,
+};
+use crate::layout::Layout;
+use crate::{fail, limits, Loaded, Result};
+
+/// Lowers the parsed JSON program `root`.
+pub fn lower(root: &Value) -> Result<Loaded> {
+    if !root.is_object() {
+        return fail("the program must be a JSON object");
+    }
+    let layout = Layout::new(root)?;
+    let mut l = Lowerer {
+        layout,
+        instances: Vec::new(),
+        instance_index: HashMap::new(),
+        direct_meters: HashMap::new(),
+        direct_counters: HashMap::new(),
+        field_lists: HashMap::new(),
+        program_field_lists: Vec::new(),
+        calculations: HashMap::new(),
+        actions: Vec::new(),
+        action_ids: HashMap::new(),
+        bodies: Vec::new(),
+        tables: Vec::new(),
+        table_index: HashMap::new(),
+        lowered_nodes: 0,
+        cells: 0,
+    };
+    l.externs(root)?;
+    l.field_lists(root)?;
+    l.calculations(root)?;
+    l.actions(root)?;
+    let parser = l.parser(root)?;
+    let deparser = l.deparser(root)?;
+    let (mut with_entries, mut with_timeout) = (Vec::new(), Vec::new());
+    let mut pipelines = HashMap::new();
+    for p in array(member(root, "pipelines", "the program")?, "\"pipelines\"")? {
+        let pname = name(p, "a pipeline")?;
+        l.tables_of(p, pname, &mut with_entries, &mut with_timeout)?;
+        pipelines.insert(pname.to_string(), p);
+    }
+    let mut control = |pname: &str| -> Result<Control> {
+        let body = match pipelines.get(pname) {
+            Some(p) => {
+                let init = p.get("init_table").and_then(Value::as_str);
+                l.graph(p, init, 0)?
+            }
+            None => Vec::new(),
+        };
+        Ok(Control {
+            name: pname.to_string(),
+            body,
+        })
+    };
+    let ingress = control("ingress")?;
+    let egress = control("egress")?;
+    let (verify, compute) = l.checksums(root)?;
+    let errors = errors(root)?;
+    let program = Program {
+        slots: l.layout.slots,
+        header_layouts: l.layout.header_layouts.clone(),
+        header_bits: l.layout.header_bits.clone(),
+        std_meta: l.layout.std_meta,
+        user_meta: l.layout.user_meta,
+        field_lists: l.program_field_lists,
+        parser,
+        subparsers: Vec::new(),
+        controls: [
+            Control {
+                name: "verifyChecksum".into(),
+                body: verify,
+            },
+            ingress,
+            egress,
+            Control {
+                name: "computeChecksum".into(),
+                body: compute,
+            },
+            Control {
+                name: "deparser".into(),
+                body: deparser,
+            },
+        ],
+        tables: l.tables,
+        actions: l.actions,
+        bodies: l.bodies,
+        instances: l.instances,
+        errors,
+    };
+    check_run_depth(&program)?;
+    Ok(Loaded {
+        program,
+        tables_with_entries: with_entries,
+        tables_with_timeout: with_timeout,
+    })
+}
+
+/// A calculation: its algorithm's `HashAlgorithm` code, its fields, and whether the payload
+/// follows them.
+struct Calculation {
+    algo: u128,
+    fields: FieldList,
+    payload: bool,
+}
+
+struct Lowerer {
+    layout: Layout,
+    instances: Vec<Instance>,
+    /// (JSON kind, name) → instance.
+    instance_index: HashMap<(&'static str, String), usize>,
+    /// Table name → (direct meter instance, its result field's slot and width).
+    direct_meters: HashMap<String, (usize, Slot, u16)>,
+    /// Table name → direct counter instance.
+    direct_counters: HashMap<String, usize>,
+    /// JSON field list id → program field list.
+    field_lists: HashMap<u64, usize>,
+    program_field_lists: Vec<Vec<Slot>>,
+    calculations: HashMap<String, Calculation>,
+    actions: Vec<Action>,
+    /// JSON action id → action index.
+    action_ids: HashMap<u64, usize>,
+    bodies: Vec<Body>,
+    tables: Vec<Table>,
+    /// Table name → table index.
+    table_index: HashMap<String, usize>,
+    lowered_nodes: usize,
+    cells: u64,
+}
+
+/// The `"parameters"` of a primitive or parser operation.
+fn params<'a>(v: &'a Value, what: &str) -> Result<&'a [Value]> {
+    array_member(v, "parameters", what)
+}
+
+/// Parameter `i` of a primitive.
+fn param<'a>(ps: &'a [Value], i: usize, op: &str) -> Result<&'a Value> {
+    match ps.get(i) {
+        Some(p) => Ok(p),
+        None => fail(format!("{op} lacks parameter {}", i + 1)),
+    }
+}
+
+/// The `"value"` string of a named-object parameter (`{"type": "register_array", "value": N}`).
+fn object_name<'a>(v: &'a Value, what: &str) -> Result<&'a str> {
+    string(member(v, "value", what)?, what)
+}
+
+/// A BMv2 hash algorithm name as v1model's `HashAlgorithm` code.
+fn algorithm(name: &str) -> Result<u128> {
+    Ok(match name {
+        "crc32" => 0,
+        "crc32_custom" => 1,
+        "crc16" => 2,
+        "crc16_custom" => 3,
+        "random" => 4,
+        "identity" => 5,
+        "csum16" => 6,
+        "xor16" => 7,
+        other => return fail(format!("hash algorithm {other} is not supported")),
+    })
+}
+
+impl Lowerer {
+    fn scope<'a>(&'a self, params: &'a [(Slot, u16)]) -> Scope<'a> {
+        Scope {
+            layout: &self.layout,
+            params,
+        }
+    }
+
+    fn add_instance(&mut self, kind: &'static str, iname: &str, ik: InstanceKind) -> Result<usize> {
+        let size = match ik {
+            InstanceKind::Register { size, .. }
+            | InstanceKind::Counter { size, .. }
+            | InstanceKind::Meter { size, .. } => u64::from(size),
+            _ => 0,
+        };
+        self.cells = self.cells.saturating_add(size);
+        if self.cells > limits::MAX_EXTERN_CELLS {
+            return fail(format!(
+                "the register, counter and meter arrays have more than {} cells together \
+                 (limits::MAX_EXTERN_CELLS)",
+                limits::MAX_EXTERN_CELLS
+            ));
+        }
+        self.instances.push(Instance {
+            name: iname.to_string(),
+            kind: ik,
+        });
+        let i = self.instances.len() - 1;
+        self.instance_index.insert((kind, iname.to_string()), i);
+        Ok(i)
+    }
+
+    fn instance(&self, kind: &'static str, iname: &str) -> Result<usize> {
+        match self.instance_index.get(&(kind, iname.to_string())) {
+            Some(&i) => Ok(i),
+            None => fail(format!("no {kind} is called {iname}")),
+        }
+    }
+
+    /// The indexed (not direct) register, counter or meter array `iname` of JSON kind `kind`.
+    fn indexed(&self, kind: &'static str, iname: &str) -> Result<usize> {
+        let i = self.instance(kind, iname)?;
+        match self.instances[i].kind {
+            InstanceKind::Register { .. }
+            | InstanceKind::Counter { .. }
+            | InstanceKind::Meter { .. } => Ok(i),
+            _ => fail(format!(
+                "{iname} is direct: it cannot be used with an index"
+            )),
+        }
+    }
+
+    fn externs(&mut self, root: &Value) -> Result<()> {
+        let size = |v: &Value, what: &str| -> Result<u32> {
+            let s = uint_member(v, "size", what)?;
+            u32::try_from(s).map_or_else(|_| fail(format!("{what} is too large")), Ok)
+        };
+        for r in array_member(root, "register_arrays", "the program")? {
+            let rname = name(r, "a register array")?;
+            let what = format!("register array {rname}");
+            let width = uint_member(r, "bitwidth", &what)?;
+            if width > 128 {
+                return fail(format!(
+                    "{what} has {width}-bit cells; at most 128 are supported"
+                ));
+            }
+            let ik = InstanceKind::Register {
+                size: size(r, &what)?,
+                width: width as u16,
+            };
+            self.add_instance("register_array", rname, ik)?;
+        }
+        for c in array_member(root, "counter_arrays", "the program")? {
+            let cname = name(c, "a counter array")?;
+            let what = format!("counter array {cname}");
+            let kind = CounterKind::PacketsAndBytes;
+            if flag(c, "is_direct", &what)? {
+                let table = str_member(c, "binding", &what)?;
+                let i = self.add_instance(
+                    "counter_array",
+                    cname,
+                    InstanceKind::DirectCounter { kind },
+                )?;
+                self.direct_counters.insert(table.to_string(), i);
+            } else {
+                let ik = InstanceKind::Counter {
+                    size: size(c, &what)?,
+                    kind,
+                };
+                self.add_instance("counter_array", cname, ik)?;
+            }
+        }
+        for m in array_member(root, "meter_arrays", "the program")? {
+            let mname = name(m, "a meter array")?;
+            let what = format!("meter array {mname}");
+            let bytes = match str_member(m, "type", &what)? {
+                "bytes" => true,
+                "packets" => false,
+                other => return fail(format!("{what} has an unknown type {other}")),
+            };
+            if flag(m, "is_direct", &what)? {
+                let table = str_member(m, "binding", &what)?;
+                let i =
+                    self.add_instance("meter_array", mname, InstanceKind::DirectMeter { bytes })?;
+                let target = member(m, "result_target", &what)?;
+                let field = self.scope(&[]).field(target)?;
+                let Some(width) = field.width() else {
+                    return fail(format!("{what}'s result target is a varbit field"));
+                };
+                self.direct_meters
+                    .insert(table.to_string(), (i, field.slot, width));
+            } else {
+                let ik = InstanceKind::Meter {
+                    size: size(m, &what)?,
+                    bytes,
+                };
+                self.add_instance("meter_array", mname, ik)?;
+            }
+        }
+        for v in array_member(root, "parse_vsets", "the program")? {
+            let vname = name(v, "a parser value set")?;
+            let what = format!("parser value set {vname}");
+            let width = uint_member(v, "compressed_bitwidth", &what)?;
+            let size = uint_member(v, "max_size", &what)?;
+            if width > 128 || size > limits::MAX_TABLE_SIZE {
+                return fail(format!(
+                    "{what}: {size} values of {width} bits is too large"
+                ));
+            }
+            let ik = InstanceKind::ValueSet {
+                size: size as u32,
+                width: width as u16,
+            };
+            self.add_instance("parse_vset", vname, ik)?;
+        }
+        if let Some(e) = array_member(root, "extern_instances", "the program")?.first() {
+            let ename = name(e, "an extern instance")?;
+            return fail(format!(
+                "extern instance {ename} ({}): extern objects are not supported by softswitch's \
+                 BMv2 JSON loader",
+                e.get("type").and_then(Value::as_str).unwrap_or("?")
+            ));
+        }
+        Ok(())
+    }
+
+    fn field_lists(&mut self, root: &Value) -> Result<()> {
+        for f in array_member(root, "field_lists", "the program")? {
+            let fname = name(f, "a field list")?;
+            let what = format!("field list {fname}");
+            let id = uint_member(f, "id", &what)?;
+            let mut slots = Vec::new();
+            for e in array_member(f, "elements", &what)? {
+                if str_member(e, "type", &what)? != "field" {
+                    return fail(format!("{what}: only fields may be preserved"));
+                }
+                let field = self.scope(&[]).field(member(e, "value", &what)?)?;
+                let FieldLayout::Fixed(_) = field.layout else {
+                    return fail(format!("{what} keeps a varbit field"));
+                };
+                slots.push(field.slot);
+            }
+            self.program_field_lists.push(slots);
+            self.field_lists
+                .insert(id, self.program_field_lists.len() - 1);
+        }
+        Ok(())
+    }
+
+    /// The fields of a calculation or digest input: consecutive fields of one header are
+    /// grouped, so that they are left out while it is invalid, as BMv2 does.
+    fn field_items(&self, items: &[Value], what: &str) -> Result<(FieldList, bool)> {
+        let scope = self.scope(&[]);
+        let mut list: FieldList = Vec::new();
+        let mut payload = false;
+        let push = |list: &mut FieldList, valid: Option<Slot>, item: FieldItem| match valid {
+            None => list.push(item),
+            Some(v) => match list.last_mut() {
+                Some(FieldItem::Header { valid, fields }) if *valid == v => fields.push(item),
+                _ => list.push(FieldItem::Header {
+                    valid: v,
+                    fields: vec![item],
+                }),
+            },
+        };
+        for item in items {
+            let ty = str_member(item, "type", what)?;
+            let value = member(item, "value", what)?;
+            match ty {
+                "field" => {
+                    let (h, _) = field_name(value)?;
+                    let valid = scope.validity(h)?;
+                    let field = scope.field(value)?;
+                    let leaf = match field.layout {
+                        FieldLayout::Fixed(w) => FieldItem::Bits(Expr::Load(field.slot), w),
+                        FieldLayout::VarBit { max } => FieldItem::VarBit {
+                            base: field.slot,
+                            max,
+                        },
+                    };
+                    push(&mut list, valid, leaf);
+                }
+                "header" => {
+                    let header = self.layout.header(string(value, what)?)?;
+                    for field in &header.fields {
+                        let leaf = match field.layout {
+                            FieldLayout::Fixed(w) => FieldItem::Bits(Expr::Load(field.slot), w),
+                            FieldLayout::VarBit { max } => FieldItem::VarBit {
+                                base: field.slot,
+                                max,
+                            },
+                        };
+                        push(&mut list, header.valid, leaf);
+                    }
+                }
+                "hexstr" => {
+                    let (v, _) = hex(string(value, what)?, what)?;
+                    let bits = uint_member(item, "bitwidth", what)?;
+                    if bits > 128 {
+                        return fail(format!("{what}: a constant of {bits} bits"));
+                    }
+                    let bits = bits as u16;
+                    list.push(FieldItem::Bits(Expr::Const(v & ir::mask(bits)), bits));
+                }
+                "payload" => payload = true,
+                other => return fail(format!("{what}: an input of type {other} is not supported")),
+            }
+        }
+        Ok((list, payload))
+    }
+
+    fn calculations(&mut self, root: &Value) -> Result<()> {
+        for c in array_member(root, "calculations", "the program")? {
+            let cname = name(c, "a calculation")?;
+            let what = format!("calculation {cname}");
+            let algo = algorithm(str_member(c, "algo", &what)?)?;
+            let (fields, payload) = self.field_items(array_member(c, "input", &what)?, &what)?;
+            self.calculations.insert(
+                cname.to_string(),
+                Calculation {
+                    algo,
+                    fields,
+                    payload,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    fn actions(&mut self, root: &Value) -> Result<()> {
+        let mut by_name: HashMap<String, usize> = HashMap::new();
+        for a in array(member(root, "actions", "the program")?, "\"actions\"")? {
+            let aname = name(a, "an action")?;
+            let what = format!("action {aname}");
+            let id = uint_member(a, "id", &what)?;
+            let mut declared = Vec::new();
+            for p in array_member(a, "runtime_data", &what)? {
+                let pname = name(p, &format!("a parameter of {what}"))?;
+                let width = uint_member(p, "bitwidth", &what)?;
+                if width > 128 {
+                    return fail(format!("{what}: parameter {pname} has more than 128 bits"));
+                }
+                declared.push((pname.to_string(), width as u16));
+            }
+            let prims = array_member(a, "primitives", &what)?;
+            let lowered = |l: &Self, slots: &[(Slot, u16)]| {
+                l.primitives(prims, slots, &what)
+                    .map_err(|e| crate::LoadError(format!("{what}: {}", e.0)))
+            };
+            // p4c repeats an action used in two controls under one name: one action for both,
+            // as P4Info has one, when the two are the same (their parameters in the same slots).
+            if let Some(&same) = by_name.get(aname) {
+                let earlier = &self.bodies[self.actions[same].body];
+                let slots: Vec<(Slot, u16)> =
+                    earlier.params.iter().map(|p| (p.slot, p.width)).collect();
+                if slots.iter().map(|s| s.1).eq(declared.iter().map(|d| d.1))
+                    && lowered(self, &slots)? == earlier.stmts
+                {
+                    self.action_ids.insert(id, same);
+                    continue;
+                }
+            }
+            let mut slots = Vec::new();
+            let mut params = Vec::new();
+            for (pname, width) in declared {
+                let slot = self.layout.alloc(1)?;
+                slots.push((slot, width));
+                params.push(Param {
+                    name: pname,
+                    slot,
+                    width,
+                    action_data: true,
+                });
+            }
+            let body = Body {
+                name: aname.to_string(),
+                params,
+                stmts: lowered(self, &slots)?,
+            };
+            self.bodies.push(body);
+            self.actions.push(Action {
+                name: aname.to_string(),
+                body: self.bodies.len() - 1,
+            });
+            let index = self.actions.len() - 1;
+            by_name.entry(aname.to_string()).or_insert(index);
+            self.action_ids.insert(id, index);
+        }
+        Ok(())
+    }
+
+    /// An action's primitives, with `_jump_if_zero` / `_jump` (p4c's `if` inside an action)
+    /// made back into `if` statements.
+    fn primitives(&self, prims: &[Value], params: &[(Slot, u16)], what: &str) -> Result<Vec<Stmt>> {
+        self.structured(prims, 0, prims.len(), params, what, 0)
+    }
+
+    fn structured(
+        &self,
+        prims: &[Value],
+        lo: usize,
+        hi: usize,
+        rt: &[(Slot, u16)],
+        what: &str,
+        depth: usize,
+    ) -> Result<Vec<Stmt>> {
+        if depth > limits::MAX_EXPR_DEPTH {
+            return fail("its jumps nest too deeply");
+        }
+        let scope = self.scope(rt);
+        let target = |p: &Value, i: usize| -> Result<usize> {
+            let op = str_member(p, "op", what)?;
+            let ps = params(p, what)?;
+            let t = param(ps, i, op)?;
+            match scope.expr(t)?.expr {
+                Expr::Const(t) if (t as usize) <= prims.len() => Ok(t as usize),
+                _ => fail(format!("{op} jumps outside the action")),
+            }
+        };
+        let mut out = Vec::new();
+        let mut i = lo;
+        while i < hi {
+            let p = &prims[i];
+            let op = str_member(p, "op", what)?;
+            match op {
+                "_jump_if_zero" => {
+                    let cond = scope.expr(param(params(p, what)?, 0, op)?)?.expr;
+                    let to = target(p, 1)?;
+                    if to <= i || to > hi {
+                        return fail("a _jump_if_zero that does not jump forward within its block");
+                    }
+                    // `if (c) { then } else { else }`: the then-block ends with a jump past
+                    // the else-block.
+                    let before = &prims[to - 1];
+                    let else_end = if to - 1 > i
+                        && before.get("op").and_then(Value::as_str) == Some("_jump")
+                    {
+                        let end = target(before, 0)?;
+                        if end < to || end > hi {
+                            return fail("a _jump that does not jump forward within its block");
+                        }
+                        Some(end)
+                    } else {
+                        None
+                    };
+                    let then_end = if else_end.is_some() { to - 1 } else { to };
+                    let then = self.structured(prims, i + 1, then_end, rt, what, depth + 1)?;
+                    let (otherwise, next) = match else_end {
+                        Some(end) => (self.structured(prims, to, end, rt, what, depth + 1)?, end),
+                        None => (Vec::new(), to),
+                    };
+                    out.push(Stmt::If(cond, then, otherwise));
+                    i = next;
+                }
+                "_jump" => return fail("a _jump that is not the end of an if's block"),
+                _ => {
+                    out.extend(self.primitive(p, rt, what)?);
+                    i += 1;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The destination place of a field parameter, with its width.
+    fn place(&self, v: &Value, params: &[(Slot, u16)], what: &str) -> Result<(Place, u16)> {
+        match str_member(v, "type", what)? {
+            "field" => {
+                let field = self.scope(params).field(member(v, "value", what)?)?;
+                match field.width() {
+                    Some(w) => Ok((Place::Slot(field.slot), w)),
+                    None => fail(format!("{what}: a varbit field written as a value")),
+                }
+            }
+            other => fail(format!("{what}: cannot write to a {other}")),
+        }
+    }
+
+    fn header_slot(&self, v: &Value, what: &str) -> Result<(Slot, usize, u32)> {
+        let h = self.layout.header(object_name(v, what)?)?;
+        match h.base() {
+            Some(base) => Ok((base, h.layout, h.len())),
+            None => fail(format!("{what}: header {} has no fields", h.name)),
+        }
+    }
+
+    fn validity_slot(&self, v: &Value, what: &str) -> Result<Slot> {
+        let hname = object_name(v, what)?;
+        match self.layout.header(hname)?.valid {
+            Some(s) => Ok(s),
+            None => fail(format!(
+                "{what}: {hname} is metadata, which has no validity"
+            )),
+        }
+    }
+
+    /// One primitive (an action's, or a parser's `primitive` operation).
+    fn primitive(&self, p: &Value, rt: &[(Slot, u16)], what: &str) -> Result<Vec<Stmt>> {
+        let op = str_member(p, "op", what)?;
+        let ps = params(p, what)?;
+        let arg = |i: usize| param(ps, i, op);
+        let scope = self.scope(rt);
+        let value = |i: usize| -> Result<Typed> { scope.expr(arg(i)?) };
+        let ext = |c: ExternCall| Ok(vec![Stmt::Extern(Box::new(c))]);
+        let field_list = |i: usize| -> Result<Option<usize>> {
+            match ps.get(i) {
+                None => Ok(None),
+                Some(v) => match scope.expr(v)?.expr {
+                    Expr::Const(id) => Ok(self.field_lists.get(&(id as u64)).copied()),
+                    _ => fail(format!("{op}'s field list must be a constant id")),
+                },
+            }
+        };
+        match op {
+            "assign" | "modify_field" => {
+                let dst = arg(0)?;
+                if str_member(dst, "type", what)? == "header" {
+                    return self.primitive_assign_header(arg(0)?, arg(1)?, what);
+                }
+                let (place, width) = self.place(dst, rt, what)?;
+                Ok(vec![Stmt::Assign(place, value(1)?.fit(width))])
+            }
+            "assign_header" => self.primitive_assign_header(arg(0)?, arg(1)?, what),
+            "add_header" | "remove_header" => Ok(vec![Stmt::Assign(
+                Place::Slot(self.validity_slot(arg(0)?, what)?),
+                Expr::Const(u128::from(op == "add_header")),
+            )]),
+            "mark_to_drop" | "drop" => ext(ExternCall::MarkToDrop),
+            "exit" => Ok(vec![Stmt::Exit]),
+            "count" => ext(ExternCall::CounterCount {
+                instance: self.indexed("counter_array", object_name(arg(0)?, what)?)?,
+                index: value(1)?.expr,
+            }),
+            "execute_meter" => {
+                let (dst, width) = self.place(arg(2)?, rt, what)?;
+                ext(ExternCall::MeterExecute {
+                    instance: self.indexed("meter_array", object_name(arg(0)?, what)?)?,
+                    index: value(1)?.expr,
+                    dst,
+                    width,
+                })
+            }
+            "register_read" => {
+                let (dst, _) = self.place(arg(0)?, rt, what)?;
+                ext(ExternCall::RegisterRead {
+                    instance: self.indexed("register_array", object_name(arg(1)?, what)?)?,
+                    dst,
+                    index: value(2)?.expr,
+                })
+            }
+            "register_write" => {
+                let instance = self.indexed("register_array", object_name(arg(0)?, what)?)?;
+                let InstanceKind::Register { width, .. } = self.instances[instance].kind else {
+                    return fail(format!("{what}: register_write to a non-register"));
+                };
+                ext(ExternCall::RegisterWrite {
+                    instance,
+                    index: value(1)?.expr,
+                    value: value(2)?.fit(width),
+                })
+            }
+            "modify_field_with_hash_based_offset" => {
+                let (dst, width) = self.place(arg(0)?, rt, what)?;
+                let cname = object_name(arg(2)?, what)?;
+                let Some(calc) = self.calculations.get(cname) else {
+                    return fail(format!("{what}: no calculation is called {cname}"));
+                };
+                ext(ExternCall::Hash {
+                    dst,
+                    width,
+                    algo: Expr::Const(calc.algo),
+                    base: value(1)?.expr,
+                    data: calc.fields.clone(),
+                    max: value(3)?.expr,
+                })
+            }
+            "modify_field_rng_uniform" => {
+                let (dst, width) = self.place(arg(0)?, rt, what)?;
+                ext(ExternCall::Random {
+                    dst,
+                    width,
+                    lo: value(1)?.expr,
+                    hi: value(2)?.expr,
+                })
+            }
+            "truncate" => ext(ExternCall::Truncate(value(0)?.expr)),
+            "clone_ingress_pkt_to_egress" | "clone_egress_pkt_to_egress" => {
+                ext(ExternCall::Clone {
+                    egress: op == "clone_egress_pkt_to_egress",
+                    session: value(0)?.expr,
+                    field_list: field_list(1)?,
+                })
+            }
+            "resubmit" => ext(ExternCall::Resubmit(field_list(0)?)),
+            "recirculate" => ext(ExternCall::Recirculate(field_list(0)?)),
+            "assert" | "assume" => ext(ExternCall::Assert(value(0)?.expr)),
+            "log_msg" => {
+                let format = string(member(arg(0)?, "value", what)?, what)?.to_string();
+                let mut args = Vec::new();
+                if let Some(v) = ps.get(1) {
+                    for a in array(member(v, "value", what)?, what)? {
+                        args.push(scope.expr(a)?.expr);
+                    }
+                }
+                ext(ExternCall::LogMsg { format, args })
+            }
+            "push" | "pop" => {
+                let sname = object_name(arg(0)?, what)?;
+                let Some(stack) = self.layout.stacks.get(sname) else {
+                    return fail(format!("{what}: no header stack is called {sname}"));
+                };
+                let n = match value(1)?.expr {
+                    Expr::Const(n) if n <= stack.elements.len() as u128 => n as i32,
+                    _ => return fail(format!("{what}: {op} needs a constant count")),
+                };
+                ext(ExternCall::StackShift {
+                    stack: stack.base,
+                    count: stack.elements.len() as u32,
+                    stride: stack.stride,
+                    shift: if op == "push" { n } else { -n },
+                })
+            }
+            other => fail(format!(
+                "primitive {other} is not supported by softswitch's BMv2 JSON loader"
+            )),
+        }
+    }
+
+    fn primitive_assign_header(&self, dst: &Value, src: &Value, what: &str) -> Result<Vec<Stmt>> {
+        let (d, dl, len) = self.header_slot(dst, what)?;
+        let (s, sl, src_len) = self.header_slot(src, what)?;
+        if dl != sl || len != src_len {
+            return fail(format!(
+                "{what}: assign_header between two header types, or a header and metadata"
+            ));
+        }
+        Ok(vec![Stmt::Copy {
+            dst: d,
+            src: s,
+            len,
+        }])
+    }
+
+    fn parser(&self, root: &Value) -> Result<ParserIr> {
+        let parsers = array(member(root, "parsers", "the program")?, "\"parsers\"")?;
+        let Some(p) = parsers.first() else {
+            return fail("the program has no parser");
+        };
+        if parsers.len() > 1 {
+            return fail("the program has more than one parser");
+        }
+        let states = array(
+            member(p, "parse_states", "the parser")?,
+            "the parser's states",
+        )?;
+        let init = str_member(p, "init_state", "the parser")?;
+        // The IR starts at state 0: the initial state first, then the others in order.
+        let mut order: Vec<&Value> = Vec::new();
+        for s in states {
+            if name(s, "a parser state")? == init {
+                order.insert(0, s);
+            } else {
+                order.push(s);
+            }
+        }
+        if order
+            .first()
+            .map(|s| name(s, "a parser state"))
+            .transpose()?
+            != Some(init)
+        {
+            return fail(format!("the parser's initial state {init} does not exist"));
+        }
+        let index: HashMap<&str, usize> = order
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Ok((name(s, "a parser state")?, i)))
+            .collect::<Result<_>>()?;
+        let target = |next: &Value| -> Result<Target> {
+            match next {
+                Value::Null => Ok(Target::Accept),
+                Value::String(s) => match index.get(s.as_str()) {
+                    Some(&i) => Ok(Target::State(i)),
+                    None => fail(format!("a transition goes to unknown state {s}")),
+                },
+                _ => fail("a next_state must be a state name or null"),
+            }
+        };
+        let scope = self.scope(&[]);
+        let mut out = Vec::new();
+        for s in order {
+            let sname = name(s, "a parser state")?;
+            let what = format!("parser state {sname}");
+            let mut stmts = Vec::new();
+            for o in array_member(s, "parser_ops", &what)? {
+                stmts.extend(self.parser_op(o, &what)?);
+            }
+            let mut keys = Vec::new();
+            let mut widths = Vec::new();
+            for k in array_member(s, "transition_key", &what)? {
+                let t = scope.expr(k)?;
+                if t.width > 128
+                    || t.width == 128
+                        && !matches!(t.expr, Expr::Lookahead { .. })
+                        && !matches!(k.get("type").and_then(Value::as_str), Some("field"))
+                {
+                    return fail(format!(
+                        "{what}: a transition key must be a field or a lookahead"
+                    ));
+                }
+                widths.push(t.width);
+                keys.push(t.expr);
+            }
+            let transitions = array_member(s, "transitions", &what)?;
+            let mut cases = Vec::new();
+            let mut default = None;
+            for t in transitions {
+                let next = target(member(t, "next_state", &what)?)?;
+                match str_member(t, "type", &what)? {
+                    "default" => {
+                        default = Some(next);
+                        break;
+                    }
+                    "hexstr" => {
+                        let value = split_key(str_member(t, "value", &what)?, &widths, &what)?;
+                        let mask = match t.get("mask") {
+                            None | Some(Value::Null) => {
+                                widths.iter().map(|&w| ir::mask(w)).collect()
+                            }
+                            Some(m) => split_key(string(m, &what)?, &widths, &what)?,
+                        };
+                        let matches = value
+                            .into_iter()
+                            .zip(mask)
+                            .map(|(value, mask)| FieldMatch::Masked { value, mask })
+                            .collect();
+                        cases.push((CaseKeyset::Fields(matches), next));
+                    }
+                    "parse_vset" => {
+                        if keys.len() != 1 {
+                            return fail(format!(
+                                "{what}: a parser value set with {} keys is not supported",
+                                keys.len()
+                            ));
+                        }
+                        let vname = str_member(t, "value", &what)?;
+                        cases.push((
+                            CaseKeyset::ValueSet(self.instance("parse_vset", vname)?),
+                            next,
+                        ));
+                    }
+                    other => return fail(format!("{what}: a transition of type {other}")),
+                }
+            }
+            let transition = if cases.is_empty() {
+                Transition::Goto(default.unwrap_or(Target::Accept))
+            } else {
+                if let Some(d) = default {
+                    let any = widths
+                        .iter()
+                        .map(|_| FieldMatch::Masked { value: 0, mask: 0 })
+                        .collect();
+                    cases.push((CaseKeyset::Fields(any), d));
+                }
+                Transition::Select { keys, cases }
+            };
+            out.push(State {
+                name: sname.to_string(),
+                stmts,
+                transition,
+            });
+        }
+        Ok(ParserIr {
+            init: Vec::new(),
+            states: out,
+        })
+    }
+
+    fn extract_target(
+        &self,
+        v: &Value,
+        what: &str,
+    ) -> Result<(HeaderRef, Option<&crate::layout::Header>)> {
+        let hname = object_name(v, what)?;
+        match str_member(v, "type", what)? {
+            "regular" => {
+                let h = self.layout.header(hname)?;
+                match h.valid {
+                    Some(base) => Ok((
+                        HeaderRef::Static {
+                            base,
+                            layout: h.layout,
+                        },
+                        Some(h),
+                    )),
+                    None => fail(format!("{what}: extracts metadata {hname}")),
+                }
+            }
+            "stack" => match self.layout.stacks.get(hname) {
+                Some(s) => Ok((
+                    HeaderRef::Next {
+                        stack: s.base,
+                        count: s.elements.len() as u32,
+                        layout: s.layout,
+                    },
+                    s.elements.first().map(|&e| &self.layout.headers[e]),
+                )),
+                None => fail(format!("{what}: no header stack is called {hname}")),
+            },
+            other => fail(format!("{what}: extract to a {other} is not supported")),
+        }
+    }
+
+    fn parser_op(&self, o: &Value, what: &str) -> Result<Vec<Stmt>> {
+        let op = str_member(o, "op", what)?;
+        let ps = params(o, what)?;
+        let scope = self.scope(&[]);
+        let ext = |c: ExternCall| Ok(vec![Stmt::Extern(Box::new(c))]);
+        match op {
+            "extract" => {
+                let (target, _) = self.extract_target(param(ps, 0, op)?, what)?;
+                ext(ExternCall::Extract {
+                    target,
+                    varbit: None,
+                })
+            }
+            "extract_VL" => {
+                let (target, h) = self.extract_target(param(ps, 0, op)?, what)?;
+                if !h.is_some_and(|h| h.fields.iter().any(|f| f.width().is_none())) {
+                    return fail(format!("{what}: extract_VL of a header without a varbit"));
+                }
+                ext(ExternCall::Extract {
+                    target,
+                    varbit: Some(scope.expr(param(ps, 1, op)?)?.expr),
+                })
+            }
+            "set" => {
+                let (place, width) = self.place(param(ps, 0, op)?, &[], what)?;
+                Ok(vec![Stmt::Assign(
+                    place,
+                    scope.expr(param(ps, 1, op)?)?.fit(width),
+                )])
+            }
+            "verify" => ext(ExternCall::Verify {
+                cond: scope.expr(param(ps, 0, op)?)?.expr,
+                error: scope.expr(param(ps, 1, op)?)?.expr,
+            }),
+            "shift" => {
+                let bytes = scope.expr(param(ps, 0, op)?)?.expr;
+                ext(ExternCall::Advance(Expr::Arith {
+                    op: ir::ArithOp::Mul,
+                    width: 128,
+                    signed: false,
+                    a: Box::new(bytes),
+                    b: Box::new(Expr::Const(8)),
+                }))
+            }
+            "advance" => ext(ExternCall::Advance(scope.expr(param(ps, 0, op)?)?.expr)),
+            "primitive" => self.primitive(param(ps, 0, op)?, &[], what),
+            other => fail(format!("{what}: parser operation {other} is not supported")),
+        }
+    }
+
+    fn deparser(&self, root: &Value) -> Result<Vec<Stmt>> {
+        let deparsers = array(member(root, "deparsers", "the program")?, "\"deparsers\"")?;
+        let Some(d) = deparsers.first() else {
+            return Ok(Vec::new());
+        };
+        let mut stmts = self.primitives(
+            array_member(d, "primitives", "the deparser")?,
+            &[],
+            "the deparser",
+        )?;
+        let mut items = Vec::new();
+        for h in array_member(d, "order", "the deparser")? {
+            let hname = string(h, "a deparsed header")?;
+            let header = self.layout.header(hname)?;
+            match header.valid {
+                Some(base) => items.push(EmitItem::Header {
+                    base,
+                    layout: header.layout,
+                }),
+                None => return fail(format!("the deparser emits metadata {hname}")),
+            }
+        }
+        stmts.push(Stmt::Extern(Box::new(ExternCall::Emit(items))));
+        Ok(stmts)
+    }
+
+    /// Every table of pipeline `p`, with its action profile.
+    fn tables_of(
+        &mut self,
+        p: &Value,
+        pname: &str,
+        with_entries: &mut Vec<bool>,
+        with_timeout: &mut Vec<bool>,
+    ) -> Result<()> {
+        let what = format!("pipeline {pname}");
+        for ap in array_member(p, "action_profiles", &what)? {
+            let aname = name(ap, "an action profile")?;
+            let awhat = format!("action profile {aname}");
+            let size = uint_member(ap, "max_size", &awhat)?.min(limits::MAX_TABLE_SIZE) as u32;
+            let kind = match ap.get("selector") {
+                None | Some(Value::Null) => InstanceKind::ActionProfile { size },
+                Some(sel) => InstanceKind::ActionSelector {
+                    size,
+                    algo: algorithm(str_member(sel, "algo", &awhat)?)? as u8,
+                },
+            };
+            self.add_instance("action_profile", aname, kind)?;
+        }
+        for t in array_member(p, "tables", &what)? {
+            let tname = name(t, "a table")?;
+            let table = self
+                .table(t, tname, p)
+                .map_err(|e| crate::LoadError(format!("table {tname}: {}", e.0)))?;
+            with_entries.push(
+                t.get("entries")
+                    .is_some_and(|e| e.as_array().is_some_and(|a| !a.is_empty())),
+            );
+            with_timeout.push(flag(t, "support_timeout", tname)?);
+            if self
+                .table_index
+                .insert(tname.to_string(), self.tables.len())
+                .is_some()
+            {
+                return fail(format!("two tables are called {tname}"));
+            }
+            self.tables.push(table);
+        }
+        Ok(())
+    }
+
+    fn action_index(&self, id: &Value, what: &str) -> Result<usize> {
+        let id = uint(id, what)?;
+        match self.action_ids.get(&id) {
+            Some(&a) => Ok(a),
+            None => fail(format!("{what}: no action has id {id}")),
+        }
+    }
+
+    fn action_call(&self, entry: &Value, what: &str) -> Result<ActionCall> {
+        let action = self.action_index(member(entry, "action_id", what)?, what)?;
+        let body = &self.bodies[self.actions[action].body];
+        let data = array_member(entry, "action_data", what)?;
+        if data.len() != body.params.len() {
+            return fail(format!(
+                "{what}: action {} takes {} parameters, given {}",
+                body.name,
+                body.params.len(),
+                data.len()
+            ));
+        }
+        let args = data
+            .iter()
+            .zip(&body.params)
+            .map(|(d, p)| Ok(hex(string(d, what)?, what)?.0 & ir::mask(p.width)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ActionCall { action, args })
+    }
+
+    fn table(&mut self, t: &Value, tname: &str, pipeline: &Value) -> Result<Table> {
+        let scope = self.scope(&[]);
+        let mut keys = Vec::new();
+        for k in array_member(t, "key", "the table")? {
+            let kind = match str_member(k, "match_type", "a key")? {
+                "exact" | "valid" => MatchKind::Exact,
+                "ternary" => MatchKind::Ternary,
+                "lpm" => MatchKind::Lpm,
+                "range" => MatchKind::Range,
+                "optional" => MatchKind::Optional,
+                other => return fail(format!("match type {other} is not supported")),
+            };
+            let target = member(k, "target", "a key")?;
+            let (expr, width) = if str_member(k, "match_type", "a key")? == "valid" {
+                match scope.validity(string(target, "a valid key's header")?)? {
+                    Some(s) => (Expr::Load(s), 1),
+                    None => (Expr::Const(1), 1),
+                }
+            } else {
+                let (h, f) = field_name(target)?;
+                let t = scope.expr(&serde_json::json!({"type": "field", "value": [h, f]}))?;
+                let width = if f == "$valid$" { 1 } else { t.width.min(128) };
+                let width = scope
+                    .field(target)
+                    .ok()
+                    .and_then(|f| f.width())
+                    .unwrap_or(width);
+                (
+                    Expr::Load(match t.expr {
+                        Expr::Load(s) => s,
+                        Expr::SignExtend { arg, .. } => match *arg {
+                            Expr::Load(s) => s,
+                            _ => return fail("a key must be a field"),
+                        },
+                        _ => return fail("a key must be a field"),
+                    }),
+                    width,
+                )
+            };
+            let expr = match k.get("mask") {
+                None | Some(Value::Null) => expr,
+                Some(m) => {
+                    let (m, _) = hex(string(m, "a key mask")?, "a key mask")?;
+                    Expr::Arith {
+                        op: ir::ArithOp::BitAnd,
+                        width,
+                        signed: false,
+                        a: Box::new(expr),
+                        b: Box::new(Expr::Const(m)),
+                    }
+                }
+            };
+            keys.push(Key {
+                name: k
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                expr,
+                width,
+                kind,
+            });
+        }
+        let mut actions = Vec::new();
+        for id in array_member(t, "action_ids", "the table")? {
+            let a = self.action_index(id, "the table's action_ids")?;
+            if !actions.contains(&a) {
+                actions.push(a);
+            }
+        }
+        let size = uint_member(t, "max_size", "the table")?;
+        if size > limits::MAX_TABLE_SIZE {
+            return fail(format!(
+                "max_size {size} is more than {} (limits::MAX_TABLE_SIZE)",
+                limits::MAX_TABLE_SIZE
+            ));
+        }
+        let (profile, selector) = match str_member(t, "type", "the table")? {
+            "simple" => (None, Vec::new()),
+            "indirect" | "indirect_ws" => {
+                let aname = str_member(t, "action_profile", "the table")?;
+                let profile = self.instance("action_profile", aname)?;
+                let mut selector = Vec::new();
+                let ap = array_member(pipeline, "action_profiles", "the pipeline")?
+                    .iter()
+                    .find(|ap| ap.get("name").and_then(Value::as_str) == Some(aname));
+                if let Some(sel) = ap
+                    .and_then(|ap| ap.get("selector"))
+                    .filter(|s| !s.is_null())
+                {
+                    for input in array_member(sel, "input", "a selector")? {
+                        let field = scope.field(member(input, "value", "a selector input")?)?;
+                        let Some(width) = field.width() else {
+                            return fail("a selector input is a varbit field");
+                        };
+                        selector.push(Key {
+                            name: String::new(),
+                            expr: Expr::Load(field.slot),
+                            width,
+                            kind: MatchKind::Selector,
+                        });
+                    }
+                }
+                (Some(profile), selector)
+            }
+            other => return fail(format!("table type {other} is not supported")),
+        };
+        let default = match t.get("default_entry") {
+            Some(d) if !d.is_null() => Some((
+                self.action_call(d, "the default entry")?,
+                flag(d, "action_const", "the default entry")?,
+            )),
+            _ => None,
+        };
+        let (default_action, const_default) = match default {
+            Some(d) => d,
+            None => {
+                let Some(&first) = actions.first() else {
+                    return fail("it has no action");
+                };
+                (
+                    ActionCall {
+                        action: first,
+                        args: Vec::new(),
+                    },
+                    false,
+                )
+            }
+        };
+        let mut const_entries = Vec::new();
+        let entries = array_member(t, "entries", "the table")?;
+        for (n, e) in entries.iter().enumerate() {
+            let ewhat = format!("entry {}", n + 1);
+            let mut matches = Vec::new();
+            let ms = array_member(e, "match_key", &ewhat)?;
+            if ms.len() != keys.len() {
+                return fail(format!(
+                    "{ewhat} has {} keys, the table {}",
+                    ms.len(),
+                    keys.len()
+                ));
+            }
+            for (m, k) in ms.iter().zip(&keys) {
+                matches.push(entry_match(m, k.width, &ewhat)?);
+            }
+            let action = self.action_call(member(e, "action_entry", &ewhat)?, &ewhat)?;
+            // BMv2: a smaller priority value wins; the IR: a larger one.
+            let priority = e
+                .get("priority")
+                .and_then(Value::as_i64)
+                .unwrap_or(n as i64 + 1);
+            const_entries.push(Entry {
+                matches,
+                priority: priority.saturating_neg(),
+                action,
+            });
+        }
+        Ok(Table {
+            name: tname.to_string(),
+            keys,
+            actions,
+            bindings: Vec::new(),
+            default_action,
+            const_default,
+            const_entries_fixed: !entries.is_empty(),
+            const_entries,
+            size: size as usize,
+            direct_counter: self.direct_counters.get(tname).copied(),
+            direct_meter: self.direct_meters.get(tname).map(|d| d.0),
+            profile,
+            selector,
+        })
+    }
+
+    /// The statements of control flow graph `p` from node `next` on.
+    fn graph<'p>(
+        &mut self,
+        p: &'p Value,
+        mut next: Option<&'p str>,
+        depth: usize,
+    ) -> Result<Vec<Stmt>> {
+        if depth > limits::MAX_RUN_DEPTH {
+            return fail(format!(
+                "a pipeline's branches nest deeper than {} levels (limits::MAX_RUN_DEPTH)",
+                limits::MAX_RUN_DEPTH
+            ));
+        }
+        let mut out = Vec::new();
+        while let Some(node) = next {
+            self.lowered_nodes += 1;
+            if self.lowered_nodes > limits::MAX_LOWERED_NODES {
+                return fail(format!(
+                    "the pipelines' control flow graphs lower to more than {} nodes \
+                     (limits::MAX_LOWERED_NODES)",
+                    limits::MAX_LOWERED_NODES
+                ));
+            }
+            if let Some(&t) = self.table_index.get(node) {
+                let table = find(p, "tables", node)?;
+                static NONE: std::sync::OnceLock<serde_json::Map<String, Value>> =
+                    std::sync::OnceLock::new();
+                let next_tables: &'p serde_json::Map<String, Value> = match table.get("next_tables")
+                {
+                    Some(Value::Object(m)) => m,
+                    _ => NONE.get_or_init(serde_json::Map::new),
+                };
+                let base = table.get("base_default_next").and_then(Value::as_str);
+                let meter = self
+                    .direct_meters
+                    .get(node)
+                    .map(|&(instance, slot, width)| {
+                        Stmt::Extern(Box::new(ExternCall::DirectMeterRead {
+                            instance,
+                            dst: Place::Slot(slot),
+                            width,
+                        }))
+                    });
+                let branch = |l: &mut Self, to: Option<&'p str>| -> Result<Vec<Stmt>> {
+                    let mut b: Vec<Stmt> = meter.iter().cloned().collect();
+                    b.extend(l.graph(p, to, depth + 1)?);
+                    Ok(b)
+                };
+                if next_tables.contains_key("__HIT__") || next_tables.contains_key("__MISS__") {
+                    let hit = next_tables.get("__HIT__").and_then(Value::as_str);
+                    let miss = next_tables.get("__MISS__").and_then(Value::as_str);
+                    let then = branch(self, hit)?;
+                    let otherwise = branch(self, miss)?;
+                    out.push(Stmt::If(
+                        Expr::TableHit {
+                            table: t,
+                            miss: false,
+                        },
+                        then,
+                        otherwise,
+                    ));
+                    return Ok(out);
+                }
+                let targets: Vec<Option<&str>> = next_tables.values().map(Value::as_str).collect();
+                if targets.iter().all(|&to| to == base) {
+                    out.push(Stmt::Apply(t));
+                    out.extend(meter);
+                    next = base;
+                    continue;
+                }
+                // Cases by next node: the actions that lead there.
+                let mut cases: Vec<(Vec<usize>, Option<&'p str>)> = Vec::new();
+                for (aname, to) in next_tables {
+                    let to = to.as_str();
+                    let actions: Vec<usize> = self.tables[t]
+                        .actions
+                        .iter()
+                        .copied()
+                        .filter(|&a| self.actions[a].name == *aname)
+                        .collect();
+                    match cases.iter_mut().find(|c| c.1 == to) {
+                        Some(c) => c.0.extend(actions),
+                        None => cases.push((actions, to)),
+                    }
+                }
+                let mut lowered = Vec::new();
+                for (actions, to) in cases {
+                    lowered.push((actions, branch(self, to)?));
+                }
+                let default = branch(self, base)?;
+                out.push(Stmt::SwitchAction {
+                    table: t,
+                    cases: lowered,
+                    default,
+                });
+                return Ok(out);
+            }
+            let c = find(p, "conditionals", node)?;
+            let what = format!("conditional {node}");
+            let cond = self.scope(&[]).expr(member(c, "expression", &what)?)?.expr;
+            let t = c.get("true_next").and_then(Value::as_str);
+            let f = c.get("false_next").and_then(Value::as_str);
+            let then = self.graph(p, t, depth + 1)?;
+            let otherwise = self.graph(p, f, depth + 1)?;
+            out.push(Stmt::If(cond, then, otherwise));
+            return Ok(out);
+        }
+        Ok(out)
+    }
+
+    /// The verify and compute checksum controls.
+    fn checksums(&self, root: &Value) -> Result<(Vec<Stmt>, Vec<Stmt>)> {
+        let (mut verify, mut compute) = (Vec::new(), Vec::new());
+        let scope = self.scope(&[]);
+        for c in array_member(root, "checksums", "the program")? {
+            let cname = name(c, "a checksum")?;
+            let what = format!("checksum {cname}");
+            let calc_name = str_member(c, "calculation", &what)?;
+            let Some(calc) = self.calculations.get(calc_name) else {
+                return fail(format!("{what}: no calculation is called {calc_name}"));
+            };
+            let (dst, width) = self.place(
+                &serde_json::json!({"type": "field", "value": member(c, "target", &what)?}),
+                &[],
+                &what,
+            )?;
+            let cond = match c.get("if_cond") {
+                None | Some(Value::Null) => Expr::Const(1),
+                Some(e) => scope.expr(e)?.expr,
+            };
+            let is_verify = flag(c, "verify", &what)?;
+            let is_update = c
+                .get("update")
+                .map_or(Ok(!is_verify), |_| flag(c, "update", &what))?;
+            let Place::Slot(slot) = dst else {
+                return fail(format!("{what}: its target must be a field"));
+            };
+            let of = ChecksumOf {
+                cond,
+                data: calc.fields.clone(),
+                algo: Expr::Const(calc.algo),
+                payload: calc.payload,
+                width,
+            };
+            if is_verify {
+                verify.push(Stmt::Extern(Box::new(ExternCall::VerifyChecksum {
+                    of: of.clone(),
+                    checksum: Expr::Load(slot),
+                })));
+            }
+            if is_update {
+                compute.push(Stmt::Extern(Box::new(ExternCall::UpdateChecksum {
+                    of,
+                    dst: Place::Slot(slot),
+                })));
+            }
+        }
+        Ok((verify, compute))
+    }
+}
+
+/// The object called `node` in array `kind` of pipeline `p`.
+fn find<'a>(p: &'a Value, kind: &str, node: &str) -> Result<&'a Value> {
+    array_member(p, kind, "a pipeline")?
+        .iter()
+        .find(|o| o.get("name").and_then(Value::as_str) == Some(node))
+        .map_or_else(
+            || fail(format!("a pipeline goes to unknown node {node}")),
+            Ok,
+        )
+}
+
+/// A byte string as an integer (at most 16 bytes).
+fn bytes_value(bytes: &[u8], what: &str) -> Result<u128> {
+    let significant: Vec<u8> = bytes.iter().copied().skip_while(|&b| b == 0).collect();
+    if significant.len() > 16 {
+        return fail(format!("{what}: a value wider than 128 bits"));
+    }
+    Ok(significant
+        .iter()
+        .fold(0u128, |v, &b| v << 8 | u128::from(b)))
+}
+
+/// A parser transition value (the key fields, each padded to whole bytes, concatenated) split
+/// into one value per key.
+fn split_key(s: &str, widths: &[u16], what: &str) -> Result<Vec<u128>> {
+    let bytes = hex_bytes(s, what)?;
+    let total: usize = widths.iter().map(|w| usize::from(*w).div_ceil(8)).sum();
+    // p4c drops leading zero bytes of the whole value: pad them back.
+    if bytes.len() > total {
+        return fail(format!(
+            "{what}: transition value {s} is wider than its key"
+        ));
+    }
+    let mut padded = vec![0u8; total - bytes.len()];
+    padded.extend(bytes);
+    let mut out = Vec::new();
+    let mut at = 0;
+    for &w in widths {
+        let n = usize::from(w).div_ceil(8);
+        out.push(bytes_value(&padded[at..at + n], what)? & ir::mask(w));
+        at += n;
+    }
+    Ok(out)
+}
+
+/// One key of a const entry.
+fn entry_match(m: &Value, width: u16, what: &str) -> Result<FieldMatch> {
+    let value = |key: &str| -> Result<u128> {
+        Ok(bytes_value(&hex_bytes(str_member(m, key, what)?, what)?, what)? & ir::mask(width))
+    };
+    Ok(match str_member(m, "match_type", what)? {
+        "exact" | "valid" => FieldMatch::Masked {
+            value: value("key")?,
+            mask: ir::mask(width),
+        },
+        "lpm" => {
+            let len = uint_member(m, "prefix_length", what)?.min(u64::from(width)) as u16;
+            let mask = ir::mask(width) & !ir::mask(width - len);
+            FieldMatch::Masked {
+                value: value("key")?,
+                mask,
+            }
+        }
+        "ternary" | "optional" => FieldMatch::Masked {
+            value: value("key")?,
+            mask: match m.get("mask") {
+                None | Some(Value::Null) => ir::mask(width),
+                Some(_) => value("mask")?,
+            },
+        },
+        "range" => FieldMatch::Range {
+            lo: value("start")?,
+            hi: value("end")?,
+        },
+        other => return fail(format!("{what}: match type {other}")),
+    })
+}
+
+/// The error names by code.
+fn errors(root: &Value) -> Result<Vec<String>> {
+    let mut names: Vec<String> = Vec::new();
+    for e in array_member(root, "errors", "the program")? {
+        let pair = array(e, "an error")?;
+        let (Some(n), Some(code)) = (pair.first().and_then(Value::as_str), pair.get(1)) else {
+            return fail("an error must be [name, code]");
+        };
+        let code = uint(code, "an error code")? as usize;
+        if code >= limits::MAX_OBJECTS {
+            return fail(format!("error code {code} is too large"));
+        }
+        if names.len() <= code {
+            names.resize(code + 1, String::new());
+        }
+        names[code] = n.to_string();
+    }
+    if names.is_empty() {
+        names = [
+            "NoError",
+            "PacketTooShort",
+            "NoMatch",
+            "StackOutOfBounds",
+            "HeaderTooShort",
+            "ParserTimeout",
+            "ParserInvalidArgument",
+        ]
+        .map(String::from)
+        .to_vec();
+    }
+    Ok(names)
+}
+
+/// Checks that running a packet recurses at most [`limits::MAX_RUN_DEPTH`] levels.
+fn check_run_depth(p: &Program) -> Result<()> {
+    let no: [usize; 0] = [];
+    let bodies: Vec<usize> = {
+        let d = ir::RunDepth {
+            bodies: &no,
+            tables: &no,
+            subparsers: &no,
+        };
+        p.bodies.iter().map(|b| d.stmts(&b.stmts)).collect()
+    };
+    let tables: Vec<usize> = {
+        let d = ir::RunDepth {
+            bodies: &bodies,
+            tables: &no,
+            subparsers: &no,
+        };
+        p.tables
+            .iter()
+            .map(|t| d.table_apply(t, &p.actions))
+            .collect()
+    };
+    let d = ir::RunDepth {
+        bodies: &bodies,
+        tables: &tables,
+        subparsers: &no,
+    };
+    let deepest = p
+        .controls
+        .iter()
+        .map(|c| d.stmts(&c.body))
+        .chain([d.parser(&p.parser)])
+        .chain(bodies.iter().copied())
+        .chain(tables.iter().copied())
+        .max()
+        .unwrap_or(0);
+    if deepest > limits::MAX_RUN_DEPTH {
+        return fail(format!(
+            "running it would recurse {deepest} levels, more than {} (limits::MAX_RUN_DEPTH)",
+            limits::MAX_RUN_DEPTH
+        ));
+    }
+    Ok(())
+}

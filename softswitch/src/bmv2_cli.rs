@@ -1,0 +1,184 @@
+//! softswitch invoked as `simple_switch` or `simple_switch_grpc` (a symlink, or a copy, with
+//! that name): BMv2's command line, `[options] [JSON] [-- target options]`, mapped onto
+//! `softswitch run`, so the tools that launch BMv2 (the P4 tutorials, p4-utils, Mininet
+//! classes) launch softswitch unchanged. What softswitch does not do yet is said on stderr,
+//! never silently (docs/softswitch.md, "Using softswitch in place of BMv2").
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// Which of BMv2's programs softswitch stands in for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Personality {
+    /// `simple_switch`: no P4Runtime of BMv2's own; softswitch serves it on a port of the
+    /// system's choosing on 127.0.0.1, so that several switches never collide.
+    SimpleSwitch,
+    /// `simple_switch_grpc`: P4Runtime on `--grpc-server-addr` (default 0.0.0.0:9559).
+    SimpleSwitchGrpc,
+}
+
+impl Personality {
+    /// The personality of a program invoked as `argv0`, if BMv2's.
+    pub fn of(argv0: &std::ffi::OsStr) -> Option<Personality> {
+        let name = std::path::Path::new(argv0).file_name()?.to_str()?;
+        match name {
+            "simple_switch" => Some(Personality::SimpleSwitch),
+            "simple_switch_grpc" => Some(Personality::SimpleSwitchGrpc),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Personality::SimpleSwitch => "simple_switch",
+            Personality::SimpleSwitchGrpc => "simple_switch_grpc",
+        }
+    }
+}
+
+/// BMv2's general options (before `--`).
+#[derive(Parser, Debug)]
+#[command(
+    about = "softswitch standing in for BMv2's simple_switch / simple_switch_grpc",
+    override_usage = "simple_switch[_grpc] [options] [<path to JSON config file>] [-- target options]"
+)]
+pub struct Bmv2Args {
+    /// The BMv2 JSON (p4c-bm2-ss's output) or P4_16 source to run.
+    pub program: Option<PathBuf>,
+    /// <port-num>@<interface-name>: attach an interface as a port; repeat for each.
+    #[arg(short = 'i', long = "interface", value_name = "PORT@IFACE")]
+    pub interfaces: Vec<softswitch_device::ports::PortSpec>,
+    /// Write pcap files of each interface's frames, `IFACE_in.pcap` and `IFACE_out.pcap`, in
+    /// DIR (default: the current directory).
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = ".")]
+    pub pcap: Option<PathBuf>,
+    /// TCP port of BMv2's Thrift runtime server. Accepted; softswitch does not serve Thrift
+    /// yet (use P4Runtime) and says so.
+    #[arg(long, value_name = "PORT")]
+    pub thrift_port: Option<u16>,
+    /// The P4Runtime device id.
+    #[arg(long, default_value_t = 0)]
+    pub device_id: u64,
+    /// nanomsg IPC socket for logs: accepted and ignored.
+    #[arg(long, value_name = "ADDR")]
+    pub nanolog: Option<String>,
+    /// Log on the console (standard output, as BMv2).
+    #[arg(long)]
+    pub log_console: bool,
+    /// Log to this file.
+    #[arg(long, value_name = "PATH")]
+    pub log_file: Option<PathBuf>,
+    /// trace, debug, info, warn, error or off (BMv2's default: trace).
+    #[arg(short = 'L', long, default_value = "trace", value_parser = ["trace", "debug", "info", "warn", "error", "off"])]
+    pub log_level: String,
+    /// With --log-file, flush after every message (softswitch always does).
+    #[arg(long)]
+    pub log_flush: bool,
+    /// Start without a program, until a controller sets one (SetForwardingPipelineConfig).
+    #[arg(long)]
+    pub no_p4: bool,
+    /// Target options (after `--`): --grpc-server-addr, --cpu-port, --priority-queues,
+    /// --drop-port.
+    #[arg(last = true, allow_hyphen_values = true)]
+    pub target: Vec<OsString>,
+}
+
+/// BMv2's target options (after `--`).
+#[derive(Parser, Debug)]
+#[command(no_binary_name = true)]
+pub struct TargetArgs {
+    /// Where P4Runtime listens (simple_switch_grpc's default 0.0.0.0:9559).
+    #[arg(long)]
+    pub grpc_server_addr: Option<SocketAddr>,
+    /// The CPU port for PacketIn / PacketOut (1 to 510).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..511))]
+    pub cpu_port: Option<u16>,
+    /// Number of priority queues: accepted and ignored (softswitch's queues per port are
+    /// its own, docs/softswitch.md).
+    #[arg(long)]
+    pub priority_queues: Option<u32>,
+    /// The drop port: only 511, v1model's, is supported.
+    #[arg(long)]
+    pub drop_port: Option<u16>,
+}
+
+/// The `softswitch run` options BMv2's command line `args` (without argv[0]) asks for, or a
+/// usage error (clap's, printed by the caller).
+pub fn options(
+    personality: Personality,
+    args: Bmv2Args,
+) -> anyhow::Result<(crate::run::RunOptions, Logging)> {
+    let target = TargetArgs::try_parse_from(&args.target)?;
+    let name = personality.name();
+    if args.program.is_none() && !args.no_p4 {
+        anyhow::bail!("{name}: give a JSON config file, or --no-p4 to start without one");
+    }
+    if args.program.is_some() && args.no_p4 {
+        eprintln!("softswitch ({name}): --no-p4 given with a program: loading the program");
+    }
+    if let Some(port) = args.thrift_port {
+        eprintln!(
+            "softswitch ({name}): --thrift-port {port} accepted, but the Thrift runtime \
+             (simple_switch_CLI) is not served yet: nothing listens on port {port}; \
+             use P4Runtime (lossless p4)"
+        );
+    }
+    if args.nanolog.is_some() {
+        eprintln!("softswitch ({name}): --nanolog accepted and ignored");
+    }
+    if target.priority_queues.is_some() {
+        eprintln!(
+            "softswitch ({name}): --priority-queues accepted and ignored (softswitch's queues \
+             are its own, docs/softswitch.md)"
+        );
+    }
+    if target.drop_port.is_some_and(|p| p != 511) {
+        anyhow::bail!("{name}: --drop-port other than 511 is not supported");
+    }
+    let grpc_addr = match (personality, target.grpc_server_addr) {
+        (_, Some(addr)) => addr,
+        (Personality::SimpleSwitchGrpc, None) => "0.0.0.0:9559".parse()?,
+        (Personality::SimpleSwitch, None) => "127.0.0.1:0".parse()?,
+    };
+    // The switch's own crates at the level asked, the libraries under them at warn at most.
+    let level = match args.log_level.as_str() {
+        _ if !args.log_console && args.log_file.is_none() => "warn".to_string(),
+        "off" => "off".to_string(),
+        l => format!(
+            "warn,softswitch={l},softswitch_server={l},softswitch_device={l},softswitch_core={l}"
+        ),
+    };
+    Ok((
+        crate::run::RunOptions {
+            program: if args.no_p4 && args.program.is_none() {
+                None
+            } else {
+                args.program
+            },
+            ports: args.interfaces,
+            grpc_addr,
+            device_id: args.device_id,
+            cpu_port: target.cpu_port,
+            pcap: args.pcap,
+        },
+        Logging {
+            level,
+            console: args.log_console,
+            file: args.log_file,
+        },
+    ))
+}
+
+/// Where and how much to log.
+#[derive(Debug)]
+pub struct Logging {
+    /// A tracing filter level.
+    pub level: String,
+    /// On standard output, as BMv2's --log-console.
+    pub console: bool,
+    /// Into this file.
+    pub file: Option<PathBuf>,
+}

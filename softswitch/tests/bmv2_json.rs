@@ -1,0 +1,98 @@
+//! Every program the project says BMv2 runs (`testkit::bmv2::bmv2_programs`), compiled by
+//! p4c-bm2-ss and loaded from its BMv2 JSON by softswitch-bmv2json, passes the same STF tests
+//! as from source: corpus programs their `NAME.stf`, dataplane-p4's `lossless.p4` its
+//! `dataplane-p4/tests/*.stf`; programs without a test must load. The programs that do not yet
+//! are listed in [`KNOWN_GAPS`] with the reason, and the test fails if one of them starts
+//! passing (so the list stays true).
+//!
+//! Needs p4c (`LOSSLESS_P4REF` or PATH): skipped without it outside CI, a failure under CI.
+//! The JSONs are compiled once per program text and shared with the other tests
+//! (`testkit::bmv2::compiled`).
+
+use std::path::{Path, PathBuf};
+
+use softswitch_core::switch::{Clock, Switch};
+use softswitch_frontend::source::SourceMap;
+
+/// Programs that do not pass from JSON yet, each with the reason.
+const KNOWN_GAPS: &[(&str, &str)] = &[];
+
+/// The STF tests of `program`.
+fn stf_tests(program: &Path) -> Vec<PathBuf> {
+    let own = program.with_extension("stf");
+    if own.exists() {
+        return vec![own];
+    }
+    let tests = program.with_file_name("tests");
+    if program.ends_with("dataplane-p4/lossless.p4") {
+        let mut stfs: Vec<PathBuf> = std::fs::read_dir(&tests)
+            .expect("dataplane-p4/tests")
+            .map(|e| e.expect("an entry").path())
+            .filter(|p| p.extension().is_some_and(|e| e == "stf"))
+            .collect();
+        stfs.sort();
+        return stfs;
+    }
+    Vec::new()
+}
+
+/// Loads `json` and runs every STF test of `program` on it.
+fn run_from_json(program: &Path, json: &Path) -> Result<usize, String> {
+    let bytes = std::fs::read(json).map_err(|e| format!("{}: {e}", json.display()))?;
+    let loaded = softswitch_bmv2json::load(&bytes).map_err(|e| e.to_string())?;
+    let mut passed = 0;
+    for stf in stf_tests(program) {
+        let mut map = SourceMap::new();
+        let text = std::fs::read_to_string(&stf).map_err(|e| e.to_string())?;
+        let file = map.add(stf.display().to_string(), text);
+        let mut switch = Switch::new(loaded.program.clone(), Clock::Virtual(0));
+        let report = softswitch_stf::run(&map, file, &mut switch).map_err(|d| d.render(&map))?;
+        if !report.passed() {
+            return Err(format!(
+                "{}:\n{}",
+                stf.display(),
+                report.failures.join("\n")
+            ));
+        }
+        passed += 1;
+    }
+    Ok(passed)
+}
+
+#[test]
+fn every_bmv2_program_passes_its_stf_tests_from_its_bmv2_json() {
+    let test = "every_bmv2_program_passes_its_stf_tests_from_its_bmv2_json";
+    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
+        return;
+    };
+    let programs = testkit::bmv2::bmv2_programs();
+    assert!(programs.len() >= 8, "the programs are missing");
+    let mut failures = Vec::new();
+    let mut passing = 0;
+    let mut stfs = 0;
+    for program in &programs {
+        let json = testkit::bmv2::compiled(toolchain, program)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .json;
+        let gap = KNOWN_GAPS
+            .iter()
+            .find(|(p, _)| program.ends_with(Path::new(p)));
+        match (run_from_json(program, &json), gap) {
+            (Ok(n), None) => {
+                passing += 1;
+                stfs += n;
+            }
+            (Ok(_), Some((p, _))) => failures.push(format!(
+                "{p} passes from JSON now: take it out of KNOWN_GAPS"
+            )),
+            (Err(e), None) => failures.push(format!("{}:\n{e}", program.display())),
+            (Err(_), Some(_)) => {}
+        }
+    }
+    println!(
+        "{passing} of {} programs pass {stfs} STF tests from BMv2 JSON; {} known gaps",
+        programs.len(),
+        KNOWN_GAPS.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
