@@ -84,16 +84,7 @@ fn stf_verbose_prints_logs_and_digests() {
 
 /// The standard output of `softswitch ARGS`, which must succeed.
 fn stdout_of(args: &[&std::ffi::OsStr]) -> Vec<u8> {
-    let out = Command::new(env!("CARGO_BIN_EXE_softswitch"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    testkit::output_of(Command::new(env!("CARGO_BIN_EXE_softswitch")).args(args)).stdout
 }
 
 /// `softswitch p4info --format FORMAT` on a corpus program, decoded back to a P4Info.

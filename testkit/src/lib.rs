@@ -23,6 +23,21 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The output of `command`, which must succeed: a failure panics with what it printed on
+/// standard error.
+pub fn output_of(command: &mut std::process::Command) -> std::process::Output {
+    let out = command
+        .output()
+        .unwrap_or_else(|e| panic!("{command:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{command:?}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// The Python of the clone's `.venv` (made by `cargo xtask setup`, with scapy in it).
 pub fn venv_python() -> PathBuf {
     workspace_root().join(".venv/bin/python")

@@ -139,19 +139,14 @@ fn packets(snap: &Value, spine: &str) -> u64 {
 fn policy_change_moves_traffic(name: &str, switch: &str) {
     let dir = scratch(name);
     std::fs::write(dir.join("script.sh"), POLICY_SCRIPT).unwrap();
-    let out = net(
-        name,
-        &["up", "leaf-spine:2,2,2", "--switch", switch, "--run"],
-    )
-    .arg(dir.join("script.sh"))
-    .env("OUT", &dir)
-    .env("LOSSLESS_BIN", lossless_bin())
-    .output()
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    testkit::output_of(
+        net(
+            name,
+            &["up", "leaf-spine:2,2,2", "--switch", switch, "--run"],
+        )
+        .arg(dir.join("script.sh"))
+        .env("OUT", &dir)
+        .env("LOSSLESS_BIN", lossless_bin()),
     );
     let read = |n: &str| -> Value {
         serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{n}.json"))).unwrap())

@@ -215,16 +215,11 @@ fn lossless_p4_on_softswitch_as_simple_switch_grpc_from_bmv2_json_forwards_and_c
             .join(format!("{iface}_{direction}.pcap"));
         let script = "import sys\nfrom scapy.all import rdpcap, Ether\n\
             print(sum(1 for p in rdpcap(sys.argv[1]) if sys.argv[2] in ('', p[Ether].dst)))";
-        let out = std::process::Command::new(&python)
-            .args(["-c", script])
-            .arg(&file)
-            .arg(dst)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = testkit::output_of(
+            std::process::Command::new(&python)
+                .args(["-c", script])
+                .arg(&file)
+                .arg(dst),
         );
         String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
     };

@@ -27,15 +27,10 @@ fn the_official_python_p4runtime_client_drives_softswitch() {
     let dir = std::env::temp_dir().join(format!("lossless-interop-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p4info = dir.join("switch.p4info.bin");
-    let out = Command::new(softswitch_bin())
-        .args(["p4info", "--format", "binary"])
-        .arg(&program)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = testkit::output_of(
+        Command::new(softswitch_bin())
+            .args(["p4info", "--format", "binary"])
+            .arg(&program),
     );
     std::fs::write(&p4info, &out.stdout).unwrap();
 

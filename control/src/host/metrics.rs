@@ -16,7 +16,7 @@ use anyhow::Context as _;
 use dataplane_common::{
     cnp::CnpCounters, counters::PrioCounters, lb::LbCounters, lb::UplinkCounters,
 };
-use prometheus::{CounterVec, GaugeVec, Opts, Registry};
+use prometheus::{core::Collector, CounterVec, GaugeVec, Opts, Registry};
 
 use super::{
     lb::stats::{FlowletTable, LbStats, UplinkStats},
@@ -29,6 +29,25 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// Labels of one sample: (name, value) pairs, the same names in the same order for every
 /// sample of a family.
 pub type Labels<'a> = [(&'static str, &'a str)];
+
+/// The family `name` of `families`, made by `make` with the label names of `labels` and
+/// registered on first use.
+fn family<'f, V: Collector + Clone + 'static>(
+    registry: &Registry,
+    families: &'f mut BTreeMap<String, V>,
+    name: &str,
+    help: &str,
+    labels: &Labels,
+    make: fn(Opts, &[&str]) -> prometheus::Result<V>,
+) -> anyhow::Result<&'f V> {
+    if !families.contains_key(name) {
+        let names: Vec<&str> = labels.iter().map(|(n, _)| *n).collect();
+        let family = make(Opts::new(name, help), &names)?;
+        registry.register(Box::new(family.clone()))?;
+        families.insert(name.to_owned(), family);
+    }
+    Ok(&families[name])
+}
 
 /// Metric families being filled, then encoded. Families are created on first use; every
 /// sample of a family must carry the same label names.
@@ -53,17 +72,18 @@ impl Exposition {
         labels: &Labels,
         value: f64,
     ) -> anyhow::Result<()> {
-        if !self.counters.contains_key(name) {
-            let names: Vec<&str> = labels.iter().map(|(n, _)| *n).collect();
-            let family = CounterVec::new(Opts::new(name, help), &names)?;
-            self.registry.register(Box::new(family.clone()))?;
-            self.counters.insert(name.to_owned(), family);
-        }
         let values: Vec<&str> = labels.iter().map(|(_, v)| *v).collect();
-        self.counters[name]
-            .get_metric_with_label_values(&values)
-            .with_context(|| format!("metric {name}"))?
-            .inc_by(value);
+        family(
+            &self.registry,
+            &mut self.counters,
+            name,
+            help,
+            labels,
+            CounterVec::new,
+        )?
+        .get_metric_with_label_values(&values)
+        .with_context(|| format!("metric {name}"))?
+        .inc_by(value);
         Ok(())
     }
 
@@ -75,17 +95,18 @@ impl Exposition {
         labels: &Labels,
         value: f64,
     ) -> anyhow::Result<()> {
-        if !self.gauges.contains_key(name) {
-            let names: Vec<&str> = labels.iter().map(|(n, _)| *n).collect();
-            let family = GaugeVec::new(Opts::new(name, help), &names)?;
-            self.registry.register(Box::new(family.clone()))?;
-            self.gauges.insert(name.to_owned(), family);
-        }
         let values: Vec<&str> = labels.iter().map(|(_, v)| *v).collect();
-        self.gauges[name]
-            .get_metric_with_label_values(&values)
-            .with_context(|| format!("metric {name}"))?
-            .set(value);
+        family(
+            &self.registry,
+            &mut self.gauges,
+            name,
+            help,
+            labels,
+            GaugeVec::new,
+        )?
+        .get_metric_with_label_values(&values)
+        .with_context(|| format!("metric {name}"))?
+        .set(value);
         Ok(())
     }
 
