@@ -1,5 +1,6 @@
 //! The lossless control plane: loads the data planes, configures them and reads their counters.
 
+pub mod agent;
 pub mod host;
 pub mod lab;
 pub mod net;

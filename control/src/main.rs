@@ -2,8 +2,8 @@
 
 use clap::{Parser, Subcommand};
 use lossless::{
-    host::cli::HostCommand, lab::cli::LabCommand, net::cli::NetArgs, p4::cli::P4Args,
-    traffic::TrafficCommand,
+    agent::AgentArgs, host::cli::HostCommand, lab::cli::LabCommand, net::cli::NetArgs,
+    p4::cli::P4Args, traffic::TrafficCommand,
 };
 use tracing_subscriber::EnvFilter;
 
@@ -30,6 +30,8 @@ enum Command {
     /// Labs: namespace topologies that run a workload through the data planes.
     #[command(subcommand)]
     Lab(LabCommand),
+    /// The host daemon: keeps interfaces attached as a file says, serves /metrics.
+    Agent(AgentArgs),
 }
 
 #[tokio::main]
@@ -59,6 +61,7 @@ async fn main() -> std::process::ExitCode {
                 .unwrap_or_else(|e| Err(e.into()))
         }
         Command::Lab(command) => lossless::lab::cli::run(command).await,
+        Command::Agent(args) => lossless::agent::run(args).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -111,6 +111,30 @@ impl LinkEvents {
         })
     }
 
+    /// Makes [`LinkEvents::wait`] give up after `timeout` without events, with an error of
+    /// kind [`io::ErrorKind::WouldBlock`], so a watcher can check whether it should stop.
+    pub fn set_timeout(&mut self, timeout: std::time::Duration) -> io::Result<()> {
+        use std::os::fd::AsRawFd as _;
+        let value = libc::timeval {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_usec: timeout.subsec_micros() as libc::suseconds_t,
+        };
+        // SAFETY: a valid timeval of the size given, on the socket's own descriptor.
+        let result = unsafe {
+            libc::setsockopt(
+                self.socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVTIMEO,
+                (&value as *const libc::timeval).cast(),
+                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+            )
+        };
+        if result != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     /// Waits for the next datagram of events and returns the interface indexes it names, or
     /// `None` when events were lost (the kernel's buffer overflowed) or cannot be read:
     /// anything may have changed.

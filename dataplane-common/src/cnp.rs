@@ -46,28 +46,17 @@ impl CnpQpState {
     }
 }
 
-/// Notification-point counters of one interface (per CPU in the map).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "user", derive(serde::Serialize))]
-pub struct CnpCounters {
-    /// CNPs sent for CE-marked data packets.
-    pub cnp_sent: u64,
-    /// CE-marked data packets inside a QP's interval: no CNP.
-    pub cnp_suppressed: u64,
-    /// CNPs that arrived (this host is the sender).
-    pub cnp_received: u64,
-    /// CE packets whose CNP could not be made (IPv4 options, IPv6, clone failed).
-    pub cnp_unsupported: u64,
-}
-
-impl CnpCounters {
-    /// Adds `other` into `self` (to sum the per-CPU copies).
-    pub fn accumulate(&mut self, other: &CnpCounters) {
-        self.cnp_sent += other.cnp_sent;
-        self.cnp_suppressed += other.cnp_suppressed;
-        self.cnp_received += other.cnp_received;
-        self.cnp_unsupported += other.cnp_unsupported;
+counters! {
+    /// Notification-point counters of one interface (per CPU in the map).
+    pub struct CnpCounters {
+        /// CNPs sent for CE-marked data packets.
+        pub cnp_sent: u64,
+        /// CE-marked data packets inside a QP's interval: no CNP.
+        pub cnp_suppressed: u64,
+        /// CNPs that arrived (this host is the sender).
+        pub cnp_received: u64,
+        /// CE packets whose CNP could not be made (IPv4 options, IPv6, clone failed).
+        pub cnp_unsupported: u64,
     }
 }
 

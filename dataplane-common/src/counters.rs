@@ -2,33 +2,32 @@
 
 use crate::PRIORITIES;
 
-/// Counters of one priority at one hook.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "user", derive(serde::Serialize))]
-pub struct PrioCounters {
-    /// Frames seen (at XDP: received; at TC egress: sent).
-    pub rx_packets: u64,
-    /// Bytes of those frames (from the Ethernet header on).
-    pub rx_bytes: u64,
-    /// RoCEv2 packets (UDP destination port 4791 with a whole BTH).
-    pub roce_packets: u64,
-    /// IP packets that arrived ECT(0) or ECT(1).
-    pub ect_packets: u64,
-    /// IP packets that arrived with CE already set.
-    pub ce_on_arrival: u64,
-    /// ECT packets this program set to CE.
-    pub ecn_marked: u64,
-    /// Not-ECT packets the RED profile would have marked (left unchanged).
-    pub would_mark_not_ect: u64,
-    /// 802.1Qbb PAUSE frames received for this priority with a non-zero time.
-    pub pfc_pause_rx: u64,
-    /// 802.1Qbb PAUSE frames received for this priority with time 0 (XON).
-    pub pfc_resume_rx: u64,
-    /// Pause storms the watchdog saw on this priority (runs of pauses longer than its limit).
-    pub pfc_storms: u64,
-    /// Frames of this priority that left (TC egress) while it was paused.
-    pub pfc_violations: u64,
+counters! {
+    /// Counters of one priority at one hook.
+    pub struct PrioCounters {
+        /// Frames seen (at XDP: received; at TC egress: sent).
+        pub rx_packets: u64,
+        /// Bytes of those frames (from the Ethernet header on).
+        pub rx_bytes: u64,
+        /// RoCEv2 packets (UDP destination port 4791 with a whole BTH).
+        pub roce_packets: u64,
+        /// IP packets that arrived ECT(0) or ECT(1).
+        pub ect_packets: u64,
+        /// IP packets that arrived with CE already set.
+        pub ce_on_arrival: u64,
+        /// ECT packets this program set to CE.
+        pub ecn_marked: u64,
+        /// Not-ECT packets the RED profile would have marked (left unchanged).
+        pub would_mark_not_ect: u64,
+        /// 802.1Qbb PAUSE frames received for this priority with a non-zero time.
+        pub pfc_pause_rx: u64,
+        /// 802.1Qbb PAUSE frames received for this priority with time 0 (XON).
+        pub pfc_resume_rx: u64,
+        /// Pause storms the watchdog saw on this priority (runs of pauses longer than its limit).
+        pub pfc_storms: u64,
+        /// Frames of this priority that left (TC egress) while it was paused.
+        pub pfc_violations: u64,
+    }
 }
 
 /// The kinds of malformed frame the parser recognises; each has its own counter.
@@ -120,23 +119,6 @@ impl Default for HookCounters {
             per_priority: [PrioCounters::default(); PRIORITIES],
             parse_errors: [0; ParseError::COUNT],
         }
-    }
-}
-
-impl PrioCounters {
-    /// Adds `other` into `self`, field by field.
-    pub fn accumulate(&mut self, other: &PrioCounters) {
-        self.rx_packets += other.rx_packets;
-        self.rx_bytes += other.rx_bytes;
-        self.roce_packets += other.roce_packets;
-        self.ect_packets += other.ect_packets;
-        self.ce_on_arrival += other.ce_on_arrival;
-        self.ecn_marked += other.ecn_marked;
-        self.would_mark_not_ect += other.would_mark_not_ect;
-        self.pfc_pause_rx += other.pfc_pause_rx;
-        self.pfc_resume_rx += other.pfc_resume_rx;
-        self.pfc_storms += other.pfc_storms;
-        self.pfc_violations += other.pfc_violations;
     }
 }
 

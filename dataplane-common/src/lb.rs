@@ -128,65 +128,39 @@ impl Uplink {
     };
 }
 
-/// Per-uplink counters, per CPU.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "user", derive(serde::Serialize))]
-pub struct UplinkCounters {
-    /// Frames redirected to the uplink.
-    pub tx_packets: u64,
-    /// Bytes redirected to the uplink.
-    pub tx_bytes: u64,
-    /// Flowlets started on the uplink (flowlet, dlb).
-    pub flowlets: u64,
-    /// Flows that moved onto this uplink from another one.
-    pub path_changes: u64,
-    /// Redirects the kernel refused (the device map entry vanished under the packet).
-    pub redirect_errors: u64,
-}
-
-impl UplinkCounters {
-    /// Adds another CPU's counters.
-    pub fn accumulate(&mut self, other: &UplinkCounters) {
-        self.tx_packets += other.tx_packets;
-        self.tx_bytes += other.tx_bytes;
-        self.flowlets += other.flowlets;
-        self.path_changes += other.path_changes;
-        self.redirect_errors += other.redirect_errors;
+counters! {
+    /// Per-uplink counters, per CPU.
+    pub struct UplinkCounters {
+        /// Frames redirected to the uplink.
+        pub tx_packets: u64,
+        /// Bytes redirected to the uplink.
+        pub tx_bytes: u64,
+        /// Flowlets started on the uplink (flowlet, dlb).
+        pub flowlets: u64,
+        /// Flows that moved onto this uplink from another one.
+        pub path_changes: u64,
+        /// Redirects the kernel refused (the device map entry vanished under the packet).
+        pub redirect_errors: u64,
     }
 }
 
-/// Balancer-wide counters, per CPU.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "user", derive(serde::Serialize))]
-pub struct LbCounters {
-    /// IP packets whose destination is not in `lb.prefixes`: passed to the stack.
-    pub not_owned: u64,
-    /// Frames that are not IP (ARP, LLDP, ...): passed to the stack.
-    pub not_ip: u64,
-    /// Malformed frames: passed to the stack untouched.
-    pub malformed: u64,
-    /// Owned packets with TTL / hop limit ≤ 1: passed to the stack (it answers with ICMP).
-    pub ttl_expired: u64,
-    /// Owned packets with no live uplink: passed to the stack.
-    pub no_uplink: u64,
-    /// New entries in the flowlet table (evictions = inserts − occupancy).
-    pub flowlet_inserts: u64,
-    /// Packets sent by `spray`; per CPU, it is that CPU's round-robin position.
-    pub sprayed: u64,
-}
-
-impl LbCounters {
-    /// Adds another CPU's counters.
-    pub fn accumulate(&mut self, other: &LbCounters) {
-        self.not_owned += other.not_owned;
-        self.not_ip += other.not_ip;
-        self.malformed += other.malformed;
-        self.ttl_expired += other.ttl_expired;
-        self.no_uplink += other.no_uplink;
-        self.flowlet_inserts += other.flowlet_inserts;
-        self.sprayed += other.sprayed;
+counters! {
+    /// Balancer-wide counters, per CPU.
+    pub struct LbCounters {
+        /// IP packets whose destination is not in `lb.prefixes`: passed to the stack.
+        pub not_owned: u64,
+        /// Frames that are not IP (ARP, LLDP, ...): passed to the stack.
+        pub not_ip: u64,
+        /// Malformed frames: passed to the stack untouched.
+        pub malformed: u64,
+        /// Owned packets with TTL / hop limit ≤ 1: passed to the stack (it answers with ICMP).
+        pub ttl_expired: u64,
+        /// Owned packets with no live uplink: passed to the stack.
+        pub no_uplink: u64,
+        /// New entries in the flowlet table (evictions = inserts − occupancy).
+        pub flowlet_inserts: u64,
+        /// Packets sent by `spray`; per CPU, it is that CPU's round-robin position.
+        pub sprayed: u64,
     }
 }
 

@@ -7,6 +7,33 @@
 //! the very functions the kernel runs are unit-tested on the host.
 #![no_std]
 
+/// Declares a record of `u64` counters as the maps keep them (`#[repr(C)]`, one copy per CPU)
+/// with `accumulate`, which adds another copy into it field by field: the control plane sums
+/// the per-CPU copies, and the hooks, with it.
+macro_rules! counters {
+    (
+        $(#[$attr:meta])*
+        pub struct $name:ident {
+            $($(#[$field_attr:meta])* pub $field:ident: u64,)*
+        }
+    ) => {
+        $(#[$attr])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        #[cfg_attr(feature = "user", derive(serde::Serialize))]
+        pub struct $name {
+            $($(#[$field_attr])* pub $field: u64,)*
+        }
+
+        impl $name {
+            /// Adds `other` into `self`, field by field.
+            pub fn accumulate(&mut self, other: &$name) {
+                $(self.$field += other.$field;)*
+            }
+        }
+    };
+}
+
 pub mod cnp;
 pub mod config;
 pub mod counters;

@@ -261,6 +261,14 @@ mod tests {
         ignore_storms: false,
     };
 
+    /// A watchdog that sees a storm in a run of pauses longer than 1 µs, and honours it or not.
+    fn storms_after_1us(ignore_storms: bool) -> Watchdog {
+        Watchdog {
+            limit_ns: 1_000,
+            ignore_storms,
+        }
+    }
+
     #[test]
     fn pause_expires_by_itself() {
         let mut s = PfcState::default();
@@ -297,10 +305,7 @@ mod tests {
 
     #[test]
     fn a_long_run_of_refreshes_is_a_storm_once() {
-        let watchdog = Watchdog {
-            limit_ns: 1_000,
-            ignore_storms: false,
-        };
+        let watchdog = storms_after_1us(false);
         let mut s = PfcState::default();
         let outcomes: [PauseOutcome; 8] =
             core::array::from_fn(|i| s.pause(10_000 + 400 * i as u64, 500, watchdog));
@@ -327,10 +332,7 @@ mod tests {
 
     #[test]
     fn an_ignoring_watchdog_stops_honouring_a_storm_until_it_breaks() {
-        let watchdog = Watchdog {
-            limit_ns: 1_000,
-            ignore_storms: true,
-        };
+        let watchdog = storms_after_1us(true);
         let mut s = PfcState::default();
         for t in (0..=1_200).step_by(400) {
             s.pause(t, 500, watchdog);

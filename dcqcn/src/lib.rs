@@ -453,6 +453,12 @@ mod tests {
         Dcqcn::new(10 * GBIT, params).unwrap().record(7)
     }
 
+    /// The event, trigger and time of the last point of `d`'s timeline.
+    fn last_event(d: &Dcqcn) -> (RateEvent, Option<IncreaseTrigger>, u64) {
+        let last = d.timeline().unwrap().points.last().unwrap();
+        (last.event, last.trigger, last.time_ns)
+    }
+
     fn events(d: &Dcqcn) -> Vec<(RateEvent, Option<IncreaseTrigger>)> {
         d.timeline()
             .unwrap()
@@ -602,9 +608,8 @@ mod tests {
             (d.rate_bps(), d.target_bps()),
             (4_986_718_750, 5_010_000_000)
         );
-        let last = d.timeline().unwrap().points.last().unwrap();
         assert_eq!(
-            (last.event, last.trigger, last.time_ns),
+            last_event(&d),
             (
                 RateEvent::AdditiveIncrease,
                 Some(IncreaseTrigger::Timer),
@@ -664,9 +669,8 @@ mod tests {
         assert_eq!(d.rate_bps(), 5 * GBIT);
         d.on_sent(us(10_000), frame_bits);
         assert_eq!(d.rate_bps(), 7_500_000_000);
-        let last = d.timeline().unwrap().points.last().unwrap();
         assert_eq!(
-            (last.event, last.trigger, last.time_ns),
+            last_event(&d),
             (
                 RateEvent::FastRecovery,
                 Some(IncreaseTrigger::Bytes),

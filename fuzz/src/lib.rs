@@ -34,6 +34,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("runtime_json", runtime_json),
     #[cfg(feature = "control")]
     ("host_config", host_config),
+    #[cfg(feature = "control")]
+    ("agent_config", agent_config),
 ];
 
 const SWITCH_P4: &str = include_str!("../../softswitch/tests/server/switch.p4");
@@ -202,5 +204,18 @@ pub fn host_config(data: &[u8]) {
     if let Ok(config) = lossless::host::config::HostConfig::from_toml(text) {
         let _ = config.validate();
         let _ = config.view();
+    }
+}
+
+/// The agent's TOML file, as `lossless agent --config` reads it: parsed and checked whole.
+#[cfg(feature = "control")]
+pub fn agent_config(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(config) = lossless::agent::config::AgentConfig::from_toml(text) {
+        for spec in config.interfaces.values() {
+            let _ = spec.config.validate();
+        }
     }
 }

@@ -5,7 +5,6 @@ use softswitch_core::ir::{ActionCall, Entry, FieldMatch};
 use softswitch_core::runtime::RuntimeError;
 use softswitch_core::switch::{Clock, Switch};
 use softswitch_core::table::TableError;
-use softswitch_frontend::source::SourceMap;
 use std::path::Path;
 
 fn basic() -> Switch {
@@ -16,17 +15,8 @@ fn corpus(program: &str) -> Switch {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/corpus")
         .join(program);
-    let mut map = SourceMap::new();
-    let file = map.add(
-        path.display().to_string(),
-        std::fs::read_to_string(&path).unwrap(),
-    );
-    Switch::new(
-        softswitch_frontend::compile(&mut map, file)
-            .unwrap()
-            .program,
-        Clock::Virtual(0),
-    )
+    let compiled = softswitch_frontend::compile_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    Switch::new(compiled.program, Clock::Virtual(0))
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! duplication and replacement) of every corpus program must each give `Ok` or a diagnostic.
 
 use softswitch_frontend::source::SourceMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Replacement tokens: operators, keywords and literals that often break invariants.
 const TOKENS: [&str; 16] = [
@@ -22,38 +22,58 @@ fn compiles_without_panic(src: &str) {
     }
 }
 
-#[test]
-fn mutated_corpus_programs_never_panic() {
+/// The corpus's P4 programs, sorted.
+fn corpus_programs() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
-    let mut seed: u32 = 0x2545_f491;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 17;
-        seed ^= seed << 5;
-        seed as usize
-    };
     let mut programs: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "p4"))
         .collect();
     programs.sort();
-    for path in programs {
+    programs
+}
+
+/// Deterministic mutations of a text split into words: each deletes, duplicates or replaces
+/// one word, chosen by a xorshift generator from a fixed seed.
+struct Mutator {
+    seed: u32,
+}
+
+impl Mutator {
+    fn next(&mut self) -> usize {
+        self.seed ^= self.seed << 13;
+        self.seed ^= self.seed >> 17;
+        self.seed ^= self.seed << 5;
+        self.seed as usize
+    }
+
+    /// One mutation of `words`, a word of `replacements` standing in for a replaced one: the
+    /// index of the word mutated and the text.
+    fn mutate(&mut self, words: &[&str], replacements: &[&'static str]) -> (usize, String) {
+        let mut w = words.to_vec();
+        let i = self.next() % w.len();
+        match self.next() % 3 {
+            0 => {
+                w.remove(i);
+            }
+            1 => w.insert(i, w[i]),
+            _ => w[i] = replacements[self.next() % replacements.len()],
+        }
+        (i, w.concat())
+    }
+}
+
+#[test]
+fn mutated_corpus_programs_never_panic() {
+    let mut mutator = Mutator { seed: 0x2545_f491 };
+    for path in corpus_programs() {
         let src = std::fs::read_to_string(&path).unwrap();
         let words: Vec<&str> = src
             .split_inclusive(|c: char| c.is_whitespace() || "(){};,.<>".contains(c))
             .collect();
         for _ in 0..60 {
-            let mut w = words.clone();
-            let i = next() % w.len();
-            match next() % 3 {
-                0 => {
-                    w.remove(i);
-                }
-                1 => w.insert(i, w[i]),
-                _ => w[i] = TOKENS[next() % TOKENS.len()],
-            }
-            let mutated: String = w.concat();
+            let (i, mutated) = mutator.mutate(&words, &TOKENS);
             let result = std::panic::catch_unwind(|| compiles_without_panic(&mutated));
             assert!(
                 result.is_ok(),
@@ -82,44 +102,17 @@ const STF_WORDS: [&str; 12] = [
 
 #[test]
 fn mutated_stf_files_never_panic() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
-    let mut seed: u32 = 0x1357_9bdf;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 17;
-        seed ^= seed << 5;
-        seed as usize
-    };
-    let mut programs: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "p4"))
-        .collect();
-    programs.sort();
-    for path in programs {
-        let mut map = SourceMap::new();
-        let file = map.add(
-            path.display().to_string(),
-            std::fs::read_to_string(&path).unwrap(),
-        );
-        let program = softswitch_frontend::compile(&mut map, file)
-            .unwrap()
+    let mut mutator = Mutator { seed: 0x1357_9bdf };
+    for path in corpus_programs() {
+        let program = softswitch_frontend::compile_file(&path)
+            .unwrap_or_else(|e| panic!("{e}"))
             .program;
         let stf = std::fs::read_to_string(path.with_extension("stf")).unwrap();
         let words: Vec<&str> = stf
             .split_inclusive(|c: char| c.is_whitespace() || "(),:".contains(c))
             .collect();
         for _ in 0..40 {
-            let mut w = words.clone();
-            let i = next() % w.len();
-            match next() % 3 {
-                0 => {
-                    w.remove(i);
-                }
-                1 => w.insert(i, w[i]),
-                _ => w[i] = STF_WORDS[next() % STF_WORDS.len()],
-            }
-            let mutated: String = w.concat();
+            let (_, mutated) = mutator.mutate(&words, &STF_WORDS);
             let mut map = SourceMap::new();
             let stf_file = map.add("m.stf", mutated.clone());
             let mut switch = softswitch_core::switch::Switch::new(

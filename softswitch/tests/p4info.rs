@@ -39,22 +39,9 @@ fn reference(name: &str) -> String {
     std::fs::read_to_string(fixture(&format!("p4info/{name}.p4c.p4info.txtpb"))).unwrap()
 }
 
-/// Every (name, id) of tables, actions, externs, digests and controller metadata.
+/// Every (name, id) of the entities that have a preamble.
 fn ids(info: &P4Info) -> Vec<(String, u32)> {
-    let preambles = info
-        .tables
-        .iter()
-        .map(|t| &t.preamble)
-        .chain(info.actions.iter().map(|a| &a.preamble))
-        .chain(info.counters.iter().map(|c| &c.preamble))
-        .chain(info.direct_counters.iter().map(|c| &c.preamble))
-        .chain(info.meters.iter().map(|c| &c.preamble))
-        .chain(info.registers.iter().map(|c| &c.preamble))
-        .chain(info.action_profiles.iter().map(|c| &c.preamble))
-        .chain(info.digests.iter().map(|c| &c.preamble))
-        .chain(info.controller_packet_metadata.iter().map(|c| &c.preamble));
-    preambles
-        .map(|p| p.as_ref().unwrap())
+    p4runtime::p4info::preambles(info)
         .map(|p| (p.name.clone(), p.id))
         .collect()
 }

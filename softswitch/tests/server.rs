@@ -37,16 +37,7 @@ fn p4info(name: &str) -> P4Info {
 }
 
 fn id(info: &P4Info, name: &str) -> u32 {
-    let p = info
-        .tables
-        .iter()
-        .map(|t| &t.preamble)
-        .chain(info.actions.iter().map(|a| &a.preamble))
-        .chain(info.counters.iter().map(|a| &a.preamble))
-        .chain(info.direct_counters.iter().map(|a| &a.preamble))
-        .chain(info.registers.iter().map(|a| &a.preamble))
-        .chain(info.digests.iter().map(|a| &a.preamble))
-        .filter_map(|p| p.as_ref())
+    let p = p4runtime::p4info::preambles(info)
         .find(|p| p.name == name || p.alias == name)
         .unwrap_or_else(|| panic!("no {name} in P4Info"));
     p.id

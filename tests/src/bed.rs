@@ -5,7 +5,10 @@ use std::{
     net::Ipv4Addr,
     path::PathBuf,
     process::{Child, Output, Stdio},
-    sync::mpsc::{self, Receiver},
+    sync::{
+        mpsc::{self, Receiver},
+        Mutex, MutexGuard,
+    },
     time::{Duration, Instant},
 };
 
@@ -27,6 +30,20 @@ pub fn from_test_mac(frame: &[u8]) -> bool {
     frame.len() >= 12 && frame[6..12] == TEST_MAC
 }
 
+/// A counter of `stats --json` kept as one number (`cnp_sent`, ...).
+pub fn stat(stats: &Value, key: &str) -> u64 {
+    stats[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no {key} in {stats}"))
+}
+
+/// A counter of `stats --json` kept as an array by priority (`pfc_pause_rx`, ...).
+pub fn by_priority(stats: &Value, key: &str, priority: usize) -> u64 {
+    stats[key][priority]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no {key}[{priority}] in {stats}"))
+}
+
 /// A per-priority counter of `stats --json`.
 pub fn counter(stats: &Value, priority: usize, key: &str) -> u64 {
     stats["per_priority"][priority][key]
@@ -43,6 +60,16 @@ pub fn privileged(test: &str) -> bool {
     }
     testkit::skip(test, "needs root (network namespaces, eBPF)");
     false
+}
+
+/// One test at a time of those that ask: they measure rates and times on a machine with few
+/// cores.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// For a test that can run ([`privileged`]), the right to run alone among the tests of its
+/// binary that ask for it too.
+pub fn exclusive(test: &str) -> Option<MutexGuard<'static, ()>> {
+    privileged(test).then(|| ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
 /// The `lossless` binary under test: `$LOSSLESS_BIN`, else the one in the same profile
@@ -74,6 +101,11 @@ pub struct Link {
 }
 
 impl Link {
+    /// For a test that can run ([`privileged`]), a fresh link ([`Link::new`]).
+    pub fn for_test(test: &str) -> Option<Self> {
+        privileged(test).then(|| Link::new().unwrap())
+    }
+
     /// A fresh pair of namespaces and a veth between them (10.77.0.1 → 10.77.0.2).
     pub fn new() -> anyhow::Result<Self> {
         let tx_ns = Namespace::create("ltx")?;
@@ -115,12 +147,7 @@ impl Link {
     /// Sends `frames` from the tx end and returns those of them that arrive at the rx end, in
     /// order. Sends a window at a time and waits for it, so no ring or socket buffer overflows.
     pub fn send_and_capture(&self, frames: &[Vec<u8>]) -> Vec<Vec<u8>> {
-        let rx_name = self.rx.ifname.clone();
-        let capture = self
-            .rx_ns
-            .run(move || RawSocket::open(&rx_name))
-            .unwrap()
-            .unwrap();
+        let capture = self.rx_socket();
         let sender = self.tx_socket();
         let mut received = Vec::with_capacity(frames.len());
         for window in frames.chunks(WINDOW) {
@@ -136,18 +163,48 @@ impl Link {
 
     /// A raw socket on the tx end.
     pub fn tx_socket(&self) -> RawSocket {
-        let tx_name = self.tx.ifname.clone();
-        self.tx_ns
-            .run(move || RawSocket::open(&tx_name))
-            .unwrap()
-            .unwrap()
+        RawSocket::open_in(&self.tx_ns, &self.tx.ifname)
+    }
+
+    /// The rx end attached with `lossless host attach RX_IFACE OPTIONS...`.
+    pub fn attach_rx(&self, options: &[&str]) -> Attached<'_> {
+        Attached::new(&self.rx_ns, &self.rx.ifname, options).unwrap()
+    }
+
+    /// The tx end attached with `lossless host attach TX_IFACE OPTIONS...`.
+    pub fn attach_tx(&self, options: &[&str]) -> Attached<'_> {
+        Attached::new(&self.tx_ns, &self.tx.ifname, options).unwrap()
+    }
+
+    /// A raw socket on the rx end.
+    pub fn rx_socket(&self) -> RawSocket {
+        RawSocket::open_in(&self.rx_ns, &self.rx.ifname)
     }
 
     /// `lossless host set RX_IFACE ASSIGNMENTS...`.
     pub fn set_rx(&self, assignments: &[&str]) {
-        let mut args = vec!["host", "set", &self.rx.ifname];
+        Self::host_set(&self.rx_ns, &self.rx.ifname, assignments);
+    }
+
+    /// `lossless host set TX_IFACE ASSIGNMENTS...`.
+    pub fn set_tx(&self, assignments: &[&str]) {
+        Self::host_set(&self.tx_ns, &self.tx.ifname, assignments);
+    }
+
+    /// The tx end attached as a sender that PFC pauses, at 10 Mb/s (a quantum is 51.2 µs): XDP
+    /// records the pauses it receives, TC egress counts the frames that leave while paused
+    /// (`pfc_violations`).
+    pub fn attach_paused_sender(&self) -> Attached<'_> {
+        let attached = self.attach_tx(&["--mode", "skb", "--hooks", "xdp,tc"]);
+        self.set_tx(&["pfc.link_speed_bps=10m"]);
+        attached
+    }
+
+    /// `lossless host set IFACE ASSIGNMENTS...` in `ns`.
+    pub fn host_set(ns: &Namespace, iface: &str, assignments: &[&str]) {
+        let mut args = vec!["host", "set", iface];
         args.extend_from_slice(assignments);
-        Self::lossless(&self.rx_ns, &args).unwrap();
+        Self::lossless(ns, &args).unwrap();
     }
 
     /// Polls the rx end's stats until `done` holds (frames are in flight), failing after
@@ -182,6 +239,16 @@ impl Link {
     pub fn stats(ns: &Namespace, iface: &str) -> anyhow::Result<serde_json::Value> {
         let out = Self::lossless(ns, &["host", "stats", iface, "--json"])?;
         serde_json::from_slice(&out.stdout).context("stats --json is not JSON")
+    }
+
+    /// The rx end's `lossless host stats --json`.
+    pub fn rx_stats(&self) -> Value {
+        Self::stats(&self.rx_ns, &self.rx.ifname).unwrap()
+    }
+
+    /// The tx end's `lossless host stats --json`.
+    pub fn tx_stats(&self) -> Value {
+        Self::stats(&self.tx_ns, &self.tx.ifname).unwrap()
     }
 }
 

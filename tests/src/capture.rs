@@ -7,6 +7,7 @@ use std::{
 };
 
 use anyhow::{bail, Context as _};
+use lossless::netns::Namespace;
 
 /// An AF_PACKET raw socket bound to one interface (of the namespace it was opened in).
 pub struct RawSocket {
@@ -15,6 +16,13 @@ pub struct RawSocket {
 }
 
 impl RawSocket {
+    /// Opens a socket on `ifname` in `ns` (see [`RawSocket::open`]); a test fails if it cannot.
+    pub fn open_in(ns: &Namespace, ifname: &str) -> Self {
+        ns.run(|| Self::open(ifname))
+            .and_then(|socket| socket)
+            .unwrap_or_else(|e| panic!("a raw socket on {ifname}: {e:#}"))
+    }
+
     /// Opens a socket on `ifname` that receives every frame (ETH_P_ALL). Call it on a thread
     /// inside the interface's namespace; the socket stays bound to it afterwards.
     pub fn open(ifname: &str) -> anyhow::Result<Self> {

@@ -7,7 +7,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use lossless_tests::bed::{lossless_bin, privileged, Attached, Link, TIMEOUT};
+use lossless_tests::bed::{lossless_bin, Link, TIMEOUT};
 
 /// Runs `lossless ARGS` (in `ns`, if given) and returns its output, failing the test if it is
 /// still running after [`TIMEOUT`] (a bad value silently accepted starts a watch loop).
@@ -48,11 +48,10 @@ fn refused(args: &[&str], output: &Output, needle: &str) {
 /// NaN and -0 to run silently.
 #[test]
 fn host_stats_watch_refuses_bad_intervals() {
-    if !privileged("host_stats_watch_refuses_bad_intervals") {
+    let Some(link) = Link::for_test("host_stats_watch_refuses_bad_intervals") else {
         return;
-    }
-    let link = Link::new().unwrap();
-    let _attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--mode", "skb"]).unwrap();
+    };
+    let _attached = link.attach_rx(&["--mode", "skb"]);
     for (bad, needle) in [
         ("inf", "is not a duration"),
         ("1e300", "is too long: durations here are 0.1 s to 86400 s"),
@@ -72,11 +71,10 @@ fn host_stats_watch_refuses_bad_intervals() {
 /// `host set` says what each key holds when a value does not fit it.
 #[test]
 fn host_set_names_each_keys_type() {
-    if !privileged("host_set_names_each_keys_type") {
+    let Some(link) = Link::for_test("host_set_names_each_keys_type") else {
         return;
-    }
-    let link = Link::new().unwrap();
-    let _attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--mode", "skb"]).unwrap();
+    };
+    let _attached = link.attach_rx(&["--mode", "skb"]);
     for (assignment, needle) in [
         (
             "dscp.10.prio=-1",

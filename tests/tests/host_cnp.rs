@@ -3,8 +3,7 @@
 //! sender would receive them and decoded by scapy (ICRC recomputed) and tshark.
 
 use lossless_tests::{
-    bed::{privileged, Attached, Link, TIMEOUT},
-    capture::RawSocket,
+    bed::{stat, Link, TIMEOUT},
     craft::{scapy_decode, tshark_verbose, Ecn},
 };
 
@@ -32,37 +31,20 @@ fn ce_frames(link: &Link, qps: &[u32], per_qp: u32) -> Vec<Vec<u8>> {
     frames
 }
 
-/// A raw socket on the tx end, to capture the CNPs that arrive there.
-fn tx_capture(link: &Link) -> RawSocket {
-    let name = link.tx.ifname.clone();
-    link.tx_ns
-        .run(move || RawSocket::open(&name))
-        .unwrap()
-        .unwrap()
-}
-
-fn cnp_stat(link: &Link, key: &str) -> u64 {
-    let stats = Link::stats(&link.rx_ns, &link.rx.ifname).unwrap();
-    stats[key]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no {key} in {stats}"))
-}
-
 /// Every CE packet earns a CNP when the interval allows; the CNP is addressed back to the
 /// sender with the mapped QP, passes scapy and tshark, and the data packets arrive unchanged.
 #[test]
 fn ce_packets_are_answered_with_valid_cnps() {
-    if !privileged("ce_packets_are_answered_with_valid_cnps") {
+    let Some(link) = Link::for_test("ce_packets_are_answered_with_valid_cnps") else {
         return;
-    }
-    let link = Link::new().unwrap();
-    let _attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--hooks", "cnp"]).unwrap();
+    };
+    let _attached = link.attach_rx(&["--hooks", "cnp"]);
     Link::lossless(
         &link.rx_ns,
         &["host", "qp-map", &link.rx.ifname, "add", "0x11", "0x99"],
     )
     .unwrap();
-    let cnps = tx_capture(&link);
+    let cnps = link.tx_socket();
 
     let data = ce_frames(&link, &[0x11, 0x22], 1);
     let mut not_ce = link.roce();
@@ -115,22 +97,17 @@ fn ce_packets_are_answered_with_valid_cnps() {
         "tshark does not see a CNP:\n{text}"
     );
 
-    assert_eq!(cnp_stat(&link, "cnp_sent"), 2);
-    assert_eq!(cnp_stat(&link, "cnp_suppressed"), 0);
+    assert_eq!(stat(&link.rx_stats(), "cnp_sent"), 2);
+    assert_eq!(stat(&link.rx_stats(), "cnp_suppressed"), 0);
     // The CNPs arriving back at an attached sender are counted there.
-    let _sender = Attached::new(&link.tx_ns, &link.tx.ifname, &["--hooks", "cnp"]).unwrap();
-    let echo = tx_capture(&link);
-    let rx_name = link.rx.ifname.clone();
-    let rx = link
-        .rx_ns
-        .run(move || RawSocket::open(&rx_name))
-        .unwrap()
-        .unwrap();
+    let _sender = link.attach_tx(&["--hooks", "cnp"]);
+    let echo = link.tx_socket();
+    let rx = link.rx_socket();
     for cnp in &got {
         rx.send(cnp).unwrap();
     }
     echo.receive(2, TIMEOUT, is_cnp).unwrap();
-    let stats = Link::stats(&link.tx_ns, &link.tx.ifname).unwrap();
+    let stats = link.tx_stats();
     assert_eq!(stats["cnp_received"], 2, "{stats}");
 }
 
@@ -138,23 +115,22 @@ fn ce_packets_are_answered_with_valid_cnps() {
 /// theirs; with a zero interval none is missing.
 #[test]
 fn cnps_are_rate_limited_per_qp() {
-    if !privileged("cnps_are_rate_limited_per_qp") {
+    let Some(link) = Link::for_test("cnps_are_rate_limited_per_qp") else {
         return;
-    }
-    let link = Link::new().unwrap();
-    let _attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--hooks", "cnp"]).unwrap();
+    };
+    let _attached = link.attach_rx(&["--hooks", "cnp"]);
     // A 10 s interval: the whole flood falls inside one interval per QP.
     link.set_rx(&["cnp.interval_us=10000000"]);
-    let cnps = tx_capture(&link);
+    let cnps = link.tx_socket();
     let flood = ce_frames(&link, &[1, 2, 3], 100);
     link.send_and_capture(&flood);
     let got = cnps.receive(3, TIMEOUT, is_cnp).unwrap();
     let mut qps: Vec<u8> = got.iter().map(|f| f[49]).collect();
     qps.sort();
     assert_eq!(qps, [1, 2, 3], "one CNP per QP");
-    assert_eq!(cnp_stat(&link, "cnp_sent"), 3);
-    assert_eq!(cnp_stat(&link, "cnp_suppressed"), 297);
-    let stats = Link::stats(&link.rx_ns, &link.rx.ifname).unwrap();
+    assert_eq!(stat(&link.rx_stats(), "cnp_sent"), 3);
+    assert_eq!(stat(&link.rx_stats(), "cnp_suppressed"), 297);
+    let stats = link.rx_stats();
     assert_eq!(stats["cnp_qps"][1]["cnp_suppressed"], 99, "{stats}");
 
     // No interval: every CE packet is answered, none lost.
@@ -169,5 +145,5 @@ fn cnps_are_rate_limited_per_qp() {
     // Turned off live: no more CNPs.
     link.set_rx(&["cnp.enabled=false"]);
     link.send_and_capture(&ce_frames(&link, &[8], 10));
-    assert_eq!(cnp_stat(&link, "cnp_sent"), 3 + 64);
+    assert_eq!(stat(&link.rx_stats(), "cnp_sent"), 3 + 64);
 }

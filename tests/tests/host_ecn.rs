@@ -2,7 +2,7 @@
 //! decoder (etherparse) and compared with `lossless host stats --json`.
 
 use lossless_tests::{
-    bed::{counter, privileged, Attached, Link},
+    bed::{counter, privileged, Link},
     craft::{ecn_of, ipv4_checksum_ok, udp_src_port, with_vlan, Ecn},
 };
 
@@ -12,7 +12,7 @@ use lossless_tests::{
 /// frames arrive byte-identical; marked frames differ only in ECN and a valid checksum.
 fn red_curve(mode: &str) {
     let link = Link::new().unwrap();
-    let _attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--mode", mode]).unwrap();
+    let _attached = link.attach_rx(&["--mode", mode]);
     let (kmin, kmax, pmax) = (20_000u64, 60_000u64, 0.5);
     link.set_rx(&[
         "ecn.prio3.rate_bps=8000",
@@ -82,7 +82,7 @@ fn red_curve(mode: &str) {
         "marked {marked} between Kmin and Kmax, RED expects {expected:.1} ± {tolerance:.1}"
     );
 
-    let stats = Link::stats(&link.rx_ns, &link.rx.ifname).unwrap();
+    let stats = link.rx_stats();
     let ce_on_wire = received
         .iter()
         .filter(|f| ecn_of(f) == Some(Ecn::Ce as u8))
@@ -130,11 +130,10 @@ fn xdp_skb_marks_by_the_red_curve() {
 /// and the counters and config survive between separate runs of the CLI (pins).
 #[test]
 fn set_changes_behaviour_without_reattach() {
-    if !privileged("set_changes_behaviour_without_reattach") {
+    let Some(link) = Link::for_test("set_changes_behaviour_without_reattach") else {
         return;
-    }
-    let link = Link::new().unwrap();
-    let _attached = Attached::new(&link.rx_ns, &link.rx.ifname, &[]).unwrap();
+    };
+    let _attached = link.attach_rx(&[]);
     let burst = |link: &Link| {
         let frames: Vec<_> = (0..50).map(|_| link.roce().build()).collect();
         link.send_and_capture(&frames)
@@ -158,7 +157,7 @@ fn set_changes_behaviour_without_reattach() {
 
     let ours = link.rx_status();
     assert_eq!(ours["config"]["ecn"][3]["kmax_bytes"], 2);
-    let stats = Link::stats(&link.rx_ns, &link.rx.ifname).unwrap();
+    let stats = link.rx_stats();
     assert_eq!(
         counter(&stats, 3, "rx_packets"),
         100,
@@ -185,18 +184,15 @@ fn set_changes_behaviour_without_reattach() {
 /// The TC egress hook marks with bpf_skb_ecn_set_ce as frames leave the sender.
 #[test]
 fn tc_egress_marks_leaving_frames() {
-    if !privileged("tc_egress_marks_leaving_frames") {
+    let Some(link) = Link::for_test("tc_egress_marks_leaving_frames") else {
         return;
-    }
-    let link = Link::new().unwrap();
-    let _attached = Attached::new(&link.tx_ns, &link.tx.ifname, &["--hooks", "tc"]).unwrap();
-    let mut args = vec!["host", "set", &link.tx.ifname];
-    args.extend([
+    };
+    let _attached = link.attach_tx(&["--hooks", "tc"]);
+    link.set_tx(&[
         "ecn.prio3.rate_bps=8000",
         "ecn.prio3.kmin_bytes=1000",
         "ecn.prio3.kmax_bytes=1500",
     ]);
-    Link::lossless(&link.tx_ns, &args).unwrap();
     let mut frames: Vec<_> = (0..40).map(|_| link.roce().build()).collect();
     let mut v6 = link.roce();
     v6.ipv6 = true;
@@ -214,7 +210,7 @@ fn tc_egress_marks_leaving_frames() {
         }
         assert!(ipv4_checksum_ok(frame), "bad checksum on frame {i}");
     }
-    let stats = Link::stats(&link.tx_ns, &link.tx.ifname).unwrap();
+    let stats = link.tx_stats();
     let ce = received
         .iter()
         .filter(|f| ecn_of(f) == Some(Ecn::Ce as u8))
@@ -226,11 +222,10 @@ fn tc_egress_marks_leaving_frames() {
 /// Malformed and unusual frames: never a crash, never a wrong mark, counted by kind.
 #[test]
 fn malformed_frames_are_counted_and_never_marked() {
-    if !privileged("malformed_frames_are_counted_and_never_marked") {
+    let Some(link) = Link::for_test("malformed_frames_are_counted_and_never_marked") else {
         return;
-    }
-    let link = Link::new().unwrap();
-    let _attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--mode", "skb"]).unwrap();
+    };
+    let _attached = link.attach_rx(&["--mode", "skb"]);
     // Everything eligible is above Kmax on every priority.
     let mut keys = Vec::new();
     for p in 0..8 {
@@ -376,11 +371,10 @@ fn with_ipv4_options(frame: &[u8]) -> Vec<u8> {
 /// Detach removes every pin, the links, and so the programs.
 #[test]
 fn detach_leaves_nothing_behind() {
-    if !privileged("detach_leaves_nothing_behind") {
+    let Some(link) = Link::for_test("detach_leaves_nothing_behind") else {
         return;
-    }
-    let link = Link::new().unwrap();
-    let attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--hooks", "xdp,tc"]).unwrap();
+    };
+    let attached = link.attach_rx(&["--hooks", "xdp,tc"]);
     let ours = link.rx_status();
     let link_ids: Vec<u64> = ours["hooks"]
         .as_array()

@@ -91,9 +91,7 @@ impl Bed {
     }
 
     fn set(&self, assignments: &[&str]) {
-        let mut args = vec!["host", "set", &self.down.ifname];
-        args.extend_from_slice(assignments);
-        Link::lossless(&self.balancer, &args).unwrap();
+        Link::host_set(&self.balancer, &self.down.ifname, assignments);
     }
 
     fn stats(&self) -> Value {
@@ -129,22 +127,19 @@ impl Bed {
         spec
     }
 
-    fn socket(ns: &Namespace, ifname: &str) -> RawSocket {
-        let ifname = ifname.to_owned();
-        ns.run(move || RawSocket::open(&ifname)).unwrap().unwrap()
-    }
-
     /// The sender's socket and a capture on the far end of each uplink not in `down` (their
     /// far end is down). Opened once for frames that must be sent at a steady pace: closing
     /// packet sockets waits for the kernel (an RCU grace period).
     fn wire(&self, down: &[usize]) -> Wire {
         Wire {
-            sender: Self::socket(&self.sender, &self.tx.ifname),
+            sender: RawSocket::open_in(&self.sender, &self.tx.ifname),
             captures: self
                 .peers
                 .iter()
                 .enumerate()
-                .map(|(i, p)| (!down.contains(&i)).then(|| Self::socket(&self.spines, &p.ifname)))
+                .map(|(i, p)| {
+                    (!down.contains(&i)).then(|| RawSocket::open_in(&self.spines, &p.ifname))
+                })
                 .collect(),
         }
     }
@@ -395,8 +390,8 @@ fn traffic_the_balancer_does_not_own_reaches_the_stack_untouched() {
         with_hops(v6(40005, [10, 99, 0, 7]), 1),
         v6(40006, [10, 98, 0, 7]),
     ];
-    let down = Bed::socket(&bed.balancer, &bed.down.ifname);
-    let sender = Bed::socket(&bed.sender, &bed.tx.ifname);
+    let down = RawSocket::open_in(&bed.balancer, &bed.down.ifname);
+    let sender = RawSocket::open_in(&bed.sender, &bed.tx.ifname);
     sent.iter().for_each(|f| sender.send(f).unwrap());
     let seen = down
         .receive(sent.len(), TIMEOUT, |f| f[6..12] == TEST_MAC)

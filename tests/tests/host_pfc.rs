@@ -3,8 +3,7 @@
 //! read back through `lossless host stats --json` and a capture.
 
 use lossless_tests::{
-    bed::{from_test_mac, privileged, Attached, Link, Running, TEST_MAC, TIMEOUT},
-    capture::RawSocket,
+    bed::{by_priority, from_test_mac, Link, Running, TEST_MAC, TIMEOUT},
     craft::{scapy_decode, scapy_frame, tshark_verbose},
 };
 
@@ -23,71 +22,58 @@ fn pfc(fields: &str) -> Vec<u8> {
     .unwrap()
 }
 
-fn array(stats: &serde_json::Value, key: &str, priority: usize) -> u64 {
-    stats[key][priority]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no {key}[{priority}] in {stats}"))
-}
-
 /// Pauses are recorded per priority for quanta × 512 bit times, resumes end them, and the
 /// frames are consumed (a capture after XDP never sees them).
 #[test]
 fn pauses_are_honoured_counted_and_consumed() {
-    if !privileged("pauses_are_honoured_counted_and_consumed") {
+    let Some(link) = Link::for_test("pauses_are_honoured_counted_and_consumed") else {
         return;
-    }
-    let link = Link::new().unwrap();
-    let _attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--mode", "skb"]).unwrap();
+    };
+    let _attached = link.attach_rx(&["--mode", "skb"]);
     // 10 Mb/s: one quantum is 51.2 µs, so pauses outlast the CLI calls that observe them.
     link.set_rx(&["pfc.link_speed_bps=10m"]);
 
-    let rx_name = link.rx.ifname.clone();
-    let capture = link
-        .rx_ns
-        .run(move || RawSocket::open(&rx_name))
-        .unwrap()
-        .unwrap();
+    let capture = link.rx_socket();
+    // Every frame is built before the first is sent: scapy takes seconds to start on a loaded
+    // machine, and the XON below must arrive within priority 3's 3.36 s pause.
+    let pause_0_and_7 = pfc("c0_enabled=1, c0_pause_time=100, c7_enabled=1, c7_pause_time=100");
+    let pause_3 = pfc("c3_enabled=1, c3_pause_time=65535");
+    let resume_3 = pfc("c3_enabled=1, c3_pause_time=0");
+    let marker = link.roce().build();
     let sender = link.tx_socket();
     // 100 quanta (5.12 ms) for priorities 0 and 7; 65535 quanta (3.36 s) for priority 3.
-    sender
-        .send(&pfc(
-            "c0_enabled=1, c0_pause_time=100, c7_enabled=1, c7_pause_time=100",
-        ))
-        .unwrap();
-    sender
-        .send(&pfc("c3_enabled=1, c3_pause_time=65535"))
-        .unwrap();
-    let marker = link.roce().build();
+    sender.send(&pause_0_and_7).unwrap();
+    sender.send(&pause_3).unwrap();
     sender.send(&marker).unwrap();
     let seen = capture.receive(1, TIMEOUT, from_test_mac).unwrap();
     assert_eq!(seen[0], marker, "a PFC frame reached the stack");
 
     // Priorities 0 and 7 were paused for exactly 5.12 ms once their pause expired.
-    let stats = link.wait_for_rx_stats(|s| array(s, "pfc_paused_ns", 0) == 5_120_000);
-    assert_eq!(array(&stats, "pfc_paused_ns", 7), 5_120_000);
+    let stats = link.wait_for_rx_stats(|s| by_priority(s, "pfc_paused_ns", 0) == 5_120_000);
+    assert_eq!(by_priority(&stats, "pfc_paused_ns", 7), 5_120_000);
     for (priority, pauses) in [(0, 1), (3, 1), (7, 1), (1, 0), (6, 0)] {
         assert_eq!(
-            array(&stats, "pfc_pause_rx", priority),
+            by_priority(&stats, "pfc_pause_rx", priority),
             pauses,
             "priority {priority}"
         );
     }
-    let paused_3 = array(&stats, "pfc_paused_ns", 3);
+    let paused_3 = by_priority(&stats, "pfc_paused_ns", 3);
     assert!(
         (5_120_000..FULL_PAUSE_3).contains(&paused_3),
         "priority 3 paused for {paused_3} ns"
     );
 
     // XON for priority 3: the pause ends and its paused time stops growing.
-    sender.send(&pfc("c3_enabled=1, c3_pause_time=0")).unwrap();
-    let resumed = link.wait_for_rx_stats(|s| array(s, "pfc_resume_rx", 3) == 1);
-    let later = Link::stats(&link.rx_ns, &link.rx.ifname).unwrap();
+    sender.send(&resume_3).unwrap();
+    let resumed = link.wait_for_rx_stats(|s| by_priority(s, "pfc_resume_rx", 3) == 1);
+    let later = link.rx_stats();
     assert_eq!(
-        array(&later, "pfc_paused_ns", 3),
-        array(&resumed, "pfc_paused_ns", 3)
+        by_priority(&later, "pfc_paused_ns", 3),
+        by_priority(&resumed, "pfc_paused_ns", 3)
     );
     assert!(
-        array(&later, "pfc_paused_ns", 3) < FULL_PAUSE_3,
+        by_priority(&later, "pfc_paused_ns", 3) < FULL_PAUSE_3,
         "resume did not end the pause early"
     );
     assert_eq!(later["parse_errors"], 0);
@@ -96,11 +82,10 @@ fn pauses_are_honoured_counted_and_consumed() {
 /// Malformed MAC control frames are counted by kind and never honoured.
 #[test]
 fn malformed_mac_control_frames_are_not_honoured() {
-    if !privileged("malformed_mac_control_frames_are_not_honoured") {
+    let Some(link) = Link::for_test("malformed_mac_control_frames_are_not_honoured") else {
         return;
-    }
-    let link = Link::new().unwrap();
-    let _attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--mode", "skb"]).unwrap();
+    };
+    let _attached = link.attach_rx(&["--mode", "skb"]);
     let good = pfc("c2_enabled=1, c2_pause_time=65535");
     let mut classic_pause = good.clone();
     classic_pause[14..16].copy_from_slice(&[0x00, 0x01]); // 802.3x PAUSE, not PFC
@@ -116,19 +101,18 @@ fn malformed_mac_control_frames_are_not_honoured() {
     for kind in ["bad_pfc_opcode", "truncated_pfc", "bad_pfc_vector"] {
         assert_eq!(errors[kind], 1, "{kind} in {errors}");
     }
-    assert_eq!(array(&stats, "pfc_pause_rx", 2), 0);
-    assert_eq!(array(&stats, "pfc_paused_ns", 2), 0);
+    assert_eq!(by_priority(&stats, "pfc_pause_rx", 2), 0);
+    assert_eq!(by_priority(&stats, "pfc_paused_ns", 2), 0);
 }
 
 /// An unbroken run of PAUSE refreshes longer than the watchdog limit is a storm: counted
 /// once; with `pfc.watchdog_ignore` the storm is no longer honoured.
 #[test]
 fn the_watchdog_sees_pause_storms() {
-    if !privileged("the_watchdog_sees_pause_storms") {
+    let Some(link) = Link::for_test("the_watchdog_sees_pause_storms") else {
         return;
-    }
-    let link = Link::new().unwrap();
-    let _attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--mode", "skb"]).unwrap();
+    };
+    let _attached = link.attach_rx(&["--mode", "skb"]);
     link.set_rx(&["pfc.link_speed_bps=10m", "pfc.watchdog_ms=20"]);
     let sender = link.tx_socket();
     let pause = pfc("c4_enabled=1, c4_pause_time=65535");
@@ -136,13 +120,13 @@ fn the_watchdog_sees_pause_storms() {
     let storm = |expected: u64| {
         link.wait_for_rx_stats(|s| {
             sender.send(&pause).unwrap();
-            array(s, "pfc_storms", 4) == expected
+            by_priority(s, "pfc_storms", 4) == expected
         })
     };
     storm(1);
     let stats = storm(1);
     assert!(
-        array(&stats, "pfc_paused_ns", 4) >= 20_000_000,
+        by_priority(&stats, "pfc_paused_ns", 4) >= 20_000_000,
         "a counted storm is still honoured"
     );
 
@@ -151,11 +135,12 @@ fn the_watchdog_sees_pause_storms() {
     sender.send(&pfc("c4_enabled=1, c4_pause_time=0")).unwrap();
     let stormed = storm(2);
     sender.send(&pause).unwrap();
-    let later = link
-        .wait_for_rx_stats(|s| array(s, "pfc_pause_rx", 4) > array(&stormed, "pfc_pause_rx", 4));
+    let later = link.wait_for_rx_stats(|s| {
+        by_priority(s, "pfc_pause_rx", 4) > by_priority(&stormed, "pfc_pause_rx", 4)
+    });
     assert_eq!(
-        array(&later, "pfc_paused_ns", 4),
-        array(&stormed, "pfc_paused_ns", 4),
+        by_priority(&later, "pfc_paused_ns", 4),
+        by_priority(&stormed, "pfc_paused_ns", 4),
         "an ignored storm must not add paused time"
     );
 }
@@ -164,23 +149,17 @@ fn the_watchdog_sees_pause_storms() {
 /// program then is pfc's, which holds no log ring): the storm warning of host-pfc.md is read.
 #[test]
 fn host_logs_shows_the_pfc_storm_warning() {
-    if !privileged("host_logs_shows_the_pfc_storm_warning") {
+    let Some(link) = Link::for_test("host_logs_shows_the_pfc_storm_warning") else {
         return;
-    }
-    let link = Link::new().unwrap();
-    let _attached = Attached::new(
-        &link.rx_ns,
-        &link.rx.ifname,
-        &["--mode", "skb", "--hooks", "xdp,pfc"],
-    )
-    .unwrap();
+    };
+    let _attached = link.attach_rx(&["--mode", "skb", "--hooks", "xdp,pfc"]);
     link.set_rx(&["pfc.link_speed_bps=10m", "pfc.watchdog_ms=20"]);
     let mut logs = Running::spawn(&link.rx_ns, &["host", "logs", &link.rx.ifname], &[]);
     let sender = link.tx_socket();
     let pause = pfc("c4_enabled=1, c4_pause_time=65535");
     link.wait_for_rx_stats(|s| {
         sender.send(&pause).unwrap();
-        array(s, "pfc_storms", 4) == 1
+        by_priority(s, "pfc_storms", 4) == 1
     });
     let line = logs.wait_for("PFC storm on priority 4");
     assert!(line.contains("WARN"), "{line}");
@@ -190,33 +169,16 @@ fn host_logs_shows_the_pfc_storm_warning() {
 /// other priorities are not.
 #[test]
 fn frames_sent_while_paused_are_violations() {
-    if !privileged("frames_sent_while_paused_are_violations") {
+    let Some(link) = Link::for_test("frames_sent_while_paused_are_violations") else {
         return;
-    }
-    let link = Link::new().unwrap();
+    };
     // The sender's interface receives the PAUSE (XDP) and sends the frames (TC egress).
-    let _attached = Attached::new(
-        &link.tx_ns,
-        &link.tx.ifname,
-        &["--mode", "skb", "--hooks", "xdp,tc"],
-    )
-    .unwrap();
-    Link::lossless(
-        &link.tx_ns,
-        &["host", "set", &link.tx.ifname, "pfc.link_speed_bps=10m"],
-    )
-    .unwrap();
-    let rx_name = link.rx.ifname.clone();
-    let peer = link
-        .rx_ns
-        .run(move || RawSocket::open(&rx_name))
-        .unwrap()
-        .unwrap();
+    let _attached = link.attach_paused_sender();
+    let peer = link.rx_socket();
     peer.send(&pfc("c3_enabled=1, c3_pause_time=65535"))
         .unwrap();
-    let tx_stats = |link: &Link| Link::stats(&link.tx_ns, &link.tx.ifname).unwrap();
     let deadline = std::time::Instant::now() + TIMEOUT;
-    while array(&tx_stats(&link), "pfc_pause_rx", 3) == 0 {
+    while by_priority(&link.tx_stats(), "pfc_pause_rx", 3) == 0 {
         assert!(
             std::time::Instant::now() < deadline,
             "the PAUSE never arrived"
@@ -228,9 +190,9 @@ fn frames_sent_while_paused_are_violations() {
     let mut frames = data.clone();
     frames.push(other.build());
     link.send_and_capture(&frames);
-    let stats = tx_stats(&link);
-    assert_eq!(array(&stats, "pfc_violations", 3), 20, "{stats}");
-    assert_eq!(array(&stats, "pfc_violations", 0), 0, "{stats}");
+    let stats = link.tx_stats();
+    assert_eq!(by_priority(&stats, "pfc_violations", 3), 20, "{stats}");
+    assert_eq!(by_priority(&stats, "pfc_violations", 0), 0, "{stats}");
 }
 
 /// A host whose ingress buffer crosses XOFF sends its peer a PAUSE (decoded by scapy and
@@ -238,11 +200,10 @@ fn frames_sent_while_paused_are_violations() {
 /// the buffer falls below XON; no data packet is lost on the way.
 #[test]
 fn the_ingress_buffer_pauses_and_resumes_the_peer() {
-    if !privileged("the_ingress_buffer_pauses_and_resumes_the_peer") {
+    let Some(link) = Link::for_test("the_ingress_buffer_pauses_and_resumes_the_peer") else {
         return;
-    }
-    let link = Link::new().unwrap();
-    let _receiver = Attached::new(&link.rx_ns, &link.rx.ifname, &["--hooks", "pfc"]).unwrap();
+    };
+    let _receiver = link.attach_rx(&["--hooks", "pfc"]);
     // Drained at 1000 B/s, the buffer only fills: XOFF after 20 KB of priority-3 frames.
     link.set_rx(&[
         "pfc.prio3.enabled=true",
@@ -251,12 +212,7 @@ fn the_ingress_buffer_pauses_and_resumes_the_peer() {
         "pfc.prio3.quanta=4000",
         "pfc.prio3.drain_bps=8000",
     ]);
-    let tx_name = link.tx.ifname.clone();
-    let pfc_frames = link
-        .tx_ns
-        .run(move || RawSocket::open(&tx_name))
-        .unwrap()
-        .unwrap();
+    let pfc_frames = link.tx_socket();
     let is_pfc = |f: &[u8]| f.len() >= 14 && f[12..14] == [0x88, 0x08];
 
     let data: Vec<Vec<u8>> = (0..150).map(|_| link.roce().build()).collect();
@@ -290,11 +246,10 @@ fn the_ingress_buffer_pauses_and_resumes_the_peer() {
     // The peer now honours PFC. (Native XDP: generic XDP skips frames that a TC program
     // redirected on the same machine, which a generated PAUSE crossing a veth is.) Still
     // above XON, the next frame refreshes the pause; the peer's XDP consumes it.
-    let _sender = Attached::new(&link.tx_ns, &link.tx.ifname, &["--mode", "native"]).unwrap();
-    let tx_stats = |link: &Link| Link::stats(&link.tx_ns, &link.tx.ifname).unwrap();
+    let _sender = link.attach_tx(&["--mode", "native"]);
     link.send_and_capture(&[link.roce().build()]);
     let deadline = std::time::Instant::now() + TIMEOUT;
-    while array(&tx_stats(&link), "pfc_pause_rx", 3) == 0 {
+    while by_priority(&link.tx_stats(), "pfc_pause_rx", 3) == 0 {
         assert!(
             std::time::Instant::now() < deadline,
             "the peer never honoured a refresh"
@@ -304,14 +259,14 @@ fn the_ingress_buffer_pauses_and_resumes_the_peer() {
     // Drain fast: the next frame finds the buffer below XON, and a resume goes out.
     link.set_rx(&["pfc.prio3.drain_bps=10g"]);
     link.send_and_capture(&[link.roce().build()]);
-    while array(&tx_stats(&link), "pfc_resume_rx", 3) == 0 {
+    while by_priority(&link.tx_stats(), "pfc_resume_rx", 3) == 0 {
         assert!(
             std::time::Instant::now() < deadline,
             "the peer never got the resume"
         );
     }
-    let stats = Link::stats(&link.rx_ns, &link.rx.ifname).unwrap();
-    assert!(array(&stats, "pfc_pause_tx", 3) >= 2, "{stats}");
-    assert_eq!(array(&stats, "pfc_resume_tx", 3), 1, "{stats}");
-    assert_eq!(array(&stats, "pfc_pause_tx", 0), 0, "{stats}");
+    let stats = link.rx_stats();
+    assert!(by_priority(&stats, "pfc_pause_tx", 3) >= 2, "{stats}");
+    assert_eq!(by_priority(&stats, "pfc_resume_tx", 3), 1, "{stats}");
+    assert_eq!(by_priority(&stats, "pfc_pause_tx", 0), 0, "{stats}");
 }

@@ -82,10 +82,9 @@ fn assert_clean(link: &Link, context: &str) {
 /// removes the leftover with its links, and the interface attaches and detaches cleanly.
 #[test]
 fn an_attach_killed_at_any_stage_is_recovered() {
-    if !privileged("an_attach_killed_at_any_stage_is_recovered") {
+    let Some(link) = Link::for_test("an_attach_killed_at_any_stage_is_recovered") else {
         return;
-    }
-    let link = Link::new().unwrap();
+    };
     let attach = attach_args(&link);
     for (i, stage) in Stage::ALL.into_iter().enumerate() {
         let context = stage.name();
@@ -136,10 +135,11 @@ fn an_attach_killed_at_any_stage_is_recovered() {
 /// afterwards either works or finds the interface attached, and a detach then leaves nothing.
 #[test]
 fn attaches_killed_at_random_moments_never_leave_the_interface_stuck() {
-    if !privileged("attaches_killed_at_random_moments_never_leave_the_interface_stuck") {
+    let Some(link) =
+        Link::for_test("attaches_killed_at_random_moments_never_leave_the_interface_stuck")
+    else {
         return;
-    }
-    let link = Link::new().unwrap();
+    };
     let attach = attach_args(&link);
     // How long a whole attach takes here: the kills fall inside it.
     let started = Instant::now();
@@ -170,11 +170,10 @@ fn attaches_killed_at_random_moments_never_leave_the_interface_stuck() {
 /// next detach removes them.
 #[test]
 fn a_detach_killed_midway_is_recovered() {
-    if !privileged("a_detach_killed_midway_is_recovered") {
+    let Some(link) = Link::for_test("a_detach_killed_midway_is_recovered") else {
         return;
-    }
-    let link = Link::new().unwrap();
-    let attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--hooks", HOOKS]).unwrap();
+    };
+    let attached = link.attach_rx(&["--hooks", HOOKS]);
     // A detach that dies between taking the pins out of sight and removing them: the same
     // leftover as a SIGKILL there, made by renaming the directory as detach does.
     let dir = rx_pin_dir(&link);
@@ -191,11 +190,10 @@ fn a_detach_killed_midway_is_recovered() {
 /// program, its id and its link, instead of "File exists".
 #[test]
 fn attach_over_an_xdp_program_names_it() {
-    if !privileged("attach_over_an_xdp_program_names_it") {
+    let Some(link) = Link::for_test("attach_over_an_xdp_program_names_it") else {
         return;
-    }
-    let link = Link::new().unwrap();
-    let _attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--mode", "skb"]).unwrap();
+    };
+    let _attached = link.attach_rx(&["--mode", "skb"]);
     let ours = link.rx_status();
     let program = ours["hooks"][0]["program_id"].as_u64().unwrap();
     let link_id = ours["hooks"][0]["link_id"].as_u64().unwrap();
@@ -238,11 +236,7 @@ fn same_named_interfaces_in_two_namespaces_are_independent() {
     let _in_a = Attached::new(&a.rx_ns, &name, &["--mode", "skb"]).unwrap();
     let in_b = Attached::new(&b.rx_ns, &name, &["--mode", "skb"]).unwrap();
 
-    Link::lossless(
-        &b.rx_ns,
-        &["host", "set", &name, "ecn.prio3.kmin_bytes=1234"],
-    )
-    .unwrap();
+    Link::host_set(&b.rx_ns, &name, &["ecn.prio3.kmin_bytes=1234"]);
     let config = |ns| {
         let out = Link::lossless(ns, &["host", "status", "--json"]).unwrap();
         let all: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -302,7 +296,7 @@ fn pins_of_the_layout_before_namespace_keys_are_adopted() {
         return;
     }
     let (link, other) = (Link::new().unwrap(), Link::new().unwrap());
-    let attached = Attached::new(&link.rx_ns, &link.rx.ifname, &["--mode", "skb"]).unwrap();
+    let attached = link.attach_rx(&["--mode", "skb"]);
     let dir = rx_pin_dir(&link);
     // Where the old layout kept them.
     let legacy = dir.legacy();
@@ -329,7 +323,7 @@ fn pins_of_the_layout_before_namespace_keys_are_adopted() {
     assert!(legacy.exists());
 
     // In its own namespace: adopted by the first command, and everything works on.
-    Link::stats(&link.rx_ns, &link.rx.ifname).unwrap();
+    link.rx_stats();
     assert!(!legacy.exists() && dir.exists(), "not adopted");
     let after = entries_of(&link);
     assert_eq!(after[0]["netns"]["current"], true, "{after:?}");

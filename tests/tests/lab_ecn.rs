@@ -5,10 +5,9 @@
 use std::fs;
 
 use lossless_tests::{
-    bed::{assert_nothing_left, privileged, succeeded},
-    lab::{lab, out_dir},
+    bed::privileged,
+    lab::{out_dir, run_to_end, samples, summary_json},
 };
-use serde_json::Value;
 
 #[test]
 fn marks_follow_the_load_and_land_in_the_outputs() {
@@ -16,7 +15,7 @@ fn marks_follow_the_load_and_land_in_the_outputs() {
         return;
     }
     let out = out_dir("ecn");
-    let child = lab(
+    let stdout = run_to_end(
         "ecn",
         &out,
         &[
@@ -27,19 +26,14 @@ fn marks_follow_the_load_and_land_in_the_outputs() {
             "--step-secs",
             "1.5",
         ],
-    )
-    .spawn()
-    .unwrap();
-    let pid = child.id();
-    let stdout = succeeded(child.wait_with_output().unwrap());
-    assert_nothing_left(&["esnd", "ebot", "ercv"], pid);
+        &["esnd", "ebot", "ercv"],
+    );
     assert!(
         stdout.contains("wrote ecn.svg, ecn.csv and summary.json"),
         "{stdout}"
     );
 
-    let json: Value =
-        serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let json = summary_json(&out);
     let steps = json["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 2, "{json}");
     assert_eq!(
@@ -58,15 +52,10 @@ fn marks_follow_the_load_and_land_in_the_outputs() {
     assert_eq!(json["marked_frames"], json["received_ce"], "{json}");
     assert_eq!(json["sent_frames"], json["received_frames"], "{json}");
 
-    let csv = fs::read_to_string(out.join("ecn.csv")).unwrap();
-    let mut lines = csv.lines();
-    assert_eq!(
-        lines.next(),
-        Some("time_s,offered_Mbps,seen_Mbps,vq_bytes,marked_%,red_%")
+    let (csv, rows) = samples(
+        &out.join("ecn.csv"),
+        "time_s,offered_Mbps,seen_Mbps,vq_bytes,marked_%,red_%",
     );
-    let rows: Vec<Vec<f64>> = lines
-        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
-        .collect();
     assert!((50..=61).contains(&rows.len()), "{} samples", rows.len());
     assert!(
         rows.windows(2).all(|w| w[1][0] > w[0][0]),

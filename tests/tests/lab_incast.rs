@@ -3,16 +3,12 @@
 //! and the timelines are written, and nothing is left behind — after a full run and after
 //! Ctrl-C.
 
-use std::{fs, path::Path, sync::Mutex};
+use std::{fs, path::Path};
 
 use lossless_tests::{
-    bed::{assert_nothing_left, privileged, succeeded},
-    lab::{interrupt_when, lab, out_dir},
+    bed::exclusive,
+    lab::{interrupted, out_dir, run_to_end, summary_json},
 };
-use serde_json::Value;
-
-/// One lab at a time: each runs several senders on a machine with few cores.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// The namespace prefixes of the lab (see control/src/lab/incast.rs).
 const NAMESPACE_PREFIXES: [&str; 3] = ["irtr", "ircv", "isnd"];
@@ -26,19 +22,20 @@ fn non_empty(path: &Path) -> String {
 
 #[test]
 fn incast_marks_become_kernel_cnps_and_every_sender_cuts() {
-    if !privileged("incast_marks_become_kernel_cnps_and_every_sender_cuts") {
+    // One lab at a time: each runs several senders on a machine with few cores.
+    let Some(_alone) = exclusive("incast_marks_become_kernel_cnps_and_every_sender_cuts") else {
         return;
-    }
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    };
     let out = out_dir("incast");
-    let child = lab("incast", &out, &["--senders", "2", "--secs", "4"])
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let stdout = succeeded(child.wait_with_output().unwrap());
+    let stdout = run_to_end(
+        "incast",
+        &out,
+        &["--senders", "2", "--secs", "4"],
+        &NAMESPACE_PREFIXES,
+    );
     assert!(stdout.contains("Jain's index"), "no summary in:\n{stdout}");
 
-    let summary: Value = serde_json::from_str(&non_empty(&out.join("summary.json"))).unwrap();
+    let summary = summary_json(&out);
     let cnp_sent = summary["cnp_sent"].as_u64().unwrap();
     assert!(cnp_sent > 0, "the kernel sent no CNP: {summary}");
     assert!(summary["ecn_marked"].as_u64().unwrap() > 0, "{summary}");
@@ -69,28 +66,23 @@ fn incast_marks_become_kernel_cnps_and_every_sender_cuts() {
     let svg = non_empty(&out.join("rates.svg"));
     assert!(svg.contains("<svg"), "rates.svg is no SVG");
     non_empty(&out.join("rates.json"));
-    assert_nothing_left(&NAMESPACE_PREFIXES, pid);
     fs::remove_dir_all(&out).unwrap();
 }
 
 #[test]
 fn incast_cleans_up_on_ctrl_c() {
-    if !privileged("incast_cleans_up_on_ctrl_c") {
+    let Some(_alone) = exclusive("incast_cleans_up_on_ctrl_c") else {
         return;
-    }
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    };
     let out = out_dir("incast-ctrl-c");
-    let child = lab("incast", &out, &["--secs", "60"]).spawn().unwrap();
-    let pid = child.id();
     // Under way once it prints rows (its first row after the header).
-    let (status, stdout) = interrupt_when(child, |line| {
-        line.trim_start().starts_with(|c: char| c.is_ascii_digit())
-    });
-    assert!(
-        status.success(),
-        "the lab failed after Ctrl-C ({status}):\n{stdout}"
+    let stdout = interrupted(
+        "incast",
+        &out,
+        &["--secs", "60"],
+        |line| line.trim_start().starts_with(|c: char| c.is_ascii_digit()),
+        &NAMESPACE_PREFIXES,
     );
     assert!(stdout.contains("time_s"), "no table in:\n{stdout}");
-    assert_nothing_left(&NAMESPACE_PREFIXES, pid);
     let _ = fs::remove_dir_all(&out);
 }

@@ -4,16 +4,13 @@
 //! slow path, the most reordered; ecmp the least balanced on elephants), the JSON and the plot
 //! are written, and nothing is left behind — after a full run and after Ctrl-C.
 
-use std::{fs, path::Path, sync::Mutex};
+use std::{fs, path::Path};
 
 use lossless_tests::{
-    bed::{assert_nothing_left, privileged, succeeded},
-    lab::{interrupt_when, lab, out_dir},
+    bed::{exclusive, succeeded},
+    lab::{interrupted, lab, out_dir, run_to_end, summary_json},
 };
 use serde_json::Value;
-
-/// One lab at a time: each keeps the machine's cores busy.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// The namespace prefixes of the lab (see control/src/lab/lb/topology.rs).
 const NAMESPACE_PREFIXES: [&str; 5] = ["lbal", "lleaf", "lrcv", "lspn", "lsnd"];
@@ -33,15 +30,13 @@ fn number(run: &Value, key: &str) -> f64 {
 
 #[test]
 fn lb_lab_orders_the_policies_as_the_literature_does() {
-    if !privileged("lb_lab_orders_the_policies_as_the_literature_does") {
+    // One lab at a time: each keeps the machine's cores busy.
+    let Some(_alone) = exclusive("lb_lab_orders_the_policies_as_the_literature_does") else {
         return;
-    }
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    };
     let out = out_dir("lab-lb");
     // The default workloads: elephants need their 3 s for enough flowlets to average out.
-    let child = lab("lb", &out, &[]).spawn().unwrap();
-    let pid = child.id();
-    let stdout = succeeded(child.wait_with_output().unwrap());
+    let stdout = run_to_end("lb", &out, &[], &NAMESPACE_PREFIXES);
     for expected in [
         "imbalance",
         "websearch  spray",
@@ -51,8 +46,7 @@ fn lb_lab_orders_the_policies_as_the_literature_does() {
         assert!(stdout.contains(expected), "no '{expected}' in:\n{stdout}");
     }
 
-    let summary: Value =
-        serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let summary = summary_json(&out);
     let runs = summary["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 8, "2 workloads x 4 policies");
     assert_eq!(summary["stopped_early"], false);
@@ -116,7 +110,6 @@ fn lb_lab_orders_the_policies_as_the_literature_does() {
     for policy in ["ecmp", "flowlet", "dlb", "spray"] {
         assert!(svg.contains(policy), "the plot does not name {policy}");
     }
-    assert_nothing_left(&NAMESPACE_PREFIXES, pid);
     fs::remove_dir_all(&out).unwrap();
 }
 
@@ -139,34 +132,27 @@ fn lb_lab_refuses_bad_options_by_name() {
 
 #[test]
 fn lb_lab_cleans_up_on_ctrl_c() {
-    if !privileged("lb_lab_cleans_up_on_ctrl_c") {
+    let Some(_alone) = exclusive("lb_lab_cleans_up_on_ctrl_c") else {
         return;
-    }
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    };
     let out = out_dir("lab-lb-ctrl-c");
-    let child = lab("lb", &out, &["--secs", "60", "--workload", "elephants"])
-        .spawn()
-        .unwrap();
-    let pid = child.id();
     // Under way once it has built its test bed: it prints the table's header then.
-    let (status, stdout) = interrupt_when(child, |line| line.starts_with("workload"));
-    assert!(
-        status.success(),
-        "the lab failed after Ctrl-C ({status}):\n{stdout}"
+    interrupted(
+        "lb",
+        &out,
+        &["--secs", "60", "--workload", "elephants"],
+        |line| line.starts_with("workload"),
+        &NAMESPACE_PREFIXES,
     );
-    let summary: Value =
-        serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
-    assert_eq!(summary["stopped_early"], true);
-    assert_nothing_left(&NAMESPACE_PREFIXES, pid);
+    assert_eq!(summary_json(&out)["stopped_early"], true);
     let _ = fs::remove_dir_all(&out);
 }
 
 #[test]
 fn lb_lab_counts_flows_that_start_after_an_idle_gap() {
-    if !privileged("lb_lab_counts_flows_that_start_after_an_idle_gap") {
+    let Some(_alone) = exclusive("lb_lab_counts_flows_that_start_after_an_idle_gap") else {
         return;
-    }
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    };
     let out = out_dir("lab-lb-idle-gap");
     // One light elephant whose messages are 2.4 s apart (twice the flowlet timeout), and
     // which may start seconds into the run: silences longer than the receiver's wait after
@@ -186,8 +172,7 @@ fn lb_lab_counts_flows_that_start_after_an_idle_gap() {
         "12",
     ];
     let stdout = succeeded(lab("lb", &out, &args).output().unwrap());
-    let summary: Value =
-        serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let summary = summary_json(&out);
     let ecmp = run(summary["runs"].as_array().unwrap(), "elephants", "ecmp");
     let sent = ecmp["packets_sent"].as_u64().unwrap();
     assert!(sent > 0, "{ecmp}");

@@ -5,10 +5,9 @@
 use std::fs;
 
 use lossless_tests::{
-    bed::{assert_nothing_left, privileged, succeeded},
-    lab::{lab, out_dir},
+    bed::privileged,
+    lab::{out_dir, run_to_end, samples, summary_json},
 };
-use serde_json::Value;
 
 /// The number after `label` in `text` (e.g. "19560 frames sent" with label " frames sent").
 fn number_before(text: &str, label: &str) -> u64 {
@@ -29,9 +28,7 @@ fn a_slow_receiver_pauses_its_sender_without_loss() {
         return;
     }
     let out = out_dir("pfc");
-    let child = lab("pfc", &out, &["--secs", "2"]).spawn().unwrap();
-    let pid = child.id();
-    let stdout = succeeded(child.wait_with_output().unwrap());
+    let stdout = run_to_end("pfc", &out, &["--secs", "2"], &["psnd", "prcv"]);
     let summary = stdout
         .lines()
         .find(|l| l.starts_with("sender: "))
@@ -45,10 +42,8 @@ fn a_slow_receiver_pauses_its_sender_without_loss() {
         number_before(summary, " frames held") > 0,
         "the sender never held a frame: {summary}"
     );
-    assert_nothing_left(&["psnd", "prcv"], pid);
 
-    let json: Value =
-        serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let json = summary_json(&out);
     assert_eq!(json["sent_frames"], sent, "{json}");
     assert_eq!(json["received_frames"], received, "{json}");
     assert_eq!(json["lossless"], true, "{json}");
@@ -59,15 +54,10 @@ fn a_slow_receiver_pauses_its_sender_without_loss() {
     );
     // A sample every 50 ms over 2 s; the buffer climbs to XOFF (60000 B by default) and PAUSE
     // frames are counted as they go.
-    let csv = fs::read_to_string(out.join("pfc.csv")).unwrap();
-    let mut lines = csv.lines();
-    assert_eq!(
-        lines.next(),
-        Some("time_s,rx_Mbps,buffer_bytes,pause_tx,resume_tx,pause_rx,sender_paused,paused_ms")
+    let (csv, rows) = samples(
+        &out.join("pfc.csv"),
+        "time_s,rx_Mbps,buffer_bytes,pause_tx,resume_tx,pause_rx,sender_paused,paused_ms",
     );
-    let rows: Vec<Vec<f64>> = lines
-        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
-        .collect();
     assert!((30..=41).contains(&rows.len()), "{} samples", rows.len());
     assert!(
         rows.iter().any(|r| r[2] >= 30_000.0),

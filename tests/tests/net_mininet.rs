@@ -4,8 +4,9 @@
 //! flow's packets from one spine to both, read off the spines' own port counters; the tutorials'
 //! two-host topology.json with dataplane-p4's runtime JSON comes up unchanged from one command;
 //! SIGINT mid-run leaves no namespace, process, state or pin behind; the incast experiment loses
-//! nothing in the lossless class and counts pauses and marks. Tests use distinct network names,
-//! so they run in parallel.
+//! nothing in the lossless class and counts pauses and marks; the lb experiment compares the
+//! policies without loss, and its link-failure variant moves traffic to the surviving spine.
+//! Tests use distinct network names, so they run in parallel.
 
 use std::{
     path::{Path, PathBuf},
@@ -324,46 +325,22 @@ fn sigint_mid_run_leaves_nothing_behind() {
 /// PAUSEs counted where sent and where received, and a sender held its frames for them), marked
 /// and sent CNPs that reached the senders; the summary, table and plot are written.
 fn incast(name: &str, switch: &str) {
-    let dir = scratch(name);
-    let out = net(
-        name,
-        &[
-            "experiment",
-            "incast",
-            "--switch",
-            switch,
-            "--secs",
-            "2",
-            "--out",
-        ],
-    )
-    .arg(&dir)
-    .output()
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
-    let n = |v: &Value| v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"));
+    let (summary, stdout, dir) = experiment(name, "incast", &["--switch", switch, "--secs", "2"]);
     let senders = summary["senders"].as_array().unwrap();
     assert_eq!(senders.len(), 3, "{summary}");
     for s in senders {
-        assert!(n(&s["sent"]) > 100, "{stdout}");
-        assert_eq!(n(&s["received"]), n(&s["sent"]), "{stdout}");
+        assert!(count(&s["sent"]) > 100, "{stdout}");
+        assert_eq!(count(&s["received"]), count(&s["sent"]), "{stdout}");
     }
-    assert_eq!(n(&summary["lossless_drops"]), 0, "{stdout}");
-    assert_eq!(n(&summary["switch_drops"]), 0, "{stdout}");
+    assert_eq!(count(&summary["lossless_drops"]), 0, "{stdout}");
+    assert_eq!(count(&summary["switch_drops"]), 0, "{stdout}");
     let switches = summary["switches"].as_array().unwrap();
     let leaf2 = switches.iter().find(|s| s["name"] == "leaf2").unwrap();
     assert!(
-        n(&leaf2["pause_tx"]) > 0 && n(&leaf2["ecn_marked"]) > 0,
+        count(&leaf2["pause_tx"]) > 0 && count(&leaf2["ecn_marked"]) > 0,
         "{stdout}"
     );
-    let pfc_rx: u64 = switches.iter().map(|s| n(&s["pfc_rx"])).sum();
+    let pfc_rx: u64 = switches.iter().map(|s| count(&s["pfc_rx"])).sum();
     let paused_ms: f64 = senders
         .iter()
         .map(|s| s["paused_ms"].as_f64().unwrap())
@@ -372,7 +349,7 @@ fn incast(name: &str, switch: &str) {
         pfc_rx > 0 || paused_ms > 0.0,
         "PAUSEs sent, none received: {stdout}"
     );
-    assert!(n(&summary["cnp_received"]) > 0, "{stdout}");
+    assert!(count(&summary["cnp_received"]) > 0, "{stdout}");
     let svg = std::fs::read_to_string(dir.join("incast.svg")).unwrap();
     assert!(
         svg.starts_with("<svg") && svg.contains("PAUSE"),
@@ -381,7 +358,6 @@ fn incast(name: &str, switch: &str) {
     assert!(std::fs::read_to_string(dir.join("table.txt"))
         .unwrap()
         .contains("lost in the lossless class"));
-    assert!(!Path::new("/run/lossless/net").join(name).exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -397,5 +373,146 @@ fn incast_on_bmv2_loses_nothing_and_pauses() {
     let test = "incast_on_bmv2_loses_nothing_and_pauses";
     if mininet(test) && bmv2(test) {
         incast("t-bm-inc", "bmv2");
+    }
+}
+
+/// `lossless net experiment EXPERIMENT --out DIR ARGS` on the 2x2x2 fabric, checked to have
+/// succeeded and left no network behind: its summary, its stdout and DIR.
+fn experiment(name: &str, experiment: &str, args: &[&str]) -> (Value, String, PathBuf) {
+    let dir = scratch(name);
+    let out = net(name, &["experiment", experiment, "--out"])
+        .arg(&dir)
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert!(!Path::new("/run/lossless/net").join(name).exists());
+    (summary, stdout, dir)
+}
+
+/// An lb or link-failure experiment on softswitch, checked to have written its table (a row per
+/// policy) and its plot: its summary and its stdout.
+fn lb_experiment(name: &str, which: &str, args: &[&str]) -> (Value, String) {
+    let (summary, stdout, dir) = experiment(name, which, args);
+    let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
+    let svg = std::fs::read_to_string(dir.join(format!("{which}.svg"))).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("completion"),
+        "{svg:.200}"
+    );
+    for policy in summary["policies"].as_array().unwrap() {
+        let row = format!("| {} |", policy["policy"].as_str().unwrap());
+        assert!(table.contains(&row), "{row} not in\n{table}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    (summary, stdout)
+}
+
+fn count(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// Every flow of a policy's run: what its receiver counted against what its sender sent.
+fn flows(policy: &Value) -> impl Iterator<Item = &Value> {
+    policy["long_flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(policy["short_flows"].as_array().unwrap())
+}
+
+/// `lossless net experiment lb`, short: every policy ran on the live fabric; every frame of
+/// the lossless class arrived (each receiver's count against its sender's) and the switches'
+/// program dropped none; spray spread the bytes over both spines (the spines' own port
+/// counters), more evenly than ecmp; short flows completed.
+#[test]
+fn lb_experiment_compares_the_policies_without_loss() {
+    if !mininet("lb_experiment_compares_the_policies_without_loss") {
+        return;
+    }
+    let (summary, stdout) = lb_experiment("t-sw-lb", "lb", &["--secs", "2", "--short-flows", "4"]);
+    let policies = summary["policies"].as_array().unwrap();
+    let names: Vec<&str> = policies
+        .iter()
+        .map(|p| p["policy"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["ecmp", "flowlet", "dlb", "spray"], "{stdout}");
+    for p in policies {
+        for flow in flows(p) {
+            assert!(count(&flow["sent"]) > 0, "{stdout}");
+            assert_eq!(count(&flow["received"]), count(&flow["sent"]), "{stdout}");
+        }
+        assert_eq!(count(&p["lossless_drops"]), 0, "{stdout}");
+        assert_eq!(count(&p["switch_drops"]), 0, "{stdout}");
+        assert_eq!(count(&p["short_completed"]), 4, "{stdout}");
+    }
+    let policy = |name: &str| policies.iter().find(|p| p["policy"] == name).unwrap();
+    let spray: Vec<u64> = policy("spray")["spine_bytes"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(count)
+        .collect();
+    let total: u64 = spray.iter().sum();
+    assert!(
+        spray.len() == 2 && spray.iter().all(|b| *b * 4 > total),
+        "spray {spray:?}: {stdout}"
+    );
+    // ecmp keeps each long flow on the spine its 5-tuple hashes to: these two flows' hashes
+    // share a spine, so ecmp is the less even of the two.
+    let imbalance = |name: &str| policy(name)["imbalance"].as_f64().unwrap();
+    assert!(imbalance("spray") < imbalance("ecmp"), "{stdout}");
+}
+
+/// `lossless net experiment link-failure`, short: leaf1's busiest uplink goes down a third into
+/// each run; the control plane saw it and rewrote the leaves' groups; after that the surviving
+/// spine carried the traffic and the dead one next to nothing (their own port counters), the
+/// receivers got it, and the run went on to the next policy over the restored link.
+#[test]
+fn link_failure_moves_traffic_to_the_surviving_spine() {
+    if !mininet("link_failure_moves_traffic_to_the_surviving_spine") {
+        return;
+    }
+    let (summary, stdout) = lb_experiment(
+        "t-sw-lf",
+        "link-failure",
+        &[
+            "--secs",
+            "3",
+            "--policies",
+            "ecmp,spray",
+            "--short-flows",
+            "2",
+        ],
+    );
+    let policies = summary["policies"].as_array().unwrap();
+    assert_eq!(policies.len(), 2, "{stdout}");
+    for p in policies {
+        let r = &p["recovery"];
+        // The sending leaf's busiest uplink failed; its spine is the dead one.
+        let dead = r["link"].as_str().unwrap().strip_prefix("leaf1-").unwrap();
+        let survivor = if dead == "spine1" { "spine2" } else { "spine1" };
+        let rerouted = r["rerouted_ms"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{stdout}"));
+        assert!(r["detected_ms"].as_f64().unwrap() <= rerouted, "{stdout}");
+        // After the reroute: the surviving spine carried the traffic (more than 50 frames'
+        // worth), the dead one less than 1 % of that, and the receivers got it.
+        let surviving = count(&r["surviving_spine_bytes_after"]);
+        let dead_after = count(&r["dead_spine_bytes_after"]);
+        assert!(
+            surviving > 50 * 1000 && dead_after * 100 < surviving,
+            "{dead} got {dead_after} bytes after the reroute, {survivor} {surviving}: {stdout}"
+        );
+        assert!(r["goodput_after_bps"].as_f64().unwrap() > 0.0, "{stdout}");
+        let received: u64 = flows(p).map(|f| count(&f["received"])).sum();
+        assert!(received > 0, "{stdout}");
     }
 }

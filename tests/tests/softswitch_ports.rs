@@ -35,6 +35,22 @@ fn frame_of_len(net: u8, len: usize) -> Vec<u8> {
     frame
 }
 
+/// Stops the switch, which must exit with success, and returns the line of what it printed that
+/// contains `needle`.
+fn stop_and_find(bed: &mut SwitchBed, needle: &str) -> String {
+    let status = bed.stop().unwrap();
+    let printed = bed.lines.join("\n");
+    assert!(
+        status.success(),
+        "softswitch exited with {status}: {printed}"
+    );
+    bed.lines
+        .iter()
+        .find(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no '{needle}' in:\n{printed}"))
+        .clone()
+}
+
 /// Sends `frame` from host `from` and returns what host `to` receives of the test's frames.
 fn through(bed: &SwitchBed, from: usize, to: usize, frame: &[u8], count: usize) -> Vec<Vec<u8>> {
     let rx = bed.hosts()[to].socket();
@@ -91,13 +107,7 @@ fn frames_are_forwarded_and_rewritten_between_real_ports() {
         )
         .unwrap()
         .is_empty());
-    let status = bed.stop().unwrap();
-    assert!(
-        status.success(),
-        "softswitch exited with {status}: {}",
-        bed.lines.join("\n")
-    );
-    assert!(bed.lines.iter().any(|l| l.contains("softswitch: stopped")));
+    stop_and_find(&mut bed, "softswitch: stopped");
 }
 
 #[test]
@@ -118,14 +128,8 @@ fn a_deleted_interface_takes_its_port_down_and_the_switch_goes_on() {
     bed.hosts()[0].socket().send(&frame_to(2)).unwrap();
     assert_eq!(through(&bed, 0, 2, &frame_to(3), 5).len(), 5);
     assert_eq!(through(&bed, 2, 0, &frame_to(1), 5).len(), 5);
-    let status = bed.stop().unwrap();
-    assert!(status.success(), "softswitch exited with {status}");
     // The frame routed to the dead port was counted as lost.
-    let summary = bed
-        .lines
-        .iter()
-        .find(|l| l.contains(" lost "))
-        .expect("a summary line");
+    let summary = stop_and_find(&mut bed, " lost ");
     let lost: u64 = summary
         .split(" lost ")
         .next()
@@ -179,12 +183,6 @@ fn frames_up_to_2016_bytes_cross_longer_ones_are_dropped_and_a_refused_one_stops
         .poll_frames(Duration::from_millis(200), |f| f.len() > 2016)
         .unwrap()
         .is_empty());
-    let status = bed.stop().unwrap();
-    assert!(status.success(), "softswitch exited with {status}");
-    let summary = bed
-        .lines
-        .iter()
-        .find(|l| l.contains("frames dropped for being longer than 2016 bytes"))
-        .unwrap_or_else(|| panic!("no summary of long frames in:\n{}", bed.lines.join("\n")));
+    let summary = stop_and_find(&mut bed, "frames dropped for being longer than 2016 bytes");
     assert!(summary.contains("too_long=2"), "{summary}");
 }

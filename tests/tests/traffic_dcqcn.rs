@@ -9,7 +9,7 @@ use std::{
     process::{Child, Command, Stdio},
     sync::{
         atomic::{AtomicBool, Ordering},
-        Arc, Mutex, MutexGuard,
+        Arc, Mutex,
     },
     thread::JoinHandle,
     time::{Duration, Instant},
@@ -17,22 +17,14 @@ use std::{
 
 use lossless::netns::{check, Namespace};
 use lossless_tests::{
-    bed::{lossless_bin, privileged, Attached, Link, TIMEOUT},
+    bed::{exclusive, lossless_bin, Link, TIMEOUT},
     capture::RawSocket,
     craft::scapy_frame,
 };
 use serde_json::Value;
 
-/// One test at a time: they measure time on a machine with few cores.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
 /// A pause of 2000 quanta at 10 Mb/s (51.2 µs each).
 const PAUSE_2000: Duration = Duration::from_micros(102_400);
-
-/// For a test that can run ([`privileged`]), the right to run alone.
-fn exclusive(test: &str) -> Option<MutexGuard<'static, ()>> {
-    privileged(test).then(|| ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner()))
-}
 
 /// Timing slack of what the capture sees: its thread, the sender and the test share two cores
 /// with whatever else runs, so a frame can be read some milliseconds after it arrived.
@@ -54,8 +46,7 @@ struct Capture {
 impl Capture {
     /// Captures the frames arriving at `iface` in `ns` that `keep` accepts, from now on.
     fn start(ns: &Namespace, iface: &str, keep: impl Fn(&[u8]) -> bool + Send + 'static) -> Self {
-        let name = iface.to_owned();
-        let socket = ns.run(move || RawSocket::open(&name)).unwrap().unwrap();
+        let socket = RawSocket::open_in(ns, iface);
         let frames = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let (out, stopped) = (frames.clone(), stop.clone());
@@ -442,7 +433,6 @@ struct Pauser {
 impl Pauser {
     /// A pauser on the rx end's interface with a frame for each of `quanta`.
     fn new(link: &Link, quanta: &[u16]) -> Self {
-        let name = link.rx.ifname.clone();
         let frames = quanta
             .iter()
             .map(|&q| {
@@ -454,11 +444,7 @@ impl Pauser {
             })
             .collect();
         Pauser {
-            socket: link
-                .rx_ns
-                .run(move || RawSocket::open(&name))
-                .unwrap()
-                .unwrap(),
+            socket: link.rx_socket(),
             frames,
         }
     }
@@ -499,18 +485,7 @@ fn paused_run(
 ) -> (Value, Vec<Instant>, Value) {
     let link = Link::new().unwrap();
     let pauser = Pauser::new(&link, quanta);
-    // xdp records received pauses; tc counts frames that leave while paused (pfc_violations).
-    let attached = Attached::new(
-        &link.tx_ns,
-        &link.tx.ifname,
-        &["--mode", "skb", "--hooks", "xdp,tc"],
-    )
-    .unwrap();
-    Link::lossless(
-        &link.tx_ns,
-        &["host", "set", &link.tx.ifname, "pfc.link_speed_bps=10m"],
-    )
-    .unwrap();
+    let attached = link.attach_paused_sender();
     let tx_mac = link.tx.mac;
     let capture = Capture::start(&link.rx_ns, &link.rx.ifname, move |f| {
         f.len() >= 12 && f[6..12] == tx_mac && f.len() >= 256
@@ -522,7 +497,7 @@ fn paused_run(
     during(&pauser, &capture);
     let sent = summary(sender);
     let arrivals = capture.finish().into_iter().map(|(t, _)| t).collect();
-    let stats = Link::stats(&link.tx_ns, &link.tx.ifname).unwrap();
+    let stats = link.tx_stats();
     attached.detach().unwrap();
     (sent, arrivals, stats)
 }

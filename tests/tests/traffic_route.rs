@@ -16,27 +16,22 @@ fn lossless_json(ns: &Namespace, args: &[&str]) -> Value {
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
+/// What `ip -j ARGS` prints in `ns`.
+fn ip_json(ns: &Namespace, args: &[&str]) -> Value {
+    let output = ns.command("ip").arg("-j").args(args).output().unwrap();
+    let output = check(&format!("ip {args:?}"), output).unwrap();
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 /// The kernel's receive counter of `iface` in `ns` (`ip -s link`).
 fn rx_packets(ns: &Namespace, iface: &str) -> u64 {
-    let output = ns
-        .command("ip")
-        .args(["-j", "-s", "link", "show", "dev", iface])
-        .output()
-        .unwrap();
-    let links: Value =
-        serde_json::from_slice(&check("ip -s link", output).unwrap().stdout).unwrap();
+    let links = ip_json(ns, &["-s", "link", "show", "dev", iface]);
     links[0]["stats64"]["rx"]["packets"].as_u64().unwrap()
 }
 
 /// The MAC of `ip` in the neighbour table of `ns` (`ip neigh`), if it has a usable entry.
 fn neighbour(ns: &Namespace, ip: Ipv4Addr) -> Option<String> {
-    let output = ns
-        .command("ip")
-        .args(["-j", "neigh", "show", &ip.to_string()])
-        .output()
-        .unwrap();
-    let entries: Value =
-        serde_json::from_slice(&check("ip neigh", output).unwrap().stdout).unwrap();
+    let entries = ip_json(ns, &["neigh", "show", &ip.to_string()]);
     entries
         .as_array()?
         .iter()
@@ -115,19 +110,15 @@ fn send_behind_a_gateway_goes_to_the_gateways_mac() {
 
     // The text summary names the gateway. A destination no route covers is, for a socket bound
     // to the interface, on the link (the kernel's rule): its own neighbour entry is looked for.
-    let output = sender_ns
-        .command(lossless_bin())
-        .args([
-            "traffic",
-            "send",
-            "--iface",
-            &sender.ifname,
-            "--dst-ip",
-            "10.41.2.2",
-        ])
-        .args(["--count", "1"])
-        .output()
-        .unwrap();
+    let send_one = |dst_ip: &str| {
+        sender_ns
+            .command(lossless_bin())
+            .args(["traffic", "send", "--iface", &sender.ifname])
+            .args(["--dst-ip", dst_ip, "--count", "1"])
+            .output()
+            .unwrap()
+    };
+    let output = send_one("10.41.2.2");
     let text = String::from_utf8(check("traffic send", output).unwrap().stdout).unwrap();
     assert!(
         text.contains(&format!(
@@ -136,19 +127,7 @@ fn send_behind_a_gateway_goes_to_the_gateways_mac() {
         )),
         "{text}"
     );
-    let output = sender_ns
-        .command(lossless_bin())
-        .args([
-            "traffic",
-            "send",
-            "--iface",
-            &sender.ifname,
-            "--dst-ip",
-            "10.42.0.9",
-        ])
-        .args(["--count", "1"])
-        .output()
-        .unwrap();
+    let output = send_one("10.42.0.9");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
     assert!(

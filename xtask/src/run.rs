@@ -102,9 +102,9 @@ fn require_root(task: &str) -> anyhow::Result<()> {
 }
 
 /// The fuzz targets `test` fuzzes (fuzz/): the switch's parsers. The control plane's
-/// (`runtime_json`, `host_config`) are only replayed over their corpus by `cargo test`: fuzzing
-/// them links `lossless`, whose build script builds the eBPF programs once more for the fuzz
-/// build, minutes that CI does not have.
+/// (`runtime_json`, `host_config`, `agent_config`) are only replayed over their corpus by
+/// `cargo test`: fuzzing them links `lossless`, whose build script builds the eBPF programs
+/// once more for the fuzz build, minutes that CI does not have.
 const FUZZED: &[&str] = &[
     "frontend",
     "bmv2_json",

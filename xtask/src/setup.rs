@@ -8,7 +8,8 @@ use crate::run::{cargo_home_bin, workspace_root, Cmd};
 
 /// Debian packages: LLVM 22 for bpf-linker, iproute2/ethtool for the test beds, ping for the
 /// switch tests' hosts, tshark as an independent decoder, python3-venv for the test venv,
-/// mininet (Debian's, for `lossless net`; it brings its own python3 module and mnexec).
+/// mininet (Debian's, for `lossless net`; it brings its own python3 module and mnexec),
+/// prometheus (Prometheus and promtool, which scrape and lint `lossless agent` in its test).
 const APT_PACKAGES: &[&str] = &[
     "llvm-22-dev",
     "libpolly-22-dev",
@@ -21,6 +22,7 @@ const APT_PACKAGES: &[&str] = &[
     "python3-venv",
     "util-linux",
     "mininet",
+    "prometheus",
 ];
 
 /// Python packages of the tests' independent decoders and clients, kept in `.venv` inside the

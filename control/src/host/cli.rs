@@ -12,6 +12,7 @@ use super::{
     attachment::Attachment,
     config::HostConfig,
     lb::{self, config::LbConfig},
+    metrics,
     namespace::NetnsId,
     pinned_maps::PinnedMaps,
     stats::Stats,
@@ -48,13 +49,18 @@ pub enum HostCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Print the counters of IFACE.
+    /// Print the counters of IFACE (of every interface attached in this network namespace when
+    /// none is named).
     Stats {
-        /// The interface.
-        iface: String,
-        /// Print one JSON object.
-        #[arg(long)]
+        /// The interfaces.
+        ifaces: Vec<String>,
+        /// Print one JSON object per interface (the same as --format json).
+        #[arg(long, conflicts_with = "format")]
         json: bool,
+        /// text, json (one object per line) or prometheus (the text exposition format, for the
+        /// node exporter's textfile collector).
+        #[arg(long, value_enum)]
+        format: Option<StatsFormat>,
         /// Refresh every SECS seconds (0.1 s to 1 day; units ms, s, m, h accepted), with
         /// rates, until interrupted.
         #[arg(long, value_name = "SECS", value_parser = |s: &str| parse_duration(s, &WATCH_INTERVAL))]
@@ -131,11 +137,36 @@ pub async fn run(command: HostCommand) -> anyhow::Result<()> {
                 print!("{}", status_text(&all));
             }
         }
-        HostCommand::Stats { iface, json, watch } => {
-            let maps = PinnedMaps::open(&iface)?;
+        HostCommand::Stats {
+            ifaces,
+            json,
+            format,
+            watch,
+        } => {
+            let format = format.unwrap_or(if json {
+                StatsFormat::Json
+            } else {
+                StatsFormat::Text
+            });
+            let ifaces = if ifaces.is_empty() {
+                status::attached_here()?
+            } else {
+                ifaces
+            };
+            // An empty exposition is a valid answer for a textfile collector; a table is not.
+            if ifaces.is_empty() && format != StatsFormat::Prometheus {
+                bail!("no interface attached in this network namespace");
+            }
+            let maps = ifaces
+                .iter()
+                .map(|iface| PinnedMaps::open(iface))
+                .collect::<anyhow::Result<Vec<_>>>()?;
             match watch {
-                None => print_stats(&Stats::read(&maps)?, None, json)?,
-                Some(interval) => watch_stats(&maps, interval, json).await?,
+                None => {
+                    let stats = read_stats(&maps)?;
+                    print_stats(&stats, &[], format)?
+                }
+                Some(interval) => watch_stats(&maps, interval, format).await?,
             }
         }
         HostCommand::Set { iface, assignments } => {
@@ -262,38 +293,69 @@ fn status_text(all: &[Entry]) -> String {
     out
 }
 
+/// How `host stats` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StatsFormat {
+    /// Aligned tables.
+    Text,
+    /// One JSON object per interface and line.
+    Json,
+    /// The Prometheus text exposition format (docs/agent.md lists the metrics).
+    Prometheus,
+}
+
+fn read_stats(maps: &[PinnedMaps]) -> anyhow::Result<Vec<Stats>> {
+    maps.iter().map(Stats::read).collect()
+}
+
+/// Prints `stats`; as text with rates when `previous` holds the readings `interval` ago.
 fn print_stats(
-    stats: &Stats,
-    previous: Option<(&Stats, Duration)>,
-    json: bool,
+    stats: &[Stats],
+    previous: &[(Stats, Duration)],
+    format: StatsFormat,
 ) -> anyhow::Result<()> {
-    if json {
-        println!("{}", serde_json::to_string(stats)?);
-    } else {
-        print!("{}", stats.table(previous));
+    match format {
+        StatsFormat::Json => {
+            for stats in stats {
+                println!("{}", serde_json::to_string(stats)?);
+            }
+        }
+        StatsFormat::Prometheus => print!("{}", metrics::encode_stats(stats)?),
+        StatsFormat::Text => {
+            for (i, stats) in stats.iter().enumerate() {
+                let before = previous.get(i).map(|(s, interval)| (s, *interval));
+                print!("{}", stats.table(before));
+            }
+        }
     }
     Ok(())
 }
 
-async fn watch_stats(maps: &PinnedMaps, interval: Duration, json: bool) -> anyhow::Result<()> {
+async fn watch_stats(
+    maps: &[PinnedMaps],
+    interval: Duration,
+    format: StatsFormat,
+) -> anyhow::Result<()> {
     let mut ticker = tokio::time::interval(interval);
-    let mut previous: Option<(Stats, std::time::Instant)> = None;
+    let mut previous: Option<(Vec<Stats>, std::time::Instant)> = None;
     loop {
         tokio::select! {
             _ = ticker.tick() => {}
             _ = tokio::signal::ctrl_c() => return Ok(()),
         }
         let now = std::time::Instant::now();
-        let stats = Stats::read(maps)?;
-        if !json {
+        let stats = read_stats(maps)?;
+        if format == StatsFormat::Text {
             let stdout = std::io::stdout();
             print!(
                 "{}",
                 crate::terminal::refresh_prefix(&stdout, previous.is_none())
             );
         }
-        let before = previous.as_ref().map(|(s, at)| (s, now - *at));
-        print_stats(&stats, before, json)?;
+        let before: Vec<(Stats, Duration)> = previous
+            .map(|(all, at)| all.into_iter().map(|s| (s, now - at)).collect())
+            .unwrap_or_default();
+        print_stats(&stats, &before, format)?;
         previous = Some((stats, now));
     }
 }

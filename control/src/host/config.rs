@@ -430,24 +430,18 @@ impl HostConfig {
 
     /// Reads a TOML config file (at most [`MAX_CONFIG_BYTES`]) on top of the defaults.
     pub fn from_file(path: &Path) -> anyhow::Result<Self> {
-        let file = File::open(path).with_context(|| format!("reading {}", path.display()))?;
-        let mut text = String::new();
-        file.take(MAX_CONFIG_BYTES + 1)
-            .read_to_string(&mut text)
-            .with_context(|| format!("reading {}", path.display()))?;
-        if text.len() as u64 > MAX_CONFIG_BYTES {
-            bail!(
-                "config file {} is longer than {MAX_CONFIG_BYTES} bytes (1 MiB); a whole \
-                 configuration takes a few KB",
-                path.display()
-            );
-        }
+        let text = read_config_file(path)?;
         Self::from_toml(&text).with_context(|| format!("in config file {}", path.display()))
     }
 
     /// Parses TOML text on top of the defaults.
     pub fn from_toml(text: &str) -> anyhow::Result<Self> {
-        let table: toml::Table = toml::from_str(text)?;
+        Self::from_table(toml::from_str(text)?)
+    }
+
+    /// A parsed TOML table of `set` keys (a config file's, or a profile of the agent's) on top
+    /// of the defaults.
+    pub fn from_table(table: toml::Table) -> anyhow::Result<Self> {
         let mut assignments = Vec::new();
         flatten("", &toml::Value::Table(table), &mut assignments)?;
         let mut config = HostConfig::default();
@@ -484,6 +478,24 @@ impl HostConfig {
             lb: self.lb.view(),
         }
     }
+}
+
+/// The text of a config file (the host's or the agent's), refused past [`MAX_CONFIG_BYTES`]
+/// without reading further (so `/dev/zero` ends at once).
+pub fn read_config_file(path: &Path) -> anyhow::Result<String> {
+    let file = File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut text = String::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_string(&mut text)
+        .with_context(|| format!("reading {}", path.display()))?;
+    if text.len() as u64 > MAX_CONFIG_BYTES {
+        bail!(
+            "config file {} is longer than {MAX_CONFIG_BYTES} bytes (1 MiB); a whole \
+             configuration takes a few KB",
+            path.display()
+        );
+    }
+    Ok(text)
 }
 
 /// Turns a TOML tree into `dotted.key=value` assignments.

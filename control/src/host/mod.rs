@@ -11,6 +11,7 @@ pub mod config;
 pub mod interface_programs;
 pub mod lb;
 pub mod lifecycle;
+pub mod metrics;
 pub mod namespace;
 pub mod pinned_maps;
 pub mod pins;

@@ -200,7 +200,9 @@ fn entries(dir: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
     Ok(found)
 }
 
-fn check_interface_name(interface: &str) -> anyhow::Result<()> {
+/// Refuses a name the kernel would not give an interface (1 to 15 bytes, no `/` or `:`, not
+/// `.` or `..`): it becomes a directory name under bpffs.
+pub fn check_interface_name(interface: &str) -> anyhow::Result<()> {
     let valid = !interface.is_empty()
         && interface.len() <= MAX_IFNAME
         && !interface.contains(['/', '\0', HIDDEN])

@@ -192,18 +192,11 @@ impl Stats {
                 previous.map(|(s, d)| (&s.per_priority[p.priority].counters, d)),
             )
         });
-        let total_vq = self
-            .per_priority
-            .iter()
-            .map(|p| p.vq_bytes)
-            .max()
-            .unwrap_or(0);
-        let total_high = self
-            .per_priority
-            .iter()
-            .map(|p| p.vq_high_water_bytes)
-            .max()
-            .unwrap_or(0);
+        let deepest = |depth: fn(&PriorityStats) -> u64| {
+            self.per_priority.iter().map(depth).max().unwrap_or(0)
+        };
+        let total_vq = deepest(|p| p.vq_bytes);
+        let total_high = deepest(|p| p.vq_high_water_bytes);
         let total = std::iter::once((
             "all".to_owned(),
             &self.totals,

@@ -122,6 +122,17 @@ pub fn all() -> anyhow::Result<Vec<Entry>> {
     Ok(entries)
 }
 
+/// The interfaces attached in the calling thread's network namespace, by name.
+pub fn attached_here() -> anyhow::Result<Vec<String>> {
+    Ok(all()?
+        .into_iter()
+        .filter_map(|entry| match entry {
+            Entry::Attached(s) if s.netns.as_ref().is_some_and(|n| n.current) => Some(s.interface),
+            _ => None,
+        })
+        .collect())
+}
+
 impl Leftover {
     fn new(dir: &PinDir, netns: Option<NetnsView>, purpose: String, owner: Owner) -> Self {
         let (state, owner_pid) = match owner {

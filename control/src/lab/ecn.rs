@@ -21,11 +21,7 @@ use super::{
     output::{self, Line, Panel, Series},
 };
 use crate::{
-    host::{
-        attachment::Attachment,
-        config::{HostConfig, Setting},
-        pinned_maps::PinnedMaps,
-    },
+    host::{attachment::Attachment, config::HostConfig, pinned_maps::PinnedMaps},
     traffic::{RateController, StopFlag},
     units::{parse_rate_bps, parse_run_time},
 };
@@ -107,12 +103,9 @@ pub fn run(args: &EcnLab, stop: &StopFlag) -> anyhow::Result<()> {
     }
     let bed = Bed::build(&SHAPE).context("building the namespace test bed")?;
     let mut config = HostConfig::default();
-    config.set_all([
-        Setting::EcnRateBps(PRIORITY, args.drain),
-        Setting::EcnKminBytes(PRIORITY, args.kmin),
-        Setting::EcnKmaxBytes(PRIORITY, args.kmax),
-        Setting::EcnPmax(PRIORITY, args.pmax),
-    ])?;
+    config.set_all(harness::ecn_marking(
+        args.drain, args.kmin, args.kmax, args.pmax,
+    ))?;
     let profile = config.profiles[PRIORITY];
     let maps = bed.attach(Port::RouterFrom(0), vec![Attachment::Xdp], config)?;
 
@@ -132,8 +125,8 @@ pub fn run(args: &EcnLab, stop: &StopFlag) -> anyhow::Result<()> {
         args.pmax
     );
     println!(
-        "{:>6} {:>12} {:>12} {:>12} {:>10} {:>10}",
-        "time_s", "offered_Mbps", "seen_Mbps", "vq_bytes", "marked_%", "red_%"
+        "{}",
+        output::table_header(&COLUMNS, &[6, 12, 12, 12, 10, 10])
     );
     let sending = Sending {
         sender: bed.open_sender(0, send)?,

@@ -22,7 +22,7 @@ use crate::{
     host::{
         attach::{self, AttachRequest, Mode},
         attachment::Attachment,
-        config::HostConfig,
+        config::{HostConfig, Setting},
         pinned_maps::PinnedMaps,
         pins::PinDir,
     },
@@ -36,6 +36,17 @@ use wire::ethernet::Address;
 
 /// The priority the labs' traffic uses (DSCP 26).
 pub const PRIORITY: usize = 3;
+
+/// ECN marking of [`PRIORITY`]: a phantom queue that drains at `drain_bps` and marks by RED
+/// from `kmin` to `kmax` bytes of backlog, with probability up to `pmax`.
+pub fn ecn_marking(drain_bps: u64, kmin: u32, kmax: u32, pmax: f64) -> [Setting; 4] {
+    [
+        Setting::EcnRateBps(PRIORITY, drain_bps),
+        Setting::EcnKminBytes(PRIORITY, kmin),
+        Setting::EcnKmaxBytes(PRIORITY, kmax),
+        Setting::EcnPmax(PRIORITY, pmax),
+    ]
+}
 
 /// How long a receiver waits after the last frame before it ends a run that was not stopped.
 const RECEIVER_IDLE: Duration = Duration::from_secs(2);

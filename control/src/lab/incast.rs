@@ -325,13 +325,10 @@ pub fn run(args: &IncastLab, stop: &StopFlag) -> anyhow::Result<()> {
     }
     let bed = Bed::build(&shape(args.senders)).context("building the namespace test bed")?;
     let mut config = HostConfig::default();
-    config.set_all([
-        Setting::EcnRateBps(PRIORITY, args.drain),
-        Setting::EcnKminBytes(PRIORITY, args.kmin),
-        Setting::EcnKmaxBytes(PRIORITY, args.kmax),
-        Setting::EcnPmax(PRIORITY, args.pmax),
-        Setting::CnpInterval(args.cnp_interval_us),
-    ])?;
+    config.set_all(harness::ecn_marking(
+        args.drain, args.kmin, args.kmax, args.pmax,
+    ))?;
+    config.set(Setting::CnpInterval(args.cnp_interval_us))?;
     let maps = bed.attach(
         Port::Receiver,
         vec![Attachment::Xdp, Attachment::Cnp],

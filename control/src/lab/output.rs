@@ -20,6 +20,17 @@ pub const SAMPLE: Duration = Duration::from_millis(50);
 /// Samples per row of the table a lab prints while it runs (a row every half second).
 pub const SAMPLES_PER_ROW: u32 = 10;
 
+/// The header of the table a lab prints while it runs: its CSV's `columns`, each right-aligned
+/// in its row's width of `widths`.
+pub fn table_header(columns: &[&str], widths: &[usize]) -> String {
+    let cells: Vec<String> = columns
+        .iter()
+        .zip(widths)
+        .map(|(column, width)| format!("{column:>width$}"))
+        .collect();
+    cells.join(" ")
+}
+
 /// Writes the file `name` in `out` (created if missing) with `body`.
 pub fn write_file(
     out: &Path,

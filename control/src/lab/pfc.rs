@@ -106,15 +106,8 @@ pub fn run(args: &PfcLab, stop: &StopFlag) -> anyhow::Result<()> {
         args.quanta
     );
     println!(
-        "{:>6} {:>11} {:>12} {:>9} {:>10} {:>10} {:>14} {:>10}",
-        "time_s",
-        "rx_Mbps",
-        "buffer_bytes",
-        "pause_tx",
-        "resume_tx",
-        "pause_rx",
-        "sender_paused",
-        "paused_ms"
+        "{}",
+        output::table_header(&COLUMNS, &[6, 11, 12, 9, 10, 10, 14, 10])
     );
     let ran = harness::run(vec![sending], receiver, None, stop, |running| {
         watch(args, &receiver_maps, &sender_maps, running.start, stop)

@@ -8,19 +8,15 @@ use clap::{Args, Subcommand};
 
 use super::{
     experiment::Experiment,
-    leaf_spine::{self, Policy, Shape, Tuning},
+    leaf_spine::{Policy, Shape, Tuning},
     state::{self, Running},
     up::{self, Plan, Then},
+    uplinks::{self, Uplinks},
 };
 use crate::{
     netns::run_in,
-    p4::{
-        cli::{P4Args, SwitchKind},
-        client::{Client, ElectionId, Target},
-        entries,
-    },
+    p4::cli::{P4Args, SwitchKind},
 };
-use p4values::runtime_json::RuntimeConfig;
 
 /// `lossless net`: the network's name, and the subcommand.
 #[derive(Debug, Args)]
@@ -235,38 +231,17 @@ pub async fn run(args: NetArgs) -> anyhow::Result<ExitCode> {
                 leaves,
                 hosts,
             };
-            let entry = leaf_spine::group_entry(shape, &Tuning::default(), policy);
             let status = running
                 .status
                 .as_ref()
                 .context("the network is still coming up")?;
-            let leaves: Vec<Target> = status
-                .nodes
-                .iter()
-                .filter(|n| n.name.starts_with("leaf"))
-                .filter_map(|n| {
-                    Some(Target {
-                        address: n.grpc.clone()?,
-                        device_id: n.device_id?,
-                        election_id: ElectionId::Fixed(1),
-                    })
-                })
-                .collect();
+            let leaves = uplinks::leaf_targets(status);
+            let spines: Vec<u16> = (1..=shape.spines).collect();
             in_network(&running, async move {
-                for target in leaves {
-                    let mut client = Client::connect(target).await?;
-                    let p4info = client.p4info().await?;
-                    let config = RuntimeConfig {
-                        table_entries: vec![entry.clone()],
-                        ..Default::default()
-                    };
-                    let mut updates = entries::updates(&config, &p4info)?;
-                    for u in &mut updates {
-                        u.update.r#type = p4runtime::p4::v1::update::Type::Modify as i32;
-                    }
-                    client.write(&updates).await?;
-                }
-                anyhow::Ok(())
+                Uplinks::connect(shape, Tuning::default(), leaves)
+                    .await?
+                    .write(policy, &spines)
+                    .await
             })
             .await?;
             println!("{name}: uplink policy {policy:?} on every leaf");

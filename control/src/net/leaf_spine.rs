@@ -325,14 +325,39 @@ fn common(ports: impl Iterator<Item = u16> + Clone, tuning: &Tuning) -> RuntimeC
     }
 }
 
-/// The uplink group's entry with `policy`: what `lossless net policy` rewrites live.
-pub fn group_entry(shape: Shape, tuning: &Tuning, policy: Policy) -> TableEntrySpec {
-    entry(
+/// A leaf's uplink group over the spines `live` (at least one; a subset of the fabric's, in
+/// order): the group's entry (policy, size = live spines), one member per spine of the fabric
+/// (members past the live ones repeat them, so every member entry always exists and a change
+/// is a Modify of each; the group's size keeps traffic off them), and DLB's ports (the live
+/// uplinks, the rest 0 and past the group's size). The group entry comes first.
+pub fn uplink_group(
+    shape: Shape,
+    tuning: &Tuning,
+    policy: Policy,
+    live: &[u16],
+) -> Vec<TableEntrySpec> {
+    assert!(!live.is_empty(), "a group needs a live member");
+    let mut t = vec![entry(
         &format!("{I}.ecmp_group"),
         &format!("{I}.set_group"),
-        json!({"policy": policy.code(), "size": shape.spines, "flowlet_timeout_us": tuning.flowlet_timeout_us}),
+        json!({"policy": policy.code(), "size": live.len(), "flowlet_timeout_us": tuning.flowlet_timeout_us}),
         Some(json!({"meta.group": UPLINK_GROUP})),
-    )
+    )];
+    let uplink = |i: usize| shape.hosts + live[i % live.len()];
+    for member in 0..shape.spines {
+        t.push(entry(
+            &format!("{I}.ecmp_member"),
+            &format!("{I}.set_nexthop"),
+            json!({"nexthop": uplink(usize::from(member))}),
+            Some(json!({"meta.group": UPLINK_GROUP, "meta.member": member})),
+        ));
+    }
+    let mut ports: Vec<u16> = (0..live.len()).map(uplink).collect();
+    ports.resize(4, 0);
+    t.push(entry(&format!("{I}.dlb_members"), &format!("{I}.set_dlb_ports"),
+        json!({"port0": ports[0], "port1": ports[1], "port2": ports[2], "port3": ports[3], "load_age_us": tuning.dlb_load_age_us}),
+        Some(json!({"meta.group": UPLINK_GROUP}))));
+    t
 }
 
 fn leaf_entries(shape: Shape, l: u16, tuning: &Tuning) -> RuntimeConfig {
@@ -353,17 +378,9 @@ fn leaf_entries(shape: Shape, l: u16, tuning: &Tuning) -> RuntimeConfig {
             Some(json!({"meta.nexthop": h})),
         ));
     }
-    let mut uplinks = Vec::new();
     for s in 1..=shape.spines {
         let port = shape.hosts + s;
-        uplinks.push(port);
         t.push(entry(&format!("{I}.nexthop"), &format!("{I}.forward"), json!({"port": port, "src_mac": port_mac(&name, port), "dst_mac": port_mac(&format!("spine{s}"), l)}), Some(json!({"meta.nexthop": port}))));
-        t.push(entry(
-            &format!("{I}.ecmp_member"),
-            &format!("{I}.set_nexthop"),
-            json!({"nexthop": port}),
-            Some(json!({"meta.group": UPLINK_GROUP, "meta.member": s - 1})),
-        ));
     }
     for other in (1..=shape.leaves).filter(|o| *o != l) {
         t.push(entry(
@@ -375,11 +392,8 @@ fn leaf_entries(shape: Shape, l: u16, tuning: &Tuning) -> RuntimeConfig {
             ),
         ));
     }
-    t.push(group_entry(shape, tuning, tuning.policy));
-    uplinks.resize(4, 0);
-    t.push(entry(&format!("{I}.dlb_members"), &format!("{I}.set_dlb_ports"),
-        json!({"port0": uplinks[0], "port1": uplinks[1], "port2": uplinks[2], "port3": uplinks[3], "load_age_us": tuning.dlb_load_age_us}),
-        Some(json!({"meta.group": UPLINK_GROUP}))));
+    let spines: Vec<u16> = (1..=shape.spines).collect();
+    t.extend(uplink_group(shape, tuning, tuning.policy, &spines));
     config
 }
 
@@ -437,6 +451,29 @@ mod tests {
         }
         assert_eq!(net.hosts.len(), 6);
         assert_eq!(net.hosts[0].neighbours[0].1, "00:aa:11:00:00:01");
+    }
+
+    /// Without spine 1, a leaf's group has one member and every member entry and DLB's first
+    /// port lead to spine 2's uplink.
+    #[test]
+    fn a_group_without_a_spine_leads_only_to_the_others() {
+        let shape = Shape::parse("leaf-spine:2,2,2").unwrap().unwrap();
+        let entries = uplink_group(shape, &Tuning::default(), Policy::Dlb, &[2]);
+        let json: Vec<Value> = entries
+            .iter()
+            .map(|e| serde_json::to_value(e).unwrap())
+            .collect();
+        assert_eq!(json[0]["action_params"]["size"], 1);
+        assert_eq!(json[0]["action_params"]["policy"], Policy::Dlb.code());
+        let members: Vec<&Value> = json
+            .iter()
+            .filter(|e| e["table"] == "LosslessIngress.ecmp_member")
+            .map(|e| &e["action_params"]["nexthop"])
+            .collect();
+        assert_eq!(members, [&json!(4), &json!(4)]);
+        let dlb = json.last().unwrap();
+        assert_eq!(dlb["action_params"]["port0"], 4);
+        assert_eq!(dlb["action_params"]["port1"], 0);
     }
 
     #[test]

@@ -12,3 +12,4 @@ pub mod p4app;
 pub mod state;
 pub mod tutorial;
 pub mod up;
+pub mod uplinks;

@@ -45,6 +45,17 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// `instant` (of this process's clock, which is CLOCK_MONOTONIC) in monotonic ns, the clock
+/// other processes read too.
+pub fn monotonic_ns_at(instant: std::time::Instant) -> u64 {
+    let now = std::time::Instant::now();
+    let ns = monotonic_ns();
+    match now.checked_duration_since(instant) {
+        Some(ago) => ns.saturating_sub(ago.as_nanos() as u64),
+        None => ns + instant.duration_since(now).as_nanos() as u64,
+    }
+}
+
 /// The pause state of the sender's priority on its interface.
 pub struct PfcGate {
     iface: String,

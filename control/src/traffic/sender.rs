@@ -16,7 +16,7 @@ use super::interface::Interface;
 use super::neighbour;
 use super::pacing::{wire_bits, Schedule};
 use super::packet_socket::{PacketSocket, MAX_BATCH};
-use super::pfc_honour::{monotonic_ns, PfcGate};
+use super::pfc_honour::{monotonic_ns, monotonic_ns_at, PfcGate};
 use super::rate::RateController;
 use super::route;
 use super::stop::StopFlag;
@@ -262,6 +262,9 @@ pub struct SendSummary {
     /// counts from here.
     #[serde(skip)]
     pub started: Instant,
+    /// The same moment on CLOCK_MONOTONIC, ns: lines the run up with another process's times
+    /// (a receiver's arrivals, for a flow's completion time).
+    pub started_monotonic_ns: u64,
 }
 
 /// Whether a sender honoured PFC pauses, and if not, why.
@@ -488,6 +491,7 @@ impl Sender {
                 })
                 .collect(),
             started: start,
+            started_monotonic_ns: monotonic_ns_at(start),
         })
     }
 

@@ -140,6 +140,19 @@ def unchanged_burst(lines, in_port, out_port, pkts):
     lines.append("wait")
 
 
+def one_pause_and_resume(lines, port, priority, quanta):
+    """Expects the one PAUSE (`quanta`) and the one resume (quanta 0) the switch sends out of
+    `port` for `priority`, waits, and checks the counters that saw one of each; returns the
+    queue index of `port`'s `priority`."""
+    lines.append(expect(port, pfc_frame(port, priority, quanta)))
+    lines.append(expect(port, pfc_frame(port, priority, 0)))
+    lines.append("wait")
+    q = queue_index(port, priority)
+    lines.append(f"counter_read {INGRESS}.pfc_pause_tx {q} packets == 1")
+    lines.append(f"counter_read {EGRESS}.pfc_resume_tx {q} packets == 1")
+    return q
+
+
 def primed_burst(lines, out_port, burst, qp=0x12, sport=49152):
     """A not-ECT packet alone (of flow qp/sport), a wait that lets it leave, then `burst`
     from port 1: on a rate-limited queue the burst queues behind the first packet's departure,

@@ -159,12 +159,7 @@ for p in held:
 order, holds, _ = hold(len(held), 0, lambda t: 200)
 for i, _ in order:
     lines.append(expect(HOLD_PORT, forwarded(held[i], HOLD_PORT)))
-lines.append(expect(1, pfc_frame(1, PRIORITY_DATA, QUANTA)))
-lines.append(expect(1, pfc_frame(1, PRIORITY_DATA, 0)))
-lines.append("wait")
-q1 = queue_index(1, PRIORITY_DATA)
-lines.append(f"counter_read {INGRESS}.pfc_pause_tx {q1} packets == 1")
-lines.append(f"counter_read {EGRESS}.pfc_resume_tx {q1} packets == 1")
+q1 = one_pause_and_resume(lines, 1, PRIORITY_DATA, QUANTA)
 lines.append(f"counter_read {EGRESS}.pfc_hold {queue_index(HOLD_PORT, PRIORITY_DATA)} packets == {holds}")
 lines.append(f"register_read pfc_upstream_packets {q1} == 0")
 

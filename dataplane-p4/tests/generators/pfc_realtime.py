@@ -30,12 +30,7 @@ burst = [roce(1, 2, psn=i) for i in range(3)]
 primed_burst(lines, 2, burst)
 for p in burst:
     lines.append(expect(2, forwarded(p, 2)))
-lines.append(expect(1, pfc_frame(1, PRIORITY_DATA, QUANTA)))
-lines.append(expect(1, pfc_frame(1, PRIORITY_DATA, 0)))
-lines.append("wait")
-q = queue_index(1, PRIORITY_DATA)
-lines.append(f"counter_read {INGRESS}.pfc_pause_tx {q} packets == 1")
-lines.append(f"counter_read {EGRESS}.pfc_resume_tx {q} packets == 1")
+one_pause_and_resume(lines, 1, PRIORITY_DATA, QUANTA)
 
 lines.append(f"# Port 2's peer pauses priority 3 for {PAUSE_TIME} ms: two priority-3 packets are held")
 lines.append("# and leave after the pause, in order; a priority-0 packet is not held.")

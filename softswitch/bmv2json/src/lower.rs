@@ -6,9 +6,10 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 use softswitch_core::ir::{
-    self, Action, ActionCall, Body, CaseKeyset, Control, CounterKind, EmitItem, Entry, Expr,
-    ExternCall, FieldItem, FieldLayout, FieldList, FieldMatch, HeaderRef, Instance, InstanceKind,
-    Key, MatchKind, Param, ParserIr, Place, Program, Slot, State, Stmt, Table, Target, Transition,
+    self, Action, ActionCall, Body, CaseKeyset, ChecksumOf, Control, CounterKind, EmitItem, Entry,
+    Expr, ExternCall, FieldItem, FieldLayout, FieldList, FieldMatch, HeaderRef, Instance,
+    InstanceKind, Key, MatchKind, Param, ParserIr, Place, Program, Slot, State, Stmt, Table,
+    Target, Transition,
 };
 
 use crate::expr::{field_name, Scope, Typed};
@@ -1367,24 +1368,23 @@ impl Lowerer {
             let Place::Slot(slot) = dst else {
                 return fail(format!("{what}: its target must be a field"));
             };
+            let of = ChecksumOf {
+                cond,
+                data: calc.fields.clone(),
+                algo: Expr::Const(calc.algo),
+                payload: calc.payload,
+                width,
+            };
             if is_verify {
                 verify.push(Stmt::Extern(Box::new(ExternCall::VerifyChecksum {
-                    cond: cond.clone(),
-                    data: calc.fields.clone(),
+                    of: of.clone(),
                     checksum: Expr::Load(slot),
-                    width,
-                    algo: Expr::Const(calc.algo),
-                    payload: calc.payload,
                 })));
             }
             if is_update {
                 compute.push(Stmt::Extern(Box::new(ExternCall::UpdateChecksum {
-                    cond,
-                    data: calc.fields.clone(),
+                    of,
                     dst: Place::Slot(slot),
-                    width,
-                    algo: Expr::Const(calc.algo),
-                    payload: calc.payload,
                 })));
             }
         }

@@ -5,7 +5,6 @@
 use softswitch_core::ir::{ActionCall, Entry, FieldMatch};
 use softswitch_core::switch::{Clock, Switch};
 use softswitch_core::table::prefix_mask;
-use softswitch_frontend::source::SourceMap;
 use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;
@@ -16,14 +15,15 @@ fn load(name: &str) -> Switch {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/corpus")
         .join(name);
-    let mut map = SourceMap::new();
-    let file = map.add(
-        path.display().to_string(),
-        std::fs::read_to_string(&path).expect("the corpus program"),
-    );
-    let program = softswitch_frontend::compile(&mut map, file)
-        .unwrap_or_else(|d| panic!("{}", d.render(&map)));
-    Switch::new(program.program, Clock::Virtual(0))
+    let compiled = softswitch_frontend::compile_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    Switch::new(compiled.program, Clock::Virtual(0))
+}
+
+/// The ids of table `table` and of its action `action`.
+fn table_and_action(switch: &Switch, table: &str, action: &str) -> (usize, usize) {
+    let table = switch.table_id(table).expect("the table");
+    let action = switch.action_id(table, action).expect("the action");
+    (table, action)
 }
 
 /// A deterministic pseudo-random sequence (xorshift32).
@@ -67,10 +67,7 @@ fn measure(name: &str, switch: &mut Switch, packets: &[Vec<u8>]) {
 
 fn lpm_1000_routes() {
     let mut switch = load("basic.p4");
-    let table = switch.table_id("MyIngress.ipv4_lpm").expect("the table");
-    let action = switch
-        .action_id(table, "MyIngress.ipv4_forward")
-        .expect("the action");
+    let (table, action) = table_and_action(&switch, "MyIngress.ipv4_lpm", "MyIngress.ipv4_forward");
     let mut rng = 0x1234_5678;
     let mut prefixes = Vec::new();
     while prefixes.len() < 1000 {
@@ -103,14 +100,9 @@ fn lpm_1000_routes() {
 
 fn ecn_ecmp() {
     let mut switch = load("ecn_ecmp.p4");
-    let group = switch.table_id("MyIngress.ecmp_group").expect("the table");
-    let select = switch
-        .action_id(group, "MyIngress.set_ecmp_select")
-        .expect("the action");
-    let nhop = switch.table_id("MyIngress.ecmp_nhop").expect("the table");
-    let set_nhop = switch
-        .action_id(nhop, "MyIngress.set_nhop")
-        .expect("the action");
+    let (group, select) =
+        table_and_action(&switch, "MyIngress.ecmp_group", "MyIngress.set_ecmp_select");
+    let (nhop, set_nhop) = table_and_action(&switch, "MyIngress.ecmp_nhop", "MyIngress.set_nhop");
     let lpm = |v: u32, len: u16| FieldMatch::Masked {
         value: u128::from(v),
         mask: prefix_mask(32, len),

@@ -175,13 +175,7 @@ mod tests {
 
     #[test]
     fn random_fields_round_trip() {
-        let mut seed = 0x1234_5678_9abc_def0u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::test_support::xorshift64(0x1234_5678_9abc_def0);
         let mut fields = Vec::new();
         let mut w = BitWriter::new();
         for _ in 0..2000 {

@@ -4,8 +4,9 @@
 use crate::bits::{read_bits, BitWriter};
 use crate::hash::{self, Algorithm};
 use crate::ir::{
-    self, mask, sign_extend, varbit_chunk_width, ActionCall, CaseKeyset, EmitItem, Expr,
-    ExternCall, FieldItem, FieldLayout, HeaderRef, Place, Program, Stmt, Target, Transition,
+    self, mask, sign_extend, varbit_chunk_width, ActionCall, CaseKeyset, ChecksumOf, EmitItem,
+    Expr, ExternCall, FieldItem, FieldLayout, HeaderRef, Place, Program, Slot, Stmt, Target,
+    Transition,
 };
 use crate::meter::Color;
 use crate::ops;
@@ -190,14 +191,7 @@ impl<'a> Exec<'a> {
             }
             Stmt::Switch { on, cases, default } => {
                 let v = self.val(on);
-                if self.abort.is_some() {
-                    return Flow::Next;
-                }
-                let body = cases
-                    .iter()
-                    .find(|(vs, _)| vs.contains(&v))
-                    .map_or(default, |(_, b)| b);
-                return self.run(body);
+                return self.run_case(v, cases, default);
             }
             Stmt::SwitchAction {
                 table,
@@ -205,14 +199,7 @@ impl<'a> Exec<'a> {
                 default,
             } => {
                 let (_, action) = self.apply(*table);
-                if self.abort.is_some() {
-                    return Flow::Next;
-                }
-                let body = cases
-                    .iter()
-                    .find(|(a, _)| a.contains(&action))
-                    .map_or(default, |(_, b)| b);
-                return self.run(body);
+                return self.run_case(action, cases, default);
             }
             Stmt::Apply(t) => {
                 self.apply(*t);
@@ -223,6 +210,24 @@ impl<'a> Exec<'a> {
             Stmt::Return => return Flow::Return,
         }
         Flow::Next
+    }
+
+    /// Runs the body of the first case whose labels hold `key`, else `default`; nothing when
+    /// evaluating the key exited (an exit in an action the key applied ends the block at once).
+    fn run_case<K: PartialEq>(
+        &mut self,
+        key: K,
+        cases: &[(Vec<K>, Vec<Stmt>)],
+        default: &[Stmt],
+    ) -> Flow {
+        if self.abort.is_some() {
+            return Flow::Next;
+        }
+        let body = cases
+            .iter()
+            .find(|(labels, _)| labels.contains(&key))
+            .map_or(default, |(_, body)| body);
+        self.run(body)
     }
 
     fn invoke(&mut self, inv: &ir::Invoke) -> Flow {
@@ -335,14 +340,9 @@ impl<'a> Exec<'a> {
                 stride,
                 count,
                 index,
-            } => {
-                let i = self.val(index);
-                if i < u128::from(*count) {
-                    self.slots[(*base + i as u32 * stride) as usize]
-                } else {
-                    0
-                }
-            }
+            } => self
+                .dyn_slot(*base, *stride, *count, index)
+                .map_or(0, |slot| self.slots[slot]),
             Expr::Arith {
                 op,
                 width,
@@ -421,46 +421,47 @@ impl<'a> Exec<'a> {
         }
     }
 
-    fn store(&mut self, place: &Place, v: u128) {
+    /// The slot of element `index` of a header stack whose element `0` has the field at `base`
+    /// and the next ones every `stride` slots; `None` when `index` is not below `count`.
+    fn dyn_slot(&mut self, base: Slot, stride: u32, count: u32, index: &Expr) -> Option<usize> {
+        let i = self.val(index);
+        (i < u128::from(count)).then(|| (base + i as u32 * stride) as usize)
+    }
+
+    /// The slot a place that is not a slice names: `None` for a stack element out of range,
+    /// which reads as 0 and ignores writes.
+    fn whole_slot(&mut self, place: &Place) -> Option<usize> {
         match place {
-            Place::Slot(s) => self.slots[*s as usize] = v,
+            Place::Slot(s) => Some(*s as usize),
             Place::Dyn {
                 base,
                 stride,
                 count,
                 index,
-            } => {
-                let i = self.val(index);
-                if i < u128::from(*count) {
-                    self.slots[(*base + i as u32 * stride) as usize] = v;
-                }
-            }
+            } => self.dyn_slot(*base, *stride, *count, index),
+            Place::Slice { .. } => unreachable!("a slice is not a whole slot"),
+        }
+    }
+
+    fn store(&mut self, place: &Place, v: u128) {
+        match place {
             Place::Slice { inner, lo, width } => {
                 let old = self.load(inner);
                 let m = mask(*width) << lo;
                 self.store(inner, (old & !m) | ((v << lo) & m));
+            }
+            whole => {
+                if let Some(slot) = self.whole_slot(whole) {
+                    self.slots[slot] = v;
+                }
             }
         }
     }
 
     fn load(&mut self, place: &Place) -> u128 {
         match place {
-            Place::Slot(s) => self.slots[*s as usize],
-            Place::Dyn {
-                base,
-                stride,
-                count,
-                index,
-            } => {
-                let e = Expr::LoadDyn {
-                    base: *base,
-                    stride: *stride,
-                    count: *count,
-                    index: index.clone(),
-                };
-                self.val(&e)
-            }
             Place::Slice { inner, lo, width } => (self.load(inner) >> lo) & mask(*width),
+            whole => self.whole_slot(whole).map_or(0, |slot| self.slots[slot]),
         }
     }
 
@@ -496,6 +497,15 @@ impl<'a> Exec<'a> {
 
     fn payload(&self) -> &[u8] {
         &self.data[(self.cursor / 8).min(self.data.len())..]
+    }
+
+    /// The checksum `of` describes, when its condition holds.
+    fn checksum_when(&mut self, of: &ChecksumOf) -> Option<u128> {
+        if self.val(&of.cond) == 0 {
+            return None;
+        }
+        let c = self.checksum(&of.data, &of.algo, of.payload);
+        Some(u128::from(c) & mask(of.width))
     }
 
     fn checksum(&mut self, data: &ir::FieldList, algo: &Expr, payload: bool) -> u64 {
@@ -700,31 +710,15 @@ impl<'a> Exec<'a> {
                 };
                 self.store(dst, v & mask(*width));
             }
-            ExternCall::VerifyChecksum {
-                cond,
-                data,
-                checksum,
-                width,
-                algo,
-                payload,
-            } => {
-                if self.val(cond) != 0 {
-                    let c = u128::from(self.checksum(data, algo, *payload)) & mask(*width);
+            ExternCall::VerifyChecksum { of, checksum } => {
+                if let Some(c) = self.checksum_when(of) {
                     if c != self.val(checksum) {
                         self.slots[sm.checksum_error as usize] = 1;
                     }
                 }
             }
-            ExternCall::UpdateChecksum {
-                cond,
-                data,
-                dst,
-                width,
-                algo,
-                payload,
-            } => {
-                if self.val(cond) != 0 {
-                    let c = u128::from(self.checksum(data, algo, *payload)) & mask(*width);
+            ExternCall::UpdateChecksum { of, dst } => {
+                if let Some(c) = self.checksum_when(of) {
                     self.store(dst, c);
                 }
             }

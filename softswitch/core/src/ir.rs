@@ -242,6 +242,22 @@ pub fn varbit_chunk_width(len: u128, i: u32) -> u16 {
     len.saturating_sub(u128::from(i) * 128).min(128) as u16
 }
 
+/// The checksum `verify_checksum` and `update_checksum` compute, when `cond` holds: `algo` over
+/// the fields `data` (and the payload after the deparsed headers when `payload`), `width` bits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChecksumOf {
+    /// Whether to compute it at all.
+    pub cond: Expr,
+    /// The fields.
+    pub data: FieldList,
+    /// The algorithm's `HashAlgorithm` code.
+    pub algo: Expr,
+    /// Whether the payload follows the fields.
+    pub payload: bool,
+    /// The checksum's width in bits.
+    pub width: u16,
+}
+
 /// A call of a v1model or core extern.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ExternCall {
@@ -299,24 +315,11 @@ pub enum ExternCall {
         lo: Expr,
         hi: Expr,
     },
-    /// `verify_checksum[_with_payload]`.
-    VerifyChecksum {
-        cond: Expr,
-        data: FieldList,
-        checksum: Expr,
-        width: u16,
-        algo: Expr,
-        payload: bool,
-    },
-    /// `update_checksum[_with_payload]`.
-    UpdateChecksum {
-        cond: Expr,
-        data: FieldList,
-        dst: Place,
-        width: u16,
-        algo: Expr,
-        payload: bool,
-    },
+    /// `verify_checksum[_with_payload]`: sets `checksum_error` when the checksum differs from
+    /// `checksum`.
+    VerifyChecksum { of: ChecksumOf, checksum: Expr },
+    /// `update_checksum[_with_payload]`: writes the checksum to `dst`.
+    UpdateChecksum { of: ChecksumOf, dst: Place },
     /// `register.read(result, index)`.
     RegisterRead {
         instance: usize,
@@ -890,6 +893,12 @@ impl RunDepth<'_> {
         inner.saturating_add(1)
     }
 
+    fn checksum_of(&self, of: &ChecksumOf) -> usize {
+        self.expr(&of.cond)
+            .max(self.expr(&of.algo))
+            .max(self.fields(&of.data))
+    }
+
     fn extern_call(&self, call: &ExternCall) -> usize {
         let exprs = |es: &[&Expr]| es.iter().map(|e| self.expr(e)).max().unwrap_or(0);
         match call {
@@ -927,22 +936,10 @@ impl RunDepth<'_> {
                 .max(self.place(dst))
                 .max(self.fields(data)),
             ExternCall::Random { dst, lo, hi, .. } => exprs(&[lo, hi]).max(self.place(dst)),
-            ExternCall::VerifyChecksum {
-                cond,
-                data,
-                checksum,
-                algo,
-                ..
-            } => exprs(&[cond, checksum, algo]).max(self.fields(data)),
-            ExternCall::UpdateChecksum {
-                cond,
-                data,
-                dst,
-                algo,
-                ..
-            } => exprs(&[cond, algo])
-                .max(self.place(dst))
-                .max(self.fields(data)),
+            ExternCall::VerifyChecksum { of, checksum } => {
+                self.checksum_of(of).max(self.expr(checksum))
+            }
+            ExternCall::UpdateChecksum { of, dst } => self.checksum_of(of).max(self.place(dst)),
             ExternCall::RegisterRead { dst, index, .. }
             | ExternCall::MeterExecute { dst, index, .. } => self.expr(index).max(self.place(dst)),
             ExternCall::RegisterWrite { index, value, .. } => exprs(&[index, value]),

@@ -22,3 +22,17 @@ pub mod table;
 pub mod tm;
 
 pub use switch::runtime;
+
+/// What the unit tests share.
+#[cfg(test)]
+mod test_support {
+    /// A deterministic pseudo-random sequence (xorshift64) from `seed`.
+    pub fn xorshift64(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        }
+    }
+}

@@ -163,13 +163,7 @@ mod tests {
 
     #[test]
     fn random_wide_operands_match_the_reference() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::test_support::xorshift64(0x9e37_79b9_7f4a_7c15);
         for _ in 0..20_000 {
             let width = (next() % 118 + 9) as u16; // 9..=126: sums and differences fit in i128
             let m = mask(width);

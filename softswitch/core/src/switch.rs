@@ -404,15 +404,7 @@ impl Switch {
             slots[s as usize] = v;
         }
         let mut effects = Effects::default();
-        let mut exec = Exec::new(
-            &self.program,
-            &mut self.state,
-            &mut slots,
-            &p.data,
-            0,
-            &mut effects,
-            now,
-        );
+        let mut exec = self.exec(&mut slots, &p.data, 0, &mut effects, now);
         if let Err(code) = exec.parse() {
             exec.slots[sm.parser_error as usize] = code;
         }
@@ -422,6 +414,27 @@ impl Switch {
         }
         let cursor = exec.cursor;
         (slots, cursor.div_ceil(8), effects)
+    }
+
+    /// The interpreter of the program over one packet: its `slots`, its `data` parsed from bit
+    /// `cursor` on, the `effects` it asks for, at `now` µs.
+    fn exec<'a>(
+        &'a mut self,
+        slots: &'a mut [u128],
+        data: &'a [u8],
+        cursor: usize,
+        effects: &'a mut Effects,
+        now: u64,
+    ) -> Exec<'a> {
+        Exec::new(
+            &self.program,
+            &mut self.state,
+            slots,
+            data,
+            cursor,
+            effects,
+            now,
+        )
     }
 
     fn ingress(&mut self, p: IngressPacket) {
@@ -442,17 +455,7 @@ impl Switch {
                 let (mut cslots, cpayload, _) = self.run_ingress(&copy, false);
                 // After that parse BMv2 resets all metadata but the preserved fields.
                 self.reset_metadata(&mut cslots, &copy.preserved, InstanceType::IngressClone);
-                cslots[sm.egress_port as usize] = u128::from(port);
-                self.enqueue(
-                    port,
-                    Queued {
-                        slots: cslots,
-                        data: data.clone(),
-                        payload: cpayload,
-                        passes: p.passes,
-                        work: p.work.clone(),
-                    },
-                );
+                self.enqueue_copy(port, cslots, &data, cpayload, p.passes, &p.work);
             }
         }
         if let Some(list) = effects.resubmit {
@@ -518,19 +521,9 @@ impl Switch {
         let sm = self.program.std_meta;
         for (port, rid) in self.pre.replicas(group) {
             let mut copy = slots.to_vec();
-            copy[sm.egress_port as usize] = u128::from(port);
             copy[sm.egress_rid as usize] = u128::from(rid);
             copy[sm.instance_type as usize] = InstanceType::Replication.value();
-            self.enqueue(
-                port,
-                Queued {
-                    slots: copy,
-                    data: data.clone(),
-                    payload,
-                    passes,
-                    work: work.clone(),
-                },
-            );
+            self.enqueue_copy(port, copy, data, payload, passes, work);
         }
     }
 
@@ -563,6 +556,28 @@ impl Switch {
         false
     }
 
+    /// Queues a copy of a packet for `port`: its `slots` (whose `egress_port` is set to `port`)
+    /// and its `data`, shared.
+    fn enqueue_copy(
+        &mut self,
+        port: u16,
+        mut slots: Vec<u128>,
+        data: &Rc<[u8]>,
+        payload: usize,
+        passes: u32,
+        work: &Work,
+    ) {
+        slots[self.program.std_meta.egress_port as usize] = u128::from(port);
+        let copy = Queued {
+            slots,
+            data: data.clone(),
+            payload,
+            passes,
+            work: work.clone(),
+        };
+        self.enqueue(port, copy);
+    }
+
     fn enqueue(&mut self, port: u16, q: Queued) {
         let priority = q.slots[self.program.std_meta.priority as usize] as u8;
         let now = self.now_us();
@@ -591,15 +606,7 @@ impl Switch {
         slots[sm.deq_qdepth as usize] = u128::from(d.deq_qdepth) & ir::mask(19);
         slots[sm.egress_global_timestamp as usize] = u128::from(now) & ir::mask(48);
         let mut effects = Effects::default();
-        let mut exec = Exec::new(
-            &self.program,
-            &mut self.state,
-            &mut slots,
-            &data,
-            payload * 8,
-            &mut effects,
-            now,
-        );
+        let mut exec = self.exec(&mut slots, &data, payload * 8, &mut effects, now);
         exec.control(block::EGRESS);
         drop(exec);
         if let Some((true, session, list)) = effects.clone {
@@ -612,17 +619,7 @@ impl Switch {
                 let mut copy = slots.clone();
                 let preserved = self.preserved(&slots, list);
                 self.reset_metadata(&mut copy, &preserved, InstanceType::EgressClone);
-                copy[sm.egress_port as usize] = u128::from(port);
-                self.enqueue(
-                    port,
-                    Queued {
-                        slots: copy,
-                        data: data.clone(),
-                        payload,
-                        passes: passes + 1,
-                        work: work.clone(),
-                    },
-                );
+                self.enqueue_copy(port, copy, &data, payload, passes + 1, &work);
             }
         }
         if slots[sm.egress_spec as usize] == DROP_PORT {
@@ -630,15 +627,7 @@ impl Switch {
             self.recycle(slots);
             return;
         }
-        let mut exec = Exec::new(
-            &self.program,
-            &mut self.state,
-            &mut slots,
-            &data,
-            payload * 8,
-            &mut effects,
-            now,
-        );
+        let mut exec = self.exec(&mut slots, &data, payload * 8, &mut effects, now);
         exec.control(block::COMPUTE);
         let mut out = exec.deparse();
         drop(exec);

@@ -480,48 +480,21 @@ mod tests {
     #[test]
     fn exact_duplicates_and_capacity_are_refused() {
         let mut t = table(&[MatchKind::Exact]);
-        let full = ir::mask(32);
-        t.insert(entry(
-            vec![FieldMatch::Masked {
-                value: 7,
-                mask: full,
-            }],
-            0,
-            1,
-        ))
-        .unwrap();
-        assert_eq!(
-            t.insert(entry(
+        let exact = |value| {
+            entry(
                 vec![FieldMatch::Masked {
-                    value: 7,
-                    mask: full
-                }],
-                0,
-                1
-            )),
-            Err(TableError::Duplicate("t".into()))
-        );
-        for v in 8..23 {
-            t.insert(entry(
-                vec![FieldMatch::Masked {
-                    value: v,
-                    mask: full,
+                    value,
+                    mask: ir::mask(32),
                 }],
                 0,
                 1,
-            ))
-            .unwrap();
+            )
+        };
+        t.insert(exact(7)).unwrap();
+        assert_eq!(t.insert(exact(7)), Err(TableError::Duplicate("t".into())));
+        for v in 8..23 {
+            t.insert(exact(v)).unwrap();
         }
-        assert_eq!(
-            t.insert(entry(
-                vec![FieldMatch::Masked {
-                    value: 99,
-                    mask: full
-                }],
-                0,
-                1
-            )),
-            Err(TableError::Full("t".into()))
-        );
+        assert_eq!(t.insert(exact(99)), Err(TableError::Full("t".into())));
     }
 }

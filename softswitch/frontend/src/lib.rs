@@ -26,6 +26,15 @@ pub fn compile(map: &mut source::SourceMap, file: u32) -> diagnostic::Result<Com
     compile_with(map, file, preprocessor::Includes::BuiltinOnly)
 }
 
+/// Reads the P4 file at `path` and compiles it as [`compile`] does; a failure is the read error,
+/// or the diagnostic rendered against the source.
+pub fn compile_file(path: &std::path::Path) -> Result<Compiled, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut map = source::SourceMap::new();
+    let file = map.add(path.display().to_string(), text);
+    compile(&mut map, file).map_err(|d| d.render(&map))
+}
+
 /// Compiles file `file` of `map` (files it includes, as `includes` allows, are added to `map`)
 /// to the lowered program.
 ///

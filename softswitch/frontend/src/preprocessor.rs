@@ -705,6 +705,14 @@ mod tests {
             .collect())
     }
 
+    /// Where preprocessing `src` (as `t.p4`) fails, and why.
+    fn error(src: &str) -> (String, String) {
+        let mut map = SourceMap::new();
+        let f = map.add("t.p4", src);
+        let e = preprocess(&mut map, f, Includes::Files).unwrap_err();
+        (e.location(&map), e.message)
+    }
+
     #[test]
     fn defines_expand_and_conditionals_select() {
         let src = "#define N 4\n#define M N\n#if M > 3 && defined(N)\na M\n#else\nb\n#endif\n#ifdef Q\nc\n#elif 1\nd\n#endif\n";
@@ -722,14 +730,11 @@ mod tests {
 
     #[test]
     fn a_macro_call_with_the_wrong_arity_is_located() {
-        let mut map = SourceMap::new();
-        let f = map.add("t.p4", "#define F(a, b) a\nx F(1)\n");
-        let e = preprocess(&mut map, f, Includes::Files).unwrap_err();
         assert_eq!(
-            (e.location(&map), e.message.as_str()),
+            error("#define F(a, b) a\nx F(1)\n"),
             (
                 "t.p4:2:3".to_string(),
-                "macro 'F' takes 2 arguments, 1 given"
+                "macro 'F' takes 2 arguments, 1 given".to_string()
             )
         );
     }
@@ -742,25 +747,12 @@ mod tests {
 
     #[test]
     fn unterminated_if_is_an_error_at_the_if() {
-        let mut map = SourceMap::new();
-        let f = map.add("t.p4", "x\n#ifdef A\n");
-        assert_eq!(
-            preprocess(&mut map, f, Includes::Files)
-                .unwrap_err()
-                .location(&map),
-            "t.p4:2:1"
-        );
+        assert_eq!(error("x\n#ifdef A\n").0, "t.p4:2:1");
     }
 
     #[test]
     fn missing_include_is_an_error() {
-        let mut map = SourceMap::new();
-        let f = map.add("t.p4", "#include \"nope.p4\"\n");
-        let e = preprocess(&mut map, f, Includes::Files).unwrap_err();
-        assert!(
-            e.message.contains("cannot read included file"),
-            "{}",
-            e.message
-        );
+        let (_, message) = error("#include \"nope.p4\"\n");
+        assert!(message.contains("cannot read included file"), "{message}");
     }
 }

@@ -52,6 +52,18 @@ fn states(switch: &Switch, ports: Vec<u16>, priority: Option<u8>) -> Vec<q::Queu
         .collect()
 }
 
+/// `value`, when the request gives one, as `check` takes it; a value it refuses is
+/// INVALID_ARGUMENT.
+fn checked<V: Into<u128>, T>(
+    value: Option<V>,
+    check: fn(u128) -> Result<T, tm::QueueSettingError>,
+) -> Result<Option<T>, Status> {
+    value
+        .map(|v| check(v.into()))
+        .transpose()
+        .map_err(|e| Status::invalid_argument(e.to_string()))
+}
+
 fn no_pipeline() -> Status {
     Status::failed_precondition("no forwarding pipeline: the queues belong to the running pipeline")
 }
@@ -76,22 +88,9 @@ impl Queues for QueuesService {
                     })
             })
             .transpose()?;
-        let refused = |e: tm::QueueSettingError| Status::invalid_argument(e.to_string());
-        let priority = req
-            .priority
-            .map(|p| tm::priority(p.into()))
-            .transpose()
-            .map_err(refused)?;
-        let depth = req
-            .depth_packets
-            .map(|d| tm::depth(d.into()))
-            .transpose()
-            .map_err(refused)?;
-        let rate = req
-            .rate_pps
-            .map(|r| tm::rate(r.into()))
-            .transpose()
-            .map_err(refused)?;
+        let priority = checked(req.priority, tm::priority)?;
+        let depth = checked(req.depth_packets, tm::depth)?;
+        let rate = checked(req.rate_pps, tm::rate)?;
         let queues = self
             .engine
             .call(move |e| {

@@ -15,7 +15,7 @@ pub mod bmv2;
 mod target;
 
 pub use softswitch_core::runtime::MeterCell;
-pub use target::{Sent, Target, TargetResult};
+pub use target::{Indirect, IndirectEntry, Sent, Target, TargetResult};
 
 use softswitch_core::ir::{mask, ActionCall, Entry, FieldMatch, MatchKind};
 use softswitch_core::meter::MeterConfig;
@@ -718,11 +718,19 @@ impl Runner<'_> {
                             format!("'{id}' is not a member or group id (0..{})", u32::MAX),
                         )
                     })?;
-                if kind == "member" {
-                    self.target.add_member_entry(table, full, priority, id)
+                let runs = if kind == "member" {
+                    Indirect::Member(id)
                 } else {
-                    self.target.add_group_entry(table, full, priority, id)
-                }
+                    Indirect::Group(id)
+                };
+                self.target.add_indirect_entry(
+                    table,
+                    IndirectEntry {
+                        matches: full,
+                        priority,
+                        runs,
+                    },
+                )
             }
         };
         let handle = added.map_err(|e| Diagnostic::new(cmd.span, e))?;

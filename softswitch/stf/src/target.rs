@@ -17,6 +17,28 @@ fn refusal(e: RuntimeError) -> String {
     e.to_string()
 }
 
+/// An entry of a table with an action profile or selector, as [`Entry`] is of a direct table:
+/// what it matches, its priority, and what it runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndirectEntry {
+    /// One match per key.
+    pub matches: Vec<FieldMatch>,
+    /// Priority (higher wins).
+    pub priority: i64,
+    /// The member or group it runs.
+    pub runs: Indirect,
+}
+
+/// What an entry of a table with an action profile or selector runs: the test's id of a
+/// member, or of a group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Indirect {
+    /// A member of the table's action profile.
+    Member(u32),
+    /// A group of the table's action selector.
+    Group(u32),
+}
+
 /// A packet a target sent.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sent {
@@ -43,22 +65,9 @@ pub trait Target {
     fn take_outputs(&mut self) -> TargetResult<Vec<Sent>>;
     /// Installs an entry; returns its handle.
     fn add_entry(&mut self, table: usize, entry: Entry) -> TargetResult<usize>;
-    /// Installs an entry that runs member `member` of the table's action profile.
-    fn add_member_entry(
-        &mut self,
-        table: usize,
-        matches: Vec<FieldMatch>,
-        priority: i64,
-        member: u32,
-    ) -> TargetResult<usize>;
-    /// Installs an entry that runs a member of group `group` of the table's action selector.
-    fn add_group_entry(
-        &mut self,
-        table: usize,
-        matches: Vec<FieldMatch>,
-        priority: i64,
-        group: u32,
-    ) -> TargetResult<usize>;
+    /// Installs an entry that runs a member of the table's action profile, or a member of a
+    /// group of its action selector; returns its handle.
+    fn add_indirect_entry(&mut self, table: usize, entry: IndirectEntry) -> TargetResult<usize>;
     /// Removes entry `handle`.
     fn remove_entry(&mut self, table: usize, handle: usize) -> TargetResult<()>;
     /// Removes every entry of every table the control plane may change.
@@ -181,24 +190,21 @@ impl Target for Switch {
         Switch::add_entry(self, table, entry).map_err(refusal)
     }
 
-    fn add_member_entry(
-        &mut self,
-        table: usize,
-        matches: Vec<FieldMatch>,
-        priority: i64,
-        member: u32,
-    ) -> TargetResult<usize> {
-        Switch::add_member_entry(self, table, matches, priority, member).map_err(refusal)
-    }
-
-    fn add_group_entry(
-        &mut self,
-        table: usize,
-        matches: Vec<FieldMatch>,
-        priority: i64,
-        group: u32,
-    ) -> TargetResult<usize> {
-        Switch::add_group_entry(self, table, matches, priority, group).map_err(refusal)
+    fn add_indirect_entry(&mut self, table: usize, entry: IndirectEntry) -> TargetResult<usize> {
+        let IndirectEntry {
+            matches,
+            priority,
+            runs,
+        } = entry;
+        match runs {
+            Indirect::Member(member) => {
+                Switch::add_member_entry(self, table, matches, priority, member)
+            }
+            Indirect::Group(group) => {
+                Switch::add_group_entry(self, table, matches, priority, group)
+            }
+        }
+        .map_err(refusal)
     }
 
     fn remove_entry(&mut self, table: usize, handle: usize) -> TargetResult<()> {

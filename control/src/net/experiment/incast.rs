@@ -10,10 +10,6 @@
 use std::{
     net::IpAddr,
     path::{Path, PathBuf},
-    sync::{
-        atomic::{AtomicU64, Ordering},
-        Arc, Mutex,
-    },
     time::{Duration, Instant},
 };
 
@@ -21,24 +17,19 @@ use anyhow::{bail, Context as _};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{link_pps, CountSample, Fabric, Sampler, Spawned, SwitchCounts};
+use super::{
+    count, host_ip, CountSample, Fabric, Links, Receiving, Sampler, Spawned, SwitchCounts,
+    SwitchOutcome, SAMPLE_EVERY,
+};
 use crate::{
     lab::output::{self, Line, Panel, Series},
-    net::leaf_spine::Tuning,
-    netns::run_in,
-    traffic::{Interval, Receiver, RecvConfig, RecvSummary, StopFlag},
-    units::{parse_rate_bps, parse_run_time},
+    traffic::{Interval, StopFlag},
+    units::parse_run_time,
 };
-
-/// How often the receiver reports what each sender delivered.
-const GOODPUT_EVERY: Duration = Duration::from_millis(100);
 
 /// How long frames still in the fabric may take to arrive once the senders are done (held
 /// frames leave at the link rate, queue by queue).
 const DRAIN: Duration = Duration::from_secs(10);
-
-/// The smallest and largest frame.
-const FRAME_BYTES: std::ops::RangeInclusive<usize> = 128..=1500;
 
 /// Options of `lossless net experiment incast`.
 #[derive(Debug, Clone, clap::Args)]
@@ -46,18 +37,9 @@ pub struct IncastArgs {
     /// The receiver [default: the fabric's last host].
     #[arg(long)]
     pub receiver: Option<String>,
-    /// Every link's rate: the switches' queues drain at it, and it is each sender's line rate
-    /// (where DCQCN starts and its ceiling).
-    #[arg(long, default_value = "8mbit", value_parser = parse_rate_bps)]
-    pub link_rate: u64,
-    /// Every switch queue's depth in packets (1 to 4096): PFC pauses at 16, and the rest is
-    /// headroom for what is already on its way, which for a software switch includes the
-    /// burst its upstream sends to catch up after the machine descheduled it.
-    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub queue_depth: u32,
-    /// Frame size in bytes (without FCS), 128 to 1500.
-    #[arg(long, default_value_t = 1000)]
-    pub size: usize,
+    /// The links.
+    #[command(flatten)]
+    pub links: Links,
     /// How long the senders send (1 ms to 1 day).
     #[arg(long, default_value = "3", value_parser = parse_run_time)]
     pub secs: Duration,
@@ -65,26 +47,6 @@ pub struct IncastArgs {
     /// rate logs and incast.svg.
     #[arg(long, default_value = "lab-output/net-incast")]
     pub out: PathBuf,
-}
-
-impl IncastArgs {
-    /// DCQCN's parameters scaled to the link: steps and floor as fractions of its rate, timers
-    /// of a few of its packet times at the default rate.
-    fn dcqcn_flags(&self) -> Vec<String> {
-        let rate = self.link_rate;
-        [
-            ("--dcqcn-g", "0.0625".to_string()),
-            ("--dcqcn-rai", (rate / 100).max(1).to_string()),
-            ("--dcqcn-rhai", (rate / 20).max(1).to_string()),
-            ("--dcqcn-min-rate", (rate / 100).max(1).to_string()),
-            ("--dcqcn-byte-counter", (self.size * 50).to_string()),
-            ("--dcqcn-timer-us", "5000".to_string()),
-            ("--dcqcn-alpha-us", "5000".to_string()),
-        ]
-        .into_iter()
-        .flat_map(|(flag, value)| [flag.to_string(), value])
-        .collect()
-    }
 }
 
 /// One sender's outcome.
@@ -111,14 +73,6 @@ struct SenderOutcome {
     wire_rate_bps: f64,
     /// Whether it honoured PFC, from its own summary.
     pfc: Value,
-}
-
-/// One switch's counts over the run.
-#[derive(Debug, Serialize)]
-struct SwitchOutcome {
-    name: String,
-    #[serde(flatten)]
-    counts: SwitchCounts,
 }
 
 /// summary.json.
@@ -158,10 +112,6 @@ struct Outcome {
 
 /// Runs the incast on `fabric`; stops early when `stop` is set (and still writes its outputs).
 pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Result<()> {
-    if !FRAME_BYTES.contains(&args.size) {
-        bail!("--size {}: {FRAME_BYTES:?} bytes", args.size);
-    }
-    let pps = link_pps(args.link_rate, args.size)?;
     let hosts = fabric.hosts();
     let receiver = match &args.receiver {
         Some(name) => name.clone(),
@@ -173,20 +123,8 @@ pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Resul
     if senders.is_empty() {
         bail!("an incast needs a host besides the receiver");
     }
-    // The hosts read the switches' pause quanta at the fabric's link speed.
-    let speed = Tuning::default().pause_link_speed_bps();
-    for host in senders.iter().chain([&receiver]) {
-        fabric.run_lossless_in(
-            host,
-            &[
-                "host".into(),
-                "set".into(),
-                "eth0".into(),
-                format!("pfc.link_speed_bps={speed}"),
-            ],
-        )?;
-    }
-    fabric.set_queues(pps, args.queue_depth)?;
+    fabric.read_pauses_at_fabric_speed(senders.iter().chain([&receiver]))?;
+    let pps = args.links.apply(fabric)?;
     // Absolute: the senders write their rate logs from inside their hosts' mount namespaces.
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
@@ -199,36 +137,22 @@ pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Resul
          bytes a second), {:?}",
         senders.join(", "),
         fabric.kind,
-        args.link_rate as f64 / 1e6,
-        args.size,
+        args.links.link_rate as f64 / 1e6,
+        args.links.size,
         args.secs
     );
 
     let receiving = Receiving::start(&format!("/proc/{}/ns/net", receiver_node.pid))?;
-    let sampler = Sampler::start(fabric)?;
+    let sampler = Sampler::start(fabric, SAMPLE_EVERY)?;
     let started = Instant::now();
     let mut running = Vec::new();
     for host in &senders {
         let log = args.out.join(format!("{host}-rates.json"));
-        let mut send: Vec<String> = [
-            "traffic",
-            "send",
-            "--iface",
-            "eth0",
-            "--dst-ip",
-            &receiver_ip.to_string(),
-            "--rate",
-            &args.link_rate.to_string(),
-            "--size",
-            &args.size.to_string(),
-            "--duration",
-            &format!("{}ms", args.secs.as_millis()),
-            "--json",
-            "--dcqcn",
-        ]
-        .map(String::from)
-        .to_vec();
-        send.extend(args.dcqcn_flags());
+        let mut send = args.links.dcqcn_sender(receiver_ip);
+        send.extend([
+            "--duration".to_string(),
+            format!("{}ms", args.secs.as_millis()),
+        ]);
         send.extend(["--rate-log".to_string(), log.display().to_string()]);
         running.push((
             host.clone(),
@@ -259,10 +183,6 @@ pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Resul
     let elapsed = started.elapsed();
 
     let switches = fabric.switches();
-    let (first, last) = (
-        samples.first().context("no counter sample")?,
-        samples.last().context("no counter sample")?,
-    );
     let mut senders_out = Vec::new();
     for (host, s) in &sent {
         let ip = host_ip(fabric.host(host)?)?;
@@ -284,27 +204,17 @@ pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Resul
             pfc: s["pfc"].clone(),
         });
     }
-    let switches_out: Vec<SwitchOutcome> = switches
-        .iter()
-        .zip(last.counts.iter().zip(&first.counts))
-        .map(|(switch, (last, first))| SwitchOutcome {
-            name: switch.name.clone(),
-            counts: last.since(first),
-        })
-        .collect();
-    let total = |f: fn(&SwitchCounts) -> u64| switches_out.iter().map(|s| f(&s.counts)).sum();
+    let switches_out = SwitchOutcome::over(&switches, &samples)?;
+    let total = |f: fn(&SwitchCounts) -> u64| SwitchOutcome::total(&switches_out, f);
     let sent_total: u64 = senders_out.iter().map(|s| s.sent).sum();
     let received_total: u64 = senders_out.iter().map(|s| s.received).sum();
     let outcome = Outcome {
-        switch: match fabric.kind {
-            crate::p4::cli::SwitchKind::Softswitch => "softswitch",
-            crate::p4::cli::SwitchKind::Bmv2 => "bmv2",
-        },
+        switch: fabric.kind_name(),
         shape: [fabric.shape.spines, fabric.shape.leaves, fabric.shape.hosts],
         receiver,
-        link_rate_bps: args.link_rate,
+        link_rate_bps: args.links.link_rate,
         link_pps: pps,
-        frame_bytes: args.size,
+        frame_bytes: args.links.size,
         secs: elapsed.as_secs_f64(),
         sent: sent_total,
         received: received_total,
@@ -323,78 +233,6 @@ pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Resul
     let table = table(&outcome);
     print!("{table}");
     write_outputs(args, &outcome, &table, &samples, &switches, &goodput)
-}
-
-/// A host's address, as the glue reported it.
-fn host_ip(node: &crate::net::state::NodeStatus) -> anyhow::Result<IpAddr> {
-    node.intfs
-        .first()
-        .and_then(|i| i.ip.as_deref())
-        .and_then(|ip| ip.parse().ok())
-        .with_context(|| format!("{} has no IPv4 address", node.name))
-}
-
-/// A count in a sender's JSON summary (0 if missing).
-fn count(summary: &Value, key: &str) -> u64 {
-    summary[key].as_u64().unwrap_or(0)
-}
-
-/// The receiver, counting on a thread of its own inside the receiving host's namespace.
-struct Receiving {
-    stop: StopFlag,
-    received: Arc<AtomicU64>,
-    goodput: Arc<Mutex<Vec<Interval>>>,
-    thread: std::thread::JoinHandle<anyhow::Result<RecvSummary>>,
-}
-
-impl Receiving {
-    /// Opens the receiver's socket in the namespace at `netns`; it counts from here on.
-    fn start(netns: &str) -> anyhow::Result<Receiving> {
-        let config = RecvConfig {
-            iface: "eth0".into(),
-            duration: None,
-            count: None,
-            idle_timeout: None,
-            cnp: None,
-        };
-        let mut receiver = run_in(Path::new(netns), || Receiver::open(config))??;
-        let stop = receiver.stop_flag();
-        let received = Arc::new(AtomicU64::new(0));
-        let goodput = Arc::new(Mutex::new(Vec::new()));
-        let (counted, intervals) = (received.clone(), goodput.clone());
-        let thread = std::thread::spawn(move || {
-            Ok(receiver.run_every(GOODPUT_EVERY, |interval| {
-                let packets: u64 = interval.qps.iter().map(|q| q.packets).sum();
-                counted.fetch_add(packets, Ordering::Relaxed);
-                intervals
-                    .lock()
-                    .expect("not poisoned")
-                    .push(interval.clone());
-            })?)
-        });
-        Ok(Receiving {
-            stop,
-            received,
-            goodput,
-            thread,
-        })
-    }
-
-    /// Frames counted up to the last report.
-    fn received(&self) -> u64 {
-        self.received.load(Ordering::Relaxed)
-    }
-
-    /// Stops it: its summary and its reports.
-    fn finish(self) -> anyhow::Result<(RecvSummary, Vec<Interval>)> {
-        self.stop.stop();
-        let summary = self
-            .thread
-            .join()
-            .map_err(|_| anyhow::anyhow!("the receiver panicked"))??;
-        let goodput = std::mem::take(&mut *self.goodput.lock().expect("not poisoned"));
-        Ok((summary, goodput))
-    }
 }
 
 /// The tables: senders, then switches, then the verdict.
@@ -532,7 +370,7 @@ fn draw(
 ) -> anyhow::Result<()> {
     let end = outcome.secs;
     let x = 0.0..end;
-    let link = args.link_rate as f64 / 1e6;
+    let link = args.links.link_rate as f64 / 1e6;
     let mut rate_lines = Vec::new();
     for s in &outcome.senders {
         rate_lines.push(Line::solid(

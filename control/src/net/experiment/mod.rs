@@ -6,16 +6,18 @@
 //! switches are programmed, and tears everything down however it ends.
 
 pub mod incast;
+pub mod lb;
 
 use std::{
     collections::BTreeMap,
     io::Write as _,
+    net::IpAddr,
     os::unix::process::CommandExt as _,
-    path::PathBuf,
+    path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     sync::{
-        atomic::{AtomicBool, Ordering},
-        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Arc, Mutex,
     },
     time::{Duration, Instant},
 };
@@ -25,7 +27,7 @@ use p4runtime::{lossless::softswitch::v1::SetQueueRequest, p4::config::v1::P4Inf
 use serde::Serialize;
 
 use super::{
-    leaf_spine::{Shape, PRIORITY_DATA},
+    leaf_spine::{Shape, Tuning, PRIORITY_DATA},
     state::{NodeStatus, Running},
 };
 use crate::{
@@ -36,8 +38,9 @@ use crate::{
         client::{Client, ElectionId, Target},
         p4info,
     },
-    traffic::StopFlag,
+    traffic::{Interval, Receiver, RecvConfig, RecvSummary, StopFlag},
 };
+use serde_json::Value;
 
 /// The experiments.
 #[derive(Clone, Debug, clap::Subcommand)]
@@ -46,6 +49,15 @@ pub enum Experiment {
     /// the switches mark (ECN), send CNPs back and pause (PFC) hop by hop; zero drops in the
     /// lossless class, pauses and marks counted per switch.
     Incast(incast::IncastArgs),
+    /// Load balancing compared: the same workload (long and short DCQCN flows from one leaf to
+    /// another, across the spines) once per policy (ecmp, flowlet, dlb, spray), the policy
+    /// switched live over P4Runtime between runs; per-spine bytes, reordering, short flows'
+    /// completion times, pauses and marks per switch, drops in the lossless class.
+    Lb(lb::LbArgs),
+    /// The lb workload with one leaf-spine link taken down mid-run, once per policy: how the
+    /// traffic recovers (the control plane drains the dead link's spine from every leaf's
+    /// uplink group), frames lost, short flows' completion times.
+    LinkFailure(lb::LinkFailureArgs),
 }
 
 impl Experiment {
@@ -54,7 +66,9 @@ impl Experiment {
         match self {
             // XDP consumes the switches' PAUSE frames and keeps the pause state the traffic
             // tool honours.
-            Experiment::Incast(_) => vec!["xdp".into()],
+            Experiment::Incast(_) | Experiment::Lb(_) | Experiment::LinkFailure(_) => {
+                vec!["xdp".into()]
+            }
         }
     }
 
@@ -62,11 +76,13 @@ impl Experiment {
     pub fn run(&self, fabric: &Fabric, stop: &StopFlag) -> anyhow::Result<()> {
         match self {
             Experiment::Incast(args) => incast::run(args, fabric, stop),
+            Experiment::Lb(args) => lb::run(args, None, fabric, stop),
+            Experiment::LinkFailure(args) => lb::run(&args.lb, Some(args), fabric, stop),
         }
     }
 }
 
-/// How often the sampler reads the switches' counters.
+/// How often the incast's sampler reads the switches' counters.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(250);
 
 /// Bytes a frame takes on the wire beyond its own (FCS, preamble, inter-frame gap), as the
@@ -88,6 +104,83 @@ pub fn link_pps(rate_bps: u64, size: usize) -> anyhow::Result<u64> {
         );
     }
     Ok(pps)
+}
+
+/// How often a receiver reports what each QP delivered.
+pub const GOODPUT_EVERY: Duration = Duration::from_millis(100);
+
+/// The smallest and largest frame an experiment sends.
+pub const FRAME_BYTES: std::ops::RangeInclusive<usize> = 128..=1500;
+
+/// The fabric's links as an experiment runs them: options every experiment takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Links {
+    /// Every link's rate: the switches' queues drain at it, and it is each sender's line rate
+    /// (where DCQCN starts and its ceiling).
+    #[arg(long, default_value = "8mbit", value_parser = crate::units::parse_rate_bps)]
+    pub link_rate: u64,
+    /// Every switch queue's depth in packets (1 to 4096): PFC pauses at 16, and the rest is
+    /// headroom for what is already on its way, which for a software switch includes the
+    /// burst its upstream sends to catch up after the machine descheduled it.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub queue_depth: u32,
+    /// Frame size in bytes (without FCS), 128 to 1500.
+    #[arg(long, default_value_t = 1000)]
+    pub size: usize,
+}
+
+impl Links {
+    /// `lossless traffic send` with DCQCN on a host's `eth0` to `dst`, from the link rate,
+    /// its summary as JSON; the run's length and QPs are the caller's to add.
+    pub fn dcqcn_sender(&self, dst: IpAddr) -> Vec<String> {
+        let mut send: Vec<String> = [
+            "traffic",
+            "send",
+            "--iface",
+            "eth0",
+            "--dst-ip",
+            &dst.to_string(),
+            "--rate",
+            &self.link_rate.to_string(),
+            "--size",
+            &self.size.to_string(),
+            "--json",
+            "--dcqcn",
+        ]
+        .map(String::from)
+        .to_vec();
+        send.extend(dcqcn_flags(self.link_rate, self.size));
+        send
+    }
+
+    /// Checks the frame size and paces every queue of `fabric` at the link rate: the link's
+    /// frames per second.
+    pub fn apply(&self, fabric: &Fabric) -> anyhow::Result<u64> {
+        if !FRAME_BYTES.contains(&self.size) {
+            bail!("--size {}: {FRAME_BYTES:?} bytes", self.size);
+        }
+        let pps = link_pps(self.link_rate, self.size)?;
+        fabric.set_queues(pps, self.queue_depth)?;
+        Ok(pps)
+    }
+}
+
+/// DCQCN's parameters of the traffic tool, scaled to a link of `link_rate` b/s carrying
+/// `size`-byte frames: steps and floor as fractions of its rate, timers of a few of its
+/// packet times at 8 Mb/s.
+fn dcqcn_flags(link_rate: u64, size: usize) -> Vec<String> {
+    [
+        ("--dcqcn-g", "0.0625".to_string()),
+        ("--dcqcn-rai", (link_rate / 100).max(1).to_string()),
+        ("--dcqcn-rhai", (link_rate / 20).max(1).to_string()),
+        ("--dcqcn-min-rate", (link_rate / 100).max(1).to_string()),
+        ("--dcqcn-byte-counter", (size * 50).to_string()),
+        ("--dcqcn-timer-us", "5000".to_string()),
+        ("--dcqcn-alpha-us", "5000".to_string()),
+    ]
+    .into_iter()
+    .flat_map(|(flag, value)| [flag.to_string(), value])
+    .collect()
 }
 
 /// A running generated fabric, as an experiment drives it.
@@ -287,6 +380,35 @@ impl Fabric {
 }
 
 impl Fabric {
+    /// The switch it runs, as summaries name it.
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            SwitchKind::Softswitch => "softswitch",
+            SwitchKind::Bmv2 => "bmv2",
+        }
+    }
+
+    /// Makes `hosts` read the switches' pause quanta at the fabric's link speed (`lossless host
+    /// set eth0 pfc.link_speed_bps=...`).
+    pub fn read_pauses_at_fabric_speed<'a>(
+        &self,
+        hosts: impl IntoIterator<Item = &'a String>,
+    ) -> anyhow::Result<()> {
+        let speed = Tuning::default().pause_link_speed_bps();
+        for host in hosts {
+            self.run_lossless_in(
+                host,
+                &[
+                    "host".into(),
+                    "set".into(),
+                    "eth0".into(),
+                    format!("pfc.link_speed_bps={speed}"),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
     /// The kernel's drop counters (`ip -s link`: rx and tx dropped) of every interface of the
     /// network that dropped anything: the switches' ports, and every host's `eth0` (named
     /// `HOST-eth0`).
@@ -318,6 +440,78 @@ impl Fabric {
             read(format!("--net=/proc/{pid}/ns/net"), &format!("{host}-"))?;
         }
         Ok(drops)
+    }
+}
+
+/// A host's address, as the glue reported it.
+pub fn host_ip(node: &crate::net::state::NodeStatus) -> anyhow::Result<IpAddr> {
+    node.intfs
+        .first()
+        .and_then(|i| i.ip.as_deref())
+        .and_then(|ip| ip.parse().ok())
+        .with_context(|| format!("{} has no IPv4 address", node.name))
+}
+
+/// A count in a sender's JSON summary (0 if missing).
+pub fn count(summary: &Value, key: &str) -> u64 {
+    summary[key].as_u64().unwrap_or(0)
+}
+
+/// The receiver, counting on a thread of its own inside the receiving host's namespace.
+pub struct Receiving {
+    stop: StopFlag,
+    received: Arc<AtomicU64>,
+    goodput: Arc<Mutex<Vec<Interval>>>,
+    thread: std::thread::JoinHandle<anyhow::Result<RecvSummary>>,
+}
+
+impl Receiving {
+    /// Opens the receiver's socket in the namespace at `netns`; it counts from here on.
+    pub fn start(netns: &str) -> anyhow::Result<Receiving> {
+        let config = RecvConfig {
+            iface: "eth0".into(),
+            duration: None,
+            count: None,
+            idle_timeout: None,
+            cnp: None,
+        };
+        let mut receiver = run_in(Path::new(netns), || Receiver::open(config))??;
+        let stop = receiver.stop_flag();
+        let received = Arc::new(AtomicU64::new(0));
+        let goodput = Arc::new(Mutex::new(Vec::new()));
+        let (counted, intervals) = (received.clone(), goodput.clone());
+        let thread = std::thread::spawn(move || {
+            Ok(receiver.run_every(GOODPUT_EVERY, |interval| {
+                let packets: u64 = interval.qps.iter().map(|q| q.packets).sum();
+                counted.fetch_add(packets, Ordering::Relaxed);
+                intervals
+                    .lock()
+                    .expect("not poisoned")
+                    .push(interval.clone());
+            })?)
+        });
+        Ok(Receiving {
+            stop,
+            received,
+            goodput,
+            thread,
+        })
+    }
+
+    /// Frames counted up to the last report.
+    pub fn received(&self) -> u64 {
+        self.received.load(Ordering::Relaxed)
+    }
+
+    /// Stops it: its summary and its reports.
+    pub fn finish(self) -> anyhow::Result<(RecvSummary, Vec<Interval>)> {
+        self.stop.stop();
+        let summary = self
+            .thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("the receiver panicked"))??;
+        let goodput = std::mem::take(&mut *self.goodput.lock().expect("not poisoned"));
+        Ok((summary, goodput))
     }
 }
 
@@ -379,6 +573,43 @@ impl SwitchCounts {
     }
 }
 
+/// One switch's counts over a run.
+#[derive(Debug, Serialize)]
+pub struct SwitchOutcome {
+    /// Its name.
+    pub name: String,
+    /// What it counted.
+    #[serde(flatten)]
+    pub counts: SwitchCounts,
+}
+
+impl SwitchOutcome {
+    /// Every switch's counts between the first and the last of `samples` (taken of
+    /// `switches`).
+    pub fn over(
+        switches: &[SwitchRef],
+        samples: &[CountSample],
+    ) -> anyhow::Result<Vec<SwitchOutcome>> {
+        let (first, last) = (
+            samples.first().context("no counter sample")?,
+            samples.last().context("no counter sample")?,
+        );
+        Ok(switches
+            .iter()
+            .zip(last.counts.iter().zip(&first.counts))
+            .map(|(switch, (last, first))| SwitchOutcome {
+                name: switch.name.clone(),
+                counts: last.since(first),
+            })
+            .collect())
+    }
+
+    /// `what` of the counts, summed over `outcomes`.
+    pub fn total(outcomes: &[SwitchOutcome], what: fn(&SwitchCounts) -> u64) -> u64 {
+        outcomes.iter().map(|s| what(&s.counts)).sum()
+    }
+}
+
 /// The counters [`SwitchCounts`] sums, and whether a cell is per (port, priority) or per port.
 const COUNTED: [(&str, bool); 8] = [
     ("LosslessIngress.pfc_pause_tx", true),
@@ -390,6 +621,9 @@ const COUNTED: [(&str, bool); 8] = [
     ("LosslessEgress.cnp_sent", false),
     ("LosslessIngress.dropped", true),
 ];
+
+/// Frames and bytes each port received from the wire.
+const PORT_RX: &str = "LosslessIngress.port_rx";
 
 /// A switch's P4Runtime client with its P4Info, reading [`SwitchCounts`].
 struct CounterReader {
@@ -409,8 +643,9 @@ impl CounterReader {
         })
     }
 
-    /// One Read of the lossless priority's cells of every port.
-    async fn read(&mut self) -> anyhow::Result<SwitchCounts> {
+    /// One Read of the lossless priority's cells of every port, and of every port's
+    /// `port_rx` (bytes received from the wire, in [`SwitchRef::ports`] order).
+    async fn read(&mut self) -> anyhow::Result<(SwitchCounts, Vec<u64>)> {
         let mut entities = Vec::new();
         for (name, per_priority) in COUNTED {
             let counter = p4info::counter(&self.p4info, name)?;
@@ -422,13 +657,23 @@ impl CounterReader {
                 entities.push(cells::counter_entity(counter, Some(index))?);
             }
         }
+        let port_rx = p4info::counter(&self.p4info, PORT_RX)?;
+        for port in &self.ports {
+            entities.push(cells::counter_entity(port_rx, Some(i64::from(*port)))?);
+        }
         let read = self.client.read(entities).await?;
         let mut sums: BTreeMap<String, u64> = BTreeMap::new();
+        let mut rx_bytes: BTreeMap<i64, u64> = BTreeMap::new();
         for cell in cells::counter_cells(&read, &self.p4info) {
-            *sums.entry(cell.counter).or_default() += u64::try_from(cell.packets).unwrap_or(0);
+            if cell.counter == PORT_RX {
+                let bytes = u64::try_from(cell.bytes).unwrap_or(0);
+                *rx_bytes.entry(cell.index.unwrap_or(0)).or_default() += bytes;
+            } else {
+                *sums.entry(cell.counter).or_default() += u64::try_from(cell.packets).unwrap_or(0);
+            }
         }
         let sum = |i: usize| sums.get(COUNTED[i].0).copied().unwrap_or(0);
-        Ok(SwitchCounts {
+        let counts = SwitchCounts {
             pause_tx: sum(0),
             resume_tx: sum(1),
             pfc_rx: sum(2),
@@ -437,29 +682,45 @@ impl CounterReader {
             ecn_marked: sum(5),
             cnp_sent: sum(6),
             dropped: sum(7),
-        })
+        };
+        let ports = self
+            .ports
+            .iter()
+            .map(|p| rx_bytes.get(&i64::from(*p)).copied().unwrap_or(0))
+            .collect();
+        Ok((counts, ports))
     }
+}
+
+/// The bytes each of `switch`'s ports received from the wire (`port_rx`), in
+/// [`SwitchRef::ports`] order, read once (from inside the network).
+pub async fn port_rx_bytes(switch: &SwitchRef) -> anyhow::Result<Vec<u64>> {
+    let (_, bytes) = CounterReader::connect(switch).await?.read().await?;
+    Ok(bytes)
 }
 
 /// Every switch's counts at one moment.
 #[derive(Clone, Debug)]
 pub struct CountSample {
-    /// Seconds since the sampler started.
+    /// Seconds since the sampler started, when the sample's reads began.
     pub t_s: f64,
     /// One per switch, in [`Fabric::switches`] order.
     pub counts: Vec<SwitchCounts>,
+    /// Per switch (same order), the bytes each of its ports received from the wire, in
+    /// [`SwitchRef::ports`] order.
+    pub rx_bytes: Vec<Vec<u64>>,
 }
 
-/// Reads every switch's counters every [`SAMPLE_EVERY`] on a thread of its own, until
-/// stopped; the first sample is taken before [`Sampler::start`] returns.
+/// Reads every switch's counters at a steady pace on a thread of its own, until stopped; the
+/// first sample is taken before [`Sampler::start`] returns.
 pub struct Sampler {
     stop: Arc<AtomicBool>,
     thread: std::thread::JoinHandle<anyhow::Result<Vec<CountSample>>>,
 }
 
 impl Sampler {
-    /// Connects to every switch and starts sampling.
-    pub fn start(fabric: &Fabric) -> anyhow::Result<Sampler> {
+    /// Connects to every switch and starts sampling, once `every`.
+    pub fn start(fabric: &Fabric, every: Duration) -> anyhow::Result<Sampler> {
         let switches = fabric.switches();
         let netns = fabric.running.netns_path();
         let stop = Arc::new(AtomicBool::new(false));
@@ -470,7 +731,7 @@ impl Sampler {
                 tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()?
-                    .block_on(sample(&switches, &stopped, ready_tx))
+                    .block_on(sample(&switches, every, &stopped, ready_tx))
             })?
         });
         match ready_rx.recv() {
@@ -494,6 +755,7 @@ impl Sampler {
 
 async fn sample(
     switches: &[SwitchRef],
+    every: Duration,
     stop: &AtomicBool,
     ready: std::sync::mpsc::Sender<()>,
 ) -> anyhow::Result<Vec<CountSample>> {
@@ -510,13 +772,18 @@ async fn sample(
     let mut next = tokio::time::Instant::now();
     loop {
         let last = stop.load(Ordering::Relaxed);
-        let mut counts = Vec::new();
+        // Stamped before the reads: every count in the sample was read after this time.
+        let t_s = start.elapsed().as_secs_f64();
+        let (mut counts, mut rx_bytes) = (Vec::new(), Vec::new());
         for reader in &mut readers {
-            counts.push(reader.read().await?);
+            let (c, bytes) = reader.read().await?;
+            counts.push(c);
+            rx_bytes.push(bytes);
         }
         samples.push(CountSample {
-            t_s: start.elapsed().as_secs_f64(),
+            t_s,
             counts,
+            rx_bytes,
         });
         if samples.len() == 1 {
             let _ = ready.send(());
@@ -524,7 +791,7 @@ async fn sample(
         if last {
             return Ok(samples);
         }
-        next += SAMPLE_EVERY;
+        next += every;
         tokio::time::sleep_until(next).await;
     }
 }

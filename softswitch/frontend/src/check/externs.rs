@@ -10,8 +10,8 @@ use crate::source::Span;
 use crate::types::Type;
 use num_traits::ToPrimitive as _;
 use softswitch_core::ir::{
-    CounterKind, EmitItem, Expr, ExternCall, FieldItem, FieldList, HeaderRef, InstanceKind, Place,
-    Stmt,
+    ChecksumOf, CounterKind, EmitItem, Expr, ExternCall, FieldItem, FieldList, HeaderRef,
+    InstanceKind, Place, Stmt,
 };
 
 const BITS32: Type = Type::Bits {
@@ -486,30 +486,25 @@ impl Checker<'_> {
                 let cond = self.bool_expr(a[0])?;
                 let data = self.field_list(a[1])?;
                 let algo = Expr::Const(self.const_small(a[3], 7)?);
-                let payload = name.ends_with("_with_payload");
+                let of = |width| ChecksumOf {
+                    cond,
+                    data,
+                    algo,
+                    payload: name.ends_with("_with_payload"),
+                    width,
+                };
                 if name.starts_with("verify") {
                     let v = self.scalar_any(a[2])?;
                     let Some(width) = self.types.scalar_width(&v.ty) else {
                         return fail(a[2].span, "a checksum must be a bit<W> value");
                     };
                     one(ExternCall::VerifyChecksum {
-                        cond,
-                        data,
+                        of: of(width),
                         checksum: v.expr,
-                        width,
-                        algo,
-                        payload,
                     })
                 } else {
                     let (dst, width, _) = self.out_scalar(a[2])?;
-                    one(ExternCall::UpdateChecksum {
-                        cond,
-                        data,
-                        dst,
-                        width,
-                        algo,
-                        payload,
-                    })
+                    one(ExternCall::UpdateChecksum { of: of(width), dst })
                 }
             }
             "assert" | "assume" => {

@@ -1,7 +1,7 @@
 //! Tables: keys and match kinds, the action list, default action, constant entries, size,
 //! direct counters and meters; and keyset elements shared with parser `select`.
 
-use super::{unsupported, Checker, Sym};
+use super::{unsupported, Callable, Checker, Sym};
 use crate::ast::{self, ExprKind, Keyset, TableProp};
 use crate::diagnostic::{fail, Result};
 use crate::source::Span;
@@ -261,15 +261,22 @@ impl Checker<'_> {
         )
     }
 
-    /// The copy-in and copy-out of the directional arguments bound in the actions list
-    /// (`actions = { setbyte(hdr.data.b2); }`).
-    fn action_binding(&mut self, action: usize, r: &ast::ActionRef) -> Result<ir::ActionBinding> {
+    /// Action `action`'s callable and how many of its parameters are directional (they come
+    /// before the action data).
+    fn action_params(&self, action: usize) -> (Callable, usize) {
         let callable = self.callables[self.action_callables[action]].clone();
         let directional = callable
             .params
             .iter()
             .take_while(|p| p.direction != ast::Direction::None)
             .count();
+        (callable, directional)
+    }
+
+    /// The copy-in and copy-out of the directional arguments bound in the actions list
+    /// (`actions = { setbyte(hdr.data.b2); }`).
+    fn action_binding(&mut self, action: usize, r: &ast::ActionRef) -> Result<ir::ActionBinding> {
+        let (callable, directional) = self.action_params(action);
         if r.args.len() != directional {
             return fail(
                 r.span,
@@ -294,13 +301,8 @@ impl Checker<'_> {
                 format!("action '{}' is not in the table's actions", r.name.name),
             );
         }
-        let callable = self.callables[self.action_callables[action]].clone();
         // Directional arguments are the table's binding (or written again here); skip them.
-        let directional = callable
-            .params
-            .iter()
-            .take_while(|p| p.direction != ast::Direction::None)
-            .count();
+        let (callable, directional) = self.action_params(action);
         let data = &callable.params[directional..];
         let given = if r.args.len() == callable.params.len() {
             &r.args[directional..]

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use p4toolchain::Tool;
 
-use crate::{MeterCell, Sent, Target, TargetResult};
+use crate::{Indirect, IndirectEntry, MeterCell, Sent, Target, TargetResult};
 use softswitch_core::ir::{ActionCall, Entry, FieldMatch, InstanceKind, MatchKind, Program};
 use softswitch_core::meter::MeterConfig;
 use softswitch_core::table::CounterCell;
@@ -374,20 +374,6 @@ impl Bmv2Target {
         Ok(words.join(" "))
     }
 
-    /// Adds an entry of `table` that points to BMv2's member or group `handle`.
-    fn indirect_entry(
-        &mut self,
-        verb: &str,
-        table: usize,
-        matches: &[FieldMatch],
-        priority: i64,
-        handle: i32,
-    ) -> Result<usize, String> {
-        let command =
-            self.add_command(verb, table, None, matches, priority, &handle.to_string())?;
-        self.added(table, &command)
-    }
-
     /// Runs an entry-adding command; the entry's handle, kept for [`Bmv2Target::reset`].
     fn added(&mut self, table: usize, command: &str) -> Result<usize, String> {
         let handle = handle(&self.cli(command)?)?;
@@ -619,36 +605,35 @@ impl Target for Bmv2Target {
         self.added(table, &command)
     }
 
-    fn add_member_entry(
-        &mut self,
-        table: usize,
-        matches: Vec<FieldMatch>,
-        priority: i64,
-        member: u32,
-    ) -> TargetResult<usize> {
+    fn add_indirect_entry(&mut self, table: usize, entry: IndirectEntry) -> TargetResult<usize> {
         let profile = self.profile(table)?;
-        let member = self.made.members.get(&(profile, member)).copied();
-        let member = member.ok_or_else(|| "no such member".to_owned())?;
-        self.indirect_entry("table_indirect_add", table, &matches, priority, member)
-    }
-
-    fn add_group_entry(
-        &mut self,
-        table: usize,
-        matches: Vec<FieldMatch>,
-        priority: i64,
-        group: u32,
-    ) -> TargetResult<usize> {
-        let profile = self.profile(table)?;
-        let group = self.made.groups.get(&(profile, group)).copied();
-        let group = group.ok_or_else(|| "no such group".to_owned())?;
-        self.indirect_entry(
-            "table_indirect_add_with_group",
+        let (verb, made, id, missing) = match entry.runs {
+            Indirect::Member(id) => (
+                "table_indirect_add",
+                &self.made.members,
+                id,
+                "no such member",
+            ),
+            Indirect::Group(id) => (
+                "table_indirect_add_with_group",
+                &self.made.groups,
+                id,
+                "no such group",
+            ),
+        };
+        let handle = made
+            .get(&(profile, id))
+            .copied()
+            .ok_or_else(|| missing.to_owned())?;
+        let command = self.add_command(
+            verb,
             table,
-            &matches,
-            priority,
-            group,
-        )
+            None,
+            &entry.matches,
+            entry.priority,
+            &handle.to_string(),
+        )?;
+        self.added(table, &command)
     }
 
     fn remove_entry(&mut self, table: usize, handle: usize) -> TargetResult<()> {

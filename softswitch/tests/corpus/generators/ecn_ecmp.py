@@ -1,18 +1,6 @@
 # Writes ecn_ecmp.stf: expected packets computed here, independently of softswitch
-# (own Internet checksum and CRC-16/ARC). Run: python3 generators/ecn_ecmp.py > ecn_ecmp.stf
-def csum(b):
-    s=0
-    for i in range(0,len(b),2):
-        s+= (b[i]<<8)|(b[i+1] if i+1<len(b) else 0)
-    while s>>16: s=(s&0xffff)+(s>>16)
-    return (~s)&0xffff
-def crc16_arc(data):
-    crc=0
-    for b in data:
-        crc^=b
-        for _ in range(8):
-            crc = (crc>>1)^0xA001 if crc&1 else crc>>1
-    return crc
+# (the Internet checksum and CRC-16/ARC of reference.py). Run: python3 generators/ecn_ecmp.py > ecn_ecmp.stf
+from reference import crc16_arc, csum
 def ip(tos, ttl, src, dst, proto=17):
     h=bytearray([0x45,tos,0,28,0,1,0,0,ttl,proto,0,0])+bytes(src)+bytes(dst)
     c=csum(h); h[10]=c>>8; h[11]=c&0xff

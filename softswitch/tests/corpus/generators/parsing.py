@@ -1,10 +1,6 @@
 # Writes parsing.stf: packets and the bytes expected back, built here field by field and with
 # an independent Internet checksum. Run: python3 generators/parsing.py > parsing.stf
-def csum(b):
-    s = sum((b[i] << 8) | (b[i + 1] if i + 1 < len(b) else 0) for i in range(0, len(b), 2))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return (~s) & 0xffff
+from reference import csum
 
 def eth(src_low=0x02, type_=0x0800):
     return bytes.fromhex("000000000001") + bytes([0, 0, 0, 0, 0, src_low]) + type_.to_bytes(2, "big")

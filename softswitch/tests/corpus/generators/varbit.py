@@ -1,9 +1,5 @@
 # Writes varbit.stf: IPv4 headers with options, checksums computed here. Run: python3 generators/varbit.py > varbit.stf
-def csum(b):
-    s = sum((b[i] << 8) | (b[i + 1] if i + 1 < len(b) else 0) for i in range(0, len(b), 2))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return (~s) & 0xffff
+from reference import csum
 
 ETH = bytes.fromhex("000000000001" "000000000002" "0800")
 

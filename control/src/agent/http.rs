@@ -1,0 +1,210 @@
+//! The agent's HTTP server: `GET /metrics` and `GET /healthz` over HTTP/1.1 (hyper), for
+//! clients that are not trusted. Bounded: connections served at once, time to send a request's
+//! headers, their size, and each connection's life; only GET and HEAD, only the two paths,
+//! and no request body is ever read.
+
+use std::{convert::Infallible, sync::Arc, time::Duration};
+
+use http_body_util::Full;
+use hyper::{
+    body::{Bytes, Incoming},
+    header, Method, Request, Response, StatusCode,
+};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::{net::TcpListener, sync::Semaphore};
+
+/// Connections served at once; further ones wait in the listen backlog.
+pub const MAX_CONNECTIONS: usize = 32;
+/// Time a client has to send a request's headers.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest life of a connection, keep-alive included (a scraper simply connects again).
+pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
+/// Read buffer, which bounds a request's line and headers (hyper's least is 8 KiB).
+pub const MAX_HEADER_BYTES: usize = 16 * 1024;
+
+/// What the server answers: the body and media type of a path, or its status.
+pub trait Pages: Send + Sync + 'static {
+    /// The exposition of `/metrics` (blocking: it reads pinned maps).
+    fn metrics(&self) -> (StatusCode, String);
+    /// The text of `/healthz` and whether the agent is healthy.
+    fn health(&self) -> (StatusCode, String);
+}
+
+/// Serves `pages` on `listener` until the task is dropped.
+pub async fn serve(listener: TcpListener, pages: Arc<dyn Pages>) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                // Out of file descriptors and the like: pass, the next accept may work.
+                tracing::warn!("metrics server: accept: {error}");
+                continue;
+            }
+        };
+        let pages = pages.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request| {
+                let pages = pages.clone();
+                async move { Ok::<_, Infallible>(answer(request, pages).await) }
+            });
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .max_buf_size(MAX_HEADER_BYTES)
+                .serve_connection(TokioIo::new(stream), service);
+            // Past its lifetime the connection is dropped, which closes it.
+            if let Ok(Err(error)) = tokio::time::timeout(CONNECTION_LIFETIME, connection).await {
+                tracing::debug!("metrics server: {peer}: {error}");
+            }
+            drop(slot);
+        });
+    }
+}
+
+async fn answer(request: Request<Incoming>, pages: Arc<dyn Pages>) -> Response<Full<Bytes>> {
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        let mut response = text(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n".into());
+        response
+            .headers_mut()
+            .insert(header::ALLOW, header::HeaderValue::from_static("GET, HEAD"));
+        return response;
+    }
+    let head = request.method() == Method::HEAD;
+    let (status, body, content_type) = match request.uri().path() {
+        "/metrics" => {
+            let rendered = tokio::task::spawn_blocking(move || pages.metrics()).await;
+            let (status, body) = rendered
+                .unwrap_or_else(|error| (StatusCode::INTERNAL_SERVER_ERROR, format!("{error}\n")));
+            (status, body, crate::host::metrics::CONTENT_TYPE)
+        }
+        "/healthz" => {
+            let (status, body) = pages.health();
+            (status, body, "text/plain; charset=utf-8")
+        }
+        _ => (
+            StatusCode::NOT_FOUND,
+            "not found: the agent serves /metrics and /healthz\n".into(),
+            "text/plain; charset=utf-8",
+        ),
+    };
+    let length = body.len();
+    let mut response = text(status, if head { String::new() } else { body });
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static(content_type),
+    );
+    headers.insert(header::CONTENT_LENGTH, length.into());
+    response
+}
+
+fn text(status: StatusCode, body: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read as _, Write as _};
+
+    use super::*;
+
+    struct Fixed;
+
+    impl Pages for Fixed {
+        fn metrics(&self) -> (StatusCode, String) {
+            (StatusCode::OK, "lossless_up 1\n".into())
+        }
+        fn health(&self) -> (StatusCode, String) {
+            (StatusCode::SERVICE_UNAVAILABLE, "eth0: failed\n".into())
+        }
+    }
+
+    /// Sends `request` raw and returns the whole answer (the server closes or answers).
+    fn exchange(addr: std::net::SocketAddr, request: &[u8]) -> String {
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        stream.set_read_timeout(Some(HEADER_TIMEOUT * 3)).unwrap();
+        stream.write_all(request).unwrap();
+        let mut answer = Vec::new();
+        let mut buffer = [0; 4096];
+        // Read until the server closes (Connection: close) or a whole answer came.
+        while let Ok(n) = stream.read(&mut buffer) {
+            if n == 0 {
+                break;
+            }
+            answer.extend_from_slice(&buffer[..n]);
+        }
+        String::from_utf8_lossy(&answer).into_owned()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn answers_two_paths_and_refuses_the_rest() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(serve(listener, Arc::new(Fixed)));
+        let ask = |request: &'static str| {
+            tokio::task::spawn_blocking(move || exchange(addr, request.as_bytes()))
+        };
+        let metrics = ask("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+        assert!(metrics.contains("text/plain; version=0.0.4"), "{metrics}");
+        assert!(metrics.ends_with("lossless_up 1\n"), "{metrics}");
+        let health = ask("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        assert!(health.starts_with("HTTP/1.1 503"), "{health}");
+        let post = ask("POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc")
+            .await
+            .unwrap();
+        assert!(post.starts_with("HTTP/1.1 405"), "{post}");
+        let other = ask("GET /etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        assert!(other.starts_with("HTTP/1.1 404"), "{other}");
+        // Headers past the buffer: refused, the connection closed.
+        let huge: &'static str = Box::leak(
+            format!(
+                "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Fill: {}\r\n\r\n",
+                "a".repeat(MAX_HEADER_BYTES * 2)
+            )
+            .into_boxed_str(),
+        );
+        let refused = ask(huge).await.unwrap();
+        assert!(
+            refused.starts_with("HTTP/1.1 431") || refused.is_empty(),
+            "{refused}"
+        );
+        server.abort();
+    }
+
+    /// A client that never finishes its headers is cut off after [`HEADER_TIMEOUT`].
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn slow_clients_are_cut_off() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(serve(listener, Arc::new(Fixed)));
+        let started = std::time::Instant::now();
+        let answer =
+            tokio::task::spawn_blocking(move || exchange(addr, b"GET /metrics HTTP/1.1\r\n"))
+                .await
+                .unwrap();
+        let waited = started.elapsed();
+        assert!(!answer.contains("lossless_up"), "{answer}");
+        assert!(
+            waited < HEADER_TIMEOUT * 2,
+            "the connection stayed open {waited:?}"
+        );
+        server.abort();
+    }
+}

@@ -1,0 +1,266 @@
+//! `lossless agent`: the host daemon. It keeps the interfaces its TOML file names attached with
+//! their hooks and profiles (adopting programs already pinned), reconciles on SIGHUP, when an
+//! interface appears or goes (rtnetlink link events) and every [`RESYNC`], follows the load
+//! balancer's uplink carrier as `host watch` does, and serves the counters of every interface
+//! attached in its network namespace on `/metrics` (and its own state on `/healthz`). On exit
+//! it detaches nothing unless told: the pins keep the programs running, as after `attach`.
+//! docs/agent.md.
+
+pub mod config;
+pub mod http;
+pub mod reconcile;
+
+use std::{
+    collections::BTreeMap,
+    net::{Ipv4Addr, SocketAddr},
+    path::PathBuf,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use anyhow::Context as _;
+use hyper::StatusCode;
+use tokio::{
+    signal::unix::{signal, SignalKind},
+    sync::mpsc,
+};
+
+use self::{
+    config::AgentConfig,
+    http::Pages,
+    reconcile::{Reconciler, State},
+};
+use crate::{
+    host::{
+        attachment::Attachment, metrics::Exposition, pinned_maps::PinnedMaps, stats::Stats, status,
+    },
+    netlink::LinkEvents,
+};
+
+/// Where `/metrics` is served unless told otherwise: loopback only.
+pub const DEFAULT_METRICS_ADDR: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 9477);
+
+/// How often the agent reconciles without being asked (link events can be lost).
+pub const RESYNC: Duration = Duration::from_secs(30);
+
+/// `lossless agent`'s options.
+#[derive(Debug, clap::Args)]
+pub struct AgentArgs {
+    /// The agent's TOML file: interfaces, hooks, profiles (docs/agent.md).
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Where to serve /metrics and /healthz (ADDRESS:PORT); default the file's
+    /// metrics_addr, else 127.0.0.1:9477.
+    #[arg(long, value_name = "ADDRESS:PORT")]
+    pub metrics_addr: Option<SocketAddr>,
+    /// Detach the interfaces it manages when it stops (by default the programs stay).
+    #[arg(long)]
+    pub detach_on_exit: bool,
+}
+
+/// What the reconciler tells the server.
+#[derive(Default)]
+struct Shared {
+    states: BTreeMap<String, State>,
+    reconciles: u64,
+    reconcile_errors: u64,
+    config_errors: u64,
+}
+
+/// The pages the server shows, from the pins and the shared state.
+struct AgentPages(Arc<Mutex<Shared>>);
+
+impl AgentPages {
+    fn exposition(&self) -> anyhow::Result<String> {
+        let mut exposition = Exposition::new();
+        for interface in status::attached_here()? {
+            // One detached meanwhile is left out.
+            match PinnedMaps::open(&interface).and_then(|maps| Stats::read(&maps)) {
+                Ok(stats) => exposition.add_stats(&stats)?,
+                Err(error) => tracing::debug!("{interface}: not read: {error:#}"),
+            }
+        }
+        let shared = self.0.lock().expect("agent state");
+        for (name, state) in &shared.states {
+            exposition.gauge(
+                "lossless_agent_interface_attached",
+                "1 when an interface of the agent's file is attached as it asks, else 0 (absent or failed).",
+                &[("interface", name)],
+                f64::from(u8::from(*state == State::Attached)),
+            )?;
+        }
+        for (name, help, value) in [
+            (
+                "lossless_agent_reconciles_total",
+                "Reconciles the agent ran.",
+                shared.reconciles,
+            ),
+            (
+                "lossless_agent_reconcile_errors_total",
+                "Attaches, detaches and writes that failed.",
+                shared.reconcile_errors,
+            ),
+            (
+                "lossless_agent_config_errors_total",
+                "Reloads (SIGHUP) refused because the file was not valid.",
+                shared.config_errors,
+            ),
+        ] {
+            exposition.counter(name, help, &[], value as f64)?;
+        }
+        exposition.encode()
+    }
+}
+
+impl Pages for AgentPages {
+    fn metrics(&self) -> (StatusCode, String) {
+        match self.exposition() {
+            Ok(text) => (StatusCode::OK, text),
+            Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{error:#}\n")),
+        }
+    }
+
+    fn health(&self) -> (StatusCode, String) {
+        let shared = self.0.lock().expect("agent state");
+        let mut healthy = shared.reconciles > 0;
+        let mut body = String::new();
+        for (name, state) in &shared.states {
+            let line = match state {
+                State::Attached => "attached".to_owned(),
+                State::Absent => "absent (waiting for it)".to_owned(),
+                State::Failed(error) => {
+                    healthy = false;
+                    format!("failed: {error}")
+                }
+            };
+            body += &format!("{name}: {line}\n");
+        }
+        if shared.reconciles == 0 {
+            body += "starting\n";
+        }
+        let status = if healthy {
+            StatusCode::OK
+        } else {
+            StatusCode::SERVICE_UNAVAILABLE
+        };
+        (
+            status,
+            format!("{}\n{body}", if healthy { "ok" } else { "unhealthy" }),
+        )
+    }
+}
+
+/// Runs the agent until SIGTERM or SIGINT.
+pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
+    let mut config = AgentConfig::from_file(&args.config)?;
+    let addr = args
+        .metrics_addr
+        .or(config.metrics_addr)
+        .unwrap_or(DEFAULT_METRICS_ADDR);
+    let detach_on_exit = args.detach_on_exit || config.detach_on_exit;
+    let shared = Arc::new(Mutex::new(Shared::default()));
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("listening on {addr} for /metrics"))?;
+    tracing::info!("serving /metrics and /healthz on http://{addr}");
+    let server = tokio::spawn(http::serve(listener, Arc::new(AgentPages(shared.clone()))));
+
+    let mut hangup = signal(SignalKind::hangup())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut links = link_events()?;
+    let mut resync = tokio::time::interval(RESYNC);
+    let mut reconciler = Reconciler::default();
+    loop {
+        tokio::select! {
+            _ = resync.tick() => {}
+            _ = hangup.recv() => {
+                match AgentConfig::from_file(&args.config) {
+                    Ok(new) => {
+                        tracing::info!("{}: reloaded", args.config.display());
+                        config = new;
+                    }
+                    Err(error) => {
+                        tracing::error!("keeping the running configuration: {error:#}");
+                        shared.lock().expect("agent state").config_errors += 1;
+                        continue;
+                    }
+                }
+            }
+            Some(()) = links.recv() => {
+                while links.try_recv().is_ok() {}
+            }
+            _ = terminate.recv() => break,
+            _ = interrupt.recv() => break,
+        }
+        let wanted = config.clone();
+        let (returned, states, failures) = tokio::task::spawn_blocking(move || {
+            let (states, failures) = reconciler.run(&wanted);
+            sync_uplinks(&wanted);
+            (reconciler, states, failures)
+        })
+        .await?;
+        reconciler = returned;
+        let mut shared = shared.lock().expect("agent state");
+        shared.states = states;
+        shared.reconciles += 1;
+        shared.reconcile_errors += failures;
+    }
+    server.abort();
+    if detach_on_exit {
+        tokio::task::spawn_blocking(move || reconciler.detach_all()).await?;
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Keeps the balancer's live uplinks in step with their carrier on the interfaces with the
+/// `lb` hook, as `lossless host watch` does.
+fn sync_uplinks(config: &AgentConfig) {
+    for spec in config
+        .interfaces
+        .values()
+        .filter(|s| s.hooks.contains(&Attachment::Lb))
+    {
+        let Ok(maps) = PinnedMaps::open(&spec.name) else {
+            continue;
+        };
+        match maps.sync_lb_live() {
+            Ok(changes) => {
+                for (uplink, live) in changes {
+                    tracing::info!(
+                        "{}: uplink {uplink} {}",
+                        spec.name,
+                        if live { "up" } else { "down, traffic moved" }
+                    );
+                }
+            }
+            Err(error) => tracing::error!("{}: uplinks: {error:#}", spec.name),
+        }
+    }
+}
+
+/// A channel that receives a message after each datagram of link events (or when events were
+/// lost), from a thread that follows them in the process's network namespace.
+fn link_events() -> anyhow::Result<mpsc::Receiver<()>> {
+    let mut events = LinkEvents::subscribe().context("subscribing to link events")?;
+    let (send, receive) = mpsc::channel(1);
+    std::thread::Builder::new()
+        .name("link-events".into())
+        .spawn(move || loop {
+            match events.wait() {
+                // A full channel already asks for a reconcile.
+                Ok(_) => {
+                    if let Err(mpsc::error::TrySendError::Closed(())) = send.try_send(()) {
+                        return;
+                    }
+                }
+                Err(error) => {
+                    tracing::error!("link events: {error}; reconciling every {RESYNC:?} only");
+                    return;
+                }
+            }
+        })?;
+    Ok(receive)
+}
