@@ -9,7 +9,7 @@ use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand};
 use p4runtime::{
     lossless::softswitch::v1::{QueueState, SetQueueRequest},
-    p4::config::v1::P4Info,
+    p4::{config::v1::P4Info, v1::update},
 };
 use prost::Message as _;
 use serde_json::json;
@@ -22,6 +22,7 @@ use super::{
     entries,
     p4info::{self, by_name, AnyCounter},
     render::{self, CounterCell},
+    script::Session,
 };
 use crate::terminal;
 use p4values::runtime_json::RuntimeConfig;
@@ -59,6 +60,12 @@ pub enum P4Command {
     /// Counter cells.
     #[command(subcommand)]
     Counters(CountersCommand),
+    /// Run a simple_switch_CLI commands file (table_add, table_set_default, mc_*, mirroring_add,
+    /// register_write, ...) over P4Runtime, line by line; the first failure stops it.
+    Cli {
+        /// The commands file.
+        file: PathBuf,
+    },
     /// Register cells.
     #[command(subcommand)]
     Registers(RegistersCommand),
@@ -121,6 +128,35 @@ pub enum EntriesCommand {
         /// Resolve names with this P4Info instead of the device's.
         #[arg(long)]
         p4info: Option<PathBuf>,
+        /// Upsert: an entry, group or session that exists already is modified, not refused,
+        /// so applying the same file twice succeeds.
+        #[arg(long)]
+        modify: bool,
+    },
+    /// Insert one entry, in simple_switch_CLI's table_add words: TABLE ACTION KEY... =>
+    /// PARAM... [PRIORITY] (keys and parameters in the program's order; a leading `table_add`
+    /// is accepted).
+    Add {
+        /// The words.
+        #[arg(required = true, num_args = 2.., allow_hyphen_values = true)]
+        words: Vec<String>,
+    },
+    /// Change the action of one entry: TABLE ACTION KEY... => PARAM... [PRIORITY].
+    Modify {
+        /// The words.
+        #[arg(required = true, num_args = 2.., allow_hyphen_values = true)]
+        words: Vec<String>,
+    },
+    /// Delete one entry, named by its key: TABLE KEY... [PRIORITY].
+    Delete {
+        /// The words.
+        #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
+        words: Vec<String>,
+    },
+    /// Delete every entry of a table (its default action stays).
+    Clear {
+        /// The table (full name or unique suffix).
+        table: String,
     },
     /// Print a table's entries, its default entry last (with --json, as runtime JSON).
     List {
@@ -225,8 +261,33 @@ pub async fn run(args: P4Args) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        P4Command::Entries(EntriesCommand::Apply { file, p4info }) => {
-            entries_apply(target, &file, p4info.as_deref(), json).await
+        P4Command::Entries(EntriesCommand::Apply {
+            file,
+            p4info,
+            modify,
+        }) => entries_apply(target, &file, p4info.as_deref(), modify, json).await,
+        P4Command::Entries(EntriesCommand::Add { words }) => {
+            one_entry(target, update::Type::Insert, &words, json).await
+        }
+        P4Command::Entries(EntriesCommand::Modify { words }) => {
+            one_entry(target, update::Type::Modify, &words, json).await
+        }
+        P4Command::Entries(EntriesCommand::Delete { words }) => {
+            one_entry(target, update::Type::Delete, &words, json).await
+        }
+        P4Command::Entries(EntriesCommand::Clear { table }) => {
+            let mut session = Session::connect(Client::connect(target).await?).await?;
+            let deleted = session.clear(&table).await?;
+            if json {
+                println!("{}", json!({"table": table, "deleted": deleted}));
+            } else {
+                println!("{table}: {deleted} entries deleted");
+            }
+            Ok(())
+        }
+        P4Command::Cli { file } => {
+            let mut session = Session::connect(Client::connect(target).await?).await?;
+            session.run_file(&file).await
         }
         P4Command::Entries(EntriesCommand::List { table }) => {
             let mut client = Client::connect(target).await?;
@@ -409,10 +470,33 @@ fn run_softswitch(args: &[&str], program: &Path, why: &str) -> anyhow::Result<Ve
     Ok(output.stdout)
 }
 
+/// Writes one entry given in simple_switch_CLI's words.
+async fn one_entry(
+    target: Target,
+    kind: update::Type,
+    words: &[String],
+    json: bool,
+) -> anyhow::Result<()> {
+    let mut session = Session::connect(Client::connect(target).await?).await?;
+    let shown = session.entry(kind, words).await?;
+    let done = match kind {
+        update::Type::Insert => "added",
+        update::Type::Modify => "modified",
+        _ => "deleted",
+    };
+    if json {
+        println!("{}", json!({ done: shown }));
+    } else {
+        println!("{done} {shown}");
+    }
+    Ok(())
+}
+
 async fn entries_apply(
     target: Target,
     file: &Path,
     p4info_file: Option<&Path>,
+    upsert: bool,
     json: bool,
 ) -> anyhow::Result<()> {
     let config = RuntimeConfig::from_file(file)?;
@@ -423,7 +507,28 @@ async fn entries_apply(
     };
     let updates = entries::updates(&config, &p4info)
         .with_context(|| format!("in {}: nothing written", file.display()))?;
-    client.write(&updates).await?;
+    match client.write(&updates).await {
+        Err(error) if upsert && !error.updates.is_empty() => {
+            // What exists already is modified instead; any other failure stands.
+            if let Some((label, code, message)) = error
+                .updates
+                .iter()
+                .find(|(_, code, _)| *code != tonic::Code::AlreadyExists)
+            {
+                bail!("{error}\n({label}: {message}: not an entry that exists already, {code:?})");
+            }
+            let again: Vec<_> = updates
+                .into_iter()
+                .filter(|u| error.updates.iter().any(|(label, ..)| *label == u.label))
+                .map(|mut u| {
+                    u.update.r#type = update::Type::Modify as i32;
+                    u
+                })
+                .collect();
+            client.write(&again).await?;
+        }
+        result => result?,
+    }
     if json {
         println!(
             "{}",

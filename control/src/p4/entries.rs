@@ -5,6 +5,8 @@
 //! them: INSERT for entries, multicast groups and clone sessions, MODIFY for a default action
 //! (P4Runtime has no INSERT of a default entry).
 
+use std::collections::BTreeMap;
+
 use anyhow::{bail, Context as _};
 use p4runtime::p4::{
     config::v1::{match_field::MatchType, P4Info, Table},
@@ -60,7 +62,7 @@ pub fn updates(config: &RuntimeConfig, p4info: &P4Info) -> anyhow::Result<Vec<La
                 "multicast_group_entries[{i}] (group {})",
                 group.multicast_group_id
             ),
-            update: pre_update(entry),
+            update: pre_update(update::Type::Insert, entry),
         });
     }
     for (i, session) in config.clone_session_entries.iter().enumerate() {
@@ -75,13 +77,14 @@ pub fn updates(config: &RuntimeConfig, p4info: &P4Info) -> anyhow::Result<Vec<La
                 "clone_session_entries[{i}] (session {})",
                 session.clone_session_id
             ),
-            update: pre_update(entry),
+            update: pre_update(update::Type::Insert, entry),
         });
     }
     Ok(updates)
 }
 
-fn new_update(kind: update::Type, entity: entity::Entity) -> Update {
+/// An update of `kind` writing `entity`.
+pub fn new_update(kind: update::Type, entity: entity::Entity) -> Update {
     Update {
         r#type: kind as i32,
         entity: Some(Entity {
@@ -90,9 +93,10 @@ fn new_update(kind: update::Type, entity: entity::Entity) -> Update {
     }
 }
 
-fn pre_update(entry: packet_replication_engine_entry::Type) -> Update {
+/// An update of `kind` writing a packet replication engine entry.
+pub fn pre_update(kind: update::Type, entry: packet_replication_engine_entry::Type) -> Update {
     new_update(
-        update::Type::Insert,
+        kind,
         entity::Entity::PacketReplicationEngineEntry(PacketReplicationEngineEntry {
             r#type: Some(entry),
         }),
@@ -101,7 +105,7 @@ fn pre_update(entry: packet_replication_engine_entry::Type) -> Update {
 
 /// Replicas by egress port number, the field the tutorials (and BMv2 builds of every age) use.
 #[allow(deprecated)]
-fn replicas(specs: &[ReplicaSpec]) -> Vec<Replica> {
+pub fn replicas(specs: &[ReplicaSpec]) -> Vec<Replica> {
     specs
         .iter()
         .map(|r| Replica {
@@ -118,27 +122,40 @@ pub fn table_entry(spec: &TableEntrySpec, p4info: &P4Info) -> anyhow::Result<Tab
     if spec.default_action && !spec.matches.is_empty() {
         bail!("a default action matches nothing: remove its \"match\"");
     }
-    let mut matches = Vec::new();
+    Ok(TableEntry {
+        action: Some(TableAction {
+            r#type: Some(table_action::Type::Action(action(spec, p4info)?)),
+        }),
+        is_default_action: spec.default_action,
+        ..entry_key(table, &spec.matches, spec.priority)?
+    })
+}
+
+/// The entry of `table` that `matches` and `priority` name, without an action: what a delete
+/// sends, and the key of every other entry.
+pub fn entry_key(
+    table: &Table,
+    matches: &BTreeMap<String, Value>,
+    priority: Option<i32>,
+) -> anyhow::Result<TableEntry> {
+    let mut encoded = Vec::new();
     let mut needs_priority = false;
-    for (name, value) in &spec.matches {
+    for (name, value) in matches {
         let field = p4info::match_field(table, name)?;
         let kind = p4info::match_kind(field)
             .with_context(|| format!("match field {}: kind not supported", field.name))?;
-        needs_priority |= matches!(
-            kind,
-            MatchType::Ternary | MatchType::Range | MatchType::Optional
-        );
+        needs_priority |= needs_priority_kind(kind);
         let bitwidth = width(field.bitwidth, &field.name)?;
         let field_match = encode_match(kind, value, bitwidth)
             .with_context(|| format!("match field {}", field.name))?;
         if let Some(field_match_type) = field_match {
-            matches.push(FieldMatch {
+            encoded.push(FieldMatch {
                 field_id: field.id,
                 field_match_type: Some(field_match_type),
             });
         }
     }
-    let priority = spec.priority.unwrap_or(0);
+    let priority = priority.unwrap_or(0);
     if needs_priority && priority == 0 {
         bail!(
             "a non-zero \"priority\" is required for entries of {}, which has a ternary, range or optional key",
@@ -147,14 +164,18 @@ pub fn table_entry(spec: &TableEntrySpec, p4info: &P4Info) -> anyhow::Result<Tab
     }
     Ok(TableEntry {
         table_id: table.id(),
-        r#match: matches,
-        action: Some(TableAction {
-            r#type: Some(table_action::Type::Action(action(spec, p4info)?)),
-        }),
+        r#match: encoded,
         priority,
-        is_default_action: spec.default_action,
         ..Default::default()
     })
+}
+
+/// Whether entries of a table with a key of this kind need a priority.
+pub fn needs_priority_kind(kind: MatchType) -> bool {
+    matches!(
+        kind,
+        MatchType::Ternary | MatchType::Range | MatchType::Optional
+    )
 }
 
 /// A bit width from P4Info, which must be positive.

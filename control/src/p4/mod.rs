@@ -5,7 +5,9 @@
 pub mod cells;
 pub mod cli;
 pub mod client;
+pub mod commands;
 pub mod entries;
 pub mod names;
 pub mod p4info;
 pub mod render;
+pub mod script;
