@@ -282,7 +282,7 @@ impl Layout {
     }
 
     fn standard_metadata(&mut self) -> Result<StandardMetadata> {
-        let mut slot = |field: &str| -> Result<Slot> {
+        let slot = |field: &str| -> Result<Slot> {
             let found = self
                 .by_name
                 .get("standard_metadata")
@@ -294,24 +294,7 @@ impl Layout {
                 None => self.alloc(1),
             }
         };
-        Ok(StandardMetadata {
-            ingress_port: slot("ingress_port")?,
-            egress_spec: slot("egress_spec")?,
-            egress_port: slot("egress_port")?,
-            instance_type: slot("instance_type")?,
-            packet_length: slot("packet_length")?,
-            enq_timestamp: slot("enq_timestamp")?,
-            enq_qdepth: slot("enq_qdepth")?,
-            deq_timedelta: slot("deq_timedelta")?,
-            deq_qdepth: slot("deq_qdepth")?,
-            ingress_global_timestamp: slot("ingress_global_timestamp")?,
-            egress_global_timestamp: slot("egress_global_timestamp")?,
-            mcast_grp: slot("mcast_grp")?,
-            egress_rid: slot("egress_rid")?,
-            checksum_error: slot("checksum_error")?,
-            parser_error: slot("parser_error")?,
-            priority: slot("priority")?,
-        })
+        StandardMetadata::from_fields(slot)
     }
 }
 

@@ -672,6 +672,29 @@ pub struct StandardMetadata {
 }
 
 impl StandardMetadata {
+    /// The slots of v1model's `standard_metadata_t`, each found by `slot` from its field name
+    /// (the one list of those names that the front end and the BMv2 JSON loader share).
+    pub fn from_fields<E>(mut slot: impl FnMut(&str) -> Result<Slot, E>) -> Result<Self, E> {
+        Ok(StandardMetadata {
+            ingress_port: slot("ingress_port")?,
+            egress_spec: slot("egress_spec")?,
+            egress_port: slot("egress_port")?,
+            instance_type: slot("instance_type")?,
+            packet_length: slot("packet_length")?,
+            enq_timestamp: slot("enq_timestamp")?,
+            enq_qdepth: slot("enq_qdepth")?,
+            deq_timedelta: slot("deq_timedelta")?,
+            deq_qdepth: slot("deq_qdepth")?,
+            ingress_global_timestamp: slot("ingress_global_timestamp")?,
+            egress_global_timestamp: slot("egress_global_timestamp")?,
+            mcast_grp: slot("mcast_grp")?,
+            egress_rid: slot("egress_rid")?,
+            checksum_error: slot("checksum_error")?,
+            parser_error: slot("parser_error")?,
+            priority: slot("priority")?,
+        })
+    }
+
     /// Every field's slot.
     pub fn all(&self) -> [Slot; 16] {
         [

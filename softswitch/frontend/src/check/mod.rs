@@ -1144,24 +1144,7 @@ impl<'a> Checker<'a> {
                 None => fail(at, format!("standard_metadata_t has no field '{name}'")),
             }
         };
-        Ok(ir::StandardMetadata {
-            ingress_port: slot("ingress_port")?,
-            egress_spec: slot("egress_spec")?,
-            egress_port: slot("egress_port")?,
-            instance_type: slot("instance_type")?,
-            packet_length: slot("packet_length")?,
-            enq_timestamp: slot("enq_timestamp")?,
-            enq_qdepth: slot("enq_qdepth")?,
-            deq_timedelta: slot("deq_timedelta")?,
-            deq_qdepth: slot("deq_qdepth")?,
-            ingress_global_timestamp: slot("ingress_global_timestamp")?,
-            egress_global_timestamp: slot("egress_global_timestamp")?,
-            mcast_grp: slot("mcast_grp")?,
-            egress_rid: slot("egress_rid")?,
-            checksum_error: slot("checksum_error")?,
-            parser_error: slot("parser_error")?,
-            priority: slot("priority")?,
-        })
+        ir::StandardMetadata::from_fields(slot)
     }
 
     /// User-metadata slots tagged `@field_list(N)`, per N.
