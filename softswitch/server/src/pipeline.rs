@@ -316,24 +316,40 @@ impl Index {
                 .map(|(n, id)| (n.to_string(), id))
                 .collect()
         };
-        fn pre(p: &Option<p4runtime::p4::config::v1::Preamble>) -> (&str, u32) {
-            let p = p.as_ref().expect("P4Info entities have preambles");
-            (p.name.as_str(), p.id)
+        // A controller's P4Info (a BMv2 JSON's is used as sent) may lack a preamble: such an
+        // entity has no id to index, so requests cannot name it.
+        fn pre(p: &Option<p4runtime::p4::config::v1::Preamble>) -> Option<(&str, u32)> {
+            p.as_ref().map(|p| (p.name.as_str(), p.id))
         }
-        let tables = by_name(info.tables.iter().map(|t| pre(&t.preamble)).collect());
-        let actions = by_name(info.actions.iter().map(|a| pre(&a.preamble)).collect());
+        let tables = by_name(
+            info.tables
+                .iter()
+                .filter_map(|t| pre(&t.preamble))
+                .collect(),
+        );
+        let actions = by_name(
+            info.actions
+                .iter()
+                .filter_map(|a| pre(&a.preamble))
+                .collect(),
+        );
         let instances = by_name(
             info.counters
                 .iter()
-                .map(|x| pre(&x.preamble))
-                .chain(info.direct_counters.iter().map(|x| pre(&x.preamble)))
-                .chain(info.meters.iter().map(|x| pre(&x.preamble)))
-                .chain(info.direct_meters.iter().map(|x| pre(&x.preamble)))
-                .chain(info.registers.iter().map(|x| pre(&x.preamble)))
-                .chain(info.action_profiles.iter().map(|x| pre(&x.preamble)))
+                .filter_map(|x| pre(&x.preamble))
+                .chain(info.direct_counters.iter().filter_map(|x| pre(&x.preamble)))
+                .chain(info.meters.iter().filter_map(|x| pre(&x.preamble)))
+                .chain(info.direct_meters.iter().filter_map(|x| pre(&x.preamble)))
+                .chain(info.registers.iter().filter_map(|x| pre(&x.preamble)))
+                .chain(info.action_profiles.iter().filter_map(|x| pre(&x.preamble)))
                 .collect(),
         );
-        let digests = by_name(info.digests.iter().map(|d| pre(&d.preamble)).collect());
+        let digests = by_name(
+            info.digests
+                .iter()
+                .filter_map(|d| pre(&d.preamble))
+                .collect(),
+        );
         let invert = |names: &HashMap<String, u32>, list: Vec<&str>| -> HashMap<u32, usize> {
             list.iter()
                 .enumerate()
