@@ -1,0 +1,469 @@
+//! The socket: a UMEM of page-sized frames, its fill and completion rings, and the receive and
+//! transmit rings, bound to queue 0 of an interface; split into a receive half and a transmit
+//! half that two threads may own, each with its own share of the UMEM's frames.
+
+use std::ffi::CString;
+use std::io;
+use std::num::NonZeroU32;
+use std::os::fd::RawFd;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use xdpilone::xdp::XdpDesc;
+use xdpilone::{
+    CompletionQueue, FillQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig,
+};
+
+use crate::redirect::Steering;
+use crate::{os, Error};
+
+/// Bytes of each UMEM frame: a page, the largest aligned chunk the kernel takes.
+const CHUNK: u32 = 4096;
+/// Room the kernel leaves before a received frame in its chunk (XDP_PACKET_HEADROOM).
+const XDP_HEADROOM: u32 = 256;
+/// The longest frame a socket receives or sends, in bytes (a chunk less the XDP headroom).
+pub const FRAME_ROOM: usize = (CHUNK - XDP_HEADROOM) as usize;
+/// Entries of each ring, and frames of each half's share of the UMEM (so a ring never lacks
+/// room for the frames its half holds): 8 MiB of frames per half.
+const RING: u32 = 2048;
+/// Most frames one [`RxHalf::receive`] call reads, and one [`TxHalf`] queues before it hands
+/// them to the kernel.
+pub const BATCH: usize = 64;
+/// Most `sendto` calls one [`TxHalf::flush`] makes: in copy mode the kernel sends at most 32
+/// frames per call (and says EAGAIN while more wait), so a full ring takes RING / 32 calls.
+const MAX_KICKS: usize = (RING / 32) as usize + 1;
+
+/// How the frames move between the driver and the UMEM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// The driver reads and writes the UMEM itself (XDP_ZEROCOPY).
+    ZeroCopy,
+    /// The kernel copies each frame between the UMEM and its own buffers (XDP_COPY; veth, or
+    /// any driver without zero-copy support).
+    Copy,
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::ZeroCopy => "zero-copy",
+            Mode::Copy => "copy",
+        })
+    }
+}
+
+/// Anonymous memory for the UMEM, page aligned, unmapped when the last half is dropped.
+struct Area {
+    base: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the area is plain memory; each half reads and writes only the frames it owns at the
+// time (handed back and forth with the kernel through the rings).
+unsafe impl Send for Area {}
+unsafe impl Sync for Area {}
+
+impl Area {
+    fn new(len: usize) -> io::Result<Area> {
+        // SAFETY: a fresh anonymous mapping, owned by the Area.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let base = NonNull::new(base.cast()).ok_or_else(|| io::Error::other("mmap gave null"))?;
+        Ok(Area { base, len })
+    }
+
+    /// The `len` bytes at UMEM offset `addr`, if they lie within the area.
+    ///
+    /// # Safety
+    /// The caller owns that frame now (the kernel handed it over or has not yet been given it),
+    /// and no other slice of it is alive.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn bytes(&self, addr: u64, len: usize) -> Option<&mut [u8]> {
+        let start = usize::try_from(addr).ok()?;
+        if start.checked_add(len)? > self.len {
+            return None;
+        }
+        Some(std::slice::from_raw_parts_mut(
+            self.base.as_ptr().add(start),
+            len,
+        ))
+    }
+}
+
+impl Drop for Area {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `Area::new`, unmapped once.
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+/// An AF_XDP socket on queue 0 of an interface: its transmit half, its receive half if it was
+/// opened to receive, and the mode the kernel granted.
+pub struct Xsk {
+    /// Frames received (with the XDP program that steers them here), if opened to receive.
+    pub rx: Option<RxHalf>,
+    /// Frames sent.
+    pub tx: TxHalf,
+    /// Zero-copy or copy.
+    pub mode: Mode,
+}
+
+impl Xsk {
+    /// Opens an AF_XDP socket on queue 0 of `iface` (in the calling thread's network namespace),
+    /// zero-copy if the driver offers it, else copy mode; with `receive`, also steers the
+    /// interface's received frames to it with an XDP program (which fails if the interface has
+    /// more than one receive queue, or another XDP program). Everything is undone when the
+    /// halves are dropped.
+    pub fn open(iface: &str, receive: bool) -> Result<Xsk, Error> {
+        if receive {
+            let queues = crate::redirect::receive_queues(iface)
+                .map_err(|e| Error::new(iface, "count its receive queues", e))?;
+            if queues > 1 {
+                return Err(Error::new(
+                    iface,
+                    format!("{queues} receive queues, one socket takes one"),
+                    io::Error::new(
+                        io::ErrorKind::Unsupported,
+                        format!("set one with `ethtool -L {iface} combined 1` (or rx 1)"),
+                    ),
+                ));
+            }
+        }
+        match Xsk::open_in(iface, receive, Mode::ZeroCopy) {
+            Ok(xsk) => Ok(xsk),
+            Err(_) => Xsk::open_in(iface, receive, Mode::Copy),
+        }
+    }
+
+    fn open_in(iface: &str, receive: bool, mode: Mode) -> Result<Xsk, Error> {
+        let fail = |what: &str| {
+            let what = what.to_string();
+            move |e| Error::new(iface, what, os(e))
+        };
+        let halves = if receive { 2 } else { 1 };
+        let area = Area::new((RING * CHUNK) as usize * halves)
+            .map_err(|e| Error::new(iface, "map the UMEM", e))?;
+        let config = UmemConfig {
+            fill_size: RING,
+            complete_size: RING,
+            frame_size: CHUNK,
+            headroom: 0,
+            flags: 0,
+        };
+        let region = NonNull::slice_from_raw_parts(area.base, area.len);
+        // SAFETY: the area is page aligned, of the length given, and outlives the socket: both
+        // halves hold it, and their fields drop the rings (closing the socket) first.
+        let umem = unsafe { Umem::new(config, region) }.map_err(fail("register the UMEM"))?;
+        let name = CString::new(iface).map_err(|_| {
+            Error::new(
+                iface,
+                "name",
+                io::Error::new(io::ErrorKind::InvalidInput, "a NUL in the name"),
+            )
+        })?;
+        let mut info = IfInfo::invalid();
+        info.from_name(&name).map_err(fail("find the interface"))?;
+        let socket = Socket::with_shared(&info, &umem).map_err(fail("create the socket"))?;
+        let device = umem
+            .fq_cq(&socket)
+            .map_err(fail("set up the fill and completion rings"))?;
+        let flags = SocketConfig::XDP_BIND_NEED_WAKEUP
+            | match mode {
+                Mode::ZeroCopy => SocketConfig::XDP_BIND_ZEROCOPY,
+                Mode::Copy => SocketConfig::XDP_BIND_COPY,
+            };
+        let user = umem
+            .rx_tx(
+                &socket,
+                &SocketConfig {
+                    rx_size: NonZeroU32::new(if receive { RING } else { 0 }),
+                    tx_size: NonZeroU32::new(RING),
+                    bind_flags: flags,
+                },
+            )
+            .map_err(fail("set up the rings"))?;
+        let rx = if receive {
+            Some(user.map_rx().map_err(fail("map the receive ring"))?)
+        } else {
+            None
+        };
+        let tx = user.map_tx().map_err(fail("map the transmit ring"))?;
+        umem.bind(&user)
+            .map_err(fail(&format!("bind to queue 0 in {mode} mode")))?;
+        let (mut fill, completion) = device.into_parts();
+        let area = Arc::new(area);
+        // The first RING frames receive, the next RING transmit.
+        let tx_first = if receive { RING } else { 0 };
+        let rx = match rx {
+            Some(ring) => {
+                let steering = Steering::attach(iface, info.ifindex(), tx.as_raw_fd())
+                    .map_err(|e| Error::new(iface, "attach the XDP program", e))?;
+                let mut writer = fill.fill(RING);
+                writer.insert((0..RING).map(|i| u64::from(i * CHUNK)));
+                writer.commit();
+                drop(writer);
+                Some(RxHalf {
+                    ring,
+                    fill,
+                    addrs: [0; BATCH],
+                    _steering: steering,
+                    area: area.clone(),
+                })
+            }
+            None => None,
+        };
+        let free = (tx_first..tx_first + RING)
+            .map(|i| u64::from(i * CHUNK))
+            .collect();
+        Ok(Xsk {
+            rx,
+            tx: TxHalf {
+                ring: tx,
+                completion,
+                free,
+                queued: Vec::with_capacity(BATCH),
+                area,
+            },
+            mode,
+        })
+    }
+}
+
+/// The receive half: frames the XDP program steered to the socket.
+pub struct RxHalf {
+    ring: RingRx,
+    fill: FillQueue,
+    /// The frames read by the current call, to give back to the fill ring.
+    addrs: [u64; BATCH],
+    _steering: Steering,
+    area: Arc<Area>,
+}
+
+impl RxHalf {
+    /// Hands each received frame (at most [`BATCH`]) to `each`, then gives their buffers back
+    /// to the kernel; returns how many there were. Does not wait.
+    pub fn receive(&mut self, mut each: impl FnMut(&[u8])) -> usize {
+        let mut n = 0;
+        let mut reader = self.ring.receive(BATCH as u32);
+        while let Some(desc) = reader.read() {
+            // SAFETY: the kernel handed this frame over with the descriptor, and it goes back
+            // to the fill ring only after this loop.
+            if let Some(frame) = unsafe { self.area.bytes(desc.addr, desc.len as usize) } {
+                each(frame);
+            }
+            self.addrs[n] = desc.addr & !u64::from(CHUNK - 1);
+            n += 1;
+        }
+        reader.release();
+        drop(reader);
+        if n > 0 {
+            // The fill ring has room for every frame of this half, so all go back.
+            let mut writer = self.fill.fill(n as u32);
+            writer.insert(self.addrs[..n].iter().copied());
+            writer.commit();
+        }
+        n
+    }
+
+    /// Frames the kernel dropped instead of handing them to this socket: longer than
+    /// [`FRAME_ROOM`] or otherwise unfit (`rx_dropped`), or the receive ring full
+    /// (`rx_ring_full`), so far (XDP_STATISTICS).
+    pub fn kernel_drops(&self) -> io::Result<u64> {
+        /// struct xdp_statistics.
+        #[repr(C)]
+        #[derive(Default)]
+        struct Statistics {
+            rx_dropped: u64,
+            rx_invalid_descs: u64,
+            tx_invalid_descs: u64,
+            rx_ring_full: u64,
+            rx_fill_ring_empty_descs: u64,
+            tx_ring_empty_descs: u64,
+        }
+        const SOL_XDP: libc::c_int = 283;
+        const XDP_STATISTICS: libc::c_int = 7;
+        let mut stats = Statistics::default();
+        let mut len = std::mem::size_of::<Statistics>() as libc::socklen_t;
+        // SAFETY: reading XDP_STATISTICS into a struct xdp_statistics of the length given.
+        let ret = unsafe {
+            libc::getsockopt(
+                self.ring.as_raw_fd(),
+                SOL_XDP,
+                XDP_STATISTICS,
+                (&mut stats as *mut Statistics).cast(),
+                &mut len,
+            )
+        };
+        if ret < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(stats.rx_dropped + stats.rx_ring_full)
+    }
+
+    /// Waits up to `timeout_ms` for a frame to arrive (a poll(2), which also wakes a driver
+    /// that waits for one); returns an error the socket reports, as when its interface goes.
+    pub fn wait(&self, timeout_ms: i32) -> io::Result<()> {
+        poll(self.ring.as_raw_fd(), libc::POLLIN, timeout_ms)
+    }
+}
+
+/// The transmit half: frames written into its share of the UMEM, handed to the kernel in
+/// batches.
+pub struct TxHalf {
+    ring: RingTx,
+    completion: CompletionQueue,
+    /// Frames of this half that are neither queued nor with the kernel.
+    free: Vec<u64>,
+    /// Frames written and not yet on the ring.
+    queued: Vec<XdpDesc>,
+    area: Arc<Area>,
+}
+
+impl TxHalf {
+    /// Queues a frame of `len` bytes that `write` writes in place. Fails with `InvalidInput`
+    /// if `len` is more than [`FRAME_ROOM`], and with `WouldBlock` while every frame of the
+    /// half is with the kernel (the frame is not sent). [`TxHalf::flush`] lets queued frames
+    /// leave; they also do every [`BATCH`] frames.
+    pub fn send_with(&mut self, len: usize, write: impl FnOnce(&mut [u8])) -> io::Result<()> {
+        if len > FRAME_ROOM {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a frame of {len} bytes is longer than {FRAME_ROOM}"),
+            ));
+        }
+        if self.free.is_empty() {
+            self.reclaim();
+        }
+        if self.free.is_empty() {
+            self.flush()?;
+        }
+        let Some(addr) = self.free.pop() else {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                "every transmit frame is in flight",
+            ));
+        };
+        // SAFETY: the frame was free: neither queued nor with the kernel.
+        let bytes = unsafe { self.area.bytes(addr, len) }.expect("a frame of the area");
+        write(bytes);
+        self.queued.push(XdpDesc {
+            addr,
+            len: len as u32,
+            options: 0,
+        });
+        if self.queued.len() == BATCH {
+            self.submit();
+        }
+        Ok(())
+    }
+
+    /// Queues a copy of `frame` (see [`TxHalf::send_with`]).
+    pub fn send(&mut self, frame: &[u8]) -> io::Result<()> {
+        self.send_with(frame.len(), |bytes| bytes.copy_from_slice(frame))
+    }
+
+    /// Hands the queued frames to the kernel, wakes it if it waits to be told (in copy mode it
+    /// always does: the frames leave during the call), and takes back the frames it is done
+    /// with. Fails if the interface is gone.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.submit();
+        for _ in 0..MAX_KICKS {
+            if !self.ring.needs_wakeup() {
+                break;
+            }
+            // SAFETY: sendto(2) with no buffer on the socket: "send what is on the ring".
+            let ret = unsafe {
+                libc::sendto(
+                    self.ring.as_raw_fd(),
+                    std::ptr::null(),
+                    0,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null(),
+                    0,
+                )
+            };
+            if ret >= 0 {
+                break;
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                // More frames wait (EAGAIN), or the device or its queue is busy: call again
+                // while frames remain.
+                Some(libc::EAGAIN | libc::EBUSY | libc::ENOBUFS | libc::EINTR)
+                    if self.ring.pending() > 0 => {}
+                Some(libc::EAGAIN | libc::EBUSY | libc::ENOBUFS | libc::EINTR) => break,
+                _ => return Err(e),
+            }
+        }
+        self.reclaim();
+        Ok(())
+    }
+
+    /// Frames queued or with the kernel and not yet sent.
+    pub fn in_flight(&self) -> usize {
+        RING as usize - self.free.len()
+    }
+
+    /// The socket, for poll(2).
+    pub fn raw_fd(&self) -> RawFd {
+        self.ring.as_raw_fd()
+    }
+
+    fn submit(&mut self) {
+        if self.queued.is_empty() {
+            return;
+        }
+        let mut writer = self.ring.transmit(self.queued.len() as u32);
+        // The ring has room for every frame of this half, so all go on.
+        writer.insert(self.queued.iter().copied());
+        writer.commit();
+        drop(writer);
+        self.queued.clear();
+    }
+
+    fn reclaim(&mut self) {
+        let mut reader = self.completion.complete(RING);
+        while let Some(addr) = reader.read() {
+            self.free.push(addr & !u64::from(CHUNK - 1));
+        }
+        reader.release();
+    }
+}
+
+/// poll(2) on one socket for `events`; an error the socket reports (POLLERR, POLLHUP) as an
+/// error.
+fn poll(fd: RawFd, events: libc::c_short, timeout_ms: i32) -> io::Result<()> {
+    let mut pfd = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    let ret = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+    if ret < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::Interrupted {
+            Ok(())
+        } else {
+            Err(e)
+        };
+    }
+    if pfd.revents & (libc::POLLERR | libc::POLLNVAL | libc::POLLHUP) != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::NotConnected,
+            "the socket reports an error (its interface is down or gone)",
+        ));
+    }
+    Ok(())
+}
