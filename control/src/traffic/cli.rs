@@ -18,6 +18,7 @@ use super::rate::{FixedRate, RateController};
 use super::receiver::{Receiver, RecvConfig};
 use super::sender::{PfcHonour, SendConfig, SendSummary, Sender};
 use super::stop::StopFlag;
+use super::transmit::Engine;
 use crate::host::config::CNP_INTERVAL;
 use crate::terminal;
 use crate::units::{
@@ -159,6 +160,11 @@ pub struct SendArgs {
     /// Write each QP's DCQCN rate timeline to this file: CSV if it ends in .csv, JSON if in .json.
     #[arg(long, requires = "dcqcn")]
     pub rate_log: Option<PathBuf>,
+    /// The socket the frames leave by: af-packet (sendmmsg) or afxdp (AF_XDP, batched on a
+    /// ring, zero-copy where the driver offers it; falls back to af-packet, saying why,
+    /// where AF_XDP cannot be had).
+    #[arg(long, value_enum, default_value = "af-packet")]
+    pub engine: Engine,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -325,10 +331,14 @@ fn send(args: SendArgs) -> anyhow::Result<()> {
         ecn: args.ecn.into(),
         max_burst: args.max_burst_us,
         honour_pfc: !args.ignore_pfc,
+        engine: args.engine,
         ..SendConfig::new(&args.iface, args.dst_ip)
     };
     let mut sender =
         Sender::open(config).with_context(|| format!("preparing to send on {}", args.iface))?;
+    if let Some(reason) = sender.engine_fallback() {
+        eprintln!("lossless: sending with AF_PACKET: {reason}");
+    }
     let progress = default_run_progress(&args, terminal::redraws(&std::io::stderr()));
     let shares = FixedRate::split(args.rate, sender.frames().len());
     let summary = if args.dcqcn {
@@ -482,7 +492,7 @@ fn human_rate(bps: f64) -> String {
 /// The sender's summary as text.
 fn send_table(s: &SendSummary) -> String {
     let mut out = format!(
-        "sent {} frames of {} bytes ({} bytes) in {:.3} s on {}: {} on the wire, {:.0} frames/s\n\
+        "sent {} frames of {} bytes ({} bytes) in {:.3} s on {} ({}): {} on the wire, {:.0} frames/s\n\
          {} {} -> {} {}{}; {} send retries, {} stalls (sender fell behind its schedule)\n\
          {} CNPs received ({} for no QP of this sender); {}\n",
         s.packets,
@@ -490,6 +500,7 @@ fn send_table(s: &SendSummary) -> String {
         s.bytes,
         s.duration_s,
         s.iface,
+        s.engine,
         human_rate(s.wire_rate_bps),
         s.pps,
         s.src_ip,
@@ -660,10 +671,16 @@ mod tests {
             (256, Some(1000), 4, 46, Some(3))
         );
         assert_eq!(args.ecn, EcnArg::NotEct);
+        assert_eq!(send_with(&[]).unwrap().engine, Engine::AfPacket);
+        assert_eq!(
+            send_with(&["--engine", "afxdp"]).unwrap().engine,
+            Engine::Afxdp
+        );
         for refused in [
             &["--count", "1", "--duration", "1"][..],
             &["--dscp", "64"],
             &["--dst-mac", "nope"],
+            &["--engine", "dpdk"],
         ] {
             assert!(send_with(refused).is_err(), "{refused:?} was accepted");
         }
@@ -866,11 +883,14 @@ mod tests {
             pfc: PfcHonour::NotAttached,
             pfc_paused_ns: 0,
             pfc_holds: 0,
+            engine: "af-packet".into(),
+            engine_fallback: None,
             qps: vec![],
             started: std::time::Instant::now(),
             started_monotonic_ns: 0,
         };
         let text = send_table(&summary);
+        assert!(text.contains("on tx0 (af-packet):"), "{text}");
         assert!(
             text.contains("10.0.2.2 02:00:00:00:00:fe (via gateway 10.0.1.1);"),
             "{text}"

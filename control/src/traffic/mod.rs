@@ -2,8 +2,8 @@
 //!
 //! [`Sender`] sends RoCEv2 frames over N QPs, each at the rate of its
 //! [`RateController`], paced by departure timestamps; [`Receiver`] counts what
-//! arrives per QP. Both work on AF_PACKET sockets in the network namespace of
-//! the calling thread, so a test bed can run them on threads moved into
+//! arrives per QP. Both work on AF_PACKET sockets (the sender also on AF_XDP,
+//! [`transmit`]) in the network namespace of the calling thread, so a test bed can run them on threads moved into
 //! namespaces with `setns`. [`cli`] is `lossless traffic send|recv`.
 
 pub mod cli;
@@ -21,6 +21,7 @@ pub mod route;
 pub mod sender;
 pub mod stop;
 pub mod sys;
+pub mod transmit;
 
 pub use cli::{run, TrafficCommand};
 pub use counters::{Interval, IntervalQp, QpSummary, RecvSummary};
@@ -29,6 +30,7 @@ pub use rate::{FixedRate, RateController};
 pub use receiver::{Receiver, RecvConfig};
 pub use sender::{SendConfig, SendSummary, Sender};
 pub use stop::StopFlag;
+pub use transmit::Engine;
 
 #[cfg(test)]
 mod loopback;

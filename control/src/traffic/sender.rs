@@ -1,7 +1,7 @@
 //! The RoCEv2 sender: frames built by [`RoceFrame`] for N QPs, each with its
 //! own UDP source port (ECMP entropy), destination QP and PSN sequence, paced
 //! by departure timestamps computed from each QP's rate, sent in batches on an
-//! AF_PACKET socket. Every [`CONTROL_EVERY`] the sender also reads the CNPs
+//! AF_PACKET or AF_XDP socket ([`Transmitter`]). Every [`CONTROL_EVERY`] the sender also reads the CNPs
 //! that arrived for its QPs (handed to each QP's [`RateController::on_cnp`])
 //! and, before any departure, checks through its [`PfcGate`] whether its
 //! priority is paused.
@@ -20,6 +20,7 @@ use super::pfc_honour::{monotonic_ns, monotonic_ns_at, PfcGate};
 use super::rate::RateController;
 use super::route;
 use super::stop::StopFlag;
+use super::transmit::{Engine, Transmitter};
 use wire::bth::{self, Opcode, MASK_24};
 use wire::ethernet::{self, Address, Vlan};
 use wire::ip::Ecn;
@@ -37,9 +38,6 @@ const MAX_SLEEP: Duration = Duration::from_millis(10);
 
 /// How long before a departure a sleeping sender wakes up to spin (covers sleep overshoot).
 const SPIN_WINDOW: Duration = Duration::from_micros(100);
-
-/// Send buffer requested for the socket.
-const SEND_BUFFER: usize = 4 << 20;
 
 /// Receive buffer requested for the CNP socket.
 const CNP_BUFFER: usize = 1 << 20;
@@ -89,6 +87,8 @@ pub struct SendConfig {
     pub max_burst: Duration,
     /// Whether to honour the PFC pause state of the interface (if attached).
     pub honour_pfc: bool,
+    /// The socket the frames leave by.
+    pub engine: Engine,
 }
 
 impl SendConfig {
@@ -114,6 +114,7 @@ impl SendConfig {
             resolve_timeout: Duration::from_secs(3),
             max_burst: Duration::from_millis(1),
             honour_pfc: true,
+            engine: Engine::AfPacket,
         }
     }
 
@@ -256,6 +257,11 @@ pub struct SendSummary {
     pub pfc_paused_ns: u64,
     /// Frames whose departure fell in a pause and that left after it.
     pub pfc_holds: u64,
+    /// The engine the frames left by: `af-packet`, `afxdp (copy mode)` or `afxdp (zero-copy
+    /// mode)`.
+    pub engine: String,
+    /// Why AF_XDP was asked for (`--engine afxdp`) and AF_PACKET used instead, if so.
+    pub engine_fallback: Option<String>,
     /// One entry per QP.
     pub qps: Vec<SentQp>,
     /// When the sender's clock started: every time of the run (a QP's start, `duration_s`)
@@ -283,7 +289,7 @@ pub enum PfcHonour {
 #[derive(Debug)]
 pub struct Sender {
     config: SendConfig,
-    socket: PacketSocket,
+    transmitter: Transmitter,
     /// Receives the CNPs (frames of the destination's IP family arriving on the interface).
     cnp_socket: PacketSocket,
     /// The pause state of the frames' priority.
@@ -313,16 +319,7 @@ impl Sender {
             }
         };
         let frames = config.frames(iface.mac, dst_mac, src_ip, iface.mtu)?;
-        let socket = PacketSocket::open(iface.index, false).map_err(TrafficError::io(format!(
-            "open a packet socket on {}",
-            iface.name
-        )))?;
-        socket
-            .set_send_buffer(SEND_BUFFER)
-            .map_err(TrafficError::io(format!(
-                "set the send buffer on {}",
-                iface.name
-            )))?;
+        let transmitter = Transmitter::open(&iface, config.engine)?;
         let ethertype = if config.dst_ip.is_ipv4() {
             libc::ETH_P_IP
         } else {
@@ -340,7 +337,7 @@ impl Sender {
         let pfc = PfcGate::open(&iface.name, config.pcp, config.dscp)?;
         Ok(Sender {
             config,
-            socket,
+            transmitter,
             cnp_socket,
             pfc,
             frames,
@@ -352,6 +349,11 @@ impl Sender {
     /// A flag that makes [`Sender::run`] finish early, from another thread.
     pub fn stop_flag(&self) -> StopFlag {
         self.stop.clone()
+    }
+
+    /// Why AF_XDP was asked for and AF_PACKET is used instead, if so.
+    pub fn engine_fallback(&self) -> Option<&str> {
+        self.transmitter.fallback()
     }
 
     /// The frame each QP sends (with PSN 0).
@@ -445,6 +447,9 @@ impl Sender {
             retries += self.send_all(&buffers[..batch])?;
             sent += batch as u64;
         }
+        self.transmitter
+            .finish()
+            .map_err(TrafficError::io(format!("send on {}", self.config.iface)))?;
         self.read_cnps(start, rates, &mut cnps)?;
         pause.release(monotonic_ns(), duration_ps(start.elapsed()));
         let elapsed = start.elapsed().as_secs_f64();
@@ -476,6 +481,8 @@ impl Sender {
             },
             pfc_paused_ns: pause.paused_ns,
             pfc_holds: pause.holds,
+            engine: self.transmitter.describe(),
+            engine_fallback: self.transmitter.fallback().map(str::to_owned),
             qps: self
                 .frames
                 .iter()
@@ -537,29 +544,11 @@ impl Sender {
         Ok(())
     }
 
-    /// Sends every frame, retrying while the kernel lacks buffer; returns the number of retries.
-    fn send_all(&self, frames: &[Vec<u8>]) -> Result<u64> {
-        let (mut done, mut retries) = (0, 0);
-        while done < frames.len() {
-            match self.socket.send_batch(&frames[done..]) {
-                Ok(n) => done += n,
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::ENOBUFS | libc::EAGAIN | libc::EINTR)
-                    ) =>
-                {
-                    retries += 1;
-                    std::thread::yield_now();
-                }
-                Err(e) => {
-                    return Err(TrafficError::io(format!("send on {}", self.config.iface))(
-                        e,
-                    ))
-                }
-            }
-        }
-        Ok(retries)
+    /// Sends every frame, retrying while the kernel lacks room; returns the number of retries.
+    fn send_all(&mut self, frames: &[Vec<u8>]) -> Result<u64> {
+        self.transmitter
+            .send_all(frames)
+            .map_err(TrafficError::io(format!("send on {}", self.config.iface)))
     }
 }
 
