@@ -163,6 +163,7 @@ pub fn options(
             device_id: args.device_id,
             cpu_port: target.cpu_port,
             pcap: args.pcap,
+            port_io: softswitch_device::ports::PortIo::default(),
         },
         Logging {
             level,

@@ -44,6 +44,11 @@ enum Command {
         /// (0 to 510, as every port: 511 is v1model's drop port).
         #[arg(long, value_parser = clap::value_parser!(u16).range(0..511))]
         cpu_port: Option<u16>,
+        /// How ports exchange frames with the kernel: afxdp (AF_XDP sockets, with an XDP
+        /// program on each interface steering its frames to the switch; AF_PACKET where AF_XDP
+        /// cannot be had, saying why) or af-packet (AF_PACKET rings).
+        #[arg(long, value_name = "afxdp|af-packet", default_value = "afxdp")]
+        port_io: softswitch_device::ports::PortIo,
     },
     /// Check a P4 program: exits non-zero and prints file:line:col on the first error.
     Check {
@@ -161,6 +166,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             grpc_server_addr,
             device_id,
             cpu_port,
+            port_io,
         } => {
             // Colour only on a terminal, and never under NO_COLOR (logs go to files and pipes).
             let colour =
@@ -180,6 +186,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 device_id,
                 cpu_port,
                 pcap: None,
+                port_io,
             })?;
             Ok(ExitCode::SUCCESS)
         }

@@ -27,6 +27,8 @@ pub struct RunOptions {
     pub cpu_port: Option<u16>,
     /// Where to write each port's pcap files (`--pcap DIR`), if anywhere.
     pub pcap: Option<PathBuf>,
+    /// How the ports exchange frames with the kernel.
+    pub port_io: ports::PortIo,
 }
 
 /// Runs the switch until SIGINT or SIGTERM.
@@ -41,7 +43,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
             anyhow::bail!("--cpu-port {cpu} is also given as an interface port");
         }
     }
-    let attached = ports::open_all(&options.ports)?;
+    let mut attached = ports::open_all(&options.ports, options.port_io)?;
     // Per port: the pcap files of what comes in and goes out, when asked for.
     let mut captures = Vec::new();
     for p in &attached {
@@ -56,11 +58,15 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
             None => None,
         });
     }
-    let transmitters = attached
+    let port_ios: Vec<String> = attached
         .iter()
+        .map(|p| format!("{}@{} {}", p.spec().port, p.spec().iface, p.io()))
+        .collect();
+    let transmitters = attached
+        .iter_mut()
         .zip(&captures)
         .map(|(p, capture)| {
-            let tx = p.transmitter();
+            let tx = p.transmitter().expect("taken once");
             let tx: Box<dyn softswitch_device::engine::Transmit> = match capture {
                 Some((_, out)) => Box::new(Recorded {
                     inner: tx,
@@ -95,16 +101,11 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         // Caught from before the switch says it is up: a SIGTERM right after that line ends it
         // cleanly.
         let shutdown = shutdown_signal().context("catching SIGINT and SIGTERM")?;
-        let ports: Vec<String> = options
-            .ports
-            .iter()
-            .map(|p| format!("{}@{}", p.port, p.iface))
-            .collect();
         eprintln!(
             "softswitch: P4Runtime on {} (device {}), ports [{}], cpu port {}, program {}",
             listener.local_addr()?,
             options.device_id,
-            ports.join(", "),
+            port_ios.join(", "),
             options.cpu_port.map_or("none".into(), |p| p.to_string()),
             options.program.as_ref().map_or(
                 "none (waiting for SetForwardingPipelineConfig)".into(),

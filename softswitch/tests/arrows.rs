@@ -16,7 +16,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("softswitch-core", &["wire"]),
     ("softswitch-frontend", &["softswitch-core"]),
     ("softswitch-bmv2json", &["softswitch-core"]),
-    ("softswitch-device", &["softswitch-core"]),
+    ("softswitch-device", &["softswitch-core", "afxdp"]),
     (
         "softswitch-stf",
         &["softswitch-core", "softswitch-frontend", "p4toolchain"],

@@ -196,8 +196,30 @@ impl SwitchBed {
         program: Option<&Path>,
         filter: Option<&str>,
     ) -> anyhow::Result<SwitchBed> {
+        SwitchBed::start_with(topology, program, filter, None)
+    }
+
+    /// [`SwitchBed::start`] with ports of `--port-io` `io` (`afxdp` or `af-packet`; else the
+    /// switch's default).
+    pub fn start_on(
+        topology: Topology,
+        program: Option<&Path>,
+        io: &str,
+    ) -> anyhow::Result<SwitchBed> {
+        SwitchBed::start_with(topology, program, None, Some(io))
+    }
+
+    fn start_with(
+        topology: Topology,
+        program: Option<&Path>,
+        filter: Option<&str>,
+        io: Option<&str>,
+    ) -> anyhow::Result<SwitchBed> {
         let mut command = topology.switch_ns.command(softswitch_bin());
         command.arg("run").args(program);
+        if let Some(io) = io {
+            command.args(["--port-io", io]);
+        }
         if let Some(filter) = filter {
             command.env("SOFTSWITCH_LOG", filter);
         }

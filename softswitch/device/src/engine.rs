@@ -4,6 +4,11 @@
 //! and a request sees and changes the pipeline between two packets. The engine knows the
 //! controller only through [`Controller`]: what it keeps beside the switch is its own
 //! [`Controller::Pipeline`].
+//!
+//! Ports hand over frames in batches ([`FrameBatch`]), one event each, and get the batch back
+//! empty; a frame's buffer for the core is one the core sent out before (kept in `spare`),
+//! so the loop allocates nothing per packet once warm, and the ports' transmit sides are
+//! flushed (one system call each) once per burst of events, not per frame.
 
 use std::collections::BTreeMap;
 use std::sync::mpsc;
@@ -11,6 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use softswitch_core::switch::{Clock, DigestSent, Output, Switch};
+
+use crate::batch::FrameBatch;
 
 /// The transmit side of a port.
 pub trait Transmit: Send {
@@ -23,6 +30,13 @@ pub trait Transmit: Send {
 
 /// Events handled before the ports' queued frames are flushed.
 const BURST: usize = 256;
+
+/// Frame buffers the engine keeps for reuse (a burst's worth of frames).
+const SPARE_BUFFERS: usize = 1024;
+
+/// Bytes a new frame buffer reserves: a 1500-byte MTU frame and room for headers a program
+/// adds.
+const BUFFER_BYTES: usize = 2048;
 
 /// A running pipeline as the engine sees it: a switch, with whatever its controller keeps
 /// beside it. It is built and lives on the engine thread, so it need not be `Send`.
@@ -54,6 +68,8 @@ pub type Call<C> = Box<dyn FnOnce(&mut Engine<C>) + Send>;
 pub enum Event<C: Controller> {
     /// A frame received on a port.
     Frame { port: u16, data: Vec<u8> },
+    /// Frames received on a port.
+    Frames { port: u16, batch: FrameBatch },
     /// The port's interface is gone: stop sending to it.
     PortDown(u16),
     /// Run a closure on the engine.
@@ -87,6 +103,10 @@ pub struct Engine<C: Controller> {
     /// Packet counts.
     pub counts: Counts,
     started: Instant,
+    /// The switch's outputs being sent (kept for its allocation).
+    outputs: Vec<Output>,
+    /// Buffers of frames sent, for frames to come.
+    spare: Vec<Vec<u8>>,
 }
 
 impl<C: Controller> Engine<C> {
@@ -124,6 +144,21 @@ impl<C: Controller> Engine<C> {
         self.flush();
     }
 
+    /// Runs each frame of `batch` through the pipeline as received on `port`, then gives the
+    /// batch back to its port.
+    fn receive_batch(&mut self, port: u16, batch: FrameBatch) {
+        for frame in batch.frames() {
+            let mut data = self
+                .spare
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(BUFFER_BYTES));
+            data.clear();
+            data.extend_from_slice(frame);
+            self.receive(port, data);
+        }
+        batch.recycle();
+    }
+
     /// Sends what the switch produced: frames to ports or the controller, digests to the
     /// controller.
     fn flush(&mut self) {
@@ -131,11 +166,12 @@ impl<C: Controller> Engine<C> {
             return;
         };
         let switch = p.switch_mut();
-        let outputs: Vec<Output> = switch.drain_outputs().collect();
+        let mut outputs = std::mem::take(&mut self.outputs);
+        outputs.extend(switch.drain_outputs());
         let digests = switch.take_digests();
         // Log lines would grow without bound on a running switch.
         switch.clear_log();
-        for out in outputs {
+        for out in outputs.drain(..) {
             if Some(out.port) == self.cpu_port {
                 tracing::trace!(bytes = out.data.len(), "frame to the controller (PacketIn)");
                 self.counts.to_cpu += 1;
@@ -153,7 +189,11 @@ impl<C: Controller> Engine<C> {
                 tracing::trace!(port = out.port, "frame lost: the port is down or missing");
                 self.counts.lost += 1;
             }
+            if self.spare.len() < SPARE_BUFFERS {
+                self.spare.push(out.data);
+            }
         }
+        self.outputs = outputs;
         if !digests.is_empty() || p.next_deadline().is_some() {
             self.controller.digests(p, digests);
         }
@@ -176,6 +216,7 @@ impl<C: Controller> Engine<C> {
     fn handle(&mut self, event: Event<C>) -> bool {
         match event {
             Event::Frame { port, data } => self.receive(port, data),
+            Event::Frames { port, batch } => self.receive_batch(port, batch),
             Event::PortDown(port) => {
                 self.ports.remove(&port);
             }
@@ -279,6 +320,8 @@ impl<C: Controller> EngineHandle<C> {
                     controller,
                     counts: Counts::default(),
                     started: Instant::now(),
+                    outputs: Vec::new(),
+                    spare: Vec::new(),
                 }
                 .run(rx)
             })
@@ -291,14 +334,18 @@ impl<C: Controller> EngineHandle<C> {
         self.events.send(event).map_err(|_| Stopped)
     }
 
-    /// Hands a received frame to the engine unless its queue is full.
-    pub fn offer(&self, port: u16, data: Vec<u8>) -> Result<(), Refused> {
-        self.events
-            .try_send(Event::Frame { port, data })
-            .map_err(|e| match e {
-                mpsc::TrySendError::Full(_) => Refused::Full,
-                mpsc::TrySendError::Disconnected(_) => Refused::Stopped,
-            })
+    /// Hands frames received on `port` to the engine unless its queue is full; refused, the
+    /// frames are dropped and the batch goes back to its port.
+    pub fn offer(&self, port: u16, batch: FrameBatch) -> Result<(), Refused> {
+        let (refused, event) = match self.events.try_send(Event::Frames { port, batch }) {
+            Ok(()) => return Ok(()),
+            Err(mpsc::TrySendError::Full(event)) => (Refused::Full, event),
+            Err(mpsc::TrySendError::Disconnected(event)) => (Refused::Stopped, event),
+        };
+        if let Event::Frames { batch, .. } = event {
+            batch.recycle();
+        }
+        Err(refused)
     }
 
     /// Runs `f` on the engine thread from a thread that is not async, and waits for it.

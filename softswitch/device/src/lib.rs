@@ -1,8 +1,9 @@
-//! softswitch-device: the switch loop. Ports ([`ports`]) hand received frames to one engine
-//! thread ([`engine`]) that runs them through softswitch-core's switch and sends what it
+//! softswitch-device: the switch loop. Ports ([`ports`]: AF_XDP or AF_PACKET) hand received
+//! frames, in batches ([`batch`]), to one engine thread ([`engine`]) that runs them through softswitch-core's switch and sends what it
 //! produces back out of the ports, keeps the wall clock the switch reads, and runs a
 //! controller's requests between two packets. It knows no controller protocol: the server
 //! plugs in through [`engine::Controller`].
 
+pub mod batch;
 pub mod engine;
 pub mod ports;

@@ -1,11 +1,14 @@
 //! An AF_PACKET socket bound to one interface, promiscuous, with a TPACKET_V2 receive ring and
 //! transmit ring mapped into memory: frames are read and written in place, one system call
-//! per transmitted frame (the kick) and none per received frame while the ring has frames.
+//! per burst of transmitted frames (the kick) and none per received frame while the ring has
+//! frames. The ports' fallback where AF_XDP cannot be had.
 
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{fence, AtomicU32, Ordering};
+
+use crate::batch::FrameBatch;
 
 /// TPACKET_V2 (enum tpacket_versions in linux/if_packet.h).
 const TPACKET_V2: libc::c_int = 1;
@@ -45,8 +48,8 @@ const _: () = assert!(TX_DATA + MAX_FRAME <= SLOT_SIZE && SLOTS_PER_BLOCK > 0);
 
 /// What reading the receive ring found.
 pub enum Received {
-    /// A frame (with its VLAN tag put back if the kernel had taken it off).
-    Frame(Vec<u8>),
+    /// A frame, added to the batch (with its VLAN tag put back if the kernel had taken it off).
+    Frame,
     /// A frame longer than [`MAX_FRAME`] bytes (its length); it is dropped.
     TooLong(usize),
     /// Nothing yet.
@@ -255,8 +258,9 @@ impl Ring {
         unsafe { &*(self.slot(index) as *const AtomicU32) }
     }
 
-    /// Reads receive slot `index` (0..RX_SLOTS) if the kernel filled it, and gives it back.
-    pub fn receive(&self, index: usize) -> Received {
+    /// Reads receive slot `index` (0..RX_SLOTS) into `batch` if the kernel filled it, and
+    /// gives it back.
+    pub fn receive(&self, index: usize, batch: &mut FrameBatch) -> Received {
         let status = self.status(index).load(Ordering::Acquire);
         if status & libc::TP_STATUS_USER == 0 {
             return Received::Empty;
@@ -277,7 +281,6 @@ impl Ring {
                     hdr.tp_snaplen as usize,
                 )
             };
-            let mut frame = Vec::with_capacity(len);
             if tagged && data.len() >= 12 {
                 // Put the tag the kernel took off back after the MAC addresses.
                 let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
@@ -285,14 +288,12 @@ impl Ring {
                 } else {
                     0x8100
                 };
-                frame.extend_from_slice(&data[..12]);
-                frame.extend_from_slice(&tpid.to_be_bytes());
-                frame.extend_from_slice(&hdr.tp_vlan_tci.to_be_bytes());
-                frame.extend_from_slice(&data[12..]);
+                let (tpid, tci) = (tpid.to_be_bytes(), hdr.tp_vlan_tci.to_be_bytes());
+                batch.push(&[&data[..12], &tpid, &tci, &data[12..]]);
             } else {
-                frame.extend_from_slice(data);
+                batch.push(&[data]);
             }
-            Received::Frame(frame)
+            Received::Frame
         };
         self.status(index)
             .store(libc::TP_STATUS_KERNEL, Ordering::Release);
