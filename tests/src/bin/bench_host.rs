@@ -2,8 +2,10 @@
 //! packets/s through a veth pair with (a) no program, (b) a minimal XDP_PASS program, (c) the
 //! lossless ECN program; with CE-marked frames, (c') the ECN program alone against (d) the CNP
 //! path answering every frame, and the CNPs/s it sent; the latency from a CE frame to its CNP;
-//! the traffic tool's own ceiling; and forwarding through the load balancer, per policy,
-//! against a plain XDP_REDIRECT program.
+//! the traffic tool's own ceiling with each engine (AF_PACKET, AF_XDP) into a peer that drops
+//! every frame in XDP, and their ratio; and forwarding through the load balancer, per policy,
+//! against a plain XDP_REDIRECT program. Every load comes from the traffic tool's AF_XDP
+//! engine.
 
 #[path = "bench_host/forwarding.rs"]
 mod forwarding;
@@ -21,7 +23,7 @@ use anyhow::Context as _;
 use dataplane_common::programs;
 use lossless::{
     netns::{check, Namespace},
-    traffic::{FixedRate, SendConfig, SendSummary, Sender},
+    traffic::{Engine, FixedRate, SendConfig, SendSummary, Sender},
 };
 use lossless_tests::bed::{Attached, Link};
 use wire::{ethernet::Address, ip::Ecn};
@@ -38,6 +40,8 @@ const FLAT_OUT_BPS: u64 = 100_000_000_000;
 const LATENCY_SAMPLES: usize = 2000;
 /// QP counts of the traffic tool's ceiling.
 const CEILING_QPS: [u32; 2] = [1, 64];
+/// The traffic tool's engines, measured side by side for its ceiling: the default first.
+const ENGINES: [Engine; 2] = [Engine::AfPacket, Engine::Afxdp];
 
 /// What the receiving end runs, and what the sender sends it.
 #[derive(Clone, Copy, PartialEq)]
@@ -114,15 +118,21 @@ fn main() -> anyhow::Result<()> {
             runs[i].push(rates);
         }
     }
-    let mut ceilings: Vec<Vec<f64>> = vec![Vec::new(); CEILING_QPS.len()];
+    let drop_object = compile_xdp("xdp_drop.c", &[])?;
+    // Per QP count, per engine: (sent, received at the dropping peer) of each round.
+    let mut ceilings = vec![vec![Vec::new(); ENGINES.len()]; CEILING_QPS.len()];
     for round in 0..ROUNDS {
         for (i, qps) in CEILING_QPS.into_iter().enumerate() {
-            let pps = ceiling(&link, qps)?;
-            eprintln!(
-                "round {}: sender alone, {qps:>2} QPs {pps:>10.0} packets/s",
-                round + 1
-            );
-            ceilings[i].push(pps);
+            for (j, engine) in ENGINES.into_iter().enumerate() {
+                let (sent, received) = ceiling(&link, qps, engine, &drop_object)?;
+                eprintln!(
+                    "round {}: sender alone, {qps:>2} QPs, {:<9} {sent:>10.0} packets/s sent, \
+                     {received:>10.0} received",
+                    round + 1,
+                    engine_name(engine)
+                );
+                ceilings[i][j].push((sent, received));
+            }
         }
     }
     let mut latencies = {
@@ -201,14 +211,26 @@ fn main() -> anyhow::Result<()> {
         programs::EMIT
     );
 
-    println!("\ntraffic tool ceiling: {FRAME}-byte frames, sender pinned to one core, into a veth whose peer");
+    println!("\ntraffic tool ceiling (the generator's rate): {FRAME}-byte frames, sender pinned to one core,");
     println!(
-        "has no program (the peer's receive runs on that core too), median of {ROUNDS} rounds:"
+        "into a veth whose peer drops every frame in XDP (counted by the peer's kernel), median of"
     );
-    for (qps, runs) in CEILING_QPS.iter().zip(&ceilings) {
+    println!("{ROUNDS} rounds; the engines in alternation in each round:");
+    println!("{:<20} {:>12} {:>12}", "", "sent/s", "received/s");
+    for (qps, engines) in CEILING_QPS.iter().zip(&ceilings) {
+        let mut received = Vec::new();
+        for (engine, runs) in ENGINES.iter().zip(engines) {
+            let sent = median(runs.iter().map(|r| r.0));
+            received.push(median(runs.iter().map(|r| r.1)));
+            println!(
+                "{qps:>2} QPs, {:<12} {sent:>12.0} {:>12.0}",
+                engine_name(*engine),
+                received[received.len() - 1]
+            );
+        }
         println!(
-            "{qps:>2} QPs               {:>12.0} packets/s",
-            median(runs.iter().copied())
+            "{qps:>2} QPs, ratio afxdp/af-packet (received) {:>8.2}",
+            received[1] / received[0]
         );
     }
     drop(link);
@@ -234,7 +256,16 @@ fn send_config(link: &Link, ecn: Ecn) -> SendConfig {
     config.size = FRAME;
     config.ecn = ecn;
     config.duration = Some(Duration::from_secs_f64(SECONDS_PER_RUN));
+    config.engine = Engine::Afxdp;
     config
+}
+
+/// An engine as `--engine` names it.
+fn engine_name(engine: Engine) -> &'static str {
+    match engine {
+        Engine::AfPacket => "af-packet",
+        Engine::Afxdp => "afxdp",
+    }
 }
 
 /// Runs a sender with `config` on a thread in the tx namespace (pinned to the core it starts
@@ -245,7 +276,11 @@ fn send(link: &Link, config: SendConfig, pin: bool) -> anyhow::Result<SendSummar
         if pin {
             pin_to_current_cpu()?;
         }
-        Ok(Sender::open(config)?.run(&mut rates)?)
+        let mut sender = Sender::open(config)?;
+        if let Some(reason) = sender.engine_fallback() {
+            anyhow::bail!("the benchmark's sender needs AF_XDP: {reason}");
+        }
+        Ok(sender.run(&mut rates)?)
     })?
 }
 
@@ -331,11 +366,30 @@ fn cnp_sent(link: &Link, variant: Variant) -> anyhow::Result<u64> {
         .with_context(|| format!("no cnp_sent in {stats}"))
 }
 
-/// The sender's own packets/s over `qps` QPs, pinned to one core, into a peer with no program.
-fn ceiling(link: &Link, qps: u32) -> anyhow::Result<f64> {
+/// The sender's own packets/s over `qps` QPs with `engine`, pinned to one core, into a peer
+/// that drops every frame in XDP (`drop_object`): (sent by its summary, received by the peer's
+/// kernel).
+fn ceiling(
+    link: &Link,
+    qps: u32,
+    engine: Engine,
+    drop_object: &Path,
+) -> anyhow::Result<(f64, f64)> {
     let mut config = send_config(link, Ecn::Ect0);
     config.qps = qps;
-    Ok(send(link, config, true)?.pps)
+    config.engine = engine;
+    let rx = &link.rx.ifname;
+    let object = drop_object.to_str().context("object path")?;
+    link.rx_ns.ip(&[
+        "link", "set", "dev", rx, "xdpdrv", "obj", object, "sec", "xdp",
+    ])?;
+    let before = rx_packets(&link.rx_ns, rx)?;
+    let summary = send(link, config, true);
+    let after = rx_packets(&link.rx_ns, rx)?;
+    link.rx_ns
+        .ip(&["link", "set", "dev", rx, "xdpdrv", "off"])?;
+    let summary = summary?;
+    Ok((summary.pps, (after - before) as f64 / summary.duration_s))
 }
 
 /// The interface's received-packets counter, from `ip -s -j link`.

@@ -1,34 +1,37 @@
 //! `cargo xtask bench softswitch`, in one run, in alternating rounds, reported as medians and
 //! ratios: packets/s of IPv4 forwarding (`tests/p4/ipv4_forward.p4`: LPM route, MAC rewrite, TTL,
 //! checksum) from one veth to another through (a) a Linux bridge (the kernel's own forwarding,
-//! no P4), (b) `softswitch run` on the same veths, (c) the softswitch interpreter alone, in
-//! this process, on the same frames with no I/O, and BMv2 on the same veths running p4c's JSON
-//! of the same program: (d) `simple_switch_nolog` and (f) `simple_switch_grpc`, BMv2's
-//! performance builds (no logging macros, no event logger), and (e) `simple_switch`, its
-//! default build, when the toolchain (`LOSSLESS_P4REF`, else PATH) has them.
+//! no P4), (b) `softswitch run` on the same veths with AF_XDP ports (the default) and (b')
+//! with AF_PACKET ports, (c) the softswitch interpreter alone, in this process, on the same
+//! frame with no I/O, and BMv2 on the same veths running p4c's JSON of the same program: (d)
+//! `simple_switch_nolog` and (f) `simple_switch_grpc`, BMv2's performance builds (no logging
+//! macros, no event logger), and (e) `simple_switch`, its default build, when the toolchain
+//! (`LOSSLESS_P4REF`, else PATH) has them.
 //!
 //! Arrivals are counted by the kernel (the receiving veth's rx_packets), so no user-space
-//! receiver limits the rate. The load comes from one AF_PACKET sender, a send(2) per frame, on
-//! this 2-core machine: its own rate is printed, and (a) is close to it. A switch flooded
-//! beyond what it forwards may forward less than at its best (BMv2 does), so each switch is
-//! measured at offered loads from 10,000 packets/s up to flat out, and its best is kept.
+//! receiver limits the rate. The load is the traffic tool's sender on its AF_XDP engine
+//! (`lossless traffic send --engine afxdp`: 64-byte RoCEv2 frames, which the program routes as
+//! any IPv4), and (g) its own rate into the switch's port with no switch running (counted by
+//! that port's kernel) shows that it is not what limits a switch. A switch flooded beyond
+//! what it forwards may forward less than at its best (BMv2 does), so each switch is measured
+//! at offered loads from 10,000 packets/s up to flat out, and its best is kept. Everything
+//! shares this machine's cores: the sender takes one while it sends.
 
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use lossless::netns::check;
-use lossless_tests::{
-    bed::TEST_MAC,
-    switch::{program, Bmv2Build, Host, SwitchBed, Topology},
-};
+use lossless::traffic::{pacing::wire_bits, Engine, FixedRate, SendConfig, Sender};
+use lossless_tests::switch::{program, Bmv2Build, Host, SwitchBed, Topology};
 use softswitch_core::switch::{Clock, Switch};
 use softswitch_frontend::source::SourceMap;
+use wire::ethernet::Address;
 
 const ROUNDS: usize = 3;
 const SECONDS: f64 = 2.0;
 const PROGRAM: &str = "ipv4_forward.p4";
 /// Offered loads of a sweep, in packets/s, finer where BMv2 peaks; `None` is flat out.
-const LOADS: [Option<f64>; 9] = [
+const LOADS: [Option<f64>; 11] = [
     Some(10_000.0),
     Some(20_000.0),
     Some(30_000.0),
@@ -37,18 +40,52 @@ const LOADS: [Option<f64>; 9] = [
     Some(60_000.0),
     Some(80_000.0),
     Some(160_000.0),
+    Some(320_000.0),
+    Some(640_000.0),
     None,
 ];
+/// Frame size: the smallest RoCEv2 frame rounded up to Ethernet's minimum.
+const FRAME: usize = 64;
 
-/// A 64-byte UDP frame to 10.0.2.9 (routed to port 2).
-fn frame() -> Vec<u8> {
-    let mut out = Vec::new();
-    etherparse::PacketBuilder::ethernet2(TEST_MAC, [2, 0, 0, 0, 0, 0xfe])
-        .ipv4([10, 0, 1, 9], [10, 0, 2, 9], 64)
-        .udp(4000, 5000)
-        .write(&mut out, &[0u8; 18])
-        .unwrap();
-    out
+/// The sender's configuration: 64-byte RoCEv2 frames from host 1 (10.0.1.9) to 10.0.2.9
+/// (routed to port 2) on the AF_XDP engine, for SECONDS.
+fn send_config(from: &Host) -> SendConfig {
+    let mut config = SendConfig::new(from.iface.clone(), [10, 0, 2, 9].into());
+    config.src_ip = Some([10, 0, 1, 9].into());
+    config.dst_mac = Some(Address([2, 0, 0, 0, 0, 0xfe]));
+    config.size = FRAME;
+    config.duration = Some(Duration::from_secs_f64(SECONDS));
+    config.engine = Engine::Afxdp;
+    config.honour_pfc = false;
+    config
+}
+
+/// The frame the sender sends (its first, PSN 0), for the interpreter alone.
+fn frame(from: &Host) -> anyhow::Result<Vec<u8>> {
+    let config = send_config(from);
+    let first = from
+        .ns
+        .run(move || Sender::open(config).map(|s| s.frames()[0]))??;
+    let mut out = vec![0; first.buffer_len()];
+    first.emit(&mut out, |_| {})?;
+    Ok(out)
+}
+
+/// Runs the sender in `from`'s namespace for SECONDS at `load` packets/s (or flat out);
+/// returns the packets/s it sent.
+fn send(from: &Host, load: Option<f64>) -> anyhow::Result<f64> {
+    let config = send_config(from);
+    let bps = load.map_or(100_000_000_000, |pps| {
+        (pps * wire_bits(FRAME) as f64) as u64
+    });
+    let summary = from.ns.run(move || -> anyhow::Result<_> {
+        let mut sender = Sender::open(config)?;
+        if let Some(reason) = sender.engine_fallback() {
+            anyhow::bail!("the benchmark's sender needs AF_XDP: {reason}");
+        }
+        Ok(sender.run(&mut [FixedRate { bps }])?)
+    })??;
+    Ok(summary.pps)
 }
 
 /// The kernel's rx_packets of `host`'s interface.
@@ -71,29 +108,13 @@ fn rx_packets(host: &Host) -> anyhow::Result<u64> {
         .context("no rx packet count in ip -s -j link")
 }
 
-/// Frames/s host 1 → host 2 and the sender's own rate: one thread sends for SECONDS, at
-/// `load` packets/s (paced against the clock) or flat out; the kernel counts what arrives at
-/// host 2 (read again until it stops changing).
+/// Frames/s host 1 → host 2 and the sender's own rate: the sender sends for SECONDS, at
+/// `load` packets/s or flat out; the kernel counts what arrives at host 2 (read again until
+/// it stops changing).
 fn measure(topology: &Topology, load: Option<f64>) -> anyhow::Result<(f64, f64)> {
     let (from, to) = (&topology.hosts[0], &topology.hosts[1]);
-    let tx = from.socket();
-    let frame = frame();
     let before = rx_packets(to)?;
-    let start = Instant::now();
-    let mut sent = 0u64;
-    loop {
-        let elapsed = start.elapsed().as_secs_f64();
-        if elapsed >= SECONDS {
-            break;
-        }
-        if load.is_some_and(|rate| sent as f64 >= elapsed * rate) {
-            std::hint::spin_loop();
-            continue;
-        }
-        if tx.send(&frame).is_ok() {
-            sent += 1;
-        }
-    }
+    let sent = send(from, load)?;
     let mut after = rx_packets(to)?;
     loop {
         std::thread::sleep(Duration::from_millis(50));
@@ -103,9 +124,29 @@ fn measure(topology: &Topology, load: Option<f64>) -> anyhow::Result<(f64, f64)>
         }
         after = now;
     }
-    let arrived = (after - before) as f64;
-    eprintln!("  sent {sent}, arrived {arrived}");
-    Ok((arrived / SECONDS, sent as f64 / SECONDS))
+    let arrived = (after - before) as f64 / SECONDS;
+    eprintln!("  offered {load:?}: sent {sent:.0}/s, arrived {arrived:.0}/s");
+    Ok((arrived, sent))
+}
+
+/// The sender alone, flat out, into the switch's port 1 with no switch running: (packets/s the
+/// port's kernel counted, packets/s sent).
+fn generator(topology: &Topology) -> anyhow::Result<(f64, f64)> {
+    let from = &topology.hosts[0];
+    let port = |ns: &lossless::netns::Namespace| -> anyhow::Result<u64> {
+        let out = ns
+            .command("ip")
+            .args(["-s", "-j", "link", "show", "dev", &from.switch_iface])
+            .output()?;
+        let json: serde_json::Value = serde_json::from_slice(&check("ip -s -j link", out)?.stdout)?;
+        json[0]["stats64"]["rx"]["packets"]
+            .as_u64()
+            .context("no rx packet count in ip -s -j link")
+    };
+    let before = port(&topology.switch_ns)?;
+    let sent = send(from, None)?;
+    let arrived = (port(&topology.switch_ns)? - before) as f64 / SECONDS;
+    Ok((arrived, sent))
 }
 
 /// A switch's best over the sweep of offered loads: (forwarded, offered) packets/s.
@@ -172,20 +213,19 @@ fn with_bridge(topology: &Topology) -> anyhow::Result<(f64, f64)> {
     rates
 }
 
-/// Frames/s of the interpreter alone on the same program and frame.
-fn interpreter() -> anyhow::Result<f64> {
+/// Frames/s of the interpreter alone on the same program and `frame`.
+fn interpreter(frame: &[u8]) -> anyhow::Result<f64> {
     let path = program(PROGRAM);
     let mut map = SourceMap::new();
     let file = map.add(path.display().to_string(), std::fs::read_to_string(&path)?);
     let compiled = softswitch_frontend::compile(&mut map, file)
         .map_err(|d| anyhow::anyhow!(d.render(&map)))?;
     let mut switch = Switch::new(compiled.program, Clock::Virtual(0));
-    let frame = frame();
     let start = Instant::now();
     let mut forwarded = 0usize;
     while start.elapsed().as_secs_f64() < SECONDS {
         for _ in 0..1000 {
-            switch.receive(1, frame.clone());
+            switch.receive(1, frame.to_vec());
         }
         forwarded += switch.drain_outputs().count();
     }
@@ -212,20 +252,30 @@ fn main() -> anyhow::Result<()> {
         None => None,
     };
     let mut topology = Topology::new(2).context("building the namespaces")?;
-    let (mut bridge, mut interp, mut offered) = (vec![], vec![], vec![]);
-    let mut switch = (vec![], vec![]);
+    let frame = frame(&topology.hosts[0])?;
+    let (mut bridge, mut interp, mut generated) = (vec![], vec![], vec![]);
+    // softswitch with each kind of port: (best packets/s, offered at) per round.
+    let port_ios = [
+        ("(b) softswitch run, AF_XDP ports", "afxdp"),
+        ("(b') softswitch run, AF_PACKET ports", "af-packet"),
+    ];
+    let mut switch: Vec<(Vec<f64>, Vec<f64>)> = port_ios.iter().map(|_| (vec![], vec![])).collect();
     let mut bmv2: Vec<(Vec<f64>, Vec<f64>)> = variants.iter().map(|_| (vec![], vec![])).collect();
     for round in 1..=ROUNDS {
+        eprintln!("round {round}: the sender alone into the switch's port");
+        let (arrived, sent) = generator(&topology)?;
+        eprintln!("  sent {sent:.0}/s, arrived {arrived:.0}/s");
+        generated.push((arrived, sent));
         eprintln!("round {round}: bridge");
-        let (pps, sender) = with_bridge(&topology)?;
-        bridge.push(pps);
-        offered.push(sender);
-        eprintln!("round {round}: softswitch run");
-        let bed = SwitchBed::start(topology, Some(&program(PROGRAM)))?;
-        let (pps, at) = sweep(bed.topology())?;
-        switch.0.push(pps);
-        switch.1.push(at);
-        topology = bed.into_topology()?;
+        bridge.push(with_bridge(&topology)?.0);
+        for ((label, io), results) in port_ios.iter().zip(&mut switch) {
+            eprintln!("round {round}: {label}");
+            let bed = SwitchBed::start_on(topology, Some(&program(PROGRAM)), io)?;
+            let (pps, at) = sweep(bed.topology())?;
+            results.0.push(pps);
+            results.1.push(at);
+            topology = bed.into_topology()?;
+        }
         for (variant, results) in variants.iter().zip(&mut bmv2) {
             eprintln!("round {round}: {}", variant.label);
             let json = json.as_deref().expect("compiled when there is a variant");
@@ -237,45 +287,60 @@ fn main() -> anyhow::Result<()> {
             topology = bed.into_topology()?;
         }
         eprintln!("round {round}: interpreter alone");
-        interp.push(interpreter()?);
+        interp.push(interpreter(&frame)?);
     }
     let _ = std::fs::remove_dir_all(&dir);
-    let (b, s, i) = (median(bridge), median(switch.0), median(interp));
+    let (b, i) = (median(bridge), median(interp));
+    let best: Vec<(f64, f64)> = switch
+        .into_iter()
+        .map(|(pps, at)| (median(pps), median(at)))
+        .collect();
+    let s = best[0].0;
+    let g = median(generated.iter().map(|r| r.0).collect());
     println!(
-        "IPv4 forwarding ({PROGRAM}), 64-byte frames, median of {ROUNDS} rounds of {SECONDS} s \
-         per offered load"
+        "IPv4 forwarding ({PROGRAM}), {FRAME}-byte RoCEv2 frames from the traffic tool's AF_XDP \
+         sender, median of {ROUNDS} rounds of {SECONDS} s per offered load (each switch's best)"
     );
     println!("{:<48} {:>12} {:>12}", "variant", "packets/s", "offered at");
     println!(
         "{:<48} {:>12.0} {:>12}",
         "(a) Linux bridge, veth to veth", b, "flat out"
     );
-    println!(
-        "{:<48} {:>12.0} {:>12.0}",
-        "(b) softswitch run, veth to veth",
-        s,
-        median(switch.1)
-    );
+    for ((label, _), (pps, at)) in port_ios.iter().zip(&best) {
+        println!("{label:<48} {pps:>12.0} {at:>12.0}");
+    }
     println!(
         "{:<48} {:>12.0} {:>12}",
         "(c) softswitch interpreter alone", i, "-"
     );
-    let mut fastest: Option<(&str, f64)> = None;
+    let mut nolog = None;
     for (variant, (pps, at)) in variants.iter().zip(bmv2) {
         let pps = median(pps);
         println!("{:<48} {:>12.0} {:>12.0}", variant.label, pps, median(at));
-        if fastest.is_none_or(|(_, best)| pps > best) {
-            fastest = Some((variant.label, pps));
+        if variant.label.contains("simple_switch_nolog") {
+            nolog = Some(pps);
         }
     }
     println!(
-        "{:<48} {:>12.0}",
-        "the sender's own rate (flat out)",
-        median(offered)
+        "{:<48} {:>12.0} {:>12.0}",
+        "(g) the sender alone into the switch's port",
+        g,
+        median(generated.iter().map(|r| r.1).collect())
     );
-    println!("ratios: b/a = {:.3}   b/c = {:.3}", s / b, s / i);
-    if let Some((label, pps)) = fastest {
-        println!("softswitch / the fastest BMv2, {label}: {:.2}", s / pps);
+    println!(
+        "ratios: b/c = {:.3}   b'/c = {:.3}   b/b' = {:.2}   b/a = {:.3}   g/b = {:.2} (the \
+         sender's headroom over what softswitch forwards)",
+        s / i,
+        best[1].0 / i,
+        s / best[1].0,
+        s / b,
+        g / s
+    );
+    if let Some(nolog) = nolog {
+        println!(
+            "softswitch (b) / BMv2 simple_switch_nolog (d): {:.1}",
+            s / nolog
+        );
     }
     Ok(())
 }

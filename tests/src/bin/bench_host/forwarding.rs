@@ -8,7 +8,7 @@ use std::{net::Ipv4Addr, path::Path, time::Duration};
 use anyhow::Context as _;
 use lossless::{
     netns::{veth_pair, Endpoint, Namespace},
-    traffic::{FixedRate, SendConfig, Sender},
+    traffic::{Engine, FixedRate, SendConfig, Sender},
 };
 use lossless_tests::bed::{Attached, Link};
 use wire::ethernet::Address;
@@ -82,6 +82,7 @@ impl Topology {
         config.size = FRAME;
         config.qps = QPS;
         config.duration = Some(Duration::from_secs_f64(SECONDS_PER_RUN));
+        config.engine = Engine::Afxdp;
         let before = self.delivered()?;
         let mut rates = vec![FixedRate { bps: FLAT_OUT_BPS }; QPS as usize];
         let summary = self
