@@ -166,9 +166,9 @@ impl Port {
                     kernel_drops: 0,
                 };
                 match self.rx {
-                    PortRx::Ring(ring) => receiving.from_ring(&ring, &running),
+                    PortRx::Ring(ring) => receiving.read_ring(&ring, &running),
                     PortRx::Xdp(mut rx) => {
-                        receiving.from_xdp(&mut rx, &running);
+                        receiving.read_xdp(&mut rx, &running);
                         if let Ok(dropped) = rx.kernel_drops() {
                             receiving.kernel_drops = dropped;
                         }
@@ -209,7 +209,9 @@ impl<C: Controller> Receiving<C> {
     /// stopped.
     fn offer(&mut self, batch: FrameBatch) -> bool {
         if let Some(tap) = &mut self.tap {
-            batch.frames().for_each(|f| tap(f));
+            for frame in batch.frames() {
+                tap(frame);
+            }
         }
         let frames = batch.len() as u64;
         match self.engine.offer(self.spec.port, batch) {
@@ -253,7 +255,7 @@ impl<C: Controller> Receiving<C> {
         true
     }
 
-    fn from_ring(&mut self, ring: &Ring, running: &AtomicBool) {
+    fn read_ring(&mut self, ring: &Ring, running: &AtomicBool) {
         let pool = BatchPool::new(BATCHES_PER_PORT);
         let mut next = 0;
         while let Some(mut batch) = self.batch(&pool, running) {
@@ -289,7 +291,7 @@ impl<C: Controller> Receiving<C> {
         }
     }
 
-    fn from_xdp(&mut self, rx: &mut afxdp::RxHalf, running: &AtomicBool) {
+    fn read_xdp(&mut self, rx: &mut afxdp::RxHalf, running: &AtomicBool) {
         let pool = BatchPool::new(BATCHES_PER_PORT);
         let ifindex = ring::ifindex(&self.spec.iface);
         while let Some(mut batch) = self.batch(&pool, running) {
