@@ -44,10 +44,10 @@ enum Command {
         /// (0 to 510, as every port: 511 is v1model's drop port).
         #[arg(long, value_parser = clap::value_parser!(u16).range(0..511))]
         cpu_port: Option<u16>,
-        /// How ports exchange frames with the kernel: afxdp (AF_XDP sockets, with an XDP
-        /// program on each interface steering its frames to the switch; AF_PACKET where AF_XDP
-        /// cannot be had, saying why) or af-packet (AF_PACKET rings).
-        #[arg(long, value_name = "afxdp|af-packet", default_value = "afxdp")]
+        /// How ports exchange frames with the kernel: af-packet (AF_PACKET rings) or afxdp
+        /// (AF_XDP sockets, with an XDP program on each interface steering its frames to the
+        /// switch; AF_PACKET where AF_XDP cannot be had, saying why).
+        #[arg(long, value_name = "af-packet|afxdp", default_value = "af-packet")]
         port_io: softswitch_device::ports::PortIo,
     },
     /// Check a P4 program: exits non-zero and prints file:line:col on the first error.

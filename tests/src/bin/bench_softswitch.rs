@@ -1,8 +1,8 @@
 //! `cargo xtask bench softswitch`, in one run, in alternating rounds, reported as medians and
 //! ratios: packets/s of IPv4 forwarding (`tests/p4/ipv4_forward.p4`: LPM route, MAC rewrite, TTL,
 //! checksum) from one veth to another through (a) a Linux bridge (the kernel's own forwarding,
-//! no P4), (b) `softswitch run` on the same veths with AF_XDP ports (the default) and (b')
-//! with AF_PACKET ports, (c) the softswitch interpreter alone, in this process, on the same
+//! no P4), (b) `softswitch run` on the same veths with AF_PACKET ports (the default) and (b')
+//! with AF_XDP ports, (c) the softswitch interpreter alone, in this process, on the same
 //! frame with no I/O, and BMv2 on the same veths running p4c's JSON of the same program: (d)
 //! `simple_switch_nolog` and (f) `simple_switch_grpc`, BMv2's performance builds (no logging
 //! macros, no event logger), and (e) `simple_switch`, its default build, when the toolchain
@@ -256,8 +256,8 @@ fn main() -> anyhow::Result<()> {
     let (mut bridge, mut interp, mut generated) = (vec![], vec![], vec![]);
     // softswitch with each kind of port: (best packets/s, offered at) per round.
     let port_ios = [
-        ("(b) softswitch run, AF_XDP ports", "afxdp"),
-        ("(b') softswitch run, AF_PACKET ports", "af-packet"),
+        ("(b) softswitch run, AF_PACKET ports (default)", "af-packet"),
+        ("(b') softswitch run, AF_XDP ports", "afxdp"),
     ];
     let mut switch: Vec<(Vec<f64>, Vec<f64>)> = port_ios.iter().map(|_| (vec![], vec![])).collect();
     let mut bmv2: Vec<(Vec<f64>, Vec<f64>)> = variants.iter().map(|_| (vec![], vec![])).collect();

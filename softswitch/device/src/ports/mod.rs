@@ -1,7 +1,7 @@
-//! Real ports: Linux interfaces attached with AF_XDP sockets ([`afxdp`]: the kernel's XDP
+//! Real ports: Linux interfaces attached with AF_PACKET mmap rings ([`ring`]), promiscuous
+//! (the default), or with `--port-io afxdp` AF_XDP sockets ([`afxdp`]: the kernel's XDP
 //! program steers every frame the interface receives to the switch; copy mode on veth,
-//! zero-copy where the driver offers it) or, where AF_XDP cannot be had (or with
-//! `--port-io af-packet`), AF_PACKET mmap rings ([`ring`]), promiscuous. Each port has a
+//! zero-copy where the driver offers it), with the rings where AF_XDP cannot be had. Each port has a
 //! receive thread that hands frames to the engine in batches; the engine transmits through the
 //! port's transmit side, one system call per burst. An interface that disappears takes its
 //! port down (the engine stops sending to it, its thread ends); the switch goes on with the
@@ -58,13 +58,15 @@ impl std::str::FromStr for PortSpec {
     }
 }
 
-/// How ports exchange frames with the kernel (`--port-io`).
+/// How ports exchange frames with the kernel (`--port-io`). AF_PACKET is the default: on veth
+/// (copy mode) the AF_XDP ports forward less than the rings here (docs/softswitch.md,
+/// "Performance").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum PortIo {
     /// AF_XDP, and AF_PACKET where AF_XDP cannot be had (the reason is logged).
-    #[default]
     Afxdp,
     /// AF_PACKET mmap rings.
+    #[default]
     AfPacket,
 }
 
