@@ -1203,14 +1203,13 @@ impl Lowerer {
                 matches.push(entry_match(m, k.width, &ewhat)?);
             }
             let action = self.action_call(member(e, "action_entry", &ewhat)?, &ewhat)?;
-            // BMv2: a smaller priority value wins; the IR: a larger one.
             let priority = e
                 .get("priority")
                 .and_then(Value::as_i64)
                 .unwrap_or(n as i64 + 1);
             const_entries.push(Entry {
                 matches,
-                priority: priority.saturating_neg(),
+                priority: Entry::priority_from_bmv2(priority),
                 action,
             });
         }

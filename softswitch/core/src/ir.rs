@@ -465,10 +465,20 @@ pub struct ActionCall {
 pub struct Entry {
     /// One match per key.
     pub matches: Vec<FieldMatch>,
-    /// Priority (higher wins, as in P4Runtime); const entries get theirs from their order.
+    /// Priority (higher wins, as in P4Runtime); entries the program gives get theirs from
+    /// BMv2's (see [`Entry::priority_from_bmv2`]).
     pub priority: i64,
     /// The action.
     pub action: ActionCall,
+}
+
+impl Entry {
+    /// The priority of an entry to which BMv2 gives priority `bmv2` (where a smaller value
+    /// wins): both the BMv2 JSON loader and the front end (which places entries as p4c's BMv2
+    /// back end does) say an entry's priority in BMv2's terms.
+    pub fn priority_from_bmv2(bmv2: i64) -> i64 {
+        bmv2.saturating_neg()
+    }
 }
 
 /// The directional arguments a table binds to one of its actions.

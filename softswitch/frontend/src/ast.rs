@@ -421,6 +421,8 @@ pub struct Entry {
     pub action: ActionRef,
     /// `priority = N`, if given.
     pub priority: Option<Expr>,
+    /// Annotations written after the action (`@priority(N)`).
+    pub annotations: Vec<Annotation>,
     /// Where the entry is.
     pub span: Span,
 }
