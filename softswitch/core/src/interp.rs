@@ -533,25 +533,32 @@ impl<'a> Exec<'a> {
             HeaderRef::Static { layout, .. } | HeaderRef::Next { layout, .. } => layout,
         };
         let fields = &self.prog.header_layouts[layout];
+        // BMv2's checks, in its order: a full stack, a varbit length that is not whole bytes,
+        // too few bytes left, a varbit longer than its field.
+        if let HeaderRef::Next { stack, count, .. } = *h {
+            if self.slots[stack as usize] >= u128::from(count) {
+                return Flow::Reject(self.error_code("StackOutOfBounds"));
+            }
+        }
         let var_len = varbit.map_or(0, |e| self.val(e));
+        if var_len % 8 != 0 {
+            return Flow::Reject(self.error_code("ParserInvalidArgument"));
+        }
         let var_max = fields.iter().find_map(|f| match f {
             FieldLayout::VarBit { max } => Some(*max),
             FieldLayout::Fixed(_) => None,
         });
-        if var_max.is_some_and(|max| var_len > u128::from(max)) {
-            return Flow::Reject(self.error_code("HeaderTooShort"));
-        }
-        let total = u128::from(self.prog.header_bits[layout]) + var_len;
+        let total = u128::from(self.prog.header_bits[layout]).saturating_add(var_len);
         if self.cursor as u128 + total > self.data.len() as u128 * 8 {
             return Flow::Reject(self.error_code("PacketTooShort"));
         }
+        if var_max.is_some_and(|max| var_len > u128::from(max)) {
+            return Flow::Reject(self.error_code("HeaderTooShort"));
+        }
         let base = match *h {
             HeaderRef::Static { base, .. } => base,
-            HeaderRef::Next { stack, count, .. } => {
+            HeaderRef::Next { stack, .. } => {
                 let next = self.slots[stack as usize];
-                if next >= u128::from(count) {
-                    return Flow::Reject(self.error_code("StackOutOfBounds"));
-                }
                 self.slots[stack as usize] = next + 1;
                 let stride = 1 + fields.iter().map(FieldLayout::slots).sum::<u32>();
                 stack + 1 + next as u32 * stride
@@ -617,8 +624,13 @@ impl<'a> Exec<'a> {
                 }
             }
             ExternCall::Advance(bits) => {
-                let n = self.val(bits) as usize;
-                if self.cursor + n > self.data.len() * 8 {
+                // As BMv2: only whole bytes, then only as many as are left.
+                let n = self.val(bits);
+                if n % 8 != 0 {
+                    return Flow::Reject(self.error_code("ParserInvalidArgument"));
+                }
+                let n = usize::try_from(n).unwrap_or(usize::MAX);
+                if self.cursor.saturating_add(n) > self.data.len() * 8 {
                     return Flow::Reject(self.error_code("PacketTooShort"));
                 }
                 self.cursor += n;
