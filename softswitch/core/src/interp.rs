@@ -119,9 +119,9 @@ impl<'a> Exec<'a> {
                             CaseKeyset::Fields(ms) => {
                                 ms.iter().zip(&values).all(|(m, &v)| m.matches(v))
                             }
-                            CaseKeyset::ValueSet(i) => {
-                                state.value_sets[*i].iter().any(|m| m.matches(values[0]))
-                            }
+                            CaseKeyset::ValueSet(i) => values.last().is_some_and(|&v| {
+                                state.value_sets[*i].iter().any(|m| m.matches(v))
+                            }),
                         })
                         .map(|(_, t)| *t);
                     self.keys = values;
@@ -557,11 +557,15 @@ impl<'a> Exec<'a> {
         }
         let base = match *h {
             HeaderRef::Static { base, .. } => base,
-            HeaderRef::Next { stack, .. } => {
+            HeaderRef::Next {
+                stack,
+                stride,
+                offset,
+                ..
+            } => {
                 let next = self.slots[stack as usize];
                 self.slots[stack as usize] = next + 1;
-                let stride = 1 + fields.iter().map(FieldLayout::slots).sum::<u32>();
-                stack + 1 + next as u32 * stride
+                stack + 1 + next as u32 * stride + offset
             }
         };
         self.slots[base as usize] = 1;
@@ -796,8 +800,9 @@ impl<'a> Exec<'a> {
                 stack,
                 count,
                 stride,
+                valids,
                 shift,
-            } => self.stack_shift(*stack, *count, *stride, *shift),
+            } => self.stack_shift(*stack, *count, *stride, valids, *shift),
             ExternCall::Assert(cond) => {
                 if self.val(cond) == 0 {
                     self.state.assertion_failures += 1;
@@ -834,7 +839,7 @@ impl<'a> Exec<'a> {
         }
     }
 
-    fn stack_shift(&mut self, stack: u32, count: u32, stride: u32, shift: i32) {
+    fn stack_shift(&mut self, stack: u32, count: u32, stride: u32, valids: &[u32], shift: i32) {
         let (s, n, st) = (stack as usize, count as usize, stride as usize);
         let k = shift.unsigned_abs() as usize;
         let elems = s + 1;
@@ -846,7 +851,7 @@ impl<'a> Exec<'a> {
                 );
             }
             for i in 0..k.min(n) {
-                self.slots[elems + i * st] = 0;
+                self.invalidate(elems + i * st, valids);
             }
             self.slots[s] = (self.slots[s] + k as u128).min(n as u128);
         } else {
@@ -857,9 +862,16 @@ impl<'a> Exec<'a> {
                 );
             }
             for i in n.saturating_sub(k)..n {
-                self.slots[elems + i * st] = 0;
+                self.invalidate(elems + i * st, valids);
             }
             self.slots[s] = self.slots[s].saturating_sub(k as u128);
+        }
+    }
+
+    /// Clears the validity slots `valids` of the stack element at slot `element`.
+    fn invalidate(&mut self, element: usize, valids: &[u32]) {
+        for &v in valids {
+            self.slots[element + v as usize] = 0;
         }
     }
 }

@@ -329,16 +329,15 @@ impl<'a> Checker<'a> {
             TypeRef::Stack { elem, size, span } => {
                 let elem_ty = self.resolve_type(elem)?;
                 let n = self.const_u128(size)?;
+                let stackable = self.types.is_header(&elem_ty) || self.types.is_union(&elem_ty);
                 match elem_ty {
-                    Type::Aggregate(i)
-                        if self.types.is_header(&elem_ty) && (1..=1024).contains(&n) =>
-                    {
+                    Type::Aggregate(i) if stackable && (1..=1024).contains(&n) => {
                         self.bounded(Type::Stack(i, n as u32), *span)?
                     }
-                    Type::Aggregate(_) if self.types.is_header(&elem_ty) => {
+                    Type::Aggregate(_) if stackable => {
                         return fail(size.span, "a header stack has 1 to 1024 elements")
                     }
-                    _ => return fail(*span, "a stack's elements must be headers"),
+                    _ => return fail(*span, "a stack's elements must be headers or header unions"),
                 }
             }
             TypeRef::Named { name, .. } => match self.lookup(&name.name) {
