@@ -133,7 +133,13 @@ pub(super) fn instance_kind(c: &mut Checker, i: &ast::Instance) -> Result<Instan
                 fields,
             })
         }
-        other => Err(unsupported(name.span, &format!("extern '{other}'"))),
+        other => fail(
+            name.span,
+            format!(
+                "extern '{other}' has no implementation: softswitch runs the externs of core.p4 \
+                 and v1model.p4 only (BMv2's simple_switch refuses it too)"
+            ),
+        ),
     }
 }
 
@@ -564,7 +570,10 @@ impl Checker<'_> {
                     args,
                 })
             }
-            other => Err(unsupported(span, &format!("extern function '{other}'"))),
+            other => {
+                self.user_extern_call(other, args, span)?;
+                Ok(Vec::new())
+            }
         }
     }
 

@@ -9,6 +9,9 @@ mod externs;
 mod parser;
 mod stmt;
 mod table;
+mod user_externs;
+
+pub use user_externs::UserExtern;
 
 use crate::ast::{self, AggregateKind, Decl, Direction, ExprKind, TypeRef};
 use crate::diagnostic::{fail, Diagnostic, Result};
@@ -22,7 +25,10 @@ use softswitch_core::ir::{self, Slot};
 use std::collections::HashMap;
 
 /// Checks `decls` (a whole program including the built-in headers) and lowers it.
-pub fn check(decls: &[Decl]) -> Result<crate::Compiled> {
+///
+/// Beside the program, the calls it makes of extern functions it declares itself, which
+/// softswitch cannot run (see [`UserExtern`]).
+pub fn check(decls: &[Decl]) -> Result<(crate::Compiled, Vec<UserExtern>)> {
     let mut c = Checker::default();
     for d in decls {
         c.top_level(d)?;
@@ -127,6 +133,10 @@ struct Checker<'a> {
     depths: Depths,
     /// Cells of the register, counter and meter instances so far (see [`MAX_EXTERN_CELLS`]).
     extern_cells: u64,
+    /// Extern function declarations by name (overloads), for calls of the program's own.
+    extern_functions: HashMap<String, Vec<&'a ast::Prototype>>,
+    /// Calls of extern functions the program declares itself.
+    user_externs: Vec<UserExtern>,
 }
 
 /// Bytes of a name (or a string) that count as one unit of lowering work (see [`MAX_LOWERED`]).
@@ -392,7 +402,10 @@ impl<'a> Checker<'a> {
                 Ok(())
             }
             Decl::ExternObject { name, .. } => self.declare(name, Sym::ExternType),
-            Decl::ExternFunction(p) => self.declare(&p.name, Sym::ExternFunction),
+            Decl::ExternFunction(p) => {
+                self.declare_extern_function(p);
+                self.declare(&p.name, Sym::ExternFunction)
+            }
             Decl::BlockType { name, kind, .. } => {
                 if *kind == ast::BlockKind::Package {
                     self.declare(name, Sym::Package)
@@ -1005,7 +1018,7 @@ impl<'a> Checker<'a> {
     }
 
     /// Finds `main`, lowers the six v1model blocks and assembles the program.
-    fn finish(mut self, decls: &'a [Decl]) -> Result<crate::Compiled> {
+    fn finish(mut self, decls: &'a [Decl]) -> Result<(crate::Compiled, Vec<UserExtern>)> {
         let Some(main) = decls.iter().rev().find_map(|d| match d {
             Decl::Instance(i) if i.name.name == "main" => Some(i),
             _ => None,
@@ -1114,13 +1127,14 @@ impl<'a> Checker<'a> {
             instances: self.instances,
             errors: self.errors,
         };
-        Ok(crate::Compiled {
+        let compiled = crate::Compiled {
             program,
             control_plane: crate::cpinfo::CpInfo {
                 types: self.types,
                 ..self.cp
             },
-        })
+        };
+        Ok((compiled, self.user_externs))
     }
 
     fn param_type(&mut self, p: &ast::ParserDecl, i: usize) -> Result<Type> {

@@ -423,6 +423,10 @@ impl<'a> Checker<'a> {
                     let inv = self.invoke(i, args, e.span)?;
                     scalar(Expr::Invoke(Box::new(inv)), ty)
                 }
+                Some(Sym::ExternFunction) => match self.user_extern_call(n, args, e.span)? {
+                    Some(v) => Ok(v),
+                    None => fail(e.span, format!("'{n}' returns no value")),
+                },
                 Some(_) => fail(
                     callee.span,
                     format!("'{n}' has no result that can be used in an expression"),
