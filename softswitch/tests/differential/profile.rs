@@ -116,6 +116,8 @@ const MIN_PACKET: &[(&str, usize)] = &[
     ("softswitch/tests/corpus/priorities.p4", 4),
     // hdr.info.op (the first of 4 bytes) picks what ingress does.
     ("softswitch/tests/corpus/header_unions.p4", 4),
+    // hdr.i (2 bytes) is added up in ingress.
+    ("softswitch/tests/corpus/int_constants.p4", 2),
 ];
 
 /// lossless.p4's durations and pause quanta, and its registers that hold times (µs + 1).
