@@ -118,6 +118,8 @@ const MIN_PACKET: &[(&str, usize)] = &[
     ("softswitch/tests/corpus/header_unions.p4", 4),
     // hdr.i (2 bytes) is added up in ingress.
     ("softswitch/tests/corpus/int_constants.p4", 2),
+    // hdr.t (6 bytes) is changed field by field in ingress.
+    ("softswitch/tests/corpus/header_structs.p4", 6),
 ];
 
 /// lossless.p4's durations and pause quanta, and its registers that hold times (µs + 1).

@@ -458,6 +458,7 @@ impl<'a> Checker<'a> {
                         })
                 }
                 (AggregateKind::Header, Type::Enum(i)) => self.types.enums[*i].repr.is_some(),
+                (AggregateKind::Header, t @ Type::Aggregate(_)) => self.fixed_struct(t),
                 (AggregateKind::Header, _) => false,
                 (AggregateKind::HeaderUnion, t) => self.types.is_header(t),
                 (
@@ -491,17 +492,44 @@ impl<'a> Checker<'a> {
         let index = self.types.aggregates.len() - 1;
         let ty = self.bounded(Type::Aggregate(index), name.span)?;
         if kind == AggregateKind::Header {
-            let fields = self.types.aggregates[index]
-                .fields
-                .iter()
-                .map(|(_, t, _)| match t {
-                    Type::VarBit(max) => ir::FieldLayout::VarBit { max: *max },
-                    t => ir::FieldLayout::Fixed(self.types.scalar_width(t).unwrap_or(1)),
-                })
-                .collect();
+            let mut fields = Vec::new();
+            for (_, t, _) in &self.types.aggregates[index].fields {
+                self.field_layouts(t, &mut fields);
+            }
             self.layouts.push(fields);
         }
         self.declare(name, Sym::Type(ty))
+    }
+
+    /// Whether `ty` is a struct a header may hold: its fields are `bit<W>`, `int<W>`, `bool`,
+    /// serializable enums or such structs (P4_16 1.2.x, header types).
+    fn fixed_struct(&self, ty: &Type) -> bool {
+        let Type::Aggregate(i) = ty else { return false };
+        self.types.aggregates[*i].kind == AggregateKind::Struct
+            && self.types.aggregates[*i]
+                .fields
+                .iter()
+                .all(|(_, t, _)| match t {
+                    Type::Bits { .. } | Type::Bool => true,
+                    Type::Enum(e) => self.types.enums[*e].repr.is_some(),
+                    t => self.fixed_struct(t),
+                })
+    }
+
+    /// The layout of a header field of type `ty`, in slot order: a struct in a header gives
+    /// each of its fields, one after the other on the wire.
+    fn field_layouts(&self, ty: &Type, out: &mut Vec<ir::FieldLayout>) {
+        match ty {
+            Type::VarBit(max) => out.push(ir::FieldLayout::VarBit { max: *max }),
+            Type::Aggregate(i) => {
+                for (_, t, _) in &self.types.aggregates[*i].fields {
+                    self.field_layouts(t, out);
+                }
+            }
+            t => out.push(ir::FieldLayout::Fixed(
+                self.types.scalar_width(t).unwrap_or(1),
+            )),
+        }
     }
 
     fn enum_decl(
