@@ -289,6 +289,7 @@ impl Parser {
                 };
                 let name = self.ident()?;
                 self.type_names.insert(name.name.clone());
+                let type_params = self.type_params()?;
                 self.expect("{")?;
                 let mut fields = Vec::new();
                 while !self.eat("}") {
@@ -306,6 +307,7 @@ impl Parser {
                     annotations,
                     kind,
                     name,
+                    type_params,
                     fields,
                 })
             }

@@ -120,6 +120,8 @@ const MIN_PACKET: &[(&str, usize)] = &[
     ("softswitch/tests/corpus/int_constants.p4", 2),
     // hdr.t (6 bytes) is changed field by field in ingress.
     ("softswitch/tests/corpus/header_structs.p4", 6),
+    // hdr.bytes and hdr.wide (4 bytes) are read in ingress.
+    ("softswitch/tests/corpus/generic_structs.p4", 4),
 ];
 
 /// lossless.p4's durations and pause quanta, and its registers that hold times (µs + 1).

@@ -79,6 +79,13 @@ enum Sym<'a> {
     },
     ExternFunction,
     ExternType,
+    /// A generic header or struct, made into a type for each list of type arguments it is
+    /// given ([`Checker::generic_aggregate`]).
+    GenericAggregate {
+        kind: AggregateKind,
+        type_params: &'a [ast::Ident],
+        fields: &'a [ast::Field],
+    },
     Parser(&'a ast::ParserDecl),
     Control(&'a ast::ControlDecl),
     Packet {
@@ -137,6 +144,8 @@ struct Checker<'a> {
     extern_functions: HashMap<String, Vec<&'a ast::Prototype>>,
     /// Calls of extern functions the program declares itself.
     user_externs: Vec<UserExtern>,
+    /// The types generic headers and structs made so far: name, type arguments, type.
+    generic_aggregates: Vec<(String, Vec<Type>, Type)>,
 }
 
 /// Bytes of a name (or a string) that count as one unit of lowering work (see [`MAX_LOWERED`]).
@@ -350,7 +359,12 @@ impl<'a> Checker<'a> {
                     _ => return fail(*span, "a stack's elements must be headers or header unions"),
                 }
             }
-            TypeRef::Named { name, .. } => match self.lookup(&name.name) {
+            TypeRef::Named { name, args } => match self.lookup(&name.name) {
+                Some(&Sym::GenericAggregate {
+                    kind,
+                    type_params,
+                    fields,
+                }) => self.generic_aggregate(name, args, kind, type_params, fields)?,
                 Some(Sym::Type(t)) => t.clone(),
                 Some(_) => return fail(name.span, format!("'{}' is not a type", name.name)),
                 None => return fail(name.span, format!("unknown type '{}'", name.name)),
@@ -372,10 +386,25 @@ impl<'a> Checker<'a> {
                 self.declare(name, Sym::Type(t))
             }
             Decl::Aggregate {
+                kind,
+                name,
+                type_params,
+                fields,
+                ..
+            } if !type_params.is_empty() => self.declare(
+                name,
+                Sym::GenericAggregate {
+                    kind: *kind,
+                    type_params,
+                    fields,
+                },
+            ),
+            Decl::Aggregate {
                 annotations,
                 kind,
                 name,
                 fields,
+                ..
             } => {
                 self.aggregate(*kind, name, fields)?;
                 self.record_controller_header(annotations, name)
@@ -499,6 +528,60 @@ impl<'a> Checker<'a> {
             self.layouts.push(fields);
         }
         self.declare(name, Sym::Type(ty))
+    }
+
+    /// The type a generic header or struct `name` declared with `type_params` and `fields`
+    /// makes with the type arguments `args`: made once per list of arguments, named as written
+    /// (`pair_t<bit<8>>`), its fields resolved with each parameter standing for its argument.
+    fn generic_aggregate(
+        &mut self,
+        name: &ast::Ident,
+        args: &[TypeRef],
+        kind: AggregateKind,
+        type_params: &[ast::Ident],
+        fields: &[ast::Field],
+    ) -> Result<Type> {
+        if args.len() != type_params.len() {
+            return fail(
+                name.span,
+                format!(
+                    "'{}' takes {} type arguments, found {}",
+                    name.name,
+                    type_params.len(),
+                    args.len()
+                ),
+            );
+        }
+        let args: Vec<Type> = args
+            .iter()
+            .map(|a| self.resolve_type(a))
+            .collect::<Result<_>>()?;
+        if let Some((_, _, ty)) = self
+            .generic_aggregates
+            .iter()
+            .find(|(n, a, _)| *n == name.name && *a == args)
+        {
+            return Ok(ty.clone());
+        }
+        let shown: Vec<String> = args.iter().map(|a| self.show(a)).collect();
+        let instance = ast::Ident {
+            name: format!("{}<{}>", name.name, shown.join(", ")),
+            span: name.span,
+        };
+        let mut scope = HashMap::new();
+        for (p, a) in type_params.iter().zip(&args) {
+            scope.insert(p.name.clone(), Sym::Type(a.clone()));
+        }
+        self.scopes.push(scope);
+        let made = self.aggregate(kind, &instance, fields);
+        let ty = self.scopes.pop().and_then(|mut s| s.remove(&instance.name));
+        made?;
+        let Some(Sym::Type(ty)) = ty else {
+            return fail(name.span, "the generic type could not be made");
+        };
+        self.generic_aggregates
+            .push((name.name.clone(), args, ty.clone()));
+        Ok(ty)
     }
 
     /// Whether `ty` is a struct a header may hold: its fields are `bit<W>`, `int<W>`, `bool`,
