@@ -541,7 +541,7 @@ impl<'a> Exec<'a> {
             }
         }
         let var_len = varbit.map_or(0, |e| self.val(e));
-        if var_len % 8 != 0 {
+        if !var_len.is_multiple_of(8) {
             return Flow::Reject(self.error_code("ParserInvalidArgument"));
         }
         let var_max = fields.iter().find_map(|f| match f {
@@ -630,7 +630,7 @@ impl<'a> Exec<'a> {
             ExternCall::Advance(bits) => {
                 // As BMv2: only whole bytes, then only as many as are left.
                 let n = self.val(bits);
-                if n % 8 != 0 {
+                if !n.is_multiple_of(8) {
                     return Flow::Reject(self.error_code("ParserInvalidArgument"));
                 }
                 let n = usize::try_from(n).unwrap_or(usize::MAX);
