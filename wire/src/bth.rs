@@ -62,6 +62,9 @@ pub const HEADER_LEN: usize = field::PAYLOAD;
 /// Byte offset of the F/B/reserved byte, which the ICRC masks.
 pub const FECN_BECN_OFFSET: usize = field::FECN_BECN;
 
+/// Byte offset of the 24-bit PSN.
+pub const PSN_OFFSET: usize = field::PSN.start;
+
 view! {
     /// A read/write view of a BTH and what follows it.
     Packet

@@ -37,6 +37,28 @@ pub fn pseudo_header(src: IpAddr, dst: IpAddr, protocol: u8, length: u32) -> u32
     addresses + u32::from(protocol) + (length >> 16) + (length & 0xffff)
 }
 
+/// The sum of `data` lying `offset` bytes into the summed data (whose start is even): a byte at
+/// an odd offset is the low byte of its word.
+pub fn sum_at(offset: usize, data: &[u8]) -> u32 {
+    data.iter()
+        .enumerate()
+        .map(|(i, &byte)| {
+            if (offset + i) % 2 == 0 {
+                u32::from(byte) << 8
+            } else {
+                u32::from(byte)
+            }
+        })
+        .sum()
+}
+
+/// The checksum field after the summed bytes at `offset` changed from `old` to `new` (of equal
+/// length), without summing the rest again: RFC 1624's equation 3, `HC' = ~(~HC + ~m + m')`.
+pub fn update(checksum: u16, offset: usize, old: &[u8], new: &[u8]) -> u16 {
+    let old = finish(sum_at(offset, old)); // ~m, folded
+    finish(u32::from(!checksum) + u32::from(old) + sum_at(offset, new))
+}
+
 /// An address's 16 bytes as IPv6 (IPv4 mapped if needed).
 fn to_v6(addr: IpAddr) -> [u8; 16] {
     match addr {
@@ -54,6 +76,25 @@ mod tests {
         // The worked example of RFC 1071 section 3: sum 0xddf2, checksum !0xddf2.
         let data = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
         assert_eq!(finish(sum(&data)), !0xddf2);
+    }
+
+    #[test]
+    fn update_matches_a_new_sum() {
+        let mut data: [u8; 41] = core::array::from_fn(|i| (i * 37 + 11) as u8);
+        let mut checksum = finish(sum(&data));
+        // Fields at even and odd offsets, of even and odd lengths.
+        for (offset, new) in [
+            (4, &[0xde, 0xad][..]),
+            (7, &[1, 2, 3][..]),
+            (40, &[0xff][..]),
+            (0, &[0, 0, 0, 0][..]),
+            (13, &[0x80][..]),
+        ] {
+            let old: std::vec::Vec<u8> = data[offset..offset + new.len()].into();
+            data[offset..offset + new.len()].copy_from_slice(new);
+            checksum = update(checksum, offset, &old, new);
+            assert_eq!(checksum, finish(sum(&data)), "field at {offset}");
+        }
     }
 
     #[test]

@@ -2,9 +2,10 @@
 //! then IP, UDP, BTH and payload with the fields that routers may change
 //! masked to all ones — IPv4 TOS, TTL and header checksum; IPv6 traffic class,
 //! flow label and hop limit; the UDP checksum; the BTH byte after the P_Key —
-//! stored little-endian in the last 4 bytes of the packet.
+//! stored little-endian in the last 4 bytes of the packet. [`PsnDelta`] changes an ICRC with the
+//! PSN without computing it again.
 
-use super::crc::Crc32;
+use super::crc::{Crc32, CRC32_TABLE};
 use super::{bth, check_len, ipv4, ipv6, udp, Error, Result};
 
 /// Length of the ICRC trailer.
@@ -83,6 +84,55 @@ pub fn verify(packet: &[u8]) -> Result<bool> {
     Ok(compute(&packet[..body])?.to_le_bytes() == packet[body..])
 }
 
+/// How a packet's ICRC changes with its BTH PSN. A CRC is linear over XOR: two packets of one
+/// length that differ only in their PSNs have ICRCs that differ by a value that depends on the
+/// two PSNs' XOR and on how many bytes follow the PSN, not on the other bytes. A table per PSN
+/// byte makes that value three look-ups.
+#[derive(Clone)]
+pub struct PsnDelta {
+    /// `table[k][v]`: the change a difference `v` in the PSN's byte `k` (most significant first)
+    /// makes.
+    table: [[u32; 256]; 3],
+}
+
+impl core::fmt::Debug for PsnDelta {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PsnDelta").finish_non_exhaustive()
+    }
+}
+
+impl PsnDelta {
+    /// The tables for packets with `after` bytes between the PSN's last byte and the ICRC.
+    pub fn new(after: usize) -> PsnDelta {
+        let mut table = [[0u32; 256]; 3];
+        for (k, byte_table) in table.iter_mut().enumerate() {
+            // The CRC register, started at zero, after a byte with one bit set and the zero bytes
+            // behind it: what that bit adds to any CRC over a packet of this shape.
+            let bits: [u32; 8] = core::array::from_fn(|bit| {
+                let mut state = CRC32_TABLE[1 << bit];
+                for _ in 0..after + (2 - k) {
+                    state = CRC32_TABLE[(state & 0xff) as usize] ^ (state >> 8);
+                }
+                state
+            });
+            for value in 1..256usize {
+                let low = value.trailing_zeros() as usize;
+                byte_table[value] = byte_table[value & (value - 1)] ^ bits[low];
+            }
+        }
+        PsnDelta { table }
+    }
+
+    /// What to XOR into the ICRC (as a number, before its little-endian store) when the PSN
+    /// changes by `psn_xor` (old PSN XOR new).
+    #[inline(always)]
+    pub fn of(&self, psn_xor: u32) -> u32 {
+        self.table[0][(psn_xor >> 16 & 0xff) as usize]
+            ^ self.table[1][(psn_xor >> 8 & 0xff) as usize]
+            ^ self.table[2][(psn_xor & 0xff) as usize]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,6 +178,30 @@ mod tests {
         assert!(verify(&packet).unwrap());
         packet[0] = 0x56;
         assert!(matches!(compute(&packet), Err(Error::Malformed(_))));
+    }
+
+    #[test]
+    fn psn_delta_matches_a_new_icrc() {
+        for vector in [vectors::ROCE_V4, vectors::ROCE_V6] {
+            let mut packet = vector.to_vec()[14..].to_vec();
+            let ip_len = if packet[0] >> 4 == 4 { 20 } else { 40 };
+            let psn_at = ip_len + udp::HEADER_LEN + 9;
+            let icrc_at = packet.len() - ICRC_LEN;
+            let delta = PsnDelta::new(icrc_at - psn_at - 3);
+            for psn in [0u32, 1, 0xff, 0x100, 0x10000, 0xabcdef, 0xffffff, 0x800000] {
+                let old =
+                    u32::from_be_bytes([0, packet[psn_at], packet[psn_at + 1], packet[psn_at + 2]]);
+                let icrc = u32::from_le_bytes(packet[icrc_at..].try_into().unwrap());
+                packet[psn_at..psn_at + 3].copy_from_slice(&psn.to_be_bytes()[1..]);
+                let patched = icrc ^ delta.of(old ^ psn);
+                assert_eq!(
+                    patched,
+                    compute(&packet[..icrc_at]).unwrap(),
+                    "PSN {psn:#x}"
+                );
+                packet[icrc_at..].copy_from_slice(&patched.to_le_bytes());
+            }
+        }
     }
 
     #[test]

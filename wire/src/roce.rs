@@ -1,5 +1,6 @@
 //! Whole RoCEv2 frames: Ethernet (with VLAN tags) + IPv4 or IPv6 + UDP to port
-//! 4791 + BTH + payload + ICRC, built from and parsed into one flat [`RoceFrame`].
+//! 4791 + BTH + payload + ICRC, built from and parsed into one flat [`RoceFrame`]; a
+//! [`PsnPatch`] re-numbers a built frame without building it again.
 
 use core::fmt;
 use core::net::IpAddr;
@@ -8,7 +9,7 @@ use super::bth::{self, ROCEV2_PORT};
 use super::ethernet::{self, Address, EtherType, Vlan, MIN_FRAME_LEN};
 use super::icrc::{self, ICRC_LEN};
 use super::ip::{Ecn, Protocol};
-use super::{ipv4, ipv6, udp, Error, Result};
+use super::{checksum, ipv4, ipv6, udp, Error, Result};
 
 /// A RoCEv2 frame's headers and payload length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -229,6 +230,72 @@ impl RoceFrame {
     }
 }
 
+/// Where a frame of one [`RoceFrame`]'s shape carries what changes with its PSN — the BTH PSN,
+/// the ICRC and, over IPv6, the UDP checksum — so that a sender builds each QP's frame once and
+/// gives every copy its PSN in a few operations, whatever the frame's length.
+#[derive(Debug, Clone)]
+pub struct PsnPatch {
+    /// Offset of the PSN in the frame.
+    psn_at: usize,
+    /// Offset of the ICRC in the frame.
+    icrc_at: usize,
+    /// Over IPv6: the offset of the UDP header, whose checksum covers the PSN and the ICRC.
+    udp_at: Option<usize>,
+    /// The ICRC's change with the PSN.
+    delta: icrc::PsnDelta,
+}
+
+impl RoceFrame {
+    /// How frames of this shape change with their PSN.
+    pub fn psn_patch(&self) -> PsnPatch {
+        let ip_at = ethernet::HEADER_LEN + self.vlan.len();
+        let udp_at =
+            ip_at + ip_overhead(self.dst_ip) - udp::HEADER_LEN - bth::HEADER_LEN - ICRC_LEN;
+        let psn_at = udp_at + udp::HEADER_LEN + bth::PSN_OFFSET;
+        let icrc_at = ip_at + ip_overhead(self.dst_ip) + self.payload_len - ICRC_LEN;
+        PsnPatch {
+            psn_at,
+            icrc_at,
+            udp_at: self.dst_ip.is_ipv6().then_some(udp_at),
+            delta: icrc::PsnDelta::new(icrc_at - (psn_at + 3)),
+        }
+    }
+}
+
+impl PsnPatch {
+    /// Gives `frame` — built by [`RoceFrame::emit`] from the frame this patch came from, with
+    /// any PSN — the PSN `psn` (masked to 24 bits), with its ICRC and checksums right.
+    #[inline]
+    pub fn set_psn(&self, frame: &mut [u8], psn: u32) -> Result<()> {
+        if frame.len() < self.icrc_at + ICRC_LEN {
+            return Err(Error::Truncated);
+        }
+        let psn_field = self.psn_at..self.psn_at + 3;
+        let icrc_field = self.icrc_at..self.icrc_at + ICRC_LEN;
+        let old_psn = [
+            frame[psn_field.start],
+            frame[psn_field.start + 1],
+            frame[psn_field.start + 2],
+        ];
+        let new_psn: [u8; 3] = psn.to_be_bytes()[1..].try_into().expect("3 bytes");
+        let old_icrc: [u8; ICRC_LEN] = frame[icrc_field.clone()].try_into().expect("4 bytes");
+        let xor =
+            u32::from_be_bytes([0, old_psn[0], old_psn[1], old_psn[2]]) ^ (psn & bth::MASK_24);
+        let new_icrc = (u32::from_le_bytes(old_icrc) ^ self.delta.of(xor)).to_le_bytes();
+        frame[psn_field.clone()].copy_from_slice(&new_psn);
+        frame[icrc_field.clone()].copy_from_slice(&new_icrc);
+        if let Some(udp_at) = self.udp_at {
+            let mut datagram = udp::Packet::new_unchecked(&mut frame[udp_at..]);
+            let mut sum = datagram.checksum();
+            sum = checksum::update(sum, psn_field.start - udp_at, &old_psn, &new_psn);
+            sum = checksum::update(sum, icrc_field.start - udp_at, &old_icrc, &new_icrc);
+            // 0 means "no checksum": its one's-complement twin stands for it, as in emit.
+            datagram.set_checksum(if sum == 0 { 0xffff } else { sum });
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for RoceFrame {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -286,6 +353,54 @@ mod tests {
         let mut out = [0u8; 128];
         let len = v4().emit(&mut out, counting).unwrap();
         assert_eq!(out[..len], vectors::ROCE_V4.to_vec()[..]);
+    }
+
+    #[test]
+    fn psn_patch_matches_a_new_frame() {
+        let v6 = RoceFrame {
+            src_ip: "fd00::1".parse().unwrap(),
+            dst_ip: "fd00::2".parse().unwrap(),
+            flow_label: 0x12345,
+            ..v4()
+        };
+        let tagged = RoceFrame {
+            vlan: Vlan::Single(vlan::Repr {
+                pcp: 3,
+                dei: false,
+                vid: 0,
+            }),
+            ..v4()
+        };
+        // Padded to 60 bytes, odd payload lengths (the ICRC at an odd offset of the UDP
+        // checksum's words), IPv4, IPv6, tagged.
+        for base in [v4(), v6, tagged] {
+            for payload_len in [0, 1, 16, 333, 1000] {
+                let shape = RoceFrame {
+                    payload_len,
+                    ..base
+                };
+                let patch = shape.psn_patch();
+                let mut patched = vec![0u8; shape.buffer_len()];
+                shape.emit(&mut patched, counting).unwrap();
+                for psn in [0, 1, 0xfe, 0x1_0000, 0xabcdef, 0xffffff, 0x1234567] {
+                    patch.set_psn(&mut patched, psn).unwrap();
+                    let mut built = vec![0u8; shape.buffer_len()];
+                    let numbered = RoceFrame {
+                        bth: bth::Repr {
+                            psn: psn & bth::MASK_24,
+                            ..shape.bth
+                        },
+                        ..shape
+                    };
+                    numbered.emit(&mut built, counting).unwrap();
+                    assert_eq!(patched, built, "{shape} PSN {psn:#x}");
+                }
+                assert_eq!(
+                    patch.set_psn(&mut patched[..shape.overhead() + payload_len - 1], 0),
+                    Err(Error::Truncated)
+                );
+            }
+        }
     }
 
     #[test]
