@@ -1,8 +1,10 @@
-//! `lossless traffic send --engine afxdp` on a veth pair between two namespaces: the frames
-//! leave by an AF_XDP socket (copy mode on veth) and arrive whole at the peer — counted by the
-//! peer's kernel, captured there, and decoded by scapy (RoCEv2 BTH with its ICRC and the IPv4
-//! checksum recomputed, each QP's PSNs in order); and where AF_XDP cannot be had (here: another
-//! AF_XDP socket holds queue 0 of the interface) the sender says why and sends with AF_PACKET.
+//! `lossless traffic send` with either engine on a veth pair between two namespaces: the
+//! frames — built once per QP and numbered in place — leave by an AF_PACKET or an AF_XDP socket
+//! (copy mode on veth) and arrive whole at the peer, counted by the peer's kernel, captured
+//! there, and decoded by scapy (RoCEv2 BTH with its ICRC, the IPv4 header checksum or the IPv6
+//! UDP checksum recomputed, the ECN bits, each QP's PSNs in order past a byte boundary); and
+//! where AF_XDP cannot be had (here: another AF_XDP socket holds queue 0 of the interface) the
+//! sender says why and sends with AF_PACKET.
 
 use std::io::Write as _;
 use std::net::Ipv4Addr;
@@ -47,18 +49,26 @@ fn rx_packets(ns: &Namespace, iface: &str) -> u64 {
     links[0]["stats64"]["rx"]["packets"].as_u64().unwrap()
 }
 
-/// `lossless traffic send --json` from `tx` to `rx` with `extra`: the summary and stderr.
+/// `lossless traffic send --json` from `tx` to `rx` (its IPv4 address) with `extra`: the
+/// summary and stderr.
 fn send(ns: &Namespace, tx: &Endpoint, rx: &Endpoint, extra: &[&str]) -> (Value, String) {
+    send_to(ns, tx, rx, &rx.ipv4.to_string(), extra)
+}
+
+/// `lossless traffic send --json` from `tx` to `dst_ip` at `rx`'s MAC with `extra`: the summary
+/// and stderr.
+fn send_to(
+    ns: &Namespace,
+    tx: &Endpoint,
+    rx: &Endpoint,
+    dst_ip: &str,
+    extra: &[&str],
+) -> (Value, String) {
     let mac: Vec<String> = rx.mac.iter().map(|b| format!("{b:02x}")).collect();
     let output = ns
         .command(lossless_bin())
         .args(["traffic", "send", "--iface", &tx.ifname])
-        .args([
-            "--dst-ip",
-            &rx.ipv4.to_string(),
-            "--dst-mac",
-            &mac.join(":"),
-        ])
+        .args(["--dst-ip", dst_ip, "--dst-mac", &mac.join(":")])
         .args(["--rate", "10mbit", "--json"])
         .args(extra)
         .output()
@@ -70,30 +80,39 @@ fn send(ns: &Namespace, tx: &Endpoint, rx: &Endpoint, extra: &[&str]) -> (Value,
     )
 }
 
-/// Whether `frame` is RoCEv2 (IPv4, UDP to 4791).
+/// Whether `frame` is RoCEv2 (IPv4 or IPv6, UDP to 4791).
 fn is_roce(frame: &[u8]) -> bool {
-    frame.len() > 42
-        && frame[12..14] == [0x08, 0x00]
-        && frame[23] == 17
-        && frame[36..38] == [0x12, 0xb7]
+    match frame.get(12..14) {
+        Some([0x08, 0x00]) => frame.len() > 42 && frame[23] == 17 && frame[36..38] == [0x12, 0xb7],
+        Some([0x86, 0xdd]) => frame.len() > 62 && frame[20] == 17 && frame[56..58] == [0x12, 0xb7],
+        _ => false,
+    }
 }
 
-/// Each frame decoded by scapy (`scapy.contrib.roce`): [DestQP, PSN, ICRC right, IPv4
-/// checksum right, length].
+/// Each frame decoded by scapy (`scapy.contrib.roce`): [DestQP, PSN, ICRC right, IPv4 header
+/// checksum (IPv6: UDP checksum) right, length, ECN].
 fn scapy_decode(frames: &[Vec<u8>]) -> Vec<Value> {
     let program = r#"
 import sys, json
-from scapy.all import Ether, IP, raw
+from scapy.all import Ether, IP, IPv6, UDP, raw
 from scapy.contrib.roce import BTH
 out = []
 for line in sys.stdin:
     p = Ether(bytes.fromhex(line.strip()))
     q = p.copy()
     q[BTH].icrc = None
-    ip = p[IP].copy()
-    ip.chksum = None
+    if IP in p:
+        ip = p[IP].copy()
+        ip.chksum = None
+        checksum = IP(raw(ip)).chksum == p[IP].chksum
+        ecn = p[IP].tos & 3
+    else:
+        r = p.copy()
+        r[UDP].chksum = None
+        checksum = p[UDP].chksum != 0 and Ether(raw(r))[UDP].chksum == p[UDP].chksum
+        ecn = p[IPv6].tc & 3
     out.append([p[BTH].dqpn, p[BTH].psn, Ether(raw(q))[BTH].icrc == p[BTH].icrc,
-                IP(raw(ip)).chksum == p[IP].chksum, len(p)])
+                checksum, len(p), ecn])
 print(json.dumps(out))
 "#;
     let mut child = std::process::Command::new(testkit::venv_python())
@@ -112,49 +131,84 @@ print(json.dumps(out))
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
-#[test]
-fn afxdp_sender_frames_arrive_intact() {
-    if !privileged("afxdp_sender_frames_arrive_intact") {
-        return;
-    }
-    let (a, b, tx, rx) = pair("axi");
-    // The capture is read after the sender ends: its socket buffer holds some 250 such frames.
-    let capture = RawSocket::open_in(&b, &rx.ifname);
-    let before = rx_packets(&b, &rx.ifname);
-    let (summary, stderr) = send(
-        &a,
-        &tx,
-        &rx,
+/// Frames per QP in [`frames_arrive_intact`]: the PSNs cross a byte boundary (255 to 256).
+const PER_QP: u64 = 300;
+
+/// Sends `PER_QP` frames on each of 2 QPs of `size` bytes to `dst_ip` with `engine` and `ecn`,
+/// captures them at the peer while they arrive, and checks every one with scapy.
+fn frames_arrive_intact(
+    (a, b, tx, rx): &(Namespace, Namespace, Endpoint, Endpoint),
+    dst_ip: &str,
+    engine: &str,
+    expect_engine: &str,
+    size: u64,
+    ecn: (&str, u64),
+) {
+    let total = 2 * PER_QP;
+    let capture = RawSocket::open_in(b, &rx.ifname);
+    let reader = std::thread::spawn(move || capture.receive(total as usize, TIMEOUT, is_roce));
+    let before = rx_packets(b, &rx.ifname);
+    let (summary, stderr) = send_to(
+        a,
+        tx,
+        rx,
+        dst_ip,
         &[
-            "--engine", "afxdp", "--count", "150", "--qps", "3", "--size", "128",
+            "--engine",
+            engine,
+            "--count",
+            &total.to_string(),
+            "--qps",
+            "2",
+            "--size",
+            &size.to_string(),
+            "--ecn",
+            ecn.0,
         ],
     );
-    assert_eq!(
-        summary["engine"], "afxdp (copy mode)",
-        "{summary}\n{stderr}"
-    );
+    assert_eq!(summary["engine"], expect_engine, "{summary}\n{stderr}");
     assert!(summary["engine_fallback"].is_null(), "{summary}");
-    assert_eq!(summary["packets"], 150, "{summary}");
-    let frames = capture.receive(150, TIMEOUT, is_roce).unwrap();
-    assert_eq!(frames.len(), 150);
-    assert!(rx_packets(&b, &rx.ifname) - before >= 150);
+    assert_eq!(summary["packets"], total, "{summary}");
+    let frames = reader.join().unwrap().unwrap();
+    assert_eq!(frames.len() as u64, total);
+    assert!(rx_packets(b, &rx.ifname) - before >= total);
     let decoded = scapy_decode(&frames);
-    let mut next_psn = [0u64; 3];
+    let mut next_psn = [0u64; 2];
     for d in &decoded {
         let qp = d[0].as_u64().unwrap();
-        assert!((256..259).contains(&qp), "{d}");
+        assert!((256..258).contains(&qp), "{d}");
         let i = (qp - 256) as usize;
         assert_eq!(
             d[1].as_u64().unwrap(),
             next_psn[i],
-            "PSNs of QP {qp} in order"
+            "PSNs of QP {qp} in order ({engine} to {dst_ip})"
         );
         next_psn[i] += 1;
-        assert_eq!(d[2], true, "ICRC: {d}");
-        assert_eq!(d[3], true, "IPv4 checksum: {d}");
-        assert_eq!(d[4], 128, "{d}");
+        assert_eq!(d[2], true, "ICRC ({engine} to {dst_ip}): {d}");
+        assert_eq!(d[3], true, "checksum ({engine} to {dst_ip}): {d}");
+        assert_eq!(d[4], size, "{d}");
+        assert_eq!(d[5], ecn.1, "ECN ({engine} to {dst_ip}): {d}");
     }
-    assert_eq!(next_psn, [50, 50, 50]);
+    assert_eq!(next_psn, [PER_QP; 2]);
+}
+
+#[test]
+fn sender_frames_arrive_intact_with_either_engine() {
+    if !privileged("sender_frames_arrive_intact_with_either_engine") {
+        return;
+    }
+    let bed = pair("axi");
+    let (a, b, tx, rx) = &bed;
+    for (ns, end, addr) in [(a, tx, "fd43::1/64"), (b, rx, "fd43::2/64")] {
+        ns.ip(&["-6", "addr", "add", addr, "dev", &end.ifname, "nodad"])
+            .unwrap();
+    }
+    let rx_ipv4 = rx.ipv4.to_string();
+    // An odd size puts the IPv6 frame's ICRC at an odd offset of the UDP checksum's words.
+    for (engine, expect) in [("af-packet", "af-packet"), ("afxdp", "afxdp (copy mode)")] {
+        frames_arrive_intact(&bed, &rx_ipv4, engine, expect, 128, ("ce", 3));
+        frames_arrive_intact(&bed, "fd43::2", engine, expect, 1001, ("ect1", 1));
+    }
 }
 
 #[test]

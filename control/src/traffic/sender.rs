@@ -1,7 +1,8 @@
-//! The RoCEv2 sender: frames built by [`RoceFrame`] for N QPs, each with its
-//! own UDP source port (ECMP entropy), destination QP and PSN sequence, paced
-//! by departure timestamps computed from each QP's rate, sent in batches on an
-//! AF_PACKET or AF_XDP socket ([`Transmitter`]). Every [`CONTROL_EVERY`] the sender also reads the CNPs
+//! The RoCEv2 sender: N QPs, each with its own UDP source port (ECMP entropy),
+//! destination QP and PSN sequence, whose frame [`RoceFrame`] builds once and a
+//! [`PsnPatch`] numbers for each departure; paced by departure timestamps
+//! computed from each QP's rate, sent in batches on an AF_PACKET or AF_XDP socket
+//! ([`Transmitter`]). Every [`CONTROL_EVERY`] the sender also reads the CNPs
 //! that arrived for its QPs (handed to each QP's [`RateController::on_cnp`])
 //! and, before any departure, checks through its [`PfcGate`] whether its
 //! priority is paused.
@@ -24,7 +25,7 @@ use super::transmit::{Engine, Transmitter};
 use wire::bth::{self, Opcode, MASK_24};
 use wire::ethernet::{self, Address, Vlan};
 use wire::ip::Ecn;
-use wire::roce::RoceFrame;
+use wire::roce::{PsnPatch, RoceFrame};
 use wire::vlan;
 
 /// Most frames handed to the kernel in one `sendmmsg`.
@@ -295,6 +296,10 @@ pub struct Sender {
     /// The pause state of the frames' priority.
     pfc: PfcGate,
     frames: Vec<RoceFrame>,
+    /// Each QP's frame, built once with PSN 0.
+    built: Vec<Vec<u8>>,
+    /// Gives a copy of a built frame its PSN (every QP's frame has the same shape).
+    patch: PsnPatch,
     /// The gateway the frames go through (its MAC is their destination), if the route has one.
     gateway: Option<IpAddr>,
     stop: StopFlag,
@@ -319,6 +324,15 @@ impl Sender {
             }
         };
         let frames = config.frames(iface.mac, dst_mac, src_ip, iface.mtu)?;
+        let built = frames
+            .iter()
+            .map(|frame| {
+                let mut bytes = vec![0; frame.buffer_len()];
+                frame.emit(&mut bytes, |_| {})?;
+                Ok(bytes)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let patch = frames[0].psn_patch();
         let transmitter = Transmitter::open(&iface, config.engine)?;
         let ethertype = if config.dst_ip.is_ipv4() {
             libc::ETH_P_IP
@@ -341,6 +355,8 @@ impl Sender {
             cnp_socket,
             pfc,
             frames,
+            built,
+            patch,
             gateway,
             stop: StopFlag::new(),
         })
@@ -382,7 +398,8 @@ impl Sender {
         let count = self.config.count.unwrap_or(u64::MAX);
         let end_ps = self.config.duration.map_or(u64::MAX, duration_ps);
         let honour_pfc = self.config.honour_pfc && self.pfc.attached();
-        let mut buffers = vec![vec![0u8; frame_len]; BATCH];
+        // The QP and PSN of each frame of the batch being gathered.
+        let mut picked = [(0usize, 0u32); BATCH];
         let starts = rates.iter().map(|r| duration_ps(r.start()));
         let mut schedule = Schedule::new(starts, duration_ps(self.config.max_burst));
         let mut psns = vec![0u32; self.frames.len()];
@@ -424,14 +441,7 @@ impl Sender {
                 if due > now {
                     break;
                 }
-                let frame = RoceFrame {
-                    bth: bth::Repr {
-                        psn: psns[qp],
-                        ..self.frames[qp].bth
-                    },
-                    ..self.frames[qp]
-                };
-                frame.emit(&mut buffers[batch], |_| {})?;
+                picked[batch] = (qp, psns[qp]);
                 psns[qp] = (psns[qp] + 1) & MASK_24;
                 sent_per_qp[qp] += 1;
                 pause.count_if_held(due);
@@ -444,7 +454,7 @@ impl Sender {
                 wait_until(start, due.min(next_control));
                 continue;
             }
-            retries += self.send_all(&buffers[..batch])?;
+            retries += self.send(&picked[..batch], frame_len)?;
             sent += batch as u64;
         }
         self.transmitter
@@ -544,10 +554,18 @@ impl Sender {
         Ok(())
     }
 
-    /// Sends every frame, retrying while the kernel lacks room; returns the number of retries.
-    fn send_all(&mut self, frames: &[Vec<u8>]) -> Result<u64> {
+    /// Sends one frame per (QP, PSN) of `picked`, each a copy of the QP's built frame given its
+    /// PSN, retrying while the kernel lacks room; returns the number of retries.
+    fn send(&mut self, picked: &[(usize, u32)], frame_len: usize) -> Result<u64> {
+        let (built, patch) = (&self.built, &self.patch);
         self.transmitter
-            .send_all(frames)
+            .send_with(picked.len(), frame_len, |i, frame| {
+                let (qp, psn) = picked[i];
+                frame.copy_from_slice(&built[qp]);
+                patch
+                    .set_psn(frame, psn)
+                    .expect("a frame as long as the QP's built frame");
+            })
             .map_err(TrafficError::io(format!("send on {}", self.config.iface)))
     }
 }

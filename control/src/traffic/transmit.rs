@@ -1,7 +1,7 @@
 //! How the sender's frames leave: an AF_PACKET socket, a `sendmmsg` per batch (the default,
-//! and what works everywhere), or an AF_XDP socket (`--engine afxdp`): frames copied into
-//! memory shared with the kernel and handed over on a ring, a `sendto` per batch only when the
-//! kernel asks to be woken. Where AF_XDP cannot be had, the sender falls back to AF_PACKET
+//! and what works everywhere), or an AF_XDP socket (`--engine afxdp`): frames written straight
+//! into memory shared with the kernel and handed over on a ring, a `sendto` per batch only when
+//! the kernel asks to be woken. Where AF_XDP cannot be had, the sender falls back to AF_PACKET
 //! and says why.
 
 use std::io;
@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::error::{Result, TrafficError};
 use super::interface::Interface;
-use super::packet_socket::PacketSocket;
+use super::packet_socket::{PacketSocket, MAX_BATCH};
 
 /// Send buffer requested for an AF_PACKET socket.
 const SEND_BUFFER: usize = 4 << 20;
@@ -39,7 +39,8 @@ pub struct Transmitter {
 }
 
 enum Socket {
-    Packet(PacketSocket),
+    /// The socket and the frames of one batch, written before each `sendmmsg`.
+    Packet(PacketSocket, Vec<Vec<u8>>),
     Xdp(Box<afxdp::TxHalf>, afxdp::Mode),
 }
 
@@ -79,7 +80,7 @@ impl Transmitter {
                 iface.name
             )))?;
         Ok(Transmitter {
-            socket: Socket::Packet(socket),
+            socket: Socket::Packet(socket, vec![Vec::new(); MAX_BATCH]),
             fallback,
         })
     }
@@ -87,7 +88,7 @@ impl Transmitter {
     /// The engine in use: `af-packet`, `afxdp (copy mode)` or `afxdp (zero-copy mode)`.
     pub fn describe(&self) -> String {
         match &self.socket {
-            Socket::Packet(_) => "af-packet".into(),
+            Socket::Packet(..) => "af-packet".into(),
             Socket::Xdp(_, mode) => format!("afxdp ({mode} mode)"),
         }
     }
@@ -97,13 +98,25 @@ impl Transmitter {
         self.fallback.as_deref()
     }
 
-    /// Sends every frame, retrying while the kernel lacks room; returns the number of retries.
-    pub fn send_all(&mut self, frames: &[Vec<u8>]) -> io::Result<u64> {
+    /// Sends `count` frames of `len` bytes, frame `i` written in place by `write(i, frame)` (into
+    /// the memory shared with the kernel on AF_XDP, so nothing is copied twice), retrying while
+    /// the kernel lacks room; returns the number of retries. `count` is at most [`MAX_BATCH`].
+    pub fn send_with(
+        &mut self,
+        count: usize,
+        len: usize,
+        mut write: impl FnMut(usize, &mut [u8]),
+    ) -> io::Result<u64> {
         let mut retries = 0;
         match &mut self.socket {
-            Socket::Packet(socket) => {
+            Socket::Packet(socket, buffers) => {
+                let frames = &mut buffers[..count];
+                for (i, frame) in frames.iter_mut().enumerate() {
+                    frame.resize(len, 0);
+                    write(i, frame);
+                }
                 let mut done = 0;
-                while done < frames.len() {
+                while done < count {
                     match socket.send_batch(&frames[done..]) {
                         Ok(n) => done += n,
                         Err(e) if is_transient(&e) => {
@@ -115,9 +128,9 @@ impl Transmitter {
                 }
             }
             Socket::Xdp(tx, _) => {
-                for frame in frames {
+                for i in 0..count {
                     loop {
-                        match tx.send(frame) {
+                        match tx.send_with(len, |frame| write(i, frame)) {
                             Ok(()) => break,
                             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                                 retries += 1;
