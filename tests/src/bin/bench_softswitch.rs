@@ -13,6 +13,9 @@
 //! beyond what it forwards may forward less than at its best (BMv2 does), so each switch is
 //! measured at offered loads from 10,000 packets/s up to flat out, and its best is kept.
 
+#[path = "bench_softswitch/scaling.rs"]
+mod scaling;
+
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -198,6 +201,14 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() -> anyhow::Result<()> {
+    let scaling = scaling::measure()?;
+    scaling::report(
+        &scaling,
+        &testkit::workspace_root().join("target/bench/softswitch-scaling.svg"),
+    )?;
+    if std::env::args().any(|arg| arg == "--scaling-only") {
+        return Ok(());
+    }
     let out = std::process::Command::new("id").arg("-u").output()?;
     if String::from_utf8_lossy(&check("id -u", out)?.stdout).trim() != "0" {
         anyhow::bail!("the softswitch benchmark needs root (network namespaces)");
