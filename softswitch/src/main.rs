@@ -44,6 +44,10 @@ enum Command {
         /// (0 to 510, as every port: 511 is v1model's drop port).
         #[arg(long, value_parser = clap::value_parser!(u16).range(0..511))]
         cpu_port: Option<u16>,
+        /// Also serve BMv2's runtime Thrift services (simple_switch_CLI) at this address (e.g.
+        /// 127.0.0.1:9090); off by default.
+        #[arg(long, value_name = "ADDR")]
+        thrift_addr: Option<std::net::SocketAddr>,
     },
     /// Check a P4 program: exits non-zero and prints file:line:col on the first error.
     Check {
@@ -161,6 +165,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             grpc_server_addr,
             device_id,
             cpu_port,
+            thrift_addr,
         } => {
             // Colour only on a terminal, and never under NO_COLOR (logs go to files and pipes).
             let colour =
@@ -180,6 +185,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 device_id,
                 cpu_port,
                 pcap: None,
+                thrift_addr,
             })?;
             Ok(ExitCode::SUCCESS)
         }

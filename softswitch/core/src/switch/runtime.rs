@@ -62,6 +62,12 @@ pub enum RuntimeError {
         /// The node asked for.
         node: usize,
     },
+    /// No multicast group with this id.
+    #[error("no multicast group {0}")]
+    NoGroup(u16),
+    /// No replication node with this handle.
+    #[error("no replication node {0}")]
+    NoNode(usize),
     /// A queue setting out of its range.
     #[error(transparent)]
     Queue(#[from] QueueSettingError),
@@ -521,13 +527,19 @@ impl Switch {
         self.mirroring.remove(session);
     }
 
+    /// The port clone session `session` sends to, if the session exists (`mirroring_get`).
+    pub fn clone_session(&self, session: u32) -> Option<u16> {
+        self.mirroring.port(session)
+    }
+
     /// Makes multicast group `group` replicate to `replicas` (egress port, replication id),
     /// creating or replacing it.
     pub fn set_multicast_group(&mut self, group: u16, replicas: &[(u16, u16)]) {
         self.pre.set_group(group, replicas);
     }
 
-    /// Removes multicast group `group` and its nodes (`mc_mgrp_destroy`).
+    /// Removes multicast group `group` and its nodes (P4Runtime's delete of a group, whose
+    /// replicas belong to it).
     pub fn remove_multicast_group(&mut self, group: u16) {
         self.pre.remove_group(group);
     }
@@ -549,6 +561,66 @@ impl Switch {
         } else {
             Err(RuntimeError::NoGroupOrNode { group, node })
         }
+    }
+
+    /// Removes multicast group `group`, leaving its nodes for other groups (`mc_mgrp_destroy`).
+    pub fn destroy_multicast_group(&mut self, group: u16) -> Result<(), RuntimeError> {
+        if self.pre.destroy_group(group) {
+            Ok(())
+        } else {
+            Err(RuntimeError::NoGroup(group))
+        }
+    }
+
+    /// Takes node `node` out of group `group` (`mc_node_dissociate`).
+    pub fn dissociate_node(&mut self, group: u16, node: usize) -> Result<(), RuntimeError> {
+        if self.pre.dissociate_node(group, node) {
+            Ok(())
+        } else {
+            Err(RuntimeError::NoGroupOrNode { group, node })
+        }
+    }
+
+    /// Changes the ports of replication node `node` (`mc_node_update`).
+    pub fn update_multicast_node(
+        &mut self,
+        node: usize,
+        ports: Vec<u16>,
+    ) -> Result<(), RuntimeError> {
+        if self.pre.update_node(node, ports) {
+            Ok(())
+        } else {
+            Err(RuntimeError::NoNode(node))
+        }
+    }
+
+    /// Destroys replication node `node`, taking it out of its groups (`mc_node_destroy`).
+    pub fn destroy_multicast_node(&mut self, node: usize) -> Result<(), RuntimeError> {
+        if self.pre.destroy_node(node) {
+            Ok(())
+        } else {
+            Err(RuntimeError::NoNode(node))
+        }
+    }
+
+    /// Every multicast group with its nodes' handles, by group id (`mc_get_entries`).
+    pub fn multicast_groups(&self) -> Vec<(u16, Vec<usize>)> {
+        self.pre.groups()
+    }
+
+    /// Every replication node: handle, replication id, ports (`mc_get_entries`).
+    pub fn multicast_nodes(&self) -> impl Iterator<Item = (usize, u16, &[u16])> {
+        self.pre.nodes()
+    }
+
+    // ---- the whole state ----
+
+    /// Forgets everything the control plane set (entries, default actions, profiles, counters,
+    /// registers, meters, value sets, multicast groups and nodes, clone sessions, queue
+    /// settings) and every packet in flight, keeping the program and the clock
+    /// (`reset_state`).
+    pub fn reset_state(&mut self) {
+        *self = Switch::new(self.program.clone(), self.clock);
     }
 
     // ---- queues ----
