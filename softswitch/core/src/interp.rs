@@ -21,6 +21,10 @@ pub enum Flow {
     Exit,
     /// `return`.
     Return,
+    /// `break`.
+    Break,
+    /// `continue`.
+    Continue,
     /// A parser error with its code.
     Reject(u128),
 }
@@ -55,6 +59,8 @@ pub struct Exec<'a> {
     /// The table and entry of the last hit, for `direct_meter.read`.
     last_hit: Option<(usize, usize)>,
     keys: Vec<u128>,
+    /// Loop iterations this run may still make (from [`ir::MAX_LOOP_ITERATIONS`]).
+    loop_budget: usize,
 }
 
 const PARSER_STEP_LIMIT: usize = 100_000;
@@ -82,6 +88,7 @@ impl<'a> Exec<'a> {
             out: None,
             last_hit: None,
             keys: Vec::new(),
+            loop_budget: ir::MAX_LOOP_ITERATIONS,
         }
     }
 
@@ -208,8 +215,41 @@ impl<'a> Exec<'a> {
             Stmt::Extern(call) => return self.extern_call(call),
             Stmt::Exit => return Flow::Exit,
             Stmt::Return => return Flow::Return,
+            Stmt::Break => return Flow::Break,
+            Stmt::Continue => return Flow::Continue,
+            Stmt::Loop { cond, body, update } => return self.run_loop(cond, body, update),
         }
         Flow::Next
+    }
+
+    /// Runs a [`Stmt::Loop`] within the run's loop budget; past it, the block ends as at
+    /// `exit` and the switch's log says why.
+    fn run_loop(&mut self, cond: &Expr, body: &[Stmt], update: &[Stmt]) -> Flow {
+        loop {
+            let c = self.val(cond);
+            if self.abort.is_some() || c == 0 {
+                return Flow::Next;
+            }
+            if self.loop_budget == 0 {
+                self.state.log(format!(
+                    "loops ran more than {} iterations in one block: the block ends as at exit \
+                     (ir::MAX_LOOP_ITERATIONS)",
+                    ir::MAX_LOOP_ITERATIONS
+                ));
+                return Flow::Exit;
+            }
+            self.loop_budget -= 1;
+            match self.run(body) {
+                Flow::Next | Flow::Continue => {}
+                Flow::Break => return Flow::Next,
+                other => return other,
+            }
+            match self.run(update) {
+                Flow::Next | Flow::Continue => {}
+                Flow::Break => return Flow::Next,
+                other => return other,
+            }
+        }
     }
 
     /// Runs the body of the first case whose labels hold `key`, else `default`; nothing when

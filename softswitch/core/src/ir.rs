@@ -400,7 +400,24 @@ pub enum Stmt {
     Exit,
     /// `return` (the value, if any, was stored before).
     Return,
+    /// A loop: while `cond` holds, runs `body` then `update`. `break` in either ends the
+    /// loop, `continue` in the body goes on to `update`. The interpreter bounds the iterations
+    /// of one block's run at [`MAX_LOOP_ITERATIONS`].
+    Loop {
+        cond: Expr,
+        body: Vec<Stmt>,
+        update: Vec<Stmt>,
+    },
+    /// `break`: ends the innermost [`Stmt::Loop`].
+    Break,
+    /// `continue`: ends the innermost [`Stmt::Loop`]'s body for this iteration.
+    Continue,
 }
+
+/// Iterations of loops one packet's run of one block (a parser, a control) may make, all loops
+/// together: P4 loops may depend on packet data and need not end, and a packet must not hold
+/// the switch. Past it the block ends as at `exit`, with a note in the switch's log.
+pub const MAX_LOOP_ITERATIONS: usize = 1 << 16;
 
 /// A match kind of a table key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -788,8 +805,17 @@ impl RunDepth<'_> {
     fn stmt(&self, s: &Stmt) -> usize {
         let inner = match s {
             Stmt::Assign(place, e) => self.place(place).max(self.expr(e)),
-            Stmt::Copy { .. } | Stmt::Zero { .. } | Stmt::Exit | Stmt::Return => 0,
+            Stmt::Copy { .. }
+            | Stmt::Zero { .. }
+            | Stmt::Exit
+            | Stmt::Return
+            | Stmt::Break
+            | Stmt::Continue => 0,
             Stmt::If(c, t, e) => self.expr(c).max(self.stmts(t)).max(self.stmts(e)),
+            Stmt::Loop { cond, body, update } => self
+                .expr(cond)
+                .max(self.stmts(body))
+                .max(self.stmts(update)),
             Stmt::Switch { on, cases, default } => cases
                 .iter()
                 .map(|(_, b)| self.stmts(b))
