@@ -1,11 +1,12 @@
 //! Checker: resolves names and types of the AST and lowers it to the [`ir`](softswitch_core::ir::Program) in one
 //! pass (P4 requires declaration before use, so one pass suffices). Submodules: `expr`
 //! (expressions, places, constants), `stmt` (statements and calls), `externs` (v1model and core
-//! externs), `table`, `parser`. This module holds the environment and the declarations.
+//! externs), `loops`, `table`, `parser`. This module holds the environment and the declarations.
 
 mod cpinfo;
 mod expr;
 mod externs;
+mod loops;
 mod parser;
 mod stmt;
 mod table;
@@ -107,6 +108,8 @@ struct Checker<'a> {
     ret: Option<(Type, Slot)>,
     /// Whether a parser is being lowered (`packet_in` methods allowed).
     in_parser: bool,
+    /// How many loops enclose the statement being lowered (`break` and `continue` need one).
+    loops: usize,
     /// User metadata slots per `@field_list(N)` index.
     user_field_lists: Vec<(u8, Vec<Slot>)>,
     /// Preserved field lists by id, as the program references them.
@@ -714,8 +717,9 @@ impl<'a> Checker<'a> {
         self.scopes.push(HashMap::new());
         let params = self.params(&proto.params)?;
         let saved = std::mem::replace(&mut self.ret, ret.clone());
+        let saved_loops = std::mem::take(&mut self.loops);
         let stmts = self.block(body);
-        self.ret = saved;
+        (self.ret, self.loops) = (saved, saved_loops);
         let stmts = stmts?;
         self.scopes.pop();
         let name = self.qualified(&proto.name.name, &[], proto.name.span)?;
