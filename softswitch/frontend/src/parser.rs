@@ -1439,6 +1439,8 @@ impl Parser {
     fn paren_is_cast(&self) -> bool {
         match &self.peek_at(1).tok {
             Tok::Ident(s) if ["bit", "int", "bool", "varbit"].contains(&s.as_str()) => true,
+            // `(list<T>) { ... }`, `(tuple<T, U>) { ... }`.
+            Tok::Ident(s) if s == "list" || s == "tuple" => self.peek_at(2).tok == Tok::Punct("<"),
             Tok::Ident(s) if self.type_names.contains(s) => {
                 matches!(self.peek_at(2).tok, Tok::Punct(")" | "<"))
             }

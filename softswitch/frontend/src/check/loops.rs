@@ -146,7 +146,32 @@ impl<'a> Checker<'a> {
         ty: &Type,
         var: u32,
     ) -> Result<(Vec<Stmt>, Vec<Vec<Stmt>>)> {
-        if let ExprKind::List(items) = &e.kind {
+        // `(list<T>) { ... }` (as p4c wants it) or `{ ... }`: the items, each converted to the
+        // variable's type.
+        let list = match &e.kind {
+            ExprKind::Cast(ast::TypeRef::Tuple { elems, .. }, inner) => match &inner.kind {
+                ExprKind::List(items) => {
+                    for t in elems {
+                        let t_ty = self.resolve_type(t)?;
+                        if t_ty != *ty {
+                            return fail(
+                                t.span(),
+                                format!(
+                                    "the list's elements are {}, the loop variable is {}",
+                                    self.show(&t_ty),
+                                    self.show(ty)
+                                ),
+                            );
+                        }
+                    }
+                    Some(items)
+                }
+                _ => None,
+            },
+            ExprKind::List(items) => Some(items),
+            _ => None,
+        };
+        if let Some(items) = list {
             let mut each = Vec::new();
             for item in items {
                 let dst = self.storage(var, ty.clone());
@@ -175,7 +200,8 @@ impl<'a> Checker<'a> {
                     .map(|i| {
                         vec![Stmt::Copy {
                             dst: var,
-                            src: base + i * stride,
+                            // A stack holds its next index, then its elements.
+                            src: base + 1 + i * stride,
                             len: stride,
                         }]
                     })
