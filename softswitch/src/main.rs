@@ -318,7 +318,12 @@ fn start_bmv2(
 fn compile(map: &mut SourceMap, program: &Path) -> Result<Option<softswitch_frontend::Compiled>> {
     let file = read_program(map, program)?;
     match softswitch_frontend::compile_with(map, file, Includes::Files) {
-        Ok(p) => Ok(Some(p)),
+        Ok(p) => {
+            for w in &p.warnings {
+                eprintln!("{}", w.render(map));
+            }
+            Ok(Some(p))
+        }
         Err(d) => {
             eprintln!("{}", d.render(map));
             Ok(None)

@@ -12,7 +12,7 @@ mod stmt;
 mod table;
 
 use crate::ast::{self, AggregateKind, Decl, Direction, ExprKind, TypeRef};
-use crate::diagnostic::{fail, Diagnostic, Result};
+use crate::diagnostic::{fail, Diagnostic, Diagnostics, Result};
 use crate::limits::{
     MAX_BODIES, MAX_EXTERN_CELLS, MAX_LOWERED, MAX_RUN_DEPTH, MAX_SLOTS, MAX_TYPE_DEPTH,
     MAX_TYPE_PARTS,
@@ -22,13 +22,26 @@ use crate::types::{EnumDef, Type, Types};
 use softswitch_core::ir::{self, Slot};
 use std::collections::HashMap;
 
-/// Checks `decls` (a whole program including the built-in headers) and lowers it.
-pub fn check(decls: &[Decl]) -> Result<crate::Compiled> {
+/// Checks `decls` (a whole program including the built-in headers) and lowers it. An error in
+/// a declaration or a statement is recorded in `diags` and the checker goes on with the next
+/// (so one run reports them all, up to `limits::MAX_ERRORS`); the result is then an error too.
+pub fn check(decls: &[Decl], diags: &mut Diagnostics) -> Result<crate::Compiled> {
     let mut c = Checker::default();
+    let shared = std::rc::Rc::clone(&c.diags);
+    *shared.borrow_mut() = std::mem::take(diags);
+    let mut stopped = None;
     for d in decls {
-        c.top_level(d)?;
+        if let Err(e) = c.top_level(d).or_else(|e| c.recover(e)) {
+            stopped = Some(e);
+            break;
+        }
     }
-    c.finish(decls)
+    let r = match stopped {
+        Some(stop) => Err(stop),
+        None => c.finish(decls),
+    };
+    *diags = shared.take();
+    r
 }
 
 /// A parameter of a callable (action or function) as the checker binds it.
@@ -130,6 +143,8 @@ struct Checker<'a> {
     depths: Depths,
     /// Cells of the register, counter and meter instances so far (see [`MAX_EXTERN_CELLS`]).
     extern_cells: u64,
+    /// The errors recorded so far, which the checker went on after (see [`Checker::recover`]).
+    diags: std::rc::Rc<std::cell::RefCell<Diagnostics>>,
 }
 
 /// Bytes of a name (or a string) that count as one unit of lowering work (see [`MAX_LOWERED`]).
@@ -144,6 +159,17 @@ struct Depths {
 }
 
 impl<'a> Checker<'a> {
+    /// Records `e`, an error of one declaration or statement, for the caller to go on with
+    /// the next; `Err` when the checker must stop (`limits::MAX_ERRORS`).
+    fn recover(&self, e: Diagnostic) -> Result<()> {
+        self.diags.borrow_mut().error(e)
+    }
+
+    /// The statements of `r`, or none when it is an error, recorded (see [`Checker::recover`]).
+    fn recovered(&self, r: Result<Vec<ir::Stmt>>) -> Result<Vec<ir::Stmt>> {
+        r.or_else(|e| self.recover(e).map(|()| Vec::new()))
+    }
+
     fn lookup(&self, name: &str) -> Option<&Sym<'a>> {
         if self.scopes.is_empty() {
             return None;
@@ -787,7 +813,8 @@ impl<'a> Checker<'a> {
         // Locals are zeroed where they are declared (see `var_decl`).
         let mut body = Vec::new();
         for local in &c.locals {
-            body.extend(self.local(local)?);
+            let stmts = self.local(local);
+            body.extend(self.recovered(stmts)?);
         }
         body.extend(self.block(&c.apply)?);
         self.blocks.pop();
@@ -946,7 +973,8 @@ impl<'a> Checker<'a> {
             let params = self.params(&c.params)?;
             let mut body = Vec::new();
             for local in &c.locals {
-                body.extend(self.local(local)?);
+                let stmts = self.local(local);
+                body.extend(self.recovered(stmts)?);
             }
             body.extend(self.block(&c.apply)?);
             Ok((params, body))
@@ -976,10 +1004,14 @@ impl<'a> Checker<'a> {
             start: slot,
             len: self.types.size(&ty),
         }];
-        if let Some(init) = &v.init {
-            out.extend(self.assign_to(self.storage(slot, ty.clone()), init)?);
-        }
+        let init = match &v.init {
+            Some(init) => self.assign_to(self.storage(slot, ty.clone()), init),
+            None => Ok(Vec::new()),
+        };
+        // Declared even when its initializer is wrong: the checker goes on after that error,
+        // and the variable's uses are not errors of their own.
         self.declare(&v.name, Sym::Var { ty, slot })?;
+        out.extend(init?);
         Ok(out)
     }
 
@@ -1125,6 +1157,7 @@ impl<'a> Checker<'a> {
                 types: self.types,
                 ..self.cp
             },
+            warnings: Vec::new(),
         })
     }
 

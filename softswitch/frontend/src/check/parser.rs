@@ -89,7 +89,8 @@ impl<'a> Checker<'a> {
     fn states(&mut self, p: &'a ast::ParserDecl) -> Result<ir::ParserIr> {
         let mut init = Vec::new();
         for local in &p.locals {
-            init.extend(self.local(local)?);
+            let stmts = self.local(local);
+            init.extend(self.recovered(stmts)?);
         }
         let mut order: Vec<&ast::State> =
             p.states.iter().filter(|s| s.name.name == "start").collect();

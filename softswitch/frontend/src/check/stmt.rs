@@ -11,12 +11,14 @@ use softswitch_core::ir::{Expr, ExternCall, Invoke, Place, Stmt};
 use std::collections::HashMap;
 
 impl<'a> Checker<'a> {
-    /// Lowers a block in its own scope.
+    /// Lowers a block in its own scope. An error in a statement is recorded and the block
+    /// goes on with the next (see [`Checker::recover`]).
     pub(super) fn block(&mut self, b: &'a ast::Block) -> Result<Vec<Stmt>> {
         self.scopes.push(HashMap::new());
         let mut out = Vec::new();
         for s in &b.stmts {
-            match self.stmt(s) {
+            let stmts = self.stmt(s);
+            match self.recovered(stmts) {
                 Ok(stmts) => out.extend(stmts),
                 Err(e) => {
                     self.scopes.pop();
