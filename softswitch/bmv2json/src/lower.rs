@@ -546,7 +546,8 @@ impl Lowerer {
                         };
                         let (next, d) = (jumps.next, depth + 1);
                         let body = self.structured(prims, i + 1, next, rt, what, d, Some(jumps))?;
-                        let update = self.structured(prims, next, to - 1, rt, what, d, Some(jumps))?;
+                        let update =
+                            self.structured(prims, next, to - 1, rt, what, d, Some(jumps))?;
                         out.push(Stmt::Loop { cond, body, update });
                         i = to;
                         continue;
@@ -580,11 +581,9 @@ impl Lowerer {
                     match inside {
                         Some(l) if to == l.exit => out.push(Stmt::Break),
                         Some(l) if to == l.next => out.push(Stmt::Continue),
-                        _ => {
-                            return fail(
-                                "a _jump that is not the end of an if's block, a break or a continue",
-                            )
-                        }
+                        _ => return fail(
+                            "a _jump that is not the end of an if's block, a break or a continue",
+                        ),
                     }
                     i += 1;
                 }

@@ -93,7 +93,12 @@ impl Diagnostic {
     pub fn one(&self, map: &SourceMap) -> String {
         let (line, col) = map.line_col(self.span);
         let text = map.line_text(self.span.file, line);
-        let mut out = format!("{}: {}: {}\n", self.location(map), self.severity, self.message);
+        let mut out = format!(
+            "{}: {}: {}\n",
+            self.location(map),
+            self.severity,
+            self.message
+        );
         let width = map
             .snippet(self.span)
             .lines()
@@ -183,7 +188,10 @@ impl Diagnostics {
     /// there was no error, else the first error with every other diagnostic in
     /// [`Diagnostic::rest`] (`r`'s own error too, unless recorded already or a consequence of
     /// the stop at [`MAX_ERRORS`]).
-    pub fn conclude<T>(mut self, r: Result<T>) -> std::result::Result<(T, Vec<Diagnostic>), Diagnostic> {
+    pub fn conclude<T>(
+        mut self,
+        r: Result<T>,
+    ) -> std::result::Result<(T, Vec<Diagnostic>), Diagnostic> {
         match r {
             Ok(v) if !self.has_errors() => {
                 if self.warnings > MAX_WARNINGS {

@@ -921,7 +921,10 @@ impl Parser {
         if self.is_kw("for") && self.peek_at(1).tok == Tok::Punct("(") {
             return self.for_loop(start);
         }
-        for (kw, stmt) in [("break", Stmt::Break(start)), ("continue", Stmt::Continue(start))] {
+        for (kw, stmt) in [
+            ("break", Stmt::Break(start)),
+            ("continue", Stmt::Continue(start)),
+        ] {
             if self.is_kw(kw) && self.peek_at(1).tok == Tok::Punct(";") {
                 self.pos += 2;
                 return Ok(stmt);
@@ -1691,6 +1694,79 @@ mod tests {
         };
         assert!(
             matches!(&sum.kind, ExprKind::Binary(BinOp::Add, _, m) if matches!(m.kind, ExprKind::Binary(BinOp::Mul, ..)))
+        );
+    }
+
+    /// The statements of function `f`'s body in `src`.
+    fn body_of(src: &str) -> Vec<Stmt> {
+        let (map, r) = parse_src(src);
+        let decls = r.unwrap_or_else(|e| panic!("{}", e.render(&map)));
+        match decls.into_iter().last() {
+            Some(Decl::Function { body, .. }) => body.stmts,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn compound_assignments_are_read_as_the_operation_then_the_store() {
+        let ops = [
+            ("+=", BinOp::Add),
+            ("-=", BinOp::Sub),
+            ("*=", BinOp::Mul),
+            ("&=", BinOp::BitAnd),
+            ("|=", BinOp::BitOr),
+            ("^=", BinOp::BitXor),
+            ("<<=", BinOp::Shl),
+            (">>=", BinOp::Shr),
+            ("|+|=", BinOp::AddSat),
+            ("|-|=", BinOp::SubSat),
+        ];
+        for (text, op) in ops {
+            let stmts = body_of(&format!("void f() {{ x {text} 1 + y; }}"));
+            let [Stmt::Assign { lhs, rhs, .. }] = &stmts[..] else {
+                panic!("{text}: {stmts:?}")
+            };
+            assert_eq!(lhs.kind, ExprKind::Name("x".into()), "{text}");
+            let ExprKind::Binary(got, a, b) = &rhs.kind else {
+                panic!("{text}: {rhs:?}")
+            };
+            assert_eq!((*got, &a.kind), (op, &lhs.kind), "{text}");
+            assert!(matches!(b.kind, ExprKind::Binary(BinOp::Add, ..)), "{text}");
+        }
+        // `a > >= b` is not `>>=`.
+        let (_, r) = parse_src("void f() { x > >= 1; }");
+        assert!(r.is_err());
+    }
+
+    #[test]
+    fn for_loops_in_both_forms_with_break_and_continue() {
+        let stmts = body_of(
+            "void f() { for (bit<8> i = 0, j = 1; i < 4; i = i + 1, j += 2) { break; } \
+             for (; true;) { } \
+             for (@x T e in s) continue; for (bit<8> k in 1 .. n) ; }",
+        );
+        let [Stmt::For(a), Stmt::For(b), Stmt::ForIn(c), Stmt::ForIn(d)] = &stmts[..] else {
+            panic!("{stmts:?}")
+        };
+        assert_eq!((a.init.len(), a.update.len()), (2, 2));
+        assert!(
+            matches!(a.body, Stmt::Block(ref blk) if matches!(blk.stmts[..], [Stmt::Break(_)]))
+        );
+        assert!(b.init.is_empty() && b.update.is_empty());
+        assert_eq!(c.var.name, "e");
+        assert!(matches!(c.collection, ForCollection::Expr(_)));
+        assert!(matches!(c.body, Stmt::Continue(_)));
+        assert!(matches!(d.collection, ForCollection::Range(..)));
+    }
+
+    #[test]
+    fn contextual_keywords_are_names() {
+        let src = "header h_t { bit<8> type; bit<8> key; bit<8> apply; bit<8> state; \
+                   bit<8> entries; bit<8> priority; bit<8> actions; bit<8> list; }\n\
+                   bit<8> f(in bit<8> type, in bit<8> state) { bit<8> apply = type; return apply + state; }";
+        let stmts = body_of(src);
+        assert!(
+            matches!(&stmts[0], Stmt::Decl(d) if matches!(&**d, Decl::Var(v) if v.name.name == "apply"))
         );
     }
 

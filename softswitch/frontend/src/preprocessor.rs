@@ -617,7 +617,11 @@ impl Preprocessor {
         };
         let is_paste = |t: Option<&Token>| t.is_some_and(|t| t.tok == Tok::Punct("##"));
         if is_paste(body.first()) || is_paste(body.last()) {
-            let at = if is_paste(body.first()) { &body[0] } else { &body[body.len() - 1] };
+            let at = if is_paste(body.first()) {
+                &body[0]
+            } else {
+                &body[body.len() - 1]
+            };
             return fail(at.span, "'##' cannot be at either end of a macro's body");
         }
         let mut out: Vec<Token> = Vec::new();
@@ -654,7 +658,11 @@ impl Preprocessor {
                 vec![t.clone()]
             };
             let empty = piece.is_empty();
-            match (std::mem::take(&mut pasting), last_empty, piece.split_first()) {
+            match (
+                std::mem::take(&mut pasting),
+                last_empty,
+                piece.split_first(),
+            ) {
                 (true, false, Some((first, others))) => {
                     let left = out.pop().expect("a left operand was written");
                     let pasted = self.paste(&left, first)?;
@@ -726,15 +734,29 @@ fn stringized(tokens: &[Token]) -> String {
 /// `#line N ["file"]` at `span`: the next line of the file is line N (of `file`).
 fn line_directive(map: &mut SourceMap, span: Span, name_span: Span, rest: &[Token]) -> Result<()> {
     let (number, file) = match rest {
-        [Token { tok: Tok::Int(n), .. }] => (n.value, None),
-        [Token { tok: Tok::Int(n), .. }, Token { tok: Tok::Str(f), .. }] => (n.value, Some(f.clone())),
-        _ => return fail(name_span, "#line needs a line number and, optionally, a \"file name\""),
+        [Token {
+            tok: Tok::Int(n), ..
+        }] => (n.value, None),
+        [Token {
+            tok: Tok::Int(n), ..
+        }, Token {
+            tok: Tok::Str(f), ..
+        }] => (n.value, Some(f.clone())),
+        _ => {
+            return fail(
+                name_span,
+                "#line needs a line number and, optionally, a \"file name\"",
+            )
+        }
     };
     let Ok(number) = usize::try_from(number) else {
         return fail(name_span, "#line's line number is too large");
     };
     // The directive may continue over several lines (`\` at their ends).
-    let (last, _) = map.line_col(Span { lo: span.hi, ..span });
+    let (last, _) = map.line_col(Span {
+        lo: span.hi,
+        ..span
+    });
     map.mark_line(span.file, last + 1, number, file);
     Ok(())
 }

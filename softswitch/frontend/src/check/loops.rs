@@ -113,7 +113,13 @@ impl<'a> Checker<'a> {
             self.alloc(&ty, l.span)?,
             self.alloc(&Type::Bool, l.span)?,
         );
-        self.declare(&l.var, super::Sym::Var { ty: ty.clone(), slot: var })?;
+        self.declare(
+            &l.var,
+            super::Sym::Var {
+                ty: ty.clone(),
+                slot: var,
+            },
+        )?;
         out.push(Stmt::Assign(Place::Slot(counter), lo));
         out.push(Stmt::Assign(Place::Slot(last), hi));
         out.push(Stmt::Assign(
