@@ -401,8 +401,8 @@ pub enum Stmt {
     /// `return` (the value, if any, was stored before).
     Return,
     /// A loop: while `cond` holds, runs `body` then `update`. `break` in either ends the
-    /// loop, `continue` in the body goes on to `update`. The interpreter bounds the iterations
-    /// of one block's run at [`MAX_LOOP_ITERATIONS`].
+    /// loop, `continue` in the body goes on to `update`. The interpreter bounds the work of
+    /// one block's loops at [`MAX_LOOP_WORK`].
     Loop {
         cond: Expr,
         body: Vec<Stmt>,
@@ -414,10 +414,12 @@ pub enum Stmt {
     Continue,
 }
 
-/// Iterations of loops one packet's run of one block (a parser, a control) may make, all loops
-/// together: P4 loops may depend on packet data and need not end, and a packet must not hold
-/// the switch. Past it the block ends as at `exit`, with a note in the switch's log.
-pub const MAX_LOOP_ITERATIONS: usize = 1 << 16;
+/// Work of the loops of one packet's run of one block (a control, with the actions its tables
+/// run), all loops together, in units: one per iteration and one per statement run inside a
+/// loop (in its body, in what the body calls, in nested loops). P4 loops may depend on packet
+/// data and need not end, and a packet must not hold the switch. Past it the block ends as at
+/// `exit`, with a note in the switch's log.
+pub const MAX_LOOP_WORK: usize = 1 << 20;
 
 /// A match kind of a table key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

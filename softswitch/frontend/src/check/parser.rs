@@ -117,7 +117,8 @@ impl<'a> Checker<'a> {
             let mut stmts = Vec::new();
             self.scopes.push(Default::default());
             for st in &s.body {
-                stmts.extend(self.stmt(st)?);
+                let lowered = self.stmt(st);
+                stmts.extend(self.recovered(lowered)?);
             }
             let transition = match &s.transition {
                 None => Transition::Goto(Target::Reject),
