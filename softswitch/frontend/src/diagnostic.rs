@@ -158,10 +158,17 @@ impl Diagnostics {
         }
     }
 
-    /// Records an error the phase goes on after; `Err` when it is the [`MAX_ERRORS`]th: the
-    /// phase must stop (and pass the `Err` up).
+    /// Records an error the phase goes on after; `Err` when it is the [`MAX_ERRORS`]th, or
+    /// an error past one of the [`limits`](crate::limits) (it names one: the program is hostile,
+    /// and going on would only spend more): the phase must stop (and pass the `Err` up).
     pub fn error(&mut self, d: Diagnostic) -> Result<()> {
         if self.stopped {
+            return Err(d);
+        }
+        if d.message.contains("(limits::") {
+            self.stopped = true;
+            self.list.push(d.clone());
+            self.errors += 1;
             return Err(d);
         }
         let span = d.span;
@@ -177,6 +184,14 @@ impl Diagnostics {
         );
         self.list.push(stop.clone());
         Err(stop)
+    }
+
+    /// The first error recorded, if any.
+    pub fn first_error(&self) -> Option<Diagnostic> {
+        self.list
+            .iter()
+            .find(|d| d.severity == Severity::Error)
+            .cloned()
     }
 
     /// Whether an error was recorded.

@@ -52,6 +52,11 @@ control MyIngress(inout headers hdr, inout meta_t meta,
                   inout standard_metadata_t standard_metadata) {
     apply {
         standard_metadata.egress_spec = 1;
+        // A packet too short for the header passes unchanged (an invalid header's fields are
+        // undefined: BMv2 reads the previous packet's values).
+        if (!hdr.op.isValid()) {
+            exit;
+        }
         hdr.res.setValid();
         bit<8> a = hdr.op.a;
         bit<8> b = hdr.op.b;

@@ -102,6 +102,11 @@ control MyIngress(inout headers hdr, inout meta_t meta,
 
     apply {
         standard_metadata.egress_spec = 1;
+        // A packet too short for the header passes unchanged (an invalid header's fields are
+        // undefined: BMv2 reads the previous packet's values).
+        if (!hdr.in_.isValid()) {
+            exit;
+        }
         hdr.res.setValid();
         sum_up();
         factorial();

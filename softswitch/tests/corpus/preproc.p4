@@ -33,7 +33,7 @@ control NoVerify(inout headers hdr, inout meta_t meta) {
     apply { }
 }
 
-#line 1000 "ingress.p4"
+#line 1000
 control MyIngress(inout headers hdr, inout meta_t meta,
                   inout standard_metadata_t standard_metadata) {
     action set_out(bit<8> v) {

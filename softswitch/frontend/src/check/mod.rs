@@ -36,9 +36,15 @@ pub fn check(decls: &[Decl], diags: &mut Diagnostics) -> Result<crate::Compiled>
             break;
         }
     }
-    let r = match stopped {
-        Some(stop) => Err(stop),
-        None => c.finish(decls),
+    let no_main = !decls
+        .iter()
+        .any(|d| matches!(d, Decl::Instance(i) if i.name.name == "main"));
+    let first_error = || shared.borrow().first_error();
+    let r = match (stopped, first_error()) {
+        (Some(stop), _) => Err(stop),
+        // A program cut short by its errors has no `main` to report missing.
+        (None, Some(first)) if no_main => Err(first),
+        (None, _) => c.finish(decls),
     };
     *diags = shared.take();
     r
