@@ -221,8 +221,29 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Check { program } => {
-            if compile(&mut map, &program)?.is_none() {
-                return Ok(ExitCode::FAILURE);
+            let file = read_program(&mut map, &program)?;
+            let user_externs =
+                match softswitch_frontend::check_with(&mut map, file, Includes::Files) {
+                    Ok((compiled, user_externs)) => {
+                        for w in &compiled.warnings {
+                            eprintln!("{}", w.render(&map));
+                        }
+                        user_externs
+                    }
+                    Err(d) => {
+                        eprintln!("{}", d.render(&map));
+                        return Ok(ExitCode::FAILURE);
+                    }
+                };
+            // Checked, but not runnable: a warning, as p4c gives.
+            for e in &user_externs {
+                let at = softswitch_frontend::diagnostic::Diagnostic::new(e.span, "");
+                eprintln!(
+                    "{}: warning: extern function '{}' is the program's own: softswitch, as \
+                     BMv2, refuses to run the program",
+                    at.location(&map),
+                    e.name
+                );
             }
             println!("{}: ok", program.display());
             Ok(ExitCode::SUCCESS)

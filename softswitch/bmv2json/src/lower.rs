@@ -308,6 +308,7 @@ impl Lowerer {
             let ik = InstanceKind::ValueSet {
                 size: size as u32,
                 width: width as u16,
+                fields: Vec::new(),
             };
             self.add_instance("parse_vset", vname, ik)?;
         }
@@ -751,6 +752,7 @@ impl Lowerer {
                     stack: stack.base,
                     count: stack.elements.len() as u32,
                     stride: stack.stride,
+                    valids: vec![0],
                     shift: if op == "push" { n } else { -n },
                 })
             }
@@ -846,6 +848,8 @@ impl Lowerer {
                 keys.push(t.expr);
             }
             let transitions = array_member(s, "transitions", &what)?;
+            // Whether the keys end with their concatenation, for value sets over several.
+            let mut vset_key = false;
             let mut cases = Vec::new();
             let mut default = None;
             for t in transitions {
@@ -871,11 +875,18 @@ impl Lowerer {
                         cases.push((CaseKeyset::Fields(matches), next));
                     }
                     "parse_vset" => {
-                        if keys.len() != 1 {
+                        let total: u32 = widths.iter().map(|&w| u32::from(w)).sum();
+                        if total > 128 {
                             return fail(format!(
-                                "{what}: a parser value set with {} keys is not supported",
-                                keys.len()
+                                "{what}: a parser value set over keys of {total} bits is not \
+                                 supported (at most 128)"
                             ));
+                        }
+                        if keys.len() > 1 && !vset_key {
+                            let with_widths: Vec<(Expr, u16)> =
+                                keys.iter().cloned().zip(widths.iter().copied()).collect();
+                            keys.push(ir::concat_keys(&with_widths));
+                            vset_key = true;
                         }
                         let vname = str_member(t, "value", &what)?;
                         cases.push((
@@ -935,6 +946,8 @@ impl Lowerer {
                     HeaderRef::Next {
                         stack: s.base,
                         count: s.elements.len() as u32,
+                        stride: s.stride,
+                        offset: 0,
                         layout: s.layout,
                     },
                     s.elements.first().map(|&e| &self.layout.headers[e]),
@@ -1239,14 +1252,13 @@ impl Lowerer {
                 matches.push(entry_match(m, k.width, &ewhat)?);
             }
             let action = self.action_call(member(e, "action_entry", &ewhat)?, &ewhat)?;
-            // BMv2: a smaller priority value wins; the IR: a larger one.
             let priority = e
                 .get("priority")
                 .and_then(Value::as_i64)
                 .unwrap_or(n as i64 + 1);
             const_entries.push(Entry {
                 matches,
-                priority: priority.saturating_neg(),
+                priority: Entry::priority_from_bmv2(priority),
                 action,
             });
         }

@@ -132,9 +132,9 @@ impl<'a> Exec<'a> {
                             CaseKeyset::Fields(ms) => {
                                 ms.iter().zip(&values).all(|(m, &v)| m.matches(v))
                             }
-                            CaseKeyset::ValueSet(i) => {
-                                state.value_sets[*i].iter().any(|m| m.matches(values[0]))
-                            }
+                            CaseKeyset::ValueSet(i) => values.last().is_some_and(|&v| {
+                                state.value_sets[*i].iter().any(|m| m.matches(v))
+                            }),
                         })
                         .map(|(_, t)| *t);
                     self.keys = values;
@@ -600,28 +600,39 @@ impl<'a> Exec<'a> {
             HeaderRef::Static { layout, .. } | HeaderRef::Next { layout, .. } => layout,
         };
         let fields = &self.prog.header_layouts[layout];
+        // BMv2's checks, in its order: a full stack, a varbit length that is not whole bytes,
+        // too few bytes left, a varbit longer than its field.
+        if let HeaderRef::Next { stack, count, .. } = *h {
+            if self.slots[stack as usize] >= u128::from(count) {
+                return Flow::Reject(self.error_code("StackOutOfBounds"));
+            }
+        }
         let var_len = varbit.map_or(0, |e| self.val(e));
+        if !var_len.is_multiple_of(8) {
+            return Flow::Reject(self.error_code("ParserInvalidArgument"));
+        }
         let var_max = fields.iter().find_map(|f| match f {
             FieldLayout::VarBit { max } => Some(*max),
             FieldLayout::Fixed(_) => None,
         });
-        if var_max.is_some_and(|max| var_len > u128::from(max)) {
-            return Flow::Reject(self.error_code("HeaderTooShort"));
-        }
-        let total = u128::from(self.prog.header_bits[layout]) + var_len;
+        let total = u128::from(self.prog.header_bits[layout]).saturating_add(var_len);
         if self.cursor as u128 + total > self.data.len() as u128 * 8 {
             return Flow::Reject(self.error_code("PacketTooShort"));
         }
+        if var_max.is_some_and(|max| var_len > u128::from(max)) {
+            return Flow::Reject(self.error_code("HeaderTooShort"));
+        }
         let base = match *h {
             HeaderRef::Static { base, .. } => base,
-            HeaderRef::Next { stack, count, .. } => {
+            HeaderRef::Next {
+                stack,
+                stride,
+                offset,
+                ..
+            } => {
                 let next = self.slots[stack as usize];
-                if next >= u128::from(count) {
-                    return Flow::Reject(self.error_code("StackOutOfBounds"));
-                }
                 self.slots[stack as usize] = next + 1;
-                let stride = 1 + fields.iter().map(FieldLayout::slots).sum::<u32>();
-                stack + 1 + next as u32 * stride
+                stack + 1 + next as u32 * stride + offset
             }
         };
         self.slots[base as usize] = 1;
@@ -684,8 +695,13 @@ impl<'a> Exec<'a> {
                 }
             }
             ExternCall::Advance(bits) => {
-                let n = self.val(bits) as usize;
-                if self.cursor + n > self.data.len() * 8 {
+                // As BMv2: only whole bytes, then only as many as are left.
+                let n = self.val(bits);
+                if !n.is_multiple_of(8) {
+                    return Flow::Reject(self.error_code("ParserInvalidArgument"));
+                }
+                let n = usize::try_from(n).unwrap_or(usize::MAX);
+                if self.cursor.saturating_add(n) > self.data.len() * 8 {
                     return Flow::Reject(self.error_code("PacketTooShort"));
                 }
                 self.cursor += n;
@@ -851,8 +867,9 @@ impl<'a> Exec<'a> {
                 stack,
                 count,
                 stride,
+                valids,
                 shift,
-            } => self.stack_shift(*stack, *count, *stride, *shift),
+            } => self.stack_shift(*stack, *count, *stride, valids, *shift),
             ExternCall::Assert(cond) => {
                 if self.val(cond) == 0 {
                     self.state.assertion_failures += 1;
@@ -889,7 +906,7 @@ impl<'a> Exec<'a> {
         }
     }
 
-    fn stack_shift(&mut self, stack: u32, count: u32, stride: u32, shift: i32) {
+    fn stack_shift(&mut self, stack: u32, count: u32, stride: u32, valids: &[u32], shift: i32) {
         let (s, n, st) = (stack as usize, count as usize, stride as usize);
         let k = shift.unsigned_abs() as usize;
         let elems = s + 1;
@@ -901,7 +918,7 @@ impl<'a> Exec<'a> {
                 );
             }
             for i in 0..k.min(n) {
-                self.slots[elems + i * st] = 0;
+                self.invalidate(elems + i * st, valids);
             }
             self.slots[s] = (self.slots[s] + k as u128).min(n as u128);
         } else {
@@ -912,9 +929,16 @@ impl<'a> Exec<'a> {
                 );
             }
             for i in n.saturating_sub(k)..n {
-                self.slots[elems + i * st] = 0;
+                self.invalidate(elems + i * st, valids);
             }
             self.slots[s] = self.slots[s].saturating_sub(k as u128);
+        }
+    }
+
+    /// Clears the validity slots `valids` of the stack element at slot `element`.
+    fn invalidate(&mut self, element: usize, valids: &[u32]) {
+        for &v in valids {
+            self.slots[element + v as usize] = 0;
         }
     }
 }

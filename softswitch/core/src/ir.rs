@@ -182,10 +182,14 @@ pub struct Invoke {
 pub enum HeaderRef {
     /// A header at a fixed slot (its validity slot) with layout `layout`.
     Static { base: Slot, layout: usize },
-    /// `stack.next`: the element at the stack's `nextIndex`, which then advances.
+    /// `stack.next` (or `stack.next.member` in a stack of header unions): the header `offset`
+    /// slots into the element at the stack's `nextIndex` (elements are `stride` slots apart),
+    /// which then advances.
     Next {
         stack: Slot,
         count: u32,
+        stride: u32,
+        offset: u32,
         layout: usize,
     },
 }
@@ -347,11 +351,14 @@ pub enum ExternCall {
         dst: Place,
         width: u16,
     },
-    /// `stack.push_front(n)` / `stack.pop_front(n)` (negative `shift` pops).
+    /// `stack.push_front(n)` / `stack.pop_front(n)` (negative `shift` pops). The elements that
+    /// come in are invalid: the slots at `valids` (offsets into an element: the header's
+    /// validity, or each member's in a stack of header unions) are cleared.
     StackShift {
         stack: Slot,
         count: u32,
         stride: u32,
+        valids: Vec<u32>,
         shift: i32,
     },
     /// `assert(cond)` / `assume(cond)`: a failure stops the switch with an error.
@@ -484,10 +491,20 @@ pub struct ActionCall {
 pub struct Entry {
     /// One match per key.
     pub matches: Vec<FieldMatch>,
-    /// Priority (higher wins, as in P4Runtime); const entries get theirs from their order.
+    /// Priority (higher wins, as in P4Runtime); entries the program gives get theirs from
+    /// BMv2's (see [`Entry::priority_from_bmv2`]).
     pub priority: i64,
     /// The action.
     pub action: ActionCall,
+}
+
+impl Entry {
+    /// The priority of an entry to which BMv2 gives priority `bmv2` (where a smaller value
+    /// wins): both the BMv2 JSON loader and the front end (which places entries as p4c's BMv2
+    /// back end does) say an entry's priority in BMv2's terms.
+    pub fn priority_from_bmv2(bmv2: i64) -> i64 {
+        bmv2.saturating_neg()
+    }
 }
 
 /// The directional arguments a table binds to one of its actions.
@@ -591,8 +608,22 @@ pub enum Transition {
 pub enum CaseKeyset {
     /// One match per select expression.
     Fields(Vec<FieldMatch>),
-    /// A parser value set (instance index) the single select expression must be in.
+    /// A parser value set (instance index) the last select expression must be in: the only
+    /// one, or, for a value set over several, their concatenation (see [`concat_keys`]).
     ValueSet(usize),
+}
+
+/// The concatenation of select expressions of the given widths (together at most 128 bits),
+/// first one highest: the key a value set over several select expressions matches, which a
+/// select that has such a case gets as its last key.
+pub fn concat_keys(keys: &[(Expr, u16)]) -> Expr {
+    let mut all = keys.iter();
+    let first = all.next().map_or(Expr::Const(0), |(e, _)| e.clone());
+    all.fold(first, |a, (b, w)| Expr::Concat {
+        a: Box::new(a),
+        b: Box::new(b.clone()),
+        b_width: *w,
+    })
 }
 
 /// A parser state.
@@ -639,8 +670,14 @@ pub enum InstanceKind {
     DirectMeter { bytes: bool },
     /// The deprecated `Checksum16()` (its `get` computes an Internet checksum).
     Checksum16,
-    /// A parser `value_set<bit<W>>(size)`, filled by the control plane.
-    ValueSet { size: u32, width: u16 },
+    /// A parser `value_set<T>(size)`, filled by the control plane, of `width`-bit values: `T` is
+    /// `bit<W>` (`fields` empty), or a struct whose fields (names and widths, in order) the
+    /// values hold one after the other, as the select expressions it matches are concatenated.
+    ValueSet {
+        size: u32,
+        width: u16,
+        fields: Vec<(String, u16)>,
+    },
     /// `action_profile(size)`: members (actions with data) that entries refer to.
     ActionProfile { size: u32 },
     /// `action_selector(algorithm, size, width)`: members and groups of members; an entry

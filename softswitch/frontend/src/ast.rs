@@ -160,11 +160,13 @@ pub enum Decl {
         name: Ident,
         new_type: bool,
     },
-    /// `header`, `header_union` or `struct`.
+    /// `header`, `header_union` or `struct`, generic when it has type parameters
+    /// (`struct pair_t<T> { T a; T b; }`).
     Aggregate {
         annotations: Vec<Annotation>,
         kind: AggregateKind,
         name: Ident,
+        type_params: Vec<Ident>,
         fields: Vec<Field>,
     },
     /// `enum [bit<W>] name { A [= v], ... }`.
@@ -421,6 +423,8 @@ pub struct Entry {
     pub action: ActionRef,
     /// `priority = N`, if given.
     pub priority: Option<Expr>,
+    /// Annotations written after the action (`@priority(N)`).
+    pub annotations: Vec<Annotation>,
     /// Where the entry is.
     pub span: Span,
 }

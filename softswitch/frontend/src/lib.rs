@@ -36,20 +36,44 @@ pub fn compile_file(path: &std::path::Path) -> Result<Compiled, String> {
 }
 
 /// Compiles file `file` of `map` (files it includes, as `includes` allows, are added to `map`)
-/// to the lowered program.
-///
-/// The phases recurse over the program's nesting, which the [`limits`] bound, on a thread of
-/// their own with a stack large enough for the deepest nesting they accept.
+/// to the lowered program, ready to run: a program that calls an extern function it declares
+/// itself is refused, naming the extern (softswitch runs the externs of core.p4 and v1model.p4,
+/// as BMv2's simple_switch refuses a program with an extern it lacks).
 pub fn compile_with(
     map: &mut source::SourceMap,
     file: u32,
     includes: preprocessor::Includes,
 ) -> diagnostic::Result<Compiled> {
+    let (compiled, user_externs) = check_with(map, file, includes)?;
+    match user_externs.first() {
+        None => Ok(compiled),
+        Some(e) => Err(diagnostic::Diagnostic::new(
+            e.span,
+            format!(
+                "extern function '{}' has no implementation: softswitch runs the externs of \
+                 core.p4 and v1model.p4 only (BMv2's simple_switch refuses it too)",
+                e.name
+            ),
+        )),
+    }
+}
+
+/// Checks file `file` of `map` as [`compile_with`] does, but accepts calls of extern functions
+/// the program declares itself (checked against their declarations), which it gives beside the
+/// program: `softswitch check` passes such a program, nothing can run it.
+///
+/// The phases recurse over the program's nesting, which the [`limits`] bound, on a thread of
+/// their own with a stack large enough for the deepest nesting they accept.
+pub fn check_with(
+    map: &mut source::SourceMap,
+    file: u32,
+    includes: preprocessor::Includes,
+) -> diagnostic::Result<(Compiled, Vec<check::UserExtern>)> {
     fn phases(
         map: &mut source::SourceMap,
         file: u32,
         includes: preprocessor::Includes,
-    ) -> diagnostic::Result<Compiled> {
+    ) -> diagnostic::Result<(Compiled, Vec<check::UserExtern>)> {
         let mut diags = diagnostic::Diagnostics::default();
         let mut run = || {
             let tokens = preprocessor::preprocess_reporting(map, file, includes, &mut diags)?;
@@ -57,11 +81,14 @@ pub fn compile_with(
             check::check(&decls, &mut diags)
         };
         let r = run();
-        let (compiled, warnings) = diags.conclude(r)?;
-        Ok(Compiled {
-            warnings,
-            ..compiled
-        })
+        let ((compiled, user_externs), warnings) = diags.conclude(r)?;
+        Ok((
+            Compiled {
+                warnings,
+                ..compiled
+            },
+            user_externs,
+        ))
     }
     std::thread::scope(|scope| {
         let big_stack = std::thread::Builder::new().stack_size(COMPILE_STACK_BYTES);

@@ -304,6 +304,7 @@ impl Parser {
                 };
                 let name = self.ident()?;
                 self.type_names.insert(name.name.clone());
+                let type_params = self.type_params()?;
                 self.expect("{")?;
                 let mut fields = Vec::new();
                 while !self.eat("}") {
@@ -321,6 +322,7 @@ impl Parser {
                     annotations,
                     kind,
                     name,
+                    type_params,
                     fields,
                 })
             }
@@ -790,24 +792,7 @@ impl Parser {
                     self.expect("{")?;
                     let mut entries = Vec::new();
                     while !self.eat("}") {
-                        let start = self.span();
-                        let mut priority = None;
-                        if self.is_kw("priority") && self.peek_at(1).tok == Tok::Punct("=") {
-                            self.bump();
-                            self.bump();
-                            priority = Some(self.expr()?);
-                            self.expect(":")?;
-                        }
-                        let keyset = self.keyset_tuple()?;
-                        self.expect(":")?;
-                        let action = self.action_ref(Vec::new())?;
-                        self.expect(";")?;
-                        entries.push(Entry {
-                            keyset,
-                            action,
-                            priority,
-                            span: start.to(self.prev_span()),
-                        });
+                        entries.push(self.table_entry()?);
                     }
                     props.push(TableProp::Entries { entries, is_const });
                 }
@@ -828,6 +813,31 @@ impl Parser {
             name,
             props,
         }))
+    }
+
+    /// One entry of `entries`: `[priority = N :] keyset : action [annotations] ;` (p4c takes
+    /// an entry's annotations, such as BMv2's `@priority(N)`, after its action).
+    fn table_entry(&mut self) -> Result<Entry> {
+        let start = self.span();
+        let mut priority = None;
+        if self.is_kw("priority") && self.peek_at(1).tok == Tok::Punct("=") {
+            self.bump();
+            self.bump();
+            priority = Some(self.expr()?);
+            self.expect(":")?;
+        }
+        let keyset = self.keyset_tuple()?;
+        self.expect(":")?;
+        let action = self.action_ref(Vec::new())?;
+        let annotations = self.annotations()?;
+        self.expect(";")?;
+        Ok(Entry {
+            keyset,
+            action,
+            priority,
+            annotations,
+            span: start.to(self.prev_span()),
+        })
     }
 
     fn action_ref(&mut self, annotations: Vec<Annotation>) -> Result<ActionRef> {

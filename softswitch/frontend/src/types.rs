@@ -227,6 +227,24 @@ impl Types {
         matches!(ty, Type::Aggregate(i) if self.aggregates[*i].kind == AggregateKind::Header)
     }
 
+    /// Whether `ty` is a header union.
+    pub fn is_union(&self, ty: &Type) -> bool {
+        matches!(ty, Type::Aggregate(i) if self.aggregates[*i].kind == AggregateKind::HeaderUnion)
+    }
+
+    /// The validity slots of a header (its first slot) or of each member of a header union,
+    /// as offsets into a value of `ty`; none for other types.
+    pub fn validity_offsets(&self, ty: &Type) -> Vec<u32> {
+        match ty {
+            Type::Aggregate(_) if self.is_header(ty) => vec![0],
+            Type::Aggregate(i) if self.is_union(ty) => self.aggregates[*i]
+                .fields_at()
+                .map(|(_, off, _)| off)
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The width of a scalar type stored in one slot (`bool` is 1 bit, `error` and plain enums 32).
     pub fn scalar_width(&self, ty: &Type) -> Option<u16> {
         match ty {

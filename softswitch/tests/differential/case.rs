@@ -239,12 +239,18 @@ fn field_match(rng: &mut StdRng, kind: MatchKind, width: u16, seeds: &Seeds) -> 
     }
 }
 
-/// Tables a random entry may go to: neither const nor behind an action profile.
+/// Tables a random entry may go to: without entries the program gives, and not behind an
+/// action profile. (The specification lets the control plane change a table's entries that
+/// are not `const`, and softswitch does; BMv2 refuses any change to a table whose entries the
+/// program gives, IMMUTABLE_TABLE_ENTRIES.)
 pub fn writable_tables(program: &Program) -> Vec<usize> {
     (0..program.tables.len())
         .filter(|&t| {
             let table = &program.tables[t];
-            !table.const_entries_fixed && table.profile.is_none() && !table.keys.is_empty()
+            !table.const_entries_fixed
+                && table.const_entries.is_empty()
+                && table.profile.is_none()
+                && !table.keys.is_empty()
         })
         .collect()
 }

@@ -73,7 +73,22 @@ pub type Defined = fn(&[u8]) -> bool;
 const DEFINED: &[(&str, Defined)] = &[
     ("softswitch/tests/corpus/ecn_ecmp.p4", ecn_ecmp_defined),
     ("softswitch/tests/corpus/arith.p4", arith_defined),
+    (
+        "softswitch/tests/corpus/stack_index.p4",
+        stack_index_defined,
+    ),
 ];
+
+/// stack_index.p4 reads the element its first byte picks and writes the one its second byte
+/// picks: out of range, BMv2 aborts (softswitch reads 0 and ignores the write), and an element
+/// the parser left invalid holds what an earlier packet left in BMv2. Defined: both indices
+/// below 4 and the one read parsed (the elements are the bytes after the fourth, up to a 0).
+fn stack_index_defined(p: &[u8]) -> bool {
+    let parsed = p.get(4..).map_or(0, |elems| {
+        elems.iter().take_while(|&&b| b != 0).count().min(4)
+    });
+    p.len() >= 4 && usize::from(p[0]) < parsed && p[1] < 4
+}
 
 /// arith.p4 asserts that hdr.op.kind (its fourth byte) is not 0xee: a failed assert stops
 /// BMv2 (softswitch counts it and goes on, docs/softswitch.md).
@@ -97,6 +112,16 @@ fn ecn_ecmp_defined(p: &[u8]) -> bool {
 const MIN_PACKET: &[(&str, usize)] = &[
     // hdr.op (4 bytes) is read in ingress without a validity check.
     ("softswitch/tests/corpus/arith.p4", 4),
+    // hdr.k (4 bytes) gives both tables their keys.
+    ("softswitch/tests/corpus/priorities.p4", 4),
+    // hdr.info.op (the first of 4 bytes) picks what ingress does.
+    ("softswitch/tests/corpus/header_unions.p4", 4),
+    // hdr.i (2 bytes) is added up in ingress.
+    ("softswitch/tests/corpus/int_constants.p4", 2),
+    // hdr.t (6 bytes) is changed field by field in ingress.
+    ("softswitch/tests/corpus/header_structs.p4", 6),
+    // hdr.bytes and hdr.wide (4 bytes) are read in ingress.
+    ("softswitch/tests/corpus/generic_structs.p4", 4),
 ];
 
 /// lossless.p4's durations and pause quanta, and its registers that hold times (µs + 1).

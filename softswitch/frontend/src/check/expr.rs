@@ -294,6 +294,14 @@ impl<'a> Checker<'a> {
                     fty,
                     None,
                 )),
+                // A member of a header union picked at run time: the same element's header.
+                Some((off, fty)) if self.types.is_header(&fty) => Ok(Val::DynElem {
+                    base: b + off,
+                    stride,
+                    count,
+                    index,
+                    ty: fty,
+                }),
                 Some(_) => fail(
                     m.span,
                     "nested aggregates in a run-time stack index are not supported yet",

@@ -112,12 +112,15 @@ pub(super) fn instance_kind(c: &mut Checker, i: &ast::Instance) -> Result<Instan
         }
         "value_set" => {
             want(1)?;
-            let width = match type_args.first().map(|t| c.resolve_type(t)).transpose()? {
-                Some(Type::Bits { width, .. }) => width,
+            let (width, fields) = match type_args.first().map(|t| c.resolve_type(t)).transpose()? {
+                Some(Type::Bits { width, .. }) => (width, Vec::new()),
+                Some(ty @ Type::Aggregate(agg)) if !c.types.is_header(&ty) => {
+                    value_set_struct(c, agg, name.span)?
+                }
                 _ => {
                     return Err(unsupported(
                         name.span,
-                        "a value set of a type other than bit<W>",
+                        "a value set of a type other than bit<W> or a struct of them",
                     ))
                 }
             };
@@ -127,9 +130,40 @@ pub(super) fn instance_kind(c: &mut Checker, i: &ast::Instance) -> Result<Instan
             Ok(InstanceKind::ValueSet {
                 size: size(c, args[0])?,
                 width,
+                fields,
             })
         }
-        other => Err(unsupported(name.span, &format!("extern '{other}'"))),
+        other => fail(
+            name.span,
+            format!(
+                "extern '{other}' has no implementation: softswitch runs the externs of core.p4 \
+                 and v1model.p4 only (BMv2's simple_switch refuses it too)"
+            ),
+        ),
+    }
+}
+
+/// The total width and the fields of the struct a value set over several select expressions
+/// holds: `bit<W>` fields, together at most 128 bits.
+fn value_set_struct(c: &Checker, agg: usize, span: Span) -> Result<(u16, Vec<(String, u16)>)> {
+    let mut fields = Vec::new();
+    let mut total = 0u32;
+    for (fname, fty, _) in &c.types.aggregates[agg].fields {
+        let Type::Bits { width, .. } = fty else {
+            return Err(unsupported(
+                span,
+                "a value set of a struct with a non-bit<W> field",
+            ));
+        };
+        total += u32::from(*width);
+        fields.push((fname.clone(), *width));
+    }
+    match u16::try_from(total) {
+        Ok(width) if (1..=128).contains(&total) => Ok((width, fields)),
+        _ => fail(
+            span,
+            format!("a value set's struct has {total} bits: softswitch supports 1 to 128"),
+        ),
     }
 }
 
@@ -536,7 +570,10 @@ impl Checker<'_> {
                     args,
                 })
             }
-            other => Err(unsupported(span, &format!("extern function '{other}'"))),
+            other => {
+                self.user_extern_call(other, args, span)?;
+                Ok(Vec::new())
+            }
         }
     }
 
@@ -714,21 +751,8 @@ impl Checker<'_> {
     }
 
     fn header_ref(&mut self, e: &ast::Expr) -> Result<HeaderRef> {
-        if let ExprKind::Member(base, m) = &e.kind {
-            if m.name == "next" {
-                if let Val::Agg {
-                    base: stack,
-                    ty: Type::Stack(agg, count),
-                } = self.expr(base)?
-                {
-                    let layout = self.types.aggregates[agg].layout;
-                    return Ok(HeaderRef::Next {
-                        stack,
-                        count,
-                        layout,
-                    });
-                }
-            }
+        if let Some(next) = self.next_header(e)? {
+            return Ok(next);
         }
         match self.expr(e)? {
             Val::Agg {
@@ -740,6 +764,43 @@ impl Checker<'_> {
             }),
             _ => fail(e.span, "extract needs a header (or stack.next)"),
         }
+    }
+
+    /// `e` as `stack.next` in a stack of headers, or `stack.next.member` in a stack of header
+    /// unions; `None` for anything else.
+    pub(super) fn next_header(&mut self, e: &ast::Expr) -> Result<Option<HeaderRef>> {
+        let ExprKind::Member(base, m) = &e.kind else {
+            return Ok(None);
+        };
+        let (stack_expr, member) = match &base.kind {
+            ExprKind::Member(stack, next) if next.name == "next" => (stack, Some(m)),
+            _ if m.name == "next" => (base, None),
+            _ => return Ok(None),
+        };
+        let Val::Agg {
+            base: stack,
+            ty: Type::Stack(agg, count),
+        } = self.expr(stack_expr)?
+        else {
+            return Ok(None);
+        };
+        let elem = Type::Aggregate(agg);
+        let stride = self.types.size(&elem);
+        let (offset, header) = match member {
+            None if self.types.is_header(&elem) => (0, agg),
+            Some(m) if self.types.is_union(&elem) => match self.types.field(agg, &m.name) {
+                Some((off, Type::Aggregate(h))) => (off, h),
+                _ => return fail(m.span, format!("the union has no header '{}'", m.name)),
+            },
+            _ => return Ok(None),
+        };
+        Ok(Some(HeaderRef::Next {
+            stack,
+            count,
+            stride,
+            offset,
+            layout: self.types.aggregates[header].layout,
+        }))
     }
 
     fn emit_items(&self, base: u32, ty: &Type) -> Vec<EmitItem> {

@@ -10,6 +10,9 @@ mod loops;
 mod parser;
 mod stmt;
 mod table;
+mod user_externs;
+
+pub use user_externs::UserExtern;
 
 use crate::ast::{self, AggregateKind, Decl, Direction, ExprKind, TypeRef};
 use crate::diagnostic::{fail, Diagnostic, Diagnostics, Result};
@@ -25,7 +28,13 @@ use std::collections::HashMap;
 /// Checks `decls` (a whole program including the built-in headers) and lowers it. An error in
 /// a declaration or a statement is recorded in `diags` and the checker goes on with the next
 /// (so one run reports them all, up to `limits::MAX_ERRORS`); the result is then an error too.
-pub fn check(decls: &[Decl], diags: &mut Diagnostics) -> Result<crate::Compiled> {
+///
+/// Beside the program, the calls it makes of extern functions it declares itself, which
+/// softswitch cannot run (see [`UserExtern`]).
+pub fn check(
+    decls: &[Decl],
+    diags: &mut Diagnostics,
+) -> Result<(crate::Compiled, Vec<UserExtern>)> {
     let mut c = Checker::default();
     let shared = std::rc::Rc::clone(&c.diags);
     *shared.borrow_mut() = std::mem::take(diags);
@@ -93,6 +102,13 @@ enum Sym<'a> {
     },
     ExternFunction,
     ExternType,
+    /// A generic header or struct, made into a type for each list of type arguments it is
+    /// given ([`Checker::generic_aggregate`]).
+    GenericAggregate {
+        kind: AggregateKind,
+        type_params: &'a [ast::Ident],
+        fields: &'a [ast::Field],
+    },
     Parser(&'a ast::ParserDecl),
     Control(&'a ast::ControlDecl),
     Packet {
@@ -151,6 +167,12 @@ struct Checker<'a> {
     extern_cells: u64,
     /// The errors recorded so far, which the checker went on after (see [`Checker::recover`]).
     diags: std::rc::Rc<std::cell::RefCell<Diagnostics>>,
+    /// Extern function declarations by name (overloads), for calls of the program's own.
+    extern_functions: HashMap<String, Vec<&'a ast::Prototype>>,
+    /// Calls of extern functions the program declares itself.
+    user_externs: Vec<UserExtern>,
+    /// The types generic headers and structs made so far: name, type arguments, type.
+    generic_aggregates: Vec<(String, Vec<Type>, Type)>,
 }
 
 /// Bytes of a name (or a string) that count as one unit of lowering work (see [`MAX_LOWERED`]).
@@ -364,19 +386,23 @@ impl<'a> Checker<'a> {
             TypeRef::Stack { elem, size, span } => {
                 let elem_ty = self.resolve_type(elem)?;
                 let n = self.const_u128(size)?;
+                let stackable = self.types.is_header(&elem_ty) || self.types.is_union(&elem_ty);
                 match elem_ty {
-                    Type::Aggregate(i)
-                        if self.types.is_header(&elem_ty) && (1..=1024).contains(&n) =>
-                    {
+                    Type::Aggregate(i) if stackable && (1..=1024).contains(&n) => {
                         self.bounded(Type::Stack(i, n as u32), *span)?
                     }
-                    Type::Aggregate(_) if self.types.is_header(&elem_ty) => {
+                    Type::Aggregate(_) if stackable => {
                         return fail(size.span, "a header stack has 1 to 1024 elements")
                     }
-                    _ => return fail(*span, "a stack's elements must be headers"),
+                    _ => return fail(*span, "a stack's elements must be headers or header unions"),
                 }
             }
-            TypeRef::Named { name, .. } => match self.lookup(&name.name) {
+            TypeRef::Named { name, args } => match self.lookup(&name.name) {
+                Some(&Sym::GenericAggregate {
+                    kind,
+                    type_params,
+                    fields,
+                }) => self.generic_aggregate(name, args, kind, type_params, fields)?,
                 Some(Sym::Type(t)) => t.clone(),
                 Some(_) => return fail(name.span, format!("'{}' is not a type", name.name)),
                 None => return fail(name.span, format!("unknown type '{}'", name.name)),
@@ -398,10 +424,25 @@ impl<'a> Checker<'a> {
                 self.declare(name, Sym::Type(t))
             }
             Decl::Aggregate {
+                kind,
+                name,
+                type_params,
+                fields,
+                ..
+            } if !type_params.is_empty() => self.declare(
+                name,
+                Sym::GenericAggregate {
+                    kind: *kind,
+                    type_params,
+                    fields,
+                },
+            ),
+            Decl::Aggregate {
                 annotations,
                 kind,
                 name,
                 fields,
+                ..
             } => {
                 self.aggregate(*kind, name, fields)?;
                 self.record_controller_header(annotations, name)
@@ -428,7 +469,10 @@ impl<'a> Checker<'a> {
                 Ok(())
             }
             Decl::ExternObject { name, .. } => self.declare(name, Sym::ExternType),
-            Decl::ExternFunction(p) => self.declare(&p.name, Sym::ExternFunction),
+            Decl::ExternFunction(p) => {
+                self.declare_extern_function(p);
+                self.declare(&p.name, Sym::ExternFunction)
+            }
             Decl::BlockType { name, kind, .. } => {
                 if *kind == ast::BlockKind::Package {
                     self.declare(name, Sym::Package)
@@ -481,6 +525,7 @@ impl<'a> Checker<'a> {
                         })
                 }
                 (AggregateKind::Header, Type::Enum(i)) => self.types.enums[*i].repr.is_some(),
+                (AggregateKind::Header, t @ Type::Aggregate(_)) => self.fixed_struct(t),
                 (AggregateKind::Header, _) => false,
                 (AggregateKind::HeaderUnion, t) => self.types.is_header(t),
                 (
@@ -514,17 +559,98 @@ impl<'a> Checker<'a> {
         let index = self.types.aggregates.len() - 1;
         let ty = self.bounded(Type::Aggregate(index), name.span)?;
         if kind == AggregateKind::Header {
-            let fields = self.types.aggregates[index]
-                .fields
-                .iter()
-                .map(|(_, t, _)| match t {
-                    Type::VarBit(max) => ir::FieldLayout::VarBit { max: *max },
-                    t => ir::FieldLayout::Fixed(self.types.scalar_width(t).unwrap_or(1)),
-                })
-                .collect();
+            let mut fields = Vec::new();
+            for (_, t, _) in &self.types.aggregates[index].fields {
+                self.field_layouts(t, &mut fields);
+            }
             self.layouts.push(fields);
         }
         self.declare(name, Sym::Type(ty))
+    }
+
+    /// The type a generic header or struct `name` declared with `type_params` and `fields`
+    /// makes with the type arguments `args`: made once per list of arguments, named as written
+    /// (`pair_t<bit<8>>`), its fields resolved with each parameter standing for its argument.
+    fn generic_aggregate(
+        &mut self,
+        name: &ast::Ident,
+        args: &[TypeRef],
+        kind: AggregateKind,
+        type_params: &[ast::Ident],
+        fields: &[ast::Field],
+    ) -> Result<Type> {
+        if args.len() != type_params.len() {
+            return fail(
+                name.span,
+                format!(
+                    "'{}' takes {} type arguments, found {}",
+                    name.name,
+                    type_params.len(),
+                    args.len()
+                ),
+            );
+        }
+        let args: Vec<Type> = args
+            .iter()
+            .map(|a| self.resolve_type(a))
+            .collect::<Result<_>>()?;
+        if let Some((_, _, ty)) = self
+            .generic_aggregates
+            .iter()
+            .find(|(n, a, _)| *n == name.name && *a == args)
+        {
+            return Ok(ty.clone());
+        }
+        let shown: Vec<String> = args.iter().map(|a| self.show(a)).collect();
+        let instance = ast::Ident {
+            name: format!("{}<{}>", name.name, shown.join(", ")),
+            span: name.span,
+        };
+        let mut scope = HashMap::new();
+        for (p, a) in type_params.iter().zip(&args) {
+            scope.insert(p.name.clone(), Sym::Type(a.clone()));
+        }
+        self.scopes.push(scope);
+        let made = self.aggregate(kind, &instance, fields);
+        let ty = self.scopes.pop().and_then(|mut s| s.remove(&instance.name));
+        made?;
+        let Some(Sym::Type(ty)) = ty else {
+            return fail(name.span, "the generic type could not be made");
+        };
+        self.generic_aggregates
+            .push((name.name.clone(), args, ty.clone()));
+        Ok(ty)
+    }
+
+    /// Whether `ty` is a struct a header may hold: its fields are `bit<W>`, `int<W>`, `bool`,
+    /// serializable enums or such structs (P4_16 1.2.x, header types).
+    fn fixed_struct(&self, ty: &Type) -> bool {
+        let Type::Aggregate(i) = ty else { return false };
+        self.types.aggregates[*i].kind == AggregateKind::Struct
+            && self.types.aggregates[*i]
+                .fields
+                .iter()
+                .all(|(_, t, _)| match t {
+                    Type::Bits { .. } | Type::Bool => true,
+                    Type::Enum(e) => self.types.enums[*e].repr.is_some(),
+                    t => self.fixed_struct(t),
+                })
+    }
+
+    /// The layout of a header field of type `ty`, in slot order: a struct in a header gives
+    /// each of its fields, one after the other on the wire.
+    fn field_layouts(&self, ty: &Type, out: &mut Vec<ir::FieldLayout>) {
+        match ty {
+            Type::VarBit(max) => out.push(ir::FieldLayout::VarBit { max: *max }),
+            Type::Aggregate(i) => {
+                for (_, t, _) in &self.types.aggregates[*i].fields {
+                    self.field_layouts(t, out);
+                }
+            }
+            t => out.push(ir::FieldLayout::Fixed(
+                self.types.scalar_width(t).unwrap_or(1),
+            )),
+        }
     }
 
     fn enum_decl(
@@ -1048,7 +1174,7 @@ impl<'a> Checker<'a> {
     }
 
     /// Finds `main`, lowers the six v1model blocks and assembles the program.
-    fn finish(mut self, decls: &'a [Decl]) -> Result<crate::Compiled> {
+    fn finish(mut self, decls: &'a [Decl]) -> Result<(crate::Compiled, Vec<UserExtern>)> {
         let Some(main) = decls.iter().rev().find_map(|d| match d {
             Decl::Instance(i) if i.name.name == "main" => Some(i),
             _ => None,
@@ -1157,14 +1283,15 @@ impl<'a> Checker<'a> {
             instances: self.instances,
             errors: self.errors,
         };
-        Ok(crate::Compiled {
+        let compiled = crate::Compiled {
             program,
             control_plane: crate::cpinfo::CpInfo {
                 types: self.types,
                 ..self.cp
             },
             warnings: Vec::new(),
-        })
+        };
+        Ok((compiled, self.user_externs))
     }
 
     fn param_type(&mut self, p: &ast::ParserDecl, i: usize) -> Result<Type> {

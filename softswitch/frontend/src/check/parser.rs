@@ -5,7 +5,7 @@ use super::{Checker, Sym};
 use crate::ast::{self, Transition as AstTransition};
 use crate::diagnostic::{fail, Result};
 use crate::types::Type;
-use softswitch_core::ir::{self, CaseKeyset, InstanceKind, Slot, Target, Transition};
+use softswitch_core::ir::{self, CaseKeyset, Expr, InstanceKind, Slot, Target, Transition};
 use std::collections::HashMap;
 
 impl<'a> Checker<'a> {
@@ -158,7 +158,20 @@ impl<'a> Checker<'a> {
             types.push(v.ty);
         }
         let mut out = Vec::new();
+        // The select expressions concatenated, a last key for value sets over several.
+        let mut concatenated = None;
         for case in cases {
+            if let Some(set) = self.value_set_keyset(&case.keyset, &types)? {
+                if types.len() > 1 && concatenated.is_none() {
+                    let widths = types
+                        .iter()
+                        .map(|t| self.types.scalar_width(t).unwrap_or(1));
+                    let with_widths: Vec<(Expr, u16)> = keys.iter().cloned().zip(widths).collect();
+                    concatenated = Some(ir::concat_keys(&with_widths));
+                }
+                out.push((CaseKeyset::ValueSet(set), target(names, &case.target)?));
+                continue;
+            }
             let keyset = expand_default(&case.keyset, types.len());
             if keyset.len() != types.len() {
                 return fail(
@@ -170,16 +183,13 @@ impl<'a> Checker<'a> {
                     ),
                 );
             }
-            if let Some(set) = self.value_set_keyset(&keyset, &types)? {
-                out.push((CaseKeyset::ValueSet(set), target(names, &case.target)?));
-                continue;
-            }
             let mut matches = Vec::new();
             for (k, ty) in keyset.iter().zip(&types) {
                 matches.push(self.keyset_match(k, ty)?);
             }
             out.push((CaseKeyset::Fields(matches), target(names, &case.target)?));
         }
+        keys.extend(concatenated);
         Ok(Transition::Select { keys, cases: out })
     }
 }
@@ -197,9 +207,16 @@ impl Checker<'_> {
         let Some(Sym::Instance(i)) = self.lookup(n) else {
             return Ok(None);
         };
-        match (&self.instances[*i].kind, types) {
-            (InstanceKind::ValueSet { width, .. }, [ty])
-                if self.types.scalar_width(ty) == Some(*width) =>
+        let widths: Vec<Option<u16>> = types.iter().map(|t| self.types.scalar_width(t)).collect();
+        match (&self.instances[*i].kind, widths.as_slice()) {
+            (InstanceKind::ValueSet { width, fields, .. }, [w])
+                if fields.len() <= 1 && *w == Some(*width) =>
+            {
+                Ok(Some(*i))
+            }
+            (InstanceKind::ValueSet { fields, .. }, ws)
+                if fields.len() == ws.len()
+                    && fields.iter().zip(ws).all(|((_, f), w)| Some(*f) == *w) =>
             {
                 Ok(Some(*i))
             }

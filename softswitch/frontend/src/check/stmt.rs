@@ -394,16 +394,23 @@ impl<'a> Checker<'a> {
                             stride,
                             count,
                             index,
-                            ..
-                        } => scalar(
-                            Expr::LoadDyn {
-                                base: b,
-                                stride,
-                                count,
-                                index: Box::new(index),
-                            },
-                            Type::Bool,
-                        ),
+                            ty,
+                        } => {
+                            // A header's validity, or any of a header union's members'.
+                            let any = self.types.validity_offsets(&ty).into_iter().fold(
+                                Expr::Const(0),
+                                |any, off| {
+                                    let valid = Expr::LoadDyn {
+                                        base: b + off,
+                                        stride,
+                                        count,
+                                        index: Box::new(index.clone()),
+                                    };
+                                    Expr::Or(Box::new(any), Box::new(valid))
+                                },
+                            );
+                            scalar(any, Type::Bool)
+                        }
                         other => fail(
                             base.span,
                             format!(
@@ -437,6 +444,10 @@ impl<'a> Checker<'a> {
                     let inv = self.invoke(i, args, e.span)?;
                     scalar(Expr::Invoke(Box::new(inv)), ty)
                 }
+                Some(Sym::ExternFunction) => match self.user_extern_call(n, args, e.span)? {
+                    Some(v) => Ok(v),
+                    None => fail(e.span, format!("'{n}' returns no value")),
+                },
                 Some(_) => fail(
                     callee.span,
                     format!("'{n}' has no result that can be used in an expression"),
@@ -449,25 +460,64 @@ impl<'a> Checker<'a> {
 
     /// If `member` is `u.h` for a header union `u`, statements invalidating `u`'s other members
     /// (a union holds at most one valid header).
+    /// The union may be an element of a stack picked at run time, or `stack.next`.
     pub(super) fn invalidate_union_siblings(&mut self, member: &ast::Expr) -> Result<Vec<Stmt>> {
         let ExprKind::Member(union, name) = &member.kind else {
             return Ok(Vec::new());
         };
-        let Val::Agg {
-            base,
-            ty: Type::Aggregate(agg),
-        } = self.expr(union)?
-        else {
-            return Ok(Vec::new());
+        // Where the union's slot `off` is.
+        let next_of = match &union.kind {
+            ExprKind::Member(stack, next) if next.name == "next" => Some(stack),
+            _ => None,
+        };
+        let (agg, place): (usize, Box<dyn Fn(u32) -> Place>) = match next_of {
+            Some(stack_expr) => {
+                let Val::Agg {
+                    base: stack,
+                    ty: Type::Stack(agg, count),
+                } = self.expr(stack_expr)?
+                else {
+                    return Ok(Vec::new());
+                };
+                let stride = self.types.size(&Type::Aggregate(agg));
+                let place = move |off| Place::Dyn {
+                    base: stack + 1 + off,
+                    stride,
+                    count,
+                    index: Box::new(Expr::Load(stack)),
+                };
+                (agg, Box::new(place))
+            }
+            None => match self.expr(union)? {
+                Val::Agg {
+                    base,
+                    ty: Type::Aggregate(agg),
+                } => (agg, Box::new(move |off| Place::Slot(base + off))),
+                Val::DynElem {
+                    base,
+                    stride,
+                    count,
+                    index,
+                    ty: Type::Aggregate(agg),
+                } => {
+                    let place = move |off| Place::Dyn {
+                        base: base + off,
+                        stride,
+                        count,
+                        index: Box::new(index.clone()),
+                    };
+                    (agg, Box::new(place))
+                }
+                _ => return Ok(Vec::new()),
+            },
         };
         if self.types.aggregates[agg].kind != ast::AggregateKind::HeaderUnion {
             return Ok(Vec::new());
         }
         let mut out = Vec::new();
-        for (field, _, _) in &self.types.aggregates[agg].fields {
-            if *field != name.name {
-                let (off, _) = self.types.field(agg, field).expect("the field exists");
-                out.push(Stmt::Assign(Place::Slot(base + off), Expr::Const(0)));
+        for (field, off, _) in self.types.aggregates[agg].fields_at() {
+            if field != name.name {
+                out.push(Stmt::Assign(place(off), Expr::Const(0)));
             }
         }
         Ok(out)
@@ -526,6 +576,7 @@ impl<'a> Checker<'a> {
                     stack: base,
                     count,
                     stride,
+                    valids: self.types.validity_offsets(&Type::Aggregate(agg)),
                     shift,
                 }))])
             }

@@ -3,7 +3,7 @@
 
 use super::{unsupported, Callable, Checker, Sym};
 use crate::ast::{self, ExprKind, Keyset, TableProp};
-use crate::diagnostic::{fail, Result};
+use crate::diagnostic::{fail, Diagnostic, Result};
 use crate::source::Span;
 use crate::types::Type;
 use softswitch_core::ir::{self, mask, ActionCall, FieldMatch, InstanceKind, MatchKind};
@@ -22,6 +22,10 @@ impl Checker<'_> {
         let mut direct_meter = None;
         let mut profile = None;
         let mut bindings = Vec::new();
+        let mut order = EntryOrder {
+            largest_wins: true,
+            delta: 1,
+        };
         let mut cp = crate::cpinfo::TableCp {
             annotations: t.annotations.clone(),
             ..Default::default()
@@ -58,6 +62,20 @@ impl Checker<'_> {
                     "counters" => direct_counter = Some(self.direct_instance(value, true)?),
                     "meters" => direct_meter = Some(self.direct_instance(value, false)?),
                     "implementation" => profile = Some(self.profile_instance(value, &t.name)?),
+                    "largest_priority_wins" => match value.kind {
+                        ExprKind::Bool(b) => order.largest_wins = b,
+                        _ => {
+                            return fail(value.span, "largest_priority_wins must be true or false")
+                        }
+                    },
+                    "priority_delta" => {
+                        order.delta = u64::try_from(self.const_u128(value)?)
+                            .ok()
+                            .filter(|d| *d > 0)
+                            .ok_or_else(|| {
+                                Diagnostic::new(value.span, "priority_delta must be positive")
+                            })?
+                    }
                     "support_timeout" => {
                         cp.supports_timeout = matches!(value.kind, ExprKind::Bool(true))
                     }
@@ -126,10 +144,15 @@ impl Checker<'_> {
         self.cp.tables.push(cp);
         let idx = self.tables.len() - 1;
         if let Some((list, _)) = entries {
-            let n = list.len() as i64;
+            let needs_priority = self.tables[idx]
+                .keys
+                .iter()
+                .any(|k| !matches!(k.kind, MatchKind::Exact | MatchKind::Lpm));
+            let placed = self.entry_priorities(list, order, needs_priority)?;
             let mut out = Vec::new();
-            for (i, e) in list.iter().enumerate() {
-                out.push(self.const_entry(idx, e, n - i as i64)?);
+            for (i, bmv2) in placed {
+                let priority = ir::Entry::priority_from_bmv2(bmv2);
+                out.push(self.const_entry(idx, &list[i], priority)?);
             }
             self.tables[idx].const_entries = out;
         }
@@ -322,12 +345,70 @@ impl Checker<'_> {
         })
     }
 
-    fn const_entry(
+    /// The entries of `entries = {...}` in the order p4c's BMv2 back end lists them, each with
+    /// the priority it gives BMv2 (a smaller value wins). As p4c: priorities written
+    /// `priority = N` (or none: the first entry wins) are completed, each entry without one
+    /// taking the one before it moved by `priority_delta` towards losing
+    /// (`largest_priority_wins` says which way); the entries are sorted, winner first, and
+    /// numbered from 1, but an entry annotated `@priority(N)` gives BMv2 N.
+    fn entry_priorities(
         &mut self,
-        table: usize,
-        e: &ast::Entry,
-        implicit_priority: i64,
-    ) -> Result<ir::Entry> {
+        entries: &[ast::Entry],
+        order: EntryOrder,
+        needs_priority: bool,
+    ) -> Result<Vec<(usize, i64)>> {
+        let mut p4: Vec<i128> = Vec::new();
+        let mut current: i128 = 0;
+        for (i, e) in entries.iter().enumerate() {
+            match &e.priority {
+                Some(p) if !needs_priority => {
+                    return fail(
+                        p.span,
+                        "the table's keys are exact or lpm only: its entries take no priority",
+                    )
+                }
+                Some(p) => current = i128::try_from(self.const_u128(p)?).unwrap_or(i128::MAX),
+                None if i == 0 && entries.iter().any(|e| e.priority.is_some()) => {
+                    return fail(
+                        e.span,
+                        "the first entry must have a priority, as later ones do",
+                    )
+                }
+                None => {}
+            }
+            p4.push(current);
+            let step = i128::from(order.delta);
+            current = if order.largest_wins {
+                current - step
+            } else {
+                current + step
+            };
+        }
+        let mut placed: Vec<usize> = (0..entries.len()).collect();
+        // Stable, so equal priorities keep the order they are written in.
+        if order.largest_wins {
+            placed.sort_by_key(|&i| std::cmp::Reverse(p4[i]));
+        } else {
+            placed.sort_by_key(|&i| p4[i]);
+        }
+        placed
+            .into_iter()
+            .enumerate()
+            .map(|(rank, i)| {
+                let annotated = entries[i]
+                    .annotations
+                    .iter()
+                    .find(|a| a.name.name == "priority");
+                let bmv2 = match annotated {
+                    Some(a) => annotation_int(a)?,
+                    None => rank as i64 + 1,
+                };
+                Ok((i, bmv2))
+            })
+            .collect()
+    }
+
+    fn const_entry(&mut self, table: usize, e: &ast::Entry, priority: i64) -> Result<ir::Entry> {
         let keys: Vec<(u16, MatchKind)> = self.tables[table]
             .keys
             .iter()
@@ -358,10 +439,6 @@ impl Checker<'_> {
         }
         let actions = self.tables[table].actions.clone();
         let action = self.action_call(&e.action, &actions)?;
-        let priority = match &e.priority {
-            Some(p) => self.const_u128(p)? as i64,
-            None => implicit_priority,
-        };
         Ok(ir::Entry {
             matches,
             priority,
@@ -390,6 +467,29 @@ impl Checker<'_> {
                 hi: self.const_value(hi, ty)?,
             },
         })
+    }
+}
+
+/// How a table orders the priorities of its entries.
+#[derive(Clone, Copy)]
+struct EntryOrder {
+    /// `largest_priority_wins` (true unless the table says otherwise).
+    largest_wins: bool,
+    /// `priority_delta` (1 unless the table says otherwise).
+    delta: u64,
+}
+
+/// The integer an annotation such as `@priority(N)` holds.
+fn annotation_int(a: &ast::Annotation) -> Result<i64> {
+    match a.body.as_slice() {
+        [crate::lexer::Token {
+            tok: crate::lexer::Tok::Int(lit),
+            ..
+        }] => i64::try_from(lit.value)
+            .ok()
+            .filter(|v| *v <= i64::from(i32::MAX))
+            .ok_or_else(|| Diagnostic::new(a.name.span, "the priority is out of range")),
+        _ => fail(a.name.span, format!("@{} takes one integer", a.name.name)),
     }
 }
 

@@ -423,18 +423,37 @@ impl<'a> P4InfoBuilder<'a> {
                         ..Default::default()
                     });
                 }
-                InstanceKind::ValueSet { size, width } => info.value_sets.push(p4i::ValueSet {
-                    preamble,
-                    r#match: vec![p4i::MatchField {
-                        id: 1,
-                        bitwidth: i32::from(width),
-                        r#match: Some(p4i::match_field::Match::MatchType(
-                            p4i::match_field::MatchType::Exact as i32,
-                        )),
-                        ..Default::default()
-                    }],
-                    size: size as i32,
-                }),
+                InstanceKind::ValueSet {
+                    size,
+                    width,
+                    ref fields,
+                } => {
+                    // A value set of bit<W> has one unnamed match field; of a struct, one per
+                    // field, as p4c writes them.
+                    let unnamed = [(String::new(), width)];
+                    let fields = if fields.is_empty() {
+                        &unnamed[..]
+                    } else {
+                        fields
+                    };
+                    let exact = p4i::match_field::Match::MatchType(
+                        p4i::match_field::MatchType::Exact as i32,
+                    );
+                    info.value_sets.push(p4i::ValueSet {
+                        preamble,
+                        r#match: (1..)
+                            .zip(fields)
+                            .map(|(id, (name, width))| p4i::MatchField {
+                                id,
+                                name: name.clone(),
+                                bitwidth: i32::from(*width),
+                                r#match: Some(exact.clone()),
+                                ..Default::default()
+                            })
+                            .collect(),
+                        size: size as i32,
+                    })
+                }
                 InstanceKind::Checksum16 => {}
             }
         }
