@@ -77,6 +77,7 @@ fn switch_pipeline() -> pipeline::Pipeline {
         Compiled {
             program,
             control_plane,
+            ..
         },
         info,
     ) = switch_p4();

@@ -230,7 +230,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let file = read_program(&mut map, &program)?;
             let user_externs =
                 match softswitch_frontend::check_with(&mut map, file, Includes::Files) {
-                    Ok((_, user_externs)) => user_externs,
+                    Ok((compiled, user_externs)) => {
+                        for w in &compiled.warnings {
+                            eprintln!("{}", w.render(&map));
+                        }
+                        user_externs
+                    }
                     Err(d) => {
                         eprintln!("{}", d.render(&map));
                         return Ok(ExitCode::FAILURE);
@@ -340,7 +345,12 @@ fn start_bmv2(
 fn compile(map: &mut SourceMap, program: &Path) -> Result<Option<softswitch_frontend::Compiled>> {
     let file = read_program(map, program)?;
     match softswitch_frontend::compile_with(map, file, Includes::Files) {
-        Ok(p) => Ok(Some(p)),
+        Ok(p) => {
+            for w in &p.warnings {
+                eprintln!("{}", w.render(map));
+            }
+            Ok(Some(p))
+        }
         Err(d) => {
             eprintln!("{}", d.render(map));
             Ok(None)

@@ -54,6 +54,43 @@ fn check_reports_file_line_col_and_a_caret() {
 }
 
 #[test]
+fn check_reports_every_error_and_warning_and_fails_on_an_error() {
+    let program = std::fs::read_to_string(corpus("basic.p4")).unwrap();
+    let broken = program.replacen("apply {", "apply {\n        x = 1;\n        break;", 1);
+    let bad = TempFile::new("errors.p4", &format!("#warning unfinished\n{broken}"));
+    let out = softswitch(&[&bad.0]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let name = bad.0.display().to_string();
+    for (what, excerpt) in [
+        ("warning: #warning unfinished", "#warning unfinished"),
+        ("error: unknown name 'x'", "x = 1;"),
+        ("error: 'break' outside a loop", "break;"),
+    ] {
+        let at = stderr
+            .find(&format!(": {what}\n"))
+            .unwrap_or_else(|| panic!("{what}: {stderr}"));
+        assert!(
+            stderr[..at].rsplit('\n').next().unwrap().starts_with(&name),
+            "{stderr}"
+        );
+        assert!(
+            stderr[at..].lines().nth(1).unwrap().contains(excerpt),
+            "{stderr}"
+        );
+        assert!(
+            stderr[at..].lines().nth(2).unwrap().contains('^'),
+            "{stderr}"
+        );
+    }
+    // Warnings alone: the program is fine.
+    let warned = TempFile::new("warned.p4", &format!("#warning unfinished\n{program}"));
+    let out = softswitch(&[&warned.0]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains(": warning: #warning unfinished"));
+}
+
+#[test]
 fn stf_exits_non_zero_on_a_mismatch() {
     let bad = TempFile::new(
         "bad.stf",

@@ -488,12 +488,18 @@ impl Lowerer {
         Ok(())
     }
 
-    /// An action's primitives, with `_jump_if_zero` / `_jump` (p4c's `if` inside an action)
-    /// made back into `if` statements.
+    /// An action's primitives, with `_jump_if_zero` / `_jump` (p4c's `if` and `for` inside an
+    /// action) made back into `if` statements and loops.
     fn primitives(&self, prims: &[Value], params: &[(Slot, u16)], what: &str) -> Result<Vec<Stmt>> {
-        self.structured(prims, 0, prims.len(), params, what, 0)
+        self.structured(prims, 0, prims.len(), params, what, 0, None)
     }
 
+    /// Primitives `lo..hi` as statements; `inside` is the innermost loop around them.
+    ///
+    /// p4c writes `for (init; cond; update) body` as: init; at `c`, `_jump_if_zero(cond, end)`;
+    /// body; update; `_jump(c)`; `end`. In the body, `break` is `_jump(end)` and `continue` a
+    /// `_jump` to the update's first primitive.
+    #[allow(clippy::too_many_arguments)]
     fn structured(
         &self,
         prims: &[Value],
@@ -502,6 +508,7 @@ impl Lowerer {
         rt: &[(Slot, u16)],
         what: &str,
         depth: usize,
+        inside: Option<LoopJumps>,
     ) -> Result<Vec<Stmt>> {
         if depth > limits::MAX_EXPR_DEPTH {
             return fail("its jumps nest too deeply");
@@ -528,6 +535,24 @@ impl Lowerer {
                     if to <= i || to > hi {
                         return fail("a _jump_if_zero that does not jump forward within its block");
                     }
+                    let back = &prims[to - 1];
+                    if to - 1 > i
+                        && back.get("op").and_then(Value::as_str) == Some("_jump")
+                        && target(back, 0)? == i
+                    {
+                        // A loop: its condition here, its back jump at `to - 1`.
+                        let jumps = LoopJumps {
+                            exit: to,
+                            next: continue_target(prims, i + 1, to - 1, to, &target)?,
+                        };
+                        let (next, d) = (jumps.next, depth + 1);
+                        let body = self.structured(prims, i + 1, next, rt, what, d, Some(jumps))?;
+                        let update =
+                            self.structured(prims, next, to - 1, rt, what, d, Some(jumps))?;
+                        out.push(Stmt::Loop { cond, body, update });
+                        i = to;
+                        continue;
+                    }
                     // `if (c) { then } else { else }`: the then-block ends with a jump past
                     // the else-block.
                     let before = &prims[to - 1];
@@ -543,15 +568,26 @@ impl Lowerer {
                         None
                     };
                     let then_end = if else_end.is_some() { to - 1 } else { to };
-                    let then = self.structured(prims, i + 1, then_end, rt, what, depth + 1)?;
+                    let d = depth + 1;
+                    let then = self.structured(prims, i + 1, then_end, rt, what, d, inside)?;
                     let (otherwise, next) = match else_end {
-                        Some(end) => (self.structured(prims, to, end, rt, what, depth + 1)?, end),
+                        Some(end) => (self.structured(prims, to, end, rt, what, d, inside)?, end),
                         None => (Vec::new(), to),
                     };
                     out.push(Stmt::If(cond, then, otherwise));
                     i = next;
                 }
-                "_jump" => return fail("a _jump that is not the end of an if's block"),
+                "_jump" => {
+                    let to = target(p, 0)?;
+                    match inside {
+                        Some(l) if to == l.exit => out.push(Stmt::Break),
+                        Some(l) if to == l.next => out.push(Stmt::Continue),
+                        _ => return fail(
+                            "a _jump that is not the end of an if's block, a break or a continue",
+                        ),
+                    }
+                    i += 1;
+                }
                 _ => {
                     out.extend(self.primitive(p, rt, what)?);
                     i += 1;
@@ -1558,4 +1594,46 @@ fn check_run_depth(p: &Program) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Where `break` and `continue` jump in a loop of an action's primitives.
+#[derive(Clone, Copy)]
+struct LoopJumps {
+    /// The primitive after the loop.
+    exit: usize,
+    /// The first primitive of the update.
+    next: usize,
+}
+
+/// The first primitive of the update of a loop whose body and update are primitives
+/// `lo..back` and whose exit is `exit`: the first target of a forward `_jump` in them that is
+/// neither a `break` nor an `if`'s jump past its else-block (one right before the target of a
+/// `_jump_if_zero`); `back` when there is none (no `continue`: the update is run as the body's
+/// end, the same).
+fn continue_target(
+    prims: &[Value],
+    lo: usize,
+    back: usize,
+    exit: usize,
+    target: &dyn Fn(&Value, usize) -> Result<usize>,
+) -> Result<usize> {
+    fn op(p: &Value) -> Option<&str> {
+        p.get("op").and_then(Value::as_str)
+    }
+    let mut else_skips = Vec::new();
+    for p in &prims[lo..back] {
+        if op(p) == Some("_jump_if_zero") {
+            else_skips.push(target(p, 1)?.wrapping_sub(1));
+        }
+    }
+    let mut next = back;
+    for (at, p) in prims.iter().enumerate().take(back).skip(lo) {
+        if op(p) == Some("_jump") && !else_skips.contains(&at) {
+            let to = target(p, 0)?;
+            if to != exit && to > at && to <= back {
+                next = next.min(to);
+            }
+        }
+    }
+    Ok(next)
 }

@@ -21,6 +21,10 @@ pub enum Flow {
     Exit,
     /// `return`.
     Return,
+    /// `break`.
+    Break,
+    /// `continue`.
+    Continue,
     /// A parser error with its code.
     Reject(u128),
 }
@@ -55,6 +59,12 @@ pub struct Exec<'a> {
     /// The table and entry of the last hit, for `direct_meter.read`.
     last_hit: Option<(usize, usize)>,
     keys: Vec<u128>,
+    /// Loop work this run may still do (from [`ir::MAX_LOOP_WORK`]).
+    loop_budget: usize,
+    /// How many loops enclose the statement running.
+    loops: usize,
+    /// Whether the log has the note that the loop budget is spent.
+    loop_limit_noted: bool,
 }
 
 const PARSER_STEP_LIMIT: usize = 100_000;
@@ -82,6 +92,9 @@ impl<'a> Exec<'a> {
             out: None,
             last_hit: None,
             keys: Vec::new(),
+            loop_budget: ir::MAX_LOOP_WORK,
+            loops: 0,
+            loop_limit_noted: false,
         }
     }
 
@@ -157,6 +170,9 @@ impl<'a> Exec<'a> {
 
     fn run(&mut self, stmts: &[Stmt]) -> Flow {
         for s in stmts {
+            if self.loops > 0 && !self.loop_work() {
+                return Flow::Exit;
+            }
             let f = self.stmt(s);
             if let Some(a) = self.abort.take() {
                 return a;
@@ -208,8 +224,59 @@ impl<'a> Exec<'a> {
             Stmt::Extern(call) => return self.extern_call(call),
             Stmt::Exit => return Flow::Exit,
             Stmt::Return => return Flow::Return,
+            Stmt::Break => return Flow::Break,
+            Stmt::Continue => return Flow::Continue,
+            Stmt::Loop { cond, body, update } => return self.run_loop(cond, body, update),
         }
         Flow::Next
+    }
+
+    /// Runs a [`Stmt::Loop`] within the run's loop budget ([`ir::MAX_LOOP_WORK`]); past it,
+    /// the block ends as at `exit`.
+    fn run_loop(&mut self, cond: &Expr, body: &[Stmt], update: &[Stmt]) -> Flow {
+        self.loops += 1;
+        let f = self.iterate(cond, body, update);
+        self.loops -= 1;
+        f
+    }
+
+    fn iterate(&mut self, cond: &Expr, body: &[Stmt], update: &[Stmt]) -> Flow {
+        loop {
+            if !self.loop_work() {
+                return Flow::Exit;
+            }
+            let c = self.val(cond);
+            if self.abort.is_some() || c == 0 {
+                return Flow::Next;
+            }
+            match self.run(body) {
+                Flow::Next | Flow::Continue => {}
+                Flow::Break => return Flow::Next,
+                other => return other,
+            }
+            match self.run(update) {
+                Flow::Next | Flow::Continue => {}
+                Flow::Break => return Flow::Next,
+                other => return other,
+            }
+        }
+    }
+
+    /// Spends a unit of the run's loop budget (an iteration, or a statement run in a loop);
+    /// `false` when it is spent, the first time with a note in the switch's log.
+    fn loop_work(&mut self) -> bool {
+        if self.loop_budget > 0 {
+            self.loop_budget -= 1;
+            return true;
+        }
+        if !std::mem::replace(&mut self.loop_limit_noted, true) {
+            self.state.log(format!(
+                "loops did more than {} units of work in one block: the block ends as at exit \
+                 (ir::MAX_LOOP_WORK)",
+                ir::MAX_LOOP_WORK
+            ));
+        }
+        false
     }
 
     /// Runs the body of the first case whose labels hold `key`, else `default`; nothing when

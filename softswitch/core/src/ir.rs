@@ -407,7 +407,26 @@ pub enum Stmt {
     Exit,
     /// `return` (the value, if any, was stored before).
     Return,
+    /// A loop: while `cond` holds, runs `body` then `update`. `break` in either ends the
+    /// loop, `continue` in the body goes on to `update`. The interpreter bounds the work of
+    /// one block's loops at [`MAX_LOOP_WORK`].
+    Loop {
+        cond: Expr,
+        body: Vec<Stmt>,
+        update: Vec<Stmt>,
+    },
+    /// `break`: ends the innermost [`Stmt::Loop`].
+    Break,
+    /// `continue`: ends the innermost [`Stmt::Loop`]'s body for this iteration.
+    Continue,
 }
+
+/// Work of the loops of one packet's run of one block (a control, with the actions its tables
+/// run), all loops together, in units: one per iteration and one per statement run inside a
+/// loop (in its body, in what the body calls, in nested loops). P4 loops may depend on packet
+/// data and need not end, and a packet must not hold the switch. Past it the block ends as at
+/// `exit`, with a note in the switch's log.
+pub const MAX_LOOP_WORK: usize = 1 << 20;
 
 /// A match kind of a table key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -825,8 +844,17 @@ impl RunDepth<'_> {
     fn stmt(&self, s: &Stmt) -> usize {
         let inner = match s {
             Stmt::Assign(place, e) => self.place(place).max(self.expr(e)),
-            Stmt::Copy { .. } | Stmt::Zero { .. } | Stmt::Exit | Stmt::Return => 0,
+            Stmt::Copy { .. }
+            | Stmt::Zero { .. }
+            | Stmt::Exit
+            | Stmt::Return
+            | Stmt::Break
+            | Stmt::Continue => 0,
             Stmt::If(c, t, e) => self.expr(c).max(self.stmts(t)).max(self.stmts(e)),
+            Stmt::Loop { cond, body, update } => self
+                .expr(cond)
+                .max(self.stmts(body))
+                .max(self.stmts(update)),
             Stmt::Switch { on, cases, default } => cases
                 .iter()
                 .map(|(_, b)| self.stmts(b))

@@ -115,6 +115,7 @@ impl Compiled {
         let compiled = softswitch_frontend::Compiled {
             program: loaded.program,
             control_plane,
+            warnings: Vec::new(),
         };
         let info = match p4info {
             Some(theirs) => {

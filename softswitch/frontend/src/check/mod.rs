@@ -1,11 +1,12 @@
 //! Checker: resolves names and types of the AST and lowers it to the [`ir`](softswitch_core::ir::Program) in one
 //! pass (P4 requires declaration before use, so one pass suffices). Submodules: `expr`
 //! (expressions, places, constants), `stmt` (statements and calls), `externs` (v1model and core
-//! externs), `table`, `parser`. This module holds the environment and the declarations.
+//! externs), `loops`, `table`, `parser`. This module holds the environment and the declarations.
 
 mod cpinfo;
 mod expr;
 mod externs;
+mod loops;
 mod parser;
 mod stmt;
 mod table;
@@ -14,7 +15,7 @@ mod user_externs;
 pub use user_externs::UserExtern;
 
 use crate::ast::{self, AggregateKind, Decl, Direction, ExprKind, TypeRef};
-use crate::diagnostic::{fail, Diagnostic, Result};
+use crate::diagnostic::{fail, Diagnostic, Diagnostics, Result};
 use crate::limits::{
     MAX_BODIES, MAX_EXTERN_CELLS, MAX_LOWERED, MAX_RUN_DEPTH, MAX_SLOTS, MAX_TYPE_DEPTH,
     MAX_TYPE_PARTS,
@@ -24,16 +25,38 @@ use crate::types::{EnumDef, Type, Types};
 use softswitch_core::ir::{self, Slot};
 use std::collections::HashMap;
 
-/// Checks `decls` (a whole program including the built-in headers) and lowers it.
+/// Checks `decls` (a whole program including the built-in headers) and lowers it. An error in
+/// a declaration or a statement is recorded in `diags` and the checker goes on with the next
+/// (so one run reports them all, up to `limits::MAX_ERRORS`); the result is then an error too.
 ///
 /// Beside the program, the calls it makes of extern functions it declares itself, which
 /// softswitch cannot run (see [`UserExtern`]).
-pub fn check(decls: &[Decl]) -> Result<(crate::Compiled, Vec<UserExtern>)> {
+pub fn check(
+    decls: &[Decl],
+    diags: &mut Diagnostics,
+) -> Result<(crate::Compiled, Vec<UserExtern>)> {
     let mut c = Checker::default();
+    let shared = std::rc::Rc::clone(&c.diags);
+    *shared.borrow_mut() = std::mem::take(diags);
+    let mut stopped = None;
     for d in decls {
-        c.top_level(d)?;
+        if let Err(e) = c.top_level(d).or_else(|e| c.recover(e)) {
+            stopped = Some(e);
+            break;
+        }
     }
-    c.finish(decls)
+    let no_main = !decls
+        .iter()
+        .any(|d| matches!(d, Decl::Instance(i) if i.name.name == "main"));
+    let first_error = || shared.borrow().first_error();
+    let r = match (stopped, first_error()) {
+        (Some(stop), _) => Err(stop),
+        // A program cut short by its errors has no `main` to report missing.
+        (None, Some(first)) if no_main => Err(first),
+        (None, _) => c.finish(decls),
+    };
+    *diags = shared.take();
+    r
 }
 
 /// A parameter of a callable (action or function) as the checker binds it.
@@ -120,6 +143,8 @@ struct Checker<'a> {
     ret: Option<(Type, Slot)>,
     /// Whether a parser is being lowered (`packet_in` methods allowed).
     in_parser: bool,
+    /// How many loops enclose the statement being lowered (`break` and `continue` need one).
+    loops: usize,
     /// User metadata slots per `@field_list(N)` index.
     user_field_lists: Vec<(u8, Vec<Slot>)>,
     /// Preserved field lists by id, as the program references them.
@@ -140,6 +165,8 @@ struct Checker<'a> {
     depths: Depths,
     /// Cells of the register, counter and meter instances so far (see [`MAX_EXTERN_CELLS`]).
     extern_cells: u64,
+    /// The errors recorded so far, which the checker went on after (see [`Checker::recover`]).
+    diags: std::rc::Rc<std::cell::RefCell<Diagnostics>>,
     /// Extern function declarations by name (overloads), for calls of the program's own.
     extern_functions: HashMap<String, Vec<&'a ast::Prototype>>,
     /// Calls of extern functions the program declares itself.
@@ -160,6 +187,17 @@ struct Depths {
 }
 
 impl<'a> Checker<'a> {
+    /// Records `e`, an error of one declaration or statement, for the caller to go on with
+    /// the next; `Err` when the checker must stop (`limits::MAX_ERRORS`).
+    fn recover(&self, e: Diagnostic) -> Result<()> {
+        self.diags.borrow_mut().error(e)
+    }
+
+    /// The statements of `r`, or none when it is an error, recorded (see [`Checker::recover`]).
+    fn recovered(&self, r: Result<Vec<ir::Stmt>>) -> Result<Vec<ir::Stmt>> {
+        r.or_else(|e| self.recover(e).map(|()| Vec::new()))
+    }
+
     fn lookup(&self, name: &str) -> Option<&Sym<'a>> {
         if self.scopes.is_empty() {
             return None;
@@ -837,8 +875,9 @@ impl<'a> Checker<'a> {
         self.scopes.push(HashMap::new());
         let params = self.params(&proto.params)?;
         let saved = std::mem::replace(&mut self.ret, ret.clone());
+        let saved_loops = std::mem::take(&mut self.loops);
         let stmts = self.block(body);
-        self.ret = saved;
+        (self.ret, self.loops) = (saved, saved_loops);
         let stmts = stmts?;
         self.scopes.pop();
         let name = self.qualified(&proto.name.name, &[], proto.name.span)?;
@@ -906,7 +945,8 @@ impl<'a> Checker<'a> {
         // Locals are zeroed where they are declared (see `var_decl`).
         let mut body = Vec::new();
         for local in &c.locals {
-            body.extend(self.local(local)?);
+            let stmts = self.local(local);
+            body.extend(self.recovered(stmts)?);
         }
         body.extend(self.block(&c.apply)?);
         self.blocks.pop();
@@ -1065,7 +1105,8 @@ impl<'a> Checker<'a> {
             let params = self.params(&c.params)?;
             let mut body = Vec::new();
             for local in &c.locals {
-                body.extend(self.local(local)?);
+                let stmts = self.local(local);
+                body.extend(self.recovered(stmts)?);
             }
             body.extend(self.block(&c.apply)?);
             Ok((params, body))
@@ -1095,10 +1136,14 @@ impl<'a> Checker<'a> {
             start: slot,
             len: self.types.size(&ty),
         }];
-        if let Some(init) = &v.init {
-            out.extend(self.assign_to(self.storage(slot, ty.clone()), init)?);
-        }
+        let init = match &v.init {
+            Some(init) => self.assign_to(self.storage(slot, ty.clone()), init),
+            None => Ok(Vec::new()),
+        };
+        // Declared even when its initializer is wrong: the checker goes on after that error,
+        // and the variable's uses are not errors of their own.
         self.declare(&v.name, Sym::Var { ty, slot })?;
+        out.extend(init?);
         Ok(out)
     }
 
@@ -1244,6 +1289,7 @@ impl<'a> Checker<'a> {
                 types: self.types,
                 ..self.cp
             },
+            warnings: Vec::new(),
         };
         Ok((compiled, self.user_externs))
     }

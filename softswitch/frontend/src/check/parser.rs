@@ -89,7 +89,8 @@ impl<'a> Checker<'a> {
     fn states(&mut self, p: &'a ast::ParserDecl) -> Result<ir::ParserIr> {
         let mut init = Vec::new();
         for local in &p.locals {
-            init.extend(self.local(local)?);
+            let stmts = self.local(local);
+            init.extend(self.recovered(stmts)?);
         }
         let mut order: Vec<&ast::State> =
             p.states.iter().filter(|s| s.name.name == "start").collect();
@@ -116,7 +117,8 @@ impl<'a> Checker<'a> {
             let mut stmts = Vec::new();
             self.scopes.push(Default::default());
             for st in &s.body {
-                stmts.extend(self.stmt(st)?);
+                let lowered = self.stmt(st);
+                stmts.extend(self.recovered(lowered)?);
             }
             let transition = match &s.transition {
                 None => Transition::Goto(Target::Reject),
