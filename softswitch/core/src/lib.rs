@@ -20,6 +20,7 @@ pub(crate) mod pre;
 pub mod switch;
 pub mod table;
 pub mod tm;
+pub mod trace;
 
 pub use switch::runtime;
 

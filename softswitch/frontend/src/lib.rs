@@ -52,7 +52,7 @@ pub fn compile_with(
     ) -> diagnostic::Result<Compiled> {
         let tokens = preprocessor::preprocess(map, file, includes)?;
         let decls = parser::parse(tokens)?;
-        check::check(&decls)
+        check::check(&decls, map)
     }
     std::thread::scope(|scope| {
         let big_stack = std::thread::Builder::new().stack_size(COMPILE_STACK_BYTES);
