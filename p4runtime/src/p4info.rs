@@ -7,12 +7,6 @@ use crate::p4::config::v1::{P4Info, Preamble};
 /// order of P4Info's fields: tables, actions, action profiles, counters, direct counters,
 /// meters, direct meters, controller packet metadata, value sets, registers, digests.
 pub fn preambles(info: &P4Info) -> impl Iterator<Item = &Preamble> {
-    fn of<T>(
-        entities: &[T],
-        preamble: fn(&T) -> Option<&Preamble>,
-    ) -> impl Iterator<Item = &Preamble> {
-        entities.iter().filter_map(preamble)
-    }
     of(&info.tables, |e| e.preamble.as_ref())
         .chain(of(&info.actions, |e| e.preamble.as_ref()))
         .chain(of(&info.action_profiles, |e| e.preamble.as_ref()))
@@ -26,4 +20,21 @@ pub fn preambles(info: &P4Info) -> impl Iterator<Item = &Preamble> {
         .chain(of(&info.value_sets, |e| e.preamble.as_ref()))
         .chain(of(&info.registers, |e| e.preamble.as_ref()))
         .chain(of(&info.digests, |e| e.preamble.as_ref()))
+}
+
+/// The preamble of every entity of `info` that names an instance of an extern in the program
+/// (a BMv2 JSON's or softswitch's `instances`): counters, direct counters, meters, direct
+/// meters, registers and action profiles, in that order.
+pub fn instance_preambles(info: &P4Info) -> impl Iterator<Item = &Preamble> {
+    of(&info.counters, |e| e.preamble.as_ref())
+        .chain(of(&info.direct_counters, |e| e.preamble.as_ref()))
+        .chain(of(&info.meters, |e| e.preamble.as_ref()))
+        .chain(of(&info.direct_meters, |e| e.preamble.as_ref()))
+        .chain(of(&info.registers, |e| e.preamble.as_ref()))
+        .chain(of(&info.action_profiles, |e| e.preamble.as_ref()))
+}
+
+/// The preambles of `entities` that have one.
+fn of<T>(entities: &[T], preamble: fn(&T) -> Option<&Preamble>) -> impl Iterator<Item = &Preamble> {
+    entities.iter().filter_map(preamble)
 }

@@ -96,3 +96,57 @@ fn every_bmv2_program_passes_its_stf_tests_from_its_bmv2_json() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// With a BMv2 JSON device config the controller's P4Info is used as sent, so an entity in it
+/// without a preamble (it has no name and no id) must not stop the pipeline: it is left out of
+/// the index, and every entity with a preamble is still indexed.
+#[test]
+fn a_controller_p4info_with_entities_lacking_a_preamble_is_indexed_without_them() {
+    let test = "a_controller_p4info_with_entities_lacking_a_preamble_is_indexed_without_them";
+    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
+        return;
+    };
+    let program = testkit::bmv2::bmv2_programs()
+        .into_iter()
+        .find(|p| p.ends_with("dataplane-p4/lossless.p4"))
+        .expect("lossless.p4 is one of the BMv2 programs");
+    let json = testkit::bmv2::compiled(toolchain, &program)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .json;
+    let json = std::fs::read(&json).expect("the JSON");
+    let derived = softswitch_server::pipeline::Compiled::from_bmv2_json(json.clone(), None, 0)
+        .expect("lossless.p4's JSON loads")
+        .info;
+    assert!(
+        derived.tables.len() >= 2 && !derived.counters.is_empty() && !derived.registers.is_empty(),
+        "lossless.p4 has tables, counters and registers"
+    );
+    let mut sent = derived.clone();
+    sent.tables[0].preamble = None;
+    sent.actions[0].preamble = None;
+    sent.counters[0].preamble = None;
+    sent.registers[0].preamble = None;
+
+    let compiled = softswitch_server::pipeline::Compiled::from_bmv2_json(json, Some(&sent), 0)
+        .expect("a P4Info whose named entities are the JSON's is accepted");
+    let pipeline = softswitch_server::pipeline::Pipeline::new(compiled, Clock::Virtual(0));
+
+    let id = |p: &Option<p4runtime::p4::config::v1::Preamble>| p.as_ref().expect("derived").id;
+    let index = &pipeline.index;
+    assert!(!index.tables.contains_key(&id(&derived.tables[0].preamble)));
+    assert!(index.tables.contains_key(&id(&derived.tables[1].preamble)));
+    assert!(!index
+        .actions
+        .contains_key(&id(&derived.actions[0].preamble)));
+    assert!(!index
+        .instances
+        .contains_key(&id(&derived.counters[0].preamble)));
+    assert!(!index
+        .instances
+        .contains_key(&id(&derived.registers[0].preamble)));
+    assert_eq!(
+        index.instances.len(),
+        p4runtime::p4info::instance_preambles(&derived).count() - 2,
+        "every other extern instance is indexed"
+    );
+}

@@ -2,6 +2,7 @@
 //! 65536 was group 0, a counter index 2^64 was cell 0, a priority 256 was priority 0), applies
 //! the traffic manager's own queue rules (the Queues service applies the same ones), and bounds
 //! what a test may make it hold: its length, a packet's length, the bytes the switch sends.
+//! Within them, it reads packets as p4c's runner does (an odd last digit, an empty packet).
 
 use softswitch_core::switch::{Clock, Switch};
 use softswitch_core::tm::{self, QueueSettingError};
@@ -176,4 +177,30 @@ fn a_character_that_is_not_a_hex_digit_is_named_whatever_its_size() {
         "'\u{65c}' is not a hex digit",
     );
     refused("expect 1 ff\u{1F600}", "is not a hex digit");
+}
+
+#[test]
+fn an_odd_last_digit_is_a_byte_and_a_packet_without_digits_is_empty_as_with_p4cs_runner() {
+    // p4c's runner (bmv2stf.py) reads the digits two at a time: "...0800 0102030" ends in the
+    // byte 0x00 after 0x03; its corpus has such lines, and `packet 0` with no digits at all.
+    let add = "add MyIngress.classify 1 hdr.eth.dstAddr:0x0000000000** MyIngress.to_port(port:2)\n";
+    let passed = run(&format!(
+        "{add}packet 7 000000000001 aaaaaaaaaa00 0800 0102037
+expect 2 000000000001 aaaaaaaaaa01 0800 01020307 $"
+    ))
+    .unwrap();
+    assert!(passed.is_empty(), "{passed:?}");
+    // One more digit is one more byte: the expectation above no longer holds.
+    let failed = run(&format!(
+        "{add}packet 7 000000000001 aaaaaaaaaa00 0800 01020307 5
+expect 2 000000000001 aaaaaaaaaa01 0800 01020307 $"
+    ))
+    .unwrap();
+    assert!(!failed.is_empty(), "a 7-byte payload passed as 6");
+    // An empty packet: the parser finds it too short, ingress still runs (v1model), and an
+    // empty packet leaves port 2 (on softswitch).
+    let passed = run(&format!("{add}packet 7\nexpect 2 $")).unwrap();
+    assert!(passed.is_empty(), "{passed:?}");
+    let failed = run(&format!("{add}packet 7\nexpect 2 00 $")).unwrap();
+    assert!(!failed.is_empty(), "an empty packet passed as one byte");
 }

@@ -7,7 +7,7 @@ use std::mem;
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use super::sys::{self, check};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// Most frames one [`PacketSocket::send_batch`] call takes.
 pub const MAX_BATCH: usize = 64;
@@ -25,6 +25,9 @@ pub struct Received {
     pub len: usize,
     /// Whether the frame was sent by this host rather than received.
     pub outgoing: bool,
+    /// When the kernel received the frame (the realtime clock), if the socket asked for
+    /// arrival times ([`PacketSocket::stamp_arrivals`]).
+    pub arrived: Option<SystemTime>,
 }
 
 impl PacketSocket {
@@ -77,6 +80,12 @@ impl PacketSocket {
         let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
         self.set_int_option(libc::SO_RCVBUFFORCE, value)
             .or_else(|_| self.set_int_option(libc::SO_RCVBUF, value))
+    }
+
+    /// Asks the kernel to stamp each received frame with its arrival time (SO_TIMESTAMPNS),
+    /// so a reader that lags behind still sees when frames came, not when it read them.
+    pub fn stamp_arrivals(&self) -> io::Result<()> {
+        self.set_int_option(libc::SO_TIMESTAMPNS, 1)
     }
 
     /// Sends up to [`MAX_BATCH`] frames in one `sendmmsg` call on the bound
@@ -132,16 +141,27 @@ impl PacketSocket {
     pub fn try_recv(&self, buffer: &mut [u8]) -> io::Result<Option<Received>> {
         // SAFETY: sockaddr_ll is plain data; all-zero is a valid value.
         let mut addr: libc::sockaddr_ll = unsafe { mem::zeroed() };
-        let mut addr_len = mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-        // SAFETY: the buffer and address are valid for the lengths given.
+        let mut iov = libc::iovec {
+            iov_base: buffer.as_mut_ptr().cast(),
+            iov_len: buffer.len(),
+        };
+        // Room for one SCM_TIMESTAMPNS message, u64-aligned as cmsghdr wants.
+        let mut control = [0u64; 8];
+        // SAFETY: msghdr is plain data; all-zero is a valid value.
+        let mut message: libc::msghdr = unsafe { mem::zeroed() };
+        message.msg_name = (&mut addr as *mut libc::sockaddr_ll).cast();
+        message.msg_namelen = mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        message.msg_iov = &mut iov;
+        message.msg_iovlen = 1;
+        message.msg_control = control.as_mut_ptr().cast();
+        message.msg_controllen = mem::size_of_val(&control);
+        // SAFETY: the message points at the buffer, address and control area, each valid
+        // for the length given.
         let len = unsafe {
-            libc::recvfrom(
+            libc::recvmsg(
                 self.fd.as_raw_fd(),
-                buffer.as_mut_ptr().cast(),
-                buffer.len(),
+                &mut message,
                 libc::MSG_DONTWAIT | libc::MSG_TRUNC,
-                (&mut addr as *mut libc::sockaddr_ll).cast(),
-                &mut addr_len,
             )
         };
         if len < 0 {
@@ -155,6 +175,31 @@ impl PacketSocket {
         Ok(Some(Received {
             len: (len as usize).min(buffer.len()),
             outgoing,
+            arrived: arrival_time(&message),
         }))
     }
+}
+
+/// The SCM_TIMESTAMPNS arrival time among `message`'s control messages, if there is one.
+fn arrival_time(message: &libc::msghdr) -> Option<SystemTime> {
+    // SAFETY: `message` was filled by recvmsg; the CMSG_* macros walk its control area
+    // within msg_controllen, and a SCM_TIMESTAMPNS message's data is one timespec.
+    unsafe {
+        let mut header = libc::CMSG_FIRSTHDR(message);
+        while !header.is_null() {
+            if (*header).cmsg_level == libc::SOL_SOCKET
+                && (*header).cmsg_type == libc::SCM_TIMESTAMPNS
+            {
+                let stamp: libc::timespec =
+                    std::ptr::read_unaligned(libc::CMSG_DATA(header).cast());
+                let since_epoch = Duration::new(
+                    u64::try_from(stamp.tv_sec).ok()?,
+                    u32::try_from(stamp.tv_nsec).ok()?,
+                );
+                return SystemTime::UNIX_EPOCH.checked_add(since_epoch);
+            }
+            header = libc::CMSG_NXTHDR(message, header);
+        }
+    }
+    None
 }

@@ -4,7 +4,7 @@
 //! CNPs when asked ([`NotificationPoint`]), and stops after a duration, a
 //! count or a quiet spell.
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::counters::{FlowKey, Interval, RecvCounters, RecvSummary};
 use super::error::{Result, TrafficError};
@@ -77,6 +77,11 @@ impl Receiver {
                 "set the receive buffer on {}",
                 iface.name
             )))?;
+        // The notification point's interval is between arrivals, not between reads.
+        socket.stamp_arrivals().map_err(TrafficError::io(format!(
+            "ask for arrival times on {}",
+            iface.name
+        )))?;
         let notify = match &config.cnp {
             Some(cnp) => {
                 let out = PacketSocket::open(iface.index, false).map_err(TrafficError::io(
@@ -121,6 +126,8 @@ impl Receiver {
         let mut buffer = vec![0u8; MAX_FRAME];
         let mut cnp_buffer = [0u8; MAX_CNP];
         let start = Instant::now();
+        // Arrival times are the kernel's, on the realtime clock.
+        let started = SystemTime::now();
         let mut last_frame = start;
         let count = self.config.count.unwrap_or(u64::MAX);
         let recv_error = |e| TrafficError::io(format!("receive on {}", self.config.iface))(e);
@@ -168,8 +175,10 @@ impl Receiver {
                 match RoceFrame::parse(&buffer[..received.len]) {
                     Ok((frame, payload)) => {
                         last_frame = Instant::now();
-                        let now_ns =
-                            u64::try_from((last_frame - start).as_nanos()).unwrap_or(u64::MAX);
+                        let arrived = received.arrived.unwrap_or_else(SystemTime::now);
+                        let now_ns = arrived
+                            .duration_since(started)
+                            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
                         let key = FlowKey {
                             src: frame.src_ip,
                             qp: frame.bth.dest_qp,

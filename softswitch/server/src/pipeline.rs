@@ -204,29 +204,30 @@ fn names_in_program(program: &Program, info: &P4Info) -> Result<(), String> {
             ))
         }
     };
-    fn pre(p: &Option<p4runtime::p4::config::v1::Preamble>) -> &str {
-        p.as_ref().map_or("", |p| p.name.as_str())
+    // An entity without a preamble has no name to check (nor an id to be named by).
+    fn pre(p: &Option<p4runtime::p4::config::v1::Preamble>) -> Option<&str> {
+        p.as_ref().map(|p| p.name.as_str())
     }
     missing(
         "tables",
-        info.tables.iter().map(|t| pre(&t.preamble)).collect(),
+        info.tables
+            .iter()
+            .filter_map(|t| pre(&t.preamble))
+            .collect(),
         program.tables.iter().map(|t| t.name.as_str()).collect(),
     )?;
     missing(
         "actions",
-        info.actions.iter().map(|a| pre(&a.preamble)).collect(),
+        info.actions
+            .iter()
+            .filter_map(|a| pre(&a.preamble))
+            .collect(),
         program.actions.iter().map(|a| a.name.as_str()).collect(),
     )?;
     missing(
         "externs",
-        info.counters
-            .iter()
-            .map(|x| pre(&x.preamble))
-            .chain(info.direct_counters.iter().map(|x| pre(&x.preamble)))
-            .chain(info.meters.iter().map(|x| pre(&x.preamble)))
-            .chain(info.direct_meters.iter().map(|x| pre(&x.preamble)))
-            .chain(info.registers.iter().map(|x| pre(&x.preamble)))
-            .chain(info.action_profiles.iter().map(|x| pre(&x.preamble)))
+        p4runtime::p4info::instance_preambles(info)
+            .map(|p| p.name.as_str())
             .collect(),
         program.instances.iter().map(|i| i.name.as_str()).collect(),
     )
@@ -334,14 +335,8 @@ impl Index {
                 .collect(),
         );
         let instances = by_name(
-            info.counters
-                .iter()
-                .filter_map(|x| pre(&x.preamble))
-                .chain(info.direct_counters.iter().filter_map(|x| pre(&x.preamble)))
-                .chain(info.meters.iter().filter_map(|x| pre(&x.preamble)))
-                .chain(info.direct_meters.iter().filter_map(|x| pre(&x.preamble)))
-                .chain(info.registers.iter().filter_map(|x| pre(&x.preamble)))
-                .chain(info.action_profiles.iter().filter_map(|x| pre(&x.preamble)))
+            p4runtime::p4info::instance_preambles(info)
+                .map(|p| (p.name.as_str(), p.id))
                 .collect(),
         );
         let digests = by_name(

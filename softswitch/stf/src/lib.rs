@@ -275,25 +275,25 @@ impl Runner<'_> {
         };
         match cmd.text.to_ascii_lowercase().as_str() {
             "packet" => {
-                need(2)?;
+                // `packet PORT` alone sends an empty packet, as p4c's STF runner does.
+                need(1)?;
                 let port = self.port(&args[0])?;
                 self.ports.entry(port).or_insert(args[0].span);
                 let nibbles = hex_nibbles(&args[1..], false)?;
-                if nibbles.len() % 2 != 0 {
-                    return fail(
-                        args[args.len() - 1].span,
-                        "a packet needs an even number of hex digits",
-                    );
-                }
-                if nibbles.len() / 2 > MAX_PACKET_BYTES {
+                if nibbles.len().div_ceil(2) > MAX_PACKET_BYTES {
                     return fail(
                         args[1].span.to(args[args.len() - 1].span),
                         format!("a packet is at most {MAX_PACKET_BYTES} bytes"),
                     );
                 }
+                // Two digits a byte; an odd last digit N is the byte 0x0N, as p4c's STF
+                // runner reads it.
                 let bytes = nibbles
                     .chunks(2)
-                    .map(|c| (c[0].unwrap_or(0) << 4) | c[1].unwrap_or(0))
+                    .map(|c| {
+                        let digits = c.iter().map(|d| d.unwrap_or(0));
+                        digits.fold(0, |byte, digit| (byte << 4) | digit)
+                    })
                     .collect();
                 self.report.packets_in += 1;
                 self.target
