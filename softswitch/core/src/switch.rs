@@ -13,11 +13,14 @@ use crate::table::{CounterCell, Profile, TableState};
 use crate::tm::{Dequeued, TrafficManager};
 use crate::trace::{Level, PacketId, PacketTrace, TraceSink, Tracer};
 
-/// Sends a line about packet `$id` to the switch's trace, formatting it only when there is one.
+/// Sends a line about packet `$id` to the switch's trace, formatting it only when there is one
+/// that takes lines at `$level`.
 macro_rules! packet_line {
     ($switch:expr, $level:expr, $id:expr, $($fmt:tt)+) => {
         if let Some(t) = &mut $switch.tracer {
-            t.packet($level, $id, format_args!($($fmt)+));
+            if t.wants($level) {
+                t.packet($level, $id, format_args!($($fmt)+));
+            }
         }
     };
 }
