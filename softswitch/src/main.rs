@@ -4,6 +4,7 @@
 //! (`bmv2_cli`).
 
 mod bmv2_cli;
+mod bmv2_log;
 mod pcap;
 mod run;
 
@@ -147,6 +148,7 @@ fn run_as_bmv2(personality: bmv2_cli::Personality, args: bmv2_cli::Bmv2Args) -> 
     };
     tracing_subscriber::fmt()
         .with_ansi(false)
+        .event_format(bmv2_log::Bmv2Format)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("SOFTSWITCH_LOG")
                 .unwrap_or_else(|_| logging.level.as_str().into()),

@@ -213,17 +213,21 @@ impl SwitchBed {
     /// its notification socket in `dir` (BMv2's default path is the same for every switch of
     /// the machine, namespaces or not), started and ready (its servers listen): running
     /// p4c's JSON `json`, or without a pipeline (simple_switch_grpc: a controller sets one on
-    /// [`P4RUNTIME_ADDR`]).
+    /// [`P4RUNTIME_ADDR`]); with `log_console`, its trace on standard output.
     pub fn start_bmv2(
         topology: Topology,
         tool: &p4toolchain::Tool,
         build: Bmv2Build,
         json: Option<&Path>,
         dir: &Path,
+        log_console: bool,
     ) -> anyhow::Result<SwitchBed> {
         let mut command = topology.switch_ns.command(&tool.program);
         tool.set_env(&mut command);
         command.args(["--device-id", "0"]);
+        if log_console {
+            command.arg("--log-console");
+        }
         command
             .arg("--notifications-addr")
             .arg(format!("ipc://{}", dir.join("notifications.ipc").display()));

@@ -6,10 +6,10 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 use softswitch_core::ir::{
-    self, Action, ActionCall, Body, CaseKeyset, ChecksumOf, Control, CounterKind, EmitItem, Entry,
-    Expr, ExternCall, FieldItem, FieldLayout, FieldList, FieldMatch, HeaderRef, Instance,
-    InstanceKind, Key, MatchKind, Param, ParserIr, Place, Program, Slot, State, Stmt, Table,
-    Target, Transition,
+    self, Action, ActionCall, Body, CaseKeyset, ChecksumOf, Condition, Control, CounterKind,
+    EmitItem, Entry, Expr, ExternCall, FieldItem, FieldLayout, FieldList, FieldMatch, HeaderRef,
+    Instance, InstanceKind, Key, MatchKind, Param, ParserIr, Place, Program, Slot, State, Stmt,
+    Table, Target, TraceNames, Transition,
 };
 
 use crate::expr::{field_name, Scope, Typed};
@@ -41,6 +41,8 @@ pub fn lower(root: &Value) -> Result<Loaded> {
         table_index: HashMap::new(),
         lowered_nodes: 0,
         cells: 0,
+        conditions: Vec::new(),
+        condition_index: HashMap::new(),
     };
     l.externs(root)?;
     l.field_lists(root)?;
@@ -102,6 +104,19 @@ pub fn lower(root: &Value) -> Result<Loaded> {
         bodies: l.bodies,
         instances: l.instances,
         errors,
+        trace_names: TraceNames {
+            headers: {
+                let mut headers: Vec<(Slot, String)> = l
+                    .layout
+                    .headers
+                    .iter()
+                    .filter_map(|h| Some((h.valid?, h.name.clone())))
+                    .collect();
+                headers.sort_by_key(|(slot, _)| *slot);
+                headers
+            },
+            conditions: l.conditions,
+        },
     };
     check_run_depth(&program)?;
     Ok(Loaded {
@@ -141,6 +156,10 @@ struct Lowerer {
     table_index: HashMap<String, usize>,
     lowered_nodes: usize,
     cells: u64,
+    /// The conditionals' names and sources, for the trace.
+    conditions: Vec<Condition>,
+    /// Conditional name → index in `conditions`.
+    condition_index: HashMap<String, u32>,
 }
 
 /// The `"parameters"` of a primitive or parser operation.
@@ -574,7 +593,7 @@ impl Lowerer {
                         Some(end) => (self.structured(prims, to, end, rt, what, d, inside)?, end),
                         None => (Vec::new(), to),
                     };
-                    out.push(Stmt::If(cond, then, otherwise));
+                    out.push(Stmt::If(cond, then, otherwise, None));
                     i = next;
                 }
                 "_jump" => {
@@ -907,7 +926,11 @@ impl Lowerer {
                         .collect();
                     cases.push((CaseKeyset::Fields(any), d));
                 }
-                Transition::Select { keys, cases }
+                Transition::Select {
+                    keys,
+                    widths,
+                    cases,
+                }
             };
             out.push(State {
                 name: sname.to_string(),
@@ -1339,6 +1362,7 @@ impl Lowerer {
                         },
                         then,
                         otherwise,
+                        None,
                     ));
                     return Ok(out);
                 }
@@ -1383,10 +1407,38 @@ impl Lowerer {
             let f = c.get("false_next").and_then(Value::as_str);
             let then = self.graph(p, t, depth + 1)?;
             let otherwise = self.graph(p, f, depth + 1)?;
-            out.push(Stmt::If(cond, then, otherwise));
+            let index = self.condition(node, c);
+            out.push(Stmt::If(cond, then, otherwise, Some(index)));
             return Ok(out);
         }
         Ok(out)
+    }
+
+    /// The index of conditional `node` (JSON `c`) in the trace's conditions: its source
+    /// fragment and `file(line)` from its `source_info`, else its expression's place.
+    fn condition(&mut self, node: &str, c: &Value) -> u32 {
+        if let Some(&i) = self.condition_index.get(node) {
+            return i;
+        }
+        let info = c.get("source_info");
+        let text = info
+            .and_then(|i| i.get("source_fragment"))
+            .and_then(Value::as_str)
+            .unwrap_or(node)
+            .to_string();
+        let location = info.and_then(|i| {
+            let file = i.get("filename")?.as_str()?;
+            let line = i.get("line")?.as_u64()?;
+            Some(format!("{file}({line})"))
+        });
+        let index = self.conditions.len() as u32;
+        self.conditions.push(Condition {
+            text,
+            node: node.to_string(),
+            location,
+        });
+        self.condition_index.insert(node.to_string(), index);
+        index
     }
 
     /// The verify and compute checksum controls.

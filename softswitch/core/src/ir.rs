@@ -383,8 +383,9 @@ pub enum Stmt {
     Copy { dst: Slot, src: Slot, len: u32 },
     /// Zeroes `len` slots from `start` (fresh locals, `out` parameters).
     Zero { start: Slot, len: u32 },
-    /// `if`.
-    If(Expr, Vec<Stmt>, Vec<Stmt>),
+    /// `if`: condition, then, else, and the condition's index in [`TraceNames::conditions`]
+    /// (`None` for an `if` the compiler made, which the trace does not show).
+    If(Expr, Vec<Stmt>, Vec<Stmt>, Option<u32>),
     /// `switch` on a value: the first case whose values contain it runs, else `default`.
     Switch {
         on: Expr,
@@ -596,9 +597,12 @@ pub enum Target {
 pub enum Transition {
     /// Unconditional.
     Goto(Target),
-    /// `select`: the first case that matches wins; none matching is `error.NoMatch`.
+    /// `select`: the first case that matches wins; none matching is `error.NoMatch`. `widths`
+    /// are the select expressions' widths in bits, for the trace (the last key that value sets
+    /// over several expressions match, their concatenation, has none).
     Select {
         keys: Vec<Expr>,
+        widths: Vec<u16>,
         cases: Vec<(CaseKeyset, Target)>,
     },
 }
@@ -806,6 +810,28 @@ pub struct Program {
     pub instances: Vec<Instance>,
     /// Error names by code.
     pub errors: Vec<String>,
+    /// The names the trace shows that nothing else needs.
+    pub trace_names: TraceNames,
+}
+
+/// The names of a program's parts that only the trace shows (`softswitch_core::trace`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TraceNames {
+    /// Header instances by validity slot, sorted by slot (`ethernet`, `vlan[0]`: p4c's names).
+    pub headers: Vec<(Slot, String)>,
+    /// The conditions of `if` statements, by the index their [`Stmt::If`] holds.
+    pub conditions: Vec<Condition>,
+}
+
+/// An `if` condition as BMv2 shows it: `prog.p4(79) Condition "hdr.ipv4.isValid()" (node_2)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Condition {
+    /// Its source text.
+    pub text: String,
+    /// Its control-flow node's name (`node_2`).
+    pub node: String,
+    /// Where it is, `file(line)`, if known.
+    pub location: Option<String>,
 }
 
 /// Indices into [`Program::controls`].
@@ -850,7 +876,7 @@ impl RunDepth<'_> {
             | Stmt::Return
             | Stmt::Break
             | Stmt::Continue => 0,
-            Stmt::If(c, t, e) => self.expr(c).max(self.stmts(t)).max(self.stmts(e)),
+            Stmt::If(c, t, e, _) => self.expr(c).max(self.stmts(t)).max(self.stmts(e)),
             Stmt::Loop { cond, body, update } => self
                 .expr(cond)
                 .max(self.stmts(body))

@@ -78,7 +78,7 @@ pub fn check_with(
         let mut run = || {
             let tokens = preprocessor::preprocess_reporting(map, file, includes, &mut diags)?;
             let decls = parser::parse(tokens)?;
-            check::check(&decls, &mut diags)
+            check::check(&decls, map, &mut diags)
         };
         let r = run();
         let ((compiled, user_externs), warnings) = diags.conclude(r)?;

@@ -240,8 +240,14 @@ fn main() -> anyhow::Result<()> {
         for (variant, results) in variants.iter().zip(&mut bmv2) {
             eprintln!("round {round}: {}", variant.label);
             let json = json.as_deref().expect("compiled when there is a variant");
-            let bed =
-                SwitchBed::start_bmv2(topology, &variant.tool, variant.build, Some(json), &dir)?;
+            let bed = SwitchBed::start_bmv2(
+                topology,
+                &variant.tool,
+                variant.build,
+                Some(json),
+                &dir,
+                false,
+            )?;
             let (pps, at) = sweep(bed.topology())?;
             results.0.push(pps);
             results.1.push(at);

@@ -135,6 +135,8 @@ impl<'a> Checker<'a> {
                 Place::Slot(counter),
                 add_one(&ty, Expr::Load(counter)),
             )],
+            // The compiler's own `if`: not a condition of the program, not traced.
+            None,
         )];
         out.push(Stmt::Loop {
             cond: Expr::Load(go),

@@ -25,14 +25,16 @@ use crate::types::{EnumDef, Type, Types};
 use softswitch_core::ir::{self, Slot};
 use std::collections::HashMap;
 
-/// Checks `decls` (a whole program including the built-in headers) and lowers it. An error in
-/// a declaration or a statement is recorded in `diags` and the checker goes on with the next
-/// (so one run reports them all, up to `limits::MAX_ERRORS`); the result is then an error too.
+/// Checks `decls` (a whole program including the built-in headers, from the files of `map`)
+/// and lowers it. An error in a declaration or a statement is recorded in `diags` and the
+/// checker goes on with the next (so one run reports them all, up to `limits::MAX_ERRORS`);
+/// the result is then an error too.
 ///
 /// Beside the program, the calls it makes of extern functions it declares itself, which
 /// softswitch cannot run (see [`UserExtern`]).
 pub fn check(
     decls: &[Decl],
+    map: &crate::source::SourceMap,
     diags: &mut Diagnostics,
 ) -> Result<(crate::Compiled, Vec<UserExtern>)> {
     let mut c = Checker::default();
@@ -53,7 +55,7 @@ pub fn check(
         (Some(stop), _) => Err(stop),
         // A program cut short by its errors has no `main` to report missing.
         (None, Some(first)) if no_main => Err(first),
-        (None, _) => c.finish(decls),
+        (None, _) => c.finish(decls, map),
     };
     *diags = shared.take();
     r
@@ -173,6 +175,8 @@ struct Checker<'a> {
     user_externs: Vec<UserExtern>,
     /// The types generic headers and structs made so far: name, type arguments, type.
     generic_aggregates: Vec<(String, Vec<Type>, Type)>,
+    /// The `if` conditions lowered so far, for the trace (their index is their `Stmt::If`'s).
+    conditions: Vec<Span>,
 }
 
 /// Bytes of a name (or a string) that count as one unit of lowering work (see [`MAX_LOWERED`]).
@@ -1174,7 +1178,11 @@ impl<'a> Checker<'a> {
     }
 
     /// Finds `main`, lowers the six v1model blocks and assembles the program.
-    fn finish(mut self, decls: &'a [Decl]) -> Result<(crate::Compiled, Vec<UserExtern>)> {
+    fn finish(
+        mut self,
+        decls: &'a [Decl],
+        map: &crate::source::SourceMap,
+    ) -> Result<(crate::Compiled, Vec<UserExtern>)> {
         let Some(main) = decls.iter().rev().find_map(|d| match d {
             Decl::Instance(i) if i.name.name == "main" => Some(i),
             _ => None,
@@ -1255,6 +1263,10 @@ impl<'a> Checker<'a> {
         let egress = self.control(control(3), &three, blocks[3].3)?;
         let compute = self.control(control(4), &two, blocks[4].3)?;
         let deparser = self.control(control(5), &deparse, blocks[5].3)?;
+        let mut headers = Vec::new();
+        self.header_names(hdr, &hdr_ty, "", &mut headers);
+        self.header_names(meta, &meta_ty, "", &mut headers);
+        headers.sort_by_key(|(slot, _)| *slot);
         let program = ir::Program {
             slots: self.next_slot,
             header_bits: self
@@ -1282,6 +1294,15 @@ impl<'a> Checker<'a> {
             bodies: self.bodies,
             instances: self.instances,
             errors: self.errors,
+            trace_names: ir::TraceNames {
+                headers,
+                conditions: self
+                    .conditions
+                    .iter()
+                    .enumerate()
+                    .map(|(i, span)| condition(map, *span, i))
+                    .collect(),
+            },
         };
         let compiled = crate::Compiled {
             program,
@@ -1392,4 +1413,51 @@ fn decl_span(d: &Decl) -> Span {
 /// A diagnostic for an unsupported construct.
 fn unsupported(span: Span, what: &str) -> Diagnostic {
     Diagnostic::new(span, format!("{what} is not supported yet"))
+}
+
+/// The trace's view of the `if` condition at `span`, the `index`th of the program: its source
+/// text on one line, a node name in p4c's style, and its `file(line)`.
+fn condition(map: &crate::source::SourceMap, span: Span, index: usize) -> ir::Condition {
+    let text = map
+        .snippet(span)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let (line, _) = map.line_col(span);
+    let file = &map.file(span.file).name;
+    let file = std::path::Path::new(file)
+        .file_name()
+        .map_or_else(|| file.clone(), |f| f.to_string_lossy().into_owned());
+    ir::Condition {
+        text,
+        node: format!("node_{}", index + 1),
+        location: Some(format!("{file}({line})")),
+    }
+}
+
+impl Checker<'_> {
+    /// The header instances in the value of type `ty` at slot `base`, named as p4c names them
+    /// (`ethernet`, `vlan[0]`, `outer.inner` under `prefix`), added to `out`.
+    fn header_names(&self, base: Slot, ty: &Type, prefix: &str, out: &mut Vec<(Slot, String)>) {
+        match ty {
+            Type::Aggregate(_) if self.types.is_header(ty) => out.push((base, prefix.to_string())),
+            Type::Aggregate(a) => {
+                for (name, off, fty) in self.types.aggregates[*a].fields_at() {
+                    let path = if prefix.is_empty() {
+                        name.to_string()
+                    } else {
+                        format!("{prefix}.{name}")
+                    };
+                    self.header_names(base + off, fty, &path, out);
+                }
+            }
+            Type::Stack(a, n) => {
+                let stride = self.types.size(&Type::Aggregate(*a));
+                for i in 0..*n {
+                    out.push((base + 1 + i * stride, format!("{prefix}[{i}]")));
+                }
+            }
+            _ => {}
+        }
+    }
 }

@@ -146,6 +146,7 @@ impl<'a> Checker<'a> {
     ) -> Result<Transition> {
         let mut keys = Vec::new();
         let mut types = Vec::new();
+        let mut widths = Vec::new();
         for e in exprs {
             let v = self.scalar_any(e)?;
             if v.ty == Type::Int || self.types.scalar_width(&v.ty).is_none() {
@@ -155,6 +156,7 @@ impl<'a> Checker<'a> {
                 );
             }
             keys.push(v.expr);
+            widths.push(self.types.scalar_width(&v.ty).unwrap_or(0));
             types.push(v.ty);
         }
         let mut out = Vec::new();
@@ -190,7 +192,11 @@ impl<'a> Checker<'a> {
             out.push((CaseKeyset::Fields(matches), target(names, &case.target)?));
         }
         keys.extend(concatenated);
-        Ok(Transition::Select { keys, cases: out })
+        Ok(Transition::Select {
+            keys,
+            widths,
+            cases: out,
+        })
     }
 }
 

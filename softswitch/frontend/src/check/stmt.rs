@@ -62,7 +62,9 @@ impl<'a> Checker<'a> {
                     Some(o) => self.stmt_block(o)?,
                     None => Vec::new(),
                 };
-                Ok(vec![Stmt::If(c, t, o)])
+                let index = self.conditions.len() as u32;
+                self.conditions.push(cond.span);
+                Ok(vec![Stmt::If(c, t, o, Some(index))])
             }
             AstStmt::Block(b) => self.block(b),
             AstStmt::Switch { expr, cases, span } => self.switch(expr, cases, *span),
