@@ -194,7 +194,7 @@ fn loaded(
         };
         if switch.add_entry(table, entry).is_ok() {
             installed += 1;
-            if hits.len() < DISTINCT || rng.next() % 8 == 0 {
+            if hits.len() < DISTINCT || rng.next().is_multiple_of(8) {
                 let address = value | (rng.next() & !mask);
                 if hits.len() < DISTINCT {
                     hits.push(address);
@@ -255,10 +255,13 @@ fn rate(switch: &mut Switch, frames: &[Vec<u8>], ports: u16) -> anyhow::Result<f
     Ok(PACKETS as f64 / elapsed)
 }
 
+/// One table size's figures: (entries, frames per CPU s, install wall s).
+pub type TableRow = (usize, f64, f64);
+
 /// The figures of a scaling run.
 pub struct Scaling {
-    /// (kind, [(entries, frames per CPU s, install wall s)]).
-    pub tables: Vec<(&'static str, Vec<(usize, f64, f64)>)>,
+    /// (kind, one row per table size).
+    pub tables: Vec<(&'static str, Vec<TableRow>)>,
     /// (ports, frames per CPU s).
     pub ports: Vec<(u16, f64)>,
     /// (frame bytes, frames per CPU s).
