@@ -12,7 +12,7 @@ use softswitch_core::ir::{
     Table, Target, TraceNames, Transition,
 };
 
-use crate::expr::{field_name, Scope, Typed};
+use crate::expr::{field_name, unwrap_expression, Scope, Typed};
 use crate::json::{
     array, array_member, flag, hex, hex_bytes, member, name, str_member, string, uint, uint_member,
 };
@@ -624,6 +624,16 @@ impl Lowerer {
                 match field.width() {
                     Some(w) => Ok((Place::Slot(field.slot), w)),
                     None => fail(format!("{what}: a varbit field written as a value")),
+                }
+            }
+            "expression" => {
+                let op = unwrap_expression(v, 0)?;
+                match op.get("op").and_then(Value::as_str) {
+                    Some("access_field") => {
+                        let f = self.scope(params).dyn_field(op, 0)?;
+                        Ok((f.element.place(f.offset), f.width))
+                    }
+                    _ => fail(format!("{what}: cannot write to this expression")),
                 }
             }
             other => fail(format!("{what}: cannot write to a {other}")),

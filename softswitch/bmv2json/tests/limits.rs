@@ -59,6 +59,38 @@ fn unsupported_and_inconsistent_programs_are_refused() {
     refused(&p, "MAX_OBJECTS");
 }
 
+/// A field of a stack element picked at run time (`access_field` of a
+/// `dereference_header_stack`), as p4c writes `hdr.s[i].f = ..`: `p` with ethernet made a
+/// one-element stack `s` and an action writing field `field` of `s[stack]`.
+fn run_time_index(stack: &str, field: u64) -> Value {
+    let mut p = basic();
+    p["header_stacks"] = json!([{"name": "s", "id": 0, "header_type": "ethernet_t",
+        "size": 1, "header_ids": [2]}]);
+    let element = json!({"type": "expression", "value": {"op": "dereference_header_stack",
+        "left": {"type": "header_stack", "value": stack},
+        "right": {"type": "field", "value": ["standard_metadata", "ingress_port"]}}});
+    let dst = json!({"type": "expression", "value": {"type": "expression",
+        "value": {"op": "access_field", "left": element, "right": field}}});
+    p["actions"][0]["primitives"] = json!([{"op": "assign",
+        "parameters": [dst, {"type": "hexstr", "value": "0x01"}]}]);
+    p
+}
+
+#[test]
+fn run_time_stack_indices_load_and_bad_ones_are_refused() {
+    let bytes = serde_json::to_vec(&run_time_index("s", 2)).unwrap();
+    softswitch_bmv2json::load(&bytes).unwrap();
+    refused(&run_time_index("t", 0), "no header stack is called t");
+    refused(&run_time_index("s", 3), "access_field 3");
+    let mut p = run_time_index("s", 0);
+    let mut deep = json!({"op": "access_field", "left": 0, "right": 0});
+    for _ in 0..100 {
+        deep = json!({"type": "expression", "value": deep});
+    }
+    p["actions"][0]["primitives"][0]["parameters"][0] = deep;
+    refused(&p, "MAX_EXPR_DEPTH");
+}
+
 #[test]
 fn control_flow_cycles_are_refused() {
     // A conditional that leads to itself, and a table whose next node is itself.
