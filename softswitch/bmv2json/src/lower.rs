@@ -685,10 +685,20 @@ impl Lowerer {
                 Ok(vec![Stmt::Assign(place, value(1)?.fit(width))])
             }
             "assign_header" => self.primitive_assign_header(arg(0)?, arg(1)?, what),
-            "add_header" | "remove_header" => Ok(vec![Stmt::Assign(
-                Place::Slot(self.validity_slot(arg(0)?, what)?),
-                Expr::Const(u128::from(op == "add_header")),
-            )]),
+            "add_header" | "remove_header" => {
+                let mut out = vec![Stmt::Assign(
+                    Place::Slot(self.validity_slot(arg(0)?, what)?),
+                    Expr::Const(u128::from(op == "add_header")),
+                )];
+                // A header union holds at most one valid header (BMv2 invalidates the others).
+                let h = self.layout.header_index(object_name(arg(0)?, what)?);
+                if let (Some(h), "add_header") = (h, op) {
+                    for s in self.layout.union_siblings(h) {
+                        out.push(Stmt::Assign(Place::Slot(s), Expr::Const(0)));
+                    }
+                }
+                Ok(out)
+            }
             "mark_to_drop" | "drop" => ext(ExternCall::MarkToDrop),
             "exit" => Ok(vec![Stmt::Exit]),
             "count" => ext(ExternCall::CounterCount {
@@ -770,18 +780,25 @@ impl Lowerer {
             }
             "push" | "pop" => {
                 let sname = object_name(arg(0)?, what)?;
-                let Some(stack) = self.layout.stacks.get(sname) else {
-                    return fail(format!("{what}: no header stack is called {sname}"));
+                let (stack, count, stride, valids) = match (
+                    self.layout.stacks.get(sname),
+                    self.layout.union_stacks.get(sname),
+                ) {
+                    (Some(s), _) => (s.base, s.elements.len() as u32, s.stride, vec![0]),
+                    (None, Some(u)) => (u.base, u.count, u.stride, u.valids()),
+                    (None, None) => {
+                        return fail(format!("{what}: no header stack is called {sname}"))
+                    }
                 };
                 let n = match value(1)?.expr {
-                    Expr::Const(n) if n <= stack.elements.len() as u128 => n as i32,
+                    Expr::Const(n) if n <= u128::from(count) => n as i32,
                     _ => return fail(format!("{what}: {op} needs a constant count")),
                 };
                 ext(ExternCall::StackShift {
-                    stack: stack.base,
-                    count: stack.elements.len() as u32,
-                    stride: stack.stride,
-                    valids: vec![0],
+                    stack,
+                    count,
+                    stride,
+                    valids,
                     shift: if op == "push" { n } else { -n },
                 })
             }
@@ -954,15 +971,23 @@ impl Lowerer {
         })
     }
 
+    /// Where an `extract` writes, the header written (its first element for a stack), and the
+    /// statements that first invalidate the other members of its header union (as BMv2 does).
     fn extract_target(
         &self,
         v: &Value,
         what: &str,
-    ) -> Result<(HeaderRef, Option<&crate::layout::Header>)> {
-        let hname = object_name(v, what)?;
+    ) -> Result<(HeaderRef, Option<&crate::layout::Header>, Vec<Stmt>)> {
+        let invalid = |place| Stmt::Assign(place, Expr::Const(0));
         match str_member(v, "type", what)? {
             "regular" => {
+                let hname = object_name(v, what)?;
                 let h = self.layout.header(hname)?;
+                let siblings = self
+                    .layout
+                    .header_index(hname)
+                    .map(|i| self.layout.union_siblings(i))
+                    .unwrap_or_default();
                 match h.valid {
                     Some(base) => Ok((
                         HeaderRef::Static {
@@ -970,23 +995,70 @@ impl Lowerer {
                             layout: h.layout,
                         },
                         Some(h),
+                        siblings
+                            .into_iter()
+                            .map(|s| invalid(Place::Slot(s)))
+                            .collect(),
                     )),
                     None => fail(format!("{what}: extracts metadata {hname}")),
                 }
             }
-            "stack" => match self.layout.stacks.get(hname) {
-                Some(s) => Ok((
-                    HeaderRef::Next {
-                        stack: s.base,
-                        count: s.elements.len() as u32,
-                        stride: s.stride,
-                        offset: 0,
-                        layout: s.layout,
-                    },
-                    s.elements.first().map(|&e| &self.layout.headers[e]),
-                )),
-                None => fail(format!("{what}: no header stack is called {hname}")),
-            },
+            "stack" => {
+                let hname = object_name(v, what)?;
+                match self.layout.stacks.get(hname) {
+                    Some(s) => Ok((
+                        HeaderRef::Next {
+                            stack: s.base,
+                            count: s.elements.len() as u32,
+                            stride: s.stride,
+                            offset: 0,
+                            layout: s.layout,
+                        },
+                        s.elements.first().map(|&e| &self.layout.headers[e]),
+                        Vec::new(),
+                    )),
+                    None => fail(format!("{what}: no header stack is called {hname}")),
+                }
+            }
+            "union_stack" => {
+                let parts = array(member(v, "value", what)?, what)?;
+                let (Some(sname), Some(mname), 2) = (
+                    parts.first().and_then(Value::as_str),
+                    parts.get(1).and_then(Value::as_str),
+                    parts.len(),
+                ) else {
+                    return fail(format!(
+                        "{what}: a union_stack extract names [stack, member]"
+                    ));
+                };
+                let Some(s) = self.layout.union_stacks.get(sname) else {
+                    return fail(format!("{what}: no header union stack is called {sname}"));
+                };
+                let Some(&(_, offset, layout)) = s.members.iter().find(|m| m.0 == mname) else {
+                    return fail(format!("{what}: {sname}'s unions have no member {mname}"));
+                };
+                let siblings = s
+                    .members
+                    .iter()
+                    .filter(|m| m.0 != mname)
+                    .map(|m| {
+                        invalid(Place::Dyn {
+                            base: s.base + 1 + m.1,
+                            stride: s.stride,
+                            count: s.count,
+                            index: Box::new(Expr::Load(s.base)),
+                        })
+                    })
+                    .collect();
+                let target = HeaderRef::Next {
+                    stack: s.base,
+                    count: s.count,
+                    stride: s.stride,
+                    offset,
+                    layout,
+                };
+                Ok((target, None, siblings))
+            }
             other => fail(format!("{what}: extract to a {other} is not supported")),
         }
     }
@@ -998,21 +1070,23 @@ impl Lowerer {
         let ext = |c: ExternCall| Ok(vec![Stmt::Extern(Box::new(c))]);
         match op {
             "extract" => {
-                let (target, _) = self.extract_target(param(ps, 0, op)?, what)?;
-                ext(ExternCall::Extract {
+                let (target, _, mut out) = self.extract_target(param(ps, 0, op)?, what)?;
+                out.push(Stmt::Extern(Box::new(ExternCall::Extract {
                     target,
                     varbit: None,
-                })
+                })));
+                Ok(out)
             }
             "extract_VL" => {
-                let (target, h) = self.extract_target(param(ps, 0, op)?, what)?;
+                let (target, h, mut out) = self.extract_target(param(ps, 0, op)?, what)?;
                 if !h.is_some_and(|h| h.fields.iter().any(|f| f.width().is_none())) {
                     return fail(format!("{what}: extract_VL of a header without a varbit"));
                 }
-                ext(ExternCall::Extract {
+                out.push(Stmt::Extern(Box::new(ExternCall::Extract {
                     target,
                     varbit: Some(scope.expr(param(ps, 1, op)?)?.expr),
-                })
+                })));
+                Ok(out)
             }
             "set" => {
                 let (place, width) = self.place(param(ps, 0, op)?, &[], what)?;

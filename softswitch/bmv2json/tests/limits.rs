@@ -92,6 +92,36 @@ fn run_time_stack_indices_load_and_bad_ones_are_refused() {
 }
 
 #[test]
+fn malformed_header_union_stacks_are_refused() {
+    let with = |stacks: Value, types: Value| {
+        let mut p = basic();
+        p["header_unions"] = json!([{"name": "u[0]", "id": 0, "union_type": "u_t",
+            "header_ids": [2, 3]}]);
+        p["header_union_types"] = types;
+        p["header_union_stacks"] = stacks;
+        p
+    };
+    let types =
+        json!([{"name": "u_t", "id": 0, "headers": [["e", "ethernet_t"], ["i", "ipv4_t"]]}]);
+    let stack = |ids: Value| {
+        json!([{"name": "u", "id": 0, "union_type": "u_t", "size": 1,
+        "header_union_ids": ids}])
+    };
+    let bytes = serde_json::to_vec(&with(stack(json!([0])), types.clone())).unwrap();
+    softswitch_bmv2json::load(&bytes).unwrap();
+    refused(
+        &with(stack(json!([7])), types.clone()),
+        "union id 7, which does not exist",
+    );
+    refused(&with(stack(json!([0, 0])), types.clone()), "in two places");
+    refused(&with(stack(json!([])), types), "has no elements");
+    refused(
+        &with(stack(json!([0])), json!([])),
+        "unknown union type u_t",
+    );
+}
+
+#[test]
 fn control_flow_cycles_are_refused() {
     // A conditional that leads to itself, and a table whose next node is itself.
     let mut p = basic();
