@@ -17,7 +17,7 @@ use crate::json::{
     array, array_member, flag, hex, hex_bytes, member, name, str_member, string, uint, uint_member,
 };
 use crate::layout::Layout;
-use crate::{fail, limits, Loaded, Result};
+use crate::{fail, limits, Digest, Loaded, Result};
 
 /// Lowers the parsed JSON program `root`.
 pub fn lower(root: &Value) -> Result<Loaded> {
@@ -43,9 +43,12 @@ pub fn lower(root: &Value) -> Result<Loaded> {
         cells: 0,
         conditions: Vec::new(),
         condition_index: HashMap::new(),
+        learn_lists: HashMap::new(),
+        digests: Vec::new(),
     };
     l.externs(root)?;
     l.field_lists(root)?;
+    l.learn_lists(root)?;
     l.calculations(root)?;
     l.actions(root)?;
     let parser = l.parser(root)?;
@@ -121,6 +124,7 @@ pub fn lower(root: &Value) -> Result<Loaded> {
     check_run_depth(&program)?;
     Ok(Loaded {
         program,
+        digests: l.digests,
         tables_with_entries: with_entries,
         tables_with_timeout: with_timeout,
     })
@@ -160,6 +164,9 @@ struct Lowerer {
     conditions: Vec<Condition>,
     /// Conditional name → index in `conditions`.
     condition_index: HashMap<String, u32>,
+    /// JSON learn list id → (digest index, the values it sends).
+    learn_lists: HashMap<u64, (usize, FieldList)>,
+    digests: Vec<Digest>,
 }
 
 /// The `"parameters"` of a primitive or parser operation.
@@ -361,6 +368,38 @@ impl Lowerer {
             self.program_field_lists.push(slots);
             self.field_lists
                 .insert(id, self.program_field_lists.len() - 1);
+        }
+        Ok(())
+    }
+
+    /// The learn lists (`learn_lists`): what each `generate_digest` sends, as a digest of the
+    /// list's name.
+    fn learn_lists(&mut self, root: &Value) -> Result<()> {
+        for list in array_member(root, "learn_lists", "the program")? {
+            let lname = name(list, "a learn list")?;
+            let what = format!("learn list {lname}");
+            let id = uint_member(list, "id", &what)?;
+            let mut data: FieldList = Vec::new();
+            let mut fields = Vec::new();
+            for e in array_member(list, "elements", &what)? {
+                if str_member(e, "type", &what)? != "field" {
+                    return fail(format!("{what}: only fields may be sent"));
+                }
+                let field = self.scope(&[]).field(member(e, "value", &what)?)?;
+                let Some(width) = field.width() else {
+                    return fail(format!("{what} sends a varbit field"));
+                };
+                data.push(FieldItem::Bits(Expr::Load(field.slot), width));
+                fields.push((field.name.clone(), width));
+            }
+            if self.learn_lists.contains_key(&id) {
+                return fail(format!("{what}: two learn lists have id {id}"));
+            }
+            self.learn_lists.insert(id, (self.digests.len(), data));
+            self.digests.push(Digest {
+                name: lname.to_string(),
+                fields,
+            });
         }
         Ok(())
     }
@@ -763,6 +802,27 @@ impl Lowerer {
                     egress: op == "clone_egress_pkt_to_egress",
                     session: value(0)?.expr,
                     field_list: field_list(1)?,
+                })
+            }
+            "generate_digest" => {
+                let id = match value(1)?.expr {
+                    Expr::Const(id) => id,
+                    _ => {
+                        return fail(format!(
+                            "{what}: generate_digest's learn list must be a constant id"
+                        ))
+                    }
+                };
+                let Some((digest, data)) = u64::try_from(id)
+                    .ok()
+                    .and_then(|id| self.learn_lists.get(&id))
+                else {
+                    return fail(format!("{what}: no learn list has id {id}"));
+                };
+                ext(ExternCall::Digest {
+                    receiver: value(0)?.expr,
+                    data: data.clone(),
+                    digest: *digest,
                 })
             }
             "resubmit" => ext(ExternCall::Resubmit(field_list(0)?)),

@@ -122,6 +122,37 @@ fn malformed_header_union_stacks_are_refused() {
 }
 
 #[test]
+fn digests_of_learn_lists_load_and_bad_ones_are_refused() {
+    let with = |lists: Value, list_id: &str| {
+        let mut p = basic();
+        p["learn_lists"] = lists;
+        p["actions"][0]["primitives"] = json!([{"op": "generate_digest", "parameters": [
+            {"type": "hexstr", "value": "0x1"}, {"type": "hexstr", "value": list_id}]}]);
+        p
+    };
+    let list = |id: u64, field: &str| {
+        json!({"id": id, "name": "learn_t",
+        "elements": [{"type": "field", "value": ["ethernet", field]}]})
+    };
+    let bytes = serde_json::to_vec(&with(json!([list(1, "srcAddr")]), "0x1")).unwrap();
+    let loaded = softswitch_bmv2json::load(&bytes).unwrap();
+    assert_eq!(loaded.digests[0].name, "learn_t");
+    assert_eq!(loaded.digests[0].fields, [("srcAddr".to_string(), 48)]);
+    refused(
+        &with(json!([list(1, "srcAddr")]), "0x2"),
+        "no learn list has id 2",
+    );
+    refused(
+        &with(json!([list(1, "nothing")]), "0x1"),
+        "has no field nothing",
+    );
+    refused(
+        &with(json!([list(1, "srcAddr"), list(1, "dstAddr")]), "0x1"),
+        "two learn lists",
+    );
+}
+
+#[test]
 fn control_flow_cycles_are_refused() {
     // A conditional that leads to itself, and a table whose next node is itself.
     let mut p = basic();
