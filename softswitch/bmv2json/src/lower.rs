@@ -2,6 +2,7 @@
 //! parser, the deparser, the pipelines' control flow graphs with their tables and conditionals,
 //! and the checksums, lowered to one `ir::Program`.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 
 use serde_json::Value;
@@ -40,6 +41,7 @@ pub fn lower(root: &Value) -> Result<Loaded> {
         tables: Vec::new(),
         table_index: HashMap::new(),
         lowered_nodes: 0,
+        copied_fields: Cell::new(0),
         cells: 0,
         conditions: Vec::new(),
         condition_index: HashMap::new(),
@@ -159,6 +161,9 @@ struct Lowerer {
     /// Table name → table index.
     table_index: HashMap<String, usize>,
     lowered_nodes: usize,
+    /// Items of calculations' and learn lists' field lists copied into primitives and
+    /// checksums so far (each use holds its own copy).
+    copied_fields: Cell<usize>,
     cells: u64,
     /// The conditionals' names and sources, for the trace.
     conditions: Vec<Condition>,
@@ -783,7 +788,7 @@ impl Lowerer {
                     width,
                     algo: Expr::Const(calc.algo),
                     base: value(1)?.expr,
-                    data: calc.fields.clone(),
+                    data: self.copy_fields(&calc.fields, what)?,
                     max: value(3)?.expr,
                 })
             }
@@ -821,7 +826,7 @@ impl Lowerer {
                 };
                 ext(ExternCall::Digest {
                     receiver: value(0)?.expr,
-                    data: data.clone(),
+                    data: self.copy_fields(data, what)?,
                     digest: *digest,
                 })
             }
@@ -1585,6 +1590,23 @@ impl Lowerer {
         index
     }
 
+    /// A copy of `fields` for one use of a calculation or learn list (by `what`), within
+    /// [`limits::MAX_COPIED_FIELDS`] for the whole program: a long list used by many primitives
+    /// would otherwise cost memory growing with the square of the JSON's size.
+    fn copy_fields(&self, fields: &FieldList, what: &str) -> Result<FieldList> {
+        let total = self.copied_fields.get() + fields.len();
+        if total > limits::MAX_COPIED_FIELDS {
+            return fail(format!(
+                "{what}: the field lists of calculations and learn lists, copied into each \
+                 primitive and checksum that uses them, come to more than {} fields \
+                 (limits::MAX_COPIED_FIELDS)",
+                limits::MAX_COPIED_FIELDS
+            ));
+        }
+        self.copied_fields.set(total);
+        Ok(fields.clone())
+    }
+
     /// The verify and compute checksum controls.
     fn checksums(&self, root: &Value) -> Result<(Vec<Stmt>, Vec<Stmt>)> {
         let (mut verify, mut compute) = (Vec::new(), Vec::new());
@@ -1614,7 +1636,7 @@ impl Lowerer {
             };
             let of = ChecksumOf {
                 cond,
-                data: calc.fields.clone(),
+                data: self.copy_fields(&calc.fields, &what)?,
                 algo: Expr::Const(calc.algo),
                 payload: calc.payload,
                 width,

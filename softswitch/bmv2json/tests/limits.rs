@@ -152,6 +152,26 @@ fn digests_of_learn_lists_load_and_bad_ones_are_refused() {
     );
 }
 
+/// A learn list of 1024 fields used by 257 `generate_digest`s is a 100 KB JSON whose lowered
+/// program would hold 263,168 copied fields: without a bound on copies, a 2 MB JSON (16384 x
+/// 16384) needed about 13 GB.
+#[test]
+fn field_lists_copied_into_many_primitives_are_bounded() {
+    let mut p = basic();
+    let elements: Vec<Value> = (0..1024)
+        .map(|_| json!({"type": "field", "value": ["ethernet", "srcAddr"]}))
+        .collect();
+    p["learn_lists"] = json!([{"id": 1, "name": "learn_t", "elements": elements}]);
+    let digest = json!({"op": "generate_digest", "parameters": [
+        {"type": "hexstr", "value": "0x1"}, {"type": "hexstr", "value": "0x1"}]});
+    let uses = softswitch_bmv2json::limits::MAX_COPIED_FIELDS / 1024 + 1;
+    p["actions"][0]["primitives"] = Value::Array(vec![digest.clone(); uses]);
+    refused(&p, "MAX_COPIED_FIELDS");
+    // Well within the bound (the program's checksums copy fields too), the same list loads.
+    p["actions"][0]["primitives"] = Value::Array(vec![digest; uses / 2]);
+    softswitch_bmv2json::load(&serde_json::to_vec(&p).unwrap()).unwrap();
+}
+
 #[test]
 fn control_flow_cycles_are_refused() {
     // A conditional that leads to itself, and a table whose next node is itself.
