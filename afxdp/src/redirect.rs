@@ -6,7 +6,8 @@
 //! The program is six instructions, loaded from this array with bpf(2) as libbpf's own `xsk.c`
 //! loaded its default program: no eBPF toolchain is needed to build softswitch or the sender,
 //! and nothing is pinned: closing the link (dropping [`Steering`], or the process ending)
-//! detaches it.
+//! detaches it. aya (the project's eBPF loader) loads programs only from ELF objects, so using it
+//! here would put the nightly eBPF build into softswitch's build for these six instructions.
 
 use std::ffi::CString;
 use std::io;

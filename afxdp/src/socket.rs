@@ -2,20 +2,16 @@
 //! transmit rings, bound to queue 0 of an interface; split into a receive half and a transmit
 //! half that two threads may own, each with its own share of the UMEM's frames.
 
-use std::ffi::CString;
 use std::io;
-use std::num::NonZeroU32;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use xdpilone::xdp::XdpDesc;
-use xdpilone::{
-    CompletionQueue, FillQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig,
-};
+use libc::xdp_desc;
 
 use crate::redirect::Steering;
-use crate::{os, Error};
+use crate::ring::{mmap_offsets, Kind, Ring};
+use crate::Error;
 
 /// Bytes of each UMEM frame: a page, the largest aligned chunk the kernel takes.
 const CHUNK: u32 = 4096;
@@ -108,6 +104,13 @@ impl Drop for Area {
     }
 }
 
+/// The socket and its UMEM, shared by the two halves: the socket is closed (the kernel lets go
+/// of the UMEM) before the UMEM is unmapped, fields dropping in order.
+struct Shared {
+    socket: OwnedFd,
+    area: Area,
+}
+
 /// An AF_XDP socket on queue 0 of an interface: its transmit half, its receive half if it was
 /// opened to receive, and the mode the kernel granted.
 pub struct Xsk {
@@ -149,76 +152,112 @@ impl Xsk {
     fn open_in(iface: &str, receive: bool, mode: Mode) -> Result<Xsk, Error> {
         let fail = |what: &str| {
             let what = what.to_string();
-            move |e| Error::new(iface, what, os(e))
+            move |e| Error::new(iface, what, e)
         };
-        let halves = if receive { 2 } else { 1 };
-        let area = Area::new((RING * CHUNK) as usize * halves)
-            .map_err(|e| Error::new(iface, "map the UMEM", e))?;
-        let config = UmemConfig {
-            fill_size: RING,
-            complete_size: RING,
-            frame_size: CHUNK,
-            headroom: 0,
-            flags: 0,
-        };
-        let region = NonNull::slice_from_raw_parts(area.base, area.len);
-        // SAFETY: the area is page aligned, of the length given, and outlives the socket: both
-        // halves hold it, and their fields drop the rings (closing the socket) first.
-        let umem = unsafe { Umem::new(config, region) }.map_err(fail("register the UMEM"))?;
-        let name = CString::new(iface).map_err(|_| {
+        let name = std::ffi::CString::new(iface).map_err(|_| {
             Error::new(
                 iface,
                 "name",
                 io::Error::new(io::ErrorKind::InvalidInput, "a NUL in the name"),
             )
         })?;
-        let mut info = IfInfo::invalid();
-        info.from_name(&name).map_err(fail("find the interface"))?;
-        let socket = Socket::with_shared(&info, &umem).map_err(fail("create the socket"))?;
-        let device = umem
-            .fq_cq(&socket)
-            .map_err(fail("set up the fill and completion rings"))?;
-        let flags = SocketConfig::XDP_BIND_NEED_WAKEUP
-            | match mode {
-                Mode::ZeroCopy => SocketConfig::XDP_BIND_ZEROCOPY,
-                Mode::Copy => SocketConfig::XDP_BIND_COPY,
-            };
-        let user = umem
-            .rx_tx(
-                &socket,
-                &SocketConfig {
-                    rx_size: NonZeroU32::new(if receive { RING } else { 0 }),
-                    tx_size: NonZeroU32::new(RING),
-                    bind_flags: flags,
-                },
-            )
-            .map_err(fail("set up the rings"))?;
+        // SAFETY: a NUL-terminated name.
+        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
+        if ifindex == 0 {
+            return Err(Error::new(
+                iface,
+                "find the interface",
+                io::Error::last_os_error(),
+            ));
+        }
+        let halves = if receive { 2 } else { 1 };
+        let area = Area::new((RING * CHUNK) as usize * halves).map_err(fail("map the UMEM"))?;
+        // SAFETY: socket(2); the fd is owned at once.
+        let raw = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+        if raw < 0 {
+            return Err(Error::new(
+                iface,
+                "create the socket",
+                io::Error::last_os_error(),
+            ));
+        }
+        // SAFETY: a fresh fd, owned from here on.
+        let socket = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd = socket.as_raw_fd();
+        let registration = libc::xdp_umem_reg {
+            addr: area.base.as_ptr() as u64,
+            len: area.len as u64,
+            chunk_size: CHUNK,
+            headroom: 0,
+            flags: 0,
+            tx_metadata_len: 0,
+        };
+        set_option(fd, libc::XDP_UMEM_REG, &registration).map_err(fail("register the UMEM"))?;
+        let kinds: &[Kind] = if receive {
+            &[Kind::Fill, Kind::Completion, Kind::Rx, Kind::Tx]
+        } else {
+            &[Kind::Fill, Kind::Completion, Kind::Tx]
+        };
+        for kind in kinds {
+            set_option(fd, kind.option(), &RING)
+                .map_err(fail(&format!("size the {kind:?} ring")))?;
+        }
+        let offsets = mmap_offsets(fd).map_err(fail("read the rings' offsets"))?;
+        let map = |kind: Kind| fail(&format!("map the {kind:?} ring"));
+        let mut fill = Ring::<u64>::map(fd, Kind::Fill, RING, &offsets).map_err(map(Kind::Fill))?;
+        let completion = Ring::<u64>::map(fd, Kind::Completion, RING, &offsets)
+            .map_err(map(Kind::Completion))?;
+        let tx = Ring::<xdp_desc>::map(fd, Kind::Tx, RING, &offsets).map_err(map(Kind::Tx))?;
         let rx = if receive {
-            Some(user.map_rx().map_err(fail("map the receive ring"))?)
+            Some(Ring::<xdp_desc>::map(fd, Kind::Rx, RING, &offsets).map_err(map(Kind::Rx))?)
         } else {
             None
         };
-        let tx = user.map_tx().map_err(fail("map the transmit ring"))?;
-        umem.bind(&user)
-            .map_err(fail(&format!("bind to queue 0 in {mode} mode")))?;
-        let (mut fill, completion) = device.into_parts();
-        let area = Arc::new(area);
+        // Frames for the receive half go on the fill ring before binding, so that the first
+        // frames find room.
+        if rx.is_some() {
+            let addrs: Vec<u64> = (0..RING).map(|i| u64::from(i * CHUNK)).collect();
+            fill.produce(&addrs);
+        }
+        let address = libc::sockaddr_xdp {
+            sxdp_family: libc::AF_XDP as u16,
+            sxdp_flags: libc::XDP_USE_NEED_WAKEUP
+                | match mode {
+                    Mode::ZeroCopy => libc::XDP_ZEROCOPY,
+                    Mode::Copy => libc::XDP_COPY,
+                },
+            sxdp_ifindex: ifindex,
+            sxdp_queue_id: 0,
+            sxdp_shared_umem_fd: 0,
+        };
+        // SAFETY: bind(2) with a sockaddr_xdp of the length given.
+        let ret = unsafe {
+            libc::bind(
+                fd,
+                (&address as *const libc::sockaddr_xdp).cast(),
+                std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+            )
+        };
+        if ret < 0 {
+            return Err(Error::new(
+                iface,
+                format!("bind to queue 0 in {mode} mode"),
+                io::Error::last_os_error(),
+            ));
+        }
+        let shared = Arc::new(Shared { socket, area });
         // The first RING frames receive, the next RING transmit.
         let tx_first = if receive { RING } else { 0 };
         let rx = match rx {
             Some(ring) => {
-                let steering = Steering::attach(iface, info.ifindex(), tx.as_raw_fd())
-                    .map_err(|e| Error::new(iface, "attach the XDP program", e))?;
-                let mut writer = fill.fill(RING);
-                writer.insert((0..RING).map(|i| u64::from(i * CHUNK)));
-                writer.commit();
-                drop(writer);
+                let steering =
+                    Steering::attach(iface, ifindex, fd).map_err(fail("attach the XDP program"))?;
                 Some(RxHalf {
                     ring,
                     fill,
                     addrs: [0; BATCH],
                     _steering: steering,
-                    area: area.clone(),
+                    shared: shared.clone(),
                 })
             }
             None => None,
@@ -233,101 +272,107 @@ impl Xsk {
                 completion,
                 free,
                 queued: Vec::with_capacity(BATCH),
-                area,
+                shared,
             },
             mode,
         })
     }
 }
 
+/// setsockopt(2) at SOL_XDP with `value`.
+fn set_option<T>(fd: RawFd, option: libc::c_int, value: &T) -> io::Result<()> {
+    // SAFETY: `value` is a live T of the size given.
+    let ret = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_XDP,
+            option,
+            (value as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The receive half: frames the XDP program steered to the socket.
 pub struct RxHalf {
-    ring: RingRx,
-    fill: FillQueue,
+    ring: Ring<xdp_desc>,
+    fill: Ring<u64>,
     /// The frames read by the current call, to give back to the fill ring.
     addrs: [u64; BATCH],
     _steering: Steering,
-    area: Arc<Area>,
+    shared: Arc<Shared>,
 }
 
 impl RxHalf {
     /// Hands each received frame (at most [`BATCH`]) to `each`, then gives their buffers back
     /// to the kernel; returns how many there were. Does not wait.
     pub fn receive(&mut self, mut each: impl FnMut(&[u8])) -> usize {
-        let mut n = 0;
-        let mut reader = self.ring.receive(BATCH as u32);
-        while let Some(desc) = reader.read() {
+        let n = self.ring.ready(BATCH as u32);
+        for i in 0..n {
+            let desc = self.ring.peek(i);
             // SAFETY: the kernel handed this frame over with the descriptor, and it goes back
             // to the fill ring only after this loop.
-            if let Some(frame) = unsafe { self.area.bytes(desc.addr, desc.len as usize) } {
+            if let Some(frame) = unsafe { self.shared.area.bytes(desc.addr, desc.len as usize) } {
                 each(frame);
             }
-            self.addrs[n] = desc.addr & !u64::from(CHUNK - 1);
-            n += 1;
+            self.addrs[i as usize] = desc.addr & !u64::from(CHUNK - 1);
         }
-        reader.release();
-        drop(reader);
-        if n > 0 {
-            // The fill ring has room for every frame of this half, so all go back.
-            let mut writer = self.fill.fill(n as u32);
-            writer.insert(self.addrs[..n].iter().copied());
-            writer.commit();
-        }
-        n
+        self.ring.release(n);
+        // The fill ring has room for every frame of this half, so all go back.
+        self.fill.produce(&self.addrs[..n as usize]);
+        n as usize
     }
 
     /// Frames the kernel dropped instead of handing them to this socket: longer than
     /// [`FRAME_ROOM`] or otherwise unfit (`rx_dropped`), or the receive ring full
     /// (`rx_ring_full`), so far (XDP_STATISTICS).
     pub fn kernel_drops(&self) -> io::Result<u64> {
-        /// struct xdp_statistics.
-        #[repr(C)]
-        #[derive(Default)]
-        struct Statistics {
-            rx_dropped: u64,
-            rx_invalid_descs: u64,
-            tx_invalid_descs: u64,
-            rx_ring_full: u64,
-            rx_fill_ring_empty_descs: u64,
-            tx_ring_empty_descs: u64,
-        }
-        const SOL_XDP: libc::c_int = 283;
-        const XDP_STATISTICS: libc::c_int = 7;
-        let mut stats = Statistics::default();
-        let mut len = std::mem::size_of::<Statistics>() as libc::socklen_t;
-        // SAFETY: reading XDP_STATISTICS into a struct xdp_statistics of the length given.
-        let ret = unsafe {
-            libc::getsockopt(
-                self.ring.as_raw_fd(),
-                SOL_XDP,
-                XDP_STATISTICS,
-                (&mut stats as *mut Statistics).cast(),
-                &mut len,
-            )
-        };
-        if ret < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let stats = statistics(self.shared.socket.as_raw_fd())?;
         Ok(stats.rx_dropped + stats.rx_ring_full)
     }
 
     /// Waits up to `timeout_ms` for a frame to arrive (a poll(2), which also wakes a driver
     /// that waits for one); returns an error the socket reports, as when its interface goes.
     pub fn wait(&self, timeout_ms: i32) -> io::Result<()> {
-        poll(self.ring.as_raw_fd(), libc::POLLIN, timeout_ms)
+        poll(self.shared.socket.as_raw_fd(), libc::POLLIN, timeout_ms)
     }
+}
+
+/// The socket's counters (XDP_STATISTICS).
+fn statistics(fd: RawFd) -> io::Result<libc::xdp_statistics> {
+    // SAFETY: xdp_statistics is plain integers; all zero is a valid value.
+    let mut stats: libc::xdp_statistics = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::xdp_statistics>() as libc::socklen_t;
+    // SAFETY: reading into a struct of the length given.
+    let ret = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_XDP,
+            libc::XDP_STATISTICS,
+            (&mut stats as *mut libc::xdp_statistics).cast(),
+            &mut len,
+        )
+    };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(stats)
 }
 
 /// The transmit half: frames written into its share of the UMEM, handed to the kernel in
 /// batches.
 pub struct TxHalf {
-    ring: RingTx,
-    completion: CompletionQueue,
+    ring: Ring<xdp_desc>,
+    completion: Ring<u64>,
     /// Frames of this half that are neither queued nor with the kernel.
     free: Vec<u64>,
     /// Frames written and not yet on the ring.
-    queued: Vec<XdpDesc>,
-    area: Arc<Area>,
+    queued: Vec<xdp_desc>,
+    shared: Arc<Shared>,
 }
 
 impl TxHalf {
@@ -355,9 +400,9 @@ impl TxHalf {
             ));
         };
         // SAFETY: the frame was free: neither queued nor with the kernel.
-        let bytes = unsafe { self.area.bytes(addr, len) }.expect("a frame of the area");
+        let bytes = unsafe { self.shared.area.bytes(addr, len) }.expect("a frame of the area");
         write(bytes);
-        self.queued.push(XdpDesc {
+        self.queued.push(xdp_desc {
             addr,
             len: len as u32,
             options: 0,
@@ -381,13 +426,13 @@ impl TxHalf {
         for _ in 0..MAX_KICKS {
             // Nothing waits on the ring (a flush with nothing queued costs no system call), or
             // the kernel takes frames without being told.
-            if self.ring.pending() == 0 || !self.ring.needs_wakeup() {
+            if self.ring.outstanding() == 0 || !self.ring.needs_wakeup() {
                 break;
             }
             // SAFETY: sendto(2) with no buffer on the socket: "send what is on the ring".
             let ret = unsafe {
                 libc::sendto(
-                    self.ring.as_raw_fd(),
+                    self.raw_fd(),
                     std::ptr::null(),
                     0,
                     libc::MSG_DONTWAIT,
@@ -403,7 +448,7 @@ impl TxHalf {
                 // More frames wait (EAGAIN), or the device or its queue is busy: call again
                 // while frames remain.
                 Some(libc::EAGAIN | libc::EBUSY | libc::ENOBUFS | libc::EINTR)
-                    if self.ring.pending() > 0 => {}
+                    if self.ring.outstanding() > 0 => {}
                 Some(libc::EAGAIN | libc::EBUSY | libc::ENOBUFS | libc::EINTR) => break,
                 _ => return Err(e),
             }
@@ -419,27 +464,23 @@ impl TxHalf {
 
     /// The socket, for poll(2).
     pub fn raw_fd(&self) -> RawFd {
-        self.ring.as_raw_fd()
+        self.shared.socket.as_raw_fd()
     }
 
     fn submit(&mut self) {
-        if self.queued.is_empty() {
-            return;
-        }
-        let mut writer = self.ring.transmit(self.queued.len() as u32);
         // The ring has room for every frame of this half, so all go on.
-        writer.insert(self.queued.iter().copied());
-        writer.commit();
-        drop(writer);
+        let n = self.ring.produce(&self.queued);
+        debug_assert_eq!(n, self.queued.len());
         self.queued.clear();
     }
 
     fn reclaim(&mut self) {
-        let mut reader = self.completion.complete(RING);
-        while let Some(addr) = reader.read() {
-            self.free.push(addr & !u64::from(CHUNK - 1));
+        let n = self.completion.ready(RING);
+        for i in 0..n {
+            self.free
+                .push(self.completion.peek(i) & !u64::from(CHUNK - 1));
         }
-        reader.release();
+        self.completion.release(n);
     }
 }
 

@@ -22,11 +22,12 @@ pub fn mark_threshold(profile: &EcnProfile, backlog_bytes: u64) -> u32 {
     ((profile.pmax_fixed as u64 * (backlog_bytes - kmin)) / (kmax - kmin)) as u32
 }
 
-/// Whether to mark, given the backlog and a uniformly random `u32` (`bpf_get_prandom_u32`).
+/// Whether to mark, given the backlog and a source of uniformly random `u32`s
+/// (`bpf_get_prandom_u32`), drawn only between Kmin and Kmax, where the answer depends on it.
 #[inline(always)]
-pub fn should_mark(profile: &EcnProfile, backlog_bytes: u64, random: u32) -> bool {
+pub fn should_mark(profile: &EcnProfile, backlog_bytes: u64, random: impl FnOnce() -> u32) -> bool {
     let threshold = mark_threshold(profile, backlog_bytes);
-    threshold >= PMAX_ONE || (random >> 8) < threshold
+    threshold >= PMAX_ONE || (threshold > 0 && (random() >> 8) < threshold)
 }
 
 /// The probability of marking at `backlog_bytes` as a float, for reports and tests.
@@ -55,8 +56,8 @@ mod tests {
         assert_eq!(mark_threshold(&p, 999), 0);
         assert_eq!(mark_threshold(&p, 5000), PMAX_ONE);
         assert_eq!(mark_threshold(&p, u64::MAX), PMAX_ONE);
-        assert!(!should_mark(&p, 999, 0));
-        assert!(should_mark(&p, 5000, u32::MAX));
+        assert!(!should_mark(&p, 999, || 0));
+        assert!(should_mark(&p, 5000, || u32::MAX));
     }
 
     #[test]
@@ -71,8 +72,8 @@ mod tests {
     fn random_draw_against_threshold() {
         let p = profile();
         // At q = 3000 the probability is 1/4: the lowest quarter of the random range marks.
-        assert!(should_mark(&p, 3000, (1 << 30) - 256));
-        assert!(!should_mark(&p, 3000, 1 << 30));
+        assert!(should_mark(&p, 3000, || (1 << 30) - 256));
+        assert!(!should_mark(&p, 3000, || 1 << 30));
     }
 
     #[test]
@@ -92,7 +93,7 @@ mod tests {
         let n = 100_000;
         for _ in 0..n {
             x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            marked += should_mark(&p, 4000, x) as u32;
+            marked += should_mark(&p, 4000, || x) as u32;
         }
         let expected = mark_probability(&p, 4000) * n as f64;
         assert!(

@@ -1,7 +1,7 @@
 //! ECN marking: classify a frame to a priority, push it through that priority's phantom queue,
 //! and let the RED profile decide whether an ECT packet becomes CE. Counts everything it sees.
 
-use aya_ebpf::helpers::{bpf_get_prandom_u32, bpf_ktime_get_ns};
+use aya_ebpf::helpers::bpf_get_prandom_u32;
 use aya_log_ebpf::{info, warn};
 use dataplane_common::{
     config::Settings,
@@ -18,8 +18,8 @@ use crate::{
 const ECN_CE: u8 = 0b11;
 const ECN_NOT_ECT: u8 = 0b00;
 
-/// Runs the ECN mechanism on one frame of `len` bytes seen at `hook`, and returns the
-/// frame's priority.
+/// Runs the ECN mechanism on one frame of `len` bytes seen at `hook` at `now_ns`
+/// (`bpf_ktime_get_ns`, read once per frame by the caller), and returns the frame's priority.
 ///
 /// `tag_pcp` is the PCP of a VLAN tag the kernel keeps outside the frame (TC with VLAN
 /// offload). `set_ce` marks the packet CE in place and returns whether it did.
@@ -28,6 +28,7 @@ pub fn process<C: aya_ebpf::EbpfContext>(
     ctx: &C,
     frame: &Frame,
     len: u64,
+    now_ns: u64,
     hook: Hook,
     tag_pcp: Option<u8>,
     set_ce: impl FnOnce(&Parsed) -> bool,
@@ -63,7 +64,7 @@ pub fn process<C: aya_ebpf::EbpfContext>(
     };
     // SAFETY: a shared map value. Updates from several CPUs may race; the model tolerates a
     // lost update (docs/host-ecn.md).
-    let backlog = unsafe { (*queue).enqueue(bpf_ktime_get_ns(), len, profile.rate_bytes_per_sec) };
+    let backlog = unsafe { (*queue).enqueue(now_ns, len, profile.rate_bytes_per_sec) };
 
     let Some(parsed) = parsed else {
         return priority;
@@ -86,7 +87,7 @@ pub fn process<C: aya_ebpf::EbpfContext>(
     if profile.enabled == 0 || !eligible {
         return priority;
     }
-    if !red::should_mark(profile, backlog, unsafe { bpf_get_prandom_u32() }) {
+    if !red::should_mark(profile, backlog, || unsafe { bpf_get_prandom_u32() }) {
         return priority;
     }
     if parsed.ecn == ECN_NOT_ECT {

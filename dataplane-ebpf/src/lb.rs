@@ -78,8 +78,14 @@ fn balance(frame: &Frame, len: u64) -> Result<u32, Pass> {
     let settings = LB_SETTINGS.get(0).ok_or(Pass::NoUplink)?;
     let route = owned_route(frame, &parsed, settings.seed)?;
     let hash = mix32(route.hash);
-    let now = unsafe { bpf_ktime_get_ns() };
     let policy = Policy::from_u32(settings.policy).unwrap_or(Policy::Ecmp);
+    // Only flowlets and loads age: the other policies skip the clock, whose read costs about
+    // as much as the rest of their path (`cargo xtask bench host`).
+    let now = match policy {
+        // SAFETY: a helper without arguments.
+        Policy::Flowlet | Policy::Dlb => unsafe { bpf_ktime_get_ns() },
+        Policy::Ecmp | Policy::Wcmp | Policy::Spray => 0,
+    };
     let mut slot = choose(policy, hash, now, settings.flowlet_timeout_ns).ok_or(Pass::NoUplink)?;
     // Redirect first: it only records the target, and it fails when the interface was
     // deleted (the kernel empties its device-map entry), before anything is rewritten. Then
@@ -154,7 +160,8 @@ fn owned_route(frame: &Frame, parsed: &Parsed, seed: u32) -> Result<Route, Pass>
     })
 }
 
-/// The uplink slot for a packet of flow `hash` under `policy`, or `None` if none is live.
+/// The uplink slot for a packet of flow `hash` under `policy` at `now` (0 unless flowlet or
+/// dlb), or `None` if none is live.
 #[inline(always)]
 fn choose(policy: Policy, hash: u32, now: u64, timeout_ns: u64) -> Option<u32> {
     match policy {
@@ -200,7 +207,7 @@ fn flowlet(policy: Policy, hash: u32, now: u64, timeout_ns: u64) -> Option<u32> 
             unsafe { (*entry).last_ns = now };
             return Some(slot);
         }
-        let next = pick_new(policy)?;
+        let next = pick_new(policy, now)?;
         unsafe {
             (*entry).last_ns = now;
             (*entry).slot = next;
@@ -208,7 +215,7 @@ fn flowlet(policy: Policy, hash: u32, now: u64, timeout_ns: u64) -> Option<u32> 
         start_flowlet(next, next != slot);
         return Some(next);
     }
-    let next = pick_new(policy)?;
+    let next = pick_new(policy, now)?;
     let entry = Flowlet {
         last_ns: now,
         slot: next,
@@ -224,9 +231,10 @@ fn flowlet(policy: Policy, hash: u32, now: u64, timeout_ns: u64) -> Option<u32> 
     Some(next)
 }
 
-/// The uplink of a new flowlet: random (flowlet, as LetFlow) or least loaded (dlb).
+/// The uplink of a new flowlet starting at `now`: random (flowlet, as LetFlow) or least loaded
+/// (dlb).
 #[inline(always)]
-fn pick_new(policy: Policy) -> Option<u32> {
+fn pick_new(policy: Policy, now: u64) -> Option<u32> {
     let live = live_slots();
     let random = unsafe { bpf_get_prandom_u32() };
     let first = pick_live(live, random)?;
@@ -238,7 +246,7 @@ fn pick_new(policy: Policy) -> Option<u32> {
     let mut scan = LeastLoaded {
         live,
         first,
-        now: unsafe { bpf_ktime_get_ns() },
+        now,
         best: first,
         best_load: u64::MAX,
     };

@@ -106,17 +106,17 @@ fn honour<C: EbpfContext>(
     Ok(())
 }
 
-/// Counts a frame of `priority` leaving at TC egress while that priority is paused: what a
-/// sender that ignores PFC does.
+/// Counts a frame of `priority` leaving at TC egress at `now_ns` while that priority is
+/// paused: what a sender that ignores PFC does.
 #[inline(always)]
-pub fn count_violation(priority: usize) {
+pub fn count_violation(priority: usize, now_ns: u64) {
     let (Some(state), Some(counters)) = (
         PFC_STATE.get(priority as u32),
         COUNTERS.get_ptr_mut(Hook::TcEgress as u32),
     ) else {
         return;
     };
-    if state.is_paused(unsafe { bpf_ktime_get_ns() }) {
+    if state.is_paused(now_ns) {
         // SAFETY: a per-CPU map value, only this CPU writes it while this program runs.
         unsafe { (*counters).per_priority[priority & 7].pfc_violations += 1 };
     }

@@ -2,7 +2,9 @@
 //! count of frames that leave while their priority is paused.
 
 use aya_ebpf::{
-    bindings::TC_ACT_UNSPEC, helpers::generated::bpf_skb_ecn_set_ce, macros::classifier,
+    bindings::TC_ACT_UNSPEC,
+    helpers::{bpf_ktime_get_ns, generated::bpf_skb_ecn_set_ce},
+    macros::classifier,
     programs::TcContext,
 };
 use dataplane_common::Hook;
@@ -30,11 +32,22 @@ pub fn lossless_tc(ctx: TcContext) -> i32 {
     // SAFETY: the context pointer is valid for the whole program run.
     let skb = unsafe { &*ctx.skb.skb };
     let tag_pcp = (skb.vlan_present != 0).then_some((skb.vlan_tci >> 13) as u8);
-    let priority = ecn::process(&ctx, &frame, len as u64, Hook::TcEgress, tag_pcp, |_| {
-        // SAFETY: the helper checks the packet itself and only sets CE on ECT packets.
-        unsafe { bpf_skb_ecn_set_ce(ctx.skb.skb) == 1 }
-    });
-    pfc::count_violation(priority);
+    // One clock read for both mechanisms (a helper call costs as much as the rest of them).
+    // SAFETY: a helper without arguments.
+    let now = unsafe { bpf_ktime_get_ns() };
+    let priority = ecn::process(
+        &ctx,
+        &frame,
+        len as u64,
+        now,
+        Hook::TcEgress,
+        tag_pcp,
+        |_| {
+            // SAFETY: the helper checks the packet itself and only sets CE on ECT packets.
+            unsafe { bpf_skb_ecn_set_ce(ctx.skb.skb) == 1 }
+        },
+    );
+    pfc::count_violation(priority, now);
     TC_ACT_UNSPEC
 }
 dataplane_common::entry_point_is!(lossless_tc, dataplane_common::programs::TC);

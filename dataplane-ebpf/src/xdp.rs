@@ -1,6 +1,8 @@
 //! The XDP program: ECN marking on ingress. Marks by rewriting the IP header in place.
 
-use aya_ebpf::{bindings::xdp_action, macros::xdp, programs::XdpContext};
+use aya_ebpf::{
+    bindings::xdp_action, helpers::bpf_ktime_get_ns, macros::xdp, programs::XdpContext,
+};
 use dataplane_common::Hook;
 use network_types::ip::Ipv4Hdr;
 
@@ -19,7 +21,9 @@ pub fn lossless_xdp(ctx: XdpContext) -> u32 {
         return xdp_action::XDP_DROP;
     }
     let len = (ctx.data_end() - ctx.data()) as u64;
-    ecn::process(&ctx, &frame, len, Hook::Xdp, None, |parsed| {
+    // SAFETY: a helper without arguments.
+    let now = unsafe { bpf_ktime_get_ns() };
+    ecn::process(&ctx, &frame, len, now, Hook::Xdp, None, |parsed| {
         set_ce(&frame, parsed)
     });
     xdp_action::XDP_PASS

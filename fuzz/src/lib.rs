@@ -17,7 +17,7 @@ use prost::Message as _;
 use softswitch_core::switch::{Clock, Switch};
 use softswitch_frontend::source::SourceMap;
 use softswitch_frontend::Compiled;
-use softswitch_server::{entities, pipeline};
+use softswitch_server::{entities, pipeline, thrift, Device};
 
 /// A fuzz target: takes any bytes.
 pub type Target = fn(&[u8]);
@@ -30,6 +30,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("p4rt_write", p4rt_write),
     ("p4rt_set_pipeline", p4rt_set_pipeline),
     ("fabric_runtime_json", fabric_runtime_json),
+    ("thrift_calls", thrift_calls),
     #[cfg(feature = "control")]
     ("runtime_json", runtime_json),
     #[cfg(feature = "control")]
@@ -46,6 +47,9 @@ thread_local! {
     // is not `Send`).
     static SWITCH: OnceCell<(Compiled, P4Info)> = const { OnceCell::new() };
     static STATEFUL: OnceCell<(Compiled, P4Info)> = const { OnceCell::new() };
+    // A device running `switch.p4` and BMv2's Thrift services over it, started once per
+    // thread (its engine is a thread of its own).
+    static THRIFT: OnceCell<(Device, thrift::Services)> = const { OnceCell::new() };
 }
 
 /// `source` compiled, with its P4Info.
@@ -73,6 +77,7 @@ fn switch_pipeline() -> pipeline::Pipeline {
         Compiled {
             program,
             control_plane,
+            ..
         },
         info,
     ) = switch_p4();
@@ -218,4 +223,26 @@ pub fn agent_config(data: &[u8]) {
             let _ = spec.config.validate();
         }
     }
+}
+
+/// The bytes a BMv2 Thrift client sends on a connection (calls of `simple_switch_CLI`'s
+/// services, multiplexed, in the binary protocol), served by a device running `switch.p4` as
+/// softswitch serves a connection: each call answered, a call past the limits or the protocol
+/// closing the connection.
+pub fn thrift_calls(data: &[u8]) {
+    THRIFT.with(|t| {
+        let (_, services) = t.get_or_init(|| {
+            let compiled = pipeline::Compiled::new(SWITCH_P4.as_bytes().to_vec(), None, 0)
+                .expect("the test program compiles");
+            let device = Device::start(0, Default::default(), None, Some(compiled));
+            let info = thrift::SwitchInfo {
+                device_id: 0,
+                thrift_port: 9090,
+                ports: vec![(1, "fuzz1".into())],
+            };
+            let services = thrift::Services::new(device.engine.clone(), info);
+            (device, services)
+        });
+        let _ = services.serve_connection(data, std::io::sink());
+    });
 }

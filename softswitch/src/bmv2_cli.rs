@@ -55,10 +55,10 @@ pub struct Bmv2Args {
     /// DIR (default: the current directory).
     #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = ".")]
     pub pcap: Option<PathBuf>,
-    /// TCP port of BMv2's Thrift runtime server. Accepted; softswitch does not serve Thrift
-    /// yet (use P4Runtime) and says so.
-    #[arg(long, value_name = "PORT")]
-    pub thrift_port: Option<u16>,
+    /// TCP port of BMv2's runtime Thrift services (simple_switch_CLI's), on every interface as
+    /// BMv2's (default 9090).
+    #[arg(long, value_name = "PORT", default_value_t = 9090)]
+    pub thrift_port: u16,
     /// The P4Runtime device id.
     #[arg(long, default_value_t = 0)]
     pub device_id: u64,
@@ -119,13 +119,6 @@ pub fn options(
     if args.program.is_some() && args.no_p4 {
         eprintln!("softswitch ({name}): --no-p4 given with a program: loading the program");
     }
-    if let Some(port) = args.thrift_port {
-        eprintln!(
-            "softswitch ({name}): --thrift-port {port} accepted, but the Thrift runtime \
-             (simple_switch_CLI) is not served yet: nothing listens on port {port}; \
-             use P4Runtime (lossless p4)"
-        );
-    }
     if args.nanolog.is_some() {
         eprintln!("softswitch ({name}): --nanolog accepted and ignored");
     }
@@ -164,6 +157,7 @@ pub fn options(
             cpu_port: target.cpu_port,
             pcap: args.pcap,
             port_io: softswitch_device::ports::PortIo::default(),
+            thrift_addr: Some(SocketAddr::from(([0, 0, 0, 0], args.thrift_port))),
         },
         Logging {
             level,

@@ -4,6 +4,7 @@
 //! (`bmv2_cli`).
 
 mod bmv2_cli;
+mod bmv2_log;
 mod pcap;
 mod run;
 
@@ -49,6 +50,10 @@ enum Command {
         /// switch; AF_PACKET where AF_XDP cannot be had, saying why).
         #[arg(long, value_name = "af-packet|afxdp", default_value = "af-packet")]
         port_io: softswitch_device::ports::PortIo,
+        /// Also serve BMv2's runtime Thrift services (simple_switch_CLI) at this address (e.g.
+        /// 127.0.0.1:9090); off by default.
+        #[arg(long, value_name = "ADDR")]
+        thrift_addr: Option<std::net::SocketAddr>,
     },
     /// Check a P4 program: exits non-zero and prints file:line:col on the first error.
     Check {
@@ -148,6 +153,7 @@ fn run_as_bmv2(personality: bmv2_cli::Personality, args: bmv2_cli::Bmv2Args) -> 
     };
     tracing_subscriber::fmt()
         .with_ansi(false)
+        .event_format(bmv2_log::Bmv2Format)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("SOFTSWITCH_LOG")
                 .unwrap_or_else(|_| logging.level.as_str().into()),
@@ -167,6 +173,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             device_id,
             cpu_port,
             port_io,
+            thrift_addr,
         } => {
             // Colour only on a terminal, and never under NO_COLOR (logs go to files and pipes).
             let colour =
@@ -187,6 +194,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 cpu_port,
                 pcap: None,
                 port_io,
+                thrift_addr,
             })?;
             Ok(ExitCode::SUCCESS)
         }
@@ -231,7 +239,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let file = read_program(&mut map, &program)?;
             let user_externs =
                 match softswitch_frontend::check_with(&mut map, file, Includes::Files) {
-                    Ok((_, user_externs)) => user_externs,
+                    Ok((compiled, user_externs)) => {
+                        for w in &compiled.warnings {
+                            eprintln!("{}", w.render(&map));
+                        }
+                        user_externs
+                    }
                     Err(d) => {
                         eprintln!("{}", d.render(&map));
                         return Ok(ExitCode::FAILURE);
@@ -341,7 +354,12 @@ fn start_bmv2(
 fn compile(map: &mut SourceMap, program: &Path) -> Result<Option<softswitch_frontend::Compiled>> {
     let file = read_program(map, program)?;
     match softswitch_frontend::compile_with(map, file, Includes::Files) {
-        Ok(p) => Ok(Some(p)),
+        Ok(p) => {
+            for w in &p.warnings {
+                eprintln!("{}", w.render(map));
+            }
+            Ok(Some(p))
+        }
         Err(d) => {
             eprintln!("{}", d.render(map));
             Ok(None)

@@ -29,6 +29,8 @@ pub struct RunOptions {
     pub pcap: Option<PathBuf>,
     /// How the ports exchange frames with the kernel.
     pub port_io: ports::PortIo,
+    /// Where to serve BMv2's runtime Thrift services (`--thrift-port`), if anywhere.
+    pub thrift_addr: Option<SocketAddr>,
 }
 
 /// Runs the switch until SIGINT or SIGTERM.
@@ -78,6 +80,27 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         })
         .collect();
     let device = Device::start(options.device_id, transmitters, options.cpu_port, program);
+    if let Some(addr) = options.thrift_addr {
+        // Bound before the switch says it is up, so that a client started on that line finds it.
+        let listener = std::net::TcpListener::bind(addr)
+            .with_context(|| format!("binding {addr} (Thrift)"))?;
+        let info = softswitch_server::thrift::SwitchInfo {
+            device_id: options.device_id,
+            thrift_port: listener.local_addr()?.port(),
+            ports: options
+                .ports
+                .iter()
+                .map(|p| (p.port, p.iface.clone()))
+                .collect(),
+        };
+        eprintln!(
+            "softswitch: Thrift (simple_switch_CLI) on {}",
+            listener.local_addr()?
+        );
+        let services = softswitch_server::thrift::Services::new(device.engine.clone(), info);
+        softswitch_server::thrift::serve(listener, services)
+            .context("starting the Thrift server")?;
+    }
     let running = Arc::new(AtomicBool::new(true));
     let receivers: Vec<_> = attached
         .into_iter()

@@ -15,16 +15,7 @@ use softswitch_core::switch::{Clock, Switch};
 use softswitch_frontend::source::SourceMap;
 
 /// Programs that do not pass from JSON yet, each with the reason.
-const KNOWN_GAPS: &[(&str, &str)] = &[
-    (
-        "softswitch/tests/corpus/header_unions.p4",
-        "the loader does not read header_union_stacks (nor union_stack extracts) yet",
-    ),
-    (
-        "softswitch/tests/corpus/stack_index.p4",
-        "the loader does not read a run-time stack index (dereference_header_stack) yet",
-    ),
-];
+const KNOWN_GAPS: &[(&str, &str)] = &[];
 
 /// The STF tests of `program`.
 fn stf_tests(program: &Path) -> Vec<PathBuf> {

@@ -54,6 +54,43 @@ fn check_reports_file_line_col_and_a_caret() {
 }
 
 #[test]
+fn check_reports_every_error_and_warning_and_fails_on_an_error() {
+    let program = std::fs::read_to_string(corpus("basic.p4")).unwrap();
+    let broken = program.replacen("apply {", "apply {\n        x = 1;\n        break;", 1);
+    let bad = TempFile::new("errors.p4", &format!("#warning unfinished\n{broken}"));
+    let out = softswitch(&[&bad.0]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let name = bad.0.display().to_string();
+    for (what, excerpt) in [
+        ("warning: #warning unfinished", "#warning unfinished"),
+        ("error: unknown name 'x'", "x = 1;"),
+        ("error: 'break' outside a loop", "break;"),
+    ] {
+        let at = stderr
+            .find(&format!(": {what}\n"))
+            .unwrap_or_else(|| panic!("{what}: {stderr}"));
+        assert!(
+            stderr[..at].rsplit('\n').next().unwrap().starts_with(&name),
+            "{stderr}"
+        );
+        assert!(
+            stderr[at..].lines().nth(1).unwrap().contains(excerpt),
+            "{stderr}"
+        );
+        assert!(
+            stderr[at..].lines().nth(2).unwrap().contains('^'),
+            "{stderr}"
+        );
+    }
+    // Warnings alone: the program is fine.
+    let warned = TempFile::new("warned.p4", &format!("#warning unfinished\n{program}"));
+    let out = softswitch(&[&warned.0]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains(": warning: #warning unfinished"));
+}
+
+#[test]
 fn stf_exits_non_zero_on_a_mismatch() {
     let bad = TempFile::new(
         "bad.stf",
@@ -141,10 +178,8 @@ fn bundle_inlines_local_includes_into_a_self_contained_program() {
         softswitch_frontend::compile(&mut map, file)
             .unwrap_or_else(|d| panic!("{}", d.render(&map)))
     };
-    assert_eq!(
-        compiled("bundled.p4", &bundled),
-        compiled("basic.p4", &basic)
-    );
+    // Under one file name: the trace names the file of each `if`.
+    assert_eq!(compiled("basic.p4", &bundled), compiled("basic.p4", &basic));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -242,7 +277,7 @@ fn as_simple_switch_it_takes_bmv2s_command_line() {
 }
 
 #[test]
-fn as_simple_switch_it_runs_a_bmv2_json_and_says_what_it_ignores() {
+fn as_simple_switch_it_runs_a_bmv2_json_serves_thrift_and_says_what_it_ignores() {
     let json = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/bmv2_json/basic.json");
     let dir = std::env::temp_dir().join(format!("softswitch-{}-run-json", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -252,8 +287,9 @@ fn as_simple_switch_it_runs_a_bmv2_json_and_says_what_it_ignores() {
     let mut child = Command::new(&link)
         .arg(&json)
         .args([
+            // Port 0: the system picks one, so that no other switch of the machine collides.
             "--thrift-port",
-            "9090",
+            "0",
             "--pcap",
             "--",
             "--priority-queues",
@@ -282,7 +318,7 @@ fn as_simple_switch_it_runs_a_bmv2_json_and_says_what_it_ignores() {
     let text = seen.join("\n");
     assert!(text.contains("basic.json"), "{text}");
     assert!(
-        text.contains("Thrift runtime (simple_switch_CLI) is not served yet"),
+        text.contains("Thrift (simple_switch_CLI) on 0.0.0.0:"),
         "{text}"
     );
     assert!(

@@ -406,3 +406,93 @@ fn garbage_never_panics() {
         let _ = softswitch_frontend::compile(&mut map, f).map_err(|e| e.render(&map));
     }
 }
+
+/// Compiles `src` as `t.p4`; every diagnostic of the failure as `(line:col, message)`, in order.
+fn all_errors(src: &str) -> Vec<(String, String)> {
+    let mut map = SourceMap::new();
+    let f = map.add("t.p4", src);
+    let e = softswitch_frontend::compile(&mut map, f).expect_err("the program is malformed");
+    std::iter::once(&e)
+        .chain(&e.rest)
+        .map(|d| {
+            let loc = d.location(&map);
+            (
+                loc.strip_prefix("t.p4:").unwrap_or(&loc).to_string(),
+                d.message.clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_error_of_the_checker_is_reported_not_only_the_first() {
+    let src = program(
+        "const bit<8> K = nope;",
+        "",
+        "hdr.h.a = missing; bit<8> x = 1; hdr.h.zz = x; x = true;",
+    );
+    assert_eq!(
+        all_errors(&src),
+        vec![
+            ("6:18".into(), "unknown name 'nope'".into()),
+            ("12:23".into(), "unknown name 'missing'".into()),
+            ("12:52".into(), "h_t has no field 'zz'".into()),
+            (
+                "12:64".into(),
+                "type mismatch: expected bit<8>, found bool".into()
+            ),
+        ]
+    );
+    // Each is rendered with its excerpt and caret, one after the other.
+    let mut map = SourceMap::new();
+    let f = map.add("t.p4", src);
+    let rendered = softswitch_frontend::compile(&mut map, f)
+        .unwrap_err()
+        .render(&map);
+    assert_eq!(rendered.matches(": error: ").count(), 4, "{rendered}");
+    assert!(rendered.matches('^').count() >= 4, "{rendered}");
+}
+
+#[test]
+fn the_checker_stops_at_max_errors() {
+    use softswitch_frontend::limits::MAX_ERRORS;
+    let src = program("", "", &"hdr.h.a = missing;\n".repeat(3 * MAX_ERRORS));
+    let errors = all_errors(&src);
+    assert_eq!(errors.len(), MAX_ERRORS + 1, "{errors:?}");
+    assert_eq!(
+        errors.last().unwrap().1,
+        format!("stopping after {MAX_ERRORS} errors (limits::MAX_ERRORS)")
+    );
+}
+
+#[test]
+fn break_and_continue_need_a_loop_and_parsers_have_none() {
+    assert_eq!(
+        error(&program("", "", "break;")),
+        ("12:13".into(), "'break' outside a loop".into())
+    );
+    assert_eq!(
+        error(&program("", "", "if (true) { continue; }")),
+        ("12:25".into(), "'continue' outside a loop".into())
+    );
+    let (loc, msg) = error(&program(
+        "",
+        "for (bit<8> i = 0; i < 2; i = i + 1) { } transition accept;",
+        "",
+    ));
+    assert_eq!(loc, "8:38");
+    assert!(msg.starts_with("a for loop cannot be in a parser"), "{msg}");
+    assert_eq!(
+        error(&program("", "", "for (bit<8> x in hdr.h.a) { }")).1,
+        "a for-in loop runs over a header stack, a list { ... } or a range lo .. hi"
+    );
+}
+
+#[test]
+fn warnings_are_kept_beside_a_compiled_program() {
+    let mut map = SourceMap::new();
+    let f = map.add("t.p4", format!("#warning look\n{}", program("", "", "")));
+    let compiled = softswitch_frontend::compile(&mut map, f).unwrap();
+    assert_eq!(compiled.warnings.len(), 1);
+    assert_eq!(compiled.warnings[0].message, "#warning look");
+}

@@ -98,3 +98,29 @@ fn copies_that_double_at_every_pass_stop_at_the_work_limit() {
     assert_eq!(notes.len(), 1, "one note per received packet");
     assert!(switch.log().0.len() <= MAX_LOG_LINES);
 }
+
+#[test]
+fn an_endless_for_loop_ends_its_block_at_the_work_limit() {
+    use softswitch_core::ir::MAX_LOOP_WORK;
+    // Ingress counts into the header in nested loops, the outer one endless.
+    let mut switch = run(&looping_program(
+        "bit<32> n = 0; \
+         for (bit<8> i = 0; true; i = i + 1) { \
+             for (bit<8> j = 0; j < 2; j = j + 1) { n = n + 1; hdr.h.a = (bit<8>)n; } \
+         } \
+         hdr.h.a = 0xff;",
+        "",
+    ));
+    // The block ended as at exit: the statement after the loop did not run, egress did.
+    let out: Vec<_> = switch.drain_outputs().collect();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].port, 1);
+    assert_ne!(out[0].data, vec![0xff]);
+    let note = format!("more than {MAX_LOOP_WORK} units of work");
+    let log = &switch.log().0;
+    assert_eq!(
+        log.iter().filter(|l| l.contains(&note)).count(),
+        1,
+        "{log:?}"
+    );
+}

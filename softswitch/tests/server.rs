@@ -1909,3 +1909,63 @@ async fn digests_are_batched_by_list_size_and_timeout() {
     bed.inject(3, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1]));
     assert_eq!(primary.digest().await.data.len(), 1);
 }
+
+/// A digest of a BMv2 JSON program (p4c-bm2-ss's output for switch.p4, set with p4c's own
+/// P4Info, as a controller of BMv2 does) reaches the controller as the same program's digest
+/// does from source: same digest id, same data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_digest_of_a_bmv2_json_program_reaches_the_controller_as_from_source() {
+    use prost::Message as _;
+    let test = "a_digest_of_a_bmv2_json_program_reaches_the_controller_as_from_source";
+    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
+        return;
+    };
+    let program = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/server/switch.p4");
+    let compiled = testkit::bmv2::compiled(toolchain, &program).unwrap_or_else(|e| panic!("{e}"));
+    let json = std::fs::read(&compiled.json).unwrap();
+    let p4c_info = P4Info::decode(&std::fs::read(&compiled.p4info_binary).unwrap()[..]).unwrap();
+    // Without the controller's P4Info, the one derived from the JSON names the digest as p4c.
+    let derived = softswitch_server::pipeline::Compiled::from_bmv2_json(json.clone(), None, 0)
+        .unwrap()
+        .info;
+    assert_eq!(id(&derived, "learn_t"), id(&p4c_info, "learn_t"));
+    let mut received = Vec::new();
+    for (device_config, info) in [(source("switch.p4"), p4info("switch.p4")), (json, p4c_info)] {
+        let bed = Bed::new().await;
+        let mut client = bed.client().await;
+        let mut primary = Stream::open(&mut client, 10).await;
+        assert_eq!(primary.arbitration().await, (Code::Ok as i32, 10));
+        let config = p4v1::ForwardingPipelineConfig {
+            p4info: Some(info.clone()),
+            p4_device_config: device_config,
+            cookie: None,
+        };
+        set_pipeline(&mut client, 10, SetAction::VerifyAndCommit, Some(config))
+            .await
+            .unwrap();
+        let digest_id = id(&info, "learn_t");
+        let entry = p4v1::entity::Entity::DigestEntry(p4v1::DigestEntry {
+            digest_id,
+            config: Some(p4v1::digest_entry::Config {
+                max_timeout_ns: 0,
+                max_list_size: 1,
+                ack_timeout_ns: 0,
+            }),
+        });
+        apply(&mut client, vec![(Insert, entry)]).await;
+        // smac misses, so learn() sends the source MAC and the ingress port.
+        bed.inject(4, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1]));
+        let list = primary.digest().await;
+        assert_eq!(list.digest_id, digest_id);
+        received.push(list.data);
+    }
+    let p4v1::p4_data::Data::Struct(s) = received[0][0].data.clone().unwrap() else {
+        panic!("{:?}", received[0]);
+    };
+    assert_eq!(
+        s.members[1].data,
+        Some(p4v1::p4_data::Data::Bitstring(vec![4])),
+        "the port"
+    );
+    assert_eq!(received[0], received[1], "from source, then from JSON");
+}

@@ -146,7 +146,7 @@ impl Topology {
 /// The P4Runtime address of a switch in its namespace (each bed has its own loopback).
 pub const P4RUNTIME_ADDR: &str = "127.0.0.1:9559";
 /// BMv2's Thrift server (simple_switch_CLI's) in the switch namespace: BMv2's default port.
-const THRIFT_ADDR: &str = "127.0.0.1:9090";
+pub const THRIFT_ADDR: &str = "127.0.0.1:9090";
 
 /// When a switch process is ready.
 enum Ready {
@@ -235,17 +235,21 @@ impl SwitchBed {
     /// its notification socket in `dir` (BMv2's default path is the same for every switch of
     /// the machine, namespaces or not), started and ready (its servers listen): running
     /// p4c's JSON `json`, or without a pipeline (simple_switch_grpc: a controller sets one on
-    /// [`P4RUNTIME_ADDR`]).
+    /// [`P4RUNTIME_ADDR`]); with `log_console`, its trace on standard output.
     pub fn start_bmv2(
         topology: Topology,
         tool: &p4toolchain::Tool,
         build: Bmv2Build,
         json: Option<&Path>,
         dir: &Path,
+        log_console: bool,
     ) -> anyhow::Result<SwitchBed> {
         let mut command = topology.switch_ns.command(&tool.program);
         tool.set_env(&mut command);
         command.args(["--device-id", "0"]);
+        if log_console {
+            command.arg("--log-console");
+        }
         command
             .arg("--notifications-addr")
             .arg(format!("ipc://{}", dir.join("notifications.ipc").display()));
@@ -291,6 +295,66 @@ impl SwitchBed {
         command.args(["--log-console", "--thrift-port", "9090", "--no-p4", "--"]);
         command.args(["--grpc-server-addr", P4RUNTIME_ADDR]);
         SwitchBed::spawn(topology, command, Ready::Logged("P4Runtime on"), true)
+    }
+
+    /// softswitch launched as BMv2's `simple_switch`: `link` is a symlink to softswitch with
+    /// that name, given BMv2's command line (`--device-id 0 -i 1@... --thrift-port 9090
+    /// PROGRAM`) on `topology`'s ports; started and ready (its Thrift server listens on
+    /// [`THRIFT_ADDR`] in the switch namespace).
+    pub fn start_as_simple_switch(
+        topology: Topology,
+        link: &Path,
+        program: &Path,
+    ) -> anyhow::Result<SwitchBed> {
+        let mut command = topology.switch_ns.command(link);
+        command.args(["--device-id", "0"]);
+        for h in &topology.hosts {
+            command
+                .arg("-i")
+                .arg(format!("{}@{}", h.port, h.switch_iface));
+        }
+        command.args(["--thrift-port", "9090"]).arg(program);
+        SwitchBed::spawn(topology, command, Ready::Listening(&[THRIFT_ADDR]), true)
+    }
+
+    /// Runs BMv2's `simple_switch_CLI` (`cli`) in the switch namespace against the switch's
+    /// Thrift server ([`THRIFT_ADDR`]), with `args` and the commands `commands` on its
+    /// standard input, as the P4 tutorials feed it a commands file; its standard output.
+    pub fn simple_switch_cli(
+        &self,
+        cli: &p4toolchain::Tool,
+        args: &[&str],
+        commands: &str,
+    ) -> anyhow::Result<String> {
+        use std::io::Write as _;
+        let mut command = self.topology().switch_ns.command(&cli.program);
+        cli.set_env(&mut command);
+        let port = THRIFT_ADDR
+            .rsplit(':')
+            .next()
+            .expect("an address with a port");
+        command.args(["--thrift-port", port]).args(args);
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("starting simple_switch_CLI")?;
+        child
+            .stdin
+            .take()
+            .expect("piped")
+            .write_all(commands.as_bytes())?;
+        let out = child.wait_with_output()?;
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        if !out.status.success() {
+            bail!(
+                "simple_switch_CLI exited with {}: {stdout}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(stdout)
     }
 
     /// Runs `command` (the switch) with its output read line by line, and waits until it is

@@ -156,10 +156,11 @@ fn policy_change_moves_traffic(name: &str, switch: &str) {
     let delta = |x: &Value, y: &Value, s: &str| packets(y, s) - packets(x, s);
     let ecmp = (delta(&a, &b, "s1"), delta(&a, &b, "s2"));
     let spray = (delta(&b, &c, "s1"), delta(&b, &c, "s2"));
-    // ecmp: the flow hashes to one spine (the other sees at most a stray frame or two of the
-    // hosts' own); spray: its packets take both in turn.
+    // ecmp: the flow hashes to one spine (the other sees only the hosts' own stray frames,
+    // IPv6 neighbour discovery and MLD, a few whose number depends on timing: at most an eighth
+    // of the flow, where a split would be half); spray: its packets take both in turn.
     assert!(
-        ecmp.0.max(ecmp.1) >= 40 && ecmp.0.min(ecmp.1) <= 2,
+        ecmp.0.max(ecmp.1) >= 40 && ecmp.0.min(ecmp.1) * 8 <= ecmp.0.max(ecmp.1),
         "ecmp {ecmp:?}"
     );
     assert!(

@@ -197,8 +197,8 @@ fn lossless_p4_on_softswitch_as_simple_switch_grpc_from_bmv2_json_forwards_and_c
         bed.bed
             .lines
             .iter()
-            .any(|l| l.contains("--thrift-port 9090 accepted, but the Thrift runtime")),
-        "softswitch did not say that Thrift is not served: {}",
+            .any(|l| l.contains("Thrift (simple_switch_CLI) on 0.0.0.0:9090")),
+        "softswitch did not serve Thrift on --thrift-port 9090: {}",
         bed.bed.lines.join("\n")
     );
     lossless_p4_forwards_and_counts(&bed);

@@ -112,6 +112,7 @@ const FUZZED: &[&str] = &[
     "p4rt_write",
     "p4rt_set_pipeline",
     "fabric_runtime_json",
+    "thrift_calls",
 ];
 
 /// How long `test` fuzzes each target, in seconds.

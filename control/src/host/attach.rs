@@ -5,7 +5,7 @@ use std::ffi::CString;
 use anyhow::{bail, Context as _};
 use aya::{
     programs::{links::FdLink, tc::TcAttachOptions, SchedClassifier, Xdp, XdpMode},
-    Ebpf,
+    Ebpf, EbpfLoader,
 };
 use dataplane_common::{config::AttachInfo, maps, programs};
 
@@ -277,6 +277,24 @@ fn attach_tc(ebpf: &mut Ebpf, interface: &str, tc: &TcProgram) -> anyhow::Result
         .with_context(|| format!("attaching {} to {interface}", tc.program))?;
     FdLink::try_from(program.take_link(id)?)
         .context("TC attached without a TCX link (kernel < 6.6?); cannot pin it")
+}
+
+/// The eBPF object loaded a second time over the maps an attached interface pinned in `dir`
+/// (its programs not loaded yet, none attached): run in place of the attached ones, as with
+/// `BPF_PROG_TEST_RUN`, these programs see and change the interface's configuration and state.
+pub fn load_over_pinned_maps(dir: &PinDir) -> anyhow::Result<Ebpf> {
+    dir.require_attached()?;
+    let paths: Vec<_> = maps::ALL
+        .iter()
+        .map(|spec| (spec.name, dir.map(spec)))
+        .collect();
+    let mut loader = EbpfLoader::new();
+    for (name, path) in &paths {
+        loader.map_pin_path(name, path.as_path());
+    }
+    loader
+        .load(OBJECT)
+        .with_context(|| format!("loading the eBPF object over {}", dir.path().display()))
 }
 
 /// Removes everything `attach` made for `interface` in the calling thread's namespace: the

@@ -6,7 +6,7 @@
 //! so arithmetic, shifts and comparisons on them are two's complement, as in BMv2.
 
 use serde_json::Value;
-use softswitch_core::ir::{mask, ArithOp, CompareOp, Expr, Slot};
+use softswitch_core::ir::{mask, ArithOp, CompareOp, Expr, Place, Slot};
 
 use crate::json::{array, hex, member, str_member, string, uint};
 use crate::layout::{Field, Layout};
@@ -44,6 +44,56 @@ impl Typed {
             },
         }
     }
+}
+
+/// A header-stack element picked at run time (`dereference_header_stack`): slots
+/// `base + index * stride ..`, where `base` is the first element's validity slot.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DynElement {
+    /// The stack's name.
+    pub stack: String,
+    /// The first element's validity slot.
+    pub base: Slot,
+    /// Slots per element.
+    pub stride: u32,
+    /// Elements of the stack.
+    pub count: u32,
+    /// The index.
+    pub index: Expr,
+}
+
+impl DynElement {
+    /// The slot `offset` slots into the picked element, as a place.
+    pub fn place(&self, offset: u32) -> Place {
+        Place::Dyn {
+            base: self.base + offset,
+            stride: self.stride,
+            count: self.count,
+            index: Box::new(self.index.clone()),
+        }
+    }
+
+    /// The slot `offset` slots into the picked element, as a value (0 out of range).
+    pub fn load(&self, offset: u32) -> Expr {
+        Expr::LoadDyn {
+            base: self.base + offset,
+            stride: self.stride,
+            count: self.count,
+            index: Box::new(self.index.clone()),
+        }
+    }
+}
+
+/// A field of a header-stack element picked at run time (`access_field`).
+pub struct DynField {
+    /// The element.
+    pub element: DynElement,
+    /// The field's offset from the element's validity slot.
+    pub offset: u32,
+    /// Its width.
+    pub width: u16,
+    /// Whether it is signed.
+    pub signed: bool,
 }
 
 /// What names in an expression resolve to.
@@ -97,7 +147,7 @@ impl<'a> Scope<'a> {
                 let Some(width) = field.width() else {
                     return fail(format!("{h}.{f} is a varbit field, used as a value"));
                 };
-                Ok(load(field.slot, width, field.signed))
+                Ok(load(Expr::Load(field.slot), width, field.signed))
             }
             "hexstr" => {
                 let (c, negative) = hex(string(value, "a hexstr")?, "a hexstr")?;
@@ -261,6 +311,14 @@ impl<'a> Scope<'a> {
                     expr: Expr::Cond(Box::new(cond.expr), Box::new(a.expr), Box::new(b.expr)),
                 }
             }
+            "access_field" => {
+                let f = self.dyn_field(v, depth)?;
+                load(f.element.load(f.offset), f.width, f.signed)
+            }
+            "valid" if header_name(v.get("right")).is_err() => {
+                let e = self.dyn_element(member(v, "right", "a validity test")?, depth + 1)?;
+                Typed::unsigned(e.load(0), 1)
+            }
             "valid" => {
                 let h = header_name(v.get("right"))?;
                 match self.validity(h)? {
@@ -350,6 +408,64 @@ impl<'a> Scope<'a> {
         })
     }
 
+    /// The stack element a `dereference_header_stack` expression picks (possibly wrapped in
+    /// `expression` values, as p4c writes it).
+    pub fn dyn_element(&self, v: &Value, depth: usize) -> Result<DynElement> {
+        let op = unwrap_expression(v, depth)?;
+        if op.get("op").and_then(Value::as_str) != Some("dereference_header_stack") {
+            return fail("a header picked at run time must be a dereference_header_stack");
+        }
+        let left = member(op, "left", "a dereference_header_stack")?;
+        if str_member(left, "type", "a dereference_header_stack")? != "header_stack" {
+            return fail("a dereference_header_stack's left operand must be a header_stack");
+        }
+        let sname = string(member(left, "value", "a header_stack")?, "a header_stack")?;
+        let Some(stack) = self.layout.stacks.get(sname) else {
+            return fail(format!("no header stack is called {sname}"));
+        };
+        let index = self.operand(op, "right", depth + 1)?;
+        let Some(base) = self.layout.headers[stack.elements[0]].valid else {
+            return fail(format!("header stack {sname} holds metadata"));
+        };
+        Ok(DynElement {
+            stack: sname.to_string(),
+            base,
+            stride: stack.stride,
+            count: stack.elements.len() as u32,
+            index: index.expr,
+        })
+    }
+
+    /// The field an `access_field` operation (`{"op": "access_field", "left": a
+    /// dereference_header_stack, "right": the field's index in its header type}`) names.
+    pub fn dyn_field(&self, op: &Value, depth: usize) -> Result<DynField> {
+        let element = self.dyn_element(member(op, "left", "an access_field")?, depth + 1)?;
+        let i = uint(
+            member(op, "right", "an access_field")?,
+            "an access_field's field",
+        )?;
+        let first = &self.layout.headers[self.layout.stacks[&element.stack].elements[0]];
+        let Some(field) = first.fields.get(i as usize) else {
+            return fail(format!(
+                "access_field {i}: the elements of {} have {} fields",
+                element.stack,
+                first.fields.len()
+            ));
+        };
+        let Some(width) = field.width() else {
+            return fail(format!(
+                "{}.{} is a varbit field, used as a value",
+                element.stack, field.name
+            ));
+        };
+        Ok(DynField {
+            offset: field.slot - element.base,
+            width,
+            signed: field.signed,
+            element,
+        })
+    }
+
     /// The constant width operand (`right`) of a cast.
     fn width_operand(&self, v: &Value, depth: usize) -> Result<u16> {
         match self.operand(v, "right", depth)?.expr {
@@ -359,12 +475,28 @@ impl<'a> Scope<'a> {
     }
 }
 
-/// A field's value: sign-extended to 128 bits when signed.
-fn load(slot: Slot, width: u16, signed: bool) -> Typed {
+/// The operation object inside `v`, unwrapping the `{"type": "expression", "value": ..}` layers
+/// p4c nests around it.
+pub fn unwrap_expression(mut v: &Value, depth: usize) -> Result<&Value> {
+    for _ in depth..=limits::MAX_EXPR_DEPTH {
+        match v.get("type").and_then(Value::as_str) {
+            Some("expression") => v = member(v, "value", "an expression")?,
+            Some(other) => return fail(format!("a {other} where an operation was expected")),
+            None => return Ok(v),
+        }
+    }
+    fail(format!(
+        "an expression nests deeper than {} levels (limits::MAX_EXPR_DEPTH)",
+        limits::MAX_EXPR_DEPTH
+    ))
+}
+
+/// A field's value (`expr` reads it): sign-extended to 128 bits when signed.
+fn load(expr: Expr, width: u16, signed: bool) -> Typed {
     if signed && width < 128 {
         Typed {
             expr: Expr::SignExtend {
-                arg: Box::new(Expr::Load(slot)),
+                arg: Box::new(expr),
                 from: width,
                 to: 128,
             },
@@ -373,7 +505,7 @@ fn load(slot: Slot, width: u16, signed: bool) -> Typed {
         }
     } else {
         Typed {
-            expr: Expr::Load(slot),
+            expr,
             width,
             signed,
         }

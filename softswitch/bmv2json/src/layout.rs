@@ -82,6 +82,28 @@ pub struct Stack {
     pub stride: u32,
 }
 
+/// A stack of header unions: its `nextIndex` slot, then its elements, each the union's member
+/// headers in order (`stride` slots per element).
+#[derive(Clone, Debug)]
+pub struct UnionStack {
+    /// Its `nextIndex` slot, followed by its elements.
+    pub base: Slot,
+    /// Its elements.
+    pub count: u32,
+    /// Slots per element.
+    pub stride: u32,
+    /// Each member: its name in the union type, its validity slot's offset into an element and
+    /// its header type.
+    pub members: Vec<(String, u32, usize)>,
+}
+
+impl UnionStack {
+    /// The validity offsets of every member.
+    pub fn valids(&self) -> Vec<u32> {
+        self.members.iter().map(|m| m.1).collect()
+    }
+}
+
 /// Every instance's place.
 #[derive(Debug, Default)]
 pub struct Layout {
@@ -92,6 +114,10 @@ pub struct Layout {
     pub stacks: HashMap<String, Stack>,
     /// Header unions by name: their member headers.
     pub unions: HashMap<String, Vec<usize>>,
+    /// The union each union member header is in.
+    pub union_of: HashMap<usize, String>,
+    /// Stacks of header unions by name.
+    pub union_stacks: HashMap<String, UnionStack>,
     /// The fields of each header type.
     pub header_layouts: Vec<Vec<FieldLayout>>,
     /// The fixed-width bits of each header type.
@@ -193,6 +219,7 @@ impl Layout {
                 },
             );
         }
+        layout.union_stacks(root, &decls, &types)?;
         for (hname, ty, meta) in &decls {
             if !*meta && !layout.by_name.contains_key(hname) {
                 layout.place(hname, *ty, &types, true)?;
@@ -208,10 +235,110 @@ impl Layout {
                     return fail(format!("{what} names header id {id}, which does not exist"));
                 };
                 members.push(*h);
+                layout.union_of.insert(*h, uname.to_string());
             }
             layout.unions.insert(uname.to_string(), members);
         }
         Ok(layout)
+    }
+
+    /// Places the stacks of header unions (`header_union_stacks`), each element's members
+    /// together.
+    fn union_stacks(
+        &mut self,
+        root: &Value,
+        decls: &[(String, usize, bool)],
+        types: &[HeaderType],
+    ) -> Result<()> {
+        let mut unions = HashMap::new();
+        for u in array_member(root, "header_unions", "the program")? {
+            unions.insert(uint_member(u, "id", "a header union")?, u);
+        }
+        let union_types = array_member(root, "header_union_types", "the program")?;
+        for s in array_member(root, "header_union_stacks", "the program")? {
+            let sname = name(s, "a header union stack")?;
+            let what = format!("header union stack {sname}");
+            let tname = str_member(s, "union_type", &what)?;
+            let Some(utype) = union_types
+                .iter()
+                .find(|t| t.get("name").and_then(Value::as_str) == Some(tname))
+            else {
+                return fail(format!("{what} has an unknown union type {tname}"));
+            };
+            let mut names = Vec::new();
+            for m in array_member(utype, "headers", &what)? {
+                let parts = array(m, &what)?;
+                match parts.first().and_then(Value::as_str) {
+                    Some(n) => names.push(n.to_string()),
+                    None => return fail(format!("{what}: a member of {tname} has no name")),
+                }
+            }
+            let base = self.alloc(1)?;
+            let mut members: Vec<(String, u32, usize)> = Vec::new();
+            let mut count = 0u32;
+            let mut stride = 0;
+            for uid in array_member(s, "header_union_ids", &what)? {
+                let uid = uint(uid, &what)?;
+                let Some(u) = unions.get(&uid) else {
+                    return fail(format!("{what} names union id {uid}, which does not exist"));
+                };
+                let ids = array_member(u, "header_ids", &what)?;
+                if ids.len() != names.len() {
+                    return fail(format!(
+                        "{what}: union {uid} does not have {tname}'s members"
+                    ));
+                }
+                let start = self.slots;
+                for (j, id) in ids.iter().enumerate() {
+                    let id = uint(id, &what)? as usize;
+                    let Some((hname, ty, meta)) = decls.get(id) else {
+                        return fail(format!("{what} names header id {id}, which does not exist"));
+                    };
+                    if *meta || self.by_name.contains_key(hname) {
+                        return fail(format!(
+                            "{what}: header {hname} is metadata or in two places"
+                        ));
+                    }
+                    let h = self.place(hname, *ty, types, true)?;
+                    let Some(off) = self.headers[h].valid.map(|v| v - start) else {
+                        return fail(format!("{what}: header {hname} has no validity"));
+                    };
+                    match members.get(j) {
+                        None if count == 0 => members.push((names[j].clone(), off, *ty)),
+                        Some(m) if m.1 == off && m.2 == *ty => {}
+                        _ => return fail(format!("{what} mixes header types")),
+                    }
+                }
+                stride = self.slots - start;
+                count += 1;
+            }
+            if count == 0 {
+                return fail(format!("{what} has no elements"));
+            }
+            self.union_stacks.insert(
+                sname.to_string(),
+                UnionStack {
+                    base,
+                    count,
+                    stride,
+                    members,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// The validity slots of the other members of the union header `h` is in (empty when it
+    /// is in none): BMv2 invalidates them when `h` becomes valid.
+    pub fn union_siblings(&self, h: usize) -> Vec<Slot> {
+        let Some(members) = self.union_of.get(&h).and_then(|u| self.unions.get(u)) else {
+            return Vec::new();
+        };
+        members
+            .iter()
+            .filter(|&&m| m != h)
+            .filter_map(|&m| self.headers[m].valid)
+            .collect()
     }
 
     /// The instance `name`.

@@ -45,6 +45,18 @@ pub struct Loaded {
     pub tables_with_entries: Vec<bool>,
     /// Per table, whether it supports idle timeouts (`support_timeout`).
     pub tables_with_timeout: Vec<bool>,
+    /// The digests the program sends (`learn_lists`), indexed as
+    /// [`ir::ExternCall::Digest`]'s `digest`.
+    pub digests: Vec<Digest>,
+}
+
+/// A digest (a learn list): what the control plane needs to name it and shape its data.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Digest {
+    /// The learn list's name: p4c names it after the data's type, as P4Info does.
+    pub name: String,
+    /// The fields sent, in order: their names (in the JSON's instances) and widths.
+    pub fields: Vec<(String, u16)>,
 }
 
 /// Whether `bytes` look like a BMv2 JSON program rather than P4 source: a JSON object (after

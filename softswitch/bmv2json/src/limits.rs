@@ -20,6 +20,10 @@ pub const MAX_EXPR_DEPTH: usize = 64;
 /// paths is lowered once per path, so a graph of many joins stops here.
 pub const MAX_LOWERED_NODES: usize = 1 << 16;
 
+/// Items of field lists (a calculation's inputs, a learn list's values) copied into the
+/// primitives and checksums that use them, over the whole program.
+pub const MAX_COPIED_FIELDS: usize = 1 << 18;
+
 /// How deep the interpreter may have to recurse to run a packet (as the front end's
 /// `MAX_RUN_DEPTH`).
 pub const MAX_RUN_DEPTH: usize = 256;

@@ -2,22 +2,23 @@
 //! parser, the deparser, the pipelines' control flow graphs with their tables and conditionals,
 //! and the checksums, lowered to one `ir::Program`.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 
 use serde_json::Value;
 use softswitch_core::ir::{
-    self, Action, ActionCall, Body, CaseKeyset, ChecksumOf, Control, CounterKind, EmitItem, Entry,
-    Expr, ExternCall, FieldItem, FieldLayout, FieldList, FieldMatch, HeaderRef, Instance,
-    InstanceKind, Key, MatchKind, Param, ParserIr, Place, Program, Slot, State, Stmt, Table,
-    Target, Transition,
+    self, Action, ActionCall, Body, CaseKeyset, ChecksumOf, Condition, Control, CounterKind,
+    EmitItem, Entry, Expr, ExternCall, FieldItem, FieldLayout, FieldList, FieldMatch, HeaderRef,
+    Instance, InstanceKind, Key, MatchKind, Param, ParserIr, Place, Program, Slot, State, Stmt,
+    Table, Target, TraceNames, Transition,
 };
 
-use crate::expr::{field_name, Scope, Typed};
+use crate::expr::{field_name, unwrap_expression, Scope, Typed};
 use crate::json::{
     array, array_member, flag, hex, hex_bytes, member, name, str_member, string, uint, uint_member,
 };
 use crate::layout::Layout;
-use crate::{fail, limits, Loaded, Result};
+use crate::{fail, limits, Digest, Loaded, Result};
 
 /// Lowers the parsed JSON program `root`.
 pub fn lower(root: &Value) -> Result<Loaded> {
@@ -40,10 +41,16 @@ pub fn lower(root: &Value) -> Result<Loaded> {
         tables: Vec::new(),
         table_index: HashMap::new(),
         lowered_nodes: 0,
+        copied_fields: Cell::new(0),
         cells: 0,
+        conditions: Vec::new(),
+        condition_index: HashMap::new(),
+        learn_lists: HashMap::new(),
+        digests: Vec::new(),
     };
     l.externs(root)?;
     l.field_lists(root)?;
+    l.learn_lists(root)?;
     l.calculations(root)?;
     l.actions(root)?;
     let parser = l.parser(root)?;
@@ -102,10 +109,24 @@ pub fn lower(root: &Value) -> Result<Loaded> {
         bodies: l.bodies,
         instances: l.instances,
         errors,
+        trace_names: TraceNames {
+            headers: {
+                let mut headers: Vec<(Slot, String)> = l
+                    .layout
+                    .headers
+                    .iter()
+                    .filter_map(|h| Some((h.valid?, h.name.clone())))
+                    .collect();
+                headers.sort_by_key(|(slot, _)| *slot);
+                headers
+            },
+            conditions: l.conditions,
+        },
     };
     check_run_depth(&program)?;
     Ok(Loaded {
         program,
+        digests: l.digests,
         tables_with_entries: with_entries,
         tables_with_timeout: with_timeout,
     })
@@ -140,7 +161,17 @@ struct Lowerer {
     /// Table name → table index.
     table_index: HashMap<String, usize>,
     lowered_nodes: usize,
+    /// Items of calculations' and learn lists' field lists copied into primitives and
+    /// checksums so far (each use holds its own copy).
+    copied_fields: Cell<usize>,
     cells: u64,
+    /// The conditionals' names and sources, for the trace.
+    conditions: Vec<Condition>,
+    /// Conditional name → index in `conditions`.
+    condition_index: HashMap<String, u32>,
+    /// JSON learn list id → (digest index, the values it sends).
+    learn_lists: HashMap<u64, (usize, FieldList)>,
+    digests: Vec<Digest>,
 }
 
 /// The `"parameters"` of a primitive or parser operation.
@@ -346,6 +377,38 @@ impl Lowerer {
         Ok(())
     }
 
+    /// The learn lists (`learn_lists`): what each `generate_digest` sends, as a digest of the
+    /// list's name.
+    fn learn_lists(&mut self, root: &Value) -> Result<()> {
+        for list in array_member(root, "learn_lists", "the program")? {
+            let lname = name(list, "a learn list")?;
+            let what = format!("learn list {lname}");
+            let id = uint_member(list, "id", &what)?;
+            let mut data: FieldList = Vec::new();
+            let mut fields = Vec::new();
+            for e in array_member(list, "elements", &what)? {
+                if str_member(e, "type", &what)? != "field" {
+                    return fail(format!("{what}: only fields may be sent"));
+                }
+                let field = self.scope(&[]).field(member(e, "value", &what)?)?;
+                let Some(width) = field.width() else {
+                    return fail(format!("{what} sends a varbit field"));
+                };
+                data.push(FieldItem::Bits(Expr::Load(field.slot), width));
+                fields.push((field.name.clone(), width));
+            }
+            if self.learn_lists.contains_key(&id) {
+                return fail(format!("{what}: two learn lists have id {id}"));
+            }
+            self.learn_lists.insert(id, (self.digests.len(), data));
+            self.digests.push(Digest {
+                name: lname.to_string(),
+                fields,
+            });
+        }
+        Ok(())
+    }
+
     /// The fields of a calculation or digest input: consecutive fields of one header are
     /// grouped, so that they are left out while it is invalid, as BMv2 does.
     fn field_items(&self, items: &[Value], what: &str) -> Result<(FieldList, bool)> {
@@ -488,12 +551,18 @@ impl Lowerer {
         Ok(())
     }
 
-    /// An action's primitives, with `_jump_if_zero` / `_jump` (p4c's `if` inside an action)
-    /// made back into `if` statements.
+    /// An action's primitives, with `_jump_if_zero` / `_jump` (p4c's `if` and `for` inside an
+    /// action) made back into `if` statements and loops.
     fn primitives(&self, prims: &[Value], params: &[(Slot, u16)], what: &str) -> Result<Vec<Stmt>> {
-        self.structured(prims, 0, prims.len(), params, what, 0)
+        self.structured(prims, 0, prims.len(), params, what, 0, None)
     }
 
+    /// Primitives `lo..hi` as statements; `inside` is the innermost loop around them.
+    ///
+    /// p4c writes `for (init; cond; update) body` as: init; at `c`, `_jump_if_zero(cond, end)`;
+    /// body; update; `_jump(c)`; `end`. In the body, `break` is `_jump(end)` and `continue` a
+    /// `_jump` to the update's first primitive.
+    #[allow(clippy::too_many_arguments)]
     fn structured(
         &self,
         prims: &[Value],
@@ -502,6 +571,7 @@ impl Lowerer {
         rt: &[(Slot, u16)],
         what: &str,
         depth: usize,
+        inside: Option<LoopJumps>,
     ) -> Result<Vec<Stmt>> {
         if depth > limits::MAX_EXPR_DEPTH {
             return fail("its jumps nest too deeply");
@@ -528,6 +598,24 @@ impl Lowerer {
                     if to <= i || to > hi {
                         return fail("a _jump_if_zero that does not jump forward within its block");
                     }
+                    let back = &prims[to - 1];
+                    if to - 1 > i
+                        && back.get("op").and_then(Value::as_str) == Some("_jump")
+                        && target(back, 0)? == i
+                    {
+                        // A loop: its condition here, its back jump at `to - 1`.
+                        let jumps = LoopJumps {
+                            exit: to,
+                            next: continue_target(prims, i + 1, to - 1, to, &target)?,
+                        };
+                        let (next, d) = (jumps.next, depth + 1);
+                        let body = self.structured(prims, i + 1, next, rt, what, d, Some(jumps))?;
+                        let update =
+                            self.structured(prims, next, to - 1, rt, what, d, Some(jumps))?;
+                        out.push(Stmt::Loop { cond, body, update });
+                        i = to;
+                        continue;
+                    }
                     // `if (c) { then } else { else }`: the then-block ends with a jump past
                     // the else-block.
                     let before = &prims[to - 1];
@@ -543,15 +631,26 @@ impl Lowerer {
                         None
                     };
                     let then_end = if else_end.is_some() { to - 1 } else { to };
-                    let then = self.structured(prims, i + 1, then_end, rt, what, depth + 1)?;
+                    let d = depth + 1;
+                    let then = self.structured(prims, i + 1, then_end, rt, what, d, inside)?;
                     let (otherwise, next) = match else_end {
-                        Some(end) => (self.structured(prims, to, end, rt, what, depth + 1)?, end),
+                        Some(end) => (self.structured(prims, to, end, rt, what, d, inside)?, end),
                         None => (Vec::new(), to),
                     };
-                    out.push(Stmt::If(cond, then, otherwise));
+                    out.push(Stmt::If(cond, then, otherwise, None));
                     i = next;
                 }
-                "_jump" => return fail("a _jump that is not the end of an if's block"),
+                "_jump" => {
+                    let to = target(p, 0)?;
+                    match inside {
+                        Some(l) if to == l.exit => out.push(Stmt::Break),
+                        Some(l) if to == l.next => out.push(Stmt::Continue),
+                        _ => return fail(
+                            "a _jump that is not the end of an if's block, a break or a continue",
+                        ),
+                    }
+                    i += 1;
+                }
                 _ => {
                     out.extend(self.primitive(p, rt, what)?);
                     i += 1;
@@ -569,6 +668,16 @@ impl Lowerer {
                 match field.width() {
                     Some(w) => Ok((Place::Slot(field.slot), w)),
                     None => fail(format!("{what}: a varbit field written as a value")),
+                }
+            }
+            "expression" => {
+                let op = unwrap_expression(v, 0)?;
+                match op.get("op").and_then(Value::as_str) {
+                    Some("access_field") => {
+                        let f = self.scope(params).dyn_field(op, 0)?;
+                        Ok((f.element.place(f.offset), f.width))
+                    }
+                    _ => fail(format!("{what}: cannot write to this expression")),
                 }
             }
             other => fail(format!("{what}: cannot write to a {other}")),
@@ -620,10 +729,20 @@ impl Lowerer {
                 Ok(vec![Stmt::Assign(place, value(1)?.fit(width))])
             }
             "assign_header" => self.primitive_assign_header(arg(0)?, arg(1)?, what),
-            "add_header" | "remove_header" => Ok(vec![Stmt::Assign(
-                Place::Slot(self.validity_slot(arg(0)?, what)?),
-                Expr::Const(u128::from(op == "add_header")),
-            )]),
+            "add_header" | "remove_header" => {
+                let mut out = vec![Stmt::Assign(
+                    Place::Slot(self.validity_slot(arg(0)?, what)?),
+                    Expr::Const(u128::from(op == "add_header")),
+                )];
+                // A header union holds at most one valid header (BMv2 invalidates the others).
+                let h = self.layout.header_index(object_name(arg(0)?, what)?);
+                if let (Some(h), "add_header") = (h, op) {
+                    for s in self.layout.union_siblings(h) {
+                        out.push(Stmt::Assign(Place::Slot(s), Expr::Const(0)));
+                    }
+                }
+                Ok(out)
+            }
             "mark_to_drop" | "drop" => ext(ExternCall::MarkToDrop),
             "exit" => Ok(vec![Stmt::Exit]),
             "count" => ext(ExternCall::CounterCount {
@@ -669,7 +788,7 @@ impl Lowerer {
                     width,
                     algo: Expr::Const(calc.algo),
                     base: value(1)?.expr,
-                    data: calc.fields.clone(),
+                    data: self.copy_fields(&calc.fields, what)?,
                     max: value(3)?.expr,
                 })
             }
@@ -690,6 +809,27 @@ impl Lowerer {
                     field_list: field_list(1)?,
                 })
             }
+            "generate_digest" => {
+                let id = match value(1)?.expr {
+                    Expr::Const(id) => id,
+                    _ => {
+                        return fail(format!(
+                            "{what}: generate_digest's learn list must be a constant id"
+                        ))
+                    }
+                };
+                let Some((digest, data)) = u64::try_from(id)
+                    .ok()
+                    .and_then(|id| self.learn_lists.get(&id))
+                else {
+                    return fail(format!("{what}: no learn list has id {id}"));
+                };
+                ext(ExternCall::Digest {
+                    receiver: value(0)?.expr,
+                    data: self.copy_fields(data, what)?,
+                    digest: *digest,
+                })
+            }
             "resubmit" => ext(ExternCall::Resubmit(field_list(0)?)),
             "recirculate" => ext(ExternCall::Recirculate(field_list(0)?)),
             "assert" | "assume" => ext(ExternCall::Assert(value(0)?.expr)),
@@ -705,18 +845,25 @@ impl Lowerer {
             }
             "push" | "pop" => {
                 let sname = object_name(arg(0)?, what)?;
-                let Some(stack) = self.layout.stacks.get(sname) else {
-                    return fail(format!("{what}: no header stack is called {sname}"));
+                let (stack, count, stride, valids) = match (
+                    self.layout.stacks.get(sname),
+                    self.layout.union_stacks.get(sname),
+                ) {
+                    (Some(s), _) => (s.base, s.elements.len() as u32, s.stride, vec![0]),
+                    (None, Some(u)) => (u.base, u.count, u.stride, u.valids()),
+                    (None, None) => {
+                        return fail(format!("{what}: no header stack is called {sname}"))
+                    }
                 };
                 let n = match value(1)?.expr {
-                    Expr::Const(n) if n <= stack.elements.len() as u128 => n as i32,
+                    Expr::Const(n) if n <= u128::from(count) => n as i32,
                     _ => return fail(format!("{what}: {op} needs a constant count")),
                 };
                 ext(ExternCall::StackShift {
-                    stack: stack.base,
-                    count: stack.elements.len() as u32,
-                    stride: stack.stride,
-                    valids: vec![0],
+                    stack,
+                    count,
+                    stride,
+                    valids,
                     shift: if op == "push" { n } else { -n },
                 })
             }
@@ -871,7 +1018,11 @@ impl Lowerer {
                         .collect();
                     cases.push((CaseKeyset::Fields(any), d));
                 }
-                Transition::Select { keys, cases }
+                Transition::Select {
+                    keys,
+                    widths,
+                    cases,
+                }
             };
             out.push(State {
                 name: sname.to_string(),
@@ -885,15 +1036,23 @@ impl Lowerer {
         })
     }
 
+    /// Where an `extract` writes, the header written (its first element for a stack), and the
+    /// statements that first invalidate the other members of its header union (as BMv2 does).
     fn extract_target(
         &self,
         v: &Value,
         what: &str,
-    ) -> Result<(HeaderRef, Option<&crate::layout::Header>)> {
-        let hname = object_name(v, what)?;
+    ) -> Result<(HeaderRef, Option<&crate::layout::Header>, Vec<Stmt>)> {
+        let invalid = |place| Stmt::Assign(place, Expr::Const(0));
         match str_member(v, "type", what)? {
             "regular" => {
+                let hname = object_name(v, what)?;
                 let h = self.layout.header(hname)?;
+                let siblings = self
+                    .layout
+                    .header_index(hname)
+                    .map(|i| self.layout.union_siblings(i))
+                    .unwrap_or_default();
                 match h.valid {
                     Some(base) => Ok((
                         HeaderRef::Static {
@@ -901,23 +1060,70 @@ impl Lowerer {
                             layout: h.layout,
                         },
                         Some(h),
+                        siblings
+                            .into_iter()
+                            .map(|s| invalid(Place::Slot(s)))
+                            .collect(),
                     )),
                     None => fail(format!("{what}: extracts metadata {hname}")),
                 }
             }
-            "stack" => match self.layout.stacks.get(hname) {
-                Some(s) => Ok((
-                    HeaderRef::Next {
-                        stack: s.base,
-                        count: s.elements.len() as u32,
-                        stride: s.stride,
-                        offset: 0,
-                        layout: s.layout,
-                    },
-                    s.elements.first().map(|&e| &self.layout.headers[e]),
-                )),
-                None => fail(format!("{what}: no header stack is called {hname}")),
-            },
+            "stack" => {
+                let hname = object_name(v, what)?;
+                match self.layout.stacks.get(hname) {
+                    Some(s) => Ok((
+                        HeaderRef::Next {
+                            stack: s.base,
+                            count: s.elements.len() as u32,
+                            stride: s.stride,
+                            offset: 0,
+                            layout: s.layout,
+                        },
+                        s.elements.first().map(|&e| &self.layout.headers[e]),
+                        Vec::new(),
+                    )),
+                    None => fail(format!("{what}: no header stack is called {hname}")),
+                }
+            }
+            "union_stack" => {
+                let parts = array(member(v, "value", what)?, what)?;
+                let (Some(sname), Some(mname), 2) = (
+                    parts.first().and_then(Value::as_str),
+                    parts.get(1).and_then(Value::as_str),
+                    parts.len(),
+                ) else {
+                    return fail(format!(
+                        "{what}: a union_stack extract names [stack, member]"
+                    ));
+                };
+                let Some(s) = self.layout.union_stacks.get(sname) else {
+                    return fail(format!("{what}: no header union stack is called {sname}"));
+                };
+                let Some(&(_, offset, layout)) = s.members.iter().find(|m| m.0 == mname) else {
+                    return fail(format!("{what}: {sname}'s unions have no member {mname}"));
+                };
+                let siblings = s
+                    .members
+                    .iter()
+                    .filter(|m| m.0 != mname)
+                    .map(|m| {
+                        invalid(Place::Dyn {
+                            base: s.base + 1 + m.1,
+                            stride: s.stride,
+                            count: s.count,
+                            index: Box::new(Expr::Load(s.base)),
+                        })
+                    })
+                    .collect();
+                let target = HeaderRef::Next {
+                    stack: s.base,
+                    count: s.count,
+                    stride: s.stride,
+                    offset,
+                    layout,
+                };
+                Ok((target, None, siblings))
+            }
             other => fail(format!("{what}: extract to a {other} is not supported")),
         }
     }
@@ -929,21 +1135,23 @@ impl Lowerer {
         let ext = |c: ExternCall| Ok(vec![Stmt::Extern(Box::new(c))]);
         match op {
             "extract" => {
-                let (target, _) = self.extract_target(param(ps, 0, op)?, what)?;
-                ext(ExternCall::Extract {
+                let (target, _, mut out) = self.extract_target(param(ps, 0, op)?, what)?;
+                out.push(Stmt::Extern(Box::new(ExternCall::Extract {
                     target,
                     varbit: None,
-                })
+                })));
+                Ok(out)
             }
             "extract_VL" => {
-                let (target, h) = self.extract_target(param(ps, 0, op)?, what)?;
+                let (target, h, mut out) = self.extract_target(param(ps, 0, op)?, what)?;
                 if !h.is_some_and(|h| h.fields.iter().any(|f| f.width().is_none())) {
                     return fail(format!("{what}: extract_VL of a header without a varbit"));
                 }
-                ext(ExternCall::Extract {
+                out.push(Stmt::Extern(Box::new(ExternCall::Extract {
                     target,
                     varbit: Some(scope.expr(param(ps, 1, op)?)?.expr),
-                })
+                })));
+                Ok(out)
             }
             "set" => {
                 let (place, width) = self.place(param(ps, 0, op)?, &[], what)?;
@@ -1303,6 +1511,7 @@ impl Lowerer {
                         },
                         then,
                         otherwise,
+                        None,
                     ));
                     return Ok(out);
                 }
@@ -1347,10 +1556,55 @@ impl Lowerer {
             let f = c.get("false_next").and_then(Value::as_str);
             let then = self.graph(p, t, depth + 1)?;
             let otherwise = self.graph(p, f, depth + 1)?;
-            out.push(Stmt::If(cond, then, otherwise));
+            let index = self.condition(node, c);
+            out.push(Stmt::If(cond, then, otherwise, Some(index)));
             return Ok(out);
         }
         Ok(out)
+    }
+
+    /// The index of conditional `node` (JSON `c`) in the trace's conditions: its source
+    /// fragment and `file(line)` from its `source_info`, else its expression's place.
+    fn condition(&mut self, node: &str, c: &Value) -> u32 {
+        if let Some(&i) = self.condition_index.get(node) {
+            return i;
+        }
+        let info = c.get("source_info");
+        let text = info
+            .and_then(|i| i.get("source_fragment"))
+            .and_then(Value::as_str)
+            .unwrap_or(node)
+            .to_string();
+        let location = info.and_then(|i| {
+            let file = i.get("filename")?.as_str()?;
+            let line = i.get("line")?.as_u64()?;
+            Some(format!("{file}({line})"))
+        });
+        let index = self.conditions.len() as u32;
+        self.conditions.push(Condition {
+            text,
+            node: node.to_string(),
+            location,
+        });
+        self.condition_index.insert(node.to_string(), index);
+        index
+    }
+
+    /// A copy of `fields` for one use of a calculation or learn list (by `what`), within
+    /// [`limits::MAX_COPIED_FIELDS`] for the whole program: a long list used by many primitives
+    /// would otherwise cost memory growing with the square of the JSON's size.
+    fn copy_fields(&self, fields: &FieldList, what: &str) -> Result<FieldList> {
+        let total = self.copied_fields.get() + fields.len();
+        if total > limits::MAX_COPIED_FIELDS {
+            return fail(format!(
+                "{what}: the field lists of calculations and learn lists, copied into each \
+                 primitive and checksum that uses them, come to more than {} fields \
+                 (limits::MAX_COPIED_FIELDS)",
+                limits::MAX_COPIED_FIELDS
+            ));
+        }
+        self.copied_fields.set(total);
+        Ok(fields.clone())
     }
 
     /// The verify and compute checksum controls.
@@ -1382,7 +1636,7 @@ impl Lowerer {
             };
             let of = ChecksumOf {
                 cond,
-                data: calc.fields.clone(),
+                data: self.copy_fields(&calc.fields, &what)?,
                 algo: Expr::Const(calc.algo),
                 payload: calc.payload,
                 width,
@@ -1558,4 +1812,46 @@ fn check_run_depth(p: &Program) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Where `break` and `continue` jump in a loop of an action's primitives.
+#[derive(Clone, Copy)]
+struct LoopJumps {
+    /// The primitive after the loop.
+    exit: usize,
+    /// The first primitive of the update.
+    next: usize,
+}
+
+/// The first primitive of the update of a loop whose body and update are primitives
+/// `lo..back` and whose exit is `exit`: the first target of a forward `_jump` in them that is
+/// neither a `break` nor an `if`'s jump past its else-block (one right before the target of a
+/// `_jump_if_zero`); `back` when there is none (no `continue`: the update is run as the body's
+/// end, the same).
+fn continue_target(
+    prims: &[Value],
+    lo: usize,
+    back: usize,
+    exit: usize,
+    target: &dyn Fn(&Value, usize) -> Result<usize>,
+) -> Result<usize> {
+    fn op(p: &Value) -> Option<&str> {
+        p.get("op").and_then(Value::as_str)
+    }
+    let mut else_skips = Vec::new();
+    for p in &prims[lo..back] {
+        if op(p) == Some("_jump_if_zero") {
+            else_skips.push(target(p, 1)?.wrapping_sub(1));
+        }
+    }
+    let mut next = back;
+    for (at, p) in prims.iter().enumerate().take(back).skip(lo) {
+        if op(p) == Some("_jump") && !else_skips.contains(&at) {
+            let to = target(p, 0)?;
+            if to != exit && to > at && to <= back {
+                next = next.min(to);
+            }
+        }
+    }
+    Ok(next)
 }

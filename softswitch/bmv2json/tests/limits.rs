@@ -59,6 +59,119 @@ fn unsupported_and_inconsistent_programs_are_refused() {
     refused(&p, "MAX_OBJECTS");
 }
 
+/// A field of a stack element picked at run time (`access_field` of a
+/// `dereference_header_stack`), as p4c writes `hdr.s[i].f = ..`: `p` with ethernet made a
+/// one-element stack `s` and an action writing field `field` of `s[stack]`.
+fn run_time_index(stack: &str, field: u64) -> Value {
+    let mut p = basic();
+    p["header_stacks"] = json!([{"name": "s", "id": 0, "header_type": "ethernet_t",
+        "size": 1, "header_ids": [2]}]);
+    let element = json!({"type": "expression", "value": {"op": "dereference_header_stack",
+        "left": {"type": "header_stack", "value": stack},
+        "right": {"type": "field", "value": ["standard_metadata", "ingress_port"]}}});
+    let dst = json!({"type": "expression", "value": {"type": "expression",
+        "value": {"op": "access_field", "left": element, "right": field}}});
+    p["actions"][0]["primitives"] = json!([{"op": "assign",
+        "parameters": [dst, {"type": "hexstr", "value": "0x01"}]}]);
+    p
+}
+
+#[test]
+fn run_time_stack_indices_load_and_bad_ones_are_refused() {
+    let bytes = serde_json::to_vec(&run_time_index("s", 2)).unwrap();
+    softswitch_bmv2json::load(&bytes).unwrap();
+    refused(&run_time_index("t", 0), "no header stack is called t");
+    refused(&run_time_index("s", 3), "access_field 3");
+    let mut p = run_time_index("s", 0);
+    let mut deep = json!({"op": "access_field", "left": 0, "right": 0});
+    for _ in 0..100 {
+        deep = json!({"type": "expression", "value": deep});
+    }
+    p["actions"][0]["primitives"][0]["parameters"][0] = deep;
+    refused(&p, "MAX_EXPR_DEPTH");
+}
+
+#[test]
+fn malformed_header_union_stacks_are_refused() {
+    let with = |stacks: Value, types: Value| {
+        let mut p = basic();
+        p["header_unions"] = json!([{"name": "u[0]", "id": 0, "union_type": "u_t",
+            "header_ids": [2, 3]}]);
+        p["header_union_types"] = types;
+        p["header_union_stacks"] = stacks;
+        p
+    };
+    let types =
+        json!([{"name": "u_t", "id": 0, "headers": [["e", "ethernet_t"], ["i", "ipv4_t"]]}]);
+    let stack = |ids: Value| {
+        json!([{"name": "u", "id": 0, "union_type": "u_t", "size": 1,
+        "header_union_ids": ids}])
+    };
+    let bytes = serde_json::to_vec(&with(stack(json!([0])), types.clone())).unwrap();
+    softswitch_bmv2json::load(&bytes).unwrap();
+    refused(
+        &with(stack(json!([7])), types.clone()),
+        "union id 7, which does not exist",
+    );
+    refused(&with(stack(json!([0, 0])), types.clone()), "in two places");
+    refused(&with(stack(json!([])), types), "has no elements");
+    refused(
+        &with(stack(json!([0])), json!([])),
+        "unknown union type u_t",
+    );
+}
+
+#[test]
+fn digests_of_learn_lists_load_and_bad_ones_are_refused() {
+    let with = |lists: Value, list_id: &str| {
+        let mut p = basic();
+        p["learn_lists"] = lists;
+        p["actions"][0]["primitives"] = json!([{"op": "generate_digest", "parameters": [
+            {"type": "hexstr", "value": "0x1"}, {"type": "hexstr", "value": list_id}]}]);
+        p
+    };
+    let list = |id: u64, field: &str| {
+        json!({"id": id, "name": "learn_t",
+        "elements": [{"type": "field", "value": ["ethernet", field]}]})
+    };
+    let bytes = serde_json::to_vec(&with(json!([list(1, "srcAddr")]), "0x1")).unwrap();
+    let loaded = softswitch_bmv2json::load(&bytes).unwrap();
+    assert_eq!(loaded.digests[0].name, "learn_t");
+    assert_eq!(loaded.digests[0].fields, [("srcAddr".to_string(), 48)]);
+    refused(
+        &with(json!([list(1, "srcAddr")]), "0x2"),
+        "no learn list has id 2",
+    );
+    refused(
+        &with(json!([list(1, "nothing")]), "0x1"),
+        "has no field nothing",
+    );
+    refused(
+        &with(json!([list(1, "srcAddr"), list(1, "dstAddr")]), "0x1"),
+        "two learn lists",
+    );
+}
+
+/// A learn list of 1024 fields used by 257 `generate_digest`s is a 100 KB JSON whose lowered
+/// program would hold 263,168 copied fields: without a bound on copies, a 2 MB JSON (16384 x
+/// 16384) needed about 13 GB.
+#[test]
+fn field_lists_copied_into_many_primitives_are_bounded() {
+    let mut p = basic();
+    let elements: Vec<Value> = (0..1024)
+        .map(|_| json!({"type": "field", "value": ["ethernet", "srcAddr"]}))
+        .collect();
+    p["learn_lists"] = json!([{"id": 1, "name": "learn_t", "elements": elements}]);
+    let digest = json!({"op": "generate_digest", "parameters": [
+        {"type": "hexstr", "value": "0x1"}, {"type": "hexstr", "value": "0x1"}]});
+    let uses = softswitch_bmv2json::limits::MAX_COPIED_FIELDS / 1024 + 1;
+    p["actions"][0]["primitives"] = Value::Array(vec![digest.clone(); uses]);
+    refused(&p, "MAX_COPIED_FIELDS");
+    // Well within the bound (the program's checksums copy fields too), the same list loads.
+    p["actions"][0]["primitives"] = Value::Array(vec![digest; uses / 2]);
+    softswitch_bmv2json::load(&serde_json::to_vec(&p).unwrap()).unwrap();
+}
+
 #[test]
 fn control_flow_cycles_are_refused() {
     // A conditional that leads to itself, and a table whose next node is itself.

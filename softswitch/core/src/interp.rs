@@ -11,6 +11,7 @@ use crate::ir::{
 use crate::meter::Color;
 use crate::ops;
 use crate::switch::{DigestSent, State};
+use crate::trace::{self, block_name, trace_line, Level, PacketTrace};
 
 /// How a statement list ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,6 +22,10 @@ pub enum Flow {
     Exit,
     /// `return`.
     Return,
+    /// `break`.
+    Break,
+    /// `continue`.
+    Continue,
     /// A parser error with its code.
     Reject(u128),
 }
@@ -55,6 +60,14 @@ pub struct Exec<'a> {
     /// The table and entry of the last hit, for `direct_meter.read`.
     last_hit: Option<(usize, usize)>,
     keys: Vec<u128>,
+    /// Loop work this run may still do (from [`ir::MAX_LOOP_WORK`]).
+    loop_budget: usize,
+    /// How many loops enclose the statement running.
+    loops: usize,
+    /// Whether the log has the note that the loop budget is spent.
+    loop_limit_noted: bool,
+    /// Where this packet's trace lines go, when the switch traces packets.
+    pub(crate) trace: Option<PacketTrace<'a>>,
 }
 
 const PARSER_STEP_LIMIT: usize = 100_000;
@@ -82,6 +95,10 @@ impl<'a> Exec<'a> {
             out: None,
             last_hit: None,
             keys: Vec::new(),
+            loop_budget: ir::MAX_LOOP_WORK,
+            loops: 0,
+            loop_limit_noted: false,
+            trace: None,
         }
     }
 
@@ -91,7 +108,13 @@ impl<'a> Exec<'a> {
 
     /// Runs the parser; `Err(code)` on a parser error (the headers extracted so far stay valid).
     pub fn parse(&mut self) -> Result<(), u128> {
-        self.run_parser(&self.prog.parser)
+        let parser = block_name::PARSER;
+        trace_line!(self.trace, Level::Debug, "Parser '{parser}': start");
+        let result = self.run_parser(&self.prog.parser);
+        if let Some(t) = &mut self.trace {
+            trace_parsed(t, self.prog, result);
+        }
+        result
     }
 
     /// Runs a parser's state machine from `start` to `accept` (`Ok`) or an error (`Err`).
@@ -100,17 +123,39 @@ impl<'a> Exec<'a> {
         let mut state = 0;
         for _ in 0..PARSER_STEP_LIMIT {
             let s = &p.states[state];
+            trace_line!(
+                self.trace,
+                Level::Debug,
+                "Parser '{}' entering state '{}'",
+                block_name::PARSER,
+                s.name
+            );
             if let Flow::Reject(code) = self.run(&s.stmts) {
                 return Err(code);
             }
             let target = match &s.transition {
-                Transition::Goto(t) => *t,
-                Transition::Select { keys, cases } => {
+                Transition::Goto(t) => {
+                    trace_line!(
+                        self.trace,
+                        Level::Debug,
+                        "Parser state '{}' has no switch, going to default next state",
+                        s.name
+                    );
+                    *t
+                }
+                Transition::Select {
+                    keys,
+                    widths,
+                    cases,
+                } => {
                     let mut values = std::mem::take(&mut self.keys);
                     values.clear();
                     for k in keys {
                         let v = self.val(k);
                         values.push(v);
+                    }
+                    if let Some(t) = &mut self.trace {
+                        trace_select(t, &s.name, &values, widths);
                     }
                     let state = &*self.state;
                     let found = cases
@@ -134,6 +179,12 @@ impl<'a> Exec<'a> {
                     }
                 }
             };
+            trace_line!(
+                self.trace,
+                Level::Trace,
+                "Bytes parsed: {}",
+                self.cursor / 8
+            );
             match target {
                 Target::State(i) => state = i,
                 Target::Accept => return Ok(()),
@@ -145,18 +196,30 @@ impl<'a> Exec<'a> {
 
     /// Runs a control's body.
     pub fn control(&mut self, block: usize) {
+        if let Some(t) = &mut self.trace {
+            trace_pipeline(t, block, "start");
+        }
         self.run(&self.prog.controls[block].body);
+        if let Some(t) = &mut self.trace {
+            trace_pipeline(t, block, "end");
+        }
     }
 
     /// Runs the deparser; returns the emitted headers.
     pub fn deparse(&mut self) -> BitWriter {
         self.out = Some(BitWriter::with_capacity(self.data.len() + 64));
+        let name = block_name::DEPARSER;
+        trace_line!(self.trace, Level::Debug, "Deparser '{name}': start");
         self.control(ir::block::DEPARSER);
+        trace_line!(self.trace, Level::Debug, "Deparser '{name}': end");
         self.out.take().unwrap_or_default()
     }
 
     fn run(&mut self, stmts: &[Stmt]) -> Flow {
         for s in stmts {
+            if self.loops > 0 && !self.loop_work() {
+                return Flow::Exit;
+            }
             let f = self.stmt(s);
             if let Some(a) = self.abort.take() {
                 return a;
@@ -181,11 +244,14 @@ impl<'a> Exec<'a> {
             Stmt::Zero { start, len } => {
                 self.slots[*start as usize..(*start + *len) as usize].fill(0)
             }
-            Stmt::If(c, t, e) => {
+            Stmt::If(c, t, e, cond) => {
                 let c = self.val(c);
                 // An exit in an action the condition applied ends the block at once.
                 if self.abort.is_some() {
                     return Flow::Next;
+                }
+                if let Some(trace) = &mut self.trace {
+                    trace_condition(trace, self.prog, *cond, c != 0);
                 }
                 return if c != 0 { self.run(t) } else { self.run(e) };
             }
@@ -208,8 +274,59 @@ impl<'a> Exec<'a> {
             Stmt::Extern(call) => return self.extern_call(call),
             Stmt::Exit => return Flow::Exit,
             Stmt::Return => return Flow::Return,
+            Stmt::Break => return Flow::Break,
+            Stmt::Continue => return Flow::Continue,
+            Stmt::Loop { cond, body, update } => return self.run_loop(cond, body, update),
         }
         Flow::Next
+    }
+
+    /// Runs a [`Stmt::Loop`] within the run's loop budget ([`ir::MAX_LOOP_WORK`]); past it,
+    /// the block ends as at `exit`.
+    fn run_loop(&mut self, cond: &Expr, body: &[Stmt], update: &[Stmt]) -> Flow {
+        self.loops += 1;
+        let f = self.iterate(cond, body, update);
+        self.loops -= 1;
+        f
+    }
+
+    fn iterate(&mut self, cond: &Expr, body: &[Stmt], update: &[Stmt]) -> Flow {
+        loop {
+            if !self.loop_work() {
+                return Flow::Exit;
+            }
+            let c = self.val(cond);
+            if self.abort.is_some() || c == 0 {
+                return Flow::Next;
+            }
+            match self.run(body) {
+                Flow::Next | Flow::Continue => {}
+                Flow::Break => return Flow::Next,
+                other => return other,
+            }
+            match self.run(update) {
+                Flow::Next | Flow::Continue => {}
+                Flow::Break => return Flow::Next,
+                other => return other,
+            }
+        }
+    }
+
+    /// Spends a unit of the run's loop budget (an iteration, or a statement run in a loop);
+    /// `false` when it is spent, the first time with a note in the switch's log.
+    fn loop_work(&mut self) -> bool {
+        if self.loop_budget > 0 {
+            self.loop_budget -= 1;
+            return true;
+        }
+        if !std::mem::replace(&mut self.loop_limit_noted, true) {
+            self.state.log(format!(
+                "loops did more than {} units of work in one block: the block ends as at exit \
+                 (ir::MAX_LOOP_WORK)",
+                ir::MAX_LOOP_WORK
+            ));
+        }
+        false
     }
 
     /// Runs the body of the first case whose labels hold `key`, else `default`; nothing when
@@ -252,6 +369,9 @@ impl<'a> Exec<'a> {
         for k in &table.keys {
             keys.push(self.val(&k.expr));
         }
+        if let Some(trace) = &mut self.trace {
+            trace_lookup(trace, table, &keys);
+        }
         let hit = self.state.tables[t].lookup(&keys);
         self.keys = keys;
         self.last_hit = hit.map(|h| (t, h));
@@ -276,6 +396,9 @@ impl<'a> Exec<'a> {
             self.run(&b.copy_in);
         }
         let call = action_call(self.state, t, hit, member);
+        if let Some(trace) = &mut self.trace {
+            trace_apply(trace, self.prog, self.state, t, hit, call);
+        }
         for (p, v) in body.params.iter().filter(|p| p.action_data).zip(&call.args) {
             self.slots[p.slot as usize] = *v;
         }
@@ -569,6 +692,10 @@ impl<'a> Exec<'a> {
             }
         };
         self.slots[base as usize] = 1;
+        if let Some(t) = &mut self.trace {
+            let name = trace::header_name(self.prog, base);
+            t.line(Level::Debug, format_args!("Extracting header '{name}'"));
+        }
         if var_max.is_none() {
             // Fixed fields only: one slot each, read in a row.
             let first = base as usize + 1;
@@ -651,6 +778,10 @@ impl<'a> Exec<'a> {
                 for EmitItem::Header { base, layout } in items {
                     if self.slots[*base as usize] == 0 {
                         continue;
+                    }
+                    if let Some(t) = &mut self.trace {
+                        let name = trace::header_name(self.prog, *base);
+                        t.line(Level::Debug, format_args!("Deparsing header '{name}'"));
                     }
                     let mut slot = *base + 1;
                     for f in &self.prog.header_layouts[*layout] {
@@ -823,6 +954,7 @@ impl<'a> Exec<'a> {
                     }
                     text.push_str(part);
                 }
+                trace_line!(self.trace, Level::Info, "{text}");
                 self.state.log(text);
             }
         }
@@ -874,6 +1006,115 @@ impl<'a> Exec<'a> {
             self.slots[element + v as usize] = 0;
         }
     }
+}
+
+/// The trace of the start or `end` of block `block`, if it is a pipeline (ingress or egress).
+#[cold]
+#[inline(never)]
+fn trace_pipeline(trace: &mut PacketTrace<'_>, block: usize, end: &str) {
+    let name = match block {
+        ir::block::INGRESS => block_name::INGRESS,
+        ir::block::EGRESS => block_name::EGRESS,
+        _ => return,
+    };
+    trace.line(Level::Debug, format_args!("Pipeline '{name}': {end}"));
+}
+
+/// The trace of the parser's end: its end, or the parser error `Err` holds.
+#[cold]
+#[inline(never)]
+fn trace_parsed(trace: &mut PacketTrace<'_>, prog: &Program, result: Result<(), u128>) {
+    match result {
+        Ok(()) => trace.line(
+            Level::Debug,
+            format_args!("Parser '{}': end", block_name::PARSER),
+        ),
+        Err(code) => {
+            let name = prog.errors.get(code as usize).map_or("?", String::as_str);
+            trace.line(
+                Level::Error,
+                format_args!("Exception while parsing: {name}"),
+            );
+        }
+    }
+}
+
+/// The trace of an `if`'s outcome (`cond`: its index in the program's trace names).
+#[cold]
+#[inline(never)]
+fn trace_condition(trace: &mut PacketTrace<'_>, prog: &Program, cond: Option<u32>, holds: bool) {
+    let Some(cond) = cond.and_then(|i| prog.trace_names.conditions.get(i as usize)) else {
+        return;
+    };
+    let at = cond.location.as_deref().unwrap_or_default();
+    let space = if at.is_empty() { "" } else { " " };
+    trace.line(
+        Level::Trace,
+        format_args!(
+            "{at}{space}Condition \"{}\" ({}) is {holds}",
+            cond.text, cond.node
+        ),
+    );
+}
+
+/// The trace of a `select`'s key in state `state`: the `values` of `widths` bits, in hex.
+#[cold]
+#[inline(never)]
+fn trace_select(trace: &mut PacketTrace<'_>, state: &str, values: &[u128], widths: &[u16]) {
+    let mut key = String::new();
+    for (v, w) in values.iter().zip(widths) {
+        trace::hex_bytes(&mut key, *v, *w);
+    }
+    trace.line(
+        Level::Debug,
+        format_args!("Parser state '{state}': key is {key}"),
+    );
+}
+
+/// The trace of a table applied and the key it looks up.
+#[cold]
+#[inline(never)]
+fn trace_lookup(trace: &mut PacketTrace<'_>, table: &ir::Table, keys: &[u128]) {
+    trace.line(
+        Level::Trace,
+        format_args!("Applying table '{}'", table.name),
+    );
+    let lookup = trace::lookup_key(table, keys);
+    trace.line(Level::Debug, format_args!("{lookup}"));
+}
+
+/// The trace of a table's outcome: hit (with the entry) or miss, and the action it runs.
+#[cold]
+#[inline(never)]
+fn trace_apply(
+    trace: &mut PacketTrace<'_>,
+    prog: &Program,
+    state: &State,
+    t: usize,
+    hit: Option<usize>,
+    call: &ActionCall,
+) {
+    let table = &prog.tables[t];
+    let name = &table.name;
+    match hit.and_then(|h| Some((h, state.tables[t].entry(h)?))) {
+        Some((h, installed)) => {
+            trace.line(
+                Level::Debug,
+                format_args!("Table '{name}': hit with handle {h}"),
+            );
+            let e = &installed.entry;
+            let dump = trace::dump_entry(prog, table, h, &e.matches, &e.action);
+            trace.line(Level::Debug, format_args!("{dump}"));
+        }
+        None => trace.line(Level::Debug, format_args!("Table '{name}': miss")),
+    }
+    let entry = trace::action_entry(prog, call);
+    trace.line(Level::Debug, format_args!("Action entry is {entry}"));
+    let action = prog
+        .actions
+        .get(call.action)
+        .map_or("?", |a| a.name.as_str());
+    trace.line(Level::Trace, format_args!("Action {action}"));
 }
 
 /// The action of entry `hit` of table `t`, or its default action on a miss.

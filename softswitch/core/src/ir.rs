@@ -383,8 +383,9 @@ pub enum Stmt {
     Copy { dst: Slot, src: Slot, len: u32 },
     /// Zeroes `len` slots from `start` (fresh locals, `out` parameters).
     Zero { start: Slot, len: u32 },
-    /// `if`.
-    If(Expr, Vec<Stmt>, Vec<Stmt>),
+    /// `if`: condition, then, else, and the condition's index in [`TraceNames::conditions`]
+    /// (`None` for an `if` the compiler made, which the trace does not show).
+    If(Expr, Vec<Stmt>, Vec<Stmt>, Option<u32>),
     /// `switch` on a value: the first case whose values contain it runs, else `default`.
     Switch {
         on: Expr,
@@ -407,7 +408,26 @@ pub enum Stmt {
     Exit,
     /// `return` (the value, if any, was stored before).
     Return,
+    /// A loop: while `cond` holds, runs `body` then `update`. `break` in either ends the
+    /// loop, `continue` in the body goes on to `update`. The interpreter bounds the work of
+    /// one block's loops at [`MAX_LOOP_WORK`].
+    Loop {
+        cond: Expr,
+        body: Vec<Stmt>,
+        update: Vec<Stmt>,
+    },
+    /// `break`: ends the innermost [`Stmt::Loop`].
+    Break,
+    /// `continue`: ends the innermost [`Stmt::Loop`]'s body for this iteration.
+    Continue,
 }
+
+/// Work of the loops of one packet's run of one block (a control, with the actions its tables
+/// run), all loops together, in units: one per iteration and one per statement run inside a
+/// loop (in its body, in what the body calls, in nested loops). P4 loops may depend on packet
+/// data and need not end, and a packet must not hold the switch. Past it the block ends as at
+/// `exit`, with a note in the switch's log.
+pub const MAX_LOOP_WORK: usize = 1 << 20;
 
 /// A match kind of a table key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -577,9 +597,12 @@ pub enum Target {
 pub enum Transition {
     /// Unconditional.
     Goto(Target),
-    /// `select`: the first case that matches wins; none matching is `error.NoMatch`.
+    /// `select`: the first case that matches wins; none matching is `error.NoMatch`. `widths`
+    /// are the select expressions' widths in bits, for the trace (the last key that value sets
+    /// over several expressions match, their concatenation, has none).
     Select {
         keys: Vec<Expr>,
+        widths: Vec<u16>,
         cases: Vec<(CaseKeyset, Target)>,
     },
 }
@@ -787,6 +810,28 @@ pub struct Program {
     pub instances: Vec<Instance>,
     /// Error names by code.
     pub errors: Vec<String>,
+    /// The names the trace shows that nothing else needs.
+    pub trace_names: TraceNames,
+}
+
+/// The names of a program's parts that only the trace shows (`softswitch_core::trace`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TraceNames {
+    /// Header instances by validity slot, sorted by slot (`ethernet`, `vlan[0]`: p4c's names).
+    pub headers: Vec<(Slot, String)>,
+    /// The conditions of `if` statements, by the index their [`Stmt::If`] holds.
+    pub conditions: Vec<Condition>,
+}
+
+/// An `if` condition as BMv2 shows it: `prog.p4(79) Condition "hdr.ipv4.isValid()" (node_2)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Condition {
+    /// Its source text.
+    pub text: String,
+    /// Its control-flow node's name (`node_2`).
+    pub node: String,
+    /// Where it is, `file(line)`, if known.
+    pub location: Option<String>,
 }
 
 /// Indices into [`Program::controls`].
@@ -825,8 +870,17 @@ impl RunDepth<'_> {
     fn stmt(&self, s: &Stmt) -> usize {
         let inner = match s {
             Stmt::Assign(place, e) => self.place(place).max(self.expr(e)),
-            Stmt::Copy { .. } | Stmt::Zero { .. } | Stmt::Exit | Stmt::Return => 0,
-            Stmt::If(c, t, e) => self.expr(c).max(self.stmts(t)).max(self.stmts(e)),
+            Stmt::Copy { .. }
+            | Stmt::Zero { .. }
+            | Stmt::Exit
+            | Stmt::Return
+            | Stmt::Break
+            | Stmt::Continue => 0,
+            Stmt::If(c, t, e, _) => self.expr(c).max(self.stmts(t)).max(self.stmts(e)),
+            Stmt::Loop { cond, body, update } => self
+                .expr(cond)
+                .max(self.stmts(body))
+                .max(self.stmts(update)),
             Stmt::Switch { on, cases, default } => cases
                 .iter()
                 .map(|(_, b)| self.stmts(b))

@@ -37,6 +37,12 @@ impl ReplicationEngine {
         }
     }
 
+    /// Removes group `group`, leaving its nodes (dissociated) for other groups; false if there
+    /// is no such group.
+    pub fn destroy_group(&mut self, group: u16) -> bool {
+        self.groups.remove(&group).is_some()
+    }
+
     /// Creates group `group` (empty) unless it exists.
     pub fn create_group(&mut self, group: u16) {
         self.groups.entry(group).or_default();
@@ -57,6 +63,57 @@ impl ReplicationEngine {
             }
             _ => false,
         }
+    }
+
+    /// Removes node `node` from group `group`; false if the node is not in the group.
+    pub fn dissociate_node(&mut self, group: u16, node: usize) -> bool {
+        let Some(g) = self.groups.get_mut(&group) else {
+            return false;
+        };
+        let before = g.len();
+        g.retain(|&n| n != node);
+        g.len() != before
+    }
+
+    /// Changes the ports of node `node`; false if there is no such node.
+    pub fn update_node(&mut self, node: usize, ports: Vec<u16>) -> bool {
+        match self.nodes.get_mut(node) {
+            Some(Some((_, p))) => {
+                *p = ports;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Destroys node `node`, taking it out of every group; false if there is no such node.
+    pub fn destroy_node(&mut self, node: usize) -> bool {
+        match self.nodes.get_mut(node) {
+            Some(n @ Some(_)) => {
+                *n = None;
+                for g in self.groups.values_mut() {
+                    g.retain(|&m| m != node);
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Every group with its nodes (in the order they joined), by group id.
+    pub fn groups(&self) -> Vec<(u16, Vec<usize>)> {
+        let mut groups: Vec<(u16, Vec<usize>)> =
+            self.groups.iter().map(|(&g, n)| (g, n.clone())).collect();
+        groups.sort_unstable_by_key(|&(g, _)| g);
+        groups
+    }
+
+    /// Every node with its handle, replication id and ports, by handle.
+    pub fn nodes(&self) -> impl Iterator<Item = (usize, u16, &[u16])> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(h, n)| n.as_ref().map(|(rid, ports)| (h, *rid, ports.as_slice())))
     }
 
     /// The copies group `group` makes, as (egress port, replication id), node by node in the
@@ -93,5 +150,24 @@ mod tests {
         assert_eq!(pre.replicas(1), []);
         pre.create_group(1);
         assert!(!pre.associate_node(1, node), "its nodes went with it");
+    }
+
+    #[test]
+    fn nodes_leave_groups_change_ports_and_are_destroyed() {
+        let mut pre = ReplicationEngine::default();
+        pre.create_group(1);
+        let a = pre.create_node(1, vec![2, 3]);
+        let b = pre.create_node(2, vec![4]);
+        assert!(pre.associate_node(1, a) && pre.associate_node(1, b));
+        assert_eq!(pre.groups(), [(1, vec![a, b])]);
+        assert!(pre.dissociate_node(1, a));
+        assert!(!pre.dissociate_node(1, a), "not in the group any more");
+        assert_eq!(pre.replicas(1), [(4, 2)]);
+        assert!(pre.update_node(b, vec![5, 6]));
+        assert_eq!(pre.replicas(1), [(5, 2), (6, 2)]);
+        assert!(pre.destroy_node(b));
+        assert!(!pre.destroy_node(b) && !pre.update_node(b, vec![]));
+        assert_eq!(pre.replicas(1), []);
+        assert_eq!(pre.nodes().map(|(h, ..)| h).collect::<Vec<_>>(), [a]);
     }
 }

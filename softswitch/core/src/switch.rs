@@ -11,6 +11,19 @@ use crate::mirroring::MirroringSessions;
 use crate::pre::ReplicationEngine;
 use crate::table::{CounterCell, Profile, TableState};
 use crate::tm::{Dequeued, TrafficManager};
+use crate::trace::{Level, PacketId, PacketTrace, TraceSink, Tracer};
+
+/// Sends a line about packet `$id` to the switch's trace, formatting it only when there is one
+/// that takes lines at `$level`.
+macro_rules! packet_line {
+    ($switch:expr, $level:expr, $id:expr, $($fmt:tt)+) => {
+        if let Some(t) = &mut $switch.tracer {
+            if t.wants($level) {
+                t.packet($level, $id, format_args!($($fmt)+));
+            }
+        }
+    };
+}
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::time::Instant;
@@ -33,8 +46,28 @@ pub const MAX_PACKET_WORK: u32 = 1 << 16;
 /// Log lines a switch holds (`log_msg` and its own notes).
 pub const MAX_LOG_LINES: usize = 100_000;
 
-/// The pipeline runs a received packet and every copy made of it have taken so far.
-type Work = Rc<std::cell::Cell<u32>>;
+/// What a received packet and every copy made of it share.
+#[derive(Debug, Default)]
+struct Lineage {
+    /// The pipeline runs they have taken so far.
+    work: std::cell::Cell<u32>,
+    /// The received packet's number (the trace's packet id).
+    id: u64,
+    /// The copies made so far (the last copy number given).
+    copies: std::cell::Cell<u64>,
+}
+
+impl Lineage {
+    /// The next copy's id.
+    fn next_copy(&self) -> u64 {
+        let copy = self.copies.get() + 1;
+        self.copies.set(copy);
+        copy
+    }
+}
+
+/// A packet's lineage, shared by the packet and its copies.
+type Work = Rc<Lineage>;
 
 /// How a packet instance came to be: `standard_metadata.instance_type`, with BMv2's values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,6 +237,17 @@ struct IngressPacket {
     /// Resubmissions, recirculations and E2E clones behind this packet.
     passes: u32,
     work: Work,
+    /// Its copy number in its lineage.
+    copy: u64,
+}
+
+impl IngressPacket {
+    fn id(&self) -> PacketId {
+        PacketId {
+            id: self.work.id,
+            copy: self.copy,
+        }
+    }
 }
 
 /// A packet between ingress and egress: its slots and its bytes (the payload starts at `payload`).
@@ -214,6 +258,8 @@ pub(crate) struct Queued {
     payload: usize,
     passes: u32,
     work: Work,
+    /// Its copy number in its lineage.
+    copy: u64,
 }
 
 /// A running v1model switch. Its fields are its own: the data path is [`Switch::receive`],
@@ -233,6 +279,10 @@ pub struct Switch {
     outputs: Vec<Output>,
     /// Packets dropped (by the program, a full queue or a missing session).
     drops: u64,
+    /// Where the trace goes, if anywhere.
+    tracer: Option<Tracer>,
+    /// The id the next packet received takes.
+    next_packet: u64,
 }
 
 impl Switch {
@@ -250,7 +300,30 @@ impl Switch {
             spare_slots: Vec::new(),
             outputs: Vec::new(),
             drops: 0,
+            tracer: None,
+            next_packet: 0,
         }
+    }
+
+    /// Sends the trace (BMv2's `--log-console` lines, [`crate::trace`]) to `sink`, lines up to
+    /// `level`; `None` stops it. Without a sink, or with a level below [`Level::Debug`], the
+    /// interpreter formats nothing per packet.
+    pub fn set_trace(&mut self, sink: Option<(Box<dyn TraceSink>, Level)>) {
+        self.tracer = sink.map(|(sink, level)| Tracer { sink, level });
+    }
+
+    /// Sends a line about the switch to the trace, if it takes lines at `level`.
+    pub(crate) fn trace_switch(&mut self, level: Level, line: std::fmt::Arguments<'_>) {
+        if let Some(t) = &mut self.tracer {
+            if t.wants(level) {
+                t.sink.switch(level, line);
+            }
+        }
+    }
+
+    /// Whether the trace takes lines at `level` (so that they are worth formatting).
+    pub(crate) fn traces(&self, level: Level) -> bool {
+        self.tracer.as_ref().is_some_and(|t| t.wants(level))
     }
 
     /// The program.
@@ -268,13 +341,19 @@ impl Switch {
 
     /// Receives a packet on `port`: runs ingress (and any resubmissions) and serves the queues.
     pub fn receive(&mut self, port: u16, data: Vec<u8>) {
+        let id = self.next_packet;
+        self.next_packet += 1;
         self.pending.push_back(IngressPacket {
             port,
             data: data.into(),
             instance_type: InstanceType::Normal,
             preserved: Vec::new(),
             passes: 0,
-            work: Work::default(),
+            work: Rc::new(Lineage {
+                id,
+                ..Lineage::default()
+            }),
+            copy: 0,
         });
         self.serve();
     }
@@ -404,7 +483,7 @@ impl Switch {
             slots[s as usize] = v;
         }
         let mut effects = Effects::default();
-        let mut exec = self.exec(&mut slots, &p.data, 0, &mut effects, now);
+        let mut exec = self.exec(&mut slots, &p.data, 0, &mut effects, now, p.id());
         if let Err(code) = exec.parse() {
             exec.slots[sm.parser_error as usize] = code;
         }
@@ -417,7 +496,7 @@ impl Switch {
     }
 
     /// The interpreter of the program over one packet: its `slots`, its `data` parsed from bit
-    /// `cursor` on, the `effects` it asks for, at `now` µs.
+    /// `cursor` on, the `effects` it asks for, at `now` µs; traced as `packet`.
     fn exec<'a>(
         &'a mut self,
         slots: &'a mut [u128],
@@ -425,8 +504,14 @@ impl Switch {
         cursor: usize,
         effects: &'a mut Effects,
         now: u64,
+        packet: PacketId,
     ) -> Exec<'a> {
-        Exec::new(
+        let trace = self
+            .tracer
+            .as_mut()
+            .filter(|t| t.wants(Level::Debug))
+            .map(|tracer| PacketTrace { tracer, packet });
+        let mut exec = Exec::new(
             &self.program,
             &mut self.state,
             slots,
@@ -434,7 +519,9 @@ impl Switch {
             cursor,
             effects,
             now,
-        )
+        );
+        exec.trace = trace;
+        exec
     }
 
     fn ingress(&mut self, p: IngressPacket) {
@@ -442,29 +529,50 @@ impl Switch {
             return;
         }
         let sm = self.program.std_meta;
+        let id = p.id();
+        packet_line!(
+            self,
+            Level::Debug,
+            id,
+            "Processing packet received on port {}",
+            p.port
+        );
         let (slots, payload, effects) = self.run_ingress(&p, true);
         let data = p.data.clone();
         if let Some((false, session, list)) = effects.clone {
+            packet_line!(self, Level::Debug, id, "Cloning packet at ingress");
             if let Some(port) = self.mirroring.port(session) {
                 let preserved = self.preserved(&slots, list);
                 let copy = IngressPacket {
                     instance_type: InstanceType::IngressClone,
                     preserved,
+                    copy: p.work.next_copy(),
                     ..p.clone()
                 };
                 let (mut cslots, cpayload, _) = self.run_ingress(&copy, false);
                 // After that parse BMv2 resets all metadata but the preserved fields.
                 self.reset_metadata(&mut cslots, &copy.preserved, InstanceType::IngressClone);
-                self.enqueue_copy(port, cslots, &data, cpayload, p.passes, &p.work);
+                let clone = Queued {
+                    slots: cslots,
+                    data: data.clone(),
+                    payload: cpayload,
+                    passes: p.passes,
+                    work: p.work.clone(),
+                    copy: copy.copy,
+                };
+                self.enqueue_clone(port, id, clone);
             }
         }
         if let Some(list) = effects.resubmit {
+            packet_line!(self, Level::Debug, id, "Resubmitting packet");
             if self.within_pass_limit(p.passes) {
                 let preserved = self.preserved(&slots, list);
+                let copy = p.work.next_copy();
                 self.pending.push_back(IngressPacket {
                     instance_type: InstanceType::Resubmit,
                     preserved,
                     passes: p.passes + 1,
+                    copy,
                     ..p
                 });
             }
@@ -472,11 +580,19 @@ impl Switch {
         }
         let group = slots[sm.mcast_grp as usize] as u16;
         if group != 0 {
-            self.replicate(group, &slots, &data, payload, p.passes, &p.work);
+            packet_line!(self, Level::Debug, id, "Multicast requested for packet");
+            self.replicate(group, &slots, payload, &p);
             return;
         }
         let spec = slots[sm.egress_spec as usize];
+        packet_line!(self, Level::Debug, id, "Egress port is {spec}");
         if spec == DROP_PORT {
+            packet_line!(
+                self,
+                Level::Debug,
+                id,
+                "Dropping packet at the end of ingress"
+            );
             self.drops += 1;
             self.recycle(slots);
             return;
@@ -490,6 +606,7 @@ impl Switch {
             payload,
             passes: p.passes,
             work: p.work,
+            copy: p.copy,
         };
         let priority = queued.slots[sm.priority as usize] as u8;
         if self.pending.is_empty() && self.tm.idle_and_unlimited(port, priority) {
@@ -509,29 +626,37 @@ impl Switch {
         }
     }
 
-    fn replicate(
-        &mut self,
-        group: u16,
-        slots: &[u128],
-        data: &Rc<[u8]>,
-        payload: usize,
-        passes: u32,
-        work: &Work,
-    ) {
+    /// Queues a replica of packet `p` (after ingress: its `slots`, its payload at `payload`)
+    /// for each port of multicast group `group`.
+    fn replicate(&mut self, group: u16, slots: &[u128], payload: usize, p: &IngressPacket) {
         let sm = self.program.std_meta;
         for (port, rid) in self.pre.replicas(group) {
+            packet_line!(
+                self,
+                Level::Debug,
+                p.id(),
+                "Replicating packet on port {port}"
+            );
             let mut copy = slots.to_vec();
             copy[sm.egress_rid as usize] = u128::from(rid);
             copy[sm.instance_type as usize] = InstanceType::Replication.value();
-            self.enqueue_copy(port, copy, data, payload, passes, work);
+            let replica = Queued {
+                slots: copy,
+                data: p.data.clone(),
+                payload,
+                passes: p.passes,
+                work: p.work.clone(),
+                copy: p.work.next_copy(),
+            };
+            self.enqueue_copy(port, replica);
         }
     }
 
     /// Whether a packet whose lineage has taken `work` pipeline runs may take one more (and
     /// counts it); counts a drop if not, and logs the lineage's first.
     fn within_work_limit(&mut self, work: &Work) -> bool {
-        let done = work.get();
-        work.set(done.saturating_add(1));
+        let done = work.work.get();
+        work.work.set(done.saturating_add(1));
         if done < MAX_PACKET_WORK {
             return true;
         }
@@ -556,25 +681,20 @@ impl Switch {
         false
     }
 
-    /// Queues a copy of a packet for `port`: its `slots` (whose `egress_port` is set to `port`)
-    /// and its `data`, shared.
-    fn enqueue_copy(
-        &mut self,
-        port: u16,
-        mut slots: Vec<u128>,
-        data: &Rc<[u8]>,
-        payload: usize,
-        passes: u32,
-        work: &Work,
-    ) {
-        slots[self.program.std_meta.egress_port as usize] = u128::from(port);
-        let copy = Queued {
-            slots,
-            data: data.clone(),
-            payload,
-            passes,
-            work: work.clone(),
-        };
+    /// Queues `clone`, a clone of packet `id`, for `port`, as [`Switch::enqueue_copy`].
+    fn enqueue_clone(&mut self, port: u16, id: PacketId, clone: Queued) {
+        packet_line!(
+            self,
+            Level::Debug,
+            id,
+            "Cloning packet to egress port {port}"
+        );
+        self.enqueue_copy(port, clone);
+    }
+
+    /// Queues a copy of a packet for `port` (its `egress_port` is set to `port`).
+    fn enqueue_copy(&mut self, port: u16, mut copy: Queued) {
+        copy.slots[self.program.std_meta.egress_port as usize] = u128::from(port);
         self.enqueue(port, copy);
     }
 
@@ -595,10 +715,12 @@ impl Switch {
             payload,
             passes,
             work,
+            copy,
         } = d.item;
         if !self.within_work_limit(&work) {
             return;
         }
+        let id = PacketId { id: work.id, copy };
         slots[sm.egress_port as usize] = u128::from(d.port);
         slots[sm.enq_timestamp as usize] = u128::from(d.enq_us) & ir::mask(32);
         slots[sm.enq_qdepth as usize] = u128::from(d.enq_qdepth) & ir::mask(19);
@@ -606,28 +728,43 @@ impl Switch {
         slots[sm.deq_qdepth as usize] = u128::from(d.deq_qdepth) & ir::mask(19);
         slots[sm.egress_global_timestamp as usize] = u128::from(now) & ir::mask(48);
         let mut effects = Effects::default();
-        let mut exec = self.exec(&mut slots, &data, payload * 8, &mut effects, now);
+        let mut exec = self.exec(&mut slots, &data, payload * 8, &mut effects, now, id);
         exec.control(block::EGRESS);
         drop(exec);
         if let Some((true, session, list)) = effects.clone {
+            packet_line!(self, Level::Debug, id, "Cloning packet at egress");
             let port = self
                 .mirroring
                 .port(session)
                 .filter(|_| self.within_pass_limit(passes));
             if let Some(port) = port {
                 // BMv2 copies the headers and resets all metadata (user and standard).
-                let mut copy = slots.clone();
+                let mut clone = slots.clone();
                 let preserved = self.preserved(&slots, list);
-                self.reset_metadata(&mut copy, &preserved, InstanceType::EgressClone);
-                self.enqueue_copy(port, copy, &data, payload, passes + 1, &work);
+                self.reset_metadata(&mut clone, &preserved, InstanceType::EgressClone);
+                let clone = Queued {
+                    slots: clone,
+                    data: data.clone(),
+                    payload,
+                    passes: passes + 1,
+                    work: work.clone(),
+                    copy: work.next_copy(),
+                };
+                self.enqueue_clone(port, id, clone);
             }
         }
         if slots[sm.egress_spec as usize] == DROP_PORT {
+            packet_line!(
+                self,
+                Level::Debug,
+                id,
+                "Dropping packet at the end of egress"
+            );
             self.drops += 1;
             self.recycle(slots);
             return;
         }
-        let mut exec = self.exec(&mut slots, &data, payload * 8, &mut effects, now);
+        let mut exec = self.exec(&mut slots, &data, payload * 8, &mut effects, now, id);
         exec.control(block::COMPUTE);
         let mut out = exec.deparse();
         drop(exec);
@@ -637,8 +774,10 @@ impl Switch {
             bytes.truncate(n as usize);
         }
         if let Some(list) = effects.recirculate {
+            packet_line!(self, Level::Debug, id, "Recirculating packet");
             if self.within_pass_limit(passes) {
                 let preserved = self.preserved(&slots, list);
+                let copy = work.next_copy();
                 self.pending.push_back(IngressPacket {
                     // Not seen by the program: BMv2 resets a recirculated packet's metadata.
                     port: slots[sm.ingress_port as usize] as u16,
@@ -647,10 +786,19 @@ impl Switch {
                     preserved,
                     passes: passes + 1,
                     work,
+                    copy,
                 });
             }
             return;
         }
+        packet_line!(
+            self,
+            Level::Debug,
+            id,
+            "Transmitting packet of size {} out of port {}",
+            bytes.len(),
+            d.port
+        );
         self.recycle(slots);
         self.outputs.push(Output {
             port: d.port,

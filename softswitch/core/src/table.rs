@@ -1,6 +1,7 @@
 //! Run-time tables: entries and the lookup structure their match kinds call for — a hash map
 //! for exact keys, per-prefix-length hash maps (longest first) for one lpm key with exact
-//! keys, and a priority-ordered list for ternary, range and optional keys.
+//! keys, per-mask hash maps (tuple space search) for ternary and optional keys, and a
+//! priority-ordered list for range keys.
 
 use crate::ir::{self, ActionCall, Entry, FieldMatch, MatchKind};
 use std::collections::HashMap;
@@ -106,12 +107,17 @@ impl Hasher for KeyHasher {
     }
 
     fn finish(&self) -> u64 {
-        self.0
+        // The multiply mixes each word's low bits into the high bits only, and the hash table
+        // indexes by the low bits: keys that differ only in their high bits (masked lpm and
+        // ternary keys, whose low bits are zero) would share a few buckets, a lookup would walk
+        // thousands of them. Rotating the well-mixed high bits down fixes that (as rustc-hash
+        // 2 does).
+        self.0.rotate_left(26)
     }
 }
 
-/// Key values to an entry handle.
-type KeyMap = HashMap<Vec<u128>, usize, BuildHasherDefault<KeyHasher>>;
+/// Key values to an entry handle (or to what `V` says).
+type KeyMap<V = usize> = HashMap<Vec<u128>, V, BuildHasherDefault<KeyHasher>>;
 
 #[derive(Clone, Debug)]
 enum Index {
@@ -122,8 +128,32 @@ enum Index {
         width: u16,
         by_len: Vec<(u16, KeyMap)>,
     },
+    /// Tables with ternary or optional keys and no range key: one group per combination of
+    /// masks, groups in descending order of their highest priority.
+    Masked(Vec<MaskGroup>),
     /// Handles, highest priority first.
     Ordered(Vec<usize>),
+}
+
+/// The entries of a masked table that share one mask per key: their masked key values to their
+/// handles, highest priority first (the earlier entry first among equal priorities).
+#[derive(Clone, Debug)]
+struct MaskGroup {
+    masks: Vec<u128>,
+    /// At least the highest priority of its entries (not lowered when entries go, so it stays
+    /// an upper bound).
+    top: i64,
+    keys: KeyMap<Vec<usize>>,
+}
+
+impl MaskGroup {
+    /// Moves group `g`, whose `top` rose, ahead of the groups with a lower one.
+    fn raise(groups: &mut [MaskGroup], mut g: usize) {
+        while g > 0 && groups[g - 1].top < groups[g].top {
+            groups.swap(g - 1, g);
+            g -= 1;
+        }
+    }
 }
 
 /// A table's run-time state.
@@ -155,6 +185,7 @@ impl TableState {
         let all_exact_or_lpm = kinds
             .iter()
             .all(|k| matches!(k.0, MatchKind::Exact | MatchKind::Lpm));
+        let any_range = kinds.iter().any(|k| k.0 == MatchKind::Range);
         let index = match lpm.as_slice() {
             [] if all_exact_or_lpm => Index::Exact(KeyMap::default()),
             [i] if all_exact_or_lpm => Index::Lpm {
@@ -162,6 +193,7 @@ impl TableState {
                 width: kinds[*i].1,
                 by_len: Vec::new(),
             },
+            _ if !any_range => Index::Masked(Vec::new()),
             _ => Index::Ordered(Vec::new()),
         };
         let mut s = TableState {
@@ -227,6 +259,38 @@ impl TableState {
                 }
                 by_len[pos].1.insert(key, handle);
             }
+            Index::Masked(groups) => {
+                let Some(masks) = masks_of(&entry.matches) else {
+                    return Err(range_refused(&self.name, &self.kinds, &entry));
+                };
+                let key: Vec<u128> = entry.matches.iter().map(value_of).collect();
+                let g = match groups.iter().position(|g| g.masks == masks) {
+                    Some(g) => g,
+                    None => {
+                        groups.push(MaskGroup {
+                            masks,
+                            top: entry.priority,
+                            keys: KeyMap::default(),
+                        });
+                        groups.len() - 1
+                    }
+                };
+                let entries = &self.entries;
+                let priority =
+                    |h: usize| entries[h].as_ref().map_or(i64::MIN, |i| i.entry.priority);
+                let bucket = groups[g].keys.entry(key).or_default();
+                if bucket.iter().any(|&h| {
+                    entries[h].as_ref().is_some_and(|i| {
+                        i.entry.matches == entry.matches && i.entry.priority == entry.priority
+                    })
+                }) {
+                    return Err(TableError::Duplicate(self.name.clone()));
+                }
+                let pos = bucket.partition_point(|&h| priority(h) >= entry.priority);
+                bucket.insert(pos, handle);
+                groups[g].top = groups[g].top.max(entry.priority);
+                MaskGroup::raise(groups, g);
+            }
             Index::Ordered(order) => {
                 let entries = &self.entries;
                 if order.iter().any(|&h| {
@@ -267,6 +331,21 @@ impl TableState {
                 for (_, m) in by_len.iter_mut() {
                     if m.get(&key) == Some(&handle) {
                         m.remove(&key);
+                    }
+                }
+            }
+            Index::Masked(groups) => {
+                if let Some(masks) = masks_of(&installed.entry.matches) {
+                    if let Some(g) = groups.iter().position(|g| g.masks == masks) {
+                        if let Some(bucket) = groups[g].keys.get_mut(&key) {
+                            bucket.retain(|&h| h != handle);
+                            if bucket.is_empty() {
+                                groups[g].keys.remove(&key);
+                            }
+                        }
+                        if groups[g].keys.is_empty() {
+                            groups.remove(g);
+                        }
                     }
                 }
             }
@@ -333,6 +412,34 @@ impl TableState {
                 }
                 None
             }
+            Index::Masked(groups) => {
+                let priority = |h: usize| {
+                    self.entries[h]
+                        .as_ref()
+                        .map_or(i64::MIN, |i| i.entry.priority)
+                };
+                let mut best: Option<(i64, usize)> = None;
+                for group in groups {
+                    if best.is_some_and(|(p, _)| group.top < p) {
+                        break;
+                    }
+                    self.scratch.clear();
+                    self.scratch
+                        .extend(key.iter().zip(&group.masks).map(|(v, m)| v & m));
+                    let Some(&h) = group
+                        .keys
+                        .get(self.scratch.as_slice())
+                        .and_then(|bucket| bucket.first())
+                    else {
+                        continue;
+                    };
+                    let p = priority(h);
+                    if best.is_none_or(|(bp, bh)| p > bp || (p == bp && h < bh)) {
+                        best = Some((p, h));
+                    }
+                }
+                best.map(|(_, h)| h)
+            }
             Index::Ordered(order) => order.iter().copied().find(|&h| {
                 self.entries[h]
                     .as_ref()
@@ -377,6 +484,31 @@ impl TableState {
             })
         }
     }
+}
+
+/// The error for a range match in a table without range keys.
+fn range_refused(table: &str, kinds: &[(MatchKind, u16)], entry: &Entry) -> TableError {
+    let key = entry
+        .matches
+        .iter()
+        .position(|m| matches!(m, FieldMatch::Range { .. }))
+        .unwrap_or(0);
+    TableError::BadMatch {
+        table: table.to_owned(),
+        key: key.to_string(),
+        kind: kinds[key].0,
+    }
+}
+
+/// The masks of `matches`, or `None` if one is a range.
+fn masks_of(matches: &[FieldMatch]) -> Option<Vec<u128>> {
+    matches
+        .iter()
+        .map(|m| match *m {
+            FieldMatch::Masked { mask, .. } => Some(mask),
+            FieldMatch::Range { .. } => None,
+        })
+        .collect()
 }
 
 fn value_of(m: &FieldMatch) -> u128 {
@@ -496,5 +628,62 @@ mod tests {
             t.insert(exact(v)).unwrap();
         }
         assert_eq!(t.insert(exact(99)), Err(TableError::Full("t".into())));
+    }
+
+    /// The masked index (tuple space search) answers as a linear scan in priority order does,
+    /// earlier entries winning ties, through inserts and removals.
+    #[test]
+    fn masked_lookup_matches_a_priority_scan() {
+        let mut t = table(&[MatchKind::Ternary, MatchKind::Exact]);
+        t.size = 1000;
+        let mut rng = 0x2545_f491u32;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 17;
+            rng ^= rng << 5;
+            rng
+        };
+        let masks = [0xffu128, 0xf0, 0x0f, 0];
+        let mut live = Vec::new();
+        for i in 0..300 {
+            let mask = masks[next() as usize % masks.len()];
+            let e = entry(
+                vec![
+                    FieldMatch::Masked {
+                        value: u128::from(next() & 0xff),
+                        mask,
+                    },
+                    FieldMatch::Masked {
+                        value: u128::from(next() % 2),
+                        mask: ir::mask(32),
+                    },
+                ],
+                i64::from(next() % 8),
+                i,
+            );
+            if let Ok(h) = t.insert(e) {
+                live.push(h);
+            }
+            if i % 5 == 4 {
+                let h = live.swap_remove(next() as usize % live.len());
+                t.remove(h).unwrap();
+            }
+        }
+        for a in 0..=0xffu128 {
+            for b in 0..2u128 {
+                let key = [a, b];
+                let scan = live
+                    .iter()
+                    .copied()
+                    .filter(|&h| {
+                        let e = &t.entry(h).unwrap().entry;
+                        e.matches.iter().zip(&key).all(|(m, &v)| m.matches(v))
+                    })
+                    .max_by_key(|&h| (t.entry(h).unwrap().entry.priority, std::cmp::Reverse(h)));
+                assert_eq!(t.lookup(&key), scan, "key {key:?}");
+            }
+        }
+        let first = t.entry(live[0]).unwrap().entry.clone();
+        assert_eq!(t.insert(first), Err(TableError::Duplicate("t".into())));
     }
 }

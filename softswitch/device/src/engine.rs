@@ -126,8 +126,10 @@ impl<C: Controller> Engine<C> {
     }
 
     /// Replaces the running pipeline (or loads the first) with `pipeline`, built on
-    /// [`Engine::clock`].
-    pub fn load(&mut self, pipeline: C::Pipeline) {
+    /// [`Engine::clock`]; its switch traces into the log as the log filter asks
+    /// ([`crate::trace`]).
+    pub fn load(&mut self, mut pipeline: C::Pipeline) {
+        pipeline.switch_mut().set_trace(crate::trace::sink());
         self.pipeline = Some(pipeline);
     }
 

@@ -468,6 +468,53 @@ pub enum Stmt {
     Decl(Box<Decl>),
     /// `;`
     Empty(Span),
+    /// `for (init; cond; update) body`.
+    For(Box<ForLoop>),
+    /// `for (T x in collection) body`.
+    ForIn(Box<ForInLoop>),
+    /// `break;`
+    Break(Span),
+    /// `continue;`
+    Continue(Span),
+}
+
+/// A three-clause `for` loop.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ForLoop {
+    /// Declarations, assignments and calls run once before the loop, in order.
+    pub init: Vec<Stmt>,
+    /// The condition, tested before each iteration.
+    pub cond: Expr,
+    /// Assignments and calls run after each iteration (and on `continue`).
+    pub update: Vec<Stmt>,
+    /// The body.
+    pub body: Stmt,
+    /// Where the loop is.
+    pub span: Span,
+}
+
+/// A `for (T x in collection)` loop.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ForInLoop {
+    /// The loop variable's type.
+    pub ty: TypeRef,
+    /// The loop variable.
+    pub var: Ident,
+    /// What it runs over.
+    pub collection: ForCollection,
+    /// The body.
+    pub body: Stmt,
+    /// Where the loop is.
+    pub span: Span,
+}
+
+/// What a `for`-`in` loop runs over.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ForCollection {
+    /// A header stack or a list expression.
+    Expr(Expr),
+    /// `lo .. hi`, both included.
+    Range(Expr, Expr),
 }
 
 /// A case of a `switch` statement.

@@ -1,8 +1,11 @@
 //! The one error type of every phase (preprocessor, lexer, parser, checker, STF runner):
 //! a message at a source position, rendered as `file:line:col` with an excerpt of the line
-//! (at most [`MAX_EXCERPT_CHARS`] characters around the position) and a caret.
+//! (at most [`MAX_EXCERPT_CHARS`] characters around the position) and a caret; and
+//! [`Diagnostics`], which gathers a compilation's errors and warnings (as p4c does, the
+//! checker goes on after an error in a statement or a declaration), within [`MAX_ERRORS`] and
+//! [`MAX_WARNINGS`].
 
-use crate::limits::MAX_EXCERPT_CHARS;
+use crate::limits::{MAX_ERRORS, MAX_EXCERPT_CHARS, MAX_WARNINGS};
 use crate::source::{SourceMap, Span};
 use std::fmt::Write;
 
@@ -13,13 +16,37 @@ const MAX_MESSAGE_CHARS: usize = 4 * MAX_EXCERPT_CHARS;
 /// What marks an excerpt's or a message's cut ends.
 const ELLIPSIS: &str = "...";
 
-/// An error at a position in a source file.
+/// How grave a diagnostic is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    /// The program is refused.
+    Error,
+    /// The program compiles; something in it deserves a look (`#warning`).
+    Warning,
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        })
+    }
+}
+
+/// An error (or a warning) at a position in a source file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
     /// Where the error is.
     pub span: Span,
     /// What is wrong, in one sentence.
     pub message: String,
+    /// Error or warning.
+    pub severity: Severity,
+    /// The other diagnostics of the same compilation, in the order found, when this one is
+    /// the first error of a compilation that found more: [`Diagnostic::render`] renders them
+    /// after this one.
+    pub rest: Vec<Diagnostic>,
 }
 
 /// The result type of the front end's phases.
@@ -33,16 +60,45 @@ impl Diagnostic {
             message.truncate(cut);
             message.push_str(ELLIPSIS);
         }
-        Diagnostic { span, message }
+        Diagnostic {
+            span,
+            message,
+            severity: Severity::Error,
+            rest: Vec::new(),
+        }
     }
 
-    /// `file:line:col: error: message`, the source line (at most [`MAX_EXCERPT_CHARS`] of it,
-    /// around the span's start, cut ends marked `...`), and a caret under the span.
+    /// A warning at `span`.
+    pub fn warning(span: Span, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::new(span, message)
+        }
+    }
+
+    /// This diagnostic rendered (see [`Diagnostic::one`]), then each of [`Diagnostic::rest`],
+    /// one after the other.
     pub fn render(&self, map: &SourceMap) -> String {
+        let mut out = self.one(map);
+        for d in &self.rest {
+            out.push('\n');
+            out.push_str(&d.one(map));
+        }
+        out
+    }
+
+    /// `file:line:col: error: message` (or `warning:`), the source line (at most
+    /// [`MAX_EXCERPT_CHARS`] of it, around the span's start, cut ends marked `...`), and a
+    /// caret under the span.
+    pub fn one(&self, map: &SourceMap) -> String {
         let (line, col) = map.line_col(self.span);
-        let name = &map.file(self.span.file).name;
         let text = map.line_text(self.span.file, line);
-        let mut out = format!("{name}:{line}:{col}: error: {}\n", self.message);
+        let mut out = format!(
+            "{}: {}: {}\n",
+            self.location(map),
+            self.severity,
+            self.message
+        );
         let width = map
             .snippet(self.span)
             .lines()
@@ -74,10 +130,112 @@ impl Diagnostic {
         out
     }
 
-    /// `file:line:col` of the diagnostic.
+    /// `file:line:col` of the diagnostic (as `#line` directives number the lines).
     pub fn location(&self, map: &SourceMap) -> String {
-        let (line, col) = map.line_col(self.span);
-        format!("{}:{line}:{col}", map.file(self.span.file).name)
+        let (name, line, col) = map.presumed(self.span);
+        format!("{name}:{line}:{col}")
+    }
+}
+
+/// The diagnostics of one compilation so far: every warning and error the phases report, up to
+/// [`MAX_WARNINGS`] warnings (the others are counted) and [`MAX_ERRORS`] errors (the phases
+/// stop at the last).
+#[derive(Debug, Default)]
+pub struct Diagnostics {
+    list: Vec<Diagnostic>,
+    errors: usize,
+    warnings: usize,
+    /// Whether [`MAX_ERRORS`] errors were reached: the phases are stopping.
+    stopped: bool,
+}
+
+impl Diagnostics {
+    /// Records a warning.
+    pub fn warn(&mut self, d: Diagnostic) {
+        self.warnings += 1;
+        if self.warnings <= MAX_WARNINGS {
+            self.list.push(d);
+        }
+    }
+
+    /// Records an error the phase goes on after; `Err` when it is the [`MAX_ERRORS`]th, or
+    /// an error past one of the [`limits`](crate::limits) (it names one: the program is hostile,
+    /// and going on would only spend more): the phase must stop (and pass the `Err` up).
+    pub fn error(&mut self, d: Diagnostic) -> Result<()> {
+        if self.stopped {
+            return Err(d);
+        }
+        if d.message.contains("(limits::") {
+            self.stopped = true;
+            self.list.push(d.clone());
+            self.errors += 1;
+            return Err(d);
+        }
+        let span = d.span;
+        self.list.push(d);
+        self.errors += 1;
+        if self.errors < MAX_ERRORS {
+            return Ok(());
+        }
+        self.stopped = true;
+        let stop = Diagnostic::new(
+            span,
+            format!("stopping after {MAX_ERRORS} errors (limits::MAX_ERRORS)"),
+        );
+        self.list.push(stop.clone());
+        Err(stop)
+    }
+
+    /// The first error recorded, if any.
+    pub fn first_error(&self) -> Option<Diagnostic> {
+        self.list
+            .iter()
+            .find(|d| d.severity == Severity::Error)
+            .cloned()
+    }
+
+    /// Whether an error was recorded.
+    pub fn has_errors(&self) -> bool {
+        self.errors > 0
+    }
+
+    /// The outcome of a compilation whose phases gave `r`: its value and warnings when
+    /// there was no error, else the first error with every other diagnostic in
+    /// [`Diagnostic::rest`] (`r`'s own error too, unless recorded already or a consequence of
+    /// the stop at [`MAX_ERRORS`]).
+    pub fn conclude<T>(
+        mut self,
+        r: Result<T>,
+    ) -> std::result::Result<(T, Vec<Diagnostic>), Diagnostic> {
+        match r {
+            Ok(v) if !self.has_errors() => {
+                if self.warnings > MAX_WARNINGS {
+                    let span = self.list.last().map_or(Span::default(), |d| d.span);
+                    self.list.push(Diagnostic::warning(
+                        span,
+                        format!(
+                            "{} more warnings not shown (limits::MAX_WARNINGS)",
+                            self.warnings - MAX_WARNINGS
+                        ),
+                    ));
+                }
+                return Ok((v, self.list));
+            }
+            Ok(_) => {}
+            Err(e) => {
+                if !self.stopped && !self.list.contains(&e) {
+                    self.list.push(e);
+                }
+            }
+        }
+        let first = self
+            .list
+            .iter()
+            .position(|d| d.severity == Severity::Error)
+            .expect("an error was recorded");
+        let mut head = self.list.remove(first);
+        head.rest = self.list;
+        Err(head)
     }
 }
 

@@ -40,10 +40,12 @@ pub struct Token {
 }
 
 /// Operators, longest first so that the first match is the longest.
+/// `>>=` is not one: it lexes as `>` and `>=`, as `>>` is two `>` (they close type arguments).
+/// `#` and `##` are the preprocessor's, in macro bodies (`#` first on a line starts a directive).
 const PUNCTS: &[&str] = &[
-    "&&&", "|+|", "|-|", "..", "++", "&&", "||", "==", "!=", "<=", ">=", "<<", "+", "-", "*", "/",
-    "%", "&", "|", "^", "~", "!", "<", ">", "=", "?", ":", ";", ",", ".", "(", ")", "{", "}", "[",
-    "]", "@",
+    "|+|=", "|-|=", "&&&", "|+|", "|-|", "<<=", "..", "++", "&&", "||", "==", "!=", "<=", ">=",
+    "<<", "+=", "-=", "*=", "&=", "|=", "^=", "+", "-", "*", "/", "%", "&", "|", "^", "~", "!",
+    "<", ">", "=", "?", ":", ";", ",", ".", "(", ")", "{", "}", "[", "]", "@", "##", "#",
 ];
 
 /// Lexes the whole of file `file` into at most `max_tokens` tokens (the end not counted).

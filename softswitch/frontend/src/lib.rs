@@ -74,9 +74,21 @@ pub fn check_with(
         file: u32,
         includes: preprocessor::Includes,
     ) -> diagnostic::Result<(Compiled, Vec<check::UserExtern>)> {
-        let tokens = preprocessor::preprocess(map, file, includes)?;
-        let decls = parser::parse(tokens)?;
-        check::check(&decls)
+        let mut diags = diagnostic::Diagnostics::default();
+        let mut run = || {
+            let tokens = preprocessor::preprocess_reporting(map, file, includes, &mut diags)?;
+            let decls = parser::parse(tokens)?;
+            check::check(&decls, map, &mut diags)
+        };
+        let r = run();
+        let ((compiled, user_externs), warnings) = diags.conclude(r)?;
+        Ok((
+            Compiled {
+                warnings,
+                ..compiled
+            },
+            user_externs,
+        ))
     }
     std::thread::scope(|scope| {
         let big_stack = std::thread::Builder::new().stack_size(COMPILE_STACK_BYTES);
@@ -101,6 +113,8 @@ pub struct Compiled {
     pub program: ir::Program,
     /// Its control-plane metadata, parallel to the program's tables, actions and instances.
     pub control_plane: cpinfo::CpInfo,
+    /// The warnings compiling it gave (`#warning`).
+    pub warnings: Vec<diagnostic::Diagnostic>,
 }
 
 /// The compiler thread's stack: ample for the deepest nesting the [`limits`] accept.

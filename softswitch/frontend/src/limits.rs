@@ -57,5 +57,12 @@ pub const MAX_EXTERN_CELLS: u64 = 4 << 20;
 /// Bits of an `int` (arbitrary-precision) constant, sign included.
 pub const MAX_INT_BITS: u64 = 1024;
 
+/// Errors one compilation reports: the checker goes on after an error to report the next, and
+/// stops at this many (p4c's default `--maxErrorCount`).
+pub const MAX_ERRORS: usize = 20;
+
+/// Warnings one compilation reports in full; the others are counted.
+pub const MAX_WARNINGS: usize = 100;
+
 /// Characters of a source line a diagnostic quotes, around its caret.
 pub const MAX_EXCERPT_CHARS: usize = 120;

@@ -73,6 +73,12 @@ const RESERVED: [&str; 40] = [
     "abstract",
 ];
 
+/// Keywords the P4_16 grammar (1.2.x, its `nonTypeName` and `name` productions) also takes as
+/// names of fields, parameters, variables, constants and instances: `apply`, `key`, `actions`,
+/// `state`, `entries`, `type`, `priority` and `list`. (`key`, `actions` and `priority` are not
+/// in [`RESERVED`] at all: their keyword meaning is only in a table.)
+const CONTEXTUAL: [&str; 5] = ["apply", "state", "entries", "type", "list"];
+
 struct Parser {
     tokens: Vec<Token>,
     pos: usize,
@@ -166,6 +172,15 @@ impl Parser {
         }
     }
 
+    /// A name of a field, parameter, variable, constant, instance or function: an identifier
+    /// or one of the [`CONTEXTUAL`] keywords (the grammar's `name` production).
+    fn name(&mut self) -> Result<Ident> {
+        if matches!(&self.peek().tok, Tok::Ident(s) if CONTEXTUAL.contains(&s.as_str())) {
+            return self.member_name();
+        }
+        self.ident()
+    }
+
     /// A name where some keywords are allowed (`apply`, `key`, members like `.apply`).
     fn member_name(&mut self) -> Result<Ident> {
         match &self.peek().tok {
@@ -256,7 +271,7 @@ impl Parser {
             "const" => {
                 self.bump();
                 let ty = self.type_ref()?;
-                let name = self.ident()?;
+                let name = self.name()?;
                 self.expect("=")?;
                 let value = self.expr()?;
                 self.expect(";")?;
@@ -295,7 +310,7 @@ impl Parser {
                 while !self.eat("}") {
                     let annotations = self.annotations()?;
                     let ty = self.type_ref()?;
-                    let name = self.ident()?;
+                    let name = self.name()?;
                     self.expect(";")?;
                     fields.push(Field {
                         annotations,
@@ -373,7 +388,7 @@ impl Parser {
         let ty = self.type_ref()?;
         if self.is("(") {
             let args = self.args()?;
-            let name = self.ident()?;
+            let name = self.name()?;
             self.expect(";")?;
             return Ok(Decl::Instance(Instance {
                 annotations,
@@ -382,7 +397,7 @@ impl Parser {
                 name,
             }));
         }
-        let name = self.ident()?;
+        let name = self.name()?;
         if self.is("<") || self.is("(") {
             let type_params = self.type_params()?;
             let params = self.params()?;
@@ -913,15 +928,35 @@ impl Parser {
         if self.is_kw("const") {
             return Ok(Stmt::Decl(Box::new(self.declaration()?)));
         }
+        if self.is_kw("for") && self.peek_at(1).tok == Tok::Punct("(") {
+            return self.for_loop(start);
+        }
+        for (kw, stmt) in [
+            ("break", Stmt::Break(start)),
+            ("continue", Stmt::Continue(start)),
+        ] {
+            if self.is_kw(kw) && self.peek_at(1).tok == Tok::Punct(";") {
+                self.pos += 2;
+                return Ok(stmt);
+            }
+        }
+        let stmt = self.simple_statement()?;
+        self.expect(";")?;
+        Ok(stmt)
+    }
+
+    /// A variable declaration, an assignment (plain or compound) or a call, without its `;`
+    /// (the statements a `for` loop's clauses hold).
+    fn simple_statement(&mut self) -> Result<Stmt> {
+        let start = self.span();
         if self.looks_like_var_decl() {
             let ty = self.type_ref()?;
-            let name = self.ident()?;
+            let name = self.name()?;
             let init = if self.eat("=") {
                 Some(self.expr()?)
             } else {
                 None
             };
-            self.expect(";")?;
             return Ok(Stmt::Decl(Box::new(Decl::Var(VarDecl {
                 annotations: Vec::new(),
                 ty,
@@ -932,11 +967,24 @@ impl Parser {
         let lhs = self.expr()?;
         if self.eat("=") {
             let rhs = self.expr()?;
-            self.expect(";")?;
             return Ok(Stmt::Assign {
                 lhs,
                 rhs,
                 span: start.to(self.prev_span()),
+            });
+        }
+        if let Some(op) = self.compound_assignment() {
+            let rhs = self.expr()?;
+            let span = start.to(self.prev_span());
+            // `a op= b` is `a = a op b` (P4_16 1.2.x): the l-value is read, then written.
+            let value = Expr {
+                kind: ExprKind::Binary(op, Box::new(lhs.clone()), Box::new(rhs)),
+                span,
+            };
+            return Ok(Stmt::Assign {
+                lhs,
+                rhs: value,
+                span,
             });
         }
         if !matches!(lhs.kind, ExprKind::Call { .. }) {
@@ -945,8 +993,105 @@ impl Parser {
                 format!("expected '=' or '(', found {}", self.describe()),
             );
         }
-        self.expect(";")?;
         Ok(Stmt::Call(lhs))
+    }
+
+    /// Consumes a compound assignment operator (`+=` ... `|-|=`) and gives its operator.
+    /// `>>=` is the two tokens `>` `>=`, adjacent.
+    fn compound_assignment(&mut self) -> Option<BinOp> {
+        let Tok::Punct(p) = self.peek().tok else {
+            return None;
+        };
+        let op = match p {
+            "+=" => BinOp::Add,
+            "-=" => BinOp::Sub,
+            "*=" => BinOp::Mul,
+            "&=" => BinOp::BitAnd,
+            "|=" => BinOp::BitOr,
+            "^=" => BinOp::BitXor,
+            "<<=" => BinOp::Shl,
+            "|+|=" => BinOp::AddSat,
+            "|-|=" => BinOp::SubSat,
+            ">" => {
+                let next = self.peek_at(1);
+                if next.tok != Tok::Punct(">=") || next.span.lo != self.peek().span.hi {
+                    return None;
+                }
+                self.pos += 1;
+                BinOp::Shr
+            }
+            _ => return None,
+        };
+        self.pos += 1;
+        Some(op)
+    }
+
+    /// `for (init; cond; update) body` or `for ([annotations] T x in collection) body`, from
+    /// `for`.
+    fn for_loop(&mut self, start: Span) -> Result<Stmt> {
+        self.bump();
+        self.expect("(")?;
+        if self.for_in_follows() {
+            self.annotations()?;
+            let ty = self.type_ref()?;
+            let var = self.name()?;
+            self.expect("in")?;
+            let first = self.expr()?;
+            let collection = if self.eat("..") {
+                ForCollection::Range(first, self.expr()?)
+            } else {
+                ForCollection::Expr(first)
+            };
+            self.expect(")")?;
+            let body = self.statement()?;
+            return Ok(Stmt::ForIn(Box::new(ForInLoop {
+                ty,
+                var,
+                collection,
+                body,
+                span: start.to(self.prev_span()),
+            })));
+        }
+        let init = self.for_clause(";")?;
+        let cond = self.expr()?;
+        self.expect(";")?;
+        let update = self.for_clause(")")?;
+        let body = self.statement()?;
+        Ok(Stmt::For(Box::new(ForLoop {
+            init,
+            cond,
+            update,
+            body,
+            span: start.to(self.prev_span()),
+        })))
+    }
+
+    /// The simple statements of a `for` clause, separated by commas, through `end`.
+    fn for_clause(&mut self, end: &str) -> Result<Vec<Stmt>> {
+        let mut out = Vec::new();
+        if self.eat(end) {
+            return Ok(out);
+        }
+        loop {
+            out.push(self.nested(Self::simple_statement)?);
+            if !self.eat(",") {
+                break;
+            }
+        }
+        self.expect(end)?;
+        Ok(out)
+    }
+
+    /// Whether `[annotations] T x in` follows the cursor (a `for`-`in` loop); reads without
+    /// consuming.
+    fn for_in_follows(&mut self) -> bool {
+        let (save, depth) = (self.pos, self.depth);
+        let found = self.annotations().is_ok()
+            && self.type_ref().is_ok()
+            && self.name().is_ok()
+            && self.is_kw("in");
+        (self.pos, self.depth) = (save, depth);
+        found
     }
 
     /// Tries to read `Type name` at the cursor without consuming anything.
@@ -1209,10 +1354,15 @@ impl Parser {
             "<" => (BinOp::Lt, 4),
             ">" => {
                 let next = self.peek_at(1);
-                if next.tok == Tok::Punct(">") && next.span.lo == self.peek().span.hi {
+                let adjacent = next.span.lo == self.peek().span.hi;
+                if next.tok == Tok::Punct(">=") && adjacent {
+                    // `>>=`, a compound assignment, ends the expression.
+                    return None;
+                }
+                if next.tok == Tok::Punct(">") && adjacent {
                     return Some((BinOp::Shr, 8, 2));
                 }
-                if next.tok == Tok::Punct("=") && next.span.lo == self.peek().span.hi {
+                if next.tok == Tok::Punct("=") && adjacent {
                     return Some((BinOp::Ge, 4, 2));
                 }
                 (BinOp::Gt, 4)
@@ -1302,6 +1452,8 @@ impl Parser {
     fn paren_is_cast(&self) -> bool {
         match &self.peek_at(1).tok {
             Tok::Ident(s) if ["bit", "int", "bool", "varbit"].contains(&s.as_str()) => true,
+            // `(list<T>) { ... }`, `(tuple<T, U>) { ... }`.
+            Tok::Ident(s) if s == "list" || s == "tuple" => self.peek_at(2).tok == Tok::Punct("<"),
             Tok::Ident(s) if self.type_names.contains(s) => {
                 matches!(self.peek_at(2).tok, Tok::Punct(")" | "<"))
             }
@@ -1417,7 +1569,11 @@ impl Parser {
                 self.bump();
                 ExprKind::Bool(s == "true")
             }
-            Tok::Ident(s) if s == "error" || !RESERVED.contains(&s.as_str()) => {
+            Tok::Ident(s)
+                if s == "error"
+                    || CONTEXTUAL.contains(&s.as_str())
+                    || !RESERVED.contains(&s.as_str()) =>
+            {
                 self.bump();
                 ExprKind::Name(s)
             }
@@ -1487,10 +1643,10 @@ fn kw_is(t: &Token, kw: &str) -> bool {
 
 /// The static form of a punctuation string (so `Tok::Punct` can be compared).
 fn str_punct(p: &str) -> &'static str {
-    const ALL: [&str; 38] = [
+    const ALL: [&str; 47] = [
         "&&&", "|+|", "|-|", "..", "++", "&&", "||", "==", "!=", "<=", ">=", "<<", "+", "-", "*",
         "/", "%", "&", "|", "^", "~", "!", "<", ">", "=", "?", ":", ";", ",", ".", "(", ")", "{",
-        "}", "[", "]", "@", "_",
+        "}", "[", "]", "@", "_", "|+|=", "|-|=", "<<=", "+=", "-=", "*=", "&=", "|=", "^=",
     ];
     ALL.iter().find(|&&a| a == p).copied().unwrap_or("")
 }
@@ -1548,6 +1704,79 @@ mod tests {
         };
         assert!(
             matches!(&sum.kind, ExprKind::Binary(BinOp::Add, _, m) if matches!(m.kind, ExprKind::Binary(BinOp::Mul, ..)))
+        );
+    }
+
+    /// The statements of function `f`'s body in `src`.
+    fn body_of(src: &str) -> Vec<Stmt> {
+        let (map, r) = parse_src(src);
+        let decls = r.unwrap_or_else(|e| panic!("{}", e.render(&map)));
+        match decls.into_iter().last() {
+            Some(Decl::Function { body, .. }) => body.stmts,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn compound_assignments_are_read_as_the_operation_then_the_store() {
+        let ops = [
+            ("+=", BinOp::Add),
+            ("-=", BinOp::Sub),
+            ("*=", BinOp::Mul),
+            ("&=", BinOp::BitAnd),
+            ("|=", BinOp::BitOr),
+            ("^=", BinOp::BitXor),
+            ("<<=", BinOp::Shl),
+            (">>=", BinOp::Shr),
+            ("|+|=", BinOp::AddSat),
+            ("|-|=", BinOp::SubSat),
+        ];
+        for (text, op) in ops {
+            let stmts = body_of(&format!("void f() {{ x {text} 1 + y; }}"));
+            let [Stmt::Assign { lhs, rhs, .. }] = &stmts[..] else {
+                panic!("{text}: {stmts:?}")
+            };
+            assert_eq!(lhs.kind, ExprKind::Name("x".into()), "{text}");
+            let ExprKind::Binary(got, a, b) = &rhs.kind else {
+                panic!("{text}: {rhs:?}")
+            };
+            assert_eq!((*got, &a.kind), (op, &lhs.kind), "{text}");
+            assert!(matches!(b.kind, ExprKind::Binary(BinOp::Add, ..)), "{text}");
+        }
+        // `a > >= b` is not `>>=`.
+        let (_, r) = parse_src("void f() { x > >= 1; }");
+        assert!(r.is_err());
+    }
+
+    #[test]
+    fn for_loops_in_both_forms_with_break_and_continue() {
+        let stmts = body_of(
+            "void f() { for (bit<8> i = 0, j = 1; i < 4; i = i + 1, j += 2) { break; } \
+             for (; true;) { } \
+             for (@x T e in s) continue; for (bit<8> k in 1 .. n) ; }",
+        );
+        let [Stmt::For(a), Stmt::For(b), Stmt::ForIn(c), Stmt::ForIn(d)] = &stmts[..] else {
+            panic!("{stmts:?}")
+        };
+        assert_eq!((a.init.len(), a.update.len()), (2, 2));
+        assert!(
+            matches!(a.body, Stmt::Block(ref blk) if matches!(blk.stmts[..], [Stmt::Break(_)]))
+        );
+        assert!(b.init.is_empty() && b.update.is_empty());
+        assert_eq!(c.var.name, "e");
+        assert!(matches!(c.collection, ForCollection::Expr(_)));
+        assert!(matches!(c.body, Stmt::Continue(_)));
+        assert!(matches!(d.collection, ForCollection::Range(..)));
+    }
+
+    #[test]
+    fn contextual_keywords_are_names() {
+        let src = "header h_t { bit<8> type; bit<8> key; bit<8> apply; bit<8> state; \
+                   bit<8> entries; bit<8> priority; bit<8> actions; bit<8> list; }\n\
+                   bit<8> f(in bit<8> type, in bit<8> state) { bit<8> apply = type; return apply + state; }";
+        let stmts = body_of(src);
+        assert!(
+            matches!(&stmts[0], Stmt::Decl(d) if matches!(&**d, Decl::Var(v) if v.name.name == "apply"))
         );
     }
 

@@ -1,10 +1,12 @@
 //! Preprocessor: `#include` (the built-in `core.p4` and `v1model.p4`, and, when the caller
 //! allows it, files relative to the including file), object-like and function-like `#define`
-//! (without `#` and `##`), `#undef`, and `#if`/`#ifdef`/`#ifndef`/`#elif`/`#else`/`#endif`. It
-//! works on tokens, so every token keeps its own file:line:col. It keeps within the
-//! [`limits`](crate::limits) on source bytes, include depth, tokens and macro expansion.
+//! with `#` (stringizing) and `##` (token pasting) as in C, `#undef`,
+//! `#if`/`#ifdef`/`#ifndef`/`#elif`/`#else`/`#endif`, `#line`, `#error` and `#warning`. It
+//! works on tokens, so every token keeps its own file:line:col (a pasted token spans its two
+//! halves). It keeps within the [`limits`](crate::limits) on source bytes, include depth, tokens
+//! and macro expansion (pasted and stringized text counts a unit per byte).
 
-use crate::diagnostic::{fail, Diagnostic, Result};
+use crate::diagnostic::{fail, Diagnostic, Diagnostics, Result};
 use crate::lexer::{lex, lex_range, Tok, Token};
 use crate::limits::{
     MAX_INCLUDE_DEPTH, MAX_MACRO_EXPANSION, MAX_NESTING, MAX_SOURCE_BYTES, MAX_TOKENS,
@@ -36,12 +38,28 @@ struct Preprocessed {
     tokens: Vec<Token>,
     /// Every `#include` of a file that was read: the directive and the file it brought in.
     included: Vec<(Span, u32)>,
+    /// `#warning`s, in order.
+    warnings: Vec<Diagnostic>,
 }
 
 /// Preprocesses file `file` of `map` (which receives every included file) into tokens ending in
 /// `Eof`, reading included files as `includes` allows.
 pub fn preprocess(map: &mut SourceMap, file: u32, includes: Includes) -> Result<Vec<Token>> {
-    Ok(run(map, file, includes)?.tokens)
+    preprocess_reporting(map, file, includes, &mut Diagnostics::default())
+}
+
+/// [`preprocess`], recording `#warning`s in `diags`.
+pub fn preprocess_reporting(
+    map: &mut SourceMap,
+    file: u32,
+    includes: Includes,
+    diags: &mut Diagnostics,
+) -> Result<Vec<Token>> {
+    let done = run(map, file, includes)?;
+    for w in done.warnings {
+        diags.warn(w);
+    }
+    Ok(done.tokens)
 }
 
 /// File `file` of `map` with each local `#include` that preprocessing takes replaced by the
@@ -90,6 +108,7 @@ fn run(map: &mut SourceMap, file: u32, includes: Includes) -> Result<Preprocesse
         expanded: Cell::new(0),
         expanding: Cell::new(start),
         included: Vec::new(),
+        warnings: Vec::new(),
     };
     pp.file(map, file)?;
     let end = pp.out.last().map_or(start, |t| t.span);
@@ -100,6 +119,7 @@ fn run(map: &mut SourceMap, file: u32, includes: Includes) -> Result<Preprocesse
     Ok(Preprocessed {
         tokens: pp.out,
         included: pp.included,
+        warnings: pp.warnings,
     })
 }
 
@@ -133,6 +153,8 @@ struct Preprocessor {
     expanding: Cell<Span>,
     /// Local includes read: the directive and the file.
     included: Vec<(Span, u32)>,
+    /// `#warning`s so far.
+    warnings: Vec<Diagnostic>,
 }
 
 /// One open `#if` group.
@@ -255,7 +277,7 @@ impl Preprocessor {
                 );
             }
             let body = match &m.params {
-                None => m.body.clone(),
+                None => self.substitute(&m.body, None, &[], &[])?,
                 Some(params) => {
                     if tokens.get(i).is_none_or(|t| t.tok != Tok::Punct("(")) {
                         // A function-like macro's name without arguments is an ordinary name.
@@ -277,13 +299,14 @@ impl Preprocessor {
                             ),
                         );
                     }
-                    // As in C, arguments are expanded before they are substituted.
-                    let args = args
+                    // As in C, arguments are expanded before they are substituted (but for
+                    // operands of `#` and `##`, which take them as written).
+                    let expanded = args
                         .iter()
                         .map(|a| self.expand(a, hidden, depth + 1))
                         .collect::<Result<Vec<_>>>()?;
-                    self.spend(substituted_len(&m.body, params, &args))?;
-                    substitute(&m.body, params, &args)
+                    self.spend(substituted_len(&m.body, params, &expanded))?;
+                    self.substitute(&m.body, Some(params), &args, &expanded)?
                 }
             };
             hidden.insert(name.clone());
@@ -383,7 +406,12 @@ impl Preprocessor {
                 }
             }
             "error" => return fail(span, format!("#error{}", &text[name_lo + name.len()..])),
-            "pragma" | "line" | "warning" => {}
+            "warning" => self.warnings.push(Diagnostic::warning(
+                span,
+                format!("#warning{}", &text[name_lo + name.len()..]),
+            )),
+            "line" => line_directive(map, span, name_span, rest)?,
+            "pragma" => {}
             _ => {
                 return fail(
                     name_span,
@@ -572,19 +600,165 @@ fn substituted_len(body: &[Token], params: &[String], args: &[Vec<Token>]) -> us
         .sum()
 }
 
-/// The body of a function-like macro with each parameter replaced by its argument.
-fn substitute(body: &[Token], params: &[String], args: &[Vec<Token>]) -> Vec<Token> {
-    let mut out = Vec::new();
-    for t in body {
-        match &t.tok {
-            Tok::Ident(name) => match params.iter().position(|p| p == name) {
-                Some(k) => out.extend(args[k].iter().cloned()),
-                None => out.push(t.clone()),
-            },
-            _ => out.push(t.clone()),
+impl Preprocessor {
+    /// A macro's body (with `params`, a function-like macro's, each replaced by its argument:
+    /// as written in `raw` next to `#` or `##`, else expanded in `expanded`), with `#param` made
+    /// a string and the tokens on either side of each `##` pasted into one.
+    fn substitute(
+        &self,
+        body: &[Token],
+        params: Option<&Vec<String>>,
+        raw: &[Vec<Token>],
+        expanded: &[Vec<Token>],
+    ) -> Result<Vec<Token>> {
+        let param = |t: &Token| match (&t.tok, params) {
+            (Tok::Ident(name), Some(ps)) => ps.iter().position(|p| p == name),
+            _ => None,
+        };
+        let is_paste = |t: Option<&Token>| t.is_some_and(|t| t.tok == Tok::Punct("##"));
+        if is_paste(body.first()) || is_paste(body.last()) {
+            let at = if is_paste(body.first()) {
+                &body[0]
+            } else {
+                &body[body.len() - 1]
+            };
+            return fail(at.span, "'##' cannot be at either end of a macro's body");
+        }
+        let mut out: Vec<Token> = Vec::new();
+        // Whether a `##` waits for its right operand, and whether its left one was empty.
+        let (mut pasting, mut last_empty) = (false, false);
+        let mut j = 0;
+        while j < body.len() {
+            let t = &body[j];
+            if t.tok == Tok::Punct("##") {
+                pasting = true;
+                j += 1;
+                continue;
+            }
+            let piece = if t.tok == Tok::Punct("#") && params.is_some() {
+                let Some(k) = body.get(j + 1).and_then(param) else {
+                    return fail(t.span, "'#' is not followed by a macro parameter");
+                };
+                let text = stringized(&raw[k]);
+                self.spend(text.len())?;
+                j += 2;
+                vec![Token {
+                    tok: Tok::Str(text),
+                    span: t.span.to(body[j - 1].span),
+                }]
+            } else if let Some(k) = param(t) {
+                j += 1;
+                if pasting || is_paste(body.get(j)) {
+                    raw[k].clone()
+                } else {
+                    expanded[k].clone()
+                }
+            } else {
+                j += 1;
+                vec![t.clone()]
+            };
+            let empty = piece.is_empty();
+            match (
+                std::mem::take(&mut pasting),
+                last_empty,
+                piece.split_first(),
+            ) {
+                (true, false, Some((first, others))) => {
+                    let left = out.pop().expect("a left operand was written");
+                    let pasted = self.paste(&left, first)?;
+                    out.push(pasted);
+                    out.extend(others.iter().cloned());
+                }
+                _ => out.extend(piece),
+            }
+            last_empty = empty;
+        }
+        Ok(out)
+    }
+
+    /// The one token `a ## b` makes (as the lexer reads their spellings one after the other),
+    /// spanning both; an error when they make no token, or several.
+    fn paste(&self, a: &Token, b: &Token) -> Result<Token> {
+        let (sa, sb) = (spelling(a), spelling(b));
+        let text = format!("{sa}{sb}");
+        self.spend(text.len())?;
+        let mut scratch = SourceMap::new();
+        let f = scratch.add("", text);
+        match lex(&scratch, f, 2).as_deref() {
+            Ok([one, end]) if end.tok == Tok::Eof && one.tok != Tok::Directive => Ok(Token {
+                tok: one.tok.clone(),
+                span: a.span.to(b.span),
+            }),
+            _ => fail(
+                a.span.to(b.span),
+                format!("pasting '{sa}' and '{sb}' does not give a valid token"),
+            ),
         }
     }
+}
+
+/// How a token is written, as the lexer reads it back.
+fn spelling(t: &Token) -> String {
+    match &t.tok {
+        Tok::Ident(s) => s.clone(),
+        Tok::Int(lit) => match lit.width {
+            Some((w, signed)) => format!("{w}{}{}", if signed { 's' } else { 'w' }, lit.value),
+            None => lit.value.to_string(),
+        },
+        Tok::Str(s) => {
+            let escaped = s
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('\n', "\\n")
+                .replace('\t', "\\t");
+            format!("\"{escaped}\"")
+        }
+        Tok::Punct(p) => (*p).to_string(),
+        Tok::Directive | Tok::Eof => String::new(),
+    }
+}
+
+/// The text `#` makes of a macro argument: its tokens' spellings, one space between two that
+/// were apart in the source.
+fn stringized(tokens: &[Token]) -> String {
+    let mut out = String::new();
+    for (i, t) in tokens.iter().enumerate() {
+        if i > 0 && tokens[i - 1].span.hi != t.span.lo {
+            out.push(' ');
+        }
+        out.push_str(&spelling(t));
+    }
     out
+}
+
+/// `#line N ["file"]` at `span`: the next line of the file is line N (of `file`).
+fn line_directive(map: &mut SourceMap, span: Span, name_span: Span, rest: &[Token]) -> Result<()> {
+    let (number, file) = match rest {
+        [Token {
+            tok: Tok::Int(n), ..
+        }] => (n.value, None),
+        [Token {
+            tok: Tok::Int(n), ..
+        }, Token {
+            tok: Tok::Str(f), ..
+        }] => (n.value, Some(f.clone())),
+        _ => {
+            return fail(
+                name_span,
+                "#line needs a line number and, optionally, a \"file name\"",
+            )
+        }
+    };
+    let Ok(number) = usize::try_from(number) else {
+        return fail(name_span, "#line's line number is too large");
+    };
+    // The directive may continue over several lines (`\` at their ends).
+    let (last, _) = map.line_col(Span {
+        lo: span.hi,
+        ..span
+    });
+    map.mark_line(span.file, last + 1, number, file);
+    Ok(())
 }
 
 /// Evaluates an `#if` expression over integers (unknown identifiers are 0, as in C), with
@@ -748,6 +922,93 @@ mod tests {
     #[test]
     fn unterminated_if_is_an_error_at_the_if() {
         assert_eq!(error("x\n#ifdef A\n").0, "t.p4:2:1");
+    }
+
+    /// The tokens of `src` preprocessed, as they are written.
+    fn spelled(src: &str) -> Vec<String> {
+        let mut map = SourceMap::new();
+        let f = map.add("t.p4", src);
+        let tokens = preprocess(&mut map, f, Includes::Files).unwrap();
+        tokens[..tokens.len() - 1].iter().map(spelling).collect()
+    }
+
+    #[test]
+    fn hash_makes_a_string_of_the_argument_as_written() {
+        let src = "#define S(x) #x\n#define N 4\nS(a+  b) S(N) S(\"q\") S()\n";
+        assert_eq!(
+            spelled(src),
+            vec![r#""a+ b""#, r#""N""#, r#""\"q\"""#, r#""""#]
+        );
+    }
+
+    #[test]
+    fn hash_hash_pastes_tokens_then_rescans() {
+        let src = "#define CAT(a, b) a ## b\n#define xy 9\n#define N 4\n\
+                   #define OBJ x ## y\n#define W(n) n ## w3\n\
+                   CAT(x, y) CAT(N, 2) CAT(, z) CAT(z, ) OBJ W(8) CAT(<, <)\n";
+        assert_eq!(spelled(src), vec!["9", "N2", "z", "z", "9", "8w3", "<<"]);
+    }
+
+    #[test]
+    fn a_paste_that_makes_no_token_is_an_error() {
+        let (at, message) = error("#define CAT(a, b) a ## b\nCAT(x, +)\n");
+        // At the call, where the left operand is written.
+        assert_eq!(at, "t.p4:2:5");
+        assert_eq!(message, "pasting 'x' and '+' does not give a valid token");
+        assert_eq!(
+            error("#define BAD(a) ## a\nBAD(1)\n").1,
+            "'##' cannot be at either end of a macro's body"
+        );
+        assert_eq!(
+            error("#define BAD(a) # b\nBAD(1)\n").1,
+            "'#' is not followed by a macro parameter"
+        );
+    }
+
+    #[test]
+    fn pasting_that_doubles_at_every_level_stops_at_the_limit() {
+        // Each level pastes its expanded argument to itself: 2^40 bytes unless bounded.
+        let src = format!(
+            "#define E(x) x ## x\n#define D(x) E(x)\n{}a{}\n",
+            "D(".repeat(40),
+            ")".repeat(40)
+        );
+        let (_, message) = error(&src);
+        assert!(message.contains("limits::MAX_MACRO_EXPANSION"), "{message}");
+    }
+
+    #[test]
+    fn line_renumbers_the_following_lines_and_may_name_a_file() {
+        let mut map = SourceMap::new();
+        let f = map.add("t.p4", "a\n#line 100\nb\n#line 7 \"gen.p4\"\nc\nd\n");
+        let tokens = preprocess(&mut map, f, Includes::Files).unwrap();
+        let at: Vec<String> = tokens[..4]
+            .iter()
+            .map(|t| Diagnostic::new(t.span, "").location(&map))
+            .collect();
+        assert_eq!(at, ["t.p4:1:1", "t.p4:100:1", "gen.p4:7:1", "gen.p4:8:1"]);
+        assert_eq!(
+            error("#line x\n").1,
+            "#line needs a line number and, optionally, a \"file name\""
+        );
+    }
+
+    #[test]
+    fn warning_is_recorded_and_error_stops() {
+        let mut map = SourceMap::new();
+        let f = map.add("t.p4", "#warning check this\nx\n");
+        let mut diags = Diagnostics::default();
+        preprocess_reporting(&mut map, f, Includes::Files, &mut diags).unwrap();
+        let (_, warnings) = diags.conclude(Ok(())).unwrap();
+        assert_eq!(warnings.len(), 1);
+        assert_eq!(
+            warnings[0].render(&map),
+            "t.p4:1:1: warning: #warning check this\n  #warning check this\n  ^^^^^^^^^^^^^^^^^^^"
+        );
+        assert_eq!(
+            error("#error no\n"),
+            ("t.p4:1:1".to_string(), "#error no".to_string())
+        );
     }
 
     #[test]

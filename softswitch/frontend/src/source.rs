@@ -38,6 +38,9 @@ pub struct SourceFile {
     /// The text.
     pub text: String,
     line_starts: Vec<usize>,
+    /// `#line` directives: from this physical line on (1-based), lines are numbered from this
+    /// number, in this file name if given. In the order of the lines.
+    line_marks: Vec<(usize, usize, Option<String>)>,
 }
 
 /// All source texts of one compilation (the program, its includes, an STF file).
@@ -61,6 +64,7 @@ impl SourceMap {
             name: name.into(),
             text,
             line_starts,
+            line_marks: Vec::new(),
         });
         (self.files.len() - 1) as u32
     }
@@ -85,6 +89,36 @@ impl SourceMap {
         let start = f.line_starts[line - 1];
         let end = f.line_starts.get(line).copied().unwrap_or(f.text.len());
         f.text[start..end].trim_end_matches(['\n', '\r'])
+    }
+
+    /// Numbers the lines of file `file` from physical line `from` (1-based) on as `line`,
+    /// `line + 1`, ..., in the file named `name` when given: a `#line` directive.
+    pub fn mark_line(&mut self, file: u32, from: usize, line: usize, name: Option<String>) {
+        let marks = &mut self.files[file as usize].line_marks;
+        marks.retain(|(f, _, _)| *f < from);
+        marks.push((from, line, name));
+    }
+
+    /// The file name, line and column of the start of `span` as diagnostics give them: after
+    /// `#line` directives, what they say (the excerpt is still the physical line's).
+    pub fn presumed(&self, span: Span) -> (&str, usize, usize) {
+        let (line, col) = self.line_col(span);
+        let file = self.file(span.file);
+        let mut name = file.name.as_str();
+        let Some((from, number, _)) = file.line_marks.iter().rev().find(|(f, _, _)| *f <= line)
+        else {
+            return (name, line, col);
+        };
+        // The file name is the latest one given at or before this line.
+        if let Some((_, _, Some(n))) = file
+            .line_marks
+            .iter()
+            .rev()
+            .find(|(f, _, n)| *f <= line && n.is_some())
+        {
+            name = n;
+        }
+        (name, number.saturating_add(line - from), col)
     }
 
     /// The text covered by `span`.

@@ -3,7 +3,8 @@
 //! this server), which the services reach through closures; clients are arbitrated by
 //! [`arbitration`], which is also the engine's controller (PacketIn, digests); [`entities`]
 //! translates P4Runtime entities, [`packetio`] packet I/O and digest data, [`digests`] digest
-//! lists, [`pipeline`] device configs, [`p4info`] a program's P4Info.
+//! lists, [`pipeline`] device configs, [`p4info`] a program's P4Info. [`thrift`] serves BMv2's
+//! runtime Thrift services (`simple_switch_CLI`) over the same engine.
 
 pub mod arbitration;
 pub mod bytes;
@@ -15,6 +16,7 @@ pub mod p4rt;
 pub mod packetio;
 pub mod pipeline;
 pub mod queues;
+pub mod thrift;
 
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -13,10 +13,12 @@ use p4runtime::p4::v1 as p4v1;
 use super::digests::Digests;
 use softswitch_core::ir::Program;
 use softswitch_core::switch::Switch;
-use softswitch_frontend::cpinfo::CpInfo;
+use softswitch_frontend::ast::AggregateKind;
+use softswitch_frontend::cpinfo::{CpInfo, DigestCp};
 use softswitch_frontend::limits::MAX_SOURCE_BYTES;
 use softswitch_frontend::preprocessor::{inline_includes, Includes};
 use softswitch_frontend::source::{self, SourceMap};
+use softswitch_frontend::types::{Type, Types};
 
 /// The name the device config's source gets in diagnostics.
 pub const DEVICE_CONFIG_NAME: &str = "device_config.p4";
@@ -115,6 +117,7 @@ impl Compiled {
         let compiled = softswitch_frontend::Compiled {
             program: loaded.program,
             control_plane,
+            warnings: Vec::new(),
         };
         let info = match p4info {
             Some(theirs) => {
@@ -163,6 +166,28 @@ impl Compiled {
 /// keeps no annotations, digest types or controller headers).
 fn bmv2_control_plane(loaded: &softswitch_bmv2json::Loaded) -> CpInfo {
     let p = &loaded.program;
+    // Each learn list's data is a struct of its fields, named as p4c names the digest.
+    let mut types = Types::default();
+    let mut digests = Vec::new();
+    for d in &loaded.digests {
+        let fields = d
+            .fields
+            .iter()
+            .map(|(name, width)| {
+                let ty = Type::Bits {
+                    width: *width,
+                    signed: false,
+                };
+                (name.clone(), ty, Vec::new())
+            })
+            .collect();
+        let data = types.aggregate(d.name.clone(), AggregateKind::Struct, fields, 0);
+        types.aggregates.push(data);
+        digests.push(DigestCp {
+            name: d.name.clone(),
+            ty: Type::Aggregate(types.aggregates.len() - 1),
+        });
+    }
     CpInfo {
         tables: p
             .tables
@@ -187,6 +212,8 @@ fn bmv2_control_plane(loaded: &softswitch_bmv2json::Loaded) -> CpInfo {
             })
             .collect(),
         instances: vec![Vec::new(); p.instances.len()],
+        digests,
+        types,
         ..CpInfo::default()
     }
 }

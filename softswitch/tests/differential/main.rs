@@ -105,6 +105,7 @@ fn program_cases(
     let softswitch_frontend::Compiled {
         program,
         control_plane,
+        ..
     } = softswitch_frontend::compile(&mut map, file)
         .unwrap_or_else(|d| panic!("{}", d.render(&map)));
     let seeds = Seeds::read(profile, &program);

@@ -11,6 +11,8 @@
 mod forwarding;
 #[path = "bench_host/latency.rs"]
 mod latency;
+#[path = "bench_host/program_cost.rs"]
+mod program_cost;
 
 use std::{
     net::IpAddr,
@@ -101,6 +103,10 @@ struct Rates {
 
 /// Runs every measurement on one fresh veth pair and prints the report.
 fn main() -> anyhow::Result<()> {
+    program_cost::run()?;
+    if std::env::args().any(|arg| arg == "--program-cost-only") {
+        return Ok(());
+    }
     let link = Link::new()?;
     let pass_object = compile_xdp("xdp_pass.c", &[])?;
     let mut runs: Vec<Vec<Rates>> = vec![Vec::new(); Variant::ALL.len()];

@@ -17,6 +17,9 @@
 //! at offered loads from 10,000 packets/s up to flat out, and its best is kept. Everything
 //! shares this machine's cores: the sender takes one while it sends.
 
+#[path = "bench_softswitch/scaling.rs"]
+mod scaling;
+
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -238,6 +241,14 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() -> anyhow::Result<()> {
+    let scaling = scaling::measure()?;
+    scaling::report(
+        &scaling,
+        &testkit::workspace_root().join("target/bench/softswitch-scaling.svg"),
+    )?;
+    if std::env::args().any(|arg| arg == "--scaling-only") {
+        return Ok(());
+    }
     let out = std::process::Command::new("id").arg("-u").output()?;
     if String::from_utf8_lossy(&check("id -u", out)?.stdout).trim() != "0" {
         anyhow::bail!("the softswitch benchmark needs root (network namespaces)");
@@ -279,8 +290,14 @@ fn main() -> anyhow::Result<()> {
         for (variant, results) in variants.iter().zip(&mut bmv2) {
             eprintln!("round {round}: {}", variant.label);
             let json = json.as_deref().expect("compiled when there is a variant");
-            let bed =
-                SwitchBed::start_bmv2(topology, &variant.tool, variant.build, Some(json), &dir)?;
+            let bed = SwitchBed::start_bmv2(
+                topology,
+                &variant.tool,
+                variant.build,
+                Some(json),
+                &dir,
+                false,
+            )?;
             let (pps, at) = sweep(bed.topology())?;
             results.0.push(pps);
             results.1.push(at);

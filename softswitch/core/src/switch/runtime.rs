@@ -13,12 +13,17 @@
 //! [`Switch::action_id`] and [`Switch::instance_id`] find them by name (full, or a unique
 //! suffix). Keys are typed values ([`FieldMatch`]), actions with their data [`ActionCall`]s.
 //! Every refusal is a [`RuntimeError`]; no index a client sends can panic the switch.
+//!
+//! The writes to tables are traced here, in BMv2's words ("Entry 0 added to table 'T'", the
+//! entry's dump, "Error when trying to add entry ..."), so that every front door's writes show
+//! in `--log-console` alike.
 
 use super::{State, Switch};
 use crate::ir::{ActionCall, Entry, FieldMatch, InstanceKind, Program};
 use crate::meter::MeterConfig;
 use crate::table::{CounterCell, Installed, TableError};
 use crate::tm::{self, QueueSettingError};
+use crate::trace::{self, Level};
 use thiserror::Error;
 
 /// Why the switch refused a control operation.
@@ -62,6 +67,12 @@ pub enum RuntimeError {
         /// The node asked for.
         node: usize,
     },
+    /// No multicast group with this id.
+    #[error("no multicast group {0}")]
+    NoGroup(u16),
+    /// No replication node with this handle.
+    #[error("no replication node {0}")]
+    NoNode(usize),
     /// A queue setting out of its range.
     #[error(transparent)]
     Queue(#[from] QueueSettingError),
@@ -126,8 +137,69 @@ impl Switch {
 
     // ---- table entries ----
 
+    /// Sends the line `line` makes of the switch to the trace, if it takes lines at `level`
+    /// (`line` runs only then).
+    fn trace_write(&mut self, level: Level, line: impl FnOnce(&Self) -> String) {
+        if self.traces(level) {
+            let line = line(self);
+            self.trace_switch(level, format_args!("{line}"));
+        }
+    }
+
+    /// The name of table `table`, for the trace.
+    fn table_name(&self, table: usize) -> &str {
+        self.program.tables.get(table).map_or("?", |t| &t.name)
+    }
+
+    /// BMv2's dump of entry `handle` of table `table` ("Dumping entry N ...").
+    fn entry_dump(&self, table: usize, handle: usize) -> String {
+        match (self.program.tables.get(table), self.entry(table, handle)) {
+            (Some(t), Ok(installed)) => {
+                let e = &installed.entry;
+                trace::dump_entry(&self.program, t, handle, &e.matches, &e.action)
+            }
+            _ => String::new(),
+        }
+    }
+
+    /// Traces a table write: `done` and the entry's dump on success, BMv2's error line for
+    /// `what` ("add entry to table 'T'") on failure.
+    fn trace_entry_write<T>(
+        &mut self,
+        table: usize,
+        result: &Result<T, RuntimeError>,
+        handle: Option<usize>,
+        done: impl FnOnce(&str) -> String,
+        what: impl FnOnce(&str) -> String,
+    ) {
+        match result {
+            Ok(_) => {
+                self.trace_write(Level::Debug, |s| done(s.table_name(table)));
+                if let Some(h) = handle {
+                    self.trace_write(Level::Debug, |s| s.entry_dump(table, h));
+                }
+            }
+            Err(e) => self.trace_write(Level::Error, |s| {
+                format!("Error when trying to {}: {e}", what(s.table_name(table)))
+            }),
+        }
+    }
+
     /// Installs an entry (`mt_add_entry`); returns its handle.
     pub fn add_entry(&mut self, table: usize, entry: Entry) -> Result<usize, RuntimeError> {
+        let result = self.insert_entry(table, entry);
+        let handle = result.as_ref().ok().copied();
+        self.trace_entry_write(
+            table,
+            &result,
+            handle,
+            |t| format!("Entry {} added to table '{t}'", handle.unwrap_or_default()),
+            |t| format!("add entry to table '{t}'"),
+        );
+        result
+    }
+
+    fn insert_entry(&mut self, table: usize, entry: Entry) -> Result<usize, RuntimeError> {
         let t = self.table(table)?;
         if t.const_entries_fixed {
             return Err(TableError::Const(t.name.clone(), "entries").into());
@@ -154,15 +226,34 @@ impl Switch {
         handle: usize,
         call: ActionCall,
     ) -> Result<(), RuntimeError> {
-        self.check_action(table, &call)?;
-        self.installed_mut(table, handle)?.entry.action = call;
-        Ok(())
+        let result = self
+            .check_action(table, &call)
+            .and_then(|()| self.installed_mut(table, handle))
+            .map(|installed| installed.entry.action = call);
+        self.trace_entry_write(
+            table,
+            &result,
+            Some(handle),
+            |t| format!("Modified entry {handle} in table '{t}'"),
+            |t| format!("modify entry {handle} in table '{t}'"),
+        );
+        result
     }
 
     /// Removes entry `handle` (`mt_delete_entry`).
     pub fn remove_entry(&mut self, table: usize, handle: usize) -> Result<(), RuntimeError> {
-        self.table(table)?;
-        Ok(self.state.tables[table].remove(handle)?)
+        let result = self
+            .table(table)
+            .map(|_| ())
+            .and_then(|()| Ok(self.state.tables[table].remove(handle)?));
+        self.trace_entry_write(
+            table,
+            &result,
+            None,
+            |t| format!("Removed entry {handle} from table '{t}'"),
+            |t| format!("remove entry {handle} from table '{t}'"),
+        );
+        result
     }
 
     /// Removes every entry of table `table` (`mt_clear_entries`), unless its entries are const.
@@ -235,6 +326,13 @@ impl Switch {
             return Err(TableError::Const(t.name.clone(), "default action").into());
         }
         self.check_action(table, &call)?;
+        self.trace_write(Level::Debug, |s| {
+            let entry = trace::action_entry(&s.program, &call);
+            format!(
+                "Set default entry for table '{}': {entry}",
+                s.table_name(table)
+            )
+        });
         self.state.tables[table].default_action = call;
         Ok(())
     }
@@ -521,13 +619,19 @@ impl Switch {
         self.mirroring.remove(session);
     }
 
+    /// The port clone session `session` sends to, if the session exists (`mirroring_get`).
+    pub fn clone_session(&self, session: u32) -> Option<u16> {
+        self.mirroring.port(session)
+    }
+
     /// Makes multicast group `group` replicate to `replicas` (egress port, replication id),
     /// creating or replacing it.
     pub fn set_multicast_group(&mut self, group: u16, replicas: &[(u16, u16)]) {
         self.pre.set_group(group, replicas);
     }
 
-    /// Removes multicast group `group` and its nodes (`mc_mgrp_destroy`).
+    /// Removes multicast group `group` and its nodes (P4Runtime's delete of a group, whose
+    /// replicas belong to it).
     pub fn remove_multicast_group(&mut self, group: u16) {
         self.pre.remove_group(group);
     }
@@ -549,6 +653,66 @@ impl Switch {
         } else {
             Err(RuntimeError::NoGroupOrNode { group, node })
         }
+    }
+
+    /// Removes multicast group `group`, leaving its nodes for other groups (`mc_mgrp_destroy`).
+    pub fn destroy_multicast_group(&mut self, group: u16) -> Result<(), RuntimeError> {
+        if self.pre.destroy_group(group) {
+            Ok(())
+        } else {
+            Err(RuntimeError::NoGroup(group))
+        }
+    }
+
+    /// Takes node `node` out of group `group` (`mc_node_dissociate`).
+    pub fn dissociate_node(&mut self, group: u16, node: usize) -> Result<(), RuntimeError> {
+        if self.pre.dissociate_node(group, node) {
+            Ok(())
+        } else {
+            Err(RuntimeError::NoGroupOrNode { group, node })
+        }
+    }
+
+    /// Changes the ports of replication node `node` (`mc_node_update`).
+    pub fn update_multicast_node(
+        &mut self,
+        node: usize,
+        ports: Vec<u16>,
+    ) -> Result<(), RuntimeError> {
+        if self.pre.update_node(node, ports) {
+            Ok(())
+        } else {
+            Err(RuntimeError::NoNode(node))
+        }
+    }
+
+    /// Destroys replication node `node`, taking it out of its groups (`mc_node_destroy`).
+    pub fn destroy_multicast_node(&mut self, node: usize) -> Result<(), RuntimeError> {
+        if self.pre.destroy_node(node) {
+            Ok(())
+        } else {
+            Err(RuntimeError::NoNode(node))
+        }
+    }
+
+    /// Every multicast group with its nodes' handles, by group id (`mc_get_entries`).
+    pub fn multicast_groups(&self) -> Vec<(u16, Vec<usize>)> {
+        self.pre.groups()
+    }
+
+    /// Every replication node: handle, replication id, ports (`mc_get_entries`).
+    pub fn multicast_nodes(&self) -> impl Iterator<Item = (usize, u16, &[u16])> {
+        self.pre.nodes()
+    }
+
+    // ---- the whole state ----
+
+    /// Forgets everything the control plane set (entries, default actions, profiles, counters,
+    /// registers, meters, value sets, multicast groups and nodes, clone sessions, queue
+    /// settings) and every packet in flight, keeping the program and the clock
+    /// (`reset_state`).
+    pub fn reset_state(&mut self) {
+        *self = Switch::new(self.program.clone(), self.clock);
     }
 
     // ---- queues ----

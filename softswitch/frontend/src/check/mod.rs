@@ -1,11 +1,12 @@
 //! Checker: resolves names and types of the AST and lowers it to the [`ir`](softswitch_core::ir::Program) in one
 //! pass (P4 requires declaration before use, so one pass suffices). Submodules: `expr`
 //! (expressions, places, constants), `stmt` (statements and calls), `externs` (v1model and core
-//! externs), `table`, `parser`. This module holds the environment and the declarations.
+//! externs), `loops`, `table`, `parser`. This module holds the environment and the declarations.
 
 mod cpinfo;
 mod expr;
 mod externs;
+mod loops;
 mod parser;
 mod stmt;
 mod table;
@@ -14,7 +15,7 @@ mod user_externs;
 pub use user_externs::UserExtern;
 
 use crate::ast::{self, AggregateKind, Decl, Direction, ExprKind, TypeRef};
-use crate::diagnostic::{fail, Diagnostic, Result};
+use crate::diagnostic::{fail, Diagnostic, Diagnostics, Result};
 use crate::limits::{
     MAX_BODIES, MAX_EXTERN_CELLS, MAX_LOWERED, MAX_RUN_DEPTH, MAX_SLOTS, MAX_TYPE_DEPTH,
     MAX_TYPE_PARTS,
@@ -24,16 +25,40 @@ use crate::types::{EnumDef, Type, Types};
 use softswitch_core::ir::{self, Slot};
 use std::collections::HashMap;
 
-/// Checks `decls` (a whole program including the built-in headers) and lowers it.
+/// Checks `decls` (a whole program including the built-in headers, from the files of `map`)
+/// and lowers it. An error in a declaration or a statement is recorded in `diags` and the
+/// checker goes on with the next (so one run reports them all, up to `limits::MAX_ERRORS`);
+/// the result is then an error too.
 ///
 /// Beside the program, the calls it makes of extern functions it declares itself, which
 /// softswitch cannot run (see [`UserExtern`]).
-pub fn check(decls: &[Decl]) -> Result<(crate::Compiled, Vec<UserExtern>)> {
+pub fn check(
+    decls: &[Decl],
+    map: &crate::source::SourceMap,
+    diags: &mut Diagnostics,
+) -> Result<(crate::Compiled, Vec<UserExtern>)> {
     let mut c = Checker::default();
+    let shared = std::rc::Rc::clone(&c.diags);
+    *shared.borrow_mut() = std::mem::take(diags);
+    let mut stopped = None;
     for d in decls {
-        c.top_level(d)?;
+        if let Err(e) = c.top_level(d).or_else(|e| c.recover(e)) {
+            stopped = Some(e);
+            break;
+        }
     }
-    c.finish(decls)
+    let no_main = !decls
+        .iter()
+        .any(|d| matches!(d, Decl::Instance(i) if i.name.name == "main"));
+    let first_error = || shared.borrow().first_error();
+    let r = match (stopped, first_error()) {
+        (Some(stop), _) => Err(stop),
+        // A program cut short by its errors has no `main` to report missing.
+        (None, Some(first)) if no_main => Err(first),
+        (None, _) => c.finish(decls, map),
+    };
+    *diags = shared.take();
+    r
 }
 
 /// A parameter of a callable (action or function) as the checker binds it.
@@ -120,6 +145,8 @@ struct Checker<'a> {
     ret: Option<(Type, Slot)>,
     /// Whether a parser is being lowered (`packet_in` methods allowed).
     in_parser: bool,
+    /// How many loops enclose the statement being lowered (`break` and `continue` need one).
+    loops: usize,
     /// User metadata slots per `@field_list(N)` index.
     user_field_lists: Vec<(u8, Vec<Slot>)>,
     /// Preserved field lists by id, as the program references them.
@@ -140,12 +167,16 @@ struct Checker<'a> {
     depths: Depths,
     /// Cells of the register, counter and meter instances so far (see [`MAX_EXTERN_CELLS`]).
     extern_cells: u64,
+    /// The errors recorded so far, which the checker went on after (see [`Checker::recover`]).
+    diags: std::rc::Rc<std::cell::RefCell<Diagnostics>>,
     /// Extern function declarations by name (overloads), for calls of the program's own.
     extern_functions: HashMap<String, Vec<&'a ast::Prototype>>,
     /// Calls of extern functions the program declares itself.
     user_externs: Vec<UserExtern>,
     /// The types generic headers and structs made so far: name, type arguments, type.
     generic_aggregates: Vec<(String, Vec<Type>, Type)>,
+    /// The `if` conditions lowered so far, for the trace (their index is their `Stmt::If`'s).
+    conditions: Vec<Span>,
 }
 
 /// Bytes of a name (or a string) that count as one unit of lowering work (see [`MAX_LOWERED`]).
@@ -160,6 +191,17 @@ struct Depths {
 }
 
 impl<'a> Checker<'a> {
+    /// Records `e`, an error of one declaration or statement, for the caller to go on with
+    /// the next; `Err` when the checker must stop (`limits::MAX_ERRORS`).
+    fn recover(&self, e: Diagnostic) -> Result<()> {
+        self.diags.borrow_mut().error(e)
+    }
+
+    /// The statements of `r`, or none when it is an error, recorded (see [`Checker::recover`]).
+    fn recovered(&self, r: Result<Vec<ir::Stmt>>) -> Result<Vec<ir::Stmt>> {
+        r.or_else(|e| self.recover(e).map(|()| Vec::new()))
+    }
+
     fn lookup(&self, name: &str) -> Option<&Sym<'a>> {
         if self.scopes.is_empty() {
             return None;
@@ -837,8 +879,9 @@ impl<'a> Checker<'a> {
         self.scopes.push(HashMap::new());
         let params = self.params(&proto.params)?;
         let saved = std::mem::replace(&mut self.ret, ret.clone());
+        let saved_loops = std::mem::take(&mut self.loops);
         let stmts = self.block(body);
-        self.ret = saved;
+        (self.ret, self.loops) = (saved, saved_loops);
         let stmts = stmts?;
         self.scopes.pop();
         let name = self.qualified(&proto.name.name, &[], proto.name.span)?;
@@ -906,7 +949,8 @@ impl<'a> Checker<'a> {
         // Locals are zeroed where they are declared (see `var_decl`).
         let mut body = Vec::new();
         for local in &c.locals {
-            body.extend(self.local(local)?);
+            let stmts = self.local(local);
+            body.extend(self.recovered(stmts)?);
         }
         body.extend(self.block(&c.apply)?);
         self.blocks.pop();
@@ -1065,7 +1109,8 @@ impl<'a> Checker<'a> {
             let params = self.params(&c.params)?;
             let mut body = Vec::new();
             for local in &c.locals {
-                body.extend(self.local(local)?);
+                let stmts = self.local(local);
+                body.extend(self.recovered(stmts)?);
             }
             body.extend(self.block(&c.apply)?);
             Ok((params, body))
@@ -1095,10 +1140,14 @@ impl<'a> Checker<'a> {
             start: slot,
             len: self.types.size(&ty),
         }];
-        if let Some(init) = &v.init {
-            out.extend(self.assign_to(self.storage(slot, ty.clone()), init)?);
-        }
+        let init = match &v.init {
+            Some(init) => self.assign_to(self.storage(slot, ty.clone()), init),
+            None => Ok(Vec::new()),
+        };
+        // Declared even when its initializer is wrong: the checker goes on after that error,
+        // and the variable's uses are not errors of their own.
         self.declare(&v.name, Sym::Var { ty, slot })?;
+        out.extend(init?);
         Ok(out)
     }
 
@@ -1129,7 +1178,11 @@ impl<'a> Checker<'a> {
     }
 
     /// Finds `main`, lowers the six v1model blocks and assembles the program.
-    fn finish(mut self, decls: &'a [Decl]) -> Result<(crate::Compiled, Vec<UserExtern>)> {
+    fn finish(
+        mut self,
+        decls: &'a [Decl],
+        map: &crate::source::SourceMap,
+    ) -> Result<(crate::Compiled, Vec<UserExtern>)> {
         let Some(main) = decls.iter().rev().find_map(|d| match d {
             Decl::Instance(i) if i.name.name == "main" => Some(i),
             _ => None,
@@ -1210,6 +1263,10 @@ impl<'a> Checker<'a> {
         let egress = self.control(control(3), &three, blocks[3].3)?;
         let compute = self.control(control(4), &two, blocks[4].3)?;
         let deparser = self.control(control(5), &deparse, blocks[5].3)?;
+        let mut headers = Vec::new();
+        self.header_names(hdr, &hdr_ty, "", &mut headers);
+        self.header_names(meta, &meta_ty, "", &mut headers);
+        headers.sort_by_key(|(slot, _)| *slot);
         let program = ir::Program {
             slots: self.next_slot,
             header_bits: self
@@ -1237,6 +1294,15 @@ impl<'a> Checker<'a> {
             bodies: self.bodies,
             instances: self.instances,
             errors: self.errors,
+            trace_names: ir::TraceNames {
+                headers,
+                conditions: self
+                    .conditions
+                    .iter()
+                    .enumerate()
+                    .map(|(i, span)| condition(map, *span, i))
+                    .collect(),
+            },
         };
         let compiled = crate::Compiled {
             program,
@@ -1244,6 +1310,7 @@ impl<'a> Checker<'a> {
                 types: self.types,
                 ..self.cp
             },
+            warnings: Vec::new(),
         };
         Ok((compiled, self.user_externs))
     }
@@ -1346,4 +1413,51 @@ fn decl_span(d: &Decl) -> Span {
 /// A diagnostic for an unsupported construct.
 fn unsupported(span: Span, what: &str) -> Diagnostic {
     Diagnostic::new(span, format!("{what} is not supported yet"))
+}
+
+/// The trace's view of the `if` condition at `span`, the `index`th of the program: its source
+/// text on one line, a node name in p4c's style, and its `file(line)`.
+fn condition(map: &crate::source::SourceMap, span: Span, index: usize) -> ir::Condition {
+    let text = map
+        .snippet(span)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let (line, _) = map.line_col(span);
+    let file = &map.file(span.file).name;
+    let file = std::path::Path::new(file)
+        .file_name()
+        .map_or_else(|| file.clone(), |f| f.to_string_lossy().into_owned());
+    ir::Condition {
+        text,
+        node: format!("node_{}", index + 1),
+        location: Some(format!("{file}({line})")),
+    }
+}
+
+impl Checker<'_> {
+    /// The header instances in the value of type `ty` at slot `base`, named as p4c names them
+    /// (`ethernet`, `vlan[0]`, `outer.inner` under `prefix`), added to `out`.
+    fn header_names(&self, base: Slot, ty: &Type, prefix: &str, out: &mut Vec<(Slot, String)>) {
+        match ty {
+            Type::Aggregate(_) if self.types.is_header(ty) => out.push((base, prefix.to_string())),
+            Type::Aggregate(a) => {
+                for (name, off, fty) in self.types.aggregates[*a].fields_at() {
+                    let path = if prefix.is_empty() {
+                        name.to_string()
+                    } else {
+                        format!("{prefix}.{name}")
+                    };
+                    self.header_names(base + off, fty, &path, out);
+                }
+            }
+            Type::Stack(a, n) => {
+                let stride = self.types.size(&Type::Aggregate(*a));
+                for i in 0..*n {
+                    out.push((base + 1 + i * stride, format!("{prefix}[{i}]")));
+                }
+            }
+            _ => {}
+        }
+    }
 }

@@ -89,7 +89,8 @@ impl<'a> Checker<'a> {
     fn states(&mut self, p: &'a ast::ParserDecl) -> Result<ir::ParserIr> {
         let mut init = Vec::new();
         for local in &p.locals {
-            init.extend(self.local(local)?);
+            let stmts = self.local(local);
+            init.extend(self.recovered(stmts)?);
         }
         let mut order: Vec<&ast::State> =
             p.states.iter().filter(|s| s.name.name == "start").collect();
@@ -116,7 +117,8 @@ impl<'a> Checker<'a> {
             let mut stmts = Vec::new();
             self.scopes.push(Default::default());
             for st in &s.body {
-                stmts.extend(self.stmt(st)?);
+                let lowered = self.stmt(st);
+                stmts.extend(self.recovered(lowered)?);
             }
             let transition = match &s.transition {
                 None => Transition::Goto(Target::Reject),
@@ -144,6 +146,7 @@ impl<'a> Checker<'a> {
     ) -> Result<Transition> {
         let mut keys = Vec::new();
         let mut types = Vec::new();
+        let mut widths = Vec::new();
         for e in exprs {
             let v = self.scalar_any(e)?;
             if v.ty == Type::Int || self.types.scalar_width(&v.ty).is_none() {
@@ -153,6 +156,7 @@ impl<'a> Checker<'a> {
                 );
             }
             keys.push(v.expr);
+            widths.push(self.types.scalar_width(&v.ty).unwrap_or(0));
             types.push(v.ty);
         }
         let mut out = Vec::new();
@@ -188,7 +192,11 @@ impl<'a> Checker<'a> {
             out.push((CaseKeyset::Fields(matches), target(names, &case.target)?));
         }
         keys.extend(concatenated);
-        Ok(Transition::Select { keys, cases: out })
+        Ok(Transition::Select {
+            keys,
+            widths,
+            cases: out,
+        })
     }
 }
 

@@ -11,12 +11,14 @@ use softswitch_core::ir::{Expr, ExternCall, Invoke, Place, Stmt};
 use std::collections::HashMap;
 
 impl<'a> Checker<'a> {
-    /// Lowers a block in its own scope.
+    /// Lowers a block in its own scope. An error in a statement is recorded and the block
+    /// goes on with the next (see [`Checker::recover`]).
     pub(super) fn block(&mut self, b: &'a ast::Block) -> Result<Vec<Stmt>> {
         self.scopes.push(HashMap::new());
         let mut out = Vec::new();
         for s in &b.stmts {
-            match self.stmt(s) {
+            let stmts = self.stmt(s);
+            match self.recovered(stmts) {
                 Ok(stmts) => out.extend(stmts),
                 Err(e) => {
                     self.scopes.pop();
@@ -60,7 +62,9 @@ impl<'a> Checker<'a> {
                     Some(o) => self.stmt_block(o)?,
                     None => Vec::new(),
                 };
-                Ok(vec![Stmt::If(c, t, o)])
+                let index = self.conditions.len() as u32;
+                self.conditions.push(cond.span);
+                Ok(vec![Stmt::If(c, t, o, Some(index))])
             }
             AstStmt::Block(b) => self.block(b),
             AstStmt::Switch { expr, cases, span } => self.switch(expr, cases, *span),
@@ -91,6 +95,10 @@ impl<'a> Checker<'a> {
                 ),
             },
             AstStmt::Empty(_) => Ok(Vec::new()),
+            AstStmt::For(l) => self.for_loop(l),
+            AstStmt::ForIn(l) => self.for_in(l),
+            AstStmt::Break(span) => self.loop_jump(Stmt::Break, *span),
+            AstStmt::Continue(span) => self.loop_jump(Stmt::Continue, *span),
         }
     }
 
@@ -209,6 +217,9 @@ impl<'a> Checker<'a> {
         let (callee, type_args, args) = Self::call_parts(e);
         match &callee.kind {
             ExprKind::Member(base, method) => {
+                if VALUE_METHODS.contains(&method.name.as_str()) {
+                    return self.discarded_value(e);
+                }
                 if let ExprKind::Name(n) = &base.kind {
                     match self.lookup(n).cloned() {
                         Some(Sym::Packet { out }) => {
@@ -267,6 +278,18 @@ impl<'a> Checker<'a> {
                 None => fail(callee.span, format!("unknown name '{n}'")),
             },
             _ => fail(callee.span, "this expression cannot be called"),
+        }
+    }
+
+    /// A call whose value is discarded (`packet.lookahead<T>();`): evaluated for its effects
+    /// (a lookahead past the packet's end is a parser error, as in BMv2) into a scratch slot.
+    fn discarded_value(&mut self, e: &ast::Expr) -> Result<Vec<Stmt>> {
+        match self.call_value(e)? {
+            Val::Scalar { expr, ty, .. } => {
+                let scratch = self.alloc(&ty, e.span)?;
+                Ok(vec![Stmt::Assign(Place::Slot(scratch), expr)])
+            }
+            _ => Ok(Vec::new()),
         }
     }
 
@@ -703,6 +726,17 @@ pub(super) fn order_args<'e>(
         .collect()
 }
 
+/// Methods whose only use is their value: a call of one as a statement is evaluated, and the
+/// value dropped (functions and actions that return one are called as usual).
+const VALUE_METHODS: [&str; 6] = [
+    "lookahead",
+    "isValid",
+    "minSizeInBits",
+    "minSizeInBytes",
+    "maxSizeInBits",
+    "maxSizeInBytes",
+];
+
 /// Where a statement is.
 fn stmt_span(s: &AstStmt) -> Span {
     match s {
@@ -711,7 +745,11 @@ fn stmt_span(s: &AstStmt) -> Span {
         | AstStmt::Switch { span, .. }
         | AstStmt::Exit(span)
         | AstStmt::Return(_, span)
-        | AstStmt::Empty(span) => *span,
+        | AstStmt::Empty(span)
+        | AstStmt::Break(span)
+        | AstStmt::Continue(span) => *span,
+        AstStmt::For(l) => l.span,
+        AstStmt::ForIn(l) => l.span,
         AstStmt::Call(e) => e.span,
         AstStmt::Block(b) => b.span,
         AstStmt::Decl(d) => super::decl_span(d),

@@ -591,7 +591,8 @@ fn used_actions(p: &Program) -> Vec<bool> {
                     stack.extend(p.bodies[inv.body].stmts.iter());
                 }
             }
-            ir::Stmt::If(_, a, b) => stack.extend(a.iter().chain(b)),
+            ir::Stmt::If(_, a, b, _) => stack.extend(a.iter().chain(b)),
+            ir::Stmt::Loop { body, update, .. } => stack.extend(body.iter().chain(update)),
             ir::Stmt::Switch { cases, default, .. } => {
                 stack.extend(cases.iter().flat_map(|(_, s)| s).chain(default));
             }

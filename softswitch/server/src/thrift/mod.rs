@@ -1,0 +1,457 @@
+//! BMv2's runtime Thrift services (`--thrift-port`), so that `simple_switch_CLI` and p4-utils'
+//! Thrift API drive softswitch: `standard` (tables, counters, registers, meters, the JSON
+//! config, ports, state), `simple_pre_lag` (multicast groups and nodes) and `simple_switch`
+//! (mirroring sessions, queues), multiplexed on one TCP port over the binary protocol, as BMv2
+//! serves them. Each service is a thin adapter over the switch's runtime interface
+//! (`softswitch_core::runtime`), reached through the device's engine between two packets:
+//! names to program indices, BMv2's byte strings to values, `RuntimeError`s to BMv2's
+//! exceptions. The wire format is the generated [`bindings`]'; this module owns the listener,
+//! the connections and their limits ([`LIMITS`]).
+
+pub mod bindings;
+mod pre;
+mod simple_switch;
+mod standard;
+mod values;
+
+use std::cell::Cell;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use thrift::protocol::{TBinaryInputProtocol, TBinaryOutputProtocol};
+use thrift::server::{TMultiplexedProcessor, TProcessor};
+use thrift::transport::{TBufferedReadTransport, TBufferedWriteTransport};
+use thrift::{ApplicationError, ApplicationErrorKind, TConfiguration};
+
+use crate::engine::{Engine, EngineHandle};
+use crate::pipeline::{Compiled, Pipeline};
+
+/// What one Thrift client may send and hold, so that no client can exhaust the switch's memory
+/// or threads.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Connections served at once; more are accepted and closed at once.
+    pub connections: usize,
+    /// Bytes of one call; past them the connection is closed.
+    pub message_bytes: usize,
+    /// Bytes of one string or binary (a BMv2 JSON config, for `bm_load_new_config`, is the
+    /// longest a client has reason to send).
+    pub string_bytes: usize,
+    /// Elements of one list, set or map.
+    pub container_items: usize,
+    /// How deeply structures may nest.
+    pub depth: usize,
+}
+
+/// The limits the server applies.
+pub const LIMITS: Limits = Limits {
+    connections: 16,
+    message_bytes: softswitch_bmv2json::limits::MAX_JSON_BYTES + (64 << 10),
+    string_bytes: softswitch_bmv2json::limits::MAX_JSON_BYTES,
+    container_items: 1 << 16,
+    depth: 16,
+};
+
+/// The switch as the Thrift services describe it (`bm_mgmt_get_info`, `bm_dev_mgr_show_ports`).
+#[derive(Clone, Debug)]
+pub struct SwitchInfo {
+    /// The device id (`--device-id`).
+    pub device_id: u64,
+    /// The port the services listen on.
+    pub thrift_port: u16,
+    /// The ports: number and interface.
+    pub ports: Vec<(u16, String)>,
+}
+
+/// What the three services share: the engine, the switch's description, and a config loaded
+/// by `bm_load_new_config` waiting for `bm_swap_configs`.
+struct Runtime {
+    engine: EngineHandle,
+    info: SwitchInfo,
+    staged: Mutex<Option<Compiled>>,
+}
+
+impl Runtime {
+    /// Runs `f` on the engine thread, between two packets, and returns its answer.
+    fn on_engine<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Engine) -> thrift::Result<R> + Send + 'static,
+    ) -> thrift::Result<R> {
+        self.engine
+            .call_blocking(f)
+            .map_err(|e| internal(e.to_string()))?
+    }
+
+    /// Runs `f` on the running pipeline; with none loaded (`--no-p4`), an application error.
+    fn on_pipeline<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Pipeline) -> thrift::Result<R> + Send + 'static,
+    ) -> thrift::Result<R> {
+        self.on_engine(|engine| match engine.pipeline.as_mut() {
+            Some(p) => f(p),
+            None => Err(internal(
+                "no program is loaded (started with --no-p4 and none set since)".into(),
+            )),
+        })
+    }
+}
+
+/// An application error of kind InternalError: what a client is told when the switch cannot
+/// answer at all (no program, the engine stopped).
+fn internal(message: String) -> thrift::Error {
+    thrift::Error::Application(ApplicationError::new(
+        ApplicationErrorKind::InternalError,
+        message,
+    ))
+}
+
+/// BMv2's three Thrift services of one device, ready to serve connections.
+pub struct Services {
+    processor: TMultiplexedProcessor,
+}
+
+impl Services {
+    /// The services of the device whose engine is `engine`.
+    pub fn new(engine: EngineHandle, info: SwitchInfo) -> Services {
+        let runtime = Arc::new(Runtime {
+            engine,
+            info,
+            staged: Mutex::new(None),
+        });
+        let mut processor = TMultiplexedProcessor::new();
+        let services: [(&str, Box<dyn TProcessor + Send + Sync>); 3] = [
+            (
+                "standard",
+                Box::new(bindings::standard::StandardSyncProcessor::new(
+                    standard::Standard(runtime.clone()),
+                )),
+            ),
+            (
+                "simple_pre_lag",
+                Box::new(bindings::simple_pre_lag::SimplePreLAGSyncProcessor::new(
+                    pre::SimplePreLag(runtime.clone()),
+                )),
+            ),
+            (
+                "simple_switch",
+                Box::new(bindings::simple_switch::SimpleSwitchSyncProcessor::new(
+                    simple_switch::SimpleSwitch(runtime),
+                )),
+            ),
+        ];
+        for (name, service) in services {
+            // Three distinct names, none the default: registering cannot fail.
+            let _ = processor.register(name, service, false);
+        }
+        Services { processor }
+    }
+
+    /// Serves the calls read from `read`, answering on `write`, until the stream ends (`Ok`)
+    /// or a call breaks a limit or the protocol (the error, after which the stream cannot go
+    /// on).
+    pub fn serve_connection(&self, read: impl Read, write: impl Write) -> thrift::Result<()> {
+        let budget = Rc::new(Cell::new(Budget::Left(0)));
+        let read = Budgeted {
+            inner: TBufferedReadTransport::new(read),
+            budget: budget.clone(),
+        };
+        let mut input = TBinaryInputProtocol::with_config(read, true, configuration());
+        let mut output = TBinaryOutputProtocol::new(TBufferedWriteTransport::new(write), true);
+        loop {
+            budget.set(Budget::Left(LIMITS.message_bytes));
+            match self.processor.process(&mut input, &mut output) {
+                Err(thrift::Error::Transport(e))
+                    if e.kind == thrift::TransportErrorKind::EndOfFile =>
+                {
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+                // A call that broke a limit was answered with an exception by the processor:
+                // the rest of it is still on the wire, so the connection cannot go on.
+                Ok(()) if budget.get() == Budget::Spent => {
+                    return Err(format!(
+                        "a call longer than {} bytes (thrift::LIMITS)",
+                        LIMITS.message_bytes
+                    )
+                    .into())
+                }
+                Ok(()) => {}
+            }
+        }
+    }
+}
+
+/// Serves `services` on `listener`, on a thread of its own (and one per connection, at most
+/// [`Limits::connections`] at once) for the life of the process.
+pub fn serve(
+    listener: TcpListener,
+    services: Services,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let services = Arc::new(services);
+    std::thread::Builder::new()
+        .name("softswitch-thrift".into())
+        .spawn(move || accept(listener, services))
+}
+
+/// Accepts connections and serves each on a thread of its own.
+fn accept(listener: TcpListener, services: Arc<Services>) {
+    let open = Arc::new(AtomicUsize::new(0));
+    for stream in listener.incoming() {
+        let stream = match stream {
+            Ok(s) => s,
+            Err(e) => {
+                // Out of file descriptors, say: wait rather than spin.
+                tracing::warn!("thrift: accepting a connection: {e}");
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                continue;
+            }
+        };
+        let peer = stream
+            .peer_addr()
+            .map_or("an unknown peer".into(), |a| a.to_string());
+        if open.fetch_add(1, Ordering::AcqRel) >= LIMITS.connections {
+            open.fetch_sub(1, Ordering::AcqRel);
+            tracing::warn!(
+                "thrift: {peer} refused: {} connections are open already (thrift::LIMITS)",
+                LIMITS.connections
+            );
+            continue;
+        }
+        let (services, still_open) = (services.clone(), open.clone());
+        let spawned = std::thread::Builder::new()
+            .name("softswitch-thrift-client".into())
+            .spawn(move || {
+                tracing::debug!("thrift: {peer} connected");
+                let served = stream
+                    .set_nodelay(true)
+                    .and_then(|()| stream.try_clone())
+                    .map_err(thrift::Error::from)
+                    .and_then(|read| services.serve_connection(read, stream));
+                match served {
+                    Ok(()) => tracing::debug!("thrift: {peer} disconnected"),
+                    Err(e) => tracing::warn!("thrift: {peer}: {e}; connection closed"),
+                }
+                still_open.fetch_sub(1, Ordering::AcqRel);
+            });
+        if let Err(e) = spawned {
+            open.fetch_sub(1, Ordering::AcqRel);
+            tracing::warn!("thrift: no thread for a connection: {e}");
+        }
+    }
+}
+
+/// The protocol's limits on strings, containers and nesting.
+fn configuration() -> TConfiguration {
+    TConfiguration::builder()
+        .max_message_size(Some(LIMITS.message_bytes))
+        .max_frame_size(Some(LIMITS.message_bytes))
+        .max_string_size(Some(LIMITS.string_bytes))
+        .max_container_size(Some(LIMITS.container_items))
+        .max_recursion_depth(Some(LIMITS.depth))
+        .build()
+        .expect("the limits are consistent")
+}
+
+/// What is left of the bytes one call may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Budget {
+    /// This many bytes.
+    Left(usize),
+    /// None: the call went past its limit.
+    Spent,
+}
+
+/// A reader that fails once the call being read has taken its [`Budget`].
+struct Budgeted<R> {
+    inner: R,
+    budget: Rc<Cell<Budget>>,
+}
+
+impl<R: Read> Read for Budgeted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let Budget::Left(left) = self.budget.get() else {
+            return Err(std::io::Error::other("the call is over its size limit"));
+        };
+        if left == 0 && !buf.is_empty() {
+            self.budget.set(Budget::Spent);
+            return Err(std::io::Error::other(format!(
+                "a call is longer than {} bytes (thrift::LIMITS)",
+                LIMITS.message_bytes
+            )));
+        }
+        let len = buf.len().min(left);
+        let n = self.inner.read(&mut buf[..len])?;
+        self.budget.set(Budget::Left(left - n));
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Device;
+    use bindings::standard::{
+        BmAddEntryOptions, BmMatchParam, BmMatchParamLPM, BmMatchParamType, StandardSyncClient,
+        TStandardSyncClient,
+    };
+    use std::os::unix::net::UnixStream;
+    use thrift::protocol::TMultiplexedOutputProtocol;
+
+    const SWITCH_P4: &str = include_str!("../../../tests/server/switch.p4");
+
+    /// A device running the server tests' `switch.p4`, and its Thrift services.
+    fn services() -> (Device, Services) {
+        let compiled = Compiled::new(SWITCH_P4.as_bytes().to_vec(), None, 0).unwrap();
+        let device = Device::start(7, Default::default(), None, Some(compiled));
+        let info = SwitchInfo {
+            device_id: 7,
+            thrift_port: 9090,
+            ports: vec![(1, "veth1".into())],
+        };
+        let services = Services::new(device.engine.clone(), info);
+        (device, services)
+    }
+
+    /// What the services answer to the bytes `call`.
+    fn answer(services: &Services, call: &[u8]) -> (thrift::Result<()>, Vec<u8>) {
+        let mut out = Vec::new();
+        let served = services.serve_connection(call, &mut out);
+        (served, out)
+    }
+
+    /// The start of a strict binary-protocol call of `name`.
+    fn call_begin(name: &str) -> Vec<u8> {
+        let mut b = 0x8001_0001u32.to_be_bytes().to_vec();
+        b.extend((name.len() as i32).to_be_bytes());
+        b.extend(name.as_bytes());
+        b.extend(0i32.to_be_bytes());
+        b
+    }
+
+    /// A string field `id` of length `len` (its bytes follow only if `body`).
+    fn string_field(id: i16, len: usize, body: bool) -> Vec<u8> {
+        let mut b = vec![11u8];
+        b.extend(id.to_be_bytes());
+        b.extend((len as i32).to_be_bytes());
+        if body {
+            b.resize(b.len() + len, b'x');
+        }
+        b
+    }
+
+    #[test]
+    fn bmv2s_generated_client_adds_and_counts_an_entry_and_reads_the_md5() {
+        let (_device, services) = services();
+        let (client_end, server_end) = UnixStream::pair().unwrap();
+        let reader = server_end.try_clone().unwrap();
+        let server = std::thread::spawn(move || services.serve_connection(reader, server_end));
+        let input = TBinaryInputProtocol::new(
+            TBufferedReadTransport::new(client_end.try_clone().unwrap()),
+            true,
+        );
+        let output = TMultiplexedOutputProtocol::new(
+            "standard",
+            TBinaryOutputProtocol::new(TBufferedWriteTransport::new(client_end), true),
+        );
+        let mut client = StandardSyncClient::new(input, output);
+        let route = "MyIngress.route".to_string();
+        let key = BmMatchParam::new(
+            BmMatchParamType::LPM,
+            None,
+            BmMatchParamLPM::new(vec![10, 0, 0, 0], 8),
+            None,
+            None,
+            None,
+        );
+        let handle = client
+            .bm_mt_add_entry(
+                0,
+                route.clone(),
+                vec![key],
+                "MyIngress.forward".into(),
+                vec![vec![0, 2]],
+                BmAddEntryOptions::new(None),
+            )
+            .unwrap();
+        assert_eq!(handle, 0);
+        assert_eq!(client.bm_mt_get_num_entries(0, route.clone()).unwrap(), 1);
+        let entries = client.bm_mt_get_entries(0, route.clone()).unwrap();
+        let lpm = entries[0].match_key.as_ref().unwrap()[0]
+            .lpm
+            .clone()
+            .unwrap();
+        assert_eq!(
+            (lpm.key.unwrap(), lpm.prefix_length),
+            (vec![10, 0, 0, 0], Some(8))
+        );
+        // A bad table name is BMv2's exception, and the connection goes on.
+        let refused = client
+            .bm_mt_get_num_entries(0, "nosuch".into())
+            .unwrap_err();
+        assert!(
+            format!("{refused:?}").contains("InvalidTableOperation"),
+            "{refused:?}"
+        );
+        assert_eq!(client.bm_get_config_md5().unwrap().len(), 16);
+        // The program is P4 source: there is no BMv2 JSON to give, and the client is told why.
+        let refused = client.bm_get_config().unwrap_err();
+        assert!(format!("{refused:?}").contains("--json"), "{refused:?}");
+        assert_eq!(client.bm_mgmt_get_info().unwrap().device_id, Some(7));
+        drop(client);
+        server.join().unwrap().unwrap();
+    }
+
+    #[test]
+    fn a_string_past_the_limit_is_refused_before_it_is_read() {
+        let (_device, services) = services();
+        let mut call = call_begin("standard:bm_mt_get_num_entries");
+        call.extend(string_field(2, LIMITS.string_bytes + 1, false));
+        let (_, out) = answer(&services, &call);
+        // An exception was answered (message type 3).
+        assert_eq!(out.get(3), Some(&3), "{out:?}");
+        let mut negative = call_begin("standard:bm_mt_get_num_entries");
+        negative.extend([11, 0, 2, 0xff, 0xff, 0xff, 0xfe]);
+        let (_, out) = answer(&services, &negative);
+        assert_eq!(out.get(3), Some(&3), "{out:?}");
+    }
+
+    #[test]
+    fn a_call_past_its_byte_budget_closes_the_connection() {
+        let (_device, services) = services();
+        let mut call = call_begin("standard:bm_load_new_config");
+        // Two strings each within the string limit, together past the call's.
+        call.extend(string_field(1, LIMITS.string_bytes, true));
+        call.extend(string_field(2, LIMITS.string_bytes, true));
+        let (served, _) = answer(&services, &call);
+        assert!(served.is_err());
+    }
+
+    #[test]
+    fn garbage_unknown_services_and_cut_calls_end_in_errors_not_panics() {
+        let (_device, services) = services();
+        assert!(answer(&services, b"GET / HTTP/1.1\r\n\r\n").0.is_err());
+        let (_, out) = answer(&services, &call_begin("nosuch:bm_get_config"));
+        assert_eq!(out.get(3), Some(&3), "an exception: {out:?}");
+        let cut = &call_begin("standard:bm_get_config_md5")[..9];
+        assert!(
+            answer(&services, cut).0.is_ok(),
+            "a cut call is the end of the stream"
+        );
+        // Nesting past the limit: a list of lists of lists...
+        let mut deep = call_begin("standard:bm_mt_add_entry");
+        for _ in 0..LIMITS.depth * 2 {
+            deep.extend([15, 0, 3, 15, 0, 0, 0, 1]);
+        }
+        let (_, out) = answer(&services, &deep);
+        assert_eq!(out.get(3), Some(&3), "{out:?}");
+        // A container past the limit.
+        let mut wide = call_begin("standard:bm_mt_add_entry");
+        wide.extend([15, 0, 3, 12]);
+        wide.extend((LIMITS.container_items as i32 + 1).to_be_bytes());
+        let (_, out) = answer(&services, &wide);
+        assert_eq!(out.get(3), Some(&3), "{out:?}");
+    }
+}
