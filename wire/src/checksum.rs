@@ -43,7 +43,7 @@ pub fn sum_at(offset: usize, data: &[u8]) -> u32 {
     data.iter()
         .enumerate()
         .map(|(i, &byte)| {
-            if (offset + i) % 2 == 0 {
+            if (offset + i).is_multiple_of(2) {
                 u32::from(byte) << 8
             } else {
                 u32::from(byte)
