@@ -336,8 +336,9 @@ impl RxHalf {
     }
 
     /// Waits up to `timeout_ms` for a frame to arrive (a poll(2), which also wakes a driver
-    /// that waits for one); returns an error the socket reports, as when its interface goes.
-    pub fn wait(&self, timeout_ms: i32) -> io::Result<()> {
+    /// that waits for one); whether one did (false: the time ran out, or a signal came). An
+    /// error the socket reports, as when its interface goes, is an error.
+    pub fn wait(&self, timeout_ms: i32) -> io::Result<bool> {
         poll(self.shared.socket.as_raw_fd(), libc::POLLIN, timeout_ms)
     }
 }
@@ -484,9 +485,9 @@ impl TxHalf {
     }
 }
 
-/// poll(2) on one socket for `events`; an error the socket reports (POLLERR, POLLHUP) as an
-/// error.
-fn poll(fd: RawFd, events: libc::c_short, timeout_ms: i32) -> io::Result<()> {
+/// poll(2) on one socket for `events`: whether one came; an error the socket reports
+/// (POLLERR, POLLHUP) as an error.
+fn poll(fd: RawFd, events: libc::c_short, timeout_ms: i32) -> io::Result<bool> {
     let mut pfd = libc::pollfd {
         fd,
         events,
@@ -497,7 +498,7 @@ fn poll(fd: RawFd, events: libc::c_short, timeout_ms: i32) -> io::Result<()> {
     if ret < 0 {
         let e = io::Error::last_os_error();
         return if e.kind() == io::ErrorKind::Interrupted {
-            Ok(())
+            Ok(false)
         } else {
             Err(e)
         };
@@ -508,5 +509,5 @@ fn poll(fd: RawFd, events: libc::c_short, timeout_ms: i32) -> io::Result<()> {
             "the socket reports an error (its interface is down or gone)",
         ));
     }
-    Ok(())
+    Ok(pfd.revents & events != 0)
 }

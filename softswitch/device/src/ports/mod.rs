@@ -316,15 +316,15 @@ impl<C: Controller> Receiving<C> {
                 batch.recycle();
             }
             if read == 0 {
-                // An AF_XDP socket whose interface goes away only stops receiving: look at the
-                // name's index too.
+                // An AF_XDP socket whose interface goes away only stops receiving: when a
+                // wait ends with nothing (not after each frame: that is system calls per
+                // frame), look at the name's index too.
                 let error = match rx.wait(WAKE_MS) {
                     Err(e) => Some(e),
-                    Ok(()) if ring::ifindex(&self.spec.iface) != ifindex => Some(io::Error::new(
-                        io::ErrorKind::NotFound,
-                        "the interface is gone",
-                    )),
-                    Ok(()) => None,
+                    Ok(false) if ring::ifindex(&self.spec.iface) != ifindex => Some(
+                        io::Error::new(io::ErrorKind::NotFound, "the interface is gone"),
+                    ),
+                    Ok(_) => None,
                 };
                 if error.is_some_and(|e| self.gone(ifindex, &e)) {
                     return;
