@@ -241,6 +241,17 @@ impl<'a> Exec<'a> {
                 let (d, s, n) = (*dst as usize, *src as usize, *len as usize);
                 self.slots.copy_within(s..s + n, d);
             }
+            Stmt::CopyBlock { dst, src, len } => {
+                let d = self.whole_slot(dst);
+                let s = self.whole_slot(src);
+                if let Some(d) = d {
+                    let n = *len as usize;
+                    match s {
+                        Some(s) => self.slots.copy_within(s..s + n, d),
+                        None => self.slots[d..d + n].fill(0),
+                    }
+                }
+            }
             Stmt::Zero { start, len } => {
                 self.slots[*start as usize..(*start + *len) as usize].fill(0)
             }

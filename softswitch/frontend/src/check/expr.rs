@@ -28,6 +28,9 @@ pub(super) enum Val {
     Int(BigInt),
     /// An aggregate or stack in storage.
     Agg { base: Slot, ty: Type },
+    /// `packet.lookahead<T>()` of a header, struct or tuple, or a part of one: `T`'s bits
+    /// `offset` bits past the parser's cursor, which must have `need` bits after it.
+    Lookahead { ty: Type, offset: u32, need: u32 },
     /// A header-stack element chosen at run time: element 0 at `base`.
     DynElem {
         base: Slot,
@@ -188,28 +191,6 @@ impl<'a> Checker<'a> {
                 };
             }
         }
-        if let Some(agg) = self.lookahead_header(base)? {
-            let fields = self.lookahead_fields(agg);
-            return match fields.into_iter().find(|(n, ..)| *n == m.name) {
-                Some((_, ty, offset, width, need)) => Ok(scalar(
-                    Expr::Lookahead {
-                        offset,
-                        width,
-                        need,
-                    },
-                    ty,
-                    None,
-                )),
-                None => fail(
-                    m.span,
-                    format!(
-                        "{} has no field '{}'",
-                        self.show(&Type::Aggregate(agg)),
-                        m.name
-                    ),
-                ),
-            };
-        }
         if m.name == "hit" || m.name == "miss" {
             if let Some(table) = self.applied_table(base)? {
                 return Ok(scalar(
@@ -277,6 +258,38 @@ impl<'a> Checker<'a> {
                     _ => fail(m.span, format!("a header stack has no member '{}'", m.name)),
                 }
             }
+            Val::Lookahead {
+                ty: Type::Aggregate(agg),
+                offset,
+                need,
+            } => {
+                let mut at = offset;
+                for (name, _, fty) in self.types.aggregates[agg].fields_at() {
+                    let bits = self.types.size_in_bits(fty, false);
+                    if name != m.name {
+                        at += bits;
+                        continue;
+                    }
+                    return Ok(match self.types.scalar_width(fty) {
+                        Some(width) => scalar(
+                            Expr::Lookahead {
+                                offset: at,
+                                width,
+                                need,
+                            },
+                            fty.clone(),
+                            None,
+                        ),
+                        None => Val::Lookahead {
+                            ty: fty.clone(),
+                            offset: at,
+                            need,
+                        },
+                    });
+                }
+                let t = self.show(&Type::Aggregate(agg));
+                fail(m.span, format!("{t} has no field '{}'", m.name))
+            }
             Val::DynElem {
                 base: b,
                 stride,
@@ -318,57 +331,95 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// If `e` is `packet.lookahead<H>()` for a header type `H` in a parser, `H`'s aggregate.
-    pub(super) fn lookahead_header(&mut self, e: &ast::Expr) -> Result<Option<usize>> {
-        let ExprKind::Call {
-            callee, type_args, ..
-        } = &e.kind
-        else {
-            return Ok(None);
-        };
-        let ExprKind::Member(base, m) = &callee.kind else {
-            return Ok(None);
-        };
-        let ExprKind::Name(n) = &base.kind else {
-            return Ok(None);
-        };
-        if m.name != "lookahead" || !matches!(self.lookup(n), Some(Sym::Packet { out: false })) {
-            return Ok(None);
-        }
-        let [t] = type_args.as_slice() else {
-            return Ok(None);
-        };
-        match self.resolve_type(t)? {
-            ty @ Type::Aggregate(agg) if self.types.is_header(&ty) => {
-                let has_varbit = self.types.aggregates[agg]
-                    .fields
-                    .iter()
-                    .any(|(_, t, _)| matches!(t, Type::VarBit(_)));
-                if has_varbit {
-                    return fail(
-                        t.span(),
-                        "lookahead of a header with a varbit field is not supported",
-                    );
+    /// `packet.lookahead<T>()`: a scalar read of `T`'s bits for a `bit<W>`, `int<W>`, `bool`
+    /// or serializable enum; otherwise (a header, a struct, a tuple of such fields) a
+    /// [`Val::Lookahead`]. Header stacks and unions, and varbit fields, are refused at `at`.
+    pub(super) fn lookahead(&self, ty: Type, at: Span) -> Result<Val> {
+        self.lookahead_type(&ty, at)?;
+        let need = self.types.size_in_bits(&ty, false);
+        Ok(match self.types.scalar_width(&ty) {
+            Some(width) => scalar(
+                Expr::Lookahead {
+                    offset: 0,
+                    width,
+                    need,
+                },
+                ty,
+                None,
+            ),
+            None => Val::Lookahead {
+                ty,
+                offset: 0,
+                need,
+            },
+        })
+    }
+
+    /// Refuses at `at` a type that `lookahead` cannot read.
+    fn lookahead_type(&self, ty: &Type, at: Span) -> Result<()> {
+        match ty {
+            Type::Bits { .. } | Type::Bool => Ok(()),
+            Type::Enum(i) if self.types.enums[*i].repr.is_some() => Ok(()),
+            Type::Aggregate(a) if !self.types.is_union(ty) => {
+                for (_, fty, _) in &self.types.aggregates[*a].fields {
+                    self.lookahead_type(fty, at)?;
                 }
-                Ok(Some(agg))
+                Ok(())
             }
-            _ => Ok(None),
+            Type::Tuple(elems) => elems.iter().try_for_each(|t| self.lookahead_type(t, at)),
+            other => fail(
+                at,
+                format!(
+                    "lookahead of a {} is not supported: a bit<W>, int<W>, bool, serializable \
+                     enum, header, struct or tuple of them, without varbit fields",
+                    self.show(other)
+                ),
+            ),
         }
     }
 
-    /// The fields of header `agg` as lookahead reads: name, type, bit offset, width, header bits.
-    pub(super) fn lookahead_fields(&self, agg: usize) -> Vec<(String, Type, u32, u16, u32)> {
-        let fields = &self.types.aggregates[agg].fields;
-        let widths: Vec<u16> = fields
-            .iter()
-            .map(|(_, t, _)| self.types.scalar_width(t).unwrap_or(0))
-            .collect();
-        let need: u32 = widths.iter().map(|&w| u32::from(w)).sum();
-        let mut offset = 0;
+    /// Statements storing `lookahead<T>()`'s bits (from `offset`, `need` bits needed) in the
+    /// value of type `ty` at `base`: each field, each header marked valid.
+    pub(super) fn lookahead_into(
+        &self,
+        base: Slot,
+        ty: &Type,
+        offset: u32,
+        need: u32,
+    ) -> Vec<Stmt> {
         let mut out = Vec::new();
-        for ((name, ty, _), w) in fields.iter().zip(widths) {
-            out.push((name.clone(), ty.clone(), offset, w, need));
-            offset += u32::from(w);
+        let mut at = offset;
+        let leaf = |out: &mut Vec<Stmt>, slot: Slot, fty: &Type, at: &mut u32| {
+            if let Some(width) = self.types.scalar_width(fty) {
+                out.push(Stmt::Assign(
+                    Place::Slot(slot),
+                    Expr::Lookahead {
+                        offset: *at,
+                        width,
+                        need,
+                    },
+                ));
+                *at += u32::from(width);
+            } else {
+                out.extend(self.lookahead_into(slot, fty, *at, need));
+                *at += self.types.size_in_bits(fty, false);
+            }
+        };
+        match ty {
+            Type::Aggregate(a) => {
+                if self.types.is_header(ty) {
+                    out.push(Stmt::Assign(Place::Slot(base), Expr::Const(1)));
+                }
+                for (_, off, fty) in self.types.aggregates[*a].fields_at() {
+                    leaf(&mut out, base + off, fty, &mut at);
+                }
+            }
+            Type::Tuple(elems) => {
+                for (off, ety) in self.types.tuple_elements(elems) {
+                    leaf(&mut out, base + off, ety, &mut at);
+                }
+            }
+            scalar_ty => leaf(&mut out, base, scalar_ty, &mut at),
         }
         out
     }
@@ -429,14 +480,23 @@ impl<'a> Checker<'a> {
                 })
             }
             _ => match i.ty {
-                Type::Bits { signed: false, .. } => Ok(Val::DynElem {
+                Type::Bits { width, signed } => Ok(Val::DynElem {
                     base: slot + 1,
                     stride,
                     count: n,
-                    index: i.expr,
+                    // A negative index is out of range: sign-extended, it is above any count.
+                    index: if signed {
+                        Expr::SignExtend {
+                            arg: Box::new(i.expr),
+                            from: width,
+                            to: 128,
+                        }
+                    } else {
+                        i.expr
+                    },
                     ty: Type::Aggregate(agg),
                 }),
-                _ => fail(index.span, "a stack index must be an unsigned bit<W> value"),
+                _ => fail(index.span, "a stack index must be a bit<W> or int<W> value"),
             },
         }
     }
@@ -1002,13 +1062,80 @@ impl<'a> Checker<'a> {
                 let value = self.scalar_of(rhs, &ty)?;
                 Ok(vec![Stmt::Assign(place, value)])
             }
-            Val::DynElem { .. } => fail(
-                rhs.span,
-                "assigning a whole stack element chosen at run time is not supported yet",
-            ),
+            Val::DynElem {
+                base,
+                stride,
+                count,
+                index,
+                ty,
+            } => {
+                let dst = Place::Dyn {
+                    base,
+                    stride,
+                    count,
+                    index: Box::new(index),
+                };
+                self.assign_element(dst, &ty, rhs)
+            }
             Val::Int(_) => fail(rhs.span, "an int constant cannot be assigned to"),
+            Val::Lookahead { .. } => fail(rhs.span, "a lookahead cannot be assigned to"),
             Val::Agg { base, ty } => self.assign_aggregate(base, &ty, rhs),
         }
+    }
+
+    /// Statements that assign `rhs` to the header (or header union) `dst`, a stack element
+    /// picked at run time, as one block: a header or element copied as it is, anything else
+    /// (a list, a struct expression, a call, a lookahead) built in a scratch value first, so
+    /// the index is evaluated once.
+    fn assign_element(&mut self, dst: Place, ty: &Type, rhs: &ast::Expr) -> Result<Vec<Stmt>> {
+        let len = self.types.size(ty);
+        let copy = |src: Place| Stmt::CopyBlock { dst, src, len };
+        if !matches!(rhs.kind, ExprKind::List(_) | ExprKind::StructInit(_)) {
+            match self.expr(rhs)? {
+                Val::Agg { base, ty: t } if t == *ty => return Ok(vec![copy(Place::Slot(base))]),
+                Val::DynElem {
+                    base,
+                    stride,
+                    count,
+                    index,
+                    ty: t,
+                } if t == *ty => {
+                    let src = Place::Dyn {
+                        base,
+                        stride,
+                        count,
+                        index: Box::new(index),
+                    };
+                    return Ok(vec![copy(src)]);
+                }
+                Val::Scalar {
+                    expr: Expr::Invoke(inv),
+                    ty: t,
+                    ..
+                } if t == *ty => {
+                    let ret = inv.ret.expect("a function with a return value");
+                    return Ok(vec![Stmt::Invoke(inv), copy(Place::Slot(ret))]);
+                }
+                Val::Lookahead {
+                    ty: t,
+                    offset,
+                    need,
+                } if t == *ty => {
+                    let scratch = self.alloc(ty, rhs.span)?;
+                    let mut out = self.lookahead_into(scratch, ty, offset, need);
+                    out.push(copy(Place::Slot(scratch)));
+                    return Ok(out);
+                }
+                other => {
+                    let (f, t) = (self.show(&val_type(&other)), self.show(ty));
+                    return fail(rhs.span, format!("type mismatch: expected {t}, found {f}"));
+                }
+            }
+        }
+        let scratch = self.alloc(ty, rhs.span)?;
+        let mut out = self.assign_aggregate(scratch, ty, rhs)?;
+        out.push(copy(Place::Slot(scratch)));
+        Ok(out)
     }
 
     fn assign_aggregate(&mut self, base: Slot, ty: &Type, rhs: &ast::Expr) -> Result<Vec<Stmt>> {
@@ -1042,6 +1169,11 @@ impl<'a> Checker<'a> {
                     src,
                     len: self.types.size(ty),
                 }]),
+                Val::Lookahead {
+                    ty: t,
+                    offset,
+                    need,
+                } if t == *ty => Ok(self.lookahead_into(base, ty, offset, need)),
                 _ => fail(
                     rhs.span,
                     format!("expected a value of type {}", self.show(ty)),
@@ -1049,22 +1181,6 @@ impl<'a> Checker<'a> {
             };
         };
         let agg = *agg;
-        if self.lookahead_header(rhs)? == Some(agg) {
-            let mut out = vec![Stmt::Assign(Place::Slot(base), Expr::Const(1))];
-            for (i, (_, _, offset, width, need)) in
-                self.lookahead_fields(agg).into_iter().enumerate()
-            {
-                out.push(Stmt::Assign(
-                    Place::Slot(base + 1 + i as u32),
-                    Expr::Lookahead {
-                        offset,
-                        width,
-                        need,
-                    },
-                ));
-            }
-            return Ok(out);
-        }
         let fields = self.types.aggregates[agg].fields.clone();
         let is_header = self.types.is_header(ty);
         let mut out = Vec::new();
@@ -1111,6 +1227,27 @@ impl<'a> Checker<'a> {
                         src,
                         len: self.types.size(ty),
                     }]),
+                    Val::DynElem {
+                        base: src,
+                        stride,
+                        count,
+                        index,
+                        ty: t,
+                    } if t == *ty => Ok(vec![Stmt::CopyBlock {
+                        dst: Place::Slot(base),
+                        src: Place::Dyn {
+                            base: src,
+                            stride,
+                            count,
+                            index: Box::new(index),
+                        },
+                        len: self.types.size(ty),
+                    }]),
+                    Val::Lookahead {
+                        ty: t,
+                        offset,
+                        need,
+                    } if t == *ty => Ok(self.lookahead_into(base, ty, offset, need)),
                     Val::Scalar {
                         expr: Expr::Invoke(inv),
                         ty: t,
@@ -1157,7 +1294,10 @@ fn all(mut parts: Vec<Expr>) -> Expr {
 /// The type of a lowered value.
 pub(super) fn val_type(v: &Val) -> Type {
     match v {
-        Val::Scalar { ty, .. } | Val::Agg { ty, .. } | Val::DynElem { ty, .. } => ty.clone(),
+        Val::Scalar { ty, .. }
+        | Val::Agg { ty, .. }
+        | Val::DynElem { ty, .. }
+        | Val::Lookahead { ty, .. } => ty.clone(),
         Val::Int(_) => Type::Int,
     }
 }

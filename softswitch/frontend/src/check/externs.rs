@@ -357,6 +357,7 @@ impl Checker<'_> {
                 e.span,
                 "a stack element chosen at run time in a field list",
             )),
+            Val::Lookahead { .. } => Err(unsupported(e.span, "a lookahead in a field list")),
         }
     }
 

@@ -289,6 +289,16 @@ impl<'a> Checker<'a> {
                 let scratch = self.alloc(&ty, e.span)?;
                 Ok(vec![Stmt::Assign(Place::Slot(scratch), expr)])
             }
+            // Its bits must be there; none is read.
+            Val::Lookahead { offset, need, .. } => {
+                let scratch = self.alloc(&Type::Bool, e.span)?;
+                let check = Expr::Lookahead {
+                    offset,
+                    width: 0,
+                    need,
+                };
+                Ok(vec![Stmt::Assign(Place::Slot(scratch), check)])
+            }
             _ => Ok(Vec::new()),
         }
     }
@@ -312,16 +322,8 @@ impl<'a> Checker<'a> {
                                 let [t] = type_args else {
                                     return fail(callee.span, "lookahead needs one type argument");
                                 };
-                                match self.resolve_type(t)? {
-                                    Type::Bits { width, signed } => scalar(
-                                        Expr::Lookahead { offset: 0, width, need: u32::from(width) },
-                                        Type::Bits { width, signed },
-                                    ),
-                                    _ => fail(
-                                        t.span(),
-                                        "lookahead of a header is only supported as lookahead<H>().field or h = lookahead<H>()",
-                                    ),
-                                }
+                                let ty = self.resolve_type(t)?;
+                                self.lookahead(ty, t.span())
                             }
                             "length" => scalar(
                                 Expr::PacketLength,
@@ -343,7 +345,7 @@ impl<'a> Checker<'a> {
                 ) {
                     no_args(args)?;
                     let ty = super::expr::val_type(&self.expr(base)?);
-                    let bits = self.size_in_bits(&ty, method.name.starts_with("max"));
+                    let bits = self.types.size_in_bits(&ty, method.name.starts_with("max"));
                     let value = if method.name.ends_with("Bytes") {
                         bits.div_ceil(8)
                     } else {
@@ -376,6 +378,20 @@ impl<'a> Checker<'a> {
                 if method.name == "isValid" {
                     no_args(args)?;
                     return match self.expr(base)? {
+                        // Valid once its bits are there (a packet too short is a parser error).
+                        Val::Lookahead {
+                            ty, offset, need, ..
+                        } if self.types.is_header(&ty) => {
+                            let check = Expr::Lookahead {
+                                offset,
+                                width: 0,
+                                need,
+                            };
+                            scalar(
+                                Expr::Or(Box::new(check), Box::new(Expr::Const(1))),
+                                Type::Bool,
+                            )
+                        }
                         Val::Agg { base: slot, ty } if self.types.is_header(&ty) => {
                             scalar(Expr::Load(slot), Type::Bool)
                         }
@@ -592,27 +608,6 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// The size in bits of a header or struct on the wire (varbit fields counted at 0, or at
-    /// their maximum with `max`).
-    fn size_in_bits(&self, ty: &Type, max: bool) -> u32 {
-        match ty {
-            Type::Aggregate(a) => self.types.aggregates[*a]
-                .fields
-                .iter()
-                .map(|(_, t, _)| self.size_in_bits(t, max))
-                .sum(),
-            Type::Stack(a, n) => n * self.size_in_bits(&Type::Aggregate(*a), max),
-            Type::VarBit(m) => {
-                if max {
-                    *m
-                } else {
-                    0
-                }
-            }
-            t => u32::from(self.types.scalar_width(t).unwrap_or(0)),
-        }
-    }
-
     /// Binds arguments to an action's or function's parameters (copy-in, copy-out).
     pub(super) fn invoke(&mut self, idx: usize, args: &[ast::Arg], span: Span) -> Result<Invoke> {
         let callable = self.callables[idx].clone();
@@ -688,11 +683,24 @@ impl<'a> Checker<'a> {
                 src,
                 len: self.types.size(&ty),
             }]),
-            Val::DynElem { .. } => fail(
-                span,
-                "a stack element chosen at run time cannot be an out argument yet",
-            ),
+            Val::DynElem {
+                base,
+                stride,
+                count,
+                index,
+                ty,
+            } => Ok(vec![Stmt::CopyBlock {
+                dst: Place::Dyn {
+                    base,
+                    stride,
+                    count,
+                    index: Box::new(index),
+                },
+                src: Place::Slot(src),
+                len: self.types.size(&ty),
+            }]),
             Val::Int(_) => fail(span, "an int constant cannot be an out argument"),
+            Val::Lookahead { .. } => fail(span, "a lookahead cannot be an out argument"),
         }
     }
 }
