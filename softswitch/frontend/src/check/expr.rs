@@ -379,7 +379,8 @@ impl<'a> Checker<'a> {
     }
 
     /// Statements storing `lookahead<T>()`'s bits (from `offset`, `need` bits needed) in the
-    /// value of type `ty` at `base`: each field, each header marked valid.
+    /// value of type `ty` at `base`: first a check that the bits are there (a packet too short
+    /// is a parser error and changes nothing), then each field, then each header made valid.
     pub(super) fn lookahead_into(
         &self,
         base: Slot,
@@ -387,41 +388,49 @@ impl<'a> Checker<'a> {
         offset: u32,
         need: u32,
     ) -> Vec<Stmt> {
-        let mut out = Vec::new();
-        let mut at = offset;
-        let leaf = |out: &mut Vec<Stmt>, slot: Slot, fty: &Type, at: &mut u32| {
-            if let Some(width) = self.types.scalar_width(fty) {
-                out.push(Stmt::Assign(
-                    Place::Slot(slot),
-                    Expr::Lookahead {
-                        offset: *at,
-                        width,
-                        need,
-                    },
-                ));
-                *at += u32::from(width);
-            } else {
-                out.extend(self.lookahead_into(slot, fty, *at, need));
-                *at += self.types.size_in_bits(fty, false);
-            }
-        };
+        let mut out = vec![lookahead_check(offset, need)];
+        let mut valids = Vec::new();
+        self.lookahead_fields(base, ty, &mut offset.clone(), need, &mut out, &mut valids);
+        out.extend(valids);
+        out
+    }
+
+    /// The assignments of `lookahead_into`: fields into `out`, validities into `valids`.
+    fn lookahead_fields(
+        &self,
+        base: Slot,
+        ty: &Type,
+        at: &mut u32,
+        need: u32,
+        out: &mut Vec<Stmt>,
+        valids: &mut Vec<Stmt>,
+    ) {
+        if let Some(width) = self.types.scalar_width(ty) {
+            let bits = Expr::Lookahead {
+                offset: *at,
+                width,
+                need,
+            };
+            out.push(Stmt::Assign(Place::Slot(base), bits));
+            *at += u32::from(width);
+            return;
+        }
         match ty {
             Type::Aggregate(a) => {
                 if self.types.is_header(ty) {
-                    out.push(Stmt::Assign(Place::Slot(base), Expr::Const(1)));
+                    valids.push(Stmt::Assign(Place::Slot(base), Expr::Const(1)));
                 }
                 for (_, off, fty) in self.types.aggregates[*a].fields_at() {
-                    leaf(&mut out, base + off, fty, &mut at);
+                    self.lookahead_fields(base + off, fty, at, need, out, valids);
                 }
             }
             Type::Tuple(elems) => {
                 for (off, ety) in self.types.tuple_elements(elems) {
-                    leaf(&mut out, base + off, ety, &mut at);
+                    self.lookahead_fields(base + off, ety, at, need, out, valids);
                 }
             }
-            scalar_ty => leaf(&mut out, base, scalar_ty, &mut at),
+            _ => {}
         }
-        out
     }
 
     /// If `e` is `t.apply()` for a table `t`, the table's index.
@@ -1280,6 +1289,17 @@ impl<'a> Checker<'a> {
         }
         Ok(out)
     }
+}
+
+/// A statement that only checks that the parser's cursor has `need` bits after it (a packet
+/// too short is `PacketTooShort`, as for any lookahead); it reads none.
+pub(super) fn lookahead_check(offset: u32, need: u32) -> Stmt {
+    let check = Expr::Lookahead {
+        offset,
+        width: 0,
+        need,
+    };
+    Stmt::If(check, Vec::new(), Vec::new(), None)
 }
 
 /// The conjunction of `parts` (true if there are none) as a balanced tree of `&&`.

@@ -291,13 +291,7 @@ impl<'a> Checker<'a> {
             }
             // Its bits must be there; none is read.
             Val::Lookahead { offset, need, .. } => {
-                let scratch = self.alloc(&Type::Bool, e.span)?;
-                let check = Expr::Lookahead {
-                    offset,
-                    width: 0,
-                    need,
-                };
-                Ok(vec![Stmt::Assign(Place::Slot(scratch), check)])
+                Ok(vec![super::expr::lookahead_check(offset, need)])
             }
             _ => Ok(Vec::new()),
         }
