@@ -472,25 +472,18 @@ impl<'a> Scope<'a> {
             return fail("a dereference_header_stack's left operand must be a header_stack");
         }
         let sname = string(member(left, "value", "a header_stack")?, "a header_stack")?;
-        let Some(stack) = self.layout.stacks.get(sname) else {
-            return fail(format!("no header stack is called {sname}"));
-        };
         let index = self.operand(op, "right", depth + 1)?;
-        let Some(base) = self.layout.headers[stack.elements[0]].valid else {
-            return fail(format!("header stack {sname} holds metadata"));
-        };
-        Ok(DynElement {
-            stack: sname.to_string(),
-            base,
-            stride: stack.stride,
-            count: stack.elements.len() as u32,
-            index: index.expr,
-        })
+        self.element(sname, |_| index.expr)
     }
 
     /// The last element extracted into stack `sname` (`stack.last`): out of range, so read as
     /// zeros, before any.
     fn last_element(&self, sname: &str) -> Result<DynElement> {
+        self.element(sname, |next| last_index(Expr::Load(next)))
+    }
+
+    /// The element of stack `sname` at `index`, given the stack's `nextIndex` slot.
+    fn element(&self, sname: &str, index: impl FnOnce(Slot) -> Expr) -> Result<DynElement> {
         let Some(stack) = self.layout.stacks.get(sname) else {
             return fail(format!("no header stack is called {sname}"));
         };
@@ -502,7 +495,7 @@ impl<'a> Scope<'a> {
             base,
             stride: stack.stride,
             count: stack.elements.len() as u32,
-            index: last_index(Expr::Load(stack.base)),
+            index: index(stack.base),
         })
     }
 

@@ -897,10 +897,7 @@ impl Lowerer {
                 "{what}: assign_header between two header types, or a header and metadata"
             ));
         }
-        Ok(vec![match (d, s) {
-            (Place::Slot(dst), Place::Slot(src)) => Stmt::Copy { dst, src, len },
-            (dst, src) => Stmt::CopyBlock { dst, src, len },
-        }])
+        Ok(vec![Stmt::copy_block(d, s, len)])
     }
 
     /// The first slot of a header operand (a `header`, or a stack element picked at run time:

@@ -428,6 +428,17 @@ pub enum Stmt {
     Continue,
 }
 
+impl Stmt {
+    /// A copy of `len` slots from the block at `src` to the one at `dst`: a [`Stmt::Copy`]
+    /// when both are slots (nothing to evaluate), else a [`Stmt::CopyBlock`].
+    pub fn copy_block(dst: Place, src: Place, len: u32) -> Stmt {
+        match (dst, src) {
+            (Place::Slot(dst), Place::Slot(src)) => Stmt::Copy { dst, src, len },
+            (dst, src) => Stmt::CopyBlock { dst, src, len },
+        }
+    }
+}
+
 /// Work of the loops of one packet's run of one block (a control, with the actions its tables
 /// run), all loops together, in units: one per iteration and one per statement run inside a
 /// loop (in its body, in what the body calls, in nested loops). P4 loops may depend on packet

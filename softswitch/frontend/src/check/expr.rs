@@ -1071,19 +1071,8 @@ impl<'a> Checker<'a> {
                 let value = self.scalar_of(rhs, &ty)?;
                 Ok(vec![Stmt::Assign(place, value)])
             }
-            Val::DynElem {
-                base,
-                stride,
-                count,
-                index,
-                ty,
-            } => {
-                let dst = Place::Dyn {
-                    base,
-                    stride,
-                    count,
-                    index: Box::new(index),
-                };
+            v @ Val::DynElem { .. } => {
+                let (dst, ty) = block(v).expect("a stack element");
                 self.assign_element(dst, &ty, rhs)
             }
             Val::Int(_) => fail(rhs.span, "an int constant cannot be assigned to"),
@@ -1093,58 +1082,64 @@ impl<'a> Checker<'a> {
     }
 
     /// Statements that assign `rhs` to the header (or header union) `dst`, a stack element
-    /// picked at run time, as one block: a header or element copied as it is, anything else
-    /// (a list, a struct expression, a call, a lookahead) built in a scratch value first, so
-    /// the index is evaluated once.
+    /// picked at run time, as one block: a list or struct expression is built in a scratch
+    /// value first, so the index is evaluated once.
     fn assign_element(&mut self, dst: Place, ty: &Type, rhs: &ast::Expr) -> Result<Vec<Stmt>> {
-        let len = self.types.size(ty);
-        let copy = |src: Place| Stmt::CopyBlock { dst, src, len };
         if !matches!(rhs.kind, ExprKind::List(_) | ExprKind::StructInit(_)) {
-            match self.expr(rhs)? {
-                Val::Agg { base, ty: t } if t == *ty => return Ok(vec![copy(Place::Slot(base))]),
-                Val::DynElem {
-                    base,
-                    stride,
-                    count,
-                    index,
-                    ty: t,
-                } if t == *ty => {
-                    let src = Place::Dyn {
-                        base,
-                        stride,
-                        count,
-                        index: Box::new(index),
-                    };
-                    return Ok(vec![copy(src)]);
-                }
-                Val::Scalar {
-                    expr: Expr::Invoke(inv),
-                    ty: t,
-                    ..
-                } if t == *ty => {
-                    let ret = inv.ret.expect("a function with a return value");
-                    return Ok(vec![Stmt::Invoke(inv), copy(Place::Slot(ret))]);
-                }
-                Val::Lookahead {
-                    ty: t,
-                    offset,
-                    need,
-                } if t == *ty => {
-                    let scratch = self.alloc(ty, rhs.span)?;
-                    let mut out = self.lookahead_into(scratch, ty, offset, need);
-                    out.push(copy(Place::Slot(scratch)));
-                    return Ok(out);
-                }
-                other => {
-                    let (f, t) = (self.show(&val_type(&other)), self.show(ty));
-                    return fail(rhs.span, format!("type mismatch: expected {t}, found {f}"));
-                }
-            }
+            return self.copy_value(dst, ty, rhs);
         }
         let scratch = self.alloc(ty, rhs.span)?;
         let mut out = self.assign_aggregate(scratch, ty, rhs)?;
-        out.push(copy(Place::Slot(scratch)));
+        out.push(Stmt::copy_block(
+            dst,
+            Place::Slot(scratch),
+            self.types.size(ty),
+        ));
         Ok(out)
+    }
+
+    /// Statements that copy the value of type `ty` that `rhs` gives (stored, a stack element
+    /// picked at run time, a call's result, a lookahead) into the block at `dst`.
+    fn copy_value(&mut self, dst: Place, ty: &Type, rhs: &ast::Expr) -> Result<Vec<Stmt>> {
+        let len = self.types.size(ty);
+        match self.expr(rhs)? {
+            v @ (Val::Agg { .. } | Val::DynElem { .. }) if val_type(&v) == *ty => {
+                let (src, _) = block(v).expect("a stored value");
+                Ok(vec![Stmt::copy_block(dst, src, len)])
+            }
+            Val::Scalar {
+                expr: Expr::Invoke(inv),
+                ty: t,
+                ..
+            } if t == *ty => {
+                let ret = inv.ret.expect("a function with a return value");
+                Ok(vec![
+                    Stmt::Invoke(inv),
+                    Stmt::copy_block(dst, Place::Slot(ret), len),
+                ])
+            }
+            Val::Lookahead {
+                ty: t,
+                offset,
+                need,
+            } if t == *ty => Ok(match dst {
+                Place::Slot(base) => self.lookahead_into(base, ty, offset, need),
+                dst => {
+                    let scratch = self.alloc(ty, rhs.span)?;
+                    let mut out = self.lookahead_into(scratch, ty, offset, need);
+                    out.push(Stmt::CopyBlock {
+                        dst,
+                        src: Place::Slot(scratch),
+                        len,
+                    });
+                    out
+                }
+            }),
+            other => {
+                let (f, t) = (self.show(&val_type(&other)), self.show(ty));
+                fail(rhs.span, format!("type mismatch: expected {t}, found {f}"))
+            }
+        }
     }
 
     fn assign_aggregate(&mut self, base: Slot, ty: &Type, rhs: &ast::Expr) -> Result<Vec<Stmt>> {
@@ -1172,22 +1167,7 @@ impl<'a> Checker<'a> {
             return Ok(out);
         }
         let Type::Aggregate(agg) = ty else {
-            return match self.expr(rhs)? {
-                Val::Agg { base: src, ty: t } if t == *ty => Ok(vec![Stmt::Copy {
-                    dst: base,
-                    src,
-                    len: self.types.size(ty),
-                }]),
-                Val::Lookahead {
-                    ty: t,
-                    offset,
-                    need,
-                } if t == *ty => Ok(self.lookahead_into(base, ty, offset, need)),
-                _ => fail(
-                    rhs.span,
-                    format!("expected a value of type {}", self.show(ty)),
-                ),
-            };
+            return self.copy_value(Place::Slot(base), ty, rhs);
         };
         let agg = *agg;
         let fields = self.types.aggregates[agg].fields.clone();
@@ -1229,55 +1209,7 @@ impl<'a> Checker<'a> {
                 }
                 inits.iter().map(|(f, e)| (f.name.clone(), e)).collect()
             }
-            _ => {
-                return match self.expr(rhs)? {
-                    Val::Agg { base: src, ty: t } if t == *ty => Ok(vec![Stmt::Copy {
-                        dst: base,
-                        src,
-                        len: self.types.size(ty),
-                    }]),
-                    Val::DynElem {
-                        base: src,
-                        stride,
-                        count,
-                        index,
-                        ty: t,
-                    } if t == *ty => Ok(vec![Stmt::CopyBlock {
-                        dst: Place::Slot(base),
-                        src: Place::Dyn {
-                            base: src,
-                            stride,
-                            count,
-                            index: Box::new(index),
-                        },
-                        len: self.types.size(ty),
-                    }]),
-                    Val::Lookahead {
-                        ty: t,
-                        offset,
-                        need,
-                    } if t == *ty => Ok(self.lookahead_into(base, ty, offset, need)),
-                    Val::Scalar {
-                        expr: Expr::Invoke(inv),
-                        ty: t,
-                        ..
-                    } if t == *ty => {
-                        let ret = inv.ret.expect("a function with a return value");
-                        Ok(vec![
-                            Stmt::Invoke(inv),
-                            Stmt::Copy {
-                                dst: base,
-                                src: ret,
-                                len: self.types.size(ty),
-                            },
-                        ])
-                    }
-                    other => {
-                        let (f, t) = (self.show(&val_type(&other)), self.show(ty));
-                        fail(rhs.span, format!("type mismatch: expected {t}, found {f}"))
-                    }
-                };
-            }
+            _ => return self.copy_value(Place::Slot(base), ty, rhs),
         };
         if is_header {
             out.push(Stmt::Assign(Place::Slot(base), Expr::Const(1)));
@@ -1309,6 +1241,29 @@ fn all(mut parts: Vec<Expr>) -> Expr {
     }
     let right = parts.split_off(parts.len() / 2);
     Expr::And(Box::new(all(parts)), Box::new(all(right)))
+}
+
+/// Where a stored value starts, with its type: a slot, or a stack element picked at run time.
+pub(super) fn block(v: Val) -> Option<(Place, Type)> {
+    match v {
+        Val::Agg { base, ty } => Some((Place::Slot(base), ty)),
+        Val::DynElem {
+            base,
+            stride,
+            count,
+            index,
+            ty,
+        } => {
+            let place = Place::Dyn {
+                base,
+                stride,
+                count,
+                index: Box::new(index),
+            };
+            Some((place, ty))
+        }
+        _ => None,
+    }
 }
 
 /// The type of a lowered value.

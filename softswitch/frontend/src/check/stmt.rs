@@ -672,27 +672,11 @@ impl<'a> Checker<'a> {
             Val::Scalar { expr, .. } => {
                 Ok(vec![Stmt::Assign(to_place(expr, span)?, Expr::Load(src))])
             }
-            Val::Agg { base, ty } => Ok(vec![Stmt::Copy {
-                dst: base,
-                src,
-                len: self.types.size(&ty),
-            }]),
-            Val::DynElem {
-                base,
-                stride,
-                count,
-                index,
-                ty,
-            } => Ok(vec![Stmt::CopyBlock {
-                dst: Place::Dyn {
-                    base,
-                    stride,
-                    count,
-                    index: Box::new(index),
-                },
-                src: Place::Slot(src),
-                len: self.types.size(&ty),
-            }]),
+            v @ (Val::Agg { .. } | Val::DynElem { .. }) => {
+                let (dst, ty) = super::expr::block(v).expect("a stored value");
+                let len = self.types.size(&ty);
+                Ok(vec![Stmt::copy_block(dst, Place::Slot(src), len)])
+            }
             Val::Int(_) => fail(span, "an int constant cannot be an out argument"),
             Val::Lookahead { .. } => fail(span, "a lookahead cannot be an out argument"),
         }
