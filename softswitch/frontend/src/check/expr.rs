@@ -603,6 +603,16 @@ impl<'a> Checker<'a> {
 
     fn binary(&mut self, op: BinOp, a: &ast::Expr, b: &ast::Expr, span: Span) -> Result<Val> {
         let name = binop_text(op);
+        if matches!(op, BinOp::Eq | BinOp::Ne) {
+            if let Some(eq) = self.initializer_eq(a, b)? {
+                let e = if op == BinOp::Eq {
+                    eq
+                } else {
+                    Expr::Not(Box::new(eq))
+                };
+                return Ok(scalar(e, Type::Bool, None));
+            }
+        }
         let (va, vb) = (self.expr(a)?, self.expr(b)?);
         match (&va, &vb) {
             (Val::Agg { base: x, ty: tx }, Val::Agg { base: y, ty: ty_y })
@@ -739,6 +749,36 @@ impl<'a> Checker<'a> {
                     }
                 }
             }
+        }
+    }
+
+    /// `a == b` where one side is a list or struct expression, which takes the other's type;
+    /// `None` if neither is.
+    fn initializer_eq(&mut self, a: &ast::Expr, b: &ast::Expr) -> Result<Option<Expr>> {
+        let is_init = |e: &ast::Expr| matches!(e.kind, ExprKind::List(_) | ExprKind::StructInit(_));
+        let (stored, init) = match (is_init(a), is_init(b)) {
+            (false, true) => (a, b),
+            (true, false) => (b, a),
+            (false, false) => return Ok(None),
+            (true, true) => {
+                return fail(
+                    a.span,
+                    "comparing two list or struct expressions: neither gives the other a type",
+                )
+            }
+        };
+        match self.expr(stored)? {
+            Val::Agg { base, ty } => {
+                self.spend(self.types.parts(&ty) as usize, stored.span)?;
+                self.equals_initializer(base, &ty, init).map(Some)
+            }
+            other => fail(
+                init.span,
+                format!(
+                    "a list or struct expression cannot be a {}",
+                    self.show(&val_type(&other))
+                ),
+            ),
         }
     }
 
@@ -1011,137 +1051,165 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn assign_aggregate(&mut self, base: Slot, ty: &Type, rhs: &ast::Expr) -> Result<Vec<Stmt>> {
-        if let (Type::Tuple(elems), ExprKind::List(items)) = (ty, &rhs.kind) {
-            if items.len() != elems.len() {
-                return fail(
-                    rhs.span,
-                    format!(
-                        "{} has {} elements, the list has {}",
-                        self.show(ty),
-                        elems.len(),
-                        items.len()
-                    ),
-                );
-            }
-            let mut out = Vec::new();
-            let places: Vec<(u32, Type)> = self
+    /// The parts a list or struct expression `rhs` gives a value of type `ty` (a struct, header
+    /// or tuple), each as (offset in `ty`, type, expression); `None` if `rhs` is neither.
+    fn initializer_parts<'e>(
+        &self,
+        ty: &Type,
+        rhs: &'e ast::Expr,
+    ) -> Result<Option<Vec<(u32, Type, &'e ast::Expr)>>> {
+        let items: Vec<(Option<&ast::Ident>, &ast::Expr)> = match &rhs.kind {
+            ExprKind::List(items) => items.iter().map(|e| (None, e)).collect(),
+            ExprKind::StructInit(inits) => inits.iter().map(|(f, e)| (Some(f), e)).collect(),
+            _ => return Ok(None),
+        };
+        let places: Vec<(String, u32, Type)> = match ty {
+            Type::Tuple(elems) => self
                 .types
                 .tuple_elements(elems)
-                .map(|(off, ety)| (off, ety.clone()))
-                .collect();
-            for ((off, ety), item) in places.into_iter().zip(items) {
-                out.extend(self.assign_to(self.storage(base + off, ety), item)?);
-            }
-            return Ok(out);
-        }
-        let Type::Aggregate(agg) = ty else {
-            return match self.expr(rhs)? {
-                Val::Agg { base: src, ty: t } if t == *ty => Ok(vec![Stmt::Copy {
-                    dst: base,
-                    src,
-                    len: self.types.size(ty),
-                }]),
-                _ => fail(
-                    rhs.span,
-                    format!("expected a value of type {}", self.show(ty)),
-                ),
-            };
-        };
-        let agg = *agg;
-        if self.lookahead_header(rhs)? == Some(agg) {
-            let mut out = vec![Stmt::Assign(Place::Slot(base), Expr::Const(1))];
-            for (i, (_, _, offset, width, need)) in
-                self.lookahead_fields(agg).into_iter().enumerate()
-            {
-                out.push(Stmt::Assign(
-                    Place::Slot(base + 1 + i as u32),
-                    Expr::Lookahead {
-                        offset,
-                        width,
-                        need,
-                    },
-                ));
-            }
-            return Ok(out);
-        }
-        let fields = self.types.aggregates[agg].fields.clone();
-        let is_header = self.types.is_header(ty);
-        let mut out = Vec::new();
-        let items: Vec<(String, &ast::Expr)> = match &rhs.kind {
-            ExprKind::List(items) => {
-                if items.len() != fields.len() {
-                    return fail(
-                        rhs.span,
-                        format!(
-                            "{} has {} fields, the list has {} values",
-                            self.show(ty),
-                            fields.len(),
-                            items.len()
-                        ),
-                    );
-                }
-                fields
-                    .iter()
-                    .map(|(n, _, _)| n.clone())
-                    .zip(items.iter())
-                    .collect()
-            }
-            ExprKind::StructInit(inits) => {
-                for (f, _) in &inits.clone() {
-                    if !fields.iter().any(|(n, _, _)| *n == f.name) {
-                        return fail(
-                            f.span,
-                            format!("{} has no field '{}'", self.show(ty), f.name),
-                        );
-                    }
-                }
-                if inits.len() != fields.len() {
-                    return fail(
-                        rhs.span,
-                        format!("every field of {} must be initialized", self.show(ty)),
-                    );
-                }
-                inits.iter().map(|(f, e)| (f.name.clone(), e)).collect()
-            }
+                .enumerate()
+                .map(|(i, (off, ety))| (i.to_string(), off, ety.clone()))
+                .collect(),
+            Type::Aggregate(agg) if !self.types.is_union(ty) => self.types.aggregates[*agg]
+                .fields_at()
+                .map(|(n, off, fty)| (n.to_string(), off, fty.clone()))
+                .collect(),
             _ => {
-                return match self.expr(rhs)? {
-                    Val::Agg { base: src, ty: t } if t == *ty => Ok(vec![Stmt::Copy {
-                        dst: base,
-                        src,
-                        len: self.types.size(ty),
-                    }]),
-                    Val::Scalar {
-                        expr: Expr::Invoke(inv),
-                        ty: t,
-                        ..
-                    } if t == *ty => {
-                        let ret = inv.ret.expect("a function with a return value");
-                        Ok(vec![
-                            Stmt::Invoke(inv),
-                            Stmt::Copy {
-                                dst: base,
-                                src: ret,
-                                len: self.types.size(ty),
-                            },
-                        ])
-                    }
-                    other => {
-                        let (f, t) = (self.show(&val_type(&other)), self.show(ty));
-                        fail(rhs.span, format!("type mismatch: expected {t}, found {f}"))
-                    }
-                };
+                return fail(
+                    rhs.span,
+                    format!("a list or struct expression cannot be a {}", self.show(ty)),
+                )
             }
         };
-        if is_header {
-            out.push(Stmt::Assign(Place::Slot(base), Expr::Const(1)));
+        let what = if matches!(ty, Type::Tuple(_)) {
+            "elements"
+        } else {
+            "fields"
+        };
+        if items.len() != places.len() {
+            let why = if matches!(rhs.kind, ExprKind::StructInit(_)) {
+                format!("every field of {} must be initialized", self.show(ty))
+            } else {
+                format!(
+                    "{} has {} {what}, the list has {} values",
+                    self.show(ty),
+                    places.len(),
+                    items.len()
+                )
+            };
+            return fail(rhs.span, why);
         }
-        for (name, e) in items {
-            let (off, fty) = self.types.field(agg, &name).expect("field checked");
-            let dst = self.storage(base + off, fty);
-            out.extend(self.assign_to(dst, e)?);
+        let mut parts: Vec<(u32, Type, &ast::Expr)> = Vec::with_capacity(places.len());
+        for (i, (field, e)) in items.into_iter().enumerate() {
+            let place = match field {
+                None => places.get(i),
+                Some(f) => places.iter().find(|(n, ..)| *n == f.name),
+            };
+            let Some((_, off, fty)) = place else {
+                let f = field.expect("positional items are counted");
+                return fail(
+                    f.span,
+                    format!("{} has no field '{}'", self.show(ty), f.name),
+                );
+            };
+            if let Some(f) = field.filter(|_| parts.iter().any(|(o, ..)| o == off)) {
+                return fail(f.span, format!("field '{}' is initialized twice", f.name));
+            }
+            parts.push((*off, fty.clone(), e));
         }
-        Ok(out)
+        Ok(Some(parts))
+    }
+
+    fn assign_aggregate(&mut self, base: Slot, ty: &Type, rhs: &ast::Expr) -> Result<Vec<Stmt>> {
+        if let Some(parts) = self.initializer_parts(ty, rhs)? {
+            let mut out = Vec::new();
+            if self.types.is_header(ty) {
+                out.push(Stmt::Assign(Place::Slot(base), Expr::Const(1)));
+            }
+            for (off, fty, e) in parts {
+                out.extend(self.assign_to(self.storage(base + off, fty), e)?);
+            }
+            return Ok(out);
+        }
+        if let Type::Aggregate(agg) = ty {
+            let agg = *agg;
+            if self.lookahead_header(rhs)? == Some(agg) {
+                let mut out = vec![Stmt::Assign(Place::Slot(base), Expr::Const(1))];
+                for (i, (_, _, offset, width, need)) in
+                    self.lookahead_fields(agg).into_iter().enumerate()
+                {
+                    out.push(Stmt::Assign(
+                        Place::Slot(base + 1 + i as u32),
+                        Expr::Lookahead {
+                            offset,
+                            width,
+                            need,
+                        },
+                    ));
+                }
+                return Ok(out);
+            }
+        }
+        match self.expr(rhs)? {
+            Val::Agg { base: src, ty: t } if t == *ty => Ok(vec![Stmt::Copy {
+                dst: base,
+                src,
+                len: self.types.size(ty),
+            }]),
+            Val::Scalar {
+                expr: Expr::Invoke(inv),
+                ty: t,
+                ..
+            } if t == *ty => {
+                let ret = inv.ret.expect("a function with a return value");
+                Ok(vec![
+                    Stmt::Invoke(inv),
+                    Stmt::Copy {
+                        dst: base,
+                        src: ret,
+                        len: self.types.size(ty),
+                    },
+                ])
+            }
+            other => {
+                let (f, t) = (self.show(&val_type(&other)), self.show(ty));
+                fail(rhs.span, format!("type mismatch: expected {t}, found {f}"))
+            }
+        }
+    }
+
+    /// Whether the value of type `ty` stored at `base` equals `e`, which may be a list or
+    /// struct expression: its type is the other operand's (`h.s == {1, 2}`), and it compares
+    /// as that value would after an assignment (a header given a list is valid).
+    fn equals_initializer(&mut self, base: Slot, ty: &Type, e: &ast::Expr) -> Result<Expr> {
+        if let Some(parts) = self.initializer_parts(ty, e)? {
+            let mut all_parts = Vec::with_capacity(parts.len() + 1);
+            if self.types.is_header(ty) {
+                all_parts.push(Expr::Load(base));
+            }
+            for (off, fty, item) in parts {
+                all_parts.push(self.equals_initializer(base + off, &fty, item)?);
+            }
+            return Ok(all(all_parts));
+        }
+        match self.storage(base, ty.clone()) {
+            Val::Agg { .. } => match self.expr(e)? {
+                Val::Agg { base: other, ty: t } if t == *ty => {
+                    Ok(self.aggregate_eq(base, other, ty))
+                }
+                other => {
+                    let (f, t) = (self.show(&val_type(&other)), self.show(ty));
+                    fail(e.span, format!("type mismatch: expected {t}, found {f}"))
+                }
+            },
+            _ => Ok(Expr::Compare {
+                op: CompareOp::Eq,
+                width: self.types.scalar_width(ty).unwrap_or(128),
+                signed: false,
+                a: Box::new(Expr::Load(base)),
+                b: Box::new(self.scalar_of(e, ty)?),
+            }),
+        }
     }
 }
 

@@ -1074,6 +1074,19 @@ impl<'a> Checker<'a> {
         let args = stmt::order_args(&names, args, name.span)?;
         let mut out = Vec::new();
         for (p, a) in params.iter().zip(args) {
+            if let Some(instance) = self.block_instance_arg(&a.value) {
+                // A control or parser instance given to a block type parameter
+                // (`C2(c1) c2;` for `control C2(...)(my_control_type c)`): the parameter names
+                // that instance, whose externs and tables all its applies share. Its apply
+                // parameters are checked where it is applied.
+                if matches!(
+                    self.lookup(type_name(&p.ty)),
+                    Some(Sym::ExternType | Sym::Control(_) | Sym::Parser(_))
+                ) {
+                    out.push((p.name.clone(), instance));
+                    continue;
+                }
+            }
             let ty = self.resolve_type(&p.ty)?;
             if self.types.scalar_width(&ty).is_none() && ty != Type::Int {
                 return Err(unsupported(
@@ -1084,6 +1097,46 @@ impl<'a> Checker<'a> {
             out.push((p.name.clone(), self.const_sym(ty, &a.value)?));
         }
         Ok(out)
+    }
+
+    /// The control or parser instance that `e` names, if it names one.
+    fn block_instance_arg(&self, e: &ast::Expr) -> Option<Sym<'a>> {
+        let ExprKind::Name(n) = &e.kind else {
+            return None;
+        };
+        match self.lookup(n) {
+            Some(s @ (Sym::ControlInstance(_) | Sym::ParserInstance { .. })) => Some(s.clone()),
+            _ => None,
+        }
+    }
+
+    /// The instance a direct invocation `T.apply(...)` of control or parser type `T` applies
+    /// (P4_16 "Direct type invocation"): a fresh instance of `T` with no constructor arguments,
+    /// named `T` in the control plane's names, as p4c names it (`@name("T")`).
+    fn direct_type_instance(&mut self, name: &ast::Ident, span: Span) -> Result<Option<Sym<'a>>> {
+        let inst = ast::Instance {
+            annotations: Vec::new(),
+            ty: TypeRef::Named {
+                name: name.clone(),
+                args: Vec::new(),
+            },
+            args: Vec::new(),
+            name: name.clone(),
+        };
+        match self.lookup(&name.name).cloned() {
+            Some(Sym::Control(c)) => {
+                if self.blocks.iter().any(|b| *b == name.name) {
+                    return fail(span, format!("'{}' applies itself", name.name));
+                }
+                Ok(Some(Sym::ControlInstance(self.sub_control(&inst, c)?)))
+            }
+            Some(Sym::Parser(p)) if self.in_parser => {
+                let (parser, callable) = self.sub_parser(&inst, p)?;
+                Ok(Some(Sym::ParserInstance { parser, callable }))
+            }
+            Some(Sym::Parser(_)) => fail(span, "a parser can only be applied in a parser"),
+            _ => Ok(None),
+        }
     }
 
     fn declare_all(&mut self, syms: Vec<(ast::Ident, Sym<'a>)>) -> Result<()> {
