@@ -697,6 +697,12 @@ impl Checker<'_> {
                     }
                 };
                 let target = match (&arg.value.kind, type_args) {
+                    (ExprKind::DontCare, _) if bits.is_some() => {
+                        return fail(
+                            arg.value.span,
+                            "'_' cannot be a header with a varbit field (p4c refuses it too)",
+                        )
+                    }
                     (ExprKind::DontCare, [t]) => self.discarded_header(t)?,
                     (ExprKind::DontCare, _) => {
                         return fail(
