@@ -1054,10 +1054,17 @@ impl<'a> Checker<'a> {
     /// The parts a list or struct expression `rhs` gives a value of type `ty` (a struct, header
     /// or tuple), each as (offset in `ty`, type, expression); `None` if `rhs` is neither.
     fn initializer_parts<'e>(
-        &self,
+        &mut self,
         ty: &Type,
         rhs: &'e ast::Expr,
     ) -> Result<Option<Vec<(u32, Type, &'e ast::Expr)>>> {
+        if let ExprKind::Cast(
+            to @ (ast::TypeRef::List { .. } | ast::TypeRef::Tuple { .. }),
+            inner,
+        ) = &rhs.kind
+        {
+            return self.cast_list_parts(ty, to, inner);
+        }
         let items: Vec<(Option<&ast::Ident>, &ast::Expr)> = match &rhs.kind {
             ExprKind::List(items) => items.iter().map(|e| (None, e)).collect(),
             ExprKind::StructInit(inits) => inits.iter().map(|(f, e)| (Some(f), e)).collect(),
@@ -1118,6 +1125,35 @@ impl<'a> Checker<'a> {
             parts.push((*off, fty.clone(), e));
         }
         Ok(Some(parts))
+    }
+
+    /// The parts `(list<T>){ ... }` or `(tuple<...>){ ... }` gives a value of type `ty`, which
+    /// must be the cast's type.
+    fn cast_list_parts<'e>(
+        &mut self,
+        ty: &Type,
+        to: &ast::TypeRef,
+        inner: &'e ast::Expr,
+    ) -> Result<Option<Vec<(u32, Type, &'e ast::Expr)>>> {
+        let ExprKind::List(items) = &inner.kind else {
+            return fail(inner.span, "expected a list expression { ... }");
+        };
+        let fits = match (to, ty) {
+            (ast::TypeRef::List { elem, .. }, Type::Tuple(elems)) => {
+                let elem = self.resolve_type(elem)?;
+                elems.len() == items.len() && elems.iter().all(|t| *t == elem)
+            }
+            (ast::TypeRef::Tuple { .. }, _) => self.resolve_type(to)? == *ty,
+            _ => false,
+        };
+        if !fits {
+            let t = self.show(ty);
+            return fail(
+                to.span(),
+                format!("this cast does not give a value of type {t}"),
+            );
+        }
+        self.initializer_parts(ty, inner)
     }
 
     fn assign_aggregate(&mut self, base: Slot, ty: &Type, rhs: &ast::Expr) -> Result<Vec<Stmt>> {

@@ -387,6 +387,13 @@ impl<'a> Checker<'a> {
                     .collect::<Result<_>>()?;
                 self.bounded(Type::Tuple(elems), *span)?
             }
+            TypeRef::List { span, .. } => {
+                return fail(
+                    *span,
+                    "list<T> is only supported as a local variable's type, with its values \
+                     given: list<T> l = (list<T>){ ... }",
+                )
+            }
             TypeRef::Stack { elem, size, span } => {
                 let elem_ty = self.resolve_type(elem)?;
                 let n = self.const_u128(size)?;
@@ -1184,7 +1191,10 @@ impl<'a> Checker<'a> {
     }
 
     fn var_decl(&mut self, v: &ast::VarDecl) -> Result<Vec<ir::Stmt>> {
-        let ty = self.resolve_type(&v.ty)?;
+        let ty = match &v.ty {
+            TypeRef::List { elem, span } => self.list_var_type(elem, *span, v.init.as_ref())?,
+            t => self.resolve_type(t)?,
+        };
         if matches!(ty, Type::Int | Type::Void | Type::String | Type::MatchKind) {
             return fail(v.ty.span(), "a variable cannot have this type");
         }
@@ -1202,6 +1212,38 @@ impl<'a> Checker<'a> {
         self.declare(&v.name, Sym::Var { ty, slot })?;
         out.extend(init?);
         Ok(out)
+    }
+
+    /// The type of a `list<T>` variable: as many `T`s as its initializer has values (a list
+    /// expression cast to `list<T>`, as p4c wants it, or another list variable), stored as a
+    /// tuple of them.
+    fn list_var_type(
+        &mut self,
+        elem: &TypeRef,
+        span: Span,
+        init: Option<&ast::Expr>,
+    ) -> Result<Type> {
+        let elem_ty = self.resolve_type(elem)?;
+        let Some(init) = init else {
+            return fail(
+                span,
+                "a list<T> variable needs its values: list<T> l = (list<T>){ ... }",
+            );
+        };
+        let ty = match &init.kind {
+            ExprKind::Cast(TypeRef::List { .. }, inner) => match &inner.kind {
+                ExprKind::List(items) => Type::Tuple(vec![elem_ty.clone(); items.len()]),
+                _ => return fail(inner.span, "expected a list expression { ... }"),
+            },
+            _ => expr::val_type(&self.expr(init)?),
+        };
+        match &ty {
+            Type::Tuple(elems) if elems.iter().all(|t| *t == elem_ty) => self.bounded(ty, span),
+            other => {
+                let (t, e) = (self.show(other), self.show(&elem_ty));
+                fail(init.span, format!("expected a list of {e}, found {t}"))
+            }
+        }
     }
 
     fn instance(&mut self, i: &ast::Instance) -> Result<usize> {
