@@ -776,6 +776,13 @@ impl<'a> Checker<'a> {
                 .map(|(_, ast_p)| ast_p.annotations.clone())
                 .collect(),
         );
+        self.cp.action_param_types.push(
+            params
+                .iter()
+                .filter(|p| p.direction == Direction::None)
+                .map(|p| p.ty.clone())
+                .collect(),
+        );
         self.callables.push(Callable {
             body,
             params,
