@@ -38,6 +38,10 @@ pub(super) enum Val {
     },
 }
 
+/// A part of a value that a list or struct expression gives: its slot offset, its type and the
+/// expression for it.
+type Part<'e> = (u32, Type, &'e ast::Expr);
+
 /// A scalar with its type and compile-time value.
 pub(super) struct Scalar {
     pub expr: Expr,
@@ -1057,7 +1061,7 @@ impl<'a> Checker<'a> {
         &mut self,
         ty: &Type,
         rhs: &'e ast::Expr,
-    ) -> Result<Option<Vec<(u32, Type, &'e ast::Expr)>>> {
+    ) -> Result<Option<Vec<Part<'e>>>> {
         if let ExprKind::Cast(
             to @ (ast::TypeRef::List { .. } | ast::TypeRef::Tuple { .. }),
             inner,
@@ -1106,7 +1110,7 @@ impl<'a> Checker<'a> {
             };
             return fail(rhs.span, why);
         }
-        let mut parts: Vec<(u32, Type, &ast::Expr)> = Vec::with_capacity(places.len());
+        let mut parts: Vec<Part> = Vec::with_capacity(places.len());
         for (i, (field, e)) in items.into_iter().enumerate() {
             let place = match field {
                 None => places.get(i),
@@ -1134,7 +1138,7 @@ impl<'a> Checker<'a> {
         ty: &Type,
         to: &ast::TypeRef,
         inner: &'e ast::Expr,
-    ) -> Result<Option<Vec<(u32, Type, &'e ast::Expr)>>> {
+    ) -> Result<Option<Vec<Part<'e>>>> {
         let ExprKind::List(items) = &inner.kind else {
             return fail(inner.span, "expected a list expression { ... }");
         };

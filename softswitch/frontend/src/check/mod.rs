@@ -1139,7 +1139,7 @@ impl<'a> Checker<'a> {
         };
         match self.lookup(&name.name).cloned() {
             Some(Sym::Control(c)) => {
-                if self.blocks.iter().any(|b| *b == name.name) {
+                if self.blocks.contains(&name.name) {
                     return fail(span, format!("'{}' applies itself", name.name));
                 }
                 Ok(Some(Sym::ControlInstance(self.sub_control(&inst, c)?)))
