@@ -41,6 +41,10 @@ pub(super) enum Val {
     },
 }
 
+/// A part of a value that a list or struct expression gives: its slot offset, its type and the
+/// expression for it.
+type Part<'e> = (u32, Type, &'e ast::Expr);
+
 /// A scalar with its type and compile-time value.
 pub(super) struct Scalar {
     pub expr: Expr,
@@ -672,6 +676,16 @@ impl<'a> Checker<'a> {
 
     fn binary(&mut self, op: BinOp, a: &ast::Expr, b: &ast::Expr, span: Span) -> Result<Val> {
         let name = binop_text(op);
+        if matches!(op, BinOp::Eq | BinOp::Ne) {
+            if let Some(eq) = self.initializer_eq(a, b)? {
+                let e = if op == BinOp::Eq {
+                    eq
+                } else {
+                    Expr::Not(Box::new(eq))
+                };
+                return Ok(scalar(e, Type::Bool, None));
+            }
+        }
         let (va, vb) = (self.expr(a)?, self.expr(b)?);
         match (&va, &vb) {
             (Val::Agg { base: x, ty: tx }, Val::Agg { base: y, ty: ty_y })
@@ -808,6 +822,36 @@ impl<'a> Checker<'a> {
                     }
                 }
             }
+        }
+    }
+
+    /// `a == b` where one side is a list or struct expression, which takes the other's type;
+    /// `None` if neither is.
+    fn initializer_eq(&mut self, a: &ast::Expr, b: &ast::Expr) -> Result<Option<Expr>> {
+        let is_init = |e: &ast::Expr| matches!(e.kind, ExprKind::List(_) | ExprKind::StructInit(_));
+        let (stored, init) = match (is_init(a), is_init(b)) {
+            (false, true) => (a, b),
+            (true, false) => (b, a),
+            (false, false) => return Ok(None),
+            (true, true) => {
+                return fail(
+                    a.span,
+                    "comparing two list or struct expressions: neither gives the other a type",
+                )
+            }
+        };
+        match self.expr(stored)? {
+            Val::Agg { base, ty } => {
+                self.spend(self.types.parts(&ty) as usize, stored.span)?;
+                self.equals_initializer(base, &ty, init).map(Some)
+            }
+            other => fail(
+                init.span,
+                format!(
+                    "a list or struct expression cannot be a {}",
+                    self.show(&val_type(&other))
+                ),
+            ),
         }
     }
 
@@ -1085,7 +1129,14 @@ impl<'a> Checker<'a> {
     /// picked at run time, as one block: a list or struct expression is built in a scratch
     /// value first, so the index is evaluated once.
     fn assign_element(&mut self, dst: Place, ty: &Type, rhs: &ast::Expr) -> Result<Vec<Stmt>> {
-        if !matches!(rhs.kind, ExprKind::List(_) | ExprKind::StructInit(_)) {
+        let initializer = match &rhs.kind {
+            ExprKind::List(_) | ExprKind::StructInit(_) => true,
+            ExprKind::Cast(to, _) => {
+                matches!(to, ast::TypeRef::List { .. } | ast::TypeRef::Tuple { .. })
+            }
+            _ => false,
+        };
+        if !initializer {
             return self.copy_value(dst, ty, rhs);
         }
         let scratch = self.alloc(ty, rhs.span)?;
@@ -1142,84 +1193,157 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn assign_aggregate(&mut self, base: Slot, ty: &Type, rhs: &ast::Expr) -> Result<Vec<Stmt>> {
-        if let (Type::Tuple(elems), ExprKind::List(items)) = (ty, &rhs.kind) {
-            if items.len() != elems.len() {
-                return fail(
-                    rhs.span,
-                    format!(
-                        "{} has {} elements, the list has {}",
-                        self.show(ty),
-                        elems.len(),
-                        items.len()
-                    ),
-                );
-            }
-            let mut out = Vec::new();
-            let places: Vec<(u32, Type)> = self
+    /// The parts a list or struct expression `rhs` gives a value of type `ty` (a struct, header
+    /// or tuple), each as (offset in `ty`, type, expression); `None` if `rhs` is neither.
+    fn initializer_parts<'e>(
+        &mut self,
+        ty: &Type,
+        rhs: &'e ast::Expr,
+    ) -> Result<Option<Vec<Part<'e>>>> {
+        if let ExprKind::Cast(
+            to @ (ast::TypeRef::List { .. } | ast::TypeRef::Tuple { .. }),
+            inner,
+        ) = &rhs.kind
+        {
+            return self.cast_list_parts(ty, to, inner);
+        }
+        let items: Vec<(Option<&ast::Ident>, &ast::Expr)> = match &rhs.kind {
+            ExprKind::List(items) => items.iter().map(|e| (None, e)).collect(),
+            ExprKind::StructInit(inits) => inits.iter().map(|(f, e)| (Some(f), e)).collect(),
+            _ => return Ok(None),
+        };
+        let places: Vec<(String, u32, Type)> = match ty {
+            Type::Tuple(elems) => self
                 .types
                 .tuple_elements(elems)
-                .map(|(off, ety)| (off, ety.clone()))
-                .collect();
-            for ((off, ety), item) in places.into_iter().zip(items) {
-                out.extend(self.assign_to(self.storage(base + off, ety), item)?);
+                .enumerate()
+                .map(|(i, (off, ety))| (i.to_string(), off, ety.clone()))
+                .collect(),
+            Type::Aggregate(agg) if !self.types.is_union(ty) => self.types.aggregates[*agg]
+                .fields_at()
+                .map(|(n, off, fty)| (n.to_string(), off, fty.clone()))
+                .collect(),
+            _ => {
+                return fail(
+                    rhs.span,
+                    format!("a list or struct expression cannot be a {}", self.show(ty)),
+                )
+            }
+        };
+        let what = if matches!(ty, Type::Tuple(_)) {
+            "elements"
+        } else {
+            "fields"
+        };
+        if items.len() != places.len() {
+            let why = if matches!(rhs.kind, ExprKind::StructInit(_)) {
+                format!("every field of {} must be initialized", self.show(ty))
+            } else {
+                format!(
+                    "{} has {} {what}, the list has {} values",
+                    self.show(ty),
+                    places.len(),
+                    items.len()
+                )
+            };
+            return fail(rhs.span, why);
+        }
+        let mut parts: Vec<Part> = Vec::with_capacity(places.len());
+        for (i, (field, e)) in items.into_iter().enumerate() {
+            let place = match field {
+                None => places.get(i),
+                Some(f) => places.iter().find(|(n, ..)| *n == f.name),
+            };
+            let Some((_, off, fty)) = place else {
+                let f = field.expect("positional items are counted");
+                return fail(
+                    f.span,
+                    format!("{} has no field '{}'", self.show(ty), f.name),
+                );
+            };
+            if let Some(f) = field.filter(|_| parts.iter().any(|(o, ..)| o == off)) {
+                return fail(f.span, format!("field '{}' is initialized twice", f.name));
+            }
+            parts.push((*off, fty.clone(), e));
+        }
+        Ok(Some(parts))
+    }
+
+    /// The parts `(list<T>){ ... }` or `(tuple<...>){ ... }` gives a value of type `ty`, which
+    /// must be the cast's type.
+    fn cast_list_parts<'e>(
+        &mut self,
+        ty: &Type,
+        to: &ast::TypeRef,
+        inner: &'e ast::Expr,
+    ) -> Result<Option<Vec<Part<'e>>>> {
+        let ExprKind::List(items) = &inner.kind else {
+            return fail(inner.span, "expected a list expression { ... }");
+        };
+        let fits = match (to, ty) {
+            (ast::TypeRef::List { elem, .. }, Type::Tuple(elems)) => {
+                let elem = self.resolve_type(elem)?;
+                elems.len() == items.len() && elems.iter().all(|t| *t == elem)
+            }
+            (ast::TypeRef::Tuple { .. }, _) => self.resolve_type(to)? == *ty,
+            _ => false,
+        };
+        if !fits {
+            let t = self.show(ty);
+            return fail(
+                to.span(),
+                format!("this cast does not give a value of type {t}"),
+            );
+        }
+        self.initializer_parts(ty, inner)
+    }
+
+    fn assign_aggregate(&mut self, base: Slot, ty: &Type, rhs: &ast::Expr) -> Result<Vec<Stmt>> {
+        if let Some(parts) = self.initializer_parts(ty, rhs)? {
+            let mut out = Vec::new();
+            if self.types.is_header(ty) {
+                out.push(Stmt::Assign(Place::Slot(base), Expr::Const(1)));
+            }
+            for (off, fty, e) in parts {
+                out.extend(self.assign_to(self.storage(base + off, fty), e)?);
             }
             return Ok(out);
         }
-        let Type::Aggregate(agg) = ty else {
-            return self.copy_value(Place::Slot(base), ty, rhs);
-        };
-        let agg = *agg;
-        let fields = self.types.aggregates[agg].fields.clone();
-        let is_header = self.types.is_header(ty);
-        let mut out = Vec::new();
-        let items: Vec<(String, &ast::Expr)> = match &rhs.kind {
-            ExprKind::List(items) => {
-                if items.len() != fields.len() {
-                    return fail(
-                        rhs.span,
-                        format!(
-                            "{} has {} fields, the list has {} values",
-                            self.show(ty),
-                            fields.len(),
-                            items.len()
-                        ),
-                    );
-                }
-                fields
-                    .iter()
-                    .map(|(n, _, _)| n.clone())
-                    .zip(items.iter())
-                    .collect()
+        self.copy_value(Place::Slot(base), ty, rhs)
+    }
+
+    /// Whether the value of type `ty` stored at `base` equals `e`, which may be a list or
+    /// struct expression: its type is the other operand's (`h.s == {1, 2}`), and it compares
+    /// as that value would after an assignment (a header given a list is valid).
+    fn equals_initializer(&mut self, base: Slot, ty: &Type, e: &ast::Expr) -> Result<Expr> {
+        if let Some(parts) = self.initializer_parts(ty, e)? {
+            let mut all_parts = Vec::with_capacity(parts.len() + 1);
+            if self.types.is_header(ty) {
+                all_parts.push(Expr::Load(base));
             }
-            ExprKind::StructInit(inits) => {
-                for (f, _) in &inits.clone() {
-                    if !fields.iter().any(|(n, _, _)| *n == f.name) {
-                        return fail(
-                            f.span,
-                            format!("{} has no field '{}'", self.show(ty), f.name),
-                        );
-                    }
-                }
-                if inits.len() != fields.len() {
-                    return fail(
-                        rhs.span,
-                        format!("every field of {} must be initialized", self.show(ty)),
-                    );
-                }
-                inits.iter().map(|(f, e)| (f.name.clone(), e)).collect()
+            for (off, fty, item) in parts {
+                all_parts.push(self.equals_initializer(base + off, &fty, item)?);
             }
-            _ => return self.copy_value(Place::Slot(base), ty, rhs),
-        };
-        if is_header {
-            out.push(Stmt::Assign(Place::Slot(base), Expr::Const(1)));
+            return Ok(all(all_parts));
         }
-        for (name, e) in items {
-            let (off, fty) = self.types.field(agg, &name).expect("field checked");
-            let dst = self.storage(base + off, fty);
-            out.extend(self.assign_to(dst, e)?);
+        match self.storage(base, ty.clone()) {
+            Val::Agg { .. } => match self.expr(e)? {
+                Val::Agg { base: other, ty: t } if t == *ty => {
+                    Ok(self.aggregate_eq(base, other, ty))
+                }
+                other => {
+                    let (f, t) = (self.show(&val_type(&other)), self.show(ty));
+                    fail(e.span, format!("type mismatch: expected {t}, found {f}"))
+                }
+            },
+            _ => Ok(Expr::Compare {
+                op: CompareOp::Eq,
+                width: self.types.scalar_width(ty).unwrap_or(128),
+                signed: false,
+                a: Box::new(Expr::Load(base)),
+                b: Box::new(self.scalar_of(e, ty)?),
+            }),
         }
-        Ok(out)
     }
 }
 

@@ -221,9 +221,19 @@ impl<'a> Checker<'a> {
                     return self.discarded_value(e);
                 }
                 if let ExprKind::Name(n) = &base.kind {
-                    match self.lookup(n).cloned() {
+                    let mut sym = self.lookup(n).cloned();
+                    if method.name == "apply"
+                        && matches!(sym, Some(Sym::Control(_) | Sym::Parser(_)))
+                    {
+                        let name = ast::Ident {
+                            name: n.clone(),
+                            span: base.span,
+                        };
+                        sym = self.direct_type_instance(&name, e.span)?;
+                    }
+                    match sym {
                         Some(Sym::Packet { out }) => {
-                            return self.packet_call(out, method, args, e.span)
+                            return self.packet_call(out, method, type_args, args, e.span)
                         }
                         Some(Sym::Table(t)) if method.name == "apply" => {
                             no_args(args)?;
@@ -625,7 +635,7 @@ impl<'a> Checker<'a> {
         let mut copy_in = Vec::new();
         let mut copy_out = Vec::new();
         for (p, arg) in params.iter().zip(args) {
-            if p.direction == Direction::None && self.scalar_any(&arg.value)?.konst.is_none() {
+            if p.direction == Direction::None && !self.is_constant(&arg.value)? {
                 // p4c's type unification refuses it (p4lang/p4c#4175); `in` takes any value.
                 return fail(
                     arg.value.span,
@@ -654,6 +664,31 @@ impl<'a> Checker<'a> {
             }
         }
         Ok((copy_in, copy_out))
+    }
+
+    /// Whether `e` is a compile-time constant: a constant scalar, or a list or struct
+    /// expression of constants (`f({ {48w1, 48w1, 16w1} })` for a directionless struct
+    /// parameter, which p4c accepts).
+    fn is_constant(&mut self, e: &ast::Expr) -> Result<bool> {
+        match &e.kind {
+            ExprKind::List(items) => {
+                for item in items {
+                    if !self.is_constant(item)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            ExprKind::StructInit(inits) => {
+                for (_, item) in inits {
+                    if !self.is_constant(item)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            _ => Ok(self.scalar_any(e)?.konst.is_some()),
+        }
     }
 
     /// Statements copying a value stored at `src` (of type `ty`) into the l-value `dst`.
