@@ -97,6 +97,28 @@ fn every_bmv2_program_passes_its_stf_tests_from_its_bmv2_json() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// Corpus programs p4c compiles but simple_switch cannot run (`testkit::bmv2::SOFTSWITCH_ONLY`),
+/// whose p4c JSON softswitch loads and passes the STF tests of all the same.
+const JSON_BUT_NOT_SIMPLE_SWITCH: &[&str] = &["softswitch/tests/corpus/stack_bounds.p4"];
+
+#[test]
+fn programs_simple_switch_refuses_pass_their_stf_tests_from_p4c_json() {
+    let test = "programs_simple_switch_refuses_pass_their_stf_tests_from_p4c_json";
+    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
+        return;
+    };
+    for program in JSON_BUT_NOT_SIMPLE_SWITCH {
+        let program = testkit::workspace_root().join(program);
+        let json = testkit::bmv2::compiled(toolchain, &program)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .json;
+        match run_from_json(&program, &json) {
+            Ok(n) => assert!(n >= 1, "{}: no STF test ran", program.display()),
+            Err(e) => panic!("{}:\n{e}", program.display()),
+        }
+    }
+}
+
 /// With a BMv2 JSON device config the controller's P4Info is used as sent, so an entity in it
 /// without a preamble (it has no name and no id) must not stop the pipeline: it is left out of
 /// the index, and every entity with a preamble is still indexed.

@@ -496,3 +496,90 @@ fn warnings_are_kept_beside_a_compiled_program() {
     assert_eq!(compiled.warnings.len(), 1);
     assert_eq!(compiled.warnings[0].message, "#warning look");
 }
+
+#[test]
+fn checker_directionless_struct_arguments_must_be_constant() {
+    let decls = "struct p_t { bit<8> x; bit<8> y; } bit<8> f(p_t v) { return v.x; }";
+    compiles(&program(decls, "", "hdr.h.a = f({ 8w1, 8w2 });"));
+    assert_eq!(
+        error(&program(decls, "", "hdr.h.a = f({ hdr.h.a, 8w2 });")),
+        (
+            "12:25".into(),
+            "argument used for directionless parameter 'v' must be a compile-time constant \
+             (p4c refuses it); declare the parameter `in` to pass a run-time value"
+                .into()
+        )
+    );
+}
+
+#[test]
+fn checker_list_expressions_need_a_type_from_the_other_side() {
+    assert_eq!(
+        error(&program("", "", "if ({ 1, 2 } == { 1, 2 }) { }")),
+        (
+            "12:17".into(),
+            "comparing two list or struct expressions: neither gives the other a type".into()
+        )
+    );
+    assert_eq!(
+        error(&program("", "", "if (hdr.h == { 8w1 }) { }")),
+        (
+            "12:26".into(),
+            "h_t has 2 fields, the list has 1 values".into()
+        )
+    );
+    assert_eq!(
+        error(&program("", "", "hdr.h = { a = 8w1, a = 8w2 };")),
+        ("12:32".into(), "field 'a' is initialized twice".into())
+    );
+}
+
+#[test]
+fn checker_dont_care_extract_needs_a_header_type() {
+    assert_eq!(
+        error(&program("", "pk.extract(_); transition accept;", "")),
+        (
+            "8:49".into(),
+            "extract(_) needs the header type: extract<H>(_)".into()
+        )
+    );
+    assert_eq!(
+        error(&program(
+            "",
+            "pk.extract<bit<8>>(_); transition accept;",
+            ""
+        )),
+        ("8:49".into(), "extract<H>(_) needs a header type H".into())
+    );
+}
+
+#[test]
+fn checker_list_variables_need_their_values() {
+    assert_eq!(
+        error(&program("", "", "list<bit<8>> l;")),
+        (
+            "12:13".into(),
+            "a list<T> variable needs its values: list<T> l = (list<T>){ ... }".into()
+        )
+    );
+    assert_eq!(
+        error(&program(
+            "",
+            "",
+            "list<bit<8>> l = (list<bit<8>>){ 8w1 }; l = (list<bit<16>>){ 16w1 };"
+        )),
+        (
+            "12:58".into(),
+            "this cast does not give a value of type tuple<bit<8>>".into()
+        )
+    );
+}
+
+#[test]
+fn checker_direct_type_invocation_of_itself_is_refused() {
+    let src = program("", "", "").replace(
+        "control C(inout hs hdr, inout m meta) { apply { } }",
+        "control C(inout hs hdr, inout m meta) { apply { C.apply(hdr, meta); } }",
+    );
+    assert_eq!(error(&src), ("15:49".into(), "'C' applies itself".into()));
+}

@@ -347,3 +347,34 @@ fn without_a_sink_or_below_debug_nothing_per_packet_is_formatted() {
     assert_eq!(lines.0.borrow().len(), 0, "{:#?}", lines.0.borrow());
     assert_eq!(switch.drain_outputs().count(), 1);
 }
+
+/// Names from a program (a BMv2 JSON's, a `#line` file name) are untrusted: a control
+/// character in one is escaped in the trace, so no name writes a line of its own.
+#[test]
+fn a_name_with_a_newline_cannot_forge_a_trace_line() {
+    let mut program = softswitch_frontend::compile_file(&program_path())
+        .unwrap()
+        .program;
+    let forged = "\n[12:00:00.000] [bmv2] [E] forged";
+    for table in &mut program.tables {
+        for key in &mut table.keys {
+            key.name.push_str(forged);
+        }
+    }
+    for (_, header) in &mut program.trace_names.headers {
+        header.push_str(forged);
+    }
+    for condition in &mut program.trace_names.conditions {
+        condition.text.push_str(forged);
+        if let Some(at) = &mut condition.location {
+            at.push_str(forged);
+        }
+    }
+    let lines = trace_of(program);
+    let text = lines.join("\n");
+    assert!(text.contains("\\n[12:00:00.000] [bmv2] [E] forged"), "{text}");
+    assert!(
+        !text.lines().any(|l| l.starts_with("[12:00:00.000]")),
+        "{text}"
+    );
+}

@@ -12,7 +12,7 @@ const PROGRAM: &str = "#include <core.p4>
 #include <v1model.p4>
 header h_t { bit<8> a; bit<16> b; }
 struct hs { h_t h; }
-struct m { }
+struct m { } struct pair_t { bit<8> x; bit<8> y; } extern void mix(in pair_t p);
 extern void scramble(inout bit<8> x, in bit<16> key);
 extern bit<8> twice(in bit<8> x);
 extern void note<T>(in T data);
@@ -29,7 +29,8 @@ control D(packet_out pk, in hs hdr) { apply { pk.emit(hdr.h); } }
 V1Switch(P(), V(), I(), E(), C(), D()) main;
 ";
 
-const GOOD_CALLS: &str = "scramble(hdr.h.a, hdr.h.b); hdr.h.a = twice(hdr.h.a) + 1; note(hdr.h);";
+const GOOD_CALLS: &str = "scramble(hdr.h.a, hdr.h.b); hdr.h.a = twice(hdr.h.a) + 1; note(hdr.h); \
+                          mix({ hdr.h.a, 8w1 }); mix({ y = hdr.h.a, x = 8w2 });";
 
 /// `PROGRAM` with `calls` in ingress.
 fn with_calls(calls: &str) -> String {
@@ -57,7 +58,7 @@ fn calls_are_checked_and_recorded_but_the_program_is_not_run() {
     let (_, uses) = softswitch_frontend::check_with(&mut map, f, Includes::BuiltinOnly)
         .unwrap_or_else(|e| panic!("{}", e.render(&map)));
     let names: Vec<&str> = uses.iter().map(|u| u.name.as_str()).collect();
-    assert_eq!(names, ["scramble", "twice", "note"]);
+    assert_eq!(names, ["scramble", "twice", "note", "mix", "mix"]);
     let e = softswitch_frontend::compile(&mut map, f).expect_err("a user extern cannot run");
     assert_eq!(e.location(&map), "t.p4:14:13");
     assert_eq!(
@@ -102,6 +103,13 @@ fn a_call_unlike_the_declaration_is_an_error() {
     assert_eq!(
         check_error(&with_calls("hdr.h.a = twice(hdr.h.b);")).0,
         "14:29"
+    );
+    assert_eq!(
+        check_error(&with_calls("mix({ hdr.h.a });")),
+        (
+            "14:17".into(),
+            "pair_t has 2 fields, the list has 1 values".into()
+        )
     );
 }
 

@@ -135,6 +135,16 @@ impl<'a> Scope<'a> {
         let ty = str_member(v, "type", "a value")?;
         let value = member(v, "value", "a value")?;
         match ty {
+            // `[a dereference_header_stack, "$valid$"]`: p4c's isValid() of a stack element
+            // picked at run time (which simple_switch refuses).
+            "field" if value.get(0).is_some_and(Value::is_object) => {
+                if value.get(1).and_then(Value::as_str) != Some("$valid$") || value.get(2).is_some()
+                {
+                    return fail("a field of a header picked at run time must be $valid$");
+                }
+                let element = self.dyn_element(&value[0], depth + 1)?;
+                Ok(Typed::unsigned(element.load(0), 1))
+            }
             "field" => {
                 let (h, f) = field_name(value)?;
                 if f == "$valid$" {
@@ -187,6 +197,31 @@ impl<'a> Scope<'a> {
                         need: (offset + width) as u32,
                     },
                     width as u16,
+                ))
+            }
+            "stack_field" => {
+                let parts = array(value, "a stack_field")?;
+                let (Some(sname), Some(fname), 2) = (
+                    parts.first().and_then(Value::as_str),
+                    parts.get(1).and_then(Value::as_str),
+                    parts.len(),
+                ) else {
+                    return fail("a stack_field names [stack, field]");
+                };
+                let element = self.last_element(sname)?;
+                let first = &self.layout.headers[self.layout.stacks[sname].elements[0]];
+                let Some(field) = first.field(fname) else {
+                    return fail(format!("the elements of {sname} have no field {fname}"));
+                };
+                let Some(width) = field.width() else {
+                    return fail(format!(
+                        "{sname}.{fname} is a varbit field, used as a value"
+                    ));
+                };
+                Ok(load(
+                    element.load(field.slot - element.base),
+                    width,
+                    field.signed,
                 ))
             }
             "expression" => self.operation(value, depth + 1),
@@ -339,6 +374,23 @@ impl<'a> Scope<'a> {
                 }
                 Typed::unsigned(any, 1)
             }
+            // `lastIndex`: `nextIndex - 1` (all ones, wrapped, before any extract: BMv2's -1).
+            "last_stack_index" | "size_stack" => {
+                let sname = header_name(v.get("right"))?;
+                let Some(stack) = self.layout.stacks.get(sname) else {
+                    return fail(format!("no header stack is called {sname}"));
+                };
+                let next = Expr::Load(stack.base);
+                if op == "size_stack" {
+                    Typed::unsigned(next, 32)
+                } else {
+                    Typed {
+                        expr: last_index(next),
+                        width: 128,
+                        signed: true,
+                    }
+                }
+            }
             "two_comp_mod" => {
                 let (a, w) = (left()?, self.width_operand(v, depth)?);
                 Typed {
@@ -420,10 +472,21 @@ impl<'a> Scope<'a> {
             return fail("a dereference_header_stack's left operand must be a header_stack");
         }
         let sname = string(member(left, "value", "a header_stack")?, "a header_stack")?;
+        let index = self.operand(op, "right", depth + 1)?;
+        self.element(sname, |_| index.expr)
+    }
+
+    /// The last element extracted into stack `sname` (`stack.last`): out of range, so read as
+    /// zeros, before any.
+    fn last_element(&self, sname: &str) -> Result<DynElement> {
+        self.element(sname, |next| last_index(Expr::Load(next)))
+    }
+
+    /// The element of stack `sname` at `index`, given the stack's `nextIndex` slot.
+    fn element(&self, sname: &str, index: impl FnOnce(Slot) -> Expr) -> Result<DynElement> {
         let Some(stack) = self.layout.stacks.get(sname) else {
             return fail(format!("no header stack is called {sname}"));
         };
-        let index = self.operand(op, "right", depth + 1)?;
         let Some(base) = self.layout.headers[stack.elements[0]].valid else {
             return fail(format!("header stack {sname} holds metadata"));
         };
@@ -432,7 +495,7 @@ impl<'a> Scope<'a> {
             base,
             stride: stack.stride,
             count: stack.elements.len() as u32,
-            index: index.expr,
+            index: index(stack.base),
         })
     }
 
@@ -489,6 +552,17 @@ pub fn unwrap_expression(mut v: &Value, depth: usize) -> Result<&Value> {
         "an expression nests deeper than {} levels (limits::MAX_EXPR_DEPTH)",
         limits::MAX_EXPR_DEPTH
     ))
+}
+
+/// `next - 1` on 128 bits: a stack's last index from its `nextIndex`.
+fn last_index(next: Expr) -> Expr {
+    Expr::Arith {
+        op: ArithOp::Sub,
+        width: 128,
+        signed: false,
+        a: Box::new(next),
+        b: Box::new(Expr::Const(1)),
+    }
 }
 
 /// A field's value (`expr` reads it): sign-extended to 128 bits when signed.

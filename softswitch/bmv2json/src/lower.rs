@@ -723,12 +723,22 @@ impl Lowerer {
             "assign" | "modify_field" => {
                 let dst = arg(0)?;
                 if str_member(dst, "type", what)? == "header" {
-                    return self.primitive_assign_header(arg(0)?, arg(1)?, what);
+                    return self.primitive_assign_header(arg(0)?, arg(1)?, rt, what);
                 }
                 let (place, width) = self.place(dst, rt, what)?;
                 Ok(vec![Stmt::Assign(place, value(1)?.fit(width))])
             }
-            "assign_header" => self.primitive_assign_header(arg(0)?, arg(1)?, what),
+            "assign_header" => self.primitive_assign_header(arg(0)?, arg(1)?, rt, what),
+            // A stack element picked at run time (`hdr.s[i].setValid()`).
+            "add_header" | "remove_header"
+                if str_member(arg(0)?, "type", what)? == "expression" =>
+            {
+                let element = scope.dyn_element(arg(0)?, 0)?;
+                Ok(vec![Stmt::Assign(
+                    element.place(0),
+                    Expr::Const(u128::from(op == "add_header")),
+                )])
+            }
             "add_header" | "remove_header" => {
                 let mut out = vec![Stmt::Assign(
                     Place::Slot(self.validity_slot(arg(0)?, what)?),
@@ -873,19 +883,39 @@ impl Lowerer {
         }
     }
 
-    fn primitive_assign_header(&self, dst: &Value, src: &Value, what: &str) -> Result<Vec<Stmt>> {
-        let (d, dl, len) = self.header_slot(dst, what)?;
-        let (s, sl, src_len) = self.header_slot(src, what)?;
+    fn primitive_assign_header(
+        &self,
+        dst: &Value,
+        src: &Value,
+        rt: &[(Slot, u16)],
+        what: &str,
+    ) -> Result<Vec<Stmt>> {
+        let (d, dl, len) = self.header_block(dst, rt, what)?;
+        let (s, sl, src_len) = self.header_block(src, rt, what)?;
         if dl != sl || len != src_len {
             return fail(format!(
                 "{what}: assign_header between two header types, or a header and metadata"
             ));
         }
-        Ok(vec![Stmt::Copy {
-            dst: d,
-            src: s,
-            len,
-        }])
+        Ok(vec![Stmt::copy_block(d, s, len)])
+    }
+
+    /// The first slot of a header operand (a `header`, or a stack element picked at run time:
+    /// an `expression` of `dereference_header_stack`), its header type and its slots.
+    fn header_block(
+        &self,
+        v: &Value,
+        rt: &[(Slot, u16)],
+        what: &str,
+    ) -> Result<(Place, usize, u32)> {
+        if str_member(v, "type", what)? != "expression" {
+            let (slot, layout, len) = self.header_slot(v, what)?;
+            return Ok((Place::Slot(slot), layout, len));
+        }
+        let element = self.scope(rt).dyn_element(v, 0)?;
+        let stack = &self.layout.stacks[&element.stack];
+        let len = self.layout.headers[stack.elements[0]].len();
+        Ok((element.place(0), stack.layout, len))
     }
 
     fn parser(&self, root: &Value) -> Result<ParserIr> {

@@ -241,6 +241,17 @@ impl<'a> Exec<'a> {
                 let (d, s, n) = (*dst as usize, *src as usize, *len as usize);
                 self.slots.copy_within(s..s + n, d);
             }
+            Stmt::CopyBlock { dst, src, len } => {
+                let d = self.whole_slot(dst);
+                let s = self.whole_slot(src);
+                if let Some(d) = d {
+                    let n = *len as usize;
+                    match s {
+                        Some(s) => self.slots.copy_within(s..s + n, d),
+                        None => self.slots[d..d + n].fill(0),
+                    }
+                }
+            }
             Stmt::Zero { start, len } => {
                 self.slots[*start as usize..(*start + *len) as usize].fill(0)
             }
@@ -694,6 +705,7 @@ impl<'a> Exec<'a> {
         self.slots[base as usize] = 1;
         if let Some(t) = &mut self.trace {
             let name = trace::header_name(self.prog, base);
+            let name = trace::Printable(name);
             t.line(Level::Debug, format_args!("Extracting header '{name}'"));
         }
         if var_max.is_none() {
@@ -781,6 +793,7 @@ impl<'a> Exec<'a> {
                     }
                     if let Some(t) = &mut self.trace {
                         let name = trace::header_name(self.prog, *base);
+                        let name = trace::Printable(name);
                         t.line(Level::Debug, format_args!("Deparsing header '{name}'"));
                     }
                     let mut slot = *base + 1;
@@ -954,7 +967,7 @@ impl<'a> Exec<'a> {
                     }
                     text.push_str(part);
                 }
-                trace_line!(self.trace, Level::Info, "{text}");
+                trace_line!(self.trace, Level::Info, "{}", trace::Printable(&text));
                 self.state.log(text);
             }
         }
@@ -1030,7 +1043,7 @@ fn trace_parsed(trace: &mut PacketTrace<'_>, prog: &Program, result: Result<(), 
             format_args!("Parser '{}': end", block_name::PARSER),
         ),
         Err(code) => {
-            let name = prog.errors.get(code as usize).map_or("?", String::as_str);
+            let name = trace::Printable(prog.errors.get(code as usize).map_or("?", String::as_str));
             trace.line(
                 Level::Error,
                 format_args!("Exception while parsing: {name}"),
@@ -1048,12 +1061,14 @@ fn trace_condition(trace: &mut PacketTrace<'_>, prog: &Program, cond: Option<u32
     };
     let at = cond.location.as_deref().unwrap_or_default();
     let space = if at.is_empty() { "" } else { " " };
+    let (at, text, node) = (
+        trace::Printable(at),
+        trace::Printable(&cond.text),
+        trace::Printable(&cond.node),
+    );
     trace.line(
         Level::Trace,
-        format_args!(
-            "{at}{space}Condition \"{}\" ({}) is {holds}",
-            cond.text, cond.node
-        ),
+        format_args!("{at}{space}Condition \"{text}\" ({node}) is {holds}"),
     );
 }
 
@@ -1067,7 +1082,7 @@ fn trace_select(trace: &mut PacketTrace<'_>, state: &str, values: &[u128], width
     }
     trace.line(
         Level::Debug,
-        format_args!("Parser state '{state}': key is {key}"),
+        format_args!("Parser state '{}': key is {key}", trace::Printable(state)),
     );
 }
 
@@ -1077,7 +1092,7 @@ fn trace_select(trace: &mut PacketTrace<'_>, state: &str, values: &[u128], width
 fn trace_lookup(trace: &mut PacketTrace<'_>, table: &ir::Table, keys: &[u128]) {
     trace.line(
         Level::Trace,
-        format_args!("Applying table '{}'", table.name),
+        format_args!("Applying table '{}'", trace::Printable(&table.name)),
     );
     let lookup = trace::lookup_key(table, keys);
     trace.line(Level::Debug, format_args!("{lookup}"));
@@ -1095,7 +1110,7 @@ fn trace_apply(
     call: &ActionCall,
 ) {
     let table = &prog.tables[t];
-    let name = &table.name;
+    let name = trace::Printable(&table.name);
     match hit.and_then(|h| Some((h, state.tables[t].entry(h)?))) {
         Some((h, installed)) => {
             trace.line(
@@ -1114,6 +1129,7 @@ fn trace_apply(
         .actions
         .get(call.action)
         .map_or("?", |a| a.name.as_str());
+    let action = trace::Printable(action);
     trace.line(Level::Trace, format_args!("Action {action}"));
 }
 

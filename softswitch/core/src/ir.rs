@@ -381,6 +381,12 @@ pub enum Stmt {
     Assign(Place, Expr),
     /// Copies `len` slots from `src` to `dst`.
     Copy { dst: Slot, src: Slot, len: u32 },
+    /// Copies `len` slots (a whole header or header union) from the block starting at `src` to
+    /// the one starting at `dst`, either of which may be a header-stack element picked at run
+    /// time ([`Place::Dyn`]; never a [`Place::Slice`]): `hdr.s[i] = h`, `h = hdr.s[i]`. Out of
+    /// range, a source reads as zeros (an invalid header) and a destination ignores the write,
+    /// as a field does.
+    CopyBlock { dst: Place, src: Place, len: u32 },
     /// Zeroes `len` slots from `start` (fresh locals, `out` parameters).
     Zero { start: Slot, len: u32 },
     /// `if`: condition, then, else, and the condition's index in [`TraceNames::conditions`]
@@ -420,6 +426,17 @@ pub enum Stmt {
     Break,
     /// `continue`: ends the innermost [`Stmt::Loop`]'s body for this iteration.
     Continue,
+}
+
+impl Stmt {
+    /// A copy of `len` slots from the block at `src` to the one at `dst`: a [`Stmt::Copy`]
+    /// when both are slots (nothing to evaluate), else a [`Stmt::CopyBlock`].
+    pub fn copy_block(dst: Place, src: Place, len: u32) -> Stmt {
+        match (dst, src) {
+            (Place::Slot(dst), Place::Slot(src)) => Stmt::Copy { dst, src, len },
+            (dst, src) => Stmt::CopyBlock { dst, src, len },
+        }
+    }
 }
 
 /// Work of the loops of one packet's run of one block (a control, with the actions its tables
@@ -870,6 +887,7 @@ impl RunDepth<'_> {
     fn stmt(&self, s: &Stmt) -> usize {
         let inner = match s {
             Stmt::Assign(place, e) => self.place(place).max(self.expr(e)),
+            Stmt::CopyBlock { dst, src, .. } => self.place(dst).max(self.place(src)),
             Stmt::Copy { .. }
             | Stmt::Zero { .. }
             | Stmt::Exit

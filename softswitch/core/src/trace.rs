@@ -100,6 +100,24 @@ impl PacketTrace<'_> {
     }
 }
 
+/// A name or text from the program (a BMv2 JSON's names, a P4 source's `#line` file names and
+/// `log_msg` formats) as the trace prints it: control characters escaped (`\n`, `\u{1b}`), so
+/// that no program can write a line of its own into the log.
+pub struct Printable<'a>(pub &'a str);
+
+impl fmt::Display for Printable<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.0.chars() {
+            if c.is_control() {
+                write!(f, "{}", c.escape_default())?;
+            } else {
+                f.write_char(c)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A value as BMv2 prints a key or a select key: `bytes` bytes of hex, zero-padded.
 pub(crate) fn hex_bytes(out: &mut String, value: u128, width: u16) {
     let digits = usize::from(width.div_ceil(8)) * 2;
@@ -113,7 +131,7 @@ pub(crate) fn action_entry(program: &Program, call: &ActionCall) -> String {
         .actions
         .get(call.action)
         .map_or("?", |a| a.name.as_str());
-    let mut out = format!("{name} - ");
+    let mut out = format!("{} - ", Printable(name));
     for a in &call.args {
         let _ = write!(out, "{a:x},");
     }
@@ -123,11 +141,17 @@ pub(crate) fn action_entry(program: &Program, call: &ActionCall) -> String {
 /// The name BMv2 pads a key's name to in its dumps.
 const KEY_NAME_WIDTH: usize = 20;
 
+/// A key's name as BMv2's dumps start its line: `* NAME: `, the name padded.
+fn key_name(out: &mut String, name: &str) {
+    let printable = Printable(name).to_string();
+    let _ = write!(out, "* {printable:<KEY_NAME_WIDTH$}: ");
+}
+
 /// The key values of a lookup as BMv2's "Looking up key:" prints them, one line per key.
 pub(crate) fn lookup_key(table: &Table, values: &[u128]) -> String {
     let mut out = String::from("Looking up key:\n");
     for (k, v) in table.keys.iter().zip(values) {
-        let _ = write!(out, "* {:<KEY_NAME_WIDTH$}: ", k.name);
+        key_name(&mut out, &k.name);
         hex_bytes(&mut out, *v, k.width);
         out.push('\n');
     }
@@ -144,7 +168,7 @@ pub(crate) fn dump_entry(
 ) -> String {
     let mut out = format!("Dumping entry {handle}\nMatch key:\n");
     for (k, m) in table.keys.iter().zip(matches) {
-        let _ = write!(out, "* {:<KEY_NAME_WIDTH$}: ", k.name);
+        key_name(&mut out, &k.name);
         match_text(&mut out, k, m);
         out.push('\n');
     }
@@ -204,4 +228,19 @@ pub(crate) mod block_name {
     pub const EGRESS: &str = "egress";
     /// The deparser.
     pub const DEPARSER: &str = "deparser";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printable_escapes_control_characters_only() {
+        let text =
+            Printable("ingress.t\n[12:00:00.000] [bmv2] [E] forged\r\u{1b}[2J é").to_string();
+        assert_eq!(
+            text,
+            "ingress.t\\n[12:00:00.000] [bmv2] [E] forged\\r\\u{1b}[2J é"
+        );
+    }
 }

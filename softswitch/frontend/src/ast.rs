@@ -56,6 +56,8 @@ pub enum TypeRef {
     },
     /// `tuple<T, ...>`.
     Tuple { elems: Vec<TypeRef>, span: Span },
+    /// `list<T>` (P4_16 1.2.4): any number of values of type `T`.
+    List { elem: Box<TypeRef>, span: Span },
 }
 
 impl TypeRef {
@@ -66,6 +68,7 @@ impl TypeRef {
             | TypeRef::VarBit { span, .. }
             | TypeRef::Stack { span, .. }
             | TypeRef::Tuple { span, .. }
+            | TypeRef::List { span, .. }
             | TypeRef::Int(span)
             | TypeRef::Bool(span)
             | TypeRef::Error(span)

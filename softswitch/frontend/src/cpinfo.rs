@@ -17,6 +17,9 @@ pub struct CpInfo {
     pub actions: Vec<Vec<Annotation>>,
     /// Annotations of each action's action-data parameters (for `@id`), parallel to `actions`.
     pub action_params: Vec<Vec<Vec<Annotation>>>,
+    /// The type of each action's action-data parameters, parallel to `action_params` (P4Info
+    /// lists the serializable enums among them in `type_info`, as p4c does).
+    pub action_param_types: Vec<Vec<Type>>,
     /// Annotations of each extern instance's declaration.
     pub instances: Vec<Vec<Annotation>>,
     /// Every digest type the program sends, in the order of first use.

@@ -130,9 +130,11 @@ impl Diagnostic {
         out
     }
 
-    /// `file:line:col` of the diagnostic (as `#line` directives number the lines).
+    /// `file:line:col` of the diagnostic (as `#line` directives number the lines), the file's
+    /// control characters escaped: a `#line` file name cannot write a line of its own.
     pub fn location(&self, map: &SourceMap) -> String {
         let (name, line, col) = map.presumed(self.span);
+        let name = softswitch_core::trace::Printable(name);
         format!("{name}:{line}:{col}")
     }
 }
@@ -264,6 +266,27 @@ mod tests {
             d.render(&map),
             "x.p4:1:18: error: expected an expression\n  const bit<8> a = ;\n                   ^"
         );
+    }
+
+    #[test]
+    fn a_line_directives_file_name_cannot_forge_a_line() {
+        let mut map = SourceMap::new();
+        let f = map.add("x.p4", "x\ny\n");
+        map.mark_line(f, 2, 7, Some("a.p4\n[forged] line\u{1b}[2J".into()));
+        let d = Diagnostic::new(
+            Span {
+                file: f,
+                lo: 2,
+                hi: 3,
+            },
+            "bad",
+        );
+        let text = d.render(&map);
+        assert!(
+            text.starts_with("a.p4\\n[forged] line\\u{1b}[2J:7:1: error: bad\n"),
+            "{text}"
+        );
+        assert_eq!(text.lines().count(), 3, "{text}");
     }
 
     #[test]

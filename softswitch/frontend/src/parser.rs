@@ -1102,7 +1102,9 @@ impl Parser {
         if ["bit", "int", "varbit", "bool", "tuple", "error", "string"].contains(&first.as_str()) {
             return true;
         }
-        if !self.type_names.contains(first) {
+        // `list` is also an identifier: `list<T> l` declares, `list < x` compares.
+        let list_type = first == "list" && self.peek_at(1).tok == Tok::Punct("<");
+        if !self.type_names.contains(first) && !list_type {
             return false;
         }
         let save = self.pos;
@@ -1211,7 +1213,17 @@ impl Parser {
                     self.bump();
                     TypeRef::MatchKind(start)
                 }
-                "tuple" | "list" => {
+                "list" => {
+                    self.bump();
+                    self.expect("<")?;
+                    let elem = Box::new(self.type_ref()?);
+                    self.expect(">")?;
+                    TypeRef::List {
+                        elem,
+                        span: start.to(self.prev_span()),
+                    }
+                }
+                "tuple" => {
                     self.bump();
                     self.expect("<")?;
                     let mut elems = vec![self.type_ref()?];

@@ -256,6 +256,31 @@ impl Types {
         }
     }
 
+    /// The size in bits of a value of `ty` on the wire (varbit fields counted at 0, or at
+    /// their maximum with `max`), saturating.
+    pub fn size_in_bits(&self, ty: &Type, max: bool) -> u32 {
+        match ty {
+            Type::Aggregate(a) => self.aggregates[*a]
+                .fields
+                .iter()
+                .fold(0u32, |sum, (_, t, _)| {
+                    sum.saturating_add(self.size_in_bits(t, max))
+                }),
+            Type::Stack(a, n) => n.saturating_mul(self.size_in_bits(&Type::Aggregate(*a), max)),
+            Type::Tuple(elems) => elems
+                .iter()
+                .fold(0u32, |sum, t| sum.saturating_add(self.size_in_bits(t, max))),
+            Type::VarBit(m) => {
+                if max {
+                    *m
+                } else {
+                    0
+                }
+            }
+            t => u32::from(self.scalar_width(t).unwrap_or(0)),
+        }
+    }
+
     /// A displayable form of `ty`.
     pub fn show<'a>(&'a self, ty: &'a Type) -> impl fmt::Display + 'a {
         ShowType { types: self, ty }

@@ -211,6 +211,19 @@ fn bmv2_control_plane(loaded: &softswitch_bmv2json::Loaded) -> CpInfo {
                 vec![Vec::new(); params.count()]
             })
             .collect(),
+        action_param_types: p
+            .actions
+            .iter()
+            .map(|a| {
+                let params = p.bodies[a.body].params.iter().filter(|x| x.action_data);
+                params
+                    .map(|x| softswitch_frontend::types::Type::Bits {
+                        width: x.width,
+                        signed: false,
+                    })
+                    .collect()
+            })
+            .collect(),
         instances: vec![Vec::new(); p.instances.len()],
         digests,
         types,

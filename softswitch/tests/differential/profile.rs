@@ -122,6 +122,12 @@ const MIN_PACKET: &[(&str, usize)] = &[
     ("softswitch/tests/corpus/header_structs.p4", 6),
     // hdr.bytes and hdr.wide (4 bytes) are read in ingress.
     ("softswitch/tests/corpus/generic_structs.p4", 4),
+    // hdr.i (4 bytes) is read in ingress.
+    ("softswitch/tests/corpus/initializers.p4", 4),
+    // hdr.h (3 bytes) is read in ingress.
+    ("softswitch/tests/corpus/direct_apply.p4", 3),
+    // hdr.h (3 bytes) is read in ingress.
+    ("softswitch/tests/corpus/enums.p4", 3),
 ];
 
 /// lossless.p4's durations and pause quanta, and its registers that hold times (µs + 1).

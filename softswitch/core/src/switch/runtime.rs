@@ -146,9 +146,10 @@ impl Switch {
         }
     }
 
-    /// The name of table `table`, for the trace.
-    fn table_name(&self, table: usize) -> &str {
-        self.program.tables.get(table).map_or("?", |t| &t.name)
+    /// The name of table `table`, for the trace (its control characters escaped).
+    fn table_name(&self, table: usize) -> String {
+        let name = self.program.tables.get(table).map_or("?", |t| &t.name);
+        trace::Printable(name).to_string()
     }
 
     /// BMv2's dump of entry `handle` of table `table` ("Dumping entry N ...").
@@ -174,13 +175,14 @@ impl Switch {
     ) {
         match result {
             Ok(_) => {
-                self.trace_write(Level::Debug, |s| done(s.table_name(table)));
+                self.trace_write(Level::Debug, |s| done(&s.table_name(table)));
                 if let Some(h) = handle {
                     self.trace_write(Level::Debug, |s| s.entry_dump(table, h));
                 }
             }
             Err(e) => self.trace_write(Level::Error, |s| {
-                format!("Error when trying to {}: {e}", what(s.table_name(table)))
+                let e = trace::Printable(&e.to_string()).to_string();
+                format!("Error when trying to {}: {e}", what(&s.table_name(table)))
             }),
         }
     }

@@ -28,6 +28,9 @@ pub(super) enum Val {
     Int(BigInt),
     /// An aggregate or stack in storage.
     Agg { base: Slot, ty: Type },
+    /// `packet.lookahead<T>()` of a header, struct or tuple, or a part of one: `T`'s bits
+    /// `offset` bits past the parser's cursor, which must have `need` bits after it.
+    Lookahead { ty: Type, offset: u32, need: u32 },
     /// A header-stack element chosen at run time: element 0 at `base`.
     DynElem {
         base: Slot,
@@ -37,6 +40,10 @@ pub(super) enum Val {
         ty: Type,
     },
 }
+
+/// A part of a value that a list or struct expression gives: its slot offset, its type and the
+/// expression for it.
+type Part<'e> = (u32, Type, &'e ast::Expr);
 
 /// A scalar with its type and compile-time value.
 pub(super) struct Scalar {
@@ -188,28 +195,6 @@ impl<'a> Checker<'a> {
                 };
             }
         }
-        if let Some(agg) = self.lookahead_header(base)? {
-            let fields = self.lookahead_fields(agg);
-            return match fields.into_iter().find(|(n, ..)| *n == m.name) {
-                Some((_, ty, offset, width, need)) => Ok(scalar(
-                    Expr::Lookahead {
-                        offset,
-                        width,
-                        need,
-                    },
-                    ty,
-                    None,
-                )),
-                None => fail(
-                    m.span,
-                    format!(
-                        "{} has no field '{}'",
-                        self.show(&Type::Aggregate(agg)),
-                        m.name
-                    ),
-                ),
-            };
-        }
         if m.name == "hit" || m.name == "miss" {
             if let Some(table) = self.applied_table(base)? {
                 return Ok(scalar(
@@ -277,6 +262,38 @@ impl<'a> Checker<'a> {
                     _ => fail(m.span, format!("a header stack has no member '{}'", m.name)),
                 }
             }
+            Val::Lookahead {
+                ty: Type::Aggregate(agg),
+                offset,
+                need,
+            } => {
+                let mut at = offset;
+                for (name, _, fty) in self.types.aggregates[agg].fields_at() {
+                    let bits = self.types.size_in_bits(fty, false);
+                    if name != m.name {
+                        at += bits;
+                        continue;
+                    }
+                    return Ok(match self.types.scalar_width(fty) {
+                        Some(width) => scalar(
+                            Expr::Lookahead {
+                                offset: at,
+                                width,
+                                need,
+                            },
+                            fty.clone(),
+                            None,
+                        ),
+                        None => Val::Lookahead {
+                            ty: fty.clone(),
+                            offset: at,
+                            need,
+                        },
+                    });
+                }
+                let t = self.show(&Type::Aggregate(agg));
+                fail(m.span, format!("{t} has no field '{}'", m.name))
+            }
             Val::DynElem {
                 base: b,
                 stride,
@@ -318,59 +335,106 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// If `e` is `packet.lookahead<H>()` for a header type `H` in a parser, `H`'s aggregate.
-    pub(super) fn lookahead_header(&mut self, e: &ast::Expr) -> Result<Option<usize>> {
-        let ExprKind::Call {
-            callee, type_args, ..
-        } = &e.kind
-        else {
-            return Ok(None);
-        };
-        let ExprKind::Member(base, m) = &callee.kind else {
-            return Ok(None);
-        };
-        let ExprKind::Name(n) = &base.kind else {
-            return Ok(None);
-        };
-        if m.name != "lookahead" || !matches!(self.lookup(n), Some(Sym::Packet { out: false })) {
-            return Ok(None);
-        }
-        let [t] = type_args.as_slice() else {
-            return Ok(None);
-        };
-        match self.resolve_type(t)? {
-            ty @ Type::Aggregate(agg) if self.types.is_header(&ty) => {
-                let has_varbit = self.types.aggregates[agg]
-                    .fields
-                    .iter()
-                    .any(|(_, t, _)| matches!(t, Type::VarBit(_)));
-                if has_varbit {
-                    return fail(
-                        t.span(),
-                        "lookahead of a header with a varbit field is not supported",
-                    );
+    /// `packet.lookahead<T>()`: a scalar read of `T`'s bits for a `bit<W>`, `int<W>`, `bool`
+    /// or serializable enum; otherwise (a header, a struct, a tuple of such fields) a
+    /// [`Val::Lookahead`]. Header stacks and unions, and varbit fields, are refused at `at`.
+    pub(super) fn lookahead(&self, ty: Type, at: Span) -> Result<Val> {
+        self.lookahead_type(&ty, at)?;
+        let need = self.types.size_in_bits(&ty, false);
+        Ok(match self.types.scalar_width(&ty) {
+            Some(width) => scalar(
+                Expr::Lookahead {
+                    offset: 0,
+                    width,
+                    need,
+                },
+                ty,
+                None,
+            ),
+            None => Val::Lookahead {
+                ty,
+                offset: 0,
+                need,
+            },
+        })
+    }
+
+    /// Refuses at `at` a type that `lookahead` cannot read.
+    fn lookahead_type(&self, ty: &Type, at: Span) -> Result<()> {
+        match ty {
+            Type::Bits { .. } | Type::Bool => Ok(()),
+            Type::Enum(i) if self.types.enums[*i].repr.is_some() => Ok(()),
+            Type::Aggregate(a) if !self.types.is_union(ty) => {
+                for (_, fty, _) in &self.types.aggregates[*a].fields {
+                    self.lookahead_type(fty, at)?;
                 }
-                Ok(Some(agg))
+                Ok(())
             }
-            _ => Ok(None),
+            Type::Tuple(elems) => elems.iter().try_for_each(|t| self.lookahead_type(t, at)),
+            other => fail(
+                at,
+                format!(
+                    "lookahead of a {} is not supported: a bit<W>, int<W>, bool, serializable \
+                     enum, header, struct or tuple of them, without varbit fields",
+                    self.show(other)
+                ),
+            ),
         }
     }
 
-    /// The fields of header `agg` as lookahead reads: name, type, bit offset, width, header bits.
-    pub(super) fn lookahead_fields(&self, agg: usize) -> Vec<(String, Type, u32, u16, u32)> {
-        let fields = &self.types.aggregates[agg].fields;
-        let widths: Vec<u16> = fields
-            .iter()
-            .map(|(_, t, _)| self.types.scalar_width(t).unwrap_or(0))
-            .collect();
-        let need: u32 = widths.iter().map(|&w| u32::from(w)).sum();
-        let mut offset = 0;
-        let mut out = Vec::new();
-        for ((name, ty, _), w) in fields.iter().zip(widths) {
-            out.push((name.clone(), ty.clone(), offset, w, need));
-            offset += u32::from(w);
-        }
+    /// Statements storing `lookahead<T>()`'s bits (from `offset`, `need` bits needed) in the
+    /// value of type `ty` at `base`: first a check that the bits are there (a packet too short
+    /// is a parser error and changes nothing), then each field, then each header made valid.
+    pub(super) fn lookahead_into(
+        &self,
+        base: Slot,
+        ty: &Type,
+        offset: u32,
+        need: u32,
+    ) -> Vec<Stmt> {
+        let mut out = vec![lookahead_check(offset, need)];
+        let mut valids = Vec::new();
+        self.lookahead_fields(base, ty, &mut offset.clone(), need, &mut out, &mut valids);
+        out.extend(valids);
         out
+    }
+
+    /// The assignments of `lookahead_into`: fields into `out`, validities into `valids`.
+    fn lookahead_fields(
+        &self,
+        base: Slot,
+        ty: &Type,
+        at: &mut u32,
+        need: u32,
+        out: &mut Vec<Stmt>,
+        valids: &mut Vec<Stmt>,
+    ) {
+        if let Some(width) = self.types.scalar_width(ty) {
+            let bits = Expr::Lookahead {
+                offset: *at,
+                width,
+                need,
+            };
+            out.push(Stmt::Assign(Place::Slot(base), bits));
+            *at += u32::from(width);
+            return;
+        }
+        match ty {
+            Type::Aggregate(a) => {
+                if self.types.is_header(ty) {
+                    valids.push(Stmt::Assign(Place::Slot(base), Expr::Const(1)));
+                }
+                for (_, off, fty) in self.types.aggregates[*a].fields_at() {
+                    self.lookahead_fields(base + off, fty, at, need, out, valids);
+                }
+            }
+            Type::Tuple(elems) => {
+                for (off, ety) in self.types.tuple_elements(elems) {
+                    self.lookahead_fields(base + off, ety, at, need, out, valids);
+                }
+            }
+            _ => {}
+        }
     }
 
     /// If `e` is `t.apply()` for a table `t`, the table's index.
@@ -429,14 +493,23 @@ impl<'a> Checker<'a> {
                 })
             }
             _ => match i.ty {
-                Type::Bits { signed: false, .. } => Ok(Val::DynElem {
+                Type::Bits { width, signed } => Ok(Val::DynElem {
                     base: slot + 1,
                     stride,
                     count: n,
-                    index: i.expr,
+                    // A negative index is out of range: sign-extended, it is above any count.
+                    index: if signed {
+                        Expr::SignExtend {
+                            arg: Box::new(i.expr),
+                            from: width,
+                            to: 128,
+                        }
+                    } else {
+                        i.expr
+                    },
                     ty: Type::Aggregate(agg),
                 }),
-                _ => fail(index.span, "a stack index must be an unsigned bit<W> value"),
+                _ => fail(index.span, "a stack index must be a bit<W> or int<W> value"),
             },
         }
     }
@@ -603,6 +676,16 @@ impl<'a> Checker<'a> {
 
     fn binary(&mut self, op: BinOp, a: &ast::Expr, b: &ast::Expr, span: Span) -> Result<Val> {
         let name = binop_text(op);
+        if matches!(op, BinOp::Eq | BinOp::Ne) {
+            if let Some(eq) = self.initializer_eq(a, b)? {
+                let e = if op == BinOp::Eq {
+                    eq
+                } else {
+                    Expr::Not(Box::new(eq))
+                };
+                return Ok(scalar(e, Type::Bool, None));
+            }
+        }
         let (va, vb) = (self.expr(a)?, self.expr(b)?);
         match (&va, &vb) {
             (Val::Agg { base: x, ty: tx }, Val::Agg { base: y, ty: ty_y })
@@ -739,6 +822,36 @@ impl<'a> Checker<'a> {
                     }
                 }
             }
+        }
+    }
+
+    /// `a == b` where one side is a list or struct expression, which takes the other's type;
+    /// `None` if neither is.
+    fn initializer_eq(&mut self, a: &ast::Expr, b: &ast::Expr) -> Result<Option<Expr>> {
+        let is_init = |e: &ast::Expr| matches!(e.kind, ExprKind::List(_) | ExprKind::StructInit(_));
+        let (stored, init) = match (is_init(a), is_init(b)) {
+            (false, true) => (a, b),
+            (true, false) => (b, a),
+            (false, false) => return Ok(None),
+            (true, true) => {
+                return fail(
+                    a.span,
+                    "comparing two list or struct expressions: neither gives the other a type",
+                )
+            }
+        };
+        match self.expr(stored)? {
+            Val::Agg { base, ty } => {
+                self.spend(self.types.parts(&ty) as usize, stored.span)?;
+                self.equals_initializer(base, &ty, init).map(Some)
+            }
+            other => fail(
+                init.span,
+                format!(
+                    "a list or struct expression cannot be a {}",
+                    self.show(&val_type(&other))
+                ),
+            ),
         }
     }
 
@@ -1002,147 +1115,247 @@ impl<'a> Checker<'a> {
                 let value = self.scalar_of(rhs, &ty)?;
                 Ok(vec![Stmt::Assign(place, value)])
             }
-            Val::DynElem { .. } => fail(
-                rhs.span,
-                "assigning a whole stack element chosen at run time is not supported yet",
-            ),
+            v @ Val::DynElem { .. } => {
+                let (dst, ty) = block(v).expect("a stack element");
+                self.assign_element(dst, &ty, rhs)
+            }
             Val::Int(_) => fail(rhs.span, "an int constant cannot be assigned to"),
+            Val::Lookahead { .. } => fail(rhs.span, "a lookahead cannot be assigned to"),
             Val::Agg { base, ty } => self.assign_aggregate(base, &ty, rhs),
         }
     }
 
-    fn assign_aggregate(&mut self, base: Slot, ty: &Type, rhs: &ast::Expr) -> Result<Vec<Stmt>> {
-        if let (Type::Tuple(elems), ExprKind::List(items)) = (ty, &rhs.kind) {
-            if items.len() != elems.len() {
-                return fail(
-                    rhs.span,
-                    format!(
-                        "{} has {} elements, the list has {}",
-                        self.show(ty),
-                        elems.len(),
-                        items.len()
-                    ),
-                );
+    /// Statements that assign `rhs` to the header (or header union) `dst`, a stack element
+    /// picked at run time, as one block: a list or struct expression is built in a scratch
+    /// value first, so the index is evaluated once.
+    fn assign_element(&mut self, dst: Place, ty: &Type, rhs: &ast::Expr) -> Result<Vec<Stmt>> {
+        let initializer = match &rhs.kind {
+            ExprKind::List(_) | ExprKind::StructInit(_) => true,
+            ExprKind::Cast(to, _) => {
+                matches!(to, ast::TypeRef::List { .. } | ast::TypeRef::Tuple { .. })
             }
-            let mut out = Vec::new();
-            let places: Vec<(u32, Type)> = self
-                .types
-                .tuple_elements(elems)
-                .map(|(off, ety)| (off, ety.clone()))
-                .collect();
-            for ((off, ety), item) in places.into_iter().zip(items) {
-                out.extend(self.assign_to(self.storage(base + off, ety), item)?);
-            }
-            return Ok(out);
-        }
-        let Type::Aggregate(agg) = ty else {
-            return match self.expr(rhs)? {
-                Val::Agg { base: src, ty: t } if t == *ty => Ok(vec![Stmt::Copy {
-                    dst: base,
-                    src,
-                    len: self.types.size(ty),
-                }]),
-                _ => fail(
-                    rhs.span,
-                    format!("expected a value of type {}", self.show(ty)),
-                ),
-            };
+            _ => false,
         };
-        let agg = *agg;
-        if self.lookahead_header(rhs)? == Some(agg) {
-            let mut out = vec![Stmt::Assign(Place::Slot(base), Expr::Const(1))];
-            for (i, (_, _, offset, width, need)) in
-                self.lookahead_fields(agg).into_iter().enumerate()
-            {
-                out.push(Stmt::Assign(
-                    Place::Slot(base + 1 + i as u32),
-                    Expr::Lookahead {
-                        offset,
-                        width,
-                        need,
-                    },
-                ));
-            }
-            return Ok(out);
+        if !initializer {
+            return self.copy_value(dst, ty, rhs);
         }
-        let fields = self.types.aggregates[agg].fields.clone();
-        let is_header = self.types.is_header(ty);
-        let mut out = Vec::new();
-        let items: Vec<(String, &ast::Expr)> = match &rhs.kind {
-            ExprKind::List(items) => {
-                if items.len() != fields.len() {
-                    return fail(
-                        rhs.span,
-                        format!(
-                            "{} has {} fields, the list has {} values",
-                            self.show(ty),
-                            fields.len(),
-                            items.len()
-                        ),
-                    );
-                }
-                fields
-                    .iter()
-                    .map(|(n, _, _)| n.clone())
-                    .zip(items.iter())
-                    .collect()
-            }
-            ExprKind::StructInit(inits) => {
-                for (f, _) in &inits.clone() {
-                    if !fields.iter().any(|(n, _, _)| *n == f.name) {
-                        return fail(
-                            f.span,
-                            format!("{} has no field '{}'", self.show(ty), f.name),
-                        );
-                    }
-                }
-                if inits.len() != fields.len() {
-                    return fail(
-                        rhs.span,
-                        format!("every field of {} must be initialized", self.show(ty)),
-                    );
-                }
-                inits.iter().map(|(f, e)| (f.name.clone(), e)).collect()
-            }
-            _ => {
-                return match self.expr(rhs)? {
-                    Val::Agg { base: src, ty: t } if t == *ty => Ok(vec![Stmt::Copy {
-                        dst: base,
-                        src,
-                        len: self.types.size(ty),
-                    }]),
-                    Val::Scalar {
-                        expr: Expr::Invoke(inv),
-                        ty: t,
-                        ..
-                    } if t == *ty => {
-                        let ret = inv.ret.expect("a function with a return value");
-                        Ok(vec![
-                            Stmt::Invoke(inv),
-                            Stmt::Copy {
-                                dst: base,
-                                src: ret,
-                                len: self.types.size(ty),
-                            },
-                        ])
-                    }
-                    other => {
-                        let (f, t) = (self.show(&val_type(&other)), self.show(ty));
-                        fail(rhs.span, format!("type mismatch: expected {t}, found {f}"))
-                    }
-                };
-            }
-        };
-        if is_header {
-            out.push(Stmt::Assign(Place::Slot(base), Expr::Const(1)));
-        }
-        for (name, e) in items {
-            let (off, fty) = self.types.field(agg, &name).expect("field checked");
-            let dst = self.storage(base + off, fty);
-            out.extend(self.assign_to(dst, e)?);
-        }
+        let scratch = self.alloc(ty, rhs.span)?;
+        let mut out = self.assign_aggregate(scratch, ty, rhs)?;
+        out.push(Stmt::copy_block(
+            dst,
+            Place::Slot(scratch),
+            self.types.size(ty),
+        ));
         Ok(out)
     }
+
+    /// Statements that copy the value of type `ty` that `rhs` gives (stored, a stack element
+    /// picked at run time, a call's result, a lookahead) into the block at `dst`.
+    fn copy_value(&mut self, dst: Place, ty: &Type, rhs: &ast::Expr) -> Result<Vec<Stmt>> {
+        let len = self.types.size(ty);
+        match self.expr(rhs)? {
+            v @ (Val::Agg { .. } | Val::DynElem { .. }) if val_type(&v) == *ty => {
+                let (src, _) = block(v).expect("a stored value");
+                Ok(vec![Stmt::copy_block(dst, src, len)])
+            }
+            Val::Scalar {
+                expr: Expr::Invoke(inv),
+                ty: t,
+                ..
+            } if t == *ty => {
+                let ret = inv.ret.expect("a function with a return value");
+                Ok(vec![
+                    Stmt::Invoke(inv),
+                    Stmt::copy_block(dst, Place::Slot(ret), len),
+                ])
+            }
+            Val::Lookahead {
+                ty: t,
+                offset,
+                need,
+            } if t == *ty => Ok(match dst {
+                Place::Slot(base) => self.lookahead_into(base, ty, offset, need),
+                dst => {
+                    let scratch = self.alloc(ty, rhs.span)?;
+                    let mut out = self.lookahead_into(scratch, ty, offset, need);
+                    out.push(Stmt::CopyBlock {
+                        dst,
+                        src: Place::Slot(scratch),
+                        len,
+                    });
+                    out
+                }
+            }),
+            other => {
+                let (f, t) = (self.show(&val_type(&other)), self.show(ty));
+                fail(rhs.span, format!("type mismatch: expected {t}, found {f}"))
+            }
+        }
+    }
+
+    /// The parts a list or struct expression `rhs` gives a value of type `ty` (a struct, header
+    /// or tuple), each as (offset in `ty`, type, expression); `None` if `rhs` is neither.
+    fn initializer_parts<'e>(
+        &mut self,
+        ty: &Type,
+        rhs: &'e ast::Expr,
+    ) -> Result<Option<Vec<Part<'e>>>> {
+        if let ExprKind::Cast(
+            to @ (ast::TypeRef::List { .. } | ast::TypeRef::Tuple { .. }),
+            inner,
+        ) = &rhs.kind
+        {
+            return self.cast_list_parts(ty, to, inner);
+        }
+        let items: Vec<(Option<&ast::Ident>, &ast::Expr)> = match &rhs.kind {
+            ExprKind::List(items) => items.iter().map(|e| (None, e)).collect(),
+            ExprKind::StructInit(inits) => inits.iter().map(|(f, e)| (Some(f), e)).collect(),
+            _ => return Ok(None),
+        };
+        let places: Vec<(String, u32, Type)> = match ty {
+            Type::Tuple(elems) => self
+                .types
+                .tuple_elements(elems)
+                .enumerate()
+                .map(|(i, (off, ety))| (i.to_string(), off, ety.clone()))
+                .collect(),
+            Type::Aggregate(agg) if !self.types.is_union(ty) => self.types.aggregates[*agg]
+                .fields_at()
+                .map(|(n, off, fty)| (n.to_string(), off, fty.clone()))
+                .collect(),
+            _ => {
+                return fail(
+                    rhs.span,
+                    format!("a list or struct expression cannot be a {}", self.show(ty)),
+                )
+            }
+        };
+        let what = if matches!(ty, Type::Tuple(_)) {
+            "elements"
+        } else {
+            "fields"
+        };
+        if items.len() != places.len() {
+            let why = if matches!(rhs.kind, ExprKind::StructInit(_)) {
+                format!("every field of {} must be initialized", self.show(ty))
+            } else {
+                format!(
+                    "{} has {} {what}, the list has {} values",
+                    self.show(ty),
+                    places.len(),
+                    items.len()
+                )
+            };
+            return fail(rhs.span, why);
+        }
+        let mut parts: Vec<Part> = Vec::with_capacity(places.len());
+        for (i, (field, e)) in items.into_iter().enumerate() {
+            let place = match field {
+                None => places.get(i),
+                Some(f) => places.iter().find(|(n, ..)| *n == f.name),
+            };
+            let Some((_, off, fty)) = place else {
+                let f = field.expect("positional items are counted");
+                return fail(
+                    f.span,
+                    format!("{} has no field '{}'", self.show(ty), f.name),
+                );
+            };
+            if let Some(f) = field.filter(|_| parts.iter().any(|(o, ..)| o == off)) {
+                return fail(f.span, format!("field '{}' is initialized twice", f.name));
+            }
+            parts.push((*off, fty.clone(), e));
+        }
+        Ok(Some(parts))
+    }
+
+    /// The parts `(list<T>){ ... }` or `(tuple<...>){ ... }` gives a value of type `ty`, which
+    /// must be the cast's type.
+    fn cast_list_parts<'e>(
+        &mut self,
+        ty: &Type,
+        to: &ast::TypeRef,
+        inner: &'e ast::Expr,
+    ) -> Result<Option<Vec<Part<'e>>>> {
+        let ExprKind::List(items) = &inner.kind else {
+            return fail(inner.span, "expected a list expression { ... }");
+        };
+        let fits = match (to, ty) {
+            (ast::TypeRef::List { elem, .. }, Type::Tuple(elems)) => {
+                let elem = self.resolve_type(elem)?;
+                elems.len() == items.len() && elems.iter().all(|t| *t == elem)
+            }
+            (ast::TypeRef::Tuple { .. }, _) => self.resolve_type(to)? == *ty,
+            _ => false,
+        };
+        if !fits {
+            let t = self.show(ty);
+            return fail(
+                to.span(),
+                format!("this cast does not give a value of type {t}"),
+            );
+        }
+        self.initializer_parts(ty, inner)
+    }
+
+    fn assign_aggregate(&mut self, base: Slot, ty: &Type, rhs: &ast::Expr) -> Result<Vec<Stmt>> {
+        if let Some(parts) = self.initializer_parts(ty, rhs)? {
+            let mut out = Vec::new();
+            if self.types.is_header(ty) {
+                out.push(Stmt::Assign(Place::Slot(base), Expr::Const(1)));
+            }
+            for (off, fty, e) in parts {
+                out.extend(self.assign_to(self.storage(base + off, fty), e)?);
+            }
+            return Ok(out);
+        }
+        self.copy_value(Place::Slot(base), ty, rhs)
+    }
+
+    /// Whether the value of type `ty` stored at `base` equals `e`, which may be a list or
+    /// struct expression: its type is the other operand's (`h.s == {1, 2}`), and it compares
+    /// as that value would after an assignment (a header given a list is valid).
+    fn equals_initializer(&mut self, base: Slot, ty: &Type, e: &ast::Expr) -> Result<Expr> {
+        if let Some(parts) = self.initializer_parts(ty, e)? {
+            let mut all_parts = Vec::with_capacity(parts.len() + 1);
+            if self.types.is_header(ty) {
+                all_parts.push(Expr::Load(base));
+            }
+            for (off, fty, item) in parts {
+                all_parts.push(self.equals_initializer(base + off, &fty, item)?);
+            }
+            return Ok(all(all_parts));
+        }
+        match self.storage(base, ty.clone()) {
+            Val::Agg { .. } => match self.expr(e)? {
+                Val::Agg { base: other, ty: t } if t == *ty => {
+                    Ok(self.aggregate_eq(base, other, ty))
+                }
+                other => {
+                    let (f, t) = (self.show(&val_type(&other)), self.show(ty));
+                    fail(e.span, format!("type mismatch: expected {t}, found {f}"))
+                }
+            },
+            _ => Ok(Expr::Compare {
+                op: CompareOp::Eq,
+                width: self.types.scalar_width(ty).unwrap_or(128),
+                signed: false,
+                a: Box::new(Expr::Load(base)),
+                b: Box::new(self.scalar_of(e, ty)?),
+            }),
+        }
+    }
+}
+
+/// A statement that only checks that the parser's cursor has `need` bits after it (a packet
+/// too short is `PacketTooShort`, as for any lookahead); it reads none.
+pub(super) fn lookahead_check(offset: u32, need: u32) -> Stmt {
+    let check = Expr::Lookahead {
+        offset,
+        width: 0,
+        need,
+    };
+    Stmt::If(check, Vec::new(), Vec::new(), None)
 }
 
 /// The conjunction of `parts` (true if there are none) as a balanced tree of `&&`.
@@ -1154,10 +1367,36 @@ fn all(mut parts: Vec<Expr>) -> Expr {
     Expr::And(Box::new(all(parts)), Box::new(all(right)))
 }
 
+/// Where a stored value starts, with its type: a slot, or a stack element picked at run time.
+pub(super) fn block(v: Val) -> Option<(Place, Type)> {
+    match v {
+        Val::Agg { base, ty } => Some((Place::Slot(base), ty)),
+        Val::DynElem {
+            base,
+            stride,
+            count,
+            index,
+            ty,
+        } => {
+            let place = Place::Dyn {
+                base,
+                stride,
+                count,
+                index: Box::new(index),
+            };
+            Some((place, ty))
+        }
+        _ => None,
+    }
+}
+
 /// The type of a lowered value.
 pub(super) fn val_type(v: &Val) -> Type {
     match v {
-        Val::Scalar { ty, .. } | Val::Agg { ty, .. } | Val::DynElem { ty, .. } => ty.clone(),
+        Val::Scalar { ty, .. }
+        | Val::Agg { ty, .. }
+        | Val::DynElem { ty, .. }
+        | Val::Lookahead { ty, .. } => ty.clone(),
         Val::Int(_) => Type::Int,
     }
 }

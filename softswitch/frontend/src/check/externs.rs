@@ -357,6 +357,7 @@ impl Checker<'_> {
                 e.span,
                 "a stack element chosen at run time in a field list",
             )),
+            Val::Lookahead { .. } => Err(unsupported(e.span, "a lookahead in a field list")),
         }
     }
 
@@ -680,6 +681,7 @@ impl Checker<'_> {
         &mut self,
         out: bool,
         method: &ast::Ident,
+        type_args: &[ast::TypeRef],
         args: &[ast::Arg],
         span: Span,
     ) -> Result<Vec<Stmt>> {
@@ -695,7 +697,22 @@ impl Checker<'_> {
                         )
                     }
                 };
-                let target = self.header_ref(&arg.value)?;
+                let target = match (&arg.value.kind, type_args) {
+                    (ExprKind::DontCare, _) if bits.is_some() => {
+                        return fail(
+                            arg.value.span,
+                            "'_' cannot be a header with a varbit field (p4c refuses it too)",
+                        )
+                    }
+                    (ExprKind::DontCare, [t]) => self.discarded_header(t)?,
+                    (ExprKind::DontCare, _) => {
+                        return fail(
+                            arg.value.span,
+                            "extract(_) needs the header type: extract<H>(_)",
+                        )
+                    }
+                    _ => self.header_ref(&arg.value)?,
+                };
                 let siblings = self.invalidate_union_siblings(&arg.value)?;
                 let layout = match target {
                     HeaderRef::Static { layout, .. } | HeaderRef::Next { layout, .. } => layout,
@@ -748,6 +765,24 @@ impl Checker<'_> {
                 ),
             ),
         }
+    }
+
+    /// A scratch header of type `t` for `extract<H>(_)`: the header is parsed (the packet's
+    /// cursor moves past it, a short packet is a parser error) and its value dropped, as p4c
+    /// lowers it (into a temporary).
+    fn discarded_header(&mut self, t: &ast::TypeRef) -> Result<HeaderRef> {
+        let ty = self.resolve_type(t)?;
+        let Type::Aggregate(a) = ty else {
+            return fail(t.span(), "extract<H>(_) needs a header type H");
+        };
+        if !self.types.is_header(&ty) {
+            return fail(t.span(), "extract<H>(_) needs a header type H");
+        }
+        let base = self.alloc(&ty, t.span())?;
+        Ok(HeaderRef::Static {
+            base,
+            layout: self.types.aggregates[a].layout,
+        })
     }
 
     fn header_ref(&mut self, e: &ast::Expr) -> Result<HeaderRef> {

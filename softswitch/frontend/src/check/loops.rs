@@ -157,21 +157,10 @@ impl<'a> Checker<'a> {
         // `(list<T>) { ... }` (as p4c wants it) or `{ ... }`: the items, each converted to the
         // variable's type.
         let list = match &e.kind {
-            ExprKind::Cast(ast::TypeRef::Tuple { elems, .. }, inner) => match &inner.kind {
+            ExprKind::Cast(ast::TypeRef::List { elem, .. }, inner) => match &inner.kind {
                 ExprKind::List(items) => {
-                    for t in elems {
-                        let t_ty = self.resolve_type(t)?;
-                        if t_ty != *ty {
-                            return fail(
-                                t.span(),
-                                format!(
-                                    "the list's elements are {}, the loop variable is {}",
-                                    self.show(&t_ty),
-                                    self.show(ty)
-                                ),
-                            );
-                        }
-                    }
+                    let elem_ty = self.resolve_type(elem)?;
+                    self.same_element_type("list", &elem_ty, ty, elem.span())?;
                     Some(items)
                 }
                 _ => None,
@@ -193,16 +182,7 @@ impl<'a> Checker<'a> {
                 ty: Type::Stack(agg, count),
             } => {
                 let elem = Type::Aggregate(agg);
-                if elem != *ty {
-                    return fail(
-                        e.span,
-                        format!(
-                            "the stack's elements are {}, the loop variable is {}",
-                            self.show(&elem),
-                            self.show(ty)
-                        ),
-                    );
-                }
+                self.same_element_type("stack", &elem, ty, e.span)?;
                 let stride = self.types.size(&elem);
                 let each = (0..count)
                     .map(|i| {
@@ -216,11 +196,41 @@ impl<'a> Checker<'a> {
                     .collect();
                 Ok((Vec::new(), each))
             }
+            super::expr::Val::Agg {
+                base,
+                ty: Type::Tuple(elems),
+            } => {
+                // A list<T> variable.
+                let mut each = Vec::new();
+                let places: Vec<(u32, Type)> = self
+                    .types
+                    .tuple_elements(&elems)
+                    .map(|(off, t)| (off, t.clone()))
+                    .collect();
+                for (off, elem) in places {
+                    self.same_element_type("list", &elem, ty, e.span)?;
+                    let var_val = self.storage(var, ty.clone());
+                    each.push(self.copy_back(var_val, base + off, ty, e.span)?);
+                }
+                Ok((Vec::new(), each))
+            }
             _ => fail(
                 e.span,
                 "a for-in loop runs over a header stack, a list { ... } or a range lo .. hi",
             ),
         }
+    }
+
+    /// Refuses a loop variable of type `var` over a `what` whose elements are `elem`.
+    fn same_element_type(&self, what: &str, elem: &Type, var: &Type, at: Span) -> Result<()> {
+        if elem == var {
+            return Ok(());
+        }
+        let (e, v) = (self.show(elem), self.show(var));
+        fail(
+            at,
+            format!("the {what}'s elements are {e}, the loop variable is {v}"),
+        )
     }
 
     /// `break;` or `continue;`.

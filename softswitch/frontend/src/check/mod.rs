@@ -387,6 +387,13 @@ impl<'a> Checker<'a> {
                     .collect::<Result<_>>()?;
                 self.bounded(Type::Tuple(elems), *span)?
             }
+            TypeRef::List { span, .. } => {
+                return fail(
+                    *span,
+                    "list<T> is only supported as a local variable's type, with its values \
+                     given: list<T> l = (list<T>){ ... }",
+                )
+            }
             TypeRef::Stack { elem, size, span } => {
                 let elem_ty = self.resolve_type(elem)?;
                 let n = self.const_u128(size)?;
@@ -769,6 +776,13 @@ impl<'a> Checker<'a> {
                 .map(|(_, ast_p)| ast_p.annotations.clone())
                 .collect(),
         );
+        self.cp.action_param_types.push(
+            params
+                .iter()
+                .filter(|p| p.direction == Direction::None)
+                .map(|p| p.ty.clone())
+                .collect(),
+        );
         self.callables.push(Callable {
             body,
             params,
@@ -1074,6 +1088,19 @@ impl<'a> Checker<'a> {
         let args = stmt::order_args(&names, args, name.span)?;
         let mut out = Vec::new();
         for (p, a) in params.iter().zip(args) {
+            if let Some(instance) = self.block_instance_arg(&a.value) {
+                // A control or parser instance given to a block type parameter
+                // (`C2(c1) c2;` for `control C2(...)(my_control_type c)`): the parameter names
+                // that instance, whose externs and tables all its applies share. Its apply
+                // parameters are checked where it is applied.
+                if matches!(
+                    self.lookup(type_name(&p.ty)),
+                    Some(Sym::ExternType | Sym::Control(_) | Sym::Parser(_))
+                ) {
+                    out.push((p.name.clone(), instance));
+                    continue;
+                }
+            }
             let ty = self.resolve_type(&p.ty)?;
             if self.types.scalar_width(&ty).is_none() && ty != Type::Int {
                 return Err(unsupported(
@@ -1084,6 +1111,46 @@ impl<'a> Checker<'a> {
             out.push((p.name.clone(), self.const_sym(ty, &a.value)?));
         }
         Ok(out)
+    }
+
+    /// The control or parser instance that `e` names, if it names one.
+    fn block_instance_arg(&self, e: &ast::Expr) -> Option<Sym<'a>> {
+        let ExprKind::Name(n) = &e.kind else {
+            return None;
+        };
+        match self.lookup(n) {
+            Some(s @ (Sym::ControlInstance(_) | Sym::ParserInstance { .. })) => Some(s.clone()),
+            _ => None,
+        }
+    }
+
+    /// The instance a direct invocation `T.apply(...)` of control or parser type `T` applies
+    /// (P4_16 "Direct type invocation"): a fresh instance of `T` with no constructor arguments,
+    /// named `T` in the control plane's names, as p4c names it (`@name("T")`).
+    fn direct_type_instance(&mut self, name: &ast::Ident, span: Span) -> Result<Option<Sym<'a>>> {
+        let inst = ast::Instance {
+            annotations: Vec::new(),
+            ty: TypeRef::Named {
+                name: name.clone(),
+                args: Vec::new(),
+            },
+            args: Vec::new(),
+            name: name.clone(),
+        };
+        match self.lookup(&name.name).cloned() {
+            Some(Sym::Control(c)) => {
+                if self.blocks.contains(&name.name) {
+                    return fail(span, format!("'{}' applies itself", name.name));
+                }
+                Ok(Some(Sym::ControlInstance(self.sub_control(&inst, c)?)))
+            }
+            Some(Sym::Parser(p)) if self.in_parser => {
+                let (parser, callable) = self.sub_parser(&inst, p)?;
+                Ok(Some(Sym::ParserInstance { parser, callable }))
+            }
+            Some(Sym::Parser(_)) => fail(span, "a parser can only be applied in a parser"),
+            _ => Ok(None),
+        }
     }
 
     fn declare_all(&mut self, syms: Vec<(ast::Ident, Sym<'a>)>) -> Result<()> {
@@ -1131,7 +1198,10 @@ impl<'a> Checker<'a> {
     }
 
     fn var_decl(&mut self, v: &ast::VarDecl) -> Result<Vec<ir::Stmt>> {
-        let ty = self.resolve_type(&v.ty)?;
+        let ty = match &v.ty {
+            TypeRef::List { elem, span } => self.list_var_type(elem, *span, v.init.as_ref())?,
+            t => self.resolve_type(t)?,
+        };
         if matches!(ty, Type::Int | Type::Void | Type::String | Type::MatchKind) {
             return fail(v.ty.span(), "a variable cannot have this type");
         }
@@ -1149,6 +1219,38 @@ impl<'a> Checker<'a> {
         self.declare(&v.name, Sym::Var { ty, slot })?;
         out.extend(init?);
         Ok(out)
+    }
+
+    /// The type of a `list<T>` variable: as many `T`s as its initializer has values (a list
+    /// expression cast to `list<T>`, as p4c wants it, or another list variable), stored as a
+    /// tuple of them.
+    fn list_var_type(
+        &mut self,
+        elem: &TypeRef,
+        span: Span,
+        init: Option<&ast::Expr>,
+    ) -> Result<Type> {
+        let elem_ty = self.resolve_type(elem)?;
+        let Some(init) = init else {
+            return fail(
+                span,
+                "a list<T> variable needs its values: list<T> l = (list<T>){ ... }",
+            );
+        };
+        let ty = match &init.kind {
+            ExprKind::Cast(TypeRef::List { .. }, inner) => match &inner.kind {
+                ExprKind::List(items) => Type::Tuple(vec![elem_ty.clone(); items.len()]),
+                _ => return fail(inner.span, "expected a list expression { ... }"),
+            },
+            _ => expr::val_type(&self.expr(init)?),
+        };
+        match &ty {
+            Type::Tuple(elems) if elems.iter().all(|t| *t == elem_ty) => self.bounded(ty, span),
+            other => {
+                let (t, e) = (self.show(other), self.show(&elem_ty));
+                fail(init.span, format!("expected a list of {e}, found {t}"))
+            }
+        }
     }
 
     fn instance(&mut self, i: &ast::Instance) -> Result<usize> {

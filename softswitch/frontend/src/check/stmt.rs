@@ -221,9 +221,19 @@ impl<'a> Checker<'a> {
                     return self.discarded_value(e);
                 }
                 if let ExprKind::Name(n) = &base.kind {
-                    match self.lookup(n).cloned() {
+                    let mut sym = self.lookup(n).cloned();
+                    if method.name == "apply"
+                        && matches!(sym, Some(Sym::Control(_) | Sym::Parser(_)))
+                    {
+                        let name = ast::Ident {
+                            name: n.clone(),
+                            span: base.span,
+                        };
+                        sym = self.direct_type_instance(&name, e.span)?;
+                    }
+                    match sym {
                         Some(Sym::Packet { out }) => {
-                            return self.packet_call(out, method, args, e.span)
+                            return self.packet_call(out, method, type_args, args, e.span)
                         }
                         Some(Sym::Table(t)) if method.name == "apply" => {
                             no_args(args)?;
@@ -289,6 +299,10 @@ impl<'a> Checker<'a> {
                 let scratch = self.alloc(&ty, e.span)?;
                 Ok(vec![Stmt::Assign(Place::Slot(scratch), expr)])
             }
+            // Its bits must be there; none is read.
+            Val::Lookahead { offset, need, .. } => {
+                Ok(vec![super::expr::lookahead_check(offset, need)])
+            }
             _ => Ok(Vec::new()),
         }
     }
@@ -312,16 +326,8 @@ impl<'a> Checker<'a> {
                                 let [t] = type_args else {
                                     return fail(callee.span, "lookahead needs one type argument");
                                 };
-                                match self.resolve_type(t)? {
-                                    Type::Bits { width, signed } => scalar(
-                                        Expr::Lookahead { offset: 0, width, need: u32::from(width) },
-                                        Type::Bits { width, signed },
-                                    ),
-                                    _ => fail(
-                                        t.span(),
-                                        "lookahead of a header is only supported as lookahead<H>().field or h = lookahead<H>()",
-                                    ),
-                                }
+                                let ty = self.resolve_type(t)?;
+                                self.lookahead(ty, t.span())
                             }
                             "length" => scalar(
                                 Expr::PacketLength,
@@ -343,7 +349,7 @@ impl<'a> Checker<'a> {
                 ) {
                     no_args(args)?;
                     let ty = super::expr::val_type(&self.expr(base)?);
-                    let bits = self.size_in_bits(&ty, method.name.starts_with("max"));
+                    let bits = self.types.size_in_bits(&ty, method.name.starts_with("max"));
                     let value = if method.name.ends_with("Bytes") {
                         bits.div_ceil(8)
                     } else {
@@ -376,6 +382,20 @@ impl<'a> Checker<'a> {
                 if method.name == "isValid" {
                     no_args(args)?;
                     return match self.expr(base)? {
+                        // Valid once its bits are there (a packet too short is a parser error).
+                        Val::Lookahead {
+                            ty, offset, need, ..
+                        } if self.types.is_header(&ty) => {
+                            let check = Expr::Lookahead {
+                                offset,
+                                width: 0,
+                                need,
+                            };
+                            scalar(
+                                Expr::Or(Box::new(check), Box::new(Expr::Const(1))),
+                                Type::Bool,
+                            )
+                        }
                         Val::Agg { base: slot, ty } if self.types.is_header(&ty) => {
                             scalar(Expr::Load(slot), Type::Bool)
                         }
@@ -592,27 +612,6 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// The size in bits of a header or struct on the wire (varbit fields counted at 0, or at
-    /// their maximum with `max`).
-    fn size_in_bits(&self, ty: &Type, max: bool) -> u32 {
-        match ty {
-            Type::Aggregate(a) => self.types.aggregates[*a]
-                .fields
-                .iter()
-                .map(|(_, t, _)| self.size_in_bits(t, max))
-                .sum(),
-            Type::Stack(a, n) => n * self.size_in_bits(&Type::Aggregate(*a), max),
-            Type::VarBit(m) => {
-                if max {
-                    *m
-                } else {
-                    0
-                }
-            }
-            t => u32::from(self.types.scalar_width(t).unwrap_or(0)),
-        }
-    }
-
     /// Binds arguments to an action's or function's parameters (copy-in, copy-out).
     pub(super) fn invoke(&mut self, idx: usize, args: &[ast::Arg], span: Span) -> Result<Invoke> {
         let callable = self.callables[idx].clone();
@@ -636,7 +635,7 @@ impl<'a> Checker<'a> {
         let mut copy_in = Vec::new();
         let mut copy_out = Vec::new();
         for (p, arg) in params.iter().zip(args) {
-            if p.direction == Direction::None && self.scalar_any(&arg.value)?.konst.is_none() {
+            if p.direction == Direction::None && !self.is_constant(&arg.value)? {
                 // p4c's type unification refuses it (p4lang/p4c#4175); `in` takes any value.
                 return fail(
                     arg.value.span,
@@ -667,6 +666,31 @@ impl<'a> Checker<'a> {
         Ok((copy_in, copy_out))
     }
 
+    /// Whether `e` is a compile-time constant: a constant scalar, or a list or struct
+    /// expression of constants (`f({ {48w1, 48w1, 16w1} })` for a directionless struct
+    /// parameter, which p4c accepts).
+    fn is_constant(&mut self, e: &ast::Expr) -> Result<bool> {
+        match &e.kind {
+            ExprKind::List(items) => {
+                for item in items {
+                    if !self.is_constant(item)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            ExprKind::StructInit(inits) => {
+                for (_, item) in inits {
+                    if !self.is_constant(item)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            _ => Ok(self.scalar_any(e)?.konst.is_some()),
+        }
+    }
+
     /// Statements copying a value stored at `src` (of type `ty`) into the l-value `dst`.
     pub(super) fn copy_back(&self, dst: Val, src: u32, ty: &Type, span: Span) -> Result<Vec<Stmt>> {
         if val_type(&dst) != *ty {
@@ -683,16 +707,13 @@ impl<'a> Checker<'a> {
             Val::Scalar { expr, .. } => {
                 Ok(vec![Stmt::Assign(to_place(expr, span)?, Expr::Load(src))])
             }
-            Val::Agg { base, ty } => Ok(vec![Stmt::Copy {
-                dst: base,
-                src,
-                len: self.types.size(&ty),
-            }]),
-            Val::DynElem { .. } => fail(
-                span,
-                "a stack element chosen at run time cannot be an out argument yet",
-            ),
+            v @ (Val::Agg { .. } | Val::DynElem { .. }) => {
+                let (dst, ty) = super::expr::block(v).expect("a stored value");
+                let len = self.types.size(&ty);
+                Ok(vec![Stmt::copy_block(dst, Place::Slot(src), len)])
+            }
             Val::Int(_) => fail(span, "an int constant cannot be an out argument"),
+            Val::Lookahead { .. } => fail(span, "a lookahead cannot be an out argument"),
         }
     }
 }

@@ -14,6 +14,8 @@ impl Checker<'_> {
         let name = self.qualified(&t.name.name, &t.annotations, t.name.span)?;
         self.spend_annotations(&t.annotations, t.name.span)?;
         let mut keys = Vec::new();
+        // Each key's type, for the values of its const entries (an enum member, an int).
+        let mut key_types = Vec::new();
         let mut actions = Vec::new();
         let mut default = None;
         let mut entries = None;
@@ -34,7 +36,9 @@ impl Checker<'_> {
             match prop {
                 TableProp::Key(elems) => {
                     for k in elems {
-                        keys.push(self.key(k)?);
+                        let (key, ty) = self.key(k)?;
+                        keys.push(key);
+                        key_types.push(ty);
                         self.spend_annotations(&k.annotations, k.expr.span)?;
                         cp.keys.push(k.annotations.clone());
                     }
@@ -108,6 +112,12 @@ impl Checker<'_> {
             .filter(|(k, _)| k.kind != MatchKind::Selector)
             .map(|(_, annotations)| annotations)
             .collect();
+        let key_types: Vec<Type> = keys
+            .iter()
+            .zip(key_types)
+            .filter(|(k, _)| k.kind != MatchKind::Selector)
+            .map(|(_, ty)| ty)
+            .collect();
         cp.default_written = default.is_some();
         cp.has_entries = entries.is_some();
         let (selector, keys): (Vec<ir::Key>, Vec<ir::Key>) = keys
@@ -152,14 +162,15 @@ impl Checker<'_> {
             let mut out = Vec::new();
             for (i, bmv2) in placed {
                 let priority = ir::Entry::priority_from_bmv2(bmv2);
-                out.push(self.const_entry(idx, &list[i], priority)?);
+                out.push(self.const_entry(idx, &key_types, &list[i], priority)?);
             }
             self.tables[idx].const_entries = out;
         }
         Ok(idx)
     }
 
-    fn key(&mut self, k: &ast::KeyElement) -> Result<ir::Key> {
+    /// A key element, with its type.
+    fn key(&mut self, k: &ast::KeyElement) -> Result<(ir::Key, Type)> {
         let v = self.scalar_any(&k.expr)?;
         let Some(width) = self.types.scalar_width(&v.ty).filter(|_| v.ty != Type::Int) else {
             return fail(
@@ -186,12 +197,13 @@ impl Checker<'_> {
         };
         let name = super::name_annotation(&k.annotations).unwrap_or_else(|| expr_text(&k.expr));
         self.spend_name(&name, k.expr.span)?;
-        Ok(ir::Key {
+        let key = ir::Key {
             name,
             expr: v.expr,
             width,
             kind,
-        })
+        };
+        Ok((key, v.ty))
     }
 
     /// The action profile or selector of `implementation = value`: a named instance, or one
@@ -408,7 +420,13 @@ impl Checker<'_> {
             .collect()
     }
 
-    fn const_entry(&mut self, table: usize, e: &ast::Entry, priority: i64) -> Result<ir::Entry> {
+    fn const_entry(
+        &mut self,
+        table: usize,
+        key_types: &[Type],
+        e: &ast::Entry,
+        priority: i64,
+    ) -> Result<ir::Entry> {
         let keys: Vec<(u16, MatchKind)> = self.tables[table]
             .keys
             .iter()
@@ -426,14 +444,8 @@ impl Checker<'_> {
             );
         }
         let mut matches = Vec::new();
-        for (k, (width, kind)) in keyset.iter().zip(&keys) {
-            let m = self.keyset_match(
-                k,
-                &Type::Bits {
-                    width: *width,
-                    signed: false,
-                },
-            )?;
+        for ((k, (width, kind)), ty) in keyset.iter().zip(&keys).zip(key_types) {
+            let m = self.keyset_match(k, ty)?;
             check_match_kind(m, *kind, *width, k.span())?;
             matches.push(m);
         }
@@ -456,7 +468,17 @@ impl Checker<'_> {
                 mask: mask(width),
             },
             Keyset::Mask(v, m) => {
-                let (v, m) = (self.const_value(v, ty)?, self.const_value(m, ty)?);
+                // A mask is bits of the value's width, also for an enum (`E.A &&& 0xf0`).
+                let bits = Type::Bits {
+                    width,
+                    signed: false,
+                };
+                let mask_ty = if matches!(ty, Type::Enum(_)) {
+                    &bits
+                } else {
+                    ty
+                };
+                let (v, m) = (self.const_value(v, ty)?, self.const_value(m, mask_ty)?);
                 FieldMatch::Masked {
                     value: v & m,
                     mask: m,

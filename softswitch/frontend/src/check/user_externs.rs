@@ -6,7 +6,7 @@
 
 use super::expr::{to_place, val_type, Val};
 use super::Checker;
-use crate::ast::{self, Direction, TypeRef};
+use crate::ast::{self, Direction, ExprKind, TypeRef};
 use crate::diagnostic::{fail, Result};
 use crate::source::Span;
 use crate::types::Type;
@@ -63,6 +63,13 @@ impl<'a> Checker<'a> {
             let writes = matches!(param.direction, Direction::Out | Direction::InOut);
             if !writes && self.types.scalar_width(&ty).is_some() {
                 self.scalar_of(&arg.value, &ty)?;
+                continue;
+            }
+            if !writes && matches!(arg.value.kind, ExprKind::List(_) | ExprKind::StructInit(_)) {
+                // Typed by the parameter; checked as its assignment to a scratch value (the
+                // call never runs).
+                let scratch = self.alloc(&ty, arg.value.span)?;
+                self.assign_to(self.storage(scratch, ty), &arg.value)?;
                 continue;
             }
             let v = self.expr(&arg.value)?;

@@ -21,6 +21,7 @@ use softswitch_frontend::ast::Annotation;
 use softswitch_frontend::cpinfo::{self, CpInfo};
 use softswitch_frontend::diagnostic::Diagnostic;
 use softswitch_frontend::source::{SourceMap, Span};
+use softswitch_frontend::types::Type;
 
 /// The architecture named in `pkg_info`.
 pub const ARCH: &str = "v1model";
@@ -170,6 +171,14 @@ impl<'a> P4InfoBuilder<'a> {
                 type_spec: Some(specs.spec(&d.ty)),
             })
             .collect();
+        // p4c converts every action parameter's type, adding the serializable enums to type_info.
+        for (i, types) in self.cp.action_param_types.iter().enumerate() {
+            if self.used_actions[i] && !cpinfo::has(&self.cp.actions[i], "hidden") {
+                for ty in types.iter().filter(|t| matches!(t, Type::Enum(_))) {
+                    specs.spec(ty);
+                }
+            }
+        }
         let mut info = p4i::P4Info {
             pkg_info: Some(p4i::PkgInfo {
                 arch: ARCH.into(),

@@ -5,10 +5,11 @@
 //! serves them. Each service is a thin adapter over the switch's runtime interface
 //! (`softswitch_core::runtime`), reached through the device's engine between two packets:
 //! names to program indices, BMv2's byte strings to values, `RuntimeError`s to BMv2's
-//! exceptions. The wire format is the generated [`bindings`]'; this module owns the listener,
-//! the connections and their limits ([`LIMITS`]).
+//! exceptions. The wire format is the generated [`bindings`]'; this module owns the listener
+//! and the limits of a connection ([`LIMITS`]), `connections` the table of open connections.
 
 pub mod bindings;
+mod connections;
 mod pre;
 mod simple_switch;
 mod standard;
@@ -18,8 +19,8 @@ use std::cell::Cell;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use thrift::protocol::{TBinaryInputProtocol, TBinaryOutputProtocol};
 use thrift::server::{TMultiplexedProcessor, TProcessor};
@@ -28,13 +29,19 @@ use thrift::{ApplicationError, ApplicationErrorKind, TConfiguration};
 
 use crate::engine::{Engine, EngineHandle};
 use crate::pipeline::{Compiled, Pipeline};
+use connections::{Connections, Pace, Throttle};
 
 /// What one Thrift client may send and hold, so that no client can exhaust the switch's memory
 /// or threads.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
-    /// Connections served at once; more are accepted and closed at once.
+    /// Connections served at once. A newcomer past them takes the slot of the connection idle
+    /// the longest (which is closed); when every connection is in a call, it is closed at once.
     pub connections: usize,
+    /// How long a call may take to arrive once its first byte has (and a write of its answer
+    /// may block); past it the connection is closed. An idle connection waits for its next call
+    /// for as long as it takes, as an interactive `simple_switch_CLI` does.
+    pub call_deadline: Duration,
     /// Bytes of one call; past them the connection is closed.
     pub message_bytes: usize,
     /// Bytes of one string or binary (a BMv2 JSON config, for `bm_load_new_config`, is the
@@ -49,6 +56,7 @@ pub struct Limits {
 /// The limits the server applies.
 pub const LIMITS: Limits = Limits {
     connections: 16,
+    call_deadline: Duration::from_secs(10),
     message_bytes: softswitch_bmv2json::limits::MAX_JSON_BYTES + (64 << 10),
     string_bytes: softswitch_bmv2json::limits::MAX_JSON_BYTES,
     container_items: 1 << 16,
@@ -153,10 +161,22 @@ impl Services {
     /// or a call breaks a limit or the protocol (the error, after which the stream cannot go
     /// on).
     pub fn serve_connection(&self, read: impl Read, write: impl Write) -> thrift::Result<()> {
+        self.serve_calls(read, write, None)
+    }
+
+    /// [`Services::serve_connection`], telling `pace` (if any) when each call begins and is
+    /// answered.
+    fn serve_calls(
+        &self,
+        read: impl Read,
+        write: impl Write,
+        pace: Option<&Pace>,
+    ) -> thrift::Result<()> {
         let budget = Rc::new(Cell::new(Budget::Left(0)));
         let read = Budgeted {
             inner: TBufferedReadTransport::new(read),
             budget: budget.clone(),
+            pace,
         };
         let mut input = TBinaryInputProtocol::with_config(read, true, configuration());
         let mut output = TBinaryOutputProtocol::new(TBufferedWriteTransport::new(write), true);
@@ -178,7 +198,11 @@ impl Services {
                     )
                     .into())
                 }
-                Ok(()) => {}
+                Ok(()) => {
+                    if let Some(pace) = pace {
+                        pace.call_answered();
+                    }
+                }
             }
         }
     }
@@ -190,15 +214,30 @@ pub fn serve(
     listener: TcpListener,
     services: Services,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
+    serve_with(listener, services, LIMITS)
+}
+
+/// [`serve`] under `limits` (the tests' are shorter).
+fn serve_with(
+    listener: TcpListener,
+    services: Services,
+    limits: Limits,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
     let services = Arc::new(services);
     std::thread::Builder::new()
         .name("softswitch-thrift".into())
-        .spawn(move || accept(listener, services))
+        .spawn(move || accept(listener, services, limits))
 }
 
+/// How often a warning that a client can cause at will (a refused connection, a connection
+/// ended by an error) is written: once in this period, with the count of those held back.
+const WARNING_PERIOD: Duration = Duration::from_secs(10);
+
 /// Accepts connections and serves each on a thread of its own.
-fn accept(listener: TcpListener, services: Arc<Services>) {
-    let open = Arc::new(AtomicUsize::new(0));
+fn accept(listener: TcpListener, services: Arc<Services>, limits: Limits) {
+    let connections = Connections::new(&limits);
+    let refusals = Throttle::new(WARNING_PERIOD);
+    let failures = Arc::new(Throttle::new(WARNING_PERIOD));
     for stream in listener.incoming() {
         let stream = match stream {
             Ok(s) => s,
@@ -212,32 +251,43 @@ fn accept(listener: TcpListener, services: Arc<Services>) {
         let peer = stream
             .peer_addr()
             .map_or("an unknown peer".into(), |a| a.to_string());
-        if open.fetch_add(1, Ordering::AcqRel) >= LIMITS.connections {
-            open.fetch_sub(1, Ordering::AcqRel);
-            tracing::warn!(
-                "thrift: {peer} refused: {} connections are open already (thrift::LIMITS)",
-                LIMITS.connections
-            );
+        let Some(admitted) = connections.admit(&stream, &peer) else {
+            if let Some(held) = refusals.admit(Instant::now()) {
+                tracing::warn!(
+                    "thrift: {peer} refused: all {} connections are in a call \
+                     (thrift::LIMITS; {held} more refused since the last warning)",
+                    limits.connections
+                );
+            }
             continue;
+        };
+        if let Some(evicted) = admitted.evicted {
+            tracing::debug!("thrift: {evicted} closed, the longest idle, to make room for {peer}");
         }
-        let (services, still_open) = (services.clone(), open.clone());
+        let (services, failures, pace) = (services.clone(), failures.clone(), admitted.pace);
         let spawned = std::thread::Builder::new()
             .name("softswitch-thrift-client".into())
             .spawn(move || {
                 tracing::debug!("thrift: {peer} connected");
                 let served = stream
                     .set_nodelay(true)
+                    .and_then(|()| stream.set_write_timeout(Some(limits.call_deadline)))
                     .and_then(|()| stream.try_clone())
                     .map_err(thrift::Error::from)
-                    .and_then(|read| services.serve_connection(read, stream));
+                    .and_then(|read| services.serve_calls(read, stream, Some(&pace)));
                 match served {
                     Ok(()) => tracing::debug!("thrift: {peer} disconnected"),
-                    Err(e) => tracing::warn!("thrift: {peer}: {e}; connection closed"),
+                    Err(e) => {
+                        if let Some(held) = failures.admit(Instant::now()) {
+                            tracing::warn!(
+                                "thrift: {peer}: {e}; connection closed ({held} more \
+                                 connections closed on an error since the last warning)"
+                            );
+                        }
+                    }
                 }
-                still_open.fetch_sub(1, Ordering::AcqRel);
             });
         if let Err(e) = spawned {
-            open.fetch_sub(1, Ordering::AcqRel);
             tracing::warn!("thrift: no thread for a connection: {e}");
         }
     }
@@ -264,13 +314,15 @@ enum Budget {
     Spent,
 }
 
-/// A reader that fails once the call being read has taken its [`Budget`].
-struct Budgeted<R> {
+/// A reader that fails once the call being read has taken its [`Budget`], and tells its
+/// [`Pace`] (if any) when a call's first bytes arrive and how long the rest may take.
+struct Budgeted<'p, R> {
     inner: R,
     budget: Rc<Cell<Budget>>,
+    pace: Option<&'p Pace>,
 }
 
-impl<R: Read> Read for Budgeted<R> {
+impl<R: Read> Read for Budgeted<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let Budget::Left(left) = self.budget.get() else {
             return Err(std::io::Error::other("the call is over its size limit"));
@@ -282,8 +334,26 @@ impl<R: Read> Read for Budgeted<R> {
                 LIMITS.message_bytes
             )));
         }
+        // Nothing of this call read yet: the connection is idle until its first byte.
+        let first = left == LIMITS.message_bytes;
+        if let (Some(pace), false) = (self.pace, first) {
+            pace.before_read()?;
+        }
         let len = buf.len().min(left);
-        let n = self.inner.read(&mut buf[..len])?;
+        let n = match (self.inner.read(&mut buf[..len]), self.pace) {
+            (Err(e), Some(pace))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(pace.too_slow())
+            }
+            (read, _) => read?,
+        };
+        if let (Some(pace), true) = (self.pace, first && n > 0) {
+            pace.call_begun()?;
+        }
         self.budget.set(Budget::Left(left - n));
         Ok(n)
     }
@@ -297,6 +367,7 @@ mod tests {
         BmAddEntryOptions, BmMatchParam, BmMatchParamLPM, BmMatchParamType, StandardSyncClient,
         TStandardSyncClient,
     };
+    use std::net::TcpStream;
     use std::os::unix::net::UnixStream;
     use thrift::protocol::TMultiplexedOutputProtocol;
 
@@ -342,21 +413,84 @@ mod tests {
         b
     }
 
+    /// BMv2's generated client of the `standard` service, reading `read` and writing `write`.
+    fn client(read: impl Read, write: impl Write) -> impl TStandardSyncClient {
+        let input = TBinaryInputProtocol::new(TBufferedReadTransport::new(read), true);
+        let output = TMultiplexedOutputProtocol::new(
+            "standard",
+            TBinaryOutputProtocol::new(TBufferedWriteTransport::new(write), true),
+        );
+        StandardSyncClient::new(input, output)
+    }
+
+    /// A client of the connection `stream`.
+    fn tcp_client(stream: TcpStream) -> impl TStandardSyncClient {
+        client(stream.try_clone().unwrap(), stream)
+    }
+
+    /// The test device's services served under `limits` on an ephemeral port of 127.0.0.1
+    /// (for the life of the test process), and its address; the device must outlive the test.
+    fn served(limits: Limits) -> (Device, std::net::SocketAddr) {
+        let (device, services) = services();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        serve_with(listener, services, limits).unwrap();
+        (device, addr)
+    }
+
+    /// Whether the server closed `stream`: a read ends (the end of the stream, or a reset)
+    /// within a generous bound rather than blocking.
+    fn closed_by_the_server(mut stream: &TcpStream) -> bool {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        match stream.read(&mut [0]) {
+            Ok(n) => n == 0,
+            Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        }
+    }
+
+    #[test]
+    fn idle_connections_in_every_slot_do_not_lock_a_client_out() {
+        let (_device, addr) = served(LIMITS);
+        let idle: Vec<TcpStream> = (0..LIMITS.connections)
+            .map(|_| TcpStream::connect(addr).unwrap())
+            .collect();
+        let mut newcomer = tcp_client(TcpStream::connect(addr).unwrap());
+        assert_eq!(newcomer.bm_mgmt_get_info().unwrap().device_id, Some(7));
+        // The slot was the longest idle's: it was closed, the others were not.
+        assert!(closed_by_the_server(&idle[0]));
+        let second = tcp_client(idle[1].try_clone().unwrap()).bm_mgmt_get_info();
+        assert_eq!(second.unwrap().device_id, Some(7));
+    }
+
+    #[test]
+    fn a_partial_call_is_cut_at_its_deadline_and_an_idle_connection_is_not() {
+        let deadline = Duration::from_millis(300);
+        let (_device, addr) = served(Limits {
+            call_deadline: deadline,
+            ..LIMITS
+        });
+        let mut idle = tcp_client(TcpStream::connect(addr).unwrap());
+        assert_eq!(idle.bm_mgmt_get_info().unwrap().device_id, Some(7));
+        let mut slow = TcpStream::connect(addr).unwrap();
+        let mut call = call_begin("standard:bm_mgmt_get_info");
+        call.push(0);
+        let sent = Instant::now();
+        slow.write_all(&call[..5]).unwrap();
+        assert!(closed_by_the_server(&slow), "a partial call is cut");
+        assert!(sent.elapsed() >= deadline, "not before its deadline");
+        // The idle connection waited longer than the deadline and is still served.
+        assert_eq!(idle.bm_mgmt_get_info().unwrap().device_id, Some(7));
+    }
+
     #[test]
     fn bmv2s_generated_client_adds_and_counts_an_entry_and_reads_the_md5() {
         let (_device, services) = services();
         let (client_end, server_end) = UnixStream::pair().unwrap();
         let reader = server_end.try_clone().unwrap();
         let server = std::thread::spawn(move || services.serve_connection(reader, server_end));
-        let input = TBinaryInputProtocol::new(
-            TBufferedReadTransport::new(client_end.try_clone().unwrap()),
-            true,
-        );
-        let output = TMultiplexedOutputProtocol::new(
-            "standard",
-            TBinaryOutputProtocol::new(TBufferedWriteTransport::new(client_end), true),
-        );
-        let mut client = StandardSyncClient::new(input, output);
+        let mut client = client(client_end.try_clone().unwrap(), client_end);
         let route = "MyIngress.route".to_string();
         let key = BmMatchParam::new(
             BmMatchParamType::LPM,

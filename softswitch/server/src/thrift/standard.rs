@@ -83,19 +83,6 @@ fn action_call(
     values::call(switch.program(), action, data).map_err(table_op)
 }
 
-/// The extern instance named `name` if it is one `kind` accepts, else `error`.
-fn instance<E: Into<thrift::Error>>(
-    switch: &Switch,
-    name: &str,
-    kind: impl Fn(&InstanceKind) -> bool,
-    error: impl FnOnce() -> E,
-) -> thrift::Result<usize> {
-    switch
-        .instance_id(name)
-        .filter(|&i| kind(&switch.program().instances[i].kind))
-        .ok_or_else(|| error().into())
-}
-
 /// A cell index from the wire.
 fn index(i: i32) -> Option<usize> {
     usize::try_from(i).ok()
@@ -160,58 +147,32 @@ impl Standard {
         })
     }
 
-    /// Runs `f` on the switch with the index of register `name`, and its width.
-    fn on_register<R: Send + 'static>(
+    /// Runs `f` on the switch with the index of the `X` instance `name` and its
+    /// [`Extern::Shape`]; a refusal is `X`'s exception with BMv2's code for it, said in the log.
+    fn on_instance<X: Extern, R: Send + 'static, E: Into<Refused<X::Code>>>(
         &self,
         name: String,
-        f: impl FnOnce(&mut Switch, usize, u16) -> Result<R, RuntimeError> + Send + 'static,
+        f: impl FnOnce(&mut Switch, usize, X::Shape) -> Result<R, E> + Send + 'static,
     ) -> thrift::Result<R> {
         self.0.on_pipeline(move |p| {
-            let bad = |code| InvalidRegisterOperation::new(code);
-            let r = instance(
-                &p.switch,
-                &name,
-                |k| matches!(k, InstanceKind::Register { .. }),
-                || bad(RegisterOperationErrorCode::INVALID_REGISTER_NAME),
-            )?;
-            let InstanceKind::Register { width, .. } = p.switch.program().instances[r].kind else {
-                unreachable!("checked by instance()")
+            let found = p.switch.instance_id(&name).and_then(|i| {
+                let shape = X::shape(&p.switch.program().instances[i].kind)?;
+                Some((i, shape))
+            });
+            let Some((i, shape)) = found else {
+                return Err(X::exception(X::NO_SUCH_NAME));
             };
-            f(&mut p.switch, r, width).map_err(|e| {
-                tracing::info!("thrift register {name}: {e}");
-                bad(match e {
-                    RuntimeError::Index { .. } => RegisterOperationErrorCode::INVALID_INDEX,
-                    _ => RegisterOperationErrorCode::ERROR,
+            f(&mut p.switch, i, shape).map_err(|refused| {
+                X::exception(match refused.into() {
+                    Refused::Runtime(e) => {
+                        tracing::info!("thrift {} {name}: {e}", X::KIND);
+                        match e {
+                            RuntimeError::Index { .. } => X::INVALID_INDEX,
+                            _ => X::ERROR,
+                        }
+                    }
+                    Refused::Code(code) => code,
                 })
-                .into()
-            })
-        })
-    }
-
-    /// Runs `f` on the switch with the index of (indirect) counter `name` and its size.
-    fn on_counter<R: Send + 'static>(
-        &self,
-        name: String,
-        f: impl FnOnce(&mut Switch, usize, usize) -> Result<R, RuntimeError> + Send + 'static,
-    ) -> thrift::Result<R> {
-        self.0.on_pipeline(move |p| {
-            let bad = |code| InvalidCounterOperation::new(code);
-            let c = instance(
-                &p.switch,
-                &name,
-                |k| matches!(k, InstanceKind::Counter { .. }),
-                || bad(CounterOperationErrorCode::INVALID_COUNTER_NAME),
-            )?;
-            let InstanceKind::Counter { size, .. } = p.switch.program().instances[c].kind else {
-                unreachable!("checked by instance()")
-            };
-            f(&mut p.switch, c, size as usize).map_err(|e| {
-                tracing::info!("thrift counter {name}: {e}");
-                bad(match e {
-                    RuntimeError::Index { .. } => CounterOperationErrorCode::INVALID_INDEX,
-                    _ => CounterOperationErrorCode::ERROR,
-                })
-                .into()
             })
         })
     }
@@ -223,28 +184,109 @@ impl Standard {
         rates: Vec<BmMeterRateConfig>,
         at: impl FnOnce(usize) -> Option<std::ops::Range<usize>> + Send + 'static,
     ) -> thrift::Result<()> {
-        self.0.on_pipeline(move |p| {
-            let bad = |code| InvalidMeterOperation::new(code);
-            let m = instance(
-                &p.switch,
-                &name,
-                |k| matches!(k, InstanceKind::Meter { .. }),
-                || bad(MeterOperationErrorCode::INVALID_METER_NAME),
-            )?;
-            let InstanceKind::Meter { size, .. } = p.switch.program().instances[m].kind else {
-                unreachable!("checked by instance()")
-            };
-            let config = meter_config(&rates).map_err(bad)?;
-            let cells = at(size as usize).ok_or(bad(MeterOperationErrorCode::INVALID_INDEX))?;
+        self.on_instance::<InvalidMeterOperation, _, Refused<_>>(name, move |s, m, size| {
+            let config = meter_config(&rates).map_err(Refused::Code)?;
+            let cells = at(size).ok_or(Refused::Code(MeterOperationErrorCode::INVALID_INDEX))?;
             for cell in cells {
-                p.switch
-                    .set_meter_rates(m, MeterCell::Index(cell), config)
-                    .map_err(|_| bad(MeterOperationErrorCode::INVALID_INDEX))?;
+                s.set_meter_rates(m, MeterCell::Index(cell), config)?;
             }
             Ok(())
         })
     }
 }
+
+/// Why a call on an extern instance was refused: by the runtime interface, or with a code of
+/// the kind's own.
+enum Refused<C> {
+    Runtime(RuntimeError),
+    Code(C),
+}
+
+impl<C> From<RuntimeError> for Refused<C> {
+    fn from(e: RuntimeError) -> Self {
+        Refused::Runtime(e)
+    }
+}
+
+/// An extern kind the service reaches by name, as BMv2's exception of its calls: what a call
+/// needs of an instance, and BMv2's codes for an unknown name, a bad index and the rest.
+trait Extern {
+    /// What a call needs of an instance (a register's width, a counter's or meter's size).
+    type Shape: Send + 'static;
+    /// BMv2's error codes of the kind.
+    type Code: Send + 'static;
+    /// The kind, as the log names it.
+    const KIND: &'static str;
+    /// No instance of the kind has the name.
+    const NO_SUCH_NAME: Self::Code;
+    /// A cell index past the instance's size.
+    const INVALID_INDEX: Self::Code;
+    /// Any other refusal.
+    const ERROR: Self::Code;
+    /// The shape of an instance of `kind`, if it is of this kind.
+    fn shape(kind: &InstanceKind) -> Option<Self::Shape>;
+    /// The exception with `code`.
+    fn exception(code: Self::Code) -> thrift::Error;
+}
+
+/// Implements [`Extern`] for BMv2's exception `$exception` with codes `$code`, of instances of
+/// kind `$kind` whose field `$field` (cast to `$shape`) is what calls need.
+macro_rules! extern_kind {
+    ($exception:ident, $code:ident, $what:literal, $no_name:ident, $index:ident,
+     $kind:ident { $field:ident } as $shape:ty) => {
+        impl Extern for $exception {
+            type Shape = $shape;
+            type Code = $code;
+            const KIND: &'static str = $what;
+            const NO_SUCH_NAME: $code = $code::$no_name;
+            const INVALID_INDEX: $code = $code::$index;
+            const ERROR: $code = $code::ERROR;
+            fn shape(kind: &InstanceKind) -> Option<$shape> {
+                match *kind {
+                    InstanceKind::$kind { $field, .. } => Some($field as $shape),
+                    _ => None,
+                }
+            }
+            fn exception(code: $code) -> thrift::Error {
+                Self::new(code).into()
+            }
+        }
+    };
+}
+
+extern_kind!(
+    InvalidRegisterOperation,
+    RegisterOperationErrorCode,
+    "register",
+    INVALID_REGISTER_NAME,
+    INVALID_INDEX,
+    Register { width } as u16
+);
+extern_kind!(
+    InvalidCounterOperation,
+    CounterOperationErrorCode,
+    "counter",
+    INVALID_COUNTER_NAME,
+    INVALID_INDEX,
+    Counter { size } as usize
+);
+extern_kind!(
+    InvalidMeterOperation,
+    MeterOperationErrorCode,
+    "meter",
+    INVALID_METER_NAME,
+    INVALID_INDEX,
+    Meter { size } as usize
+);
+// A value set has no index: any refusal is ERROR.
+extern_kind!(
+    InvalidParseVSetOperation,
+    ParseVSetOperationErrorCode,
+    "value set",
+    INVALID_PARSE_VSET_NAME,
+    ERROR,
+    ValueSet { width } as u16
+);
 
 impl StandardSyncHandler for Standard {
     fn handle_bm_mt_get_num_entries(&self, _: i32, table_name: String) -> thrift::Result<i64> {
@@ -708,14 +750,14 @@ impl StandardSyncHandler for Standard {
         counter_name: String,
         index_: i32,
     ) -> thrift::Result<BmCounterValue> {
-        self.on_counter(counter_name, move |s, c, size| {
+        self.on_instance::<InvalidCounterOperation, _, _>(counter_name, move |s, c, size| {
             let i = index(index_).unwrap_or(size);
             s.read_counter(c, i).map(counter_value)
         })
     }
 
     fn handle_bm_counter_reset_all(&self, _: i32, counter_name: String) -> thrift::Result<()> {
-        self.on_counter(counter_name, |s, c, size| {
+        self.on_instance::<InvalidCounterOperation, _, _>(counter_name, |s, c, size| {
             (0..size).try_for_each(|i| s.write_counter(c, i, CounterCell::default()))
         })
     }
@@ -727,7 +769,7 @@ impl StandardSyncHandler for Standard {
         index_: i32,
         value: BmCounterValue,
     ) -> thrift::Result<()> {
-        self.on_counter(counter_name, move |s, c, size| {
+        self.on_instance::<InvalidCounterOperation, _, _>(counter_name, move |s, c, size| {
             s.write_counter(c, index(index_).unwrap_or(size), counter_cell(&value))
         })
     }
@@ -839,7 +881,7 @@ impl StandardSyncHandler for Standard {
         register_array_name: String,
         idx: i32,
     ) -> thrift::Result<BmRegisterValue> {
-        self.on_register(register_array_name, move |s, r, _| {
+        self.on_instance::<InvalidRegisterOperation, _, _>(register_array_name, move |s, r, _| {
             let i = index(idx).unwrap_or(usize::MAX);
             // BmRegisterValue is an i64: the low 64 bits of the cell.
             s.read_register(r, i).map(|v| v as u64 as i64)
@@ -851,11 +893,9 @@ impl StandardSyncHandler for Standard {
         _: i32,
         register_array_name: String,
     ) -> thrift::Result<Vec<BmRegisterValue>> {
-        self.on_register(register_array_name, |s, r, _| {
-            Ok(s.register_cells(r)?
-                .iter()
-                .map(|&v| v as u64 as i64)
-                .collect())
+        self.on_instance::<InvalidRegisterOperation, _, _>(register_array_name, |s, r, _| {
+            s.register_cells(r)
+                .map(|cells| cells.iter().map(|&v| v as u64 as i64).collect())
         })
     }
 
@@ -866,12 +906,15 @@ impl StandardSyncHandler for Standard {
         index_: i32,
         value: BmRegisterValue,
     ) -> thrift::Result<()> {
-        self.on_register(register_array_name, move |s, r, width| {
-            let i = index(index_).unwrap_or(usize::MAX);
-            // As BMv2: the value is cut to the register's width.
-            let v = u128::from(value as u64) & softswitch_core::ir::mask(width);
-            s.write_register(r, i, v)
-        })
+        self.on_instance::<InvalidRegisterOperation, _, _>(
+            register_array_name,
+            move |s, r, width| {
+                let i = index(index_).unwrap_or(usize::MAX);
+                // As BMv2: the value is cut to the register's width.
+                let v = u128::from(value as u64) & softswitch_core::ir::mask(width);
+                s.write_register(r, i, v)
+            },
+        )
     }
 
     fn handle_bm_register_write_range(
@@ -882,21 +925,24 @@ impl StandardSyncHandler for Standard {
         end_index: i32,
         value: BmRegisterValue,
     ) -> thrift::Result<()> {
-        self.on_register(register_array_name, move |s, r, width| {
-            let v = u128::from(value as u64) & softswitch_core::ir::mask(width);
-            let (start, end) = (
-                index(start_index).unwrap_or(usize::MAX),
-                index(end_index).unwrap_or(usize::MAX),
-            );
-            // Checked at both ends first, so that a range past the size changes nothing.
-            s.read_register(r, start)?;
-            s.read_register(r, end)?;
-            (start..=end).try_for_each(|i| s.write_register(r, i, v))
-        })
+        self.on_instance::<InvalidRegisterOperation, _, _>(
+            register_array_name,
+            move |s, r, width| {
+                let v = u128::from(value as u64) & softswitch_core::ir::mask(width);
+                let (start, end) = (
+                    index(start_index).unwrap_or(usize::MAX),
+                    index(end_index).unwrap_or(usize::MAX),
+                );
+                // Checked at both ends first, so that a range past the size changes nothing.
+                s.read_register(r, start)?;
+                s.read_register(r, end)?;
+                (start..=end).try_for_each(|i| s.write_register(r, i, v))
+            },
+        )
     }
 
     fn handle_bm_register_reset(&self, _: i32, register_array_name: String) -> thrift::Result<()> {
-        self.on_register(register_array_name, |s, r, _| {
+        self.on_instance::<InvalidRegisterOperation, _, _>(register_array_name, |s, r, _| {
             let size = s.register_cells(r)?.len();
             (0..size).try_for_each(|i| s.write_register(r, i, 0))
         })
@@ -908,31 +954,18 @@ impl StandardSyncHandler for Standard {
         parse_vset_name: String,
         value: BmParseVSetValue,
     ) -> thrift::Result<()> {
-        self.0.on_pipeline(move |p| {
-            let bad = || InvalidParseVSetOperation::new(ParseVSetOperationErrorCode::ERROR);
-            let v = instance(
-                &p.switch,
-                &parse_vset_name,
-                |k| matches!(k, InstanceKind::ValueSet { .. }),
-                || {
-                    InvalidParseVSetOperation::new(
-                        ParseVSetOperationErrorCode::INVALID_PARSE_VSET_NAME,
-                    )
-                },
-            )?;
-            let InstanceKind::ValueSet { width, .. } = p.switch.program().instances[v].kind else {
-                unreachable!("checked by instance()")
-            };
-            let value = p4values::bytestring::decode(&value, width.into()).map_err(|_| bad())?;
-            let member = softswitch_core::ir::FieldMatch::Masked {
-                value,
-                mask: softswitch_core::ir::mask(width),
-            };
-            p.switch.value_set_add(v, member).map_err(|e| {
-                tracing::info!("thrift parse_vset_add {parse_vset_name}: {e}");
-                bad().into()
-            })
-        })
+        self.on_instance::<InvalidParseVSetOperation, _, Refused<_>>(
+            parse_vset_name,
+            move |s, v, width| {
+                let value = p4values::bytestring::decode(&value, width.into())
+                    .map_err(|_| Refused::Code(ParseVSetOperationErrorCode::ERROR))?;
+                let member = softswitch_core::ir::FieldMatch::Masked {
+                    value,
+                    mask: softswitch_core::ir::mask(width),
+                };
+                Ok(s.value_set_add(v, member)?)
+            },
+        )
     }
 
     fn handle_bm_parse_vset_remove(
