@@ -7,10 +7,12 @@ use crate::ast::{self, BinOp, ExprKind, UnOp};
 use crate::diagnostic::{fail, Result};
 use crate::limits::MAX_INT_BITS;
 use crate::source::Span;
-use crate::types::Type;
+use crate::types::{Type, Types};
 use num_bigint::BigInt;
 use num_traits::{Signed as _, ToPrimitive as _, Zero as _};
-use softswitch_core::ir::{mask, sign_extend, ArithOp, CompareOp, Expr, Place, Slot, Stmt};
+use softswitch_core::ir::{
+    mask, sign_extend, ArithOp, CompareOp, Expr, Place, Slot, Stmt, SLOT_BITS,
+};
 use softswitch_core::ops;
 
 /// A lowered expression.
@@ -100,7 +102,13 @@ impl<'a> Checker<'a> {
             ExprKind::Member(base, m) => self.member(base, m, e.span),
             ExprKind::Index(base, index) => self.index(base, index),
             ExprKind::Slice(base, hi, lo) => {
-                let b = self.scalar_any(base)?;
+                let b = match self.expr(base)? {
+                    Val::Agg { base: slot, ty: Type::Bits { width, .. } } => {
+                        let (h, l) = (self.const_u128(hi)?, self.const_u128(lo)?);
+                        return wide_slice(slot, width, h, l, e.span);
+                    }
+                    v => self.scalar_from(v, base.span)?,
+                };
                 let Type::Bits { width, .. } = b.ty else {
                     let t = self.show(&b.ty);
                     return fail(base.span, format!("cannot slice a value of type {t}"));
@@ -164,6 +172,7 @@ impl<'a> Checker<'a> {
             Type::Aggregate(_) | Type::Stack(..) | Type::VarBit(_) | Type::Tuple(_) => {
                 Val::Agg { base: slot, ty }
             }
+            _ if Types::is_wide(&ty) => Val::Agg { base: slot, ty },
             _ => scalar(Expr::Load(slot), ty, None),
         }
     }
@@ -458,6 +467,16 @@ impl<'a> Checker<'a> {
                     ty: Type::Int,
                     konst: Some(bits),
                 })
+            }
+            Val::Agg { ty, .. } if Types::is_wide(&ty) => {
+                let t = self.show(&ty);
+                fail(
+                    span,
+                    format!(
+                        "{t} is wider than 128 bits: softswitch supports copies, ==, != and \
+                         slices of at most 128 bits of such values, not other operations yet"
+                    ),
+                )
             }
             other => {
                 let t = self.show(&val_type(&other));
@@ -782,7 +801,7 @@ impl<'a> Checker<'a> {
                 .tuple_elements(elems)
                 .map(|(off, ety)| self.aggregate_eq(a + off, b + off, ety))
                 .collect()),
-            Type::VarBit(_) => Expr::RangeEq {
+            Type::VarBit(_) | Type::Bits { .. } if self.types.size(ty) > 1 => Expr::RangeEq {
                 a,
                 b,
                 len: self.types.size(ty),
@@ -1143,6 +1162,50 @@ impl<'a> Checker<'a> {
         }
         Ok(out)
     }
+}
+
+/// The slice `[h:l]` of the wide `bit<width>` stored at `slot` (see
+/// [`slot_widths`](softswitch_core::ir::slot_widths)): the bits of at most two slots, joined.
+fn wide_slice(slot: Slot, width: u16, h: u128, l: u128, span: Span) -> Result<Val> {
+    if h < l || h >= u128::from(width) {
+        return fail(
+            span,
+            format!("slice [{h}:{l}] is out of range for bit<{width}>"),
+        );
+    }
+    if h - l >= u128::from(SLOT_BITS) {
+        return fail(
+            span,
+            format!("slice [{h}:{l}] has more than 128 bits: softswitch supports slices of at most 128 bits of a wide value"),
+        );
+    }
+    let (h, l) = (h as u16, l as u16);
+    let last = slot + u32::from(width.div_ceil(SLOT_BITS)) - 1;
+    // The bits `lo..=hi` (counted from the value's least significant bit) of one slot.
+    let part = |hi: u16, lo: u16| {
+        let chunk = lo / SLOT_BITS;
+        let arg = Box::new(Expr::Load(last - u32::from(chunk)));
+        Expr::Slice {
+            arg,
+            lo: lo - chunk * SLOT_BITS,
+            width: hi - lo + 1,
+        }
+    };
+    let split = (h / SLOT_BITS) * SLOT_BITS;
+    let expr = if split > l {
+        Expr::Concat {
+            a: Box::new(part(h, split)),
+            b: Box::new(part(split - 1, l)),
+            b_width: split - l,
+        }
+    } else {
+        part(h, l)
+    };
+    let ty = Type::Bits {
+        width: h - l + 1,
+        signed: false,
+    };
+    Ok(scalar(expr, ty, None))
 }
 
 /// The conjunction of `parts` (true if there are none) as a balanced tree of `&&`.
