@@ -361,8 +361,9 @@ fn checker_unsupported_construct_is_named() {
     );
     assert_eq!(
         error(&program("", "", "bit<256> x; x = x + 1;")).1,
-        "bit<256> is wider than 128 bits: softswitch supports copies, ==, != and slices of at \
-         most 128 bits of such values, not other operations yet"
+        "'+' on bit<256>, wider than 128 bits: softswitch supports copies, int constants, &, |, ^, \
+         ~, shifts by a constant, ==, != and slices of at most 128 bits of such values, not other \
+         operations yet"
     );
 }
 

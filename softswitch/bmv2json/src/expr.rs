@@ -218,11 +218,8 @@ impl<'a> Scope<'a> {
                 // Bitwise operators and shifts on a wide value: a narrow consumer takes at
                 // most the low 128 bits, and +, - and * keep them.
                 "&" | "|" | "^" | "~" | "<<" | ">>" => {
-                    let limbs = wide::limbs(self, v, depth)?;
-                    Ok(Typed::unsigned(
-                        limbs.fit(SLOT_BITS).swap_remove(0),
-                        SLOT_BITS,
-                    ))
+                    let low = wide::limbs(self, v, depth)?.low();
+                    Ok(Typed::unsigned(low, SLOT_BITS))
                 }
                 "+" | "-" | "*" if !matches!(v.get("left"), None | Some(Value::Null)) => {
                     self.narrow_operation(v, op, depth)

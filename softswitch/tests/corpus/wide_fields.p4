@@ -1,7 +1,8 @@
 /* Fields wider than 128 bits (bit<336>, as in p4c's issue1879-bmv2.p4, and bit<200>): extract
  * and emit, a wide local variable (a swap), == and != of wide values, slices that read within
- * one 128-bit part of a value and across two, and a write to a slice. Expected values are
- * computed independently by generators/wide_fields.py. */
+ * one 128-bit part of a value and across two, writes to a slice, int constants, and &, ^, |,
+ * ~ and shifts by constants. Expected values are computed independently by
+ * generators/wide_fields.py. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -59,6 +60,14 @@ control MyIngress(inout headers hdr, inout meta_t meta,
             hdr.w.a = meta.saved;
             hdr.w.c[7:0] = 8w0xff;
             hdr.w.c[199:196] = 4w0;
+        } else if (hdr.op.op == 3) {
+            hdr.w.b = 0x1234;
+            meta.saved = (1 << 300) + 0xabcd;
+            hdr.w.a = meta.saved;
+        } else if (hdr.op.op == 4) {
+            hdr.w.b = (hdr.w.a & hdr.w.b) ^ (hdr.w.a << 100);
+            hdr.w.a = hdr.w.b >> 200 | 0xff;
+            hdr.w.c = ~hdr.w.c;
         }
     }
 }

@@ -122,6 +122,8 @@ const MIN_PACKET: &[(&str, usize)] = &[
     ("softswitch/tests/corpus/header_structs.p4", 6),
     // hdr.bytes and hdr.wide (4 bytes) are read in ingress.
     ("softswitch/tests/corpus/generic_structs.p4", 4),
+    // hdr.op and hdr.w (115 bytes) are read in ingress.
+    ("softswitch/tests/corpus/wide_fields.p4", 115),
 ];
 
 /// lossless.p4's durations and pause quanta, and its registers that hold times (µs + 1).

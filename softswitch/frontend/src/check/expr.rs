@@ -13,7 +13,12 @@ use num_traits::{Signed as _, ToPrimitive as _, Zero as _};
 use softswitch_core::ir::{
     mask, sign_extend, ArithOp, CompareOp, Expr, Place, Slot, Stmt, SLOT_BITS,
 };
+use softswitch_core::limbs::Limbs;
 use softswitch_core::ops;
+
+/// What softswitch does with values wider than 128 bits, for the errors about the rest.
+const WIDE_SUPPORT: &str = "softswitch supports copies, int constants, &, |, ^, ~, shifts by a \
+     constant, ==, != and slices of at most 128 bits of such values, not other operations yet";
 
 /// A lowered expression.
 #[derive(Clone, Debug)]
@@ -30,6 +35,9 @@ pub(super) enum Val {
     Int(BigInt),
     /// An aggregate or stack in storage.
     Agg { base: Slot, ty: Type },
+    /// A value of a [wide](Types::is_wide) `bit<W>` computed from others (`a & b`, `a << 8`),
+    /// limb by limb.
+    Wide { limbs: Limbs, ty: Type },
     /// A header-stack element chosen at run time: element 0 at `base`.
     DynElem {
         base: Slot,
@@ -450,6 +458,106 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// A value of a wide `bit<W>` (stored or computed) as limbs, with its type.
+    fn wide_limbs(&self, v: Val, span: Span) -> Result<(Limbs, Type)> {
+        match v {
+            Val::Agg {
+                base,
+                ty:
+                    ty @ Type::Bits {
+                        width,
+                        signed: false,
+                    },
+            } => Ok((Limbs::stored(base, width), ty)),
+            Val::Wide { limbs, ty } => Ok((limbs, ty)),
+            other => {
+                let t = self.show(&val_type(&other));
+                fail(
+                    span,
+                    format!("expected an unsigned value wider than 128 bits, found {t}"),
+                )
+            }
+        }
+    }
+
+    /// `a op b` where one of them is a [wide](Types::is_wide) `bit<W>`: `&`, `|`, `^` with a
+    /// value of the same type or an `int`, shifts by a constant, `==` and `!=`, limb by limb.
+    fn wide_binary(&self, op: BinOp, va: Val, vb: Val, spans: (Span, Span, Span)) -> Result<Val> {
+        let (a_span, b_span, span) = spans;
+        let name = binop_text(op);
+        let ty = if Types::is_wide(&val_type(&va)) {
+            val_type(&va)
+        } else {
+            val_type(&vb)
+        };
+        let Type::Bits { width, .. } = ty else {
+            return fail(span, "expected a bit<W> value");
+        };
+        let operand = |v: Val, at: Span| -> Result<Limbs> {
+            match v {
+                Val::Int(n) => Ok(wide_int(&n, width)),
+                v if val_type(&v) == ty => Ok(self.wide_limbs(v, at)?.0),
+                v => {
+                    let (t, want) = (self.show(&val_type(&v)), self.show(&ty));
+                    fail(
+                        at,
+                        format!("operands of '{name}' have different types: {want} and {t}"),
+                    )
+                }
+            }
+        };
+        let arith = match op {
+            BinOp::BitAnd => Some(ArithOp::BitAnd),
+            BinOp::BitOr => Some(ArithOp::BitOr),
+            BinOp::BitXor => Some(ArithOp::BitXor),
+            _ => None,
+        };
+        if let Some(arith) = arith {
+            let (x, y) = (operand(va, a_span)?, operand(vb, b_span)?);
+            let limbs = Limbs::bitwise(arith, x, y).map(|l| l.truncated(width));
+            return match limbs {
+                Some(limbs) => Ok(Val::Wide { limbs, ty }),
+                None => fail(span, format!("'{name}' is not bitwise")),
+            };
+        }
+        match op {
+            BinOp::Eq | BinOp::Ne => {
+                let (x, y) = (operand(va, a_span)?, operand(vb, b_span)?);
+                let eq = Limbs::equal(&x, &y);
+                let e = if op == BinOp::Eq {
+                    eq
+                } else {
+                    Expr::Not(Box::new(eq))
+                };
+                Ok(scalar(e, Type::Bool, None))
+            }
+            BinOp::Shl | BinOp::Shr if Types::is_wide(&val_type(&va)) => {
+                let x = self.wide_limbs(va, a_span)?.0;
+                let amount = match vb {
+                    Val::Int(n) if !n.is_negative() => n.to_u128().unwrap_or(u128::MAX),
+                    v => match self.scalar_from(v, b_span)?.konst {
+                        Some(k) => k,
+                        None => {
+                            return fail(
+                                b_span,
+                                "a value wider than 128 bits is shifted by a constant only",
+                            )
+                        }
+                    },
+                };
+                let limbs = Limbs::shift(x, op == BinOp::Shl, amount).truncated(width);
+                Ok(Val::Wide { limbs, ty })
+            }
+            _ => {
+                let t = self.show(&ty);
+                fail(
+                    span,
+                    format!("'{name}' on {t}, wider than 128 bits: {WIDE_SUPPORT}"),
+                )
+            }
+        }
+    }
+
     /// Lowers an expression that must be a scalar.
     pub(super) fn scalar_any(&mut self, e: &ast::Expr) -> Result<Scalar> {
         let v = self.expr(e)?;
@@ -468,15 +576,9 @@ impl<'a> Checker<'a> {
                     konst: Some(bits),
                 })
             }
-            Val::Agg { ty, .. } if Types::is_wide(&ty) => {
+            Val::Agg { ty, .. } | Val::Wide { ty, .. } if Types::is_wide(&ty) => {
                 let t = self.show(&ty);
-                fail(
-                    span,
-                    format!(
-                        "{t} is wider than 128 bits: softswitch supports copies, ==, != and \
-                         slices of at most 128 bits of such values, not other operations yet"
-                    ),
-                )
+                fail(span, format!("{t} is wider than 128 bits: {WIDE_SUPPORT}"))
             }
             other => {
                 let t = self.show(&val_type(&other));
@@ -578,6 +680,14 @@ impl<'a> Checker<'a> {
                     _ => fail(span, format!("operator {op:?} cannot be applied to int")),
                 }
             }
+            v if op == UnOp::Complement && Types::is_wide(&val_type(&v)) => {
+                let (limbs, ty) = self.wide_limbs(v, arg.span)?;
+                let width = limbs.width();
+                return Ok(Val::Wide {
+                    limbs: Limbs::complement(limbs).truncated(width),
+                    ty,
+                });
+            }
             v => self.scalar_from(v, arg.span)?,
         };
         match (op, &v.ty) {
@@ -651,6 +761,9 @@ impl<'a> Checker<'a> {
                 return int_binary(op, x, &BigInt::from(n), span);
             }
             _ => {}
+        }
+        if Types::is_wide(&val_type(&va)) || Types::is_wide(&val_type(&vb)) {
+            return self.wide_binary(op, va, vb, (a.span, b.span, span));
         }
         let x = self.scalar_from(va, a.span)?;
         let y = match vb {
@@ -1025,7 +1138,9 @@ impl<'a> Checker<'a> {
                 rhs.span,
                 "assigning a whole stack element chosen at run time is not supported yet",
             ),
-            Val::Int(_) => fail(rhs.span, "an int constant cannot be assigned to"),
+            Val::Int(_) | Val::Wide { .. } => {
+                fail(rhs.span, "this expression cannot be assigned to")
+            }
             Val::Agg { base, ty } => self.assign_aggregate(base, &ty, rhs),
         }
     }
@@ -1061,6 +1176,20 @@ impl<'a> Checker<'a> {
                     src,
                     len: self.types.size(ty),
                 }]),
+                Val::Int(v) if Types::is_wide(ty) => Ok(wide_constant(base, ty, &v)),
+                Val::Wide { limbs, ty: t } if t == *ty => {
+                    let width = limbs.width();
+                    limbs.store(base, width).map_or_else(
+                        || {
+                            fail(
+                                rhs.span,
+                                "a value wider than 128 bits written from a shift of itself \
+                                 is not supported yet: shift into another variable",
+                            )
+                        },
+                        Ok,
+                    )
+                }
                 _ => fail(
                     rhs.span,
                     format!("expected a value of type {}", self.show(ty)),
@@ -1164,6 +1293,36 @@ impl<'a> Checker<'a> {
     }
 }
 
+/// The statements that store the `int` `v` into the wide `ty` at `base`: its bits modulo
+/// 2^W, slot by slot (see [`slot_widths`](softswitch_core::ir::slot_widths)).
+fn wide_constant(base: Slot, ty: &Type, v: &BigInt) -> Vec<Stmt> {
+    let Type::Bits { width, .. } = ty else {
+        return Vec::new();
+    };
+    let n = u32::from(width.div_ceil(SLOT_BITS));
+    (0..n)
+        .map(|i| {
+            let limb = (v >> (128 * i as usize)) & BigInt::from(u128::MAX);
+            let bits = limb.to_u128().unwrap_or(0) & mask(slot_width(*width, i));
+            Stmt::Assign(Place::Slot(base + n - 1 - i), Expr::Const(bits))
+        })
+        .collect()
+}
+
+/// The `int` `v` modulo 2^`width`, as limbs.
+fn wide_int(v: &BigInt, width: u16) -> Limbs {
+    let bits: BigInt = v & ((BigInt::from(1) << usize::from(width)) - 1);
+    let (_, bytes) = bits.to_bytes_be();
+    Limbs::constant(&bytes)
+        .unwrap_or_else(|| Limbs::narrow(Expr::Const(0), 1))
+        .truncated(width)
+}
+
+/// The width of limb `i` (from the least significant) of a wide `bit<width>`.
+fn slot_width(width: u16, i: u32) -> u16 {
+    (u32::from(width) - i * 128).min(128) as u16
+}
+
 /// The slice `[h:l]` of the wide `bit<width>` stored at `slot` (see
 /// [`slot_widths`](softswitch_core::ir::slot_widths)): the bits of at most two slots, joined.
 fn wide_slice(slot: Slot, width: u16, h: u128, l: u128, span: Span) -> Result<Val> {
@@ -1220,7 +1379,10 @@ fn all(mut parts: Vec<Expr>) -> Expr {
 /// The type of a lowered value.
 pub(super) fn val_type(v: &Val) -> Type {
     match v {
-        Val::Scalar { ty, .. } | Val::Agg { ty, .. } | Val::DynElem { ty, .. } => ty.clone(),
+        Val::Scalar { ty, .. }
+        | Val::Agg { ty, .. }
+        | Val::DynElem { ty, .. }
+        | Val::Wide { ty, .. } => ty.clone(),
         Val::Int(_) => Type::Int,
     }
 }

@@ -360,6 +360,10 @@ impl Checker<'_> {
                 e.span,
                 "a stack element chosen at run time in a field list",
             )),
+            Val::Wide { .. } => Err(unsupported(
+                e.span,
+                "a computed value wider than 128 bits in a field list",
+            )),
         }
     }
 

@@ -692,7 +692,9 @@ impl<'a> Checker<'a> {
                 span,
                 "a stack element chosen at run time cannot be an out argument yet",
             ),
-            Val::Int(_) => fail(span, "an int constant cannot be an out argument"),
+            Val::Int(_) | Val::Wide { .. } => {
+                fail(span, "this expression cannot be an out argument")
+            }
         }
     }
 }

@@ -20,6 +20,12 @@ def run(data):
         a = b
         c = (c & ~0xFF) | 0xFF
         c &= ~(0xF << 196)
+    elif op == 3:
+        a, b = (1 << 300) + 0xABCD, 0x1234
+    elif op == 4:
+        b = ((a & b) ^ (a << 100)) % (1 << 336)
+        a = (b >> 200) | 0xFF
+        c = ~c % (1 << 200)
     head = bytes([op, equal, differ]) + mid.to_bytes(2, "big") + bytes([top])
     wide = a.to_bytes(42, "big") + b.to_bytes(42, "big") + c.to_bytes(25, "big")
     return head + wide + rest
@@ -40,6 +46,8 @@ if __name__ == "__main__":
         (1, (a, b)),
         (2, (a, b)),
         (2, (b, b)),
+        (3, (a, b)),
+        (4, (a, b)),
         # a and b differ in the last bit only, then in the first only.
         (0, (a, a[:-1] + bytes([a[-1] ^ 1]))),
         (0, (a, bytes([a[0] ^ 0x80]) + a[1:])),
