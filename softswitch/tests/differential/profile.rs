@@ -128,6 +128,8 @@ const MIN_PACKET: &[(&str, usize)] = &[
     ("softswitch/tests/corpus/direct_apply.p4", 3),
     // hdr.h (3 bytes) is read in ingress.
     ("softswitch/tests/corpus/enums.p4", 3),
+    // hdr.op and hdr.w (115 bytes) are read in ingress.
+    ("softswitch/tests/corpus/wide_fields.p4", 115),
 ];
 
 /// lossless.p4's durations and pause quanta, and its registers that hold times (µs + 1).
