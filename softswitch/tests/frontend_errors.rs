@@ -353,11 +353,17 @@ fn checker_index_types_need_the_2020_v1model() {
 #[test]
 fn checker_unsupported_construct_is_named() {
     assert_eq!(
-        error(&program("header w_t { bit<256> x; }", "", "")),
+        error(&program("header w_t { bit<2049> x; }", "", "")),
         (
             "6:14".into(),
-            "width 256 is not supported: softswitch supports 1 to 128 bits".into()
+            "width 2049 is not supported: softswitch supports 1 to 2048 bits, as p4c does".into()
         )
+    );
+    assert_eq!(
+        error(&program("", "", "bit<256> x; x = x + 1;")).1,
+        "'+' on bit<256>, wider than 128 bits: softswitch supports copies, int constants, &, |, ^, \
+         ~, shifts by a constant, ==, != and slices of at most 128 bits of such values, not other \
+         operations yet"
     );
 }
 

@@ -372,7 +372,10 @@ fn a_name_with_a_newline_cannot_forge_a_trace_line() {
     }
     let lines = trace_of(program);
     let text = lines.join("\n");
-    assert!(text.contains("\\n[12:00:00.000] [bmv2] [E] forged"), "{text}");
+    assert!(
+        text.contains("\\n[12:00:00.000] [bmv2] [E] forged"),
+        "{text}"
+    );
     assert!(
         !text.lines().any(|l| l.starts_with("[12:00:00.000]")),
         "{text}"

@@ -6,11 +6,11 @@
 //! so arithmetic, shifts and comparisons on them are two's complement, as in BMv2.
 
 use serde_json::Value;
-use softswitch_core::ir::{mask, ArithOp, CompareOp, Expr, Place, Slot};
+use softswitch_core::ir::{mask, ArithOp, CompareOp, Expr, Place, Slot, SLOT_BITS};
 
 use crate::json::{array, hex, member, str_member, string, uint};
 use crate::layout::{Field, Layout};
-use crate::{fail, limits, Result};
+use crate::{fail, limits, wide, Result};
 
 /// A lowered expression: its IR, its width (128 when p4c left it unsized, as constants are) and
 /// whether it holds a signed (sign-extended) value.
@@ -155,7 +155,9 @@ impl<'a> Scope<'a> {
                 }
                 let field = self.field(value)?;
                 let Some(width) = field.width() else {
-                    return fail(format!("{h}.{f} is a varbit field, used as a value"));
+                    return fail(format!(
+                        "{h}.{f} is a varbit field or one wider than 128 bits, used as a value"
+                    ));
                 };
                 Ok(load(Expr::Load(field.slot), width, field.signed))
             }
@@ -244,6 +246,28 @@ impl<'a> Scope<'a> {
             return self.expr_at(v, depth + 1);
         }
         let op = str_member(v, "op", "an expression")?;
+        if wide::mentions_wide(self, v, depth) {
+            let side = |s: &str| v.get(s).unwrap_or(&Value::Null);
+            return match op {
+                "==" | "!=" => wide::equal(self, side("left"), side("right"), op == "!=", depth),
+                // Bitwise operators and shifts on a wide value: a narrow consumer takes at
+                // most the low 128 bits, and +, - and * keep them.
+                "&" | "|" | "^" | "~" | "<<" | ">>" => {
+                    let low = wide::limbs(self, v, depth)?.low();
+                    Ok(Typed::unsigned(low, SLOT_BITS))
+                }
+                "+" | "-" | "*" if !matches!(v.get("left"), None | Some(Value::Null)) => {
+                    self.narrow_operation(v, op, depth)
+                }
+                other => fail(format!(
+                    "operation {other} on a value wider than 128 bits is not supported yet"
+                )),
+            };
+        }
+        self.narrow_operation(v, op, depth)
+    }
+
+    fn narrow_operation(&self, v: &Value, op: &str, depth: usize) -> Result<Typed> {
         let unary = matches!(v.get("left"), None | Some(Value::Null));
         // BMv2's integers are unbounded: a difference may be negative (p4c then masks it or
         // casts it with saturation), and a mask by a non-negative value is non-negative.

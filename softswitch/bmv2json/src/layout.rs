@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use serde_json::Value;
-use softswitch_core::ir::{FieldLayout, Slot, StandardMetadata};
+use softswitch_core::ir::{slot_widths, FieldLayout, Slot, StandardMetadata, MAX_WIDTH, SLOT_BITS};
 
 use crate::json::{array, array_member, flag, member, name, str_member, uint, uint_member};
 use crate::{fail, limits, Result};
@@ -19,18 +19,43 @@ pub struct Field {
     /// Its first slot.
     pub slot: Slot,
     /// How it is stored.
-    pub layout: FieldLayout,
+    pub store: FieldStore,
     /// Whether it is signed (`int<W>`).
     pub signed: bool,
 }
 
 impl Field {
-    /// Its width, for a fixed-width field.
+    /// Its width, for a fixed-width field of one slot.
     pub fn width(&self) -> Option<u16> {
-        match self.layout {
-            FieldLayout::Fixed(w) => Some(w),
-            FieldLayout::VarBit { .. } => None,
+        match self.store {
+            FieldStore::One(FieldLayout::Fixed(w)) => Some(w),
+            FieldStore::One(FieldLayout::VarBit { .. }) | FieldStore::Wide(_) => None,
         }
+    }
+}
+
+/// How a header field is stored: in one IR field, or, a field wider than one slot holds, in
+/// several (the IR's [`slot_widths`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldStore {
+    /// One field of the IR.
+    One(FieldLayout),
+    /// A fixed-width field of this many bits, more than [`SLOT_BITS`].
+    Wide(u16),
+}
+
+impl FieldStore {
+    /// The IR fields it takes, in wire order.
+    pub fn layouts(self) -> Vec<FieldLayout> {
+        match self {
+            FieldStore::One(l) => vec![l],
+            FieldStore::Wide(w) => slot_widths(w).map(FieldLayout::Fixed).collect(),
+        }
+    }
+
+    /// The slots it takes.
+    pub fn slots(self) -> u32 {
+        self.layouts().iter().map(FieldLayout::slots).sum()
     }
 }
 
@@ -55,7 +80,7 @@ impl Header {
 
     /// Slots from the validity slot (or first field) to the last field.
     pub fn len(&self) -> u32 {
-        u32::from(self.valid.is_some()) + self.fields.iter().map(|f| f.layout.slots()).sum::<u32>()
+        u32::from(self.valid.is_some()) + self.fields.iter().map(|f| f.store.slots()).sum::<u32>()
     }
 
     /// Whether it has no slots at all.
@@ -133,7 +158,7 @@ pub struct Layout {
 /// A header type as declared.
 struct HeaderType {
     name: String,
-    fields: Vec<(String, FieldLayout, bool)>,
+    fields: Vec<(String, FieldStore, bool)>,
 }
 
 impl Layout {
@@ -143,14 +168,15 @@ impl Layout {
         let mut layout = Layout {
             header_layouts: types
                 .iter()
-                .map(|t| t.fields.iter().map(|f| f.1).collect())
+                .map(|t| t.fields.iter().flat_map(|f| f.1.layouts()).collect())
                 .collect(),
             header_bits: types
                 .iter()
                 .map(|t| {
                     t.fields
                         .iter()
-                        .map(|f| match f.1 {
+                        .flat_map(|f| f.1.layouts())
+                        .map(|l| match l {
                             FieldLayout::Fixed(w) => u32::from(w),
                             FieldLayout::VarBit { .. } => 0,
                         })
@@ -389,11 +415,11 @@ impl Layout {
             None
         };
         let mut fields = Vec::new();
-        for (fname, layout, signed) in &types[ty].fields {
+        for (fname, store, signed) in &types[ty].fields {
             fields.push(Field {
                 name: fname.clone(),
-                slot: self.alloc(layout.slots())?,
-                layout: *layout,
+                slot: self.alloc(store.slots())?,
+                store: *store,
                 signed: *signed,
             });
         }
@@ -447,18 +473,23 @@ fn header_types(root: &Value) -> Result<Vec<HeaderType>> {
                     if bytes > 1 << 12 {
                         return fail(format!("{fwhat}: a varbit of {bytes} bytes is too long"));
                     }
-                    FieldLayout::VarBit {
+                    FieldStore::One(FieldLayout::VarBit {
                         max: bytes as u32 * 8,
-                    }
+                    })
                 }
                 Some(w) => {
                     let w = uint(w, &format!("the width of {fwhat}"))?;
-                    if w > 128 {
+                    if w > u64::from(MAX_WIDTH) {
                         return fail(format!(
-                            "{fwhat} has {w} bits; softswitch supports fields of up to 128"
+                            "{fwhat} has {w} bits; softswitch supports fields of up to {MAX_WIDTH}, \
+                             as p4c does"
                         ));
                     }
-                    FieldLayout::Fixed(w as u16)
+                    if w > u64::from(SLOT_BITS) {
+                        FieldStore::Wide(w as u16)
+                    } else {
+                        FieldStore::One(FieldLayout::Fixed(w as u16))
+                    }
                 }
                 None => return fail(format!("{fwhat} has no width")),
             };

@@ -13,6 +13,7 @@ pub mod json;
 pub mod layout;
 pub mod limits;
 pub mod lower;
+pub mod wide;
 
 use softswitch_core::ir;
 

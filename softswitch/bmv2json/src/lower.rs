@@ -17,7 +17,7 @@ use crate::expr::{field_name, unwrap_expression, Scope, Typed};
 use crate::json::{
     array, array_member, flag, hex, hex_bytes, member, name, str_member, string, uint, uint_member,
 };
-use crate::layout::Layout;
+use crate::layout::{Field, FieldStore, Layout};
 use crate::{fail, limits, Digest, Loaded, Result};
 
 /// Lowers the parsed JSON program `root`.
@@ -365,8 +365,10 @@ impl Lowerer {
                     return fail(format!("{what}: only fields may be preserved"));
                 }
                 let field = self.scope(&[]).field(member(e, "value", &what)?)?;
-                let FieldLayout::Fixed(_) = field.layout else {
-                    return fail(format!("{what} keeps a varbit field"));
+                let FieldStore::One(FieldLayout::Fixed(_)) = field.store else {
+                    return fail(format!(
+                        "{what} keeps a varbit field or one wider than 128 bits"
+                    ));
                 };
                 slots.push(field.slot);
             }
@@ -432,26 +434,13 @@ impl Lowerer {
                 "field" => {
                     let (h, _) = field_name(value)?;
                     let valid = scope.validity(h)?;
-                    let field = scope.field(value)?;
-                    let leaf = match field.layout {
-                        FieldLayout::Fixed(w) => FieldItem::Bits(Expr::Load(field.slot), w),
-                        FieldLayout::VarBit { max } => FieldItem::VarBit {
-                            base: field.slot,
-                            max,
-                        },
-                    };
-                    push(&mut list, valid, leaf);
+                    for leaf in field_leaves(scope.field(value)?) {
+                        push(&mut list, valid, leaf);
+                    }
                 }
                 "header" => {
                     let header = self.layout.header(string(value, what)?)?;
-                    for field in &header.fields {
-                        let leaf = match field.layout {
-                            FieldLayout::Fixed(w) => FieldItem::Bits(Expr::Load(field.slot), w),
-                            FieldLayout::VarBit { max } => FieldItem::VarBit {
-                                base: field.slot,
-                                max,
-                            },
-                        };
+                    for leaf in header.fields.iter().flat_map(field_leaves) {
                         push(&mut list, header.valid, leaf);
                     }
                 }
@@ -724,6 +713,13 @@ impl Lowerer {
                 let dst = arg(0)?;
                 if str_member(dst, "type", what)? == "header" {
                     return self.primitive_assign_header(arg(0)?, arg(1)?, rt, what);
+                }
+                if str_member(dst, "type", what)? == "field" {
+                    let field = scope.field(member(dst, "value", what)?)?;
+                    if let FieldStore::Wide(w) = field.store {
+                        let src = crate::wide::limbs(&scope, arg(1)?, 0)?;
+                        return crate::wide::store(field.slot, w, src);
+                    }
                 }
                 let (place, width) = self.place(dst, rt, what)?;
                 Ok(vec![Stmt::Assign(place, value(1)?.fit(width))])
@@ -1767,6 +1763,22 @@ fn entry_match(m: &Value, width: u16, what: &str) -> Result<FieldMatch> {
 }
 
 /// The error names by code.
+/// The items a field gives a field list (a hash's, a checksum's, a digest's): its bits in wire
+/// order, slot by slot.
+fn field_leaves(field: &Field) -> Vec<FieldItem> {
+    match field.store {
+        FieldStore::One(FieldLayout::VarBit { max }) => vec![FieldItem::VarBit {
+            base: field.slot,
+            max,
+        }],
+        FieldStore::One(FieldLayout::Fixed(w)) => vec![FieldItem::Bits(Expr::Load(field.slot), w)],
+        FieldStore::Wide(w) => (field.slot..)
+            .zip(ir::slot_widths(w))
+            .map(|(slot, w)| FieldItem::Bits(Expr::Load(slot), w))
+            .collect(),
+    }
+}
+
 fn errors(root: &Value) -> Result<Vec<String>> {
     let mut names: Vec<String> = Vec::new();
     for e in array_member(root, "errors", "the program")? {

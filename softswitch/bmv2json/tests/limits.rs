@@ -41,8 +41,8 @@ fn malformed_and_oversized_inputs_are_refused() {
 #[test]
 fn unsupported_and_inconsistent_programs_are_refused() {
     let mut p = basic();
-    p["header_types"][2]["fields"][0][1] = json!(300);
-    refused(&p, "fields of up to 128");
+    p["header_types"][2]["fields"][0][1] = json!(2049);
+    refused(&p, "fields of up to 2048");
 
     let mut p = basic();
     p["actions"][0]["primitives"] = json!([{"op": "no_such_primitive", "parameters": []}]);
@@ -185,4 +185,65 @@ fn control_flow_cycles_are_refused() {
         *next = json!("MyIngress.ipv4_lpm");
     }
     refused(&p, "MAX_LOWERED_NODES");
+}
+
+/// A program whose ethernet header ends in a field `wide` of `bits` bits and whose first action
+/// runs `primitive`.
+fn wide_with(bits: u32, primitive: Value) -> Value {
+    let mut p = basic();
+    p["header_types"][2]["fields"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!(["wide", bits, false]));
+    p["actions"][0]["primitives"] = json!([primitive]);
+    p
+}
+
+fn wide_field() -> Value {
+    json!({"type": "field", "value": ["ethernet", "wide"]})
+}
+
+fn op(op: &str, left: Value, right: Value) -> Value {
+    json!({"type": "expression", "value": {"op": op, "left": left, "right": right}})
+}
+
+#[test]
+fn fields_wider_than_128_bits_load_and_what_they_cannot_do_is_named() {
+    let assign = |value: Value| json!({"op": "assign", "parameters": [wide_field(), value]});
+    let hex = |s: &str| json!({"type": "hexstr", "value": s});
+    // A copy, bitwise operators and shifts by constants load.
+    for value in [
+        hex("0x01"),
+        op(
+            "|",
+            op("&", wide_field(), hex(&format!("0x{}", "f".repeat(75)))),
+            hex("0x1"),
+        ),
+    ] {
+        let bytes = serde_json::to_vec(&wide_with(300, assign(value))).unwrap();
+        softswitch_bmv2json::load(&bytes).unwrap();
+    }
+    refused(
+        &wide_with(300, assign(op("+", wide_field(), hex("0x01")))),
+        "operation + on a value wider than 128 bits is not supported yet",
+    );
+    refused(
+        &wide_with(300, assign(op(">>", wide_field(), hex("0x08")))),
+        "a wide field is written from a shift of itself",
+    );
+    refused(
+        &wide_with(
+            300,
+            assign(op(
+                ">>",
+                wide_field(),
+                json!({"type": "field", "value": ["ethernet", "etherType"]}),
+            )),
+        ),
+        "shifted by a constant only",
+    );
+    refused(
+        &wide_with(300, assign(hex(&format!("0x1{}", "0".repeat(600))))),
+        "has more than 2048 bits",
+    );
 }

@@ -2,7 +2,8 @@
 //! array of `u128` values, every width constant, every call bound. Per-packet work neither walks
 //! the AST nor hashes strings.
 //!
-//! Storage layout: a scalar (`bit<W>`, `int<W>`, `bool`, `error`, an enum) takes one slot; a
+//! Storage layout: a scalar (`bit<W>`, `int<W>`, `bool`, `error`, an enum) takes one slot, a
+//! `bit<W>` wider than 128 bits several (see [`slot_widths`]); a
 //! header takes one validity slot followed by its fields; a struct its fields in order; a header
 //! stack one `nextIndex` slot followed by its elements. Signed values are stored as two's
 //! complement masked to their width.
@@ -17,6 +18,24 @@ pub fn mask(width: u16) -> u128 {
     } else {
         (1u128 << width) - 1
     }
+}
+
+/// The widest `bit<W>`/`int<W>` a program may declare: p4c's own limit ("Compiler only
+/// supports widths up to 2048"), so that every program p4c compiles for BMv2 fits.
+pub const MAX_WIDTH: u16 = 2048;
+
+/// The widest value one slot holds; a wider ("wide") `bit<W>` takes several slots.
+pub const SLOT_BITS: u16 = 128;
+
+/// The widths of the slots a `width`-bit value takes, in slot order: one slot up to
+/// [`SLOT_BITS`] bits; a wider value is stored most significant bits first, in wire order, the
+/// first slot holding the top `width - 128 * (n - 1)` bits and each other slot 128 bits. So a
+/// wide header field is extracted and emitted as that many [`FieldLayout::Fixed`] fields, and
+/// two wide values of one width are equal when their slots are.
+pub fn slot_widths(width: u16) -> impl Iterator<Item = u16> {
+    let n = width.div_ceil(SLOT_BITS).max(1);
+    let first = width - (n - 1) * SLOT_BITS;
+    std::iter::once(first).chain(std::iter::repeat_n(SLOT_BITS, usize::from(n - 1)))
 }
 
 /// Sign-extends the low `width` bits of `v`.

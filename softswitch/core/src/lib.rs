@@ -14,6 +14,7 @@ pub mod bits;
 pub mod hash;
 pub(crate) mod interp;
 pub mod ir;
+pub mod limbs;
 pub mod meter;
 pub(crate) mod mirroring;
 pub mod ops;

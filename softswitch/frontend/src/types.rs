@@ -123,6 +123,7 @@ impl Types {
                 .iter()
                 .fold(0u32, |sum, t| sum.saturating_add(self.size(t))),
             Type::VarBit(max) => softswitch_core::ir::FieldLayout::VarBit { max: *max }.slots(),
+            Type::Bits { width, .. } => softswitch_core::ir::slot_widths(*width).count() as u32,
             _ => 1,
         }
     }
@@ -245,10 +246,11 @@ impl Types {
         }
     }
 
-    /// The width of a scalar type stored in one slot (`bool` is 1 bit, `error` and plain enums 32).
+    /// The width of a scalar type stored in one slot (`bool` is 1 bit, `error` and plain enums 32;
+    /// none for a [wide](Self::is_wide) `bit<W>`).
     pub fn scalar_width(&self, ty: &Type) -> Option<u16> {
         match ty {
-            Type::Bits { width, .. } => Some(*width),
+            Type::Bits { width, .. } if !Self::is_wide(ty) => Some(*width),
             Type::Bool => Some(1),
             Type::Error => Some(32),
             Type::Enum(i) => Some(self.enums[*i].repr.map_or(32, |(w, _)| w)),
@@ -277,7 +279,27 @@ impl Types {
                     0
                 }
             }
+            Type::Bits { width, .. } => u32::from(*width),
             t => u32::from(self.scalar_width(t).unwrap_or(0)),
+        }
+    }
+
+    /// Whether `ty` is a `bit<W>`/`int<W>` wider than one slot holds (see
+    /// [`slot_widths`](softswitch_core::ir::slot_widths)): stored like an aggregate, in several
+    /// slots, and not a scalar.
+    pub fn is_wide(ty: &Type) -> bool {
+        matches!(ty, Type::Bits { width, .. } if *width > softswitch_core::ir::SLOT_BITS)
+    }
+
+    /// Whether a value of `ty` holds a [wide](Self::is_wide) `bit<W>` anywhere.
+    pub fn holds_wide(&self, ty: &Type) -> bool {
+        match ty {
+            Type::Aggregate(i) | Type::Stack(i, _) => self.aggregates[*i]
+                .fields
+                .iter()
+                .any(|(_, t, _)| self.holds_wide(t)),
+            Type::Tuple(elems) => elems.iter().any(|t| self.holds_wide(t)),
+            t => Self::is_wide(t),
         }
     }
 

@@ -77,7 +77,35 @@ const DEFINED: &[(&str, Defined)] = &[
         "softswitch/tests/corpus/stack_index.p4",
         stack_index_defined,
     ),
+    (
+        "softswitch/tests/corpus/stack_elements.p4",
+        stack_elements_defined,
+    ),
+    ("softswitch/tests/corpus/lookahead.p4", lookahead_defined),
 ];
+
+/// stack_elements.p4 picks an element of a 3-element stack by hdr.op's second byte (src, ops
+/// 1 and 3), third (dst, op 2) or fourth (sdst, an int<8>, op 4): out of range or negative,
+/// BMv2 aborts (softswitch reads an invalid element and ignores the write). Defined: every
+/// header parsed (18 bytes) and the index the op uses in 0..3.
+fn stack_elements_defined(p: &[u8]) -> bool {
+    if p.len() < 18 {
+        return false;
+    }
+    match p[0] {
+        1 | 3 => p[1] < 3,
+        2 => p[2] < 3,
+        4 => p[3] < 3,
+        _ => true,
+    }
+}
+
+/// lookahead.p4 reports meta.wrapped.h's fields without checking its validity: unless the
+/// parser reached its second state (first byte 1) and every lookahead there had its bytes
+/// (three after the first), BMv2 reports what an earlier packet left in that header.
+fn lookahead_defined(p: &[u8]) -> bool {
+    p.len() >= 4 && p[0] == 1
+}
 
 /// stack_index.p4 reads the element its first byte picks and writes the one its second byte
 /// picks: out of range, BMv2 aborts (softswitch reads 0 and ignores the write), and an element
@@ -128,6 +156,8 @@ const MIN_PACKET: &[(&str, usize)] = &[
     ("softswitch/tests/corpus/direct_apply.p4", 3),
     // hdr.h (3 bytes) is read in ingress.
     ("softswitch/tests/corpus/enums.p4", 3),
+    // hdr.op and hdr.w (115 bytes) are read in ingress.
+    ("softswitch/tests/corpus/wide_fields.p4", 115),
 ];
 
 /// lossless.p4's durations and pause quanta, and its registers that hold times (µs + 1).

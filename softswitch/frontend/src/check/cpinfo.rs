@@ -2,7 +2,7 @@
 //! and the type of each digest's data (see [`crate::cpinfo`]).
 
 use super::expr::val_type;
-use super::Checker;
+use super::{unsupported, Checker};
 use crate::ast::{self, ExprKind, TypeRef};
 use crate::cpinfo::{self, ControllerHeader, DigestCp};
 use crate::diagnostic::{fail, Result};
@@ -32,6 +32,12 @@ impl Checker<'_> {
             }
             _ => return fail(name.span, "@controller_header belongs on a header type"),
         };
+        if self.types.holds_wide(&Type::Aggregate(aggregate)) {
+            return Err(unsupported(
+                name.span,
+                "a controller header with a field wider than 128 bits",
+            ));
+        }
         self.spend_annotations(annotations, name.span)?;
         self.cp.controller_headers.push(ControllerHeader {
             type_name: cpinfo::string_arg(annotations, "name").unwrap_or_else(|| name.name.clone()),
@@ -63,6 +69,12 @@ impl Checker<'_> {
                 _ => self.value_type(data)?,
             },
         };
+        if self.types.holds_wide(&ty) {
+            return Err(unsupported(
+                data.span,
+                "a digest of a value wider than 128 bits",
+            ));
+        }
         let name = match &ty {
             Type::Aggregate(i) => self.types.aggregates[*i].name.clone(),
             _ => {

@@ -7,11 +7,18 @@ use crate::ast::{self, BinOp, ExprKind, UnOp};
 use crate::diagnostic::{fail, Result};
 use crate::limits::MAX_INT_BITS;
 use crate::source::Span;
-use crate::types::Type;
+use crate::types::{Type, Types};
 use num_bigint::BigInt;
 use num_traits::{Signed as _, ToPrimitive as _, Zero as _};
-use softswitch_core::ir::{mask, sign_extend, ArithOp, CompareOp, Expr, Place, Slot, Stmt};
+use softswitch_core::ir::{
+    mask, sign_extend, ArithOp, CompareOp, Expr, Place, Slot, Stmt, SLOT_BITS,
+};
+use softswitch_core::limbs::Limbs;
 use softswitch_core::ops;
+
+/// What softswitch does with values wider than 128 bits, for the errors about the rest.
+const WIDE_SUPPORT: &str = "softswitch supports copies, int constants, &, |, ^, ~, shifts by a \
+     constant, ==, != and slices of at most 128 bits of such values, not other operations yet";
 
 /// A lowered expression.
 #[derive(Clone, Debug)]
@@ -31,6 +38,9 @@ pub(super) enum Val {
     /// `packet.lookahead<T>()` of a header, struct or tuple, or a part of one: `T`'s bits
     /// `offset` bits past the parser's cursor, which must have `need` bits after it.
     Lookahead { ty: Type, offset: u32, need: u32 },
+    /// A value of a [wide](Types::is_wide) `bit<W>` computed from others (`a & b`, `a << 8`),
+    /// limb by limb.
+    Wide { limbs: Limbs, ty: Type },
     /// A header-stack element chosen at run time: element 0 at `base`.
     DynElem {
         base: Slot,
@@ -107,7 +117,13 @@ impl<'a> Checker<'a> {
             ExprKind::Member(base, m) => self.member(base, m, e.span),
             ExprKind::Index(base, index) => self.index(base, index),
             ExprKind::Slice(base, hi, lo) => {
-                let b = self.scalar_any(base)?;
+                let b = match self.expr(base)? {
+                    Val::Agg { base: slot, ty: Type::Bits { width, .. } } => {
+                        let (h, l) = (self.const_u128(hi)?, self.const_u128(lo)?);
+                        return wide_slice(slot, width, h, l, e.span);
+                    }
+                    v => self.scalar_from(v, base.span)?,
+                };
                 let Type::Bits { width, .. } = b.ty else {
                     let t = self.show(&b.ty);
                     return fail(base.span, format!("cannot slice a value of type {t}"));
@@ -171,6 +187,7 @@ impl<'a> Checker<'a> {
             Type::Aggregate(_) | Type::Stack(..) | Type::VarBit(_) | Type::Tuple(_) => {
                 Val::Agg { base: slot, ty }
             }
+            _ if Types::is_wide(&ty) => Val::Agg { base: slot, ty },
             _ => scalar(Expr::Load(slot), ty, None),
         }
     }
@@ -514,6 +531,106 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// A value of a wide `bit<W>` (stored or computed) as limbs, with its type.
+    fn wide_limbs(&self, v: Val, span: Span) -> Result<(Limbs, Type)> {
+        match v {
+            Val::Agg {
+                base,
+                ty:
+                    ty @ Type::Bits {
+                        width,
+                        signed: false,
+                    },
+            } => Ok((Limbs::stored(base, width), ty)),
+            Val::Wide { limbs, ty } => Ok((limbs, ty)),
+            other => {
+                let t = self.show(&val_type(&other));
+                fail(
+                    span,
+                    format!("expected an unsigned value wider than 128 bits, found {t}"),
+                )
+            }
+        }
+    }
+
+    /// `a op b` where one of them is a [wide](Types::is_wide) `bit<W>`: `&`, `|`, `^` with a
+    /// value of the same type or an `int`, shifts by a constant, `==` and `!=`, limb by limb.
+    fn wide_binary(&self, op: BinOp, va: Val, vb: Val, spans: (Span, Span, Span)) -> Result<Val> {
+        let (a_span, b_span, span) = spans;
+        let name = binop_text(op);
+        let ty = if Types::is_wide(&val_type(&va)) {
+            val_type(&va)
+        } else {
+            val_type(&vb)
+        };
+        let Type::Bits { width, .. } = ty else {
+            return fail(span, "expected a bit<W> value");
+        };
+        let operand = |v: Val, at: Span| -> Result<Limbs> {
+            match v {
+                Val::Int(n) => Ok(wide_int(&n, width)),
+                v if val_type(&v) == ty => Ok(self.wide_limbs(v, at)?.0),
+                v => {
+                    let (t, want) = (self.show(&val_type(&v)), self.show(&ty));
+                    fail(
+                        at,
+                        format!("operands of '{name}' have different types: {want} and {t}"),
+                    )
+                }
+            }
+        };
+        let arith = match op {
+            BinOp::BitAnd => Some(ArithOp::BitAnd),
+            BinOp::BitOr => Some(ArithOp::BitOr),
+            BinOp::BitXor => Some(ArithOp::BitXor),
+            _ => None,
+        };
+        if let Some(arith) = arith {
+            let (x, y) = (operand(va, a_span)?, operand(vb, b_span)?);
+            let limbs = Limbs::bitwise(arith, x, y).map(|l| l.truncated(width));
+            return match limbs {
+                Some(limbs) => Ok(Val::Wide { limbs, ty }),
+                None => fail(span, format!("'{name}' is not bitwise")),
+            };
+        }
+        match op {
+            BinOp::Eq | BinOp::Ne => {
+                let (x, y) = (operand(va, a_span)?, operand(vb, b_span)?);
+                let eq = Limbs::equal(&x, &y);
+                let e = if op == BinOp::Eq {
+                    eq
+                } else {
+                    Expr::Not(Box::new(eq))
+                };
+                Ok(scalar(e, Type::Bool, None))
+            }
+            BinOp::Shl | BinOp::Shr if Types::is_wide(&val_type(&va)) => {
+                let x = self.wide_limbs(va, a_span)?.0;
+                let amount = match vb {
+                    Val::Int(n) if !n.is_negative() => n.to_u128().unwrap_or(u128::MAX),
+                    v => match self.scalar_from(v, b_span)?.konst {
+                        Some(k) => k,
+                        None => {
+                            return fail(
+                                b_span,
+                                "a value wider than 128 bits is shifted by a constant only",
+                            )
+                        }
+                    },
+                };
+                let limbs = Limbs::shift(x, op == BinOp::Shl, amount).truncated(width);
+                Ok(Val::Wide { limbs, ty })
+            }
+            _ => {
+                let t = self.show(&ty);
+                fail(
+                    span,
+                    format!("'{name}' on {t}, wider than 128 bits: {WIDE_SUPPORT}"),
+                )
+            }
+        }
+    }
+
     /// Lowers an expression that must be a scalar.
     pub(super) fn scalar_any(&mut self, e: &ast::Expr) -> Result<Scalar> {
         let v = self.expr(e)?;
@@ -531,6 +648,10 @@ impl<'a> Checker<'a> {
                     ty: Type::Int,
                     konst: Some(bits),
                 })
+            }
+            Val::Agg { ty, .. } | Val::Wide { ty, .. } if Types::is_wide(&ty) => {
+                let t = self.show(&ty);
+                fail(span, format!("{t} is wider than 128 bits: {WIDE_SUPPORT}"))
             }
             other => {
                 let t = self.show(&val_type(&other));
@@ -632,6 +753,14 @@ impl<'a> Checker<'a> {
                     _ => fail(span, format!("operator {op:?} cannot be applied to int")),
                 }
             }
+            v if op == UnOp::Complement && Types::is_wide(&val_type(&v)) => {
+                let (limbs, ty) = self.wide_limbs(v, arg.span)?;
+                let width = limbs.width();
+                return Ok(Val::Wide {
+                    limbs: Limbs::complement(limbs).truncated(width),
+                    ty,
+                });
+            }
             v => self.scalar_from(v, arg.span)?,
         };
         match (op, &v.ty) {
@@ -715,6 +844,9 @@ impl<'a> Checker<'a> {
                 return int_binary(op, x, &BigInt::from(n), span);
             }
             _ => {}
+        }
+        if Types::is_wide(&val_type(&va)) || Types::is_wide(&val_type(&vb)) {
+            return self.wide_binary(op, va, vb, (a.span, b.span, span));
         }
         let x = self.scalar_from(va, a.span)?;
         let y = match vb {
@@ -895,7 +1027,7 @@ impl<'a> Checker<'a> {
                 .tuple_elements(elems)
                 .map(|(off, ety)| self.aggregate_eq(a + off, b + off, ety))
                 .collect()),
-            Type::VarBit(_) => Expr::RangeEq {
+            Type::VarBit(_) | Type::Bits { .. } if self.types.size(ty) > 1 => Expr::RangeEq {
                 a,
                 b,
                 len: self.types.size(ty),
@@ -1121,6 +1253,7 @@ impl<'a> Checker<'a> {
             }
             Val::Int(_) => fail(rhs.span, "an int constant cannot be assigned to"),
             Val::Lookahead { .. } => fail(rhs.span, "a lookahead cannot be assigned to"),
+            Val::Wide { .. } => fail(rhs.span, "this expression cannot be assigned to"),
             Val::Agg { base, ty } => self.assign_aggregate(base, &ty, rhs),
         }
     }
@@ -1309,7 +1442,40 @@ impl<'a> Checker<'a> {
             }
             return Ok(out);
         }
+        if Types::is_wide(ty) {
+            return self.assign_wide(base, ty, rhs);
+        }
         self.copy_value(Place::Slot(base), ty, rhs)
+    }
+
+    /// Statements that assign `rhs` to the [wide](Types::is_wide) `bit<W>` stored at `base`:
+    /// a copy of a stored one, an `int` constant, or a value computed limb by limb.
+    fn assign_wide(&mut self, base: Slot, ty: &Type, rhs: &ast::Expr) -> Result<Vec<Stmt>> {
+        match self.expr(rhs)? {
+            Val::Agg { base: src, ty: t } if t == *ty => Ok(vec![Stmt::Copy {
+                dst: base,
+                src,
+                len: self.types.size(ty),
+            }]),
+            Val::Int(v) => Ok(wide_constant(base, ty, &v)),
+            Val::Wide { limbs, ty: t } if t == *ty => {
+                let width = limbs.width();
+                limbs.store(base, width).map_or_else(
+                    || {
+                        fail(
+                            rhs.span,
+                            "a value wider than 128 bits written from a shift of itself is not \
+                             supported yet: shift into another variable",
+                        )
+                    },
+                    Ok,
+                )
+            }
+            _ => fail(
+                rhs.span,
+                format!("expected a value of type {}", self.show(ty)),
+            ),
+        }
     }
 
     /// Whether the value of type `ty` stored at `base` equals `e`, which may be a list or
@@ -1358,6 +1524,80 @@ pub(super) fn lookahead_check(offset: u32, need: u32) -> Stmt {
     Stmt::If(check, Vec::new(), Vec::new(), None)
 }
 
+/// The statements that store the `int` `v` into the wide `ty` at `base`: its bits modulo
+/// 2^W, slot by slot (see [`slot_widths`](softswitch_core::ir::slot_widths)).
+fn wide_constant(base: Slot, ty: &Type, v: &BigInt) -> Vec<Stmt> {
+    let Type::Bits { width, .. } = ty else {
+        return Vec::new();
+    };
+    let n = u32::from(width.div_ceil(SLOT_BITS));
+    (0..n)
+        .map(|i| {
+            let limb = (v >> (128 * i as usize)) & BigInt::from(u128::MAX);
+            let bits = limb.to_u128().unwrap_or(0) & mask(slot_width(*width, i));
+            Stmt::Assign(Place::Slot(base + n - 1 - i), Expr::Const(bits))
+        })
+        .collect()
+}
+
+/// The `int` `v` modulo 2^`width`, as limbs.
+fn wide_int(v: &BigInt, width: u16) -> Limbs {
+    let bits: BigInt = v & ((BigInt::from(1) << usize::from(width)) - 1);
+    let (_, bytes) = bits.to_bytes_be();
+    Limbs::constant(&bytes)
+        .unwrap_or_else(|| Limbs::narrow(Expr::Const(0), 1))
+        .truncated(width)
+}
+
+/// The width of limb `i` (from the least significant) of a wide `bit<width>`.
+fn slot_width(width: u16, i: u32) -> u16 {
+    (u32::from(width) - i * 128).min(128) as u16
+}
+
+/// The slice `[h:l]` of the wide `bit<width>` stored at `slot` (see
+/// [`slot_widths`](softswitch_core::ir::slot_widths)): the bits of at most two slots, joined.
+fn wide_slice(slot: Slot, width: u16, h: u128, l: u128, span: Span) -> Result<Val> {
+    if h < l || h >= u128::from(width) {
+        return fail(
+            span,
+            format!("slice [{h}:{l}] is out of range for bit<{width}>"),
+        );
+    }
+    if h - l >= u128::from(SLOT_BITS) {
+        return fail(
+            span,
+            format!("slice [{h}:{l}] has more than 128 bits: softswitch supports slices of at most 128 bits of a wide value"),
+        );
+    }
+    let (h, l) = (h as u16, l as u16);
+    let last = slot + u32::from(width.div_ceil(SLOT_BITS)) - 1;
+    // The bits `lo..=hi` (counted from the value's least significant bit) of one slot.
+    let part = |hi: u16, lo: u16| {
+        let chunk = lo / SLOT_BITS;
+        let arg = Box::new(Expr::Load(last - u32::from(chunk)));
+        Expr::Slice {
+            arg,
+            lo: lo - chunk * SLOT_BITS,
+            width: hi - lo + 1,
+        }
+    };
+    let split = (h / SLOT_BITS) * SLOT_BITS;
+    let expr = if split > l {
+        Expr::Concat {
+            a: Box::new(part(h, split)),
+            b: Box::new(part(split - 1, l)),
+            b_width: split - l,
+        }
+    } else {
+        part(h, l)
+    };
+    let ty = Type::Bits {
+        width: h - l + 1,
+        signed: false,
+    };
+    Ok(scalar(expr, ty, None))
+}
+
 /// The conjunction of `parts` (true if there are none) as a balanced tree of `&&`.
 fn all(mut parts: Vec<Expr>) -> Expr {
     if parts.len() <= 1 {
@@ -1397,6 +1637,7 @@ pub(super) fn val_type(v: &Val) -> Type {
         | Val::Agg { ty, .. }
         | Val::DynElem { ty, .. }
         | Val::Lookahead { ty, .. } => ty.clone(),
+        Val::Wide { ty, .. } => ty.clone(),
         Val::Int(_) => Type::Int,
     }
 }

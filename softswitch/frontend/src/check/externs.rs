@@ -7,7 +7,7 @@ use super::{unsupported, Checker, Sym};
 use crate::ast::{self, ExprKind};
 use crate::diagnostic::{fail, Result};
 use crate::source::Span;
-use crate::types::Type;
+use crate::types::{Type, Types};
 use num_traits::ToPrimitive as _;
 use softswitch_core::ir::{
     ChecksumOf, CounterKind, EmitItem, Expr, ExternCall, FieldItem, FieldList, HeaderRef,
@@ -56,7 +56,10 @@ pub(super) fn instance_kind(c: &mut Checker, i: &ast::Instance) -> Result<Instan
                 return fail(name.span, "register needs its cell type: register<bit<W>>");
             };
             let width = match c.resolve_type(t)? {
-                Type::Bits { width, .. } => width,
+                Type::Bits { width, .. } if width <= softswitch_core::ir::SLOT_BITS => width,
+                Type::Bits { .. } => {
+                    return Err(unsupported(t.span(), "a register of more than 128 bits"))
+                }
                 _ => return Err(unsupported(t.span(), "a register of a non-bit<W> type")),
             };
             Ok(InstanceKind::Register {
@@ -358,6 +361,10 @@ impl Checker<'_> {
                 "a stack element chosen at run time in a field list",
             )),
             Val::Lookahead { .. } => Err(unsupported(e.span, "a lookahead in a field list")),
+            Val::Wide { .. } => Err(unsupported(
+                e.span,
+                "a computed value wider than 128 bits in a field list",
+            )),
         }
     }
 
@@ -385,6 +392,11 @@ impl Checker<'_> {
                 }
             }
             Type::VarBit(max) => out.push(FieldItem::VarBit { base, max: *max }),
+            Type::Bits { width, .. } if Types::is_wide(ty) => out.extend(
+                (base..)
+                    .zip(softswitch_core::ir::slot_widths(*width))
+                    .map(|(slot, w)| FieldItem::Bits(Expr::Load(slot), w)),
+            ),
             Type::Tuple(elems) => {
                 for (off, ety) in self.types.tuple_elements(elems) {
                     out.extend(self.flatten(base + off, ety));

@@ -353,10 +353,14 @@ impl<'a> Checker<'a> {
                 span,
             } => {
                 let w = self.const_u128(width)?;
-                if w == 0 || w > 128 {
+                if w == 0 || w > u128::from(ir::MAX_WIDTH) {
                     return fail(
                         *span,
-                        format!("width {w} is not supported: softswitch supports 1 to 128 bits"),
+                        format!(
+                            "width {w} is not supported: softswitch supports 1 to {} bits, \
+                             as p4c does",
+                            ir::MAX_WIDTH
+                        ),
                     );
                 }
                 Type::Bits {
@@ -658,6 +662,9 @@ impl<'a> Checker<'a> {
                     self.field_layouts(t, out);
                 }
             }
+            Type::Bits { width, .. } => {
+                out.extend(ir::slot_widths(*width).map(ir::FieldLayout::Fixed))
+            }
             t => out.push(ir::FieldLayout::Fixed(
                 self.types.scalar_width(t).unwrap_or(1),
             )),
@@ -745,6 +752,12 @@ impl<'a> Checker<'a> {
         for (p, ast_p) in params.iter().zip(&a.params) {
             if p.direction == Direction::None {
                 seen_data = true;
+                if Types::is_wide(&p.ty) {
+                    return Err(unsupported(
+                        ast_p.ty.span(),
+                        "action data wider than 128 bits",
+                    ));
+                }
                 if self.types.scalar_width(&p.ty).is_none() {
                     return fail(
                         ast_p.ty.span(),

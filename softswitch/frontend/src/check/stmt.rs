@@ -714,6 +714,10 @@ impl<'a> Checker<'a> {
             }
             Val::Int(_) => fail(span, "an int constant cannot be an out argument"),
             Val::Lookahead { .. } => fail(span, "a lookahead cannot be an out argument"),
+            Val::Wide { .. } => fail(
+                span,
+                "a computed value wider than 128 bits cannot be an out argument",
+            ),
         }
     }
 }
