@@ -135,6 +135,13 @@ impl<C: Controller> Engine<C> {
 
     /// Runs a frame through the pipeline as if received on `port` (PacketOut injects this way).
     pub fn receive(&mut self, port: u16, data: Vec<u8>) {
+        self.ingress(port, data);
+        self.flush();
+    }
+
+    /// Runs a frame through the pipeline as received on `port`, leaving its outputs in the
+    /// switch for the next [`Engine::flush`].
+    fn ingress(&mut self, port: u16, data: Vec<u8>) {
         self.counts.received += 1;
         let Some(p) = self.pipeline.as_mut() else {
             tracing::trace!(port, bytes = data.len(), "frame in, dropped: no pipeline");
@@ -143,11 +150,11 @@ impl<C: Controller> Engine<C> {
         };
         tracing::trace!(port, bytes = data.len(), "frame in");
         p.switch_mut().receive(port, data);
-        self.flush();
     }
 
-    /// Runs each frame of `batch` through the pipeline as received on `port`, then gives the
-    /// batch back to its port.
+    /// Runs each frame of `batch` through the pipeline as received on `port`, sends their
+    /// outputs (one flush for the batch, not one per frame), then gives the batch back to its
+    /// port.
     fn receive_batch(&mut self, port: u16, batch: FrameBatch) {
         for frame in batch.frames() {
             let mut data = self
@@ -156,9 +163,10 @@ impl<C: Controller> Engine<C> {
                 .unwrap_or_else(|| Vec::with_capacity(BUFFER_BYTES));
             data.clear();
             data.extend_from_slice(frame);
-            self.receive(port, data);
+            self.ingress(port, data);
         }
         batch.recycle();
+        self.flush();
     }
 
     /// Sends what the switch produced: frames to ports or the controller, digests to the
