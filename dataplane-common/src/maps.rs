@@ -46,8 +46,8 @@ macro_rules! map_table {
             LB_SETTINGS: Array<u32, $crate::lb::LbSettings>[1];
             /// Uplink slots.
             LB_UPLINKS: Array<u32, $crate::lb::Uplink>[$crate::lb::MAX_UPLINKS as u32];
-            /// The uplinks as redirect targets, slot → ifindex (a hash, so a slot can be emptied).
-            LB_DEVMAP: DevMapHash<u32, u32>[$crate::lb::MAX_UPLINKS as u32];
+            /// The uplinks as redirect targets, slot → ifindex; an empty slot (ifindex 0) is down.
+            LB_DEVMAP: DevMap<u32, u32>[$crate::lb::MAX_UPLINKS as u32];
             /// Load estimate per uplink slot; shared by all CPUs.
             LB_LOADS: Array<u32, $crate::phantom_queue::PhantomQueue>[$crate::lb::MAX_UPLINKS as u32];
             /// Counters per uplink slot, per CPU.
@@ -108,8 +108,9 @@ kinds! {
     /// BPF_MAP_TYPE_LPM_TRIE: longest-prefix match; the kernel's key is the prefix length
     /// (`u32`) followed by the key.
     LpmTrie,
-    /// BPF_MAP_TYPE_DEVMAP_HASH: key → network device (ifindex), the target of a redirect.
-    DevMapHash,
+    /// BPF_MAP_TYPE_DEVMAP: `u32` index → network device (ifindex), the target of a
+    /// redirect. Writing ifindex 0 empties a slot; the kernel empties it when the device goes.
+    DevMap,
 }
 
 impl MapKind {
@@ -126,7 +127,7 @@ impl MapKind {
     /// `struct bpf_devmap_val` (the ifindex and an optional program, 8 bytes).
     pub const fn kernel_value_size(self, size: usize) -> u32 {
         match self {
-            MapKind::DevMapHash => 8,
+            MapKind::DevMap => 8,
             _ => size as u32,
         }
     }
