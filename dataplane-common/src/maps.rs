@@ -58,8 +58,9 @@ macro_rules! map_table {
             LB_STATE: Array<u32, $crate::lb::LbState>[1];
             /// The ecmp and wcmp bucket tables.
             LB_BUCKETS: Array<u32, $crate::lb::BucketTables>[1];
-            /// Flow hash → current flowlet, least recently used out.
-            LB_FLOWLETS: LruHashMap<u32, $crate::lb::Flowlet>[$crate::lb::FLOWLET_ENTRIES];
+            /// Flowlets, indexed by [`lb::flowlet_index`](crate::lb::flowlet_index) of the flow
+            /// hash; flows that fall on one entry share it. Shared by all CPUs.
+            LB_FLOWLETS: Array<u32, $crate::lb::Flowlet>[$crate::lb::FLOWLET_ENTRIES];
             /// Owned IPv4 destination prefixes (value 1).
             LB_PREFIXES_V4: LpmTrie<[u8; 4], u32>[$crate::maps::LB_PREFIX_ENTRIES];
             /// Owned IPv6 destination prefixes (value 1).

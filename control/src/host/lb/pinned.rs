@@ -274,13 +274,13 @@ impl PinnedMaps {
             .collect())
     }
 
-    /// Entries now in the flowlet table.
+    /// Entries of the flowlet table in use.
     pub fn lb_flowlet_occupancy(&self) -> anyhow::Result<u64> {
-        Ok(self
-            .map(&maps::LB_FLOWLETS)?
-            .keys()
-            .filter(Result::is_ok)
-            .count() as u64)
+        let mut used = 0;
+        for entry in self.map(&maps::LB_FLOWLETS)?.iter() {
+            used += u64::from(entry?.is_used());
+        }
+        Ok(used)
     }
 }
 
