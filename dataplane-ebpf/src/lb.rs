@@ -18,8 +18,8 @@ use aya_ebpf::{
 };
 use dataplane_common::{
     lb::{
-        bucket_of, flowlet_index, hash_word, mix32, pick_live, starts_flowlet, Flowlet,
-        LbCounters, Policy, Uplink, UplinkCounters, BUCKETS, MAX_UPLINKS,
+        bucket_of, flowlet_index, hash_word, mix32, pick_live, starts_flowlet, Flowlet, LbCounters,
+        Policy, Uplink, UplinkCounters, BUCKETS, MAX_UPLINKS,
     },
     phantom_queue::drained_bytes,
 };

@@ -4,8 +4,8 @@
 
 use anyhow::Context as _;
 use aya::maps::{
-    lpm_trie::LpmTrie, Array, DevMap, HashMap as AyaHashMap, Map, MapData, MapError,
-    PerCpuArray, PerCpuValues,
+    lpm_trie::LpmTrie, Array, DevMap, HashMap as AyaHashMap, Map, MapData, MapError, PerCpuArray,
+    PerCpuValues,
 };
 use dataplane_common::{
     cnp::{CnpCounters, CnpQpState},
