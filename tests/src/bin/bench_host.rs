@@ -11,6 +11,8 @@
 mod forwarding;
 #[path = "bench_host/latency.rs"]
 mod latency;
+#[path = "bench_host/lb_bed.rs"]
+mod lb_bed;
 #[path = "bench_host/program_cost.rs"]
 mod program_cost;
 

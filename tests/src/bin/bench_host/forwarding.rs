@@ -10,15 +10,14 @@ use lossless::{
     netns::{veth_pair, Endpoint, Namespace},
     traffic::{Engine, FixedRate, SendConfig, Sender},
 };
-use lossless_tests::bed::{Attached, Link};
+use lossless_tests::bed::Attached;
 use wire::ethernet::Address;
 
+use super::lb_bed::{Uplinks, UPLINKS};
 use super::{compile_xdp, median, rx_packets, FLAT_OUT_BPS, FRAME, ROUNDS, SECONDS_PER_RUN};
 
 /// The policies measured, after the baseline.
 const POLICIES: [&str; 5] = ["ecmp", "flowlet", "dlb", "spray", "wcmp"];
-/// Uplinks of the balancer.
-const UPLINKS: u8 = 3;
 /// QPs of the sender: enough flows for the hash policies to use every uplink.
 const QPS: u32 = 64;
 
@@ -29,8 +28,7 @@ struct Topology {
     sink: Namespace,
     tx: Endpoint,
     down: Endpoint,
-    uplinks: Vec<Endpoint>,
-    peers: Vec<Endpoint>,
+    uplinks: Uplinks,
 }
 
 impl Topology {
@@ -44,17 +42,7 @@ impl Topology {
             &balancer,
             Ipv4Addr::new(10, 89, 0, 2),
         )?;
-        let (mut uplinks, mut peers) = (Vec::new(), Vec::new());
-        for i in 0..UPLINKS {
-            let (up, peer) = veth_pair(
-                &balancer,
-                Ipv4Addr::new(10, 89, i + 1, 1),
-                &sink,
-                Ipv4Addr::new(10, 89, i + 1, 2),
-            )?;
-            uplinks.push(up);
-            peers.push(peer);
-        }
+        let uplinks = Uplinks::new(&balancer, &sink)?;
         Ok(Topology {
             sender,
             balancer,
@@ -62,13 +50,13 @@ impl Topology {
             tx,
             down,
             uplinks,
-            peers,
         })
     }
 
     /// Packets the sink received over every uplink.
     fn delivered(&self) -> anyhow::Result<u64> {
-        self.peers
+        self.uplinks
+            .peers
             .iter()
             .map(|p| rx_packets(&self.sink, &p.ifname))
             .sum()
@@ -93,27 +81,9 @@ impl Topology {
 
     /// Attaches the balancer over every uplink with `policy`.
     fn attach(&self, policy: &str) -> anyhow::Result<Attached<'_>> {
-        let attached = Attached::new(
-            &self.balancer,
-            &self.down.ifname,
-            &["--mode", "native", "--hooks", "lb"],
-        )?;
-        let names: Vec<&str> = self.uplinks.iter().map(|u| u.ifname.as_str()).collect();
-        let mut args = vec![
-            "host".to_owned(),
-            "set".into(),
-            self.down.ifname.clone(),
-            format!("lb.uplinks={}", names.join(",")),
-            "lb.prefixes=10.99.0.0/16".into(),
-            format!("lb.policy={policy}"),
-            format!("lb.weights={}:2", names[0]),
-        ];
-        for (up, peer) in self.uplinks.iter().zip(&self.peers) {
-            args.push(format!("lb.nexthop.{}={}", up.ifname, Address(peer.mac)));
-        }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        Link::lossless(&self.balancer, &args)?;
-        Ok(attached)
+        let policy = format!("lb.policy={policy}");
+        self.uplinks
+            .attach(&self.balancer, &self.down.ifname, &[policy])
     }
 
     /// Runs the baseline: the plain redirect program on the downlink.
@@ -134,7 +104,8 @@ impl Topology {
 pub fn run() -> anyhow::Result<()> {
     let topology = Topology::new()?;
     let mut defines = Vec::new();
-    for (i, (uplink, peer)) in topology.uplinks.iter().zip(&topology.peers).enumerate() {
+    let uplinks = &topology.uplinks;
+    for (i, (uplink, peer)) in uplinks.ends.iter().zip(&uplinks.peers).enumerate() {
         let ifindex = super::ifindex_in(&topology.balancer, &uplink.ifname)?;
         defines.push(format!("-DUPLINK{i}={ifindex}"));
         let bytes: Vec<String> = peer
