@@ -8,7 +8,8 @@
 pub const MAX_UPLINKS: usize = 16;
 /// Buckets of the resilient hash table: a flow hashes to a bucket, a bucket names an uplink.
 pub const BUCKETS: usize = 256;
-/// Capacity of the flowlet table (an LRU map: the least recently seen flow is evicted).
+/// Entries of the flowlet table, a power of two: a flow's entry is its hash masked to the
+/// table's size ([`flowlet_index`]), as switches index theirs.
 pub const FLOWLET_ENTRIES: u32 = 16384;
 /// Length of an interface name, with its NUL (the kernel's IFNAMSIZ).
 pub const IFNAMSIZ: usize = 16;
@@ -195,16 +196,37 @@ impl BucketTables {
     };
 }
 
-/// A flow's entry in the flowlet table.
+/// An entry of the flowlet table. Flows whose hashes fall on the same entry share its flowlet
+/// (its uplink and its idle gap), as in a switch's flowlet table: a shared entry only starts a
+/// new flowlet after a gap in all of its flows, so sharing never reorders a flow.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Flowlet {
-    /// When the flow's latest packet was seen (ns, monotonic).
+    /// When the entry's latest packet was seen (ns, monotonic); 0 while the entry is unused.
     pub last_ns: u64,
     /// The uplink slot of the current flowlet.
     pub slot: u32,
-    /// Padding, always 0.
-    pub _pad: u32,
+    /// The full hash of the flow that used the entry last: the table counts a packet of
+    /// another flow as an insert (and the entry's former flow as evicted), for `stats`.
+    pub hash: u32,
+}
+
+impl Flowlet {
+    /// Whether the entry holds a flowlet.
+    pub const fn is_used(&self) -> bool {
+        self.last_ns != 0
+    }
+
+    /// Whether the entry's latest packet was of the flow hashed `hash`.
+    pub const fn is_flow(&self, hash: u32) -> bool {
+        self.is_used() && self.hash == hash
+    }
+}
+
+/// The flowlet table entry of the flow hashed `hash`.
+#[inline(always)]
+pub const fn flowlet_index(hash: u32) -> u32 {
+    hash & (FLOWLET_ENTRIES - 1)
 }
 
 /// Murmur3's 32-bit finalizer: every input bit affects every output bit.
@@ -326,6 +348,20 @@ mod tests {
         assert_eq!(pick_live(0, 7), None);
         assert_eq!(nth_set_bit(0b100, 0), Some(2));
         assert_eq!(nth_set_bit(0b100, 1), None);
+    }
+
+    #[test]
+    fn flowlet_entries_are_the_hash_masked_to_a_power_of_two() {
+        assert!(FLOWLET_ENTRIES.is_power_of_two());
+        assert_eq!(flowlet_index(FLOWLET_ENTRIES + 5), 5);
+        assert_eq!(flowlet_index(u32::MAX), FLOWLET_ENTRIES - 1);
+        let entry = Flowlet {
+            last_ns: 7,
+            slot: 1,
+            hash: 42,
+        };
+        assert!(entry.is_flow(42) && !entry.is_flow(43));
+        assert!(!Flowlet::default().is_used() && !Flowlet::default().is_flow(0));
     }
 
     #[test]

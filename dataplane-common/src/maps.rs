@@ -46,8 +46,8 @@ macro_rules! map_table {
             LB_SETTINGS: Array<u32, $crate::lb::LbSettings>[1];
             /// Uplink slots.
             LB_UPLINKS: Array<u32, $crate::lb::Uplink>[$crate::lb::MAX_UPLINKS as u32];
-            /// The uplinks as redirect targets, slot → ifindex (a hash, so a slot can be emptied).
-            LB_DEVMAP: DevMapHash<u32, u32>[$crate::lb::MAX_UPLINKS as u32];
+            /// The uplinks as redirect targets, slot → ifindex; an empty slot (ifindex 0) is down.
+            LB_DEVMAP: DevMap<u32, u32>[$crate::lb::MAX_UPLINKS as u32];
             /// Load estimate per uplink slot; shared by all CPUs.
             LB_LOADS: Array<u32, $crate::phantom_queue::PhantomQueue>[$crate::lb::MAX_UPLINKS as u32];
             /// Counters per uplink slot, per CPU.
@@ -58,8 +58,9 @@ macro_rules! map_table {
             LB_STATE: Array<u32, $crate::lb::LbState>[1];
             /// The ecmp and wcmp bucket tables.
             LB_BUCKETS: Array<u32, $crate::lb::BucketTables>[1];
-            /// Flow hash → current flowlet, least recently used out.
-            LB_FLOWLETS: LruHashMap<u32, $crate::lb::Flowlet>[$crate::lb::FLOWLET_ENTRIES];
+            /// Flowlets, indexed by [`lb::flowlet_index`](crate::lb::flowlet_index) of the flow
+            /// hash; flows that fall on one entry share it. Shared by all CPUs.
+            LB_FLOWLETS: Array<u32, $crate::lb::Flowlet>[$crate::lb::FLOWLET_ENTRIES];
             /// Owned IPv4 destination prefixes (value 1).
             LB_PREFIXES_V4: LpmTrie<[u8; 4], u32>[$crate::maps::LB_PREFIX_ENTRIES];
             /// Owned IPv6 destination prefixes (value 1).
@@ -108,8 +109,9 @@ kinds! {
     /// BPF_MAP_TYPE_LPM_TRIE: longest-prefix match; the kernel's key is the prefix length
     /// (`u32`) followed by the key.
     LpmTrie,
-    /// BPF_MAP_TYPE_DEVMAP_HASH: key → network device (ifindex), the target of a redirect.
-    DevMapHash,
+    /// BPF_MAP_TYPE_DEVMAP: `u32` index → network device (ifindex), the target of a
+    /// redirect. Writing ifindex 0 empties a slot; the kernel empties it when the device goes.
+    DevMap,
 }
 
 impl MapKind {
@@ -126,7 +128,7 @@ impl MapKind {
     /// `struct bpf_devmap_val` (the ifindex and an optional program, 8 bytes).
     pub const fn kernel_value_size(self, size: usize) -> u32 {
         match self {
-            MapKind::DevMapHash => 8,
+            MapKind::DevMap => 8,
             _ => size as u32,
         }
     }

@@ -18,8 +18,8 @@ use aya_ebpf::{
 };
 use dataplane_common::{
     lb::{
-        bucket_of, hash_word, mix32, pick_live, starts_flowlet, Flowlet, LbCounters, Policy,
-        Uplink, UplinkCounters, BUCKETS, MAX_UPLINKS,
+        bucket_of, flowlet_index, hash_word, mix32, pick_live, starts_flowlet, Flowlet, LbCounters,
+        Policy, Uplink, UplinkCounters, BUCKETS, MAX_UPLINKS,
     },
     phantom_queue::drained_bytes,
 };
@@ -197,37 +197,34 @@ fn hashed(policy: Policy, hash: u32) -> Option<u32> {
 }
 
 /// Flowlet and DLB: keep the flow's uplink inside a flowlet, pick again at a flowlet boundary
-/// or when its uplink went down.
+/// or when its uplink went down. The table is an array indexed by the hash (the verifier
+/// inlines its lookup, where a hash map's is a call); flows on one entry share its flowlet.
 #[inline(always)]
 fn flowlet(policy: Policy, hash: u32, now: u64, timeout_ns: u64) -> Option<u32> {
-    if let Some(entry) = LB_FLOWLETS.get_ptr_mut(hash) {
-        // SAFETY: a valid map value pointer.
-        let (last, slot) = unsafe { ((*entry).last_ns, (*entry).slot) };
-        if !starts_flowlet(last, now, timeout_ns) && is_live(slot) {
-            unsafe { (*entry).last_ns = now };
-            return Some(slot);
-        }
-        let next = pick_new(policy, now)?;
-        unsafe {
-            (*entry).last_ns = now;
-            (*entry).slot = next;
-        }
-        start_flowlet(next, next != slot);
-        return Some(next);
-    }
-    let next = pick_new(policy, now)?;
-    let entry = Flowlet {
-        last_ns: now,
-        slot: next,
-        _pad: 0,
-    };
-    // A full table evicts its least recently used flow: evictions = inserts − occupancy.
-    if LB_FLOWLETS.insert(hash, entry, 0).is_ok() {
+    let entry = LB_FLOWLETS.get_ptr_mut(flowlet_index(hash))?;
+    // SAFETY: a valid map value pointer. Not atomic: two CPUs writing one entry at once may
+    // mix their fields, which leaves a valid slot (checked live) and at worst one extra
+    // flowlet.
+    let Flowlet { last_ns, slot, .. } = unsafe { *entry };
+    let same_flow = unsafe { (*entry).is_flow(hash) };
+    if !same_flow {
+        // The entry's former flow, if any, is evicted: evictions = inserts − occupancy.
         if let Some(counters) = lb_counters() {
             counters.flowlet_inserts += 1;
         }
+        unsafe { (*entry).hash = hash };
     }
-    start_flowlet(next, false);
+    if last_ns != 0 && !starts_flowlet(last_ns, now, timeout_ns) && is_live(slot) {
+        unsafe { (*entry).last_ns = now };
+        return Some(slot);
+    }
+    let next = pick_new(policy, now)?;
+    unsafe {
+        (*entry).last_ns = now;
+        (*entry).slot = next;
+    }
+    // A path change is a flow moving: the entry's last packet was of this flow.
+    start_flowlet(next, same_flow && next != slot);
     Some(next)
 }
 

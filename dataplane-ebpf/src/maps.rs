@@ -18,11 +18,11 @@ macro_rules! statics {
         pub static $name: aya_ebpf::maps::PerCpuArray<$value> =
             aya_ebpf::maps::PerCpuArray::with_max_entries($entries, 0);
     };
-    (@one $(#[$doc:meta])* $name:ident, DevMapHash, $key:ty, $value:ty, $entries:expr) => {
+    (@one $(#[$doc:meta])* $name:ident, DevMap, $key:ty, $value:ty, $entries:expr) => {
         $(#[$doc])*
         #[aya_ebpf::macros::map]
-        pub static $name: aya_ebpf::maps::DevMapHash =
-            aya_ebpf::maps::DevMapHash::with_max_entries($entries, 0);
+        pub static $name: aya_ebpf::maps::DevMap =
+            aya_ebpf::maps::DevMap::with_max_entries($entries, 0);
     };
     (@one $(#[$doc:meta])* $name:ident, $kind:ident, $key:ty, $value:ty, $entries:expr) => {
         // HashMap, LruHashMap, LpmTrie (which adds BPF_F_NO_PREALLOC itself).

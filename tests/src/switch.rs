@@ -132,6 +132,15 @@ impl Topology {
         })
     }
 
+    /// The switch's ports as BMv2 and softswitch take them: `-i PORT@IFACE` for every host's
+    /// switch-side interface.
+    fn port_args(&self) -> Vec<String> {
+        self.hosts
+            .iter()
+            .flat_map(|h| ["-i".to_owned(), format!("{}@{}", h.port, h.switch_iface)])
+            .collect()
+    }
+
     /// Sets the MTU of both ends of host `index`'s veth.
     pub fn set_mtu(&self, index: usize, mtu: u32) -> anyhow::Result<()> {
         let host = &self.hosts[index];
@@ -223,11 +232,7 @@ impl SwitchBed {
         if let Some(filter) = filter {
             command.env("SOFTSWITCH_LOG", filter);
         }
-        for h in &topology.hosts {
-            command
-                .arg("-i")
-                .arg(format!("{}@{}", h.port, h.switch_iface));
-        }
+        command.args(topology.port_args());
         SwitchBed::spawn(topology, command, Ready::Logged("P4Runtime on"), true)
     }
 
@@ -253,11 +258,7 @@ impl SwitchBed {
         command
             .arg("--notifications-addr")
             .arg(format!("ipc://{}", dir.join("notifications.ipc").display()));
-        for h in &topology.hosts {
-            command
-                .arg("-i")
-                .arg(format!("{}@{}", h.port, h.switch_iface));
-        }
+        command.args(topology.port_args());
         match json {
             Some(json) => command.arg(json),
             None => command.arg("--no-p4"),
@@ -286,11 +287,7 @@ impl SwitchBed {
     ) -> anyhow::Result<SwitchBed> {
         let mut command = topology.switch_ns.command(link);
         command.args(["--device-id", "0"]);
-        for h in &topology.hosts {
-            command
-                .arg("-i")
-                .arg(format!("{}@{}", h.port, h.switch_iface));
-        }
+        command.args(topology.port_args());
         command.arg("--pcap").arg(pcaps);
         command.args(["--log-console", "--thrift-port", "9090", "--no-p4", "--"]);
         command.args(["--grpc-server-addr", P4RUNTIME_ADDR]);
@@ -308,11 +305,7 @@ impl SwitchBed {
     ) -> anyhow::Result<SwitchBed> {
         let mut command = topology.switch_ns.command(link);
         command.args(["--device-id", "0"]);
-        for h in &topology.hosts {
-            command
-                .arg("-i")
-                .arg(format!("{}@{}", h.port, h.switch_iface));
-        }
+        command.args(topology.port_args());
         command.args(["--thrift-port", "9090"]).arg(program);
         SwitchBed::spawn(topology, command, Ready::Listening(&[THRIFT_ADDR]), true)
     }

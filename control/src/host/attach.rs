@@ -343,7 +343,7 @@ mod tests {
             MapKind::HashMap => MapType::Hash,
             MapKind::LruHashMap => MapType::LruHash,
             MapKind::LpmTrie => MapType::LpmTrie,
-            MapKind::DevMapHash => MapType::DevMapHash,
+            MapKind::DevMap => MapType::DevMap,
         }
     }
 

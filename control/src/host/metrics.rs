@@ -444,7 +444,7 @@ impl Exposition {
         )?;
         self.counter(
             "lossless_lb_flowlet_evictions_total",
-            "Flowlet entries the LRU evicted to make room.",
+            "Flowlet entries taken over by another flow.",
             &labels,
             *evictions as f64,
         )

@@ -4,8 +4,8 @@
 
 use anyhow::Context as _;
 use aya::maps::{
-    lpm_trie::LpmTrie, Array, DevMapHash, HashMap as AyaHashMap, Map, MapData, MapError,
-    PerCpuArray, PerCpuValues,
+    lpm_trie::LpmTrie, Array, DevMap, HashMap as AyaHashMap, Map, MapData, MapError, PerCpuArray,
+    PerCpuValues,
 };
 use dataplane_common::{
     cnp::{CnpCounters, CnpQpState},
@@ -63,10 +63,10 @@ impl<Key: aya::Pod, Value: aya::Pod> Open<Key, Value> for kind::LpmTrie {
     }
 }
 
-impl Open<u32, u32> for kind::DevMapHash {
-    type Map = DevMapHash<MapData>;
+impl Open<u32, u32> for kind::DevMap {
+    type Map = DevMap<MapData>;
     fn wrap(map: Map) -> Result<Self::Map, MapError> {
-        DevMapHash::try_from(map)
+        DevMap::try_from(map)
     }
 }
 

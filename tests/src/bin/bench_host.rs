@@ -5,12 +5,16 @@
 //! the traffic tool's own ceiling with each engine (AF_PACKET, AF_XDP) into a peer that drops
 //! every frame in XDP, and their ratio; and forwarding through the load balancer, per policy,
 //! against a plain XDP_REDIRECT program. Every load comes from the traffic tool's AF_XDP
-//! engine.
+//! engine (AF_PACKET where AF_XDP cannot be had, with the reason printed), pinned to one core at
+//! real-time priority (`lossless_tests::load`), and every rate within 10% of the generator's
+//! ceiling for its engine and QP count, measured in the same run, is flagged `sender-bound`.
 
 #[path = "bench_host/forwarding.rs"]
 mod forwarding;
 #[path = "bench_host/latency.rs"]
 mod latency;
+#[path = "bench_host/lb_bed.rs"]
+mod lb_bed;
 #[path = "bench_host/program_cost.rs"]
 mod program_cost;
 
@@ -25,9 +29,12 @@ use anyhow::Context as _;
 use dataplane_common::programs;
 use lossless::{
     netns::{check, Namespace},
-    traffic::{Engine, FixedRate, SendConfig, SendSummary, Sender},
+    traffic::{Engine, FixedRate, SendConfig, SendSummary},
 };
-use lossless_tests::bed::{Attached, Link};
+use lossless_tests::{
+    bed::{Attached, Link},
+    load,
+};
 use wire::{ethernet::Address, ip::Ecn};
 
 /// Frame size: the smallest RoCEv2 frame rounded up to Ethernet's minimum.
@@ -40,8 +47,12 @@ const SECONDS_PER_RUN: f64 = 2.0;
 const FLAT_OUT_BPS: u64 = 100_000_000_000;
 /// Latency samples (CE frame → CNP).
 const LATENCY_SAMPLES: usize = 2000;
-/// QP counts of the traffic tool's ceiling.
-const CEILING_QPS: [u32; 2] = [1, 64];
+/// QPs of the sender through the veth pair.
+const LINK_QPS: u32 = 1;
+/// QP counts of the traffic tool's ceiling: those of the veth pair and of the balancer.
+const CEILING_QPS: [u32; 2] = [LINK_QPS, forwarding::QPS];
+/// A rate at least this share of the generator's ceiling is flagged `sender-bound`.
+const SENDER_BOUND: f64 = 0.9;
 /// The traffic tool's engines, measured side by side for its ceiling: the default first.
 const ENGINES: [Engine; 2] = [Engine::AfPacket, Engine::Afxdp];
 
@@ -99,6 +110,32 @@ struct Rates {
     sent: f64,
     /// CNPs/s the receiving end sent (`cnp_sent`).
     cnps: f64,
+    /// The engine the sender used.
+    engine: Engine,
+}
+
+/// The generator's ceiling measured in this run: per QP count and engine, the median packets/s
+/// that a peer dropping every frame in XDP received.
+struct Ceilings(Vec<(u32, Engine, f64)>);
+
+impl Ceilings {
+    /// The ceiling of `qps` QPs on `engine`.
+    fn of(&self, qps: u32, engine: Engine) -> f64 {
+        self.0
+            .iter()
+            .find(|c| c.0 == qps && c.1 == engine)
+            .map_or(f64::NAN, |c| c.2)
+    }
+
+    /// `sender-bound` where `rate` is within 10% of the ceiling of `qps` QPs on `engine`: the
+    /// sender, not what it feeds, set the rate; else nothing.
+    fn flag(&self, rate: f64, qps: u32, engine: Engine) -> &'static str {
+        if rate >= SENDER_BOUND * self.of(qps, engine) {
+            "sender-bound"
+        } else {
+            ""
+        }
+    }
 }
 
 /// Runs every measurement on one fresh veth pair and prints the report.
@@ -141,6 +178,18 @@ fn main() -> anyhow::Result<()> {
             }
         }
     }
+    let ceiling = Ceilings(
+        CEILING_QPS
+            .iter()
+            .zip(&ceilings)
+            .flat_map(|(qps, engines)| {
+                ENGINES
+                    .iter()
+                    .zip(engines)
+                    .map(|(engine, runs)| (*qps, *engine, median(runs.iter().map(|r| r.1))))
+            })
+            .collect(),
+    );
     let mut latencies = {
         let _attached = attach_cnp(&link)?;
         latency::measure(&link, LATENCY_SAMPLES, FRAME)?
@@ -153,22 +202,27 @@ fn main() -> anyhow::Result<()> {
             received: median(runs.iter().map(|r| r.received)),
             sent: median(runs.iter().map(|r| r.sent)),
             cnps: median(runs.iter().map(|r| r.cnps)),
+            engine: runs[runs.len() - 1].engine,
         })
         .collect();
     let of = |variant: Variant| medians[variant as usize];
     println!("\nhost benchmark: {FRAME}-byte RoCEv2 frames through a veth pair, median of {ROUNDS} rounds of {SECONDS_PER_RUN} s");
     println!(
-        "{:<20} {:>12} {:>12} {:>12}",
-        "", "received/s", "sent/s", "CNPs/s"
+        "{:<20} {:>12} {:>12} {:>12}  {:<10} {:>12}",
+        "", "received/s", "sent/s", "CNPs/s", "engine", "of ceiling"
     );
     for variant in Variant::ALL {
         let rates = of(variant);
+        let generator = ceiling.of(LINK_QPS, rates.engine);
         println!(
-            "{:<20} {:>12.0} {:>12.0} {:>12.0}",
+            "{:<20} {:>12.0} {:>12.0} {:>12.0}  {:<10} {:>12.2} {}",
             variant.name(),
             rates.received,
             rates.sent,
-            rates.cnps
+            rates.cnps,
+            engine_name(rates.engine),
+            rates.received / generator,
+            ceiling.flag(rates.received, LINK_QPS, rates.engine)
         );
     }
     let ratio = |a: Variant, b: Variant| of(a).received / of(b).received;
@@ -243,7 +297,7 @@ fn main() -> anyhow::Result<()> {
         );
     }
     drop(link);
-    forwarding::run()
+    forwarding::run(&ceiling)
 }
 
 /// The median of `values` (the upper one of an even count).
@@ -264,6 +318,7 @@ fn send_config(link: &Link, ecn: Ecn) -> SendConfig {
     config.dst_mac = Some(Address(link.rx.mac));
     config.size = FRAME;
     config.ecn = ecn;
+    config.qps = LINK_QPS;
     config.duration = Some(Duration::from_secs_f64(SECONDS_PER_RUN));
     config.engine = Engine::Afxdp;
     config
@@ -277,55 +332,11 @@ fn engine_name(engine: Engine) -> &'static str {
     }
 }
 
-/// Runs a sender with `config` on a thread in the tx namespace (with `pin`, pinned to the core
-/// it starts on and scheduled before every ordinary task there, see [`own_current_cpu`]), every
-/// QP flat out.
-fn send(link: &Link, config: SendConfig, pin: bool) -> anyhow::Result<SendSummary> {
-    let mut rates = vec![FixedRate { bps: FLAT_OUT_BPS }; config.qps as usize];
-    link.tx_ns.run(move || {
-        if pin {
-            own_current_cpu()?;
-        }
-        let mut sender = Sender::open(config)?;
-        if let Some(reason) = sender.engine_fallback() {
-            anyhow::bail!("the benchmark's sender needs AF_XDP: {reason}");
-        }
-        Ok(sender.run(&mut rates)?)
-    })?
-}
-
-/// Pins the calling thread to the CPU it is running on and runs it at the lowest real-time
-/// priority (SCHED_FIFO 1), so that the builds and tests sharing the machine do not take the
-/// core from it: on a shared machine an ordinary sender measures its share of the core, not its
-/// ceiling (the kernel's real-time throttling still leaves the other tasks 5% of the core).
-fn own_current_cpu() -> anyhow::Result<()> {
-    // SAFETY: sched_getcpu has no preconditions; cpu_set_t is plain data, all-zero is empty.
-    let cpu = unsafe { libc::sched_getcpu() };
-    anyhow::ensure!(
-        cpu >= 0,
-        "sched_getcpu: {}",
-        std::io::Error::last_os_error()
-    );
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `cpu` is a CPU number the kernel gave, within the set; the set is valid.
-    let rc = unsafe {
-        libc::CPU_SET(cpu as usize, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set)
-    };
-    anyhow::ensure!(
-        rc == 0,
-        "sched_setaffinity: {}",
-        std::io::Error::last_os_error()
-    );
-    let param = libc::sched_param { sched_priority: 1 };
-    // SAFETY: a valid sched_param for the calling thread (0).
-    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
-    anyhow::ensure!(
-        rc == 0,
-        "sched_setscheduler(SCHED_FIFO): {}",
-        std::io::Error::last_os_error()
-    );
-    Ok(())
+/// Runs the generator (see [`load::send`]) with `config` in the tx namespace, every QP flat
+/// out.
+fn send(link: &Link, config: SendConfig) -> anyhow::Result<SendSummary> {
+    let rates = vec![FixedRate { bps: FLAT_OUT_BPS }; config.qps as usize];
+    load::send(&link.tx_ns, config, rates)
 }
 
 /// Attaches `--hooks xdp,cnp` on the rx end and makes it answer every CE frame.
@@ -361,7 +372,7 @@ fn measure(link: &Link, variant: Variant, pass_object: &Path) -> anyhow::Result<
     }
     let cnps_before = cnp_sent(link, variant)?;
     let before = rx_packets(&link.rx_ns, rx)?;
-    let summary = send(link, send_config(link, variant.ecn()), false)?;
+    let summary = send(link, send_config(link, variant.ecn()))?;
     let after = rx_packets(&link.rx_ns, rx)?;
     let cnps_after = cnp_sent(link, variant)?;
     if variant == Variant::XdpPass {
@@ -372,6 +383,7 @@ fn measure(link: &Link, variant: Variant, pass_object: &Path) -> anyhow::Result<
         received: (after - before) as f64 / summary.duration_s,
         sent: summary.pps,
         cnps: (cnps_after - cnps_before) as f64 / summary.duration_s,
+        engine: load::engine_used(&summary),
     })
 }
 
@@ -405,7 +417,7 @@ fn ceiling(
         "link", "set", "dev", rx, "xdpdrv", "obj", object, "sec", "xdp",
     ])?;
     let before = rx_packets(&link.rx_ns, rx)?;
-    let summary = send(link, config, true);
+    let summary = send(link, config);
     let after = rx_packets(&link.rx_ns, rx)?;
     link.rx_ns
         .ip(&["link", "set", "dev", rx, "xdpdrv", "off"])?;

@@ -78,20 +78,14 @@ fn frame(from: &Host) -> anyhow::Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Runs the sender in `from`'s namespace for SECONDS at `load` packets/s (or flat out);
-/// returns the packets/s it sent.
+/// Runs the generator ([`lossless_tests::load::send`]: pinned, real-time) in `from`'s namespace for SECONDS at
+/// `load` packets/s (or flat out); returns the packets/s it sent.
 fn send(from: &Host, load: Option<f64>) -> anyhow::Result<f64> {
     let config = send_config(from);
     let bps = load.map_or(100_000_000_000, |pps| {
         (pps * wire_bits(FRAME) as f64) as u64
     });
-    let summary = from.ns.run(move || -> anyhow::Result<_> {
-        let mut sender = Sender::open(config)?;
-        if let Some(reason) = sender.engine_fallback() {
-            anyhow::bail!("the benchmark's sender needs AF_XDP: {reason}");
-        }
-        Ok(sender.run(&mut [FixedRate { bps }])?)
-    })??;
+    let summary = lossless_tests::load::send(&from.ns, config, vec![FixedRate { bps }])?;
     Ok(summary.pps)
 }
 

@@ -183,13 +183,12 @@ impl PinnedMaps {
         for (slot, record) in records.iter().enumerate() {
             if reachable[slot] {
                 devmap
-                    .insert(slot as u32, record.ifindex, None, 0)
+                    .set(slot as u32, record.ifindex, None, 0)
                     .with_context(|| format!("adding {} to the device map", uplink_name(record)))?;
             } else {
-                // Free or gone: an absent entry is what the data path treats as down.
-                if devmap.get(slot as u32, 0).is_ok() {
-                    devmap.remove(slot as u32)?;
-                }
+                // Free or gone: an empty slot (ifindex 0, which the kernel stores as no device)
+                // is what the data path treats as down.
+                devmap.set(slot as u32, 0, None, 0)?;
             }
         }
         self.write_entries(&maps::LB_UPLINKS, &records)?;
@@ -275,13 +274,13 @@ impl PinnedMaps {
             .collect())
     }
 
-    /// Entries now in the flowlet table.
+    /// Entries of the flowlet table in use.
     pub fn lb_flowlet_occupancy(&self) -> anyhow::Result<u64> {
-        Ok(self
-            .map(&maps::LB_FLOWLETS)?
-            .keys()
-            .filter(Result::is_ok)
-            .count() as u64)
+        let mut used = 0;
+        for entry in self.map(&maps::LB_FLOWLETS)?.iter() {
+            used += u64::from(entry?.is_used());
+        }
+        Ok(used)
     }
 }
 

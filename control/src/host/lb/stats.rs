@@ -36,9 +36,9 @@ pub struct FlowletTable {
     pub capacity: u64,
     /// Entries it holds now.
     pub occupancy: u64,
-    /// Entries ever inserted.
+    /// Packets that found their entry unused or last used by another flow (so: flows seen).
     pub inserts: u64,
-    /// Entries the LRU evicted to make room (inserts − occupancy).
+    /// Entries taken over by another flow (inserts − occupancy).
     pub evictions: u64,
 }
 

@@ -30,8 +30,8 @@ use lossless_tests::{
     bed::{Attached, Link, TEST_MAC},
     craft::{Ecn, FrameSpec},
 };
-use wire::ethernet::Address;
 
+use super::lb_bed::Uplinks;
 use super::{compile_xdp, median};
 
 /// Runs of a program per `BPF_PROG_TEST_RUN` call. The kernel runs them on one copy of the
@@ -50,8 +50,6 @@ const SLOW_STEPS: u32 = 256;
 const SLOW_MIN_RATIO: f64 = 2.0;
 /// The balancer's policies.
 const POLICIES: [&str; 5] = ["ecmp", "flowlet", "dlb", "spray", "wcmp"];
-/// Uplinks of the balancer.
-const UPLINKS: u8 = 3;
 /// Idle interfaces: one per XDP program measured (the balancer's policies share one).
 const IDLE: u8 = 6;
 /// The destination of the frames: inside the balancer's owned prefix.
@@ -206,8 +204,7 @@ struct Bed {
     _peer: Namespace,
     ecn: Endpoint,
     down: Endpoint,
-    uplinks: Vec<Endpoint>,
-    peers: Vec<Endpoint>,
+    uplinks: Uplinks,
     idle: Vec<String>,
 }
 
@@ -227,17 +224,7 @@ impl Bed {
             &peer,
             Ipv4Addr::new(10, 89, 0, 1),
         )?;
-        let (mut uplinks, mut peers) = (Vec::new(), Vec::new());
-        for i in 0..UPLINKS {
-            let (up, far) = veth_pair(
-                &ns,
-                Ipv4Addr::new(10, 89, i + 1, 1),
-                &peer,
-                Ipv4Addr::new(10, 89, i + 1, 2),
-            )?;
-            uplinks.push(up);
-            peers.push(far);
-        }
+        let uplinks = Uplinks::new(&ns, &peer)?;
         let mut idle = Vec::new();
         for i in 0..IDLE {
             let (end, _) = veth_pair(
@@ -254,7 +241,6 @@ impl Bed {
             ecn,
             down,
             uplinks,
-            peers,
             idle,
         })
     }
@@ -266,25 +252,7 @@ impl Bed {
             &self.ecn.ifname,
             &["--mode", "native", "--hooks", "xdp,tc,cnp,pfc"],
         )?;
-        let lb = Attached::new(
-            &self.ns,
-            &self.down.ifname,
-            &["--mode", "native", "--hooks", "lb"],
-        )?;
-        let names: Vec<&str> = self.uplinks.iter().map(|u| u.ifname.as_str()).collect();
-        let mut args = vec![
-            "host".to_owned(),
-            "set".into(),
-            self.down.ifname.clone(),
-            format!("lb.uplinks={}", names.join(",")),
-            "lb.prefixes=10.99.0.0/16".into(),
-            format!("lb.weights={}:2", names[0]),
-        ];
-        for (up, peer) in self.uplinks.iter().zip(&self.peers) {
-            args.push(format!("lb.nexthop.{}={}", up.ifname, Address(peer.mac)));
-        }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        Link::lossless(&self.ns, &args)?;
+        let lb = self.uplinks.attach(&self.ns, &self.down.ifname, &[])?;
         Ok([ecn, lb])
     }
 
