@@ -158,7 +158,8 @@ counters! {
         pub ttl_expired: u64,
         /// Owned packets with no live uplink: passed to the stack.
         pub no_uplink: u64,
-        /// New entries in the flowlet table (evictions = inserts − occupancy).
+        /// Packets whose flowlet table entry last saw another flow, or none: the flows seen
+        /// (evictions = inserts − occupancy).
         pub flowlet_inserts: u64,
         /// Packets sent by `spray`; per CPU, it is that CPU's round-robin position.
         pub sprayed: u64,
@@ -198,7 +199,8 @@ impl BucketTables {
 
 /// An entry of the flowlet table. Flows whose hashes fall on the same entry share its flowlet
 /// (its uplink and its idle gap), as in a switch's flowlet table: a shared entry only starts a
-/// new flowlet after a gap in all of its flows, so sharing never reorders a flow.
+/// new flowlet after a gap in all of its flows (the host-lb page says where two CPUs at one
+/// boundary may still reorder a flow once).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Flowlet {

@@ -203,8 +203,8 @@ fn hashed(policy: Policy, hash: u32) -> Option<u32> {
 fn flowlet(policy: Policy, hash: u32, now: u64, timeout_ns: u64) -> Option<u32> {
     let entry = LB_FLOWLETS.get_ptr_mut(flowlet_index(hash))?;
     // SAFETY: a valid map value pointer. Not atomic: two CPUs writing one entry at once may
-    // mix their fields, which leaves a valid slot (checked live) and at worst one extra
-    // flowlet.
+    // mix their fields, which leaves a valid slot (checked live); two flows on one entry at one
+    // boundary may each pick an uplink, the last write wins (docs/host-lb.md).
     let Flowlet { last_ns, slot, .. } = unsafe { *entry };
     let same_flow = unsafe { (*entry).is_flow(hash) };
     if !same_flow {
@@ -214,7 +214,8 @@ fn flowlet(policy: Policy, hash: u32, now: u64, timeout_ns: u64) -> Option<u32> 
         }
         unsafe { (*entry).hash = hash };
     }
-    if last_ns != 0 && !starts_flowlet(last_ns, now, timeout_ns) && is_live(slot) {
+    let ended = last_ns == 0 || starts_flowlet(last_ns, now, timeout_ns);
+    if !ended && is_live(slot) {
         unsafe { (*entry).last_ns = now };
         return Some(slot);
     }
@@ -223,8 +224,10 @@ fn flowlet(policy: Policy, hash: u32, now: u64, timeout_ns: u64) -> Option<u32> 
         (*entry).last_ns = now;
         (*entry).slot = next;
     }
-    // A path change is a flow moving: the entry's last packet was of this flow.
-    start_flowlet(next, same_flow && next != slot);
+    // A path change is a flowlet moving to another uplink: its uplink went down inside it
+    // (every flow sharing the entry moves with it, counted once), or this flow's next flowlet
+    // starts elsewhere.
+    start_flowlet(next, last_ns != 0 && next != slot && (same_flow || !ended));
     Some(next)
 }
 

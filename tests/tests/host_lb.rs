@@ -489,7 +489,8 @@ fn dlb_moves_new_flowlets_away_from_a_slow_uplink() {
     let bed = Bed::new(3);
     let _attached = bed.attach(&["lb.policy=dlb", "lb.flowlet_timeout_us=1000"]);
     let slow = &bed.uplinks[0].ifname;
-    // Every flow is new, so every packet starts a flowlet and dlb chooses.
+    // Every flow is new, so nearly every packet starts a flowlet and dlb chooses (a few flows
+    // share a flowlet entry, and its flowlet, with an earlier one).
     let even = bed.paths(&(40000..40300).collect::<Vec<_>>(), 1, &[]);
     let even = counts(&even, 3);
     // Idle uplinks tie, and ties break at random: each takes about a third (100 ± 40).
@@ -746,9 +747,18 @@ fn flowlet_flows_leave_a_lost_uplink_at_once() {
     let (mut watcher, events) = start_watcher(&bed.balancer, &bed.down.ifname);
     bed.set_carrier(&events, 1, "down");
     // Inside their flowlets, the lost uplink's flows move at once and only they do.
+    let table = &bed.stats()["lb"]["flowlet_table"];
+    let occupancy = table["occupancy"].as_u64().unwrap();
     let gone = moved_off(&before, &bed.paths(&ports, 2, &[1]), 1);
     let path_changes: u64 = bed.uplink_counters("path_changes").iter().sum();
-    assert_eq!(path_changes, gone.len() as u64);
+    // A path change is a flowlet moving: flows sharing a flowlet entry (by their hashes; the
+    // flows beyond the entries in use) move together and count once.
+    let sharing = ports.len() as u64 - occupancy;
+    let gone = gone.len() as u64;
+    assert!(
+        (gone.saturating_sub(sharing)..=gone).contains(&path_changes),
+        "{path_changes} path changes for {gone} flows moved, {sharing} flows sharing an entry: {table}"
+    );
     watcher.kill().unwrap();
     watcher.wait().unwrap();
 }

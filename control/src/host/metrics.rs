@@ -413,7 +413,7 @@ impl Exposition {
             ),
             (
                 "lossless_lb_flowlet_inserts_total",
-                "New entries in the flowlet table.",
+                "Packets whose flowlet table entry last saw another flow, or none (the flows seen).",
                 flowlet_inserts,
             ),
             (
