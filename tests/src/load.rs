@@ -4,6 +4,7 @@
 //! machine shared with builds an ordinary sender measures its share of a core, not its own
 //! rate nor the rate of what it feeds.
 
+use anyhow::Context as _;
 use lossless::{
     netns::Namespace,
     traffic::{Engine, FixedRate, SendConfig, SendSummary, Sender},
@@ -43,8 +44,16 @@ pub fn send(
 /// Pins the calling thread to the CPU it is running on and runs it at the lowest real-time
 /// priority (SCHED_FIFO 1), so that the builds and tests sharing the machine do not take the
 /// core from it (the kernel's real-time throttling still leaves the other tasks 5% of the core).
-/// Needs CAP_SYS_NICE (root has it) and a real-time budget for the caller's cgroup.
+/// Needs CAP_SYS_NICE (root has it) and a real-time budget for the caller's cgroup; refused
+/// where the kernel's real-time throttling is off, so that a sender never takes a core whole.
 pub fn own_current_cpu() -> anyhow::Result<()> {
+    let runtime = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us")
+        .context("reading kernel.sched_rt_runtime_us")?;
+    anyhow::ensure!(
+        runtime.trim() != "-1",
+        "real-time throttling is off (kernel.sched_rt_runtime_us = -1): a real-time sender \
+         could keep every other task off its core"
+    );
     // SAFETY: sched_getcpu has no preconditions.
     let cpu = unsafe { libc::sched_getcpu() };
     anyhow::ensure!(

@@ -401,7 +401,7 @@ fn cnp_sent(link: &Link, variant: Variant) -> anyhow::Result<u64> {
 
 /// The sender's own packets/s over `qps` QPs with `engine`, pinned to one core, into a peer
 /// that drops every frame in XDP (`drop_object`): (sent by its summary, received by the peer's
-/// kernel).
+/// kernel); not a number where the sender fell back from `engine` to another.
 fn ceiling(
     link: &Link,
     qps: u32,
@@ -422,6 +422,13 @@ fn ceiling(
     link.rx_ns
         .ip(&["link", "set", "dev", rx, "xdpdrv", "off"])?;
     let summary = summary?;
+    if load::engine_used(&summary) != engine {
+        eprintln!(
+            "no ceiling of {}: the sender fell back",
+            engine_name(engine)
+        );
+        return Ok((f64::NAN, f64::NAN));
+    }
     Ok((summary.pps, (after - before) as f64 / summary.duration_s))
 }
 
