@@ -138,7 +138,8 @@ counters! {
         pub tx_bytes: u64,
         /// Flowlets started on the uplink (flowlet, dlb).
         pub flowlets: u64,
-        /// Flows that moved onto this uplink from another one.
+        /// Flowlets that moved onto this uplink from another one (flows sharing a flowlet entry
+        /// move together and count once).
         pub path_changes: u64,
         /// Redirects the kernel refused (the device map entry vanished under the packet).
         pub redirect_errors: u64,

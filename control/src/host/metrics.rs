@@ -503,7 +503,7 @@ impl Exposition {
             ),
             (
                 "lossless_lb_uplink_path_changes_total",
-                "Flows that moved onto the uplink from another one.",
+                "Flowlets that moved onto the uplink from another one (flows sharing a flowlet entry count once).",
                 path_changes,
             ),
             (

@@ -282,7 +282,7 @@ pub struct UplinkLoad {
     pub tx_bytes: u64,
     /// Flowlets started on it.
     pub flowlets: u64,
-    /// Flows that moved onto it.
+    /// Flowlets that moved onto it (flows sharing a flowlet entry count once).
     pub path_changes: u64,
     /// Frames the spine's end of the uplink received, by the kernel's interface counters: an
     /// independent count of `tx_packets`.
