@@ -103,7 +103,13 @@ impl PinnedMaps {
         let data = MapData::from_pin(&path)
             .with_context(|| format!("opening pinned map {}", path.display()))?;
         let map = Map::from_map_data(data).with_context(|| format!("map {}", path.display()))?;
-        K::wrap(map).with_context(|| format!("map {} has an unexpected type", def.name()))
+        K::wrap(map).with_context(|| {
+            format!(
+                "map {} has an unexpected type (pinned by another version of lossless? \
+                 `lossless host detach` and attach again)",
+                def.name()
+            )
+        })
     }
 
     /// Reads `N` consecutive entries of the array map `def`, from index `first`.
