@@ -371,9 +371,9 @@ fn measure(link: &Link, variant: Variant, pass_object: &Path) -> anyhow::Result<
         ])?;
     }
     let cnps_before = cnp_sent(link, variant)?;
-    let before = rx_packets(&link.rx_ns, rx)?;
+    let before = link.rx_ns.rx_packets(rx)?;
     let summary = send(link, send_config(link, variant.ecn()))?;
-    let after = rx_packets(&link.rx_ns, rx)?;
+    let after = link.rx_ns.rx_packets(rx)?;
     let cnps_after = cnp_sent(link, variant)?;
     if variant == Variant::XdpPass {
         link.rx_ns
@@ -416,9 +416,9 @@ fn ceiling(
     link.rx_ns.ip(&[
         "link", "set", "dev", rx, "xdpdrv", "obj", object, "sec", "xdp",
     ])?;
-    let before = rx_packets(&link.rx_ns, rx)?;
+    let before = link.rx_ns.rx_packets(rx)?;
     let summary = send(link, config);
-    let after = rx_packets(&link.rx_ns, rx)?;
+    let after = link.rx_ns.rx_packets(rx)?;
     link.rx_ns
         .ip(&["link", "set", "dev", rx, "xdpdrv", "off"])?;
     let summary = summary?;
@@ -430,20 +430,6 @@ fn ceiling(
         return Ok((f64::NAN, f64::NAN));
     }
     Ok((summary.pps, (after - before) as f64 / summary.duration_s))
-}
-
-/// The interface's received-packets counter, from `ip -s -j link`.
-fn rx_packets(ns: &Namespace, ifname: &str) -> anyhow::Result<u64> {
-    let output = check(
-        "ip -s -j link",
-        Command::new("ip")
-            .args(["-n", ns.name(), "-s", "-j", "link", "show", "dev", ifname])
-            .output()?,
-    )?;
-    let json: serde_json::Value = serde_json::from_slice(&output.stdout)?;
-    json[0]["stats64"]["rx"]["packets"]
-        .as_u64()
-        .context("no rx packets in ip -s -j link")
 }
 
 /// The index of `ifname` in `ns`.

@@ -89,37 +89,17 @@ fn send(from: &Host, load: Option<f64>) -> anyhow::Result<f64> {
     Ok(summary.pps)
 }
 
-/// The kernel's rx_packets of `host`'s interface.
-fn rx_packets(host: &Host) -> anyhow::Result<u64> {
-    let out = std::process::Command::new("ip")
-        .args([
-            "-n",
-            host.ns.name(),
-            "-s",
-            "-j",
-            "link",
-            "show",
-            "dev",
-            &host.iface,
-        ])
-        .output()?;
-    let json: serde_json::Value = serde_json::from_slice(&check("ip -s -j link", out)?.stdout)?;
-    json[0]["stats64"]["rx"]["packets"]
-        .as_u64()
-        .context("no rx packet count in ip -s -j link")
-}
-
 /// Frames/s host 1 → host 2 and the sender's own rate: the sender sends for SECONDS, at
 /// `load` packets/s or flat out; the kernel counts what arrives at host 2 (read again until
 /// it stops changing).
 fn measure(topology: &Topology, load: Option<f64>) -> anyhow::Result<(f64, f64)> {
     let (from, to) = (&topology.hosts[0], &topology.hosts[1]);
-    let before = rx_packets(to)?;
+    let before = to.ns.rx_packets(&to.iface)?;
     let sent = send(from, load)?;
-    let mut after = rx_packets(to)?;
+    let mut after = to.ns.rx_packets(&to.iface)?;
     loop {
         std::thread::sleep(Duration::from_millis(50));
-        let now = rx_packets(to)?;
+        let now = to.ns.rx_packets(&to.iface)?;
         if now == after {
             break;
         }
@@ -134,19 +114,10 @@ fn measure(topology: &Topology, load: Option<f64>) -> anyhow::Result<(f64, f64)>
 /// port's kernel counted, packets/s sent).
 fn generator(topology: &Topology) -> anyhow::Result<(f64, f64)> {
     let from = &topology.hosts[0];
-    let port = |ns: &lossless::netns::Namespace| -> anyhow::Result<u64> {
-        let out = ns
-            .command("ip")
-            .args(["-s", "-j", "link", "show", "dev", &from.switch_iface])
-            .output()?;
-        let json: serde_json::Value = serde_json::from_slice(&check("ip -s -j link", out)?.stdout)?;
-        json[0]["stats64"]["rx"]["packets"]
-            .as_u64()
-            .context("no rx packet count in ip -s -j link")
-    };
-    let before = port(&topology.switch_ns)?;
+    let port = || topology.switch_ns.rx_packets(&from.switch_iface);
+    let before = port()?;
     let sent = send(from, None)?;
-    let arrived = (port(&topology.switch_ns)? - before) as f64 / SECONDS;
+    let arrived = (port()? - before) as f64 / SECONDS;
     Ok((arrived, sent))
 }
 

@@ -8,9 +8,7 @@
 //! spine j 10.42.(j+1).1 ─(tbf)─ 10.42.(j+1).2 leaf 10.43.0.1 ─ 10.43.0.2 receiver
 //! ```
 
-use std::{net::Ipv4Addr, process::Command};
-
-use anyhow::Context as _;
+use std::net::Ipv4Addr;
 
 use super::super::harness::{enable_forwarding, Attached};
 use crate::{
@@ -49,19 +47,7 @@ pub struct UplinkPath {
 impl UplinkPath {
     /// Frames the spine's end of the uplink received, by the kernel's own interface counters.
     pub fn spine_rx_packets(&self) -> anyhow::Result<u64> {
-        let output = Command::new("ip")
-            .args(["-n", self.spine.name(), "-j", "-s", "link", "show", "dev"])
-            .arg(&self.spine_end.ifname)
-            .output()
-            .context("running ip (iproute2)")?;
-        let output = check(
-            &format!("ip -s link show {}", self.spine_end.ifname),
-            output,
-        )?;
-        let links: serde_json::Value = serde_json::from_slice(&output.stdout)?;
-        links[0]["stats64"]["rx"]["packets"]
-            .as_u64()
-            .with_context(|| format!("no rx packet count for {}", self.spine_end.ifname))
+        self.spine.rx_packets(&self.spine_end.ifname)
     }
 }
 

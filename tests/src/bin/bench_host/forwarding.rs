@@ -15,8 +15,7 @@ use wire::ethernet::Address;
 
 use super::lb_bed::{Uplinks, UPLINKS};
 use super::{
-    compile_xdp, engine_name, median, rx_packets, Ceilings, FLAT_OUT_BPS, FRAME, ROUNDS,
-    SECONDS_PER_RUN,
+    compile_xdp, engine_name, median, Ceilings, FLAT_OUT_BPS, FRAME, ROUNDS, SECONDS_PER_RUN,
 };
 
 /// The policies measured, after the baseline.
@@ -61,7 +60,7 @@ impl Topology {
         self.uplinks
             .peers
             .iter()
-            .map(|p| rx_packets(&self.sink, &p.ifname))
+            .map(|p| self.sink.rx_packets(&p.ifname))
             .sum()
     }
 
