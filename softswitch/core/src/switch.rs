@@ -10,7 +10,7 @@ use crate::meter::Meter;
 use crate::mirroring::MirroringSessions;
 use crate::pre::ReplicationEngine;
 use crate::table::{CounterCell, Profile, TableState};
-use crate::tm::{Dequeued, TrafficManager};
+use crate::tm::{Dequeued, Refusal, TrafficManager};
 use crate::trace::{Level, PacketId, PacketTrace, TraceSink, Tracer};
 
 /// Sends a line about packet `$id` to the switch's trace, formatting it only when there is one
@@ -219,6 +219,49 @@ pub struct Output {
     pub data: Vec<u8>,
 }
 
+/// A packet a port's transmitter took ([`Switch::transmit`]): its bytes, and the bytes past
+/// them that are counted but not stored ([`Switch::receive_sized`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transmitted {
+    /// The stored bytes: the headers as the deparser wrote them, and what followed them.
+    pub data: Vec<u8>,
+    /// Bytes after `data` that the packet has on the wire but nobody stored.
+    pub unstored: u32,
+    /// The queue (priority) it left from.
+    pub priority: u8,
+}
+
+/// How queued packets leave the traffic manager.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Serving {
+    /// As soon as their queue's rate allows, whatever the port: BMv2's way, and the default.
+    Continuous,
+    /// One at a time when the port's transmitter asks ([`Switch::transmit`]), as a switch
+    /// whose ports send at their link's rate: queues build where the program sees them.
+    OnTransmit,
+}
+
+/// Packets the switch dropped, by why.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Drops {
+    /// Dropped by the program (egress port 511 at the end of ingress or egress).
+    pub program: u64,
+    /// Refused by a queue that held its depth.
+    pub queue_full: u64,
+    /// Refused by a full shared buffer.
+    pub buffer_full: u64,
+    /// Dropped for looping or copying past the switch's limits ([`MAX_PASSES`],
+    /// [`MAX_PACKET_WORK`]), or cloned to a session that does not exist.
+    pub loops: u64,
+}
+
+impl Drops {
+    /// All of them.
+    pub fn total(&self) -> u64 {
+        self.program + self.queue_full + self.buffer_full + self.loops
+    }
+}
+
 /// Where time comes from.
 #[derive(Clone, Copy, Debug)]
 pub enum Clock {
@@ -232,6 +275,8 @@ pub enum Clock {
 struct IngressPacket {
     port: u16,
     data: Rc<[u8]>,
+    /// Bytes of the packet past `data`, counted but not stored.
+    unstored: u32,
     instance_type: InstanceType,
     preserved: Vec<(Slot, u128)>,
     /// Resubmissions, recirculations and E2E clones behind this packet.
@@ -255,6 +300,8 @@ impl IngressPacket {
 pub(crate) struct Queued {
     slots: Vec<u128>,
     data: Rc<[u8]>,
+    /// Bytes of the packet past `data`, counted but not stored.
+    unstored: u32,
     payload: usize,
     passes: u32,
     work: Work,
@@ -277,8 +324,12 @@ pub struct Switch {
     pending: VecDeque<IngressPacket>,
     spare_slots: Vec<Vec<u128>>,
     outputs: Vec<Output>,
-    /// Packets dropped (by the program, a full queue or a missing session).
-    drops: u64,
+    /// Packets dropped, by why.
+    drops: Drops,
+    /// How queued packets leave.
+    serving: Serving,
+    /// The priority clones are queued at, if not their own (0 after BMv2's metadata reset).
+    clone_priority: Option<u8>,
     /// Where the trace goes, if anywhere.
     tracer: Option<Tracer>,
     /// The id the next packet received takes.
@@ -299,7 +350,9 @@ impl Switch {
             pending: VecDeque::new(),
             spare_slots: Vec::new(),
             outputs: Vec::new(),
-            drops: 0,
+            drops: Drops::default(),
+            serving: Serving::Continuous,
+            clone_priority: None,
             tracer: None,
             next_packet: 0,
         }
@@ -341,11 +394,21 @@ impl Switch {
 
     /// Receives a packet on `port`: runs ingress (and any resubmissions) and serves the queues.
     pub fn receive(&mut self, port: u16, data: Vec<u8>) {
+        self.receive_sized(port, data, 0);
+    }
+
+    /// Receives a packet on `port` whose `unstored` bytes after `data` are counted but not
+    /// stored (a simulator's payloads: the program sees them in `packet_length` and as
+    /// `truncate` cuts them, never as bytes; a parser that reads past `data` finds the packet
+    /// too short). Only [`Switch::transmit`] gives them back: continuous serving sends the
+    /// stored bytes alone.
+    pub fn receive_sized(&mut self, port: u16, data: Vec<u8>, unstored: u32) {
         let id = self.next_packet;
         self.next_packet += 1;
         self.pending.push_back(IngressPacket {
             port,
             data: data.into(),
+            unstored,
             instance_type: InstanceType::Normal,
             preserved: Vec::new(),
             passes: 0,
@@ -371,6 +434,74 @@ impl Switch {
         }
         self.clock = Clock::Virtual(end);
         self.serve();
+    }
+
+    /// Sets how queued packets leave the traffic manager (before the first packet).
+    pub fn set_serving(&mut self, serving: Serving) {
+        self.serving = serving;
+    }
+
+    /// Queues clones (ingress and egress) at `priority` instead of the priority their reset
+    /// metadata gives (0, as BMv2): a simulator sends the frames a switch makes itself (PAUSE,
+    /// CNP) ahead of data, as a switch's MAC sends control frames. `None`: BMv2's way.
+    pub fn set_clone_priority(&mut self, priority: Option<u8>) {
+        self.clone_priority = priority;
+    }
+
+    /// Bounds the traffic manager's shared buffer to `bytes` (`None`: packets only,
+    /// [`crate::tm::BUFFER_PACKETS`]).
+    pub fn set_buffer_bytes(&mut self, bytes: Option<u64>) {
+        self.tm.set_buffer_bytes(bytes);
+    }
+
+    /// Moves the virtual clock to `us` (never back), without serving the queues: with
+    /// [`Serving::OnTransmit`] the transmitters do.
+    pub fn set_time_us(&mut self, us: u64) {
+        if let Clock::Virtual(now) = self.clock {
+            self.clock = Clock::Virtual(now.max(us));
+        }
+    }
+
+    /// With [`Serving::OnTransmit`]: takes the next packet of `port` from its highest-priority
+    /// queue among `eligible` (bit `p` for priority `p`: a paused priority is not eligible),
+    /// runs egress on it and returns what leaves; packets egress drops or recirculates are
+    /// passed over for the next one. `None` when no eligible queue of the port holds a packet.
+    pub fn transmit(&mut self, port: u16, eligible: u8) -> Option<Transmitted> {
+        loop {
+            let now = self.now_us();
+            let d = self.tm.dequeue_port(port, eligible, now)?;
+            let priority = d.priority;
+            let sent = self.egress(d);
+            self.serve();
+            if let Some((data, unstored)) = sent {
+                return Some(Transmitted {
+                    data,
+                    unstored,
+                    priority,
+                });
+            }
+        }
+    }
+
+    /// Moves into `into` the ports whose queues went from empty to holding a packet since the
+    /// last call: with [`Serving::OnTransmit`], the transmitters to wake.
+    pub fn take_backlogged(&mut self, into: &mut Vec<u16>) {
+        self.tm.take_backlogged(into);
+    }
+
+    /// The bytes in `port`'s queue `priority`.
+    pub fn queue_bytes(&self, port: u16, priority: u8) -> u64 {
+        self.tm.occupancy_bytes(port, priority)
+    }
+
+    /// The bytes in every queue together: the shared buffer's occupancy.
+    pub fn buffered_bytes(&self) -> u64 {
+        self.tm.buffered_bytes()
+    }
+
+    /// Packets dropped so far, by why.
+    pub fn drop_counts(&self) -> Drops {
+        self.drops
     }
 
     /// Advances the virtual clock until every queue is empty.
@@ -420,9 +551,17 @@ impl Switch {
                 self.ingress(p);
                 continue;
             }
+            if self.serving == Serving::OnTransmit {
+                break;
+            }
             let now = self.now_us();
             match self.tm.dequeue(now) {
-                Some(d) => self.egress(d),
+                Some(d) => {
+                    let port = d.port;
+                    if let Some((data, _)) = self.egress(d) {
+                        self.outputs.push(Output { port, data });
+                    }
+                }
                 None => break,
             }
         }
@@ -477,7 +616,7 @@ impl Switch {
         if fresh {
             slots[sm.ingress_global_timestamp as usize] = u128::from(now) & ir::mask(48);
         }
-        slots[sm.packet_length as usize] = p.data.len() as u128;
+        slots[sm.packet_length as usize] = p.data.len() as u128 + u128::from(p.unstored);
         slots[sm.instance_type as usize] = p.instance_type.value();
         for &(s, v) in &p.preserved {
             slots[s as usize] = v;
@@ -555,6 +694,7 @@ impl Switch {
                 let clone = Queued {
                     slots: cslots,
                     data: data.clone(),
+                    unstored: p.unstored,
                     payload: cpayload,
                     passes: p.passes,
                     work: p.work.clone(),
@@ -593,7 +733,7 @@ impl Switch {
                 id,
                 "Dropping packet at the end of ingress"
             );
-            self.drops += 1;
+            self.drops.program += 1;
             self.recycle(slots);
             return;
         }
@@ -603,13 +743,17 @@ impl Switch {
         let queued = Queued {
             slots,
             data,
+            unstored: p.unstored,
             payload,
             passes: p.passes,
             work: p.work,
             copy: p.copy,
         };
         let priority = queued.slots[sm.priority as usize] as u8;
-        if self.pending.is_empty() && self.tm.idle_and_unlimited(port, priority) {
+        if self.serving == Serving::Continuous
+            && self.pending.is_empty()
+            && self.tm.idle_and_unlimited(port, priority)
+        {
             // It would be dequeued at once, with empty queues behind it: skip the queue.
             let now = self.now_us();
             let d = Dequeued {
@@ -619,10 +763,13 @@ impl Switch {
                 enq_qdepth: 0,
                 deq_qdepth: 0,
                 deq_timedelta: 0,
+                priority,
             };
-            self.egress(d);
+            if let Some((data, _)) = self.egress(d) {
+                self.outputs.push(Output { port, data });
+            }
         } else {
-            self.enqueue(port, queued);
+            self.enqueue(port, queued, None);
         }
     }
 
@@ -643,12 +790,13 @@ impl Switch {
             let replica = Queued {
                 slots: copy,
                 data: p.data.clone(),
+                unstored: p.unstored,
                 payload,
                 passes: p.passes,
                 work: p.work.clone(),
                 copy: p.work.next_copy(),
             };
-            self.enqueue_copy(port, replica);
+            self.enqueue_copy(port, replica, None);
         }
     }
 
@@ -660,7 +808,7 @@ impl Switch {
         if done < MAX_PACKET_WORK {
             return true;
         }
-        self.drops += 1;
+        self.drops.loops += 1;
         if done == MAX_PACKET_WORK {
             self.state.log(format!(
                 "dropped the copies of a packet past {MAX_PACKET_WORK} pipeline runs (clones, replicas, recirculations)"
@@ -674,14 +822,15 @@ impl Switch {
         if passes < MAX_PASSES {
             return true;
         }
-        self.drops += 1;
+        self.drops.loops += 1;
         self.state.log(format!(
             "dropped a packet looping {MAX_PASSES} times (resubmit, recirculate or E2E clone)"
         ));
         false
     }
 
-    /// Queues `clone`, a clone of packet `id`, for `port`, as [`Switch::enqueue_copy`].
+    /// Queues `clone`, a clone of packet `id`, for `port`, as [`Switch::enqueue_copy`], at the
+    /// clone priority if one is set ([`Switch::set_clone_priority`]).
     fn enqueue_clone(&mut self, port: u16, id: PacketId, clone: Queued) {
         packet_line!(
             self,
@@ -689,36 +838,47 @@ impl Switch {
             id,
             "Cloning packet to egress port {port}"
         );
-        self.enqueue_copy(port, clone);
+        self.enqueue_copy(port, clone, self.clone_priority);
     }
 
-    /// Queues a copy of a packet for `port` (its `egress_port` is set to `port`).
-    fn enqueue_copy(&mut self, port: u16, mut copy: Queued) {
+    /// Queues a copy of a packet for `port` (its `egress_port` is set to `port`), at `priority`
+    /// if given, else its own.
+    fn enqueue_copy(&mut self, port: u16, mut copy: Queued, priority: Option<u8>) {
         copy.slots[self.program.std_meta.egress_port as usize] = u128::from(port);
-        self.enqueue(port, copy);
+        self.enqueue(port, copy, priority);
     }
 
-    fn enqueue(&mut self, port: u16, q: Queued) {
-        let priority = q.slots[self.program.std_meta.priority as usize] as u8;
+    /// Queues `q` for `port` at `priority` if given, else at its `standard_metadata.priority`.
+    fn enqueue(&mut self, port: u16, q: Queued, priority: Option<u8>) {
+        let priority = priority.unwrap_or(q.slots[self.program.std_meta.priority as usize] as u8);
         let now = self.now_us();
-        if self.tm.enqueue(port, priority, q, now).is_err() {
-            self.drops += 1;
+        let bytes = u32::try_from(q.data.len())
+            .unwrap_or(u32::MAX)
+            .saturating_add(q.unstored);
+        match self.tm.enqueue(port, priority, q, bytes, now) {
+            Ok(()) => {}
+            Err((_, Refusal::QueueFull)) => self.drops.queue_full += 1,
+            Err((_, Refusal::BufferFull)) => self.drops.buffer_full += 1,
         }
     }
 
-    fn egress(&mut self, d: Dequeued<Queued>) {
+    /// Egress, compute checksum and deparser for a dequeued packet; returns the bytes that
+    /// leave and the unstored bytes after them, or `None` if egress dropped, recirculated or
+    /// over-used it.
+    fn egress(&mut self, d: Dequeued<Queued>) -> Option<(Vec<u8>, u32)> {
         let now = self.now_us();
         let sm = self.program.std_meta;
         let Queued {
             mut slots,
             data,
+            unstored,
             payload,
             passes,
             work,
             copy,
         } = d.item;
         if !self.within_work_limit(&work) {
-            return;
+            return None;
         }
         let id = PacketId { id: work.id, copy };
         slots[sm.egress_port as usize] = u128::from(d.port);
@@ -745,6 +905,7 @@ impl Switch {
                 let clone = Queued {
                     slots: clone,
                     data: data.clone(),
+                    unstored,
                     payload,
                     passes: passes + 1,
                     work: work.clone(),
@@ -760,9 +921,9 @@ impl Switch {
                 id,
                 "Dropping packet at the end of egress"
             );
-            self.drops += 1;
+            self.drops.program += 1;
             self.recycle(slots);
-            return;
+            return None;
         }
         let mut exec = self.exec(&mut slots, &data, payload * 8, &mut effects, now, id);
         exec.control(block::COMPUTE);
@@ -770,8 +931,14 @@ impl Switch {
         drop(exec);
         out.extend(&data[payload.min(data.len())..]);
         let mut bytes = out.into_bytes();
+        let mut unstored = unstored;
         if let Some(n) = effects.truncate {
-            bytes.truncate(n as usize);
+            // Cut to n bytes on the wire: the unstored bytes first go past the cut.
+            let n = n as usize;
+            unstored = u32::try_from(n.saturating_sub(bytes.len()))
+                .unwrap_or(u32::MAX)
+                .min(unstored);
+            bytes.truncate(n);
         }
         if let Some(list) = effects.recirculate {
             packet_line!(self, Level::Debug, id, "Recirculating packet");
@@ -782,6 +949,7 @@ impl Switch {
                     // Not seen by the program: BMv2 resets a recirculated packet's metadata.
                     port: slots[sm.ingress_port as usize] as u16,
                     data: bytes.into(),
+                    unstored,
                     instance_type: InstanceType::Recirc,
                     preserved,
                     passes: passes + 1,
@@ -789,21 +957,18 @@ impl Switch {
                     copy,
                 });
             }
-            return;
+            return None;
         }
         packet_line!(
             self,
             Level::Debug,
             id,
             "Transmitting packet of size {} out of port {}",
-            bytes.len(),
+            bytes.len() + unstored as usize,
             d.port
         );
         self.recycle(slots);
-        self.outputs.push(Output {
-            port: d.port,
-            data: bytes,
-        });
+        Some((bytes, unstored))
     }
 
     /// Keeps a finished packet's slots for the next packet (saves an allocation per packet).

@@ -5,6 +5,12 @@
 //! left behind in it when it leaves; `deq_timedelta` is the time it spent queued, in
 //! microseconds. That is BMv2's reading with one queue per port; BMv2 with `--priority-queues`
 //! reports the sum over all the port's queues instead (docs/p4-programs.md).
+//!
+//! Two ways out: [`TrafficManager::dequeue`] releases whatever is ready on any port (a switch
+//! that sends as fast as its queue rates allow), [`TrafficManager::dequeue_port`] one packet of
+//! one port when that port's transmitter asks for it (a switch whose ports send at their links'
+//! rate: the simulator's). Besides the per-queue depths, an optional shared buffer in bytes
+//! bounds all queues together, as a switch's packet memory does.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -72,14 +78,27 @@ pub struct Dequeued<T> {
     pub deq_qdepth: u32,
     /// Microseconds it spent queued.
     pub deq_timedelta: u64,
+    /// The queue it left: its priority.
+    pub priority: u8,
+}
+
+/// A queued packet: the item, its size (bytes), when it came (µs) and how many were ahead.
+#[derive(Debug)]
+struct Waiting<T> {
+    item: T,
+    bytes: u32,
+    enq_us: u64,
+    ahead: u32,
 }
 
 #[derive(Debug)]
 struct Queue<T> {
-    items: VecDeque<(T, u64, u32)>,
+    items: VecDeque<Waiting<T>>,
     depth: usize,
     rate_pps: Option<u64>,
     next_departure_us: u64,
+    /// Bytes of the packets in it.
+    bytes: u64,
 }
 
 impl<T> Queue<T> {
@@ -89,14 +108,24 @@ impl<T> Queue<T> {
             depth,
             rate_pps,
             next_departure_us: 0,
+            bytes: 0,
         }
     }
 
     fn ready_at(&self) -> Option<u64> {
         self.items
             .front()
-            .map(|(_, enq, _)| (*enq).max(self.next_departure_us))
+            .map(|w| w.enq_us.max(self.next_departure_us))
     }
+}
+
+/// Why the traffic manager refused a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Its queue held its depth in packets.
+    QueueFull,
+    /// The shared buffer (packets or bytes) was full.
+    BufferFull,
 }
 
 /// Per-port priority queues.
@@ -108,8 +137,14 @@ pub(crate) struct TrafficManager<T> {
     default_depth: usize,
     default_rate: Option<u64>,
     queued: usize,
+    /// Bytes in all queues.
+    queued_bytes: u64,
+    /// The shared buffer in bytes, if bounded in bytes.
+    buffer_bytes: Option<u64>,
     /// Tail drops per (port, priority), for ports with any.
     dropped: BTreeMap<(u16, u8), u64>,
+    /// Ports whose queues went from empty to holding a packet since they were last taken.
+    backlogged: Vec<u16>,
 }
 
 impl<T> Default for TrafficManager<T> {
@@ -120,7 +155,10 @@ impl<T> Default for TrafficManager<T> {
             default_depth: DEFAULT_DEPTH,
             default_rate: None,
             queued: 0,
+            queued_bytes: 0,
+            buffer_bytes: None,
             dropped: BTreeMap::new(),
+            backlogged: Vec::new(),
         }
     }
 }
@@ -171,21 +209,61 @@ impl<T> TrafficManager<T> {
         }
     }
 
-    /// Queues `item` for `port` at `priority` (clamped to 0..=7); gives it back if the queue or
-    /// the shared buffer ([`BUFFER_PACKETS`]) is full.
-    pub fn enqueue(&mut self, port: u16, priority: u8, item: T, now_us: u64) -> Result<(), T> {
+    /// Bounds the shared buffer to `bytes` bytes as well as [`BUFFER_PACKETS`] packets (`None`:
+    /// packets only).
+    pub fn set_buffer_bytes(&mut self, bytes: Option<u64>) {
+        self.buffer_bytes = bytes;
+    }
+
+    /// Queues `item`, a packet of `bytes` bytes, for `port` at `priority` (clamped to 0..=7);
+    /// gives it back, with the reason, if its queue or the shared buffer is full.
+    pub fn enqueue(
+        &mut self,
+        port: u16,
+        priority: u8,
+        item: T,
+        bytes: u32,
+        now_us: u64,
+    ) -> Result<(), (T, Refusal)> {
         let priority = priority.min(PRIORITIES as u8 - 1);
-        let buffer_full = self.queued >= BUFFER_PACKETS;
+        let buffer_full = self.queued >= BUFFER_PACKETS
+            || self
+                .buffer_bytes
+                .is_some_and(|b| self.queued_bytes + u64::from(bytes) > b);
         let q = &mut self.port(port)[usize::from(priority)];
-        if q.items.len() >= q.depth || buffer_full {
+        let refusal = if buffer_full {
+            Some(Refusal::BufferFull)
+        } else if q.items.len() >= q.depth {
+            Some(Refusal::QueueFull)
+        } else {
+            None
+        };
+        if let Some(refusal) = refusal {
             *self.dropped.entry((port, priority)).or_default() += 1;
-            return Err(item);
+            return Err((item, refusal));
         }
         let ahead = q.items.len() as u32;
-        q.items.push_back((item, now_us, ahead));
+        q.items.push_back(Waiting {
+            item,
+            bytes,
+            enq_us: now_us,
+            ahead,
+        });
+        q.bytes += u64::from(bytes);
         self.queued += 1;
-        *self.busy.entry(port).or_default() += 1;
+        self.queued_bytes += u64::from(bytes);
+        let waiting = self.busy.entry(port).or_default();
+        if *waiting == 0 {
+            self.backlogged.push(port);
+        }
+        *waiting += 1;
         Ok(())
+    }
+
+    /// Moves the ports whose queues went from empty to holding a packet since the last call
+    /// into `into` (a port may appear again after it emptied and filled once more).
+    pub fn take_backlogged(&mut self, into: &mut Vec<u16>) {
+        into.append(&mut self.backlogged);
     }
 
     /// Whether a packet for `port` at `priority` would leave at once, with nothing left behind:
@@ -209,34 +287,55 @@ impl<T> TrafficManager<T> {
         if self.queued == 0 {
             return None;
         }
-        for (&port, waiting) in self.busy.iter_mut() {
-            let queues = self.ports.get_mut(&port).expect("busy ports have queues");
-            for q in queues.iter_mut().rev() {
-                if q.ready_at().is_some_and(|t| t <= now_us) {
-                    let (item, enq_us, enq_qdepth) =
-                        q.items.pop_front().expect("ready means non-empty");
-                    self.queued -= 1;
-                    *waiting -= 1;
-                    if *waiting == 0 {
-                        self.busy.remove(&port);
-                    }
-                    if let Some(rate) = q.rate_pps {
-                        q.next_departure_us =
-                            now_us.max(q.next_departure_us) + 1_000_000 / rate.max(1);
-                    }
-                    let deq_qdepth = q.items.len() as u32;
-                    return Some(Dequeued {
-                        item,
-                        port,
-                        enq_us,
-                        enq_qdepth,
-                        deq_qdepth,
-                        deq_timedelta: now_us.saturating_sub(enq_us),
-                    });
-                }
-            }
+        let (port, priority) = self.busy.keys().find_map(|&port| {
+            let queues = self.ports.get(&port).expect("busy ports have queues");
+            (0..PRIORITIES)
+                .rev()
+                .find(|&p| queues[p].ready_at().is_some_and(|t| t <= now_us))
+                .map(|p| (port, p))
+        })?;
+        Some(self.pop(port, priority, now_us))
+    }
+
+    /// The next packet of `port` that may leave at `now_us`, from its highest-priority queue
+    /// among those `eligible` names (bit `p` for priority `p`) that holds one; queue rates are
+    /// not applied (the port's transmitter sets the pace).
+    pub fn dequeue_port(&mut self, port: u16, eligible: u8, now_us: u64) -> Option<Dequeued<T>> {
+        if !self.busy.contains_key(&port) {
+            return None;
         }
-        None
+        let queues = self.ports.get(&port).expect("busy ports have queues");
+        let priority = (0..PRIORITIES)
+            .rev()
+            .find(|&p| eligible & (1 << p) != 0 && !queues[p].items.is_empty())?;
+        Some(self.pop(port, priority, now_us))
+    }
+
+    /// Takes the head of `port`'s queue `priority`, which holds a packet.
+    fn pop(&mut self, port: u16, priority: usize, now_us: u64) -> Dequeued<T> {
+        let q = &mut self.ports.get_mut(&port).expect("busy ports have queues")[priority];
+        let w = q.items.pop_front().expect("the queue holds a packet");
+        q.bytes -= u64::from(w.bytes);
+        if let Some(rate) = q.rate_pps {
+            q.next_departure_us = now_us.max(q.next_departure_us) + 1_000_000 / rate.max(1);
+        }
+        let deq_qdepth = q.items.len() as u32;
+        self.queued -= 1;
+        self.queued_bytes -= u64::from(w.bytes);
+        let waiting = self.busy.get_mut(&port).expect("the port is busy");
+        *waiting -= 1;
+        if *waiting == 0 {
+            self.busy.remove(&port);
+        }
+        Dequeued {
+            item: w.item,
+            port,
+            enq_us: w.enq_us,
+            enq_qdepth: w.ahead,
+            deq_qdepth,
+            deq_timedelta: now_us.saturating_sub(w.enq_us),
+            priority: priority as u8,
+        }
     }
 
     /// The earliest time a queued packet may leave.
@@ -277,6 +376,19 @@ impl<T> TrafficManager<T> {
             .and_then(|qs| qs.get(usize::from(priority)))
             .map_or(0, |q| q.items.len())
     }
+
+    /// The bytes of the packets in `port`'s queue `priority`.
+    pub fn occupancy_bytes(&self, port: u16, priority: u8) -> u64 {
+        self.ports
+            .get(&port)
+            .and_then(|qs| qs.get(usize::from(priority)))
+            .map_or(0, |q| q.bytes)
+    }
+
+    /// The bytes queued on every port together.
+    pub fn buffered_bytes(&self) -> u64 {
+        self.queued_bytes
+    }
 }
 
 #[cfg(test)]
@@ -289,11 +401,11 @@ mod tests {
         tm.set_depth(None, None, MAX_DEPTH);
         // Deep queues on two ports fill the buffer; then every queue refuses.
         for i in 0..BUFFER_PACKETS {
-            tm.enqueue((i % 2) as u16, 0, i, 0).unwrap();
+            tm.enqueue((i % 2) as u16, 0, i, 64, 0).unwrap();
         }
-        assert_eq!(tm.enqueue(3, 7, 0, 0), Err(0));
+        assert_eq!(tm.enqueue(3, 7, 0, 64, 0), Err((0, Refusal::BufferFull)));
         tm.dequeue(0).unwrap();
-        assert!(tm.enqueue(3, 7, 0, 0).is_ok());
+        assert!(tm.enqueue(3, 7, 0, 64, 0).is_ok());
     }
 
     #[test]
@@ -312,9 +424,9 @@ mod tests {
     fn strict_priority_and_depths() {
         let mut tm = TrafficManager::default();
         tm.set_rate(Some(1), None, Some(1000));
-        tm.enqueue(1, 0, "low", 0).unwrap();
-        tm.enqueue(1, 7, "high", 0).unwrap();
-        tm.enqueue(1, 7, "high2", 0).unwrap();
+        tm.enqueue(1, 0, "low", 100, 0).unwrap();
+        tm.enqueue(1, 7, "high", 100, 0).unwrap();
+        tm.enqueue(1, 7, "high2", 100, 0).unwrap();
         let first = tm.dequeue(0).unwrap();
         assert_eq!(
             (first.item, first.enq_qdepth, first.deq_qdepth),
@@ -336,9 +448,48 @@ mod tests {
     fn a_full_queue_drops_at_the_tail() {
         let mut tm = TrafficManager::default();
         tm.set_depth(Some(2), Some(0), 1);
-        tm.enqueue(2, 0, 1, 0).unwrap();
-        assert_eq!(tm.enqueue(2, 0, 2, 0), Err(2));
+        tm.enqueue(2, 0, 1, 60, 0).unwrap();
+        assert_eq!(tm.enqueue(2, 0, 2, 60, 0), Err((2, Refusal::QueueFull)));
         assert_eq!(tm.occupancy(2, 0), 1);
         assert_eq!((tm.dropped(2, 0), tm.dropped(2, 1)), (1, 0));
+    }
+
+    #[test]
+    fn a_buffer_in_bytes_bounds_every_queue_together() {
+        let mut tm = TrafficManager::default();
+        tm.set_buffer_bytes(Some(3000));
+        tm.enqueue(1, 3, "a", 1500, 0).unwrap();
+        tm.enqueue(2, 3, "b", 1000, 0).unwrap();
+        assert_eq!(
+            tm.enqueue(1, 0, "c", 501, 0),
+            Err(("c", Refusal::BufferFull))
+        );
+        tm.enqueue(1, 0, "c", 500, 0).unwrap();
+        assert_eq!(
+            (tm.buffered_bytes(), tm.occupancy_bytes(1, 3)),
+            (3000, 1500)
+        );
+        tm.dequeue_port(1, 0xff, 0).unwrap();
+        assert_eq!(tm.buffered_bytes(), 1500);
+    }
+
+    #[test]
+    fn a_port_sends_its_highest_eligible_priority_when_asked() {
+        let mut tm = TrafficManager::default();
+        let mut backlogged = Vec::new();
+        tm.enqueue(4, 3, "data", 1000, 0).unwrap();
+        tm.enqueue(4, 6, "cnp", 74, 1).unwrap();
+        tm.enqueue(5, 0, "other", 60, 1).unwrap();
+        tm.take_backlogged(&mut backlogged);
+        assert_eq!(backlogged, [4, 5]);
+        // Priority 6 first; with 6 paused (not eligible) priority 3.
+        assert_eq!(tm.dequeue_port(4, !(1 << 6), 2).unwrap().item, "data");
+        let cnp = tm.dequeue_port(4, 0xff, 3).unwrap();
+        assert_eq!((cnp.item, cnp.deq_timedelta), ("cnp", 2));
+        assert!(tm.dequeue_port(4, 0xff, 3).is_none());
+        // Port 4 empty again: a new packet backlogs it again.
+        tm.enqueue(4, 3, "again", 1000, 4).unwrap();
+        tm.take_backlogged(&mut backlogged);
+        assert_eq!(backlogged, [4, 5, 4]);
     }
 }

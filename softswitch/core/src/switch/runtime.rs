@@ -779,7 +779,7 @@ impl Switch {
 
     /// Packets dropped (by the program, a full queue, a missing session or a loop limit).
     pub fn drops(&self) -> u64 {
-        self.drops
+        self.drops.total()
     }
 
     /// Failed `assert`/`assume` calls.
