@@ -231,6 +231,28 @@ pub struct Transmitted {
     pub priority: u8,
 }
 
+/// What a port's transmitter got from [`Switch::transmit`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Transmit {
+    /// A frame to send.
+    Frame(Transmitted),
+    /// Egress sent the packet round again (recirculation): nothing to send now, but the port's
+    /// queues may hold more once the pass is done.
+    Recirculated,
+    /// No eligible queue of the port holds a packet.
+    Idle,
+}
+
+/// How a packet's egress ended.
+enum EgressEnd {
+    /// It leaves: its stored bytes and the unstored bytes after them.
+    Leaves(Vec<u8>, u32),
+    /// It went back to ingress.
+    Recirculated,
+    /// Dropped (by the program or a limit).
+    Dropped,
+}
+
 /// How queued packets leave the traffic manager.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Serving {
@@ -463,22 +485,29 @@ impl Switch {
     }
 
     /// With [`Serving::OnTransmit`]: takes the next packet of `port` from its highest-priority
-    /// queue among `eligible` (bit `p` for priority `p`: a paused priority is not eligible),
-    /// runs egress on it and returns what leaves; packets egress drops or recirculates are
-    /// passed over for the next one. `None` when no eligible queue of the port holds a packet.
-    pub fn transmit(&mut self, port: u16, eligible: u8) -> Option<Transmitted> {
+    /// queue among `eligible` (bit `p` for priority `p`: a paused priority is not eligible) and
+    /// runs egress on it: what leaves is the port's frame; a packet egress drops is passed over
+    /// for the next one; one it recirculates goes through ingress (and back to a queue) and
+    /// ends the call, as a pass through the pipeline takes the time of one.
+    pub fn transmit(&mut self, port: u16, eligible: u8) -> Transmit {
         loop {
             let now = self.now_us();
-            let d = self.tm.dequeue_port(port, eligible, now)?;
+            let Some(d) = self.tm.dequeue_port(port, eligible, now) else {
+                return Transmit::Idle;
+            };
             let priority = d.priority;
-            let sent = self.egress(d);
+            let end = self.egress(d);
             self.serve();
-            if let Some((data, unstored)) = sent {
-                return Some(Transmitted {
-                    data,
-                    unstored,
-                    priority,
-                });
+            match end {
+                EgressEnd::Leaves(data, unstored) => {
+                    return Transmit::Frame(Transmitted {
+                        data,
+                        unstored,
+                        priority,
+                    })
+                }
+                EgressEnd::Recirculated => return Transmit::Recirculated,
+                EgressEnd::Dropped => {}
             }
         }
     }
@@ -558,7 +587,7 @@ impl Switch {
             match self.tm.dequeue(now) {
                 Some(d) => {
                     let port = d.port;
-                    if let Some((data, _)) = self.egress(d) {
+                    if let EgressEnd::Leaves(data, _) = self.egress(d) {
                         self.outputs.push(Output { port, data });
                     }
                 }
@@ -765,7 +794,7 @@ impl Switch {
                 deq_timedelta: 0,
                 priority,
             };
-            if let Some((data, _)) = self.egress(d) {
+            if let EgressEnd::Leaves(data, _) = self.egress(d) {
                 self.outputs.push(Output { port, data });
             }
         } else {
@@ -862,10 +891,8 @@ impl Switch {
         }
     }
 
-    /// Egress, compute checksum and deparser for a dequeued packet; returns the bytes that
-    /// leave and the unstored bytes after them, or `None` if egress dropped, recirculated or
-    /// over-used it.
-    fn egress(&mut self, d: Dequeued<Queued>) -> Option<(Vec<u8>, u32)> {
+    /// Egress, compute checksum and deparser for a dequeued packet.
+    fn egress(&mut self, d: Dequeued<Queued>) -> EgressEnd {
         let now = self.now_us();
         let sm = self.program.std_meta;
         let Queued {
@@ -878,7 +905,7 @@ impl Switch {
             copy,
         } = d.item;
         if !self.within_work_limit(&work) {
-            return None;
+            return EgressEnd::Dropped;
         }
         let id = PacketId { id: work.id, copy };
         slots[sm.egress_port as usize] = u128::from(d.port);
@@ -923,7 +950,7 @@ impl Switch {
             );
             self.drops.program += 1;
             self.recycle(slots);
-            return None;
+            return EgressEnd::Dropped;
         }
         let mut exec = self.exec(&mut slots, &data, payload * 8, &mut effects, now, id);
         exec.control(block::COMPUTE);
@@ -956,8 +983,9 @@ impl Switch {
                     work,
                     copy,
                 });
+                return EgressEnd::Recirculated;
             }
-            return None;
+            return EgressEnd::Dropped;
         }
         packet_line!(
             self,
@@ -968,7 +996,7 @@ impl Switch {
             d.port
         );
         self.recycle(slots);
-        Some((bytes, unstored))
+        EgressEnd::Leaves(bytes, unstored)
     }
 
     /// Keeps a finished packet's slots for the next packet (saves an allocation per packet).

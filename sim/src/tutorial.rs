@@ -2,10 +2,24 @@
 //! `mac`), `switches` (name -> `runtime_json`), `links` (`[a, b, latency, bandwidth Mb/s]`,
 //! where an end is a host name or `switch-pPORT`). One addition: a host's `gateway_mac`, the
 //! MAC of the switch port it sends to (the tutorials set it with an `arp -s` command).
+//! [`load`] builds a simulation of it: every switch runs one program with its runtime file.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
+
+use softswitch_core::ir::Program;
+
+use crate::event::NodeId;
+use crate::host::HostConfig;
+use crate::link::End as Port;
+use crate::runtime;
+use crate::simulation::Simulation;
+use crate::time::US;
+
+/// The longest topology file read, bytes.
+pub const MAX_TOPOLOGY_BYTES: u64 = 4 << 20;
 
 /// A parsed topology file.
 #[derive(Debug, Deserialize)]
@@ -90,7 +104,13 @@ impl TopologyFile {
             path: path.display().to_string(),
             message,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| file_err(e.to_string()))?;
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_TOPOLOGY_BYTES + 1).read_to_string(&mut text))
+            .map_err(|e| file_err(e.to_string()))?;
+        if text.len() as u64 > MAX_TOPOLOGY_BYTES {
+            return Err(file_err(format!("longer than {MAX_TOPOLOGY_BYTES} bytes")));
+        }
         let topo = serde_json::from_str(&text).map_err(|e| file_err(e.to_string()))?;
         let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
         Ok((topo, dir))
@@ -186,6 +206,67 @@ pub fn parse_ipv4(s: &str) -> Option<u32> {
 /// Parses `aa:bb:cc:dd:ee:ff` (wire's `Address`).
 pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
     s.parse::<wire::ethernet::Address>().ok().map(|mac| mac.0)
+}
+
+/// Builds a simulation of the topology at `path`: every switch runs `program` with its runtime
+/// file and a shared buffer of `buffer_bytes`, every host is `host` with the file's name,
+/// address and MACs. Returns it with the node of each name.
+pub fn load(
+    path: &Path,
+    program: &Program,
+    host: &HostConfig,
+    buffer_bytes: Option<u64>,
+) -> Result<(Simulation, BTreeMap<String, NodeId>), TopologyError> {
+    let (topo, dir) = TopologyFile::load(path)?;
+    let mut sim = Simulation::new();
+    let mut nodes = BTreeMap::new();
+    for (name, spec) in &topo.switches {
+        let id = sim.add_switch(name.clone(), program.clone(), buffer_bytes);
+        let key = format!("switches.{name}.runtime_json");
+        let config =
+            runtime::load(&dir.join(&spec.runtime_json)).map_err(|e| TopologyError::Value {
+                key: key.clone(),
+                message: e.to_string(),
+            })?;
+        sim.apply_entries(id, &config)
+            .map_err(|e| TopologyError::Value {
+                key,
+                message: e.to_string(),
+            })?;
+        nodes.insert(name.clone(), id);
+    }
+    for (name, h) in &topo.hosts {
+        let value = |key: &str| TopologyError::Value {
+            key: format!("hosts.{name}.{key}"),
+            message: "cannot read it".into(),
+        };
+        let config = HostConfig {
+            name: name.clone(),
+            ip: parse_ipv4(&h.ip).ok_or_else(|| value("ip"))?.into(),
+            mac: parse_mac(&h.mac).ok_or_else(|| value("mac"))?,
+            gateway_mac: parse_mac(&h.gateway_mac).ok_or_else(|| value("gateway_mac"))?,
+            ..host.clone()
+        };
+        nodes.insert(name.clone(), sim.add_host(config));
+    }
+    for (i, l) in topo.link_specs()?.iter().enumerate() {
+        let port = |end: &End| match end {
+            End::Host(name) => Port {
+                node: nodes[name],
+                port: 0,
+            },
+            End::Switch(name, port) => Port {
+                node: nodes[name],
+                port: *port,
+            },
+        };
+        sim.connect(port(&l.a), port(&l.b), l.rate_bps, l.latency_us * US)
+            .map_err(|e| TopologyError::Value {
+                key: format!("links[{i}]"),
+                message: e.to_string(),
+            })?;
+    }
+    Ok((sim, nodes))
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Runtime entries in the P4 tutorials' runtime-JSON files (p4values' `runtime_json`, the
 //! reader `lossless p4 entries apply` uses too), applied to a [`Switch`] through its runtime
-//! interface (`softswitch_core::runtime`): a stand-in for a P4Runtime client, for the fabric
-//! and its tests.
+//! interface (`softswitch_core::runtime`): a stand-in for a P4Runtime client, for the
+//! simulator's switches (which take the entries the control plane computes, in that format).
 //!
 //! Values take the forms of p4values' `value` (the tutorials' `convert.encode`): integers, MAC,
 //! IPv4 and IPv6 addresses, one-element lists, other strings as raw bytes of the field's length.

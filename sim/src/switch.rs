@@ -1,0 +1,297 @@
+//! A switch of the fabric: softswitch's core running the P4 program, its traffic manager
+//! serving each port when that port's link can take a frame ([`Serving::OnTransmit`]), and a
+//! MAC per port that honours received PFC frames as a switch's MAC does: a paused priority is
+//! not served until the pause ends (the frame also goes to the program, which counts and
+//! records it). Frames the switch makes itself (PAUSE, resume, CNP clones) are queued at the
+//! top priority, as a MAC sends control frames ahead of data.
+
+use hdrhistogram::Histogram;
+use softswitch_core::ir::Program;
+use softswitch_core::switch::{Clock, Serving, Switch, Transmit};
+use softswitch_core::tm::PRIORITIES;
+use wire::pfc;
+
+use crate::event::{Event, EventQueue, LinkId, NodeId};
+use crate::frame::Frame;
+use crate::link::Link;
+use crate::time::{bits_ps, frame_ps, whole_us, Ps};
+
+/// The priority the switch's own frames (clones) are queued at.
+pub const CONTROL_PRIORITY: u8 = 7;
+
+/// A recirculation pass takes as long as a frame of this many bytes on the port's link.
+pub const MIN_PASS_BYTES: u64 = 64;
+
+/// The highest port a switch may use (v1model's egress_spec is 9 bits; 511 drops).
+pub const MAX_PORT: u16 = 510;
+
+/// What the simulator saw of one switch, beside the program's own counters.
+#[derive(Debug)]
+pub struct SwitchStats {
+    /// PFC frames received per port that paused (quanta > 0) each priority.
+    pub pauses_received: Vec<[u64; PRIORITIES]>,
+    /// Time each port's priority was held by a received pause, picoseconds.
+    pub paused_ps: Vec<[Ps; PRIORITIES]>,
+    /// Bytes queued on the port's priority as each data packet left (itself included).
+    pub queue_bytes: Histogram<u64>,
+    /// Frames the program sent to a port with no link.
+    pub unconnected: u64,
+}
+
+/// A switch node.
+pub struct SwitchNode {
+    /// Its name.
+    pub name: String,
+    /// The switch.
+    pub core: Switch,
+    /// Outgoing link of each port.
+    out: Vec<Option<LinkId>>,
+    /// Whether each port's transmitter is sending.
+    busy: Vec<bool>,
+    /// Per port and priority, until when a received PFC frame holds it.
+    paused_until: Vec<[Ps; PRIORITIES]>,
+    /// Per port, the time of the wake-up scheduled for it (0: none).
+    wake_at: Vec<Ps>,
+    backlogged: Vec<u16>,
+    /// What the simulator saw.
+    pub stats: SwitchStats,
+}
+
+impl SwitchNode {
+    /// A switch running `program`, its shared buffer `buffer_bytes` (`None`: the core's
+    /// packet bound only), every queue as deep as the core allows so that the buffer decides.
+    pub fn new(name: String, program: Program, buffer_bytes: Option<u64>) -> Self {
+        let mut core = Switch::new(program, Clock::Virtual(0));
+        core.set_serving(Serving::OnTransmit);
+        core.set_clone_priority(Some(CONTROL_PRIORITY));
+        core.set_buffer_bytes(buffer_bytes);
+        core.set_queue_depth(None, None, softswitch_core::tm::MAX_DEPTH)
+            .expect("the deepest queue is a valid depth");
+        SwitchNode {
+            name,
+            core,
+            out: Vec::new(),
+            busy: Vec::new(),
+            paused_until: Vec::new(),
+            wake_at: Vec::new(),
+            backlogged: Vec::new(),
+            stats: SwitchStats {
+                pauses_received: Vec::new(),
+                paused_ps: Vec::new(),
+                queue_bytes: Histogram::new(3).expect("3 significant figures is valid"),
+                unconnected: 0,
+            },
+        }
+    }
+
+    /// Connects `port`'s transmitter to `link`.
+    pub fn attach(&mut self, port: u16, link: LinkId) {
+        let n = usize::from(port) + 1;
+        if self.out.len() < n {
+            self.out.resize(n, None);
+            self.busy.resize(n, false);
+            self.paused_until.resize(n, [0; PRIORITIES]);
+            self.wake_at.resize(n, 0);
+            self.stats.pauses_received.resize(n, [0; PRIORITIES]);
+            self.stats.paused_ps.resize(n, [0; PRIORITIES]);
+        }
+        self.out[usize::from(port)] = Some(link);
+    }
+
+    /// The link `port` sends on.
+    pub fn link(&self, port: u16) -> Option<LinkId> {
+        self.out.get(usize::from(port)).copied().flatten()
+    }
+
+    /// A frame arrives on `port` at `now`. A PFC frame goes to the program first (which
+    /// records the pause where its egress reads it), then holds the MAC.
+    pub fn receive(
+        &mut self,
+        node: NodeId,
+        port: u16,
+        frame: Frame,
+        now: Ps,
+        links: &mut [Link],
+        events: &mut EventQueue,
+    ) {
+        let pause = pfc::Repr::parse_frame(&frame.data).ok();
+        self.core.set_time_us(whole_us(now));
+        self.core.receive_sized(port, frame.data, frame.unstored);
+        if let Some(p) = pause {
+            self.pause(node, port, &p, now, links, events);
+        }
+        self.send_backlogged(node, now, links, events);
+    }
+
+    /// Sends on every port whose queues went from empty to holding a packet (the ingress of a
+    /// frame, or an egress that cloned, can queue on any port), and on the ports those sends
+    /// backlog in turn.
+    fn send_backlogged(
+        &mut self,
+        node: NodeId,
+        now: Ps,
+        links: &mut [Link],
+        events: &mut EventQueue,
+    ) {
+        let mut ports = std::mem::take(&mut self.backlogged);
+        self.core.take_backlogged(&mut ports);
+        while let Some(p) = ports.pop() {
+            self.send_port(node, p, now, links, events);
+            self.core.take_backlogged(&mut ports);
+        }
+        self.backlogged = ports;
+    }
+
+    /// Sends on `port`, then on whatever that backlogs.
+    fn send(
+        &mut self,
+        node: NodeId,
+        port: u16,
+        now: Ps,
+        links: &mut [Link],
+        events: &mut EventQueue,
+    ) {
+        self.send_port(node, port, now, links, events);
+        self.send_backlogged(node, now, links, events);
+    }
+
+    /// A PFC frame received on `port`: holds (or frees) its priorities on that port's
+    /// transmitter for the frame's quanta at the port's link rate.
+    fn pause(
+        &mut self,
+        node: NodeId,
+        port: u16,
+        p: &pfc::Repr,
+        now: Ps,
+        links: &mut [Link],
+        events: &mut EventQueue,
+    ) {
+        let Some(link) = self.link(port) else { return };
+        let rate = links[link as usize].rate_bps;
+        let port_index = usize::from(port);
+        for prio in 0..PRIORITIES {
+            if p.class_enable & (1 << prio) == 0 {
+                continue;
+            }
+            let quanta = p.pause_times[prio];
+            let until = now + bits_ps(u64::from(quanta) * pfc::BITS_PER_QUANTUM, rate);
+            // Time is counted up to each pause's end when it starts; a pause that replaces
+            // one before its end takes back what had not elapsed.
+            let held = &mut self.paused_until[port_index][prio];
+            let total = &mut self.stats.paused_ps[port_index][prio];
+            *total = *total - held.saturating_sub(now) + (until - now);
+            *held = until;
+            if quanta > 0 {
+                self.stats.pauses_received[port_index][prio] += 1;
+            }
+        }
+        self.send(node, port, now, links, events);
+    }
+
+    /// `port`'s transmitter is free at `now` (its last frame is out).
+    pub fn transmitted(
+        &mut self,
+        node: NodeId,
+        port: u16,
+        now: Ps,
+        links: &mut [Link],
+        events: &mut EventQueue,
+    ) {
+        self.busy[usize::from(port)] = false;
+        self.send(node, port, now, links, events);
+    }
+
+    /// A wake-up for `port` comes due.
+    pub fn wake(
+        &mut self,
+        node: NodeId,
+        port: u16,
+        now: Ps,
+        links: &mut [Link],
+        events: &mut EventQueue,
+    ) {
+        let at = &mut self.wake_at[usize::from(port)];
+        if *at == now {
+            *at = 0;
+            self.send(node, port, now, links, events);
+        }
+    }
+
+    /// Time each port's priority was held by received pauses up to `end` (a pause still on at
+    /// `end` counts to `end`).
+    pub fn paused_ps(&self, end: Ps) -> Vec<[Ps; PRIORITIES]> {
+        self.stats
+            .paused_ps
+            .iter()
+            .zip(&self.paused_until)
+            .map(|(total, until)| std::array::from_fn(|p| total[p] - until[p].saturating_sub(end)))
+            .collect()
+    }
+
+    /// Sends `port`'s next frame if its transmitter is free and an unpaused queue holds one;
+    /// if only paused queues do, wakes the port when the first pause ends.
+    fn send_port(
+        &mut self,
+        node: NodeId,
+        port: u16,
+        now: Ps,
+        links: &mut [Link],
+        events: &mut EventQueue,
+    ) {
+        let index = usize::from(port);
+        let Some(link) = self.link(port) else {
+            // A port with no cable: what the program sends there is lost.
+            self.core.set_time_us(whole_us(now));
+            while self.core.transmit(port, 0xff) != Transmit::Idle {
+                self.stats.unconnected += 1;
+            }
+            return;
+        };
+        if self.busy[index] {
+            return;
+        }
+        let paused = &self.paused_until[index];
+        let eligible = (0..PRIORITIES)
+            .filter(|&p| paused[p] <= now)
+            .fold(0u8, |m, p| m | 1 << p);
+        self.core.set_time_us(whole_us(now));
+        match self.core.transmit(port, eligible) {
+            Transmit::Frame(t) => {
+                let frame = Frame {
+                    data: t.data,
+                    unstored: t.unstored,
+                };
+                if t.priority != CONTROL_PRIORITY {
+                    let queued = self.core.queue_bytes(port, t.priority) + frame.len();
+                    self.stats.queue_bytes.saturating_record(queued);
+                }
+                self.busy[index] = true;
+                links[link as usize].send(link, now, frame, events);
+            }
+            Transmit::Recirculated => {
+                // The pass takes the pipeline as long as a frame of the port's link would:
+                // the port looks again then.
+                let at = now + frame_ps(MIN_PASS_BYTES, links[link as usize].rate_bps);
+                self.wake_later(node, port, at, now, events);
+            }
+            Transmit::Idle => {
+                let resume = (0..PRIORITIES)
+                    .filter(|&p| paused[p] > now && self.core.queue_occupancy(port, p as u8) > 0)
+                    .map(|p| paused[p])
+                    .min();
+                if let Some(at) = resume {
+                    self.wake_later(node, port, at, now, events);
+                }
+            }
+        }
+    }
+
+    /// Wakes `port` at `at`, unless an earlier wake-up is due.
+    fn wake_later(&mut self, node: NodeId, port: u16, at: Ps, now: Ps, events: &mut EventQueue) {
+        let wake = &mut self.wake_at[usize::from(port)];
+        if *wake == 0 || *wake > at || *wake < now {
+            *wake = at;
+            events.at(at, Event::Wake(node, port));
+        }
+    }
+}
