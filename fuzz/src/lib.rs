@@ -29,7 +29,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("stf", stf),
     ("p4rt_write", p4rt_write),
     ("p4rt_set_pipeline", p4rt_set_pipeline),
-    ("fabric_runtime_json", fabric_runtime_json),
+    ("sim_runtime_json", sim_runtime_json),
     ("thrift_calls", thrift_calls),
     #[cfg(feature = "control")]
     ("runtime_json", runtime_json),
@@ -176,14 +176,14 @@ pub fn p4rt_set_pipeline(data: &[u8]) {
     }
 }
 
-/// A runtime JSON (p4values' reader) applied by the fabric to a `switch.p4` switch.
-pub fn fabric_runtime_json(data: &[u8]) {
+/// A runtime JSON (p4values' reader) applied by the simulator to a `switch.p4` switch.
+pub fn sim_runtime_json(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if let Ok(config) = fabric::runtime::RuntimeConfig::parse(text) {
+    if let Ok(config) = sim::runtime::RuntimeConfig::parse(text) {
         let mut switch = Switch::new(switch_p4().0.program, Clock::Virtual(0));
-        let _ = fabric::runtime::apply(&config, &mut switch);
+        let _ = sim::runtime::apply(&config, &mut switch);
     }
 }
 

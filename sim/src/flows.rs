@@ -9,9 +9,10 @@ use crate::time::Ps;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum On {
-    /// Its last byte left the sender for the first time (htsim's send-done trigger).
+    /// The sender is done with it: its last byte was sent and acknowledged (htsim's
+    /// send-done trigger).
     Sent,
-    /// Its last byte reached the receiver, all before it in order.
+    /// Its last byte reached the receiver, all before it in order (htsim's recv-done).
     Delivered,
 }
 
@@ -20,10 +21,12 @@ pub enum On {
 pub enum Start {
     /// At a time.
     At(Ps),
-    /// When every dependency has happened, plus a delay.
+    /// When `needed` of the dependencies have happened, plus a delay.
     After {
-        /// The flows and moments it waits for (earlier flows only).
+        /// The flows and moments it waits for (any flow of the run but itself).
         deps: Vec<(FlowId, On)>,
+        /// How many of them must happen, `1..=deps.len()`.
+        needed: u32,
         /// Then this long.
         delay: Ps,
     },
@@ -52,7 +55,7 @@ pub struct FlowSpec {
 pub struct FlowTimes {
     /// It started (was posted to its QP).
     pub start: Option<Ps>,
-    /// Its last byte left the sender for the first time.
+    /// Its last byte was acknowledged to the sender.
     pub sent: Option<Ps>,
     /// Its last byte was delivered in order.
     pub delivered: Option<Ps>,
@@ -64,14 +67,17 @@ pub enum FlowError {
     /// Zero bytes.
     #[error("flow {0} has no bytes")]
     Empty(FlowId),
-    /// A dependency on a flow not added before it.
-    #[error("flow {flow} waits for flow {on}, which is not an earlier flow")]
+    /// A dependency on a flow that does not exist, or on itself.
+    #[error("flow {flow} waits for flow {on}, which is not another flow of the run")]
     Dependency {
         /// The flow.
         flow: FlowId,
         /// What it names.
         on: FlowId,
     },
+    /// A count of dependencies that cannot be met.
+    #[error("flow {0} waits for more dependencies than it names, or none")]
+    Needed(FlowId),
     /// Past the limit.
     #[error("more than {0} flows")]
     TooMany(usize),
@@ -86,14 +92,15 @@ pub const MAX_FLOWS: usize = 1 << 24;
 pub struct Flows {
     specs: Vec<FlowSpec>,
     times: Vec<FlowTimes>,
-    /// Dependencies not yet met, per flow.
+    /// Dependencies still needed, per flow.
     waiting: Vec<u32>,
-    /// Who waits for each flow's sent and delivered moments.
+    /// Who waits for each flow's sent and delivered moments (built by [`Flows::schedule`]).
     dependents: Vec<Vec<(FlowId, On)>>,
 }
 
 impl Flows {
-    /// Adds a flow; its dependencies must be flows added before it (so there is no cycle).
+    /// Adds a flow; what it waits for is checked when the run starts ([`Flows::schedule`]),
+    /// so it may name flows added after it.
     pub fn add(&mut self, spec: FlowSpec) -> Result<FlowId, FlowError> {
         if self.specs.len() >= MAX_FLOWS {
             return Err(FlowError::TooMany(MAX_FLOWS));
@@ -102,34 +109,43 @@ impl Flows {
         if spec.bytes == 0 {
             return Err(FlowError::Empty(id));
         }
-        let mut waiting = 0;
-        if let Start::After { deps, .. } = &spec.start {
-            for &(on, moment) in deps {
-                let Some(list) = self.dependents.get_mut(on as usize) else {
-                    return Err(FlowError::Dependency { flow: id, on });
-                };
-                list.push((id, moment));
-                waiting += 1;
+        let waiting = match &spec.start {
+            Start::At(_) => 0,
+            Start::After { deps, needed, .. } => {
+                if *needed == 0 || *needed as usize > deps.len() {
+                    return Err(FlowError::Needed(id));
+                }
+                *needed
             }
-        }
+        };
         self.specs.push(spec);
         self.times.push(FlowTimes::default());
         self.waiting.push(waiting);
-        self.dependents.push(Vec::new());
         Ok(id)
     }
 
-    /// Schedules every flow that starts at a time, or waits for nothing.
-    pub(crate) fn schedule(&self, events: &mut EventQueue) {
+    /// Links every flow to those it waits for and schedules the flows that start at a time;
+    /// refuses a dependency on a flow that does not exist or on the flow itself. A cycle of
+    /// dependencies is not refused: its flows never start, and the report says so.
+    pub(crate) fn schedule(&mut self, events: &mut EventQueue) -> Result<(), FlowError> {
+        self.dependents = vec![Vec::new(); self.specs.len()];
         for (id, spec) in self.specs.iter().enumerate() {
             match &spec.start {
                 Start::At(at) => events.at(*at, Event::FlowStart(id as FlowId)),
-                Start::After { deps, delay } if deps.is_empty() => {
-                    events.at(*delay, Event::FlowStart(id as FlowId))
+                Start::After { deps, .. } => {
+                    for &(on, moment) in deps {
+                        if on as usize == id || on as usize >= self.specs.len() {
+                            return Err(FlowError::Dependency {
+                                flow: id as FlowId,
+                                on,
+                            });
+                        }
+                        self.dependents[on as usize].push((id as FlowId, moment));
+                    }
                 }
-                Start::After { .. } => {}
             }
         }
+        Ok(())
     }
 
     /// The flow's spec.
@@ -165,7 +181,7 @@ impl Flows {
         self.times[flow as usize].start = Some(now);
     }
 
-    /// The flow's last byte left its sender at `now` (first time only).
+    /// The flow's last byte was acknowledged to its sender at `now`.
     pub(crate) fn sent(&mut self, flow: FlowId, now: Ps, events: &mut EventQueue) {
         let t = &mut self.times[flow as usize];
         if t.sent.is_none() {
@@ -190,6 +206,9 @@ impl Flows {
                 continue;
             }
             let left = &mut self.waiting[next as usize];
+            if *left == 0 {
+                continue; // already started on enough others
+            }
             *left -= 1;
             if *left == 0 {
                 let delay = match &self.specs[next as usize].start {
@@ -218,44 +237,69 @@ mod tests {
     }
 
     #[test]
-    fn a_flow_starts_when_all_it_waits_for_has_happened() {
+    fn a_flow_starts_when_enough_of_what_it_waits_for_has_happened() {
         let mut flows = Flows::default();
-        let a = flows.add(flow(Start::At(5))).unwrap();
-        let b = flows.add(flow(Start::At(7))).unwrap();
+        // Flow 0 waits for a later flow; flow 3 for any one of two.
         let c = flows
             .add(flow(Start::After {
-                deps: vec![(a, On::Sent), (b, On::Delivered)],
+                deps: vec![(1, On::Sent), (2, On::Delivered)],
+                needed: 2,
                 delay: 3,
             }))
             .unwrap();
+        let a = flows.add(flow(Start::At(5))).unwrap();
+        let b = flows.add(flow(Start::At(7))).unwrap();
+        let d = flows
+            .add(flow(Start::After {
+                deps: vec![(a, On::Delivered), (b, On::Delivered)],
+                needed: 1,
+                delay: 0,
+            }))
+            .unwrap();
         let mut events = EventQueue::default();
-        flows.schedule(&mut events);
+        flows.schedule(&mut events).unwrap();
         assert_eq!(events.len(), 2);
         flows.sent(a, 10, &mut events);
         flows.delivered(a, 11, &mut events);
         flows.sent(b, 12, &mut events);
-        assert_eq!(events.len(), 2, "c still waits for b's delivery");
+        assert_eq!(
+            events.len(),
+            3,
+            "d starts on a alone; c still waits for b's delivery"
+        );
         flows.delivered(b, 20, &mut events);
-        let last = std::iter::from_fn(|| events.pop()).last().unwrap();
-        assert_eq!(last, (23, Event::FlowStart(c)));
+        let all: Vec<_> = std::iter::from_fn(|| events.pop()).collect();
+        assert!(all.contains(&(23, Event::FlowStart(c))));
+        assert_eq!(all.iter().filter(|e| e.1 == Event::FlowStart(d)).count(), 1);
     }
 
     #[test]
-    fn dependencies_name_earlier_flows() {
+    fn dependencies_name_other_flows() {
         let mut flows = Flows::default();
-        let err = flows
+        flows
             .add(flow(Start::After {
                 deps: vec![(0, On::Sent)],
+                needed: 1,
                 delay: 0,
             }))
-            .unwrap_err();
-        assert_eq!(err, FlowError::Dependency { flow: 0, on: 0 });
+            .unwrap();
+        let mut events = EventQueue::default();
+        assert_eq!(
+            flows.schedule(&mut events),
+            Err(FlowError::Dependency { flow: 0, on: 0 })
+        );
         assert_eq!(
             flows.add(FlowSpec {
                 bytes: 0,
                 ..flow(Start::At(0))
             }),
-            Err(FlowError::Empty(0))
+            Err(FlowError::Empty(1))
         );
+        let two = Start::After {
+            deps: vec![(0, On::Sent)],
+            needed: 2,
+            delay: 0,
+        };
+        assert_eq!(flows.add(flow(two)), Err(FlowError::Needed(1)));
     }
 }

@@ -150,8 +150,6 @@ pub struct HostNode {
     /// QPs paced until a time.
     timed: BinaryHeap<Reverse<(Ps, u32)>>,
     receivers: HashMap<(Ipv4Addr, u32), RecvQp>,
-    /// The flow whose last packet (first time) is on the wire now.
-    finishing: Option<FlowId>,
     /// What it did.
     pub stats: HostStats,
 }
@@ -180,7 +178,6 @@ impl HostNode {
             ready: VecDeque::new(),
             timed: BinaryHeap::new(),
             receivers: HashMap::new(),
-            finishing: None,
             stats: HostStats::default(),
         }
     }
@@ -230,11 +227,8 @@ impl HostNode {
                     src_ip: self.config.ip,
                     dst_ip: peer,
                 };
-                let ecn = if self.config.dcqcn.is_some() {
-                    Ecn::Ect0
-                } else {
-                    Ecn::NotEct
-                };
+                // RoCEv2 data is ECN-capable, whether or not this sender reacts to CNPs.
+                let ecn = Ecn::Ect0;
                 let dcqcn = self.config.dcqcn.map(|p| {
                     Dcqcn::new(self.rate_bps, p)
                         .expect("DCQCN parameters are checked before the run")
@@ -300,12 +294,8 @@ impl HostNode {
         now: Ps,
         links: &mut [Link],
         events: &mut EventQueue,
-        flows: &mut Flows,
     ) {
         self.busy = false;
-        if let Some(flow) = self.finishing.take() {
-            flows.sent(flow, now, events);
-        }
         self.send(node, now, links, events);
     }
 
@@ -332,7 +322,7 @@ impl HostNode {
             Received::Pfc(p) => self.pause(&p, now),
             Received::Roce(h) if h.dst_ip == self.config.ip => match h.opcode {
                 Opcode::Cnp => self.on_cnp(&h, now),
-                Opcode::RcAck => self.on_acknowledge(node, &h, now, events),
+                Opcode::RcAck => self.on_acknowledge(node, &h, now, events, flows),
                 _ => self.on_data(&h, now, events, flows),
             },
             _ => {}
@@ -371,7 +361,14 @@ impl HostNode {
         }
     }
 
-    fn on_acknowledge(&mut self, node: NodeId, h: &RoceHeaders, now: Ps, events: &mut EventQueue) {
+    fn on_acknowledge(
+        &mut self,
+        node: NodeId,
+        h: &RoceHeaders,
+        now: Ps,
+        events: &mut EventQueue,
+        flows: &mut Flows,
+    ) {
         let Some(&i) = self.qp_index.get(&(h.src_ip, h.qp)) else {
             return;
         };
@@ -397,7 +394,8 @@ impl HostNode {
             .front()
             .is_some_and(|m| m.first_psn + m.packets <= qp.una)
         {
-            qp.messages.pop_front();
+            let done = qp.messages.pop_front().expect("the front was there");
+            flows.sent(done.flow, now, events);
         }
         // Progress restarts the timer.
         qp.rto_generation = qp.rto_generation.wrapping_add(1);
@@ -597,7 +595,6 @@ impl HostNode {
             _ if last => Opcode::RcSendLast,
             _ => Opcode::RcSendMiddle,
         };
-        let flow = m.flow;
         // AckReq on a message's last packet and every ACK_EVERY packets, so that a long
         // message is acknowledged as it goes and its timer restarts.
         let ack_req = last || (k + 1).is_multiple_of(ACK_EVERY);
@@ -609,7 +606,6 @@ impl HostNode {
             self.stats.retransmitted += 1;
         }
         qp.next += 1;
-        let first_time = psn == qp.high;
         qp.high = qp.high.max(qp.next);
         if !qp.rto_armed {
             qp.rto_armed = true;
@@ -634,9 +630,6 @@ impl HostNode {
             }
         } else {
             qp.scheduled = false;
-        }
-        if last && first_time {
-            self.finishing = Some(flow);
         }
         frame
     }

@@ -3,7 +3,7 @@
 //! link's rate) and reaches the far end a propagation delay after its last bit left. Frames in
 //! flight keep their order; only the first one has an arrival event scheduled.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::event::{Event, EventQueue, LinkId, NodeId};
 use crate::frame::Frame;
@@ -47,6 +47,8 @@ pub struct Link {
     in_flight: VecDeque<(Ps, Frame)>,
     /// What it carried.
     pub stats: LinkStats,
+    /// RoCEv2 frames carried per destination QP, when asked for ([`Link::count_qps`]).
+    pub qps: Option<BTreeMap<u32, u64>>,
 }
 
 impl Link {
@@ -60,7 +62,14 @@ impl Link {
             up: true,
             in_flight: VecDeque::new(),
             stats: LinkStats::default(),
+            qps: None,
         }
+    }
+
+    /// Counts the RoCEv2 frames it carries per destination QP from now on (which path each QP
+    /// took: a cost per frame, so only where asked).
+    pub fn count_qps(&mut self) {
+        self.qps.get_or_insert_with(BTreeMap::new);
     }
 
     /// How long `frame` holds the transmitter.
@@ -76,6 +85,11 @@ impl Link {
         self.stats.frames += 1;
         self.stats.bytes += frame.len();
         self.stats.busy_ps += done - now;
+        if let Some(qps) = &mut self.qps {
+            if let crate::frame::Received::Roce(h) = crate::frame::read(&frame.data) {
+                *qps.entry(h.qp).or_default() += 1;
+            }
+        }
         events.at(done, Event::TxDone(id));
         if !self.up {
             self.stats.lost += 1;

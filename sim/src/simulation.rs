@@ -233,6 +233,19 @@ impl Simulation {
         Ok(())
     }
 
+    /// The link that leaves from `from`.
+    pub fn link_from(&self, from: End) -> Option<LinkId> {
+        self.links
+            .iter()
+            .position(|l| l.from == from)
+            .map(|i| i as LinkId)
+    }
+
+    /// The link direction `id`, to change (its rate, what it counts).
+    pub fn link_mut(&mut self, id: LinkId) -> &mut Link {
+        &mut self.links[id as usize]
+    }
+
     /// Writes `entries` into switch `node`.
     pub fn apply_entries(&mut self, node: NodeId, entries: &RuntimeConfig) -> Result<(), SimError> {
         let s = self.switch_mut(node)?;
@@ -345,24 +358,32 @@ impl Simulation {
     }
 
     /// Runs until nothing is left to happen, time `until` comes, or `observe` (called every
-    /// [`OBSERVE_EVERY`] events) returns false.
-    pub fn run(&mut self, until: Ps, mut observe: impl FnMut(&Simulation) -> bool) -> RunEnd {
+    /// [`OBSERVE_EVERY`] events) returns false; may be called again to go on. The first call
+    /// refuses flows that wait for flows that do not exist.
+    pub fn run(
+        &mut self,
+        until: Ps,
+        mut observe: impl FnMut(&Simulation) -> bool,
+    ) -> Result<RunEnd, SimError> {
         if !self.started {
             self.started = true;
-            self.flows.schedule(&mut self.events);
+            self.flows.schedule(&mut self.events)?;
             for (i, f) in self.failures.iter().enumerate() {
                 self.events.at(f.at, Event::Fail(i as u32));
             }
         }
         loop {
-            if self.events.taken.is_multiple_of(OBSERVE_EVERY) && self.events.taken > 0 && !observe(self) {
-                return RunEnd::Stopped;
+            if self.events.taken.is_multiple_of(OBSERVE_EVERY)
+                && self.events.taken > 0
+                && !observe(self)
+            {
+                return Ok(RunEnd::Stopped);
             }
             match self.events.peek_time() {
-                None => return RunEnd::Idle,
+                None => return Ok(RunEnd::Idle),
                 Some(t) if t > until => {
                     self.now = until;
-                    return RunEnd::TimeLimit;
+                    return Ok(RunEnd::TimeLimit);
                 }
                 Some(_) => {}
             }
@@ -396,7 +417,7 @@ impl Simulation {
                 let from = links[l as usize].from;
                 match &mut nodes[from.node as usize] {
                     Node::Switch(s) => s.transmitted(from.node, from.port, now, links, events),
-                    Node::Host(h) => h.transmitted(from.node, now, links, events, flows),
+                    Node::Host(h) => h.transmitted(from.node, now, links, events),
                 }
             }
             Event::Wake(node, port) => match &mut nodes[node as usize] {

@@ -1,5 +1,5 @@
 //! The arrows between the crates point one way (docs/ARCHITECTURE.md, "Dependency direction"),
-//! read from `cargo metadata`: each softswitch crate and fabric depends only on the workspace
+//! read from `cargo metadata`: each softswitch crate and the simulator depend only on the workspace
 //! crates its row of [`ALLOWED`] names (so the core never imports the front end or the server,
 //! and the device's port code never imports server code), and what must stay free of the async
 //! and gRPC stack has no tonic, tokio or prost anywhere in its dependency tree. Normal and build
@@ -44,16 +44,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "p4toolchain",
         ],
     ),
-    (
-        "fabric",
-        &[
-            "softswitch-core",
-            "softswitch-frontend",
-            "dcqcn",
-            "p4values",
-            "wire",
-        ],
-    ),
+    ("sim", &["softswitch-core", "dcqcn", "p4values", "wire"]),
 ];
 
 /// Crates whose whole dependency tree stays free of [`ASYNC_AND_GRPC`].
@@ -63,7 +54,7 @@ const WITHOUT_ASYNC: &[&str] = &[
     "softswitch-bmv2json",
     "softswitch-device",
     "softswitch-stf",
-    "fabric",
+    "sim",
 ];
 
 /// The async runtime and the gRPC stack.
@@ -189,21 +180,21 @@ fn a_wrong_arrow_is_caught() {
         graph.deps.insert(krate.to_string(), deps);
     }
     assert_eq!(graph.violations(), Vec::<String>::new());
-    // The core reaching back into the front end, port code into the server, and fabric
-    // linking tokio through a crate of its own.
+    // The core reaching back into the front end, port code into the server, and the
+    // simulator linking tokio through a crate of its own.
     let mut add = |from: &str, to: &str| {
         graph.deps.entry(from.into()).or_default().insert(to.into());
     };
     add("softswitch-core", "softswitch-frontend");
     add("softswitch-device", "softswitch-server");
-    add("fabric", "helper");
+    add("sim", "helper");
     add("helper", "tokio");
     assert_eq!(
         graph.violations(),
         [
             "softswitch-core depends on softswitch-frontend",
             "softswitch-device depends on softswitch-server",
-            "fabric links tokio",
+            "sim links tokio",
         ]
     );
 }

@@ -111,7 +111,7 @@ const FUZZED: &[&str] = &[
     "stf",
     "p4rt_write",
     "p4rt_set_pipeline",
-    "fabric_runtime_json",
+    "sim_runtime_json",
     "thrift_calls",
 ];
 

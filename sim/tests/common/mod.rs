@@ -12,17 +12,27 @@ use sim::host::HostConfig;
 use sim::simulation::Simulation;
 use sim::time::{MS, US};
 use softswitch_core::ir::Program;
+use softswitch_frontend::source::SourceMap;
 
 /// The dataplane-p4 folder.
 pub fn dataplane_p4() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../dataplane-p4")
 }
 
+/// Compiles a program as `softswitch check` does; the rendered diagnostic on error.
+pub fn compile(path: &Path) -> Result<(Program, SourceMap), String> {
+    let mut map = SourceMap::new();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file = map.add(path.display().to_string(), text);
+    let program = softswitch_frontend::compile(&mut map, file).map_err(|d| d.render(&map))?;
+    Ok((program.program, map))
+}
+
 /// lossless.p4, compiled.
 pub fn lossless() -> Program {
-    softswitch_frontend::compile_file(&dataplane_p4().join("lossless.p4"))
+    compile(&dataplane_p4().join("lossless.p4"))
         .unwrap_or_else(|e| panic!("{e}"))
-        .program
+        .0
 }
 
 /// A host's settings: MTU `mtu`, data in DSCP 26 / priority 3, CNPs in DSCP 48 / priority 6,

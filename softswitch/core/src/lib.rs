@@ -7,7 +7,7 @@
 //! the copies; every control operation goes through the switch's one runtime interface,
 //! [`runtime`] (its refusals are [`runtime::RuntimeError`]s); what it does to each packet and
 //! each table write can be traced as BMv2's log shows it ([`trace`]). No I/O,
-//! no async, no gRPC: the device drives it on real ports, the STF runner and the fabric
+//! no async, no gRPC: the device drives it on real ports, the STF runner and the simulator
 //! in-process.
 
 pub mod bits;

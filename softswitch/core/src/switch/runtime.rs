@@ -6,7 +6,7 @@
 //! (`meter_set_rates`), parser value sets, multicast groups and nodes (`mc_*`), clone sessions
 //! (`mirroring_add`), queue depths and rates (`set_egress_queue_depth`,
 //! `set_egress_queue_rate`), and what the switch counts. The P4Runtime and Queues services, the
-//! STF runner and the fabric all use it and nothing else of the switch, so that one more front
+//! STF runner and the simulator all use it and nothing else of the switch, so that one more front
 //! door (BMv2's Thrift runtime) is an adapter of the same calls.
 //!
 //! Tables, actions and extern instances are named by their program index; [`Switch::table_id`],

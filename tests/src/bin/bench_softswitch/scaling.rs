@@ -1,32 +1,19 @@
 //! Scaling of softswitch, no I/O: the interpreter's rate against the size of one table (10 to
 //! 1,000,000 entries, exact, lpm and ternary, installed through the runtime interface), against
-//! the number of ports and against the frame size; and the in-process fabric's speed (packets
-//! delivered per wall-clock second) on generated leaf/spine fabrics of 8, 32 and 128 hosts
-//! running lossless.p4. Prints tables and draws them into one SVG (the labs' plotting code).
+//! the number of ports and against the frame size. Prints tables and draws them into one SVG
+//! (the labs' plotting code). The simulator's speed on whole fabrics is `cargo xtask bench sim`.
 //!
 //! Rates are per second of this thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), not of the
 //! wall clock: on a machine shared with other work the thread is off its core for much of
 //! the wall-clock time, and only its own time measures what it does.
 
 use std::{
-    collections::BTreeMap,
-    path::{Path, PathBuf},
+    path::Path,
     time::{Duration, Instant},
 };
 
 use anyhow::{bail, Context as _};
-use fabric::{
-    host::FlowSpec,
-    sim::{Fabric, FabricConfig},
-};
-use lossless::{
-    lab::output::{draw_panels, Line, Panel},
-    net::{
-        leaf_spine::{network, Shape, Tuning},
-        model::{Entries, Network},
-    },
-};
-use serde_json::{json, Value};
+use lossless::lab::output::{draw_panels, Line, Panel};
 use softswitch_core::{
     ir::{ActionCall, Entry, FieldMatch, Program},
     switch::{Clock, Switch},
@@ -46,11 +33,6 @@ const ROUTES: usize = 1_000;
 const PACKETS: usize = 300_000;
 /// Distinct frames cycled through (each to an installed entry).
 const DISTINCT: usize = 4096;
-/// Fabric shapes: (spines, leaves, hosts per leaf).
-const SHAPES: [(u16, u16, u16); 3] = [(2, 2, 4), (2, 4, 8), (4, 8, 16)];
-/// Frames each host sends in the fabric runs.
-const FABRIC_FRAMES: u64 = 400;
-
 /// A table's match kind, as the P4 source spells it.
 #[derive(Clone, Copy)]
 enum Kind {
@@ -266,8 +248,6 @@ pub struct Scaling {
     pub ports: Vec<(u16, f64)>,
     /// (frame bytes, frames per CPU s).
     pub sizes: Vec<(usize, f64)>,
-    /// (hosts, switches, frames delivered, CPU s, simulated s).
-    pub fabric: Vec<(usize, usize, u64, f64, f64)>,
 }
 
 /// Measures everything (single rounds: the figures span orders of magnitude).
@@ -307,136 +287,11 @@ pub fn measure() -> anyhow::Result<Scaling> {
         eprintln!("scaling: {size}-byte frames: {pps:.0} frames/s");
         sizes.push((size, pps));
     }
-    let mut fabric = Vec::new();
-    for (spines, leaves, hosts) in SHAPES {
-        let row = fabric_speed(Shape {
-            spines,
-            leaves,
-            hosts,
-        })?;
-        eprintln!(
-            "scaling: fabric of {} hosts: {} frames in {:.2} CPU s",
-            row.0, row.2, row.3
-        );
-        fabric.push(row);
-    }
     Ok(Scaling {
         tables,
         ports,
         sizes,
-        fabric,
     })
-}
-
-/// Writes `net` as a topology.json of the in-process fabric (the tutorials' shape with each
-/// host's `gateway_mac`) with a runtime JSON per switch into `dir`; returns the topology's path.
-fn write_topology(net: &Network, dir: &Path) -> anyhow::Result<PathBuf> {
-    std::fs::create_dir_all(dir)?;
-    let mut hosts = BTreeMap::new();
-    for host in &net.hosts {
-        let gateway = host.gateway.context("a host without a gateway")?;
-        let gateway_mac = host
-            .neighbours
-            .iter()
-            .find(|(ip, _)| *ip == gateway)
-            .map(|(_, mac)| mac.clone())
-            .context("no MAC for the gateway")?;
-        hosts.insert(
-            host.name.clone(),
-            json!({"ip": host.ip, "mac": host.mac, "gateway_mac": gateway_mac}),
-        );
-    }
-    let mut switches = BTreeMap::new();
-    for switch in &net.switches {
-        let Entries::Computed(entries) = &switch.entries else {
-            bail!("{}: entries not computed", switch.name);
-        };
-        let file = format!("{}-runtime.json", switch.name);
-        std::fs::write(dir.join(&file), serde_json::to_vec(entries)?)?;
-        switches.insert(switch.name.clone(), json!({ "runtime_json": file }));
-    }
-    let end = |e: &lossless::net::model::End| -> Value {
-        if net.is_host(&e.node) {
-            json!(e.node)
-        } else {
-            json!(format!("{}-p{}", e.node, e.port))
-        }
-    };
-    let links: Vec<Value> = net
-        .links
-        .iter()
-        .map(|l| json!([end(&l.a), end(&l.b), "2us", 1000]))
-        .collect();
-    let path = dir.join("topology.json");
-    std::fs::write(
-        &path,
-        serde_json::to_vec(&json!({"hosts": hosts, "switches": switches, "links": links}))?,
-    )?;
-    Ok(path)
-}
-
-/// Every host of a `shape` fabric running lossless.p4 sends [`FABRIC_FRAMES`] frames at line
-/// rate to a host on the next leaf; returns (hosts, switches, frames delivered, CPU seconds,
-/// simulated seconds).
-fn fabric_speed(shape: Shape) -> anyhow::Result<(usize, usize, u64, f64, f64)> {
-    let net = network(shape, &Tuning::default());
-    let dir = std::env::temp_dir().join(format!(
-        "bench-fabric-{}-{}",
-        net.hosts.len(),
-        std::process::id()
-    ));
-    let topology = write_topology(&net, &dir)?;
-    let program = compile_file(&testkit::workspace_root().join("dataplane-p4/lossless.p4"))?;
-    let mut fabric = Fabric::load(&topology, &program, FabricConfig::default())
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let _ = std::fs::remove_dir_all(&dir);
-    let hosts: Vec<String> = net.hosts.iter().map(|h| h.name.clone()).collect();
-    let per_leaf = usize::from(shape.hosts);
-    for (i, name) in hosts.iter().enumerate() {
-        let peer = &net.hosts[(i + per_leaf) % hosts.len()];
-        let ip: std::net::Ipv4Addr = peer.ip.split('/').next().unwrap_or_default().parse()?;
-        fabric.host(name).add_flow(FlowSpec {
-            dst_ip: u32::from(ip),
-            qp: 0x100 + i as u32,
-            sport: 49152 + i as u16,
-            packets: FABRIC_FRAMES,
-            frame_bytes: 1000,
-            rate_bps: 1e9,
-            start_us: 0,
-            burst: 0,
-            gap_us: 0,
-            dcqcn: None,
-        });
-    }
-    let start = thread_cpu_time();
-    if !fabric.run(60_000_000) {
-        bail!("the fabric of {} hosts did not drain", hosts.len());
-    }
-    let cpu = (thread_cpu_time() - start).as_secs_f64();
-    let delivered: u64 = fabric
-        .hosts
-        .iter()
-        .flat_map(|h| h.received.values().map(|r| r.packets))
-        .sum();
-    if delivered < FABRIC_FRAMES * hosts.len() as u64 * 9 / 10 {
-        bail!(
-            "the fabric delivered {delivered} frames of {}",
-            FABRIC_FRAMES * hosts.len() as u64
-        );
-    }
-    Ok((
-        hosts.len(),
-        net.switches.len(),
-        delivered,
-        cpu,
-        fabric.now_us() as f64 / 1e6,
-    ))
-}
-
-fn compile_file(path: &Path) -> anyhow::Result<Program> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    compile(&path.display().to_string(), text)
 }
 
 /// Prints the tables and draws the plot into `svg`.
@@ -465,20 +320,6 @@ pub fn report(scaling: &Scaling, svg: &Path) -> anyhow::Result<()> {
         println!(
             "{size:<10} {pps:>14.0} {:>10.2}",
             pps * *size as f64 * 8.0 / 1e9
-        );
-    }
-    println!(
-        "\nscaling: the in-process fabric (lossless.p4 on every switch, 1 Gb/s links), every host \
-         sending {FABRIC_FRAMES} 1000-byte frames to a host on the next leaf"
-    );
-    println!(
-        "{:<8} {:>9} {:>12} {:>10} {:>12} {:>16}",
-        "hosts", "switches", "delivered", "CPU s", "simulated s", "frames/CPU s"
-    );
-    for (hosts, switches, delivered, cpu, simulated) in &scaling.fabric {
-        println!(
-            "{hosts:<8} {switches:>9} {delivered:>12} {cpu:>10.2} {simulated:>12.4} {:>16.0}",
-            *delivered as f64 / cpu
         );
     }
     let log = |n: f64| n.log10();
@@ -536,21 +377,6 @@ pub fn report(scaling: &Scaling, svg: &Path) -> anyhow::Result<()> {
                         .collect(),
                 ),
             ],
-        },
-        Panel {
-            caption: "in-process fabric speed".into(),
-            x_desc: "hosts".into(),
-            y_desc: "thousand frames delivered per CPU second".into(),
-            x: 0.0..136.0,
-            y: 0.0..top(&mut scaling.fabric.iter().map(|f| f.2 as f64 / f.3 / 1e3)),
-            lines: vec![Line::solid(
-                "frames/CPU s",
-                scaling
-                    .fabric
-                    .iter()
-                    .map(|f| (f.0 as f64, f.2 as f64 / f.3 / 1e3))
-                    .collect(),
-            )],
         },
     ];
     if let Some(dir) = svg.parent() {

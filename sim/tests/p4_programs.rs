@@ -8,7 +8,7 @@
 mod common;
 
 use common::{compile, dataplane_p4, lossless};
-use fabric::runtime::{self, RuntimeConfig};
+use sim::runtime::{self, RuntimeConfig};
 use softswitch_core::switch::{Clock, Switch};
 use std::path::PathBuf;
 
@@ -171,19 +171,22 @@ fn red_marks_with_the_profile_probability_between_kmin_and_kmax() {
     .unwrap();
     runtime::apply(&rt, &mut switch).unwrap();
     switch.set_queue_rate(Some(2), None, Some(1000)).unwrap();
-    let frame = fabric::frame::Roce {
-        src_mac: [0, 0, 0, 0, 0, 1],
-        dst_mac: [0, 0, 0, 0, 0, 2],
-        src_ip: 0x0a00_0101,
-        dst_ip: 0x0a00_0202,
+    let roce = wire::roce::RoceFrame {
+        src_mac: wire::ethernet::Address([0, 0, 0, 0, 0, 1]),
+        dst_mac: wire::ethernet::Address([0, 0, 0, 0, 0, 2]),
+        vlan: wire::ethernet::Vlan::Untagged,
+        src_ip: std::net::Ipv4Addr::new(10, 0, 1, 1).into(),
+        dst_ip: std::net::Ipv4Addr::new(10, 0, 2, 2).into(),
         dscp: 0,
         ecn: wire::ip::Ecn::Ect0,
-        sport: 1,
-        opcode: fabric::frame::OPCODE_SEND_ONLY,
-        qp: 1,
-        psn: 0,
-    }
-    .emit(100);
+        ttl: 64,
+        flow_label: 0,
+        src_port: 1,
+        bth: wire::bth::Repr::new(wire::bth::Opcode::RcSendOnly, 1, 0),
+        payload_len: 100 - 62,
+    };
+    let mut frame = vec![0; roce.buffer_len()];
+    roce.emit(&mut frame, |p| p.fill(0)).unwrap();
     // Bursts of 10: packet i finds max(i - 1, 0) ahead, so q runs 0, 0, 1, ..., 8.
     let bursts = 2000;
     let mut expected = 0.0;

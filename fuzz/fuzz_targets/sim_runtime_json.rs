@@ -1,0 +1,4 @@
+//! libFuzzer's entry point for a runtime JSON read by the simulator: [`lossless_fuzz::sim_runtime_json`].
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| lossless_fuzz::sim_runtime_json(data));
