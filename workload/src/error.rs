@@ -44,9 +44,17 @@ impl fmt::Display for Origin {
     }
 }
 
-/// `path` as messages show it: escaped and shortened.
+/// `path` as messages show it: whole, with control characters escaped.
 pub(crate) fn shown_path(path: &Path) -> String {
-    escaped(&path.to_string_lossy())
+    let mut shown = String::new();
+    for c in path.to_string_lossy().chars() {
+        if c.is_control() {
+            shown.extend(c.escape_debug());
+        } else {
+            shown.push(c);
+        }
+    }
+    shown
 }
 
 /// `token` as messages quote it: in backquotes, escaped and shortened.

@@ -146,6 +146,18 @@ mod tests {
     }
 
     #[test]
+    fn paths_are_shown_whole_and_escaped() {
+        let long = format!("/nonexistent/{}/w\x1b[2J.toml", "d".repeat(100));
+        let error = read_text(Path::new(&long), 10, "a test file")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains(&format!("{}/w\\u{{1b}}[2J.toml: ", "d".repeat(100))),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn endless_files_stop_at_the_limit() {
         let error = read_text(Path::new("/dev/zero"), 1000, "a test file").unwrap_err();
         assert!(
