@@ -5,7 +5,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use crate::error::{token, Origin, Result, WorkloadError};
+use crate::error::{token, within, Origin, Result, WorkloadError};
 use crate::limits::{MAX_BYTES, MAX_CDF_FILE_BYTES, MAX_CDF_POINTS};
 use crate::text::{for_each_line, open};
 
@@ -73,14 +73,12 @@ impl SizeCdf {
                     ),
                 ));
             };
-            if points.len() == MAX_CDF_POINTS {
-                return Err(WorkloadError::Limit {
-                    at,
-                    what: "points",
-                    count: MAX_CDF_POINTS as u64 + 1,
-                    limit: MAX_CDF_POINTS as u64,
-                });
-            }
+            within(
+                &at,
+                "points",
+                points.len() as u64 + 1,
+                MAX_CDF_POINTS as u64,
+            )?;
             check_point(&at, (size, percent), points.last().copied(), &tokens)?;
             points.push((size, percent));
             Ok(())

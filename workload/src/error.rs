@@ -128,5 +128,18 @@ impl WorkloadError {
     }
 }
 
+/// Refuses `count` of `what` at `at` past `limit`, naming both.
+pub(crate) fn within(at: &Origin, what: &'static str, count: u64, limit: u64) -> Result<()> {
+    if count > limit {
+        return Err(WorkloadError::Limit {
+            at: at.clone(),
+            what,
+            count,
+            limit,
+        });
+    }
+    Ok(())
+}
+
 /// A result of this crate.
 pub type Result<T, E = WorkloadError> = std::result::Result<T, E>;

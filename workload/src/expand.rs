@@ -9,7 +9,7 @@ use rand_distr::Exp1;
 
 use crate::cdf::SizeCdf;
 use crate::collective::{Collective as CollectiveRecord, CollectiveKind};
-use crate::error::{Origin, Result, WorkloadError};
+use crate::error::{within, Origin, Result, WorkloadError};
 use crate::flows::{
     check_plan, After, Connection, Dependency, Endpoints, Flow, FlowId, Flows, On, Start, Step,
 };
@@ -36,8 +36,8 @@ pub fn expand(workload: &Workload, endpoints: &Endpoints, seed: u64) -> Result<F
     let (mut flows, mut dependencies) = (0u64, 0u64);
     for part in workload.parts() {
         let plan = Plan::new(part, endpoints)?;
-        limit(&part.origin, plan.flows_what(part), plan.flows, MAX_FLOWS)?;
-        limit(
+        within(&part.origin, plan.flows_what(part), plan.flows, MAX_FLOWS)?;
+        within(
             &part.origin,
             "dependencies",
             plan.dependencies,
@@ -47,8 +47,8 @@ pub fn expand(workload: &Workload, endpoints: &Endpoints, seed: u64) -> Result<F
         dependencies = dependencies.saturating_add(plan.dependencies);
         plans.push(plan);
     }
-    limit(&Origin::Workload, "flows", flows, MAX_FLOWS)?;
-    limit(
+    within(&Origin::Workload, "flows", flows, MAX_FLOWS)?;
+    within(
         &Origin::Workload,
         "dependencies",
         dependencies,
@@ -78,19 +78,6 @@ pub fn expand(workload: &Workload, endpoints: &Endpoints, seed: u64) -> Result<F
         WorkloadError::input(at, format!("flow {}: {e}", flow.id))
     })?;
     Ok(out)
-}
-
-/// Refuses `count` of `what` past `limit`.
-fn limit(at: &Origin, what: &'static str, count: u64, limit: u64) -> Result<()> {
-    if count > limit {
-        return Err(WorkloadError::Limit {
-            at: at.clone(),
-            what,
-            count,
-            limit,
-        });
-    }
-    Ok(())
 }
 
 /// A part planned against the endpoints.
@@ -336,7 +323,7 @@ impl Builder<'_> {
         step: Option<Step>,
     ) -> Result<FlowId> {
         let id = self.out.flows.len() as u64;
-        limit(self.at, "flows", id + 1, MAX_FLOWS)?;
+        within(self.at, "flows", id + 1, MAX_FLOWS)?;
         self.out.flows.push(Flow {
             id: id as FlowId,
             src,
@@ -454,36 +441,38 @@ impl Builder<'_> {
             Kind::Incast {
                 bytes, every, reps, ..
             } => {
-                let [receiver, senders @ ..] = &hosts[..] else {
-                    return Ok(());
-                };
-                let connections: Vec<u32> = senders
-                    .iter()
-                    .map(|&s| self.connection(s, *receiver, 1))
-                    .collect();
-                for round in 0..u64::from(*reps) {
-                    let t = part.start + every.unwrap_or(0) * round;
-                    for (&s, &c) in senders.iter().zip(&connections) {
-                        self.flow(s, *receiver, *bytes, Start::At(t), c, 0, None)?;
-                    }
-                }
+                let every = every.unwrap_or(0);
+                let starts = (0..u64::from(*reps)).map(|r| part.start + every * r);
+                self.rounds(hosts, *bytes, starts)?;
             }
             Kind::Microburst {
                 burst, every, time, ..
             } => {
-                let [receiver, senders @ ..] = &hosts[..] else {
-                    return Ok(());
-                };
-                let connections: Vec<u32> = senders
-                    .iter()
-                    .map(|&s| self.connection(s, *receiver, 1))
-                    .collect();
-                for k in 0..time.div_ceil(*every) {
-                    let t = part.start + every * k;
-                    for (&s, &c) in senders.iter().zip(&connections) {
-                        self.flow(s, *receiver, *burst, Start::At(t), c, 0, None)?;
-                    }
-                }
+                let starts = (0..time.div_ceil(*every)).map(|k| part.start + every * k);
+                self.rounds(hosts, *burst, starts)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Rounds of an incast or microburst: rank 0 of `hosts` receives, the others each send
+    /// `bytes` at each of `starts`, each on one connection of its own for all its rounds.
+    fn rounds(
+        &mut self,
+        hosts: &[u32],
+        bytes: u64,
+        starts: impl Iterator<Item = Ps>,
+    ) -> Result<()> {
+        let [receiver, senders @ ..] = hosts else {
+            return Ok(());
+        };
+        let connections: Vec<u32> = senders
+            .iter()
+            .map(|&s| self.connection(s, *receiver, 1))
+            .collect();
+        for t in starts {
+            for (&s, &c) in senders.iter().zip(&connections) {
+                self.flow(s, *receiver, bytes, Start::At(t), c, 0, None)?;
             }
         }
         Ok(())

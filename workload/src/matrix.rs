@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::error::{token, Origin, Result, WorkloadError};
+use crate::error::{token, within, Origin, Result, WorkloadError};
 use crate::flows::{
     check_plan, After, Dependency, FlowId, LinkFailure, On, PlanError, Start, Tier,
 };
@@ -146,6 +146,20 @@ impl Matrix {
     }
 }
 
+/// Refuses one more line of what the header counts as `header` when `found` of them were read
+/// and the header said `declared` (none: 0).
+fn room(at: &Origin, found: u64, declared: Option<(u64, usize)>, header: &str) -> Result<()> {
+    let declared = declared.map_or(0, |(count, _)| count);
+    if found == declared {
+        let what = header.to_lowercase();
+        return Err(WorkloadError::input(
+            at,
+            format!("more {what} than the header's `{header} {declared}`"),
+        ));
+    }
+    Ok(())
+}
+
 /// `text` as a number of type `T`, or an error naming `what` and quoting it.
 fn number<T: std::str::FromStr>(at: &Origin, what: &str, text: &str) -> Result<T> {
     text.parse().map_err(|_| {
@@ -216,16 +230,8 @@ impl Reader {
         let count: u64 = number(at, name, value)?;
         let (slot, limit, what) = match *name {
             "Nodes" => {
-                let nodes = u32::try_from(count)
-                    .ok()
-                    .filter(|&n| n <= MAX_ENDPOINTS)
-                    .ok_or(WorkloadError::Limit {
-                        at: at.clone(),
-                        what: "nodes",
-                        count,
-                        limit: MAX_ENDPOINTS.into(),
-                    })?;
-                if self.header.nodes.replace((nodes, line)).is_some() {
+                within(at, "nodes", count, MAX_ENDPOINTS.into())?;
+                if self.header.nodes.replace((count as u32, line)).is_some() {
                     return Err(WorkloadError::input(at, "header `Nodes` given twice"));
                 }
                 return Ok(());
@@ -234,14 +240,7 @@ impl Reader {
             "Triggers" => (&mut self.header.triggers, MAX_TRIGGERS, "triggers"),
             _ => (&mut self.header.failures, MAX_FAILURES, "failures"),
         };
-        if count > limit {
-            return Err(WorkloadError::Limit {
-                at: at.clone(),
-                what,
-                count,
-                limit,
-            });
-        }
+        within(at, what, count, limit)?;
         if slot.replace((count, line)).is_some() {
             return Err(WorkloadError::input(
                 at,
@@ -253,13 +252,12 @@ impl Reader {
 
     /// A flow line: `SRC->DST` and its keys.
     fn flow(&mut self, at: &Origin, tokens: &[&str]) -> Result<()> {
-        let declared = self.header.connections.map_or(0, |(c, _)| c);
-        if self.flows.len() as u64 == declared {
-            return Err(WorkloadError::input(
-                at,
-                format!("more flows than the header's `Connections {declared}`"),
-            ));
-        }
+        room(
+            at,
+            self.flows.len() as u64,
+            self.header.connections,
+            "Connections",
+        )?;
         let nodes = self.header.nodes.map_or(0, |(n, _)| n);
         let (src, dst) = tokens[0].split_once("->").unwrap_or_default();
         let node = |text: &str| -> Result<u32> {
@@ -417,13 +415,7 @@ impl Reader {
 
     /// A trigger line, after `trigger`.
     fn trigger(&mut self, at: &Origin, tokens: &[&str]) -> Result<()> {
-        let declared = self.header.triggers.map_or(0, |(t, _)| t);
-        if self.trigger_lines == declared {
-            return Err(WorkloadError::input(
-                at,
-                format!("more triggers than the header's `Triggers {declared}`"),
-            ));
-        }
+        room(at, self.trigger_lines, self.header.triggers, "Triggers")?;
         self.trigger_lines += 1;
         let mut id = None;
         let mut count = None;
@@ -492,13 +484,12 @@ impl Reader {
 
     /// A failure line, after `failure`.
     fn failure(&mut self, at: &Origin, tokens: &[&str]) -> Result<()> {
-        let declared = self.header.failures.map_or(0, |(f, _)| f);
-        if self.failures.len() as u64 == declared {
-            return Err(WorkloadError::input(
-                at,
-                format!("more failures than the header's `Failures {declared}`"),
-            ));
-        }
+        room(
+            at,
+            self.failures.len() as u64,
+            self.header.failures,
+            "Failures",
+        )?;
         let (mut tier, mut switch, mut link) = (None, None, None);
         let mut rest = tokens.iter();
         while let Some(&key) = rest.next() {
@@ -700,15 +691,12 @@ impl Reader {
                 (waiting.len() as u64).saturating_mul(setters)
             })
             .fold(0, u64::saturating_add);
-        if count > MAX_DEPENDENCIES {
-            return Err(WorkloadError::Limit {
-                at: Origin::line(path, 1),
-                what: "dependencies",
-                count,
-                limit: MAX_DEPENDENCIES,
-            });
-        }
-        Ok(())
+        within(
+            &Origin::line(path, 1),
+            "dependencies",
+            count,
+            MAX_DEPENDENCIES,
+        )
     }
 }
 
@@ -896,7 +884,7 @@ mod tests {
             ("Nodes 4\nConnections 1\nx->2 start 0 size 5\n", "node `x` is not a whole number"),
             ("Nodes 4\nConnections 1\n0->1 id 0 start 0 size 5\n", "flow id 0 is not allowed"),
             ("Nodes 4\nConnections 2\n0->1 id 3 start 0 size 5\n1->0 id 3 start 0 size 5\n", "t.cm:4: flow id 3 given twice"),
-            ("Nodes 4\nConnections 1\n0->1 start 0 size 5\n1->0 start 0 size 5\n", "t.cm:4: more flows than the header's `Connections 1`"),
+            ("Nodes 4\nConnections 1\n0->1 start 0 size 5\n1->0 start 0 size 5\n", "t.cm:4: more connections than the header's `Connections 1`"),
             ("Nodes 4\nConnections 3\n0->1 start 0 size 5\n", "t.cm:2: the header says `Connections 3`, the file has 1"),
             ("Nodes 4\nNodes 5\n", "t.cm:2: header `Nodes` given twice"),
             ("Nodes 4\nConnections 1\n0->1 start 0 size 5\nTriggers 0\n", "t.cm:4: header `Triggers` after the first flow"),

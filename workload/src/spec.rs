@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use toml::{Table, Value};
 
 use crate::cdf::{SizeCdf, DISTRIBUTIONS};
-use crate::error::{token, Origin, Result, WorkloadError};
+use crate::error::{token, within, Origin, Result, WorkloadError};
 use crate::keys::Keys;
 use crate::limits::{
     MAX_BYTES, MAX_ENDPOINTS, MAX_PARTS, MAX_QPS, MAX_REPS, MAX_WORKLOAD_FILE_BYTES,
@@ -275,15 +275,7 @@ impl Workload {
 
 /// Refuses more than [`MAX_PARTS`] parts.
 fn check_part_count(count: usize) -> Result<()> {
-    if count > MAX_PARTS {
-        return Err(WorkloadError::Limit {
-            at: Origin::Workload,
-            what: "parts",
-            count: count as u64,
-            limit: MAX_PARTS as u64,
-        });
-    }
-    Ok(())
+    within(&Origin::Workload, "parts", count as u64, MAX_PARTS as u64)
 }
 
 /// The line (from 1) of byte `offset` of `text`.
