@@ -522,10 +522,12 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
         pick_member();
     }
 
-    /* e-ecmp (Meta's enhanced ECMP for RoCE): the member crc16(5-tuple, destination QP) picks,
-     * so the QPs of one connection, which share its 5-tuple, spread over the members. */
+    /* e-ecmp (Meta's enhanced ECMP for RoCE): the member crc32(5-tuple, destination QP) picks,
+     * so the QPs of one connection, which share its 5-tuple, spread over the members. CRC-32:
+     * a connection's QPs are usually numbered in a row, and CRC-16/ARC maps a row of trailing
+     * numbers onto two members of four, where CRC-32's low bits reach all four. */
     action hash_member_qp() {
-        hash(lb_hash, HashAlgorithm.crc16, 16w0,
+        hash(lb_hash, HashAlgorithm.crc32, 16w0,
              { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
                meta.l4_src, meta.l4_dst, meta.dst_qp },
              32w65536);

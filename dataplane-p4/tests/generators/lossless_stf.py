@@ -193,8 +193,9 @@ def member_of(pkt, salt, size, offset=0):
 
 
 def member_of_qp(pkt, size):
-    """The group member hash_member_qp (e-ecmp) picks: crc16(5-tuple, destination QP) % size."""
-    return crc16_arc(five_tuple(pkt) + pkt[BTH].dqpn.to_bytes(3, "big")) % size
+    """The group member hash_member_qp (e-ecmp) picks: (crc32(5-tuple, destination QP) mod
+    65536) % size."""
+    return (crc32(five_tuple(pkt) + pkt[BTH].dqpn.to_bytes(3, "big")) & 0xFFFF) % size
 
 
 def flowlet_slot(pkt):
