@@ -44,6 +44,9 @@ pub enum Policy {
     Dlb,
     /// Each packet of a flow to the next member.
     Spray,
+    /// 5-tuple and RoCEv2 destination QP hash (Meta's enhanced ECMP).
+    #[serde(rename = "e-ecmp")]
+    EEcmp,
 }
 
 impl Policy {
@@ -273,9 +276,20 @@ fn entry(table: &str, action: &str, params: Value, matches: Option<Value>) -> Ta
     }
 }
 
-/// Classification, PFC, ECN, CNP and clone sessions for a switch with ports `ports`.
-fn common(ports: impl Iterator<Item = u16> + Clone, tuning: &Tuning) -> RuntimeConfig {
+/// Classification, the ECMP hash offset, PFC, ECN, CNP and clone sessions for a switch with
+/// ports `ports`.
+fn common(
+    ports: impl Iterator<Item = u16> + Clone,
+    hash_offset: u8,
+    tuning: &Tuning,
+) -> RuntimeConfig {
     let mut t = vec![
+        entry(
+            &format!("{I}.ecmp_hash"),
+            &format!("{I}.set_hash_offset"),
+            json!({"offset": hash_offset}),
+            None,
+        ),
         entry(
             &format!("{I}.dscp_priority"),
             &format!("{I}.set_priority"),
@@ -353,16 +367,25 @@ pub fn uplink_group(
         ));
     }
     let mut ports: Vec<u16> = (0..live.len()).map(uplink).collect();
-    ports.resize(4, 0);
-    t.push(entry(&format!("{I}.dlb_members"), &format!("{I}.set_dlb_ports"),
-        json!({"port0": ports[0], "port1": ports[1], "port2": ports[2], "port3": ports[3], "load_age_us": tuning.dlb_load_age_us}),
-        Some(json!({"meta.group": UPLINK_GROUP}))));
+    ports.resize(8, 0);
+    let mut dlb: serde_json::Map<String, Value> = ports
+        .iter()
+        .enumerate()
+        .map(|(i, port)| (format!("port{i}"), json!(port)))
+        .collect();
+    dlb.insert("load_age_us".into(), json!(tuning.dlb_load_age_us));
+    t.push(entry(
+        &format!("{I}.dlb_members"),
+        &format!("{I}.set_dlb_ports"),
+        Value::Object(dlb),
+        Some(json!({"meta.group": UPLINK_GROUP})),
+    ));
     t
 }
 
 fn leaf_entries(shape: Shape, l: u16, tuning: &Tuning) -> RuntimeConfig {
     let name = format!("leaf{l}");
-    let mut config = common(1..=shape.hosts + shape.spines, tuning);
+    let mut config = common(1..=shape.hosts + shape.spines, 0, tuning);
     let t = &mut config.table_entries;
     for h in 1..=shape.hosts {
         t.push(entry(
@@ -399,7 +422,7 @@ fn leaf_entries(shape: Shape, l: u16, tuning: &Tuning) -> RuntimeConfig {
 
 fn spine_entries(shape: Shape, s: u16, tuning: &Tuning) -> RuntimeConfig {
     let name = format!("spine{s}");
-    let mut config = common(1..=shape.leaves, tuning);
+    let mut config = common(1..=shape.leaves, 4, tuning);
     for l in 1..=shape.leaves {
         config.table_entries.push(entry(
             &format!("{I}.ipv4_lpm"),
