@@ -26,6 +26,7 @@ macro_rules! packet_line {
 }
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Instant;
 
 pub mod runtime;
@@ -335,7 +336,8 @@ pub(crate) struct Queued {
 /// [`Switch::advance`] and [`Switch::drain_outputs`]; every control operation goes through its
 /// runtime interface ([`runtime`]).
 pub struct Switch {
-    program: Program,
+    /// The program, shared by every switch that runs it (a simulated fabric has hundreds).
+    program: Arc<Program>,
     /// Tables, registers, counters, meters.
     state: State,
     /// The traffic manager.
@@ -360,7 +362,8 @@ pub struct Switch {
 
 impl Switch {
     /// A switch running `program` on `clock`.
-    pub fn new(program: Program, clock: Clock) -> Self {
+    pub fn new(program: impl Into<Arc<Program>>, clock: Clock) -> Self {
+        let program = program.into();
         let state = State::new(&program);
         Switch {
             program,
