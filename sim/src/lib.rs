@@ -9,7 +9,10 @@
 //! a NIC with QPs, DCQCN's reaction and notification points, PFC, ACKs, NAKs and go-back-N.
 //! [`flows`] are the messages and their dependencies, [`simulation`] holds it all and runs it,
 //! [`runtime`] writes runtime-JSON entries into a switch, [`frame`] builds and reads frames
-//! with `wire`. The same inputs give the same run: ties between events go in the order they
+//! with `wire`. A [`scenario`] (a fabric from `topology`, a workload from `workload`, the
+//! tuning, the hosts' settings, failures) builds a simulation with the entries the control
+//! plane computes, running the [`program`] (lossless.p4 unless told otherwise); [`report`]
+//! reads what it measured. [`tutorial`] builds one from a P4 tutorials' topology.json instead. The same inputs give the same run: ties between events go in the order they
 //! were scheduled, and every random choice comes from a seeded generator.
 
 pub mod event;
@@ -17,7 +20,10 @@ pub mod flows;
 pub mod frame;
 pub mod host;
 pub mod link;
+pub mod program;
+pub mod report;
 pub mod runtime;
+pub mod scenario;
 pub mod simulation;
 pub mod switch;
 pub mod time;

@@ -3,6 +3,7 @@
 //! node or flow it concerns.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use p4values::runtime_json::RuntimeConfig;
 use softswitch_core::ir::Program;
@@ -112,7 +113,7 @@ pub enum SimError {
 }
 
 /// How a run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RunEnd {
     /// Nothing was left to happen.
@@ -143,6 +144,8 @@ pub struct Simulation {
     sport_per_qp: bool,
     failures: Vec<Failure>,
     started: bool,
+    /// When the last frame arrived or finished leaving.
+    last_frame: Ps,
 }
 
 /// A UDP source port for `key`, in the RoCEv2 range 0xC000-0xFFFF (a splitmix64 mix, so that
@@ -168,11 +171,12 @@ impl Simulation {
         self.sport_per_qp = per_qp;
     }
 
-    /// Adds a switch running `program` with a shared buffer of `buffer_bytes`.
+    /// Adds a switch running `program` (shared, not copied, by the switches given the same
+    /// `Arc`) with a shared buffer of `buffer_bytes`.
     pub fn add_switch(
         &mut self,
         name: impl Into<String>,
-        program: Program,
+        program: Arc<Program>,
         buffer_bytes: Option<u64>,
     ) -> NodeId {
         self.nodes.push(Node::Switch(Box::new(SwitchNode::new(
@@ -301,6 +305,12 @@ impl Simulation {
         self.now
     }
 
+    /// When the last frame arrived or finished leaving: the end of the traffic (timers that
+    /// fire later do nothing on the wire).
+    pub fn last_frame(&self) -> Ps {
+        self.last_frame
+    }
+
     /// Events handled so far.
     pub fn events_handled(&self) -> u64 {
         self.events.taken
@@ -395,6 +405,9 @@ impl Simulation {
 
     fn handle(&mut self, event: Event) {
         let now = self.now;
+        if matches!(event, Event::Arrive(_) | Event::TxDone(_)) {
+            self.last_frame = now;
+        }
         let Simulation {
             nodes,
             links,

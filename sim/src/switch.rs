@@ -5,6 +5,8 @@
 //! records it). Frames the switch makes itself (PAUSE, resume, CNP clones) are queued at the
 //! top priority, as a MAC sends control frames ahead of data.
 
+use std::sync::Arc;
+
 use hdrhistogram::Histogram;
 use softswitch_core::ir::Program;
 use softswitch_core::switch::{Clock, Serving, Switch, Transmit};
@@ -18,6 +20,10 @@ use crate::time::{bits_ps, frame_ps, whole_us, Ps};
 
 /// The priority the switch's own frames (clones) are queued at.
 pub const CONTROL_PRIORITY: u8 = 7;
+
+/// Significant figures of the queue-depth histograms: 1% steps, about 60 kB a switch up to a
+/// terabyte of queue.
+pub const QUEUE_FIGURES: u8 = 2;
 
 /// A recirculation pass takes as long as a frame of this many bytes on the port's link.
 pub const MIN_PASS_BYTES: u64 = 64;
@@ -60,7 +66,7 @@ pub struct SwitchNode {
 impl SwitchNode {
     /// A switch running `program`, its shared buffer `buffer_bytes` (`None`: the core's
     /// packet bound only), every queue as deep as the core allows so that the buffer decides.
-    pub fn new(name: String, program: Program, buffer_bytes: Option<u64>) -> Self {
+    pub fn new(name: String, program: Arc<Program>, buffer_bytes: Option<u64>) -> Self {
         let mut core = Switch::new(program, Clock::Virtual(0));
         core.set_serving(Serving::OnTransmit);
         core.set_clone_priority(Some(CONTROL_PRIORITY));
@@ -78,7 +84,8 @@ impl SwitchNode {
             stats: SwitchStats {
                 pauses_received: Vec::new(),
                 paused_ps: Vec::new(),
-                queue_bytes: Histogram::new(3).expect("3 significant figures is valid"),
+                queue_bytes: Histogram::new(QUEUE_FIGURES)
+                    .expect("2 significant figures are valid"),
                 unconnected: 0,
             },
         }
@@ -263,7 +270,8 @@ impl SwitchNode {
                 };
                 if t.priority != CONTROL_PRIORITY {
                     let queued = self.core.queue_bytes(port, t.priority) + frame.len();
-                    self.stats.queue_bytes.saturating_record(queued);
+                    // The histogram grows to what it is given: recording cannot fail.
+                    let _ = self.stats.queue_bytes.record(queued);
                 }
                 self.busy[index] = true;
                 links[link as usize].send(link, now, frame, events);

@@ -220,6 +220,7 @@ pub fn load(
     let (topo, dir) = TopologyFile::load(path)?;
     let mut sim = Simulation::new();
     let mut nodes = BTreeMap::new();
+    let program = std::sync::Arc::new(program.clone());
     for (name, spec) in &topo.switches {
         let id = sim.add_switch(name.clone(), program.clone(), buffer_bytes);
         let key = format!("switches.{name}.runtime_json");
