@@ -7,6 +7,7 @@ pub mod net;
 pub mod netlink;
 pub mod netns;
 pub mod p4;
+pub mod sim;
 pub mod terminal;
 pub mod traffic;
 /// Rates and durations: the `units` crate, kept at `crate::units` for the modules that parse them.

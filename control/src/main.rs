@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand};
 use lossless::{
     agent::AgentArgs, host::cli::HostCommand, lab::cli::LabCommand, net::cli::NetArgs,
-    p4::cli::P4Args, traffic::TrafficCommand,
+    p4::cli::P4Args, sim::cli::SimCommand, traffic::TrafficCommand,
 };
 use tracing_subscriber::EnvFilter;
 
@@ -32,6 +32,10 @@ enum Command {
     Lab(LabCommand),
     /// The host daemon: keeps interfaces attached as a file says, serves /metrics.
     Agent(AgentArgs),
+    /// The fabric simulated at data-centre scale, lossless.p4 in every switch: run, sweep,
+    /// point, report.
+    #[command(subcommand)]
+    Sim(SimCommand),
 }
 
 #[tokio::main]
@@ -62,12 +66,34 @@ async fn main() -> std::process::ExitCode {
         }
         Command::Lab(command) => lossless::lab::cli::run(command).await,
         Command::Agent(args) => lossless::agent::run(args).await,
+        Command::Sim(command) => run_sim(command).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");
             std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs one `sim` subcommand on a blocking thread; Ctrl-C asks it to stop and report what it has.
+async fn run_sim(command: SimCommand) -> anyhow::Result<()> {
+    use lossless::sim::{run, sweep};
+    let stop = lossless::traffic::StopFlag::new();
+    let sim_stop = stop.clone();
+    let mut work = tokio::task::spawn_blocking(move || match command {
+        SimCommand::Run(args) => run::run(&args, &sim_stop),
+        SimCommand::Sweep(args) => sweep::sweep(&args, &sim_stop),
+        SimCommand::Point(args) => sweep::point(&args, &sim_stop),
+        SimCommand::Report(args) => sweep::report(&args.dir, args.json),
+    });
+    tokio::select! {
+        result = &mut work => result?,
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!("interrupted: writing what ran");
+            stop.stop();
+            work.await?
         }
     }
 }
