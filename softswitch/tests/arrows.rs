@@ -44,7 +44,19 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "p4toolchain",
         ],
     ),
-    ("sim", &["softswitch-core", "dcqcn", "p4values", "wire"]),
+    (
+        "sim",
+        &[
+            "softswitch-core",
+            "softswitch-frontend",
+            "dcqcn",
+            "p4values",
+            "wire",
+            "topology",
+            "workload",
+            "units",
+        ],
+    ),
 ];
 
 /// Crates whose whole dependency tree stays free of [`ASYNC_AND_GRPC`].
