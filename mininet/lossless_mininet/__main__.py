@@ -105,12 +105,13 @@ def configure_hosts(net, plan):
                 raise RuntimeError("%s: `%s` failed: %s" % (spec["name"], command, out))
         for command in spec.get("commands", []):
             status, out = host.run(command, timeout)
+            said = ": " + out.strip() if out.strip() else ""
             if status is None:
-                error("*** %s: `%s` did not finish in %s s; interrupted: %s\n"
-                      % (spec["name"], command, timeout, out.strip()))
+                error("*** %s: `%s` did not finish in %g s; interrupted%s\n"
+                      % (spec["name"], command, timeout, said))
             elif status != 0:
-                error("*** %s: `%s` failed (exit status %d): %s\n"
-                      % (spec["name"], command, status, out.strip()))
+                error("*** %s: `%s` failed (exit status %d)%s\n"
+                      % (spec["name"], command, status, said))
         if plan.get("host_hooks"):
             host.attach_hooks(plan["host_hooks"])
 
@@ -196,6 +197,8 @@ def main():
         begin_teardown()
         for host in net.hosts:
             try:
+                # A teardown may come in the middle of a host's command.
+                host.interrupt()
                 host.detach_hooks()
             except Exception as e:  # pylint: disable=broad-except
                 error("*** %s\n" % e)

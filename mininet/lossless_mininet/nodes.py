@@ -5,6 +5,7 @@ its namespace) and run the traffic tool; and what they share about processes.
 """
 
 import os
+import select
 import shlex
 import signal
 import socket
@@ -283,16 +284,7 @@ class LosslessHost(Host):
         self.sendCmd("eval %s; printf '\\n%s%%d\\n' $?" % (shlex.quote(command), STATUS_MARK))
         output = self.output_within(timeout)
         interrupted = self.waiting
-        if self.waiting:
-            self.sendInt()
-            output += self.output_within(2)
-        if self.waiting:
-            for pid in children_of(self.pid):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            output += self.output_within(5)
+        output += self.interrupt()
         if self.waiting:
             raise RuntimeError("%s: its shell does not answer after `%s`" % (self.name, command))
         body, _, status = output.rpartition(STATUS_MARK)
@@ -303,15 +295,34 @@ class LosslessHost(Host):
         except ValueError:
             raise RuntimeError("%s: `%s` printed no exit status: %s" % (self.name, command, output))
 
+    def interrupt(self):
+        """Ends the command the shell is running, if any (Ctrl-C, then SIGKILL of what it
+        started), so that the shell takes commands again; returns what it printed."""
+        output = ""
+        if self.waiting and self.shell is not None:
+            self.sendInt()
+            output += self.output_within(2)
+        if self.waiting and self.shell is not None:
+            for pid in children_of(self.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            output += self.output_within(5)
+        return output
+
     def output_within(self, seconds):
-        """The running command's output until it finishes or `seconds` pass."""
+        """The running command's output until it finishes or `seconds` pass. (Mininet's own
+        monitor(timeoutms) polls the shell's pty for writing too, which is always ready, and
+        then blocks in its read: wait for something to read here.)"""
         deadline = time.monotonic() + seconds
         output = ""
         while self.waiting:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            output += self.monitor(timeoutms=min(left, 1.0) * 1000)
+            if self.readbuf or select.select([self.stdout.fileno()], [], [], min(left, 1.0))[0]:
+                output += self.monitor(findPid=False)
         return output
 
     def run_lossless(self, *args):
