@@ -53,6 +53,23 @@ impl Transmit for Recorder {
     }
 }
 
+/// A recorded port that takes frames only while its gate is open: its room is the gate's
+/// (0 shut), as an AF_PACKET port's whose qdisc holds all the kernel lets it.
+struct Gated {
+    recorder: Recorder,
+    room: std::sync::Arc<std::sync::atomic::AtomicU32>,
+}
+
+impl Transmit for Gated {
+    fn send(&mut self, frame: &[u8]) -> std::io::Result<()> {
+        self.recorder.send(frame)
+    }
+
+    fn room(&mut self) -> Option<u32> {
+        Some(self.room.load(std::sync::atomic::Ordering::SeqCst))
+    }
+}
+
 /// A device with ports 1..=4 recorded, served on an ephemeral port.
 struct Bed {
     device: std::sync::Arc<Device>,
@@ -63,9 +80,24 @@ struct Bed {
 
 impl Bed {
     async fn new() -> Bed {
+        Bed::with_gate(None).await
+    }
+
+    /// A bed whose port 3 takes frames only while `gate` (its room) is not 0, if given.
+    async fn with_gate(gate: Option<std::sync::Arc<std::sync::atomic::AtomicU32>>) -> Bed {
         let (tx, sent) = mpsc::channel();
         let ports: BTreeMap<u16, Box<dyn Transmit>> = (1..=4)
-            .map(|p| (p, Box::new(Recorder(p, tx.clone())) as Box<dyn Transmit>))
+            .map(|p| {
+                let recorder = Recorder(p, tx.clone());
+                let port: Box<dyn Transmit> = match &gate {
+                    Some(room) if p == 3 => Box::new(Gated {
+                        recorder,
+                        room: room.clone(),
+                    }),
+                    _ => Box::new(recorder),
+                };
+                (p, port)
+            })
             .collect();
         let device = std::sync::Arc::new(Device::start(DEVICE, ports, Some(CPU_PORT), None));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -2112,4 +2144,50 @@ async fn a_refused_pipeline_leaves_arbitration_as_it_was() {
     )
     .await
     .unwrap();
+}
+
+/// A port that takes nothing more keeps its packets in its queue, where the program and the
+/// Queues service see them, up to the queue's depth; once it takes frames again they leave in
+/// order, without another packet arriving to push them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_port_that_takes_nothing_more_keeps_its_packets_queued() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let gate = std::sync::Arc::new(AtomicU32::new(0));
+    let bed = Bed::with_gate(Some(gate.clone())).await;
+    let mut client = bed.client().await;
+    let mut primary = Stream::open(&mut client, 10).await;
+    assert_eq!(primary.arbitration().await, (Code::Ok as i32, 10));
+    commit(&mut client, 10, "switch.p4").await.unwrap();
+    let info = p4info("switch.p4");
+    apply(
+        &mut client,
+        vec![(Insert, route(&info, [11, 0, 0, 0], 8, 3))],
+    )
+    .await;
+    for i in 0..70u8 {
+        bed.inject(1, ipv4_frame([1, 2, 3, i], [11, 0, 0, 1]));
+    }
+    assert_eq!(bed.sent_now().await, vec![], "port 3 took nothing");
+    let queued = bed
+        .device
+        .engine
+        .call(|e| e.pipeline.as_ref().unwrap().switch.queue_occupancy(3, 0))
+        .await
+        .unwrap();
+    assert_eq!(
+        queued,
+        softswitch_core::tm::DEFAULT_DEPTH,
+        "full, the rest tail-dropped"
+    );
+
+    gate.store(64, Ordering::SeqCst);
+    let sources: Vec<u8> = (0..softswitch_core::tm::DEFAULT_DEPTH)
+        .map(|_| {
+            let (port, frame) = bed.next_sent();
+            assert_eq!(port, 3);
+            frame[29] // the last byte of the IPv4 source address
+        })
+        .collect();
+    let expected: Vec<u8> = (0..softswitch_core::tm::DEFAULT_DEPTH as u8).collect();
+    assert_eq!(sources, expected, "in the order they came");
 }
