@@ -157,17 +157,7 @@ fn a_rate_limited_port_builds_a_queue_the_program_sees_on_bmv2() {
     let Some(tutorials) = testkit::tutorials_or_skip(test) else {
         return;
     };
-    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
-        return;
-    };
-    let Some(grpc) = &toolchain.simple_switch_grpc else {
-        testkit::skip(
-            test,
-            &format!(
-                "needs simple_switch_grpc, which {} lacks",
-                toolchain.describe()
-            ),
-        );
+    let Some(grpc) = testkit::bmv2::simple_switch_grpc_or_skip(test) else {
         return;
     };
     let bed = TutorialBed::bmv2(grpc).unwrap();
