@@ -336,6 +336,13 @@ impl Ring {
         Ok(())
     }
 
+    /// Whether the frame queued in transmit slot `index` still waits for the kernel: after a
+    /// [`Ring::kick`], the kernel left it because the socket's send buffer is full (the
+    /// interface's qdisc holds all it may), where a blocking send would wait.
+    pub fn waiting(&self, index: usize) -> bool {
+        self.status(RX_SLOTS + index).load(Ordering::Acquire) == libc::TP_STATUS_SEND_REQUEST
+    }
+
     /// Asks the kernel to send every queued frame; fails if the interface is gone.
     pub fn kick(&self) -> io::Result<()> {
         // SAFETY: send(2) with no buffer flushes the transmit ring.
