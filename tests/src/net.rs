@@ -29,17 +29,7 @@ pub fn mininet(test: &str) -> bool {
 
 /// BMv2 with P4Runtime, or the skip rule.
 pub fn bmv2(test: &str) -> bool {
-    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
-        return false;
-    };
-    if toolchain.simple_switch_grpc.is_none() {
-        testkit::skip(
-            test,
-            &format!("{} has no simple_switch_grpc", toolchain.describe()),
-        );
-        return false;
-    }
-    true
+    testkit::bmv2::simple_switch_grpc_or_skip(test).is_some()
 }
 
 /// `lossless net --name NAME ARGS`, with softswitch beside it.
