@@ -4,8 +4,8 @@
 //! `auto_arp_tables` and `auto_gw_arp`, `links` (`[a, b]` or `[a, b, {options}]`, switch ports
 //! numbered in link order from 1), `hosts` and `switches` (`program`, `cli_input` —
 //! simple_switch_CLI commands —, `runtime_json` — our addition, for P4Runtime entries).
-//! Relative files are found as the P4 tutorials find theirs ([`resolve`]: from the current
-//! directory, where `p4run` runs, then beside the file).
+//! Relative files are found as the P4 tutorials find theirs (from the current directory,
+//! where `p4run` runs, then beside the file: [`resolve`](super::model::resolve)).
 //! Addresses follow p4-utils' strategies: l2 puts host hN at 10.0.N/256.N%256/16; mixed at
 //! 10.X/256.X%256.N/24 behind switch X (switches numbered by their names' last number, in
 //! order), gateway .254; l3 at 10.X.N.2/24, gateway 10.X.N.1; manual takes each host's `ip`
@@ -22,10 +22,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    model::{
-        check_sizes, parse_cidr, refuse_delay, resolve, End, Entries, Host, Link, Network, Switch,
-    },
-    program,
+    model::{check_sizes, parse_cidr, refuse_delay, resolve, End, Host, Link, Network},
+    program::{self, SwitchFiles},
 };
 
 /// A parsed p4app.json: the network, and the program it names.
@@ -145,24 +143,16 @@ fn network(topo: TopologySpec, path: &Path) -> anyhow::Result<Network> {
     let mut net = Network::default();
     for name in &ordered {
         let spec = topo.switches.get(name).cloned().unwrap_or_default();
-        let origin = |key: &str| format!("topology.switches.{name}.{key}");
-        let found = |key: &str, file: &Option<String>| {
-            file.as_deref()
-                .map(|f| resolve(f, path))
-                .transpose()
-                .with_context(|| origin(key))
-        };
-        let runtime_json = found("runtime_json", &spec.runtime_json)?;
-        let cli_input = found("cli_input", &spec.cli_input)?;
-        let program = found("program", &spec.program)?
-            .map(|file| program::file(&file, runtime_json.as_deref()))
-            .transpose()
-            .with_context(|| origin("program"))?;
-        net.switches.push(Switch {
-            name: name.clone(),
-            program,
-            entries: Entries::files(runtime_json, cli_input),
-        });
+        net.switches.push(program::switch(
+            name,
+            path,
+            &format!("topology.switches.{name}"),
+            SwitchFiles {
+                runtime_json: spec.runtime_json.as_deref(),
+                cli_input: spec.cli_input.as_deref(),
+                program: spec.program.as_deref(),
+            },
+        )?);
     }
     let mut next_port: BTreeMap<String, u16> = BTreeMap::new();
     let mut port_of = |node: &str| {

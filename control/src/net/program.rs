@@ -17,7 +17,7 @@ use std::{
 use anyhow::{bail, Context as _};
 use p4values::runtime_json::RuntimeConfig;
 
-use super::model::{resolve, Network, Program};
+use super::model::{resolve, Entries, Network, Program, Switch};
 use crate::p4::cli::{Pipeline, SwitchKind};
 
 /// The P4Info file names p4c is told to write beside a BMv2 JSON `NAME.json`, by the tools
@@ -67,6 +67,43 @@ pub fn file(path: &Path, runtime_json: Option<&Path>) -> anyhow::Result<Program>
     Ok(Program::Bmv2Json {
         json: path.to_path_buf(),
         p4info,
+    })
+}
+
+/// The files a topology names for a switch, as written there (relative or not).
+pub struct SwitchFiles<'a> {
+    /// Its runtime JSON.
+    pub runtime_json: Option<&'a str>,
+    /// Its simple_switch_CLI commands.
+    pub cli_input: Option<&'a str>,
+    /// Its program.
+    pub program: Option<&'a str>,
+}
+
+/// Switch `name` of the topology in file `topology`, with the files it names found
+/// ([`resolve`]) and its program read for what it is ([`file`]); an error names the key as
+/// `ORIGIN.KEY`.
+pub fn switch(
+    name: &str,
+    topology: &Path,
+    origin: &str,
+    files: SwitchFiles,
+) -> anyhow::Result<Switch> {
+    let found = |key: &str, file: Option<&str>| {
+        file.map(|f| resolve(f, topology))
+            .transpose()
+            .with_context(|| format!("{origin}.{key}"))
+    };
+    let runtime_json = found("runtime_json", files.runtime_json)?;
+    let cli_input = found("cli_input", files.cli_input)?;
+    let program = found("program", files.program)?
+        .map(|program| file(&program, runtime_json.as_deref()))
+        .transpose()
+        .with_context(|| format!("{origin}.program"))?;
+    Ok(Switch {
+        name: name.to_string(),
+        program,
+        entries: Entries::files(runtime_json, cli_input),
     })
 }
 

@@ -1,9 +1,10 @@
 //! The P4 tutorials' `topology.json`: `hosts` (name → `ip` with prefix, `mac`, `commands`),
 //! `switches` (name → `runtime_json`, `cli_input`, `program`, `cpu_port`), `links` (`[a, b]`,
 //! `[a, b, latency]`, `[a, b, latency, bandwidth Mb/s]`, where an end is a host or
-//! `SWITCH-pPORT`). Relative files are found as the tutorials find them ([`resolve`]: the
-//! current directory, where `make run` runs, then beside the topology file). A switch's
-//! `program` is P4 source or p4c's BMv2 JSON ([`program::file`]).
+//! `SWITCH-pPORT`). Relative files are found as the tutorials find them (from the current
+//! directory, where `make run` runs, then beside the topology file:
+//! [`resolve`](super::model::resolve)). A switch's `program` is P4 source or p4c's BMv2 JSON
+//! ([`program::file`]).
 
 use std::{
     collections::{BTreeMap, HashSet},
@@ -15,8 +16,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    model::{check_sizes, resolve, End, Entries, Host, Link, Network, Switch},
-    program,
+    model::{check_sizes, End, Host, Link, Network},
+    program::{self, SwitchFiles},
 };
 
 /// The largest topology file read, in bytes.
@@ -82,32 +83,25 @@ fn network(file: TopologyFile, path: &Path) -> anyhow::Result<Network> {
         });
     }
     for (name, spec) in file.switches {
-        let origin = |key: &str| format!("switches.{name}.{key}");
-        let found = |key: &str, file: &Option<String>| {
-            file.as_deref()
-                .map(|f| resolve(f, path))
-                .transpose()
-                .with_context(|| origin(key))
-        };
-        let runtime_json = found("runtime_json", &spec.runtime_json)?;
-        let cli_input = found("cli_input", &spec.cli_input)?;
-        let program = found("program", &spec.program)?
-            .map(|file| program::file(&file, runtime_json.as_deref()))
-            .transpose()
-            .with_context(|| origin("program"))?;
+        let switch = program::switch(
+            &name,
+            path,
+            &format!("switches.{name}"),
+            SwitchFiles {
+                runtime_json: spec.runtime_json.as_deref(),
+                cli_input: spec.cli_input.as_deref(),
+                program: spec.program.as_deref(),
+            },
+        )?;
         if let Some(port) = &spec.cpu_port {
             let port = port
                 .as_u64()
                 .or_else(|| port.as_str().and_then(|s| s.trim().parse().ok()))
                 .and_then(|p| u16::try_from(p).ok())
-                .with_context(|| format!("{}: a port number, not {port}", origin("cpu_port")))?;
+                .with_context(|| format!("switches.{name}.cpu_port: a port number, not {port}"))?;
             net.cpu_ports.insert(name.clone(), port);
         }
-        net.switches.push(Switch {
-            name,
-            program,
-            entries: Entries::files(runtime_json, cli_input),
-        });
+        net.switches.push(switch);
     }
     let hosts: HashSet<&str> = net.hosts.iter().map(|h| h.name.as_str()).collect();
     for (i, link) in file.links.iter().enumerate() {
