@@ -91,6 +91,35 @@ pub fn venv_python_or_skip(test: &str) -> Option<PathBuf> {
     None
 }
 
+/// The environment variable that names the P4 tutorials (p4lang/tutorials, with PI's
+/// `pi-proto/`), as users have them: `.ci/run` sets it to `../shared/tutorials` beside the clone.
+pub const TUTORIALS_ENV: &str = "LOSSLESS_TUTORIALS";
+
+/// The P4 tutorials' directory (`LOSSLESS_TUTORIALS`) if it is set and holds `exercises/`;
+/// else applies the [`skip`] rule and gives `None`.
+pub fn tutorials_or_skip(test: &str) -> Option<PathBuf> {
+    match std::env::var_os(TUTORIALS_ENV).filter(|v| !v.is_empty()) {
+        Some(dir) if Path::new(&dir).join("exercises").is_dir() => Some(PathBuf::from(dir)),
+        Some(dir) => {
+            skip(
+                test,
+                &format!(
+                    "needs the P4 tutorials: {TUTORIALS_ENV}={} has no exercises/",
+                    Path::new(&dir).display()
+                ),
+            );
+            None
+        }
+        None => {
+            skip(
+                test,
+                &format!("needs the P4 tutorials: set {TUTORIALS_ENV} to their directory"),
+            );
+            None
+        }
+    }
+}
+
 /// Runs tshark over `frames` (Ethernet frames, written to a pcap file in a temporary directory
 /// that is removed afterwards) with `args` after `-r FILE`, and returns its standard output;
 /// an error names what failed (tshark missing, a non-zero exit with its standard error).
