@@ -98,26 +98,18 @@ pub const TUTORIALS_ENV: &str = "LOSSLESS_TUTORIALS";
 /// The P4 tutorials' directory (`LOSSLESS_TUTORIALS`) if it is set and holds `exercises/`;
 /// else applies the [`skip`] rule and gives `None`.
 pub fn tutorials_or_skip(test: &str) -> Option<PathBuf> {
-    match std::env::var_os(TUTORIALS_ENV).filter(|v| !v.is_empty()) {
-        Some(dir) if Path::new(&dir).join("exercises").is_dir() => Some(PathBuf::from(dir)),
-        Some(dir) => {
-            skip(
-                test,
-                &format!(
-                    "needs the P4 tutorials: {TUTORIALS_ENV}={} has no exercises/",
-                    Path::new(&dir).display()
-                ),
-            );
-            None
-        }
-        None => {
-            skip(
-                test,
-                &format!("needs the P4 tutorials: set {TUTORIALS_ENV} to their directory"),
-            );
-            None
-        }
+    let dir = reference_dir_or_skip(test, TUTORIALS_ENV)?;
+    if dir.join("exercises").is_dir() {
+        return Some(dir);
     }
+    skip(
+        test,
+        &format!(
+            "needs the P4 tutorials: {TUTORIALS_ENV}={} has no exercises/",
+            dir.display()
+        ),
+    );
+    None
 }
 
 /// Runs tshark over `frames` (Ethernet frames, written to a pcap file in a temporary directory
