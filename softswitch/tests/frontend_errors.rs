@@ -320,6 +320,27 @@ fn checker_directionless_arguments_of_actions_take_run_time_values() {
 }
 
 #[test]
+fn checker_in_and_directionless_parameters_are_read_only() {
+    // p4c: "Expression v cannot be the target of an assignment", for either, assigned or
+    // passed as an out argument; `inout` and `out` parameters are written.
+    let refused = "an `in` or directionless parameter cannot be the target of an assignment \
+                   (p4c refuses it too)";
+    for decls in [
+        "action a(in bit<8> v) { v = 1; }",
+        "action a(bit<8> v) { v = 1; }",
+        "action o(out bit<8> x) { x = 1; } action a(in bit<8> v) { o(v); }",
+        "bit<8> f(in bit<8> v) { v = 2; return v; } action a(in bit<8> v) { }",
+    ] {
+        assert_eq!(error(&program(decls, "", "a(1);")).1, refused, "{decls}");
+    }
+    compiles(&program(
+        "action a(inout bit<8> x, out bit<8> y) { x = 1; y = x; }",
+        "",
+        "a(hdr.h.a, hdr.h.a);",
+    ));
+}
+
+#[test]
 fn checker_in_parameters_take_run_time_values() {
     compiles(&program(
         "action a(in bit<8> v) { }",

@@ -52,6 +52,29 @@ pub fn skip(test: &str, reason: &str) {
     eprintln!("SKIPPED {test}: {reason}");
 }
 
+/// The directory the environment variable `var` names (a shared reference folder such as
+/// `LOSSLESS_HTSIM` or `LOSSLESS_WORKLOADS`, which `.ci/run` sets), if it is set and is a
+/// directory; else applies the [`skip`] rule and gives `None`.
+pub fn reference_dir_or_skip(test: &str, var: &str) -> Option<PathBuf> {
+    match std::env::var_os(var).map(PathBuf::from) {
+        Some(dir) if dir.is_dir() => Some(dir),
+        Some(dir) => {
+            skip(
+                test,
+                &format!("${var} names {}, which is not a directory", dir.display()),
+            );
+            None
+        }
+        None => {
+            skip(
+                test,
+                &format!("needs ${var}, the reference folder it names"),
+            );
+            None
+        }
+    }
+}
+
 /// [`venv_python`] if the venv exists; else applies the [`skip`] rule and gives `None`.
 pub fn venv_python_or_skip(test: &str) -> Option<PathBuf> {
     let python = venv_python();
@@ -75,26 +98,18 @@ pub const TUTORIALS_ENV: &str = "LOSSLESS_TUTORIALS";
 /// The P4 tutorials' directory (`LOSSLESS_TUTORIALS`) if it is set and holds `exercises/`;
 /// else applies the [`skip`] rule and gives `None`.
 pub fn tutorials_or_skip(test: &str) -> Option<PathBuf> {
-    match std::env::var_os(TUTORIALS_ENV).filter(|v| !v.is_empty()) {
-        Some(dir) if Path::new(&dir).join("exercises").is_dir() => Some(PathBuf::from(dir)),
-        Some(dir) => {
-            skip(
-                test,
-                &format!(
-                    "needs the P4 tutorials: {TUTORIALS_ENV}={} has no exercises/",
-                    Path::new(&dir).display()
-                ),
-            );
-            None
-        }
-        None => {
-            skip(
-                test,
-                &format!("needs the P4 tutorials: set {TUTORIALS_ENV} to their directory"),
-            );
-            None
-        }
+    let dir = reference_dir_or_skip(test, TUTORIALS_ENV)?;
+    if dir.join("exercises").is_dir() {
+        return Some(dir);
     }
+    skip(
+        test,
+        &format!(
+            "needs the P4 tutorials: {TUTORIALS_ENV}={} has no exercises/",
+            dir.display()
+        ),
+    );
+    None
 }
 
 /// Generates PI's `p4.tmp.p4config_pb2` (the wrapper of a device config the tutorials'
