@@ -112,6 +112,27 @@ pub fn tutorials_or_skip(test: &str) -> Option<PathBuf> {
     None
 }
 
+/// Generates PI's `p4.tmp.p4config_pb2` (the wrapper of a device config the tutorials'
+/// `p4runtime_lib` imports, on no package index) from the tutorials' `pi-proto/` into `dir`
+/// with `python`'s grpc_tools, as a `p4` package that extends the installed one
+/// (`pkgutil.extend_path`): `dir` goes on PYTHONPATH. A failure panics with protoc's message.
+pub fn p4config_module(python: &Path, tutorials: &Path, dir: &Path) {
+    std::fs::create_dir_all(dir.join("p4/tmp")).unwrap();
+    output_of(
+        std::process::Command::new(python)
+            .args(["-m", "grpc_tools.protoc", "-I"])
+            .arg(tutorials.join("pi-proto"))
+            .arg(format!("--python_out={}", dir.display()))
+            .arg("p4/tmp/p4config.proto"),
+    );
+    std::fs::write(
+        dir.join("p4/__init__.py"),
+        "__path__ = __import__('pkgutil').extend_path(__path__, __name__)\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("p4/tmp/__init__.py"), "").unwrap();
+}
+
 /// Runs tshark over `frames` (Ethernet frames, written to a pcap file in a temporary directory
 /// that is removed afterwards) with `args` after `-r FILE`, and returns its standard output;
 /// an error names what failed (tshark missing, a non-zero exit with its standard error).

@@ -13,7 +13,7 @@
 
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use lossless::netns::{unique_name, Namespace};
@@ -114,25 +114,7 @@ fn run_suite(test: &str, exercise: &str, tests: usize) {
 
     // PI's p4config module beside the p4runtime package's `p4` (extended, not replaced).
     let generated = dir.join("python");
-    std::fs::create_dir_all(generated.join("p4/tmp")).unwrap();
-    let protoc = Command::new(&python)
-        .args(["-m", "grpc_tools.protoc", "-I"])
-        .arg(tutorials.join("pi-proto"))
-        .arg(format!("--python_out={}", generated.display()))
-        .arg("p4/tmp/p4config.proto")
-        .output()
-        .unwrap();
-    assert!(
-        protoc.status.success(),
-        "generating p4config: {}",
-        String::from_utf8_lossy(&protoc.stderr)
-    );
-    std::fs::write(
-        generated.join("p4/__init__.py"),
-        "__path__ = __import__('pkgutil').extend_path(__path__, __name__)\n",
-    )
-    .unwrap();
-    std::fs::write(generated.join("p4/tmp/__init__.py"), "").unwrap();
+    testkit::p4config_module(&python, &tutorials, &generated);
 
     // The commands runptf.sh calls.
     let shims = dir.join("shims");
