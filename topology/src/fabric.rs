@@ -176,17 +176,6 @@ impl Fabric {
         (port.peer == End::Switch(b.0, b.1)).then_some(port.link)
     }
 
-    /// What is at the other end of `end`'s link.
-    pub fn peer(&self, end: End) -> Option<End> {
-        match end {
-            End::Host(h) => Some(End::Switch(
-                self.hosts.get(h.0)?.attachment.0,
-                self.hosts[h.0].attachment.1,
-            )),
-            End::Switch(s, p) => Some(self.switches.get(s.0)?.port(p)?.peer),
-        }
-    }
-
     /// The name of what is at `end` (`leaf1:3`, `h11`).
     pub fn describe(&self, end: End) -> String {
         match end {
@@ -280,14 +269,25 @@ impl Builder {
         ServerId(self.fabric.servers.len() - 1)
     }
 
-    /// Adds a host on the next port of `switch`, which must be port `port`; its MAC is
-    /// `mac`, the port's `port_mac`; its gateway `gateway`. `server` gets it as its next NIC.
-    #[allow(clippy::too_many_arguments)]
+    /// Adds a host, a server of its own, on the next port of `switch` (see [`Builder::nic`]).
     pub fn host(
         &mut self,
         name: String,
         ip: Ipv4Addr,
-        mac: Address,
+        gateway: Ipv4Addr,
+        attachment: (SwitchId, u16, Address),
+    ) -> HostId {
+        let server = self.server(name.clone());
+        self.nic(name, ip, gateway, server, attachment)
+    }
+
+    /// Adds a host, the next NIC of `server`, with address `ip` (its MAC from it, see
+    /// [`host_mac`]) and gateway `gateway`, on the next port of `switch`, which must be port
+    /// `port`, of MAC `port_mac`.
+    pub fn nic(
+        &mut self,
+        name: String,
+        ip: Ipv4Addr,
         gateway: Ipv4Addr,
         server: ServerId,
         (switch, port, port_mac): (SwitchId, u16, Address),
@@ -302,7 +302,7 @@ impl Builder {
             name,
             ip,
             prefix_len: 24,
-            mac,
+            mac: host_mac(ip),
             gateway,
             gateway_mac: port_mac,
             server,
@@ -363,7 +363,7 @@ impl Builder {
 
 /// The MAC of a host: 08:00:00 and the last three bytes of its address (every host address is
 /// in 10.0.0.0/8), as the P4 tutorials number theirs (`08:00:00:00:01:11`).
-pub(crate) fn host_mac(ip: Ipv4Addr) -> Address {
+fn host_mac(ip: Ipv4Addr) -> Address {
     let [_, b, c, d] = ip.octets();
     Address([0x08, 0, 0, b, c, d])
 }

@@ -16,7 +16,7 @@
 use std::net::Ipv4Addr;
 
 use super::port_mac;
-use crate::fabric::{host_mac, Builder, Fabric};
+use crate::fabric::{Builder, Fabric};
 use crate::spec::Spec;
 
 /// Builds the fabric.
@@ -39,19 +39,11 @@ pub(crate) fn build(spec: &Spec, k: u16) -> Fabric {
             let subnet = Ipv4Addr::new(10, p as u8, e as u8, 0);
             let edge = b.switch(format!("e{p}_{e}"), 1, Some(subnet));
             for h in 0..half {
-                let name = format!("h{p}_{e}_{h}");
                 let ip = Ipv4Addr::new(10, p as u8, e as u8, h as u8 + 2);
-                let server = b.server(name.clone());
                 let gateway = Ipv4Addr::new(10, p as u8, e as u8, 1);
                 let port = h + 1;
-                b.host(
-                    name,
-                    ip,
-                    host_mac(ip),
-                    gateway,
-                    server,
-                    (edge, port, port_mac(1, p, e, port)),
-                );
+                let attachment = (edge, port, port_mac(1, p, e, port));
+                b.host(format!("h{p}_{e}_{h}"), ip, gateway, attachment);
             }
             for (j, &agg) in (0..planes).zip(&aggs) {
                 let up = half + 1 + j;

@@ -10,7 +10,7 @@ use std::net::Ipv4Addr;
 
 use wire::ethernet::Address;
 
-use crate::fabric::{host_mac, Builder, Fabric};
+use crate::fabric::{Builder, Fabric};
 use crate::spec::{LeafSpine, Spec};
 
 /// Builds the fabric.
@@ -28,16 +28,12 @@ pub(crate) fn build(spec: &Spec, shape: LeafSpine) -> Fabric {
         let subnet = Ipv4Addr::new(10, 0, l as u8, 0);
         let leaf = b.switch(format!("leaf{l}"), 1, Some(subnet));
         for h in 1..=hosts {
-            let name = host_name(l, h);
             let ip = Ipv4Addr::new(10, 0, l as u8, h as u8);
-            let server = b.server(name.clone());
             let gateway = Ipv4Addr::new(10, 0, l as u8, 254);
             b.host(
-                name,
+                host_name(l, h),
                 ip,
-                host_mac(ip),
                 gateway,
-                server,
                 (leaf, h, port_mac(0x10 + l, h)),
             );
         }

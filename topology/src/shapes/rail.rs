@@ -15,7 +15,7 @@
 use std::net::Ipv4Addr;
 
 use super::port_mac;
-use crate::fabric::{host_mac, Builder, Fabric};
+use crate::fabric::{Builder, Fabric};
 use crate::spec::Spec;
 
 /// Builds the fabric.
@@ -35,15 +35,8 @@ pub(crate) fn build(spec: &Spec, groups: u16, servers: u16, rails: u16) -> Fabri
             for (s, &server) in (1..=servers).zip(&machines) {
                 let ip = Ipv4Addr::new(10, r as u8, g as u8, s as u8);
                 let gateway = Ipv4Addr::new(10, r as u8, g as u8, 254);
-                let name = format!("h{g}_{s}_{r}");
-                b.host(
-                    name,
-                    ip,
-                    host_mac(ip),
-                    gateway,
-                    server,
-                    (leaf, s, port_mac(1, g, r, s)),
-                );
+                let attachment = (leaf, s, port_mac(1, g, r, s));
+                b.nic(format!("h{g}_{s}_{r}"), ip, gateway, server, attachment);
             }
             let spine_port = (g - 1) * rails + r;
             for (i, &spine) in (1..=uplinks).zip(&spines) {
