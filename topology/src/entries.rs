@@ -390,6 +390,22 @@ mod tests {
         v
     }
 
+    /// The entries of the 2-spine, 3-leaf, 2-host fabric at 1 Gb/s are those of the hand-kept
+    /// example in dataplane-p4/topologies/leaf-spine (written by its make.py), entry for entry.
+    #[test]
+    fn computes_the_hand_kept_example() {
+        let spec = Spec::parse("leaf-spine:2,3,2,speed=1G").unwrap();
+        let fabric = crate::build(&spec);
+        let configs = compute(&fabric, &Tuning::default()).unwrap();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../dataplane-p4/topologies/leaf-spine");
+        for (switch, config) in fabric.switches.iter().zip(&configs) {
+            let file = RuntimeConfig::from_file(&dir.join(format!("{}-runtime.json", switch.name)))
+                .unwrap();
+            assert_eq!(as_json(config), as_json(&file), "{}", switch.name);
+        }
+    }
+
     #[test]
     fn every_distinct_set_of_ports_is_a_group_the_widest_first() {
         let fabric = crate::build(&Spec::parse("fat-tree:4").unwrap());

@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 
 use super::{
     experiment::Experiment,
-    leaf_spine::{Policy, Shape, Tuning},
+    leaf_spine::{policy_parser, Policy, Shape, Tuning},
     state::{self, Running},
     up::{self, Plan, Then},
     uplinks::{self, Uplinks},
@@ -50,7 +50,7 @@ pub enum NetCommand {
         #[arg(long, value_delimiter = ',')]
         host_hooks: Vec<String>,
         /// A generated fabric's load-balancing policy to start with.
-        #[arg(long, value_enum, default_value_t = Policy::Ecmp)]
+        #[arg(long, value_parser = policy_parser(), default_value_t = Policy::Ecmp)]
         policy: Policy,
         /// Run Mininet's pingAll and exit: 0 when every ping came back (as `mn --test pingall`).
         #[arg(long, value_enum, conflicts_with = "run")]
@@ -98,7 +98,7 @@ pub enum NetCommand {
     /// Switch a generated fabric's load-balancing policy live, on every leaf, over P4Runtime.
     Policy {
         /// The policy.
-        #[arg(value_enum)]
+        #[arg(value_parser = policy_parser())]
         policy: Policy,
     },
 }
