@@ -52,6 +52,29 @@ pub fn skip(test: &str, reason: &str) {
     eprintln!("SKIPPED {test}: {reason}");
 }
 
+/// The directory the environment variable `var` names (a shared reference folder such as
+/// `LOSSLESS_HTSIM` or `LOSSLESS_WORKLOADS`, which `.ci/run` sets), if it is set and is a
+/// directory; else applies the [`skip`] rule and gives `None`.
+pub fn reference_dir_or_skip(test: &str, var: &str) -> Option<PathBuf> {
+    match std::env::var_os(var).map(PathBuf::from) {
+        Some(dir) if dir.is_dir() => Some(dir),
+        Some(dir) => {
+            skip(
+                test,
+                &format!("${var} names {}, which is not a directory", dir.display()),
+            );
+            None
+        }
+        None => {
+            skip(
+                test,
+                &format!("needs ${var}, the reference folder it names"),
+            );
+            None
+        }
+    }
+}
+
 /// [`venv_python`] if the venv exists; else applies the [`skip`] rule and gives `None`.
 pub fn venv_python_or_skip(test: &str) -> Option<PathBuf> {
     let python = venv_python();
