@@ -54,7 +54,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "wire",
         ],
     ),
-    ("topology", &["p4values", "wire"]),
+    ("topology", &["p4values", "units", "wire"]),
 ];
 
 /// Crates whose whole dependency tree stays free of [`ASYNC_AND_GRPC`].

@@ -8,11 +8,11 @@
 
 pub mod entries;
 pub mod fabric;
+pub mod quantity;
 pub mod routing;
 pub mod shapes;
 pub mod spec;
 pub mod tuning;
-pub mod units;
 
 pub use fabric::Fabric;
 pub use routing::Failures;

@@ -14,9 +14,7 @@ use std::{collections::BTreeMap, fmt, str::FromStr};
 use serde::Deserialize;
 
 use crate::{
-    units::{
-        format_bytes, format_length, format_rate, parse_bytes, parse_length_mm, parse_rate_bps,
-    },
+    quantity::{format_bytes, format_length, format_rate, parse_length_mm},
     Error,
 };
 
@@ -412,16 +410,13 @@ impl Spec {
         let o = &mut self.options;
         match key {
             "mtu" => {
-                o.mtu = parse_bytes(value)
-                    .ok()
-                    .and_then(|v| u32::try_from(v).ok())
-                    .filter(|v| (MIN_MTU..=MAX_MTU).contains(v))
-                    .ok_or_else(|| {
-                        invalid(format!(
-                            "mtu '{}': {MIN_MTU}..={MAX_MTU} bytes",
-                            value.escape_debug()
-                        ))
-                    })?;
+                let limits = units::ByteLimits {
+                    min: MIN_MTU.into(),
+                    max: MAX_MTU.into(),
+                };
+                let mtu =
+                    units::parse_bytes(value, &limits).map_err(|e| invalid(format!("mtu: {e}")))?;
+                o.mtu = u32::try_from(mtu).expect("within the MTU's limits");
                 return Ok(());
             }
             "os" => {
@@ -485,30 +480,33 @@ impl Spec {
         };
         match quantity {
             Quantity::Speed => {
-                let rate = parse_rate_bps(value)
-                    .ok()
-                    .filter(|v| (MIN_RATE_BPS..=MAX_RATE_BPS).contains(v))
-                    .ok_or_else(|| {
-                        invalid(format!("{key} '{}': 1G..=800G", value.escape_debug()))
-                    })?;
+                let rate =
+                    units::parse_rate_bps(value).map_err(|e| invalid(format!("{key}: {e}")))?;
+                if !(MIN_RATE_BPS..=MAX_RATE_BPS).contains(&rate) {
+                    return Err(invalid(format!(
+                        "{key} '{}': the link rates here are 1G to 800G",
+                        units::escaped(value)
+                    )));
+                }
                 chosen.iter().for_each(|&t| o.links[t].rate_bps = rate);
             }
             Quantity::Cable => {
-                let mm = parse_length_mm(value)
-                    .ok()
-                    .filter(|v| *v <= MAX_CABLE_MM)
-                    .ok_or_else(|| {
-                        invalid(format!("{key} '{}': 0m..=10km", value.escape_debug()))
-                    })?;
+                let mm = parse_length_mm(value).map_err(|e| invalid(format!("{key}: {e}")))?;
+                if mm > MAX_CABLE_MM {
+                    return Err(invalid(format!(
+                        "{key} '{}': cables here are 0m to 10km",
+                        units::escaped(value)
+                    )));
+                }
                 chosen.iter().for_each(|&t| o.links[t].cable_mm = mm);
             }
             Quantity::Buffer => {
-                let bytes = parse_bytes(value)
-                    .ok()
-                    .filter(|v| (MIN_BUFFER_BYTES..=MAX_BUFFER_BYTES).contains(v))
-                    .ok_or_else(|| {
-                        invalid(format!("{key} '{}': 64KiB..=16GiB", value.escape_debug()))
-                    })?;
+                let limits = units::ByteLimits {
+                    min: MIN_BUFFER_BYTES,
+                    max: MAX_BUFFER_BYTES,
+                };
+                let bytes = units::parse_bytes(value, &limits)
+                    .map_err(|e| invalid(format!("{key}: {e} (64KiB to 16GiB)")))?;
                 chosen.iter().for_each(|&t| o.buffers[t] = bytes);
             }
         }
@@ -740,12 +738,14 @@ mod tests {
                 "fat-tree:8,os=3",
                 "os 3 must divide the edge's 4 host ports",
             ),
-            ("fat-tree:8,speed=900G", "speed '900G': 1G..=800G"),
-            ("fat-tree:8,speed=100M", "speed '100M': 1G..=800G"),
-            ("fat-tree:8,speed=fast", "speed 'fast': 1G..=800G"),
-            ("fat-tree:8,cable=11km", "cable '11km': 0m..=10km"),
-            ("fat-tree:8,buffer=1KB", "buffer '1KB': 64KiB..=16GiB"),
-            ("fat-tree:8,mtu=9217", "mtu '9217': 576..=9216 bytes"),
+            ("fat-tree:8,speed=900G", "speed '900G': the link rates here are 1G to 800G"),
+            ("fat-tree:8,speed=100M", "speed '100M': the link rates here are 1G to 800G"),
+            ("fat-tree:8,speed=fast", "speed: 'fast' is not a rate"),
+            ("fat-tree:8,cable=11km", "cable '11km': cables here are 0m to 10km"),
+            ("fat-tree:8,cable=2 miles", "cable: '2 miles' is not a length"),
+            ("fat-tree:8,buffer=1KB", "buffer: '1KB' is outside the sizes accepted here, 65536 to 17179869184 bytes (64KiB to 16GiB)"),
+            ("fat-tree:8,buffer=1.5B", "buffer: '1.5B' is not a whole number of bytes"),
+            ("fat-tree:8,mtu=9217", "mtu: '9217' is outside the sizes accepted here, 576 to 9216 bytes"),
             (
                 "fat-tree:8,spine-speed=1G",
                 "a fat-tree has the link tiers host-speed, agg-speed, core-speed",

@@ -366,7 +366,7 @@ impl Tuning {
             return Err(Error::Invalid(format!(
                 "pfc.refresh_us {refresh_us}: {name}'s PAUSE of {quanta} quanta lasts {recorded_us} \
                  µs on its {} ports, so the refresh must be shorter",
-                crate::units::format_rate(fastest_bps)
+                crate::quantity::format_rate(fastest_bps)
             )));
         }
         Ok(SwitchPause { quanta, refresh_us })
