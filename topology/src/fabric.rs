@@ -8,7 +8,10 @@ use std::net::Ipv4Addr;
 
 use wire::ethernet::Address;
 
-use crate::spec::Spec;
+use crate::{spec::Spec, Error};
+
+/// The longest node or link name looked up.
+pub const MAX_NAME_BYTES: usize = 256;
 
 /// Propagation delay per metre of cable, picoseconds: 5 ns/m, the usual engineering figure
 /// for both fibre (a group index of about 1.47 gives 4.9 ns/m) and twinax copper (a velocity
@@ -150,11 +153,6 @@ impl Fabric {
         self.hosts.iter().position(|h| h.name == name).map(HostId)
     }
 
-    /// The host whose address is `ip`.
-    pub fn host_at(&self, ip: Ipv4Addr) -> Option<HostId> {
-        self.hosts.iter().position(|h| h.ip == ip).map(HostId)
-    }
-
     /// The switch `id`.
     pub fn switch(&self, id: SwitchId) -> &Switch {
         &self.switches[id.0]
@@ -170,10 +168,65 @@ impl Fabric {
         &self.links[id.0]
     }
 
-    /// The link between switch ports `a` and `b` (either way round), if there is one.
-    pub fn link_between(&self, a: (SwitchId, u16), b: (SwitchId, u16)) -> Option<LinkId> {
-        let port = self.switch(a.0).port(a.1)?;
-        (port.peer == End::Switch(b.0, b.1)).then_some(port.link)
+    /// The link a user names, as [`Fabric::describe_link`] and failure specs write them:
+    /// `SWITCH:PORT` (the link on that port), or `A-B`, two nodes (hosts or switches) that one
+    /// link joins, either way round; at most [`MAX_NAME_BYTES`].
+    pub fn link_named(&self, text: &str) -> Result<LinkId, Error> {
+        let invalid =
+            |why: String| Error::Invalid(format!("link '{}': {why}", text.escape_debug()));
+        if text.len() > MAX_NAME_BYTES {
+            return Err(invalid(format!("at most {MAX_NAME_BYTES} bytes")));
+        }
+        let switch = |name: &str| {
+            self.switch_named(name)
+                .ok_or_else(|| invalid(format!("no switch '{}'", name.escape_debug())))
+        };
+        if let Some((name, port)) = text.split_once(':') {
+            let s = self.switch(switch(name)?);
+            let number: u16 = port
+                .parse()
+                .map_err(|_| invalid(format!("'{}' is not a port", port.escape_debug())))?;
+            return s
+                .port(number)
+                .map(|p| p.link)
+                .ok_or_else(|| invalid(format!("{} has ports 1..={}", s.name, s.ports.len())));
+        }
+        let (a, b) = text
+            .split_once('-')
+            .ok_or_else(|| invalid("expected SWITCH:PORT or A-B".into()))?;
+        let ends = |name: &str| -> Result<Vec<(End, LinkId)>, Error> {
+            if let Some(h) = self.host_named(name) {
+                let host = self.host(h);
+                return Ok(vec![(
+                    End::Switch(host.attachment.0, host.attachment.1),
+                    host.link,
+                )]);
+            }
+            let s = switch(name)?;
+            Ok(self
+                .switch(s)
+                .ports
+                .iter()
+                .map(|p| (p.peer, p.link))
+                .collect())
+        };
+        let names_b = |end: &End| match *end {
+            End::Host(h) => self.host(h).name == b,
+            End::Switch(s, _) => self.switch(s).name == b,
+        };
+        let joined: Vec<LinkId> = ends(a)?
+            .into_iter()
+            .filter(|(peer, _)| names_b(peer))
+            .map(|(_, link)| link)
+            .collect();
+        match joined[..] {
+            [link] => Ok(link),
+            [] => Err(invalid(format!("no link joins {a} and {b}"))),
+            _ => Err(invalid(format!(
+                "{} links join {a} and {b}: name one by SWITCH:PORT",
+                joined.len()
+            ))),
+        }
     }
 
     /// The name of what is at `end` (`leaf1:3`, `h11`).
@@ -371,6 +424,30 @@ fn host_mac(ip: Ipv4Addr) -> Address {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn links_by_name() {
+        let fabric = crate::build(&Spec::parse("leaf-spine:2,2,2").unwrap());
+        let uplink = fabric.link_named("leaf1:3").unwrap();
+        assert_eq!(fabric.describe_link(uplink), "leaf1:3-spine1:1");
+        assert_eq!(fabric.link_named("spine1-leaf1"), Ok(uplink));
+        assert_eq!(fabric.link_named("leaf1-spine1"), Ok(uplink));
+        let host = fabric.link_named("h12-leaf1").unwrap();
+        assert_eq!(fabric.describe_link(host), "h12-leaf1:2");
+        assert_eq!(fabric.link_named("leaf1-h12"), Ok(host));
+        for (text, says) in [
+            ("leaf9:1", "no switch 'leaf9'"),
+            ("leaf1:9", "leaf1 has ports 1..=4"),
+            ("leaf1:x", "'x' is not a port"),
+            ("leaf1-leaf2", "no link joins leaf1 and leaf2"),
+            ("leaf1", "expected SWITCH:PORT or A-B"),
+        ] {
+            let err = fabric.link_named(text).unwrap_err().to_string();
+            assert!(err.contains(says), "{text}: {err}");
+        }
+        let long = "x".repeat(MAX_NAME_BYTES + 1);
+        assert!(fabric.link_named(&long).is_err());
+    }
 
     #[test]
     fn a_cable_delays_five_nanoseconds_a_metre() {

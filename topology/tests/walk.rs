@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use softswitch_core::ir::Program;
 use softswitch_core::switch::{Clock, Switch};
 use topology::entries::{self, Changes};
-use topology::fabric::{End, Fabric, HostId, LinkId, SwitchId};
+use topology::fabric::{End, Fabric, HostId, SwitchId};
 use topology::{Failures, Policy, Spec, Tuning};
 use wire::bth::{self, Opcode};
 use wire::ethernet::Vlan;
@@ -301,10 +301,6 @@ impl Running {
             .unwrap_or_else(|| panic!("no switch {name}"))
     }
 
-    fn link(&self, a: (&str, u16)) -> LinkId {
-        self.fabric.switch(self.switch(a.0)).port(a.1).unwrap().link
-    }
-
     /// Every uplink of `switch`.
     fn all_uplinks(&self, switch: SwitchId) -> BTreeSet<u16> {
         self.fabric
@@ -435,7 +431,7 @@ fn ecmp_spreads_flows_over_every_uplink_of_every_tier() {
 #[test]
 fn leaf_spine_routes_around_a_failed_uplink_and_spine() {
     let mut r = Running::new("leaf-spine:3,3,2", Tuning::default());
-    let link = r.link(("leaf2", 3));
+    let link = r.fabric.link_named("leaf2:3").unwrap();
     r.fail(Failures {
         links: [link].into(),
         ..Failures::default()
@@ -456,8 +452,8 @@ fn leaf_spine_routes_around_a_failed_uplink_and_spine() {
 fn fat_tree_routes_around_failed_links_and_switches() {
     let mut r = Running::new("fat-tree:4", Tuning::default());
     // An edge-aggregation link, an aggregation-core link, a host's link.
-    let edge_agg = r.link(("a1_0", 2));
-    let agg_core = r.link(("a2_1", 3));
+    let edge_agg = r.fabric.link_named("a1_0:2").unwrap();
+    let agg_core = r.fabric.link_named("a2_1:3").unwrap();
     let host = r.fabric.host(r.host("h3_1_0")).link;
     r.fail(Failures {
         links: [edge_agg, agg_core, host].into(),
@@ -489,7 +485,7 @@ fn fat_tree_routes_around_failed_links_and_switches() {
 #[test]
 fn rail_routes_around_a_failed_uplink() {
     let mut r = Running::new("rail:2,4,2,os=2", Tuning::default());
-    let link = r.link(("leaf2_1", 5));
+    let link = r.fabric.link_named("leaf2_1:5").unwrap();
     r.fail(Failures {
         links: [link].into(),
         ..Failures::default()
