@@ -5,6 +5,7 @@
 
 mod bmv2_cli;
 mod bmv2_log;
+mod dump;
 mod pcap;
 mod run;
 
@@ -54,6 +55,10 @@ enum Command {
         /// 127.0.0.1:9090); off by default.
         #[arg(long, value_name = "ADDR")]
         thrift_addr: Option<std::net::SocketAddr>,
+        /// Log the first N bytes of every frame received and sent, in hex, at info level
+        /// (BMv2's --dump-packet-data; 0, the default, logs none).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        dump_packet_data: usize,
     },
     /// Check a P4 program: exits non-zero and prints file:line:col on the first error.
     Check {
@@ -174,6 +179,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             cpu_port,
             port_io,
             thrift_addr,
+            dump_packet_data,
         } => {
             // Colour only on a terminal, and never under NO_COLOR (logs go to files and pipes).
             let colour =
@@ -195,6 +201,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 pcap: None,
                 port_io,
                 thrift_addr,
+                dump_packet_data: crate::dump::PacketData(dump_packet_data),
             })?;
             Ok(ExitCode::SUCCESS)
         }

@@ -1,8 +1,8 @@
 //! The arrows between the crates point one way (docs/ARCHITECTURE.md, "Dependency direction"),
-//! read from `cargo metadata`: each softswitch crate and the simulator depend only on the workspace
-//! crates its row of [`ALLOWED`] names (so the core never imports the front end or the server,
-//! and the device's port code never imports server code), and what must stay free of the async
-//! and gRPC stack has no tonic, tokio or prost anywhere in its dependency tree. Normal and build
+//! read from `cargo metadata`: each softswitch crate, the simulator and topology depend only on
+//! the workspace crates its row of [`ALLOWED`] names (so the core never imports the front end or
+//! the server, and the device's port code never imports server code), and what must stay free of
+//! the async and gRPC stack has no tonic, tokio or prost anywhere in its dependency tree. Normal and build
 //! dependencies are arrows; dev-dependencies are not (a crate's tests may use what sits above
 //! it, as the core's benchmark compiles programs with the front end). And no crate outside the
 //! core reaches past the switch's runtime interface: `Switch` has no public field, and the
@@ -57,6 +57,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "units",
         ],
     ),
+    ("topology", &["p4values", "units", "wire"]),
 ];
 
 /// Crates whose whole dependency tree stays free of [`ASYNC_AND_GRPC`].
@@ -67,6 +68,7 @@ const WITHOUT_ASYNC: &[&str] = &[
     "softswitch-device",
     "softswitch-stf",
     "sim",
+    "topology",
 ];
 
 /// The async runtime and the gRPC stack.

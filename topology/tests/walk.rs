@@ -169,19 +169,10 @@ impl Running {
         assert_eq!(roce.ttl as usize, 64 - trip.hops.len(), "{name}");
         assert_eq!((roce.src_port, roce.bth.dest_qp), (sport, qp), "{name}");
         assert!(payload.iter().all(|b| *b == 0x5a), "{name}");
-        let tiers: Vec<u8> = trip
-            .hops
-            .iter()
-            .map(|h| self.fabric.switch(h.0).tier)
-            .collect();
-        let peak = tiers
-            .iter()
-            .position(|t| t == tiers.iter().max().unwrap())
-            .unwrap();
         assert!(
-            tiers[..=peak].windows(2).all(|w| w[0] < w[1])
-                && tiers[peak..].windows(2).all(|w| w[0] > w[1]),
-            "{name}: not up then down: {tiers:?}"
+            self.up_then_down(&trip),
+            "{name}: not up then down: {:?}",
+            self.path_names(&trip)
         );
         assert_eq!(
             Some(trip.hops.len()),
@@ -219,6 +210,25 @@ impl Running {
             }
         }
         None
+    }
+
+    /// Whether a trip's switches climb tier by tier, then only descend: no valley.
+    fn up_then_down(&self, trip: &Trip) -> bool {
+        let tiers: Vec<u8> = trip
+            .hops
+            .iter()
+            .map(|h| self.fabric.switch(h.0).tier)
+            .collect();
+        let peak = tiers
+            .iter()
+            .position(|t| Some(t) == tiers.iter().max())
+            .unwrap_or(0);
+        let (up, down) = tiers.split_at(peak);
+        up.windows(2).all(|w| w[0] < w[1])
+            && up
+                .last()
+                .is_none_or(|t| down.first().is_some_and(|p| t < p))
+            && down.windows(2).all(|w| w[0] > w[1])
     }
 
     fn path_names(&self, trip: &Trip) -> Vec<String> {
@@ -519,17 +529,8 @@ fn addresses_of_no_host_are_dropped_without_a_loop() {
         for ip in nowhere {
             let trip = r.send(r.host(from), ip.parse().unwrap(), 49152, 1);
             assert!(trip.arrived.is_none(), "{spec}: {ip} reached a host");
-            let tiers: Vec<u8> = trip
-                .hops
-                .iter()
-                .map(|h| r.fabric.switch(h.0).tier)
-                .collect();
-            let peak = tiers
-                .iter()
-                .position(|t| Some(t) == tiers.iter().max())
-                .unwrap_or(0);
             assert!(
-                tiers[peak..].windows(2).all(|w| w[0] > w[1]),
+                r.up_then_down(&trip),
                 "{spec}: {ip} came back up: {:?}",
                 r.path_names(&trip)
             );

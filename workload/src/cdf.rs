@@ -173,11 +173,11 @@ fn check_point(
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
 
     /// `text` written as a file in `dir`, read as a size CDF.
-    pub(crate) fn cdf(dir: &Path, text: &str) -> Result<SizeCdf> {
+    fn cdf(dir: &Path, text: &str) -> Result<SizeCdf> {
         let path = dir.join("sizes.cdf");
         std::fs::write(&path, text).unwrap();
         SizeCdf::read(&path)

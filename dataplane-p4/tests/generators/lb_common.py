@@ -35,6 +35,19 @@ def sport_where(group, salt_members, start=49152, size=2):
     raise AssertionError("no such port")
 
 
+def through(lines, p, member):
+    """Sends `p` in on port 1 and expects it forwarded out of `member`'s port."""
+    lines.append(packet(1, p))
+    lines.append(expect(MEMBER_PORT[member], forwarded(p, MEMBER_PORT[member])))
+
+
+def switch_policy(lines, group, policy, timeout_us):
+    """Replaces group `group`'s entry (id groupG) by one of `policy`, two members."""
+    lines.append(f"remove {INGRESS}.ecmp_group group{group}")
+    lines.append(f"add {INGRESS}.ecmp_group meta.group:{group} {INGRESS}.set_group(policy:{policy}, "
+                 f"size:2, flowlet_timeout_us:{timeout_us})")
+
+
 def ecmp_and_spray(lines, timeout_us):
     """Group 1 (ecmp) keeps each of four flows on its member and spreads them, then, switched
     to spray at run time by replacing its entry, alternates one flow's members; group 4
@@ -46,25 +59,17 @@ def ecmp_and_spray(lines, timeout_us):
         ports_used.add(MEMBER_PORT[m])
         lines.append(f"# sport {sport}: member {m}")
         for psn in range(3):
-            p = flow(1, sport, psn)
-            lines.append(packet(1, p))
-            lines.append(expect(MEMBER_PORT[m], forwarded(p, MEMBER_PORT[m])))
+            through(lines, flow(1, sport, psn), m)
     assert ports_used == {3, 4}, "the flows should use both members"
 
     lines.append("# Group 1 switched to spray at run time: the same flow now alternates.")
-    lines.append(f"remove {INGRESS}.ecmp_group group1")
-    lines.append(f"add {INGRESS}.ecmp_group meta.group:1 {INGRESS}.set_group(policy:{SPRAY}, size:2, "
-                 f"flowlet_timeout_us:{timeout_us})")
+    switch_policy(lines, 1, SPRAY, timeout_us)
     for psn in range(4):
-        p = flow(1, 49152, 10 + psn)
-        lines.append(packet(1, p))
-        lines.append(expect(MEMBER_PORT[psn % 2], forwarded(p, MEMBER_PORT[psn % 2])))
+        through(lines, flow(1, 49152, 10 + psn), psn % 2)
 
     lines.append("# spray (group 4): members in turn.")
     for psn in range(4):
-        p = flow(4, 50000, psn)
-        lines.append(packet(1, p))
-        lines.append(expect(MEMBER_PORT[psn % 2], forwarded(p, MEMBER_PORT[psn % 2])))
+        through(lines, flow(4, 50000, psn), psn % 2)
 
 
 QPS = range(0x100, 0x108)
@@ -80,20 +85,14 @@ def eecmp(lines, timeout_us):
         members.add(m)
         lines.append(f"# QP {qp:#x}: member {m}")
         for psn in range(2):
-            p = flow(7, 49152, psn, qp=qp)
-            lines.append(packet(1, p))
-            lines.append(expect(MEMBER_PORT[m], forwarded(p, MEMBER_PORT[m])))
+            through(lines, flow(7, 49152, psn, qp=qp), m)
     assert members == {0, 1}, "the QPs should use both members"
 
     lines.append("# Group 7 switched to ecmp at run time: the same packets take one member.")
-    lines.append(f"remove {INGRESS}.ecmp_group group7")
-    lines.append(f"add {INGRESS}.ecmp_group meta.group:7 {INGRESS}.set_group(policy:{ECMP}, size:2, "
-                 f"flowlet_timeout_us:{timeout_us})")
+    switch_policy(lines, 7, ECMP, timeout_us)
     m = member_of(flow(7, 49152), 0, 2)
     for qp in QPS:
-        p = flow(7, 49152, 2, qp=qp)
-        lines.append(packet(1, p))
-        lines.append(expect(MEMBER_PORT[m], forwarded(p, MEMBER_PORT[m])))
+        through(lines, flow(7, 49152, 2, qp=qp), m)
 
 
 def hash_offset(lines):
@@ -106,12 +105,8 @@ def hash_offset(lines):
     lines.append("# Hash offset 4 (group 7, ecmp): members from the hash's bits 4 and up.")
     lines.append(f"setdefault {INGRESS}.ecmp_hash {INGRESS}.set_hash_offset(offset:4)")
     for s, m in zip(sports, after):
-        p = flow(7, s, 3)
-        lines.append(packet(1, p))
-        lines.append(expect(MEMBER_PORT[m], forwarded(p, MEMBER_PORT[m])))
+        through(lines, flow(7, s, 3), m)
     lines.append("# Back to offset 0.")
     lines.append(f"setdefault {INGRESS}.ecmp_hash {INGRESS}.set_hash_offset(offset:0)")
     for s, m in zip(sports, before):
-        p = flow(7, s, 4)
-        lines.append(packet(1, p))
-        lines.append(expect(MEMBER_PORT[m], forwarded(p, MEMBER_PORT[m])))
+        through(lines, flow(7, s, 4), m)

@@ -3,7 +3,9 @@ host for the in-process fabric) and one runtime JSON per switch (the tutorials' 
 entries, clone sessions) for lossless.p4. Run from this folder: python3 make.py
 
 Two spines, three leaves, two hosts per leaf. Leaf L: ports 1-2 to its hosts, 3 to spine1, 4 to
-spine2. Spine S: port L to leaf L. ECMP hash offset 0 on leaves, 4 on spines. Hosts h<L><H>: 10.0.L.H, MAC 08:00:00:00:0L:0H. Switch port
+spine2. Spine S: port L to leaf L. Routes as the topology crate aggregates them: a leaf sends
+10.0.0.0/8 up over ECMP group 1 (both spines), its hosts' /32s to them and drops the rest of its
+own /24; a spine sends each leaf's /24 to it. ECMP hash offset 0 on leaves, 4 on spines. Hosts h<L><H>: 10.0.L.H, MAC 08:00:00:00:0L:0H. Switch port
 MACs 00:aa:<switch id>:00:00:<port>. All links 1 Gb/s, 2 µs. Priority 3 (DSCP 26) is lossless
 and ECN-marked; CNPs (DSCP 48) travel in priority 6.
 """
@@ -96,10 +98,10 @@ def leaf(n):
                              {"meta.nexthop": port}))
         entries.append(entry(f"{I}.ecmp_member", f"{I}.set_nexthop", {"nexthop": port},
                              {"meta.group": 1, "meta.member": s - 1}))
-    for other in range(1, LEAVES + 1):
-        if other != n:
-            entries.append(entry(f"{I}.ipv4_lpm", f"{I}.set_ecmp_group", {"group": 1},
-                                 {"hdr.ipv4.dstAddr": [f"10.0.{other}.0", 24]}))
+    entries.append(entry(f"{I}.ipv4_lpm", f"{I}.set_ecmp_group", {"group": 1},
+                         {"hdr.ipv4.dstAddr": ["10.0.0.0", 8]}))
+    entries.append(entry(f"{I}.ipv4_lpm", f"{I}.drop", {},
+                         {"hdr.ipv4.dstAddr": [f"10.0.{n}.0", 24]}))
     entries.append(entry(f"{I}.ecmp_group", f"{I}.set_group",
                          {"policy": 0, "size": SPINES, "flowlet_timeout_us": FLOWLET_TIMEOUT_US},
                          {"meta.group": 1}))

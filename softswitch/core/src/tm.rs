@@ -11,6 +11,11 @@
 //! one port when that port's transmitter asks for it (a switch whose ports send at their links'
 //! rate: the simulator's). Besides the per-queue depths, an optional shared buffer in bytes
 //! bounds all queues together, as a switch's packet memory does.
+//!
+//! A port may also push back: its owner gives it a budget of frames it can take now
+//! ([`TrafficManager::set_budget`]); at zero its packets wait in their queues, as in BMv2 when
+//! its egress blocks on a send the interface cannot take yet, so queue depths show the real
+//! bottleneck.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -145,6 +150,8 @@ pub(crate) struct TrafficManager<T> {
     dropped: BTreeMap<(u16, u8), u64>,
     /// Ports whose queues went from empty to holding a packet since they were last taken.
     backlogged: Vec<u16>,
+    /// Frames each port that pushes back may still be given; other ports take any number.
+    budgets: BTreeMap<u16, u32>,
 }
 
 impl<T> Default for TrafficManager<T> {
@@ -159,6 +166,7 @@ impl<T> Default for TrafficManager<T> {
             buffer_bytes: None,
             dropped: BTreeMap::new(),
             backlogged: Vec::new(),
+            budgets: BTreeMap::new(),
         }
     }
 }
@@ -206,6 +214,26 @@ impl<T> TrafficManager<T> {
         }
         for q in self.queues(port, priority) {
             q.rate_pps = rate_pps.filter(|&r| r > 0);
+        }
+    }
+
+    /// Sets how many more frames `port` may be given (`None`: any number, the default).
+    pub fn set_budget(&mut self, port: u16, frames: Option<u32>) {
+        match frames {
+            Some(n) => self.budgets.insert(port, n),
+            None => self.budgets.remove(&port),
+        };
+    }
+
+    /// Whether `port` may be given a frame now.
+    fn takes(&self, port: u16) -> bool {
+        self.budgets.get(&port).is_none_or(|&n| n > 0)
+    }
+
+    /// Counts a frame given to `port` against its budget.
+    fn spend(&mut self, port: u16) {
+        if let Some(n) = self.budgets.get_mut(&port) {
+            *n = n.saturating_sub(1);
         }
     }
 
@@ -266,34 +294,40 @@ impl<T> TrafficManager<T> {
         into.append(&mut self.backlogged);
     }
 
-    /// Whether a packet for `port` at `priority` would leave at once, with nothing left behind:
-    /// no packet is queued anywhere, and its queue accepts packets at an unlimited rate.
-    pub fn idle_and_unlimited(&self, port: u16, priority: u8) -> bool {
-        if self.queued != 0 {
+    /// Whether a packet for `port` at `priority` would leave at once, with nothing left behind
+    /// (no packet is queued anywhere, its queue accepts packets at an unlimited rate, and the
+    /// port takes a frame now); if so, it is counted as given to the port, without a queue.
+    pub fn pass_through(&mut self, port: u16, priority: u8) -> bool {
+        if self.queued != 0 || !self.takes(port) {
             return false;
         }
-        match self.ports.get(&port) {
+        let unlimited = match self.ports.get(&port) {
             Some(queues) => {
                 let q = &queues[usize::from(priority).min(PRIORITIES - 1)];
                 q.rate_pps.is_none() && q.depth > 0
             }
             None => self.default_rate.is_none() && self.default_depth > 0,
+        };
+        if unlimited {
+            self.spend(port);
         }
+        unlimited
     }
 
     /// The next packet that may leave at `now_us`: the lowest-numbered port with a ready
-    /// packet, its highest-priority ready queue.
+    /// packet that takes a frame now, its highest-priority ready queue.
     pub fn dequeue(&mut self, now_us: u64) -> Option<Dequeued<T>> {
         if self.queued == 0 {
             return None;
         }
-        let (port, priority) = self.busy.keys().find_map(|&port| {
+        let (port, priority) = self.busy.keys().filter(|&&port| self.takes(port)).find_map(|&port| {
             let queues = self.ports.get(&port).expect("busy ports have queues");
             (0..PRIORITIES)
                 .rev()
                 .find(|&p| queues[p].ready_at().is_some_and(|t| t <= now_us))
                 .map(|p| (port, p))
         })?;
+        self.spend(port);
         Some(self.pop(port, priority, now_us))
     }
 
@@ -338,11 +372,13 @@ impl<T> TrafficManager<T> {
         }
     }
 
-    /// The earliest time a queued packet may leave.
+    /// The earliest time a queued packet may leave (a port that takes no frame now is waited
+    /// for by its owner, not by the clock).
     pub fn next_ready(&self) -> Option<u64> {
         self.ports
-            .values()
-            .flat_map(|qs| qs.iter().filter_map(Queue::ready_at))
+            .iter()
+            .filter(|(&port, _)| self.takes(port))
+            .flat_map(|(_, qs)| qs.iter().filter_map(Queue::ready_at))
             .min()
     }
 
@@ -442,6 +478,34 @@ mod tests {
             (second.item, second.enq_qdepth, second.deq_timedelta),
             ("high2", 1, 1000)
         );
+    }
+
+    #[test]
+    fn a_port_without_budget_keeps_its_packets_queued() {
+        let mut tm = TrafficManager::default();
+        tm.set_budget(1, Some(1));
+        assert!(
+            tm.pass_through(1, 0),
+            "idle: the first frame skips the queue"
+        );
+        assert!(!tm.pass_through(1, 0), "the budget is spent");
+        for i in 0..3 {
+            tm.enqueue(1, 0, i, 64, 0).unwrap();
+        }
+        tm.enqueue(2, 0, 9, 64, 0).unwrap();
+        // Port 1 takes nothing: port 2 is served, port 1's packets wait and count as depth.
+        assert_eq!(tm.next_ready(), Some(0));
+        assert_eq!(tm.dequeue(0).unwrap().item, 9);
+        assert!(tm.dequeue(0).is_none());
+        assert_eq!(tm.next_ready(), None);
+        assert_eq!(tm.occupancy(1, 0), 3);
+        tm.set_budget(1, Some(2));
+        let first = tm.dequeue(0).unwrap();
+        assert_eq!((first.item, first.enq_qdepth, first.deq_qdepth), (0, 0, 2));
+        assert_eq!(tm.dequeue(0).unwrap().item, 1);
+        assert!(tm.dequeue(0).is_none(), "two given, the budget is spent");
+        tm.set_budget(1, None);
+        assert_eq!(tm.dequeue(0).unwrap().item, 2);
     }
 
     #[test]

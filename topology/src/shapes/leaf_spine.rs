@@ -3,7 +3,7 @@
 //!
 //! Leaf L: ports 1..=H to its hosts, H+S' to spine S'. Spine S: port L to leaf L. Host
 //! `h<L><H>` (`h<L>x<H>` past 9): 10.0.L.H/24, MAC 08:00:00:00:LL:HH, gateway 10.0.L.254 at its
-//! leaf port's MAC. Port MACs 00:aa:<switch id>:00:00:<port>, spine S's id S, leaf L's 0x10 + L.
+//! leaf port's MAC. Port MACs `00:aa:ID:00:00:PORT`, spine S's id S, leaf L's 0x10 + L.
 //! Switches: the spines, then the leaves.
 
 use std::net::Ipv4Addr;
