@@ -4,7 +4,7 @@
 //! counters agree with the simulator's accounting, the same seed gives the same summary).
 
 use sim::report::summarise;
-use sim::scenario::{build, CongestionControl, Scenario};
+use sim::scenario::{build, CongestionControl, FailureSpec, Scenario};
 use sim::simulation::RunEnd;
 
 fn scenario(topology: &str, workload: &[&str]) -> Scenario {
@@ -87,4 +87,50 @@ fn an_incast_pauses_without_loss_and_the_same_seed_gives_the_same_summary() {
     );
     let again = run(&s);
     assert_eq!(first, again, "deterministic");
+}
+
+#[test]
+fn a_link_that_fails_mid_run_loses_frames_that_go_back_n_recovers_and_reroute_avoids() {
+    let mut s = scenario("fat-tree:4,speed=100G", &["permutation:size=2MB"]);
+    s.hosts.cc = CongestionControl::None;
+    // An edge's uplink fails 20 µs in, while every flow is sending; routes avoid it 50 µs later.
+    s.failures.push(FailureSpec {
+        at: "20us".into(),
+        link: Some("e0_0:3".into()),
+        switch: None,
+        reroute_after: Some("50us".into()),
+    });
+    let summary = run(&s);
+    assert_eq!(summary.end, RunEnd::Idle);
+    assert_eq!(summary.flows.completed, summary.flows.total, "every flow still completes");
+    assert!(summary.drops.link_down > 0, "frames were lost on the failed link: {:?}", summary.drops);
+    assert!(
+        summary.transport.naks + summary.transport.timeouts > 0 && summary.transport.retransmitted > 0,
+        "losses were noticed and resent: {:?}",
+        summary.transport
+    );
+    assert_eq!(summary.flows.faster_than_ideal, 0);
+}
+
+#[test]
+fn scenarios_past_their_limits_are_refused_before_they_run() {
+    let program = sim::program::lossless();
+    let sources = workload::Sources::default();
+    let refused = |s: &Scenario, memory: u64| match build(s, &program, &sources, memory) {
+        Ok(_) => panic!("{s:?} was accepted"),
+        Err(e) => e.to_string(),
+    };
+    let ok = scenario("fat-tree:4", &["permutation:size=1MB"]);
+    let e = refused(&ok, 1 << 20);
+    assert!(e.contains("MB may be used"), "{e}");
+    let e = refused(&Scenario { time: "11s".into(), ..ok.clone() }, 1 << 32);
+    assert!(e.contains("time"), "{e}");
+    let e = refused(&Scenario { topology: "fat-tree:34".into(), ..ok.clone() }, 1 << 32);
+    assert!(e.contains("2..=32"), "{e}");
+    let mut bad = ok.clone();
+    bad.failures.push(FailureSpec { at: "1us".into(), link: Some("nosuch:1".into()), switch: None, reroute_after: None });
+    let e = refused(&bad, 1 << 32);
+    assert!(e.contains("no switch"), "{e}");
+    let e = refused(&Scenario { workload: vec!["allreduce:ranks=64,size=1MB".into()], ..ok.clone() }, 1 << 32);
+    assert!(e.contains("workload"), "{e}");
 }
