@@ -87,6 +87,19 @@ pub struct HostStats {
     pub bytes_delivered: u64,
 }
 
+/// One sending QP as it stands, for sampling rates over a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendQpSample {
+    /// Its QP number (the BTH destination QP).
+    pub qpn: u32,
+    /// The receiving host.
+    pub peer: Ipv4Addr,
+    /// The rate it sends at: DCQCN's current rate, or the line rate without congestion control.
+    pub rate_bps: u64,
+    /// Packets the receiver has acknowledged so far.
+    pub acked_packets: u64,
+}
+
 /// A message on a QP: a flow.
 #[derive(Debug)]
 struct Message {
@@ -196,6 +209,22 @@ impl HostNode {
     /// Payload bytes per packet.
     pub fn payload_per_packet(&self) -> u64 {
         u64::from(self.config.mtu.saturating_sub(frame::IP_OVERHEAD).max(1))
+    }
+
+    /// Its sending QPs as they stand, in the order they were first used.
+    pub fn send_qps(&self) -> impl Iterator<Item = SendQpSample> + '_ {
+        let mut by_index: Vec<(u32, (Ipv4Addr, u32))> =
+            self.qp_index.iter().map(|(&key, &i)| (i, key)).collect();
+        by_index.sort_unstable();
+        by_index.into_iter().map(|(i, (peer, qpn))| {
+            let qp = &self.qps[i as usize];
+            SendQpSample {
+                qpn,
+                peer,
+                rate_bps: qp.dcqcn.as_ref().map_or(self.rate_bps, Dcqcn::rate_bps),
+                acked_packets: qp.una,
+            }
+        })
     }
 
     /// Time the data priority was paused up to `end`.

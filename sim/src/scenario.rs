@@ -140,8 +140,8 @@ pub struct Scenario {
     /// Failures.
     #[serde(default, rename = "failure")]
     pub failures: Vec<FailureSpec>,
-    /// The seed of every random choice (the workload's; the switches' RED draws are seeded
-    /// per switch).
+    /// The seed of every random choice (the workload's and the hosts' UDP source ports; the
+    /// switches' RED draws are seeded per switch).
     #[serde(default)]
     pub seed: u64,
     /// The simulated time limit (a duration).
@@ -437,6 +437,7 @@ pub fn build(
     let entries = topology::entries::compute(&fabric, &tuning)?;
     let mut sim = Simulation::new();
     sim.set_source_port_per_qp(s.hosts.source_ports == SourcePorts::PerQp);
+    sim.set_source_port_seed(s.seed);
     let mut switch_nodes = Vec::with_capacity(fabric.switches.len());
     let program = std::sync::Arc::new(program.clone());
     for (i, sw) in fabric.switches.iter().enumerate() {

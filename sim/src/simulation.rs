@@ -142,6 +142,8 @@ pub struct Simulation {
     qps: HashMap<(NodeId, NodeId, u32, u16), (u32, u16)>,
     /// Whether each QP (not each connection) takes its own UDP source port.
     sport_per_qp: bool,
+    /// Mixed into every UDP source port drawn.
+    sport_seed: u64,
     failures: Vec<Failure>,
     started: bool,
     /// When the last frame arrived or finished leaving.
@@ -158,6 +160,12 @@ fn source_port(key: u64) -> u16 {
     0xC000 | (z as u16 & 0x3FFF)
 }
 
+/// The seed as it is mixed into a source port's key: 0 stays 0 (runs without a seed keep their
+/// ports), others spread over all 64 bits.
+fn source_port_seed_mix(seed: u64) -> u64 {
+    seed.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
 impl Simulation {
     /// An empty fabric at time 0.
     pub fn new() -> Self {
@@ -169,6 +177,12 @@ impl Simulation {
     /// the case E-ECMP is for).
     pub fn set_source_port_per_qp(&mut self, per_qp: bool) {
         self.sport_per_qp = per_qp;
+    }
+
+    /// Draws the UDP source ports with `seed` (0 by default): which ports the NICs pick, and
+    /// so which paths an ECMP hash gives the connections, is a random choice of the run.
+    pub fn set_source_port_seed(&mut self, seed: u64) {
+        self.sport_seed = seed;
     }
 
     /// Adds a switch running `program` (shared, not copied, by the switches given the same
@@ -290,7 +304,8 @@ impl Simulation {
                 } else {
                     0
                 };
-            self.qps.insert(key, (qpn, source_port(sport_key)));
+            let sport = source_port(sport_key ^ source_port_seed_mix(self.sport_seed));
+            self.qps.insert(key, (qpn, sport));
         }
         Ok(self.flows.add(spec)?)
     }

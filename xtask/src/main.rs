@@ -57,6 +57,9 @@ enum BenchTarget {
     /// The softswitch interpreter alone, then forwarding between veths: bridge vs softswitch vs
     /// interpreter.
     Softswitch,
+    /// `lossless sim` and htsim on the same scenarios: CPU seconds, packet-hops per CPU
+    /// second, peak memory, and their ratios.
+    Sim,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -76,6 +79,7 @@ fn main() -> anyhow::Result<()> {
             match target {
                 BenchTarget::Host => run::bench_host(),
                 BenchTarget::Softswitch => run::bench_softswitch(),
+                BenchTarget::Sim => run::bench_sim(),
             }
         }
         Command::FuzzDiff { cases, seed } => {

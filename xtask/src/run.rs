@@ -221,6 +221,13 @@ pub fn bench_softswitch() -> anyhow::Result<()> {
     Cmd::new(build_bench("bench-softswitch", "softswitch", "softswitch")?).run()
 }
 
+/// `lossless sim` against htsim (`LOSSLESS_HTSIM`, else PATH) on the same fat-trees and
+/// connection matrices, both as child processes of bench-sim, with the ratios of their CPU
+/// time, packet-hops per CPU second and peak memory (no root needed).
+pub fn bench_sim() -> anyhow::Result<()> {
+    Cmd::new(build_bench("bench-sim", "lossless", "lossless")?).run()
+}
+
 /// The differential test of softswitch against BMv2 (`softswitch/tests/differential/`) with
 /// `cases` random cases per program from seed `seed` on, instead of the few `test` runs.
 pub fn fuzz_diff(cases: u32, seed: Option<u64>) -> anyhow::Result<()> {

@@ -1,0 +1,375 @@
+//! `cargo xtask bench sim`: the same scenarios on `lossless sim` (lossless.p4 in every switch)
+//! and on htsim's `htsim_roce` (found by `LOSSLESS_HTSIM`, else `PATH`), in one run: a
+//! permutation of 2 MB flows and a ring AllReduce, on fat-trees of 128 and 1,024 hosts at 100
+//! Gb/s. Both read the same connection matrix, written by htsim's own generators
+//! (`gen_permutation.py`, `gen_allreduce.py`), and are configured alike from one description
+//! (`lossless_tests::htsim::SideBySide`: links, cables, MTU, PFC thresholds, buffers, ECMP,
+//! no congestion control; docs/sim.md says what could not be made alike).
+//!
+//! Each simulator runs as a child process of this one and is measured the same way, by the
+//! kernel's accounting of the child (`wait4`): CPU seconds (user and system) and peak resident
+//! memory. Packet-hops are frames sent on links, one per hop: ours counts its own; htsim
+//! prints no count, so its are computed from the matrix (each data packet and the ACK htsim
+//! sends for it, times the links of the flow's path). A run counts only if both simulators
+//! finished every flow of the matrix, ours lost nothing and htsim never overflowed a lossless
+//! queue; otherwise the benchmark fails. A simulator is not a load generator: nothing here can
+//! be bound by one. Ratios are ours over htsim's, from the same run.
+//!
+//! `--hosts 128` runs only the fabrics of that many hosts.
+
+use std::io::{BufReader, Read as _};
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::Instant;
+
+use anyhow::Context as _;
+use lossless::sim::run::Record;
+use lossless_tests::htsim::{self, Htsim, HtsimRun, SideBySide, HTSIM_MTU};
+
+/// Bytes of each permutation flow.
+const PERMUTATION_BYTES: u64 = 2_000_000;
+/// The AllReduce's buffer per rank (nccl-tests' size): each of its flows carries a share,
+/// this over the ranks.
+const ALLREDUCE_BYTES: u64 = 8 << 20;
+/// The generators' seed.
+const SEED: u64 = 1;
+/// Simulated time limit, µs.
+const END_US: u64 = 1_000_000;
+
+/// One scenario of the benchmark.
+struct Case {
+    name: String,
+    hosts: u32,
+    /// The generator and its arguments after the output file.
+    generator: &'static str,
+    args: Vec<String>,
+}
+
+fn cases(hosts: &[u32]) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for &n in hosts {
+        cases.push(Case {
+            name: format!("permutation {n}"),
+            hosts: n,
+            generator: "gen_permutation.py",
+            // nodes, conns, flowsize, extrastarttime, randseed
+            args: vec![
+                n.to_string(),
+                n.to_string(),
+                PERMUTATION_BYTES.to_string(),
+                "0".into(),
+                SEED.to_string(),
+            ],
+        });
+        cases.push(Case {
+            name: format!("allreduce {n}"),
+            hosts: n,
+            generator: "gen_allreduce.py",
+            // nodes, conns, groupsize (one ring of every host), flowsize, locality (ranks
+            // placed at random), randseed
+            args: vec![
+                n.to_string(),
+                n.to_string(),
+                n.to_string(),
+                (ALLREDUCE_BYTES / u64::from(n)).to_string(),
+                "0".into(),
+                SEED.to_string(),
+            ],
+        });
+    }
+    cases
+}
+
+/// What the kernel accounted for a child process.
+#[derive(Clone, Copy, Debug, Default)]
+struct Usage {
+    /// User and system CPU time, seconds.
+    cpu_seconds: f64,
+    /// Peak resident memory, bytes.
+    peak_bytes: u64,
+    /// Wall-clock time, seconds.
+    wall_seconds: f64,
+}
+
+/// Runs `command` with its standard output given to `read`, and its usage as the kernel
+/// accounts it once it has exited; fails if it fails.
+fn measured<T>(
+    mut command: Command,
+    read: impl FnOnce(std::process::ChildStdout) -> anyhow::Result<T>,
+) -> anyhow::Result<(T, Usage)> {
+    let started = Instant::now();
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("starting {command:?}"))?;
+    let mut stderr = child.stderr.take().expect("stderr is piped");
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let out = child.stdout.take().expect("stdout is piped");
+    let read = read(out);
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value; wait4 writes into the two locals, which
+    // live for the call, and reaps the child this process started (std's Child is not
+    // waited on after this).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    anyhow::ensure!(
+        waited == pid,
+        "waiting for {command:?}: {}",
+        std::io::Error::last_os_error()
+    );
+    let wall_seconds = started.elapsed().as_secs_f64();
+    let errors = errors.join().unwrap_or_default();
+    let status = ExitStatus::from_raw(status);
+    anyhow::ensure!(
+        status.success(),
+        "{command:?}: {status}\n{}",
+        errors.trim_end()
+    );
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let usage = Usage {
+        cpu_seconds: seconds(usage.ru_utime) + seconds(usage.ru_stime),
+        // Linux gives ru_maxrss in kilobytes.
+        peak_bytes: usage.ru_maxrss as u64 * 1024,
+        wall_seconds,
+    };
+    Ok((read?, usage))
+}
+
+/// Writes the case's matrix into `dir` with htsim's generator.
+fn generate(htsim: &Htsim, case: &Case, dir: &Path) -> anyhow::Result<PathBuf> {
+    let file = dir.join(format!("{}.cm", case.name.replace(' ', "-")));
+    let out = Command::new("python3")
+        .arg(htsim.matrices.join(case.generator))
+        .arg(&file)
+        .args(&case.args)
+        .output()
+        .with_context(|| format!("running python3 {}", case.generator))?;
+    anyhow::ensure!(
+        out.status.success() && file.is_file(),
+        "{} {:?}: {}\n{}",
+        case.generator,
+        case.args,
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(file)
+}
+
+/// One simulator's figures for one case.
+#[derive(Clone, Debug)]
+struct Figures {
+    usage: Usage,
+    /// CPU seconds of the simulation alone (ours reports it; htsim's setup is small).
+    run_cpu_seconds: Option<f64>,
+    packet_hops: u64,
+    flows: u64,
+}
+
+/// Our simulator on `side`, as `lossless sim run` in a child process.
+fn ours(lossless: &Path, side: &SideBySide, dir: &Path) -> anyhow::Result<Figures> {
+    let scenario = side.scenario()?;
+    let file = dir.join("scenario.toml");
+    std::fs::write(&file, toml::to_string(&scenario)?)
+        .with_context(|| format!("writing {}", file.display()))?;
+    let mut command = Command::new(lossless);
+    command
+        .args(["sim", "run"])
+        .arg(&file)
+        .arg("--out")
+        .arg(dir.join("ours"))
+        .args(["--json", "--memory", "16GB"]);
+    let (records, usage) = measured(command, |out| {
+        let records: Vec<Record> =
+            serde_json::from_reader(BufReader::new(out)).context("lossless sim run's JSON")?;
+        Ok(records)
+    })?;
+    let [record] = &records[..] else {
+        anyhow::bail!("lossless sim run reported {} runs, not one", records.len());
+    };
+    let s = &record.summary;
+    anyhow::ensure!(
+        s.end == sim::simulation::RunEnd::Idle && s.flows.completed == s.flows.total,
+        "ours finished {} of {} flows (the run ended {:?})",
+        s.flows.completed,
+        s.flows.total,
+        s.end
+    );
+    let lost = s.drops.buffer_full + s.drops.queue_full + s.drops.link_down + s.drops.program;
+    anyhow::ensure!(lost == 0, "ours lost {lost} frames: {:?}", s.drops);
+    Ok(Figures {
+        usage,
+        run_cpu_seconds: Some(record.cpu_seconds),
+        packet_hops: s.packet_hops,
+        flows: s.flows.completed,
+    })
+}
+
+/// Links between hosts `a` and `b` of htsim's 3-tier fat-tree of radix `k`: 2 under one edge
+/// switch, 4 in one pod, 6 across pods.
+fn hops(k: u32, a: u32, b: u32) -> u64 {
+    let (edge, pod) = (|h: u32| h / (k / 2), |h: u32| h / (k * k / 4));
+    if edge(a) == edge(b) {
+        2
+    } else if pod(a) == pod(b) {
+        4
+    } else {
+        6
+    }
+}
+
+/// htsim on `side`, in a child process.
+fn theirs(htsim: &Htsim, side: &SideBySide) -> anyhow::Result<Figures> {
+    let (run, usage): (HtsimRun, Usage) = measured(side.htsim_command(htsim)?, |out| {
+        htsim::read_output(BufReader::new(out), false)
+    })?;
+    anyhow::ensure!(
+        run.completed && run.finished_count == run.connections,
+        "htsim finished {} of {} flows (ran to its end: {})",
+        run.finished_count,
+        run.connections,
+        run.completed
+    );
+    anyhow::ensure!(
+        run.overflows == 0,
+        "htsim overflowed a lossless queue {} times",
+        run.overflows
+    );
+    anyhow::ensure!(
+        run.retransmitted_bytes == 0,
+        "htsim went back {} bytes after NAKs",
+        run.retransmitted_bytes
+    );
+    // Its packets: each flow's data (full packets of its MTU) and the ACK htsim sends for
+    // each, over the flow's links.
+    let k = side.radix()?;
+    let mss = u64::from(HTSIM_MTU);
+    let packet_hops: u64 = matrix_flows(side)?
+        .iter()
+        .map(|f| 2 * f.bytes.div_ceil(mss) * hops(k, f.src, f.dst))
+        .sum();
+    Ok(Figures {
+        usage,
+        run_cpu_seconds: None,
+        packet_hops,
+        flows: run.finished_count,
+    })
+}
+
+/// The matrix's flows, as our workload reader reads them.
+fn matrix_flows(side: &SideBySide) -> anyhow::Result<Vec<workload::Flow>> {
+    let w = workload::Workload::parse_args(
+        &[format!("matrix:{}", side.matrix.display())],
+        &workload::Sources::default(),
+    )?;
+    let endpoints = workload::Endpoints {
+        count: side.hosts,
+        rate_bps: htsim::LINK_GBPS * 1_000_000_000,
+    };
+    Ok(workload::expand(&w, &endpoints, side.seed)?.flows)
+}
+
+fn print_header() {
+    println!(
+        "{:<18} {:<6} {:>9} {:>9} {:>13} {:>13} {:>9} {:>9} {:>8}",
+        "scenario",
+        "sim",
+        "CPU s",
+        "run s",
+        "packet-hops",
+        "hops/CPU s",
+        "peak MB",
+        "flows",
+        "wall s"
+    );
+}
+
+fn print_row(case: &str, sim: &str, f: &Figures) {
+    let run = f
+        .run_cpu_seconds
+        .map_or_else(|| "-".to_string(), |s| format!("{s:.2}"));
+    println!(
+        "{:<18} {:<6} {:>9.2} {:>9} {:>13} {:>13.0} {:>9.0} {:>9} {:>8.1}",
+        case,
+        sim,
+        f.usage.cpu_seconds,
+        run,
+        f.packet_hops,
+        f.packet_hops as f64 / f.usage.cpu_seconds,
+        f.usage.peak_bytes as f64 / 1e6,
+        f.flows,
+        f.usage.wall_seconds
+    );
+}
+
+fn print_ratio(case: &str, ours: &Figures, theirs: &Figures) {
+    let rate = |f: &Figures| f.packet_hops as f64 / f.usage.cpu_seconds;
+    println!(
+        "{:<18} {:<6} {:>9.2} {:>9} {:>13} {:>13.3} {:>9.2}",
+        case,
+        "ratio",
+        ours.usage.cpu_seconds / theirs.usage.cpu_seconds,
+        "",
+        "",
+        rate(ours) / rate(theirs),
+        ours.usage.peak_bytes as f64 / theirs.usage.peak_bytes as f64,
+    );
+}
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let hosts: Vec<u32> = match args.as_slice() {
+        [] => vec![128, 1024],
+        [flag, n] if flag == "--hosts" => vec![n.parse().context("--hosts N")?],
+        _ => anyhow::bail!("usage: bench-sim [--hosts N]"),
+    };
+    let htsim = htsim::find().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let lossless = lossless_tests::bed::lossless_bin();
+    let dir = std::env::temp_dir().join(format!("lossless-bench-sim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let result = bench(&htsim, &lossless, &dir, &hosts);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn bench(htsim: &Htsim, lossless: &Path, dir: &Path, hosts: &[u32]) -> anyhow::Result<()> {
+    println!(
+        "htsim: {}; ours: {} (lossless.p4 in every switch); CPU s and peak MB of each \
+         process, as the kernel accounts them",
+        htsim.roce.display(),
+        lossless.display()
+    );
+    print_header();
+    for case in cases(hosts) {
+        let case_dir = dir.join(case.name.replace(' ', "-"));
+        std::fs::create_dir_all(&case_dir)?;
+        let matrix = generate(htsim, &case, &case_dir)?;
+        let side = SideBySide {
+            hosts: case.hosts,
+            tiers: 3,
+            matrix,
+            end_us: END_US,
+            seed: SEED,
+        };
+        let o = ours(lossless, &side, &case_dir).with_context(|| format!("{}: ours", case.name))?;
+        print_row(&case.name, "ours", &o);
+        let t = theirs(htsim, &side).with_context(|| format!("{}: htsim", case.name))?;
+        print_row(&case.name, "htsim", &t);
+        anyhow::ensure!(
+            o.flows == t.flows,
+            "{}: ours finished {} flows, htsim {}",
+            case.name,
+            o.flows,
+            t.flows
+        );
+        print_ratio(&case.name, &o, &t);
+    }
+    println!("ratios are ours / htsim's: CPU s, packet-hops per CPU s, peak memory");
+    Ok(())
+}
