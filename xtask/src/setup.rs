@@ -9,7 +9,8 @@ use crate::run::{cargo_home_bin, workspace_root, Cmd};
 /// Debian packages: LLVM 22 for bpf-linker, iproute2/ethtool for the test beds, ping for the
 /// switch tests' hosts, tshark as an independent decoder, python3-venv for the test venv,
 /// mininet (Debian's, for `lossless net`; it brings its own python3 module and mnexec),
-/// prometheus (Prometheus and promtool, which scrape and lint `lossless agent` in its test).
+/// prometheus (Prometheus and promtool, which scrape and lint `lossless agent` in its test),
+/// slurm-wlm and munge (the single-node Slurm that `lossless sim sweep --slurm` is tested on).
 const APT_PACKAGES: &[&str] = &[
     "llvm-22-dev",
     "libpolly-22-dev",
@@ -23,18 +24,23 @@ const APT_PACKAGES: &[&str] = &[
     "util-linux",
     "mininet",
     "prometheus",
+    "slurm-wlm",
+    "munge",
 ];
 
 /// Python packages of the tests' independent decoders and clients, kept in `.venv` inside the
 /// clone, each with the module that proves it is installed: scapy; the official P4Runtime
 /// bindings (an independent P4Runtime client, and the source of `p4runtime/proto/`'s descriptors)
-/// with the protobuf runtime, Google's common protos and gRPC they need.
+/// with the protobuf runtime, Google's common protos and gRPC they need; kubernetes-validate,
+/// which checks the Kubernetes Job that `lossless sim sweep --k8s` writes against the API's
+/// schema.
 const PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("scapy==2.6.1", "scapy"),
     ("p4runtime==1.6.0", "p4.v1.p4runtime_pb2"),
     ("protobuf==7.36.2", "google.protobuf"),
     ("googleapis-common-protos==1.76.0", "google.rpc.status_pb2"),
     ("grpcio==1.85.1", "grpc"),
+    ("kubernetes-validate==1.37.0", "kubernetes_validate"),
 ];
 
 /// cargo-fuzz, which builds the fuzz targets with libFuzzer (fuzz/); pinned, like bpf-linker's
