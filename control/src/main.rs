@@ -77,9 +77,12 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
-/// Runs one `sim` subcommand on a blocking thread; Ctrl-C asks it to stop and report what it has.
+/// Runs one `sim` subcommand on a blocking thread; Ctrl-C, or SIGTERM (how Slurm and
+/// Kubernetes stop a task), asks it to stop and report what it has.
 async fn run_sim(command: SimCommand) -> anyhow::Result<()> {
     use lossless::sim::{run, sweep};
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut terminate = signal(SignalKind::terminate())?;
     let stop = lossless::traffic::StopFlag::new();
     let sim_stop = stop.clone();
     let mut work = tokio::task::spawn_blocking(move || match command {
@@ -88,9 +91,15 @@ async fn run_sim(command: SimCommand) -> anyhow::Result<()> {
         SimCommand::Point(args) => sweep::point(&args, &sim_stop),
         SimCommand::Report(args) => sweep::report(&args.dir, args.json),
     });
+    let interrupted = async {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
+    };
     tokio::select! {
         result = &mut work => result?,
-        _ = tokio::signal::ctrl_c() => {
+        () = interrupted => {
             eprintln!("interrupted: writing what ran");
             stop.stop();
             work.await?

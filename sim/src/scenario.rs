@@ -387,14 +387,25 @@ fn resolve_failure(
     }
 }
 
-/// Builds the run `s` describes, every switch running `program`; refuses it before allocating
-/// it when its estimate passes `memory_limit` bytes.
-pub fn build(
-    s: &Scenario,
-    program: &Program,
-    sources: &Sources,
-    memory_limit: u64,
-) -> Result<Built, ScenarioError> {
+/// A scenario read and checked, before anything of its run is allocated: its fabric, tuning,
+/// flows and time limit, and the memory its run would take.
+struct Plan {
+    fabric: Fabric,
+    tuning: Tuning,
+    time_limit: Ps,
+    flows: workload::Flows,
+    estimated_bytes: u64,
+}
+
+/// The memory, bytes, that the run `s` describes would take with every switch running
+/// `program` ([`estimate_bytes`]), after every limit of the scenario is checked; nothing of the
+/// run is allocated (a sweep sizes its jobs with it).
+pub fn estimate(s: &Scenario, program: &Program, sources: &Sources) -> Result<u64, ScenarioError> {
+    Ok(plan(s, program, sources)?.estimated_bytes)
+}
+
+/// Reads and checks `s`: its fabric, tuning, time limit, failures' count and flows.
+fn plan(s: &Scenario, program: &Program, sources: &Sources) -> Result<Plan, ScenarioError> {
     let spec = Spec::parse(&s.topology)?;
     let fabric = topology::build(&spec);
     let mut tuning = s.tuning.clone();
@@ -422,6 +433,30 @@ pub fn build(
         s.seed,
     )?;
     let estimated_bytes = estimate_bytes(&fabric, program, flows.flows.len() as u64);
+    Ok(Plan {
+        fabric,
+        tuning,
+        time_limit,
+        flows,
+        estimated_bytes,
+    })
+}
+
+/// Builds the run `s` describes, every switch running `program`; refuses it before allocating
+/// it when its estimate passes `memory_limit` bytes.
+pub fn build(
+    s: &Scenario,
+    program: &Program,
+    sources: &Sources,
+    memory_limit: u64,
+) -> Result<Built, ScenarioError> {
+    let Plan {
+        fabric,
+        tuning,
+        time_limit,
+        flows,
+        estimated_bytes,
+    } = plan(s, program, sources)?;
     if estimated_bytes > memory_limit {
         return Err(ScenarioError::Memory {
             need: estimated_bytes >> 20,

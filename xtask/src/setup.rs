@@ -10,7 +10,8 @@ use crate::run::{cargo_home_bin, workspace_root, Cmd};
 /// switch tests' hosts, tshark as an independent decoder, python3-venv for the test venv,
 /// mininet (Debian's, for `lossless net`; it brings its own python3 module and mnexec),
 /// prometheus (Prometheus and promtool, which scrape and lint `lossless agent` in its test),
-/// python3-dev (PTF's netifaces is built from source when the venv installs it).
+/// python3-dev (PTF's netifaces is built from source when the venv installs it), slurm-wlm and
+/// munge (the single-node Slurm that `lossless sim sweep --slurm` is tested on).
 const APT_PACKAGES: &[&str] = &[
     "llvm-22-dev",
     "libpolly-22-dev",
@@ -25,6 +26,8 @@ const APT_PACKAGES: &[&str] = &[
     "mininet",
     "prometheus",
     "python3-dev",
+    "slurm-wlm",
+    "munge",
 ];
 
 /// Python packages of the tests' independent decoders and clients, kept in `.venv` inside the
@@ -33,6 +36,8 @@ const APT_PACKAGES: &[&str] = &[
 /// with the protobuf runtime, Google's common protos and gRPC they need; PTF, the P4 testing
 /// framework the P4 tutorials' test suites run on, and gRPC's protoc (grpcio-tools), which
 /// generates PI's `p4config` module those suites import (tests/tests/tutorials_ptf.rs).
+/// kubernetes-validate, which checks the Kubernetes Job that `lossless sim sweep --k8s` writes
+/// against the API's schema.
 const PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("scapy==2.6.1", "scapy"),
     ("p4runtime==1.6.0", "p4.v1.p4runtime_pb2"),
@@ -41,6 +46,7 @@ const PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("grpcio==1.85.1", "grpc"),
     ("ptf==0.12.0", "ptf"),
     ("grpcio-tools==1.85.1", "grpc_tools.protoc"),
+    ("kubernetes-validate==1.37.0", "kubernetes_validate"),
 ];
 
 /// cargo-fuzz, which builds the fuzz targets with libFuzzer (fuzz/); pinned, like bpf-linker's

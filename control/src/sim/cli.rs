@@ -16,7 +16,8 @@ pub enum SimCommand {
     Sweep(super::sweep::SweepArgs),
     /// Runs point INDEX of the sweep written in DIR (what the sweep's jobs run).
     Point(super::sweep::PointArgs),
-    /// Merges the points of the sweep in DIR (or a run's output) into one comparison.
+    /// Merges the points of the sweep in DIR into one comparison: a table, report.csv,
+    /// report.json and report.svg.
     Report(super::sweep::ReportArgs),
 }
 
