@@ -5,7 +5,7 @@
 //! [`Dcqcn`] is pure logic: time is passed in as the [`Duration`] since the
 //! sender started, never read from a clock, so the same calls always give the
 //! same rates, on a real clock (`lossless traffic send`) or a virtual one (the
-//! in-process fabric). A sender asks [`Dcqcn::rate_bps`] before each packet of
+//! simulator, `lossless sim`). A sender asks [`Dcqcn::rate_bps`] before each packet of
 //! the QP and reports each packet with [`Dcqcn::on_sent`] (which runs the timers
 //! up to that time and advances the byte counter); a received CNP for the QP
 //! goes to [`Dcqcn::on_cnp`].
@@ -813,8 +813,8 @@ mod tests {
         assert!(last.alpha < 0.5);
     }
 
-    /// The in-process fabric's case (it ran a compact copy of this model before): a 1 Gbit/s
-    /// QP on the fabric's µs clock halves on its first CNP, recovers by fast recovery, and
+    /// The simulator's case (its first fabric ran a compact copy of this model): a 1 Gbit/s
+    /// QP on a µs clock halves on its first CNP, recovers by fast recovery, and
     /// cuts again on the next CNP.
     #[test]
     fn cut_on_cnp_then_recover_toward_line_rate() {

@@ -4,9 +4,9 @@
 //! runtime-JSON files themselves ([`runtime_json`]).
 //!
 //! `lossless p4` (control) turns runtime JSON into P4Runtime entities with it, softswitch's
-//! P4Runtime server reads and writes bytestrings with it, and the in-process fabric applies
+//! P4Runtime server reads and writes bytestrings with it, and the simulator applies
 //! runtime JSON to its switches with it, so one file means one thing to all three. No gRPC and
-//! no async here: the fabric links this crate without linking a P4Runtime stack.
+//! no async here: the simulator links this crate without linking a P4Runtime stack.
 
 pub mod bytestring;
 pub mod runtime_json;

@@ -2,7 +2,7 @@
 //! actions, multicast groups and clone sessions, by name, with values in the forms of
 //! [`crate::value`]. Read as the tutorials' `simple_controller.py` reads them; a key that file
 //! format does not have is an error that names it. `lossless p4 entries apply` sends them over
-//! P4Runtime; the in-process fabric applies them to its switches directly.
+//! P4Runtime; the simulator applies them to its switches directly.
 
 use std::{collections::BTreeMap, io::Read as _, path::Path};
 

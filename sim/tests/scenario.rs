@@ -134,3 +134,23 @@ fn scenarios_past_their_limits_are_refused_before_they_run() {
     let e = refused(&Scenario { workload: vec!["allreduce:ranks=64,size=1MB".into()], ..ok.clone() }, 1 << 32);
     assert!(e.contains("workload"), "{e}");
 }
+
+#[test]
+fn the_example_ring_crosses_pods_at_every_step() {
+    // The README's tour and `cargo xtask demo` run this file on fat-tree:8 (16 hosts a pod).
+    let s = scenario("fat-tree:8", &["examples/ring-across-pods.toml"]);
+    let built = build(
+        &s,
+        &sim::program::lossless(),
+        &workload::Sources::default(),
+        4 << 30,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let flows = built.sim.flows();
+    // 64 ranks, 2 × 63 steps, 4 QPs with a share each.
+    assert_eq!(flows.len(), 64 * 2 * 63 * 4);
+    let pod = |node| built.host_nodes.iter().position(|&n| n == node).unwrap() / 16;
+    for (id, flow, _) in flows.iter() {
+        assert_ne!(pod(flow.src), pod(flow.dst), "flow {id} stays in its pod");
+    }
+}

@@ -161,7 +161,8 @@ fn fuzz(target: &str, seconds: u32) -> anyhow::Result<()> {
         .run()
 }
 
-/// Builds the CLI in release and runs the four labs of the demo.
+/// Builds the CLI in release and runs the four labs of the demo, then the simulator on the
+/// README's tour.
 pub fn demo() -> anyhow::Result<()> {
     require_root("the demo")?;
     cargo()
@@ -174,7 +175,14 @@ pub fn demo() -> anyhow::Result<()> {
     for lab in ["ecn", "incast", "pfc", "lb"] {
         Cmd::new(&lossless).args(["lab", lab]).run()?;
     }
-    Ok(())
+    // The same policies at data-centre scale: a ring AllReduce across the pods of a 128-host
+    // fat-tree, lossless.p4 in every switch (about half a minute).
+    let ring = workspace_root().join("sim/examples/ring-across-pods.toml");
+    Cmd::new(&lossless)
+        .args(["sim", "run", "--topo", "fat-tree:8", "--workload"])
+        .arg(&ring)
+        .args(["--policy", "ecmp,e-ecmp,flowlet", "--out", "lab-output/sim"])
+        .run()
 }
 
 /// Builds benchmark binary `bench` of lossless-tests in release with the binary it runs

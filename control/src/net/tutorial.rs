@@ -38,7 +38,7 @@ struct HostSpec {
     mac: String,
     #[serde(default)]
     commands: Vec<String>,
-    /// The in-process fabric's addition (dataplane-p4/topologies/leaf-spine); the commands
+    /// The simulator's addition (dataplane-p4/topologies/leaf-spine); the commands
     /// already set the gateway's neighbour entry.
     #[serde(default, rename = "gateway_mac")]
     _gateway_mac: Option<String>,

@@ -1,5 +1,5 @@
 """Writes the leaf/spine example: topology.json (the P4 tutorials' shape, plus `gateway_mac` per
-host for the in-process fabric) and one runtime JSON per switch (the tutorials' shape: table
+host for the simulator, sim/) and one runtime JSON per switch (the tutorials' shape: table
 entries, clone sessions) for lossless.p4. Run from this folder: python3 make.py
 
 Two spines, three leaves, two hosts per leaf. Leaf L: ports 1-2 to its hosts, 3 to spine1, 4 to
