@@ -102,10 +102,18 @@ fn a_link_that_fails_mid_run_loses_frames_that_go_back_n_recovers_and_reroute_av
     });
     let summary = run(&s);
     assert_eq!(summary.end, RunEnd::Idle);
-    assert_eq!(summary.flows.completed, summary.flows.total, "every flow still completes");
-    assert!(summary.drops.link_down > 0, "frames were lost on the failed link: {:?}", summary.drops);
+    assert_eq!(
+        summary.flows.completed, summary.flows.total,
+        "every flow still completes"
+    );
     assert!(
-        summary.transport.naks + summary.transport.timeouts > 0 && summary.transport.retransmitted > 0,
+        summary.drops.link_down > 0,
+        "frames were lost on the failed link: {:?}",
+        summary.drops
+    );
+    assert!(
+        summary.transport.naks + summary.transport.timeouts > 0
+            && summary.transport.retransmitted > 0,
         "losses were noticed and resent: {:?}",
         summary.transport
     );
@@ -123,15 +131,38 @@ fn scenarios_past_their_limits_are_refused_before_they_run() {
     let ok = scenario("fat-tree:4", &["permutation:size=1MB"]);
     let e = refused(&ok, 1 << 20);
     assert!(e.contains("MB may be used"), "{e}");
-    let e = refused(&Scenario { time: "11s".into(), ..ok.clone() }, 1 << 32);
+    let e = refused(
+        &Scenario {
+            time: "11s".into(),
+            ..ok.clone()
+        },
+        1 << 32,
+    );
     assert!(e.contains("time"), "{e}");
-    let e = refused(&Scenario { topology: "fat-tree:34".into(), ..ok.clone() }, 1 << 32);
+    let e = refused(
+        &Scenario {
+            topology: "fat-tree:34".into(),
+            ..ok.clone()
+        },
+        1 << 32,
+    );
     assert!(e.contains("2..=32"), "{e}");
     let mut bad = ok.clone();
-    bad.failures.push(FailureSpec { at: "1us".into(), link: Some("nosuch:1".into()), switch: None, reroute_after: None });
+    bad.failures.push(FailureSpec {
+        at: "1us".into(),
+        link: Some("nosuch:1".into()),
+        switch: None,
+        reroute_after: None,
+    });
     let e = refused(&bad, 1 << 32);
     assert!(e.contains("no switch"), "{e}");
-    let e = refused(&Scenario { workload: vec!["allreduce:ranks=64,size=1MB".into()], ..ok.clone() }, 1 << 32);
+    let e = refused(
+        &Scenario {
+            workload: vec!["allreduce:ranks=64,size=1MB".into()],
+            ..ok.clone()
+        },
+        1 << 32,
+    );
     assert!(e.contains("workload"), "{e}");
 }
 
