@@ -320,13 +320,17 @@ impl<T> TrafficManager<T> {
         if self.queued == 0 {
             return None;
         }
-        let (port, priority) = self.busy.keys().filter(|&&port| self.takes(port)).find_map(|&port| {
-            let queues = self.ports.get(&port).expect("busy ports have queues");
-            (0..PRIORITIES)
-                .rev()
-                .find(|&p| queues[p].ready_at().is_some_and(|t| t <= now_us))
-                .map(|p| (port, p))
-        })?;
+        let (port, priority) = self
+            .busy
+            .keys()
+            .filter(|&&port| self.takes(port))
+            .find_map(|&port| {
+                let queues = self.ports.get(&port).expect("busy ports have queues");
+                (0..PRIORITIES)
+                    .rev()
+                    .find(|&p| queues[p].ready_at().is_some_and(|t| t <= now_us))
+                    .map(|p| (port, p))
+            })?;
         self.spend(port);
         Some(self.pop(port, priority, now_us))
     }
