@@ -183,15 +183,17 @@ impl SideBySide {
 
     /// htsim's command line for the same run: its fat-tree, ECMP at every switch
     /// (`ecmp_host`), its lossless input queues with PFC at the same thresholds, each output
-    /// queue a port's share of our switch buffer.
-    pub fn htsim_command(&self, htsim: &Htsim) -> anyhow::Result<Command> {
+    /// queue a port's share of our switch buffer. It runs in `workdir`, where htsim writes its
+    /// log (`logout.dat`) and `idmap.txt`.
+    pub fn htsim_command(&self, htsim: &Htsim, workdir: &Path) -> anyhow::Result<Command> {
         let k = self.radix()?;
         let queue_packets = BUFFER_BYTES / u64::from(k) / u64::from(HTSIM_MTU);
         let mut c = Command::new(&htsim.roce);
-        c.arg("-nodes")
+        c.current_dir(workdir)
+            .arg("-nodes")
             .arg(self.hosts.to_string())
             .arg("-tm")
-            .arg(&self.matrix)
+            .arg(std::path::absolute(&self.matrix)?)
             .args(["-strat", "ecmp_host", "-paths", "8"])
             .args(["-linkspeed", &(LINK_GBPS * 1000).to_string()])
             .args(["-mtu", &HTSIM_MTU.to_string()])

@@ -42,8 +42,8 @@ fn percentiles(mut fcts: Vec<f64>) -> (f64, f64) {
     (p.p50, p.p99)
 }
 
-fn htsim_draw(htsim: &htsim::Htsim, side: &SideBySide) -> (f64, f64) {
-    let run = htsim::run(side.htsim_command(htsim).unwrap(), true).unwrap();
+fn htsim_draw(htsim: &htsim::Htsim, side: &SideBySide, workdir: &std::path::Path) -> (f64, f64) {
+    let run = htsim::run(side.htsim_command(htsim, workdir).unwrap(), true).unwrap();
     assert!(run.completed, "htsim ran to its end");
     assert_eq!(run.connections, 32);
     assert_eq!(run.finished.len(), 32, "htsim finished every flow");
@@ -95,9 +95,13 @@ fn flow_completion_times_agree_with_htsims_on_its_32_host_permutation() {
         return;
     };
     let matrix = htsim.matrices.join("perm_32n_32c_2MB.cm");
+    // Where htsim writes its log and id map.
+    let workdir = std::env::temp_dir().join(lossless::netns::unique_name("llhtsim"));
+    std::fs::create_dir_all(&workdir).unwrap();
     let theirs: Vec<(f64, f64)> = (1..=HTSIM_SEEDS)
-        .map(|s| htsim_draw(&htsim, &side(matrix.clone(), s)))
+        .map(|s| htsim_draw(&htsim, &side(matrix.clone(), s), &workdir))
         .collect();
+    std::fs::remove_dir_all(&workdir).unwrap();
     let ours: Vec<(f64, f64)> = (1..=OUR_SEEDS)
         .map(|s| our_draw(&side(matrix.clone(), s)))
         .collect();

@@ -224,9 +224,9 @@ fn hops(k: u32, a: u32, b: u32) -> u64 {
     }
 }
 
-/// htsim on `side`, in a child process.
-fn theirs(htsim: &Htsim, side: &SideBySide) -> anyhow::Result<Figures> {
-    let (run, usage): (HtsimRun, Usage) = measured(side.htsim_command(htsim)?, |out| {
+/// htsim on `side`, in a child process working in `dir`.
+fn theirs(htsim: &Htsim, side: &SideBySide, dir: &Path) -> anyhow::Result<Figures> {
+    let (run, usage): (HtsimRun, Usage) = measured(side.htsim_command(htsim, dir)?, |out| {
         htsim::read_output(BufReader::new(out), false)
     })?;
     anyhow::ensure!(
@@ -359,7 +359,7 @@ fn bench(htsim: &Htsim, lossless: &Path, dir: &Path, hosts: &[u32]) -> anyhow::R
         };
         let o = ours(lossless, &side, &case_dir).with_context(|| format!("{}: ours", case.name))?;
         print_row(&case.name, "ours", &o);
-        let t = theirs(htsim, &side).with_context(|| format!("{}: htsim", case.name))?;
+        let t = theirs(htsim, &side, &case_dir).with_context(|| format!("{}: htsim", case.name))?;
         print_row(&case.name, "htsim", &t);
         anyhow::ensure!(
             o.flows == t.flows,
