@@ -2,9 +2,16 @@
 //! for exact keys, per-prefix-length hash maps (longest first) for one lpm key with exact
 //! keys, per-mask hash maps (tuple space search) for ternary and optional keys, and a
 //! priority-ordered list for range keys.
+//!
+//! Entries live in slots that are reused: a deleted entry's slot goes to the next insert (the
+//! lowest free slot first), so a controller that inserts and deletes all day keeps the table at
+//! the size of what it holds. An entry's handle is BMv2's: its slot in the low 24 bits and the
+//! slot's version in the 8 above, bumped at each delete, so a handle kept past its entry's
+//! delete names no entry rather than the slot's next one.
 
+use crate::budget;
 use crate::ir::{self, ActionCall, Entry, FieldMatch, MatchKind};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use thiserror::Error;
 
@@ -74,13 +81,57 @@ pub struct Profile {
     pub groups: HashMap<u32, Vec<u32>>,
 }
 
-/// An installed entry and its direct counter.
+/// Entries one table holds at most: BMv2's entry handle has 24 bits for the slot.
+pub const MAX_ENTRIES: usize = 1 << SLOT_BITS;
+
+/// Bits of a handle that name the slot; the 8 above are the slot's version.
+const SLOT_BITS: u32 = 24;
+
+/// What a controller keeps with an entry (or a table's default entry) and reads back, opaque to
+/// the switch: P4Runtime's `controller_metadata` and `metadata`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ControllerData {
+    /// A 64-bit cookie (`controller_metadata`).
+    pub cookie: u64,
+    /// Bytes (`metadata`).
+    pub bytes: Vec<u8>,
+}
+
+impl ControllerData {
+    /// What it is charged against the switch's state budget.
+    pub fn footprint(data: Option<&ControllerData>) -> usize {
+        data.map_or(0, |d| std::mem::size_of::<ControllerData>() + d.bytes.len())
+    }
+}
+
+/// An installed entry, its direct counter and the data its controller keeps with it.
 #[derive(Clone, Debug)]
 pub struct Installed {
     /// The entry.
     pub entry: Entry,
     /// Its direct counter.
     pub counter: CounterCell,
+    /// What the controller keeps with it, if anything.
+    pub data: Option<Box<ControllerData>>,
+    /// When it was installed, in the table's order of inserts: the earlier of two entries of
+    /// equal priority wins.
+    seq: u64,
+}
+
+impl Installed {
+    /// What an entry with `data` is charged against the switch's state budget (an estimate of
+    /// the memory it takes, [`crate::budget`]).
+    pub fn footprint_of(entry: &Entry, data: Option<&ControllerData>) -> usize {
+        budget::ENTRY_BYTES
+            + entry.matches.len() * budget::MATCH_BYTES
+            + entry.action.args.len() * budget::ARG_BYTES
+            + ControllerData::footprint(data)
+    }
+
+    /// What this entry is charged against the switch's state budget.
+    pub fn footprint(&self) -> usize {
+        Self::footprint_of(&self.entry, self.data.as_deref())
+    }
 }
 
 /// A fast non-cryptographic hasher for keys (rustc's Fx: rotate, xor, multiply per word).
@@ -116,13 +167,13 @@ impl Hasher for KeyHasher {
     }
 }
 
-/// Key values to an entry handle (or to what `V` says).
+/// Key values to an entry's slot (or to what `V` says).
 type KeyMap<V = usize> = HashMap<Vec<u128>, V, BuildHasherDefault<KeyHasher>>;
 
 #[derive(Clone, Debug)]
 enum Index {
     Exact(KeyMap),
-    /// Per prefix length (longest first): masked key to handle. `lpm` is the lpm key's position.
+    /// Per prefix length (longest first): masked key to slot. `lpm` is the lpm key's position.
     Lpm {
         lpm: usize,
         width: u16,
@@ -131,12 +182,12 @@ enum Index {
     /// Tables with ternary or optional keys and no range key: one group per combination of
     /// masks, groups in descending order of their highest priority.
     Masked(Vec<MaskGroup>),
-    /// Handles, highest priority first.
+    /// Slots, highest priority first.
     Ordered(Vec<usize>),
 }
 
 /// The entries of a masked table that share one mask per key: their masked key values to their
-/// handles, highest priority first (the earlier entry first among equal priorities).
+/// slots, highest priority first (the earlier entry first among equal priorities).
 #[derive(Clone, Debug)]
 struct MaskGroup {
     masks: Vec<u128>,
@@ -162,14 +213,24 @@ pub(crate) struct TableState {
     name: String,
     kinds: Vec<(MatchKind, u16)>,
     size: usize,
+    /// The entries by slot; the index structures hold slot numbers.
     entries: Vec<Option<Installed>>,
+    /// Empty slots below the last one.
+    free: BTreeSet<usize>,
+    /// The version of each slot ever used (a byte each, kept when the table shrinks, so that a
+    /// handle of an entry deleted does not name the next entry in its slot).
+    versions: Vec<u8>,
+    /// The order of the next insert.
+    next_seq: u64,
     count: usize,
     index: Index,
     scratch: Vec<u128>,
-    /// Entries pointing to a group of the table's action selector: handle to group.
+    /// Entries pointing to a group of the table's action selector: slot to group.
     groups: HashMap<usize, u32>,
     /// The action run on a miss.
     pub default_action: ActionCall,
+    /// What the controller keeps with the default entry.
+    pub default_data: Option<Box<ControllerData>>,
 }
 
 impl TableState {
@@ -199,23 +260,44 @@ impl TableState {
         let mut s = TableState {
             name: t.name.clone(),
             kinds,
-            size: t.size.max(t.const_entries.len()),
+            size: t.size.max(t.const_entries.len()).min(MAX_ENTRIES),
             entries: Vec::new(),
+            free: BTreeSet::new(),
+            versions: Vec::new(),
+            next_seq: 0,
             count: 0,
             index,
             scratch: Vec::new(),
             groups: HashMap::new(),
             default_action: t.default_action.clone(),
+            default_data: None,
         };
         for e in &t.const_entries {
             // Constant entries were checked by the checker; a duplicate is a program error p4c reports too.
-            let _ = s.insert(e.clone());
+            let _ = s.insert(e.clone(), None);
         }
         s
     }
 
-    /// Installs an entry; returns its handle.
-    pub fn insert(&mut self, entry: Entry) -> Result<usize, TableError> {
+    /// The handle of the entry in slot `slot`.
+    fn handle(&self, slot: usize) -> usize {
+        (usize::from(self.versions[slot]) << SLOT_BITS) | slot
+    }
+
+    /// The slot of the entry with handle `handle`, if it names one.
+    fn slot(&self, handle: usize) -> Option<usize> {
+        let slot = handle & (MAX_ENTRIES - 1);
+        let version = u8::try_from(handle >> SLOT_BITS).ok()?;
+        let used = self.entries.get(slot).is_some_and(Option::is_some);
+        (used && self.versions[slot] == version).then_some(slot)
+    }
+
+    /// Installs an entry with the data its controller keeps with it; returns its handle.
+    pub fn insert(
+        &mut self,
+        entry: Entry,
+        data: Option<ControllerData>,
+    ) -> Result<usize, TableError> {
         if entry.matches.len() != self.kinds.len() {
             return Err(TableError::KeyCount {
                 table: self.name.clone(),
@@ -226,15 +308,17 @@ impl TableState {
         if self.count >= self.size {
             return Err(TableError::Full(self.name.clone()));
         }
-        let handle = self.entries.len();
+        let slot = self.free.first().copied().unwrap_or(self.entries.len());
         let mut entry = entry;
+        let entries = &self.entries;
+        let installed = |h: usize| entries[h].as_ref();
         match &mut self.index {
             Index::Exact(map) => {
                 let key: Vec<u128> = entry.matches.iter().map(value_of).collect();
                 if map.contains_key(&key) {
                     return Err(TableError::Duplicate(self.name.clone()));
                 }
-                map.insert(key, handle);
+                map.insert(key, slot);
             }
             Index::Lpm { lpm, by_len, .. } => {
                 let len = match entry.matches[*lpm] {
@@ -257,7 +341,7 @@ impl TableState {
                 if by_len[pos].1.contains_key(&key) {
                     return Err(TableError::Duplicate(self.name.clone()));
                 }
-                by_len[pos].1.insert(key, handle);
+                by_len[pos].1.insert(key, slot);
             }
             Index::Masked(groups) => {
                 let Some(masks) = masks_of(&entry.matches) else {
@@ -275,62 +359,74 @@ impl TableState {
                         groups.len() - 1
                     }
                 };
-                let entries = &self.entries;
-                let priority =
-                    |h: usize| entries[h].as_ref().map_or(i64::MIN, |i| i.entry.priority);
+                let priority = |h: usize| installed(h).map_or(i64::MIN, |i| i.entry.priority);
                 let bucket = groups[g].keys.entry(key).or_default();
                 if bucket.iter().any(|&h| {
-                    entries[h].as_ref().is_some_and(|i| {
+                    installed(h).is_some_and(|i| {
                         i.entry.matches == entry.matches && i.entry.priority == entry.priority
                     })
                 }) {
                     return Err(TableError::Duplicate(self.name.clone()));
                 }
                 let pos = bucket.partition_point(|&h| priority(h) >= entry.priority);
-                bucket.insert(pos, handle);
+                bucket.insert(pos, slot);
                 groups[g].top = groups[g].top.max(entry.priority);
                 MaskGroup::raise(groups, g);
             }
             Index::Ordered(order) => {
-                let entries = &self.entries;
                 if order.iter().any(|&h| {
-                    entries[h].as_ref().is_some_and(|i| {
+                    installed(h).is_some_and(|i| {
                         i.entry.matches == entry.matches && i.entry.priority == entry.priority
                     })
                 }) {
                     return Err(TableError::Duplicate(self.name.clone()));
                 }
                 let pos = order.partition_point(|&h| {
-                    entries[h]
-                        .as_ref()
-                        .is_some_and(|i| i.entry.priority >= entry.priority)
+                    installed(h).is_some_and(|i| i.entry.priority >= entry.priority)
                 });
-                order.insert(pos, handle);
+                order.insert(pos, slot);
             }
         }
         // Equal priorities keep insertion order (the earlier entry wins).
-        self.entries.push(Some(Installed {
+        let installed = Some(Installed {
             entry,
             counter: CounterCell::default(),
-        }));
+            data: data.map(Box::new),
+            seq: self.next_seq,
+        });
+        self.next_seq += 1;
+        if slot == self.entries.len() {
+            self.entries.push(installed);
+            if self.versions.len() < self.entries.len() {
+                self.versions.push(0);
+            }
+        } else {
+            self.free.remove(&slot);
+            self.entries[slot] = installed;
+        }
         self.count += 1;
-        Ok(handle)
+        Ok(self.handle(slot))
     }
 
-    /// Removes the entry `handle`.
-    pub fn remove(&mut self, handle: usize) -> Result<(), TableError> {
-        let Some(installed) = self.entries.get_mut(handle).and_then(Option::take) else {
+    /// Removes the entry `handle`; returns it.
+    pub fn remove(&mut self, handle: usize) -> Result<Installed, TableError> {
+        let Some(slot) = self.slot(handle) else {
+            return Err(TableError::NoEntry(self.name.clone(), handle));
+        };
+        let Some(installed) = self.entries[slot].take() else {
             return Err(TableError::NoEntry(self.name.clone(), handle));
         };
         let key: Vec<u128> = installed.entry.matches.iter().map(value_of).collect();
         match &mut self.index {
             Index::Exact(map) => {
                 map.remove(&key);
+                trim_map(map);
             }
             Index::Lpm { by_len, .. } => {
                 for (_, m) in by_len.iter_mut() {
-                    if m.get(&key) == Some(&handle) {
+                    if m.get(&key) == Some(&slot) {
                         m.remove(&key);
+                        trim_map(m);
                     }
                 }
             }
@@ -338,9 +434,10 @@ impl TableState {
                 if let Some(masks) = masks_of(&installed.entry.matches) {
                     if let Some(g) = groups.iter().position(|g| g.masks == masks) {
                         if let Some(bucket) = groups[g].keys.get_mut(&key) {
-                            bucket.retain(|&h| h != handle);
+                            bucket.retain(|&h| h != slot);
                             if bucket.is_empty() {
                                 groups[g].keys.remove(&key);
+                                trim_map(&mut groups[g].keys);
                             }
                         }
                         if groups[g].keys.is_empty() {
@@ -349,16 +446,33 @@ impl TableState {
                     }
                 }
             }
-            Index::Ordered(order) => order.retain(|&h| h != handle),
+            Index::Ordered(order) => {
+                order.retain(|&h| h != slot);
+                trim_vec(order);
+            }
         }
-        self.groups.remove(&handle);
+        self.groups.remove(&slot);
         self.count -= 1;
-        Ok(())
+        self.versions[slot] = self.versions[slot].wrapping_add(1);
+        self.free.insert(slot);
+        // Slots at the end go, so a table that empties holds nothing.
+        while self
+            .free
+            .last()
+            .is_some_and(|&s| s + 1 == self.entries.len())
+        {
+            self.free.pop_last();
+            self.entries.pop();
+        }
+        trim_vec(&mut self.entries);
+        Ok(installed)
     }
 
     /// Makes entry `handle` point to group `group` of the table's action selector.
     pub fn set_group(&mut self, handle: usize, group: u32) {
-        self.groups.insert(handle, group);
+        if let Some(slot) = self.slot(handle) {
+            self.groups.insert(slot, group);
+        }
     }
 
     /// The group entry `handle` points to, if it points to one.
@@ -366,61 +480,71 @@ impl TableState {
         if self.groups.is_empty() {
             return None;
         }
-        self.groups.get(&handle).copied()
+        self.groups.get(&(handle & (MAX_ENTRIES - 1))).copied()
     }
 
-    /// Removes every entry.
-    pub fn clear(&mut self) {
-        let handles: Vec<usize> = (0..self.entries.len())
-            .filter(|&h| self.entries[h].is_some())
-            .collect();
-        for h in handles {
-            let _ = self.remove(h);
-        }
+    /// Removes every entry; returns them with their handles.
+    pub fn clear(&mut self) -> Vec<(usize, Installed)> {
+        let handles: Vec<usize> = self.installed().map(|(h, _)| h).collect();
+        handles
+            .into_iter()
+            .filter_map(|h| self.remove(h).ok().map(|i| (h, i)))
+            .collect()
     }
 
     /// The entry with handle `handle`.
     pub fn entry(&self, handle: usize) -> Option<&Installed> {
-        self.entries.get(handle).and_then(Option::as_ref)
+        self.slot(handle).and_then(|s| self.entries[s].as_ref())
     }
 
-    /// The entry with handle `handle`, to change its action or its direct counter.
+    /// The entry with handle `handle`, to change its action, its direct counter or its data.
     pub fn entry_mut(&mut self, handle: usize) -> Option<&mut Installed> {
-        self.entries.get_mut(handle).and_then(Option::as_mut)
+        let slot = self.slot(handle)?;
+        self.entries[slot].as_mut()
     }
 
-    /// Every installed entry with its handle, in installation order.
+    /// Every installed entry with its handle, in the order of their slots (BMv2's order).
     pub fn installed(&self) -> impl Iterator<Item = (usize, &Installed)> {
         self.entries
             .iter()
             .enumerate()
-            .filter_map(|(h, e)| e.as_ref().map(|e| (h, e)))
+            .filter_map(|(slot, e)| e.as_ref().map(|e| (slot, e)))
+            .map(|(slot, e)| (self.handle(slot), e))
+    }
+
+    /// How many slots the table keeps, full or empty (what its memory grows with).
+    #[cfg(test)]
+    pub fn slots(&self) -> usize {
+        self.entries.len()
     }
 
     /// The handle of the entry matching `key`, if any.
     pub fn lookup(&mut self, key: &[u128]) -> Option<usize> {
-        match &self.index {
+        let slot = match &self.index {
             Index::Exact(map) => map.get(key).copied(),
             Index::Lpm { lpm, width, by_len } => {
                 self.scratch.clear();
                 self.scratch.extend_from_slice(key);
+                let mut hit = None;
                 for (len, map) in by_len {
                     self.scratch[*lpm] = key[*lpm] & prefix_mask(*width, *len);
                     if let Some(&h) = map.get(self.scratch.as_slice()) {
-                        return Some(h);
+                        hit = Some(h);
+                        break;
                     }
                 }
-                None
+                hit
             }
             Index::Masked(groups) => {
-                let priority = |h: usize| {
+                let rank = |h: usize| {
                     self.entries[h]
                         .as_ref()
-                        .map_or(i64::MIN, |i| i.entry.priority)
+                        .map_or((i64::MIN, u64::MAX), |i| (i.entry.priority, i.seq))
                 };
-                let mut best: Option<(i64, usize)> = None;
+                // The best so far: priority, order of insert, slot.
+                let mut best: Option<(i64, u64, usize)> = None;
                 for group in groups {
-                    if best.is_some_and(|(p, _)| group.top < p) {
+                    if best.is_some_and(|(p, _, _)| group.top < p) {
                         break;
                     }
                     self.scratch.clear();
@@ -433,24 +557,25 @@ impl TableState {
                     else {
                         continue;
                     };
-                    let p = priority(h);
-                    if best.is_none_or(|(bp, bh)| p > bp || (p == bp && h < bh)) {
-                        best = Some((p, h));
+                    let (p, seq) = rank(h);
+                    if best.is_none_or(|(bp, bseq, _)| p > bp || (p == bp && seq < bseq)) {
+                        best = Some((p, seq, h));
                     }
                 }
-                best.map(|(_, h)| h)
+                best.map(|(_, _, h)| h)
             }
             Index::Ordered(order) => order.iter().copied().find(|&h| {
                 self.entries[h]
                     .as_ref()
                     .is_some_and(|i| i.entry.matches.iter().zip(key).all(|(m, &v)| m.matches(v)))
             }),
-        }
+        };
+        slot.map(|s| self.handle(s))
     }
 
     /// Counts a hit on the direct counter of `handle`.
     pub fn count_hit(&mut self, handle: usize, bytes: u64) {
-        if let Some(Some(i)) = self.entries.get_mut(handle) {
+        if let Some(i) = self.entry_mut(handle) {
             i.counter.packets += 1;
             i.counter.bytes += bytes;
         }
@@ -483,6 +608,21 @@ impl TableState {
                 kind,
             })
         }
+    }
+}
+
+/// Gives back what a vector holds beyond four times what it uses (a table that shrank), and no
+/// more often: one that grows and shrinks around a size keeps its memory.
+fn trim_vec<T>(v: &mut Vec<T>) {
+    if v.capacity() > 64 && v.len() * 4 < v.capacity() {
+        v.shrink_to(v.len() * 2);
+    }
+}
+
+/// [`trim_vec`] for a key map.
+fn trim_map<V>(m: &mut KeyMap<V>) {
+    if m.capacity() > 64 && m.len() * 4 < m.capacity() {
+        m.shrink_to(m.len() * 2);
     }
 }
 
@@ -580,8 +720,12 @@ mod tests {
     #[test]
     fn longest_prefix_wins_regardless_of_insertion_order() {
         let mut t = table(&[MatchKind::Lpm]);
-        let short = t.insert(entry(vec![lpm(0x0a00_0000, 8)], 0, 1)).unwrap();
-        let long = t.insert(entry(vec![lpm(0x0a01_0000, 16)], 0, 2)).unwrap();
+        let short = t
+            .insert(entry(vec![lpm(0x0a00_0000, 8)], 0, 1), None)
+            .unwrap();
+        let long = t
+            .insert(entry(vec![lpm(0x0a01_0000, 16)], 0, 2), None)
+            .unwrap();
         assert_eq!(t.lookup(&[0x0a01_0203]), Some(long));
         assert_eq!(t.lookup(&[0x0a02_0203]), Some(short));
         assert_eq!(t.lookup(&[0x0b00_0000]), None);
@@ -593,17 +737,23 @@ mod tests {
     fn ternary_highest_priority_wins() {
         let mut t = table(&[MatchKind::Ternary]);
         let low = t
-            .insert(entry(vec![FieldMatch::Masked { value: 0, mask: 0 }], 1, 1))
+            .insert(
+                entry(vec![FieldMatch::Masked { value: 0, mask: 0 }], 1, 1),
+                None,
+            )
             .unwrap();
         let high = t
-            .insert(entry(
-                vec![FieldMatch::Masked {
-                    value: 0x10,
-                    mask: 0xf0,
-                }],
-                5,
-                2,
-            ))
+            .insert(
+                entry(
+                    vec![FieldMatch::Masked {
+                        value: 0x10,
+                        mask: 0xf0,
+                    }],
+                    5,
+                    2,
+                ),
+                None,
+            )
             .unwrap();
         assert_eq!(t.lookup(&[0x13]), Some(high));
         assert_eq!(t.lookup(&[0x23]), Some(low));
@@ -622,12 +772,15 @@ mod tests {
                 1,
             )
         };
-        t.insert(exact(7)).unwrap();
-        assert_eq!(t.insert(exact(7)), Err(TableError::Duplicate("t".into())));
+        t.insert(exact(7), None).unwrap();
+        assert_eq!(
+            t.insert(exact(7), None),
+            Err(TableError::Duplicate("t".into()))
+        );
         for v in 8..23 {
-            t.insert(exact(v)).unwrap();
+            t.insert(exact(v), None).unwrap();
         }
-        assert_eq!(t.insert(exact(99)), Err(TableError::Full("t".into())));
+        assert_eq!(t.insert(exact(99), None), Err(TableError::Full("t".into())));
     }
 
     /// The masked index (tuple space search) answers as a linear scan in priority order does,
@@ -661,7 +814,7 @@ mod tests {
                 i64::from(next() % 8),
                 i,
             );
-            if let Ok(h) = t.insert(e) {
+            if let Ok(h) = t.insert(e, None) {
                 live.push(h);
             }
             if i % 5 == 4 {
@@ -679,11 +832,96 @@ mod tests {
                         let e = &t.entry(h).unwrap().entry;
                         e.matches.iter().zip(&key).all(|(m, &v)| m.matches(v))
                     })
-                    .max_by_key(|&h| (t.entry(h).unwrap().entry.priority, std::cmp::Reverse(h)));
+                    .max_by_key(|&h| {
+                        let i = t.entry(h).unwrap();
+                        (i.entry.priority, std::cmp::Reverse(i.seq))
+                    });
                 assert_eq!(t.lookup(&key), scan, "key {key:?}");
             }
         }
         let first = t.entry(live[0]).unwrap().entry.clone();
-        assert_eq!(t.insert(first), Err(TableError::Duplicate("t".into())));
+        assert_eq!(
+            t.insert(first, None),
+            Err(TableError::Duplicate("t".into()))
+        );
+    }
+
+    /// A deleted entry's slot is the next insert's, under a new handle: insert and delete,
+    /// repeated, keep the table at one slot, and a handle kept past its delete names nothing.
+    #[test]
+    fn churn_reuses_slots_and_stale_handles_name_no_entry() {
+        for kinds in [
+            &[MatchKind::Exact][..],
+            &[MatchKind::Lpm],
+            &[MatchKind::Ternary],
+            &[MatchKind::Range],
+        ] {
+            let mut t = table(kinds);
+            let key = FieldMatch::Masked {
+                value: 7,
+                mask: ir::mask(32),
+            };
+            let kept = t.insert(entry(vec![key], 1, 1), None).unwrap();
+            let mut handles = std::collections::BTreeSet::new();
+            let mut stale = None;
+            for i in 0..1000u128 {
+                let key = FieldMatch::Masked {
+                    value: 8,
+                    mask: ir::mask(32),
+                };
+                let h = t.insert(entry(vec![key], 1, i), None).unwrap();
+                assert_eq!(t.lookup(&[8]), Some(h), "{kinds:?}");
+                handles.insert(h);
+                t.remove(h).unwrap();
+                assert_eq!(t.lookup(&[8]), None);
+                assert_eq!(t.slots(), 1, "{kinds:?}: the slot is given back");
+                stale.get_or_insert(h);
+            }
+            // 256 versions of slot 1, then the same handles again.
+            assert_eq!(handles.len(), 256, "{kinds:?}");
+            assert!(handles.iter().all(|h| h & (MAX_ENTRIES - 1) == 1));
+            let fresh = t
+                .insert(
+                    entry(
+                        vec![FieldMatch::Masked {
+                            value: 9,
+                            mask: ir::mask(32),
+                        }],
+                        1,
+                        0,
+                    ),
+                    None,
+                )
+                .unwrap();
+            let stale = stale.unwrap();
+            assert_ne!(fresh, stale);
+            assert!(t.entry(stale).is_none());
+            assert_eq!(
+                t.remove(stale).unwrap_err(),
+                TableError::NoEntry("t".into(), stale)
+            );
+            assert!(t.entry(fresh).is_some() && t.entry(kept).is_some());
+            // A table emptied holds no slot.
+            t.clear();
+            assert_eq!((t.slots(), t.installed().count()), (0, 0));
+        }
+    }
+
+    /// Among entries of equal priority the earlier insert wins, also when the later one took
+    /// an earlier entry's slot (a lower handle).
+    #[test]
+    fn equal_priorities_go_by_insert_order_not_by_slot() {
+        let mut t = table(&[MatchKind::Ternary]);
+        let any = FieldMatch::Masked { value: 0, mask: 0 };
+        let exact = FieldMatch::Masked {
+            value: 5,
+            mask: 0xff,
+        };
+        let placeholder = t.insert(entry(vec![exact], 3, 0), None).unwrap();
+        let first = t.insert(entry(vec![any], 3, 1), None).unwrap();
+        t.remove(placeholder).unwrap();
+        let second = t.insert(entry(vec![exact], 3, 2), None).unwrap();
+        assert_eq!(second & (MAX_ENTRIES - 1), 0, "the later entry took slot 0");
+        assert_eq!(t.lookup(&[5]), Some(first));
     }
 }

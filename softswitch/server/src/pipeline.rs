@@ -2,7 +2,7 @@
 //! as p4c-bm2-ss writes it), compiled or loaded, its
 //! P4Info checked against the one the controller sent, and, once committed, the switch running
 //! it with the P4Runtime-side state that belongs to it (replication entries as written, digest
-//! settings).
+//! settings; the metadata of table entries is kept with them, in the switch).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -295,10 +295,6 @@ pub struct Pipeline {
     pub clone_sessions: BTreeMap<u32, p4v1::CloneSessionEntry>,
     /// Digest settings, buffered digest messages and the cache of those sent.
     pub digests: Digests,
-    /// The opaque `controller_metadata` and `metadata` of table entries, by program table and
-    /// entry handle (`None`: the default entry), kept only when set: the switch does not use
-    /// them, P4Runtime reads them back.
-    pub entry_metadata: BTreeMap<(usize, Option<usize>), (u64, Vec<u8>)>,
 }
 
 impl Pipeline {
@@ -317,7 +313,6 @@ impl Pipeline {
             multicast_groups: BTreeMap::new(),
             clone_sessions: BTreeMap::new(),
             digests: Digests::default(),
-            entry_metadata: BTreeMap::new(),
         }
     }
 }

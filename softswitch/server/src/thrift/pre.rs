@@ -59,6 +59,9 @@ fn node(h: i32) -> thrift::Result<usize> {
 /// BMv2's code for a refused group or node operation on `group` (if any).
 fn refused(call: &str, switch: &Switch, group: Option<u16>, e: RuntimeError) -> thrift::Error {
     tracing::info!("thrift {call}: {e}");
+    if let RuntimeError::Budget(_) = e {
+        return mc_op(McOperationErrorCode::TABLE_FULL);
+    }
     let group_exists =
         group.is_none_or(|g| switch.multicast_groups().iter().any(|&(id, _)| id == g));
     mc_op(if group_exists {
@@ -81,7 +84,8 @@ impl SimplePreLAGSyncHandler for SimplePreLag {
     fn handle_bm_mc_mgrp_create(&self, _: i32, mgrp: BmMcMgrp) -> thrift::Result<BmMcMgrpHandle> {
         let g = group(mgrp)?;
         self.on_switch(move |s| {
-            s.create_multicast_group(g);
+            s.create_multicast_group(g)
+                .map_err(|e| refused("mc_mgrp_create", s, None, e))?;
             Ok(mgrp)
         })
     }
@@ -107,7 +111,9 @@ impl SimplePreLAGSyncHandler for SimplePreLag {
         let rid = u16::try_from(rid).map_err(|_| mc_op(McOperationErrorCode::ERROR))?;
         let ports = ports(&port_map)?;
         self.on_switch(move |s| {
-            let handle = s.create_multicast_node(rid, ports);
+            let handle = s
+                .create_multicast_node(rid, ports)
+                .map_err(|e| refused("mc_node_create", s, None, e))?;
             i32::try_from(handle).map_err(|_| mc_op(McOperationErrorCode::TABLE_FULL))
         })
     }

@@ -123,8 +123,13 @@ impl SimpleSwitchSyncHandler for SimpleSwitch {
             return Ok(1);
         };
         self.on_switch(move |s| {
-            s.set_clone_session(id, port);
-            Ok(0)
+            Ok(match s.set_clone_session(id, port) {
+                Ok(()) => 0,
+                Err(e) => {
+                    tracing::info!("thrift mirroring_mapping_add: {e}");
+                    1
+                }
+            })
         })
     }
 
@@ -165,8 +170,12 @@ impl SimpleSwitchSyncHandler for SimpleSwitch {
             return Err(not_found());
         };
         self.on_switch(move |s| {
-            s.set_clone_session(id, port);
-            Ok(())
+            s.set_clone_session(id, port).map_err(|e| {
+                thrift::Error::Application(ApplicationError::new(
+                    ApplicationErrorKind::InternalError,
+                    e.to_string(),
+                ))
+            })
         })
     }
 

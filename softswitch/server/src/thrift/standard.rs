@@ -48,6 +48,7 @@ fn table_refused(call: &str, e: RuntimeError) -> thrift::Error {
             TableError::Const(..) => C::DEFAULT_ACTION_IS_CONST,
         },
         RuntimeError::NoInstance(_) | RuntimeError::WrongKind { .. } => C::COUNTERS_DISABLED,
+        RuntimeError::Budget(_) => C::TABLE_FULL,
         _ => C::ERROR,
     })
 }
@@ -65,9 +66,9 @@ fn table(switch: &Switch, name: &str) -> thrift::Result<usize> {
         .ok_or_else(|| table_op(TableOperationErrorCode::INVALID_TABLE_NAME))
 }
 
-/// An entry handle from the wire, or BMv2's INVALID_HANDLE.
+/// An entry handle from the wire (see [`values::wire_handle`]).
 fn handle(h: i32) -> thrift::Result<usize> {
-    usize::try_from(h).map_err(|_| table_op(TableOperationErrorCode::INVALID_HANDLE))
+    Ok(values::entry_handle(h))
 }
 
 /// The call of action `name` of table `t` with BMv2's action data.
@@ -335,7 +336,7 @@ impl StandardSyncHandler for Standard {
             let handle = s
                 .add_entry(t, entry)
                 .map_err(|e| table_refused("table_add", e))?;
-            i32::try_from(handle).map_err(|_| table_op(TableOperationErrorCode::TABLE_FULL))
+            Ok(values::wire_handle(handle))
         })
     }
 
@@ -1053,7 +1054,6 @@ impl StandardSyncHandler for Standard {
             // What P4Runtime wrote and reads back goes with the state.
             p.multicast_groups.clear();
             p.clone_sessions.clear();
-            p.entry_metadata.clear();
             Ok(())
         })
     }
