@@ -54,6 +54,11 @@ enum Command {
         /// 127.0.0.1:9090); off by default.
         #[arg(long, value_name = "ADDR")]
         thrift_addr: Option<std::net::SocketAddr>,
+        /// The most memory what controllers write may take (entries and their metadata, groups,
+        /// sessions; estimated): bytes, or with KiB, MiB, GiB or TiB. Writes past it are refused
+        /// (RESOURCE_EXHAUSTED).
+        #[arg(long, value_name = "BYTES", default_value_t = softswitch_core::budget::DEFAULT_STATE_BUDGET, value_parser = crate::run::parse_state_budget)]
+        state_budget: usize,
     },
     /// Check a P4 program: exits non-zero and prints file:line:col on the first error.
     Check {
@@ -174,6 +179,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             cpu_port,
             port_io,
             thrift_addr,
+            state_budget,
         } => {
             // Colour only on a terminal, and never under NO_COLOR (logs go to files and pipes).
             let colour =
@@ -195,6 +201,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 pcap: None,
                 port_io,
                 thrift_addr,
+                state_budget,
             })?;
             Ok(ExitCode::SUCCESS)
         }

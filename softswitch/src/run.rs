@@ -31,6 +31,40 @@ pub struct RunOptions {
     pub port_io: ports::PortIo,
     /// Where to serve BMv2's runtime Thrift services (`--thrift-port`), if anywhere.
     pub thrift_addr: Option<SocketAddr>,
+    /// The state budget of the switch, in bytes (`--state-budget`, `softswitch_core::budget`).
+    pub state_budget: usize,
+}
+
+/// The least and the most `--state-budget` takes: 1 MiB to 1 TiB.
+pub const STATE_BUDGET_RANGE: std::ops::RangeInclusive<usize> = (1 << 20)..=(1 << 40);
+
+/// Reads a `--state-budget` value: a whole number of bytes, or one with a binary unit (`KiB`,
+/// `MiB`, `GiB`, `TiB`, or their first letter), within [`STATE_BUDGET_RANGE`].
+pub fn parse_state_budget(text: &str) -> Result<usize, String> {
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let shift = match unit {
+        "" => 0,
+        "K" | "KiB" => 10,
+        "M" | "MiB" => 20,
+        "G" | "GiB" => 30,
+        "T" | "TiB" => 40,
+        _ => return Err("the unit is none (bytes), KiB, MiB, GiB or TiB".into()),
+    };
+    let bytes = number
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|n| STATE_BUDGET_RANGE.contains(n));
+    bytes.ok_or_else(|| {
+        format!(
+            "a state budget is a whole number of bytes from {} (1MiB) to {} (1TiB)",
+            STATE_BUDGET_RANGE.start(),
+            STATE_BUDGET_RANGE.end()
+        )
+    })
 }
 
 /// Runs the switch until SIGINT or SIGTERM.
@@ -80,6 +114,11 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         })
         .collect();
     let device = Device::start(options.device_id, transmitters, options.cpu_port, program);
+    let budget = options.state_budget;
+    device
+        .engine
+        .call_blocking(move |e| e.set_state_budget(budget))
+        .context("setting the state budget")?;
     if let Some(addr) = options.thrift_addr {
         // Bound before the switch says it is up, so that a client started on that line finds it.
         let listener = std::net::TcpListener::bind(addr)
@@ -166,4 +205,29 @@ fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
             _ = term.recv() => {}
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_budgets_take_bytes_and_binary_units_within_their_range() {
+        assert_eq!(parse_state_budget("1048576"), Ok(1 << 20));
+        assert_eq!(parse_state_budget("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_state_budget("2G"), Ok(2 << 30));
+        assert_eq!(parse_state_budget("1TiB"), Ok(1 << 40));
+        for refused in [
+            "",
+            "1KiB",
+            "2TiB",
+            "99999999999999999999G",
+            "-5M",
+            "1.5G",
+            "5 M",
+            "1MB",
+        ] {
+            assert!(parse_state_budget(refused).is_err(), "{refused}");
+        }
+    }
 }

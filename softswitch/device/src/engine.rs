@@ -102,6 +102,8 @@ pub struct Engine<C: Controller> {
     controller: Arc<C>,
     /// Packet counts.
     pub counts: Counts,
+    /// The state budget of every switch loaded (`softswitch_core::budget`).
+    state_budget: usize,
     started: Instant,
     /// The switch's outputs being sent (kept for its allocation).
     outputs: Vec<Output>,
@@ -130,7 +132,17 @@ impl<C: Controller> Engine<C> {
     /// ([`crate::trace`]).
     pub fn load(&mut self, mut pipeline: C::Pipeline) {
         pipeline.switch_mut().set_trace(crate::trace::sink());
+        pipeline.switch_mut().set_state_budget(self.state_budget);
         self.pipeline = Some(pipeline);
+    }
+
+    /// Sets the state budget, in bytes, of the running switch and of every switch loaded
+    /// after it.
+    pub fn set_state_budget(&mut self, bytes: usize) {
+        self.state_budget = bytes;
+        if let Some(p) = &mut self.pipeline {
+            p.switch_mut().set_state_budget(bytes);
+        }
     }
 
     /// Runs a frame through the pipeline as if received on `port` (PacketOut injects this way).
@@ -329,6 +341,7 @@ impl<C: Controller> EngineHandle<C> {
                     cpu_port,
                     controller,
                     counts: Counts::default(),
+                    state_budget: softswitch_core::budget::DEFAULT_STATE_BUDGET,
                     started: Instant::now(),
                     outputs: Vec::new(),
                     spare: Vec::new(),
