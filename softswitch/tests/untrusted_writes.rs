@@ -3,7 +3,8 @@
 //! metadata as they may, then with as many small entries as fit, is refused with
 //! RESOURCE_EXHAUSTED past the budget, metadata past its limit is refused whatever the budget,
 //! deletes still go through when the budget is spent, and the switch's resident memory stays
-//! within a small multiple of the budget.
+//! within a small multiple of the budget. A Write of thousands of refused updates writes a few
+//! error lines to the switch's log, not one per update.
 
 mod running;
 
@@ -204,5 +205,43 @@ async fn a_client_filling_tables_is_refused_past_the_budget_and_memory_stays_bou
         "the switch grew {} KiB with a budget of {} KiB",
         grown >> 10,
         BUDGET >> 10
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_of_thousands_of_refused_updates_logs_a_few_lines() {
+    let switch = Switch::start();
+    let mut controller = Controller::connect(&switch).await;
+    let info = p4info(PROGRAM);
+    controller
+        .set(Action::VerifyAndCommit, PROGRAM, info.clone())
+        .await
+        .unwrap();
+    let table = info.tables[0].preamble.as_ref().unwrap().id;
+    let action = info
+        .actions
+        .iter()
+        .map(|a| a.preamble.as_ref().unwrap())
+        .find(|p| p.name.ends_with("set"))
+        .unwrap()
+        .id;
+    // The same key 5000 times: the first is added, every other refused by the switch.
+    let updates = (0..5000)
+        .map(|_| entry((table, action), UpdateType::Insert, 7, Vec::new()))
+        .collect();
+    let status = controller.write(updates).await.unwrap_err();
+    assert!(status.message().starts_with("4999 of 5000"), "{status:?}");
+    // The switch ends once its clients have gone.
+    drop(controller);
+    let log = switch.stop();
+    let errors: Vec<&String> = log
+        .iter()
+        .filter(|l| l.contains("Error when trying to add entry"))
+        .collect();
+    assert!(
+        !errors.is_empty()
+            && errors.len() <= softswitch_device::trace::WARNINGS_PER_PERIOD as usize,
+        "{} error lines: {errors:#?}",
+        errors.len()
     );
 }

@@ -24,6 +24,8 @@ pub struct Switch {
     child: Child,
     /// Where it serves P4Runtime (`http://ADDR`).
     pub addr: String,
+    /// The lines of its log after the one saying where it listens.
+    log: mpsc::Receiver<String>,
 }
 
 impl Switch {
@@ -63,7 +65,24 @@ impl Switch {
         Switch {
             child,
             addr: format!("http://{addr}"),
+            log: rx,
         }
+    }
+
+    /// Stops the switch (SIGTERM) and returns the lines of its log after the one saying where
+    /// it listens, to the last. The switch ends once every client has gone (a controller's
+    /// stream keeps it serving).
+    pub fn stop(mut self) -> Vec<String> {
+        self.terminate();
+        // The reader ends with the stream, and the channel with it.
+        self.log.iter().collect()
+    }
+
+    /// Sends SIGTERM and waits for the process to end.
+    fn terminate(&mut self) {
+        // SAFETY: a plain signal to the child this test started.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
     }
 
     /// A line of the process's `/proc/PID/status` (`VmHWM`, `VmRSS`), in KiB.
@@ -86,9 +105,7 @@ impl Switch {
 
 impl Drop for Switch {
     fn drop(&mut self) {
-        // SAFETY: a plain signal to the child this test started.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
+        self.terminate();
     }
 }
 

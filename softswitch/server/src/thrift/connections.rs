@@ -9,7 +9,7 @@
 //! than [`STALLED`] (the one begun first), else the connection idle the longest, else the
 //! partial call begun first. A connection answering a call (its call arrived whole) keeps its
 //! slot; a newcomer finding every slot answering is closed at once. Warnings a client can cause
-//! at will go through a [`Throttle`].
+//! at will go through the device's `throttle`.
 
 use std::io;
 use std::net::{IpAddr, Shutdown, TcpStream};
@@ -247,39 +247,6 @@ fn closed_for_another() -> io::Error {
     io::Error::other("closed to make room for another connection")
 }
 
-/// A warning said at most once a period, with the number held back since the last one.
-pub(super) struct Throttle {
-    period: Duration,
-    state: Mutex<(Option<Instant>, u64)>,
-}
-
-impl Throttle {
-    /// At most one warning every `period`.
-    pub(super) const fn new(period: Duration) -> Throttle {
-        Throttle {
-            period,
-            state: Mutex::new((None, 0)),
-        }
-    }
-
-    /// Whether a warning may be said at `now`: `Some(n)` with the `n` held back since the last
-    /// one said, or `None` (this one is held back and counted).
-    pub(super) fn admit(&self, now: Instant) -> Option<u64> {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let (last, held) = &mut *state;
-        match last {
-            Some(t) if now.saturating_duration_since(*t) < self.period => {
-                *held += 1;
-                None
-            }
-            _ => {
-                *last = Some(now);
-                Some(std::mem::take(held))
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -381,17 +348,5 @@ mod tests {
             lone.pace.call_begun().is_ok(),
             "the lone client kept its slot"
         );
-    }
-
-    #[test]
-    fn a_throttle_says_one_warning_a_period_and_counts_the_rest() {
-        let throttle = Throttle::new(Duration::from_secs(10));
-        let t0 = Instant::now();
-        assert_eq!(throttle.admit(t0), Some(0));
-        assert_eq!(throttle.admit(t0 + Duration::from_secs(1)), None);
-        assert_eq!(throttle.admit(t0 + Duration::from_secs(9)), None);
-        assert_eq!(throttle.admit(t0 + Duration::from_secs(10)), Some(2));
-        assert_eq!(throttle.admit(t0 + Duration::from_secs(11)), None);
-        assert_eq!(throttle.admit(t0 + Duration::from_secs(25)), Some(1));
     }
 }

@@ -32,7 +32,26 @@ use thrift::{ApplicationError, ApplicationErrorKind, TConfiguration};
 
 use crate::engine::{Engine, EngineHandle};
 use crate::pipeline::{Compiled, Pipeline};
-use connections::{Connections, Pace, Throttle};
+use connections::{Connections, Pace};
+use softswitch_device::throttle::{HeldBack, Throttle, PERIOD};
+
+/// Notes about refused calls, said in the log: a client makes as many as it likes, so at most a
+/// few a period are written (the others counted).
+static NOTES: Throttle = Throttle::new(PERIOD, 10);
+
+/// Writes a note about a call at `$level` (`info`, `warn`) through [`NOTES`].
+macro_rules! note {
+    ($level:ident, $($fmt:tt)+) => {
+        if let Some(held) = crate::thrift::NOTES.admit(std::time::Instant::now()) {
+            tracing::$level!(
+                "{}{}",
+                format_args!($($fmt)+),
+                softswitch_device::throttle::HeldBack(held)
+            );
+        }
+    };
+}
+use note;
 
 /// What one Thrift client may send and hold, so that no client can exhaust the switch's memory
 /// or threads.
@@ -235,15 +254,13 @@ fn serve_with(
         .spawn(move || accept(listener, services, limits))
 }
 
-/// How often a warning that a client can cause at will (a refused connection, a connection
-/// ended by an error) is written: once in this period, with the count of those held back.
-const WARNING_PERIOD: Duration = Duration::from_secs(10);
-
 /// Accepts connections and serves each on a thread of its own.
 fn accept(listener: TcpListener, services: Arc<Services>, limits: Limits) {
     let connections = Connections::new(&limits);
-    let refusals = Throttle::new(WARNING_PERIOD);
-    let failures = Arc::new(Throttle::new(WARNING_PERIOD));
+    // A warning a client can cause at will (a refused connection, a connection ended by an
+    // error) is written once a period, with the count of those held back.
+    let refusals = Throttle::new(PERIOD, 1);
+    let failures = Arc::new(Throttle::new(PERIOD, 1));
     for stream in listener.incoming() {
         let stream = match stream {
             Ok(s) => s,
@@ -260,15 +277,16 @@ fn accept(listener: TcpListener, services: Arc<Services>, limits: Limits) {
         let Some(admitted) = connections.admit(&stream, &peer) else {
             if let Some(held) = refusals.admit(Instant::now()) {
                 tracing::warn!(
-                    "thrift: {peer} refused: all {} connections are in a call \
-                     (thrift::LIMITS; {held} more refused since the last warning)",
-                    limits.connections
+                    "thrift: {peer} refused: all {} connections are answering a call \
+                     (thrift::LIMITS){}",
+                    limits.connections,
+                    HeldBack(held)
                 );
             }
             continue;
         };
         if let Some(evicted) = admitted.evicted {
-            tracing::debug!("thrift: {evicted} closed, the longest idle, to make room for {peer}");
+            tracing::debug!("thrift: {evicted} closed to make room for {peer}");
         }
         let (services, failures, pace) = (services.clone(), failures.clone(), admitted.pace);
         let spawned = std::thread::Builder::new()
@@ -286,8 +304,8 @@ fn accept(listener: TcpListener, services: Arc<Services>, limits: Limits) {
                     Err(e) => {
                         if let Some(held) = failures.admit(Instant::now()) {
                             tracing::warn!(
-                                "thrift: {peer}: {e}; connection closed ({held} more \
-                                 connections closed on an error since the last warning)"
+                                "thrift: {peer}: {e}; connection closed{}",
+                                HeldBack(held)
                             );
                         }
                     }

@@ -25,7 +25,10 @@ fn mc_op(code: McOperationErrorCode) -> thrift::Error {
 /// The ports of BMv2's port map: a string of '0' and '1', port 0 last.
 fn ports(map: &str) -> thrift::Result<Vec<u16>> {
     if map.len() > MAX_PORTS || map.bytes().any(|b| b != b'0' && b != b'1') {
-        tracing::info!("thrift mc: a port map of more than {MAX_PORTS} ports or not of 0 and 1");
+        super::note!(
+            info,
+            "thrift mc: a port map of more than {MAX_PORTS} ports or not of 0 and 1"
+        );
         return Err(mc_op(McOperationErrorCode::ERROR));
     }
     Ok(map
@@ -40,7 +43,7 @@ fn ports(map: &str) -> thrift::Result<Vec<u16>> {
 /// Refuses a LAG map that names any LAG.
 fn no_lags(call: &str, map: &str) -> thrift::Result<()> {
     if map.bytes().any(|b| b == b'1') {
-        tracing::warn!("thrift {call}: not supported by softswitch: LAGs");
+        super::note!(warn, "thrift {call}: not supported by softswitch: LAGs");
         return Err(mc_op(McOperationErrorCode::ERROR));
     }
     Ok(())
@@ -58,7 +61,7 @@ fn node(h: i32) -> thrift::Result<usize> {
 
 /// BMv2's code for a refused group or node operation on `group` (if any).
 fn refused(call: &str, switch: &Switch, group: Option<u16>, e: RuntimeError) -> thrift::Error {
-    tracing::info!("thrift {call}: {e}");
+    super::note!(info, "thrift {call}: {e}");
     if let RuntimeError::Budget(_) = e {
         return mc_op(McOperationErrorCode::TABLE_FULL);
     }
@@ -94,7 +97,7 @@ impl SimplePreLAGSyncHandler for SimplePreLag {
         let g = group(mgrp_handle)?;
         self.on_switch(move |s| {
             s.destroy_multicast_group(g).map_err(|e| {
-                tracing::info!("thrift mc_mgrp_destroy: {e}");
+                super::note!(info, "thrift mc_mgrp_destroy: {e}");
                 mc_op(McOperationErrorCode::INVALID_MGRP_HANDLE)
             })
         })
@@ -173,7 +176,10 @@ impl SimplePreLAGSyncHandler for SimplePreLag {
         _: BmMcLagIndex,
         _: BmMcPortMap,
     ) -> thrift::Result<()> {
-        tracing::warn!("thrift mc_set_lag_membership: not supported by softswitch: LAGs");
+        super::note!(
+            warn,
+            "thrift mc_set_lag_membership: not supported by softswitch: LAGs"
+        );
         Err(mc_op(McOperationErrorCode::ERROR))
     }
 

@@ -31,7 +31,7 @@ fn table_op(code: TableOperationErrorCode) -> thrift::Error {
 /// A refused table operation: said in the log, answered with BMv2's code for it.
 fn table_refused(call: &str, e: RuntimeError) -> thrift::Error {
     use TableOperationErrorCode as C;
-    tracing::info!("thrift {call}: {e}");
+    super::note!(info, "thrift {call}: {e}");
     table_op(match e {
         RuntimeError::NoTable(_) => C::INVALID_TABLE_NAME,
         RuntimeError::Table(t) => match t {
@@ -55,7 +55,7 @@ fn table_refused(call: &str, e: RuntimeError) -> thrift::Error {
 
 /// A call softswitch does not serve: said in the log, answered with `error`.
 fn unsupported(call: &str, why: &str, error: impl Into<thrift::Error>) -> thrift::Error {
-    tracing::warn!("thrift {call}: not supported by softswitch: {why}");
+    super::note!(warn, "thrift {call}: not supported by softswitch: {why}");
     error.into()
 }
 
@@ -166,7 +166,7 @@ impl Standard {
             f(&mut p.switch, i, shape).map_err(|refused| {
                 X::exception(match refused.into() {
                     Refused::Runtime(e) => {
-                        tracing::info!("thrift {} {name}: {e}", X::KIND);
+                        super::note!(info, "thrift {} {name}: {e}", X::KIND);
                         match e {
                             RuntimeError::Index { .. } => X::INVALID_INDEX,
                             _ => X::ERROR,
