@@ -1,6 +1,7 @@
 //! What the workspace's tests share across crates: the Python venv that `cargo xtask setup`
 //! makes (scapy, the tests' independent encoder and decoder), the skip rule for tests that need
-//! something a developer's machine may lack, tshark (the second independent decoder) over a
+//! something a developer's machine may lack (with the record of skips that `cargo xtask test`
+//! sums up, [`skipped`]), tshark (the second independent decoder) over a
 //! list of frames, the check that committed STF files are still what their generators print,
 //! and p4c and BMv2 ([`bmv2`]: the toolchain, the programs BMv2 runs and their p4c outputs,
 //! compiled once).
@@ -10,6 +11,7 @@
 
 pub mod bmv2;
 mod generated;
+pub mod skipped;
 
 pub use generated::assert_stfs_match_generators;
 
@@ -43,13 +45,15 @@ pub fn venv_python() -> PathBuf {
     workspace_root().join(".venv/bin/python")
 }
 
-/// The skip rule: outside CI, prints `SKIPPED test: reason` and the caller returns, passing;
-/// under `CI=true` a skip is a failure, so this panics.
+/// The skip rule: outside CI, prints `SKIPPED test: reason`, records the skip for `cargo xtask
+/// test`'s summary ([`skipped`]), and the caller returns, passing; under `CI=true` a skip is a
+/// failure, so this panics.
 pub fn skip(test: &str, reason: &str) {
     if std::env::var("CI").is_ok_and(|v| v == "true") {
         panic!("{test} {reason}, and under CI=true a skipped test is a failure");
     }
     eprintln!("SKIPPED {test}: {reason}");
+    skipped::record(test, reason);
 }
 
 /// [`venv_python`] if the venv exists; else applies the [`skip`] rule and gives `None`.
