@@ -112,9 +112,9 @@ fn preprocessor_include_of_a_file_in_a_self_contained_program() {
 #[test]
 fn preprocessor_unknown_directive() {
     assert_eq!(
-        error("#frobnicate\n"),
+        error("#include <core.p4>\n#frobnicate\n"),
         (
-            "1:2".into(),
+            "2:2".into(),
             "unknown preprocessor directive '#frobnicate'".into()
         )
     );
@@ -588,4 +588,27 @@ fn checker_direct_type_invocation_of_itself_is_refused() {
         "control C(inout hs hdr, inout m meta) { apply { C.apply(hdr, meta); } }",
     );
     assert_eq!(error(&src), ("15:49".into(), "'C' applies itself".into()));
+}
+
+/// A file that is not P4 source (a topology naming `/etc/shadow` as its program) gets its
+/// error's position and the offending token, and no line of it.
+#[test]
+fn a_file_that_is_not_p4_is_not_quoted() {
+    for text in [
+        "root:$y$j9T$SECRET:19000:0:99999:7:::\n",
+        "alice:x:1000:1000:SECRET,,,:/home/alice:/bin/bash\n",
+        "# note\nSECRET=1\n",
+        "{\"SECRET\": 1}\n",
+    ] {
+        let mut map = SourceMap::new();
+        let f = map.add("shadow", text);
+        let e = softswitch_frontend::compile(&mut map, f).expect_err(text);
+        let rendered = e.render(&map);
+        assert!(rendered.starts_with("shadow:1:"), "{rendered}");
+        assert!(!rendered.contains("SECRET"), "{rendered}");
+        assert!(
+            rendered.contains("none of its lines is quoted"),
+            "{rendered}"
+        );
+    }
 }

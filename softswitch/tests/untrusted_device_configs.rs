@@ -187,3 +187,38 @@ async fn a_config_that_includes_a_file_of_the_switch_is_refused_without_a_byte_o
         .unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A BMv2 JSON whose `hexstr` has a million digits: `INVALID_ARGUMENT` naming it, in a message
+/// a client receives whole (a megabyte of it made the client see `RESOURCE_EXHAUSTED` about
+/// the trailer instead).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bmv2_json_with_a_huge_constant_is_refused_in_a_short_message() {
+    let switch = Switch::start();
+    let mut controller = Controller::connect(&switch).await;
+    let seed = include_str!("../../fuzz/corpus/bmv2_json/basic.json");
+    let mut json: serde_json::Value = serde_json::from_str(seed).unwrap();
+    json["actions"][0]["primitives"] = serde_json::json!([{"op": "assign", "parameters": [
+        {"type": "field", "value": ["standard_metadata", "egress_spec"]},
+        {"type": "hexstr", "value": format!("0x{}", "1".repeat(1_000_000))}]}]);
+    let status = controller
+        .set(Action::Verify, &json.to_string(), P4Info::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        status.code(),
+        Code::InvalidArgument,
+        "{:.300}",
+        status.message()
+    );
+    assert!(
+        status.message().contains("a hexstr: 0x1111"),
+        "{:.300}",
+        status.message()
+    );
+    assert!(
+        status.message().len() <= p4runtime::status::MAX_STATUS_MESSAGE,
+        "{} bytes",
+        status.message().len()
+    );
+    assert!(controller.alive().await);
+}

@@ -49,8 +49,8 @@ pub enum RuntimeError {
     Index {
         /// What the instance is (`counter`, `register`, `meter`).
         kind: &'static str,
-        /// The index asked for.
-        index: usize,
+        /// The index asked for (as given: a client's number may be past any `usize`).
+        index: u128,
         /// The instance's size.
         size: usize,
     },
@@ -994,7 +994,7 @@ fn cell<T>(cells: &[T], kind: Cells, index: usize) -> Result<&T, RuntimeError> {
     let size = cells.len();
     cells.get(index).ok_or(RuntimeError::Index {
         kind: kind.name(),
-        index,
+        index: index as u128,
         size,
     })
 }
@@ -1004,7 +1004,7 @@ fn cell_mut<T>(cells: &mut [T], kind: Cells, index: usize) -> Result<&mut T, Run
     let size = cells.len();
     cells.get_mut(index).ok_or(RuntimeError::Index {
         kind: kind.name(),
-        index,
+        index: index as u128,
         size,
     })
 }
