@@ -8,6 +8,8 @@
 //!
 //! One test per binary, run alone: the resident memory is the process's.
 
+mod writes;
+
 use p4runtime::p4::config::v1::P4Info;
 use p4runtime::p4::v1 as p4v1;
 use softswitch_core::ir::{ActionCall, Entry, FieldMatch};
@@ -93,16 +95,7 @@ fn churn<S, M: PartialEq + std::fmt::Debug>(
 #[test]
 fn a_million_insert_delete_cycles_leave_the_switch_at_its_size() {
     let (mut p, info) = pipeline();
-    let id = |name: &str| {
-        info.tables
-            .iter()
-            .map(|t| t.preamble.as_ref().unwrap())
-            .chain(info.actions.iter().map(|a| a.preamble.as_ref().unwrap()))
-            .find(|p| p.name.ends_with(name))
-            .unwrap()
-            .id
-    };
-    let (route_id, forward_id) = (id("route"), id("forward"));
+    let (route_id, forward_id) = (writes::id(&info, "route"), writes::id(&info, "forward"));
 
     // Through the runtime interface: an entry kept, and one inserted and deleted.
     let mut switch = Switch::new(p.switch.program().clone(), Clock::Virtual(0));
@@ -142,33 +135,12 @@ fn a_million_insert_delete_cycles_leave_the_switch_at_its_size() {
 
     // Through the P4Runtime server's Write handling: an entry with metadata, inserted and
     // deleted by key.
-    let update = |kind: p4v1::update::Type, metadata: Vec<u8>| p4v1::Update {
-        r#type: kind as i32,
-        entity: Some(p4v1::Entity {
-            entity: Some(p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
-                table_id: route_id,
-                r#match: vec![p4v1::FieldMatch {
-                    field_id: 1,
-                    field_match_type: Some(p4v1::field_match::FieldMatchType::Lpm(
-                        p4v1::field_match::Lpm {
-                            value: vec![11, 0, 0, 0],
-                            prefix_len: 8,
-                        },
-                    )),
-                }],
-                action: Some(p4v1::TableAction {
-                    r#type: Some(p4v1::table_action::Type::Action(p4v1::Action {
-                        action_id: forward_id,
-                        params: vec![p4v1::action::Param {
-                            param_id: 1,
-                            value: vec![2],
-                        }],
-                    })),
-                }),
-                metadata,
-                ..Default::default()
-            })),
-        }),
+    let update = |kind, metadata| {
+        let key = p4v1::field_match::FieldMatchType::Lpm(p4v1::field_match::Lpm {
+            value: vec![11, 0, 0, 0],
+            prefix_len: 8,
+        });
+        writes::entry_update(kind, route_id, key, (forward_id, vec![2]), metadata)
     };
     let delete = update(p4v1::update::Type::Delete, Vec::new());
     churn(

@@ -7,6 +7,7 @@
 //! error lines to the switch's log, not one per update.
 
 mod running;
+mod writes;
 
 use p4runtime::p4::v1 as p4v1;
 use p4v1::set_forwarding_pipeline_config_request::Action;
@@ -43,36 +44,27 @@ control D(packet_out p, in hs h) { apply { p.emit(h.h); } }
 V1Switch(P(), V(), I(), E(), C(), D()) main;
 ";
 
-/// An update of `kind` of the entry of `big` with key `key`, keeping `metadata`.
+/// An update of `kind` of the entry of `big` (`ids`: its table and action `set`) with key
+/// `key`, keeping `metadata`.
 fn entry(ids: (u32, u32), kind: UpdateType, key: u32, metadata: Vec<u8>) -> p4v1::Update {
-    let (table, action) = ids;
-    p4v1::Update {
-        r#type: kind as i32,
-        entity: Some(p4v1::Entity {
-            entity: Some(p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
-                table_id: table,
-                r#match: vec![p4v1::FieldMatch {
-                    field_id: 1,
-                    field_match_type: Some(p4v1::field_match::FieldMatchType::Exact(
-                        p4v1::field_match::Exact {
-                            value: softswitch_server::bytes::encode(u128::from(key)),
-                        },
-                    )),
-                }],
-                action: (kind != UpdateType::Delete).then(|| p4v1::TableAction {
-                    r#type: Some(p4v1::table_action::Type::Action(p4v1::Action {
-                        action_id: action,
-                        params: vec![p4v1::action::Param {
-                            param_id: 1,
-                            value: vec![1],
-                        }],
-                    })),
-                }),
-                metadata,
-                ..Default::default()
-            })),
-        }),
-    }
+    let key = p4v1::field_match::FieldMatchType::Exact(p4v1::field_match::Exact {
+        value: softswitch_server::bytes::encode(u128::from(key)),
+    });
+    writes::entry_update(kind, ids.0, key, (ids.1, vec![1]), metadata)
+}
+
+/// A switch started with `options` and running [`PROGRAM`], its primary controller, and the
+/// ids of `big` and its action `set`.
+async fn loaded(options: &[&str]) -> (Switch, Controller, (u32, u32)) {
+    let switch = Switch::start_with(options);
+    let mut controller = Controller::connect(&switch).await;
+    let info = p4info(PROGRAM);
+    controller
+        .set(Action::VerifyAndCommit, PROGRAM, info.clone())
+        .await
+        .unwrap();
+    let ids = (writes::id(&info, "big"), writes::id(&info, "set"));
+    (switch, controller, ids)
 }
 
 /// Small entries per Write: fewer than `status::REPORTED_UPDATES`, so that each update's status
@@ -121,23 +113,7 @@ async fn fill(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_filling_tables_is_refused_past_the_budget_and_memory_stays_bounded() {
-    let switch = Switch::start_with(&["--state-budget", &BUDGET.to_string()]);
-    let mut controller = Controller::connect(&switch).await;
-    let info = p4info(PROGRAM);
-    controller
-        .set(Action::VerifyAndCommit, PROGRAM, info.clone())
-        .await
-        .unwrap();
-    let id = |name: &str| {
-        info.tables
-            .iter()
-            .map(|t| t.preamble.as_ref().unwrap())
-            .chain(info.actions.iter().map(|a| a.preamble.as_ref().unwrap()))
-            .find(|p| p.name.ends_with(name))
-            .unwrap()
-            .id
-    };
-    let ids = (id("big"), id("set"));
+    let (switch, mut controller, ids) = loaded(&["--state-budget", &BUDGET.to_string()]).await;
     let baseline = switch.rss_kib();
 
     // Metadata past the limit is refused, whatever room the budget has.
@@ -210,24 +186,10 @@ async fn a_client_filling_tables_is_refused_past_the_budget_and_memory_stays_bou
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_of_thousands_of_refused_updates_logs_a_few_lines() {
-    let switch = Switch::start();
-    let mut controller = Controller::connect(&switch).await;
-    let info = p4info(PROGRAM);
-    controller
-        .set(Action::VerifyAndCommit, PROGRAM, info.clone())
-        .await
-        .unwrap();
-    let table = info.tables[0].preamble.as_ref().unwrap().id;
-    let action = info
-        .actions
-        .iter()
-        .map(|a| a.preamble.as_ref().unwrap())
-        .find(|p| p.name.ends_with("set"))
-        .unwrap()
-        .id;
+    let (switch, mut controller, ids) = loaded(&[]).await;
     // The same key 5000 times: the first is added, every other refused by the switch.
     let updates = (0..5000)
-        .map(|_| entry((table, action), UpdateType::Insert, 7, Vec::new()))
+        .map(|_| entry(ids, UpdateType::Insert, 7, Vec::new()))
         .collect();
     let status = controller.write(updates).await.unwrap_err();
     assert!(status.message().starts_with("4999 of 5000"), "{status:?}");
