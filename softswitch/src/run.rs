@@ -174,10 +174,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
                 |p| p.display().to_string()
             ),
         );
-        device
-            .serve(listener, shutdown)
-            .await
-            .context("serving gRPC")
+        serve_until_stopped(&device, listener, shutdown).await
     });
     running.store(false, Ordering::Relaxed);
     for r in receivers {
@@ -192,6 +189,42 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
     drop(device);
     eprintln!("softswitch: stopped");
     served
+}
+
+/// How long the switch, once told to stop, waits for its gRPC clients to end their calls: a
+/// controller's StreamChannel lasts as long as the controller, which must not keep the switch
+/// from stopping.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Serves `device`'s gRPC services on `listener` until `stop` completes, then lets the calls in
+/// progress end for at most [`STOP_GRACE`].
+async fn serve_until_stopped(
+    device: &Device,
+    listener: tokio::net::TcpListener,
+    stop: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let (stopping, stopped) = tokio::sync::watch::channel(false);
+    let graceful = async move {
+        let mut stopped = stopped;
+        let _ = stopped.wait_for(|s| *s).await;
+    };
+    let serve = device.serve(listener, graceful);
+    tokio::pin!(serve);
+    tokio::select! {
+        served = &mut serve => return served.context("serving gRPC"),
+        () = stop => {}
+    }
+    let _ = stopping.send(true);
+    match tokio::time::timeout(STOP_GRACE, serve).await {
+        Ok(served) => served.context("serving gRPC"),
+        Err(_) => {
+            eprintln!(
+                "softswitch: clients still connected {}s after the signal: stopping without them",
+                STOP_GRACE.as_secs()
+            );
+            Ok(())
+        }
+    }
 }
 
 /// A future that completes on SIGINT or SIGTERM, both caught from the moment of the call.

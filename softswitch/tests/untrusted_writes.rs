@@ -193,9 +193,13 @@ async fn a_write_of_thousands_of_refused_updates_logs_a_few_lines() {
         .collect();
     let status = controller.write(updates).await.unwrap_err();
     assert!(status.message().starts_with("4999 of 5000"), "{status:?}");
-    // The switch ends once its clients have gone.
-    drop(controller);
+    // Stopped with its controller still connected: it does not wait for it.
     let log = switch.stop();
+    drop(controller);
+    assert!(
+        log.iter().any(|l| l.contains("clients still connected")),
+        "{log:#?}"
+    );
     let errors: Vec<&String> = log
         .iter()
         .filter(|l| l.contains("Error when trying to add entry"))

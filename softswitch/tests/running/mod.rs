@@ -70,19 +70,30 @@ impl Switch {
     }
 
     /// Stops the switch (SIGTERM) and returns the lines of its log after the one saying where
-    /// it listens, to the last. The switch ends once every client has gone (a controller's
-    /// stream keeps it serving).
+    /// it listens, to the last.
     pub fn stop(mut self) -> Vec<String> {
         self.terminate();
         // The reader ends with the stream, and the channel with it.
         self.log.iter().collect()
     }
 
-    /// Sends SIGTERM and waits for the process to end.
+    /// Sends SIGTERM and waits for the process to end, which it must within a minute (its
+    /// clients are given a few seconds): past that it is killed, and the test fails.
     fn terminate(&mut self) {
         // SAFETY: a plain signal to the child this test started.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while self.child.try_wait().ok().flatten().is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                if !std::thread::panicking() {
+                    panic!("softswitch did not stop within a minute of SIGTERM");
+                }
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// A line of the process's `/proc/PID/status` (`VmHWM`, `VmRSS`), in KiB.
