@@ -9,4 +9,5 @@ pub mod netns;
 pub mod p4;
 pub mod terminal;
 pub mod traffic;
-pub mod units;
+/// Rates and durations: the `units` crate, kept at `crate::units` for the modules that parse them.
+pub use units;

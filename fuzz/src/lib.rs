@@ -4,6 +4,9 @@
 //! replays their committed corpus (`corpus/TARGET/`) through the same functions
 //! (`tests/corpus.rs`). docs/ARCHITECTURE.md, "Limits and untrusted input", says how to run them.
 //!
+//! The workload targets read workloads, htsim connection matrices and size CDFs with the
+//! `workload` crate, and expand what they read.
+//!
 //! The programs the targets run against are test programs of softswitch: `switch.p4` (every
 //! match kind, counters, a register, a digest, multicast, packet I/O), the P4Runtime server
 //! tests' program, and `stateful.p4` (register, counters, clones, multicast), an STF corpus
@@ -31,6 +34,9 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("p4rt_set_pipeline", p4rt_set_pipeline),
     ("fabric_runtime_json", fabric_runtime_json),
     ("thrift_calls", thrift_calls),
+    ("workload", workload),
+    ("htsim_matrix", htsim_matrix),
+    ("size_cdf", size_cdf),
     #[cfg(feature = "control")]
     ("runtime_json", runtime_json),
     #[cfg(feature = "control")]
@@ -173,6 +179,44 @@ pub fn p4rt_set_pipeline(data: &[u8]) {
     if let Some(config) = request.config {
         let cookie = config.cookie.map_or(0, |c| c.cookie);
         let _ = pipeline::Compiled::new(config.p4_device_config, config.p4info.as_ref(), cookie);
+    }
+}
+
+/// A workload as `lossless sim --workload` reads it: a short form when the text begins with a
+/// kind and a colon, else a TOML workload file; read, shown, and expanded onto 16 endpoints.
+pub fn workload(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let sources = workload::Sources::default();
+    let read = match text.split_once(':') {
+        Some((kind, _)) if !kind.contains(['\n', '[', '=']) => {
+            workload::Workload::parse_short(text, &sources)
+        }
+        _ => workload::Workload::parse_toml(text, std::path::Path::new("fuzz.toml"), &sources),
+    };
+    if let Ok(w) = read {
+        w.parts().iter().for_each(|p| drop(p.to_string()));
+        let endpoints = workload::Endpoints {
+            count: 16,
+            rate_bps: 100_000_000_000,
+        };
+        let _ = workload::expand(&w, &endpoints, 1);
+    }
+}
+
+/// An htsim connection matrix: read, its triggers resolved into dependencies.
+pub fn htsim_matrix(data: &[u8]) {
+    let _ = workload::Matrix::from_reader(data, std::path::Path::new("fuzz.cm"));
+}
+
+/// A size-CDF file: read, and its mean and sizes at several points computed.
+pub fn size_cdf(data: &[u8]) {
+    if let Ok(cdf) = workload::cdf::SizeCdf::from_reader(data, std::path::Path::new("fuzz.cdf")) {
+        let _ = cdf.mean();
+        for u in [0.0, 0.25, 0.5, 0.999_999] {
+            let _ = cdf.size_at(u);
+        }
     }
 }
 

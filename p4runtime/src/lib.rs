@@ -36,6 +36,8 @@ pub mod p4 {
             include!(concat!(env!("OUT_DIR"), "/p4.config.v1.rs"));
         }
     }
+
+    pub mod tmp;
 }
 
 /// softswitch's own services.

@@ -80,6 +80,10 @@ pub struct Bmv2Args {
     /// Start without a program, until a controller sets one (SetForwardingPipelineConfig).
     #[arg(long)]
     pub no_p4: bool,
+    /// Log the first N bytes of every frame received and sent, in hex, at info level (0:
+    /// none).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub dump_packet_data: usize,
     /// Target options (after `--`): --grpc-server-addr, --cpu-port, --priority-queues,
     /// --drop-port, and softswitch's --state-budget.
     #[arg(last = true, allow_hyphen_values = true)]
@@ -132,6 +136,15 @@ pub fn options(
              are its own, docs/softswitch.md)"
         );
     }
+    let logs_info = (args.log_console || args.log_file.is_some())
+        && ["trace", "debug", "info"].contains(&args.log_level.as_str());
+    if args.dump_packet_data > 0 && !logs_info {
+        // BMv2 says the same when its log level excludes info messages.
+        eprintln!(
+            "softswitch ({name}): --dump-packet-data ignored: the log (--log-console, \
+             --log-file) does not take info messages"
+        );
+    }
     if target.drop_port.is_some_and(|p| p != 511) {
         anyhow::bail!("{name}: --drop-port other than 511 is not supported");
     }
@@ -163,6 +176,11 @@ pub fn options(
             port_io: softswitch_device::ports::PortIo::default(),
             thrift_addr: Some(SocketAddr::from(([0, 0, 0, 0], args.thrift_port))),
             state_budget: target.state_budget,
+            dump_packet_data: crate::dump::PacketData(if logs_info {
+                args.dump_packet_data
+            } else {
+                0
+            }),
         },
         Logging {
             level,

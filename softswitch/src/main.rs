@@ -5,6 +5,7 @@
 
 mod bmv2_cli;
 mod bmv2_log;
+mod dump;
 mod pcap;
 mod run;
 
@@ -59,6 +60,10 @@ enum Command {
         /// (RESOURCE_EXHAUSTED).
         #[arg(long, value_name = "BYTES", default_value_t = softswitch_core::budget::DEFAULT_STATE_BUDGET, value_parser = crate::run::parse_state_budget)]
         state_budget: usize,
+        /// Log the first N bytes of every frame received and sent, in hex, at info level
+        /// (BMv2's --dump-packet-data; 0, the default, logs none).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        dump_packet_data: usize,
     },
     /// Check a P4 program: exits non-zero and prints file:line:col on the first error.
     Check {
@@ -180,6 +185,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             port_io,
             thrift_addr,
             state_budget,
+            dump_packet_data,
         } => {
             // Colour only on a terminal, and never under NO_COLOR (logs go to files and pipes).
             let colour =
@@ -202,6 +208,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 port_io,
                 thrift_addr,
                 state_budget,
+                dump_packet_data: crate::dump::PacketData(dump_packet_data),
             })?;
             Ok(ExitCode::SUCCESS)
         }

@@ -135,6 +135,10 @@ impl Transmit for Recorded {
     fn flush(&mut self) {
         self.inner.flush();
     }
+
+    fn room(&mut self) -> Option<u32> {
+        self.inner.room()
+    }
 }
 
 #[cfg(test)]

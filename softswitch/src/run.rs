@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 
+use crate::dump::{Dumped, PacketData};
 use crate::pcap::{Capture, Recorded};
 use softswitch_device::ports::{self, PortSpec};
 use softswitch_server::pipeline::Compiled;
@@ -31,6 +32,9 @@ pub struct RunOptions {
     pub port_io: ports::PortIo,
     /// Where to serve BMv2's runtime Thrift services (`--thrift-port`), if anywhere.
     pub thrift_addr: Option<SocketAddr>,
+    /// How many bytes of each frame received and sent to log at info level (BMv2's
+    /// `--dump-packet-data`; 0 logs none).
+    pub dump_packet_data: PacketData,
     /// The state budget of the switch, in bytes (`--state-budget`, `softswitch_core::budget`).
     pub state_budget: usize,
 }
@@ -110,7 +114,16 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
                 }),
                 None => tx,
             };
-            (p.spec().port, tx)
+            let port = p.spec().port;
+            let tx: Box<dyn softswitch_device::engine::Transmit> = match options.dump_packet_data {
+                PacketData(0) => tx,
+                data => Box::new(Dumped {
+                    inner: tx,
+                    port,
+                    data,
+                }),
+            };
+            (port, tx)
         })
         .collect();
     let device = Device::start(options.device_id, transmitters, options.cpu_port, program);
@@ -145,9 +158,16 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         .into_iter()
         .zip(captures)
         .map(|(p, capture)| {
-            let tap = capture.map(|(input, _)| -> ports::Tap {
-                Box::new(move |frame: &[u8]| input.record(frame))
-            });
+            let (port, data) = (p.spec().port, options.dump_packet_data);
+            let tap: Option<ports::Tap> = match (capture, data) {
+                (None, PacketData(0)) => None,
+                (capture, data) => Some(Box::new(move |frame: &[u8]| {
+                    data.received(port, frame);
+                    if let Some((input, _)) = &capture {
+                        input.record(frame);
+                    }
+                })),
+            };
             p.spawn_receiver(device.engine.clone(), running.clone(), tap)
         })
         .collect();

@@ -292,17 +292,52 @@ fn checker_missing_main() {
 }
 
 #[test]
-fn checker_directionless_arguments_must_be_constant() {
-    // As in p4c: action data passed from a program is a compile-time constant; `in` is not.
+fn checker_directionless_arguments_of_actions_take_run_time_values() {
+    // As p4c's BMv2 back end: an action called directly binds its action data to any value
+    // (the P4 tutorials' calc and firewall); a function's directionless parameter takes
+    // compile-time constants only (p4c: "argument used for directionless parameter 'v' must be
+    // a compile-time constant").
+    compiles(&program(
+        "action a(inout bit<8> x, bit<8> v) { x = v; } \
+         action b(inout bit<8> x) { a(x, x + 1); }",
+        "",
+        "a(hdr.h.a, hdr.h.a); b(hdr.h.a);",
+    ));
     assert_eq!(
-        error(&program("action a(bit<8> v) { }", "", "a(hdr.h.a);")),
+        error(&program(
+            "bit<8> f(bit<8> v) { return v; }",
+            "",
+            "hdr.h.a = f(hdr.h.a);"
+        )),
         (
-            "12:15".into(),
+            "12:25".into(),
             "argument used for directionless parameter 'v' must be a compile-time constant \
-             (p4c refuses it); declare the parameter `in` to pass a run-time value"
+             (p4c refuses a run-time value outside an action call); declare the parameter `in` \
+             to pass one"
                 .into()
         )
     );
+}
+
+#[test]
+fn checker_in_and_directionless_parameters_are_read_only() {
+    // p4c: "Expression v cannot be the target of an assignment", for either, assigned or
+    // passed as an out argument; `inout` and `out` parameters are written.
+    let refused = "an `in` or directionless parameter cannot be the target of an assignment \
+                   (p4c refuses it too)";
+    for decls in [
+        "action a(in bit<8> v) { v = 1; }",
+        "action a(bit<8> v) { v = 1; }",
+        "action o(out bit<8> x) { x = 1; } action a(in bit<8> v) { o(v); }",
+        "bit<8> f(in bit<8> v) { v = 2; return v; } action a(in bit<8> v) { }",
+    ] {
+        assert_eq!(error(&program(decls, "", "a(1);")).1, refused, "{decls}");
+    }
+    compiles(&program(
+        "action a(inout bit<8> x, out bit<8> y) { x = 1; y = x; }",
+        "",
+        "a(hdr.h.a, hdr.h.a);",
+    ));
 }
 
 #[test]
@@ -512,7 +547,8 @@ fn checker_directionless_struct_arguments_must_be_constant() {
         (
             "12:25".into(),
             "argument used for directionless parameter 'v' must be a compile-time constant \
-             (p4c refuses it); declare the parameter `in` to pass a run-time value"
+             (p4c refuses a run-time value outside an action call); declare the parameter `in` \
+             to pass one"
                 .into()
         )
     );

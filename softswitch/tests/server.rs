@@ -53,6 +53,23 @@ impl Transmit for Recorder {
     }
 }
 
+/// A recorded port that takes frames only while its gate is open: its room is the gate's
+/// (0 shut), as an AF_PACKET port's whose qdisc holds all the kernel lets it.
+struct Gated {
+    recorder: Recorder,
+    room: std::sync::Arc<std::sync::atomic::AtomicU32>,
+}
+
+impl Transmit for Gated {
+    fn send(&mut self, frame: &[u8]) -> std::io::Result<()> {
+        self.recorder.send(frame)
+    }
+
+    fn room(&mut self) -> Option<u32> {
+        Some(self.room.load(std::sync::atomic::Ordering::SeqCst))
+    }
+}
+
 /// A device with ports 1..=4 recorded, served on an ephemeral port.
 struct Bed {
     device: std::sync::Arc<Device>,
@@ -63,9 +80,24 @@ struct Bed {
 
 impl Bed {
     async fn new() -> Bed {
+        Bed::with_gate(None).await
+    }
+
+    /// A bed whose port 3 takes frames only while `gate` (its room) is not 0, if given.
+    async fn with_gate(gate: Option<std::sync::Arc<std::sync::atomic::AtomicU32>>) -> Bed {
         let (tx, sent) = mpsc::channel();
         let ports: BTreeMap<u16, Box<dyn Transmit>> = (1..=4)
-            .map(|p| (p, Box::new(Recorder(p, tx.clone())) as Box<dyn Transmit>))
+            .map(|p| {
+                let recorder = Recorder(p, tx.clone());
+                let port: Box<dyn Transmit> = match &gate {
+                    Some(room) if p == 3 => Box::new(Gated {
+                        recorder,
+                        room: room.clone(),
+                    }),
+                    _ => Box::new(recorder),
+                };
+                (p, port)
+            })
             .collect();
         let device = std::sync::Arc::new(Device::start(DEVICE, ports, Some(CPU_PORT), None));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -1968,4 +2000,194 @@ async fn a_digest_of_a_bmv2_json_program_reaches_the_controller_as_from_source()
         "the port"
     );
     assert_eq!(received[0], received[1], "from source, then from JSON");
+}
+
+/// BMv2's JSON wrapped in PI's `p4.tmp.P4DeviceConfig` (`reassign`, `device_data`), as the P4
+/// tutorials' `p4runtime_lib` sends it to simple_switch_grpc, is loaded and runs; the config is
+/// read back as it was sent; a wrapper around anything but BMv2 JSON is refused, saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bmv2_json_in_pis_device_config_wrapper_is_loaded_and_read_back_as_sent() {
+    use p4runtime::p4::tmp::P4DeviceConfig;
+    use prost::Message as _;
+    let test = "a_bmv2_json_in_pis_device_config_wrapper_is_loaded_and_read_back_as_sent";
+    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
+        return;
+    };
+    let program = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/server/switch.p4");
+    let compiled = testkit::bmv2::compiled(toolchain, &program).unwrap_or_else(|e| panic!("{e}"));
+    let info = P4Info::decode(&std::fs::read(&compiled.p4info_binary).unwrap()[..]).unwrap();
+    let wrapped = P4DeviceConfig {
+        reassign: true,
+        extras: None,
+        device_data: std::fs::read(&compiled.json).unwrap(),
+    }
+    .encode_to_vec();
+    let bed = Bed::new().await;
+    let mut client = bed.client().await;
+    let mut primary = Stream::open(&mut client, 10).await;
+    assert_eq!(primary.arbitration().await, (Code::Ok as i32, 10));
+    let config = |device_config: Vec<u8>| p4v1::ForwardingPipelineConfig {
+        p4info: Some(info.clone()),
+        p4_device_config: device_config,
+        cookie: None,
+    };
+
+    let not_json = P4DeviceConfig {
+        reassign: true,
+        extras: None,
+        device_data: b"\x00\x01 not a program".to_vec(),
+    };
+    let Err(refused) = set_pipeline(
+        &mut client,
+        10,
+        SetAction::VerifyAndCommit,
+        Some(config(not_json.encode_to_vec())),
+    )
+    .await
+    else {
+        panic!("a wrapper around no BMv2 JSON was loaded");
+    };
+    assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
+    assert!(refused.message().contains("P4DeviceConfig"), "{refused:?}");
+
+    set_pipeline(
+        &mut client,
+        10,
+        SetAction::VerifyAndCommit,
+        Some(config(wrapped.clone())),
+    )
+    .await
+    .unwrap();
+    apply(
+        &mut client,
+        vec![(Insert, route(&info, [11, 0, 0, 0], 8, 3))],
+    )
+    .await;
+    bed.inject(1, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1]));
+    assert_eq!(bed.next_sent().0, 3, "routed by the entry just written");
+
+    let answer = client
+        .get_forwarding_pipeline_config(p4v1::GetForwardingPipelineConfigRequest {
+            device_id: DEVICE,
+            response_type: p4v1::get_forwarding_pipeline_config_request::ResponseType::All as i32,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(answer.config.unwrap().p4_device_config, wrapped);
+}
+
+/// A refused SetForwardingPipelineConfig changes nothing of arbitration: its client stays the
+/// primary and commits the next config; a second stream claiming the same election id is
+/// refused with INVALID_ARGUMENT while the first is open (as the specification says and
+/// simple_switch_grpc does), and takes the primary's place once the first has closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_pipeline_leaves_arbitration_as_it_was() {
+    let bed = Bed::new().await;
+    let mut client = bed.client().await;
+    let mut first = Stream::open(&mut client, 1).await;
+    assert_eq!(first.arbitration().await, (Code::Ok as i32, 1));
+    let refused = set_pipeline(
+        &mut client,
+        1,
+        SetAction::VerifyAndCommit,
+        Some(p4v1::ForwardingPipelineConfig {
+            p4info: Some(p4info("switch.p4")),
+            p4_device_config: vec![0x08, 0x01, 0x1a, 0x80],
+            cookie: None,
+        }),
+    )
+    .await;
+    assert_eq!(refusal(refused), Code::InvalidArgument);
+    commit(&mut client, 1, "switch.p4").await.unwrap();
+    write(
+        &mut client,
+        1,
+        vec![(Insert, route(&p4info("switch.p4"), [11, 0, 0, 0], 8, 3))],
+    )
+    .await
+    .unwrap();
+
+    let mut second = Stream::open(&mut client, 1).await;
+    let ended = tokio::time::timeout(Duration::from_secs(5), second.rx.next())
+        .await
+        .expect("an answer within 5 s");
+    let status = match ended {
+        Some(Err(status)) => status,
+        other => panic!("a second stream with the primary's election id: {other:?}"),
+    };
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+
+    drop(first);
+    // The first stream's end reaches the server on its own time: claim until it has.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let _third = loop {
+        let mut third = Stream::open(&mut client, 1).await;
+        match tokio::time::timeout(Duration::from_secs(5), third.rx.next()).await {
+            Ok(Some(Ok(m))) => {
+                let Some(p4v1::stream_message_response::Update::Arbitration(a)) = m.update else {
+                    panic!("{m:?}");
+                };
+                assert_eq!(a.status.unwrap().code, Code::Ok as i32);
+                break third;
+            }
+            other => assert!(
+                std::time::Instant::now() < deadline,
+                "the closed stream still holds the election id: {other:?}"
+            ),
+        }
+    };
+    write(
+        &mut client,
+        1,
+        vec![(Delete, route(&p4info("switch.p4"), [11, 0, 0, 0], 8, 3))],
+    )
+    .await
+    .unwrap();
+}
+
+/// A port that takes nothing more keeps its packets in its queue, where the program and the
+/// Queues service see them, up to the queue's depth; once it takes frames again they leave in
+/// order, without another packet arriving to push them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_port_that_takes_nothing_more_keeps_its_packets_queued() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let gate = std::sync::Arc::new(AtomicU32::new(0));
+    let bed = Bed::with_gate(Some(gate.clone())).await;
+    let mut client = bed.client().await;
+    let mut primary = Stream::open(&mut client, 10).await;
+    assert_eq!(primary.arbitration().await, (Code::Ok as i32, 10));
+    commit(&mut client, 10, "switch.p4").await.unwrap();
+    let info = p4info("switch.p4");
+    apply(
+        &mut client,
+        vec![(Insert, route(&info, [11, 0, 0, 0], 8, 3))],
+    )
+    .await;
+    for i in 0..70u8 {
+        bed.inject(1, ipv4_frame([1, 2, 3, i], [11, 0, 0, 1]));
+    }
+    assert_eq!(bed.sent_now().await, vec![], "port 3 took nothing");
+    let queued = bed
+        .device
+        .engine
+        .call(|e| e.pipeline.as_ref().unwrap().switch.queue_occupancy(3, 0))
+        .await
+        .unwrap();
+    assert_eq!(
+        queued,
+        softswitch_core::tm::DEFAULT_DEPTH,
+        "full, the rest tail-dropped"
+    );
+
+    gate.store(64, Ordering::SeqCst);
+    let sources: Vec<u8> = (0..softswitch_core::tm::DEFAULT_DEPTH)
+        .map(|_| {
+            let (port, frame) = bed.next_sent();
+            assert_eq!(port, 3);
+            frame[29] // the last byte of the IPv4 source address
+        })
+        .collect();
+    let expected: Vec<u8> = (0..softswitch_core::tm::DEFAULT_DEPTH as u8).collect();
+    assert_eq!(sources, expected, "in the order they came");
 }

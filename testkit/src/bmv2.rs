@@ -106,6 +106,22 @@ pub fn toolchain_or_skip(test: &str) -> Option<&'static Toolchain> {
     }
 }
 
+/// BMv2's `simple_switch_grpc` (P4Runtime) of the toolchain; when the toolchain or that build
+/// is not found, applies the [`skip`] rule for `test` and gives `None`.
+pub fn simple_switch_grpc_or_skip(test: &str) -> Option<&'static p4toolchain::Tool> {
+    let toolchain = toolchain_or_skip(test)?;
+    if toolchain.simple_switch_grpc.is_none() {
+        skip(
+            test,
+            &format!(
+                "needs simple_switch_grpc, which {} lacks",
+                toolchain.describe()
+            ),
+        );
+    }
+    toolchain.simple_switch_grpc.as_ref()
+}
+
 /// p4c's outputs for `program`: compiled once per program text and p4c binary, kept under
 /// `target/p4c/`, and shared by every test (a compile happens in a directory of its own that
 /// is renamed into place, so concurrent tests never see half of one).

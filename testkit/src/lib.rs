@@ -56,6 +56,29 @@ pub fn skip(test: &str, reason: &str) {
     skipped::record(test, reason);
 }
 
+/// The directory the environment variable `var` names (a shared reference folder such as
+/// `LOSSLESS_HTSIM` or `LOSSLESS_WORKLOADS`, which `.ci/run` sets), if it is set and is a
+/// directory; else applies the [`skip`] rule and gives `None`.
+pub fn reference_dir_or_skip(test: &str, var: &str) -> Option<PathBuf> {
+    match std::env::var_os(var).map(PathBuf::from) {
+        Some(dir) if dir.is_dir() => Some(dir),
+        Some(dir) => {
+            skip(
+                test,
+                &format!("${var} names {}, which is not a directory", dir.display()),
+            );
+            None
+        }
+        None => {
+            skip(
+                test,
+                &format!("needs ${var}, the reference folder it names"),
+            );
+            None
+        }
+    }
+}
+
 /// [`venv_python`] if the venv exists; else applies the [`skip`] rule and gives `None`.
 pub fn venv_python_or_skip(test: &str) -> Option<PathBuf> {
     let python = venv_python();
@@ -70,6 +93,48 @@ pub fn venv_python_or_skip(test: &str) -> Option<PathBuf> {
         ),
     );
     None
+}
+
+/// The environment variable that names the P4 tutorials (p4lang/tutorials, with PI's
+/// `pi-proto/`), as users have them: `.ci/run` sets it to `../shared/tutorials` beside the clone.
+pub const TUTORIALS_ENV: &str = "LOSSLESS_TUTORIALS";
+
+/// The P4 tutorials' directory (`LOSSLESS_TUTORIALS`) if it is set and holds `exercises/`;
+/// else applies the [`skip`] rule and gives `None`.
+pub fn tutorials_or_skip(test: &str) -> Option<PathBuf> {
+    let dir = reference_dir_or_skip(test, TUTORIALS_ENV)?;
+    if dir.join("exercises").is_dir() {
+        return Some(dir);
+    }
+    skip(
+        test,
+        &format!(
+            "needs the P4 tutorials: {TUTORIALS_ENV}={} has no exercises/",
+            dir.display()
+        ),
+    );
+    None
+}
+
+/// Generates PI's `p4.tmp.p4config_pb2` (the wrapper of a device config the tutorials'
+/// `p4runtime_lib` imports, on no package index) from the tutorials' `pi-proto/` into `dir`
+/// with `python`'s grpc_tools, as a `p4` package that extends the installed one
+/// (`pkgutil.extend_path`): `dir` goes on PYTHONPATH. A failure panics with protoc's message.
+pub fn p4config_module(python: &Path, tutorials: &Path, dir: &Path) {
+    std::fs::create_dir_all(dir.join("p4/tmp")).unwrap();
+    output_of(
+        std::process::Command::new(python)
+            .args(["-m", "grpc_tools.protoc", "-I"])
+            .arg(tutorials.join("pi-proto"))
+            .arg(format!("--python_out={}", dir.display()))
+            .arg("p4/tmp/p4config.proto"),
+    );
+    std::fs::write(
+        dir.join("p4/__init__.py"),
+        "__path__ = __import__('pkgutil').extend_path(__path__, __name__)\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("p4/tmp/__init__.py"), "").unwrap();
 }
 
 /// Runs tshark over `frames` (Ethernet frames, written to a pcap file in a temporary directory

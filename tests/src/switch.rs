@@ -240,21 +240,19 @@ impl SwitchBed {
     /// its notification socket in `dir` (BMv2's default path is the same for every switch of
     /// the machine, namespaces or not), started and ready (its servers listen): running
     /// p4c's JSON `json`, or without a pipeline (simple_switch_grpc: a controller sets one on
-    /// [`P4RUNTIME_ADDR`]); with `log_console`, its trace on standard output.
+    /// [`P4RUNTIME_ADDR`]); with BMv2's options `options` too (`--log-console`: its trace on
+    /// standard output).
     pub fn start_bmv2(
         topology: Topology,
         tool: &p4toolchain::Tool,
         build: Bmv2Build,
         json: Option<&Path>,
         dir: &Path,
-        log_console: bool,
+        options: &[&str],
     ) -> anyhow::Result<SwitchBed> {
         let mut command = topology.switch_ns.command(&tool.program);
         tool.set_env(&mut command);
-        command.args(["--device-id", "0"]);
-        if log_console {
-            command.arg("--log-console");
-        }
+        command.args(["--device-id", "0"]).args(options);
         command
             .arg("--notifications-addr")
             .arg(format!("ipc://{}", dir.join("notifications.ipc").display()));
@@ -296,15 +294,16 @@ impl SwitchBed {
 
     /// softswitch launched as BMv2's `simple_switch`: `link` is a symlink to softswitch with
     /// that name, given BMv2's command line (`--device-id 0 -i 1@... --thrift-port 9090
-    /// PROGRAM`) on `topology`'s ports; started and ready (its Thrift server listens on
-    /// [`THRIFT_ADDR`] in the switch namespace).
+    /// PROGRAM`, with BMv2's options `options`) on `topology`'s ports; started and ready (its
+    /// Thrift server listens on [`THRIFT_ADDR`] in the switch namespace).
     pub fn start_as_simple_switch(
         topology: Topology,
         link: &Path,
         program: &Path,
+        options: &[&str],
     ) -> anyhow::Result<SwitchBed> {
         let mut command = topology.switch_ns.command(link);
-        command.args(["--device-id", "0"]);
+        command.args(["--device-id", "0"]).args(options);
         command.args(topology.port_args());
         command.args(["--thrift-port", "9090"]).arg(program);
         SwitchBed::spawn(topology, command, Ready::Listening(&[THRIFT_ADDR]), true)

@@ -63,7 +63,7 @@ impl TutorialBed {
     pub fn bmv2(tool: &p4toolchain::Tool) -> anyhow::Result<Self> {
         let (topology, dir) = Self::hosts()?;
         Ok(TutorialBed {
-            bed: SwitchBed::start_bmv2(topology, tool, Bmv2Build::Grpc, None, &dir, false)?,
+            bed: SwitchBed::start_bmv2(topology, tool, Bmv2Build::Grpc, None, &dir, &[])?,
             dir,
             bmv2: true,
             json: true,

@@ -15,65 +15,11 @@ use std::{
 };
 
 use lossless_tests::{
-    bed::{lossless_bin, privileged},
+    bed::lossless_bin,
+    net::{assert_nothing_left, bmv2, mininet, net, runs, scratch, STATE_ROOT},
     switch::dataplane_p4,
 };
 use serde_json::Value;
-
-/// Mininet itself: Debian's package (`cargo xtask setup` installs it), or the skip rule.
-fn mininet(test: &str) -> bool {
-    if !privileged(test) {
-        return false;
-    }
-    if !Path::new("/usr/bin/mnexec").exists() {
-        testkit::skip(
-            test,
-            "needs Debian's mininet (cargo xtask setup installs it)",
-        );
-        return false;
-    }
-    true
-}
-
-/// BMv2 with P4Runtime, or the skip rule.
-fn bmv2(test: &str) -> bool {
-    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
-        return false;
-    };
-    if toolchain.simple_switch_grpc.is_none() {
-        testkit::skip(
-            test,
-            &format!("{} has no simple_switch_grpc", toolchain.describe()),
-        );
-        return false;
-    }
-    true
-}
-
-/// `lossless net --name NAME ARGS`, with softswitch beside it.
-fn net(name: &str, args: &[&str]) -> Command {
-    let mut command = Command::new(lossless_bin());
-    command.args(["net", "--name", name]).args(args);
-    command
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lossless-net-test-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// What a network leaves when it is gone: its state directory, its namespace.
-fn assert_nothing_left(name: &str, netns: &str) {
-    assert!(
-        !Path::new("/run/lossless/net").join(name).exists(),
-        "{name}: state left behind"
-    );
-    assert!(
-        !Path::new("/run/netns").join(netns).exists(),
-        "{name}: namespace {netns} left behind"
-    );
-}
 
 /// Runs `net up leaf-spine:2,2,2 --test pingall` and asserts that every ping came back.
 fn pingall(name: &str, switch: &str) {
@@ -196,37 +142,44 @@ fn live_policy_change_moves_traffic_across_spines_on_bmv2() {
     }
 }
 
-/// The tutorials' basic exercise as a user has it: topology.json, s1-runtime.json naming
-/// build/lossless.p4.p4info.txtpb, the program beside them; `lossless net up topology.json`.
-#[test]
-fn tutorials_two_hosts_come_up_unchanged() {
-    if !mininet("tutorials_two_hosts_come_up_unchanged") {
-        return;
-    }
-    let dir = scratch("tut");
+/// The tutorials' basic exercise as a user has it, in `dir`: topology.json, s1-runtime.json
+/// naming build/lossless.p4.p4info.txtpb, the program beside them; h1 runs `h1_commands`
+/// after its gateway's. Returns the topology file.
+fn two_hosts(dir: &Path, h1_commands: &[&str]) -> PathBuf {
     std::fs::copy(dataplane_p4("lossless.p4"), dir.join("lossless.p4")).unwrap();
     std::fs::copy(
         dataplane_p4("topologies/two-hosts/s1-runtime.json"),
         dir.join("s1-runtime.json"),
     )
     .unwrap();
-    std::fs::write(
-        dir.join("topology.json"),
-        r#"{
-  "hosts": {
-    "h1": {"ip": "10.0.1.1/24", "mac": "08:00:00:00:01:11",
-           "commands": ["route add default gw 10.0.1.10 dev eth0",
-                        "arp -i eth0 -s 10.0.1.10 08:00:00:00:01:00"]},
-    "h2": {"ip": "10.0.2.2/24", "mac": "08:00:00:00:02:22",
-           "commands": ["route add default gw 10.0.2.20 dev eth0",
-                        "arp -i eth0 -s 10.0.2.20 08:00:00:00:02:00"]}
-  },
-  "switches": {"s1": {"runtime_json": "s1-runtime.json"}},
-  "links": [["h1", "s1-p1"], ["h2", "s1-p2"]]
-}"#,
-    )
-    .unwrap();
-    let topology = dir.join("topology.json");
+    let mut h1 = vec![
+        "route add default gw 10.0.1.10 dev eth0".to_string(),
+        "arp -i eth0 -s 10.0.1.10 08:00:00:00:01:00".to_string(),
+    ];
+    h1.extend(h1_commands.iter().map(|c| c.to_string()));
+    let topology = serde_json::json!({
+        "hosts": {
+            "h1": {"ip": "10.0.1.1/24", "mac": "08:00:00:00:01:11", "commands": h1},
+            "h2": {"ip": "10.0.2.2/24", "mac": "08:00:00:00:02:22",
+                   "commands": ["route add default gw 10.0.2.20 dev eth0",
+                                "arp -i eth0 -s 10.0.2.20 08:00:00:00:02:00"]}
+        },
+        "switches": {"s1": {"runtime_json": "s1-runtime.json"}},
+        "links": [["h1", "s1-p1"], ["h2", "s1-p2"]]
+    });
+    let path = dir.join("topology.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&topology).unwrap()).unwrap();
+    path
+}
+
+/// `lossless net up topology.json --test pingall` of the two hosts.
+#[test]
+fn tutorials_two_hosts_come_up_unchanged() {
+    if !mininet("tutorials_two_hosts_come_up_unchanged") {
+        return;
+    }
+    let dir = scratch("tut");
+    let topology = two_hosts(&dir, &[]);
     let out = net(
         "t-tut",
         &["up", topology.to_str().unwrap(), "--test", "pingall"],
@@ -239,6 +192,226 @@ fn tutorials_two_hosts_come_up_unchanged() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A p4-utils app as its examples are (tests/p4app: p4app.json, l2 addresses, forwarding.p4,
+/// a cli_input file of simple_switch_CLI commands per switch and nothing else to program them
+/// with), brought up from its folder as `p4run` runs: pingall passes only if the commands went
+/// in over Thrift.
+fn p4app_with_cli_input(test: &str, name: &str, switch: &str) {
+    // simple_switch_CLI applies the commands (and, for softswitch, p4c makes the program's
+    // BMv2 JSON that the CLI reads from the switch).
+    if !mininet(test) || testkit::bmv2::toolchain_or_skip(test).is_none() {
+        return;
+    }
+    if switch == "bmv2" && !bmv2(test) {
+        return;
+    }
+    let out = net(
+        name,
+        &["up", "p4app.json", "--switch", switch, "--test", "pingall"],
+    )
+    .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("p4app"))
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("pingall: 0% dropped"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!Path::new(STATE_ROOT).join(name).exists());
+}
+
+#[test]
+fn p4app_with_cli_input_comes_up_on_softswitch() {
+    p4app_with_cli_input(
+        "p4app_with_cli_input_comes_up_on_softswitch",
+        "t-sw-app",
+        "softswitch",
+    );
+}
+
+#[test]
+fn p4app_with_cli_input_comes_up_on_bmv2() {
+    p4app_with_cli_input("p4app_with_cli_input_comes_up_on_bmv2", "t-bm-app", "bmv2");
+}
+
+/// The pids of the processes whose command line is `args` (`sleep N` with an N of the test's
+/// own).
+fn processes_running(args: &[&str]) -> Vec<u64> {
+    let wanted: Vec<u8> = args
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u64>().ok())
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == wanted))
+        .filter(|pid| runs(*pid))
+        .collect()
+}
+
+/// A host command that fails, one that ends in a comment and one that never returns: the
+/// first is logged and the network goes on, as Mininet goes on; the comment is the command's;
+/// the third is interrupted after --command-timeout, logged, and the next command runs.
+#[test]
+fn failing_and_hanging_host_commands_are_logged_and_the_network_goes_on() {
+    if !mininet("failing_and_hanging_host_commands_are_logged_and_the_network_goes_on") {
+        return;
+    }
+    let dir = scratch("cmds");
+    let marker = dir.join("after-the-hang");
+    let last = format!("touch {}", marker.display());
+    let topology = two_hosts(
+        &dir,
+        &[
+            // The connected route is there already: "RTNETLINK answers: File exists".
+            "ip route add 10.0.1.0/24 dev eth0",
+            "arp -i eth0 -s 10.0.1.10 08:00:00:00:01:00 # the gateway, again",
+            "sleep 86401",
+            &last,
+        ],
+    );
+    let out = net(
+        "t-cmds",
+        &[
+            "up",
+            topology.to_str().unwrap(),
+            "--command-timeout",
+            "2s",
+            "--test",
+            "pingall",
+        ],
+    )
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("pingall: 0% dropped"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        stderr.contains("h1: `ip route add 10.0.1.0/24 dev eth0` failed (exit status 2)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("h1: `sleep 86401` did not finish in 2 s; interrupted"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("the gateway, again` failed"), "{stderr}");
+    assert!(marker.exists(), "the command after the hang did not run");
+    assert!(processes_running(&["sleep", "86401"]).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The pids a network recorded: its glue's (up.json) and every process the glue started
+/// (processes.json), read while it runs.
+fn recorded_pids(name: &str) -> Vec<u64> {
+    let state = Path::new(STATE_ROOT).join(name);
+    let read = |file: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(state.join(file)).unwrap()).unwrap()
+    };
+    let mut pids = vec![read("up.json")["glue"]["pid"].as_u64().unwrap()];
+    pids.extend(
+        read("processes.json")
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["pid"].as_u64().unwrap()),
+    );
+    pids
+}
+
+/// Starts `net up TOPOLOGY ARGS` of network `name` and waits until `sleep SECONDS` runs in
+/// it (a host command or a script's `net exec`); returns the child, the pids the network
+/// recorded, and its namespace.
+fn up_until_sleeping(
+    name: &str,
+    topology: &Path,
+    args: &[&str],
+    seconds: &str,
+) -> (std::process::Child, Vec<u64>, String) {
+    let mut up = net(name, &["up", topology.to_str().unwrap()])
+        .args(args)
+        .env("LOSSLESS_BIN", lossless_bin())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while processes_running(&["sleep", seconds]).is_empty() {
+        assert!(Instant::now() < deadline, "sleep {seconds} never ran");
+        assert!(up.try_wait().unwrap().is_none(), "net up ended early");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let state = Path::new(STATE_ROOT).join(name);
+    let up_json: Value =
+        serde_json::from_str(&std::fs::read_to_string(state.join("up.json")).unwrap()).unwrap();
+    let netns = up_json["netns"].as_str().unwrap().to_string();
+    (up, recorded_pids(name), netns)
+}
+
+/// `lossless net down` of `name`, which must succeed and leave nothing: no state, no
+/// namespace, none of the `recorded` processes, no `sleep SECONDS`.
+fn down_leaves_nothing(name: &str, netns: &str, recorded: &[u64], seconds: &str) {
+    let out = net(name, &["down"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "net down: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_nothing_left(name, netns);
+    for pid in recorded {
+        assert!(!runs(*pid), "recorded process {pid} still runs");
+    }
+    assert!(processes_running(&["sleep", seconds]).is_empty());
+}
+
+/// `kill -9` of `lossless net up` while its script has a process in a host: `net down` takes
+/// the network down all the same, by its records.
+#[test]
+fn net_down_cleans_up_after_kill_9_of_net_up() {
+    if !mininet("net_down_cleans_up_after_kill_9_of_net_up") {
+        return;
+    }
+    let name = "t-kill9";
+    let dir = scratch(name);
+    let topology = two_hosts(&dir, &[]);
+    std::fs::write(
+        dir.join("script.sh"),
+        "\"$LOSSLESS_BIN\" net exec h1 -- sleep 86402\n",
+    )
+    .unwrap();
+    let script = dir.join("script.sh");
+    let (mut up, recorded, netns) = up_until_sleeping(
+        name,
+        &topology,
+        &["--run", script.to_str().unwrap()],
+        "86402",
+    );
+    up.kill().unwrap();
+    up.wait().unwrap();
+    down_leaves_nothing(name, &netns, &recorded, "86402");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `net down` while a host command hangs (`net up` is still bringing the network up): the
+/// switches already started go too.
+#[test]
+fn net_down_while_a_host_command_hangs_leaves_nothing() {
+    if !mininet("net_down_while_a_host_command_hangs_leaves_nothing") {
+        return;
+    }
+    let name = "t-hang";
+    let dir = scratch(name);
+    let topology = two_hosts(&dir, &["sleep 86403"]);
+    let (mut up, recorded, netns) = up_until_sleeping(name, &topology, &[], "86403");
+    down_leaves_nothing(name, &netns, &recorded, "86403");
+    let status = up.wait().unwrap();
+    assert!(!status.success(), "net up was stopped, yet exited 0");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -164,17 +164,7 @@ fn lossless_p4_on_bmv2_from_its_runtime_json_forwards_and_counts() {
     if !privileged(test) {
         return;
     }
-    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
-        return;
-    };
-    let Some(grpc) = &toolchain.simple_switch_grpc else {
-        testkit::skip(
-            test,
-            &format!(
-                "needs simple_switch_grpc, which {} lacks",
-                toolchain.describe()
-            ),
-        );
+    let Some(grpc) = testkit::bmv2::simple_switch_grpc_or_skip(test) else {
         return;
     };
     lossless_p4_forwards_and_counts(&TutorialBed::bmv2(grpc).unwrap());

@@ -9,7 +9,7 @@ use std::time::Duration;
 use lossless::netns::unique_name;
 use lossless_tests::bed::{privileged, TIMEOUT};
 use lossless_tests::capture::RawSocket;
-use lossless_tests::switch::{program, softswitch_bin, SwitchBed, Topology};
+use lossless_tests::switch::{program, softswitch_bin, Bmv2Build, SwitchBed, Topology};
 
 /// The source MAC of every frame this test sends: a filter against anything else on the wire.
 const SRC: [u8; 6] = [0x02, 0x54, 0x48, 0x52, 0x46, 0x54];
@@ -51,11 +51,13 @@ impl Drop for Scratch {
 }
 
 /// Starts softswitch through a symlink named `simple_switch` in `dir`, on three hosts,
-/// running `program` (BMv2 JSON or P4 source).
-fn simple_switch(dir: &Path, program: &Path) -> SwitchBed {
+/// running `program` (BMv2 JSON or P4 source), with BMv2's options `options`.
+fn simple_switch(dir: &Path, program: &Path, options: &[&str]) -> SwitchBed {
     let link = dir.join("simple_switch");
-    std::os::unix::fs::symlink(softswitch_bin(), &link).unwrap();
-    SwitchBed::start_as_simple_switch(Topology::new(3).unwrap(), &link, program).unwrap()
+    if !link.exists() {
+        std::os::unix::fs::symlink(softswitch_bin(), &link).unwrap();
+    }
+    SwitchBed::start_as_simple_switch(Topology::new(3).unwrap(), &link, program, options).unwrap()
 }
 
 /// Every frame of ours that arrives on `socket` during `window`.
@@ -79,7 +81,7 @@ fn simple_switch_cli_drives_softswitch_running_p4c_json() {
     };
     let compiled = testkit::bmv2::compiled(toolchain, &program("thrift_cli.p4")).unwrap();
     let scratch = Scratch::new();
-    let bed = simple_switch(&scratch.0, &compiled.json);
+    let bed = simple_switch(&scratch.0, &compiled.json, &[]);
     let cli = |commands: &str| {
         bed.simple_switch_cli(&toolchain.simple_switch_cli, &[], commands)
             .unwrap()
@@ -94,7 +96,7 @@ fn simple_switch_cli_drives_softswitch_running_p4c_json() {
     assert!(out.contains("Entry has been added with handle 0"), "{out}");
     assert!(out.contains("EXACT     0001"), "{out}");
     assert!(
-        out.contains("Action entry: ThriftIngress.to_port - 0002"),
+        out.contains("Action entry: ThriftIngress.to_port - 02"),
         "{out}"
     );
     assert!(out.contains("Action entry: ThriftIngress.drop - "), "{out}");
@@ -196,7 +198,7 @@ fn simple_switch_cli_drives_softswitch_running_p4_source_with_p4cs_json() {
     let source = program("thrift_cli.p4");
     let compiled = testkit::bmv2::compiled(toolchain, &source).unwrap();
     let scratch = Scratch::new();
-    let bed = simple_switch(&scratch.0, &source);
+    let bed = simple_switch(&scratch.0, &source, &[]);
     let cli = &toolchain.simple_switch_cli;
     // Without --json the CLI cannot start: the switch refuses bm_get_config.
     let refused = bed.simple_switch_cli(cli, &[], "table_num_entries forward\n");
@@ -228,4 +230,112 @@ fn simple_switch_cli_drives_softswitch_running_p4_source_with_p4cs_json() {
         "{out}"
     );
     drop(bed.into_topology().unwrap());
+}
+
+/// Entries whose action data is zero, small and wider than a byte, the default entry, and
+/// their dumps: what simple_switch_CLI prints is the same, byte for byte, from softswitch as
+/// from BMv2's simple_switch (match keys at their field's width, action data in its fewest
+/// bytes: port 2 is `02`, port 256 `0100`, 0 `00`).
+#[test]
+fn table_dump_prints_what_bmv2_prints() {
+    let test = "table_dump_prints_what_bmv2_prints";
+    if !privileged(test) {
+        return;
+    }
+    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
+        return;
+    };
+    let compiled = testkit::bmv2::compiled(toolchain, &program("thrift_cli.p4")).unwrap();
+    let commands = "table_add forward to_port 1 => 0\n\
+                    table_add forward to_port 2 => 2\n\
+                    table_add forward to_port 3 => 256\n\
+                    table_add forward to_group 4 => 7\n\
+                    table_set_default forward to_port 5\n\
+                    table_dump forward\n\
+                    table_dump_entry forward 2\n\
+                    table_dump_entry_from_key forward 4\n";
+    let scratch = Scratch::new();
+    let soft = simple_switch(&scratch.0, &compiled.json, &[]);
+    let ours = soft
+        .simple_switch_cli(&toolchain.simple_switch_cli, &[], commands)
+        .unwrap();
+    drop(soft);
+    let bmv2 = SwitchBed::start_bmv2(
+        Topology::new(3).unwrap(),
+        &toolchain.simple_switch,
+        Bmv2Build::Thrift,
+        Some(&compiled.json),
+        &scratch.0,
+        &[],
+    )
+    .unwrap();
+    let theirs = bmv2
+        .simple_switch_cli(&toolchain.simple_switch_cli, &[], commands)
+        .unwrap();
+    assert!(theirs.contains("to_port - 0100"), "{theirs}");
+    assert_eq!(ours, theirs);
+}
+
+/// `--dump-packet-data N`: a frame forwarded from port 1 to port 2 is logged as received and as
+/// sent, its first N bytes in hex, in the same words from softswitch as from BMv2's
+/// simple_switch given the same option (only the lines' time and thread differ).
+#[test]
+fn dump_packet_data_logs_frames_as_bmv2_does() {
+    let test = "dump_packet_data_logs_frames_as_bmv2_does";
+    if !privileged(test) {
+        return;
+    }
+    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
+        return;
+    };
+    let compiled = testkit::bmv2::compiled(toolchain, &program("thrift_cli.p4")).unwrap();
+    let options = ["--log-console", "--dump-packet-data", "20"];
+    let scratch = Scratch::new();
+    let dumped = |mut bed: SwitchBed| -> Vec<String> {
+        bed.simple_switch_cli(
+            &toolchain.simple_switch_cli,
+            &[],
+            "table_add forward to_port 1 => 2\n",
+        )
+        .unwrap();
+        let (h1, h2) = (bed.hosts()[0].socket(), bed.hosts()[1].socket());
+        let sent = frame(PLAIN, 7);
+        h1.send(&sent).unwrap();
+        assert_eq!(h2.receive(1, TIMEOUT, ours).unwrap(), [sent]);
+        bed.wait_for_log("Sending packet of length 64 on port 2: ")
+            .unwrap();
+        bed.lines
+            .iter()
+            .filter_map(|l| l.split_once("] [bmv2] [I] [thread ").map(|(_, rest)| rest))
+            .filter_map(|rest| {
+                rest.split_once("] ")
+                    .map(|(_, message)| message.to_string())
+            })
+            .filter(|m| m.contains(" packet of length "))
+            .collect()
+    };
+    let ours = dumped(simple_switch(&scratch.0, &compiled.json, &options));
+    let theirs = dumped(
+        SwitchBed::start_bmv2(
+            Topology::new(3).unwrap(),
+            &toolchain.simple_switch,
+            Bmv2Build::Thrift,
+            Some(&compiled.json),
+            &scratch.0,
+            &options,
+        )
+        .unwrap(),
+    );
+    let hex: String = frame(PLAIN, 7)[..20]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(
+        theirs,
+        [
+            format!("Received packet of length 64 on port 1: {hex}"),
+            format!("Sending packet of length 64 on port 2: {hex}"),
+        ]
+    );
+    assert_eq!(ours, theirs);
 }

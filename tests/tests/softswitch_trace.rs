@@ -158,7 +158,7 @@ fn softswitch_traces_each_packet_as_bmv2s_log_console_does() {
         Bmv2Build::Thrift,
         Some(&compiled.json),
         &dir,
-        true,
+        &["--log-console"],
     )
     .unwrap();
     let mut cli = bmv2

@@ -101,10 +101,10 @@ fn require_root(task: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The fuzz targets `test` fuzzes (fuzz/): the switch's parsers. The control plane's
-/// (`runtime_json`, `host_config`, `agent_config`) are only replayed over their corpus by
-/// `cargo test`: fuzzing them links `lossless`, whose build script builds the eBPF programs
-/// once more for the fuzz build, minutes that CI does not have.
+/// The fuzz targets `test` fuzzes (fuzz/): the switch's parsers and the workload format's. The
+/// control plane's (`runtime_json`, `host_config`, `agent_config`) are only replayed over their
+/// corpus by `cargo test`: fuzzing them links `lossless`, whose build script builds the eBPF
+/// programs once more for the fuzz build, minutes that CI does not have.
 const FUZZED: &[&str] = &[
     "frontend",
     "bmv2_json",
@@ -113,6 +113,9 @@ const FUZZED: &[&str] = &[
     "p4rt_set_pipeline",
     "fabric_runtime_json",
     "thrift_calls",
+    "workload",
+    "htsim_matrix",
+    "size_cdf",
 ];
 
 /// How long `test` fuzzes each target, in seconds.

@@ -9,7 +9,8 @@ use crate::run::{cargo_home_bin, workspace_root, Cmd};
 /// Debian packages: LLVM 22 for bpf-linker, iproute2/ethtool for the test beds, ping for the
 /// switch tests' hosts, tshark as an independent decoder, python3-venv for the test venv,
 /// mininet (Debian's, for `lossless net`; it brings its own python3 module and mnexec),
-/// prometheus (Prometheus and promtool, which scrape and lint `lossless agent` in its test).
+/// prometheus (Prometheus and promtool, which scrape and lint `lossless agent` in its test),
+/// python3-dev (PTF's netifaces is built from source when the venv installs it).
 const APT_PACKAGES: &[&str] = &[
     "llvm-22-dev",
     "libpolly-22-dev",
@@ -23,18 +24,23 @@ const APT_PACKAGES: &[&str] = &[
     "util-linux",
     "mininet",
     "prometheus",
+    "python3-dev",
 ];
 
 /// Python packages of the tests' independent decoders and clients, kept in `.venv` inside the
 /// clone, each with the module that proves it is installed: scapy; the official P4Runtime
 /// bindings (an independent P4Runtime client, and the source of `p4runtime/proto/`'s descriptors)
-/// with the protobuf runtime, Google's common protos and gRPC they need.
+/// with the protobuf runtime, Google's common protos and gRPC they need; PTF, the P4 testing
+/// framework the P4 tutorials' test suites run on, and gRPC's protoc (grpcio-tools), which
+/// generates PI's `p4config` module those suites import (tests/tests/tutorials_ptf.rs).
 const PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("scapy==2.6.1", "scapy"),
     ("p4runtime==1.6.0", "p4.v1.p4runtime_pb2"),
     ("protobuf==7.36.2", "google.protobuf"),
     ("googleapis-common-protos==1.76.0", "google.rpc.status_pb2"),
     ("grpcio==1.85.1", "grpc"),
+    ("ptf==0.12.0", "ptf"),
+    ("grpcio-tools==1.85.1", "grpc_tools.protoc"),
 ];
 
 /// cargo-fuzz, which builds the fuzz targets with libFuzzer (fuzz/); pinned, like bpf-linker's

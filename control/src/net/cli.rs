@@ -7,8 +7,10 @@ use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand};
 
 use super::{
+    cleanup,
     experiment::Experiment,
     leaf_spine::{Policy, Shape, Tuning},
+    program,
     state::{self, Running},
     up::{self, Plan, Then},
     uplinks::{self, Uplinks},
@@ -41,7 +43,9 @@ pub enum NetCommand {
         /// The P4 switch every switch node runs.
         #[arg(long = "switch", value_enum, default_value_t = SwitchKind::Softswitch)]
         switch: SwitchKind,
-        /// The P4 program of switches whose topology names none.
+        /// The program (P4 source or p4c's BMv2 JSON) of switches whose topology names none;
+        /// without it, a p4app.json's p4_src, else the program each switch's runtime JSON was
+        /// written for.
         #[arg(long)]
         program: Option<PathBuf>,
         /// eBPF hooks to attach to every host's interface: those of `lossless host attach
@@ -65,6 +69,10 @@ pub enum NetCommand {
         /// A capture of every switch port in the network's directory.
         #[arg(long)]
         pcap_dump: bool,
+        /// How long each of the topology's host commands may run before it is interrupted
+        /// (and, like a command that fails, logged while the network goes on); default 30 s.
+        #[arg(long, value_parser = crate::units::parse_run_time)]
+        command_timeout: Option<std::time::Duration>,
     },
     /// The nodes, switches (gRPC address, device id) and links of a running network.
     Status {
@@ -132,20 +140,15 @@ pub async fn run(args: NetArgs) -> anyhow::Result<ExitCode> {
             run,
             log_console,
             pcap_dump,
+            command_timeout,
         } => {
             let tuning = Tuning {
                 policy,
                 ..Tuning::default()
             };
-            let (network, file_program, shape) = up::load(&topo, &tuning)?;
-            let program = program
-                .or(file_program)
-                .or_else(|| up::program_from_runtime(&network));
-            if program.is_none()
-                && shape.is_none()
-                && network.switches.iter().any(|s| s.program.is_none())
-            {
-                bail!("{topo} names no P4 program for its switches; give one with --program");
+            let (mut network, file_program, shape) = up::load(&topo, &tuning)?;
+            if shape.is_none() {
+                program::settle(&mut network, program.or(file_program).as_deref())?;
             }
             let then = match (test, run) {
                 (Some(NetTest::Pingall), _) => Then::PingAll,
@@ -156,12 +159,12 @@ pub async fn run(args: NetArgs) -> anyhow::Result<ExitCode> {
             let plan = Plan {
                 name,
                 network,
-                program,
                 switch,
                 host_hooks,
                 shape,
                 log_console,
                 pcap_dump,
+                command_timeout: command_timeout.unwrap_or(up::DEFAULT_COMMAND_TIMEOUT),
             };
             up::run(plan, then).await
         }
@@ -179,12 +182,12 @@ pub async fn run(args: NetArgs) -> anyhow::Result<ExitCode> {
             let plan = Plan {
                 name,
                 network,
-                program: None,
                 switch,
                 host_hooks: up::host_hooks(&experiment.host_hooks())?,
                 shape,
                 log_console: false,
                 pcap_dump: false,
+                command_timeout: up::DEFAULT_COMMAND_TIMEOUT,
             };
             up::run(plan, Then::Experiment(experiment)).await
         }
@@ -267,22 +270,37 @@ async fn in_network<T: Send + 'static>(
     .await?
 }
 
-/// Signals `net up` to stop and waits until its directory is gone.
+/// How long `net down` lets a live `net up` tear its network down before it does it itself.
+const DOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(90);
+
+/// Signals `net up` to stop and waits until its directory is gone; when that `net up` is gone
+/// (killed outright) or does not finish in time, removes what the records name itself
+/// ([`cleanup::force`]). Says on standard error what it had to kill.
 fn down(running: &Running) -> anyhow::Result<()> {
-    if !running.alive() {
-        bail!(
-            "the lossless net up of this network (pid {}) is gone; its next `net up` clears what it left",
+    if running.up_process().signal(libc::SIGTERM) {
+        let deadline = std::time::Instant::now() + DOWN_WAIT;
+        while running.dir.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        if !running.dir.exists() {
+            return Ok(());
+        }
+        eprintln!(
+            "lossless net down: lossless net up (pid {}) did not take the network down in {} s",
+            running.up.pid,
+            DOWN_WAIT.as_secs()
+        );
+    } else {
+        eprintln!(
+            "lossless net down: lossless net up (pid {}) is gone; removing what it left",
             running.up.pid
         );
     }
-    // SAFETY: a signal to the recorded `lossless net up`, alive as checked.
-    unsafe { libc::kill(running.up.pid as i32, libc::SIGTERM) };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
-    while running.dir.exists() {
-        if std::time::Instant::now() > deadline {
-            bail!("{} is still there after 90 s", running.dir.display());
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
+    for problem in cleanup::force(running) {
+        eprintln!("lossless net down: {problem}");
+    }
+    if running.dir.exists() {
+        bail!("{} could not be removed", running.dir.display());
     }
     Ok(())
 }

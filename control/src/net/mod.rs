@@ -4,11 +4,13 @@
 //! plans the network, programs the switches over P4Runtime and runs experiments; the Python
 //! package in `mininet/` is only the Mininet glue ([`up`] runs it). docs/mininet.md.
 
+pub mod cleanup;
 pub mod cli;
 pub mod experiment;
 pub mod leaf_spine;
 pub mod model;
 pub mod p4app;
+pub mod program;
 pub mod state;
 pub mod tutorial;
 pub mod up;

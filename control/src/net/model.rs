@@ -1,9 +1,14 @@
 //! The network `lossless net up` builds, whatever file it came from: hosts (address, MAC,
 //! gateway, static neighbours, commands), P4 switches (program, entries), links between
 //! numbered ports, with a rate where the kernel can emulate one. Its checks (names, ports,
-//! sizes) are the ones every reader shares.
+//! sizes) are the ones every reader shares, linear in the size of the network, and so is the
+//! rule by which the readers find the files a topology names ([`resolve`]).
 
-use std::{collections::BTreeSet, net::Ipv4Addr, path::PathBuf};
+use std::{
+    collections::{BTreeMap, HashMap, HashSet},
+    net::Ipv4Addr,
+    path::{Path, PathBuf},
+};
 
 use anyhow::{bail, Context as _};
 use serde::Serialize;
@@ -18,6 +23,8 @@ pub const MAX_LINKS: usize = 4096;
 pub const MAX_PORT: u16 = 510;
 /// The longest node name: its interfaces are called NAME-ethPORT, at most 15 bytes.
 pub const MAX_NAME: usize = 8;
+/// The longest host command, in bytes.
+pub const MAX_COMMAND: usize = 4096;
 
 /// A network to bring up.
 #[derive(Debug, Default)]
@@ -28,6 +35,9 @@ pub struct Network {
     pub switches: Vec<Switch>,
     /// Links.
     pub links: Vec<Link>,
+    /// The CPU port of the switches that have one (the tutorials' `cpu_port`, BMv2's
+    /// `--cpu-port`): where frames leave for the controller as PacketIn and PacketOut enters.
+    pub cpu_ports: BTreeMap<String, u16>,
 }
 
 /// A host.
@@ -53,10 +63,25 @@ pub struct Host {
 pub struct Switch {
     /// Its name (`s1`, `leaf1`).
     pub name: String,
-    /// Its own program, if the topology names one (else the network's).
-    pub program: Option<PathBuf>,
+    /// Its program: the topology's for it until `net::program::settle` gives every switch
+    /// its own (none: it starts without a pipeline, for a controller to set).
+    pub program: Option<Program>,
     /// The entries to write once the pipeline is set.
     pub entries: Entries,
+}
+
+/// A program file, as a switch loads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Program {
+    /// P4_16 source: softswitch runs it, BMv2 gets it compiled by p4c.
+    Source(PathBuf),
+    /// p4c-bm2-ss's BMv2 JSON with its P4Info, loaded as they are by both switches.
+    Bmv2Json {
+        /// The JSON.
+        json: PathBuf,
+        /// Its P4Info (p4c's `--p4runtime-files` output).
+        p4info: PathBuf,
+    },
 }
 
 /// What a switch is programmed with.
@@ -64,10 +89,51 @@ pub struct Switch {
 pub enum Entries {
     /// Nothing.
     None,
-    /// A runtime-JSON file (the tutorials' `runtime_json`).
-    File(PathBuf),
+    /// Files: runtime JSON written over P4Runtime (the tutorials' `runtime_json`), then
+    /// simple_switch_CLI commands over Thrift (`cli_input`, p4-utils' and the tutorials').
+    Files {
+        /// The runtime-JSON file.
+        runtime_json: Option<PathBuf>,
+        /// The simple_switch_CLI command file.
+        cli_input: Option<PathBuf>,
+    },
     /// Entries computed by the control plane.
     Computed(Box<RuntimeConfig>),
+}
+
+impl Entries {
+    /// The entries of a topology's switch: its runtime JSON and CLI command files, if any.
+    pub fn files(runtime_json: Option<PathBuf>, cli_input: Option<PathBuf>) -> Entries {
+        if runtime_json.is_none() && cli_input.is_none() {
+            return Entries::None;
+        }
+        Entries::Files {
+            runtime_json,
+            cli_input,
+        }
+    }
+
+    /// The runtime-JSON file, if the entries come from one.
+    pub fn runtime_json(&self) -> Option<&Path> {
+        match self {
+            Entries::Files {
+                runtime_json: Some(file),
+                ..
+            } => Some(file),
+            _ => None,
+        }
+    }
+
+    /// The simple_switch_CLI command file, if there is one.
+    pub fn cli_input(&self) -> Option<&Path> {
+        match self {
+            Entries::Files {
+                cli_input: Some(file),
+                ..
+            } => Some(file),
+            _ => None,
+        }
+    }
 }
 
 /// One end of a link: a node and, for a switch, its port.
@@ -100,33 +166,36 @@ impl Network {
         self.hosts.iter().any(|h| h.name == name)
     }
 
-    /// Checks names, sizes, ports (each used once) and that every link joins known nodes.
+    /// Checks names, sizes, ports (each used once) and that every link joins known nodes; in
+    /// time linear in the size of the network.
     pub fn check(&self) -> anyhow::Result<()> {
-        let nodes = self.hosts.len() + self.switches.len();
-        if nodes > MAX_NODES {
-            bail!("{nodes} nodes: at most {MAX_NODES}");
-        }
-        if self.links.len() > MAX_LINKS {
-            bail!("{} links: at most {MAX_LINKS}", self.links.len());
-        }
-        let mut names = BTreeSet::new();
-        let all = self.hosts.iter().map(|h| &h.name);
-        for name in all.chain(self.switches.iter().map(|s| &s.name)) {
+        check_sizes(self.hosts.len() + self.switches.len(), self.links.len())?;
+        // Name → whether it is a host.
+        let mut nodes: HashMap<&str, bool> = HashMap::new();
+        let all = self.hosts.iter().map(|h| (&h.name, true));
+        for (name, host) in all.chain(self.switches.iter().map(|s| (&s.name, false))) {
             check_name(name)?;
-            if !names.insert(name.as_str()) {
+            if nodes.insert(name, host).is_some() {
                 bail!("two nodes are called {name}");
             }
         }
         for host in &self.hosts {
             check_host(host).with_context(|| format!("host {}", host.name))?;
         }
-        let mut used = BTreeSet::new();
+        for (name, port) in &self.cpu_ports {
+            if nodes.get(name.as_str()) != Some(&false) {
+                bail!("cpu_port of {name}: no switch is called so");
+            }
+            if !(1..=MAX_PORT).contains(port) {
+                bail!("cpu_port {port} of {name}: ports are 1..={MAX_PORT}");
+            }
+        }
+        let mut used = HashSet::new();
         for link in &self.links {
             for end in [&link.a, &link.b] {
-                if !names.contains(end.node.as_str()) {
+                let Some(&host) = nodes.get(end.node.as_str()) else {
                     bail!("{}: no node called {}", link.origin, end.node);
-                }
-                let host = self.is_host(&end.node);
+                };
                 if !host && !(1..=MAX_PORT).contains(&end.port) {
                     bail!(
                         "{}: port {} of {}: ports are 1..={MAX_PORT}",
@@ -135,7 +204,15 @@ impl Network {
                         end.node
                     );
                 }
-                if !used.insert((end.node.clone(), end.port)) {
+                if self.cpu_ports.get(&end.node) == Some(&end.port) {
+                    bail!(
+                        "{}: port {} of {} is its CPU port, which no link may use",
+                        link.origin,
+                        end.port,
+                        end.node
+                    );
+                }
+                if !used.insert((end.node.as_str(), end.port)) {
                     bail!(
                         "{}: {} already has a link{}",
                         link.origin,
@@ -156,19 +233,18 @@ impl Network {
         }
         Ok(())
     }
+}
 
-    /// The switch port `host` is linked to.
-    pub fn attachment(&self, host: &str) -> Option<&End> {
-        self.links.iter().find_map(|l| {
-            if l.a.node == host {
-                Some(&l.b)
-            } else if l.b.node == host {
-                Some(&l.a)
-            } else {
-                None
-            }
-        })
+/// Refuses a network of more than [`MAX_NODES`] nodes or [`MAX_LINKS`] links; the readers
+/// call it on a file's counts before they look at any node or link.
+pub fn check_sizes(nodes: usize, links: usize) -> anyhow::Result<()> {
+    if nodes > MAX_NODES {
+        bail!("{nodes} nodes: at most {MAX_NODES}");
     }
+    if links > MAX_LINKS {
+        bail!("{links} links: at most {MAX_LINKS}");
+    }
+    Ok(())
 }
 
 /// A node name: a letter, then letters, digits or `_`, at most [`MAX_NAME`] bytes.
@@ -192,7 +268,60 @@ fn check_host(host: &Host) -> anyhow::Result<()> {
     for (_, mac) in &host.neighbours {
         parse_mac(mac)?;
     }
+    for command in &host.commands {
+        // The glue runs each command in the host's shell as one line, as Mininet's `h1 CMD`.
+        if command.len() > MAX_COMMAND || command.chars().any(char::is_control) {
+            bail!(
+                "command '{}': one line of at most {MAX_COMMAND} bytes, without control \
+                 characters",
+                command.chars().take(80).collect::<String>().escape_debug()
+            );
+        }
+    }
     Ok(())
+}
+
+/// Where a file a topology names is: an absolute path as it is; a relative one, as the P4
+/// tutorials take it, from the current directory (where `make run` runs: the exercise folder),
+/// else beside `file`, the topology (or runtime JSON) that names it, where lossless's own
+/// topologies keep theirs. When both exist and are different files, the current directory's
+/// is taken, and a note says so. Neither: an error that names both places.
+pub fn resolve(relative: &str, file: &Path) -> anyhow::Result<PathBuf> {
+    let path = Path::new(relative);
+    if path.is_absolute() {
+        return Ok(path.to_path_buf());
+    }
+    let beside = file.parent().unwrap_or(Path::new("")).join(path);
+    match (path.exists(), beside.exists()) {
+        (true, true) => {
+            if !same_file(path, &beside) {
+                eprintln!(
+                    "lossless net: {relative} (named in {}) is taken from the current \
+                     directory, as the P4 tutorials do, not beside the file ({})",
+                    file.display(),
+                    beside.display()
+                );
+            }
+            Ok(path.to_path_buf())
+        }
+        (true, false) => Ok(path.to_path_buf()),
+        (false, true) => Ok(beside),
+        (false, false) => bail!(
+            "{relative} (named in {}) is neither in the current directory, where the P4 \
+             tutorials take it from (run from the exercise folder, as `make run` does), nor \
+             beside the file ({})",
+            file.display(),
+            beside.display()
+        ),
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
 }
 
 /// `A.B.C.D/N`.
@@ -301,6 +430,7 @@ mod tests {
             hosts: vec![host("h1"), host("h2")],
             switches: vec![switch("s1")],
             links: vec![link(("h1", 0), ("s1", 1)), link(("h2", 0), ("s1", 1))],
+            ..Network::default()
         };
         let err = net.check().unwrap_err().to_string();
         assert!(err.contains("s1 already has a link on port 1"), "{err}");
@@ -319,6 +449,58 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("at most 8 bytes"));
+        net.hosts[1].name = "h2".into();
+        net.cpu_ports.insert("s1".into(), 2);
+        assert!(net
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("port 2 of s1 is its CPU port"));
+        net.cpu_ports.insert("s1".into(), 510);
+        net.check().unwrap();
+        net.hosts[0].commands = vec!["ip route add 10.0.0.0/24 dev eth0 # a comment".into()];
+        net.check().unwrap();
+        net.hosts[0].commands = vec!["true\nreboot".into()];
+        let err = format!("{:#}", net.check().unwrap_err());
+        assert!(
+            err.contains("host h1: command 'true\\nreboot': one line"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn sizes_are_refused_before_anything_is_looked_at() {
+        let err = check_sizes(2, MAX_LINKS + 1).unwrap_err().to_string();
+        assert_eq!(err, format!("{} links: at most {MAX_LINKS}", MAX_LINKS + 1));
+        assert!(check_sizes(MAX_NODES + 1, 0).is_err());
+        check_sizes(MAX_NODES, MAX_LINKS).unwrap();
+    }
+
+    #[test]
+    fn relative_files_are_taken_from_the_current_directory_then_beside_the_topology() {
+        let dir = std::env::temp_dir().join(format!("lossless-resolve-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("topo")).unwrap();
+        std::fs::write(dir.join("topo/s1-runtime.json"), "{}").unwrap();
+        let topology = dir.join("topo/topology.json");
+        // Not in the current directory (the crate's): beside the topology.
+        assert_eq!(
+            resolve("s1-runtime.json", &topology).unwrap(),
+            dir.join("topo/s1-runtime.json")
+        );
+        // In the current directory: taken from there, as the tutorials do.
+        assert_eq!(
+            resolve("Cargo.toml", &topology).unwrap(),
+            Path::new("Cargo.toml")
+        );
+        assert_eq!(resolve("/abs/x", &topology).unwrap(), Path::new("/abs/x"));
+        let err = resolve("pod-topo/s9-runtime.json", &topology)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("current directory") && err.contains("topo/pod-topo/s9-runtime.json"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

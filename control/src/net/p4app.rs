@@ -2,8 +2,10 @@
 //! `topology` the `assignment_strategy` (`l2`, `mixed` (the default), `l3`, `manual`),
 //! `default` link options (`bw`; `delay` and `loss` are refused without netem),
 //! `auto_arp_tables` and `auto_gw_arp`, `links` (`[a, b]` or `[a, b, {options}]`, switch ports
-//! numbered in link order from 1), `hosts` and `switches` (`program`, `runtime_json` — our
-//! addition, for P4Runtime entries; `cli_input` is refused: it is Thrift CLI commands).
+//! numbered in link order from 1), `hosts` and `switches` (`program`, `cli_input` —
+//! simple_switch_CLI commands —, `runtime_json` — our addition, for P4Runtime entries).
+//! Relative files are found as the P4 tutorials find theirs (from the current directory,
+//! where `p4run` runs, then beside the file: [`resolve`](super::model::resolve)).
 //! Addresses follow p4-utils' strategies: l2 puts host hN at 10.0.N/256.N%256/16; mixed at
 //! 10.X/256.X%256.N/24 behind switch X (switches numbered by their names' last number, in
 //! order), gateway .254; l3 at 10.X.N.2/24, gateway 10.X.N.1; manual takes each host's `ip`
@@ -19,13 +21,16 @@ use anyhow::{bail, Context as _};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::model::{parse_cidr, refuse_delay, End, Entries, Host, Link, Network, Switch};
+use super::{
+    model::{check_sizes, parse_cidr, refuse_delay, resolve, End, Host, Link, Network},
+    program::{self, SwitchFiles},
+};
 
 /// A parsed p4app.json: the network, and the program it names.
 pub struct P4App {
     /// The network.
     pub network: Network,
-    /// `p4_src` (or `program`), relative to the file.
+    /// `p4_src` (or `program`): the program of switches that name none.
     pub program: Option<PathBuf>,
 }
 
@@ -67,7 +72,7 @@ struct HostSpec {
     mac: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Clone, Deserialize, Default)]
 struct SwitchSpec {
     #[serde(default)]
     program: Option<String>,
@@ -82,13 +87,14 @@ pub fn read(path: &Path) -> anyhow::Result<P4App> {
     let text = super::state::read_bounded(path, super::tutorial::MAX_TOPOLOGY_BYTES)?;
     let file: AppFile =
         serde_json::from_str(&text).with_context(|| format!("in {}", path.display()))?;
-    let dir = path.parent().unwrap_or(Path::new("."));
     let program = file
         .p4_src
-        .clone()
-        .or(file.program.clone())
-        .map(|p| dir.join(p));
-    let network = network(file.topology, dir).with_context(|| format!("in {}", path.display()))?;
+        .as_deref()
+        .or(file.program.as_deref())
+        .map(|p| resolve(p, path))
+        .transpose()
+        .with_context(|| format!("in {}", path.display()))?;
+    let network = network(file.topology, path).with_context(|| format!("in {}", path.display()))?;
     network
         .check()
         .with_context(|| format!("in {}", path.display()))?;
@@ -106,7 +112,8 @@ fn host_mac(ip: Ipv4Addr, second: u8) -> String {
     format!("00:{second:02x}:{a:02x}:{b:02x}:{c:02x}:{d:02x}")
 }
 
-fn network(topo: TopologySpec, dir: &Path) -> anyhow::Result<Network> {
+fn network(topo: TopologySpec, path: &Path) -> anyhow::Result<Network> {
+    check_sizes(topo.hosts.len() + topo.switches.len(), topo.links.len())?;
     let strategy = topo.assignment_strategy.as_deref().unwrap_or("mixed");
     if !["l2", "mixed", "l3", "manual"].contains(&strategy) {
         bail!("topology.assignment_strategy '{strategy}': l2, mixed, l3 or manual");
@@ -135,22 +142,17 @@ fn network(topo: TopologySpec, dir: &Path) -> anyhow::Result<Network> {
         .collect();
     let mut net = Network::default();
     for name in &ordered {
-        let spec = topo.switches.get(name);
-        if spec.is_some_and(|s| s.cli_input.is_some()) {
-            bail!(
-                "topology.switches.{name}.cli_input: simple_switch_CLI commands go over BMv2's \
-                 Thrift server, which softswitch does not have; give P4Runtime entries as \
-                 runtime_json (the P4 tutorials' format)"
-            );
-        }
-        net.switches.push(Switch {
-            name: name.clone(),
-            program: spec.and_then(|s| s.program.as_ref()).map(|p| dir.join(p)),
-            entries: match spec.and_then(|s| s.runtime_json.as_ref()) {
-                Some(f) => Entries::File(dir.join(f)),
-                None => Entries::None,
+        let spec = topo.switches.get(name).cloned().unwrap_or_default();
+        net.switches.push(program::switch(
+            name,
+            path,
+            &format!("topology.switches.{name}"),
+            SwitchFiles {
+                runtime_json: spec.runtime_json.as_deref(),
+                cli_input: spec.cli_input.as_deref(),
+                program: spec.program.as_deref(),
             },
-        });
+        )?);
     }
     let mut next_port: BTreeMap<String, u16> = BTreeMap::new();
     let mut port_of = |node: &str| {
@@ -158,7 +160,7 @@ fn network(topo: TopologySpec, dir: &Path) -> anyhow::Result<Network> {
         *p += 1;
         *p
     };
-    // (host, switch, switch port) for each host link, in link order.
+    // (host, its link's index, the switch's end) for each host link, in link order.
     let mut host_links = Vec::new();
     for (i, link) in topo.links.iter().enumerate() {
         let origin = format!("topology.links[{i}]");
@@ -204,8 +206,8 @@ fn network(topo: TopologySpec, dir: &Path) -> anyhow::Result<Network> {
         let a_end = end(&a, &mut port_of);
         let b_end = end(&b, &mut port_of);
         match (topo.hosts.contains_key(&a), topo.hosts.contains_key(&b)) {
-            (true, false) => host_links.push((a.clone(), b_end.clone())),
-            (false, true) => host_links.push((b.clone(), a_end.clone())),
+            (true, false) => host_links.push((a.clone(), i, b_end.clone())),
+            (false, true) => host_links.push((b.clone(), i, a_end.clone())),
             (true, true) => bail!("{origin}: two hosts linked directly"),
             _ => {}
         }
@@ -218,7 +220,7 @@ fn network(topo: TopologySpec, dir: &Path) -> anyhow::Result<Network> {
     }
     let auto_arp = topo.auto_arp_tables.unwrap_or(true);
     let auto_gw_arp = topo.auto_gw_arp.unwrap_or(true);
-    for (host, sw) in &host_links {
+    for (host, link, sw) in &host_links {
         let spec = &topo.hosts[host];
         let n = number_of(host).filter(|n| *n >= 1 && host.starts_with('h'));
         let id = switch_id[&sw.node];
@@ -278,11 +280,10 @@ fn network(topo: TopologySpec, dir: &Path) -> anyhow::Result<Network> {
             commands: vec![],
         });
         // The switch port facing the host gets the MAC the host's gateway entry names.
-        for link in &mut net.links {
-            for end in [&mut link.a, &mut link.b] {
-                if end.node == sw.node && end.port == sw.port {
-                    end.mac = Some(host_mac(ip, 1));
-                }
+        let link = &mut net.links[*link];
+        for end in [&mut link.a, &mut link.b] {
+            if end.node == sw.node && end.port == sw.port {
+                end.mac = Some(host_mac(ip, 1));
             }
         }
     }
@@ -305,10 +306,9 @@ fn network(topo: TopologySpec, dir: &Path) -> anyhow::Result<Network> {
             }
         }
     }
-    for name in topo.hosts.keys() {
-        if !net.is_host(name) {
-            bail!("topology.hosts.{name}: no link joins it to a switch");
-        }
+    let linked: BTreeSet<&str> = net.hosts.iter().map(|h| h.name.as_str()).collect();
+    if let Some(name) = topo.hosts.keys().find(|h| !linked.contains(h.as_str())) {
+        bail!("topology.hosts.{name}: no link joins it to a switch");
     }
     Ok(net)
 }
@@ -376,9 +376,14 @@ mod tests {
                 .to_string()
                 .contains("delay")
         );
-        assert!(parse(r#"{"links": [["h1", "s1"]], "hosts": {"h1": {}}, "switches": {"s1": {"cli_input": "x"}}}"#)
-            .unwrap_err()
-            .to_string()
-            .contains("runtime_json"));
+        let missing = parse(
+            r#"{"links": [["h1", "s1"]], "hosts": {"h1": {}},
+                "switches": {"s1": {"cli_input": "s1-none.txt"}}}"#,
+        )
+        .unwrap_err();
+        assert!(
+            format!("{missing:#}").contains("topology.switches.s1.cli_input: s1-none.txt"),
+            "{missing:#}"
+        );
     }
 }

@@ -1,9 +1,10 @@
 //! Where a running network is recorded: `/run/lossless/net/NAME/` holds the plan the Mininet
 //! glue builds from (`plan.json`), what it reports once up (`status.json`: nodes, pids,
-//! interfaces, switches' gRPC addresses and device ids, links), the control plane's own record
-//! (`up.json`: its pid, the network namespace the whole network lives in), the switches' logs,
-//! and the Python package it ran. `status`, `exec`, `down` and `lossless p4 --switch NAME`
-//! find the network from here.
+//! interfaces, switches' gRPC addresses and device ids, links), every process it started, as
+//! it starts it (`processes.json`), the control plane's own record (`up.json`: its process and
+//! the glue's, the network namespace the whole network lives in), the switches' logs, and the
+//! Python package it ran. `status`, `exec`, `down` and `lossless p4 --switch NAME` find the
+//! network from here.
 
 use std::{
     io::Read as _,
@@ -54,11 +55,58 @@ pub fn dir(name: &str) -> anyhow::Result<PathBuf> {
     Ok(Path::new(STATE_ROOT).join(name))
 }
 
+/// A process as recorded: its pid, and when it started (clock ticks after boot, the 22nd field
+/// of /proc/PID/stat), which tells it from a later process that is given the same pid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessId {
+    /// Its pid.
+    pub pid: u32,
+    /// When it started.
+    pub started: u64,
+}
+
+impl ProcessId {
+    /// Process `pid` as it runs now, if it does (a zombie, which has ended, does not).
+    pub fn of(pid: u32) -> Option<ProcessId> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The command name, in parentheses, may hold spaces and parentheses: count after the
+        // last one. The fields after it are the 3rd (state) on; starttime is the 22nd.
+        let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+        if matches!(fields.next()?, "Z" | "X") {
+            return None;
+        }
+        let started = fields.nth(18)?.parse().ok()?;
+        Some(ProcessId { pid, started })
+    }
+
+    /// This process.
+    pub fn own() -> ProcessId {
+        ProcessId::of(std::process::id()).expect("/proc has this process")
+    }
+
+    /// Whether it still runs (a process of this pid that started when it did).
+    pub fn alive(&self) -> bool {
+        ProcessId::of(self.pid) == Some(*self)
+    }
+
+    /// Sends it `signal` if it still runs; whether it did.
+    pub fn signal(&self, signal: i32) -> bool {
+        // SAFETY: a signal to the recorded process, checked to be that process (a pid is
+        // reused only after its process is reaped, and the start time tells them apart).
+        self.alive() && unsafe { libc::kill(self.pid as i32, signal) } == 0
+    }
+}
+
 /// The control plane's record of a running network.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct UpRecord {
     /// The pid of `lossless net up`.
     pub pid: u32,
+    /// When it started (see [`ProcessId`]).
+    pub started: u64,
+    /// The Mininet glue it runs, once started.
+    #[serde(default)]
+    pub glue: Option<ProcessId>,
     /// The network namespace the network lives in (`ip netns` name).
     pub netns: String,
     /// softswitch or bmv2.
@@ -66,6 +114,19 @@ pub struct UpRecord {
     /// A generated fabric's spines, leaves and hosts per leaf.
     #[serde(default)]
     pub shape: Option<[u16; 3]>,
+}
+
+/// A process the glue started, recorded as it starts it (`processes.json`).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ProcessRecord {
+    /// The node it belongs to.
+    pub node: String,
+    /// `host` (the host's shell: everything in its network namespace is the host's), `switch`,
+    /// or `capture`.
+    pub role: String,
+    /// The process.
+    #[serde(flatten)]
+    pub process: ProcessId,
 }
 
 /// What the Mininet glue reports once the network is up.
@@ -131,6 +192,15 @@ pub struct Running {
     pub status: Option<Status>,
 }
 
+/// The processes the glue recorded in `dir` (none if it recorded none, or the file is not
+/// what it writes).
+pub fn processes(dir: &Path) -> Vec<ProcessRecord> {
+    read_bounded(&dir.join("processes.json"), MAX_STATE_BYTES)
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default()
+}
+
 impl Running {
     /// The network `name`, if one is recorded.
     pub fn find(name: &str) -> anyhow::Result<Running> {
@@ -171,9 +241,17 @@ impl Running {
             })
     }
 
+    /// The `lossless net up` that recorded it.
+    pub fn up_process(&self) -> ProcessId {
+        ProcessId {
+            pid: self.up.pid,
+            started: self.up.started,
+        }
+    }
+
     /// Whether the `lossless net up` that recorded it still runs.
     pub fn alive(&self) -> bool {
-        Path::new(&format!("/proc/{}", self.up.pid)).exists()
+        self.up_process().alive()
     }
 
     /// The network namespace's bind mount.

@@ -1,8 +1,10 @@
-//! `lossless net up`: plans the network, runs the Mininet glue (`python3 -m lossless_mininet`,
-//! Debian's python3 where Debian's mininet lives) inside a network namespace of the network's
-//! own, programs every switch over P4Runtime once the glue says it is up, then hands over to
-//! the Mininet CLI, a `--test`, or a `--run` script, and tears everything down however it ends
-//! (the end of the CLI or script, `lossless net down`, SIGINT, SIGTERM, an error).
+//! `lossless net up`: plans the network, reads its switches' pipelines (compiling for BMv2
+//! once per program), runs the Mininet glue (`python3 -m lossless_mininet`, Debian's python3
+//! where Debian's mininet lives) inside a network namespace of the network's own, programs
+//! every switch over P4Runtime (and with its simple_switch_CLI commands over Thrift) once the
+//! glue says it is up, then hands over to the Mininet CLI, a `--test`, or a `--run` script,
+//! and tears everything down however it ends (the end of the CLI or script, `lossless net
+//! down`, SIGINT, SIGTERM, an error), through [`cleanup`].
 //!
 //! The glue and the control plane talk over two pipes (the child's fds 3 and 4): the glue says
 //! `ready` (status.json written), the control plane answers `programmed` (or an error), the glue
@@ -15,7 +17,7 @@ use std::{
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     sync::Arc,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use anyhow::{bail, Context as _};
@@ -23,11 +25,13 @@ use serde_json::json;
 use tokio::{signal::unix::SignalKind, sync::mpsc};
 
 use super::{
+    cleanup,
     experiment::{Experiment, Fabric},
     leaf_spine::{self, Shape, Tuning},
-    model::{Entries, Network},
+    model::{Entries, Network, Program},
     p4app,
-    state::{self, Running, UpRecord},
+    program::{self, Pipelines},
+    state::{self, ProcessId, Running, UpRecord},
     tutorial,
 };
 use crate::{
@@ -62,19 +66,24 @@ const LOSSLESS_P4: &str = include_str!("../../../dataplane-p4/lossless.p4");
 const PYTHON: &str = "/usr/bin/python3";
 /// The first P4Runtime port (the P4 tutorials'); switch N listens on 50051 + N.
 const FIRST_GRPC_PORT: u16 = 50051;
-/// How long the glue may take to bring the network up (BMv2 starts in about a second each).
+/// The first Thrift port (the tutorials' and p4-utils'); switch N listens on 9090 + N.
+const FIRST_THRIFT_PORT: u16 = 9090;
+/// How long the glue may take to bring the network up (BMv2 starts in about a second each),
+/// besides the hosts' commands, each of which has its own timeout.
 const UP_TIMEOUT: Duration = Duration::from_secs(120);
-/// How long the glue may take to tear the network down.
-const DOWN_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long each host command may run by default (`net up --command-timeout`).
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the glue has to take the hint of `stop` before it is told with SIGTERM (it reads
+/// the pipe only once the network is up).
+const STOP_GRACE: Duration = Duration::from_secs(3);
 
 /// What the network is made of.
 pub struct Plan {
     /// Its name.
     pub name: String,
-    /// The network.
+    /// The network, every switch with its program settled ([`program::settle`]; a generated
+    /// fabric's get lossless.p4).
     pub network: Network,
-    /// The program of switches that name none (none: lossless.p4, for generated fabrics).
-    pub program: Option<PathBuf>,
     /// softswitch or BMv2.
     pub switch: SwitchKind,
     /// eBPF hooks to attach to every host's interface.
@@ -85,6 +94,8 @@ pub struct Plan {
     pub log_console: bool,
     /// Captures of every switch port.
     pub pcap_dump: bool,
+    /// How long each of the hosts' commands may run.
+    pub command_timeout: Duration,
 }
 
 /// What to do once the network is up.
@@ -120,30 +131,6 @@ pub fn load(
         return Ok((app.network, app.program, None));
     }
     Ok((tutorial::read(path)?, None, None))
-}
-
-/// The program of a tutorials' topology without one: its runtime JSON's `p4info`
-/// (`build/basic.p4.p4info.txtpb`, as `make` writes it) names the source, `basic.p4`, which
-/// lives beside the topology file.
-pub fn program_from_runtime(network: &Network) -> Option<PathBuf> {
-    network.switches.iter().find_map(|s| {
-        let Entries::File(file) = &s.entries else {
-            return None;
-        };
-        let config = RuntimeConfig::from_file(file).ok()?;
-        let p4info = Path::new(config.p4info.as_deref()?)
-            .file_name()?
-            .to_str()?
-            .to_string();
-        let source = p4info.split(".p4info").next()?;
-        let source = if source.ends_with(".p4") {
-            source.to_string()
-        } else {
-            format!("{source}.p4")
-        };
-        let path = file.parent()?.join(source);
-        path.is_file().then_some(path)
-    })
 }
 
 /// The hooks `lossless host attach --hooks` takes for the names `--host-hooks` was given:
@@ -217,22 +204,19 @@ fn plan_json(plan: &Plan, dir: &Path, then: &Then) -> anyhow::Result<serde_json:
         .enumerate()
         .map(|(i, s)| {
             json!({"name": s.name, "kind": kind, "sw_path": sw_path, "env": env.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
-                   "grpc_port": FIRST_GRPC_PORT + i as u16, "device_id": i,
+                   "grpc_port": FIRST_GRPC_PORT + i as u16, "thrift_port": FIRST_THRIFT_PORT + i as u16,
+                   "device_id": i, "cpu_port": plan.network.cpu_ports.get(&s.name),
                    "log_console": plan.log_console, "pcap_dump": plan.pcap_dump})
         })
         .collect();
+    let hosts: std::collections::HashSet<&str> =
+        plan.network.hosts.iter().map(|h| h.name.as_str()).collect();
     let links: Vec<_> = plan
         .network
         .links
         .iter()
         .map(|l| {
-            let port = |e: &super::model::End| {
-                if plan.network.is_host(&e.node) {
-                    None
-                } else {
-                    Some(e.port)
-                }
-            };
+            let port = |e: &super::model::End| (!hosts.contains(e.node.as_str())).then_some(e.port);
             json!({"node1": l.a.node, "port1": port(&l.a), "addr1": l.a.mac,
                    "node2": l.b.node, "port2": port(&l.b), "addr2": l.b.mac, "bw": l.bw_mbps})
         })
@@ -247,6 +231,7 @@ fn plan_json(plan: &Plan, dir: &Path, then: &Then) -> anyhow::Result<serde_json:
         "host_hooks": plan.host_hooks,
         "test": matches!(then, Then::PingAll).then_some("pingall"),
         "interactive": matches!(then, Then::Cli),
+        "command_timeout": plan.command_timeout.as_secs_f64(),
     }))
 }
 
@@ -261,27 +246,114 @@ struct Session {
     script: Option<u32>,
 }
 
+/// What programs one switch once the network is up.
+struct Programming {
+    name: String,
+    target: Target,
+    pipeline: Option<Arc<Pipeline>>,
+    entries: Option<RuntimeConfig>,
+    /// simple_switch_CLI commands, and the Thrift port to send them to.
+    cli_input: Option<(PathBuf, u16)>,
+}
+
 /// Brings the network up, does `then`, and tears it down; the exit status is `then`'s.
 pub async fn run(mut plan: Plan, then: Then) -> anyhow::Result<std::process::ExitCode> {
+    // The glue's pipe may close under a write when the glue ends first: that is an error to
+    // handle (EPIPE), not a reason to die of SIGPIPE before tearing down.
+    // SAFETY: setting a signal's disposition to ignore has no preconditions.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     let dir = state::dir(&plan.name)?;
     clear_leftovers(&plan.name, &dir)?;
     std::fs::create_dir_all(dir.join("py/lossless_mininet"))
         .with_context(|| format!("creating {}", dir.display()))?;
-    if plan.program.is_none() {
+    if plan.shape.is_some() {
         let path = dir.join("lossless.p4");
         std::fs::write(&path, LOSSLESS_P4)?;
-        plan.program = Some(path);
+        for switch in &mut plan.network.switches {
+            switch.program = Some(Program::Source(path.clone()));
+        }
     }
-    let mut session = start(&plan, &then, &dir)?;
+    let work = match programming(&plan) {
+        Ok(work) => work,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(e);
+        }
+    };
+    let mut session = match start(&plan, &then, &dir) {
+        Ok(session) => session,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(e);
+        }
+    };
     let mut signals = Signals::new()?;
     let result = tokio::select! {
-        r = drive(&plan, &then, &mut session) => r,
+        r = drive(&plan, &then, work, &mut session) => r,
         signal = signals.next(matches!(then, Then::Cli)) => Err(anyhow::anyhow!("stopped by {signal}")),
     };
     let down = session.teardown();
     let code = result?;
     down?;
     Ok(code)
+}
+
+/// Reads every switch's pipeline (each program once; compiled by p4c for BMv2, and for a
+/// softswitch that gets simple_switch_CLI commands, which read the program's BMv2 JSON from
+/// the switch) and entries, before anything is brought up.
+fn programming(plan: &Plan) -> anyhow::Result<Vec<Programming>> {
+    let mut pipelines = Pipelines::default();
+    let mut work = Vec::new();
+    for (i, switch) in plan.network.switches.iter().enumerate() {
+        let cli_input = switch.entries.cli_input();
+        let kind = match cli_input {
+            Some(_) => SwitchKind::Bmv2,
+            None => plan.switch,
+        };
+        let pipeline = switch
+            .program
+            .as_ref()
+            .map(|p| {
+                pipelines.get(p, kind).with_context(|| {
+                    format!(
+                        "{}: its program {}",
+                        switch.name,
+                        program::path(p).display()
+                    )
+                })
+            })
+            .transpose()?;
+        let entries = match &switch.entries {
+            Entries::Computed(config) => Some((**config).clone()),
+            files => files
+                .runtime_json()
+                .map(RuntimeConfig::from_file)
+                .transpose()?,
+        };
+        work.push(Programming {
+            name: switch.name.clone(),
+            target: Target {
+                address: format!("127.0.0.1:{}", FIRST_GRPC_PORT + i as u16),
+                device_id: i as u64,
+                election_id: ElectionId::Fixed(1),
+            },
+            pipeline,
+            entries,
+            cli_input: cli_input.map(|f| (f.to_path_buf(), FIRST_THRIFT_PORT + i as u16)),
+        });
+    }
+    if work.iter().any(|w| w.cli_input.is_some()) {
+        // Found now, so that a missing CLI fails before the network is up.
+        simple_switch_cli()?;
+    }
+    Ok(work)
+}
+
+/// BMv2's `simple_switch_CLI`, which applies `cli_input` files (to softswitch as to BMv2).
+fn simple_switch_cli() -> anyhow::Result<p4toolchain::Tool> {
+    let toolchain = p4toolchain::Toolchain::find()
+        .context("cli_input files are applied with BMv2's simple_switch_CLI")?;
+    Ok(toolchain.simple_switch_cli)
 }
 
 /// Creates the namespace, writes the plan and starts the glue in the namespace.
@@ -299,13 +371,17 @@ fn start(plan: &Plan, then: &Then, dir: &Path) -> anyhow::Result<Session> {
         SwitchKind::Softswitch => "softswitch",
         SwitchKind::Bmv2 => "bmv2",
     };
-    let record = UpRecord {
-        pid: std::process::id(),
+    let own = ProcessId::own();
+    let mut record = UpRecord {
+        pid: own.pid,
+        started: own.started,
+        glue: None,
         netns: netns.name().into(),
         switch_kind: kind.into(),
         shape: plan.shape.map(|s| [s.spines, s.leaves, s.hosts]),
     };
-    std::fs::write(dir.join("up.json"), serde_json::to_vec_pretty(&record)?)?;
+    let up_path = dir.join("up.json");
+    std::fs::write(&up_path, serde_json::to_vec_pretty(&record)?)?;
     let (glue_reads, to_glue) = pipe()?;
     let (from_glue, glue_writes) = pipe()?;
     let ns_file = std::fs::File::open(netns.path())?;
@@ -324,13 +400,14 @@ fn start(plan: &Plan, then: &Then, dir: &Path) -> anyhow::Result<Session> {
         glue_writes.as_raw_fd(),
         ns_file.as_raw_fd(),
     );
-    // SAFETY: only async-signal-safe calls (setns, prctl, dup2) between fork and exec.
+    // SAFETY: only async-signal-safe calls (setns, prctl, dup2, signal) between fork and exec.
     unsafe {
         command.pre_exec(move || {
             if libc::setns(ns, libc::CLONE_NEWNET) != 0
                 || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0
                 || libc::dup2(r, 3) < 0
                 || libc::dup2(w, 4) < 0
+                || libc::signal(libc::SIGPIPE, libc::SIG_DFL) == libc::SIG_ERR
             {
                 return Err(std::io::Error::last_os_error());
             }
@@ -340,6 +417,8 @@ fn start(plan: &Plan, then: &Then, dir: &Path) -> anyhow::Result<Session> {
     let glue = command.spawn().with_context(|| {
         format!("running {PYTHON} -m lossless_mininet (is Debian's mininet installed? cargo xtask setup installs it)")
     })?;
+    record.glue = ProcessId::of(glue.id());
+    std::fs::write(&up_path, serde_json::to_vec_pretty(&record)?)?;
     drop((glue_reads, glue_writes));
     let (tx, rx) = mpsc::unbounded_channel();
     std::thread::spawn(move || {
@@ -382,16 +461,19 @@ fn pipe() -> anyhow::Result<(std::fs::File, std::fs::File)> {
 async fn drive(
     plan: &Plan,
     then: &Then,
+    work: Vec<Programming>,
     session: &mut Session,
 ) -> anyhow::Result<std::process::ExitCode> {
-    let line = tokio::time::timeout(UP_TIMEOUT, session.from_glue.recv())
+    let commands: usize = plan.network.hosts.iter().map(|h| h.commands.len()).sum();
+    let up_timeout = UP_TIMEOUT + plan.command_timeout * commands as u32;
+    let line = tokio::time::timeout(up_timeout, session.from_glue.recv())
         .await
         .context("the network did not come up in time")?;
     match line.as_deref() {
         Some("ready") => {}
         _ => bail!("the Mininet glue ended before the network was up (its messages are above)"),
     }
-    let programmed = program(plan, &session.netns).await;
+    let programmed = program(work, &session.dir, &session.netns).await;
     session.say(match &programmed {
         Ok(()) => "programmed".to_string(),
         Err(e) => format!("error {e:#}"),
@@ -475,72 +557,80 @@ fn wait_pid(pid: u32) -> anyhow::Result<i32> {
     })
 }
 
-/// Sets every switch's pipeline (each program compiled once) and writes its entries, from a
-/// thread inside the network's namespace, where the switches listen.
-async fn program(plan: &Plan, netns: &Arc<Namespace>) -> anyhow::Result<()> {
-    let mut pipelines: Vec<(PathBuf, Arc<Pipeline>)> = Vec::new();
-    let mut work = Vec::new();
-    for (i, switch) in plan.network.switches.iter().enumerate() {
-        let program = switch
-            .program
-            .clone()
-            .or_else(|| plan.program.clone())
-            .context("no program")?;
-        let pipeline = match pipelines.iter().find(|(p, _)| *p == program) {
-            Some((_, pipeline)) => pipeline.clone(),
-            None => {
-                let pipeline = Arc::new(
-                    Pipeline::read(Some(program.clone()), plan.switch, None, None).with_context(
-                        || format!("{}: its program {}", switch.name, program.display()),
-                    )?,
-                );
-                pipelines.push((program, pipeline.clone()));
-                pipeline
-            }
-        };
-        let entries = match &switch.entries {
-            Entries::None => None,
-            Entries::File(file) => Some(RuntimeConfig::from_file(file)?),
-            Entries::Computed(config) => Some((**config).clone()),
-        };
-        let target = Target {
-            address: format!("127.0.0.1:{}", FIRST_GRPC_PORT + i as u16),
-            device_id: i as u64,
-            election_id: ElectionId::Fixed(1),
-        };
-        work.push((switch.name.clone(), target, pipeline, entries));
-    }
+/// Sets every switch's pipeline and writes its entries, from a thread inside the network's
+/// namespace, where the switches listen; then applies the simple_switch_CLI command files.
+async fn program(work: Vec<Programming>, dir: &Path, netns: &Arc<Namespace>) -> anyhow::Result<()> {
     let path = netns.path();
+    let dir = dir.to_path_buf();
     tokio::task::spawn_blocking(move || {
         run_in(&path, || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
-            runtime.block_on(async {
-                for (name, target, pipeline, entries) in work {
-                    program_switch(target, &pipeline, entries.as_ref())
-                        .await
-                        .with_context(|| format!("programming {name}"))?;
+            for switch in &work {
+                runtime
+                    .block_on(program_switch(switch))
+                    .with_context(|| format!("programming {}", switch.name))?;
+            }
+            for switch in &work {
+                if let Some((file, port)) = &switch.cli_input {
+                    let log = dir.join(format!("{}-cli.log", switch.name));
+                    apply_cli_input(file, *port, &log).with_context(|| {
+                        format!("{}: cli_input {}", switch.name, file.display())
+                    })?;
                 }
-                anyhow::Ok(())
-            })
+            }
+            anyhow::Ok(())
         })?
     })
     .await?
 }
 
-async fn program_switch(
-    target: Target,
-    pipeline: &Pipeline,
-    config: Option<&RuntimeConfig>,
-) -> anyhow::Result<()> {
-    let mut client = Client::connect(target).await?;
+async fn program_switch(switch: &Programming) -> anyhow::Result<()> {
+    let Some(pipeline) = &switch.pipeline else {
+        return Ok(());
+    };
+    let mut client = Client::connect(switch.target.clone()).await?;
     client
         .set_pipeline(pipeline.p4info.clone(), pipeline.config.clone())
         .await?;
-    if let Some(config) = config {
+    if let Some(config) = &switch.entries {
         let updates = entries::updates(config, &pipeline.p4info)?;
         client.write(&updates).await?;
+    }
+    Ok(())
+}
+
+/// Feeds `file` to `simple_switch_CLI --thrift-port PORT` (in this thread's namespace), its
+/// output into `log`; a command the CLI refused (it says `Error: ...`, `Invalid ...` or `***
+/// Unknown syntax`, and exits 0 all the same) is an error that quotes the refusals.
+fn apply_cli_input(file: &Path, port: u16, log: &Path) -> anyhow::Result<()> {
+    let cli = simple_switch_cli()?;
+    let input = std::fs::File::open(file).with_context(|| format!("reading {}", file.display()))?;
+    let output = Command::new(&cli.program)
+        .envs(cli.env.iter().map(|(k, v)| (k, v)))
+        .args(["--thrift-port", &port.to_string()])
+        .stdin(input)
+        .output()
+        .with_context(|| format!("running {}", cli.program.display()))?;
+    let mut text = output.stdout;
+    text.extend_from_slice(&output.stderr);
+    std::fs::write(log, &text).with_context(|| format!("writing {}", log.display()))?;
+    let text = String::from_utf8_lossy(&text);
+    let refused: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            l.contains("Error:") || l.contains("Invalid ") || l.contains("*** Unknown syntax")
+        })
+        .take(5)
+        .collect();
+    if !output.status.success() || !refused.is_empty() {
+        bail!(
+            "simple_switch_CLI {}: {} (all it said is in {})",
+            output.status,
+            refused.join("; "),
+            log.display()
+        );
     }
     Ok(())
 }
@@ -548,13 +638,15 @@ async fn program_switch(
 impl Session {
     fn say(&mut self, line: String) {
         if let Some(pipe) = &mut self.to_glue {
+            // The glue may be gone (its pipe closed): the teardown finds out.
             let _ = writeln!(pipe, "{line}");
         }
     }
 
-    /// Tells the glue to stop and waits for it (SIGTERM, then SIGKILL, past DOWN_TIMEOUT);
-    /// then kills what it recorded and left running, deletes the namespace (and with it every
-    /// interface left in it) and the state directory.
+    /// Ends whatever runs and removes the network ([`cleanup`]): the script's process group,
+    /// then the glue (told `stop`, its pipe closed, SIGTERM after a grace if it was not
+    /// reading it, SIGKILL past [`cleanup::GLUE_TEARDOWN`]), then what it recorded and left
+    /// running, the namespace and the state directory.
     fn teardown(mut self) -> anyhow::Result<()> {
         if let Some(pid) = self.script.take() {
             // SAFETY: a signal to the process group of the script this session started, which
@@ -565,29 +657,14 @@ impl Session {
         self.to_glue = None;
         let mut problems = Vec::new();
         if let Some(mut glue) = self.glue.take() {
-            let deadline = Instant::now() + DOWN_TIMEOUT;
-            loop {
-                match glue.try_wait() {
-                    Ok(Some(_)) => break,
-                    Ok(None) if Instant::now() > deadline => {
-                        problems.push("the Mininet glue did not stop in time; killed".to_string());
-                        let _ = glue.kill();
-                        let _ = glue.wait();
-                        break;
-                    }
-                    Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-                    Err(e) => {
-                        problems.push(format!("waiting for the glue: {e}"));
-                        break;
-                    }
+            if let Some(id) = ProcessId::of(glue.id()) {
+                if !cleanup::wait_gone(id, STOP_GRACE) {
+                    problems.extend(cleanup::stop_glue(id));
                 }
             }
+            let _ = glue.wait();
         }
-        problems.extend(kill_recorded(&self.dir));
-        drop(self.netns);
-        if let Err(e) = std::fs::remove_dir_all(&self.dir) {
-            problems.push(format!("removing {}: {e}", self.dir.display()));
-        }
+        problems.extend(cleanup::remove(&self.dir, self.netns.name()));
         if problems.is_empty() {
             Ok(())
         } else {
@@ -596,45 +673,30 @@ impl Session {
     }
 }
 
-/// Kills the nodes' processes status.json records that still run; says which it had to kill.
-fn kill_recorded(dir: &Path) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(dir.join("status.json")) else {
-        return vec![];
-    };
-    let Ok(status) = serde_json::from_str::<state::Status>(&text) else {
-        return vec![];
-    };
-    let mut killed = Vec::new();
-    for node in &status.nodes {
-        for pid in [node.pid, node.shell_pid] {
-            if pid > 1 && Path::new(&format!("/proc/{pid}")).exists() {
-                // SAFETY: a signal to a process of the network, recorded by the glue.
-                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-                killed.push(format!(
-                    "{} (pid {pid}) was still running; killed",
-                    node.name
-                ));
-            }
-        }
-    }
-    killed
-}
-
 /// Removes what a `net up` of the same name left behind when it was killed outright; refuses
 /// if that network is still up.
 fn clear_leftovers(name: &str, dir: &Path) -> anyhow::Result<()> {
     if !dir.exists() {
         return Ok(());
     }
-    if let Ok(running) = Running::find(name) {
-        if running.alive() {
-            bail!("a network called {name} is up already (pid {}); `lossless net down` it or use --name", running.up.pid);
+    match Running::find(name) {
+        Ok(running) if running.alive() => bail!(
+            "a network called {name} is up already (pid {}); `lossless net down` it or use --name",
+            running.up.pid
+        ),
+        Ok(running) => {
+            let problems = cleanup::force(&running);
+            if dir.exists() {
+                bail!(
+                    "the leftovers of a network called {name} could not be removed: {}",
+                    problems.join("; ")
+                );
+            }
+            Ok(())
         }
-        kill_recorded(dir);
-        let _ = crate::netns::ip(&["netns", "del", &running.up.netns]);
+        Err(_) => std::fs::remove_dir_all(dir)
+            .with_context(|| format!("removing the leftovers in {}", dir.display())),
     }
-    std::fs::remove_dir_all(dir)
-        .with_context(|| format!("removing the leftovers in {}", dir.display()))
 }
 
 /// SIGINT, SIGTERM and SIGHUP.

@@ -109,7 +109,7 @@ pub enum PipelineCommand {
 }
 
 /// Which switch `pipeline set --program` makes the device config for.
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum SwitchKind {
     /// softswitch: the device config is the P4 source, the P4Info `softswitch p4info`'s.
     Softswitch,

@@ -397,6 +397,15 @@ impl Switch {
         self.serve();
     }
 
+    /// Sets how many more frames `port` may be given before its owner says again (`None`: any
+    /// number, the default), and serves the queues. A device whose port cannot take frames as
+    /// fast as they come says so here, as BMv2's egress blocks on a send: the port's packets
+    /// wait in its queues, where `enq_qdepth` and `deq_qdepth` count them.
+    pub fn set_port_budget(&mut self, port: u16, frames: Option<u32>) {
+        self.tm.set_budget(port, frames);
+        self.serve();
+    }
+
     /// Advances the virtual clock until every queue is empty.
     pub fn drain(&mut self) {
         self.serve();
@@ -633,7 +642,7 @@ impl Switch {
             copy: p.copy,
         };
         let priority = queued.slots[sm.priority as usize] as u8;
-        if self.pending.is_empty() && self.tm.idle_and_unlimited(port, priority) {
+        if self.pending.is_empty() && self.tm.pass_through(port, priority) {
             // It would be dequeued at once, with empty queues behind it: skip the queue.
             let now = self.now_us();
             let d = Dequeued {

@@ -5,6 +5,11 @@
 //! left behind in it when it leaves; `deq_timedelta` is the time it spent queued, in
 //! microseconds. That is BMv2's reading with one queue per port; BMv2 with `--priority-queues`
 //! reports the sum over all the port's queues instead (docs/p4-programs.md).
+//!
+//! A port may also push back: its owner gives it a budget of frames it can take now
+//! ([`TrafficManager::set_budget`]); at zero its packets wait in their queues, as in BMv2 when
+//! its egress blocks on a send the interface cannot take yet, so queue depths show the real
+//! bottleneck.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -110,6 +115,8 @@ pub(crate) struct TrafficManager<T> {
     queued: usize,
     /// Tail drops per (port, priority), for ports with any.
     dropped: BTreeMap<(u16, u8), u64>,
+    /// Frames each port that pushes back may still be given; other ports take any number.
+    budgets: BTreeMap<u16, u32>,
 }
 
 impl<T> Default for TrafficManager<T> {
@@ -121,6 +128,7 @@ impl<T> Default for TrafficManager<T> {
             default_rate: None,
             queued: 0,
             dropped: BTreeMap::new(),
+            budgets: BTreeMap::new(),
         }
     }
 }
@@ -171,6 +179,26 @@ impl<T> TrafficManager<T> {
         }
     }
 
+    /// Sets how many more frames `port` may be given (`None`: any number, the default).
+    pub fn set_budget(&mut self, port: u16, frames: Option<u32>) {
+        match frames {
+            Some(n) => self.budgets.insert(port, n),
+            None => self.budgets.remove(&port),
+        };
+    }
+
+    /// Whether `port` may be given a frame now.
+    fn takes(&self, port: u16) -> bool {
+        self.budgets.get(&port).is_none_or(|&n| n > 0)
+    }
+
+    /// Counts a frame given to `port` against its budget.
+    fn spend(&mut self, port: u16) {
+        if let Some(n) = self.budgets.get_mut(&port) {
+            *n = n.saturating_sub(1);
+        }
+    }
+
     /// Queues `item` for `port` at `priority` (clamped to 0..=7); gives it back if the queue or
     /// the shared buffer ([`BUFFER_PACKETS`]) is full.
     pub fn enqueue(&mut self, port: u16, priority: u8, item: T, now_us: u64) -> Result<(), T> {
@@ -188,28 +216,38 @@ impl<T> TrafficManager<T> {
         Ok(())
     }
 
-    /// Whether a packet for `port` at `priority` would leave at once, with nothing left behind:
-    /// no packet is queued anywhere, and its queue accepts packets at an unlimited rate.
-    pub fn idle_and_unlimited(&self, port: u16, priority: u8) -> bool {
-        if self.queued != 0 {
+    /// Whether a packet for `port` at `priority` would leave at once, with nothing left behind
+    /// (no packet is queued anywhere, its queue accepts packets at an unlimited rate, and the
+    /// port takes a frame now); if so, it is counted as given to the port, without a queue.
+    pub fn pass_through(&mut self, port: u16, priority: u8) -> bool {
+        if self.queued != 0 || !self.takes(port) {
             return false;
         }
-        match self.ports.get(&port) {
+        let unlimited = match self.ports.get(&port) {
             Some(queues) => {
                 let q = &queues[usize::from(priority).min(PRIORITIES - 1)];
                 q.rate_pps.is_none() && q.depth > 0
             }
             None => self.default_rate.is_none() && self.default_depth > 0,
+        };
+        if unlimited {
+            self.spend(port);
         }
+        unlimited
     }
 
     /// The next packet that may leave at `now_us`: the lowest-numbered port with a ready
-    /// packet, its highest-priority ready queue.
+    /// packet that takes a frame now, its highest-priority ready queue.
     pub fn dequeue(&mut self, now_us: u64) -> Option<Dequeued<T>> {
         if self.queued == 0 {
             return None;
         }
+        let budgets = &mut self.budgets;
         for (&port, waiting) in self.busy.iter_mut() {
+            let budget = budgets.get_mut(&port);
+            if budget.as_ref().is_some_and(|n| **n == 0) {
+                continue;
+            }
             let queues = self.ports.get_mut(&port).expect("busy ports have queues");
             for q in queues.iter_mut().rev() {
                 if q.ready_at().is_some_and(|t| t <= now_us) {
@@ -223,6 +261,9 @@ impl<T> TrafficManager<T> {
                     if let Some(rate) = q.rate_pps {
                         q.next_departure_us =
                             now_us.max(q.next_departure_us) + 1_000_000 / rate.max(1);
+                    }
+                    if let Some(n) = budget {
+                        *n -= 1;
                     }
                     let deq_qdepth = q.items.len() as u32;
                     return Some(Dequeued {
@@ -239,11 +280,13 @@ impl<T> TrafficManager<T> {
         None
     }
 
-    /// The earliest time a queued packet may leave.
+    /// The earliest time a queued packet may leave (a port that takes no frame now is waited
+    /// for by its owner, not by the clock).
     pub fn next_ready(&self) -> Option<u64> {
         self.ports
-            .values()
-            .flat_map(|qs| qs.iter().filter_map(Queue::ready_at))
+            .iter()
+            .filter(|(&port, _)| self.takes(port))
+            .flat_map(|(_, qs)| qs.iter().filter_map(Queue::ready_at))
             .min()
     }
 
@@ -330,6 +373,34 @@ mod tests {
             (second.item, second.enq_qdepth, second.deq_timedelta),
             ("high2", 1, 1000)
         );
+    }
+
+    #[test]
+    fn a_port_without_budget_keeps_its_packets_queued() {
+        let mut tm = TrafficManager::default();
+        tm.set_budget(1, Some(1));
+        assert!(
+            tm.pass_through(1, 0),
+            "idle: the first frame skips the queue"
+        );
+        assert!(!tm.pass_through(1, 0), "the budget is spent");
+        for i in 0..3 {
+            tm.enqueue(1, 0, i, 0).unwrap();
+        }
+        tm.enqueue(2, 0, 9, 0).unwrap();
+        // Port 1 takes nothing: port 2 is served, port 1's packets wait and count as depth.
+        assert_eq!(tm.next_ready(), Some(0));
+        assert_eq!(tm.dequeue(0).unwrap().item, 9);
+        assert!(tm.dequeue(0).is_none());
+        assert_eq!(tm.next_ready(), None);
+        assert_eq!(tm.occupancy(1, 0), 3);
+        tm.set_budget(1, Some(2));
+        let first = tm.dequeue(0).unwrap();
+        assert_eq!((first.item, first.enq_qdepth, first.deq_qdepth), (0, 0, 2));
+        assert_eq!(tm.dequeue(0).unwrap().item, 1);
+        assert!(tm.dequeue(0).is_none(), "two given, the budget is spent");
+        tm.set_budget(1, None);
+        assert_eq!(tm.dequeue(0).unwrap().item, 2);
     }
 
     #[test]

@@ -8,7 +8,14 @@
 //! Ports hand over frames in batches ([`FrameBatch`]), one event each, and get the batch back
 //! empty; a frame's buffer for the core is one the core sent out before (kept in `spare`),
 //! so the loop allocates nothing per packet once warm, and the ports' transmit sides are
-//! flushed (one system call each) once per burst of events, not per frame.
+//! flushed (one system call each) once per event — a batch of up to 64 frames — not per frame.
+//!
+//! A port whose interface cannot take frames as fast as they come (a rate-limiting qdisc, as
+//! Mininet's `bw` links have) pushes back: after each flush the engine gives the switch each
+//! port's [`Transmit::room`] as its budget, so a port that takes nothing more leaves its
+//! packets in the traffic manager's queues — where the program's `enq_qdepth` sees them, as in
+//! BMv2, whose egress blocks on the send — and the engine tries it again
+//! [`BLOCKED_PORT_RETRY`] later.
 
 use std::collections::BTreeMap;
 use std::sync::mpsc;
@@ -26,9 +33,19 @@ pub trait Transmit: Send {
 
     /// Lets the frames queued so far leave (one system call for a burst).
     fn flush(&mut self) {}
+
+    /// After a [`Transmit::flush`]: how many more frames the port takes now without holding
+    /// them where the program cannot see them (0 while its interface takes nothing more), or
+    /// `None` if it takes any number.
+    fn room(&mut self) -> Option<u32> {
+        None
+    }
 }
 
-/// Events handled before the ports' queued frames are flushed.
+/// How long the engine waits before trying a port that took nothing more again.
+pub const BLOCKED_PORT_RETRY: Duration = Duration::from_micros(250);
+
+/// Events handled one after the other without waiting on the channel.
 const BURST: usize = 256;
 
 /// Frame buffers the engine keeps for reuse (a burst's worth of frames).
@@ -109,6 +126,8 @@ pub struct Engine<C: Controller> {
     outputs: Vec<Output>,
     /// Buffers of frames sent, for frames to come.
     spare: Vec<Vec<u8>>,
+    /// Whether a port took nothing more at the last look (its packets wait in the switch).
+    blocked: bool,
 }
 
 impl<C: Controller> Engine<C> {
@@ -134,6 +153,7 @@ impl<C: Controller> Engine<C> {
         pipeline.switch_mut().set_trace(crate::trace::sink());
         pipeline.switch_mut().set_state_budget(self.state_budget);
         self.pipeline = Some(pipeline);
+        self.pace();
     }
 
     /// Sets the state budget, in bytes, of the running switch and of every switch loaded
@@ -181,12 +201,41 @@ impl<C: Controller> Engine<C> {
         self.flush();
     }
 
-    /// Sends what the switch produced: frames to ports or the controller, digests to the
-    /// controller.
-    fn flush(&mut self) {
+    /// Lets what the ports hold leave, gives the switch each port's room, and sends what that
+    /// released, until the switch releases nothing more (its queues are empty, or wait for
+    /// their rate or for ports that take nothing more).
+    fn transmit(&mut self) {
+        loop {
+            for tx in self.ports.values_mut() {
+                tx.flush();
+            }
+            self.pace();
+            if self.flush() == 0 {
+                return;
+            }
+        }
+    }
+
+    /// Gives the switch each port's room as its budget (serving its queues).
+    fn pace(&mut self) {
         let Some(p) = self.pipeline.as_mut() else {
             return;
         };
+        self.blocked = false;
+        for (&port, tx) in self.ports.iter_mut() {
+            let room = tx.room();
+            self.blocked |= room == Some(0);
+            p.switch_mut().set_port_budget(port, room);
+        }
+    }
+
+    /// Sends what the switch produced: frames to ports or the controller, digests to the
+    /// controller. Returns the number of frames given to ports.
+    fn flush(&mut self) -> usize {
+        let Some(p) = self.pipeline.as_mut() else {
+            return 0;
+        };
+        let mut given = 0;
         let switch = p.switch_mut();
         let mut outputs = std::mem::take(&mut self.outputs);
         outputs.extend(switch.drain_outputs());
@@ -204,6 +253,7 @@ impl<C: Controller> Engine<C> {
                 Some(tx) => tx.send(&out.data).is_ok(),
                 None => false,
             };
+            given += 1;
             if sent {
                 tracing::trace!(port = out.port, bytes = out.data.len(), "frame out");
                 self.counts.sent += 1;
@@ -219,10 +269,11 @@ impl<C: Controller> Engine<C> {
         if !digests.is_empty() || p.next_deadline().is_some() {
             self.controller.digests(p, digests);
         }
+        given
     }
 
-    /// How long until a rate-limited queue may release a packet or a digest list is due, if
-    /// either waits.
+    /// How long until a rate-limited queue may release a packet, a digest list is due, or a
+    /// port that took nothing more is to be tried again, if any of them waits.
     fn next_wakeup(&self) -> Option<Duration> {
         let p = self.pipeline.as_ref()?;
         let switch = p.switch();
@@ -232,7 +283,8 @@ impl<C: Controller> Engine<C> {
         let digest = p
             .next_deadline()
             .map(|at| at.saturating_duration_since(Instant::now()));
-        queue.into_iter().chain(digest).min()
+        let blocked = self.blocked.then_some(BLOCKED_PORT_RETRY);
+        queue.into_iter().chain(digest).chain(blocked).min()
     }
 
     fn handle(&mut self, event: Event<C>) -> bool {
@@ -241,6 +293,10 @@ impl<C: Controller> Engine<C> {
             Event::Frames { port, batch } => self.receive_batch(port, batch),
             Event::PortDown(port) => {
                 self.ports.remove(&port);
+                if let Some(p) = self.pipeline.as_mut() {
+                    // Frames for it are lost from now on, as to a missing port.
+                    p.switch_mut().set_port_budget(port, None);
+                }
             }
             Event::Call(f) => {
                 f(self);
@@ -262,9 +318,7 @@ impl<C: Controller> Engine<C> {
                             p.switch_mut().advance(0);
                         }
                         self.flush();
-                        for tx in self.ports.values_mut() {
-                            tx.flush();
-                        }
+                        self.transmit();
                         continue;
                     }
                     Err(mpsc::RecvTimeoutError::Disconnected) => None,
@@ -274,20 +328,19 @@ impl<C: Controller> Engine<C> {
             if !self.handle(event) {
                 return;
             }
-            // What else is already queued, then one flush for the burst.
+            self.transmit();
+            // What else is already queued, without waiting.
             for _ in 1..BURST {
                 match events.try_recv() {
                     Ok(event) => {
                         if !self.handle(event) {
                             return;
                         }
+                        self.transmit();
                     }
                     Err(mpsc::TryRecvError::Disconnected) => return,
                     Err(mpsc::TryRecvError::Empty) => break,
                 }
-            }
-            for tx in self.ports.values_mut() {
-                tx.flush();
             }
         }
     }
@@ -345,6 +398,7 @@ impl<C: Controller> EngineHandle<C> {
                     started: Instant::now(),
                     outputs: Vec::new(),
                     spare: Vec::new(),
+                    blocked: false,
                 }
                 .run(rx)
             })

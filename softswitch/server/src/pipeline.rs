@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use p4runtime::p4::config::v1::P4Info;
+use p4runtime::p4::tmp::P4DeviceConfig;
 use p4runtime::p4::v1 as p4v1;
 
 use super::digests::Digests;
@@ -35,15 +36,16 @@ pub struct Compiled {
     /// The P4Info the controller sent (else `info`), which GetForwardingPipelineConfig returns
     /// as it was set.
     pub given_info: P4Info,
-    /// The device config as received (the P4 source).
+    /// The device config as received (P4 source, BMv2 JSON, or JSON in PI's wrapper).
     pub device_config: Vec<u8>,
     /// The controller's cookie.
     pub cookie: u64,
 }
 
 impl Compiled {
-    /// Compiles `device_config` (UTF-8 P4 source, as a P4Runtime client sends it) and checks
-    /// that `p4info`, if given, describes it. The source must be self-contained: it may include
+    /// Compiles `device_config` (UTF-8 P4 source, as a P4Runtime client sends it; or BMv2's
+    /// JSON, bare or wrapped in PI's `p4.tmp.P4DeviceConfig`, as simple_switch_grpc takes it)
+    /// and checks that `p4info`, if given, describes it. The source must be self-contained: it may include
     /// the built-in headers only, never a file of this machine.
     pub fn new(
         device_config: Vec<u8>,
@@ -61,8 +63,25 @@ impl Compiled {
             // What a controller written for simple_switch_grpc sends.
             return Self::from_bmv2_json(device_config, p4info, cookie);
         }
+        if let Some(wrapped) = P4DeviceConfig::unwrap_from(&device_config) {
+            // What PI's clients (the P4 tutorials' p4runtime_lib) send simple_switch_grpc.
+            if !softswitch_bmv2json::looks_like_bmv2_json(&wrapped.device_data) {
+                return Err(
+                    "p4_device_config is a p4.tmp.P4DeviceConfig whose device_data is not \
+                     BMv2's JSON"
+                        .into(),
+                );
+            }
+            let mut compiled = Self::from_bmv2_json(wrapped.device_data, p4info, cookie)?;
+            // GetForwardingPipelineConfig returns the config as it was sent.
+            compiled.device_config = device_config;
+            return Ok(compiled);
+        }
         let source = std::str::from_utf8(&device_config).map_err(|e| {
-            format!("p4_device_config must be the P4 source as UTF-8 text, or BMv2's JSON: {e}")
+            format!(
+                "p4_device_config must be the P4 source as UTF-8 text, BMv2's JSON, or a \
+                 p4.tmp.P4DeviceConfig holding BMv2's JSON: {e}"
+            )
         })?;
         let mut map = SourceMap::new();
         let file = map.add(DEVICE_CONFIG_NAME, source);

@@ -268,7 +268,7 @@ fn main() -> anyhow::Result<()> {
                 variant.build,
                 Some(json),
                 &dir,
-                false,
+                &[],
             )?;
             let (pps, at) = sweep(bed.topology())?;
             results.0.push(pps);

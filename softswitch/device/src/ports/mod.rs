@@ -383,7 +383,24 @@ impl Transmit for PortTx {
         // An interface that is gone is noticed (and its port taken down) by its receive thread.
         let _ = self.ring.kick();
     }
+
+    fn room(&mut self) -> Option<u32> {
+        // The kernel takes the ring's frames in order: if it left the last one queued, its
+        // send buffer is full and the port takes nothing more until it has sent some.
+        let last = (self.next + ring::TX_SLOTS - 1) % ring::TX_SLOTS;
+        Some(if self.ring.waiting(last) {
+            0
+        } else {
+            TX_WINDOW
+        })
+    }
 }
+
+/// Frames an AF_PACKET port is given at a time (between two kicks, one per event: a received
+/// batch holds at most as many) while its kernel queue takes all it is sent: at most this many
+/// wait in its ring, unseen by the program, beyond what the socket's send buffer lets the
+/// interface's qdisc hold (as for BMv2's socket).
+const TX_WINDOW: u32 = crate::batch::MAX_FRAMES as u32;
 
 /// An AF_XDP port's transmit side.
 struct XdpTx(afxdp::TxHalf);

@@ -128,9 +128,11 @@ impl Ring {
             ));
         }
         let proto = (libc::ETH_P_ALL as u16).to_be();
+        // Protocol 0: the socket takes no frame until it is bound to the interface with
+        // ETH_P_ALL below (opened with ETH_P_ALL it would take every interface's frames until
+        // then, and the engine would get them as the port's).
         // SAFETY: plain socket(2); the fd is owned below.
-        let raw =
-            unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, libc::c_int::from(proto)) };
+        let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
         check(raw, "socket(AF_PACKET) (needs CAP_NET_RAW)")?;
         // SAFETY: raw is a fresh, valid fd.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
@@ -334,6 +336,13 @@ impl Ring {
         self.status(slot_index)
             .store(libc::TP_STATUS_SEND_REQUEST, Ordering::Release);
         Ok(())
+    }
+
+    /// Whether the frame queued in transmit slot `index` still waits for the kernel: after a
+    /// [`Ring::kick`], the kernel left it because the socket's send buffer is full (the
+    /// interface's qdisc holds all it may), where a blocking send would wait.
+    pub fn waiting(&self, index: usize) -> bool {
+        self.status(RX_SLOTS + index).load(Ordering::Acquire) == libc::TP_STATUS_SEND_REQUEST
     }
 
     /// Asks the kernel to send every queued frame; fails if the interface is gone.

@@ -1228,15 +1228,40 @@ impl<'a> Checker<'a> {
                 _ => false,
             }
         }
-        match self.expr(e)? {
-            v @ (Val::Agg { .. } | Val::DynElem { .. }) => Ok(v),
-            Val::Scalar { expr, ty, .. } if is_place(&expr) => Ok(Val::Scalar {
-                expr,
-                ty,
-                konst: None,
-            }),
-            _ => fail(e.span, "this expression cannot be assigned to"),
+        fn base(e: &Expr) -> Option<Slot> {
+            match e {
+                Expr::Load(slot) | Expr::LoadDyn { base: slot, .. } => Some(*slot),
+                Expr::Slice { arg, .. } => base(arg),
+                _ => None,
+            }
         }
+        let (val, slot) = match self.expr(e)? {
+            v @ Val::Agg { base, .. } => (v, base),
+            v @ Val::DynElem { base, .. } => (v, base),
+            Val::Scalar { expr, ty, .. } if is_place(&expr) => {
+                let slot = base(&expr).expect("a place has a base slot");
+                let v = Val::Scalar {
+                    expr,
+                    ty,
+                    konst: None,
+                };
+                (v, slot)
+            }
+            _ => return fail(e.span, "this expression cannot be assigned to"),
+        };
+        if self
+            .read_only
+            .iter()
+            .any(|&(start, len)| (start..start + len).contains(&slot))
+        {
+            // p4c: "Expression v cannot be the target of an assignment".
+            return fail(
+                e.span,
+                "an `in` or directionless parameter cannot be the target of an assignment \
+                 (p4c refuses it too)",
+            );
+        }
+        Ok(val)
     }
 
     /// Statements that assign `rhs` to the l-value `dst`.

@@ -177,6 +177,9 @@ struct Checker<'a> {
     generic_aggregates: Vec<(String, Vec<Type>, Type)>,
     /// The `if` conditions lowered so far, for the trace (their index is their `Stmt::If`'s).
     conditions: Vec<Span>,
+    /// The slots of `in` and directionless parameters (first slot, size), which the program
+    /// may read but not assign (slots are never reused, so the list only grows).
+    read_only: Vec<(Slot, u32)>,
 }
 
 /// Bytes of a name (or a string) that count as one unit of lowering work (see [`MAX_LOWERED`]).
@@ -727,6 +730,9 @@ impl<'a> Checker<'a> {
                 return fail(p.ty.span(), "this parameter type is not supported");
             }
             let slot = self.alloc(&ty, p.name.span)?;
+            if matches!(p.direction, Direction::In | Direction::None) {
+                self.read_only.push((slot, self.types.size(&ty)));
+            }
             self.spend_name(&p.name.name, p.name.span)?;
             self.declare(
                 &p.name,

@@ -252,7 +252,7 @@ impl<'a> Checker<'a> {
                             if rest.len() != params.len() {
                                 return fail(e.span, format!("the parser takes {} arguments besides the packet, {} given", params.len(), rest.len()));
                             }
-                            let (copy_in, copy_out) = self.bind(&params, &rest)?;
+                            let (copy_in, copy_out) = self.bind(&params, &rest, false)?;
                             return Ok(vec![Stmt::Extern(Box::new(ExternCall::SubParser {
                                 parser,
                                 copy_in,
@@ -617,7 +617,7 @@ impl<'a> Checker<'a> {
         let callable = self.callables[idx].clone();
         let names: Vec<&str> = callable.params.iter().map(|p| p.name.as_str()).collect();
         let args = order_args(&names, args, span)?;
-        let (copy_in, copy_out) = self.bind(&callable.params, &args)?;
+        let (copy_in, copy_out) = self.bind(&callable.params, &args, callable.action.is_some())?;
         Ok(Invoke {
             copy_in,
             body: callable.body,
@@ -627,22 +627,27 @@ impl<'a> Checker<'a> {
     }
 
     /// Copy-in and copy-out statements binding `args` to the first `args.len()` of `params`.
+    /// An action's directionless parameters (`action`: its action data, in a direct call) take
+    /// any value, run-time ones included, as p4c's BMv2 back end compiles them (the tutorials'
+    /// calc and firewall); those of functions, parsers and controls take compile-time constants
+    /// only, as p4c's type checker says.
     pub(super) fn bind(
         &mut self,
         params: &[CallParam],
         args: &[&ast::Arg],
+        action: bool,
     ) -> Result<(Vec<Stmt>, Vec<Stmt>)> {
         let mut copy_in = Vec::new();
         let mut copy_out = Vec::new();
         for (p, arg) in params.iter().zip(args) {
-            if p.direction == Direction::None && !self.is_constant(&arg.value)? {
+            if p.direction == Direction::None && !action && !self.is_constant(&arg.value)? {
                 // p4c's type unification refuses it (p4lang/p4c#4175); `in` takes any value.
                 return fail(
                     arg.value.span,
                     format!(
                         "argument used for directionless parameter '{}' must be a compile-time \
-                         constant (p4c refuses it); declare the parameter `in` to pass a \
-                         run-time value",
+                         constant (p4c refuses a run-time value outside an action call); \
+                         declare the parameter `in` to pass one",
                         p.name
                     ),
                 );

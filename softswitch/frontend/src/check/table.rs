@@ -323,7 +323,7 @@ impl Checker<'_> {
             );
         }
         let args: Vec<&ast::Arg> = r.args.iter().collect();
-        let (copy_in, copy_out) = self.bind(&callable.params, &args)?;
+        let (copy_in, copy_out) = self.bind(&callable.params, &args, true)?;
         Ok(ir::ActionBinding { copy_in, copy_out })
     }
 

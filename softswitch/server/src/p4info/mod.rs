@@ -40,8 +40,8 @@ struct P4InfoBuilder<'a> {
     cp: &'a CpInfo,
     map: &'a SourceMap,
     symbols: Symbols,
-    /// Actions in P4Info: referenced by a table or called.
-    used_actions: Vec<bool>,
+    /// How each action appears in P4Info.
+    used_actions: Vec<ActionUse>,
 }
 
 impl<'a> P4InfoBuilder<'a> {
@@ -70,7 +70,7 @@ impl<'a> P4InfoBuilder<'a> {
             self.add(Prefix::Table, &t.name, &tcp.annotations)?;
         }
         for (i, a) in p.actions.iter().enumerate() {
-            if self.used_actions[i] {
+            if self.used_actions[i] != ActionUse::Unlisted {
                 self.add(Prefix::Action, &a.name, &cp.actions[i])?;
             }
         }
@@ -173,7 +173,9 @@ impl<'a> P4InfoBuilder<'a> {
             .collect();
         // p4c converts every action parameter's type, adding the serializable enums to type_info.
         for (i, types) in self.cp.action_param_types.iter().enumerate() {
-            if self.used_actions[i] && !cpinfo::has(&self.cp.actions[i], "hidden") {
+            if self.used_actions[i] == ActionUse::Tabled
+                && !cpinfo::has(&self.cp.actions[i], "hidden")
+            {
                 for ty in types.iter().filter(|t| matches!(t, Type::Enum(_))) {
                     specs.spec(ty);
                 }
@@ -296,22 +298,31 @@ impl<'a> P4InfoBuilder<'a> {
         p.actions
             .iter()
             .enumerate()
-            .filter(|(i, _)| self.used_actions[*i] && !cpinfo::has(&self.cp.actions[*i], "hidden"))
+            .filter(|(i, _)| {
+                self.used_actions[*i] != ActionUse::Unlisted
+                    && !cpinfo::has(&self.cp.actions[*i], "hidden")
+            })
             .map(|(i, a)| p4i::Action {
                 preamble: Some(self.preamble(Prefix::Action, &a.name, &self.cp.actions[i])),
-                params: action_data(p, i)
-                    .iter()
-                    .zip(&self.cp.action_params[i])
-                    .zip(self.param_ids(i))
-                    .map(|((param, annotations), id)| p4i::action::Param {
-                        id,
-                        name: param.name.clone(),
-                        bitwidth: i32::from(param.width),
-                        annotations: self.annotations(annotations),
-                        doc: documentation(annotations),
-                        ..Default::default()
-                    })
-                    .collect(),
+                // An action only called has its arguments bound by the calls: p4c lists it
+                // without parameters.
+                params: if self.used_actions[i] == ActionUse::Tabled {
+                    action_data(p, i)
+                } else {
+                    Vec::new()
+                }
+                .iter()
+                .zip(&self.cp.action_params[i])
+                .zip(self.param_ids(i))
+                .map(|((param, annotations), id)| p4i::action::Param {
+                    id,
+                    name: param.name.clone(),
+                    bitwidth: i32::from(param.width),
+                    annotations: self.annotations(annotations),
+                    doc: documentation(annotations),
+                    ..Default::default()
+                })
+                .collect(),
             })
             .collect()
     }
@@ -579,10 +590,21 @@ fn meter_spec(bytes: bool) -> p4i::MeterSpec {
     }
 }
 
-/// Which actions appear in P4Info: those in some table's action list and those a control
-/// calls, directly or from a function it calls. An action called only from other actions is
-/// not listed: p4c's front end inlines it into them.
-fn used_actions(p: &Program) -> Vec<bool> {
+/// How an action appears in P4Info.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ActionUse {
+    /// Not at all: it is called only from other actions (p4c's front end inlines it into
+    /// them), or never.
+    Unlisted,
+    /// Called by a control, directly or from a function it calls, and in no table: listed
+    /// without parameters, as p4c lists it (the calls bind them).
+    Called,
+    /// In some table's action list: listed with its action data.
+    Tabled,
+}
+
+/// How each action appears in P4Info.
+fn used_actions(p: &Program) -> Vec<ActionUse> {
     let mut invoked = vec![false; p.bodies.len()];
     let mut is_action = vec![false; p.bodies.len()];
     for a in &p.actions {
@@ -619,6 +641,14 @@ fn used_actions(p: &Program) -> Vec<bool> {
     p.actions
         .iter()
         .enumerate()
-        .map(|(i, a)| invoked[a.body] || listed.contains(&i))
+        .map(|(i, a)| {
+            if listed.contains(&i) {
+                ActionUse::Tabled
+            } else if invoked[a.body] {
+                ActionUse::Called
+            } else {
+                ActionUse::Unlisted
+            }
+        })
         .collect()
 }

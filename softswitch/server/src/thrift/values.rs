@@ -2,7 +2,8 @@
 //! data (`BmActionData`) ⇄ an [`ActionCall`]'s arguments, entries and default actions read
 //! back, and BMv2's priorities (the smallest value wins) ⇄ the switch's (the largest wins).
 //! Byte strings are big-endian and padded to their field's whole bytes, as the CLI writes
-//! them; the bytestring arithmetic is `p4values`'.
+//! them, but for action data read back, which BMv2 gives in its fewest bytes; the bytestring
+//! arithmetic is `p4values`'.
 
 use p4values::bytestring;
 use softswitch_core::ir::{self, ActionCall, FieldMatch, MatchKind, Program};
@@ -147,13 +148,11 @@ fn action_data_widths(program: &Program, action: usize) -> Vec<u16> {
         .collect()
 }
 
-/// An action with its data as BMv2 reads it back.
+/// An action with its data as BMv2 reads it back: each value in its fewest bytes, zero as one
+/// (BMv2 keeps action data as numbers, without their width: simple_switch_CLI's `table_dump`
+/// prints port 2 as `02`, where match keys keep their field's width).
 pub fn action_entry(program: &Program, call: &ActionCall) -> BmActionEntry {
-    let data: Vec<Vec<u8>> = action_data_widths(program, call.action)
-        .into_iter()
-        .zip(&call.args)
-        .map(|(w, &v)| bytes(v, w))
-        .collect();
+    let data: Vec<Vec<u8>> = call.args.iter().map(|&v| bytestring::encode(v)).collect();
     BmActionEntry::new(
         BmActionEntryType::ACTION_DATA,
         program.actions[call.action].name.clone(),

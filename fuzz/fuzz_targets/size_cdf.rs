@@ -1,0 +1,4 @@
+//! libFuzzer's entry point for a size-CDF file: [`lossless_fuzz::size_cdf`].
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| lossless_fuzz::size_cdf(data));

@@ -1,0 +1,4 @@
+//! libFuzzer's entry point for a workload file or short form: [`lossless_fuzz::workload`].
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| lossless_fuzz::workload(data));
