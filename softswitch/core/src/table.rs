@@ -6,6 +6,7 @@
 use crate::ir::{self, ActionCall, Entry, FieldMatch, MatchKind};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::time::Duration;
 use thiserror::Error;
 
 /// Why a control-plane change to a table was refused.
@@ -74,13 +75,38 @@ pub struct Profile {
     pub groups: HashMap<u32, Vec<u32>>,
 }
 
-/// An installed entry and its direct counter.
+/// An installed entry, its direct counter and when packets last matched it.
 #[derive(Clone, Debug)]
 pub struct Installed {
     /// The entry.
     pub entry: Entry,
     /// Its direct counter.
     pub counter: CounterCell,
+    /// When a packet last matched it or, until one does, when it was installed (µs of the
+    /// switch's clock).
+    pub last_hit_us: u64,
+    /// Its idle timeout, if it has one.
+    pub idle_timeout: Option<IdleTimeout>,
+}
+
+/// An entry's idle timeout (BMv2's entry TTL, P4Runtime's `idle_timeout_ns`): how long it may
+/// go without a hit before it is reported idle, counted from its last hit or, if later, from
+/// when the timeout was set or the entry last reported (so an entry that stays idle is
+/// reported once per timeout, as P4Runtime asks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdleTimeout {
+    /// The timeout.
+    pub ttl: Duration,
+    /// When the timeout was set or the entry last reported idle (µs of the switch's clock).
+    pub since_us: u64,
+}
+
+impl IdleTimeout {
+    /// Whether an entry last hit at `last_hit_us` is idle at `now_us`.
+    fn expired(&self, last_hit_us: u64, now_us: u64) -> bool {
+        let idle_us = now_us.saturating_sub(last_hit_us.max(self.since_us));
+        u128::from(idle_us) * 1000 >= self.ttl.as_nanos()
+    }
 }
 
 /// A fast non-cryptographic hasher for keys (rustc's Fx: rotate, xor, multiply per word).
@@ -164,6 +190,8 @@ pub(crate) struct TableState {
     size: usize,
     entries: Vec<Option<Installed>>,
     count: usize,
+    /// How many entries have an idle timeout.
+    timed: usize,
     index: Index,
     scratch: Vec<u128>,
     /// Entries pointing to a group of the table's action selector: handle to group.
@@ -202,6 +230,7 @@ impl TableState {
             size: t.size.max(t.const_entries.len()),
             entries: Vec::new(),
             count: 0,
+            timed: 0,
             index,
             scratch: Vec::new(),
             groups: HashMap::new(),
@@ -209,13 +238,13 @@ impl TableState {
         };
         for e in &t.const_entries {
             // Constant entries were checked by the checker; a duplicate is a program error p4c reports too.
-            let _ = s.insert(e.clone());
+            let _ = s.insert(e.clone(), 0);
         }
         s
     }
 
-    /// Installs an entry; returns its handle.
-    pub fn insert(&mut self, entry: Entry) -> Result<usize, TableError> {
+    /// Installs an entry at `now_us`; returns its handle.
+    pub fn insert(&mut self, entry: Entry, now_us: u64) -> Result<usize, TableError> {
         if entry.matches.len() != self.kinds.len() {
             return Err(TableError::KeyCount {
                 table: self.name.clone(),
@@ -312,6 +341,8 @@ impl TableState {
         self.entries.push(Some(Installed {
             entry,
             counter: CounterCell::default(),
+            last_hit_us: now_us,
+            idle_timeout: None,
         }));
         self.count += 1;
         Ok(handle)
@@ -353,6 +384,9 @@ impl TableState {
         }
         self.groups.remove(&handle);
         self.count -= 1;
+        if installed.idle_timeout.is_some() {
+            self.timed -= 1;
+        }
         Ok(())
     }
 
@@ -448,12 +482,63 @@ impl TableState {
         }
     }
 
-    /// Counts a hit on the direct counter of `handle`.
-    pub fn count_hit(&mut self, handle: usize, bytes: u64) {
+    /// Records a packet of `bytes` matching entry `handle` at `now_us`: its last hit, and its
+    /// direct counter if `bytes` is given.
+    pub fn record_hit(&mut self, handle: usize, now_us: u64, bytes: Option<u64>) {
         if let Some(Some(i)) = self.entries.get_mut(handle) {
-            i.counter.packets += 1;
-            i.counter.bytes += bytes;
+            i.last_hit_us = now_us;
+            if let Some(bytes) = bytes {
+                i.counter.packets += 1;
+                i.counter.bytes += bytes;
+            }
         }
+    }
+
+    /// Gives entry `handle` an idle timeout of `ttl` counted from `now_us`, or none.
+    pub fn set_idle_timeout(
+        &mut self,
+        handle: usize,
+        ttl: Option<Duration>,
+        now_us: u64,
+    ) -> Result<(), TableError> {
+        let Some(Some(i)) = self.entries.get_mut(handle) else {
+            return Err(TableError::NoEntry(self.name.clone(), handle));
+        };
+        let timeout = ttl.map(|ttl| IdleTimeout {
+            ttl,
+            since_us: now_us,
+        });
+        match (i.idle_timeout.is_some(), timeout.is_some()) {
+            (false, true) => self.timed += 1,
+            (true, false) => self.timed -= 1,
+            _ => {}
+        }
+        i.idle_timeout = timeout;
+        Ok(())
+    }
+
+    /// Whether some entry has an idle timeout.
+    pub fn has_idle_timeouts(&self) -> bool {
+        self.timed > 0
+    }
+
+    /// The entries idle at `now_us` past their timeout, in installation order; each one's count
+    /// starts again from `now_us`.
+    pub fn sweep_idle(&mut self, now_us: u64) -> Vec<usize> {
+        if self.timed == 0 {
+            return Vec::new();
+        }
+        let mut idle = Vec::new();
+        for (handle, i) in self.entries.iter_mut().enumerate() {
+            let Some(i) = i else { continue };
+            if let Some(timeout) = &mut i.idle_timeout {
+                if timeout.expired(i.last_hit_us, now_us) {
+                    timeout.since_us = now_us;
+                    idle.push(handle);
+                }
+            }
+        }
+        idle
     }
 
     /// Checks that a match fits the key's match kind.
@@ -580,8 +665,10 @@ mod tests {
     #[test]
     fn longest_prefix_wins_regardless_of_insertion_order() {
         let mut t = table(&[MatchKind::Lpm]);
-        let short = t.insert(entry(vec![lpm(0x0a00_0000, 8)], 0, 1)).unwrap();
-        let long = t.insert(entry(vec![lpm(0x0a01_0000, 16)], 0, 2)).unwrap();
+        let short = t.insert(entry(vec![lpm(0x0a00_0000, 8)], 0, 1), 0).unwrap();
+        let long = t
+            .insert(entry(vec![lpm(0x0a01_0000, 16)], 0, 2), 0)
+            .unwrap();
         assert_eq!(t.lookup(&[0x0a01_0203]), Some(long));
         assert_eq!(t.lookup(&[0x0a02_0203]), Some(short));
         assert_eq!(t.lookup(&[0x0b00_0000]), None);
@@ -593,17 +680,23 @@ mod tests {
     fn ternary_highest_priority_wins() {
         let mut t = table(&[MatchKind::Ternary]);
         let low = t
-            .insert(entry(vec![FieldMatch::Masked { value: 0, mask: 0 }], 1, 1))
+            .insert(
+                entry(vec![FieldMatch::Masked { value: 0, mask: 0 }], 1, 1),
+                0,
+            )
             .unwrap();
         let high = t
-            .insert(entry(
-                vec![FieldMatch::Masked {
-                    value: 0x10,
-                    mask: 0xf0,
-                }],
-                5,
-                2,
-            ))
+            .insert(
+                entry(
+                    vec![FieldMatch::Masked {
+                        value: 0x10,
+                        mask: 0xf0,
+                    }],
+                    5,
+                    2,
+                ),
+                0,
+            )
             .unwrap();
         assert_eq!(t.lookup(&[0x13]), Some(high));
         assert_eq!(t.lookup(&[0x23]), Some(low));
@@ -622,12 +715,61 @@ mod tests {
                 1,
             )
         };
-        t.insert(exact(7)).unwrap();
-        assert_eq!(t.insert(exact(7)), Err(TableError::Duplicate("t".into())));
+        t.insert(exact(7), 0).unwrap();
+        assert_eq!(
+            t.insert(exact(7), 0),
+            Err(TableError::Duplicate("t".into()))
+        );
         for v in 8..23 {
-            t.insert(exact(v)).unwrap();
+            t.insert(exact(v), 0).unwrap();
         }
-        assert_eq!(t.insert(exact(99)), Err(TableError::Full("t".into())));
+        assert_eq!(t.insert(exact(99), 0), Err(TableError::Full("t".into())));
+    }
+
+    /// An entry is reported idle once its timeout passed since its last hit (or the timeout was
+    /// set), then once per timeout while it stays idle; a hit, or no timeout, keeps it quiet.
+    #[test]
+    fn idle_entries_are_reported_once_per_timeout_until_hit() {
+        let mut t = table(&[MatchKind::Exact]);
+        let exact = |value| {
+            entry(
+                vec![FieldMatch::Masked {
+                    value,
+                    mask: ir::mask(32),
+                }],
+                0,
+                1,
+            )
+        };
+        let timed = t.insert(exact(1), 1_000).unwrap();
+        let untimed = t.insert(exact(2), 1_000).unwrap();
+        assert!(!t.has_idle_timeouts());
+        t.set_idle_timeout(timed, Some(Duration::from_millis(3)), 2_000)
+            .unwrap();
+        assert!(t.has_idle_timeouts());
+        assert_eq!(t.sweep_idle(4_999), Vec::<usize>::new());
+        assert_eq!(t.sweep_idle(5_000), vec![timed]);
+        // Reported: quiet for another timeout.
+        assert_eq!(t.sweep_idle(7_999), Vec::<usize>::new());
+        assert_eq!(t.sweep_idle(8_000), vec![timed]);
+        // Hit: quiet until a timeout after the hit.
+        t.record_hit(timed, 9_000, None);
+        t.record_hit(untimed, 9_000, Some(64));
+        assert_eq!(t.entry(untimed).unwrap().counter.bytes, 64);
+        assert_eq!(t.entry(timed).unwrap().counter.packets, 0);
+        assert_eq!(t.sweep_idle(11_999), Vec::<usize>::new());
+        assert_eq!(t.sweep_idle(12_000), vec![timed]);
+        t.set_idle_timeout(timed, None, 12_000).unwrap();
+        assert!(!t.has_idle_timeouts());
+        assert_eq!(t.sweep_idle(100_000), Vec::<usize>::new());
+        t.set_idle_timeout(untimed, Some(Duration::from_nanos(1)), 100_000)
+            .unwrap();
+        t.remove(untimed).unwrap();
+        assert!(!t.has_idle_timeouts());
+        assert_eq!(
+            t.set_idle_timeout(untimed, None, 0),
+            Err(TableError::NoEntry("t".into(), untimed))
+        );
     }
 
     /// The masked index (tuple space search) answers as a linear scan in priority order does,
@@ -661,7 +803,7 @@ mod tests {
                 i64::from(next() % 8),
                 i,
             );
-            if let Ok(h) = t.insert(e) {
+            if let Ok(h) = t.insert(e, 0) {
                 live.push(h);
             }
             if i % 5 == 4 {
@@ -684,6 +826,6 @@ mod tests {
             }
         }
         let first = t.entry(live[0]).unwrap().entry.clone();
-        assert_eq!(t.insert(first), Err(TableError::Duplicate("t".into())));
+        assert_eq!(t.insert(first, 0), Err(TableError::Duplicate("t".into())));
     }
 }
