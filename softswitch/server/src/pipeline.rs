@@ -12,6 +12,7 @@ use p4runtime::p4::tmp::P4DeviceConfig;
 use p4runtime::p4::v1 as p4v1;
 
 use super::digests::Digests;
+use super::idle::IdleSweep;
 use softswitch_core::ir::Program;
 use softswitch_core::switch::Switch;
 use softswitch_frontend::ast::AggregateKind;
@@ -318,6 +319,8 @@ pub struct Pipeline {
     /// entry handle (`None`: the default entry), kept only when set: the switch does not use
     /// them, P4Runtime reads them back.
     pub entry_metadata: BTreeMap<(usize, Option<usize>), (u64, Vec<u8>)>,
+    /// The tables swept for idle entries, and when next.
+    pub idle: IdleSweep,
 }
 
 impl Pipeline {
@@ -325,6 +328,7 @@ impl Pipeline {
     pub fn new(compiled: Compiled, clock: softswitch_core::switch::Clock) -> Self {
         let switch = Switch::new(compiled.program, clock);
         let index = Index::new(switch.program(), &compiled.control_plane, &compiled.info);
+        let idle = IdleSweep::new(&compiled.info, &index, std::time::Instant::now());
         Pipeline {
             switch,
             control_plane: compiled.control_plane,
@@ -337,6 +341,7 @@ impl Pipeline {
             clone_sessions: BTreeMap::new(),
             digests: Digests::default(),
             entry_metadata: BTreeMap::new(),
+            idle,
         }
     }
 }
@@ -351,7 +356,8 @@ impl softswitch_device::engine::Pipeline for Pipeline {
     }
 
     fn next_deadline(&self) -> Option<std::time::Instant> {
-        self.digests.next_deadline()
+        let idle = self.idle.next_deadline(&self.switch);
+        self.digests.next_deadline().into_iter().chain(idle).min()
     }
 }
 
