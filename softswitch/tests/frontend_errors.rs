@@ -386,6 +386,37 @@ fn checker_index_types_need_the_2020_v1model() {
 }
 
 #[test]
+fn port_id_is_v1models_only_from_2020() {
+    // As in p4c's v1model.p4: version 20180101 (the default) declares no PortId_t, so a program
+    // may declare its own, of any width (the P4 tutorials' flowcache declares bit<9>); 20200408
+    // declares it, and a second declaration is a duplicate.
+    for width in [9, 16] {
+        compiles(&program(
+            &format!("typedef bit<{width}> PortId_t;"),
+            "",
+            "PortId_t p = (PortId_t)sm.ingress_port; sm.egress_spec = (bit<9>)p;",
+        ));
+    }
+    let v2020 = |decls: &str, ingress: &str| {
+        format!(
+            "#define V1MODEL_VERSION 20200408\n{}",
+            program(decls, "", ingress)
+        )
+    };
+    compiles(&v2020(
+        "",
+        "PortId_t p = sm.ingress_port; sm.egress_spec = p;",
+    ));
+    assert_eq!(
+        error(&v2020("typedef bit<9> PortId_t;", "")),
+        (
+            "7:16".into(),
+            "'PortId_t' is already declared in this scope".into()
+        )
+    );
+}
+
+#[test]
 fn checker_unsupported_construct_is_named() {
     assert_eq!(
         error(&program("header w_t { bit<2049> x; }", "", "")),

@@ -121,20 +121,77 @@ pub fn tutorials_or_skip(test: &str) -> Option<PathBuf> {
 /// with `python`'s grpc_tools, as a `p4` package that extends the installed one
 /// (`pkgutil.extend_path`): `dir` goes on PYTHONPATH. A failure panics with protoc's message.
 pub fn p4config_module(python: &Path, tutorials: &Path, dir: &Path) {
-    std::fs::create_dir_all(dir.join("p4/tmp")).unwrap();
+    protoc(
+        python,
+        &[
+            "-I".as_ref(),
+            tutorials.join("pi-proto").as_os_str(),
+            "p4/tmp/p4config.proto".as_ref(),
+        ],
+        dir,
+    );
+    python_packages(dir, &["p4/tmp"]);
+}
+
+/// Generates the P4Runtime definitions (`p4.v1.p4runtime_pb2` and its gRPC stubs, `p4data_pb2`,
+/// `p4.config.v1.p4info_pb2`, `p4types_pb2`) from the project's descriptor set
+/// (`p4runtime/proto/p4runtime.fds`, the `p4runtime` package's own definitions) into `dir` with
+/// `python`'s grpc_tools, as packages that take the place of the installed ones when `dir` is
+/// first on PYTHONPATH. Generated for the venv's protobuf runtime, they read P4Info's map fields
+/// (`type_info`) in its text format, which the package's modules (generated for protobuf 3,
+/// run by protobuf's pure-Python implementation) do not. A failure panics with protoc's message.
+pub fn p4runtime_modules(python: &Path, dir: &Path) {
+    let descriptors = workspace_root().join("p4runtime/proto/p4runtime.fds");
+    let mut descriptor_set_in = std::ffi::OsString::from("--descriptor_set_in=");
+    descriptor_set_in.push(&descriptors);
+    protoc(
+        python,
+        &[
+            descriptor_set_in.as_os_str(),
+            "p4/config/v1/p4types.proto".as_ref(),
+            "p4/config/v1/p4info.proto".as_ref(),
+            "p4/v1/p4data.proto".as_ref(),
+        ],
+        dir,
+    );
+    let mut grpc_out = std::ffi::OsString::from("--grpc_python_out=");
+    grpc_out.push(dir);
+    protoc(
+        python,
+        &[
+            descriptor_set_in.as_os_str(),
+            grpc_out.as_os_str(),
+            "p4/v1/p4runtime.proto".as_ref(),
+        ],
+        dir,
+    );
+    python_packages(dir, &["p4/v1", "p4/config", "p4/config/v1"]);
+}
+
+/// Runs `python`'s grpc_tools protoc with `args`, writing Python modules into `dir`.
+fn protoc(python: &Path, args: &[&std::ffi::OsStr], dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut python_out = std::ffi::OsString::from("--python_out=");
+    python_out.push(dir);
     output_of(
         std::process::Command::new(python)
-            .args(["-m", "grpc_tools.protoc", "-I"])
-            .arg(tutorials.join("pi-proto"))
-            .arg(format!("--python_out={}", dir.display()))
-            .arg("p4/tmp/p4config.proto"),
+            .args(["-m", "grpc_tools.protoc"])
+            .arg(python_out)
+            .args(args),
     );
+}
+
+/// Makes the `packages` folders under `dir` Python packages beneath a `p4` package that extends
+/// the installed one (`pkgutil.extend_path`), so that what `dir` lacks comes from there.
+fn python_packages(dir: &Path, packages: &[&str]) {
     std::fs::write(
         dir.join("p4/__init__.py"),
         "__path__ = __import__('pkgutil').extend_path(__path__, __name__)\n",
     )
     .unwrap();
-    std::fs::write(dir.join("p4/tmp/__init__.py"), "").unwrap();
+    for package in packages {
+        std::fs::write(dir.join(package).join("__init__.py"), "").unwrap();
+    }
 }
 
 /// Runs tshark over `frames` (Ethernet frames, written to a pcap file in a temporary directory

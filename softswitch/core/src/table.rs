@@ -13,6 +13,7 @@ use crate::budget;
 use crate::ir::{self, ActionCall, Entry, FieldMatch, MatchKind};
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::time::Duration;
 use thiserror::Error;
 
 /// Why a control-plane change to a table was refused.
@@ -104,7 +105,8 @@ impl ControllerData {
     }
 }
 
-/// An installed entry, its direct counter and the data its controller keeps with it.
+/// An installed entry, its direct counter, the data its controller keeps with it and when
+/// packets last matched it.
 #[derive(Clone, Debug)]
 pub struct Installed {
     /// The entry.
@@ -113,6 +115,11 @@ pub struct Installed {
     pub counter: CounterCell,
     /// What the controller keeps with it, if anything.
     pub data: Option<Box<ControllerData>>,
+    /// When a packet last matched it or, until one does, when it was installed (µs of the
+    /// switch's clock).
+    pub last_hit_us: u64,
+    /// Its idle timeout, if it has one.
+    pub idle_timeout: Option<IdleTimeout>,
     /// When it was installed, in the table's order of inserts: the earlier of two entries of
     /// equal priority wins.
     seq: u64,
@@ -131,6 +138,26 @@ impl Installed {
     /// What this entry is charged against the switch's state budget.
     pub fn footprint(&self) -> usize {
         Self::footprint_of(&self.entry, self.data.as_deref())
+    }
+}
+
+/// An entry's idle timeout (BMv2's entry TTL, P4Runtime's `idle_timeout_ns`): how long it may
+/// go without a hit before it is reported idle, counted from its last hit or, if later, from
+/// when the timeout was set or the entry last reported (so an entry that stays idle is
+/// reported once per timeout, as P4Runtime asks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdleTimeout {
+    /// The timeout.
+    pub ttl: Duration,
+    /// When the timeout was set or the entry last reported idle (µs of the switch's clock).
+    pub since_us: u64,
+}
+
+impl IdleTimeout {
+    /// Whether an entry last hit at `last_hit_us` is idle at `now_us`.
+    fn expired(&self, last_hit_us: u64, now_us: u64) -> bool {
+        let idle_us = now_us.saturating_sub(last_hit_us.max(self.since_us));
+        u128::from(idle_us) * 1000 >= self.ttl.as_nanos()
     }
 }
 
@@ -223,6 +250,8 @@ pub(crate) struct TableState {
     /// The order of the next insert.
     next_seq: u64,
     count: usize,
+    /// How many entries have an idle timeout.
+    timed: usize,
     index: Index,
     scratch: Vec<u128>,
     /// Entries pointing to a group of the table's action selector: slot to group.
@@ -266,6 +295,7 @@ impl TableState {
             versions: Vec::new(),
             next_seq: 0,
             count: 0,
+            timed: 0,
             index,
             scratch: Vec::new(),
             groups: HashMap::new(),
@@ -274,7 +304,7 @@ impl TableState {
         };
         for e in &t.const_entries {
             // Constant entries were checked by the checker; a duplicate is a program error p4c reports too.
-            let _ = s.insert(e.clone(), None);
+            let _ = s.insert(e.clone(), None, 0);
         }
         s
     }
@@ -292,11 +322,13 @@ impl TableState {
         (used && self.versions[slot] == version).then_some(slot)
     }
 
-    /// Installs an entry with the data its controller keeps with it; returns its handle.
+    /// Installs an entry at `now_us` with the data its controller keeps with it; returns its
+    /// handle.
     pub fn insert(
         &mut self,
         entry: Entry,
         data: Option<ControllerData>,
+        now_us: u64,
     ) -> Result<usize, TableError> {
         if entry.matches.len() != self.kinds.len() {
             return Err(TableError::KeyCount {
@@ -392,6 +424,8 @@ impl TableState {
             entry,
             counter: CounterCell::default(),
             data: data.map(Box::new),
+            last_hit_us: now_us,
+            idle_timeout: None,
             seq: self.next_seq,
         });
         self.next_seq += 1;
@@ -465,6 +499,9 @@ impl TableState {
             self.entries.pop();
         }
         trim_vec(&mut self.entries);
+        if installed.idle_timeout.is_some() {
+            self.timed -= 1;
+        }
         Ok(installed)
     }
 
@@ -573,12 +610,64 @@ impl TableState {
         slot.map(|s| self.handle(s))
     }
 
-    /// Counts a hit on the direct counter of `handle`.
-    pub fn count_hit(&mut self, handle: usize, bytes: u64) {
+    /// Records a packet of `bytes` matching entry `handle` at `now_us`: its last hit, and its
+    /// direct counter if `bytes` is given.
+    pub fn record_hit(&mut self, handle: usize, now_us: u64, bytes: Option<u64>) {
         if let Some(i) = self.entry_mut(handle) {
-            i.counter.packets += 1;
-            i.counter.bytes += bytes;
+            i.last_hit_us = now_us;
+            if let Some(bytes) = bytes {
+                i.counter.packets += 1;
+                i.counter.bytes += bytes;
+            }
         }
+    }
+
+    /// Gives entry `handle` an idle timeout of `ttl` counted from `now_us`, or none.
+    pub fn set_idle_timeout(
+        &mut self,
+        handle: usize,
+        ttl: Option<Duration>,
+        now_us: u64,
+    ) -> Result<(), TableError> {
+        let name = self.name.clone();
+        let Some(i) = self.entry_mut(handle) else {
+            return Err(TableError::NoEntry(name, handle));
+        };
+        let timeout = ttl.map(|ttl| IdleTimeout {
+            ttl,
+            since_us: now_us,
+        });
+        let had = std::mem::replace(&mut i.idle_timeout, timeout).is_some();
+        match (had, timeout.is_some()) {
+            (false, true) => self.timed += 1,
+            (true, false) => self.timed -= 1,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Whether some entry has an idle timeout.
+    pub fn has_idle_timeouts(&self) -> bool {
+        self.timed > 0
+    }
+
+    /// The handles of the entries idle at `now_us` past their timeout, in the order of their
+    /// slots; each one's count starts again from `now_us`.
+    pub fn sweep_idle(&mut self, now_us: u64) -> Vec<usize> {
+        if self.timed == 0 {
+            return Vec::new();
+        }
+        let mut idle = Vec::new();
+        for (slot, i) in self.entries.iter_mut().enumerate() {
+            let Some(i) = i else { continue };
+            if let Some(timeout) = &mut i.idle_timeout {
+                if timeout.expired(i.last_hit_us, now_us) {
+                    timeout.since_us = now_us;
+                    idle.push(slot);
+                }
+            }
+        }
+        idle.into_iter().map(|slot| self.handle(slot)).collect()
     }
 
     /// Checks that a match fits the key's match kind.
@@ -721,10 +810,10 @@ mod tests {
     fn longest_prefix_wins_regardless_of_insertion_order() {
         let mut t = table(&[MatchKind::Lpm]);
         let short = t
-            .insert(entry(vec![lpm(0x0a00_0000, 8)], 0, 1), None)
+            .insert(entry(vec![lpm(0x0a00_0000, 8)], 0, 1), None, 0)
             .unwrap();
         let long = t
-            .insert(entry(vec![lpm(0x0a01_0000, 16)], 0, 2), None)
+            .insert(entry(vec![lpm(0x0a01_0000, 16)], 0, 2), None, 0)
             .unwrap();
         assert_eq!(t.lookup(&[0x0a01_0203]), Some(long));
         assert_eq!(t.lookup(&[0x0a02_0203]), Some(short));
@@ -740,6 +829,7 @@ mod tests {
             .insert(
                 entry(vec![FieldMatch::Masked { value: 0, mask: 0 }], 1, 1),
                 None,
+                0,
             )
             .unwrap();
         let high = t
@@ -753,6 +843,7 @@ mod tests {
                     2,
                 ),
                 None,
+                0,
             )
             .unwrap();
         assert_eq!(t.lookup(&[0x13]), Some(high));
@@ -772,15 +863,64 @@ mod tests {
                 1,
             )
         };
-        t.insert(exact(7), None).unwrap();
+        t.insert(exact(7), None, 0).unwrap();
         assert_eq!(
-            t.insert(exact(7), None),
+            t.insert(exact(7), None, 0),
             Err(TableError::Duplicate("t".into()))
         );
         for v in 8..23 {
-            t.insert(exact(v), None).unwrap();
+            t.insert(exact(v), None, 0).unwrap();
         }
-        assert_eq!(t.insert(exact(99), None), Err(TableError::Full("t".into())));
+        assert_eq!(
+            t.insert(exact(99), None, 0),
+            Err(TableError::Full("t".into()))
+        );
+    }
+
+    /// An entry is reported idle once its timeout passed since its last hit (or the timeout was
+    /// set), then once per timeout while it stays idle; a hit, or no timeout, keeps it quiet.
+    #[test]
+    fn idle_entries_are_reported_once_per_timeout_until_hit() {
+        let mut t = table(&[MatchKind::Exact]);
+        let exact = |value| {
+            entry(
+                vec![FieldMatch::Masked {
+                    value,
+                    mask: ir::mask(32),
+                }],
+                0,
+                1,
+            )
+        };
+        let timed = t.insert(exact(1), None, 1_000).unwrap();
+        let untimed = t.insert(exact(2), None, 1_000).unwrap();
+        assert!(!t.has_idle_timeouts());
+        t.set_idle_timeout(timed, Some(Duration::from_millis(3)), 2_000)
+            .unwrap();
+        assert!(t.has_idle_timeouts());
+        assert_eq!(t.sweep_idle(4_999), Vec::<usize>::new());
+        assert_eq!(t.sweep_idle(5_000), vec![timed]);
+        // Reported: quiet for another timeout.
+        assert_eq!(t.sweep_idle(7_999), Vec::<usize>::new());
+        assert_eq!(t.sweep_idle(8_000), vec![timed]);
+        // Hit: quiet until a timeout after the hit.
+        t.record_hit(timed, 9_000, None);
+        t.record_hit(untimed, 9_000, Some(64));
+        assert_eq!(t.entry(untimed).unwrap().counter.bytes, 64);
+        assert_eq!(t.entry(timed).unwrap().counter.packets, 0);
+        assert_eq!(t.sweep_idle(11_999), Vec::<usize>::new());
+        assert_eq!(t.sweep_idle(12_000), vec![timed]);
+        t.set_idle_timeout(timed, None, 12_000).unwrap();
+        assert!(!t.has_idle_timeouts());
+        assert_eq!(t.sweep_idle(100_000), Vec::<usize>::new());
+        t.set_idle_timeout(untimed, Some(Duration::from_nanos(1)), 100_000)
+            .unwrap();
+        t.remove(untimed).unwrap();
+        assert!(!t.has_idle_timeouts());
+        assert_eq!(
+            t.set_idle_timeout(untimed, None, 0),
+            Err(TableError::NoEntry("t".into(), untimed))
+        );
     }
 
     /// The masked index (tuple space search) answers as a linear scan in priority order does,
@@ -814,7 +954,7 @@ mod tests {
                 i64::from(next() % 8),
                 i,
             );
-            if let Ok(h) = t.insert(e, None) {
+            if let Ok(h) = t.insert(e, None, 0) {
                 live.push(h);
             }
             if i % 5 == 4 {
@@ -841,7 +981,7 @@ mod tests {
         }
         let first = t.entry(live[0]).unwrap().entry.clone();
         assert_eq!(
-            t.insert(first, None),
+            t.insert(first, None, 0),
             Err(TableError::Duplicate("t".into()))
         );
     }
@@ -861,7 +1001,7 @@ mod tests {
                 value: 7,
                 mask: ir::mask(32),
             };
-            let kept = t.insert(entry(vec![key], 1, 1), None).unwrap();
+            let kept = t.insert(entry(vec![key], 1, 1), None, 0).unwrap();
             let mut handles = std::collections::BTreeSet::new();
             let mut stale = None;
             for i in 0..1000u128 {
@@ -869,7 +1009,7 @@ mod tests {
                     value: 8,
                     mask: ir::mask(32),
                 };
-                let h = t.insert(entry(vec![key], 1, i), None).unwrap();
+                let h = t.insert(entry(vec![key], 1, i), None, 0).unwrap();
                 assert_eq!(t.lookup(&[8]), Some(h), "{kinds:?}");
                 handles.insert(h);
                 t.remove(h).unwrap();
@@ -891,6 +1031,7 @@ mod tests {
                         0,
                     ),
                     None,
+                    0,
                 )
                 .unwrap();
             let stale = stale.unwrap();
@@ -917,10 +1058,10 @@ mod tests {
             value: 5,
             mask: 0xff,
         };
-        let placeholder = t.insert(entry(vec![exact], 3, 0), None).unwrap();
-        let first = t.insert(entry(vec![any], 3, 1), None).unwrap();
+        let placeholder = t.insert(entry(vec![exact], 3, 0), None, 0).unwrap();
+        let first = t.insert(entry(vec![any], 3, 1), None, 0).unwrap();
         t.remove(placeholder).unwrap();
-        let second = t.insert(entry(vec![exact], 3, 2), None).unwrap();
+        let second = t.insert(entry(vec![exact], 3, 2), None, 0).unwrap();
         assert_eq!(second & (MAX_ENTRIES - 1), 0, "the later entry took slot 0");
         assert_eq!(t.lookup(&[5]), Some(first));
     }

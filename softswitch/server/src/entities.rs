@@ -1,19 +1,23 @@
 //! P4Runtime entities against the running pipeline: one Write update applied, one Read entity
-//! answered. Table entries, default entries, counters, direct counters, registers, multicast
-//! groups, clone sessions and digest settings; other entities are `UNIMPLEMENTED`. What a
-//! client writes is bounded by the switch's state budget (`softswitch_core::budget`, refused
+//! answered. Table entries (with their idle timeouts), default entries, counters, direct
+//! counters, registers, multicast groups, clone sessions and digest settings; other entities are
+//! `UNIMPLEMENTED`. Also the table entries of idle-timeout notifications ([`idle_entry`]). What
+//! a client writes is bounded by the switch's state budget (`softswitch_core::budget`, refused
 //! with `RESOURCE_EXHAUSTED`), and the opaque `metadata` it keeps with an entry or a group by
 //! [`MAX_METADATA_BYTES`].
+
+use std::time::Duration;
 
 use p4runtime::p4::config::v1 as p4i;
 use p4runtime::p4::v1::{self as p4v1, entity::Entity as E, update::Type as UpdateType};
 use tonic::Status;
 
 use super::bytes::{decode, encode};
+use super::idle::supports_idle_timeout;
 use super::pipeline::Pipeline;
 use softswitch_core::ir::{self, ActionCall, FieldMatch, InstanceKind, MatchKind};
 use softswitch_core::runtime::RuntimeError;
-use softswitch_core::table::{prefix_mask, ControllerData, CounterCell, TableError};
+use softswitch_core::table::{prefix_mask, ControllerData, CounterCell, Installed, TableError};
 
 /// The most bytes of `metadata` a table entry or a multicast group keeps. The specification
 /// sets no bound and PI none but gRPC's message size; a controller's cookie needs far less, and
@@ -689,8 +693,9 @@ fn find_entry(p: &Pipeline, table: usize, te: &p4v1::TableEntry) -> Result<usize
 }
 
 /// Refuses the parts of a written table entry softswitch does not keep, so that what is
-/// accepted reads back the same: `is_const` (never writable), idle timeouts, direct meters,
-/// and a counter value for a table without a direct counter.
+/// accepted reads back the same: `is_const` (never writable), `time_since_last_hit` (never
+/// writable), an idle timeout that is negative or where the table (or a default entry) has
+/// none, direct meters, and a counter value for a table without a direct counter.
 fn check_entry_fields(
     t: &ir::Table,
     info: &p4i::Table,
@@ -701,17 +706,27 @@ fn check_entry_fields(
             "is_const must be false in a write",
         ));
     }
-    if te.idle_timeout_ns != 0 || te.time_since_last_hit.is_some() {
-        let supported =
-            info.idle_timeout_behavior == p4i::table::IdleTimeoutBehavior::NotifyControl as i32;
-        return Err(if supported && !te.is_default_action {
-            Status::unimplemented("softswitch does not serve idle timeouts yet")
-        } else {
-            Status::invalid_argument(format!(
-                "table {} has no idle timeout (idle_timeout_ns and time_since_last_hit must be unset)",
-                t.name
-            ))
-        });
+    if te.time_since_last_hit.is_some() {
+        return Err(Status::invalid_argument(
+            "time_since_last_hit must be unset in a write",
+        ));
+    }
+    if te.idle_timeout_ns < 0 {
+        return Err(Status::invalid_argument(format!(
+            "idle_timeout_ns {} is negative",
+            te.idle_timeout_ns
+        )));
+    }
+    if te.idle_timeout_ns != 0 && te.is_default_action {
+        return Err(Status::invalid_argument(
+            "the default entry has no idle timeout: idle_timeout_ns must be 0",
+        ));
+    }
+    if te.idle_timeout_ns != 0 && !supports_idle_timeout(info) {
+        return Err(Status::invalid_argument(format!(
+            "table {} has no idle timeout (its P4Info says NO_TIMEOUT): idle_timeout_ns must be 0",
+            t.name
+        )));
     }
     if te.meter_config.is_some() || te.meter_counter_data.is_some() {
         return Err(Status::unimplemented(
@@ -821,6 +836,11 @@ fn write_table_entry(
                     .write_direct_counter(table, handle, cell_of(data))
                     .map_err(runtime_error)?;
             }
+            if te.idle_timeout_ns != 0 {
+                p.switch
+                    .set_idle_timeout(table, handle, idle_timeout(te))
+                    .map_err(runtime_error)?;
+            }
             Ok(())
         }
         UpdateType::Modify => {
@@ -854,6 +874,14 @@ fn write_table_entry(
                     .write_direct_counter(table, handle, cell_of(data))
                     .map_err(runtime_error)?;
             }
+            // As PI: a timeout that changes starts counting again; the same one keeps counting.
+            let ttl = idle_timeout(te);
+            let current = p.switch.entry(table, handle).map_err(runtime_error)?;
+            if current.idle_timeout.map(|t| t.ttl) != ttl {
+                p.switch
+                    .set_idle_timeout(table, handle, ttl)
+                    .map_err(runtime_error)?;
+            }
             Ok(())
         }
         UpdateType::Delete => {
@@ -865,6 +893,14 @@ fn write_table_entry(
         }
         UpdateType::Unspecified => unreachable!("refused in write"),
     }
+}
+
+/// The idle timeout a written entry asks for (`idle_timeout_ns`, checked not negative; 0: none).
+fn idle_timeout(te: &p4v1::TableEntry) -> Option<Duration> {
+    u64::try_from(te.idle_timeout_ns)
+        .ok()
+        .filter(|&ns| ns != 0)
+        .map(Duration::from_nanos)
 }
 
 /// The opaque `controller_metadata` and `metadata` (a deprecated field, still part of an entry)
@@ -919,6 +955,21 @@ fn table_entries(
     let (_, info) = table_of(p, id)?;
     let program_table = &p.switch.program().tables[t];
     let with_counter = filter.counter_data.is_some() && program_table.direct_counter.is_some();
+    // As PI, wildcard reads included: only the entries of a table with idle timeouts have a
+    // time since their last hit.
+    if filter.time_since_last_hit.is_some()
+        && (filter.is_default_action || !supports_idle_timeout(info))
+    {
+        return Err(Status::invalid_argument(format!(
+            "table {}{} has no idle timeout: time_since_last_hit must be unset in the read",
+            program_table.name,
+            if filter.is_default_action {
+                "'s default entry"
+            } else {
+                ""
+            }
+        )));
+    }
     if filter.is_default_action {
         let entry = p4v1::TableEntry {
             table_id: id,
@@ -945,29 +996,61 @@ fn table_entries(
             },
         )?)
     };
-    let with_priority = needs_priority(program_table);
+    let now_us = p.switch.now_us();
     Ok(p.switch
         .entries(t)
         .map_err(runtime_error)?
         .filter(|(_, i)| wanted.as_ref().is_none_or(|w| *w == i.entry.matches))
         .filter(|(_, i)| filter.priority == 0 || i64::from(filter.priority) == i.entry.priority)
-        .map(|(_, i)| {
-            let entry = p4v1::TableEntry {
-                table_id: id,
-                r#match: p4rt_matches(p, t, info, &i.entry.matches),
-                action: Some(p4rt_action(p, &i.entry.action)),
-                priority: if with_priority {
-                    i.entry.priority as i32
-                } else {
-                    0
-                },
-                counter_data: with_counter.then(|| data_of(i.counter)),
-                is_const: program_table.const_entries_fixed,
-                ..Default::default()
-            };
-            with_metadata(i.data.as_deref(), entry)
+        .map(|(_, i)| p4v1::TableEntry {
+            action: Some(p4rt_action(p, &i.entry.action)),
+            counter_data: with_counter.then(|| data_of(i.counter)),
+            is_const: program_table.const_entries_fixed,
+            time_since_last_hit: filter.time_since_last_hit.map(|_| {
+                p4v1::table_entry::IdleTimeout {
+                    elapsed_ns: nanos(Duration::from_micros(now_us.saturating_sub(i.last_hit_us))),
+                }
+            }),
+            ..keyed_entry(p, (t, id, info), i)
         })
         .collect())
+}
+
+/// Entry `i` of program table `t` (P4Info id `id`) by its key — table id, match and
+/// priority — with its metadata and idle timeout, and nothing else.
+fn keyed_entry(
+    p: &Pipeline,
+    (t, id, info): (usize, u32, &p4i::Table),
+    i: &Installed,
+) -> p4v1::TableEntry {
+    let entry = p4v1::TableEntry {
+        table_id: id,
+        r#match: p4rt_matches(p, t, info, &i.entry.matches),
+        priority: if needs_priority(&p.switch.program().tables[t]) {
+            i.entry.priority as i32
+        } else {
+            0
+        },
+        idle_timeout_ns: i.idle_timeout.map_or(0, |timeout| nanos(timeout.ttl)),
+        ..Default::default()
+    };
+    with_metadata(i.data.as_deref(), entry)
+}
+
+/// Entry `handle` of program table `t` as an idle-timeout notification names it: its key
+/// (table id, match, priority), `controller_metadata`, `metadata` and `idle_timeout_ns`, as the
+/// specification asks, without its action (as PI leaves it out). `None` if the table is not in
+/// P4Info or has no such entry.
+pub fn idle_entry(p: &Pipeline, t: usize, handle: usize) -> Option<p4v1::TableEntry> {
+    let id = table_id(p, t)?;
+    let (_, info) = table_of(p, id).ok()?;
+    let installed = p.switch.entry(t, handle).ok()?;
+    Some(keyed_entry(p, (t, id, info), installed))
+}
+
+/// A duration in nanoseconds, as P4Runtime's int64 fields carry them.
+fn nanos(d: Duration) -> i64 {
+    i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
 }
 
 /// Egress port and replication id of each replica (the deprecated `egress_port` is still what

@@ -1,6 +1,7 @@
 //! The switch's runtime interface: every control operation on a running [`Switch`], as BMv2's
 //! `RuntimeInterface` (`SwitchWContexts`) has them — table entries (`mt_add_entry`,
-//! `mt_modify_entry`, `mt_delete_entry`, `mt_get_entries`, `mt_set_default_action`), action
+//! `mt_modify_entry`, `mt_delete_entry`, `mt_get_entries`, `mt_set_default_action`), entries'
+//! idle timeouts and the ageing sweep (`mt_set_entry_ttl`, `sweep_entries`), action
 //! profiles and selectors (`mt_act_prof_*`), direct and indirect counters (`mt_read_counters`,
 //! `read_counters`, `write_counters`), registers (`register_read`, `register_write`), meters
 //! (`meter_set_rates`), parser value sets, multicast groups and nodes (`mc_*`), clone sessions
@@ -25,6 +26,7 @@ use crate::meter::MeterConfig;
 use crate::table::{ControllerData, CounterCell, Installed, TableError};
 use crate::tm::{self, QueueSettingError};
 use crate::trace::{self, Level};
+use std::time::Duration;
 use thiserror::Error;
 
 /// Why the switch refused a control operation.
@@ -238,9 +240,10 @@ impl Switch {
         for (i, m) in entry.matches.iter().enumerate() {
             self.state.tables[table].check_match(i, m, &t.keys[i].name)?;
         }
+        let now_us = self.now_us();
         let cost = Installed::footprint_of(&entry, data.as_ref());
         self.budget.check(cost)?;
-        let handle = self.state.tables[table].insert(entry, data)?;
+        let handle = self.state.tables[table].insert(entry, data, now_us)?;
         self.budget.adjust(0, cost);
         Ok(handle)
     }
@@ -278,6 +281,34 @@ impl Switch {
         self.budget.replace(before, after)?;
         self.installed_mut(table, handle)?.entry.action = call;
         Ok(())
+    }
+
+    /// Gives entry `handle` an idle timeout of `ttl`, counted from now, or takes it away
+    /// (`mt_set_entry_ttl`). A packet matching the entry restarts its count.
+    pub fn set_idle_timeout(
+        &mut self,
+        table: usize,
+        handle: usize,
+        ttl: Option<Duration>,
+    ) -> Result<(), RuntimeError> {
+        self.table(table)?;
+        let now_us = self.now_us();
+        Ok(self.state.tables[table].set_idle_timeout(handle, ttl, now_us)?)
+    }
+
+    /// Whether an entry of table `table` has an idle timeout.
+    pub fn has_idle_timeouts(&self, table: usize) -> Result<bool, RuntimeError> {
+        self.table(table)?;
+        Ok(self.state.tables[table].has_idle_timeouts())
+    }
+
+    /// The entries of table `table` that have gone their idle timeout without a hit, since
+    /// their last hit or their last report, whichever is later (the ageing monitor's sweep,
+    /// `sweep_entries`); each one's count starts again now.
+    pub fn sweep_idle(&mut self, table: usize) -> Result<Vec<usize>, RuntimeError> {
+        self.table(table)?;
+        let now_us = self.now_us();
+        Ok(self.state.tables[table].sweep_idle(now_us))
     }
 
     /// Removes entry `handle` (`mt_delete_entry`).
