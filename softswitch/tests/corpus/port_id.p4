@@ -33,6 +33,12 @@ control NoVerify(inout headers hdr, inout meta_t meta) {
 control MyIngress(inout headers hdr, inout meta_t meta,
                   inout standard_metadata_t standard_metadata) {
     apply {
+        // A frame too short for the header is dropped: the fields of an invalid header are
+        // undefined (BMv2 reads the previous packet's).
+        if (!hdr.ports.isValid()) {
+            mark_to_drop(standard_metadata);
+            return;
+        }
         hdr.ports.ingress = (PortId_t)standard_metadata.ingress_port;
         standard_metadata.egress_spec = (bit<9>)hdr.ports.egress;
     }
