@@ -799,6 +799,18 @@ mod tests {
         }
     }
 
+    /// An entry of a one-key exact table matching `value`.
+    fn exact(value: u128) -> Entry {
+        entry(
+            vec![FieldMatch::Masked {
+                value,
+                mask: ir::mask(32),
+            }],
+            0,
+            1,
+        )
+    }
+
     fn lpm(v: u128, len: u16) -> FieldMatch {
         FieldMatch::Masked {
             value: v,
@@ -853,16 +865,6 @@ mod tests {
     #[test]
     fn exact_duplicates_and_capacity_are_refused() {
         let mut t = table(&[MatchKind::Exact]);
-        let exact = |value| {
-            entry(
-                vec![FieldMatch::Masked {
-                    value,
-                    mask: ir::mask(32),
-                }],
-                0,
-                1,
-            )
-        };
         t.insert(exact(7), None, 0).unwrap();
         assert_eq!(
             t.insert(exact(7), None, 0),
@@ -882,16 +884,6 @@ mod tests {
     #[test]
     fn idle_entries_are_reported_once_per_timeout_until_hit() {
         let mut t = table(&[MatchKind::Exact]);
-        let exact = |value| {
-            entry(
-                vec![FieldMatch::Masked {
-                    value,
-                    mask: ir::mask(32),
-                }],
-                0,
-                1,
-            )
-        };
         let timed = t.insert(exact(1), None, 1_000).unwrap();
         let untimed = t.insert(exact(2), None, 1_000).unwrap();
         assert!(!t.has_idle_timeouts());
