@@ -8,7 +8,7 @@
  *   - Load balancing per ECMP group, chosen by the group's entry: ecmp (5-tuple hash), flowlet
  *     (new path only after an idle gap), dlb (least-loaded member at a flowlet boundary, from a
  *     per-port load estimate kept by egress), spray (per packet: each flow takes the members
- *     in turn).
+ *     in turn), e-ecmp (the 5-tuple and the RoCEv2 destination QP hashed).
  *   - ECN: RED marking on enq_qdepth per (egress port, priority), Kmin/Kmax/Pmax from a table.
  *   - Switch CNP fast path: a RoCEv2 packet this switch marks is cloned into a CNP (BTH opcode
  *     0x81, ICRC computed here) sent back out of the port the packet came in on, at most one per
@@ -54,10 +54,11 @@ const bit<32> FLOWLET_SLOTS = 4096;
 const bit<32> CNP_FLOW_SLOTS = 4096;
 
 /* Load-balancing policies of an ECMP group. */
-const bit<2> LB_ECMP = 0;
-const bit<2> LB_FLOWLET = 1;
-const bit<2> LB_DLB = 2;
-const bit<2> LB_SPRAY = 3;
+const bit<3> LB_ECMP = 0;
+const bit<3> LB_FLOWLET = 1;
+const bit<3> LB_DLB = 2;
+const bit<3> LB_SPRAY = 3;
+const bit<3> LB_EECMP = 4;
 
 /* What an egress-to-egress clone becomes. */
 const bit<2> CLONE_NONE = 0;
@@ -169,20 +170,26 @@ struct headers {
 
 /* Field lists (p4c wants literals in @field_list): 1 = FL_CLONE, 2 = FL_HOLD. */
 struct metadata {
-    /* The 5-tuple's ports (UDP or TCP; 0 otherwise). */
+    /* The 5-tuple's ports (UDP or TCP; 0 otherwise), and a RoCEv2 packet's destination QP (0
+     * otherwise), which e-ecmp hashes too. */
     bit<16> l4_src;
     bit<16> l4_dst;
+    bit<24> dst_qp;
     /* Forwarding: the next hop, or the ECMP group and the member chosen in it. */
     bit<16> nexthop;
     bit<16> group;
     bit<16> member;
-    bit<2>  lb_policy;
+    bit<3>  lb_policy;
     bit<16> group_size;
     bit<48> flowlet_timeout;
     bit<9>  dlb_port0;
     bit<9>  dlb_port1;
     bit<9>  dlb_port2;
     bit<9>  dlb_port3;
+    bit<9>  dlb_port4;
+    bit<9>  dlb_port5;
+    bit<9>  dlb_port6;
+    bit<9>  dlb_port7;
     bit<48> dlb_load_age;
     /* The PFC profile of the packet's queue, from ingress to egress (lossless = 1: it has one). */
     bit<1>  lossless;
@@ -308,6 +315,7 @@ parser LosslessParser(packet_in packet, out headers hdr, inout metadata meta,
     }
     state parse_bth {
         packet.extract(hdr.bth);
+        meta.dst_qp = hdr.bth.dstQP;
         transition accept;
     }
 }
@@ -421,9 +429,9 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
         size = 1024;
     }
 
-    /* An ECMP group: its policy (0 ecmp, 1 flowlet, 2 dlb, 3 spray), its number of members, and
-     * the idle gap (µs) after which a flow may change member (flowlet, dlb). */
-    action set_group(bit<2> policy, bit<16> size, bit<48> flowlet_timeout_us) {
+    /* An ECMP group: its policy (0 ecmp, 1 flowlet, 2 dlb, 3 spray, 4 e-ecmp), its number of
+     * members, and the idle gap (µs) after which a flow may change member (flowlet, dlb). */
+    action set_group(bit<3> policy, bit<16> size, bit<48> flowlet_timeout_us) {
         meta.lb_policy = policy;
         meta.group_size = size;
         meta.flowlet_timeout = flowlet_timeout_us;
@@ -435,14 +443,19 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
         size = 1024;
     }
 
-    /* The egress ports of a DLB group's members 0..3, and the age (µs) past which a port's load
+    /* The egress ports of a DLB group's members 0..7, and the age (µs) past which a port's load
      * estimate counts as idle. */
     action set_dlb_ports(bit<9> port0, bit<9> port1, bit<9> port2, bit<9> port3,
+                         bit<9> port4, bit<9> port5, bit<9> port6, bit<9> port7,
                          bit<48> load_age_us) {
         meta.dlb_port0 = port0;
         meta.dlb_port1 = port1;
         meta.dlb_port2 = port2;
         meta.dlb_port3 = port3;
+        meta.dlb_port4 = port4;
+        meta.dlb_port5 = port5;
+        meta.dlb_port6 = port6;
+        meta.dlb_port7 = port7;
         meta.dlb_load_age = load_age_us;
     }
     table dlb_members {
@@ -477,14 +490,48 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
         size = 1024;
     }
 
+    /* The switch's hash offset: a member is (hash >> offset) mod size. Switches of successive
+     * tiers that pick with the same hash bits send all the flows one upper switch gets from
+     * below to one of its uplinks (hash polarization); a different offset per tier picks
+     * with other bits. CRCs are linear, so a per-switch seed mixed into the hash would not. */
+    bit<16> lb_hash = 0;
+    bit<4> hash_offset = 0;
+    action set_hash_offset(bit<4> offset) {
+        hash_offset = offset;
+    }
+    table ecmp_hash {
+        actions = { set_hash_offset; }
+        default_action = set_hash_offset(0);
+    }
+
+    /* The member lb_hash picks: (lb_hash >> hash_offset) mod size (p4c allows no run-time
+     * `%`; the identity hash's modulo is one). */
+    action pick_member() {
+        bit<16> bits = lb_hash >> hash_offset;
+        hash(meta.member, HashAlgorithm.identity, 16w0, { bits }, (bit<32>)meta.group_size);
+    }
+
     /* The member the flow's 5-tuple hash picks, with `salt` mixed in (0 for ecmp; for a new
      * flowlet, its number plus the flow's slot). `in`, not action data: p4c wants action data
      * passed from apply to be constant, and BMv2 cannot hash action data. */
     action hash_member(in bit<16> salt) {
-        hash(meta.member, HashAlgorithm.crc16, 16w0,
+        hash(lb_hash, HashAlgorithm.crc16, 16w0,
              { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
                meta.l4_src, meta.l4_dst, salt },
-             (bit<32>)meta.group_size);
+             32w65536);
+        pick_member();
+    }
+
+    /* e-ecmp (Meta's enhanced ECMP for RoCE): the member crc32(5-tuple, destination QP) picks,
+     * so the QPs of one connection, which share its 5-tuple, spread over the members. CRC-32:
+     * a connection's QPs are usually numbered in a row, and CRC-16/ARC maps a row of trailing
+     * numbers onto two members of four, where CRC-32's low bits reach all four. */
+    action hash_member_qp() {
+        hash(lb_hash, HashAlgorithm.crc32, 16w0,
+             { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
+               meta.l4_src, meta.l4_dst, meta.dst_qp },
+             32w65536);
+        pick_member();
     }
 
     /* The flow's slot in the per-flow registers (flowlet, dlb, spray): crc32(5-tuple) % 4096.
@@ -510,9 +557,10 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
         flowlet_last_seen.write(flowlet_slot, now + 1);
     }
 
-    /* DLB at a flowlet boundary: the least-loaded of the group's first four members; ties keep
+    /* DLB at a flowlet boundary: the least-loaded of the group's first eight members; ties keep
      * the hash's pick, so equal loads spread like ECMP. A load older than the group's load age
-     * counts as idle. */
+     * counts as idle, and so does a pick past the eighth member (whose port DLB does not know),
+     * which therefore stays. */
     action load_of(out bit<32> load, in bit<9> port) {
         bit<48> stamp;
         port_load.read(load, (bit<32>)port);
@@ -525,16 +573,28 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
         bit<32> load1;
         bit<32> load2;
         bit<32> load3;
+        bit<32> load4;
+        bit<32> load5;
+        bit<32> load6;
+        bit<32> load7;
         load_of(load0, meta.dlb_port0);
         load_of(load1, meta.dlb_port1);
         load_of(load2, meta.dlb_port2);
         load_of(load3, meta.dlb_port3);
+        load_of(load4, meta.dlb_port4);
+        load_of(load5, meta.dlb_port5);
+        load_of(load6, meta.dlb_port6);
+        load_of(load7, meta.dlb_port7);
         /* The load of the hash's pick. One ?: per statement: p4c turns each ?: into an if, and
          * nested ifs in an action go through its Predication pass, which has miscompiled them. */
-        bit<32> best = load0;
+        bit<32> best = meta.member == 0 ? load0 : 32w0;
         best = meta.member == 1 ? load1 : best;
         best = meta.member == 2 ? load2 : best;
         best = meta.member == 3 ? load3 : best;
+        best = meta.member == 4 ? load4 : best;
+        best = meta.member == 5 ? load5 : best;
+        best = meta.member == 6 ? load6 : best;
+        best = meta.member == 7 ? load7 : best;
         meta.member = load0 < best ? 16w0 : meta.member;
         best = load0 < best ? load0 : best;
         meta.member = meta.group_size > 1 && load1 < best ? 16w1 : meta.member;
@@ -542,6 +602,14 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
         meta.member = meta.group_size > 2 && load2 < best ? 16w2 : meta.member;
         best = meta.group_size > 2 && load2 < best ? load2 : best;
         meta.member = meta.group_size > 3 && load3 < best ? 16w3 : meta.member;
+        best = meta.group_size > 3 && load3 < best ? load3 : best;
+        meta.member = meta.group_size > 4 && load4 < best ? 16w4 : meta.member;
+        best = meta.group_size > 4 && load4 < best ? load4 : best;
+        meta.member = meta.group_size > 5 && load5 < best ? 16w5 : meta.member;
+        best = meta.group_size > 5 && load5 < best ? load5 : best;
+        meta.member = meta.group_size > 6 && load6 < best ? 16w6 : meta.member;
+        best = meta.group_size > 6 && load6 < best ? load6 : best;
+        meta.member = meta.group_size > 7 && load7 < best ? 16w7 : meta.member;
     }
 
     /* Records the flowlet that starts now: its number and member. */
@@ -596,9 +664,12 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
             switch (ipv4_lpm.apply().action_run) {
                 set_ecmp_group: {
                     if (ecmp_group.apply().hit) {
+                        ecmp_hash.apply();
                         find_flow_slot();
                         if (meta.lb_policy == LB_ECMP) {
                             hash_member(0);
+                        } else if (meta.lb_policy == LB_EECMP) {
+                            hash_member_qp();
                         } else if (meta.lb_policy == LB_SPRAY) {
                             spray();
                         } else if (meta.lb_policy == LB_FLOWLET || meta.lb_policy == LB_DLB) {

@@ -1,8 +1,8 @@
 //! The arrows between the crates point one way (docs/ARCHITECTURE.md, "Dependency direction"),
-//! read from `cargo metadata`: each softswitch crate and fabric depends only on the workspace
-//! crates its row of [`ALLOWED`] names (so the core never imports the front end or the server,
-//! and the device's port code never imports server code), and what must stay free of the async
-//! and gRPC stack has no tonic, tokio or prost anywhere in its dependency tree. Normal and build
+//! read from `cargo metadata`: each softswitch crate, fabric and topology depends only on the
+//! workspace crates its row of [`ALLOWED`] names (so the core never imports the front end or the
+//! server, and the device's port code never imports server code), and what must stay free of
+//! the async and gRPC stack has no tonic, tokio or prost anywhere in its dependency tree. Normal and build
 //! dependencies are arrows; dev-dependencies are not (a crate's tests may use what sits above
 //! it, as the core's benchmark compiles programs with the front end). And no crate outside the
 //! core reaches past the switch's runtime interface: `Switch` has no public field, and the
@@ -54,6 +54,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "wire",
         ],
     ),
+    ("topology", &["p4values", "units", "wire"]),
 ];
 
 /// Crates whose whole dependency tree stays free of [`ASYNC_AND_GRPC`].
@@ -64,6 +65,7 @@ const WITHOUT_ASYNC: &[&str] = &[
     "softswitch-device",
     "softswitch-stf",
     "fabric",
+    "topology",
 ];
 
 /// The async runtime and the gRPC stack.

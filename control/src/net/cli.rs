@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use super::{
     cleanup,
     experiment::Experiment,
-    leaf_spine::{Policy, Shape, Tuning},
+    leaf_spine::{policy_parser, Policy, Shape, Tuning},
     program,
     state::{self, Running},
     up::{self, Plan, Then},
@@ -54,7 +54,7 @@ pub enum NetCommand {
         #[arg(long, value_delimiter = ',')]
         host_hooks: Vec<String>,
         /// A generated fabric's load-balancing policy to start with.
-        #[arg(long, value_enum, default_value_t = Policy::Ecmp)]
+        #[arg(long, value_parser = policy_parser(), default_value_t = Policy::Ecmp)]
         policy: Policy,
         /// Run Mininet's pingAll and exit: 0 when every ping came back (as `mn --test pingall`).
         #[arg(long, value_enum, conflicts_with = "run")]
@@ -106,7 +106,7 @@ pub enum NetCommand {
     /// Switch a generated fabric's load-balancing policy live, on every leaf, over P4Runtime.
     Policy {
         /// The policy.
-        #[arg(value_enum)]
+        #[arg(value_parser = policy_parser())]
         policy: Policy,
     },
 }

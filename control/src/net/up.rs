@@ -116,9 +116,9 @@ pub fn load(
     topo: &str,
     tuning: &Tuning,
 ) -> anyhow::Result<(Network, Option<PathBuf>, Option<Shape>)> {
-    if let Some(shape) = Shape::parse(topo) {
+    if let Some(shape) = leaf_spine::parse(topo) {
         let shape = shape?;
-        return Ok((leaf_spine::network(shape, tuning), None, Some(shape)));
+        return Ok((leaf_spine::network(shape, tuning)?, None, Some(shape)));
     }
     let path = Path::new(topo);
     let text = state::read_bounded(path, tutorial::MAX_TOPOLOGY_BYTES)?;

@@ -186,9 +186,16 @@ def five_tuple(pkt):
             + pkt[UDP].sport.to_bytes(2, "big") + pkt[UDP].dport.to_bytes(2, "big"))
 
 
-def member_of(pkt, salt, size):
-    """The group member hash_member picks: crc16(5-tuple, salt) % size."""
-    return crc16_arc(five_tuple(pkt) + salt.to_bytes(2, "big")) % size
+def member_of(pkt, salt, size, offset=0):
+    """The group member hash_member picks: (crc16(5-tuple, salt) >> the switch's hash offset)
+    % size."""
+    return (crc16_arc(five_tuple(pkt) + salt.to_bytes(2, "big")) >> offset) % size
+
+
+def member_of_qp(pkt, size):
+    """The group member hash_member_qp (e-ecmp) picks: (crc32(5-tuple, destination QP) mod
+    65536) % size."""
+    return (crc32(five_tuple(pkt) + pkt[BTH].dqpn.to_bytes(3, "big")) & 0xFFFF) % size
 
 
 def flowlet_slot(pkt):

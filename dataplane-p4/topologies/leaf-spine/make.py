@@ -3,7 +3,9 @@ host for the in-process fabric) and one runtime JSON per switch (the tutorials' 
 entries, clone sessions) for lossless.p4. Run from this folder: python3 make.py
 
 Two spines, three leaves, two hosts per leaf. Leaf L: ports 1-2 to its hosts, 3 to spine1, 4 to
-spine2. Spine S: port L to leaf L. Hosts h<L><H>: 10.0.L.H, MAC 08:00:00:00:0L:0H. Switch port
+spine2. Spine S: port L to leaf L. Routes as the topology crate aggregates them: a leaf sends
+10.0.0.0/8 up over ECMP group 1 (both spines), its hosts' /32s to them and drops the rest of its
+own /24; a spine sends each leaf's /24 to it. ECMP hash offset 0 on leaves, 4 on spines. Hosts h<L><H>: 10.0.L.H, MAC 08:00:00:00:0L:0H. Switch port
 MACs 00:aa:<switch id>:00:00:<port>. All links 1 Gb/s, 2 µs. Priority 3 (DSCP 26) is lossless
 and ECN-marked; CNPs (DSCP 48) travel in priority 6.
 """
@@ -46,8 +48,9 @@ def entry(table, action, params=None, match=None):
     return e
 
 
-def common(name, ports):
+def common(name, ports, hash_offset):
     entries = [
+        entry(f"{I}.ecmp_hash", f"{I}.set_hash_offset", {"offset": hash_offset}),
         entry(f"{I}.dscp_priority", f"{I}.set_priority", {"priority": PRIORITY_DATA},
               {"hdr.ipv4.dscp": 26}),
         entry(f"{I}.dscp_priority", f"{I}.set_priority", {"priority": PRIORITY_CNP},
@@ -80,7 +83,7 @@ def runtime(name, entries, sessions):
 
 def leaf(n):
     name = f"leaf{n}"
-    entries, sessions = common(name, range(1, HOSTS_PER_LEAF + SPINES + 1))
+    entries, sessions = common(name, range(1, HOSTS_PER_LEAF + SPINES + 1), 0)
     for h in range(1, HOSTS_PER_LEAF + 1):
         entries.append(entry(f"{I}.ipv4_lpm", f"{I}.set_nexthop", {"nexthop": h},
                              {"hdr.ipv4.dstAddr": [f"10.0.{n}.{h}", 32]}))
@@ -95,24 +98,23 @@ def leaf(n):
                              {"meta.nexthop": port}))
         entries.append(entry(f"{I}.ecmp_member", f"{I}.set_nexthop", {"nexthop": port},
                              {"meta.group": 1, "meta.member": s - 1}))
-    for other in range(1, LEAVES + 1):
-        if other != n:
-            entries.append(entry(f"{I}.ipv4_lpm", f"{I}.set_ecmp_group", {"group": 1},
-                                 {"hdr.ipv4.dstAddr": [f"10.0.{other}.0", 24]}))
+    entries.append(entry(f"{I}.ipv4_lpm", f"{I}.set_ecmp_group", {"group": 1},
+                         {"hdr.ipv4.dstAddr": ["10.0.0.0", 8]}))
+    entries.append(entry(f"{I}.ipv4_lpm", f"{I}.drop", {},
+                         {"hdr.ipv4.dstAddr": [f"10.0.{n}.0", 24]}))
     entries.append(entry(f"{I}.ecmp_group", f"{I}.set_group",
                          {"policy": 0, "size": SPINES, "flowlet_timeout_us": FLOWLET_TIMEOUT_US},
                          {"meta.group": 1}))
-    uplinks = [HOSTS_PER_LEAF + s for s in range(1, SPINES + 1)] + [0] * (4 - SPINES)
+    uplinks = [HOSTS_PER_LEAF + s for s in range(1, SPINES + 1)] + [0] * (8 - SPINES)
+    dlb = {f"port{i}": port for i, port in enumerate(uplinks)}
     entries.append(entry(f"{I}.dlb_members", f"{I}.set_dlb_ports",
-                         {"port0": uplinks[0], "port1": uplinks[1], "port2": uplinks[2],
-                          "port3": uplinks[3], "load_age_us": DLB_LOAD_AGE_US},
-                         {"meta.group": 1}))
+                         dict(dlb, load_age_us=DLB_LOAD_AGE_US), {"meta.group": 1}))
     return name, runtime(name, entries, sessions)
 
 
 def spine(n):
     name = f"spine{n}"
-    entries, sessions = common(name, range(1, LEAVES + 1))
+    entries, sessions = common(name, range(1, LEAVES + 1), 4)
     for l in range(1, LEAVES + 1):
         entries.append(entry(f"{I}.ipv4_lpm", f"{I}.set_nexthop", {"nexthop": l},
                              {"hdr.ipv4.dstAddr": [f"10.0.{l}.0", 24]}))

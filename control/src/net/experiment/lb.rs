@@ -36,7 +36,7 @@ use super::{
 use crate::{
     lab::output::{self, Line, Panel},
     net::{
-        leaf_spine::{host_name, Policy, Tuning},
+        leaf_spine::{host_name, policy_parser, Policy, Tuning},
         uplinks::{self, Uplinks},
     },
     netlink::LinkEvents,
@@ -93,7 +93,7 @@ pub struct LbArgs {
     /// The policies, run in this order on the same fabric.
     #[arg(
         long,
-        value_enum,
+        value_parser = policy_parser(),
         value_delimiter = ',',
         default_value = "ecmp,flowlet,dlb,spray"
     )]

@@ -27,7 +27,7 @@ use p4runtime::{lossless::softswitch::v1::SetQueueRequest, p4::config::v1::P4Inf
 use serde::Serialize;
 
 use super::{
-    leaf_spine::{Shape, Tuning, PRIORITY_DATA},
+    leaf_spine::{Shape, PAUSE_RATE_BPS, PRIORITY_DATA},
     state::{NodeStatus, Running},
 };
 use crate::{
@@ -394,7 +394,7 @@ impl Fabric {
         &self,
         hosts: impl IntoIterator<Item = &'a String>,
     ) -> anyhow::Result<()> {
-        let speed = Tuning::default().pause_link_speed_bps();
+        let speed = PAUSE_RATE_BPS;
         for host in hosts {
             self.run_lossless_in(
                 host,

@@ -379,7 +379,7 @@ fn write_topology(net: &Network, dir: &Path) -> anyhow::Result<PathBuf> {
 /// rate to a host on the next leaf; returns (hosts, switches, frames delivered, CPU seconds,
 /// simulated seconds).
 fn fabric_speed(shape: Shape) -> anyhow::Result<(usize, usize, u64, f64, f64)> {
-    let net = network(shape, &Tuning::default());
+    let net = network(shape, &Tuning::default())?;
     let dir = std::env::temp_dir().join(format!(
         "bench-fabric-{}-{}",
         net.hosts.len(),
