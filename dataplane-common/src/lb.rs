@@ -28,16 +28,22 @@ pub enum Policy {
     Spray = 3,
     /// Hash of the 5-tuple over the weighted bucket table.
     Wcmp = 4,
+    /// Enhanced ECMP (Meta's, for RoCE training fabrics): as ecmp, with the BTH destination QP
+    /// of a RoCEv2 packet in the hash ([`hash_dest_qp`]), so the QPs of one connection (one
+    /// 5-tuple) spread; other packets hash as ecmp. (lossless.p4 numbers its e-ecmp 4: these
+    /// numbers are the host's own, kept stable for pinned maps.)
+    EEcmp = 5,
 }
 
 impl Policy {
     /// Every policy, in number order.
-    pub const ALL: [Policy; 5] = [
+    pub const ALL: [Policy; 6] = [
         Policy::Ecmp,
         Policy::Flowlet,
         Policy::Dlb,
         Policy::Spray,
         Policy::Wcmp,
+        Policy::EEcmp,
     ];
 
     /// The policy numbered `value`, if any.
@@ -48,6 +54,7 @@ impl Policy {
             2 => Some(Policy::Dlb),
             3 => Some(Policy::Spray),
             4 => Some(Policy::Wcmp),
+            5 => Some(Policy::EEcmp),
             _ => None,
         }
     }
@@ -60,6 +67,7 @@ impl Policy {
             Policy::Dlb => "dlb",
             Policy::Spray => "spray",
             Policy::Wcmp => "wcmp",
+            Policy::EEcmp => "e-ecmp",
         }
     }
 
@@ -164,6 +172,9 @@ counters! {
         pub flowlet_inserts: u64,
         /// Packets sent by `spray`; per CPU, it is that CPU's round-robin position.
         pub sprayed: u64,
+        /// RoCEv2 packets `e-ecmp` hashed with their BTH destination QP (its other packets hash
+        /// as ecmp's).
+        pub qp_hashed: u64,
     }
 }
 
@@ -256,6 +267,13 @@ pub const fn hash_word(h: u32, word: u32) -> u32 {
         .wrapping_add(0xe654_6b64)
 }
 
+/// A RoCEv2 flow hash with the packet's BTH destination QP folded in (e-ecmp): the QPs of
+/// one 5-tuple hash apart.
+#[inline(always)]
+pub const fn hash_dest_qp(h: u32, dest_qp: u32) -> u32 {
+    hash_word(h, dest_qp)
+}
+
 /// The bucket a flow hash falls in.
 #[inline(always)]
 pub const fn bucket_of(hash: u32) -> usize {
@@ -316,7 +334,20 @@ mod tests {
         for policy in Policy::ALL {
             assert_eq!(Policy::from_u32(policy as u32), Some(policy));
         }
-        assert_eq!(Policy::from_u32(5), None);
+        assert_eq!(Policy::from_u32(6), None);
+        // The numbers are pinned in maps: they never change.
+        let numbers = Policy::ALL.map(|p| (p.name(), p as u32));
+        assert_eq!(
+            numbers,
+            [
+                ("ecmp", 0),
+                ("flowlet", 1),
+                ("dlb", 2),
+                ("spray", 3),
+                ("wcmp", 4),
+                ("e-ecmp", 5)
+            ]
+        );
     }
 
     #[test]
@@ -365,6 +396,31 @@ mod tests {
         };
         assert!(entry.is_flow(42) && !entry.is_flow(43));
         assert!(!Flowlet::default().is_used() && !Flowlet::default().is_flow(0));
+    }
+
+    #[test]
+    fn a_connections_consecutive_qps_reach_several_of_four_uplinks() {
+        // One 5-tuple per source port, its QPs numbered in a row, as a NIC numbers a
+        // connection's QPs; the uplink is the bucket modulo 4 (the equal bucket table).
+        let five_tuple = |port: u32| {
+            [0x0a00_0001, 0x0a63_0007, 17, (port << 16) | 4791]
+                .into_iter()
+                .fold(0, hash_word)
+        };
+        let uplinks = |port: u32, qps: core::ops::Range<u32>| {
+            qps.fold(0u32, |seen, qp| {
+                seen | 1 << (bucket_of(mix32(hash_dest_qp(five_tuple(port), qp))) % 4)
+            })
+        };
+        let ports = 49152..49452;
+        let spread = ports
+            .clone()
+            .filter(|&p| uplinks(p, 256..264).count_ones() > 1);
+        // Eight QPs on one uplink of four has probability 4^-7 for a random hash.
+        assert_eq!(spread.count(), 300);
+        let all_four = ports.filter(|&p| uplinks(p, 256..264) == 0b1111).count();
+        // Eight QPs reach all four with probability ~0.62 for a random hash.
+        assert!(all_four > 150, "{all_four} of 300");
     }
 
     #[test]

@@ -28,14 +28,9 @@ pub fn notify(ctx: &TcContext, frame: &Frame, parsed: &Parsed) {
     };
     // SAFETY: a per-CPU map value, only this CPU writes it while this program runs.
     let counters: &mut CnpCounters = unsafe { &mut *counters };
-    if !parsed.roce {
-        return;
-    }
-    let Some(header) = frame.ptr_at::<[u8; bth::HEADER_LEN]>(parsed.bth) else {
+    let Some(header) = parsed.bth_header(frame) else {
         return;
     };
-    // SAFETY: bounds checked by ptr_at; read before any helper invalidates packet pointers.
-    let header = bth::Packet::new_unchecked(unsafe { *header });
     if header.opcode() == bth::Opcode::Cnp {
         counters.cnp_received += 1;
         return;

@@ -1,6 +1,7 @@
 //! The load balancer: XDP on a downlink redirects packets for the owned prefixes to one of
-//! several uplinks, chosen by the run-time policy (ecmp, flowlet, dlb, spray, wcmp), with the
-//! MACs rewritten and the TTL / hop limit decremented. Everything else goes to the stack.
+//! several uplinks, chosen by the run-time policy (ecmp, flowlet, dlb, spray, wcmp, e-ecmp),
+//! with the MACs rewritten and the TTL / hop limit decremented. Everything else goes to the
+//! stack.
 //!
 //! The live set of uplinks is a bit mask in `LB_STATE`: `lossless host set` writes it,
 //! `lossless host watch` follows carrier changes into it, and a slot whose device-map entry
@@ -18,8 +19,8 @@ use aya_ebpf::{
 };
 use dataplane_common::{
     lb::{
-        bucket_of, flowlet_index, hash_word, mix32, pick_live, starts_flowlet, Flowlet, LbCounters,
-        Policy, Uplink, UplinkCounters, BUCKETS, MAX_UPLINKS,
+        bucket_of, flowlet_index, hash_dest_qp, hash_word, mix32, pick_live, starts_flowlet,
+        Flowlet, LbCounters, Policy, Uplink, UplinkCounters, BUCKETS, MAX_UPLINKS,
     },
     phantom_queue::drained_bytes,
 };
@@ -77,14 +78,17 @@ fn balance(frame: &Frame, len: u64) -> Result<u32, Pass> {
     let parsed = parse(frame).map_err(|_| Pass::Malformed)?;
     let settings = LB_SETTINGS.get(0).ok_or(Pass::NoUplink)?;
     let route = owned_route(frame, &parsed, settings.seed)?;
-    let hash = mix32(route.hash);
     let policy = Policy::from_u32(settings.policy).unwrap_or(Policy::Ecmp);
+    let hash = mix32(match policy {
+        Policy::EEcmp => with_dest_qp(frame, &parsed, route.hash),
+        _ => route.hash,
+    });
     // Only flowlets and loads age: the other policies skip the clock, whose read costs about
     // as much as the rest of their path (`cargo xtask bench host`).
     let now = match policy {
         // SAFETY: a helper without arguments.
         Policy::Flowlet | Policy::Dlb => unsafe { bpf_ktime_get_ns() },
-        Policy::Ecmp | Policy::Wcmp | Policy::Spray => 0,
+        Policy::Ecmp | Policy::EEcmp | Policy::Wcmp | Policy::Spray => 0,
     };
     let mut slot = choose(policy, hash, now, settings.flowlet_timeout_ns).ok_or(Pass::NoUplink)?;
     // Redirect first: it only records the target, and it fails when the interface was
@@ -160,12 +164,25 @@ fn owned_route(frame: &Frame, parsed: &Parsed, seed: u32) -> Result<Route, Pass>
     })
 }
 
+/// e-ecmp's flow hash: a RoCEv2 packet's BTH destination QP folded into its 5-tuple's `hash`;
+/// other packets keep their 5-tuple's.
+#[inline(always)]
+fn with_dest_qp(frame: &Frame, parsed: &Parsed, hash: u32) -> u32 {
+    let Some(header) = parsed.bth_header(frame) else {
+        return hash;
+    };
+    if let Some(counters) = lb_counters() {
+        counters.qp_hashed += 1;
+    }
+    hash_dest_qp(hash, header.dest_qp())
+}
+
 /// The uplink slot for a packet of flow `hash` under `policy` at `now` (0 unless flowlet or
 /// dlb), or `None` if none is live.
 #[inline(always)]
 fn choose(policy: Policy, hash: u32, now: u64, timeout_ns: u64) -> Option<u32> {
     match policy {
-        Policy::Ecmp | Policy::Wcmp => hashed(policy, hash),
+        Policy::Ecmp | Policy::EEcmp | Policy::Wcmp => hashed(policy, hash),
         Policy::Spray => {
             // Round robin per CPU: this CPU's count of sprayed packets is its position.
             let counters = lb_counters()?;
@@ -178,8 +195,8 @@ fn choose(policy: Policy, hash: u32, now: u64, timeout_ns: u64) -> Option<u32> {
     }
 }
 
-/// ECMP and WCMP: the bucket's uplink if it is live, else a live uplink picked by the hash (so
-/// only the flows of a downed uplink move, and they spread over the survivors).
+/// ECMP, E-ECMP and WCMP: the bucket's uplink if it is live, else a live uplink picked by the
+/// hash (so only the flows of a downed uplink move, and they spread over the survivors).
 #[inline(always)]
 fn hashed(policy: Policy, hash: u32) -> Option<u32> {
     let tables = LB_BUCKETS.get(0)?;

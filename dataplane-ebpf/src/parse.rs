@@ -104,6 +104,19 @@ impl Parsed {
         protocol: 0,
         transport: 0,
     };
+
+    /// A copy of the BTH of a RoCEv2 `frame`, or `None` if it is not RoCEv2. Copied so that a
+    /// helper that invalidates packet pointers may run after; bounds checked again at this
+    /// access, because the verifier does not carry the parser's check this far.
+    #[inline(always)]
+    pub fn bth_header(&self, frame: &Frame) -> Option<bth::Packet<[u8; bth::HEADER_LEN]>> {
+        if !self.roce {
+            return None;
+        }
+        let header = frame.ptr_at::<[u8; bth::HEADER_LEN]>(self.bth)?;
+        // SAFETY: bounds checked by ptr_at.
+        Some(bth::Packet::new_unchecked(unsafe { *header }))
+    }
 }
 
 /// Parses `frame` from its Ethernet header.

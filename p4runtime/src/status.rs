@@ -28,6 +28,11 @@ pub const DETAILS_BUDGET: usize = 5 * 1024;
 /// The most bytes of a failed update's message kept (cut at a character, marked with `…`).
 pub const MAX_UPDATE_MESSAGE: usize = 200;
 
+/// The most bytes of the message of a whole request's error (a device config's diagnostics,
+/// say) kept: gRPC carries it in the `grpc-message` trailer, percent-encoded (up to three times
+/// its size), under the same 8 KiB every standard client accepts.
+pub const MAX_STATUS_MESSAGE: usize = 2048;
+
 /// The encoded size of the longest message [`batch_result`] writes at the top of the status,
 /// reserved in [`DETAILS_BUDGET`].
 const TOP_MESSAGE: usize = 256;
@@ -58,6 +63,11 @@ pub fn update_error(code: tonic::Code, message: impl Into<String>) -> Error {
         code: 0,
         details: None,
     }
+}
+
+/// The message of a whole request's error, cut to [`MAX_STATUS_MESSAGE`] bytes.
+pub fn status_message(message: impl Into<String>) -> String {
+    shortened(message.into(), MAX_STATUS_MESSAGE)
 }
 
 /// `text` cut to at most `max` bytes at a character boundary, ending in `…` when cut.

@@ -58,14 +58,18 @@ pub fn apply(config: &RuntimeConfig, switch: &mut Switch) -> Result<(), RuntimeE
             RuntimeError::Replication(format!("clone session {session} has no replica"))
         })?;
         let port = port_of(replica.egress_port, || format!("clone session {session}"))?;
-        switch.set_clone_session(session, port);
+        switch
+            .set_clone_session(session, port)
+            .map_err(|e| RuntimeError::Replication(format!("clone session {session}: {e}")))?;
     }
     for g in &config.multicast_group_entries {
         let id = g.multicast_group_id;
         let group = u16::try_from(id).map_err(|_| {
             RuntimeError::Replication(format!("multicast group {id} is above 65535"))
         })?;
-        switch.create_multicast_group(group);
+        switch
+            .create_multicast_group(group)
+            .map_err(|e| RuntimeError::Replication(format!("multicast group {id}: {e}")))?;
         for r in &g.replicas {
             let port = port_of(r.egress_port, || format!("multicast group {id}"))?;
             let rid = u16::try_from(r.instance).map_err(|_| {
@@ -74,7 +78,9 @@ pub fn apply(config: &RuntimeConfig, switch: &mut Switch) -> Result<(), RuntimeE
                     r.instance
                 ))
             })?;
-            let node = switch.create_multicast_node(rid, vec![port]);
+            let node = switch
+                .create_multicast_node(rid, vec![port])
+                .map_err(|e| RuntimeError::Replication(format!("multicast group {id}: {e}")))?;
             switch
                 .associate_node(group, node)
                 .expect("the group and the node were just made");

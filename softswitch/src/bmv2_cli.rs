@@ -85,7 +85,7 @@ pub struct Bmv2Args {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub dump_packet_data: usize,
     /// Target options (after `--`): --grpc-server-addr, --cpu-port, --priority-queues,
-    /// --drop-port.
+    /// --drop-port, and softswitch's --state-budget.
     #[arg(last = true, allow_hyphen_values = true)]
     pub target: Vec<OsString>,
 }
@@ -107,6 +107,10 @@ pub struct TargetArgs {
     /// The drop port: only 511, v1model's, is supported.
     #[arg(long)]
     pub drop_port: Option<u16>,
+    /// softswitch's: the most memory what controllers write may take (`softswitch run
+    /// --state-budget`).
+    #[arg(long, value_name = "BYTES", default_value_t = softswitch_core::budget::DEFAULT_STATE_BUDGET, value_parser = crate::run::parse_state_budget)]
+    pub state_budget: usize,
 }
 
 /// The `softswitch run` options BMv2's command line `args` (without argv[0]) asks for, or a
@@ -171,6 +175,7 @@ pub fn options(
             pcap: args.pcap,
             port_io: softswitch_device::ports::PortIo::default(),
             thrift_addr: Some(SocketAddr::from(([0, 0, 0, 0], args.thrift_port))),
+            state_budget: target.state_budget,
             dump_packet_data: crate::dump::PacketData(if logs_info {
                 args.dump_packet_data
             } else {

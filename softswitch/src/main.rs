@@ -55,6 +55,11 @@ enum Command {
         /// 127.0.0.1:9090); off by default.
         #[arg(long, value_name = "ADDR")]
         thrift_addr: Option<std::net::SocketAddr>,
+        /// The most memory what controllers write may take (entries and their metadata, groups,
+        /// sessions; estimated): bytes, or with KiB, MiB, GiB or TiB. Writes past it are refused
+        /// (RESOURCE_EXHAUSTED).
+        #[arg(long, value_name = "BYTES", default_value_t = softswitch_core::budget::DEFAULT_STATE_BUDGET, value_parser = crate::run::parse_state_budget)]
+        state_budget: usize,
         /// Log the first N bytes of every frame received and sent, in hex, at info level
         /// (BMv2's --dump-packet-data; 0, the default, logs none).
         #[arg(long, value_name = "N", default_value_t = 0)]
@@ -179,6 +184,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             cpu_port,
             port_io,
             thrift_addr,
+            state_budget,
             dump_packet_data,
         } => {
             // Colour only on a terminal, and never under NO_COLOR (logs go to files and pipes).
@@ -201,6 +207,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 pcap: None,
                 port_io,
                 thrift_addr,
+                state_budget,
                 dump_packet_data: crate::dump::PacketData(dump_packet_data),
             })?;
             Ok(ExitCode::SUCCESS)

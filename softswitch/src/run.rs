@@ -35,6 +35,40 @@ pub struct RunOptions {
     /// How many bytes of each frame received and sent to log at info level (BMv2's
     /// `--dump-packet-data`; 0 logs none).
     pub dump_packet_data: PacketData,
+    /// The state budget of the switch, in bytes (`--state-budget`, `softswitch_core::budget`).
+    pub state_budget: usize,
+}
+
+/// The least and the most `--state-budget` takes: 1 MiB to 1 TiB.
+pub const STATE_BUDGET_RANGE: std::ops::RangeInclusive<usize> = (1 << 20)..=(1 << 40);
+
+/// Reads a `--state-budget` value: a whole number of bytes, or one with a binary unit (`KiB`,
+/// `MiB`, `GiB`, `TiB`, or their first letter), within [`STATE_BUDGET_RANGE`].
+pub fn parse_state_budget(text: &str) -> Result<usize, String> {
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let shift = match unit {
+        "" => 0,
+        "K" | "KiB" => 10,
+        "M" | "MiB" => 20,
+        "G" | "GiB" => 30,
+        "T" | "TiB" => 40,
+        _ => return Err("the unit is none (bytes), KiB, MiB, GiB or TiB".into()),
+    };
+    let bytes = number
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|n| STATE_BUDGET_RANGE.contains(n));
+    bytes.ok_or_else(|| {
+        format!(
+            "a state budget is a whole number of bytes from {} (1MiB) to {} (1TiB)",
+            STATE_BUDGET_RANGE.start(),
+            STATE_BUDGET_RANGE.end()
+        )
+    })
 }
 
 /// Runs the switch until SIGINT or SIGTERM.
@@ -93,6 +127,11 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         })
         .collect();
     let device = Device::start(options.device_id, transmitters, options.cpu_port, program);
+    let budget = options.state_budget;
+    device
+        .engine
+        .call_blocking(move |e| e.set_state_budget(budget))
+        .context("setting the state budget")?;
     if let Some(addr) = options.thrift_addr {
         // Bound before the switch says it is up, so that a client started on that line finds it.
         let listener = std::net::TcpListener::bind(addr)
@@ -155,10 +194,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
                 |p| p.display().to_string()
             ),
         );
-        device
-            .serve(listener, shutdown)
-            .await
-            .context("serving gRPC")
+        serve_until_stopped(&device, listener, shutdown).await
     });
     running.store(false, Ordering::Relaxed);
     for r in receivers {
@@ -175,6 +211,42 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
     served
 }
 
+/// How long the switch, once told to stop, waits for its gRPC clients to end their calls: a
+/// controller's StreamChannel lasts as long as the controller, which must not keep the switch
+/// from stopping.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Serves `device`'s gRPC services on `listener` until `stop` completes, then lets the calls in
+/// progress end for at most [`STOP_GRACE`].
+async fn serve_until_stopped(
+    device: &Device,
+    listener: tokio::net::TcpListener,
+    stop: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let (stopping, stopped) = tokio::sync::watch::channel(false);
+    let graceful = async move {
+        let mut stopped = stopped;
+        let _ = stopped.wait_for(|s| *s).await;
+    };
+    let serve = device.serve(listener, graceful);
+    tokio::pin!(serve);
+    tokio::select! {
+        served = &mut serve => return served.context("serving gRPC"),
+        () = stop => {}
+    }
+    let _ = stopping.send(true);
+    match tokio::time::timeout(STOP_GRACE, serve).await {
+        Ok(served) => served.context("serving gRPC"),
+        Err(_) => {
+            eprintln!(
+                "softswitch: clients still connected {}s after the signal: stopping without them",
+                STOP_GRACE.as_secs()
+            );
+            Ok(())
+        }
+    }
+}
+
 /// A future that completes on SIGINT or SIGTERM, both caught from the moment of the call.
 fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{signal, SignalKind};
@@ -186,4 +258,29 @@ fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
             _ = term.recv() => {}
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_budgets_take_bytes_and_binary_units_within_their_range() {
+        assert_eq!(parse_state_budget("1048576"), Ok(1 << 20));
+        assert_eq!(parse_state_budget("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_state_budget("2G"), Ok(2 << 30));
+        assert_eq!(parse_state_budget("1TiB"), Ok(1 << 40));
+        for refused in [
+            "",
+            "1KiB",
+            "2TiB",
+            "99999999999999999999G",
+            "-5M",
+            "1.5G",
+            "5 M",
+            "1MB",
+        ] {
+            assert!(parse_state_budget(refused).is_err(), "{refused}");
+        }
+    }
 }

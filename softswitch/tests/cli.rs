@@ -240,9 +240,49 @@ fn as_bmv2(name: &str, args: &[&str]) -> Output {
     let link = dir.join(name);
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_softswitch"), &link).unwrap();
-    let out = Command::new(&link).args(args).output().unwrap();
+    let out = output_within(Command::new(&link).args(args));
     let _ = std::fs::remove_dir_all(&dir);
     out
+}
+
+/// The output of `command`, which must end within a minute (a switch that starts instead of
+/// refusing its command line is killed, and the test fails).
+fn output_within(command: &mut Command) -> Output {
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{command:?} did not end within a minute");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn the_same_interface_twice_is_refused_by_both_command_lines() {
+    let own = output_within(
+        Command::new(env!("CARGO_BIN_EXE_softswitch"))
+            .args(["run", "-i", "1@lo", "-i", "2@lo"])
+            .args(["--grpc-server-addr", "127.0.0.1:0"]),
+    );
+    let bmv2s = as_bmv2(
+        "simple_switch_grpc",
+        &["--no-p4", "-i", "1@lo", "-i", "2@lo", "--thrift-port", "0"],
+    );
+    for out in [own, bmv2s] {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("interface lo is given twice (ports 1 and 2)"),
+            "{stderr}"
+        );
+    }
 }
 
 #[test]

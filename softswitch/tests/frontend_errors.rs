@@ -112,9 +112,9 @@ fn preprocessor_include_of_a_file_in_a_self_contained_program() {
 #[test]
 fn preprocessor_unknown_directive() {
     assert_eq!(
-        error("#frobnicate\n"),
+        error("#include <core.p4>\n#frobnicate\n"),
         (
-            "1:2".into(),
+            "2:2".into(),
             "unknown preprocessor directive '#frobnicate'".into()
         )
     );
@@ -386,6 +386,37 @@ fn checker_index_types_need_the_2020_v1model() {
 }
 
 #[test]
+fn port_id_is_v1models_only_from_2020() {
+    // As in p4c's v1model.p4: version 20180101 (the default) declares no PortId_t, so a program
+    // may declare its own, of any width (the P4 tutorials' flowcache declares bit<9>); 20200408
+    // declares it, and a second declaration is a duplicate.
+    for width in [9, 16] {
+        compiles(&program(
+            &format!("typedef bit<{width}> PortId_t;"),
+            "",
+            "PortId_t p = (PortId_t)sm.ingress_port; sm.egress_spec = (bit<9>)p;",
+        ));
+    }
+    let v2020 = |decls: &str, ingress: &str| {
+        format!(
+            "#define V1MODEL_VERSION 20200408\n{}",
+            program(decls, "", ingress)
+        )
+    };
+    compiles(&v2020(
+        "",
+        "PortId_t p = sm.ingress_port; sm.egress_spec = p;",
+    ));
+    assert_eq!(
+        error(&v2020("typedef bit<9> PortId_t;", "")),
+        (
+            "7:16".into(),
+            "'PortId_t' is already declared in this scope".into()
+        )
+    );
+}
+
+#[test]
 fn checker_unsupported_construct_is_named() {
     assert_eq!(
         error(&program("header w_t { bit<2049> x; }", "", "")),
@@ -624,4 +655,27 @@ fn checker_direct_type_invocation_of_itself_is_refused() {
         "control C(inout hs hdr, inout m meta) { apply { C.apply(hdr, meta); } }",
     );
     assert_eq!(error(&src), ("15:49".into(), "'C' applies itself".into()));
+}
+
+/// A file that is not P4 source (a topology naming `/etc/shadow` as its program) gets its
+/// error's position and the offending token, and no line of it.
+#[test]
+fn a_file_that_is_not_p4_is_not_quoted() {
+    for text in [
+        "root:$y$j9T$SECRET:19000:0:99999:7:::\n",
+        "alice:x:1000:1000:SECRET,,,:/home/alice:/bin/bash\n",
+        "# note\nSECRET=1\n",
+        "{\"SECRET\": 1}\n",
+    ] {
+        let mut map = SourceMap::new();
+        let f = map.add("shadow", text);
+        let e = softswitch_frontend::compile(&mut map, f).expect_err(text);
+        let rendered = e.render(&map);
+        assert!(rendered.starts_with("shadow:1:"), "{rendered}");
+        assert!(!rendered.contains("SECRET"), "{rendered}");
+        assert!(
+            rendered.contains("none of its lines is quoted"),
+            "{rendered}"
+        );
+    }
 }

@@ -38,7 +38,7 @@ fn run_with_depth(program: &str, depth: usize) -> Switch {
         .unwrap_or_else(|d| panic!("{}", d.render(&map)));
     let mut switch = Switch::new(compiled.program, Clock::Virtual(0));
     switch.set_queue_depth(None, None, depth).unwrap();
-    switch.set_clone_session(3, 2);
+    switch.set_clone_session(3, 2).unwrap();
     switch.receive(0, vec![0x2a]);
     switch.drain();
     switch

@@ -10,6 +10,7 @@ use p4runtime::lossless::softswitch::v1 as q;
 use p4runtime::p4::config::v1::P4Info;
 use p4runtime::p4::v1::{self as p4v1, p4_runtime_client::P4RuntimeClient};
 use softswitch_server::engine::{Call as _, Event, Transmit};
+use softswitch_server::idle;
 use softswitch_server::Device;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_stream::wrappers::UnboundedReceiverStream;
@@ -206,6 +207,20 @@ impl Stream {
                 return d;
             }
         }
+    }
+
+    /// The idle-timeout notifications that come within `wait` (other messages are dropped).
+    async fn idle_notifications(&mut self, wait: Duration) -> Vec<p4v1::IdleTimeoutNotification> {
+        let mut got = Vec::new();
+        let deadline = tokio::time::Instant::now() + wait;
+        while let Ok(Some(m)) = tokio::time::timeout_at(deadline, self.rx.next()).await {
+            if let Some(p4v1::stream_message_response::Update::IdleTimeoutNotification(n)) =
+                m.expect("not an error").update
+            {
+                got.push(n);
+            }
+        }
+        got
     }
 
     /// The next arbitration answer: (code, primary's election id).
@@ -1615,6 +1630,7 @@ async fn const_tables_const_defaults_scopes_and_unkept_fields_are_refused_as_the
         ),
         // Fields softswitch would not keep are refused rather than dropped.
         (Insert, tagged(|e| e.is_const = true), Code::InvalidArgument),
+        // An idle timeout where the table has none (its P4Info says NO_TIMEOUT).
         (
             Insert,
             tagged(|e| e.idle_timeout_ns = 1_000_000),
@@ -2190,4 +2206,252 @@ async fn a_port_that_takes_nothing_more_keeps_its_packets_queued() {
         .collect();
     let expected: Vec<u8> = (0..softswitch_core::tm::DEFAULT_DEPTH as u8).collect();
     assert_eq!(sources, expected, "in the order they came");
+}
+
+/// A frame that smac looks up by source MAC `mac`.
+fn from_mac(mac: [u8; 6]) -> Vec<u8> {
+    let mut frame = ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1]);
+    frame[6..12].copy_from_slice(&mac);
+    frame
+}
+
+/// An smac entry for source MAC `mac` (NoAction) with idle timeout `ttl` and `metadata`.
+fn timed_entry(info: &P4Info, mac: [u8; 6], ttl: Duration, metadata: &[u8]) -> p4v1::TableEntry {
+    p4v1::TableEntry {
+        idle_timeout_ns: ttl.as_nanos() as i64,
+        metadata: metadata.to_vec(),
+        ..exact_entry(id(info, "smac"), &mac, action(id(info, "NoAction"), &[]))
+    }
+}
+
+/// The source MACs of the entries a notification names.
+fn notified_macs(notifications: &[p4v1::IdleTimeoutNotification]) -> Vec<[u8; 6]> {
+    notifications
+        .iter()
+        .flat_map(|n| &n.table_entry)
+        .map(|e| match &e.r#match[0].field_match_type {
+            Some(p4v1::field_match::FieldMatchType::Exact(x)) => x.value[..].try_into().unwrap(),
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+/// The specification's idle timeouts: an entry that goes its timeout without a hit is notified
+/// to the primary — by key, metadata and timeout, without its action — and again a timeout
+/// later while it stays idle; an entry that is hit, or has no timeout, is not; once hits stop,
+/// the notification comes no sooner than a timeout after the last one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_entries_are_notified_after_their_timeout_and_not_while_hit() {
+    const TTL: Duration = Duration::from_millis(500);
+    let (bed, mut client, mut primary, info) = loaded().await;
+    let (hit, idle, untimed) = (
+        [2, 0, 0, 0, 0, 0xaa],
+        [2, 0, 0, 0, 0, 0xbb],
+        [2, 0, 0, 0, 0, 0xcc],
+    );
+    let entity = |e: p4v1::TableEntry| p4v1::entity::Entity::TableEntry(e);
+    let (written, written_wall) = (std::time::Instant::now(), std::time::SystemTime::now());
+    apply(
+        &mut client,
+        vec![
+            (Insert, entity(timed_entry(&info, hit, TTL, b"hit"))),
+            (Insert, entity(timed_entry(&info, idle, TTL, b"idle"))),
+            (
+                Insert,
+                entity(timed_entry(&info, untimed, Duration::ZERO, b"")),
+            ),
+        ],
+    )
+    .await;
+    // `hit` is hit every TTL/10 for four timeouts; the longest gap between two hits is kept:
+    // only a machine that stalled the test past the timeout may see it notified.
+    let mut last = std::time::Instant::now();
+    let mut longest_gap = Duration::ZERO;
+    while written.elapsed() < 4 * TTL {
+        bed.inject(1, from_mac(hit));
+        longest_gap = longest_gap.max(last.elapsed());
+        last = std::time::Instant::now();
+        tokio::time::sleep(TTL / 10).await;
+    }
+    let last_hit = last;
+    let during = primary.idle_notifications(Duration::ZERO).await;
+    let timeouts_passed = written.elapsed().as_nanos() / TTL.as_nanos();
+    let macs = notified_macs(&during);
+    assert!(
+        !macs.contains(&hit) || longest_gap >= TTL,
+        "an entry hit every {longest_gap:?} at most was notified: {during:?}"
+    );
+    assert!(!macs.contains(&untimed), "{during:?}");
+    // Idle all along: notified at most once per timeout, the first time a timeout after the
+    // write at the earliest.
+    let idle_count = macs.iter().filter(|m| **m == idle).count();
+    assert!(
+        (1..=timeouts_passed as usize).contains(&idle_count),
+        "{idle_count} notifications in {timeouts_passed} timeouts: {during:?}"
+    );
+    let first = &during[0];
+    let written_ns = written_wall
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    assert!(
+        first.timestamp - written_ns >= TTL.as_nanos() as i64,
+        "{first:?}"
+    );
+    assert_eq!(first.table_entry.len(), 1, "{first:?}");
+    assert_eq!(
+        first.table_entry[0],
+        p4v1::TableEntry {
+            action: None,
+            ..timed_entry(&info, idle, TTL, b"idle")
+        },
+        "key, metadata and timeout, no action"
+    );
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    assert!(
+        (now_ns - 10_000_000_000..=now_ns).contains(&first.timestamp),
+        "{first:?}"
+    );
+    // Hits stop: `hit` is notified, no sooner than a timeout after its last hit; `idle`, still
+    // idle, again.
+    let after = primary.idle_notifications(TTL * 3).await;
+    let macs = notified_macs(&after);
+    assert!(macs.contains(&hit), "{after:?}");
+    assert!(macs.contains(&idle), "{after:?}");
+    assert!(!macs.contains(&untimed), "{after:?}");
+    let last_hit_wall = std::time::SystemTime::now() - last_hit.elapsed();
+    let last_hit_ns = last_hit_wall
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    for n in after
+        .iter()
+        .filter(|n| notified_macs(std::slice::from_ref(n)).contains(&hit))
+    {
+        assert!(
+            n.timestamp - last_hit_ns >= TTL.as_nanos() as i64 - 1_000_000,
+            "{n:?}"
+        );
+    }
+    // Deleted, an entry is not notified any more.
+    let delete = |mac: [u8; 6]| (Delete, entity(exact_entry(id(&info, "smac"), &mac, None)));
+    apply(&mut client, vec![delete(hit), delete(idle)]).await;
+    let _ = primary.idle_notifications(idle::SWEEP_INTERVAL * 2).await;
+    assert_eq!(primary.idle_notifications(TTL * 2).await, Vec::new());
+}
+
+/// Idle timeouts read back as written (`idle_timeout_ns` exactly; `time_since_last_hit` when
+/// asked, and only then), change with MODIFY, and are refused where the specification refuses
+/// them: negative, on a default entry, `time_since_last_hit` in a write, or asked of a table
+/// without idle timeouts (wildcard reads included, as PI).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_timeouts_read_back_change_and_are_refused_where_the_spec_says() {
+    let (bed, mut client, _primary, info) = loaded().await;
+    let smac = id(&info, "smac");
+    let mac = [2, 0, 0, 0, 0, 0xaa];
+    let ttl = Duration::from_nanos(1_234_567_891);
+    let entry = timed_entry(&info, mac, ttl, b"");
+    apply(
+        &mut client,
+        vec![(Insert, p4v1::entity::Entity::TableEntry(entry.clone()))],
+    )
+    .await;
+    let query = |since: bool| {
+        p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
+            table_id: smac,
+            time_since_last_hit: since.then(p4v1::table_entry::IdleTimeout::default),
+            ..Default::default()
+        })
+    };
+    assert_eq!(
+        read(&mut client, query(false)).await,
+        vec![p4v1::entity::Entity::TableEntry(entry.clone())]
+    );
+    let since = |entities: Vec<p4v1::entity::Entity>| match &entities[..] {
+        [p4v1::entity::Entity::TableEntry(e)] => {
+            assert_eq!(e.idle_timeout_ns, entry.idle_timeout_ns);
+            Duration::from_nanos(e.time_since_last_hit.expect("asked for").elapsed_ns as u64)
+        }
+        other => panic!("{other:?}"),
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = since(read(&mut client, query(true)).await);
+    assert!(before >= Duration::from_millis(200), "{before:?}");
+    bed.inject(1, from_mac(mac));
+    bed.sent_now().await;
+    let after = since(read(&mut client, query(true)).await);
+    assert!(
+        after < before,
+        "a hit restarts it: {after:?} after {before:?}"
+    );
+    // MODIFY sets another timeout (the action may be left out), and 0 takes it away.
+    for ns in [5_000_000_000, 0] {
+        let modified = p4v1::TableEntry {
+            idle_timeout_ns: ns,
+            action: None,
+            ..entry.clone()
+        };
+        apply(
+            &mut client,
+            vec![(Modify, p4v1::entity::Entity::TableEntry(modified))],
+        )
+        .await;
+        assert_eq!(
+            read(&mut client, query(false)).await,
+            vec![p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
+                idle_timeout_ns: ns,
+                ..entry.clone()
+            })]
+        );
+    }
+    // Refused writes.
+    let refused = |f: fn(&mut p4v1::TableEntry)| {
+        let mut e = entry.clone();
+        f(&mut e);
+        (Modify, p4v1::entity::Entity::TableEntry(e))
+    };
+    let err = write(
+        &mut client,
+        10,
+        vec![
+            refused(|e| e.idle_timeout_ns = -1),
+            refused(|e| e.time_since_last_hit = Some(Default::default())),
+            refused(|e| {
+                e.r#match.clear();
+                e.is_default_action = true;
+                e.metadata.clear();
+            }),
+        ],
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error_codes(&err), vec![Code::InvalidArgument as i32; 3]);
+    // time_since_last_hit of a table without idle timeouts, of a default entry, of every
+    // table (route has none).
+    for filter in [
+        p4v1::TableEntry {
+            table_id: id(&info, "route"),
+            ..Default::default()
+        },
+        p4v1::TableEntry {
+            table_id: smac,
+            is_default_action: true,
+            ..Default::default()
+        },
+        p4v1::TableEntry::default(),
+    ] {
+        let (_, status) = read_batch(
+            &mut client,
+            vec![p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
+                time_since_last_hit: Some(Default::default()),
+                ..filter
+            })],
+        )
+        .await;
+        let status = status.expect("refused");
+        assert_eq!(error_codes(&status), vec![Code::InvalidArgument as i32]);
+    }
 }

@@ -97,6 +97,15 @@ fn indices_and_values_past_their_range_are_refused() {
         "register_write MyIngress.seen_per_port 18446744073709551616 1",
         "register index out of range",
     );
+    // The error names the number given, not where it was clamped.
+    refused(
+        "register_write MyIngress.seen_per_port 99999999999999999999 5",
+        "register index out of range: 99999999999999999999 is not below 16",
+    );
+    refused(
+        "register_read MyIngress.seen_per_port 16 0",
+        "register index out of range: 16 is not below 16",
+    );
     refused(
         "register_write MyIngress.seen_per_port 1 0x100000000",
         "does not fit the register's 32 bits",

@@ -79,7 +79,7 @@ fn program_the_switch(switch: &mut Switch) {
         },
     };
     switch.add_entry(lp, once).unwrap();
-    switch.set_clone_session(5, 1);
+    switch.set_clone_session(5, 1).unwrap();
 }
 
 /// The lines of packet `id` (all its copies), without their packet prefix nor the place of

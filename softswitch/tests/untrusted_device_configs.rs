@@ -4,156 +4,14 @@
 //! the switch keeps serving, and its peak memory stays under 1 GiB.
 
 mod hostile;
-
-use std::io::BufRead as _;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+mod running;
 
 use p4runtime::p4::config::v1::P4Info;
-use p4runtime::p4::v1::{self as p4v1, p4_runtime_client::P4RuntimeClient};
+use p4runtime::p4::v1 as p4v1;
 use p4v1::set_forwarding_pipeline_config_request::Action;
+use running::{p4info, Controller, Switch, DEVICE};
 use softswitch_frontend::limits::MAX_EXCERPT_CHARS;
-use tokio_stream::wrappers::UnboundedReceiverStream;
-use tokio_stream::StreamExt as _;
-use tonic::transport::Channel;
 use tonic::Code;
-
-const DEVICE: u64 = 1;
-
-/// `softswitch run` serving P4Runtime on an ephemeral port, stopped on drop.
-struct Switch {
-    child: Child,
-    addr: String,
-}
-
-impl Switch {
-    fn start() -> Switch {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_softswitch"))
-            .args(["run", "--grpc-server-addr", "127.0.0.1:0"])
-            .args(["--device-id", &DEVICE.to_string()])
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Its log goes on being read, so that the pipe never fills.
-        let (tx, rx) = mpsc::channel();
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stderr)
-                .lines()
-                .map_while(Result::ok)
-            {
-                let _ = tx.send(line);
-            }
-        });
-        let addr = loop {
-            let line = rx
-                .recv_timeout(Duration::from_secs(60))
-                .expect("softswitch says where it listens");
-            if let Some(rest) = line.strip_prefix("softswitch: P4Runtime on ") {
-                break rest.split_whitespace().next().unwrap().to_string();
-            }
-        };
-        Switch {
-            child,
-            addr: format!("http://{addr}"),
-        }
-    }
-
-    /// The process's peak resident set (VmHWM), in KiB.
-    fn peak_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-        line.split_whitespace().nth(1).unwrap().parse().unwrap()
-    }
-}
-
-impl Drop for Switch {
-    fn drop(&mut self) {
-        // SAFETY: a plain signal to the child this test started.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
-    }
-}
-
-/// A client that is primary (election id 1) for as long as it lives.
-struct Controller {
-    client: P4RuntimeClient<Channel>,
-    _stream: (
-        tokio::sync::mpsc::UnboundedSender<p4v1::StreamMessageRequest>,
-        tonic::Streaming<p4v1::StreamMessageResponse>,
-    ),
-}
-
-impl Controller {
-    async fn connect(switch: &Switch) -> Controller {
-        let mut client = P4RuntimeClient::connect(switch.addr.clone()).await.unwrap();
-        let (tx, requests) = tokio::sync::mpsc::unbounded_channel();
-        let mut rx = client
-            .stream_channel(UnboundedReceiverStream::new(requests))
-            .await
-            .unwrap()
-            .into_inner();
-        let update = p4v1::MasterArbitrationUpdate {
-            device_id: DEVICE,
-            election_id: Some(1u128.into()),
-            ..Default::default()
-        };
-        tx.send(p4v1::StreamMessageRequest {
-            update: Some(p4v1::stream_message_request::Update::Arbitration(update)),
-        })
-        .unwrap();
-        tokio::time::timeout(Duration::from_secs(10), rx.next())
-            .await
-            .expect("an arbitration answer")
-            .unwrap()
-            .unwrap();
-        Controller {
-            client,
-            _stream: (tx, rx),
-        }
-    }
-
-    /// SetForwardingPipelineConfig with `action` of `source`, with `p4info`.
-    async fn set(
-        &mut self,
-        action: Action,
-        source: &str,
-        p4info: P4Info,
-    ) -> Result<(), tonic::Status> {
-        self.client
-            .set_forwarding_pipeline_config(p4v1::SetForwardingPipelineConfigRequest {
-                device_id: DEVICE,
-                election_id: Some(1u128.into()),
-                action: action as i32,
-                config: Some(p4v1::ForwardingPipelineConfig {
-                    p4info: Some(p4info),
-                    p4_device_config: source.as_bytes().to_vec(),
-                    cookie: None,
-                }),
-                ..Default::default()
-            })
-            .await
-            .map(|_| ())
-    }
-
-    /// Whether the switch still answers.
-    async fn alive(&mut self) -> bool {
-        self.client
-            .capabilities(p4v1::CapabilitiesRequest { device_id: DEVICE })
-            .await
-            .is_ok()
-    }
-}
-
-/// The P4Info of `source`, as softswitch computes it.
-fn p4info(source: &str) -> P4Info {
-    let mut map = softswitch_frontend::source::SourceMap::new();
-    let file = map.add("p.p4", source);
-    let program = softswitch_frontend::compile(&mut map, file)
-        .unwrap_or_else(|d| panic!("{}", d.render(&map)));
-    softswitch_server::p4info::p4info(&program, &map).unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_configs_are_refused_and_the_switch_keeps_serving() {
@@ -328,4 +186,39 @@ async fn a_config_that_includes_a_file_of_the_switch_is_refused_without_a_byte_o
         .await
         .unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A BMv2 JSON whose `hexstr` has a million digits: `INVALID_ARGUMENT` naming it, in a message
+/// a client receives whole (a megabyte of it made the client see `RESOURCE_EXHAUSTED` about
+/// the trailer instead).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bmv2_json_with_a_huge_constant_is_refused_in_a_short_message() {
+    let switch = Switch::start();
+    let mut controller = Controller::connect(&switch).await;
+    let seed = include_str!("../../fuzz/corpus/bmv2_json/basic.json");
+    let mut json: serde_json::Value = serde_json::from_str(seed).unwrap();
+    json["actions"][0]["primitives"] = serde_json::json!([{"op": "assign", "parameters": [
+        {"type": "field", "value": ["standard_metadata", "egress_spec"]},
+        {"type": "hexstr", "value": format!("0x{}", "1".repeat(1_000_000))}]}]);
+    let status = controller
+        .set(Action::Verify, &json.to_string(), P4Info::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        status.code(),
+        Code::InvalidArgument,
+        "{:.300}",
+        status.message()
+    );
+    assert!(
+        status.message().contains("a hexstr: 0x1111"),
+        "{:.300}",
+        status.message()
+    );
+    assert!(
+        status.message().len() <= p4runtime::status::MAX_STATUS_MESSAGE,
+        "{} bytes",
+        status.message().len()
+    );
+    assert!(controller.alive().await);
 }

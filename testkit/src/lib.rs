@@ -1,6 +1,7 @@
 //! What the workspace's tests share across crates: the Python venv that `cargo xtask setup`
 //! makes (scapy, the tests' independent encoder and decoder), the skip rule for tests that need
-//! something a developer's machine may lack, tshark (the second independent decoder) over a
+//! something a developer's machine may lack (with the record of skips that `cargo xtask test`
+//! sums up, [`skipped`]), tshark (the second independent decoder) over a
 //! list of frames, the check that committed STF files are still what their generators print,
 //! and p4c and BMv2 ([`bmv2`]: the toolchain, the programs BMv2 runs and their p4c outputs,
 //! compiled once).
@@ -10,6 +11,7 @@
 
 pub mod bmv2;
 mod generated;
+pub mod skipped;
 
 pub use generated::assert_stfs_match_generators;
 
@@ -43,13 +45,15 @@ pub fn venv_python() -> PathBuf {
     workspace_root().join(".venv/bin/python")
 }
 
-/// The skip rule: outside CI, prints `SKIPPED test: reason` and the caller returns, passing;
-/// under `CI=true` a skip is a failure, so this panics.
+/// The skip rule: outside CI, prints `SKIPPED test: reason`, records the skip for `cargo xtask
+/// test`'s summary ([`skipped`]), and the caller returns, passing; under `CI=true` a skip is a
+/// failure, so this panics.
 pub fn skip(test: &str, reason: &str) {
     if std::env::var("CI").is_ok_and(|v| v == "true") {
         panic!("{test} {reason}, and under CI=true a skipped test is a failure");
     }
     eprintln!("SKIPPED {test}: {reason}");
+    skipped::record(test, reason);
 }
 
 /// The directory the environment variable `var` names (a shared reference folder such as
@@ -117,20 +121,77 @@ pub fn tutorials_or_skip(test: &str) -> Option<PathBuf> {
 /// with `python`'s grpc_tools, as a `p4` package that extends the installed one
 /// (`pkgutil.extend_path`): `dir` goes on PYTHONPATH. A failure panics with protoc's message.
 pub fn p4config_module(python: &Path, tutorials: &Path, dir: &Path) {
-    std::fs::create_dir_all(dir.join("p4/tmp")).unwrap();
+    protoc(
+        python,
+        &[
+            "-I".as_ref(),
+            tutorials.join("pi-proto").as_os_str(),
+            "p4/tmp/p4config.proto".as_ref(),
+        ],
+        dir,
+    );
+    python_packages(dir, &["p4/tmp"]);
+}
+
+/// Generates the P4Runtime definitions (`p4.v1.p4runtime_pb2` and its gRPC stubs, `p4data_pb2`,
+/// `p4.config.v1.p4info_pb2`, `p4types_pb2`) from the project's descriptor set
+/// (`p4runtime/proto/p4runtime.fds`, the `p4runtime` package's own definitions) into `dir` with
+/// `python`'s grpc_tools, as packages that take the place of the installed ones when `dir` is
+/// first on PYTHONPATH. Generated for the venv's protobuf runtime, they read P4Info's map fields
+/// (`type_info`) in its text format, which the package's modules (generated for protobuf 3,
+/// run by protobuf's pure-Python implementation) do not. A failure panics with protoc's message.
+pub fn p4runtime_modules(python: &Path, dir: &Path) {
+    let descriptors = workspace_root().join("p4runtime/proto/p4runtime.fds");
+    let mut descriptor_set_in = std::ffi::OsString::from("--descriptor_set_in=");
+    descriptor_set_in.push(&descriptors);
+    protoc(
+        python,
+        &[
+            descriptor_set_in.as_os_str(),
+            "p4/config/v1/p4types.proto".as_ref(),
+            "p4/config/v1/p4info.proto".as_ref(),
+            "p4/v1/p4data.proto".as_ref(),
+        ],
+        dir,
+    );
+    let mut grpc_out = std::ffi::OsString::from("--grpc_python_out=");
+    grpc_out.push(dir);
+    protoc(
+        python,
+        &[
+            descriptor_set_in.as_os_str(),
+            grpc_out.as_os_str(),
+            "p4/v1/p4runtime.proto".as_ref(),
+        ],
+        dir,
+    );
+    python_packages(dir, &["p4/v1", "p4/config", "p4/config/v1"]);
+}
+
+/// Runs `python`'s grpc_tools protoc with `args`, writing Python modules into `dir`.
+fn protoc(python: &Path, args: &[&std::ffi::OsStr], dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut python_out = std::ffi::OsString::from("--python_out=");
+    python_out.push(dir);
     output_of(
         std::process::Command::new(python)
-            .args(["-m", "grpc_tools.protoc", "-I"])
-            .arg(tutorials.join("pi-proto"))
-            .arg(format!("--python_out={}", dir.display()))
-            .arg("p4/tmp/p4config.proto"),
+            .args(["-m", "grpc_tools.protoc"])
+            .arg(python_out)
+            .args(args),
     );
+}
+
+/// Makes the `packages` folders under `dir` Python packages beneath a `p4` package that extends
+/// the installed one (`pkgutil.extend_path`), so that what `dir` lacks comes from there.
+fn python_packages(dir: &Path, packages: &[&str]) {
     std::fs::write(
         dir.join("p4/__init__.py"),
         "__path__ = __import__('pkgutil').extend_path(__path__, __name__)\n",
     )
     .unwrap();
-    std::fs::write(dir.join("p4/tmp/__init__.py"), "").unwrap();
+    for package in packages {
+        std::fs::write(dir.join(package).join("__init__.py"), "").unwrap();
+    }
 }
 
 /// Runs tshark over `frames` (Ethernet frames, written to a pcap file in a temporary directory

@@ -1,7 +1,8 @@
 /* IPv4 forwarding for the P4Runtime client's tests: the P4 tutorials' basic.p4 (same table,
  * action and parameter names, so their runtime JSON applies unchanged) plus what a control
  * plane reads back: a packet/byte counter per ingress port, a direct counter of route hits,
- * and a register holding the length of the last packet seen on each port. */
+ * a register holding the length of the last packet seen on each port, and idle timeouts on
+ * the routes (support_timeout). */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -90,6 +91,7 @@ control MyIngress(inout headers hdr,
         size = 1024;
         counters = route_hits;
         default_action = drop();
+        support_timeout = true;
     }
 
     apply {

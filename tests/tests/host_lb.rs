@@ -3,7 +3,7 @@
 //! far ends, where every frame is captured and decoded (etherparse, scapy).
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeSet, HashMap},
     io::{BufRead as _, BufReader},
     net::Ipv4Addr,
     process::{Child, Stdio},
@@ -205,17 +205,25 @@ fn is_test_frame(frame: &[u8]) -> bool {
     )
 }
 
-/// (UDP source port, PSN) of a test frame.
-fn flow_id(frame: &[u8]) -> (u16, u32) {
+/// (UDP source port, BTH) of a test frame, decoded by etherparse.
+fn udp_and_bth(frame: &[u8]) -> (u16, [u8; 12]) {
     let sliced = SlicedPacket::from_ethernet(frame).unwrap();
     let Some(TransportSlice::Udp(udp)) = sliced.transport else {
         panic!("not UDP")
     };
-    let bth = udp.payload();
-    (
-        udp.source_port(),
-        u32::from_be_bytes([0, bth[9], bth[10], bth[11]]),
-    )
+    (udp.source_port(), udp.payload()[..12].try_into().unwrap())
+}
+
+/// (UDP source port, PSN) of a test frame.
+fn flow_id(frame: &[u8]) -> (u16, u32) {
+    let (port, bth) = udp_and_bth(frame);
+    (port, u32::from_be_bytes([0, bth[9], bth[10], bth[11]]))
+}
+
+/// The BTH destination QP of a test frame.
+fn dest_qp(frame: &[u8]) -> u32 {
+    let (_, bth) = udp_and_bth(frame);
+    u32::from_be_bytes([0, bth[5], bth[6], bth[7]])
 }
 
 /// The TTL (IPv4) or hop limit (IPv6) of a frame.
@@ -642,6 +650,62 @@ fn wcmp_splits_flows_by_weight_and_ecmp_ignores_the_weights() {
         (150..=210).contains(&weighted[0]) && weighted[1..].iter().all(|c| (35..=85).contains(c)),
         "{weighted:?}"
     );
+}
+
+#[test]
+fn e_ecmp_spreads_the_qps_of_one_five_tuple_that_ecmp_keeps_on_one_uplink() {
+    if !privileged("e_ecmp_spreads_the_qps_of_one_five_tuple_that_ecmp_keeps_on_one_uplink") {
+        return;
+    }
+    // One 5-tuple (one UDP source port) with eight destination QPs in a row, as a NIC numbers
+    // a connection's QPs, over four uplinks.
+    const QPS: std::ops::Range<u32> = 0x100..0x108;
+    let bed = Bed::new(4);
+    let _attached = bed.attach(&[]);
+    let wire = bed.wire(&[]);
+    let mut psn = 0;
+    // Switches to `policy` live, sends four packets of each QP and returns the uplinks each
+    // QP's packets were captured behind, by QP.
+    let mut uplinks_by_qp = |policy: &str| -> Vec<BTreeSet<usize>> {
+        bed.set(&[&format!("lb.policy={policy}")]);
+        let frames: Vec<Vec<u8>> = (0..4)
+            .flat_map(|_| QPS)
+            .map(|qp| {
+                psn += 1;
+                let mut spec = bed.frame(49152, psn);
+                spec.qp = qp;
+                spec.build()
+            })
+            .collect();
+        let (_, captured) = wire.send(&frames);
+        let mut uplinks = vec![BTreeSet::new(); QPS.len()];
+        for (u, frames) in captured.iter().enumerate() {
+            for frame in frames {
+                uplinks[(dest_qp(frame) - QPS.start) as usize].insert(u);
+            }
+        }
+        uplinks
+    };
+    let all = |by_qp: &[BTreeSet<usize>]| -> BTreeSet<usize> {
+        by_qp.iter().flatten().copied().collect()
+    };
+
+    let ecmp = uplinks_by_qp("ecmp");
+    assert_eq!(all(&ecmp).len(), 1, "ecmp split a 5-tuple: {ecmp:?}");
+    let e_ecmp = uplinks_by_qp("e-ecmp");
+    assert!(
+        e_ecmp.iter().all(|u| u.len() == 1),
+        "e-ecmp split a QP: {e_ecmp:?}"
+    );
+    assert!(
+        all(&e_ecmp).len() > 1,
+        "e-ecmp kept the QPs together: {e_ecmp:?}"
+    );
+    let lb = &bed.stats()["lb"];
+    assert_eq!(lb["policy"], "e-ecmp", "{lb}");
+    assert_eq!(lb["qp_hashed"], 32, "{lb}");
+    // And back: the 5-tuple's one uplink again.
+    assert_eq!(uplinks_by_qp("ecmp"), ecmp);
 }
 
 #[test]

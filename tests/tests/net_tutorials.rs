@@ -7,11 +7,9 @@
 //! interfaces and decoded by scapy with the exercise's own header classes, TCP connections,
 //! the exercise's own mycontroller.py). One Mininet bring-up per exercise and switch; programs
 //! compiled by `lossless net up` for BMv2, by testkit's cache where the exercise needs a build.
-//!
-//! flowcache is not among them: its controller imports p4runtime-shell, whose pinned
-//! p4runtime 1.4.1 and protobuf 3.20 the test venv cannot hold beside its own (p4runtime 1.6.0,
-//! protobuf 7), and with those the venv's protobuf cannot read the map fields of flowcache's
-//! P4Info text (docs/mininet.md).
+//! The exercises' controllers run on P4Runtime modules generated for the venv's protobuf
+//! (`testkit::p4runtime_modules`), with PI's p4config module and p4runtime-shell (which
+//! flowcache's imports) beside them (docs/mininet.md).
 //!
 //! Needs root, Debian's Mininet, the test venv, the tutorials (LOSSLESS_TUTORIALS) and, for
 //! BMv2 and for the exercises that load p4c's output, p4c and BMv2 (LOSSLESS_P4REF or PATH):
@@ -39,7 +37,7 @@ struct Exercise {
     /// that the run loads: a topology's `program`, a controller's pipeline.
     build: &'static [&'static str],
     /// Whether its check runs the exercise's controller, which imports the tutorials'
-    /// p4runtime_lib (and so PI's p4config module).
+    /// p4runtime_lib (and so PI's p4config module and the P4Runtime modules).
     controller: bool,
 }
 
@@ -151,9 +149,8 @@ fn run(test: &str, exercise: &Exercise, switch: &str) {
     if exercise.controller {
         let generated = workspace.0.join("python");
         testkit::p4config_module(&python, &tutorials, &generated);
-        up.env("PYTHONPATH", &generated)
-            // The p4runtime package's generated modules need it with protobuf 4 and later.
-            .env("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python");
+        testkit::p4runtime_modules(&python, &generated);
+        up.env("PYTHONPATH", &generated);
     }
     let started = Instant::now();
     let out = up.output().unwrap();
@@ -213,6 +210,19 @@ exercises! {
         solved: &[("calc.p4", "calc.p4")],
         build: &[],
         controller: false,
+    };
+    flowcache: Exercise {
+        name: "flowcache",
+        topology: "topology.json",
+        // The solution is the program and its controller, which the README runs as
+        // ./mycontroller.py from the exercise's folder.
+        solved: &[
+            ("flowcache.p4", "flowcache.p4"),
+            ("mycontroller.py", "mycontroller.py"),
+        ],
+        // The controller sets the pipeline from build/.
+        build: &["flowcache"],
+        controller: true,
     };
     ecn: Exercise {
         name: "ecn",

@@ -459,9 +459,85 @@ def p4runtime(network):
         check(len(counted) == 4, "tunnel counters still at 0: %s" % lines[-4:])
 
 
+def lines_of(output, text):
+    """The lines of the controller's output so far that hold `text`."""
+    output.seek(0)
+    return [line for line in output.read().splitlines() if text in line]
+
+
+def pings_answered(network, source, address, seconds, interval=0.2):
+    """`source` pings `address` every `interval` seconds for `seconds`: the counts sent and
+    answered, as ping's summary says."""
+    count = int(seconds / interval)
+    ping = network.command(source, ["ping", "-q", "-i", str(interval), "-W", "2", "-c",
+                                    str(count), address],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    summary = ping.communicate()[0]
+    for line in summary.splitlines():
+        if "packets transmitted" in line:
+            parts = line.split(",")
+            return int(parts[0].split()[0]), int(parts[1].split()[0])
+    raise Failed("ping printed no summary: %r" % summary)
+
+
+def counted(switch, counter):
+    """The packets `counter` of `switch` (a switch of the network) counted over all its cells,
+    read over P4Runtime by `lossless p4` (a client of its own beside the exercise's
+    controller)."""
+    cells = json.loads(subprocess.check_output(
+        [LOSSLESS, "p4", "--switch", switch, "--json", "counters", "read", counter]))
+    return sum(cell["packets"] for cell in cells)
+
+
+def flowcache(network):
+    # mycontroller.py's flow entries and their idle timeout.
+    flows = ["(SA=10.0.1.1, DA=10.0.2.2, proto=1)", "(SA=10.0.2.2, DA=10.0.1.1, proto=1)"]
+    idle_timeout_s = 3
+    with controller("mycontroller.py") as (process, output):
+        # The first packets of each flow go to the controller as PacketIn, on as PacketOut, and
+        # the flow is installed on each switch of the path (s1, s2) as it comes.
+        check(reply_while(network, process, "h1", "10.0.2.2"), "h1 never got a reply from h2")
+        for switch in ("s1", "s2"):
+            for flow in flows:
+                check(any(switch in line and flow in line
+                          for line in lines_of(output, "added table entry")),
+                      "no flow %s installed on %s" % (flow, switch))
+        # Both counters count on both switches: PacketIns at the egress, PacketOuts at the
+        # ingress. Read over every cell, not at the index the controller prints: the program
+        # counts a PacketOut at an index taken from hdr.ipv4, which its parser leaves invalid
+        # for PacketOuts (undefined in P4: BMv2 reads the previous packet's address there,
+        # softswitch 0).
+        for switch in ("s1", "s2"):
+            for counter in ("MyEgress.egressPktInCounter", "MyIngress.ingressPktOutCounter"):
+                packets = counted(switch, counter)
+                check(packets > 0, "%s on %s counted nothing" % (counter, switch))
+                print("%s on %s: %d packets" % (counter, switch, packets))
+        # Pings for twice the idle timeout: every one answered by the installed flows, whose
+        # entries, hit, are not reported idle.
+        deleted = len(lines_of(output, "Deleted flow_cache entry"))
+        sent, answered = pings_answered(network, "h1", "10.0.2.2", 2 * idle_timeout_s)
+        check(sent == answered, "%d of %d pings answered" % (answered, sent))
+        check(len(lines_of(output, "Deleted flow_cache entry")) == deleted,
+              "flow entries deleted while pings hit them: %s"
+              % lines_of(output, "Deleted flow_cache entry")[deleted:])
+        print("%d pings answered, no flow entry deleted while they flowed" % sent)
+        # The pings stop: each entry times out, the controller is notified and deletes it
+        # (one notification a switch every 5 s, as it reads them).
+        gone = set()
+        deadline = time.monotonic() + 6 * idle_timeout_s
+        while len(gone) < 4 and time.monotonic() < deadline and process.poll() is None:
+            gone = {(switch, flow) for line in lines_of(output, "Deleted flow_cache entry")[deleted:]
+                    for switch in ("s1", "s2") for flow in flows
+                    if "on %s." % switch in line and flow in line}
+            time.sleep(0.5)
+        check(len(gone) == 4, "idle entries deleted: %s (the controller %s)"
+              % (sorted(gone), "runs" if process.poll() is None else "ended"))
+        print("idle flow entries notified and deleted: %s" % sorted(gone))
+
+
 EXERCISES = {
     "basic": basic, "basic_tunnel": basic_tunnel, "calc": calc, "ecn": ecn,
-    "firewall": firewall, "link_monitor": link_monitor,
+    "firewall": firewall, "flowcache": flowcache, "link_monitor": link_monitor,
     "load_balance": load_balance, "mri": mri, "multicast": multicast, "p4runtime": p4runtime,
     "qos": qos, "source_routing": source_routing,
 }

@@ -122,22 +122,39 @@ const FUZZED: &[&str] = &[
 const FUZZ_SECONDS: u32 = 15;
 
 /// Builds everything once, runs every test of the workspace (the fuzz targets' corpus
-/// included), then fuzzes each target of [`FUZZED`] for [`FUZZ_SECONDS`].
+/// included), then fuzzes each target of [`FUZZED`] for [`FUZZ_SECONDS`]. Ends by saying which
+/// tests were skipped and why (testkit's record of skips), however the tests ended.
 pub fn test() -> anyhow::Result<()> {
     cargo()
         .args(["build", "--workspace", "--all-targets", "--locked"])
         .run()?;
-    cargo()
+    let record = workspace_root().join("target/skipped-tests.txt");
+    match std::fs::remove_file(&record) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("removing {}", record.display()))
+        }
+        _ => {}
+    }
+    let tested = cargo()
         .args(["test", "--workspace", "--locked", "--no-fail-fast"])
         .env(
             "LOSSLESS_BIN",
             workspace_root().join("target/debug/lossless"),
         )
-        .run()?;
-    for target in FUZZED {
-        fuzz(target, FUZZ_SECONDS)?;
+        .env(testkit::skipped::RECORD_ENV, &record)
+        .run()
+        .and_then(|()| {
+            FUZZED
+                .iter()
+                .try_for_each(|target| fuzz(target, FUZZ_SECONDS))
+        });
+    let skipped =
+        testkit::skipped::read(&record).with_context(|| format!("reading {}", record.display()))?;
+    match skipped.is_empty() {
+        true => eprintln!("xtask: no test was skipped"),
+        false => eprint!("xtask: {}", testkit::skipped::summary(&skipped)),
     }
-    Ok(())
+    tested
 }
 
 /// Runs fuzz target `target` for `seconds` from its committed corpus; inputs it finds go to

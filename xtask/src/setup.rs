@@ -49,6 +49,15 @@ const PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("kubernetes-validate==1.37.0", "kubernetes_validate"),
 ];
 
+/// Python packages installed into the same venv without their dependencies, each with the module
+/// that proves it is installed: p4runtime-shell, whose `p4runtime_sh.p4runtime` the P4 tutorials'
+/// flowcache controller imports (for its exception class). It pins p4runtime 1.4.1 and protobuf
+/// 3.20 (and IPython for its shell), which cannot share the venv with the packages above; the
+/// tutorials' controllers run on the P4Runtime modules the tests generate from the project's
+/// descriptor set (`testkit::p4runtime_modules`), with which that module imports as it is.
+const PYTHON_PACKAGES_WITHOUT_DEPENDENCIES: &[(&str, &str)] =
+    &[("p4runtime-shell==0.0.6", "p4runtime_sh.p4runtime")];
+
 /// cargo-fuzz, which builds the fuzz targets with libFuzzer (fuzz/); pinned, like bpf-linker's
 /// LLVM, so every machine fuzzes the same way.
 const CARGO_FUZZ_VERSION: &str = "0.13.2";
@@ -182,10 +191,15 @@ fn python_venv() -> anyhow::Result<()> {
     let python = venv.join("bin/python");
     let import_check = PYTHON_PACKAGES
         .iter()
+        .chain(PYTHON_PACKAGES_WITHOUT_DEPENDENCIES)
         .map(|(_, module)| format!("import {module}"))
         .collect::<Vec<_>>()
         .join("; ");
     let specs: Vec<&str> = PYTHON_PACKAGES.iter().map(|(spec, _)| *spec).collect();
+    let alone: Vec<&str> = PYTHON_PACKAGES_WITHOUT_DEPENDENCIES
+        .iter()
+        .map(|(spec, _)| *spec)
+        .collect();
     let ready = Command::new(&python)
         .args(["-c", &import_check])
         // The p4runtime bindings were generated for an older protobuf runtime.
@@ -197,9 +211,10 @@ fn python_venv() -> anyhow::Result<()> {
         return Ok(());
     }
     eprintln!(
-        "setup: creating {} with {}",
+        "setup: creating {} with {} (and {} without dependencies)",
         venv.display(),
-        specs.join(" ")
+        specs.join(" "),
+        alone.join(" ")
     );
     if !python.exists() {
         // Debian's interpreter, so later Mininet helpers see the same one.
@@ -208,16 +223,17 @@ fn python_venv() -> anyhow::Result<()> {
             .arg(&venv)
             .run()?;
     }
-    Cmd::new(&python)
-        .args([
+    let pip_install = || {
+        Cmd::new(&python).args([
             "-m",
             "pip",
             "install",
             "--quiet",
             "--disable-pip-version-check",
         ])
-        .args(&specs)
-        .run()?;
+    };
+    pip_install().args(&specs).run()?;
+    pip_install().arg("--no-deps").args(&alone).run()?;
     let ok = Command::new(&python)
         .args(["-c", &import_check])
         .env("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use crate::host::{
     attach::Mode,
     attachment::Attachment,
-    config::{read_config_file, HostConfig},
+    config::{parse_toml, read_config_file, HostConfig},
     pins::check_interface_name,
 };
 
@@ -79,7 +79,7 @@ impl AgentConfig {
 
     /// Parses and checks the agent's TOML.
     pub fn from_toml(text: &str) -> anyhow::Result<Self> {
-        let file: FileShape = toml::from_str(text)?;
+        let file: FileShape = parse_toml(text)?;
         if file.profiles.len() > MAX_PROFILES {
             bail!(
                 "{} profiles: at most {MAX_PROFILES} are accepted",
@@ -247,5 +247,26 @@ name = "eth1"
             .map(|i| format!("[[interfaces]]\nname = \"e{i}\"\n"))
             .collect();
         assert!(AgentConfig::from_toml(&many).is_err());
+    }
+
+    /// `--config /etc/shadow`: a file that is not TOML gets its error's place and the token
+    /// there, escaped, and no line of it.
+    #[test]
+    fn a_file_that_is_not_a_config_is_not_quoted() {
+        let path = std::env::temp_dir().join(format!("agent-{}-shadow", std::process::id()));
+        std::fs::write(
+            &path,
+            "root:$y$j9T$SECRET:19000:0:99999:7:::\ndaemon:*:SECRET::::::\n",
+        )
+        .unwrap();
+        let error = format!("{:#}", AgentConfig::from_file(&path).unwrap_err());
+        std::fs::remove_file(&path).unwrap();
+        assert!(!error.contains("SECRET"), "{error}");
+        assert!(error.contains("line 1, column 5"), "{error}");
+        assert_eq!(error.lines().count(), 1, "{error}");
+        // The token an error is about is quoted escaped, and cut.
+        let long = format!("{} = 1\n", "k\u{1b}".repeat(100));
+        let error = format!("{:#}", AgentConfig::from_toml(&long).unwrap_err());
+        assert!(!error.contains('\u{1b}') && error.len() < 400, "{error}");
     }
 }

@@ -1,9 +1,19 @@
 //! The agent's HTTP server: `GET /metrics` and `GET /healthz` over HTTP/1.1 (hyper), for
-//! clients that are not trusted. Bounded: connections served at once, time to send a request's
+//! clients that are not trusted. Bounded: connections open at once, time to send a request's
 //! headers, their size, and each connection's life; only GET and HEAD, only the two paths,
 //! and no request body is ever read.
+//!
+//! Connections that hold a slot without asking anything (idle, or sending their headers
+//! slowly) must not keep a scraper waiting past its timeout: every connection is accepted at
+//! once, and when all [`MAX_CONNECTIONS`] slots are taken a newcomer takes the slot of the
+//! connection that has waited for a request the longest, which is closed. Only connections
+//! being answered keep their slots; when all are, the newcomer waits for the first to finish.
 
-use std::{convert::Infallible, sync::Arc, time::Duration};
+use std::{
+    convert::Infallible,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
 
 use http_body_util::Full;
 use hyper::{
@@ -11,9 +21,10 @@ use hyper::{
     header, Method, Request, Response, StatusCode,
 };
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::{net::TcpListener, sync::Semaphore};
+use tokio::{net::TcpListener, sync::Notify};
 
-/// Connections served at once; further ones wait in the listen backlog.
+/// Connections open at once; past them a newcomer closes the one that has waited for a request
+/// the longest (or, when all are being answered, waits for one to finish).
 pub const MAX_CONNECTIONS: usize = 32;
 /// Time a client has to send a request's headers.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
@@ -32,11 +43,8 @@ pub trait Pages: Send + Sync + 'static {
 
 /// Serves `pages` on `listener` until the task is dropped.
 pub async fn serve(listener: TcpListener, pages: Arc<dyn Pages>) {
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let slots = Arc::new(Slots::default());
     loop {
-        let Ok(slot) = slots.clone().acquire_owned().await else {
-            return;
-        };
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
             Err(error) => {
@@ -45,23 +53,133 @@ pub async fn serve(listener: TcpListener, pages: Arc<dyn Pages>) {
                 continue;
             }
         };
+        let slot = slots.take().await;
         let pages = pages.clone();
         tokio::spawn(async move {
+            let state = slot.state.clone();
             let service = hyper::service::service_fn(move |request| {
                 let pages = pages.clone();
-                async move { Ok::<_, Infallible>(answer(request, pages).await) }
+                let answering = Answering::begin(&state);
+                async move {
+                    let response = answer(request, pages).await;
+                    drop(answering);
+                    Ok::<_, Infallible>(response)
+                }
             });
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEADER_TIMEOUT)
                 .max_buf_size(MAX_HEADER_BYTES)
                 .serve_connection(TokioIo::new(stream), service);
-            // Past its lifetime the connection is dropped, which closes it.
-            if let Ok(Err(error)) = tokio::time::timeout(CONNECTION_LIFETIME, connection).await {
-                tracing::debug!("metrics server: {peer}: {error}");
+            // Past its lifetime, or when a newcomer takes its slot, the connection is dropped,
+            // which closes it.
+            tokio::select! {
+                served = tokio::time::timeout(CONNECTION_LIFETIME, connection) => {
+                    if let Ok(Err(error)) = served {
+                        tracing::debug!("metrics server: {peer}: {error}");
+                    }
+                }
+                () = slot.state.closed.notified() => {
+                    tracing::debug!("metrics server: {peer} closed to make room for another");
+                }
             }
             drop(slot);
         });
+    }
+}
+
+/// The open connections' slots.
+#[derive(Default)]
+struct Slots {
+    open: Mutex<Vec<Arc<SlotState>>>,
+    /// Told when a slot is freed.
+    freed: Notify,
+}
+
+/// Where one connection is, shared by its task, its service and the table.
+#[derive(Default)]
+struct SlotState {
+    /// Since when it has waited for a request; `None` while a request is answered.
+    waiting: Mutex<Option<Instant>>,
+    /// Told when a newcomer takes the slot.
+    closed: Notify,
+}
+
+/// A connection's hold on a slot, freed when dropped.
+struct Slot {
+    slots: Arc<Slots>,
+    state: Arc<SlotState>,
+}
+
+impl Slots {
+    /// A slot for a newcomer: a free one, else the slot of the connection that has waited for
+    /// a request the longest (which is told to close); when every connection is being answered,
+    /// waits for one to finish.
+    async fn take(self: &Arc<Self>) -> Slot {
+        loop {
+            let freed = self.freed.notified();
+            if let Some(slot) = self.try_take() {
+                return slot;
+            }
+            freed.await;
+        }
+    }
+
+    fn try_take(self: &Arc<Self>) -> Option<Slot> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if open.len() >= MAX_CONNECTIONS {
+            let longest = open
+                .iter()
+                .enumerate()
+                .filter_map(|(i, s)| s.waiting().map(|since| (since, i)))
+                .min()?
+                .1;
+            open.swap_remove(longest).closed.notify_one();
+        }
+        let state = Arc::new(SlotState {
+            waiting: Mutex::new(Some(Instant::now())),
+            closed: Notify::new(),
+        });
+        open.push(state.clone());
+        Some(Slot {
+            slots: self.clone(),
+            state,
+        })
+    }
+}
+
+impl SlotState {
+    fn waiting(&self) -> Option<Instant> {
+        *self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn set_waiting(&self, since: Option<Instant>) {
+        *self.waiting.lock().unwrap_or_else(|e| e.into_inner()) = since;
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut open = self.slots.open.lock().unwrap_or_else(|e| e.into_inner());
+        open.retain(|s| !Arc::ptr_eq(s, &self.state));
+        drop(open);
+        self.slots.freed.notify_one();
+    }
+}
+
+/// A request being answered on a connection: its slot is no newcomer's until dropped.
+struct Answering(Arc<SlotState>);
+
+impl Answering {
+    fn begin(state: &Arc<SlotState>) -> Answering {
+        state.set_waiting(None);
+        Answering(state.clone())
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.0.set_waiting(Some(Instant::now()));
     }
 }
 
@@ -185,6 +303,38 @@ mod tests {
             refused.starts_with("HTTP/1.1 431") || refused.is_empty(),
             "{refused}"
         );
+        server.abort();
+    }
+
+    /// The attack of issue 30: 161 connections held open without a request. `/healthz`
+    /// answers while they are held: a newcomer takes the slot of the connection that has
+    /// waited the longest instead of waiting for a slot (it waited 23 s behind them).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn idle_connections_held_open_do_not_keep_a_scrape_waiting() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(serve(listener, Arc::new(Fixed)));
+        let idle: Vec<std::net::TcpStream> = (0..161)
+            .map(|_| std::net::TcpStream::connect(addr).unwrap())
+            .collect();
+        let started = std::time::Instant::now();
+        let health = tokio::task::spawn_blocking(move || {
+            exchange(
+                addr,
+                b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            )
+        })
+        .await
+        .unwrap();
+        let waited = started.elapsed();
+        assert!(health.starts_with("HTTP/1.1 503"), "{health:?}");
+        // Not a measure of speed: the first idle connection would give up its slot at
+        // HEADER_TIMEOUT at the earliest, so an answer before it did not wait for them.
+        assert!(
+            waited < HEADER_TIMEOUT,
+            "/healthz answered after {waited:?} behind idle connections"
+        );
+        drop(idle);
         server.abort();
     }
 

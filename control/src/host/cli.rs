@@ -70,7 +70,8 @@ pub enum HostCommand {
     Set {
         /// The interface.
         iface: String,
-        /// Assignments such as ecn.prio3.kmin_bytes=20000.
+        /// Assignments such as ecn.prio3.kmin_bytes=20000 or lb.policy=e-ecmp (the balancer's
+        /// policies: ecmp, flowlet, dlb, spray, wcmp, e-ecmp; docs/host-lb.md).
         #[arg(required = true, value_name = "KEY=VALUE")]
         assignments: Vec<String>,
     },

@@ -436,7 +436,7 @@ impl HostConfig {
 
     /// Parses TOML text on top of the defaults.
     pub fn from_toml(text: &str) -> anyhow::Result<Self> {
-        Self::from_table(toml::from_str(text)?)
+        Self::from_table(parse_toml(text)?)
     }
 
     /// A parsed TOML table of `set` keys (a config file's, or a profile of the agent's) on top
@@ -496,6 +496,40 @@ pub fn read_config_file(path: &Path) -> anyhow::Result<String> {
         );
     }
     Ok(text)
+}
+
+/// Characters of the TOML parser's message, and of the token it is about, that an error
+/// quotes (control characters escaped).
+const MAX_QUOTED_CHARS: usize = 120;
+
+/// Parses a config file's TOML `text` (the host's or the agent's) into `T`. An error says
+/// where (line and column) and what is wrong, quoting nothing of the file but an escaped
+/// excerpt of the token it is about: a file that is not a config at all (`--config
+/// /etc/shadow`) is not shown.
+pub fn parse_toml<T: serde::de::DeserializeOwned>(text: &str) -> anyhow::Result<T> {
+    toml::from_str(text).map_err(|e| {
+        let quoted = |s: &str| {
+            let escaped: String = s.escape_debug().collect();
+            match escaped.char_indices().nth(MAX_QUOTED_CHARS) {
+                Some((cut, _)) => format!("{}...", &escaped[..cut]),
+                None => escaped,
+            }
+        };
+        let message = quoted(e.message().trim_end());
+        match e.span().filter(|span| span.end <= text.len()) {
+            Some(span) => {
+                let before = &text[..span.start];
+                let line = before.matches('\n').count() + 1;
+                let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+                let token = text.get(span).unwrap_or("");
+                anyhow!(
+                    "TOML, line {line}, column {column}: {message} (at '{}')",
+                    quoted(token)
+                )
+            }
+            None => anyhow!("TOML: {message}"),
+        }
+    })
 }
 
 /// Turns a TOML tree into `dotted.key=value` assignments.

@@ -384,6 +384,7 @@ impl Exposition {
             no_uplink,
             flowlet_inserts,
             sprayed,
+            qp_hashed,
         } = *counters;
         for (name, help, value) in [
             (
@@ -420,6 +421,11 @@ impl Exposition {
                 "lossless_lb_sprayed_packets_total",
                 "Packets sent by the spray policy.",
                 sprayed,
+            ),
+            (
+                "lossless_lb_qp_hashed_packets_total",
+                "RoCEv2 packets the e-ecmp policy hashed with their BTH destination QP.",
+                qp_hashed,
             ),
         ] {
             self.counter(name, help, &labels, value as f64)?;
@@ -567,7 +573,7 @@ mod tests {
             })
             .collect();
         let counters: Vec<PrioCounters> = per_priority.iter().map(|p| p.counters).collect();
-        let lb: LbCounters = record::<_, 7>(values);
+        let lb: LbCounters = record::<_, 8>(values);
         Stats {
             interface: "eth0".into(),
             totals: PrioCounters::default(),

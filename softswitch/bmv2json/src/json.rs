@@ -92,8 +92,9 @@ pub fn hex(s: &str, what: &str) -> Result<(u128, bool)> {
     let v = if digits.is_empty() {
         0
     } else {
-        u128::from_str_radix(digits, 16)
-            .map_err(|_| crate::LoadError(format!("{what}: {s} is not a hexadecimal number")))?
+        u128::from_str_radix(digits, 16).map_err(|_| {
+            crate::LoadError::new(format!("{what}: {s} is not a hexadecimal number"))
+        })?
     };
     Ok(if neg {
         (v.wrapping_neg(), true)

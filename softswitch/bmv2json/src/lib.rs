@@ -17,9 +17,29 @@ pub mod wide;
 
 use softswitch_core::ir;
 
-/// Why a BMv2 JSON was not loaded.
+/// Why a BMv2 JSON was not loaded: a message of at most [`limits::MAX_ERROR_CHARS`]
+/// characters (what it quotes of the JSON, a million-digit `hexstr` say, is cut), its control
+/// characters escaped.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LoadError(pub String);
+pub struct LoadError(String);
+
+impl LoadError {
+    /// The error saying `message`, escaped and cut to [`limits::MAX_ERROR_CHARS`] characters.
+    pub fn new(message: impl Into<String>) -> LoadError {
+        let mut message = softswitch_core::trace::Printable(&message.into()).to_string();
+        if let Some((cut, _)) = message.char_indices().nth(limits::MAX_ERROR_CHARS) {
+            let left = message.len() - cut;
+            message.truncate(cut);
+            message.push_str(&format!("... ({left} bytes more not shown)"));
+        }
+        LoadError(message)
+    }
+
+    /// The message, without the `BMv2 JSON: ` of its display.
+    pub fn message(&self) -> &str {
+        &self.0
+    }
+}
 
 impl std::fmt::Display for LoadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -34,7 +54,7 @@ pub type Result<T> = std::result::Result<T, LoadError>;
 
 /// Fails with `msg`.
 pub(crate) fn fail<T>(msg: impl Into<String>) -> Result<T> {
-    Err(LoadError(msg.into()))
+    Err(LoadError::new(msg))
 }
 
 /// A loaded program with what the control plane sees of it beyond the IR.
@@ -83,6 +103,6 @@ pub fn load(bytes: &[u8]) -> Result<Loaded> {
     }
     // serde_json refuses nesting deeper than 128 levels with an error (its recursion limit).
     let value: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| LoadError(format!("not JSON: {e}")))?;
+        serde_json::from_slice(bytes).map_err(|e| LoadError::new(format!("not JSON: {e}")))?;
     lower::lower(&value)
 }

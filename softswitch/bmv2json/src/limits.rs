@@ -34,3 +34,7 @@ pub const MAX_EXTERN_CELLS: u64 = 4 << 20;
 
 /// Entries of a table (`max_size`).
 pub const MAX_TABLE_SIZE: u64 = 1 << 24;
+
+/// Characters of an error's message: what it quotes of the JSON (a name, a `hexstr` of a
+/// million digits) is cut here, so that an error stays a line, and fits a P4Runtime status.
+pub const MAX_ERROR_CHARS: usize = 1000;

@@ -496,7 +496,7 @@ impl Lowerer {
             let prims = array_member(a, "primitives", &what)?;
             let lowered = |l: &Self, slots: &[(Slot, u16)]| {
                 l.primitives(prims, slots, &what)
-                    .map_err(|e| crate::LoadError(format!("{what}: {}", e.0)))
+                    .map_err(|e| crate::LoadError::new(format!("{what}: {}", e.message())))
             };
             // p4c repeats an action used in two controls under one name: one action for both,
             // as P4Info has one, when the two are the same (their parameters in the same slots).
@@ -1258,7 +1258,7 @@ impl Lowerer {
             let tname = name(t, "a table")?;
             let table = self
                 .table(t, tname, p)
-                .map_err(|e| crate::LoadError(format!("table {tname}: {}", e.0)))?;
+                .map_err(|e| crate::LoadError::new(format!("table {tname}: {}", e.message())))?;
             with_entries.push(
                 t.get("entries")
                     .is_some_and(|e| e.as_array().is_some_and(|a| !a.is_empty())),

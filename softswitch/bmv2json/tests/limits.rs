@@ -59,6 +59,35 @@ fn unsupported_and_inconsistent_programs_are_refused() {
     refused(&p, "MAX_OBJECTS");
 }
 
+/// What an error quotes of the JSON is cut and escaped: a million-digit `hexstr` is named, not
+/// copied into a megabyte of error.
+#[test]
+fn errors_quoting_the_json_are_cut_and_escaped() {
+    let mut p = basic();
+    p["actions"][0]["primitives"] = json!([{"op": "assign", "parameters": [
+        {"type": "field", "value": ["standard_metadata", "egress_spec"]},
+        {"type": "hexstr", "value": format!("0x{}", "1".repeat(1_000_000))}]}]);
+    let e = softswitch_bmv2json::load(&serde_json::to_vec(&p).unwrap()).unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("a hexstr: 0x111"), "{}", &text[..200]);
+    assert!(
+        text.len() < 2 * softswitch_bmv2json::limits::MAX_ERROR_CHARS,
+        "{} bytes",
+        text.len()
+    );
+    assert!(
+        text.ends_with("bytes more not shown)"),
+        "{}",
+        &text[text.len() - 100..]
+    );
+    let mut p = basic();
+    p["actions"][0]["primitives"] = json!([{"op": "no\u{1b}[2J\nforged", "parameters": []}]);
+    let text = softswitch_bmv2json::load(&serde_json::to_vec(&p).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(!text.contains('\u{1b}') && !text.contains('\n'), "{text}");
+}
+
 /// A field of a stack element picked at run time (`access_field` of a
 /// `dereference_header_stack`), as p4c writes `hdr.s[i].f = ..`: `p` with ethernet made a
 /// one-element stack `s` and an action writing field `field` of `s[stack]`.

@@ -386,9 +386,11 @@ impl<'a> Exec<'a> {
         let hit = self.state.tables[t].lookup(&keys);
         self.keys = keys;
         self.last_hit = hit.map(|h| (t, h));
-        if let (Some(h), Some(_)) = (hit, table.direct_counter) {
-            let bytes = self.slots[self.prog.std_meta.packet_length as usize] as u64;
-            self.state.tables[t].count_hit(h, bytes);
+        if let Some(h) = hit {
+            let bytes = table
+                .direct_counter
+                .map(|_| self.slots[self.prog.std_meta.packet_length as usize] as u64);
+            self.state.tables[t].record_hit(h, self.now_us, bytes);
         }
         let member = match (hit, table.profile) {
             (Some(h), Some(profile)) => self.state.tables[t]

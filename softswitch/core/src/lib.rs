@@ -5,12 +5,14 @@
 //! holds the match structures, [`meter`] and [`hash`] the externs' arithmetic, [`tm`] the
 //! queues, the packet replication engine (`pre`) and the mirroring sessions (`mirroring`)
 //! the copies; every control operation goes through the switch's one runtime interface,
-//! [`runtime`] (its refusals are [`runtime::RuntimeError`]s); what it does to each packet and
+//! [`runtime`] (its refusals are [`runtime::RuntimeError`]s), within a [`budget`] of memory;
+//! what it does to each packet and
 //! each table write can be traced as BMv2's log shows it ([`trace`]). No I/O,
 //! no async, no gRPC: the device drives it on real ports, the STF runner and the simulator
 //! in-process.
 
 pub mod bits;
+pub mod budget;
 pub mod hash;
 pub(crate) mod interp;
 pub mod ir;

@@ -1,13 +1,31 @@
 //! The packet replication engine, as BMv2's `simple_pre`: multicast groups made of replication
-//! nodes, each node a replication id (`egress_rid`) and the ports it copies a packet to.
+//! nodes, each node a replication id (`egress_rid`) and the ports it copies a packet to. A
+//! destroyed node's handle is the next node's (the lowest free first, as BMv2's), so groups
+//! rewritten all day keep the engine at the size of what it holds.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+
+use crate::budget::{REPLICATION_ITEM_BYTES, REPLICA_BYTES};
 
 /// Multicast groups and their nodes.
 #[derive(Clone, Debug, Default)]
 pub struct ReplicationEngine {
     groups: HashMap<u16, Vec<usize>>,
     nodes: Vec<Option<(u16, Vec<u16>)>>,
+    /// Empty node slots below the last one.
+    free: BTreeSet<usize>,
+    /// What the groups and nodes are charged against the switch's state budget.
+    footprint: usize,
+}
+
+/// What a node copying to `ports` ports is charged.
+fn node_footprint(ports: usize) -> usize {
+    REPLICATION_ITEM_BYTES + ports * REPLICA_BYTES
+}
+
+/// What a group of `nodes` nodes is charged (its nodes are charged apart).
+fn group_footprint(nodes: usize) -> usize {
+    REPLICATION_ITEM_BYTES + nodes * REPLICA_BYTES
 }
 
 impl ReplicationEngine {
@@ -32,26 +50,62 @@ impl ReplicationEngine {
 
     /// Removes group `group` and its nodes.
     pub fn remove_group(&mut self, group: u16) {
-        for node in self.groups.remove(&group).unwrap_or_default() {
-            self.nodes[node] = None;
+        if let Some(nodes) = self.groups.remove(&group) {
+            self.footprint -= group_footprint(nodes.len());
+            for node in nodes {
+                self.free_node(node);
+            }
         }
     }
 
     /// Removes group `group`, leaving its nodes (dissociated) for other groups; false if there
     /// is no such group.
     pub fn destroy_group(&mut self, group: u16) -> bool {
-        self.groups.remove(&group).is_some()
+        match self.groups.remove(&group) {
+            Some(nodes) => {
+                self.footprint -= group_footprint(nodes.len());
+                true
+            }
+            None => false,
+        }
     }
 
     /// Creates group `group` (empty) unless it exists.
     pub fn create_group(&mut self, group: u16) {
-        self.groups.entry(group).or_default();
+        if let std::collections::hash_map::Entry::Vacant(v) = self.groups.entry(group) {
+            v.insert(Vec::new());
+            self.footprint += group_footprint(0);
+        }
     }
 
     /// Creates a replication node (`rid`, ports); returns its handle.
     pub fn create_node(&mut self, rid: u16, ports: Vec<u16>) -> usize {
-        self.nodes.push(Some((rid, ports)));
-        self.nodes.len() - 1
+        self.footprint += node_footprint(ports.len());
+        match self.free.pop_first() {
+            Some(node) => {
+                self.nodes[node] = Some((rid, ports));
+                node
+            }
+            None => {
+                self.nodes.push(Some((rid, ports)));
+                self.nodes.len() - 1
+            }
+        }
+    }
+
+    /// Empties node slot `node` (which holds a node) for the next node.
+    fn free_node(&mut self, node: usize) {
+        if let Some((_, ports)) = self.nodes[node].take() {
+            self.footprint -= node_footprint(ports.len());
+        }
+        self.free.insert(node);
+        while self.free.last().is_some_and(|&n| n + 1 == self.nodes.len()) {
+            self.free.pop_last();
+            self.nodes.pop();
+        }
+        if self.nodes.capacity() > 64 && self.nodes.len() * 4 < self.nodes.capacity() {
+            self.nodes.shrink_to(self.nodes.len() * 2);
+        }
     }
 
     /// Adds node `node` to group `group`; false if either is unknown.
@@ -59,6 +113,7 @@ impl ReplicationEngine {
         match (self.groups.get_mut(&group), self.nodes.get(node)) {
             (Some(g), Some(Some(_))) => {
                 g.push(node);
+                self.footprint += REPLICA_BYTES;
                 true
             }
             _ => false,
@@ -72,6 +127,7 @@ impl ReplicationEngine {
         };
         let before = g.len();
         g.retain(|&n| n != node);
+        self.footprint -= (before - g.len()) * REPLICA_BYTES;
         g.len() != before
     }
 
@@ -79,6 +135,8 @@ impl ReplicationEngine {
     pub fn update_node(&mut self, node: usize, ports: Vec<u16>) -> bool {
         match self.nodes.get_mut(node) {
             Some(Some((_, p))) => {
+                self.footprint =
+                    self.footprint - p.len() * REPLICA_BYTES + ports.len() * REPLICA_BYTES;
                 *p = ports;
                 true
             }
@@ -88,16 +146,21 @@ impl ReplicationEngine {
 
     /// Destroys node `node`, taking it out of every group; false if there is no such node.
     pub fn destroy_node(&mut self, node: usize) -> bool {
-        match self.nodes.get_mut(node) {
-            Some(n @ Some(_)) => {
-                *n = None;
-                for g in self.groups.values_mut() {
-                    g.retain(|&m| m != node);
-                }
-                true
-            }
-            _ => false,
+        if !matches!(self.nodes.get(node), Some(Some(_))) {
+            return false;
         }
+        self.free_node(node);
+        for g in self.groups.values_mut() {
+            let before = g.len();
+            g.retain(|&m| m != node);
+            self.footprint -= (before - g.len()) * REPLICA_BYTES;
+        }
+        true
+    }
+
+    /// What the groups and nodes are charged against the switch's state budget.
+    pub fn footprint(&self) -> usize {
+        self.footprint
     }
 
     /// Every group with its nodes (in the order they joined), by group id.
@@ -169,5 +232,30 @@ mod tests {
         assert!(!pre.destroy_node(b) && !pre.update_node(b, vec![]));
         assert_eq!(pre.replicas(1), []);
         assert_eq!(pre.nodes().map(|(h, ..)| h).collect::<Vec<_>>(), [a]);
+    }
+
+    /// Groups rewritten again and again reuse their nodes' slots, and what is charged goes
+    /// back to nothing when everything goes.
+    #[test]
+    fn rewritten_groups_reuse_node_slots_and_footprints_balance() {
+        let mut pre = ReplicationEngine::default();
+        for i in 0..1000u16 {
+            pre.set_group(1, &[(1, i), (2, i), (3, i + 1)]);
+            pre.set_group(2, &[(4, 0)]);
+        }
+        assert_eq!(pre.nodes.len(), 3, "{:?}", pre.nodes);
+        let a = pre.create_node(9, vec![1, 2]);
+        assert!(pre.associate_node(1, a) && pre.associate_node(2, a));
+        assert!(pre.update_node(a, vec![3]));
+        assert!(pre.dissociate_node(2, a));
+        pre.remove_group(2);
+        assert!(pre.destroy_node(a));
+        assert!(pre.destroy_group(1));
+        // Group 1's nodes stay, dissociated, until destroyed.
+        let left: Vec<usize> = pre.nodes().map(|(h, ..)| h).collect();
+        for node in left {
+            assert!(pre.destroy_node(node));
+        }
+        assert_eq!((pre.footprint(), pre.nodes.len()), (0, 0));
     }
 }

@@ -4,6 +4,7 @@
 //! operations on tables, registers, counters, meters, sessions, groups and queues are the
 //! switch's runtime interface, in [`runtime`].
 
+use crate::budget::Budget;
 use crate::interp::{Effects, Exec};
 use crate::ir::{self, block, FieldMatch, InstanceKind, Program, Slot};
 use crate::meter::Meter;
@@ -198,6 +199,11 @@ impl State {
     pub(crate) fn direct_meter(&mut self, instance: usize, handle: usize) -> &mut Meter {
         self.direct_meters.entry((instance, handle)).or_default()
     }
+
+    /// Forgets the direct meter cell of entry `handle` (removed) of the table owning `instance`.
+    pub(crate) fn forget_direct_meter(&mut self, instance: usize, handle: usize) {
+        self.direct_meters.remove(&(instance, handle));
+    }
 }
 
 /// A digest the program sent.
@@ -358,6 +364,8 @@ pub struct Switch {
     tracer: Option<Tracer>,
     /// The id the next packet received takes.
     next_packet: u64,
+    /// What the control plane's writes take, and may take.
+    budget: Budget,
 }
 
 impl Switch {
@@ -380,7 +388,23 @@ impl Switch {
             clone_priority: None,
             tracer: None,
             next_packet: 0,
+            budget: Budget::default(),
         }
+        .charging_const_entries()
+    }
+
+    /// Charges the entries the program installs itself (its `const entries`) to the budget, so
+    /// that what is in use counts every entry.
+    fn charging_const_entries(mut self) -> Self {
+        let used: usize = self
+            .state
+            .tables
+            .iter()
+            .flat_map(|t| t.installed())
+            .map(|(_, i)| i.footprint())
+            .sum();
+        self.budget.adjust(0, used);
+        self
     }
 
     /// Sends the trace (BMv2's `--log-console` lines, [`crate::trace`]) to `sink`, lines up to

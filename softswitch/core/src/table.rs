@@ -2,10 +2,18 @@
 //! for exact keys, per-prefix-length hash maps (longest first) for one lpm key with exact
 //! keys, per-mask hash maps (tuple space search) for ternary and optional keys, and a
 //! priority-ordered list for range keys.
+//!
+//! Entries live in slots that are reused: a deleted entry's slot goes to the next insert (the
+//! lowest free slot first), so a controller that inserts and deletes all day keeps the table at
+//! the size of what it holds. An entry's handle is BMv2's: its slot in the low 24 bits and the
+//! slot's version in the 8 above, bumped at each delete, so a handle kept past its entry's
+//! delete names no entry rather than the slot's next one.
 
+use crate::budget;
 use crate::ir::{self, ActionCall, Entry, FieldMatch, MatchKind};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::time::Duration;
 use thiserror::Error;
 
 /// Why a control-plane change to a table was refused.
@@ -74,13 +82,83 @@ pub struct Profile {
     pub groups: HashMap<u32, Vec<u32>>,
 }
 
-/// An installed entry and its direct counter.
+/// Entries one table holds at most: BMv2's entry handle has 24 bits for the slot.
+pub const MAX_ENTRIES: usize = 1 << SLOT_BITS;
+
+/// Bits of a handle that name the slot; the 8 above are the slot's version.
+const SLOT_BITS: u32 = 24;
+
+/// What a controller keeps with an entry (or a table's default entry) and reads back, opaque to
+/// the switch: P4Runtime's `controller_metadata` and `metadata`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ControllerData {
+    /// A 64-bit cookie (`controller_metadata`).
+    pub cookie: u64,
+    /// Bytes (`metadata`).
+    pub bytes: Vec<u8>,
+}
+
+impl ControllerData {
+    /// What it is charged against the switch's state budget.
+    pub fn footprint(data: Option<&ControllerData>) -> usize {
+        data.map_or(0, |d| std::mem::size_of::<ControllerData>() + d.bytes.len())
+    }
+}
+
+/// An installed entry, its direct counter, the data its controller keeps with it and when
+/// packets last matched it.
 #[derive(Clone, Debug)]
 pub struct Installed {
     /// The entry.
     pub entry: Entry,
     /// Its direct counter.
     pub counter: CounterCell,
+    /// What the controller keeps with it, if anything.
+    pub data: Option<Box<ControllerData>>,
+    /// When a packet last matched it or, until one does, when it was installed (µs of the
+    /// switch's clock).
+    pub last_hit_us: u64,
+    /// Its idle timeout, if it has one.
+    pub idle_timeout: Option<IdleTimeout>,
+    /// When it was installed, in the table's order of inserts: the earlier of two entries of
+    /// equal priority wins.
+    seq: u64,
+}
+
+impl Installed {
+    /// What an entry with `data` is charged against the switch's state budget (an estimate of
+    /// the memory it takes, [`crate::budget`]).
+    pub fn footprint_of(entry: &Entry, data: Option<&ControllerData>) -> usize {
+        budget::ENTRY_BYTES
+            + entry.matches.len() * budget::MATCH_BYTES
+            + entry.action.args.len() * budget::ARG_BYTES
+            + ControllerData::footprint(data)
+    }
+
+    /// What this entry is charged against the switch's state budget.
+    pub fn footprint(&self) -> usize {
+        Self::footprint_of(&self.entry, self.data.as_deref())
+    }
+}
+
+/// An entry's idle timeout (BMv2's entry TTL, P4Runtime's `idle_timeout_ns`): how long it may
+/// go without a hit before it is reported idle, counted from its last hit or, if later, from
+/// when the timeout was set or the entry last reported (so an entry that stays idle is
+/// reported once per timeout, as P4Runtime asks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdleTimeout {
+    /// The timeout.
+    pub ttl: Duration,
+    /// When the timeout was set or the entry last reported idle (µs of the switch's clock).
+    pub since_us: u64,
+}
+
+impl IdleTimeout {
+    /// Whether an entry last hit at `last_hit_us` is idle at `now_us`.
+    fn expired(&self, last_hit_us: u64, now_us: u64) -> bool {
+        let idle_us = now_us.saturating_sub(last_hit_us.max(self.since_us));
+        u128::from(idle_us) * 1000 >= self.ttl.as_nanos()
+    }
 }
 
 /// A fast non-cryptographic hasher for keys (rustc's Fx: rotate, xor, multiply per word).
@@ -116,13 +194,13 @@ impl Hasher for KeyHasher {
     }
 }
 
-/// Key values to an entry handle (or to what `V` says).
+/// Key values to an entry's slot (or to what `V` says).
 type KeyMap<V = usize> = HashMap<Vec<u128>, V, BuildHasherDefault<KeyHasher>>;
 
 #[derive(Clone, Debug)]
 enum Index {
     Exact(KeyMap),
-    /// Per prefix length (longest first): masked key to handle. `lpm` is the lpm key's position.
+    /// Per prefix length (longest first): masked key to slot. `lpm` is the lpm key's position.
     Lpm {
         lpm: usize,
         width: u16,
@@ -131,12 +209,12 @@ enum Index {
     /// Tables with ternary or optional keys and no range key: one group per combination of
     /// masks, groups in descending order of their highest priority.
     Masked(Vec<MaskGroup>),
-    /// Handles, highest priority first.
+    /// Slots, highest priority first.
     Ordered(Vec<usize>),
 }
 
 /// The entries of a masked table that share one mask per key: their masked key values to their
-/// handles, highest priority first (the earlier entry first among equal priorities).
+/// slots, highest priority first (the earlier entry first among equal priorities).
 #[derive(Clone, Debug)]
 struct MaskGroup {
     masks: Vec<u128>,
@@ -162,14 +240,26 @@ pub(crate) struct TableState {
     name: String,
     kinds: Vec<(MatchKind, u16)>,
     size: usize,
+    /// The entries by slot; the index structures hold slot numbers.
     entries: Vec<Option<Installed>>,
+    /// Empty slots below the last one.
+    free: BTreeSet<usize>,
+    /// The version of each slot ever used (a byte each, kept when the table shrinks, so that a
+    /// handle of an entry deleted does not name the next entry in its slot).
+    versions: Vec<u8>,
+    /// The order of the next insert.
+    next_seq: u64,
     count: usize,
+    /// How many entries have an idle timeout.
+    timed: usize,
     index: Index,
     scratch: Vec<u128>,
-    /// Entries pointing to a group of the table's action selector: handle to group.
+    /// Entries pointing to a group of the table's action selector: slot to group.
     groups: HashMap<usize, u32>,
     /// The action run on a miss.
     pub default_action: ActionCall,
+    /// What the controller keeps with the default entry.
+    pub default_data: Option<Box<ControllerData>>,
 }
 
 impl TableState {
@@ -199,23 +289,47 @@ impl TableState {
         let mut s = TableState {
             name: t.name.clone(),
             kinds,
-            size: t.size.max(t.const_entries.len()),
+            size: t.size.max(t.const_entries.len()).min(MAX_ENTRIES),
             entries: Vec::new(),
+            free: BTreeSet::new(),
+            versions: Vec::new(),
+            next_seq: 0,
             count: 0,
+            timed: 0,
             index,
             scratch: Vec::new(),
             groups: HashMap::new(),
             default_action: t.default_action.clone(),
+            default_data: None,
         };
         for e in &t.const_entries {
             // Constant entries were checked by the checker; a duplicate is a program error p4c reports too.
-            let _ = s.insert(e.clone());
+            let _ = s.insert(e.clone(), None, 0);
         }
         s
     }
 
-    /// Installs an entry; returns its handle.
-    pub fn insert(&mut self, entry: Entry) -> Result<usize, TableError> {
+    /// The handle of the entry in slot `slot`.
+    fn handle(&self, slot: usize) -> usize {
+        (usize::from(self.versions[slot]) << SLOT_BITS) | slot
+    }
+
+    /// The slot of the entry with handle `handle`, if it names one.
+    fn slot(&self, handle: usize) -> Option<usize> {
+        let slot = handle & (MAX_ENTRIES - 1);
+        let version = u8::try_from(handle >> SLOT_BITS).ok()?;
+        let used = self.entries.get(slot).is_some_and(Option::is_some);
+        (used && self.versions[slot] == version).then_some(slot)
+    }
+
+    /// Installs an entry at `now_us` with the data its controller keeps with it; returns its
+    /// handle.
+    pub fn insert(
+        &mut self,
+        entry: Entry,
+        data: Option<ControllerData>,
+        now_us: u64,
+    ) -> Result<usize, TableError> {
         if entry.matches.len() != self.kinds.len() {
             return Err(TableError::KeyCount {
                 table: self.name.clone(),
@@ -226,15 +340,17 @@ impl TableState {
         if self.count >= self.size {
             return Err(TableError::Full(self.name.clone()));
         }
-        let handle = self.entries.len();
+        let slot = self.free.first().copied().unwrap_or(self.entries.len());
         let mut entry = entry;
+        let entries = &self.entries;
+        let installed = |h: usize| entries[h].as_ref();
         match &mut self.index {
             Index::Exact(map) => {
                 let key: Vec<u128> = entry.matches.iter().map(value_of).collect();
                 if map.contains_key(&key) {
                     return Err(TableError::Duplicate(self.name.clone()));
                 }
-                map.insert(key, handle);
+                map.insert(key, slot);
             }
             Index::Lpm { lpm, by_len, .. } => {
                 let len = match entry.matches[*lpm] {
@@ -257,7 +373,7 @@ impl TableState {
                 if by_len[pos].1.contains_key(&key) {
                     return Err(TableError::Duplicate(self.name.clone()));
                 }
-                by_len[pos].1.insert(key, handle);
+                by_len[pos].1.insert(key, slot);
             }
             Index::Masked(groups) => {
                 let Some(masks) = masks_of(&entry.matches) else {
@@ -275,62 +391,76 @@ impl TableState {
                         groups.len() - 1
                     }
                 };
-                let entries = &self.entries;
-                let priority =
-                    |h: usize| entries[h].as_ref().map_or(i64::MIN, |i| i.entry.priority);
+                let priority = |h: usize| installed(h).map_or(i64::MIN, |i| i.entry.priority);
                 let bucket = groups[g].keys.entry(key).or_default();
                 if bucket.iter().any(|&h| {
-                    entries[h].as_ref().is_some_and(|i| {
+                    installed(h).is_some_and(|i| {
                         i.entry.matches == entry.matches && i.entry.priority == entry.priority
                     })
                 }) {
                     return Err(TableError::Duplicate(self.name.clone()));
                 }
                 let pos = bucket.partition_point(|&h| priority(h) >= entry.priority);
-                bucket.insert(pos, handle);
+                bucket.insert(pos, slot);
                 groups[g].top = groups[g].top.max(entry.priority);
                 MaskGroup::raise(groups, g);
             }
             Index::Ordered(order) => {
-                let entries = &self.entries;
                 if order.iter().any(|&h| {
-                    entries[h].as_ref().is_some_and(|i| {
+                    installed(h).is_some_and(|i| {
                         i.entry.matches == entry.matches && i.entry.priority == entry.priority
                     })
                 }) {
                     return Err(TableError::Duplicate(self.name.clone()));
                 }
                 let pos = order.partition_point(|&h| {
-                    entries[h]
-                        .as_ref()
-                        .is_some_and(|i| i.entry.priority >= entry.priority)
+                    installed(h).is_some_and(|i| i.entry.priority >= entry.priority)
                 });
-                order.insert(pos, handle);
+                order.insert(pos, slot);
             }
         }
         // Equal priorities keep insertion order (the earlier entry wins).
-        self.entries.push(Some(Installed {
+        let installed = Some(Installed {
             entry,
             counter: CounterCell::default(),
-        }));
+            data: data.map(Box::new),
+            last_hit_us: now_us,
+            idle_timeout: None,
+            seq: self.next_seq,
+        });
+        self.next_seq += 1;
+        if slot == self.entries.len() {
+            self.entries.push(installed);
+            if self.versions.len() < self.entries.len() {
+                self.versions.push(0);
+            }
+        } else {
+            self.free.remove(&slot);
+            self.entries[slot] = installed;
+        }
         self.count += 1;
-        Ok(handle)
+        Ok(self.handle(slot))
     }
 
-    /// Removes the entry `handle`.
-    pub fn remove(&mut self, handle: usize) -> Result<(), TableError> {
-        let Some(installed) = self.entries.get_mut(handle).and_then(Option::take) else {
+    /// Removes the entry `handle`; returns it.
+    pub fn remove(&mut self, handle: usize) -> Result<Installed, TableError> {
+        let Some(slot) = self.slot(handle) else {
+            return Err(TableError::NoEntry(self.name.clone(), handle));
+        };
+        let Some(installed) = self.entries[slot].take() else {
             return Err(TableError::NoEntry(self.name.clone(), handle));
         };
         let key: Vec<u128> = installed.entry.matches.iter().map(value_of).collect();
         match &mut self.index {
             Index::Exact(map) => {
                 map.remove(&key);
+                trim_map(map);
             }
             Index::Lpm { by_len, .. } => {
                 for (_, m) in by_len.iter_mut() {
-                    if m.get(&key) == Some(&handle) {
+                    if m.get(&key) == Some(&slot) {
                         m.remove(&key);
+                        trim_map(m);
                     }
                 }
             }
@@ -338,9 +468,10 @@ impl TableState {
                 if let Some(masks) = masks_of(&installed.entry.matches) {
                     if let Some(g) = groups.iter().position(|g| g.masks == masks) {
                         if let Some(bucket) = groups[g].keys.get_mut(&key) {
-                            bucket.retain(|&h| h != handle);
+                            bucket.retain(|&h| h != slot);
                             if bucket.is_empty() {
                                 groups[g].keys.remove(&key);
+                                trim_map(&mut groups[g].keys);
                             }
                         }
                         if groups[g].keys.is_empty() {
@@ -349,16 +480,36 @@ impl TableState {
                     }
                 }
             }
-            Index::Ordered(order) => order.retain(|&h| h != handle),
+            Index::Ordered(order) => {
+                order.retain(|&h| h != slot);
+                trim_vec(order);
+            }
         }
-        self.groups.remove(&handle);
+        self.groups.remove(&slot);
         self.count -= 1;
-        Ok(())
+        self.versions[slot] = self.versions[slot].wrapping_add(1);
+        self.free.insert(slot);
+        // Slots at the end go, so a table that empties holds nothing.
+        while self
+            .free
+            .last()
+            .is_some_and(|&s| s + 1 == self.entries.len())
+        {
+            self.free.pop_last();
+            self.entries.pop();
+        }
+        trim_vec(&mut self.entries);
+        if installed.idle_timeout.is_some() {
+            self.timed -= 1;
+        }
+        Ok(installed)
     }
 
     /// Makes entry `handle` point to group `group` of the table's action selector.
     pub fn set_group(&mut self, handle: usize, group: u32) {
-        self.groups.insert(handle, group);
+        if let Some(slot) = self.slot(handle) {
+            self.groups.insert(slot, group);
+        }
     }
 
     /// The group entry `handle` points to, if it points to one.
@@ -366,61 +517,71 @@ impl TableState {
         if self.groups.is_empty() {
             return None;
         }
-        self.groups.get(&handle).copied()
+        self.groups.get(&(handle & (MAX_ENTRIES - 1))).copied()
     }
 
-    /// Removes every entry.
-    pub fn clear(&mut self) {
-        let handles: Vec<usize> = (0..self.entries.len())
-            .filter(|&h| self.entries[h].is_some())
-            .collect();
-        for h in handles {
-            let _ = self.remove(h);
-        }
+    /// Removes every entry; returns them with their handles.
+    pub fn clear(&mut self) -> Vec<(usize, Installed)> {
+        let handles: Vec<usize> = self.installed().map(|(h, _)| h).collect();
+        handles
+            .into_iter()
+            .filter_map(|h| self.remove(h).ok().map(|i| (h, i)))
+            .collect()
     }
 
     /// The entry with handle `handle`.
     pub fn entry(&self, handle: usize) -> Option<&Installed> {
-        self.entries.get(handle).and_then(Option::as_ref)
+        self.slot(handle).and_then(|s| self.entries[s].as_ref())
     }
 
-    /// The entry with handle `handle`, to change its action or its direct counter.
+    /// The entry with handle `handle`, to change its action, its direct counter or its data.
     pub fn entry_mut(&mut self, handle: usize) -> Option<&mut Installed> {
-        self.entries.get_mut(handle).and_then(Option::as_mut)
+        let slot = self.slot(handle)?;
+        self.entries[slot].as_mut()
     }
 
-    /// Every installed entry with its handle, in installation order.
+    /// Every installed entry with its handle, in the order of their slots (BMv2's order).
     pub fn installed(&self) -> impl Iterator<Item = (usize, &Installed)> {
         self.entries
             .iter()
             .enumerate()
-            .filter_map(|(h, e)| e.as_ref().map(|e| (h, e)))
+            .filter_map(|(slot, e)| e.as_ref().map(|e| (slot, e)))
+            .map(|(slot, e)| (self.handle(slot), e))
+    }
+
+    /// How many slots the table keeps, full or empty (what its memory grows with).
+    #[cfg(test)]
+    pub fn slots(&self) -> usize {
+        self.entries.len()
     }
 
     /// The handle of the entry matching `key`, if any.
     pub fn lookup(&mut self, key: &[u128]) -> Option<usize> {
-        match &self.index {
+        let slot = match &self.index {
             Index::Exact(map) => map.get(key).copied(),
             Index::Lpm { lpm, width, by_len } => {
                 self.scratch.clear();
                 self.scratch.extend_from_slice(key);
+                let mut hit = None;
                 for (len, map) in by_len {
                     self.scratch[*lpm] = key[*lpm] & prefix_mask(*width, *len);
                     if let Some(&h) = map.get(self.scratch.as_slice()) {
-                        return Some(h);
+                        hit = Some(h);
+                        break;
                     }
                 }
-                None
+                hit
             }
             Index::Masked(groups) => {
-                let priority = |h: usize| {
+                let rank = |h: usize| {
                     self.entries[h]
                         .as_ref()
-                        .map_or(i64::MIN, |i| i.entry.priority)
+                        .map_or((i64::MIN, u64::MAX), |i| (i.entry.priority, i.seq))
                 };
-                let mut best: Option<(i64, usize)> = None;
+                // The best so far: priority, order of insert, slot.
+                let mut best: Option<(i64, u64, usize)> = None;
                 for group in groups {
-                    if best.is_some_and(|(p, _)| group.top < p) {
+                    if best.is_some_and(|(p, _, _)| group.top < p) {
                         break;
                     }
                     self.scratch.clear();
@@ -433,27 +594,80 @@ impl TableState {
                     else {
                         continue;
                     };
-                    let p = priority(h);
-                    if best.is_none_or(|(bp, bh)| p > bp || (p == bp && h < bh)) {
-                        best = Some((p, h));
+                    let (p, seq) = rank(h);
+                    if best.is_none_or(|(bp, bseq, _)| p > bp || (p == bp && seq < bseq)) {
+                        best = Some((p, seq, h));
                     }
                 }
-                best.map(|(_, h)| h)
+                best.map(|(_, _, h)| h)
             }
             Index::Ordered(order) => order.iter().copied().find(|&h| {
                 self.entries[h]
                     .as_ref()
                     .is_some_and(|i| i.entry.matches.iter().zip(key).all(|(m, &v)| m.matches(v)))
             }),
+        };
+        slot.map(|s| self.handle(s))
+    }
+
+    /// Records a packet of `bytes` matching entry `handle` at `now_us`: its last hit, and its
+    /// direct counter if `bytes` is given.
+    pub fn record_hit(&mut self, handle: usize, now_us: u64, bytes: Option<u64>) {
+        if let Some(i) = self.entry_mut(handle) {
+            i.last_hit_us = now_us;
+            if let Some(bytes) = bytes {
+                i.counter.packets += 1;
+                i.counter.bytes += bytes;
+            }
         }
     }
 
-    /// Counts a hit on the direct counter of `handle`.
-    pub fn count_hit(&mut self, handle: usize, bytes: u64) {
-        if let Some(Some(i)) = self.entries.get_mut(handle) {
-            i.counter.packets += 1;
-            i.counter.bytes += bytes;
+    /// Gives entry `handle` an idle timeout of `ttl` counted from `now_us`, or none.
+    pub fn set_idle_timeout(
+        &mut self,
+        handle: usize,
+        ttl: Option<Duration>,
+        now_us: u64,
+    ) -> Result<(), TableError> {
+        let name = self.name.clone();
+        let Some(i) = self.entry_mut(handle) else {
+            return Err(TableError::NoEntry(name, handle));
+        };
+        let timeout = ttl.map(|ttl| IdleTimeout {
+            ttl,
+            since_us: now_us,
+        });
+        let had = std::mem::replace(&mut i.idle_timeout, timeout).is_some();
+        match (had, timeout.is_some()) {
+            (false, true) => self.timed += 1,
+            (true, false) => self.timed -= 1,
+            _ => {}
         }
+        Ok(())
+    }
+
+    /// Whether some entry has an idle timeout.
+    pub fn has_idle_timeouts(&self) -> bool {
+        self.timed > 0
+    }
+
+    /// The handles of the entries idle at `now_us` past their timeout, in the order of their
+    /// slots; each one's count starts again from `now_us`.
+    pub fn sweep_idle(&mut self, now_us: u64) -> Vec<usize> {
+        if self.timed == 0 {
+            return Vec::new();
+        }
+        let mut idle = Vec::new();
+        for (slot, i) in self.entries.iter_mut().enumerate() {
+            let Some(i) = i else { continue };
+            if let Some(timeout) = &mut i.idle_timeout {
+                if timeout.expired(i.last_hit_us, now_us) {
+                    timeout.since_us = now_us;
+                    idle.push(slot);
+                }
+            }
+        }
+        idle.into_iter().map(|slot| self.handle(slot)).collect()
     }
 
     /// Checks that a match fits the key's match kind.
@@ -483,6 +697,21 @@ impl TableState {
                 kind,
             })
         }
+    }
+}
+
+/// Gives back what a vector holds beyond four times what it uses (a table that shrank), and no
+/// more often: one that grows and shrinks around a size keeps its memory.
+fn trim_vec<T>(v: &mut Vec<T>) {
+    if v.capacity() > 64 && v.len() * 4 < v.capacity() {
+        v.shrink_to(v.len() * 2);
+    }
+}
+
+/// [`trim_vec`] for a key map.
+fn trim_map<V>(m: &mut KeyMap<V>) {
+    if m.capacity() > 64 && m.len() * 4 < m.capacity() {
+        m.shrink_to(m.len() * 2);
     }
 }
 
@@ -570,6 +799,18 @@ mod tests {
         }
     }
 
+    /// An entry of a one-key exact table matching `value`.
+    fn exact(value: u128) -> Entry {
+        entry(
+            vec![FieldMatch::Masked {
+                value,
+                mask: ir::mask(32),
+            }],
+            0,
+            1,
+        )
+    }
+
     fn lpm(v: u128, len: u16) -> FieldMatch {
         FieldMatch::Masked {
             value: v,
@@ -580,8 +821,12 @@ mod tests {
     #[test]
     fn longest_prefix_wins_regardless_of_insertion_order() {
         let mut t = table(&[MatchKind::Lpm]);
-        let short = t.insert(entry(vec![lpm(0x0a00_0000, 8)], 0, 1)).unwrap();
-        let long = t.insert(entry(vec![lpm(0x0a01_0000, 16)], 0, 2)).unwrap();
+        let short = t
+            .insert(entry(vec![lpm(0x0a00_0000, 8)], 0, 1), None, 0)
+            .unwrap();
+        let long = t
+            .insert(entry(vec![lpm(0x0a01_0000, 16)], 0, 2), None, 0)
+            .unwrap();
         assert_eq!(t.lookup(&[0x0a01_0203]), Some(long));
         assert_eq!(t.lookup(&[0x0a02_0203]), Some(short));
         assert_eq!(t.lookup(&[0x0b00_0000]), None);
@@ -593,17 +838,25 @@ mod tests {
     fn ternary_highest_priority_wins() {
         let mut t = table(&[MatchKind::Ternary]);
         let low = t
-            .insert(entry(vec![FieldMatch::Masked { value: 0, mask: 0 }], 1, 1))
+            .insert(
+                entry(vec![FieldMatch::Masked { value: 0, mask: 0 }], 1, 1),
+                None,
+                0,
+            )
             .unwrap();
         let high = t
-            .insert(entry(
-                vec![FieldMatch::Masked {
-                    value: 0x10,
-                    mask: 0xf0,
-                }],
-                5,
-                2,
-            ))
+            .insert(
+                entry(
+                    vec![FieldMatch::Masked {
+                        value: 0x10,
+                        mask: 0xf0,
+                    }],
+                    5,
+                    2,
+                ),
+                None,
+                0,
+            )
             .unwrap();
         assert_eq!(t.lookup(&[0x13]), Some(high));
         assert_eq!(t.lookup(&[0x23]), Some(low));
@@ -612,22 +865,54 @@ mod tests {
     #[test]
     fn exact_duplicates_and_capacity_are_refused() {
         let mut t = table(&[MatchKind::Exact]);
-        let exact = |value| {
-            entry(
-                vec![FieldMatch::Masked {
-                    value,
-                    mask: ir::mask(32),
-                }],
-                0,
-                1,
-            )
-        };
-        t.insert(exact(7)).unwrap();
-        assert_eq!(t.insert(exact(7)), Err(TableError::Duplicate("t".into())));
+        t.insert(exact(7), None, 0).unwrap();
+        assert_eq!(
+            t.insert(exact(7), None, 0),
+            Err(TableError::Duplicate("t".into()))
+        );
         for v in 8..23 {
-            t.insert(exact(v)).unwrap();
+            t.insert(exact(v), None, 0).unwrap();
         }
-        assert_eq!(t.insert(exact(99)), Err(TableError::Full("t".into())));
+        assert_eq!(
+            t.insert(exact(99), None, 0),
+            Err(TableError::Full("t".into()))
+        );
+    }
+
+    /// An entry is reported idle once its timeout passed since its last hit (or the timeout was
+    /// set), then once per timeout while it stays idle; a hit, or no timeout, keeps it quiet.
+    #[test]
+    fn idle_entries_are_reported_once_per_timeout_until_hit() {
+        let mut t = table(&[MatchKind::Exact]);
+        let timed = t.insert(exact(1), None, 1_000).unwrap();
+        let untimed = t.insert(exact(2), None, 1_000).unwrap();
+        assert!(!t.has_idle_timeouts());
+        t.set_idle_timeout(timed, Some(Duration::from_millis(3)), 2_000)
+            .unwrap();
+        assert!(t.has_idle_timeouts());
+        assert_eq!(t.sweep_idle(4_999), Vec::<usize>::new());
+        assert_eq!(t.sweep_idle(5_000), vec![timed]);
+        // Reported: quiet for another timeout.
+        assert_eq!(t.sweep_idle(7_999), Vec::<usize>::new());
+        assert_eq!(t.sweep_idle(8_000), vec![timed]);
+        // Hit: quiet until a timeout after the hit.
+        t.record_hit(timed, 9_000, None);
+        t.record_hit(untimed, 9_000, Some(64));
+        assert_eq!(t.entry(untimed).unwrap().counter.bytes, 64);
+        assert_eq!(t.entry(timed).unwrap().counter.packets, 0);
+        assert_eq!(t.sweep_idle(11_999), Vec::<usize>::new());
+        assert_eq!(t.sweep_idle(12_000), vec![timed]);
+        t.set_idle_timeout(timed, None, 12_000).unwrap();
+        assert!(!t.has_idle_timeouts());
+        assert_eq!(t.sweep_idle(100_000), Vec::<usize>::new());
+        t.set_idle_timeout(untimed, Some(Duration::from_nanos(1)), 100_000)
+            .unwrap();
+        t.remove(untimed).unwrap();
+        assert!(!t.has_idle_timeouts());
+        assert_eq!(
+            t.set_idle_timeout(untimed, None, 0),
+            Err(TableError::NoEntry("t".into(), untimed))
+        );
     }
 
     /// The masked index (tuple space search) answers as a linear scan in priority order does,
@@ -661,7 +946,7 @@ mod tests {
                 i64::from(next() % 8),
                 i,
             );
-            if let Ok(h) = t.insert(e) {
+            if let Ok(h) = t.insert(e, None, 0) {
                 live.push(h);
             }
             if i % 5 == 4 {
@@ -679,11 +964,97 @@ mod tests {
                         let e = &t.entry(h).unwrap().entry;
                         e.matches.iter().zip(&key).all(|(m, &v)| m.matches(v))
                     })
-                    .max_by_key(|&h| (t.entry(h).unwrap().entry.priority, std::cmp::Reverse(h)));
+                    .max_by_key(|&h| {
+                        let i = t.entry(h).unwrap();
+                        (i.entry.priority, std::cmp::Reverse(i.seq))
+                    });
                 assert_eq!(t.lookup(&key), scan, "key {key:?}");
             }
         }
         let first = t.entry(live[0]).unwrap().entry.clone();
-        assert_eq!(t.insert(first), Err(TableError::Duplicate("t".into())));
+        assert_eq!(
+            t.insert(first, None, 0),
+            Err(TableError::Duplicate("t".into()))
+        );
+    }
+
+    /// A deleted entry's slot is the next insert's, under a new handle: insert and delete,
+    /// repeated, keep the table at one slot, and a handle kept past its delete names nothing.
+    #[test]
+    fn churn_reuses_slots_and_stale_handles_name_no_entry() {
+        for kinds in [
+            &[MatchKind::Exact][..],
+            &[MatchKind::Lpm],
+            &[MatchKind::Ternary],
+            &[MatchKind::Range],
+        ] {
+            let mut t = table(kinds);
+            let key = FieldMatch::Masked {
+                value: 7,
+                mask: ir::mask(32),
+            };
+            let kept = t.insert(entry(vec![key], 1, 1), None, 0).unwrap();
+            let mut handles = std::collections::BTreeSet::new();
+            let mut stale = None;
+            for i in 0..1000u128 {
+                let key = FieldMatch::Masked {
+                    value: 8,
+                    mask: ir::mask(32),
+                };
+                let h = t.insert(entry(vec![key], 1, i), None, 0).unwrap();
+                assert_eq!(t.lookup(&[8]), Some(h), "{kinds:?}");
+                handles.insert(h);
+                t.remove(h).unwrap();
+                assert_eq!(t.lookup(&[8]), None);
+                assert_eq!(t.slots(), 1, "{kinds:?}: the slot is given back");
+                stale.get_or_insert(h);
+            }
+            // 256 versions of slot 1, then the same handles again.
+            assert_eq!(handles.len(), 256, "{kinds:?}");
+            assert!(handles.iter().all(|h| h & (MAX_ENTRIES - 1) == 1));
+            let fresh = t
+                .insert(
+                    entry(
+                        vec![FieldMatch::Masked {
+                            value: 9,
+                            mask: ir::mask(32),
+                        }],
+                        1,
+                        0,
+                    ),
+                    None,
+                    0,
+                )
+                .unwrap();
+            let stale = stale.unwrap();
+            assert_ne!(fresh, stale);
+            assert!(t.entry(stale).is_none());
+            assert_eq!(
+                t.remove(stale).unwrap_err(),
+                TableError::NoEntry("t".into(), stale)
+            );
+            assert!(t.entry(fresh).is_some() && t.entry(kept).is_some());
+            // A table emptied holds no slot.
+            t.clear();
+            assert_eq!((t.slots(), t.installed().count()), (0, 0));
+        }
+    }
+
+    /// Among entries of equal priority the earlier insert wins, also when the later one took
+    /// an earlier entry's slot (a lower handle).
+    #[test]
+    fn equal_priorities_go_by_insert_order_not_by_slot() {
+        let mut t = table(&[MatchKind::Ternary]);
+        let any = FieldMatch::Masked { value: 0, mask: 0 };
+        let exact = FieldMatch::Masked {
+            value: 5,
+            mask: 0xff,
+        };
+        let placeholder = t.insert(entry(vec![exact], 3, 0), None, 0).unwrap();
+        let first = t.insert(entry(vec![any], 3, 1), None, 0).unwrap();
+        t.remove(placeholder).unwrap();
+        let second = t.insert(entry(vec![exact], 3, 2), None, 0).unwrap();
+        assert_eq!(second & (MAX_ENTRIES - 1), 0, "the later entry took slot 0");
+        assert_eq!(t.lookup(&[5]), Some(first));
     }
 }

@@ -62,20 +62,22 @@ pub trait Pipeline: 'static {
     fn switch(&self) -> &Switch;
     /// The switch running the program, to run packets through.
     fn switch_mut(&mut self) -> &mut Switch;
-    /// When the controller next wants [`Controller::digests`] called even if no digest was
-    /// sent (a buffered digest list falls due), if ever.
+    /// When the controller next wants [`Controller::notify`] called even if no digest was sent
+    /// (a buffered digest list falls due, idle table entries are to be looked for), if ever.
     fn next_deadline(&self) -> Option<Instant>;
 }
 
-/// Where frames for the CPU port and digests go: the P4Runtime primary controller.
+/// Where frames for the CPU port, digests and the pipeline's timed notifications go: the
+/// P4Runtime primary controller.
 pub trait Controller: Send + Sync + 'static {
     /// The pipeline the engine runs for this controller.
     type Pipeline: Pipeline;
     /// A frame the pipeline sent to the CPU port.
     fn packet_in(&self, pipeline: &Self::Pipeline, frame: Vec<u8>);
-    /// Digests the pipeline sent since the last call (none when only buffered lists may be
-    /// due).
-    fn digests(&self, pipeline: &mut Self::Pipeline, sent: Vec<DigestSent>);
+    /// The digests the pipeline sent since the last call (none when only the timers of
+    /// [`Pipeline::next_deadline`] may be due), and whatever those timers have for it. Runs on
+    /// the engine thread, between packets.
+    fn notify(&self, pipeline: &mut Self::Pipeline, sent: Vec<DigestSent>);
 }
 
 /// A closure run on the engine thread.
@@ -119,6 +121,8 @@ pub struct Engine<C: Controller> {
     controller: Arc<C>,
     /// Packet counts.
     pub counts: Counts,
+    /// The state budget of every switch loaded (`softswitch_core::budget`).
+    state_budget: usize,
     started: Instant,
     /// The switch's outputs being sent (kept for its allocation).
     outputs: Vec<Output>,
@@ -149,8 +153,18 @@ impl<C: Controller> Engine<C> {
     /// ([`crate::trace`]).
     pub fn load(&mut self, mut pipeline: C::Pipeline) {
         pipeline.switch_mut().set_trace(crate::trace::sink());
+        pipeline.switch_mut().set_state_budget(self.state_budget);
         self.pipeline = Some(pipeline);
         self.pace();
+    }
+
+    /// Sets the state budget, in bytes, of the running switch and of every switch loaded
+    /// after it.
+    pub fn set_state_budget(&mut self, bytes: usize) {
+        self.state_budget = bytes;
+        if let Some(p) = &mut self.pipeline {
+            p.switch_mut().set_state_budget(bytes);
+        }
     }
 
     /// Runs a frame through the pipeline as if received on `port` (PacketOut injects this way).
@@ -255,24 +269,25 @@ impl<C: Controller> Engine<C> {
         }
         self.outputs = outputs;
         if !digests.is_empty() || p.next_deadline().is_some() {
-            self.controller.digests(p, digests);
+            self.controller.notify(p, digests);
         }
         given
     }
 
-    /// How long until a rate-limited queue may release a packet, a digest list is due, or a
-    /// port that took nothing more is to be tried again, if any of them waits.
+    /// How long until a rate-limited queue may release a packet, the controller's next deadline
+    /// (a digest list, a sweep for idle entries), or a port that took nothing more is to be
+    /// tried again, if any of them waits.
     fn next_wakeup(&self) -> Option<Duration> {
         let p = self.pipeline.as_ref()?;
         let switch = p.switch();
         let queue = switch
             .next_ready_us()
             .map(|at| Duration::from_micros(at.saturating_sub(switch.now_us())));
-        let digest = p
+        let deadline = p
             .next_deadline()
             .map(|at| at.saturating_duration_since(Instant::now()));
         let blocked = self.blocked.then_some(BLOCKED_PORT_RETRY);
-        queue.into_iter().chain(digest).chain(blocked).min()
+        queue.into_iter().chain(deadline).chain(blocked).min()
     }
 
     fn handle(&mut self, event: Event<C>) -> bool {
@@ -382,6 +397,7 @@ impl<C: Controller> EngineHandle<C> {
                     cpu_port,
                     controller,
                     counts: Counts::default(),
+                    state_budget: softswitch_core::budget::DEFAULT_STATE_BUDGET,
                     started: Instant::now(),
                     outputs: Vec::new(),
                     spare: Vec::new(),

@@ -1,6 +1,9 @@
 //! The one error type of every phase (preprocessor, lexer, parser, checker, STF runner):
 //! a message at a source position, rendered as `file:line:col` with an excerpt of the line
-//! (at most [`MAX_EXCERPT_CHARS`] characters around the position) and a caret; and
+//! (at most [`MAX_EXCERPT_CHARS`] characters around the position) and a caret — unless the
+//! file, P4 source by its name (anything but an STF test, `*.stf`), does not start as P4 source
+//! (a file named by mistake, or by someone else: a topology's `program: /etc/shadow`): then no
+//! line of it is quoted ([`starts_as_p4`]), only the token the message names; and
 //! [`Diagnostics`], which gathers a compilation's errors and warnings (as p4c does, the
 //! checker goes on after an error in a statement or a declaration), within [`MAX_ERRORS`] and
 //! [`MAX_WARNINGS`].
@@ -99,6 +102,12 @@ impl Diagnostic {
             self.severity,
             self.message
         );
+        let file = map.file(self.span.file);
+        let through = &file.text[..(self.span.hi as usize).min(file.text.len())];
+        if !file.name.ends_with(".stf") && !starts_as_p4(through) {
+            out.push_str("  (the file does not start as P4 source: none of its lines is quoted)");
+            return out;
+        }
         let width = map
             .snippet(self.span)
             .lines()
@@ -137,6 +146,53 @@ impl Diagnostic {
         let name = softswitch_core::trace::Printable(name);
         format!("{name}:{line}:{col}")
     }
+}
+
+/// What a line of P4 source (or of a file it includes) may start with, after blanks: a comment
+/// or an annotation, or, as a whole word, a preprocessor directive or a keyword that begins a
+/// top-level declaration.
+const P4_MARKS: [&str; 3] = ["//", "/*", "@"];
+const P4_WORDS: [&str; 24] = [
+    "#include",
+    "#define",
+    "#undef",
+    "#if",
+    "#ifdef",
+    "#ifndef",
+    "#line",
+    "#pragma",
+    "#error",
+    "#warning",
+    "header",
+    "struct",
+    "control",
+    "parser",
+    "const",
+    "typedef",
+    "type",
+    "action",
+    "extern",
+    "enum",
+    "error",
+    "match_kind",
+    "package",
+    "bit",
+];
+
+/// Whether `through`, the text of a file up to the end of an error's token, shows the file to
+/// be P4 source: one of its lines (the error's own up to the token's end) starts as a line of
+/// P4 does ([`P4_MARKS`], [`P4_WORDS`]). A file that does not (a password file, a JSON
+/// document) has nothing of it quoted in a diagnostic but the token the message names.
+pub fn starts_as_p4(through: &str) -> bool {
+    through.lines().any(|line| {
+        let line = line.trim_start();
+        P4_MARKS.iter().any(|m| line.starts_with(m))
+            || P4_WORDS.iter().any(|w| {
+                line.strip_prefix(w).is_some_and(|rest| {
+                    !rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+                })
+            })
+    })
 }
 
 /// The diagnostics of one compilation so far: every warning and error the phases report, up to
@@ -271,13 +327,13 @@ mod tests {
     #[test]
     fn a_line_directives_file_name_cannot_forge_a_line() {
         let mut map = SourceMap::new();
-        let f = map.add("x.p4", "x\ny\n");
+        let f = map.add("x.p4", "//\ny\n");
         map.mark_line(f, 2, 7, Some("a.p4\n[forged] line\u{1b}[2J".into()));
         let d = Diagnostic::new(
             Span {
                 file: f,
-                lo: 2,
-                hi: 3,
+                lo: 3,
+                hi: 4,
             },
             "bad",
         );
@@ -335,5 +391,50 @@ mod tests {
             d.message.chars().count(),
             MAX_MESSAGE_CHARS + ELLIPSIS.len()
         );
+    }
+
+    /// A file that is not P4 source (a topology naming `/etc/shadow` as its program) has no
+    /// line quoted, whichever phase finds the error; a P4 file's error line is quoted even in
+    /// its first declaration, and an STF test's lines always are.
+    #[test]
+    fn a_file_that_does_not_start_as_p4_is_not_quoted() {
+        let secret = "root:$y$j9T$SECRETHASH:19000:0:99999:7:::\nbin:*:19000::::::\n";
+        for (name, text, at, quoted) in [
+            ("shadow", secret, 5, false),
+            ("shadow", secret, 45, false),
+            (
+                "passwd",
+                "alice:x:1000:1000:SECRET,,,:/home/alice:/bin/bash\n",
+                5,
+                false,
+            ),
+            (
+                "hosts",
+                "# SECRET network\n10.0.0.1 secret-host\n",
+                2,
+                false,
+            ),
+            ("p.p4", "header h_t { bit<8 SECRET; }\n", 18, true),
+            ("p.p4", "#include <core.p4>\nSECRET x;\n", 19, true),
+            ("p.p4", "interface SECRET;\n", 10, false),
+            ("t.stf", "SECRET 1 2\n", 0, true),
+        ] {
+            let mut map = SourceMap::new();
+            let f = map.add(name, text);
+            let d = Diagnostic::new(
+                Span {
+                    file: f,
+                    lo: at,
+                    hi: at + 1,
+                },
+                "expected something",
+            );
+            let rendered = d.render(&map);
+            assert_eq!(
+                rendered.contains("SECRET"),
+                quoted,
+                "{name} {text:?}: {rendered}"
+            );
+        }
     }
 }

@@ -2,12 +2,12 @@
 //! specification's "Client Arbitration and Controller Replication" section says: a stream that
 //! sends an election id at least as high as the highest the server has ever seen becomes the
 //! primary, the only client whose Write and SetForwardingPipelineConfig are accepted and the one
-//! that receives PacketIn and digests. A lower (or unset) id makes a backup; so when the primary
-//! leaves, nobody is primary until a client claims an id at least as high as the last one.
-//! Notifications carry that highest id (unset while there has never been a primary) and a
-//! status: OK to the primary, ALREADY_EXISTS to backups when there is a primary, NOT_FOUND when
-//! there is none. A change of primary is announced to every live stream; a new backup is told
-//! alone. Only the default role is served.
+//! that receives PacketIn, digests and idle-timeout notifications. A lower (or unset) id makes
+//! a backup; so when the primary leaves, nobody is primary until a client claims an id at least
+//! as high as the last one. Arbitration notifications carry that highest id (unset while there
+//! has never been a primary) and a status: OK to the primary, ALREADY_EXISTS to backups when
+//! there is a primary, NOT_FOUND when there is none. A change of primary is announced to every
+//! live stream; a new backup is told alone. Only the default role is served.
 //!
 //! A client cannot make the server hold without bound: at most [`MAX_STREAMS`] streams are open
 //! at once (the next is refused with RESOURCE_EXHAUSTED, as the specification says), and each
@@ -22,6 +22,7 @@ use p4runtime::p4::v1 as p4v1;
 use tokio::sync::mpsc;
 use tonic::{Code, Status};
 
+use super::idle;
 use super::packetio;
 use super::pipeline::Pipeline;
 use softswitch_device::engine::Controller;
@@ -293,7 +294,7 @@ impl Controller for Arbitration {
         self.to_primary(p4v1::stream_message_response::Update::Packet(message));
     }
 
-    fn digests(&self, pipeline: &mut Pipeline, sent: Vec<softswitch_core::switch::DigestSent>) {
+    fn notify(&self, pipeline: &mut Pipeline, sent: Vec<softswitch_core::switch::DigestSent>) {
         let now = std::time::Instant::now();
         let cp = &pipeline.control_plane;
         for d in sent {
@@ -312,6 +313,11 @@ impl Controller for Arbitration {
         }
         for list in pipeline.digests.due(now) {
             self.to_primary(p4v1::stream_message_response::Update::Digest(list));
+        }
+        for notification in idle::due(pipeline, now) {
+            self.to_primary(
+                p4v1::stream_message_response::Update::IdleTimeoutNotification(notification),
+            );
         }
     }
 }

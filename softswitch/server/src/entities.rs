@@ -1,16 +1,28 @@
 //! P4Runtime entities against the running pipeline: one Write update applied, one Read entity
-//! answered. Table entries, default entries, counters, direct counters, registers, multicast
-//! groups, clone sessions and digest settings; other entities are `UNIMPLEMENTED`.
+//! answered. Table entries (with their idle timeouts), default entries, counters, direct
+//! counters, registers, multicast groups, clone sessions and digest settings; other entities are
+//! `UNIMPLEMENTED`. Also the table entries of idle-timeout notifications ([`idle_entry`]). What
+//! a client writes is bounded by the switch's state budget (`softswitch_core::budget`, refused
+//! with `RESOURCE_EXHAUSTED`), and the opaque `metadata` it keeps with an entry or a group by
+//! [`MAX_METADATA_BYTES`].
+
+use std::time::Duration;
 
 use p4runtime::p4::config::v1 as p4i;
 use p4runtime::p4::v1::{self as p4v1, entity::Entity as E, update::Type as UpdateType};
 use tonic::Status;
 
 use super::bytes::{decode, encode};
+use super::idle::supports_idle_timeout;
 use super::pipeline::Pipeline;
 use softswitch_core::ir::{self, ActionCall, FieldMatch, InstanceKind, MatchKind};
 use softswitch_core::runtime::RuntimeError;
-use softswitch_core::table::{prefix_mask, CounterCell, TableError};
+use softswitch_core::table::{prefix_mask, ControllerData, CounterCell, Installed, TableError};
+
+/// The most bytes of `metadata` a table entry or a multicast group keeps. The specification
+/// sets no bound and PI none but gRPC's message size; a controller's cookie needs far less, and
+/// past this a client would fill the switch's memory with bytes the switch never reads.
+pub const MAX_METADATA_BYTES: usize = 64 << 10;
 
 /// Applies one update of a Write.
 pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
@@ -371,7 +383,9 @@ fn data_of(cell: CounterCell) -> p4v1::CounterData {
 fn runtime_error(e: RuntimeError) -> Status {
     match e {
         RuntimeError::Table(TableError::Duplicate(_)) => Status::already_exists(e.to_string()),
-        RuntimeError::Table(TableError::Full(_)) => Status::resource_exhausted(e.to_string()),
+        RuntimeError::Table(TableError::Full(_)) | RuntimeError::Budget(_) => {
+            Status::resource_exhausted(e.to_string())
+        }
         RuntimeError::Table(TableError::NoEntry(..) | TableError::NoMember(..))
         | RuntimeError::NoTable(_)
         | RuntimeError::NoInstance(_)
@@ -679,8 +693,9 @@ fn find_entry(p: &Pipeline, table: usize, te: &p4v1::TableEntry) -> Result<usize
 }
 
 /// Refuses the parts of a written table entry softswitch does not keep, so that what is
-/// accepted reads back the same: `is_const` (never writable), idle timeouts, direct meters,
-/// and a counter value for a table without a direct counter.
+/// accepted reads back the same: `is_const` (never writable), `time_since_last_hit` (never
+/// writable), an idle timeout that is negative or where the table (or a default entry) has
+/// none, direct meters, and a counter value for a table without a direct counter.
 fn check_entry_fields(
     t: &ir::Table,
     info: &p4i::Table,
@@ -691,17 +706,27 @@ fn check_entry_fields(
             "is_const must be false in a write",
         ));
     }
-    if te.idle_timeout_ns != 0 || te.time_since_last_hit.is_some() {
-        let supported =
-            info.idle_timeout_behavior == p4i::table::IdleTimeoutBehavior::NotifyControl as i32;
-        return Err(if supported && !te.is_default_action {
-            Status::unimplemented("softswitch does not serve idle timeouts yet")
-        } else {
-            Status::invalid_argument(format!(
-                "table {} has no idle timeout (idle_timeout_ns and time_since_last_hit must be unset)",
-                t.name
-            ))
-        });
+    if te.time_since_last_hit.is_some() {
+        return Err(Status::invalid_argument(
+            "time_since_last_hit must be unset in a write",
+        ));
+    }
+    if te.idle_timeout_ns < 0 {
+        return Err(Status::invalid_argument(format!(
+            "idle_timeout_ns {} is negative",
+            te.idle_timeout_ns
+        )));
+    }
+    if te.idle_timeout_ns != 0 && te.is_default_action {
+        return Err(Status::invalid_argument(
+            "the default entry has no idle timeout: idle_timeout_ns must be 0",
+        ));
+    }
+    if te.idle_timeout_ns != 0 && !supports_idle_timeout(info) {
+        return Err(Status::invalid_argument(format!(
+            "table {} has no idle timeout (its P4Info says NO_TIMEOUT): idle_timeout_ns must be 0",
+            t.name
+        )));
     }
     if te.meter_config.is_some() || te.meter_counter_data.is_some() {
         return Err(Status::unimplemented(
@@ -755,14 +780,15 @@ fn write_table_entry(
             None => t.default_action.clone(),
             Some(_) => action_call(p, &info, te.action.as_ref(), true)?,
         };
-        p.switch.set_default(table, call).map_err(runtime_error)?;
         // Resetting the default entry (no action) resets its metadata too.
-        let reset = p4v1::TableEntry::default();
-        set_metadata(
-            p,
-            (table, None),
-            if te.action.is_some() { te } else { &reset },
-        );
+        let data = match te.action {
+            Some(_) => controller_data(te)?,
+            None => None,
+        };
+        p.switch
+            .set_entry_data(table, None, data)
+            .map_err(runtime_error)?;
+        p.switch.set_default(table, call).map_err(runtime_error)?;
         return Ok(());
     }
     if t.const_entries_fixed {
@@ -792,15 +818,17 @@ fn write_table_entry(
         UpdateType::Insert => {
             let matches = matches_of(p, table, &info, te)?;
             let action = action_call(p, &info, te.action.as_ref(), false)?;
+            let data = controller_data(te)?;
             let handle = p
                 .switch
-                .add_entry(
+                .add_entry_with_data(
                     table,
                     ir::Entry {
                         matches,
                         priority: i64::from(te.priority),
                         action,
                     },
+                    data,
                 )
                 .map_err(runtime_error)?;
             if let Some(data) = &te.counter_data {
@@ -808,27 +836,52 @@ fn write_table_entry(
                     .write_direct_counter(table, handle, cell_of(data))
                     .map_err(runtime_error)?;
             }
-            set_metadata(p, (table, Some(handle)), te);
+            if te.idle_timeout_ns != 0 {
+                p.switch
+                    .set_idle_timeout(table, handle, idle_timeout(te))
+                    .map_err(runtime_error)?;
+            }
             Ok(())
         }
         UpdateType::Modify => {
-            // An unset action leaves the action as it is; a set counter_data is written.
+            // An unset action leaves the action as it is; a set counter_data is written; the
+            // metadata is replaced.
             let handle = find_entry(p, table, te)?;
             let action = match te.action {
                 Some(_) => Some(action_call(p, &info, te.action.as_ref(), false)?),
                 None => None,
             };
+            let data = controller_data(te)?;
+            let old = p
+                .switch
+                .entry_data(table, Some(handle))
+                .map_err(runtime_error)?
+                .cloned();
+            p.switch
+                .set_entry_data(table, Some(handle), data)
+                .map_err(runtime_error)?;
             if let Some(action) = action {
-                p.switch
-                    .modify_entry(table, handle, action)
-                    .map_err(runtime_error)?;
+                if let Err(e) = p.switch.modify_entry(table, handle, action) {
+                    // The update is refused whole: the metadata it replaced comes back (it
+                    // fitted before, and what replaced it is freed first).
+                    let _ = p.switch.set_entry_data(table, Some(handle), None);
+                    let _ = p.switch.set_entry_data(table, Some(handle), old);
+                    return Err(runtime_error(e));
+                }
             }
             if let Some(data) = &te.counter_data {
                 p.switch
                     .write_direct_counter(table, handle, cell_of(data))
                     .map_err(runtime_error)?;
             }
-            set_metadata(p, (table, Some(handle)), te);
+            // As PI: a timeout that changes starts counting again; the same one keeps counting.
+            let ttl = idle_timeout(te);
+            let current = p.switch.entry(table, handle).map_err(runtime_error)?;
+            if current.idle_timeout.map(|t| t.ttl) != ttl {
+                p.switch
+                    .set_idle_timeout(table, handle, ttl)
+                    .map_err(runtime_error)?;
+            }
             Ok(())
         }
         UpdateType::Delete => {
@@ -836,36 +889,53 @@ fn write_table_entry(
             p.switch
                 .remove_entry(table, handle)
                 .map_err(runtime_error)?;
-            p.entry_metadata.remove(&(table, Some(handle)));
             Ok(())
         }
         UpdateType::Unspecified => unreachable!("refused in write"),
     }
 }
 
-/// Keeps the opaque `controller_metadata` and `metadata` of a written table entry (a
-/// deprecated field, still part of an entry).
-#[allow(deprecated)]
-fn set_metadata(p: &mut Pipeline, key: (usize, Option<usize>), te: &p4v1::TableEntry) {
-    if te.controller_metadata == 0 && te.metadata.is_empty() {
-        p.entry_metadata.remove(&key);
-    } else {
-        p.entry_metadata
-            .insert(key, (te.controller_metadata, te.metadata.clone()));
-    }
+/// The idle timeout a written entry asks for (`idle_timeout_ns`, checked not negative; 0: none).
+fn idle_timeout(te: &p4v1::TableEntry) -> Option<Duration> {
+    u64::try_from(te.idle_timeout_ns)
+        .ok()
+        .filter(|&ns| ns != 0)
+        .map(Duration::from_nanos)
 }
 
-/// `entry` with the metadata kept for it.
+/// The opaque `controller_metadata` and `metadata` (a deprecated field, still part of an entry)
+/// of a written table entry, to keep with it: `None` when both are unset, `RESOURCE_EXHAUSTED`
+/// past [`MAX_METADATA_BYTES`].
 #[allow(deprecated)]
-fn with_metadata(
-    p: &Pipeline,
-    key: (usize, Option<usize>),
-    entry: p4v1::TableEntry,
-) -> p4v1::TableEntry {
-    match p.entry_metadata.get(&key) {
-        Some((controller_metadata, metadata)) => p4v1::TableEntry {
-            controller_metadata: *controller_metadata,
-            metadata: metadata.clone(),
+fn controller_data(te: &p4v1::TableEntry) -> Result<Option<ControllerData>, Status> {
+    metadata_fits(&te.metadata)?;
+    Ok(
+        (te.controller_metadata != 0 || !te.metadata.is_empty()).then(|| ControllerData {
+            cookie: te.controller_metadata,
+            bytes: te.metadata.clone(),
+        }),
+    )
+}
+
+/// Refuses `metadata` past [`MAX_METADATA_BYTES`].
+fn metadata_fits(metadata: &[u8]) -> Result<(), Status> {
+    if metadata.len() > MAX_METADATA_BYTES {
+        return Err(Status::resource_exhausted(format!(
+            "metadata of {} bytes: softswitch keeps at most {MAX_METADATA_BYTES} \
+             (entities::MAX_METADATA_BYTES)",
+            metadata.len()
+        )));
+    }
+    Ok(())
+}
+
+/// `entry` with the metadata kept with it (`data`).
+#[allow(deprecated)]
+fn with_metadata(data: Option<&ControllerData>, entry: p4v1::TableEntry) -> p4v1::TableEntry {
+    match data {
+        Some(data) => p4v1::TableEntry {
+            controller_metadata: data.cookie,
+            metadata: data.bytes.clone(),
             ..entry
         },
         None => entry,
@@ -885,6 +955,21 @@ fn table_entries(
     let (_, info) = table_of(p, id)?;
     let program_table = &p.switch.program().tables[t];
     let with_counter = filter.counter_data.is_some() && program_table.direct_counter.is_some();
+    // As PI, wildcard reads included: only the entries of a table with idle timeouts have a
+    // time since their last hit.
+    if filter.time_since_last_hit.is_some()
+        && (filter.is_default_action || !supports_idle_timeout(info))
+    {
+        return Err(Status::invalid_argument(format!(
+            "table {}{} has no idle timeout: time_since_last_hit must be unset in the read",
+            program_table.name,
+            if filter.is_default_action {
+                "'s default entry"
+            } else {
+                ""
+            }
+        )));
+    }
     if filter.is_default_action {
         let entry = p4v1::TableEntry {
             table_id: id,
@@ -895,7 +980,8 @@ fn table_entries(
             is_default_action: true,
             ..Default::default()
         };
-        return Ok(vec![with_metadata(p, (t, None), entry)]);
+        let data = p.switch.entry_data(t, None).map_err(runtime_error)?;
+        return Ok(vec![with_metadata(data, entry)]);
     }
     let wanted = if filter.r#match.is_empty() {
         None
@@ -910,29 +996,61 @@ fn table_entries(
             },
         )?)
     };
-    let with_priority = needs_priority(program_table);
+    let now_us = p.switch.now_us();
     Ok(p.switch
         .entries(t)
         .map_err(runtime_error)?
         .filter(|(_, i)| wanted.as_ref().is_none_or(|w| *w == i.entry.matches))
         .filter(|(_, i)| filter.priority == 0 || i64::from(filter.priority) == i.entry.priority)
-        .map(|(handle, i)| {
-            let entry = p4v1::TableEntry {
-                table_id: id,
-                r#match: p4rt_matches(p, t, info, &i.entry.matches),
-                action: Some(p4rt_action(p, &i.entry.action)),
-                priority: if with_priority {
-                    i.entry.priority as i32
-                } else {
-                    0
-                },
-                counter_data: with_counter.then(|| data_of(i.counter)),
-                is_const: program_table.const_entries_fixed,
-                ..Default::default()
-            };
-            with_metadata(p, (t, Some(handle)), entry)
+        .map(|(_, i)| p4v1::TableEntry {
+            action: Some(p4rt_action(p, &i.entry.action)),
+            counter_data: with_counter.then(|| data_of(i.counter)),
+            is_const: program_table.const_entries_fixed,
+            time_since_last_hit: filter.time_since_last_hit.map(|_| {
+                p4v1::table_entry::IdleTimeout {
+                    elapsed_ns: nanos(Duration::from_micros(now_us.saturating_sub(i.last_hit_us))),
+                }
+            }),
+            ..keyed_entry(p, (t, id, info), i)
         })
         .collect())
+}
+
+/// Entry `i` of program table `t` (P4Info id `id`) by its key — table id, match and
+/// priority — with its metadata and idle timeout, and nothing else.
+fn keyed_entry(
+    p: &Pipeline,
+    (t, id, info): (usize, u32, &p4i::Table),
+    i: &Installed,
+) -> p4v1::TableEntry {
+    let entry = p4v1::TableEntry {
+        table_id: id,
+        r#match: p4rt_matches(p, t, info, &i.entry.matches),
+        priority: if needs_priority(&p.switch.program().tables[t]) {
+            i.entry.priority as i32
+        } else {
+            0
+        },
+        idle_timeout_ns: i.idle_timeout.map_or(0, |timeout| nanos(timeout.ttl)),
+        ..Default::default()
+    };
+    with_metadata(i.data.as_deref(), entry)
+}
+
+/// Entry `handle` of program table `t` as an idle-timeout notification names it: its key
+/// (table id, match, priority), `controller_metadata`, `metadata` and `idle_timeout_ns`, as the
+/// specification asks, without its action (as PI leaves it out). `None` if the table is not in
+/// P4Info or has no such entry.
+pub fn idle_entry(p: &Pipeline, t: usize, handle: usize) -> Option<p4v1::TableEntry> {
+    let id = table_id(p, t)?;
+    let (_, info) = table_of(p, id).ok()?;
+    let installed = p.switch.entry(t, handle).ok()?;
+    Some(keyed_entry(p, (t, id, info), installed))
+}
+
+/// A duration in nanoseconds, as P4Runtime's int64 fields carry them.
+fn nanos(d: Duration) -> i64 {
+    i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
 }
 
 /// Egress port and replication id of each replica (the deprecated `egress_port` is still what
@@ -996,11 +1114,22 @@ fn write_pre(
                 )
             })?;
             exists_check(p.multicast_groups.contains_key(&id))?;
+            let kept = p.multicast_groups.get(&id).map_or(0, kept_footprint);
             if kind == UpdateType::Delete {
                 p.switch.remove_multicast_group(group);
                 p.multicast_groups.remove(&id);
+                let _ = p.switch.charge_owner_state(kept, 0);
             } else {
-                p.switch.set_multicast_group(group, &replicas(&g.replicas)?);
+                metadata_fits(&g.metadata)?;
+                let replicas = replicas(&g.replicas)?;
+                // The copy kept for Read is charged too.
+                p.switch
+                    .charge_owner_state(kept, kept_footprint(g))
+                    .map_err(runtime_error)?;
+                if let Err(e) = p.switch.set_multicast_group(group, &replicas) {
+                    let _ = p.switch.charge_owner_state(kept_footprint(g), kept);
+                    return Err(runtime_error(e));
+                }
                 p.multicast_groups.insert(id, g.clone());
             }
             Ok(())
@@ -1013,9 +1142,11 @@ fn write_pre(
                 ));
             }
             exists_check(p.clone_sessions.contains_key(&id))?;
+            let kept = p.clone_sessions.get(&id).map_or(0, kept_footprint);
             if kind == UpdateType::Delete {
                 p.switch.remove_clone_session(id);
                 p.clone_sessions.remove(&id);
+                let _ = p.switch.charge_owner_state(kept, 0);
                 return Ok(());
             }
             let ports = replicas(&s.replicas)?;
@@ -1032,7 +1163,13 @@ fn write_pre(
                     "clone sessions have no class of service (class_of_service must be 0)",
                 ));
             }
-            p.switch.set_clone_session(id, *port);
+            p.switch
+                .charge_owner_state(kept, kept_footprint(s))
+                .map_err(runtime_error)?;
+            if let Err(e) = p.switch.set_clone_session(id, *port) {
+                let _ = p.switch.charge_owner_state(kept_footprint(s), kept);
+                return Err(runtime_error(e));
+            }
             p.clone_sessions.insert(id, s.clone());
             Ok(())
         }
@@ -1040,4 +1177,10 @@ fn write_pre(
             "a packet replication engine entry must be a multicast group or a clone session",
         )),
     }
+}
+
+/// What the copy of a replication entry kept for Read is charged against the switch's state
+/// budget: its encoded size and the map's node.
+fn kept_footprint(entry: &impl prost::Message) -> usize {
+    softswitch_core::budget::REPLICATION_ITEM_BYTES + entry.encoded_len()
 }

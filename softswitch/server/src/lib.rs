@@ -1,16 +1,18 @@
 //! softswitch-server: the gRPC server of one device, P4Runtime ([`p4rt`]) and the Queues
 //! service ([`queues`]). The pipeline lives on the device's engine thread ([`engine`] is it for
 //! this server), which the services reach through closures; clients are arbitrated by
-//! [`arbitration`], which is also the engine's controller (PacketIn, digests); [`entities`]
-//! translates P4Runtime entities, [`packetio`] packet I/O and digest data, [`digests`] digest
-//! lists, [`pipeline`] device configs, [`p4info`] a program's P4Info. [`thrift`] serves BMv2's
-//! runtime Thrift services (`simple_switch_CLI`) over the same engine.
+//! [`arbitration`], which is also the engine's controller (PacketIn, digests, idle-timeout
+//! notifications); [`entities`] translates P4Runtime entities, [`packetio`] packet I/O and
+//! digest data, [`digests`] digest lists, [`idle`] idle-timeout notifications, [`pipeline`]
+//! device configs, [`p4info`] a program's P4Info. [`thrift`] serves BMv2's runtime Thrift
+//! services (`simple_switch_CLI`) over the same engine.
 
 pub mod arbitration;
 pub mod bytes;
 pub mod digests;
 pub mod engine;
 pub mod entities;
+pub mod idle;
 pub mod p4info;
 pub mod p4rt;
 pub mod packetio;

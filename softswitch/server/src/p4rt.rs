@@ -84,7 +84,7 @@ async fn compile(
     })
     .await
     .map_err(|e| Status::internal(format!("the compiler failed: {e}")))?
-    .map_err(Status::invalid_argument)
+    .map_err(|e| Status::invalid_argument(p4runtime::status::status_message(e)))
 }
 
 type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;

@@ -2,7 +2,7 @@
 //! as p4c-bm2-ss writes it), compiled or loaded, its
 //! P4Info checked against the one the controller sent, and, once committed, the switch running
 //! it with the P4Runtime-side state that belongs to it (replication entries as written, digest
-//! settings).
+//! settings; the metadata of table entries is kept with them, in the switch).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -12,6 +12,7 @@ use p4runtime::p4::tmp::P4DeviceConfig;
 use p4runtime::p4::v1 as p4v1;
 
 use super::digests::Digests;
+use super::idle::IdleSweep;
 use softswitch_core::ir::Program;
 use softswitch_core::switch::Switch;
 use softswitch_frontend::ast::AggregateKind;
@@ -314,10 +315,8 @@ pub struct Pipeline {
     pub clone_sessions: BTreeMap<u32, p4v1::CloneSessionEntry>,
     /// Digest settings, buffered digest messages and the cache of those sent.
     pub digests: Digests,
-    /// The opaque `controller_metadata` and `metadata` of table entries, by program table and
-    /// entry handle (`None`: the default entry), kept only when set: the switch does not use
-    /// them, P4Runtime reads them back.
-    pub entry_metadata: BTreeMap<(usize, Option<usize>), (u64, Vec<u8>)>,
+    /// The tables swept for idle entries, and when next.
+    pub idle: IdleSweep,
 }
 
 impl Pipeline {
@@ -325,6 +324,7 @@ impl Pipeline {
     pub fn new(compiled: Compiled, clock: softswitch_core::switch::Clock) -> Self {
         let switch = Switch::new(compiled.program, clock);
         let index = Index::new(switch.program(), &compiled.control_plane, &compiled.info);
+        let idle = IdleSweep::new(&compiled.info, &index, std::time::Instant::now());
         Pipeline {
             switch,
             control_plane: compiled.control_plane,
@@ -336,7 +336,7 @@ impl Pipeline {
             multicast_groups: BTreeMap::new(),
             clone_sessions: BTreeMap::new(),
             digests: Digests::default(),
-            entry_metadata: BTreeMap::new(),
+            idle,
         }
     }
 }
@@ -351,7 +351,8 @@ impl softswitch_device::engine::Pipeline for Pipeline {
     }
 
     fn next_deadline(&self) -> Option<std::time::Instant> {
-        self.digests.next_deadline()
+        let idle = self.idle.next_deadline(&self.switch);
+        self.digests.next_deadline().into_iter().chain(idle).min()
     }
 }
 

@@ -203,9 +203,9 @@ fn number_as<T: TryFrom<u128> + Bounded>(w: &Word, what: &str) -> Result<T> {
         .map_err(|_| Diagnostic::new(w.span, format!("{what} is 0..{}, not {n}", T::MAX_VALUE)))
 }
 
-/// An index into an array of the switch: numbers past `usize` are past every array too.
-fn index(w: &Word) -> Result<usize> {
-    Ok(usize::try_from(number(w)?).unwrap_or(usize::MAX))
+/// A replication node's handle.
+fn node(w: &Word) -> Result<usize> {
+    number_as::<usize>(w, "a replication node handle")
 }
 
 /// The largest value of an integer type, for range errors.
@@ -223,6 +223,10 @@ impl Bounded for u32 {
 
 impl Bounded for u64 {
     const MAX_VALUE: u128 = u64::MAX as u128;
+}
+
+impl Bounded for usize {
+    const MAX_VALUE: u128 = usize::MAX as u128;
 }
 
 impl Bounded for i32 {
@@ -392,7 +396,8 @@ impl Runner<'_> {
             "check_counter" => self.check_counter(cmd, args)?,
             "counter_read" => {
                 need(2)?;
-                let (instance, index) = (self.instance(&args[0])?, index(&args[1])?);
+                let instance = self.instance(&args[0])?;
+                let index = self.cell_index(instance, &args[1])?;
                 let cell = self
                     .target
                     .counter(instance, index)
@@ -401,7 +406,8 @@ impl Runner<'_> {
             }
             "register_read" => {
                 need(3)?;
-                let (instance, index) = (self.instance(&args[0])?, index(&args[1])?);
+                let instance = self.instance(&args[0])?;
+                let index = self.cell_index(instance, &args[1])?;
                 let value_word = if args[2].text == "==" {
                     args.get(3).unwrap_or(&args[2])
                 } else {
@@ -424,11 +430,8 @@ impl Runner<'_> {
             }
             "register_write" => {
                 need(3)?;
-                let (instance, index, value) = (
-                    self.instance(&args[0])?,
-                    index(&args[1])?,
-                    number(&args[2])?,
-                );
+                let instance = self.instance(&args[0])?;
+                let (index, value) = (self.cell_index(instance, &args[1])?, number(&args[2])?);
                 if let softswitch_core::ir::InstanceKind::Register { width, .. } =
                     self.target.program().instances[instance].kind
                 {
@@ -528,7 +531,7 @@ impl Runner<'_> {
                 need(2)?;
                 let (group, node) = (
                     number_as::<u16>(&args[0], MULTICAST_GROUP)?,
-                    index(&args[1])?,
+                    node(&args[1])?,
                 );
                 self.target
                     .associate_node(group, node)
@@ -577,6 +580,32 @@ impl Runner<'_> {
         self.target
             .instance_id(w.text)
             .ok_or_else(|| Diagnostic::new(w.span, format!("unknown extern instance '{}'", w.text)))
+    }
+
+    /// The index `w` of a cell of register, counter or meter `instance`: past the instance's
+    /// size, the switch's error for it, naming the number as given (a number past every `usize`
+    /// too); an instance of another kind is the switch's to refuse.
+    fn cell_index(&self, instance: usize, w: &Word) -> Result<usize> {
+        use softswitch_core::ir::InstanceKind;
+        let n = number(w)?;
+        let cells = match self.target.program().instances[instance].kind {
+            InstanceKind::Register { size, .. } => Some(("register", size)),
+            InstanceKind::Counter { size, .. } => Some(("counter", size)),
+            InstanceKind::Meter { size, .. } => Some(("meter", size)),
+            _ => None,
+        };
+        match cells {
+            Some((kind, size)) if n >= u128::from(size) => {
+                let size = size as usize;
+                let refused = softswitch_core::runtime::RuntimeError::Index {
+                    kind,
+                    index: n,
+                    size,
+                };
+                fail(w.span, refused.to_string())
+            }
+            _ => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+        }
     }
 
     /// `name(arg:value, ...)` bound to an action of `table`.
@@ -766,7 +795,7 @@ impl Runner<'_> {
             };
             MeterCell::Entry(handle)
         } else {
-            MeterCell::Index(index(cell)?)
+            MeterCell::Index(self.cell_index(instance, cell)?)
         };
         self.target
             .configure_meter(instance, which, config)

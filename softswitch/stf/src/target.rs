@@ -237,17 +237,15 @@ impl Target for Switch {
     }
 
     fn set_clone_session(&mut self, session: u32, port: u16) -> TargetResult<()> {
-        Switch::set_clone_session(self, session, port);
-        Ok(())
+        Switch::set_clone_session(self, session, port).map_err(refusal)
     }
 
     fn create_multicast_group(&mut self, group: u16) -> TargetResult<()> {
-        Switch::create_multicast_group(self, group);
-        Ok(())
+        Switch::create_multicast_group(self, group).map_err(refusal)
     }
 
     fn create_multicast_node(&mut self, rid: u16, ports: Vec<u16>) -> TargetResult<usize> {
-        Ok(Switch::create_multicast_node(self, rid, ports))
+        Switch::create_multicast_node(self, rid, ports).map_err(refusal)
     }
 
     fn associate_node(&mut self, group: u16, node: usize) -> TargetResult<()> {

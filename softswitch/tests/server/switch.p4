@@ -1,6 +1,6 @@
 /* The program of the P4Runtime server tests: a table of every match kind, an action parameter
- * with an @id, an indirect and a direct counter, a register, a digest, multicast, and packet I/O
- * with the controller. */
+ * with an @id, an indirect and a direct counter, a register, a digest, a table with idle
+ * timeouts, multicast, and packet I/O with the controller. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -62,6 +62,7 @@ control MyIngress(inout headers hdr, inout metadata meta, inout standard_metadat
         key = { hdr.ethernet.src: exact; }
         actions = { learn; NoAction; set_tos; }
         default_action = learn();
+        support_timeout = true;
     }
     apply {
         port_counter.count((bit<32>)sm.ingress_port);

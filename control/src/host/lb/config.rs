@@ -124,14 +124,9 @@ impl LbSetting {
     pub fn parse(key: &str, value: &str) -> anyhow::Result<LbSetting> {
         let parts: Vec<&str> = key.split('.').collect();
         let setting = match parts.as_slice() {
-            ["lb", "policy"] => LbSetting::Policy(
-                Policy::ALL
-                    .into_iter()
-                    .find(|p| p.name() == value)
-                    .with_context(|| {
-                        format!("{key}: '{value}' is not ecmp, flowlet, dlb, spray or wcmp")
-                    })?,
-            ),
+            ["lb", "policy"] => {
+                LbSetting::Policy(parse_policy(value).with_context(|| key.to_string())?)
+            }
             ["lb", "seed"] => LbSetting::Seed(
                 value
                     .parse()
@@ -222,6 +217,17 @@ impl Default for LbConfig {
             prefixes: Vec::new(),
         }
     }
+}
+
+/// The policy named `text` (as `lb.policy` and `lab lb --policies` take it).
+pub fn parse_policy(text: &str) -> anyhow::Result<Policy> {
+    Policy::ALL
+        .into_iter()
+        .find(|p| p.name() == text)
+        .with_context(|| {
+            let names: Vec<&str> = Policy::ALL.iter().map(|p| p.name()).collect();
+            format!("'{text}' is not a policy ({})", names.join(", "))
+        })
 }
 
 /// Splits a comma list, dropping blanks.
@@ -422,12 +428,17 @@ mod tests {
         let mut text = LbConfig::default();
         text.apply("lb.policy", "dlb").unwrap();
         assert_eq!(c, text);
+        text.apply("lb.policy", "e-ecmp").unwrap();
+        assert_eq!(text.policy, Policy::EEcmp);
     }
 
     #[test]
     fn bad_values_name_the_key() {
         for (pairs, needle) in [
-            (vec![("lb.policy", "random")], "lb.policy"),
+            (
+                vec![("lb.policy", "random")],
+                "lb.policy: 'random' is not a policy (ecmp, flowlet, dlb, spray, wcmp, e-ecmp)",
+            ),
             (vec![("lb.prefixes", "10.0.0.0/33")], "lb.prefixes"),
             (vec![("lb.nexthop.up0", "zz:00")], "lb.nexthop.up0"),
             (vec![("lb.weights", "up0:0")], "lb.weights"),

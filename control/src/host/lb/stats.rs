@@ -104,9 +104,9 @@ impl LbStats {
         let t = &self.flowlet_table;
         let mut out = format!(
             "lb policy {} failovers {} not_owned {} not_ip {} malformed {} ttl_expired {} no_uplink {}\n\
-             flowlet table {}/{} inserts {} evictions {}\n",
+             flowlet table {}/{} inserts {} evictions {}; sprayed {} qp_hashed {}\n",
             self.policy, self.lb_failovers, c.not_owned, c.not_ip, c.malformed, c.ttl_expired,
-            c.no_uplink, t.occupancy, t.capacity, t.inserts, t.evictions
+            c.no_uplink, t.occupancy, t.capacity, t.inserts, t.evictions, c.sprayed, c.qp_hashed
         );
         out += &format!(
             "{:<16} {:>5} {:>6} {:>12} {:>14} {:>9} {:>12} {:>10}\n",

@@ -34,7 +34,7 @@ use crate::{
     host::{
         config::{HostConfig, Setting},
         lb::{
-            config::{LbSetting, NextHop, FLOWLET_TIMEOUT},
+            config::{parse_policy, LbSetting, NextHop, FLOWLET_TIMEOUT},
             stats::LbStats,
         },
         pinned_maps::PinnedMaps,
@@ -66,7 +66,7 @@ const WINDOW: DurationLimits =
 /// Options of `lossless lab lb`.
 #[derive(Debug, Clone, clap::Args, Serialize)]
 pub struct LbLab {
-    /// Policies to compare, run in this order: ecmp, flowlet, dlb, spray, wcmp.
+    /// Policies to compare, run in this order: ecmp, flowlet, dlb, spray, wcmp, e-ecmp.
     #[arg(long, value_delimiter = ',', default_value = "ecmp,flowlet,dlb,spray", value_parser = parse_policy)]
     #[serde(serialize_with = "policy_names")]
     policies: Vec<Policy>,
@@ -130,13 +130,6 @@ pub struct LbLab {
     /// Directory for summary.json and lb.svg.
     #[arg(long, default_value = "lab-output/lb")]
     out: PathBuf,
-}
-
-fn parse_policy(text: &str) -> anyhow::Result<Policy> {
-    Policy::ALL
-        .into_iter()
-        .find(|p| p.name() == text)
-        .with_context(|| format!("'{text}' is not ecmp, flowlet, dlb, spray or wcmp"))
 }
 
 fn policy_names<S: serde::Serializer>(policies: &[Policy], s: S) -> Result<S::Ok, S::Error> {

@@ -1,6 +1,7 @@
 //! The switch's runtime interface: every control operation on a running [`Switch`], as BMv2's
 //! `RuntimeInterface` (`SwitchWContexts`) has them — table entries (`mt_add_entry`,
-//! `mt_modify_entry`, `mt_delete_entry`, `mt_get_entries`, `mt_set_default_action`), action
+//! `mt_modify_entry`, `mt_delete_entry`, `mt_get_entries`, `mt_set_default_action`), entries'
+//! idle timeouts and the ageing sweep (`mt_set_entry_ttl`, `sweep_entries`), action
 //! profiles and selectors (`mt_act_prof_*`), direct and indirect counters (`mt_read_counters`,
 //! `read_counters`, `write_counters`), registers (`register_read`, `register_write`), meters
 //! (`meter_set_rates`), parser value sets, multicast groups and nodes (`mc_*`), clone sessions
@@ -19,11 +20,13 @@
 //! in `--log-console` alike.
 
 use super::{State, Switch};
+use crate::budget::{self, Budget, BudgetExceeded};
 use crate::ir::{ActionCall, Entry, FieldMatch, InstanceKind, Program};
 use crate::meter::MeterConfig;
-use crate::table::{CounterCell, Installed, TableError};
+use crate::table::{ControllerData, CounterCell, Installed, TableError};
 use crate::tm::{self, QueueSettingError};
 use crate::trace::{self, Level};
+use std::time::Duration;
 use thiserror::Error;
 
 /// Why the switch refused a control operation.
@@ -48,8 +51,8 @@ pub enum RuntimeError {
     Index {
         /// What the instance is (`counter`, `register`, `meter`).
         kind: &'static str,
-        /// The index asked for.
-        index: usize,
+        /// The index asked for (as given: a client's number may be past any `usize`).
+        index: u128,
         /// The instance's size.
         size: usize,
     },
@@ -76,6 +79,9 @@ pub enum RuntimeError {
     /// A queue setting out of its range.
     #[error(transparent)]
     Queue(#[from] QueueSettingError),
+    /// The write does not fit the switch's state budget.
+    #[error(transparent)]
+    Budget(#[from] BudgetExceeded),
 }
 
 /// Which cell of a meter: an indirect meter's index, or the direct meter of a table entry.
@@ -189,7 +195,18 @@ impl Switch {
 
     /// Installs an entry (`mt_add_entry`); returns its handle.
     pub fn add_entry(&mut self, table: usize, entry: Entry) -> Result<usize, RuntimeError> {
-        let result = self.insert_entry(table, entry);
+        self.add_entry_with_data(table, entry, None)
+    }
+
+    /// Installs an entry with the data its controller keeps with it ([`ControllerData`]);
+    /// returns its handle.
+    pub fn add_entry_with_data(
+        &mut self,
+        table: usize,
+        entry: Entry,
+        data: Option<ControllerData>,
+    ) -> Result<usize, RuntimeError> {
+        let result = self.insert_entry(table, entry, data);
         let handle = result.as_ref().ok().copied();
         self.trace_entry_write(
             table,
@@ -201,7 +218,12 @@ impl Switch {
         result
     }
 
-    fn insert_entry(&mut self, table: usize, entry: Entry) -> Result<usize, RuntimeError> {
+    fn insert_entry(
+        &mut self,
+        table: usize,
+        entry: Entry,
+        data: Option<ControllerData>,
+    ) -> Result<usize, RuntimeError> {
         let t = self.table(table)?;
         if t.const_entries_fixed {
             return Err(TableError::Const(t.name.clone(), "entries").into());
@@ -218,7 +240,12 @@ impl Switch {
         for (i, m) in entry.matches.iter().enumerate() {
             self.state.tables[table].check_match(i, m, &t.keys[i].name)?;
         }
-        Ok(self.state.tables[table].insert(entry)?)
+        let now_us = self.now_us();
+        let cost = Installed::footprint_of(&entry, data.as_ref());
+        self.budget.check(cost)?;
+        let handle = self.state.tables[table].insert(entry, data, now_us)?;
+        self.budget.adjust(0, cost);
+        Ok(handle)
     }
 
     /// Changes the action of entry `handle` (`mt_modify_entry`).
@@ -228,10 +255,7 @@ impl Switch {
         handle: usize,
         call: ActionCall,
     ) -> Result<(), RuntimeError> {
-        let result = self
-            .check_action(table, &call)
-            .and_then(|()| self.installed_mut(table, handle))
-            .map(|installed| installed.entry.action = call);
+        let result = self.replace_action(table, handle, call);
         self.trace_entry_write(
             table,
             &result,
@@ -242,12 +266,58 @@ impl Switch {
         result
     }
 
+    /// Makes entry `handle` of `table` run `call`.
+    fn replace_action(
+        &mut self,
+        table: usize,
+        handle: usize,
+        call: ActionCall,
+    ) -> Result<(), RuntimeError> {
+        self.check_action(table, &call)?;
+        let installed = self.entry(table, handle)?;
+        let before = installed.footprint();
+        let after = before - installed.entry.action.args.len() * budget::ARG_BYTES
+            + call.args.len() * budget::ARG_BYTES;
+        self.budget.replace(before, after)?;
+        self.installed_mut(table, handle)?.entry.action = call;
+        Ok(())
+    }
+
+    /// Gives entry `handle` an idle timeout of `ttl`, counted from now, or takes it away
+    /// (`mt_set_entry_ttl`). A packet matching the entry restarts its count.
+    pub fn set_idle_timeout(
+        &mut self,
+        table: usize,
+        handle: usize,
+        ttl: Option<Duration>,
+    ) -> Result<(), RuntimeError> {
+        self.table(table)?;
+        let now_us = self.now_us();
+        Ok(self.state.tables[table].set_idle_timeout(handle, ttl, now_us)?)
+    }
+
+    /// Whether an entry of table `table` has an idle timeout.
+    pub fn has_idle_timeouts(&self, table: usize) -> Result<bool, RuntimeError> {
+        self.table(table)?;
+        Ok(self.state.tables[table].has_idle_timeouts())
+    }
+
+    /// The entries of table `table` that have gone their idle timeout without a hit, since
+    /// their last hit or their last report, whichever is later (the ageing monitor's sweep,
+    /// `sweep_entries`); each one's count starts again now.
+    pub fn sweep_idle(&mut self, table: usize) -> Result<Vec<usize>, RuntimeError> {
+        self.table(table)?;
+        let now_us = self.now_us();
+        Ok(self.state.tables[table].sweep_idle(now_us))
+    }
+
     /// Removes entry `handle` (`mt_delete_entry`).
     pub fn remove_entry(&mut self, table: usize, handle: usize) -> Result<(), RuntimeError> {
-        let result = self
-            .table(table)
-            .map(|_| ())
-            .and_then(|()| Ok(self.state.tables[table].remove(handle)?));
+        let result = self.table(table).map(|_| ()).and_then(|()| {
+            let removed = self.state.tables[table].remove(handle)?;
+            self.forget_entries(table, &[(handle, removed)]);
+            Ok(())
+        });
         self.trace_entry_write(
             table,
             &result,
@@ -264,15 +334,26 @@ impl Switch {
         if t.const_entries_fixed {
             return Err(TableError::Const(t.name.clone(), "entries").into());
         }
-        self.state.tables[table].clear();
+        let removed = self.state.tables[table].clear();
+        self.forget_entries(table, &removed);
         Ok(())
     }
 
     /// Removes every entry of every table that is not const.
     pub fn clear_tables(&mut self) {
-        for (t, state) in self.program.tables.iter().zip(self.state.tables.iter_mut()) {
-            if !t.const_entries_fixed {
-                state.clear();
+        for table in 0..self.program.tables.len() {
+            let _ = self.clear_table(table);
+        }
+    }
+
+    /// Refunds entries removed from `table` (with their handles) and forgets their direct
+    /// meters.
+    fn forget_entries(&mut self, table: usize, removed: &[(usize, Installed)]) {
+        let meter = self.program.tables[table].direct_meter;
+        for (handle, installed) in removed {
+            self.budget.adjust(installed.footprint(), 0);
+            if let Some(instance) = meter {
+                self.state.forget_direct_meter(instance, *handle);
             }
         }
     }
@@ -296,7 +377,8 @@ impl Switch {
             .ok_or(RuntimeError::Table(TableError::NoEntry(name, handle)))
     }
 
-    /// Every entry of table `table` with its handle, in installation order (`mt_get_entries`).
+    /// Every entry of table `table` with its handle, in the order of their handles' slots
+    /// (`mt_get_entries`).
     pub fn entries(
         &self,
         table: usize,
@@ -343,6 +425,41 @@ impl Switch {
     pub fn default_action(&self, table: usize) -> Result<&ActionCall, RuntimeError> {
         self.table(table)?;
         Ok(&self.state.tables[table].default_action)
+    }
+
+    /// What the controller keeps with entry `handle` of `table` (with the default entry, for
+    /// `None`).
+    pub fn entry_data(
+        &self,
+        table: usize,
+        handle: Option<usize>,
+    ) -> Result<Option<&ControllerData>, RuntimeError> {
+        Ok(match handle {
+            Some(h) => self.entry(table, h)?.data.as_deref(),
+            None => {
+                self.table(table)?;
+                self.state.tables[table].default_data.as_deref()
+            }
+        })
+    }
+
+    /// Replaces what the controller keeps with entry `handle` of `table` (with the default
+    /// entry, for `None`); `None` keeps nothing.
+    pub fn set_entry_data(
+        &mut self,
+        table: usize,
+        handle: Option<usize>,
+        data: Option<ControllerData>,
+    ) -> Result<(), RuntimeError> {
+        let before = ControllerData::footprint(self.entry_data(table, handle)?);
+        self.budget
+            .replace(before, ControllerData::footprint(data.as_ref()))?;
+        let data = data.map(Box::new);
+        match handle {
+            Some(h) => self.installed_mut(table, h)?.data = data,
+            None => self.state.tables[table].default_data = data,
+        }
+        Ok(())
     }
 
     fn check_action(&self, table: usize, call: &ActionCall) -> Result<(), RuntimeError> {
@@ -396,7 +513,10 @@ impl Switch {
     ) -> Result<(), RuntimeError> {
         let profile = self.profile_of(table)?;
         self.check_action(table, &call)?;
-        self.state.profiles[profile].members.insert(member, call);
+        let members = &mut self.state.profiles[profile].members;
+        let before = members.get(&member).map_or(0, member_footprint);
+        self.budget.replace(before, member_footprint(&call))?;
+        members.insert(member, call);
         Ok(())
     }
 
@@ -404,9 +524,10 @@ impl Switch {
     /// (`mt_act_prof_create_group`).
     pub fn create_selector_group(&mut self, table: usize, group: u32) -> Result<(), RuntimeError> {
         let profile = self.profile_of(table)?;
-        self.state.profiles[profile]
-            .groups
-            .insert(group, Vec::new());
+        let groups = &mut self.state.profiles[profile].groups;
+        let before = groups.get(&group).map_or(0, |g| group_footprint(g.len()));
+        self.budget.replace(before, group_footprint(0))?;
+        groups.insert(group, Vec::new());
         Ok(())
     }
 
@@ -423,11 +544,12 @@ impl Switch {
         if !profile.members.contains_key(&member) {
             return Err(TableError::NoMember("member", member).into());
         }
-        profile
+        let members = profile
             .groups
             .get_mut(&group)
-            .ok_or(TableError::NoMember("group", group))?
-            .push(member);
+            .ok_or(TableError::NoMember("group", group))?;
+        self.budget.replace(0, budget::GROUP_MEMBER_BYTES)?;
+        members.push(member);
         Ok(())
     }
 
@@ -497,6 +619,7 @@ impl Switch {
                 if self.state.value_sets[instance].len() >= size as usize {
                     return Err(RuntimeError::ValueSetFull(i.name.clone()));
                 }
+                self.budget.replace(0, budget::VALUE_SET_MEMBER_BYTES)?;
                 self.state.value_sets[instance].push(member);
                 Ok(())
             }
@@ -612,13 +735,24 @@ impl Switch {
     // ---- packet replication engine and mirroring ----
 
     /// Adds (or replaces) clone session `session` sending to `port` (`mirroring_add`).
-    pub fn set_clone_session(&mut self, session: u32, port: u16) {
+    pub fn set_clone_session(&mut self, session: u32, port: u16) -> Result<(), RuntimeError> {
+        let before = self.session_footprint(session);
+        self.budget.replace(before, budget::SESSION_BYTES)?;
         self.mirroring.set(session, port);
+        Ok(())
     }
 
     /// Removes clone session `session` (`mirroring_delete`).
     pub fn remove_clone_session(&mut self, session: u32) {
+        self.budget.adjust(self.session_footprint(session), 0);
         self.mirroring.remove(session);
+    }
+
+    /// What clone session `session` is charged (nothing if there is none).
+    fn session_footprint(&self, session: u32) -> usize {
+        self.mirroring
+            .port(session)
+            .map_or(0, |_| budget::SESSION_BYTES)
     }
 
     /// The port clone session `session` sends to, if the session exists (`mirroring_get`).
@@ -628,51 +762,72 @@ impl Switch {
 
     /// Makes multicast group `group` replicate to `replicas` (egress port, replication id),
     /// creating or replacing it.
-    pub fn set_multicast_group(&mut self, group: u16, replicas: &[(u16, u16)]) {
-        self.pre.set_group(group, replicas);
+    pub fn set_multicast_group(
+        &mut self,
+        group: u16,
+        replicas: &[(u16, u16)],
+    ) -> Result<(), RuntimeError> {
+        // At most a node per replica, each in the group.
+        let growth = budget::REPLICATION_ITEM_BYTES
+            + replicas.len() * (budget::REPLICATION_ITEM_BYTES + 2 * budget::REPLICA_BYTES);
+        self.on_replication(growth, |pre| {
+            pre.set_group(group, replicas);
+            Ok(())
+        })
     }
 
     /// Removes multicast group `group` and its nodes (P4Runtime's delete of a group, whose
     /// replicas belong to it).
     pub fn remove_multicast_group(&mut self, group: u16) {
-        self.pre.remove_group(group);
+        let _ = self.on_replication(0, |pre| {
+            pre.remove_group(group);
+            Ok(())
+        });
     }
 
     /// Creates multicast group `group`, empty (`mc_mgrp_create`).
-    pub fn create_multicast_group(&mut self, group: u16) {
-        self.pre.create_group(group);
+    pub fn create_multicast_group(&mut self, group: u16) -> Result<(), RuntimeError> {
+        self.on_replication(budget::REPLICATION_ITEM_BYTES, |pre| {
+            pre.create_group(group);
+            Ok(())
+        })
     }
 
     /// Creates a replication node (`rid`, ports); returns its handle (`mc_node_create`).
-    pub fn create_multicast_node(&mut self, rid: u16, ports: Vec<u16>) -> usize {
-        self.pre.create_node(rid, ports)
+    pub fn create_multicast_node(
+        &mut self,
+        rid: u16,
+        ports: Vec<u16>,
+    ) -> Result<usize, RuntimeError> {
+        let growth = budget::REPLICATION_ITEM_BYTES + ports.len() * budget::REPLICA_BYTES;
+        self.on_replication(growth, |pre| Ok(pre.create_node(rid, ports)))
     }
 
     /// Adds node `node` to group `group` (`mc_node_associate`).
     pub fn associate_node(&mut self, group: u16, node: usize) -> Result<(), RuntimeError> {
-        if self.pre.associate_node(group, node) {
-            Ok(())
-        } else {
-            Err(RuntimeError::NoGroupOrNode { group, node })
-        }
+        self.on_replication(budget::REPLICA_BYTES, |pre| {
+            pre.associate_node(group, node)
+                .then_some(())
+                .ok_or(RuntimeError::NoGroupOrNode { group, node })
+        })
     }
 
     /// Removes multicast group `group`, leaving its nodes for other groups (`mc_mgrp_destroy`).
     pub fn destroy_multicast_group(&mut self, group: u16) -> Result<(), RuntimeError> {
-        if self.pre.destroy_group(group) {
-            Ok(())
-        } else {
-            Err(RuntimeError::NoGroup(group))
-        }
+        self.on_replication(0, |pre| {
+            pre.destroy_group(group)
+                .then_some(())
+                .ok_or(RuntimeError::NoGroup(group))
+        })
     }
 
     /// Takes node `node` out of group `group` (`mc_node_dissociate`).
     pub fn dissociate_node(&mut self, group: u16, node: usize) -> Result<(), RuntimeError> {
-        if self.pre.dissociate_node(group, node) {
-            Ok(())
-        } else {
-            Err(RuntimeError::NoGroupOrNode { group, node })
-        }
+        self.on_replication(0, |pre| {
+            pre.dissociate_node(group, node)
+                .then_some(())
+                .ok_or(RuntimeError::NoGroupOrNode { group, node })
+        })
     }
 
     /// Changes the ports of replication node `node` (`mc_node_update`).
@@ -681,20 +836,35 @@ impl Switch {
         node: usize,
         ports: Vec<u16>,
     ) -> Result<(), RuntimeError> {
-        if self.pre.update_node(node, ports) {
-            Ok(())
-        } else {
-            Err(RuntimeError::NoNode(node))
-        }
+        let growth = ports.len() * budget::REPLICA_BYTES;
+        self.on_replication(growth, |pre| {
+            pre.update_node(node, ports)
+                .then_some(())
+                .ok_or(RuntimeError::NoNode(node))
+        })
     }
 
     /// Destroys replication node `node`, taking it out of its groups (`mc_node_destroy`).
     pub fn destroy_multicast_node(&mut self, node: usize) -> Result<(), RuntimeError> {
-        if self.pre.destroy_node(node) {
-            Ok(())
-        } else {
-            Err(RuntimeError::NoNode(node))
-        }
+        self.on_replication(0, |pre| {
+            pre.destroy_node(node)
+                .then_some(())
+                .ok_or(RuntimeError::NoNode(node))
+        })
+    }
+
+    /// Runs `change` on the replication engine if `growth` bytes (at least what it may add)
+    /// fit the budget, and charges or refunds what it really changed.
+    fn on_replication<R>(
+        &mut self,
+        growth: usize,
+        change: impl FnOnce(&mut crate::pre::ReplicationEngine) -> Result<R, RuntimeError>,
+    ) -> Result<R, RuntimeError> {
+        self.budget.check(growth)?;
+        let before = self.pre.footprint();
+        let result = change(&mut self.pre);
+        self.budget.adjust(before, self.pre.footprint());
+        result
     }
 
     /// Every multicast group with its nodes' handles, by group id (`mc_get_entries`).
@@ -714,7 +884,29 @@ impl Switch {
     /// settings) and every packet in flight, keeping the program and the clock
     /// (`reset_state`).
     pub fn reset_state(&mut self) {
+        let limit = self.budget.limit();
         *self = Switch::new(self.program.clone(), self.clock);
+        self.budget.set_limit(limit);
+    }
+
+    // ---- the state budget ----
+
+    /// The state budget: what the control plane's writes take, and the limit past which the
+    /// switch refuses them ([`crate::budget`]).
+    pub fn state_budget(&self) -> Budget {
+        self.budget
+    }
+
+    /// Sets the state budget to `limit` bytes (what is in use stays, even above it).
+    pub fn set_state_budget(&mut self, limit: usize) {
+        self.budget.set_limit(limit);
+    }
+
+    /// Charges (or refunds) what the switch's owner keeps for the control plane beside the
+    /// switch (a front door's copy of what it wrote): something charged `before` bytes now
+    /// takes `after`. Growth that does not fit is refused, changing nothing.
+    pub fn charge_owner_state(&mut self, before: usize, after: usize) -> Result<(), RuntimeError> {
+        Ok(self.budget.replace(before, after)?)
     }
 
     // ---- queues ----
@@ -818,12 +1010,22 @@ impl Cells {
     }
 }
 
+/// What an action profile member running `call` is charged.
+fn member_footprint(call: &ActionCall) -> usize {
+    budget::PROFILE_ITEM_BYTES + call.args.len() * budget::ARG_BYTES
+}
+
+/// What an action selector's group of `members` members is charged.
+fn group_footprint(members: usize) -> usize {
+    budget::PROFILE_ITEM_BYTES + members * budget::GROUP_MEMBER_BYTES
+}
+
 /// Cell `index` of the `kind` cells `cells`, or why not.
 fn cell<T>(cells: &[T], kind: Cells, index: usize) -> Result<&T, RuntimeError> {
     let size = cells.len();
     cells.get(index).ok_or(RuntimeError::Index {
         kind: kind.name(),
-        index,
+        index: index as u128,
         size,
     })
 }
@@ -833,7 +1035,7 @@ fn cell_mut<T>(cells: &mut [T], kind: Cells, index: usize) -> Result<&mut T, Run
     let size = cells.len();
     cells.get_mut(index).ok_or(RuntimeError::Index {
         kind: kind.name(),
-        index,
+        index: index as u128,
         size,
     })
 }

@@ -426,14 +426,26 @@ impl Transmit for XdpTx {
     }
 }
 
-/// Attaches every port with `io`; fails on the first that cannot be attached.
+/// Attaches every port with `io`; fails on the first that cannot be attached, and before any
+/// when a port number or an interface is given twice.
 pub fn open_all(specs: &[PortSpec], io: PortIo) -> io::Result<Vec<Port>> {
-    let mut seen = BTreeMap::new();
+    let mut ports = BTreeMap::new();
+    let mut interfaces = BTreeMap::new();
     for s in specs {
-        if let Some(other) = seen.insert(s.port, &s.iface) {
+        if let Some(other) = ports.insert(s.port, &s.iface) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("port {} is given twice ({other} and {})", s.port, s.iface),
+            ));
+        }
+        // Two ports on one interface would each receive every frame it brings.
+        if let Some(other) = interfaces.insert(&s.iface, s.port) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "interface {} is given twice (ports {other} and {}): an interface is one port",
+                    s.iface, s.port
+                ),
             ));
         }
     }

@@ -1,14 +1,18 @@
 //! The Thrift server's open connections and how long they may take: a table of at most
-//! [`Limits::connections`] connections, each idle (between two calls) or in a call (from the
-//! call's first byte to its answer). When every slot is taken, a newcomer takes the slot of the
-//! connection idle the longest, which is closed, so that idle clients (a `simple_switch_CLI`
-//! waiting at its prompt) never lock the control plane out; a connection in a call keeps its
-//! slot, and a call must arrive whole within [`Limits::call_deadline`] of its first byte, so a
-//! sender of a partial call (a slow loris) loses it. Warnings a client can cause at will go
-//! through a [`Throttle`].
+//! [`Limits::connections`] connections, each idle (between two calls), reading a call (from its
+//! first byte to its last) or answering one. A call must arrive whole within
+//! [`Limits::call_deadline`] of its first byte. When every slot is taken, a newcomer takes the
+//! slot of another connection, which is closed, so that neither idle clients (a
+//! `simple_switch_CLI` waiting at its prompt) nor senders of partial calls (slow lorises,
+//! reconnecting before their deadline) lock the control plane out: the victim is one of the
+//! source address holding the most slots — a partial call that has been arriving for longer
+//! than [`STALLED`] (the one begun first), else the connection idle the longest, else the
+//! partial call begun first. A connection answering a call (its call arrived whole) keeps its
+//! slot; a newcomer finding every slot answering is closed at once. Warnings a client can cause
+//! at will go through the device's `throttle`.
 
 use std::io;
-use std::net::{Shutdown, TcpStream};
+use std::net::{IpAddr, Shutdown, TcpStream};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -30,29 +34,52 @@ struct Table {
     next_id: u64,
 }
 
+/// How long a call may have been arriving before it is the first to lose its slot to a
+/// newcomer: what a client on a live network takes to send any call but a whole BMv2 JSON.
+pub(super) const STALLED: Duration = Duration::from_secs(1);
+
 /// One open connection.
 struct Slot {
     id: u64,
     peer: String,
+    /// The peer's address, whose slots are counted together.
+    source: Option<IpAddr>,
     /// The connection's socket, to close it for a newcomer.
     stream: TcpStream,
     state: State,
 }
 
 /// Where a connection is.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum State {
     /// Waiting for a call since then.
     Idle(Instant),
-    /// Reading or answering a call whose first byte arrived then.
-    InCall(Instant),
+    /// Reading a call whose first byte arrived then.
+    Reading(Instant),
+    /// Answering a call that arrived whole (its first byte then).
+    Answering(Instant),
+}
+
+impl State {
+    /// How much rather this connection than another loses its slot to a newcomer at `now`:
+    /// the greatest goes, `None` never.
+    fn eviction_rank(self, now: Instant) -> Option<(u8, Duration)> {
+        match self {
+            State::Reading(begun) if now.saturating_duration_since(begun) > STALLED => {
+                Some((2, now.saturating_duration_since(begun)))
+            }
+            State::Idle(since) => Some((1, now.saturating_duration_since(since))),
+            State::Reading(begun) => Some((0, now.saturating_duration_since(begun))),
+            State::Answering(_) => None,
+        }
+    }
 }
 
 /// A connection that was given a slot.
 pub(super) struct Admitted {
     /// Its pacing, for its reader.
     pub(super) pace: Pace,
-    /// The peer of the idle connection closed to make room, if one was.
+    /// The peer of the connection closed to make room, if one was.
     pub(super) evicted: Option<String>,
 }
 
@@ -72,26 +99,18 @@ impl Connections {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Gives `stream` (from `peer`) a slot: a free one, or the slot of the connection idle the
-    /// longest, which is shut down. `None` when every connection is in a call (or the socket
-    /// cannot be shared with the table).
+    /// Gives `stream` (from `peer`) a slot: a free one, or another connection's (the module's
+    /// comment says whose), which is shut down. `None` when every connection is answering a
+    /// call (or the socket cannot be shared with the table).
     pub(super) fn admit(self: &Arc<Self>, stream: &TcpStream, peer: &str) -> Option<Admitted> {
         let handle = stream.try_clone().ok()?;
+        let source = stream.peer_addr().ok().map(|a| a.ip());
         let mut table = self.table();
         let mut evicted = None;
         if table.slots.len() >= self.limit {
-            let oldest = table
-                .slots
-                .iter()
-                .enumerate()
-                .filter_map(|(i, s)| match s.state {
-                    State::Idle(since) => Some((since, i)),
-                    State::InCall(_) => None,
-                })
-                .min()?
-                .1;
-            let slot = table.slots.swap_remove(oldest);
-            // Its reader, blocked for its next call, sees the end of the stream.
+            let victim = table.victim(Instant::now())?;
+            let slot = table.slots.swap_remove(victim);
+            // Its reader, blocked on the socket, sees the end of the stream.
             let _ = slot.stream.shutdown(Shutdown::Both);
             evicted = Some(slot.peer);
         }
@@ -100,6 +119,7 @@ impl Connections {
         table.slots.push(Slot {
             id,
             peer: peer.to_string(),
+            source,
             stream: handle,
             state: State::Idle(Instant::now()),
         });
@@ -125,6 +145,21 @@ impl Connections {
     }
 }
 
+impl Table {
+    /// The slot a newcomer takes at `now`, if any may be taken: among the connections of the
+    /// source holding the most slots, the one whose [`State::eviction_rank`] is greatest.
+    fn victim(&self, now: Instant) -> Option<usize> {
+        let held =
+            |source: Option<IpAddr>| self.slots.iter().filter(|s| s.source == source).count();
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| Some(((held(s.source), s.state.eviction_rank(now)?), i)))
+            .max_by_key(|&(rank, _)| rank)
+            .map(|(_, i)| i)
+    }
+}
+
 /// The pacing of one connection's calls: its reader reports each call's start and end, and is
 /// told how long it may still wait for the rest of a call. Frees the slot when dropped.
 pub(super) struct Pace {
@@ -143,17 +178,30 @@ impl Pace {
         self.connections
             .update(self.id, |s| {
                 if let State::Idle(_) = s {
-                    *s = State::InCall(now);
+                    *s = State::Reading(now);
                 }
             })
             .map(|_| ())
-            .ok_or_else(|| io::Error::other("closed to make room for another connection"))
+            .ok_or_else(closed_for_another)
+    }
+
+    /// The call has arrived whole: it is being answered, and its slot is no newcomer's. An
+    /// error when the connection was closed for a newcomer meanwhile.
+    pub(super) fn call_read(&self) -> io::Result<()> {
+        self.connections
+            .update(self.id, |s| {
+                if let State::Reading(begun) = *s {
+                    *s = State::Answering(begun);
+                }
+            })
+            .map(|_| ())
+            .ok_or_else(closed_for_another)
     }
 
     /// Before a read of the rest of a call: sets the socket's read timeout to what is left of
     /// the call's deadline, or fails once it has passed.
     pub(super) fn before_read(&self) -> io::Result<()> {
-        let Some(State::InCall(begun)) = self.connections.update(self.id, |_| {}) else {
+        let Some(State::Reading(begun)) = self.connections.update(self.id, |_| {}) else {
             return Ok(());
         };
         let deadline = self.connections.call_deadline;
@@ -194,37 +242,9 @@ impl Drop for Pace {
     }
 }
 
-/// A warning said at most once a period, with the number held back since the last one.
-pub(super) struct Throttle {
-    period: Duration,
-    state: Mutex<(Option<Instant>, u64)>,
-}
-
-impl Throttle {
-    /// At most one warning every `period`.
-    pub(super) const fn new(period: Duration) -> Throttle {
-        Throttle {
-            period,
-            state: Mutex::new((None, 0)),
-        }
-    }
-
-    /// Whether a warning may be said at `now`: `Some(n)` with the `n` held back since the last
-    /// one said, or `None` (this one is held back and counted).
-    pub(super) fn admit(&self, now: Instant) -> Option<u64> {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let (last, held) = &mut *state;
-        match last {
-            Some(t) if now.saturating_duration_since(*t) < self.period => {
-                *held += 1;
-                None
-            }
-            _ => {
-                *last = Some(now);
-                Some(std::mem::take(held))
-            }
-        }
-    }
+/// What a reader is told when its connection was closed to make room for a newcomer.
+fn closed_for_another() -> io::Error {
+    io::Error::other("closed to make room for another connection")
 }
 
 #[cfg(test)]
@@ -240,7 +260,7 @@ mod tests {
     }
 
     #[test]
-    fn a_newcomer_takes_the_longest_idle_slot_never_one_in_a_call() {
+    fn a_newcomer_takes_the_longest_idle_slot_never_one_answering() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let table = Connections::new(&Limits {
             connections: 2,
@@ -251,7 +271,7 @@ mod tests {
         a.pace.call_begun().unwrap();
         let b = table.admit(&ends[1].1, "b").unwrap();
         assert_eq!((a.evicted.as_deref(), b.evicted.as_deref()), (None, None));
-        // Full: `a`, the older, is in a call; `b` is closed for the newcomer.
+        // Full: `a`, the older, is reading a call that began just now; `b`, idle, goes.
         let c = table.admit(&ends[2].1, "c").unwrap();
         assert_eq!(c.evicted.as_deref(), Some("b"));
         let mut byte = [0];
@@ -262,8 +282,10 @@ mod tests {
         );
         assert!(b.pace.call_begun().is_err(), "b's reader is told");
         drop(b);
-        // Both in a call: the next is refused.
+        // Both answering calls: the next is refused.
+        a.pace.call_read().unwrap();
         c.pace.call_begun().unwrap();
+        c.pace.call_read().unwrap();
         assert!(table.admit(&ends[3].1, "d").is_none());
         // `a` answered its call: now it is the one idle, and it goes.
         a.pace.call_answered();
@@ -271,15 +293,60 @@ mod tests {
         assert_eq!(e.evicted.as_deref(), Some("a"));
     }
 
+    /// Slow lorises that keep every slot in a partial call lose them to newcomers, the partial
+    /// call begun first going first, before an idle connection unless all are fresh.
     #[test]
-    fn a_throttle_says_one_warning_a_period_and_counts_the_rest() {
-        let throttle = Throttle::new(Duration::from_secs(10));
-        let t0 = Instant::now();
-        assert_eq!(throttle.admit(t0), Some(0));
-        assert_eq!(throttle.admit(t0 + Duration::from_secs(1)), None);
-        assert_eq!(throttle.admit(t0 + Duration::from_secs(9)), None);
-        assert_eq!(throttle.admit(t0 + Duration::from_secs(10)), Some(2));
-        assert_eq!(throttle.admit(t0 + Duration::from_secs(11)), None);
-        assert_eq!(throttle.admit(t0 + Duration::from_secs(25)), Some(1));
+    fn partial_calls_lose_their_slots_the_stalled_first() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let table = Connections::new(&Limits {
+            connections: 3,
+            ..super::super::LIMITS
+        });
+        let ends: Vec<_> = (0..6).map(|_| connection(&listener)).collect();
+        let idle = table.admit(&ends[0].1, "idle").unwrap();
+        let old = table.admit(&ends[1].1, "old").unwrap();
+        old.pace.call_begun().unwrap();
+        let young = table.admit(&ends[2].1, "young").unwrap();
+        young.pace.call_begun().unwrap();
+        // Both partial calls are fresh: the idle connection goes first.
+        let first = table.admit(&ends[3].1, "first").unwrap();
+        assert_eq!(first.evicted.as_deref(), Some("idle"));
+        first.pace.call_begun().unwrap();
+        drop(idle);
+        // Once stalled, the partial call begun first goes, whatever else is there.
+        std::thread::sleep(STALLED + Duration::from_millis(100));
+        let second = table.admit(&ends[4].1, "second").unwrap();
+        assert_eq!(second.evicted.as_deref(), Some("old"));
+        let third = table.admit(&ends[5].1, "third").unwrap();
+        assert_eq!(third.evicted.as_deref(), Some("young"));
+    }
+
+    /// The source holding the most slots loses one first: a lone client of another address
+    /// keeps its slot while one address fills the others.
+    #[test]
+    fn the_source_holding_the_most_slots_gives_one_up() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let table = Connections::new(&Limits {
+            connections: 3,
+            ..super::super::LIMITS
+        });
+        let ends: Vec<_> = (0..5).map(|_| connection(&listener)).collect();
+        // The lone client (of another address) has been idle the longest; the others are
+        // partial calls.
+        let lone = table.admit(&ends[0].1, "lone").unwrap();
+        table.table().slots[0].source = Some(IpAddr::from([192, 0, 2, 1]));
+        let mut crowd = Vec::new();
+        for (i, end) in ends.iter().enumerate().skip(1) {
+            let a = table.admit(&end.1, &format!("crowd{i}")).unwrap();
+            if i > 2 {
+                assert!(a.evicted.as_deref().unwrap().starts_with("crowd"), "{i}");
+            }
+            a.pace.call_begun().unwrap();
+            crowd.push(a);
+        }
+        assert!(
+            lone.pace.call_begun().is_ok(),
+            "the lone client kept its slot"
+        );
     }
 }

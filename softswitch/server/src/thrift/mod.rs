@@ -22,14 +22,36 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use thrift::protocol::{TBinaryInputProtocol, TBinaryOutputProtocol};
+use thrift::protocol::{
+    TBinaryInputProtocol, TBinaryOutputProtocol, TFieldIdentifier, TInputProtocol, TListIdentifier,
+    TMapIdentifier, TMessageIdentifier, TSetIdentifier, TStructIdentifier, TType,
+};
 use thrift::server::{TMultiplexedProcessor, TProcessor};
 use thrift::transport::{TBufferedReadTransport, TBufferedWriteTransport};
 use thrift::{ApplicationError, ApplicationErrorKind, TConfiguration};
 
 use crate::engine::{Engine, EngineHandle};
 use crate::pipeline::{Compiled, Pipeline};
-use connections::{Connections, Pace, Throttle};
+use connections::{Connections, Pace};
+use softswitch_device::throttle::{HeldBack, Throttle, PERIOD};
+
+/// Notes about refused calls, said in the log: a client makes as many as it likes, so at most a
+/// few a period are written (the others counted).
+static NOTES: Throttle = Throttle::new(PERIOD, 10);
+
+/// Writes a note about a call at `$level` (`info`, `warn`) through [`NOTES`].
+macro_rules! note {
+    ($level:ident, $($fmt:tt)+) => {
+        if let Some(held) = crate::thrift::NOTES.admit(std::time::Instant::now()) {
+            tracing::$level!(
+                "{}{}",
+                format_args!($($fmt)+),
+                softswitch_device::throttle::HeldBack(held)
+            );
+        }
+    };
+}
+use note;
 
 /// What one Thrift client may send and hold, so that no client can exhaust the switch's memory
 /// or threads.
@@ -178,7 +200,10 @@ impl Services {
             budget: budget.clone(),
             pace,
         };
-        let mut input = TBinaryInputProtocol::with_config(read, true, configuration());
+        let mut input = Paced {
+            inner: TBinaryInputProtocol::with_config(read, true, configuration()),
+            pace,
+        };
         let mut output = TBinaryOutputProtocol::new(TBufferedWriteTransport::new(write), true);
         loop {
             budget.set(Budget::Left(LIMITS.message_bytes));
@@ -229,15 +254,13 @@ fn serve_with(
         .spawn(move || accept(listener, services, limits))
 }
 
-/// How often a warning that a client can cause at will (a refused connection, a connection
-/// ended by an error) is written: once in this period, with the count of those held back.
-const WARNING_PERIOD: Duration = Duration::from_secs(10);
-
 /// Accepts connections and serves each on a thread of its own.
 fn accept(listener: TcpListener, services: Arc<Services>, limits: Limits) {
     let connections = Connections::new(&limits);
-    let refusals = Throttle::new(WARNING_PERIOD);
-    let failures = Arc::new(Throttle::new(WARNING_PERIOD));
+    // A warning a client can cause at will (a refused connection, a connection ended by an
+    // error) is written once a period, with the count of those held back.
+    let refusals = Throttle::new(PERIOD, 1);
+    let failures = Arc::new(Throttle::new(PERIOD, 1));
     for stream in listener.incoming() {
         let stream = match stream {
             Ok(s) => s,
@@ -254,15 +277,16 @@ fn accept(listener: TcpListener, services: Arc<Services>, limits: Limits) {
         let Some(admitted) = connections.admit(&stream, &peer) else {
             if let Some(held) = refusals.admit(Instant::now()) {
                 tracing::warn!(
-                    "thrift: {peer} refused: all {} connections are in a call \
-                     (thrift::LIMITS; {held} more refused since the last warning)",
-                    limits.connections
+                    "thrift: {peer} refused: all {} connections are answering a call \
+                     (thrift::LIMITS){}",
+                    limits.connections,
+                    HeldBack(held)
                 );
             }
             continue;
         };
         if let Some(evicted) = admitted.evicted {
-            tracing::debug!("thrift: {evicted} closed, the longest idle, to make room for {peer}");
+            tracing::debug!("thrift: {evicted} closed to make room for {peer}");
         }
         let (services, failures, pace) = (services.clone(), failures.clone(), admitted.pace);
         let spawned = std::thread::Builder::new()
@@ -280,8 +304,8 @@ fn accept(listener: TcpListener, services: Arc<Services>, limits: Limits) {
                     Err(e) => {
                         if let Some(held) = failures.admit(Instant::now()) {
                             tracing::warn!(
-                                "thrift: {peer}: {e}; connection closed ({held} more \
-                                 connections closed on an error since the last warning)"
+                                "thrift: {peer}: {e}; connection closed{}",
+                                HeldBack(held)
                             );
                         }
                     }
@@ -303,6 +327,89 @@ fn configuration() -> TConfiguration {
         .max_recursion_depth(Some(LIMITS.depth))
         .build()
         .expect("the limits are consistent")
+}
+
+/// An input protocol that tells its [`Pace`] (if any) when a call has arrived whole (its
+/// message's end is read), before the call is served.
+struct Paced<'p, P> {
+    inner: P,
+    pace: Option<&'p Pace>,
+}
+
+impl<P: TInputProtocol> TInputProtocol for Paced<'_, P> {
+    fn read_message_begin(&mut self) -> thrift::Result<TMessageIdentifier> {
+        self.inner.read_message_begin()
+    }
+    fn read_message_end(&mut self) -> thrift::Result<()> {
+        self.inner.read_message_end()?;
+        if let Some(pace) = self.pace {
+            pace.call_read()?;
+        }
+        Ok(())
+    }
+    fn read_struct_begin(&mut self) -> thrift::Result<Option<TStructIdentifier>> {
+        self.inner.read_struct_begin()
+    }
+    fn read_struct_end(&mut self) -> thrift::Result<()> {
+        self.inner.read_struct_end()
+    }
+    fn read_field_begin(&mut self) -> thrift::Result<TFieldIdentifier> {
+        self.inner.read_field_begin()
+    }
+    fn read_field_end(&mut self) -> thrift::Result<()> {
+        self.inner.read_field_end()
+    }
+    fn read_bool(&mut self) -> thrift::Result<bool> {
+        self.inner.read_bool()
+    }
+    fn read_bytes(&mut self) -> thrift::Result<Vec<u8>> {
+        self.inner.read_bytes()
+    }
+    fn read_i8(&mut self) -> thrift::Result<i8> {
+        self.inner.read_i8()
+    }
+    fn read_i16(&mut self) -> thrift::Result<i16> {
+        self.inner.read_i16()
+    }
+    fn read_i32(&mut self) -> thrift::Result<i32> {
+        self.inner.read_i32()
+    }
+    fn read_i64(&mut self) -> thrift::Result<i64> {
+        self.inner.read_i64()
+    }
+    fn read_double(&mut self) -> thrift::Result<f64> {
+        self.inner.read_double()
+    }
+    fn read_uuid(&mut self) -> thrift::Result<uuid::Uuid> {
+        self.inner.read_uuid()
+    }
+    fn read_string(&mut self) -> thrift::Result<String> {
+        self.inner.read_string()
+    }
+    fn read_list_begin(&mut self) -> thrift::Result<TListIdentifier> {
+        self.inner.read_list_begin()
+    }
+    fn read_list_end(&mut self) -> thrift::Result<()> {
+        self.inner.read_list_end()
+    }
+    fn read_set_begin(&mut self) -> thrift::Result<TSetIdentifier> {
+        self.inner.read_set_begin()
+    }
+    fn read_set_end(&mut self) -> thrift::Result<()> {
+        self.inner.read_set_end()
+    }
+    fn read_map_begin(&mut self) -> thrift::Result<TMapIdentifier> {
+        self.inner.read_map_begin()
+    }
+    fn read_map_end(&mut self) -> thrift::Result<()> {
+        self.inner.read_map_end()
+    }
+    fn read_byte(&mut self) -> thrift::Result<u8> {
+        self.inner.read_byte()
+    }
+    fn min_serialized_size(&self, field_type: TType) -> usize {
+        self.inner.min_serialized_size(field_type)
+    }
 }
 
 /// What is left of the bytes one call may take.
@@ -482,6 +589,60 @@ mod tests {
         assert!(sent.elapsed() >= deadline, "not before its deadline");
         // The idle connection waited longer than the deadline and is still served.
         assert_eq!(idle.bm_mgmt_get_info().unwrap().device_id, Some(7));
+    }
+
+    /// The attack of issue 30: every slot held by a sender of a partial call that reconnects
+    /// just before its deadline. Legitimate calls, each on a connection of its own, are all
+    /// served: a newcomer takes a stalled partial call's slot.
+    #[test]
+    fn slow_lorises_reconnecting_before_their_deadline_do_not_lock_a_client_out() {
+        let deadline = Duration::from_secs(2);
+        let (_device, addr) = served(Limits {
+            call_deadline: deadline,
+            ..LIMITS
+        });
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let attackers: Vec<_> = (0..LIMITS.connections)
+            .map(|i| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    // Spread over the deadline, as connections made over time are.
+                    let start = Instant::now() + deadline * i as u32 / LIMITS.connections as u32;
+                    std::thread::sleep(start.saturating_duration_since(Instant::now()));
+                    let call = call_begin("standard:bm_mgmt_get_info");
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let Ok(mut slow) = TcpStream::connect(addr) else {
+                            continue;
+                        };
+                        let _ = slow.write_all(&call[..5]);
+                        // Reconnect just before the deadline cuts the call.
+                        std::thread::sleep(deadline * 19 / 20);
+                    }
+                })
+            })
+            .collect();
+        // The attack holds every slot.
+        std::thread::sleep(deadline * 2);
+        let mut failed = Vec::new();
+        for i in 0..38 {
+            let stream = TcpStream::connect(addr).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            if let Err(e) = tcp_client(stream).bm_mgmt_get_info() {
+                failed.push(format!("call {i}: {e}"));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for a in attackers {
+            a.join().unwrap();
+        }
+        assert!(
+            failed.is_empty(),
+            "{} of 38 failed: {failed:?}",
+            failed.len()
+        );
     }
 
     #[test]

@@ -25,7 +25,10 @@ fn mc_op(code: McOperationErrorCode) -> thrift::Error {
 /// The ports of BMv2's port map: a string of '0' and '1', port 0 last.
 fn ports(map: &str) -> thrift::Result<Vec<u16>> {
     if map.len() > MAX_PORTS || map.bytes().any(|b| b != b'0' && b != b'1') {
-        tracing::info!("thrift mc: a port map of more than {MAX_PORTS} ports or not of 0 and 1");
+        super::note!(
+            info,
+            "thrift mc: a port map of more than {MAX_PORTS} ports or not of 0 and 1"
+        );
         return Err(mc_op(McOperationErrorCode::ERROR));
     }
     Ok(map
@@ -40,7 +43,7 @@ fn ports(map: &str) -> thrift::Result<Vec<u16>> {
 /// Refuses a LAG map that names any LAG.
 fn no_lags(call: &str, map: &str) -> thrift::Result<()> {
     if map.bytes().any(|b| b == b'1') {
-        tracing::warn!("thrift {call}: not supported by softswitch: LAGs");
+        super::note!(warn, "thrift {call}: not supported by softswitch: LAGs");
         return Err(mc_op(McOperationErrorCode::ERROR));
     }
     Ok(())
@@ -58,7 +61,10 @@ fn node(h: i32) -> thrift::Result<usize> {
 
 /// BMv2's code for a refused group or node operation on `group` (if any).
 fn refused(call: &str, switch: &Switch, group: Option<u16>, e: RuntimeError) -> thrift::Error {
-    tracing::info!("thrift {call}: {e}");
+    super::note!(info, "thrift {call}: {e}");
+    if let RuntimeError::Budget(_) = e {
+        return mc_op(McOperationErrorCode::TABLE_FULL);
+    }
     let group_exists =
         group.is_none_or(|g| switch.multicast_groups().iter().any(|&(id, _)| id == g));
     mc_op(if group_exists {
@@ -81,7 +87,8 @@ impl SimplePreLAGSyncHandler for SimplePreLag {
     fn handle_bm_mc_mgrp_create(&self, _: i32, mgrp: BmMcMgrp) -> thrift::Result<BmMcMgrpHandle> {
         let g = group(mgrp)?;
         self.on_switch(move |s| {
-            s.create_multicast_group(g);
+            s.create_multicast_group(g)
+                .map_err(|e| refused("mc_mgrp_create", s, None, e))?;
             Ok(mgrp)
         })
     }
@@ -90,7 +97,7 @@ impl SimplePreLAGSyncHandler for SimplePreLag {
         let g = group(mgrp_handle)?;
         self.on_switch(move |s| {
             s.destroy_multicast_group(g).map_err(|e| {
-                tracing::info!("thrift mc_mgrp_destroy: {e}");
+                super::note!(info, "thrift mc_mgrp_destroy: {e}");
                 mc_op(McOperationErrorCode::INVALID_MGRP_HANDLE)
             })
         })
@@ -107,7 +114,9 @@ impl SimplePreLAGSyncHandler for SimplePreLag {
         let rid = u16::try_from(rid).map_err(|_| mc_op(McOperationErrorCode::ERROR))?;
         let ports = ports(&port_map)?;
         self.on_switch(move |s| {
-            let handle = s.create_multicast_node(rid, ports);
+            let handle = s
+                .create_multicast_node(rid, ports)
+                .map_err(|e| refused("mc_node_create", s, None, e))?;
             i32::try_from(handle).map_err(|_| mc_op(McOperationErrorCode::TABLE_FULL))
         })
     }
@@ -167,7 +176,10 @@ impl SimplePreLAGSyncHandler for SimplePreLag {
         _: BmMcLagIndex,
         _: BmMcPortMap,
     ) -> thrift::Result<()> {
-        tracing::warn!("thrift mc_set_lag_membership: not supported by softswitch: LAGs");
+        super::note!(
+            warn,
+            "thrift mc_set_lag_membership: not supported by softswitch: LAGs"
+        );
         Err(mc_op(McOperationErrorCode::ERROR))
     }
 

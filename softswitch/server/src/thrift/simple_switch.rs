@@ -34,7 +34,7 @@ fn queue_answer(call: &str, r: Result<(), RuntimeError>) -> i32 {
     match r {
         Ok(()) => 0,
         Err(e) => {
-            tracing::info!("thrift {call}: {e}");
+            super::note!(info, "thrift {call}: {e}");
             1
         }
     }
@@ -61,7 +61,7 @@ impl SimpleSwitch {
     ) -> thrift::Result<i32> {
         self.on_switch(move |s| {
             let (Some(port), Some(priority)) = (pick(port_num), pick(priority)) else {
-                tracing::info!("thrift {call}: a port or priority out of range");
+                super::note!(info, "thrift {call}: a port or priority out of range");
                 return Ok(1);
             };
             Ok(queue_answer(call, set(s, port, priority)))
@@ -93,7 +93,7 @@ impl SimpleSwitch {
         rate_pps: i64,
     ) -> thrift::Result<i32> {
         let Ok(rate) = u64::try_from(rate_pps) else {
-            tracing::info!("thrift set_queue_rate: a negative rate");
+            super::note!(info, "thrift set_queue_rate: a negative rate");
             return Ok(1);
         };
         self.queues(
@@ -123,8 +123,13 @@ impl SimpleSwitchSyncHandler for SimpleSwitch {
             return Ok(1);
         };
         self.on_switch(move |s| {
-            s.set_clone_session(id, port);
-            Ok(0)
+            Ok(match s.set_clone_session(id, port) {
+                Ok(()) => 0,
+                Err(e) => {
+                    super::note!(info, "thrift mirroring_mapping_add: {e}");
+                    1
+                }
+            })
         })
     }
 
@@ -152,7 +157,8 @@ impl SimpleSwitchSyncHandler for SimpleSwitch {
         config: MirroringSessionConfig,
     ) -> thrift::Result<()> {
         if config.mgid.is_some() {
-            tracing::warn!(
+            super::note!(
+                warn,
                 "thrift mirroring_add_mc: not supported by softswitch: clone sessions to a \
                  multicast group"
             );
@@ -165,8 +171,12 @@ impl SimpleSwitchSyncHandler for SimpleSwitch {
             return Err(not_found());
         };
         self.on_switch(move |s| {
-            s.set_clone_session(id, port);
-            Ok(())
+            s.set_clone_session(id, port).map_err(|e| {
+                thrift::Error::Application(ApplicationError::new(
+                    ApplicationErrorKind::InternalError,
+                    e.to_string(),
+                ))
+            })
         })
     }
 

@@ -31,7 +31,7 @@ fn table_op(code: TableOperationErrorCode) -> thrift::Error {
 /// A refused table operation: said in the log, answered with BMv2's code for it.
 fn table_refused(call: &str, e: RuntimeError) -> thrift::Error {
     use TableOperationErrorCode as C;
-    tracing::info!("thrift {call}: {e}");
+    super::note!(info, "thrift {call}: {e}");
     table_op(match e {
         RuntimeError::NoTable(_) => C::INVALID_TABLE_NAME,
         RuntimeError::Table(t) => match t {
@@ -48,13 +48,14 @@ fn table_refused(call: &str, e: RuntimeError) -> thrift::Error {
             TableError::Const(..) => C::DEFAULT_ACTION_IS_CONST,
         },
         RuntimeError::NoInstance(_) | RuntimeError::WrongKind { .. } => C::COUNTERS_DISABLED,
+        RuntimeError::Budget(_) => C::TABLE_FULL,
         _ => C::ERROR,
     })
 }
 
 /// A call softswitch does not serve: said in the log, answered with `error`.
 fn unsupported(call: &str, why: &str, error: impl Into<thrift::Error>) -> thrift::Error {
-    tracing::warn!("thrift {call}: not supported by softswitch: {why}");
+    super::note!(warn, "thrift {call}: not supported by softswitch: {why}");
     error.into()
 }
 
@@ -65,9 +66,9 @@ fn table(switch: &Switch, name: &str) -> thrift::Result<usize> {
         .ok_or_else(|| table_op(TableOperationErrorCode::INVALID_TABLE_NAME))
 }
 
-/// An entry handle from the wire, or BMv2's INVALID_HANDLE.
+/// An entry handle from the wire (see [`values::wire_handle`]).
 fn handle(h: i32) -> thrift::Result<usize> {
-    usize::try_from(h).map_err(|_| table_op(TableOperationErrorCode::INVALID_HANDLE))
+    Ok(values::entry_handle(h))
 }
 
 /// The call of action `name` of table `t` with BMv2's action data.
@@ -165,7 +166,7 @@ impl Standard {
             f(&mut p.switch, i, shape).map_err(|refused| {
                 X::exception(match refused.into() {
                     Refused::Runtime(e) => {
-                        tracing::info!("thrift {} {name}: {e}", X::KIND);
+                        super::note!(info, "thrift {} {name}: {e}", X::KIND);
                         match e {
                             RuntimeError::Index { .. } => X::INVALID_INDEX,
                             _ => X::ERROR,
@@ -335,7 +336,7 @@ impl StandardSyncHandler for Standard {
             let handle = s
                 .add_entry(t, entry)
                 .map_err(|e| table_refused("table_add", e))?;
-            i32::try_from(handle).map_err(|_| table_op(TableOperationErrorCode::TABLE_FULL))
+            Ok(values::wire_handle(handle))
         })
     }
 
@@ -1053,7 +1054,6 @@ impl StandardSyncHandler for Standard {
             // What P4Runtime wrote and reads back goes with the state.
             p.multicast_groups.clear();
             p.clone_sessions.clear();
-            p.entry_metadata.clear();
             Ok(())
         })
     }

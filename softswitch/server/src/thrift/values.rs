@@ -162,6 +162,17 @@ pub fn action_entry(program: &Program, call: &ActionCall) -> BmActionEntry {
     )
 }
 
+/// An entry handle as BMv2 sends it: the switch's 32-bit handle (a version in the high 8
+/// bits) in the wire's `i32`, negative from version 128 on, as BMv2's C++ server converts it.
+pub fn wire_handle(handle: usize) -> i32 {
+    handle as u32 as i32
+}
+
+/// An entry handle from the wire: [`wire_handle`] undone.
+pub fn entry_handle(h: i32) -> usize {
+    h as u32 as usize
+}
+
 /// Entry `handle` of table `table` as BMv2 reads it back.
 pub fn entry(program: &Program, table: usize, handle: usize, installed: &Installed) -> BmMtEntry {
     let keys = &program.tables[table].keys;
@@ -173,7 +184,7 @@ pub fn entry(program: &Program, table: usize, handle: usize, installed: &Install
     BmMtEntry::new(
         match_key,
         BmAddEntryOptions::new(bmv2_priority(program, table, installed.entry.priority)),
-        i32::try_from(handle).unwrap_or(i32::MAX),
+        wire_handle(handle),
         action_entry(program, &installed.entry.action),
         None,
     )

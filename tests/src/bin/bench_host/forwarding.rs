@@ -6,6 +6,7 @@
 use std::{net::Ipv4Addr, path::Path, time::Duration};
 
 use anyhow::Context as _;
+use dataplane_common::lb::Policy;
 use lossless::{
     netns::{veth_pair, Endpoint, Namespace},
     traffic::{Engine, FixedRate, SendConfig},
@@ -18,8 +19,6 @@ use super::{
     compile_xdp, engine_name, median, Ceilings, FLAT_OUT_BPS, FRAME, ROUNDS, SECONDS_PER_RUN,
 };
 
-/// The policies measured, after the baseline.
-const POLICIES: [&str; 5] = ["ecmp", "flowlet", "dlb", "spray", "wcmp"];
 /// QPs of the sender: enough flows for the hash policies to use every uplink.
 pub const QPS: u32 = 64;
 
@@ -122,7 +121,11 @@ pub fn run(ceilings: &Ceilings) -> anyhow::Result<()> {
     let redirect = compile_xdp("xdp_redirect.c", &defines)?;
     // Each row's label and (packets/s forwarded, engine) of each round: the baseline first.
     let mut rows: Vec<(String, Vec<(f64, Engine)>)> = std::iter::once("plain XDP_REDIRECT".into())
-        .chain(POLICIES.iter().map(|policy| format!("lb {policy}")))
+        .chain(
+            Policy::ALL
+                .iter()
+                .map(|policy| format!("lb {}", policy.name())),
+        )
         .map(|label| (label, Vec::new()))
         .collect();
     for round in 1..=ROUNDS {
@@ -130,7 +133,7 @@ pub fn run(ceilings: &Ceilings) -> anyhow::Result<()> {
             let (pps, engine) = match i.checked_sub(1) {
                 None => topology.measure_baseline(&redirect)?,
                 Some(policy) => {
-                    let _attached = topology.attach(POLICIES[policy])?;
+                    let _attached = topology.attach(Policy::ALL[policy].name())?;
                     topology.measure()?
                 }
             };

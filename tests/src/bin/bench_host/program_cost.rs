@@ -20,7 +20,7 @@ use aya::{
     programs::{SchedClassifier, TestRun, TestRunOptions, Xdp, XdpMode},
     Ebpf,
 };
-use dataplane_common::{pfc::build_pfc_frame, programs};
+use dataplane_common::{lb::Policy, pfc::build_pfc_frame, programs};
 use etherparse::{Ipv4Header, Ipv4HeaderSlice};
 use lossless::{
     host::{attach::load_over_pinned_maps, pins::PinDir},
@@ -48,8 +48,6 @@ const SLOW_STEPS: u32 = 256;
 /// How many times the plain XDP_PASS's cost the slowed one must at least cost (it is ~30 times
 /// here): a wide margin, so only a figure that cannot see a loop fails.
 const SLOW_MIN_RATIO: f64 = 2.0;
-/// The balancer's policies.
-const POLICIES: [&str; 5] = ["ecmp", "flowlet", "dlb", "spray", "wcmp"];
 /// Idle interfaces: one per XDP program measured (the balancer's policies share one).
 const IDLE: u8 = 6;
 /// The destination of the frames: inside the balancer's owned prefix.
@@ -352,7 +350,7 @@ pub fn run() -> anyhow::Result<()> {
             ),
             subject("CNP/PFC emit, TC egress", 3, programs::EMIT, Hook::Tc, None),
         ];
-        for policy in POLICIES {
+        for policy in Policy::ALL.map(Policy::name) {
             subjects.push(subject(
                 &format!("LB {policy}, XDP"),
                 4,
