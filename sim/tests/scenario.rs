@@ -156,6 +156,29 @@ fn scenarios_past_their_limits_are_refused_before_they_run() {
     });
     let e = refused(&bad, 1 << 32);
     assert!(e.contains("no switch"), "{e}");
+    // Failures are checked before anything is allocated: the estimate a sweep sizes its jobs
+    // with refuses them too.
+    let e = sim::scenario::estimate(&bad, &program, &sources)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no switch"), "{e}");
+    bad.failures[0].link = Some("h0_0_0".into());
+    bad.failures[0].at = "soon".into();
+    let e = sim::scenario::estimate(&bad, &program, &sources)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("failure.at"), "{e}");
+    // A connection matrix's own failure lines are refused, not ignored.
+    let matrix =
+        std::env::temp_dir().join(format!("lossless-sim-failure-{}.cm", std::process::id()));
+    std::fs::write(&matrix, "Nodes 16\nConnections 1\nFailures 1\n0->1 id 1 start 0 size 1000\nfailure switch_type AGG switch_id 0 link_id 1\n")
+        .unwrap();
+    let e = refused(
+        &scenario("fat-tree:4", &[matrix.to_str().unwrap()]),
+        1 << 32,
+    );
+    let _ = std::fs::remove_file(&matrix);
+    assert!(e.contains("failure"), "{e}");
     let e = refused(
         &Scenario {
             workload: vec!["allreduce:ranks=64,size=1MB".into()],
