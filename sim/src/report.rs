@@ -186,6 +186,18 @@ pub struct DropReport {
     pub loops: u64,
 }
 
+impl DropReport {
+    /// Every drop, whatever its cause.
+    pub fn total(&self) -> u64 {
+        self.buffer_full
+            + self.queue_full
+            + self.program
+            + self.link_down
+            + self.unconnected
+            + self.loops
+    }
+}
+
 /// The hosts' transport.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TransportReport {

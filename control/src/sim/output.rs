@@ -138,7 +138,7 @@ pub fn write_comparison(out: &Path, records: &[Record]) -> anyhow::Result<()> {
         (1000, 360),
         &[slowdown_panel(records)],
     )?;
-    println!(
+    eprintln!(
         "wrote comparison.json and comparison.svg to {}",
         out.display()
     );
@@ -174,7 +174,7 @@ pub fn print(records: &[Record]) {
             .filter(|t| t.tier > 1)
             .map(|t| t.imbalance)
             .fold(0.0, f64::max);
-        let drops = s.drops.buffer_full + s.drops.queue_full + s.drops.link_down;
+        let drops = s.drops.total();
         println!(
             "{:<8} {:>11} {:>9.2} {:>9.2} {:>9.2} {:>11} {:>11} {:>8.2} {:>9} {:>10.1} {:>9} {:>8} {:>7} {:>8}",
             r.scenario.tuning.policy.name(),

@@ -49,8 +49,9 @@ pub struct SweepArgs {
     /// The scenario every point starts from.
     #[command(flatten)]
     pub scenario: ScenarioArgs,
-    /// A dimension of the grid, `KEY=V1,V2,...`: `policy`, `seed`, `load` (every cdf part's
-    /// load), `time`, or a tuning key (`ecn.kmin_packets`); the sweep runs every combination.
+    /// A dimension of the grid, `KEY=V1,V2,...`: `policy`, `seed`, `load` (the load of
+    /// every `cdf:` part given as a short form), `time`, or a tuning key
+    /// (`ecn.kmin_packets`); the sweep runs every combination.
     #[arg(long = "grid", value_name = "KEY=VALUES", required = true)]
     pub grid: Vec<String>,
     /// The P4 program of every switch (default: lossless.p4, built in).
@@ -849,7 +850,7 @@ impl Row<'_> {
     fn measures(&self) -> [(&'static str, Option<f64>, usize, usize); 9] {
         let s = &self.record.summary;
         let c = s.collectives.first();
-        let drops = s.drops.buffer_full + s.drops.queue_full + s.drops.link_down;
+        let drops = s.drops.total();
         [
             ("flows", Some(s.flows.total as f64), 7, 0),
             ("completed", Some(s.flows.completed as f64), 9, 0),
