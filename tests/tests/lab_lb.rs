@@ -118,7 +118,7 @@ fn lb_lab_refuses_bad_options_by_name() {
     for (args, expected) in [
         (
             &["--policies", "ecmp,roundrobin"][..],
-            "'roundrobin' is not ecmp",
+            "'roundrobin' is not a policy (ecmp, flowlet, dlb, spray, wcmp, e-ecmp)",
         ),
         (&["--load", "0"][..], "--load 0"),
         (&["--size", "40"][..], "--size 40"),
