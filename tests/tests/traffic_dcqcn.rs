@@ -303,10 +303,11 @@ fn dcqcn_cuts_on_cnps_and_recovers_without_them() {
 
 /// `recv --cnp` under a flood of CE-marked frames on two QPs answers at most one per QP per
 /// interval: with a 1 ms interval over a sender running D seconds, each QP gets at most
-/// D/1ms + 2 CNPs and at least a quarter of D/1ms (the sender sends every ~20 µs per QP, so
-/// nearly every interval has a CE mark); every CE mark is either answered or counted as
+/// D/1ms + 2 CNPs and at least a quarter of D/1ms (the sender sends every ~90 µs per QP, so
+/// every interval has about eleven CE marks); every CE mark is either answered or counted as
 /// suppressed, and the sender receives at least 90% of them (the receiver may lag behind the
-/// flood and answer its last marks after the sender ended).
+/// flood and answer its last marks after the sender ended: at 200 Mb/s of 256-byte frames a
+/// busy 2-core machine left it 70 ms behind, so the flood is no faster than it needs to be).
 #[test]
 fn recv_cnp_rate_limits_under_a_flood() {
     let Some(_alone) = exclusive("recv_cnp_rate_limits_under_a_flood") else {
@@ -321,7 +322,7 @@ fn recv_cnp_rate_limits_under_a_flood() {
         &link,
         &[
             "--rate",
-            "200mbit",
+            "50mbit",
             "--size",
             "256",
             "--qps",
