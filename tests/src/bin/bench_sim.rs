@@ -15,10 +15,16 @@
 //! queue; otherwise the benchmark fails. A simulator is not a load generator: nothing here can
 //! be bound by one. Ratios are ours over htsim's, from the same run.
 //!
+//! htsim gets at most [`HTSIM_CPU_FACTOR`] times the CPU seconds ours took on the same case
+//! (and at least [`HTSIM_MIN_CPU_SECONDS`]), as a CPU-time limit the kernel enforces
+//! (`RLIMIT_CPU`): past it htsim is stopped, its row says so, and the CPU ratio is a bound
+//! (ours is under 1/[`HTSIM_CPU_FACTOR`] of htsim's). Without it a 1,024-host AllReduce keeps
+//! htsim busy for hours, and the aim (ours within 2× of htsim's CPU time) is decided anyway.
+//!
 //! `--hosts 128` runs only the fabrics of that many hosts.
 
 use std::io::{BufReader, Read as _};
-use std::os::unix::process::ExitStatusExt as _;
+use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::Instant;
@@ -36,6 +42,10 @@ const ALLREDUCE_BYTES: u64 = 8 << 20;
 const SEED: u64 = 1;
 /// Simulated time limit, µs.
 const END_US: u64 = 1_000_000;
+/// htsim's CPU-time limit on a case, in multiples of ours on it.
+const HTSIM_CPU_FACTOR: u64 = 2;
+/// htsim's CPU-time limit is never below this, seconds.
+const HTSIM_MIN_CPU_SECONDS: u64 = 60;
 
 /// One scenario of the benchmark.
 struct Case {
@@ -92,12 +102,39 @@ struct Usage {
     wall_seconds: f64,
 }
 
+/// How a measured child process ended.
+enum Ended<T> {
+    /// It exited successfully; what `read` made of its output.
+    Finished(T),
+    /// The kernel stopped it at its CPU-time limit.
+    AtCpuLimit,
+}
+
 /// Runs `command` with its standard output given to `read`, and its usage as the kernel
-/// accounts it once it has exited; fails if it fails.
+/// accounts it once it has exited; with `cpu_limit` (seconds) the kernel stops it there
+/// (SIGXCPU, then SIGKILL a second later). Fails if it fails otherwise.
 fn measured<T>(
     mut command: Command,
+    cpu_limit: Option<u64>,
     read: impl FnOnce(std::process::ChildStdout) -> anyhow::Result<T>,
-) -> anyhow::Result<(T, Usage)> {
+) -> anyhow::Result<(Ended<T>, Usage)> {
+    if let Some(seconds) = cpu_limit {
+        let limit = libc::rlimit {
+            rlim_cur: seconds,
+            rlim_max: seconds + 1,
+        };
+        // SAFETY: setrlimit is async-signal-safe and touches only the child's own limits;
+        // `limit` is copied into the closure.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::setrlimit(libc::RLIMIT_CPU, &limit) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
+    }
     let started = Instant::now();
     let mut child = command
         .stdout(Stdio::piped())
@@ -127,11 +164,6 @@ fn measured<T>(
     let wall_seconds = started.elapsed().as_secs_f64();
     let errors = errors.join().unwrap_or_default();
     let status = ExitStatus::from_raw(status);
-    anyhow::ensure!(
-        status.success(),
-        "{command:?}: {status}\n{}",
-        errors.trim_end()
-    );
     let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     let usage = Usage {
         cpu_seconds: seconds(usage.ru_utime) + seconds(usage.ru_stime),
@@ -139,7 +171,21 @@ fn measured<T>(
         peak_bytes: usage.ru_maxrss as u64 * 1024,
         wall_seconds,
     };
-    Ok((read?, usage))
+    // SIGXCPU at the soft limit; SIGKILL at the hard one, a second later.
+    let at_limit = match status.signal() {
+        Some(libc::SIGXCPU) => true,
+        Some(libc::SIGKILL) => cpu_limit.is_some_and(|limit| usage.cpu_seconds >= limit as f64),
+        _ => false,
+    };
+    if cpu_limit.is_some() && at_limit {
+        return Ok((Ended::AtCpuLimit, usage));
+    }
+    anyhow::ensure!(
+        status.success(),
+        "{command:?}: {status}\n{}",
+        errors.trim_end()
+    );
+    Ok((Ended::Finished(read?), usage))
 }
 
 /// Writes the case's matrix into `dir` with htsim's generator.
@@ -185,11 +231,14 @@ fn ours(lossless: &Path, side: &SideBySide, dir: &Path) -> anyhow::Result<Figure
         .arg("--out")
         .arg(dir.join("ours"))
         .args(["--json", "--memory", "16GB"]);
-    let (records, usage) = measured(command, |out| {
+    let (Ended::Finished(records), usage) = measured(command, None, |out| {
         let records: Vec<Record> =
             serde_json::from_reader(BufReader::new(out)).context("lossless sim run's JSON")?;
         Ok(records)
-    })?;
+    })?
+    else {
+        unreachable!("ours runs without a CPU-time limit");
+    };
     let [record] = &records[..] else {
         anyhow::bail!("lossless sim run reported {} runs, not one", records.len());
     };
@@ -224,11 +273,21 @@ fn hops(k: u32, a: u32, b: u32) -> u64 {
     }
 }
 
-/// htsim on `side`, in a child process working in `dir`.
-fn theirs(htsim: &Htsim, side: &SideBySide, dir: &Path) -> anyhow::Result<Figures> {
-    let (run, usage): (HtsimRun, Usage) = measured(side.htsim_command(htsim, dir)?, |out| {
+/// htsim on `side`, in a child process working in `dir`, stopped at `cpu_limit` seconds:
+/// its figures, or its usage when it was stopped.
+fn theirs(
+    htsim: &Htsim,
+    side: &SideBySide,
+    dir: &Path,
+    cpu_limit: u64,
+) -> anyhow::Result<Result<Figures, Usage>> {
+    let (ended, usage) = measured(side.htsim_command(htsim, dir)?, Some(cpu_limit), |out| {
         htsim::read_output(BufReader::new(out), false)
     })?;
+    let run: HtsimRun = match ended {
+        Ended::Finished(run) => run,
+        Ended::AtCpuLimit => return Ok(Err(usage)),
+    };
     anyhow::ensure!(
         run.completed && run.finished_count == run.connections,
         "htsim finished {} of {} flows (ran to its end: {})",
@@ -254,12 +313,12 @@ fn theirs(htsim: &Htsim, side: &SideBySide, dir: &Path) -> anyhow::Result<Figure
         .iter()
         .map(|f| 2 * f.bytes.div_ceil(mss) * hops(k, f.src, f.dst))
         .sum();
-    Ok(Figures {
+    Ok(Ok(Figures {
         usage,
         run_cpu_seconds: None,
         packet_hops,
         flows: run.finished_count,
-    })
+    }))
 }
 
 /// The matrix's flows, as our workload reader reads them.
@@ -322,6 +381,33 @@ fn print_ratio(case: &str, ours: &Figures, theirs: &Figures) {
     );
 }
 
+/// The rows of a case htsim did not finish within its CPU-time limit: its usage when stopped,
+/// and ours over it as bounds.
+fn print_stopped(case: &str, ours: &Figures, theirs: &Usage) {
+    println!(
+        "{:<18} {:<6} {:>9} {:>9} {:>13} {:>13} {:>9.0} {:>9} {:>8.1}  stopped at its CPU limit",
+        case,
+        "htsim",
+        format!(">{:.2}", theirs.cpu_seconds),
+        "-",
+        "-",
+        "-",
+        theirs.peak_bytes as f64 / 1e6,
+        "-",
+        theirs.wall_seconds
+    );
+    println!(
+        "{:<18} {:<6} {:>9} {:>9} {:>13} {:>13} {:>9}",
+        case,
+        "ratio",
+        format!("<{:.2}", ours.usage.cpu_seconds / theirs.cpu_seconds),
+        "",
+        "",
+        "-",
+        "-",
+    );
+}
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let hosts: Vec<u32> = match args.as_slice() {
@@ -359,7 +445,17 @@ fn bench(htsim: &Htsim, lossless: &Path, dir: &Path, hosts: &[u32]) -> anyhow::R
         };
         let o = ours(lossless, &side, &case_dir).with_context(|| format!("{}: ours", case.name))?;
         print_row(&case.name, "ours", &o);
-        let t = theirs(htsim, &side, &case_dir).with_context(|| format!("{}: htsim", case.name))?;
+        let limit =
+            (o.usage.cpu_seconds.ceil() as u64 * HTSIM_CPU_FACTOR).max(HTSIM_MIN_CPU_SECONDS);
+        let t = match theirs(htsim, &side, &case_dir, limit)
+            .with_context(|| format!("{}: htsim", case.name))?
+        {
+            Ok(t) => t,
+            Err(stopped) => {
+                print_stopped(&case.name, &o, &stopped);
+                continue;
+            }
+        };
         print_row(&case.name, "htsim", &t);
         anyhow::ensure!(
             o.flows == t.flows,
