@@ -1,0 +1,575 @@
+//! A Reliable Connection's transport, as a RoCE NIC runs it, without the frames: what a QP's
+//! requester sends next and what its responder answers, for [`super::collective`] to put on
+//! the wire.
+//!
+//! The requester ([`SendQp`]) sends each message as RC SEND packets (First, Middle, Last, or
+//! Only), at most [`SendQp::new`]'s window of packets unacknowledged, asking for an
+//! acknowledge (BTH AckReq) every [`ACK_EVERY`] packets, on each message's last and on the
+//! last the window allows. The
+//! responder ([`RecvQp`]) takes packets in PSN order only: it acknowledges what asked for it,
+//! answers the first packet past a gap with one NAK (PSN sequence error, carrying the PSN it
+//! expects) and re-acknowledges duplicates, so that a requester whose ACK was lost moves on.
+//! On a NAK the requester goes back N (resends from the PSN the NAK names); with nothing
+//! acknowledged for a retransmission timeout it resends from the oldest unacknowledged packet,
+//! which also covers a lost tail and a peer that is not up yet.
+//!
+//! PSNs are 24 bits on the wire; inside, packets are numbered by a 64-bit sequence that never
+//! wraps, and a PSN read off the wire is placed by its distance from what is expected.
+
+use std::collections::VecDeque;
+
+use wire::bth::{Opcode, MASK_24};
+use workload::FlowId;
+
+/// A requester asks for an acknowledge every this many packets of a message, and on its last.
+pub const ACK_EVERY: u64 = 16;
+
+/// Half the PSN space: a PSN this far or farther ahead of the expected one is behind it.
+const HALF_PSN_SPACE: u32 = 1 << 23;
+
+/// The wire PSN of sequence number `seq`.
+fn psn(seq: u64) -> u32 {
+    (seq & u64::from(MASK_24)) as u32
+}
+
+/// How far `psn` is ahead of `base`'s PSN, in packets (negative: behind it), in 24-bit space.
+fn distance(psn: u32, base: u64) -> i64 {
+    let d = psn.wrapping_sub(self::psn(base)) & MASK_24;
+    if d < HALF_PSN_SPACE {
+        i64::from(d)
+    } else {
+        i64::from(d) - i64::from(MASK_24) - 1
+    }
+}
+
+/// One packet a requester puts on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet {
+    /// Its PSN.
+    pub psn: u32,
+    /// RC SEND First, Middle, Last or Only.
+    pub opcode: Opcode,
+    /// Payload bytes.
+    pub payload_len: usize,
+    /// BTH AckReq.
+    pub ack_req: bool,
+    /// Whether it was sent before (a go-back-N or a timeout resends it).
+    pub resent: bool,
+}
+
+/// A message posted to a requester.
+#[derive(Clone, Copy, Debug)]
+struct Posted {
+    flow: FlowId,
+    bytes: u64,
+    /// Sequence number of its first packet.
+    first: u64,
+    packets: u64,
+}
+
+/// What a requester did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SendCounts {
+    /// Packets sent, resent ones included.
+    pub packets: u64,
+    /// Payload bytes acknowledged.
+    pub bytes: u64,
+    /// Packets sent again (go-back-N and timeouts).
+    pub resent: u64,
+    /// NAKs received.
+    pub naks: u64,
+    /// Retransmission timeouts.
+    pub timeouts: u64,
+}
+
+/// The requester side of a QP.
+#[derive(Debug)]
+pub struct SendQp {
+    payload: u64,
+    window: u64,
+    rto_ns: u64,
+    /// Posted and not yet wholly acknowledged, oldest first.
+    messages: VecDeque<Posted>,
+    /// Next sequence number to send.
+    next: u64,
+    /// Oldest unacknowledged sequence number.
+    una: u64,
+    /// One past the last posted packet.
+    end: u64,
+    /// One past the highest sequence number ever sent.
+    high: u64,
+    /// When the requester last saw progress (an acknowledge of new packets, or a post onto an
+    /// idle QP), ns.
+    progress_ns: u64,
+    counts: SendCounts,
+}
+
+impl SendQp {
+    /// A requester sending `payload` bytes per packet at most, with at most `window` packets
+    /// unacknowledged, going back to the oldest after `rto_ns` without progress.
+    pub fn new(payload: u64, window: u64, rto_ns: u64) -> Self {
+        SendQp {
+            payload: payload.max(1),
+            window: window.max(1),
+            rto_ns,
+            messages: VecDeque::new(),
+            next: 0,
+            una: 0,
+            end: 0,
+            high: 0,
+            progress_ns: 0,
+            counts: SendCounts::default(),
+        }
+    }
+
+    /// Posts `flow`, a message of `bytes` (at least one packet), behind those posted before.
+    pub fn post(&mut self, flow: FlowId, bytes: u64, now_ns: u64) {
+        if self.una == self.end {
+            self.progress_ns = now_ns;
+        }
+        let packets = bytes.div_ceil(self.payload).max(1);
+        self.messages.push_back(Posted {
+            flow,
+            bytes,
+            first: self.end,
+            packets,
+        });
+        self.end += packets;
+    }
+
+    /// Whether everything posted has been acknowledged.
+    pub fn idle(&self) -> bool {
+        self.una == self.end
+    }
+
+    /// What it did so far.
+    pub fn counts(&self) -> SendCounts {
+        self.counts
+    }
+
+    /// The next packet to send, if the window and the posted messages allow one.
+    pub fn next_packet(&mut self) -> Option<Packet> {
+        if self.next >= self.end || self.next >= self.una + self.window {
+            return None;
+        }
+        let seq = self.next;
+        let m = self
+            .messages
+            .iter()
+            .find(|m| seq < m.first + m.packets)
+            .expect("every unacknowledged packet belongs to a posted message");
+        let offset = seq - m.first;
+        let last = offset + 1 == m.packets;
+        let opcode = match (offset == 0, last) {
+            (true, true) => Opcode::RcSendOnly,
+            (true, false) => Opcode::RcSendFirst,
+            (false, true) => Opcode::RcSendLast,
+            (false, false) => Opcode::RcSendMiddle,
+        };
+        let payload_len = if last {
+            m.bytes - offset * self.payload
+        } else {
+            self.payload
+        };
+        let resent = seq < self.high;
+        self.next += 1;
+        self.high = self.high.max(self.next);
+        self.counts.packets += 1;
+        self.counts.resent += u64::from(resent);
+        Some(Packet {
+            psn: psn(seq),
+            opcode,
+            payload_len: payload_len as usize,
+            // The window's last packet asks too, or a window below ACK_EVERY would wait forever.
+            ack_req: last
+                || (offset + 1).is_multiple_of(ACK_EVERY)
+                || seq + 1 == self.una + self.window,
+            resent,
+        })
+    }
+
+    /// An acknowledge of every packet up to `psn`: returns the messages it completes, oldest
+    /// first. A stale or impossible PSN (not among the packets sent) changes nothing.
+    pub fn on_ack(&mut self, psn: u32, now_ns: u64) -> Vec<FlowId> {
+        let d = distance(psn, self.una);
+        if d < 0 || self.una + d as u64 >= self.high {
+            return Vec::new();
+        }
+        self.acknowledge(self.una + d as u64 + 1, now_ns)
+    }
+
+    /// A NAK (PSN sequence error) expecting `psn`: everything before it is acknowledged, and
+    /// sending goes back to it. Returns the messages completed.
+    pub fn on_nak(&mut self, psn: u32, now_ns: u64) -> Vec<FlowId> {
+        let d = distance(psn, self.una);
+        if d < 0 || self.una + d as u64 > self.high {
+            return Vec::new();
+        }
+        self.counts.naks += 1;
+        let expected = self.una + d as u64;
+        let done = self.acknowledge(expected, now_ns);
+        self.next = expected;
+        done
+    }
+
+    /// Goes back to the oldest unacknowledged packet if nothing was acknowledged for the
+    /// retransmission timeout; returns whether it did.
+    pub fn on_timer(&mut self, now_ns: u64) -> bool {
+        if self.una == self.next || now_ns < self.progress_ns + self.rto_ns {
+            return false;
+        }
+        self.counts.timeouts += 1;
+        self.next = self.una;
+        self.progress_ns = now_ns;
+        true
+    }
+
+    /// When [`SendQp::on_timer`] would next go back, if packets are out.
+    pub fn deadline_ns(&self) -> Option<u64> {
+        (self.una < self.next).then_some(self.progress_ns + self.rto_ns)
+    }
+
+    /// Everything before sequence number `upto` is acknowledged.
+    fn acknowledge(&mut self, upto: u64, now_ns: u64) -> Vec<FlowId> {
+        let mut done = Vec::new();
+        if upto <= self.una {
+            return done;
+        }
+        self.una = upto;
+        self.next = self.next.max(upto);
+        self.progress_ns = now_ns;
+        while let Some(m) = self.messages.front() {
+            if m.first + m.packets > upto {
+                break;
+            }
+            self.counts.bytes += m.bytes;
+            done.push(m.flow);
+            self.messages.pop_front();
+        }
+        done
+    }
+}
+
+/// What a responder answers a packet with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// An acknowledge of every packet up to this PSN.
+    Ack(u32),
+    /// A NAK, PSN sequence error: this PSN is the one expected.
+    Nak(u32),
+}
+
+/// What a responder made of one packet.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Received {
+    /// The message it completed, if any.
+    pub delivered: Option<FlowId>,
+    /// The answer to send, if any.
+    pub reply: Option<Reply>,
+}
+
+/// Why a responder refuses a packet in sequence: the peer does not follow the plan both
+/// sides were given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RecvError {
+    /// A message arrived when none was expected.
+    #[error("a message arrived when none more was expected")]
+    Unexpected,
+    /// A message ended with another size than expected.
+    #[error("flow {flow}: a message of {got} bytes where {expected} were expected")]
+    Size {
+        /// The flow expected.
+        flow: FlowId,
+        /// Its bytes.
+        expected: u64,
+        /// The bytes that came.
+        got: u64,
+    },
+}
+
+/// What a responder did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RecvCounts {
+    /// Packets taken in order.
+    pub packets: u64,
+    /// Payload bytes of the messages delivered.
+    pub bytes: u64,
+    /// Packets past a gap, dropped.
+    pub out_of_order: u64,
+    /// Packets already taken, dropped.
+    pub duplicates: u64,
+    /// NAKs sent.
+    pub naks: u64,
+}
+
+/// The responder side of a QP: the messages it expects, in order.
+#[derive(Debug, Default)]
+pub struct RecvQp {
+    expected: VecDeque<(FlowId, u64)>,
+    /// Next sequence number expected.
+    next: u64,
+    /// Bytes of the message under way.
+    partial: u64,
+    /// A NAK was sent for `next` and nothing in order came since: no second one.
+    nak_sent: bool,
+    counts: RecvCounts,
+}
+
+impl RecvQp {
+    /// Expects `flow`, a message of `bytes`, after those expected before.
+    pub fn expect(&mut self, flow: FlowId, bytes: u64) {
+        self.expected.push_back((flow, bytes));
+    }
+
+    /// Whether every message expected has come.
+    pub fn idle(&self) -> bool {
+        self.expected.is_empty()
+    }
+
+    /// What it did so far.
+    pub fn counts(&self) -> RecvCounts {
+        self.counts
+    }
+
+    /// Takes a data packet (`opcode` RC SEND First/Middle/Last/Only, `payload_len` bytes).
+    pub fn on_data(
+        &mut self,
+        psn: u32,
+        opcode: Opcode,
+        payload_len: usize,
+        ack_req: bool,
+    ) -> Result<Received, RecvError> {
+        let d = distance(psn, self.next);
+        if d > 0 {
+            self.counts.out_of_order += 1;
+            let reply = (!self.nak_sent).then(|| {
+                self.nak_sent = true;
+                self.counts.naks += 1;
+                Reply::Nak(self::psn(self.next))
+            });
+            return Ok(Received {
+                delivered: None,
+                reply,
+            });
+        }
+        if d < 0 {
+            self.counts.duplicates += 1;
+            let reply = (ack_req && self.next > 0).then(|| Reply::Ack(self::psn(self.next - 1)));
+            return Ok(Received {
+                delivered: None,
+                reply,
+            });
+        }
+        let &(flow, bytes) = self.expected.front().ok_or(RecvError::Unexpected)?;
+        self.next += 1;
+        self.nak_sent = false;
+        self.counts.packets += 1;
+        self.partial += payload_len as u64;
+        let mut received = Received {
+            delivered: None,
+            reply: ack_req.then_some(Reply::Ack(psn)),
+        };
+        if matches!(opcode, Opcode::RcSendLast | Opcode::RcSendOnly) {
+            let got = std::mem::take(&mut self.partial);
+            if got != bytes {
+                return Err(RecvError::Size {
+                    flow,
+                    expected: bytes,
+                    got,
+                });
+            }
+            self.expected.pop_front();
+            self.counts.bytes += bytes;
+            received.delivered = Some(flow);
+        }
+        Ok(received)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every packet the requester has to send now.
+    fn drain(qp: &mut SendQp) -> Vec<Packet> {
+        std::iter::from_fn(|| qp.next_packet()).collect()
+    }
+
+    #[test]
+    fn a_message_goes_as_first_middles_and_last_and_asks_for_acks() {
+        let mut qp = SendQp::new(1000, 100, 1_000);
+        qp.post(7, 17_500, 0);
+        let sent = drain(&mut qp);
+        assert_eq!(sent.len(), 18);
+        assert_eq!(sent[0].opcode, Opcode::RcSendFirst);
+        assert!(sent[1..17].iter().all(|p| p.opcode == Opcode::RcSendMiddle));
+        assert_eq!(
+            (sent[17].opcode, sent[17].payload_len),
+            (Opcode::RcSendLast, 500)
+        );
+        let asks: Vec<u32> = sent.iter().filter(|p| p.ack_req).map(|p| p.psn).collect();
+        assert_eq!(asks, [15, 17]);
+        assert_eq!(qp.on_ack(15, 1), Vec::<FlowId>::new());
+        assert_eq!(qp.on_ack(17, 2), vec![7]);
+        assert!(qp.idle());
+        assert_eq!(qp.counts().bytes, 17_500);
+    }
+
+    #[test]
+    fn a_lost_packet_is_naked_once_and_resent_from_there() {
+        let mut tx = SendQp::new(100, 8, 1_000_000);
+        let mut rx = RecvQp::default();
+        tx.post(1, 500, 0);
+        rx.expect(1, 500);
+        let sent = drain(&mut tx);
+        assert_eq!(sent.len(), 5);
+        let mut replies = Vec::new();
+        // Packet 1 is lost.
+        for p in sent.iter().filter(|p| p.psn != 1) {
+            let r = rx
+                .on_data(p.psn, p.opcode, p.payload_len, p.ack_req)
+                .unwrap();
+            assert_eq!(r.delivered, None);
+            replies.extend(r.reply);
+        }
+        assert_eq!(replies, [Reply::Nak(1)]);
+        assert_eq!(tx.on_nak(1, 10), Vec::<FlowId>::new());
+        let again = drain(&mut tx);
+        assert_eq!(
+            again.iter().map(|p| p.psn).collect::<Vec<_>>(),
+            [1, 2, 3, 4]
+        );
+        assert!(again.iter().all(|p| p.resent));
+        let mut delivered = None;
+        for p in &again {
+            let r = rx
+                .on_data(p.psn, p.opcode, p.payload_len, p.ack_req)
+                .unwrap();
+            delivered = delivered.or(r.delivered);
+            if let Some(Reply::Ack(psn)) = r.reply {
+                assert_eq!(tx.on_ack(psn, 20), vec![1]);
+            }
+        }
+        assert_eq!(delivered, Some(1));
+        assert!(tx.idle() && rx.idle());
+        assert_eq!((tx.counts().resent, tx.counts().naks), (4, 1));
+        assert_eq!((rx.counts().out_of_order, rx.counts().naks), (3, 1));
+    }
+
+    #[test]
+    fn a_lost_tail_is_resent_after_the_timeout_and_a_duplicate_is_acked_again() {
+        let mut tx = SendQp::new(100, 8, 1_000);
+        let mut rx = RecvQp::default();
+        tx.post(3, 200, 0);
+        rx.expect(3, 200);
+        let sent = drain(&mut tx);
+        // The last packet arrives, its ACK is lost.
+        for p in &sent {
+            rx.on_data(p.psn, p.opcode, p.payload_len, p.ack_req)
+                .unwrap();
+        }
+        assert!(rx.idle());
+        assert_eq!(tx.deadline_ns(), Some(1_000));
+        assert!(!tx.on_timer(999));
+        assert!(tx.on_timer(1_000));
+        let again = drain(&mut tx);
+        assert_eq!(again.len(), 2);
+        let r = rx
+            .on_data(again[1].psn, again[1].opcode, again[1].payload_len, true)
+            .unwrap();
+        assert_eq!(
+            r,
+            Received {
+                delivered: None,
+                reply: Some(Reply::Ack(1))
+            }
+        );
+        assert_eq!(tx.on_ack(1, 1_500), vec![3]);
+        assert_eq!(tx.counts().timeouts, 1);
+        assert_eq!(rx.counts().duplicates, 1);
+    }
+
+    #[test]
+    fn the_window_holds_packets_back_until_acked() {
+        let mut tx = SendQp::new(10, 4, 1_000);
+        tx.post(0, 100, 0);
+        assert_eq!(drain(&mut tx).len(), 4);
+        tx.on_ack(1, 5);
+        assert_eq!(drain(&mut tx).len(), 2);
+        // An ACK for a packet never sent changes nothing.
+        assert!(tx.on_ack(9, 6).is_empty());
+        assert_eq!(drain(&mut tx).len(), 0);
+    }
+
+    #[test]
+    fn a_window_below_the_ack_interval_asks_for_an_ack_when_full() {
+        let mut tx = SendQp::new(10, 4, 1_000);
+        let mut rx = RecvQp::default();
+        tx.post(0, 200, 0);
+        rx.expect(0, 200);
+        let mut done = Vec::new();
+        while done.is_empty() {
+            let sent = drain(&mut tx);
+            assert!(!sent.is_empty(), "stalled at {}", tx.una);
+            assert!(sent.last().unwrap().ack_req);
+            for p in sent {
+                let r = rx
+                    .on_data(p.psn, p.opcode, p.payload_len, p.ack_req)
+                    .unwrap();
+                if let Some(Reply::Ack(psn)) = r.reply {
+                    done.extend(tx.on_ack(psn, 1));
+                }
+            }
+        }
+        assert_eq!(done, [0]);
+    }
+
+    #[test]
+    fn psns_wrap_at_24_bits() {
+        // Both sides start a few packets before the wrap.
+        let start = u64::from(MASK_24) - 3;
+        let mut tx = SendQp::new(1, 64, 1_000);
+        (tx.next, tx.una, tx.end, tx.high) = (start, start, start, start);
+        let mut rx = RecvQp {
+            next: start,
+            ..RecvQp::default()
+        };
+        tx.post(0, 40, 0);
+        rx.expect(0, 40);
+        let mut psns = Vec::new();
+        let mut done = Vec::new();
+        while let Some(p) = tx.next_packet() {
+            psns.push(p.psn);
+            let r = rx
+                .on_data(p.psn, p.opcode, p.payload_len, p.ack_req)
+                .unwrap();
+            if let Some(Reply::Ack(psn)) = r.reply {
+                done.extend(tx.on_ack(psn, 1));
+            }
+        }
+        assert_eq!(
+            psns[..5],
+            [MASK_24 - 3, MASK_24 - 2, MASK_24 - 1, MASK_24, 0]
+        );
+        assert_eq!(done, [0]);
+        assert!(rx.idle() && tx.idle());
+    }
+
+    #[test]
+    fn a_peer_off_plan_is_refused() {
+        let mut rx = RecvQp::default();
+        assert_eq!(
+            rx.on_data(0, Opcode::RcSendOnly, 10, true),
+            Err(RecvError::Unexpected)
+        );
+        rx.expect(4, 20);
+        assert_eq!(
+            rx.on_data(0, Opcode::RcSendOnly, 10, true),
+            Err(RecvError::Size {
+                flow: 4,
+                expected: 20,
+                got: 10
+            })
+        );
+    }
+}
