@@ -80,15 +80,21 @@ impl Namespace {
 
     /// The kernel's count of packets `ifname` received, from `ip -s -j link` inside it.
     pub fn rx_packets(&self, ifname: &str) -> anyhow::Result<u64> {
+        self.rx_counter(ifname, "packets")
+    }
+
+    /// The kernel's receive counter `counter` (`packets`, `bytes`, `dropped`, ...) of
+    /// `ifname`, from `ip -s -j link` inside it.
+    pub fn rx_counter(&self, ifname: &str, counter: &str) -> anyhow::Result<u64> {
         let output = Command::new("ip")
             .args(["-n", &self.name, "-s", "-j", "link", "show", "dev", ifname])
             .output()
             .context("running ip (iproute2)")?;
         let output = check(&format!("ip -s link show {ifname}"), output)?;
         let links: serde_json::Value = serde_json::from_slice(&output.stdout)?;
-        links[0]["stats64"]["rx"]["packets"]
+        links[0]["stats64"]["rx"][counter]
             .as_u64()
-            .with_context(|| format!("no rx packet count for {ifname}"))
+            .with_context(|| format!("no rx {counter} count for {ifname}"))
     }
 
     /// A command that runs `program` inside it through nsenter, which (unlike `ip netns

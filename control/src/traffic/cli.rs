@@ -12,6 +12,7 @@ use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::collective_cli::{collective, CollectiveArgs};
 use super::counters::{Interval, RecvSummary};
 use super::notify::CnpConfig;
 use super::rate::{FixedRate, RateController};
@@ -45,6 +46,9 @@ pub enum TrafficCommand {
     Send(Box<SendArgs>),
     /// Count RoCEv2 frames per QP: packets, bytes, ECN, PSN gaps, reordering, goodput.
     Recv(RecvArgs),
+    /// Run one rank of a collective (ring AllReduce, all-to-all) over RC SENDs, each step
+    /// waiting for the data it depends on; nccl-tests' algorithm and bus bandwidth.
+    Collective(Box<CollectiveArgs>),
 }
 
 /// The ECN codepoint of sent frames.
@@ -268,7 +272,7 @@ extern "C" fn on_interrupt(_signal: libc::c_int) {
 
 /// Runs `work` with SIGINT and SIGTERM turned into a stop request on `flag`
 /// (so the command ends early with its summary); the previous handlers come back after.
-fn stop_on_interrupt<T>(flag: StopFlag, work: impl FnOnce() -> T) -> anyhow::Result<T> {
+pub(super) fn stop_on_interrupt<T>(flag: StopFlag, work: impl FnOnce() -> T) -> anyhow::Result<T> {
     INTERRUPTED.store(false, Ordering::Relaxed);
     let mut previous = Vec::new();
     for signal in [libc::SIGINT, libc::SIGTERM] {
@@ -306,6 +310,7 @@ pub fn run(cmd: TrafficCommand) -> anyhow::Result<()> {
     match cmd {
         TrafficCommand::Send(args) => send(*args),
         TrafficCommand::Recv(args) => recv(args),
+        TrafficCommand::Collective(args) => collective(*args),
     }
 }
 
@@ -692,7 +697,7 @@ mod tests {
         args.extend_from_slice(extra);
         match Cli::try_parse_from(args)?.traffic {
             TrafficCommand::Send(args) => Ok(*args),
-            TrafficCommand::Recv(_) => panic!("not send"),
+            TrafficCommand::Recv(_) | TrafficCommand::Collective(_) => panic!("not send"),
         }
     }
 

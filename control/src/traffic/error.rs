@@ -55,6 +55,31 @@ pub enum TrafficError {
     /// A frame could not be built.
     #[error("building a frame: {0}")]
     Wire(#[from] wire::Error),
+    /// The workload cannot be read or expanded.
+    #[error("{0}")]
+    Workload(#[from] workload::WorkloadError),
+    /// A peer of a collective sent what the plan both were given does not hold.
+    #[error("{peer} does not follow the collective's plan: {message}")]
+    Peer {
+        /// The peer.
+        peer: IpAddr,
+        /// What it did.
+        message: String,
+    },
+    /// A collective was stopped (Ctrl-C, SIGTERM) before it finished.
+    #[error("stopped before the collective finished: {waiting}")]
+    Interrupted {
+        /// What this rank was still waiting for.
+        waiting: String,
+    },
+    /// A collective did not finish in its time limit.
+    #[error("the collective did not finish in {limit:?}: {waiting}")]
+    Stalled {
+        /// The limit.
+        limit: Duration,
+        /// What this rank was still waiting for.
+        waiting: String,
+    },
 }
 
 impl TrafficError {

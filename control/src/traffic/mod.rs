@@ -4,9 +4,12 @@
 //! [`RateController`], paced by departure timestamps; [`Receiver`] counts what
 //! arrives per QP. Both work on AF_PACKET sockets (the sender also on AF_XDP,
 //! [`transmit`]) in the network namespace of the calling thread, so a test bed can run them on threads moved into
-//! namespaces with `setns`. [`cli`] is `lossless traffic send|recv`.
+//! namespaces with `setns`. [`collective`] runs one rank of a collective over RC SENDs, with
+//! [`rc`]'s go-back-N transport. [`cli`] is `lossless traffic send|recv|collective`.
 
 pub mod cli;
+pub mod collective;
+pub mod collective_cli;
 pub mod counters;
 pub mod error;
 pub mod interface;
@@ -16,6 +19,7 @@ pub mod pacing;
 pub mod packet_socket;
 pub mod pfc_honour;
 pub mod rate;
+pub mod rc;
 pub mod receiver;
 pub mod route;
 pub mod sender;

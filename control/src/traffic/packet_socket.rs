@@ -82,6 +82,12 @@ impl PacketSocket {
             .or_else(|_| self.set_int_option(libc::SO_RCVBUF, value))
     }
 
+    /// Stops the socket from seeing the frames this host sends (PACKET_IGNORE_OUTGOING), so
+    /// they do not take room in its receive buffer.
+    pub fn ignore_outgoing(&self) -> io::Result<()> {
+        sys::set_option(&self.fd, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &1)
+    }
+
     /// Asks the kernel to stamp each received frame with its arrival time (SO_TIMESTAMPNS),
     /// so a reader that lags behind still sees when frames came, not when it read them.
     pub fn stamp_arrivals(&self) -> io::Result<()> {
