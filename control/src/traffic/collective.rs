@@ -53,6 +53,10 @@ pub const SPORT_BASE: u16 = 49152;
 /// ... and wrap after this many.
 pub const SPORT_SPAN: u32 = 16384;
 
+/// Why a workload with other parts than a collective is refused.
+const ONLY_COLLECTIVES: &str = "traffic collective runs collectives (allreduce, alltoall); \
+     other parts run in lossless sim and lossless net experiment";
+
 /// Receive buffer of the socket: a window of every peer's QPs fits.
 const RECV_BUFFER: usize = 16 << 20;
 /// Largest frame read whole.
@@ -160,11 +164,7 @@ impl Plan {
         let mut starts = HashMap::new();
         for f in &flows.flows {
             if f.step.is_none() {
-                return Err(TrafficError::Config(
-                    "traffic collective runs collectives (allreduce, alltoall); other parts run \
-                     in lossless sim and lossless net experiment"
-                        .into(),
-                ));
+                return Err(TrafficError::Config(ONLY_COLLECTIVES.into()));
             }
             let (list, peer, sending) = if f.src == rank {
                 (&mut sends, f.dst, true)
@@ -377,6 +377,9 @@ impl Rank {
             },
             0,
         )?;
+        if flows.collectives.is_empty() {
+            return Err(TrafficError::Config(ONLY_COLLECTIVES.into()));
+        }
         if flows.collectives.len() != 1 {
             return Err(TrafficError::Config(format!(
                 "{} collectives in the workload: traffic collective runs one",

@@ -56,7 +56,7 @@ pub enum TrafficError {
     #[error("building a frame: {0}")]
     Wire(#[from] wire::Error),
     /// The workload cannot be read or expanded.
-    #[error("{0}")]
+    #[error(transparent)]
     Workload(#[from] workload::WorkloadError),
     /// A peer of a collective sent what the plan both were given does not hold.
     #[error("{peer} does not follow the collective's plan: {message}")]
