@@ -12,7 +12,7 @@
 //! switch drops costs time, not the run.
 //!
 //! QPs: connection `c`'s QP `q` (of the expansion's numbering, the same on every rank) has
-//! destination QP number [`QP_BASE`]` + c × `[`MAX_QPS`]` + q` and UDP source port
+//! destination QP number [`QP_BASE`]` + c × `[`workload::limits::MAX_QPS`]` + q` and UDP source port
 //! [`SPORT_BASE`]` + ` that number modulo [`SPORT_SPAN`], so the QPs of one connection are
 //! different 5-tuples to an ECMP hash and different destination QPs to E-ECMP.
 //!
@@ -23,39 +23,33 @@
 //! are not timed; nccl-tests' algorithm and bus bandwidths are of the mean timed iteration
 //! ([`workload::Collective`]).
 
+mod plan;
+mod report;
+
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
+use self::plan::{may_start, source_port, Plan, QpPlan, ONLY_COLLECTIVES};
+use self::report::{Counts, QpCounts, QpRecord, Timeline};
 use super::error::{Result, TrafficError};
 use super::interface::Interface;
 use super::neighbour;
 use super::packet_socket::{PacketSocket, MAX_BATCH};
 use super::pfc_honour::{monotonic_ns, PfcGate};
-use super::rc::{self, RecvCounts, RecvQp, Reply, SendCounts, SendQp};
+use super::rc::{self, RecvQp, Reply, SendQp};
 use super::route;
 use super::stop::StopFlag;
 use wire::aeth::{self, Syndrome};
-use wire::bth::{self, Opcode, MASK_24};
+use wire::bth::{self, Opcode};
 use wire::ethernet::Vlan;
 use wire::ip::Ecn;
 use wire::roce::RoceFrame;
 use wire::vlan;
-use workload::limits::MAX_QPS;
-use workload::{Flow, FlowId, Flows, On, Start};
+use workload::{FlowId, Flows};
 
-/// Destination QP number of connection 0's QP 0.
-pub const QP_BASE: u32 = 0x100;
-/// UDP source ports of the QPs count from here.
-pub const SPORT_BASE: u16 = 49152;
-/// ... and wrap after this many.
-pub const SPORT_SPAN: u32 = 16384;
-
-/// Why a workload with other parts than a collective is refused.
-const ONLY_COLLECTIVES: &str = "traffic collective runs collectives (allreduce, alltoall); \
-     other parts run in lossless sim and lossless net experiment";
+pub use self::plan::{QP_BASE, SPORT_BASE, SPORT_SPAN};
+pub use self::report::{IterationTime, QpTime, RankSummary, StepTime};
 
 /// Receive buffer of the socket: a window of every peer's QPs fits.
 const RECV_BUFFER: usize = 16 << 20;
@@ -99,133 +93,6 @@ pub struct RankConfig {
     pub resolve_timeout: Duration,
 }
 
-/// When a flow of this rank may start.
-#[derive(Clone, Debug, PartialEq)]
-enum LocalStart {
-    /// This long after the rank started, ns.
-    At(u64),
-    /// `needed` of these flows done here, then `delay_ns`.
-    After {
-        deps: Vec<FlowId>,
-        needed: usize,
-        delay_ns: u64,
-    },
-}
-
-/// A QP of this rank and its flows in order.
-#[derive(Clone, Debug, PartialEq)]
-struct QpPlan {
-    /// The other end's rank.
-    peer: u32,
-    /// Destination QP number.
-    qpn: u32,
-    /// Its flows, in the order both ends post them.
-    flows: Vec<FlowId>,
-}
-
-/// What this rank runs of an expanded workload.
-#[derive(Clone, Debug, PartialEq)]
-struct Plan {
-    /// QPs this rank sends on.
-    sends: Vec<QpPlan>,
-    /// QPs this rank receives on.
-    receives: Vec<QpPlan>,
-    /// Start of each flow this rank sends, by flow id.
-    starts: HashMap<FlowId, LocalStart>,
-}
-
-/// Destination QP number of `flow`'s QP.
-fn qpn(flow: &Flow) -> Result<u32> {
-    let n =
-        u64::from(QP_BASE) + u64::from(flow.connection) * u64::from(MAX_QPS) + u64::from(flow.qp);
-    u32::try_from(n)
-        .ok()
-        .filter(|&n| n <= MASK_24)
-        .ok_or_else(|| {
-            TrafficError::Config(format!(
-                "connection {} has no 24-bit QP number: fewer ranks or collectives are needed",
-                flow.connection
-            ))
-        })
-}
-
-/// UDP source port of QP number `qpn`.
-fn source_port(qpn: u32) -> u16 {
-    SPORT_BASE + (qpn % SPORT_SPAN) as u16
-}
-
-impl Plan {
-    /// The flows of `flows` rank `rank` sends or receives: every one of a collective, and every
-    /// start a condition this rank can see.
-    fn new(flows: &Flows, rank: u32) -> Result<Plan> {
-        let mut sends: Vec<QpPlan> = Vec::new();
-        let mut receives: Vec<QpPlan> = Vec::new();
-        let mut by_qpn: HashMap<(bool, u32), usize> = HashMap::new();
-        let mut starts = HashMap::new();
-        for f in &flows.flows {
-            if f.step.is_none() {
-                return Err(TrafficError::Config(ONLY_COLLECTIVES.into()));
-            }
-            let (list, peer, sending) = if f.src == rank {
-                (&mut sends, f.dst, true)
-            } else if f.dst == rank {
-                (&mut receives, f.src, false)
-            } else {
-                continue;
-            };
-            let n = qpn(f)?;
-            let index = *by_qpn.entry((sending, n)).or_insert_with(|| {
-                list.push(QpPlan {
-                    peer,
-                    qpn: n,
-                    flows: Vec::new(),
-                });
-                list.len() - 1
-            });
-            list[index].flows.push(f.id);
-            if sending {
-                starts.insert(f.id, local_start(flows, f, rank)?);
-            }
-        }
-        Ok(Plan {
-            sends,
-            receives,
-            starts,
-        })
-    }
-}
-
-/// `flow`'s start as rank `rank` sees it: each dependency is a flow this rank sends (done when
-/// acknowledged: the receiver holds it) or receives (done when delivered).
-fn local_start(flows: &Flows, flow: &Flow, rank: u32) -> Result<LocalStart> {
-    match &flow.start {
-        Start::At(ps) => Ok(LocalStart::At(ps / 1000)),
-        Start::After(after) => {
-            let mut deps = Vec::with_capacity(after.deps.len());
-            for d in &after.deps {
-                let dep = &flows.flows[d.flow as usize];
-                let seen = match d.on {
-                    On::Delivered => dep.dst == rank || dep.src == rank,
-                    On::Sent => dep.src == rank,
-                };
-                if !seen {
-                    return Err(TrafficError::Config(format!(
-                        "flow {} waits for flow {} between ranks {} and {}, which rank {rank} \
-                         cannot see",
-                        flow.id, d.flow, dep.src, dep.dst
-                    )));
-                }
-                deps.push(d.flow);
-            }
-            Ok(LocalStart::After {
-                deps,
-                needed: after.needed as usize,
-                delay_ns: after.delay / 1000,
-            })
-        }
-    }
-}
-
 /// A QP this rank sends on, at run time.
 struct SendSide {
     plan: QpPlan,
@@ -243,97 +110,6 @@ struct RecvSide {
     first_ns: Option<u64>,
     /// Answers go back with this frame's addresses.
     template: RoceFrame,
-}
-
-/// One step of the collective at this rank, over the timed iterations.
-#[derive(Clone, Debug, Serialize)]
-pub struct StepTime {
-    /// The step, from 0.
-    pub step: u32,
-    /// Mean time, µs.
-    pub mean_us: f64,
-    /// Longest, µs.
-    pub max_us: f64,
-}
-
-/// One iteration at this rank.
-#[derive(Clone, Debug, Serialize)]
-pub struct IterationTime {
-    /// The iteration, from 0.
-    pub iteration: u32,
-    /// Its time, µs.
-    pub time_us: f64,
-    /// Whether it is a warm-up iteration (not in the means).
-    pub warmup: bool,
-}
-
-/// One QP's figures.
-#[derive(Clone, Debug, Serialize)]
-pub struct QpTime {
-    /// Destination QP number.
-    pub qpn: u32,
-    /// UDP source port.
-    pub sport: u16,
-    /// The peer's rank.
-    pub peer: u32,
-    /// `send` or `recv`.
-    pub direction: &'static str,
-    /// Payload bytes acknowledged (send) or delivered (recv).
-    pub bytes: u64,
-    /// Payload rate from its first post (send) or its first packet (recv) to its last
-    /// completion, Gb/s.
-    pub gbps: f64,
-    /// The requester's counts (send).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sent: Option<SendCounts>,
-    /// The responder's counts (recv).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub received: Option<RecvCounts>,
-}
-
-/// What one rank did.
-#[derive(Clone, Debug, Serialize)]
-pub struct RankSummary {
-    /// This rank.
-    pub rank: u32,
-    /// Ranks in all.
-    pub ranks: u32,
-    /// `allreduce` or `alltoall`.
-    pub collective: &'static str,
-    /// nccl-tests' size: bytes per rank.
-    pub size_bytes: u64,
-    /// QPs per connection.
-    pub qps_per_conn: u16,
-    /// Every iteration's time.
-    pub iterations: Vec<IterationTime>,
-    /// Each step's time over the timed iterations.
-    pub steps: Vec<StepTime>,
-    /// Mean timed iteration, µs.
-    pub time_us: f64,
-    /// nccl-tests' algorithm bandwidth of the mean timed iteration, GB/s (10^9 bytes/s).
-    pub algbw_gbps: f64,
-    /// nccl-tests' bus bandwidth, GB/s.
-    pub busbw_gbps: f64,
-    /// From the first post to the last completion, µs.
-    pub total_us: f64,
-    /// Per QP.
-    pub qps: Vec<QpTime>,
-    /// CNPs received.
-    pub cnps: u64,
-    /// Whether the interface is attached (`lossless host attach`), so data waited out the
-    /// pauses of its priority.
-    pub pfc_honoured: bool,
-    /// Turns of the send loop that held data because the priority was paused.
-    pub pfc_holds: u64,
-    /// Frames this rank took no part in (other traffic), ignored.
-    pub ignored_frames: u64,
-}
-
-/// What the run loop counted besides the QPs.
-struct Counts {
-    cnps: u64,
-    ignored: u64,
-    pfc_holds: u64,
 }
 
 /// A rank ready to run: addresses resolved, the plan made, the sockets open.
@@ -672,12 +448,42 @@ impl Rank {
                 self.send_all(&frames)?;
             }
         }
+        let timeline = Timeline {
+            flows: &self.flows,
+            rank: self.config.rank,
+            warmup: self.config.warmup,
+            posted: &posted,
+            done: &done,
+        };
+        let mut records: Vec<QpRecord> = sends
+            .iter()
+            .map(|s| QpRecord {
+                qpn: s.plan.qpn,
+                peer: s.plan.peer,
+                flows: &s.plan.flows,
+                first_ns: s
+                    .plan
+                    .flows
+                    .iter()
+                    .filter_map(|&f| posted[f as usize])
+                    .min(),
+                counts: QpCounts::Sent(s.qp.counts()),
+            })
+            .collect();
+        records.extend(receives.iter().map(|r| QpRecord {
+            qpn: r.plan.qpn,
+            peer: r.plan.peer,
+            flows: &r.plan.flows,
+            first_ns: r.first_ns,
+            counts: QpCounts::Received(r.qp.counts()),
+        }));
         let counts = Counts {
             cnps,
             ignored,
             pfc_holds,
+            pfc_honoured: self.pfc.attached(),
         };
-        Ok(self.summary(&sends, &receives, &posted, &done, counts))
+        Ok(report::summarise(&timeline, &records, counts))
     }
 
     /// Sends every frame of `frames`, in as many calls as the kernel takes.
@@ -731,161 +537,6 @@ impl Rank {
         }
         parts.join("; ")
     }
-
-    /// The figures of a finished run.
-    fn summary(
-        &self,
-        sends: &[SendSide],
-        receives: &[RecvSide],
-        posted: &[Option<u64>],
-        done: &[Option<u64>],
-        counts: Counts,
-    ) -> RankSummary {
-        let c = self.flows.collectives[0];
-        let us = |ns: u64| ns as f64 / 1000.0;
-        let rank = self.config.rank;
-        let mine = |f: &&Flow| f.src == rank || f.dst == rank;
-        let span = |flows: Vec<&Flow>| us(span_ns(&flows, rank, posted, done));
-        let iterations: Vec<IterationTime> = (0..c.iterations)
-            .map(|it| IterationTime {
-                iteration: it,
-                time_us: span(
-                    self.flows
-                        .flows
-                        .iter()
-                        .filter(mine)
-                        .filter(|f| f.step.is_some_and(|s| s.iteration == it))
-                        .collect(),
-                ),
-                warmup: it < self.config.warmup,
-            })
-            .collect();
-        let timed: Vec<f64> = iterations
-            .iter()
-            .filter(|i| !i.warmup)
-            .map(|i| i.time_us)
-            .collect();
-        let time_us = timed.iter().sum::<f64>() / timed.len() as f64;
-        let steps = (0..c.steps)
-            .map(|k| {
-                let times: Vec<f64> = (self.config.warmup..c.iterations)
-                    .map(|it| {
-                        span(
-                            self.flows
-                                .flows
-                                .iter()
-                                .filter(mine)
-                                .filter(|f| {
-                                    f.step.is_some_and(|s| s.iteration == it && s.step == k)
-                                })
-                                .collect(),
-                        )
-                    })
-                    .collect();
-                StepTime {
-                    step: k,
-                    mean_us: times.iter().sum::<f64>() / times.len() as f64,
-                    max_us: times.iter().copied().fold(0.0, f64::max),
-                }
-            })
-            .collect();
-        let seconds = time_us / 1e6;
-        let total_us = span(self.flows.flows.iter().filter(mine).collect());
-        // Payload Gb/s from `first` to the last completion of `flows`.
-        let rate = |bytes: u64, first: Option<u64>, flows: &[FlowId]| {
-            let last = flows.iter().filter_map(|&f| done[f as usize]).max();
-            match (first, last) {
-                (Some(first), Some(last)) if last > first => {
-                    bytes as f64 * 8.0 / (last - first) as f64
-                }
-                _ => 0.0,
-            }
-        };
-        let mut qps: Vec<QpTime> = sends
-            .iter()
-            .map(|s| QpTime {
-                qpn: s.plan.qpn,
-                sport: source_port(s.plan.qpn),
-                peer: s.plan.peer,
-                direction: "send",
-                bytes: s.qp.counts().bytes,
-                gbps: rate(
-                    s.qp.counts().bytes,
-                    s.plan
-                        .flows
-                        .iter()
-                        .filter_map(|&f| posted[f as usize])
-                        .min(),
-                    &s.plan.flows,
-                ),
-                sent: Some(s.qp.counts()),
-                received: None,
-            })
-            .collect();
-        qps.extend(receives.iter().map(|r| QpTime {
-            qpn: r.plan.qpn,
-            sport: source_port(r.plan.qpn),
-            peer: r.plan.peer,
-            direction: "recv",
-            bytes: r.qp.counts().bytes,
-            gbps: rate(r.qp.counts().bytes, r.first_ns, &r.plan.flows),
-            sent: None,
-            received: Some(r.qp.counts()),
-        }));
-        RankSummary {
-            rank: self.config.rank,
-            ranks: c.ranks,
-            collective: c.kind.name(),
-            size_bytes: c.bytes,
-            qps_per_conn: self.flows.connections.first().map_or(1, |k| k.qps),
-            iterations,
-            steps,
-            time_us,
-            algbw_gbps: c.algbw(seconds) / 1e9,
-            busbw_gbps: c.busbw(seconds) / 1e9,
-            total_us,
-            qps,
-            cnps: counts.cnps,
-            pfc_honoured: self.pfc.attached(),
-            pfc_holds: counts.pfc_holds,
-            ignored_frames: counts.ignored,
-        }
-    }
-}
-
-/// From the first post of a flow `rank` sends among `flows` to the last completion among them
-/// (sends acknowledged, receives delivered), ns.
-fn span_ns(flows: &[&Flow], rank: u32, posted: &[Option<u64>], done: &[Option<u64>]) -> u64 {
-    let first = flows
-        .iter()
-        .filter(|f| f.src == rank)
-        .filter_map(|f| posted[f.id as usize])
-        .min();
-    let last = flows.iter().filter_map(|f| done[f.id as usize]).max();
-    match (first, last) {
-        (Some(first), Some(last)) => last.saturating_sub(first),
-        _ => 0,
-    }
-}
-
-/// Whether a flow that starts at `start` may start at `now`, with `done` the times flows
-/// finished here.
-fn may_start(start: &LocalStart, done: &[Option<u64>], now: u64) -> bool {
-    match start {
-        LocalStart::At(at) => now >= *at,
-        LocalStart::After {
-            deps,
-            needed,
-            delay_ns,
-        } => {
-            let mut met: Vec<u64> = deps.iter().filter_map(|&d| done[d as usize]).collect();
-            if met.len() < *needed {
-                return false;
-            }
-            met.sort_unstable();
-            now >= met[*needed - 1] + delay_ns
-        }
-    }
 }
 
 /// The frame of packet `p` on the QP of `template`.
@@ -925,66 +576,6 @@ fn reply_frame(template: &RoceFrame, reply: Reply) -> Result<Vec<u8>> {
 mod tests {
     use super::*;
     use wire::ethernet::Address;
-
-    fn expanded(spec: &str, ranks: u32) -> Flows {
-        let w = workload::Workload::parse_args(&[spec], &workload::Sources::default()).unwrap();
-        workload::expand(
-            &w,
-            &workload::Endpoints {
-                count: ranks,
-                rate_bps: 100_000_000_000,
-            },
-            0,
-        )
-        .unwrap()
-    }
-
-    #[test]
-    fn a_ring_rank_sends_to_its_successor_and_waits_on_its_predecessor() {
-        let flows = expanded("allreduce:ranks=4,size=4000,qps=2,reps=2", 4);
-        let plan = Plan::new(&flows, 1).unwrap();
-        assert_eq!(plan.sends.len(), 2);
-        assert!(plan.sends.iter().all(|q| q.peer == 2));
-        assert!(plan.receives.iter().all(|q| q.peer == 0));
-        // Round-robin of whole messages: 2 iterations × 6 steps over 2 QPs.
-        assert!(plan.sends.iter().all(|q| q.flows.len() == 6));
-        // The QP numbers are the same on both ends.
-        let theirs = Plan::new(&flows, 2).unwrap();
-        let mut a: Vec<u32> = plan.sends.iter().map(|q| q.qpn).collect();
-        let mut b: Vec<u32> = theirs.receives.iter().map(|q| q.qpn).collect();
-        a.sort_unstable();
-        b.sort_unstable();
-        assert_eq!(a, b);
-        // Every step after the first waits for something this rank sees.
-        for f in plan.sends.iter().flat_map(|q| &q.flows) {
-            match &plan.starts[f] {
-                LocalStart::At(_) => assert_eq!(flows.flows[*f as usize].step.unwrap().step, 0),
-                LocalStart::After { deps, .. } => assert!(deps.iter().all(|&d| {
-                    let dep = &flows.flows[d as usize];
-                    dep.src == 1 || dep.dst == 1
-                })),
-            }
-        }
-    }
-
-    #[test]
-    fn only_collectives_run() {
-        let flows = expanded("incast:senders=3,size=1MB", 4);
-        let e = Plan::new(&flows, 0).unwrap_err().to_string();
-        assert!(e.contains("runs collectives"), "{e}");
-    }
-
-    #[test]
-    fn a_start_waits_for_the_needed_dependencies_and_the_delay() {
-        let start = LocalStart::After {
-            deps: vec![0, 1],
-            needed: 2,
-            delay_ns: 10,
-        };
-        assert!(!may_start(&start, &[Some(5), None], 100));
-        assert!(!may_start(&start, &[Some(5), Some(95)], 100));
-        assert!(may_start(&start, &[Some(5), Some(90)], 100));
-    }
 
     #[test]
     fn an_ack_and_a_nak_are_frames_a_decoder_reads_back() {
