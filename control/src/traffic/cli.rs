@@ -76,6 +76,20 @@ impl From<EcnArg> for Ecn {
     }
 }
 
+/// The class of the frames a command sends: DSCP, 802.1p priority, ECN.
+#[derive(Debug, Args)]
+pub struct FrameClassArgs {
+    /// DSCP of the frames.
+    #[arg(long, default_value_t = 26, value_parser = clap::value_parser!(u8).range(0..=63))]
+    pub dscp: u8,
+    /// 802.1p priority: adds an 802.1Q tag (VLAN 0) with this PCP.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=7))]
+    pub pcp: Option<u8>,
+    /// ECN codepoint of the (data) frames.
+    #[arg(long, value_enum, default_value = "ect0")]
+    pub ecn: EcnArg,
+}
+
 /// Options of `traffic send`.
 #[derive(Debug, Args)]
 pub struct SendArgs {
@@ -113,15 +127,9 @@ pub struct SendArgs {
     /// UDP source port of the first QP.
     #[arg(long, default_value_t = 49152)]
     pub sport_base: u16,
-    /// DSCP of the frames.
-    #[arg(long, default_value_t = 26, value_parser = clap::value_parser!(u8).range(0..=63))]
-    pub dscp: u8,
-    /// 802.1p priority: adds an 802.1Q tag (VLAN 0) with this PCP.
-    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=7))]
-    pub pcp: Option<u8>,
-    /// ECN codepoint of the frames.
-    #[arg(long, value_enum, default_value = "ect0")]
-    pub ecn: EcnArg,
+    /// The frames' class.
+    #[command(flatten)]
+    pub class: FrameClassArgs,
     /// Lateness (microseconds) a QP makes up with a burst after the sender was
     /// descheduled; beyond it, time is lost and the achieved rate drops.
     #[arg(long, default_value = "1000", value_parser = |s: &str| parse_duration(s, &MAX_BURST))]
@@ -331,9 +339,9 @@ fn send(args: SendArgs) -> anyhow::Result<()> {
         qps: args.qps,
         qp_base: args.qp_base,
         sport_base: args.sport_base,
-        dscp: args.dscp,
-        pcp: args.pcp,
-        ecn: args.ecn.into(),
+        dscp: args.class.dscp,
+        pcp: args.class.pcp,
+        ecn: args.class.ecn.into(),
         max_burst: args.max_burst_us,
         honour_pfc: !args.ignore_pfc,
         engine: args.engine,
@@ -672,10 +680,16 @@ mod tests {
         assert_eq!(args.rate, 500_000_000);
         assert_eq!(args.dst_mac, Some(Address([2, 0, 0, 0, 0, 2])));
         assert_eq!(
-            (args.size, args.count, args.qps, args.dscp, args.pcp),
+            (
+                args.size,
+                args.count,
+                args.qps,
+                args.class.dscp,
+                args.class.pcp
+            ),
             (256, Some(1000), 4, 46, Some(3))
         );
-        assert_eq!(args.ecn, EcnArg::NotEct);
+        assert_eq!(args.class.ecn, EcnArg::NotEct);
         assert_eq!(send_with(&[]).unwrap().engine, Engine::AfPacket);
         assert_eq!(
             send_with(&["--engine", "afxdp"]).unwrap().engine,
@@ -748,7 +762,7 @@ mod tests {
             }
         );
         assert!(args.ignore_pfc);
-        assert_eq!(args.ecn, EcnArg::Ce);
+        assert_eq!(args.class.ecn, EcnArg::Ce);
         // DCQCN parameters and the rate log mean nothing without --dcqcn.
         assert!(send_with(&["--dcqcn-g", "0.5"]).is_err());
         assert!(send_with(&["--rate-log", "r.csv"]).is_err());

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 
-use super::cli::{stop_on_interrupt, EcnArg};
+use super::cli::{stop_on_interrupt, FrameClassArgs};
 use super::collective::{Rank, RankConfig, RankSummary};
 use crate::units::{parse_duration, DurationLimits};
 
@@ -84,15 +84,9 @@ pub struct CollectiveArgs {
     /// Give up if the collective has not finished after this long (bare number: seconds).
     #[arg(long, default_value = "60s", value_parser = |s: &str| parse_duration(s, &TIMEOUT))]
     pub timeout: Duration,
-    /// DSCP of the frames.
-    #[arg(long, default_value_t = 26, value_parser = clap::value_parser!(u8).range(0..=63))]
-    pub dscp: u8,
-    /// 802.1p priority: adds an 802.1Q tag (VLAN 0) with this PCP.
-    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=7))]
-    pub pcp: Option<u8>,
-    /// ECN codepoint of data frames.
-    #[arg(long, value_enum, default_value = "ect0")]
-    pub ecn: EcnArg,
+    /// The frames' class (ACKs and NAKs go Not-ECT).
+    #[command(flatten)]
+    pub class: FrameClassArgs,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -135,9 +129,9 @@ pub fn collective(args: CollectiveArgs) -> anyhow::Result<()> {
         rto: args.rto,
         warmup: args.warmup,
         timeout: args.timeout,
-        dscp: args.dscp,
-        pcp: args.pcp,
-        ecn: args.ecn.into(),
+        dscp: args.class.dscp,
+        pcp: args.class.pcp,
+        ecn: args.class.ecn.into(),
         resolve_timeout: Duration::from_secs(3),
     };
     let mut rank = Rank::open(config)

@@ -52,6 +52,21 @@ pub struct RecvConfig {
     pub cnp: Option<CnpConfig>,
 }
 
+/// A socket that receives every frame arriving on `iface`, with a receive buffer of `bytes`.
+pub(super) fn open_listening(iface: &Interface, bytes: usize) -> Result<PacketSocket> {
+    let socket = PacketSocket::open(iface.index, true).map_err(TrafficError::io(format!(
+        "open a packet socket on {}",
+        iface.name
+    )))?;
+    socket
+        .set_recv_buffer(bytes)
+        .map_err(TrafficError::io(format!(
+            "set the receive buffer on {}",
+            iface.name
+        )))?;
+    Ok(socket)
+}
+
 /// A receiver listening on an interface.
 #[derive(Debug)]
 pub struct Receiver {
@@ -67,16 +82,7 @@ impl Receiver {
     /// arriving from now on are counted by [`Receiver::run`].
     pub fn open(config: RecvConfig) -> Result<Receiver> {
         let iface = Interface::lookup(&config.iface)?;
-        let socket = PacketSocket::open(iface.index, true).map_err(TrafficError::io(format!(
-            "open a packet socket on {}",
-            iface.name
-        )))?;
-        socket
-            .set_recv_buffer(RECV_BUFFER)
-            .map_err(TrafficError::io(format!(
-                "set the receive buffer on {}",
-                iface.name
-            )))?;
+        let socket = open_listening(&iface, RECV_BUFFER)?;
         // The notification point's interval is between arrivals, not between reads.
         socket.stamp_arrivals().map_err(TrafficError::io(format!(
             "ask for arrival times on {}",

@@ -38,6 +38,7 @@ use super::neighbour;
 use super::packet_socket::{PacketSocket, MAX_BATCH};
 use super::pfc_honour::{monotonic_ns, PfcGate};
 use super::rc::{self, RecvQp, Reply, SendQp};
+use super::receiver::open_listening;
 use super::route;
 use super::stop::StopFlag;
 use wire::aeth::{self, Syndrome};
@@ -178,16 +179,7 @@ impl Rank {
                 config.rank, iface.name
             )));
         }
-        let socket = PacketSocket::open(iface.index, true).map_err(TrafficError::io(format!(
-            "open a packet socket on {}",
-            iface.name
-        )))?;
-        socket
-            .set_recv_buffer(RECV_BUFFER)
-            .map_err(TrafficError::io(format!(
-                "set the receive buffer on {}",
-                iface.name
-            )))?;
+        let socket = open_listening(&iface, RECV_BUFFER)?;
         socket.ignore_outgoing().map_err(TrafficError::io(format!(
             "ignore outgoing frames on {}",
             iface.name
