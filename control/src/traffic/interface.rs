@@ -147,6 +147,14 @@ impl Interface {
         })
     }
 
+    /// Whether `ip` is one of this interface's addresses.
+    pub fn holds(&self, ip: IpAddr) -> Result<bool> {
+        let addresses = self
+            .addresses()
+            .map_err(TrafficError::io(format!("addresses of {}", self.name)))?;
+        Ok(addresses.contains(&ip))
+    }
+
     /// Every IP address of this interface.
     fn addresses(&self) -> io::Result<Vec<IpAddr>> {
         let mut list: *mut libc::ifaddrs = std::ptr::null_mut();

@@ -12,9 +12,9 @@
 //! switch drops costs time, not the run.
 //!
 //! QPs: connection `c`'s QP `q` (of the expansion's numbering, the same on every rank) has
-//! destination QP number [`QP_BASE`]` + c × `[`workload::limits::MAX_QPS`]` + q` and UDP source port
-//! [`SPORT_BASE`]` + ` that number modulo [`SPORT_SPAN`], so the QPs of one connection are
-//! different 5-tuples to an ECMP hash and different destination QPs to E-ECMP.
+//! destination QP number [`QP_BASE`]` + c × `[`workload::limits::MAX_QPS`]` + q` and UDP
+//! source port [`SPORT_BASE`]` + ` that number modulo [`SPORT_SPAN`], so the QPs of one
+//! connection are different 5-tuples to an ECMP hash and different destination QPs to E-ECMP.
 //!
 //! Times (docs/traffic.md): a step of an iteration lasts, at this rank, from the moment its
 //! send of the step is posted to the moment its receive of the step is delivered (its sends
@@ -43,7 +43,7 @@ use super::route;
 use super::stop::StopFlag;
 use wire::aeth::{self, Syndrome};
 use wire::bth::{self, Opcode};
-use wire::ethernet::Vlan;
+use wire::ethernet::{self, Vlan};
 use wire::ip::Ecn;
 use wire::roce::RoceFrame;
 use wire::vlan;
@@ -127,14 +127,26 @@ pub struct Rank {
 }
 
 impl Rank {
-    /// Reads and expands the workload, resolves the peers' MACs, opens the sockets (in the
-    /// calling thread's network namespace).
+    /// Reads and expands the workload, checks the addresses and the payload against the
+    /// interface, opens the sockets (in the calling thread's network namespace); the peers'
+    /// MACs are resolved when it runs.
     pub fn open(config: RankConfig) -> Result<Rank> {
         let ranks = u32::try_from(config.hosts.len()).unwrap_or(u32::MAX);
         if ranks < 2 || config.rank >= ranks {
             return Err(TrafficError::Config(format!(
                 "rank {} of {} hosts: give two hosts or more, and a rank below their count",
                 config.rank, ranks
+            )));
+        }
+        if let Some(twice) = config
+            .hosts
+            .iter()
+            .enumerate()
+            .find(|(i, ip)| config.hosts[..*i].contains(ip))
+        {
+            return Err(TrafficError::Config(format!(
+                "{} is in the hosts list twice: every rank needs an address of its own",
+                twice.1
             )));
         }
         if config.payload == 0 || config.window == 0 {
@@ -172,11 +184,18 @@ impl Rank {
         }
         let plan = Plan::new(&flows, config.rank)?;
         let my_ip = config.hosts[config.rank as usize];
-        let mine = iface.address_like(my_ip)?;
-        if mine != my_ip {
+        if !iface.holds(my_ip)? {
             return Err(TrafficError::Config(format!(
-                "rank {} is {my_ip} in the hosts list, but {} has {mine}",
+                "rank {} is {my_ip} in the hosts list, an address {} does not have",
                 config.rank, iface.name
+            )));
+        }
+        let ip_len =
+            RoceFrame::untagged_overhead(my_ip) - ethernet::HEADER_LEN + config.payload as usize;
+        if ip_len > iface.mtu {
+            return Err(TrafficError::Config(format!(
+                "--payload {} makes {ip_len}-byte packets, above {}'s MTU of {}",
+                config.payload, iface.name, iface.mtu
             )));
         }
         let socket = open_listening(&iface, RECV_BUFFER)?;
