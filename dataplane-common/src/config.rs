@@ -34,7 +34,7 @@ impl EcnProfile {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Settings {
     /// Bit set of [`Settings::ROCE_ONLY`], [`Settings::LOG_MARKS`], [`Settings::LOG_ERRORS`],
-    /// [`Settings::CNP_ENABLED`].
+    /// [`Settings::CNP_ENABLED`], [`Settings::PFC_WATCHDOG_IGNORE`], [`Settings::PFC_RELAY`].
     pub flags: u32,
     /// DSCP of the CNPs the kernel sends.
     pub cnp_dscp: u32,
@@ -57,6 +57,9 @@ impl Settings {
     pub const CNP_ENABLED: u32 = 1 << 3;
     /// Stop honouring a priority's pauses while it storms (the PFC watchdog's action).
     pub const PFC_WATCHDOG_IGNORE: u32 = 1 << 4;
+    /// Pass every PAUSE received (not resumes) on to the interfaces of `PFC_RELAY`: this host
+    /// forwards without a buffer of its own, so its upstream must stop when its downstream does.
+    pub const PFC_RELAY: u32 = 1 << 5;
 
     /// The default: RoCEv2 only, no logging, a 100 Gb/s link, CNPs on with DSCP 48 and
     /// at most one per QP per 50 µs (DCQCN's notification point), a PFC watchdog of 200 ms

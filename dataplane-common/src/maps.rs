@@ -42,6 +42,8 @@ macro_rules! map_table {
             PFC_BUFFERS: Array<u32, $crate::pfc::IngressBuffer>[$crate::PRIORITIES as u32];
             /// PFC frames sent, per CPU.
             PFC_TX_COUNTERS: PerCpuArray<u32, $crate::pfc::PfcTxCounters>[1];
+            /// Where a received PAUSE is relayed (`pfc.relay`): slot → ifindex, 0 = empty.
+            PFC_RELAY: DevMap<u32, u32>[$crate::pfc::MAX_RELAY_PORTS as u32];
             /// Load balancer settings.
             LB_SETTINGS: Array<u32, $crate::lb::LbSettings>[1];
             /// Uplink slots.
@@ -230,7 +232,7 @@ mod tests {
             );
             assert!(map.max_entries > 0, "{}", map.name);
         }
-        assert_eq!(ALL.len(), 24);
+        assert_eq!(ALL.len(), 25);
         assert_eq!(ECN_PROFILES.name(), "ECN_PROFILES");
         assert_eq!(QUEUES.spec.max_entries, 16);
         assert_eq!(LB_PREFIXES_V4.spec.key_size, 8);

@@ -172,6 +172,9 @@ impl PfcProfile {
     };
 }
 
+/// The most interfaces a received PAUSE is relayed to (`pfc.relay`).
+pub const MAX_RELAY_PORTS: usize = 8;
+
 /// PFC frames this host sent, by priority (per CPU in the map).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -180,6 +183,9 @@ pub struct PfcTxCounters {
     pub pause_tx: [u64; crate::PRIORITIES],
     /// Resume (XON) frames sent.
     pub resume_tx: [u64; crate::PRIORITIES],
+    /// PAUSE frames received and passed on to the relay interfaces (`pfc.relay`), counted
+    /// once per frame whatever the number of interfaces.
+    pub relayed: [u64; crate::PRIORITIES],
 }
 
 impl PfcTxCounters {
@@ -188,6 +194,7 @@ impl PfcTxCounters {
         for p in 0..crate::PRIORITIES {
             self.pause_tx[p] += other.pause_tx[p];
             self.resume_tx[p] += other.resume_tx[p];
+            self.relayed[p] += other.relayed[p];
         }
     }
 }

@@ -30,36 +30,73 @@ use crate::{
     parse::{Frame, Network, Parsed},
 };
 
-/// Handles `frame` if it is a MAC control frame, and returns whether it was one (the caller
-/// then consumes it: MAC control frames end at the MAC, never in the stack).
+/// What [`receive`] found.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Received {
+    /// Not a MAC control frame: the caller goes on with it.
+    Other,
+    /// A MAC control frame, handled: the caller consumes it (MAC control frames end at the
+    /// MAC, never in the stack).
+    Consumed,
+    /// A well-formed PAUSE (every priority it names paused, none resumed) on an interface that
+    /// relays them (`pfc.relay`): honoured here, and the caller passes it on.
+    Relay,
+}
+
+/// Handles `frame` if it is a MAC control frame.
 #[inline(always)]
-pub fn receive<C: EbpfContext>(ctx: &C, frame: &Frame) -> bool {
+pub fn receive<C: EbpfContext>(ctx: &C, frame: &Frame) -> Received {
     let Some(eth) = frame.ptr_at::<EthHdr>(0) else {
-        return false;
+        return Received::Other;
     };
     if unsafe { (*eth).ether_type } != EtherType::MacControl.value().to_be() {
-        return false;
+        return Received::Other;
     }
     let Some(counters) = COUNTERS.get_ptr_mut(Hook::Xdp as u32) else {
-        return true;
+        return Received::Consumed;
     };
     // SAFETY: a per-CPU map value, only this CPU writes it while this program runs.
     let counters: &mut HookCounters = unsafe { &mut *counters };
-    if let Err(kind) = honour(ctx, frame, counters) {
-        if let Some(slot) = counters.parse_errors.get_mut(kind as usize) {
-            *slot += 1;
+    let settings = SETTINGS.get(0).copied().unwrap_or(Settings::DEFAULT);
+    match honour(ctx, frame, counters, &settings) {
+        Ok(Some(paused)) if settings.flags & Settings::PFC_RELAY != 0 => {
+            count_relayed(paused);
+            Received::Relay
+        }
+        Ok(_) => Received::Consumed,
+        Err(kind) => {
+            if let Some(slot) = counters.parse_errors.get_mut(kind as usize) {
+                *slot += 1;
+            }
+            Received::Consumed
         }
     }
-    true
 }
 
-/// Applies a PFC frame's pause times to the pause state of each enabled priority.
+/// Counts a PAUSE passed on, under each priority it pauses (`paused`, a class-enable vector).
+#[inline(always)]
+fn count_relayed(paused: u16) {
+    let Some(counters) = PFC_TX_COUNTERS.get_ptr_mut(0) else {
+        return;
+    };
+    for priority in 0..PRIORITIES {
+        if paused & (1 << priority) != 0 {
+            // SAFETY: a per-CPU map value, only this CPU writes it while this program runs.
+            unsafe { (*counters).relayed[priority] += 1 };
+        }
+    }
+}
+
+/// Applies a PFC frame's pause times to the pause state of each enabled priority. Returns its
+/// class-enable vector when the frame only pauses (no priority resumed), `None` when it
+/// resumes some priority.
 #[inline(always)]
 fn honour<C: EbpfContext>(
     ctx: &C,
     frame: &Frame,
     counters: &mut HookCounters,
-) -> Result<(), ParseError> {
+    settings: &Settings,
+) -> Result<Option<u16>, ParseError> {
     let body = frame
         .ptr_at::<[u8; wire_pfc::BODY_LEN]>(EthHdr::LEN)
         .ok_or(ParseError::TruncatedPfc)?;
@@ -72,9 +109,9 @@ fn honour<C: EbpfContext>(
     if class_enable & 0xff00 != 0 {
         return Err(ParseError::BadPfcVector);
     }
-    let settings = SETTINGS.get(0).copied().unwrap_or(Settings::DEFAULT);
     let watchdog = settings.watchdog();
     let now = unsafe { bpf_ktime_get_ns() };
+    let mut only_pauses = class_enable != 0;
     for priority in 0..PRIORITIES {
         if class_enable & (1 << priority) == 0 {
             continue;
@@ -88,6 +125,7 @@ fn honour<C: EbpfContext>(
         // (frames of one link arrive in order), and a race costs one refresh at worst.
         unsafe {
             if quanta == 0 {
+                only_pauses = false;
                 (*state).xon(now);
                 prio_counters.pfc_resume_rx += 1;
             } else {
@@ -103,7 +141,7 @@ fn honour<C: EbpfContext>(
             }
         }
     }
-    Ok(())
+    Ok(only_pauses.then_some(class_enable))
 }
 
 /// Counts a frame of `priority` leaving at TC egress at `now_ns` while that priority is

@@ -1,24 +1,35 @@
 //! The XDP program: ECN marking on ingress. Marks by rewriting the IP header in place.
 
 use aya_ebpf::{
-    bindings::xdp_action, helpers::bpf_ktime_get_ns, macros::xdp, programs::XdpContext,
+    bindings::{xdp_action, BPF_F_BROADCAST, BPF_F_EXCLUDE_INGRESS},
+    helpers::bpf_ktime_get_ns,
+    macros::xdp,
+    programs::XdpContext,
 };
 use dataplane_common::Hook;
 use network_types::ip::Ipv4Hdr;
 
 use crate::{
     ecn,
+    maps::PFC_RELAY,
     parse::{Frame, Network, Parsed},
     pfc,
 };
 
-/// Entry point: MAC control (PFC) frames are honoured and consumed; every other frame
-/// passes, some ECT packets as CE.
+/// Entry point: MAC control (PFC) frames are honoured and consumed, or honoured and relayed
+/// (`pfc.relay`); every other frame passes, some ECT packets as CE.
 #[xdp]
 pub fn lossless_xdp(ctx: XdpContext) -> u32 {
     let frame = Frame::new(ctx.data(), ctx.data_end());
-    if pfc::receive(&ctx, &frame) {
-        return xdp_action::XDP_DROP;
+    match pfc::receive(&ctx, &frame) {
+        pfc::Received::Other => {}
+        pfc::Received::Consumed => return xdp_action::XDP_DROP,
+        // One copy to every interface of the relay map but this one; none when it is empty.
+        pfc::Received::Relay => {
+            return PFC_RELAY
+                .redirect(0, u64::from(BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS))
+                .unwrap_or(xdp_action::XDP_DROP)
+        }
     }
     let len = (ctx.data_end() - ctx.data()) as u64;
     // SAFETY: a helper without arguments.

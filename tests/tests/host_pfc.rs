@@ -2,8 +2,12 @@
 //! attached interface; the pause state, the counters and the consumption of the frames are
 //! read back through `lossless host stats --json` and a capture.
 
+use std::net::Ipv4Addr;
+
+use lossless::netns::{veth_pair, Namespace};
 use lossless_tests::{
     bed::{by_priority, from_test_mac, Link, Running, TEST_MAC, TIMEOUT},
+    capture::RawSocket,
     craft::{scapy_decode, scapy_frame, tshark_verbose},
 };
 
@@ -269,4 +273,79 @@ fn the_ingress_buffer_pauses_and_resumes_the_peer() {
     assert!(by_priority(&stats, "pfc_pause_tx", 3) >= 2, "{stats}");
     assert_eq!(by_priority(&stats, "pfc_resume_tx", 3), 1, "{stats}");
     assert_eq!(by_priority(&stats, "pfc_pause_tx", 0), 0, "{stats}");
+}
+
+/// `pfc.relay`: a PAUSE received is honoured here and passed on, unchanged, to every relay
+/// interface (a host that forwards without a buffer stops its upstream when its downstream
+/// stops it); resumes and malformed frames are not passed on, and nothing is relayed once the
+/// list is empty.
+#[test]
+fn pauses_are_relayed_to_the_relay_interfaces() {
+    let Some(link) = Link::for_test("pauses_are_relayed_to_the_relay_interfaces") else {
+        return;
+    };
+    // The relay target: a second veth from the rx namespace to a namespace of its own.
+    let down_ns = Namespace::create("lrl").unwrap();
+    let (relay, down) = veth_pair(
+        &link.rx_ns,
+        Ipv4Addr::new(10, 78, 0, 1),
+        &down_ns,
+        Ipv4Addr::new(10, 78, 0, 2),
+    )
+    .unwrap();
+    let _attached = link.attach_rx(&["--mode", "skb"]);
+    link.set_rx(&[&format!("pfc.relay={}", relay.ifname)]);
+    let status = link.rx_status();
+    assert_eq!(
+        status["config"]["pfc_relay"],
+        serde_json::json!([relay.ifname]),
+        "{status}"
+    );
+
+    let resume = pfc("c3_enabled=1, c3_pause_time=0");
+    let mut malformed = pfc("c3_enabled=1, c3_pause_time=100");
+    malformed[14..16].copy_from_slice(&[0x00, 0x01]); // 802.3x PAUSE, not PFC
+    let pause = pfc("c3_enabled=1, c3_pause_time=300");
+    let is_pfc = |f: &[u8]| f.len() >= 14 && f[12..14] == [0x88, 0x08];
+    let capture = RawSocket::open_in(&down_ns, &down.ifname);
+    let sender = link.tx_socket();
+    for frame in [&resume, &malformed, &pause] {
+        sender.send(frame).unwrap();
+    }
+    // Frames cross the veth in order: the first MAC control frame to arrive is the pause.
+    let relayed = capture.receive(1, TIMEOUT, is_pfc).unwrap().remove(0);
+    assert_eq!(relayed, pause, "not the PAUSE, unchanged");
+    let fields = scapy_decode(
+        &relayed,
+        "{'opcode': p.payload._op_code, 'c3': p.c3_enabled, 't3': p.c3_pause_time}",
+    )
+    .unwrap();
+    assert_eq!(
+        [&fields["opcode"], &fields["c3"], &fields["t3"]],
+        [0x0101, 1, 300],
+        "{fields}"
+    );
+    let stats = link.wait_for_rx_stats(|s| by_priority(s, "pfc_relayed", 3) == 1);
+    assert_eq!(by_priority(&stats, "pfc_pause_rx", 3), 1, "{stats}");
+    assert_eq!(by_priority(&stats, "pfc_resume_rx", 3), 1, "{stats}");
+    assert_eq!(
+        stats["parse_errors_by_kind"]["bad_pfc_opcode"], 1,
+        "{stats}"
+    );
+
+    // Relaying off, the next pause is honoured and consumed; on again, the pause after it is
+    // the first to reach the relay interface.
+    link.set_rx(&["pfc.relay="]);
+    sender.send(&pause).unwrap();
+    link.wait_for_rx_stats(|s| by_priority(s, "pfc_pause_rx", 3) == 2);
+    link.set_rx(&[&format!("pfc.relay={}", relay.ifname)]);
+    let longer = pfc("c3_enabled=1, c3_pause_time=500");
+    sender.send(&longer).unwrap();
+    let relayed = capture.receive(1, TIMEOUT, is_pfc).unwrap().remove(0);
+    assert_eq!(
+        relayed, longer,
+        "a pause was relayed while relaying was off"
+    );
+    let stats = link.wait_for_rx_stats(|s| by_priority(s, "pfc_pause_rx", 3) == 3);
+    assert_eq!(by_priority(&stats, "pfc_relayed", 3), 2, "{stats}");
 }

@@ -10,7 +10,7 @@ use std::{fs::File, io::Read as _, ops::RangeInclusive, path::Path, time::Durati
 use anyhow::{anyhow, bail, Context as _};
 use dataplane_common::{
     config::{default_dscp_priority, EcnProfile, Settings},
-    pfc::PfcProfile,
+    pfc::{PfcProfile, MAX_RELAY_PORTS},
     red::PMAX_ONE,
     DSCP_VALUES, PRIORITIES,
 };
@@ -44,6 +44,8 @@ pub struct HostConfig {
     pub dscp_priority: [u32; DSCP_VALUES],
     /// Interface-wide settings.
     pub settings: Settings,
+    /// `pfc.relay`: the interfaces a PAUSE received here is passed on to, in order.
+    pub pfc_relay: Vec<String>,
     /// The load balancer (`lb.*`).
     pub lb: LbConfig,
 }
@@ -55,6 +57,7 @@ impl Default for HostConfig {
             pfc_profiles: [PfcProfile::DEFAULT; PRIORITIES],
             dscp_priority: std::array::from_fn(|d| default_dscp_priority(d as u8)),
             settings: Settings::DEFAULT,
+            pfc_relay: Vec::new(),
             lb: LbConfig::default(),
         }
     }
@@ -96,6 +99,8 @@ pub enum Setting {
     PfcWatchdog(Duration),
     /// `pfc.watchdog_ignore`.
     PfcWatchdogIgnore(bool),
+    /// `pfc.relay`: interface names (at most [`MAX_RELAY_PORTS`]); empty turns relaying off.
+    PfcRelay(Vec<String>),
     /// `cnp.enabled`.
     CnpEnabled(bool),
     /// `cnp.interval_us`.
@@ -114,7 +119,7 @@ pub enum Setting {
 pub const KEYS: &str =
     "ecn.prioN.enabled, ecn.prioN.kmin_bytes, ecn.prioN.kmax_bytes, ecn.prioN.pmax, \
 ecn.prioN.rate_bps, pfc.prioN.enabled, pfc.prioN.xoff_bytes, pfc.prioN.xon_bytes, pfc.prioN.quanta, \
-pfc.prioN.drain_bps (N = 0..7), ecn.roce_only, dscp.D.prio (D = 0..63), pfc.link_speed_bps, pfc.watchdog_ms, pfc.watchdog_ignore, cnp.enabled, cnp.interval_us, cnp.dscp, log.marks, log.errors";
+pfc.prioN.drain_bps (N = 0..7), ecn.roce_only, dscp.D.prio (D = 0..63), pfc.link_speed_bps, pfc.watchdog_ms, pfc.watchdog_ignore, pfc.relay, cnp.enabled, cnp.interval_us, cnp.dscp, log.marks, log.errors";
 
 /// What a whole-number key holds and its range: the parser names them when the text is no
 /// such number, the setter when the number is out of range, in the same words.
@@ -219,6 +224,14 @@ impl Setting {
                 Setting::PfcWatchdog(parse_key_duration(key, value, &WATCHDOG)?)
             }
             ["pfc", "watchdog_ignore"] => Setting::PfcWatchdogIgnore(bool_()?),
+            ["pfc", "relay"] => Setting::PfcRelay(
+                value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|name| !name.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+            ),
             ["cnp", "enabled"] => Setting::CnpEnabled(bool_()?),
             ["cnp", "interval_us"] => {
                 Setting::CnpInterval(parse_key_duration(key, value, &CNP_INTERVAL)?)
@@ -280,6 +293,7 @@ impl Setting {
             Setting::LinkSpeedBps(_) => "pfc.link_speed_bps".into(),
             Setting::PfcWatchdog(_) => "pfc.watchdog_ms".into(),
             Setting::PfcWatchdogIgnore(_) => "pfc.watchdog_ignore".into(),
+            Setting::PfcRelay(_) => "pfc.relay".into(),
             Setting::CnpEnabled(_) => "cnp.enabled".into(),
             Setting::CnpInterval(_) => "cnp.interval_us".into(),
             Setting::CnpDscp(_) => "cnp.dscp".into(),
@@ -361,6 +375,26 @@ impl HostConfig {
                 self.settings.pfc_watchdog_ns = duration_ns(&key, limit, &WATCHDOG)?;
             }
             Setting::PfcWatchdogIgnore(on) => self.set_flag(Settings::PFC_WATCHDOG_IGNORE, on),
+            Setting::PfcRelay(names) => {
+                if names.len() > MAX_RELAY_PORTS {
+                    bail!(
+                        "{key}: at most {MAX_RELAY_PORTS} interfaces, got {}",
+                        names.len()
+                    );
+                }
+                if let Some(long) = names.iter().find(|n| n.len() >= 16) {
+                    bail!("{key}: '{long}' is longer than an interface name can be");
+                }
+                if let Some((_, twice)) = names
+                    .iter()
+                    .enumerate()
+                    .find(|(i, n)| names[..*i].contains(n))
+                {
+                    bail!("{key}: {twice} is listed twice");
+                }
+                self.set_flag(Settings::PFC_RELAY, !names.is_empty());
+                self.pfc_relay = names;
+            }
             Setting::CnpEnabled(on) => self.set_flag(Settings::CNP_ENABLED, on),
             Setting::CnpInterval(interval) => {
                 self.settings.cnp_interval_ns = duration_ns(&key, interval, &CNP_INTERVAL)?;
@@ -456,6 +490,7 @@ impl HostConfig {
             link_speed_bps: self.settings.link_speed_bps,
             pfc_watchdog_ms: self.settings.pfc_watchdog_ns / 1_000_000,
             pfc_watchdog_ignore: self.settings.flags & Settings::PFC_WATCHDOG_IGNORE != 0,
+            pfc_relay: self.pfc_relay.clone(),
             cnp_enabled: self.settings.flags & Settings::CNP_ENABLED != 0,
             cnp_interval_us: self.settings.cnp_interval_ns / 1000,
             cnp_dscp: self.settings.cnp_dscp,
@@ -565,6 +600,8 @@ pub struct ConfigView {
     pub pfc_watchdog_ms: u64,
     /// `pfc.watchdog_ignore`.
     pub pfc_watchdog_ignore: bool,
+    /// `pfc.relay`.
+    pub pfc_relay: Vec<String>,
     /// `cnp.enabled`.
     pub cnp_enabled: bool,
     /// `cnp.interval_us`.
@@ -653,6 +690,15 @@ mod tests {
             ("pfc.prio3.quanta=0", "is not a pause time in quanta"),
             ("ecn.prio3.kmin_bytes=-5", "is not a number of bytes"),
             ("pfc.watchdog_ms=0", "pfc.watchdog_ms: '0' is too short"),
+            ("pfc.relay=v0,v1,v0", "pfc.relay: v0 is listed twice"),
+            (
+                "pfc.relay=a,b,c,d,e,f,g,h,i",
+                "pfc.relay: at most 8 interfaces, got 9",
+            ),
+            (
+                "pfc.relay=an-interface-name-too-long",
+                "is longer than an interface name can be",
+            ),
             (
                 "pfc.watchdog_ms=inf",
                 "pfc.watchdog_ms: 'inf' is not a duration",

@@ -132,6 +132,7 @@ impl Exposition {
             pfc_paused_ns,
             pfc_pause_tx,
             pfc_resume_tx,
+            pfc_relayed,
             pfc_buffer_bytes,
             cnp,
             cnp_qps,
@@ -180,6 +181,12 @@ impl Exposition {
                 "PFC resume (XON) frames this host sent for the priority.",
                 &labels,
                 pfc_resume_tx[p] as f64,
+            )?;
+            self.counter(
+                "lossless_pfc_pause_frames_relayed_total",
+                "PFC PAUSE frames this host received and passed on to its pfc.relay interfaces.",
+                &labels,
+                pfc_relayed[p] as f64,
             )?;
             self.gauge(
                 "lossless_pfc_ingress_buffer_bytes",
@@ -598,6 +605,7 @@ mod tests {
             pfc_violations: std::array::from_fn(|p| counters[p].pfc_violations),
             pfc_pause_tx: values.array(),
             pfc_resume_tx: values.array(),
+            pfc_relayed: values.array(),
             pfc_buffer_bytes: values.array(),
             cnp: record::<_, 4>(values),
             cnp_qps: vec![CnpQpStats {

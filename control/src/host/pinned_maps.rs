@@ -12,12 +12,13 @@ use dataplane_common::{
     config::AttachInfo,
     counters::HookCounters,
     maps::{self, kind, MapDef},
-    pfc::{IngressBuffer, PfcState, PfcTxCounters},
+    pfc::{IngressBuffer, PfcState, PfcTxCounters, MAX_RELAY_PORTS},
     phantom_queue::PhantomQueue,
     Hook, PRIORITIES,
 };
 
 use super::{config::HostConfig, lifecycle, pins::PinDir};
+use crate::traffic::interface::Interface;
 
 /// How user space opens a map of each kind: as the aya map of that kind, keyed and valued as
 /// its definition says.
@@ -143,6 +144,7 @@ impl PinnedMaps {
             pfc_profiles: self.read_entries(&maps::PFC_PROFILES, 0)?,
             dscp_priority: self.read_entries(&maps::DSCP_PRIO, 0)?,
             settings: self.read(&maps::SETTINGS, 0)?,
+            pfc_relay: self.read_pfc_relay()?,
             lb: self.read_lb_config()?,
         })
     }
@@ -154,7 +156,36 @@ impl PinnedMaps {
         self.write_entries(&maps::PFC_PROFILES, &config.pfc_profiles)?;
         self.write_entries(&maps::DSCP_PRIO, &config.dscp_priority)?;
         self.write_lb_config(&config.lb)?;
+        self.write_pfc_relay(&config.pfc_relay)?;
         self.write_entries(&maps::SETTINGS, &[config.settings])
+    }
+
+    /// The interfaces of `pfc.relay`, by name in this namespace (one deleted since is left
+    /// out: the kernel emptied its slot).
+    fn read_pfc_relay(&self) -> anyhow::Result<Vec<String>> {
+        let devmap = self.map(&maps::PFC_RELAY)?;
+        Ok((0..MAX_RELAY_PORTS as u32)
+            .filter_map(|slot| devmap.get(slot, 0).ok())
+            .filter_map(|target| Interface::name_of(target.if_index))
+            .collect())
+    }
+
+    /// Points the relay slots at the interfaces named `names` (in this namespace), the rest
+    /// empty.
+    fn write_pfc_relay(&self, names: &[String]) -> anyhow::Result<()> {
+        let mut devmap = self.map(&maps::PFC_RELAY)?;
+        for slot in 0..MAX_RELAY_PORTS {
+            let ifindex = match names.get(slot) {
+                Some(name) => {
+                    Interface::lookup(name)
+                        .with_context(|| format!("pfc.relay: {name}"))?
+                        .index
+                }
+                None => 0,
+            };
+            devmap.set(slot as u32, ifindex, None, 0)?;
+        }
+        Ok(())
     }
 
     /// Writes `entries` to the array map `def` from index 0.

@@ -63,6 +63,8 @@ pub struct Stats {
     pub pfc_pause_tx: [u64; PRIORITIES],
     /// Resume (XON) frames this host sent, by priority.
     pub pfc_resume_tx: [u64; PRIORITIES],
+    /// PAUSE frames received and passed on to the `pfc.relay` interfaces, by priority.
+    pub pfc_relayed: [u64; PRIORITIES],
     /// This host's ingress buffer occupancy after the last packet, by priority.
     pub pfc_buffer_bytes: [u64; PRIORITIES],
     /// Notification-point totals: `cnp_sent`, `cnp_suppressed`, `cnp_received`,
@@ -146,6 +148,7 @@ impl Stats {
             pfc_violations: all.per_priority.map(|c| c.pfc_violations),
             pfc_pause_tx: pfc_tx.pause_tx,
             pfc_resume_tx: pfc_tx.resume_tx,
+            pfc_relayed: pfc_tx.relayed,
             pfc_buffer_bytes: maps.read_pfc_buffers()?.map(|b| b.queue.backlog_bytes),
             cnp: maps.read_cnp_counters()?,
             cnp_qps: maps
@@ -254,14 +257,15 @@ impl Stats {
                 .map(|ns| format!("{:.3}", *ns as f64 / 1e6))
                 .collect();
             out += &format!(
-                "pfc (prio 0..7) pause_rx {:?} resume_rx {:?} paused_ms [{}] storms {:?} violations {:?} pause_tx {:?} resume_tx {:?}\n",
+                "pfc (prio 0..7) pause_rx {:?} resume_rx {:?} paused_ms [{}] storms {:?} violations {:?} pause_tx {:?} resume_tx {:?} relayed {:?}\n",
                 self.pfc_pause_rx,
                 self.pfc_resume_rx,
                 paused_ms.join(", "),
                 self.pfc_storms,
                 self.pfc_violations,
                 self.pfc_pause_tx,
-                self.pfc_resume_tx
+                self.pfc_resume_tx,
+                self.pfc_relayed
             );
         }
         let cnp = &self.cnp;

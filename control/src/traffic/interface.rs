@@ -76,6 +76,18 @@ impl Interface {
         })
     }
 
+    /// The name of the interface with index `index` in this namespace, if there is one.
+    pub fn name_of(index: u32) -> Option<String> {
+        let mut name = [0 as libc::c_char; libc::IFNAMSIZ];
+        // SAFETY: `name` has the IFNAMSIZ bytes if_indextoname may write.
+        if unsafe { libc::if_indextoname(index, name.as_mut_ptr()) }.is_null() {
+            return None;
+        }
+        // SAFETY: on success if_indextoname wrote a NUL-terminated name into `name`.
+        let name = unsafe { CStr::from_ptr(name.as_ptr()) };
+        name.to_str().ok().map(str::to_owned)
+    }
+
     /// Whether the interface is up with its carrier (IFF_UP and IFF_RUNNING).
     pub fn is_running(name: &str) -> bool {
         let Some(mut request) = ifreq(name) else {
