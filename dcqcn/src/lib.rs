@@ -99,6 +99,25 @@ pub enum DcqcnError {
 }
 
 impl DcqcnParams {
+    /// Parameters for a link of `link_rate_bps` carrying `frame_bytes`-byte frames that runs
+    /// a thousand times slower than a data centre's (the labs' and Mininet's megabit links,
+    /// where a frame takes a millisecond): the increase steps and the floor as fractions of
+    /// the link rate (1/100, 1/20, 1/100), the byte counter 50 frames, both timers 5 ms, gain
+    /// 1/16. The defaults' microsecond timers would recover the rate faster than a queue
+    /// there can build.
+    pub fn scaled_to(link_rate_bps: u64, frame_bytes: usize) -> DcqcnParams {
+        DcqcnParams {
+            g: 1.0 / 16.0,
+            alpha_period: Duration::from_millis(5),
+            increase_period: Duration::from_millis(5),
+            byte_counter_bytes: frame_bytes as u64 * 50,
+            rate_ai_bps: (link_rate_bps / 100).max(1),
+            rate_hai_bps: (link_rate_bps / 20).max(1),
+            min_rate_bps: (link_rate_bps / 100).max(1),
+            ..DcqcnParams::default()
+        }
+    }
+
     /// Checks every parameter against a QP whose line rate is `line_rate_bps`.
     pub fn validate(&self, line_rate_bps: u64) -> Result<(), DcqcnError> {
         let fail = |name, reason| Err(DcqcnError::Param { name, reason });

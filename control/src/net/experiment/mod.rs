@@ -23,6 +23,7 @@ use std::{
 };
 
 use anyhow::{bail, Context as _};
+use dcqcn::DcqcnParams;
 use p4runtime::{lossless::softswitch::v1::SetQueueRequest, p4::config::v1::P4Info};
 use serde::Serialize;
 
@@ -165,18 +166,21 @@ impl Links {
     }
 }
 
-/// DCQCN's parameters of the traffic tool, scaled to a link of `link_rate` b/s carrying
-/// `size`-byte frames: steps and floor as fractions of its rate, timers of a few of its
-/// packet times at 8 Mb/s.
+/// The traffic tool's DCQCN flags for a link of `link_rate` b/s carrying `size`-byte frames
+/// ([`DcqcnParams::scaled_to`]).
 fn dcqcn_flags(link_rate: u64, size: usize) -> Vec<String> {
+    let p = DcqcnParams::scaled_to(link_rate, size);
     [
-        ("--dcqcn-g", "0.0625".to_string()),
-        ("--dcqcn-rai", (link_rate / 100).max(1).to_string()),
-        ("--dcqcn-rhai", (link_rate / 20).max(1).to_string()),
-        ("--dcqcn-min-rate", (link_rate / 100).max(1).to_string()),
-        ("--dcqcn-byte-counter", (size * 50).to_string()),
-        ("--dcqcn-timer-us", "5000".to_string()),
-        ("--dcqcn-alpha-us", "5000".to_string()),
+        ("--dcqcn-g", p.g.to_string()),
+        ("--dcqcn-rai", p.rate_ai_bps.to_string()),
+        ("--dcqcn-rhai", p.rate_hai_bps.to_string()),
+        ("--dcqcn-min-rate", p.min_rate_bps.to_string()),
+        ("--dcqcn-byte-counter", p.byte_counter_bytes.to_string()),
+        (
+            "--dcqcn-timer-us",
+            p.increase_period.as_micros().to_string(),
+        ),
+        ("--dcqcn-alpha-us", p.alpha_period.as_micros().to_string()),
     ]
     .into_iter()
     .flat_map(|(flag, value)| [flag.to_string(), value])
