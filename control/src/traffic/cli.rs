@@ -626,6 +626,13 @@ fn recv_table(s: &RecvSummary) -> String {
         "{:.3} s; {} frames with a bad checksum or ICRC, {} other frames ignored\n",
         s.duration_s, s.bad_frames, s.other_frames
     );
+    if s.socket_drops > 0 {
+        out += &format!(
+            "{} frames dropped by this receiver's socket: it fell behind (a busy machine), so \
+             they are missing from the counts above though the network delivered them\n",
+            s.socket_drops
+        );
+    }
     if s.cnp_sent + s.cnp_suppressed > 0 {
         out += &format!(
             "CNPs sent {}, CE marks left unanswered by the rate limit {}\n",
@@ -868,6 +875,7 @@ mod tests {
             goodput_bps: 8e6,
             bad_frames: 0,
             other_frames: 0,
+            socket_drops: 0,
             qps: vec![],
             intervals: vec![],
             started: std::time::Instant::now(),

@@ -173,6 +173,9 @@ pub struct RecvSummary {
     pub bad_frames: u64,
     /// Frames that were not RoCEv2 (ignored).
     pub other_frames: u64,
+    /// Frames the kernel dropped because this receiver's socket buffer was full: the
+    /// receiver fell behind (they never reached the counts above).
+    pub socket_drops: u64,
     /// One entry per flow, ordered by sender and QP.
     pub qps: Vec<QpSummary>,
     /// Per-interval reports, when the receiver was asked for them.
@@ -229,6 +232,8 @@ pub struct RecvCounters {
     pub bad_frames: u64,
     /// Frames that were not RoCEv2.
     pub other_frames: u64,
+    /// Frames dropped at the receiving socket.
+    pub socket_drops: u64,
 }
 
 impl RecvCounters {
@@ -338,6 +343,7 @@ impl RecvCounters {
             goodput_bps,
             bad_frames: self.bad_frames,
             other_frames: self.other_frames,
+            socket_drops: self.socket_drops,
             qps,
             intervals: self.intervals.clone(),
             started,

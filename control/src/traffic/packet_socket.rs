@@ -88,6 +88,25 @@ impl PacketSocket {
         sys::set_option(&self.fd, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &1)
     }
 
+    /// Frames the kernel dropped because the receive buffer was full, since the last call
+    /// (PACKET_STATISTICS, which the kernel resets on each read).
+    pub fn take_drops(&self) -> io::Result<u64> {
+        // SAFETY: tpacket_stats is plain data; all-zero is valid.
+        let mut stats: libc::tpacket_stats = unsafe { mem::zeroed() };
+        let mut len = mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+        // SAFETY: `stats` is writable for `len` bytes; the kernel writes at most that.
+        sys::check(unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                (&mut stats as *mut libc::tpacket_stats).cast(),
+                &mut len,
+            )
+        })?;
+        Ok(u64::from(stats.tp_drops))
+    }
+
     /// Asks the kernel to stamp each received frame with its arrival time (SO_TIMESTAMPNS),
     /// so a reader that lags behind still sees when frames came, not when it read them.
     pub fn stamp_arrivals(&self) -> io::Result<()> {

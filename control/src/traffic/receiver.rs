@@ -231,6 +231,7 @@ impl Receiver {
                 }
             }
         }
+        counters.socket_drops = self.socket.take_drops().map_err(recv_error)?;
         Ok(counters.summary(start))
     }
 }
