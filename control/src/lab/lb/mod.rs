@@ -6,6 +6,7 @@
 //! order (reordering) and the flows' completion times. Prints a table; writes summary.json and
 //! a plot (lb.svg).
 
+mod closed_loop;
 mod metrics;
 mod report;
 mod topology;
@@ -21,17 +22,20 @@ use std::{
 
 use anyhow::{bail, Context as _};
 use dataplane_common::lb::Policy;
+use dcqcn::{Dcqcn, DcqcnParams};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use self::{
+    closed_loop::{LoopArgs, LoopCounts, LoopMaps},
     metrics::{reordered_fraction, Balance, Completion},
-    topology::{Shape, Topology, OWNED_PREFIX, RECEIVER},
+    topology::{Port, Shape, Topology, OWNED_PREFIX, RECEIVER},
     workload::{Flow, WorkloadKind, WorkloadParams},
 };
 use super::harness::{self, Sending};
 use crate::{
     host::{
+        attachment::Attachment,
         config::{HostConfig, Setting},
         lb::{
             config::{parse_policy, LbSetting, NextHop, FLOWLET_TIMEOUT},
@@ -127,6 +131,10 @@ pub struct LbLab {
     /// Seed of the workload: the same seed, the same flows.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// ECN, PFC and DCQCN, or none of them.
+    #[command(flatten)]
+    #[serde(flatten)]
+    closed_loop: LoopArgs,
     /// Directory for summary.json and lb.svg.
     #[arg(long, default_value = "lab-output/lb")]
     out: PathBuf,
@@ -150,7 +158,7 @@ impl LbLab {
         if self.uplink_rate == 0 || self.slow_uplink_rate == 0 || self.flow_rate == Some(0) {
             bail!("rates must be above zero");
         }
-        Ok(())
+        self.closed_loop.validate(self.buffer)
     }
 
     /// Each path's capacity: the last one at the slow rate.
@@ -210,8 +218,9 @@ fn wcmp_weights(rates: &[u64]) -> Vec<u32> {
         .collect()
 }
 
-/// A flow as one QP of the sender: its rate while a message is under way, a pause between
-/// messages, nothing once its frames are sent.
+/// A flow as one QP of the sender: its rate while a message is under way (capped by its
+/// DCQCN reaction point in the closed loop), a pause between messages, nothing once its
+/// frames are sent.
 struct FlowRate {
     flow: Flow,
     left: u64,
@@ -219,16 +228,22 @@ struct FlowRate {
     in_message: u64,
     /// Wire bits of the last frame, to turn the gap into a rate for one frame time.
     last_bits: u64,
+    /// The flow's reaction point, starting at its rate; none in the open loop.
+    dcqcn: Option<Dcqcn>,
 }
 
 impl FlowRate {
-    fn new(flow: Flow) -> FlowRate {
-        FlowRate {
+    fn new(flow: Flow, dcqcn: Option<DcqcnParams>) -> anyhow::Result<FlowRate> {
+        Ok(FlowRate {
             flow,
             left: flow.frames,
             in_message: 0,
             last_bits: 0,
-        }
+            dcqcn: dcqcn
+                .map(|params| Dcqcn::new(flow.rate_bps, params))
+                .transpose()
+                .context("DCQCN parameters")?,
+        })
     }
 }
 
@@ -241,11 +256,17 @@ impl RateController for FlowRate {
                 let gap_ns = m.gap.as_nanos().max(1);
                 (u128::from(self.last_bits) * 1_000_000_000 / gap_ns).max(1) as u64
             }
-            _ => self.flow.rate_bps,
+            _ => self
+                .dcqcn
+                .as_ref()
+                .map_or(self.flow.rate_bps, |d| d.rate_bps().min(self.flow.rate_bps)),
         }
     }
 
-    fn on_sent(&mut self, _now: Duration, wire_bits: u64) {
+    fn on_sent(&mut self, now: Duration, wire_bits: u64) {
+        if let Some(dcqcn) = &mut self.dcqcn {
+            dcqcn.on_sent(now, wire_bits);
+        }
         self.left = self.left.saturating_sub(1);
         self.last_bits = wire_bits;
         self.in_message = match self.flow.messages {
@@ -254,8 +275,12 @@ impl RateController for FlowRate {
         };
     }
 
-    /// Open-loop flows ignore congestion notifications (none are sent in this lab).
-    fn on_cnp(&mut self, _now: Duration) {}
+    /// Cuts the flow's rate (open-loop flows get no CNPs: nothing marks).
+    fn on_cnp(&mut self, now: Duration) {
+        if let Some(dcqcn) = &mut self.dcqcn {
+            dcqcn.on_cnp(now);
+        }
+    }
 
     fn start(&self) -> Duration {
         self.flow.start
@@ -300,6 +325,9 @@ pub struct PolicyRun {
     pub packets_sent: u64,
     /// Frames the receiver counted.
     pub packets_received: u64,
+    /// Frames that reached the receiver's host but not its count: its socket buffer was full
+    /// (the receiver fell behind on a busy machine). Not lost by the network.
+    pub receiver_drops: u64,
     /// Flows in the workload.
     pub flows: usize,
     /// Completion times of the flows that arrived whole (from the flow's start at its sender
@@ -307,6 +335,17 @@ pub struct PolicyRun {
     pub fct: Completion,
     /// Times a sender could not keep its schedule (the machine lacked CPU).
     pub sender_stalls: u64,
+    /// What the closed loop did during the run (none in the open loop).
+    pub closed_loop: Option<LoopCounts>,
+}
+
+impl PolicyRun {
+    /// Frames the network lost: sent, and neither counted by the receiver nor dropped at its
+    /// socket.
+    pub fn lost(&self) -> u64 {
+        self.packets_sent
+            .saturating_sub(self.packets_received + self.receiver_drops)
+    }
 }
 
 /// summary.json.
@@ -330,11 +369,15 @@ pub fn run(args: &LbLab, stop: &StopFlag) -> anyhow::Result<()> {
     })
     .context("building the namespace test bed")?;
     let config = args.balancer_config(&topology)?;
-    let maps = topology
-        .senders
-        .iter()
-        .map(|link| topology.attach_balancer(&link.downlink, config.clone()))
+    let maps = (0..topology.senders.len())
+        .map(|i| topology.attach(Port::Downlink(i), vec![Attachment::Lb], config.clone()))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    let loop_maps = (!args.closed_loop.open_loop)
+        .then(|| closed_loop::attach(&topology, &args.closed_loop))
+        .transpose()?;
+    let dcqcn = loop_maps
+        .is_some()
+        .then(|| DcqcnParams::scaled_to(args.uplink_rate, args.size));
 
     let frame_len = args.size;
     let params = WorkloadParams {
@@ -387,9 +430,14 @@ pub fn run(args: &LbLab, stop: &StopFlag) -> anyhow::Result<()> {
             progress.set_message(format!("{} {}", kind.name(), policy.name()));
             set_policy(&topology, &maps, policy)?;
             let before = uplink_loads(&maps, &topology)?;
-            let (sent, received) = run_flows(&topology, flows, frame_len, &progress, stop)?;
+            let loop_before = loop_counts(loop_maps.as_ref())?;
+            let (sent, received) =
+                run_flows(&topology, flows, (frame_len, dcqcn), &progress, stop)?;
             let after = uplink_loads(&maps, &topology)?;
-            let run = judge(*kind, policy, flows, (&before, &after), &sent, &received);
+            let mut run = judge(*kind, policy, flows, (&before, &after), &sent, &received);
+            run.closed_loop = loop_counts(loop_maps.as_ref())?
+                .zip(loop_before)
+                .map(|(after, before)| after.since(&before));
             progress.suspend(|| report::print_row(&run));
             runs.push(run);
         }
@@ -403,6 +451,11 @@ pub fn run(args: &LbLab, stop: &StopFlag) -> anyhow::Result<()> {
     };
     report::print_verdict(&runs);
     report::write(&args.out, &summary, &runs)
+}
+
+/// The closed loop's counters now, if it runs.
+fn loop_counts(maps: Option<&LoopMaps>) -> anyhow::Result<Option<LoopCounts>> {
+    maps.map(LoopMaps::read).transpose()
 }
 
 /// Payload bytes an untagged RoCEv2 frame of `size` bytes to `dst_ip` carries.
@@ -478,14 +531,14 @@ fn qp_base(sender: usize) -> u32 {
 fn run_flows(
     topology: &Topology,
     flows: &[Flow],
-    frame_len: usize,
+    (frame_len, dcqcn): (usize, Option<DcqcnParams>),
     progress: &ProgressBar,
     stop: &StopFlag,
 ) -> anyhow::Result<(Vec<SendSummary>, RecvSummary)> {
     let k = topology.senders.len();
     let mut per_sender: Vec<Vec<FlowRate>> = (0..k).map(|_| Vec::new()).collect();
     for (i, flow) in flows.iter().enumerate() {
-        per_sender[sender_of(i, k).0].push(FlowRate::new(*flow));
+        per_sender[sender_of(i, k).0].push(FlowRate::new(*flow, dcqcn)?);
     }
     let mut senders = Vec::new();
     for (s, (link, rates)) in topology.senders.iter().zip(per_sender).enumerate() {
@@ -608,9 +661,11 @@ fn judge(
         reordered_fraction: reordered_fraction(received.reordered, received.packets),
         packets_sent: sent.iter().map(|s| s.packets).sum(),
         packets_received: received.packets,
+        receiver_drops: received.socket_drops,
         flows: flows.len(),
         fct: Completion::of(fct_ms),
         sender_stalls: sent.iter().map(|s| s.stalls).sum(),
+        closed_loop: None,
     }
 }
 
@@ -638,15 +693,19 @@ mod tests {
 
     #[test]
     fn a_flow_pauses_between_messages_and_stops_after_its_frames() {
-        let mut rate = FlowRate::new(Flow {
-            start: Duration::from_millis(3),
-            frames: 5,
-            rate_bps: 1000,
-            messages: Some(Messages {
-                frames: 2,
-                gap: Duration::from_millis(100),
-            }),
-        });
+        let mut rate = FlowRate::new(
+            Flow {
+                start: Duration::from_millis(3),
+                frames: 5,
+                rate_bps: 1000,
+                messages: Some(Messages {
+                    frames: 2,
+                    gap: Duration::from_millis(100),
+                }),
+            },
+            None,
+        )
+        .unwrap();
         assert_eq!(rate.start(), Duration::from_millis(3));
         let mut rates = Vec::new();
         for _ in 0..5 {

@@ -14,7 +14,7 @@ use plotters::{
 };
 use serde::Serialize;
 
-use super::{topology::Topology, LbLab, PolicyRun};
+use super::{closed_loop::LoopCounts, topology::Topology, LbLab, PolicyRun};
 use crate::lab::output;
 
 /// Prints what the lab runs on.
@@ -24,9 +24,14 @@ pub fn print_header(args: &LbLab, topology: &Topology) {
         .iter()
         .map(|u| format!("{}", u.rate_bps / 1_000_000))
         .collect();
+    let flow_control = if args.closed_loop.open_loop {
+        "open loop: no ECN, PFC or DCQCN"
+    } else {
+        "closed loop: spines mark ECN and pause, the balancer relays pauses, DCQCN senders"
+    };
     println!(
         "load-balancing lab: {} sender(s) -> balancer (XDP lb on each downlink) -> {} uplinks \
-         (paths of {} Mb/s) -> leaf -> receiver; load {:.2}, {} B frames",
+         (paths of {} Mb/s) -> leaf -> receiver; load {:.2}, {} B frames; {flow_control}",
         topology.senders.len(),
         topology.uplinks.len(),
         rates.join(", "),
@@ -34,7 +39,7 @@ pub fn print_header(args: &LbLab, topology: &Topology) {
         args.size,
     );
     println!(
-        "{:<10} {:<8} {:>9} {:>6} {:>10} {:>10} {:>10} {:>6} {:>8}  MB per uplink",
+        "{:<10} {:<8} {:>9} {:>6} {:>10} {:>10} {:>10} {:>6} {:>6} {:>7} {:>6} {:>6}  MB per uplink",
         "workload",
         "policy",
         "imbalance",
@@ -43,7 +48,10 @@ pub fn print_header(args: &LbLab, topology: &Topology) {
         "fct_p50_ms",
         "fct_p99_ms",
         "flows",
-        "lost"
+        "lost",
+        "pauses",
+        "marks",
+        "cnps"
     );
 }
 
@@ -59,8 +67,13 @@ pub fn print_row(run: &PolicyRun) {
         .iter()
         .map(|u| format!("{:.1}", u.tx_bytes as f64 / 1e6))
         .collect();
+    let counts = |what: fn(&LoopCounts) -> u64| {
+        run.closed_loop
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), |c| what(c).to_string())
+    };
     println!(
-        "{:<10} {:<8} {:>9.3} {:>6.3} {:>10.3} {:>10} {:>10} {:>6} {:>8}  {}",
+        "{:<10} {:<8} {:>9.3} {:>6.3} {:>10.3} {:>10} {:>10} {:>6} {:>6} {:>7} {:>6} {:>6}  {}",
         run.workload,
         run.policy,
         run.balance.imbalance,
@@ -69,13 +82,24 @@ pub fn print_row(run: &PolicyRun) {
         completion_ms(run.fct.p50_ms),
         completion_ms(run.fct.p99_ms),
         format!("{}/{}", run.fct.flows, run.flows),
-        run.packets_sent.saturating_sub(run.packets_received),
+        run.lost(),
+        counts(|c| c.pauses_sent),
+        counts(|c| c.ecn_marked),
+        counts(|c| c.cnps_sent),
         megabytes.join(" ")
     );
+    if run.receiver_drops > 0 {
+        println!(
+            "  ({} frames reached the receiver's host but not its count: its socket fell behind; \
+             flows short of them are not whole)",
+            run.receiver_drops
+        );
+    }
 }
 
 /// Prints, per workload, which policy was the most and the least balanced, the most
-/// reordered, and which delivered the most flows whole.
+/// reordered, and which completed its flows soonest (closed loop: all complete) or delivered
+/// the most flows whole (open loop).
 pub fn print_verdict(runs: &[PolicyRun]) {
     for workload in workloads(runs) {
         let of: Vec<&PolicyRun> = runs.iter().filter(|r| r.workload == workload).collect();
@@ -88,12 +112,21 @@ pub fn print_verdict(runs: &[PolicyRun]) {
             };
             chosen.map_or("none", |r| r.policy)
         };
+        // With flow control every flow completes, and what differs is how long they took.
+        let closed_loop = of.iter().all(|r| r.closed_loop.is_some());
+        let (which, best) = if closed_loop {
+            (
+                "shortest fct_p99",
+                pick(|r| r.fct.p99_ms.unwrap_or(f64::INFINITY), false),
+            )
+        } else {
+            ("most flows whole", pick(|r| r.fct.flows as f64, true))
+        };
         println!(
-            "{workload}: most balanced {}, least balanced {}, most reordered {}, most flows whole {}",
+            "{workload}: most balanced {}, least balanced {}, most reordered {}, {which} {best}",
             pick(|r| r.balance.imbalance, false),
             pick(|r| r.balance.imbalance, true),
             pick(|r| r.reordered_fraction, true),
-            pick(|r| r.fct.flows as f64, true),
         );
     }
 }

@@ -169,20 +169,41 @@ impl Topology {
     }
 }
 
+/// Where the lab attaches a data plane.
+#[derive(Clone, Copy, Debug)]
+pub enum Port {
+    /// Sender `i`'s interface.
+    Sender(usize),
+    /// The balancer's downlink from sender `i`.
+    Downlink(usize),
+    /// The balancer's uplink `j`.
+    Uplink(usize),
+    /// Spine `j`'s end of uplink `j`: where the path's queue is modelled.
+    SpineIngress(usize),
+    /// The receiver's interface.
+    Receiver,
+}
+
 impl Topology {
-    /// Attaches the load balancer configured as `config` to the balancer's `downlink`; it is
-    /// detached when the topology is dropped.
-    pub fn attach_balancer(
+    /// Attaches `attachments` configured as `config` to `port`; they are detached when the
+    /// topology is dropped.
+    pub fn attach(
         &self,
-        downlink: &Endpoint,
+        port: Port,
+        attachments: Vec<Attachment>,
         config: HostConfig,
     ) -> anyhow::Result<PinnedMaps> {
-        self.attached.attach(
-            &self.balancer,
-            &downlink.ifname,
-            vec![Attachment::Lb],
-            config,
-        )
+        let missing = || anyhow::anyhow!("the lab has no {port:?}");
+        let (ns, endpoint) = match port {
+            Port::Sender(i) => self.senders.get(i).map(|l| (&l.ns, &l.sender)),
+            Port::Downlink(i) => self.senders.get(i).map(|l| (&self.balancer, &l.downlink)),
+            Port::Uplink(j) => self.uplinks.get(j).map(|u| (&self.balancer, &u.uplink)),
+            Port::SpineIngress(j) => self.uplinks.get(j).map(|u| (&u.spine, &u.spine_end)),
+            Port::Receiver => Some((&self.receiver_ns, &self.receiver)),
+        }
+        .ok_or_else(missing)?;
+        self.attached
+            .attach(ns, &endpoint.ifname, attachments, config)
     }
 }
 
