@@ -190,6 +190,65 @@ fn lb_lab_pauses_hold_the_senders_and_the_open_loop_loses() {
     fs::remove_dir_all(&out).unwrap();
 }
 
+/// The allreduce workload: one connection of 4 QPs that share a UDP source port. ecmp hashes
+/// them as one flow, so one uplink carries all of it; e-ecmp adds the destination QP and
+/// spreads them. Both complete every step whole, and report nccl-tests' bandwidths.
+#[test]
+fn lb_lab_allreduce_spreads_a_connections_qps_only_with_e_ecmp() {
+    let Some(_alone) = exclusive("lb_lab_allreduce_spreads_a_connections_qps_only_with_e_ecmp")
+    else {
+        return;
+    };
+    let out = out_dir("lab-lb-allreduce");
+    let args = [
+        "--workload",
+        "allreduce",
+        "--policies",
+        "ecmp,e-ecmp",
+        "--collective-size",
+        "1MB",
+    ];
+    let stdout = run_to_end("lb", &out, &args, &NAMESPACE_PREFIXES);
+    assert!(
+        stdout.contains("allreduce: 2 ranks, 1000000 B per rank, 4 QPs per connection, 2 steps"),
+        "{stdout}"
+    );
+    let summary = summary_json(&out);
+    let runs = summary["runs"].as_array().unwrap();
+    let carrying = |r: &Value| {
+        r["uplinks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|u| u["tx_bytes"].as_u64().unwrap() > 0)
+            .count()
+    };
+    let ecmp = run(runs, "allreduce", "ecmp");
+    let e_ecmp = run(runs, "allreduce", "e-ecmp");
+    assert_eq!(carrying(ecmp), 1, "{ecmp}");
+    assert!(carrying(e_ecmp) > 1, "{e_ecmp}");
+    for r in [ecmp, e_ecmp] {
+        // 2 steps x 4 QPs, every frame delivered.
+        assert_eq!(r["flows"], 8, "{r}");
+        assert_eq!(r["fct"]["flows"], 8, "{r}");
+        assert_eq!(r["packets_received"], r["packets_sent"], "{r}");
+        let c = &r["collective"];
+        assert_eq!(
+            (c["ranks"].as_u64(), c["steps"].as_u64()),
+            (Some(2), Some(2)),
+            "{c}"
+        );
+        // nccl-tests: algbw = S / t; busbw = algbw x 2(n-1)/n, which is 1 for two ranks.
+        let seconds = number(c, "time_ms") / 1e3;
+        let algbw = 1e6 * 8.0 / seconds;
+        assert!((number(c, "algbw_bps") / algbw - 1.0).abs() < 1e-9, "{c}");
+        assert!((number(c, "busbw_bps") / algbw - 1.0).abs() < 1e-9, "{c}");
+        // Every step's flows finish within the collective's time.
+        assert!(number(&r["fct"], "p99_ms") <= number(c, "time_ms"), "{r}");
+    }
+    fs::remove_dir_all(&out).unwrap();
+}
+
 #[test]
 fn lb_lab_refuses_bad_options_by_name() {
     for (args, expected) in [
@@ -204,6 +263,8 @@ fn lb_lab_refuses_bad_options_by_name() {
             "--xon 75000 < --xoff 300000 < --buffer 250000",
         ),
         (&["--kmax", "130000"][..], "ECN must mark before PFC pauses"),
+        (&["--collective-size", "1KB"][..], "--collective-size"),
+        (&["--qps-per-conn", "0"][..], "--qps-per-conn"),
     ] {
         let output = lab("lb", Path::new("unused"), args).output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);

@@ -127,6 +127,10 @@ pub struct SendArgs {
     /// UDP source port of the first QP.
     #[arg(long, default_value_t = 49152)]
     pub sport_base: u16,
+    /// Consecutive QPs that share one UDP source port, as the QPs of one connection do (a
+    /// hash without the destination QP cannot tell them apart; E-ECMP can).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub qps_per_port: u32,
     /// The frames' class.
     #[command(flatten)]
     pub class: FrameClassArgs,
@@ -339,6 +343,7 @@ fn send(args: SendArgs) -> anyhow::Result<()> {
         qps: args.qps,
         qp_base: args.qp_base,
         sport_base: args.sport_base,
+        qps_per_port: args.qps_per_port,
         dscp: args.class.dscp,
         pcp: args.class.pcp,
         ecn: args.class.ecn.into(),

@@ -72,6 +72,10 @@ pub struct SendConfig {
     pub qp_base: u32,
     /// UDP source port of the first QP; the others follow.
     pub sport_base: u16,
+    /// How many consecutive QPs share one UDP source port (at least 1): the QPs of one
+    /// connection, as a RoCE NIC gives them one 5-tuple, which only a hash that includes the
+    /// destination QP (E-ECMP) tells apart.
+    pub qps_per_port: u32,
     /// DSCP of every frame.
     pub dscp: u8,
     /// With a PCP, frames carry an 802.1Q priority tag (VLAN 0) with it.
@@ -108,6 +112,7 @@ impl SendConfig {
             qps: 1,
             qp_base: 256,
             sport_base: 49152,
+            qps_per_port: 1,
             dscp: 26,
             pcp: None,
             ecn: Ecn::Ect0,
@@ -178,8 +183,11 @@ impl SendConfig {
         }
         (0..self.qps)
             .map(|i| {
-                let src_port = u16::try_from(u32::from(self.sport_base) + i)
-                    .map_err(|_| TrafficError::Config("UDP source ports run past 65535".into()))?;
+                let src_port =
+                    u16::try_from(u32::from(self.sport_base) + i / self.qps_per_port.max(1))
+                        .map_err(|_| {
+                            TrafficError::Config("UDP source ports run past 65535".into())
+                        })?;
                 let dest_qp = self.qp_base.checked_add(i).filter(|qp| *qp <= MASK_24);
                 let dest_qp = dest_qp
                     .ok_or_else(|| TrafficError::Config("QP numbers run past 24 bits".into()))?;
@@ -671,6 +679,22 @@ mod tests {
             );
             assert_eq!(frame.vlan, Vlan::Untagged);
         }
+    }
+
+    #[test]
+    fn qps_of_a_connection_share_a_source_port() {
+        let config = SendConfig {
+            qps: 5,
+            qps_per_port: 2,
+            ..config()
+        };
+        let frames = config
+            .frames(SRC_MAC, DST_MAC, "10.0.0.1".parse().unwrap(), 1500)
+            .unwrap();
+        let ports: Vec<u16> = frames.iter().map(|f| f.src_port).collect();
+        assert_eq!(ports, [50000, 50000, 50001, 50001, 50002]);
+        let qps: Vec<u32> = frames.iter().map(|f| f.bth.dest_qp).collect();
+        assert_eq!(qps, [0x10, 0x11, 0x12, 0x13, 0x14]);
     }
 
     #[test]

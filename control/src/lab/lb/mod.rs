@@ -30,7 +30,7 @@ use self::{
     closed_loop::{LoopArgs, LoopCounts, LoopMaps},
     metrics::{reordered_fraction, Balance, Completion},
     topology::{Port, Shape, Topology, OWNED_PREFIX, RECEIVER},
-    workload::{Flow, WorkloadKind, WorkloadParams},
+    workload::{Flow, Schedule, WorkloadKind, WorkloadParams},
 };
 use super::harness::{self, Sending};
 use crate::{
@@ -62,6 +62,12 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
 /// The UDP source port of a sender's first flow; flow j uses this + j.
 const SPORT_BASE: u16 = 49152;
+
+/// `--collective-size`: 64 KB to 1 GB.
+const COLLECTIVE_SIZE: units::ByteLimits = units::ByteLimits {
+    min: 64_000,
+    max: 1_000_000_000,
+};
 
 /// `--secs`: 1 ms to 10 minutes.
 const WINDOW: DurationLimits =
@@ -113,6 +119,14 @@ pub struct LbLab {
     /// Number of elephants (they share the offered load).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=64))]
     elephants: u32,
+    /// The allreduce workload's buffer per rank (nccl-tests' size), 64 KB to 1 GB: each of its
+    /// 2(n − 1) steps sends S / n bytes over every connection.
+    #[arg(long, default_value = "8MB", value_parser = |s: &str| units::parse_bytes(s, &COLLECTIVE_SIZE))]
+    collective_size: u64,
+    /// The allreduce workload's QPs per connection (1..64), sharing its UDP source port: only
+    /// e-ecmp, which hashes the destination QP too, spreads them.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    qps_per_conn: u32,
     /// Frame size in bytes.
     #[arg(long, default_value_t = 1024)]
     size: usize,
@@ -337,6 +351,27 @@ pub struct PolicyRun {
     pub sender_stalls: u64,
     /// What the closed loop did during the run (none in the open loop).
     pub closed_loop: Option<LoopCounts>,
+    /// The collective's figures, for a collective workload.
+    pub collective: Option<CollectiveRun>,
+}
+
+/// A collective workload's run, as nccl-tests reports one iteration.
+#[derive(Clone, Debug, Serialize)]
+pub struct CollectiveRun {
+    /// Ranks of the ring (the senders and as many across the fabric).
+    pub ranks: u32,
+    /// Buffer size per rank, bytes.
+    pub bytes: u64,
+    /// Steps run (`2(n − 1)` unless stopped early).
+    pub steps: u32,
+    /// QPs per connection.
+    pub qps_per_conn: u32,
+    /// The steps' times added: each from its first sender's start to its last frame's arrival.
+    pub time_ms: f64,
+    /// nccl-tests' algorithm bandwidth, bits per second.
+    pub algbw_bps: f64,
+    /// nccl-tests' bus bandwidth, bits per second.
+    pub busbw_bps: f64,
 }
 
 impl PolicyRun {
@@ -387,17 +422,20 @@ pub fn run(args: &LbLab, stop: &StopFlag) -> anyhow::Result<()> {
         flow_rate_bps: args.flow_rate.unwrap_or(args.uplink_rate),
         elephants: args.elephants,
         message_gap: 2 * args.flowlet_timeout_us,
+        collective: workload::allreduce(u32::from(args.senders), args.collective_size),
+        senders: u32::from(args.senders),
+        qps_per_conn: args.qps_per_conn,
         payload_per_frame: payload,
         wire_bits_per_frame: wire_bits(frame_len),
         seed: args.seed,
     };
-    let workloads: Vec<(WorkloadKind, Vec<Flow>)> = args
+    let workloads: Vec<(WorkloadKind, Schedule)> = args
         .workloads
         .iter()
-        .map(|&kind| (kind, workload::flows(kind, &params)))
+        .map(|&kind| (kind, workload::schedule(kind, &params)))
         .collect();
-    for (kind, flows) in &workloads {
-        let per_sender = flows.len().div_ceil(usize::from(args.senders));
+    for (kind, schedule) in &workloads {
+        let per_sender = schedule.flows.len().div_ceil(usize::from(args.senders));
         if per_sender > usize::from(u16::MAX - SPORT_BASE) {
             bail!(
                 "the {} workload has {} flows per sender, more than the {} source ports \
@@ -412,7 +450,7 @@ pub fn run(args: &LbLab, stop: &StopFlag) -> anyhow::Result<()> {
     report::print_header(args, &topology);
     let total_frames: u64 = workloads
         .iter()
-        .map(|(_, flows)| flows.iter().map(|f| f.frames).sum::<u64>())
+        .map(|(_, s)| s.flows.iter().map(|f| f.frames).sum::<u64>() * u64::from(s.steps))
         .sum::<u64>()
         * args.policies.len() as u64;
     let progress = ProgressBar::new(total_frames).with_style(
@@ -422,7 +460,7 @@ pub fn run(args: &LbLab, stop: &StopFlag) -> anyhow::Result<()> {
         .progress_chars("=> "),
     );
     let mut runs = Vec::new();
-    'all: for (kind, flows) in &workloads {
+    'all: for (kind, schedule) in &workloads {
         for &policy in &args.policies {
             if stop.is_stopped() {
                 break 'all;
@@ -431,10 +469,21 @@ pub fn run(args: &LbLab, stop: &StopFlag) -> anyhow::Result<()> {
             set_policy(&topology, &maps, policy)?;
             let before = uplink_loads(&maps, &topology)?;
             let loop_before = loop_counts(loop_maps.as_ref())?;
-            let (sent, received) =
-                run_flows(&topology, flows, (frame_len, dcqcn), &progress, stop)?;
+            let mut steps = Vec::new();
+            for _ in 0..schedule.steps {
+                if stop.is_stopped() {
+                    break;
+                }
+                steps.push(run_flows(
+                    &topology,
+                    schedule,
+                    (frame_len, dcqcn),
+                    &progress,
+                    stop,
+                )?);
+            }
             let after = uplink_loads(&maps, &topology)?;
-            let mut run = judge(*kind, policy, flows, (&before, &after), &sent, &received);
+            let mut run = judge(*kind, policy, schedule, (&before, &after), &steps);
             run.closed_loop = loop_counts(loop_maps.as_ref())?
                 .zip(loop_before)
                 .map(|(after, before)| after.since(&before));
@@ -525,16 +574,41 @@ fn qp_base(sender: usize) -> u32 {
     (sender as u32 + 1) << 16
 }
 
-/// Sends `flows` from the senders and counts them at the receiver; returns what each sender
-/// and the receiver saw. The receiver stops when every frame arrived, or, when some were
-/// lost, [`IDLE_AFTER_LOSS`] after the senders finished and the last frame arrived.
+/// What the senders and the receiver saw of one run of a schedule's flows.
+struct Step {
+    sent: Vec<SendSummary>,
+    received: RecvSummary,
+}
+
+impl Step {
+    /// From the first sender's start to the last frame's arrival.
+    fn duration(&self) -> Duration {
+        let Some(started) = self.sent.iter().map(|s| s.started).min() else {
+            return Duration::ZERO;
+        };
+        let last_ns = self
+            .received
+            .qps
+            .iter()
+            .map(|q| q.last_ns)
+            .max()
+            .unwrap_or(0);
+        (self.received.started + Duration::from_nanos(last_ns)).saturating_duration_since(started)
+    }
+}
+
+/// Sends the flows of `schedule` (once) from the senders and counts them at the receiver;
+/// returns what each sender and the receiver saw. The receiver stops when every frame
+/// arrived, or, when some were lost, [`IDLE_AFTER_LOSS`] after the senders finished and the
+/// last frame arrived.
 fn run_flows(
     topology: &Topology,
-    flows: &[Flow],
+    schedule: &Schedule,
     (frame_len, dcqcn): (usize, Option<DcqcnParams>),
     progress: &ProgressBar,
     stop: &StopFlag,
-) -> anyhow::Result<(Vec<SendSummary>, RecvSummary)> {
+) -> anyhow::Result<Step> {
+    let flows = &schedule.flows;
     let k = topology.senders.len();
     let mut per_sender: Vec<Vec<FlowRate>> = (0..k).map(|_| Vec::new()).collect();
     for (i, flow) in flows.iter().enumerate() {
@@ -554,6 +628,7 @@ fn run_flows(
         config.qps = u32::try_from(rates.len())?;
         config.qp_base = qp_base(s);
         config.sport_base = SPORT_BASE;
+        config.qps_per_port = schedule.qps_per_port;
         config.count = Some(rates.iter().map(|r| r.flow.frames).sum());
         config.duration = None;
         senders.push(Sending {
@@ -602,21 +677,20 @@ fn run_flows(
         },
     )?
     .expect("the watch always returns Some");
-    Ok((
-        ran.sent.into_iter().map(|(summary, _)| summary).collect(),
-        ran.received,
-    ))
+    Ok(Step {
+        sent: ran.sent.into_iter().map(|(summary, _)| summary).collect(),
+        received: ran.received,
+    })
 }
 
-/// Judges one run from the uplink counters before and after, what the senders sent and what
-/// the receiver counted.
+/// Judges one run from the uplink counters before and after, and what the senders sent and
+/// the receiver counted in each of its steps.
 fn judge(
     kind: WorkloadKind,
     policy: Policy,
-    flows: &[Flow],
+    schedule: &Schedule,
     (before, after): (&[UplinkLoad], &[UplinkLoad]),
-    sent: &[SendSummary],
-    received: &RecvSummary,
+    steps: &[Step],
 ) -> PolicyRun {
     let uplinks: Vec<UplinkLoad> = before
         .iter()
@@ -632,41 +706,67 @@ fn judge(
         })
         .collect();
     let bytes: Vec<u64> = uplinks.iter().map(|u| u.tx_bytes).collect();
-    let arrivals: BTreeMap<(IpAddr, u32), (u64, u64)> = received
-        .qps
+    let fct_ms: Vec<f64> = steps
         .iter()
-        .map(|q| ((q.src, q.qp), (q.packets, q.last_ns)))
+        .flat_map(|step| completion_ms(&schedule.flows, step))
         .collect();
-    let k = sent.len();
-    let fct_ms: Vec<f64> = flows
-        .iter()
-        .enumerate()
-        .filter_map(|(i, flow)| {
-            let (s, index) = sender_of(i, k);
-            let summary = &sent[s];
-            let qp = qp_base(s) + index as u32;
-            let &(packets, last_ns) = arrivals.get(&(summary.src_ip, qp))?;
-            (packets == flow.frames).then(|| {
-                let started = summary.started + flow.start;
-                let finished = received.started + Duration::from_nanos(last_ns);
-                finished.saturating_duration_since(started).as_secs_f64() * 1e3
-            })
-        })
-        .collect();
+    let sum = |of: fn(&Step) -> u64| steps.iter().map(of).sum::<u64>();
+    let packets_received = sum(|s| s.received.packets);
+    let collective = schedule.collective.map(|c| {
+        let time = steps.iter().map(Step::duration).sum::<Duration>();
+        let seconds = time.as_secs_f64().max(f64::MIN_POSITIVE);
+        CollectiveRun {
+            ranks: c.ranks,
+            bytes: c.bytes,
+            steps: u32::try_from(steps.len()).unwrap_or(u32::MAX),
+            qps_per_conn: schedule.qps_per_port,
+            time_ms: time.as_secs_f64() * 1e3,
+            algbw_bps: c.algbw(seconds) * 8.0,
+            busbw_bps: c.busbw(seconds) * 8.0,
+        }
+    });
     PolicyRun {
         workload: kind.name(),
         policy: policy.name(),
         balance: Balance::of(&bytes),
         uplinks,
-        reordered_fraction: reordered_fraction(received.reordered, received.packets),
-        packets_sent: sent.iter().map(|s| s.packets).sum(),
-        packets_received: received.packets,
-        receiver_drops: received.socket_drops,
-        flows: flows.len(),
+        reordered_fraction: reordered_fraction(sum(|s| s.received.reordered), packets_received),
+        packets_sent: sum(|s| s.sent.iter().map(|s| s.packets).sum()),
+        packets_received,
+        receiver_drops: sum(|s| s.received.socket_drops),
+        flows: schedule.flows.len() * steps.len(),
         fct: Completion::of(fct_ms),
-        sender_stalls: sent.iter().map(|s| s.stalls).sum(),
+        sender_stalls: sum(|s| s.sent.iter().map(|s| s.stalls).sum()),
         closed_loop: None,
+        collective,
     }
+}
+
+/// Completion times (ms) of the flows of `step` that arrived whole: from the flow's start at
+/// its sender to its last frame at the receiver.
+fn completion_ms(flows: &[Flow], step: &Step) -> Vec<f64> {
+    let arrivals: BTreeMap<(IpAddr, u32), (u64, u64)> = step
+        .received
+        .qps
+        .iter()
+        .map(|q| ((q.src, q.qp), (q.packets, q.last_ns)))
+        .collect();
+    let k = step.sent.len();
+    flows
+        .iter()
+        .enumerate()
+        .filter_map(|(i, flow)| {
+            let (s, index) = sender_of(i, k);
+            let summary = &step.sent[s];
+            let qp = qp_base(s) + index as u32;
+            let &(packets, last_ns) = arrivals.get(&(summary.src_ip, qp))?;
+            (packets == flow.frames).then(|| {
+                let started = summary.started + flow.start;
+                let finished = step.received.started + Duration::from_nanos(last_ns);
+                finished.saturating_duration_since(started).as_secs_f64() * 1e3
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

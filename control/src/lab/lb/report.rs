@@ -88,6 +88,19 @@ pub fn print_row(run: &PolicyRun) {
         counts(|c| c.cnps_sent),
         megabytes.join(" ")
     );
+    if let Some(c) = &run.collective {
+        println!(
+            "  allreduce: {} ranks, {} B per rank, {} QPs per connection, {} steps; time {:.1} ms, \
+             algbw {:.2} Mb/s, busbw {:.2} Mb/s (nccl-tests' definitions)",
+            c.ranks,
+            c.bytes,
+            c.qps_per_conn,
+            c.steps,
+            c.time_ms,
+            c.algbw_bps / 1e6,
+            c.busbw_bps / 1e6
+        );
+    }
     if run.receiver_drops > 0 {
         println!(
             "  ({} frames reached the receiver's host but not its count: its socket fell behind; \

@@ -1,11 +1,13 @@
 //! The load-balancing lab's workloads: which flows start when, how large they are and how fast
-//! each is sent. A flow is one QP: its own UDP source port (ECMP entropy), its own PSNs.
+//! each is sent. A flow is one QP with its own PSNs; in web search and elephants also its own
+//! UDP source port (ECMP entropy), while the QPs of a collective's connection share theirs.
 //! Workloads are drawn from a seeded generator, so every policy runs the very same flows.
 
 use std::time::Duration;
 
 use rand::{rngs::StdRng, Rng as _, SeedableRng as _};
 use serde::Serialize;
+use workload::{Collective, CollectiveKind};
 
 /// The web-search flow-size distribution (DCTCP's measurement, as the HPCC and pFabric
 /// simulators ship it): (flow size in bytes, cumulative probability), linear in between.
@@ -34,6 +36,10 @@ pub enum WorkloadKind {
     /// A few long flows that start together and share the load, each a train of messages
     /// separated by idle gaps.
     Elephants,
+    /// The cross-fabric half of a ring AllReduce: each sender is a rank whose ring neighbour
+    /// sits behind the fabric, with one connection of several QPs that share its UDP source
+    /// port; the steps run one after the other, each once the previous one's data arrived.
+    Allreduce,
 }
 
 impl WorkloadKind {
@@ -42,6 +48,7 @@ impl WorkloadKind {
         match self {
             WorkloadKind::Websearch => "websearch",
             WorkloadKind::Elephants => "elephants",
+            WorkloadKind::Allreduce => "allreduce",
         }
     }
 }
@@ -62,6 +69,13 @@ pub struct WorkloadParams {
     pub elephants: u32,
     /// The idle gap between an elephant's messages.
     pub message_gap: Duration,
+    /// The AllReduce: its ranks (twice the senders: each sender's neighbour is across the
+    /// fabric), buffer size per rank and steps.
+    pub collective: Collective,
+    /// The senders (the ranks on this side of the fabric).
+    pub senders: u32,
+    /// QPs per connection of the AllReduce.
+    pub qps_per_conn: u32,
     /// Payload bytes one frame carries.
     pub payload_per_frame: u64,
     /// Bits one frame occupies on the wire.
@@ -93,13 +107,76 @@ pub struct Messages {
     pub gap: Duration,
 }
 
-/// The flows of workload `kind`, ordered by start.
-pub fn flows(kind: WorkloadKind, params: &WorkloadParams) -> Vec<Flow> {
+/// How a workload runs: its flows once, or, for a collective, its flows once per step, each
+/// step after every frame of the previous one arrived (a ring step waits for its neighbour's
+/// data).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Schedule {
+    /// The flows (of one step, for a collective), ordered by start.
+    pub flows: Vec<Flow>,
+    /// How many times they run.
+    pub steps: u32,
+    /// QPs of one sender that share a UDP source port: 1, or a collective's QPs per
+    /// connection.
+    pub qps_per_port: u32,
+    /// The collective, if the workload is one.
+    pub collective: Option<Collective>,
+}
+
+/// The schedule of workload `kind`.
+pub fn schedule(kind: WorkloadKind, params: &WorkloadParams) -> Schedule {
     let mut rng = StdRng::seed_from_u64(params.seed);
+    let once = |flows| Schedule {
+        flows,
+        steps: 1,
+        qps_per_port: 1,
+        collective: None,
+    };
     match kind {
-        WorkloadKind::Websearch => web_search(params, &mut rng),
-        WorkloadKind::Elephants => elephants(params, &mut rng),
+        WorkloadKind::Websearch => once(web_search(params, &mut rng)),
+        WorkloadKind::Elephants => once(elephants(params, &mut rng)),
+        WorkloadKind::Allreduce => Schedule {
+            flows: allreduce_step(params),
+            steps: params.collective.steps,
+            qps_per_port: params.qps_per_conn,
+            collective: Some(params.collective),
+        },
     }
+}
+
+/// The ring AllReduce of `senders` ranks and as many across the fabric, `bytes` per rank,
+/// once: `2(n − 1)` steps.
+pub fn allreduce(senders: u32, bytes: u64) -> Collective {
+    let ranks = 2 * senders;
+    Collective {
+        kind: CollectiveKind::AllReduce,
+        ranks,
+        bytes,
+        iterations: 1,
+        steps: 2 * (ranks - 1),
+        part: 0,
+    }
+}
+
+/// One step of the AllReduce: every sender sends its neighbour a chunk of `S / n` bytes,
+/// split evenly over its connection's QPs, which share the connection's rate (the flow rate).
+/// Flow `q × senders + s` is QP `q` of sender `s` (the lab gives flow `i` to sender
+/// `i mod senders`).
+fn allreduce_step(params: &WorkloadParams) -> Vec<Flow> {
+    let c = &params.collective;
+    let qps = u64::from(params.qps_per_conn.max(1));
+    let chunk = c.bytes / u64::from(c.ranks.max(1));
+    let frames = chunk
+        .div_ceil(qps)
+        .div_ceil(params.payload_per_frame)
+        .max(1);
+    let flow = Flow {
+        start: Duration::ZERO,
+        frames,
+        rate_bps: (params.flow_rate_bps / qps).max(1),
+        messages: None,
+    };
+    vec![flow; (qps * u64::from(params.senders)) as usize]
 }
 
 /// Poisson arrivals over the window at the rate that offers `offered_bps` with the mean size.
@@ -191,10 +268,39 @@ mod tests {
             flow_rate_bps: 100_000_000,
             elephants: 8,
             message_gap: Duration::from_millis(100),
+            collective: Collective {
+                kind: CollectiveKind::AllReduce,
+                ranks: 4,
+                bytes: 8_000_000,
+                iterations: 1,
+                steps: 6,
+                part: 0,
+            },
+            senders: 2,
+            qps_per_conn: 4,
             payload_per_frame: 1000,
             wire_bits_per_frame: 8384,
             seed: 7,
         }
+    }
+
+    fn schedule_flows(kind: WorkloadKind, p: &WorkloadParams) -> Vec<Flow> {
+        schedule(kind, p).flows
+    }
+
+    #[test]
+    fn an_allreduce_step_is_a_chunk_per_connection_over_its_qps() {
+        let s = schedule(WorkloadKind::Allreduce, &params());
+        assert_eq!((s.steps, s.qps_per_port), (6, 4));
+        // 2 senders x 4 QPs; a chunk of 8 MB / 4 ranks, a quarter on each QP at a quarter of
+        // the flow rate.
+        assert_eq!(s.flows.len(), 8);
+        assert!(s
+            .flows
+            .iter()
+            .all(|f| f.frames == 500 && f.rate_bps == 25_000_000));
+        assert_eq!(s.collective.unwrap().ranks, 4);
+        assert_eq!(schedule(WorkloadKind::Elephants, &params()).steps, 1);
     }
 
     #[test]
@@ -210,7 +316,7 @@ mod tests {
     #[test]
     fn web_search_offers_the_load() {
         let p = params();
-        let flows = flows(WorkloadKind::Websearch, &p);
+        let flows = schedule_flows(WorkloadKind::Websearch, &p);
         let bits: u64 = flows.iter().map(|f| f.frames * p.wire_bits_per_frame).sum();
         let offered = bits as f64 / p.window.as_secs_f64();
         // Heavy tails: a 20 s sample is within 25% of the mean.
@@ -226,23 +332,23 @@ mod tests {
     fn same_seed_same_flows() {
         let p = params();
         assert_eq!(
-            flows(WorkloadKind::Websearch, &p),
-            flows(WorkloadKind::Websearch, &p)
+            schedule_flows(WorkloadKind::Websearch, &p),
+            schedule_flows(WorkloadKind::Websearch, &p)
         );
         let other = WorkloadParams {
             seed: 8,
             ..p.clone()
         };
         assert_ne!(
-            flows(WorkloadKind::Websearch, &p),
-            flows(WorkloadKind::Websearch, &other)
+            schedule_flows(WorkloadKind::Websearch, &p),
+            schedule_flows(WorkloadKind::Websearch, &other)
         );
     }
 
     #[test]
     fn elephants_share_the_load_in_messages() {
         let p = params();
-        let flows = flows(WorkloadKind::Elephants, &p);
+        let flows = schedule_flows(WorkloadKind::Elephants, &p);
         assert_eq!(flows.len(), 8);
         assert!(flows.windows(2).any(|w| w[0].rate_bps != w[1].rate_bps));
         let gap = p.message_gap.as_secs_f64();
