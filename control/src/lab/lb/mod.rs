@@ -3,8 +3,9 @@
 //! leaf → a collecting leaf → a receiver. The same workload (the same flows, from one seed)
 //! runs under each policy in turn, switched live with the balancer's `lb.policy` key; each run
 //! is judged by the uplinks' byte counters (imbalance, Jain's index), the receiver's PSN
-//! order (reordering) and the flows' completion times. Prints a table; writes summary.json and
-//! a plot (lb.svg).
+//! order (reordering), the flows' completion times and what the closed loop (`closed_loop`:
+//! ECN, CNPs, DCQCN, PFC relayed by the balancer) did to deliver them whole. Prints a table;
+//! writes summary.json and a plot (lb.svg).
 
 mod closed_loop;
 mod metrics;
@@ -253,8 +254,18 @@ impl FlowRate {
             left: flow.frames,
             in_message: 0,
             last_bits: 0,
+            // The floor never above the flow's own rate (a QP of a connection split many ways).
             dcqcn: dcqcn
-                .map(|params| Dcqcn::new(flow.rate_bps, params))
+                .map(|params| {
+                    let min_rate_bps = params.min_rate_bps.min(flow.rate_bps);
+                    Dcqcn::new(
+                        flow.rate_bps,
+                        DcqcnParams {
+                            min_rate_bps,
+                            ..params
+                        },
+                    )
+                })
                 .transpose()
                 .context("DCQCN parameters")?,
         })
