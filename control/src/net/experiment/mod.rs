@@ -5,6 +5,7 @@
 //! the experiment runs. `net up`'s driver brings the fabric up, runs the experiment once the
 //! switches are programmed, and tears everything down however it ends.
 
+pub mod collective;
 pub mod controller;
 pub mod incast;
 pub mod lb;
@@ -59,6 +60,11 @@ pub enum Experiment {
     /// traffic recovers (the control plane drains the dead link's spine from every leaf's
     /// uplink group), frames lost, short flows' completion times.
     LinkFailure(lb::LinkFailureArgs),
+    /// Collectives compared across policies: a ring AllReduce (or all-to-all) with every host
+    /// a rank (`traffic collective`), once per policy and per QPs per connection, the policy
+    /// switched live between runs; completion time, nccl-tests' bus bandwidth, the slowest and
+    /// fastest rank, bytes per spine, pauses, marks and drops in the lossless class.
+    Collective(collective::CollectiveArgs),
 }
 
 impl Experiment {
@@ -67,9 +73,10 @@ impl Experiment {
         match self {
             // XDP consumes the switches' PAUSE frames and keeps the pause state the traffic
             // tool honours.
-            Experiment::Incast(_) | Experiment::Lb(_) | Experiment::LinkFailure(_) => {
-                vec!["xdp".into()]
-            }
+            Experiment::Incast(_)
+            | Experiment::Lb(_)
+            | Experiment::LinkFailure(_)
+            | Experiment::Collective(_) => vec!["xdp".into()],
         }
     }
 
@@ -79,6 +86,7 @@ impl Experiment {
             Experiment::Incast(args) => incast::run(args, fabric, stop),
             Experiment::Lb(args) => lb::run(args, None, fabric, stop),
             Experiment::LinkFailure(args) => lb::run(&args.lb, Some(args), fabric, stop),
+            Experiment::Collective(args) => collective::run(args, fabric, stop),
         }
     }
 }
@@ -111,6 +119,9 @@ pub fn link_pps(rate_bps: u64, size: usize) -> anyhow::Result<u64> {
 /// long, and the wait for it ends (with a warning) after the second.
 const IDLE: Duration = Duration::from_millis(300);
 const SETTLE: Duration = Duration::from_secs(10);
+
+/// A host's interface to its leaf, as its own namespace names it.
+pub const HOST_IFACE: &str = "eth0";
 
 /// How often a receiver reports what each QP delivered.
 pub const GOODPUT_EVERY: Duration = Duration::from_millis(100);
@@ -165,7 +176,7 @@ impl Links {
             "traffic",
             "send",
             "--iface",
-            "eth0",
+            HOST_IFACE,
             "--dst-ip",
             &dst.to_string(),
             "--rate",
@@ -456,7 +467,7 @@ impl Fabric {
                 &[
                     "host".into(),
                     "set".into(),
-                    "eth0".into(),
+                    HOST_IFACE.into(),
                     format!("pfc.link_speed_bps={speed}"),
                 ],
             )?;
@@ -524,7 +535,7 @@ impl Receiving {
     /// Opens the receiver's socket in the namespace at `netns`; it counts from here on.
     pub fn start(netns: &str) -> anyhow::Result<Receiving> {
         let config = RecvConfig {
-            iface: "eth0".into(),
+            iface: HOST_IFACE.into(),
             duration: None,
             count: None,
             idle_timeout: None,
