@@ -65,7 +65,12 @@ pub struct CollectiveArgs {
     pub policies: Vec<Policy>,
     /// QPs per connection: every policy runs once with each (a connection's QPs are different
     /// UDP source ports and destination QPs, so different paths to ECMP and E-ECMP).
-    #[arg(long, value_delimiter = ',', default_value = "1,4")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,4",
+        value_parser = clap::value_parser!(u32).range(1..=i64::from(workload::limits::MAX_QPS))
+    )]
     pub qps_per_conn: Vec<u32>,
     /// How a connection's messages use its QPs.
     #[arg(long, value_enum, default_value = "round-robin")]
@@ -110,6 +115,8 @@ struct RankOutcome {
     total_us: f64,
     /// Iterations it reported.
     iterations: usize,
+    /// QPs it sent or received on.
+    qps: usize,
     /// Packets it sent again (go-back-N after a NAK, timeouts), NAKs and timeouts it saw.
     resent: u64,
     naks: u64,
@@ -137,8 +144,11 @@ struct RunOutcome {
     ranks: Vec<RankOutcome>,
     /// Bytes each spine received from the wire over the run, by name.
     spine_bytes: BTreeMap<String, u64>,
-    /// Packets the ranks sent again.
+    /// Packets the ranks sent again, NAKs they received (a gap in the PSNs: go-back-N), and
+    /// their retransmission timeouts.
     resent: u64,
+    naks: u64,
+    timeouts: u64,
     /// PAUSEs, CE marks and CNPs the switches sent; packets of the lossless priority their
     /// program dropped.
     pauses: u64,
@@ -441,6 +451,7 @@ fn measure(
                 rank: count(s, "rank") as u32,
                 total_us: s["total_us"].as_f64().unwrap_or(0.0),
                 iterations: s["iterations"].as_array().map_or(0, Vec::len),
+                qps: s["qps"].as_array().map_or(0, Vec::len),
                 resent: sent().map(|c| count(c, "resent")).sum(),
                 naks: sent().map(|c| count(c, "naks")).sum(),
                 timeouts: sent().map(|c| count(c, "timeouts")).sum(),
@@ -468,6 +479,8 @@ fn measure(
         fastest: fastest.host.clone(),
         spine_bytes: spine_bytes(&switches, samples)?,
         resent: ranks.iter().map(|r| r.resent).sum(),
+        naks: ranks.iter().map(|r| r.naks).sum(),
+        timeouts: ranks.iter().map(|r| r.timeouts).sum(),
         pauses: total(|c| c.pause_tx),
         ecn_marked: total(|c| c.ecn_marked),
         cnp_sent: total(|c| c.cnp_sent),
@@ -495,7 +508,18 @@ fn table(o: &Outcome) -> String {
     .map(String::from)
     .to_vec();
     head.extend(spines.iter().map(|s| format!("{s} MB")));
-    head.extend(["resent", "pauses", "ECN marks", "CNPs", "drops"].map(String::from));
+    head.extend(
+        [
+            "resent",
+            "NAKs",
+            "RTOs",
+            "pauses",
+            "ECN marks",
+            "CNPs",
+            "drops",
+        ]
+        .map(String::from),
+    );
     let row = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
     let mut t = row(&head) + &row(&vec!["---".to_string(); head.len()]);
     let ms = |host: &str, r: &RunOutcome| {
@@ -521,7 +545,16 @@ fn table(o: &Outcome) -> String {
                 .map(|b| format!("{:.2}", *b as f64 / 1e6)),
         );
         cells.extend(
-            [r.resent, r.pauses, r.ecn_marked, r.cnp_sent, r.switch_drops].map(|v| v.to_string()),
+            [
+                r.resent,
+                r.naks,
+                r.timeouts,
+                r.pauses,
+                r.ecn_marked,
+                r.cnp_sent,
+                r.switch_drops,
+            ]
+            .map(|v| v.to_string()),
         );
         t += &row(&cells);
     }
