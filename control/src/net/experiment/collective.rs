@@ -6,12 +6,12 @@
 //! shared clock; the ranks' RoCEv2 RC traffic crosses lossless.p4 with PFC, ECN and CNPs on
 //! and every queue paced at the link rate, and the hosts honour the switches' PAUSEs (XDP).
 //!
-//! What a run measures: the collective's completion time, the slowest rank's total (from its
-//! first post to its last completion, over every iteration: the ranks are started together and
-//! no iteration is a warm-up, so the ranks' meeting is part of it), nccl-tests' bus bandwidth
-//! of that time per iteration ([`workload::Collective::busbw`], the definition the ranks report
-//! with), the slowest and the fastest rank, the bytes each spine carried, and the switches'
-//! pauses, marks and drops in the lossless class.
+//! What a run measures: the collective's time, nccl-tests' way — the mean timed iteration
+//! (after `--warmup` untimed ones, which include the ranks' meeting) of the slowest rank — and
+//! nccl-tests' bus bandwidth of it ([`workload::Collective::busbw`], the definition the ranks
+//! report with); the longest of the ranks' totals (first post to last completion, warm-up
+//! included); the slowest and the fastest rank; the bytes each spine carried; and the switches' pauses,
+//! marks and drops in the lossless class.
 
 use std::{
     collections::BTreeMap,
@@ -78,9 +78,14 @@ pub struct CollectiveArgs {
     /// Bytes per rank, nccl-tests' size (units B, KB, MB, KiB, MiB, ...).
     #[arg(long, default_value = "256KiB")]
     pub size: String,
-    /// Iterations of each run, back to back.
+    /// Timed iterations of each run, back to back.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub iters: u32,
+    /// Iterations before the timed ones, not timed: the first includes the ranks' meeting (a
+    /// rank's first window may reach a peer not yet listening, and waits out a retransmission
+    /// timeout).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub warmup: u32,
     /// Payload bytes per packet (the RoCE path MTU); the links are paced for frames of it.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(64..=1400))]
     pub payload: u32,
@@ -111,7 +116,9 @@ pub struct CollectiveArgs {
 struct RankOutcome {
     host: String,
     rank: u32,
-    /// From its first post to its last completion, µs.
+    /// Its mean timed iteration, µs.
+    time_us: f64,
+    /// From its first post to its last completion, warm-up included, µs.
     total_us: f64,
     /// Iterations it reported.
     iterations: usize,
@@ -133,9 +140,12 @@ struct RankOutcome {
 struct RunOutcome {
     policy: Policy,
     qps_per_conn: u32,
-    /// The slowest rank's total, µs: the collective's completion time.
-    completion_us: f64,
-    /// nccl-tests' bandwidths of `completion_us / iters`, GB/s (10^9 bytes/s).
+    /// The collective's time, as nccl-tests reports it: the slowest rank's mean timed
+    /// iteration, µs.
+    time_us: f64,
+    /// The longest of the ranks' totals (warm-up included), µs.
+    total_us: f64,
+    /// nccl-tests' bandwidths of `time_us`, GB/s (10^9 bytes/s).
     algbw_gbps: f64,
     busbw_gbps: f64,
     /// The slowest and the fastest rank's host.
@@ -169,6 +179,7 @@ struct Outcome {
     hosts: Vec<String>,
     size_bytes: u64,
     iters: u32,
+    warmup: u32,
     payload: u32,
     window: u32,
     rto_us: u128,
@@ -237,7 +248,8 @@ pub fn run(args: &CollectiveArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     println!(
-        "collective: {} of {} per rank over {} ({} ranks), {} iteration(s) per run, on {:?}, \
+        "collective: {} of {} per rank over {} ({} ranks), {} timed iteration(s) after {} warm-up per run, \
+         on {:?}, \
          every link {} Mb/s ({pps} frames of {frame_bytes} bytes a second), window {} packets, \
          RTO {rto:?}",
         args.collective.name(),
@@ -245,6 +257,7 @@ pub fn run(args: &CollectiveArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
         hosts.join(","),
         hosts.len(),
         args.iters,
+        args.warmup,
         fabric.kind,
         args.pacing.link_rate as f64 / 1e6,
         args.window,
@@ -288,6 +301,7 @@ pub fn run(args: &CollectiveArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
         hosts,
         size_bytes: any.bytes,
         iters: args.iters,
+        warmup: args.warmup,
         payload: args.payload,
         window: args.window,
         rto_us: rto.as_micros(),
@@ -321,10 +335,10 @@ fn collective_of(
         &args.size,
         qps,
         args.qp_use,
-        u64::from(args.iters),
+        u64::from(args.iters) + u64::from(args.warmup),
     );
     let parsed = workload::Workload::parse_args(&[form], &workload::Sources::default())
-        .context("--size, --qps-per-conn, --iters")?;
+        .context("--size, --qps-per-conn, --iters, --warmup")?;
     let flows = workload::expand(
         &parsed,
         &workload::Endpoints {
@@ -363,7 +377,7 @@ impl Run<'_> {
             "--iters",
             &args.iters.to_string(),
             "--warmup",
-            "0",
+            &args.warmup.to_string(),
             "--payload",
             &args.payload.to_string(),
             "--window",
@@ -449,6 +463,7 @@ fn measure(
             RankOutcome {
                 host: host.clone(),
                 rank: count(s, "rank") as u32,
+                time_us: s["time_us"].as_f64().unwrap_or(0.0),
                 total_us: s["total_us"].as_f64().unwrap_or(0.0),
                 iterations: s["iterations"].as_array().map_or(0, Vec::len),
                 qps: s["qps"].as_array().map_or(0, Vec::len),
@@ -461,20 +476,20 @@ fn measure(
             }
         })
         .collect();
-    let by_time = |a: &&RankOutcome, b: &&RankOutcome| a.total_us.total_cmp(&b.total_us);
+    let by_time = |a: &&RankOutcome, b: &&RankOutcome| a.time_us.total_cmp(&b.time_us);
     let slowest = ranks.iter().max_by(by_time).context("no rank")?;
     let fastest = ranks.iter().min_by(by_time).context("no rank")?;
-    let completion_us = slowest.total_us;
-    let per_iteration_s = completion_us / 1e6 / f64::from(collective.iterations);
+    let seconds = slowest.time_us / 1e6;
     let switches = fabric.switches();
     let switches_out = SwitchOutcome::over(&switches, samples)?;
     let total = |f: fn(&SwitchCounts) -> u64| SwitchOutcome::total(&switches_out, f);
     Ok(RunOutcome {
         policy,
         qps_per_conn: qps,
-        completion_us,
-        algbw_gbps: collective.algbw(per_iteration_s) / 1e9,
-        busbw_gbps: collective.busbw(per_iteration_s) / 1e9,
+        time_us: slowest.time_us,
+        total_us: ranks.iter().map(|r| r.total_us).fold(0.0, f64::max),
+        algbw_gbps: collective.algbw(seconds) / 1e9,
+        busbw_gbps: collective.busbw(seconds) / 1e9,
         slowest: slowest.host.clone(),
         fastest: fastest.host.clone(),
         spine_bytes: spine_bytes(&switches, samples)?,
@@ -500,10 +515,11 @@ fn table(o: &Outcome) -> String {
     let mut head: Vec<String> = [
         "policy",
         "QPs",
-        "completion ms",
+        "time ms",
         "busbw MB/s",
         "slowest rank ms",
         "fastest rank ms",
+        "total ms",
     ]
     .map(String::from)
     .to_vec();
@@ -527,17 +543,18 @@ fn table(o: &Outcome) -> String {
             .ranks
             .iter()
             .find(|k| k.host == host)
-            .map_or(0.0, |k| k.total_us);
+            .map_or(0.0, |k| k.time_us);
         format!("{host} {:.1}", us / 1e3)
     };
     for r in &o.runs {
         let mut cells = vec![
             r.policy.to_string(),
             r.qps_per_conn.to_string(),
-            format!("{:.1}", r.completion_us / 1e3),
+            format!("{:.1}", r.time_us / 1e3),
             format!("{:.3}", r.busbw_gbps * 1e3),
             ms(&r.slowest, r),
             ms(&r.fastest, r),
+            format!("{:.1}", r.total_us / 1e3),
         ];
         cells.extend(
             r.spine_bytes
