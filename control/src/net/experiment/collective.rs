@@ -93,8 +93,8 @@ pub struct CollectiveArgs {
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub window: u32,
     /// Retransmission timeout, 1 ms to 10 s [default: twice the time a link takes to carry
-    /// every rank's window: the longest a queue that PFC keeps from overflowing delays a
-    /// packet, so the timeout fires on a loss and not on a wait].
+    /// every rank's window on every QP of a connection: the longest a queue that PFC keeps
+    /// from overflowing delays a packet, so the timeout fires on a loss and not on a wait].
     #[arg(long, value_parser = parse_run_time)]
     pub rto: Option<Duration>,
     /// The links' pace.
@@ -140,6 +140,8 @@ struct RankOutcome {
 struct RunOutcome {
     policy: Policy,
     qps_per_conn: u32,
+    /// The ranks' retransmission timeout, µs.
+    rto_us: u128,
     /// The collective's time, as nccl-tests reports it: the slowest rank's mean timed
     /// iteration, µs.
     time_us: f64,
@@ -182,7 +184,6 @@ struct Outcome {
     warmup: u32,
     payload: u32,
     window: u32,
-    rto_us: u128,
     link_rate_bps: u64,
     link_pps: u64,
     flowlet_timeout_us: u64,
@@ -201,8 +202,10 @@ struct Run<'a> {
     /// Hosts in rank order, and their addresses joined for `--hosts`.
     hosts: Vec<String>,
     addresses: String,
-    /// The ranks' retransmission timeout.
-    rto: Duration,
+    /// The ranks' retransmission timeout, if given.
+    rto: Option<Duration>,
+    /// The links' frames per second.
+    pps: u64,
     controller: &'a Controller,
     stop: &'a StopFlag,
 }
@@ -236,22 +239,16 @@ pub fn run(args: &CollectiveArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
         .pacing
         .apply(fabric, frame_bytes)
         .context("--payload")?;
-    let rto = match args.rto {
-        Some(rto) if rto > MAX_RTO => bail!("--rto {rto:?}: 1 ms to {MAX_RTO:?}"),
-        Some(rto) => rto,
-        None => {
-            let packets = 2 * u64::from(args.window) * hosts.len() as u64;
-            Duration::from_micros(packets * 1_000_000 / pps).clamp(MIN_RTO, MAX_RTO)
-        }
-    };
+    if let Some(rto) = args.rto.filter(|rto| *rto > MAX_RTO) {
+        bail!("--rto {rto:?}: 1 ms to {MAX_RTO:?}");
+    }
     let tuning = args.timers.tuning(args.pacing.link_rate, frame_bytes);
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     println!(
         "collective: {} of {} per rank over {} ({} ranks), {} timed iteration(s) after {} warm-up per run, \
          on {:?}, \
-         every link {} Mb/s ({pps} frames of {frame_bytes} bytes a second), window {} packets, \
-         RTO {rto:?}",
+         every link {} Mb/s ({pps} frames of {frame_bytes} bytes a second), window {} packets",
         args.collective.name(),
         args.size,
         hosts.join(","),
@@ -269,7 +266,8 @@ pub fn run(args: &CollectiveArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
         fabric,
         hosts,
         addresses: addresses.join(","),
-        rto,
+        rto: args.rto,
+        pps,
         controller: &controller,
         stop,
     };
@@ -304,7 +302,6 @@ pub fn run(args: &CollectiveArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
         warmup: args.warmup,
         payload: args.payload,
         window: args.window,
-        rto_us: rto.as_micros(),
         link_rate_bps: args.pacing.link_rate,
         link_pps: pps,
         flowlet_timeout_us,
@@ -355,6 +352,16 @@ fn collective_of(
 }
 
 impl Run<'_> {
+    /// The ranks' retransmission timeout with `qps` QPs per connection: given, or twice the
+    /// time a link takes to carry every rank's window on each of them.
+    fn rto(&self, qps: u32) -> Duration {
+        self.rto.unwrap_or_else(|| {
+            let packets =
+                2 * u64::from(self.args.window) * u64::from(qps) * self.hosts.len() as u64;
+            Duration::from_micros(packets * 1_000_000 / self.pps).clamp(MIN_RTO, MAX_RTO)
+        })
+    }
+
     /// `traffic collective` for `host` as rank `rank`, with `qps` QPs per connection.
     fn rank_args(&self, rank: usize, qps: u32) -> Vec<String> {
         let args = self.args;
@@ -383,7 +390,7 @@ impl Run<'_> {
             "--window",
             &args.window.to_string(),
             "--rto",
-            &format!("{}us", self.rto.as_micros()),
+            &format!("{}us", self.rto(qps).as_micros()),
             "--timeout",
             &format!("{}ms", args.timeout.as_millis()),
             "--json",
@@ -402,7 +409,8 @@ impl Run<'_> {
         let fabric = self.fabric;
         fabric.wait_idle()?;
         self.controller.set_policy(policy)?;
-        println!("{policy}, {qps} QP(s) per connection: running");
+        let rto = self.rto(qps);
+        println!("{policy}, {qps} QP(s) per connection, RTO {rto:?}: running");
         let sampler = Sampler::start(fabric, SAMPLE_EVERY)?;
         let mut ranks = Vec::new();
         for (rank, host) in self.hosts.iter().enumerate() {
@@ -436,7 +444,7 @@ impl Run<'_> {
             summaries.push((host, summary));
         }
         let samples = sampler.finish()?;
-        measure(policy, qps, collective, &summaries, fabric, &samples)
+        measure(policy, qps, rto, collective, &summaries, fabric, &samples)
     }
 }
 
@@ -444,6 +452,7 @@ impl Run<'_> {
 fn measure(
     policy: Policy,
     qps: u32,
+    rto: Duration,
     collective: &workload::Collective,
     summaries: &[(String, Value)],
     fabric: &Fabric,
@@ -486,6 +495,7 @@ fn measure(
     Ok(RunOutcome {
         policy,
         qps_per_conn: qps,
+        rto_us: rto.as_micros(),
         time_us: slowest.time_us,
         total_us: ranks.iter().map(|r| r.total_us).fold(0.0, f64::max),
         algbw_gbps: collective.algbw(seconds) / 1e9,
