@@ -601,3 +601,42 @@ fn table(o: &Outcome) -> String {
     );
     t
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: CollectiveArgs,
+    }
+
+    fn parse(line: &[&str]) -> Result<CollectiveArgs, clap::Error> {
+        Cli::try_parse_from(std::iter::once("collective").chain(line.iter().copied()))
+            .map(|c| c.args)
+    }
+
+    #[test]
+    fn runs_expand_what_the_ranks_run() {
+        let args = parse(&["--size", "64KiB", "--iters", "2", "--qps-per-conn", "1,4"]).unwrap();
+        assert_eq!(args.qps_per_conn, [1, 4]);
+        assert_eq!(args.policies.len(), 5);
+        let c = collective_of(&args, 4, 4).unwrap();
+        // Two timed iterations after the default warm-up; nccl-tests' AllReduce factor 2(n−1)/n.
+        assert_eq!((c.ranks, c.bytes, c.iterations), (4, 65536, 3));
+        assert_eq!(c.busbw(1.0), 65536.0 * 1.5);
+    }
+
+    #[test]
+    fn out_of_range_options_are_refused() {
+        assert!(parse(&["--qps-per-conn", "0"]).is_err());
+        assert!(parse(&["--qps-per-conn", "257"]).is_err());
+        assert!(parse(&["--iters", "0"]).is_err());
+        assert!(parse(&["--policies", "random"]).is_err());
+        let args = parse(&["--size", "1XB"]).unwrap();
+        let error = collective_of(&args, 1, 4).unwrap_err();
+        assert!(format!("{error:#}").contains("unknown unit"), "{error:#}");
+    }
+}
