@@ -25,8 +25,8 @@ use serde_json::Value;
 
 use super::{
     controller::{Controller, PolicyTimers},
-    count, host_ip, spine_bytes, Fabric, Pacing, Sampler, Spawned, SwitchCounts, SwitchOutcome,
-    HOST_IFACE, SAMPLE_EVERY,
+    count, host_ip, spine_bytes, table_end, table_head, table_row, Fabric, Pacing, Sampler,
+    Spawned, SwitchCounts, SwitchOutcome, HOST_IFACE, SAMPLE_EVERY,
 };
 use crate::{
     lab::output,
@@ -546,8 +546,7 @@ fn table(o: &Outcome) -> String {
         ]
         .map(String::from),
     );
-    let row = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
-    let mut t = row(&head) + &row(&vec!["---".to_string(); head.len()]);
+    let mut t = table_head(&head);
     let ms = |host: &str, r: &RunOutcome| {
         let us = r
             .ranks
@@ -583,23 +582,15 @@ fn table(o: &Outcome) -> String {
             ]
             .map(|v| v.to_string()),
         );
-        t += &row(&cells);
-    }
-    for (name, [rx, tx]) in &o.interface_drops {
-        t += &format!("\nkernel drops on {name}: {rx} received, {tx} sent");
+        t += &table_row(&cells);
     }
     let drops: u64 = o.runs.iter().map(|r| r.switch_drops).sum();
-    t += &format!(
-        "\n{} runs of {} ranks, {drops} packets dropped in the lossless class{}\n",
+    let verdict = format!(
+        "{} runs of {} ranks, {drops} packets dropped in the lossless class",
         o.runs.len(),
-        o.hosts.len(),
-        if o.stopped_early {
-            " (stopped early)"
-        } else {
-            ""
-        }
+        o.hosts.len()
     );
-    t
+    t + &table_end(&o.interface_drops, &verdict, o.stopped_early)
 }
 
 #[cfg(test)]

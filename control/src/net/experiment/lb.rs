@@ -27,8 +27,8 @@ use serde_json::Value;
 
 use super::{
     controller::{link_ends, Controller, PolicyTimers},
-    count, host_ip, spine_bytes, CountSample, Fabric, Links, Receiving, Sampler, Spawned,
-    SwitchCounts, SwitchOutcome, GOODPUT_EVERY,
+    count, host_ip, spine_bytes, table_end, table_head, table_row, CountSample, Fabric, Links,
+    Receiving, Sampler, Spawned, SwitchCounts, SwitchOutcome, GOODPUT_EVERY,
 };
 use crate::{
     lab::output::{self, Line, Panel},
@@ -951,7 +951,7 @@ fn table(o: &Outcome) -> String {
             .map(String::from),
         );
     }
-    let mut t = row(&head) + &row(&vec!["---".to_string(); head.len()]);
+    let mut t = table_head(&head);
     for p in &o.policies {
         let mut cells = vec![format!("{:?}", p.policy).to_lowercase()];
         cells.extend(
@@ -981,25 +981,26 @@ fn table(o: &Outcome) -> String {
         } else if failure {
             cells.extend(["-".to_string(), "-".into(), "-".into(), "-".into()]);
         }
-        t += &row(&cells);
+        t += &table_row(&cells);
     }
     t += "\n";
-    t += &row(&[
-        "policy",
-        "switch",
-        "pause_tx",
-        "pfc_rx",
-        "held",
-        "ecn_marked",
-        "cnp_tx",
-        "dropped",
-    ]
-    .map(String::from));
-    t += &row(&vec!["---".to_string(); 8]);
+    t += &table_head(
+        &[
+            "policy",
+            "switch",
+            "pause_tx",
+            "pfc_rx",
+            "held",
+            "ecn_marked",
+            "cnp_tx",
+            "dropped",
+        ]
+        .map(String::from),
+    );
     for p in &o.policies {
         for s in &p.switches {
             let c = &s.counts;
-            t += &row(&[
+            t += &table_row(&[
                 format!("{:?}", p.policy).to_lowercase(),
                 s.name.clone(),
                 c.pause_tx.to_string(),
@@ -1011,24 +1012,12 @@ fn table(o: &Outcome) -> String {
             ]);
         }
     }
-    for (name, [rx, tx]) in &o.interface_drops {
-        t += &format!("\nkernel drops on {name}: {rx} received, {tx} sent");
-    }
     let drops: u64 = o.policies.iter().map(|p| p.lossless_drops).sum();
-    t += &format!(
-        "\n{} policies, {drops} frames lost in the lossless class{}\n",
-        o.policies.len(),
-        if o.stopped_early {
-            " (stopped early)"
-        } else {
-            ""
-        }
+    let verdict = format!(
+        "{} policies, {drops} frames lost in the lossless class",
+        o.policies.len()
     );
-    t
-}
-
-fn row(cells: &[String]) -> String {
-    format!("| {} |\n", cells.join(" | "))
+    t + &table_end(&o.interface_drops, &verdict, o.stopped_early)
 }
 
 /// Per policy, each spine's received rate and the receivers' goodput over the run (and the

@@ -656,10 +656,7 @@ impl SwitchOutcome {
         switches: &[SwitchRef],
         samples: &[CountSample],
     ) -> anyhow::Result<Vec<SwitchOutcome>> {
-        let (first, last) = (
-            samples.first().context("no counter sample")?,
-            samples.last().context("no counter sample")?,
-        );
+        let (first, last) = first_and_last(samples)?;
         Ok(switches
             .iter()
             .zip(last.counts.iter().zip(&first.counts))
@@ -784,16 +781,50 @@ impl CountSample {
     }
 }
 
+/// The first and the last of `samples`.
+fn first_and_last(samples: &[CountSample]) -> anyhow::Result<(&CountSample, &CountSample)> {
+    Ok((
+        samples.first().context("no counter sample")?,
+        samples.last().context("no counter sample")?,
+    ))
+}
+
+/// The head of a Markdown table: its row of `names` and the separator row.
+pub fn table_head(names: &[String]) -> String {
+    table_row(names) + &table_row(&vec!["---".to_string(); names.len()])
+}
+
+/// One row of a Markdown table.
+pub fn table_row(cells: &[String]) -> String {
+    format!("| {} |\n", cells.join(" | "))
+}
+
+/// The end of an experiment's table: the kernel's drops on every interface that dropped any,
+/// then `verdict`, marked when the experiment was stopped early.
+pub fn table_end(
+    interface_drops: &BTreeMap<String, [u64; 2]>,
+    verdict: &str,
+    stopped_early: bool,
+) -> String {
+    let mut t = String::new();
+    for (name, [rx, tx]) in interface_drops {
+        t += &format!("\nkernel drops on {name}: {rx} received, {tx} sent");
+    }
+    let stopped = if stopped_early {
+        " (stopped early)"
+    } else {
+        ""
+    };
+    t + &format!("\n{verdict}{stopped}\n")
+}
+
 /// The bytes each spine of `switches` (by name) received from the wire between the first and
 /// the last of `samples`.
 pub fn spine_bytes(
     switches: &[SwitchRef],
     samples: &[CountSample],
 ) -> anyhow::Result<BTreeMap<String, u64>> {
-    let (first, last) = (
-        samples.first().context("no counter sample")?,
-        samples.last().context("no counter sample")?,
-    );
+    let (first, last) = first_and_last(samples)?;
     Ok(switches
         .iter()
         .enumerate()
