@@ -12,7 +12,7 @@ use super::collective::{Rank, RankConfig, RankSummary};
 use crate::units::{parse_duration, DurationLimits};
 
 /// `--rto`: 100 µs to 10 s, a bare number in milliseconds.
-const RTO: DurationLimits =
+pub const RTO: DurationLimits =
     DurationLimits::millis(Duration::from_micros(100), Duration::from_secs(10));
 
 /// `--timeout`: 1 ms to a day, a bare number in seconds.

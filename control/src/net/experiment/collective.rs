@@ -32,19 +32,15 @@ use crate::{
     lab::output,
     net::leaf_spine::{policy_parser, Policy},
     traffic::{
-        collective_cli::{short_form, CollectiveArg, QpUseArg},
+        collective_cli::{short_form, CollectiveArg, QpUseArg, RTO},
         StopFlag,
     },
-    units::parse_run_time,
+    units::{parse_duration, parse_run_time},
 };
 use wire::roce::RoceFrame;
 
 /// The most runs (policies × QP counts) an experiment takes.
 const MAX_RUNS: usize = 64;
-
-/// The retransmission timeouts the experiment gives its ranks.
-const MIN_RTO: Duration = Duration::from_millis(1);
-const MAX_RTO: Duration = Duration::from_secs(10);
 
 /// How long past the ranks' own --timeout the experiment waits for them before it kills them.
 const GRACE: Duration = Duration::from_secs(10);
@@ -92,10 +88,11 @@ pub struct CollectiveArgs {
     /// Packets a QP may have unacknowledged.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub window: u32,
-    /// Retransmission timeout, 1 ms to 10 s [default: twice the time a link takes to carry
-    /// every rank's window on every QP of a connection: the longest a queue that PFC keeps
-    /// from overflowing delays a packet, so the timeout fires on a loss and not on a wait].
-    #[arg(long, value_parser = parse_run_time)]
+    /// Retransmission timeout, 100 µs to 10 s, bare number in milliseconds, as for `traffic
+    /// collective` [default: twice the time a link takes to carry every rank's window on every
+    /// QP of a connection: the longest a queue that PFC keeps from overflowing delays a packet,
+    /// so the timeout fires on a loss and not on a wait].
+    #[arg(long, value_parser = |s: &str| parse_duration(s, &RTO))]
     pub rto: Option<Duration>,
     /// The links' pace.
     #[command(flatten)]
@@ -239,16 +236,13 @@ pub fn run(args: &CollectiveArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
         .pacing
         .apply(fabric, frame_bytes)
         .context("--payload")?;
-    if let Some(rto) = args.rto.filter(|rto| *rto > MAX_RTO) {
-        bail!("--rto {rto:?}: 1 ms to {MAX_RTO:?}");
-    }
     let tuning = args.timers.tuning(args.pacing.link_rate, frame_bytes);
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     println!(
-        "collective: {} of {} per rank over {} ({} ranks), {} timed iteration(s) after {} warm-up per run, \
-         on {:?}, \
-         every link {} Mb/s ({pps} frames of {frame_bytes} bytes a second), window {} packets",
+        "collective: {} of {} per rank over {} ({} ranks), {} timed iteration(s) after {} \
+         warm-up per run, on {:?}, every link {} Mb/s ({pps} frames of {frame_bytes} bytes a \
+         second), window {} packets",
         args.collective.name(),
         args.size,
         hosts.join(","),
@@ -358,7 +352,7 @@ impl Run<'_> {
         self.rto.unwrap_or_else(|| {
             let packets =
                 2 * u64::from(self.args.window) * u64::from(qps) * self.hosts.len() as u64;
-            Duration::from_micros(packets * 1_000_000 / self.pps).clamp(MIN_RTO, MAX_RTO)
+            Duration::from_micros(packets * 1_000_000 / self.pps).clamp(RTO.min, RTO.max)
         })
     }
 
@@ -626,6 +620,11 @@ mod tests {
         assert!(parse(&["--qps-per-conn", "257"]).is_err());
         assert!(parse(&["--iters", "0"]).is_err());
         assert!(parse(&["--policies", "random"]).is_err());
+        assert!(parse(&["--rto", "20s"]).is_err());
+        assert_eq!(
+            parse(&["--rto", "5"]).unwrap().rto,
+            Some(Duration::from_millis(5))
+        );
         let args = parse(&["--size", "1XB"]).unwrap();
         let error = collective_of(&args, 1, 4).unwrap_err();
         assert!(format!("{error:#}").contains("unknown unit"), "{error:#}");
