@@ -62,8 +62,8 @@ pub enum Experiment {
     LinkFailure(lb::LinkFailureArgs),
     /// Collectives compared across policies: a ring AllReduce (or all-to-all) with every host
     /// a rank (`traffic collective`), once per policy and per QPs per connection, the policy
-    /// switched live between runs; completion time, nccl-tests' bus bandwidth, the slowest and
-    /// fastest rank, bytes per spine, pauses, marks and drops in the lossless class.
+    /// switched live between runs; nccl-tests' time and bus bandwidth, the slowest and fastest
+    /// rank, bytes per spine, pauses, marks and drops in the lossless class.
     Collective(collective::CollectiveArgs),
 }
 
@@ -132,8 +132,8 @@ pub const FRAME_BYTES: std::ops::RangeInclusive<usize> = 128..=1500;
 /// How an experiment paces the fabric's links: options every experiment takes.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Pacing {
-    /// Every link's rate: the switches' queues drain at it, and it is each sender's line rate
-    /// (where DCQCN starts and its ceiling).
+    /// Every link's rate: the switches' queues drain at it, and the experiments' DCQCN
+    /// senders start at it and never exceed it.
     #[arg(long, default_value = "8mbit", value_parser = crate::units::parse_rate_bps)]
     pub link_rate: u64,
     /// Every switch queue's depth in packets (1 to 4096): PFC pauses at 16, and the rest is
