@@ -12,7 +12,7 @@ use super::collective::{Rank, RankConfig, RankSummary};
 use crate::units::{parse_duration, DurationLimits};
 
 /// `--rto`: 100 µs to 10 s, a bare number in milliseconds.
-const RTO: DurationLimits =
+pub const RTO: DurationLimits =
     DurationLimits::millis(Duration::from_micros(100), Duration::from_secs(10));
 
 /// `--timeout`: 1 ms to a day, a bare number in seconds.
@@ -27,6 +27,16 @@ pub enum CollectiveArg {
     Alltoall,
 }
 
+impl CollectiveArg {
+    /// Its name on the command line and in the workload format.
+    pub fn name(self) -> &'static str {
+        match self {
+            CollectiveArg::Allreduce => "allreduce",
+            CollectiveArg::Alltoall => "alltoall",
+        }
+    }
+}
+
 /// How a connection's messages use its QPs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum QpUseArg {
@@ -34,6 +44,16 @@ pub enum QpUseArg {
     RoundRobin,
     /// Every message split in equal pieces, one on each QP.
     Split,
+}
+
+impl QpUseArg {
+    /// Its name on the command line and in the workload format.
+    pub fn name(self) -> &'static str {
+        match self {
+            QpUseArg::RoundRobin => "round-robin",
+            QpUseArg::Split => "split",
+        }
+    }
 }
 
 /// Options of `traffic collective`.
@@ -95,26 +115,34 @@ pub struct CollectiveArgs {
 impl CollectiveArgs {
     /// The workload, in the short form the one workload parser reads.
     fn workload(&self) -> String {
-        match (&self.workload, self.collective) {
-            (Some(w), _) => w.clone(),
-            (None, kind) => {
-                let kind = match kind {
-                    Some(CollectiveArg::Alltoall) => "alltoall",
-                    _ => "allreduce",
-                };
-                let qp_use = match self.qp_use {
-                    QpUseArg::RoundRobin => "round-robin",
-                    QpUseArg::Split => "split",
-                };
-                format!(
-                    "{kind}:size={},qps={},qp_use={qp_use},reps={}",
-                    self.size,
-                    self.qps_per_conn,
-                    u64::from(self.iters) + u64::from(self.warmup)
-                )
-            }
+        match &self.workload {
+            Some(w) => w.clone(),
+            None => short_form(
+                self.collective.unwrap_or(CollectiveArg::Allreduce),
+                &self.size,
+                self.qps_per_conn,
+                self.qp_use,
+                u64::from(self.iters) + u64::from(self.warmup),
+            ),
         }
     }
+}
+
+/// A collective of `size` bytes per rank (a size with its unit, as the workload format reads
+/// it), `qps` QPs per connection used as `qp_use` says, `reps` times, in the short form of the
+/// one workload parser.
+pub fn short_form(
+    kind: CollectiveArg,
+    size: &str,
+    qps: u32,
+    qp_use: QpUseArg,
+    reps: u64,
+) -> String {
+    format!(
+        "{}:size={size},qps={qps},qp_use={},reps={reps}",
+        kind.name(),
+        qp_use.name()
+    )
 }
 
 /// Runs one rank; Ctrl-C stops it with an error that says what it waited for.

@@ -137,7 +137,7 @@ pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Resul
          bytes a second), {:?}",
         senders.join(", "),
         fabric.kind,
-        args.links.link_rate as f64 / 1e6,
+        args.links.pacing.link_rate as f64 / 1e6,
         args.links.size,
         args.secs
     );
@@ -212,7 +212,7 @@ pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Resul
         switch: fabric.kind_name(),
         shape: [fabric.shape.spines, fabric.shape.leaves, fabric.shape.hosts],
         receiver,
-        link_rate_bps: args.links.link_rate,
+        link_rate_bps: args.links.pacing.link_rate,
         link_pps: pps,
         frame_bytes: args.links.size,
         secs: elapsed.as_secs_f64(),
@@ -370,7 +370,7 @@ fn draw(
 ) -> anyhow::Result<()> {
     let end = outcome.secs;
     let x = 0.0..end;
-    let link = args.links.link_rate as f64 / 1e6;
+    let link = args.links.pacing.link_rate as f64 / 1e6;
     let mut rate_lines = Vec::new();
     for s in &outcome.senders {
         rate_lines.push(Line::solid(

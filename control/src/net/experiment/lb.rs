@@ -18,10 +18,6 @@
 use std::{
     collections::BTreeMap,
     path::PathBuf,
-    sync::{
-        atomic::{AtomicBool, AtomicUsize, Ordering},
-        Arc, Mutex,
-    },
     time::{Duration, Instant},
 };
 
@@ -30,16 +26,13 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    count, host_ip, CountSample, Fabric, Links, Receiving, Sampler, Spawned, SwitchCounts,
-    SwitchOutcome, GOODPUT_EVERY,
+    controller::{link_ends, Controller, PolicyTimers},
+    count, host_ip, spine_bytes, table_end, table_head, table_row, CountSample, Fabric, Links,
+    Receiving, Sampler, Spawned, SwitchCounts, SwitchOutcome, GOODPUT_EVERY,
 };
 use crate::{
     lab::output::{self, Line, Panel},
-    net::{
-        leaf_spine::{host_name, policy_parser, Policy, Tuning},
-        uplinks::{self, Uplinks},
-    },
-    netlink::LinkEvents,
+    net::leaf_spine::{host_name, policy_parser, Policy, Tuning},
     netns::run_in,
     traffic::{interface::Interface, pfc_honour::monotonic_ns_at, Interval, StopFlag},
     units::parse_run_time,
@@ -66,11 +59,6 @@ const SHORT_QP_OFFSET: u32 = 128;
 /// The most policies a run of the experiment takes (each its own QP numbers).
 const MAX_RUNS: usize = 64;
 
-/// Before a run: the fabric counts as idle once no switch port received a frame for this
-/// long, and the wait for it ends (with a warning) after the second.
-const IDLE: Duration = Duration::from_millis(300);
-const SETTLE: Duration = Duration::from_secs(10);
-
 /// Header bytes of a RoCEv2 frame (Ethernet, IPv4, UDP, BTH, ICRC), and what a frame takes on
 /// the wire beyond its own bytes: the part of a link's rate that is goodput.
 const ROCE_HEADER_BYTES: usize = 14 + 20 + 8 + 12 + 4;
@@ -80,9 +68,6 @@ const WIRE_EXTRA_BYTES: usize = 24;
 /// the surviving paths can carry, if less). Half: DCQCN on this machine keeps goodput well
 /// below a link's rate, and a flow left on a dead path takes its share to zero.
 const RECOVERED: f64 = 0.5;
-
-/// How often the controller looks for a policy to switch to while no link event comes.
-const CONTROLLER_POLL: Duration = Duration::from_millis(20);
 
 /// How long the link and the control plane may take to come back between runs.
 const RESTORE: Duration = Duration::from_secs(10);
@@ -110,15 +95,9 @@ pub struct LbArgs {
     /// Short flows per policy, 0 to 100, started evenly over the run.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(0..=100))]
     pub short_flows: u32,
-    /// Flowlet gap (flowlet, dlb), µs: a flow may change member after an idle gap this long
-    /// [default: 16 frame times at the link rate, the queueing PFC allows before it pauses,
-    /// so a flow moved after such a gap does not overtake its own frames].
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
-    pub flowlet_timeout_us: Option<u64>,
-    /// DLB: a port's load estimate older than this counts as idle, µs [default: 4 frame times
-    /// at the link rate].
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
-    pub dlb_load_age_us: Option<u64>,
+    /// The uplink groups' timers.
+    #[command(flatten)]
+    pub timers: PolicyTimers,
     /// Frames of each short flow, 1 to 10000.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=10000))]
     pub short_frames: u64,
@@ -168,15 +147,10 @@ struct Failed {
 }
 
 impl LbArgs {
-    /// The uplink groups' timers: given, or scaled to the link's frame time.
+    /// The uplink groups' timers.
     fn tuning(&self) -> Tuning {
-        let frame_us =
-            (self.links.size + WIRE_EXTRA_BYTES) as u64 * 8 * 1_000_000 / self.links.link_rate;
-        Tuning {
-            flowlet_timeout_us: self.flowlet_timeout_us.unwrap_or(16 * frame_us).max(1),
-            dlb_load_age_us: self.dlb_load_age_us.unwrap_or(4 * frame_us).max(1),
-            ..Tuning::default()
-        }
+        self.timers
+            .tuning(self.links.pacing.link_rate, self.links.size)
     }
 }
 
@@ -297,30 +271,6 @@ struct Outcome {
     stopped_early: bool,
 }
 
-/// What the controller did on a link event: when it saw the event that changed the live
-/// spines, and when every leaf had its new group.
-#[derive(Clone, Copy, Debug)]
-struct Reaction {
-    seen: Instant,
-    written: Instant,
-    live_spines: usize,
-}
-
-/// A policy to switch to, and where to answer.
-type SetPolicy = (Policy, std::sync::mpsc::Sender<anyhow::Result<()>>);
-
-/// The fabric's controller for the experiment: a thread in the network's namespace, the one
-/// P4Runtime primary writing the leaves' uplink groups. It switches the policy when asked and,
-/// when told to reroute, follows the kernel's link events and drains a spine whose link to a
-/// leaf lost its carrier (and puts it back when the link returns).
-struct Controller {
-    commands: std::sync::mpsc::Sender<SetPolicy>,
-    stop: Arc<AtomicBool>,
-    live_spines: Arc<AtomicUsize>,
-    reactions: Arc<Mutex<Vec<Reaction>>>,
-    thread: std::thread::JoinHandle<anyhow::Result<()>>,
-}
-
 /// Runs the lb experiment on `fabric`, with the link failure when `failure` says so.
 pub fn run(
     args: &LbArgs,
@@ -361,7 +311,7 @@ pub fn run(
         args.short_flows,
         args.short_frames,
         fabric.kind,
-        args.links.link_rate as f64 / 1e6,
+        args.links.pacing.link_rate as f64 / 1e6,
         args.links.size,
         args.secs
     );
@@ -397,7 +347,7 @@ pub fn run(
         experiment: name,
         switch: fabric.kind_name(),
         shape: [shape.spines, shape.leaves, shape.hosts],
-        link_rate_bps: args.links.link_rate,
+        link_rate_bps: args.links.pacing.link_rate,
         link_pps: pps,
         frame_bytes: args.links.size,
         secs_per_policy: args.secs.as_secs_f64(),
@@ -482,34 +432,6 @@ fn spine_bytes_from(fabric: &Fabric, leaf: u16) -> anyhow::Result<BTreeMap<u16, 
     })
 }
 
-/// Every leaf-spine link's interfaces (leaf side, spine side), by (leaf, spine).
-fn link_ends(fabric: &Fabric) -> anyhow::Result<BTreeMap<(u16, u16), [String; 2]>> {
-    let shape = fabric.shape;
-    let intf = |node: &str, port: u16| -> anyhow::Result<String> {
-        fabric
-            .running
-            .node(node)?
-            .intfs
-            .iter()
-            .find(|i| i.port == u32::from(port))
-            .map(|i| i.name.clone())
-            .with_context(|| format!("{node} has no port {port}"))
-    };
-    let mut ends = BTreeMap::new();
-    for l in 1..=shape.leaves {
-        for s in 1..=shape.spines {
-            ends.insert(
-                (l, s),
-                [
-                    intf(&format!("leaf{l}"), shape.hosts + s)?,
-                    intf(&format!("spine{s}"), l)?,
-                ],
-            );
-        }
-    }
-    Ok(ends)
-}
-
 /// `ip link set IFACE up|down` in the network's namespace.
 fn set_link(fabric: &Fabric, iface: &str, up: bool) -> anyhow::Result<()> {
     let out = std::process::Command::new("nsenter")
@@ -531,133 +453,6 @@ fn set_link(fabric: &Fabric, iface: &str, up: bool) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-impl Controller {
-    /// Connects to every leaf and subscribes to the network's link events, then returns.
-    fn start(fabric: &Fabric, tuning: Tuning, reroute: bool) -> anyhow::Result<Controller> {
-        let ends = link_ends(fabric)?;
-        let shape = fabric.shape;
-        let targets = uplinks::leaf_targets(
-            fabric
-                .running
-                .status
-                .as_ref()
-                .context("the network is still coming up")?,
-        );
-        let netns = fabric.running.netns_path();
-        let stop = Arc::new(AtomicBool::new(false));
-        let live_spines = Arc::new(AtomicUsize::new(usize::from(shape.spines)));
-        let reactions = Arc::new(Mutex::new(Vec::new()));
-        let (commands, asked) = std::sync::mpsc::channel::<SetPolicy>();
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let (stopped, live_count, recorded) =
-            (stop.clone(), live_spines.clone(), reactions.clone());
-        let thread = std::thread::spawn(move || {
-            run_in(&netns, move || {
-                tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()?
-                    .block_on(async {
-                        let mut leaves = Uplinks::connect(shape, tuning, targets).await?;
-                        let mut events = LinkEvents::subscribe()?;
-                        events.set_timeout(CONTROLLER_POLL)?;
-                        let _ = ready_tx.send(());
-                        let mut policy = Policy::Ecmp;
-                        let mut live: Vec<u16> = (1..=shape.spines).collect();
-                        while !stopped.load(Ordering::Relaxed) {
-                            while let Ok((wanted, answer)) = asked.try_recv() {
-                                let written = leaves.write(wanted, &live).await;
-                                if written.is_ok() {
-                                    policy = wanted;
-                                }
-                                let _ = answer.send(written);
-                            }
-                            match events.wait() {
-                                Ok(_) if reroute => {}
-                                Ok(_) => continue,
-                                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-                                Err(e) => return Err(e).context("reading link events"),
-                            }
-                            let seen = Instant::now();
-                            let now_live: Vec<u16> = (1..=shape.spines)
-                                .filter(|s| {
-                                    ends.iter().filter(|((_, spine), _)| spine == s).all(
-                                        |(_, [a, b])| {
-                                            Interface::is_running(a) && Interface::is_running(b)
-                                        },
-                                    )
-                                })
-                                .collect();
-                            // With no spine left there is no path to move to.
-                            if now_live == live || now_live.is_empty() {
-                                continue;
-                            }
-                            leaves.write(policy, &now_live).await?;
-                            live = now_live;
-                            live_count.store(live.len(), Ordering::Relaxed);
-                            recorded.lock().expect("not poisoned").push(Reaction {
-                                seen,
-                                written: Instant::now(),
-                                live_spines: live.len(),
-                            });
-                        }
-                        anyhow::Ok(())
-                    })
-            })?
-        });
-        match ready_rx.recv() {
-            Ok(()) => Ok(Controller {
-                commands,
-                stop,
-                live_spines,
-                reactions,
-                thread,
-            }),
-            Err(_) => Err(thread
-                .join()
-                .map_err(|_| anyhow::anyhow!("the controller panicked"))?
-                .err()
-                .unwrap_or_else(|| anyhow::anyhow!("the controller ended early"))),
-        }
-    }
-
-    /// Switches every leaf's group to `policy` (over the live spines) and waits until it is
-    /// written.
-    fn set_policy(&self, policy: Policy) -> anyhow::Result<()> {
-        let (answer, answered) = std::sync::mpsc::channel();
-        self.commands
-            .send((policy, answer))
-            .map_err(|_| anyhow::anyhow!("the controller ended"))?;
-        answered
-            .recv()
-            .map_err(|_| anyhow::anyhow!("the controller ended"))?
-    }
-
-    /// How many spines the leaves' groups spread over now.
-    fn live_spines(&self) -> anyhow::Result<usize> {
-        if self.thread.is_finished() {
-            bail!("the controller ended");
-        }
-        Ok(self.live_spines.load(Ordering::Relaxed))
-    }
-
-    /// The first reaction that took the fabric to `live_spines` at or after `since`.
-    fn reaction(&self, since: Instant, live_spines: usize) -> Option<Reaction> {
-        self.reactions
-            .lock()
-            .expect("not poisoned")
-            .iter()
-            .find(|r| r.seen >= since && r.live_spines == live_spines)
-            .copied()
-    }
-
-    fn finish(self) -> anyhow::Result<()> {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread
-            .join()
-            .map_err(|_| anyhow::anyhow!("the controller panicked"))?
-    }
 }
 
 /// The experiment's fixed parts, for each policy's run.
@@ -759,40 +554,10 @@ impl Run<'_> {
         }
     }
 
-    /// Waits until no switch port receives anything (what an earlier run left in the queues
-    /// has drained), at most [`SETTLE`].
-    fn settle(&self) -> anyhow::Result<()> {
-        let switches = self.fabric.switches();
-        let read = || {
-            let switches = switches.clone();
-            self.fabric.in_network(async move {
-                let mut total = 0;
-                for switch in &switches {
-                    total += super::port_rx_bytes(switch).await?.iter().sum::<u64>();
-                }
-                Ok(total)
-            })
-        };
-        let since = Instant::now();
-        let (mut last, mut last_change) = (read()?, Instant::now());
-        while last_change.elapsed() < IDLE {
-            if since.elapsed() > SETTLE {
-                eprintln!("the fabric still forwards after {SETTLE:?}: starting anyway");
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-            let now = read()?;
-            if now != last {
-                (last, last_change) = (now, Instant::now());
-            }
-        }
-        Ok(())
-    }
-
     /// The `run`th run of the workload, under `policy`.
     fn one(&self, policy: Policy, run: u32) -> anyhow::Result<PolicyOutcome> {
         let (args, fabric) = (self.args, self.fabric);
-        self.settle()?;
+        fabric.wait_idle()?;
         self.controller.set_policy(policy)?;
         let qp_base = 256 + run * QPS_PER_RUN;
         println!("{policy:?}: running");
@@ -975,25 +740,12 @@ impl Run<'_> {
             }
         }
         let switches = fabric.switches();
-        let (first, last) = (
-            samples.first().context("no counter sample")?,
-            samples.last().context("no counter sample")?,
-        );
         let switches_out = SwitchOutcome::over(&switches, samples)?;
         let total = |f: fn(&SwitchCounts) -> u64| SwitchOutcome::total(&switches_out, f);
         let spines: Vec<usize> = (0..switches.len())
             .filter(|i| switches[*i].name.starts_with("spine"))
             .collect();
-        let bytes_at = |sample: &CountSample, i: usize| sample.rx_bytes[i].iter().sum::<u64>();
-        let spine_bytes: BTreeMap<String, u64> = spines
-            .iter()
-            .map(|&i| {
-                (
-                    switches[i].name.clone(),
-                    bytes_at(last, i) - bytes_at(first, i),
-                )
-            })
-            .collect();
+        let spine_bytes = spine_bytes(&switches, samples)?;
         let spine_rates = spines
             .iter()
             .map(|&i| {
@@ -1001,7 +753,7 @@ impl Run<'_> {
                     .windows(2)
                     .map(|w| {
                         let dt = (w[1].t_s - w[0].t_s).max(1e-3);
-                        let bits = (bytes_at(&w[1], i) - bytes_at(&w[0], i)) as f64 * 8.0;
+                        let bits = (w[1].switch_rx_bytes(i) - w[0].switch_rx_bytes(i)) as f64 * 8.0;
                         (w[1].t_s, bits / dt / 1e6)
                     })
                     .collect();
@@ -1066,7 +818,7 @@ impl Run<'_> {
         let goodput_before = before.iter().sum::<f64>() / before.len().max(1) as f64;
         let payload_share = (args.links.size - ROCE_HEADER_BYTES) as f64
             / (args.links.size + WIRE_EXTRA_BYTES) as f64;
-        let surviving = (spines - 1) as f64 * args.links.link_rate as f64 * payload_share;
+        let surviving = (spines - 1) as f64 * args.links.pacing.link_rate as f64 * payload_share;
         let target = RECOVERED * goodput_before.min(surviving);
         let end_s = args.secs.as_secs_f64();
         let reports: Vec<(f64, f64)> = outcome
@@ -1199,7 +951,7 @@ fn table(o: &Outcome) -> String {
             .map(String::from),
         );
     }
-    let mut t = row(&head) + &row(&vec!["---".to_string(); head.len()]);
+    let mut t = table_head(&head);
     for p in &o.policies {
         let mut cells = vec![format!("{:?}", p.policy).to_lowercase()];
         cells.extend(
@@ -1229,25 +981,26 @@ fn table(o: &Outcome) -> String {
         } else if failure {
             cells.extend(["-".to_string(), "-".into(), "-".into(), "-".into()]);
         }
-        t += &row(&cells);
+        t += &table_row(&cells);
     }
     t += "\n";
-    t += &row(&[
-        "policy",
-        "switch",
-        "pause_tx",
-        "pfc_rx",
-        "held",
-        "ecn_marked",
-        "cnp_tx",
-        "dropped",
-    ]
-    .map(String::from));
-    t += &row(&vec!["---".to_string(); 8]);
+    t += &table_head(
+        &[
+            "policy",
+            "switch",
+            "pause_tx",
+            "pfc_rx",
+            "held",
+            "ecn_marked",
+            "cnp_tx",
+            "dropped",
+        ]
+        .map(String::from),
+    );
     for p in &o.policies {
         for s in &p.switches {
             let c = &s.counts;
-            t += &row(&[
+            t += &table_row(&[
                 format!("{:?}", p.policy).to_lowercase(),
                 s.name.clone(),
                 c.pause_tx.to_string(),
@@ -1259,30 +1012,18 @@ fn table(o: &Outcome) -> String {
             ]);
         }
     }
-    for (name, [rx, tx]) in &o.interface_drops {
-        t += &format!("\nkernel drops on {name}: {rx} received, {tx} sent");
-    }
     let drops: u64 = o.policies.iter().map(|p| p.lossless_drops).sum();
-    t += &format!(
-        "\n{} policies, {drops} frames lost in the lossless class{}\n",
-        o.policies.len(),
-        if o.stopped_early {
-            " (stopped early)"
-        } else {
-            ""
-        }
+    let verdict = format!(
+        "{} policies, {drops} frames lost in the lossless class",
+        o.policies.len()
     );
-    t
-}
-
-fn row(cells: &[String]) -> String {
-    format!("| {} |\n", cells.join(" | "))
+    t + &table_end(&o.interface_drops, &verdict, o.stopped_early)
 }
 
 /// Per policy, each spine's received rate and the receivers' goodput over the run (and the
 /// link's failure); then the short flows' completion times per policy.
 fn draw(path: &std::path::Path, o: &Outcome, args: &LbArgs) -> anyhow::Result<()> {
-    let link = args.links.link_rate as f64 / 1e6;
+    let link = args.links.pacing.link_rate as f64 / 1e6;
     let mut panels = Vec::new();
     for p in &o.policies {
         let x = 0.0..p.secs;
@@ -1330,7 +1071,7 @@ fn draw(path: &std::path::Path, o: &Outcome, args: &LbArgs) -> anyhow::Result<()
         ));
     }
     let ideal = args.short_frames as f64 * (args.links.size + WIRE_EXTRA_BYTES) as f64 * 8.0
-        / args.links.link_rate as f64
+        / args.links.pacing.link_rate as f64
         * 1e3;
     let x = 0.0..args.secs.as_secs_f64();
     fct_lines.push(Line::level("at line rate", ideal, &x));

@@ -5,6 +5,8 @@
 //! the experiment runs. `net up`'s driver brings the fabric up, runs the experiment once the
 //! switches are programmed, and tears everything down however it ends.
 
+pub mod collective;
+pub mod controller;
 pub mod incast;
 pub mod lb;
 
@@ -59,6 +61,11 @@ pub enum Experiment {
     /// traffic recovers (the control plane drains the dead link's spine from every leaf's
     /// uplink group), frames lost, short flows' completion times.
     LinkFailure(lb::LinkFailureArgs),
+    /// Collectives compared across policies: a ring AllReduce (or all-to-all) with every host
+    /// a rank (`traffic collective`), once per policy and per QPs per connection, the policy
+    /// switched live between runs; nccl-tests' time and bus bandwidth, the slowest and fastest
+    /// rank, bytes per spine, pauses, marks and drops in the lossless class.
+    Collective(collective::CollectiveArgs),
 }
 
 impl Experiment {
@@ -67,9 +74,10 @@ impl Experiment {
         match self {
             // XDP consumes the switches' PAUSE frames and keeps the pause state the traffic
             // tool honours.
-            Experiment::Incast(_) | Experiment::Lb(_) | Experiment::LinkFailure(_) => {
-                vec!["xdp".into()]
-            }
+            Experiment::Incast(_)
+            | Experiment::Lb(_)
+            | Experiment::LinkFailure(_)
+            | Experiment::Collective(_) => vec!["xdp".into()],
         }
     }
 
@@ -79,6 +87,7 @@ impl Experiment {
             Experiment::Incast(args) => incast::run(args, fabric, stop),
             Experiment::Lb(args) => lb::run(args, None, fabric, stop),
             Experiment::LinkFailure(args) => lb::run(&args.lb, Some(args), fabric, stop),
+            Experiment::Collective(args) => collective::run(args, fabric, stop),
         }
     }
 }
@@ -88,7 +97,7 @@ pub const SAMPLE_EVERY: Duration = Duration::from_millis(250);
 
 /// Bytes a frame takes on the wire beyond its own (FCS, preamble, inter-frame gap), as the
 /// traffic tool counts its rate.
-const WIRE_OVERHEAD_BYTES: u64 = 24;
+pub const WIRE_OVERHEAD_BYTES: u64 = 24;
 
 /// The most packets per second an experiment paces a link at: software switches on a shared
 /// machine.
@@ -107,17 +116,25 @@ pub fn link_pps(rate_bps: u64, size: usize) -> anyhow::Result<u64> {
     Ok(pps)
 }
 
+/// Before a run: the fabric counts as idle once no switch port received a frame for this
+/// long, and the wait for it ends (with a warning) after the second.
+const IDLE: Duration = Duration::from_millis(300);
+const SETTLE: Duration = Duration::from_secs(10);
+
+/// A host's interface to its leaf, as its own namespace names it.
+pub const HOST_IFACE: &str = "eth0";
+
 /// How often a receiver reports what each QP delivered.
 pub const GOODPUT_EVERY: Duration = Duration::from_millis(100);
 
 /// The smallest and largest frame an experiment sends.
 pub const FRAME_BYTES: std::ops::RangeInclusive<usize> = 128..=1500;
 
-/// The fabric's links as an experiment runs them: options every experiment takes.
+/// How an experiment paces the fabric's links: options every experiment takes.
 #[derive(Debug, Clone, clap::Args)]
-pub struct Links {
-    /// Every link's rate: the switches' queues drain at it, and it is each sender's line rate
-    /// (where DCQCN starts and its ceiling).
+pub struct Pacing {
+    /// Every link's rate: the switches' queues drain at it, and the experiments' DCQCN
+    /// senders start at it and never exceed it.
     #[arg(long, default_value = "8mbit", value_parser = crate::units::parse_rate_bps)]
     pub link_rate: u64,
     /// Every switch queue's depth in packets (1 to 4096): PFC pauses at 16, and the rest is
@@ -125,6 +142,28 @@ pub struct Links {
     /// burst its upstream sends to catch up after the machine descheduled it.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub queue_depth: u32,
+}
+
+impl Pacing {
+    /// Checks the frame size and paces every queue of `fabric` at the link rate for frames of
+    /// `frame_bytes`: the link's frames per second.
+    pub fn apply(&self, fabric: &Fabric, frame_bytes: usize) -> anyhow::Result<u64> {
+        if !FRAME_BYTES.contains(&frame_bytes) {
+            bail!("frames of {frame_bytes} bytes: experiments send {FRAME_BYTES:?}");
+        }
+        let pps = link_pps(self.link_rate, frame_bytes)?;
+        fabric.set_queues(pps, self.queue_depth)?;
+        Ok(pps)
+    }
+}
+
+/// The fabric's links and the frames the senders send on them: options of the experiments
+/// whose hosts run `traffic send`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Links {
+    /// The links' pace.
+    #[command(flatten)]
+    pub pacing: Pacing,
     /// Frame size in bytes (without FCS), 128 to 1500.
     #[arg(long, default_value_t = 1000)]
     pub size: usize,
@@ -138,11 +177,11 @@ impl Links {
             "traffic",
             "send",
             "--iface",
-            "eth0",
+            HOST_IFACE,
             "--dst-ip",
             &dst.to_string(),
             "--rate",
-            &self.link_rate.to_string(),
+            &self.pacing.link_rate.to_string(),
             "--size",
             &self.size.to_string(),
             "--json",
@@ -150,19 +189,16 @@ impl Links {
         ]
         .map(String::from)
         .to_vec();
-        send.extend(dcqcn_flags(self.link_rate, self.size));
+        send.extend(dcqcn_flags(self.pacing.link_rate, self.size));
         send
     }
 
     /// Checks the frame size and paces every queue of `fabric` at the link rate: the link's
     /// frames per second.
     pub fn apply(&self, fabric: &Fabric) -> anyhow::Result<u64> {
-        if !FRAME_BYTES.contains(&self.size) {
-            bail!("--size {}: {FRAME_BYTES:?} bytes", self.size);
-        }
-        let pps = link_pps(self.link_rate, self.size)?;
-        fabric.set_queues(pps, self.queue_depth)?;
-        Ok(pps)
+        self.pacing
+            .apply(fabric, self.size)
+            .with_context(|| format!("--size {}", self.size))
     }
 }
 
@@ -384,6 +420,36 @@ impl Fabric {
 }
 
 impl Fabric {
+    /// Waits until no switch port receives anything (what an earlier run left in the queues
+    /// has drained), at most [`SETTLE`].
+    pub fn wait_idle(&self) -> anyhow::Result<()> {
+        let switches = self.switches();
+        let read = || {
+            let switches = switches.clone();
+            self.in_network(async move {
+                let mut total = 0;
+                for switch in &switches {
+                    total += port_rx_bytes(switch).await?.iter().sum::<u64>();
+                }
+                Ok(total)
+            })
+        };
+        let since = Instant::now();
+        let (mut last, mut last_change) = (read()?, Instant::now());
+        while last_change.elapsed() < IDLE {
+            if since.elapsed() > SETTLE {
+                eprintln!("the fabric still forwards after {SETTLE:?}: starting anyway");
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            let now = read()?;
+            if now != last {
+                (last, last_change) = (now, Instant::now());
+            }
+        }
+        Ok(())
+    }
+
     /// The switch it runs, as summaries name it.
     pub fn kind_name(&self) -> &'static str {
         match self.kind {
@@ -405,7 +471,7 @@ impl Fabric {
                 &[
                     "host".into(),
                     "set".into(),
-                    "eth0".into(),
+                    HOST_IFACE.into(),
                     format!("pfc.link_speed_bps={speed}"),
                 ],
             )?;
@@ -473,7 +539,7 @@ impl Receiving {
     /// Opens the receiver's socket in the namespace at `netns`; it counts from here on.
     pub fn start(netns: &str) -> anyhow::Result<Receiving> {
         let config = RecvConfig {
-            iface: "eth0".into(),
+            iface: HOST_IFACE.into(),
             duration: None,
             count: None,
             idle_timeout: None,
@@ -594,10 +660,7 @@ impl SwitchOutcome {
         switches: &[SwitchRef],
         samples: &[CountSample],
     ) -> anyhow::Result<Vec<SwitchOutcome>> {
-        let (first, last) = (
-            samples.first().context("no counter sample")?,
-            samples.last().context("no counter sample")?,
-        );
+        let (first, last) = first_and_last(samples)?;
         Ok(switches
             .iter()
             .zip(last.counts.iter().zip(&first.counts))
@@ -713,6 +776,70 @@ pub struct CountSample {
     /// Per switch (same order), the bytes each of its ports received from the wire, in
     /// [`SwitchRef::ports`] order.
     pub rx_bytes: Vec<Vec<u64>>,
+}
+
+impl CountSample {
+    /// The bytes the `i`th switch received from the wire, all its ports.
+    pub fn switch_rx_bytes(&self, i: usize) -> u64 {
+        self.rx_bytes[i].iter().sum()
+    }
+}
+
+/// The first and the last of `samples`.
+fn first_and_last(samples: &[CountSample]) -> anyhow::Result<(&CountSample, &CountSample)> {
+    Ok((
+        samples.first().context("no counter sample")?,
+        samples.last().context("no counter sample")?,
+    ))
+}
+
+/// The head of a Markdown table: its row of `names` and the separator row.
+pub fn table_head(names: &[String]) -> String {
+    table_row(names) + &table_row(&vec!["---".to_string(); names.len()])
+}
+
+/// One row of a Markdown table.
+pub fn table_row(cells: &[String]) -> String {
+    format!("| {} |\n", cells.join(" | "))
+}
+
+/// The end of an experiment's table: the kernel's drops on every interface that dropped any,
+/// then `verdict`, marked when the experiment was stopped early.
+pub fn table_end(
+    interface_drops: &BTreeMap<String, [u64; 2]>,
+    verdict: &str,
+    stopped_early: bool,
+) -> String {
+    let mut t = String::new();
+    for (name, [rx, tx]) in interface_drops {
+        t += &format!("\nkernel drops on {name}: {rx} received, {tx} sent");
+    }
+    let stopped = if stopped_early {
+        " (stopped early)"
+    } else {
+        ""
+    };
+    t + &format!("\n{verdict}{stopped}\n")
+}
+
+/// The bytes each spine of `switches` (by name) received from the wire between the first and
+/// the last of `samples`.
+pub fn spine_bytes(
+    switches: &[SwitchRef],
+    samples: &[CountSample],
+) -> anyhow::Result<BTreeMap<String, u64>> {
+    let (first, last) = first_and_last(samples)?;
+    Ok(switches
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.name.starts_with("spine"))
+        .map(|(i, s)| {
+            (
+                s.name.clone(),
+                last.switch_rx_bytes(i) - first.switch_rx_bytes(i),
+            )
+        })
+        .collect())
 }
 
 /// Reads every switch's counters at a steady pace on a thread of its own, until stopped; the
