@@ -266,3 +266,27 @@ fn a_rank_started_late_is_waited_for() {
         assert_eq!(s["iterations"].as_array().unwrap().len(), 2, "{s}");
     }
 }
+
+/// `--size` is a size and nothing more: text that would add keys to the workload's short form
+/// (a comma) is refused before anything opens.
+#[test]
+fn a_size_that_is_not_one_is_refused() {
+    for size in ["1MB,ranks=9", "lots", "0"] {
+        let output = std::process::Command::new(lossless_bin())
+            .args([
+                "traffic",
+                "collective",
+                "allreduce",
+                "--iface",
+                "lo",
+                "--rank",
+                "0",
+            ])
+            .args(["--hosts", "10.0.0.1,10.0.0.2", "--size", size])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "--size {size} was accepted");
+        assert!(stderr.contains("--size"), "--size {size}: {stderr}");
+    }
+}

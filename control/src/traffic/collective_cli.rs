@@ -72,7 +72,7 @@ pub struct CollectiveArgs {
     #[arg(long, value_delimiter = ',', required = true)]
     pub hosts: Vec<IpAddr>,
     /// Bytes per rank, nccl-tests' size (units B, KB, MB, KiB, MiB, ...).
-    #[arg(long, default_value = "1MiB")]
+    #[arg(long, default_value = "1MiB", value_parser = size_text)]
     pub size: String,
     /// QPs per connection.
     #[arg(long, default_value_t = 1)]
@@ -126,6 +126,18 @@ impl CollectiveArgs {
             ),
         }
     }
+}
+
+/// `--size`: a size in bytes (1 B to the workload format's limit) with its unit, kept as
+/// text for the workload's short form; anything else (a comma would add keys to the short
+/// form) is refused here.
+pub fn size_text(text: &str) -> anyhow::Result<String> {
+    let limits = crate::units::ByteLimits {
+        min: 1,
+        max: workload::limits::MAX_BYTES,
+    };
+    crate::units::parse_bytes(text, &limits)?;
+    Ok(text.trim().to_owned())
 }
 
 /// A collective of `size` bytes per rank (a size with its unit, as the workload format reads

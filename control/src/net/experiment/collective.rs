@@ -32,7 +32,7 @@ use crate::{
     lab::output,
     net::leaf_spine::{policy_parser, Policy},
     traffic::{
-        collective_cli::{short_form, CollectiveArg, QpUseArg, RTO},
+        collective_cli::{short_form, size_text, CollectiveArg, QpUseArg, RTO},
         StopFlag,
     },
     units::{parse_duration, parse_run_time},
@@ -72,7 +72,7 @@ pub struct CollectiveArgs {
     #[arg(long, value_enum, default_value = "round-robin")]
     pub qp_use: QpUseArg,
     /// Bytes per rank, nccl-tests' size (units B, KB, MB, KiB, MiB, ...).
-    #[arg(long, default_value = "256KiB")]
+    #[arg(long, default_value = "256KiB", value_parser = size_text)]
     pub size: String,
     /// Timed iterations of each run, back to back.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]

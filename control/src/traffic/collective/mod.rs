@@ -410,6 +410,12 @@ impl Rank {
                             ignored += 1;
                             continue;
                         };
+                        // Only the QP's peer acknowledges it: a host that guesses a QP
+                        // number cannot complete or rewind another's messages.
+                        if frame.src_ip != self.config.hosts[sends[i].plan.peer as usize] {
+                            ignored += 1;
+                            continue;
+                        }
                         let completed = match aeth::Repr::parse(&header).syndrome {
                             Syndrome::Ack(_) => sends[i].qp.on_ack(frame.bth.psn, now),
                             Syndrome::Nak(_) => sends[i].qp.on_nak(frame.bth.psn, now),
