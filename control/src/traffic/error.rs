@@ -28,7 +28,8 @@ pub enum TrafficError {
     },
     /// The MAC address of the next hop did not appear in the neighbour table in time.
     #[error(
-        "no neighbour entry for {ip}{} on {iface} after {timeout:?}: pass a destination MAC",
+        "no neighbour entry for {ip}{} on {iface} after {timeout:?}: it did not answer ARP or \
+         neighbour discovery (traffic send skips this with --dst-mac)",
         gateway_to.map(|dst| format!(" (the gateway to {dst})")).unwrap_or_default()
     )]
     Unresolved {
@@ -123,11 +124,11 @@ mod tests {
         let dst: IpAddr = "10.0.2.2".parse().unwrap();
         assert_eq!(
             unresolved("10.0.1.1").for_destination(dst).to_string(),
-            "no neighbour entry for 10.0.1.1 (the gateway to 10.0.2.2) on tx0 after 3s: pass a destination MAC"
+            "no neighbour entry for 10.0.1.1 (the gateway to 10.0.2.2) on tx0 after 3s: it did not answer ARP or neighbour discovery (traffic send skips this with --dst-mac)"
         );
         assert_eq!(
             unresolved("10.0.2.2").for_destination(dst).to_string(),
-            "no neighbour entry for 10.0.2.2 on tx0 after 3s: pass a destination MAC"
+            "no neighbour entry for 10.0.2.2 on tx0 after 3s: it did not answer ARP or neighbour discovery (traffic send skips this with --dst-mac)"
         );
     }
 }
