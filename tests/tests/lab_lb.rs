@@ -249,6 +249,39 @@ fn lb_lab_allreduce_spreads_a_connections_qps_only_with_e_ecmp() {
     fs::remove_dir_all(&out).unwrap();
 }
 
+/// A workload of the one format (docs/workloads.md) in the lab: an incast from both senders,
+/// twice, every flow delivered whole under each policy.
+#[test]
+fn lb_lab_runs_an_incast_of_the_one_workload_format() {
+    let Some(_alone) = exclusive("lb_lab_runs_an_incast_of_the_one_workload_format") else {
+        return;
+    };
+    let out = out_dir("lab-lb-incast");
+    let args = [
+        "--senders",
+        "2",
+        "--workload",
+        "incast:senders=2,size=200KB,every=50ms,reps=2",
+        "--policies",
+        "ecmp,spray",
+    ];
+    let stdout = run_to_end("lb", &out, &args, &NAMESPACE_PREFIXES);
+    let summary = summary_json(&out);
+    let runs = summary["runs"].as_array().unwrap();
+    for policy in ["ecmp", "spray"] {
+        let r = run(runs, "incast", policy);
+        // 2 senders x 2 rounds, 200 KB each.
+        assert_eq!(
+            (r["flows"].as_u64(), r["fct"]["flows"].as_u64()),
+            (Some(4), Some(4)),
+            "{stdout}"
+        );
+        assert_eq!(r["packets_received"], r["packets_sent"], "{r}");
+        assert!(r["packets_sent"].as_u64().unwrap() >= 4 * 200, "{r}");
+    }
+    fs::remove_dir_all(&out).unwrap();
+}
+
 #[test]
 fn lb_lab_refuses_bad_options_by_name() {
     for (args, expected) in [
@@ -265,6 +298,14 @@ fn lb_lab_refuses_bad_options_by_name() {
         (&["--kmax", "130000"][..], "ECN must mark before PFC pauses"),
         (&["--collective-size", "1KB"][..], "--collective-size"),
         (&["--qps-per-conn", "0"][..], "--qps-per-conn"),
+        (
+            &["--workload", "permutation:size=1KB"][..],
+            "to its one receiver (endpoint 0)",
+        ),
+        (
+            &["--workload", "nosuch:x=1"][..],
+            "kind `nosuch` is not one of",
+        ),
     ] {
         let output = lab("lb", Path::new("unused"), args).output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);

@@ -31,7 +31,7 @@ use self::{
     closed_loop::{LoopArgs, LoopCounts, LoopMaps},
     metrics::{reordered_fraction, Balance, Completion},
     topology::{Port, Shape, Topology, OWNED_PREFIX, RECEIVER},
-    workload::{Flow, Schedule, WorkloadKind, WorkloadParams},
+    workload::{Flow, Schedule, WorkloadArg, WorkloadParams},
 };
 use super::harness::{self, Sending};
 use crate::{
@@ -81,13 +81,15 @@ pub struct LbLab {
     #[arg(long, value_delimiter = ',', default_value = "ecmp,flowlet,dlb,spray", value_parser = parse_policy)]
     #[serde(serialize_with = "policy_names")]
     policies: Vec<Policy>,
-    /// Workloads, each run under every policy.
+    /// Workloads, each run under every policy: the lab's own (websearch, elephants,
+    /// allreduce; a comma list), or, repeated, workloads of the one format that send from the
+    /// senders to the receiver (incast:..., microburst:..., or a TOML file).
     #[arg(
         long = "workload",
-        value_delimiter = ',',
-        default_value = "websearch,elephants"
+        default_value = "websearch,elephants",
+        value_parser = workload::parse_workload_arg
     )]
-    workloads: Vec<WorkloadKind>,
+    workloads: Vec<WorkloadArg>,
     /// Senders, each in its own namespace on its own downlink of the balancer (each downlink
     /// keeps its own dlb load estimate, so one sender gives dlb the whole picture).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=8))]
@@ -336,7 +338,7 @@ pub struct UplinkLoad {
 #[derive(Clone, Debug, Serialize)]
 pub struct PolicyRun {
     /// The workload's name.
-    pub workload: &'static str,
+    pub workload: String,
     /// The policy's name.
     pub policy: &'static str,
     /// Per uplink.
@@ -408,6 +410,45 @@ pub fn run(args: &LbLab, stop: &StopFlag) -> anyhow::Result<()> {
     args.validate()?;
     let payload = payload_per_frame(args.size, IpAddr::V4(RECEIVER))?;
     let rates = args.path_rates_bps();
+    let frame_len = args.size;
+    let params = WorkloadParams {
+        offered_bps: args.load * rates.iter().sum::<u64>() as f64,
+        window: args.secs,
+        size_scale: args.size_scale,
+        flow_rate_bps: args.flow_rate.unwrap_or(args.uplink_rate),
+        elephants: args.elephants,
+        message_gap: 2 * args.flowlet_timeout_us,
+        collective: workload::allreduce(u32::from(args.senders), args.collective_size),
+        senders: u32::from(args.senders),
+        qps_per_conn: args.qps_per_conn,
+        payload_per_frame: payload,
+        wire_bits_per_frame: wire_bits(frame_len),
+        seed: args.seed,
+    };
+    let mut workloads: Vec<Schedule> = Vec::new();
+    for arg in &args.workloads {
+        match arg {
+            WorkloadArg::Kinds(kinds) => {
+                workloads.extend(kinds.iter().map(|&kind| workload::schedule(kind, &params)))
+            }
+            WorkloadArg::Format(text) => workloads.push(workload::from_format(text, &params)?),
+        }
+    }
+    for schedule in &workloads {
+        let busiest = (0..u32::from(args.senders))
+            .map(|s| schedule.flows.iter().filter(|f| f.sender == s).count())
+            .max()
+            .unwrap_or(0);
+        if busiest > usize::from(u16::MAX - SPORT_BASE) {
+            bail!(
+                "the {} workload has {busiest} flows for one sender, more than the {} source \
+                 ports above {SPORT_BASE}: lower --secs or --load, or raise --size-scale",
+                schedule.name,
+                u16::MAX - SPORT_BASE
+            );
+        }
+    }
+
     let topology = Topology::build(&Shape {
         senders: args.senders,
         uplink_rates_bps: rates.clone(),
@@ -425,43 +466,10 @@ pub fn run(args: &LbLab, stop: &StopFlag) -> anyhow::Result<()> {
         .is_some()
         .then(|| DcqcnParams::scaled_to(args.uplink_rate, args.size));
 
-    let frame_len = args.size;
-    let params = WorkloadParams {
-        offered_bps: args.load * rates.iter().sum::<u64>() as f64,
-        window: args.secs,
-        size_scale: args.size_scale,
-        flow_rate_bps: args.flow_rate.unwrap_or(args.uplink_rate),
-        elephants: args.elephants,
-        message_gap: 2 * args.flowlet_timeout_us,
-        collective: workload::allreduce(u32::from(args.senders), args.collective_size),
-        senders: u32::from(args.senders),
-        qps_per_conn: args.qps_per_conn,
-        payload_per_frame: payload,
-        wire_bits_per_frame: wire_bits(frame_len),
-        seed: args.seed,
-    };
-    let workloads: Vec<(WorkloadKind, Schedule)> = args
-        .workloads
-        .iter()
-        .map(|&kind| (kind, workload::schedule(kind, &params)))
-        .collect();
-    for (kind, schedule) in &workloads {
-        let per_sender = schedule.flows.len().div_ceil(usize::from(args.senders));
-        if per_sender > usize::from(u16::MAX - SPORT_BASE) {
-            bail!(
-                "the {} workload has {} flows per sender, more than the {} source ports \
-                 above {SPORT_BASE}: lower --secs or --load, or raise --size-scale",
-                kind.name(),
-                per_sender,
-                u16::MAX - SPORT_BASE
-            );
-        }
-    }
-
     report::print_header(args, &topology);
     let total_frames: u64 = workloads
         .iter()
-        .map(|(_, s)| s.flows.iter().map(|f| f.frames).sum::<u64>() * u64::from(s.steps))
+        .map(|s| s.flows.iter().map(|f| f.frames).sum::<u64>() * u64::from(s.steps))
         .sum::<u64>()
         * args.policies.len() as u64;
     let progress = ProgressBar::new(total_frames).with_style(
@@ -471,12 +479,12 @@ pub fn run(args: &LbLab, stop: &StopFlag) -> anyhow::Result<()> {
         .progress_chars("=> "),
     );
     let mut runs = Vec::new();
-    'all: for (kind, schedule) in &workloads {
+    'all: for schedule in &workloads {
         for &policy in &args.policies {
             if stop.is_stopped() {
                 break 'all;
             }
-            progress.set_message(format!("{} {}", kind.name(), policy.name()));
+            progress.set_message(format!("{} {}", schedule.name, policy.name()));
             set_policy(&topology, &maps, policy)?;
             let before = uplink_loads(&maps, &topology)?;
             let loop_before = loop_counts(loop_maps.as_ref())?;
@@ -494,7 +502,7 @@ pub fn run(args: &LbLab, stop: &StopFlag) -> anyhow::Result<()> {
                 )?);
             }
             let after = uplink_loads(&maps, &topology)?;
-            let mut run = judge(*kind, policy, schedule, (&before, &after), &steps);
+            let mut run = judge(policy, schedule, (&before, &after), &steps);
             run.closed_loop = loop_counts(loop_maps.as_ref())?
                 .zip(loop_before)
                 .map(|(after, before)| after.since(&before));
@@ -575,9 +583,17 @@ fn uplink_loads(maps: &[PinnedMaps], topology: &Topology) -> anyhow::Result<Vec<
         .collect()
 }
 
-/// Flow `i` of a workload goes to sender `i % k` as its QP number `i / k`.
-fn sender_of(i: usize, senders: usize) -> (usize, usize) {
-    (i % senders, i / senders)
+/// Each flow's sender and its QP's index among that sender's QPs (flows in order).
+fn placement(flows: &[Flow]) -> Vec<(usize, usize)> {
+    let mut count: BTreeMap<u32, usize> = BTreeMap::new();
+    flows
+        .iter()
+        .map(|f| {
+            let index = count.entry(f.sender).or_default();
+            *index += 1;
+            (f.sender as usize, *index - 1)
+        })
+        .collect()
 }
 
 /// QP numbers of sender `s` (from 0) start at `(s + 1) << 16`.
@@ -585,16 +601,17 @@ fn qp_base(sender: usize) -> u32 {
     (sender as u32 + 1) << 16
 }
 
-/// What the senders and the receiver saw of one run of a schedule's flows.
+/// What the senders (by their index in the lab) and the receiver saw of one run of a
+/// schedule's flows.
 struct Step {
-    sent: Vec<SendSummary>,
+    sent: BTreeMap<usize, SendSummary>,
     received: RecvSummary,
 }
 
 impl Step {
     /// From the first sender's start to the last frame's arrival.
     fn duration(&self) -> Duration {
-        let Some(started) = self.sent.iter().map(|s| s.started).min() else {
+        let Some(started) = self.sent.values().map(|s| s.started).min() else {
             return Duration::ZERO;
         };
         let last_ns = self
@@ -622,14 +639,19 @@ fn run_flows(
     let flows = &schedule.flows;
     let k = topology.senders.len();
     let mut per_sender: Vec<Vec<FlowRate>> = (0..k).map(|_| Vec::new()).collect();
-    for (i, flow) in flows.iter().enumerate() {
-        per_sender[sender_of(i, k).0].push(FlowRate::new(*flow, dcqcn)?);
+    for flow in flows {
+        per_sender
+            .get_mut(flow.sender as usize)
+            .context("a flow for a sender the lab does not have")?
+            .push(FlowRate::new(*flow, dcqcn)?);
     }
     let mut senders = Vec::new();
+    let mut sender_ids = Vec::new();
     for (s, (link, rates)) in topology.senders.iter().zip(per_sender).enumerate() {
         if rates.is_empty() {
             continue;
         }
+        sender_ids.push(s);
         let mut config = SendConfig::new(
             link.sender.ifname.clone(),
             IpAddr::V4(topology.receiver.ipv4),
@@ -689,7 +711,10 @@ fn run_flows(
     )?
     .expect("the watch always returns Some");
     Ok(Step {
-        sent: ran.sent.into_iter().map(|(summary, _)| summary).collect(),
+        sent: sender_ids
+            .into_iter()
+            .zip(ran.sent.into_iter().map(|(summary, _)| summary))
+            .collect(),
         received: ran.received,
     })
 }
@@ -697,7 +722,6 @@ fn run_flows(
 /// Judges one run from the uplink counters before and after, and what the senders sent and
 /// the receiver counted in each of its steps.
 fn judge(
-    kind: WorkloadKind,
     policy: Policy,
     schedule: &Schedule,
     (before, after): (&[UplinkLoad], &[UplinkLoad]),
@@ -737,17 +761,17 @@ fn judge(
         }
     });
     PolicyRun {
-        workload: kind.name(),
+        workload: schedule.name.clone(),
         policy: policy.name(),
         balance: Balance::of(&bytes),
         uplinks,
         reordered_fraction: reordered_fraction(sum(|s| s.received.reordered), packets_received),
-        packets_sent: sum(|s| s.sent.iter().map(|s| s.packets).sum()),
+        packets_sent: sum(|s| s.sent.values().map(|s| s.packets).sum()),
         packets_received,
         receiver_drops: sum(|s| s.received.socket_drops),
         flows: schedule.flows.len() * steps.len(),
         fct: Completion::of(fct_ms),
-        sender_stalls: sum(|s| s.sent.iter().map(|s| s.stalls).sum()),
+        sender_stalls: sum(|s| s.sent.values().map(|s| s.stalls).sum()),
         closed_loop: None,
         collective,
     }
@@ -762,13 +786,11 @@ fn completion_ms(flows: &[Flow], step: &Step) -> Vec<f64> {
         .iter()
         .map(|q| ((q.src, q.qp), (q.packets, q.last_ns)))
         .collect();
-    let k = step.sent.len();
     flows
         .iter()
-        .enumerate()
-        .filter_map(|(i, flow)| {
-            let (s, index) = sender_of(i, k);
-            let summary = &step.sent[s];
+        .zip(placement(flows))
+        .filter_map(|(flow, (s, index))| {
+            let summary = step.sent.get(&s)?;
             let qp = qp_base(s) + index as u32;
             let &(packets, last_ns) = arrivals.get(&(summary.src_ip, qp))?;
             (packets == flow.frames).then(|| {
@@ -796,9 +818,16 @@ mod tests {
     }
 
     #[test]
-    fn flows_alternate_between_senders() {
-        assert_eq!(sender_of(0, 2), (0, 0));
-        assert_eq!(sender_of(3, 2), (1, 1));
+    fn each_sender_numbers_its_own_qps() {
+        let flow = |sender| Flow {
+            sender,
+            start: Duration::ZERO,
+            frames: 1,
+            rate_bps: 1,
+            messages: None,
+        };
+        let flows = [flow(0), flow(1), flow(1), flow(0), flow(1)];
+        assert_eq!(placement(&flows), [(0, 0), (1, 0), (1, 1), (0, 1), (1, 2)]);
         assert_eq!(qp_base(1), 2 << 16);
     }
 
@@ -806,6 +835,7 @@ mod tests {
     fn a_flow_pauses_between_messages_and_stops_after_its_frames() {
         let mut rate = FlowRate::new(
             Flow {
+                sender: 0,
                 start: Duration::from_millis(3),
                 frames: 5,
                 rate_bps: 1000,

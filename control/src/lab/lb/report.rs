@@ -145,8 +145,8 @@ pub fn print_verdict(runs: &[PolicyRun]) {
 }
 
 /// The workloads of `runs`, in their order.
-fn workloads(runs: &[PolicyRun]) -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = runs.iter().map(|r| r.workload).collect();
+fn workloads(runs: &[PolicyRun]) -> Vec<&str> {
+    let mut names: Vec<&str> = runs.iter().map(|r| r.workload.as_str()).collect();
     names.dedup();
     names
 }

@@ -87,6 +87,8 @@ pub struct WorkloadParams {
 /// One flow: when it starts, how many frames it sends and how fast.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Flow {
+    /// The sender that sends it (from 0).
+    pub sender: u32,
     /// Start, since the workload began.
     pub start: Duration,
     /// Frames (at least one).
@@ -112,6 +114,8 @@ pub struct Messages {
 /// data).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Schedule {
+    /// The workload's name in the outputs.
+    pub name: String,
     /// The flows (of one step, for a collective), ordered by start.
     pub flows: Vec<Flow>,
     /// How many times they run.
@@ -123,19 +127,27 @@ pub struct Schedule {
     pub collective: Option<Collective>,
 }
 
-/// The schedule of workload `kind`.
+/// The schedule of workload `kind`. Flows of web search and elephants go to the senders in
+/// turn, in order of start.
 pub fn schedule(kind: WorkloadKind, params: &WorkloadParams) -> Schedule {
     let mut rng = StdRng::seed_from_u64(params.seed);
-    let once = |flows| Schedule {
-        flows,
-        steps: 1,
-        qps_per_port: 1,
-        collective: None,
+    let once = |mut flows: Vec<Flow>| {
+        for (i, flow) in flows.iter_mut().enumerate() {
+            flow.sender = (i % params.senders.max(1) as usize) as u32;
+        }
+        Schedule {
+            name: kind.name().to_owned(),
+            flows,
+            steps: 1,
+            qps_per_port: 1,
+            collective: None,
+        }
     };
     match kind {
         WorkloadKind::Websearch => once(web_search(params, &mut rng)),
         WorkloadKind::Elephants => once(elephants(params, &mut rng)),
         WorkloadKind::Allreduce => Schedule {
+            name: kind.name().to_owned(),
             flows: allreduce_step(params),
             steps: params.collective.steps,
             qps_per_port: params.qps_per_conn,
@@ -158,6 +170,89 @@ pub fn allreduce(senders: u32, bytes: u64) -> Collective {
     }
 }
 
+/// A `--workload` argument: some of the lab's own kinds (`websearch,elephants`), or one
+/// workload of the format every tool reads (a short form such as `incast:senders=4,size=1MB`,
+/// or a TOML file; docs/workloads.md).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum WorkloadArg {
+    /// The lab's kinds.
+    Kinds(Vec<WorkloadKind>),
+    /// A workload of the one format, as given.
+    Format(String),
+}
+
+/// Reads a `--workload` argument: a comma list made only of the lab's kind names is those
+/// kinds; anything else is one workload of the one format (read when the lab starts).
+pub fn parse_workload_arg(text: &str) -> anyhow::Result<WorkloadArg> {
+    use clap::ValueEnum as _;
+    let kinds: Option<Vec<WorkloadKind>> = text
+        .split(',')
+        .map(|name| WorkloadKind::from_str(name.trim(), false).ok())
+        .collect();
+    match kinds {
+        Some(kinds) => Ok(WorkloadArg::Kinds(kinds)),
+        None if text.trim().is_empty() => anyhow::bail!("an empty workload"),
+        None => Ok(WorkloadArg::Format(text.to_owned())),
+    }
+}
+
+/// The schedule of a workload of the one format, expanded onto the lab's endpoints: endpoint 0
+/// is the receiver, endpoints 1..=senders the senders (so an incast's or a microburst's rank
+/// 0, its receiver, is the lab's). Every flow must go from a sender to the receiver and start
+/// at a time: the lab carries traffic one way, and its runs have no dependencies between
+/// flows (its own `allreduce` is the collective it runs). Each flow is its own QP at the flow
+/// rate; rounds a format sender sends on one connection are separate QPs here.
+pub fn from_format(text: &str, params: &WorkloadParams) -> anyhow::Result<Schedule> {
+    let spec = workload::Workload::parse_args(&[text], &workload::Sources::from_env())?;
+    let endpoints = workload::Endpoints {
+        count: params.senders + 1,
+        rate_bps: params.flow_rate_bps,
+    };
+    let expanded = workload::expand(&spec, &endpoints, params.seed)?;
+    let mut flows = Vec::with_capacity(expanded.flows.len());
+    for flow in &expanded.flows {
+        if flow.dst != 0 || flow.src == 0 {
+            anyhow::bail!(
+                "workload {text}: a flow from endpoint {} to endpoint {}, but the lab carries \
+                 traffic from its senders (endpoints 1..={}) to its one receiver (endpoint 0); \
+                 an incast or a microburst fits it, lossless sim and lossless net run the rest",
+                flow.src,
+                flow.dst,
+                params.senders
+            );
+        }
+        let workload::Start::At(ps) = flow.start else {
+            anyhow::bail!(
+                "workload {text}: flow {} waits for other flows, which the lab does not run \
+                 (its own allreduce workload is the collective it runs)",
+                flow.id
+            );
+        };
+        flows.push(Flow {
+            sender: flow.src - 1,
+            start: Duration::from_nanos(ps / 1000),
+            frames: flow.bytes.div_ceil(params.payload_per_frame).max(1),
+            rate_bps: params.flow_rate_bps,
+            messages: None,
+        });
+    }
+    flows.sort_by_key(|f| f.start);
+    let name = match text.split_once(':') {
+        Some((kind, _)) => kind.to_owned(),
+        None => std::path::Path::new(text)
+            .file_stem()
+            .map_or_else(|| text.to_owned(), |s| s.to_string_lossy().into_owned()),
+    };
+    Ok(Schedule {
+        name,
+        flows,
+        steps: 1,
+        qps_per_port: 1,
+        collective: None,
+    })
+}
+
 /// One step of the AllReduce: every sender sends its neighbour a chunk of `S / n` bytes,
 /// split evenly over its connection's QPs, which share the connection's rate (the flow rate).
 /// Flow `q × senders + s` is QP `q` of sender `s` (the lab gives flow `i` to sender
@@ -170,13 +265,16 @@ fn allreduce_step(params: &WorkloadParams) -> Vec<Flow> {
         .div_ceil(qps)
         .div_ceil(params.payload_per_frame)
         .max(1);
-    let flow = Flow {
-        start: Duration::ZERO,
-        frames,
-        rate_bps: (params.flow_rate_bps / qps).max(1),
-        messages: None,
-    };
-    vec![flow; (qps * u64::from(params.senders)) as usize]
+    let senders = params.senders.max(1);
+    (0..qps * u64::from(senders))
+        .map(|i| Flow {
+            sender: (i % u64::from(senders)) as u32,
+            start: Duration::ZERO,
+            frames,
+            rate_bps: (params.flow_rate_bps / qps).max(1),
+            messages: None,
+        })
+        .collect()
 }
 
 /// Poisson arrivals over the window at the rate that offers `offered_bps` with the mean size.
@@ -194,6 +292,7 @@ fn web_search(params: &WorkloadParams, rng: &mut StdRng) -> Vec<Flow> {
         }
         let bytes = sample_size(rng.random(), params.size_scale);
         flows.push(Flow {
+            sender: 0,
             start: Duration::from_secs_f64(at),
             frames: (bytes / params.payload_per_frame as f64).ceil().max(1.0) as u64,
             rate_bps: params.flow_rate_bps,
@@ -221,6 +320,7 @@ fn elephants(params: &WorkloadParams, rng: &mut StdRng) -> Vec<Flow> {
             let message_s = gap_s * rng.random_range(0.5..1.5);
             let rate_bps = average_bps * (message_s + gap_s) / message_s;
             Flow {
+                sender: 0,
                 start: Duration::from_secs_f64(rng.random_range(0.0..message_s + gap_s)),
                 frames: (average_bps * params.window.as_secs_f64() / bits).max(1.0) as u64,
                 rate_bps: rate_bps as u64,
@@ -301,6 +401,56 @@ mod tests {
             .all(|f| f.frames == 500 && f.rate_bps == 25_000_000));
         assert_eq!(s.collective.unwrap().ranks, 4);
         assert_eq!(schedule(WorkloadKind::Elephants, &params()).steps, 1);
+    }
+
+    #[test]
+    fn a_workload_argument_is_lab_kinds_or_the_one_format() {
+        assert_eq!(
+            parse_workload_arg("websearch,elephants").unwrap(),
+            WorkloadArg::Kinds(vec![WorkloadKind::Websearch, WorkloadKind::Elephants])
+        );
+        assert_eq!(
+            parse_workload_arg("incast:senders=2,size=10KB").unwrap(),
+            WorkloadArg::Format("incast:senders=2,size=10KB".into())
+        );
+        assert!(parse_workload_arg(" ").is_err());
+    }
+
+    #[test]
+    fn an_incast_of_the_one_format_goes_from_the_senders_to_the_receiver() {
+        let s = from_format("incast:senders=2,size=10KB,every=1ms,reps=2", &params()).unwrap();
+        assert_eq!(s.name, "incast");
+        let placed: Vec<(u32, Duration, u64)> = s
+            .flows
+            .iter()
+            .map(|f| (f.sender, f.start, f.frames))
+            .collect();
+        let ms = Duration::from_millis(1);
+        assert_eq!(
+            placed,
+            [
+                (0, Duration::ZERO, 10),
+                (1, Duration::ZERO, 10),
+                (0, ms, 10),
+                (1, ms, 10)
+            ]
+        );
+    }
+
+    #[test]
+    fn workloads_the_lab_cannot_carry_are_refused_by_name() {
+        // Every endpoint sends to another: flows toward the senders.
+        let e = from_format("permutation:size=1KB", &params()).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("to its one receiver (endpoint 0)"),
+            "{e:#}"
+        );
+        // More senders than the lab has.
+        let e = from_format("incast:senders=5,size=1KB", &params()).unwrap_err();
+        assert!(format!("{e:#}").contains("5"), "{e:#}");
+        // A ring: its flows wait for each other.
+        let e = from_format("allreduce:ranks=3,size=3KB", &params()).unwrap_err();
+        assert!(format!("{e:#}").contains("endpoint"), "{e:#}");
     }
 
     #[test]
