@@ -183,8 +183,9 @@ pub struct PfcTxCounters {
     pub pause_tx: [u64; crate::PRIORITIES],
     /// Resume (XON) frames sent.
     pub resume_tx: [u64; crate::PRIORITIES],
-    /// PAUSE frames received and passed on to the relay interfaces (`pfc.relay`), counted
-    /// once per frame whatever the number of interfaces.
+    /// PAUSE frames received and handed to the relay's redirect (`pfc.relay`), counted once per
+    /// frame whatever the number of interfaces (the kernel drops a frame whose listed
+    /// interfaces are all gone).
     pub relayed: [u64; crate::PRIORITIES],
 }
 

@@ -39,8 +39,9 @@ pub enum Received {
     /// MAC, never in the stack).
     Consumed,
     /// A well-formed PAUSE (every priority it names paused, none resumed) on an interface that
-    /// relays them (`pfc.relay`): honoured here, and the caller passes it on.
-    Relay,
+    /// relays them (`pfc.relay`): applied to this interface's pause state, and the caller
+    /// passes it on and counts it ([`count_relayed`]) with its class-enable vector.
+    Relay(u16),
 }
 
 /// Handles `frame` if it is a MAC control frame.
@@ -59,10 +60,7 @@ pub fn receive<C: EbpfContext>(ctx: &C, frame: &Frame) -> Received {
     let counters: &mut HookCounters = unsafe { &mut *counters };
     let settings = SETTINGS.get(0).copied().unwrap_or(Settings::DEFAULT);
     match honour(ctx, frame, counters, &settings) {
-        Ok(Some(paused)) if settings.flags & Settings::PFC_RELAY != 0 => {
-            count_relayed(paused);
-            Received::Relay
-        }
+        Ok(Some(paused)) if settings.flags & Settings::PFC_RELAY != 0 => Received::Relay(paused),
         Ok(_) => Received::Consumed,
         Err(kind) => {
             if let Some(slot) = counters.parse_errors.get_mut(kind as usize) {
@@ -73,9 +71,10 @@ pub fn receive<C: EbpfContext>(ctx: &C, frame: &Frame) -> Received {
     }
 }
 
-/// Counts a PAUSE passed on, under each priority it pauses (`paused`, a class-enable vector).
+/// Counts a PAUSE handed to the relay's redirect, under each priority it pauses (`paused`, a
+/// class-enable vector).
 #[inline(always)]
-fn count_relayed(paused: u16) {
+pub fn count_relayed(paused: u16) {
     let Some(counters) = PFC_TX_COUNTERS.get_ptr_mut(0) else {
         return;
     };

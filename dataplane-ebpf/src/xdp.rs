@@ -25,10 +25,14 @@ pub fn lossless_xdp(ctx: XdpContext) -> u32 {
         pfc::Received::Other => {}
         pfc::Received::Consumed => return xdp_action::XDP_DROP,
         // One copy to every interface of the relay map but this one; none when it is empty.
-        pfc::Received::Relay => {
-            return PFC_RELAY
-                .redirect(0, u64::from(BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS))
-                .unwrap_or(xdp_action::XDP_DROP)
+        pfc::Received::Relay(paused) => {
+            return match PFC_RELAY.redirect(0, u64::from(BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS)) {
+                Ok(action) => {
+                    pfc::count_relayed(paused);
+                    action
+                }
+                Err(_) => xdp_action::XDP_DROP,
+            };
         }
     }
     let len = (ctx.data_end() - ctx.data()) as u64;

@@ -173,16 +173,18 @@ impl PinnedMaps {
     /// Points the relay slots at the interfaces named `names` (in this namespace), the rest
     /// empty.
     fn write_pfc_relay(&self, names: &[String]) -> anyhow::Result<()> {
+        // Every name resolved before a slot changes: an unknown one leaves the relay as it was.
+        let indexes = names
+            .iter()
+            .map(|name| {
+                Interface::lookup(name)
+                    .map(|i| i.index)
+                    .with_context(|| format!("pfc.relay: {name}"))
+            })
+            .collect::<anyhow::Result<Vec<u32>>>()?;
         let mut devmap = self.map(&maps::PFC_RELAY)?;
         for slot in 0..MAX_RELAY_PORTS {
-            let ifindex = match names.get(slot) {
-                Some(name) => {
-                    Interface::lookup(name)
-                        .with_context(|| format!("pfc.relay: {name}"))?
-                        .index
-                }
-                None => 0,
-            };
+            let ifindex = indexes.get(slot).copied().unwrap_or(0);
             devmap.set(slot as u32, ifindex, None, 0)?;
         }
         Ok(())

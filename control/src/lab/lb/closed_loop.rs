@@ -30,7 +30,7 @@ pub struct LoopArgs {
     /// RED Kmin of the spines' phantom queues, bytes.
     #[arg(long, default_value_t = 20_000)]
     pub kmin: u32,
-    /// RED Kmax, bytes (below --xoff: marks come before pauses).
+    /// RED Kmax, bytes (at most --xoff: marks come before pauses).
     #[arg(long, default_value_t = 100_000)]
     pub kmax: u32,
     /// RED Pmax.
@@ -60,6 +60,12 @@ impl LoopArgs {
                 self.xon,
                 self.xoff
             );
+        }
+        if self.kmin >= self.kmax {
+            bail!("--kmin {} must be below --kmax {}", self.kmin, self.kmax);
+        }
+        if !(self.pmax > 0.0 && self.pmax <= 1.0) {
+            bail!("--pmax {} is not in (0, 1]", self.pmax);
         }
         if self.kmax > self.xoff {
             bail!(
@@ -229,6 +235,16 @@ mod tests {
             ..args.clone()
         };
         assert!(late_marks.validate(250_000).is_err());
+        let inverted = LoopArgs {
+            kmin: 100_000,
+            ..args.clone()
+        };
+        assert!(inverted.validate(250_000).is_err());
+        let no_marks = LoopArgs {
+            pmax: 0.0,
+            ..args.clone()
+        };
+        assert!(no_marks.validate(250_000).is_err());
         let open = LoopArgs {
             open_loop: true,
             xon: 200_000,

@@ -434,6 +434,16 @@ pub fn run(args: &LbLab, stop: &StopFlag) -> anyhow::Result<()> {
             WorkloadArg::Format(text) => workloads.push(workload::from_format(text, &params)?),
         }
     }
+    // Two workloads of one name (two incasts, say) are told apart in the outputs: #2, #3, ...
+    for i in 1..workloads.len() {
+        let same = workloads[..i]
+            .iter()
+            .filter(|w| w.name.split('#').next() == Some(&workloads[i].name))
+            .count();
+        if same > 0 {
+            workloads[i].name = format!("{}#{}", workloads[i].name, same + 1);
+        }
+    }
     for schedule in &workloads {
         let busiest = (0..u32::from(args.senders))
             .map(|s| schedule.flows.iter().filter(|f| f.sender == s).count())

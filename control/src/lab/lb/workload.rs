@@ -210,8 +210,22 @@ pub fn from_format(text: &str, params: &WorkloadParams) -> anyhow::Result<Schedu
         rate_bps: params.flow_rate_bps,
     };
     let expanded = workload::expand(&spec, &endpoints, params.seed)?;
+    let starts = expanded
+        .flows
+        .iter()
+        .map(|f| match f.start {
+            workload::Start::At(ps) => Ok(ps),
+            workload::Start::After(_) => Err(f.id),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|id| {
+            anyhow::anyhow!(
+                "workload {text}: flow {id} waits for other flows, which the lab does not run \
+                 (its own allreduce workload is the collective it runs)"
+            )
+        })?;
     let mut flows = Vec::with_capacity(expanded.flows.len());
-    for flow in &expanded.flows {
+    for (flow, ps) in expanded.flows.iter().zip(starts) {
         if flow.dst != 0 || flow.src == 0 {
             anyhow::bail!(
                 "workload {text}: a flow from endpoint {} to endpoint {}, but the lab carries \
@@ -222,13 +236,6 @@ pub fn from_format(text: &str, params: &WorkloadParams) -> anyhow::Result<Schedu
                 params.senders
             );
         }
-        let workload::Start::At(ps) = flow.start else {
-            anyhow::bail!(
-                "workload {text}: flow {} waits for other flows, which the lab does not run \
-                 (its own allreduce workload is the collective it runs)",
-                flow.id
-            );
-        };
         flows.push(Flow {
             sender: flow.src - 1,
             start: Duration::from_nanos(ps / 1000),
@@ -255,8 +262,7 @@ pub fn from_format(text: &str, params: &WorkloadParams) -> anyhow::Result<Schedu
 
 /// One step of the AllReduce: every sender sends its neighbour a chunk of `S / n` bytes,
 /// split evenly over its connection's QPs, which share the connection's rate (the flow rate).
-/// Flow `q × senders + s` is QP `q` of sender `s` (the lab gives flow `i` to sender
-/// `i mod senders`).
+/// Flow `q × senders + s` is QP `q` of sender `s`.
 fn allreduce_step(params: &WorkloadParams) -> Vec<Flow> {
     let c = &params.collective;
     let qps = u64::from(params.qps_per_conn.max(1));
@@ -445,12 +451,12 @@ mod tests {
             format!("{e:#}").contains("to its one receiver (endpoint 0)"),
             "{e:#}"
         );
-        // More senders than the lab has.
+        // More senders than the lab has (2 senders and the receiver: 3 endpoints).
         let e = from_format("incast:senders=5,size=1KB", &params()).unwrap_err();
-        assert!(format!("{e:#}").contains("5"), "{e:#}");
-        // A ring: its flows wait for each other.
+        assert!(format!("{e:#}").contains("6"), "{e:#}");
+        // A ring: its later steps wait for the earlier ones.
         let e = from_format("allreduce:ranks=3,size=3KB", &params()).unwrap_err();
-        assert!(format!("{e:#}").contains("endpoint"), "{e:#}");
+        assert!(format!("{e:#}").contains("waits for other flows"), "{e:#}");
     }
 
     #[test]

@@ -625,8 +625,14 @@ mod tests {
             parse(&["--rto", "5"]).unwrap().rto,
             Some(Duration::from_millis(5))
         );
-        let args = parse(&["--size", "1XB"]).unwrap();
-        let error = collective_of(&args, 1, 4).unwrap_err();
-        assert!(format!("{error:#}").contains("unknown unit"), "{error:#}");
+        // A size is read as one before anything starts; a comma would add keys to the ranks'
+        // short form.
+        for size in ["1XB", "1MB,ranks=9"] {
+            let error = parse(&["--size", size]).unwrap_err().to_string();
+            assert!(error.contains("--size"), "{error}");
+        }
+        // A size too small for the ranks is refused once their number is known.
+        let args = parse(&["--size", "2B"]).unwrap();
+        assert!(collective_of(&args, 4, 4).is_err());
     }
 }
