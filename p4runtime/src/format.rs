@@ -11,15 +11,37 @@ use serde::Serialize as _;
 /// A file that is not a valid encoding of the message it should hold.
 #[derive(Debug, thiserror::Error)]
 pub enum FormatError {
-    /// Not protobuf text format for the message (the error says where).
+    /// Not protobuf text format for the message: the parser's message, which quotes the
+    /// offending token, escaped and cut to [`MAX_TEXT_ERROR_CHARS`] characters.
     #[error("{0}")]
-    Text(#[from] prost_reflect::text_format::ParseError),
+    Text(String),
     /// Not the JSON mapping of the message.
     #[error("{0}")]
     Json(#[from] serde_json::Error),
     /// Not the binary encoding of the message.
     #[error("{0}")]
     Binary(#[from] prost::DecodeError),
+}
+
+/// The most characters of a text-format error kept. The parser quotes the token it stopped at;
+/// a file that is not P4Info at all (a password file, say) is shown back no further than that.
+pub const MAX_TEXT_ERROR_CHARS: usize = 200;
+
+impl From<prost_reflect::text_format::ParseError> for FormatError {
+    fn from(error: prost_reflect::text_format::ParseError) -> FormatError {
+        let mut escaped = String::new();
+        for c in error.to_string().chars() {
+            if c.is_control() {
+                escaped.extend(c.escape_debug());
+            } else {
+                escaped.push(c);
+            }
+        }
+        FormatError::Text(match escaped.char_indices().nth(MAX_TEXT_ERROR_CHARS) {
+            Some((cut, _)) => format!("{}...", &escaped[..cut]),
+            None => escaped,
+        })
+    }
 }
 
 fn pool() -> &'static DescriptorPool {
@@ -174,6 +196,28 @@ pub fn from_json<M: Message + Name + Default>(json: &str) -> Result<M, FormatErr
 mod tests {
     use super::*;
     use crate::p4::config::v1::{MatchField, P4Info, Preamble, Table};
+
+    /// A file that is not P4Info: the error names the token the parser stopped at, escaped and
+    /// cut, and nothing else of the file.
+    #[test]
+    fn a_file_that_is_not_p4info_is_quoted_no_further_than_its_first_token() {
+        let long = "x".repeat(5000);
+        let shadow = format!("root:$6${long}:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n");
+        let error = from_text::<P4Info>(&shadow).unwrap_err().to_string();
+        assert!(error.contains("'root'"), "{error}");
+        assert!(
+            !error.contains("daemon") && !error.contains("19000"),
+            "{error}"
+        );
+        let quoted = format!("\"\u{1b}[31m{long}\"");
+        let error = from_text::<P4Info>(&quoted).unwrap_err().to_string();
+        assert!(
+            error.chars().count() <= MAX_TEXT_ERROR_CHARS + 3,
+            "{} characters: {error}",
+            error.len()
+        );
+        assert!(!error.contains('\u{1b}'), "{error}");
+    }
 
     fn sample() -> P4Info {
         P4Info {
