@@ -53,6 +53,23 @@ fn error(src: &str) -> (String, String) {
     )
 }
 
+/// A test that the program made of `decls`, `parser` and `ingress` (see [`program`]) is refused
+/// at `line:col` with `message`.
+macro_rules! refused {
+    (
+        $name:ident: ($decls:expr, $parser:expr, $ingress:expr $(,)?)
+        => $at:literal, $message:expr
+    ) => {
+        #[test]
+        fn $name() {
+            assert_eq!(
+                error(&program($decls, $parser, $ingress)),
+                ($at.to_string(), $message.to_string())
+            );
+        }
+    };
+}
+
 /// Compiles `src` as `t.p4`, panicking with the rendered diagnostic if it does not compile.
 fn compiles(src: &str) {
     let mut map = SourceMap::new();
@@ -65,26 +82,20 @@ fn the_template_itself_compiles() {
     compiles(&program("", "", ""));
 }
 
-#[test]
-fn lexer_unexpected_character() {
-    assert_eq!(
-        error(&program("const bit<8> X = 1 ` 2;", "", "")),
-        ("6:20".into(), "unexpected character '`'".into())
-    );
-}
+refused!(
+    lexer_unexpected_character: ("const bit<8> X = 1 ` 2;", "", "")
+    => "6:20", "unexpected character '`'"
+);
 
 #[test]
 fn lexer_unterminated_comment() {
     assert_eq!(error(&program("/* never closed", "", "")).0, "6:1");
 }
 
-#[test]
-fn lexer_bad_digit() {
-    assert_eq!(
-        error(&program("const bit<8> X = 0x1g;", "", "")),
-        ("6:18".into(), "invalid digit 'g' in integer literal".into())
-    );
-}
+refused!(
+    lexer_bad_digit: ("const bit<8> X = 0x1g;", "", "")
+    => "6:18", "invalid digit 'g' in integer literal"
+);
 
 #[test]
 fn preprocessor_missing_include() {
@@ -128,105 +139,60 @@ fn preprocessor_error_directive() {
     );
 }
 
-#[test]
-fn parser_missing_semicolon() {
-    assert_eq!(
-        error(&program("const bit<8> X = 1", "", "")),
-        ("7:1".into(), "expected ';', found 'parser'".into())
-    );
-}
+refused!(
+    parser_missing_semicolon: ("const bit<8> X = 1", "", "")
+    => "7:1", "expected ';', found 'parser'"
+);
 
-#[test]
-fn parser_unexpected_token_in_expression() {
-    assert_eq!(
-        error(&program("", "", "hdr.h.a = * 2;")),
-        ("12:23".into(), "expected an expression, found '*'".into())
-    );
-}
+refused!(
+    parser_unexpected_token_in_expression: ("", "", "hdr.h.a = * 2;")
+    => "12:23", "expected an expression, found '*'"
+);
 
-#[test]
-fn checker_unknown_name() {
-    assert_eq!(
-        error(&program("", "", "hdr.h.a = x;")),
-        ("12:23".into(), "unknown name 'x'".into())
-    );
-}
+refused!(
+    checker_unknown_name: ("", "", "hdr.h.a = x;")
+    => "12:23", "unknown name 'x'"
+);
 
-#[test]
-fn checker_unknown_type() {
-    assert_eq!(
-        error(&program("typedef foo_t bar_t;", "", "")),
-        ("6:9".into(), "unknown type 'foo_t'".into())
-    );
-}
+refused!(
+    checker_unknown_type: ("typedef foo_t bar_t;", "", "")
+    => "6:9", "unknown type 'foo_t'"
+);
 
-#[test]
-fn checker_type_mismatch_in_assignment() {
-    assert_eq!(
-        error(&program("", "", "hdr.h.a = hdr.h.b;")),
-        (
-            "12:23".into(),
-            "type mismatch: expected bit<8>, found bit<16>".into()
-        )
-    );
-}
+refused!(
+    checker_type_mismatch_in_assignment: ("", "", "hdr.h.a = hdr.h.b;")
+    => "12:23", "type mismatch: expected bit<8>, found bit<16>"
+);
 
-#[test]
-fn checker_operands_of_different_widths() {
-    assert_eq!(
-        error(&program("", "", "hdr.h.b = hdr.h.a + hdr.h.b;")),
-        (
-            "12:23".into(),
-            "operands of '+' have different types: bit<8> and bit<16>".into()
-        )
-    );
-}
+refused!(
+    checker_operands_of_different_widths: ("", "", "hdr.h.b = hdr.h.a + hdr.h.b;")
+    => "12:23", "operands of '+' have different types: bit<8> and bit<16>"
+);
 
-#[test]
-fn checker_unknown_field() {
-    assert_eq!(
-        error(&program("", "", "hdr.h.c = 1;")),
-        ("12:19".into(), "h_t has no field 'c'".into())
-    );
-}
+refused!(
+    checker_unknown_field: ("", "", "hdr.h.c = 1;")
+    => "12:19", "h_t has no field 'c'"
+);
 
-#[test]
-fn checker_slice_out_of_range() {
-    assert_eq!(
-        error(&program("", "", "hdr.h.a = hdr.h.a[8:1];")),
-        (
-            "12:23".into(),
-            "slice [8:1] is out of range for bit<8>".into()
-        )
-    );
-}
+refused!(
+    checker_slice_out_of_range: ("", "", "hdr.h.a = hdr.h.a[8:1];")
+    => "12:23", "slice [8:1] is out of range for bit<8>"
+);
 
-#[test]
-fn checker_duplicate_declaration() {
-    assert_eq!(
-        error(&program("const bit<8> X = 1; const bit<8> X = 2;", "", "")),
-        (
-            "6:34".into(),
-            "'X' is already declared in this scope".into()
-        )
-    );
-}
+refused!(
+    checker_duplicate_declaration: ("const bit<8> X = 1; const bit<8> X = 2;", "", "")
+    => "6:34", "'X' is already declared in this scope"
+);
 
-#[test]
-fn checker_wrong_argument_count() {
-    assert_eq!(
-        error(&program("action a(bit<8> v) { }", "", "a();")),
-        ("12:13".into(), "expected 1 arguments, found 0".into())
-    );
-}
+refused!(
+    checker_wrong_argument_count: ("action a(bit<8> v) { }", "", "a();")
+    => "12:13", "expected 1 arguments, found 0"
+);
 
-#[test]
-fn checker_unknown_state() {
-    assert_eq!(
-        error(&program("", "transition nowhere;", "")),
-        ("8:49".into(), "unknown state 'nowhere'".into())
-    );
-}
+refused!(
+    checker_unknown_state: ("", "transition nowhere;", "")
+    => "8:49", "unknown state 'nowhere'"
+);
 
 #[test]
 fn checker_non_constant_select_case() {

@@ -32,6 +32,30 @@ pub fn bmv2(test: &str) -> bool {
     testkit::bmv2::simple_switch_grpc_or_skip(test).is_some()
 }
 
+/// The two tests of one check on a `lossless net` fabric: `$softswitch` runs
+/// `$check("t-sw-TAG", "softswitch")` where Mininet is, `$bmv2` runs `$check("t-bm-TAG", "bmv2")`
+/// where BMv2 is too. Each applies the skip rule for what it needs, naming itself; the network
+/// names differ, so both run in parallel.
+#[macro_export]
+macro_rules! on_both_switches {
+    ($check:ident, $tag:literal: $softswitch:ident, $bmv2:ident) => {
+        #[test]
+        fn $softswitch() {
+            if $crate::net::mininet(stringify!($softswitch)) {
+                $check(concat!("t-sw-", $tag), "softswitch");
+            }
+        }
+
+        #[test]
+        fn $bmv2() {
+            let test = stringify!($bmv2);
+            if $crate::net::mininet(test) && $crate::net::bmv2(test) {
+                $check(concat!("t-bm-", $tag), "bmv2");
+            }
+        }
+    };
+}
+
 /// `lossless net --name NAME ARGS`, with softswitch beside it.
 pub fn net(name: &str, args: &[&str]) -> Command {
     let mut command = Command::new(lossless_bin());

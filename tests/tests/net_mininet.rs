@@ -19,6 +19,7 @@ use std::{
 use lossless_tests::{
     bed::lossless_bin,
     net::{assert_nothing_left, bmv2, mininet, net, runs, scratch, STATE_ROOT},
+    on_both_switches,
     switch::dataplane_p4,
 };
 use serde_json::Value;
@@ -47,20 +48,11 @@ fn pingall(name: &str, switch: &str) {
     assert!(!Path::new("/run/lossless/net").join(name).exists());
 }
 
-#[test]
-fn fabric_on_softswitch_pings_all() {
-    if mininet("fabric_on_softswitch_pings_all") {
-        pingall("t-sw-ping", "softswitch");
-    }
-}
-
-#[test]
-fn fabric_on_bmv2_pings_all() {
-    let test = "fabric_on_bmv2_pings_all";
-    if mininet(test) && bmv2(test) {
-        pingall("t-bm-ping", "bmv2");
-    }
-}
+on_both_switches!(
+    pingall, "ping":
+    fabric_on_softswitch_pings_all,
+    fabric_on_bmv2_pings_all
+);
 
 /// A script run inside the network: one ping flow h11 → h21 under ecmp, then under spray after
 /// a live policy change, reading the requests each spine received from leaf1 (port 1) before
@@ -129,20 +121,11 @@ fn policy_change_moves_traffic(name: &str, switch: &str) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn live_policy_change_moves_traffic_across_spines_on_softswitch() {
-    if mininet("live_policy_change_moves_traffic_across_spines_on_softswitch") {
-        policy_change_moves_traffic("t-sw-pol", "softswitch");
-    }
-}
-
-#[test]
-fn live_policy_change_moves_traffic_across_spines_on_bmv2() {
-    let test = "live_policy_change_moves_traffic_across_spines_on_bmv2";
-    if mininet(test) && bmv2(test) {
-        policy_change_moves_traffic("t-bm-pol", "bmv2");
-    }
-}
+on_both_switches!(
+    policy_change_moves_traffic, "pol":
+    live_policy_change_moves_traffic_across_spines_on_softswitch,
+    live_policy_change_moves_traffic_across_spines_on_bmv2
+);
 
 /// The tutorials' basic exercise as a user has it, in `dir`: topology.json, s1-runtime.json
 /// naming build/lossless.p4.p4info.txtpb, the program beside them; h1 runs `h1_commands`
@@ -532,20 +515,11 @@ fn incast(name: &str, switch: &str) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn incast_on_softswitch_loses_nothing_and_pauses() {
-    if mininet("incast_on_softswitch_loses_nothing_and_pauses") {
-        incast("t-sw-inc", "softswitch");
-    }
-}
-
-#[test]
-fn incast_on_bmv2_loses_nothing_and_pauses() {
-    let test = "incast_on_bmv2_loses_nothing_and_pauses";
-    if mininet(test) && bmv2(test) {
-        incast("t-bm-inc", "bmv2");
-    }
-}
+on_both_switches!(
+    incast, "inc":
+    incast_on_softswitch_loses_nothing_and_pauses,
+    incast_on_bmv2_loses_nothing_and_pauses
+);
 
 /// `lossless net experiment EXPERIMENT --out DIR ARGS` on the 2x2x2 fabric, checked to have
 /// succeeded and left no network behind: its summary, its stdout and DIR.
@@ -791,17 +765,8 @@ fn collective(name: &str, switch: &str) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn collective_experiment_on_softswitch_completes_every_rank_without_loss() {
-    if mininet("collective_experiment_on_softswitch_completes_every_rank_without_loss") {
-        collective("t-sw-coll", "softswitch");
-    }
-}
-
-#[test]
-fn collective_experiment_on_bmv2_completes_every_rank_without_loss() {
-    let test = "collective_experiment_on_bmv2_completes_every_rank_without_loss";
-    if mininet(test) && bmv2(test) {
-        collective("t-bm-coll", "bmv2");
-    }
-}
+on_both_switches!(
+    collective, "coll":
+    collective_experiment_on_softswitch_completes_every_rank_without_loss,
+    collective_experiment_on_bmv2_completes_every_rank_without_loss
+);

@@ -78,15 +78,7 @@ fn routes_from_a_tutorial_runtime_json_carry_ping_and_udp() {
 
     // The direct counter: one cell per route, named by its match.
     let hits = bed.p4_json(&["counters", "read", "route_hits"]);
-    let route = |ip: &str| {
-        hits.as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["entry"]["match"]["hdr.ipv4.dstAddr"] == json!([ip, 32]))
-            .unwrap_or_else(|| panic!("no route to {ip} in {hits}"))["packets"]
-            .as_u64()
-            .unwrap()
-    };
+    let route = |ip: &str| route_packets(&hits, ip);
     assert_eq!((route("10.0.2.2"), route("10.0.1.1")), (23, 3));
 
     // The last frame h1 sent: Ethernet 14 + IPv4 20 + UDP 8 + 200.
@@ -278,15 +270,7 @@ fn lossless_p4_forwards_and_counts(bed: &TutorialBed) {
     assert_eq!(cell(&counters, 1), (h1_packets, h1_bytes), "{counters}");
     assert_eq!(cell(&counters, 2), (h2_packets, h2_bytes), "{counters}");
     let hits = bed.p4_json(&["counters", "read", "route_hits"]);
-    let route = |ip: &str| {
-        hits.as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["entry"]["match"]["hdr.ipv4.dstAddr"] == json!([ip, 32]))
-            .unwrap_or_else(|| panic!("no route to {ip} in {hits}"))["packets"]
-            .as_u64()
-            .unwrap()
-    };
+    let route = |ip: &str| route_packets(&hits, ip);
     assert_eq!(
         (route("10.0.2.2"), route("10.0.1.1")),
         (h1_packets, h2_packets)
@@ -838,4 +822,16 @@ fn queue_set_and_show() {
     assert!(bed
         .p4_refused(&["queue", "set", "--port", "2"])
         .contains("nothing to change"));
+}
+
+/// The packets counted in the direct counter cell `hits` (a `counters read route_hits --json`)
+/// holds for the route to `ip`/32.
+fn route_packets(hits: &Value, ip: &str) -> u64 {
+    hits.as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["entry"]["match"]["hdr.ipv4.dstAddr"] == json!([ip, 32]))
+        .unwrap_or_else(|| panic!("no route to {ip} in {hits}"))["packets"]
+        .as_u64()
+        .unwrap()
 }

@@ -35,6 +35,22 @@ fn route(ip: &str, mac: &str, port: u64) -> Value {
            "action_params": {"dstAddr": mac, "port": port}})
 }
 
+/// The bed pings through the two routes `how` installed, and they are the only ones listed.
+fn assert_both_routes(bed: &TutorialBed, how: &str) {
+    assert!(
+        bed.ping(3),
+        "ping through {how}: {}",
+        bed.bed.lines.join("\n")
+    );
+    assert_eq!(
+        routes(bed),
+        vec![
+            route("10.0.1.1", "08:00:00:00:01:11", 1),
+            route("10.0.2.2", "08:00:00:00:02:22", 2)
+        ]
+    );
+}
+
 #[test]
 fn one_entry_at_a_time_in_table_add_words() {
     if !privileged("one_entry_at_a_time_in_table_add_words") {
@@ -50,18 +66,7 @@ fn one_entry_at_a_time_in_table_add_words() {
     let said = add("ipv4_lpm ipv4_forward 10.0.2.2/32 => 08:00:00:00:02:22 2");
     assert!(said.starts_with("added MyIngress.ipv4_lpm"), "{said}");
     add("table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward 10.0.1.1/32 => 08:00:00:00:01:11 1");
-    assert!(
-        bed.ping(3),
-        "ping through added entries: {}",
-        bed.bed.lines.join("\n")
-    );
-    assert_eq!(
-        routes(&bed),
-        vec![
-            route("10.0.1.1", "08:00:00:00:01:11", 1),
-            route("10.0.2.2", "08:00:00:00:02:22", 2)
-        ]
-    );
+    assert_both_routes(&bed, "added entries");
 
     // A second add of the same key is refused; modify changes the action's data.
     let refused = bed.p4_refused(&[
@@ -143,18 +148,7 @@ fn a_simple_switch_cli_commands_file_routes() {
     .unwrap();
     let said = bed.p4_ok(&["cli", commands.to_str().unwrap()]);
     assert!(said.contains("node created with handle 0"), "{said}");
-    assert!(
-        bed.ping(3),
-        "ping through cli routes: {}",
-        bed.bed.lines.join("\n")
-    );
-    assert_eq!(
-        routes(&bed),
-        vec![
-            route("10.0.1.1", "08:00:00:00:01:11", 1),
-            route("10.0.2.2", "08:00:00:00:02:22", 2)
-        ]
-    );
+    assert_both_routes(&bed, "cli routes");
     let cell = bed.p4_json(&["registers", "read", "last_length", "--index", "7"]);
     assert_eq!(cell[0]["value"], 77, "{cell}");
 
