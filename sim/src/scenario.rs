@@ -153,18 +153,31 @@ fn default_time() -> String {
     DEFAULT_TIME.into()
 }
 
+impl From<topology::Error> for ScenarioError {
+    fn from(error: topology::Error) -> ScenarioError {
+        ScenarioError::Topology(error)
+    }
+}
+
+impl From<workload::WorkloadError> for ScenarioError {
+    fn from(error: workload::WorkloadError) -> ScenarioError {
+        ScenarioError::Workload(error)
+    }
+}
+
 /// Why a scenario cannot run.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
     /// A value out of its limits, unreadable, or naming nothing.
     #[error("{0}")]
     Invalid(String),
-    /// The topology or its entries.
+    /// The topology or its entries (said in the message, not also given as the source: a chain
+    /// printed whole says it once).
     #[error("topology: {0}")]
-    Topology(#[from] topology::Error),
-    /// The workload.
+    Topology(topology::Error),
+    /// The workload (said in the message, as the topology's).
     #[error("workload: {0}")]
-    Workload(#[from] workload::WorkloadError),
+    Workload(workload::WorkloadError),
     /// The simulation refused something.
     #[error(transparent)]
     Sim(#[from] SimError),

@@ -189,6 +189,27 @@ fn scenarios_past_their_limits_are_refused_before_they_run() {
     assert!(e.contains("workload"), "{e}");
 }
 
+/// A workload file that cannot be read is named once with its reason once, however the error is
+/// printed (a command line prints the whole chain of sources).
+#[test]
+fn an_unreadable_workload_file_is_said_once() {
+    let missing =
+        std::env::temp_dir().join(format!("lossless-sim-missing-{}.toml", std::process::id()));
+    let s = scenario("fat-tree:4", &[missing.to_str().unwrap()]);
+    let program = sim::program::lossless();
+    let e = build(&s, &program, &workload::Sources::default(), 1 << 32)
+        .err()
+        .expect("a missing workload file is refused");
+    let mut chain = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        chain += &format!(": {s}");
+        source = s.source();
+    }
+    assert_eq!(chain.matches("cannot read").count(), 1, "{chain}");
+    assert_eq!(chain.matches("os error 2").count(), 1, "{chain}");
+}
+
 #[test]
 fn the_example_ring_crosses_pods_at_every_step() {
     // The README's tour and `cargo xtask demo` run this file on fat-tree:8 (16 hosts a pod).

@@ -66,12 +66,13 @@ pub(crate) fn token(token: &str) -> String {
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {
     /// A file could not be opened or read.
-    #[error("cannot read {}: {source}", shown_path(.path))]
+    #[error("cannot read {}: {error}", shown_path(.path))]
     Read {
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why (said in the message, so not also given as the error's source: a chain
+        /// printed whole says it once).
+        error: std::io::Error,
     },
     /// A file is longer than the limit for its kind; it was read no further.
     #[error("{} is longer than {limit} bytes, the limit for {what}", shown_path(.path))]

@@ -10,17 +10,17 @@ use crate::limits::MAX_LINE_BYTES;
 
 /// `path` opened, or the error naming it.
 pub(crate) fn open(path: &Path) -> Result<File> {
-    File::open(path).map_err(|source| WorkloadError::Read {
+    File::open(path).map_err(|error| WorkloadError::Read {
         path: path.to_owned(),
-        source,
+        error,
     })
 }
 
 /// The error for a read that failed midway.
-fn read_error(path: &Path, source: std::io::Error) -> WorkloadError {
+fn read_error(path: &Path, error: std::io::Error) -> WorkloadError {
     WorkloadError::Read {
         path: path.to_owned(),
-        source,
+        error,
     }
 }
 
