@@ -154,7 +154,11 @@ impl State {
 
     fn new(p: &Program) -> Self {
         State {
-            tables: p.tables.iter().map(TableState::new).collect(),
+            tables: p
+                .tables
+                .iter()
+                .map(|t| TableState::new(t, &p.actions, &p.bodies))
+                .collect(),
             registers: cells(
                 p,
                 |k| match k {
