@@ -10,15 +10,9 @@ pub const KEPT: usize = 64;
 
 /// `Rc`s kept for reuse: [`Shared::wrap`] puts a value into a kept one rather than allocating
 /// a new `Rc`.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct Shared<T> {
     kept: Vec<Rc<T>>,
-}
-
-impl<T> Default for Shared<T> {
-    fn default() -> Self {
-        Shared { kept: Vec::new() }
-    }
 }
 
 impl<T: Default> Shared<T> {
@@ -43,15 +37,9 @@ impl<T: Default> Shared<T> {
 }
 
 /// Buffers kept for reuse, emptied but holding their allocation.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct Buffers<T> {
     kept: Vec<Vec<T>>,
-}
-
-impl<T> Default for Buffers<T> {
-    fn default() -> Self {
-        Buffers { kept: Vec::new() }
-    }
 }
 
 impl<T> Buffers<T> {
