@@ -305,11 +305,14 @@ impl Switch {
                 priority,
                 change,
             } => {
+                // A const table refuses before its key is looked for, whatever the key.
+                self.table_state(table)?.check_entries_change()?;
                 let handle = self.entry_with_key(table, &matches, priority)?;
                 self.change_entry(table, handle, change)?;
                 Ok(handle)
             }
             EntryWrite::Delete { matches, priority } => {
+                self.table_state(table)?.check_entries_change()?;
                 let handle = self.entry_with_key(table, &matches, priority)?;
                 self.remove_entry(table, handle)?;
                 Ok(handle)
