@@ -10,15 +10,11 @@
 
 mod writes;
 
-use p4runtime::p4::config::v1::P4Info;
 use p4runtime::p4::v1 as p4v1;
 use softswitch_core::ir::{ActionCall, Entry, FieldMatch};
 use softswitch_core::switch::{Clock, Switch};
 use softswitch_core::table::MAX_ENTRIES;
-use softswitch_frontend::source::SourceMap;
-use softswitch_server::{entities, pipeline};
-
-const SWITCH_P4: &str = include_str!("server/switch.p4");
+use softswitch_server::entities;
 
 /// Insert/delete cycles through the runtime interface.
 const CYCLES: usize = 1_000_000;
@@ -40,24 +36,6 @@ fn rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
-/// `switch.p4` as the P4Runtime server runs it after SetForwardingPipelineConfig, with its
-/// P4Info.
-fn pipeline() -> (pipeline::Pipeline, P4Info) {
-    let mut map = SourceMap::new();
-    let file = map.add("switch.p4", SWITCH_P4);
-    let compiled = softswitch_frontend::compile(&mut map, file).unwrap();
-    let info = softswitch_server::p4info::p4info(&compiled, &map).unwrap();
-    let compiled = pipeline::Compiled {
-        program: compiled.program,
-        control_plane: compiled.control_plane,
-        given_info: info.clone(),
-        info: info.clone(),
-        device_config: SWITCH_P4.as_bytes().to_vec(),
-        cookie: 0,
-    };
-    (pipeline::Pipeline::new(compiled, Clock::Virtual(0)), info)
 }
 
 /// Runs `cycle` on `store` `cycles` times; after the warm-up and at the end, `measure` reads
@@ -94,7 +72,7 @@ fn churn<S, M: PartialEq + std::fmt::Debug>(
 
 #[test]
 fn a_million_insert_delete_cycles_leave_the_switch_at_its_size() {
-    let (mut p, info) = pipeline();
+    let (mut p, info) = writes::pipeline();
     let (route_id, forward_id) = (writes::id(&info, "route"), writes::id(&info, "forward"));
 
     // Through the runtime interface: an entry kept, and one inserted and deleted.

@@ -1474,6 +1474,7 @@ impl Lowerer {
             direct_meter: self.direct_meters.get(tname).map(|d| d.0),
             profile,
             selector,
+            copies: Default::default(),
         })
     }
 

@@ -59,7 +59,6 @@ pub struct Exec<'a> {
     out: Option<BitWriter>,
     /// The table and entry of the last hit, for `direct_meter.read`.
     last_hit: Option<(usize, usize)>,
-    keys: Vec<u128>,
     /// Loop work this run may still do (from [`ir::MAX_LOOP_WORK`]).
     loop_budget: usize,
     /// How many loops enclose the statement running.
@@ -94,7 +93,6 @@ impl<'a> Exec<'a> {
             abort: None,
             out: None,
             last_hit: None,
-            keys: Vec::new(),
             loop_budget: ir::MAX_LOOP_WORK,
             loops: 0,
             loop_limit_noted: false,
@@ -148,7 +146,7 @@ impl<'a> Exec<'a> {
                     widths,
                     cases,
                 } => {
-                    let mut values = std::mem::take(&mut self.keys);
+                    let mut values = std::mem::take(&mut self.state.key_buffer);
                     values.clear();
                     for k in keys {
                         let v = self.val(k);
@@ -169,7 +167,7 @@ impl<'a> Exec<'a> {
                             }),
                         })
                         .map(|(_, t)| *t);
-                    self.keys = values;
+                    self.state.key_buffer = values;
                     if let Some(Flow::Reject(code)) = self.abort.take() {
                         return Err(code);
                     }
@@ -205,9 +203,10 @@ impl<'a> Exec<'a> {
         }
     }
 
-    /// Runs the deparser; returns the emitted headers.
-    pub fn deparse(&mut self) -> BitWriter {
-        self.out = Some(BitWriter::with_capacity(self.data.len() + 64));
+    /// Runs the deparser, writing into `buffer` (emptied first, its allocation reused); returns
+    /// the emitted headers.
+    pub fn deparse(&mut self, buffer: Vec<u8>) -> BitWriter {
+        self.out = Some(BitWriter::reusing(buffer));
         let name = block_name::DEPARSER;
         trace_line!(self.trace, Level::Debug, "Deparser '{name}': start");
         self.control(ir::block::DEPARSER);
@@ -375,7 +374,7 @@ impl<'a> Exec<'a> {
     /// Applies a table: looks up, counts, binds action data, runs the action.
     fn apply(&mut self, t: usize) -> (bool, usize) {
         let table = &self.prog.tables[t];
-        let mut keys = std::mem::take(&mut self.keys);
+        let mut keys = std::mem::take(&mut self.state.key_buffer);
         keys.clear();
         for k in &table.keys {
             keys.push(self.val(&k.expr));
@@ -384,7 +383,7 @@ impl<'a> Exec<'a> {
             trace_lookup(trace, table, &keys);
         }
         let hit = self.state.tables[t].lookup(&keys);
-        self.keys = keys;
+        self.state.key_buffer = keys;
         self.last_hit = hit.map(|h| (t, h));
         if let Some(h) = hit {
             let bytes = table

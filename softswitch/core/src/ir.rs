@@ -482,6 +482,18 @@ pub enum MatchKind {
     Selector,
 }
 
+impl MatchKind {
+    /// Whether a key of this kind gives a table's entries a priority: two entries may match
+    /// one packet (ternary, range, optional; an lpm table orders its entries by prefix
+    /// length).
+    pub fn needs_priority(self) -> bool {
+        matches!(
+            self,
+            MatchKind::Ternary | MatchKind::Range | MatchKind::Optional
+        )
+    }
+}
+
 /// A table key.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Key {
@@ -582,6 +594,37 @@ pub struct Table {
     pub profile: Option<usize>,
     /// Keys with match kind `selector`: not matched, hashed to pick a group's member.
     pub selector: Vec<Key>,
+    /// Counts the copies made of tables ([`Table::copies_on_this_thread`]).
+    pub copies: CopyCount,
+}
+
+thread_local! {
+    static TABLE_COPIES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts the copies made of the table it is part of, per thread: a control-plane write path
+/// that copied its table per update (as P4Runtime's Write once did) shows in a test, which
+/// reads [`Table::copies_on_this_thread`] around it.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct CopyCount;
+
+impl Clone for CopyCount {
+    fn clone(&self) -> Self {
+        TABLE_COPIES.with(|c| c.set(c.get() + 1));
+        CopyCount
+    }
+}
+
+impl Table {
+    /// How many tables were copied on this thread so far (whole programs' copies included).
+    pub fn copies_on_this_thread() -> u64 {
+        TABLE_COPIES.with(|c| c.get())
+    }
+
+    /// Whether its entries have a priority ([`MatchKind::needs_priority`]).
+    pub fn has_priority(&self) -> bool {
+        self.keys.iter().any(|k| k.kind.needs_priority())
+    }
 }
 
 /// A parameter of an action or function.

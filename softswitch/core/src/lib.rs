@@ -4,7 +4,7 @@
 //! [`switch::Switch`] runs it: `interp` executes one packet's blocks over its slots, [`table`]
 //! holds the match structures, [`meter`] and [`hash`] the externs' arithmetic, [`tm`] the
 //! queues, the packet replication engine (`pre`) and the mirroring sessions (`mirroring`)
-//! the copies; every control operation goes through the switch's one runtime interface,
+//! the copies (what a packet used is kept for the next ones, `spares`); every control operation goes through the switch's one runtime interface,
 //! [`runtime`] (its refusals are [`runtime::RuntimeError`]s), within a [`budget`] of memory;
 //! what it does to each packet and
 //! each table write can be traced as BMv2's log shows it ([`trace`]). No I/O,
@@ -21,6 +21,7 @@ pub mod meter;
 pub(crate) mod mirroring;
 pub mod ops;
 pub(crate) mod pre;
+pub(crate) mod spares;
 pub mod switch;
 pub mod table;
 pub mod tm;

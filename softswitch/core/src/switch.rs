@@ -10,6 +10,7 @@ use crate::ir::{self, block, FieldMatch, InstanceKind, Program, Slot};
 use crate::meter::Meter;
 use crate::mirroring::MirroringSessions;
 use crate::pre::ReplicationEngine;
+use crate::spares::{Buffers, Shared};
 use crate::table::{CounterCell, Profile, TableState};
 use crate::tm::{Dequeued, Refusal, TrafficManager};
 use crate::trace::{Level, PacketId, PacketTrace, TraceSink, Tracer};
@@ -71,6 +72,9 @@ impl Lineage {
 /// A packet's lineage, shared by the packet and its copies.
 type Work = Rc<Lineage>;
 
+/// A packet's bytes, shared by the packet and its copies.
+type Frame = Rc<Vec<u8>>;
+
 /// How a packet instance came to be: `standard_metadata.instance_type`, with BMv2's values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InstanceType {
@@ -121,6 +125,8 @@ pub(crate) struct State {
     pub(crate) log_dropped: u64,
     /// A buffer reused by every checksum and hash computation.
     pub(crate) field_buffer: Vec<u8>,
+    /// A buffer for the key values of a lookup or a parser `select`, reused.
+    pub(crate) key_buffer: Vec<u128>,
     /// Failed `assert`/`assume` calls.
     pub(crate) assertion_failures: u64,
     rng: u64,
@@ -148,7 +154,11 @@ impl State {
 
     fn new(p: &Program) -> Self {
         State {
-            tables: p.tables.iter().map(TableState::new).collect(),
+            tables: p
+                .tables
+                .iter()
+                .map(|t| TableState::new(t, &p.actions, &p.bodies))
+                .collect(),
             registers: cells(
                 p,
                 |k| match k {
@@ -180,6 +190,7 @@ impl State {
             log: Vec::new(),
             log_dropped: 0,
             field_buffer: Vec::new(),
+            key_buffer: Vec::new(),
             assertion_failures: 0,
             rng: 0x9E37_79B9_7F4A_7C15,
         }
@@ -303,7 +314,7 @@ pub enum Clock {
 #[derive(Clone, Debug)]
 struct IngressPacket {
     port: u16,
-    data: Rc<[u8]>,
+    data: Frame,
     /// Bytes of the packet past `data`, counted but not stored.
     unstored: u32,
     instance_type: InstanceType,
@@ -328,7 +339,7 @@ impl IngressPacket {
 #[derive(Clone, Debug)]
 pub(crate) struct Queued {
     slots: Vec<u128>,
-    data: Rc<[u8]>,
+    data: Frame,
     /// Bytes of the packet past `data`, counted but not stored.
     unstored: u32,
     payload: usize,
@@ -352,7 +363,13 @@ pub struct Switch {
     mirroring: MirroringSessions,
     pre: ReplicationEngine,
     pending: VecDeque<IngressPacket>,
-    spare_slots: Vec<Vec<u128>>,
+    /// What the packet path reuses rather than allocating ([`crate::spares`]): slots, the
+    /// shared bytes and lineages of packets, the buffers frames arrive in (the deparser's
+    /// next outputs).
+    spare_slots: Buffers<u128>,
+    spare_frames: Shared<Vec<u8>>,
+    spare_lineages: Shared<Lineage>,
+    spare_buffers: Buffers<u8>,
     outputs: Vec<Output>,
     /// Packets dropped, by why.
     drops: Drops,
@@ -381,7 +398,10 @@ impl Switch {
             mirroring: MirroringSessions::default(),
             pre: ReplicationEngine::default(),
             pending: VecDeque::new(),
-            spare_slots: Vec::new(),
+            spare_slots: Buffers::default(),
+            spare_frames: Shared::default(),
+            spare_lineages: Shared::default(),
+            spare_buffers: Buffers::default(),
             outputs: Vec::new(),
             drops: Drops::default(),
             serving: Serving::Continuous,
@@ -454,17 +474,21 @@ impl Switch {
     pub fn receive_sized(&mut self, port: u16, data: Vec<u8>, unstored: u32) {
         let id = self.next_packet;
         self.next_packet += 1;
+        let (data, buffer) = self.spare_frames.wrap(data);
+        // The buffer a packet before this one arrived in: the deparser's next output.
+        self.spare_buffers.keep(buffer);
+        let (work, _) = self.spare_lineages.wrap(Lineage {
+            id,
+            ..Lineage::default()
+        });
         self.pending.push_back(IngressPacket {
             port,
-            data: data.into(),
+            data,
             unstored,
             instance_type: InstanceType::Normal,
             preserved: Vec::new(),
             passes: 0,
-            work: Rc::new(Lineage {
-                id,
-                ..Lineage::default()
-            }),
+            work,
             copy: 0,
         });
         self.serve();
@@ -668,7 +692,7 @@ impl Switch {
     ) -> (Vec<u128>, usize, Effects) {
         let now = self.now_us();
         let sm = self.program.std_meta;
-        let mut slots = self.spare_slots.pop().unwrap_or_default();
+        let mut slots = self.spare_slots.take();
         slots.clear();
         slots.resize(self.program.slots as usize, 0);
         // BMv2 sets the ingress port and timestamp when a packet arrives from a port; it resets
@@ -742,7 +766,6 @@ impl Switch {
             p.port
         );
         let (slots, payload, effects) = self.run_ingress(&p, true);
-        let data = p.data.clone();
         if let Some((false, session, list)) = effects.clone {
             packet_line!(self, Level::Debug, id, "Cloning packet at ingress");
             if let Some(port) = self.mirroring.port(session) {
@@ -758,7 +781,7 @@ impl Switch {
                 self.reset_metadata(&mut cslots, &copy.preserved, InstanceType::IngressClone);
                 let clone = Queued {
                     slots: cslots,
-                    data: data.clone(),
+                    data: p.data.clone(),
                     unstored: p.unstored,
                     payload: cpayload,
                     passes: p.passes,
@@ -787,6 +810,8 @@ impl Switch {
         if group != 0 {
             packet_line!(self, Level::Debug, id, "Multicast requested for packet");
             self.replicate(group, &slots, payload, &p);
+            self.recycle(slots);
+            self.retire(p.data, p.work);
             return;
         }
         let spec = slots[sm.egress_spec as usize];
@@ -800,6 +825,7 @@ impl Switch {
             );
             self.drops.program += 1;
             self.recycle(slots);
+            self.retire(p.data, p.work);
             return;
         }
         let port = spec as u16;
@@ -807,7 +833,7 @@ impl Switch {
         slots[sm.egress_port as usize] = spec;
         let queued = Queued {
             slots,
-            data,
+            data: p.data,
             unstored: p.unstored,
             payload,
             passes: p.passes,
@@ -986,11 +1012,13 @@ impl Switch {
             );
             self.drops.program += 1;
             self.recycle(slots);
+            self.retire(data, work);
             return EgressEnd::Dropped;
         }
+        let buffer = self.spare_buffers.take();
         let mut exec = self.exec(&mut slots, &data, payload * 8, &mut effects, now, id);
         exec.control(block::COMPUTE);
-        let mut out = exec.deparse();
+        let mut out = exec.deparse(buffer);
         drop(exec);
         out.extend(&data[payload.min(data.len())..]);
         let mut bytes = out.into_bytes();
@@ -1008,10 +1036,15 @@ impl Switch {
             if self.within_pass_limit(passes) {
                 let preserved = self.preserved(&slots, list);
                 let copy = work.next_copy();
+                let port = slots[sm.ingress_port as usize] as u16;
+                self.recycle(slots);
+                self.spare_frames.keep(data);
+                let (bytes, buffer) = self.spare_frames.wrap(bytes);
+                self.spare_buffers.keep(buffer);
                 self.pending.push_back(IngressPacket {
                     // Not seen by the program: BMv2 resets a recirculated packet's metadata.
-                    port: slots[sm.ingress_port as usize] as u16,
-                    data: bytes.into(),
+                    port,
+                    data: bytes,
                     unstored,
                     instance_type: InstanceType::Recirc,
                     preserved,
@@ -1032,13 +1065,19 @@ impl Switch {
             d.port
         );
         self.recycle(slots);
+        self.retire(data, work);
         EgressEnd::Leaves(bytes, unstored)
     }
 
     /// Keeps a finished packet's slots for the next packet (saves an allocation per packet).
     fn recycle(&mut self, slots: Vec<u128>) {
-        if self.spare_slots.len() < 64 {
-            self.spare_slots.push(slots);
-        }
+        self.spare_slots.keep(slots);
+    }
+
+    /// Keeps the bytes and lineage of a packet that has left (or been dropped) for the next
+    /// packets, unless a copy of it still holds them.
+    fn retire(&mut self, data: Frame, work: Work) {
+        self.spare_frames.keep(data);
+        self.spare_lineages.keep(work);
     }
 }

@@ -3,6 +3,11 @@
 //! keys, per-mask hash maps (tuple space search) for ternary and optional keys, and a
 //! priority-ordered list for range keys.
 //!
+//! A table checks every control-plane write against its rules ([`TableState::check_entry`],
+//! [`TableState::check_action`], [`TableState::check_default`]): the runtime interface and the
+//! front doors above it only translate what a client sends, or refuse what their own protocol
+//! does not allow.
+//!
 //! Entries live in slots that are reused: a deleted entry's slot goes to the next insert (the
 //! lowest free slot first), so a controller that inserts and deletes all day keeps the table at
 //! the size of what it holds. An entry's handle is BMv2's: its slot in the low 24 bits and the
@@ -42,6 +47,9 @@ pub enum TableError {
     /// The handle names no entry.
     #[error("table {0} has no entry with handle {1}")]
     NoEntry(String, usize),
+    /// No entry has the key (and priority) given.
+    #[error("table {0} has no entry with this key")]
+    NoKey(String),
     /// The action is not one of the table's.
     #[error("action {action} is not an action of table {table}")]
     BadAction { table: String, action: String },
@@ -61,6 +69,25 @@ pub enum TableError {
     /// The table's entries or default action are `const`.
     #[error("table {0} is const: its {1} cannot change")]
     Const(String, &'static str),
+    /// The table has no key: it has only its default entry (the P4 specification's empty
+    /// lookup table).
+    #[error("table {0} has no key: only its default entry can be written")]
+    Keyless(String),
+}
+
+/// A change of an installed entry (P4Runtime's MODIFY, BMv2's `mt_modify_entry`): what is
+/// `None` stays as it is.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EntryChange {
+    /// Its new action.
+    pub action: Option<ActionCall>,
+    /// What the controller keeps with it from now on (`Some(None)`: nothing).
+    pub data: Option<Option<ControllerData>>,
+    /// Its direct counter's new value.
+    pub counter: Option<CounterCell>,
+    /// Its idle timeout from now on (`Some(None)`: none); a timeout that changes counts from
+    /// now, the same one keeps counting (as PI does).
+    pub idle_timeout: Option<Option<Duration>>,
 }
 
 /// The direct counter of an entry or a cell of an indirect counter.
@@ -234,11 +261,28 @@ impl MaskGroup {
     }
 }
 
+/// An action a table may run: its program index, its name and how many action data values it
+/// takes.
+#[derive(Clone, Debug)]
+struct TableAction {
+    action: usize,
+    name: String,
+    data: usize,
+}
+
 /// A table's run-time state.
 #[derive(Clone, Debug)]
 pub(crate) struct TableState {
     name: String,
     kinds: Vec<(MatchKind, u16)>,
+    /// The keys' names, for errors.
+    key_names: Vec<String>,
+    /// The actions it may run.
+    actions: Vec<TableAction>,
+    /// Whether its entries are `const`.
+    const_entries: bool,
+    /// Whether its default action is `const`.
+    const_default: bool,
     size: usize,
     /// The entries by slot; the index structures hold slot numbers.
     entries: Vec<Option<Installed>>,
@@ -263,8 +307,9 @@ pub(crate) struct TableState {
 }
 
 impl TableState {
-    /// An empty table for `t`, holding its constant entries.
-    pub fn new(t: &ir::Table) -> Self {
+    /// An empty table for `t`, holding its constant entries; `actions` and `bodies` are its
+    /// program's (for its actions' names and data).
+    pub fn new(t: &ir::Table, actions: &[ir::Action], bodies: &[ir::Body]) -> Self {
         let kinds: Vec<(MatchKind, u16)> = t.keys.iter().map(|k| (k.kind, k.width)).collect();
         let lpm: Vec<usize> = kinds
             .iter()
@@ -286,9 +331,26 @@ impl TableState {
             _ if !any_range => Index::Masked(Vec::new()),
             _ => Index::Ordered(Vec::new()),
         };
+        let actions = t
+            .actions
+            .iter()
+            .filter_map(|&action| {
+                let a = actions.get(action)?;
+                let params = &bodies.get(a.body)?.params;
+                Some(TableAction {
+                    action,
+                    name: a.name.clone(),
+                    data: params.iter().filter(|p| p.action_data).count(),
+                })
+            })
+            .collect();
         let mut s = TableState {
             name: t.name.clone(),
             kinds,
+            key_names: t.keys.iter().map(|k| k.name.clone()).collect(),
+            actions,
+            const_entries: t.const_entries_fixed,
+            const_default: t.const_default,
             size: t.size.max(t.const_entries.len()).min(MAX_ENTRIES),
             entries: Vec::new(),
             free: BTreeSet::new(),
@@ -304,7 +366,7 @@ impl TableState {
         };
         for e in &t.const_entries {
             // Constant entries were checked by the checker; a duplicate is a program error p4c reports too.
-            let _ = s.insert(e.clone(), None, 0);
+            let _ = s.place(e.clone(), None, 0);
         }
         s
     }
@@ -322,14 +384,24 @@ impl TableState {
         (used && self.versions[slot] == version).then_some(slot)
     }
 
-    /// Installs an entry at `now_us` with the data its controller keeps with it; returns its
-    /// handle.
-    pub fn insert(
-        &mut self,
-        entry: Entry,
-        data: Option<ControllerData>,
-        now_us: u64,
-    ) -> Result<usize, TableError> {
+    /// Checks that the control plane may change the table's entries (they are not `const`).
+    pub fn check_entries_change(&self) -> Result<(), TableError> {
+        if self.const_entries {
+            return Err(TableError::Const(self.name.clone(), "entries"));
+        }
+        Ok(())
+    }
+
+    /// Checks an entry the control plane writes against the table's rules: its entries are not
+    /// `const`, it has a key, the entry has a match per key and each fits its key's match kind
+    /// ([`TableState::check_match`]), and its action is one of the table's with its data
+    /// ([`TableState::check_action`]). Whether its key is taken and whether the table is full
+    /// are [`TableState::insert`]'s to say.
+    pub fn check_entry(&self, entry: &Entry) -> Result<(), TableError> {
+        self.check_entries_change()?;
+        if self.kinds.is_empty() {
+            return Err(TableError::Keyless(self.name.clone()));
+        }
         if entry.matches.len() != self.kinds.len() {
             return Err(TableError::KeyCount {
                 table: self.name.clone(),
@@ -337,6 +409,77 @@ impl TableState {
                 got: entry.matches.len(),
             });
         }
+        for (key, m) in entry.matches.iter().enumerate() {
+            self.check_match(key, m)?;
+        }
+        self.check_action(&entry.action)
+    }
+
+    /// Checks that `call` may run as an entry's (or a member's) action: it is one of the
+    /// table's, with as many action data values as the action takes.
+    pub fn check_action(&self, call: &ActionCall) -> Result<(), TableError> {
+        let Some(a) = self.actions.iter().find(|a| a.action == call.action) else {
+            return Err(TableError::BadAction {
+                table: self.name.clone(),
+                action: format!("#{}", call.action),
+            });
+        };
+        if call.args.len() != a.data {
+            return Err(TableError::ArgCount {
+                action: a.name.clone(),
+                want: a.data,
+                got: call.args.len(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks that the control plane may make `call` the default action: the default action
+    /// is not `const` and `call` is one of the table's actions with its data.
+    pub fn check_default(&self, call: &ActionCall) -> Result<(), TableError> {
+        if self.const_default {
+            return Err(TableError::Const(self.name.clone(), "default action"));
+        }
+        self.check_action(call)
+    }
+
+    /// Checks `change` of an entry against the table's rules (its entries are not `const`, a
+    /// new action is one of its).
+    pub fn check_change(&self, change: &EntryChange) -> Result<(), TableError> {
+        self.check_entries_change()?;
+        change
+            .action
+            .as_ref()
+            .map_or(Ok(()), |call| self.check_action(call))
+    }
+
+    /// Whether the table's entries have a priority ([`MatchKind::needs_priority`]).
+    pub fn has_priority(&self) -> bool {
+        self.kinds.iter().any(|(kind, _)| kind.needs_priority())
+    }
+
+    /// Installs an entry the control plane writes at `now_us`, with the data its controller
+    /// keeps with it, if the table's rules allow it ([`TableState::check_entry`]); returns its
+    /// handle.
+    #[cfg(test)]
+    pub fn insert(
+        &mut self,
+        entry: Entry,
+        data: Option<ControllerData>,
+        now_us: u64,
+    ) -> Result<usize, TableError> {
+        self.check_entry(&entry)?;
+        self.place(entry, data, now_us)
+    }
+
+    /// Installs an entry that has passed [`TableState::check_entry`] (or is one of the
+    /// program's own), unless its key is taken or the table is full; returns its handle.
+    pub fn place(
+        &mut self,
+        entry: Entry,
+        data: Option<ControllerData>,
+        now_us: u64,
+    ) -> Result<usize, TableError> {
         if self.count >= self.size {
             return Err(TableError::Full(self.name.clone()));
         }
@@ -442,8 +585,14 @@ impl TableState {
         Ok(self.handle(slot))
     }
 
-    /// Removes the entry `handle`; returns it.
+    /// Removes the entry `handle` unless the table's entries are `const`; returns it.
     pub fn remove(&mut self, handle: usize) -> Result<Installed, TableError> {
+        self.check_entries_change()?;
+        self.take(handle)
+    }
+
+    /// Removes the entry `handle`; returns it.
+    fn take(&mut self, handle: usize) -> Result<Installed, TableError> {
         let Some(slot) = self.slot(handle) else {
             return Err(TableError::NoEntry(self.name.clone(), handle));
         };
@@ -520,13 +669,43 @@ impl TableState {
         self.groups.get(&(handle & (MAX_ENTRIES - 1))).copied()
     }
 
-    /// Removes every entry; returns them with their handles.
-    pub fn clear(&mut self) -> Vec<(usize, Installed)> {
+    /// Removes every entry unless they are `const`; returns them with their handles.
+    pub fn clear(&mut self) -> Result<Vec<(usize, Installed)>, TableError> {
+        self.check_entries_change()?;
         let handles: Vec<usize> = self.installed().map(|(h, _)| h).collect();
-        handles
+        Ok(handles
             .into_iter()
-            .filter_map(|h| self.remove(h).ok().map(|i| (h, i)))
-            .collect()
+            .filter_map(|h| self.take(h).ok().map(|i| (h, i)))
+            .collect())
+    }
+
+    /// Applies `change`, checked by [`TableState::check_change`], to entry `handle` at
+    /// `now_us`.
+    pub fn apply_change(
+        &mut self,
+        handle: usize,
+        change: EntryChange,
+        now_us: u64,
+    ) -> Result<(), TableError> {
+        let name = self.name.clone();
+        let i = self
+            .entry_mut(handle)
+            .ok_or(TableError::NoEntry(name, handle))?;
+        if let Some(call) = change.action {
+            i.entry.action = call;
+        }
+        if let Some(data) = change.data {
+            i.data = data.map(Box::new);
+        }
+        if let Some(counter) = change.counter {
+            i.counter = counter;
+        }
+        if let Some(ttl) = change.idle_timeout {
+            if i.idle_timeout.map(|t| t.ttl) != ttl {
+                self.set_idle_timeout(handle, ttl, now_us)?;
+            }
+        }
+        Ok(())
     }
 
     /// The entry with handle `handle`.
@@ -670,13 +849,8 @@ impl TableState {
         idle.into_iter().map(|slot| self.handle(slot)).collect()
     }
 
-    /// Checks that a match fits the key's match kind.
-    pub fn check_match(
-        &self,
-        key: usize,
-        m: &FieldMatch,
-        key_name: &str,
-    ) -> Result<(), TableError> {
+    /// Checks that a match fits the match kind of key `key`.
+    fn check_match(&self, key: usize, m: &FieldMatch) -> Result<(), TableError> {
         let (kind, width) = self.kinds[key];
         let full = ir::mask(width);
         let ok = match (kind, m) {
@@ -693,7 +867,7 @@ impl TableState {
         } else {
             Err(TableError::BadMatch {
                 table: self.name.clone(),
-                key: key_name.to_string(),
+                key: self.key_names[key].clone(),
                 kind,
             })
         }
@@ -768,24 +942,43 @@ mod tests {
                 kind,
             })
             .collect();
-        TableState::new(&Table {
-            name: "t".into(),
-            keys,
-            actions: vec![0],
-            bindings: vec![],
-            default_action: ActionCall {
-                action: 0,
-                args: vec![],
+        let actions = [ir::Action {
+            name: "a".into(),
+            body: 0,
+        }];
+        let bodies = [ir::Body {
+            name: "a".into(),
+            params: vec![ir::Param {
+                name: "x".into(),
+                slot: 0,
+                width: 32,
+                action_data: true,
+            }],
+            stmts: vec![],
+        }];
+        TableState::new(
+            &Table {
+                name: "t".into(),
+                keys,
+                actions: vec![0],
+                bindings: vec![],
+                default_action: ActionCall {
+                    action: 0,
+                    args: vec![],
+                },
+                const_default: false,
+                const_entries: vec![],
+                const_entries_fixed: false,
+                size: 16,
+                direct_counter: None,
+                direct_meter: None,
+                profile: None,
+                selector: vec![],
+                copies: Default::default(),
             },
-            const_default: false,
-            const_entries: vec![],
-            const_entries_fixed: false,
-            size: 16,
-            direct_counter: None,
-            direct_meter: None,
-            profile: None,
-            selector: vec![],
-        })
+            &actions,
+            &bodies,
+        )
     }
 
     fn entry(matches: Vec<FieldMatch>, priority: i64, arg: u128) -> Entry {
@@ -1035,9 +1228,72 @@ mod tests {
             );
             assert!(t.entry(fresh).is_some() && t.entry(kept).is_some());
             // A table emptied holds no slot.
-            t.clear();
+            t.clear().unwrap();
             assert_eq!((t.slots(), t.installed().count()), (0, 0));
         }
+    }
+
+    /// The table's rules, checked for every write: no entry of a const table changes, a
+    /// keyless table takes no entry, a key per key of the table and of its kind, one of the
+    /// table's actions with its data; a const default action stays.
+    #[test]
+    fn writes_follow_the_tables_rules() {
+        let mut t = table(&[MatchKind::Lpm]);
+        let e = entry(vec![lpm(0x0a00_0000, 8)], 0, 1);
+        let h = t.insert(e.clone(), None, 0).unwrap();
+        let bad_lpm = entry(
+            vec![FieldMatch::Masked {
+                value: 0,
+                mask: 0xff00_ff00,
+            }],
+            0,
+            1,
+        );
+        assert!(matches!(
+            t.insert(bad_lpm, None, 0),
+            Err(TableError::BadMatch { .. })
+        ));
+        assert!(matches!(
+            t.insert(entry(vec![], 0, 1), None, 0),
+            Err(TableError::KeyCount {
+                want: 1,
+                got: 0,
+                ..
+            })
+        ));
+        let mut no_data = e.clone();
+        no_data.action.args.clear();
+        assert!(matches!(
+            t.insert(no_data, None, 0),
+            Err(TableError::ArgCount {
+                want: 1,
+                got: 0,
+                ..
+            })
+        ));
+        let mut foreign = e.clone();
+        foreign.action.action = 9;
+        assert!(matches!(
+            t.insert(foreign, None, 0),
+            Err(TableError::BadAction { .. })
+        ));
+        t.const_entries = true;
+        let change = EntryChange::default();
+        let refused = Err(TableError::Const("t".into(), "entries"));
+        assert_eq!(t.insert(e, None, 0).map(|_| ()), refused);
+        assert_eq!(t.check_change(&change), refused);
+        assert_eq!(t.remove(h).map(|_| ()), refused);
+        assert_eq!(t.clear().map(|_| ()), refused);
+        t.const_default = true;
+        assert_eq!(
+            t.check_default(&t.default_action),
+            Err(TableError::Const("t".into(), "default action"))
+        );
+        let mut keyless = table(&[]);
+        assert_eq!(
+            keyless.insert(entry(vec![], 0, 1), None, 0),
+            Err(TableError::Keyless("t".into()))
+        );
     }
 
     /// Among entries of equal priority the earlier insert wins, also when the later one took

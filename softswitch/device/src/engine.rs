@@ -6,8 +6,10 @@
 //! [`Controller::Pipeline`].
 //!
 //! Ports hand over frames in batches ([`FrameBatch`]), one event each, and get the batch back
-//! empty; a frame's buffer for the core is one the core sent out before (kept in `spare`),
-//! so the loop allocates nothing per packet once warm, and the ports' transmit sides are
+//! empty; a frame's buffer for the core is one the core sent out before (kept in `spare`), and
+//! the core deparses into the buffer an earlier frame arrived in and reuses the rest of a
+//! packet's state, so the loop allocates nothing per packet once warm (the core's
+//! `alloc_per_packet` test counts it), and the ports' transmit sides are
 //! flushed (one system call each) once per event — a batch of up to 64 frames — not per frame.
 //!
 //! A port whose interface cannot take frames as fast as they come (a rate-limiting qdisc, as

@@ -16,8 +16,10 @@ use super::bytes::{decode, encode};
 use super::idle::supports_idle_timeout;
 use super::pipeline::Pipeline;
 use softswitch_core::ir::{self, ActionCall, FieldMatch, InstanceKind, MatchKind};
-use softswitch_core::runtime::RuntimeError;
-use softswitch_core::table::{prefix_mask, ControllerData, CounterCell, Installed, TableError};
+use softswitch_core::runtime::{EntryWrite, RuntimeError};
+use softswitch_core::table::{
+    prefix_mask, ControllerData, CounterCell, EntryChange, Installed, TableError,
+};
 
 /// The most bytes of `metadata` a table entry or a multicast group keeps. The specification
 /// sets no bound and PI none but gRPC's message size; a controller's cookie needs far less, and
@@ -386,7 +388,9 @@ fn runtime_error(e: RuntimeError) -> Status {
         RuntimeError::Table(TableError::Full(_)) | RuntimeError::Budget(_) => {
             Status::resource_exhausted(e.to_string())
         }
-        RuntimeError::Table(TableError::NoEntry(..) | TableError::NoMember(..))
+        RuntimeError::Table(
+            TableError::NoEntry(..) | TableError::NoKey(_) | TableError::NoMember(..),
+        )
         | RuntimeError::NoTable(_)
         | RuntimeError::NoInstance(_)
         | RuntimeError::NoGroupOrNode { .. } => Status::not_found(e.to_string()),
@@ -394,16 +398,6 @@ fn runtime_error(e: RuntimeError) -> Status {
         RuntimeError::Index { .. } => Status::out_of_range(e.to_string()),
         _ => Status::invalid_argument(e.to_string()),
     }
-}
-
-/// Whether a table's entries carry a priority (a ternary, range or optional key).
-fn needs_priority(t: &ir::Table) -> bool {
-    t.keys.iter().any(|k| {
-        matches!(
-            k.kind,
-            MatchKind::Ternary | MatchKind::Range | MatchKind::Optional
-        )
-    })
 }
 
 /// The key of a P4Runtime table entry as the switch matches it.
@@ -684,12 +678,9 @@ fn p4rt_action(p: &Pipeline, call: &ActionCall) -> p4v1::TableAction {
 fn find_entry(p: &Pipeline, table: usize, te: &p4v1::TableEntry) -> Result<usize, Status> {
     let (_, info) = table_of(p, te.table_id)?;
     let matches = matches_of(p, table, info, te)?;
-    let priority =
-        needs_priority(&p.switch.program().tables[table]).then_some(i64::from(te.priority));
     p.switch
-        .entry_by_key(table, &matches, priority)
-        .map_err(runtime_error)?
-        .ok_or_else(|| Status::not_found("no entry with this key"))
+        .entry_with_key(table, &matches, i64::from(te.priority))
+        .map_err(runtime_error)
 }
 
 /// Refuses the parts of a written table entry softswitch does not keep, so that what is
@@ -747,12 +738,13 @@ fn write_table_entry(
     kind: UpdateType,
     te: &p4v1::TableEntry,
 ) -> Result<(), Status> {
+    // What the update asks, read off the program and P4Info (borrowed, not copied); then one
+    // call down to the switch, whose table checks the entry's rules and applies it whole.
     let (table, info) = table_of(p, te.table_id)?;
-    let info = info.clone();
-    let t = p.switch.program().tables[table].clone();
+    let t = &p.switch.program().tables[table];
     if kind != UpdateType::Delete {
         // A DELETE is judged by its key alone.
-        check_entry_fields(&t, &info, te)?;
+        check_entry_fields(t, info, te)?;
     }
     if te.is_default_action {
         if kind != UpdateType::Modify {
@@ -770,40 +762,21 @@ fn write_table_entry(
                 "softswitch keeps no direct counter for default entries",
             ));
         }
-        if t.const_default {
-            return Err(Status::permission_denied(format!(
-                "the default action of table {} is const",
-                t.name
-            )));
-        }
-        let call = match te.action {
-            None => t.default_action.clone(),
-            Some(_) => action_call(p, &info, te.action.as_ref(), true)?,
+        // No action resets the default entry: the program's action, no metadata.
+        let (call, data) = match te.action {
+            None => (None, None),
+            Some(_) => (
+                Some(action_call(p, info, te.action.as_ref(), true)?),
+                controller_data(te)?,
+            ),
         };
-        // Resetting the default entry (no action) resets its metadata too.
-        let data = match te.action {
-            Some(_) => controller_data(te)?,
-            None => None,
-        };
-        p.switch
-            .set_entry_data(table, None, data)
-            .map_err(runtime_error)?;
-        p.switch.set_default(table, call).map_err(runtime_error)?;
-        return Ok(());
+        return p
+            .switch
+            .set_default_entry(table, call, data)
+            .map_err(runtime_error);
     }
-    if t.const_entries_fixed {
-        return Err(Status::permission_denied(format!(
-            "table {} has const entries: they cannot change",
-            t.name
-        )));
-    }
-    if t.keys.is_empty() && kind == UpdateType::Insert {
-        return Err(Status::invalid_argument(format!(
-            "table {} has no key: only its default entry can be written",
-            t.name
-        )));
-    }
-    let with_priority = needs_priority(&t);
+    // P4Runtime's rule: a priority above 0 where entries have one, else none.
+    let with_priority = t.has_priority();
     if with_priority && te.priority <= 0 {
         return Err(Status::invalid_argument(
             "this table's entries need a priority above 0",
@@ -814,85 +787,42 @@ fn write_table_entry(
             "this table's entries take no priority (it has no ternary, range or optional key)",
         ));
     }
-    match kind {
-        UpdateType::Insert => {
-            let matches = matches_of(p, table, &info, te)?;
-            let action = action_call(p, &info, te.action.as_ref(), false)?;
-            let data = controller_data(te)?;
-            let handle = p
-                .switch
-                .add_entry_with_data(
-                    table,
-                    ir::Entry {
-                        matches,
-                        priority: i64::from(te.priority),
-                        action,
-                    },
-                    data,
-                )
-                .map_err(runtime_error)?;
-            if let Some(data) = &te.counter_data {
-                p.switch
-                    .write_direct_counter(table, handle, cell_of(data))
-                    .map_err(runtime_error)?;
-            }
-            if te.idle_timeout_ns != 0 {
-                p.switch
-                    .set_idle_timeout(table, handle, idle_timeout(te))
-                    .map_err(runtime_error)?;
-            }
-            Ok(())
-        }
-        UpdateType::Modify => {
-            // An unset action leaves the action as it is; a set counter_data is written; the
-            // metadata is replaced.
-            let handle = find_entry(p, table, te)?;
-            let action = match te.action {
-                Some(_) => Some(action_call(p, &info, te.action.as_ref(), false)?),
-                None => None,
-            };
-            let data = controller_data(te)?;
-            let old = p
-                .switch
-                .entry_data(table, Some(handle))
-                .map_err(runtime_error)?
-                .cloned();
-            p.switch
-                .set_entry_data(table, Some(handle), data)
-                .map_err(runtime_error)?;
-            if let Some(action) = action {
-                if let Err(e) = p.switch.modify_entry(table, handle, action) {
-                    // The update is refused whole: the metadata it replaced comes back (it
-                    // fitted before, and what replaced it is freed first).
-                    let _ = p.switch.set_entry_data(table, Some(handle), None);
-                    let _ = p.switch.set_entry_data(table, Some(handle), old);
-                    return Err(runtime_error(e));
-                }
-            }
-            if let Some(data) = &te.counter_data {
-                p.switch
-                    .write_direct_counter(table, handle, cell_of(data))
-                    .map_err(runtime_error)?;
-            }
-            // As PI: a timeout that changes starts counting again; the same one keeps counting.
-            let ttl = idle_timeout(te);
-            let current = p.switch.entry(table, handle).map_err(runtime_error)?;
-            if current.idle_timeout.map(|t| t.ttl) != ttl {
-                p.switch
-                    .set_idle_timeout(table, handle, ttl)
-                    .map_err(runtime_error)?;
-            }
-            Ok(())
-        }
-        UpdateType::Delete => {
-            let handle = find_entry(p, table, te)?;
-            p.switch
-                .remove_entry(table, handle)
-                .map_err(runtime_error)?;
-            Ok(())
-        }
+    let matches = matches_of(p, table, info, te)?;
+    let priority = i64::from(te.priority);
+    let write = match kind {
+        UpdateType::Insert => EntryWrite::Insert {
+            entry: ir::Entry {
+                matches,
+                priority,
+                action: action_call(p, info, te.action.as_ref(), false)?,
+            },
+            data: controller_data(te)?,
+            counter: te.counter_data.as_ref().map(cell_of),
+            idle_timeout: idle_timeout(te),
+        },
+        // An unset action leaves the action as it is; a set counter_data is written; the
+        // metadata is replaced; a timeout that changes starts counting again, the same one
+        // keeps counting (as PI).
+        UpdateType::Modify => EntryWrite::Modify {
+            matches,
+            priority,
+            change: EntryChange {
+                action: match te.action {
+                    Some(_) => Some(action_call(p, info, te.action.as_ref(), false)?),
+                    None => None,
+                },
+                data: Some(controller_data(te)?),
+                counter: te.counter_data.as_ref().map(cell_of),
+                idle_timeout: Some(idle_timeout(te)),
+            },
+        },
+        UpdateType::Delete => EntryWrite::Delete { matches, priority },
         UpdateType::Unspecified => unreachable!("refused in write"),
-    }
+    };
+    p.switch
+        .write_entry(table, write)
+        .map(drop)
+        .map_err(runtime_error)
 }
 
 /// The idle timeout a written entry asks for (`idle_timeout_ns`, checked not negative; 0: none).
@@ -1026,7 +956,7 @@ fn keyed_entry(
     let entry = p4v1::TableEntry {
         table_id: id,
         r#match: p4rt_matches(p, t, info, &i.entry.matches),
-        priority: if needs_priority(&p.switch.program().tables[t]) {
+        priority: if p.switch.program().tables[t].has_priority() {
             i.entry.priority as i32
         } else {
             0

@@ -23,7 +23,7 @@ use super::{State, Switch};
 use crate::budget::{self, Budget, BudgetExceeded};
 use crate::ir::{ActionCall, Entry, FieldMatch, InstanceKind, Program};
 use crate::meter::MeterConfig;
-use crate::table::{ControllerData, CounterCell, Installed, TableError};
+use crate::table::{ControllerData, CounterCell, EntryChange, Installed, TableError, TableState};
 use crate::tm::{self, QueueSettingError};
 use crate::trace::{self, Level};
 use std::time::Duration;
@@ -84,6 +84,42 @@ pub enum RuntimeError {
     Budget(#[from] BudgetExceeded),
 }
 
+/// A control-plane write of a table entry as a front door hands it over whole
+/// ([`Switch::write_entry`]): the switch finds the entry by its key and the table checks and
+/// applies the write, so that a write goes down once, front door → runtime interface → table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EntryWrite {
+    /// Installs `entry`, with what the controller keeps with it, its direct counter's value
+    /// and its idle timeout.
+    Insert {
+        /// The entry.
+        entry: Entry,
+        /// What the controller keeps with it.
+        data: Option<ControllerData>,
+        /// Its direct counter's first value (zero if `None`).
+        counter: Option<CounterCell>,
+        /// Its idle timeout, if any.
+        idle_timeout: Option<Duration>,
+    },
+    /// Changes the entry with key `matches` (and `priority`, in a table whose entries have
+    /// one).
+    Modify {
+        /// The entry's key.
+        matches: Vec<FieldMatch>,
+        /// The entry's priority (not looked at in a table whose entries have none).
+        priority: i64,
+        /// What changes.
+        change: EntryChange,
+    },
+    /// Removes the entry with key `matches` (and `priority`, as for `Modify`).
+    Delete {
+        /// The entry's key.
+        matches: Vec<FieldMatch>,
+        /// The entry's priority (as for `Modify`).
+        priority: i64,
+    },
+}
+
 /// Which cell of a meter: an indirect meter's index, or the direct meter of a table entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MeterCell {
@@ -116,6 +152,14 @@ impl Switch {
 
     fn table(&self, table: usize) -> Result<&crate::ir::Table, RuntimeError> {
         self.program
+            .tables
+            .get(table)
+            .ok_or(RuntimeError::NoTable(table))
+    }
+
+    /// The run-time state of table `table`, which checks the writes to it.
+    fn table_state(&self, table: usize) -> Result<&TableState, RuntimeError> {
+        self.state
             .tables
             .get(table)
             .ok_or(RuntimeError::NoTable(table))
@@ -224,28 +268,70 @@ impl Switch {
         entry: Entry,
         data: Option<ControllerData>,
     ) -> Result<usize, RuntimeError> {
-        let t = self.table(table)?;
-        if t.const_entries_fixed {
-            return Err(TableError::Const(t.name.clone(), "entries").into());
-        }
-        self.check_action(table, &entry.action)?;
-        if entry.matches.len() != t.keys.len() {
-            return Err(TableError::KeyCount {
-                table: t.name.clone(),
-                want: t.keys.len(),
-                got: entry.matches.len(),
-            }
-            .into());
-        }
-        for (i, m) in entry.matches.iter().enumerate() {
-            self.state.tables[table].check_match(i, m, &t.keys[i].name)?;
-        }
+        self.table_state(table)?.check_entry(&entry)?;
         let now_us = self.now_us();
         let cost = Installed::footprint_of(&entry, data.as_ref());
         self.budget.check(cost)?;
-        let handle = self.state.tables[table].insert(entry, data, now_us)?;
+        let handle = self.state.tables[table].place(entry, data, now_us)?;
         self.budget.adjust(0, cost);
         Ok(handle)
+    }
+
+    /// Applies a front door's write of an entry of `table` ([`EntryWrite`]), traced as
+    /// [`Switch::add_entry`], [`Switch::change_entry`] and [`Switch::remove_entry`] trace
+    /// theirs; returns the entry's handle.
+    pub fn write_entry(&mut self, table: usize, write: EntryWrite) -> Result<usize, RuntimeError> {
+        match write {
+            EntryWrite::Insert {
+                entry,
+                data,
+                counter,
+                idle_timeout,
+            } => {
+                let handle = self.add_entry_with_data(table, entry, data)?;
+                // Cannot fail: the entry was just installed, and its table's rules are not
+                // about these.
+                let change = EntryChange {
+                    counter,
+                    idle_timeout: Some(idle_timeout),
+                    ..EntryChange::default()
+                };
+                let now_us = self.now_us();
+                self.state.tables[table].apply_change(handle, change, now_us)?;
+                Ok(handle)
+            }
+            EntryWrite::Modify {
+                matches,
+                priority,
+                change,
+            } => {
+                // A const table refuses before its key is looked for, whatever the key.
+                self.table_state(table)?.check_entries_change()?;
+                let handle = self.entry_with_key(table, &matches, priority)?;
+                self.change_entry(table, handle, change)?;
+                Ok(handle)
+            }
+            EntryWrite::Delete { matches, priority } => {
+                self.table_state(table)?.check_entries_change()?;
+                let handle = self.entry_with_key(table, &matches, priority)?;
+                self.remove_entry(table, handle)?;
+                Ok(handle)
+            }
+        }
+    }
+
+    /// The handle of the entry of `table` with key `matches` and, in a table whose entries
+    /// have a priority, `priority` (P4Runtime's way of naming an entry).
+    pub fn entry_with_key(
+        &self,
+        table: usize,
+        matches: &[FieldMatch],
+        priority: i64,
+    ) -> Result<usize, RuntimeError> {
+        let t = self.table_state(table)?;
+        let priority = t.has_priority().then_some(priority);
+        self.entry_by_key(table, matches, priority)?
+            .ok_or_else(|| TableError::NoKey(self.table_name(table)).into())
     }
 
     /// Changes the action of entry `handle` (`mt_modify_entry`).
@@ -255,7 +341,21 @@ impl Switch {
         handle: usize,
         call: ActionCall,
     ) -> Result<(), RuntimeError> {
-        let result = self.replace_action(table, handle, call);
+        let change = EntryChange {
+            action: Some(call),
+            ..EntryChange::default()
+        };
+        self.change_entry(table, handle, change)
+    }
+
+    /// Changes entry `handle` as `change` says, whole or not at all (P4Runtime's MODIFY).
+    pub fn change_entry(
+        &mut self,
+        table: usize,
+        handle: usize,
+        change: EntryChange,
+    ) -> Result<(), RuntimeError> {
+        let result = self.apply_change(table, handle, change);
         self.trace_entry_write(
             table,
             &result,
@@ -266,21 +366,31 @@ impl Switch {
         result
     }
 
-    /// Makes entry `handle` of `table` run `call`.
-    fn replace_action(
+    /// Applies `change` to entry `handle` of `table` if the table's rules and the budget allow.
+    fn apply_change(
         &mut self,
         table: usize,
         handle: usize,
-        call: ActionCall,
+        change: EntryChange,
     ) -> Result<(), RuntimeError> {
-        self.check_action(table, &call)?;
+        self.table_state(table)?.check_change(&change)?;
         let installed = self.entry(table, handle)?;
         let before = installed.footprint();
-        let after = before - installed.entry.action.args.len() * budget::ARG_BYTES
-            + call.args.len() * budget::ARG_BYTES;
+        let args = change
+            .action
+            .as_ref()
+            .map_or(&installed.entry.action.args, |call| &call.args);
+        let data = match &change.data {
+            Some(data) => data.as_ref(),
+            None => installed.data.as_deref(),
+        };
+        let after = budget::ENTRY_BYTES
+            + installed.entry.matches.len() * budget::MATCH_BYTES
+            + args.len() * budget::ARG_BYTES
+            + ControllerData::footprint(data);
         self.budget.replace(before, after)?;
-        self.installed_mut(table, handle)?.entry.action = call;
-        Ok(())
+        let now_us = self.now_us();
+        Ok(self.state.tables[table].apply_change(handle, change, now_us)?)
     }
 
     /// Gives entry `handle` an idle timeout of `ttl`, counted from now, or takes it away
@@ -313,7 +423,7 @@ impl Switch {
 
     /// Removes entry `handle` (`mt_delete_entry`).
     pub fn remove_entry(&mut self, table: usize, handle: usize) -> Result<(), RuntimeError> {
-        let result = self.table(table).map(|_| ()).and_then(|()| {
+        let result = self.table_state(table).map(|_| ()).and_then(|()| {
             let removed = self.state.tables[table].remove(handle)?;
             self.forget_entries(table, &[(handle, removed)]);
             Ok(())
@@ -330,11 +440,8 @@ impl Switch {
 
     /// Removes every entry of table `table` (`mt_clear_entries`), unless its entries are const.
     pub fn clear_table(&mut self, table: usize) -> Result<(), RuntimeError> {
-        let t = self.table(table)?;
-        if t.const_entries_fixed {
-            return Err(TableError::Const(t.name.clone(), "entries").into());
-        }
-        let removed = self.state.tables[table].clear();
+        self.table_state(table)?;
+        let removed = self.state.tables[table].clear()?;
         self.forget_entries(table, &removed);
         Ok(())
     }
@@ -405,11 +512,7 @@ impl Switch {
 
     /// Sets the default action (`mt_set_default_action`).
     pub fn set_default(&mut self, table: usize, call: ActionCall) -> Result<(), RuntimeError> {
-        let t = self.table(table)?;
-        if t.const_default {
-            return Err(TableError::Const(t.name.clone(), "default action").into());
-        }
-        self.check_action(table, &call)?;
+        self.table_state(table)?.check_default(&call)?;
         self.trace_write(Level::Debug, |s| {
             let entry = trace::action_entry(&s.program, &call);
             format!(
@@ -443,55 +546,25 @@ impl Switch {
         })
     }
 
-    /// Replaces what the controller keeps with entry `handle` of `table` (with the default
-    /// entry, for `None`); `None` keeps nothing.
-    pub fn set_entry_data(
+    /// Sets the default entry of `table` (P4Runtime's MODIFY of it): its action `call` (the
+    /// program's default action for `None`) and what the controller keeps with it, whole or
+    /// not at all.
+    pub fn set_default_entry(
         &mut self,
         table: usize,
-        handle: Option<usize>,
+        call: Option<ActionCall>,
         data: Option<ControllerData>,
     ) -> Result<(), RuntimeError> {
-        let before = ControllerData::footprint(self.entry_data(table, handle)?);
+        let call = match call {
+            Some(call) => call,
+            None => self.table(table)?.default_action.clone(),
+        };
+        self.table_state(table)?.check_default(&call)?;
+        let before = ControllerData::footprint(self.entry_data(table, None)?);
         self.budget
             .replace(before, ControllerData::footprint(data.as_ref()))?;
-        let data = data.map(Box::new);
-        match handle {
-            Some(h) => self.installed_mut(table, h)?.data = data,
-            None => self.state.tables[table].default_data = data,
-        }
-        Ok(())
-    }
-
-    fn check_action(&self, table: usize, call: &ActionCall) -> Result<(), RuntimeError> {
-        let t = self.table(table)?;
-        let Some(action) = self.program.actions.get(call.action) else {
-            return Err(TableError::BadAction {
-                table: t.name.clone(),
-                action: format!("#{}", call.action),
-            }
-            .into());
-        };
-        if !t.actions.contains(&call.action) {
-            return Err(TableError::BadAction {
-                table: t.name.clone(),
-                action: action.name.clone(),
-            }
-            .into());
-        }
-        let want = self.program.bodies[action.body]
-            .params
-            .iter()
-            .filter(|p| p.action_data)
-            .count();
-        if call.args.len() != want {
-            return Err(TableError::ArgCount {
-                action: action.name.clone(),
-                want,
-                got: call.args.len(),
-            }
-            .into());
-        }
-        Ok(())
+        self.state.tables[table].default_data = data.map(Box::new);
+        self.set_default(table, call)
     }
 
     // ---- action profiles and selectors ----
@@ -512,7 +585,7 @@ impl Switch {
         call: ActionCall,
     ) -> Result<(), RuntimeError> {
         let profile = self.profile_of(table)?;
-        self.check_action(table, &call)?;
+        self.table_state(table)?.check_action(&call)?;
         let members = &mut self.state.profiles[profile].members;
         let before = members.get(&member).map_or(0, member_footprint);
         self.budget.replace(before, member_footprint(&call))?;

@@ -147,6 +147,7 @@ impl Checker<'_> {
             direct_meter,
             profile,
             selector,
+            copies: Default::default(),
         };
         let depth = self.run_depth().table_apply(&table, &self.actions);
         self.depths.tables.push(depth);
@@ -154,10 +155,7 @@ impl Checker<'_> {
         self.cp.tables.push(cp);
         let idx = self.tables.len() - 1;
         if let Some((list, _)) = entries {
-            let needs_priority = self.tables[idx]
-                .keys
-                .iter()
-                .any(|k| !matches!(k.kind, MatchKind::Exact | MatchKind::Lpm));
+            let needs_priority = self.tables[idx].has_priority();
             let placed = self.entry_priorities(list, order, needs_priority)?;
             let mut out = Vec::new();
             for (i, bmv2) in placed {

@@ -35,10 +35,12 @@ fn table_refused(call: &str, e: RuntimeError) -> thrift::Error {
     table_op(match e {
         RuntimeError::NoTable(_) => C::INVALID_TABLE_NAME,
         RuntimeError::Table(t) => match t {
-            TableError::KeyCount { .. } | TableError::BadMatch { .. } => C::BAD_MATCH_KEY,
+            TableError::KeyCount { .. } | TableError::BadMatch { .. } | TableError::Keyless(_) => {
+                C::BAD_MATCH_KEY
+            }
             TableError::Duplicate(_) => C::DUPLICATE_ENTRY,
             TableError::Full(_) => C::TABLE_FULL,
-            TableError::NoEntry(..) => C::INVALID_HANDLE,
+            TableError::NoEntry(..) | TableError::NoKey(_) => C::INVALID_HANDLE,
             TableError::BadAction { .. } => C::INVALID_ACTION_NAME,
             TableError::ArgCount { .. } => C::BAD_ACTION_DATA,
             TableError::NoProfile(_) => C::WRONG_TABLE_TYPE,

@@ -87,12 +87,7 @@ pub fn matches(
 /// Whether entries of table `table` carry a priority: a key matches ternary, range or
 /// optional.
 pub fn has_priority(program: &Program, table: usize) -> bool {
-    program.tables[table].keys.iter().any(|k| {
-        matches!(
-            k.kind,
-            MatchKind::Ternary | MatchKind::Range | MatchKind::Optional
-        )
-    })
+    program.tables[table].has_priority()
 }
 
 /// The switch's priority for BMv2's `options.priority` (entries of tables without one get 0).
