@@ -317,11 +317,17 @@ pub fn pick_live(live: u32, value: u32) -> Option<u32> {
 mod pod {
     // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
     unsafe impl aya::Pod for super::LbSettings {}
+    // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
     unsafe impl aya::Pod for super::Uplink {}
+    // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
     unsafe impl aya::Pod for super::UplinkCounters {}
+    // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
     unsafe impl aya::Pod for super::LbCounters {}
+    // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
     unsafe impl aya::Pod for super::LbState {}
+    // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
     unsafe impl aya::Pod for super::BucketTables {}
+    // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
     unsafe impl aya::Pod for super::Flowlet {}
 }
 

@@ -63,7 +63,9 @@ fn admit(qp: u32, interval_ns: u64, counters: &mut CnpCounters) -> bool {
     let Some(state) = CNP_QPS.get_ptr_mut(qp) else {
         return false;
     };
-    // SAFETY: a shared map value; two CPUs admitting the same QP at once may both send.
+    // SAFETY: a map value pointer from the kernel, valid for the program run (the map is an
+    // array, whose values are never freed); the clock helper takes no arguments. Not atomic:
+    // two CPUs admitting the same QP at once may both send, which DCQCN tolerates.
     let admitted = unsafe { (*state).admit(bpf_ktime_get_ns(), interval_ns) };
     if !admitted {
         counters.cnp_suppressed += 1;
@@ -90,6 +92,8 @@ pub fn rewrite_as_cnp(ctx: &TcContext) -> Result<(), ()> {
         return Err(());
     }
     let rx_qp = bth::Packet::new_unchecked(&data[IPV4_BTH_OFFSET..]).dest_qp();
+    // SAFETY: the value is copied out at once; user space replaces an entry whole (a u32), so
+    // a concurrent update or delete yields the old or the new QP, never a torn one.
     let dest_qp = unsafe { QP_MAP.get(rx_qp) }.copied().unwrap_or(rx_qp);
     let dscp = SETTINGS
         .get(0)

@@ -114,7 +114,7 @@ impl Parsed {
             return None;
         }
         let header = frame.ptr_at::<[u8; bth::HEADER_LEN]>(self.bth)?;
-        // SAFETY: bounds checked by ptr_at.
+        // SAFETY: `ptr_at` gave the pointer only with the whole BTH before the frame's end.
         Some(bth::Packet::new_unchecked(unsafe { *header }))
     }
 }
@@ -123,6 +123,7 @@ impl Parsed {
 #[inline(always)]
 pub fn parse(frame: &Frame) -> Result<Parsed, ParseError> {
     let eth: *const EthHdr = frame.ptr_at(0).ok_or(ParseError::TruncatedEthernet)?;
+    // SAFETY: `ptr_at` gave the pointer only with the whole header before the frame's end.
     let mut ether_type = unsafe { (*eth).ether_type };
     let mut offset = EthHdr::LEN;
     let mut parsed = Parsed::OTHER;
@@ -135,10 +136,12 @@ pub fn parse(frame: &Frame) -> Result<Parsed, ParseError> {
             return Err(ParseError::TooManyVlans);
         }
         let vlan: *const VlanHdr = frame.ptr_at(offset).ok_or(ParseError::TruncatedVlan)?;
+        // SAFETY: `ptr_at` gave the pointer only with the whole tag before the frame's end.
+        let (pcp, inner) = unsafe { ((*vlan).pcp(), (*vlan).ether_type) };
         if parsed.pcp.is_none() {
-            parsed.pcp = Some(unsafe { (*vlan).pcp() });
+            parsed.pcp = Some(pcp);
         }
-        ether_type = unsafe { (*vlan).ether_type };
+        ether_type = inner;
         offset += VlanHdr::LEN;
     }
 
@@ -164,6 +167,7 @@ type Transport = Option<(usize, usize)>;
 #[inline(always)]
 fn parse_ipv4(frame: &Frame, offset: usize, parsed: &mut Parsed) -> Result<Transport, ParseError> {
     let ip: *const Ipv4Hdr = frame.ptr_at(offset).ok_or(ParseError::TruncatedIpv4)?;
+    // SAFETY: `ptr_at` gave the pointer only with the whole fixed header before the frame's end.
     let (vihl, tos, total_len, frags, proto) = unsafe {
         (
             (*ip).vihl,
@@ -200,8 +204,16 @@ fn parse_ipv4(frame: &Frame, offset: usize, parsed: &mut Parsed) -> Result<Trans
 #[inline(always)]
 fn parse_ipv6(frame: &Frame, offset: usize, parsed: &mut Parsed) -> Result<Transport, ParseError> {
     let ip: *const Ipv6Hdr = frame.ptr_at(offset).ok_or(ParseError::TruncatedIpv6)?;
-    let (vcf0, vcf1, mut next) = unsafe { ((*ip).vcf[0], (*ip).vcf[1], (*ip).next_hdr) };
-    let datagram_len = Ipv6Hdr::LEN + u16::from_be_bytes(unsafe { (*ip).payload_len }) as usize;
+    // SAFETY: `ptr_at` gave the pointer only with the whole fixed header before the frame's end.
+    let (vcf0, vcf1, mut next, payload_len) = unsafe {
+        (
+            (*ip).vcf[0],
+            (*ip).vcf[1],
+            (*ip).next_hdr,
+            (*ip).payload_len,
+        )
+    };
+    let datagram_len = Ipv6Hdr::LEN + u16::from_be_bytes(payload_len) as usize;
     if vcf0 >> 4 != 6 || datagram_len > frame.remaining(offset) {
         return Err(ParseError::TruncatedIpv6);
     }
@@ -221,18 +233,21 @@ fn parse_ipv6(frame: &Frame, offset: usize, parsed: &mut Parsed) -> Result<Trans
                 let ext: *const [u8; 2] = frame
                     .ptr_at(cursor)
                     .ok_or(ParseError::TruncatedIpv6Extension)?;
+                // SAFETY: `ptr_at` gave the pointer only with both bytes before the frame's end.
                 (unsafe { (*ext)[1] } as usize + 1) * 8
             }
             IPPROTO_AH => {
                 let ext: *const [u8; 2] = frame
                     .ptr_at(cursor)
                     .ok_or(ParseError::TruncatedIpv6Extension)?;
+                // SAFETY: `ptr_at` gave the pointer only with both bytes before the frame's end.
                 (unsafe { (*ext)[1] } as usize + 2) * 4
             }
             IPPROTO_FRAGMENT => {
                 let ext: *const [u8; 8] = frame
                     .ptr_at(cursor)
                     .ok_or(ParseError::TruncatedIpv6Extension)?;
+                // SAFETY: `ptr_at` gave the pointer only with all 8 bytes before the frame's end.
                 let offset_and_more = u16::from_be_bytes(unsafe { [(*ext)[2], (*ext)[3]] });
                 if offset_and_more & 0xfff9 != 0 {
                     parsed.transport = 0;
@@ -242,6 +257,7 @@ fn parse_ipv6(frame: &Frame, offset: usize, parsed: &mut Parsed) -> Result<Trans
             }
             _ => return Ok(None),
         };
+        // SAFETY: `ptr_at` gives the pointer only with the byte before the frame's end.
         next = unsafe {
             *frame
                 .ptr_at::<u8>(cursor)
@@ -275,6 +291,7 @@ fn parse_udp(
     if offset + UdpHdr::LEN > datagram_end {
         return Err(ParseError::TruncatedUdp);
     }
+    // SAFETY: `ptr_at` gave the pointer only with the whole header before the frame's end.
     if u16::from_be_bytes(unsafe { (*udp).dst }) != bth::ROCEV2_PORT {
         return Ok(None);
     }

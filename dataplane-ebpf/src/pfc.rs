@@ -50,6 +50,7 @@ pub fn receive<C: EbpfContext>(ctx: &C, frame: &Frame) -> Received {
     let Some(eth) = frame.ptr_at::<EthHdr>(0) else {
         return Received::Other;
     };
+    // SAFETY: `ptr_at` gave the pointer only with the whole header before the frame's end.
     if unsafe { (*eth).ether_type } != EtherType::MacControl.value().to_be() {
         return Received::Other;
     }
@@ -99,7 +100,8 @@ fn honour<C: EbpfContext>(
     let body = frame
         .ptr_at::<[u8; wire_pfc::BODY_LEN]>(EthHdr::LEN)
         .ok_or(ParseError::TruncatedPfc)?;
-    // SAFETY: bounds checked by ptr_at.
+    // SAFETY: `ptr_at` gave the pointer only with the whole PFC body before the frame's end;
+    // the view only reads, and nothing writes the frame while it lives.
     let body = wire_pfc::Packet::new_unchecked(unsafe { &*body });
     if body.opcode() != wire_pfc::OPCODE {
         return Err(ParseError::BadPfcOpcode);
@@ -109,6 +111,7 @@ fn honour<C: EbpfContext>(
         return Err(ParseError::BadPfcVector);
     }
     let watchdog = settings.watchdog();
+    // SAFETY: a helper that takes no arguments and touches no memory of the program's.
     let now = unsafe { bpf_ktime_get_ns() };
     let mut only_pauses = class_enable != 0;
     for priority in 0..PRIORITIES {

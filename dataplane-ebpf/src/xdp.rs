@@ -54,7 +54,8 @@ fn set_ce(frame: &Frame, parsed: &Parsed) -> bool {
             let Some(ip) = frame.ptr_at::<Ipv4Hdr>(offset) else {
                 return false;
             };
-            // SAFETY: bounds checked by ptr_at; XDP frames are writable.
+            // SAFETY: `ptr_at` gave the pointer only with the whole header before the frame's
+            // end; an XDP frame is writable in place, and no helper ran since that could move it.
             unsafe {
                 let old = u16::from_be_bytes([(*ip).vihl, (*ip).tos]);
                 (*ip).tos |= 0b11;
@@ -68,7 +69,8 @@ fn set_ce(frame: &Frame, parsed: &Parsed) -> bool {
             let Some(vcf) = frame.ptr_at::<[u8; 2]>(offset) else {
                 return false;
             };
-            // SAFETY: as above. ECN is bits 5..4 of the second byte of the IPv6 header.
+            // SAFETY: `ptr_at` gave the pointer only with both bytes before the frame's end, in
+            // a frame XDP may write. ECN is bits 5..4 of the second byte of the IPv6 header.
             unsafe { (*vcf)[1] |= 0b0011_0000 };
             true
         }
