@@ -10,8 +10,7 @@ use dataplane_common::{
     cnp::{build_ipv4_cnp, CnpCounters, CnpQpState, CNP_MARK, IPV4_BTH_OFFSET, IPV4_DATA_PREFIX},
     config::Settings,
 };
-use network_types::eth::EthHdr;
-use wire::{bth, ip::Ecn};
+use wire::{bth, ethernet, ip::Ecn};
 
 use crate::{
     emit::{clone_to_egress, replace_frame},
@@ -39,7 +38,7 @@ pub fn notify(ctx: &TcContext, frame: &Frame, parsed: &Parsed) {
     if parsed.ecn != Ecn::Ce.bits() || settings.flags & Settings::CNP_ENABLED == 0 {
         return;
     }
-    if parsed.network != Network::Ipv4(EthHdr::LEN) || parsed.bth != IPV4_BTH_OFFSET {
+    if parsed.network != Network::Ipv4(ethernet::HEADER_LEN) || parsed.bth != IPV4_BTH_OFFSET {
         counters.cnp_unsupported += 1;
         return;
     }

@@ -24,11 +24,12 @@ use dataplane_common::{
     },
     phantom_queue::drained_bytes,
 };
-use network_types::{
-    eth::EthHdr,
-    ip::{Ipv4Hdr, Ipv6Hdr},
+use wire::{
+    ethernet::{self, Address},
+    ip::Protocol,
+    ipv4::{self, TTL_OFFSET},
+    ipv6,
 };
-use wire::ip::Protocol;
 
 use crate::{
     maps::{
@@ -36,7 +37,7 @@ use crate::{
         LB_SETTINGS, LB_STATE, LB_UPLINKS, LB_UPLINK_COUNTERS,
     },
     parse::{parse, Frame, Network, Parsed},
-    xdp::checksum_update,
+    xdp::rewrite_ipv4_word,
 };
 
 const IPPROTO_TCP: u8 = Protocol::Tcp.value();
@@ -118,29 +119,32 @@ fn owned_route(frame: &Frame, parsed: &Parsed, seed: u32) -> Result<Route, Pass>
     let mut hash = seed;
     match parsed.network {
         Network::Ipv4(offset) => {
-            let ip: *const Ipv4Hdr = frame.ptr_at(offset).ok_or(Pass::Malformed)?;
-            // SAFETY: `ptr_at` gave the pointer only with the whole header before the frame's
-            // end, and nothing moves the frame while the program reads it.
-            let (src, dst, ttl) = unsafe { ((*ip).src_addr, (*ip).dst_addr, (*ip).ttl) };
+            let ip = ipv4::Packet::new_unchecked(
+                frame
+                    .bytes_at::<{ ipv4::HEADER_LEN }>(offset)
+                    .ok_or(Pass::Malformed)?,
+            );
+            let (src, dst) = (ip.src_addr().octets(), ip.dst_addr().octets());
             if LB_PREFIXES_V4.get(Key::new(32, dst)).is_none() {
                 return Err(Pass::NotOwned);
             }
-            if ttl <= 1 {
+            if ip.ttl() <= 1 {
                 return Err(Pass::TtlExpired);
             }
             hash = hash_word(hash, u32::from_ne_bytes(src));
             hash = hash_word(hash, u32::from_ne_bytes(dst));
         }
         Network::Ipv6(offset) => {
-            let ip: *const Ipv6Hdr = frame.ptr_at(offset).ok_or(Pass::Malformed)?;
-            // SAFETY: `ptr_at` gave the pointer only with the whole header before the frame's
-            // end, and nothing moves the frame while the program reads it.
-            let (src, dst, hop_limit) =
-                unsafe { ((*ip).src_addr, (*ip).dst_addr, (*ip).hop_limit) };
+            let ip = ipv6::Packet::new_unchecked(
+                frame
+                    .bytes_at::<{ ipv6::HEADER_LEN }>(offset)
+                    .ok_or(Pass::Malformed)?,
+            );
+            let (src, dst) = (ip.src_addr().octets(), ip.dst_addr().octets());
             if LB_PREFIXES_V6.get(Key::new(128, dst)).is_none() {
                 return Err(Pass::NotOwned);
             }
-            if hop_limit <= 1 {
+            if ip.hop_limit() <= 1 {
                 return Err(Pass::TtlExpired);
             }
             for words in [src, dst] {
@@ -160,9 +164,8 @@ fn owned_route(frame: &Frame, parsed: &Parsed, seed: u32) -> Result<Route, Pass>
     hash = hash_word(hash, parsed.protocol as u32);
     if parsed.transport != 0 && (parsed.protocol == IPPROTO_UDP || parsed.protocol == IPPROTO_TCP) {
         // Source and destination ports: for RoCEv2 the source port carries the QP's entropy.
-        let ports: *const [u8; 4] = frame.ptr_at(parsed.transport).ok_or(Pass::Malformed)?;
-        // SAFETY: `ptr_at` gave the pointer only with all four bytes before the frame's end.
-        hash = hash_word(hash, u32::from_ne_bytes(unsafe { *ports }));
+        let ports: &[u8; 4] = frame.bytes_at(parsed.transport).ok_or(Pass::Malformed)?;
+        hash = hash_word(hash, u32::from_ne_bytes(*ports));
     }
     Ok(Route {
         hash,
@@ -377,22 +380,23 @@ fn take_down(slot: u32) {
 fn decrement_hop_limit(frame: &Frame, network: Network) -> Result<(), Pass> {
     match network {
         Network::Ipv4(offset) => {
-            let ip: *mut Ipv4Hdr = frame.ptr_at(offset).ok_or(Pass::Malformed)?;
+            let header: *mut [u8; ipv4::HEADER_LEN] =
+                frame.ptr_at(offset).ok_or(Pass::Malformed)?;
             // SAFETY: `ptr_at` gave the pointer only with the whole header before the frame's
-            // end; an XDP frame is writable in place, and no helper ran since that could move it.
-            unsafe {
-                let old = u16::from_be_bytes([(*ip).ttl, (*ip).proto]);
-                (*ip).ttl -= 1;
-                let new = u16::from_be_bytes([(*ip).ttl, (*ip).proto]);
-                let check = u16::from_be_bytes((*ip).check);
-                (*ip).check = checksum_update(check, old, new).to_be_bytes();
-            }
+            // end; an XDP frame is writable in place (the redirect only recorded its target),
+            // and no other reference into the frame is alive.
+            let header = unsafe { &mut *header };
+            // `owned_route` sent a TTL of 0 or 1 to the stack, so this cannot wrap.
+            rewrite_ipv4_word(header, TTL_OFFSET, |ip| ip.set_ttl(ip.ttl() - 1));
         }
         Network::Ipv6(offset) => {
-            let ip: *mut Ipv6Hdr = frame.ptr_at(offset).ok_or(Pass::Malformed)?;
-            // SAFETY: as for IPv4: the whole header lies in the writable frame. `owned_route`
-            // sent a hop limit of 0 or 1 to the stack, so this cannot wrap.
-            unsafe { (*ip).hop_limit -= 1 };
+            let header: *mut [u8; ipv6::HEADER_LEN] =
+                frame.ptr_at(offset).ok_or(Pass::Malformed)?;
+            // SAFETY: as for IPv4: the whole header lies in the writable frame, and this is the
+            // only reference into it.
+            let mut ip = ipv6::Packet::new_unchecked(unsafe { &mut *header });
+            // `owned_route` sent a hop limit of 0 or 1 to the stack, so this cannot wrap.
+            ip.set_hop_limit(ip.hop_limit() - 1);
         }
         Network::Other => return Err(Pass::NotIp),
     }
@@ -402,13 +406,13 @@ fn decrement_hop_limit(frame: &Frame, network: Network) -> Result<(), Pass> {
 /// Source MAC = the uplink's, destination MAC = its next hop's.
 #[inline(always)]
 fn rewrite_macs(frame: &Frame, uplink: &Uplink) -> Result<(), Pass> {
-    let eth: *mut EthHdr = frame.ptr_at(0).ok_or(Pass::Malformed)?;
+    let header: *mut [u8; ethernet::HEADER_LEN] = frame.ptr_at(0).ok_or(Pass::Malformed)?;
     // SAFETY: `ptr_at` gave the pointer only with the whole Ethernet header before the frame's
-    // end; an XDP frame is writable in place (the redirect before only recorded its target).
-    unsafe {
-        (*eth).dst_addr = uplink.dst_mac;
-        (*eth).src_addr = uplink.src_mac;
-    }
+    // end; an XDP frame is writable in place (the redirect before only recorded its target),
+    // and this is the only reference into it.
+    let mut eth = ethernet::Frame::new_unchecked(unsafe { &mut *header });
+    eth.set_dst_addr(Address(uplink.dst_mac));
+    eth.set_src_addr(Address(uplink.src_mac));
     Ok(())
 }
 
