@@ -54,9 +54,12 @@ struct Area {
     len: usize,
 }
 
-// SAFETY: the area is plain memory; each half reads and writes only the frames it owns at the
-// time (handed back and forth with the kernel through the rings).
+// SAFETY: the area is plain memory, not tied to the thread that mapped it; each half reads and
+// writes only the frames it owns at the time (handed back and forth with the kernel through the
+// rings).
 unsafe impl Send for Area {}
+// SAFETY: shared between the two halves, which never touch the same frame at once: a frame is
+// owned by one half, or by the kernel, at a time (`bytes`' contract).
 unsafe impl Sync for Area {}
 
 impl Area {
@@ -90,10 +93,9 @@ impl Area {
         if start.checked_add(len)? > self.len {
             return None;
         }
-        Some(std::slice::from_raw_parts_mut(
-            self.base.as_ptr().add(start),
-            len,
-        ))
+        // SAFETY: `start + len` lies within the mapping checked above, which lives as long as
+        // `self`; the caller owns these bytes and holds no other slice of them.
+        Some(unsafe { std::slice::from_raw_parts_mut(self.base.as_ptr().add(start), len) })
     }
 }
 

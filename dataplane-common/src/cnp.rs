@@ -64,6 +64,7 @@ counters! {
 mod pod {
     // SAFETY: plain `#[repr(C)]` records of `u64`s without padding.
     unsafe impl aya::Pod for super::CnpQpState {}
+    // SAFETY: plain `#[repr(C)]` records of `u64`s without padding.
     unsafe impl aya::Pod for super::CnpCounters {}
 }
 

@@ -115,6 +115,8 @@ pub const fn default_dscp_priority(dscp: u8) -> u32 {
 mod pod {
     // SAFETY: plain `#[repr(C)]` records of integers without padding.
     unsafe impl aya::Pod for super::EcnProfile {}
+    // SAFETY: plain `#[repr(C)]` records of integers without padding.
     unsafe impl aya::Pod for super::Settings {}
+    // SAFETY: plain `#[repr(C)]` records of integers without padding.
     unsafe impl aya::Pod for super::AttachInfo {}
 }

@@ -14,29 +14,40 @@ pub const FLOWLET_ENTRIES: u32 = 16384;
 /// Length of an interface name, with its NUL (the kernel's IFNAMSIZ).
 pub const IFNAMSIZ: usize = 16;
 
-/// How the balancer picks an uplink.
+/// A load-balancing policy: how a balancer picks an uplink, on the hosts (the XDP balancer,
+/// `lossless host set lb.policy`) and in lossless.p4's ECMP groups (`lossless net`, `lossless
+/// sim`). One enum for both, with a code for each side: [`Policy::host_code`] (the variant's
+/// number, kept stable for pinned maps) and [`Policy::p4_code`] (lossless.p4's `set_group`
+/// code, none for wcmp, which the P4 program lacks). The names are the same on every command
+/// line and in every file.
 #[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Policy {
     /// Hash of the 5-tuple over the equal-share bucket table.
+    #[cfg_attr(feature = "serde", serde(rename = "ecmp"))]
     Ecmp = 0,
     /// A flow moves to a random uplink only after an idle gap longer than the flowlet timeout.
+    #[cfg_attr(feature = "serde", serde(rename = "flowlet"))]
     Flowlet = 1,
     /// Like flowlet, but a new flowlet takes the uplink with the smallest load estimate.
+    #[cfg_attr(feature = "serde", serde(rename = "dlb"))]
     Dlb = 2,
     /// Per-packet round robin.
+    #[cfg_attr(feature = "serde", serde(rename = "spray"))]
     Spray = 3,
-    /// Hash of the 5-tuple over the weighted bucket table.
+    /// Hash of the 5-tuple over the weighted bucket table (hosts only).
+    #[cfg_attr(feature = "serde", serde(rename = "wcmp"))]
     Wcmp = 4,
     /// Enhanced ECMP (Meta's, for RoCE training fabrics): as ecmp, with the BTH destination QP
     /// of a RoCEv2 packet in the hash ([`hash_dest_qp`]), so the QPs of one connection (one
-    /// 5-tuple) spread; other packets hash as ecmp. (lossless.p4 numbers its e-ecmp 4: these
-    /// numbers are the host's own, kept stable for pinned maps.)
+    /// 5-tuple) spread; other packets hash as ecmp.
+    #[cfg_attr(feature = "serde", serde(rename = "e-ecmp"))]
     EEcmp = 5,
 }
 
 impl Policy {
-    /// Every policy, in number order.
+    /// Every policy, in host-code order.
     pub const ALL: [Policy; 6] = [
         Policy::Ecmp,
         Policy::Flowlet,
@@ -46,7 +57,16 @@ impl Policy {
         Policy::EEcmp,
     ];
 
-    /// The policy numbered `value`, if any.
+    /// The policies lossless.p4 runs, in P4-code order.
+    pub const P4: [Policy; 5] = [
+        Policy::Ecmp,
+        Policy::Flowlet,
+        Policy::Dlb,
+        Policy::Spray,
+        Policy::EEcmp,
+    ];
+
+    /// The policy whose host code is `value`, if any.
     pub const fn from_u32(value: u32) -> Option<Policy> {
         match value {
             0 => Some(Policy::Ecmp),
@@ -59,7 +79,25 @@ impl Policy {
         }
     }
 
-    /// The name `lb.policy` takes.
+    /// Its code in the host balancer's settings map ([`LbSettings::policy`]).
+    pub const fn host_code(self) -> u32 {
+        self as u32
+    }
+
+    /// Its code in lossless.p4's `set_group(policy, ...)`, or `None` for a policy the P4
+    /// program does not run (wcmp).
+    pub const fn p4_code(self) -> Option<u8> {
+        match self {
+            Policy::Ecmp => Some(0),
+            Policy::Flowlet => Some(1),
+            Policy::Dlb => Some(2),
+            Policy::Spray => Some(3),
+            Policy::EEcmp => Some(4),
+            Policy::Wcmp => None,
+        }
+    }
+
+    /// Its name: `ecmp`, `flowlet`, `dlb`, `spray`, `wcmp`, `e-ecmp`.
     pub const fn name(self) -> &'static str {
         match self {
             Policy::Ecmp => "ecmp",
@@ -71,9 +109,20 @@ impl Policy {
         }
     }
 
+    /// The policy named `name` (exactly, lower case), if any.
+    pub fn from_name(name: &str) -> Option<Policy> {
+        Policy::ALL.into_iter().find(|p| p.name() == name)
+    }
+
     /// Whether the policy keeps per-flow state in the flowlet table.
     pub const fn uses_flowlets(self) -> bool {
         matches!(self, Policy::Flowlet | Policy::Dlb)
+    }
+}
+
+impl core::fmt::Display for Policy {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -92,7 +141,7 @@ pub struct LbSettings {
 impl LbSettings {
     /// ECMP, seed 0, a 500 µs flowlet timeout.
     pub const DEFAULT: LbSettings = LbSettings {
-        policy: Policy::Ecmp as u32,
+        policy: Policy::Ecmp.host_code(),
         seed: 0,
         flowlet_timeout_ns: 500_000,
     };
@@ -317,11 +366,17 @@ pub fn pick_live(live: u32, value: u32) -> Option<u32> {
 mod pod {
     // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
     unsafe impl aya::Pod for super::LbSettings {}
+    // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
     unsafe impl aya::Pod for super::Uplink {}
+    // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
     unsafe impl aya::Pod for super::UplinkCounters {}
+    // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
     unsafe impl aya::Pod for super::LbCounters {}
+    // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
     unsafe impl aya::Pod for super::LbState {}
+    // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
     unsafe impl aya::Pod for super::BucketTables {}
+    // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
     unsafe impl aya::Pod for super::Flowlet {}
 }
 
@@ -332,11 +387,13 @@ mod tests {
     #[test]
     fn policies_round_trip_through_their_numbers() {
         for policy in Policy::ALL {
-            assert_eq!(Policy::from_u32(policy as u32), Some(policy));
+            assert_eq!(Policy::from_u32(policy.host_code()), Some(policy));
+            assert_eq!(Policy::from_name(policy.name()), Some(policy));
         }
         assert_eq!(Policy::from_u32(6), None);
+        assert_eq!(Policy::from_name("ECMP"), None);
         // The numbers are pinned in maps: they never change.
-        let numbers = Policy::ALL.map(|p| (p.name(), p as u32));
+        let numbers = Policy::ALL.map(|p| (p.name(), p.host_code()));
         assert_eq!(
             numbers,
             [
@@ -348,6 +405,26 @@ mod tests {
                 ("e-ecmp", 5)
             ]
         );
+    }
+
+    #[test]
+    fn p4_codes_are_lossless_p4s() {
+        // lossless.p4's `set_group` codes (dataplane-p4), in `Policy::P4`'s order; no wcmp.
+        let codes = Policy::ALL.map(|p| (p.name(), p.p4_code()));
+        assert_eq!(
+            codes,
+            [
+                ("ecmp", Some(0)),
+                ("flowlet", Some(1)),
+                ("dlb", Some(2)),
+                ("spray", Some(3)),
+                ("wcmp", None),
+                ("e-ecmp", Some(4))
+            ]
+        );
+        for (code, policy) in Policy::P4.into_iter().enumerate() {
+            assert_eq!(policy.p4_code(), Some(code as u8));
+        }
     }
 
     #[test]

@@ -255,8 +255,11 @@ impl IngressBuffer {
 mod pod {
     // SAFETY: plain `#[repr(C)]` records of integers without padding.
     unsafe impl aya::Pod for super::PfcState {}
+    // SAFETY: plain `#[repr(C)]` records of integers without padding.
     unsafe impl aya::Pod for super::PfcProfile {}
+    // SAFETY: plain `#[repr(C)]` records of integers without padding.
     unsafe impl aya::Pod for super::IngressBuffer {}
+    // SAFETY: plain `#[repr(C)]` records of integers without padding.
     unsafe impl aya::Pod for super::PfcTxCounters {}
 }
 

@@ -10,8 +10,7 @@ use dataplane_common::{
     cnp::{build_ipv4_cnp, CnpCounters, CnpQpState, CNP_MARK, IPV4_BTH_OFFSET, IPV4_DATA_PREFIX},
     config::Settings,
 };
-use network_types::eth::EthHdr;
-use wire::{bth, ip::Ecn};
+use wire::{bth, ethernet, ip::Ecn};
 
 use crate::{
     emit::{clone_to_egress, replace_frame},
@@ -39,7 +38,7 @@ pub fn notify(ctx: &TcContext, frame: &Frame, parsed: &Parsed) {
     if parsed.ecn != Ecn::Ce.bits() || settings.flags & Settings::CNP_ENABLED == 0 {
         return;
     }
-    if parsed.network != Network::Ipv4(EthHdr::LEN) || parsed.bth != IPV4_BTH_OFFSET {
+    if parsed.network != Network::Ipv4(ethernet::HEADER_LEN) || parsed.bth != IPV4_BTH_OFFSET {
         counters.cnp_unsupported += 1;
         return;
     }
@@ -63,7 +62,9 @@ fn admit(qp: u32, interval_ns: u64, counters: &mut CnpCounters) -> bool {
     let Some(state) = CNP_QPS.get_ptr_mut(qp) else {
         return false;
     };
-    // SAFETY: a shared map value; two CPUs admitting the same QP at once may both send.
+    // SAFETY: a map value pointer from the kernel, valid for the program run (the map is an
+    // array, whose values are never freed); the clock helper takes no arguments. Not atomic:
+    // two CPUs admitting the same QP at once may both send, which DCQCN tolerates.
     let admitted = unsafe { (*state).admit(bpf_ktime_get_ns(), interval_ns) };
     if !admitted {
         counters.cnp_suppressed += 1;
@@ -90,6 +91,8 @@ pub fn rewrite_as_cnp(ctx: &TcContext) -> Result<(), ()> {
         return Err(());
     }
     let rx_qp = bth::Packet::new_unchecked(&data[IPV4_BTH_OFFSET..]).dest_qp();
+    // SAFETY: the value is copied out at once; user space replaces an entry whole (a u32), so
+    // a concurrent update or delete yields the old or the new QP, never a torn one.
     let dest_qp = unsafe { QP_MAP.get(rx_qp) }.copied().unwrap_or(rx_qp);
     let dscp = SETTINGS
         .get(0)

@@ -87,6 +87,7 @@ pub fn process<C: aya_ebpf::EbpfContext>(
     if profile.enabled == 0 || !eligible {
         return priority;
     }
+    // SAFETY: a helper that takes no arguments and touches no memory of the program's.
     if !red::should_mark(profile, backlog, || unsafe { bpf_get_prandom_u32() }) {
         return priority;
     }

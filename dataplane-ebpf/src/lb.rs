@@ -24,11 +24,12 @@ use dataplane_common::{
     },
     phantom_queue::drained_bytes,
 };
-use network_types::{
-    eth::EthHdr,
-    ip::{Ipv4Hdr, Ipv6Hdr},
+use wire::{
+    ethernet::{self, Address},
+    ip::Protocol,
+    ipv4::{self, TTL_OFFSET},
+    ipv6,
 };
-use wire::ip::Protocol;
 
 use crate::{
     maps::{
@@ -36,7 +37,7 @@ use crate::{
         LB_SETTINGS, LB_STATE, LB_UPLINKS, LB_UPLINK_COUNTERS,
     },
     parse::{parse, Frame, Network, Parsed},
-    xdp::checksum_update,
+    xdp::rewrite_ipv4_word,
 };
 
 const IPPROTO_TCP: u8 = Protocol::Tcp.value();
@@ -86,7 +87,7 @@ fn balance(frame: &Frame, len: u64) -> Result<u32, Pass> {
     // Only flowlets and loads age: the other policies skip the clock, whose read costs about
     // as much as the rest of their path (`cargo xtask bench host`).
     let now = match policy {
-        // SAFETY: a helper without arguments.
+        // SAFETY: a helper that takes no arguments and touches no memory of the program's.
         Policy::Flowlet | Policy::Dlb => unsafe { bpf_ktime_get_ns() },
         Policy::Ecmp | Policy::EEcmp | Policy::Wcmp | Policy::Spray => 0,
     };
@@ -118,24 +119,32 @@ fn owned_route(frame: &Frame, parsed: &Parsed, seed: u32) -> Result<Route, Pass>
     let mut hash = seed;
     match parsed.network {
         Network::Ipv4(offset) => {
-            let ip: *const Ipv4Hdr = frame.ptr_at(offset).ok_or(Pass::Malformed)?;
-            let (src, dst) = unsafe { ((*ip).src_addr, (*ip).dst_addr) };
+            let ip = ipv4::Packet::new_unchecked(
+                frame
+                    .bytes_at::<{ ipv4::HEADER_LEN }>(offset)
+                    .ok_or(Pass::Malformed)?,
+            );
+            let (src, dst) = (ip.src_addr().octets(), ip.dst_addr().octets());
             if LB_PREFIXES_V4.get(Key::new(32, dst)).is_none() {
                 return Err(Pass::NotOwned);
             }
-            if unsafe { (*ip).ttl } <= 1 {
+            if ip.ttl() <= 1 {
                 return Err(Pass::TtlExpired);
             }
             hash = hash_word(hash, u32::from_ne_bytes(src));
             hash = hash_word(hash, u32::from_ne_bytes(dst));
         }
         Network::Ipv6(offset) => {
-            let ip: *const Ipv6Hdr = frame.ptr_at(offset).ok_or(Pass::Malformed)?;
-            let (src, dst) = unsafe { ((*ip).src_addr, (*ip).dst_addr) };
+            let ip = ipv6::Packet::new_unchecked(
+                frame
+                    .bytes_at::<{ ipv6::HEADER_LEN }>(offset)
+                    .ok_or(Pass::Malformed)?,
+            );
+            let (src, dst) = (ip.src_addr().octets(), ip.dst_addr().octets());
             if LB_PREFIXES_V6.get(Key::new(128, dst)).is_none() {
                 return Err(Pass::NotOwned);
             }
-            if unsafe { (*ip).hop_limit } <= 1 {
+            if ip.hop_limit() <= 1 {
                 return Err(Pass::TtlExpired);
             }
             for words in [src, dst] {
@@ -155,8 +164,8 @@ fn owned_route(frame: &Frame, parsed: &Parsed, seed: u32) -> Result<Route, Pass>
     hash = hash_word(hash, parsed.protocol as u32);
     if parsed.transport != 0 && (parsed.protocol == IPPROTO_UDP || parsed.protocol == IPPROTO_TCP) {
         // Source and destination ports: for RoCEv2 the source port carries the QP's entropy.
-        let ports: *const [u8; 4] = frame.ptr_at(parsed.transport).ok_or(Pass::Malformed)?;
-        hash = hash_word(hash, u32::from_ne_bytes(unsafe { *ports }));
+        let ports: &[u8; 4] = frame.bytes_at(parsed.transport).ok_or(Pass::Malformed)?;
+        hash = hash_word(hash, u32::from_ne_bytes(*ports));
     }
     Ok(Route {
         hash,
@@ -219,24 +228,29 @@ fn hashed(policy: Policy, hash: u32) -> Option<u32> {
 #[inline(always)]
 fn flowlet(policy: Policy, hash: u32, now: u64, timeout_ns: u64) -> Option<u32> {
     let entry = LB_FLOWLETS.get_ptr_mut(flowlet_index(hash))?;
-    // SAFETY: a valid map value pointer. Not atomic: two CPUs writing one entry at once may
-    // mix their fields, which leaves a valid slot (checked live); two flows on one entry at one
-    // boundary may each pick an uplink, the last write wins (docs/host-lb.md).
+    // SAFETY: a map value pointer from the kernel, valid for the program run (an array map's
+    // values are never freed); so for the writes below. Not atomic: two CPUs writing one
+    // entry at once may mix their fields, which leaves a valid slot (checked live); two flows on
+    // one entry at one boundary may each pick an uplink, the last write wins (docs/host-lb.md).
     let Flowlet { last_ns, slot, .. } = unsafe { *entry };
+    // SAFETY: as above, the entry's pointer is valid for the program run.
     let same_flow = unsafe { (*entry).is_flow(hash) };
     if !same_flow {
         // The entry's former flow, if any, is evicted: evictions = inserts − occupancy.
         if let Some(counters) = lb_counters() {
             counters.flowlet_inserts += 1;
         }
+        // SAFETY: as above; a racing writer on another CPU loses or wins whole fields.
         unsafe { (*entry).hash = hash };
     }
     let ended = last_ns == 0 || starts_flowlet(last_ns, now, timeout_ns);
     if !ended && is_live(slot) {
+        // SAFETY: as above.
         unsafe { (*entry).last_ns = now };
         return Some(slot);
     }
     let next = pick_new(policy, now)?;
+    // SAFETY: as above.
     unsafe {
         (*entry).last_ns = now;
         (*entry).slot = next;
@@ -253,6 +267,7 @@ fn flowlet(policy: Policy, hash: u32, now: u64, timeout_ns: u64) -> Option<u32> 
 #[inline(always)]
 fn pick_new(policy: Policy, now: u64) -> Option<u32> {
     let live = live_slots();
+    // SAFETY: a helper that takes no arguments and touches no memory of the program's.
     let random = unsafe { bpf_get_prandom_u32() };
     let first = pick_live(live, random)?;
     if policy != Policy::Dlb {
@@ -267,7 +282,8 @@ fn pick_new(policy: Policy, now: u64) -> Option<u32> {
         best: first,
         best_load: u64::MAX,
     };
-    // SAFETY: the callback and its context match bpf_loop's contract.
+    // SAFETY: `least_loaded_step` has the callback signature bpf_loop calls (index, context)
+    // and reads the context as the `LeastLoaded` passed here, which outlives the call; flags 0.
     unsafe {
         bpf_loop(
             MAX_UPLINKS as u32,
@@ -346,7 +362,8 @@ fn take_down(slot: u32) {
         return;
     };
     let bit = 1u32 << (slot & (MAX_UPLINKS as u32 - 1));
-    // SAFETY: a valid map value pointer. Not atomic (the BPF target has no atomic
+    // SAFETY: a map value pointer from the kernel, valid for the program run (an array map's
+    // values are never freed). Not atomic (the BPF target has no atomic
     // read-modify-write in Rust): two slots changing at the same instant on two CPUs may lose
     // one change, which the next `set` or carrier event repairs.
     unsafe {
@@ -363,20 +380,23 @@ fn take_down(slot: u32) {
 fn decrement_hop_limit(frame: &Frame, network: Network) -> Result<(), Pass> {
     match network {
         Network::Ipv4(offset) => {
-            let ip: *mut Ipv4Hdr = frame.ptr_at(offset).ok_or(Pass::Malformed)?;
-            // SAFETY: bounds checked by ptr_at; XDP frames are writable.
-            unsafe {
-                let old = u16::from_be_bytes([(*ip).ttl, (*ip).proto]);
-                (*ip).ttl -= 1;
-                let new = u16::from_be_bytes([(*ip).ttl, (*ip).proto]);
-                let check = u16::from_be_bytes((*ip).check);
-                (*ip).check = checksum_update(check, old, new).to_be_bytes();
-            }
+            let header: *mut [u8; ipv4::HEADER_LEN] =
+                frame.ptr_at(offset).ok_or(Pass::Malformed)?;
+            // SAFETY: `ptr_at` gave the pointer only with the whole header before the frame's
+            // end; an XDP frame is writable in place (the redirect only recorded its target),
+            // and no other reference into the frame is alive.
+            let header = unsafe { &mut *header };
+            // `owned_route` sent a TTL of 0 or 1 to the stack, so this cannot wrap.
+            rewrite_ipv4_word(header, TTL_OFFSET, |ip| ip.set_ttl(ip.ttl() - 1));
         }
         Network::Ipv6(offset) => {
-            let ip: *mut Ipv6Hdr = frame.ptr_at(offset).ok_or(Pass::Malformed)?;
-            // SAFETY: as above.
-            unsafe { (*ip).hop_limit -= 1 };
+            let header: *mut [u8; ipv6::HEADER_LEN] =
+                frame.ptr_at(offset).ok_or(Pass::Malformed)?;
+            // SAFETY: as for IPv4: the whole header lies in the writable frame, and this is the
+            // only reference into it.
+            let mut ip = ipv6::Packet::new_unchecked(unsafe { &mut *header });
+            // `owned_route` sent a hop limit of 0 or 1 to the stack, so this cannot wrap.
+            ip.set_hop_limit(ip.hop_limit() - 1);
         }
         Network::Other => return Err(Pass::NotIp),
     }
@@ -386,12 +406,13 @@ fn decrement_hop_limit(frame: &Frame, network: Network) -> Result<(), Pass> {
 /// Source MAC = the uplink's, destination MAC = its next hop's.
 #[inline(always)]
 fn rewrite_macs(frame: &Frame, uplink: &Uplink) -> Result<(), Pass> {
-    let eth: *mut EthHdr = frame.ptr_at(0).ok_or(Pass::Malformed)?;
-    // SAFETY: bounds checked by ptr_at; XDP frames are writable.
-    unsafe {
-        (*eth).dst_addr = uplink.dst_mac;
-        (*eth).src_addr = uplink.src_mac;
-    }
+    let header: *mut [u8; ethernet::HEADER_LEN] = frame.ptr_at(0).ok_or(Pass::Malformed)?;
+    // SAFETY: `ptr_at` gave the pointer only with the whole Ethernet header before the frame's
+    // end; an XDP frame is writable in place (the redirect before only recorded its target),
+    // and this is the only reference into it.
+    let mut eth = ethernet::Frame::new_unchecked(unsafe { &mut *header });
+    eth.set_dst_addr(Address(uplink.dst_mac));
+    eth.set_src_addr(Address(uplink.src_mac));
     Ok(())
 }
 
@@ -407,8 +428,8 @@ fn account(slot: u32, uplink: &Uplink, now: u64, len: u64, dlb: bool) {
         return;
     }
     if let Some(queue) = LB_LOADS.get_ptr_mut(slot) {
-        // SAFETY: a valid map value pointer; a lost update between CPUs is tolerated, as for
-        // the ECN phantom queues.
+        // SAFETY: a map value pointer from the kernel, valid for the program run (array map);
+        // a lost update between CPUs is tolerated, as for the ECN phantom queues.
         unsafe { (*queue).enqueue(now, len, uplink.rate_bytes_per_sec) };
     }
 }
@@ -428,13 +449,14 @@ fn count_pass(reason: Pass) {
 
 #[inline(always)]
 fn lb_counters() -> Option<&'static mut LbCounters> {
-    // SAFETY: this CPU's copy of a per-CPU map value.
+    // SAFETY: this CPU's copy of a per-CPU map value, valid for the program run; a program
+    // runs to its end on one CPU without preemption, so no other reference to it is live.
     LB_COUNTERS.get_ptr_mut(0).map(|p| unsafe { &mut *p })
 }
 
 #[inline(always)]
 fn uplink_counters(slot: u32) -> Option<&'static mut UplinkCounters> {
-    // SAFETY: this CPU's copy of a per-CPU map value.
+    // SAFETY: as in `lb_counters`: this CPU's copy, no other reference live while it runs.
     LB_UPLINK_COUNTERS
         .get_ptr_mut(slot)
         .map(|p| unsafe { &mut *p })

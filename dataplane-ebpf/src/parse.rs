@@ -2,28 +2,25 @@
 //! options) or IPv6 (with a bounded walk over extension headers), UDP, and the RoCEv2 BTH.
 //!
 //! It only reads. Every access is bounds-checked against the end of the frame, so a malformed
-//! frame yields a [`ParseError`] and never a read past the end.
+//! frame yields a [`ParseError`] and never a read past the end. The headers are `wire`'s views
+//! over fixed-size windows of the frame ([`Frame::bytes_at`]): the window's length is checked
+//! once against the frame's end, in the form the verifier follows, and every field offset
+//! within it is a constant, so the views' own bounds checks fold away.
 
 use core::mem::size_of;
 
 use dataplane_common::counters::ParseError;
-use network_types::{
-    eth::EthHdr,
-    ip::{Ipv4Hdr, Ipv6Hdr},
-    udp::UdpHdr,
-    vlan::VlanHdr,
+use wire::{
+    bth,
+    ethernet::{self, EtherType},
+    ip::{Ecn, Protocol},
+    ipv4, ipv6, udp, vlan,
 };
-use wire::{bth, ethernet::EtherType, ip::Protocol};
 
 /// Most IPv6 extension headers the walk follows before giving up.
 const MAX_IPV6_EXTENSIONS: usize = 4;
 
-// EtherTypes as they lie in memory (network order), and IP protocol numbers, from `wire`.
-const ETH_P_IPV4: u16 = EtherType::Ipv4.value().to_be();
-const ETH_P_IPV6: u16 = EtherType::Ipv6.value().to_be();
-const ETH_P_8021Q: u16 = EtherType::Vlan.value().to_be();
-const ETH_P_8021AD: u16 = EtherType::QinQ.value().to_be();
-
+// IP protocol numbers, from `wire`.
 const IPPROTO_HOPOPTS: u8 = Protocol::HopByHop.value();
 const IPPROTO_UDP: u8 = Protocol::Udp.value();
 const IPPROTO_ROUTING: u8 = Protocol::Ipv6Route.value();
@@ -51,6 +48,17 @@ impl Frame {
             return None;
         }
         Some((self.start + offset) as *mut T)
+    }
+
+    /// The `N` bytes at `offset`, if all of them lie inside the frame: the window a `wire`
+    /// view reads a header through.
+    #[inline(always)]
+    pub fn bytes_at<const N: usize>(&self, offset: usize) -> Option<&[u8; N]> {
+        let bytes = self.ptr_at::<[u8; N]>(offset)?;
+        // SAFETY: `ptr_at` gave the pointer only with all `N` bytes before the frame's end, and
+        // the frame stays in place while the program runs (no helper that moves packet data is
+        // called while a window is read; writers go through `ptr_at` after the reads).
+        Some(unsafe { &*bytes })
     }
 
     /// Bytes from `offset` to the end of the frame (0 if `offset` is past it).
@@ -113,38 +121,44 @@ impl Parsed {
         if !self.roce {
             return None;
         }
-        let header = frame.ptr_at::<[u8; bth::HEADER_LEN]>(self.bth)?;
-        // SAFETY: bounds checked by ptr_at.
-        Some(bth::Packet::new_unchecked(unsafe { *header }))
+        Some(bth::Packet::new_unchecked(*frame.bytes_at(self.bth)?))
     }
 }
 
 /// Parses `frame` from its Ethernet header.
 #[inline(always)]
 pub fn parse(frame: &Frame) -> Result<Parsed, ParseError> {
-    let eth: *const EthHdr = frame.ptr_at(0).ok_or(ParseError::TruncatedEthernet)?;
-    let mut ether_type = unsafe { (*eth).ether_type };
-    let mut offset = EthHdr::LEN;
+    let eth = ethernet::Frame::new_unchecked(
+        frame
+            .bytes_at::<{ ethernet::HEADER_LEN }>(0)
+            .ok_or(ParseError::TruncatedEthernet)?,
+    );
+    let mut ether_type = eth.ethertype();
+    let mut offset = ethernet::HEADER_LEN;
     let mut parsed = Parsed::OTHER;
 
     for depth in 0..3 {
-        if ether_type != ETH_P_8021Q && ether_type != ETH_P_8021AD {
+        if ether_type != EtherType::Vlan && ether_type != EtherType::QinQ {
             break;
         }
         if depth == 2 {
             return Err(ParseError::TooManyVlans);
         }
-        let vlan: *const VlanHdr = frame.ptr_at(offset).ok_or(ParseError::TruncatedVlan)?;
+        let tag = vlan::Tag::new_unchecked(
+            frame
+                .bytes_at::<{ vlan::TAG_LEN }>(offset)
+                .ok_or(ParseError::TruncatedVlan)?,
+        );
         if parsed.pcp.is_none() {
-            parsed.pcp = Some(unsafe { (*vlan).pcp() });
+            parsed.pcp = Some(tag.pcp());
         }
-        ether_type = unsafe { (*vlan).ether_type };
-        offset += VlanHdr::LEN;
+        ether_type = tag.ethertype();
+        offset += vlan::TAG_LEN;
     }
 
     let transport = match ether_type {
-        ETH_P_IPV4 => parse_ipv4(frame, offset, &mut parsed)?,
-        ETH_P_IPV6 => parse_ipv6(frame, offset, &mut parsed)?,
+        EtherType::Ipv4 => parse_ipv4(frame, offset, &mut parsed)?,
+        EtherType::Ipv6 => parse_ipv6(frame, offset, &mut parsed)?,
         _ => None,
     };
     if let Some((udp_offset, datagram_end)) = transport {
@@ -163,29 +177,26 @@ type Transport = Option<(usize, usize)>;
 /// UDP datagram.
 #[inline(always)]
 fn parse_ipv4(frame: &Frame, offset: usize, parsed: &mut Parsed) -> Result<Transport, ParseError> {
-    let ip: *const Ipv4Hdr = frame.ptr_at(offset).ok_or(ParseError::TruncatedIpv4)?;
-    let (vihl, tos, total_len, frags, proto) = unsafe {
-        (
-            (*ip).vihl,
-            (*ip).tos,
-            u16::from_be_bytes((*ip).tot_len) as usize,
-            u16::from_be_bytes((*ip).frags),
-            (*ip).proto,
-        )
-    };
-    let header_len = ((vihl & 0x0f) as usize) * 4;
-    if vihl >> 4 != 4 || header_len < Ipv4Hdr::LEN || total_len < header_len {
+    let ip = ipv4::Packet::new_unchecked(
+        frame
+            .bytes_at::<{ ipv4::HEADER_LEN }>(offset)
+            .ok_or(ParseError::TruncatedIpv4)?,
+    );
+    let header_len = ip.header_len();
+    let total_len = usize::from(ip.total_len());
+    if ip.version() != 4 || header_len < ipv4::HEADER_LEN || total_len < header_len {
         return Err(ParseError::BadIpv4Header);
     }
     if total_len > frame.remaining(offset) {
         return Err(ParseError::TruncatedIpv4);
     }
+    let proto = ip.protocol().value();
     parsed.network = Network::Ipv4(offset);
-    parsed.dscp = tos >> 2;
-    parsed.ecn = tos & 0b11;
+    parsed.dscp = ip.dscp();
+    parsed.ecn = ip.ecn().bits();
     parsed.protocol = proto;
     // More-fragments flag or a fragment offset: not a whole datagram.
-    if frags & 0x3fff != 0 {
+    if ip.more_frags() || ip.frag_offset() != 0 {
         return Ok(None);
     }
     parsed.transport = offset + header_len;
@@ -199,41 +210,44 @@ fn parse_ipv4(frame: &Frame, offset: usize, parsed: &mut Parsed) -> Result<Trans
 /// chain ends in an unfragmented UDP datagram.
 #[inline(always)]
 fn parse_ipv6(frame: &Frame, offset: usize, parsed: &mut Parsed) -> Result<Transport, ParseError> {
-    let ip: *const Ipv6Hdr = frame.ptr_at(offset).ok_or(ParseError::TruncatedIpv6)?;
-    let (vcf0, vcf1, mut next) = unsafe { ((*ip).vcf[0], (*ip).vcf[1], (*ip).next_hdr) };
-    let datagram_len = Ipv6Hdr::LEN + u16::from_be_bytes(unsafe { (*ip).payload_len }) as usize;
-    if vcf0 >> 4 != 6 || datagram_len > frame.remaining(offset) {
+    let ip = ipv6::Packet::new_unchecked(
+        frame
+            .bytes_at::<{ ipv6::HEADER_LEN }>(offset)
+            .ok_or(ParseError::TruncatedIpv6)?,
+    );
+    let mut next = ip.next_header().value();
+    let datagram_len = ipv6::HEADER_LEN + usize::from(ip.payload_len());
+    if ip.version() != 6 || datagram_len > frame.remaining(offset) {
         return Err(ParseError::TruncatedIpv6);
     }
     let end = offset + datagram_len;
-    let traffic_class = (vcf0 << 4) | (vcf1 >> 4);
     parsed.network = Network::Ipv6(offset);
-    parsed.dscp = traffic_class >> 2;
-    parsed.ecn = traffic_class & 0b11;
+    parsed.dscp = ip.dscp();
+    parsed.ecn = Ecn::from_traffic_class(ip.traffic_class()).bits();
 
-    let mut cursor = offset + Ipv6Hdr::LEN;
+    let mut cursor = offset + ipv6::HEADER_LEN;
     for _ in 0..MAX_IPV6_EXTENSIONS {
         parsed.protocol = next;
         parsed.transport = cursor;
         let header_len = match next {
             IPPROTO_UDP => return Ok(Some((cursor, end))),
             IPPROTO_HOPOPTS | IPPROTO_ROUTING | IPPROTO_DSTOPTS => {
-                let ext: *const [u8; 2] = frame
-                    .ptr_at(cursor)
+                let ext: &[u8; 2] = frame
+                    .bytes_at(cursor)
                     .ok_or(ParseError::TruncatedIpv6Extension)?;
-                (unsafe { (*ext)[1] } as usize + 1) * 8
+                (ext[1] as usize + 1) * 8
             }
             IPPROTO_AH => {
-                let ext: *const [u8; 2] = frame
-                    .ptr_at(cursor)
+                let ext: &[u8; 2] = frame
+                    .bytes_at(cursor)
                     .ok_or(ParseError::TruncatedIpv6Extension)?;
-                (unsafe { (*ext)[1] } as usize + 2) * 4
+                (ext[1] as usize + 2) * 4
             }
             IPPROTO_FRAGMENT => {
-                let ext: *const [u8; 8] = frame
-                    .ptr_at(cursor)
+                let ext: &[u8; 8] = frame
+                    .bytes_at(cursor)
                     .ok_or(ParseError::TruncatedIpv6Extension)?;
-                let offset_and_more = u16::from_be_bytes(unsafe { [(*ext)[2], (*ext)[3]] });
+                let offset_and_more = u16::from_be_bytes([ext[2], ext[3]]);
                 if offset_and_more & 0xfff9 != 0 {
                     parsed.transport = 0;
                     return Ok(None);
@@ -242,11 +256,9 @@ fn parse_ipv6(frame: &Frame, offset: usize, parsed: &mut Parsed) -> Result<Trans
             }
             _ => return Ok(None),
         };
-        next = unsafe {
-            *frame
-                .ptr_at::<u8>(cursor)
-                .ok_or(ParseError::TruncatedIpv6Extension)?
-        };
+        next = frame
+            .bytes_at::<1>(cursor)
+            .ok_or(ParseError::TruncatedIpv6Extension)?[0];
         if frame.remaining(cursor) < header_len {
             return Err(ParseError::TruncatedIpv6Extension);
         }
@@ -271,20 +283,24 @@ fn parse_udp(
     offset: usize,
     datagram_end: usize,
 ) -> Result<Option<usize>, ParseError> {
-    let udp: *const UdpHdr = frame.ptr_at(offset).ok_or(ParseError::TruncatedUdp)?;
-    if offset + UdpHdr::LEN > datagram_end {
+    let udp = udp::Packet::new_unchecked(
+        frame
+            .bytes_at::<{ udp::HEADER_LEN }>(offset)
+            .ok_or(ParseError::TruncatedUdp)?,
+    );
+    if offset + udp::HEADER_LEN > datagram_end {
         return Err(ParseError::TruncatedUdp);
     }
-    if u16::from_be_bytes(unsafe { (*udp).dst }) != bth::ROCEV2_PORT {
+    if udp.dst_port() != bth::ROCEV2_PORT {
         return Ok(None);
     }
-    let bth_end = offset + UdpHdr::LEN + bth::HEADER_LEN;
+    let bth_end = offset + udp::HEADER_LEN + bth::HEADER_LEN;
     if frame
-        .ptr_at::<[u8; bth::HEADER_LEN]>(offset + UdpHdr::LEN)
+        .ptr_at::<[u8; bth::HEADER_LEN]>(offset + udp::HEADER_LEN)
         .is_none()
         || bth_end > datagram_end
     {
         return Err(ParseError::TruncatedBth);
     }
-    Ok(Some(offset + UdpHdr::LEN))
+    Ok(Some(offset + udp::HEADER_LEN))
 }

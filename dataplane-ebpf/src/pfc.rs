@@ -17,9 +17,8 @@ use dataplane_common::{
     pfc::{build_pfc_frame, pfc_mark, PauseOutcome, PfcSignal},
     Hook, PRIORITIES,
 };
-use network_types::eth::EthHdr;
 use wire::{
-    ethernet::EtherType,
+    ethernet::{self, EtherType},
     pfc::{self as wire_pfc, quanta_to_ns},
 };
 
@@ -47,10 +46,10 @@ pub enum Received {
 /// Handles `frame` if it is a MAC control frame.
 #[inline(always)]
 pub fn receive<C: EbpfContext>(ctx: &C, frame: &Frame) -> Received {
-    let Some(eth) = frame.ptr_at::<EthHdr>(0) else {
+    let Some(eth) = frame.bytes_at::<{ ethernet::HEADER_LEN }>(0) else {
         return Received::Other;
     };
-    if unsafe { (*eth).ether_type } != EtherType::MacControl.value().to_be() {
+    if ethernet::Frame::new_unchecked(eth).ethertype() != EtherType::MacControl {
         return Received::Other;
     }
     let Some(counters) = COUNTERS.get_ptr_mut(Hook::Xdp as u32) else {
@@ -97,9 +96,10 @@ fn honour<C: EbpfContext>(
     settings: &Settings,
 ) -> Result<Option<u16>, ParseError> {
     let body = frame
-        .ptr_at::<[u8; wire_pfc::BODY_LEN]>(EthHdr::LEN)
+        .ptr_at::<[u8; wire_pfc::BODY_LEN]>(ethernet::HEADER_LEN)
         .ok_or(ParseError::TruncatedPfc)?;
-    // SAFETY: bounds checked by ptr_at.
+    // SAFETY: `ptr_at` gave the pointer only with the whole PFC body before the frame's end;
+    // the view only reads, and nothing writes the frame while it lives.
     let body = wire_pfc::Packet::new_unchecked(unsafe { &*body });
     if body.opcode() != wire_pfc::OPCODE {
         return Err(ParseError::BadPfcOpcode);
@@ -109,6 +109,7 @@ fn honour<C: EbpfContext>(
         return Err(ParseError::BadPfcVector);
     }
     let watchdog = settings.watchdog();
+    // SAFETY: a helper that takes no arguments and touches no memory of the program's.
     let now = unsafe { bpf_ktime_get_ns() };
     let mut only_pauses = class_enable != 0;
     for priority in 0..PRIORITIES {

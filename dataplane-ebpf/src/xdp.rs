@@ -7,7 +7,11 @@ use aya_ebpf::{
     programs::XdpContext,
 };
 use dataplane_common::Hook;
-use network_types::ip::Ipv4Hdr;
+use wire::{
+    ip::Ecn,
+    ipv4::{self, TOS_OFFSET},
+    ipv6,
+};
 
 use crate::{
     ecn,
@@ -51,35 +55,59 @@ dataplane_common::entry_point_is!(lossless_xdp, dataplane_common::programs::XDP)
 fn set_ce(frame: &Frame, parsed: &Parsed) -> bool {
     match parsed.network {
         Network::Ipv4(offset) => {
-            let Some(ip) = frame.ptr_at::<Ipv4Hdr>(offset) else {
+            let Some(header) = frame.ptr_at::<[u8; ipv4::HEADER_LEN]>(offset) else {
                 return false;
             };
-            // SAFETY: bounds checked by ptr_at; XDP frames are writable.
-            unsafe {
-                let old = u16::from_be_bytes([(*ip).vihl, (*ip).tos]);
-                (*ip).tos |= 0b11;
-                let new = u16::from_be_bytes([(*ip).vihl, (*ip).tos]);
-                let check = u16::from_be_bytes((*ip).check);
-                (*ip).check = checksum_update(check, old, new).to_be_bytes();
-            }
+            // SAFETY: `ptr_at` gave the pointer only with the whole header before the frame's
+            // end; an XDP frame is writable in place, no helper ran since that could move it,
+            // and no other reference into the frame is alive.
+            let header = unsafe { &mut *header };
+            rewrite_ipv4_word(header, TOS_OFFSET, |ip| {
+                ip.set_traffic_class(ip.traffic_class() | Ecn::Ce.bits())
+            });
             true
         }
         Network::Ipv6(offset) => {
-            let Some(vcf) = frame.ptr_at::<[u8; 2]>(offset) else {
+            let Some(header) = frame.ptr_at::<[u8; ipv6::HEADER_LEN]>(offset) else {
                 return false;
             };
-            // SAFETY: as above. ECN is bits 5..4 of the second byte of the IPv6 header.
-            unsafe { (*vcf)[1] |= 0b0011_0000 };
+            // SAFETY: as for IPv4: the whole header lies in the writable frame, and this is the
+            // only reference into it.
+            let mut ip = ipv6::Packet::new_unchecked(unsafe { &mut *header });
+            ip.set_version_tc_flow(ip.traffic_class() | Ecn::Ce.bits(), ip.flow_label());
             true
         }
         Network::Other => false,
     }
 }
 
-/// RFC 1624 eqn. 3: the ones'-complement checksum after a 16-bit word changes from `old` to
-/// `new`: HC' = ~(~HC + ~m + m').
+/// Applies `change` to the IPv4 header `header`, which alters at most the 16-bit word holding
+/// byte `at`, and updates the header checksum for that word (RFC 1624) rather than summing the
+/// header again.
 #[inline(always)]
-pub(crate) fn checksum_update(check: u16, old: u16, new: u16) -> u16 {
+pub(crate) fn rewrite_ipv4_word(
+    header: &mut [u8; ipv4::HEADER_LEN],
+    at: usize,
+    change: impl FnOnce(&mut ipv4::Packet<&mut [u8; ipv4::HEADER_LEN]>),
+) {
+    let word = |header: &[u8; ipv4::HEADER_LEN]| {
+        let first = at & !1;
+        u16::from_be_bytes([header[first], header[first + 1]])
+    };
+    let old = word(header);
+    let mut ip = ipv4::Packet::new_unchecked(&mut *header);
+    change(&mut ip);
+    let check = ip.checksum();
+    let new = word(header);
+    ipv4::Packet::new_unchecked(header).set_checksum(checksum_update(check, old, new));
+}
+
+/// RFC 1624 eqn. 3: the ones'-complement checksum after a 16-bit word changes from `old` to
+/// `new`: HC' = ~(~HC + ~m + m'). `wire::checksum::update` is the same equation over byte
+/// slices, but folds its sum in a data-dependent loop; this one folds twice, which is all a
+/// 16-bit change needs, and gives the verifier no loop to walk.
+#[inline(always)]
+fn checksum_update(check: u16, old: u16, new: u16) -> u16 {
     let mut sum = (!check) as u32 + (!old) as u32 + new as u32;
     sum = (sum & 0xffff) + (sum >> 16);
     sum = (sum & 0xffff) + (sum >> 16);

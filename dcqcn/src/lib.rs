@@ -30,6 +30,7 @@
 //!
 //! [`RateTimeline`] records the rate over time when enabled with
 //! [`Dcqcn::record`], and writes it as CSV or JSON.
+#![forbid(unsafe_code)]
 
 use std::io::{self, Write};
 use std::time::Duration;

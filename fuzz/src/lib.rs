@@ -11,6 +11,7 @@
 //! match kind, counters, a register, a digest, multicast, packet I/O), the P4Runtime server
 //! tests' program, and `stateful.p4` (register, counters, clones, multicast), an STF corpus
 //! program.
+#![forbid(unsafe_code)]
 
 use std::cell::OnceCell;
 

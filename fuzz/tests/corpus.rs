@@ -1,6 +1,7 @@
 //! Replays every file of every target's committed corpus (`corpus/TARGET/`) through the target,
 //! as `cargo fuzz` would start: each must return (a panic fails the test, naming the file). This
 //! is the fuzz targets' part of `cargo test`; `cargo xtask test` also fuzzes briefly.
+#![forbid(unsafe_code)]
 
 use std::path::Path;
 

@@ -4,6 +4,7 @@
 //! helpers both sides of P4Runtime need: the error convention of the specification
 //! ([`status`]), P4Info's text and JSON formats ([`format`]), and the walk over a P4Info's
 //! entities ([`p4info`]).
+#![forbid(unsafe_code)]
 
 pub mod format;
 pub mod p4info;

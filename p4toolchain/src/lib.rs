@@ -5,6 +5,7 @@
 //!
 //! No dependencies, so that xtask (which installs a bundle's run-time packages), the tests and
 //! the command lines of softswitch and lossless can all use it.
+#![forbid(unsafe_code)]
 
 mod bundle;
 pub mod compile;

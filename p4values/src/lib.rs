@@ -7,6 +7,7 @@
 //! P4Runtime server reads and writes bytestrings with it, and the simulator applies
 //! runtime JSON to its switches with it, so one file means one thing to all three. No gRPC and
 //! no async here: the simulator links this crate without linking a P4Runtime stack.
+#![forbid(unsafe_code)]
 
 pub mod bytestring;
 pub mod runtime_json;

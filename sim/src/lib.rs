@@ -14,6 +14,7 @@
 //! plane computes, running the [`program`] (lossless.p4 unless told otherwise); [`report`]
 //! reads what it measured. [`tutorial`] builds one from a P4 tutorials' topology.json instead. The same inputs give the same run: ties between events go in the order they
 //! were scheduled, and every random choice comes from a seeded generator.
+#![forbid(unsafe_code)]
 
 pub mod event;
 pub mod flows;

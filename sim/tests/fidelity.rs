@@ -5,6 +5,7 @@
 //! deterministic: the same seed gives the same summary, another seed another run. docs/sim.md's
 //! "Fidelity" section records the figures these tests measure; the side-by-side with htsim is
 //! `tests/tests/sim_htsim.rs`.
+#![forbid(unsafe_code)]
 
 use sim::report::{summarise, Summary};
 use sim::scenario::{build, Built, CnpSource, CongestionControl, Scenario};

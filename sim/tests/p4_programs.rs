@@ -4,6 +4,7 @@
 //! softswitch and, but for those that need softswitch's virtual clock, on BMv2; every runtime
 //! file of the example topologies applies, and RED marks with the probability its profile
 //! gives.
+#![forbid(unsafe_code)]
 
 mod common;
 

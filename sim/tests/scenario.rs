@@ -2,6 +2,7 @@
 //! plane computes: the invariants every run must keep (nothing lost in the lossless priority
 //! with PFC on, every flow completes, no flow faster than alone on an idle path, the program's
 //! counters agree with the simulator's accounting, the same seed gives the same summary).
+#![forbid(unsafe_code)]
 
 use sim::report::summarise;
 use sim::scenario::{build, CongestionControl, FailureSpec, Scenario};

@@ -1,6 +1,7 @@
 //! lossless.p4 in the example leaf/spine fabric (dataplane-p4/topologies/leaf-spine: 1 Gb/s,
 //! priority 3 lossless and ECN-marked, switch CNPs on): what the old in-process fabric tested,
 //! now on the simulator.
+#![forbid(unsafe_code)]
 
 mod common;
 

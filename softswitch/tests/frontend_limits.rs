@@ -439,9 +439,10 @@ fn check_and_stf_refuse_hostile_sources_within_a_gigabyte() {
         }
     }
     // The largest resident set of any child this process waited for.
-    // SAFETY: `usage` is a valid rusage for getrusage to fill.
+    // SAFETY: a rusage is integers and timevals, for which all zeroes is a valid value.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     assert_eq!(
+        // SAFETY: `usage` is a whole rusage for getrusage to fill.
         unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) },
         0
     );

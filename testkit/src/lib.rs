@@ -8,6 +8,7 @@
 //!
 //! Its only dependency is `p4toolchain` (itself without dependencies), so that softswitch and
 //! fabric can use it as a dev-dependency without linking the control plane.
+#![forbid(unsafe_code)]
 
 pub mod bmv2;
 mod generated;

@@ -35,11 +35,12 @@ impl RawSocket {
         }
         // SAFETY: raw is a fresh, valid fd.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        // SAFETY: a zeroed sockaddr_ll with the fields bind needs.
+        // SAFETY: a sockaddr_ll is integers and a byte array, for which all zeroes is valid.
         let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         addr.sll_family = libc::AF_PACKET as u16;
         addr.sll_protocol = protocol as u16;
         addr.sll_ifindex = ifindex;
+        // SAFETY: `addr` is a whole sockaddr_ll of the length given, alive for the call.
         let rc = unsafe {
             libc::bind(
                 fd.as_raw_fd(),
@@ -108,9 +109,11 @@ impl RawSocket {
                 return Ok(frames);
             }
             timeout_ms = 0;
-            // SAFETY: zeroed sockaddr_ll for recvfrom to fill; buffer valid for its length.
+            // SAFETY: a sockaddr_ll is integers and a byte array, for which all zeroes is valid.
             let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
             let mut from_len = std::mem::size_of_val(&from) as u32;
+            // SAFETY: `buf` is valid for `buf.len()` bytes and `from` for `from_len`, both
+            // alive for the call.
             let n = unsafe {
                 libc::recvfrom(
                     self.fd.as_raw_fd(),

@@ -193,7 +193,7 @@ pub fn hash_offset(tier: u8) -> u8 {
 /// (at least as many as ports; members past the ports repeat them, so a group whose ports
 /// change keeps every member entry and is rewritten by modifying each): the group's entry
 /// (`policy`, size = the ports, the flowlet timeout) first, then its members, then its DLB
-/// ports (the first eight; 0 past them).
+/// ports (the first eight; 0 past them). `policy` is one lossless.p4 runs (not wcmp).
 pub fn group_entries(
     group: u16,
     ports: &[u16],
@@ -205,10 +205,13 @@ pub fn group_entries(
         !ports.is_empty() && members >= ports.len(),
         "a group has ports"
     );
+    let p4_code = policy
+        .p4_code()
+        .expect("lossless.p4 runs the policy (Tuning::check and parse_policy refuse wcmp)");
     let mut t = vec![entry(
         &format!("{INGRESS}.ecmp_group"),
         &format!("{INGRESS}.set_group"),
-        json!({"policy": policy.code(), "size": ports.len(), "flowlet_timeout_us": tuning.flowlet_timeout_us}),
+        json!({"policy": p4_code, "size": ports.len(), "flowlet_timeout_us": tuning.flowlet_timeout_us}),
         Some(json!({"meta.group": group})),
     )];
     for member in 0..members {

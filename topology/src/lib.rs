@@ -5,6 +5,7 @@
 //! up-down routes with aggregated prefixes, intact or with failed links and switches, and
 //! [`entries`] turns them and a [`tuning`] into every switch's table entries. A pure library:
 //! no I/O. docs/topologies.md is the reference.
+#![forbid(unsafe_code)]
 
 pub mod entries;
 pub mod fabric;

@@ -4,7 +4,7 @@
 //! format) with these field names; [`Tuning::check`] holds the limits. The defaults are the ones
 //! `lossless net` has always used (dataplane-p4's leaf/spine example).
 
-use std::{fmt, str::FromStr};
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -27,73 +27,27 @@ pub const MAX_PAUSE_US: u32 = 1_000_000;
 /// The longest CNP interval and hold stall: 60 s.
 pub const MAX_INTERVAL_US: u32 = 60_000_000;
 
-/// A load-balancing policy of lossless.p4's ECMP groups.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum Policy {
-    /// 5-tuple hash.
-    #[serde(rename = "ecmp")]
-    Ecmp,
-    /// A new member only after an idle gap.
-    #[serde(rename = "flowlet")]
-    Flowlet,
-    /// The least-loaded member at a flowlet boundary.
-    #[serde(rename = "dlb")]
-    Dlb,
-    /// Each packet of a flow to the next member.
-    #[serde(rename = "spray")]
-    Spray,
-    /// 5-tuple and RoCEv2 destination QP hash (Meta's enhanced ECMP).
-    #[serde(rename = "e-ecmp")]
-    EEcmp,
+/// The load-balancing policy of lossless.p4's ECMP groups: the workspace's one policy enum,
+/// of which lossless.p4 runs [`Policy::P4`] (every one but wcmp).
+pub use dataplane_common::lb::Policy;
+
+/// The policy lossless.p4 runs named `text`: one of [`Policy::P4`].
+pub fn parse_policy(text: &str) -> Result<Policy, Error> {
+    Policy::from_name(text)
+        .filter(|p| p.p4_code().is_some())
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "policy '{}': ecmp, flowlet, dlb, spray or e-ecmp",
+                text.escape_debug()
+            ))
+        })
 }
 
-impl Policy {
-    /// Every policy, in the order of their codes.
-    pub const ALL: [Policy; 5] = [
-        Policy::Ecmp,
-        Policy::Flowlet,
-        Policy::Dlb,
-        Policy::Spray,
-        Policy::EEcmp,
-    ];
-
-    /// Its code in `set_group(policy, ...)`.
-    pub fn code(self) -> u8 {
-        self as u8
-    }
-
-    /// Its name: `ecmp`, `flowlet`, `dlb`, `spray`, `e-ecmp`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Policy::Ecmp => "ecmp",
-            Policy::Flowlet => "flowlet",
-            Policy::Dlb => "dlb",
-            Policy::Spray => "spray",
-            Policy::EEcmp => "e-ecmp",
-        }
-    }
-}
-
-impl fmt::Display for Policy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Policy {
-    type Err = Error;
-
-    fn from_str(text: &str) -> Result<Policy, Error> {
-        Policy::ALL
-            .into_iter()
-            .find(|p| p.name() == text)
-            .ok_or_else(|| {
-                Error::Invalid(format!(
-                    "policy '{}': ecmp, flowlet, dlb, spray or e-ecmp",
-                    text.escape_debug()
-                ))
-            })
-    }
+/// Reads a policy lossless.p4 runs by its name, as [`parse_policy`] (the policy field of
+/// [`Tuning`]).
+fn deserialize_policy<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Policy, D::Error> {
+    let name = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+    parse_policy(&name).map_err(serde::de::Error::custom)
 }
 
 /// RED marking of the lossless priorities' egress queues.
@@ -195,7 +149,8 @@ pub struct Class {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Tuning {
-    /// The policy of every ECMP group.
+    /// The policy of every ECMP group (one lossless.p4 runs).
+    #[serde(deserialize_with = "deserialize_policy")]
     pub policy: Policy,
     /// Flowlet idle gap (flowlet and dlb policies), µs.
     pub flowlet_timeout_us: u64,
@@ -252,6 +207,13 @@ impl Tuning {
         let bad = |key: &str, value: &dyn fmt::Display, rule: &str| {
             Err(Error::Invalid(format!("{key} {value}: {rule}")))
         };
+        if self.policy.p4_code().is_none() {
+            return bad(
+                "policy",
+                &self.policy,
+                "ecmp, flowlet, dlb, spray or e-ecmp",
+            );
+        }
         for (key, v) in [
             ("flowlet_timeout_us", self.flowlet_timeout_us),
             ("dlb_load_age_us", self.dlb_load_age_us),
@@ -487,8 +449,18 @@ mod tests {
         assert_eq!(parsed.pfc.xon_packets, 4);
         assert_eq!(parsed.ecn.pmax_q16(), 32768);
         assert!(toml::from_str::<Tuning>("[pfc]\nxof = 1\n").is_err());
-        assert_eq!("e-ecmp".parse::<Policy>().unwrap(), Policy::EEcmp);
-        assert!("ECMP".parse::<Policy>().is_err());
-        assert_eq!(Policy::EEcmp.code(), 4);
+        assert_eq!(parse_policy("e-ecmp").unwrap(), Policy::EEcmp);
+        assert!(parse_policy("ECMP").is_err());
+        // lossless.p4 has no WCMP: refused by name, in a file and built by hand.
+        let wcmp = parse_policy("wcmp").unwrap_err().to_string();
+        assert!(
+            wcmp.contains("policy 'wcmp': ecmp, flowlet, dlb, spray or e-ecmp"),
+            "{wcmp}"
+        );
+        let wcmp = toml::from_str::<Tuning>("policy = \"wcmp\"\n").unwrap_err();
+        assert!(wcmp.to_string().contains("policy 'wcmp'"), "{wcmp}");
+        t = Tuning::default();
+        t.policy = Policy::Wcmp;
+        assert!(t.check().unwrap_err().to_string().contains("policy wcmp"));
     }
 }

@@ -8,6 +8,7 @@
 //! spread flows over every uplink of a tier. After a failure, the changed entries are applied
 //! to the running switches, and every host the live fabric still joins is still reached,
 //! through nothing that failed.
+#![forbid(unsafe_code)]
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::{IpAddr, Ipv4Addr};

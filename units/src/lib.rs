@@ -2,6 +2,7 @@
 //! function with written limits, so every option and key refuses the same bad values with the
 //! same kind of message (`inf`, `NaN`, `-0`, `1e300`, `2^64` alike). No I/O: used by the control
 //! plane's options and config files and by the workload format.
+#![forbid(unsafe_code)]
 
 use std::fmt;
 use std::time::Duration;

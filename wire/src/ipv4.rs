@@ -196,6 +196,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
         self.buffer.as_mut()[field::DST_ADDR].copy_from_slice(&value.octets());
     }
 
+    /// Sets the header checksum as given (after an incremental update, RFC 1624, where
+    /// [`Packet::fill_checksum`] would sum the whole header).
+    pub fn set_checksum(&mut self, value: u16) {
+        write_u16(self.buffer.as_mut(), field::CHECKSUM.start, value);
+    }
+
     /// Computes and stores the header checksum.
     pub fn fill_checksum(&mut self) {
         write_u16(self.buffer.as_mut(), field::CHECKSUM.start, 0);

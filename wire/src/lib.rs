@@ -15,6 +15,7 @@
 //! The tests of every module check bytes produced by an independent encoder (scapy, with
 //! `scapy.contrib.roce` and `scapy.contrib.mac_control`) or captured off a veth, and
 //! `tests/independent_decoders.rs` rebuilds every vector with scapy and decodes it with tshark.
+#![forbid(unsafe_code)]
 #![no_std]
 
 #[cfg(any(test, feature = "std"))]

@@ -2,6 +2,7 @@
 //! the test venv) rebuilds every vector from the expression it names, byte for byte, and tshark
 //! decodes every frame to the same fields this crate reads. Both skip (and fail under
 //! `CI=true`) where the venv or tshark is missing.
+#![forbid(unsafe_code)]
 
 use std::net::IpAddr;
 use std::process::Command;

@@ -14,6 +14,7 @@
 //! [`expand`] turns a workload into [`Flows`] for a set of [`Endpoints`], checking the counts
 //! against the limits before it allocates them. A pure library: it reads the files it is
 //! given and nothing else; no clock, no network, no threads.
+#![forbid(unsafe_code)]
 
 pub mod cdf;
 mod collective;

@@ -1,7 +1,7 @@
 //! `cargo xtask`: the only build orchestration of the workspace.
 //!
-//! `setup` installs what is missing (idempotent, quick when nothing is), `test` runs setup and
-//! every test, `demo` runs the labs (ECN, incast, PFC, load balancing), `bench` the benchmarks,
+//! `setup` installs what is missing (idempotent, quick when nothing is), `test` runs setup, the
+//! format check, clippy and every test, `demo` runs the labs (ECN, incast, PFC, load balancing), `bench` the benchmarks,
 //! `fuzz-diff` a long differential run of softswitch against BMv2, `codegen` regenerates the
 //! kernel definitions.
 //!
@@ -23,9 +23,11 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Install what is missing: apt packages, nightly + rust-src, bpf-linker, the Python venv.
+    /// Install what is missing: apt packages, rustfmt + clippy, nightly + rust-src, bpf-linker,
+    /// the Python venv.
     Setup,
-    /// Setup, build once, run every test. Under CI=true a skipped privileged test fails.
+    /// Setup, `cargo fmt --check`, clippy with `-D warnings`, build once, run every test. Under
+    /// CI=true a skipped privileged test fails.
     Test,
     /// Setup, build, and run the labs (ECN, incast, PFC, load balancing) on namespace test beds.
     Demo,

@@ -121,10 +121,17 @@ const FUZZED: &[&str] = &[
 /// How long `test` fuzzes each target, in seconds.
 const FUZZ_SECONDS: u32 = 15;
 
-/// Builds everything once, runs every test of the workspace (the fuzz targets' corpus
-/// included), then fuzzes each target of [`FUZZED`] for [`FUZZ_SECONDS`]. Ends by saying which
-/// tests were skipped and why (testkit's record of skips), however the tests ended.
+/// Checks the formatting and lints the workspace (every warning, the workspace's `[lints]`
+/// included, an error), builds everything once, runs every test of the workspace (the fuzz
+/// targets' corpus included), then fuzzes each target of [`FUZZED`] for [`FUZZ_SECONDS`]. Ends
+/// by saying which tests were skipped and why (testkit's record of skips), however the tests
+/// ended.
 pub fn test() -> anyhow::Result<()> {
+    cargo().args(["fmt", "--all", "--check"]).run()?;
+    cargo()
+        .args(["clippy", "--workspace", "--all-targets", "--locked"])
+        .args(["--", "-D", "warnings"])
+        .run()?;
     cargo()
         .args(["build", "--workspace", "--all-targets", "--locked"])
         .run()?;

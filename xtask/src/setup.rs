@@ -58,6 +58,9 @@ const PYTHON_PACKAGES: &[(&str, &str)] = &[
 const PYTHON_PACKAGES_WITHOUT_DEPENDENCIES: &[(&str, &str)] =
     &[("p4runtime-shell==0.0.6", "p4runtime_sh.p4runtime")];
 
+/// The rustup components `test` lints with.
+const LINT_COMPONENTS: &[&str] = &["rustfmt", "clippy"];
+
 /// cargo-fuzz, which builds the fuzz targets with libFuzzer (fuzz/); pinned, like bpf-linker's
 /// LLVM, so every machine fuzzes the same way.
 const CARGO_FUZZ_VERSION: &str = "0.13.2";
@@ -66,6 +69,7 @@ const CARGO_FUZZ_VERSION: &str = "0.13.2";
 pub fn setup() -> anyhow::Result<()> {
     apt_packages()?;
     p4ref_packages()?;
+    lint_components()?;
     nightly_rust_src()?;
     bpf_linker()?;
     cargo_fuzz()?;
@@ -113,6 +117,33 @@ fn deb_installed(package: &str) -> bool {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
         .unwrap_or(false)
+}
+
+/// rustfmt and clippy, which `test` runs before anything else, on the toolchain that builds the
+/// workspace (a minimal rustup profile has neither).
+fn lint_components() -> anyhow::Result<()> {
+    let installed = Command::new("rustup")
+        .args(["component", "list", "--installed"])
+        .current_dir(workspace_root())
+        .output()
+        .context("running rustup component list")?;
+    if !installed.status.success() {
+        bail!("rustup component list failed: {}", installed.status);
+    }
+    let installed = String::from_utf8_lossy(&installed.stdout);
+    let missing: Vec<&str> = LINT_COMPONENTS
+        .iter()
+        .copied()
+        .filter(|c| !installed.lines().any(|l| l.starts_with(&format!("{c}-"))))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    eprintln!("setup: adding {} to the toolchain", missing.join(" "));
+    Cmd::new("rustup")
+        .args(["component", "add"])
+        .args(missing)
+        .run()
 }
 
 fn nightly_rust_src() -> anyhow::Result<()> {

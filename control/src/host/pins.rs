@@ -240,8 +240,9 @@ pub fn ensure_bpffs() -> anyhow::Result<()> {
 
 fn is_bpffs(path: &Path) -> anyhow::Result<bool> {
     let c_path = CString::new(path.as_os_str().as_encoded_bytes())?;
-    // SAFETY: statfs fills the zeroed struct; the path is NUL-terminated.
+    // SAFETY: `statfs` is a C struct of integers, for which all zeroes is a valid value.
     let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: the path is NUL-terminated and outlives the call; `buf` is a whole statfs.
     let rc = unsafe { libc::statfs(c_path.as_ptr(), &mut buf) };
     if rc != 0 {
         return Err(io::Error::last_os_error())

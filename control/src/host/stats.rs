@@ -293,8 +293,9 @@ impl Stats {
 
 /// CLOCK_MONOTONIC in ns: the clock of `bpf_ktime_get_ns`, so pause times compare.
 pub fn monotonic_ns() -> anyhow::Result<u64> {
-    // SAFETY: clock_gettime fills the zeroed timespec.
+    // SAFETY: a timespec is two integers, for which all zeroes is a valid value.
     let mut now: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: `now` is a whole timespec the call may write.
     if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) } != 0 {
         return Err(io::Error::last_os_error().into());
     }

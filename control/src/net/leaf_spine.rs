@@ -165,8 +165,8 @@ pub fn uplink_group(
 
 /// clap's reader of a policy (its names listed in `--help`).
 pub fn policy_parser() -> impl TypedValueParser<Value = Policy> {
-    PossibleValuesParser::new(Policy::ALL.map(Policy::name))
-        .map(|name| name.parse().expect("one of the names listed"))
+    PossibleValuesParser::new(Policy::P4.map(Policy::name))
+        .map(|name| Policy::from_name(&name).expect("one of the names listed"))
 }
 
 #[cfg(test)]
@@ -237,7 +237,10 @@ mod tests {
             .map(|e| serde_json::to_value(e).unwrap())
             .collect();
         assert_eq!(json[0]["action_params"]["size"], 1);
-        assert_eq!(json[0]["action_params"]["policy"], Policy::Dlb.code());
+        assert_eq!(
+            json[0]["action_params"]["policy"],
+            Policy::Dlb.p4_code().unwrap()
+        );
         let members: Vec<&Value> = json
             .iter()
             .filter(|e| e["table"] == "LosslessIngress.ecmp_member")

@@ -153,7 +153,7 @@ pub fn run(args: &RunArgs, stop: &StopFlag) -> anyhow::Result<()> {
     } else {
         args.policy
             .iter()
-            .map(|p| p.parse())
+            .map(|p| topology::tuning::parse_policy(p))
             .collect::<Result<_, _>>()?
     };
     let mut records = Vec::new();

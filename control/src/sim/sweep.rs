@@ -165,7 +165,7 @@ enum Engine {
 fn with(scenario: &Scenario, key: &str, value: &str) -> anyhow::Result<Scenario> {
     let mut s = scenario.clone();
     match key {
-        "policy" => s.tuning.policy = value.parse()?,
+        "policy" => s.tuning.policy = topology::tuning::parse_policy(value)?,
         "seed" => {
             s.seed = value
                 .parse()

@@ -178,21 +178,26 @@ impl Interface {
             // SAFETY: `entry` is a node of the list getifaddrs returned.
             let node = unsafe { &*entry };
             entry = node.ifa_next;
-            // SAFETY: ifa_name is a NUL-terminated string of the node.
-            if node.ifa_addr.is_null()
-                || unsafe { CStr::from_ptr(node.ifa_name) }.to_bytes() != self.name.as_bytes()
-            {
+            if node.ifa_addr.is_null() {
+                continue;
+            }
+            // SAFETY: ifa_name is a NUL-terminated string of the node, alive until freeifaddrs.
+            let name = unsafe { CStr::from_ptr(node.ifa_name) };
+            if name.to_bytes() != self.name.as_bytes() {
                 continue;
             }
             // SAFETY: ifa_addr points at a sockaddr whose family says its real type.
             match i32::from(unsafe { (*node.ifa_addr).sa_family }) {
                 libc::AF_INET => {
+                    // SAFETY: family AF_INET: the kernel's address is a whole sockaddr_in, alive
+                    // until freeifaddrs.
                     let addr = unsafe { &*node.ifa_addr.cast::<libc::sockaddr_in>() };
                     found.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(
                         addr.sin_addr.s_addr,
                     ))));
                 }
                 libc::AF_INET6 => {
+                    // SAFETY: family AF_INET6: a whole sockaddr_in6, alive until freeifaddrs.
                     let addr = unsafe { &*node.ifa_addr.cast::<libc::sockaddr_in6>() };
                     found.push(IpAddr::V6(Ipv6Addr::from(addr.sin6_addr.s6_addr)));
                 }

@@ -7,6 +7,7 @@
 //! naming the object, never a panic. [`json`] reads values with their context, [`layout`]
 //! places headers in slots, [`expr`] lowers expressions, [`lower`] the parser, actions,
 //! pipelines, checksums and externs.
+#![forbid(unsafe_code)]
 
 pub mod expr;
 pub mod json;

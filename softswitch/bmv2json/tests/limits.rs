@@ -1,5 +1,6 @@
 //! Hostile and malformed BMv2 JSON: each is refused with an error that says why, never a panic,
 //! and a well-formed program (basic.p4 as p4c compiles it, the fuzz corpus' seed) loads.
+#![forbid(unsafe_code)]
 
 use serde_json::{json, Value};
 

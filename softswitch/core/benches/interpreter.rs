@@ -1,6 +1,7 @@
 //! Interpreter throughput, one core, no I/O: packets/s and ns/packet for IPv4 LPM forwarding
 //! with 1,000 routes (corpus `basic.p4`) and for ECN marking with ECMP (corpus `ecn_ecmp.p4`).
 //! Run with `cargo bench -p softswitch-core --bench interpreter`.
+#![forbid(unsafe_code)]
 
 use softswitch_core::ir::{ActionCall, Entry, FieldMatch};
 use softswitch_core::switch::{Clock, Switch};

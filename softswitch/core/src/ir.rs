@@ -95,6 +95,7 @@ pub enum CompareOp {
 
 /// A scalar expression.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs, reason = "each variant's doc says what its fields are")]
 pub enum Expr {
     /// A constant.
     Const(u128),
@@ -165,6 +166,7 @@ pub enum Expr {
 
 /// A scalar place that can be written.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs, reason = "each variant's doc says what its fields are")]
 pub enum Place {
     /// A slot.
     Slot(Slot),
@@ -198,6 +200,7 @@ pub struct Invoke {
 
 /// A header instance, possibly chosen at run time in a stack.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs, reason = "each variant's doc says what its fields are")]
 pub enum HeaderRef {
     /// A header at a fixed slot (its validity slot) with layout `layout`.
     Static { base: Slot, layout: usize },
@@ -215,6 +218,7 @@ pub enum HeaderRef {
 
 /// One field of a list given to a hash, checksum or digest.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs, reason = "each variant's doc says what its fields are")]
 pub enum FieldItem {
     /// A value of a fixed width.
     Bits(Expr, u16),
@@ -242,6 +246,7 @@ pub fn flat_fields(list: &[FieldItem]) -> Vec<&FieldItem> {
 
 /// How one header field is stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs, reason = "each variant's doc says what its fields are")]
 pub enum FieldLayout {
     /// A `bit<W>`/`int<W>`/`bool`/enum field in one slot.
     Fixed(u16),
@@ -283,6 +288,7 @@ pub struct ChecksumOf {
 
 /// A call of a v1model or core extern.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs, reason = "each variant's doc says what its fields are")]
 pub enum ExternCall {
     /// `packet.extract(h)`, or `packet.extract(h, bits)` giving its varbit field `bits` bits.
     Extract {
@@ -388,6 +394,7 @@ pub enum ExternCall {
 
 /// One item emitted by a deparser.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs, reason = "each variant's doc says what its fields are")]
 pub enum EmitItem {
     /// A header (emitted if valid).
     Header { base: Slot, layout: usize },
@@ -395,6 +402,7 @@ pub enum EmitItem {
 
 /// A statement.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs, reason = "each variant's doc says what its fields are")]
 pub enum Stmt {
     /// Stores a scalar.
     Assign(Place, Expr),
@@ -509,6 +517,7 @@ pub struct Key {
 
 /// How one key field of an entry matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs, reason = "each variant's doc says what its fields are")]
 pub enum FieldMatch {
     /// Equal to the value under the mask.
     Masked { value: u128, mask: u128 },
@@ -673,6 +682,7 @@ pub enum Target {
 
 /// A parser transition.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs, reason = "each variant's doc says what its fields are")]
 pub enum Transition {
     /// Unconditional.
     Goto(Target),
@@ -740,6 +750,7 @@ pub struct Control {
 
 /// The kind and configuration of an extern instance.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs, reason = "each variant's doc says what its fields are")]
 pub enum InstanceKind {
     /// `register<T>(size)` with `width`-bit cells.
     Register { size: u32, width: u16 },

@@ -10,6 +10,7 @@
 //! each table write can be traced as BMv2's log shows it ([`trace`]). No I/O,
 //! no async, no gRPC: the device drives it on real ports, the STF runner and the simulator
 //! in-process.
+#![forbid(unsafe_code)]
 
 pub mod bits;
 pub mod budget;

@@ -27,15 +27,21 @@ pub enum TableError {
     /// The entry's key count differs from the table's.
     #[error("table {table} has {want} keys, the entry gives {got}")]
     KeyCount {
+        /// The table's name.
         table: String,
+        /// The table's key count.
         want: usize,
+        /// The entry's.
         got: usize,
     },
     /// A key's match does not fit its match kind.
     #[error("key {key} of table {table} is {kind:?}: this match cannot be used")]
     BadMatch {
+        /// The table's name.
         table: String,
+        /// The key's name.
         key: String,
+        /// The key's match kind.
         kind: MatchKind,
     },
     /// An entry with the same key exists.
@@ -52,12 +58,20 @@ pub enum TableError {
     NoKey(String),
     /// The action is not one of the table's.
     #[error("action {action} is not an action of table {table}")]
-    BadAction { table: String, action: String },
+    BadAction {
+        /// The table's name.
+        table: String,
+        /// The action's name.
+        action: String,
+    },
     /// The action data does not fit the action's parameters.
     #[error("action {action} takes {want} arguments, {got} given")]
     ArgCount {
+        /// The action's name.
         action: String,
+        /// Its parameter count.
         want: usize,
+        /// The arguments given.
         got: usize,
     },
     /// The table has no action profile or selector.

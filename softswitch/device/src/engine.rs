@@ -88,9 +88,19 @@ pub type Call<C> = Box<dyn FnOnce(&mut Engine<C>) + Send>;
 /// What the engine thread is asked to do.
 pub enum Event<C: Controller> {
     /// A frame received on a port.
-    Frame { port: u16, data: Vec<u8> },
+    Frame {
+        /// The port it came in on.
+        port: u16,
+        /// The frame.
+        data: Vec<u8>,
+    },
     /// Frames received on a port.
-    Frames { port: u16, batch: FrameBatch },
+    Frames {
+        /// The port they came in on.
+        port: u16,
+        /// The frames.
+        batch: FrameBatch,
+    },
     /// The port's interface is gone: stop sending to it.
     PortDown(u16),
     /// Run a closure on the engine.

@@ -23,6 +23,7 @@ pub struct Annotation {
 
 /// A type as written.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs, reason = "each variant's doc says what its fields are")]
 pub enum TypeRef {
     /// `bit<W>` (`signed: false`) or `int<W>` (`signed: true`).
     Bits {
@@ -148,6 +149,7 @@ pub enum AggregateKind {
 
 /// A top-level or local declaration.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs, reason = "each variant's doc says what its fields are")]
 pub enum Decl {
     /// `const T name = value;`
     Const {
@@ -298,6 +300,7 @@ pub struct State {
 
 /// A parser transition.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs, reason = "each variant's doc says what its fields are")]
 pub enum Transition {
     /// `transition name;`
     Goto(Ident),
@@ -376,6 +379,7 @@ pub struct TableDecl {
 
 /// One property of a table.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs, reason = "each variant's doc says what its fields are")]
 pub enum TableProp {
     /// `key = { expr: match_kind; ... }`
     Key(Vec<KeyElement>),
@@ -443,6 +447,7 @@ pub struct Block {
 
 /// A statement.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs, reason = "each variant's doc says what its fields are")]
 pub enum Stmt {
     /// `lhs = rhs;`
     Assign { lhs: Expr, rhs: Expr, span: Span },
@@ -618,6 +623,7 @@ pub enum BinOp {
 
 /// What an expression is.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs, reason = "each variant's doc says what its fields are")]
 pub enum ExprKind {
     /// An integer literal.
     Int(IntLit),

@@ -6,6 +6,8 @@
 //! and names, lowered to `softswitch_core::ir`, with the control plane's view of the program in
 //! [`cpinfo`] beside it), all within the [`limits`]. [`compile`] runs them all. Nothing here
 //! runs a packet: the front end knows the IR, never the switch's runtime state.
+// Its unit tests make a FIFO with libc, the one unsafe call of the crate.
+#![cfg_attr(not(test), forbid(unsafe_code))]
 
 pub mod ast;
 pub mod check;

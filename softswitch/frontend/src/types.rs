@@ -9,7 +9,12 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Type {
     /// `bit<W>` or `int<W>`.
-    Bits { width: u16, signed: bool },
+    Bits {
+        /// W, in bits.
+        width: u16,
+        /// `int<W>` (two's complement) rather than `bit<W>`.
+        signed: bool,
+    },
     /// `int`: an arbitrary-precision compile-time integer.
     Int,
     /// `bool`.

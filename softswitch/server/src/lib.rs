@@ -6,6 +6,7 @@
 //! digest data, [`digests`] digest lists, [`idle`] idle-timeout notifications, [`pipeline`]
 //! device configs, [`p4info`] a program's P4Info. [`thrift`] serves BMv2's runtime Thrift
 //! services (`simple_switch_CLI`) over the same engine.
+#![forbid(unsafe_code)]
 
 pub mod arbitration;
 pub mod bytes;

@@ -10,6 +10,7 @@
 //! `mc_mgrp_create`, `mc_node_create`, `mc_node_associate`, `register_read`, `register_write`,
 //! `counter_read`, `meter_set_rates`, `pvs_add`, `member_add`, `group_create`, `group_add_member`, `set_queue_depth` and `set_queue_rate` (BMv2 CLI argument
 //! order).
+#![forbid(unsafe_code)]
 
 pub mod bmv2;
 mod target;

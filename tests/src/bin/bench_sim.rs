@@ -155,6 +155,7 @@ fn measured<T>(
     // waited on after this).
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let pid = child.id() as libc::pid_t;
+    // SAFETY: as above: both out-parameters are whole locals, and the pid is our own child's.
     let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     anyhow::ensure!(
         waited == pid,

@@ -208,7 +208,7 @@ impl PinnedMaps {
         self.sync_lb_live()?;
         self.write_prefixes(&config.prefixes)?;
         let settings = LbSettings {
-            policy: config.policy as u32,
+            policy: config.policy.host_code(),
             seed: config.seed,
             flowlet_timeout_ns: config.flowlet_timeout_us * 1000,
         };

@@ -80,6 +80,8 @@ pub struct Ring {
 // thread and the transmit half by one (other) thread, each touching only its own ring's slots,
 // and slot ownership passes between user space and kernel through atomic status words.
 unsafe impl Send for Ring {}
+// SAFETY: shared by the receive and the transmit thread, which touch disjoint rings of the
+// mapping (as above); the socket calls both make take `&self` and are thread-safe in the kernel.
 unsafe impl Sync for Ring {}
 
 fn check(ret: libc::c_int, what: &str) -> io::Result<()> {

@@ -13,7 +13,12 @@ use p4runtime::p4::config::v1::p4_ids::Prefix;
 pub enum IdError {
     /// The id's top byte is set and is not the entity type's prefix.
     #[error("@id {id:#010x} has the wrong 8-bit prefix for this kind of entity (expected {prefix:#04x})")]
-    WrongPrefix { id: u32, prefix: u32 },
+    WrongPrefix {
+        /// The id given.
+        id: u32,
+        /// The prefix of the entity's type.
+        prefix: u32,
+    },
     /// Two declarations were given the same id.
     #[error("@id {0:#010x} is assigned to more than one declaration")]
     Duplicate(u32),

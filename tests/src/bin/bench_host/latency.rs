@@ -49,8 +49,8 @@ impl StampedSocket {
         if raw < 0 {
             return Err(io::Error::last_os_error()).context("socket(AF_PACKET)");
         }
-        // SAFETY: a fresh fd nobody else owns.
         let socket = StampedSocket {
+            // SAFETY: a fresh fd nobody else owns.
             fd: unsafe { OwnedFd::from_raw_fd(raw) },
         };
         let address = libc::sockaddr_ll {
