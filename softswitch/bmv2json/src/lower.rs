@@ -6,11 +6,12 @@ use std::cell::Cell;
 use std::collections::HashMap;
 
 use serde_json::Value;
+use softswitch_core::externs::{self, Param as ExternParam};
 use softswitch_core::ir::{
     self, Action, ActionCall, Body, CaseKeyset, ChecksumOf, Condition, Control, CounterKind,
-    EmitItem, Entry, Expr, ExternCall, FieldItem, FieldLayout, FieldList, FieldMatch, HeaderRef,
-    Instance, InstanceKind, Key, MatchKind, Param, ParserIr, Place, Program, Slot, State, Stmt,
-    Table, Target, TraceNames, Transition,
+    EmitItem, Entry, Expr, ExternArg, ExternCall, FieldItem, FieldLayout, FieldList, FieldMatch,
+    HeaderRef, Instance, InstanceKind, Key, MatchKind, Param, ParserIr, Place, Program, Slot,
+    State, Stmt, Table, Target, TraceNames, Transition,
 };
 
 use crate::expr::{field_name, unwrap_expression, Scope, Typed};
@@ -708,6 +709,22 @@ impl Lowerer {
                 },
             }
         };
+        if let Some(id) = externs::by_bmv2_op(op) {
+            let mut args = Vec::new();
+            for (i, p) in externs::signature(id).params.iter().enumerate() {
+                args.push(match p {
+                    ExternParam::StandardMetadata => ExternArg::Unused,
+                    ExternParam::Out => {
+                        let (place, width) = self.place(arg(i)?, rt, what)?;
+                        ExternArg::Out(place, width)
+                    }
+                    ExternParam::Bits(_) | ExternParam::Bool | ExternParam::LikeOut => {
+                        ExternArg::Value(value(i)?.expr)
+                    }
+                });
+            }
+            return ext(ExternCall::Call { ext: id, args });
+        }
         match op {
             "assign" | "modify_field" => {
                 let dst = arg(0)?;
@@ -749,7 +766,6 @@ impl Lowerer {
                 }
                 Ok(out)
             }
-            "mark_to_drop" | "drop" => ext(ExternCall::MarkToDrop),
             "exit" => Ok(vec![Stmt::Exit]),
             "count" => ext(ExternCall::CounterCount {
                 instance: self.indexed("counter_array", object_name(arg(0)?, what)?)?,
@@ -798,16 +814,6 @@ impl Lowerer {
                     max: value(3)?.expr,
                 })
             }
-            "modify_field_rng_uniform" => {
-                let (dst, width) = self.place(arg(0)?, rt, what)?;
-                ext(ExternCall::Random {
-                    dst,
-                    width,
-                    lo: value(1)?.expr,
-                    hi: value(2)?.expr,
-                })
-            }
-            "truncate" => ext(ExternCall::Truncate(value(0)?.expr)),
             "clone_ingress_pkt_to_egress" | "clone_egress_pkt_to_egress" => {
                 ext(ExternCall::Clone {
                     egress: op == "clone_egress_pkt_to_egress",
@@ -838,7 +844,6 @@ impl Lowerer {
             }
             "resubmit" => ext(ExternCall::Resubmit(field_list(0)?)),
             "recirculate" => ext(ExternCall::Recirculate(field_list(0)?)),
-            "assert" | "assume" => ext(ExternCall::Assert(value(0)?.expr)),
             "log_msg" => {
                 let format = string(member(arg(0)?, "value", what)?, what)?.to_string();
                 let mut args = Vec::new();

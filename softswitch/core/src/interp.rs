@@ -2,6 +2,7 @@
 //! Parser errors, `exit` and `return` travel as a [`Flow`].
 
 use crate::bits::{read_bits, BitWriter};
+use crate::externs::{self, Effects, Machine};
 use crate::hash::{self, Algorithm};
 use crate::ir::{
     self, mask, sign_extend, varbit_chunk_width, ActionCall, CaseKeyset, ChecksumOf, EmitItem,
@@ -10,7 +11,7 @@ use crate::ir::{
 };
 use crate::meter::Color;
 use crate::ops;
-use crate::switch::{DigestSent, State};
+use crate::state::{DigestSent, State};
 use crate::trace::{self, block_name, trace_line, Level, PacketTrace};
 
 /// How a statement list ended.
@@ -28,19 +29,6 @@ pub enum Flow {
     Continue,
     /// A parser error with its code.
     Reject(u128),
-}
-
-/// Requests a packet's run makes of the architecture (the last request of each kind wins).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Effects {
-    /// `clone`: egress (E2E) or not (I2E), session, preserved field list.
-    pub clone: Option<(bool, u32, Option<usize>)>,
-    /// `resubmit_preserving_field_list`.
-    pub resubmit: Option<Option<usize>>,
-    /// `recirculate_preserving_field_list`.
-    pub recirculate: Option<Option<usize>>,
-    /// `truncate`: bytes to keep.
-    pub truncate: Option<u32>,
 }
 
 /// The run of one packet through one block.
@@ -71,6 +59,32 @@ pub struct Exec<'a> {
 }
 
 const PARSER_STEP_LIMIT: usize = 100_000;
+
+impl Machine for Exec<'_> {
+    fn program(&self) -> &Program {
+        self.prog
+    }
+
+    fn value(&mut self, e: &Expr) -> u128 {
+        self.val(e)
+    }
+
+    fn store(&mut self, place: &Place, v: u128) {
+        Exec::store(self, place, v);
+    }
+
+    fn slots(&mut self) -> &mut [u128] {
+        self.slots
+    }
+
+    fn effects(&mut self) -> &mut Effects {
+        self.effects
+    }
+
+    fn state(&mut self) -> &mut State {
+        self.state
+    }
+}
 
 impl<'a> Exec<'a> {
     /// A run over `slots` of the packet `data` (whose unparsed part starts at `cursor` bits).
@@ -755,6 +769,11 @@ impl<'a> Exec<'a> {
     fn extern_call(&mut self, call: &ExternCall) -> Flow {
         let sm = self.prog.std_meta;
         match call {
+            ExternCall::Call { ext, args } => {
+                if let Err(code) = externs::get(*ext).execute(args, self) {
+                    return Flow::Reject(code);
+                }
+            }
             ExternCall::Extract { target, varbit } => return self.extract(target, varbit.as_ref()),
             ExternCall::SubParser {
                 parser,
@@ -809,10 +828,6 @@ impl<'a> Exec<'a> {
                 }
                 self.out = Some(out);
             }
-            ExternCall::MarkToDrop => {
-                self.slots[sm.egress_spec as usize] = 511;
-                self.slots[sm.mcast_grp as usize] = 0;
-            }
             ExternCall::Clone {
                 egress,
                 session,
@@ -823,7 +838,6 @@ impl<'a> Exec<'a> {
             }
             ExternCall::Resubmit(fl) => self.effects.resubmit = Some(*fl),
             ExternCall::Recirculate(fl) => self.effects.recirculate = Some(*fl),
-            ExternCall::Truncate(len) => self.effects.truncate = Some(self.val(len) as u32),
             ExternCall::Digest {
                 receiver,
                 data,
@@ -860,16 +874,6 @@ impl<'a> Exec<'a> {
                 let (b, m) = (self.val(base), self.val(max));
                 // With max 0 the result is base, as v1model.p4 says and BMv2 does.
                 let v = if m == 0 { b } else { b.wrapping_add(h % m) };
-                self.store(dst, v & mask(*width));
-            }
-            ExternCall::Random { dst, width, lo, hi } => {
-                let (l, h) = (self.val(lo), self.val(hi));
-                let r = u128::from(self.state.random());
-                let v = match h.checked_sub(l).and_then(|span| span.checked_add(1)) {
-                    Some(n) if h > l => l + r % n,
-                    _ if h > l => l.wrapping_add(r),
-                    _ => l,
-                };
                 self.store(dst, v & mask(*width));
             }
             ExternCall::VerifyChecksum { of, checksum } => {
@@ -949,11 +953,6 @@ impl<'a> Exec<'a> {
                 valids,
                 shift,
             } => self.stack_shift(*stack, *count, *stride, valids, *shift),
-            ExternCall::Assert(cond) => {
-                if self.val(cond) == 0 {
-                    self.state.assertion_failures += 1;
-                }
-            }
             ExternCall::LogMsg { format, args } => {
                 let mut text = String::new();
                 let mut values = args.iter();

@@ -284,6 +284,9 @@ pub struct ChecksumOf {
 /// A call of a v1model or core extern.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ExternCall {
+    /// A call of a registered extern ([`crate::externs`]), its arguments in the order of its
+    /// signature's parameters.
+    Call { ext: ExternId, args: Vec<ExternArg> },
     /// `packet.extract(h)`, or `packet.extract(h, bits)` giving its varbit field `bits` bits.
     Extract {
         target: HeaderRef,
@@ -302,8 +305,6 @@ pub enum ExternCall {
     Verify { cond: Expr, error: Expr },
     /// `packet.emit(h)` for each header, in order.
     Emit(Vec<EmitItem>),
-    /// `mark_to_drop(standard_metadata)`.
-    MarkToDrop,
     /// `clone`, `clone_preserving_field_list` or the deprecated `clone3` (field list by id).
     Clone {
         egress: bool,
@@ -314,8 +315,6 @@ pub enum ExternCall {
     Resubmit(Option<usize>),
     /// `recirculate_preserving_field_list` (or the deprecated `recirculate(data)`).
     Recirculate(Option<usize>),
-    /// `truncate(length)`.
-    Truncate(Expr),
     /// `digest(receiver, data)`; `digest` indexes `CpInfo::digests` (the data's type).
     Digest {
         receiver: Expr,
@@ -330,13 +329,6 @@ pub enum ExternCall {
         base: Expr,
         data: FieldList,
         max: Expr,
-    },
-    /// `random(result, lo, hi)`.
-    Random {
-        dst: Place,
-        width: u16,
-        lo: Expr,
-        hi: Expr,
     },
     /// `verify_checksum[_with_payload]`: sets `checksum_error` when the checksum differs from
     /// `checksum`.
@@ -380,10 +372,25 @@ pub enum ExternCall {
         valids: Vec<u32>,
         shift: i32,
     },
-    /// `assert(cond)` / `assume(cond)`: a failure stops the switch with an error.
-    Assert(Expr),
     /// `log_msg(...)`: recorded in the log.
     LogMsg { format: String, args: Vec<Expr> },
+}
+
+/// A registered extern: an index into [`crate::externs`]' registry (found by
+/// [`crate::externs::by_name`] or [`crate::externs::by_bmv2_op`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ExternId(pub(crate) u16);
+
+/// One argument of a call of a registered extern, as its parameter
+/// ([`crate::externs::Param`]) says.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExternArg {
+    /// An `in` value.
+    Value(Expr),
+    /// An `out` scalar and its width.
+    Out(Place, u16),
+    /// An argument the extern does not read (or the call left out).
+    Unused,
 }
 
 /// One item emitted by a deparser.
@@ -1054,9 +1061,16 @@ impl RunDepth<'_> {
         let exprs = |es: &[&Expr]| es.iter().map(|e| self.expr(e)).max().unwrap_or(0);
         match call {
             ExternCall::Extract { varbit, .. } => varbit.as_ref().map_or(0, |e| self.expr(e)),
-            ExternCall::Advance(e) | ExternCall::Truncate(e) | ExternCall::Assert(e) => {
-                self.expr(e)
-            }
+            ExternCall::Advance(e) => self.expr(e),
+            ExternCall::Call { args, .. } => args
+                .iter()
+                .map(|a| match a {
+                    ExternArg::Value(e) => self.expr(e),
+                    ExternArg::Out(p, _) => self.place(p),
+                    ExternArg::Unused => 0,
+                })
+                .max()
+                .unwrap_or(0),
             ExternCall::SubParser {
                 parser,
                 copy_in,
@@ -1070,7 +1084,6 @@ impl RunDepth<'_> {
                 .max(self.stmts(copy_out)),
             ExternCall::Verify { cond, error } => exprs(&[cond, error]),
             ExternCall::Emit(_)
-            | ExternCall::MarkToDrop
             | ExternCall::Resubmit(_)
             | ExternCall::Recirculate(_)
             | ExternCall::StackShift { .. } => 0,
@@ -1086,7 +1099,6 @@ impl RunDepth<'_> {
             } => exprs(&[algo, base, max])
                 .max(self.place(dst))
                 .max(self.fields(data)),
-            ExternCall::Random { dst, lo, hi, .. } => exprs(&[lo, hi]).max(self.place(dst)),
             ExternCall::VerifyChecksum { of, checksum } => {
                 self.checksum_of(of).max(self.expr(checksum))
             }

@@ -9,9 +9,10 @@ use crate::diagnostic::{fail, Result};
 use crate::source::Span;
 use crate::types::{Type, Types};
 use num_traits::ToPrimitive as _;
+use softswitch_core::externs::{self, Param};
 use softswitch_core::ir::{
-    ChecksumOf, CounterKind, EmitItem, Expr, ExternCall, FieldItem, FieldList, HeaderRef,
-    InstanceKind, Place, Stmt,
+    ChecksumOf, CounterKind, EmitItem, Expr, ExternArg, ExternCall, ExternId, FieldItem, FieldList,
+    HeaderRef, InstanceKind, Place, Stmt,
 };
 
 const BITS32: Type = Type::Bits {
@@ -419,6 +420,9 @@ impl Checker<'_> {
         span: Span,
     ) -> Result<Vec<Stmt>> {
         let a: Vec<&ast::Expr> = args.iter().map(|a| &a.value).collect();
+        if let Some(ext) = externs::by_name(name) {
+            return self.registered_call(ext, name, &a, span);
+        }
         let arity = |n: usize| -> Result<()> {
             if a.len() == n {
                 Ok(())
@@ -430,7 +434,6 @@ impl Checker<'_> {
             }
         };
         match name {
-            "mark_to_drop" => one(ExternCall::MarkToDrop),
             "verify" => {
                 arity(2)?;
                 let cond = self.bool_expr(a[0])?;
@@ -486,11 +489,6 @@ impl Checker<'_> {
                     field_list,
                 })
             }
-            "truncate" => {
-                arity(1)?;
-                let len = self.scalar_of(a[0], &BITS32)?;
-                one(ExternCall::Truncate(len))
-            }
             "digest" => {
                 arity(2)?;
                 let receiver = self.scalar_of(a[0], &BITS32)?;
@@ -517,13 +515,6 @@ impl Checker<'_> {
                     data,
                     max,
                 })
-            }
-            "random" => {
-                arity(3)?;
-                let (dst, width, ty) = self.out_scalar(a[0])?;
-                let lo = self.scalar_of(a[1], &ty)?;
-                let hi = self.scalar_of(a[2], &ty)?;
-                one(ExternCall::Random { dst, width, lo, hi })
             }
             "verify_checksum"
             | "verify_checksum_with_payload"
@@ -554,11 +545,6 @@ impl Checker<'_> {
                     one(ExternCall::UpdateChecksum { of: of(width), dst })
                 }
             }
-            "assert" | "assume" => {
-                arity(1)?;
-                let cond = self.bool_expr(a[0])?;
-                one(ExternCall::Assert(cond))
-            }
             "log_msg" => {
                 let Some(ast::Expr {
                     kind: ExprKind::Str(format),
@@ -588,6 +574,62 @@ impl Checker<'_> {
                 Ok(Vec::new())
             }
         }
+    }
+
+    /// A call of a registered extern function: its arguments checked against the parameters
+    /// its signature gives.
+    fn registered_call(
+        &mut self,
+        ext: ExternId,
+        name: &str,
+        a: &[&ast::Expr],
+        span: Span,
+    ) -> Result<Vec<Stmt>> {
+        let params = externs::signature(ext).params;
+        // v1model's older forms leave out a trailing `standard_metadata`.
+        let required = params
+            .iter()
+            .rposition(|p| *p != Param::StandardMetadata)
+            .map_or(0, |i| i + 1);
+        if a.len() < required || a.len() > params.len() {
+            let n = if required == params.len() {
+                required.to_string()
+            } else {
+                format!("{required} to {}", params.len())
+            };
+            return fail(
+                span,
+                format!("{name} takes {n} arguments, found {}", a.len()),
+            );
+        }
+        let mut out_type = None;
+        let mut args = Vec::with_capacity(params.len());
+        for (i, param) in params.iter().enumerate() {
+            let arg = match (param, a.get(i)) {
+                (Param::StandardMetadata, _) | (_, None) => ExternArg::Unused,
+                (Param::Bits(width), Some(e)) => {
+                    let ty = Type::Bits {
+                        width: *width,
+                        signed: false,
+                    };
+                    ExternArg::Value(self.scalar_of(e, &ty)?)
+                }
+                (Param::Bool, Some(e)) => ExternArg::Value(self.bool_expr(e)?),
+                (Param::Out, Some(e)) => {
+                    let (place, width, ty) = self.out_scalar(e)?;
+                    out_type = Some(ty);
+                    ExternArg::Out(place, width)
+                }
+                (Param::LikeOut, Some(e)) => {
+                    let Some(ty) = out_type.clone() else {
+                        return fail(e.span, format!("{name}'s out argument must come first"));
+                    };
+                    ExternArg::Value(self.scalar_of(e, &ty)?)
+                }
+            };
+            args.push(arg);
+        }
+        one(ExternCall::Call { ext, args })
     }
 
     /// A call of a method of an extern instance.

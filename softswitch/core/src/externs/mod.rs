@@ -1,0 +1,165 @@
+//! The externs as modules, as BMv2 registers its externs (`BM_REGISTER_EXTERN`): each extern
+//! is one file here implementing [`Extern`], and one line of [`REGISTRY`] makes it known.
+//!
+//! An extern's own pieces live in its file: the P4 names it is called by and the BMv2 JSON
+//! primitives it is lowered from ([`Signature`], data the front end and the BMv2 JSON loader
+//! read, so that neither needs a line per extern and the crate arrows stay one way), and its
+//! execution over a packet ([`Extern::execute`], against the narrow [`Machine`] the
+//! interpreter gives it). A call of a registered extern is one IR node,
+//! [`ir::ExternCall::Call`], holding the extern's [`ir::ExternId`] and its arguments as the
+//! signature's [`Param`]s made them.
+//!
+//! The externs that need what a signature cannot say as data (a field list's id, a header, a
+//! parser's cursor, a digest's type, an instance's cells) are still variants of
+//! [`ir::ExternCall`], lowered by each crate's own match (docs/ARCHITECTURE.md, "Adding an
+//! extern", says which and why).
+
+mod assert;
+mod mark_to_drop;
+mod random;
+mod truncate;
+
+use crate::ir::{self, Expr, ExternArg, ExternId, Place, Program};
+use crate::state::State;
+
+/// Requests a packet's run makes of the architecture through its externs (the last request of
+/// each kind wins).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Effects {
+    /// `clone`: egress (E2E) or not (I2E), session, preserved field list.
+    pub(crate) clone: Option<(bool, u32, Option<usize>)>,
+    /// `resubmit_preserving_field_list`.
+    pub(crate) resubmit: Option<Option<usize>>,
+    /// `recirculate_preserving_field_list`.
+    pub(crate) recirculate: Option<Option<usize>>,
+    /// `truncate`: bytes to keep.
+    pub(crate) truncate: Option<u32>,
+}
+
+/// How one parameter of a registered extern is passed, in P4's order (which is also the order
+/// of the BMv2 JSON primitive's parameters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Param {
+    /// An `in bit<W>` of this width (unsigned): [`ExternArg::Value`].
+    Bits(u16),
+    /// An `in bool`: [`ExternArg::Value`] (1 or 0).
+    Bool,
+    /// An `out bit<W>` l-value of any width: [`ExternArg::Out`].
+    Out,
+    /// An `in` value of the type of the call's [`Param::Out`] argument (`random`'s bounds):
+    /// [`ExternArg::Value`].
+    LikeOut,
+    /// The `inout standard_metadata_t` the extern does not read, which v1model's older form
+    /// of the call leaves out (and BMv2's `drop` primitive too): [`ExternArg::Unused`].
+    StandardMetadata,
+}
+
+/// What the front end and the BMv2 JSON loader read of a registered extern.
+#[derive(Clone, Copy, Debug)]
+pub struct Signature {
+    /// The P4 functions (v1model.p4's) that call it.
+    pub names: &'static [&'static str],
+    /// The BMv2 JSON primitives (`"op"`) that call it.
+    pub bmv2_ops: &'static [&'static str],
+    /// Its parameters.
+    pub params: &'static [Param],
+}
+
+/// What an extern's execution may read and change of the packet's run: the interpreter
+/// implements it, and an extern sees nothing else.
+pub(crate) trait Machine {
+    /// The program running.
+    fn program(&self) -> &Program;
+    /// Evaluates an argument.
+    fn value(&mut self, e: &Expr) -> u128;
+    /// Stores into an out argument.
+    fn store(&mut self, place: &Place, v: u128);
+    /// The packet's slots (its headers and metadata).
+    fn slots(&mut self) -> &mut [u128];
+    /// The packet's requests of the architecture.
+    fn effects(&mut self) -> &mut Effects;
+    /// The switch's state.
+    fn state(&mut self) -> &mut State;
+}
+
+/// One extern: its signature and its execution.
+pub(crate) trait Extern: Sync {
+    /// Its names and parameters.
+    fn signature(&self) -> &'static Signature;
+    /// Runs one call whose arguments follow the signature's parameters; `Err` is a parser error
+    /// code that rejects the packet.
+    fn execute(&self, args: &[ExternArg], m: &mut dyn Machine) -> Result<(), u128>;
+}
+
+/// Every registered extern: an [`ExternId`] is an index into it.
+static REGISTRY: &[&dyn Extern] = &[
+    &mark_to_drop::MarkToDrop,
+    &truncate::Truncate,
+    &assert::Assert,
+    &random::Random,
+];
+
+/// The extern of an id.
+pub(crate) fn get(id: ExternId) -> &'static dyn Extern {
+    REGISTRY[usize::from(id.0)]
+}
+
+fn find(pick: impl Fn(&Signature) -> bool) -> Option<ExternId> {
+    REGISTRY
+        .iter()
+        .position(|e| pick(e.signature()))
+        .map(|i| ExternId(i as u16))
+}
+
+/// The registered extern P4 calls `name` (a function of v1model.p4's), if there is one.
+pub fn by_name(name: &str) -> Option<ExternId> {
+    find(|s| s.names.contains(&name))
+}
+
+/// The registered extern BMv2 JSON's primitive `op` calls, if there is one.
+pub fn by_bmv2_op(op: &str) -> Option<ExternId> {
+    find(|s| s.bmv2_ops.contains(&op))
+}
+
+/// The signature of a registered extern.
+pub fn signature(id: ExternId) -> &'static Signature {
+    get(id).signature()
+}
+
+/// The value of an [`ExternArg::Value`] argument (0 for another kind, which a signature's
+/// [`Param`] rules out).
+pub(crate) fn value(m: &mut dyn Machine, arg: &ExternArg) -> u128 {
+    match arg {
+        ExternArg::Value(e) => m.value(e),
+        _ => 0,
+    }
+}
+
+/// Stores `v`, cut to its width, into an [`ExternArg::Out`] argument.
+pub(crate) fn store(m: &mut dyn Machine, arg: &ExternArg, v: u128) {
+    if let ExternArg::Out(place, width) = arg {
+        m.store(place, v & ir::mask(*width));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_ops_name_one_extern_each() {
+        let mut names = std::collections::BTreeSet::new();
+        let mut ops = std::collections::BTreeSet::new();
+        for e in REGISTRY {
+            let s = e.signature();
+            for n in s.names {
+                assert!(names.insert(*n), "two externs are called {n}");
+            }
+            for o in s.bmv2_ops {
+                assert!(ops.insert(*o), "two externs lower BMv2's {o}");
+            }
+        }
+        assert_eq!(by_name("random"), by_bmv2_op("modify_field_rng_uniform"));
+        assert_eq!(by_name("nothing"), None);
+    }
+}
