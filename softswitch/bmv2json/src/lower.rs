@@ -711,16 +711,25 @@ impl Lowerer {
         };
         if let Some(id) = externs::by_bmv2_op(op) {
             let mut args = Vec::new();
-            for (i, p) in externs::signature(id).params.iter().enumerate() {
+            let signature = externs::signature(id);
+            for (i, p) in signature.params.iter().enumerate() {
                 args.push(match p {
                     ExternParam::StandardMetadata => ExternArg::Unused,
+                    ExternParam::Instance => {
+                        let Some(of) = signature.of else {
+                            return fail(format!("{what}: {op} is no method"));
+                        };
+                        let name = object_name(arg(i)?, what)?;
+                        ExternArg::Instance(self.indexed(of.bmv2_array, name)?)
+                    }
                     ExternParam::Out => {
                         let (place, width) = self.place(arg(i)?, rt, what)?;
                         ExternArg::Out(place, width)
                     }
-                    ExternParam::Bits(_) | ExternParam::Bool | ExternParam::LikeOut => {
-                        ExternArg::Value(value(i)?.expr)
-                    }
+                    ExternParam::Bits(_)
+                    | ExternParam::Bool
+                    | ExternParam::LikeOut
+                    | ExternParam::Index => ExternArg::Value(value(i)?.expr),
                 });
             }
             return ext(ExternCall::Call { ext: id, args });
@@ -767,10 +776,6 @@ impl Lowerer {
                 Ok(out)
             }
             "exit" => Ok(vec![Stmt::Exit]),
-            "count" => ext(ExternCall::CounterCount {
-                instance: self.indexed("counter_array", object_name(arg(0)?, what)?)?,
-                index: value(1)?.expr,
-            }),
             "execute_meter" => {
                 let (dst, width) = self.place(arg(2)?, rt, what)?;
                 ext(ExternCall::MeterExecute {

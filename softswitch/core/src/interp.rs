@@ -908,14 +908,6 @@ impl<'a> Exec<'a> {
                     *cell = v;
                 }
             }
-            ExternCall::CounterCount { instance, index } => {
-                let i = self.val(index) as usize;
-                let bytes = self.slots[sm.packet_length as usize] as u64;
-                if let Some(cell) = self.state.counters[*instance].get_mut(i) {
-                    cell.packets += 1;
-                    cell.bytes += bytes;
-                }
-            }
             ExternCall::MeterExecute {
                 instance,
                 index,

@@ -347,8 +347,6 @@ pub enum ExternCall {
         index: Expr,
         value: Expr,
     },
-    /// `counter.count(index)`.
-    CounterCount { instance: usize, index: Expr },
     /// `meter.execute_meter(index, result)`.
     MeterExecute {
         instance: usize,
@@ -389,6 +387,8 @@ pub enum ExternArg {
     Value(Expr),
     /// An `out` scalar and its width.
     Out(Place, u16),
+    /// The extern instance a method is called on: an index into [`Program::instances`].
+    Instance(usize),
     /// An argument the extern does not read (or the call left out).
     Unused,
 }
@@ -732,6 +732,23 @@ pub enum InstanceKind {
     ActionSelector { size: u32, algo: u8 },
 }
 
+impl InstanceKind {
+    /// The extern type's name in v1model.p4 (`counter`, `direct_meter`, ...).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            InstanceKind::Register { .. } => "register",
+            InstanceKind::Counter { .. } => "counter",
+            InstanceKind::DirectCounter { .. } => "direct_counter",
+            InstanceKind::Meter { .. } => "meter",
+            InstanceKind::DirectMeter { .. } => "direct_meter",
+            InstanceKind::Checksum16 => "Checksum16",
+            InstanceKind::ValueSet { .. } => "value_set",
+            InstanceKind::ActionProfile { .. } => "action_profile",
+            InstanceKind::ActionSelector { .. } => "action_selector",
+        }
+    }
+}
+
 /// What a counter counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CounterKind {
@@ -1067,7 +1084,7 @@ impl RunDepth<'_> {
                 .map(|a| match a {
                     ExternArg::Value(e) => self.expr(e),
                     ExternArg::Out(p, _) => self.place(p),
-                    ExternArg::Unused => 0,
+                    ExternArg::Instance(_) | ExternArg::Unused => 0,
                 })
                 .max()
                 .unwrap_or(0),
@@ -1106,7 +1123,6 @@ impl RunDepth<'_> {
             ExternCall::RegisterRead { dst, index, .. }
             | ExternCall::MeterExecute { dst, index, .. } => self.expr(index).max(self.place(dst)),
             ExternCall::RegisterWrite { index, value, .. } => exprs(&[index, value]),
-            ExternCall::CounterCount { index, .. } => self.expr(index),
             ExternCall::DirectMeterRead { dst, .. } => self.place(dst),
             ExternCall::LogMsg { args, .. } => args.iter().map(|e| self.expr(e)).max().unwrap_or(0),
         }

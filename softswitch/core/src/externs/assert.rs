@@ -10,7 +10,9 @@ pub(crate) struct Assert;
 impl Extern for Assert {
     fn signature(&self) -> &'static Signature {
         &Signature {
+            of: None,
             names: &["assert", "assume"],
+            arg_names: &[],
             bmv2_ops: &["assert", "assume"],
             params: &[Param::Bool],
         }

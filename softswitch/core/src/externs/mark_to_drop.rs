@@ -10,7 +10,9 @@ pub(crate) struct MarkToDrop;
 impl Extern for MarkToDrop {
     fn signature(&self) -> &'static Signature {
         &Signature {
+            of: None,
             names: &["mark_to_drop"],
+            arg_names: &[],
             bmv2_ops: &["mark_to_drop", "drop"],
             params: &[Param::StandardMetadata],
         }

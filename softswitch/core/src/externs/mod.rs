@@ -15,6 +15,7 @@
 //! extern", says which and why).
 
 mod assert;
+mod counter;
 mod mark_to_drop;
 mod random;
 mod truncate;
@@ -49,16 +50,36 @@ pub enum Param {
     /// An `in` value of the type of the call's [`Param::Out`] argument (`random`'s bounds):
     /// [`ExternArg::Value`].
     LikeOut,
+    /// The instance a method is called on (P4's receiver, not one of its arguments; BMv2's
+    /// primitive names it among its parameters): [`ExternArg::Instance`].
+    Instance,
+    /// An `in` index of any `bit<W>` (v1model's `I`): [`ExternArg::Value`].
+    Index,
     /// The `inout standard_metadata_t` the extern does not read, which v1model's older form
     /// of the call leaves out (and BMv2's `drop` primitive too): [`ExternArg::Unused`].
     StandardMetadata,
 }
 
+/// The extern type whose instances a registered method is called on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Object {
+    /// Its name in v1model.p4 ([`ir::InstanceKind::type_name`]).
+    pub p4: &'static str,
+    /// The BMv2 JSON array that declares its instances (`counter_arrays` holds a
+    /// `counter_array`'s).
+    pub bmv2_array: &'static str,
+}
+
 /// What the front end and the BMv2 JSON loader read of a registered extern.
 #[derive(Clone, Copy, Debug)]
 pub struct Signature {
-    /// The P4 functions (v1model.p4's) that call it.
+    /// For a method, the extern type it belongs to; `None` for a function.
+    pub of: Option<Object>,
+    /// The P4 functions (v1model.p4's) or, with [`Signature::of`], the methods that call it.
     pub names: &'static [&'static str],
+    /// The P4 names of its arguments (the receiver has none), for a call that names them;
+    /// empty where calls pass them by position only.
+    pub arg_names: &'static [&'static str],
     /// The BMv2 JSON primitives (`"op"`) that call it.
     pub bmv2_ops: &'static [&'static str],
     /// Its parameters.
@@ -97,6 +118,7 @@ static REGISTRY: &[&dyn Extern] = &[
     &truncate::Truncate,
     &assert::Assert,
     &random::Random,
+    &counter::Count,
 ];
 
 /// The extern of an id.
@@ -113,7 +135,12 @@ fn find(pick: impl Fn(&Signature) -> bool) -> Option<ExternId> {
 
 /// The registered extern P4 calls `name` (a function of v1model.p4's), if there is one.
 pub fn by_name(name: &str) -> Option<ExternId> {
-    find(|s| s.names.contains(&name))
+    find(|s| s.of.is_none() && s.names.contains(&name))
+}
+
+/// The registered method `name` of the extern type `of` (v1model.p4's), if there is one.
+pub fn by_method(of: &str, name: &str) -> Option<ExternId> {
+    find(|s| s.of.is_some_and(|o| o.p4 == of) && s.names.contains(&name))
 }
 
 /// The registered extern BMv2 JSON's primitive `op` calls, if there is one.
@@ -135,6 +162,15 @@ pub(crate) fn value(m: &mut dyn Machine, arg: &ExternArg) -> u128 {
     }
 }
 
+/// The instance of an [`ExternArg::Instance`] argument (`None` for another kind, which a
+/// signature's [`Param`] rules out).
+pub(crate) fn instance(arg: &ExternArg) -> Option<usize> {
+    match arg {
+        ExternArg::Instance(i) => Some(*i),
+        _ => None,
+    }
+}
+
 /// Stores `v`, cut to its width, into an [`ExternArg::Out`] argument.
 pub(crate) fn store(m: &mut dyn Machine, arg: &ExternArg, v: u128) {
     if let ExternArg::Out(place, width) = arg {
@@ -152,8 +188,9 @@ mod tests {
         let mut ops = std::collections::BTreeSet::new();
         for e in REGISTRY {
             let s = e.signature();
+            let of = s.of.map(|o| o.p4);
             for n in s.names {
-                assert!(names.insert(*n), "two externs are called {n}");
+                assert!(names.insert((of, *n)), "two externs are called {n}");
             }
             for o in s.bmv2_ops {
                 assert!(ops.insert(*o), "two externs lower BMv2's {o}");
@@ -161,5 +198,7 @@ mod tests {
         }
         assert_eq!(by_name("random"), by_bmv2_op("modify_field_rng_uniform"));
         assert_eq!(by_name("nothing"), None);
+        assert_eq!(by_name("count"), None, "a method is no function");
+        assert_eq!(by_method("counter", "count"), by_bmv2_op("count"));
     }
 }

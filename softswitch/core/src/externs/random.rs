@@ -10,7 +10,9 @@ pub(crate) struct Random;
 impl Extern for Random {
     fn signature(&self) -> &'static Signature {
         &Signature {
+            of: None,
             names: &["random"],
+            arg_names: &[],
             bmv2_ops: &["modify_field_rng_uniform"],
             params: &[Param::Out, Param::LikeOut, Param::LikeOut],
         }

@@ -9,7 +9,9 @@ pub(crate) struct Truncate;
 impl Extern for Truncate {
     fn signature(&self) -> &'static Signature {
         &Signature {
+            of: None,
             names: &["truncate"],
+            arg_names: &[],
             bmv2_ops: &["truncate"],
             params: &[Param::Bits(32)],
         }

@@ -421,7 +421,7 @@ impl Checker<'_> {
     ) -> Result<Vec<Stmt>> {
         let a: Vec<&ast::Expr> = args.iter().map(|a| &a.value).collect();
         if let Some(ext) = externs::by_name(name) {
-            return self.registered_call(ext, name, &a, span);
+            return self.registered_call(ext, name, None, &a, span);
         }
         let arity = |n: usize| -> Result<()> {
             if a.len() == n {
@@ -576,26 +576,33 @@ impl Checker<'_> {
         }
     }
 
-    /// A call of a registered extern function: its arguments checked against the parameters
-    /// its signature gives.
+    /// A call of a registered extern, a function or (with its receiver `inst`) a method: its
+    /// arguments checked against the parameters its signature gives.
     fn registered_call(
         &mut self,
         ext: ExternId,
         name: &str,
+        inst: Option<usize>,
         a: &[&ast::Expr],
         span: Span,
     ) -> Result<Vec<Stmt>> {
         let params = externs::signature(ext).params;
+        // The receiver is no argument in P4.
+        let passed: Vec<Param> = params
+            .iter()
+            .copied()
+            .filter(|p| *p != Param::Instance)
+            .collect();
         // v1model's older forms leave out a trailing `standard_metadata`.
-        let required = params
+        let required = passed
             .iter()
             .rposition(|p| *p != Param::StandardMetadata)
             .map_or(0, |i| i + 1);
-        if a.len() < required || a.len() > params.len() {
-            let n = if required == params.len() {
+        if a.len() < required || a.len() > passed.len() {
+            let n = if required == passed.len() {
                 required.to_string()
             } else {
-                format!("{required} to {}", params.len())
+                format!("{required} to {}", passed.len())
             };
             return fail(
                 span,
@@ -604,9 +611,19 @@ impl Checker<'_> {
         }
         let mut out_type = None;
         let mut args = Vec::with_capacity(params.len());
-        for (i, param) in params.iter().enumerate() {
-            let arg = match (param, a.get(i)) {
+        let mut a = a.iter();
+        for param in params {
+            if *param == Param::Instance {
+                match inst {
+                    Some(i) => args.push(ExternArg::Instance(i)),
+                    None => return fail(span, format!("{name} is a method, not a function")),
+                }
+                continue;
+            }
+            let arg = match (param, a.next()) {
                 (Param::StandardMetadata, _) | (_, None) => ExternArg::Unused,
+                (Param::Instance, _) => unreachable!("taken above"),
+                (Param::Index, Some(e)) => ExternArg::Value(self.sized(e)?),
                 (Param::Bits(width), Some(e)) => {
                     let ty = Type::Bits {
                         width: *width,
@@ -642,10 +659,17 @@ impl Checker<'_> {
     ) -> Result<Vec<Stmt>> {
         let kind = self.instances[inst].kind.clone();
         let m = method.name.as_str();
+        if let Some(ext) = externs::by_method(kind.type_name(), m) {
+            let names = externs::signature(ext).arg_names;
+            let a: Vec<&ast::Expr> = order_args(names, args, span)?
+                .into_iter()
+                .map(|a| &a.value)
+                .collect();
+            return self.registered_call(ext, m, Some(inst), &a, span);
+        }
         let names: &[&str] = match (&kind, m) {
             (InstanceKind::Register { .. }, "read") => &["result", "index"],
             (InstanceKind::Register { .. }, "write") => &["index", "value"],
-            (InstanceKind::Counter { .. }, "count") => &["index"],
             (InstanceKind::DirectCounter { .. }, "count") => &[],
             (InstanceKind::Meter { .. }, "execute_meter") => &["index", "result"],
             (InstanceKind::DirectMeter { .. }, "read") => &["result"],
@@ -691,13 +715,6 @@ impl Checker<'_> {
                     value,
                 })
             }
-            (InstanceKind::Counter { .. }, _) => {
-                let index = self.sized(a[0])?;
-                one(ExternCall::CounterCount {
-                    instance: inst,
-                    index,
-                })
-            }
             (InstanceKind::DirectCounter { .. }, _) => {
                 no_args(args)?;
                 Ok(Vec::new())
@@ -721,12 +738,16 @@ impl Checker<'_> {
                 })
             }
             (
-                InstanceKind::ValueSet { .. }
+                InstanceKind::Counter { .. }
+                | InstanceKind::ValueSet { .. }
                 | InstanceKind::Checksum16
                 | InstanceKind::ActionProfile { .. }
                 | InstanceKind::ActionSelector { .. },
                 _,
-            ) => unreachable!("value sets and action profiles have no methods (refused above)"),
+            ) => unreachable!(
+                "registered externs' methods are checked above, and value sets and action profiles \
+                 have none (refused above)"
+            ),
         }
     }
 
