@@ -712,6 +712,7 @@ impl Lowerer {
         if let Some(id) = externs::by_bmv2_op(op) {
             let mut args = Vec::new();
             let signature = externs::signature(id);
+            let mut instance = None;
             for (i, p) in signature.params.iter().enumerate() {
                 args.push(match p {
                     ExternParam::StandardMetadata => ExternArg::Unused,
@@ -720,9 +721,20 @@ impl Lowerer {
                             return fail(format!("{what}: {op} is no method"));
                         };
                         let name = object_name(arg(i)?, what)?;
-                        ExternArg::Instance(self.indexed(of.bmv2_array, name)?)
+                        let index = self.indexed(of.bmv2_array, name)?;
+                        instance = Some((index, of.p4));
+                        ExternArg::Instance(index)
                     }
-                    ExternParam::Out => {
+                    ExternParam::Cell => {
+                        let width = instance
+                            .and_then(|(i, of)| Some((self.instances[i].kind.cell_width()?, of)));
+                        let Some((width, _)) = width else {
+                            let of = instance.map_or("instance", |(_, of)| of);
+                            return fail(format!("{what}: {op} to a non-{of}"));
+                        };
+                        ExternArg::Value(value(i)?.fit(width))
+                    }
+                    ExternParam::Out | ExternParam::CellOut => {
                         let (place, width) = self.place(arg(i)?, rt, what)?;
                         ExternArg::Out(place, width)
                     }
@@ -783,25 +795,6 @@ impl Lowerer {
                     index: value(1)?.expr,
                     dst,
                     width,
-                })
-            }
-            "register_read" => {
-                let (dst, _) = self.place(arg(0)?, rt, what)?;
-                ext(ExternCall::RegisterRead {
-                    instance: self.indexed("register_array", object_name(arg(1)?, what)?)?,
-                    dst,
-                    index: value(2)?.expr,
-                })
-            }
-            "register_write" => {
-                let instance = self.indexed("register_array", object_name(arg(0)?, what)?)?;
-                let InstanceKind::Register { width, .. } = self.instances[instance].kind else {
-                    return fail(format!("{what}: register_write to a non-register"));
-                };
-                ext(ExternCall::RegisterWrite {
-                    instance,
-                    index: value(1)?.expr,
-                    value: value(2)?.fit(width),
                 })
             }
             "modify_field_with_hash_based_offset" => {

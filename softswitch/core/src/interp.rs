@@ -888,26 +888,6 @@ impl<'a> Exec<'a> {
                     self.store(dst, c);
                 }
             }
-            ExternCall::RegisterRead {
-                instance,
-                dst,
-                index,
-            } => {
-                let i = self.val(index) as usize;
-                let v = self.state.registers[*instance].get(i).copied().unwrap_or(0);
-                self.store(dst, v);
-            }
-            ExternCall::RegisterWrite {
-                instance,
-                index,
-                value,
-            } => {
-                let i = self.val(index) as usize;
-                let v = self.val(value);
-                if let Some(cell) = self.state.registers[*instance].get_mut(i) {
-                    *cell = v;
-                }
-            }
             ExternCall::MeterExecute {
                 instance,
                 index,

@@ -335,18 +335,6 @@ pub enum ExternCall {
     VerifyChecksum { of: ChecksumOf, checksum: Expr },
     /// `update_checksum[_with_payload]`: writes the checksum to `dst`.
     UpdateChecksum { of: ChecksumOf, dst: Place },
-    /// `register.read(result, index)`.
-    RegisterRead {
-        instance: usize,
-        dst: Place,
-        index: Expr,
-    },
-    /// `register.write(index, value)`.
-    RegisterWrite {
-        instance: usize,
-        index: Expr,
-        value: Expr,
-    },
     /// `meter.execute_meter(index, result)`.
     MeterExecute {
         instance: usize,
@@ -733,6 +721,15 @@ pub enum InstanceKind {
 }
 
 impl InstanceKind {
+    /// The width of its cells, for an instance whose cells hold values the program reads
+    /// and writes (a register's `bit<W>`).
+    pub fn cell_width(&self) -> Option<u16> {
+        match self {
+            InstanceKind::Register { width, .. } => Some(*width),
+            _ => None,
+        }
+    }
+
     /// The extern type's name in v1model.p4 (`counter`, `direct_meter`, ...).
     pub fn type_name(&self) -> &'static str {
         match self {
@@ -1120,9 +1117,7 @@ impl RunDepth<'_> {
                 self.checksum_of(of).max(self.expr(checksum))
             }
             ExternCall::UpdateChecksum { of, dst } => self.checksum_of(of).max(self.place(dst)),
-            ExternCall::RegisterRead { dst, index, .. }
-            | ExternCall::MeterExecute { dst, index, .. } => self.expr(index).max(self.place(dst)),
-            ExternCall::RegisterWrite { index, value, .. } => exprs(&[index, value]),
+            ExternCall::MeterExecute { dst, index, .. } => self.expr(index).max(self.place(dst)),
             ExternCall::DirectMeterRead { dst, .. } => self.place(dst),
             ExternCall::LogMsg { args, .. } => args.iter().map(|e| self.expr(e)).max().unwrap_or(0),
         }

@@ -18,6 +18,7 @@ mod assert;
 mod counter;
 mod mark_to_drop;
 mod random;
+mod register;
 mod truncate;
 
 use crate::ir::{self, Expr, ExternArg, ExternId, Place, Program};
@@ -55,6 +56,12 @@ pub enum Param {
     Instance,
     /// An `in` index of any `bit<W>` (v1model's `I`): [`ExternArg::Value`].
     Index,
+    /// An `out` l-value of the instance's cell type ([`ir::InstanceKind::cell_width`]; a
+    /// register's `read` result): [`ExternArg::Out`].
+    CellOut,
+    /// An `in` value of the instance's cell type (a register's `write` value):
+    /// [`ExternArg::Value`].
+    Cell,
     /// The `inout standard_metadata_t` the extern does not read, which v1model's older form
     /// of the call leaves out (and BMv2's `drop` primitive too): [`ExternArg::Unused`].
     StandardMetadata,
@@ -119,6 +126,8 @@ static REGISTRY: &[&dyn Extern] = &[
     &assert::Assert,
     &random::Random,
     &counter::Count,
+    &register::Read,
+    &register::Write,
 ];
 
 /// The extern of an id.

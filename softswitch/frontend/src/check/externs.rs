@@ -609,6 +609,10 @@ impl Checker<'_> {
                 format!("{name} takes {n} arguments, found {}", a.len()),
             );
         }
+        let kind = inst.map(|i| self.instances[i].kind.clone());
+        let cell = kind
+            .as_ref()
+            .and_then(|k| Some((k.type_name(), k.cell_width()?)));
         let mut out_type = None;
         let mut args = Vec::with_capacity(params.len());
         let mut a = a.iter();
@@ -624,6 +628,27 @@ impl Checker<'_> {
                 (Param::StandardMetadata, _) | (_, None) => ExternArg::Unused,
                 (Param::Instance, _) => unreachable!("taken above"),
                 (Param::Index, Some(e)) => ExternArg::Value(self.sized(e)?),
+                (Param::CellOut | Param::Cell, Some(e)) => {
+                    let Some((of, width)) = cell else {
+                        return fail(span, format!("{name} needs an instance with cells"));
+                    };
+                    if *param == Param::Cell {
+                        let ty = Type::Bits {
+                            width,
+                            signed: false,
+                        };
+                        ExternArg::Value(self.scalar_of(e, &ty)?)
+                    } else {
+                        let (place, w, _) = self.out_scalar(e)?;
+                        if w != width {
+                            return fail(
+                                e.span,
+                                format!("the {of} holds bit<{width}>, the result is bit<{w}>"),
+                            );
+                        }
+                        ExternArg::Out(place, w)
+                    }
+                }
                 (Param::Bits(width), Some(e)) => {
                     let ty = Type::Bits {
                         width: *width,
@@ -668,8 +693,6 @@ impl Checker<'_> {
             return self.registered_call(ext, m, Some(inst), &a, span);
         }
         let names: &[&str] = match (&kind, m) {
-            (InstanceKind::Register { .. }, "read") => &["result", "index"],
-            (InstanceKind::Register { .. }, "write") => &["index", "value"],
             (InstanceKind::DirectCounter { .. }, "count") => &[],
             (InstanceKind::Meter { .. }, "execute_meter") => &["index", "result"],
             (InstanceKind::DirectMeter { .. }, "read") => &["result"],
@@ -685,36 +708,6 @@ impl Checker<'_> {
             .map(|a| &a.value)
             .collect();
         match (kind, m) {
-            (InstanceKind::Register { width, .. }, "read") => {
-                let (dst, w, _) = self.out_scalar(a[0])?;
-                if w != width {
-                    return fail(
-                        a[0].span,
-                        format!("the register holds bit<{width}>, the result is bit<{w}>"),
-                    );
-                }
-                let index = self.sized(a[1])?;
-                one(ExternCall::RegisterRead {
-                    instance: inst,
-                    dst,
-                    index,
-                })
-            }
-            (InstanceKind::Register { width, .. }, _) => {
-                let index = self.sized(a[0])?;
-                let value = self.scalar_of(
-                    a[1],
-                    &Type::Bits {
-                        width,
-                        signed: false,
-                    },
-                )?;
-                one(ExternCall::RegisterWrite {
-                    instance: inst,
-                    index,
-                    value,
-                })
-            }
             (InstanceKind::DirectCounter { .. }, _) => {
                 no_args(args)?;
                 Ok(Vec::new())
@@ -738,7 +731,8 @@ impl Checker<'_> {
                 })
             }
             (
-                InstanceKind::Counter { .. }
+                InstanceKind::Register { .. }
+                | InstanceKind::Counter { .. }
                 | InstanceKind::ValueSet { .. }
                 | InstanceKind::Checksum16
                 | InstanceKind::ActionProfile { .. }
