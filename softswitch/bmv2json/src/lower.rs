@@ -788,15 +788,6 @@ impl Lowerer {
                 Ok(out)
             }
             "exit" => Ok(vec![Stmt::Exit]),
-            "execute_meter" => {
-                let (dst, width) = self.place(arg(2)?, rt, what)?;
-                ext(ExternCall::MeterExecute {
-                    instance: self.indexed("meter_array", object_name(arg(0)?, what)?)?,
-                    index: value(1)?.expr,
-                    dst,
-                    width,
-                })
-            }
             "modify_field_with_hash_based_offset" => {
                 let (dst, width) = self.place(arg(0)?, rt, what)?;
                 let cname = object_name(arg(2)?, what)?;
@@ -1513,14 +1504,19 @@ impl Lowerer {
                     _ => NONE.get_or_init(serde_json::Map::new),
                 };
                 let base = table.get("base_default_next").and_then(Value::as_str);
+                let Some(read) = externs::by_method("direct_meter", "read") else {
+                    return fail("softswitch's core has no direct_meter.read");
+                };
                 let meter = self
                     .direct_meters
                     .get(node)
                     .map(|&(instance, slot, width)| {
-                        Stmt::Extern(Box::new(ExternCall::DirectMeterRead {
-                            instance,
-                            dst: Place::Slot(slot),
-                            width,
+                        Stmt::Extern(Box::new(ExternCall::Call {
+                            ext: read,
+                            args: vec![
+                                ExternArg::Instance(instance),
+                                ExternArg::Out(Place::Slot(slot), width),
+                            ],
                         }))
                     });
                 let branch = |l: &mut Self, to: Option<&'p str>| -> Result<Vec<Stmt>> {

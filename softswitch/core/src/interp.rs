@@ -9,7 +9,6 @@ use crate::ir::{
     Expr, ExternCall, FieldItem, FieldLayout, HeaderRef, Place, Program, Slot, Stmt, Target,
     Transition,
 };
-use crate::meter::Color;
 use crate::ops;
 use crate::state::{DigestSent, State};
 use crate::trace::{self, block_name, trace_line, Level, PacketTrace};
@@ -83,6 +82,14 @@ impl Machine for Exec<'_> {
 
     fn state(&mut self) -> &mut State {
         self.state
+    }
+
+    fn now_us(&self) -> u64 {
+        self.now_us
+    }
+
+    fn last_hit(&self) -> Option<(usize, usize)> {
+        self.last_hit
     }
 }
 
@@ -888,36 +895,6 @@ impl<'a> Exec<'a> {
                     self.store(dst, c);
                 }
             }
-            ExternCall::MeterExecute {
-                instance,
-                index,
-                dst,
-                width,
-            } => {
-                let i = self.val(index) as usize;
-                let amount = self.meter_amount(*instance);
-                let now = self.now_us;
-                let color = self.state.meters[*instance]
-                    .get_mut(i)
-                    .map_or(Color::Green, |m| m.execute(amount, now));
-                self.store(dst, color as u128 & mask(*width));
-            }
-            ExternCall::DirectMeterRead {
-                instance,
-                dst,
-                width,
-            } => {
-                let amount = self.meter_amount(*instance);
-                let now = self.now_us;
-                // Without an entry (the default action of a miss) there is no cell to read and,
-                // as in BMv2, the result is left as it was.
-                if let Some((t, h)) = self.last_hit {
-                    if self.prog.tables[t].direct_meter == Some(*instance) {
-                        let color = self.state.direct_meter(*instance, h).execute(amount, now);
-                        self.store(dst, color as u128 & mask(*width));
-                    }
-                }
-            }
             ExternCall::StackShift {
                 stack,
                 count,
@@ -945,16 +922,6 @@ impl<'a> Exec<'a> {
             }
         }
         Flow::Next
-    }
-
-    fn meter_amount(&self, instance: usize) -> f64 {
-        match self.prog.instances[instance].kind {
-            ir::InstanceKind::Meter { bytes: true, .. }
-            | ir::InstanceKind::DirectMeter { bytes: true } => {
-                self.slots[self.prog.std_meta.packet_length as usize] as f64
-            }
-            _ => 1.0,
-        }
     }
 
     fn stack_shift(&mut self, stack: u32, count: u32, stride: u32, valids: &[u32], shift: i32) {

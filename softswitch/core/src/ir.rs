@@ -335,19 +335,6 @@ pub enum ExternCall {
     VerifyChecksum { of: ChecksumOf, checksum: Expr },
     /// `update_checksum[_with_payload]`: writes the checksum to `dst`.
     UpdateChecksum { of: ChecksumOf, dst: Place },
-    /// `meter.execute_meter(index, result)`.
-    MeterExecute {
-        instance: usize,
-        index: Expr,
-        dst: Place,
-        width: u16,
-    },
-    /// `direct_meter.read(result)` (the colour of the entry the table just hit).
-    DirectMeterRead {
-        instance: usize,
-        dst: Place,
-        width: u16,
-    },
     /// `stack.push_front(n)` / `stack.pop_front(n)` (negative `shift` pops). The elements that
     /// come in are invalid: the slots at `valids` (offsets into an element: the header's
     /// validity, or each member's in a stack of header unions) are cleared.
@@ -1117,8 +1104,6 @@ impl RunDepth<'_> {
                 self.checksum_of(of).max(self.expr(checksum))
             }
             ExternCall::UpdateChecksum { of, dst } => self.checksum_of(of).max(self.place(dst)),
-            ExternCall::MeterExecute { dst, index, .. } => self.expr(index).max(self.place(dst)),
-            ExternCall::DirectMeterRead { dst, .. } => self.place(dst),
             ExternCall::LogMsg { args, .. } => args.iter().map(|e| self.expr(e)).max().unwrap_or(0),
         }
     }

@@ -17,6 +17,7 @@
 mod assert;
 mod counter;
 mod mark_to_drop;
+mod meter;
 mod random;
 mod register;
 mod truncate;
@@ -108,6 +109,10 @@ pub(crate) trait Machine {
     fn effects(&mut self) -> &mut Effects;
     /// The switch's state.
     fn state(&mut self) -> &mut State;
+    /// The switch's clock, in µs.
+    fn now_us(&self) -> u64;
+    /// The table and entry handle of the last table hit of this run, if any.
+    fn last_hit(&self) -> Option<(usize, usize)>;
 }
 
 /// One extern: its signature and its execution.
@@ -128,6 +133,8 @@ static REGISTRY: &[&dyn Extern] = &[
     &counter::Count,
     &register::Read,
     &register::Write,
+    &meter::Execute,
+    &meter::DirectRead,
 ];
 
 /// The extern of an id.

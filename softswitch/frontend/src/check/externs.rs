@@ -692,57 +692,16 @@ impl Checker<'_> {
                 .collect();
             return self.registered_call(ext, m, Some(inst), &a, span);
         }
-        let names: &[&str] = match (&kind, m) {
-            (InstanceKind::DirectCounter { .. }, "count") => &[],
-            (InstanceKind::Meter { .. }, "execute_meter") => &["index", "result"],
-            (InstanceKind::DirectMeter { .. }, "read") => &["result"],
-            _ => {
-                return fail(
-                    method.span,
-                    format!("{} has no method '{m}'", self.instances[inst].name),
-                )
-            }
-        };
-        let a: Vec<&ast::Expr> = order_args(names, args, span)?
-            .into_iter()
-            .map(|a| &a.value)
-            .collect();
-        match (kind, m) {
-            (InstanceKind::DirectCounter { .. }, _) => {
-                no_args(args)?;
-                Ok(Vec::new())
-            }
-            (InstanceKind::Meter { .. }, _) => {
-                let index = self.sized(a[0])?;
-                let (dst, width, _) = self.out_scalar(a[1])?;
-                one(ExternCall::MeterExecute {
-                    instance: inst,
-                    index,
-                    dst,
-                    width,
-                })
-            }
-            (InstanceKind::DirectMeter { .. }, _) => {
-                let (dst, width, _) = self.out_scalar(a[0])?;
-                one(ExternCall::DirectMeterRead {
-                    instance: inst,
-                    dst,
-                    width,
-                })
-            }
-            (
-                InstanceKind::Register { .. }
-                | InstanceKind::Counter { .. }
-                | InstanceKind::ValueSet { .. }
-                | InstanceKind::Checksum16
-                | InstanceKind::ActionProfile { .. }
-                | InstanceKind::ActionSelector { .. },
-                _,
-            ) => unreachable!(
-                "registered externs' methods are checked above, and value sets and action profiles \
-                 have none (refused above)"
-            ),
+        // A direct counter counts where its table hits: its `count` adds nothing.
+        if let (InstanceKind::DirectCounter { .. }, "count") = (&kind, m) {
+            order_args(&[], args, span)?;
+            no_args(args)?;
+            return Ok(Vec::new());
         }
+        fail(
+            method.span,
+            format!("{} has no method '{m}'", self.instances[inst].name),
+        )
     }
 
     /// A statement call of a `packet_in` or `packet_out` method.
