@@ -734,6 +734,20 @@ impl Lowerer {
                         };
                         ExternArg::Value(value(i)?.fit(width))
                     }
+                    ExternParam::Format => {
+                        let format = string(member(arg(i)?, "value", what)?, what)?;
+                        ExternArg::Text(format.to_string())
+                    }
+                    ExternParam::Values => match ps.get(i) {
+                        Some(v) => {
+                            let mut values = Vec::new();
+                            for a in array(member(v, "value", what)?, what)? {
+                                values.push(scope.expr(a)?.expr);
+                            }
+                            ExternArg::Values(values)
+                        }
+                        None => ExternArg::Unused,
+                    },
                     ExternParam::Out | ExternParam::CellOut => {
                         let (place, width) = self.place(arg(i)?, rt, what)?;
                         ExternArg::Out(place, width)
@@ -833,16 +847,6 @@ impl Lowerer {
             }
             "resubmit" => ext(ExternCall::Resubmit(field_list(0)?)),
             "recirculate" => ext(ExternCall::Recirculate(field_list(0)?)),
-            "log_msg" => {
-                let format = string(member(arg(0)?, "value", what)?, what)?.to_string();
-                let mut args = Vec::new();
-                if let Some(v) = ps.get(1) {
-                    for a in array(member(v, "value", what)?, what)? {
-                        args.push(scope.expr(a)?.expr);
-                    }
-                }
-                ext(ExternCall::LogMsg { format, args })
-            }
             "push" | "pop" => {
                 let sname = object_name(arg(0)?, what)?;
                 let (stack, count, stride, valids) = match (

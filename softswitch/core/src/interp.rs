@@ -91,6 +91,10 @@ impl Machine for Exec<'_> {
     fn last_hit(&self) -> Option<(usize, usize)> {
         self.last_hit
     }
+
+    fn trace_info(&mut self, text: &str) {
+        trace_line!(self.trace, Level::Info, "{}", trace::Printable(text));
+    }
 }
 
 impl<'a> Exec<'a> {
@@ -902,24 +906,6 @@ impl<'a> Exec<'a> {
                 valids,
                 shift,
             } => self.stack_shift(*stack, *count, *stride, valids, *shift),
-            ExternCall::LogMsg { format, args } => {
-                let mut text = String::new();
-                let mut values = args.iter();
-                for (i, part) in format.split("{}").enumerate() {
-                    if i > 0 {
-                        match values.next() {
-                            Some(e) => {
-                                let v = self.val(e);
-                                text.push_str(&v.to_string());
-                            }
-                            None => text.push_str("{}"),
-                        }
-                    }
-                    text.push_str(part);
-                }
-                trace_line!(self.trace, Level::Info, "{}", trace::Printable(&text));
-                self.state.log(text);
-            }
         }
         Flow::Next
     }

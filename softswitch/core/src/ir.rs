@@ -345,8 +345,6 @@ pub enum ExternCall {
         valids: Vec<u32>,
         shift: i32,
     },
-    /// `log_msg(...)`: recorded in the log.
-    LogMsg { format: String, args: Vec<Expr> },
 }
 
 /// A registered extern: an index into [`crate::externs`]' registry (found by
@@ -364,6 +362,10 @@ pub enum ExternArg {
     Out(Place, u16),
     /// The extern instance a method is called on: an index into [`Program::instances`].
     Instance(usize),
+    /// A string literal (`log_msg`'s format).
+    Text(String),
+    /// The values of a struct, tuple or list argument, its bit fields in order.
+    Values(Vec<Expr>),
     /// An argument the extern does not read (or the call left out).
     Unused,
 }
@@ -1067,8 +1069,9 @@ impl RunDepth<'_> {
                 .iter()
                 .map(|a| match a {
                     ExternArg::Value(e) => self.expr(e),
+                    ExternArg::Values(es) => es.iter().map(|e| self.expr(e)).max().unwrap_or(0),
                     ExternArg::Out(p, _) => self.place(p),
-                    ExternArg::Instance(_) | ExternArg::Unused => 0,
+                    ExternArg::Instance(_) | ExternArg::Text(_) | ExternArg::Unused => 0,
                 })
                 .max()
                 .unwrap_or(0),
@@ -1104,7 +1107,6 @@ impl RunDepth<'_> {
                 self.checksum_of(of).max(self.expr(checksum))
             }
             ExternCall::UpdateChecksum { of, dst } => self.checksum_of(of).max(self.place(dst)),
-            ExternCall::LogMsg { args, .. } => args.iter().map(|e| self.expr(e)).max().unwrap_or(0),
         }
     }
 }

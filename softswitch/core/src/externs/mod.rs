@@ -16,6 +16,7 @@
 
 mod assert;
 mod counter;
+mod log_msg;
 mod mark_to_drop;
 mod meter;
 mod random;
@@ -63,6 +64,11 @@ pub enum Param {
     /// An `in` value of the instance's cell type (a register's `write` value):
     /// [`ExternArg::Value`].
     Cell,
+    /// A string literal: [`ExternArg::Text`].
+    Format,
+    /// An optional last `in T data` of a struct, tuple or list of bit fields:
+    /// [`ExternArg::Values`] ([`ExternArg::Unused`] when left out).
+    Values,
     /// The `inout standard_metadata_t` the extern does not read, which v1model's older form
     /// of the call leaves out (and BMv2's `drop` primitive too): [`ExternArg::Unused`].
     StandardMetadata,
@@ -113,6 +119,15 @@ pub(crate) trait Machine {
     fn now_us(&self) -> u64;
     /// The table and entry handle of the last table hit of this run, if any.
     fn last_hit(&self) -> Option<(usize, usize)>;
+    /// Sends a line to the packet's trace at BMv2's info level, if it is traced.
+    fn trace_info(&mut self, text: &str);
+}
+
+impl Param {
+    /// Whether a call may leave it out (when it comes last).
+    pub fn optional(self) -> bool {
+        matches!(self, Param::StandardMetadata | Param::Values)
+    }
 }
 
 /// One extern: its signature and its execution.
@@ -135,6 +150,7 @@ static REGISTRY: &[&dyn Extern] = &[
     &register::Write,
     &meter::Execute,
     &meter::DirectRead,
+    &log_msg::LogMsg,
 ];
 
 /// The extern of an id.

@@ -545,30 +545,6 @@ impl Checker<'_> {
                     one(ExternCall::UpdateChecksum { of: of(width), dst })
                 }
             }
-            "log_msg" => {
-                let Some(ast::Expr {
-                    kind: ExprKind::Str(format),
-                    ..
-                }) = a.first()
-                else {
-                    return fail(span, "log_msg needs a string literal first");
-                };
-                let args = match a.get(1) {
-                    Some(data) => softswitch_core::ir::flat_fields(&self.field_list(data)?)
-                        .into_iter()
-                        .filter_map(|f| match f {
-                            FieldItem::Bits(e, _) => Some(e.clone()),
-                            _ => None,
-                        })
-                        .collect(),
-                    None => Vec::new(),
-                };
-                self.spend_name(format, span)?;
-                one(ExternCall::LogMsg {
-                    format: format.clone(),
-                    args,
-                })
-            }
             other => {
                 self.user_extern_call(other, args, span)?;
                 Ok(Vec::new())
@@ -593,10 +569,11 @@ impl Checker<'_> {
             .copied()
             .filter(|p| *p != Param::Instance)
             .collect();
-        // v1model's older forms leave out a trailing `standard_metadata`.
+        // Optional parameters come last (v1model's older forms leave out a trailing
+        // `standard_metadata`, `log_msg` its data).
         let required = passed
             .iter()
-            .rposition(|p| *p != Param::StandardMetadata)
+            .rposition(|p| !p.optional())
             .map_or(0, |i| i + 1);
         if a.len() < required || a.len() > passed.len() {
             let n = if required == passed.len() {
@@ -628,6 +605,24 @@ impl Checker<'_> {
                 (Param::StandardMetadata, _) | (_, None) => ExternArg::Unused,
                 (Param::Instance, _) => unreachable!("taken above"),
                 (Param::Index, Some(e)) => ExternArg::Value(self.sized(e)?),
+                (Param::Format, Some(e)) => {
+                    let ExprKind::Str(format) = &e.kind else {
+                        return fail(span, format!("{name} needs a string literal first"));
+                    };
+                    self.spend_name(format, span)?;
+                    ExternArg::Text(format.clone())
+                }
+                (Param::Values, Some(e)) => {
+                    let fields = self.field_list(e)?;
+                    let values = softswitch_core::ir::flat_fields(&fields)
+                        .into_iter()
+                        .filter_map(|f| match f {
+                            FieldItem::Bits(e, _) => Some(e.clone()),
+                            _ => None,
+                        })
+                        .collect();
+                    ExternArg::Values(values)
+                }
                 (Param::CellOut | Param::Cell, Some(e)) => {
                     let Some((of, width)) = cell else {
                         return fail(span, format!("{name} needs an instance with cells"));
