@@ -6,11 +6,12 @@ use std::cell::Cell;
 use std::collections::HashMap;
 
 use serde_json::Value;
+use softswitch_core::externs::{self, Param as ExternParam};
 use softswitch_core::ir::{
     self, Action, ActionCall, Body, CaseKeyset, ChecksumOf, Condition, Control, CounterKind,
-    EmitItem, Entry, Expr, ExternCall, FieldItem, FieldLayout, FieldList, FieldMatch, HeaderRef,
-    Instance, InstanceKind, Key, MatchKind, Param, ParserIr, Place, Program, Slot, State, Stmt,
-    Table, Target, TraceNames, Transition,
+    EmitItem, Entry, Expr, ExternArg, ExternCall, FieldItem, FieldLayout, FieldList, FieldMatch,
+    HeaderRef, Instance, InstanceKind, Key, MatchKind, Param, ParserIr, Place, Program, Slot,
+    State, Stmt, Table, Target, TraceNames, Transition,
 };
 
 use crate::expr::{field_name, unwrap_expression, Scope, Typed};
@@ -708,6 +709,57 @@ impl Lowerer {
                 },
             }
         };
+        if let Some(id) = externs::by_bmv2_op(op) {
+            let mut args = Vec::new();
+            let signature = externs::signature(id);
+            let mut instance = None;
+            for (i, p) in signature.params.iter().enumerate() {
+                args.push(match p {
+                    ExternParam::StandardMetadata => ExternArg::Unused,
+                    ExternParam::Instance => {
+                        let Some(of) = signature.of else {
+                            return fail(format!("{what}: {op} is no method"));
+                        };
+                        let name = object_name(arg(i)?, what)?;
+                        let index = self.indexed(of.bmv2_array, name)?;
+                        instance = Some((index, of.p4));
+                        ExternArg::Instance(index)
+                    }
+                    ExternParam::Cell => {
+                        let width = instance
+                            .and_then(|(i, of)| Some((self.instances[i].kind.cell_width()?, of)));
+                        let Some((width, _)) = width else {
+                            let of = instance.map_or("instance", |(_, of)| of);
+                            return fail(format!("{what}: {op} to a non-{of}"));
+                        };
+                        ExternArg::Value(value(i)?.fit(width))
+                    }
+                    ExternParam::Format => {
+                        let format = string(member(arg(i)?, "value", what)?, what)?;
+                        ExternArg::Text(format.to_string())
+                    }
+                    ExternParam::Values => match ps.get(i) {
+                        Some(v) => {
+                            let mut values = Vec::new();
+                            for a in array(member(v, "value", what)?, what)? {
+                                values.push(scope.expr(a)?.expr);
+                            }
+                            ExternArg::Values(values)
+                        }
+                        None => ExternArg::Unused,
+                    },
+                    ExternParam::Out | ExternParam::CellOut => {
+                        let (place, width) = self.place(arg(i)?, rt, what)?;
+                        ExternArg::Out(place, width)
+                    }
+                    ExternParam::Bits(_)
+                    | ExternParam::Bool
+                    | ExternParam::LikeOut
+                    | ExternParam::Index => ExternArg::Value(value(i)?.expr),
+                });
+            }
+            return ext(ExternCall::Call { ext: id, args });
+        }
         match op {
             "assign" | "modify_field" => {
                 let dst = arg(0)?;
@@ -749,40 +801,7 @@ impl Lowerer {
                 }
                 Ok(out)
             }
-            "mark_to_drop" | "drop" => ext(ExternCall::MarkToDrop),
             "exit" => Ok(vec![Stmt::Exit]),
-            "count" => ext(ExternCall::CounterCount {
-                instance: self.indexed("counter_array", object_name(arg(0)?, what)?)?,
-                index: value(1)?.expr,
-            }),
-            "execute_meter" => {
-                let (dst, width) = self.place(arg(2)?, rt, what)?;
-                ext(ExternCall::MeterExecute {
-                    instance: self.indexed("meter_array", object_name(arg(0)?, what)?)?,
-                    index: value(1)?.expr,
-                    dst,
-                    width,
-                })
-            }
-            "register_read" => {
-                let (dst, _) = self.place(arg(0)?, rt, what)?;
-                ext(ExternCall::RegisterRead {
-                    instance: self.indexed("register_array", object_name(arg(1)?, what)?)?,
-                    dst,
-                    index: value(2)?.expr,
-                })
-            }
-            "register_write" => {
-                let instance = self.indexed("register_array", object_name(arg(0)?, what)?)?;
-                let InstanceKind::Register { width, .. } = self.instances[instance].kind else {
-                    return fail(format!("{what}: register_write to a non-register"));
-                };
-                ext(ExternCall::RegisterWrite {
-                    instance,
-                    index: value(1)?.expr,
-                    value: value(2)?.fit(width),
-                })
-            }
             "modify_field_with_hash_based_offset" => {
                 let (dst, width) = self.place(arg(0)?, rt, what)?;
                 let cname = object_name(arg(2)?, what)?;
@@ -798,16 +817,6 @@ impl Lowerer {
                     max: value(3)?.expr,
                 })
             }
-            "modify_field_rng_uniform" => {
-                let (dst, width) = self.place(arg(0)?, rt, what)?;
-                ext(ExternCall::Random {
-                    dst,
-                    width,
-                    lo: value(1)?.expr,
-                    hi: value(2)?.expr,
-                })
-            }
-            "truncate" => ext(ExternCall::Truncate(value(0)?.expr)),
             "clone_ingress_pkt_to_egress" | "clone_egress_pkt_to_egress" => {
                 ext(ExternCall::Clone {
                     egress: op == "clone_egress_pkt_to_egress",
@@ -838,17 +847,6 @@ impl Lowerer {
             }
             "resubmit" => ext(ExternCall::Resubmit(field_list(0)?)),
             "recirculate" => ext(ExternCall::Recirculate(field_list(0)?)),
-            "assert" | "assume" => ext(ExternCall::Assert(value(0)?.expr)),
-            "log_msg" => {
-                let format = string(member(arg(0)?, "value", what)?, what)?.to_string();
-                let mut args = Vec::new();
-                if let Some(v) = ps.get(1) {
-                    for a in array(member(v, "value", what)?, what)? {
-                        args.push(scope.expr(a)?.expr);
-                    }
-                }
-                ext(ExternCall::LogMsg { format, args })
-            }
             "push" | "pop" => {
                 let sname = object_name(arg(0)?, what)?;
                 let (stack, count, stride, valids) = match (
@@ -1511,14 +1509,19 @@ impl Lowerer {
                     _ => NONE.get_or_init(serde_json::Map::new),
                 };
                 let base = table.get("base_default_next").and_then(Value::as_str);
+                let Some(read) = externs::by_method("direct_meter", "read") else {
+                    return fail("softswitch's core has no direct_meter.read");
+                };
                 let meter = self
                     .direct_meters
                     .get(node)
                     .map(|&(instance, slot, width)| {
-                        Stmt::Extern(Box::new(ExternCall::DirectMeterRead {
-                            instance,
-                            dst: Place::Slot(slot),
-                            width,
+                        Stmt::Extern(Box::new(ExternCall::Call {
+                            ext: read,
+                            args: vec![
+                                ExternArg::Instance(instance),
+                                ExternArg::Out(Place::Slot(slot), width),
+                            ],
                         }))
                     });
                 let branch = |l: &mut Self, to: Option<&'p str>| -> Result<Vec<Stmt>> {

@@ -2,15 +2,15 @@
 //! Parser errors, `exit` and `return` travel as a [`Flow`].
 
 use crate::bits::{read_bits, BitWriter};
+use crate::externs::{self, Effects, Machine};
 use crate::hash::{self, Algorithm};
 use crate::ir::{
     self, mask, sign_extend, varbit_chunk_width, ActionCall, CaseKeyset, ChecksumOf, EmitItem,
     Expr, ExternCall, FieldItem, FieldLayout, HeaderRef, Place, Program, Slot, Stmt, Target,
     Transition,
 };
-use crate::meter::Color;
 use crate::ops;
-use crate::switch::{DigestSent, State};
+use crate::state::{DigestSent, State};
 use crate::trace::{self, block_name, trace_line, Level, PacketTrace};
 
 /// How a statement list ended.
@@ -28,19 +28,6 @@ pub enum Flow {
     Continue,
     /// A parser error with its code.
     Reject(u128),
-}
-
-/// Requests a packet's run makes of the architecture (the last request of each kind wins).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Effects {
-    /// `clone`: egress (E2E) or not (I2E), session, preserved field list.
-    pub clone: Option<(bool, u32, Option<usize>)>,
-    /// `resubmit_preserving_field_list`.
-    pub resubmit: Option<Option<usize>>,
-    /// `recirculate_preserving_field_list`.
-    pub recirculate: Option<Option<usize>>,
-    /// `truncate`: bytes to keep.
-    pub truncate: Option<u32>,
 }
 
 /// The run of one packet through one block.
@@ -70,6 +57,44 @@ pub struct Exec<'a> {
 }
 
 const PARSER_STEP_LIMIT: usize = 100_000;
+
+impl Machine for Exec<'_> {
+    fn program(&self) -> &Program {
+        self.prog
+    }
+
+    fn value(&mut self, e: &Expr) -> u128 {
+        self.val(e)
+    }
+
+    fn store(&mut self, place: &Place, v: u128) {
+        Exec::store(self, place, v);
+    }
+
+    fn slots(&mut self) -> &mut [u128] {
+        self.slots
+    }
+
+    fn effects(&mut self) -> &mut Effects {
+        self.effects
+    }
+
+    fn state(&mut self) -> &mut State {
+        self.state
+    }
+
+    fn now_us(&self) -> u64 {
+        self.now_us
+    }
+
+    fn last_hit(&self) -> Option<(usize, usize)> {
+        self.last_hit
+    }
+
+    fn trace_info(&mut self, text: &str) {
+        trace_line!(self.trace, Level::Info, "{}", trace::Printable(text));
+    }
+}
 
 impl<'a> Exec<'a> {
     /// A run over `slots` of the packet `data` (whose unparsed part starts at `cursor` bits).
@@ -754,6 +779,11 @@ impl<'a> Exec<'a> {
     fn extern_call(&mut self, call: &ExternCall) -> Flow {
         let sm = self.prog.std_meta;
         match call {
+            ExternCall::Call { ext, args } => {
+                if let Err(code) = externs::get(*ext).execute(args, self) {
+                    return Flow::Reject(code);
+                }
+            }
             ExternCall::Extract { target, varbit } => return self.extract(target, varbit.as_ref()),
             ExternCall::SubParser {
                 parser,
@@ -808,10 +838,6 @@ impl<'a> Exec<'a> {
                 }
                 self.out = Some(out);
             }
-            ExternCall::MarkToDrop => {
-                self.slots[sm.egress_spec as usize] = 511;
-                self.slots[sm.mcast_grp as usize] = 0;
-            }
             ExternCall::Clone {
                 egress,
                 session,
@@ -822,7 +848,6 @@ impl<'a> Exec<'a> {
             }
             ExternCall::Resubmit(fl) => self.effects.resubmit = Some(*fl),
             ExternCall::Recirculate(fl) => self.effects.recirculate = Some(*fl),
-            ExternCall::Truncate(len) => self.effects.truncate = Some(self.val(len) as u32),
             ExternCall::Digest {
                 receiver,
                 data,
@@ -861,16 +886,6 @@ impl<'a> Exec<'a> {
                 let v = if m == 0 { b } else { b.wrapping_add(h % m) };
                 self.store(dst, v & mask(*width));
             }
-            ExternCall::Random { dst, width, lo, hi } => {
-                let (l, h) = (self.val(lo), self.val(hi));
-                let r = u128::from(self.state.random());
-                let v = match h.checked_sub(l).and_then(|span| span.checked_add(1)) {
-                    Some(n) if h > l => l + r % n,
-                    _ if h > l => l.wrapping_add(r),
-                    _ => l,
-                };
-                self.store(dst, v & mask(*width));
-            }
             ExternCall::VerifyChecksum { of, checksum } => {
                 if let Some(c) = self.checksum_when(of) {
                     if c != self.val(checksum) {
@@ -883,64 +898,6 @@ impl<'a> Exec<'a> {
                     self.store(dst, c);
                 }
             }
-            ExternCall::RegisterRead {
-                instance,
-                dst,
-                index,
-            } => {
-                let i = self.val(index) as usize;
-                let v = self.state.registers[*instance].get(i).copied().unwrap_or(0);
-                self.store(dst, v);
-            }
-            ExternCall::RegisterWrite {
-                instance,
-                index,
-                value,
-            } => {
-                let i = self.val(index) as usize;
-                let v = self.val(value);
-                if let Some(cell) = self.state.registers[*instance].get_mut(i) {
-                    *cell = v;
-                }
-            }
-            ExternCall::CounterCount { instance, index } => {
-                let i = self.val(index) as usize;
-                let bytes = self.slots[sm.packet_length as usize] as u64;
-                if let Some(cell) = self.state.counters[*instance].get_mut(i) {
-                    cell.packets += 1;
-                    cell.bytes += bytes;
-                }
-            }
-            ExternCall::MeterExecute {
-                instance,
-                index,
-                dst,
-                width,
-            } => {
-                let i = self.val(index) as usize;
-                let amount = self.meter_amount(*instance);
-                let now = self.now_us;
-                let color = self.state.meters[*instance]
-                    .get_mut(i)
-                    .map_or(Color::Green, |m| m.execute(amount, now));
-                self.store(dst, color as u128 & mask(*width));
-            }
-            ExternCall::DirectMeterRead {
-                instance,
-                dst,
-                width,
-            } => {
-                let amount = self.meter_amount(*instance);
-                let now = self.now_us;
-                // Without an entry (the default action of a miss) there is no cell to read and,
-                // as in BMv2, the result is left as it was.
-                if let Some((t, h)) = self.last_hit {
-                    if self.prog.tables[t].direct_meter == Some(*instance) {
-                        let color = self.state.direct_meter(*instance, h).execute(amount, now);
-                        self.store(dst, color as u128 & mask(*width));
-                    }
-                }
-            }
             ExternCall::StackShift {
                 stack,
                 count,
@@ -948,41 +905,8 @@ impl<'a> Exec<'a> {
                 valids,
                 shift,
             } => self.stack_shift(*stack, *count, *stride, valids, *shift),
-            ExternCall::Assert(cond) => {
-                if self.val(cond) == 0 {
-                    self.state.assertion_failures += 1;
-                }
-            }
-            ExternCall::LogMsg { format, args } => {
-                let mut text = String::new();
-                let mut values = args.iter();
-                for (i, part) in format.split("{}").enumerate() {
-                    if i > 0 {
-                        match values.next() {
-                            Some(e) => {
-                                let v = self.val(e);
-                                text.push_str(&v.to_string());
-                            }
-                            None => text.push_str("{}"),
-                        }
-                    }
-                    text.push_str(part);
-                }
-                trace_line!(self.trace, Level::Info, "{}", trace::Printable(&text));
-                self.state.log(text);
-            }
         }
         Flow::Next
-    }
-
-    fn meter_amount(&self, instance: usize) -> f64 {
-        match self.prog.instances[instance].kind {
-            ir::InstanceKind::Meter { bytes: true, .. }
-            | ir::InstanceKind::DirectMeter { bytes: true } => {
-                self.slots[self.prog.std_meta.packet_length as usize] as f64
-            }
-            _ => 1.0,
-        }
     }
 
     fn stack_shift(&mut self, stack: u32, count: u32, stride: u32, valids: &[u32], shift: i32) {

@@ -290,6 +290,9 @@ pub struct ChecksumOf {
 #[derive(Clone, Debug, PartialEq)]
 #[allow(missing_docs, reason = "each variant's doc says what its fields are")]
 pub enum ExternCall {
+    /// A call of a registered extern ([`crate::externs`]), its arguments in the order of its
+    /// signature's parameters.
+    Call { ext: ExternId, args: Vec<ExternArg> },
     /// `packet.extract(h)`, or `packet.extract(h, bits)` giving its varbit field `bits` bits.
     Extract {
         target: HeaderRef,
@@ -308,8 +311,6 @@ pub enum ExternCall {
     Verify { cond: Expr, error: Expr },
     /// `packet.emit(h)` for each header, in order.
     Emit(Vec<EmitItem>),
-    /// `mark_to_drop(standard_metadata)`.
-    MarkToDrop,
     /// `clone`, `clone_preserving_field_list` or the deprecated `clone3` (field list by id).
     Clone {
         egress: bool,
@@ -320,8 +321,6 @@ pub enum ExternCall {
     Resubmit(Option<usize>),
     /// `recirculate_preserving_field_list` (or the deprecated `recirculate(data)`).
     Recirculate(Option<usize>),
-    /// `truncate(length)`.
-    Truncate(Expr),
     /// `digest(receiver, data)`; `digest` indexes `CpInfo::digests` (the data's type).
     Digest {
         receiver: Expr,
@@ -337,45 +336,11 @@ pub enum ExternCall {
         data: FieldList,
         max: Expr,
     },
-    /// `random(result, lo, hi)`.
-    Random {
-        dst: Place,
-        width: u16,
-        lo: Expr,
-        hi: Expr,
-    },
     /// `verify_checksum[_with_payload]`: sets `checksum_error` when the checksum differs from
     /// `checksum`.
     VerifyChecksum { of: ChecksumOf, checksum: Expr },
     /// `update_checksum[_with_payload]`: writes the checksum to `dst`.
     UpdateChecksum { of: ChecksumOf, dst: Place },
-    /// `register.read(result, index)`.
-    RegisterRead {
-        instance: usize,
-        dst: Place,
-        index: Expr,
-    },
-    /// `register.write(index, value)`.
-    RegisterWrite {
-        instance: usize,
-        index: Expr,
-        value: Expr,
-    },
-    /// `counter.count(index)`.
-    CounterCount { instance: usize, index: Expr },
-    /// `meter.execute_meter(index, result)`.
-    MeterExecute {
-        instance: usize,
-        index: Expr,
-        dst: Place,
-        width: u16,
-    },
-    /// `direct_meter.read(result)` (the colour of the entry the table just hit).
-    DirectMeterRead {
-        instance: usize,
-        dst: Place,
-        width: u16,
-    },
     /// `stack.push_front(n)` / `stack.pop_front(n)` (negative `shift` pops). The elements that
     /// come in are invalid: the slots at `valids` (offsets into an element: the header's
     /// validity, or each member's in a stack of header unions) are cleared.
@@ -386,10 +351,29 @@ pub enum ExternCall {
         valids: Vec<u32>,
         shift: i32,
     },
-    /// `assert(cond)` / `assume(cond)`: a failure stops the switch with an error.
-    Assert(Expr),
-    /// `log_msg(...)`: recorded in the log.
-    LogMsg { format: String, args: Vec<Expr> },
+}
+
+/// A registered extern: an index into [`crate::externs`]' registry (found by
+/// [`crate::externs::by_name`] or [`crate::externs::by_bmv2_op`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ExternId(pub(crate) u16);
+
+/// One argument of a call of a registered extern, as its parameter
+/// ([`crate::externs::Param`]) says.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExternArg {
+    /// An `in` value.
+    Value(Expr),
+    /// An `out` scalar and its width.
+    Out(Place, u16),
+    /// The extern instance a method is called on: an index into [`Program::instances`].
+    Instance(usize),
+    /// A string literal (`log_msg`'s format).
+    Text(String),
+    /// The values of a struct, tuple or list argument, its bit fields in order.
+    Values(Vec<Expr>),
+    /// An argument the extern does not read (or the call left out).
+    Unused,
 }
 
 /// One item emitted by a deparser.
@@ -779,6 +763,32 @@ pub enum InstanceKind {
     ActionSelector { size: u32, algo: u8 },
 }
 
+impl InstanceKind {
+    /// The width of its cells, for an instance whose cells hold values the program reads
+    /// and writes (a register's `bit<W>`).
+    pub fn cell_width(&self) -> Option<u16> {
+        match self {
+            InstanceKind::Register { width, .. } => Some(*width),
+            _ => None,
+        }
+    }
+
+    /// The extern type's name in v1model.p4 (`counter`, `direct_meter`, ...).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            InstanceKind::Register { .. } => "register",
+            InstanceKind::Counter { .. } => "counter",
+            InstanceKind::DirectCounter { .. } => "direct_counter",
+            InstanceKind::Meter { .. } => "meter",
+            InstanceKind::DirectMeter { .. } => "direct_meter",
+            InstanceKind::Checksum16 => "Checksum16",
+            InstanceKind::ValueSet { .. } => "value_set",
+            InstanceKind::ActionProfile { .. } => "action_profile",
+            InstanceKind::ActionSelector { .. } => "action_selector",
+        }
+    }
+}
+
 /// What a counter counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CounterKind {
@@ -1108,9 +1118,17 @@ impl RunDepth<'_> {
         let exprs = |es: &[&Expr]| es.iter().map(|e| self.expr(e)).max().unwrap_or(0);
         match call {
             ExternCall::Extract { varbit, .. } => varbit.as_ref().map_or(0, |e| self.expr(e)),
-            ExternCall::Advance(e) | ExternCall::Truncate(e) | ExternCall::Assert(e) => {
-                self.expr(e)
-            }
+            ExternCall::Advance(e) => self.expr(e),
+            ExternCall::Call { args, .. } => args
+                .iter()
+                .map(|a| match a {
+                    ExternArg::Value(e) => self.expr(e),
+                    ExternArg::Values(es) => es.iter().map(|e| self.expr(e)).max().unwrap_or(0),
+                    ExternArg::Out(p, _) => self.place(p),
+                    ExternArg::Instance(_) | ExternArg::Text(_) | ExternArg::Unused => 0,
+                })
+                .max()
+                .unwrap_or(0),
             ExternCall::SubParser {
                 parser,
                 copy_in,
@@ -1124,7 +1142,6 @@ impl RunDepth<'_> {
                 .max(self.stmts(copy_out)),
             ExternCall::Verify { cond, error } => exprs(&[cond, error]),
             ExternCall::Emit(_)
-            | ExternCall::MarkToDrop
             | ExternCall::Resubmit(_)
             | ExternCall::Recirculate(_)
             | ExternCall::StackShift { .. } => 0,
@@ -1140,17 +1157,10 @@ impl RunDepth<'_> {
             } => exprs(&[algo, base, max])
                 .max(self.place(dst))
                 .max(self.fields(data)),
-            ExternCall::Random { dst, lo, hi, .. } => exprs(&[lo, hi]).max(self.place(dst)),
             ExternCall::VerifyChecksum { of, checksum } => {
                 self.checksum_of(of).max(self.expr(checksum))
             }
             ExternCall::UpdateChecksum { of, dst } => self.checksum_of(of).max(self.place(dst)),
-            ExternCall::RegisterRead { dst, index, .. }
-            | ExternCall::MeterExecute { dst, index, .. } => self.expr(index).max(self.place(dst)),
-            ExternCall::RegisterWrite { index, value, .. } => exprs(&[index, value]),
-            ExternCall::CounterCount { index, .. } => self.expr(index),
-            ExternCall::DirectMeterRead { dst, .. } => self.place(dst),
-            ExternCall::LogMsg { args, .. } => args.iter().map(|e| self.expr(e)).max().unwrap_or(0),
         }
     }
 }

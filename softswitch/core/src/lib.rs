@@ -1,7 +1,9 @@
 //! softswitch-core: what runs a lowered P4_16 v1model program, as BMv2's `bm_sim` does.
 //!
 //! The [`ir`] is what the front end lowers a program to (with its own operators, [`ops`]); a
-//! [`switch::Switch`] runs it: `interp` executes one packet's blocks over its slots, [`table`]
+//! [`switch::Switch`] runs it: `interp` executes one packet's blocks over its slots (the
+//! externs, one module each behind a trait, are in [`externs`]; what P4 code reads and writes
+//! is the switch's `state`), [`table`]
 //! holds the match structures, [`meter`] and [`hash`] the externs' arithmetic, [`tm`] the
 //! queues, the packet replication engine (`pre`) and the mirroring sessions (`mirroring`)
 //! the copies (what a packet used is kept for the next ones, `spares`); every control operation goes through the switch's one runtime interface,
@@ -14,6 +16,7 @@
 
 pub mod bits;
 pub mod budget;
+pub mod externs;
 pub mod hash;
 pub(crate) mod interp;
 pub mod ir;
@@ -23,6 +26,7 @@ pub(crate) mod mirroring;
 pub mod ops;
 pub(crate) mod pre;
 pub(crate) mod spares;
+pub(crate) mod state;
 pub mod switch;
 pub mod table;
 pub mod tm;

@@ -8,8 +8,9 @@ use std::collections::HashSet;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom as _;
 use rand::Rng as _;
+use softswitch_core::externs;
 use softswitch_core::ir::{
-    mask, ActionCall, Entry, ExternCall, FieldMatch, MatchKind, Program, Stmt,
+    mask, ActionCall, Entry, ExternArg, ExternCall, FieldMatch, MatchKind, Program, Stmt,
 };
 use softswitch_frontend::cpinfo::CpInfo;
 
@@ -304,7 +305,11 @@ fn reads_meter(program: &Program, action: usize, meter: usize) -> bool {
     program.bodies[program.actions[action].body]
         .stmts
         .iter()
-        .any(|s| matches!(s, Stmt::Extern(call) if matches!(**call, ExternCall::DirectMeterRead { instance, .. } if instance == meter)))
+        .any(|s| {
+            matches!(s, Stmt::Extern(call) if matches!(&**call, ExternCall::Call { ext, args }
+                if Some(*ext) == externs::by_method("direct_meter", "read")
+                    && args.first() == Some(&ExternArg::Instance(meter))))
+        })
 }
 
 /// A random entry of `table`.

@@ -19,10 +19,11 @@
 //! entry's dump, "Error when trying to add entry ..."), so that every front door's writes show
 //! in `--log-console` alike.
 
-use super::{State, Switch};
+use super::Switch;
 use crate::budget::{self, Budget, BudgetExceeded};
 use crate::ir::{ActionCall, Entry, FieldMatch, InstanceKind, Program};
 use crate::meter::MeterConfig;
+use crate::state::State;
 use crate::table::{ControllerData, CounterCell, EntryChange, Installed, TableError, TableState};
 use crate::tm::{self, QueueSettingError};
 use crate::trace::{self, Level};

@@ -9,9 +9,10 @@ use crate::diagnostic::{fail, Result};
 use crate::source::Span;
 use crate::types::{Type, Types};
 use num_traits::ToPrimitive as _;
+use softswitch_core::externs::{self, Param};
 use softswitch_core::ir::{
-    ChecksumOf, CounterKind, EmitItem, Expr, ExternCall, FieldItem, FieldList, HeaderRef,
-    InstanceKind, Place, Stmt,
+    ChecksumOf, CounterKind, EmitItem, Expr, ExternArg, ExternCall, ExternId, FieldItem, FieldList,
+    HeaderRef, InstanceKind, Place, Stmt,
 };
 
 const BITS32: Type = Type::Bits {
@@ -419,6 +420,9 @@ impl Checker<'_> {
         span: Span,
     ) -> Result<Vec<Stmt>> {
         let a: Vec<&ast::Expr> = args.iter().map(|a| &a.value).collect();
+        if let Some(ext) = externs::by_name(name) {
+            return self.registered_call(ext, name, None, &a, span);
+        }
         let arity = |n: usize| -> Result<()> {
             if a.len() == n {
                 Ok(())
@@ -430,7 +434,6 @@ impl Checker<'_> {
             }
         };
         match name {
-            "mark_to_drop" => one(ExternCall::MarkToDrop),
             "verify" => {
                 arity(2)?;
                 let cond = self.bool_expr(a[0])?;
@@ -486,11 +489,6 @@ impl Checker<'_> {
                     field_list,
                 })
             }
-            "truncate" => {
-                arity(1)?;
-                let len = self.scalar_of(a[0], &BITS32)?;
-                one(ExternCall::Truncate(len))
-            }
             "digest" => {
                 arity(2)?;
                 let receiver = self.scalar_of(a[0], &BITS32)?;
@@ -517,13 +515,6 @@ impl Checker<'_> {
                     data,
                     max,
                 })
-            }
-            "random" => {
-                arity(3)?;
-                let (dst, width, ty) = self.out_scalar(a[0])?;
-                let lo = self.scalar_of(a[1], &ty)?;
-                let hi = self.scalar_of(a[2], &ty)?;
-                one(ExternCall::Random { dst, width, lo, hi })
             }
             "verify_checksum"
             | "verify_checksum_with_payload"
@@ -554,40 +545,128 @@ impl Checker<'_> {
                     one(ExternCall::UpdateChecksum { of: of(width), dst })
                 }
             }
-            "assert" | "assume" => {
-                arity(1)?;
-                let cond = self.bool_expr(a[0])?;
-                one(ExternCall::Assert(cond))
-            }
-            "log_msg" => {
-                let Some(ast::Expr {
-                    kind: ExprKind::Str(format),
-                    ..
-                }) = a.first()
-                else {
-                    return fail(span, "log_msg needs a string literal first");
-                };
-                let args = match a.get(1) {
-                    Some(data) => softswitch_core::ir::flat_fields(&self.field_list(data)?)
-                        .into_iter()
-                        .filter_map(|f| match f {
-                            FieldItem::Bits(e, _) => Some(e.clone()),
-                            _ => None,
-                        })
-                        .collect(),
-                    None => Vec::new(),
-                };
-                self.spend_name(format, span)?;
-                one(ExternCall::LogMsg {
-                    format: format.clone(),
-                    args,
-                })
-            }
             other => {
                 self.user_extern_call(other, args, span)?;
                 Ok(Vec::new())
             }
         }
+    }
+
+    /// A call of a registered extern, a function or (with its receiver `inst`) a method: its
+    /// arguments checked against the parameters its signature gives.
+    fn registered_call(
+        &mut self,
+        ext: ExternId,
+        name: &str,
+        inst: Option<usize>,
+        a: &[&ast::Expr],
+        span: Span,
+    ) -> Result<Vec<Stmt>> {
+        let params = externs::signature(ext).params;
+        // The receiver is no argument in P4.
+        let passed: Vec<Param> = params
+            .iter()
+            .copied()
+            .filter(|p| *p != Param::Instance)
+            .collect();
+        // Optional parameters come last (v1model's older forms leave out a trailing
+        // `standard_metadata`, `log_msg` its data).
+        let required = passed
+            .iter()
+            .rposition(|p| !p.optional())
+            .map_or(0, |i| i + 1);
+        if a.len() < required || a.len() > passed.len() {
+            let n = if required == passed.len() {
+                required.to_string()
+            } else {
+                format!("{required} to {}", passed.len())
+            };
+            return fail(
+                span,
+                format!("{name} takes {n} arguments, found {}", a.len()),
+            );
+        }
+        let kind = inst.map(|i| self.instances[i].kind.clone());
+        let cell = kind
+            .as_ref()
+            .and_then(|k| Some((k.type_name(), k.cell_width()?)));
+        let mut out_type = None;
+        let mut args = Vec::with_capacity(params.len());
+        let mut a = a.iter();
+        for param in params {
+            if *param == Param::Instance {
+                match inst {
+                    Some(i) => args.push(ExternArg::Instance(i)),
+                    None => return fail(span, format!("{name} is a method, not a function")),
+                }
+                continue;
+            }
+            let arg = match (param, a.next()) {
+                (Param::StandardMetadata, _) | (_, None) => ExternArg::Unused,
+                (Param::Instance, _) => unreachable!("taken above"),
+                (Param::Index, Some(e)) => ExternArg::Value(self.sized(e)?),
+                (Param::Format, Some(e)) => {
+                    let ExprKind::Str(format) = &e.kind else {
+                        return fail(span, format!("{name} needs a string literal first"));
+                    };
+                    self.spend_name(format, span)?;
+                    ExternArg::Text(format.clone())
+                }
+                (Param::Values, Some(e)) => {
+                    let fields = self.field_list(e)?;
+                    let values = softswitch_core::ir::flat_fields(&fields)
+                        .into_iter()
+                        .filter_map(|f| match f {
+                            FieldItem::Bits(e, _) => Some(e.clone()),
+                            _ => None,
+                        })
+                        .collect();
+                    ExternArg::Values(values)
+                }
+                (Param::CellOut | Param::Cell, Some(e)) => {
+                    let Some((of, width)) = cell else {
+                        return fail(span, format!("{name} needs an instance with cells"));
+                    };
+                    if *param == Param::Cell {
+                        let ty = Type::Bits {
+                            width,
+                            signed: false,
+                        };
+                        ExternArg::Value(self.scalar_of(e, &ty)?)
+                    } else {
+                        let (place, w, _) = self.out_scalar(e)?;
+                        if w != width {
+                            return fail(
+                                e.span,
+                                format!("the {of} holds bit<{width}>, the result is bit<{w}>"),
+                            );
+                        }
+                        ExternArg::Out(place, w)
+                    }
+                }
+                (Param::Bits(width), Some(e)) => {
+                    let ty = Type::Bits {
+                        width: *width,
+                        signed: false,
+                    };
+                    ExternArg::Value(self.scalar_of(e, &ty)?)
+                }
+                (Param::Bool, Some(e)) => ExternArg::Value(self.bool_expr(e)?),
+                (Param::Out, Some(e)) => {
+                    let (place, width, ty) = self.out_scalar(e)?;
+                    out_type = Some(ty);
+                    ExternArg::Out(place, width)
+                }
+                (Param::LikeOut, Some(e)) => {
+                    let Some(ty) = out_type.clone() else {
+                        return fail(e.span, format!("{name}'s out argument must come first"));
+                    };
+                    ExternArg::Value(self.scalar_of(e, &ty)?)
+                }
+            };
+            args.push(arg);
+        }
+        one(ExternCall::Call { ext, args })
     }
 
     /// A call of a method of an extern instance.
@@ -600,92 +679,24 @@ impl Checker<'_> {
     ) -> Result<Vec<Stmt>> {
         let kind = self.instances[inst].kind.clone();
         let m = method.name.as_str();
-        let names: &[&str] = match (&kind, m) {
-            (InstanceKind::Register { .. }, "read") => &["result", "index"],
-            (InstanceKind::Register { .. }, "write") => &["index", "value"],
-            (InstanceKind::Counter { .. }, "count") => &["index"],
-            (InstanceKind::DirectCounter { .. }, "count") => &[],
-            (InstanceKind::Meter { .. }, "execute_meter") => &["index", "result"],
-            (InstanceKind::DirectMeter { .. }, "read") => &["result"],
-            _ => {
-                return fail(
-                    method.span,
-                    format!("{} has no method '{m}'", self.instances[inst].name),
-                )
-            }
-        };
-        let a: Vec<&ast::Expr> = order_args(names, args, span)?
-            .into_iter()
-            .map(|a| &a.value)
-            .collect();
-        match (kind, m) {
-            (InstanceKind::Register { width, .. }, "read") => {
-                let (dst, w, _) = self.out_scalar(a[0])?;
-                if w != width {
-                    return fail(
-                        a[0].span,
-                        format!("the register holds bit<{width}>, the result is bit<{w}>"),
-                    );
-                }
-                let index = self.sized(a[1])?;
-                one(ExternCall::RegisterRead {
-                    instance: inst,
-                    dst,
-                    index,
-                })
-            }
-            (InstanceKind::Register { width, .. }, _) => {
-                let index = self.sized(a[0])?;
-                let value = self.scalar_of(
-                    a[1],
-                    &Type::Bits {
-                        width,
-                        signed: false,
-                    },
-                )?;
-                one(ExternCall::RegisterWrite {
-                    instance: inst,
-                    index,
-                    value,
-                })
-            }
-            (InstanceKind::Counter { .. }, _) => {
-                let index = self.sized(a[0])?;
-                one(ExternCall::CounterCount {
-                    instance: inst,
-                    index,
-                })
-            }
-            (InstanceKind::DirectCounter { .. }, _) => {
-                no_args(args)?;
-                Ok(Vec::new())
-            }
-            (InstanceKind::Meter { .. }, _) => {
-                let index = self.sized(a[0])?;
-                let (dst, width, _) = self.out_scalar(a[1])?;
-                one(ExternCall::MeterExecute {
-                    instance: inst,
-                    index,
-                    dst,
-                    width,
-                })
-            }
-            (InstanceKind::DirectMeter { .. }, _) => {
-                let (dst, width, _) = self.out_scalar(a[0])?;
-                one(ExternCall::DirectMeterRead {
-                    instance: inst,
-                    dst,
-                    width,
-                })
-            }
-            (
-                InstanceKind::ValueSet { .. }
-                | InstanceKind::Checksum16
-                | InstanceKind::ActionProfile { .. }
-                | InstanceKind::ActionSelector { .. },
-                _,
-            ) => unreachable!("value sets and action profiles have no methods (refused above)"),
+        if let Some(ext) = externs::by_method(kind.type_name(), m) {
+            let names = externs::signature(ext).arg_names;
+            let a: Vec<&ast::Expr> = order_args(names, args, span)?
+                .into_iter()
+                .map(|a| &a.value)
+                .collect();
+            return self.registered_call(ext, m, Some(inst), &a, span);
         }
+        // A direct counter counts where its table hits: its `count` adds nothing.
+        if let (InstanceKind::DirectCounter { .. }, "count") = (&kind, m) {
+            order_args(&[], args, span)?;
+            no_args(args)?;
+            return Ok(Vec::new());
+        }
+        fail(
+            method.span,
+            format!("{} has no method '{m}'", self.instances[inst].name),
+        )
     }
 
     /// A statement call of a `packet_in` or `packet_out` method.

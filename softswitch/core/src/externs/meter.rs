@@ -1,0 +1,90 @@
+//! `meter.execute_meter(index, result)` and `direct_meter.read(result)`: the colour of a
+//! packet (two-rate three-colour marking, [`crate::meter`]) at cell `index` of an indirect meter
+//! (an index past its size reads green), or at the direct meter cell of the entry the table
+//! just hit (without one, the default action of a miss, the result is left as it was, as in
+//! BMv2). The cells are the switch's `State::meters` and its direct meter cells, whose rates
+//! the runtime interface sets.
+
+use super::{instance, store, value, Extern, Machine, Object, Param, Signature};
+use crate::ir::{ExternArg, InstanceKind};
+use crate::meter::Color;
+
+/// The `execute_meter` method of `meter`.
+pub(crate) struct Execute;
+
+impl Extern for Execute {
+    fn signature(&self) -> &'static Signature {
+        &Signature {
+            of: Some(Object {
+                p4: "meter",
+                bmv2_array: "meter_array",
+            }),
+            names: &["execute_meter"],
+            arg_names: &["index", "result"],
+            bmv2_ops: &["execute_meter"],
+            params: &[Param::Instance, Param::Index, Param::Out],
+        }
+    }
+
+    fn execute(&self, args: &[ExternArg], m: &mut dyn Machine) -> Result<(), u128> {
+        let Some(meter) = instance(&args[0]) else {
+            return Ok(());
+        };
+        let index = value(m, &args[1]) as usize;
+        let amount = amount(m, meter);
+        let now = m.now_us();
+        let color = m.state().meters[meter]
+            .get_mut(index)
+            .map_or(Color::Green, |cell| cell.execute(amount, now));
+        store(m, &args[2], color as u128);
+        Ok(())
+    }
+}
+
+/// The `read` method of `direct_meter` (BMv2 has no primitive for it: the loader calls it
+/// where a table with a direct meter was applied).
+pub(crate) struct DirectRead;
+
+impl Extern for DirectRead {
+    fn signature(&self) -> &'static Signature {
+        &Signature {
+            of: Some(Object {
+                p4: "direct_meter",
+                bmv2_array: "meter_array",
+            }),
+            names: &["read"],
+            arg_names: &["result"],
+            bmv2_ops: &[],
+            params: &[Param::Instance, Param::Out],
+        }
+    }
+
+    fn execute(&self, args: &[ExternArg], m: &mut dyn Machine) -> Result<(), u128> {
+        let Some(meter) = instance(&args[0]) else {
+            return Ok(());
+        };
+        let amount = amount(m, meter);
+        let now = m.now_us();
+        if let Some((table, handle)) = m.last_hit() {
+            if m.program().tables[table].direct_meter == Some(meter) {
+                let color = m.state().direct_meter(meter, handle).execute(amount, now);
+                store(m, &args[1], color as u128);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What one packet takes from meter `meter`: its length for a meter of bytes, else 1.
+fn amount(m: &mut dyn Machine, meter: usize) -> f64 {
+    let bytes = matches!(
+        m.program().instances[meter].kind,
+        InstanceKind::Meter { bytes: true, .. } | InstanceKind::DirectMeter { bytes: true }
+    );
+    if bytes {
+        let length = m.program().std_meta.packet_length;
+        m.slots()[length as usize] as f64
+    } else {
+        1.0
+    }
+}

@@ -1,0 +1,236 @@
+//! The externs as modules, as BMv2 registers its externs (`BM_REGISTER_EXTERN`): each extern
+//! is one file here implementing [`Extern`], and one line of [`REGISTRY`] makes it known.
+//!
+//! An extern's own pieces live in its file: the P4 names it is called by and the BMv2 JSON
+//! primitives it is lowered from ([`Signature`], data the front end and the BMv2 JSON loader
+//! read, so that neither needs a line per extern and the crate arrows stay one way), and its
+//! execution over a packet ([`Extern::execute`], against the narrow [`Machine`] the
+//! interpreter gives it). A call of a registered extern is one IR node,
+//! [`ir::ExternCall::Call`], holding the extern's [`ir::ExternId`] and its arguments as the
+//! signature's [`Param`]s made them.
+//!
+//! The externs that need what a signature cannot say as data (a field list's id, a header, a
+//! parser's cursor, a digest's type, an instance's cells) are still variants of
+//! [`ir::ExternCall`], lowered by each crate's own match (docs/ARCHITECTURE.md, "Adding an
+//! extern", says which and why).
+
+mod assert;
+mod counter;
+mod log_msg;
+mod mark_to_drop;
+mod meter;
+mod random;
+mod register;
+mod truncate;
+
+use crate::ir::{self, Expr, ExternArg, ExternId, Place, Program};
+use crate::state::State;
+
+/// Requests a packet's run makes of the architecture through its externs (the last request of
+/// each kind wins).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Effects {
+    /// `clone`: egress (E2E) or not (I2E), session, preserved field list.
+    pub(crate) clone: Option<(bool, u32, Option<usize>)>,
+    /// `resubmit_preserving_field_list`.
+    pub(crate) resubmit: Option<Option<usize>>,
+    /// `recirculate_preserving_field_list`.
+    pub(crate) recirculate: Option<Option<usize>>,
+    /// `truncate`: bytes to keep.
+    pub(crate) truncate: Option<u32>,
+}
+
+/// How one parameter of a registered extern is passed, in P4's order (which is also the order
+/// of the BMv2 JSON primitive's parameters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Param {
+    /// An `in bit<W>` of this width (unsigned): [`ExternArg::Value`].
+    Bits(u16),
+    /// An `in bool`: [`ExternArg::Value`] (1 or 0).
+    Bool,
+    /// An `out bit<W>` l-value of any width: [`ExternArg::Out`].
+    Out,
+    /// An `in` value of the type of the call's [`Param::Out`] argument (`random`'s bounds):
+    /// [`ExternArg::Value`].
+    LikeOut,
+    /// The instance a method is called on (P4's receiver, not one of its arguments; BMv2's
+    /// primitive names it among its parameters): [`ExternArg::Instance`].
+    Instance,
+    /// An `in` index of any `bit<W>` (v1model's `I`): [`ExternArg::Value`].
+    Index,
+    /// An `out` l-value of the instance's cell type ([`ir::InstanceKind::cell_width`]; a
+    /// register's `read` result): [`ExternArg::Out`].
+    CellOut,
+    /// An `in` value of the instance's cell type (a register's `write` value):
+    /// [`ExternArg::Value`].
+    Cell,
+    /// A string literal: [`ExternArg::Text`].
+    Format,
+    /// An optional last `in T data` of a struct, tuple or list of bit fields:
+    /// [`ExternArg::Values`] ([`ExternArg::Unused`] when left out).
+    Values,
+    /// The `inout standard_metadata_t` the extern does not read, which v1model's older form
+    /// of the call leaves out (and BMv2's `drop` primitive too): [`ExternArg::Unused`].
+    StandardMetadata,
+}
+
+/// The extern type whose instances a registered method is called on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Object {
+    /// Its name in v1model.p4 ([`ir::InstanceKind::type_name`]).
+    pub p4: &'static str,
+    /// The BMv2 JSON array that declares its instances (`counter_arrays` holds a
+    /// `counter_array`'s).
+    pub bmv2_array: &'static str,
+}
+
+/// What the front end and the BMv2 JSON loader read of a registered extern.
+#[derive(Clone, Copy, Debug)]
+pub struct Signature {
+    /// For a method, the extern type it belongs to; `None` for a function.
+    pub of: Option<Object>,
+    /// The P4 functions (v1model.p4's) or, with [`Signature::of`], the methods that call it.
+    pub names: &'static [&'static str],
+    /// The P4 names of its arguments (the receiver has none), for a call that names them;
+    /// empty where calls pass them by position only.
+    pub arg_names: &'static [&'static str],
+    /// The BMv2 JSON primitives (`"op"`) that call it.
+    pub bmv2_ops: &'static [&'static str],
+    /// Its parameters.
+    pub params: &'static [Param],
+}
+
+/// What an extern's execution may read and change of the packet's run: the interpreter
+/// implements it, and an extern sees nothing else.
+pub(crate) trait Machine {
+    /// The program running.
+    fn program(&self) -> &Program;
+    /// Evaluates an argument.
+    fn value(&mut self, e: &Expr) -> u128;
+    /// Stores into an out argument.
+    fn store(&mut self, place: &Place, v: u128);
+    /// The packet's slots (its headers and metadata).
+    fn slots(&mut self) -> &mut [u128];
+    /// The packet's requests of the architecture.
+    fn effects(&mut self) -> &mut Effects;
+    /// The switch's state.
+    fn state(&mut self) -> &mut State;
+    /// The switch's clock, in µs.
+    fn now_us(&self) -> u64;
+    /// The table and entry handle of the last table hit of this run, if any.
+    fn last_hit(&self) -> Option<(usize, usize)>;
+    /// Sends a line to the packet's trace at BMv2's info level, if it is traced.
+    fn trace_info(&mut self, text: &str);
+}
+
+impl Param {
+    /// Whether a call may leave it out (when it comes last).
+    pub fn optional(self) -> bool {
+        matches!(self, Param::StandardMetadata | Param::Values)
+    }
+}
+
+/// One extern: its signature and its execution.
+pub(crate) trait Extern: Sync {
+    /// Its names and parameters.
+    fn signature(&self) -> &'static Signature;
+    /// Runs one call whose arguments follow the signature's parameters; `Err` is a parser error
+    /// code that rejects the packet.
+    fn execute(&self, args: &[ExternArg], m: &mut dyn Machine) -> Result<(), u128>;
+}
+
+/// Every registered extern: an [`ExternId`] is an index into it.
+static REGISTRY: &[&dyn Extern] = &[
+    &mark_to_drop::MarkToDrop,
+    &truncate::Truncate,
+    &assert::Assert,
+    &random::Random,
+    &counter::Count,
+    &register::Read,
+    &register::Write,
+    &meter::Execute,
+    &meter::DirectRead,
+    &log_msg::LogMsg,
+];
+
+/// The extern of an id.
+pub(crate) fn get(id: ExternId) -> &'static dyn Extern {
+    REGISTRY[usize::from(id.0)]
+}
+
+fn find(pick: impl Fn(&Signature) -> bool) -> Option<ExternId> {
+    REGISTRY
+        .iter()
+        .position(|e| pick(e.signature()))
+        .map(|i| ExternId(i as u16))
+}
+
+/// The registered extern P4 calls `name` (a function of v1model.p4's), if there is one.
+pub fn by_name(name: &str) -> Option<ExternId> {
+    find(|s| s.of.is_none() && s.names.contains(&name))
+}
+
+/// The registered method `name` of the extern type `of` (v1model.p4's), if there is one.
+pub fn by_method(of: &str, name: &str) -> Option<ExternId> {
+    find(|s| s.of.is_some_and(|o| o.p4 == of) && s.names.contains(&name))
+}
+
+/// The registered extern BMv2 JSON's primitive `op` calls, if there is one.
+pub fn by_bmv2_op(op: &str) -> Option<ExternId> {
+    find(|s| s.bmv2_ops.contains(&op))
+}
+
+/// The signature of a registered extern.
+pub fn signature(id: ExternId) -> &'static Signature {
+    get(id).signature()
+}
+
+/// The value of an [`ExternArg::Value`] argument (0 for another kind, which a signature's
+/// [`Param`] rules out).
+pub(crate) fn value(m: &mut dyn Machine, arg: &ExternArg) -> u128 {
+    match arg {
+        ExternArg::Value(e) => m.value(e),
+        _ => 0,
+    }
+}
+
+/// The instance of an [`ExternArg::Instance`] argument (`None` for another kind, which a
+/// signature's [`Param`] rules out).
+pub(crate) fn instance(arg: &ExternArg) -> Option<usize> {
+    match arg {
+        ExternArg::Instance(i) => Some(*i),
+        _ => None,
+    }
+}
+
+/// Stores `v`, cut to its width, into an [`ExternArg::Out`] argument.
+pub(crate) fn store(m: &mut dyn Machine, arg: &ExternArg, v: u128) {
+    if let ExternArg::Out(place, width) = arg {
+        m.store(place, v & ir::mask(*width));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_ops_name_one_extern_each() {
+        let mut names = std::collections::BTreeSet::new();
+        let mut ops = std::collections::BTreeSet::new();
+        for e in REGISTRY {
+            let s = e.signature();
+            let of = s.of.map(|o| o.p4);
+            for n in s.names {
+                assert!(names.insert((of, *n)), "two externs are called {n}");
+            }
+            for o in s.bmv2_ops {
+                assert!(ops.insert(*o), "two externs lower BMv2's {o}");
+            }
+        }
+        assert_eq!(by_name("random"), by_bmv2_op("modify_field_rng_uniform"));
+        assert_eq!(by_name("nothing"), None);
+        assert_eq!(by_name("count"), None, "a method is no function");
+        assert_eq!(by_method("counter", "count"), by_bmv2_op("count"));
+    }
+}

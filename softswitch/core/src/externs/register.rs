@@ -1,0 +1,67 @@
+//! `register.read(result, index)` and `register.write(index, value)`: cell `index` of a
+//! register (an index past its size reads 0 and writes nothing, as in BMv2). The cells are the
+//! switch's `State::registers`, which the runtime interface reads and writes.
+
+use super::{instance, value, Extern, Machine, Object, Param, Signature};
+use crate::ir::ExternArg;
+
+/// The extern type.
+const REGISTER: Object = Object {
+    p4: "register",
+    bmv2_array: "register_array",
+};
+
+/// The `read` method of `register`.
+pub(crate) struct Read;
+
+impl Extern for Read {
+    fn signature(&self) -> &'static Signature {
+        &Signature {
+            of: Some(REGISTER),
+            names: &["read"],
+            arg_names: &["result", "index"],
+            bmv2_ops: &["register_read"],
+            params: &[Param::CellOut, Param::Instance, Param::Index],
+        }
+    }
+
+    fn execute(&self, args: &[ExternArg], m: &mut dyn Machine) -> Result<(), u128> {
+        let (ExternArg::Out(result, _), Some(register)) = (&args[0], instance(&args[1])) else {
+            return Ok(());
+        };
+        let index = value(m, &args[2]) as usize;
+        let v = m.state().registers[register]
+            .get(index)
+            .copied()
+            .unwrap_or(0);
+        m.store(result, v);
+        Ok(())
+    }
+}
+
+/// The `write` method of `register`.
+pub(crate) struct Write;
+
+impl Extern for Write {
+    fn signature(&self) -> &'static Signature {
+        &Signature {
+            of: Some(REGISTER),
+            names: &["write"],
+            arg_names: &["index", "value"],
+            bmv2_ops: &["register_write"],
+            params: &[Param::Instance, Param::Index, Param::Cell],
+        }
+    }
+
+    fn execute(&self, args: &[ExternArg], m: &mut dyn Machine) -> Result<(), u128> {
+        let Some(register) = instance(&args[0]) else {
+            return Ok(());
+        };
+        let index = value(m, &args[1]) as usize;
+        let v = value(m, &args[2]);
+        if let Some(cell) = m.state().registers[register].get_mut(index) {
+            *cell = v;
+        }
+        Ok(())
+    }
+}
