@@ -8,13 +8,13 @@ use dataplane_common::{
     Hook, PRIORITIES,
 };
 use serde::Serialize;
-use std::io;
 
 use crate::{
     lb::stats::{LbStats, UplinkStats},
     pinned_maps::PinnedMaps,
 };
 use hostconfig::attachment::Attachment;
+use sysutil::clock::monotonic_ns;
 
 /// One priority's counters, summed over hooks, with its phantom queue.
 #[derive(Clone, Debug, Serialize)]
@@ -114,7 +114,7 @@ impl Stats {
         let mut totals = PrioCounters::default();
         all.per_priority.iter().for_each(|c| totals.accumulate(c));
         let parse_errors = all.parse_errors.iter().sum();
-        let now = monotonic_ns()?;
+        let now = monotonic_ns();
         let pfc = maps.read_pfc_states()?;
         let pfc_tx = maps.read_pfc_tx_counters()?;
         let (lb, uplinks) = if maps.read_attach_info()?.hooks & Attachment::Lb.bit() != 0 {
@@ -289,14 +289,4 @@ impl Stats {
         );
         out
     }
-}
-
-/// CLOCK_MONOTONIC in ns: the clock of `bpf_ktime_get_ns`, so pause times compare.
-pub fn monotonic_ns() -> anyhow::Result<u64> {
-    // SAFETY: clock_gettime fills the zeroed timespec.
-    let mut now: libc::timespec = unsafe { std::mem::zeroed() };
-    if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) } != 0 {
-        return Err(io::Error::last_os_error().into());
-    }
-    Ok(now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64)
 }

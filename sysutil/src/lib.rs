@@ -3,6 +3,7 @@
 //! under them, the pin layout of the host data plane under bpffs (where every command finds an
 //! attached interface's maps), and whether a stream takes colour.
 
+pub mod clock;
 pub mod error;
 pub mod interface;
 pub mod namespace;

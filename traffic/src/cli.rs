@@ -5,20 +5,20 @@ use std::fs::File;
 use std::io::{BufWriter, Write as _};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::collective_cli::{collective, CollectiveArgs};
 use crate::counters::{Interval, RecvSummary};
+use crate::frame_class::FrameClassArgs;
 use crate::notify::CnpConfig;
 use crate::rate::{FixedRate, RateController};
 use crate::receiver::{Receiver, RecvConfig};
 use crate::sender::{PfcHonour, SendConfig, SendSummary, Sender};
-use crate::stop::StopFlag;
+use crate::stop::stop_on_interrupt;
 use crate::transmit::Engine;
 use dcqcn::{Dcqcn, DcqcnParams, RateTimeline};
 use hostconfig::config::CNP_INTERVAL;
@@ -26,7 +26,6 @@ use sysutil::terminal;
 use units::{self, parse_duration, parse_rate_bps, parse_run_time as run_time, DurationLimits};
 use wire::bth::MASK_24;
 use wire::ethernet::Address;
-use wire::ip::Ecn;
 
 /// Without `--count` or `--duration`, a sender runs this long.
 const DEFAULT_SEND_TIME: Duration = Duration::from_secs(10);
@@ -47,45 +46,6 @@ pub enum TrafficCommand {
     /// Run one rank of a collective (ring AllReduce, all-to-all) over RC SENDs, each step
     /// waiting for the data it depends on; nccl-tests' algorithm and bus bandwidth.
     Collective(Box<CollectiveArgs>),
-}
-
-/// The ECN codepoint of sent frames.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EcnArg {
-    /// ECT(0).
-    Ect0,
-    /// ECT(1).
-    Ect1,
-    /// Not ECN-capable.
-    NotEct,
-    /// Congestion experienced: as if marked on the way (drives a notification point without a
-    /// congested queue).
-    Ce,
-}
-
-impl From<EcnArg> for Ecn {
-    fn from(arg: EcnArg) -> Ecn {
-        match arg {
-            EcnArg::Ect0 => Ecn::Ect0,
-            EcnArg::Ect1 => Ecn::Ect1,
-            EcnArg::NotEct => Ecn::NotEct,
-            EcnArg::Ce => Ecn::Ce,
-        }
-    }
-}
-
-/// The class of the frames a command sends: DSCP, 802.1p priority, ECN.
-#[derive(Debug, Args)]
-pub struct FrameClassArgs {
-    /// DSCP of the frames.
-    #[arg(long, default_value_t = 26, value_parser = clap::value_parser!(u8).range(0..=63))]
-    pub dscp: u8,
-    /// 802.1p priority: adds an 802.1Q tag (VLAN 0) with this PCP.
-    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=7))]
-    pub pcp: Option<u8>,
-    /// ECN codepoint of the (data) frames.
-    #[arg(long, value_enum, default_value = "ect0")]
-    pub ecn: EcnArg,
 }
 
 /// Options of `traffic send`.
@@ -268,51 +228,6 @@ fn parse_qp_map(text: &str) -> anyhow::Result<BTreeMap<u32, u32>> {
             Ok((qp(rx)?, qp(tx)?))
         })
         .collect()
-}
-
-/// Set by SIGINT and SIGTERM while a traffic command runs.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-/// How often an interrupt is looked for.
-const INTERRUPT_POLL: Duration = Duration::from_millis(20);
-
-extern "C" fn on_interrupt(_signal: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::Relaxed);
-}
-
-/// Runs `work` with SIGINT and SIGTERM turned into a stop request on `flag`
-/// (so the command ends early with its summary); the previous handlers come back after.
-pub(super) fn stop_on_interrupt<T>(flag: StopFlag, work: impl FnOnce() -> T) -> anyhow::Result<T> {
-    INTERRUPTED.store(false, Ordering::Relaxed);
-    let mut previous = Vec::new();
-    for signal in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic.
-        let old = unsafe { libc::signal(signal, on_interrupt as *const () as libc::sighandler_t) };
-        if old == libc::SIG_ERR {
-            return Err(std::io::Error::last_os_error()).context("installing the Ctrl-C handler");
-        }
-        previous.push((signal, old));
-    }
-    let done = AtomicBool::new(false);
-    let result = std::thread::scope(|scope| {
-        scope.spawn(|| {
-            while !done.load(Ordering::Relaxed) {
-                if INTERRUPTED.load(Ordering::Relaxed) {
-                    flag.stop();
-                    return;
-                }
-                std::thread::sleep(INTERRUPT_POLL);
-            }
-        });
-        let result = work();
-        done.store(true, Ordering::Relaxed);
-        result
-    });
-    for (signal, old) in previous {
-        // SAFETY: puts back the handler that was there before.
-        unsafe { libc::signal(signal, old) };
-    }
-    Ok(result)
 }
 
 /// Runs `lossless traffic send|recv`; Ctrl-C ends either early with its summary.
@@ -648,6 +563,7 @@ fn recv_table(s: &RecvSummary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frame_class::EcnArg;
     use crate::IntervalQp;
     use clap::Parser;
 

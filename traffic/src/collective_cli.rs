@@ -7,8 +7,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 
-use crate::cli::{stop_on_interrupt, FrameClassArgs};
 use crate::collective::{Rank, RankConfig, RankSummary};
+use crate::frame_class::FrameClassArgs;
+use crate::stop::stop_on_interrupt;
 use units::{parse_duration, DurationLimits};
 
 /// `--rto`: 100 µs to 10 s, a bare number in milliseconds.

@@ -12,6 +12,7 @@ pub mod collective;
 pub mod collective_cli;
 pub mod counters;
 pub mod error;
+pub mod frame_class;
 pub mod notify;
 pub mod pacing;
 pub mod packet_socket;

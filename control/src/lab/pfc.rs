@@ -239,7 +239,7 @@ struct Ends {
 impl Ends {
     fn read(receiver: &PinnedMaps, sender: &PinnedMaps) -> anyhow::Result<Ends> {
         let state = sender.read_pfc_states()?[PRIORITY];
-        let clock = host::stats::monotonic_ns()?;
+        let clock = sysutil::clock::monotonic_ns();
         Ok(Ends {
             received: receiver.read_counters(Hook::Xdp)?.per_priority[PRIORITY],
             tx: receiver.read_pfc_tx_counters()?,

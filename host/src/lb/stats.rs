@@ -9,7 +9,8 @@ use dataplane_common::{
 use serde::Serialize;
 
 use super::pinned::uplink_name;
-use crate::{pinned_maps::PinnedMaps, stats::monotonic_ns};
+use crate::pinned_maps::PinnedMaps;
+use sysutil::clock::monotonic_ns;
 
 /// One uplink's state and counters.
 #[derive(Clone, Debug, Serialize)]
@@ -64,7 +65,7 @@ impl LbStats {
         let counters = maps.sum_per_cpu(&maps::LB_COUNTERS, 0, LbCounters::accumulate)?;
         let loads: [dataplane_common::phantom_queue::PhantomQueue; MAX_UPLINKS] =
             maps.read_entries(&maps::LB_LOADS, 0)?;
-        let now = monotonic_ns()?;
+        let now = monotonic_ns();
         let mut uplinks = Vec::new();
         for (slot, uplink) in maps.read_lb_uplinks()? {
             let load = loads[slot as usize];

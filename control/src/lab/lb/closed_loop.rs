@@ -194,7 +194,7 @@ impl LoopMaps {
         for uplink in &self.uplinks {
             counts.pauses_relayed += uplink.read_pfc_tx_counters()?.relayed[PRIORITY];
         }
-        let now = host::stats::monotonic_ns()?;
+        let now = sysutil::clock::monotonic_ns();
         for sender in &self.senders {
             counts.paused_ms += sender.read_pfc_states()?[PRIORITY].paused_ns(now) as f64 / 1e6;
         }

@@ -32,8 +32,9 @@ use super::{
 };
 use crate::net::leaf_spine::{host_name, policy_parser, Policy, Tuning};
 use crate::output::{self, Line, Panel};
+use sysutil::clock::monotonic_ns_at;
 use sysutil::{interface::Interface, netns::run_in};
-use traffic::{pfc_honour::monotonic_ns_at, Interval, StopFlag};
+use traffic::{Interval, StopFlag};
 use units::parse_run_time;
 
 /// How often the sampler reads the switches' counters: recovery shows at this grain.
