@@ -1,14 +1,11 @@
-//! The lossless control plane: loads the data planes, configures them and reads their counters.
+//! The `lossless` command line's own commands, over the crates that do the work: `host`
+//! (the eBPF data plane), `traffic`, `p4client` (P4Runtime), `hostconfig` and `sysutil`.
+//! [`net`] (Mininet), [`lab`] (namespace labs), [`agent`] (the host daemon) and [`sim`] (the
+//! simulator's command line) are modules here, thin over those crates; [`output`] is the
+//! figures and files they write.
 
 pub mod agent;
-pub mod host;
 pub mod lab;
 pub mod net;
-pub mod netlink;
-pub mod netns;
-pub mod p4;
+pub mod output;
 pub mod sim;
-pub mod terminal;
-pub mod traffic;
-/// Rates and durations: the `units` crate, kept at `crate::units` for the modules that parse them.
-pub use units;

@@ -1,11 +1,11 @@
 //! `lossless`: the command line of the lossless control plane.
 
 use clap::{Parser, Subcommand};
-use lossless::{
-    agent::AgentArgs, host::cli::HostCommand, lab::cli::LabCommand, net::cli::NetArgs,
-    p4::cli::P4Args, sim::cli::SimCommand, traffic::TrafficCommand,
-};
+use host::cli::HostCommand;
+use lossless::{agent::AgentArgs, lab::cli::LabCommand, net::cli::NetArgs, sim::cli::SimCommand};
+use p4client::cli::P4Args;
 use tracing_subscriber::EnvFilter;
+use traffic::TrafficCommand;
 
 /// Programmable data planes for RoCEv2-style lossless Ethernet.
 #[derive(Debug, Parser)]
@@ -46,24 +46,22 @@ async fn main() -> std::process::ExitCode {
     // being ignored.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     tracing_subscriber::fmt()
-        .with_ansi(lossless::terminal::colour(&std::io::stderr()))
+        .with_ansi(sysutil::terminal::colour(&std::io::stderr()))
         .with_env_filter(
             EnvFilter::try_from_env("LOSSLESS_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
         .init();
     let result = match Cli::parse().command {
-        Command::Host(command) => lossless::host::cli::run(command).await,
+        Command::Host(command) => host::cli::run(command).await,
         Command::P4(args) => lossless::net::cli::p4(args).await,
         Command::Net(args) => match lossless::net::cli::run(args).await {
             Ok(code) => return code,
             Err(error) => Err(error),
         },
-        Command::Traffic(command) => {
-            tokio::task::spawn_blocking(move || lossless::traffic::run(command))
-                .await
-                .unwrap_or_else(|e| Err(e.into()))
-        }
+        Command::Traffic(command) => tokio::task::spawn_blocking(move || traffic::run(command))
+            .await
+            .unwrap_or_else(|e| Err(e.into())),
         Command::Lab(command) => lossless::lab::cli::run(command).await,
         Command::Agent(args) => lossless::agent::run(args).await,
         Command::Sim(command) => run_sim(command).await,
@@ -83,7 +81,7 @@ async fn run_sim(command: SimCommand) -> anyhow::Result<()> {
     use lossless::sim::{run, sweep};
     use tokio::signal::unix::{signal, SignalKind};
     let mut terminate = signal(SignalKind::terminate())?;
-    let stop = lossless::traffic::StopFlag::new();
+    let stop = traffic::StopFlag::new();
     let sim_stop = stop.clone();
     let mut work = tokio::task::spawn_blocking(move || match command {
         SimCommand::Run(args) => run::run(&args, &sim_stop),

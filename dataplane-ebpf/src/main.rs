@@ -2,7 +2,7 @@
 //! (ingress) and at TC egress, PFC receive at XDP, and the CNP fast path at TC. One module
 //! per mechanism, one shared parser.
 //!
-//! Built for the `bpfel-unknown-none` target by `control/build.rs`; built for the host (as in
+//! Built for the `bpfel-unknown-none` target by `host/build.rs`; built for the host (as in
 //! `cargo build --workspace`) it is an empty binary, so workspace-wide commands still work.
 #![cfg_attr(target_arch = "bpf", no_std)]
 #![cfg_attr(target_arch = "bpf", no_main)]

@@ -38,11 +38,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("workload", workload),
     ("htsim_matrix", htsim_matrix),
     ("size_cdf", size_cdf),
-    #[cfg(feature = "control")]
     ("runtime_json", runtime_json),
-    #[cfg(feature = "control")]
     ("host_config", host_config),
-    #[cfg(feature = "control")]
     ("agent_config", agent_config),
 ];
 
@@ -234,36 +231,33 @@ pub fn sim_runtime_json(data: &[u8]) {
 
 /// A runtime JSON (p4values' reader) turned by `lossless p4` into P4Runtime updates against the
 /// P4Info of `switch.p4`.
-#[cfg(feature = "control")]
 pub fn runtime_json(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
     if let Ok(config) = p4values::runtime_json::RuntimeConfig::parse(text) {
-        let _ = lossless::p4::render::runtime_summary(&config);
-        let _ = lossless::p4::entries::updates(&config, &switch_p4().1);
+        let _ = p4client::render::runtime_summary(&config);
+        let _ = p4client::entries::updates(&config, &switch_p4().1);
     }
 }
 
 /// A host TOML config, as `lossless host attach --config` reads it: parsed, validated and shown.
-#[cfg(feature = "control")]
 pub fn host_config(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if let Ok(config) = lossless::host::config::HostConfig::from_toml(text) {
+    if let Ok(config) = hostconfig::config::HostConfig::from_toml(text) {
         let _ = config.validate();
         let _ = config.view();
     }
 }
 
 /// The agent's TOML file, as `lossless agent --config` reads it: parsed and checked whole.
-#[cfg(feature = "control")]
 pub fn agent_config(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if let Ok(config) = lossless::agent::config::AgentConfig::from_toml(text) {
+    if let Ok(config) = hostconfig::agent::AgentConfig::from_toml(text) {
         for spec in config.interfaces.values() {
             let _ = spec.config.validate();
         }

@@ -57,7 +57,40 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "units",
         ],
     ),
-    ("topology", &["p4values", "units", "wire"]),
+    (
+        "topology",
+        &["dataplane-common", "p4values", "units", "wire"],
+    ),
+    // The control plane's crates: the utilities at the bottom, the host configuration over
+    // them, then the host data plane (the only one with the eBPF build), the traffic tool (not
+    // the host data plane: it opens the pinned maps through the pin layout) and the P4Runtime
+    // client beside it; `lossless` over all of them.
+    ("sysutil", &["dataplane-common", "wire"]),
+    (
+        "hostconfig",
+        &["dataplane-common", "sysutil", "units", "wire"],
+    ),
+    (
+        "host",
+        &["dataplane-common", "hostconfig", "sysutil", "units", "wire"],
+    ),
+    (
+        "traffic",
+        &[
+            "afxdp",
+            "dataplane-common",
+            "dcqcn",
+            "hostconfig",
+            "sysutil",
+            "units",
+            "wire",
+            "workload",
+        ],
+    ),
+    (
+        "p4client",
+        &["p4runtime", "p4toolchain", "p4values", "sysutil", "units"],
+    ),
 ];
 
 /// Crates whose whole dependency tree stays free of [`ASYNC_AND_GRPC`].

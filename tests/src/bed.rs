@@ -13,8 +13,8 @@ use std::{
 };
 
 use anyhow::Context as _;
-use lossless::netns::{check, veth_pair, Endpoint, Namespace};
 use serde_json::Value;
+use sysutil::netns::{check, veth_pair, Endpoint, Namespace};
 
 use crate::{capture::RawSocket, craft::FrameSpec};
 
@@ -382,7 +382,7 @@ pub fn pin_dirs() -> Vec<String> {
             .unwrap_or_default()
     };
     let mut found = Vec::new();
-    for (name, path) in names(std::path::Path::new(lossless::host::pins::ROOT)) {
+    for (name, path) in names(std::path::Path::new(sysutil::pins::ROOT)) {
         if name.starts_with("netns-") {
             found.extend(names(&path).into_iter().map(|(name, _)| name));
         } else {

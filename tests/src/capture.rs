@@ -7,7 +7,7 @@ use std::{
 };
 
 use anyhow::{bail, Context as _};
-use lossless::netns::Namespace;
+use sysutil::netns::Namespace;
 
 /// An AF_PACKET raw socket bound to one interface (of the namespace it was opened in).
 pub struct RawSocket {
@@ -26,7 +26,7 @@ impl RawSocket {
     /// Opens a socket on `ifname` that receives every frame (ETH_P_ALL). Call it on a thread
     /// inside the interface's namespace; the socket stays bound to it afterwards.
     pub fn open(ifname: &str) -> anyhow::Result<Self> {
-        let ifindex = lossless::host::attach::ifindex(ifname)? as i32;
+        let ifindex = sysutil::interface::ifindex(ifname)? as i32;
         let protocol = (libc::ETH_P_ALL as u16).to_be() as i32;
         // SAFETY: plain socket(2); the fd is owned right away.
         let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, protocol) };

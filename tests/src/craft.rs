@@ -170,7 +170,7 @@ fn run_scapy(body: &str) -> anyhow::Result<String> {
         .args(["-c", &program])
         .output()
         .with_context(|| format!("running {} (run `cargo xtask setup`)", python.display()))?;
-    let output = lossless::netns::check("scapy", output)?;
+    let output = sysutil::netns::check("scapy", output)?;
     Ok(String::from_utf8(output.stdout)?)
 }
 

@@ -5,10 +5,8 @@
 //! rate nor the rate of what it feeds.
 
 use anyhow::Context as _;
-use lossless::{
-    netns::Namespace,
-    traffic::{Engine, FixedRate, SendConfig, SendSummary, Sender},
-};
+use sysutil::netns::Namespace;
+use traffic::{Engine, FixedRate, SendConfig, SendSummary, Sender};
 
 /// The engine a run's frames left by, from its summary (`afxdp (copy mode)`, `af-packet`, ...).
 pub fn engine_used(summary: &SendSummary) -> Engine {

@@ -10,7 +10,7 @@ use std::{
 };
 
 use anyhow::{bail, Context as _};
-use lossless::netns::{check, ip, unique_name, Namespace};
+use sysutil::netns::{check, ip, unique_name, Namespace};
 
 use crate::{bed::TIMEOUT, capture::RawSocket};
 

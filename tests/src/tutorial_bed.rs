@@ -12,7 +12,7 @@ use std::{
 };
 
 use anyhow::{bail, Context as _};
-use lossless::netns::{check, unique_name, Namespace};
+use sysutil::netns::{check, unique_name, Namespace};
 
 use crate::{
     bed::{lossless_bin, TIMEOUT},

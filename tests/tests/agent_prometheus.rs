@@ -19,12 +19,12 @@ use std::{
 };
 
 use dataplane_common::counters::ParseError;
-use lossless::netns::{unique_name, Namespace};
 use lossless_tests::{
     bed::{privileged, Link, Running, TEST_MAC},
     craft::scapy_frame,
 };
 use serde_json::Value;
+use sysutil::netns::{unique_name, Namespace};
 
 /// The agent's and Prometheus' addresses, on the receiving namespace's loopback.
 const AGENT: &str = "127.0.0.1:9477";

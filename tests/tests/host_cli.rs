@@ -11,7 +11,7 @@ use lossless_tests::bed::{lossless_bin, Link, TIMEOUT};
 
 /// Runs `lossless ARGS` (in `ns`, if given) and returns its output, failing the test if it is
 /// still running after [`TIMEOUT`] (a bad value silently accepted starts a watch loop).
-fn run(ns: Option<&lossless::netns::Namespace>, args: &[&str]) -> Output {
+fn run(ns: Option<&sysutil::netns::Namespace>, args: &[&str]) -> Output {
     let mut command = match ns {
         Some(ns) => ns.command(lossless_bin()),
         None => Command::new(lossless_bin()),

@@ -12,16 +12,17 @@ use std::{
 };
 
 use etherparse::{NetSlice, SlicedPacket, TransportSlice};
-use lossless::{
-    netns::{veth_pair, Endpoint, Namespace},
-    traffic::{interface::Interface, neighbour},
-};
 use lossless_tests::{
     bed::{lossless_bin, privileged, Attached, Link, TEST_MAC, TIMEOUT},
     capture::RawSocket,
     craft::{ipv4_checksum_ok, scapy_decode, FrameSpec},
 };
 use serde_json::Value;
+use sysutil::{
+    interface::Interface,
+    neighbour,
+    netns::{veth_pair, Endpoint, Namespace},
+};
 
 /// Frames sent before waiting for them: below the 256-frame XDP ring of a veth.
 const WINDOW: usize = 32;

@@ -4,12 +4,12 @@
 
 use std::net::Ipv4Addr;
 
-use lossless::netns::{veth_pair, Namespace};
 use lossless_tests::{
     bed::{by_priority, from_test_mac, Link, Running, TEST_MAC, TIMEOUT},
     capture::RawSocket,
     craft::{scapy_decode, scapy_frame, tshark_verbose},
 };
+use sysutil::netns::{veth_pair, Namespace};
 
 /// 65535 quanta at 10 Mb/s, in ns.
 const FULL_PAUSE_3: u64 = 65535 * 512 * 100;

@@ -7,12 +7,10 @@
 use std::time::Instant;
 
 use dataplane_common::programs;
-use lossless::host::{
-    attach::{Stage, PAUSE_ENV},
-    pins::PinDir,
-};
+use host::attach::{Stage, PAUSE_ENV};
 use lossless_tests::bed::{pin_dirs, privileged, Attached, Link, Running};
 use serde_json::Value;
+use sysutil::pins::PinDir;
 
 /// The hooks every kill test attaches: an XDP link and two TCX links.
 const HOOKS: &str = "xdp,cnp";
@@ -44,7 +42,7 @@ fn xdp_attached(link: &Link) -> bool {
 fn tcx_programs(link: &Link) -> usize {
     let name = link.rx.ifname.clone();
     link.rx_ns
-        .run(move || lossless::host::interface_programs::tcx_program_ids(&name).len())
+        .run(move || host::interface_programs::tcx_program_ids(&name).len())
         .unwrap()
 }
 

@@ -8,16 +8,14 @@
 
 use std::{io::BufRead as _, process::Stdio};
 
-use lossless::{
-    p4::client::{Client, ElectionId, Target},
-    traffic::{FixedRate, Receiver, RecvConfig, SendConfig, Sender},
-};
 use lossless_tests::{
     bed::{lossless_bin, privileged, TIMEOUT},
     switch::{dataplane_p4, program as p4_file, softswitch_bin},
     tutorial_bed::{tx_counts, TutorialBed, SWITCH_ADDR},
 };
+use p4client::client::{Client, ElectionId, Target};
 use serde_json::{json, Value};
+use traffic::{FixedRate, Receiver, RecvConfig, SendConfig, Sender};
 use wire::ethernet::Address;
 
 /// The cell of `counter` at `index` in `counters read --json` output.

@@ -97,7 +97,7 @@ fn flow_completion_times_agree_with_htsims_on_its_32_host_permutation() {
     };
     let matrix = htsim.matrices.join("perm_32n_32c_2MB.cm");
     // Where htsim writes its log and id map.
-    let workdir = std::env::temp_dir().join(lossless::netns::unique_name("llhtsim"));
+    let workdir = std::env::temp_dir().join(sysutil::netns::unique_name("llhtsim"));
     std::fs::create_dir_all(&workdir).unwrap();
     let theirs: Vec<(f64, f64)> = (1..=HTSIM_SEEDS)
         .map(|s| htsim_draw(&htsim, &side(matrix.clone(), s), &workdir))

@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use lossless::netns::unique_name;
 use lossless_tests::bed::{lossless_bin, privileged};
 use lossless_tests::slurm::{missing_program, wait_until, Cluster};
 use serde_json::Value;
+use sysutil::netns::unique_name;
 
 /// The grid of both tests: two policies by two seeds on a 16-host fat-tree.
 const SWEEP: &[&str] = &[

@@ -6,10 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use lossless::netns::unique_name;
 use lossless_tests::bed::{privileged, TIMEOUT};
 use lossless_tests::capture::RawSocket;
 use lossless_tests::switch::{program, softswitch_bin, Bmv2Build, SwitchBed, Topology};
+use sysutil::netns::unique_name;
 
 /// The source MAC of every frame this test sends: a filter against anything else on the wire.
 const SRC: [u8; 6] = [0x02, 0x54, 0x48, 0x52, 0x46, 0x54];

@@ -149,7 +149,7 @@ fn softswitch_traces_each_packet_as_bmv2s_log_console_does() {
 
     // BMv2's simple_switch (logging build) on the same JSON, entries over its CLI.
     let compiled = testkit::bmv2::compiled(toolchain, &program).unwrap();
-    let dir = std::env::temp_dir().join(lossless::netns::unique_name("lltrace"));
+    let dir = std::env::temp_dir().join(sysutil::netns::unique_name("lltrace"));
     std::fs::create_dir_all(&dir).unwrap();
     let topology = Topology::new(2).unwrap();
     let mut bmv2 = SwitchBed::start_bmv2(

@@ -10,12 +10,12 @@ use std::io::Write as _;
 use std::net::Ipv4Addr;
 use std::process::Stdio;
 
-use lossless::netns::{check, veth_pair, Endpoint, Namespace};
 use lossless_tests::{
     bed::{lossless_bin, privileged, TIMEOUT},
     capture::RawSocket,
 };
 use serde_json::Value;
+use sysutil::netns::{check, veth_pair, Endpoint, Namespace};
 
 /// Two namespaces joined by a veth pair: the sender's end and the receiver's.
 fn pair(prefix: &str) -> (Namespace, Namespace, Endpoint, Endpoint) {

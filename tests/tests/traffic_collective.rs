@@ -8,10 +8,10 @@ use std::net::Ipv4Addr;
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use lossless::netns::{veth_pair, Endpoint, Namespace};
 use lossless_tests::bed::{exclusive, lossless_bin, TIMEOUT};
 use lossless_tests::capture::RawSocket;
 use serde_json::Value;
+use sysutil::netns::{veth_pair, Endpoint, Namespace};
 
 /// Ranks of the ring.
 const RANKS: u32 = 4;

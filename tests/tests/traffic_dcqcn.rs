@@ -15,13 +15,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use lossless::netns::{check, Namespace};
 use lossless_tests::{
     bed::{exclusive, lossless_bin, Link, TIMEOUT},
     capture::RawSocket,
     craft::scapy_frame,
 };
 use serde_json::Value;
+use sysutil::netns::{check, Namespace};
 
 /// A pause of 2000 quanta at 10 Mb/s (51.2 µs each).
 const PAUSE_2000: Duration = Duration::from_micros(102_400);

@@ -5,9 +5,9 @@
 
 use std::net::Ipv4Addr;
 
-use lossless::netns::{check, veth_pair, Endpoint, Namespace};
 use lossless_tests::bed::{lossless_bin, privileged};
 use serde_json::Value;
+use sysutil::netns::{check, veth_pair, Endpoint, Namespace};
 
 /// Runs `lossless ARGS` in `ns` and parses its JSON summary, failing with its stderr.
 fn lossless_json(ns: &Namespace, args: &[&str]) -> Value {

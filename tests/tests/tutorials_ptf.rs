@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use lossless::netns::{unique_name, Namespace};
 use lossless_tests::{bed::privileged, switch::softswitch_bin};
+use sysutil::netns::{unique_name, Namespace};
 
 /// How long one suite may take (it takes about 20 s: p4c, runptf.sh's three 2 s sleeps, the
 /// tests) before the run is killed and the test fails.

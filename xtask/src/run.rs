@@ -82,7 +82,7 @@ fn nightly_cargo() -> Cmd {
 }
 
 /// `command` with `$CARGO_HOME/bin` first on PATH: bpf-linker and rustup's nightly for the eBPF
-/// build in control/build.rs, cargo-fuzz.
+/// build in host/build.rs, cargo-fuzz.
 fn with_cargo_home_bin(command: Cmd) -> Cmd {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut paths = vec![cargo_home_bin()];
@@ -101,10 +101,9 @@ fn require_root(task: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The fuzz targets `test` fuzzes (fuzz/): the switch's parsers and the workload format's. The
-/// control plane's (`runtime_json`, `host_config`, `agent_config`) are only replayed over their
-/// corpus by `cargo test`: fuzzing them links `lossless`, whose build script builds the eBPF
-/// programs once more for the fuzz build, minutes that CI does not have.
+/// The fuzz targets `test` fuzzes (fuzz/): every one. The control plane's parsers
+/// (`runtime_json`, `host_config`, `agent_config`) live in crates without the eBPF build
+/// (`p4client`, `hostconfig`), so fuzzing them builds no eBPF programs.
 const FUZZED: &[&str] = &[
     "frontend",
     "bmv2_json",
@@ -116,6 +115,9 @@ const FUZZED: &[&str] = &[
     "workload",
     "htsim_matrix",
     "size_cdf",
+    "runtime_json",
+    "host_config",
+    "agent_config",
 ];
 
 /// How long `test` fuzzes each target, in seconds.

@@ -197,7 +197,7 @@ async fn answer(request: Request<Incoming>, pages: Arc<dyn Pages>) -> Response<F
             let rendered = tokio::task::spawn_blocking(move || pages.metrics()).await;
             let (status, body) = rendered
                 .unwrap_or_else(|error| (StatusCode::INTERNAL_SERVER_ERROR, format!("{error}\n")));
-            (status, body, crate::host::metrics::CONTENT_TYPE)
+            (status, body, host::metrics::CONTENT_TYPE)
         }
         "/healthz" => {
             let (status, body) = pages.health();

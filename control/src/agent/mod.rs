@@ -6,7 +6,6 @@
 //! it detaches nothing unless told: the pins keep the programs running, as after `attach`.
 //! docs/agent.md.
 
-pub mod config;
 pub mod http;
 pub mod reconcile;
 
@@ -26,16 +25,12 @@ use tokio::{
 };
 
 use self::{
-    config::AgentConfig,
     http::Pages,
     reconcile::{Reconciler, State},
 };
-use crate::{
-    host::{
-        attachment::Attachment, metrics::Exposition, pinned_maps::PinnedMaps, stats::Stats, status,
-    },
-    netlink::LinkEvents,
-};
+use host::{metrics::Exposition, pinned_maps::PinnedMaps, stats::Stats, status};
+use hostconfig::{agent::AgentConfig, attachment::Attachment};
+use sysutil::netlink::LinkEvents;
 
 /// Where `/metrics` is served unless told otherwise: loopback only.
 pub const DEFAULT_METRICS_ADDR: SocketAddr =

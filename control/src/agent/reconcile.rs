@@ -12,13 +12,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::Context as _;
 use dataplane_common::config::AttachInfo;
 
-use super::config::{AgentConfig, InterfaceSpec};
-use crate::host::{
-    attach::{self, AttachRequest, Mode},
-    config::HostConfig,
+use host::{
+    attach::{self, AttachRequest},
     pinned_maps::PinnedMaps,
-    pins::PinDir,
 };
+use hostconfig::agent::{AgentConfig, InterfaceSpec};
+use hostconfig::{attachment::Mode, config::HostConfig};
+use sysutil::{interface::ifindex, pins::PinDir};
 
 /// What is pinned for one interface name in the agent's namespace.
 #[derive(Clone, Debug, PartialEq)]
@@ -152,7 +152,7 @@ impl Reconciler {
     }
 
     fn reconcile(&mut self, name: &str, want: Option<&InterfaceSpec>) -> anyhow::Result<State> {
-        let present = attach::ifindex(name).ok();
+        let present = ifindex(name).ok();
         let pinned = read_pinned(name)?;
         let managed = self.managed.contains(name);
         let action = plan(want, present, pinned.as_ref(), managed);
@@ -240,7 +240,7 @@ fn read_pinned(name: &str) -> anyhow::Result<Option<Pinned>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::attachment::Attachment;
+    use hostconfig::attachment::Attachment;
 
     fn spec(hooks: &[Attachment], mode: Mode) -> InterfaceSpec {
         InterfaceSpec {

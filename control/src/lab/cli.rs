@@ -2,7 +2,7 @@
 
 use clap::Subcommand;
 
-use crate::traffic::StopFlag;
+use traffic::StopFlag;
 
 use super::{
     ecn::{self, EcnLab},

@@ -16,15 +16,12 @@ use anyhow::{bail, Context as _};
 use dataplane_common::{config::EcnProfile, counters::PrioCounters, red, Hook};
 use serde::Serialize;
 
-use super::{
-    harness::{self, Bed, Port, Ran, Sampler, Sending, Shape, PRIORITY},
-    output::{self, Line, Panel, Series},
-};
-use crate::{
-    host::{attachment::Attachment, config::HostConfig, pinned_maps::PinnedMaps},
-    traffic::{RateController, StopFlag},
-    units::{parse_rate_bps, parse_run_time},
-};
+use super::harness::{self, Bed, Port, Ran, Sampler, Sending, Shape, PRIORITY};
+use crate::output::{self, Line, Panel, Series};
+use host::pinned_maps::PinnedMaps;
+use hostconfig::{attachment::Attachment, config::HostConfig};
+use traffic::{RateController, StopFlag};
+use units::{parse_rate_bps, parse_run_time};
 
 /// Options of `lossless lab ecn`.
 #[derive(Debug, clap::Args)]

@@ -7,7 +7,7 @@
 //! - runs its traffic while it watches ([`run`], which may report the receiver's progress;
 //!   [`Sampler`] paces the labs that sample every [`SAMPLE`] and print a row every
 //!   [`SAMPLES_PER_ROW`] samples);
-//! - reports through [`super::output`];
+//! - reports through [`crate::output`];
 //! - and cleans up by dropping the bed: the data planes are detached, then the namespaces go,
 //!   on every exit (error, Ctrl-C, panic).
 
@@ -17,20 +17,22 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::output::{SAMPLE, SAMPLES_PER_ROW};
-use crate::{
-    host::{
-        attach::{self, AttachRequest, Mode},
-        attachment::Attachment,
-        config::{HostConfig, Setting},
-        pinned_maps::PinnedMaps,
-        pins::PinDir,
-    },
+use crate::output::{SAMPLE, SAMPLES_PER_ROW};
+use host::{
+    attach::{self, AttachRequest},
+    pinned_maps::PinnedMaps,
+};
+use hostconfig::{
+    attachment::{Attachment, Mode},
+    config::{HostConfig, Setting},
+};
+use sysutil::{
     netns::{check, veth_pair, Endpoint, Namespace},
-    traffic::{
-        Interval, RateController, Receiver, RecvConfig, RecvSummary, SendConfig, SendSummary,
-        Sender, StopFlag,
-    },
+    pins::PinDir,
+};
+use traffic::{
+    Interval, RateController, Receiver, RecvConfig, RecvSummary, SendConfig, SendSummary, Sender,
+    StopFlag,
 };
 use wire::ethernet::Address;
 

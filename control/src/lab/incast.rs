@@ -19,22 +19,18 @@ use anyhow::Context as _;
 use dataplane_common::Hook;
 use serde::Serialize;
 
-use super::{
-    harness::{self, jain_index, Bed, Port, Ran, Sending, Shape, PRIORITY},
-    output::{self, Line, Panel},
-};
-use crate::{
-    host::{
-        attachment::Attachment,
-        config::{HostConfig, Setting, CNP_INTERVAL},
-        pinned_maps::PinnedMaps,
-    },
-    traffic::{RateController, RecvSummary, SendSummary, StopFlag},
-    units::{
-        self, parse_duration, parse_rate_bps, parse_run_time, DurationLimits, TimeUnit, ONE_DAY,
-    },
-};
+use super::harness::{self, jain_index, Bed, Port, Ran, Sending, Shape, PRIORITY};
+use crate::output::{self, Line, Panel};
 use dcqcn::{Dcqcn, DcqcnParams, RateEvent, RateTimeline};
+use host::pinned_maps::PinnedMaps;
+use hostconfig::{
+    attachment::Attachment,
+    config::{HostConfig, Setting, CNP_INTERVAL},
+};
+use traffic::{RateController, RecvSummary, SendSummary, StopFlag};
+use units::{
+    self, parse_duration, parse_rate_bps, parse_run_time, DurationLimits, TimeUnit, ONE_DAY,
+};
 
 /// `--stagger`: 0 (every sender starts at once) to one day.
 const STAGGER: DurationLimits = DurationLimits {

@@ -5,5 +5,4 @@ pub mod ecn;
 pub mod harness;
 pub mod incast;
 pub mod lb;
-pub mod output;
 pub mod pfc;

@@ -13,19 +13,15 @@ use anyhow::Context as _;
 use dataplane_common::{counters::PrioCounters, pfc::PfcTxCounters, Hook};
 use serde::Serialize;
 
-use super::{
-    harness::{self, Bed, Port, Ran, Sampler, Sending, Shape, PRIORITY},
-    output::{self, Line, Panel, Series},
+use super::harness::{self, Bed, Port, Ran, Sampler, Sending, Shape, PRIORITY};
+use crate::output::{self, Line, Panel, Series};
+use host::pinned_maps::PinnedMaps;
+use hostconfig::{
+    attachment::Attachment,
+    config::{HostConfig, Setting},
 };
-use crate::{
-    host::{
-        attachment::Attachment,
-        config::{HostConfig, Setting},
-        pinned_maps::PinnedMaps,
-    },
-    traffic::{FixedRate, StopFlag},
-    units::{parse_rate_bps, parse_run_time},
-};
+use traffic::{FixedRate, StopFlag};
+use units::{parse_rate_bps, parse_run_time};
 
 /// Options of `lossless lab pfc`.
 #[derive(Debug, clap::Args)]
@@ -243,7 +239,7 @@ struct Ends {
 impl Ends {
     fn read(receiver: &PinnedMaps, sender: &PinnedMaps) -> anyhow::Result<Ends> {
         let state = sender.read_pfc_states()?[PRIORITY];
-        let clock = crate::host::stats::monotonic_ns()?;
+        let clock = sysutil::clock::monotonic_ns();
         Ok(Ends {
             received: receiver.read_counters(Hook::Xdp)?.per_priority[PRIORITY],
             tx: receiver.read_pfc_tx_counters()?,

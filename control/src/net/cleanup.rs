@@ -85,7 +85,7 @@ pub fn remove(dir: &Path, netns: &str) -> Vec<String> {
         }
     }
     if ns_path.exists() {
-        if let Err(e) = crate::netns::ip(&["netns", "del", netns]) {
+        if let Err(e) = sysutil::netns::ip(&["netns", "del", netns]) {
             problems.push(format!("deleting the namespace {netns}: {e:#}"));
         }
     }

@@ -15,10 +15,8 @@ use super::{
     up::{self, Plan, Then},
     uplinks::{self, Uplinks},
 };
-use crate::{
-    netns::run_in,
-    p4::cli::{P4Args, SwitchKind},
-};
+use p4client::cli::{P4Args, SwitchKind};
+use sysutil::netns::run_in;
 
 /// `lossless net`: the network's name, and the subcommand.
 #[derive(Debug, Args)]
@@ -71,7 +69,7 @@ pub enum NetCommand {
         pcap_dump: bool,
         /// How long each of the topology's host commands may run before it is interrupted
         /// (and, like a command that fails, logged while the network goes on); default 30 s.
-        #[arg(long, value_parser = crate::units::parse_run_time)]
+        #[arg(long, value_parser = units::parse_run_time)]
         command_timeout: Option<std::time::Duration>,
     },
     /// The nodes, switches (gRPC address, device id) and links of a running network.
@@ -347,7 +345,7 @@ fn describe(running: &Running, status: &state::Status) -> String {
 /// ($LOSSLESS_NET, else `default`), runs the command against it from inside the network.
 pub async fn p4(mut args: P4Args) -> anyhow::Result<()> {
     if args.switch.contains(':') {
-        return crate::p4::cli::run(args).await;
+        return p4client::cli::run(args).await;
     }
     let name = std::env::var("LOSSLESS_NET").unwrap_or_else(|_| state::DEFAULT_NAME.to_string());
     let running = Running::find(&name).with_context(|| {
@@ -362,5 +360,5 @@ pub async fn p4(mut args: P4Args) -> anyhow::Result<()> {
     };
     args.switch = grpc;
     args.device_id = device_id;
-    in_network(&running, crate::p4::cli::run(args)).await
+    in_network(&running, p4client::cli::run(args)).await
 }

@@ -18,7 +18,7 @@ use anyhow::{bail, Context as _};
 use p4values::runtime_json::RuntimeConfig;
 
 use super::model::{resolve, Entries, Network, Program, Switch};
-use crate::p4::cli::{Pipeline, SwitchKind};
+use p4client::cli::{Pipeline, SwitchKind};
 
 /// The P4Info file names p4c is told to write beside a BMv2 JSON `NAME.json`, by the tools
 /// whose builds users have: the P4 tutorials' Makefile, p4c's own naming, p4-utils.

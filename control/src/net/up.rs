@@ -34,16 +34,14 @@ use super::{
     state::{self, ProcessId, Running, UpRecord},
     tutorial,
 };
-use crate::{
-    netns::{run_in, Namespace},
-    p4::{
-        cli::{Pipeline, SwitchKind},
-        client::{Client, ElectionId, Target},
-        entries,
-    },
-    traffic::StopFlag,
+use p4client::{
+    cli::{Pipeline, SwitchKind},
+    client::{Client, ElectionId, Target},
+    entries,
 };
 use p4values::runtime_json::RuntimeConfig;
+use sysutil::netns::{run_in, Namespace};
+use traffic::StopFlag;
 
 /// The Python package, carried in the binary so `lossless` needs no source tree.
 const GLUE: &[(&str, &str)] = &[

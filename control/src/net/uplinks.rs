@@ -10,7 +10,7 @@ use super::{
     leaf_spine::{self, Policy, Shape, Tuning},
     state::Status,
 };
-use crate::p4::{
+use p4client::{
     client::{Client, ElectionId, Target},
     entries,
 };

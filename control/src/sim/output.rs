@@ -11,7 +11,7 @@ use sim::report::{FlowRow, SIZE_BUCKETS};
 use sim::scenario::Built;
 
 use super::run::Record;
-use crate::lab::output::{draw_panels, write_file, write_summary, Line, Panel};
+use crate::output::{draw_panels, write_file, write_summary, Line, Panel};
 
 /// Writes one run's files into `out`.
 pub fn write_run(

@@ -14,8 +14,8 @@ use topology::Policy;
 
 use super::cli::RunArgs;
 use super::output;
-use crate::terminal;
-use crate::traffic::StopFlag;
+use sysutil::terminal;
+use traffic::StopFlag;
 
 /// How often the progress line is redrawn.
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);

@@ -21,8 +21,8 @@ use sim::simulation::RunEnd;
 
 use super::cli::{set_key, ScenarioArgs};
 use super::run::{memory_limit, program, run_one, Record};
-use crate::lab::output::{draw_panels, write_file, Line, Panel};
-use crate::traffic::StopFlag;
+use crate::output::{draw_panels, write_file, Line, Panel};
+use traffic::StopFlag;
 
 /// The most points a sweep may have.
 pub const MAX_POINTS: usize = 10_000;

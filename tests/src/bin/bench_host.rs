@@ -27,14 +27,12 @@ use std::{
 
 use anyhow::Context as _;
 use dataplane_common::programs;
-use lossless::{
-    netns::{check, Namespace},
-    traffic::{Engine, FixedRate, SendConfig, SendSummary},
-};
 use lossless_tests::{
     bed::{Attached, Link},
     load,
 };
+use sysutil::netns::{check, Namespace};
+use traffic::{Engine, FixedRate, SendConfig, SendSummary};
 use wire::{ethernet::Address, ip::Ecn};
 
 /// Frame size: the smallest RoCEv2 frame rounded up to Ethernet's minimum.
@@ -435,7 +433,7 @@ fn ceiling(
 /// The index of `ifname` in `ns`.
 fn ifindex_in(ns: &Namespace, ifname: &str) -> anyhow::Result<u32> {
     let ifname = ifname.to_owned();
-    ns.run(move || lossless::host::attach::ifindex(&ifname))?
+    ns.run(move || sysutil::interface::ifindex(&ifname))?
 }
 
 /// Compiles tests/bench/SOURCE with Debian's clang 22 and `defines`.

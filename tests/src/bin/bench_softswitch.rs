@@ -27,11 +27,11 @@ mod scaling;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use lossless::netns::check;
-use lossless::traffic::{pacing::wire_bits, Engine, FixedRate, SendConfig, Sender};
 use lossless_tests::switch::{program, Bmv2Build, Host, SwitchBed, Topology};
 use softswitch_core::switch::{Clock, Switch};
 use softswitch_frontend::source::SourceMap;
+use sysutil::netns::check;
+use traffic::{pacing::wire_bits, Engine, FixedRate, SendConfig, Sender};
 use wire::ethernet::Address;
 
 const ROUNDS: usize = 3;

@@ -10,13 +10,11 @@ use anyhow::bail;
 use serde::Serialize;
 
 use super::topology::{Port, Topology};
-use crate::{
-    host::{
-        attachment::Attachment,
-        config::{HostConfig, Setting},
-        pinned_maps::PinnedMaps,
-    },
-    lab::harness::{ecn_marking, PRIORITY},
+use crate::lab::harness::{ecn_marking, PRIORITY};
+use host::pinned_maps::PinnedMaps;
+use hostconfig::{
+    attachment::Attachment,
+    config::{HostConfig, Setting},
 };
 
 /// Options of the loop (`lossless lab lb`).
@@ -196,7 +194,7 @@ impl LoopMaps {
         for uplink in &self.uplinks {
             counts.pauses_relayed += uplink.read_pfc_tx_counters()?.relayed[PRIORITY];
         }
-        let now = crate::host::stats::monotonic_ns()?;
+        let now = sysutil::clock::monotonic_ns();
         for sender in &self.senders {
             counts.paused_ms += sender.read_pfc_states()?[PRIORITY].paused_ns(now) as f64 / 1e6;
         }

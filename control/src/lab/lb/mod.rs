@@ -34,22 +34,17 @@ use self::{
     workload::{Flow, Schedule, WorkloadArg, WorkloadParams},
 };
 use super::harness::{self, Sending};
-use crate::{
-    host::{
-        attachment::Attachment,
-        config::{HostConfig, Setting},
-        lb::{
-            config::{parse_policy, LbSetting, NextHop, FLOWLET_TIMEOUT},
-            stats::LbStats,
-        },
-        pinned_maps::PinnedMaps,
-    },
-    traffic::{
-        pacing::wire_bits, Interval, RateController, Receiver, RecvConfig, RecvSummary, SendConfig,
-        SendSummary, Sender, StopFlag,
-    },
-    units::{parse_duration, parse_rate_bps, serialize_micros, serialize_seconds, DurationLimits},
+use host::{lb::stats::LbStats, pinned_maps::PinnedMaps};
+use hostconfig::{
+    attachment::Attachment,
+    config::{HostConfig, Setting},
+    lb::{parse_policy, LbSetting, NextHop, FLOWLET_TIMEOUT},
 };
+use traffic::{
+    pacing::wire_bits, Interval, RateController, Receiver, RecvConfig, RecvSummary, SendConfig,
+    SendSummary, Sender, StopFlag,
+};
+use units::{parse_duration, parse_rate_bps, serialize_micros, serialize_seconds, DurationLimits};
 use wire::{ethernet::Address, roce::RoceFrame};
 
 /// When frames were lost, the receiver stops once every sender has finished and no frame has

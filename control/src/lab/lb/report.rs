@@ -15,7 +15,7 @@ use plotters::{
 use serde::Serialize;
 
 use super::{closed_loop::LoopCounts, topology::Topology, LbLab, PolicyRun};
-use crate::lab::output;
+use crate::output;
 
 /// Prints what the lab runs on.
 pub fn print_header(args: &LbLab, topology: &Topology) {

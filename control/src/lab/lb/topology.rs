@@ -11,10 +11,9 @@
 use std::net::Ipv4Addr;
 
 use super::super::harness::{enable_forwarding, Attached};
-use crate::{
-    host::{attachment::Attachment, config::HostConfig, pinned_maps::PinnedMaps},
-    netns::{check, veth_pair, Endpoint, Namespace},
-};
+use host::pinned_maps::PinnedMaps;
+use hostconfig::{attachment::Attachment, config::HostConfig};
+use sysutil::netns::{check, veth_pair, Endpoint, Namespace};
 
 /// The receiver's subnet: the prefix the balancer owns.
 pub const OWNED_PREFIX: &str = "10.43.0.0/24";

@@ -28,15 +28,13 @@ use super::{
     count, host_ip, spine_bytes, table_end, table_head, table_row, Fabric, Pacing, Sampler,
     Spawned, SwitchCounts, SwitchOutcome, HOST_IFACE, SAMPLE_EVERY,
 };
-use crate::{
-    lab::output,
-    net::leaf_spine::{policy_parser, Policy},
-    traffic::{
-        collective_cli::{short_form, size_text, CollectiveArg, QpUseArg, RTO},
-        StopFlag,
-    },
-    units::{parse_duration, parse_run_time},
+use crate::net::leaf_spine::{policy_parser, Policy};
+use crate::output;
+use traffic::{
+    collective_cli::{short_form, size_text, CollectiveArg, QpUseArg, RTO},
+    StopFlag,
 };
+use units::{parse_duration, parse_run_time};
 use wire::roce::RoceFrame;
 
 /// The most runs (policies × QP counts) an experiment takes.

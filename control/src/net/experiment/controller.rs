@@ -15,15 +15,11 @@ use std::{
 use anyhow::{bail, Context as _};
 
 use super::{Fabric, WIRE_OVERHEAD_BYTES};
-use crate::{
-    net::{
-        leaf_spine::{Policy, Tuning},
-        uplinks::{self, Uplinks},
-    },
-    netlink::LinkEvents,
-    netns::run_in,
-    traffic::interface::Interface,
+use crate::net::{
+    leaf_spine::{Policy, Tuning},
+    uplinks::{self, Uplinks},
 };
+use sysutil::{interface::Interface, netlink::LinkEvents, netns::run_in};
 
 /// The uplink groups' timers, as options of the experiments that switch policies.
 #[derive(Debug, Clone, clap::Args)]

@@ -21,11 +21,9 @@ use super::{
     count, host_ip, CountSample, Fabric, Links, Receiving, Sampler, Spawned, SwitchCounts,
     SwitchOutcome, SAMPLE_EVERY,
 };
-use crate::{
-    lab::output::{self, Line, Panel, Series},
-    traffic::{Interval, StopFlag},
-    units::parse_run_time,
-};
+use crate::output::{self, Line, Panel, Series};
+use traffic::{Interval, StopFlag};
+use units::parse_run_time;
 
 /// How long frames still in the fabric may take to arrive once the senders are done (held
 /// frames leave at the link rate, queue by queue).

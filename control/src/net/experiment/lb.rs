@@ -30,13 +30,12 @@ use super::{
     count, host_ip, spine_bytes, table_end, table_head, table_row, CountSample, Fabric, Links,
     Receiving, Sampler, Spawned, SwitchCounts, SwitchOutcome, GOODPUT_EVERY,
 };
-use crate::{
-    lab::output::{self, Line, Panel},
-    net::leaf_spine::{host_name, policy_parser, Policy, Tuning},
-    netns::run_in,
-    traffic::{interface::Interface, pfc_honour::monotonic_ns_at, Interval, StopFlag},
-    units::parse_run_time,
-};
+use crate::net::leaf_spine::{host_name, policy_parser, Policy, Tuning};
+use crate::output::{self, Line, Panel};
+use sysutil::clock::monotonic_ns_at;
+use sysutil::{interface::Interface, netns::run_in};
+use traffic::{Interval, StopFlag};
+use units::parse_run_time;
 
 /// How often the sampler reads the switches' counters: recovery shows at this grain.
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
@@ -684,7 +683,7 @@ impl Run<'_> {
         start: Instant,
         elapsed: Duration,
         sent: &[Sent],
-        received: &BTreeMap<String, (crate::traffic::RecvSummary, Vec<Interval>)>,
+        received: &BTreeMap<String, (traffic::RecvSummary, Vec<Interval>)>,
         samples: &[CountSample],
     ) -> anyhow::Result<PolicyOutcome> {
         let fabric = self.fabric;
@@ -885,7 +884,7 @@ impl Run<'_> {
 
 /// The receivers' goodput added up per report, in seconds into the run.
 fn goodput_over_run(
-    received: &BTreeMap<String, (crate::traffic::RecvSummary, Vec<Interval>)>,
+    received: &BTreeMap<String, (traffic::RecvSummary, Vec<Interval>)>,
     start: Instant,
 ) -> Vec<(f64, f64)> {
     let mut sums: BTreeMap<u64, f64> = BTreeMap::new();

@@ -33,17 +33,15 @@ use super::{
     leaf_spine::{Shape, PAUSE_RATE_BPS, PRIORITY_DATA},
     state::{NodeStatus, Running},
 };
-use crate::{
-    netns::run_in,
-    p4::{
-        cells,
-        cli::SwitchKind,
-        client::{Client, ElectionId, Target},
-        p4info,
-    },
-    traffic::{Interval, Receiver, RecvConfig, RecvSummary, StopFlag},
+use p4client::{
+    cells,
+    cli::SwitchKind,
+    client::{Client, ElectionId, Target},
+    p4info,
 };
 use serde_json::Value;
+use sysutil::netns::run_in;
+use traffic::{Interval, Receiver, RecvConfig, RecvSummary, StopFlag};
 
 /// The experiments.
 #[derive(Clone, Debug, clap::Subcommand)]
@@ -135,7 +133,7 @@ pub const FRAME_BYTES: std::ops::RangeInclusive<usize> = 128..=1500;
 pub struct Pacing {
     /// Every link's rate: the switches' queues drain at it, and the experiments' DCQCN
     /// senders start at it and never exceed it.
-    #[arg(long, default_value = "8mbit", value_parser = crate::units::parse_rate_bps)]
+    #[arg(long, default_value = "8mbit", value_parser = units::parse_rate_bps)]
     pub link_rate: u64,
     /// Every switch queue's depth in packets (1 to 4096): PFC pauses at 16, and the rest is
     /// headroom for what is already on its way, which for a software switch includes the

@@ -7,11 +7,9 @@ use std::{net::Ipv4Addr, path::Path, time::Duration};
 
 use anyhow::Context as _;
 use dataplane_common::lb::Policy;
-use lossless::{
-    netns::{veth_pair, Endpoint, Namespace},
-    traffic::{Engine, FixedRate, SendConfig},
-};
 use lossless_tests::{bed::Attached, load};
+use sysutil::netns::{veth_pair, Endpoint, Namespace};
+use traffic::{Engine, FixedRate, SendConfig};
 use wire::ethernet::Address;
 
 use super::lb_bed::{Uplinks, UPLINKS};

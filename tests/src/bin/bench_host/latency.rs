@@ -9,11 +9,11 @@ use std::{
 };
 
 use anyhow::{bail, Context as _};
-use lossless::traffic::packet_socket::PacketSocket;
 use lossless_tests::{
     bed::{Link, TIMEOUT},
     craft::{Ecn, FrameSpec},
 };
+use traffic::packet_socket::PacketSocket;
 use wire::bth::{self, Opcode, ROCEV2_PORT};
 use wire::ethernet::{self, EtherType};
 use wire::ip::Protocol;
@@ -180,7 +180,7 @@ pub fn measure(link: &Link, samples: usize, size: usize) -> anyhow::Result<Vec<D
     };
     let ifname = link.tx.ifname.clone();
     link.tx_ns.run(move || {
-        let ifindex = lossless::host::attach::ifindex(&ifname)?;
+        let ifindex = sysutil::interface::ifindex(&ifname)?;
         let capture = StampedSocket::open(ifindex)?;
         let sender = PacketSocket::open(ifindex, false).context("open the sending socket")?;
         let mut buffer = [0u8; 2048];

@@ -6,8 +6,8 @@
 
 use std::net::Ipv4Addr;
 
-use lossless::netns::{veth_pair, Endpoint, Namespace};
 use lossless_tests::bed::{Attached, Link};
+use sysutil::netns::{veth_pair, Endpoint, Namespace};
 use wire::ethernet::Address;
 
 /// Uplinks of the balancer.

@@ -22,13 +22,14 @@ use aya::{
 };
 use dataplane_common::{lb::Policy, pfc::build_pfc_frame, programs};
 use etherparse::{Ipv4Header, Ipv4HeaderSlice};
-use lossless::{
-    host::{attach::load_over_pinned_maps, pins::PinDir},
-    netns::{veth_pair, Endpoint, Namespace},
-};
+use host::attach::load_over_pinned_maps;
 use lossless_tests::{
     bed::{Attached, Link, TEST_MAC},
     craft::{Ecn, FrameSpec},
+};
+use sysutil::{
+    netns::{veth_pair, Endpoint, Namespace},
+    pins::PinDir,
 };
 
 use super::lb_bed::Uplinks;

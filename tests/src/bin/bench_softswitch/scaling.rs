@@ -13,7 +13,7 @@ use std::{
 };
 
 use anyhow::{bail, Context as _};
-use lossless::lab::output::{draw_panels, Line, Panel};
+use lossless::output::{draw_panels, Line, Panel};
 use softswitch_core::{
     ir::{ActionCall, Entry, FieldMatch, Program},
     switch::{Clock, Switch},
