@@ -38,6 +38,21 @@ enum Command {
     Sim(SimCommand),
 }
 
+/// The crates the `lossless` command is made of besides its own: `lossless=LEVEL` in
+/// `LOSSLESS_LOG` stands for all of them, as it did when they were one crate.
+const TOOL_CRATES: &[&str] = &["host", "hostconfig", "traffic", "p4client", "sysutil"];
+
+/// `LOSSLESS_LOG`'s filter with each `lossless=LEVEL` directive widened to [`TOOL_CRATES`].
+fn log_filter(text: &str) -> String {
+    let mut directives = vec![text.to_owned()];
+    for directive in text.split(',') {
+        if let Some(level) = directive.trim().strip_prefix("lossless=") {
+            directives.extend(TOOL_CRATES.iter().map(|c| format!("{c}={level}")));
+        }
+    }
+    directives.join(",")
+}
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     // Like other command-line tools, end quietly when the reader of stdout goes away
@@ -48,7 +63,10 @@ async fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_ansi(sysutil::terminal::colour(&std::io::stderr()))
         .with_env_filter(
-            EnvFilter::try_from_env("LOSSLESS_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
+            std::env::var("LOSSLESS_LOG")
+                .ok()
+                .and_then(|text| EnvFilter::try_new(log_filter(&text)).ok())
+                .unwrap_or_else(|| EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
         .init();
