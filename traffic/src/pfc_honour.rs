@@ -83,11 +83,16 @@ impl PfcGate {
     pub fn open(iface: &str, pcp: Option<u8>, dscp: u8) -> Result<PfcGate> {
         let dir = PinDir::new(iface).map_err(pinned_error(iface))?;
         if !dir.exists() && dir.legacy().exists() {
-            return Err(pinned_error(iface)(anyhow::anyhow!(
-                "pinned in the layout of a lossless before namespace keys ({}); any `lossless \
-                 host` command on {iface} (`lossless host status {iface}`) moves it",
-                dir.legacy().path().display()
-            )));
+            // Pins of a lossless from before namespace keys: they may be another namespace's
+            // interface of the same name, and only `host` can tell and move them. Run as on an
+            // interface that is not attached, saying so.
+            tracing::warn!(
+                iface,
+                legacy = %dir.legacy().path().display(),
+                "pins in the layout of a lossless before namespace keys are not read: pauses are \
+                 not honoured; any `lossless host` command on the interface (`lossless host \
+                 status IFACE`) moves its own pins to where they are read"
+            );
         }
         let default_map: Vec<u32> = (0..64).map(default_dscp_priority).collect();
         if !dir.exists() {
