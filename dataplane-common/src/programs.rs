@@ -1,6 +1,6 @@
 //! The programs of the eBPF object, by the names the loader finds them under. The eBPF crate
 //! names each entry point so and checks it at build time with [`crate::entry_point_is!`]; the
-//! control plane loads and attaches them by these constants, and a test of the control crate
+//! control plane loads and attaches them by these constants, and a test of the `host` crate
 //! checks that the built object holds exactly these programs.
 
 /// ECN marking (and PFC receive) at XDP, on ingress.

@@ -8,12 +8,13 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {
     /// A system call failed; `what` says which and on which interface.
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Io {
         /// The operation and its object, e.g. "bind packet socket to veth0".
         what: String,
-        /// The system's error.
-        source: io::Error,
+        /// The system's error (said in the message, so not also given as the source: a chain
+        /// printed whole says it once).
+        error: io::Error,
     },
     /// The interface does not exist in the calling thread's network namespace.
     #[error("no interface named {0:?}")]
@@ -63,7 +64,7 @@ impl NetError {
     /// Wraps an I/O error with what was being done.
     pub fn io(what: impl Into<String>) -> impl FnOnce(io::Error) -> NetError {
         let what = what.into();
-        move |source| NetError::Io { what, source }
+        move |error| NetError::Io { what, error }
     }
 }
 

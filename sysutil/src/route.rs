@@ -83,9 +83,9 @@ pub fn next_hop(dst: IpAddr, iface: &Interface) -> Result<NextHop> {
     match lookup(dst, iface.index) {
         Ok(Some(gateway)) => Ok(NextHop::Gateway(gateway)),
         Ok(None) => Ok(NextHop::Direct(dst)),
-        Err(source) => Err(NetError::Io {
+        Err(error) => Err(NetError::Io {
             what: format!("no route to {dst} out of {}", iface.name),
-            source,
+            error,
         }),
     }
 }

@@ -10,21 +10,27 @@ use softswitch_core::ir::{ActionCall, Entry, FieldMatch};
 use softswitch_core::switch::{Clock, Switch};
 use softswitch_core::table::prefix_mask;
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// The system allocator, counting allocations (and reallocations) while `COUNTING` is set.
+/// The system allocator, counting allocations (and reallocations) made by a thread while its
+/// `COUNTING` is set: only the test's own thread, never libtest's or another test's.
 struct Counting;
 
-static COUNTING: AtomicBool = AtomicBool::new(false);
+thread_local! {
+    /// Whether this thread's allocations are counted (const, no destructor: readable from the
+    /// allocator at any time, allocating nothing).
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+}
 static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
 
 // SAFETY: every call is the system allocator's with the caller's arguments; counting touches
 // only atomics.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
+        if COUNTING.get() {
             ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         }
         // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, which is `System`'s.
@@ -37,7 +43,7 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
+        if COUNTING.get() {
             ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         }
         // SAFETY: as `dealloc`, and the caller upholds `realloc`'s contract.
@@ -120,7 +126,7 @@ fn count(switch: &mut Switch, roce: bool) -> (usize, usize) {
         frame(&mut buffer, 0x0a00_0000 | (i as u32 & 0xff), i as u16, roce);
         if i == WARM {
             ALLOCATIONS.store(0, Ordering::SeqCst);
-            COUNTING.store(true, Ordering::SeqCst);
+            COUNTING.set(true);
         }
         switch.receive(1, buffer);
         for out in switch.drain_outputs() {
@@ -130,7 +136,7 @@ fn count(switch: &mut Switch, roce: bool) -> (usize, usize) {
             }
         }
         if i + 1 == WARM + COUNTED {
-            COUNTING.store(false, Ordering::SeqCst);
+            COUNTING.set(false);
             counted = ALLOCATIONS.load(Ordering::SeqCst);
         }
     }
