@@ -14,8 +14,15 @@
 //! holds at most [`STREAM_QUEUE`] messages its client has not read yet; past that, PacketIns,
 //! digest lists and notifications to it are dropped (the specification lets a server drop them
 //! under load) and counted, and the count is logged when the stream ends.
+//!
+//! A client that closes its stream and opens a new one with the same election id at once (the
+//! P4 tutorials' PTF tests do, between two tests) races the server's handling of the old
+//! stream's end. So an update whose election id another live stream holds waits up to
+//! [`HOLDER_GRACE`] for that stream to end before it is refused with INVALID_ARGUMENT; a stream
+//! whose client has stopped reading (its response side dropped) no longer holds its id.
 
 use std::sync::Mutex;
+use std::time::Duration;
 
 use p4runtime::google::rpc;
 use p4runtime::p4::v1 as p4v1;
@@ -35,6 +42,10 @@ pub const MAX_STREAMS: usize = 64;
 
 /// Messages a stream holds for its client before it drops new ones.
 pub const STREAM_QUEUE: usize = 1024;
+
+/// How long a MasterArbitrationUpdate whose election id another live stream holds waits for
+/// that stream to end before it is refused.
+pub const HOLDER_GRACE: Duration = Duration::from_secs(2);
 
 /// The sending side of a stream: what the server has for one client.
 #[derive(Clone)]
@@ -63,6 +74,20 @@ impl StreamTx {
     pub fn dropped(&self) -> u64 {
         self.dropped.load(std::sync::atomic::Ordering::Relaxed)
     }
+
+    /// Whether the stream's response side is gone (the client cancelled or the connection
+    /// closed), though its request side may not have ended yet.
+    fn closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
+
+/// Why an update was not taken at once.
+enum Arbitrated {
+    /// Taken, or refused for good.
+    Done(Result<(), Status>),
+    /// Another live stream holds its election id.
+    IdHeld,
 }
 
 struct Client {
@@ -87,6 +112,8 @@ struct Clients {
 pub struct Arbitration {
     device_id: u64,
     clients: Mutex<Clients>,
+    /// Woken whenever a stream leaves.
+    left: tokio::sync::Notify,
 }
 
 impl Arbitration {
@@ -95,6 +122,7 @@ impl Arbitration {
         Arbitration {
             device_id,
             clients: Mutex::new(Clients::default()),
+            left: tokio::sync::Notify::new(),
         }
     }
 
@@ -153,45 +181,67 @@ impl Arbitration {
             g.primary = None;
             self.announce(&g, None);
         }
+        drop(g);
+        self.left.notify_waiters();
     }
 
     /// Handles a MasterArbitrationUpdate from `client` (a role given by its deprecated id is
-    /// refused like one given by name).
-    #[allow(deprecated)]
-    pub fn arbitrate(
+    /// refused like one given by name). An election id another live stream holds is waited
+    /// for up to [`HOLDER_GRACE`] (that stream may be ending), then refused.
+    pub async fn arbitrate(
         &self,
         client: u64,
         update: &p4v1::MasterArbitrationUpdate,
     ) -> Result<(), Status> {
+        let deadline = tokio::time::Instant::now() + HOLDER_GRACE;
+        loop {
+            // Registered before the check, so a stream leaving in between is not missed.
+            let left = self.left.notified();
+            tokio::pin!(left);
+            left.as_mut().enable();
+            match self.try_arbitrate(client, update) {
+                Arbitrated::Done(result) => return result,
+                Arbitrated::IdHeld => {
+                    if tokio::time::timeout_at(deadline, left).await.is_err() {
+                        return Err(Status::invalid_argument(
+                            "another live client holds this election id",
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`Arbitration::arbitrate`] without waiting.
+    #[allow(deprecated)]
+    fn try_arbitrate(&self, client: u64, update: &p4v1::MasterArbitrationUpdate) -> Arbitrated {
         let mut g = self.clients.lock().expect("arbitration lock");
         let live = g.all.iter().any(|c| c.id == client && c.live);
         if update.device_id != self.device_id {
             // A stream's device cannot change; a first update names an unknown device.
-            return Err(if live {
+            return Arbitrated::Done(Err(if live {
                 Status::failed_precondition(format!(
                     "this stream is arbitrated for device {}; open a new stream for device {}",
                     self.device_id, update.device_id
                 ))
             } else {
                 self.check_device(update.device_id).unwrap_err()
-            });
+            }));
         }
         if let Some(role) = &update.role {
             if role.id != 0 || !role.name.is_empty() || role.config.is_some() {
-                return Err(Status::unimplemented(
+                return Arbitrated::Done(Err(Status::unimplemented(
                     "softswitch serves the default role only",
-                ));
+                )));
             }
         }
         let election_id = update.election_id.map(u128::from);
         if election_id.is_some()
             && g.all
                 .iter()
-                .any(|c| c.id != client && c.live && c.election_id == election_id)
+                .any(|c| c.id != client && c.live && !c.tx.closed() && c.election_id == election_id)
         {
-            return Err(Status::invalid_argument(
-                "another live client holds this election id",
-            ));
+            return Arbitrated::IdHeld;
         }
         if let Some(c) = g.all.iter_mut().find(|c| c.id == client) {
             c.live = true;
@@ -216,7 +266,7 @@ impl Arbitration {
         } else {
             self.announce(&g, Some(client));
         }
-        Ok(())
+        Arbitrated::Done(Ok(()))
     }
 
     /// Checks that a Write or SetForwardingPipelineConfig comes from the primary.
@@ -350,5 +400,65 @@ mod tests {
         assert_eq!(refused.code(), Code::ResourceExhausted);
         arbitration.leave(1);
         assert!(arbitration.join(StreamTx::channel().0).is_ok());
+    }
+
+    fn claim(election_id: u64) -> p4v1::MasterArbitrationUpdate {
+        p4v1::MasterArbitrationUpdate {
+            device_id: 1,
+            election_id: Some(p4v1::Uint128 {
+                high: 0,
+                low: election_id,
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// The tutorials' PTF tests close a stream and claim its election id on a new one at once.
+    #[tokio::test(start_paused = true)]
+    async fn an_election_id_held_by_a_stream_that_ends_within_the_grace_is_taken() {
+        let arbitration = std::sync::Arc::new(Arbitration::new(1));
+        let (old_tx, _old_rx) = StreamTx::channel();
+        let old = arbitration.join(old_tx).unwrap();
+        arbitration.arbitrate(old, &claim(1)).await.unwrap();
+        let (new_tx, _new_rx) = StreamTx::channel();
+        let new = arbitration.join(new_tx).unwrap();
+        let claiming = tokio::spawn({
+            let arbitration = arbitration.clone();
+            async move { arbitration.arbitrate(new, &claim(1)).await }
+        });
+        // The claim runs until it waits for the holder (the runtime is single-threaded).
+        tokio::task::yield_now().await;
+        assert!(!claiming.is_finished());
+        arbitration.leave(old);
+        claiming.await.unwrap().unwrap();
+        assert!(arbitration.is_primary(new));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_election_id_held_by_a_live_stream_is_refused_after_the_grace() {
+        let arbitration = Arbitration::new(1);
+        let (tx, _rx) = StreamTx::channel();
+        let holder = arbitration.join(tx).unwrap();
+        arbitration.arbitrate(holder, &claim(1)).await.unwrap();
+        let (tx, _rx) = StreamTx::channel();
+        let other = arbitration.join(tx).unwrap();
+        let started = tokio::time::Instant::now();
+        let refused = arbitration.arbitrate(other, &claim(1)).await.unwrap_err();
+        assert_eq!(refused.code(), Code::InvalidArgument);
+        assert!(started.elapsed() >= HOLDER_GRACE);
+        assert!(arbitration.is_primary(holder));
+    }
+
+    #[tokio::test]
+    async fn a_stream_whose_client_stopped_reading_holds_no_election_id() {
+        let arbitration = Arbitration::new(1);
+        let (tx, rx) = StreamTx::channel();
+        let gone = arbitration.join(tx).unwrap();
+        arbitration.arbitrate(gone, &claim(1)).await.unwrap();
+        drop(rx);
+        let (tx, _rx) = StreamTx::channel();
+        let new = arbitration.join(tx).unwrap();
+        arbitration.arbitrate(new, &claim(1)).await.unwrap();
+        assert!(arbitration.is_primary(new));
     }
 }

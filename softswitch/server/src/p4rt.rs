@@ -286,7 +286,7 @@ impl P4Runtime for P4RuntimeService {
                 let Ok(message) = message else { break };
                 let result = match message.update {
                     Some(Incoming::Arbitration(update)) => {
-                        let r = arbitration.arbitrate(client, &update);
+                        let r = arbitration.arbitrate(client, &update).await;
                         arbitrated |= r.is_ok();
                         r
                     }
