@@ -566,9 +566,10 @@ async fn program(work: Vec<Programming>, dir: &Path, netns: &Arc<Namespace>) -> 
                 .enable_all()
                 .build()?;
             for switch in &work {
-                runtime
-                    .block_on(program_switch(switch))
-                    .with_context(|| format!("programming {}", switch.name))?;
+                runtime.block_on(program_switch(switch)).with_context(|| {
+                    let log = dir.join(format!("{}.log", switch.name));
+                    format!("programming {}{}", switch.name, log_tail(&log))
+                })?;
             }
             for switch in &work {
                 if let Some((file, port)) = &switch.cli_input {
@@ -597,6 +598,25 @@ async fn program_switch(switch: &Programming) -> anyhow::Result<()> {
         client.write(&updates).await?;
     }
     Ok(())
+}
+
+/// Lines of a switch's log shown when programming it failed.
+const LOG_TAIL_LINES: usize = 20;
+
+/// The last [`LOG_TAIL_LINES`] lines of the switch log at `log` (the glue writes one per switch
+/// into the state directory), as a paragraph to follow an error; nothing if it cannot be read.
+fn log_tail(log: &Path) -> String {
+    let Ok(text) = std::fs::read(log) else {
+        return String::new();
+    };
+    let text = String::from_utf8_lossy(&text);
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = &lines[lines.len().saturating_sub(LOG_TAIL_LINES)..];
+    format!(
+        "; the end of its log, {}:\n{}",
+        log.display(),
+        tail.join("\n")
+    )
 }
 
 /// Feeds `file` to `simple_switch_CLI --thrift-port PORT` (in this thread's namespace), its
@@ -724,5 +744,25 @@ impl Signals {
                 _ = self.hup.recv() => return "SIGHUP",
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_switch_shows_the_end_of_its_log() {
+        let dir = std::env::temp_dir().join(format!("lossless-log-tail-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("leaf2.log");
+        let text: Vec<String> = (1..=30).map(|i| format!("line {i}")).collect();
+        std::fs::write(&log, text.join("\n")).unwrap();
+        let tail = log_tail(&log);
+        assert!(tail.contains("line 11\nline 12"), "{tail}");
+        assert!(tail.ends_with("line 30"), "{tail}");
+        assert!(!tail.contains("line 10\n"), "{tail}");
+        assert_eq!(log_tail(&dir.join("absent.log")), "");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
