@@ -562,6 +562,12 @@ thread_local! {
 /// Counts the copies made of the table it is part of, per thread: a control-plane write path
 /// that copied its table per update (as P4Runtime's Write once did) shows in a test, which
 /// reads [`Table::copies_on_this_thread`] around it.
+///
+/// It is public, not `cfg(test)`, because the test that reads it is an integration test of the
+/// `softswitch` crate (`tests/table_writes.rs`, a write through the server's P4Runtime path),
+/// which sees the core as any other crate does. It costs nothing where it is not read: a
+/// zero-sized field, and a thread-local increment when a whole table is copied, which no
+/// packet and no write does.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct CopyCount;
 
