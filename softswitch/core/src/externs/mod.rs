@@ -325,4 +325,32 @@ mod tests {
         assert_eq!(by_name("count"), None, "a method is no function");
         assert_eq!(by_method("counter", "count"), by_bmv2_op("count"));
     }
+
+    #[test]
+    fn bmv2_parameters_follow_p4s_order_unless_a_signature_says_otherwise() {
+        // clone_preserving_field_list(type, session, index): BMv2 names the type in its op.
+        let clone = by_bmv2_op("clone_egress_pkt_to_egress").map(signature);
+        let clone = clone.expect("clone is registered");
+        assert!(clone.names.contains(&"clone_preserving_field_list"));
+        assert_eq!(clone.params[0], Param::Choice(1));
+        assert_eq!(clone.bmv2_ops[1], "clone_egress_pkt_to_egress", "E2E is 1");
+        assert_eq!(
+            (0..3).map(|i| clone.bmv2_param(i)).collect::<Vec<_>>(),
+            [0, 0, 1]
+        );
+        // hash(result, algo, base, data, max) from (result, base, calculation, max).
+        let hash = by_name("hash").map(signature).expect("hash is registered");
+        assert_eq!(
+            (0..5).map(|i| hash.bmv2_param(i)).collect::<Vec<_>>(),
+            [0, 2, 1, 2, 3]
+        );
+        for e in REGISTRY {
+            let s = e.signature();
+            assert!(
+                s.bmv2_params.is_empty() || s.bmv2_params.len() == s.params.len(),
+                "{:?}: one BMv2 position per parameter",
+                s.names
+            );
+        }
+    }
 }
