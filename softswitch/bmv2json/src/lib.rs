@@ -68,7 +68,7 @@ pub struct Loaded {
     /// Per table, whether it supports idle timeouts (`support_timeout`).
     pub tables_with_timeout: Vec<bool>,
     /// The digests the program sends (`learn_lists`), indexed as
-    /// [`ir::ExternCall::Digest`]'s `digest`.
+    /// [`ir::ExternArg::Digest`]'s `digest`.
     pub digests: Vec<Digest>,
 }
 

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use serde_json::Value;
 use softswitch_core::externs::{self, Param as ExternParam};
 use softswitch_core::ir::{
-    self, Action, ActionCall, Body, CaseKeyset, ChecksumOf, Condition, Control, CounterKind,
-    EmitItem, Entry, Expr, ExternArg, ExternCall, FieldItem, FieldLayout, FieldList, FieldMatch,
+    self, Action, ActionCall, Body, CaseKeyset, Condition, Control, CounterKind, EmitItem, Entry,
+    Expr, ExternArg, ExternCall, ExternId, FieldItem, FieldLayout, FieldList, FieldMatch,
     HeaderRef, Instance, InstanceKind, Key, MatchKind, Param, ParserIr, Place, Program, Slot,
     State, Stmt, Table, Target, TraceNames, Transition,
 };
@@ -700,65 +700,11 @@ impl Lowerer {
         let scope = self.scope(rt);
         let value = |i: usize| -> Result<Typed> { scope.expr(arg(i)?) };
         let ext = |c: ExternCall| Ok(vec![Stmt::Extern(Box::new(c))]);
-        let field_list = |i: usize| -> Result<Option<usize>> {
-            match ps.get(i) {
-                None => Ok(None),
-                Some(v) => match scope.expr(v)?.expr {
-                    Expr::Const(id) => Ok(self.field_lists.get(&(id as u64)).copied()),
-                    _ => fail(format!("{op}'s field list must be a constant id")),
-                },
-            }
-        };
         if let Some(id) = externs::by_bmv2_op(op) {
-            let mut args = Vec::new();
-            let signature = externs::signature(id);
-            let mut instance = None;
-            for (i, p) in signature.params.iter().enumerate() {
-                args.push(match p {
-                    ExternParam::StandardMetadata => ExternArg::Unused,
-                    ExternParam::Instance => {
-                        let Some(of) = signature.of else {
-                            return fail(format!("{what}: {op} is no method"));
-                        };
-                        let name = object_name(arg(i)?, what)?;
-                        let index = self.indexed(of.bmv2_array, name)?;
-                        instance = Some((index, of.p4));
-                        ExternArg::Instance(index)
-                    }
-                    ExternParam::Cell => {
-                        let width = instance
-                            .and_then(|(i, of)| Some((self.instances[i].kind.cell_width()?, of)));
-                        let Some((width, _)) = width else {
-                            let of = instance.map_or("instance", |(_, of)| of);
-                            return fail(format!("{what}: {op} to a non-{of}"));
-                        };
-                        ExternArg::Value(value(i)?.fit(width))
-                    }
-                    ExternParam::Format => {
-                        let format = string(member(arg(i)?, "value", what)?, what)?;
-                        ExternArg::Text(format.to_string())
-                    }
-                    ExternParam::Values => match ps.get(i) {
-                        Some(v) => {
-                            let mut values = Vec::new();
-                            for a in array(member(v, "value", what)?, what)? {
-                                values.push(scope.expr(a)?.expr);
-                            }
-                            ExternArg::Values(values)
-                        }
-                        None => ExternArg::Unused,
-                    },
-                    ExternParam::Out | ExternParam::CellOut => {
-                        let (place, width) = self.place(arg(i)?, rt, what)?;
-                        ExternArg::Out(place, width)
-                    }
-                    ExternParam::Bits(_)
-                    | ExternParam::Bool
-                    | ExternParam::LikeOut
-                    | ExternParam::Index => ExternArg::Value(value(i)?.expr),
-                });
-            }
-            return ext(ExternCall::Call { ext: id, args });
+            return ext(ExternCall::Call {
+                ext: id,
+                args: self.extern_args(id, op, ps, rt, what)?,
+            });
         }
         match op {
             "assign" | "modify_field" => {
@@ -802,51 +748,6 @@ impl Lowerer {
                 Ok(out)
             }
             "exit" => Ok(vec![Stmt::Exit]),
-            "modify_field_with_hash_based_offset" => {
-                let (dst, width) = self.place(arg(0)?, rt, what)?;
-                let cname = object_name(arg(2)?, what)?;
-                let Some(calc) = self.calculations.get(cname) else {
-                    return fail(format!("{what}: no calculation is called {cname}"));
-                };
-                ext(ExternCall::Hash {
-                    dst,
-                    width,
-                    algo: Expr::Const(calc.algo),
-                    base: value(1)?.expr,
-                    data: self.copy_fields(&calc.fields, what)?,
-                    max: value(3)?.expr,
-                })
-            }
-            "clone_ingress_pkt_to_egress" | "clone_egress_pkt_to_egress" => {
-                ext(ExternCall::Clone {
-                    egress: op == "clone_egress_pkt_to_egress",
-                    session: value(0)?.expr,
-                    field_list: field_list(1)?,
-                })
-            }
-            "generate_digest" => {
-                let id = match value(1)?.expr {
-                    Expr::Const(id) => id,
-                    _ => {
-                        return fail(format!(
-                            "{what}: generate_digest's learn list must be a constant id"
-                        ))
-                    }
-                };
-                let Some((digest, data)) = u64::try_from(id)
-                    .ok()
-                    .and_then(|id| self.learn_lists.get(&id))
-                else {
-                    return fail(format!("{what}: no learn list has id {id}"));
-                };
-                ext(ExternCall::Digest {
-                    receiver: value(0)?.expr,
-                    data: self.copy_fields(data, what)?,
-                    digest: *digest,
-                })
-            }
-            "resubmit" => ext(ExternCall::Resubmit(field_list(0)?)),
-            "recirculate" => ext(ExternCall::Recirculate(field_list(0)?)),
             "push" | "pop" => {
                 let sname = object_name(arg(0)?, what)?;
                 let (stack, count, stride, valids) = match (
@@ -875,6 +776,117 @@ impl Lowerer {
                 "primitive {other} is not supported by softswitch's BMv2 JSON loader"
             )),
         }
+    }
+
+    /// The arguments of a call of registered extern `id` by BMv2 primitive `op` with
+    /// parameters `ps`, as its signature's parameters say.
+    fn extern_args(
+        &self,
+        id: ExternId,
+        op: &str,
+        ps: &[Value],
+        rt: &[(Slot, u16)],
+        what: &str,
+    ) -> Result<Vec<ExternArg>> {
+        let signature = externs::signature(id);
+        let scope = self.scope(rt);
+        let mut args = Vec::with_capacity(signature.params.len());
+        let mut instance = None;
+        for (i, p) in signature.params.iter().enumerate() {
+            let j = signature.bmv2_param(i);
+            let arg = || param(ps, j, op);
+            let value = || -> Result<Typed> { scope.expr(arg()?) };
+            let calculation = || -> Result<&Calculation> {
+                let cname = object_name(arg()?, what)?;
+                match self.calculations.get(cname) {
+                    Some(calc) => Ok(calc),
+                    None => fail(format!("{what}: no calculation is called {cname}")),
+                }
+            };
+            // A constant id, of a field list or a learn list.
+            let id = |kind: &str| -> Result<u64> {
+                match value()?.expr {
+                    Expr::Const(id) => Ok(u64::try_from(id).unwrap_or(u64::MAX)),
+                    _ => fail(format!("{what}: {op}'s {kind} must be a constant id")),
+                }
+            };
+            args.push(match p {
+                ExternParam::StandardMetadata => ExternArg::Unused,
+                ExternParam::Instance => {
+                    let Some(of) = signature.of else {
+                        return fail(format!("{what}: {op} is no method"));
+                    };
+                    let name = object_name(arg()?, what)?;
+                    let index = self.indexed(of.bmv2_array, name)?;
+                    instance = Some((index, of.p4));
+                    ExternArg::Instance(index)
+                }
+                ExternParam::Cell => {
+                    let width = instance
+                        .and_then(|(i, of)| Some((self.instances[i].kind.cell_width()?, of)));
+                    let Some((width, _)) = width else {
+                        let of = instance.map_or("instance", |(_, of)| of);
+                        return fail(format!("{what}: {op} to a non-{of}"));
+                    };
+                    ExternArg::Value(value()?.fit(width))
+                }
+                ExternParam::Format => {
+                    let format = string(member(arg()?, "value", what)?, what)?;
+                    ExternArg::Text(format.to_string())
+                }
+                ExternParam::Values => match ps.get(j) {
+                    Some(v) => {
+                        let mut values = Vec::new();
+                        for a in array(member(v, "value", what)?, what)? {
+                            values.push(scope.expr(a)?.expr);
+                        }
+                        ExternArg::Values(values)
+                    }
+                    None => ExternArg::Unused,
+                },
+                ExternParam::Out | ExternParam::CellOut => {
+                    let (place, width) = self.place(arg()?, rt, what)?;
+                    ExternArg::Out(place, width)
+                }
+                ExternParam::Bits(_)
+                | ExternParam::Bool
+                | ExternParam::LikeOut
+                | ExternParam::AnyBits => ExternArg::Value(value()?.expr),
+                ExternParam::Sized => {
+                    let v = value()?;
+                    ExternArg::Sized(v.expr, v.width)
+                }
+                ExternParam::Choice(_) => {
+                    let choice = signature.bmv2_ops.iter().position(|o| *o == op);
+                    ExternArg::Value(Expr::Const(choice.unwrap_or(0) as u128))
+                }
+                ExternParam::Algorithm => ExternArg::Value(Expr::Const(calculation()?.algo)),
+                ExternParam::Fields => {
+                    ExternArg::Fields(self.copy_fields(&calculation()?.fields, what)?)
+                }
+                ExternParam::Digest => {
+                    let list = id("learn list")?;
+                    let Some((digest, data)) = self.learn_lists.get(&list) else {
+                        return fail(format!("{what}: no learn list has id {list}"));
+                    };
+                    ExternArg::Digest {
+                        digest: *digest,
+                        data: self.copy_fields(data, what)?,
+                    }
+                }
+                ExternParam::PreservedIndex | ExternParam::PreservedData => {
+                    if ps.get(j).is_none() {
+                        ExternArg::Unused
+                    } else {
+                        match self.field_lists.get(&id("field list")?) {
+                            Some(&list) => ExternArg::Preserved(list),
+                            None => ExternArg::Unused,
+                        }
+                    }
+                }
+            });
+        }
+        Ok(args)
     }
 
     fn primitive_assign_header(
@@ -1664,24 +1676,26 @@ impl Lowerer {
             let Place::Slot(slot) = dst else {
                 return fail(format!("{what}: its target must be a field"));
             };
-            let of = ChecksumOf {
-                cond,
-                data: self.copy_fields(&calc.fields, &what)?,
-                algo: Expr::Const(calc.algo),
-                payload: calc.payload,
-                width,
+            let payload = if calc.payload { "_with_payload" } else { "" };
+            let data = self.copy_fields(&calc.fields, &what)?;
+            let call = |kind: &str, checksum: ExternArg| -> Result<Stmt> {
+                let name = format!("{kind}_checksum{payload}");
+                let Some(ext) = externs::by_name(&name) else {
+                    return fail(format!("softswitch's core has no {name}"));
+                };
+                let args = vec![
+                    ExternArg::Value(cond.clone()),
+                    ExternArg::Fields(data.clone()),
+                    checksum,
+                    ExternArg::Value(Expr::Const(calc.algo)),
+                ];
+                Ok(Stmt::Extern(Box::new(ExternCall::Call { ext, args })))
             };
             if is_verify {
-                verify.push(Stmt::Extern(Box::new(ExternCall::VerifyChecksum {
-                    of: of.clone(),
-                    checksum: Expr::Load(slot),
-                })));
+                verify.push(call("verify", ExternArg::Sized(Expr::Load(slot), width))?);
             }
             if is_update {
-                compute.push(Stmt::Extern(Box::new(ExternCall::UpdateChecksum {
-                    of,
-                    dst: Place::Slot(slot),
-                })));
+                compute.push(call("update", ExternArg::Out(Place::Slot(slot), width))?);
             }
         }
         Ok((verify, compute))

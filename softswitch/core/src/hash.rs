@@ -29,18 +29,17 @@ impl Algorithm {
     /// The algorithm with the enum code `code`.
     pub fn from_code(code: u128) -> Option<Self> {
         use Algorithm::*;
-        [
-            Crc32,
-            Crc32Custom,
-            Crc16,
-            Crc16Custom,
-            Random,
-            Identity,
-            Csum16,
-            Xor16,
-        ]
-        .get(code as usize)
-        .copied()
+        Some(match code {
+            0 => Crc32,
+            1 => Crc32Custom,
+            2 => Crc16,
+            3 => Crc16Custom,
+            4 => Random,
+            5 => Identity,
+            6 => Csum16,
+            7 => Xor16,
+            _ => return None,
+        })
     }
 }
 

@@ -5,12 +5,11 @@ use crate::bits::{read_bits, BitWriter};
 use crate::externs::{self, Effects, Machine};
 use crate::hash::{self, Algorithm};
 use crate::ir::{
-    self, mask, sign_extend, varbit_chunk_width, ActionCall, CaseKeyset, ChecksumOf, EmitItem,
-    Expr, ExternCall, FieldItem, FieldLayout, HeaderRef, Place, Program, Slot, Stmt, Target,
-    Transition,
+    self, mask, sign_extend, varbit_chunk_width, ActionCall, CaseKeyset, EmitItem, Expr,
+    ExternCall, FieldItem, FieldLayout, HeaderRef, Place, Program, Slot, Stmt, Target, Transition,
 };
 use crate::ops;
-use crate::state::{DigestSent, State};
+use crate::state::State;
 use crate::trace::{self, block_name, trace_line, Level, PacketTrace};
 
 /// How a statement list ended.
@@ -93,6 +92,15 @@ impl Machine for Exec<'_> {
 
     fn trace_info(&mut self, text: &str) {
         trace_line!(self.trace, Level::Info, "{}", trace::Printable(text));
+    }
+
+    fn checksum(&mut self, data: &[FieldItem], algo: &Expr, payload: bool) -> u64 {
+        let bytes = self.field_bytes(data, payload);
+        let code = self.val(algo);
+        let algo = Algorithm::from_code(code).unwrap_or(Algorithm::Csum16);
+        let h = hash::compute(algo, &bytes, &mut || self.state.random());
+        self.state.field_buffer = bytes;
+        h
     }
 }
 
@@ -627,7 +635,7 @@ impl<'a> Exec<'a> {
 
     /// The bit-level concatenation of a field list, zero-padded to whole bytes, plus the payload
     /// when `payload`, written into the state's reusable buffer.
-    fn field_bytes(&mut self, fields: &ir::FieldList, payload: bool) -> Vec<u8> {
+    fn field_bytes(&mut self, fields: &[FieldItem], payload: bool) -> Vec<u8> {
         let mut w = BitWriter::reusing(std::mem::take(&mut self.state.field_buffer));
         self.write_fields(&mut w, fields);
         let mut bytes = w.into_bytes();
@@ -657,24 +665,6 @@ impl<'a> Exec<'a> {
 
     fn payload(&self) -> &[u8] {
         &self.data[(self.cursor / 8).min(self.data.len())..]
-    }
-
-    /// The checksum `of` describes, when its condition holds.
-    fn checksum_when(&mut self, of: &ChecksumOf) -> Option<u128> {
-        if self.val(&of.cond) == 0 {
-            return None;
-        }
-        let c = self.checksum(&of.data, &of.algo, of.payload);
-        Some(u128::from(c) & mask(of.width))
-    }
-
-    fn checksum(&mut self, data: &ir::FieldList, algo: &Expr, payload: bool) -> u64 {
-        let bytes = self.field_bytes(data, payload);
-        let code = self.val(algo);
-        let algo = Algorithm::from_code(code).unwrap_or(Algorithm::Csum16);
-        let h = hash::compute(algo, &bytes, &mut || self.state.random());
-        self.state.field_buffer = bytes;
-        h
     }
 
     /// Writes the varbit stored at `base` (its length, then its chunks).
@@ -777,7 +767,6 @@ impl<'a> Exec<'a> {
     }
 
     fn extern_call(&mut self, call: &ExternCall) -> Flow {
-        let sm = self.prog.std_meta;
         match call {
             ExternCall::Call { ext, args } => {
                 if let Err(code) = externs::get(*ext).execute(args, self) {
@@ -837,66 +826,6 @@ impl<'a> Exec<'a> {
                     }
                 }
                 self.out = Some(out);
-            }
-            ExternCall::Clone {
-                egress,
-                session,
-                field_list,
-            } => {
-                let s = self.val(session) as u32;
-                self.effects.clone = Some((*egress, s, *field_list));
-            }
-            ExternCall::Resubmit(fl) => self.effects.resubmit = Some(*fl),
-            ExternCall::Recirculate(fl) => self.effects.recirculate = Some(*fl),
-            ExternCall::Digest {
-                receiver,
-                data,
-                digest,
-            } => {
-                let r = self.val(receiver) as u32;
-                let mut values = Vec::new();
-                for f in ir::flat_fields(data) {
-                    match f {
-                        FieldItem::Bits(e, _) => values.push(self.val(e)),
-                        FieldItem::VarBit { base, max } => {
-                            let n = 1 + max.div_ceil(128) as usize;
-                            values
-                                .extend_from_slice(&self.slots[*base as usize..*base as usize + n]);
-                        }
-                        FieldItem::Header { .. } => unreachable!("flat_fields opens groups"),
-                    }
-                }
-                self.state.digests.push(DigestSent {
-                    receiver: r,
-                    digest: *digest,
-                    values,
-                });
-            }
-            ExternCall::Hash {
-                dst,
-                width,
-                algo,
-                base,
-                data,
-                max,
-            } => {
-                let h = u128::from(self.checksum(data, algo, false));
-                let (b, m) = (self.val(base), self.val(max));
-                // With max 0 the result is base, as v1model.p4 says and BMv2 does.
-                let v = if m == 0 { b } else { b.wrapping_add(h % m) };
-                self.store(dst, v & mask(*width));
-            }
-            ExternCall::VerifyChecksum { of, checksum } => {
-                if let Some(c) = self.checksum_when(of) {
-                    if c != self.val(checksum) {
-                        self.slots[sm.checksum_error as usize] = 1;
-                    }
-                }
-            }
-            ExternCall::UpdateChecksum { of, dst } => {
-                if let Some(c) = self.checksum_when(of) {
-                    self.store(dst, c);
-                }
             }
             ExternCall::StackShift {
                 stack,

@@ -270,22 +270,6 @@ pub fn varbit_chunk_width(len: u128, i: u32) -> u16 {
     len.saturating_sub(u128::from(i) * 128).min(128) as u16
 }
 
-/// The checksum `verify_checksum` and `update_checksum` compute, when `cond` holds: `algo` over
-/// the fields `data` (and the payload after the deparsed headers when `payload`), `width` bits.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ChecksumOf {
-    /// Whether to compute it at all.
-    pub cond: Expr,
-    /// The fields.
-    pub data: FieldList,
-    /// The algorithm's `HashAlgorithm` code.
-    pub algo: Expr,
-    /// Whether the payload follows the fields.
-    pub payload: bool,
-    /// The checksum's width in bits.
-    pub width: u16,
-}
-
 /// A call of a v1model or core extern.
 #[derive(Clone, Debug, PartialEq)]
 #[allow(missing_docs, reason = "each variant's doc says what its fields are")]
@@ -311,36 +295,6 @@ pub enum ExternCall {
     Verify { cond: Expr, error: Expr },
     /// `packet.emit(h)` for each header, in order.
     Emit(Vec<EmitItem>),
-    /// `clone`, `clone_preserving_field_list` or the deprecated `clone3` (field list by id).
-    Clone {
-        egress: bool,
-        session: Expr,
-        field_list: Option<usize>,
-    },
-    /// `resubmit_preserving_field_list` (or the deprecated `resubmit(data)`): the field list's id.
-    Resubmit(Option<usize>),
-    /// `recirculate_preserving_field_list` (or the deprecated `recirculate(data)`).
-    Recirculate(Option<usize>),
-    /// `digest(receiver, data)`; `digest` indexes `CpInfo::digests` (the data's type).
-    Digest {
-        receiver: Expr,
-        data: FieldList,
-        digest: usize,
-    },
-    /// `hash(result, algo, base, data, max)`.
-    Hash {
-        dst: Place,
-        width: u16,
-        algo: Expr,
-        base: Expr,
-        data: FieldList,
-        max: Expr,
-    },
-    /// `verify_checksum[_with_payload]`: sets `checksum_error` when the checksum differs from
-    /// `checksum`.
-    VerifyChecksum { of: ChecksumOf, checksum: Expr },
-    /// `update_checksum[_with_payload]`: writes the checksum to `dst`.
-    UpdateChecksum { of: ChecksumOf, dst: Place },
     /// `stack.push_front(n)` / `stack.pop_front(n)` (negative `shift` pops). The elements that
     /// come in are invalid: the slots at `valids` (offsets into an element: the header's
     /// validity, or each member's in a stack of header unions) are cleared.
@@ -361,6 +315,7 @@ pub struct ExternId(pub(crate) u16);
 /// One argument of a call of a registered extern, as its parameter
 /// ([`crate::externs::Param`]) says.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs, reason = "each variant's doc says what its fields are")]
 pub enum ExternArg {
     /// An `in` value.
     Value(Expr),
@@ -372,6 +327,15 @@ pub enum ExternArg {
     Text(String),
     /// The values of a struct, tuple or list argument, its bit fields in order.
     Values(Vec<Expr>),
+    /// An `in` value and its width, for an extern that reads the width.
+    Sized(Expr, u16),
+    /// The fields of a data argument (a hash's or a checksum's), with their header groups.
+    Fields(FieldList),
+    /// A field list whose slots a clone, resubmit or recirculation keeps: an index into
+    /// [`Program::field_lists`].
+    Preserved(usize),
+    /// A digest's data: its type's index in `CpInfo::digests` and its fields.
+    Digest { digest: usize, data: FieldList },
     /// An argument the extern does not read (or the call left out).
     Unused,
 }
@@ -598,6 +562,12 @@ thread_local! {
 /// Counts the copies made of the table it is part of, per thread: a control-plane write path
 /// that copied its table per update (as P4Runtime's Write once did) shows in a test, which
 /// reads [`Table::copies_on_this_thread`] around it.
+///
+/// It is public, not `cfg(test)`, because the test that reads it is an integration test of the
+/// `softswitch` crate (`tests/table_writes.rs`, a write through the server's P4Runtime path),
+/// which sees the core as any other crate does. It costs nothing where it is not read: a
+/// zero-sized field, and a thread-local increment when a whole table is copied, which no
+/// packet and no write does.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct CopyCount;
 
@@ -1108,12 +1078,6 @@ impl RunDepth<'_> {
         inner.saturating_add(1)
     }
 
-    fn checksum_of(&self, of: &ChecksumOf) -> usize {
-        self.expr(&of.cond)
-            .max(self.expr(&of.algo))
-            .max(self.fields(&of.data))
-    }
-
     fn extern_call(&self, call: &ExternCall) -> usize {
         let exprs = |es: &[&Expr]| es.iter().map(|e| self.expr(e)).max().unwrap_or(0);
         match call {
@@ -1122,10 +1086,14 @@ impl RunDepth<'_> {
             ExternCall::Call { args, .. } => args
                 .iter()
                 .map(|a| match a {
-                    ExternArg::Value(e) => self.expr(e),
+                    ExternArg::Value(e) | ExternArg::Sized(e, _) => self.expr(e),
                     ExternArg::Values(es) => es.iter().map(|e| self.expr(e)).max().unwrap_or(0),
                     ExternArg::Out(p, _) => self.place(p),
-                    ExternArg::Instance(_) | ExternArg::Text(_) | ExternArg::Unused => 0,
+                    ExternArg::Fields(data) | ExternArg::Digest { data, .. } => self.fields(data),
+                    ExternArg::Instance(_)
+                    | ExternArg::Text(_)
+                    | ExternArg::Preserved(_)
+                    | ExternArg::Unused => 0,
                 })
                 .max()
                 .unwrap_or(0),
@@ -1141,26 +1109,7 @@ impl RunDepth<'_> {
                 .max(self.stmts(copy_in))
                 .max(self.stmts(copy_out)),
             ExternCall::Verify { cond, error } => exprs(&[cond, error]),
-            ExternCall::Emit(_)
-            | ExternCall::Resubmit(_)
-            | ExternCall::Recirculate(_)
-            | ExternCall::StackShift { .. } => 0,
-            ExternCall::Clone { session, .. } => self.expr(session),
-            ExternCall::Digest { receiver, data, .. } => self.expr(receiver).max(self.fields(data)),
-            ExternCall::Hash {
-                dst,
-                algo,
-                base,
-                data,
-                max,
-                ..
-            } => exprs(&[algo, base, max])
-                .max(self.place(dst))
-                .max(self.fields(data)),
-            ExternCall::VerifyChecksum { of, checksum } => {
-                self.checksum_of(of).max(self.expr(checksum))
-            }
-            ExternCall::UpdateChecksum { of, dst } => self.checksum_of(of).max(self.place(dst)),
+            ExternCall::Emit(_) | ExternCall::StackShift { .. } => 0,
         }
     }
 }

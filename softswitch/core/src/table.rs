@@ -742,6 +742,37 @@ impl TableState {
             .map(|(slot, e)| (self.handle(slot), e))
     }
 
+    /// The handle of the entry with key `matches` and, if given, priority `priority`, found
+    /// through the table's index (the lowest slot, where a key without its priority names
+    /// several).
+    pub fn find(&self, matches: &[FieldMatch], priority: Option<i64>) -> Option<usize> {
+        let is = |slot: &usize| {
+            self.entries
+                .get(*slot)
+                .and_then(Option::as_ref)
+                .is_some_and(|i| {
+                    i.entry.matches == matches && priority.is_none_or(|p| i.entry.priority == p)
+                })
+        };
+        let key = || matches.iter().map(value_of).collect::<Vec<u128>>();
+        let slot = match &self.index {
+            Index::Exact(map) => map.get(&key()).copied().filter(is),
+            Index::Lpm { by_len, .. } => {
+                let key = key();
+                by_len
+                    .iter()
+                    .find_map(|(_, map)| map.get(&key).copied().filter(is))
+            }
+            Index::Masked(groups) => {
+                let masks = masks_of(matches)?;
+                let group = groups.iter().find(|g| g.masks == masks)?;
+                group.keys.get(&key())?.iter().copied().filter(is).min()
+            }
+            Index::Ordered(order) => order.iter().copied().filter(is).min(),
+        };
+        slot.map(|s| self.handle(s))
+    }
+
     /// How many slots the table keeps, full or empty (what its memory grows with).
     #[cfg(test)]
     pub fn slots(&self) -> usize {
@@ -1067,6 +1098,54 @@ mod tests {
             .unwrap();
         assert_eq!(t.lookup(&[0x13]), Some(high));
         assert_eq!(t.lookup(&[0x23]), Some(low));
+    }
+
+    /// `find` through each kind of index gives what a scan of the entries gives.
+    #[test]
+    fn find_by_key_agrees_with_a_scan() {
+        let ternary = |value, mask| FieldMatch::Masked { value, mask };
+        let range = |lo, hi| FieldMatch::Range { lo, hi };
+        let tables: [(MatchKind, Vec<(FieldMatch, i64)>); 4] = [
+            (MatchKind::Exact, vec![(lpm(7, 32), 0), (lpm(9, 32), 0)]),
+            (
+                MatchKind::Lpm,
+                vec![(lpm(0x0a00_0000, 8), 0), (lpm(0x0a01_0000, 16), 0)],
+            ),
+            (
+                MatchKind::Ternary,
+                vec![
+                    (ternary(0x10, 0xf0), 5),
+                    (ternary(0x10, 0xf0), 3),
+                    (ternary(1, 1), 1),
+                ],
+            ),
+            (
+                MatchKind::Range,
+                vec![(range(1, 5), 2), (range(1, 5), 4), (range(6, 9), 1)],
+            ),
+        ];
+        for (kind, entries) in tables {
+            let mut t = table(&[kind]);
+            for (m, p) in &entries {
+                t.insert(entry(vec![*m], *p, 1), None, 0).unwrap();
+            }
+            let first = t.installed().next().map(|(h, _)| h);
+            t.remove(first.unwrap()).unwrap();
+            let mut probes = entries.clone();
+            probes.push((ternary(0x20, 0xf0), 5));
+            probes.push((range(2, 5), 2));
+            for (m, p) in probes {
+                for priority in [None, Some(p), Some(p + 1)] {
+                    let scan = t
+                        .installed()
+                        .find(|(_, i)| {
+                            i.entry.matches == [m] && priority.is_none_or(|q| i.entry.priority == q)
+                        })
+                        .map(|(h, _)| h);
+                    assert_eq!(t.find(&[m], priority), scan, "{kind:?} {m:?} {priority:?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -51,6 +51,22 @@ impl P4RuntimeService {
             compiling: Arc::new(tokio::sync::Semaphore::new(1)),
         }
     }
+
+    /// Checks that a Write or SetForwardingPipelineConfig may change the device, in the
+    /// specification's order: device and role (NOT_FOUND), then primary.
+    fn check_writer(
+        &self,
+        device_id: u64,
+        role: &str,
+        role_id: u64,
+        election_id: Option<p4v1::Uint128>,
+    ) -> Result<(), Status> {
+        self.arbitration.check_device(device_id)?;
+        if !role.is_empty() || role_id != 0 {
+            return Err(unknown_role());
+        }
+        self.arbitration.check_primary(device_id, election_id)
+    }
 }
 
 /// A request for a role other than the default, which is the only one served.
@@ -97,13 +113,7 @@ impl P4Runtime for P4RuntimeService {
         request: Request<p4v1::WriteRequest>,
     ) -> Result<Response<p4v1::WriteResponse>, Status> {
         let req = request.into_inner();
-        // The specification's order: device and role (NOT_FOUND), then primary.
-        self.arbitration.check_device(req.device_id)?;
-        if !req.role.is_empty() || req.role_id != 0 {
-            return Err(unknown_role());
-        }
-        self.arbitration
-            .check_primary(req.device_id, req.election_id)?;
+        self.check_writer(req.device_id, &req.role, req.role_id, req.election_id)?;
         match Atomicity::try_from(req.atomicity) {
             Ok(Atomicity::ContinueOnError) => {}
             _ => {
@@ -185,12 +195,7 @@ impl P4Runtime for P4RuntimeService {
         request: Request<p4v1::SetForwardingPipelineConfigRequest>,
     ) -> Result<Response<p4v1::SetForwardingPipelineConfigResponse>, Status> {
         let req = request.into_inner();
-        self.arbitration.check_device(req.device_id)?;
-        if !req.role.is_empty() || req.role_id != 0 {
-            return Err(unknown_role());
-        }
-        self.arbitration
-            .check_primary(req.device_id, req.election_id)?;
+        self.check_writer(req.device_id, &req.role, req.role_id, req.election_id)?;
         let action = SetAction::try_from(req.action).unwrap_or(SetAction::Unspecified);
         tracing::debug!(action = action.as_str_name(), "SetForwardingPipelineConfig");
         let config = || {

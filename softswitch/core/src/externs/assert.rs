@@ -15,6 +15,7 @@ impl Extern for Assert {
             arg_names: &[],
             bmv2_ops: &["assert", "assume"],
             params: &[Param::Bool],
+            bmv2_params: &[],
         }
     }
 

@@ -18,7 +18,8 @@ impl Extern for Count {
             names: &["count"],
             arg_names: &["index"],
             bmv2_ops: &["count"],
-            params: &[Param::Instance, Param::Index],
+            params: &[Param::Instance, Param::AnyBits],
+            bmv2_params: &[],
         }
     }
 

@@ -16,6 +16,7 @@ impl Extern for LogMsg {
             arg_names: &[],
             bmv2_ops: &["log_msg"],
             params: &[Param::Format, Param::Values],
+            bmv2_params: &[],
         }
     }
 

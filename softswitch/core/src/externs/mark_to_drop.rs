@@ -15,6 +15,7 @@ impl Extern for MarkToDrop {
             arg_names: &[],
             bmv2_ops: &["mark_to_drop", "drop"],
             params: &[Param::StandardMetadata],
+            bmv2_params: &[],
         }
     }
 

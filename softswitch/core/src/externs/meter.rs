@@ -22,7 +22,8 @@ impl Extern for Execute {
             names: &["execute_meter"],
             arg_names: &["index", "result"],
             bmv2_ops: &["execute_meter"],
-            params: &[Param::Instance, Param::Index, Param::Out],
+            params: &[Param::Instance, Param::AnyBits, Param::Out],
+            bmv2_params: &[],
         }
     }
 
@@ -56,6 +57,7 @@ impl Extern for DirectRead {
             arg_names: &["result"],
             bmv2_ops: &[],
             params: &[Param::Instance, Param::Out],
+            bmv2_params: &[],
         }
     }
 

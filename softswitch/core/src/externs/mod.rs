@@ -9,18 +9,22 @@
 //! [`ir::ExternCall::Call`], holding the extern's [`ir::ExternId`] and its arguments as the
 //! signature's [`Param`]s made them.
 //!
-//! The externs that need what a signature cannot say as data (a field list's id, a header, a
-//! parser's cursor, a digest's type, an instance's cells) are still variants of
-//! [`ir::ExternCall`], lowered by each crate's own match (docs/ARCHITECTURE.md, "Adding an
-//! extern", says which and why).
+//! The packet-parsing primitives (`extract`, `advance`, `emit`, `verify`, a sub-parser's
+//! `apply`, a header stack's `push_front`/`pop_front`) are language constructs, not externs:
+//! they stay variants of [`ir::ExternCall`].
 
 mod assert;
+mod checksum;
+mod clone;
 mod counter;
+mod digest;
+mod hash;
 mod log_msg;
 mod mark_to_drop;
 mod meter;
 mod random;
 mod register;
+mod resubmit;
 mod truncate;
 
 use crate::ir::{self, Expr, ExternArg, ExternId, Place, Program};
@@ -56,8 +60,35 @@ pub enum Param {
     /// The instance a method is called on (P4's receiver, not one of its arguments; BMv2's
     /// primitive names it among its parameters): [`ExternArg::Instance`].
     Instance,
-    /// An `in` index of any `bit<W>` (v1model's `I`): [`ExternArg::Value`].
-    Index,
+    /// An `in` value of any `bit<W>` (v1model's generic `I`, `T`, `M`: an index, a hash's
+    /// base and maximum): [`ExternArg::Value`].
+    AnyBits,
+    /// An `in` value of any `bit<W>` whose width the extern reads (the checksum
+    /// `verify_checksum` compares): [`ExternArg::Sized`].
+    Sized,
+    /// An `in` compile-time constant from 0 to the given maximum (an enum such as `CloneType`):
+    /// [`ExternArg::Value`] of an [`Expr::Const`]. BMv2 passes it in the primitive's name, not
+    /// among its parameters: the i-th of [`Signature::bmv2_ops`] gives i.
+    Choice(u8),
+    /// An `in` `HashAlgorithm` constant: [`ExternArg::Value`] of an [`Expr::Const`] of its
+    /// code ([`crate::hash::Algorithm::from_code`]). BMv2 gives it as a calculation's
+    /// `algo`, the primitive's parameter naming the calculation.
+    Algorithm,
+    /// An `in` struct, tuple or list whose fields an extern reads as data, headers' fields
+    /// counting only while the header is valid: [`ExternArg::Fields`]. BMv2 gives it as a
+    /// calculation's `input`, the primitive's parameter naming the calculation.
+    Fields,
+    /// A digest's `in T data`, `T` being the call's type argument or the data's type:
+    /// [`ExternArg::Digest`]. BMv2 gives it as a learn list, by id.
+    Digest,
+    /// The `@field_list(n)` index of the user metadata fields to preserve (a constant
+    /// `bit<8>`): [`ExternArg::Preserved`]. BMv2 gives a field list id, which it may leave
+    /// out ([`ExternArg::Unused`]).
+    PreservedIndex,
+    /// The l-values whose slots to preserve (the deprecated `clone3`'s, `resubmit`'s and
+    /// `recirculate`'s data): [`ExternArg::Preserved`]. BMv2 gives a field list id, as for
+    /// [`Param::PreservedIndex`].
+    PreservedData,
     /// An `out` l-value of the instance's cell type ([`ir::InstanceKind::cell_width`]; a
     /// register's `read` result): [`ExternArg::Out`].
     CellOut,
@@ -98,6 +129,24 @@ pub struct Signature {
     pub bmv2_ops: &'static [&'static str],
     /// Its parameters.
     pub params: &'static [Param],
+    /// Where a BMv2 primitive's parameters differ in order from P4's: for each of
+    /// [`Signature::params`], the index of the primitive's parameter that gives it. Empty when
+    /// they come in P4's order, each parameter but a [`Param::Choice`] taking the next one.
+    pub bmv2_params: &'static [u8],
+}
+
+impl Signature {
+    /// The index of the BMv2 primitive's parameter that gives parameter `i`
+    /// ([`Signature::bmv2_params`]).
+    pub fn bmv2_param(&self, i: usize) -> usize {
+        match self.bmv2_params.get(i) {
+            Some(&j) => usize::from(j),
+            None => self.params[..i]
+                .iter()
+                .filter(|p| !matches!(p, Param::Choice(_)))
+                .count(),
+        }
+    }
 }
 
 /// What an extern's execution may read and change of the packet's run: the interpreter
@@ -121,6 +170,9 @@ pub(crate) trait Machine {
     fn last_hit(&self) -> Option<(usize, usize)>;
     /// Sends a line to the packet's trace at BMv2's info level, if it is traced.
     fn trace_info(&mut self, text: &str);
+    /// The checksum or hash `algo` (a `HashAlgorithm` code) computes over the fields `data`
+    /// (and, with `payload`, over the payload after the parsed headers).
+    fn checksum(&mut self, data: &[ir::FieldItem], algo: &Expr, payload: bool) -> u64;
 }
 
 impl Param {
@@ -151,6 +203,19 @@ static REGISTRY: &[&dyn Extern] = &[
     &meter::Execute,
     &meter::DirectRead,
     &log_msg::LogMsg,
+    &hash::Hash,
+    &checksum::VERIFY,
+    &checksum::VERIFY_WITH_PAYLOAD,
+    &checksum::UPDATE,
+    &checksum::UPDATE_WITH_PAYLOAD,
+    &clone::CLONE,
+    &clone::CLONE_PRESERVING_FIELD_LIST,
+    &clone::CLONE3,
+    &resubmit::RESUBMIT_PRESERVING_FIELD_LIST,
+    &resubmit::RESUBMIT,
+    &resubmit::RECIRCULATE_PRESERVING_FIELD_LIST,
+    &resubmit::RECIRCULATE,
+    &digest::Digest,
 ];
 
 /// The extern of an id.
@@ -203,6 +268,33 @@ pub(crate) fn instance(arg: &ExternArg) -> Option<usize> {
     }
 }
 
+/// The field list of an [`ExternArg::Preserved`] argument (`None` for another kind, such as
+/// the [`ExternArg::Unused`] of a BMv2 primitive that left it out).
+pub(crate) fn preserved(arg: Option<&ExternArg>) -> Option<usize> {
+    match arg {
+        Some(ExternArg::Preserved(id)) => Some(*id),
+        _ => None,
+    }
+}
+
+/// The fields of an [`ExternArg::Fields`] argument (none for another kind, which a
+/// signature's [`Param`] rules out).
+pub(crate) fn fields(arg: &ExternArg) -> &[ir::FieldItem] {
+    match arg {
+        ExternArg::Fields(f) => f,
+        _ => &[],
+    }
+}
+
+/// The expression of an [`ExternArg::Value`] argument (the constant 0 for another kind, which
+/// a signature's [`Param`] rules out).
+pub(crate) fn expr(arg: &ExternArg) -> &Expr {
+    match arg {
+        ExternArg::Value(e) => e,
+        _ => &Expr::Const(0),
+    }
+}
+
 /// Stores `v`, cut to its width, into an [`ExternArg::Out`] argument.
 pub(crate) fn store(m: &mut dyn Machine, arg: &ExternArg, v: u128) {
     if let ExternArg::Out(place, width) = arg {
@@ -232,5 +324,33 @@ mod tests {
         assert_eq!(by_name("nothing"), None);
         assert_eq!(by_name("count"), None, "a method is no function");
         assert_eq!(by_method("counter", "count"), by_bmv2_op("count"));
+    }
+
+    #[test]
+    fn bmv2_parameters_follow_p4s_order_unless_a_signature_says_otherwise() {
+        // clone_preserving_field_list(type, session, index): BMv2 names the type in its op.
+        let clone = by_bmv2_op("clone_egress_pkt_to_egress").map(signature);
+        let clone = clone.expect("clone is registered");
+        assert!(clone.names.contains(&"clone_preserving_field_list"));
+        assert_eq!(clone.params[0], Param::Choice(1));
+        assert_eq!(clone.bmv2_ops[1], "clone_egress_pkt_to_egress", "E2E is 1");
+        assert_eq!(
+            (0..3).map(|i| clone.bmv2_param(i)).collect::<Vec<_>>(),
+            [0, 0, 1]
+        );
+        // hash(result, algo, base, data, max) from (result, base, calculation, max).
+        let hash = by_name("hash").map(signature).expect("hash is registered");
+        assert_eq!(
+            (0..5).map(|i| hash.bmv2_param(i)).collect::<Vec<_>>(),
+            [0, 2, 1, 2, 3]
+        );
+        for e in REGISTRY {
+            let s = e.signature();
+            assert!(
+                s.bmv2_params.is_empty() || s.bmv2_params.len() == s.params.len(),
+                "{:?}: one BMv2 position per parameter",
+                s.names
+            );
+        }
     }
 }

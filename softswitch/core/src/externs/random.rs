@@ -15,6 +15,7 @@ impl Extern for Random {
             arg_names: &[],
             bmv2_ops: &["modify_field_rng_uniform"],
             params: &[Param::Out, Param::LikeOut, Param::LikeOut],
+            bmv2_params: &[],
         }
     }
 

@@ -21,7 +21,8 @@ impl Extern for Read {
             names: &["read"],
             arg_names: &["result", "index"],
             bmv2_ops: &["register_read"],
-            params: &[Param::CellOut, Param::Instance, Param::Index],
+            params: &[Param::CellOut, Param::Instance, Param::AnyBits],
+            bmv2_params: &[],
         }
     }
 
@@ -49,7 +50,8 @@ impl Extern for Write {
             names: &["write"],
             arg_names: &["index", "value"],
             bmv2_ops: &["register_write"],
-            params: &[Param::Instance, Param::Index, Param::Cell],
+            params: &[Param::Instance, Param::AnyBits, Param::Cell],
+            bmv2_params: &[],
         }
     }
 

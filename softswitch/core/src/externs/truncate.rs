@@ -14,6 +14,7 @@ impl Extern for Truncate {
             arg_names: &[],
             bmv2_ops: &["truncate"],
             params: &[Param::Bits(32)],
+            bmv2_params: &[],
         }
     }
 

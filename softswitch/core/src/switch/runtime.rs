@@ -503,12 +503,7 @@ impl Switch {
         matches: &[FieldMatch],
         priority: Option<i64>,
     ) -> Result<Option<usize>, RuntimeError> {
-        Ok(self
-            .entries(table)?
-            .find(|(_, i)| {
-                i.entry.matches == matches && priority.is_none_or(|p| i.entry.priority == p)
-            })
-            .map(|(h, _)| h))
+        Ok(self.table_state(table)?.find(matches, priority))
     }
 
     /// Sets the default action (`mt_set_default_action`).

@@ -934,20 +934,7 @@ impl<'a> Checker<'a> {
             Lowered::Arith(op) => {
                 let (x, y, ty) = self.unify(x, y, span, name)?;
                 match ty {
-                    Type::Bits { width, signed } => {
-                        let k = x
-                            .konst
-                            .zip(y.konst)
-                            .map(|(p, q)| ops::binop(op, width, signed, p, q));
-                        let e = Expr::Arith {
-                            op,
-                            width,
-                            signed,
-                            a: Box::new(x.expr),
-                            b: Box::new(y.expr),
-                        };
-                        Ok(scalar(e, ty, k))
-                    }
+                    Type::Bits { width, signed } => Ok(arith(op, width, signed, ty, x, y)),
                     t => {
                         let t = self.show(&t);
                         fail(span, format!("'{name}' cannot be applied to {t}"))
@@ -1050,20 +1037,7 @@ impl<'a> Checker<'a> {
             return fail(rhs_span, "a shift amount must be unsigned");
         }
         match x.ty {
-            Type::Bits { width, signed } => {
-                let k = x
-                    .konst
-                    .zip(y.konst)
-                    .map(|(p, q)| ops::binop(op, width, signed, p, q));
-                let e = Expr::Arith {
-                    op,
-                    width,
-                    signed,
-                    a: Box::new(x.expr),
-                    b: Box::new(y.expr),
-                };
-                Ok(scalar(e, x.ty, k))
-            }
+            Type::Bits { width, signed } => Ok(arith(op, width, signed, x.ty.clone(), x, y)),
             _ => fail(span, "shifts need a bit<W> or int<W> left operand"),
         }
     }
@@ -1803,4 +1777,20 @@ pub(super) fn binop_text(op: BinOp) -> &'static str {
         BinOp::And => "&&",
         BinOp::Or => "||",
     }
+}
+
+/// `x op y` over `bit<width>` or `int<width>`, of type `ty`, folded when both are constant.
+fn arith(op: ArithOp, width: u16, signed: bool, ty: Type, x: Scalar, y: Scalar) -> Val {
+    let k = x
+        .konst
+        .zip(y.konst)
+        .map(|(p, q)| ops::binop(op, width, signed, p, q));
+    let e = Expr::Arith {
+        op,
+        width,
+        signed,
+        a: Box::new(x.expr),
+        b: Box::new(y.expr),
+    };
+    scalar(e, ty, k)
 }

@@ -11,8 +11,8 @@ use crate::types::{Type, Types};
 use num_traits::ToPrimitive as _;
 use softswitch_core::externs::{self, Param};
 use softswitch_core::ir::{
-    ChecksumOf, CounterKind, EmitItem, Expr, ExternArg, ExternCall, ExternId, FieldItem, FieldList,
-    HeaderRef, InstanceKind, Place, Stmt,
+    CounterKind, EmitItem, Expr, ExternArg, ExternCall, ExternId, FieldItem, FieldList, HeaderRef,
+    InstanceKind, Place, Stmt,
 };
 
 const BITS32: Type = Type::Bits {
@@ -421,7 +421,7 @@ impl Checker<'_> {
     ) -> Result<Vec<Stmt>> {
         let a: Vec<&ast::Expr> = args.iter().map(|a| &a.value).collect();
         if let Some(ext) = externs::by_name(name) {
-            return self.registered_call(ext, name, None, &a, span);
+            return self.registered_call(ext, name, None, type_args, &a, span);
         }
         let arity = |n: usize| -> Result<()> {
             if a.len() == n {
@@ -443,108 +443,6 @@ impl Checker<'_> {
                 }
                 one(ExternCall::Verify { cond, error })
             }
-            "clone" | "clone_preserving_field_list" => {
-                arity(if name == "clone" { 2 } else { 3 })?;
-                let egress = self.const_small(a[0], 1)? == 1;
-                let session = self.scalar_of(a[1], &BITS32)?;
-                let field_list = if name == "clone" {
-                    None
-                } else {
-                    let n = self.const_small(a[2], 255)? as u8;
-                    Some(self.user_field_list_id(n))
-                };
-                one(ExternCall::Clone {
-                    egress,
-                    session,
-                    field_list,
-                })
-            }
-            "resubmit_preserving_field_list" | "recirculate_preserving_field_list" => {
-                arity(1)?;
-                let n = self.const_small(a[0], 255)? as u8;
-                let index = Some(self.user_field_list_id(n));
-                one(if name.starts_with("resubmit") {
-                    ExternCall::Resubmit(index)
-                } else {
-                    ExternCall::Recirculate(index)
-                })
-            }
-            "resubmit" | "recirculate" => {
-                arity(1)?;
-                let list = Some(self.data_field_list_id(a[0])?);
-                one(if name == "resubmit" {
-                    ExternCall::Resubmit(list)
-                } else {
-                    ExternCall::Recirculate(list)
-                })
-            }
-            "clone3" => {
-                arity(3)?;
-                let egress = self.const_small(a[0], 1)? == 1;
-                let session = self.scalar_of(a[1], &BITS32)?;
-                let field_list = Some(self.data_field_list_id(a[2])?);
-                one(ExternCall::Clone {
-                    egress,
-                    session,
-                    field_list,
-                })
-            }
-            "digest" => {
-                arity(2)?;
-                let receiver = self.scalar_of(a[0], &BITS32)?;
-                let digest = self.record_digest(type_args, a[1])?;
-                let data = self.field_list(a[1])?;
-                one(ExternCall::Digest {
-                    receiver,
-                    data,
-                    digest,
-                })
-            }
-            "hash" => {
-                arity(5)?;
-                let (dst, width, _) = self.out_scalar(a[0])?;
-                let algo = Expr::Const(self.const_small(a[1], 7)?);
-                let base = self.sized(a[2])?;
-                let data = self.field_list(a[3])?;
-                let max = self.sized(a[4])?;
-                one(ExternCall::Hash {
-                    dst,
-                    width,
-                    algo,
-                    base,
-                    data,
-                    max,
-                })
-            }
-            "verify_checksum"
-            | "verify_checksum_with_payload"
-            | "update_checksum"
-            | "update_checksum_with_payload" => {
-                arity(4)?;
-                let cond = self.bool_expr(a[0])?;
-                let data = self.field_list(a[1])?;
-                let algo = Expr::Const(self.const_small(a[3], 7)?);
-                let of = |width| ChecksumOf {
-                    cond,
-                    data,
-                    algo,
-                    payload: name.ends_with("_with_payload"),
-                    width,
-                };
-                if name.starts_with("verify") {
-                    let v = self.scalar_any(a[2])?;
-                    let Some(width) = self.types.scalar_width(&v.ty) else {
-                        return fail(a[2].span, "a checksum must be a bit<W> value");
-                    };
-                    one(ExternCall::VerifyChecksum {
-                        of: of(width),
-                        checksum: v.expr,
-                    })
-                } else {
-                    let (dst, width, _) = self.out_scalar(a[2])?;
-                    one(ExternCall::UpdateChecksum { of: of(width), dst })
-                }
-            }
             other => {
                 self.user_extern_call(other, args, span)?;
                 Ok(Vec::new())
@@ -553,12 +451,14 @@ impl Checker<'_> {
     }
 
     /// A call of a registered extern, a function or (with its receiver `inst`) a method: its
-    /// arguments checked against the parameters its signature gives.
+    /// arguments checked against the parameters its signature gives (`type_args` are the
+    /// call's, which a digest's data type may name).
     fn registered_call(
         &mut self,
         ext: ExternId,
         name: &str,
         inst: Option<usize>,
+        type_args: &[ast::TypeRef],
         a: &[&ast::Expr],
         span: Span,
     ) -> Result<Vec<Stmt>> {
@@ -604,7 +504,35 @@ impl Checker<'_> {
             let arg = match (param, a.next()) {
                 (Param::StandardMetadata, _) | (_, None) => ExternArg::Unused,
                 (Param::Instance, _) => unreachable!("taken above"),
-                (Param::Index, Some(e)) => ExternArg::Value(self.sized(e)?),
+                (Param::AnyBits, Some(e)) => ExternArg::Value(self.sized(e)?),
+                (Param::Sized, Some(e)) => {
+                    let v = self.scalar_any(e)?;
+                    let Some(width) = self.types.scalar_width(&v.ty) else {
+                        return fail(e.span, format!("{name} needs a bit<W> value here"));
+                    };
+                    ExternArg::Sized(v.expr, width)
+                }
+                (Param::Choice(max), Some(e)) => {
+                    ExternArg::Value(Expr::Const(self.const_small(e, u128::from(*max))?))
+                }
+                (Param::Algorithm, Some(e)) => {
+                    ExternArg::Value(Expr::Const(self.const_small(e, 7)?))
+                }
+                (Param::Fields, Some(e)) => ExternArg::Fields(self.field_list(e)?),
+                (Param::Digest, Some(e)) => {
+                    let digest = self.record_digest(type_args, e)?;
+                    ExternArg::Digest {
+                        digest,
+                        data: self.field_list(e)?,
+                    }
+                }
+                (Param::PreservedIndex, Some(e)) => {
+                    let n = self.const_small(e, 255)? as u8;
+                    ExternArg::Preserved(self.user_field_list_id(n))
+                }
+                (Param::PreservedData, Some(e)) => {
+                    ExternArg::Preserved(self.data_field_list_id(e)?)
+                }
                 (Param::Format, Some(e)) => {
                     let ExprKind::Str(format) = &e.kind else {
                         return fail(span, format!("{name} needs a string literal first"));
@@ -685,7 +613,7 @@ impl Checker<'_> {
                 .into_iter()
                 .map(|a| &a.value)
                 .collect();
-            return self.registered_call(ext, m, Some(inst), &a, span);
+            return self.registered_call(ext, m, Some(inst), &[], &a, span);
         }
         // A direct counter counts where its table hits: its `count` adds nothing.
         if let (InstanceKind::DirectCounter { .. }, "count") = (&kind, m) {

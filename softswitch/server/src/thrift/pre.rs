@@ -81,6 +81,19 @@ impl SimplePreLag {
     ) -> thrift::Result<R> {
         self.0.on_pipeline(|p| f(&mut p.switch))
     }
+
+    /// Associates node `l1_handle` with group `mgrp_handle`, or dissociates it: `change` is
+    /// the switch's method, `call` names it in the note of a refusal.
+    fn link(
+        &self,
+        call: &'static str,
+        mgrp_handle: BmMcMgrpHandle,
+        l1_handle: BmMcL1Handle,
+        change: fn(&mut Switch, u16, usize) -> Result<(), RuntimeError>,
+    ) -> thrift::Result<()> {
+        let (g, n) = (group(mgrp_handle)?, node(l1_handle)?);
+        self.on_switch(move |s| change(s, g, n).map_err(|e| refused(call, s, Some(g), e)))
+    }
 }
 
 impl SimplePreLAGSyncHandler for SimplePreLag {
@@ -127,11 +140,12 @@ impl SimplePreLAGSyncHandler for SimplePreLag {
         mgrp_handle: BmMcMgrpHandle,
         l1_handle: BmMcL1Handle,
     ) -> thrift::Result<()> {
-        let (g, n) = (group(mgrp_handle)?, node(l1_handle)?);
-        self.on_switch(move |s| {
-            s.associate_node(g, n)
-                .map_err(|e| refused("mc_node_associate", s, Some(g), e))
-        })
+        self.link(
+            "mc_node_associate",
+            mgrp_handle,
+            l1_handle,
+            Switch::associate_node,
+        )
     }
 
     fn handle_bm_mc_node_dissociate(
@@ -140,11 +154,12 @@ impl SimplePreLAGSyncHandler for SimplePreLag {
         mgrp_handle: BmMcMgrpHandle,
         l1_handle: BmMcL1Handle,
     ) -> thrift::Result<()> {
-        let (g, n) = (group(mgrp_handle)?, node(l1_handle)?);
-        self.on_switch(move |s| {
-            s.dissociate_node(g, n)
-                .map_err(|e| refused("mc_node_dissociate", s, Some(g), e))
-        })
+        self.link(
+            "mc_node_dissociate",
+            mgrp_handle,
+            l1_handle,
+            Switch::dissociate_node,
+        )
     }
 
     fn handle_bm_mc_node_destroy(&self, _: i32, l1_handle: BmMcL1Handle) -> thrift::Result<()> {

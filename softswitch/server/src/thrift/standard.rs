@@ -398,11 +398,7 @@ impl StandardSyncHandler for Standard {
         _: BmEntryHandle,
         _: i32,
     ) -> thrift::Result<()> {
-        Err(unsupported(
-            "bm_mt_set_entry_ttl",
-            "entries do not age",
-            table_op(TableOperationErrorCode::AGEING_DISABLED),
-        ))
+        Err(no_ageing("bm_mt_set_entry_ttl"))
     }
 
     fn handle_bm_mt_act_prof_add_member(
@@ -545,11 +541,7 @@ impl StandardSyncHandler for Standard {
         _: BmEntryHandle,
         _: i32,
     ) -> thrift::Result<()> {
-        Err(unsupported(
-            "bm_mt_indirect_set_entry_ttl",
-            "entries do not age",
-            table_op(TableOperationErrorCode::AGEING_DISABLED),
-        ))
+        Err(no_ageing("bm_mt_indirect_set_entry_ttl"))
     }
 
     fn handle_bm_mt_indirect_set_default_member(
@@ -1122,6 +1114,15 @@ impl StandardSyncHandler for Standard {
             internal("bm_serialize_state is not supported by softswitch".into()),
         ))
     }
+}
+
+/// An entry's time to live: entries do not age over Thrift (P4Runtime's idle timeouts do).
+fn no_ageing(call: &str) -> thrift::Error {
+    unsupported(
+        call,
+        "entries do not age",
+        table_op(TableOperationErrorCode::AGEING_DISABLED),
+    )
 }
 
 /// Action profiles and selectors over Thrift: not yet (P4Runtime has them).
