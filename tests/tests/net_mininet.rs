@@ -45,7 +45,7 @@ fn pingall(name: &str, switch: &str) {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(!Path::new("/run/lossless/net").join(name).exists());
+    assert!(!Path::new(STATE_ROOT).join(name).exists());
 }
 
 on_both_switches!(
@@ -292,16 +292,26 @@ fn failing_and_hanging_host_commands_are_logged_and_the_network_goes_on() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The JSON file `file` of the records of running network `name`.
+fn record(name: &str, file: &str) -> Value {
+    let path = Path::new(STATE_ROOT).join(name).join(file);
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The namespace of running network `name`, as its records (up.json) say.
+fn recorded_netns(name: &str) -> String {
+    record(name, "up.json")["netns"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 /// The pids a network recorded: its glue's (up.json) and every process the glue started
 /// (processes.json), read while it runs.
 fn recorded_pids(name: &str) -> Vec<u64> {
-    let state = Path::new(STATE_ROOT).join(name);
-    let read = |file: &str| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(state.join(file)).unwrap()).unwrap()
-    };
-    let mut pids = vec![read("up.json")["glue"]["pid"].as_u64().unwrap()];
+    let mut pids = vec![record(name, "up.json")["glue"]["pid"].as_u64().unwrap()];
     pids.extend(
-        read("processes.json")
+        record(name, "processes.json")
             .as_array()
             .unwrap()
             .iter()
@@ -332,11 +342,7 @@ fn up_until_sleeping(
         assert!(up.try_wait().unwrap().is_none(), "net up ended early");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let state = Path::new(STATE_ROOT).join(name);
-    let up_json: Value =
-        serde_json::from_str(&std::fs::read_to_string(state.join("up.json")).unwrap()).unwrap();
-    let netns = up_json["netns"].as_str().unwrap().to_string();
-    (up, recorded_pids(name), netns)
+    (up, recorded_pids(name), recorded_netns(name))
 }
 
 /// `lossless net down` of `name`, which must succeed and leave nothing: no state, no
@@ -426,7 +432,7 @@ fn sigint_mid_run_leaves_nothing_behind() {
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    let state = Path::new("/run/lossless/net").join(name);
+    let state = Path::new(STATE_ROOT).join(name);
     let deadline = Instant::now() + Duration::from_secs(60);
     // Up once the glue reported the nodes and the script's ping runs in h11.
     let (status, netns) = loop {
@@ -442,10 +448,7 @@ fn sigint_mid_run_leaves_nothing_behind() {
             .status
             .success();
         if let (Some(status), true) = (status, pinging) {
-            let up_json: Value =
-                serde_json::from_str(&std::fs::read_to_string(state.join("up.json")).unwrap())
-                    .unwrap();
-            break (status, up_json["netns"].as_str().unwrap().to_string());
+            break (status, recorded_netns(name));
         }
         std::thread::sleep(Duration::from_millis(50));
     };
@@ -538,7 +541,7 @@ fn experiment(name: &str, experiment: &str, args: &[&str]) -> (Value, String, Pa
     );
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
-    assert!(!Path::new("/run/lossless/net").join(name).exists());
+    assert!(!Path::new(STATE_ROOT).join(name).exists());
     (summary, stdout, dir)
 }
 
