@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use lossless_tests::bed::{privileged, TIMEOUT};
+use lossless_tests::bed::{privileged_and, TIMEOUT};
 use lossless_tests::capture::RawSocket;
 use lossless_tests::switch::{program, softswitch_bin, Bmv2Build, SwitchBed, Topology};
 use sysutil::netns::unique_name;
@@ -73,10 +73,7 @@ fn arriving(socket: &RawSocket, window: Duration) -> Vec<Vec<u8>> {
 #[test]
 fn simple_switch_cli_drives_softswitch_running_p4c_json() {
     let test = "simple_switch_cli_drives_softswitch_running_p4c_json";
-    if !privileged(test) {
-        return;
-    }
-    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
+    let Some(toolchain) = privileged_and(test, testkit::bmv2::toolchain_or_skip) else {
         return;
     };
     let compiled = testkit::bmv2::compiled(toolchain, &program("thrift_cli.p4")).unwrap();
@@ -189,10 +186,7 @@ fn simple_switch_cli_drives_softswitch_running_p4c_json() {
 #[test]
 fn simple_switch_cli_drives_softswitch_running_p4_source_with_p4cs_json() {
     let test = "simple_switch_cli_drives_softswitch_running_p4_source_with_p4cs_json";
-    if !privileged(test) {
-        return;
-    }
-    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
+    let Some(toolchain) = privileged_and(test, testkit::bmv2::toolchain_or_skip) else {
         return;
     };
     let source = program("thrift_cli.p4");
@@ -239,10 +233,7 @@ fn simple_switch_cli_drives_softswitch_running_p4_source_with_p4cs_json() {
 #[test]
 fn table_dump_prints_what_bmv2_prints() {
     let test = "table_dump_prints_what_bmv2_prints";
-    if !privileged(test) {
-        return;
-    }
-    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
+    let Some(toolchain) = privileged_and(test, testkit::bmv2::toolchain_or_skip) else {
         return;
     };
     let compiled = testkit::bmv2::compiled(toolchain, &program("thrift_cli.p4")).unwrap();
@@ -282,10 +273,7 @@ fn table_dump_prints_what_bmv2_prints() {
 #[test]
 fn dump_packet_data_logs_frames_as_bmv2_does() {
     let test = "dump_packet_data_logs_frames_as_bmv2_does";
-    if !privileged(test) {
-        return;
-    }
-    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
+    let Some(toolchain) = privileged_and(test, testkit::bmv2::toolchain_or_skip) else {
         return;
     };
     let compiled = testkit::bmv2::compiled(toolchain, &program("thrift_cli.p4")).unwrap();
