@@ -76,15 +76,22 @@ fn packets(snap: &Value, spine: &str) -> u64 {
         .unwrap_or_else(|| panic!("no packets in {snap}"))
 }
 
+/// Writes `text` as the `--run` script `script.sh` in `dir`; returns its path.
+fn run_script(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("script.sh");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
 fn policy_change_moves_traffic(name: &str, switch: &str) {
     let dir = scratch(name);
-    std::fs::write(dir.join("script.sh"), POLICY_SCRIPT).unwrap();
+    let script = run_script(&dir, POLICY_SCRIPT);
     testkit::output_of(
         net(
             name,
             &["up", "leaf-spine:2,2,2", "--switch", switch, "--run"],
         )
-        .arg(dir.join("script.sh"))
+        .arg(script)
         .env("OUT", &dir)
         .env("LOSSLESS_BIN", lossless_bin()),
     );
@@ -371,12 +378,7 @@ fn net_down_cleans_up_after_kill_9_of_net_up() {
     let name = "t-kill9";
     let dir = scratch(name);
     let topology = two_hosts(&dir, &[]);
-    std::fs::write(
-        dir.join("script.sh"),
-        "\"$LOSSLESS_BIN\" net exec h1 -- sleep 86402\n",
-    )
-    .unwrap();
-    let script = dir.join("script.sh");
+    let script = run_script(&dir, "\"$LOSSLESS_BIN\" net exec h1 -- sleep 86402\n");
     let (mut up, recorded, netns) = up_until_sleeping(
         name,
         &topology,
@@ -415,17 +417,16 @@ fn sigint_mid_run_leaves_nothing_behind() {
     let name = "t-sigint";
     let dir = scratch(name);
     // The script records h11's hooks, then runs a ping that never ends by itself.
-    std::fs::write(
-        dir.join("script.sh"),
+    let script = run_script(
+        &dir,
         "\"$LOSSLESS_BIN\" net exec h11 -- \"$LOSSLESS_BIN\" host status > \"$OUT/hooks.txt\"\n\
          \"$LOSSLESS_BIN\" net exec h11 -- ping -q 10.0.2.1\n",
-    )
-    .unwrap();
+    );
     let mut up = net(
         name,
         &["up", "leaf-spine:2,2,2", "--host-hooks", "ecn", "--run"],
     )
-    .arg(dir.join("script.sh"))
+    .arg(script)
     .env("LOSSLESS_BIN", lossless_bin())
     .env("OUT", &dir)
     .stdout(Stdio::null())
