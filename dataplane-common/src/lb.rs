@@ -19,30 +19,26 @@ pub const IFNAMSIZ: usize = 16;
 /// sim`). One enum for both, with a code for each side: [`Policy::host_code`] (the variant's
 /// number, kept stable for pinned maps) and [`Policy::p4_code`] (lossless.p4's `set_group`
 /// code, none for wcmp, which the P4 program lacks). The names are the same on every command
-/// line and in every file.
+/// line and in every file ([`Policy::name`]; in files serde's kebab-case of the variant, which a
+/// test holds to it).
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum Policy {
     /// Hash of the 5-tuple over the equal-share bucket table.
-    #[cfg_attr(feature = "serde", serde(rename = "ecmp"))]
     Ecmp = 0,
     /// A flow moves to a random uplink only after an idle gap longer than the flowlet timeout.
-    #[cfg_attr(feature = "serde", serde(rename = "flowlet"))]
     Flowlet = 1,
     /// Like flowlet, but a new flowlet takes the uplink with the smallest load estimate.
-    #[cfg_attr(feature = "serde", serde(rename = "dlb"))]
     Dlb = 2,
     /// Per-packet round robin.
-    #[cfg_attr(feature = "serde", serde(rename = "spray"))]
     Spray = 3,
     /// Hash of the 5-tuple over the weighted bucket table (hosts only).
-    #[cfg_attr(feature = "serde", serde(rename = "wcmp"))]
     Wcmp = 4,
     /// Enhanced ECMP (Meta's, for RoCE training fabrics): as ecmp, with the BTH destination QP
     /// of a RoCEv2 packet in the hash ([`hash_dest_qp`]), so the QPs of one connection (one
     /// 5-tuple) spread; other packets hash as ecmp.
-    #[cfg_attr(feature = "serde", serde(rename = "e-ecmp"))]
     EEcmp = 5,
 }
 
@@ -405,6 +401,16 @@ mod tests {
                 ("e-ecmp", 5)
             ]
         );
+    }
+
+    #[cfg(feature = "serde")]
+    #[test]
+    fn files_name_the_policies_by_their_names() {
+        use serde::de::{value, Deserialize, IntoDeserializer};
+        for policy in Policy::ALL {
+            let name: value::StrDeserializer<value::Error> = policy.name().into_deserializer();
+            assert_eq!(Policy::deserialize(name).unwrap(), policy);
+        }
     }
 
     #[test]

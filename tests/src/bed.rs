@@ -62,6 +62,16 @@ pub fn privileged(test: &str) -> bool {
     false
 }
 
+/// For a test that needs root ([`privileged`]) and one more thing that `find` looks for (one
+/// of `testkit`'s `*_or_skip` functions, which say the skip): that thing, or `None` when the
+/// test is to stop here.
+pub fn privileged_and<T>(test: &str, find: impl FnOnce(&str) -> Option<T>) -> Option<T> {
+    if !privileged(test) {
+        return None;
+    }
+    find(test)
+}
+
 /// One test at a time of those that ask: they measure rates and times on a machine with few
 /// cores.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());

@@ -41,6 +41,11 @@ struct Bed {
 }
 
 impl Bed {
+    /// For a test that can run ([`privileged`]), a fresh bed with `uplinks` uplinks.
+    fn for_test(test: &str, uplinks: usize) -> Option<Bed> {
+        privileged(test).then(|| Bed::new(uplinks))
+    }
+
     fn new(uplinks: usize) -> Bed {
         let sender = Namespace::create("lbs").unwrap();
         let balancer = Namespace::create("lbb").unwrap();
@@ -278,10 +283,12 @@ fn counts(paths: &[usize], uplinks: usize) -> Vec<usize> {
 
 #[test]
 fn ecmp_keeps_each_flow_on_one_uplink_spreads_flows_and_rewrites_headers() {
-    if !privileged("ecmp_keeps_each_flow_on_one_uplink_spreads_flows_and_rewrites_headers") {
+    let Some(bed) = Bed::for_test(
+        "ecmp_keeps_each_flow_on_one_uplink_spreads_flows_and_rewrites_headers",
+        3,
+    ) else {
         return;
-    }
-    let bed = Bed::new(3);
+    };
     let _attached = bed.attach(&[]);
     let ports: Vec<u16> = (0..300).map(|i| 40000 + i).collect();
     let first = bed.paths(&ports, 1, &[]);
@@ -354,10 +361,12 @@ fn ecmp_keeps_each_flow_on_one_uplink_spreads_flows_and_rewrites_headers() {
 
 #[test]
 fn traffic_the_balancer_does_not_own_reaches_the_stack_untouched() {
-    if !privileged("traffic_the_balancer_does_not_own_reaches_the_stack_untouched") {
+    let Some(bed) = Bed::for_test(
+        "traffic_the_balancer_does_not_own_reaches_the_stack_untouched",
+        2,
+    ) else {
         return;
-    }
-    let bed = Bed::new(2);
+    };
     let _attached = bed.attach(&[]);
     // ARP: the sender resolves the balancer's address, so the request reached its stack.
     let (tx, balancer_ip) = (bed.tx.ifname.clone(), bed.down.ipv4.into());
@@ -419,10 +428,9 @@ fn traffic_the_balancer_does_not_own_reaches_the_stack_untouched() {
 
 #[test]
 fn spray_balances_packets_almost_exactly() {
-    if !privileged("spray_balances_packets_almost_exactly") {
+    let Some(bed) = Bed::for_test("spray_balances_packets_almost_exactly", 3) else {
         return;
-    }
-    let bed = Bed::new(3);
+    };
     let _attached = bed.attach(&["lb.policy=spray"]);
     let frames: Vec<Vec<u8>> = (0..300).map(|psn| bed.frame(40000, psn).build()).collect();
     let (paths, _) = bed.send(&frames, &[]);
@@ -436,10 +444,12 @@ fn spray_balances_packets_almost_exactly() {
 
 #[test]
 fn flowlet_changes_path_only_after_a_gap_longer_than_the_timeout() {
-    if !privileged("flowlet_changes_path_only_after_a_gap_longer_than_the_timeout") {
+    let Some(bed) = Bed::for_test(
+        "flowlet_changes_path_only_after_a_gap_longer_than_the_timeout",
+        3,
+    ) else {
         return;
-    }
-    let bed = Bed::new(3);
+    };
     // Gaps shorter than the timeout, over a flow longer than it: one flowlet, one path. (The
     // gap is measured from the flow's previous packet, not from the flowlet's start.)
     let _attached = bed.attach(&["lb.policy=flowlet", "lb.flowlet_timeout_us=200000"]);
@@ -492,10 +502,9 @@ fn flowlet_changes_path_only_after_a_gap_longer_than_the_timeout() {
 
 #[test]
 fn dlb_moves_new_flowlets_away_from_a_slow_uplink() {
-    if !privileged("dlb_moves_new_flowlets_away_from_a_slow_uplink") {
+    let Some(bed) = Bed::for_test("dlb_moves_new_flowlets_away_from_a_slow_uplink", 3) else {
         return;
-    }
-    let bed = Bed::new(3);
+    };
     let _attached = bed.attach(&["lb.policy=dlb", "lb.flowlet_timeout_us=1000"]);
     let slow = &bed.uplinks[0].ifname;
     // Every flow is new, so nearly every packet starts a flowlet and dlb chooses (a few flows
@@ -578,10 +587,9 @@ fn start_watcher(ns: &Namespace, iface: &str) -> (Child, Events) {
 
 #[test]
 fn failover_moves_only_the_flows_of_a_lost_uplink() {
-    if !privileged("failover_moves_only_the_flows_of_a_lost_uplink") {
+    let Some(bed) = Bed::for_test("failover_moves_only_the_flows_of_a_lost_uplink", 3) else {
         return;
-    }
-    let bed = Bed::new(3);
+    };
     let _attached = bed.attach(&[]);
     let ports: Vec<u16> = (40000..40150).collect();
     let before = bed.paths(&ports, 1, &[]);
@@ -633,10 +641,12 @@ fn failover_moves_only_the_flows_of_a_lost_uplink() {
 
 #[test]
 fn wcmp_splits_flows_by_weight_and_ecmp_ignores_the_weights() {
-    if !privileged("wcmp_splits_flows_by_weight_and_ecmp_ignores_the_weights") {
+    let Some(bed) = Bed::for_test(
+        "wcmp_splits_flows_by_weight_and_ecmp_ignores_the_weights",
+        3,
+    ) else {
         return;
-    }
-    let bed = Bed::new(3);
+    };
     let weights = format!("lb.weights={}:3", bed.uplinks[0].ifname);
     let _attached = bed.attach(&[&weights]);
     let ports: Vec<u16> = (40000..40300).collect();
@@ -711,10 +721,12 @@ fn e_ecmp_spreads_the_qps_of_one_five_tuple_that_ecmp_keeps_on_one_uplink() {
 
 #[test]
 fn ecmp_seed_and_member_changes_move_only_the_flows_they_must() {
-    if !privileged("ecmp_seed_and_member_changes_move_only_the_flows_they_must") {
+    let Some(bed) = Bed::for_test(
+        "ecmp_seed_and_member_changes_move_only_the_flows_they_must",
+        3,
+    ) else {
         return;
-    }
-    let bed = Bed::new(3);
+    };
     let _attached = bed.attach(&[]);
     let ports: Vec<u16> = (40000..40300).collect();
     let before = bed.paths(&ports, 1, &[]);
@@ -762,10 +774,12 @@ fn ecmp_seed_and_member_changes_move_only_the_flows_they_must() {
 
 #[test]
 fn the_flowlet_table_stays_bounded_shares_entries_and_counts_its_evictions() {
-    if !privileged("the_flowlet_table_stays_bounded_shares_entries_and_counts_its_evictions") {
+    let Some(bed) = Bed::for_test(
+        "the_flowlet_table_stays_bounded_shares_entries_and_counts_its_evictions",
+        2,
+    ) else {
         return;
-    }
-    let bed = Bed::new(2);
+    };
     // A timeout longer than the run: every flowlet started is an entry's first.
     let _attached = bed.attach(&["lb.policy=flowlet", "lb.flowlet_timeout_us=10000000"]);
     // More flows than the table holds (16384), one packet each.
@@ -799,10 +813,9 @@ fn the_flowlet_table_stays_bounded_shares_entries_and_counts_its_evictions() {
 
 #[test]
 fn flowlet_flows_leave_a_lost_uplink_at_once() {
-    if !privileged("flowlet_flows_leave_a_lost_uplink_at_once") {
+    let Some(bed) = Bed::for_test("flowlet_flows_leave_a_lost_uplink_at_once", 3) else {
         return;
-    }
-    let bed = Bed::new(3);
+    };
     // A timeout far longer than the test: every path change below is the failover's.
     let _attached = bed.attach(&["lb.policy=flowlet", "lb.flowlet_timeout_us=10000000"]);
     let ports: Vec<u16> = (40000..40090).collect();

@@ -45,7 +45,7 @@ fn pingall(name: &str, switch: &str) {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(!Path::new("/run/lossless/net").join(name).exists());
+    assert!(!Path::new(STATE_ROOT).join(name).exists());
 }
 
 on_both_switches!(
@@ -76,15 +76,22 @@ fn packets(snap: &Value, spine: &str) -> u64 {
         .unwrap_or_else(|| panic!("no packets in {snap}"))
 }
 
+/// Writes `text` as the `--run` script `script.sh` in `dir`; returns its path.
+fn run_script(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("script.sh");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
 fn policy_change_moves_traffic(name: &str, switch: &str) {
     let dir = scratch(name);
-    std::fs::write(dir.join("script.sh"), POLICY_SCRIPT).unwrap();
+    let script = run_script(&dir, POLICY_SCRIPT);
     testkit::output_of(
         net(
             name,
             &["up", "leaf-spine:2,2,2", "--switch", switch, "--run"],
         )
-        .arg(dir.join("script.sh"))
+        .arg(script)
         .env("OUT", &dir)
         .env("LOSSLESS_BIN", lossless_bin()),
     );
@@ -292,16 +299,26 @@ fn failing_and_hanging_host_commands_are_logged_and_the_network_goes_on() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The JSON file `file` of the records of running network `name`.
+fn record(name: &str, file: &str) -> Value {
+    let path = Path::new(STATE_ROOT).join(name).join(file);
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The namespace of running network `name`, as its records (up.json) say.
+fn recorded_netns(name: &str) -> String {
+    record(name, "up.json")["netns"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 /// The pids a network recorded: its glue's (up.json) and every process the glue started
 /// (processes.json), read while it runs.
 fn recorded_pids(name: &str) -> Vec<u64> {
-    let state = Path::new(STATE_ROOT).join(name);
-    let read = |file: &str| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(state.join(file)).unwrap()).unwrap()
-    };
-    let mut pids = vec![read("up.json")["glue"]["pid"].as_u64().unwrap()];
+    let mut pids = vec![record(name, "up.json")["glue"]["pid"].as_u64().unwrap()];
     pids.extend(
-        read("processes.json")
+        record(name, "processes.json")
             .as_array()
             .unwrap()
             .iter()
@@ -332,11 +349,7 @@ fn up_until_sleeping(
         assert!(up.try_wait().unwrap().is_none(), "net up ended early");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let state = Path::new(STATE_ROOT).join(name);
-    let up_json: Value =
-        serde_json::from_str(&std::fs::read_to_string(state.join("up.json")).unwrap()).unwrap();
-    let netns = up_json["netns"].as_str().unwrap().to_string();
-    (up, recorded_pids(name), netns)
+    (up, recorded_pids(name), recorded_netns(name))
 }
 
 /// `lossless net down` of `name`, which must succeed and leave nothing: no state, no
@@ -365,12 +378,7 @@ fn net_down_cleans_up_after_kill_9_of_net_up() {
     let name = "t-kill9";
     let dir = scratch(name);
     let topology = two_hosts(&dir, &[]);
-    std::fs::write(
-        dir.join("script.sh"),
-        "\"$LOSSLESS_BIN\" net exec h1 -- sleep 86402\n",
-    )
-    .unwrap();
-    let script = dir.join("script.sh");
+    let script = run_script(&dir, "\"$LOSSLESS_BIN\" net exec h1 -- sleep 86402\n");
     let (mut up, recorded, netns) = up_until_sleeping(
         name,
         &topology,
@@ -409,24 +417,23 @@ fn sigint_mid_run_leaves_nothing_behind() {
     let name = "t-sigint";
     let dir = scratch(name);
     // The script records h11's hooks, then runs a ping that never ends by itself.
-    std::fs::write(
-        dir.join("script.sh"),
+    let script = run_script(
+        &dir,
         "\"$LOSSLESS_BIN\" net exec h11 -- \"$LOSSLESS_BIN\" host status > \"$OUT/hooks.txt\"\n\
          \"$LOSSLESS_BIN\" net exec h11 -- ping -q 10.0.2.1\n",
-    )
-    .unwrap();
+    );
     let mut up = net(
         name,
         &["up", "leaf-spine:2,2,2", "--host-hooks", "ecn", "--run"],
     )
-    .arg(dir.join("script.sh"))
+    .arg(script)
     .env("LOSSLESS_BIN", lossless_bin())
     .env("OUT", &dir)
     .stdout(Stdio::null())
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    let state = Path::new("/run/lossless/net").join(name);
+    let state = Path::new(STATE_ROOT).join(name);
     let deadline = Instant::now() + Duration::from_secs(60);
     // Up once the glue reported the nodes and the script's ping runs in h11.
     let (status, netns) = loop {
@@ -442,10 +449,7 @@ fn sigint_mid_run_leaves_nothing_behind() {
             .status
             .success();
         if let (Some(status), true) = (status, pinging) {
-            let up_json: Value =
-                serde_json::from_str(&std::fs::read_to_string(state.join("up.json")).unwrap())
-                    .unwrap();
-            break (status, up_json["netns"].as_str().unwrap().to_string());
+            break (status, recorded_netns(name));
         }
         std::thread::sleep(Duration::from_millis(50));
     };
@@ -538,7 +542,7 @@ fn experiment(name: &str, experiment: &str, args: &[&str]) -> (Value, String, Pa
     );
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
-    assert!(!Path::new("/run/lossless/net").join(name).exists());
+    assert!(!Path::new(STATE_ROOT).join(name).exists());
     (summary, stdout, dir)
 }
 

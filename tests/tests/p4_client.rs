@@ -9,7 +9,7 @@
 use std::{io::BufRead as _, process::Stdio};
 
 use lossless_tests::{
-    bed::{lossless_bin, privileged, TIMEOUT},
+    bed::{lossless_bin, privileged, privileged_and, TIMEOUT},
     switch::{dataplane_p4, program as p4_file, softswitch_bin},
     tutorial_bed::{tx_counts, TutorialBed, SWITCH_ADDR},
 };
@@ -151,10 +151,7 @@ fn lossless_p4_from_its_runtime_json_forwards_and_counts() {
 #[test]
 fn lossless_p4_on_bmv2_from_its_runtime_json_forwards_and_counts() {
     let test = "lossless_p4_on_bmv2_from_its_runtime_json_forwards_and_counts";
-    if !privileged(test) {
-        return;
-    }
-    let Some(grpc) = testkit::bmv2::simple_switch_grpc_or_skip(test) else {
+    let Some(grpc) = privileged_and(test, testkit::bmv2::simple_switch_grpc_or_skip) else {
         return;
     };
     lossless_p4_forwards_and_counts(&TutorialBed::bmv2(grpc).unwrap());
@@ -166,10 +163,7 @@ fn lossless_p4_on_bmv2_from_its_runtime_json_forwards_and_counts() {
 #[test]
 fn lossless_p4_on_softswitch_as_simple_switch_grpc_from_bmv2_json_forwards_and_counts() {
     let test = "lossless_p4_on_softswitch_as_simple_switch_grpc_from_bmv2_json_forwards_and_counts";
-    if !privileged(test) {
-        return;
-    }
-    if testkit::bmv2::toolchain_or_skip(test).is_none() {
+    if privileged_and(test, testkit::bmv2::toolchain_or_skip).is_none() {
         return;
     }
     let bed = TutorialBed::softswitch_as_bmv2().unwrap();

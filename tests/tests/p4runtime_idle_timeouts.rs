@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use lossless_tests::{
-    bed::privileged,
+    bed::{privileged, privileged_and},
     switch::{program as p4_file, Host},
     tutorial_bed::{TutorialBed, SWITCH_ADDR},
 };
@@ -42,10 +42,7 @@ fn idle_routes_are_notified_after_their_timeout_on_softswitch() {
 #[test]
 fn idle_routes_are_notified_after_their_timeout_on_bmv2() {
     let test = "idle_routes_are_notified_after_their_timeout_on_bmv2";
-    if !privileged(test) {
-        return;
-    }
-    let Some(grpc) = testkit::bmv2::simple_switch_grpc_or_skip(test) else {
+    let Some(grpc) = privileged_and(test, testkit::bmv2::simple_switch_grpc_or_skip) else {
         return;
     };
     idle_routes_are_notified(&TutorialBed::bmv2(grpc).unwrap());

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use lossless_tests::{
-    bed::privileged, capture::RawSocket, craft::udp_src_port, tutorial_bed::TutorialBed,
+    bed::privileged_and, capture::RawSocket, craft::udp_src_port, tutorial_bed::TutorialBed,
 };
 
 /// Datagrams in the burst and their payload size: 300 kB, a quarter second at the link's rate.
@@ -140,10 +140,7 @@ fn assert_marked(switch: &str, ecn: &[u8]) {
 #[test]
 fn a_rate_limited_port_builds_a_queue_the_program_sees_on_softswitch() {
     let test = "a_rate_limited_port_builds_a_queue_the_program_sees_on_softswitch";
-    if !privileged(test) {
-        return;
-    }
-    let Some(tutorials) = testkit::tutorials_or_skip(test) else {
+    let Some(tutorials) = privileged_and(test, testkit::tutorials_or_skip) else {
         return;
     };
     let bed = TutorialBed::new().unwrap();
@@ -153,10 +150,7 @@ fn a_rate_limited_port_builds_a_queue_the_program_sees_on_softswitch() {
 #[test]
 fn a_rate_limited_port_builds_a_queue_the_program_sees_on_bmv2() {
     let test = "a_rate_limited_port_builds_a_queue_the_program_sees_on_bmv2";
-    if !privileged(test) {
-        return;
-    }
-    let Some(tutorials) = testkit::tutorials_or_skip(test) else {
+    let Some(tutorials) = privileged_and(test, testkit::tutorials_or_skip) else {
         return;
     };
     let Some(grpc) = testkit::bmv2::simple_switch_grpc_or_skip(test) else {

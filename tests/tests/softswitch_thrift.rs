@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use lossless_tests::bed::{privileged, TIMEOUT};
+use lossless_tests::bed::{privileged_and, TIMEOUT};
 use lossless_tests::capture::RawSocket;
 use lossless_tests::switch::{program, softswitch_bin, Bmv2Build, SwitchBed, Topology};
 use sysutil::netns::unique_name;
@@ -60,6 +60,14 @@ fn simple_switch(dir: &Path, program: &Path, options: &[&str]) -> SwitchBed {
     SwitchBed::start_as_simple_switch(Topology::new(3).unwrap(), &link, program, options).unwrap()
 }
 
+/// Sends `frame` from `from` and asserts that each of `to` receives it, and nothing else.
+fn arrives_at(frame: &[u8], from: &RawSocket, to: &[&RawSocket]) {
+    from.send(frame).unwrap();
+    for socket in to {
+        assert_eq!(socket.receive(1, TIMEOUT, ours).unwrap(), [frame]);
+    }
+}
+
 /// Every frame of ours that arrives on `socket` during `window`.
 fn arriving(socket: &RawSocket, window: Duration) -> Vec<Vec<u8>> {
     let end = std::time::Instant::now() + window;
@@ -73,10 +81,7 @@ fn arriving(socket: &RawSocket, window: Duration) -> Vec<Vec<u8>> {
 #[test]
 fn simple_switch_cli_drives_softswitch_running_p4c_json() {
     let test = "simple_switch_cli_drives_softswitch_running_p4c_json";
-    if !privileged(test) {
-        return;
-    }
-    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
+    let Some(toolchain) = privileged_and(test, testkit::bmv2::toolchain_or_skip) else {
         return;
     };
     let compiled = testkit::bmv2::compiled(toolchain, &program("thrift_cli.p4")).unwrap();
@@ -127,13 +132,7 @@ fn simple_switch_cli_drives_softswitch_running_p4c_json() {
         out.contains("MirroringSessionConfig(port=3, mgid=None)"),
         "{out}"
     );
-    let cloned = frame(CLONED, 9);
-    h1.send(&cloned).unwrap();
-    assert_eq!(
-        h2.receive(1, TIMEOUT, ours).unwrap(),
-        std::slice::from_ref(&cloned)
-    );
-    assert_eq!(h3.receive(1, TIMEOUT, ours).unwrap(), [cloned]);
+    arrives_at(&frame(CLONED, 9), &h1, &[&h2, &h3]);
 
     // mc_mgrp_create, mc_node_create, mc_node_associate: frames from port 2 go to group 1,
     // whose node copies them to ports 1 and 3.
@@ -146,13 +145,7 @@ fn simple_switch_cli_drives_softswitch_running_p4c_json() {
         out.contains("-> (L1h=0, rid=0) -> (ports=[1, 3], lags=[])"),
         "{out}"
     );
-    let multicast = frame(PLAIN, 7);
-    h2.send(&multicast).unwrap();
-    assert_eq!(
-        h1.receive(1, TIMEOUT, ours).unwrap(),
-        std::slice::from_ref(&multicast)
-    );
-    assert_eq!(h3.receive(1, TIMEOUT, ours).unwrap(), [multicast]);
+    arrives_at(&frame(PLAIN, 7), &h2, &[&h1, &h3]);
 
     // set_queue_depth: port 2's queue, drained at 20 frames/s, holds 2; of a burst of 30,
     // the frame on its way out and the two queued arrive, the rest are dropped (with
@@ -189,10 +182,7 @@ fn simple_switch_cli_drives_softswitch_running_p4c_json() {
 #[test]
 fn simple_switch_cli_drives_softswitch_running_p4_source_with_p4cs_json() {
     let test = "simple_switch_cli_drives_softswitch_running_p4_source_with_p4cs_json";
-    if !privileged(test) {
-        return;
-    }
-    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
+    let Some(toolchain) = privileged_and(test, testkit::bmv2::toolchain_or_skip) else {
         return;
     };
     let source = program("thrift_cli.p4");
@@ -219,9 +209,7 @@ fn simple_switch_cli_drives_softswitch_running_p4_source_with_p4cs_json() {
     assert!(out.contains("Entry has been added with handle 0"), "{out}");
     let hosts = bed.hosts();
     let (h1, h3) = (hosts[0].socket(), hosts[2].socket());
-    let f = frame(PLAIN, 1);
-    h1.send(&f).unwrap();
-    assert_eq!(h3.receive(1, TIMEOUT, ours).unwrap(), [f]);
+    arrives_at(&frame(PLAIN, 1), &h1, &[&h3]);
     let out = bed
         .simple_switch_cli(cli, &["--json", json], "counter_read rx 1\n")
         .unwrap();
@@ -239,10 +227,7 @@ fn simple_switch_cli_drives_softswitch_running_p4_source_with_p4cs_json() {
 #[test]
 fn table_dump_prints_what_bmv2_prints() {
     let test = "table_dump_prints_what_bmv2_prints";
-    if !privileged(test) {
-        return;
-    }
-    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
+    let Some(toolchain) = privileged_and(test, testkit::bmv2::toolchain_or_skip) else {
         return;
     };
     let compiled = testkit::bmv2::compiled(toolchain, &program("thrift_cli.p4")).unwrap();
@@ -282,10 +267,7 @@ fn table_dump_prints_what_bmv2_prints() {
 #[test]
 fn dump_packet_data_logs_frames_as_bmv2_does() {
     let test = "dump_packet_data_logs_frames_as_bmv2_does";
-    if !privileged(test) {
-        return;
-    }
-    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
+    let Some(toolchain) = privileged_and(test, testkit::bmv2::toolchain_or_skip) else {
         return;
     };
     let compiled = testkit::bmv2::compiled(toolchain, &program("thrift_cli.p4")).unwrap();
@@ -299,9 +281,7 @@ fn dump_packet_data_logs_frames_as_bmv2_does() {
         )
         .unwrap();
         let (h1, h2) = (bed.hosts()[0].socket(), bed.hosts()[1].socket());
-        let sent = frame(PLAIN, 7);
-        h1.send(&sent).unwrap();
-        assert_eq!(h2.receive(1, TIMEOUT, ours).unwrap(), [sent]);
+        arrives_at(&frame(PLAIN, 7), &h1, &[&h2]);
         bed.wait_for_log("Sending packet of length 64 on port 2: ")
             .unwrap();
         bed.lines

@@ -11,7 +11,7 @@ use std::io::Write as _;
 use std::process::Stdio;
 
 use lossless_tests::{
-    bed::{privileged, TIMEOUT},
+    bed::{privileged_and, TIMEOUT},
     switch::{program as p4_file, Bmv2Build, Host, SwitchBed, Topology},
     tutorial_bed::TutorialBed,
 };
@@ -102,10 +102,7 @@ fn send_and_wait(python: &std::path::Path, host: &Host, to: &Host) {
 #[test]
 fn softswitch_traces_each_packet_as_bmv2s_log_console_does() {
     let test = "softswitch_traces_each_packet_as_bmv2s_log_console_does";
-    if !privileged(test) {
-        return;
-    }
-    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
+    let Some(toolchain) = privileged_and(test, testkit::bmv2::toolchain_or_skip) else {
         return;
     };
     let Some(python) = testkit::venv_python_or_skip(test) else {
@@ -224,10 +221,7 @@ fn softswitch_traces_each_packet_as_bmv2s_log_console_does() {
 #[test]
 fn with_the_log_at_its_default_level_nothing_per_packet_is_printed() {
     let test = "with_the_log_at_its_default_level_nothing_per_packet_is_printed";
-    if !privileged(test) {
-        return;
-    }
-    let Some(python) = testkit::venv_python_or_skip(test) else {
+    let Some(python) = privileged_and(test, testkit::venv_python_or_skip) else {
         return;
     };
     let mut bed = TutorialBed::new().unwrap();

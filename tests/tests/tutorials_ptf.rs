@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use lossless_tests::{bed::privileged, switch::softswitch_bin};
+use lossless_tests::{bed::privileged_and, switch::softswitch_bin};
 use sysutil::netns::{unique_name, Namespace};
 
 /// How long one suite may take (it takes about 20 s: p4c, runptf.sh's three 2 s sleeps, the
@@ -72,10 +72,7 @@ fn quoted(path: &Path) -> String {
 /// Runs exercise `exercise`'s `runptf.sh` against softswitch, and checks that it exited 0 and
 /// that ptf ran `tests` tests, all passing.
 fn run_suite(test: &str, exercise: &str, tests: usize) {
-    if !privileged(test) {
-        return;
-    }
-    let Some(tutorials) = testkit::tutorials_or_skip(test) else {
+    let Some(tutorials) = privileged_and(test, testkit::tutorials_or_skip) else {
         return;
     };
     let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {

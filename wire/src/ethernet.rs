@@ -368,12 +368,7 @@ mod tests {
     #[test]
     fn truncated_at_every_boundary() {
         let bytes = vectors::ROCE_QINQ.to_vec();
-        for len in 0..HEADER_LEN {
-            assert_eq!(
-                Frame::new_checked(&bytes[..len]).unwrap_err(),
-                Error::Truncated
-            );
-        }
+        crate::assert_prefixes_truncated(&bytes[..HEADER_LEN], |b| Frame::new_checked(b).map(drop));
         for len in HEADER_LEN..22 {
             let frame = Frame::new_checked(&bytes[..len]).unwrap();
             assert_eq!(Repr::parse(&frame), Err(Error::Truncated), "length {len}");

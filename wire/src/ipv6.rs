@@ -264,13 +264,7 @@ mod tests {
     #[test]
     fn truncated_at_every_boundary() {
         let bytes = scapy_packet();
-        for len in 0..bytes.len() {
-            assert_eq!(
-                Packet::new_checked(&bytes[..len]).unwrap_err(),
-                Error::Truncated,
-                "length {len}"
-            );
-        }
+        crate::assert_prefixes_truncated(&bytes, |b| Packet::new_checked(b).map(drop));
         let mut out = vec![0u8; bytes.len() - 1];
         assert_eq!(
             expected().emit(&mut Packet::new_unchecked(&mut out[..])),

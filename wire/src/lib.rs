@@ -109,6 +109,15 @@ fn write_u24(buffer: &mut [u8], at: usize, value: u32) {
 /// Declares a zero-copy view `$name<T: AsRef<[u8]>>` over a buffer, with `new_unchecked`,
 /// `new_checked` (which asks the view's own `check_len`) and `into_inner`. The module that
 /// declares it writes `check_len`, the getters and the setters.
+/// Asserts that `parse` fails with `Truncated` on every proper prefix of `bytes` (the check each
+/// module's tests make at every boundary of its header).
+#[cfg(test)]
+fn assert_prefixes_truncated(bytes: &[u8], parse: impl Fn(&[u8]) -> Result<()>) {
+    for len in 0..bytes.len() {
+        assert_eq!(parse(&bytes[..len]), Err(Error::Truncated), "length {len}");
+    }
+}
+
 macro_rules! view {
     ($(#[$meta:meta])* $name:ident) => {
         $(#[$meta])*

@@ -262,13 +262,9 @@ mod tests {
     #[test]
     fn truncated() {
         let frame = vectors::PFC.to_vec();
-        for len in 0..14 + BODY_LEN {
-            assert_eq!(
-                Repr::parse_frame(&frame[..len]),
-                Err(Error::Truncated),
-                "length {len}"
-            );
-        }
+        crate::assert_prefixes_truncated(&frame[..14 + BODY_LEN], |b| {
+            Repr::parse_frame(b).map(drop)
+        });
         assert_eq!(
             expected().emit_frame(Address::default(), &mut [0u8; 59]),
             Err(Error::Truncated)

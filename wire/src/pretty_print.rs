@@ -87,16 +87,13 @@ impl fmt::Display for PrettyPrinter<'_> {
 
 /// An IPv4 packet and what it carries.
 fn ipv4_packet(out: &mut Listing, bytes: &[u8]) -> fmt::Result {
-    let packet = match ipv4::Packet::new_checked(bytes) {
-        Ok(packet) => packet,
-        Err(error) => return out.fail("IPv4", error),
-    };
-    match ipv4::Repr::parse(&packet) {
+    // The header parsed has no options (parse refuses them): it is HEADER_LEN long.
+    match ipv4::Packet::new_checked(bytes).and_then(|packet| ipv4::Repr::parse(&packet)) {
         Ok(repr) => {
             out.line(repr)?;
-            let ip = &bytes[..usize::from(packet.total_len())];
+            let ip = &bytes[..ipv4::HEADER_LEN + repr.payload_len];
             let addresses = (repr.src_addr.into(), repr.dst_addr.into());
-            transport(out, repr.protocol, ip, packet.header_len(), addresses)
+            transport(out, repr.protocol, ip, ipv4::HEADER_LEN, addresses)
         }
         Err(error) => out.fail("IPv4", error),
     }
@@ -104,11 +101,7 @@ fn ipv4_packet(out: &mut Listing, bytes: &[u8]) -> fmt::Result {
 
 /// An IPv6 packet and what it carries.
 fn ipv6_packet(out: &mut Listing, bytes: &[u8]) -> fmt::Result {
-    let packet = match ipv6::Packet::new_checked(bytes) {
-        Ok(packet) => packet,
-        Err(error) => return out.fail("IPv6", error),
-    };
-    match ipv6::Repr::parse(&packet) {
+    match ipv6::Packet::new_checked(bytes).and_then(|packet| ipv6::Repr::parse(&packet)) {
         Ok(repr) => {
             out.line(repr)?;
             let ip = &bytes[..ipv6::HEADER_LEN + repr.payload_len];

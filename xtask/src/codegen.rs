@@ -24,9 +24,9 @@ pub fn codegen() -> anyhow::Result<()> {
 /// bindings) are named.
 const THRIFT_IDL: &[&str] = &["standard", "simple_pre_lag", "simple_switch"];
 
-/// `softswitch/server/src/thrift/bindings/*.rs` from the IDL files beside them.
+/// `softswitch/server/vendor/bmv2_thrift/*.rs` from the IDL files beside them.
 fn thrift_bindings() -> anyhow::Result<()> {
-    let dir = workspace_root().join("softswitch/server/src/thrift/bindings");
+    let dir = workspace_root().join("softswitch/server/vendor/bmv2_thrift");
     for name in THRIFT_IDL {
         Cmd::new("thrift")
             .args(["--gen", "rs", "-out"])

@@ -5,9 +5,11 @@
 //! serves them. Each service is a thin adapter over the switch's runtime interface
 //! (`softswitch_core::runtime`), reached through the device's engine between two packets:
 //! names to program indices, BMv2's byte strings to values, `RuntimeError`s to BMv2's
-//! exceptions. The wire format is the generated [`bindings`]'; this module owns the listener
+//! exceptions. The wire format is the generated [`bindings`] (vendored in the crate's
+//! `vendor/bmv2_thrift/`); this module owns the listener
 //! and the limits of a connection ([`LIMITS`]), `connections` the table of open connections.
 
+#[path = "../../vendor/bmv2_thrift/mod.rs"]
 pub mod bindings;
 mod connections;
 mod pre;
