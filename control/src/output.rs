@@ -174,6 +174,21 @@ impl Panel {
             lines,
         }
     }
+
+    /// A panel of `series`' column `column` (in bytes) against time, with the two `levels`
+    /// (name, bytes) it is held between drawn across (ECN's Kmin and Kmax, PFC's XOFF and XON).
+    pub fn bytes_between(
+        caption: impl Into<String>,
+        series: &Series,
+        column: &str,
+        levels: [(&str, f64); 2],
+    ) -> Panel {
+        let x = series.time_range();
+        let top = levels.iter().fold(series.max(column), |m, l| m.max(l.1));
+        let mut lines = vec![Line::solid(column, series.points(column))];
+        lines.extend(levels.map(|(name, y)| Line::level(name, y, &x)));
+        Panel::over_time(caption, "bytes", &x, top, lines)
+    }
 }
 
 /// Writes what a sampling lab measured into `out`: `NAME.csv` (the samples), `NAME.svg` (the

@@ -41,6 +41,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("runtime_json", runtime_json),
     ("host_config", host_config),
     ("agent_config", agent_config),
+    ("topology_json", topology_json),
+    ("p4app_json", p4app_json),
 ];
 
 const SWITCH_P4: &str = include_str!("../../softswitch/tests/server/switch.p4");
@@ -261,6 +263,21 @@ pub fn agent_config(data: &[u8]) {
         for spec in config.interfaces.values() {
             let _ = spec.config.validate();
         }
+    }
+}
+
+/// The P4 tutorials' `topology.json`, as `lossless net up` reads it: parsed and checked whole.
+pub fn topology_json(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = netfiles::tutorial::parse(text);
+    }
+}
+
+/// p4-utils' `p4app.json`, as `lossless net up` reads it: parsed, addressed by its strategy
+/// and checked whole.
+pub fn p4app_json(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = netfiles::p4app::parse(text);
     }
 }
 

@@ -2,7 +2,11 @@
 
 use anyhow::{bail, Context as _};
 use aya::{
-    programs::{links::FdLink, tc::TcAttachOptions, SchedClassifier, Xdp, XdpMode},
+    programs::{
+        links::FdLink,
+        tc::{TcAttachOptions, TcAttachType},
+        LinkOrder, SchedClassifier, Xdp, XdpMode,
+    },
     Ebpf, EbpfLoader,
 };
 use dataplane_common::{config::AttachInfo, maps, programs};
@@ -13,7 +17,7 @@ use crate::{
     pinned_maps::PinnedMaps,
 };
 use hostconfig::{
-    attachment::{Attachment, Mode, TcProgram},
+    attachment::{Attachment, Mode, TcDirection, TcProgram},
     config::HostConfig,
 };
 use sysutil::{interface::ifindex, pins::PinDir};
@@ -260,8 +264,14 @@ fn attach_tc(ebpf: &mut Ebpf, interface: &str, tc: &TcProgram) -> anyhow::Result
     let id = program
         .attach_with_options(
             interface,
-            tc.attach_type,
-            TcAttachOptions::TcxOrder(tc.order()),
+            match tc.direction {
+                TcDirection::Ingress => TcAttachType::Ingress,
+                TcDirection::Egress => TcAttachType::Egress,
+            },
+            TcAttachOptions::TcxOrder(match tc.first {
+                true => LinkOrder::first(),
+                false => LinkOrder::default(),
+            }),
         )
         .with_context(|| format!("attaching {} to {interface}", tc.program))?;
     FdLink::try_from(program.take_link(id)?)

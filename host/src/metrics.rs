@@ -16,7 +16,10 @@ use anyhow::Context as _;
 use dataplane_common::{
     cnp::CnpCounters, counters::PrioCounters, lb::LbCounters, lb::UplinkCounters,
 };
-use prometheus::{core::Collector, CounterVec, GaugeVec, Opts, Registry};
+use prometheus::{
+    core::{MetricVec, MetricVecBuilder},
+    CounterVec, GaugeVec, Opts, Registry,
+};
 
 use crate::{
     lb::stats::{FlowletTable, LbStats, UplinkStats},
@@ -30,23 +33,26 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// sample of a family.
 pub type Labels<'a> = [(&'static str, &'a str)];
 
-/// The family `name` of `families`, made by `make` with the label names of `labels` and
-/// registered on first use.
-fn family<'f, V: Collector + Clone + 'static>(
+/// The sample with the label values of `labels` in the family `name` of `families`, the family
+/// made by `make` with the label names of `labels` and registered on first use.
+fn sample<T: MetricVecBuilder + 'static>(
     registry: &Registry,
-    families: &'f mut BTreeMap<String, V>,
+    families: &mut BTreeMap<String, MetricVec<T>>,
     name: &str,
     help: &str,
     labels: &Labels,
-    make: fn(Opts, &[&str]) -> prometheus::Result<V>,
-) -> anyhow::Result<&'f V> {
+    make: fn(Opts, &[&str]) -> prometheus::Result<MetricVec<T>>,
+) -> anyhow::Result<T::M> {
     if !families.contains_key(name) {
         let names: Vec<&str> = labels.iter().map(|(n, _)| *n).collect();
         let family = make(Opts::new(name, help), &names)?;
         registry.register(Box::new(family.clone()))?;
         families.insert(name.to_owned(), family);
     }
-    Ok(&families[name])
+    let values: Vec<&str> = labels.iter().map(|(_, v)| *v).collect();
+    families[name]
+        .get_metric_with_label_values(&values)
+        .with_context(|| format!("metric {name}"))
 }
 
 /// Metric families being filled, then encoded. Families are created on first use; every
@@ -72,17 +78,15 @@ impl Exposition {
         labels: &Labels,
         value: f64,
     ) -> anyhow::Result<()> {
-        let values: Vec<&str> = labels.iter().map(|(_, v)| *v).collect();
-        family(
-            &self.registry,
+        let registry = &self.registry;
+        sample(
+            registry,
             &mut self.counters,
             name,
             help,
             labels,
             CounterVec::new,
         )?
-        .get_metric_with_label_values(&values)
-        .with_context(|| format!("metric {name}"))?
         .inc_by(value);
         Ok(())
     }
@@ -95,17 +99,15 @@ impl Exposition {
         labels: &Labels,
         value: f64,
     ) -> anyhow::Result<()> {
-        let values: Vec<&str> = labels.iter().map(|(_, v)| *v).collect();
-        family(
-            &self.registry,
+        let registry = &self.registry;
+        sample(
+            registry,
             &mut self.gauges,
             name,
             help,
             labels,
             GaugeVec::new,
         )?
-        .get_metric_with_label_values(&values)
-        .with_context(|| format!("metric {name}"))?
         .set(value);
         Ok(())
     }

@@ -1,7 +1,6 @@
 //! What `lossless host attach --hooks` can attach, the programs and link pins of each, and the
 //! XDP mode (`--mode`).
 
-use aya::programs::{tc::TcAttachType, LinkOrder};
 use dataplane_common::programs;
 
 /// One `--hooks` choice.
@@ -32,27 +31,26 @@ pub enum Mode {
     Auto,
 }
 
+/// The direction of a TC hook (the host crate gives it to aya as its `TcAttachType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcDirection {
+    /// Ingress: frames the interface receives.
+    Ingress,
+    /// Egress: frames the interface sends.
+    Egress,
+}
+
 /// A program to attach at TC, where, in which order, pinned under which name.
 pub struct TcProgram {
     /// Program name in the eBPF object (`dataplane_common::programs`).
     pub program: &'static str,
     /// Ingress or egress.
-    pub attach_type: TcAttachType,
-    /// Whether it must run before the other programs of its direction.
+    pub direction: TcDirection,
+    /// Whether it must run before the other programs of its direction (the host crate gives
+    /// it to aya as `LinkOrder::first()`), else after them.
     pub first: bool,
     /// Name of its link pin.
     pub pin: &'static str,
-}
-
-impl TcProgram {
-    /// Its place among the TCX programs of its direction.
-    pub fn order(&self) -> LinkOrder {
-        if self.first {
-            LinkOrder::first()
-        } else {
-            LinkOrder::default()
-        }
-    }
 }
 
 /// Pin name of the XDP link of `xdp`.
@@ -62,7 +60,7 @@ pub const LB_PIN: &str = "link_lb";
 
 const TC_PROGRAMS: [TcProgram; 1] = [TcProgram {
     program: programs::TC,
-    attach_type: TcAttachType::Egress,
+    direction: TcDirection::Egress,
     first: false,
     pin: "link_tc",
 }];
@@ -70,14 +68,14 @@ const TC_PROGRAMS: [TcProgram; 1] = [TcProgram {
 const EMIT_PROGRAMS: [TcProgram; 2] = [
     TcProgram {
         program: programs::INGRESS,
-        attach_type: TcAttachType::Ingress,
+        direction: TcDirection::Ingress,
         first: false,
         pin: "link_ingress",
     },
     // First on egress, so a clone is a CNP or PFC frame before any other program sees it.
     TcProgram {
         program: programs::EMIT,
-        attach_type: TcAttachType::Egress,
+        direction: TcDirection::Egress,
         first: true,
         pin: "link_emit",
     },

@@ -221,13 +221,10 @@ impl Default for LbConfig {
 
 /// The policy named `text` (as `lb.policy` and `lab lb --policies` take it).
 pub fn parse_policy(text: &str) -> anyhow::Result<Policy> {
-    Policy::ALL
-        .into_iter()
-        .find(|p| p.name() == text)
-        .with_context(|| {
-            let names: Vec<&str> = Policy::ALL.iter().map(|p| p.name()).collect();
-            format!("'{text}' is not a policy ({})", names.join(", "))
-        })
+    Policy::from_name(text).with_context(|| {
+        let names: Vec<&str> = Policy::ALL.iter().map(|p| p.name()).collect();
+        format!("'{text}' is not a policy ({})", names.join(", "))
+    })
 }
 
 /// Splits a comma list, dropping blanks.

@@ -12,8 +12,9 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::net::Ipv4Addr;
 
 use dcqcn::{Dcqcn, DcqcnParams};
+use roce_rc::{Arrival, Requester, Responder};
 use wire::aeth::Syndrome;
-use wire::bth::{Opcode, MASK_24};
+use wire::bth::Opcode;
 use wire::ip::Ecn;
 use wire::pfc;
 
@@ -25,10 +26,6 @@ use crate::time::{bits_ps, duration, frame_ps, Ps, WIRE_OVERHEAD_BYTES};
 
 /// PFC priorities.
 const PRIORITIES: usize = pfc::PRIORITIES;
-
-/// A sender asks for an acknowledge (BTH AckReq) every this many packets of a message, and on
-/// its last.
-pub const ACK_EVERY: u64 = 16;
 
 /// A host's settings.
 #[derive(Clone, Debug)]
@@ -100,27 +97,12 @@ pub struct SendQpSample {
     pub acked_packets: u64,
 }
 
-/// A message on a QP: a flow.
-#[derive(Debug)]
-struct Message {
-    flow: FlowId,
-    first_psn: u64,
-    packets: u64,
-    bytes: u64,
-}
-
 /// A QP's sending side.
 #[derive(Debug)]
 struct SendQp {
     template: DataTemplate,
-    /// Messages not yet acknowledged, in order.
-    messages: VecDeque<Message>,
-    /// The next PSN to send, the first not acknowledged, the highest sent + 1, the end of the
-    /// last message (absolute, not wrapped).
-    next: u64,
-    una: u64,
-    high: u64,
-    end: u64,
+    /// Its messages and PSNs (no window: the QP is paced and PFC holds it).
+    requester: Requester<FlowId>,
     /// Not before this time (pacing).
     not_before: Ps,
     dcqcn: Option<Dcqcn>,
@@ -134,10 +116,8 @@ struct SendQp {
 /// A QP's receiving side.
 #[derive(Debug, Default)]
 struct RecvQp {
-    /// The next PSN expected (absolute).
-    expected: u64,
-    /// A NAK for `expected` was sent and not yet answered.
-    nak_sent: bool,
+    /// The PSN it expects.
+    responder: Responder,
     /// When the last CNP for it was sent.
     last_cnp: Option<Ps>,
     /// Messages posted to it, in order: flow and bytes.
@@ -166,14 +146,6 @@ pub struct HostNode {
     /// What it did.
     pub stats: HostStats,
 }
-
-/// Whether 24-bit PSN `psn` is at or after `base` (absolute), and by how much.
-fn psn_offset(psn: u32, base: u64) -> u32 {
-    psn.wrapping_sub(base as u32) & MASK_24
-}
-
-/// The offsets past which a 24-bit PSN counts as behind rather than ahead.
-const PSN_HALF: u32 = 1 << 23;
 
 impl HostNode {
     /// A host with `config`.
@@ -222,7 +194,7 @@ impl HostNode {
                 qpn,
                 peer,
                 rate_bps: qp.dcqcn.as_ref().map_or(self.rate_bps, Dcqcn::rate_bps),
-                acked_packets: qp.una,
+                acked_packets: qp.requester.acknowledged(),
             }
         })
     }
@@ -250,6 +222,7 @@ impl HostNode {
         let index = match self.qp_index.get(&(peer, qpn)) {
             Some(&i) => i,
             None => {
+                let per = self.payload_per_packet();
                 let addresses = Addresses {
                     src_mac: self.config.mac,
                     dst_mac: self.config.gateway_mac,
@@ -270,11 +243,7 @@ impl HostNode {
                         sport,
                         qpn,
                     ),
-                    messages: VecDeque::new(),
-                    next: 0,
-                    una: 0,
-                    high: 0,
-                    end: 0,
+                    requester: Requester::new(per, u64::MAX),
                     not_before: 0,
                     dcqcn,
                     scheduled: false,
@@ -286,16 +255,8 @@ impl HostNode {
                 i
             }
         };
-        let per = self.payload_per_packet();
         let qp = &mut self.qps[index as usize];
-        let packets = bytes.div_ceil(per).max(1);
-        qp.messages.push_back(Message {
-            flow,
-            first_psn: qp.end,
-            packets,
-            bytes,
-        });
-        qp.end += packets;
+        qp.requester.post(flow, bytes);
         if !qp.scheduled {
             qp.scheduled = true;
             if qp.not_before <= now {
@@ -402,41 +363,32 @@ impl HostNode {
             return;
         };
         let qp = &mut self.qps[i as usize];
-        let at = qp.una + u64::from(psn_offset(h.psn, qp.una));
-        if at > qp.high {
-            return; // stale or not ours
-        }
-        match h.syndrome {
-            Some(Syndrome::Ack(_)) => qp.una = qp.una.max(at + 1),
-            Some(Syndrome::Nak(0)) => {
-                self.stats.naks_received += 1;
-                qp.una = qp.una.max(at);
-                // Go back N: resend from the PSN the receiver expects.
-                qp.next = qp.una;
-            }
+        let done = match h.syndrome {
+            Some(Syndrome::Ack(_)) => qp.requester.on_ack(h.psn),
+            // Go back N: resend from the PSN the receiver expects.
+            Some(Syndrome::Nak(0)) => qp.requester.on_nak(h.psn),
             _ => return,
+        };
+        let Some(done) = done else {
+            return; // stale or not ours
+        };
+        if h.syndrome == Some(Syndrome::Nak(0)) {
+            self.stats.naks_received += 1;
         }
-        // What the peer acknowledged needs no sending again.
-        qp.next = qp.next.max(qp.una);
-        while qp
-            .messages
-            .front()
-            .is_some_and(|m| m.first_psn + m.packets <= qp.una)
-        {
-            let done = qp.messages.pop_front().expect("the front was there");
-            flows.sent(done.flow, now, events);
+        for message in done {
+            flows.sent(message.flow, now, events);
         }
         // Progress restarts the timer.
         qp.rto_generation = qp.rto_generation.wrapping_add(1);
         qp.rto_armed = false;
-        if qp.una < qp.high {
+        if qp.requester.unacknowledged() {
             qp.rto_armed = true;
             events.at(
                 now + self.config.rto,
                 Event::Retransmit(node, i, qp.rto_generation),
             );
         }
-        if qp.next < qp.end && !qp.scheduled {
+        if qp.requester.can_send() && !qp.scheduled {
             qp.scheduled = true;
             self.ready.push_back(i);
         }
@@ -460,9 +412,9 @@ impl HostNode {
             return;
         }
         qp.rto_armed = false;
-        if qp.una < qp.high {
+        if qp.requester.unacknowledged() {
             self.stats.timeouts += 1;
-            qp.next = qp.una;
+            qp.requester.go_back();
             qp.rto_generation = qp.rto_generation.wrapping_add(1);
             qp.rto_armed = true;
             events.at(now + rto, Event::Retransmit(node, index, qp.rto_generation));
@@ -497,40 +449,35 @@ impl HostNode {
                 }
             }
         }
-        let offset = psn_offset(h.psn, rx.expected);
-        if offset != 0 {
-            if offset < PSN_HALF {
+        match rx.responder.arrive(h.psn, h.ack_req) {
+            Arrival::InOrder => {}
+            Arrival::Ahead(nak) => {
                 self.stats.out_of_order += 1;
-                if !rx.nak_sent {
-                    rx.nak_sent = true;
+                if let Some(psn) = nak {
                     self.stats.naks_sent += 1;
-                    let nak = frame::acknowledge(
+                    let nak =
+                        frame::acknowledge(&peer, data_dscp.0, 0xC000, h.qp, psn, Syndrome::Nak(0));
+                    self.control.push_back((data_dscp.1, nak));
+                }
+                return;
+            }
+            Arrival::Duplicate(ack) => {
+                // A duplicate the sender resent after a timeout: say again what arrived.
+                if let Some(psn) = ack {
+                    let ack = frame::acknowledge(
                         &peer,
                         data_dscp.0,
                         0xC000,
                         h.qp,
-                        rx.expected as u32,
-                        Syndrome::Nak(0),
+                        psn,
+                        Syndrome::Ack(0x1f),
                     );
-                    self.control.push_back((data_dscp.1, nak));
+                    self.control.push_back((data_dscp.1, ack));
+                    self.stats.acks_sent += 1;
                 }
-            } else if h.ack_req {
-                // A duplicate the sender resent after a timeout: say again what arrived.
-                let ack = frame::acknowledge(
-                    &peer,
-                    data_dscp.0,
-                    0xC000,
-                    h.qp,
-                    rx.expected.wrapping_sub(1) as u32,
-                    Syndrome::Ack(0x1f),
-                );
-                self.control.push_back((data_dscp.1, ack));
-                self.stats.acks_sent += 1;
+                return;
             }
-            return;
         }
-        rx.expected += 1;
-        rx.nak_sent = false;
         if matches!(h.opcode, Opcode::RcSendLast | Opcode::RcSendOnly) {
             if let Some((flow, bytes)) = rx.messages.pop_front() {
                 self.stats.bytes_delivered += bytes;
@@ -579,7 +526,7 @@ impl HostNode {
         }
         while let Some(i) = self.ready.pop_front() {
             let qp = &mut self.qps[i as usize];
-            if qp.next >= qp.end {
+            if !qp.requester.can_send() {
                 qp.scheduled = false;
                 continue;
             }
@@ -602,40 +549,20 @@ impl HostNode {
 
     /// QP `i`'s next packet, sent at `now`; puts the QP back in line (ready or paced).
     fn packet(&mut self, i: u32, now: Ps, events: &mut EventQueue, node: NodeId) -> Frame {
-        let per = self.payload_per_packet();
         let rto = self.config.rto;
         let qp = &mut self.qps[i as usize];
-        let psn = qp.next;
-        let m = qp
-            .messages
-            .iter()
-            .find(|m| psn < m.first_psn + m.packets)
-            .expect("a PSN below the end belongs to a queued message");
-        let k = psn - m.first_psn;
-        let payload = if k + 1 == m.packets {
-            m.bytes - k * per
-        } else {
-            per
-        };
-        let last = k + 1 == m.packets;
-        let opcode = match (m.packets, k) {
-            (1, _) => Opcode::RcSendOnly,
-            (_, 0) => Opcode::RcSendFirst,
-            _ if last => Opcode::RcSendLast,
-            _ => Opcode::RcSendMiddle,
-        };
-        // AckReq on a message's last packet and every ACK_EVERY packets, so that a long
-        // message is acknowledged as it goes and its timer restarts.
-        let ack_req = last || (k + 1).is_multiple_of(ACK_EVERY);
+        // The requester asks for an acknowledge on a message's last packet and every
+        // `roce_rc::ACK_EVERY` packets, so that a long message is acknowledged as it goes and
+        // its timer restarts.
+        let p = qp
+            .requester
+            .next_packet()
+            .expect("a ready QP has a packet to send");
         let frame = qp
             .template
-            .packet(opcode, psn as u32, ack_req, payload as u32);
+            .packet(p.opcode, p.psn, p.ack_req, p.payload_len as u32);
         self.stats.data_packets += 1;
-        if psn < qp.high {
-            self.stats.retransmitted += 1;
-        }
-        qp.next += 1;
-        qp.high = qp.high.max(qp.next);
+        self.stats.retransmitted += u64::from(p.resent);
         if !qp.rto_armed {
             qp.rto_armed = true;
             qp.rto_generation = qp.rto_generation.wrapping_add(1);
@@ -651,7 +578,7 @@ impl HostNode {
             None => 0,
         };
         qp.not_before = now + gap;
-        if qp.next < qp.end {
+        if qp.requester.can_send() {
             if gap <= frame_ps(frame.len(), self.rate_bps) {
                 self.ready.push_back(i);
             } else {

@@ -50,6 +50,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "softswitch-core",
             "softswitch-frontend",
             "dcqcn",
+            "roce-rc",
             "p4values",
             "wire",
             "topology",
@@ -61,6 +62,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "topology",
         &["dataplane-common", "p4values", "units", "wire"],
     ),
+    // lossless net's file parsers: pure, on no crate of the workspace (the fuzz crate links it).
+    ("netfiles", &[]),
+    // A Reliable Connection's sequence logic, under the traffic tool and the simulator.
+    ("roce-rc", &["wire"]),
     // The control plane's crates: the utilities at the bottom, the host configuration over
     // them, then the host data plane (the only one with the eBPF build), the traffic tool (not
     // the host data plane: it opens the pinned maps through the pin layout) and the P4Runtime
@@ -81,6 +86,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "dataplane-common",
             "dcqcn",
             "hostconfig",
+            "roce-rc",
             "sysutil",
             "units",
             "wire",
@@ -102,6 +108,8 @@ const WITHOUT_ASYNC: &[&str] = &[
     "softswitch-stf",
     "sim",
     "topology",
+    "netfiles",
+    "roce-rc",
 ];
 
 /// The async runtime and the gRPC stack.

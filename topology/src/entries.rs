@@ -156,7 +156,7 @@ fn switch_entries(
             ports.len(),
             tuning.policy,
             tuning,
-        ));
+        )?);
     }
     check_capacity(&me.name, t)?;
     Ok(config)
@@ -193,21 +193,29 @@ pub fn hash_offset(tier: u8) -> u8 {
 /// (at least as many as ports; members past the ports repeat them, so a group whose ports
 /// change keeps every member entry and is rewritten by modifying each): the group's entry
 /// (`policy`, size = the ports, the flowlet timeout) first, then its members, then its DLB
-/// ports (the first eight; 0 past them). `policy` is one lossless.p4 runs (not wcmp).
+/// ports (the first eight; 0 past them). A group without ports, with fewer members than
+/// ports, or of a policy lossless.p4 does not run (wcmp) is refused.
 pub fn group_entries(
     group: u16,
     ports: &[u16],
     members: usize,
     policy: Policy,
     tuning: &Tuning,
-) -> Vec<TableEntrySpec> {
-    assert!(
-        !ports.is_empty() && members >= ports.len(),
-        "a group has ports"
-    );
-    let p4_code = policy
-        .p4_code()
-        .expect("lossless.p4 runs the policy (Tuning::check and parse_policy refuse wcmp)");
+) -> Result<Vec<TableEntrySpec>, Error> {
+    if ports.is_empty() || members < ports.len() {
+        return Err(Error::Invalid(format!(
+            "group {group}: {} ports and {members} members; a group has at least one port \
+             and a member per port",
+            ports.len()
+        )));
+    }
+    let p4_code = policy.p4_code().ok_or_else(|| {
+        Error::Invalid(format!(
+            "group {group}: lossless.p4 does not run {} (its policies: {})",
+            policy.name(),
+            Policy::P4.map(Policy::name).join(", ")
+        ))
+    })?;
     let mut t = vec![entry(
         &format!("{INGRESS}.ecmp_group"),
         &format!("{INGRESS}.set_group"),
@@ -237,7 +245,7 @@ pub fn group_entries(
         Value::Object(dlb),
         Some(json!({"meta.group": group})),
     ));
-    t
+    Ok(t)
 }
 
 /// Classification, PFC, ECN, CNP and clone sessions of switch `id`.
@@ -395,6 +403,21 @@ mod tests {
 
     /// The entries of the 2-spine, 3-leaf, 2-host fabric at 1 Gb/s are those of the hand-kept
     /// example in dataplane-p4/topologies/leaf-spine (written by its make.py), entry for entry.
+    #[test]
+    fn a_group_lossless_p4_cannot_run_is_refused() {
+        let tuning = Tuning::default();
+        let wcmp = group_entries(1, &[1, 2], 2, Policy::Wcmp, &tuning).unwrap_err();
+        assert!(wcmp.to_string().contains("does not run wcmp"), "{wcmp}");
+        assert!(group_entries(1, &[], 2, Policy::Ecmp, &tuning).is_err());
+        assert!(group_entries(1, &[1, 2], 1, Policy::Ecmp, &tuning).is_err());
+        assert_eq!(
+            group_entries(1, &[1, 2], 2, Policy::Ecmp, &tuning)
+                .unwrap()
+                .len(),
+            4
+        );
+    }
+
     #[test]
     fn computes_the_hand_kept_example() {
         let spec = Spec::parse("leaf-spine:2,3,2,speed=1G").unwrap();

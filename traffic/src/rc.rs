@@ -13,59 +13,17 @@
 //! acknowledged for a retransmission timeout it resends from the oldest unacknowledged packet,
 //! which also covers a lost tail and a peer that is not up yet.
 //!
-//! PSNs are 24 bits on the wire; inside, packets are numbered by a 64-bit sequence that never
-//! wraps, and a PSN read off the wire is placed by its distance from what is expected.
+//! The sequence logic (PSNs, packets of a message, ACK, NAK, go-back-N) is the `roce-rc`
+//! crate's, which the simulator's hosts run too; here are the clock, the counts and the
+//! responder's check that the messages are the ones planned.
 
 use std::collections::VecDeque;
 
-use wire::bth::{Opcode, MASK_24};
+use roce_rc::{Arrival, Requester};
+use wire::bth::Opcode;
 use workload::FlowId;
 
-/// A requester asks for an acknowledge every this many packets of a message, and on its last.
-pub const ACK_EVERY: u64 = 16;
-
-/// Half the PSN space: a PSN this far or farther ahead of the expected one is behind it.
-const HALF_PSN_SPACE: u32 = 1 << 23;
-
-/// The wire PSN of sequence number `seq`.
-fn psn(seq: u64) -> u32 {
-    (seq & u64::from(MASK_24)) as u32
-}
-
-/// How far `psn` is ahead of `base`'s PSN, in packets (negative: behind it), in 24-bit space.
-fn distance(psn: u32, base: u64) -> i64 {
-    let d = psn.wrapping_sub(self::psn(base)) & MASK_24;
-    if d < HALF_PSN_SPACE {
-        i64::from(d)
-    } else {
-        i64::from(d) - i64::from(MASK_24) - 1
-    }
-}
-
-/// One packet a requester puts on the wire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Packet {
-    /// Its PSN.
-    pub psn: u32,
-    /// RC SEND First, Middle, Last or Only.
-    pub opcode: Opcode,
-    /// Payload bytes.
-    pub payload_len: usize,
-    /// BTH AckReq.
-    pub ack_req: bool,
-    /// Whether it was sent before (a go-back-N or a timeout resends it).
-    pub resent: bool,
-}
-
-/// A message posted to a requester.
-#[derive(Clone, Copy, Debug)]
-struct Posted {
-    flow: FlowId,
-    bytes: u64,
-    /// Sequence number of its first packet.
-    first: u64,
-    packets: u64,
-}
+pub use roce_rc::{Packet, ACK_EVERY};
 
 /// What a requester did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -82,22 +40,12 @@ pub struct SendCounts {
     pub timeouts: u64,
 }
 
-/// The requester side of a QP.
+/// The requester side of a QP: [`roce_rc::Requester`] with its retransmission timer and
+/// counts.
 #[derive(Debug)]
 pub struct SendQp {
-    payload: u64,
-    window: u64,
+    requester: Requester<FlowId>,
     rto_ns: u64,
-    /// Posted and not yet wholly acknowledged, oldest first.
-    messages: VecDeque<Posted>,
-    /// Next sequence number to send.
-    next: u64,
-    /// Oldest unacknowledged sequence number.
-    una: u64,
-    /// One past the last posted packet.
-    end: u64,
-    /// One past the highest sequence number ever sent.
-    high: u64,
     /// When the requester last saw progress (an acknowledge of new packets, or a post onto an
     /// idle QP), ns.
     progress_ns: u64,
@@ -109,14 +57,8 @@ impl SendQp {
     /// unacknowledged, going back to the oldest after `rto_ns` without progress.
     pub fn new(payload: u64, window: u64, rto_ns: u64) -> Self {
         SendQp {
-            payload: payload.max(1),
-            window: window.max(1),
+            requester: Requester::new(payload, window),
             rto_ns,
-            messages: VecDeque::new(),
-            next: 0,
-            una: 0,
-            end: 0,
-            high: 0,
             progress_ns: 0,
             counts: SendCounts::default(),
         }
@@ -124,22 +66,15 @@ impl SendQp {
 
     /// Posts `flow`, a message of `bytes` (at least one packet), behind those posted before.
     pub fn post(&mut self, flow: FlowId, bytes: u64, now_ns: u64) {
-        if self.una == self.end {
+        if self.requester.idle() {
             self.progress_ns = now_ns;
         }
-        let packets = bytes.div_ceil(self.payload).max(1);
-        self.messages.push_back(Posted {
-            flow,
-            bytes,
-            first: self.end,
-            packets,
-        });
-        self.end += packets;
+        self.requester.post(flow, bytes);
     }
 
     /// Whether everything posted has been acknowledged.
     pub fn idle(&self) -> bool {
-        self.una == self.end
+        self.requester.idle()
     }
 
     /// What it did so far.
@@ -149,104 +84,64 @@ impl SendQp {
 
     /// The next packet to send, if the window and the posted messages allow one.
     pub fn next_packet(&mut self) -> Option<Packet> {
-        if self.next >= self.end || self.next >= self.una + self.window {
-            return None;
-        }
-        let seq = self.next;
-        let m = self
-            .messages
-            .iter()
-            .find(|m| seq < m.first + m.packets)
-            .expect("every unacknowledged packet belongs to a posted message");
-        let offset = seq - m.first;
-        let last = offset + 1 == m.packets;
-        let opcode = match (offset == 0, last) {
-            (true, true) => Opcode::RcSendOnly,
-            (true, false) => Opcode::RcSendFirst,
-            (false, true) => Opcode::RcSendLast,
-            (false, false) => Opcode::RcSendMiddle,
-        };
-        let payload_len = if last {
-            m.bytes - offset * self.payload
-        } else {
-            self.payload
-        };
-        let resent = seq < self.high;
-        self.next += 1;
-        self.high = self.high.max(self.next);
+        let packet = self.requester.next_packet()?;
         self.counts.packets += 1;
-        self.counts.resent += u64::from(resent);
-        Some(Packet {
-            psn: psn(seq),
-            opcode,
-            payload_len: payload_len as usize,
-            // The window's last packet asks too, or a window below ACK_EVERY would wait forever.
-            ack_req: last
-                || (offset + 1).is_multiple_of(ACK_EVERY)
-                || seq + 1 == self.una + self.window,
-            resent,
-        })
+        self.counts.resent += u64::from(packet.resent);
+        Some(packet)
     }
 
     /// An acknowledge of every packet up to `psn`: returns the messages it completes, oldest
     /// first. A stale or impossible PSN (not among the packets sent) changes nothing.
     pub fn on_ack(&mut self, psn: u32, now_ns: u64) -> Vec<FlowId> {
-        let d = distance(psn, self.una);
-        if d < 0 || self.una + d as u64 >= self.high {
+        let Some(done) = self.requester.on_ack(psn) else {
             return Vec::new();
-        }
-        self.acknowledge(self.una + d as u64 + 1, now_ns)
+        };
+        // An acknowledge that is not stale always acknowledges a packet more.
+        self.progress_ns = now_ns;
+        self.completed(done)
     }
 
     /// A NAK (PSN sequence error) expecting `psn`: everything before it is acknowledged, and
     /// sending goes back to it. Returns the messages completed.
     pub fn on_nak(&mut self, psn: u32, now_ns: u64) -> Vec<FlowId> {
-        let d = distance(psn, self.una);
-        if d < 0 || self.una + d as u64 > self.high {
+        let before = self.requester.acknowledged();
+        let Some(done) = self.requester.on_nak(psn) else {
             return Vec::new();
-        }
+        };
         self.counts.naks += 1;
-        let expected = self.una + d as u64;
-        let done = self.acknowledge(expected, now_ns);
-        self.next = expected;
-        done
+        if self.requester.acknowledged() > before {
+            self.progress_ns = now_ns;
+        }
+        self.completed(done)
+    }
+
+    /// Counts the messages `done` completed.
+    fn completed(&mut self, done: Vec<roce_rc::Done<FlowId>>) -> Vec<FlowId> {
+        done.into_iter()
+            .map(|d| {
+                self.counts.bytes += d.bytes;
+                d.flow
+            })
+            .collect()
     }
 
     /// Goes back to the oldest unacknowledged packet if nothing was acknowledged for the
     /// retransmission timeout; returns whether it did.
     pub fn on_timer(&mut self, now_ns: u64) -> bool {
-        if self.una == self.next || now_ns < self.progress_ns + self.rto_ns {
+        if !self.requester.in_flight() || now_ns < self.progress_ns + self.rto_ns {
             return false;
         }
         self.counts.timeouts += 1;
-        self.next = self.una;
+        self.requester.go_back();
         self.progress_ns = now_ns;
         true
     }
 
     /// When [`SendQp::on_timer`] would next go back, if packets are out.
     pub fn deadline_ns(&self) -> Option<u64> {
-        (self.una < self.next).then_some(self.progress_ns + self.rto_ns)
-    }
-
-    /// Everything before sequence number `upto` is acknowledged.
-    fn acknowledge(&mut self, upto: u64, now_ns: u64) -> Vec<FlowId> {
-        let mut done = Vec::new();
-        if upto <= self.una {
-            return done;
-        }
-        self.una = upto;
-        self.next = self.next.max(upto);
-        self.progress_ns = now_ns;
-        while let Some(m) = self.messages.front() {
-            if m.first + m.packets > upto {
-                break;
-            }
-            self.counts.bytes += m.bytes;
-            done.push(m.flow);
-            self.messages.pop_front();
-        }
-        done
+        self.requester
+            .in_flight()
+            .then_some(self.progress_ns + self.rto_ns)
     }
 }
 
@@ -302,16 +197,14 @@ pub struct RecvCounts {
     pub naks: u64,
 }
 
-/// The responder side of a QP: the messages it expects, in order.
+/// The responder side of a QP: [`roce_rc::Responder`], with the messages it expects, in
+/// order, and its counts.
 #[derive(Debug, Default)]
 pub struct RecvQp {
     expected: VecDeque<(FlowId, u64)>,
-    /// Next sequence number expected.
-    next: u64,
+    responder: roce_rc::Responder,
     /// Bytes of the message under way.
     partial: u64,
-    /// A NAK was sent for `next` and nothing in order came since: no second one.
-    nak_sent: bool,
     counts: RecvCounts,
 }
 
@@ -339,30 +232,37 @@ impl RecvQp {
         payload_len: usize,
         ack_req: bool,
     ) -> Result<Received, RecvError> {
-        let d = distance(psn, self.next);
-        if d > 0 {
-            self.counts.out_of_order += 1;
-            let reply = (!self.nak_sent).then(|| {
-                self.nak_sent = true;
-                self.counts.naks += 1;
-                Reply::Nak(self::psn(self.next))
-            });
-            return Ok(Received {
-                delivered: None,
-                reply,
-            });
+        // A packet in order with no message expected is refused before it is taken.
+        if self.responder.expects(psn) && self.expected.is_empty() {
+            return Err(RecvError::Unexpected);
         }
-        if d < 0 {
-            self.counts.duplicates += 1;
-            let reply = (ack_req && self.next > 0).then(|| Reply::Ack(self::psn(self.next - 1)));
-            return Ok(Received {
-                delivered: None,
-                reply,
-            });
-        }
+        let reply = match self.responder.arrive(psn, ack_req) {
+            Arrival::Ahead(nak) => {
+                self.counts.out_of_order += 1;
+                self.counts.naks += u64::from(nak.is_some());
+                nak.map(Reply::Nak)
+            }
+            Arrival::Duplicate(ack) => {
+                self.counts.duplicates += 1;
+                ack.map(Reply::Ack)
+            }
+            Arrival::InOrder => return self.take(psn, opcode, payload_len, ack_req),
+        };
+        Ok(Received {
+            delivered: None,
+            reply,
+        })
+    }
+
+    /// Takes the packet in order.
+    fn take(
+        &mut self,
+        psn: u32,
+        opcode: Opcode,
+        payload_len: usize,
+        ack_req: bool,
+    ) -> Result<Received, RecvError> {
         let &(flow, bytes) = self.expected.front().ok_or(RecvError::Unexpected)?;
-        self.next += 1;
-        self.nak_sent = false;
         self.counts.packets += 1;
         self.partial += payload_len as u64;
         let mut received = Received {
@@ -510,7 +410,7 @@ mod tests {
         let mut done = Vec::new();
         while done.is_empty() {
             let sent = drain(&mut tx);
-            assert!(!sent.is_empty(), "stalled at {}", tx.una);
+            assert!(!sent.is_empty(), "stalled at {:?}", tx.counts());
             assert!(sent.last().unwrap().ack_req);
             for p in sent {
                 let r = rx
@@ -522,37 +422,6 @@ mod tests {
             }
         }
         assert_eq!(done, [0]);
-    }
-
-    #[test]
-    fn psns_wrap_at_24_bits() {
-        // Both sides start a few packets before the wrap.
-        let start = u64::from(MASK_24) - 3;
-        let mut tx = SendQp::new(1, 64, 1_000);
-        (tx.next, tx.una, tx.end, tx.high) = (start, start, start, start);
-        let mut rx = RecvQp {
-            next: start,
-            ..RecvQp::default()
-        };
-        tx.post(0, 40, 0);
-        rx.expect(0, 40);
-        let mut psns = Vec::new();
-        let mut done = Vec::new();
-        while let Some(p) = tx.next_packet() {
-            psns.push(p.psn);
-            let r = rx
-                .on_data(p.psn, p.opcode, p.payload_len, p.ack_req)
-                .unwrap();
-            if let Some(Reply::Ack(psn)) = r.reply {
-                done.extend(tx.on_ack(psn, 1));
-            }
-        }
-        assert_eq!(
-            psns[..5],
-            [MASK_24 - 3, MASK_24 - 2, MASK_24 - 1, MASK_24, 0]
-        );
-        assert_eq!(done, [0]);
-        assert!(rx.idle() && tx.idle());
     }
 
     #[test]

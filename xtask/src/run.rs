@@ -118,6 +118,8 @@ const FUZZED: &[&str] = &[
     "runtime_json",
     "host_config",
     "agent_config",
+    "topology_json",
+    "p4app_json",
 ];
 
 /// How long `test` fuzzes each target, in seconds.

@@ -218,19 +218,14 @@ fn write_outputs(args: &EcnLab, series: &Series, summary: &EcnSummary) -> anyhow
     let x = series.time_range();
     let kmin = f64::from(args.kmin);
     let kmax = f64::from(args.kmax);
-    let queue = Panel::over_time(
+    let queue = Panel::bytes_between(
         format!(
             "phantom queue at the bottleneck (drain {} Mb/s)",
             args.drain / 1_000_000
         ),
-        "bytes",
-        &x,
-        series.max("vq_bytes").max(kmax),
-        vec![
-            Line::solid("vq_bytes", series.points("vq_bytes")),
-            Line::level("Kmin", kmin, &x),
-            Line::level("Kmax", kmax, &x),
-        ],
+        series,
+        "vq_bytes",
+        [("Kmin", kmin), ("Kmax", kmax)],
     );
     let marks = Panel::over_time(
         "marked fraction against RED's probability at that depth",

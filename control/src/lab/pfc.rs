@@ -184,16 +184,11 @@ const COLUMNS: [&str; 8] = [
 fn write_outputs(args: &PfcLab, series: &Series, summary: &PfcSummary) -> anyhow::Result<()> {
     let x = series.time_range();
     let (xoff, xon) = (f64::from(args.xoff), f64::from(args.xon));
-    let buffer = Panel::over_time(
+    let buffer = Panel::bytes_between(
         "the receiver's ingress buffer: XOFF sends a PAUSE, below XON a resume",
-        "bytes",
-        &x,
-        series.max("buffer_bytes").max(xoff),
-        vec![
-            Line::solid("buffer_bytes", series.points("buffer_bytes")),
-            Line::level("XOFF", xoff, &x),
-            Line::level("XON", xon, &x),
-        ],
+        series,
+        "buffer_bytes",
+        [("XOFF", xoff), ("XON", xon)],
     );
     let frames = Panel::over_time(
         "PFC frames: sent by the receiver, recorded by the sender's XDP",

@@ -146,21 +146,22 @@ pub fn network(shape: Shape, tuning: &Tuning) -> anyhow::Result<Network> {
 /// order), as every leaf has it: the group's entry (policy, size = live spines), one member per
 /// spine of the fabric (members past the live ones repeat them, so every member entry always
 /// exists and a change is a Modify of each; the group's size keeps traffic off them), and DLB's
-/// ports (the live uplinks, the rest 0). The group entry comes first.
+/// ports (the live uplinks, the rest 0). The group entry comes first. No live spine, or a
+/// policy lossless.p4 does not run, is refused.
 pub fn uplink_group(
     shape: Shape,
     tuning: &Tuning,
     policy: Policy,
     live: &[u16],
-) -> Vec<TableEntrySpec> {
+) -> anyhow::Result<Vec<TableEntrySpec>> {
     let ports: Vec<u16> = live.iter().map(|s| shape.hosts + s).collect();
-    entries::group_entries(
+    Ok(entries::group_entries(
         UPLINK_GROUP,
         &ports,
         usize::from(shape.spines),
         policy,
         tuning,
-    )
+    )?)
 }
 
 /// clap's reader of a policy (its names listed in `--help`).
@@ -231,7 +232,8 @@ mod tests {
             &Tuning::default(),
             Policy::Dlb,
             &[2],
-        );
+        )
+        .unwrap();
         let json: Vec<Value> = entries
             .iter()
             .map(|e| serde_json::to_value(e).unwrap())

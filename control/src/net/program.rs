@@ -15,6 +15,7 @@ use std::{
 };
 
 use anyhow::{bail, Context as _};
+use netfiles::Topology;
 use p4values::runtime_json::RuntimeConfig;
 
 use super::model::{resolve, Entries, Network, Program, Switch};
@@ -70,38 +71,40 @@ pub fn file(path: &Path, runtime_json: Option<&Path>) -> anyhow::Result<Program>
     })
 }
 
-/// The files a topology names for a switch, as written there (relative or not).
-pub struct SwitchFiles<'a> {
-    /// Its runtime JSON.
-    pub runtime_json: Option<&'a str>,
-    /// Its simple_switch_CLI commands.
-    pub cli_input: Option<&'a str>,
-    /// Its program.
-    pub program: Option<&'a str>,
+/// The network the topology parsed from file `file` describes, with the files it names for
+/// its switches found on disk ([`switch`]); an error names a switch's key as
+/// `SWITCHES.NAME.KEY`, `switches` saying where the file keeps its switches.
+pub fn network(topology: Topology, file: &Path, switches: &str) -> anyhow::Result<Network> {
+    let named = topology
+        .switches
+        .iter()
+        .map(|s| switch(s, file, &format!("{switches}.{}", s.name)))
+        .collect::<anyhow::Result<_>>()?;
+    Ok(Network {
+        hosts: topology.hosts,
+        switches: named,
+        links: topology.links,
+        cpu_ports: topology.cpu_ports,
+    })
 }
 
-/// Switch `name` of the topology in file `topology`, with the files it names found
+/// Switch `named` of the topology in file `topology`, with the files it names found
 /// ([`resolve`]) and its program read for what it is ([`file`]); an error names the key as
 /// `ORIGIN.KEY`.
-pub fn switch(
-    name: &str,
-    topology: &Path,
-    origin: &str,
-    files: SwitchFiles,
-) -> anyhow::Result<Switch> {
+fn switch(named: &netfiles::Switch, topology: &Path, origin: &str) -> anyhow::Result<Switch> {
     let found = |key: &str, file: Option<&str>| {
         file.map(|f| resolve(f, topology))
             .transpose()
             .with_context(|| format!("{origin}.{key}"))
     };
-    let runtime_json = found("runtime_json", files.runtime_json)?;
-    let cli_input = found("cli_input", files.cli_input)?;
-    let program = found("program", files.program)?
+    let runtime_json = found("runtime_json", named.runtime_json.as_deref())?;
+    let cli_input = found("cli_input", named.cli_input.as_deref())?;
+    let program = found("program", named.program.as_deref())?
         .map(|program| file(&program, runtime_json.as_deref()))
         .transpose()
         .with_context(|| format!("{origin}.program"))?;
     Ok(Switch {
-        name: name.to_string(),
+        name: named.name.clone(),
         program,
         entries: Entries::files(runtime_json, cli_input),
     })

@@ -119,7 +119,7 @@ pub fn load(
         return Ok((leaf_spine::network(shape, tuning)?, None, Some(shape)));
     }
     let path = Path::new(topo);
-    let text = state::read_bounded(path, tutorial::MAX_TOPOLOGY_BYTES)?;
+    let text = state::read_bounded(path, netfiles::MAX_BYTES as u64)?;
     let is_p4app = serde_json::from_str::<serde_json::Value>(&text)
         .with_context(|| format!("in {}", path.display()))?
         .get("topology")

@@ -64,7 +64,7 @@ impl Uplinks {
     /// at least one).
     pub async fn write(&mut self, policy: Policy, live: &[u16]) -> anyhow::Result<()> {
         let config = RuntimeConfig {
-            table_entries: leaf_spine::uplink_group(self.shape, &self.tuning, policy, live),
+            table_entries: leaf_spine::uplink_group(self.shape, &self.tuning, policy, live)?,
             ..Default::default()
         };
         for (client, p4info) in &mut self.leaves {

@@ -13,12 +13,80 @@ pub enum SimCommand {
     Run(RunArgs),
     /// Runs a grid of scenarios here, or writes it as a Slurm job array or a Kubernetes
     /// Indexed Job.
-    Sweep(super::sweep::SweepArgs),
+    Sweep(SweepArgs),
     /// Runs point INDEX of the sweep written in DIR (what the sweep's jobs run).
-    Point(super::sweep::PointArgs),
+    Point(PointArgs),
     /// Merges the points of the sweep in DIR into one comparison: a table, report.csv,
     /// report.json and report.svg.
-    Report(super::sweep::ReportArgs),
+    Report(ReportArgs),
+}
+
+/// `lossless sim sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// The scenario every point starts from.
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+    /// A dimension of the grid, `KEY=V1,V2,...`: `policy`, `seed`, `load` (the load of
+    /// every `cdf:` part given as a short form), `time`, or a tuning key
+    /// (`ecn.kmin_packets`); the sweep runs every combination.
+    #[arg(long = "grid", value_name = "KEY=VALUES", required = true)]
+    pub grid: Vec<String>,
+    /// The P4 program of every switch (default: lossless.p4, built in).
+    #[arg(long, value_name = "FILE")]
+    pub program: Option<PathBuf>,
+    /// The sweep's directory; run again on the same directory, a sweep runs only the points
+    /// that have no result yet.
+    #[arg(long, default_value = "sim-sweep")]
+    pub out: PathBuf,
+    /// Points run at once: here (default: one per core, fewer if memory is short), as the
+    /// Slurm array's `%` limit (default: none), as the Kubernetes Job's parallelism (default:
+    /// every point).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Write a Slurm job array (DIR/sweep.sbatch) for `sbatch` instead of running here.
+    #[arg(long, conflicts_with = "k8s")]
+    pub slurm: bool,
+    /// Write a Kubernetes Indexed Job (DIR/sweep-job.yaml) instead of running here.
+    #[arg(long)]
+    pub k8s: bool,
+    /// The name of the Slurm job or Kubernetes Job (a DNS label: lowercase letters, digits,
+    /// `-`).
+    #[arg(long, default_value = "lossless-sweep")]
+    pub name: String,
+    /// The container image of the Kubernetes Job (it must hold `lossless` on its PATH).
+    #[arg(long, default_value = "lossless:latest")]
+    pub image: String,
+    /// The PersistentVolumeClaim holding the sweep's directory, mounted at /sweep in the
+    /// Kubernetes Job's pods.
+    #[arg(long, default_value = "lossless-sweep")]
+    pub claim: String,
+    /// The memory one point may take (`8GB`); default: each point's estimate with room for
+    /// the process (Slurm, Kubernetes), or a share of what is available here.
+    #[arg(long, value_name = "BYTES")]
+    pub memory: Option<String>,
+}
+
+/// `lossless sim point`.
+#[derive(Debug, Args)]
+pub struct PointArgs {
+    /// The sweep's directory.
+    pub dir: PathBuf,
+    /// The point; default: `SLURM_ARRAY_TASK_ID` or `JOB_COMPLETION_INDEX` (Kubernetes).
+    pub index: Option<usize>,
+    /// The memory the point may take.
+    #[arg(long, value_name = "BYTES")]
+    pub memory: Option<String>,
+}
+
+/// `lossless sim report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A sweep's directory.
+    pub dir: PathBuf,
+    /// Print the merged records as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// What a scenario is made of, as options; each overrides the scenario file's value.

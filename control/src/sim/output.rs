@@ -7,11 +7,32 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use sim::report::{FlowRow, SIZE_BUCKETS};
-use sim::scenario::Built;
+use serde::{Deserialize, Serialize};
+use sim::report::{FlowRow, Summary, SIZE_BUCKETS};
+use sim::scenario::{Built, Scenario};
 
-use super::run::Record;
 use crate::output::{draw_panels, write_file, write_summary, Line, Panel};
+
+/// One run's record: what was run and what it measured, `summary.json`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Record {
+    /// The scenario, as run (its policy the one of this run).
+    pub scenario: Scenario,
+    /// What it measured.
+    pub summary: Summary,
+    /// CPU seconds the run took (building excluded).
+    pub cpu_seconds: f64,
+    /// Wall-clock seconds.
+    pub wall_seconds: f64,
+    /// Events per CPU second.
+    pub events_per_cpu_second: f64,
+    /// Packet hops (frames sent on links) per CPU second.
+    pub hops_per_cpu_second: f64,
+    /// The process' peak resident memory when the run ended, bytes.
+    pub peak_rss_bytes: u64,
+    /// The estimate the run was checked against before it started, bytes.
+    pub estimated_bytes: u64,
+}
 
 /// Writes one run's files into `out`.
 pub fn write_run(

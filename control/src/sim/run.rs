@@ -6,40 +6,18 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use serde::{Deserialize, Serialize};
 use sim::program::Program;
-use sim::report::{summarise, Summary};
+use sim::report::summarise;
 use sim::scenario::{build, Scenario};
 use topology::Policy;
 
 use super::cli::RunArgs;
-use super::output;
+use super::output::{self, Record};
 use sysutil::terminal;
 use traffic::StopFlag;
 
 /// How often the progress line is redrawn.
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
-
-/// One run's record: what was run and what it measured, `summary.json`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Record {
-    /// The scenario, as run (its policy the one of this run).
-    pub scenario: Scenario,
-    /// What it measured.
-    pub summary: Summary,
-    /// CPU seconds the run took (building excluded).
-    pub cpu_seconds: f64,
-    /// Wall-clock seconds.
-    pub wall_seconds: f64,
-    /// Events per CPU second.
-    pub events_per_cpu_second: f64,
-    /// Packet hops (frames sent on links) per CPU second.
-    pub hops_per_cpu_second: f64,
-    /// The process' peak resident memory when the run ended, bytes.
-    pub peak_rss_bytes: u64,
-    /// The estimate the run was checked against before it started, bytes.
-    pub estimated_bytes: u64,
-}
 
 /// This thread's CPU time.
 pub fn thread_cpu_time() -> Duration {

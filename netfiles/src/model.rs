@@ -1,0 +1,431 @@
+//! What a network file describes, whatever its format: hosts (address, MAC, gateway, static
+//! neighbours, commands), switches with the files named for them, links between numbered
+//! ports with a rate where the kernel can emulate one; and the checks every reader shares
+//! (names, ports, sizes), linear in the size of the network.
+
+use std::{
+    collections::{BTreeMap, HashMap, HashSet},
+    net::Ipv4Addr,
+};
+
+use anyhow::{bail, Context as _};
+use serde::Serialize;
+
+/// The largest network file read, in bytes.
+pub const MAX_BYTES: usize = 16 << 20;
+/// The most nodes a network may have (Mininet is happy with a few hundred on one machine).
+pub const MAX_NODES: usize = 512;
+/// The most links a network may have.
+pub const MAX_LINKS: usize = 4096;
+/// The highest switch port (v1model's port 511 drops).
+pub const MAX_PORT: u16 = 510;
+/// The longest node name: its interfaces are called NAME-ethPORT, at most 15 bytes.
+pub const MAX_NAME: usize = 8;
+/// The longest host command, in bytes.
+pub const MAX_COMMAND: usize = 4096;
+
+/// A network as its file describes it.
+#[derive(Debug, Default)]
+pub struct Topology {
+    /// Hosts, in the file's order.
+    pub hosts: Vec<Host>,
+    /// Switches, in the file's order.
+    pub switches: Vec<Switch>,
+    /// Links.
+    pub links: Vec<Link>,
+    /// The CPU port of the switches that have one (the tutorials' `cpu_port`, BMv2's
+    /// `--cpu-port`): where frames leave for the controller as PacketIn and PacketOut enters.
+    pub cpu_ports: BTreeMap<String, u16>,
+}
+
+/// A host.
+#[derive(Clone, Debug, Serialize)]
+pub struct Host {
+    /// Its name (`h1`).
+    pub name: String,
+    /// Address with prefix length (`10.0.1.1/24`).
+    pub ip: String,
+    /// MAC address.
+    pub mac: String,
+    /// Default gateway, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<Ipv4Addr>,
+    /// Static neighbours: (address, MAC).
+    pub neighbours: Vec<(Ipv4Addr, String)>,
+    /// Shell commands run in the host once it is up (the tutorials' `commands`).
+    pub commands: Vec<String>,
+}
+
+/// A switch, with the files its topology names for it as written there (relative or not).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Switch {
+    /// Its name (`s1`).
+    pub name: String,
+    /// Its runtime JSON (P4Runtime entries).
+    pub runtime_json: Option<String>,
+    /// Its simple_switch_CLI commands.
+    pub cli_input: Option<String>,
+    /// Its program: P4 source or p4c's BMv2 JSON.
+    pub program: Option<String>,
+}
+
+/// One end of a link: a node and, for a switch, its port.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct End {
+    /// The node's name.
+    pub node: String,
+    /// The switch port (hosts have one interface, port 0).
+    pub port: u16,
+    /// The interface's MAC, if the topology says (else Mininet picks one).
+    pub mac: Option<String>,
+}
+
+/// A link.
+#[derive(Clone, Debug)]
+pub struct Link {
+    /// One end.
+    pub a: End,
+    /// The other.
+    pub b: End,
+    /// Rate in Mb/s (an HTB qdisc on both ends), if limited.
+    pub bw_mbps: Option<f64>,
+    /// Where in the input file it came from, for messages (`links[3]`).
+    pub origin: String,
+}
+
+/// A link delay, jitter or loss other than zero, which `lossless net` does not emulate (it
+/// emulates rates only); the error the readers refuse one with, so that the caller can say
+/// why the kernel cannot either.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delay {
+    /// Where in the file (`links[2]`, `topology.default.delay`).
+    pub origin: String,
+    /// The value as written.
+    pub value: String,
+}
+
+impl std::fmt::Display for Delay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: delay {}: lossless net emulates rates only, not delay",
+            self.origin, self.value
+        )
+    }
+}
+
+impl std::error::Error for Delay {}
+
+/// Refuses a delay, jitter or loss `value` at `origin` other than zero (a number, or a number
+/// with a unit: `0ms`) or null, with a [`Delay`].
+pub fn refuse_delay(origin: &str, value: &serde_json::Value) -> anyhow::Result<()> {
+    let zero = match value {
+        serde_json::Value::Null => true,
+        serde_json::Value::Number(n) => n.as_f64() == Some(0.0),
+        serde_json::Value::String(s) => {
+            let digits = s.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+            digits.parse::<f64>().is_ok_and(|v| v == 0.0)
+        }
+        _ => false,
+    };
+    if zero {
+        return Ok(());
+    }
+    Err(Delay {
+        origin: origin.to_string(),
+        value: value.to_string(),
+    }
+    .into())
+}
+
+impl Topology {
+    /// Checks the network ([`check`]).
+    pub fn check(&self) -> anyhow::Result<()> {
+        check(
+            &self.hosts,
+            self.switches.iter().map(|s| s.name.as_str()),
+            &self.links,
+            &self.cpu_ports,
+        )
+    }
+}
+
+/// Checks a network of `hosts`, switches called `switches`, `links` and `cpu_ports`: names,
+/// sizes, ports (each used once) and that every link joins known nodes; in time linear in the
+/// size of the network.
+pub fn check<'a>(
+    hosts: &[Host],
+    switches: impl ExactSizeIterator<Item = &'a str>,
+    links: &[Link],
+    cpu_ports: &BTreeMap<String, u16>,
+) -> anyhow::Result<()> {
+    check_sizes(hosts.len() + switches.len(), links.len())?;
+    // Name → whether it is a host.
+    let mut nodes: HashMap<&str, bool> = HashMap::new();
+    let all = hosts.iter().map(|h| (h.name.as_str(), true));
+    for (name, host) in all.chain(switches.map(|s| (s, false))) {
+        check_name(name)?;
+        if nodes.insert(name, host).is_some() {
+            bail!("two nodes are called {name}");
+        }
+    }
+    for host in hosts {
+        check_host(host).with_context(|| format!("host {}", host.name))?;
+    }
+    for (name, port) in cpu_ports {
+        if nodes.get(name.as_str()) != Some(&false) {
+            bail!("cpu_port of {name}: no switch is called so");
+        }
+        if !(1..=MAX_PORT).contains(port) {
+            bail!("cpu_port {port} of {name}: ports are 1..={MAX_PORT}");
+        }
+    }
+    let mut used = HashSet::new();
+    for link in links {
+        for end in [&link.a, &link.b] {
+            let Some(&host) = nodes.get(end.node.as_str()) else {
+                bail!("{}: no node called {}", link.origin, end.node);
+            };
+            if !host && !(1..=MAX_PORT).contains(&end.port) {
+                bail!(
+                    "{}: port {} of {}: ports are 1..={MAX_PORT}",
+                    link.origin,
+                    end.port,
+                    end.node
+                );
+            }
+            if cpu_ports.get(&end.node) == Some(&end.port) {
+                bail!(
+                    "{}: port {} of {} is its CPU port, which no link may use",
+                    link.origin,
+                    end.port,
+                    end.node
+                );
+            }
+            if !used.insert((end.node.as_str(), end.port)) {
+                bail!(
+                    "{}: {} already has a link{}",
+                    link.origin,
+                    end.node,
+                    if host {
+                        String::new()
+                    } else {
+                        format!(" on port {}", end.port)
+                    }
+                );
+            }
+        }
+        if let Some(bw) = link.bw_mbps {
+            if !(bw > 0.0 && bw <= 100_000.0) {
+                bail!("{}: bw {bw} Mb/s: from more than 0 to 100000", link.origin);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a network of more than [`MAX_NODES`] nodes or [`MAX_LINKS`] links; the readers
+/// call it on a file's counts before they look at any node or link.
+pub fn check_sizes(nodes: usize, links: usize) -> anyhow::Result<()> {
+    if nodes > MAX_NODES {
+        bail!("{nodes} nodes: at most {MAX_NODES}");
+    }
+    if links > MAX_LINKS {
+        bail!("{links} links: at most {MAX_LINKS}");
+    }
+    Ok(())
+}
+
+/// Refuses a file of more than [`MAX_BYTES`] bytes.
+pub(crate) fn check_length(text: &str) -> anyhow::Result<()> {
+    if text.len() > MAX_BYTES {
+        bail!("{} bytes: at most {MAX_BYTES}", text.len());
+    }
+    Ok(())
+}
+
+/// A node name: a letter, then letters, digits or `_`, at most [`MAX_NAME`] bytes.
+fn check_name(name: &str) -> anyhow::Result<()> {
+    let ok = name.len() <= MAX_NAME
+        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ok {
+        bail!(
+            "node name '{}': a letter, then letters, digits or _, at most {MAX_NAME} bytes \
+             (its interfaces are NAME-ethPORT, and Linux allows 15)",
+            name.escape_debug()
+        );
+    }
+    Ok(())
+}
+
+fn check_host(host: &Host) -> anyhow::Result<()> {
+    parse_cidr(&host.ip)?;
+    parse_mac(&host.mac)?;
+    for (_, mac) in &host.neighbours {
+        parse_mac(mac)?;
+    }
+    for command in &host.commands {
+        // The glue runs each command in the host's shell as one line, as Mininet's `h1 CMD`.
+        if command.len() > MAX_COMMAND || command.chars().any(char::is_control) {
+            bail!(
+                "command '{}': one line of at most {MAX_COMMAND} bytes, without control \
+                 characters",
+                command.chars().take(80).collect::<String>().escape_debug()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `A.B.C.D/N`.
+pub fn parse_cidr(text: &str) -> anyhow::Result<(Ipv4Addr, u8)> {
+    let (ip, len) = text
+        .split_once('/')
+        .with_context(|| format!("address '{}': expected A.B.C.D/N", text.escape_debug()))?;
+    let ip: Ipv4Addr = ip
+        .parse()
+        .with_context(|| format!("address '{}'", text.escape_debug()))?;
+    let len: u8 = len.parse().ok().filter(|l| *l <= 32).with_context(|| {
+        format!(
+            "address '{}': the prefix length is 0..=32",
+            text.escape_debug()
+        )
+    })?;
+    Ok((ip, len))
+}
+
+/// `aa:bb:cc:dd:ee:ff`, returned in lower case.
+pub fn parse_mac(text: &str) -> anyhow::Result<String> {
+    let parts: Vec<_> = text.split(':').collect();
+    if parts.len() != 6
+        || parts
+            .iter()
+            .any(|p| p.len() != 2 || u8::from_str_radix(p, 16).is_err())
+    {
+        bail!(
+            "MAC '{}': expected six hex bytes, aa:bb:cc:dd:ee:ff",
+            text.escape_debug()
+        );
+    }
+    Ok(text.to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(name: &str) -> Host {
+        Host {
+            name: name.into(),
+            ip: "10.0.0.1/24".into(),
+            mac: "08:00:00:00:00:01".into(),
+            gateway: None,
+            neighbours: vec![],
+            commands: vec![],
+        }
+    }
+
+    fn switch(name: &str) -> Switch {
+        Switch {
+            name: name.into(),
+            ..Switch::default()
+        }
+    }
+
+    fn link(a: (&str, u16), b: (&str, u16)) -> Link {
+        Link {
+            a: End {
+                node: a.0.into(),
+                port: a.1,
+                mac: None,
+            },
+            b: End {
+                node: b.0.into(),
+                port: b.1,
+                mac: None,
+            },
+            bw_mbps: None,
+            origin: "links[0]".into(),
+        }
+    }
+
+    #[test]
+    fn a_port_is_used_once_and_names_are_checked() {
+        let mut net = Topology {
+            hosts: vec![host("h1"), host("h2")],
+            switches: vec![switch("s1")],
+            links: vec![link(("h1", 0), ("s1", 1)), link(("h2", 0), ("s1", 1))],
+            ..Topology::default()
+        };
+        let err = net.check().unwrap_err().to_string();
+        assert!(err.contains("s1 already has a link on port 1"), "{err}");
+        net.links[1].b.port = 2;
+        net.check().unwrap();
+        net.links[1].b.port = 511;
+        assert!(net
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("ports are 1..=510"));
+        net.links[1].b.port = 2;
+        net.hosts[1].name = "a-very-long-name".into();
+        assert!(net
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("at most 8 bytes"));
+        net.hosts[1].name = "h2".into();
+        net.cpu_ports.insert("s1".into(), 2);
+        assert!(net
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("port 2 of s1 is its CPU port"));
+        net.cpu_ports.insert("s1".into(), 510);
+        net.check().unwrap();
+        net.hosts[0].commands = vec!["ip route add 10.0.0.0/24 dev eth0 # a comment".into()];
+        net.check().unwrap();
+        net.hosts[0].commands = vec!["true\nreboot".into()];
+        let err = format!("{:#}", net.check().unwrap_err());
+        assert!(
+            err.contains("host h1: command 'true\\nreboot': one line"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn sizes_are_refused_before_anything_is_looked_at() {
+        let err = check_sizes(2, MAX_LINKS + 1).unwrap_err().to_string();
+        assert_eq!(err, format!("{} links: at most {MAX_LINKS}", MAX_LINKS + 1));
+        assert!(check_sizes(MAX_NODES + 1, 0).is_err());
+        check_sizes(MAX_NODES, MAX_LINKS).unwrap();
+    }
+
+    #[test]
+    fn addresses_parse_within_limits() {
+        assert_eq!(
+            parse_cidr("10.0.1.1/24").unwrap(),
+            (Ipv4Addr::new(10, 0, 1, 1), 24)
+        );
+        assert!(parse_cidr("10.0.1.1/33").is_err());
+        assert!(parse_cidr("10.0.1.1").is_err());
+        assert_eq!(parse_mac("08:00:00:00:01:AA").unwrap(), "08:00:00:00:01:aa");
+        assert!(parse_mac("08:00:00:00:01").is_err());
+    }
+
+    #[test]
+    fn only_a_zero_delay_passes() {
+        for zero in [r#"null"#, "0", r#""0ms""#, r#""0""#] {
+            refuse_delay("links[0]", &serde_json::from_str(zero).unwrap()).unwrap();
+        }
+        let err = refuse_delay("links[0]", &serde_json::json!("5ms")).unwrap_err();
+        assert_eq!(
+            err.downcast_ref::<Delay>(),
+            Some(&Delay {
+                origin: "links[0]".into(),
+                value: "\"5ms\"".into()
+            })
+        );
+    }
+}
