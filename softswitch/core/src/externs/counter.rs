@@ -2,8 +2,37 @@
 //! bytes (an index past the counter's size counts nothing, as in BMv2). The cells are the
 //! switch's `State::counters`, which the runtime interface reads and writes.
 
-use super::{instance, value, Extern, Machine, Object, Param, Signature};
-use crate::ir::ExternArg;
+use super::{instance, value, CtorArg, CtorParam, Extern, Machine, Object, Param, Signature};
+use crate::ir::{ExternArg, InstanceKind};
+
+/// The extern type `counter(size, type)`.
+pub(super) const COUNTER: Object = Object {
+    p4: "counter",
+    bmv2_array: "counter_array",
+    direct: false,
+    cell_type: false,
+    ctor: &[CtorParam::Size, CtorParam::CounterType],
+    inert: &[],
+    instance: |_, args| match *args {
+        [CtorArg::Size(size), CtorArg::Counter(kind)] => Some(InstanceKind::Counter { size, kind }),
+        _ => None,
+    },
+};
+
+/// The extern type `direct_counter(type)`: the switch counts where its table hits, so its
+/// `count` method does nothing.
+pub(super) const DIRECT_COUNTER: Object = Object {
+    p4: "direct_counter",
+    bmv2_array: "counter_array",
+    direct: true,
+    cell_type: false,
+    ctor: &[CtorParam::CounterType],
+    inert: &["count"],
+    instance: |_, args| match *args {
+        [CtorArg::Counter(kind)] => Some(InstanceKind::DirectCounter { kind }),
+        _ => None,
+    },
+};
 
 /// The `count` method of `counter`.
 pub(crate) struct Count;
@@ -11,10 +40,7 @@ pub(crate) struct Count;
 impl Extern for Count {
     fn signature(&self) -> &'static Signature {
         &Signature {
-            of: Some(Object {
-                p4: "counter",
-                bmv2_array: "counter_array",
-            }),
+            of: Some(&COUNTER),
             names: &["count"],
             arg_names: &["index"],
             bmv2_ops: &["count"],

@@ -5,9 +5,41 @@
 //! BMv2). The cells are the switch's `State::meters` and its direct meter cells, whose rates
 //! the runtime interface sets.
 
-use super::{instance, store, value, Extern, Machine, Object, Param, Signature};
+use super::{
+    instance, store, value, CtorArg, CtorParam, Extern, Machine, Object, Param, Signature,
+};
 use crate::ir::{ExternArg, InstanceKind};
 use crate::meter::Color;
+
+/// The extern type `meter(size, type)`.
+pub(super) const METER: Object = Object {
+    p4: "meter",
+    bmv2_array: "meter_array",
+    direct: false,
+    cell_type: false,
+    ctor: &[CtorParam::Size, CtorParam::MeterType],
+    inert: &[],
+    instance: |_, args| match *args {
+        [CtorArg::Size(size), CtorArg::MeterBytes(bytes)] => {
+            Some(InstanceKind::Meter { size, bytes })
+        }
+        _ => None,
+    },
+};
+
+/// The extern type `direct_meter(type)`.
+pub(super) const DIRECT_METER: Object = Object {
+    p4: "direct_meter",
+    bmv2_array: "meter_array",
+    direct: true,
+    cell_type: false,
+    ctor: &[CtorParam::MeterType],
+    inert: &[],
+    instance: |_, args| match *args {
+        [CtorArg::MeterBytes(bytes)] => Some(InstanceKind::DirectMeter { bytes }),
+        _ => None,
+    },
+};
 
 /// The `execute_meter` method of `meter`.
 pub(crate) struct Execute;
@@ -15,10 +47,7 @@ pub(crate) struct Execute;
 impl Extern for Execute {
     fn signature(&self) -> &'static Signature {
         &Signature {
-            of: Some(Object {
-                p4: "meter",
-                bmv2_array: "meter_array",
-            }),
+            of: Some(&METER),
             names: &["execute_meter"],
             arg_names: &["index", "result"],
             bmv2_ops: &["execute_meter"],
@@ -49,10 +78,7 @@ pub(crate) struct DirectRead;
 impl Extern for DirectRead {
     fn signature(&self) -> &'static Signature {
         &Signature {
-            of: Some(Object {
-                p4: "direct_meter",
-                bmv2_array: "meter_array",
-            }),
+            of: Some(&DIRECT_METER),
             names: &["read"],
             arg_names: &["result"],
             bmv2_ops: &[],

@@ -2,13 +2,21 @@
 //! register (an index past its size reads 0 and writes nothing, as in BMv2). The cells are the
 //! switch's `State::registers`, which the runtime interface reads and writes.
 
-use super::{instance, value, Extern, Machine, Object, Param, Signature};
-use crate::ir::ExternArg;
+use super::{instance, value, CtorArg, CtorParam, Extern, Machine, Object, Param, Signature};
+use crate::ir::{ExternArg, InstanceKind};
 
-/// The extern type.
-const REGISTER: Object = Object {
+/// The extern type: `register<T>(size)`.
+pub(super) const REGISTER: Object = Object {
     p4: "register",
     bmv2_array: "register_array",
+    direct: false,
+    cell_type: true,
+    ctor: &[CtorParam::Size],
+    inert: &[],
+    instance: |width, args| match (width, args) {
+        (Some(width), &[CtorArg::Size(size)]) => Some(InstanceKind::Register { size, width }),
+        _ => None,
+    },
 };
 
 /// The `read` method of `register`.
@@ -17,7 +25,7 @@ pub(crate) struct Read;
 impl Extern for Read {
     fn signature(&self) -> &'static Signature {
         &Signature {
-            of: Some(REGISTER),
+            of: Some(&REGISTER),
             names: &["read"],
             arg_names: &["result", "index"],
             bmv2_ops: &["register_read"],
@@ -46,7 +54,7 @@ pub(crate) struct Write;
 impl Extern for Write {
     fn signature(&self) -> &'static Signature {
         &Signature {
-            of: Some(REGISTER),
+            of: Some(&REGISTER),
             names: &["write"],
             arg_names: &["index", "value"],
             bmv2_ops: &["register_write"],
