@@ -16,14 +16,14 @@
 mod assert;
 mod checksum;
 mod clone;
-mod counter;
+pub(crate) mod counter;
 mod digest;
 mod hash;
 mod log_msg;
 mod mark_to_drop;
-mod meter;
+pub(crate) mod meter;
 mod random;
-mod register;
+pub(crate) mod register;
 mod resubmit;
 mod truncate;
 
@@ -135,6 +135,8 @@ pub enum CtorArg {
 pub struct Object {
     /// Its name in v1model.p4 ([`ir::InstanceKind::type_name`]).
     pub p4: &'static str,
+    /// What the runtime interface's errors call it (`direct meter`).
+    pub noun: &'static str,
     /// The BMv2 JSON array that declares its instances (`counter_arrays` holds a
     /// `counter_array`'s).
     pub bmv2_array: &'static str,
@@ -275,6 +277,58 @@ pub fn object(p4: &str) -> Option<&'static Object> {
 /// Every stateful extern type.
 pub fn objects() -> &'static [&'static Object] {
     OBJECTS
+}
+
+/// The cells of every instance of one indexed stateful extern type, by instance index (none
+/// for the program's other instances): a field of `State`, whose type the extern type's file
+/// names (`register::Registers`).
+#[derive(Clone, Debug)]
+pub(crate) struct CellArrays<T> {
+    object: &'static Object,
+    /// Each instance's cells; `None` for an instance of another type.
+    cells: Vec<Option<Vec<T>>>,
+}
+
+impl<T: Clone> CellArrays<T> {
+    /// `init` cells for every instance of `object` in `p`, as many as its size.
+    pub(crate) fn new(p: &Program, object: &'static Object, init: T) -> Self {
+        let cells = p
+            .instances
+            .iter()
+            .map(|i| {
+                let size = i.kind.cells().map_or(0, |n| n as usize);
+                (i.kind.type_name() == object.p4).then(|| vec![init.clone(); size])
+            })
+            .collect();
+        CellArrays { object, cells }
+    }
+}
+
+impl<T> CellArrays<T> {
+    /// The extern type whose cells these are.
+    pub(crate) fn object(&self) -> &'static Object {
+        self.object
+    }
+
+    /// The cells of instance `instance`; `None` if it is not of this type.
+    pub(crate) fn of(&self, instance: usize) -> Option<&[T]> {
+        self.cells.get(instance)?.as_deref()
+    }
+
+    /// The cells of instance `instance`, to change; `None` if it is not of this type.
+    pub(crate) fn of_mut(&mut self, instance: usize) -> Option<&mut [T]> {
+        self.cells.get_mut(instance)?.as_deref_mut()
+    }
+
+    /// Cell `index` of instance `instance`, as a packet sees it: none past its size.
+    pub(crate) fn get(&self, instance: usize, index: usize) -> Option<&T> {
+        self.of(instance)?.get(index)
+    }
+
+    /// Cell `index` of instance `instance`, to change: none past its size.
+    pub(crate) fn get_mut(&mut self, instance: usize, index: usize) -> Option<&mut T> {
+        self.of_mut(instance)?.get_mut(index)
+    }
 }
 
 /// The extern of an id.
