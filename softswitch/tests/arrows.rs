@@ -258,6 +258,8 @@ fn a_wrong_arrow_is_caught() {
 /// outside goes through the switch's runtime interface (`softswitch_core::runtime`).
 const CORE_PRIVATE: &[(&str, &str)] = &[
     ("core/src/state.rs", "struct State "),
+    ("core/src/externs/mod.rs", "struct CellArrays<"),
+    ("core/src/externs/meter.rs", "struct Meters "),
     ("core/src/switch.rs", "struct Queued "),
     ("core/src/tm.rs", "struct TrafficManager<"),
     ("core/src/table.rs", "struct TableState "),
@@ -313,6 +315,8 @@ fn an_exposed_switch_internal_is_caught() {
         "core/src/state.rs" => "pub(crate) struct State {\n}\n".to_string(),
         "core/src/tm.rs" => "pub struct TrafficManager<T> {".to_string(),
         "core/src/table.rs" => "pub(crate) struct TableState {".to_string(),
+        "core/src/externs/mod.rs" => "pub(crate) struct CellArrays<T> {".to_string(),
+        "core/src/externs/meter.rs" => "pub(crate) struct Meters {".to_string(),
         _ => "pub(crate) mod interp;\npub(crate) mod state;\nmod pre;\npub mod mirroring;\n"
             .to_string(),
     };

@@ -6,7 +6,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 
 use serde_json::Value;
-use softswitch_core::externs::{self, Param as ExternParam};
+use softswitch_core::externs::{self, CtorArg, CtorParam, Object, Param as ExternParam};
 use softswitch_core::ir::{
     self, Action, ActionCall, Body, CaseKeyset, Condition, Control, CounterKind, EmitItem, Entry,
     Expr, ExternArg, ExternCall, ExternId, FieldItem, FieldLayout, FieldList, FieldMatch,
@@ -217,12 +217,7 @@ impl Lowerer {
     }
 
     fn add_instance(&mut self, kind: &'static str, iname: &str, ik: InstanceKind) -> Result<usize> {
-        let size = match ik {
-            InstanceKind::Register { size, .. }
-            | InstanceKind::Counter { size, .. }
-            | InstanceKind::Meter { size, .. } => u64::from(size),
-            _ => 0,
-        };
+        let size = u64::from(ik.cells().unwrap_or(0));
         self.cells = self.cells.saturating_add(size);
         if self.cells > limits::MAX_EXTERN_CELLS {
             return fail(format!(
@@ -250,81 +245,29 @@ impl Lowerer {
     /// The indexed (not direct) register, counter or meter array `iname` of JSON kind `kind`.
     fn indexed(&self, kind: &'static str, iname: &str) -> Result<usize> {
         let i = self.instance(kind, iname)?;
-        match self.instances[i].kind {
-            InstanceKind::Register { .. }
-            | InstanceKind::Counter { .. }
-            | InstanceKind::Meter { .. } => Ok(i),
-            _ => fail(format!(
+        match self.instances[i].kind.cells() {
+            Some(_) => Ok(i),
+            None => fail(format!(
                 "{iname} is direct: it cannot be used with an index"
             )),
         }
     }
 
     fn externs(&mut self, root: &Value) -> Result<()> {
-        let size = |v: &Value, what: &str| -> Result<u32> {
-            let s = uint_member(v, "size", what)?;
-            u32::try_from(s).map_or_else(|_| fail(format!("{what} is too large")), Ok)
-        };
-        for r in array_member(root, "register_arrays", "the program")? {
-            let rname = name(r, "a register array")?;
-            let what = format!("register array {rname}");
-            let width = uint_member(r, "bitwidth", &what)?;
-            if width > 128 {
-                return fail(format!(
-                    "{what} has {width}-bit cells; at most 128 are supported"
-                ));
+        // Each BMv2 array once, in the order of the core's extern types.
+        let objects = externs::objects();
+        for (k, object) in objects.iter().enumerate() {
+            let array = object.bmv2_array;
+            if objects[..k].iter().any(|o| o.bmv2_array == array) {
+                continue;
             }
-            let ik = InstanceKind::Register {
-                size: size(r, &what)?,
-                width: width as u16,
-            };
-            self.add_instance("register_array", rname, ik)?;
-        }
-        for c in array_member(root, "counter_arrays", "the program")? {
-            let cname = name(c, "a counter array")?;
-            let what = format!("counter array {cname}");
-            let kind = CounterKind::PacketsAndBytes;
-            if flag(c, "is_direct", &what)? {
-                let table = str_member(c, "binding", &what)?;
-                let i = self.add_instance(
-                    "counter_array",
-                    cname,
-                    InstanceKind::DirectCounter { kind },
-                )?;
-                self.direct_counters.insert(table.to_string(), i);
-            } else {
-                let ik = InstanceKind::Counter {
-                    size: size(c, &what)?,
-                    kind,
-                };
-                self.add_instance("counter_array", cname, ik)?;
-            }
-        }
-        for m in array_member(root, "meter_arrays", "the program")? {
-            let mname = name(m, "a meter array")?;
-            let what = format!("meter array {mname}");
-            let bytes = match str_member(m, "type", &what)? {
-                "bytes" => true,
-                "packets" => false,
-                other => return fail(format!("{what} has an unknown type {other}")),
-            };
-            if flag(m, "is_direct", &what)? {
-                let table = str_member(m, "binding", &what)?;
-                let i =
-                    self.add_instance("meter_array", mname, InstanceKind::DirectMeter { bytes })?;
-                let target = member(m, "result_target", &what)?;
-                let field = self.scope(&[]).field(target)?;
-                let Some(width) = field.width() else {
-                    return fail(format!("{what}'s result target is a varbit field"));
-                };
-                self.direct_meters
-                    .insert(table.to_string(), (i, field.slot, width));
-            } else {
-                let ik = InstanceKind::Meter {
-                    size: size(m, &what)?,
-                    bytes,
-                };
-                self.add_instance("meter_array", mname, ik)?;
+            let types: Vec<&Object> = objects
+                .iter()
+                .copied()
+                .filter(|o| o.bmv2_array == array)
+                .collect();
+            for v in array_member(root, &format!("{array}s"), "the program")? {
+                self.object_instance(v, &types)?;
             }
         }
         for v in array_member(root, "parse_vsets", "the program")? {
@@ -351,6 +294,80 @@ impl Lowerer {
                  BMv2 JSON loader",
                 e.get("type").and_then(Value::as_str).unwrap_or("?")
             ));
+        }
+        Ok(())
+    }
+
+    /// An instance of one of the core's extern types `types` (those a BMv2 array declares, an
+    /// indexed one and a direct one told apart by `is_direct`), from the members its
+    /// [`Object`] data names; a direct one is bound to its table.
+    fn object_instance(&mut self, v: &Value, types: &[&'static Object]) -> Result<()> {
+        let kind = types[0].bmv2_array.replace('_', " ");
+        let iname = name(v, &format!("a {kind}"))?;
+        let what = format!("{kind} {iname}");
+        let direct = types.iter().any(|o| o.direct) && flag(v, "is_direct", &what)?;
+        let Some(object) = types.iter().find(|o| o.direct == direct) else {
+            return fail(format!("{what}: softswitch has no such {kind}"));
+        };
+        let width = if object.cell_type {
+            let width = uint_member(v, "bitwidth", &what)?;
+            if width > 128 {
+                return fail(format!(
+                    "{what} has {width}-bit cells; at most 128 are supported"
+                ));
+            }
+            Some(width as u16)
+        } else {
+            None
+        };
+        let mut args = Vec::with_capacity(object.ctor.len());
+        for param in object.ctor {
+            args.push(match param {
+                CtorParam::Size => {
+                    let s = uint_member(v, "size", &what)?;
+                    let Ok(s) = u32::try_from(s) else {
+                        return fail(format!("{what} is too large"));
+                    };
+                    CtorArg::Size(s)
+                }
+                // BMv2's counters count packets and bytes.
+                CtorParam::CounterType => CtorArg::Counter(CounterKind::PacketsAndBytes),
+                CtorParam::MeterType => CtorArg::MeterBytes(match str_member(v, "type", &what)? {
+                    "bytes" => true,
+                    "packets" => false,
+                    other => return fail(format!("{what} has an unknown type {other}")),
+                }),
+            });
+        }
+        let Some(ik) = (object.instance)(width, &args) else {
+            return fail(format!(
+                "{what}: softswitch's core makes no {} of it",
+                object.p4
+            ));
+        };
+        let i = self.add_instance(object.bmv2_array, iname, ik)?;
+        if !object.direct {
+            return Ok(());
+        }
+        let table = str_member(v, "binding", &what)?.to_string();
+        match self.instances[i].kind {
+            InstanceKind::DirectMeter { .. } => {
+                let target = member(v, "result_target", &what)?;
+                let field = self.scope(&[]).field(target)?;
+                let Some(width) = field.width() else {
+                    return fail(format!("{what}'s result target is a varbit field"));
+                };
+                self.direct_meters.insert(table, (i, field.slot, width));
+            }
+            InstanceKind::DirectCounter { .. } => {
+                self.direct_counters.insert(table, i);
+            }
+            _ => {
+                return fail(format!(
+                    "{what}: softswitch binds no {} to a table",
+                    object.p4
+                ))
+            }
         }
         Ok(())
     }

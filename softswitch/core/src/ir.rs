@@ -734,6 +734,17 @@ pub enum InstanceKind {
 }
 
 impl InstanceKind {
+    /// The number of cells of an instance whose cells the program indexes (a register's,
+    /// counter's or meter's; the switch allocates them when it loads the program).
+    pub fn cells(&self) -> Option<u32> {
+        match self {
+            InstanceKind::Register { size, .. }
+            | InstanceKind::Counter { size, .. }
+            | InstanceKind::Meter { size, .. } => Some(*size),
+            _ => None,
+        }
+    }
+
     /// The width of its cells, for an instance whose cells hold values the program reads
     /// and writes (a register's `bit<W>`).
     pub fn cell_width(&self) -> Option<u16> {

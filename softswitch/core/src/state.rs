@@ -3,10 +3,9 @@
 //! interpreter which runs P4 code over it and the switch which drives the interpreter both
 //! import it and neither imports the other.
 
-use crate::ir::{FieldMatch, InstanceKind, Program};
-use crate::meter::Meter;
-use crate::table::{CounterCell, Profile, TableState};
-use std::collections::HashMap;
+use crate::externs::{counter, meter, register};
+use crate::ir::{FieldMatch, Program};
+use crate::table::{Profile, TableState};
 
 /// Log lines a switch holds (`log_msg` and its own notes).
 pub const MAX_LOG_LINES: usize = 100_000;
@@ -18,13 +17,12 @@ pub const MAX_LOG_LINES: usize = 100_000;
 pub(crate) struct State {
     /// Tables, by program index.
     pub(crate) tables: Vec<TableState>,
-    /// Register cells, by instance index (empty for other instances).
-    pub(crate) registers: Vec<Vec<u128>>,
-    /// Indirect counter cells, by instance index.
-    pub(crate) counters: Vec<Vec<CounterCell>>,
-    /// Indirect meter cells, by instance index.
-    pub(crate) meters: Vec<Vec<Meter>>,
-    direct_meters: HashMap<(usize, usize), Meter>,
+    /// Register cells (`externs/register.rs`).
+    pub(crate) registers: register::Registers,
+    /// Indirect counter cells (`externs/counter.rs`).
+    pub(crate) counters: counter::Counters,
+    /// Meter and direct meter cells (`externs/meter.rs`).
+    pub(crate) meters: meter::Meters,
     /// Members of each parser value set, by instance index.
     pub(crate) value_sets: Vec<Vec<FieldMatch>>,
     /// Members and groups of each action profile or selector, by instance index.
@@ -42,15 +40,6 @@ pub(crate) struct State {
     /// Failed `assert`/`assume` calls.
     pub(crate) assertion_failures: u64,
     rng: u64,
-}
-
-/// One vector of `init` cells per extern instance of `p`: as many as `size_of` says for the
-/// instance's kind, none for the other kinds.
-fn cells<T: Clone>(p: &Program, size_of: fn(&InstanceKind) -> Option<u32>, init: T) -> Vec<Vec<T>> {
-    p.instances
-        .iter()
-        .map(|i| vec![init.clone(); size_of(&i.kind).map_or(0, |n| n as usize)])
-        .collect()
 }
 
 impl State {
@@ -71,31 +60,9 @@ impl State {
                 .iter()
                 .map(|t| TableState::new(t, &p.actions, &p.bodies))
                 .collect(),
-            registers: cells(
-                p,
-                |k| match k {
-                    InstanceKind::Register { size, .. } => Some(*size),
-                    _ => None,
-                },
-                0,
-            ),
-            counters: cells(
-                p,
-                |k| match k {
-                    InstanceKind::Counter { size, .. } => Some(*size),
-                    _ => None,
-                },
-                CounterCell::default(),
-            ),
-            meters: cells(
-                p,
-                |k| match k {
-                    InstanceKind::Meter { size, .. } => Some(*size),
-                    _ => None,
-                },
-                Meter::default(),
-            ),
-            direct_meters: HashMap::new(),
+            registers: register::cells(p),
+            counters: counter::cells(p),
+            meters: meter::Meters::new(p),
             value_sets: vec![Vec::new(); p.instances.len()],
             profiles: vec![Profile::default(); p.instances.len()],
             digests: Vec::new(),
@@ -116,16 +83,6 @@ impl State {
         x ^= x >> 27;
         self.rng = x;
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// The direct meter cell of entry `handle` of the table owning meter `instance`.
-    pub(crate) fn direct_meter(&mut self, instance: usize, handle: usize) -> &mut Meter {
-        self.direct_meters.entry((instance, handle)).or_default()
-    }
-
-    /// Forgets the direct meter cell of entry `handle` (removed) of the table owning `instance`.
-    pub(crate) fn forget_direct_meter(&mut self, instance: usize, handle: usize) {
-        self.direct_meters.remove(&(instance, handle));
     }
 }
 

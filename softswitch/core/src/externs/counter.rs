@@ -1,9 +1,53 @@
 //! `counter.count(index)`: cell `index` of an indirect counter counts the packet and its
 //! bytes (an index past the counter's size counts nothing, as in BMv2). The cells are the
-//! switch's `State::counters`, which the runtime interface reads and writes.
+//! switch's `State::counters`, of this file's type [`Counters`], which the runtime interface
+//! reads and writes.
 
-use super::{instance, value, Extern, Machine, Object, Param, Signature};
-use crate::ir::ExternArg;
+use super::{
+    instance, value, CellArrays, CtorArg, CtorParam, Extern, Machine, Object, Param, Signature,
+};
+use crate::ir::{ExternArg, InstanceKind, Program};
+use crate::table::CounterCell;
+
+/// The cells of every indexed counter, by instance index: `State::counters`. (A direct
+/// counter's cells are its table's entries' own.)
+pub(crate) type Counters = CellArrays<CounterCell>;
+
+/// Zeroed cells for every counter of `p`.
+pub(crate) fn cells(p: &Program) -> Counters {
+    CellArrays::new(p, &COUNTER, CounterCell::default())
+}
+
+/// The extern type `counter(size, type)`.
+pub(crate) const COUNTER: Object = Object {
+    p4: "counter",
+    noun: "counter",
+    bmv2_array: "counter_array",
+    direct: false,
+    cell_type: false,
+    ctor: &[CtorParam::Size, CtorParam::CounterType],
+    inert: &[],
+    instance: |_, args| match *args {
+        [CtorArg::Size(size), CtorArg::Counter(kind)] => Some(InstanceKind::Counter { size, kind }),
+        _ => None,
+    },
+};
+
+/// The extern type `direct_counter(type)`: the switch counts where its table hits, so its
+/// `count` method does nothing.
+pub(crate) const DIRECT_COUNTER: Object = Object {
+    p4: "direct_counter",
+    noun: "direct counter",
+    bmv2_array: "counter_array",
+    direct: true,
+    cell_type: false,
+    ctor: &[CtorParam::CounterType],
+    inert: &["count"],
+    instance: |_, args| match *args {
+        [CtorArg::Counter(kind)] => Some(InstanceKind::DirectCounter { kind }),
+        _ => None,
+    },
+};
 
 /// The `count` method of `counter`.
 pub(crate) struct Count;
@@ -11,10 +55,7 @@ pub(crate) struct Count;
 impl Extern for Count {
     fn signature(&self) -> &'static Signature {
         &Signature {
-            of: Some(Object {
-                p4: "counter",
-                bmv2_array: "counter_array",
-            }),
+            of: Some(&COUNTER),
             names: &["count"],
             arg_names: &["index"],
             bmv2_ops: &["count"],
@@ -30,7 +71,7 @@ impl Extern for Count {
         let index = value(m, &args[1]) as usize;
         let length = m.program().std_meta.packet_length;
         let bytes = m.slots()[length as usize] as u64;
-        if let Some(cell) = m.state().counters[counter].get_mut(index) {
+        if let Some(cell) = m.state().counters.get_mut(counter, index) {
             cell.packets += 1;
             cell.bytes += bytes;
         }

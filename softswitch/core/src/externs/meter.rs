@@ -2,12 +2,78 @@
 //! packet (two-rate three-colour marking, [`crate::meter`]) at cell `index` of an indirect meter
 //! (an index past its size reads green), or at the direct meter cell of the entry the table
 //! just hit (without one, the default action of a miss, the result is left as it was, as in
-//! BMv2). The cells are the switch's `State::meters` and its direct meter cells, whose rates
-//! the runtime interface sets.
+//! BMv2). The cells are the switch's `State::meters`, of this file's type [`Meters`], whose
+//! rates the runtime interface sets.
 
-use super::{instance, store, value, Extern, Machine, Object, Param, Signature};
-use crate::ir::{ExternArg, InstanceKind};
-use crate::meter::Color;
+use super::{
+    instance, store, value, CellArrays, CtorArg, CtorParam, Extern, Machine, Object, Param,
+    Signature,
+};
+use crate::ir::{ExternArg, InstanceKind, Program};
+use crate::meter::{Color, Meter};
+use std::collections::HashMap;
+
+/// The cells of every meter and direct meter: `State::meters`.
+#[derive(Debug)]
+pub(crate) struct Meters {
+    /// Each indexed meter's cells, by instance index.
+    pub(crate) indexed: CellArrays<Meter>,
+    /// The direct meters' cells, by instance index and entry handle, made when first used.
+    direct: HashMap<(usize, usize), Meter>,
+}
+
+impl Meters {
+    /// Unconfigured cells for every meter of `p` (none yet for its direct meters).
+    pub(crate) fn new(p: &Program) -> Self {
+        Meters {
+            indexed: CellArrays::new(p, &METER, Meter::default()),
+            direct: HashMap::new(),
+        }
+    }
+
+    /// The direct meter cell of entry `handle` of the table owning meter `instance`.
+    pub(crate) fn direct(&mut self, instance: usize, handle: usize) -> &mut Meter {
+        self.direct.entry((instance, handle)).or_default()
+    }
+
+    /// Forgets the direct meter cell of entry `handle` (removed) of the table owning
+    /// `instance`.
+    pub(crate) fn forget_direct(&mut self, instance: usize, handle: usize) {
+        self.direct.remove(&(instance, handle));
+    }
+}
+
+/// The extern type `meter(size, type)`.
+pub(crate) const METER: Object = Object {
+    p4: "meter",
+    noun: "meter",
+    bmv2_array: "meter_array",
+    direct: false,
+    cell_type: false,
+    ctor: &[CtorParam::Size, CtorParam::MeterType],
+    inert: &[],
+    instance: |_, args| match *args {
+        [CtorArg::Size(size), CtorArg::MeterBytes(bytes)] => {
+            Some(InstanceKind::Meter { size, bytes })
+        }
+        _ => None,
+    },
+};
+
+/// The extern type `direct_meter(type)`.
+pub(crate) const DIRECT_METER: Object = Object {
+    p4: "direct_meter",
+    noun: "direct meter",
+    bmv2_array: "meter_array",
+    direct: true,
+    cell_type: false,
+    ctor: &[CtorParam::MeterType],
+    inert: &[],
+    instance: |_, args| match *args {
+        [CtorArg::MeterBytes(bytes)] => Some(InstanceKind::DirectMeter { bytes }),
+        _ => None,
+    },
+};
 
 /// The `execute_meter` method of `meter`.
 pub(crate) struct Execute;
@@ -15,10 +81,7 @@ pub(crate) struct Execute;
 impl Extern for Execute {
     fn signature(&self) -> &'static Signature {
         &Signature {
-            of: Some(Object {
-                p4: "meter",
-                bmv2_array: "meter_array",
-            }),
+            of: Some(&METER),
             names: &["execute_meter"],
             arg_names: &["index", "result"],
             bmv2_ops: &["execute_meter"],
@@ -34,8 +97,11 @@ impl Extern for Execute {
         let index = value(m, &args[1]) as usize;
         let amount = amount(m, meter);
         let now = m.now_us();
-        let color = m.state().meters[meter]
-            .get_mut(index)
+        let color = m
+            .state()
+            .meters
+            .indexed
+            .get_mut(meter, index)
             .map_or(Color::Green, |cell| cell.execute(amount, now));
         store(m, &args[2], color as u128);
         Ok(())
@@ -49,10 +115,7 @@ pub(crate) struct DirectRead;
 impl Extern for DirectRead {
     fn signature(&self) -> &'static Signature {
         &Signature {
-            of: Some(Object {
-                p4: "direct_meter",
-                bmv2_array: "meter_array",
-            }),
+            of: Some(&DIRECT_METER),
             names: &["read"],
             arg_names: &["result"],
             bmv2_ops: &[],
@@ -69,7 +132,7 @@ impl Extern for DirectRead {
         let now = m.now_us();
         if let Some((table, handle)) = m.last_hit() {
             if m.program().tables[table].direct_meter == Some(meter) {
-                let color = m.state().direct_meter(meter, handle).execute(amount, now);
+                let color = m.state().meters.direct(meter, handle).execute(amount, now);
                 store(m, &args[1], color as u128);
             }
         }

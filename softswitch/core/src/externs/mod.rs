@@ -16,14 +16,14 @@
 mod assert;
 mod checksum;
 mod clone;
-mod counter;
+pub(crate) mod counter;
 mod digest;
 mod hash;
 mod log_msg;
 mod mark_to_drop;
-mod meter;
+pub(crate) mod meter;
 mod random;
-mod register;
+pub(crate) mod register;
 mod resubmit;
 mod truncate;
 
@@ -105,21 +105,63 @@ pub enum Param {
     StandardMetadata,
 }
 
-/// The extern type whose instances a registered method is called on.
+/// A constructor parameter of a stateful extern type, in P4's order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CtorParam {
+    /// The number of cells, 1 to 2^32-1: [`CtorArg::Size`]. BMv2's `size`.
+    Size,
+    /// A `CounterType` (`packets`, `bytes`, `packets_and_bytes`): [`CtorArg::Counter`].
+    /// BMv2's JSON has none: its counters count both.
+    CounterType,
+    /// A `MeterType` (`packets`, `bytes`): [`CtorArg::MeterBytes`]. BMv2's `type`.
+    MeterType,
+}
+
+/// The value of one [`CtorParam`], as the front end or the BMv2 JSON loader read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CtorArg {
+    /// [`CtorParam::Size`].
+    Size(u32),
+    /// [`CtorParam::CounterType`].
+    Counter(ir::CounterKind),
+    /// [`CtorParam::MeterType`]: whether the meter measures bytes.
+    MeterBytes(bool),
+}
+
+/// A stateful extern type: how its instances are declared, in P4 and in BMv2 JSON, and what
+/// their methods are (the registered externs whose [`Signature::of`] it is, and
+/// [`Object::inert`]).
+#[derive(Clone, Copy, Debug)]
 pub struct Object {
     /// Its name in v1model.p4 ([`ir::InstanceKind::type_name`]).
     pub p4: &'static str,
+    /// What the runtime interface's errors call it (`direct meter`).
+    pub noun: &'static str,
     /// The BMv2 JSON array that declares its instances (`counter_arrays` holds a
     /// `counter_array`'s).
     pub bmv2_array: &'static str,
+    /// Whether its instances have one cell per entry of the table they are attached to (BMv2's
+    /// `is_direct`, its `binding` naming the table), rather than cells the program indexes
+    /// (whose index type, from `V1MODEL_VERSION` 20200408 on, is its last type argument).
+    pub direct: bool,
+    /// Whether its cells hold values of its first type argument, a `bit<W>` of at most 128
+    /// bits (a register's; BMv2's `bitwidth`).
+    pub cell_type: bool,
+    /// Its constructor's parameters.
+    pub ctor: &'static [CtorParam],
+    /// Its methods whose calls do nothing (a direct counter counts where its table hits, so
+    /// its `count` adds nothing).
+    pub inert: &'static [&'static str],
+    /// The instance of a declaration: its cell width ([`Object::cell_type`]) and its
+    /// constructor's arguments, following [`Object::ctor`] (`None` if they do not).
+    pub instance: fn(Option<u16>, &[CtorArg]) -> Option<ir::InstanceKind>,
 }
 
 /// What the front end and the BMv2 JSON loader read of a registered extern.
 #[derive(Clone, Copy, Debug)]
 pub struct Signature {
     /// For a method, the extern type it belongs to; `None` for a function.
-    pub of: Option<Object>,
+    pub of: Option<&'static Object>,
     /// The P4 functions (v1model.p4's) or, with [`Signature::of`], the methods that call it.
     pub names: &'static [&'static str],
     /// The P4 names of its arguments (the receiver has none), for a call that names them;
@@ -217,6 +259,77 @@ static REGISTRY: &[&dyn Extern] = &[
     &resubmit::RECIRCULATE,
     &digest::Digest,
 ];
+
+/// Every stateful extern type, in the order the BMv2 JSON loader reads their arrays.
+static OBJECTS: &[&Object] = &[
+    &register::REGISTER,
+    &counter::COUNTER,
+    &counter::DIRECT_COUNTER,
+    &meter::METER,
+    &meter::DIRECT_METER,
+];
+
+/// The stateful extern type v1model.p4 calls `p4`, if there is one.
+pub fn object(p4: &str) -> Option<&'static Object> {
+    OBJECTS.iter().copied().find(|o| o.p4 == p4)
+}
+
+/// Every stateful extern type.
+pub fn objects() -> &'static [&'static Object] {
+    OBJECTS
+}
+
+/// The cells of every instance of one indexed stateful extern type, by instance index (none
+/// for the program's other instances): a field of `State`, whose type the extern type's file
+/// names (`register::Registers`).
+#[derive(Clone, Debug)]
+pub(crate) struct CellArrays<T> {
+    object: &'static Object,
+    /// Each instance's cells; `None` for an instance of another type.
+    cells: Vec<Option<Vec<T>>>,
+}
+
+impl<T: Clone> CellArrays<T> {
+    /// `init` cells for every instance of `object` in `p`, as many as its size.
+    pub(crate) fn new(p: &Program, object: &'static Object, init: T) -> Self {
+        let cells = p
+            .instances
+            .iter()
+            .map(|i| {
+                let size = i.kind.cells().map_or(0, |n| n as usize);
+                (i.kind.type_name() == object.p4).then(|| vec![init.clone(); size])
+            })
+            .collect();
+        CellArrays { object, cells }
+    }
+}
+
+impl<T> CellArrays<T> {
+    /// The extern type whose cells these are.
+    pub(crate) fn object(&self) -> &'static Object {
+        self.object
+    }
+
+    /// The cells of instance `instance`; `None` if it is not of this type.
+    pub(crate) fn of(&self, instance: usize) -> Option<&[T]> {
+        self.cells.get(instance)?.as_deref()
+    }
+
+    /// The cells of instance `instance`, to change; `None` if it is not of this type.
+    pub(crate) fn of_mut(&mut self, instance: usize) -> Option<&mut [T]> {
+        self.cells.get_mut(instance)?.as_deref_mut()
+    }
+
+    /// Cell `index` of instance `instance`, as a packet sees it: none past its size.
+    pub(crate) fn get(&self, instance: usize, index: usize) -> Option<&T> {
+        self.of(instance)?.get(index)
+    }
+
+    /// Cell `index` of instance `instance`, to change: none past its size.
+    pub(crate) fn get_mut(&mut self, instance: usize, index: usize) -> Option<&mut T> {
+        self.of_mut(instance)?.get_mut(index)
+    }
+}
 
 /// The extern of an id.
 pub(crate) fn get(id: ExternId) -> &'static dyn Extern {
@@ -324,6 +437,53 @@ mod tests {
         assert_eq!(by_name("nothing"), None);
         assert_eq!(by_name("count"), None, "a method is no function");
         assert_eq!(by_method("counter", "count"), by_bmv2_op("count"));
+    }
+
+    #[test]
+    fn an_object_makes_the_instance_its_data_describe() {
+        for o in OBJECTS {
+            let args: Vec<CtorArg> = o
+                .ctor
+                .iter()
+                .map(|p| match p {
+                    CtorParam::Size => CtorArg::Size(7),
+                    CtorParam::CounterType => CtorArg::Counter(ir::CounterKind::Bytes),
+                    CtorParam::MeterType => CtorArg::MeterBytes(true),
+                })
+                .collect();
+            let width = o.cell_type.then_some(12);
+            let kind = (o.instance)(width, &args).expect("its own constructor");
+            assert_eq!(kind.type_name(), o.p4);
+            assert_eq!(kind.cells(), (!o.direct).then_some(7), "{}", o.p4);
+            assert_eq!(kind.cell_width(), width, "{}", o.p4);
+            assert_eq!(
+                (o.instance)(width, &args[1..]),
+                None,
+                "{}: one argument short",
+                o.p4
+            );
+            assert_eq!(object(o.p4).map(|x| x.p4), Some(o.p4));
+        }
+        for e in REGISTRY {
+            if let Some(of) = e.signature().of {
+                assert!(
+                    object(of.p4).is_some(),
+                    "{}'s type is not in OBJECTS",
+                    of.p4
+                );
+                for m in e.signature().names {
+                    assert!(
+                        !of.inert.contains(m),
+                        "{}.{m} is registered and inert",
+                        of.p4
+                    );
+                }
+            }
+        }
+        assert_eq!(
+            object("direct_counter").map(|o| o.inert),
+            Some(&["count"][..])
+        );
     }
 
     #[test]

@@ -1,14 +1,34 @@
 //! `register.read(result, index)` and `register.write(index, value)`: cell `index` of a
 //! register (an index past its size reads 0 and writes nothing, as in BMv2). The cells are the
-//! switch's `State::registers`, which the runtime interface reads and writes.
+//! switch's `State::registers`, of this file's type [`Registers`], which the runtime interface
+//! reads and writes.
 
-use super::{instance, value, Extern, Machine, Object, Param, Signature};
-use crate::ir::ExternArg;
+use super::{
+    instance, value, CellArrays, CtorArg, CtorParam, Extern, Machine, Object, Param, Signature,
+};
+use crate::ir::{ExternArg, InstanceKind, Program};
 
-/// The extern type.
-const REGISTER: Object = Object {
+/// The cells of every register, by instance index: `State::registers`.
+pub(crate) type Registers = CellArrays<u128>;
+
+/// Zeroed cells for every register of `p`.
+pub(crate) fn cells(p: &Program) -> Registers {
+    CellArrays::new(p, &REGISTER, 0)
+}
+
+/// The extern type: `register<T>(size)`.
+pub(crate) const REGISTER: Object = Object {
     p4: "register",
+    noun: "register",
     bmv2_array: "register_array",
+    direct: false,
+    cell_type: true,
+    ctor: &[CtorParam::Size],
+    inert: &[],
+    instance: |width, args| match (width, args) {
+        (Some(width), &[CtorArg::Size(size)]) => Some(InstanceKind::Register { size, width }),
+        _ => None,
+    },
 };
 
 /// The `read` method of `register`.
@@ -17,7 +37,7 @@ pub(crate) struct Read;
 impl Extern for Read {
     fn signature(&self) -> &'static Signature {
         &Signature {
-            of: Some(REGISTER),
+            of: Some(&REGISTER),
             names: &["read"],
             arg_names: &["result", "index"],
             bmv2_ops: &["register_read"],
@@ -31,11 +51,8 @@ impl Extern for Read {
             return Ok(());
         };
         let index = value(m, &args[2]) as usize;
-        let v = m.state().registers[register]
-            .get(index)
-            .copied()
-            .unwrap_or(0);
-        m.store(result, v);
+        let v = m.state().registers.get(register, index).copied();
+        m.store(result, v.unwrap_or(0));
         Ok(())
     }
 }
@@ -46,7 +63,7 @@ pub(crate) struct Write;
 impl Extern for Write {
     fn signature(&self) -> &'static Signature {
         &Signature {
-            of: Some(REGISTER),
+            of: Some(&REGISTER),
             names: &["write"],
             arg_names: &["index", "value"],
             bmv2_ops: &["register_write"],
@@ -61,7 +78,7 @@ impl Extern for Write {
         };
         let index = value(m, &args[1]) as usize;
         let v = value(m, &args[2]);
-        if let Some(cell) = m.state().registers[register].get_mut(index) {
+        if let Some(cell) = m.state().registers.get_mut(register, index) {
             *cell = v;
         }
         Ok(())

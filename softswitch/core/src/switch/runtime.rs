@@ -21,9 +21,10 @@
 
 use super::Switch;
 use crate::budget::{self, Budget, BudgetExceeded};
+use crate::externs::meter::DIRECT_METER;
+use crate::externs::{CellArrays, Object};
 use crate::ir::{ActionCall, Entry, FieldMatch, InstanceKind, Program};
 use crate::meter::MeterConfig;
-use crate::state::State;
 use crate::table::{ControllerData, CounterCell, EntryChange, Installed, TableError, TableState};
 use crate::tm::{self, QueueSettingError};
 use crate::trace::{self, Level};
@@ -171,19 +172,6 @@ impl Switch {
             .instances
             .get(instance)
             .ok_or(RuntimeError::NoInstance(instance))
-    }
-
-    /// Checks that `instance` is of the kind `kind`.
-    fn instance_of(&self, instance: usize, kind: Cells) -> Result<(), RuntimeError> {
-        let i = self.instance(instance)?;
-        if kind.is(&i.kind) {
-            Ok(())
-        } else {
-            Err(RuntimeError::WrongKind {
-                name: i.name.clone(),
-                want: kind.name(),
-            })
-        }
     }
 
     // ---- table entries ----
@@ -461,7 +449,7 @@ impl Switch {
         for (handle, installed) in removed {
             self.budget.adjust(installed.footprint(), 0);
             if let Some(instance) = meter {
-                self.state.forget_direct_meter(instance, *handle);
+                self.state.meters.forget_direct(instance, *handle);
             }
         }
     }
@@ -703,8 +691,7 @@ impl Switch {
 
     /// Cell `index` of counter `instance` (`counter_read`).
     pub fn read_counter(&self, instance: usize, index: usize) -> Result<CounterCell, RuntimeError> {
-        self.instance_of(instance, Cells::Counter)?;
-        cell(&self.state.counters[instance], Cells::Counter, index).copied()
+        cell(&self.program, &self.state.counters, instance, index).copied()
     }
 
     /// Sets cell `index` of counter `instance` (`counter_write`).
@@ -714,7 +701,8 @@ impl Switch {
         index: usize,
         value: CounterCell,
     ) -> Result<(), RuntimeError> {
-        self.write_cell(instance, Cells::Counter, index, value, |s| &mut s.counters)
+        *cell_mut(&self.program, &mut self.state.counters, instance, index)? = value;
+        Ok(())
     }
 
     /// The direct counter of entry `handle` of table `table` (`mt_read_counters`).
@@ -741,13 +729,12 @@ impl Switch {
 
     /// Cell `index` of register `instance` (`register_read`).
     pub fn read_register(&self, instance: usize, index: usize) -> Result<u128, RuntimeError> {
-        cell(self.register_cells(instance)?, Cells::Register, index).copied()
+        cell(&self.program, &self.state.registers, instance, index).copied()
     }
 
     /// Every cell of register `instance` (`register_read_all`).
     pub fn register_cells(&self, instance: usize) -> Result<&[u128], RuntimeError> {
-        self.instance_of(instance, Cells::Register)?;
-        Ok(&self.state.registers[instance])
+        cells(&self.program, &self.state.registers, instance)
     }
 
     /// Sets cell `index` of register `instance` (`register_write`). The value is kept as given:
@@ -758,22 +745,7 @@ impl Switch {
         index: usize,
         value: u128,
     ) -> Result<(), RuntimeError> {
-        self.write_cell(instance, Cells::Register, index, value, |s| {
-            &mut s.registers
-        })
-    }
-
-    /// Sets cell `index` of the `kind` instance `instance`, whose cells `cells` picks.
-    fn write_cell<T>(
-        &mut self,
-        instance: usize,
-        kind: Cells,
-        index: usize,
-        value: T,
-        cells: fn(&mut State) -> &mut Vec<Vec<T>>,
-    ) -> Result<(), RuntimeError> {
-        self.instance_of(instance, kind)?;
-        *cell_mut(&mut cells(&mut self.state)[instance], kind, index)? = value;
+        *cell_mut(&self.program, &mut self.state.registers, instance, index)? = value;
         Ok(())
     }
 
@@ -788,13 +760,15 @@ impl Switch {
     ) -> Result<(), RuntimeError> {
         let now = self.now_us();
         let meter = match at {
-            MeterCell::Index(index) => {
-                self.instance_of(instance, Cells::Meter)?;
-                cell_mut(&mut self.state.meters[instance], Cells::Meter, index)?
-            }
+            MeterCell::Index(index) => cell_mut(
+                &self.program,
+                &mut self.state.meters.indexed,
+                instance,
+                index,
+            )?,
             MeterCell::Entry(handle) => {
-                self.instance_of(instance, Cells::DirectMeter)?;
-                self.state.direct_meter(instance, handle)
+                instance_of(&self.program, instance, &DIRECT_METER)?;
+                self.state.meters.direct(instance, handle)
             }
         };
         meter.configure(config, now);
@@ -1049,33 +1023,18 @@ impl Switch {
     }
 }
 
-/// The kinds of extern instance whose cells the runtime interface reads and writes.
-#[derive(Clone, Copy)]
-enum Cells {
-    Counter,
-    Register,
-    Meter,
-    DirectMeter,
-}
-
-impl Cells {
-    fn name(self) -> &'static str {
-        match self {
-            Cells::Counter => "counter",
-            Cells::Register => "register",
-            Cells::Meter => "meter",
-            Cells::DirectMeter => "direct meter",
-        }
-    }
-
-    fn is(self, kind: &InstanceKind) -> bool {
-        matches!(
-            (self, kind),
-            (Cells::Counter, InstanceKind::Counter { .. })
-                | (Cells::Register, InstanceKind::Register { .. })
-                | (Cells::Meter, InstanceKind::Meter { .. })
-                | (Cells::DirectMeter, InstanceKind::DirectMeter { .. })
-        )
+/// Checks that `instance` of `program` is of the extern type `object`.
+fn instance_of(program: &Program, instance: usize, object: &Object) -> Result<(), RuntimeError> {
+    let Some(i) = program.instances.get(instance) else {
+        return Err(RuntimeError::NoInstance(instance));
+    };
+    if i.kind.type_name() == object.p4 {
+        Ok(())
+    } else {
+        Err(RuntimeError::WrongKind {
+            name: i.name.clone(),
+            want: object.noun,
+        })
     }
 }
 
@@ -1089,24 +1048,50 @@ fn group_footprint(members: usize) -> usize {
     budget::PROFILE_ITEM_BYTES + members * budget::GROUP_MEMBER_BYTES
 }
 
-/// Cell `index` of the `kind` cells `cells`, or why not.
-fn cell<T>(cells: &[T], kind: Cells, index: usize) -> Result<&T, RuntimeError> {
-    let size = cells.len();
-    cells.get(index).ok_or(RuntimeError::Index {
-        kind: kind.name(),
-        index: index as u128,
-        size,
-    })
+/// The cells `arrays` keeps of instance `instance` of `program`, or why it has none.
+fn cells<'a, T>(
+    program: &Program,
+    arrays: &'a CellArrays<T>,
+    instance: usize,
+) -> Result<&'a [T], RuntimeError> {
+    instance_of(program, instance, arrays.object())?;
+    Ok(arrays.of(instance).unwrap_or_default())
 }
 
-/// Cell `index` of the `kind` cells `cells`, to change, or why not.
-fn cell_mut<T>(cells: &mut [T], kind: Cells, index: usize) -> Result<&mut T, RuntimeError> {
+/// Cell `index` of instance `instance` of `program` in `arrays`, or why not.
+fn cell<'a, T>(
+    program: &Program,
+    arrays: &'a CellArrays<T>,
+    instance: usize,
+    index: usize,
+) -> Result<&'a T, RuntimeError> {
+    let cells = cells(program, arrays, instance)?;
+    cells
+        .get(index)
+        .ok_or(past(arrays.object(), index, cells.len()))
+}
+
+/// Cell `index` of instance `instance` of `program` in `arrays`, to change, or why not.
+fn cell_mut<'a, T>(
+    program: &Program,
+    arrays: &'a mut CellArrays<T>,
+    instance: usize,
+    index: usize,
+) -> Result<&'a mut T, RuntimeError> {
+    let object = arrays.object();
+    instance_of(program, instance, object)?;
+    let cells = arrays.of_mut(instance).unwrap_or_default();
     let size = cells.len();
-    cells.get_mut(index).ok_or(RuntimeError::Index {
-        kind: kind.name(),
+    cells.get_mut(index).ok_or(past(object, index, size))
+}
+
+/// The error of an index past the `size` cells of an instance of `object`.
+fn past(object: &Object, index: usize, size: usize) -> RuntimeError {
+    RuntimeError::Index {
+        kind: object.noun,
         index: index as u128,
         size,
-    })
+    }
 }
 
 /// The index of the table of `program` named `name` (full name, or a unique suffix after a dot).

@@ -9,7 +9,7 @@ use crate::diagnostic::{fail, Result};
 use crate::source::Span;
 use crate::types::{Type, Types};
 use num_traits::ToPrimitive as _;
-use softswitch_core::externs::{self, Param};
+use softswitch_core::externs::{self, CtorArg, CtorParam, Object, Param};
 use softswitch_core::ir::{
     CounterKind, EmitItem, Expr, ExternArg, ExternCall, ExternId, FieldItem, FieldList, HeaderRef,
     InstanceKind, Place, Stmt,
@@ -49,53 +49,11 @@ pub(super) fn instance_kind(c: &mut Checker, i: &ast::Instance) -> Result<Instan
             )
         }
     };
+    if let Some(object) = externs::object(&name.name) {
+        want(object.ctor.len())?;
+        return object_instance(c, object, name, type_args, &args);
+    }
     match name.name.as_str() {
-        "register" => {
-            want(1)?;
-            index_type_args(c, name, type_args.len(), 1, "<bit<W>")?;
-            let Some(t) = type_args.first() else {
-                return fail(name.span, "register needs its cell type: register<bit<W>>");
-            };
-            let width = match c.resolve_type(t)? {
-                Type::Bits { width, .. } if width <= softswitch_core::ir::SLOT_BITS => width,
-                Type::Bits { .. } => {
-                    return Err(unsupported(t.span(), "a register of more than 128 bits"))
-                }
-                _ => return Err(unsupported(t.span(), "a register of a non-bit<W> type")),
-            };
-            Ok(InstanceKind::Register {
-                size: size(c, args[0])?,
-                width,
-            })
-        }
-        "counter" => {
-            want(2)?;
-            index_type_args(c, name, type_args.len(), 0, "")?;
-            Ok(InstanceKind::Counter {
-                size: size(c, args[0])?,
-                kind: counter_kind(c, args[1])?,
-            })
-        }
-        "direct_counter" => {
-            want(1)?;
-            Ok(InstanceKind::DirectCounter {
-                kind: counter_kind(c, args[0])?,
-            })
-        }
-        "meter" => {
-            want(2)?;
-            index_type_args(c, name, type_args.len(), 0, "")?;
-            Ok(InstanceKind::Meter {
-                size: size(c, args[0])?,
-                bytes: meter_bytes(c, args[1])?,
-            })
-        }
-        "direct_meter" => {
-            want(1)?;
-            Ok(InstanceKind::DirectMeter {
-                bytes: meter_bytes(c, args[0])?,
-            })
-        }
         "Checksum16" => {
             want(0)?;
             Ok(InstanceKind::Checksum16)
@@ -143,6 +101,64 @@ pub(super) fn instance_kind(c: &mut Checker, i: &ast::Instance) -> Result<Instan
                 "extern '{other}' has no implementation: softswitch runs the externs of core.p4 \
                  and v1model.p4 only (BMv2's simple_switch refuses it too)"
             ),
+        ),
+    }
+}
+
+/// An instance of a stateful extern type of the core's, from the arguments its
+/// [`Object`] data names: the cell type, the index type as the v1model version wants it, and
+/// the constructor's parameters in order.
+fn object_instance(
+    c: &mut Checker,
+    object: &Object,
+    name: &ast::Ident,
+    type_args: &[ast::TypeRef],
+    args: &[&ast::Expr],
+) -> Result<InstanceKind> {
+    let n = object.p4;
+    if !object.direct {
+        let (cells, cell_args) = if object.cell_type {
+            (1, "<bit<W>")
+        } else {
+            (0, "")
+        };
+        index_type_args(c, name, type_args.len(), cells, cell_args)?;
+    }
+    let width = if object.cell_type {
+        let Some(t) = type_args.first() else {
+            return fail(name.span, format!("{n} needs its cell type: {n}<bit<W>>"));
+        };
+        Some(match c.resolve_type(t)? {
+            Type::Bits { width, .. } if width <= softswitch_core::ir::SLOT_BITS => width,
+            Type::Bits { .. } => {
+                return Err(unsupported(
+                    t.span(),
+                    &format!("a {n} of more than 128 bits"),
+                ))
+            }
+            _ => {
+                return Err(unsupported(
+                    t.span(),
+                    &format!("a {n} of a non-bit<W> type"),
+                ))
+            }
+        })
+    } else {
+        None
+    };
+    let mut values = Vec::with_capacity(object.ctor.len());
+    for (param, &e) in object.ctor.iter().zip(args) {
+        values.push(match param {
+            CtorParam::Size => CtorArg::Size(size(c, e)?),
+            CtorParam::CounterType => CtorArg::Counter(counter_kind(c, e)?),
+            CtorParam::MeterType => CtorArg::MeterBytes(meter_bytes(c, e)?),
+        });
+    }
+    match (object.instance)(width, &values) {
+        Some(kind) => Ok(kind),
+        None => fail(
+            name.span,
+            format!("softswitch's core makes no {n} of these arguments"),
         ),
     }
 }
@@ -615,8 +631,8 @@ impl Checker<'_> {
                 .collect();
             return self.registered_call(ext, m, Some(inst), &[], &a, span);
         }
-        // A direct counter counts where its table hits: its `count` adds nothing.
-        if let (InstanceKind::DirectCounter { .. }, "count") = (&kind, m) {
+        // A method the type says does nothing (a direct counter's `count`) adds nothing.
+        if externs::object(kind.type_name()).is_some_and(|o| o.inert.contains(&m)) {
             order_args(&[], args, span)?;
             no_args(args)?;
             return Ok(Vec::new());

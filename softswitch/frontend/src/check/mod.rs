@@ -1275,13 +1275,7 @@ impl<'a> Checker<'a> {
     fn instance(&mut self, i: &ast::Instance) -> Result<usize> {
         let kind = externs::instance_kind(self, i)?;
         // The switch allocates these cells when it loads the program.
-        let cells = match kind {
-            ir::InstanceKind::Register { size, .. }
-            | ir::InstanceKind::Counter { size, .. }
-            | ir::InstanceKind::Meter { size, .. } => u64::from(size),
-            _ => 0,
-        };
-        self.extern_cells += cells;
+        self.extern_cells += u64::from(kind.cells().unwrap_or(0));
         if self.extern_cells > MAX_EXTERN_CELLS {
             return fail(
                 i.name.span,
