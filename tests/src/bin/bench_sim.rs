@@ -30,7 +30,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::Instant;
 
 use anyhow::Context as _;
-use lossless::sim::run::Record;
+use lossless::sim::output::Record;
 use lossless_tests::htsim::{self, Htsim, HtsimRun, SideBySide, HTSIM_MTU};
 
 /// Bytes of each permutation flow.
