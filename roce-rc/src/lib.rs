@@ -134,7 +134,8 @@ impl<F: Copy> Requester<F> {
         self.una == self.end
     }
 
-    /// Packets acknowledged so far.
+    /// The oldest sequence number not yet acknowledged: every packet before it is (the count
+    /// of packets acknowledged, for a QP started at 0).
     pub fn acknowledged(&self) -> u64 {
         self.una
     }

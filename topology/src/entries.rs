@@ -401,8 +401,6 @@ mod tests {
         v
     }
 
-    /// The entries of the 2-spine, 3-leaf, 2-host fabric at 1 Gb/s are those of the hand-kept
-    /// example in dataplane-p4/topologies/leaf-spine (written by its make.py), entry for entry.
     #[test]
     fn a_group_lossless_p4_cannot_run_is_refused() {
         let tuning = Tuning::default();
@@ -418,6 +416,8 @@ mod tests {
         );
     }
 
+    /// The entries of the 2-spine, 3-leaf, 2-host fabric at 1 Gb/s are those of the hand-kept
+    /// example in dataplane-p4/topologies/leaf-spine (written by its make.py), entry for entry.
     #[test]
     fn computes_the_hand_kept_example() {
         let spec = Spec::parse("leaf-spine:2,3,2,speed=1G").unwrap();

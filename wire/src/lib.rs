@@ -106,9 +106,6 @@ fn write_u24(buffer: &mut [u8], at: usize, value: u32) {
     buffer[at..at + 3].copy_from_slice(&value.to_be_bytes()[1..]);
 }
 
-/// Declares a zero-copy view `$name<T: AsRef<[u8]>>` over a buffer, with `new_unchecked`,
-/// `new_checked` (which asks the view's own `check_len`) and `into_inner`. The module that
-/// declares it writes `check_len`, the getters and the setters.
 /// Asserts that `parse` fails with `Truncated` on every proper prefix of `bytes` (the check each
 /// module's tests make at every boundary of its header).
 #[cfg(test)]
@@ -118,6 +115,9 @@ fn assert_prefixes_truncated(bytes: &[u8], parse: impl Fn(&[u8]) -> Result<()>) 
     }
 }
 
+/// Declares a zero-copy view `$name<T: AsRef<[u8]>>` over a buffer, with `new_unchecked`,
+/// `new_checked` (which asks the view's own `check_len`) and `into_inner`. The module that
+/// declares it writes `check_len`, the getters and the setters.
 macro_rules! view {
     ($(#[$meta:meta])* $name:ident) => {
         $(#[$meta])*

@@ -606,9 +606,18 @@ const LOG_TAIL_LINES: usize = 20;
 /// The last [`LOG_TAIL_LINES`] lines of the switch log at `log` (the glue writes one per switch
 /// into the state directory), as a paragraph to follow an error; nothing if it cannot be read.
 fn log_tail(log: &Path) -> String {
-    let Ok(text) = std::fs::read(log) else {
+    use std::io::{Read as _, Seek as _};
+    /// The end of the log read (a `--log-console` log grows large).
+    const READ: u64 = 64 * 1024;
+    let mut text = Vec::new();
+    let read = std::fs::File::open(log).and_then(|mut file| {
+        let len = file.metadata()?.len();
+        file.seek(std::io::SeekFrom::Start(len.saturating_sub(READ)))?;
+        file.take(READ).read_to_end(&mut text)
+    });
+    if read.is_err() {
         return String::new();
-    };
+    }
     let text = String::from_utf8_lossy(&text);
     let lines: Vec<&str> = text.lines().collect();
     let tail = &lines[lines.len().saturating_sub(LOG_TAIL_LINES)..];

@@ -203,9 +203,14 @@ impl Arbitration {
                 Arbitrated::Done(result) => return result,
                 Arbitrated::IdHeld => {
                     if tokio::time::timeout_at(deadline, left).await.is_err() {
-                        return Err(Status::invalid_argument(
-                            "another live client holds this election id",
-                        ));
+                        // Only a leave wakes the wait: the holder may have closed or moved to
+                        // another id meanwhile, so look once more before refusing.
+                        return match self.try_arbitrate(client, update) {
+                            Arbitrated::Done(result) => result,
+                            Arbitrated::IdHeld => Err(Status::invalid_argument(
+                                "another live client holds this election id",
+                            )),
+                        };
                     }
                 }
             }
