@@ -102,8 +102,9 @@ fn require_root(task: &str) -> anyhow::Result<()> {
 }
 
 /// The fuzz targets `test` fuzzes (fuzz/): every one. The control plane's parsers
-/// (`runtime_json`, `host_config`, `agent_config`) live in crates without the eBPF build
-/// (`p4client`, `hostconfig`), so fuzzing them builds no eBPF programs.
+/// (`runtime_json`, `host_config`, `agent_config`, `topology_json`, `p4app_json`) live in
+/// crates without the eBPF build (`p4client`, `hostconfig`, `netfiles`), so fuzzing them builds
+/// no eBPF programs.
 const FUZZED: &[&str] = &[
     "frontend",
     "bmv2_json",
