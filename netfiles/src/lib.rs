@@ -1,9 +1,12 @@
-//! The network files `lossless net` reads, parsed from their text to one [`Topology`] within
-//! written limits, with errors that name the key at fault: the P4 tutorials' `topology.json`
-//! ([`tutorial`]) and p4-utils' `p4app.json` ([`p4app`]). A pure library, no I/O: the files a
-//! topology names for its switches stay as written ([`Switch`]); `lossless net` finds them,
-//! reads the programs and brings the network up with Mininet (docs/mininet.md). Being pure, the
-//! parsers are fuzzed (the fuzz crate's `topology_json` and `p4app_json`).
+//! The network files `lossless net` and the simulator read, parsed from their text to one
+//! [`Topology`] within written limits, with errors that name the key at fault: the P4
+//! tutorials' `topology.json` ([`tutorial`]) and p4-utils' `p4app.json` ([`p4app`]). A pure
+//! library, no I/O: the files a topology names for its switches stay as written ([`Switch`]),
+//! and a link's delay, jitter and loss are kept as values ([`Link`]); what a reader cannot
+//! emulate is its own to refuse. `lossless net` finds the files, reads the programs and brings
+//! the network up with Mininet (docs/mininet.md); `sim::tutorial` builds a simulation of it
+//! (docs/sim.md). Being pure, the parsers are fuzzed (the fuzz crate's `topology_json` and
+//! `p4app_json`).
 #![forbid(unsafe_code)]
 
 pub mod model;
@@ -11,6 +14,6 @@ pub mod p4app;
 pub mod tutorial;
 
 pub use model::{
-    check, check_sizes, parse_cidr, parse_mac, Delay, End, Host, Link, Switch, Topology, MAX_BYTES,
-    MAX_COMMAND, MAX_LINKS, MAX_NAME, MAX_NODES, MAX_PORT,
+    check, check_sizes, parse_cidr, parse_mac, End, Host, Link, Switch, Topology, MAX_BYTES,
+    MAX_COMMAND, MAX_DELAY, MAX_LINKS, MAX_NAME, MAX_NODES, MAX_PORT,
 };

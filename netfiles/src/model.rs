@@ -1,11 +1,14 @@
 //! What a network file describes, whatever its format: hosts (address, MAC, gateway, static
 //! neighbours, commands), switches with the files named for them, links between numbered
-//! ports with a rate where the kernel can emulate one; and the checks every reader shares
-//! (names, ports, sizes), linear in the size of the network.
+//! ports with their rate, delay, jitter and loss as the file gives them (what a reader can
+//! emulate is the reader's to say: `lossless net` emulates rates only, the simulator rates and
+//! delays); and the checks every reader shares (names, ports, sizes, values), linear in the
+//! size of the network.
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
     net::Ipv4Addr,
+    time::Duration,
 };
 
 use anyhow::{bail, Context as _};
@@ -23,6 +26,9 @@ pub const MAX_PORT: u16 = 510;
 pub const MAX_NAME: usize = 8;
 /// The longest host command, in bytes.
 pub const MAX_COMMAND: usize = 4096;
+/// The longest link delay or jitter (netem's are counted in microseconds; ten seconds is
+/// beyond any network these files describe).
+pub const MAX_DELAY: Duration = Duration::from_secs(10);
 
 /// A network as its file describes it.
 #[derive(Debug, Default)]
@@ -54,6 +60,11 @@ pub struct Host {
     pub neighbours: Vec<(Ipv4Addr, String)>,
     /// Shell commands run in the host once it is up (the tutorials' `commands`).
     pub commands: Vec<String>,
+    /// The MAC of the switch port the host sends to, if the file says (the simulator's
+    /// `gateway_mac` in a tutorials' topology; p4-utils' gateway port). Mininet needs none: the
+    /// host's commands or neighbours set it.
+    #[serde(skip)]
+    pub gateway_mac: Option<String>,
 }
 
 /// A switch, with the files its topology names for it as written there (relative or not).
@@ -89,53 +100,62 @@ pub struct Link {
     pub b: End,
     /// Rate in Mb/s (an HTB qdisc on both ends), if limited.
     pub bw_mbps: Option<f64>,
+    /// One-way delay, each way (the tutorials' latency, p4-utils' `delay`); zero if none.
+    pub delay: Duration,
+    /// Delay variation (p4-utils' `jitter`); zero if none.
+    pub jitter: Duration,
+    /// Frames lost, percent (p4-utils' `loss`); zero if none.
+    pub loss_percent: f64,
     /// Where in the input file it came from, for messages (`links[3]`).
     pub origin: String,
 }
 
-/// A link delay, jitter or loss other than zero, which `lossless net` does not emulate (it
-/// emulates rates only); the error the readers refuse one with, so that the caller can say
-/// why the kernel cannot either.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Delay {
-    /// Where in the file (`links[2]`, `topology.default.delay`).
-    pub origin: String,
-    /// The value as written.
-    pub value: String,
-}
-
-impl std::fmt::Display for Delay {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}: delay {}: lossless net emulates rates only, not delay",
-            self.origin, self.value
+/// Reads a delay or jitter at `origin`: a number of milliseconds (the tutorials' and p4-utils'
+/// unit), a string with tc's unit (`2us`, `1.5ms`, `1s`), or null or `"0"` for none; from 0 to
+/// [`MAX_DELAY`].
+pub(crate) fn parse_delay(origin: &str, value: &serde_json::Value) -> anyhow::Result<Duration> {
+    let bad = || {
+        anyhow::anyhow!(
+            "{origin}: {value}: a number of ms or a string with a unit (s, ms, us), from 0 to \
+             {MAX_DELAY:?}"
         )
-    }
-}
-
-impl std::error::Error for Delay {}
-
-/// Refuses a delay, jitter or loss `value` at `origin` other than zero (a number, or a number
-/// with a unit: `0ms`) or null, with a [`Delay`].
-pub fn refuse_delay(origin: &str, value: &serde_json::Value) -> anyhow::Result<()> {
-    let zero = match value {
-        serde_json::Value::Null => true,
-        serde_json::Value::Number(n) => n.as_f64() == Some(0.0),
+    };
+    let (number, unit_ns) = match value {
+        serde_json::Value::Null => return Ok(Duration::ZERO),
+        serde_json::Value::Number(n) => (n.as_f64().ok_or_else(bad)?, 1e6),
         serde_json::Value::String(s) => {
             let digits = s.trim_end_matches(|c: char| c.is_ascii_alphabetic());
-            digits.parse::<f64>().is_ok_and(|v| v == 0.0)
+            let number: f64 = digits.trim().parse().map_err(|_| bad())?;
+            let unit_ns = match &s[digits.len()..] {
+                "s" => 1e9,
+                "ms" => 1e6,
+                "us" => 1e3,
+                // tc would read microseconds, the tutorials' numbers are milliseconds: only
+                // zero means the same to both.
+                "" if number == 0.0 => 1.0,
+                _ => return Err(bad()),
+            };
+            (number, unit_ns)
         }
-        _ => false,
+        _ => return Err(bad()),
     };
-    if zero {
-        return Ok(());
+    let ns = number * unit_ns;
+    if !(number >= 0.0 && ns <= MAX_DELAY.as_nanos() as f64) {
+        return Err(bad());
     }
-    Err(Delay {
-        origin: origin.to_string(),
-        value: value.to_string(),
+    Ok(Duration::from_nanos(ns.round() as u64))
+}
+
+/// Reads a loss at `origin`: a percentage from 0 to 100 (Mininet's and p4-utils'), or null for
+/// none.
+pub(crate) fn parse_loss(origin: &str, value: &serde_json::Value) -> anyhow::Result<f64> {
+    match value {
+        serde_json::Value::Null => Ok(0.0),
+        _ => value
+            .as_f64()
+            .filter(|p| (0.0..=100.0).contains(p))
+            .with_context(|| format!("{origin}: {value}: a percentage from 0 to 100")),
     }
-    .into())
 }
 
 impl Topology {
@@ -262,6 +282,9 @@ fn check_name(name: &str) -> anyhow::Result<()> {
 fn check_host(host: &Host) -> anyhow::Result<()> {
     parse_cidr(&host.ip)?;
     parse_mac(&host.mac)?;
+    if let Some(mac) = &host.gateway_mac {
+        parse_mac(mac).context("gateway_mac")?;
+    }
     for (_, mac) in &host.neighbours {
         parse_mac(mac)?;
     }
@@ -323,6 +346,7 @@ mod tests {
             gateway: None,
             neighbours: vec![],
             commands: vec![],
+            gateway_mac: None,
         }
     }
 
@@ -346,6 +370,9 @@ mod tests {
                 mac: None,
             },
             bw_mbps: None,
+            delay: Duration::ZERO,
+            jitter: Duration::ZERO,
+            loss_percent: 0.0,
             origin: "links[0]".into(),
         }
     }
@@ -415,17 +442,50 @@ mod tests {
     }
 
     #[test]
-    fn only_a_zero_delay_passes() {
-        for zero in [r#"null"#, "0", r#""0ms""#, r#""0""#] {
-            refuse_delay("links[0]", &serde_json::from_str(zero).unwrap()).unwrap();
+    fn delays_read_in_the_tutorials_and_tc_units_within_limits() {
+        let delay = |json: &str| parse_delay("links[0][2]", &serde_json::from_str(json).unwrap());
+        for (json, want) in [
+            ("null", Duration::ZERO),
+            ("0", Duration::ZERO),
+            (r#""0""#, Duration::ZERO),
+            (r#""0ms""#, Duration::ZERO),
+            (r#""2us""#, Duration::from_micros(2)),
+            (r#""1.5ms""#, Duration::from_micros(1500)),
+            (r#""1s""#, Duration::from_secs(1)),
+            // A number is milliseconds, as the tutorials' run_exercise.py writes it for tc.
+            ("0.5", Duration::from_micros(500)),
+            ("5", Duration::from_millis(5)),
+            ("10000", MAX_DELAY),
+        ] {
+            assert_eq!(delay(json).unwrap(), want, "{json}");
         }
-        let err = refuse_delay("links[0]", &serde_json::json!("5ms")).unwrap_err();
-        assert_eq!(
-            err.downcast_ref::<Delay>(),
-            Some(&Delay {
-                origin: "links[0]".into(),
-                value: "\"5ms\"".into()
-            })
-        );
+        for bad in [
+            r#""5""#,
+            r#""5 parsecs""#,
+            r#""fast""#,
+            "-1",
+            r#""-1ms""#,
+            "10000.001",
+            r#""11s""#,
+            "1e300",
+            r#""NaNms""#,
+            "true",
+        ] {
+            let err = delay(bad).unwrap_err().to_string();
+            assert!(
+                err.starts_with("links[0][2]: ") && err.contains("from 0 to 10s"),
+                "{bad}: {err}"
+            );
+        }
+        let loss = |json: &str| parse_loss("x.loss", &serde_json::from_str(json).unwrap());
+        assert_eq!(loss("null").unwrap(), 0.0);
+        assert_eq!(loss("2.5").unwrap(), 2.5);
+        assert_eq!(loss("100").unwrap(), 100.0);
+        assert!(loss("101").is_err());
+        assert!(loss("-1").is_err());
+        assert!(loss(r#""1%""#)
+            .unwrap_err()
+            .to_string()
+            .contains("from 0 to 100"));
     }
 }

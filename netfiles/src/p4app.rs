@@ -1,7 +1,7 @@
 //! p4-utils' `p4app.json`, its common keys: the program (`p4_src`, or `program`), and under
 //! `topology` the `assignment_strategy` (`l2`, `mixed` (the default), `l3`, `manual`),
-//! `default` link options (`bw`; a `delay` or `loss` other than zero is refused:
-//! [`Delay`](crate::Delay)), `auto_arp_tables` and `auto_gw_arp`, `links` (`[a, b]` or
+//! `default` link options (`bw` in Mb/s, `delay` and `jitter` in ms or with a unit, `loss` in
+//! percent), `auto_arp_tables` and `auto_gw_arp`, `links` (`[a, b]` or
 //! `[a, b, {options}]`, switch ports numbered in link order from 1), `hosts` and `switches`
 //! (`program`, `cli_input` — simple_switch_CLI commands —, `runtime_json` — our addition, for
 //! P4Runtime entries).
@@ -20,7 +20,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::model::{
-    check_length, check_sizes, parse_cidr, refuse_delay, End, Host, Link, Switch, Topology,
+    check_length, check_sizes, parse_cidr, parse_delay, parse_loss, End, Host, Link, Switch,
+    Topology,
 };
 
 /// A parsed p4app.json: the network, and the program it names.
@@ -109,12 +110,11 @@ fn topology(topo: TopologySpec) -> anyhow::Result<Topology> {
     if !["l2", "mixed", "l3", "manual"].contains(&strategy) {
         bail!("topology.assignment_strategy '{strategy}': l2, mixed, l3 or manual");
     }
-    let default_bw = topo.default.get("bw").and_then(Value::as_f64);
-    for key in ["delay", "loss"] {
-        if let Some(v) = topo.default.get(key) {
-            refuse_delay(&format!("topology.default.{key}"), v)?;
-        }
-    }
+    let default = |key: &str| topo.default.get(key).unwrap_or(&Value::Null);
+    let default_bw = default("bw").as_f64();
+    let default_delay = parse_delay("topology.default.delay", default("delay"))?;
+    let default_jitter = parse_delay("topology.default.jitter", default("jitter"))?;
+    let default_loss = parse_loss("topology.default.loss", default("loss"))?;
     // Switches: every node a link names that is not a host.
     let mut switch_names: BTreeSet<String> = topo.switches.keys().cloned().collect();
     for link in &topo.links {
@@ -162,6 +162,7 @@ fn topology(topo: TopologySpec) -> anyhow::Result<Topology> {
         };
         let (a, b) = (name(0)?, name(1)?);
         let mut bw = default_bw;
+        let (mut delay, mut jitter, mut loss) = (default_delay, default_jitter, default_loss);
         if let Some(options) = link.get(2) {
             let options = options
                 .as_object()
@@ -175,7 +176,9 @@ fn topology(topo: TopologySpec) -> anyhow::Result<Topology> {
                                 .with_context(|| format!("{origin}.bw: Mb/s"))?,
                         )
                     }
-                    "delay" | "loss" | "jitter" => refuse_delay(&format!("{origin}.{key}"), value)?,
+                    "delay" => delay = parse_delay(&format!("{origin}.delay"), value)?,
+                    "jitter" => jitter = parse_delay(&format!("{origin}.jitter"), value)?,
+                    "loss" => loss = parse_loss(&format!("{origin}.loss"), value)?,
                     "weight" | "queue_length" | "max_queue_size" => {}
                     other => bail!("{origin}: unknown option '{other}'"),
                 }
@@ -202,6 +205,9 @@ fn topology(topo: TopologySpec) -> anyhow::Result<Topology> {
             a: a_end,
             b: b_end,
             bw_mbps: bw,
+            delay,
+            jitter,
+            loss_percent: loss,
             origin,
         });
     }
@@ -265,6 +271,7 @@ fn topology(topo: TopologySpec) -> anyhow::Result<Topology> {
             gateway,
             neighbours,
             commands: vec![],
+            gateway_mac: gateway.map(|_| host_mac(ip, 1)),
         });
         // The switch port facing the host gets the MAC the host's gateway entry names.
         let link = &mut net.links[*link];
@@ -302,6 +309,8 @@ fn topology(topo: TopologySpec) -> anyhow::Result<Topology> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn parse(text: &str) -> anyhow::Result<Topology> {
@@ -358,10 +367,38 @@ mod tests {
                 .unwrap();
         assert_eq!(net.hosts[0].ip, "10.1.1.2/24");
         assert!(
-            parse(r#"{"links": [["h1", "s1", {"delay": "5ms"}]], "hosts": {"h1": {}}}"#)
+            parse(r#"{"links": [["h1", "s1", {"delay": "5 parsecs"}]], "hosts": {"h1": {}}}"#)
                 .unwrap_err()
                 .to_string()
-                .contains("delay")
+                .starts_with(r#"topology.links[0].delay: "5 parsecs": a number of ms"#)
+        );
+        assert!(parse(
+            r#"{"links": [["h1", "s1"]], "hosts": {"h1": {}}, "default": {"loss": 101}}"#
+        )
+        .unwrap_err()
+        .to_string()
+        .starts_with("topology.default.loss: 101: a percentage"));
+        // The defaults apply to every link, a link's own options over them.
+        let netem = parse(
+            r#"{"links": [["h1", "s1"], ["h2", "s1", {"delay": "1ms", "loss": 0}]],
+                "hosts": {"h1": {}, "h2": {}},
+                "default": {"delay": 5, "jitter": "100us", "loss": 1.5}}"#,
+        )
+        .unwrap();
+        let [one, two] = &netem.links[..] else {
+            panic!("two links")
+        };
+        assert_eq!(
+            (one.delay, one.jitter, one.loss_percent),
+            (Duration::from_millis(5), Duration::from_micros(100), 1.5)
+        );
+        assert_eq!(
+            (two.delay, two.jitter, two.loss_percent),
+            (Duration::from_millis(1), Duration::from_micros(100), 0.0)
+        );
+        assert_eq!(
+            netem.hosts[0].gateway_mac.as_deref(),
+            Some("00:01:0a:00:01:01")
         );
         let named = parse(
             r#"{"links": [["h1", "s1"]], "hosts": {"h1": {}},

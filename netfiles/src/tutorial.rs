@@ -1,15 +1,20 @@
 //! The P4 tutorials' `topology.json`: `hosts` (name → `ip` with prefix, `mac`, `commands`),
 //! `switches` (name → `runtime_json`, `cli_input`, `program`, `cpu_port`), `links` (`[a, b]`,
 //! `[a, b, latency]`, `[a, b, latency, bandwidth Mb/s]`, where an end is a host or
-//! `SWITCH-pPORT`). A latency other than zero is refused ([`Delay`](crate::Delay)).
+//! `SWITCH-pPORT`; a latency is a number of milliseconds or a string with a unit, `2us`).
+//! One addition, the simulator's: a host's `gateway_mac`, the MAC of the switch port it sends
+//! to (the tutorials set it with an `arp -s` command).
 
-use std::collections::{BTreeMap, HashSet};
+use std::{
+    collections::{BTreeMap, HashSet},
+    time::Duration,
+};
 
 use anyhow::{bail, Context as _};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::model::{check_length, check_sizes, refuse_delay, End, Host, Link, Switch, Topology};
+use crate::model::{check_length, check_sizes, parse_delay, End, Host, Link, Switch, Topology};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -26,10 +31,9 @@ struct HostSpec {
     mac: String,
     #[serde(default)]
     commands: Vec<String>,
-    /// The simulator's addition (dataplane-p4/topologies/leaf-spine); the commands
-    /// already set the gateway's neighbour entry.
-    #[serde(default, rename = "gateway_mac")]
-    _gateway_mac: Option<String>,
+    /// The simulator's addition (dataplane-p4/topologies/leaf-spine).
+    #[serde(default)]
+    gateway_mac: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -66,6 +70,7 @@ fn topology(file: TopologyFile) -> anyhow::Result<Topology> {
             gateway: None,
             neighbours: vec![],
             commands: spec.commands,
+            gateway_mac: spec.gateway_mac,
         });
     }
     for (name, spec) in file.switches {
@@ -123,9 +128,10 @@ fn link(hosts: &HashSet<&str>, i: usize, link: &[Value]) -> anyhow::Result<Link>
             mac: None,
         })
     };
-    if let Some(latency) = link.get(2) {
-        refuse_delay(&origin, latency)?;
-    }
+    let delay = match link.get(2) {
+        None => Duration::ZERO,
+        Some(latency) => parse_delay(&format!("{origin}[2]"), latency)?,
+    };
     let bw_mbps = match link.get(3) {
         None | Some(Value::Null) => None,
         Some(v) => Some(
@@ -137,6 +143,9 @@ fn link(hosts: &HashSet<&str>, i: usize, link: &[Value]) -> anyhow::Result<Link>
         a: end(0)?,
         b: end(1)?,
         bw_mbps,
+        delay,
+        jitter: Duration::ZERO,
+        loss_percent: 0.0,
         origin,
     })
 }
@@ -144,21 +153,30 @@ fn link(hosts: &HashSet<&str>, i: usize, link: &[Value]) -> anyhow::Result<Link>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Delay;
 
     #[test]
     fn reads_the_tutorials_shape() {
         let net = parse(
             r#"{"hosts": {"h1": {"ip": "10.0.1.1/24", "mac": "08:00:00:00:01:11",
+                  "gateway_mac": "00:AA:00:00:01:01",
                   "commands": ["route add default gw 10.0.1.10 dev eth0"]},
                 "h2": {"ip": "10.0.2.2/24", "mac": "08:00:00:00:02:22"}},
                 "switches": {"s1": {"runtime_json": "s1-runtime.json",
                                     "cli_input": "s1-commands.txt",
                                     "program": "build/fw.json", "cpu_port": "510"}},
-                "links": [["h1", "s1-p1"], ["h2", "s1-p2", "0ms", 100]]}"#,
+                "links": [["h1", "s1-p1"], ["h2", "s1-p2", "2us", 100], ["s1-p3", "s1-p4", 5]]}"#,
         )
         .unwrap();
         assert_eq!(net.hosts[0].commands.len(), 1);
+        assert_eq!(
+            net.hosts[0].gateway_mac.as_deref(),
+            Some("00:AA:00:00:01:01")
+        );
+        assert_eq!(net.hosts[1].gateway_mac, None);
+        assert_eq!(net.links[0].delay, Duration::ZERO);
+        assert_eq!(net.links[1].delay, Duration::from_micros(2));
+        // A number is milliseconds.
+        assert_eq!(net.links[2].delay, Duration::from_millis(5));
         assert_eq!(
             net.links[1].b,
             End {
@@ -186,8 +204,17 @@ mod tests {
                        "switches": {"s1": {}}, "links": [LINK]}"#;
         let parse = |link: &str| parse(&base.replace("LINK", link));
         let chain = |link: &str| format!("{:#}", parse(link).unwrap_err());
-        let delay = parse(r#"["h1", "s1-p1", "5ms"]"#).unwrap_err();
-        assert!(delay.downcast_ref::<Delay>().is_some(), "{delay:#}");
+        let delay = chain(r#"["h1", "s1-p1", "5 parsecs"]"#);
+        assert!(
+            delay.starts_with(r#"links[0][2]: "5 parsecs": a number of ms"#),
+            "{delay}"
+        );
+        assert!(chain(r#"["h1", "s1-p1", "11s"]"#).contains("from 0 to 10s"));
+        assert!(chain(r#"["h1", "s1-p1", {"gateway_mac": "x"}]"#).contains("links[0][2]"));
+        let mac = r#"{"hosts": {"h1": {"ip": "10.0.1.1/24", "mac": "08:00:00:00:01:11",
+                       "gateway_mac": "00:aa"}}, "switches": {}, "links": []}"#;
+        let mac = format!("{:#}", super::parse(mac).unwrap_err());
+        assert!(mac.contains("host h1: gateway_mac: MAC '00:aa'"), "{mac}");
         assert!(chain(r#"["h1", "s9-p1"]"#).contains("no node called s9"));
         assert!(chain(r#"["h1", "s1"]"#).contains("SWITCH-pPORT"));
         assert!(chain(r#"["h1", "s1-p99999"]"#).contains("port '99999'"));

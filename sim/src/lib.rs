@@ -12,8 +12,10 @@
 //! with `wire`. A [`scenario`] (a fabric from `topology`, a workload from `workload`, the
 //! tuning, the hosts' settings, failures) builds a simulation with the entries the control
 //! plane computes, running the [`program`] (lossless.p4 unless told otherwise); [`report`]
-//! reads what it measured. [`tutorial`] builds one from a P4 tutorials' topology.json instead. The same inputs give the same run: ties between events go in the order they
-//! were scheduled, and every random choice comes from a seeded generator.
+//! reads what it measured. [`tutorial`] builds one from a P4 tutorials' topology.json instead
+//! (parsed by `netfiles`, as `lossless net` parses it). The same inputs give the same run: ties
+//! between events go in the order they were scheduled, and every random choice comes from a
+//! seeded generator.
 #![forbid(unsafe_code)]
 
 pub mod event;

@@ -393,3 +393,65 @@ fn policies_compared_on_the_same_flows() {
         );
     }
 }
+
+#[test]
+fn links_keep_the_files_latency_and_bandwidth() {
+    let (sim, _) = leaf_spine(&common::host(1000), None);
+    assert!(!sim.links().is_empty());
+    for link in sim.links() {
+        // The example's links are all ["a", "b", "2us", 1000].
+        assert_eq!((link.delay_ps, link.rate_bps), (common::HOP, 1_000_000_000));
+    }
+}
+
+#[test]
+fn a_file_it_cannot_build_is_refused_by_its_key() {
+    let dir = std::env::temp_dir().join(format!("sim-tutorial-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let runtime = common::dataplane_p4().join("topologies/two-hosts/s1-runtime.json");
+    let file = dir.join("topology.json");
+    let program = common::lossless();
+    let error = |host: &str, link: &str| {
+        let text = format!(
+            r#"{{"hosts": {{"h1": {{"ip": "10.0.1.1/24", "mac": "08:00:00:00:01:01" {host}}}}},
+                "switches": {{"s1": {{"runtime_json": "{}"}}}}, "links": [{link}]}}"#,
+            runtime.display()
+        );
+        std::fs::write(&file, text).unwrap();
+        sim::tutorial::load(&file, &program, &common::host(1000), None)
+            .err()
+            .expect("refused")
+            .to_string()
+    };
+    let gateway = r#", "gateway_mac": "00:aa:11:00:00:01""#;
+    // netfiles' limits, with the file named.
+    let late = error(gateway, r#"["h1", "s1-p1", "11s"]"#);
+    assert!(
+        late.starts_with(&file.display().to_string())
+            && late.contains(r#"links[0][2]: "11s": a number of ms"#)
+            && late.ends_with("from 0 to 10s"),
+        "{late}"
+    );
+    let port = error(gateway, r#"["h1", "s1-p511"]"#);
+    assert!(port.contains("ports are 1..=510"), "{port}");
+    // What the simulator alone needs.
+    let no_gateway = error("", r#"["h1", "s1-p1"]"#);
+    assert!(
+        no_gateway.starts_with("hosts.h1.gateway_mac: the simulator needs"),
+        "{no_gateway}"
+    );
+    std::fs::write(
+        &file,
+        r#"{"hosts": {}, "switches": {"s1": {}}, "links": []}"#,
+    )
+    .unwrap();
+    let no_entries = sim::tutorial::load(&file, &program, &common::host(1000), None)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        no_entries.starts_with("switches.s1.runtime_json: the simulator needs one"),
+        "{no_entries}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

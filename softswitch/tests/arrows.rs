@@ -56,13 +56,15 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "topology",
             "workload",
             "units",
+            "netfiles",
         ],
     ),
     (
         "topology",
         &["dataplane-common", "p4values", "units", "wire"],
     ),
-    // lossless net's file parsers: pure, on no crate of the workspace (the fuzz crate links it).
+    // lossless net's and the simulator's file parsers: pure, on no crate of the workspace (the
+    // fuzz crate links it).
     ("netfiles", &[]),
     // A Reliable Connection's sequence logic, under the traffic tool and the simulator.
     ("roce-rc", &["wire"]),

@@ -8,6 +8,8 @@
 //! (they are `lossless sim`'s). Also here: the leaves' uplink group as `lossless net policy` and
 //! the experiments rewrite it live.
 
+use std::time::Duration;
+
 use anyhow::{bail, Context as _};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 
@@ -95,6 +97,9 @@ pub fn network(shape: Shape, tuning: &Tuning) -> anyhow::Result<Network> {
                 a,
                 b,
                 bw_mbps: None,
+                delay: Duration::ZERO,
+                jitter: Duration::ZERO,
+                loss_percent: 0.0,
             }
         })
         .collect();
@@ -119,6 +124,7 @@ pub fn network(shape: Shape, tuning: &Tuning) -> anyhow::Result<Network> {
                 gateway: Some(h.gateway),
                 neighbours,
                 commands: vec![],
+                gateway_mac: None,
             }
         })
         .collect();

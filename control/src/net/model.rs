@@ -3,8 +3,8 @@
 //! numbered ports, with a rate where the kernel can emulate one. Hosts, links and the checks
 //! every reader shares are the `netfiles` crate's, which parses the files; here are the
 //! switches as they run (program and entries found on disk), the rule by which the readers
-//! find the files a topology names ([`resolve`]), and why the kernel cannot emulate a delay
-//! ([`explain_delay`]).
+//! find the files a topology names ([`resolve`]), and the refusal of a link delay, jitter or
+//! loss, with why the kernel cannot emulate one ([`refuse_netem`]).
 
 use std::{
     collections::BTreeMap,
@@ -170,17 +170,36 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// `error` with, when it refuses a delay ([`netfiles::Delay`]) and the kernel has no netem,
-/// why: Mininet emulates delay and loss with netem, and without it `tc` fails and Mininet
-/// only logs the error.
-pub fn explain_delay(error: anyhow::Error) -> anyhow::Error {
-    if error.downcast_ref::<netfiles::Delay>().is_none() || netem_available() {
-        return error;
+/// Refuses links with a delay, jitter or loss other than zero, which `lossless net` does not
+/// emulate (it emulates rates only): the error names the first such link's key and value and,
+/// when the kernel has no netem, says why it could not either (Mininet emulates them with
+/// netem, and without it `tc` fails and Mininet only logs the error).
+pub fn refuse_netem(links: &[Link]) -> anyhow::Result<()> {
+    let Some((link, what)) = links.iter().find_map(|l| {
+        let what = if !l.delay.is_zero() {
+            format!("delay {:?}", l.delay)
+        } else if !l.jitter.is_zero() {
+            format!("jitter {:?}", l.jitter)
+        } else if l.loss_percent != 0.0 {
+            format!("loss {}%", l.loss_percent)
+        } else {
+            return None;
+        };
+        Some((l, what))
+    }) else {
+        return Ok(());
+    };
+    let error = anyhow::anyhow!(
+        "{}: {what}: lossless net emulates rates only, not delay, jitter or loss",
+        link.origin
+    );
+    if netem_available() {
+        return Err(error);
     }
-    error.context(
+    Err(error.context(
         "Mininet emulates delay and loss with netem, and this kernel has no netem (sch_netem \
          is not loaded or built in); remove the delay, or run on a kernel with netem",
-    )
+    ))
 }
 
 /// Whether the running kernel has netem (the module is loaded or built in).

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use super::{
-    model::{resolve, Network},
+    model::{refuse_netem, resolve, Network},
     program,
 };
 
@@ -23,7 +23,7 @@ pub struct P4App {
 pub fn read(path: &Path) -> anyhow::Result<P4App> {
     let text = super::state::read_bounded(path, netfiles::MAX_BYTES as u64)?;
     let app = netfiles::p4app::parse(&text)
-        .map_err(super::model::explain_delay)
+        .and_then(|app| refuse_netem(&app.topology.links).map(|()| app))
         .with_context(|| format!("in {}", path.display()))?;
     let program = app
         .program
@@ -61,7 +61,15 @@ mod tests {
         )
         .unwrap();
         let delay = format!("{:#}", read(&file).err().unwrap());
-        assert!(delay.contains("delay \"5ms\""), "{delay}");
+        assert!(delay.contains("topology.links[0]: delay 5ms"), "{delay}");
+        std::fs::write(
+            &file,
+            r#"{"topology": {"links": [["h1", "s1"]], "hosts": {"h1": {}},
+                "default": {"loss": 1}}}"#,
+        )
+        .unwrap();
+        let loss = format!("{:#}", read(&file).err().unwrap());
+        assert!(loss.contains("topology.links[0]: loss 1%"), "{loss}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
