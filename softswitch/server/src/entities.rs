@@ -15,7 +15,7 @@ use tonic::Status;
 use super::bytes::{decode, encode};
 use super::idle::supports_idle_timeout;
 use super::pipeline::Pipeline;
-use softswitch_core::ir::{self, ActionCall, FieldMatch, InstanceKind, MatchKind};
+use softswitch_core::ir::{self, ActionCall, FieldMatch, MatchKind};
 use softswitch_core::runtime::{EntryWrite, RuntimeError};
 use softswitch_core::table::{
     prefix_mask, ControllerData, CounterCell, EntryChange, Installed, TableError,
@@ -39,12 +39,12 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
         E::CounterEntry(ce) => {
             // An unset index writes every cell; unset data changes nothing.
             modify_only(kind, "counter entries")?;
-            let (instance, size) = counter(p, ce.counter_id)?;
-            let cells = cells(ce.index.as_ref(), size)?;
+            let counter = cell_array(p, ce.counter_id, "counter")?;
+            let cells = cells(ce.index.as_ref(), counter.size)?;
             if let Some(data) = &ce.data {
                 for index in cells {
                     p.switch
-                        .write_counter(instance, index, cell_of(data))
+                        .write_counter(counter.instance, index, cell_of(data))
                         .map_err(runtime_error)?;
                 }
             }
@@ -67,11 +67,13 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
         }
         E::RegisterEntry(re) => {
             modify_only(kind, "register entries")?;
-            let (instance, size, width) = register(p, re.register_id)?;
+            let register = cell_array(p, re.register_id, "register")?;
             // An unset index writes every cell.
-            let cells = cells(re.index.as_ref(), size)?;
+            let cells = cells(re.index.as_ref(), register.size)?;
             let value = match re.data.as_ref().and_then(|d| d.data.as_ref()) {
-                Some(p4v1::p4_data::Data::Bitstring(b)) => decode(b, width, "register data")?,
+                Some(p4v1::p4_data::Data::Bitstring(b)) => {
+                    decode(b, register.width.unwrap_or(0), "register data")?
+                }
                 _ => {
                     return Err(Status::invalid_argument(
                         "register data must be a bitstring",
@@ -80,7 +82,7 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
             };
             for index in cells {
                 p.switch
-                    .write_register(instance, index, value)
+                    .write_register(register.instance, index, value)
                     .map_err(runtime_error)?;
             }
             Ok(())
@@ -144,11 +146,11 @@ pub fn read(
                 vec![ce.counter_id]
             };
             for id in counters {
-                let (instance, size) = counter(p, id)?;
-                for index in cells(ce.index.as_ref(), size)? {
+                let counter = cell_array(p, id, "counter")?;
+                for index in cells(ce.index.as_ref(), counter.size)? {
                     let cell = p
                         .switch
-                        .read_counter(instance, index)
+                        .read_counter(counter.instance, index)
                         .map_err(runtime_error)?;
                     out.push(wrap(E::CounterEntry(p4v1::CounterEntry {
                         counter_id: id,
@@ -201,11 +203,11 @@ pub fn read(
                 vec![re.register_id]
             };
             for id in registers {
-                let (instance, size, _) = register(p, id)?;
-                for index in cells(re.index.as_ref(), size)? {
+                let register = cell_array(p, id, "register")?;
+                for index in cells(re.index.as_ref(), register.size)? {
                     let value = p
                         .switch
-                        .read_register(instance, index)
+                        .read_register(register.instance, index)
                         .map_err(runtime_error)?;
                     out.push(wrap(E::RegisterEntry(p4v1::RegisterEntry {
                         register_id: id,
@@ -323,28 +325,32 @@ fn direct_counter_of(p: &Pipeline, table: usize) -> Result<usize, Status> {
         .ok_or_else(|| Status::invalid_argument(format!("table {} has no direct counter", t.name)))
 }
 
-fn counter(p: &Pipeline, id: u32) -> Result<(usize, usize), Status> {
-    let i = *p
-        .index
-        .instances
-        .get(&id)
-        .ok_or_else(|| Status::not_found(format!("no counter with id {id}")))?;
-    match p.switch.program().instances[i].kind {
-        InstanceKind::Counter { size, .. } => Ok((i, size as usize)),
-        _ => Err(Status::not_found(format!("no counter with id {id}"))),
-    }
+/// An indexed instance of a stateful extern type, as an entity names it by P4Info id.
+struct CellArray {
+    /// Its index among the program's instances.
+    instance: usize,
+    /// Its number of cells.
+    size: usize,
+    /// The width of its cells, for a type whose cells hold a P4 value (a register's).
+    width: Option<u16>,
 }
 
-fn register(p: &Pipeline, id: u32) -> Result<(usize, usize, u16), Status> {
-    let i = *p
-        .index
-        .instances
-        .get(&id)
-        .ok_or_else(|| Status::not_found(format!("no register with id {id}")))?;
-    match p.switch.program().instances[i].kind {
-        InstanceKind::Register { size, width } => Ok((i, size as usize, width)),
-        _ => Err(Status::not_found(format!("no register with id {id}"))),
-    }
+/// The instance of P4Info id `id`, if it is an indexed instance of the extern type v1model.p4
+/// calls `p4` (`counter`, `register`), with its cells as its `ir::InstanceKind` gives them: one
+/// lookup for every cell-array entity, the type named as data rather than matched.
+fn cell_array(p: &Pipeline, id: u32, p4: &str) -> Result<CellArray, Status> {
+    let missing = || Status::not_found(format!("no {p4} with id {id}"));
+    let instance = *p.index.instances.get(&id).ok_or_else(missing)?;
+    let kind = &p.switch.program().instances[instance].kind;
+    let size = kind
+        .cells()
+        .filter(|_| kind.type_name() == p4)
+        .ok_or_else(missing)?;
+    Ok(CellArray {
+        instance,
+        size: size as usize,
+        width: kind.cell_width(),
+    })
 }
 
 /// The cells of a counter or register an entry selects: every one when the index is unset (a

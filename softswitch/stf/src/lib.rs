@@ -433,9 +433,7 @@ impl Runner<'_> {
                 need(3)?;
                 let instance = self.instance(&args[0])?;
                 let (index, value) = (self.cell_index(instance, &args[1])?, number(&args[2])?);
-                if let softswitch_core::ir::InstanceKind::Register { width, .. } =
-                    self.target.program().instances[instance].kind
-                {
+                if let Some(width) = self.target.program().instances[instance].kind.cell_width() {
                     if value > mask(width) {
                         return fail(
                             args[2].span,
@@ -587,19 +585,17 @@ impl Runner<'_> {
     /// size, the switch's error for it, naming the number as given (a number past every `usize`
     /// too); an instance of another kind is the switch's to refuse.
     fn cell_index(&self, instance: usize, w: &Word) -> Result<usize> {
-        use softswitch_core::ir::InstanceKind;
         let n = number(w)?;
-        let cells = match self.target.program().instances[instance].kind {
-            InstanceKind::Register { size, .. } => Some(("register", size)),
-            InstanceKind::Counter { size, .. } => Some(("counter", size)),
-            InstanceKind::Meter { size, .. } => Some(("meter", size)),
-            _ => None,
-        };
+        // The noun and size of an indexed instance of a stateful extern type, from its data.
+        let kind = &self.target.program().instances[instance].kind;
+        let cells = softswitch_core::externs::object(kind.type_name())
+            .map(|o| o.noun)
+            .zip(kind.cells());
         match cells {
-            Some((kind, size)) if n >= u128::from(size) => {
+            Some((noun, size)) if n >= u128::from(size) => {
                 let size = size as usize;
                 let refused = softswitch_core::runtime::RuntimeError::Index {
-                    kind,
+                    kind: noun,
                     index: n,
                     size,
                 };

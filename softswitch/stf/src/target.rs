@@ -3,7 +3,7 @@
 //! `simple_switch` is another ([`crate::bmv2::Bmv2Target`]). Names in a test are resolved
 //! against the target's [`Program`] (softswitch's front end), so both targets read a test alike.
 
-use softswitch_core::ir::{ActionCall, Entry, FieldMatch, InstanceKind, Program};
+use softswitch_core::ir::{ActionCall, Entry, FieldMatch, Program};
 use softswitch_core::meter::MeterConfig;
 use softswitch_core::runtime::{self, MeterCell, RuntimeError};
 use softswitch_core::switch::Switch;
@@ -120,11 +120,14 @@ pub trait Target {
     fn register(&mut self, instance: usize, index: usize) -> TargetResult<u128>;
     /// Every cell of register `instance`, in index order.
     fn register_cells(&mut self, instance: usize) -> TargetResult<Vec<u128>> {
-        let size = match self.program().instances[instance].kind {
-            InstanceKind::Register { size, .. } => size as usize,
-            _ => return Err("not a register".into()),
+        // A register is the indexed type whose cells hold a P4 value.
+        let kind = &self.program().instances[instance].kind;
+        let Some(size) = kind.cells().filter(|_| kind.cell_width().is_some()) else {
+            return Err("not a register".into());
         };
-        (0..size).map(|i| self.register(instance, i)).collect()
+        (0..size as usize)
+            .map(|i| self.register(instance, i))
+            .collect()
     }
 
     /// Writes cell `index` of register `instance`.

@@ -151,11 +151,11 @@ impl Standard {
     }
 
     /// Runs `f` on the switch with the index of the `X` instance `name` and its
-    /// [`Extern::Shape`]; a refusal is `X`'s exception with BMv2's code for it, said in the log.
+    /// [`Shape`]; a refusal is `X`'s exception with BMv2's code for it, said in the log.
     fn on_instance<X: Extern, R: Send + 'static, E: Into<Refused<X::Code>>>(
         &self,
         name: String,
-        f: impl FnOnce(&mut Switch, usize, X::Shape) -> Result<R, E> + Send + 'static,
+        f: impl FnOnce(&mut Switch, usize, Shape) -> Result<R, E> + Send + 'static,
     ) -> thrift::Result<R> {
         self.0.on_pipeline(move |p| {
             let found = p.switch.instance_id(&name).and_then(|i| {
@@ -187,9 +187,10 @@ impl Standard {
         rates: Vec<BmMeterRateConfig>,
         at: impl FnOnce(usize) -> Option<std::ops::Range<usize>> + Send + 'static,
     ) -> thrift::Result<()> {
-        self.on_instance::<InvalidMeterOperation, _, Refused<_>>(name, move |s, m, size| {
+        self.on_instance::<InvalidMeterOperation, _, Refused<_>>(name, move |s, m, shape| {
             let config = meter_config(&rates).map_err(Refused::Code)?;
-            let cells = at(size).ok_or(Refused::Code(MeterOperationErrorCode::INVALID_INDEX))?;
+            let cells =
+                at(shape.size).ok_or(Refused::Code(MeterOperationErrorCode::INVALID_INDEX))?;
             for cell in cells {
                 s.set_meter_rates(m, MeterCell::Index(cell), config)?;
             }
@@ -211,13 +212,24 @@ impl<C> From<RuntimeError> for Refused<C> {
     }
 }
 
-/// An extern kind the service reaches by name, as BMv2's exception of its calls: what a call
-/// needs of an instance, and BMv2's codes for an unknown name, a bad index and the rest.
+/// What a call needs of an instance: its number of cells and their width (a register's; a
+/// value set's members'), read from its [`InstanceKind`].
+#[derive(Clone, Copy)]
+struct Shape {
+    /// Its cells (a counter's, meter's or register's), or 0.
+    size: usize,
+    /// The width of what it holds (a register's cells, a value set's members), or 0.
+    width: u16,
+}
+
+/// An extern kind the service reaches by name, as BMv2's exception of its calls: the extern
+/// type (v1model.p4's name) whose instances its calls take, and BMv2's codes for an unknown
+/// name, a bad index and the rest.
 trait Extern {
-    /// What a call needs of an instance (a register's width, a counter's or meter's size).
-    type Shape: Send + 'static;
     /// BMv2's error codes of the kind.
     type Code: Send + 'static;
+    /// The extern type, as v1model.p4 calls it ([`InstanceKind::type_name`]).
+    const P4: &'static str;
     /// The kind, as the log names it.
     const KIND: &'static str;
     /// No instance of the kind has the name.
@@ -226,30 +238,31 @@ trait Extern {
     const INVALID_INDEX: Self::Code;
     /// Any other refusal.
     const ERROR: Self::Code;
-    /// The shape of an instance of `kind`, if it is of this kind.
-    fn shape(kind: &InstanceKind) -> Option<Self::Shape>;
+    /// The shape of an instance of `kind`, if it is of this kind: for a stateful extern
+    /// type, its cells as the kind gives them, the same for every type.
+    fn shape(kind: &InstanceKind) -> Option<Shape> {
+        (kind.type_name() == Self::P4).then(|| Shape {
+            size: kind.cells().map_or(0, |n| n as usize),
+            width: kind.cell_width().unwrap_or(0),
+        })
+    }
     /// The exception with `code`.
     fn exception(code: Self::Code) -> thrift::Error;
 }
 
 /// Implements [`Extern`] for BMv2's exception `$exception` with codes `$code`, of instances of
-/// kind `$kind` whose field `$field` (cast to `$shape`) is what calls need.
+/// the extern type v1model.p4 calls `$p4`.
 macro_rules! extern_kind {
-    ($exception:ident, $code:ident, $what:literal, $no_name:ident, $index:ident,
-     $kind:ident { $field:ident } as $shape:ty) => {
+    ($exception:ident, $code:ident, $p4:literal, $what:literal, $no_name:ident, $index:ident
+     $(, $shape:item)?) => {
         impl Extern for $exception {
-            type Shape = $shape;
             type Code = $code;
+            const P4: &'static str = $p4;
             const KIND: &'static str = $what;
             const NO_SUCH_NAME: $code = $code::$no_name;
             const INVALID_INDEX: $code = $code::$index;
             const ERROR: $code = $code::ERROR;
-            fn shape(kind: &InstanceKind) -> Option<$shape> {
-                match *kind {
-                    InstanceKind::$kind { $field, .. } => Some($field as $shape),
-                    _ => None,
-                }
-            }
+            $($shape)?
             fn exception(code: $code) -> thrift::Error {
                 Self::new(code).into()
             }
@@ -261,34 +274,41 @@ extern_kind!(
     InvalidRegisterOperation,
     RegisterOperationErrorCode,
     "register",
+    "register",
     INVALID_REGISTER_NAME,
-    INVALID_INDEX,
-    Register { width } as u16
+    INVALID_INDEX
 );
 extern_kind!(
     InvalidCounterOperation,
     CounterOperationErrorCode,
     "counter",
+    "counter",
     INVALID_COUNTER_NAME,
-    INVALID_INDEX,
-    Counter { size } as usize
+    INVALID_INDEX
 );
 extern_kind!(
     InvalidMeterOperation,
     MeterOperationErrorCode,
     "meter",
+    "meter",
     INVALID_METER_NAME,
-    INVALID_INDEX,
-    Meter { size } as usize
+    INVALID_INDEX
 );
-// A value set has no index: any refusal is ERROR.
+// A value set has no index: any refusal is ERROR. It has no `externs::Object` (no cells): its
+// members' width is its own variant's.
 extern_kind!(
     InvalidParseVSetOperation,
     ParseVSetOperationErrorCode,
+    "value_set",
     "value set",
     INVALID_PARSE_VSET_NAME,
     ERROR,
-    ValueSet { width } as u16
+    fn shape(kind: &InstanceKind) -> Option<Shape> {
+        match *kind {
+            InstanceKind::ValueSet { width, .. } => Some(Shape { size: 0, width }),
+            _ => None,
+        }
+    }
 );
 
 impl StandardSyncHandler for Standard {
@@ -745,15 +765,15 @@ impl StandardSyncHandler for Standard {
         counter_name: String,
         index_: i32,
     ) -> thrift::Result<BmCounterValue> {
-        self.on_instance::<InvalidCounterOperation, _, _>(counter_name, move |s, c, size| {
-            let i = index(index_).unwrap_or(size);
+        self.on_instance::<InvalidCounterOperation, _, _>(counter_name, move |s, c, shape| {
+            let i = index(index_).unwrap_or(shape.size);
             s.read_counter(c, i).map(counter_value)
         })
     }
 
     fn handle_bm_counter_reset_all(&self, _: i32, counter_name: String) -> thrift::Result<()> {
-        self.on_instance::<InvalidCounterOperation, _, _>(counter_name, |s, c, size| {
-            (0..size).try_for_each(|i| s.write_counter(c, i, CounterCell::default()))
+        self.on_instance::<InvalidCounterOperation, _, _>(counter_name, |s, c, shape| {
+            (0..shape.size).try_for_each(|i| s.write_counter(c, i, CounterCell::default()))
         })
     }
 
@@ -764,8 +784,8 @@ impl StandardSyncHandler for Standard {
         index_: i32,
         value: BmCounterValue,
     ) -> thrift::Result<()> {
-        self.on_instance::<InvalidCounterOperation, _, _>(counter_name, move |s, c, size| {
-            s.write_counter(c, index(index_).unwrap_or(size), counter_cell(&value))
+        self.on_instance::<InvalidCounterOperation, _, _>(counter_name, move |s, c, shape| {
+            s.write_counter(c, index(index_).unwrap_or(shape.size), counter_cell(&value))
         })
     }
 
@@ -903,10 +923,10 @@ impl StandardSyncHandler for Standard {
     ) -> thrift::Result<()> {
         self.on_instance::<InvalidRegisterOperation, _, _>(
             register_array_name,
-            move |s, r, width| {
+            move |s, r, shape| {
                 let i = index(index_).unwrap_or(usize::MAX);
                 // As BMv2: the value is cut to the register's width.
-                let v = u128::from(value as u64) & softswitch_core::ir::mask(width);
+                let v = u128::from(value as u64) & softswitch_core::ir::mask(shape.width);
                 s.write_register(r, i, v)
             },
         )
@@ -922,8 +942,8 @@ impl StandardSyncHandler for Standard {
     ) -> thrift::Result<()> {
         self.on_instance::<InvalidRegisterOperation, _, _>(
             register_array_name,
-            move |s, r, width| {
-                let v = u128::from(value as u64) & softswitch_core::ir::mask(width);
+            move |s, r, shape| {
+                let v = u128::from(value as u64) & softswitch_core::ir::mask(shape.width);
                 let (start, end) = (
                     index(start_index).unwrap_or(usize::MAX),
                     index(end_index).unwrap_or(usize::MAX),
@@ -951,12 +971,12 @@ impl StandardSyncHandler for Standard {
     ) -> thrift::Result<()> {
         self.on_instance::<InvalidParseVSetOperation, _, Refused<_>>(
             parse_vset_name,
-            move |s, v, width| {
-                let value = p4values::bytestring::decode(&value, width.into())
+            move |s, v, shape| {
+                let value = p4values::bytestring::decode(&value, shape.width.into())
                     .map_err(|_| Refused::Code(ParseVSetOperationErrorCode::ERROR))?;
                 let member = softswitch_core::ir::FieldMatch::Masked {
                     value,
-                    mask: softswitch_core::ir::mask(width),
+                    mask: softswitch_core::ir::mask(shape.width),
                 };
                 Ok(s.value_set_add(v, member)?)
             },
@@ -1079,22 +1099,18 @@ impl StandardSyncHandler for Standard {
     ) -> thrift::Result<i32> {
         self.0.on_pipeline(move |p| {
             let s = &p.switch;
-            let of_kind = |kind: fn(&InstanceKind) -> bool| {
+            // Instances by extern type (v1model.p4's names, as the calls on them take them).
+            let of_type = |types: &[&str]| {
                 s.instance_id(&resource_name)
-                    .filter(|&i| kind(&s.program().instances[i].kind))
+                    .filter(|&i| types.contains(&s.program().instances[i].kind.type_name()))
                     .map(|i| id_among_kind(s.program(), i))
             };
             let id = match resource_type {
                 BmResourceType::MATCH_TABLE => s.table_id(&resource_name),
-                BmResourceType::ACTION_PROFILE => of_kind(|k| {
-                    matches!(
-                        k,
-                        InstanceKind::ActionProfile { .. } | InstanceKind::ActionSelector { .. }
-                    )
-                }),
-                BmResourceType::COUNTER => of_kind(|k| matches!(k, InstanceKind::Counter { .. })),
-                BmResourceType::METER => of_kind(|k| matches!(k, InstanceKind::Meter { .. })),
-                BmResourceType::REGISTER => of_kind(|k| matches!(k, InstanceKind::Register { .. })),
+                BmResourceType::ACTION_PROFILE => of_type(&["action_profile", "action_selector"]),
+                BmResourceType::COUNTER => of_type(&[InvalidCounterOperation::P4]),
+                BmResourceType::METER => of_type(&[InvalidMeterOperation::P4]),
+                BmResourceType::REGISTER => of_type(&[InvalidRegisterOperation::P4]),
                 _ => {
                     return Err(
                         InvalidIdLookup::new(IdLookupErrorCode::INVALID_RESOURCE_TYPE).into(),
