@@ -10,6 +10,8 @@ use std::collections::VecDeque;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
+use softswitch_core::runtime::CellIndex;
+use softswitch_core::table::CounterCell;
 use topology::fabric::End as FabricEnd;
 
 use crate::event::NodeId;
@@ -347,7 +349,7 @@ fn program_counter(sim: &Simulation, nodes: &[NodeId], name: &str) -> Option<u64
         let s = sim.switch(n).ok()?;
         let id = s.core.instance_id(name)?;
         let mut i = 0;
-        while let Ok(cell) = s.core.read_counter(id, i) {
+        while let Ok(cell) = s.core.read_cell::<CounterCell>(id, CellIndex::Index(i)) {
             total += cell.packets;
             i += 1;
         }

@@ -2,9 +2,9 @@
 //! allow, with a typed reason, and what they write reads back and reaches the packets.
 
 use softswitch_core::ir::{ActionCall, Entry, FieldMatch};
-use softswitch_core::runtime::RuntimeError;
+use softswitch_core::runtime::{CellIndex, RuntimeError};
 use softswitch_core::switch::{Clock, Switch};
-use softswitch_core::table::TableError;
+use softswitch_core::table::{CounterCell, TableError};
 use std::path::Path;
 
 fn basic() -> Switch {
@@ -76,7 +76,6 @@ fn unknown_names_are_not_found() {
 
 #[test]
 fn the_runtime_interface_reads_back_what_it_writes_and_refuses_by_kind() {
-    use softswitch_core::table::CounterCell;
     let mut sw = corpus("stateful.p4");
     let classify = sw.table_id("classify").unwrap();
     let seen = sw.instance_id("seen_per_port").unwrap();
@@ -84,11 +83,11 @@ fn the_runtime_interface_reads_back_what_it_writes_and_refuses_by_kind() {
     let to_port = sw.action_id(classify, "to_port").unwrap();
     let drop = sw.action_id(classify, "drop").unwrap();
     // Registers and counters: written, read back, and past their size a typed refusal.
-    sw.write_register(seen, 15, 7).unwrap();
-    assert_eq!(sw.read_register(seen, 15), Ok(7));
-    assert_eq!(sw.register_cells(seen).unwrap().len(), 16);
+    sw.write_cell(seen, CellIndex::Index(15), 7u128).unwrap();
+    assert_eq!(sw.read_cell(seen, CellIndex::Index(15)), Ok(7u128));
+    assert_eq!(sw.cell_count(seen), Ok(16));
     assert_eq!(
-        sw.write_register(seen, 16, 1),
+        sw.write_cell(seen, CellIndex::Index(16), 1u128),
         Err(RuntimeError::Index {
             kind: "register",
             index: 16,
@@ -96,13 +95,16 @@ fn the_runtime_interface_reads_back_what_it_writes_and_refuses_by_kind() {
         })
     );
     assert!(matches!(
-        sw.read_counter(seen, 0),
+        sw.read_cell::<CounterCell>(seen, CellIndex::Index(0)),
         Err(RuntimeError::WrongKind {
             want: "counter",
             ..
         })
     ));
-    assert_eq!(sw.read_counter(99, 0), Err(RuntimeError::NoInstance(99)));
+    assert_eq!(
+        sw.read_cell::<CounterCell>(99, CellIndex::Index(0)),
+        Err(RuntimeError::NoInstance(99))
+    );
     assert_eq!(sw.remove_entry(99, 0), Err(RuntimeError::NoTable(99)));
     // An entry: found by its key, modified, its direct counter written and read back.
     let key = vec![FieldMatch::Masked {
@@ -134,8 +136,10 @@ fn the_runtime_interface_reads_back_what_it_writes_and_refuses_by_kind() {
         packets: 5,
         bytes: 0,
     };
-    sw.write_direct_counter(classify, handle, cell).unwrap();
-    assert_eq!(sw.read_direct_counter(classify, handle), Ok(cell));
+    let direct = sw.program().tables[classify].direct_counter.unwrap();
+    sw.write_cell(direct, CellIndex::Entry(handle), cell)
+        .unwrap();
+    assert_eq!(sw.read_cell(direct, CellIndex::Entry(handle)), Ok(cell));
     // A packet to that address counts in the entry's direct counter, its port's counter cell
     // and register cell, and leaves by the port the modified entry names.
     let mut frame = vec![0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 1, 0x88, 0xb5];
@@ -144,12 +148,13 @@ fn the_runtime_interface_reads_back_what_it_writes_and_refuses_by_kind() {
     sw.drain();
     let ports: Vec<u16> = sw.drain_outputs().map(|o| o.port).collect();
     assert_eq!(ports, [3]);
-    assert_eq!(sw.read_direct_counter(classify, handle).unwrap().packets, 6);
-    assert_eq!(sw.read_counter(port_counter, 1).unwrap().packets, 1);
-    assert_eq!(sw.read_register(seen, 1), Ok(1));
+    let counted = |sw: &Switch, instance, at| sw.read_cell::<CounterCell>(instance, at).unwrap();
+    assert_eq!(counted(&sw, direct, CellIndex::Entry(handle)).packets, 6);
+    assert_eq!(counted(&sw, port_counter, CellIndex::Index(1)).packets, 1);
+    assert_eq!(sw.read_cell(seen, CellIndex::Index(1)), Ok(1u128));
     sw.remove_entry(classify, handle).unwrap();
     assert!(matches!(
-        sw.read_direct_counter(classify, handle),
+        sw.read_cell::<CounterCell>(direct, CellIndex::Entry(handle)),
         Err(RuntimeError::Table(TableError::NoEntry(..)))
     ));
 }

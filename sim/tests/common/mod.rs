@@ -12,6 +12,8 @@ use sim::host::HostConfig;
 use sim::simulation::Simulation;
 use sim::time::{MS, US};
 use softswitch_core::ir::Program;
+use softswitch_core::runtime::CellIndex;
+use softswitch_core::table::CounterCell;
 use softswitch_frontend::source::SourceMap;
 
 /// The dataplane-p4 folder.
@@ -74,7 +76,8 @@ pub fn counter(sim: &Simulation, node: NodeId, name: &str, index: usize) -> u64 
         .core
         .instance_id(name)
         .unwrap_or_else(|| panic!("no counter {name}"));
-    s.core.read_counter(id, index).unwrap().packets
+    let cell: CounterCell = s.core.read_cell(id, CellIndex::Index(index)).unwrap();
+    cell.packets
 }
 
 /// A counter's cell of (port, priority) in lossless.p4.

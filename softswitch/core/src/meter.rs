@@ -43,6 +43,11 @@ impl Meter {
         self.last_us = now_us;
     }
 
+    /// Its rates, `None` while unconfigured.
+    pub fn config(&self) -> Option<MeterConfig> {
+        self.config
+    }
+
     /// Marks `amount` units arriving at `now_us`.
     pub fn execute(&mut self, amount: f64, now_us: u64) -> Color {
         let Some(c) = self.config else {

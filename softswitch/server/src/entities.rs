@@ -16,7 +16,7 @@ use super::bytes::{decode, encode};
 use super::idle::supports_idle_timeout;
 use super::pipeline::Pipeline;
 use softswitch_core::ir::{self, ActionCall, FieldMatch, MatchKind};
-use softswitch_core::runtime::{EntryWrite, RuntimeError};
+use softswitch_core::runtime::{CellIndex, EntryWrite, RuntimeError};
 use softswitch_core::table::{
     prefix_mask, ControllerData, CounterCell, EntryChange, Installed, TableError,
 };
@@ -44,7 +44,7 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
             if let Some(data) = &ce.data {
                 for index in cells {
                     p.switch
-                        .write_counter(counter.instance, index, cell_of(data))
+                        .write_cell(counter.instance, CellIndex::Index(index), cell_of(data))
                         .map_err(runtime_error)?;
                 }
             }
@@ -56,11 +56,11 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
                 Status::invalid_argument("a direct counter entry needs its table_entry")
             })?;
             let (table, _) = table_of(p, te.table_id)?;
-            direct_counter_of(p, table)?;
+            let counter = direct_counter_of(p, table)?;
             let handle = find_entry(p, table, te)?;
             if let Some(data) = &dc.data {
                 p.switch
-                    .write_direct_counter(table, handle, cell_of(data))
+                    .write_cell(counter, CellIndex::Entry(handle), cell_of(data))
                     .map_err(runtime_error)?;
             }
             Ok(())
@@ -82,7 +82,7 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
             };
             for index in cells {
                 p.switch
-                    .write_register(register.instance, index, value)
+                    .write_cell(register.instance, CellIndex::Index(index), value)
                     .map_err(runtime_error)?;
             }
             Ok(())
@@ -150,7 +150,7 @@ pub fn read(
                 for index in cells(ce.index.as_ref(), counter.size)? {
                     let cell = p
                         .switch
-                        .read_counter(counter.instance, index)
+                        .read_cell(counter.instance, CellIndex::Index(index))
                         .map_err(runtime_error)?;
                     out.push(wrap(E::CounterEntry(p4v1::CounterEntry {
                         counter_id: id,
@@ -205,9 +205,9 @@ pub fn read(
             for id in registers {
                 let register = cell_array(p, id, "register")?;
                 for index in cells(re.index.as_ref(), register.size)? {
-                    let value = p
+                    let value: u128 = p
                         .switch
-                        .read_register(register.instance, index)
+                        .read_cell(register.instance, CellIndex::Index(index))
                         .map_err(runtime_error)?;
                     out.push(wrap(E::RegisterEntry(p4v1::RegisterEntry {
                         register_id: id,

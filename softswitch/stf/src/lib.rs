@@ -15,7 +15,7 @@
 pub mod bmv2;
 mod target;
 
-pub use softswitch_core::runtime::MeterCell;
+pub use softswitch_core::runtime::CellIndex;
 pub use target::{Indirect, IndirectEntry, Sent, Target, TargetResult};
 
 use softswitch_core::ir::{mask, ActionCall, Entry, FieldMatch, MatchKind};
@@ -790,9 +790,9 @@ impl Runner<'_> {
             let Some(&(_, handle)) = self.ids.get(id) else {
                 return fail(cell.span, format!("no entry was added with id {id}"));
             };
-            MeterCell::Entry(handle)
+            CellIndex::Entry(handle)
         } else {
-            MeterCell::Index(self.cell_index(instance, cell)?)
+            CellIndex::Index(self.cell_index(instance, cell)?)
         };
         self.target
             .configure_meter(instance, which, config)

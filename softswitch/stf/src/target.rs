@@ -5,7 +5,7 @@
 
 use softswitch_core::ir::{ActionCall, Entry, FieldMatch, Program};
 use softswitch_core::meter::MeterConfig;
-use softswitch_core::runtime::{self, MeterCell, RuntimeError};
+use softswitch_core::runtime::{self, CellIndex, RuntimeError};
 use softswitch_core::switch::Switch;
 use softswitch_core::table::CounterCell;
 
@@ -136,7 +136,7 @@ pub trait Target {
     fn configure_meter(
         &mut self,
         instance: usize,
-        cell: MeterCell,
+        cell: CellIndex,
         config: MeterConfig,
     ) -> TargetResult<()>;
     /// How many `assert`/`assume` calls failed.
@@ -274,39 +274,37 @@ impl Target for Switch {
     }
 
     fn counter(&mut self, instance: usize, index: usize) -> TargetResult<CounterCell> {
-        self.read_counter(instance, index).map_err(refusal)
+        self.read_cell(instance, CellIndex::Index(index))
+            .map_err(refusal)
     }
 
     fn direct_counter(
         &mut self,
-        _instance: usize,
-        table: usize,
+        instance: usize,
+        _table: usize,
         handle: usize,
     ) -> TargetResult<CounterCell> {
-        self.read_direct_counter(table, handle).map_err(refusal)
+        self.read_cell(instance, CellIndex::Entry(handle))
+            .map_err(refusal)
     }
 
     fn register(&mut self, instance: usize, index: usize) -> TargetResult<u128> {
-        self.read_register(instance, index).map_err(refusal)
-    }
-
-    fn register_cells(&mut self, instance: usize) -> TargetResult<Vec<u128>> {
-        Switch::register_cells(self, instance)
-            .map(<[u128]>::to_vec)
+        self.read_cell(instance, CellIndex::Index(index))
             .map_err(refusal)
     }
 
     fn set_register(&mut self, instance: usize, index: usize, value: u128) -> TargetResult<()> {
-        self.write_register(instance, index, value).map_err(refusal)
+        self.write_cell(instance, CellIndex::Index(index), value)
+            .map_err(refusal)
     }
 
     fn configure_meter(
         &mut self,
         instance: usize,
-        cell: MeterCell,
+        cell: CellIndex,
         config: MeterConfig,
     ) -> TargetResult<()> {
-        self.set_meter_rates(instance, cell, config)
+        self.write_cell(instance, cell, Some(config))
             .map_err(refusal)
     }
 

@@ -23,7 +23,9 @@ use rand::rngs::StdRng;
 use rand::seq::IndexedRandom as _;
 use rand::{Rng as _, SeedableRng as _};
 use softswitch_core::ir::{CounterKind, Entry, FieldMatch, InstanceKind, MatchKind, Program};
+use softswitch_core::runtime::CellIndex;
 use softswitch_core::switch::{Clock, Switch};
+use softswitch_core::table::CounterCell;
 use softswitch_frontend::source::SourceMap;
 use softswitch_stf::bmv2::{Bmv2Target, Bmv2Tools};
 use softswitch_stf::{Sent, Target};
@@ -311,10 +313,7 @@ impl Case<'_> {
                 .any(|r| instance.name == *r);
             match instance.kind {
                 InstanceKind::Register { .. } if !timed => {
-                    let ours = self
-                        .softswitch
-                        .register_cells(i)
-                        .map_err(|e| e.to_string())?;
+                    let ours = Target::register_cells(&mut self.softswitch, i)?;
                     let theirs = bmv2.register_cells(i)?;
                     if let Some(at) =
                         (0..ours.len().max(theirs.len())).find(|&c| ours.get(c) != theirs.get(c))
@@ -330,7 +329,8 @@ impl Case<'_> {
                 InstanceKind::Counter { size, kind } => {
                     let mut cells: Vec<usize> = (0..size as usize)
                         .filter(|&n| {
-                            let c = self.softswitch.read_counter(i, n).expect("a counter cell");
+                            let c = self.softswitch.read_cell(i, CellIndex::Index(n));
+                            let c: CounterCell = c.expect("a counter cell");
                             c.packets != 0 || c.bytes != 0
                         })
                         .collect();
@@ -471,7 +471,7 @@ fn agree<A, B>(
 }
 
 /// What a counter of `kind` counts of a cell.
-fn counted(kind: CounterKind, cell: softswitch_core::table::CounterCell) -> (u64, u64) {
+fn counted(kind: CounterKind, cell: CounterCell) -> (u64, u64) {
     match kind {
         CounterKind::Packets => (cell.packets, 0),
         CounterKind::Bytes => (0, cell.bytes),

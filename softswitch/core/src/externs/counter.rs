@@ -4,7 +4,8 @@
 //! reads and writes.
 
 use super::{
-    instance, value, CellArrays, CtorArg, CtorParam, Extern, Machine, Object, Param, Signature,
+    instance, value, Cell, CellArrays, CellAt, CellStore, CtorArg, CtorParam, Extern, Machine,
+    Object, Param, Signature,
 };
 use crate::ir::{ExternArg, InstanceKind, Program};
 use crate::table::CounterCell;
@@ -16,6 +17,29 @@ pub(crate) type Counters = CellArrays<CounterCell>;
 /// Zeroed cells for every counter of `p`.
 pub(crate) fn cells(p: &Program) -> Counters {
     CellArrays::new(p, &COUNTER, CounterCell::default())
+}
+
+/// A counter's cells are `State::counters`, a direct counter's its table's entries' own.
+impl Cell for CounterCell {
+    fn store() -> &'static CellStore<Self> {
+        const STORE: CellStore<CounterCell> = CellStore {
+            objects: &[&COUNTER, &DIRECT_COUNTER],
+            read: |state, instance, at| match at {
+                CellAt::Index(index) => state.counters.get(instance, index).copied(),
+                CellAt::Entry { table, handle } => Some(state.tables[table].entry(handle)?.counter),
+            },
+            write: |state, instance, at, value, _| {
+                *match at {
+                    CellAt::Index(index) => state.counters.get_mut(instance, index)?,
+                    CellAt::Entry { table, handle } => {
+                        &mut state.tables[table].entry_mut(handle)?.counter
+                    }
+                } = value;
+                Some(())
+            },
+        };
+        &STORE
+    }
 }
 
 /// The extern type `counter(size, type)`.

@@ -6,18 +6,18 @@
 //! rates the runtime interface sets.
 
 use super::{
-    instance, store, value, CellArrays, CtorArg, CtorParam, Extern, Machine, Object, Param,
-    Signature,
+    instance, store, value, Cell, CellArrays, CellAt, CellStore, CtorArg, CtorParam, Extern,
+    Machine, Object, Param, Signature,
 };
 use crate::ir::{ExternArg, InstanceKind, Program};
-use crate::meter::{Color, Meter};
+use crate::meter::{Color, Meter, MeterConfig};
 use std::collections::HashMap;
 
 /// The cells of every meter and direct meter: `State::meters`.
 #[derive(Debug)]
 pub(crate) struct Meters {
     /// Each indexed meter's cells, by instance index.
-    pub(crate) indexed: CellArrays<Meter>,
+    indexed: CellArrays<Meter>,
     /// The direct meters' cells, by instance index and entry handle, made when first used.
     direct: HashMap<(usize, usize), Meter>,
 }
@@ -31,7 +31,8 @@ impl Meters {
         }
     }
 
-    /// The direct meter cell of entry `handle` of the table owning meter `instance`.
+    /// The direct meter cell of entry `handle` of the table owning meter `instance`, made
+    /// (unconfigured) when first used.
     pub(crate) fn direct(&mut self, instance: usize, handle: usize) -> &mut Meter {
         self.direct.entry((instance, handle)).or_default()
     }
@@ -40,6 +41,38 @@ impl Meters {
     /// `instance`.
     pub(crate) fn forget_direct(&mut self, instance: usize, handle: usize) {
         self.direct.remove(&(instance, handle));
+    }
+}
+
+/// A meter's cell as the control plane sees it: its rates, `None` for an unconfigured meter
+/// (which marks every packet green). Writing rates fills its buckets; writing `None` resets it.
+impl Cell for Option<MeterConfig> {
+    fn store() -> &'static CellStore<Self> {
+        const STORE: CellStore<Option<MeterConfig>> = CellStore {
+            objects: &[&METER, &DIRECT_METER],
+            read: |state, instance, at| {
+                Some(match at {
+                    CellAt::Index(index) => state.meters.indexed.get(instance, index)?.config(),
+                    CellAt::Entry { handle, .. } => state
+                        .meters
+                        .direct
+                        .get(&(instance, handle))
+                        .and_then(Meter::config),
+                })
+            },
+            write: |state, instance, at, value, now_us| {
+                let meter = match at {
+                    CellAt::Index(index) => state.meters.indexed.get_mut(instance, index)?,
+                    CellAt::Entry { handle, .. } => state.meters.direct(instance, handle),
+                };
+                match value {
+                    Some(config) => meter.configure(config, now_us),
+                    None => *meter = Meter::default(),
+                }
+                Some(())
+            },
+        };
+        &STORE
     }
 }
 

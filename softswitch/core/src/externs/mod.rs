@@ -284,7 +284,6 @@ pub fn objects() -> &'static [&'static Object] {
 /// names (`register::Registers`).
 #[derive(Clone, Debug)]
 pub(crate) struct CellArrays<T> {
-    object: &'static Object,
     /// Each instance's cells; `None` for an instance of another type.
     cells: Vec<Option<Vec<T>>>,
 }
@@ -300,16 +299,11 @@ impl<T: Clone> CellArrays<T> {
                 (i.kind.type_name() == object.p4).then(|| vec![init.clone(); size])
             })
             .collect();
-        CellArrays { object, cells }
+        CellArrays { cells }
     }
 }
 
 impl<T> CellArrays<T> {
-    /// The extern type whose cells these are.
-    pub(crate) fn object(&self) -> &'static Object {
-        self.object
-    }
-
     /// The cells of instance `instance`; `None` if it is not of this type.
     pub(crate) fn of(&self, instance: usize) -> Option<&[T]> {
         self.cells.get(instance)?.as_deref()
@@ -329,6 +323,43 @@ impl<T> CellArrays<T> {
     pub(crate) fn get_mut(&mut self, instance: usize, index: usize) -> Option<&mut T> {
         self.of_mut(instance)?.get_mut(index)
     }
+}
+
+/// Which cell of a stateful extern instance, once the runtime interface has checked it: an
+/// indexed instance's index (below its size), or the cell of entry `handle` (installed) of
+/// `table`, the table a direct instance is attached to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CellAt {
+    /// Cell `0` of an indexed instance.
+    Index(usize),
+    /// The cell of an installed entry.
+    Entry {
+        /// The table the instance is attached to.
+        table: usize,
+        /// The entry's handle.
+        handle: usize,
+    },
+}
+
+/// The value of one cell of a stateful extern type as the control plane reads and writes it
+/// (a counter's [`crate::table::CounterCell`], a register's `u128`, a meter's rates): the
+/// runtime interface's cell methods (`Switch::read_cell`, `Switch::write_cell`) are generic
+/// over it, and the extern type's file implements it where it keeps the cells, so that a new
+/// stateful extern adds no method to the runtime interface.
+pub trait Cell: Sized + 'static {
+    /// Where its cells are kept (a [`CellStore`] only this crate can make).
+    fn store() -> &'static CellStore<Self>;
+}
+
+/// Where the cells holding a [`Cell`] type are kept, and which extern types have them.
+pub struct CellStore<C> {
+    /// The extern types whose cells hold it (at most one indexed, one direct).
+    pub(crate) objects: &'static [&'static Object],
+    /// The value of cell `at` of an instance (checked to be of one of `objects`); `None` if
+    /// the state has no such cell.
+    pub(crate) read: fn(&State, usize, CellAt) -> Option<C>,
+    /// Sets cell `at` of an instance at a time in µs; `None` if the state has no such cell.
+    pub(crate) write: fn(&mut State, usize, CellAt, C, u64) -> Option<()>,
 }
 
 /// The extern of an id.

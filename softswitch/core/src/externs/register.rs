@@ -4,7 +4,8 @@
 //! reads and writes.
 
 use super::{
-    instance, value, CellArrays, CtorArg, CtorParam, Extern, Machine, Object, Param, Signature,
+    instance, value, Cell, CellArrays, CellAt, CellStore, CtorArg, CtorParam, Extern, Machine,
+    Object, Param, Signature,
 };
 use crate::ir::{ExternArg, InstanceKind, Program};
 
@@ -14,6 +15,28 @@ pub(crate) type Registers = CellArrays<u128>;
 /// Zeroed cells for every register of `p`.
 pub(crate) fn cells(p: &Program) -> Registers {
     CellArrays::new(p, &REGISTER, 0)
+}
+
+/// A register's cell: its value, kept as written (whether it fits the register's width is the
+/// caller's check, which knows its syntax).
+impl Cell for u128 {
+    fn store() -> &'static CellStore<Self> {
+        const STORE: CellStore<u128> = CellStore {
+            objects: &[&REGISTER],
+            read: |state, instance, at| match at {
+                CellAt::Index(index) => state.registers.get(instance, index).copied(),
+                CellAt::Entry { .. } => None,
+            },
+            write: |state, instance, at, value, _| match at {
+                CellAt::Index(index) => {
+                    *state.registers.get_mut(instance, index)? = value;
+                    Some(())
+                }
+                CellAt::Entry { .. } => None,
+            },
+        };
+        &STORE
+    }
 }
 
 /// The extern type: `register<T>(size)`.

@@ -21,10 +21,8 @@
 
 use super::Switch;
 use crate::budget::{self, Budget, BudgetExceeded};
-use crate::externs::meter::DIRECT_METER;
-use crate::externs::{CellArrays, Object};
+use crate::externs::{Cell, CellAt, Object};
 use crate::ir::{ActionCall, Entry, FieldMatch, InstanceKind, Program};
-use crate::meter::MeterConfig;
 use crate::table::{ControllerData, CounterCell, EntryChange, Installed, TableError, TableState};
 use crate::tm::{self, QueueSettingError};
 use crate::trace::{self, Level};
@@ -122,12 +120,13 @@ pub enum EntryWrite {
     },
 }
 
-/// Which cell of a meter: an indirect meter's index, or the direct meter of a table entry.
+/// Which cell of a stateful extern instance: an indexed instance's (a counter's, register's,
+/// meter's) cell at an index, or a direct instance's cell of a table entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MeterCell {
-    /// The cell at this index of an indirect meter.
+pub enum CellIndex {
+    /// The cell at this index.
     Index(usize),
-    /// The direct meter of the entry with this handle (of the table the meter belongs to).
+    /// The cell of the entry with this handle (of the table the instance is attached to).
     Entry(usize),
 }
 
@@ -462,17 +461,6 @@ impl Switch {
             .ok_or_else(|| TableError::NoEntry(name.clone(), handle).into())
     }
 
-    fn installed_mut(
-        &mut self,
-        table: usize,
-        handle: usize,
-    ) -> Result<&mut Installed, RuntimeError> {
-        let name = self.table(table)?.name.clone();
-        self.state.tables[table]
-            .entry_mut(handle)
-            .ok_or(RuntimeError::Table(TableError::NoEntry(name, handle)))
-    }
-
     /// Every entry of table `table` with its handle, in the order of their handles' slots
     /// (`mt_get_entries`).
     pub fn entries(
@@ -687,92 +675,80 @@ impl Switch {
         }
     }
 
-    // ---- counters ----
+    // ---- the cells of stateful externs ----
 
-    /// Cell `index` of counter `instance` (`counter_read`).
-    pub fn read_counter(&self, instance: usize, index: usize) -> Result<CounterCell, RuntimeError> {
-        cell(&self.program, &self.state.counters, instance, index).copied()
+    /// Cell `at` of instance `instance` of a stateful extern type whose cells hold `C` (a
+    /// counter's or direct counter's [`CounterCell`], a register's `u128`, a meter's or
+    /// direct meter's `Option<MeterConfig>`): `read_counters`, `mt_read_counters`,
+    /// `register_read`, the P4Runtime cell entities.
+    pub fn read_cell<C: Cell>(&self, instance: usize, at: CellIndex) -> Result<C, RuntimeError> {
+        let at = self.cell_at::<C>(instance, at)?;
+        (C::store().read)(&self.state, instance, at).ok_or(RuntimeError::NoInstance(instance))
     }
 
-    /// Sets cell `index` of counter `instance` (`counter_write`).
-    pub fn write_counter(
+    /// Sets cell `at` of instance `instance` (as [`Switch::read_cell`]): `write_counters`,
+    /// `mt_write_counters`, `register_write`, `meter_set_rates`, `mt_set_meter_rates`. A
+    /// register's value is kept as given: whether it fits the register's width is the caller's
+    /// check, which knows its syntax.
+    pub fn write_cell<C: Cell>(
         &mut self,
         instance: usize,
-        index: usize,
-        value: CounterCell,
+        at: CellIndex,
+        value: C,
     ) -> Result<(), RuntimeError> {
-        *cell_mut(&self.program, &mut self.state.counters, instance, index)? = value;
-        Ok(())
-    }
-
-    /// The direct counter of entry `handle` of table `table` (`mt_read_counters`).
-    pub fn read_direct_counter(
-        &self,
-        table: usize,
-        handle: usize,
-    ) -> Result<CounterCell, RuntimeError> {
-        Ok(self.entry(table, handle)?.counter)
-    }
-
-    /// Sets the direct counter of entry `handle` of table `table` (`mt_write_counters`).
-    pub fn write_direct_counter(
-        &mut self,
-        table: usize,
-        handle: usize,
-        value: CounterCell,
-    ) -> Result<(), RuntimeError> {
-        self.installed_mut(table, handle)?.counter = value;
-        Ok(())
-    }
-
-    // ---- registers ----
-
-    /// Cell `index` of register `instance` (`register_read`).
-    pub fn read_register(&self, instance: usize, index: usize) -> Result<u128, RuntimeError> {
-        cell(&self.program, &self.state.registers, instance, index).copied()
-    }
-
-    /// Every cell of register `instance` (`register_read_all`).
-    pub fn register_cells(&self, instance: usize) -> Result<&[u128], RuntimeError> {
-        cells(&self.program, &self.state.registers, instance)
-    }
-
-    /// Sets cell `index` of register `instance` (`register_write`). The value is kept as given:
-    /// whether it fits the register's width is the caller's check, which knows its syntax.
-    pub fn write_register(
-        &mut self,
-        instance: usize,
-        index: usize,
-        value: u128,
-    ) -> Result<(), RuntimeError> {
-        *cell_mut(&self.program, &mut self.state.registers, instance, index)? = value;
-        Ok(())
-    }
-
-    // ---- meters ----
-
-    /// Sets the rates of a cell of meter `instance` (`meter_set_rates`, `mt_set_meter_rates`).
-    pub fn set_meter_rates(
-        &mut self,
-        instance: usize,
-        at: MeterCell,
-        config: MeterConfig,
-    ) -> Result<(), RuntimeError> {
+        let at = self.cell_at::<C>(instance, at)?;
         let now = self.now_us();
-        let meter = match at {
-            MeterCell::Index(index) => cell_mut(
-                &self.program,
-                &mut self.state.meters.indexed,
-                instance,
-                index,
-            )?,
-            MeterCell::Entry(handle) => {
-                instance_of(&self.program, instance, &DIRECT_METER)?;
-                self.state.meters.direct(instance, handle)
-            }
+        (C::store().write)(&mut self.state, instance, at, value, now)
+            .ok_or(RuntimeError::NoInstance(instance))
+    }
+
+    /// The number of cells of instance `instance` whose cells the program indexes.
+    pub fn cell_count(&self, instance: usize) -> Result<usize, RuntimeError> {
+        let i = self
+            .program
+            .instances
+            .get(instance)
+            .ok_or(RuntimeError::NoInstance(instance))?;
+        i.kind
+            .cells()
+            .map(|n| n as usize)
+            .ok_or_else(|| RuntimeError::WrongKind {
+                name: i.name.clone(),
+                want: "indexed extern",
+            })
+    }
+
+    /// Checks that `instance` is of the extern type holding `C` that `at` addresses (indexed
+    /// or direct), and that the cell is there: an index below its size, an installed entry of
+    /// the table it is attached to.
+    fn cell_at<C: Cell>(&self, instance: usize, at: CellIndex) -> Result<CellAt, RuntimeError> {
+        let direct = matches!(at, CellIndex::Entry(_));
+        let Some(object) = C::store().objects.iter().find(|o| o.direct == direct) else {
+            return Err(RuntimeError::NoInstance(instance));
         };
-        meter.configure(config, now);
-        Ok(())
+        instance_of(&self.program, instance, object)?;
+        match at {
+            CellIndex::Index(index) => {
+                let size = self.cell_count(instance)?;
+                if index < size {
+                    Ok(CellAt::Index(index))
+                } else {
+                    Err(past(object, index, size))
+                }
+            }
+            CellIndex::Entry(handle) => {
+                let table = self
+                    .program
+                    .tables
+                    .iter()
+                    .position(|t| {
+                        t.direct_counter == Some(instance) || t.direct_meter == Some(instance)
+                    })
+                    .ok_or(RuntimeError::NoInstance(instance))?;
+                self.entry(table, handle)?;
+                Ok(CellAt::Entry { table, handle })
+            }
+        }
     }
 
     // ---- packet replication engine and mirroring ----
@@ -1046,43 +1022,6 @@ fn member_footprint(call: &ActionCall) -> usize {
 /// What an action selector's group of `members` members is charged.
 fn group_footprint(members: usize) -> usize {
     budget::PROFILE_ITEM_BYTES + members * budget::GROUP_MEMBER_BYTES
-}
-
-/// The cells `arrays` keeps of instance `instance` of `program`, or why it has none.
-fn cells<'a, T>(
-    program: &Program,
-    arrays: &'a CellArrays<T>,
-    instance: usize,
-) -> Result<&'a [T], RuntimeError> {
-    instance_of(program, instance, arrays.object())?;
-    Ok(arrays.of(instance).unwrap_or_default())
-}
-
-/// Cell `index` of instance `instance` of `program` in `arrays`, or why not.
-fn cell<'a, T>(
-    program: &Program,
-    arrays: &'a CellArrays<T>,
-    instance: usize,
-    index: usize,
-) -> Result<&'a T, RuntimeError> {
-    let cells = cells(program, arrays, instance)?;
-    cells
-        .get(index)
-        .ok_or(past(arrays.object(), index, cells.len()))
-}
-
-/// Cell `index` of instance `instance` of `program` in `arrays`, to change, or why not.
-fn cell_mut<'a, T>(
-    program: &Program,
-    arrays: &'a mut CellArrays<T>,
-    instance: usize,
-    index: usize,
-) -> Result<&'a mut T, RuntimeError> {
-    let object = arrays.object();
-    instance_of(program, instance, object)?;
-    let cells = arrays.of_mut(instance).unwrap_or_default();
-    let size = cells.len();
-    cells.get_mut(index).ok_or(past(object, index, size))
 }
 
 /// The error of an index past the `size` cells of an instance of `object`.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use md5::{Digest as _, Md5};
 use softswitch_core::ir::{InstanceKind, Program};
 use softswitch_core::meter::MeterConfig;
-use softswitch_core::runtime::{MeterCell, RuntimeError};
+use softswitch_core::runtime::{CellIndex, RuntimeError};
 use softswitch_core::switch::Switch;
 use softswitch_core::table::{CounterCell, TableError};
 use thrift::OrderedFloat;
@@ -192,7 +192,7 @@ impl Standard {
             let cells =
                 at(shape.size).ok_or(Refused::Code(MeterOperationErrorCode::INVALID_INDEX))?;
             for cell in cells {
-                s.set_meter_rates(m, MeterCell::Index(cell), config)?;
+                s.write_cell(m, CellIndex::Index(cell), Some(config))?;
             }
             Ok(())
         })
@@ -614,11 +614,11 @@ impl StandardSyncHandler for Standard {
         entry_handle: BmEntryHandle,
     ) -> thrift::Result<BmCounterValue> {
         self.on_table(table_name, move |s, t| {
-            if s.program().tables[t].direct_counter.is_none() {
+            let Some(counter) = s.program().tables[t].direct_counter else {
                 return Err(table_op(TableOperationErrorCode::COUNTERS_DISABLED));
-            }
+            };
             let cell = s
-                .read_direct_counter(t, handle(entry_handle)?)
+                .read_cell(counter, CellIndex::Entry(handle(entry_handle)?))
                 .map_err(|e| table_refused("counter_read", e))?;
             Ok(counter_value(cell))
         })
@@ -626,16 +626,16 @@ impl StandardSyncHandler for Standard {
 
     fn handle_bm_mt_reset_counters(&self, _: i32, table_name: String) -> thrift::Result<()> {
         self.on_table(table_name, |s, t| {
-            if s.program().tables[t].direct_counter.is_none() {
+            let Some(counter) = s.program().tables[t].direct_counter else {
                 return Err(table_op(TableOperationErrorCode::COUNTERS_DISABLED));
-            }
+            };
             let handles: Vec<usize> = s
                 .entries(t)
                 .map_err(|e| table_refused("counter_reset", e))?
                 .map(|(h, _)| h)
                 .collect();
             for h in handles {
-                s.write_direct_counter(t, h, CounterCell::default())
+                s.write_cell(counter, CellIndex::Entry(h), CounterCell::default())
                     .map_err(|e| table_refused("counter_reset", e))?;
             }
             Ok(())
@@ -650,11 +650,15 @@ impl StandardSyncHandler for Standard {
         value: BmCounterValue,
     ) -> thrift::Result<()> {
         self.on_table(table_name, move |s, t| {
-            if s.program().tables[t].direct_counter.is_none() {
+            let Some(counter) = s.program().tables[t].direct_counter else {
                 return Err(table_op(TableOperationErrorCode::COUNTERS_DISABLED));
-            }
-            s.write_direct_counter(t, handle(entry_handle)?, counter_cell(&value))
-                .map_err(|e| table_refused("counter_write", e))
+            };
+            s.write_cell(
+                counter,
+                CellIndex::Entry(handle(entry_handle)?),
+                counter_cell(&value),
+            )
+            .map_err(|e| table_refused("counter_write", e))
         })
     }
 
@@ -674,7 +678,7 @@ impl StandardSyncHandler for Standard {
                 .map_err(|e| table_refused("meter_set_rates", e))?;
             let config = meter_config(&rates)
                 .map_err(|_| table_op(TableOperationErrorCode::INVALID_METER_OPERATION))?;
-            s.set_meter_rates(meter, MeterCell::Entry(h), config)
+            s.write_cell(meter, CellIndex::Entry(h), Some(config))
                 .map_err(|e| table_refused("meter_set_rates", e))
         })
     }
@@ -767,13 +771,14 @@ impl StandardSyncHandler for Standard {
     ) -> thrift::Result<BmCounterValue> {
         self.on_instance::<InvalidCounterOperation, _, _>(counter_name, move |s, c, shape| {
             let i = index(index_).unwrap_or(shape.size);
-            s.read_counter(c, i).map(counter_value)
+            s.read_cell(c, CellIndex::Index(i)).map(counter_value)
         })
     }
 
     fn handle_bm_counter_reset_all(&self, _: i32, counter_name: String) -> thrift::Result<()> {
         self.on_instance::<InvalidCounterOperation, _, _>(counter_name, |s, c, shape| {
-            (0..shape.size).try_for_each(|i| s.write_counter(c, i, CounterCell::default()))
+            (0..shape.size)
+                .try_for_each(|i| s.write_cell(c, CellIndex::Index(i), CounterCell::default()))
         })
     }
 
@@ -785,7 +790,8 @@ impl StandardSyncHandler for Standard {
         value: BmCounterValue,
     ) -> thrift::Result<()> {
         self.on_instance::<InvalidCounterOperation, _, _>(counter_name, move |s, c, shape| {
-            s.write_counter(c, index(index_).unwrap_or(shape.size), counter_cell(&value))
+            let i = index(index_).unwrap_or(shape.size);
+            s.write_cell(c, CellIndex::Index(i), counter_cell(&value))
         })
     }
 
@@ -899,7 +905,8 @@ impl StandardSyncHandler for Standard {
         self.on_instance::<InvalidRegisterOperation, _, _>(register_array_name, move |s, r, _| {
             let i = index(idx).unwrap_or(usize::MAX);
             // BmRegisterValue is an i64: the low 64 bits of the cell.
-            s.read_register(r, i).map(|v| v as u64 as i64)
+            s.read_cell(r, CellIndex::Index(i))
+                .map(|v: u128| v as u64 as i64)
         })
     }
 
@@ -908,9 +915,13 @@ impl StandardSyncHandler for Standard {
         _: i32,
         register_array_name: String,
     ) -> thrift::Result<Vec<BmRegisterValue>> {
-        self.on_instance::<InvalidRegisterOperation, _, _>(register_array_name, |s, r, _| {
-            s.register_cells(r)
-                .map(|cells| cells.iter().map(|&v| v as u64 as i64).collect())
+        self.on_instance::<InvalidRegisterOperation, _, _>(register_array_name, |s, r, shape| {
+            (0..shape.size)
+                .map(|i| {
+                    s.read_cell(r, CellIndex::Index(i))
+                        .map(|v: u128| v as u64 as i64)
+                })
+                .collect()
         })
     }
 
@@ -927,7 +938,7 @@ impl StandardSyncHandler for Standard {
                 let i = index(index_).unwrap_or(usize::MAX);
                 // As BMv2: the value is cut to the register's width.
                 let v = u128::from(value as u64) & softswitch_core::ir::mask(shape.width);
-                s.write_register(r, i, v)
+                s.write_cell(r, CellIndex::Index(i), v)
             },
         )
     }
@@ -949,17 +960,16 @@ impl StandardSyncHandler for Standard {
                     index(end_index).unwrap_or(usize::MAX),
                 );
                 // Checked at both ends first, so that a range past the size changes nothing.
-                s.read_register(r, start)?;
-                s.read_register(r, end)?;
-                (start..=end).try_for_each(|i| s.write_register(r, i, v))
+                s.read_cell::<u128>(r, CellIndex::Index(start))?;
+                s.read_cell::<u128>(r, CellIndex::Index(end))?;
+                (start..=end).try_for_each(|i| s.write_cell(r, CellIndex::Index(i), v))
             },
         )
     }
 
     fn handle_bm_register_reset(&self, _: i32, register_array_name: String) -> thrift::Result<()> {
-        self.on_instance::<InvalidRegisterOperation, _, _>(register_array_name, |s, r, _| {
-            let size = s.register_cells(r)?.len();
-            (0..size).try_for_each(|i| s.write_register(r, i, 0))
+        self.on_instance::<InvalidRegisterOperation, _, _>(register_array_name, |s, r, shape| {
+            (0..shape.size).try_for_each(|i| s.write_cell(r, CellIndex::Index(i), 0u128))
         })
     }
 

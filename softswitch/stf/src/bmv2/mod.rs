@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use p4toolchain::Tool;
 
-use crate::{Indirect, IndirectEntry, MeterCell, Sent, Target, TargetResult};
+use crate::{CellIndex, Indirect, IndirectEntry, Sent, Target, TargetResult};
 use softswitch_core::ir::{ActionCall, Entry, FieldMatch, InstanceKind, MatchKind, Program};
 use softswitch_core::meter::MeterConfig;
 use softswitch_core::table::CounterCell;
@@ -847,12 +847,12 @@ impl Target for Bmv2Target {
     fn configure_meter(
         &mut self,
         instance: usize,
-        cell: MeterCell,
+        cell: CellIndex,
         config: MeterConfig,
     ) -> TargetResult<()> {
         let index = match cell {
-            MeterCell::Index(i) => i64::try_from(i).map_err(|e| e.to_string())?,
-            MeterCell::Entry(handle) => i64::from(cli_handle(handle)),
+            CellIndex::Index(i) => i64::try_from(i).map_err(|e| e.to_string())?,
+            CellIndex::Entry(handle) => i64::from(cli_handle(handle)),
         };
         let burst = |b: f64| {
             (b.fract() == 0.0)
