@@ -2455,3 +2455,183 @@ async fn idle_timeouts_read_back_change_and_are_refused_where_the_spec_says() {
         assert_eq!(error_codes(&status), vec![Code::InvalidArgument as i32]);
     }
 }
+
+/// A P4Runtime meter configuration.
+fn rates(cir: i64, cburst: i64, pir: i64, pburst: i64) -> p4v1::MeterConfig {
+    p4v1::MeterConfig {
+        cir,
+        cburst,
+        pir,
+        pburst,
+        eburst: 0,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn meters_and_direct_meters_are_configured_read_back_and_colour_packets() {
+    let bed = Bed::new().await;
+    let mut client = bed.client().await;
+    let mut primary = Stream::open(&mut client, 10).await;
+    assert_eq!(primary.arbitration().await, (Code::Ok as i32, 10));
+    commit(&mut client, 10, "meters.p4").await.unwrap();
+    let info = p4info("meters.p4");
+    let port_meter = id(&info, "port_meter");
+    let meter = |meter_id: u32, index: Option<i64>, config: Option<p4v1::MeterConfig>| {
+        p4v1::entity::Entity::MeterEntry(p4v1::MeterEntry {
+            meter_id,
+            index: index.map(|index| p4v1::Index { index }),
+            config,
+            counter_data: None,
+        })
+    };
+    let configs = |entities: Vec<p4v1::entity::Entity>| -> Vec<Option<p4v1::MeterConfig>> {
+        entities
+            .into_iter()
+            .map(|e| match e {
+                p4v1::entity::Entity::MeterEntry(m) => m.config,
+                p4v1::entity::Entity::DirectMeterEntry(m) => m.config,
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    };
+    // Unconfigured, every cell reads back without a config (a wildcard read: every meter).
+    assert_eq!(
+        configs(read(&mut client, meter(0, None, None)).await),
+        [None; 8]
+    );
+    // No index configures every cell; rates are per second, read back as written.
+    let slow = rates(1000, 10, 2000, 20);
+    apply(
+        &mut client,
+        vec![(Modify, meter(port_meter, None, Some(slow)))],
+    )
+    .await;
+    // Cell 1: one packet green, then red (neither bucket refills).
+    let one = rates(0, 1, 0, 1);
+    apply(
+        &mut client,
+        vec![(Modify, meter(port_meter, Some(1), Some(one)))],
+    )
+    .await;
+    let read_back = read(&mut client, meter(port_meter, None, None)).await;
+    let mut expected = [Some(slow); 8];
+    expected[1] = Some(one);
+    assert_eq!(configs(read_back), expected);
+
+    // The direct meter of port 2's entry: green, yellow, red.
+    let by_port = id(&info, "by_port");
+    let entry = exact_entry(by_port, &[0, 2], action(id(&info, "colour"), &[]));
+    apply(
+        &mut client,
+        vec![(Insert, p4v1::entity::Entity::TableEntry(entry.clone()))],
+    )
+    .await;
+    let direct = |config: Option<p4v1::MeterConfig>| {
+        p4v1::entity::Entity::DirectMeterEntry(p4v1::DirectMeterEntry {
+            table_entry: Some(p4v1::TableEntry {
+                action: None,
+                ..entry.clone()
+            }),
+            config,
+            counter_data: None,
+        })
+    };
+    let two = rates(0, 1, 0, 2);
+    apply(&mut client, vec![(Modify, direct(Some(two)))]).await;
+    let wildcard = p4v1::entity::Entity::DirectMeterEntry(p4v1::DirectMeterEntry::default());
+    assert_eq!(configs(read(&mut client, wildcard).await), [Some(two)]);
+    let with_meter = p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
+        table_id: by_port,
+        meter_config: Some(p4v1::MeterConfig::default()),
+        ..Default::default()
+    });
+    let read_back = read(&mut client, with_meter).await;
+    let [p4v1::entity::Entity::TableEntry(te)] = read_back.as_slice() else {
+        panic!("{read_back:?}")
+    };
+    assert_eq!(te.meter_config, Some(two));
+
+    // The packets' colours, as the program writes them into their first two bytes.
+    let colours = |port: u16| {
+        bed.inject(port, vec![0xff; 64]);
+        let (out, frame) = bed.next_sent();
+        assert_eq!(out, port);
+        (frame[0], frame[1])
+    };
+    assert_eq!(
+        [colours(1), colours(1)],
+        [(0, 0xff), (2, 0xff)],
+        "port 1's meter cell: green then red; no entry, no direct colour"
+    );
+    assert_eq!(
+        [colours(2), colours(2), colours(2)],
+        [(0, 0), (0, 1), (0, 2)],
+        "port 2's entry's meter: green, yellow, red"
+    );
+    // An unset config resets a cell: unconfigured, it marks every packet green again.
+    apply(
+        &mut client,
+        vec![(Modify, meter(port_meter, Some(1), None))],
+    )
+    .await;
+    assert_eq!(
+        configs(read(&mut client, meter(port_meter, Some(1), None)).await),
+        [None]
+    );
+    assert_eq!([colours(1), colours(1)], [(0, 0xff), (0, 0xff)]);
+
+    // Refusals, one code per update, as the specification's.
+    let absent = p4v1::entity::Entity::DirectMeterEntry(p4v1::DirectMeterEntry {
+        table_entry: Some(exact_entry(by_port, &[0, 3], None)),
+        config: Some(two),
+        counter_data: None,
+    });
+    let err = write(
+        &mut client,
+        10,
+        vec![
+            (Modify, meter(port_meter, Some(8), Some(one))),
+            (Modify, meter(port_meter, Some(-1), Some(one))),
+            (
+                Modify,
+                meter(
+                    port_meter,
+                    Some(0),
+                    Some(p4v1::MeterConfig { eburst: 5, ..one }),
+                ),
+            ),
+            (Modify, meter(port_meter, Some(0), Some(rates(-1, 1, 0, 1)))),
+            (Insert, meter(port_meter, Some(0), Some(one))),
+            (Modify, meter(by_port, Some(0), Some(one))),
+            (Modify, absent),
+            (
+                Modify,
+                p4v1::entity::Entity::MeterEntry(p4v1::MeterEntry {
+                    meter_id: port_meter,
+                    index: Some(p4v1::Index { index: 0 }),
+                    config: Some(one),
+                    counter_data: Some(p4v1::MeterCounterData::default()),
+                }),
+            ),
+        ],
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        error_codes(&err),
+        [
+            Code::OutOfRange,
+            Code::InvalidArgument,
+            Code::InvalidArgument,
+            Code::InvalidArgument,
+            Code::InvalidArgument,
+            Code::NotFound,
+            Code::NotFound,
+            Code::Unimplemented,
+        ]
+        .map(|c| c as i32)
+    );
+    // None of them changed a cell.
+    let read_back = read(&mut client, meter(port_meter, Some(0), None)).await;
+    assert_eq!(configs(read_back), [Some(slow)]);
+}

@@ -1,7 +1,7 @@
 //! P4Runtime entities against the running pipeline: one Write update applied, one Read entity
 //! answered. Table entries (with their idle timeouts), default entries, counters, direct
-//! counters, registers, multicast groups, clone sessions and digest settings; other entities are
-//! `UNIMPLEMENTED`. Also the table entries of idle-timeout notifications ([`idle_entry`]). What
+//! counters, meters, direct meters, registers, multicast groups, clone sessions and digest
+//! settings; other entities are `UNIMPLEMENTED`. Also the table entries of idle-timeout notifications ([`idle_entry`]). What
 //! a client writes is bounded by the switch's state budget (`softswitch_core::budget`, refused
 //! with `RESOURCE_EXHAUSTED`), and the opaque `metadata` it keeps with an entry or a group by
 //! [`MAX_METADATA_BYTES`].
@@ -16,6 +16,7 @@ use super::bytes::{decode, encode};
 use super::idle::supports_idle_timeout;
 use super::pipeline::Pipeline;
 use softswitch_core::ir::{self, ActionCall, FieldMatch, MatchKind};
+use softswitch_core::meter::MeterConfig;
 use softswitch_core::runtime::{CellIndex, EntryWrite, RuntimeError};
 use softswitch_core::table::{
     prefix_mask, ControllerData, CounterCell, EntryChange, Installed, TableError,
@@ -86,6 +87,31 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
                     .map_err(runtime_error)?;
             }
             Ok(())
+        }
+        E::MeterEntry(me) => {
+            // An unset index configures every cell; an unset config resets them.
+            modify_only(kind, "meter entries")?;
+            let meter = cell_array(p, me.meter_id, "meter")?;
+            let config = meter_config(me.config.as_ref(), me.counter_data.as_ref())?;
+            for index in cells(me.index.as_ref(), meter.size)? {
+                p.switch
+                    .write_cell(meter.instance, CellIndex::Index(index), config)
+                    .map_err(runtime_error)?;
+            }
+            Ok(())
+        }
+        E::DirectMeterEntry(dm) => {
+            modify_only(kind, "direct meter entries")?;
+            let te = dm.table_entry.as_ref().ok_or_else(|| {
+                Status::invalid_argument("a direct meter entry needs its table_entry")
+            })?;
+            let (table, _) = table_of(p, te.table_id)?;
+            let meter = direct_meter_of(p, table)?;
+            let config = meter_config(dm.config.as_ref(), dm.counter_data.as_ref())?;
+            let handle = find_entry(p, table, te)?;
+            p.switch
+                .write_cell(meter, CellIndex::Entry(handle), config)
+                .map_err(runtime_error)
         }
         E::PacketReplicationEngineEntry(pre) => write_pre(p, kind, pre),
         E::DigestEntry(de) => {
@@ -221,6 +247,61 @@ pub fn read(
                 }
             }
         }
+        E::MeterEntry(me) => {
+            let meters: Vec<u32> = if me.meter_id == 0 {
+                p.info.meters.iter().map(|m| id_of(&m.preamble)).collect()
+            } else {
+                vec![me.meter_id]
+            };
+            for id in meters {
+                let meter = cell_array(p, id, "meter")?;
+                for index in cells(me.index.as_ref(), meter.size)? {
+                    let config: Option<MeterConfig> = p
+                        .switch
+                        .read_cell(meter.instance, CellIndex::Index(index))
+                        .map_err(runtime_error)?;
+                    out.push(wrap(E::MeterEntry(p4v1::MeterEntry {
+                        meter_id: id,
+                        index: Some(p4v1::Index {
+                            index: index as i64,
+                        }),
+                        config: config.map(p4rt_meter_config),
+                        counter_data: None,
+                    })));
+                }
+            }
+        }
+        E::DirectMeterEntry(dm) => {
+            let te = p4v1::TableEntry {
+                meter_config: Some(p4v1::MeterConfig::default()),
+                ..dm.table_entry.clone().unwrap_or_default()
+            };
+            let tables: Vec<usize> = if te.table_id == 0 {
+                (0..p.switch.program().tables.len())
+                    .filter(|t| table_id(p, *t).is_some() && direct_meter_of(p, *t).is_ok())
+                    .collect()
+            } else {
+                let (t, _) = table_of(p, te.table_id)?;
+                direct_meter_of(p, t)?;
+                vec![t]
+            };
+            for t in tables {
+                let entries = table_entries(p, t, &te)?;
+                if entries.is_empty() && !te.r#match.is_empty() {
+                    return Err(Status::not_found(
+                        "no entry with this key: its direct meter cannot be read",
+                    ));
+                }
+                for mut entry in entries {
+                    let config = entry.meter_config.take();
+                    out.push(wrap(E::DirectMeterEntry(p4v1::DirectMeterEntry {
+                        table_entry: Some(entry),
+                        config,
+                        counter_data: None,
+                    })));
+                }
+            }
+        }
         E::PacketReplicationEngineEntry(pre) => {
             use p4v1::packet_replication_engine_entry::Type;
             let pre_entity = |t: Type| {
@@ -271,7 +352,6 @@ fn unimplemented(e: &E) -> Status {
     let what = match e {
         E::ExternEntry(_) => "extern entries",
         E::ActionProfileMember(_) | E::ActionProfileGroup(_) => "action profile members and groups",
-        E::MeterEntry(_) | E::DirectMeterEntry(_) => "meter entries",
         E::ValueSetEntry(_) => "value set entries",
         _ => "this entity",
     };
@@ -324,6 +404,64 @@ fn direct_counter_of(p: &Pipeline, table: usize) -> Result<usize, Status> {
     t.direct_counter
         .ok_or_else(|| Status::invalid_argument(format!("table {} has no direct counter", t.name)))
 }
+
+/// The direct meter of table `table`, or INVALID_ARGUMENT.
+fn direct_meter_of(p: &Pipeline, table: usize) -> Result<usize, Status> {
+    let t = &p.switch.program().tables[table];
+    t.direct_meter
+        .ok_or_else(|| Status::invalid_argument(format!("table {} has no direct meter", t.name)))
+}
+
+/// The rates a meter entry writes: P4Runtime's in units (bytes or packets, as the meter's
+/// P4Info unit) per second, the switch's per microsecond, as BMv2's `simple_switch_grpc`
+/// converts them; `None`, which resets the meter to mark every packet green, for an unset
+/// config. Meters are two-rate three-colour (RFC 2698, as BMv2's): a single-rate `eburst` is
+/// INVALID_ARGUMENT, and so is a negative value; meter counters (`counter_data`) are
+/// UNIMPLEMENTED, as in BMv2.
+fn meter_config(
+    config: Option<&p4v1::MeterConfig>,
+    counters: Option<&p4v1::MeterCounterData>,
+) -> Result<Option<MeterConfig>, Status> {
+    if counters.is_some() {
+        return Err(Status::unimplemented(
+            "softswitch's meters keep no per-colour counters: counter_data must be unset",
+        ));
+    }
+    let Some(c) = config else {
+        return Ok(None);
+    };
+    if c.eburst != 0 {
+        return Err(Status::invalid_argument(
+            "softswitch's meters are two-rate three-colour (RFC 2698): eburst must be 0",
+        ));
+    }
+    if [c.cir, c.cburst, c.pir, c.pburst].iter().any(|v| *v < 0) {
+        return Err(Status::invalid_argument(
+            "a meter's rates and bursts may not be negative",
+        ));
+    }
+    Ok(Some(MeterConfig {
+        cir: c.cir as f64 / MICROS_PER_SECOND,
+        cbs: c.cburst as f64,
+        pir: c.pir as f64 / MICROS_PER_SECOND,
+        pbs: c.pburst as f64,
+    }))
+}
+
+/// A meter's rates as P4Runtime reads them back ([`meter_config`]'s inverse, rounded to
+/// whole units per second).
+fn p4rt_meter_config(c: MeterConfig) -> p4v1::MeterConfig {
+    p4v1::MeterConfig {
+        cir: (c.cir * MICROS_PER_SECOND).round() as i64,
+        cburst: c.cbs.round() as i64,
+        pir: (c.pir * MICROS_PER_SECOND).round() as i64,
+        pburst: c.pbs.round() as i64,
+        eburst: 0,
+    }
+}
+
+/// Microseconds in a second: P4Runtime's meter rates are per second, the switch's per µs.
+const MICROS_PER_SECOND: f64 = 1e6;
 
 /// An indexed instance of a stateful extern type, as an entity names it by P4Info id.
 struct CellArray {
@@ -727,7 +865,8 @@ fn check_entry_fields(
     }
     if te.meter_config.is_some() || te.meter_counter_data.is_some() {
         return Err(Status::unimplemented(
-            "softswitch does not serve direct meters over P4Runtime yet",
+            "softswitch does not take a table entry's meter_config in a write yet: \
+             configure its direct meter with a DirectMeterEntry",
         ));
     }
     if te.counter_data.is_some() && t.direct_counter.is_none() {
@@ -891,6 +1030,9 @@ fn table_entries(
     let (_, info) = table_of(p, id)?;
     let program_table = &p.switch.program().tables[t];
     let with_counter = filter.counter_data.is_some() && program_table.direct_counter.is_some();
+    let meter = program_table
+        .direct_meter
+        .filter(|_| filter.meter_config.is_some());
     // As PI, wildcard reads included: only the entries of a table with idle timeouts have a
     // time since their last hit.
     if filter.time_since_last_hit.is_some()
@@ -938,9 +1080,12 @@ fn table_entries(
         .map_err(runtime_error)?
         .filter(|(_, i)| wanted.as_ref().is_none_or(|w| *w == i.entry.matches))
         .filter(|(_, i)| filter.priority == 0 || i64::from(filter.priority) == i.entry.priority)
-        .map(|(_, i)| p4v1::TableEntry {
+        .map(|(h, i)| p4v1::TableEntry {
             action: Some(p4rt_action(p, &i.entry.action)),
             counter_data: with_counter.then(|| data_of(i.counter)),
+            meter_config: meter
+                .and_then(|m| p.switch.read_cell(m, CellIndex::Entry(h)).ok().flatten())
+                .map(p4rt_meter_config),
             is_const: program_table.const_entries_fixed,
             time_since_last_hit: filter.time_since_last_hit.map(|_| {
                 p4v1::table_entry::IdleTimeout {
