@@ -12,7 +12,7 @@ use std::time::Duration;
 use dcqcn::DcqcnParams;
 use p4values::runtime_json::RuntimeConfig;
 use serde::{Deserialize, Serialize};
-use softswitch_core::ir::{InstanceKind, Program};
+use softswitch_core::ir::Program;
 use topology::fabric::{End as FabricEnd, Fabric, HostId};
 use topology::{Failures, Spec, Tuning};
 use units::{parse_duration, DurationLimits};
@@ -252,12 +252,9 @@ pub fn switch_state_bytes(program: &Program) -> u64 {
     program
         .instances
         .iter()
-        .map(|i| match &i.kind {
-            InstanceKind::Register { size, .. } | InstanceKind::Counter { size, .. } => {
-                u64::from(*size) * 16
-            }
-            InstanceKind::Meter { size, .. } => u64::from(*size) * 64,
-            _ => 0,
+        .map(|i| {
+            let cells = u64::from(i.kind.cells().unwrap_or(0));
+            cells * i.kind.object().map_or(0, |o| o.cell_bytes)
         })
         .sum()
 }

@@ -339,7 +339,7 @@ impl Lowerer {
                 }),
             });
         }
-        let Some(ik) = (object.instance)(width, &args) else {
+        let Some(ik) = object.instance(width, args) else {
             return fail(format!(
                 "{what}: softswitch's core makes no {} of it",
                 object.p4
@@ -350,8 +350,8 @@ impl Lowerer {
             return Ok(());
         }
         let table = str_member(v, "binding", &what)?.to_string();
-        match self.instances[i].kind {
-            InstanceKind::DirectMeter { .. } => {
+        match object.p4 {
+            "direct_meter" => {
                 let target = member(v, "result_target", &what)?;
                 let field = self.scope(&[]).field(target)?;
                 let Some(width) = field.width() else {
@@ -359,7 +359,7 @@ impl Lowerer {
                 };
                 self.direct_meters.insert(table, (i, field.slot, width));
             }
-            InstanceKind::DirectCounter { .. } => {
+            "direct_counter" => {
                 self.direct_counters.insert(table, i);
             }
             _ => {

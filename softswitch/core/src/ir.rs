@@ -702,20 +702,37 @@ pub struct Control {
     pub body: Vec<Stmt>,
 }
 
+/// One of the stateful extern types the core registers (an index into
+/// [`crate::externs::objects`]), as [`ExternId`] is one of its externs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ObjectId(pub u8);
+
+/// The value of one constructor parameter of a stateful extern type
+/// ([`crate::externs::CtorParam`]), as the front end or the BMv2 JSON loader read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CtorArg {
+    /// `CtorParam::Size`.
+    Size(u32),
+    /// `CtorParam::CounterType`.
+    Counter(CounterKind),
+    /// `CtorParam::MeterType`: whether the meter measures bytes.
+    MeterBytes(bool),
+}
+
 /// The kind and configuration of an extern instance.
 #[derive(Clone, Debug, PartialEq)]
 #[allow(missing_docs, reason = "each variant's doc says what its fields are")]
 pub enum InstanceKind {
-    /// `register<T>(size)` with `width`-bit cells.
-    Register { size: u32, width: u16 },
-    /// `counter(size, type)`.
-    Counter { size: u32, kind: CounterKind },
-    /// `direct_counter(type)`.
-    DirectCounter { kind: CounterKind },
-    /// `meter(size, type)`.
-    Meter { size: u32, bytes: bool },
-    /// `direct_meter(type)`.
-    DirectMeter { bytes: bool },
+    /// An instance of a stateful extern type the core registers (`register`, `counter`,
+    /// `meter`, their direct forms: [`crate::externs::Object`], which makes it): its cells'
+    /// `width`, for a type whose cells hold a `bit<W>` (a register's), and its constructor's
+    /// `args`, in the order of the type's `CtorParam`s. A new stateful extern type is data
+    /// here, not a variant.
+    Object {
+        object: ObjectId,
+        width: Option<u16>,
+        args: Vec<CtorArg>,
+    },
     /// The deprecated `Checksum16()` (its `get` computes an Internet checksum).
     Checksum16,
     /// A parser `value_set<T>(size)`, filled by the control plane, of `width`-bit values: `T` is
@@ -734,39 +751,47 @@ pub enum InstanceKind {
 }
 
 impl InstanceKind {
-    /// The number of cells of an instance whose cells the program indexes (a register's,
-    /// counter's or meter's; the switch allocates them when it loads the program).
-    pub fn cells(&self) -> Option<u32> {
+    /// The constructor arguments of an instance of a stateful extern type (none for another).
+    pub fn args(&self) -> &[CtorArg] {
         match self {
-            InstanceKind::Register { size, .. }
-            | InstanceKind::Counter { size, .. }
-            | InstanceKind::Meter { size, .. } => Some(*size),
-            _ => None,
+            InstanceKind::Object { args, .. } => args,
+            _ => &[],
         }
+    }
+
+    /// The number of cells of an instance whose cells the program indexes (its `size`
+    /// argument: a register's, counter's or meter's; the switch allocates them when it loads
+    /// the program).
+    pub fn cells(&self) -> Option<u32> {
+        self.args().iter().find_map(|a| match a {
+            CtorArg::Size(n) => Some(*n),
+            _ => None,
+        })
     }
 
     /// The width of its cells, for an instance whose cells hold values the program reads
     /// and writes (a register's `bit<W>`).
     pub fn cell_width(&self) -> Option<u16> {
         match self {
-            InstanceKind::Register { width, .. } => Some(*width),
+            InstanceKind::Object { width, .. } => *width,
             _ => None,
         }
     }
 
-    /// The extern type's name in v1model.p4 (`counter`, `direct_meter`, ...).
-    pub fn type_name(&self) -> &'static str {
-        match self {
-            InstanceKind::Register { .. } => "register",
-            InstanceKind::Counter { .. } => "counter",
-            InstanceKind::DirectCounter { .. } => "direct_counter",
-            InstanceKind::Meter { .. } => "meter",
-            InstanceKind::DirectMeter { .. } => "direct_meter",
-            InstanceKind::Checksum16 => "Checksum16",
-            InstanceKind::ValueSet { .. } => "value_set",
-            InstanceKind::ActionProfile { .. } => "action_profile",
-            InstanceKind::ActionSelector { .. } => "action_selector",
-        }
+    /// What it counts, for an instance with a `CounterType` argument.
+    pub fn counter_kind(&self) -> Option<CounterKind> {
+        self.args().iter().find_map(|a| match a {
+            CtorArg::Counter(k) => Some(*k),
+            _ => None,
+        })
+    }
+
+    /// Whether it measures bytes, for an instance with a `MeterType` argument.
+    pub fn meter_bytes(&self) -> Option<bool> {
+        self.args().iter().find_map(|a| match a {
+            CtorArg::MeterBytes(b) => Some(*b),
+            _ => None,
+        })
     }
 }
 

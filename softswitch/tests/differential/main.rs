@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom as _;
 use rand::{Rng as _, SeedableRng as _};
-use softswitch_core::ir::{CounterKind, Entry, FieldMatch, InstanceKind, MatchKind, Program};
+use softswitch_core::ir::{CounterKind, Entry, FieldMatch, MatchKind, Program};
 use softswitch_core::runtime::CellIndex;
 use softswitch_core::switch::{Clock, Switch};
 use softswitch_core::table::CounterCell;
@@ -311,8 +311,8 @@ impl Case<'_> {
                 .time_registers
                 .iter()
                 .any(|r| instance.name == *r);
-            match instance.kind {
-                InstanceKind::Register { .. } if !timed => {
+            match instance.kind.type_name() {
+                "register" if !timed => {
                     let ours = Target::register_cells(&mut self.softswitch, i)?;
                     let theirs = bmv2.register_cells(i)?;
                     if let Some(at) =
@@ -326,7 +326,12 @@ impl Case<'_> {
                         ));
                     }
                 }
-                InstanceKind::Counter { size, kind } => {
+                "counter" => {
+                    let size = instance.kind.cells().unwrap_or(0);
+                    let kind = instance
+                        .kind
+                        .counter_kind()
+                        .unwrap_or(CounterKind::PacketsAndBytes);
                     let mut cells: Vec<usize> = (0..size as usize)
                         .filter(|&n| {
                             let c = self.softswitch.read_cell(i, CellIndex::Index(n));
@@ -355,10 +360,10 @@ impl Case<'_> {
         for &(counter, table, a, b) in &self.direct {
             let ours = self.softswitch.direct_counter(counter, table, a)?;
             let theirs = bmv2.direct_counter(counter, table, b)?;
-            let kind = match self.program.instances[counter].kind {
-                InstanceKind::DirectCounter { kind } => kind,
-                _ => CounterKind::PacketsAndBytes,
-            };
+            let kind = self.program.instances[counter]
+                .kind
+                .counter_kind()
+                .unwrap_or(CounterKind::PacketsAndBytes);
             if counted(kind, ours) != counted(kind, theirs) {
                 return Err(format!(
                     "direct counter {} of an entry of {}: softswitch {ours:?}, BMv2 {theirs:?}",

@@ -4,10 +4,10 @@
 //! reads and writes.
 
 use super::{
-    instance, value, Cell, CellArrays, CellAt, CellStore, CtorArg, CtorParam, Extern, Machine,
-    Object, Param, Signature,
+    instance, value, Cell, CellArrays, CellAt, CellStore, CtorParam, Extern, Machine, Object,
+    Param, Signature,
 };
-use crate::ir::{ExternArg, InstanceKind, Program};
+use crate::ir::{ExternArg, Program};
 use crate::table::CounterCell;
 
 /// The cells of every indexed counter, by instance index: `State::counters`. (A direct
@@ -51,10 +51,7 @@ pub(crate) const COUNTER: Object = Object {
     cell_type: false,
     ctor: &[CtorParam::Size, CtorParam::CounterType],
     inert: &[],
-    instance: |_, args| match *args {
-        [CtorArg::Size(size), CtorArg::Counter(kind)] => Some(InstanceKind::Counter { size, kind }),
-        _ => None,
-    },
+    cell_bytes: 16,
 };
 
 /// The extern type `direct_counter(type)`: the switch counts where its table hits, so its
@@ -67,10 +64,7 @@ pub(crate) const DIRECT_COUNTER: Object = Object {
     cell_type: false,
     ctor: &[CtorParam::CounterType],
     inert: &["count"],
-    instance: |_, args| match *args {
-        [CtorArg::Counter(kind)] => Some(InstanceKind::DirectCounter { kind }),
-        _ => None,
-    },
+    cell_bytes: 0,
 };
 
 /// The `count` method of `counter`.

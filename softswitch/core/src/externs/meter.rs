@@ -6,10 +6,10 @@
 //! rates the runtime interface sets.
 
 use super::{
-    instance, store, value, Cell, CellArrays, CellAt, CellStore, CtorArg, CtorParam, Extern,
-    Machine, Object, Param, Signature,
+    instance, store, value, Cell, CellArrays, CellAt, CellStore, CtorParam, Extern, Machine,
+    Object, Param, Signature,
 };
-use crate::ir::{ExternArg, InstanceKind, Program};
+use crate::ir::{ExternArg, Program};
 use crate::meter::{Color, Meter, MeterConfig};
 use std::collections::HashMap;
 
@@ -85,12 +85,7 @@ pub(crate) const METER: Object = Object {
     cell_type: false,
     ctor: &[CtorParam::Size, CtorParam::MeterType],
     inert: &[],
-    instance: |_, args| match *args {
-        [CtorArg::Size(size), CtorArg::MeterBytes(bytes)] => {
-            Some(InstanceKind::Meter { size, bytes })
-        }
-        _ => None,
-    },
+    cell_bytes: 64,
 };
 
 /// The extern type `direct_meter(type)`.
@@ -102,10 +97,7 @@ pub(crate) const DIRECT_METER: Object = Object {
     cell_type: false,
     ctor: &[CtorParam::MeterType],
     inert: &[],
-    instance: |_, args| match *args {
-        [CtorArg::MeterBytes(bytes)] => Some(InstanceKind::DirectMeter { bytes }),
-        _ => None,
-    },
+    cell_bytes: 0,
 };
 
 /// The `execute_meter` method of `meter`.
@@ -175,11 +167,7 @@ impl Extern for DirectRead {
 
 /// What one packet takes from meter `meter`: its length for a meter of bytes, else 1.
 fn amount(m: &mut dyn Machine, meter: usize) -> f64 {
-    let bytes = matches!(
-        m.program().instances[meter].kind,
-        InstanceKind::Meter { bytes: true, .. } | InstanceKind::DirectMeter { bytes: true }
-    );
-    if bytes {
+    if m.program().instances[meter].kind.meter_bytes() == Some(true) {
         let length = m.program().std_meta.packet_length;
         m.slots()[length as usize] as f64
     } else {

@@ -12,6 +12,16 @@
 //! The packet-parsing primitives (`extract`, `advance`, `emit`, `verify`, a sub-parser's
 //! `apply`, a header stack's `push_front`/`pop_front`) are language constructs, not externs:
 //! they stay variants of [`ir::ExternCall`].
+//!
+//! A stateful extern type is an [`Object`] in its file and a line of [`OBJECTS`]: its instances
+//! are data ([`ir::InstanceKind::Object`], made by [`Object::instance`]), and the value of one of
+//! its cells as the control plane sees it implements [`Cell`], over which the runtime
+//! interface's cell methods are generic. `Checksum16`, parser value sets, action profiles and
+//! action selectors are not `Object`s but variants of [`ir::InstanceKind`] of their own: they
+//! are not cell arrays. Action profiles and selectors are table machinery (the members and
+//! groups the entries of the tables they implement point to, as BMv2 keeps them inside its
+//! indirect match tables), a value set is a parser `select`'s key set, and `Checksum16` holds
+//! nothing.
 
 mod assert;
 mod checksum;
@@ -117,23 +127,14 @@ pub enum CtorParam {
     MeterType,
 }
 
-/// The value of one [`CtorParam`], as the front end or the BMv2 JSON loader read it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CtorArg {
-    /// [`CtorParam::Size`].
-    Size(u32),
-    /// [`CtorParam::CounterType`].
-    Counter(ir::CounterKind),
-    /// [`CtorParam::MeterType`]: whether the meter measures bytes.
-    MeterBytes(bool),
-}
+pub use crate::ir::CtorArg;
 
 /// A stateful extern type: how its instances are declared, in P4 and in BMv2 JSON, and what
 /// their methods are (the registered externs whose [`Signature::of`] it is, and
 /// [`Object::inert`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Object {
-    /// Its name in v1model.p4 ([`ir::InstanceKind::type_name`]).
+    /// Its name in v1model.p4 ([`ir::InstanceKind::type_name`]), which names it uniquely.
     pub p4: &'static str,
     /// What the runtime interface's errors call it (`direct meter`).
     pub noun: &'static str,
@@ -152,9 +153,53 @@ pub struct Object {
     /// Its methods whose calls do nothing (a direct counter counts where its table hits, so
     /// its `count` adds nothing).
     pub inert: &'static [&'static str],
-    /// The instance of a declaration: its cell width ([`Object::cell_type`]) and its
-    /// constructor's arguments, following [`Object::ctor`] (`None` if they do not).
-    pub instance: fn(Option<u16>, &[CtorArg]) -> Option<ir::InstanceKind>,
+    /// What one of its cells takes in the switch's memory, in bytes, for estimates (the
+    /// simulator's); 0 for a direct type (its cells are its table's entries').
+    pub cell_bytes: u64,
+}
+
+impl Object {
+    /// The instance of a declaration: its cell width (given for a type with
+    /// [`Object::cell_type`] only) and its constructor's arguments, following
+    /// [`Object::ctor`]; `None` if they do not.
+    pub fn instance(&self, width: Option<u16>, args: Vec<CtorArg>) -> Option<ir::InstanceKind> {
+        let follows = args.len() == self.ctor.len()
+            && self.ctor.iter().zip(&args).all(|(p, a)| {
+                matches!(
+                    (p, a),
+                    (CtorParam::Size, CtorArg::Size(_))
+                        | (CtorParam::CounterType, CtorArg::Counter(_))
+                        | (CtorParam::MeterType, CtorArg::MeterBytes(_))
+                )
+            });
+        let object = OBJECTS.iter().position(|o| o.p4 == self.p4)?;
+        (follows && width.is_some() == self.cell_type).then_some(ir::InstanceKind::Object {
+            object: ir::ObjectId(object as u8),
+            width,
+            args,
+        })
+    }
+}
+
+impl ir::InstanceKind {
+    /// The stateful extern type it is an instance of, if it is one.
+    pub fn object(&self) -> Option<&'static Object> {
+        match self {
+            ir::InstanceKind::Object { object, .. } => OBJECTS.get(usize::from(object.0)).copied(),
+            _ => None,
+        }
+    }
+
+    /// The extern type's name in v1model.p4 (`counter`, `direct_meter`, ...).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            ir::InstanceKind::Object { .. } => self.object().map_or("", |o| o.p4),
+            ir::InstanceKind::Checksum16 => "Checksum16",
+            ir::InstanceKind::ValueSet { .. } => "value_set",
+            ir::InstanceKind::ActionProfile { .. } => "action_profile",
+            ir::InstanceKind::ActionSelector { .. } => "action_selector",
+        }
+    }
 }
 
 /// What the front end and the BMv2 JSON loader read of a registered extern.
@@ -483,16 +528,21 @@ mod tests {
                 })
                 .collect();
             let width = o.cell_type.then_some(12);
-            let kind = (o.instance)(width, &args).expect("its own constructor");
+            let kind = o
+                .instance(width, args.clone())
+                .expect("its own constructor");
             assert_eq!(kind.type_name(), o.p4);
+            assert_eq!(kind.object().map(|x| x.p4), Some(o.p4));
             assert_eq!(kind.cells(), (!o.direct).then_some(7), "{}", o.p4);
             assert_eq!(kind.cell_width(), width, "{}", o.p4);
             assert_eq!(
-                (o.instance)(width, &args[1..]),
+                o.instance(width, args[1..].to_vec()),
                 None,
                 "{}: one argument short",
                 o.p4
             );
+            let other_width = (!o.cell_type).then_some(12);
+            assert_eq!(o.instance(other_width, args), None, "{}: width", o.p4);
             assert_eq!(object(o.p4).map(|x| x.p4), Some(o.p4));
         }
         for e in REGISTRY {

@@ -4,10 +4,10 @@
 //! reads and writes.
 
 use super::{
-    instance, value, Cell, CellArrays, CellAt, CellStore, CtorArg, CtorParam, Extern, Machine,
-    Object, Param, Signature,
+    instance, value, Cell, CellArrays, CellAt, CellStore, CtorParam, Extern, Machine, Object,
+    Param, Signature,
 };
-use crate::ir::{ExternArg, InstanceKind, Program};
+use crate::ir::{ExternArg, Program};
 
 /// The cells of every register, by instance index: `State::registers`.
 pub(crate) type Registers = CellArrays<u128>;
@@ -48,10 +48,7 @@ pub(crate) const REGISTER: Object = Object {
     cell_type: true,
     ctor: &[CtorParam::Size],
     inert: &[],
-    instance: |width, args| match (width, args) {
-        (Some(width), &[CtorArg::Size(size)]) => Some(InstanceKind::Register { size, width }),
-        _ => None,
-    },
+    cell_bytes: 16,
 };
 
 /// The `read` method of `register`.

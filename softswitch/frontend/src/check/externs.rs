@@ -154,7 +154,7 @@ fn object_instance(
             CtorParam::MeterType => CtorArg::MeterBytes(meter_bytes(c, e)?),
         });
     }
-    match (object.instance)(width, &values) {
+    match object.instance(width, values) {
         Some(kind) => Ok(kind),
         None => fail(
             name.span,

@@ -274,12 +274,12 @@ impl Checker<'_> {
     fn direct_instance(&self, value: &ast::Expr, counter: bool) -> Result<usize> {
         if let ExprKind::Name(n) = &value.kind {
             if let Some(Sym::Instance(i)) = self.lookup(n) {
-                let ok = matches!(
-                    (&self.instances[*i].kind, counter),
-                    (InstanceKind::DirectCounter { .. }, true)
-                        | (InstanceKind::DirectMeter { .. }, false)
-                );
-                if ok {
+                let want = if counter {
+                    "direct_counter"
+                } else {
+                    "direct_meter"
+                };
+                if self.instances[*i].kind.type_name() == want {
                     return Ok(*i);
                 }
             }

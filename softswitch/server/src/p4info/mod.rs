@@ -378,37 +378,45 @@ impl<'a> P4InfoBuilder<'a> {
                 continue;
             }
             let preamble = Some(self.preamble(prefix, &inst.name, annotations));
-            match inst.kind {
-                InstanceKind::Counter { size, kind } => info.counters.push(p4i::Counter {
+            // A stateful extern type's instance: its P4Info entity by its prefix, its
+            // configuration from its constructor's arguments.
+            let kind = &inst.kind;
+            let size = kind.cells().unwrap_or(0);
+            let counter = || {
+                Some(counter_spec(
+                    kind.counter_kind().unwrap_or(CounterKind::PacketsAndBytes),
+                ))
+            };
+            let meter = || Some(meter_spec(kind.meter_bytes() == Some(true)));
+            match (prefix, kind) {
+                (Prefix::Counter, _) => info.counters.push(p4i::Counter {
                     preamble,
-                    spec: Some(counter_spec(kind)),
+                    spec: counter(),
                     size: i64::from(size),
                     ..Default::default()
                 }),
-                InstanceKind::DirectCounter { kind } => {
-                    info.direct_counters.push(p4i::DirectCounter {
-                        preamble,
-                        spec: Some(counter_spec(kind)),
-                        direct_table_id: table_of(&|t| t.direct_counter, i),
-                    })
-                }
-                InstanceKind::Meter { size, bytes } => info.meters.push(p4i::Meter {
+                (Prefix::DirectCounter, _) => info.direct_counters.push(p4i::DirectCounter {
                     preamble,
-                    spec: Some(meter_spec(bytes)),
+                    spec: counter(),
+                    direct_table_id: table_of(&|t| t.direct_counter, i),
+                }),
+                (Prefix::Meter, _) => info.meters.push(p4i::Meter {
+                    preamble,
+                    spec: meter(),
                     size: i64::from(size),
                     ..Default::default()
                 }),
-                InstanceKind::DirectMeter { bytes } => info.direct_meters.push(p4i::DirectMeter {
+                (Prefix::DirectMeter, _) => info.direct_meters.push(p4i::DirectMeter {
                     preamble,
-                    spec: Some(meter_spec(bytes)),
+                    spec: meter(),
                     direct_table_id: table_of(&|t| t.direct_meter, i),
                 }),
-                InstanceKind::Register { size, width } => info.registers.push(p4i::Register {
+                (Prefix::Register, _) => info.registers.push(p4i::Register {
                     preamble,
                     type_spec: Some(p4i::P4DataTypeSpec {
                         type_spec: Some(p4i::p4_data_type_spec::TypeSpec::Bitstring(
                             typespec::bitstring_like(&softswitch_frontend::types::Type::Bits {
-                                width,
+                                width: kind.cell_width().unwrap_or(0),
                                 signed: false,
                             }),
                         )),
@@ -416,8 +424,11 @@ impl<'a> P4InfoBuilder<'a> {
                     size: size as i32,
                     ..Default::default()
                 }),
-                InstanceKind::ActionProfile { size }
-                | InstanceKind::ActionSelector { size, .. } => {
+                (
+                    _,
+                    &InstanceKind::ActionProfile { size }
+                    | &InstanceKind::ActionSelector { size, .. },
+                ) => {
                     let selector = matches!(inst.kind, InstanceKind::ActionSelector { .. });
                     let mut tables: Vec<&str> = p
                         .tables
@@ -443,11 +454,14 @@ impl<'a> P4InfoBuilder<'a> {
                         ..Default::default()
                     });
                 }
-                InstanceKind::ValueSet {
-                    size,
-                    width,
-                    ref fields,
-                } => {
+                (
+                    _,
+                    &InstanceKind::ValueSet {
+                        size,
+                        width,
+                        ref fields,
+                    },
+                ) => {
                     // A value set of bit<W> has one unnamed match field; of a struct, one per
                     // field, as p4c writes them.
                     let unnamed = [(String::new(), width)];
@@ -474,25 +488,24 @@ impl<'a> P4InfoBuilder<'a> {
                         size: size as i32,
                     })
                 }
-                InstanceKind::Checksum16 => {}
+                _ => {}
             }
         }
     }
 }
 
-/// The P4Info type prefix of an extern instance (none for those P4Info does not describe).
+/// The P4Info type prefix of an extern instance, by its v1model.p4 type: P4Info has an entity
+/// for each of these (none for the others, such as `Checksum16`).
 fn instance_prefix(kind: &InstanceKind) -> Option<Prefix> {
-    Some(match kind {
-        InstanceKind::Register { .. } => Prefix::Register,
-        InstanceKind::Counter { .. } => Prefix::Counter,
-        InstanceKind::DirectCounter { .. } => Prefix::DirectCounter,
-        InstanceKind::Meter { .. } => Prefix::Meter,
-        InstanceKind::DirectMeter { .. } => Prefix::DirectMeter,
-        InstanceKind::ActionProfile { .. } | InstanceKind::ActionSelector { .. } => {
-            Prefix::ActionProfile
-        }
-        InstanceKind::ValueSet { .. } => Prefix::ValueSet,
-        InstanceKind::Checksum16 => return None,
+    Some(match kind.type_name() {
+        "register" => Prefix::Register,
+        "counter" => Prefix::Counter,
+        "direct_counter" => Prefix::DirectCounter,
+        "meter" => Prefix::Meter,
+        "direct_meter" => Prefix::DirectMeter,
+        "action_profile" | "action_selector" => Prefix::ActionProfile,
+        "value_set" => Prefix::ValueSet,
+        _ => return None,
     })
 }
 

@@ -130,10 +130,10 @@ fn meter_config(rates: &[BmMeterRateConfig]) -> Result<MeterConfig, MeterOperati
 /// The position of instance `i` among the program's instances of its kind, as p4c numbers
 /// each kind's arrays in the JSON.
 fn id_among_kind(program: &Program, i: usize) -> usize {
-    let kind = std::mem::discriminant(&program.instances[i].kind);
+    let kind = program.instances[i].kind.type_name();
     program.instances[..i]
         .iter()
-        .filter(|other| std::mem::discriminant(&other.kind) == kind)
+        .filter(|other| other.kind.type_name() == kind)
         .count()
 }
 

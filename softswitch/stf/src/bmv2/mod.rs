@@ -284,13 +284,9 @@ impl Bmv2Target {
             commands.push(format!("pvs_clear {}", self.instance_name(set)));
         }
         for instance in &self.program.instances {
-            match instance.kind {
-                InstanceKind::Register { .. } => {
-                    commands.push(format!("register_reset {}", instance.name))
-                }
-                InstanceKind::Counter { .. } => {
-                    commands.push(format!("counter_reset {}", instance.name))
-                }
+            match instance.kind.type_name() {
+                "register" => commands.push(format!("register_reset {}", instance.name)),
+                "counter" => commands.push(format!("counter_reset {}", instance.name)),
                 _ => {}
             }
         }
