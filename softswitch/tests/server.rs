@@ -429,12 +429,17 @@ use p4v1::update::Type::{Delete, Insert, Modify};
 
 /// A bed with switch.p4 loaded by a primary with election id 10.
 async fn loaded() -> (Bed, P4RuntimeClient<Channel>, Stream, P4Info) {
+    loaded_with("switch.p4").await
+}
+
+/// A bed with test program `program` loaded by a primary with election id 10.
+async fn loaded_with(program: &str) -> (Bed, P4RuntimeClient<Channel>, Stream, P4Info) {
     let bed = Bed::new().await;
     let mut client = bed.client().await;
     let mut primary = Stream::open(&mut client, 10).await;
     assert_eq!(primary.arbitration().await, (Code::Ok as i32, 10));
-    commit(&mut client, 10, "switch.p4").await.unwrap();
-    (bed, client, primary, p4info("switch.p4"))
+    commit(&mut client, 10, program).await.unwrap();
+    (bed, client, primary, p4info(program))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -2469,12 +2474,7 @@ fn rates(cir: i64, cburst: i64, pir: i64, pburst: i64) -> p4v1::MeterConfig {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn meters_and_direct_meters_are_configured_read_back_and_colour_packets() {
-    let bed = Bed::new().await;
-    let mut client = bed.client().await;
-    let mut primary = Stream::open(&mut client, 10).await;
-    assert_eq!(primary.arbitration().await, (Code::Ok as i32, 10));
-    commit(&mut client, 10, "meters.p4").await.unwrap();
-    let info = p4info("meters.p4");
+    let (bed, mut client, _primary, info) = loaded_with("meters.p4").await;
     let port_meter = id(&info, "port_meter");
     let meter = |meter_id: u32, index: Option<i64>, config: Option<p4v1::MeterConfig>| {
         p4v1::entity::Entity::MeterEntry(p4v1::MeterEntry {

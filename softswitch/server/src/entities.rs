@@ -15,6 +15,7 @@ use tonic::Status;
 use super::bytes::{decode, encode};
 use super::idle::supports_idle_timeout;
 use super::pipeline::Pipeline;
+use softswitch_core::externs::Cell;
 use softswitch_core::ir::{self, ActionCall, FieldMatch, MatchKind};
 use softswitch_core::meter::MeterConfig;
 use softswitch_core::runtime::{CellIndex, EntryWrite, RuntimeError};
@@ -40,78 +41,42 @@ pub fn write(p: &mut Pipeline, update: &p4v1::Update) -> Result<(), Status> {
         E::CounterEntry(ce) => {
             // An unset index writes every cell; unset data changes nothing.
             modify_only(kind, "counter entries")?;
-            let counter = cell_array(p, ce.counter_id, "counter")?;
-            let cells = cells(ce.index.as_ref(), counter.size)?;
-            if let Some(data) = &ce.data {
-                for index in cells {
-                    p.switch
-                        .write_cell(counter.instance, CellIndex::Index(index), cell_of(data))
-                        .map_err(runtime_error)?;
-                }
-            }
-            Ok(())
+            let value = |_: &CellArray| Ok(ce.data.as_ref().map(cell_of));
+            write_cells(p, ("counter", ce.counter_id), ce.index.as_ref(), value)
         }
         E::DirectCounterEntry(dc) => {
             modify_only(kind, "direct counter entries")?;
-            let te = dc.table_entry.as_ref().ok_or_else(|| {
-                Status::invalid_argument("a direct counter entry needs its table_entry")
-            })?;
-            let (table, _) = table_of(p, te.table_id)?;
-            let counter = direct_counter_of(p, table)?;
-            let handle = find_entry(p, table, te)?;
-            if let Some(data) = &dc.data {
-                p.switch
-                    .write_cell(counter, CellIndex::Entry(handle), cell_of(data))
-                    .map_err(runtime_error)?;
-            }
-            Ok(())
+            let value = || Ok(dc.data.as_ref().map(cell_of));
+            let te = dc.table_entry.as_ref();
+            write_direct(p, te, ("counter", direct_counter_of), value)
         }
         E::RegisterEntry(re) => {
-            modify_only(kind, "register entries")?;
-            let register = cell_array(p, re.register_id, "register")?;
             // An unset index writes every cell.
-            let cells = cells(re.index.as_ref(), register.size)?;
-            let value = match re.data.as_ref().and_then(|d| d.data.as_ref()) {
+            modify_only(kind, "register entries")?;
+            let value = |register: &CellArray| match re.data.as_ref().and_then(|d| d.data.as_ref())
+            {
                 Some(p4v1::p4_data::Data::Bitstring(b)) => {
-                    decode(b, register.width.unwrap_or(0), "register data")?
+                    decode(b, register.width.unwrap_or(0), "register data").map(Some)
                 }
-                _ => {
-                    return Err(Status::invalid_argument(
-                        "register data must be a bitstring",
-                    ))
-                }
+                _ => Err(Status::invalid_argument(
+                    "register data must be a bitstring",
+                )),
             };
-            for index in cells {
-                p.switch
-                    .write_cell(register.instance, CellIndex::Index(index), value)
-                    .map_err(runtime_error)?;
-            }
-            Ok(())
+            write_cells(p, ("register", re.register_id), re.index.as_ref(), value)
         }
         E::MeterEntry(me) => {
             // An unset index configures every cell; an unset config resets them.
             modify_only(kind, "meter entries")?;
-            let meter = cell_array(p, me.meter_id, "meter")?;
-            let config = meter_config(me.config.as_ref(), me.counter_data.as_ref())?;
-            for index in cells(me.index.as_ref(), meter.size)? {
-                p.switch
-                    .write_cell(meter.instance, CellIndex::Index(index), config)
-                    .map_err(runtime_error)?;
-            }
-            Ok(())
+            let value = |_: &CellArray| {
+                meter_config(me.config.as_ref(), me.counter_data.as_ref()).map(Some)
+            };
+            write_cells(p, ("meter", me.meter_id), me.index.as_ref(), value)
         }
         E::DirectMeterEntry(dm) => {
             modify_only(kind, "direct meter entries")?;
-            let te = dm.table_entry.as_ref().ok_or_else(|| {
-                Status::invalid_argument("a direct meter entry needs its table_entry")
-            })?;
-            let (table, _) = table_of(p, te.table_id)?;
-            let meter = direct_meter_of(p, table)?;
-            let config = meter_config(dm.config.as_ref(), dm.counter_data.as_ref())?;
-            let handle = find_entry(p, table, te)?;
-            p.switch
-                .write_cell(meter, CellIndex::Entry(handle), config)
-                .map_err(runtime_error)
+            let value = || meter_config(dm.config.as_ref(), dm.counter_data.as_ref()).map(Some);
+            let te = dm.table_entry.as_ref();
+            write_direct(p, te, ("meter", direct_meter_of), value)
         }
         E::PacketReplicationEngineEntry(pre) => write_pre(p, kind, pre),
         E::DigestEntry(de) => {
@@ -166,141 +131,85 @@ pub fn read(
             }
         }
         E::CounterEntry(ce) => {
-            let counters: Vec<u32> = if ce.counter_id == 0 {
-                p.info.counters.iter().map(|c| id_of(&c.preamble)).collect()
-            } else {
-                vec![ce.counter_id]
+            let all = p.info.counters.iter().map(|c| id_of(&c.preamble));
+            let entity = |counter_id, index, cell| {
+                E::CounterEntry(p4v1::CounterEntry {
+                    counter_id,
+                    index,
+                    data: Some(data_of(cell)),
+                })
             };
-            for id in counters {
-                let counter = cell_array(p, id, "counter")?;
-                for index in cells(ce.index.as_ref(), counter.size)? {
-                    let cell = p
-                        .switch
-                        .read_cell(counter.instance, CellIndex::Index(index))
-                        .map_err(runtime_error)?;
-                    out.push(wrap(E::CounterEntry(p4v1::CounterEntry {
-                        counter_id: id,
-                        index: Some(p4v1::Index {
-                            index: index as i64,
-                        }),
-                        data: Some(data_of(cell)),
-                    })));
-                }
-            }
+            read_cells(
+                p,
+                ("counter", ce.counter_id, all),
+                ce.index.as_ref(),
+                entity,
+                out,
+            )?;
         }
         E::DirectCounterEntry(dc) => {
             let te = p4v1::TableEntry {
                 counter_data: Some(p4v1::CounterData::default()),
                 ..dc.table_entry.clone().unwrap_or_default()
             };
-            let tables: Vec<usize> = if te.table_id == 0 {
-                (0..p.switch.program().tables.len())
-                    .filter(|t| table_id(p, *t).is_some() && direct_counter_of(p, *t).is_ok())
-                    .collect()
-            } else {
-                let (t, _) = table_of(p, te.table_id)?;
-                direct_counter_of(p, t)?;
-                vec![t]
+            let entity = |mut entry: p4v1::TableEntry| {
+                E::DirectCounterEntry(p4v1::DirectCounterEntry {
+                    data: entry.counter_data.take(),
+                    table_entry: Some(entry),
+                })
             };
-            for t in tables {
-                let entries = table_entries(p, t, &te)?;
-                if entries.is_empty() && !te.r#match.is_empty() {
-                    return Err(Status::not_found(
-                        "no entry with this key: its direct counter cannot be read",
-                    ));
-                }
-                for mut entry in entries {
-                    let data = entry.counter_data.take();
-                    out.push(wrap(E::DirectCounterEntry(p4v1::DirectCounterEntry {
-                        table_entry: Some(entry),
-                        data,
-                    })));
-                }
-            }
+            read_direct(p, &te, ("counter", direct_counter_of), entity, out)?;
         }
         E::RegisterEntry(re) => {
-            let registers: Vec<u32> = if re.register_id == 0 {
-                p.info
-                    .registers
-                    .iter()
-                    .map(|r| id_of(&r.preamble))
-                    .collect()
-            } else {
-                vec![re.register_id]
+            let all = p.info.registers.iter().map(|r| id_of(&r.preamble));
+            let entity = |register_id, index, value| {
+                E::RegisterEntry(p4v1::RegisterEntry {
+                    register_id,
+                    index,
+                    data: Some(p4v1::P4Data {
+                        data: Some(p4v1::p4_data::Data::Bitstring(encode(value))),
+                    }),
+                })
             };
-            for id in registers {
-                let register = cell_array(p, id, "register")?;
-                for index in cells(re.index.as_ref(), register.size)? {
-                    let value: u128 = p
-                        .switch
-                        .read_cell(register.instance, CellIndex::Index(index))
-                        .map_err(runtime_error)?;
-                    out.push(wrap(E::RegisterEntry(p4v1::RegisterEntry {
-                        register_id: id,
-                        index: Some(p4v1::Index {
-                            index: index as i64,
-                        }),
-                        data: Some(p4v1::P4Data {
-                            data: Some(p4v1::p4_data::Data::Bitstring(encode(value))),
-                        }),
-                    })));
-                }
-            }
+            read_cells(
+                p,
+                ("register", re.register_id, all),
+                re.index.as_ref(),
+                entity,
+                out,
+            )?;
         }
         E::MeterEntry(me) => {
-            let meters: Vec<u32> = if me.meter_id == 0 {
-                p.info.meters.iter().map(|m| id_of(&m.preamble)).collect()
-            } else {
-                vec![me.meter_id]
+            let all = p.info.meters.iter().map(|m| id_of(&m.preamble));
+            let entity = |meter_id, index, config: Option<MeterConfig>| {
+                E::MeterEntry(p4v1::MeterEntry {
+                    meter_id,
+                    index,
+                    config: config.map(p4rt_meter_config),
+                    counter_data: None,
+                })
             };
-            for id in meters {
-                let meter = cell_array(p, id, "meter")?;
-                for index in cells(me.index.as_ref(), meter.size)? {
-                    let config: Option<MeterConfig> = p
-                        .switch
-                        .read_cell(meter.instance, CellIndex::Index(index))
-                        .map_err(runtime_error)?;
-                    out.push(wrap(E::MeterEntry(p4v1::MeterEntry {
-                        meter_id: id,
-                        index: Some(p4v1::Index {
-                            index: index as i64,
-                        }),
-                        config: config.map(p4rt_meter_config),
-                        counter_data: None,
-                    })));
-                }
-            }
+            read_cells(
+                p,
+                ("meter", me.meter_id, all),
+                me.index.as_ref(),
+                entity,
+                out,
+            )?;
         }
         E::DirectMeterEntry(dm) => {
             let te = p4v1::TableEntry {
                 meter_config: Some(p4v1::MeterConfig::default()),
                 ..dm.table_entry.clone().unwrap_or_default()
             };
-            let tables: Vec<usize> = if te.table_id == 0 {
-                (0..p.switch.program().tables.len())
-                    .filter(|t| table_id(p, *t).is_some() && direct_meter_of(p, *t).is_ok())
-                    .collect()
-            } else {
-                let (t, _) = table_of(p, te.table_id)?;
-                direct_meter_of(p, t)?;
-                vec![t]
+            let entity = |mut entry: p4v1::TableEntry| {
+                E::DirectMeterEntry(p4v1::DirectMeterEntry {
+                    config: entry.meter_config.take(),
+                    table_entry: Some(entry),
+                    counter_data: None,
+                })
             };
-            for t in tables {
-                let entries = table_entries(p, t, &te)?;
-                if entries.is_empty() && !te.r#match.is_empty() {
-                    return Err(Status::not_found(
-                        "no entry with this key: its direct meter cannot be read",
-                    ));
-                }
-                for mut entry in entries {
-                    let config = entry.meter_config.take();
-                    out.push(wrap(E::DirectMeterEntry(p4v1::DirectMeterEntry {
-                        table_entry: Some(entry),
-                        config,
-                        counter_data: None,
-                    })));
-                }
-            }
+            read_direct(p, &te, ("meter", direct_meter_of), entity, out)?;
         }
         E::PacketReplicationEngineEntry(pre) => {
             use p4v1::packet_replication_engine_entry::Type;
@@ -339,6 +248,118 @@ pub fn read(
             }
         }
         other => return Err(unimplemented(other)),
+    }
+    Ok(())
+}
+
+/// Appends an entity per cell a read of an indexed extern type's cells selects: `type_id`
+/// names the type as v1model.p4 does and the instance by P4Info id (0: each of `all`, the
+/// type's ids in P4Info), `index` the cell (unset: every cell); `entity` makes the entity of an
+/// id, an index and the cell's value.
+fn read_cells<C: Cell>(
+    p: &Pipeline,
+    (p4, id, all): (&str, u32, impl Iterator<Item = u32>),
+    index: Option<&p4v1::Index>,
+    entity: impl Fn(u32, Option<p4v1::Index>, C) -> E,
+    out: &mut Vec<p4v1::Entity>,
+) -> Result<(), Status> {
+    let ids: Vec<u32> = if id == 0 { all.collect() } else { vec![id] };
+    for id in ids {
+        let array = cell_array(p, id, p4)?;
+        for i in cells(index, array.size)? {
+            let cell = p
+                .switch
+                .read_cell(array.instance, CellIndex::Index(i))
+                .map_err(runtime_error)?;
+            let index = Some(p4v1::Index { index: i as i64 });
+            out.push(p4v1::Entity {
+                entity: Some(entity(id, index, cell)),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Writes the cells a write of an indexed extern type's cells selects: `type_id` names the type
+/// as v1model.p4 does and the instance by P4Info id, `index` the cell (unset: every cell);
+/// `value` gives, from the instance, what to write (`None`: nothing), once the cells are
+/// found.
+fn write_cells<C: Cell + Copy>(
+    p: &mut Pipeline,
+    (p4, id): (&str, u32),
+    index: Option<&p4v1::Index>,
+    value: impl Fn(&CellArray) -> Result<Option<C>, Status>,
+) -> Result<(), Status> {
+    let array = cell_array(p, id, p4)?;
+    let cells = cells(index, array.size)?;
+    if let Some(value) = value(&array)? {
+        for i in cells {
+            p.switch
+                .write_cell(array.instance, CellIndex::Index(i), value)
+                .map_err(runtime_error)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the direct counter or meter (`noun`, which `direct_of` finds) of the table entry
+/// `te` names by its key; `value` gives what to write (`None`: nothing), once the entry is
+/// found.
+fn write_direct<C: Cell>(
+    p: &mut Pipeline,
+    te: Option<&p4v1::TableEntry>,
+    (noun, direct_of): (&str, DirectOf),
+    value: impl Fn() -> Result<Option<C>, Status>,
+) -> Result<(), Status> {
+    let te = te.ok_or_else(|| {
+        Status::invalid_argument(format!("a direct {noun} entry needs its table_entry"))
+    })?;
+    let (table, _) = table_of(p, te.table_id)?;
+    let instance = direct_of(p, table)?;
+    let handle = find_entry(p, table, te)?;
+    if let Some(value) = value()? {
+        p.switch
+            .write_cell(instance, CellIndex::Entry(handle), value)
+            .map_err(runtime_error)?;
+    }
+    Ok(())
+}
+
+/// Finds the direct instance of a kind (a counter, a meter) of a program table, or why not.
+type DirectOf = fn(&Pipeline, usize) -> Result<usize, Status>;
+
+/// Appends an entity per table entry a read of direct counters or meters selects: the entries
+/// of `te`'s table (table id 0: of every table with a direct `noun`, which `direct_of` finds)
+/// that its key matches (none: every entry), read as `te` asks (its `counter_data` or
+/// `meter_config` set); `entity` makes the entity of one. A key no entry has is NOT_FOUND.
+fn read_direct(
+    p: &Pipeline,
+    te: &p4v1::TableEntry,
+    (noun, direct_of): (&str, DirectOf),
+    entity: impl Fn(p4v1::TableEntry) -> E,
+    out: &mut Vec<p4v1::Entity>,
+) -> Result<(), Status> {
+    let tables: Vec<usize> = if te.table_id == 0 {
+        (0..p.switch.program().tables.len())
+            .filter(|t| table_id(p, *t).is_some() && direct_of(p, *t).is_ok())
+            .collect()
+    } else {
+        let (t, _) = table_of(p, te.table_id)?;
+        direct_of(p, t)?;
+        vec![t]
+    };
+    for t in tables {
+        let entries = table_entries(p, t, te)?;
+        if entries.is_empty() && !te.r#match.is_empty() {
+            return Err(Status::not_found(format!(
+                "no entry with this key: its direct {noun} cannot be read"
+            )));
+        }
+        for entry in entries {
+            out.push(p4v1::Entity {
+                entity: Some(entity(entry)),
+            });
+        }
     }
     Ok(())
 }
