@@ -1,6 +1,6 @@
 // The program simple_switch_CLI drives in the Thrift test (tests/tests/softswitch_thrift.rs):
 // a port-to-port table whose actions forward, multicast or drop, a per-port counter, a
-// register, and a clone to session 5 of every frame of EtherType 0x88b5.
+// register, a per-port meter, and a clone to session 5 of every frame of EtherType 0x88b5.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -14,7 +14,9 @@ struct headers_t {
     ethernet_t ethernet;
 }
 
-struct metadata_t { }
+struct metadata_t {
+    bit<8> colour;
+}
 
 parser ThriftParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
                     inout standard_metadata_t std) {
@@ -32,6 +34,7 @@ control ThriftIngress(inout headers_t hdr, inout metadata_t meta,
                       inout standard_metadata_t std) {
     counter(512, CounterType.packets_and_bytes) rx;
     register<bit<32>>(8) scratch;
+    meter(8, MeterType.packets) police;
 
     action to_port(bit<9> port) {
         std.egress_spec = port;
@@ -50,6 +53,7 @@ control ThriftIngress(inout headers_t hdr, inout metadata_t meta,
     apply {
         rx.count((bit<32>) std.ingress_port);
         scratch.write(0, (bit<32>) std.ingress_port);
+        police.execute_meter((bit<32>) std.ingress_port, meta.colour);
         forward.apply();
         if (hdr.ethernet.ether_type == 0x88b5) {
             clone(CloneType.I2E, 5);

@@ -125,6 +125,19 @@ fn simple_switch_cli_drives_softswitch_running_p4c_json() {
     assert!(out.contains("scratch[3]= 42"), "{out}");
     assert!(out.contains("scratch= 1, 0, 0, 42, 0, 0, 0, 0"), "{out}");
 
+    // meter_set_rates, then meter_get_rates of that cell (committed, then peak) and of an
+    // unconfigured one (no rates, as BMv2's).
+    let out = cli("meter_set_rates police 3 0.5:10 1:20
+meter_get_rates police 3
+meter_get_rates police 4
+");
+    assert!(out.contains("0: info rate = 0.5, burst size = 10"), "{out}");
+    assert!(out.contains("1: info rate = 1.0, burst size = 20"), "{out}");
+    assert!(
+        out.contains("expected 2 rates but only received 0"),
+        "{out}"
+    );
+
     // mirroring_add: a frame of the cloned EtherType goes on to port 2 and its clone to
     // port 3.
     let out = cli("mirroring_add 5 3\nmirroring_get 5\n");

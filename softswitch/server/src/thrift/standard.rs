@@ -127,6 +127,19 @@ fn meter_config(rates: &[BmMeterRateConfig]) -> Result<MeterConfig, MeterOperati
     })
 }
 
+/// A meter's rates as BMv2 reads them back ([`meter_config`]'s inverse): committed, then
+/// peak; none while it is unconfigured.
+fn meter_rates(config: Option<MeterConfig>) -> Vec<BmMeterRateConfig> {
+    config.map_or_else(Vec::new, |c| {
+        [(c.cir, c.cbs), (c.pir, c.pbs)]
+            .map(|(rate, burst)| BmMeterRateConfig {
+                units_per_micros: Some(OrderedFloat(rate)),
+                burst_size: Some(burst as i32),
+            })
+            .to_vec()
+    })
+}
+
 /// The position of instance `i` among the program's instances of its kind, as p4c numbers
 /// each kind's arrays in the JSON.
 fn id_among_kind(program: &Program, i: usize) -> usize {
@@ -686,14 +699,17 @@ impl StandardSyncHandler for Standard {
     fn handle_bm_mt_get_meter_rates(
         &self,
         _: i32,
-        _: String,
-        _: BmEntryHandle,
+        table_name: String,
+        entry_handle: BmEntryHandle,
     ) -> thrift::Result<Vec<BmMeterRateConfig>> {
-        Err(unsupported(
-            "bm_mt_get_meter_rates",
-            "meter rates are not read back",
-            table_op(TableOperationErrorCode::INVALID_METER_OPERATION),
-        ))
+        self.on_table(table_name, move |s, t| {
+            let Some(meter) = s.program().tables[t].direct_meter else {
+                return Err(table_op(TableOperationErrorCode::METERS_DISABLED));
+            };
+            s.read_cell(meter, CellIndex::Entry(handle(entry_handle)?))
+                .map(meter_rates)
+                .map_err(|e| table_refused("meter_get_rates", e))
+        })
     }
 
     fn handle_bm_mt_get_entries(
@@ -886,14 +902,13 @@ impl StandardSyncHandler for Standard {
     fn handle_bm_meter_get_rates(
         &self,
         _: i32,
-        _: String,
-        _: i32,
+        meter_array_name: String,
+        index_: i32,
     ) -> thrift::Result<Vec<BmMeterRateConfig>> {
-        Err(unsupported(
-            "bm_meter_get_rates",
-            "meter rates are not read back",
-            InvalidMeterOperation::new(MeterOperationErrorCode::ERROR),
-        ))
+        self.on_instance::<InvalidMeterOperation, _, _>(meter_array_name, move |s, m, shape| {
+            let i = index(index_).unwrap_or(shape.size);
+            s.read_cell(m, CellIndex::Index(i)).map(meter_rates)
+        })
     }
 
     fn handle_bm_register_read(
