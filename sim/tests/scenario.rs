@@ -132,22 +132,18 @@ fn scenarios_past_their_limits_are_refused_before_they_run() {
     let ok = scenario("fat-tree:4", &["permutation:size=1MB"]);
     let e = refused(&ok, 1 << 20);
     assert!(e.contains("MB may be used"), "{e}");
-    let e = refused(
-        &Scenario {
-            time: "11s".into(),
-            ..ok.clone()
-        },
-        1 << 32,
-    );
-    assert!(e.contains("time"), "{e}");
-    let e = refused(
-        &Scenario {
-            topology: "fat-tree:34".into(),
-            ..ok.clone()
-        },
-        1 << 32,
-    );
-    assert!(e.contains("2..=32"), "{e}");
+    let too_long = Scenario {
+        time: "11s".into(),
+        ..ok.clone()
+    };
+    let too_large = Scenario {
+        topology: "fat-tree:34".into(),
+        ..ok.clone()
+    };
+    for (s, reason) in [(too_long, "time"), (too_large, "2..=32")] {
+        let e = refused(&s, 1 << 32);
+        assert!(e.contains(reason), "{e}");
+    }
     let mut bad = ok.clone();
     bad.failures.push(FailureSpec {
         at: "1us".into(),
