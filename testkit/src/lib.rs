@@ -92,6 +92,21 @@ pub fn reference_dir_or_skip(test: &str, var: &str) -> Option<PathBuf> {
     }
 }
 
+/// Whether `program ARG` can be started (a tool on PATH, `ARG` asking for its version); else
+/// applies the [`skip`] rule for `test`, saying it needs the tool `because`.
+pub fn runs_or_skip(test: &str, program: &str, arg: &str, because: &str) -> bool {
+    let runs = std::process::Command::new(program)
+        .arg(arg)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok();
+    if !runs {
+        skip(test, because);
+    }
+    runs
+}
+
 /// [`venv_python`] if the venv exists; else applies the [`skip`] rule and gives `None`.
 pub fn venv_python_or_skip(test: &str) -> Option<PathBuf> {
     let python = venv_python();
