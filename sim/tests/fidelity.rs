@@ -7,6 +7,8 @@
 //! `tests/tests/sim_htsim.rs`.
 #![forbid(unsafe_code)]
 
+mod common;
+
 use sim::report::{summarise, Summary};
 use sim::scenario::{build, Built, CnpSource, CongestionControl, Scenario};
 use sim::simulation::RunEnd;
@@ -192,12 +194,8 @@ fn the_same_seed_gives_the_same_summary_and_another_seed_another() {
         ],
     );
     s.tuning.policy = Policy::Flowlet;
-    s.failures.push(sim::scenario::FailureSpec {
-        at: "30us".into(),
-        link: Some("leaf1:5".into()),
-        switch: None,
-        reroute_after: Some("20us".into()),
-    });
+    s.failures
+        .push(common::link_failure("30us", "leaf1:5", Some("20us")));
     let first = run(&s);
     assert_eq!(first.end, RunEnd::Idle);
     assert_eq!(first.flows.completed, first.flows.total);

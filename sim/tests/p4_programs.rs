@@ -13,19 +13,9 @@ use sim::runtime::{self, RuntimeConfig};
 use softswitch_core::switch::{Clock, Switch};
 use std::path::PathBuf;
 
-fn files(dir: PathBuf, ext: &str) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == ext))
-        .collect();
-    out.sort();
-    out
-}
-
 #[test]
 fn every_program_passes_the_checker() {
-    let programs = files(dataplane_p4(), "p4");
+    let programs = testkit::files_with_extension(&dataplane_p4(), "p4");
     assert!(!programs.is_empty());
     for p in programs {
         if let Err(e) = compile(&p) {
@@ -36,7 +26,7 @@ fn every_program_passes_the_checker() {
 
 #[test]
 fn every_stf_test_passes() {
-    let tests = files(dataplane_p4().join("tests"), "stf");
+    let tests = testkit::files_with_extension(&dataplane_p4().join("tests"), "stf");
     assert!(tests.len() >= 6, "the STF tests are missing");
     let program = dataplane_p4().join("lossless.p4");
     let mut failures = Vec::new();
@@ -90,15 +80,16 @@ fn every_stf_test_passes_on_bmv2() {
     };
     let program = dataplane_p4().join("lossless.p4");
     let compiled = testkit::bmv2::compiled(toolchain, &program).unwrap_or_else(|e| panic!("{e}"));
-    let runs: Vec<softswitch_stf::bmv2::StfRun> = files(dataplane_p4().join("tests"), "stf")
-        .into_iter()
-        .filter(|t| !VIRTUAL_CLOCK_ONLY.iter().any(|(name, _)| t.ends_with(name)))
-        .map(|test| softswitch_stf::bmv2::StfRun {
-            program: program.clone(),
-            json: compiled.json.clone(),
-            test,
-        })
-        .collect();
+    let runs: Vec<softswitch_stf::bmv2::StfRun> =
+        testkit::files_with_extension(&dataplane_p4().join("tests"), "stf")
+            .into_iter()
+            .filter(|t| !VIRTUAL_CLOCK_ONLY.iter().any(|(name, _)| t.ends_with(name)))
+            .map(|test| softswitch_stf::bmv2::StfRun {
+                program: program.clone(),
+                json: compiled.json.clone(),
+                test,
+            })
+            .collect();
     assert!(runs.len() >= 5, "the STF tests are missing");
     let tools = softswitch_stf::bmv2::Bmv2Tools::from(toolchain);
     let failures = softswitch_stf::bmv2::run_stf_files(&tools, &runs);
@@ -118,7 +109,7 @@ fn every_runtime_file_of_the_examples_applies() {
     let topologies = dataplane_p4().join("topologies");
     let runtimes: Vec<PathBuf> = ["leaf-spine", "two-hosts"]
         .iter()
-        .flat_map(|example| files(topologies.join(example), "json"))
+        .flat_map(|example| testkit::files_with_extension(&topologies.join(example), "json"))
         .filter(|p| p.to_string_lossy().ends_with("-runtime.json"))
         .collect();
     assert_eq!(

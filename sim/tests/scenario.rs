@@ -4,8 +4,10 @@
 //! counters agree with the simulator's accounting, the same seed gives the same summary).
 #![forbid(unsafe_code)]
 
+mod common;
+
 use sim::report::summarise;
-use sim::scenario::{build, CongestionControl, FailureSpec, Scenario};
+use sim::scenario::{build, CongestionControl, Scenario};
 use sim::simulation::RunEnd;
 
 fn scenario(topology: &str, workload: &[&str]) -> Scenario {
@@ -95,12 +97,8 @@ fn a_link_that_fails_mid_run_loses_frames_that_go_back_n_recovers_and_reroute_av
     let mut s = scenario("fat-tree:4,speed=100G", &["permutation:size=2MB"]);
     s.hosts.cc = CongestionControl::None;
     // An edge's uplink fails 20 µs in, while every flow is sending; routes avoid it 50 µs later.
-    s.failures.push(FailureSpec {
-        at: "20us".into(),
-        link: Some("e0_0:3".into()),
-        switch: None,
-        reroute_after: Some("50us".into()),
-    });
+    s.failures
+        .push(common::link_failure("20us", "e0_0:3", Some("50us")));
     let summary = run(&s);
     assert_eq!(summary.end, RunEnd::Idle);
     assert_eq!(
@@ -132,29 +130,21 @@ fn scenarios_past_their_limits_are_refused_before_they_run() {
     let ok = scenario("fat-tree:4", &["permutation:size=1MB"]);
     let e = refused(&ok, 1 << 20);
     assert!(e.contains("MB may be used"), "{e}");
-    let e = refused(
-        &Scenario {
-            time: "11s".into(),
-            ..ok.clone()
-        },
-        1 << 32,
-    );
-    assert!(e.contains("time"), "{e}");
-    let e = refused(
-        &Scenario {
-            topology: "fat-tree:34".into(),
-            ..ok.clone()
-        },
-        1 << 32,
-    );
-    assert!(e.contains("2..=32"), "{e}");
+    let too_long = Scenario {
+        time: "11s".into(),
+        ..ok.clone()
+    };
+    let too_large = Scenario {
+        topology: "fat-tree:34".into(),
+        ..ok.clone()
+    };
+    for (s, reason) in [(too_long, "time"), (too_large, "2..=32")] {
+        let e = refused(&s, 1 << 32);
+        assert!(e.contains(reason), "{e}");
+    }
     let mut bad = ok.clone();
-    bad.failures.push(FailureSpec {
-        at: "1us".into(),
-        link: Some("nosuch:1".into()),
-        switch: None,
-        reroute_after: None,
-    });
+    bad.failures
+        .push(common::link_failure("1us", "nosuch:1", None));
     let e = refused(&bad, 1 << 32);
     assert!(e.contains("no switch"), "{e}");
     // Failures are checked before anything is allocated: the estimate a sweep sizes its jobs

@@ -155,6 +155,14 @@ fn incast_without_pfc_drops_in_a_small_buffer() {
     }
 }
 
+/// The CNPs the senders of these incasts, h11 and h21, received.
+fn senders_cnps(sim: &Simulation, nodes: &BTreeMap<String, NodeId>) -> u64 {
+    ["h11", "h21"]
+        .iter()
+        .map(|h| sim.host(nodes[*h]).unwrap().stats.cnps_received)
+        .sum()
+}
+
 /// h11 and h21 send 2,000 frames each to h31 (a 2:1 incast), without PFC, in a small buffer;
 /// with `reaction`, DCQCN senders.
 fn two_to_one(host: &HostConfig, reaction: bool) -> (Simulation, BTreeMap<String, NodeId>) {
@@ -184,10 +192,7 @@ fn switch_cnps_and_dcqcn_bound_the_queue() {
     assert_eq!(h31.stats.cnps_sent, 0, "the receiver sent no CNP itself");
     assert_eq!(h31.stats.naks_sent, 0, "nothing was lost");
     let switch_cnps = everywhere(&sim, &nodes, "LosslessEgress.cnp_sent", 512);
-    let got: u64 = ["h11", "h21"]
-        .iter()
-        .map(|h| sim.host(nodes[*h]).unwrap().stats.cnps_received)
-        .sum();
+    let got = senders_cnps(&sim, &nodes);
     assert!(got > 0, "the senders got CNPs");
     assert_eq!(
         got, switch_cnps,
@@ -202,10 +207,7 @@ fn switch_cnps_and_dcqcn_bound_the_queue() {
 fn without_reaction_the_same_incast_overflows() {
     let (sim, nodes) = two_to_one(&common::host(1000), false);
     assert!(buffer_drops(&sim, &nodes) > 0);
-    let got: u64 = ["h11", "h21"]
-        .iter()
-        .map(|h| sim.host(nodes[*h]).unwrap().stats.cnps_received)
-        .sum();
+    let got = senders_cnps(&sim, &nodes);
     assert!(got > 0, "CNPs came, nobody reacted");
     assert!(
         sim.host(nodes["h31"]).unwrap().stats.naks_sent > 0,
@@ -240,10 +242,7 @@ fn receiver_cnps_reach_the_sender_when_the_switches_send_none() {
     assert_eq!(everywhere(&sim, &nodes, "LosslessEgress.cnp_sent", 512), 0);
     let answered = sim.host(nodes["h31"]).unwrap().stats.cnps_sent;
     assert!(answered > 0, "h31 answered CE marks with CNPs");
-    let got: u64 = ["h11", "h21"]
-        .iter()
-        .map(|h| sim.host(nodes[*h]).unwrap().stats.cnps_received)
-        .sum();
+    let got = senders_cnps(&sim, &nodes);
     assert_eq!(got, answered, "every CNP h31 sent reached its sender");
 }
 

@@ -25,13 +25,7 @@ fn stf_tests(program: &Path) -> Vec<PathBuf> {
     }
     let tests = program.with_file_name("tests");
     if program.ends_with("dataplane-p4/lossless.p4") {
-        let mut stfs: Vec<PathBuf> = std::fs::read_dir(&tests)
-            .expect("dataplane-p4/tests")
-            .map(|e| e.expect("an entry").path())
-            .filter(|p| p.extension().is_some_and(|e| e == "stf"))
-            .collect();
-        stfs.sort();
-        return stfs;
+        return testkit::files_with_extension(&tests, "stf");
     }
     Vec::new()
 }

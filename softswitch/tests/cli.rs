@@ -201,12 +201,7 @@ fn check_reads_a_program_from_a_pipe_and_an_endless_one_up_to_the_limit() {
         .args(["check", "/dev/zero"])
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("reading /dev/zero: longer than"),
-        "{stderr}"
-    );
+    refused(&out, "reading /dev/zero: longer than");
 }
 
 #[test]
@@ -231,6 +226,13 @@ fn run_refuses_ports_past_510_and_stf_refuses_an_endless_file() {
         stderr.contains("reading /dev/zero") && stderr.contains("longer than 16777216 bytes"),
         "{stderr}"
     );
+}
+
+/// Asserts that `out` is a refusal: exit status 1, `reason` in its standard error.
+fn refused(out: &Output, reason: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(reason), "{stderr}");
 }
 
 /// softswitch through a symlink named `name` (BMv2's command line), in a directory of its own.
@@ -276,12 +278,7 @@ fn the_same_interface_twice_is_refused_by_both_command_lines() {
         &["--no-p4", "-i", "1@lo", "-i", "2@lo", "--thrift-port", "0"],
     );
     for out in [own, bmv2s] {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
-        assert!(
-            stderr.contains("interface lo is given twice (ports 1 and 2)"),
-            "{stderr}"
-        );
+        refused(&out, "interface lo is given twice (ports 1 and 2)");
     }
 }
 

@@ -10,13 +10,7 @@ use std::path::{Path, PathBuf};
 
 fn corpus() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
-    let mut programs: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("the corpus directory exists")
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "p4"))
-        .collect();
-    programs.sort();
-    programs
+    testkit::files_with_extension(&dir, "p4")
 }
 
 fn run_one(program: &Path) -> Result<(), String> {

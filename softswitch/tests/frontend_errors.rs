@@ -257,6 +257,11 @@ fn checker_missing_main() {
     );
 }
 
+/// The checker's word for a run-time value passed to a directionless parameter named `v`.
+const NOT_CONSTANT: &str = "argument used for directionless parameter 'v' must be a compile-time \
+                            constant (p4c refuses a run-time value outside an action call); \
+                            declare the parameter `in` to pass one";
+
 #[test]
 fn checker_directionless_arguments_of_actions_take_run_time_values() {
     // As p4c's BMv2 back end: an action called directly binds its action data to any value
@@ -275,13 +280,7 @@ fn checker_directionless_arguments_of_actions_take_run_time_values() {
             "",
             "hdr.h.a = f(hdr.h.a);"
         )),
-        (
-            "12:25".into(),
-            "argument used for directionless parameter 'v' must be a compile-time constant \
-             (p4c refuses a run-time value outside an action call); declare the parameter `in` \
-             to pass one"
-                .into()
-        )
+        ("12:25".into(), NOT_CONSTANT.into())
     );
 }
 
@@ -541,13 +540,7 @@ fn checker_directionless_struct_arguments_must_be_constant() {
     compiles(&program(decls, "", "hdr.h.a = f({ 8w1, 8w2 });"));
     assert_eq!(
         error(&program(decls, "", "hdr.h.a = f({ hdr.h.a, 8w2 });")),
-        (
-            "12:25".into(),
-            "argument used for directionless parameter 'v' must be a compile-time constant \
-             (p4c refuses a run-time value outside an action call); declare the parameter `in` \
-             to pass one"
-                .into()
-        )
+        ("12:25".into(), NOT_CONSTANT.into())
     );
 }
 

@@ -25,13 +25,7 @@ fn compiles_without_panic(src: &str) {
 /// The corpus's P4 programs, sorted.
 fn corpus_programs() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
-    let mut programs: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "p4"))
-        .collect();
-    programs.sort();
-    programs
+    testkit::files_with_extension(&dir, "p4")
 }
 
 /// Deterministic mutations of a text split into words: each deletes, duplicates or replaces

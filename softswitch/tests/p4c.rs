@@ -39,40 +39,25 @@ fn entities(info: &P4Info) -> BTreeMap<(&'static str, u32), String> {
     let mut add = |kind: &'static str, entities: BTreeMap<u32, String>| {
         all.extend(entities.into_iter().map(|(id, text)| ((kind, id), text)));
     };
-    add("table", by_id(&info.tables, |e| preamble_id(&e.preamble)));
-    add("action", by_id(&info.actions, |e| preamble_id(&e.preamble)));
-    add(
-        "action_profile",
-        by_id(&info.action_profiles, |e| preamble_id(&e.preamble)),
+    // The entities with a preamble, by its id: (kind, field of P4Info).
+    macro_rules! add_by_preamble {
+        ($($kind:literal: $field:ident),* $(,)?) => {
+            $(add($kind, by_id(&info.$field, |e| preamble_id(&e.preamble)));)*
+        };
+    }
+    add_by_preamble!(
+        "table": tables,
+        "action": actions,
+        "action_profile": action_profiles,
+        "counter": counters,
+        "direct_counter": direct_counters,
+        "meter": meters,
+        "direct_meter": direct_meters,
+        "controller_packet_metadata": controller_packet_metadata,
+        "value_set": value_sets,
+        "register": registers,
+        "digest": digests,
     );
-    add(
-        "counter",
-        by_id(&info.counters, |e| preamble_id(&e.preamble)),
-    );
-    add(
-        "direct_counter",
-        by_id(&info.direct_counters, |e| preamble_id(&e.preamble)),
-    );
-    add("meter", by_id(&info.meters, |e| preamble_id(&e.preamble)));
-    add(
-        "direct_meter",
-        by_id(&info.direct_meters, |e| preamble_id(&e.preamble)),
-    );
-    add(
-        "controller_packet_metadata",
-        by_id(&info.controller_packet_metadata, |e| {
-            preamble_id(&e.preamble)
-        }),
-    );
-    add(
-        "value_set",
-        by_id(&info.value_sets, |e| preamble_id(&e.preamble)),
-    );
-    add(
-        "register",
-        by_id(&info.registers, |e| preamble_id(&e.preamble)),
-    );
-    add("digest", by_id(&info.digests, |e| preamble_id(&e.preamble)));
     add("extern", by_id(&info.externs, |e| e.extern_type_id));
     // p4c writes an empty type_info for some programs and none for others; to any reader of
     // the message the two are the same.

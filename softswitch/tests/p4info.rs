@@ -46,21 +46,29 @@ fn ids(info: &P4Info) -> Vec<(String, u32)> {
         .collect()
 }
 
-fn has(info: &P4Info, name: &str, id: u32) {
-    assert!(
-        ids(info).contains(&(name.to_string(), id)),
-        "{name} should have id {id}; got {:?}",
-        ids(info)
-    );
+/// Asserts that each (name, id) of `expected` is among the entities of `info`.
+fn has(info: &P4Info, expected: &[(&str, u32)]) {
+    let ids = ids(info);
+    for (name, id) in expected {
+        assert!(
+            ids.contains(&(name.to_string(), *id)),
+            "{name} should have id {id}; got {ids:?}"
+        );
+    }
 }
 
 #[test]
 fn the_tutorials_basic_program_gets_the_tutorials_ids() {
     let info = p4info("corpus/basic.p4");
-    has(&info, "MyIngress.ipv4_lpm", 37375156);
-    has(&info, "MyIngress.ipv4_forward", 28792405);
-    has(&info, "MyIngress.drop", 25652968);
-    has(&info, "NoAction", 21257015);
+    has(
+        &info,
+        &[
+            ("MyIngress.ipv4_lpm", 37375156),
+            ("MyIngress.ipv4_forward", 28792405),
+            ("MyIngress.drop", 25652968),
+            ("NoAction", 21257015),
+        ],
+    );
     let table = &info.tables[0];
     assert_eq!(table.match_fields[0].name, "hdr.ipv4.dstAddr");
     assert_eq!(table.match_fields[0].bitwidth, 32);
@@ -121,12 +129,17 @@ fn digests_and_their_types_match_p4c() {
 #[test]
 fn counters_packet_io_and_digests_get_p4cs_ids() {
     let info = p4info("p4info/packetio.p4");
-    has(&info, "PreQosPipe.pre_qos_counter", 315693181);
-    has(&info, "PostQosPipe.post_qos_counter", 302958180);
-    has(&info, "acls", 325583051);
-    has(&info, "packet_out", 75327753);
-    has(&info, "packet_in", 80671331);
-    has(&info, "ddn_digest_t", 396224266);
+    has(
+        &info,
+        &[
+            ("PreQosPipe.pre_qos_counter", 315693181),
+            ("PostQosPipe.post_qos_counter", 302958180),
+            ("acls", 325583051),
+            ("packet_out", 75327753),
+            ("packet_in", 80671331),
+            ("ddn_digest_t", 396224266),
+        ],
+    );
     let packet_in = &info.controller_packet_metadata[1];
     let fields: Vec<_> = packet_in
         .metadata
@@ -172,8 +185,7 @@ fn tiny(action_annotation: &str, table_annotation: &str) -> Result<P4Info, Strin
 #[test]
 fn explicit_ids_get_their_prefix_and_field_ids_are_honoured() {
     let info = tiny("@id(5)", "@id(0x02000009) @name(\".top\")").unwrap();
-    has(&info, "I.a", 0x0100_0005);
-    has(&info, "top", 0x0200_0009);
+    has(&info, &[("I.a", 0x0100_0005), ("top", 0x0200_0009)]);
     assert_eq!(info.tables[0].match_fields[0].id, 7);
     // Action parameters too, as p4c's field id allocator numbers them.
     let b = info

@@ -442,6 +442,17 @@ async fn loaded_with(program: &str) -> (Bed, P4RuntimeClient<Channel>, Stream, P
     (bed, client, primary, p4info(program))
 }
 
+/// [`loaded`], with 10.0.0.0/8 routed to `port`.
+async fn routed_to(port: u8) -> (Bed, P4RuntimeClient<Channel>, Stream, P4Info) {
+    let (bed, mut client, primary, info) = loaded().await;
+    apply(
+        &mut client,
+        vec![(Insert, route(&info, [10, 0, 0, 0], 8, port))],
+    )
+    .await;
+    (bed, client, primary, info)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_past_the_size_limit_is_refused_before_it_is_read() {
     let bed = Bed::new().await;
@@ -904,12 +915,7 @@ fn error_codes(status: &tonic::Status) -> Vec<i32> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_updates_are_reported_one_by_one_with_the_specs_codes() {
-    let (_bed, mut client, _primary, info) = loaded().await;
-    apply(
-        &mut client,
-        vec![(Insert, route(&info, [10, 0, 0, 0], 8, 1))],
-    )
-    .await;
+    let (_bed, mut client, _primary, info) = routed_to(1).await;
     let bad_prefix = route(&info, [10, 0, 0, 1], 8, 1);
     let wide_port = p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
         table_id: id(&info, "route"),
@@ -980,12 +986,7 @@ async fn failed_updates_are_reported_one_by_one_with_the_specs_codes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forwarding_counters_and_registers_are_read_and_written() {
-    let (bed, mut client, _primary, info) = loaded().await;
-    apply(
-        &mut client,
-        vec![(Insert, route(&info, [10, 0, 0, 0], 8, 2))],
-    )
-    .await;
+    let (bed, mut client, _primary, info) = routed_to(2).await;
     let frame = ipv4_frame([192, 168, 0, 1], [10, 2, 3, 4]);
     for _ in 0..3 {
         bed.inject(1, frame.clone());
@@ -1392,12 +1393,7 @@ async fn packets_go_to_and_come_from_the_controller_and_digests_are_streamed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pipeline_is_replaced_while_the_switch_runs() {
-    let (bed, mut client, _primary, info) = loaded().await;
-    apply(
-        &mut client,
-        vec![(Insert, route(&info, [10, 0, 0, 0], 8, 2))],
-    )
-    .await;
+    let (bed, mut client, _primary, _) = routed_to(2).await;
     let frame = ipv4_frame([1, 1, 1, 1], [10, 0, 0, 1]);
     bed.inject(1, frame.clone());
     assert_eq!(bed.next_sent().0, 2);

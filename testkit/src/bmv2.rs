@@ -76,13 +76,7 @@ pub fn bmv2_programs() -> Vec<PathBuf> {
     let root = workspace_root();
     let mut programs: Vec<PathBuf> = ["dataplane-p4", "tests/p4", "softswitch/tests/corpus"]
         .iter()
-        .flat_map(|dir| {
-            let dir = root.join(dir);
-            std::fs::read_dir(&dir)
-                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-                .map(|e| e.expect("a directory entry").path())
-        })
-        .filter(|p| p.extension().is_some_and(|e| e == "p4"))
+        .flat_map(|dir| crate::files_with_extension(&root.join(dir), "p4"))
         .filter(|p| {
             !SOFTSWITCH_ONLY
                 .iter()

@@ -62,12 +62,7 @@ pub fn assert_stfs_match_generators(test: &str, dir: &Path) {
 /// committed).
 fn generators(dir: &Path) -> Vec<PathBuf> {
     let scripts = dir.join("generators");
-    let mut python: Vec<PathBuf> = std::fs::read_dir(&scripts)
-        .unwrap_or_else(|e| panic!("{}: {e}", shown(&scripts)))
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "py"))
-        .collect();
-    python.sort();
+    let python = crate::files_with_extension(&scripts, "py");
     let (generators, modules): (Vec<PathBuf>, Vec<PathBuf>) =
         python.into_iter().partition(|p| stf_of(dir, p).exists());
     let sources: Vec<String> = generators

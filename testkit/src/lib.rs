@@ -26,6 +26,18 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The files of `dir` whose names end in `.EXT`, sorted; panics naming `dir` when it cannot be
+/// read.
+pub fn files_with_extension(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    files.sort();
+    files
+}
+
 /// The output of `command`, which must succeed: a failure panics with what it printed on
 /// standard error.
 pub fn output_of(command: &mut std::process::Command) -> std::process::Output {
@@ -78,6 +90,21 @@ pub fn reference_dir_or_skip(test: &str, var: &str) -> Option<PathBuf> {
             None
         }
     }
+}
+
+/// Whether `program ARG` can be started (a tool on PATH, `ARG` asking for its version); else
+/// applies the [`skip`] rule for `test`, saying it needs the tool `because`.
+pub fn runs_or_skip(test: &str, program: &str, arg: &str, because: &str) -> bool {
+    let runs = std::process::Command::new(program)
+        .arg(arg)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok();
+    if !runs {
+        skip(test, because);
+    }
+    runs
 }
 
 /// [`venv_python`] if the venv exists; else applies the [`skip`] rule and gives `None`.

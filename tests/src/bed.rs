@@ -98,6 +98,17 @@ pub fn lossless_bin() -> PathBuf {
     profile_dir.join("lossless")
 }
 
+/// A veth pair ([`veth_pair`]) from `a` to `b` in the /24 `subnet`: `a` holds its `.1`, `b` its
+/// `.2`, the addressing of every link the beds and benchmarks build.
+pub fn subnet_link(
+    a: &Namespace,
+    b: &Namespace,
+    subnet: [u8; 3],
+) -> anyhow::Result<(Endpoint, Endpoint)> {
+    let [x, y, z] = subnet;
+    veth_pair(a, Ipv4Addr::new(x, y, z, 1), b, Ipv4Addr::new(x, y, z, 2))
+}
+
 /// Two namespaces joined by a veth pair: `tx` sends, `rx` is where the programs attach.
 pub struct Link {
     /// The sending end's namespace.
@@ -120,12 +131,7 @@ impl Link {
     pub fn new() -> anyhow::Result<Self> {
         let tx_ns = Namespace::create("ltx")?;
         let rx_ns = Namespace::create("lrx")?;
-        let (tx, rx) = veth_pair(
-            &tx_ns,
-            Ipv4Addr::new(10, 77, 0, 1),
-            &rx_ns,
-            Ipv4Addr::new(10, 77, 0, 2),
-        )?;
+        let (tx, rx) = subnet_link(&tx_ns, &rx_ns, [10, 77, 0])?;
         Ok(Link {
             tx_ns,
             rx_ns,

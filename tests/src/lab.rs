@@ -11,13 +11,22 @@ use std::{
 
 use serde_json::Value;
 
-use crate::bed::{assert_nothing_left, lossless_bin, succeeded};
+use crate::bed::{assert_nothing_left, exclusive, lossless_bin, succeeded};
 
 /// How long a lab may take to build its test bed and show it is under way.
 const UNDER_WAY_WITHIN: Duration = Duration::from_secs(30);
 
 /// How long a lab may take to clean up after Ctrl-C.
 const STOPS_WITHIN: Duration = Duration::from_secs(10);
+
+/// For a lab test that can run: the lock that runs it alone ([`exclusive`]: each lab runs
+/// several senders on a machine with few cores) and a fresh output directory ([`out_dir`]).
+pub fn alone_with_out_dir(
+    test: &str,
+    out: &str,
+) -> Option<(std::sync::MutexGuard<'static, ()>, PathBuf)> {
+    exclusive(test).map(|alone| (alone, out_dir(out)))
+}
 
 /// A fresh output directory for one test.
 pub fn out_dir(test: &str) -> PathBuf {

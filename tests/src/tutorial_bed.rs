@@ -28,6 +28,34 @@ const HOSTS: [(Ipv4Addr, &str); 2] = [
     (Ipv4Addr::new(10, 0, 2, 2), "08:00:00:00:02:22"),
 ];
 
+/// The two tests of one check on a [`TutorialBed`]: `$softswitch` runs `$check` on softswitch
+/// ([`TutorialBed::new`]), `$bmv2` on BMv2's simple_switch_grpc ([`TutorialBed::bmv2`]), the
+/// reference. Each applies the skip rule for what it needs, naming itself; attributes (doc
+/// comments) written before a name go to its test.
+#[macro_export]
+macro_rules! on_softswitch_and_bmv2 {
+    ($check:ident: $(#[$soft:meta])* $softswitch:ident, $(#[$ref:meta])* $bmv2:ident $(,)?) => {
+        $(#[$soft])*
+        #[test]
+        fn $softswitch() {
+            if $crate::bed::privileged(stringify!($softswitch)) {
+                $check(&$crate::tutorial_bed::TutorialBed::new().unwrap());
+            }
+        }
+
+        $(#[$ref])*
+        #[test]
+        fn $bmv2() {
+            if let Some(grpc) = $crate::bed::privileged_and(
+                stringify!($bmv2),
+                ::testkit::bmv2::simple_switch_grpc_or_skip,
+            ) {
+                $check(&$crate::tutorial_bed::TutorialBed::bmv2(grpc).unwrap());
+            }
+        }
+    };
+}
+
 /// A switch between the tutorials' h1 and h2.
 pub struct TutorialBed {
     /// The switch and its topology.
@@ -181,6 +209,16 @@ impl TutorialBed {
             .output()
             .expect("running ping");
         output.status.success()
+    }
+
+    /// Asserts that h1 pings h2 ([`TutorialBed::ping`]); a failure names `what` was tried and
+    /// shows the switch's log.
+    pub fn assert_pings(&self, count: u32, what: &str) {
+        assert!(
+            self.ping(count),
+            "ping h1 -> h2 {what} failed; the switch's log:\n{}",
+            self.bed.lines.join("\n")
+        );
     }
 
     /// Sends `count` UDP datagrams of `len` bytes from h1 to h2 and returns the payloads h2's

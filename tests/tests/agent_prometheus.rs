@@ -469,11 +469,12 @@ fn prometheus_scrapes_the_agent_and_agrees_with_stats() {
 /// with Grafana's variables given values).
 #[test]
 fn the_dashboard_queries_are_valid_promql() {
-    if Command::new("promtool").arg("--version").output().is_err() {
-        testkit::skip(
-            "the_dashboard_queries_are_valid_promql",
-            "needs Debian's prometheus package for promtool (cargo xtask setup installs it)",
-        );
+    if !testkit::runs_or_skip(
+        "the_dashboard_queries_are_valid_promql",
+        "promtool",
+        "--version",
+        "needs Debian's prometheus package for promtool (cargo xtask setup installs it)",
+    ) {
         return;
     }
     let dashboard = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/grafana/lossless.json");

@@ -5,7 +5,6 @@
 use std::{
     collections::{BTreeSet, HashMap},
     io::{BufRead as _, BufReader},
-    net::Ipv4Addr,
     process::{Child, Stdio},
     sync::mpsc,
     time::{Duration, Instant},
@@ -13,7 +12,7 @@ use std::{
 
 use etherparse::{NetSlice, SlicedPacket, TransportSlice};
 use lossless_tests::{
-    bed::{lossless_bin, privileged, Attached, Link, TEST_MAC, TIMEOUT},
+    bed::{lossless_bin, privileged, subnet_link, Attached, Link, TEST_MAC, TIMEOUT},
     capture::RawSocket,
     craft::{ipv4_checksum_ok, scapy_decode, FrameSpec},
 };
@@ -21,7 +20,7 @@ use serde_json::Value;
 use sysutil::{
     interface::Interface,
     neighbour,
-    netns::{veth_pair, Endpoint, Namespace},
+    netns::{Endpoint, Namespace},
 };
 
 /// Frames sent before waiting for them: below the 256-frame XDP ring of a veth.
@@ -50,22 +49,10 @@ impl Bed {
         let sender = Namespace::create("lbs").unwrap();
         let balancer = Namespace::create("lbb").unwrap();
         let spines = Namespace::create("lbp").unwrap();
-        let (tx, down) = veth_pair(
-            &sender,
-            Ipv4Addr::new(10, 88, 0, 1),
-            &balancer,
-            Ipv4Addr::new(10, 88, 0, 2),
-        )
-        .unwrap();
+        let (tx, down) = subnet_link(&sender, &balancer, [10, 88, 0]).unwrap();
         let (mut ups, mut peers) = (Vec::new(), Vec::new());
         for i in 0..uplinks as u8 {
-            let (up, peer) = veth_pair(
-                &balancer,
-                Ipv4Addr::new(10, 88, i + 1, 1),
-                &spines,
-                Ipv4Addr::new(10, 88, i + 1, 2),
-            )
-            .unwrap();
+            let (up, peer) = subnet_link(&balancer, &spines, [10, 88, i + 1]).unwrap();
             ups.push(up);
             peers.push(peer);
         }

@@ -2,14 +2,12 @@
 //! attached interface; the pause state, the counters and the consumption of the frames are
 //! read back through `lossless host stats --json` and a capture.
 
-use std::net::Ipv4Addr;
-
 use lossless_tests::{
-    bed::{by_priority, from_test_mac, Link, Running, TEST_MAC, TIMEOUT},
+    bed::{by_priority, from_test_mac, subnet_link, Link, Running, TEST_MAC, TIMEOUT},
     capture::RawSocket,
     craft::{scapy_decode, scapy_frame, tshark_verbose},
 };
-use sysutil::netns::{veth_pair, Namespace};
+use sysutil::netns::Namespace;
 
 /// 65535 quanta at 10 Mb/s, in ns.
 const FULL_PAUSE_3: u64 = 65535 * 512 * 100;
@@ -286,13 +284,7 @@ fn pauses_are_relayed_to_the_relay_interfaces() {
     };
     // The relay target: a second veth from the rx namespace to a namespace of its own.
     let down_ns = Namespace::create("lrl").unwrap();
-    let (relay, down) = veth_pair(
-        &link.rx_ns,
-        Ipv4Addr::new(10, 78, 0, 1),
-        &down_ns,
-        Ipv4Addr::new(10, 78, 0, 2),
-    )
-    .unwrap();
+    let (relay, down) = subnet_link(&link.rx_ns, &down_ns, [10, 78, 0]).unwrap();
     let _attached = link.attach_rx(&["--mode", "skb"]);
     link.set_rx(&[&format!("pfc.relay={}", relay.ifname)]);
     let status = link.rx_status();

@@ -5,10 +5,7 @@
 
 use std::{fs, path::Path};
 
-use lossless_tests::{
-    bed::exclusive,
-    lab::{interrupted, out_dir, run_to_end, summary_json},
-};
+use lossless_tests::lab::{alone_with_out_dir, interrupted, run_to_end, summary_json};
 
 /// The namespace prefixes of the lab (see control/src/lab/incast.rs).
 const NAMESPACE_PREFIXES: [&str; 3] = ["irtr", "ircv", "isnd"];
@@ -22,11 +19,12 @@ fn non_empty(path: &Path) -> String {
 
 #[test]
 fn incast_marks_become_kernel_cnps_and_every_sender_cuts() {
-    // One lab at a time: each runs several senders on a machine with few cores.
-    let Some(_alone) = exclusive("incast_marks_become_kernel_cnps_and_every_sender_cuts") else {
+    let Some((_alone, out)) = alone_with_out_dir(
+        "incast_marks_become_kernel_cnps_and_every_sender_cuts",
+        "incast",
+    ) else {
         return;
     };
-    let out = out_dir("incast");
     let stdout = run_to_end(
         "incast",
         &out,
@@ -71,10 +69,10 @@ fn incast_marks_become_kernel_cnps_and_every_sender_cuts() {
 
 #[test]
 fn incast_cleans_up_on_ctrl_c() {
-    let Some(_alone) = exclusive("incast_cleans_up_on_ctrl_c") else {
+    let Some((_alone, out)) = alone_with_out_dir("incast_cleans_up_on_ctrl_c", "incast-ctrl-c")
+    else {
         return;
     };
-    let out = out_dir("incast-ctrl-c");
     // Under way once it prints rows (its first row after the header).
     let stdout = interrupted(
         "incast",

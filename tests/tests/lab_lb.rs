@@ -10,7 +10,7 @@ use std::{fs, path::Path};
 
 use lossless_tests::{
     bed::{exclusive, succeeded},
-    lab::{interrupted, lab, out_dir, run_to_end, summary_json},
+    lab::{alone_with_out_dir, interrupted, lab, out_dir, run_to_end, summary_json},
 };
 use serde_json::Value;
 
@@ -32,11 +32,12 @@ fn number(run: &Value, key: &str) -> f64 {
 
 #[test]
 fn lb_lab_orders_the_policies_as_the_literature_does() {
-    // One lab at a time: each keeps the machine's cores busy.
-    let Some(_alone) = exclusive("lb_lab_orders_the_policies_as_the_literature_does") else {
+    let Some((_alone, out)) = alone_with_out_dir(
+        "lb_lab_orders_the_policies_as_the_literature_does",
+        "lab-lb",
+    ) else {
         return;
     };
-    let out = out_dir("lab-lb");
     // The default workloads: elephants need their 3 s for enough flowlets to average out.
     let stdout = run_to_end("lb", &out, &[], &NAMESPACE_PREFIXES);
     for expected in [
@@ -195,11 +196,12 @@ fn lb_lab_pauses_hold_the_senders_and_the_open_loop_loses() {
 /// spreads them. Both complete every step whole, and report nccl-tests' bandwidths.
 #[test]
 fn lb_lab_allreduce_spreads_a_connections_qps_only_with_e_ecmp() {
-    let Some(_alone) = exclusive("lb_lab_allreduce_spreads_a_connections_qps_only_with_e_ecmp")
-    else {
+    let Some((_alone, out)) = alone_with_out_dir(
+        "lb_lab_allreduce_spreads_a_connections_qps_only_with_e_ecmp",
+        "lab-lb-allreduce",
+    ) else {
         return;
     };
-    let out = out_dir("lab-lb-allreduce");
     let args = [
         "--workload",
         "allreduce",
@@ -253,10 +255,12 @@ fn lb_lab_allreduce_spreads_a_connections_qps_only_with_e_ecmp() {
 /// twice, every flow delivered whole under each policy.
 #[test]
 fn lb_lab_runs_an_incast_of_the_one_workload_format() {
-    let Some(_alone) = exclusive("lb_lab_runs_an_incast_of_the_one_workload_format") else {
+    let Some((_alone, out)) = alone_with_out_dir(
+        "lb_lab_runs_an_incast_of_the_one_workload_format",
+        "lab-lb-incast",
+    ) else {
         return;
     };
-    let out = out_dir("lab-lb-incast");
     let args = [
         "--senders",
         "2",
@@ -316,10 +320,10 @@ fn lb_lab_refuses_bad_options_by_name() {
 
 #[test]
 fn lb_lab_cleans_up_on_ctrl_c() {
-    let Some(_alone) = exclusive("lb_lab_cleans_up_on_ctrl_c") else {
+    let Some((_alone, out)) = alone_with_out_dir("lb_lab_cleans_up_on_ctrl_c", "lab-lb-ctrl-c")
+    else {
         return;
     };
-    let out = out_dir("lab-lb-ctrl-c");
     // Under way once it has built its test bed: it prints the table's header then.
     interrupted(
         "lb",
@@ -334,10 +338,12 @@ fn lb_lab_cleans_up_on_ctrl_c() {
 
 #[test]
 fn lb_lab_counts_flows_that_start_after_an_idle_gap() {
-    let Some(_alone) = exclusive("lb_lab_counts_flows_that_start_after_an_idle_gap") else {
+    let Some((_alone, out)) = alone_with_out_dir(
+        "lb_lab_counts_flows_that_start_after_an_idle_gap",
+        "lab-lb-idle-gap",
+    ) else {
         return;
     };
-    let out = out_dir("lab-lb-idle-gap");
     // One light elephant whose messages are 2.4 s apart (twice the flowlet timeout), and
     // which may start seconds into the run: silences longer than the receiver's wait after
     // a loss. The run must still count every frame of every message.

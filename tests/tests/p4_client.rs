@@ -32,11 +32,14 @@ fn cell(cells: &Value, index: i64) -> (u64, u64) {
     )
 }
 
-/// A bed running forward.p4 with the tutorials-shaped routes applied.
-fn routed_bed() -> TutorialBed {
-    let bed = TutorialBed::new().unwrap();
-    bed.program(&p4_file("forward.p4"), &p4_file("forward-runtime.json"));
-    bed
+/// For a test that can run ([`privileged`]), a bed running forward.p4 with the
+/// tutorials-shaped routes applied.
+fn routed_bed(test: &str) -> Option<TutorialBed> {
+    privileged(test).then(|| {
+        let bed = TutorialBed::new().unwrap();
+        bed.program(&p4_file("forward.p4"), &p4_file("forward-runtime.json"));
+        bed
+    })
 }
 
 /// Routes from a runtime JSON in the tutorials' shape carry ping and UDP both ways; the
@@ -45,15 +48,10 @@ fn routed_bed() -> TutorialBed {
 /// runtime JSON that made them.
 #[test]
 fn routes_from_a_tutorial_runtime_json_carry_ping_and_udp() {
-    if !privileged("routes_from_a_tutorial_runtime_json_carry_ping_and_udp") {
+    let Some(bed) = routed_bed("routes_from_a_tutorial_runtime_json_carry_ping_and_udp") else {
         return;
-    }
-    let bed = routed_bed();
-    assert!(
-        bed.ping(3),
-        "ping h1 -> h2 failed: {}",
-        bed.bed.lines.join("\n")
-    );
+    };
+    bed.assert_pings(3, "");
     let payloads = bed.udp(20, 200).unwrap();
     for (i, payload) in payloads.iter().enumerate() {
         let expected: Vec<u8> = (0..200).map(|j| (i + j) as u8).collect();
@@ -135,27 +133,15 @@ fn routes_from_a_tutorial_runtime_json_carry_ping_and_udp() {
 /// RoCEv2 frames in the lossless priority (DSCP 26) sent from h1 to h2 through the switch.
 const ROCE_FRAMES: u64 = 200;
 
-/// dataplane-p4's lossless.p4 in softswitch, configured from the two-hosts example's runtime
-/// JSON by `lossless p4`: see [`lossless_p4_forwards_and_counts`].
-#[test]
-fn lossless_p4_from_its_runtime_json_forwards_and_counts() {
-    if !privileged("lossless_p4_from_its_runtime_json_forwards_and_counts") {
-        return;
-    }
-    lossless_p4_forwards_and_counts(&TutorialBed::new().unwrap());
-}
-
-/// The same on BMv2's simple_switch_grpc: the same `lossless p4` commands (but for
-/// `pipeline set --target bmv2`, which compiles lossless.p4 with p4c), the same traffic, the
-/// same counts.
-#[test]
-fn lossless_p4_on_bmv2_from_its_runtime_json_forwards_and_counts() {
-    let test = "lossless_p4_on_bmv2_from_its_runtime_json_forwards_and_counts";
-    let Some(grpc) = privileged_and(test, testkit::bmv2::simple_switch_grpc_or_skip) else {
-        return;
-    };
-    lossless_p4_forwards_and_counts(&TutorialBed::bmv2(grpc).unwrap());
-}
+lossless_tests::on_softswitch_and_bmv2!(lossless_p4_forwards_and_counts:
+    /// dataplane-p4's lossless.p4 in softswitch, configured from the two-hosts example's
+    /// runtime JSON by `lossless p4`: see [`lossless_p4_forwards_and_counts`].
+    lossless_p4_from_its_runtime_json_forwards_and_counts,
+    /// The same on BMv2's simple_switch_grpc: the same `lossless p4` commands (but for
+    /// `pipeline set --target bmv2`, which compiles lossless.p4 with p4c), the same traffic,
+    /// the same counts.
+    lossless_p4_on_bmv2_from_its_runtime_json_forwards_and_counts,
+);
 
 /// The same on softswitch standing in for simple_switch_grpc: launched through a symlink of
 /// that name with the P4 tutorials' command line, given BMv2 JSON and P4Info by
@@ -213,11 +199,7 @@ fn lossless_p4_on_softswitch_as_simple_switch_grpc_from_bmv2_json_forwards_and_c
 fn lossless_p4_forwards_and_counts(bed: &TutorialBed) {
     let runtime = dataplane_p4("topologies/two-hosts/s1-runtime.json");
     bed.program(&dataplane_p4("lossless.p4"), &runtime);
-    assert!(
-        bed.ping(3),
-        "ping h1 -> h2 failed: {}",
-        bed.bed.lines.join("\n")
-    );
+    bed.assert_pings(3, "");
     assert_eq!(bed.udp(20, 200).unwrap().len(), 20);
 
     let (h1, h2) = (bed.h1(), bed.h2());
@@ -328,21 +310,16 @@ fn a_program_in_two_files_is_pushed_and_forwards() {
     )
     .unwrap();
     bed.program(&main, &p4_file("forward-runtime.json"));
-    assert!(
-        bed.ping(3),
-        "ping h1 -> h2 failed: {}",
-        bed.bed.lines.join("\n")
-    );
+    bed.assert_pings(3, "");
 }
 
 /// `watch --json` prints one array a tick, with rates from the second tick on.
 #[test]
 fn watch_prints_counters_with_rates() {
-    if !privileged("watch_prints_counters_with_rates") {
+    let Some(bed) = routed_bed("watch_prints_counters_with_rates") else {
         return;
-    }
-    let bed = routed_bed();
-    assert!(bed.ping(2));
+    };
+    bed.assert_pings(2, "");
     let mut watch = bed
         .switch_ns()
         .command(lossless_bin())
@@ -478,7 +455,7 @@ fn only_the_primary_writes() {
         "{stderr}"
     );
     bed.p4_ok(&["entries", "apply", entries, "--election-id", "11"]);
-    assert!(bed.ping(1));
+    bed.assert_pings(1, "");
 
     // After p4runtime-shell's default election id (1,0: 2^64), the default 1 is refused and
     // `auto` claims one above what the switch reports.
@@ -521,10 +498,9 @@ fn only_the_primary_writes() {
 /// entry while the rest of the file applies.
 #[test]
 fn malformed_requests_get_the_right_codes() {
-    if !privileged("malformed_requests_get_the_right_codes") {
+    let Some(bed) = routed_bed("malformed_requests_get_the_right_codes") else {
         return;
-    }
-    let bed = routed_bed();
+    };
     let write = |name: &str, json: Value| {
         let path = bed.dir.join(name);
         std::fs::write(&path, json.to_string()).unwrap();
@@ -621,11 +597,10 @@ fn malformed_requests_get_the_right_codes() {
 /// written from the runtime JSON — and its counter counts.
 #[test]
 fn the_pipeline_is_replaced_while_the_switch_runs() {
-    if !privileged("the_pipeline_is_replaced_while_the_switch_runs") {
+    let Some(mut bed) = routed_bed("the_pipeline_is_replaced_while_the_switch_runs") else {
         return;
-    }
-    let mut bed = routed_bed();
-    assert!(bed.ping(1));
+    };
+    bed.assert_pings(1, "");
     assert!(bed.bed.running());
 
     bed.p4_ok(&[
@@ -648,7 +623,7 @@ fn the_pipeline_is_replaced_while_the_switch_runs() {
         "apply",
         p4_file("by_port-runtime.json").to_str().unwrap(),
     ]);
-    assert!(bed.ping(3), "{}", bed.bed.lines.join("\n"));
+    bed.assert_pings(3, "");
     let counters = bed.p4_json(&["counters", "read", "PortIngress.ingress_packets"]);
     // 1 unanswered echo and 3 answered ones from h1; 3 replies from h2.
     assert_eq!(cell(&counters, 1).0, 4, "{counters}");
@@ -722,7 +697,7 @@ fn softswitch_logs_control_plane_at_debug_and_frames_at_trace() {
         "apply",
         p4_file("forward-runtime.json").to_str().unwrap(),
     ]);
-    assert!(bed.ping(1));
+    bed.assert_pings(1, "");
     for needle in [
         "arbitration",
         "SetForwardingPipelineConfig",
@@ -763,12 +738,11 @@ fn softswitch_logs_control_plane_at_debug_and_frames_at_trace() {
 /// softswitch's queue service: `queue set` changes one queue and `queue show` reads it back.
 #[test]
 fn queue_set_and_show() {
-    if !privileged("queue_set_and_show") {
+    let Some(bed) = routed_bed("queue_set_and_show") else {
         return;
-    }
-    let bed = routed_bed();
+    };
     // Before any setting, while ports forward: every port's 8 queues, at BMv2's defaults.
-    assert!(bed.ping(2));
+    bed.assert_pings(2, "");
     let queues = bed.p4_json(&["queue", "show"]);
     let rows = queues.as_array().unwrap();
     let ports: std::collections::BTreeSet<u64> =

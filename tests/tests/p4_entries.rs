@@ -6,12 +6,14 @@
 use lossless_tests::{bed::privileged, switch::program as p4_file, tutorial_bed::TutorialBed};
 use serde_json::{json, Value};
 
-/// forward.p4 on a fresh softswitch, no entries.
-fn bare_bed() -> TutorialBed {
-    let bed = TutorialBed::new().unwrap();
-    let program = p4_file("forward.p4");
-    bed.p4_ok(&["pipeline", "set", "--program", program.to_str().unwrap()]);
-    bed
+/// For a test that can run ([`privileged`]), forward.p4 on a fresh softswitch, no entries.
+fn bare_bed(test: &str) -> Option<TutorialBed> {
+    privileged(test).then(|| {
+        let bed = TutorialBed::new().unwrap();
+        let program = p4_file("forward.p4");
+        bed.p4_ok(&["pipeline", "set", "--program", program.to_str().unwrap()]);
+        bed
+    })
 }
 
 /// `entries list ipv4_lpm --json`'s entries that are not the default, by match.
@@ -37,11 +39,7 @@ fn route(ip: &str, mac: &str, port: u64) -> Value {
 
 /// The bed pings through the two routes `how` installed, and they are the only ones listed.
 fn assert_both_routes(bed: &TutorialBed, how: &str) {
-    assert!(
-        bed.ping(3),
-        "ping through {how}: {}",
-        bed.bed.lines.join("\n")
-    );
+    bed.assert_pings(3, &format!("through {how}"));
     assert_eq!(
         routes(bed),
         vec![
@@ -53,10 +51,9 @@ fn assert_both_routes(bed: &TutorialBed, how: &str) {
 
 #[test]
 fn one_entry_at_a_time_in_table_add_words() {
-    if !privileged("one_entry_at_a_time_in_table_add_words") {
+    let Some(bed) = bare_bed("one_entry_at_a_time_in_table_add_words") else {
         return;
-    }
-    let bed = bare_bed();
+    };
     let add = |words: &str| {
         let mut args = vec!["entries", "add"];
         args.extend(words.split_whitespace());
@@ -118,19 +115,14 @@ fn one_entry_at_a_time_in_table_add_words() {
     bed.p4_ok(&["entries", "apply", "--modify", file]);
     bed.p4_ok(&["entries", "apply", "--modify", file]);
     assert_eq!(routes(&bed).len(), 2);
-    assert!(
-        bed.ping(3),
-        "ping after re-applying: {}",
-        bed.bed.lines.join("\n")
-    );
+    bed.assert_pings(3, "after re-applying");
 }
 
 #[test]
 fn a_simple_switch_cli_commands_file_routes() {
-    if !privileged("a_simple_switch_cli_commands_file_routes") {
+    let Some(bed) = bare_bed("a_simple_switch_cli_commands_file_routes") else {
         return;
-    }
-    let bed = bare_bed();
+    };
     let commands = bed.dir.join("commands.txt");
     std::fs::write(
         &commands,

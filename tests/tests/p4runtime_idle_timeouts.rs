@@ -10,7 +10,6 @@
 use std::time::{Duration, Instant};
 
 use lossless_tests::{
-    bed::{privileged, privileged_and},
     switch::{program as p4_file, Host},
     tutorial_bed::{TutorialBed, SWITCH_ADDR},
 };
@@ -31,22 +30,10 @@ const GIVE_UP: Duration = Duration::from_secs(90);
 /// The client's election id: above `lossless p4`'s (1), so it becomes the primary.
 const ELECTION_ID: u128 = 5;
 
-#[test]
-fn idle_routes_are_notified_after_their_timeout_on_softswitch() {
-    if !privileged("idle_routes_are_notified_after_their_timeout_on_softswitch") {
-        return;
-    }
-    idle_routes_are_notified(&TutorialBed::new().unwrap());
-}
-
-#[test]
-fn idle_routes_are_notified_after_their_timeout_on_bmv2() {
-    let test = "idle_routes_are_notified_after_their_timeout_on_bmv2";
-    let Some(grpc) = privileged_and(test, testkit::bmv2::simple_switch_grpc_or_skip) else {
-        return;
-    };
-    idle_routes_are_notified(&TutorialBed::bmv2(grpc).unwrap());
-}
+lossless_tests::on_softswitch_and_bmv2!(idle_routes_are_notified:
+    idle_routes_are_notified_after_their_timeout_on_softswitch,
+    idle_routes_are_notified_after_their_timeout_on_bmv2,
+);
 
 fn idle_routes_are_notified(bed: &TutorialBed) {
     bed.program(&p4_file("forward.p4"), &p4_file("forward-runtime.json"));

@@ -70,6 +70,15 @@ fn through(bed: &SwitchBed, from: usize, to: usize, frame: &[u8], count: usize) 
 /// Both kinds of port, as `--port-io` names them.
 const PORT_IOS: [&str; 2] = ["afxdp", "af-packet"];
 
+/// For a test that can run ([`privileged`]), `check` with each port I/O of [`PORT_IOS`].
+fn on_every_port_io(test: &str, check: fn(&str)) {
+    if privileged(test) {
+        for io in PORT_IOS {
+            check(io);
+        }
+    }
+}
+
 /// `softswitch run ipv4_forward.p4` on `hosts` hosts with ports of kind `io`, ready.
 fn forwarding_bed(topology: Topology, io: &str) -> SwitchBed {
     let bed = SwitchBed::start_on(topology, Some(&program("ipv4_forward.p4")), io).unwrap();
@@ -92,12 +101,10 @@ fn forwarding_bed(topology: Topology, io: &str) -> SwitchBed {
 
 #[test]
 fn frames_are_forwarded_and_rewritten_between_real_ports() {
-    if !privileged("frames_are_forwarded_and_rewritten_between_real_ports") {
-        return;
-    }
-    for io in PORT_IOS {
-        forwarded_and_rewritten(io);
-    }
+    on_every_port_io(
+        "frames_are_forwarded_and_rewritten_between_real_ports",
+        forwarded_and_rewritten,
+    );
 }
 
 fn forwarded_and_rewritten(io: &str) {
@@ -142,12 +149,10 @@ fn forwarded_and_rewritten(io: &str) {
 
 #[test]
 fn a_deleted_interface_takes_its_port_down_and_the_switch_goes_on() {
-    if !privileged("a_deleted_interface_takes_its_port_down_and_the_switch_goes_on") {
-        return;
-    }
-    for io in PORT_IOS {
-        port_down(io);
-    }
+    on_every_port_io(
+        "a_deleted_interface_takes_its_port_down_and_the_switch_goes_on",
+        port_down,
+    );
 }
 
 fn port_down(io: &str) {
@@ -177,14 +182,10 @@ fn port_down(io: &str) {
 
 #[test]
 fn frames_up_to_2016_bytes_cross_longer_ones_are_dropped_and_a_refused_one_stops_nothing() {
-    if !privileged(
+    on_every_port_io(
         "frames_up_to_2016_bytes_cross_longer_ones_are_dropped_and_a_refused_one_stops_nothing",
-    ) {
-        return;
-    }
-    for io in PORT_IOS {
-        frame_lengths(io);
-    }
+        frame_lengths,
+    );
 }
 
 fn frame_lengths(io: &str) {

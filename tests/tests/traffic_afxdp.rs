@@ -7,27 +7,20 @@
 //! sender says why and sends with AF_PACKET.
 
 use std::io::Write as _;
-use std::net::Ipv4Addr;
 use std::process::Stdio;
 
 use lossless_tests::{
-    bed::{lossless_bin, privileged, TIMEOUT},
+    bed::{lossless_bin, privileged, subnet_link, TIMEOUT},
     capture::RawSocket,
 };
 use serde_json::Value;
-use sysutil::netns::{check, veth_pair, Endpoint, Namespace};
+use sysutil::netns::{check, Endpoint, Namespace};
 
 /// Two namespaces joined by a veth pair: the sender's end and the receiver's.
 fn pair(prefix: &str) -> (Namespace, Namespace, Endpoint, Endpoint) {
     let a = Namespace::create(&format!("{prefix}s")).unwrap();
     let b = Namespace::create(&format!("{prefix}r")).unwrap();
-    let (tx, rx) = veth_pair(
-        &a,
-        Ipv4Addr::new(10, 43, 0, 1),
-        &b,
-        Ipv4Addr::new(10, 43, 0, 2),
-    )
-    .unwrap();
+    let (tx, rx) = subnet_link(&a, &b, [10, 43, 0]).unwrap();
     // GRO would merge the frames of a QP into larger ones before the capture sees them.
     let out = b
         .command("ethtool")

@@ -5,9 +5,9 @@
 
 use std::net::Ipv4Addr;
 
-use lossless_tests::bed::{lossless_bin, privileged};
+use lossless_tests::bed::{lossless_bin, privileged, subnet_link};
 use serde_json::Value;
-use sysutil::netns::{check, veth_pair, Endpoint, Namespace};
+use sysutil::netns::{check, Endpoint, Namespace};
 
 /// Runs `lossless ARGS` in `ns` and parses its JSON summary, failing with its stderr.
 fn lossless_json(ns: &Namespace, args: &[&str]) -> Value {
@@ -55,20 +55,9 @@ fn send_behind_a_gateway_goes_to_the_gateways_mac() {
     let sender_ns = Namespace::create("rtsnd").unwrap();
     let router_ns = Namespace::create("rtrtr").unwrap();
     let receiver_ns = Namespace::create("rtrcv").unwrap();
-    let (sender, router_in) = veth_pair(
-        &sender_ns,
-        Ipv4Addr::new(10, 41, 1, 2),
-        &router_ns,
-        Ipv4Addr::new(10, 41, 1, 1),
-    )
-    .unwrap();
-    let (_router_out, receiver) = veth_pair(
-        &router_ns,
-        Ipv4Addr::new(10, 41, 2, 1),
-        &receiver_ns,
-        Ipv4Addr::new(10, 41, 2, 2),
-    )
-    .unwrap();
+    // The router is each subnet's .1, the hosts' gateway.
+    let (router_in, sender) = subnet_link(&router_ns, &sender_ns, [10, 41, 1]).unwrap();
+    let (_router_out, receiver) = subnet_link(&router_ns, &receiver_ns, [10, 41, 2]).unwrap();
     let output = router_ns
         .command("sysctl")
         .args(["-qw", "net.ipv4.ip_forward=1"])

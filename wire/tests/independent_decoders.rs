@@ -71,11 +71,12 @@ const FIELDS: &[&str] = &[
 
 #[test]
 fn tshark_reads_what_wire_reads() {
-    if Command::new("tshark").arg("-v").output().is_err() {
-        testkit::skip(
-            "tshark_reads_what_wire_reads",
-            "needs tshark (cargo xtask setup installs it)",
-        );
+    if !testkit::runs_or_skip(
+        "tshark_reads_what_wire_reads",
+        "tshark",
+        "-v",
+        "needs tshark (cargo xtask setup installs it)",
+    ) {
         return;
     }
     let frames: Vec<&Vector> = vectors::SCAPY

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use sim::event::NodeId;
 use sim::host::HostConfig;
+use sim::scenario::FailureSpec;
 use sim::simulation::Simulation;
 use sim::time::{MS, US};
 use softswitch_core::ir::Program;
@@ -90,3 +91,14 @@ pub const LONG: u64 = 1_000 * MS;
 
 /// 2 µs.
 pub const HOP: u64 = 2 * US;
+
+/// A scenario's failure of link `link` (`SWITCH:PORT`) at `at`, the routes moved off it
+/// `reroute_after` later (never with `None`).
+pub fn link_failure(at: &str, link: &str, reroute_after: Option<&str>) -> FailureSpec {
+    FailureSpec {
+        at: at.into(),
+        link: Some(link.into()),
+        switch: None,
+        reroute_after: reroute_after.map(Into::into),
+    }
+}

@@ -7,8 +7,11 @@ use std::{net::Ipv4Addr, path::Path, time::Duration};
 
 use anyhow::Context as _;
 use dataplane_common::lb::Policy;
-use lossless_tests::{bed::Attached, load};
-use sysutil::netns::{veth_pair, Endpoint, Namespace};
+use lossless_tests::{
+    bed::{subnet_link, Attached},
+    load,
+};
+use sysutil::netns::{Endpoint, Namespace};
 use traffic::{Engine, FixedRate, SendConfig};
 use wire::ethernet::Address;
 
@@ -35,12 +38,7 @@ impl Topology {
         let sender = Namespace::create("bfs")?;
         let balancer = Namespace::create("bfb")?;
         let sink = Namespace::create("bfk")?;
-        let (tx, down) = veth_pair(
-            &sender,
-            Ipv4Addr::new(10, 89, 0, 1),
-            &balancer,
-            Ipv4Addr::new(10, 89, 0, 2),
-        )?;
+        let (tx, down) = subnet_link(&sender, &balancer, [10, 89, 0])?;
         let uplinks = Uplinks::new(&balancer, &sink)?;
         Ok(Topology {
             sender,

@@ -4,10 +4,8 @@
 //! with the uplinks, the owned prefix `10.99.0.0/16`, the first uplink weighed 2:1 and each
 //! uplink's next hop).
 
-use std::net::Ipv4Addr;
-
-use lossless_tests::bed::{Attached, Link};
-use sysutil::netns::{veth_pair, Endpoint, Namespace};
+use lossless_tests::bed::{subnet_link, Attached, Link};
+use sysutil::netns::{Endpoint, Namespace};
 use wire::ethernet::Address;
 
 /// Uplinks of the balancer.
@@ -26,12 +24,7 @@ impl Uplinks {
     pub fn new(balancer: &Namespace, peer: &Namespace) -> anyhow::Result<Uplinks> {
         let (mut ends, mut peers) = (Vec::new(), Vec::new());
         for i in 0..UPLINKS {
-            let (end, far) = veth_pair(
-                balancer,
-                Ipv4Addr::new(10, 89, i + 1, 1),
-                peer,
-                Ipv4Addr::new(10, 89, i + 1, 2),
-            )?;
+            let (end, far) = subnet_link(balancer, peer, [10, 89, i + 1])?;
             ends.push(end);
             peers.push(far);
         }

@@ -13,7 +13,7 @@
 //! dispatcher does not hold adds it and takes it out again, two RCU grace periods per call
 //! (tens of milliseconds here) that would make many calls impossible.
 
-use std::{net::Ipv4Addr, time::Duration};
+use std::time::Duration;
 
 use anyhow::{ensure, Context as _};
 use aya::{
@@ -24,11 +24,11 @@ use dataplane_common::{lb::Policy, pfc::build_pfc_frame, programs};
 use etherparse::{Ipv4Header, Ipv4HeaderSlice};
 use host::attach::load_over_pinned_maps;
 use lossless_tests::{
-    bed::{Attached, Link, TEST_MAC},
+    bed::{subnet_link, Attached, Link, TEST_MAC},
     craft::{Ecn, FrameSpec},
 };
 use sysutil::{
-    netns::{veth_pair, Endpoint, Namespace},
+    netns::{Endpoint, Namespace},
     pins::PinDir,
 };
 
@@ -211,27 +211,13 @@ impl Bed {
     fn new() -> anyhow::Result<Bed> {
         let ns = Namespace::create("bpc")?;
         let peer = Namespace::create("bpp")?;
-        let (ecn, _) = veth_pair(
-            &ns,
-            Ipv4Addr::new(10, 88, 0, 1),
-            &peer,
-            Ipv4Addr::new(10, 88, 0, 2),
-        )?;
-        let (down, _) = veth_pair(
-            &ns,
-            Ipv4Addr::new(10, 89, 0, 2),
-            &peer,
-            Ipv4Addr::new(10, 89, 0, 1),
-        )?;
+        let (ecn, _) = subnet_link(&ns, &peer, [10, 88, 0])?;
+        // The balancer's downlink is the peer's .2, as the sender is in the forwarding bed.
+        let (_, down) = subnet_link(&peer, &ns, [10, 89, 0])?;
         let uplinks = Uplinks::new(&ns, &peer)?;
         let mut idle = Vec::new();
         for i in 0..IDLE {
-            let (end, _) = veth_pair(
-                &ns,
-                Ipv4Addr::new(10, 90, i, 1),
-                &peer,
-                Ipv4Addr::new(10, 90, i, 2),
-            )?;
+            let (end, _) = subnet_link(&ns, &peer, [10, 90, i])?;
             idle.push(end.ifname);
         }
         Ok(Bed {
