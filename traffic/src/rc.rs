@@ -295,6 +295,12 @@ mod tests {
         std::iter::from_fn(|| qp.next_packet()).collect()
     }
 
+    /// Packet `p` arriving at the responder.
+    fn arrive(rx: &mut RecvQp, p: &Packet) -> Received {
+        rx.on_data(p.psn, p.opcode, p.payload_len, p.ack_req)
+            .unwrap()
+    }
+
     #[test]
     fn a_message_goes_as_first_middles_and_last_and_asks_for_acks() {
         let mut qp = SendQp::new(1000, 100, 1_000);
@@ -326,9 +332,7 @@ mod tests {
         let mut replies = Vec::new();
         // Packet 1 is lost.
         for p in sent.iter().filter(|p| p.psn != 1) {
-            let r = rx
-                .on_data(p.psn, p.opcode, p.payload_len, p.ack_req)
-                .unwrap();
+            let r = arrive(&mut rx, p);
             assert_eq!(r.delivered, None);
             replies.extend(r.reply);
         }
@@ -342,9 +346,7 @@ mod tests {
         assert!(again.iter().all(|p| p.resent));
         let mut delivered = None;
         for p in &again {
-            let r = rx
-                .on_data(p.psn, p.opcode, p.payload_len, p.ack_req)
-                .unwrap();
+            let r = arrive(&mut rx, p);
             delivered = delivered.or(r.delivered);
             if let Some(Reply::Ack(psn)) = r.reply {
                 assert_eq!(tx.on_ack(psn, 20), vec![1]);
@@ -365,8 +367,7 @@ mod tests {
         let sent = drain(&mut tx);
         // The last packet arrives, its ACK is lost.
         for p in &sent {
-            rx.on_data(p.psn, p.opcode, p.payload_len, p.ack_req)
-                .unwrap();
+            arrive(&mut rx, p);
         }
         assert!(rx.idle());
         assert_eq!(tx.deadline_ns(), Some(1_000));
@@ -413,9 +414,7 @@ mod tests {
             assert!(!sent.is_empty(), "stalled at {:?}", tx.counts());
             assert!(sent.last().unwrap().ack_req);
             for p in sent {
-                let r = rx
-                    .on_data(p.psn, p.opcode, p.payload_len, p.ack_req)
-                    .unwrap();
+                let r = arrive(&mut rx, &p);
                 if let Some(Reply::Ack(psn)) = r.reply {
                     done.extend(tx.on_ack(psn, 1));
                 }
