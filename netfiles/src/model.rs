@@ -407,41 +407,26 @@ mod tests {
             links: vec![link(("h1", 0), ("s1", 1)), link(("h2", 0), ("s1", 1))],
             ..Topology::default()
         };
-        let err = net.check().unwrap_err().to_string();
+        let refused = |net: &Topology| net.check().unwrap_err().to_string();
+        let err = refused(&net);
         assert!(err.contains("s1 already has a link on port 1"), "{err}");
         net.links[1].b.port = 2;
         net.check().unwrap();
         net.links[1].b.port = 511;
-        assert!(net
-            .check()
-            .unwrap_err()
-            .to_string()
-            .contains("ports are 1..=510"));
+        assert!(refused(&net).contains("ports are 1..=510"));
         net.links[1].b.port = 2;
         net.hosts[1].name = "a-name".into();
-        assert!(net
-            .check()
-            .unwrap_err()
-            .to_string()
-            .contains("a letter, then letters, digits or _, at most 64 bytes"));
+        assert!(refused(&net).contains("a letter, then letters, digits or _, at most 64 bytes"));
         // Longer than an interface name may be (lossless net's limit, not the file's).
         net.hosts[1].name = "host_of_rack_12".into();
         net.links[1].a.node = "host_of_rack_12".into();
         net.check().unwrap();
         net.hosts[1].name = "h".repeat(MAX_NAME + 1);
-        assert!(net
-            .check()
-            .unwrap_err()
-            .to_string()
-            .contains("at most 64 bytes"));
+        assert!(refused(&net).contains("at most 64 bytes"));
         net.hosts[1].name = "h2".into();
         net.links[1].a.node = "h2".into();
         net.cpu_ports.insert("s1".into(), 2);
-        assert!(net
-            .check()
-            .unwrap_err()
-            .to_string()
-            .contains("port 2 of s1 is its CPU port"));
+        assert!(refused(&net).contains("port 2 of s1 is its CPU port"));
         net.cpu_ports.insert("s1".into(), 510);
         net.check().unwrap();
         net.hosts[0].commands = vec!["ip route add 10.0.0.0/24 dev eth0 # a comment".into()];
