@@ -14,6 +14,6 @@ pub mod p4app;
 pub mod tutorial;
 
 pub use model::{
-    check, check_sizes, parse_cidr, parse_mac, End, Host, Link, Switch, Topology, MAX_BYTES,
-    MAX_COMMAND, MAX_DELAY, MAX_LINKS, MAX_NAME, MAX_NODES, MAX_PORT,
+    check_sizes, parse_cidr, parse_mac, End, Host, Link, Named, Switch, Topology, MAX_BYTES,
+    MAX_COMMAND, MAX_DELAY, MAX_LINKS, MAX_NAME, MAX_NODES, MAX_PORT, MAX_RATE_MBPS,
 };

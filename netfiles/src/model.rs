@@ -3,7 +3,10 @@
 //! ports with their rate, delay, jitter and loss as the file gives them (what a reader can
 //! emulate is the reader's to say: `lossless net` emulates rates only, the simulator rates and
 //! delays); and the checks every reader shares (names, ports, sizes, values), linear in the
-//! size of the network.
+//! size of the network. The limits here bound the parse (a file's size, the counts and name
+//! lengths that bound its memory) and the values (v1model's ports, rates, delays); what one
+//! reader cannot build is its own to refuse (`lossless net`'s Mininet limits are in its
+//! `net::model`), so the simulator reads data-centre-sized fabrics.
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
@@ -16,32 +19,60 @@ use serde::Serialize;
 
 /// The largest network file read, in bytes.
 pub const MAX_BYTES: usize = 16 << 20;
-/// The most nodes a network may have (Mininet is happy with a few hundred on one machine).
-pub const MAX_NODES: usize = 512;
-/// The most links a network may have.
-pub const MAX_LINKS: usize = 4096;
+/// The most nodes a network may have (a bound on the parse's memory, beyond the simulator's
+/// largest fabric).
+pub const MAX_NODES: usize = 1 << 17;
+/// The most links a network may have (a bound on the parse's memory).
+pub const MAX_LINKS: usize = 1 << 18;
 /// The highest switch port (v1model's port 511 drops).
 pub const MAX_PORT: u16 = 510;
-/// The longest node name: its interfaces are called NAME-ethPORT, at most 15 bytes.
-pub const MAX_NAME: usize = 8;
+/// The longest node name, in bytes (a bound on the parse's memory and its messages).
+pub const MAX_NAME: usize = 64;
+/// The highest link rate, in Mb/s (ten terabits a second is beyond any link these files
+/// describe).
+pub const MAX_RATE_MBPS: f64 = 10_000_000.0;
 /// The longest host command, in bytes.
 pub const MAX_COMMAND: usize = 4096;
 /// The longest link delay or jitter (netem's are counted in microseconds; ten seconds is
 /// beyond any network these files describe).
 pub const MAX_DELAY: Duration = Duration::from_secs(10);
 
-/// A network as its file describes it.
-#[derive(Debug, Default)]
-pub struct Topology {
+/// A network as its file describes it, with its switches as `S`: as the file names them
+/// ([`Switch`]), or as a reader makes them (`lossless net`'s, with their programs found).
+#[derive(Debug)]
+pub struct Topology<S = Switch> {
     /// Hosts, in the file's order.
     pub hosts: Vec<Host>,
     /// Switches, in the file's order.
-    pub switches: Vec<Switch>,
+    pub switches: Vec<S>,
     /// Links.
     pub links: Vec<Link>,
     /// The CPU port of the switches that have one (the tutorials' `cpu_port`, BMv2's
     /// `--cpu-port`): where frames leave for the controller as PacketIn and PacketOut enters.
     pub cpu_ports: BTreeMap<String, u16>,
+}
+
+impl<S> Default for Topology<S> {
+    fn default() -> Self {
+        Topology {
+            hosts: Vec::new(),
+            switches: Vec::new(),
+            links: Vec::new(),
+            cpu_ports: BTreeMap::new(),
+        }
+    }
+}
+
+/// A switch of a [`Topology`], whatever else it carries: its name.
+pub trait Named {
+    /// Its name (`s1`).
+    fn name(&self) -> &str;
+}
+
+impl Named for Switch {
+    fn name(&self) -> &str {
+        &self.name
+    }
 }
 
 /// A host.
@@ -158,90 +189,82 @@ pub(crate) fn parse_loss(origin: &str, value: &serde_json::Value) -> anyhow::Res
     }
 }
 
-impl Topology {
-    /// Checks the network ([`check`]).
-    pub fn check(&self) -> anyhow::Result<()> {
-        check(
-            &self.hosts,
-            self.switches.iter().map(|s| s.name.as_str()),
-            &self.links,
-            &self.cpu_ports,
-        )
+impl<S: Named> Topology<S> {
+    /// The names of its nodes: hosts, then switches.
+    pub fn node_names(&self) -> impl Iterator<Item = &str> {
+        let hosts = self.hosts.iter().map(|h| h.name.as_str());
+        hosts.chain(self.switches.iter().map(Named::name))
     }
-}
 
-/// Checks a network of `hosts`, switches called `switches`, `links` and `cpu_ports`: names,
-/// sizes, ports (each used once) and that every link joins known nodes; in time linear in the
-/// size of the network.
-pub fn check<'a>(
-    hosts: &[Host],
-    switches: impl ExactSizeIterator<Item = &'a str>,
-    links: &[Link],
-    cpu_ports: &BTreeMap<String, u16>,
-) -> anyhow::Result<()> {
-    check_sizes(hosts.len() + switches.len(), links.len())?;
-    // Name → whether it is a host.
-    let mut nodes: HashMap<&str, bool> = HashMap::new();
-    let all = hosts.iter().map(|h| (h.name.as_str(), true));
-    for (name, host) in all.chain(switches.map(|s| (s, false))) {
-        check_name(name)?;
-        if nodes.insert(name, host).is_some() {
-            bail!("two nodes are called {name}");
-        }
-    }
-    for host in hosts {
-        check_host(host).with_context(|| format!("host {}", host.name))?;
-    }
-    for (name, port) in cpu_ports {
-        if nodes.get(name.as_str()) != Some(&false) {
-            bail!("cpu_port of {name}: no switch is called so");
-        }
-        if !(1..=MAX_PORT).contains(port) {
-            bail!("cpu_port {port} of {name}: ports are 1..={MAX_PORT}");
-        }
-    }
-    let mut used = HashSet::new();
-    for link in links {
-        for end in [&link.a, &link.b] {
-            let Some(&host) = nodes.get(end.node.as_str()) else {
-                bail!("{}: no node called {}", link.origin, end.node);
-            };
-            if !host && !(1..=MAX_PORT).contains(&end.port) {
-                bail!(
-                    "{}: port {} of {}: ports are 1..={MAX_PORT}",
-                    link.origin,
-                    end.port,
-                    end.node
-                );
-            }
-            if cpu_ports.get(&end.node) == Some(&end.port) {
-                bail!(
-                    "{}: port {} of {} is its CPU port, which no link may use",
-                    link.origin,
-                    end.port,
-                    end.node
-                );
-            }
-            if !used.insert((end.node.as_str(), end.port)) {
-                bail!(
-                    "{}: {} already has a link{}",
-                    link.origin,
-                    end.node,
-                    if host {
-                        String::new()
-                    } else {
-                        format!(" on port {}", end.port)
-                    }
-                );
+    /// Checks names, sizes, ports (each used once) and that every link joins known nodes; in
+    /// time linear in the size of the network.
+    pub fn check(&self) -> anyhow::Result<()> {
+        check_sizes(self.hosts.len() + self.switches.len(), self.links.len())?;
+        // Name → whether it is a host.
+        let mut nodes: HashMap<&str, bool> = HashMap::new();
+        for (i, name) in self.node_names().enumerate() {
+            check_name(name)?;
+            if nodes.insert(name, i < self.hosts.len()).is_some() {
+                bail!("two nodes are called {name}");
             }
         }
-        if let Some(bw) = link.bw_mbps {
-            if !(bw > 0.0 && bw <= 100_000.0) {
-                bail!("{}: bw {bw} Mb/s: from more than 0 to 100000", link.origin);
+        for host in &self.hosts {
+            check_host(host).with_context(|| format!("host {}", host.name))?;
+        }
+        for (name, port) in &self.cpu_ports {
+            if nodes.get(name.as_str()) != Some(&false) {
+                bail!("cpu_port of {name}: no switch is called so");
+            }
+            if !(1..=MAX_PORT).contains(port) {
+                bail!("cpu_port {port} of {name}: ports are 1..={MAX_PORT}");
             }
         }
+        let mut used = HashSet::new();
+        for link in &self.links {
+            for end in [&link.a, &link.b] {
+                let Some(&host) = nodes.get(end.node.as_str()) else {
+                    bail!("{}: no node called {}", link.origin, end.node);
+                };
+                if !host && !(1..=MAX_PORT).contains(&end.port) {
+                    bail!(
+                        "{}: port {} of {}: ports are 1..={MAX_PORT}",
+                        link.origin,
+                        end.port,
+                        end.node
+                    );
+                }
+                if self.cpu_ports.get(&end.node) == Some(&end.port) {
+                    bail!(
+                        "{}: port {} of {} is its CPU port, which no link may use",
+                        link.origin,
+                        end.port,
+                        end.node
+                    );
+                }
+                if !used.insert((end.node.as_str(), end.port)) {
+                    bail!(
+                        "{}: {} already has a link{}",
+                        link.origin,
+                        end.node,
+                        if host {
+                            String::new()
+                        } else {
+                            format!(" on port {}", end.port)
+                        }
+                    );
+                }
+            }
+            if let Some(bw) = link.bw_mbps {
+                if !(bw > 0.0 && bw <= MAX_RATE_MBPS) {
+                    bail!(
+                        "{}: bw {bw} Mb/s: from more than 0 to {MAX_RATE_MBPS}",
+                        link.origin
+                    );
+                }
+            }
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Refuses a network of more than [`MAX_NODES`] nodes or [`MAX_LINKS`] links; the readers
@@ -271,8 +294,7 @@ fn check_name(name: &str) -> anyhow::Result<()> {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !ok {
         bail!(
-            "node name '{}': a letter, then letters, digits or _, at most {MAX_NAME} bytes \
-             (its interfaces are NAME-ethPORT, and Linux allows 15)",
+            "node name '{}': a letter, then letters, digits or _, at most {MAX_NAME} bytes",
             name.escape_debug()
         );
     }
@@ -385,30 +407,26 @@ mod tests {
             links: vec![link(("h1", 0), ("s1", 1)), link(("h2", 0), ("s1", 1))],
             ..Topology::default()
         };
-        let err = net.check().unwrap_err().to_string();
+        let refused = |net: &Topology| net.check().unwrap_err().to_string();
+        let err = refused(&net);
         assert!(err.contains("s1 already has a link on port 1"), "{err}");
         net.links[1].b.port = 2;
         net.check().unwrap();
         net.links[1].b.port = 511;
-        assert!(net
-            .check()
-            .unwrap_err()
-            .to_string()
-            .contains("ports are 1..=510"));
+        assert!(refused(&net).contains("ports are 1..=510"));
         net.links[1].b.port = 2;
-        net.hosts[1].name = "a-very-long-name".into();
-        assert!(net
-            .check()
-            .unwrap_err()
-            .to_string()
-            .contains("at most 8 bytes"));
+        net.hosts[1].name = "a-name".into();
+        assert!(refused(&net).contains("a letter, then letters, digits or _, at most 64 bytes"));
+        // Longer than an interface name may be (lossless net's limit, not the file's).
+        net.hosts[1].name = "host_of_rack_12".into();
+        net.links[1].a.node = "host_of_rack_12".into();
+        net.check().unwrap();
+        net.hosts[1].name = "h".repeat(MAX_NAME + 1);
+        assert!(refused(&net).contains("at most 64 bytes"));
         net.hosts[1].name = "h2".into();
+        net.links[1].a.node = "h2".into();
         net.cpu_ports.insert("s1".into(), 2);
-        assert!(net
-            .check()
-            .unwrap_err()
-            .to_string()
-            .contains("port 2 of s1 is its CPU port"));
+        assert!(refused(&net).contains("port 2 of s1 is its CPU port"));
         net.cpu_ports.insert("s1".into(), 510);
         net.check().unwrap();
         net.hosts[0].commands = vec!["ip route add 10.0.0.0/24 dev eth0 # a comment".into()];

@@ -348,21 +348,10 @@ mod tests {
             .neighbours
             .contains(&(Ipv4Addr::new(10, 0, 1, 2), "00:00:0a:00:01:02".into())));
         assert_eq!(net.hosts[2].ip, "10.0.2.3/24");
+        let ends = |l: &Link| [&l.a, &l.b].map(|e| (e.node.clone(), e.port, e.mac.clone()));
         assert_eq!(
-            net.links[2].a,
-            End {
-                node: "s1".into(),
-                port: 3,
-                mac: None
-            }
-        );
-        assert_eq!(
-            net.links[2].b,
-            End {
-                node: "s2".into(),
-                port: 1,
-                mac: None
-            }
+            ends(&net.links[2]),
+            [("s1".into(), 3, None), ("s2".into(), 1, None)]
         );
         assert_eq!(net.links[2].bw_mbps, Some(10.0));
     }

@@ -503,56 +503,55 @@ mod tests {
 
     #[test]
     fn bad_names_and_values_are_errors_that_say_where() {
-        let message = error(json!({"table": "MyIngress.ipv4_lmp", "action_name": "drop"}));
-        assert!(
-            message.starts_with(
-                "unknown table 'MyIngress.ipv4_lmp' (known: MyIngress.ipv4_lpm, MyIngress.acl)"
+        // Each entry's error begins with, or (after the entry's place) contains, its text.
+        let starts = |message: &str, text: &str| message.starts_with(text);
+        let contains = |message: &str, text: &str| message.contains(text);
+        for (entry, says, text) in [
+            (
+                json!({"table": "MyIngress.ipv4_lmp", "action_name": "drop"}),
+                starts as fn(&str, &str) -> bool,
+                "unknown table 'MyIngress.ipv4_lmp' (known: MyIngress.ipv4_lpm, MyIngress.acl)",
             ),
-            "{message}"
-        );
-        let message = error(json!({"table": "ipv4_lpm", "action_name": "forward"}));
-        assert!(message.starts_with("unknown action 'forward'"), "{message}");
-        let message = error(
-            json!({"table": "ipv4_lpm", "match": {"dst": ["10.0.0.1", 32]},
-            "action_name": "drop"}),
-        );
-        assert!(
-            message.starts_with("unknown match field of MyIngress.ipv4_lpm 'dst'"),
-            "{message}"
-        );
-        let message = error(
-            json!({"table": "ipv4_lpm", "match": {"hdr.ipv4.dstAddr": ["10.0.0.1", 33]},
-            "action_name": "drop"}),
-        );
-        assert!(
-            message.contains("prefix length 33 is not in 0..=32"),
-            "{message}"
-        );
-        let message = error(
-            json!({"table": "ipv4_lpm", "match": {"hdr.ipv4.dstAddr": "10.0.0.1"},
-            "action_name": "drop"}),
-        );
-        assert!(
-            message.contains("an lpm key is [value, prefix_len]"),
-            "{message}"
-        );
-        let message = error(
-            json!({"table": "ipv4_lpm", "match": {"hdr.ipv4.dstAddr": ["10.0.0.1", 32]},
-            "action_name": "ipv4_forward", "action_params": {"port": 512, "dstAddr": "08:00:00:00:02:22"}}),
-        );
-        assert!(
-            message
-                .contains("parameter port of MyIngress.ipv4_forward: 512 does not fit in 9 bits"),
-            "{message}"
-        );
-        let message = error(json!({"table": "ipv4_lpm", "action_name": "ipv4_forward",
-            "action_params": {"prt": 1}}));
-        assert!(
-            message.contains(
-                "unknown parameter of MyIngress.ipv4_forward 'prt' (known: dstAddr, port)"
+            (
+                json!({"table": "ipv4_lpm", "action_name": "forward"}),
+                starts,
+                "unknown action 'forward'",
             ),
-            "{message}"
-        );
+            (
+                json!({"table": "ipv4_lpm", "match": {"dst": ["10.0.0.1", 32]},
+                    "action_name": "drop"}),
+                starts,
+                "unknown match field of MyIngress.ipv4_lpm 'dst'",
+            ),
+            (
+                json!({"table": "ipv4_lpm", "match": {"hdr.ipv4.dstAddr": ["10.0.0.1", 33]},
+                    "action_name": "drop"}),
+                contains,
+                "prefix length 33 is not in 0..=32",
+            ),
+            (
+                json!({"table": "ipv4_lpm", "match": {"hdr.ipv4.dstAddr": "10.0.0.1"},
+                    "action_name": "drop"}),
+                contains,
+                "an lpm key is [value, prefix_len]",
+            ),
+            (
+                json!({"table": "ipv4_lpm", "match": {"hdr.ipv4.dstAddr": ["10.0.0.1", 32]},
+                    "action_name": "ipv4_forward",
+                    "action_params": {"port": 512, "dstAddr": "08:00:00:00:02:22"}}),
+                contains,
+                "parameter port of MyIngress.ipv4_forward: 512 does not fit in 9 bits",
+            ),
+            (
+                json!({"table": "ipv4_lpm", "action_name": "ipv4_forward",
+                    "action_params": {"prt": 1}}),
+                contains,
+                "unknown parameter of MyIngress.ipv4_forward 'prt' (known: dstAddr, port)",
+            ),
+        ] {
+            let message = error(entry);
+            assert!(says(&message, text), "{message}");
+        }
     }
 
     #[test]

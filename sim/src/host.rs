@@ -21,7 +21,7 @@ use wire::pfc;
 use crate::event::{Event, EventQueue, FlowId, LinkId, NodeId};
 use crate::flows::Flows;
 use crate::frame::{self, Addresses, DataTemplate, Frame, Received, RoceHeaders};
-use crate::link::Link;
+use crate::link::Wires;
 use crate::time::{bits_ps, duration, frame_ps, Ps, WIRE_OVERHEAD_BYTES};
 
 /// PFC priorities.
@@ -216,8 +216,7 @@ impl HostNode {
         qpn: u32,
         sport: u16,
         now: Ps,
-        links: &mut [Link],
-        events: &mut EventQueue,
+        wires: &mut Wires<'_>,
     ) {
         let index = match self.qp_index.get(&(peer, qpn)) {
             Some(&i) => i,
@@ -265,7 +264,7 @@ impl HostNode {
                 self.timed.push(Reverse((qp.not_before, index)));
             }
         }
-        self.send(node, now, links, events);
+        self.send(node, now, wires);
     }
 
     /// Expects `flow` (`bytes` from `peer` on QP `qpn`) on the receiving side of that QP.
@@ -278,22 +277,16 @@ impl HostNode {
     }
 
     /// The transmitter is free at `now`: the frame it sent is out.
-    pub fn transmitted(
-        &mut self,
-        node: NodeId,
-        now: Ps,
-        links: &mut [Link],
-        events: &mut EventQueue,
-    ) {
+    pub fn transmitted(&mut self, node: NodeId, now: Ps, wires: &mut Wires<'_>) {
         self.busy = false;
-        self.send(node, now, links, events);
+        self.send(node, now, wires);
     }
 
     /// A wake-up comes due.
-    pub fn wake(&mut self, node: NodeId, now: Ps, links: &mut [Link], events: &mut EventQueue) {
+    pub fn wake(&mut self, node: NodeId, now: Ps, wires: &mut Wires<'_>) {
         if self.wake_at == now {
             self.wake_at = 0;
-            self.send(node, now, links, events);
+            self.send(node, now, wires);
         }
     }
 
@@ -304,20 +297,19 @@ impl HostNode {
         node: NodeId,
         f: Frame,
         now: Ps,
-        links: &mut [Link],
-        events: &mut EventQueue,
+        wires: &mut Wires<'_>,
         flows: &mut Flows,
     ) {
         match frame::read(&f.data) {
             Received::Pfc(p) => self.pause(&p, now),
             Received::Roce(h) if h.dst_ip == self.config.ip => match h.opcode {
                 Opcode::Cnp => self.on_cnp(&h, now),
-                Opcode::RcAck => self.on_acknowledge(node, &h, now, events, flows),
-                _ => self.on_data(&h, now, events, flows),
+                Opcode::RcAck => self.on_acknowledge(node, &h, now, wires.events, flows),
+                _ => self.on_data(&h, now, wires.events, flows),
             },
             _ => {}
         }
-        self.send(node, now, links, events);
+        self.send(node, now, wires);
     }
 
     fn pause(&mut self, p: &pfc::Repr, now: Ps) {
@@ -401,8 +393,7 @@ impl HostNode {
         index: u32,
         generation: u32,
         now: Ps,
-        links: &mut [Link],
-        events: &mut EventQueue,
+        wires: &mut Wires<'_>,
     ) {
         let rto = self.config.rto;
         let Some(qp) = self.qps.get_mut(index as usize) else {
@@ -417,13 +408,15 @@ impl HostNode {
             qp.requester.go_back();
             qp.rto_generation = qp.rto_generation.wrapping_add(1);
             qp.rto_armed = true;
-            events.at(now + rto, Event::Retransmit(node, index, qp.rto_generation));
+            wires
+                .events
+                .at(now + rto, Event::Retransmit(node, index, qp.rto_generation));
             if !qp.scheduled {
                 qp.scheduled = true;
                 self.ready.push_back(index);
             }
         }
-        self.send(node, now, links, events);
+        self.send(node, now, wires);
     }
 
     fn on_data(&mut self, h: &RoceHeaders, now: Ps, events: &mut EventQueue, flows: &mut Flows) {
@@ -495,7 +488,7 @@ impl HostNode {
     /// Sends the next frame if the transmitter is free: a control frame of an unpaused
     /// priority, else the next ready QP's next packet; if nothing may go now but something will,
     /// schedules a wake-up for then.
-    fn send(&mut self, node: NodeId, now: Ps, links: &mut [Link], events: &mut EventQueue) {
+    fn send(&mut self, node: NodeId, now: Ps, wires: &mut Wires<'_>) {
         let Some(link) = self.out else { return };
         if self.busy {
             return;
@@ -514,13 +507,13 @@ impl HostNode {
         {
             let (_, frame) = self.control.remove(pos).expect("the position is in range");
             self.busy = true;
-            links[link as usize].send(link, now, frame, events);
+            wires.links[link as usize].send(link, now, frame, wires.events);
             return;
         }
         let data_paused = self.paused_until[usize::from(self.config.data_class.1)];
         if data_paused > now {
             if !self.ready.is_empty() || !self.timed.is_empty() {
-                self.wake_later(node, data_paused, events);
+                self.wake_later(node, data_paused, wires.events);
             }
             return;
         }
@@ -530,13 +523,13 @@ impl HostNode {
                 qp.scheduled = false;
                 continue;
             }
-            let frame = self.packet(i, now, events, node);
+            let frame = self.packet(i, now, wires.events, node);
             self.busy = true;
-            links[link as usize].send(link, now, frame, events);
+            wires.links[link as usize].send(link, now, frame, wires.events);
             return;
         }
         if let Some(&Reverse((at, _))) = self.timed.peek() {
-            self.wake_later(node, at, events);
+            self.wake_later(node, at, wires.events);
         }
     }
 

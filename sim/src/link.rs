@@ -18,6 +18,16 @@ pub struct End {
     pub port: u16,
 }
 
+/// What a node acts on when one of its events comes due: every link direction (indexed by
+/// [`LinkId`]), which it sends on and reads the rate of, and the queue its frames' arrivals
+/// and its own wake-ups go on.
+pub struct Wires<'a> {
+    /// Every link direction.
+    pub links: &'a mut [Link],
+    /// The simulation's events.
+    pub events: &'a mut EventQueue,
+}
+
 /// What a link direction carried.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LinkStats {

@@ -11,7 +11,7 @@ use softswitch_core::ir::Program;
 use crate::event::{Event, EventQueue, FlowId, LinkId, NodeId};
 use crate::flows::{FlowError, FlowSpec, Flows};
 use crate::host::{HostConfig, HostNode};
-use crate::link::{End, Link};
+use crate::link::{End, Link, Wires};
 use crate::runtime::{self, RuntimeError};
 use crate::switch::{SwitchNode, MAX_PORT};
 use crate::time::Ps;
@@ -430,31 +430,32 @@ impl Simulation {
             flows,
             ..
         } = self;
+        let wires = &mut Wires { links, events };
         match event {
             Event::Arrive(l) => {
-                let Some(frame) = links[l as usize].arrive(l, events) else {
+                let Some(frame) = wires.links[l as usize].arrive(l, wires.events) else {
                     return;
                 };
-                let to = links[l as usize].to;
+                let to = wires.links[l as usize].to;
                 match &mut nodes[to.node as usize] {
-                    Node::Switch(s) => s.receive(to.node, to.port, frame, now, links, events),
-                    Node::Host(h) => h.receive(to.node, frame, now, links, events, flows),
+                    Node::Switch(s) => s.receive(to.node, to.port, frame, now, wires),
+                    Node::Host(h) => h.receive(to.node, frame, now, wires, flows),
                 }
             }
             Event::TxDone(l) => {
-                let from = links[l as usize].from;
+                let from = wires.links[l as usize].from;
                 match &mut nodes[from.node as usize] {
-                    Node::Switch(s) => s.transmitted(from.node, from.port, now, links, events),
-                    Node::Host(h) => h.transmitted(from.node, now, links, events),
+                    Node::Switch(s) => s.transmitted(from.node, from.port, now, wires),
+                    Node::Host(h) => h.transmitted(from.node, now, wires),
                 }
             }
             Event::Wake(node, port) => match &mut nodes[node as usize] {
-                Node::Switch(s) => s.wake(node, port, now, links, events),
-                Node::Host(h) => h.wake(node, now, links, events),
+                Node::Switch(s) => s.wake(node, port, now, wires),
+                Node::Host(h) => h.wake(node, now, wires),
             },
             Event::Retransmit(node, qp, generation) => {
                 if let Node::Host(h) = &mut nodes[node as usize] {
-                    h.retransmit_timer(node, qp, generation, now, links, events);
+                    h.retransmit_timer(node, qp, generation, now, wires);
                 }
             }
             Event::FlowStart(flow) => self.start_flow(flow),
@@ -486,9 +487,8 @@ impl Simulation {
             ..
         } = self;
         if let Node::Host(h) = &mut nodes[spec.src as usize] {
-            h.post_send(
-                spec.src, flow, spec.bytes, dst_ip, qpn, sport, now, links, events,
-            );
+            let wires = &mut Wires { links, events };
+            h.post_send(spec.src, flow, spec.bytes, dst_ip, qpn, sport, now, wires);
         }
     }
 

@@ -15,7 +15,7 @@ use wire::pfc;
 
 use crate::event::{Event, EventQueue, LinkId, NodeId};
 use crate::frame::Frame;
-use crate::link::Link;
+use crate::link::Wires;
 use crate::time::{bits_ps, frame_ps, whole_us, Ps};
 
 /// The priority the switch's own frames (clones) are queued at.
@@ -118,63 +118,41 @@ impl SwitchNode {
         port: u16,
         frame: Frame,
         now: Ps,
-        links: &mut [Link],
-        events: &mut EventQueue,
+        wires: &mut Wires<'_>,
     ) {
         let pause = pfc::Repr::parse_frame(&frame.data).ok();
         self.core.set_time_us(whole_us(now));
         self.core.receive_sized(port, frame.data, frame.unstored);
         if let Some(p) = pause {
-            self.pause(node, port, &p, now, links, events);
+            self.pause(node, port, &p, now, wires);
         }
-        self.send_backlogged(node, now, links, events);
+        self.send_backlogged(node, now, wires);
     }
 
     /// Sends on every port whose queues went from empty to holding a packet (the ingress of a
     /// frame, or an egress that cloned, can queue on any port), and on the ports those sends
     /// backlog in turn.
-    fn send_backlogged(
-        &mut self,
-        node: NodeId,
-        now: Ps,
-        links: &mut [Link],
-        events: &mut EventQueue,
-    ) {
+    fn send_backlogged(&mut self, node: NodeId, now: Ps, wires: &mut Wires<'_>) {
         let mut ports = std::mem::take(&mut self.backlogged);
         self.core.take_backlogged(&mut ports);
         while let Some(p) = ports.pop() {
-            self.send_port(node, p, now, links, events);
+            self.send_port(node, p, now, wires);
             self.core.take_backlogged(&mut ports);
         }
         self.backlogged = ports;
     }
 
     /// Sends on `port`, then on whatever that backlogs.
-    fn send(
-        &mut self,
-        node: NodeId,
-        port: u16,
-        now: Ps,
-        links: &mut [Link],
-        events: &mut EventQueue,
-    ) {
-        self.send_port(node, port, now, links, events);
-        self.send_backlogged(node, now, links, events);
+    fn send(&mut self, node: NodeId, port: u16, now: Ps, wires: &mut Wires<'_>) {
+        self.send_port(node, port, now, wires);
+        self.send_backlogged(node, now, wires);
     }
 
     /// A PFC frame received on `port`: holds (or frees) its priorities on that port's
     /// transmitter for the frame's quanta at the port's link rate.
-    fn pause(
-        &mut self,
-        node: NodeId,
-        port: u16,
-        p: &pfc::Repr,
-        now: Ps,
-        links: &mut [Link],
-        events: &mut EventQueue,
-    ) {
+    fn pause(&mut self, node: NodeId, port: u16, p: &pfc::Repr, now: Ps, wires: &mut Wires<'_>) {
         let Some(link) = self.link(port) else { return };
-        let rate = links[link as usize].rate_bps;
+        let rate = wires.links[link as usize].rate_bps;
         let port_index = usize::from(port);
         for prio in 0..PRIORITIES {
             if p.class_enable & (1 << prio) == 0 {
@@ -192,35 +170,21 @@ impl SwitchNode {
                 self.stats.pauses_received[port_index][prio] += 1;
             }
         }
-        self.send(node, port, now, links, events);
+        self.send(node, port, now, wires);
     }
 
     /// `port`'s transmitter is free at `now` (its last frame is out).
-    pub fn transmitted(
-        &mut self,
-        node: NodeId,
-        port: u16,
-        now: Ps,
-        links: &mut [Link],
-        events: &mut EventQueue,
-    ) {
+    pub fn transmitted(&mut self, node: NodeId, port: u16, now: Ps, wires: &mut Wires<'_>) {
         self.busy[usize::from(port)] = false;
-        self.send(node, port, now, links, events);
+        self.send(node, port, now, wires);
     }
 
     /// A wake-up for `port` comes due.
-    pub fn wake(
-        &mut self,
-        node: NodeId,
-        port: u16,
-        now: Ps,
-        links: &mut [Link],
-        events: &mut EventQueue,
-    ) {
+    pub fn wake(&mut self, node: NodeId, port: u16, now: Ps, wires: &mut Wires<'_>) {
         let at = &mut self.wake_at[usize::from(port)];
         if *at == now {
             *at = 0;
-            self.send(node, port, now, links, events);
+            self.send(node, port, now, wires);
         }
     }
 
@@ -237,14 +201,7 @@ impl SwitchNode {
 
     /// Sends `port`'s next frame if its transmitter is free and an unpaused queue holds one;
     /// if only paused queues do, wakes the port when the first pause ends.
-    fn send_port(
-        &mut self,
-        node: NodeId,
-        port: u16,
-        now: Ps,
-        links: &mut [Link],
-        events: &mut EventQueue,
-    ) {
+    fn send_port(&mut self, node: NodeId, port: u16, now: Ps, wires: &mut Wires<'_>) {
         let index = usize::from(port);
         let Some(link) = self.link(port) else {
             // A port with no cable: what the program sends there is lost.
@@ -274,13 +231,13 @@ impl SwitchNode {
                     let _ = self.stats.queue_bytes.record(queued);
                 }
                 self.busy[index] = true;
-                links[link as usize].send(link, now, frame, events);
+                wires.links[link as usize].send(link, now, frame, wires.events);
             }
             Transmit::Recirculated => {
                 // The pass takes the pipeline as long as a frame of the port's link would:
                 // the port looks again then.
-                let at = now + frame_ps(MIN_PASS_BYTES, links[link as usize].rate_bps);
-                self.wake_later(node, port, at, now, events);
+                let at = now + frame_ps(MIN_PASS_BYTES, wires.links[link as usize].rate_bps);
+                self.wake_later(node, port, at, now, wires.events);
             }
             Transmit::Idle => {
                 let resume = (0..PRIORITIES)
@@ -288,7 +245,7 @@ impl SwitchNode {
                     .map(|p| paused[p])
                     .min();
                 if let Some(at) = resume {
-                    self.wake_later(node, port, at, now, events);
+                    self.wake_later(node, port, at, now, wires.events);
                 }
             }
         }

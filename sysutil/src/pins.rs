@@ -46,46 +46,26 @@ pub trait Open<Key, Value> {
     fn wrap(map: Map) -> Result<Self::Map, MapError>;
 }
 
-impl<Value: aya::Pod> Open<u32, Value> for kind::Array {
-    type Map = Array<MapData, Value>;
-    fn wrap(map: Map) -> Result<Self::Map, MapError> {
-        Array::try_from(map)
-    }
+/// Implements [`Open`] for each map kind `KIND: <PARAMS> KEY, VALUE => AYA_MAP<ARGS>`: the
+/// kind opens as that aya map.
+macro_rules! open_as {
+    ($($kind:ident: <$($param:ident),*> $key:ty, $value:ty => $map:ident<$($arg:ty),*>;)*) => {$(
+        impl<$($param: aya::Pod),*> Open<$key, $value> for kind::$kind {
+            type Map = $map<$($arg),*>;
+            fn wrap(map: Map) -> Result<Self::Map, MapError> {
+                $map::try_from(map)
+            }
+        }
+    )*};
 }
 
-impl<Value: aya::Pod> Open<u32, Value> for kind::PerCpuArray {
-    type Map = PerCpuArray<MapData, Value>;
-    fn wrap(map: Map) -> Result<Self::Map, MapError> {
-        PerCpuArray::try_from(map)
-    }
-}
-
-impl<Key: aya::Pod, Value: aya::Pod> Open<Key, Value> for kind::HashMap {
-    type Map = AyaHashMap<MapData, Key, Value>;
-    fn wrap(map: Map) -> Result<Self::Map, MapError> {
-        AyaHashMap::try_from(map)
-    }
-}
-
-impl<Key: aya::Pod, Value: aya::Pod> Open<Key, Value> for kind::LruHashMap {
-    type Map = AyaHashMap<MapData, Key, Value>;
-    fn wrap(map: Map) -> Result<Self::Map, MapError> {
-        AyaHashMap::try_from(map)
-    }
-}
-
-impl<Key: aya::Pod, Value: aya::Pod> Open<Key, Value> for kind::LpmTrie {
-    type Map = LpmTrie<MapData, Key, Value>;
-    fn wrap(map: Map) -> Result<Self::Map, MapError> {
-        LpmTrie::try_from(map)
-    }
-}
-
-impl Open<u32, u32> for kind::DevMap {
-    type Map = DevMap<MapData>;
-    fn wrap(map: Map) -> Result<Self::Map, MapError> {
-        DevMap::try_from(map)
-    }
+open_as! {
+    Array: <Value> u32, Value => Array<MapData, Value>;
+    PerCpuArray: <Value> u32, Value => PerCpuArray<MapData, Value>;
+    HashMap: <Key, Value> Key, Value => AyaHashMap<MapData, Key, Value>;
+    LruHashMap: <Key, Value> Key, Value => AyaHashMap<MapData, Key, Value>;
+    LpmTrie: <Key, Value> Key, Value => LpmTrie<MapData, Key, Value>;
+    DevMap: <> u32, u32 => DevMap<MapData>;
 }
 
 /// The pin directory of one interface of one namespace, or a hidden sibling of it.

@@ -214,49 +214,41 @@ impl Tuning {
                 "ecmp, flowlet, dlb, spray or e-ecmp",
             );
         }
-        for (key, v) in [
-            ("flowlet_timeout_us", self.flowlet_timeout_us),
-            ("dlb_load_age_us", self.dlb_load_age_us),
+        let (e, p) = (&self.ecn, &self.pfc);
+        for (key, v, max) in [
+            (
+                "flowlet_timeout_us",
+                self.flowlet_timeout_us,
+                MAX_TIMEOUT_US,
+            ),
+            ("dlb_load_age_us", self.dlb_load_age_us, MAX_TIMEOUT_US),
+            ("pfc.pause_us", p.pause_us.into(), MAX_PAUSE_US.into()),
+            ("pfc.stall_us", p.stall_us.into(), MAX_INTERVAL_US.into()),
         ] {
-            if !(1..=MAX_TIMEOUT_US).contains(&v) {
-                return bad(key, &v, &format!("1..={MAX_TIMEOUT_US} µs"));
+            if !(1..=max).contains(&v) {
+                return bad(key, &v, &format!("1..={max} µs"));
             }
         }
-        let e = &self.ecn;
-        if e.kmax_packets == 0 || e.kmax_packets > MAX_QUEUE_PACKETS {
-            return bad(
-                "ecn.kmax_packets",
-                &e.kmax_packets,
-                &format!("1..={MAX_QUEUE_PACKETS}"),
-            );
-        }
-        if e.kmin_packets >= e.kmax_packets {
-            return bad(
-                "ecn.kmin_packets",
-                &e.kmin_packets,
-                "below ecn.kmax_packets",
-            );
+        // A queue threshold of 1..=MAX_QUEUE_PACKETS packets with a lower one below it.
+        for ((high_key, high), (low_key, low)) in [
+            (
+                ("ecn.kmax_packets", e.kmax_packets),
+                ("ecn.kmin_packets", e.kmin_packets),
+            ),
+            (
+                ("pfc.xoff_packets", p.xoff_packets),
+                ("pfc.xon_packets", p.xon_packets),
+            ),
+        ] {
+            if !(1..=MAX_QUEUE_PACKETS).contains(&high) {
+                return bad(high_key, &high, &format!("1..={MAX_QUEUE_PACKETS}"));
+            }
+            if low >= high {
+                return bad(low_key, &low, &format!("below {high_key}"));
+            }
         }
         if !(e.pmax > 0.0 && e.pmax <= 1.0) {
             return bad("ecn.pmax", &e.pmax, "in (0, 1]");
-        }
-        let p = &self.pfc;
-        if p.xoff_packets == 0 || p.xoff_packets > MAX_QUEUE_PACKETS {
-            return bad(
-                "pfc.xoff_packets",
-                &p.xoff_packets,
-                &format!("1..={MAX_QUEUE_PACKETS}"),
-            );
-        }
-        if p.xon_packets >= p.xoff_packets {
-            return bad("pfc.xon_packets", &p.xon_packets, "below pfc.xoff_packets");
-        }
-        if !(1..=MAX_PAUSE_US).contains(&p.pause_us) {
-            return bad(
-                "pfc.pause_us",
-                &p.pause_us,
-                &format!("1..={MAX_PAUSE_US} µs"),
-            );
         }
         if let Some(r) = p.refresh_us {
             if r == 0 || r >= p.pause_us {
@@ -265,13 +257,6 @@ impl Tuning {
         }
         if p.hold_limit == 0 {
             return bad("pfc.hold_limit", &p.hold_limit, "1..=65535 passes");
-        }
-        if !(1..=MAX_INTERVAL_US).contains(&p.stall_us) {
-            return bad(
-                "pfc.stall_us",
-                &p.stall_us,
-                &format!("1..={MAX_INTERVAL_US} µs"),
-            );
         }
         if self.cnp.interval_us > MAX_INTERVAL_US {
             return bad(

@@ -295,6 +295,24 @@ mod tests {
         std::iter::from_fn(|| qp.next_packet()).collect()
     }
 
+    /// A requester of 100-byte packets, `window` packets and a timeout of `rto_ns`, and its
+    /// responder, both with message `flow` of `bytes` posted at 0; and what the requester sends
+    /// first.
+    fn posted(window: u64, rto_ns: u64, flow: FlowId, bytes: u64) -> (SendQp, RecvQp, Vec<Packet>) {
+        let mut tx = SendQp::new(100, window, rto_ns);
+        let mut rx = RecvQp::default();
+        tx.post(flow, bytes, 0);
+        rx.expect(flow, bytes);
+        let sent = drain(&mut tx);
+        (tx, rx, sent)
+    }
+
+    /// Packet `p` arriving at the responder.
+    fn arrive(rx: &mut RecvQp, p: &Packet) -> Received {
+        rx.on_data(p.psn, p.opcode, p.payload_len, p.ack_req)
+            .unwrap()
+    }
+
     #[test]
     fn a_message_goes_as_first_middles_and_last_and_asks_for_acks() {
         let mut qp = SendQp::new(1000, 100, 1_000);
@@ -317,18 +335,12 @@ mod tests {
 
     #[test]
     fn a_lost_packet_is_naked_once_and_resent_from_there() {
-        let mut tx = SendQp::new(100, 8, 1_000_000);
-        let mut rx = RecvQp::default();
-        tx.post(1, 500, 0);
-        rx.expect(1, 500);
-        let sent = drain(&mut tx);
+        let (mut tx, mut rx, sent) = posted(8, 1_000_000, 1, 500);
         assert_eq!(sent.len(), 5);
         let mut replies = Vec::new();
         // Packet 1 is lost.
         for p in sent.iter().filter(|p| p.psn != 1) {
-            let r = rx
-                .on_data(p.psn, p.opcode, p.payload_len, p.ack_req)
-                .unwrap();
+            let r = arrive(&mut rx, p);
             assert_eq!(r.delivered, None);
             replies.extend(r.reply);
         }
@@ -342,9 +354,7 @@ mod tests {
         assert!(again.iter().all(|p| p.resent));
         let mut delivered = None;
         for p in &again {
-            let r = rx
-                .on_data(p.psn, p.opcode, p.payload_len, p.ack_req)
-                .unwrap();
+            let r = arrive(&mut rx, p);
             delivered = delivered.or(r.delivered);
             if let Some(Reply::Ack(psn)) = r.reply {
                 assert_eq!(tx.on_ack(psn, 20), vec![1]);
@@ -358,15 +368,10 @@ mod tests {
 
     #[test]
     fn a_lost_tail_is_resent_after_the_timeout_and_a_duplicate_is_acked_again() {
-        let mut tx = SendQp::new(100, 8, 1_000);
-        let mut rx = RecvQp::default();
-        tx.post(3, 200, 0);
-        rx.expect(3, 200);
-        let sent = drain(&mut tx);
+        let (mut tx, mut rx, sent) = posted(8, 1_000, 3, 200);
         // The last packet arrives, its ACK is lost.
         for p in &sent {
-            rx.on_data(p.psn, p.opcode, p.payload_len, p.ack_req)
-                .unwrap();
+            arrive(&mut rx, p);
         }
         assert!(rx.idle());
         assert_eq!(tx.deadline_ns(), Some(1_000));
@@ -413,9 +418,7 @@ mod tests {
             assert!(!sent.is_empty(), "stalled at {:?}", tx.counts());
             assert!(sent.last().unwrap().ack_req);
             for p in sent {
-                let r = rx
-                    .on_data(p.psn, p.opcode, p.payload_len, p.ack_req)
-                    .unwrap();
+                let r = arrive(&mut rx, &p);
                 if let Some(Reply::Ack(psn)) = r.reply {
                     done.extend(tx.on_ack(psn, 1));
                 }

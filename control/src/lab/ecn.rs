@@ -16,7 +16,7 @@ use anyhow::{bail, Context as _};
 use dataplane_common::{config::EcnProfile, counters::PrioCounters, red, Hook};
 use serde::Serialize;
 
-use super::harness::{self, Bed, Port, Ran, Sampler, Sending, Shape, PRIORITY};
+use super::harness::{self, Bed, Port, Sampler, Sending, Shape, PRIORITY};
 use crate::output::{self, Line, Panel, Series};
 use host::pinned_maps::PinnedMaps;
 use hostconfig::{attachment::Attachment, config::HostConfig};
@@ -131,18 +131,13 @@ pub fn run(args: &EcnLab, stop: &StopFlag) -> anyhow::Result<()> {
         start: Duration::ZERO,
     };
     let receiver = bed.open_receiver()?;
-    let ran = harness::run(vec![sending], receiver, None, stop, |running| {
+    let Some(ran) = harness::run(vec![sending], receiver, None, stop, |running| {
         ramp(args, &maps, &profile, &offered, running.start, stop)
-    })?;
-    let Some(Ran {
-        watched: ramped,
-        sent,
-        received,
-    }) = ran
+    })?
     else {
         return Ok(());
     };
-    let sent = &sent[0].0;
+    let (sent, received, ramped) = (&ran.sent[0].0, &ran.received, ran.watched);
     let stats = maps.read_counters(Hook::Xdp)?.per_priority[PRIORITY];
     println!(
         "sent {} frames; bottleneck marked {} of {} ECT frames; receiver counted {} CE of {} RoCEv2 frames ({} PSN gaps)",

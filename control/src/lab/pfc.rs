@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use dataplane_common::{counters::PrioCounters, pfc::PfcTxCounters, Hook};
 use serde::Serialize;
 
-use super::harness::{self, Bed, Port, Ran, Sampler, Sending, Shape, PRIORITY};
+use super::harness::{self, Bed, Port, Sampler, Sending, Shape, PRIORITY};
 use crate::output::{self, Line, Panel, Series};
 use host::pinned_maps::PinnedMaps;
 use hostconfig::{
@@ -105,18 +105,13 @@ pub fn run(args: &PfcLab, stop: &StopFlag) -> anyhow::Result<()> {
         "{}",
         output::table_header(&COLUMNS, &[6, 11, 12, 9, 10, 10, 14, 10])
     );
-    let ran = harness::run(vec![sending], receiver, None, stop, |running| {
+    let Some(ran) = harness::run(vec![sending], receiver, None, stop, |running| {
         watch(args, &receiver_maps, &sender_maps, running.start, stop)
-    })?;
-    let Some(Ran {
-        watched: series,
-        sent,
-        received,
-    }) = ran
+    })?
     else {
         return Ok(());
     };
-    let sent = &sent[0].0;
+    let (sent, received) = (&ran.sent[0].0, &ran.received);
     let stats = receiver_maps.read_pfc_tx_counters()?;
     println!(
         "sender: {} frames sent, paused {:.1} ms in all, {} frames held; receiver: {} RoCEv2 frames ({} PSN gaps); \
@@ -145,7 +140,7 @@ pub fn run(args: &PfcLab, stop: &StopFlag) -> anyhow::Result<()> {
         resume_tx: stats.resume_tx[PRIORITY],
         lossless: received.packets == sent.packets && received.psn_gaps == 0,
     };
-    write_outputs(args, &series, &summary)
+    write_outputs(args, &ran.watched, &summary)
 }
 
 /// summary.json of the PFC lab.

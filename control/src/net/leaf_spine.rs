@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::{bail, Context as _};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 
-use super::model::{End, Entries, Host, Link, Network, Switch};
+use super::model::{refuse_unemulable, End, Entries, Host, Link, Network, Switch};
 use p4values::runtime_json::TableEntrySpec;
 use topology::{
     entries,
@@ -145,6 +145,7 @@ pub fn network(shape: Shape, tuning: &Tuning) -> anyhow::Result<Network> {
         cpu_ports: Default::default(),
     };
     net.check()?;
+    refuse_unemulable(&net)?;
     Ok(net)
 }
 

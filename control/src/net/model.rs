@@ -1,15 +1,13 @@
 //! The network `lossless net up` builds, whatever file it came from: hosts (address, MAC,
 //! gateway, static neighbours, commands), P4 switches (program, entries), links between
-//! numbered ports, with a rate where the kernel can emulate one. Hosts, links and the checks
-//! every reader shares are the `netfiles` crate's, which parses the files; here are the
-//! switches as they run (program and entries found on disk), the rule by which the readers
-//! find the files a topology names ([`resolve`]), and the refusal of a link delay, jitter or
-//! loss, with why the kernel cannot emulate one ([`refuse_netem`]).
+//! numbered ports, with a rate where the kernel can emulate one. The network, its hosts, links
+//! and the checks every reader shares are the `netfiles` crate's, which parses the files; here
+//! are the switches as they run (program and entries found on disk), the rule by which the
+//! readers find the files a topology names ([`resolve`]), and what Mininet on one machine
+//! cannot build ([`refuse_unemulable`]): more nodes, links or a faster rate than its limits,
+//! node names too long for their interfaces, a link delay, jitter or loss.
 
-use std::{
-    collections::BTreeMap,
-    path::{Path, PathBuf},
-};
+use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 
@@ -17,19 +15,18 @@ use p4values::runtime_json::RuntimeConfig;
 
 pub use netfiles::{End, Host, Link};
 
-/// A network to bring up.
-#[derive(Debug, Default)]
-pub struct Network {
-    /// Hosts, in the order given.
-    pub hosts: Vec<Host>,
-    /// Switches, in the order given; the index is the device id.
-    pub switches: Vec<Switch>,
-    /// Links.
-    pub links: Vec<Link>,
-    /// The CPU port of the switches that have one (the tutorials' `cpu_port`, BMv2's
-    /// `--cpu-port`): where frames leave for the controller as PacketIn and PacketOut enters.
-    pub cpu_ports: BTreeMap<String, u16>,
-}
+/// The most nodes `lossless net` brings up (Mininet is happy with a few hundred on one
+/// machine).
+pub const MAX_NODES: usize = 512;
+/// The most links `lossless net` brings up.
+pub const MAX_LINKS: usize = 4096;
+/// The longest node name: its interfaces are called NAME-ethPORT, and Linux allows 15 bytes.
+pub const MAX_NAME: usize = 8;
+/// The highest rate a link is shaped to, in Mb/s (an HTB qdisc on a veth).
+pub const MAX_RATE_MBPS: f64 = 100_000.0;
+
+/// A network to bring up: switches in the order given, the index is the device id.
+pub type Network = netfiles::Topology<Switch>;
 
 /// A P4 switch.
 #[derive(Clone, Debug)]
@@ -109,21 +106,9 @@ impl Entries {
     }
 }
 
-impl Network {
-    /// Whether `name` is a host.
-    pub fn is_host(&self, name: &str) -> bool {
-        self.hosts.iter().any(|h| h.name == name)
-    }
-
-    /// Checks names, sizes, ports (each used once) and that every link joins known nodes
-    /// ([`netfiles::check`]).
-    pub fn check(&self) -> anyhow::Result<()> {
-        netfiles::check(
-            &self.hosts,
-            self.switches.iter().map(|s| s.name.as_str()),
-            &self.links,
-            &self.cpu_ports,
-        )
+impl netfiles::Named for Switch {
+    fn name(&self) -> &str {
+        &self.name
     }
 }
 
@@ -170,11 +155,51 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// Refuses what `lossless net` cannot build of a network `netfiles` checked: more than
+/// [`MAX_NODES`] nodes or [`MAX_LINKS`] links, a node name longer than [`MAX_NAME`], a rate
+/// above [`MAX_RATE_MBPS`] ([`refuse_beyond_mininet`]), a link delay, jitter or loss
+/// ([`refuse_netem`]).
+pub fn refuse_unemulable<S: netfiles::Named>(
+    network: &netfiles::Topology<S>,
+) -> anyhow::Result<()> {
+    refuse_beyond_mininet(network)?;
+    refuse_netem(&network.links)
+}
+
+/// Refuses a network larger than Mininet's limits here, or with names too long for their
+/// interfaces or rates faster than a veth is shaped to.
+fn refuse_beyond_mininet<S: netfiles::Named>(
+    network: &netfiles::Topology<S>,
+) -> anyhow::Result<()> {
+    let nodes = network.hosts.len() + network.switches.len();
+    if nodes > MAX_NODES {
+        bail!("{nodes} nodes: at most {MAX_NODES}");
+    }
+    if network.links.len() > MAX_LINKS {
+        bail!("{} links: at most {MAX_LINKS}", network.links.len());
+    }
+    if let Some(name) = network.node_names().find(|n| n.len() > MAX_NAME) {
+        bail!(
+            "node name '{name}': at most {MAX_NAME} bytes (its interfaces are NAME-ethPORT, \
+             and Linux allows 15)"
+        );
+    }
+    for link in &network.links {
+        if let Some(bw) = link.bw_mbps.filter(|bw| *bw > MAX_RATE_MBPS) {
+            bail!(
+                "{}: bw {bw} Mb/s: from more than 0 to {MAX_RATE_MBPS}",
+                link.origin
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Refuses links with a delay, jitter or loss other than zero, which `lossless net` does not
 /// emulate (it emulates rates only): the error names the first such link's key and value and,
 /// when the kernel has no netem, says why it could not either (Mininet emulates them with
 /// netem, and without it `tc` fails and Mininet only logs the error).
-pub fn refuse_netem(links: &[Link]) -> anyhow::Result<()> {
+fn refuse_netem(links: &[Link]) -> anyhow::Result<()> {
     let Some((link, what)) = links.iter().find_map(|l| {
         let what = if !l.delay.is_zero() {
             format!("delay {:?}", l.delay)
@@ -210,6 +235,35 @@ fn netem_available() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_network_beyond_mininet_parses_and_is_refused_here() {
+        // 600 switches: netfiles (and the simulator) take them, Mininet here does not.
+        let switches: Vec<String> = (1..=600).map(|s| format!(r#""s{s}": {{}}"#)).collect();
+        let text = format!(
+            r#"{{"hosts": {{}}, "switches": {{{}}}, "links": []}}"#,
+            switches.join(",")
+        );
+        let topology = netfiles::tutorial::parse(&text).unwrap();
+        let err = refuse_unemulable(&topology).unwrap_err().to_string();
+        assert_eq!(err, "600 nodes: at most 512");
+
+        let one = |link: &str| {
+            format!(
+                r#"{{"hosts": {{"h1": {{"ip": "10.0.1.1/24", "mac": "08:00:00:00:01:11"}}}},
+                    "switches": {{"leaf_0001": {{}}}}, "links": [{link}]}}"#
+            )
+        };
+        let topology = netfiles::tutorial::parse(&one(r#"["h1", "leaf_0001-p1"]"#)).unwrap();
+        let err = refuse_unemulable(&topology).unwrap_err().to_string();
+        assert!(err.contains("'leaf_0001': at most 8 bytes"), "{err}");
+        let fast = one(r#"["h1", "leaf_0001-p1", 0, 400000]"#).replace("leaf_0001", "s1");
+        let topology = netfiles::tutorial::parse(&fast).unwrap();
+        let err = refuse_unemulable(&topology).unwrap_err().to_string();
+        assert_eq!(err, "links[0]: bw 400000 Mb/s: from more than 0 to 100000");
+        let slow = one(r#"["h1", "s1-p1", 0, 100000]"#).replace("leaf_0001", "s1");
+        refuse_unemulable(&netfiles::tutorial::parse(&slow).unwrap()).unwrap();
+    }
 
     #[test]
     fn relative_files_are_taken_from_the_current_directory_then_beside_the_topology() {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use super::{
-    model::{refuse_netem, resolve, Network},
+    model::{refuse_unemulable, resolve, Network},
     program,
 };
 
@@ -23,7 +23,7 @@ pub struct P4App {
 pub fn read(path: &Path) -> anyhow::Result<P4App> {
     let text = super::state::read_bounded(path, netfiles::MAX_BYTES as u64)?;
     let app = netfiles::p4app::parse(&text)
-        .and_then(|app| refuse_netem(&app.topology.links).map(|()| app))
+        .and_then(|app| refuse_unemulable(&app.topology).map(|()| app))
         .with_context(|| format!("in {}", path.display()))?;
     let program = app
         .program

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::Context as _;
 
 use super::{
-    model::{refuse_netem, Network},
+    model::{refuse_unemulable, Network},
     program,
 };
 
@@ -16,7 +16,7 @@ use super::{
 pub fn read(path: &Path) -> anyhow::Result<Network> {
     let text = super::state::read_bounded(path, netfiles::MAX_BYTES as u64)?;
     let topology = netfiles::tutorial::parse(&text)
-        .and_then(|topology| refuse_netem(&topology.links).map(|()| topology))
+        .and_then(|topology| refuse_unemulable(&topology).map(|()| topology))
         .with_context(|| format!("in {}", path.display()))?;
     program::network(topology, path, "switches").with_context(|| format!("in {}", path.display()))
 }

@@ -118,20 +118,12 @@ fn slowdown_panel(records: &[Record]) -> Panel {
                 .position(|(_, n)| *n == b.sizes.as_str())
                 .unwrap_or(0) as f64
         };
-        let p50: Vec<(f64, f64)> = r
-            .summary
-            .flows
-            .buckets
-            .iter()
-            .map(|b| (at(b), b.slowdown.p50))
-            .collect();
-        let p99: Vec<(f64, f64)> = r
-            .summary
-            .flows
-            .buckets
-            .iter()
-            .map(|b| (at(b), b.slowdown.p99))
-            .collect();
+        let points = |of: fn(&sim::report::Bucket) -> f64| -> Vec<(f64, f64)> {
+            let buckets = r.summary.flows.buckets.iter();
+            buckets.map(|b| (at(b), of(b))).collect()
+        };
+        let p50 = points(|b| b.slowdown.p50);
+        let p99 = points(|b| b.slowdown.p99);
         top = top.max(p99.iter().map(|p| p.1).fold(0.0, f64::max));
         lines.push(Line::solid(format!("{name} p50"), p50));
         lines.push(Line::solid(format!("{name} p99"), p99));
