@@ -512,7 +512,12 @@ async fn within<T>(
         rpc,
         address: address.to_owned(),
         code: status.code(),
-        message: status.message().to_owned(),
+        // A connection that failed (a TLS handshake refused, a reset) is a status whose
+        // message is only "transport error": the cause is in its source.
+        message: match std::error::Error::source(&status) {
+            Some(cause) => format!("{}: {}", status.message(), error_chain(cause)),
+            None => status.message().to_owned(),
+        },
         updates,
         note: None,
     })
