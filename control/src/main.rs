@@ -56,10 +56,24 @@ fn log_filter(text: &str) -> String {
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     // Like other command-line tools, end quietly when the reader of stdout goes away
-    // (`lossless host status --json | head`) instead of panicking on EPIPE.
-    // SAFETY: sets the process-wide disposition of one signal; nothing here relies on SIGPIPE
-    // being ignored.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // (`lossless host status --json | head`). Not by SIGPIPE's default action: the gRPC and
+    // HTTP clients write to sockets with writev, which raises SIGPIPE when the peer has closed
+    // (a TLS server refusing a plain client), and the process would die without a word.
+    // SIGPIPE stays ignored (Rust's default); printing to a closed stdout panics with EPIPE,
+    // which this hook turns into the quiet exit a shell expects (128 + SIGPIPE).
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(128 + libc::SIGPIPE);
+        }
+        default_hook(info);
+    }));
     tracing_subscriber::fmt()
         .with_ansi(sysutil::terminal::colour(&std::io::stderr()))
         .with_env_filter(

@@ -18,7 +18,7 @@ use units::{parse_duration, WATCH_INTERVAL};
 
 use crate::{
     cells,
-    client::{parse_election_id, Client, ElectionId, Target},
+    client::{parse_election_id, Client, ClientTls, ElectionId, Target},
     entries,
     p4info::{self, by_name, AnyCounter},
     render::{self, CounterCell},
@@ -43,6 +43,18 @@ pub struct P4Args {
     /// Print JSON.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Reach the switch over TLS, its certificate checked against this CA (PEM).
+    #[arg(long, global = true, value_name = "PEM")]
+    pub tls_ca: Option<PathBuf>,
+    /// This client's certificate (PEM), for a switch that requires client certificates.
+    #[arg(long, global = true, value_name = "PEM", requires_all = ["tls_key", "tls_ca"])]
+    pub tls_cert: Option<PathBuf>,
+    /// The key of --tls-cert (PEM).
+    #[arg(long, global = true, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// The name the switch's certificate must carry (default: the host of --switch).
+    #[arg(long, global = true, value_name = "NAME", requires = "tls_ca")]
+    pub tls_server_name: Option<String>,
     /// What to do.
     #[command(subcommand)]
     pub command: P4Command,
@@ -239,6 +251,11 @@ pub async fn run(args: P4Args) -> anyhow::Result<()> {
         address: args.switch,
         device_id: args.device_id,
         election_id: args.election_id,
+        tls: args.tls_ca.map(|ca| ClientTls {
+            ca,
+            identity: args.tls_cert.zip(args.tls_key),
+            server_name: args.tls_server_name,
+        }),
     };
     let json = args.json;
     match args.command {

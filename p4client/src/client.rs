@@ -22,6 +22,7 @@ use p4runtime::{
         },
     },
 };
+use std::path::PathBuf;
 use tokio::sync::mpsc;
 use tonic::{transport::Channel, Code};
 
@@ -45,6 +46,39 @@ pub struct Target {
     pub device_id: u64,
     /// This client's election id (the highest one is the primary, which alone writes).
     pub election_id: ElectionId,
+    /// TLS to the server, if it serves TLS.
+    pub tls: Option<ClientTls>,
+}
+
+/// How a client reaches a server over TLS: the CA its certificate must chain to, and for mutual
+/// TLS the client's own certificate and key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientTls {
+    /// The CA certificate (PEM) the server's must chain to.
+    pub ca: PathBuf,
+    /// The client's certificate chain and key (PEM), for a server that asks for one.
+    pub identity: Option<(PathBuf, PathBuf)>,
+    /// The name the server's certificate must carry (default: the host of the address).
+    pub server_name: Option<String>,
+}
+
+impl ClientTls {
+    /// tonic's configuration of it, the files read.
+    fn config(&self) -> anyhow::Result<tonic::transport::ClientTlsConfig> {
+        use tonic::transport::{Certificate, ClientTlsConfig, Identity};
+        let read = |path: &PathBuf| {
+            std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+        };
+        let mut config =
+            ClientTlsConfig::new().ca_certificate(Certificate::from_pem(read(&self.ca)?));
+        if let Some((cert, key)) = &self.identity {
+            config = config.identity(Identity::from_pem(read(cert)?, read(key)?));
+        }
+        if let Some(name) = &self.server_name {
+            config = config.domain_name(name);
+        }
+        Ok(config)
+    }
 }
 
 /// The election id a client claims.
@@ -144,23 +178,31 @@ pub struct Client {
 impl Client {
     /// Connects to the switch (no RPC yet).
     pub async fn connect(target: Target) -> anyhow::Result<Self> {
+        let scheme = if target.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
         let uri = if target.address.contains("://") {
             target.address.clone()
         } else {
-            format!("http://{}", target.address)
+            format!("{scheme}://{}", target.address)
         };
-        let channel = tonic::transport::Endpoint::from_shared(uri)
+        let mut endpoint = tonic::transport::Endpoint::from_shared(uri)
             .map_err(|e| anyhow::anyhow!("'{}' is no switch address: {e}", target.address))?
-            .connect_timeout(CONNECT_TIMEOUT)
-            .connect()
-            .await
-            .map_err(|e| {
-                anyhow::anyhow!(
-                    "cannot reach a P4Runtime server at {}: {}",
-                    target.address,
-                    error_chain(&e)
-                )
-            })?;
+            .connect_timeout(CONNECT_TIMEOUT);
+        if let Some(tls) = &target.tls {
+            endpoint = endpoint
+                .tls_config(tls.config()?)
+                .map_err(|e| anyhow::anyhow!("TLS to {}: {}", target.address, error_chain(&e)))?;
+        }
+        let channel = endpoint.connect().await.map_err(|e| {
+            anyhow::anyhow!(
+                "cannot reach a P4Runtime server at {}: {}",
+                target.address,
+                error_chain(&e)
+            )
+        })?;
         Ok(Client {
             grpc: P4RuntimeClient::new(channel.clone()),
             channel,
@@ -470,7 +512,12 @@ async fn within<T>(
         rpc,
         address: address.to_owned(),
         code: status.code(),
-        message: status.message().to_owned(),
+        // A connection that failed (a TLS handshake refused, a reset) is a status whose
+        // message is only "transport error": the cause is in its source.
+        message: match std::error::Error::source(&status) {
+            Some(cause) => format!("{}: {}", status.message(), error_chain(cause)),
+            None => status.message().to_owned(),
+        },
         updates,
         note: None,
     })

@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Parser;
+use softswitch_server::tls::TlsFiles;
 
 /// Which of BMv2's programs softswitch stands in for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,6 +112,54 @@ pub struct TargetArgs {
     /// --state-budget`).
     #[arg(long, value_name = "BYTES", default_value_t = softswitch_core::budget::DEFAULT_STATE_BUDGET, value_parser = crate::run::parse_state_budget)]
     pub state_budget: usize,
+    /// Serve P4Runtime over TLS (with --grpc-server-cert and --grpc-server-key).
+    #[arg(long)]
+    pub grpc_server_ssl: bool,
+    /// The CA client certificates must chain to (with --grpc-server-with-client-auth).
+    #[arg(long, value_name = "PEM")]
+    pub grpc_server_cacert: Option<PathBuf>,
+    /// The server's certificate chain (PEM).
+    #[arg(long, value_name = "PEM")]
+    pub grpc_server_cert: Option<PathBuf>,
+    /// The server's private key (PEM).
+    #[arg(long, value_name = "PEM")]
+    pub grpc_server_key: Option<PathBuf>,
+    /// Require and verify client certificates (mutual TLS).
+    #[arg(long)]
+    pub grpc_server_with_client_auth: bool,
+}
+
+impl TargetArgs {
+    /// The TLS files BMv2's TLS options ask for, or why they do not make a configuration.
+    /// As BMv2, the CA certificate is used only with client authentication.
+    fn tls(&self, name: &str) -> anyhow::Result<Option<TlsFiles>> {
+        if !self.grpc_server_ssl {
+            if self.grpc_server_cert.is_some()
+                || self.grpc_server_key.is_some()
+                || self.grpc_server_with_client_auth
+            {
+                anyhow::bail!("{name}: TLS options given without --grpc-server-ssl");
+            }
+            return Ok(None);
+        }
+        let (Some(cert), Some(key)) = (&self.grpc_server_cert, &self.grpc_server_key) else {
+            anyhow::bail!(
+                "{name}: --grpc-server-ssl needs --grpc-server-cert and --grpc-server-key"
+            );
+        };
+        let client_ca = match (self.grpc_server_with_client_auth, &self.grpc_server_cacert) {
+            (false, _) => None,
+            (true, Some(ca)) => Some(ca.clone()),
+            (true, None) => {
+                anyhow::bail!("{name}: --grpc-server-with-client-auth needs --grpc-server-cacert")
+            }
+        };
+        Ok(Some(TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+            client_ca,
+        }))
+    }
 }
 
 /// The `softswitch run` options BMv2's command line `args` (without argv[0]) asks for, or a
@@ -148,6 +197,10 @@ pub fn options(
     if target.drop_port.is_some_and(|p| p != 511) {
         anyhow::bail!("{name}: --drop-port other than 511 is not supported");
     }
+    let tls = target.tls(name)?;
+    if tls.is_some() && personality == Personality::SimpleSwitch {
+        anyhow::bail!("{name}: TLS options are simple_switch_grpc's");
+    }
     let grpc_addr = match (personality, target.grpc_server_addr) {
         (_, Some(addr)) => addr,
         (Personality::SimpleSwitchGrpc, None) => "0.0.0.0:9559".parse()?,
@@ -176,6 +229,7 @@ pub fn options(
             port_io: softswitch_device::ports::PortIo::default(),
             thrift_addr: Some(SocketAddr::from(([0, 0, 0, 0], args.thrift_port))),
             state_budget: target.state_budget,
+            tls,
             dump_packet_data: crate::dump::PacketData(if logs_info {
                 args.dump_packet_data
             } else {

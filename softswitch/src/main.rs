@@ -15,6 +15,7 @@ use softswitch_core::switch::{Clock, Switch};
 use softswitch_frontend::limits::MAX_SOURCE_BYTES;
 use softswitch_frontend::preprocessor::Includes;
 use softswitch_frontend::source::SourceMap;
+use softswitch_server::tls::TlsFiles;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -64,6 +65,16 @@ enum Command {
         /// (BMv2's --dump-packet-data; 0, the default, logs none).
         #[arg(long, value_name = "N", default_value_t = 0)]
         dump_packet_data: usize,
+        /// Serve P4Runtime and Queues over TLS with this certificate chain (PEM; with
+        /// --tls-key). Read at start and again on SIGHUP.
+        #[arg(long, value_name = "PEM", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// The private key of --tls-cert (PEM).
+        #[arg(long, value_name = "PEM", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// Require client certificates signed by this CA (PEM): mutual TLS.
+        #[arg(long, value_name = "PEM", requires = "tls_cert")]
+        tls_client_ca: Option<PathBuf>,
     },
     /// Check a P4 program: exits non-zero and prints file:line:col on the first error.
     Check {
@@ -186,6 +197,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             thrift_addr,
             state_budget,
             dump_packet_data,
+            tls_cert,
+            tls_key,
+            tls_client_ca,
         } => {
             // Colour only on a terminal, and never under NO_COLOR (logs go to files and pipes).
             let colour =
@@ -209,6 +223,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 thrift_addr,
                 state_budget,
                 dump_packet_data: crate::dump::PacketData(dump_packet_data),
+                tls: tls_cert.zip(tls_key).map(|(cert, key)| TlsFiles {
+                    cert,
+                    key,
+                    client_ca: tls_client_ca,
+                }),
             })?;
             Ok(ExitCode::SUCCESS)
         }

@@ -11,6 +11,7 @@ use crate::dump::{Dumped, PacketData};
 use crate::pcap::{Capture, Recorded};
 use softswitch_device::ports::{self, PortSpec};
 use softswitch_server::pipeline::Compiled;
+use softswitch_server::tls::{Tls, TlsFiles};
 use softswitch_server::Device;
 
 /// What `softswitch run` was asked for.
@@ -37,6 +38,8 @@ pub struct RunOptions {
     pub dump_packet_data: PacketData,
     /// The state budget of the switch, in bytes (`--state-budget`, `softswitch_core::budget`).
     pub state_budget: usize,
+    /// TLS for the gRPC services, if asked for (else they serve in the clear).
+    pub tls: Option<TlsFiles>,
 }
 
 /// The least and the most `--state-budget` takes: 1 MiB to 1 TiB.
@@ -73,6 +76,13 @@ pub fn parse_state_budget(text: &str) -> Result<usize, String> {
 
 /// Runs the switch until SIGINT or SIGTERM.
 pub fn run(options: RunOptions) -> anyhow::Result<()> {
+    let tls = options
+        .tls
+        .clone()
+        .map(Tls::load)
+        .transpose()
+        .context("TLS for P4Runtime")?
+        .map(Arc::new);
     let program = options
         .program
         .as_ref()
@@ -183,9 +193,17 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         // Caught from before the switch says it is up: a SIGTERM right after that line ends it
         // cleanly.
         let shutdown = shutdown_signal().context("catching SIGINT and SIGTERM")?;
+        if let Some(tls) = &tls {
+            tokio::spawn(reload_on_hangup(tls.clone()).context("catching SIGHUP")?);
+        }
         eprintln!(
-            "softswitch: P4Runtime on {} (device {}), ports [{}], cpu port {}, program {}",
+            "softswitch: P4Runtime on {}{} (device {}), ports [{}], cpu port {}, program {}",
             listener.local_addr()?,
+            match &tls {
+                None => "",
+                Some(tls) if tls.mutual() => " over TLS, client certificates required",
+                Some(_) => " over TLS",
+            },
             options.device_id,
             port_ios.join(", "),
             options.cpu_port.map_or("none".into(), |p| p.to_string()),
@@ -194,7 +212,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
                 |p| p.display().to_string()
             ),
         );
-        serve_until_stopped(&device, listener, shutdown).await
+        serve_until_stopped(&device, listener, tls, shutdown).await
     });
     running.store(false, Ordering::Relaxed);
     for r in receivers {
@@ -221,6 +239,7 @@ const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 async fn serve_until_stopped(
     device: &Device,
     listener: tokio::net::TcpListener,
+    tls: Option<Arc<Tls>>,
     stop: impl std::future::Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let (stopping, stopped) = tokio::sync::watch::channel(false);
@@ -228,7 +247,7 @@ async fn serve_until_stopped(
         let mut stopped = stopped;
         let _ = stopped.wait_for(|s| *s).await;
     };
-    let serve = device.serve(listener, graceful);
+    let serve = device.serve(listener, tls, graceful);
     tokio::pin!(serve);
     tokio::select! {
         served = &mut serve => return served.context("serving gRPC"),
@@ -245,6 +264,23 @@ async fn serve_until_stopped(
             Ok(())
         }
     }
+}
+
+/// A future that reads the TLS files again at each SIGHUP (caught from the moment of the call),
+/// as daemons reload their certificates; a reload that fails keeps the configuration in use.
+fn reload_on_hangup(tls: Arc<Tls>) -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hangup = signal(SignalKind::hangup())?;
+    Ok(async move {
+        while hangup.recv().await.is_some() {
+            match tls.reload() {
+                Ok(()) => eprintln!("softswitch: SIGHUP: TLS files read again"),
+                Err(e) => {
+                    eprintln!("softswitch: SIGHUP: TLS files not reloaded, the previous stay: {e}")
+                }
+            }
+        }
+    })
 }
 
 /// A future that completes on SIGINT or SIGTERM, both caught from the moment of the call.

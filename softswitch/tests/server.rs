@@ -107,7 +107,7 @@ impl Bed {
         let serving = device.clone();
         tokio::spawn(async move {
             serving
-                .serve(listener, async {
+                .serve(listener, None, async {
                     let _ = stopped.await;
                 })
                 .await

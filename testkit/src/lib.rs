@@ -4,14 +4,15 @@
 //! sums up, [`skipped`]), tshark (the second independent decoder) over a
 //! list of frames, the check that committed STF files are still what their generators print,
 //! and p4c and BMv2 ([`bmv2`]: the toolchain, the programs BMv2 runs and their p4c outputs,
-//! compiled once).
+//! compiled once), and a lab PKI for the TLS tests ([`pki`]).
 //!
-//! Its only dependency is `p4toolchain` (itself without dependencies), so that softswitch and
+//! It depends on `p4toolchain` (itself without dependencies) and rcgen, so that softswitch and
 //! fabric can use it as a dev-dependency without linking the control plane.
 #![forbid(unsafe_code)]
 
 pub mod bmv2;
 mod generated;
+pub mod pki;
 pub mod skipped;
 
 pub use generated::assert_stfs_match_generators;

@@ -277,11 +277,12 @@ impl SwitchBed {
     /// symlink to softswitch with that name, given the tutorials' command line
     /// (`--device-id 0 -i 1@... --log-console --thrift-port 9090 --no-p4 --
     /// --grpc-server-addr ...`) on `topology`'s ports, with `--pcap pcaps` as the tutorials'
-    /// `pcap_dump` adds; started and ready.
+    /// `pcap_dump` adds, and BMv2's target options `target_options`; started and ready.
     pub fn start_as_simple_switch_grpc(
         topology: Topology,
         link: &Path,
         pcaps: &Path,
+        target_options: &[&str],
     ) -> anyhow::Result<SwitchBed> {
         let mut command = topology.switch_ns.command(link);
         command.args(["--device-id", "0"]);
@@ -289,6 +290,7 @@ impl SwitchBed {
         command.arg("--pcap").arg(pcaps);
         command.args(["--log-console", "--thrift-port", "9090", "--no-p4", "--"]);
         command.args(["--grpc-server-addr", P4RUNTIME_ADDR]);
+        command.args(target_options);
         SwitchBed::spawn(topology, command, Ready::Logged("P4Runtime on"), true)
     }
 
@@ -460,6 +462,14 @@ impl SwitchBed {
             bail!("the switch exited with {status}");
         }
         Ok(self.topology.take().expect("the bed has its topology"))
+    }
+
+    /// Sends the switch SIGHUP (softswitch reads its TLS files again).
+    pub fn hang_up(&self) {
+        if let Some(child) = &self.child {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+        }
     }
 
     /// Sends SIGTERM and waits for the switch to exit.

@@ -104,6 +104,11 @@ impl TutorialBed {
     /// `pipeline set --program` compiles programs with p4c and pushes BMv2 JSON and P4Info, as
     /// to BMv2.
     pub fn softswitch_as_bmv2() -> anyhow::Result<Self> {
+        TutorialBed::softswitch_as_bmv2_with(&[])
+    }
+
+    /// [`TutorialBed::softswitch_as_bmv2`] with more of BMv2's target options (after `--`).
+    pub fn softswitch_as_bmv2_with(target_options: &[&str]) -> anyhow::Result<Self> {
         let (topology, dir) = Self::hosts()?;
         let link = dir.join("simple_switch_grpc");
         std::os::unix::fs::symlink(crate::switch::softswitch_bin(), &link)
@@ -111,7 +116,7 @@ impl TutorialBed {
         let pcaps = dir.join("pcaps");
         std::fs::create_dir_all(&pcaps)?;
         Ok(TutorialBed {
-            bed: SwitchBed::start_as_simple_switch_grpc(topology, &link, &pcaps)?,
+            bed: SwitchBed::start_as_simple_switch_grpc(topology, &link, &pcaps, target_options)?,
             dir,
             bmv2: false,
             json: true,

@@ -402,6 +402,7 @@ fn only_the_primary_writes() {
                         address: SWITCH_ADDR.into(),
                         device_id: 0,
                         election_id: ElectionId::Fixed(10),
+                        tls: None,
                     };
                     let mut client = Client::connect(target).await.unwrap();
                     let arbitration = client.arbitrate().await.unwrap();

@@ -334,6 +334,7 @@ fn programming(plan: &Plan) -> anyhow::Result<Vec<Programming>> {
                 address: format!("127.0.0.1:{}", FIRST_GRPC_PORT + i as u16),
                 device_id: i as u64,
                 election_id: ElectionId::Fixed(1),
+                tls: None,
             },
             pipeline,
             entries,

@@ -27,6 +27,7 @@ pub fn leaf_targets(status: &Status) -> Vec<Target> {
                 address: n.grpc.clone()?,
                 device_id: n.device_id?,
                 election_id: ElectionId::Fixed(1),
+                tls: None,
             })
         })
         .collect()

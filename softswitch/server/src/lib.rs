@@ -5,7 +5,7 @@
 //! notifications); [`entities`] translates P4Runtime entities, [`packetio`] packet I/O and
 //! digest data, [`digests`] digest lists, [`idle`] idle-timeout notifications, [`pipeline`]
 //! device configs, [`p4info`] a program's P4Info. [`thrift`] serves BMv2's runtime Thrift
-//! services (`simple_switch_CLI`) over the same engine.
+//! services (`simple_switch_CLI`) over the same engine; [`tls`] the gRPC services' TLS.
 #![forbid(unsafe_code)]
 
 pub mod arbitration;
@@ -20,6 +20,7 @@ pub mod packetio;
 pub mod pipeline;
 pub mod queues;
 pub mod thrift;
+pub mod tls;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -28,7 +29,7 @@ use std::sync::Arc;
 use p4runtime::lossless::softswitch::v1::queues_server::QueuesServer;
 use p4runtime::p4::v1::p4_runtime_server::P4RuntimeServer;
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
+use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
 
 use arbitration::Arbitration;
 use engine::{EngineHandle, Transmit};
@@ -67,13 +68,15 @@ impl Device {
         }
     }
 
-    /// Serves P4Runtime and Queues on `listener` until `shutdown` completes.
+    /// Serves P4Runtime and Queues on `listener` until `shutdown` completes: in the clear,
+    /// or over TLS with `tls` (every connection handshakes before it reaches the services).
     pub async fn serve(
         &self,
         listener: TcpListener,
+        tls: Option<Arc<tls::Tls>>,
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), tonic::transport::Error> {
-        tonic::transport::Server::builder()
+        let router = tonic::transport::Server::builder()
             .add_service(
                 P4RuntimeServer::new(p4rt::P4RuntimeService::new(
                     self.engine.clone(),
@@ -87,9 +90,19 @@ impl Device {
                     self.arbitration.clone(),
                 ))
                 .max_decoding_message_size(p4rt::MAX_REQUEST_BYTES),
-            )
-            .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
-            .await
+            );
+        let Some(tls) = tls else {
+            return router
+                .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+                .await;
+        };
+        let (accepted, incoming) = tokio::sync::mpsc::channel(tls::MAX_HANDSHAKES);
+        let acceptor = tokio::spawn(tls.accept(listener, accepted));
+        let served = router
+            .serve_with_incoming_shutdown(ReceiverStream::new(incoming), shutdown)
+            .await;
+        acceptor.abort();
+        served
     }
 }
 

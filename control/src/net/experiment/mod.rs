@@ -331,6 +331,7 @@ impl Fabric {
                         address: n.grpc.clone()?,
                         device_id: n.device_id?,
                         election_id: ElectionId::Fixed(1),
+                        tls: None,
                     },
                     thrift_port: n.thrift_port,
                     ports: n.intfs.iter().map(|i| i.port).collect(),
