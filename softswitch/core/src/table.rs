@@ -3,6 +3,10 @@
 //! keys, per-mask hash maps (tuple space search) for ternary and optional keys, and a
 //! priority-ordered list for range keys.
 //!
+//! The hash maps hold their keys inline: a key's values packed by their widths into 64-bit
+//! words ([`PackedKey`]), up to [`KEY_WORDS`] words in the map's own buckets (an IPv4 5-tuple takes
+//! two, an IPv6 address two), so a lookup neither allocates nor follows a pointer to its key.
+//!
 //! A table checks every control-plane write against its rules ([`TableState::check_entry`],
 //! [`TableState::check_action`], [`TableState::check_default`]): the runtime interface and the
 //! front doors above it only translate what a client sends, or refuse what their own protocol
@@ -16,6 +20,7 @@
 
 use crate::budget;
 use crate::ir::{self, ActionCall, Entry, FieldMatch, MatchKind};
+use smallvec::SmallVec;
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::time::Duration;
@@ -225,6 +230,10 @@ impl Hasher for KeyHasher {
         self.add(v as u64);
     }
 
+    fn write_u64(&mut self, v: u64) {
+        self.add(v);
+    }
+
     fn finish(&self) -> u64 {
         // The multiply mixes each word's low bits into the high bits only, and the hash table
         // indexes by the low bits: keys that differ only in their high bits (masked lpm and
@@ -235,8 +244,42 @@ impl Hasher for KeyHasher {
     }
 }
 
+/// 64-bit words of a key held inline; a wider key (more than 256 bits of key values) spills to
+/// the heap.
+const KEY_WORDS: usize = 4;
+
+/// A table key's values packed by their widths into 64-bit words (see [`pack_key`]).
+type PackedKey = SmallVec<[u64; KEY_WORDS]>;
+
 /// Key values to an entry's slot (or to what `V` says).
-type KeyMap<V = usize> = HashMap<Vec<u128>, V, BuildHasherDefault<KeyHasher>>;
+type KeyMap<V = usize> = HashMap<PackedKey, V, BuildHasherDefault<KeyHasher>>;
+
+/// Packs `values`, one per key of `kinds` and each cut to its key's width, into `out`: the
+/// bits of each value follow the previous one's, from the low bit of the first word up.
+fn pack_key(kinds: &[(MatchKind, u16)], values: impl Iterator<Item = u128>, out: &mut PackedKey) {
+    out.clear();
+    let mut word = 0u64;
+    let mut filled = 0u32;
+    for (value, &(_, width)) in values.zip(kinds) {
+        let mut left = u32::from(width.min(128));
+        let mut rest = value & ir::mask(width.min(128));
+        while left > 0 {
+            let take = left.min(64 - filled);
+            word |= ((rest as u64) & (u64::MAX >> (64 - take))) << filled;
+            rest = rest.checked_shr(take).unwrap_or(0);
+            left -= take;
+            filled += take;
+            if filled == 64 {
+                out.push(word);
+                word = 0;
+                filled = 0;
+            }
+        }
+    }
+    if filled > 0 {
+        out.push(word);
+    }
+}
 
 #[derive(Clone, Debug)]
 enum Index {
@@ -311,7 +354,8 @@ pub(crate) struct TableState {
     /// How many entries have an idle timeout.
     timed: usize,
     index: Index,
-    scratch: Vec<u128>,
+    /// The packed key of a lookup, kept for the next one.
+    scratch: PackedKey,
     /// Entries pointing to a group of the table's action selector: slot to group.
     groups: HashMap<usize, u32>,
     /// The action run on a miss.
@@ -373,7 +417,7 @@ impl TableState {
             count: 0,
             timed: 0,
             index,
-            scratch: Vec::new(),
+            scratch: PackedKey::new(),
             groups: HashMap::new(),
             default_action: t.default_action.clone(),
             default_data: None,
@@ -501,9 +545,10 @@ impl TableState {
         let mut entry = entry;
         let entries = &self.entries;
         let installed = |h: usize| entries[h].as_ref();
+        let mut key = PackedKey::new();
+        pack_key(&self.kinds, entry.matches.iter().map(value_of), &mut key);
         match &mut self.index {
             Index::Exact(map) => {
-                let key: Vec<u128> = entry.matches.iter().map(value_of).collect();
                 if map.contains_key(&key) {
                     return Err(TableError::Duplicate(self.name.clone()));
                 }
@@ -515,7 +560,6 @@ impl TableState {
                     FieldMatch::Range { .. } => 0,
                 };
                 entry.priority = i64::from(len);
-                let key: Vec<u128> = entry.matches.iter().map(value_of).collect();
                 let pos = match by_len.iter().position(|(l, _)| *l <= len) {
                     Some(p) if by_len[p].0 == len => p,
                     Some(p) => {
@@ -536,7 +580,6 @@ impl TableState {
                 let Some(masks) = masks_of(&entry.matches) else {
                     return Err(range_refused(&self.name, &self.kinds, &entry));
                 };
-                let key: Vec<u128> = entry.matches.iter().map(value_of).collect();
                 let g = match groups.iter().position(|g| g.masks == masks) {
                     Some(g) => g,
                     None => {
@@ -613,7 +656,12 @@ impl TableState {
         let Some(installed) = self.entries[slot].take() else {
             return Err(TableError::NoEntry(self.name.clone(), handle));
         };
-        let key: Vec<u128> = installed.entry.matches.iter().map(value_of).collect();
+        let mut key = PackedKey::new();
+        pack_key(
+            &self.kinds,
+            installed.entry.matches.iter().map(value_of),
+            &mut key,
+        );
         match &mut self.index {
             Index::Exact(map) => {
                 map.remove(&key);
@@ -754,19 +802,17 @@ impl TableState {
                     i.entry.matches == matches && priority.is_none_or(|p| i.entry.priority == p)
                 })
         };
-        let key = || matches.iter().map(value_of).collect::<Vec<u128>>();
+        let mut key = PackedKey::new();
+        pack_key(&self.kinds, matches.iter().map(value_of), &mut key);
         let slot = match &self.index {
-            Index::Exact(map) => map.get(&key()).copied().filter(is),
-            Index::Lpm { by_len, .. } => {
-                let key = key();
-                by_len
-                    .iter()
-                    .find_map(|(_, map)| map.get(&key).copied().filter(is))
-            }
+            Index::Exact(map) => map.get(&key).copied().filter(is),
+            Index::Lpm { by_len, .. } => by_len
+                .iter()
+                .find_map(|(_, map)| map.get(&key).copied().filter(is)),
             Index::Masked(groups) => {
                 let masks = masks_of(matches)?;
                 let group = groups.iter().find(|g| g.masks == masks)?;
-                group.keys.get(&key())?.iter().copied().filter(is).min()
+                group.keys.get(&key)?.iter().copied().filter(is).min()
             }
             Index::Ordered(order) => order.iter().copied().filter(is).min(),
         };
@@ -781,21 +827,21 @@ impl TableState {
 
     /// The handle of the entry matching `key`, if any.
     pub fn lookup(&mut self, key: &[u128]) -> Option<usize> {
+        let scratch = &mut self.scratch;
         let slot = match &self.index {
-            Index::Exact(map) => map.get(key).copied(),
-            Index::Lpm { lpm, width, by_len } => {
-                self.scratch.clear();
-                self.scratch.extend_from_slice(key);
-                let mut hit = None;
-                for (len, map) in by_len {
-                    self.scratch[*lpm] = key[*lpm] & prefix_mask(*width, *len);
-                    if let Some(&h) = map.get(self.scratch.as_slice()) {
-                        hit = Some(h);
-                        break;
-                    }
-                }
-                hit
+            Index::Exact(map) => {
+                pack_key(&self.kinds, key.iter().copied(), scratch);
+                map.get(scratch).copied()
             }
+            Index::Lpm { lpm, width, by_len } => by_len.iter().find_map(|(len, map)| {
+                let mask = prefix_mask(*width, *len);
+                let masked = key
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &v)| if i == *lpm { v & mask } else { v });
+                pack_key(&self.kinds, masked, scratch);
+                map.get(scratch).copied()
+            }),
             Index::Masked(groups) => {
                 let rank = |h: usize| {
                     self.entries[h]
@@ -808,14 +854,9 @@ impl TableState {
                     if best.is_some_and(|(p, _, _)| group.top < p) {
                         break;
                     }
-                    self.scratch.clear();
-                    self.scratch
-                        .extend(key.iter().zip(&group.masks).map(|(v, m)| v & m));
-                    let Some(&h) = group
-                        .keys
-                        .get(self.scratch.as_slice())
-                        .and_then(|bucket| bucket.first())
-                    else {
+                    let masked = key.iter().zip(&group.masks).map(|(v, m)| v & m);
+                    pack_key(&self.kinds, masked, scratch);
+                    let Some(&h) = group.keys.get(scratch).and_then(|bucket| bucket.first()) else {
                         continue;
                     };
                     let (p, seq) = rank(h);
@@ -1387,6 +1428,30 @@ mod tests {
             keyless.insert(entry(vec![], 0, 1), None, 0),
             Err(TableError::Keyless("t".into()))
         );
+    }
+
+    /// Packed keys keep every bit of every value up to its key's width and nothing above it,
+    /// inline up to four words and spilled beyond.
+    #[test]
+    fn packed_keys_keep_each_value_at_its_width() {
+        let kinds = |widths: &[u16]| -> Vec<(MatchKind, u16)> {
+            widths.iter().map(|&w| (MatchKind::Exact, w)).collect()
+        };
+        let mut key = PackedKey::new();
+        let mac_vlan = kinds(&[48, 12, 48]);
+        pack_key(
+            &mac_vlan,
+            [0xaabb_ccdd_eeff, 0xfff, 1].into_iter(),
+            &mut key,
+        );
+        assert_eq!(key.as_slice(), [0x1fff_aabb_ccdd_eeff, 0]);
+        let wide = kinds(&[128, 128, 128]);
+        let values = [u128::MAX, 1, 1 << 127];
+        pack_key(&wide, values.into_iter(), &mut key);
+        assert!(key.spilled());
+        assert_eq!(key.as_slice(), [u64::MAX, u64::MAX, 1, 0, 0, 1 << 63]);
+        pack_key(&kinds(&[8]), [0x1ff].into_iter(), &mut key);
+        assert_eq!(key.as_slice(), [0xff], "bits above the width are cut");
     }
 
     /// Among entries of equal priority the earlier insert wins, also when the later one took
