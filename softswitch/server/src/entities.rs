@@ -938,13 +938,14 @@ fn table_entries(
         .map_err(runtime_error)?
         .filter(|(_, i)| wanted.as_ref().is_none_or(|w| *w == i.entry.matches))
         .filter(|(_, i)| filter.priority == 0 || i64::from(filter.priority) == i.entry.priority)
-        .map(|(_, i)| p4v1::TableEntry {
+        .map(|(h, i)| p4v1::TableEntry {
             action: Some(p4rt_action(p, &i.entry.action)),
             counter_data: with_counter.then(|| data_of(i.counter)),
             is_const: program_table.const_entries_fixed,
             time_since_last_hit: filter.time_since_last_hit.map(|_| {
+                let last_hit_us = p.switch.last_hit_us(t, h).unwrap_or(now_us);
                 p4v1::table_entry::IdleTimeout {
-                    elapsed_ns: nanos(Duration::from_micros(now_us.saturating_sub(i.last_hit_us))),
+                    elapsed_ns: nanos(Duration::from_micros(now_us.saturating_sub(last_hit_us))),
                 }
             }),
             ..keyed_entry(p, (t, id, info), i)
