@@ -593,11 +593,13 @@ impl TableState {
                 })
             })
             .collect();
-        // Room for the most data any of its actions takes (and its constant entries give).
+        // Room for the most data any of its actions takes (and its constant entries and its
+        // default action, an action profile's entries' placeholder, give).
         let room = actions
             .iter()
             .map(|a| a.data)
             .chain(t.const_entries.iter().map(|e| e.action.args.len()))
+            .chain([t.default_action.args.len()])
             .max()
             .unwrap_or(0);
         let mut s = TableState {
@@ -1500,19 +1502,39 @@ mod tests {
         );
     }
 
+    /// A deterministic pseudo-random sequence (xorshift32) from `seed`.
+    fn xorshift(mut seed: u32) -> impl FnMut() -> u32 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            seed
+        }
+    }
+
+    /// Of the entries `live`, the one matching `key` that ranks highest, found by a scan.
+    fn best_by_scan<R: Ord>(
+        t: &TableState,
+        live: &[usize],
+        key: &[u128],
+        rank: impl Fn(&Installed) -> R,
+    ) -> Option<usize> {
+        live.iter()
+            .copied()
+            .filter(|&h| {
+                let e = &t.entry(h).unwrap().entry;
+                e.matches.iter().zip(key).all(|(m, &v)| m.matches(v))
+            })
+            .max_by_key(|&h| rank(t.entry(h).unwrap()))
+    }
+
     /// The masked index (tuple space search) answers as a linear scan in priority order does,
     /// earlier entries winning ties, through inserts and removals.
     #[test]
     fn masked_lookup_matches_a_priority_scan() {
         let mut t = table(&[MatchKind::Ternary, MatchKind::Exact]);
         t.size = 1000;
-        let mut rng = 0x2545_f491u32;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 17;
-            rng ^= rng << 5;
-            rng
-        };
+        let mut next = xorshift(0x2545_f491u32);
         let masks = [0xffu128, 0xf0, 0x0f, 0];
         let mut live = Vec::new();
         for i in 0..300 {
@@ -1542,17 +1564,9 @@ mod tests {
         for a in 0..=0xffu128 {
             for b in 0..2u128 {
                 let key = [a, b];
-                let scan = live
-                    .iter()
-                    .copied()
-                    .filter(|&h| {
-                        let e = &t.entry(h).unwrap().entry;
-                        e.matches.iter().zip(&key).all(|(m, &v)| m.matches(v))
-                    })
-                    .max_by_key(|&h| {
-                        let i = t.entry(h).unwrap();
-                        (i.entry.priority, std::cmp::Reverse(i.seq))
-                    });
+                let scan = best_by_scan(&t, &live, &key, |i| {
+                    (i.entry.priority, std::cmp::Reverse(i.seq))
+                });
                 assert_eq!(t.lookup(&key), scan, "key {key:?}");
             }
         }
@@ -1569,13 +1583,7 @@ mod tests {
     fn lpm_lookup_matches_a_longest_prefix_scan() {
         let mut t = table(&[MatchKind::Lpm, MatchKind::Exact]);
         t.size = 1000;
-        let mut rng = 0x9e37_79b9u32;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 17;
-            rng ^= rng << 5;
-            rng
-        };
+        let mut next = xorshift(0x9e37_79b9u32);
         // Addresses under two /12s, so prefixes share top bits and differ below them.
         let address = |r: u32| 0x0a00_0000 | (r & 0x001f_ffff);
         let mut live = Vec::new();
@@ -1606,14 +1614,7 @@ mod tests {
         }
         for _ in 0..20_000 {
             let key = [u128::from(address(next())), u128::from(next() % 2)];
-            let scan = live
-                .iter()
-                .copied()
-                .filter(|&h| {
-                    let e = &t.entry(h).unwrap().entry;
-                    e.matches.iter().zip(&key).all(|(m, &v)| m.matches(v))
-                })
-                .max_by_key(|&h| t.entry(h).unwrap().entry.priority);
+            let scan = best_by_scan(&t, &live, &key, |i| i.entry.priority);
             assert_eq!(t.lookup(&key), scan, "key {key:x?}");
         }
     }
