@@ -5,11 +5,12 @@ use crate::bits::{read_bits, BitWriter};
 use crate::externs::{self, Effects, Machine};
 use crate::hash::{self, Algorithm};
 use crate::ir::{
-    self, mask, sign_extend, varbit_chunk_width, ActionCall, CaseKeyset, EmitItem, Expr,
-    ExternCall, FieldItem, FieldLayout, HeaderRef, Place, Program, Slot, Stmt, Target, Transition,
+    self, mask, sign_extend, varbit_chunk_width, CaseKeyset, EmitItem, Expr, ExternCall, FieldItem,
+    FieldLayout, HeaderRef, Place, Program, Slot, Stmt, Target, Transition,
 };
 use crate::ops;
 use crate::state::State;
+use crate::table::ActionRef;
 use crate::trace::{self, block_name, trace_line, Level, PacketTrace};
 
 /// How a statement list ended.
@@ -444,7 +445,7 @@ impl<'a> Exec<'a> {
         if let Some(trace) = &mut self.trace {
             trace_apply(trace, self.prog, self.state, t, hit, call);
         }
-        for (p, v) in body.params.iter().filter(|p| p.action_data).zip(&call.args) {
+        for (p, v) in body.params.iter().filter(|p| p.action_data).zip(call.args) {
             self.slots[p.slot as usize] = *v;
         }
         if self.run(&body.stmts) == Flow::Exit {
@@ -961,7 +962,7 @@ fn trace_apply(
     state: &State,
     t: usize,
     hit: Option<usize>,
-    call: &ActionCall,
+    call: ActionRef<'_>,
 ) {
     let table = &prog.tables[t];
     let name = trace::Printable(&table.name);
@@ -994,13 +995,13 @@ fn action_call(
     t: usize,
     hit: Option<usize>,
     member: Option<(usize, u32)>,
-) -> &ActionCall {
+) -> ActionRef<'_> {
     if let Some(call) = member.and_then(|(profile, m)| state.profiles[profile].members.get(&m)) {
-        return call;
+        return call.into();
     }
     let table = &state.tables[t];
-    match hit.and_then(|h| table.entry(h)) {
-        Some(installed) => &installed.entry.action,
-        None => &table.default_action,
+    match hit.and_then(|h| table.action_of(h)) {
+        Some(call) => call,
+        None => (&table.default_action).into(),
     }
 }

@@ -3,6 +3,13 @@
 //! keys, per-mask hash maps (tuple space search) for ternary and optional keys, and a
 //! priority-ordered list for range keys.
 //!
+//! The hash maps hold their keys inline: a key's values packed by their widths into 64-bit
+//! words ([`PackedKey`]), up to [`KEY_WORDS`] words in the map's own buckets (an IPv4 5-tuple takes
+//! two, an IPv6 address two), so a lookup neither allocates nor follows a pointer to its key.
+//! What a hit reads and writes of its entry — the action, its data, the last hit — sits by slot
+//! in one vector of words ([`HotWords`]), apart from the entry's record the control plane reads
+//! back: a hit on a table of a million entries touches the index's bucket and one slot's words.
+//!
 //! A table checks every control-plane write against its rules ([`TableState::check_entry`],
 //! [`TableState::check_action`], [`TableState::check_default`]): the runtime interface and the
 //! front doors above it only translate what a client sends, or refuse what their own protocol
@@ -16,6 +23,7 @@
 
 use crate::budget;
 use crate::ir::{self, ActionCall, Entry, FieldMatch, MatchKind};
+use smallvec::SmallVec;
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::time::Duration;
@@ -146,8 +154,8 @@ impl ControllerData {
     }
 }
 
-/// An installed entry, its direct counter, the data its controller keeps with it and when
-/// packets last matched it.
+/// An installed entry, its direct counter and the data its controller keeps with it (when
+/// packets last matched it is [`TableState::last_hit_us`]).
 #[derive(Clone, Debug)]
 pub struct Installed {
     /// The entry.
@@ -156,9 +164,6 @@ pub struct Installed {
     pub counter: CounterCell,
     /// What the controller keeps with it, if anything.
     pub data: Option<Box<ControllerData>>,
-    /// When a packet last matched it or, until one does, when it was installed (µs of the
-    /// switch's clock).
-    pub last_hit_us: u64,
     /// Its idle timeout, if it has one.
     pub idle_timeout: Option<IdleTimeout>,
     /// When it was installed, in the table's order of inserts: the earlier of two entries of
@@ -225,6 +230,10 @@ impl Hasher for KeyHasher {
         self.add(v as u64);
     }
 
+    fn write_u64(&mut self, v: u64) {
+        self.add(v);
+    }
+
     fn finish(&self) -> u64 {
         // The multiply mixes each word's low bits into the high bits only, and the hash table
         // indexes by the low bits: keys that differ only in their high bits (masked lpm and
@@ -235,23 +244,139 @@ impl Hasher for KeyHasher {
     }
 }
 
+/// 64-bit words of a key held inline; a wider key (more than 256 bits of key values) spills to
+/// the heap.
+const KEY_WORDS: usize = 4;
+
+/// A table key's values packed by their widths into 64-bit words (see [`pack_key`]).
+type PackedKey = SmallVec<[u64; KEY_WORDS]>;
+
 /// Key values to an entry's slot (or to what `V` says).
-type KeyMap<V = usize> = HashMap<Vec<u128>, V, BuildHasherDefault<KeyHasher>>;
+type KeyMap<V = usize> = HashMap<PackedKey, V, BuildHasherDefault<KeyHasher>>;
+
+/// Packs `values`, one per key of `kinds` and each cut to its key's width, into `out`: the
+/// bits of each value follow the previous one's, from the low bit of the first word up.
+fn pack_key(kinds: &[(MatchKind, u16)], values: impl Iterator<Item = u128>, out: &mut PackedKey) {
+    out.clear();
+    let mut word = 0u64;
+    let mut filled = 0u32;
+    for (value, &(_, width)) in values.zip(kinds) {
+        let mut left = u32::from(width.min(128));
+        let mut rest = value & ir::mask(width.min(128));
+        while left > 0 {
+            let take = left.min(64 - filled);
+            word |= ((rest as u64) & (u64::MAX >> (64 - take))) << filled;
+            rest = rest.checked_shr(take).unwrap_or(0);
+            left -= take;
+            filled += take;
+            if filled == 64 {
+                out.push(word);
+                word = 0;
+                filled = 0;
+            }
+        }
+    }
+    if filled > 0 {
+        out.push(word);
+    }
+}
 
 #[derive(Clone, Debug)]
 enum Index {
     Exact(KeyMap),
-    /// Per prefix length (longest first): masked key to slot. `lpm` is the lpm key's position.
+    /// Per prefix length (longest first): masked key to slot. `lpm` is the lpm key's position;
+    /// `longer` says which of the lengths to probe.
     Lpm {
         lpm: usize,
         width: u16,
         by_len: Vec<(u16, KeyMap)>,
+        longer: LongerLengths,
     },
     /// Tables with ternary or optional keys and no range key: one group per combination of
     /// masks, groups in descending order of their highest priority.
     Masked(Vec<MaskGroup>),
     /// Slots, highest priority first.
     Ordered(Vec<usize>),
+}
+
+/// Bits of an lpm key's value (its most significant) that [`LongerLengths`] sorts prefixes by.
+const TOP_BITS: u16 = 16;
+
+/// Which prefix lengths an lpm lookup need probe: per value of the lpm key's top
+/// [`TOP_BITS`] bits (all of a narrower key's), the lengths longer than those bits that some
+/// entry's prefix starting with them has. A lookup probes the hash maps of those lengths and
+/// of the shorter ones only, rather than of every length the table holds.
+#[derive(Clone, Debug)]
+struct LongerLengths {
+    /// The key's width.
+    width: u16,
+    /// How many top bits sort prefixes (`TOP_BITS`, or the width if less).
+    top: u16,
+    /// Per value of the top bits: bit `len - top - 1` set while an entry has a prefix of
+    /// length `len` starting with them. Empty while no entry's prefix is longer than `top`.
+    bits: Vec<u128>,
+    /// Entries per (top bits, length longer than `top`), so a bit goes with its last entry.
+    counts: HashMap<(usize, u16), u32>,
+}
+
+impl LongerLengths {
+    fn new(width: u16) -> Self {
+        let width = width.min(128);
+        LongerLengths {
+            width,
+            top: width.min(TOP_BITS),
+            bits: Vec::new(),
+            counts: HashMap::new(),
+        }
+    }
+
+    /// The top bits of a value of the key, and the bit of length `len`.
+    fn place(&self, value: u128, len: u16) -> (usize, u128) {
+        let top = (value & ir::mask(self.width)) >> (self.width - self.top);
+        let bit = 1u128 << len.saturating_sub(self.top + 1);
+        (top as usize, bit)
+    }
+
+    /// Counts an entry with a prefix of length `len` and value `value`.
+    fn add(&mut self, value: u128, len: u16) {
+        if len <= self.top {
+            return;
+        }
+        if self.bits.is_empty() {
+            self.bits = vec![0; 1 << self.top];
+        }
+        let (top, bit) = self.place(value, len);
+        self.bits[top] |= bit;
+        *self.counts.entry((top, len)).or_default() += 1;
+    }
+
+    /// Forgets an entry [`LongerLengths::add`] counted.
+    fn remove(&mut self, value: u128, len: u16) {
+        if len <= self.top {
+            return;
+        }
+        let (top, bit) = self.place(value, len);
+        let Some(count) = self.counts.get_mut(&(top, len)) else {
+            return;
+        };
+        *count -= 1;
+        if *count == 0 {
+            self.counts.remove(&(top, len));
+            self.bits[top] &= !bit;
+            if self.counts.is_empty() {
+                self.bits = Vec::new();
+            }
+        }
+    }
+
+    /// Whether an entry with a prefix of length `len` may match a key of value `value`.
+    fn may_match(&self, value: u128, len: u16) -> bool {
+        if len <= self.top {
+            return true;
+        }
+        let (top, bit) = self.place(value, len);
+        self.bits.get(top).is_some_and(|b| b & bit != 0)
+    }
 }
 
 /// The entries of a masked table that share one mask per key: their masked key values to their
@@ -272,6 +397,112 @@ impl MaskGroup {
             groups.swap(g - 1, g);
             g -= 1;
         }
+    }
+}
+
+/// An action with its data, as a table's lookup gives it: borrowed from the table's words for
+/// its entries, from an action profile's member or from the default action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ActionRef<'a> {
+    /// The action's index in the program.
+    pub action: usize,
+    /// Its action data.
+    pub args: &'a [u128],
+}
+
+impl<'a> From<&'a ActionCall> for ActionRef<'a> {
+    fn from(call: &'a ActionCall) -> Self {
+        ActionRef {
+            action: call.action,
+            args: &call.args,
+        }
+    }
+}
+
+/// What a lookup reads and writes of each entry, by slot, side by side in one vector of words
+/// (a hit touches one place in memory, not the entry's record and the heap behind it): a
+/// header word (the action's index in its low 64 bits, its data count in the next 32, the top
+/// bit set while the slot holds an entry), the entry's last hit (µs of the switch's clock),
+/// then its action data, as many words as the table's actions take at most.
+#[derive(Clone, Debug, Default)]
+struct HotWords {
+    /// Words per slot.
+    stride: usize,
+    words: Vec<u128>,
+}
+
+/// The header word's bit of a slot that holds an entry.
+const LIVE: u128 = 1 << 127;
+
+impl HotWords {
+    /// Words for entries whose actions take at most `data` values each.
+    fn new(data: usize) -> Self {
+        HotWords {
+            stride: 2 + data,
+            words: Vec::new(),
+        }
+    }
+
+    /// How many action data values a slot holds.
+    fn room(&self) -> usize {
+        self.stride - 2
+    }
+
+    /// Whether slot `slot` holds an entry.
+    fn live(&self, slot: usize) -> bool {
+        self.words
+            .get(slot * self.stride)
+            .is_some_and(|w| w & LIVE != 0)
+    }
+
+    /// Fills slot `slot` (growing the words to it) with an entry running `call` (with at most
+    /// [`HotWords::room`] values), last hit at `now_us`.
+    fn fill(&mut self, slot: usize, call: &ActionCall, now_us: u64) {
+        let end = (slot + 1) * self.stride;
+        if self.words.len() < end {
+            self.words.resize(end, 0);
+        }
+        self.set_action(slot, call);
+        self.words[slot * self.stride + 1] = u128::from(now_us);
+    }
+
+    /// Makes slot `slot`'s entry run `call`.
+    fn set_action(&mut self, slot: usize, call: &ActionCall) {
+        let at = slot * self.stride;
+        self.words[at] = LIVE | (call.args.len() as u128) << 64 | call.action as u128;
+        self.words[at + 2..at + 2 + call.args.len()].copy_from_slice(&call.args);
+    }
+
+    /// Empties slot `slot`.
+    fn empty(&mut self, slot: usize) {
+        self.words[slot * self.stride] = 0;
+    }
+
+    /// Keeps the first `slots` slots.
+    fn truncate(&mut self, slots: usize) {
+        self.words.truncate(slots * self.stride);
+        trim_vec(&mut self.words);
+    }
+
+    /// The action of slot `slot`'s entry.
+    fn action(&self, slot: usize) -> ActionRef<'_> {
+        let at = slot * self.stride;
+        let header = self.words[at];
+        let count = (header >> 64) as u32 as usize;
+        ActionRef {
+            action: header as u64 as usize,
+            args: &self.words[at + 2..at + 2 + count],
+        }
+    }
+
+    /// When slot `slot`'s entry was last hit.
+    fn last_hit_us(&self, slot: usize) -> u64 {
+        self.words[slot * self.stride + 1] as u64
+    }
+
+    /// Records a hit of slot `slot`'s entry at `now_us`.
+    fn hit(&mut self, slot: usize, now_us: u64) {
+        self.words[slot * self.stride + 1] = u128::from(now_us);
     }
 }
 
@@ -300,6 +531,8 @@ pub(crate) struct TableState {
     size: usize,
     /// The entries by slot; the index structures hold slot numbers.
     entries: Vec<Option<Installed>>,
+    /// What lookups read and write of the entries, by slot.
+    hot: HotWords,
     /// Empty slots below the last one.
     free: BTreeSet<usize>,
     /// The version of each slot ever used (a byte each, kept when the table shrinks, so that a
@@ -311,7 +544,8 @@ pub(crate) struct TableState {
     /// How many entries have an idle timeout.
     timed: usize,
     index: Index,
-    scratch: Vec<u128>,
+    /// The packed key of a lookup, kept for the next one.
+    scratch: PackedKey,
     /// Entries pointing to a group of the table's action selector: slot to group.
     groups: HashMap<usize, u32>,
     /// The action run on a miss.
@@ -341,11 +575,12 @@ impl TableState {
                 lpm: *i,
                 width: kinds[*i].1,
                 by_len: Vec::new(),
+                longer: LongerLengths::new(kinds[*i].1),
             },
             _ if !any_range => Index::Masked(Vec::new()),
             _ => Index::Ordered(Vec::new()),
         };
-        let actions = t
+        let actions: Vec<TableAction> = t
             .actions
             .iter()
             .filter_map(|&action| {
@@ -358,10 +593,20 @@ impl TableState {
                 })
             })
             .collect();
+        // Room for the most data any of its actions takes (and its constant entries and its
+        // default action, an action profile's entries' placeholder, give).
+        let room = actions
+            .iter()
+            .map(|a| a.data)
+            .chain(t.const_entries.iter().map(|e| e.action.args.len()))
+            .chain([t.default_action.args.len()])
+            .max()
+            .unwrap_or(0);
         let mut s = TableState {
             name: t.name.clone(),
             kinds,
             key_names: t.keys.iter().map(|k| k.name.clone()).collect(),
+            hot: HotWords::new(room),
             actions,
             const_entries: t.const_entries_fixed,
             const_default: t.const_default,
@@ -373,7 +618,7 @@ impl TableState {
             count: 0,
             timed: 0,
             index,
-            scratch: Vec::new(),
+            scratch: PackedKey::new(),
             groups: HashMap::new(),
             default_action: t.default_action.clone(),
             default_data: None,
@@ -394,8 +639,7 @@ impl TableState {
     fn slot(&self, handle: usize) -> Option<usize> {
         let slot = handle & (MAX_ENTRIES - 1);
         let version = u8::try_from(handle >> SLOT_BITS).ok()?;
-        let used = self.entries.get(slot).is_some_and(Option::is_some);
-        (used && self.versions[slot] == version).then_some(slot)
+        (self.hot.live(slot) && self.versions[slot] == version).then_some(slot)
     }
 
     /// Checks that the control plane may change the table's entries (they are not `const`).
@@ -497,25 +741,34 @@ impl TableState {
         if self.count >= self.size {
             return Err(TableError::Full(self.name.clone()));
         }
+        if entry.action.args.len() > self.hot.room() {
+            return Err(TableError::ArgCount {
+                action: format!("#{}", entry.action.action),
+                want: self.hot.room(),
+                got: entry.action.args.len(),
+            });
+        }
         let slot = self.free.first().copied().unwrap_or(self.entries.len());
         let mut entry = entry;
         let entries = &self.entries;
         let installed = |h: usize| entries[h].as_ref();
+        let mut key = PackedKey::new();
+        pack_key(&self.kinds, entry.matches.iter().map(value_of), &mut key);
         match &mut self.index {
             Index::Exact(map) => {
-                let key: Vec<u128> = entry.matches.iter().map(value_of).collect();
                 if map.contains_key(&key) {
                     return Err(TableError::Duplicate(self.name.clone()));
                 }
                 map.insert(key, slot);
             }
-            Index::Lpm { lpm, by_len, .. } => {
-                let len = match entry.matches[*lpm] {
-                    FieldMatch::Masked { mask, .. } => mask.count_ones() as u16,
-                    FieldMatch::Range { .. } => 0,
-                };
+            Index::Lpm {
+                lpm,
+                by_len,
+                longer,
+                ..
+            } => {
+                let len = prefix_len(&entry.matches[*lpm]);
                 entry.priority = i64::from(len);
-                let key: Vec<u128> = entry.matches.iter().map(value_of).collect();
                 let pos = match by_len.iter().position(|(l, _)| *l <= len) {
                     Some(p) if by_len[p].0 == len => p,
                     Some(p) => {
@@ -531,12 +784,12 @@ impl TableState {
                     return Err(TableError::Duplicate(self.name.clone()));
                 }
                 by_len[pos].1.insert(key, slot);
+                longer.add(value_of(&entry.matches[*lpm]), len);
             }
             Index::Masked(groups) => {
                 let Some(masks) = masks_of(&entry.matches) else {
                     return Err(range_refused(&self.name, &self.kinds, &entry));
                 };
-                let key: Vec<u128> = entry.matches.iter().map(value_of).collect();
                 let g = match groups.iter().position(|g| g.masks == masks) {
                     Some(g) => g,
                     None => {
@@ -576,12 +829,12 @@ impl TableState {
                 order.insert(pos, slot);
             }
         }
+        self.hot.fill(slot, &entry.action, now_us);
         // Equal priorities keep insertion order (the earlier entry wins).
         let installed = Some(Installed {
             entry,
             counter: CounterCell::default(),
             data: data.map(Box::new),
-            last_hit_us: now_us,
             idle_timeout: None,
             seq: self.next_seq,
         });
@@ -613,17 +866,31 @@ impl TableState {
         let Some(installed) = self.entries[slot].take() else {
             return Err(TableError::NoEntry(self.name.clone(), handle));
         };
-        let key: Vec<u128> = installed.entry.matches.iter().map(value_of).collect();
+        self.hot.empty(slot);
+        let mut key = PackedKey::new();
+        pack_key(
+            &self.kinds,
+            installed.entry.matches.iter().map(value_of),
+            &mut key,
+        );
         match &mut self.index {
             Index::Exact(map) => {
                 map.remove(&key);
                 trim_map(map);
             }
-            Index::Lpm { by_len, .. } => {
-                for (_, m) in by_len.iter_mut() {
-                    if m.get(&key) == Some(&slot) {
-                        m.remove(&key);
-                        trim_map(m);
+            Index::Lpm {
+                lpm,
+                by_len,
+                longer,
+                ..
+            } => {
+                let m = &installed.entry.matches[*lpm];
+                let len = prefix_len(m);
+                for (_, map) in by_len.iter_mut().filter(|(l, _)| *l == len) {
+                    if map.get(&key) == Some(&slot) {
+                        map.remove(&key);
+                        trim_map(map);
+                        longer.remove(value_of(m), len);
                     }
                 }
             }
@@ -662,6 +929,7 @@ impl TableState {
             self.entries.pop();
         }
         trim_vec(&mut self.entries);
+        self.hot.truncate(self.entries.len());
         if installed.idle_timeout.is_some() {
             self.timed -= 1;
         }
@@ -702,10 +970,19 @@ impl TableState {
         now_us: u64,
     ) -> Result<(), TableError> {
         let name = self.name.clone();
-        let i = self
-            .entry_mut(handle)
-            .ok_or(TableError::NoEntry(name, handle))?;
+        let slot = self.slot(handle).ok_or(TableError::NoEntry(name, handle))?;
+        let Some(i) = self.entries[slot].as_mut() else {
+            return Err(TableError::NoEntry(self.name.clone(), handle));
+        };
         if let Some(call) = change.action {
+            if call.args.len() > self.hot.room() {
+                return Err(TableError::ArgCount {
+                    action: format!("#{}", call.action),
+                    want: self.hot.room(),
+                    got: call.args.len(),
+                });
+            }
+            self.hot.set_action(slot, &call);
             i.entry.action = call;
         }
         if let Some(data) = change.data {
@@ -727,7 +1004,8 @@ impl TableState {
         self.slot(handle).and_then(|s| self.entries[s].as_ref())
     }
 
-    /// The entry with handle `handle`, to change its action, its direct counter or its data.
+    /// The entry with handle `handle`, to change its direct counter or its data (its action
+    /// changes through [`TableState::apply_change`]).
     pub fn entry_mut(&mut self, handle: usize) -> Option<&mut Installed> {
         let slot = self.slot(handle)?;
         self.entries[slot].as_mut()
@@ -754,19 +1032,17 @@ impl TableState {
                     i.entry.matches == matches && priority.is_none_or(|p| i.entry.priority == p)
                 })
         };
-        let key = || matches.iter().map(value_of).collect::<Vec<u128>>();
+        let mut key = PackedKey::new();
+        pack_key(&self.kinds, matches.iter().map(value_of), &mut key);
         let slot = match &self.index {
-            Index::Exact(map) => map.get(&key()).copied().filter(is),
-            Index::Lpm { by_len, .. } => {
-                let key = key();
-                by_len
-                    .iter()
-                    .find_map(|(_, map)| map.get(&key).copied().filter(is))
-            }
+            Index::Exact(map) => map.get(&key).copied().filter(is),
+            Index::Lpm { by_len, .. } => by_len
+                .iter()
+                .find_map(|(_, map)| map.get(&key).copied().filter(is)),
             Index::Masked(groups) => {
                 let masks = masks_of(matches)?;
                 let group = groups.iter().find(|g| g.masks == masks)?;
-                group.keys.get(&key())?.iter().copied().filter(is).min()
+                group.keys.get(&key)?.iter().copied().filter(is).min()
             }
             Index::Ordered(order) => order.iter().copied().filter(is).min(),
         };
@@ -781,21 +1057,29 @@ impl TableState {
 
     /// The handle of the entry matching `key`, if any.
     pub fn lookup(&mut self, key: &[u128]) -> Option<usize> {
+        let scratch = &mut self.scratch;
         let slot = match &self.index {
-            Index::Exact(map) => map.get(key).copied(),
-            Index::Lpm { lpm, width, by_len } => {
-                self.scratch.clear();
-                self.scratch.extend_from_slice(key);
-                let mut hit = None;
-                for (len, map) in by_len {
-                    self.scratch[*lpm] = key[*lpm] & prefix_mask(*width, *len);
-                    if let Some(&h) = map.get(self.scratch.as_slice()) {
-                        hit = Some(h);
-                        break;
-                    }
-                }
-                hit
+            Index::Exact(map) => {
+                pack_key(&self.kinds, key.iter().copied(), scratch);
+                map.get(scratch).copied()
             }
+            Index::Lpm {
+                lpm,
+                width,
+                by_len,
+                longer,
+            } => by_len.iter().find_map(|(len, map)| {
+                if !longer.may_match(key[*lpm], *len) {
+                    return None;
+                }
+                let mask = prefix_mask(*width, *len);
+                let masked = key
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &v)| if i == *lpm { v & mask } else { v });
+                pack_key(&self.kinds, masked, scratch);
+                map.get(scratch).copied()
+            }),
             Index::Masked(groups) => {
                 let rank = |h: usize| {
                     self.entries[h]
@@ -808,14 +1092,9 @@ impl TableState {
                     if best.is_some_and(|(p, _, _)| group.top < p) {
                         break;
                     }
-                    self.scratch.clear();
-                    self.scratch
-                        .extend(key.iter().zip(&group.masks).map(|(v, m)| v & m));
-                    let Some(&h) = group
-                        .keys
-                        .get(self.scratch.as_slice())
-                        .and_then(|bucket| bucket.first())
-                    else {
+                    let masked = key.iter().zip(&group.masks).map(|(v, m)| v & m);
+                    pack_key(&self.kinds, masked, scratch);
+                    let Some(&h) = group.keys.get(scratch).and_then(|bucket| bucket.first()) else {
                         continue;
                     };
                     let (p, seq) = rank(h);
@@ -837,13 +1116,27 @@ impl TableState {
     /// Records a packet of `bytes` matching entry `handle` at `now_us`: its last hit, and its
     /// direct counter if `bytes` is given.
     pub fn record_hit(&mut self, handle: usize, now_us: u64, bytes: Option<u64>) {
-        if let Some(i) = self.entry_mut(handle) {
-            i.last_hit_us = now_us;
-            if let Some(bytes) = bytes {
+        let Some(slot) = self.slot(handle) else {
+            return;
+        };
+        self.hot.hit(slot, now_us);
+        if let Some(bytes) = bytes {
+            if let Some(i) = self.entries[slot].as_mut() {
                 i.counter.packets += 1;
                 i.counter.bytes += bytes;
             }
         }
+    }
+
+    /// The action entry `handle` runs, read where lookups read it.
+    pub fn action_of(&self, handle: usize) -> Option<ActionRef<'_>> {
+        self.slot(handle).map(|slot| self.hot.action(slot))
+    }
+
+    /// When a packet last matched entry `handle` or, until one does, when it was installed (µs
+    /// of the switch's clock).
+    pub fn last_hit_us(&self, handle: usize) -> Option<u64> {
+        self.slot(handle).map(|slot| self.hot.last_hit_us(slot))
     }
 
     /// Gives entry `handle` an idle timeout of `ttl` counted from `now_us`, or none.
@@ -885,7 +1178,7 @@ impl TableState {
         for (slot, i) in self.entries.iter_mut().enumerate() {
             let Some(i) = i else { continue };
             if let Some(timeout) = &mut i.idle_timeout {
-                if timeout.expired(i.last_hit_us, now_us) {
+                if timeout.expired(self.hot.last_hit_us(slot), now_us) {
                     timeout.since_us = now_us;
                     idle.push(slot);
                 }
@@ -957,6 +1250,14 @@ fn masks_of(matches: &[FieldMatch]) -> Option<Vec<u128>> {
             FieldMatch::Range { .. } => None,
         })
         .collect()
+}
+
+/// The prefix length of an lpm key's match.
+fn prefix_len(m: &FieldMatch) -> u16 {
+    match *m {
+        FieldMatch::Masked { mask, .. } => mask.count_ones() as u16,
+        FieldMatch::Range { .. } => 0,
+    }
 }
 
 fn value_of(m: &FieldMatch) -> u128 {
@@ -1201,19 +1502,39 @@ mod tests {
         );
     }
 
+    /// A deterministic pseudo-random sequence (xorshift32) from `seed`.
+    fn xorshift(mut seed: u32) -> impl FnMut() -> u32 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            seed
+        }
+    }
+
+    /// Of the entries `live`, the one matching `key` that ranks highest, found by a scan.
+    fn best_by_scan<R: Ord>(
+        t: &TableState,
+        live: &[usize],
+        key: &[u128],
+        rank: impl Fn(&Installed) -> R,
+    ) -> Option<usize> {
+        live.iter()
+            .copied()
+            .filter(|&h| {
+                let e = &t.entry(h).unwrap().entry;
+                e.matches.iter().zip(key).all(|(m, &v)| m.matches(v))
+            })
+            .max_by_key(|&h| rank(t.entry(h).unwrap()))
+    }
+
     /// The masked index (tuple space search) answers as a linear scan in priority order does,
     /// earlier entries winning ties, through inserts and removals.
     #[test]
     fn masked_lookup_matches_a_priority_scan() {
         let mut t = table(&[MatchKind::Ternary, MatchKind::Exact]);
         t.size = 1000;
-        let mut rng = 0x2545_f491u32;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 17;
-            rng ^= rng << 5;
-            rng
-        };
+        let mut next = xorshift(0x2545_f491u32);
         let masks = [0xffu128, 0xf0, 0x0f, 0];
         let mut live = Vec::new();
         for i in 0..300 {
@@ -1243,17 +1564,9 @@ mod tests {
         for a in 0..=0xffu128 {
             for b in 0..2u128 {
                 let key = [a, b];
-                let scan = live
-                    .iter()
-                    .copied()
-                    .filter(|&h| {
-                        let e = &t.entry(h).unwrap().entry;
-                        e.matches.iter().zip(&key).all(|(m, &v)| m.matches(v))
-                    })
-                    .max_by_key(|&h| {
-                        let i = t.entry(h).unwrap();
-                        (i.entry.priority, std::cmp::Reverse(i.seq))
-                    });
+                let scan = best_by_scan(&t, &live, &key, |i| {
+                    (i.entry.priority, std::cmp::Reverse(i.seq))
+                });
                 assert_eq!(t.lookup(&key), scan, "key {key:?}");
             }
         }
@@ -1262,6 +1575,48 @@ mod tests {
             t.insert(first, None, 0),
             Err(TableError::Duplicate("t".into()))
         );
+    }
+
+    /// The lpm index (only the lengths that may match probed) answers as a scan for the
+    /// longest matching prefix does, through inserts and removals, with an exact key beside.
+    #[test]
+    fn lpm_lookup_matches_a_longest_prefix_scan() {
+        let mut t = table(&[MatchKind::Lpm, MatchKind::Exact]);
+        t.size = 1000;
+        let mut next = xorshift(0x9e37_79b9u32);
+        // Addresses under two /12s, so prefixes share top bits and differ below them.
+        let address = |r: u32| 0x0a00_0000 | (r & 0x001f_ffff);
+        let mut live = Vec::new();
+        for i in 0..400 {
+            let len = [0, 8, 12, 16, 17, 20, 24, 28, 31, 32][next() as usize % 10];
+            let mask = prefix_mask(32, len);
+            let e = entry(
+                vec![
+                    FieldMatch::Masked {
+                        value: u128::from(address(next())) & mask,
+                        mask,
+                    },
+                    FieldMatch::Masked {
+                        value: u128::from(next() % 2),
+                        mask: ir::mask(32),
+                    },
+                ],
+                0,
+                i,
+            );
+            if let Ok(h) = t.insert(e, None, 0) {
+                live.push(h);
+            }
+            if i % 3 == 2 {
+                let h = live.swap_remove(next() as usize % live.len());
+                t.remove(h).unwrap();
+            }
+        }
+        for _ in 0..20_000 {
+            let key = [u128::from(address(next())), u128::from(next() % 2)];
+            let scan = best_by_scan(&t, &live, &key, |i| i.entry.priority);
+            assert_eq!(t.lookup(&key), scan, "key {key:x?}");
+        }
     }
 
     /// A deleted entry's slot is the next insert's, under a new handle: insert and delete,
@@ -1387,6 +1742,30 @@ mod tests {
             keyless.insert(entry(vec![], 0, 1), None, 0),
             Err(TableError::Keyless("t".into()))
         );
+    }
+
+    /// Packed keys keep every bit of every value up to its key's width and nothing above it,
+    /// inline up to four words and spilled beyond.
+    #[test]
+    fn packed_keys_keep_each_value_at_its_width() {
+        let kinds = |widths: &[u16]| -> Vec<(MatchKind, u16)> {
+            widths.iter().map(|&w| (MatchKind::Exact, w)).collect()
+        };
+        let mut key = PackedKey::new();
+        let mac_vlan = kinds(&[48, 12, 48]);
+        pack_key(
+            &mac_vlan,
+            [0xaabb_ccdd_eeff, 0xfff, 1].into_iter(),
+            &mut key,
+        );
+        assert_eq!(key.as_slice(), [0x1fff_aabb_ccdd_eeff, 0]);
+        let wide = kinds(&[128, 128, 128]);
+        let values = [u128::MAX, 1, 1 << 127];
+        pack_key(&wide, values.into_iter(), &mut key);
+        assert!(key.spilled());
+        assert_eq!(key.as_slice(), [u64::MAX, u64::MAX, 1, 0, 0, 1 << 63]);
+        pack_key(&kinds(&[8]), [0x1ff].into_iter(), &mut key);
+        assert_eq!(key.as_slice(), [0xff], "bits above the width are cut");
     }
 
     /// Among entries of equal priority the earlier insert wins, also when the later one took

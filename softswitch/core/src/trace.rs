@@ -5,6 +5,7 @@
 //! branch per event and formats nothing.
 
 use crate::ir::{ActionCall, FieldMatch, Key, MatchKind, Program, Slot, Table};
+use crate::table::ActionRef;
 use std::fmt::{self, Write as _};
 
 /// How verbose a line is, BMv2's levels (`--log-level`), least verbose first.
@@ -126,13 +127,13 @@ pub(crate) fn hex_bytes(out: &mut String, value: u128, width: u16) {
 
 /// An action with its data as BMv2 prints an action entry: `NAME - d1,d2,` (each datum in hex
 /// without leading zeros).
-pub(crate) fn action_entry(program: &Program, call: &ActionCall) -> String {
+pub(crate) fn action_entry(program: &Program, call: ActionRef<'_>) -> String {
     let name = program
         .actions
         .get(call.action)
         .map_or("?", |a| a.name.as_str());
     let mut out = format!("{} - ", Printable(name));
-    for a in &call.args {
+    for a in call.args {
         let _ = write!(out, "{a:x},");
     }
     out
@@ -172,7 +173,7 @@ pub(crate) fn dump_entry(
         match_text(&mut out, k, m);
         out.push('\n');
     }
-    let _ = writeln!(out, "Action entry: {}", action_entry(program, call));
+    let _ = writeln!(out, "Action entry: {}", action_entry(program, call.into()));
     out
 }
 

@@ -1109,8 +1109,9 @@ fn table_entries(
                 .map(p4rt_meter_config),
             is_const: program_table.const_entries_fixed,
             time_since_last_hit: filter.time_since_last_hit.map(|_| {
+                let last_hit_us = p.switch.last_hit_us(t, h).unwrap_or(now_us);
                 p4v1::table_entry::IdleTimeout {
-                    elapsed_ns: nanos(Duration::from_micros(now_us.saturating_sub(i.last_hit_us))),
+                    elapsed_ns: nanos(Duration::from_micros(now_us.saturating_sub(last_hit_us))),
                 }
             }),
             ..keyed_entry(p, (t, id, info), i)

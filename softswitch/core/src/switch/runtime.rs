@@ -461,6 +461,15 @@ impl Switch {
             .ok_or_else(|| TableError::NoEntry(name.clone(), handle).into())
     }
 
+    /// When a packet last matched entry `handle` of table `table` or, until one does, when it
+    /// was installed (µs of the switch's clock).
+    pub fn last_hit_us(&self, table: usize, handle: usize) -> Result<u64, RuntimeError> {
+        let name = &self.table(table)?.name;
+        self.state.tables[table]
+            .last_hit_us(handle)
+            .ok_or_else(|| TableError::NoEntry(name.clone(), handle).into())
+    }
+
     /// Every entry of table `table` with its handle, in the order of their handles' slots
     /// (`mt_get_entries`).
     pub fn entries(
@@ -486,7 +495,7 @@ impl Switch {
     pub fn set_default(&mut self, table: usize, call: ActionCall) -> Result<(), RuntimeError> {
         self.table_state(table)?.check_default(&call)?;
         self.trace_write(Level::Debug, |s| {
-            let entry = trace::action_entry(&s.program, &call);
+            let entry = trace::action_entry(&s.program, (&call).into());
             format!(
                 "Set default entry for table '{}': {entry}",
                 s.table_name(table)

@@ -309,6 +309,20 @@ pub fn report(scaling: &Scaling, svg: &Path) -> anyhow::Result<()> {
             println!("{kind:<10} {entries:>10} {pps:>14.0} {install:>12.2}");
         }
     }
+    println!(
+        "ratios, measured in this run: a frame's CPU time with the most entries / with the fewest \
+         (the issue's aim: at most 1.5 for exact and lpm)"
+    );
+    for (kind, rows) in &scaling.tables {
+        if let (Some(few), Some(most)) = (rows.first(), rows.last()) {
+            println!(
+                "  {kind:<8} {} entries / {}: {:.2}",
+                most.0,
+                few.0,
+                few.1 / most.1
+            );
+        }
+    }
     println!("\nscaling: ports (lpm, {ROUTES} routes, 64-byte frames in on every port, out to every port)");
     println!("{:<10} {:>14}", "ports", "frames/s");
     for (ports, pps) in &scaling.ports {
