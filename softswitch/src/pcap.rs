@@ -145,24 +145,7 @@ impl Transmit for Recorded {
 mod tests {
     use super::*;
 
-    /// A directory of the test's own, removed on drop.
-    struct Dir(std::path::PathBuf);
-
-    impl Dir {
-        fn new(name: &str) -> Dir {
-            let dir =
-                std::env::temp_dir().join(format!("softswitch-{}-{name}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            Dir(dir)
-        }
-    }
-
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+    use testkit::TempDir as Dir;
 
     /// The start of a pcap file's header (magic, version 2.4), as pcap-file writes it.
     fn is_capture(bytes: &[u8]) -> bool {
@@ -171,7 +154,7 @@ mod tests {
 
     #[test]
     fn a_planted_symlink_is_refused_and_its_target_left_alone() {
-        let dir = Dir::new("pcap-symlink");
+        let dir = Dir::new("softswitch", "pcap-symlink");
         let target = dir.0.join("precious");
         std::fs::write(&target, "precious data\n").unwrap();
         let capture = dir.0.join("veth1_in.pcap");
@@ -189,7 +172,7 @@ mod tests {
 
     #[test]
     fn a_fifo_a_hard_link_and_another_users_file_are_refused() {
-        let dir = Dir::new("pcap-others");
+        let dir = Dir::new("softswitch", "pcap-others");
         let fifo = dir.0.join("fifo.pcap");
         let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: a valid C string.
@@ -216,7 +199,7 @@ mod tests {
 
     #[test]
     fn a_new_file_is_created_and_an_earlier_capture_emptied() {
-        let dir = Dir::new("pcap-own");
+        let dir = Dir::new("softswitch", "pcap-own");
         let path = dir.0.join("veth1_in.pcap");
         drop(Capture::create(&path).unwrap());
         assert!(is_capture(&std::fs::read(&path).unwrap()));

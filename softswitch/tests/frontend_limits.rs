@@ -13,7 +13,7 @@ use softswitch_frontend::limits::{
 };
 use softswitch_frontend::preprocessor::Includes;
 use softswitch_frontend::source::SourceMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// The stack of a thread the standard library starts: packets run on one (the server's engine
@@ -70,28 +70,7 @@ fn run_packet(src: String, frame: Vec<u8>) -> Vec<u8> {
         .unwrap()
 }
 
-/// A directory of this test's own, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("softswitch-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    fn file(&self, name: &str, text: &str) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, text).unwrap();
-        path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use testkit::TempDir;
 
 /// Compiles the file at `path` as `softswitch check` does (reading what it includes).
 fn compile_file(path: &Path) -> Result<softswitch_core::ir::Program, (String, String)> {
@@ -117,7 +96,7 @@ fn every_kind_of_nesting_is_bounded() {
 
 #[test]
 fn a_device_config_never_reads_a_file() {
-    let dir = TempDir::new("secret");
+    let dir = TempDir::new("softswitch", "secret");
     let secret = dir.file("secret.p4", "SECRET-7f3a = 1;\n");
     let relative = format!("../../../../../../../..{}", secret.display());
     for include in [
@@ -144,7 +123,7 @@ fn a_device_config_never_reads_a_file() {
 
 #[test]
 fn included_files_count_toward_the_source_limit_and_only_regular_files_are_read() {
-    let dir = TempDir::new("includes");
+    let dir = TempDir::new("softswitch", "includes");
     dir.file("big.p4", &"// padding\n".repeat(MAX_SOURCE_BYTES / 11 + 1));
     let (message, _) = compile_file(&dir.file("main.p4", "#include \"big.p4\"\n")).unwrap_err();
     assert!(message.contains("limits::MAX_SOURCE_BYTES"), "{message}");
@@ -377,7 +356,7 @@ fn compile_errors_quote_a_bounded_excerpt_of_their_line() {
 /// and a diagnostic (no abort, no signal), and none of the processes ever held 1 GiB.
 #[test]
 fn check_and_stf_refuse_hostile_sources_within_a_gigabyte() {
-    let dir = TempDir::new("cli");
+    let dir = TempDir::new("softswitch", "cli");
     let stf = dir.file(
         "t.stf",
         "packet 0 00 00 00 00 00\nexpect 1 00 00 00 00 00\n",

@@ -11,41 +11,21 @@ use softswitch_server::engine::Transmit;
 use softswitch_server::tls::{Tls, TlsError, TlsFiles};
 use softswitch_server::Device;
 use testkit::pki::{Ca, Issued, Role, Validity};
+use testkit::TempDir;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
 /// A lab: a CA, a server certificate and a client certificate it signs, and a second CA.
 struct Lab {
-    dir: tempdir::Dir,
+    dir: TempDir,
     ca: Ca,
     server: Issued,
     client: Issued,
     other_ca: Ca,
 }
 
-mod tempdir {
-    /// A directory of the test's own, removed on drop.
-    pub struct Dir(pub std::path::PathBuf);
-
-    impl Dir {
-        pub fn new(name: &str) -> Dir {
-            let path =
-                std::env::temp_dir().join(format!("softswitch-tls-{name}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&path);
-            std::fs::create_dir_all(&path).unwrap();
-            Dir(path)
-        }
-    }
-
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
 impl Lab {
     fn new(name: &str) -> Lab {
-        let dir = tempdir::Dir::new(name);
+        let dir = TempDir::new("softswitch-tls", name);
         let ca = Ca::new(&dir.0, "lab-ca");
         let server = ca.issue(&dir.0, "switch", Role::Server, Validity::Now);
         let client = ca.issue(&dir.0, "controller", Role::Client, Validity::Now);

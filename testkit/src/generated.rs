@@ -182,35 +182,21 @@ mod tests {
         );
     }
 
-    /// A scratch directory of its own, removed on drop.
-    struct Scratch(PathBuf);
-
-    impl Scratch {
-        fn new(name: &str) -> Self {
-            let dir = std::env::temp_dir().join(format!("testkit-{name}-{}", std::process::id()));
-            std::fs::create_dir_all(dir.join("generators")).unwrap();
-            Scratch(dir)
-        }
-
-        fn write(&self, path: &str, text: &str) {
-            std::fs::write(self.0.join(path), text).unwrap();
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
+    /// A scratch directory with a `generators` folder.
+    fn scratch(name: &str) -> crate::TempDir {
+        let dir = crate::TempDir::new("testkit", name);
+        std::fs::create_dir_all(dir.0.join("generators")).unwrap();
+        dir
     }
 
     #[test]
     fn generators_are_the_scripts_with_an_stf_and_modules_must_be_imported() {
-        let s = Scratch::new("pairing");
-        s.write("one.stf", "");
-        s.write("generators/one.py", "from shared import *\n");
-        s.write("generators/shared.py", "");
-        s.write("two.stf", "");
-        s.write("generators/two.py", "import shared\n");
+        let s = scratch("pairing");
+        s.file("one.stf", "");
+        s.file("generators/one.py", "from shared import *\n");
+        s.file("generators/shared.py", "");
+        s.file("two.stf", "");
+        s.file("generators/two.py", "import shared\n");
         let names: Vec<String> = generators(&s.0)
             .iter()
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
@@ -221,10 +207,10 @@ mod tests {
     #[test]
     #[should_panic(expected = "no generator imports it")]
     fn a_generator_without_its_stf_is_refused() {
-        let s = Scratch::new("orphan");
-        s.write("one.stf", "");
-        s.write("generators/one.py", "");
-        s.write("generators/forgotten.py", "print('x')\n");
+        let s = scratch("orphan");
+        s.file("one.stf", "");
+        s.file("generators/one.py", "");
+        s.file("generators/forgotten.py", "print('x')\n");
         generators(&s.0);
     }
 }

@@ -19,6 +19,36 @@ pub use generated::assert_stfs_match_generators;
 
 use std::path::{Path, PathBuf};
 
+/// A directory of a test's own under the system's temporary directory
+/// (`PREFIX-PID-N-NAME`, N counting the process's directories), removed on drop; `.0` is its
+/// path.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    /// Makes a new, empty `PREFIX-PID-N-NAME`.
+    pub fn new(prefix: &str, name: &str) -> TempDir {
+        static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("{prefix}-{}-{n}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("making a test directory");
+        TempDir(dir)
+    }
+
+    /// Writes `text` to the file `name` (a path relative to the directory); its path.
+    pub fn file(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).expect("writing a test file");
+        path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -3,13 +3,12 @@
 //! prints is read off its output, what the switch then does off the wire (raw frames on the
 //! hosts' interfaces, compared byte for byte with those sent).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use lossless_tests::bed::{privileged_and, TIMEOUT};
 use lossless_tests::capture::RawSocket;
 use lossless_tests::switch::{program, softswitch_bin, Bmv2Build, SwitchBed, Topology};
-use sysutil::netns::unique_name;
 
 /// The source MAC of every frame this test sends: a filter against anything else on the wire.
 const SRC: [u8; 6] = [0x02, 0x54, 0x48, 0x52, 0x46, 0x54];
@@ -31,23 +30,6 @@ fn frame(ether_type: u16, seq: u8) -> Vec<u8> {
 
 fn ours(f: &[u8]) -> bool {
     f.get(6..12) == Some(&SRC[..])
-}
-
-/// A directory of the test's own, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> Scratch {
-        let dir = std::env::temp_dir().join(unique_name("llthrift"));
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// Starts softswitch through a symlink named `simple_switch` in `dir`, on three hosts,
@@ -85,7 +67,7 @@ fn simple_switch_cli_drives_softswitch_running_p4c_json() {
         return;
     };
     let compiled = testkit::bmv2::compiled(toolchain, &program("thrift_cli.p4")).unwrap();
-    let scratch = Scratch::new();
+    let scratch = testkit::TempDir::new("llthrift", "scratch");
     let bed = simple_switch(&scratch.0, &compiled.json, &[]);
     let cli = |commands: &str| {
         bed.simple_switch_cli(&toolchain.simple_switch_cli, &[], commands)
@@ -200,7 +182,7 @@ fn simple_switch_cli_drives_softswitch_running_p4_source_with_p4cs_json() {
     };
     let source = program("thrift_cli.p4");
     let compiled = testkit::bmv2::compiled(toolchain, &source).unwrap();
-    let scratch = Scratch::new();
+    let scratch = testkit::TempDir::new("llthrift", "scratch");
     let bed = simple_switch(&scratch.0, &source, &[]);
     let cli = &toolchain.simple_switch_cli;
     // Without --json the CLI cannot start: the switch refuses bm_get_config.
@@ -252,7 +234,7 @@ fn table_dump_prints_what_bmv2_prints() {
                     table_dump forward\n\
                     table_dump_entry forward 2\n\
                     table_dump_entry_from_key forward 4\n";
-    let scratch = Scratch::new();
+    let scratch = testkit::TempDir::new("llthrift", "scratch");
     let soft = simple_switch(&scratch.0, &compiled.json, &[]);
     let ours = soft
         .simple_switch_cli(&toolchain.simple_switch_cli, &[], commands)
@@ -285,7 +267,7 @@ fn dump_packet_data_logs_frames_as_bmv2_does() {
     };
     let compiled = testkit::bmv2::compiled(toolchain, &program("thrift_cli.p4")).unwrap();
     let options = ["--log-console", "--dump-packet-data", "20"];
-    let scratch = Scratch::new();
+    let scratch = testkit::TempDir::new("llthrift", "scratch");
     let dumped = |mut bed: SwitchBed| -> Vec<String> {
         bed.simple_switch_cli(
             &toolchain.simple_switch_cli,

@@ -178,13 +178,10 @@ fn mutual_tls_serves_the_ca_s_clients_and_refuses_the_rest() {
     // With the controller's certificate it programs the switch, and the routes carry pings.
     let said = client(&bed, &python, &modules, &ca.pem, Some(&controller));
     assert!(said.contains("programmed"), "{said}");
-    assert!(bed.ping(3), "{}", bed.bed.lines.join("\n"));
-    let listed = bed.p4_ok(
-        &with_tls(&["entries", "list", "MyIngress.ipv4_lpm"])
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
+    bed.assert_pings(3, "through the routes p4runtime-shell's client installed");
+    let list = with_tls(&["entries", "list", "MyIngress.ipv4_lpm"]);
+    let list: Vec<&str> = list.iter().map(String::as_str).collect();
+    let listed = bed.p4_ok(&list);
     assert!(listed.contains("10.0.2.2"), "{listed}");
 
     // New files at the same paths (a certificate of the other CA), then SIGHUP: new
@@ -196,12 +193,7 @@ fn mutual_tls_serves_the_ca_s_clients_and_refuses_the_rest() {
     bed.bed
         .wait_for_log("SIGHUP: TLS files read again")
         .unwrap();
-    let stale = bed.p4_refused(
-        &with_tls(&["entries", "list", "MyIngress.ipv4_lpm"])
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
+    let stale = bed.p4_refused(&list);
     assert!(stale.contains("certificate"), "{stale}");
     let said = client(&bed, &python, &modules, &other_ca.pem, Some(&controller));
     // The switch's new certificate chains to the other CA; the controller's still to the
