@@ -69,7 +69,7 @@ async fn main() -> std::process::ExitCode {
             .map(String::as_str)
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or("");
-        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+        if message.starts_with("failed printing to stdout") && message.contains("os error 32") {
             std::process::exit(128 + libc::SIGPIPE);
         }
         default_hook(info);

@@ -183,10 +183,15 @@ impl Client {
         } else {
             "http"
         };
-        let uri = if target.address.contains("://") {
-            target.address.clone()
-        } else {
-            format!("{scheme}://{}", target.address)
+        let uri = match target.address.split_once("://") {
+            // tonic speaks TLS only to an https address: TLS options with another scheme
+            // would quietly go in the clear.
+            Some((given, _)) if target.tls.is_some() && given != "https" => anyhow::bail!(
+                "'{}': TLS options need an https:// address (or none)",
+                target.address
+            ),
+            Some(_) => target.address.clone(),
+            None => format!("{scheme}://{}", target.address),
         };
         let mut endpoint = tonic::transport::Endpoint::from_shared(uri)
             .map_err(|e| anyhow::anyhow!("'{}' is no switch address: {e}", target.address))?

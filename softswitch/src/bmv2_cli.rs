@@ -136,6 +136,7 @@ impl TargetArgs {
         if !self.grpc_server_ssl {
             if self.grpc_server_cert.is_some()
                 || self.grpc_server_key.is_some()
+                || self.grpc_server_cacert.is_some()
                 || self.grpc_server_with_client_auth
             {
                 anyhow::bail!("{name}: TLS options given without --grpc-server-ssl");
@@ -148,7 +149,14 @@ impl TargetArgs {
             );
         };
         let client_ca = match (self.grpc_server_with_client_auth, &self.grpc_server_cacert) {
-            (false, _) => None,
+            (false, Some(_)) => {
+                eprintln!(
+                    "softswitch ({name}): --grpc-server-cacert without \
+                     --grpc-server-with-client-auth: clients are not asked for certificates"
+                );
+                None
+            }
+            (false, None) => None,
             (true, Some(ca)) => Some(ca.clone()),
             (true, None) => {
                 anyhow::bail!("{name}: --grpc-server-with-client-auth needs --grpc-server-cacert")

@@ -30,8 +30,10 @@ use tokio_rustls::TlsAcceptor;
 pub const MAX_PEM_BYTES: u64 = 1 << 20;
 /// How long a client may take over its handshake before the connection is closed.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// The most handshakes in progress at once; further connections wait to be accepted.
+/// The most handshakes in progress at once; a connection past it is closed at once.
 pub const MAX_HANDSHAKES: usize = 64;
+/// How long the accept loop waits after a failed accept before it tries again.
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
 /// The files a TLS server is made of.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -142,19 +144,27 @@ impl Tls {
     ) {
         let handshakes = Arc::new(Semaphore::new(MAX_HANDSHAKES));
         loop {
-            let Ok(permit) = handshakes.clone().acquire_owned().await else {
-                return;
-            };
             let (tcp, peer) = tokio::select! {
                 conn = listener.accept() => match conn {
                     Ok(conn) => conn,
                     Err(e) => {
+                        // Out of file descriptors, say: accept would fail again at once.
                         tracing::warn!("accepting a gRPC connection: {e}");
+                        tokio::time::sleep(ACCEPT_RETRY).await;
                         continue;
                     }
                 },
                 () = accepted.closed() => return,
             };
+            // Accepted before a handshake slot is sought: connections that never handshake
+            // cannot keep others waiting unaccepted; past the limit, new ones are closed.
+            let Ok(permit) = handshakes.clone().try_acquire_owned() else {
+                tracing::warn!(
+                    "TLS handshake with {peer}: {MAX_HANDSHAKES} handshakes in progress, closed"
+                );
+                continue;
+            };
+            let _ = tcp.set_nodelay(true);
             let acceptor = self.acceptor();
             let accepted = accepted.clone();
             tokio::spawn(async move {
@@ -172,12 +182,6 @@ impl Tls {
             });
         }
     }
-}
-
-/// The subject of a peer's certificate (its leaf), as `CN=...,O=...`, for logs.
-pub fn subject(cert: &CertificateDer<'_>) -> Option<String> {
-    let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref()).ok()?;
-    Some(parsed.subject().to_string())
 }
 
 fn provider() -> Arc<CryptoProvider> {
