@@ -188,6 +188,10 @@ fn bad_files_are_refused_at_start_with_the_file_named() {
     let missing = lab.dir.0.join("missing.pem");
     let garbage = lab.dir.0.join("garbage.pem");
     std::fs::write(&garbage, "not a certificate\n").unwrap();
+    // One byte past the limit: refused before it is parsed.
+    let huge = lab.dir.0.join("huge.pem");
+    let len = usize::try_from(softswitch_server::tls::MAX_PEM_BYTES).unwrap() + 1;
+    std::fs::write(&huge, vec![b'A'; len]).unwrap();
     let cases = [
         (
             "an expired certificate",
@@ -224,6 +228,15 @@ fn bad_files_are_refused_at_start_with_the_file_named() {
                 client_ca: None,
             },
             "garbage.pem: no certificate",
+        ),
+        (
+            "an oversized file",
+            TlsFiles {
+                cert: huge.clone(),
+                key: lab.server.key.clone(),
+                client_ca: None,
+            },
+            "huge.pem: larger than 1048576 bytes",
         ),
         (
             "a client CA that is not PEM",

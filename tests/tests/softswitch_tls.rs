@@ -88,15 +88,16 @@ fn mutual_tls_serves_the_ca_s_clients_and_refuses_the_rest() {
     let Some(python) = testkit::venv_python_or_skip(NAME) else {
         return;
     };
-    let pki = std::env::temp_dir().join(sysutil::netns::unique_name("lltls"));
-    std::fs::create_dir_all(&pki).unwrap();
-    let ca = Ca::new(&pki, "lab-ca");
-    let server = ca.issue(&pki, "switch", Role::Server, Validity::Now);
-    let controller = ca.issue(&pki, "controller", Role::Client, Validity::Now);
-    let other_ca = Ca::new(&pki, "other-ca");
+    // Removed on drop, after the bed (declared later, dropped first), however the test ends.
+    let scratch = testkit::TempDir::new("lltls", "pki");
+    let pki = scratch.0.as_path();
+    let ca = Ca::new(pki, "lab-ca");
+    let server = ca.issue(pki, "switch", Role::Server, Validity::Now);
+    let controller = ca.issue(pki, "controller", Role::Client, Validity::Now);
+    let other_ca = Ca::new(pki, "other-ca");
     let modules = pki.join("python");
     testkit::p4runtime_modules(&python, &modules);
-    let stranger = other_ca.issue(&pki, "stranger", Role::Client, Validity::Now);
+    let stranger = other_ca.issue(pki, "stranger", Role::Client, Validity::Now);
     let path = |p: &Path| p.to_str().unwrap().to_owned();
     let mut bed = TutorialBed::softswitch_as_bmv2_with(&[
         "--grpc-server-ssl",
@@ -109,14 +110,9 @@ fn mutual_tls_serves_the_ca_s_clients_and_refuses_the_rest() {
         &path(&ca.pem),
     ])
     .unwrap();
-    assert!(
-        bed.bed
-            .lines
-            .iter()
-            .any(|l| l.contains("over TLS, client certificates required")),
-        "{}",
-        bed.bed.lines.join("\n")
-    );
+    bed.bed
+        .wait_for_log("over TLS, client certificates required")
+        .unwrap();
 
     // `lossless p4` with the controller's certificate sets the pipeline.
     let program = lossless_tests::switch::program("forward.p4");
@@ -186,7 +182,7 @@ fn mutual_tls_serves_the_ca_s_clients_and_refuses_the_rest() {
 
     // New files at the same paths (a certificate of the other CA), then SIGHUP: new
     // connections meet the new certificate.
-    let next = other_ca.issue(&pki, "switch-next", Role::Server, Validity::Now);
+    let next = other_ca.issue(pki, "switch-next", Role::Server, Validity::Now);
     std::fs::copy(&next.cert, &server.cert).unwrap();
     std::fs::copy(&next.key, &server.key).unwrap();
     bed.bed.hang_up();
@@ -200,6 +196,4 @@ fn mutual_tls_serves_the_ca_s_clients_and_refuses_the_rest() {
     // lab CA, which the switch still requires. The client gets through to the switch, which
     // refuses the writes themselves: the entries exist already.
     assert!(said.contains("P4RuntimeWriteException"), "{said}");
-    drop(bed);
-    std::fs::remove_dir_all(&pki).unwrap();
 }
