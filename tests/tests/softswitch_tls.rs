@@ -2,7 +2,8 @@
 //! client authentication, driven by real clients: `lossless p4` over TLS sets the pipeline,
 //! p4runtime-shell (grpcio, an independent client) with the lab CA's client certificate
 //! installs the routes — h1 then pings h2 through them — and without a certificate, or with
-//! another CA's, is refused at the handshake; SIGHUP makes the switch read new files.
+//! another CA's, or with an expired one, is refused at the handshake; SIGHUP makes the switch
+//! read new files.
 
 use std::path::Path;
 
@@ -98,6 +99,7 @@ fn mutual_tls_serves_the_ca_s_clients_and_refuses_the_rest() {
     let modules = pki.join("python");
     testkit::p4runtime_modules(&python, &modules);
     let stranger = other_ca.issue(pki, "stranger", Role::Client, Validity::Now);
+    let expired = ca.issue(pki, "expired", Role::Client, Validity::Expired);
     let path = |p: &Path| p.to_str().unwrap().to_owned();
     let mut bed = TutorialBed::softswitch_as_bmv2_with(&[
         "--grpc-server-ssl",
@@ -135,14 +137,19 @@ fn mutual_tls_serves_the_ca_s_clients_and_refuses_the_rest() {
     let set = with_tls(&["pipeline", "set", "--program", &path(&program)]);
     bed.p4_ok(&set.iter().map(String::as_str).collect::<Vec<_>>());
 
-    // The Python client is refused without a certificate and with another CA's: no route yet.
-    // The switch says why, at the handshake.
+    // The Python client is refused without a certificate, with another CA's and with an
+    // expired one of the right CA: no route yet. The switch says why, at the handshake.
     for (who, identity, why) in [
         ("none", None, "refused: peer sent no certificates"),
         (
             "another CA's",
             Some(&stranger),
             "refused: invalid peer certificate: UnknownIssuer",
+        ),
+        (
+            "an expired",
+            Some(&expired),
+            "refused: invalid peer certificate: certificate expired",
         ),
     ] {
         let said = client(&bed, &python, &modules, &ca.pem, identity);
