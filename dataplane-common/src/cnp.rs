@@ -60,13 +60,8 @@ counters! {
     }
 }
 
-#[cfg(feature = "user")]
-mod pod {
-    // SAFETY: plain `#[repr(C)]` records of `u64`s without padding.
-    unsafe impl aya::Pod for super::CnpQpState {}
-    // SAFETY: plain `#[repr(C)]` records of `u64`s without padding.
-    unsafe impl aya::Pod for super::CnpCounters {}
-}
+// SAFETY: plain `#[repr(C)]` records of `u64`s without padding.
+pod!(CnpQpState, CnpCounters);
 
 /// Builds the IPv4 CNP answering the data packet whose first [`IPV4_DATA_PREFIX`] bytes are
 /// `data` (Ethernet, IPv4 with IHL 5, UDP, BTH): MACs and IPs swapped, UDP destination 4791
