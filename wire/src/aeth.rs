@@ -4,7 +4,7 @@
 
 use core::fmt;
 
-use super::{check_len, read_u24, view, write_u24, Result};
+use super::{read_u24, view, write_u24, Result};
 
 mod field {
     use crate::Field;
@@ -57,15 +57,12 @@ impl From<u8> for Syndrome {
 
 view! {
     /// A read/write view of an AETH and what follows it.
-    Packet
+    Packet,
+    /// Fails with `Truncated` if the buffer cannot hold an AETH.
+    check_len = HEADER_LEN
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Fails with `Truncated` if the buffer cannot hold an AETH.
-    pub fn check_len(&self) -> Result<()> {
-        check_len(self.buffer.as_ref(), HEADER_LEN)
-    }
-
     /// The syndrome byte.
     pub fn syndrome(&self) -> u8 {
         self.buffer.as_ref()[field::SYNDROME]

@@ -67,15 +67,12 @@ pub const PSN_OFFSET: usize = field::PSN.start;
 
 view! {
     /// A read/write view of a BTH and what follows it.
-    Packet
+    Packet,
+    /// Fails with `Truncated` if the buffer cannot hold a BTH.
+    check_len = HEADER_LEN
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Fails with `Truncated` if the buffer cannot hold a BTH.
-    pub fn check_len(&self) -> Result<()> {
-        check_len(self.buffer.as_ref(), HEADER_LEN)
-    }
-
     /// Opcode.
     pub fn opcode(&self) -> Opcode {
         self.buffer.as_ref()[field::OPCODE].into()

@@ -102,15 +102,12 @@ pub const MIN_FRAME_LEN: usize = 60;
 
 view! {
     /// A read/write view of an Ethernet frame (without FCS).
-    Frame
+    Frame,
+    /// Fails with `Truncated` if the buffer cannot hold the header.
+    check_len = HEADER_LEN
 }
 
 impl<T: AsRef<[u8]>> Frame<T> {
-    /// Fails with `Truncated` if the buffer cannot hold the header.
-    pub fn check_len(&self) -> Result<()> {
-        check_len(self.buffer.as_ref(), HEADER_LEN)
-    }
-
     /// Destination MAC address.
     pub fn dst_addr(&self) -> Address {
         Address(self.buffer.as_ref()[field::DESTINATION].try_into().unwrap())

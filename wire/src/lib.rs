@@ -117,8 +117,23 @@ fn assert_prefixes_truncated(bytes: &[u8], parse: impl Fn(&[u8]) -> Result<()>) 
 
 /// Declares a zero-copy view `$name<T: AsRef<[u8]>>` over a buffer, with `new_unchecked`,
 /// `new_checked` (which asks the view's own `check_len`) and `into_inner`. The module that
-/// declares it writes `check_len`, the getters and the setters.
+/// declares it writes the getters, the setters and `check_len` — or, for a header of one fixed
+/// length, names that length (`check_len = LEN`, under the method's doc comment) and the macro
+/// writes the `check_len` that asks for it.
 macro_rules! view {
+    (
+        $(#[$meta:meta])* $name:ident,
+        $(#[$check_meta:meta])* check_len = $len:expr $(,)?
+    ) => {
+        view! { $(#[$meta])* $name }
+
+        impl<T: AsRef<[u8]>> $name<T> {
+            $(#[$check_meta])*
+            pub fn check_len(&self) -> $crate::Result<()> {
+                $crate::check_len(self.buffer.as_ref(), $len)
+            }
+        }
+    };
     ($(#[$meta:meta])* $name:ident) => {
         $(#[$meta])*
         #[derive(Debug, Clone)]
