@@ -209,7 +209,7 @@ pub struct Repr {
 impl Repr {
     /// A header with the given opcode, destination QP and PSN, default
     /// partition key and every flag clear.
-    pub fn new(opcode: Opcode, dest_qp: u32, psn: u32) -> Repr {
+    pub const fn new(opcode: Opcode, dest_qp: u32, psn: u32) -> Repr {
         Repr {
             opcode,
             solicited: false,

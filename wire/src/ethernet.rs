@@ -290,12 +290,9 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vectors;
+    use crate::vectors::{self, DST, SRC};
     use std::string::ToString;
     use std::vec;
-
-    const SRC: Address = Address([2, 0, 0, 0, 0, 1]);
-    const DST: Address = Address([2, 0, 0, 0, 0, 2]);
 
     #[test]
     fn parse_untagged() {

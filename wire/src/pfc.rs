@@ -211,9 +211,7 @@ mod tests {
     fn emit_matches_scapy() {
         let frame = vectors::PFC.to_vec();
         let mut out = [0xaau8; 64];
-        let len = expected()
-            .emit_frame(Address([2, 0, 0, 0, 0, 1]), &mut out)
-            .unwrap();
+        let len = expected().emit_frame(vectors::SRC, &mut out).unwrap();
         assert_eq!(out[..len], frame[..]);
     }
 

@@ -319,28 +319,7 @@ mod tests {
     use crate::{cnp, vectors, vlan};
     use std::{vec, vec::Vec};
 
-    const MAC1: Address = Address([2, 0, 0, 0, 0, 1]);
-    const MAC2: Address = Address([2, 0, 0, 0, 0, 2]);
-
-    fn v4() -> RoceFrame {
-        RoceFrame {
-            src_mac: MAC1,
-            dst_mac: MAC2,
-            vlan: Vlan::Untagged,
-            src_ip: "10.0.0.1".parse().unwrap(),
-            dst_ip: "10.0.0.2".parse().unwrap(),
-            dscp: 26,
-            ecn: Ecn::Ect0,
-            ttl: 64,
-            flow_label: 0,
-            src_port: 49152,
-            bth: bth::Repr {
-                ack_req: true,
-                ..bth::Repr::new(Opcode::RcSendOnly, 0x12, 0x345678)
-            },
-            payload_len: 16,
-        }
-    }
+    use vectors::{DST, ROCE_V4_FRAME, SRC};
 
     fn counting(payload: &mut [u8]) {
         for (i, byte) in payload.iter_mut().enumerate() {
@@ -351,7 +330,7 @@ mod tests {
     #[test]
     fn emit_matches_scapy_v4() {
         let mut out = [0u8; 128];
-        let len = v4().emit(&mut out, counting).unwrap();
+        let len = ROCE_V4_FRAME.emit(&mut out, counting).unwrap();
         assert_eq!(out[..len], vectors::ROCE_V4.to_vec()[..]);
     }
 
@@ -361,7 +340,7 @@ mod tests {
             src_ip: "fd00::1".parse().unwrap(),
             dst_ip: "fd00::2".parse().unwrap(),
             flow_label: 0x12345,
-            ..v4()
+            ..ROCE_V4_FRAME
         };
         let tagged = RoceFrame {
             vlan: Vlan::Single(vlan::Repr {
@@ -369,11 +348,11 @@ mod tests {
                 dei: false,
                 vid: 0,
             }),
-            ..v4()
+            ..ROCE_V4_FRAME
         };
         // Padded to 60 bytes, odd payload lengths (the ICRC at an odd offset of the UDP
         // checksum's words), IPv4, IPv6, tagged.
-        for base in [v4(), v6, tagged] {
+        for base in [ROCE_V4_FRAME, v6, tagged] {
             for payload_len in [0, 1, 16, 333, 1000] {
                 let shape = RoceFrame {
                     payload_len,
@@ -411,7 +390,7 @@ mod tests {
             flow_label: 0x12345,
             src_port: 49153,
             bth: bth::Repr::new(Opcode::RcWriteOnly, 0xabcdef, 0xffffff),
-            ..v4()
+            ..ROCE_V4_FRAME
         };
         let mut out = [0u8; 128];
         let len = repr.emit(&mut out, counting).unwrap();
@@ -439,7 +418,7 @@ mod tests {
             ecn: Ecn::Ect1,
             bth: bth::Repr::new(Opcode::RcSendFirst, 1, 0),
             payload_len: 0,
-            ..v4()
+            ..ROCE_V4_FRAME
         };
         assert_eq!(repr.buffer_len(), 66);
         let mut out = [0u8; 66];
@@ -465,15 +444,15 @@ mod tests {
             pkey: 0xffff,
         };
         let repr = RoceFrame {
-            src_mac: MAC2,
-            dst_mac: MAC1,
+            src_mac: DST,
+            dst_mac: SRC,
             src_ip: "10.0.0.2".parse().unwrap(),
             dst_ip: "10.0.0.1".parse().unwrap(),
             dscp: 48,
             ecn: Ecn::NotEct,
             bth: cnp.bth(),
             payload_len: cnp::RESERVED_LEN,
-            ..v4()
+            ..ROCE_V4_FRAME
         };
         let mut out = [0u8; 74];
         repr.emit(&mut out, |reserved| reserved.fill(0)).unwrap();
@@ -486,7 +465,7 @@ mod tests {
     fn parse_scapy_and_round_trip() {
         let bytes = vectors::ROCE_V4.to_vec();
         let (repr, payload) = RoceFrame::parse(&bytes).unwrap();
-        assert_eq!(repr, v4());
+        assert_eq!(repr, ROCE_V4_FRAME);
         assert_eq!(payload.len(), 16);
         let mut out = vec![0u8; repr.buffer_len()];
         repr.emit(&mut out, |p| p.copy_from_slice(payload)).unwrap();
@@ -512,7 +491,7 @@ mod tests {
         ));
         let mixed = RoceFrame {
             dst_ip: "fd00::2".parse().unwrap(),
-            ..v4()
+            ..ROCE_V4_FRAME
         };
         assert!(matches!(
             mixed.emit(&mut [0u8; 128], |_| {}),
@@ -524,6 +503,9 @@ mod tests {
     fn truncated_at_every_boundary() {
         let bytes = vectors::ROCE_V4.to_vec();
         crate::assert_prefixes_truncated(&bytes, |b| RoceFrame::parse(b).map(drop));
-        assert_eq!(v4().emit(&mut [0u8; 73], |_| {}), Err(Error::Truncated));
+        assert_eq!(
+            ROCE_V4_FRAME.emit(&mut [0u8; 73], |_| {}),
+            Err(Error::Truncated)
+        );
     }
 }
