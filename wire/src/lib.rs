@@ -29,6 +29,7 @@ pub mod crc;
 pub mod ethernet;
 pub mod icrc;
 pub mod ip;
+mod ip_header;
 pub mod ipv4;
 pub mod ipv6;
 pub mod pfc;

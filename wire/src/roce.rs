@@ -9,6 +9,7 @@ use super::bth::{self, ROCEV2_PORT};
 use super::ethernet::{self, Address, EtherType, Vlan, MIN_FRAME_LEN};
 use super::icrc::{self, ICRC_LEN};
 use super::ip::{Ecn, Protocol};
+use super::ip_header::{IpRepr, Upper};
 use super::{checksum, ipv4, ipv6, udp, Error, Result};
 
 /// A RoCEv2 frame's headers and payload length.
@@ -156,43 +157,18 @@ impl RoceFrame {
         let view = ethernet::Frame::new_checked(frame)?;
         let eth = ethernet::Repr::parse(&view)?;
         let after_eth = &frame[eth.buffer_len()..];
-        let (src_ip, dst_ip, dscp, ecn, ttl, flow_label, protocol, packet, udp_start) =
-            match eth.ethertype {
-                EtherType::Ipv4 => {
-                    let ip = ipv4::Packet::new_checked(after_eth)?;
-                    let repr = ipv4::Repr::parse(&ip)?;
-                    let packet = &after_eth[..usize::from(ip.total_len())];
-                    (
-                        repr.src_addr.into(),
-                        repr.dst_addr.into(),
-                        repr.dscp,
-                        repr.ecn,
-                        repr.ttl,
-                        0,
-                        repr.protocol,
-                        packet,
-                        ipv4::HEADER_LEN,
-                    )
-                }
-                EtherType::Ipv6 => {
-                    let ip = ipv6::Packet::new_checked(after_eth)?;
-                    let repr = ipv6::Repr::parse(&ip)?;
-                    let packet = &after_eth[..ipv6::HEADER_LEN + repr.payload_len];
-                    let (src, dst) = (repr.src_addr.into(), repr.dst_addr.into());
-                    (
-                        src,
-                        dst,
-                        repr.dscp,
-                        repr.ecn,
-                        repr.hop_limit,
-                        repr.flow_label,
-                        repr.next_header,
-                        packet,
-                        ipv6::HEADER_LEN,
-                    )
-                }
-                _ => return Err(Error::Unsupported("not IP")),
-            };
+        let ip = IpRepr::parse(eth.ethertype, after_eth)?;
+        let (dscp, ecn, ttl, flow_label) = match ip {
+            IpRepr::V4(repr) => (repr.dscp, repr.ecn, repr.ttl, 0),
+            IpRepr::V6(repr) => (repr.dscp, repr.ecn, repr.hop_limit, repr.flow_label),
+        };
+        let Upper {
+            addresses: (src_ip, dst_ip),
+            protocol,
+            start: udp_start,
+            end,
+        } = ip.upper();
+        let packet = &after_eth[..end];
         if protocol != Protocol::Udp {
             return Err(Error::Unsupported("not UDP"));
         }
