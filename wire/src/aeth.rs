@@ -59,7 +59,9 @@ view! {
     /// A read/write view of an AETH and what follows it.
     Packet,
     /// Fails with `Truncated` if the buffer cannot hold an AETH.
-    check_len = HEADER_LEN
+    check_len = HEADER_LEN,
+    /// What follows the AETH (payload of an atomic acknowledge, or the ICRC).
+    payload
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
@@ -71,11 +73,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// The message sequence number (24 bits).
     pub fn msn(&self) -> u32 {
         read_u24(self.buffer.as_ref(), field::MSN.start)
-    }
-
-    /// What follows the AETH (payload of an atomic acknowledge, or the ICRC).
-    pub fn payload(&self) -> &[u8] {
-        &self.buffer.as_ref()[field::PAYLOAD..]
     }
 }
 

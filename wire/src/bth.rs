@@ -69,7 +69,11 @@ view! {
     /// A read/write view of a BTH and what follows it.
     Packet,
     /// Fails with `Truncated` if the buffer cannot hold a BTH.
-    check_len = HEADER_LEN
+    check_len = HEADER_LEN,
+    /// What follows the BTH (extended headers, payload, ICRC).
+    payload,
+    /// What follows the BTH, writable.
+    payload_mut
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
@@ -127,11 +131,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
     pub fn psn(&self) -> u32 {
         read_u24(self.buffer.as_ref(), field::PSN.start)
     }
-
-    /// What follows the BTH (extended headers, payload, ICRC).
-    pub fn payload(&self) -> &[u8] {
-        &self.buffer.as_ref()[field::PAYLOAD..]
-    }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
@@ -171,11 +170,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     /// Sets the PSN (low 24 bits).
     pub fn set_psn(&mut self, value: u32) {
         write_u24(self.buffer.as_mut(), field::PSN.start, value);
-    }
-
-    /// What follows the BTH, writable.
-    pub fn payload_mut(&mut self) -> &mut [u8] {
-        &mut self.buffer.as_mut()[field::PAYLOAD..]
     }
 }
 

@@ -104,7 +104,11 @@ view! {
     /// A read/write view of an Ethernet frame (without FCS).
     Frame,
     /// Fails with `Truncated` if the buffer cannot hold the header.
-    check_len = HEADER_LEN
+    check_len = HEADER_LEN,
+    /// Everything after the EtherType.
+    payload,
+    /// Everything after the EtherType, writable.
+    payload_mut
 }
 
 impl<T: AsRef<[u8]>> Frame<T> {
@@ -122,11 +126,6 @@ impl<T: AsRef<[u8]>> Frame<T> {
     pub fn ethertype(&self) -> EtherType {
         read_u16(self.buffer.as_ref(), field::ETHERTYPE.start).into()
     }
-
-    /// Everything after the EtherType.
-    pub fn payload(&self) -> &[u8] {
-        &self.buffer.as_ref()[field::PAYLOAD..]
-    }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
@@ -143,11 +142,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
     /// Sets the EtherType after the addresses.
     pub fn set_ethertype(&mut self, value: EtherType) {
         write_u16(self.buffer.as_mut(), field::ETHERTYPE.start, value.into());
-    }
-
-    /// Everything after the EtherType, writable.
-    pub fn payload_mut(&mut self) -> &mut [u8] {
-        &mut self.buffer.as_mut()[field::PAYLOAD..]
     }
 }
 

@@ -20,7 +20,11 @@ view! {
     /// A read/write view of a VLAN tag and what follows it.
     Tag,
     /// Fails with `Truncated` if the buffer cannot hold a tag.
-    check_len = TAG_LEN
+    check_len = TAG_LEN,
+    /// What follows the tag.
+    payload,
+    /// What follows the tag, writable.
+    payload_mut
 }
 
 impl<T: AsRef<[u8]>> Tag<T> {
@@ -43,11 +47,6 @@ impl<T: AsRef<[u8]>> Tag<T> {
     pub fn ethertype(&self) -> EtherType {
         read_u16(self.buffer.as_ref(), field::ETHERTYPE.start).into()
     }
-
-    /// What follows the tag.
-    pub fn payload(&self) -> &[u8] {
-        &self.buffer.as_ref()[field::PAYLOAD..]
-    }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Tag<T> {
@@ -60,11 +59,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Tag<T> {
     /// Sets the EtherType of the payload.
     pub fn set_ethertype(&mut self, value: EtherType) {
         write_u16(self.buffer.as_mut(), field::ETHERTYPE.start, value.into());
-    }
-
-    /// What follows the tag, writable.
-    pub fn payload_mut(&mut self) -> &mut [u8] {
-        &mut self.buffer.as_mut()[field::PAYLOAD..]
     }
 }
 
