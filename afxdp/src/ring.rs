@@ -51,34 +51,6 @@ impl Kind {
     }
 }
 
-/// Where each ring's indices, flags and entries lie in its mapping (XDP_MMAP_OFFSETS).
-pub(crate) fn mmap_offsets(fd: RawFd) -> io::Result<libc::xdp_mmap_offsets> {
-    // SAFETY: xdp_mmap_offsets is plain integers; all zero is a valid value.
-    let mut offsets: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::xdp_mmap_offsets>() as libc::socklen_t;
-    // SAFETY: reading into a struct of the length given.
-    let ret = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_XDP,
-            libc::XDP_MMAP_OFFSETS,
-            (&mut offsets as *mut libc::xdp_mmap_offsets).cast(),
-            &mut len,
-        )
-    };
-    if ret < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if len as usize != std::mem::size_of::<libc::xdp_mmap_offsets>() {
-        // Kernels before 5.4 give the layout without the flags word (no need-wakeup).
-        return Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "the kernel's rings have no flags word (need-wakeup needs Linux 5.4 or later)",
-        ));
-    }
-    Ok(offsets)
-}
-
 /// A mapped ring of `size` entries of `T` (`u64` UMEM addresses for the fill and completion
 /// rings, `xdp_desc` for the receive and transmit rings), with this side's cached view of both
 /// indices. Unmapped on drop; the mapping keeps the kernel's ring alive past the socket's close.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use libc::xdp_desc;
 
 use crate::redirect::Steering;
-use crate::ring::{mmap_offsets, Kind, Ring};
+use crate::ring::{Kind, Ring};
 use crate::Error;
 
 /// Bytes of each UMEM frame: a page, the largest aligned chunk the kernel takes.
@@ -299,6 +299,46 @@ fn set_option<T>(fd: RawFd, option: libc::c_int, value: &T) -> io::Result<()> {
     Ok(())
 }
 
+/// getsockopt(2) at SOL_XDP: the value, all zero but for what the kernel wrote, and how many
+/// bytes it wrote (fewer than `T` takes where an older kernel knows a shorter layout).
+///
+/// # Safety
+/// `T` is plain integers: all zero, and whatever bytes the kernel writes, are values of it.
+unsafe fn get_option<T>(fd: RawFd, option: libc::c_int) -> io::Result<(T, usize)> {
+    // SAFETY: the caller says all zero is a valid T.
+    let mut value: T = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<T>() as libc::socklen_t;
+    // SAFETY: reading into a live T of the length given.
+    let ret = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_XDP,
+            option,
+            (&mut value as *mut T).cast(),
+            &mut len,
+        )
+    };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((value, len as usize))
+}
+
+/// Where each ring's indices, flags and entries lie in its mapping (XDP_MMAP_OFFSETS).
+fn mmap_offsets(fd: RawFd) -> io::Result<libc::xdp_mmap_offsets> {
+    // SAFETY: xdp_mmap_offsets is plain integers.
+    let (offsets, len) =
+        unsafe { get_option::<libc::xdp_mmap_offsets>(fd, libc::XDP_MMAP_OFFSETS) }?;
+    if len != std::mem::size_of::<libc::xdp_mmap_offsets>() {
+        // Kernels before 5.4 give the layout without the flags word (no need-wakeup).
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "the kernel's rings have no flags word (need-wakeup needs Linux 5.4 or later)",
+        ));
+    }
+    Ok(offsets)
+}
+
 /// The receive half: frames the XDP program steered to the socket.
 pub struct RxHalf {
     ring: Ring<xdp_desc>,
@@ -347,22 +387,8 @@ impl RxHalf {
 
 /// The socket's counters (XDP_STATISTICS).
 fn statistics(fd: RawFd) -> io::Result<libc::xdp_statistics> {
-    // SAFETY: xdp_statistics is plain integers; all zero is a valid value.
-    let mut stats: libc::xdp_statistics = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::xdp_statistics>() as libc::socklen_t;
-    // SAFETY: reading into a struct of the length given.
-    let ret = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_XDP,
-            libc::XDP_STATISTICS,
-            (&mut stats as *mut libc::xdp_statistics).cast(),
-            &mut len,
-        )
-    };
-    if ret < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    // SAFETY: xdp_statistics is plain integers.
+    let (stats, _) = unsafe { get_option::<libc::xdp_statistics>(fd, libc::XDP_STATISTICS) }?;
     Ok(stats)
 }
 

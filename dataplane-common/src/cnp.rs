@@ -60,13 +60,8 @@ counters! {
     }
 }
 
-#[cfg(feature = "user")]
-mod pod {
-    // SAFETY: plain `#[repr(C)]` records of `u64`s without padding.
-    unsafe impl aya::Pod for super::CnpQpState {}
-    // SAFETY: plain `#[repr(C)]` records of `u64`s without padding.
-    unsafe impl aya::Pod for super::CnpCounters {}
-}
+// SAFETY: plain `#[repr(C)]` records of `u64`s without padding.
+pod!(CnpQpState, CnpCounters);
 
 /// Builds the IPv4 CNP answering the data packet whose first [`IPV4_DATA_PREFIX`] bytes are
 /// `data` (Ethernet, IPv4 with IHL 5, UDP, BTH): MACs and IPs swapped, UDP destination 4791
@@ -106,8 +101,6 @@ pub fn build_ipv4_cnp(data: &[u8; IPV4_DATA_PREFIX], dest_qp: u32, dscp: u8) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use core::net::Ipv4Addr;
-    use wire::ethernet::Address;
     use wire::vectors;
 
     #[test]
@@ -133,18 +126,12 @@ mod tests {
     #[test]
     fn cnp_swaps_and_fills() {
         let data = RoceFrame {
-            src_mac: Address([2, 0, 0, 0, 0, 1]),
-            dst_mac: Address([2, 0, 0, 0, 0, 2]),
-            vlan: ethernet::Vlan::Untagged,
-            src_ip: Ipv4Addr::new(10, 0, 0, 1).into(),
-            dst_ip: Ipv4Addr::new(10, 0, 0, 2).into(),
-            dscp: 26,
             ecn: Ecn::Ce,
             ttl: 63,
-            flow_label: 0,
             src_port: 50000,
             bth: bth::Repr::new(bth::Opcode::RcSendOnly, 0x77, 5),
             payload_len: 0,
+            ..vectors::ROCE_V4_FRAME
         };
         let mut bytes = [0u8; 64];
         data.emit(&mut bytes, |_| {}).unwrap();

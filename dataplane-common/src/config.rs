@@ -111,12 +111,5 @@ pub const fn default_dscp_priority(dscp: u8) -> u32 {
     }
 }
 
-#[cfg(feature = "user")]
-mod pod {
-    // SAFETY: plain `#[repr(C)]` records of integers without padding.
-    unsafe impl aya::Pod for super::EcnProfile {}
-    // SAFETY: plain `#[repr(C)]` records of integers without padding.
-    unsafe impl aya::Pod for super::Settings {}
-    // SAFETY: plain `#[repr(C)]` records of integers without padding.
-    unsafe impl aya::Pod for super::AttachInfo {}
-}
+// SAFETY: plain `#[repr(C)]` records of integers without padding.
+pod!(EcnProfile, Settings, AttachInfo);

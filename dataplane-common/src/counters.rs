@@ -134,9 +134,8 @@ impl HookCounters {
     }
 }
 
-#[cfg(feature = "user")]
 // SAFETY: plain `#[repr(C)]` records of `u64`s without padding.
-unsafe impl aya::Pod for HookCounters {}
+pod!(HookCounters);
 
 #[cfg(test)]
 mod tests {

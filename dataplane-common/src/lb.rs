@@ -358,23 +358,16 @@ pub fn pick_live(live: u32, value: u32) -> Option<u32> {
     }
 }
 
-#[cfg(feature = "user")]
-mod pod {
-    // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
-    unsafe impl aya::Pod for super::LbSettings {}
-    // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
-    unsafe impl aya::Pod for super::Uplink {}
-    // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
-    unsafe impl aya::Pod for super::UplinkCounters {}
-    // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
-    unsafe impl aya::Pod for super::LbCounters {}
-    // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
-    unsafe impl aya::Pod for super::LbState {}
-    // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
-    unsafe impl aya::Pod for super::BucketTables {}
-    // SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
-    unsafe impl aya::Pod for super::Flowlet {}
-}
+// SAFETY: plain `#[repr(C)]` records of integers and byte arrays without implicit padding.
+pod!(
+    LbSettings,
+    Uplink,
+    UplinkCounters,
+    LbCounters,
+    LbState,
+    BucketTables,
+    Flowlet,
+);
 
 #[cfg(test)]
 mod tests {

@@ -34,6 +34,20 @@ macro_rules! counters {
     };
 }
 
+/// Lets user space copy the named records in and out of maps through aya (`aya::Pod`, with the
+/// `user` feature). Each call says, in a `// SAFETY:` comment above it, why its records hold
+/// no padding and no value that some bytes could not be.
+macro_rules! pod {
+    ($($record:ty),+ $(,)?) => {
+        $(
+            #[cfg(feature = "user")]
+            // SAFETY: the caller's comment: a plain `#[repr(C)]` record of integers (and byte
+            // arrays) without implicit padding, so any bytes are a value of it.
+            unsafe impl aya::Pod for $record {}
+        )+
+    };
+}
+
 pub mod cnp;
 pub mod config;
 pub mod counters;

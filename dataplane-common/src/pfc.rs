@@ -251,17 +251,8 @@ impl IngressBuffer {
     }
 }
 
-#[cfg(feature = "user")]
-mod pod {
-    // SAFETY: plain `#[repr(C)]` records of integers without padding.
-    unsafe impl aya::Pod for super::PfcState {}
-    // SAFETY: plain `#[repr(C)]` records of integers without padding.
-    unsafe impl aya::Pod for super::PfcProfile {}
-    // SAFETY: plain `#[repr(C)]` records of integers without padding.
-    unsafe impl aya::Pod for super::IngressBuffer {}
-    // SAFETY: plain `#[repr(C)]` records of integers without padding.
-    unsafe impl aya::Pod for super::PfcTxCounters {}
-}
+// SAFETY: plain `#[repr(C)]` records of integers without padding.
+pod!(PfcState, PfcProfile, IngressBuffer, PfcTxCounters);
 
 #[cfg(test)]
 mod tests {

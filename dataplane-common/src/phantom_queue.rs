@@ -56,9 +56,8 @@ impl PhantomQueue {
     }
 }
 
-#[cfg(feature = "user")]
 // SAFETY: a plain `#[repr(C)]` record of integers without padding.
-unsafe impl aya::Pod for PhantomQueue {}
+pod!(PhantomQueue);
 
 #[cfg(test)]
 mod tests {

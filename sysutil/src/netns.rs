@@ -151,6 +151,25 @@ pub struct Endpoint {
     pub ipv4: std::net::Ipv4Addr,
 }
 
+/// Creates a veth pair: the end `a_name` in namespace `a`, its peer `b_name` in `b`, both down
+/// and without addresses.
+pub fn add_veth(a: &Namespace, a_name: &str, b: &Namespace, b_name: &str) -> anyhow::Result<()> {
+    ip(&[
+        "link",
+        "add",
+        a_name,
+        "netns",
+        a.name(),
+        "type",
+        "veth",
+        "peer",
+        "name",
+        b_name,
+        "netns",
+        b.name(),
+    ])
+}
+
 /// Creates a veth pair between `a` and `b`, addresses `a_ip/24` and `b_ip/24`, both up, with
 /// tx checksum offload off (so redirected frames carry real checksums) and GRO on (so a veth
 /// accepts frames that XDP sends) — see docs/ARCHITECTURE.md.
@@ -162,20 +181,7 @@ pub fn veth_pair(
 ) -> anyhow::Result<(Endpoint, Endpoint)> {
     let a_name = unique_name("va");
     let b_name = unique_name("vb");
-    ip(&[
-        "link",
-        "add",
-        &a_name,
-        "netns",
-        a.name(),
-        "type",
-        "veth",
-        "peer",
-        "name",
-        &b_name,
-        "netns",
-        b.name(),
-    ])?;
+    add_veth(a, &a_name, b, &b_name)?;
     let mut ends = Vec::new();
     for (ns, name, addr) in [(a, &a_name, a_ip), (b, &b_name, b_ip)] {
         ns.ip(&["addr", "add", &format!("{addr}/24"), "dev", name])?;

@@ -10,7 +10,7 @@ use std::{
 };
 
 use anyhow::{bail, Context as _};
-use sysutil::netns::{check, ip, unique_name, Namespace};
+use sysutil::netns::{add_veth, check, unique_name, Namespace};
 
 use crate::{bed::TIMEOUT, capture::RawSocket};
 
@@ -95,20 +95,7 @@ impl Topology {
             let ns = quiet_namespace("lh")?;
             let iface = unique_name("hv");
             let switch_iface = unique_name("sv");
-            ip(&[
-                "link",
-                "add",
-                &iface,
-                "netns",
-                ns.name(),
-                "type",
-                "veth",
-                "peer",
-                "name",
-                &switch_iface,
-                "netns",
-                switch_ns.name(),
-            ])?;
+            add_veth(&ns, &iface, &switch_ns, &switch_iface)?;
             for (n, i) in [(&ns, &iface), (&switch_ns, &switch_iface)] {
                 n.ip(&["link", "set", i, "up"])?;
                 let out = n

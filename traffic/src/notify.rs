@@ -97,22 +97,14 @@ impl NotificationPoint {
 mod tests {
     use super::*;
     use wire::bth::{self, Opcode};
-    use wire::ethernet::{Address, Vlan};
+    use wire::vectors;
 
     fn data() -> RoceFrame {
         RoceFrame {
-            src_mac: Address([2, 0, 0, 0, 0, 1]),
-            dst_mac: Address([2, 0, 0, 0, 0, 2]),
-            vlan: Vlan::Untagged,
-            src_ip: "10.0.0.1".parse().unwrap(),
-            dst_ip: "10.0.0.2".parse().unwrap(),
-            dscp: 26,
             ecn: Ecn::Ce,
-            ttl: 64,
-            flow_label: 0,
-            src_port: 49152,
             bth: bth::Repr::new(Opcode::RcSendOnly, 0x101, 7),
             payload_len: 100,
+            ..vectors::ROCE_V4_FRAME
         }
     }
 

@@ -4,7 +4,7 @@
 
 use core::fmt;
 
-use super::{check_len, read_u24, view, write_u24, Result};
+use super::{read_u24, view, write_u24, Result};
 
 mod field {
     use crate::Field;
@@ -57,15 +57,14 @@ impl From<u8> for Syndrome {
 
 view! {
     /// A read/write view of an AETH and what follows it.
-    Packet
+    Packet,
+    /// Fails with `Truncated` if the buffer cannot hold an AETH.
+    check_len = HEADER_LEN,
+    /// What follows the AETH (payload of an atomic acknowledge, or the ICRC).
+    payload
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Fails with `Truncated` if the buffer cannot hold an AETH.
-    pub fn check_len(&self) -> Result<()> {
-        check_len(self.buffer.as_ref(), HEADER_LEN)
-    }
-
     /// The syndrome byte.
     pub fn syndrome(&self) -> u8 {
         self.buffer.as_ref()[field::SYNDROME]
@@ -74,11 +73,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// The message sequence number (24 bits).
     pub fn msn(&self) -> u32 {
         read_u24(self.buffer.as_ref(), field::MSN.start)
-    }
-
-    /// What follows the AETH (payload of an atomic acknowledge, or the ICRC).
-    pub fn payload(&self) -> &[u8] {
-        &self.buffer.as_ref()[field::PAYLOAD..]
     }
 }
 

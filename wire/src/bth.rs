@@ -67,15 +67,16 @@ pub const PSN_OFFSET: usize = field::PSN.start;
 
 view! {
     /// A read/write view of a BTH and what follows it.
-    Packet
+    Packet,
+    /// Fails with `Truncated` if the buffer cannot hold a BTH.
+    check_len = HEADER_LEN,
+    /// What follows the BTH (extended headers, payload, ICRC).
+    payload,
+    /// What follows the BTH, writable.
+    payload_mut
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Fails with `Truncated` if the buffer cannot hold a BTH.
-    pub fn check_len(&self) -> Result<()> {
-        check_len(self.buffer.as_ref(), HEADER_LEN)
-    }
-
     /// Opcode.
     pub fn opcode(&self) -> Opcode {
         self.buffer.as_ref()[field::OPCODE].into()
@@ -130,11 +131,6 @@ impl<T: AsRef<[u8]>> Packet<T> {
     pub fn psn(&self) -> u32 {
         read_u24(self.buffer.as_ref(), field::PSN.start)
     }
-
-    /// What follows the BTH (extended headers, payload, ICRC).
-    pub fn payload(&self) -> &[u8] {
-        &self.buffer.as_ref()[field::PAYLOAD..]
-    }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
@@ -175,11 +171,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     pub fn set_psn(&mut self, value: u32) {
         write_u24(self.buffer.as_mut(), field::PSN.start, value);
     }
-
-    /// What follows the BTH, writable.
-    pub fn payload_mut(&mut self) -> &mut [u8] {
-        &mut self.buffer.as_mut()[field::PAYLOAD..]
-    }
 }
 
 /// A Base Transport Header.
@@ -212,7 +203,7 @@ pub struct Repr {
 impl Repr {
     /// A header with the given opcode, destination QP and PSN, default
     /// partition key and every flag clear.
-    pub fn new(opcode: Opcode, dest_qp: u32, psn: u32) -> Repr {
+    pub const fn new(opcode: Opcode, dest_qp: u32, psn: u32) -> Repr {
         Repr {
             opcode,
             solicited: false,

@@ -23,15 +23,12 @@ pub const PACKET_LEN: usize = field::ICRC.end;
 
 view! {
     /// A read/write view of a CNP, from its BTH to its ICRC.
-    Packet
+    Packet,
+    /// Fails with `Truncated` if the buffer cannot hold BTH, reserved bytes and ICRC.
+    check_len = PACKET_LEN
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Fails with `Truncated` if the buffer cannot hold BTH, reserved bytes and ICRC.
-    pub fn check_len(&self) -> Result<()> {
-        check_len(self.buffer.as_ref(), PACKET_LEN)
-    }
-
     /// The BTH.
     pub fn bth(&self) -> bth::Packet<&[u8]> {
         bth::Packet::new_unchecked(&self.buffer.as_ref()[field::BTH])

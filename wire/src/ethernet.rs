@@ -102,15 +102,16 @@ pub const MIN_FRAME_LEN: usize = 60;
 
 view! {
     /// A read/write view of an Ethernet frame (without FCS).
-    Frame
+    Frame,
+    /// Fails with `Truncated` if the buffer cannot hold the header.
+    check_len = HEADER_LEN,
+    /// Everything after the EtherType.
+    payload,
+    /// Everything after the EtherType, writable.
+    payload_mut
 }
 
 impl<T: AsRef<[u8]>> Frame<T> {
-    /// Fails with `Truncated` if the buffer cannot hold the header.
-    pub fn check_len(&self) -> Result<()> {
-        check_len(self.buffer.as_ref(), HEADER_LEN)
-    }
-
     /// Destination MAC address.
     pub fn dst_addr(&self) -> Address {
         Address(self.buffer.as_ref()[field::DESTINATION].try_into().unwrap())
@@ -124,11 +125,6 @@ impl<T: AsRef<[u8]>> Frame<T> {
     /// EtherType after the addresses (a TPID when the frame is tagged).
     pub fn ethertype(&self) -> EtherType {
         read_u16(self.buffer.as_ref(), field::ETHERTYPE.start).into()
-    }
-
-    /// Everything after the EtherType.
-    pub fn payload(&self) -> &[u8] {
-        &self.buffer.as_ref()[field::PAYLOAD..]
     }
 }
 
@@ -146,11 +142,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
     /// Sets the EtherType after the addresses.
     pub fn set_ethertype(&mut self, value: EtherType) {
         write_u16(self.buffer.as_mut(), field::ETHERTYPE.start, value.into());
-    }
-
-    /// Everything after the EtherType, writable.
-    pub fn payload_mut(&mut self) -> &mut [u8] {
-        &mut self.buffer.as_mut()[field::PAYLOAD..]
     }
 }
 
@@ -293,12 +284,9 @@ impl fmt::Display for Repr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vectors;
+    use crate::vectors::{self, DST, SRC};
     use std::string::ToString;
     use std::vec;
-
-    const SRC: Address = Address([2, 0, 0, 0, 0, 1]);
-    const DST: Address = Address([2, 0, 0, 0, 0, 2]);
 
     #[test]
     fn parse_untagged() {

@@ -29,6 +29,7 @@ pub mod crc;
 pub mod ethernet;
 pub mod icrc;
 pub mod ip;
+mod ip_header;
 pub mod ipv4;
 pub mod ipv6;
 pub mod pfc;
@@ -117,8 +118,43 @@ fn assert_prefixes_truncated(bytes: &[u8], parse: impl Fn(&[u8]) -> Result<()>) 
 
 /// Declares a zero-copy view `$name<T: AsRef<[u8]>>` over a buffer, with `new_unchecked`,
 /// `new_checked` (which asks the view's own `check_len`) and `into_inner`. The module that
-/// declares it writes `check_len`, the getters and the setters.
+/// declares it writes the getters, the setters and `check_len` — or, for a header of one fixed
+/// length, names that length (`check_len = LEN`, under the method's doc comment) and the macro
+/// writes the `check_len` that asks for it, and, where named (each under its doc comment),
+/// `payload` and `payload_mut`: what follows the header.
 macro_rules! view {
+    (
+        $(#[$meta:meta])* $name:ident,
+        $(#[$check_meta:meta])* check_len = $len:expr
+        $(, $(#[$payload_meta:meta])* payload $(, $(#[$payload_mut_meta:meta])* payload_mut)?)?
+    ) => {
+        view! { $(#[$meta])* $name }
+
+        impl<T: AsRef<[u8]>> $name<T> {
+            $(#[$check_meta])*
+            pub fn check_len(&self) -> $crate::Result<()> {
+                $crate::check_len(self.buffer.as_ref(), $len)
+            }
+        }
+
+        $(
+            impl<T: AsRef<[u8]>> $name<T> {
+                $(#[$payload_meta])*
+                pub fn payload(&self) -> &[u8] {
+                    &self.buffer.as_ref()[$len..]
+                }
+            }
+
+            $(
+                impl<T: AsRef<[u8]> + AsMut<[u8]>> $name<T> {
+                    $(#[$payload_mut_meta])*
+                    pub fn payload_mut(&mut self) -> &mut [u8] {
+                        &mut self.buffer.as_mut()[$len..]
+                    }
+                }
+            )?
+        )?
+    };
     ($(#[$meta:meta])* $name:ident) => {
         $(#[$meta])*
         #[derive(Debug, Clone)]

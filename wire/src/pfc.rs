@@ -43,15 +43,12 @@ pub const BODY_LEN: usize = field::TIMES.end;
 
 view! {
     /// A read/write view of a PFC body: what follows the MAC-control EtherType.
-    Packet
+    Packet,
+    /// Fails with `Truncated` if the buffer cannot hold a PFC body.
+    check_len = BODY_LEN
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Fails with `Truncated` if the buffer cannot hold a PFC body.
-    pub fn check_len(&self) -> Result<()> {
-        check_len(self.buffer.as_ref(), BODY_LEN)
-    }
-
     /// MAC control opcode (0x0101 for PFC).
     pub fn opcode(&self) -> u16 {
         read_u16(self.buffer.as_ref(), field::OPCODE.start)
@@ -214,9 +211,7 @@ mod tests {
     fn emit_matches_scapy() {
         let frame = vectors::PFC.to_vec();
         let mut out = [0xaau8; 64];
-        let len = expected()
-            .emit_frame(Address([2, 0, 0, 0, 0, 1]), &mut out)
-            .unwrap();
+        let len = expected().emit_frame(vectors::SRC, &mut out).unwrap();
         assert_eq!(out[..len], frame[..]);
     }
 

@@ -19,7 +19,8 @@ use super::bth::{self, Opcode, ROCEV2_PORT};
 use super::ethernet::{self, EtherType};
 use super::icrc::{self, ICRC_LEN};
 use super::ip::Protocol;
-use super::{aeth, cnp, ipv4, ipv6, pfc, udp, Error};
+use super::ip_header::IpRepr;
+use super::{aeth, cnp, pfc, udp, Error};
 
 /// Shows a frame (Ethernet header first, no FCS) as a listing when formatted with `{}`.
 #[derive(Debug, Clone, Copy)]
@@ -72,8 +73,7 @@ impl fmt::Display for PrettyPrinter<'_> {
         out.line(header)?;
         let payload = &self.frame[header.buffer_len()..];
         match header.ethertype {
-            EtherType::Ipv4 => ipv4_packet(&mut out, payload),
-            EtherType::Ipv6 => ipv6_packet(&mut out, payload),
+            EtherType::Ipv4 | EtherType::Ipv6 => ip_packet(&mut out, header.ethertype, payload),
             EtherType::MacControl => {
                 match pfc::Packet::new_checked(payload).and_then(|body| pfc::Repr::parse(&body)) {
                     Ok(repr) => out.line(repr),
@@ -85,30 +85,16 @@ impl fmt::Display for PrettyPrinter<'_> {
     }
 }
 
-/// An IPv4 packet and what it carries.
-fn ipv4_packet(out: &mut Listing, bytes: &[u8]) -> fmt::Result {
-    // The header parsed has no options (parse refuses them): it is HEADER_LEN long.
-    match ipv4::Packet::new_checked(bytes).and_then(|packet| ipv4::Repr::parse(&packet)) {
+/// An IP packet of the version `ethertype` names, and what it carries.
+fn ip_packet(out: &mut Listing, ethertype: EtherType, bytes: &[u8]) -> fmt::Result {
+    match IpRepr::parse(ethertype, bytes) {
         Ok(repr) => {
             out.line(repr)?;
-            let ip = &bytes[..ipv4::HEADER_LEN + repr.payload_len];
-            let addresses = (repr.src_addr.into(), repr.dst_addr.into());
-            transport(out, repr.protocol, ip, ipv4::HEADER_LEN, addresses)
+            let upper = repr.upper();
+            let ip = &bytes[..upper.end];
+            transport(out, upper.protocol, ip, upper.start, upper.addresses)
         }
-        Err(error) => out.fail("IPv4", error),
-    }
-}
-
-/// An IPv6 packet and what it carries.
-fn ipv6_packet(out: &mut Listing, bytes: &[u8]) -> fmt::Result {
-    match ipv6::Packet::new_checked(bytes).and_then(|packet| ipv6::Repr::parse(&packet)) {
-        Ok(repr) => {
-            out.line(repr)?;
-            let ip = &bytes[..ipv6::HEADER_LEN + repr.payload_len];
-            let addresses = (repr.src_addr.into(), repr.dst_addr.into());
-            transport(out, repr.next_header, ip, ipv6::HEADER_LEN, addresses)
-        }
-        Err(error) => out.fail("IPv6", error),
+        Err(error) => out.fail(IpRepr::name(ethertype), error),
     }
 }
 

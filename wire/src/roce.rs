@@ -9,6 +9,7 @@ use super::bth::{self, ROCEV2_PORT};
 use super::ethernet::{self, Address, EtherType, Vlan, MIN_FRAME_LEN};
 use super::icrc::{self, ICRC_LEN};
 use super::ip::{Ecn, Protocol};
+use super::ip_header::{IpRepr, Upper};
 use super::{checksum, ipv4, ipv6, udp, Error, Result};
 
 /// A RoCEv2 frame's headers and payload length.
@@ -156,43 +157,18 @@ impl RoceFrame {
         let view = ethernet::Frame::new_checked(frame)?;
         let eth = ethernet::Repr::parse(&view)?;
         let after_eth = &frame[eth.buffer_len()..];
-        let (src_ip, dst_ip, dscp, ecn, ttl, flow_label, protocol, packet, udp_start) =
-            match eth.ethertype {
-                EtherType::Ipv4 => {
-                    let ip = ipv4::Packet::new_checked(after_eth)?;
-                    let repr = ipv4::Repr::parse(&ip)?;
-                    let packet = &after_eth[..usize::from(ip.total_len())];
-                    (
-                        repr.src_addr.into(),
-                        repr.dst_addr.into(),
-                        repr.dscp,
-                        repr.ecn,
-                        repr.ttl,
-                        0,
-                        repr.protocol,
-                        packet,
-                        ipv4::HEADER_LEN,
-                    )
-                }
-                EtherType::Ipv6 => {
-                    let ip = ipv6::Packet::new_checked(after_eth)?;
-                    let repr = ipv6::Repr::parse(&ip)?;
-                    let packet = &after_eth[..ipv6::HEADER_LEN + repr.payload_len];
-                    let (src, dst) = (repr.src_addr.into(), repr.dst_addr.into());
-                    (
-                        src,
-                        dst,
-                        repr.dscp,
-                        repr.ecn,
-                        repr.hop_limit,
-                        repr.flow_label,
-                        repr.next_header,
-                        packet,
-                        ipv6::HEADER_LEN,
-                    )
-                }
-                _ => return Err(Error::Unsupported("not IP")),
-            };
+        let ip = IpRepr::parse(eth.ethertype, after_eth)?;
+        let (dscp, ecn, ttl, flow_label) = match ip {
+            IpRepr::V4(repr) => (repr.dscp, repr.ecn, repr.ttl, 0),
+            IpRepr::V6(repr) => (repr.dscp, repr.ecn, repr.hop_limit, repr.flow_label),
+        };
+        let Upper {
+            addresses: (src_ip, dst_ip),
+            protocol,
+            start: udp_start,
+            end,
+        } = ip.upper();
+        let packet = &after_eth[..end];
         if protocol != Protocol::Udp {
             return Err(Error::Unsupported("not UDP"));
         }
@@ -319,28 +295,7 @@ mod tests {
     use crate::{cnp, vectors, vlan};
     use std::{vec, vec::Vec};
 
-    const MAC1: Address = Address([2, 0, 0, 0, 0, 1]);
-    const MAC2: Address = Address([2, 0, 0, 0, 0, 2]);
-
-    fn v4() -> RoceFrame {
-        RoceFrame {
-            src_mac: MAC1,
-            dst_mac: MAC2,
-            vlan: Vlan::Untagged,
-            src_ip: "10.0.0.1".parse().unwrap(),
-            dst_ip: "10.0.0.2".parse().unwrap(),
-            dscp: 26,
-            ecn: Ecn::Ect0,
-            ttl: 64,
-            flow_label: 0,
-            src_port: 49152,
-            bth: bth::Repr {
-                ack_req: true,
-                ..bth::Repr::new(Opcode::RcSendOnly, 0x12, 0x345678)
-            },
-            payload_len: 16,
-        }
-    }
+    use vectors::{DST, ROCE_V4_FRAME, SRC};
 
     fn counting(payload: &mut [u8]) {
         for (i, byte) in payload.iter_mut().enumerate() {
@@ -351,7 +306,7 @@ mod tests {
     #[test]
     fn emit_matches_scapy_v4() {
         let mut out = [0u8; 128];
-        let len = v4().emit(&mut out, counting).unwrap();
+        let len = ROCE_V4_FRAME.emit(&mut out, counting).unwrap();
         assert_eq!(out[..len], vectors::ROCE_V4.to_vec()[..]);
     }
 
@@ -361,7 +316,7 @@ mod tests {
             src_ip: "fd00::1".parse().unwrap(),
             dst_ip: "fd00::2".parse().unwrap(),
             flow_label: 0x12345,
-            ..v4()
+            ..ROCE_V4_FRAME
         };
         let tagged = RoceFrame {
             vlan: Vlan::Single(vlan::Repr {
@@ -369,11 +324,11 @@ mod tests {
                 dei: false,
                 vid: 0,
             }),
-            ..v4()
+            ..ROCE_V4_FRAME
         };
         // Padded to 60 bytes, odd payload lengths (the ICRC at an odd offset of the UDP
         // checksum's words), IPv4, IPv6, tagged.
-        for base in [v4(), v6, tagged] {
+        for base in [ROCE_V4_FRAME, v6, tagged] {
             for payload_len in [0, 1, 16, 333, 1000] {
                 let shape = RoceFrame {
                     payload_len,
@@ -411,7 +366,7 @@ mod tests {
             flow_label: 0x12345,
             src_port: 49153,
             bth: bth::Repr::new(Opcode::RcWriteOnly, 0xabcdef, 0xffffff),
-            ..v4()
+            ..ROCE_V4_FRAME
         };
         let mut out = [0u8; 128];
         let len = repr.emit(&mut out, counting).unwrap();
@@ -439,7 +394,7 @@ mod tests {
             ecn: Ecn::Ect1,
             bth: bth::Repr::new(Opcode::RcSendFirst, 1, 0),
             payload_len: 0,
-            ..v4()
+            ..ROCE_V4_FRAME
         };
         assert_eq!(repr.buffer_len(), 66);
         let mut out = [0u8; 66];
@@ -465,15 +420,15 @@ mod tests {
             pkey: 0xffff,
         };
         let repr = RoceFrame {
-            src_mac: MAC2,
-            dst_mac: MAC1,
+            src_mac: DST,
+            dst_mac: SRC,
             src_ip: "10.0.0.2".parse().unwrap(),
             dst_ip: "10.0.0.1".parse().unwrap(),
             dscp: 48,
             ecn: Ecn::NotEct,
             bth: cnp.bth(),
             payload_len: cnp::RESERVED_LEN,
-            ..v4()
+            ..ROCE_V4_FRAME
         };
         let mut out = [0u8; 74];
         repr.emit(&mut out, |reserved| reserved.fill(0)).unwrap();
@@ -486,7 +441,7 @@ mod tests {
     fn parse_scapy_and_round_trip() {
         let bytes = vectors::ROCE_V4.to_vec();
         let (repr, payload) = RoceFrame::parse(&bytes).unwrap();
-        assert_eq!(repr, v4());
+        assert_eq!(repr, ROCE_V4_FRAME);
         assert_eq!(payload.len(), 16);
         let mut out = vec![0u8; repr.buffer_len()];
         repr.emit(&mut out, |p| p.copy_from_slice(payload)).unwrap();
@@ -512,7 +467,7 @@ mod tests {
         ));
         let mixed = RoceFrame {
             dst_ip: "fd00::2".parse().unwrap(),
-            ..v4()
+            ..ROCE_V4_FRAME
         };
         assert!(matches!(
             mixed.emit(&mut [0u8; 128], |_| {}),
@@ -524,6 +479,9 @@ mod tests {
     fn truncated_at_every_boundary() {
         let bytes = vectors::ROCE_V4.to_vec();
         crate::assert_prefixes_truncated(&bytes, |b| RoceFrame::parse(b).map(drop));
-        assert_eq!(v4().emit(&mut [0u8; 73], |_| {}), Err(Error::Truncated));
+        assert_eq!(
+            ROCE_V4_FRAME.emit(&mut [0u8; 73], |_| {}),
+            Err(Error::Truncated)
+        );
     }
 }

@@ -4,6 +4,40 @@
 //! [`SCAPY`] lists them so that `tests/independent_decoders.rs` can rerun scapy and decode them
 //! with tshark. Public for the tests of the crates that build frames through this one.
 
+use core::net::{IpAddr, Ipv4Addr};
+
+use crate::bth::{self, Opcode};
+use crate::ethernet::{Address, Vlan};
+use crate::ip::Ecn;
+use crate::roce::RoceFrame;
+
+/// `src` of the scapy expressions: the MAC address of the vectors' sender.
+pub const SRC: Address = Address([2, 0, 0, 0, 0, 1]);
+
+/// `dst` of the scapy expressions: the MAC address of the vectors' receiver.
+pub const DST: Address = Address([2, 0, 0, 0, 0, 2]);
+
+/// The headers of [`ROCE_V4`] as a [`RoceFrame`] (with its 16-byte payload): where the tests
+/// that build RoCEv2 frames start, changing only what they are about. `roce`'s tests check
+/// that it parses from and emits to those bytes.
+pub const ROCE_V4_FRAME: RoceFrame = RoceFrame {
+    src_mac: SRC,
+    dst_mac: DST,
+    vlan: Vlan::Untagged,
+    src_ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+    dst_ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+    dscp: 26,
+    ecn: Ecn::Ect0,
+    ttl: 64,
+    flow_label: 0,
+    src_port: 49152,
+    bth: bth::Repr {
+        ack_req: true,
+        ..bth::Repr::new(Opcode::RcSendOnly, 0x12, 0x345678)
+    },
+    payload_len: 16,
+};
+
 /// A vector and the scapy expression that builds it.
 #[derive(Debug, Clone, Copy)]
 pub struct Vector {

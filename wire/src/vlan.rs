@@ -3,7 +3,7 @@
 //! the EtherType of what follows.
 
 use super::ethernet::EtherType;
-use super::{check_len, read_u16, view, write_u16, Result};
+use super::{read_u16, view, write_u16, Result};
 
 mod field {
     use crate::Field;
@@ -18,15 +18,16 @@ pub const TAG_LEN: usize = field::PAYLOAD;
 
 view! {
     /// A read/write view of a VLAN tag and what follows it.
-    Tag
+    Tag,
+    /// Fails with `Truncated` if the buffer cannot hold a tag.
+    check_len = TAG_LEN,
+    /// What follows the tag.
+    payload,
+    /// What follows the tag, writable.
+    payload_mut
 }
 
 impl<T: AsRef<[u8]>> Tag<T> {
-    /// Fails with `Truncated` if the buffer cannot hold a tag.
-    pub fn check_len(&self) -> Result<()> {
-        check_len(self.buffer.as_ref(), TAG_LEN)
-    }
-
     /// Priority code point (0..=7).
     pub fn pcp(&self) -> u8 {
         (read_u16(self.buffer.as_ref(), field::TCI.start) >> 13) as u8
@@ -46,11 +47,6 @@ impl<T: AsRef<[u8]>> Tag<T> {
     pub fn ethertype(&self) -> EtherType {
         read_u16(self.buffer.as_ref(), field::ETHERTYPE.start).into()
     }
-
-    /// What follows the tag.
-    pub fn payload(&self) -> &[u8] {
-        &self.buffer.as_ref()[field::PAYLOAD..]
-    }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Tag<T> {
@@ -63,11 +59,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Tag<T> {
     /// Sets the EtherType of the payload.
     pub fn set_ethertype(&mut self, value: EtherType) {
         write_u16(self.buffer.as_mut(), field::ETHERTYPE.start, value.into());
-    }
-
-    /// What follows the tag, writable.
-    pub fn payload_mut(&mut self) -> &mut [u8] {
-        &mut self.buffer.as_mut()[field::PAYLOAD..]
     }
 }
 

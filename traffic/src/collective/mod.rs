@@ -593,23 +593,18 @@ fn reply_frame(template: &RoceFrame, reply: Reply) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wire::ethernet::Address;
+    use wire::vectors;
 
     #[test]
     fn an_ack_and_a_nak_are_frames_a_decoder_reads_back() {
         let template = RoceFrame {
-            src_mac: Address([2, 0, 0, 0, 0, 1]),
-            dst_mac: Address([2, 0, 0, 0, 0, 2]),
-            vlan: Vlan::Untagged,
             src_ip: "10.0.0.2".parse().unwrap(),
             dst_ip: "10.0.0.1".parse().unwrap(),
-            dscp: 26,
             ecn: Ecn::NotEct,
-            ttl: 64,
-            flow_label: 0,
             src_port: source_port(0x101),
             bth: bth::Repr::new(Opcode::RcSendOnly, 0x101, 0),
             payload_len: 0,
+            ..vectors::ROCE_V4_FRAME
         };
         for (reply, syndrome) in [
             (Reply::Ack(77), Syndrome::Ack(0x1f)),
