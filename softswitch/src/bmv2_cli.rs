@@ -86,7 +86,7 @@ pub struct Bmv2Args {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub dump_packet_data: usize,
     /// Target options (after `--`): --grpc-server-addr, --cpu-port, --priority-queues,
-    /// --drop-port, and softswitch's --state-budget.
+    /// --drop-port, and softswitch's --state-budget and --thrift-addr.
     #[arg(last = true, allow_hyphen_values = true)]
     pub target: Vec<OsString>,
 }
@@ -127,6 +127,10 @@ pub struct TargetArgs {
     /// Require and verify client certificates (mutual TLS).
     #[arg(long)]
     pub grpc_server_with_client_auth: bool,
+    /// softswitch's: serve Thrift at this address (e.g. 127.0.0.1:9090) instead of every
+    /// interface's port --thrift-port.
+    #[arg(long, value_name = "ADDR")]
+    pub thrift_addr: Option<SocketAddr>,
 }
 
 impl TargetArgs {
@@ -214,12 +218,24 @@ pub fn options(
         (Personality::SimpleSwitchGrpc, None) => "0.0.0.0:9559".parse()?,
         (Personality::SimpleSwitch, None) => "127.0.0.1:0".parse()?,
     };
-    // The switch's own crates at the level asked, the libraries under them at warn at most.
+    let thrift_addr = target.thrift_addr.unwrap_or_else(|| {
+        // BMv2's Thrift has no authentication: whoever reaches the port programs the switch.
+        eprintln!(
+            "softswitch ({name}): the Thrift port {} is open on every interface without \
+             authentication, as BMv2's; to keep it to this machine add `-- --thrift-addr \
+             127.0.0.1:{}` (softswitch's), or filter the port (docs/security.md)",
+            args.thrift_port, args.thrift_port
+        );
+        SocketAddr::from(([0, 0, 0, 0], args.thrift_port))
+    });
+    // The switch's own crates at the level asked, the libraries under them at warn at most;
+    // the audit trail of control writes always (docs/security.md), unless the log is off.
     let level = match args.log_level.as_str() {
-        _ if !args.log_console && args.log_file.is_none() => "warn".to_string(),
+        _ if !args.log_console && args.log_file.is_none() => format!("warn,{AUDIT}=info"),
         "off" => "off".to_string(),
         l => format!(
-            "warn,softswitch={l},softswitch_server={l},softswitch_device={l},softswitch_core={l}"
+            "warn,softswitch={l},softswitch_server={l},softswitch_device={l},softswitch_core={l},\
+             {AUDIT}=info"
         ),
     };
     Ok((
@@ -235,7 +251,7 @@ pub fn options(
             cpu_port: target.cpu_port,
             pcap: args.pcap,
             port_io: softswitch_device::ports::PortIo::default(),
-            thrift_addr: Some(SocketAddr::from(([0, 0, 0, 0], args.thrift_port))),
+            thrift_addr: Some(thrift_addr),
             state_budget: target.state_budget,
             tls,
             dump_packet_data: crate::dump::PacketData(if logs_info {
@@ -251,6 +267,9 @@ pub fn options(
         },
     ))
 }
+
+/// The tracing target of the audit trail (`softswitch_server::audit`).
+const AUDIT: &str = "softswitch_server::audit";
 
 /// Where and how much to log.
 #[derive(Debug)]

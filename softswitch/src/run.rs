@@ -196,6 +196,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         if let Some(tls) = &tls {
             tokio::spawn(reload_on_hangup(tls.clone()).context("catching SIGHUP")?);
         }
+        tokio::spawn(audit_report_on_usr1().context("catching SIGUSR1")?);
         eprintln!(
             "softswitch: P4Runtime on {}{} (device {}), ports [{}], cpu port {}, program {}",
             listener.local_addr()?,
@@ -224,6 +225,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
             c.received, c.sent, c.to_cpu, c.lost, c.no_pipeline
         );
     }
+    softswitch_server::audit::report();
     drop(device);
     eprintln!("softswitch: stopped");
     served
@@ -279,6 +281,18 @@ fn reload_on_hangup(tls: Arc<Tls>) -> std::io::Result<impl std::future::Future<O
                     eprintln!("softswitch: SIGHUP: TLS files not reloaded, the previous stay: {e}")
                 }
             }
+        }
+    })
+}
+
+/// A future that writes the audit counts to the log at each SIGUSR1 (caught from the moment
+/// of the call), as `dd` reports its progress.
+fn audit_report_on_usr1() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut usr1 = signal(SignalKind::user_defined1())?;
+    Ok(async move {
+        while usr1.recv().await.is_some() {
+            softswitch_server::audit::report();
         }
     })
 }

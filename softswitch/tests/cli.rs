@@ -362,5 +362,9 @@ fn as_simple_switch_it_runs_a_bmv2_json_serves_thrift_and_says_what_it_ignores()
         text.contains("--priority-queues accepted and ignored"),
         "{text}"
     );
+    // BMv2's Thrift on every interface is said to be open, once, with how to restrict it.
+    let open = "open on every interface without authentication";
+    assert_eq!(text.matches(open).count(), 1, "{text}");
+    assert!(text.contains("-- --thrift-addr 127.0.0.1:"), "{text}");
     assert!(status.success(), "{status:?}\n{text}");
 }

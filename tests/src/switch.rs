@@ -192,7 +192,16 @@ impl SwitchBed {
         program: Option<&Path>,
         filter: Option<&str>,
     ) -> anyhow::Result<SwitchBed> {
-        SwitchBed::start_with(topology, program, filter, None)
+        SwitchBed::start_with(topology, program, filter, None, &[])
+    }
+
+    /// [`SwitchBed::start`] with `softswitch run` options `options` too.
+    pub fn start_with_options(
+        topology: Topology,
+        program: Option<&Path>,
+        options: &[&str],
+    ) -> anyhow::Result<SwitchBed> {
+        SwitchBed::start_with(topology, program, None, None, options)
     }
 
     /// [`SwitchBed::start`] with ports of `--port-io` `io` (`afxdp` or `af-packet`; else the
@@ -202,7 +211,7 @@ impl SwitchBed {
         program: Option<&Path>,
         io: &str,
     ) -> anyhow::Result<SwitchBed> {
-        SwitchBed::start_with(topology, program, None, Some(io))
+        SwitchBed::start_with(topology, program, None, Some(io), &[])
     }
 
     fn start_with(
@@ -210,9 +219,10 @@ impl SwitchBed {
         program: Option<&Path>,
         filter: Option<&str>,
         io: Option<&str>,
+        options: &[&str],
     ) -> anyhow::Result<SwitchBed> {
         let mut command = topology.switch_ns.command(softswitch_bin());
-        command.arg("run").args(program);
+        command.arg("run").args(program).args(options);
         if let Some(io) = io {
             command.args(["--port-io", io]);
         }
@@ -453,9 +463,14 @@ impl SwitchBed {
 
     /// Sends the switch SIGHUP (softswitch reads its TLS files again).
     pub fn hang_up(&self) {
+        self.signal(libc::SIGHUP);
+    }
+
+    /// Sends the switch `signal` (SIGUSR1: softswitch writes its audit counts to its log).
+    pub fn signal(&self, signal: libc::c_int) {
         if let Some(child) = &self.child {
             // SAFETY: kill(2) on our own child's pid.
-            unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+            unsafe { libc::kill(child.id() as i32, signal) };
         }
     }
 

@@ -136,6 +136,10 @@ fn mutual_tls_serves_the_ca_s_clients_and_refuses_the_rest() {
     };
     let set = with_tls(&["pipeline", "set", "--program", &path(&program)]);
     bed.p4_ok(&set.iter().map(String::as_str).collect::<Vec<_>>());
+    // The audit trail names the writer by its certificate's subject, with its address.
+    bed.bed
+        .wait_for_log("audit: p4runtime CN=controller (127.0.0.1:")
+        .unwrap();
 
     // The Python client is refused without a certificate, with another CA's and with an
     // expired one of the right CA: no route yet. The switch says why, at the handshake.
@@ -181,6 +185,13 @@ fn mutual_tls_serves_the_ca_s_clients_and_refuses_the_rest() {
     // With the controller's certificate it programs the switch, and the routes carry pings.
     let said = client(&bed, &python, &modules, &ca.pem, Some(&controller));
     assert!(said.contains("programmed"), "{said}");
+    let inserted = "INSERT table_entry MyIngress.ipv4_lpm: OK";
+    bed.bed.wait_for_log(inserted).unwrap();
+    let line = bed.bed.lines.iter().find(|l| l.contains(inserted)).unwrap();
+    assert!(
+        line.contains("audit: p4runtime CN=controller (127.0.0.1:"),
+        "{line}"
+    );
     bed.assert_pings(3, "through the routes p4runtime-shell's client installed");
     let list = with_tls(&["entries", "list", "MyIngress.ipv4_lpm"]);
     let list: Vec<&str> = list.iter().map(String::as_str).collect();

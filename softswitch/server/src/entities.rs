@@ -364,6 +364,46 @@ fn read_direct(
     Ok(())
 }
 
+/// What `update` changes, for the audit trail: its entity's kind and its table's or
+/// instance's name in `info` (`table_entry MyIngress.ipv4_lpm`, `multicast_group 1`); an id
+/// `info` does not have is given as the number.
+pub fn describe(info: &p4i::P4Info, update: &p4v1::Update) -> String {
+    let named = |kind: &str, id: u32| match p4runtime::p4info::preambles(info).find(|p| p.id == id)
+    {
+        Some(p) => format!("{kind} {}", p.name),
+        None => format!("{kind} id {id}"),
+    };
+    let table = |kind: &str, te: &Option<p4v1::TableEntry>| {
+        named(kind, te.as_ref().map_or(0, |te| te.table_id))
+    };
+    match update.entity.as_ref().and_then(|e| e.entity.as_ref()) {
+        None => "an empty entity".into(),
+        Some(E::ExternEntry(x)) => {
+            format!("extern_entry type {} id {}", x.extern_type_id, x.extern_id)
+        }
+        Some(E::TableEntry(te)) => named("table_entry", te.table_id),
+        Some(E::ActionProfileMember(m)) => named("action_profile_member", m.action_profile_id),
+        Some(E::ActionProfileGroup(g)) => named("action_profile_group", g.action_profile_id),
+        Some(E::MeterEntry(m)) => named("meter_entry", m.meter_id),
+        Some(E::DirectMeterEntry(m)) => table("direct_meter_entry", &m.table_entry),
+        Some(E::CounterEntry(c)) => named("counter_entry", c.counter_id),
+        Some(E::DirectCounterEntry(c)) => table("direct_counter_entry", &c.table_entry),
+        Some(E::PacketReplicationEngineEntry(pre)) => {
+            use p4v1::packet_replication_engine_entry::Type;
+            match &pre.r#type {
+                Some(Type::MulticastGroupEntry(g)) => {
+                    format!("multicast_group_entry {}", g.multicast_group_id)
+                }
+                Some(Type::CloneSessionEntry(c)) => format!("clone_session_entry {}", c.session_id),
+                None => "packet_replication_engine_entry".into(),
+            }
+        }
+        Some(E::ValueSetEntry(v)) => named("value_set_entry", v.value_set_id),
+        Some(E::RegisterEntry(r)) => named("register_entry", r.register_id),
+        Some(E::DigestEntry(d)) => named("digest_entry", d.digest_id),
+    }
+}
+
 fn entity(e: Option<&p4v1::Entity>) -> Result<&E, Status> {
     e.and_then(|e| e.entity.as_ref())
         .ok_or_else(|| Status::invalid_argument("the entity is empty"))

@@ -5,10 +5,12 @@
 //! notifications); [`entities`] translates P4Runtime entities, [`packetio`] packet I/O and
 //! digest data, [`digests`] digest lists, [`idle`] idle-timeout notifications, [`pipeline`]
 //! device configs, [`p4info`] a program's P4Info. [`thrift`] serves BMv2's runtime Thrift
-//! services (`simple_switch_CLI`) over the same engine; [`tls`] the gRPC services' TLS.
+//! services (`simple_switch_CLI`) over the same engine; [`tls`] the gRPC services' TLS;
+//! [`audit`] the audit trail of the control writes of both.
 #![forbid(unsafe_code)]
 
 pub mod arbitration;
+pub mod audit;
 pub mod bytes;
 pub mod digests;
 pub mod engine;

@@ -7,13 +7,15 @@ use std::sync::{Arc, Mutex};
 use p4runtime::p4::v1::{
     self as p4v1, get_forwarding_pipeline_config_request::ResponseType,
     p4_runtime_server::P4Runtime, set_forwarding_pipeline_config_request::Action as SetAction,
-    stream_message_request::Update as Incoming, write_request::Atomicity,
+    stream_message_request::Update as Incoming, update::Type as UpdateType,
+    write_request::Atomicity,
 };
 use p4runtime::status;
 use tokio_stream::{wrappers::ReceiverStream, Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
 use super::arbitration::{Arbitration, StreamTx};
+use super::audit::{self, Surface};
 use super::engine::{self, Call as _, EngineHandle};
 use super::pipeline::Compiled;
 use super::{entities, packetio};
@@ -67,6 +69,55 @@ impl P4RuntimeService {
         }
         self.arbitration.check_primary(device_id, election_id)
     }
+
+    /// Does what a SetForwardingPipelineConfig request asks.
+    #[allow(deprecated)] // role_id: a role named by its deprecated id is unknown too.
+    async fn set_pipeline(
+        &self,
+        req: p4v1::SetForwardingPipelineConfigRequest,
+    ) -> Result<(), Status> {
+        self.check_writer(req.device_id, &req.role, req.role_id, req.election_id)?;
+        let action = SetAction::try_from(req.action).unwrap_or(SetAction::Unspecified);
+        tracing::debug!(action = action.as_str_name(), "SetForwardingPipelineConfig");
+        let config = || {
+            req.config
+                .clone()
+                .ok_or_else(|| Status::invalid_argument("the request has no config"))
+        };
+        match action {
+            SetAction::Verify => {
+                compile(&self.compiling, config()?).await?;
+            }
+            SetAction::VerifyAndSave => {
+                let compiled = compile(&self.compiling, config()?).await?;
+                *self.saved.lock().expect("saved lock") = Some(compiled);
+            }
+            SetAction::VerifyAndCommit => {
+                let compiled = compile(&self.compiling, config()?).await?;
+                self.engine.call(move |e| engine::load(e, compiled)).await?;
+                // The last saved config is now the committed one: nothing is left to COMMIT.
+                *self.saved.lock().expect("saved lock") = None;
+            }
+            SetAction::Commit => {
+                if req.config.is_some() {
+                    return Err(Status::invalid_argument(
+                        "COMMIT takes no config: it commits the one saved by VERIFY_AND_SAVE",
+                    ));
+                }
+                let compiled = self.saved.lock().expect("saved lock").take().ok_or_else(|| {
+                    Status::not_found("nothing to commit: send VERIFY_AND_SAVE first")
+                })?;
+                self.engine.call(move |e| engine::load(e, compiled)).await?;
+            }
+            SetAction::ReconcileAndCommit => {
+                return Err(Status::unimplemented(
+                    "RECONCILE_AND_COMMIT is not supported: the pipeline is replaced and its state reset (VERIFY_AND_COMMIT)",
+                ))
+            }
+            SetAction::Unspecified => return Err(Status::invalid_argument("the request's action is unspecified")),
+        }
+        Ok(())
+    }
 }
 
 /// A request for a role other than the default, which is the only one served.
@@ -112,16 +163,31 @@ impl P4Runtime for P4RuntimeService {
         &self,
         request: Request<p4v1::WriteRequest>,
     ) -> Result<Response<p4v1::WriteResponse>, Status> {
+        let peer = audit::grpc_peer(&request);
         let req = request.into_inner();
-        self.check_writer(req.device_id, &req.role, req.role_id, req.election_id)?;
-        match Atomicity::try_from(req.atomicity) {
-            Ok(Atomicity::ContinueOnError) => {}
-            _ => {
-                return Err(Status::unimplemented(
-                    "softswitch applies updates with CONTINUE_ON_ERROR only",
-                ))
-            }
+        let updates = req.updates.len();
+        // Refused whole (not the primary, no pipeline, ...): one audit line for the request.
+        let refused = |status: Status| {
+            let refused = Err(status);
+            let what = || format!("{updates} updates");
+            audit::record(
+                Surface::P4Runtime,
+                &peer,
+                "WRITE",
+                what,
+                audit::grpc_result(&refused),
+            );
+            refused
+        };
+        if let Err(s) = self.check_writer(req.device_id, &req.role, req.role_id, req.election_id) {
+            return refused(s);
         }
+        if Atomicity::try_from(req.atomicity) != Ok(Atomicity::ContinueOnError) {
+            return refused(Status::unimplemented(
+                "softswitch applies updates with CONTINUE_ON_ERROR only",
+            ));
+        }
+        let writer = peer.clone();
         let results = self
             .engine
             .call(move |e| {
@@ -132,6 +198,16 @@ impl P4Runtime for P4RuntimeService {
                         .map(|u| {
                             let result = entities::write(p, u);
                             tracing::debug!(update = ?u, result = ?result.as_ref().err(), "Write");
+                            let op = UpdateType::try_from(u.r#type)
+                                .map_or("UNKNOWN_UPDATE_TYPE", |t| t.as_str_name());
+                            let what = || entities::describe(&p.info, u);
+                            audit::record(
+                                Surface::P4Runtime,
+                                &writer,
+                                op,
+                                what,
+                                audit::grpc_result(&result),
+                            );
                             match result {
                                 Ok(()) => status::update_ok(),
                                 Err(s) => status::update_error(s.code(), s.message()),
@@ -140,7 +216,11 @@ impl P4Runtime for P4RuntimeService {
                         .collect::<Vec<_>>(),
                 )
             })
-            .await??;
+            .await;
+        let results = match results {
+            Ok(Ok(results)) => results,
+            Ok(Err(s)) | Err(s) => return refused(s),
+        };
         status::batch_result("updates", results)?;
         Ok(Response::new(p4v1::WriteResponse {}))
     }
@@ -189,52 +269,27 @@ impl P4Runtime for P4RuntimeService {
         Ok(Response::new(Box::pin(tokio_stream::iter(answers))))
     }
 
-    #[allow(deprecated)] // role_id: a role named by its deprecated id is unknown too.
     async fn set_forwarding_pipeline_config(
         &self,
         request: Request<p4v1::SetForwardingPipelineConfigRequest>,
     ) -> Result<Response<p4v1::SetForwardingPipelineConfigResponse>, Status> {
+        let peer = audit::grpc_peer(&request);
         let req = request.into_inner();
-        self.check_writer(req.device_id, &req.role, req.role_id, req.election_id)?;
         let action = SetAction::try_from(req.action).unwrap_or(SetAction::Unspecified);
-        tracing::debug!(action = action.as_str_name(), "SetForwardingPipelineConfig");
-        let config = || {
-            req.config
-                .clone()
-                .ok_or_else(|| Status::invalid_argument("the request has no config"))
+        let cookie = req.config.as_ref().and_then(|c| c.cookie).map(|c| c.cookie);
+        let set = self.set_pipeline(req).await;
+        let what = || match cookie {
+            Some(cookie) => format!("pipeline (cookie {cookie})"),
+            None => "pipeline".into(),
         };
-        match action {
-            SetAction::Verify => {
-                compile(&self.compiling, config()?).await?;
-            }
-            SetAction::VerifyAndSave => {
-                let compiled = compile(&self.compiling, config()?).await?;
-                *self.saved.lock().expect("saved lock") = Some(compiled);
-            }
-            SetAction::VerifyAndCommit => {
-                let compiled = compile(&self.compiling, config()?).await?;
-                self.engine.call(move |e| engine::load(e, compiled)).await?;
-                // The last saved config is now the committed one: nothing is left to COMMIT.
-                *self.saved.lock().expect("saved lock") = None;
-            }
-            SetAction::Commit => {
-                if req.config.is_some() {
-                    return Err(Status::invalid_argument(
-                        "COMMIT takes no config: it commits the one saved by VERIFY_AND_SAVE",
-                    ));
-                }
-                let compiled = self.saved.lock().expect("saved lock").take().ok_or_else(|| {
-                    Status::not_found("nothing to commit: send VERIFY_AND_SAVE first")
-                })?;
-                self.engine.call(move |e| engine::load(e, compiled)).await?;
-            }
-            SetAction::ReconcileAndCommit => {
-                return Err(Status::unimplemented(
-                    "RECONCILE_AND_COMMIT is not supported: the pipeline is replaced and its state reset (VERIFY_AND_COMMIT)",
-                ))
-            }
-            SetAction::Unspecified => return Err(Status::invalid_argument("the request's action is unspecified")),
-        }
+        audit::record(
+            Surface::P4Runtime,
+            &peer,
+            action.as_str_name(),
+            what,
+            audit::grpc_result(&set),
+        );
+        set?;
         Ok(Response::new(p4v1::SetForwardingPipelineConfigResponse {}))
     }
 

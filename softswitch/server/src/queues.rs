@@ -7,6 +7,7 @@ use p4runtime::lossless::softswitch::v1::{self as q, queues_server::Queues};
 use tonic::{Request, Response, Status};
 
 use super::arbitration::Arbitration;
+use super::audit::{self, Surface};
 use super::engine::{Call as _, EngineHandle};
 use softswitch_core::runtime::RuntimeError;
 use softswitch_core::switch::{Switch, DROP_PORT};
@@ -68,13 +69,9 @@ fn no_pipeline() -> Status {
     Status::failed_precondition("no forwarding pipeline: the queues belong to the running pipeline")
 }
 
-#[tonic::async_trait]
-impl Queues for QueuesService {
-    async fn set_queue(
-        &self,
-        request: Request<q::SetQueueRequest>,
-    ) -> Result<Response<q::SetQueueResponse>, Status> {
-        let req = request.into_inner();
+impl QueuesService {
+    /// Applies a SetQueue request: the queues it set, as they are now.
+    async fn apply(&self, req: q::SetQueueRequest) -> Result<Vec<q::QueueState>, Status> {
         tracing::debug!(request = ?req, "SetQueue");
         self.arbitration.check_device(req.device_id)?;
         let port = req
@@ -110,7 +107,33 @@ impl Queues for QueuesService {
                 Ok::<_, Status>(states(switch, ports, priority))
             })
             .await??;
-        Ok(Response::new(q::SetQueueResponse { queues }))
+        Ok(queues)
+    }
+}
+
+#[tonic::async_trait]
+impl Queues for QueuesService {
+    async fn set_queue(
+        &self,
+        request: Request<q::SetQueueRequest>,
+    ) -> Result<Response<q::SetQueueResponse>, Status> {
+        let peer = audit::grpc_peer(&request);
+        let req = request.into_inner();
+        let all = || "all".to_string();
+        let what = format!(
+            "port {} priority {}",
+            req.port.map_or_else(all, |p| p.to_string()),
+            req.priority.map_or_else(all, |p| p.to_string())
+        );
+        let applied = self.apply(req).await;
+        audit::record(
+            Surface::Queues,
+            &peer,
+            "SetQueue",
+            || what,
+            audit::grpc_result(&applied),
+        );
+        Ok(Response::new(q::SetQueueResponse { queues: applied? }))
     }
 
     async fn get_queues(

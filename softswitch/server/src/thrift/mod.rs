@@ -7,8 +7,10 @@
 //! names to program indices, BMv2's byte strings to values, `RuntimeError`s to BMv2's
 //! exceptions. The wire format is the generated [`bindings`] (vendored in the crate's
 //! `vendor/bmv2_thrift/`); this module owns the listener
-//! and the limits of a connection ([`LIMITS`]), `connections` the table of open connections.
+//! and the limits of a connection ([`LIMITS`]), `connections` the table of open connections,
+//! `audited` the audit trail of the calls that change the switch.
 
+mod audited;
 #[path = "../../vendor/bmv2_thrift/mod.rs"]
 pub mod bindings;
 mod connections;
@@ -34,6 +36,7 @@ use thrift::{ApplicationError, ApplicationErrorKind, TConfiguration};
 
 use crate::engine::{Engine, EngineHandle};
 use crate::pipeline::{Compiled, Pipeline};
+use audited::{Answer, Call};
 use connections::{Connections, Pace};
 use softswitch_device::throttle::{HeldBack, Throttle, PERIOD};
 
@@ -184,8 +187,9 @@ impl Services {
     /// Serves the calls read from `read`, answering on `write`, until the stream ends (`Ok`)
     /// or a call breaks a limit or the protocol (the error, after which the stream cannot go
     /// on).
+    /// The calls that change the switch are audited as from "a local stream".
     pub fn serve_connection(&self, read: impl Read, write: impl Write) -> thrift::Result<()> {
-        self.serve_calls(read, write, None)
+        self.serve_calls(read, write, "a local stream", None)
     }
 
     /// [`Services::serve_connection`], telling `pace` (if any) when each call begins and is
@@ -194,8 +198,10 @@ impl Services {
         &self,
         read: impl Read,
         write: impl Write,
+        peer: &str,
         pace: Option<&Pace>,
     ) -> thrift::Result<()> {
+        let call = Call::default();
         let budget = Rc::new(Cell::new(Budget::Left(0)));
         let read = Budgeted {
             inner: TBufferedReadTransport::new(read),
@@ -205,8 +211,12 @@ impl Services {
         let mut input = Paced {
             inner: TBinaryInputProtocol::with_config(read, true, configuration()),
             pace,
+            call: &call,
         };
-        let mut output = TBinaryOutputProtocol::new(TBufferedWriteTransport::new(write), true);
+        let mut output = Answer {
+            inner: TBinaryOutputProtocol::new(TBufferedWriteTransport::new(write), true),
+            call: &call,
+        };
         loop {
             budget.set(Budget::Left(LIMITS.message_bytes));
             match self.processor.process(&mut input, &mut output) {
@@ -226,6 +236,7 @@ impl Services {
                     .into())
                 }
                 Ok(()) => {
+                    call.answered(peer);
                     if let Some(pace) = pace {
                         pace.call_answered();
                     }
@@ -300,7 +311,7 @@ fn accept(listener: TcpListener, services: Arc<Services>, limits: Limits) {
                     .and_then(|()| stream.set_write_timeout(Some(limits.call_deadline)))
                     .and_then(|()| stream.try_clone())
                     .map_err(thrift::Error::from)
-                    .and_then(|read| services.serve_calls(read, stream, Some(&pace)));
+                    .and_then(|read| services.serve_calls(read, stream, &peer, Some(&pace)));
                 match served {
                     Ok(()) => tracing::debug!("thrift: {peer} disconnected"),
                     Err(e) => {
@@ -332,15 +343,18 @@ fn configuration() -> TConfiguration {
 }
 
 /// An input protocol that tells its [`Pace`] (if any) when a call has arrived whole (its
-/// message's end is read), before the call is served.
+/// message's end is read), before the call is served, and its [`Call`] what the call is.
 struct Paced<'p, P> {
     inner: P,
     pace: Option<&'p Pace>,
+    call: &'p Call,
 }
 
 impl<P: TInputProtocol> TInputProtocol for Paced<'_, P> {
     fn read_message_begin(&mut self) -> thrift::Result<TMessageIdentifier> {
-        self.inner.read_message_begin()
+        let message = self.inner.read_message_begin()?;
+        self.call.message_begun(&message.name);
+        Ok(message)
     }
     fn read_message_end(&mut self) -> thrift::Result<()> {
         self.inner.read_message_end()?;
@@ -350,13 +364,17 @@ impl<P: TInputProtocol> TInputProtocol for Paced<'_, P> {
         Ok(())
     }
     fn read_struct_begin(&mut self) -> thrift::Result<Option<TStructIdentifier>> {
+        self.call.struct_begun();
         self.inner.read_struct_begin()
     }
     fn read_struct_end(&mut self) -> thrift::Result<()> {
+        self.call.struct_ended();
         self.inner.read_struct_end()
     }
     fn read_field_begin(&mut self) -> thrift::Result<TFieldIdentifier> {
-        self.inner.read_field_begin()
+        let field = self.inner.read_field_begin()?;
+        self.call.field_begun(&field);
+        Ok(field)
     }
     fn read_field_end(&mut self) -> thrift::Result<()> {
         self.inner.read_field_end()
@@ -374,7 +392,9 @@ impl<P: TInputProtocol> TInputProtocol for Paced<'_, P> {
         self.inner.read_i16()
     }
     fn read_i32(&mut self) -> thrift::Result<i32> {
-        self.inner.read_i32()
+        let value = self.inner.read_i32()?;
+        self.call.value_read(|| value.to_string());
+        Ok(value)
     }
     fn read_i64(&mut self) -> thrift::Result<i64> {
         self.inner.read_i64()
@@ -386,7 +406,9 @@ impl<P: TInputProtocol> TInputProtocol for Paced<'_, P> {
         self.inner.read_uuid()
     }
     fn read_string(&mut self) -> thrift::Result<String> {
-        self.inner.read_string()
+        let value = self.inner.read_string()?;
+        self.call.value_read(|| value.clone());
+        Ok(value)
     }
     fn read_list_begin(&mut self) -> thrift::Result<TListIdentifier> {
         self.inner.read_list_begin()
