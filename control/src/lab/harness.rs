@@ -13,7 +13,7 @@
 
 use std::{
     cell::RefCell,
-    net::{IpAddr, Ipv4Addr},
+    net::IpAddr,
     time::{Duration, Instant},
 };
 
@@ -27,7 +27,7 @@ use hostconfig::{
     config::{HostConfig, Setting},
 };
 use sysutil::{
-    netns::{check, veth_pair, Endpoint, Namespace},
+    netns::{check, subnet_link, Endpoint, Namespace},
     pins::PinDir,
 };
 use traffic::{
@@ -159,12 +159,7 @@ impl Bed {
             anyhow::ensure!(shape.senders == 1, "a bed without a router has one sender");
             let sender_ns = Namespace::create(shape.sender)?;
             let receiver_ns = Namespace::create(shape.receiver)?;
-            let (end, receiver) = veth_pair(
-                &sender_ns,
-                Ipv4Addr::new(10, shape.net, 0, 1),
-                &receiver_ns,
-                Ipv4Addr::new(10, shape.net, 0, 2),
-            )?;
+            let (end, receiver) = subnet_link(&sender_ns, &receiver_ns, [10, shape.net, 0])?;
             return Ok(Bed {
                 attached: Attached::default(),
                 senders: vec![SenderLink {
@@ -179,12 +174,7 @@ impl Bed {
         };
         let router_ns = Namespace::create(router)?;
         let receiver_ns = Namespace::create(shape.receiver)?;
-        let (_, receiver) = veth_pair(
-            &router_ns,
-            Ipv4Addr::new(10, shape.net, 100, 1),
-            &receiver_ns,
-            Ipv4Addr::new(10, shape.net, 100, 2),
-        )?;
+        let (_, receiver) = subnet_link(&router_ns, &receiver_ns, [10, shape.net, 100])?;
         enable_forwarding(&router_ns)?;
         let net = format!("10.{}", shape.net);
         receiver_ns.ip(&[
@@ -198,12 +188,7 @@ impl Bed {
         for i in 0..shape.senders {
             let subnet = u8::try_from(i + 1)?;
             let ns = Namespace::create(shape.sender)?;
-            let (end, peer) = veth_pair(
-                &ns,
-                Ipv4Addr::new(10, shape.net, subnet, 2),
-                &router_ns,
-                Ipv4Addr::new(10, shape.net, subnet, 1),
-            )?;
+            let (peer, end) = subnet_link(&router_ns, &ns, [10, shape.net, subnet])?;
             ns.ip(&[
                 "route",
                 "add",

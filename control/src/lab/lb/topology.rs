@@ -13,7 +13,7 @@ use std::net::Ipv4Addr;
 use super::super::harness::{enable_forwarding, Attached};
 use host::pinned_maps::PinnedMaps;
 use hostconfig::{attachment::Attachment, config::HostConfig};
-use sysutil::netns::{check, veth_pair, Endpoint, Namespace};
+use sysutil::netns::{check, subnet_link, veth_pair, Endpoint, Namespace};
 
 /// The receiver's subnet: the prefix the balancer owns.
 pub const OWNED_PREFIX: &str = "10.43.0.0/24";
@@ -97,18 +97,8 @@ impl Topology {
             let subnet = u8::try_from(j + 1)?;
             let spine = Namespace::create("lspn")?;
             enable_forwarding(&spine)?;
-            let (uplink, spine_end) = veth_pair(
-                &balancer,
-                Ipv4Addr::new(10, 41, subnet, 1),
-                &spine,
-                Ipv4Addr::new(10, 41, subnet, 2),
-            )?;
-            let (to_leaf, _) = veth_pair(
-                &spine,
-                Ipv4Addr::new(10, 42, subnet, 1),
-                &leaf,
-                Ipv4Addr::new(10, 42, subnet, 2),
-            )?;
+            let (uplink, spine_end) = subnet_link(&balancer, &spine, [10, 41, subnet])?;
+            let (to_leaf, _) = subnet_link(&spine, &leaf, [10, 42, subnet])?;
             shape_link(&spine, &to_leaf.ifname, rate_bps, shape.buffer_bytes)?;
             spine.ip(&[
                 "route",
@@ -137,12 +127,7 @@ impl Topology {
         for i in 0..shape.senders {
             let subnet = i + 1;
             let ns = Namespace::create("lsnd")?;
-            let (sender, downlink) = veth_pair(
-                &ns,
-                Ipv4Addr::new(10, 40, subnet, 2),
-                &balancer,
-                Ipv4Addr::new(10, 40, subnet, 1),
-            )?;
+            let (downlink, sender) = subnet_link(&balancer, &ns, [10, 40, subnet])?;
             ns.ip(&[
                 "route",
                 "add",
