@@ -141,7 +141,7 @@ pub fn run(args: &EcnLab, stop: &StopFlag) -> anyhow::Result<()> {
     let stats = maps.read_counters(Hook::Xdp)?.per_priority[PRIORITY];
     println!(
         "sent {} frames; bottleneck marked {} of {} ECT frames; receiver counted {} CE of {} RoCEv2 frames ({} PSN gaps)",
-        sent.packets, stats.ecn_marked, stats.ect_packets, received.ce, received.packets, received.psn_gaps
+        sent.packets, stats.ecn_marked, stats.ect_packets, received.frames.ce, received.frames.packets, received.frames.psn_gaps
     );
     let summary = EcnSummary {
         drain_bps: args.drain,
@@ -153,9 +153,9 @@ pub fn run(args: &EcnLab, stop: &StopFlag) -> anyhow::Result<()> {
         sent_frames: sent.packets,
         ect_frames: stats.ect_packets,
         marked_frames: stats.ecn_marked,
-        received_frames: received.packets,
-        received_ce: received.ce,
-        psn_gaps: received.psn_gaps,
+        received_frames: received.frames.packets,
+        received_ce: received.frames.ce,
+        psn_gaps: received.frames.psn_gaps,
     };
     write_outputs(args, &ramped.series, &summary)
 }

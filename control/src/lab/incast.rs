@@ -495,7 +495,7 @@ fn outcome(
             .qps
             .iter()
             .filter(|q| q.src == summary.src_ip)
-            .map(|q| q.packets)
+            .map(|q| q.frames.packets)
             .sum();
         senders.push(SenderOutcome {
             sender: i as u32 + 1,

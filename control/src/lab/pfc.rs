@@ -119,8 +119,8 @@ pub fn run(args: &PfcLab, stop: &StopFlag) -> anyhow::Result<()> {
         sent.packets,
         sent.pfc_paused_ns as f64 / 1e6,
         sent.pfc_holds,
-        received.packets,
-        received.psn_gaps,
+        received.frames.packets,
+        received.frames.psn_gaps,
         stats.pause_tx[PRIORITY],
         stats.resume_tx[PRIORITY]
     );
@@ -134,11 +134,11 @@ pub fn run(args: &PfcLab, stop: &StopFlag) -> anyhow::Result<()> {
         sent_frames: sent.packets,
         sender_paused_ms: sent.pfc_paused_ns as f64 / 1e6,
         sender_held_frames: sent.pfc_holds,
-        received_frames: received.packets,
-        psn_gaps: received.psn_gaps,
+        received_frames: received.frames.packets,
+        psn_gaps: received.frames.psn_gaps,
         pause_tx: stats.pause_tx[PRIORITY],
         resume_tx: stats.resume_tx[PRIORITY],
-        lossless: received.packets == sent.packets && received.psn_gaps == 0,
+        lossless: received.frames.packets == sent.packets && received.frames.psn_gaps == 0,
     };
     write_outputs(args, &ran.watched, &summary)
 }
