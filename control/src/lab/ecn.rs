@@ -17,7 +17,7 @@ use dataplane_common::{config::EcnProfile, counters::PrioCounters, red, Hook};
 use serde::Serialize;
 
 use super::harness::{self, Bed, Port, Sampler, Sending, Shape, PRIORITY};
-use crate::output::{self, Line, Panel, Series};
+use crate::output::{self, Panel, Series};
 use host::pinned_maps::PinnedMaps;
 use hostconfig::{attachment::Attachment, config::HostConfig};
 use traffic::{RateController, StopFlag};
@@ -210,7 +210,6 @@ const COLUMNS: [&str; 6] = [
 
 /// Writes ecn.csv, ecn.svg and summary.json into `--out`.
 fn write_outputs(args: &EcnLab, series: &Series, summary: &EcnSummary) -> anyhow::Result<()> {
-    let x = series.time_range();
     let kmin = f64::from(args.kmin);
     let kmax = f64::from(args.kmax);
     let queue = Panel::bytes_between(
@@ -222,26 +221,25 @@ fn write_outputs(args: &EcnLab, series: &Series, summary: &EcnSummary) -> anyhow
         "vq_bytes",
         [("Kmin", kmin), ("Kmax", kmax)],
     );
-    let marks = Panel::over_time(
+    let marks = Panel::of_columns(
         "marked fraction against RED's probability at that depth",
         "%",
-        &x,
-        series.max("marked_%").max(series.max("red_%")).max(1.0),
-        vec![
-            Line::solid("marked % (measured)", series.points("marked_%")),
-            Line::solid("RED % at the depth", series.points("red_%")),
+        series,
+        &[
+            ("marked % (measured)", "marked_%"),
+            ("RED % at the depth", "red_%"),
         ],
+        &[],
     );
-    let rates = Panel::over_time(
+    let rates = Panel::of_columns(
         "offered load and the rate the bottleneck sees",
         "Mb/s",
-        &x,
-        series.max("offered_Mbps").max(series.max("seen_Mbps")),
-        vec![
-            Line::solid("offered (wire)", series.points("offered_Mbps")),
-            Line::solid("seen (frame bytes)", series.points("seen_Mbps")),
-            Line::level("drain", args.drain as f64 / 1e6, &x),
+        series,
+        &[
+            ("offered (wire)", "offered_Mbps"),
+            ("seen (frame bytes)", "seen_Mbps"),
         ],
+        &[("drain", args.drain as f64 / 1e6)],
     );
     output::write_sampled(&args.out, "ecn", series, summary, &[queue, marks, rates])
 }

@@ -14,7 +14,7 @@ use dataplane_common::{counters::PrioCounters, pfc::PfcTxCounters, Hook};
 use serde::Serialize;
 
 use super::harness::{self, Bed, Port, Sampler, Sending, Shape, PRIORITY};
-use crate::output::{self, Line, Panel, Series};
+use crate::output::{self, Panel, Series};
 use host::pinned_maps::PinnedMaps;
 use hostconfig::{
     attachment::Attachment,
@@ -177,7 +177,6 @@ const COLUMNS: [&str; 8] = [
 
 /// Writes pfc.csv, pfc.svg and summary.json into `--out`.
 fn write_outputs(args: &PfcLab, series: &Series, summary: &PfcSummary) -> anyhow::Result<()> {
-    let x = series.time_range();
     let (xoff, xon) = (f64::from(args.xoff), f64::from(args.xon));
     let buffer = Panel::bytes_between(
         "the receiver's ingress buffer: XOFF sends a PAUSE, below XON a resume",
@@ -185,26 +184,25 @@ fn write_outputs(args: &PfcLab, series: &Series, summary: &PfcSummary) -> anyhow
         "buffer_bytes",
         [("XOFF", xoff), ("XON", xon)],
     );
-    let frames = Panel::over_time(
+    let frames = Panel::of_columns(
         "PFC frames: sent by the receiver, recorded by the sender's XDP",
         "frames (cumulative)",
-        &x,
-        series.max("pause_tx").max(series.max("pause_rx")).max(1.0),
-        vec![
-            Line::solid("PAUSE sent", series.points("pause_tx")),
-            Line::solid("resume sent", series.points("resume_tx")),
-            Line::solid("PAUSE received", series.points("pause_rx")),
+        series,
+        &[
+            ("PAUSE sent", "pause_tx"),
+            ("resume sent", "resume_tx"),
+            ("PAUSE received", "pause_rx"),
         ],
+        &[],
     );
-    let rate = Panel::over_time(
+    let rate = Panel::of_columns(
         "what the receiver consumes while the sender holds",
         "Mb/s",
-        &x,
-        series.max("rx_Mbps").max(args.rate as f64 / 1e6),
-        vec![
-            Line::solid("received", series.points("rx_Mbps")),
-            Line::level("sender's rate", args.rate as f64 / 1e6, &x),
-            Line::level("drain", args.drain as f64 / 1e6, &x),
+        series,
+        &[("received", "rx_Mbps")],
+        &[
+            ("sender's rate", args.rate as f64 / 1e6),
+            ("drain", args.drain as f64 / 1e6),
         ],
     );
     output::write_sampled(&args.out, "pfc", series, summary, &[buffer, frames, rate])
