@@ -16,7 +16,7 @@ use anyhow::{bail, Context as _};
 use dataplane_common::{config::EcnProfile, counters::PrioCounters, red, Hook};
 use serde::Serialize;
 
-use super::harness::{self, Bed, Port, Sampler, Sending, Shape, PRIORITY};
+use super::harness::{self, Bed, LabPorts, Port, Sampler, Sending, Shape, PRIORITY};
 use crate::output::{self, Panel, Series};
 use host::pinned_maps::PinnedMaps;
 use hostconfig::{attachment::Attachment, config::HostConfig};

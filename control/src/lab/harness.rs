@@ -152,6 +152,62 @@ pub struct Bed {
     router_ns: Option<Namespace>,
 }
 
+/// A lab's namespaces and links, whose interfaces ("ports") take the host data plane; what
+/// is attached is detached when the lab is dropped.
+pub trait LabPorts {
+    /// How the lab names its interfaces.
+    type Port;
+
+    /// The interface `port` and its namespace.
+    fn port(&self, port: Self::Port) -> anyhow::Result<(&Namespace, &Endpoint)>;
+
+    /// What is attached to the lab's interfaces.
+    fn attached(&self) -> &Attached;
+
+    /// Attaches `attachments` configured as `config` to `port`; they are detached when the
+    /// lab is dropped.
+    fn attach(
+        &self,
+        port: Self::Port,
+        attachments: Vec<Attachment>,
+        config: HostConfig,
+    ) -> anyhow::Result<PinnedMaps> {
+        let (ns, endpoint) = self.port(port)?;
+        self.attached()
+            .attach(ns, &endpoint.ifname, attachments, config)
+    }
+}
+
+impl LabPorts for Bed {
+    type Port = Port;
+
+    fn port(&self, port: Port) -> anyhow::Result<(&Namespace, &Endpoint)> {
+        let sender = |i: usize| {
+            self.senders
+                .get(i)
+                .ok_or_else(|| anyhow::anyhow!("the bed has no sender {i}"))
+        };
+        Ok(match port {
+            Port::Sender(i) => {
+                let link = sender(i)?;
+                (&link.ns, &link.end)
+            }
+            Port::RouterFrom(i) => {
+                let router = self
+                    .router_ns
+                    .as_ref()
+                    .ok_or_else(|| anyhow::anyhow!("the bed has no router"))?;
+                (router, &sender(i)?.peer)
+            }
+            Port::Receiver => (&self.receiver_ns, &self.receiver),
+        })
+    }
+
+    fn attached(&self) -> &Attached {
+        &self.attached
+    }
+}
+
 impl Bed {
     /// Builds the namespaces and links of `shape`, with routes and forwarding.
     pub fn build(shape: &Shape) -> anyhow::Result<Bed> {
@@ -205,42 +261,6 @@ impl Bed {
             receiver,
             router_ns: Some(router_ns),
         })
-    }
-
-    /// The interface `port` and its namespace.
-    pub fn port(&self, port: Port) -> anyhow::Result<(&Namespace, &Endpoint)> {
-        let sender = |i: usize| {
-            self.senders
-                .get(i)
-                .ok_or_else(|| anyhow::anyhow!("the bed has no sender {i}"))
-        };
-        Ok(match port {
-            Port::Sender(i) => {
-                let link = sender(i)?;
-                (&link.ns, &link.end)
-            }
-            Port::RouterFrom(i) => {
-                let router = self
-                    .router_ns
-                    .as_ref()
-                    .ok_or_else(|| anyhow::anyhow!("the bed has no router"))?;
-                (router, &sender(i)?.peer)
-            }
-            Port::Receiver => (&self.receiver_ns, &self.receiver),
-        })
-    }
-
-    /// Attaches `attachments` configured as `config` to `port`; they are detached when the bed
-    /// is dropped.
-    pub fn attach(
-        &self,
-        port: Port,
-        attachments: Vec<Attachment>,
-        config: HostConfig,
-    ) -> anyhow::Result<PinnedMaps> {
-        let (ns, endpoint) = self.port(port)?;
-        self.attached
-            .attach(ns, &endpoint.ifname, attachments, config)
     }
 
     /// The configuration of sender `i`'s traffic to the receiver, addressed to the MAC of the

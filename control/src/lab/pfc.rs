@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use dataplane_common::{counters::PrioCounters, pfc::PfcTxCounters, Hook};
 use serde::Serialize;
 
-use super::harness::{self, Bed, Port, Sampler, Sending, Shape, PRIORITY};
+use super::harness::{self, Bed, LabPorts, Port, Sampler, Sending, Shape, PRIORITY};
 use crate::output::{self, Panel, Series};
 use host::pinned_maps::PinnedMaps;
 use hostconfig::{

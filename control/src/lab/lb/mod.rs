@@ -33,7 +33,7 @@ use self::{
     topology::{Port, Shape, Topology, OWNED_PREFIX, RECEIVER},
     workload::{Flow, Schedule, WorkloadArg, WorkloadParams},
 };
-use super::harness::{self, Sending};
+use super::harness::{self, LabPorts, Sending};
 use host::{lb::stats::LbStats, pinned_maps::PinnedMaps};
 use hostconfig::{
     attachment::Attachment,

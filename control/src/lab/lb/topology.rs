@@ -10,9 +10,7 @@
 
 use std::net::Ipv4Addr;
 
-use super::super::harness::{enable_forwarding, Attached};
-use host::pinned_maps::PinnedMaps;
-use hostconfig::{attachment::Attachment, config::HostConfig};
+use super::super::harness::{enable_forwarding, Attached, LabPorts};
 use sysutil::netns::{check, subnet_link, veth_pair, Endpoint, Namespace};
 
 /// The receiver's subnet: the prefix the balancer owns.
@@ -168,26 +166,22 @@ pub enum Port {
     Receiver,
 }
 
-impl Topology {
-    /// Attaches `attachments` configured as `config` to `port`; they are detached when the
-    /// topology is dropped.
-    pub fn attach(
-        &self,
-        port: Port,
-        attachments: Vec<Attachment>,
-        config: HostConfig,
-    ) -> anyhow::Result<PinnedMaps> {
-        let missing = || anyhow::anyhow!("the lab has no {port:?}");
-        let (ns, endpoint) = match port {
+impl LabPorts for Topology {
+    type Port = Port;
+
+    fn port(&self, port: Port) -> anyhow::Result<(&Namespace, &Endpoint)> {
+        match port {
             Port::Sender(i) => self.senders.get(i).map(|l| (&l.ns, &l.sender)),
             Port::Downlink(i) => self.senders.get(i).map(|l| (&self.balancer, &l.downlink)),
             Port::Uplink(j) => self.uplinks.get(j).map(|u| (&self.balancer, &u.uplink)),
             Port::SpineIngress(j) => self.uplinks.get(j).map(|u| (&u.spine, &u.spine_end)),
             Port::Receiver => Some((&self.receiver_ns, &self.receiver)),
         }
-        .ok_or_else(missing)?;
-        self.attached
-            .attach(ns, &endpoint.ifname, attachments, config)
+        .ok_or_else(|| anyhow::anyhow!("the lab has no {port:?}"))
+    }
+
+    fn attached(&self) -> &Attached {
+        &self.attached
     }
 }
 
