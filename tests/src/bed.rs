@@ -226,6 +226,17 @@ impl Link {
         }
     }
 
+    /// Whether the kernel shows an XDP program on the rx interface (`ip -d link`).
+    pub fn rx_xdp_attached(&self) -> bool {
+        let ip = self
+            .rx_ns
+            .command("ip")
+            .args(["-d", "link", "show", "dev", &self.rx.ifname])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&ip.stdout).contains("prog/xdp")
+    }
+
     /// The rx interface's entry in `lossless host status --json`.
     pub fn rx_status(&self) -> Value {
         let status = Self::lossless(&self.rx_ns, &["host", "status", "--json"]).unwrap();
