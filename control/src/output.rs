@@ -183,11 +183,31 @@ impl Panel {
         column: &str,
         levels: [(&str, f64); 2],
     ) -> Panel {
+        Panel::of_columns(caption, "bytes", series, &[(column, column)], &levels)
+    }
+
+    /// A panel of `series` against time: a solid line (label, column) for each of `columns`
+    /// and a dashed one (label, value) across for each of `levels`, its y axis up to the
+    /// highest of them all (at least 1, so that a panel of zeros still has an axis).
+    pub fn of_columns(
+        caption: impl Into<String>,
+        y_desc: &str,
+        series: &Series,
+        columns: &[(&str, &str)],
+        levels: &[(&str, f64)],
+    ) -> Panel {
         let x = series.time_range();
-        let top = levels.iter().fold(series.max(column), |m, l| m.max(l.1));
-        let mut lines = vec![Line::solid(column, series.points(column))];
-        lines.extend(levels.map(|(name, y)| Line::level(name, y, &x)));
-        Panel::over_time(caption, "bytes", &x, top, lines)
+        let top = columns
+            .iter()
+            .map(|(_, column)| series.max(column))
+            .chain(levels.iter().map(|(_, y)| *y))
+            .fold(1.0, f64::max);
+        let mut lines: Vec<Line> = columns
+            .iter()
+            .map(|(label, column)| Line::solid(*label, series.points(column)))
+            .collect();
+        lines.extend(levels.iter().map(|(label, y)| Line::level(*label, *y, &x)));
+        Panel::over_time(caption, y_desc, &x, top, lines)
     }
 }
 

@@ -511,43 +511,36 @@ pub fn build(
     sources: &Sources,
     memory_limit: u64,
 ) -> Result<Built, ScenarioError> {
-    let Plan {
-        fabric,
-        tuning,
-        time_limit,
-        flows,
-        failures,
-        estimated_bytes,
-    } = plan(s, program, sources)?;
-    if estimated_bytes > memory_limit {
+    let plan = plan(s, program, sources)?;
+    if plan.estimated_bytes > memory_limit {
         return Err(ScenarioError::Memory {
-            need: estimated_bytes >> 20,
+            need: plan.estimated_bytes >> 20,
             limit: memory_limit >> 20,
             what: format!(
                 "{} switches of {} kB of state each, {} flows, the buffers' frames",
-                fabric.switches.len(),
+                plan.fabric.switches.len(),
                 switch_state_bytes(program) >> 10,
-                flows.flows.len()
+                plan.flows.flows.len()
             ),
         });
     }
-    let entries = topology::entries::compute(&fabric, &tuning)?;
+    let entries = topology::entries::compute(&plan.fabric, &plan.tuning)?;
     let mut sim = Simulation::new();
     sim.set_source_port_per_qp(s.hosts.source_ports == SourcePorts::PerQp);
     sim.set_source_port_seed(s.seed);
-    let mut switch_nodes = Vec::with_capacity(fabric.switches.len());
+    let mut switch_nodes = Vec::with_capacity(plan.fabric.switches.len());
     let program = std::sync::Arc::new(program.clone());
-    for (i, sw) in fabric.switches.iter().enumerate() {
+    for (i, sw) in plan.fabric.switches.iter().enumerate() {
         let node = sim.add_switch(sw.name.clone(), program.clone(), Some(sw.buffer_bytes));
         sim.apply_entries(node, &entries[i])?;
         switch_nodes.push(node);
     }
-    let mut host_nodes = Vec::with_capacity(fabric.hosts.len());
-    for h in 0..fabric.hosts.len() {
-        host_nodes.push(sim.add_host(host_config(&fabric, HostId(h), s, &tuning)?));
+    let mut host_nodes = Vec::with_capacity(plan.fabric.hosts.len());
+    for h in 0..plan.fabric.hosts.len() {
+        host_nodes.push(sim.add_host(host_config(&plan.fabric, HostId(h), s, &plan.tuning)?));
     }
     let nodes = (&switch_nodes[..], &host_nodes[..]);
-    for l in &fabric.links {
+    for l in &plan.fabric.links {
         sim.connect(
             end_of(nodes, l.a),
             end_of(nodes, l.b),
@@ -555,7 +548,7 @@ pub fn build(
             l.delay_ps,
         )?;
     }
-    for f in &flows.flows {
+    for f in &plan.flows.flows {
         let start = match &f.start {
             workload::Start::At(at) => Start::At(*at),
             workload::Start::After(a) => Start::After {
@@ -584,13 +577,14 @@ pub fn build(
         })?;
     }
     let mut failed = Failures::none();
-    for f in failures {
+    for f in plan.failures {
         failed.links.extend(f.failures.links.iter().copied());
         failed.switches.extend(f.failures.switches.iter().copied());
         let reroute = match f.reroute_after {
             None => None,
             Some(after) => {
-                let new = topology::entries::compute_with_failures(&fabric, &tuning, &failed)?;
+                let new =
+                    topology::entries::compute_with_failures(&plan.fabric, &plan.tuning, &failed)?;
                 Some(reroute(&switch_nodes, &entries, new, after))
             }
         };
@@ -606,12 +600,12 @@ pub fn build(
     }
     Ok(Built {
         sim,
-        fabric,
-        flows,
+        fabric: plan.fabric,
+        flows: plan.flows,
         switch_nodes,
         host_nodes,
-        time_limit,
-        estimated_bytes,
+        time_limit: plan.time_limit,
+        estimated_bytes: plan.estimated_bytes,
     })
 }
 

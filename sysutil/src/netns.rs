@@ -215,3 +215,15 @@ fn mac_of(ns: &Namespace, ifname: &str) -> anyhow::Result<[u8; 6]> {
         .with_context(|| format!("no MAC for {ifname} in '{}'", text.trim()))?;
     Ok(mac.0)
 }
+
+/// A veth pair ([`veth_pair`]) from `a` to `b` in the /24 `subnet`: `a` holds its `.1`, `b` its
+/// `.2`, the addressing of every link the labs, test beds and benchmarks build.
+pub fn subnet_link(
+    a: &Namespace,
+    b: &Namespace,
+    subnet: [u8; 3],
+) -> anyhow::Result<(Endpoint, Endpoint)> {
+    let [x, y, z] = subnet;
+    let host = |n| std::net::Ipv4Addr::new(x, y, z, n);
+    veth_pair(a, host(1), b, host(2))
+}

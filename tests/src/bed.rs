@@ -2,7 +2,6 @@
 
 use std::{
     io::{BufRead as _, BufReader},
-    net::Ipv4Addr,
     path::PathBuf,
     process::{Child, Output, Stdio},
     sync::{
@@ -14,7 +13,8 @@ use std::{
 
 use anyhow::Context as _;
 use serde_json::Value;
-use sysutil::netns::{check, veth_pair, Endpoint, Namespace};
+pub use sysutil::netns::subnet_link;
+use sysutil::netns::{check, Endpoint, Namespace};
 
 use crate::{capture::RawSocket, craft::FrameSpec};
 
@@ -96,17 +96,6 @@ pub fn lossless_bin() -> PathBuf {
         dir
     };
     profile_dir.join("lossless")
-}
-
-/// A veth pair ([`veth_pair`]) from `a` to `b` in the /24 `subnet`: `a` holds its `.1`, `b` its
-/// `.2`, the addressing of every link the beds and benchmarks build.
-pub fn subnet_link(
-    a: &Namespace,
-    b: &Namespace,
-    subnet: [u8; 3],
-) -> anyhow::Result<(Endpoint, Endpoint)> {
-    let [x, y, z] = subnet;
-    veth_pair(a, Ipv4Addr::new(x, y, z, 1), b, Ipv4Addr::new(x, y, z, 2))
 }
 
 /// Two namespaces joined by a veth pair: `tx` sends, `rx` is where the programs attach.
@@ -235,6 +224,17 @@ impl Link {
             assert!(Instant::now() < deadline, "condition never held: {stats}");
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Whether the kernel shows an XDP program on the rx interface (`ip -d link`).
+    pub fn rx_xdp_attached(&self) -> bool {
+        let ip = self
+            .rx_ns
+            .command("ip")
+            .args(["-d", "link", "show", "dev", &self.rx.ifname])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&ip.stdout).contains("prog/xdp")
     }
 
     /// The rx interface's entry in `lossless host status --json`.

@@ -128,6 +128,14 @@ impl Topology {
             .collect()
     }
 
+    /// `program` in the switch namespace with the start of BMv2's command line, which
+    /// softswitch under a BMv2 name takes too: `--device-id 0` and the ports.
+    fn bmv2_command(&self, program: &Path) -> Command {
+        let mut command = self.switch_ns.command(program);
+        command.args(["--device-id", "0"]).args(self.port_args());
+        command
+    }
+
     /// Sets the MTU of both ends of host `index`'s veth.
     pub fn set_mtu(&self, index: usize, mtu: u32) -> anyhow::Result<()> {
         let host = &self.hosts[index];
@@ -247,13 +255,12 @@ impl SwitchBed {
         dir: &Path,
         options: &[&str],
     ) -> anyhow::Result<SwitchBed> {
-        let mut command = topology.switch_ns.command(&tool.program);
+        let mut command = topology.bmv2_command(&tool.program);
         tool.set_env(&mut command);
-        command.args(["--device-id", "0"]).args(options);
+        command.args(options);
         command
             .arg("--notifications-addr")
             .arg(format!("ipc://{}", dir.join("notifications.ipc").display()));
-        command.args(topology.port_args());
         match json {
             Some(json) => command.arg(json),
             None => command.arg("--no-p4"),
@@ -281,9 +288,7 @@ impl SwitchBed {
         pcaps: &Path,
         target_options: &[&str],
     ) -> anyhow::Result<SwitchBed> {
-        let mut command = topology.switch_ns.command(link);
-        command.args(["--device-id", "0"]);
-        command.args(topology.port_args());
+        let mut command = topology.bmv2_command(link);
         command.arg("--pcap").arg(pcaps);
         command.args(["--log-console", "--thrift-port", "9090", "--no-p4", "--"]);
         command.args(["--grpc-server-addr", P4RUNTIME_ADDR]);
@@ -301,9 +306,8 @@ impl SwitchBed {
         program: &Path,
         options: &[&str],
     ) -> anyhow::Result<SwitchBed> {
-        let mut command = topology.switch_ns.command(link);
-        command.args(["--device-id", "0"]).args(options);
-        command.args(topology.port_args());
+        let mut command = topology.bmv2_command(link);
+        command.args(options);
         command.args(["--thrift-port", "9090"]).arg(program);
         SwitchBed::spawn(topology, command, Ready::Listening(&[THRIFT_ADDR]), true)
     }

@@ -109,53 +109,41 @@ fn host_set_names_each_keys_type() {
 fn every_cli_duration_is_bounded() {
     let send = ["traffic", "send", "--iface", "lo", "--dst-ip", "127.0.0.1"];
     let recv = ["traffic", "recv", "--iface", "lo"];
-    let cases: Vec<(Vec<&str>, &str)> = vec![
+    let p4_watch = ["p4", "watch"];
+    // (command, its options, what the refusal says)
+    let cases: &[(&[&str], &[&str], &str)] = &[
+        (&send, &["--duration", "inf"], "is not a duration"),
+        (&send, &["--duration", "0"], "is too short"),
+        (&send, &["--count", "0"], "0 is not in 1.."),
+        (&send, &["--rate", "1e300"], "above the highest rate"),
+        (&send, &["--max-burst-us", "2s"], "is too long"),
         (
-            [&send[..], &["--duration", "inf"]].concat(),
+            &send,
+            &["--dcqcn", "--dcqcn-timer-us", "NaN"],
             "is not a duration",
         ),
-        ([&send[..], &["--duration", "0"]].concat(), "is too short"),
-        ([&send[..], &["--count", "0"]].concat(), "0 is not in 1.."),
+        (&recv, &["--idle-timeout=-0"], "is too short"),
+        (&recv, &["--interval", "1e300"], "is too long"),
+        (&recv, &["--duration", "2^64"], "is not a duration"),
         (
-            [&send[..], &["--rate", "1e300"]].concat(),
-            "above the highest rate",
-        ),
-        (
-            [&send[..], &["--max-burst-us", "2s"]].concat(),
-            "is too long",
-        ),
-        (
-            [&send[..], &["--dcqcn", "--dcqcn-timer-us", "NaN"]].concat(),
+            &recv,
+            &["--cnp", "--cnp-interval-us", "inf"],
             "is not a duration",
         ),
-        ([&recv[..], &["--idle-timeout=-0"]].concat(), "is too short"),
+        (&p4_watch, &["--interval", "0"], "is too short"),
+        (&p4_watch, &["--interval", "inf"], "is not a duration"),
+        (&["lab", "pfc"], &["--secs", "inf"], "is not a duration"),
+        (&["lab", "ecn"], &["--step-secs", "0"], "is too short"),
+        (&["lab", "incast"], &["--stagger=-1"], "is too short"),
+        (&["lab", "lb"], &["--secs", "601"], "is too long"),
         (
-            [&recv[..], &["--interval", "1e300"]].concat(),
-            "is too long",
-        ),
-        (
-            [&recv[..], &["--duration", "2^64"]].concat(),
-            "is not a duration",
-        ),
-        (
-            [&recv[..], &["--cnp", "--cnp-interval-us", "inf"]].concat(),
-            "is not a duration",
-        ),
-        (vec!["p4", "watch", "--interval", "0"], "is too short"),
-        (
-            vec!["p4", "watch", "--interval", "inf"],
-            "is not a duration",
-        ),
-        (vec!["lab", "pfc", "--secs", "inf"], "is not a duration"),
-        (vec!["lab", "ecn", "--step-secs", "0"], "is too short"),
-        (vec!["lab", "incast", "--stagger=-1"], "is too short"),
-        (vec!["lab", "lb", "--secs", "601"], "is too long"),
-        (
-            vec!["lab", "lb", "--flowlet-timeout-us", "0"],
+            &["lab", "lb"],
+            &["--flowlet-timeout-us", "0"],
             "is too short",
         ),
     ];
-    for (args, needle) in cases {
+    for (command, options, needle) in cases {
+        let args = [*command, *options].concat();
         refused(&args, &run(None, &args), needle);
     }
 }

@@ -397,14 +397,7 @@ fn detach_leaves_nothing_behind() {
     for id in link_ids {
         assert!(!live.contains(&id), "link {id} still loaded after detach");
     }
-    let ip = link
-        .rx_ns
-        .command("ip")
-        .args(["-d", "link", "show", "dev", &link.rx.ifname])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&ip.stdout);
-    assert!(!text.contains("prog/xdp"), "XDP still attached: {text}");
+    assert!(!link.rx_xdp_attached(), "XDP still attached after detach");
     let detach_again = Link::lossless(&link.rx_ns, &["host", "detach", &link.rx.ifname]);
     assert!(format!("{:#}", detach_again.unwrap_err()).contains("not attached"));
 }

@@ -27,17 +27,6 @@ fn rx_pin_dir(link: &Link) -> PinDir {
     link.rx_ns.run(move || PinDir::new(&name).unwrap()).unwrap()
 }
 
-/// Whether the kernel shows an XDP program on `link`'s rx interface.
-fn xdp_attached(link: &Link) -> bool {
-    let ip = link
-        .rx_ns
-        .command("ip")
-        .args(["-d", "link", "show", "dev", &link.rx.ifname])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&ip.stdout).contains("prog/xdp")
-}
-
 /// The TCX programs on `link`'s rx interface, both directions, as the kernel lists them.
 fn tcx_programs(link: &Link) -> usize {
     let name = link.rx.ifname.clone();
@@ -71,7 +60,7 @@ fn assert_clean(link: &Link, context: &str) {
         .filter(|d| d.starts_with(&link.rx.ifname))
         .collect();
     assert!(left.is_empty(), "{context}: pins left: {left:?}");
-    assert!(!xdp_attached(link), "{context}: an XDP program is left");
+    assert!(!link.rx_xdp_attached(), "{context}: an XDP program is left");
     assert_eq!(tcx_programs(link), 0, "{context}: TCX programs are left");
 }
 
@@ -122,7 +111,7 @@ fn an_attach_killed_at_any_stage_is_recovered() {
             "{context}: {said}"
         );
         if i % 2 == 0 {
-            assert!(xdp_attached(&link), "{context}: attach after recovery");
+            assert!(link.rx_xdp_attached(), "{context}: attach after recovery");
             Link::lossless(&link.rx_ns, &["host", "detach", &link.rx.ifname]).unwrap();
         }
         assert_clean(&link, context);
@@ -158,7 +147,7 @@ fn attaches_killed_at_random_moments_never_leave_the_interface_stuck() {
                 "{context}: {e:#}"
             ),
         }
-        assert!(xdp_attached(&link), "{context}: not attached");
+        assert!(link.rx_xdp_attached(), "{context}: not attached");
         Link::lossless(&link.rx_ns, &["host", "detach", &link.rx.ifname]).unwrap();
         assert_clean(&link, &context);
     }
@@ -179,7 +168,10 @@ fn a_detach_killed_midway_is_recovered() {
     let stale = entries_of(&link);
     assert_eq!(stale[0]["state"], "stale", "{stale:?}");
     assert_eq!(stale[0]["purpose"], "detaching", "{stale:?}");
-    assert!(xdp_attached(&link), "the programs stay while their pins do");
+    assert!(
+        link.rx_xdp_attached(),
+        "the programs stay while their pins do"
+    );
     attached.detach().unwrap();
     assert_clean(&link, "after detach");
 }
@@ -272,7 +264,7 @@ fn same_named_interfaces_in_two_namespaces_are_independent() {
 
     // detach in b: a's stays attached, and b's status says b has nothing left.
     in_b.detach().unwrap();
-    assert!(xdp_attached(&a), "detach in b detached a");
+    assert!(a.rx_xdp_attached(), "detach in b detached a");
     let text = Link::lossless(&b.rx_ns, &["host", "status"]).unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(

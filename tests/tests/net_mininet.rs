@@ -12,7 +12,7 @@
 
 use std::{
     path::{Path, PathBuf},
-    process::{Command, Stdio},
+    process::{Command, Output, Stdio},
     time::{Duration, Instant},
 };
 
@@ -23,6 +23,18 @@ use lossless_tests::{
     switch::dataplane_p4,
 };
 use serde_json::Value;
+
+/// Asserts that `net up ... --test pingall` (`out`) succeeded with no ping lost; its stdout
+/// and stderr.
+fn pinged_all(out: &Output) -> (String, String) {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success() && stdout.contains("pingall: 0% dropped"),
+        "{stdout}\n{stderr}"
+    );
+    (stdout, stderr)
+}
 
 /// Runs `net up leaf-spine:2,2,2 --test pingall` and asserts that every ping came back.
 fn pingall(name: &str, switch: &str) {
@@ -39,12 +51,7 @@ fn pingall(name: &str, switch: &str) {
     )
     .output()
     .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("pingall: 0% dropped"),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    pinged_all(&out);
     assert!(!Path::new(STATE_ROOT).join(name).exists());
 }
 
@@ -178,12 +185,7 @@ fn tutorials_two_hosts_come_up_unchanged() {
     )
     .output()
     .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("pingall: 0% dropped"),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    pinged_all(&out);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -207,12 +209,7 @@ fn p4app_with_cli_input(test: &str, name: &str, switch: &str) {
     .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("p4app"))
     .output()
     .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("pingall: 0% dropped"),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    pinged_all(&out);
     assert!(!Path::new(STATE_ROOT).join(name).exists());
 }
 
@@ -279,12 +276,7 @@ fn failing_and_hanging_host_commands_are_logged_and_the_network_goes_on() {
     )
     .output()
     .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stdout.contains("pingall: 0% dropped"),
-        "{stdout}\n{stderr}"
-    );
+    let (_, stderr) = pinged_all(&out);
     assert!(
         stderr.contains("h1: `ip route add 10.0.1.0/24 dev eth0` failed (exit status 2)"),
         "{stderr}"
@@ -327,45 +319,90 @@ fn recorded_pids(name: &str) -> Vec<u64> {
     pids
 }
 
-/// Starts `net up TOPOLOGY ARGS` of network `name` and waits until `sleep SECONDS` runs in
-/// it (a host command or a script's `net exec`); returns the child, the pids the network
-/// recorded, and its namespace.
-fn up_until_sleeping(
-    name: &str,
-    topology: &Path,
-    args: &[&str],
-    seconds: &str,
-) -> (std::process::Child, Vec<u64>, String) {
-    let mut up = net(name, &["up", topology.to_str().unwrap()])
-        .args(args)
-        .env("LOSSLESS_BIN", lossless_bin())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while processes_running(&["sleep", seconds]).is_empty() {
-        assert!(Instant::now() < deadline, "sleep {seconds} never ran");
-        assert!(up.try_wait().unwrap().is_none(), "net up ended early");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (up, recorded_pids(name), recorded_netns(name))
+/// Where the `sleep` of a [`Sleeping`] network runs.
+enum SleepIn {
+    /// In h1, from a `net exec` of the `--run` script.
+    Script,
+    /// As h1's host command (the network is still coming up).
+    HostCommand,
 }
 
-/// `lossless net down` of `name`, which must succeed and leave nothing: no state, no
-/// namespace, none of the `recorded` processes, no `sleep SECONDS`.
-fn down_leaves_nothing(name: &str, netns: &str, recorded: &[u64], seconds: &str) {
-    let out = net(name, &["down"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "net down: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_nothing_left(name, netns);
-    for pid in recorded {
-        assert!(!runs(*pid), "recorded process {pid} still runs");
+/// A two-host network `net up` is running, with a `sleep` in h1 that never ends by itself.
+struct Sleeping {
+    name: &'static str,
+    dir: PathBuf,
+    /// The `sleep`'s argument, unique to the test.
+    seconds: &'static str,
+    up: std::process::Child,
+    /// The pids the network recorded.
+    recorded: Vec<u64>,
+    /// Its namespace.
+    netns: String,
+}
+
+impl Sleeping {
+    /// Starts `net up` of network `name` with `sleep SECONDS` run as `sleep_in`, and waits
+    /// until the sleep runs.
+    fn up(name: &'static str, seconds: &'static str, sleep_in: SleepIn) -> Sleeping {
+        let dir = scratch(name);
+        let sleep = format!("sleep {seconds}");
+        let (topology, script) = match sleep_in {
+            SleepIn::Script => (
+                two_hosts(&dir, &[]),
+                Some(run_script(
+                    &dir,
+                    &format!("\"$LOSSLESS_BIN\" net exec h1 -- {sleep}\n"),
+                )),
+            ),
+            SleepIn::HostCommand => (two_hosts(&dir, &[&sleep]), None),
+        };
+        let mut up = net(name, &["up", topology.to_str().unwrap()]);
+        if let Some(script) = &script {
+            up.arg("--run").arg(script);
+        }
+        let mut up = up
+            .env("LOSSLESS_BIN", lossless_bin())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while processes_running(&["sleep", seconds]).is_empty() {
+            assert!(Instant::now() < deadline, "{sleep} never ran");
+            assert!(up.try_wait().unwrap().is_none(), "net up ended early");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Sleeping {
+            name,
+            dir,
+            seconds,
+            up,
+            recorded: recorded_pids(name),
+            netns: recorded_netns(name),
+        }
     }
-    assert!(processes_running(&["sleep", seconds]).is_empty());
+
+    /// `lossless net down`, which must succeed and leave nothing: no state, no namespace, none
+    /// of the recorded processes, no `sleep`.
+    fn down_leaves_nothing(&self) {
+        let out = net(self.name, &["down"]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "net down: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_nothing_left(self.name, &self.netns);
+        for pid in &self.recorded {
+            assert!(!runs(*pid), "recorded process {pid} still runs");
+        }
+        assert!(processes_running(&["sleep", self.seconds]).is_empty());
+    }
+}
+
+impl Drop for Sleeping {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 /// `kill -9` of `lossless net up` while its script has a process in a host: `net down` takes
@@ -375,20 +412,10 @@ fn net_down_cleans_up_after_kill_9_of_net_up() {
     if !mininet("net_down_cleans_up_after_kill_9_of_net_up") {
         return;
     }
-    let name = "t-kill9";
-    let dir = scratch(name);
-    let topology = two_hosts(&dir, &[]);
-    let script = run_script(&dir, "\"$LOSSLESS_BIN\" net exec h1 -- sleep 86402\n");
-    let (mut up, recorded, netns) = up_until_sleeping(
-        name,
-        &topology,
-        &["--run", script.to_str().unwrap()],
-        "86402",
-    );
-    up.kill().unwrap();
-    up.wait().unwrap();
-    down_leaves_nothing(name, &netns, &recorded, "86402");
-    let _ = std::fs::remove_dir_all(&dir);
+    let mut network = Sleeping::up("t-kill9", "86402", SleepIn::Script);
+    network.up.kill().unwrap();
+    network.up.wait().unwrap();
+    network.down_leaves_nothing();
 }
 
 /// `net down` while a host command hangs (`net up` is still bringing the network up): the
@@ -398,14 +425,10 @@ fn net_down_while_a_host_command_hangs_leaves_nothing() {
     if !mininet("net_down_while_a_host_command_hangs_leaves_nothing") {
         return;
     }
-    let name = "t-hang";
-    let dir = scratch(name);
-    let topology = two_hosts(&dir, &["sleep 86403"]);
-    let (mut up, recorded, netns) = up_until_sleeping(name, &topology, &[], "86403");
-    down_leaves_nothing(name, &netns, &recorded, "86403");
-    let status = up.wait().unwrap();
+    let mut network = Sleeping::up("t-hang", "86403", SleepIn::HostCommand);
+    network.down_leaves_nothing();
+    let status = network.up.wait().unwrap();
     assert!(!status.success(), "net up was stopped, yet exited 0");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// SIGINT to `lossless net up` while its script runs: the network goes, with everything in it.

@@ -228,10 +228,10 @@ fn lossless_p4_forwards_and_counts(bed: &TutorialBed) {
     });
     assert_eq!(
         (
-            received.packets,
-            received.psn_gaps,
-            received.reordered,
-            received.ce
+            received.frames.packets,
+            received.frames.psn_gaps,
+            received.frames.reordered,
+            received.frames.ce
         ),
         (ROCE_FRAMES, 0, 0, 0),
         "{received:?}"

@@ -489,10 +489,7 @@ mod tests {
         let intact = compute(&fabric, &tuning).unwrap();
         let leaf1 = fabric.switch_named("leaf1").unwrap();
         let uplink = fabric.switch(leaf1).port(2).unwrap().link;
-        let failures = Failures {
-            links: [uplink].into(),
-            ..Failures::default()
-        };
+        let failures = Failures::of_links([uplink]);
         let failed = compute_with_failures(&fabric, &tuning, &failures).unwrap();
         let c = changes(&intact[leaf1.0], &failed[leaf1.0]);
         // leaf1 goes up over spine2 alone: its group shrinks to one member.

@@ -43,6 +43,22 @@ impl Failures {
         Failures::default()
     }
 
+    /// These links failed, nothing else.
+    pub fn of_links(links: impl IntoIterator<Item = LinkId>) -> Failures {
+        Failures {
+            links: links.into_iter().collect(),
+            ..Failures::default()
+        }
+    }
+
+    /// These switches failed (with all their links), nothing else.
+    pub fn of_switches(switches: impl IntoIterator<Item = SwitchId>) -> Failures {
+        Failures {
+            switches: switches.into_iter().collect(),
+            ..Failures::default()
+        }
+    }
+
     /// Whether port `port` of `switch` can carry traffic: its switch, its link and the switch
     /// at its other end are up.
     pub fn port_up(&self, fabric: &Fabric, switch: SwitchId, port: u16) -> bool {
@@ -324,54 +340,67 @@ mod tests {
             .collect()
     }
 
+    /// Asserts the routes, in [`show`]'s form, of each named switch of the fabric `spec`
+    /// without failures.
+    fn assert_routes(spec: &str, expected: &[(&str, &[&str])]) {
+        let fabric = crate::build(&Spec::parse(spec).unwrap());
+        let routes = routes(&fabric, &Failures::none());
+        for (name, want) in expected {
+            let switch = fabric.switch_named(name).unwrap();
+            assert_eq!(show(&routes[switch.0]), *want, "{spec} {name}");
+        }
+    }
+
     #[test]
     fn a_leaf_spine_routes_its_hosts_its_subnet_and_the_rest_up() {
-        let fabric = crate::build(&Spec::parse("leaf-spine:2,3,2").unwrap());
-        let routes = routes(&fabric, &Failures::none());
-        let leaf1 = fabric.switch_named("leaf1").unwrap();
-        assert_eq!(
-            show(&routes[leaf1.0]),
-            [
-                "10.0.0.0/8 Up([3, 4])",
-                "10.0.1.1/32 Host(1)",
-                "10.0.1.2/32 Host(2)",
-                "10.0.1.0/24 Drop"
-            ]
-        );
-        let spine2 = fabric.switch_named("spine2").unwrap();
-        assert_eq!(
-            show(&routes[spine2.0]),
-            [
-                "10.0.1.0/24 Down([1])",
-                "10.0.2.0/24 Down([2])",
-                "10.0.3.0/24 Down([3])"
-            ]
+        assert_routes(
+            "leaf-spine:2,3,2",
+            &[
+                (
+                    "leaf1",
+                    &[
+                        "10.0.0.0/8 Up([3, 4])",
+                        "10.0.1.1/32 Host(1)",
+                        "10.0.1.2/32 Host(2)",
+                        "10.0.1.0/24 Drop",
+                    ],
+                ),
+                (
+                    "spine2",
+                    &[
+                        "10.0.1.0/24 Down([1])",
+                        "10.0.2.0/24 Down([2])",
+                        "10.0.3.0/24 Down([3])",
+                    ],
+                ),
+            ],
         );
     }
 
     #[test]
     fn a_fat_tree_aggregates_pods_at_the_core() {
-        let fabric = crate::build(&Spec::parse("fat-tree:4").unwrap());
-        let routes = routes(&fabric, &Failures::none());
-        let core = fabric.switch_named("c1_0").unwrap();
-        assert_eq!(
-            show(&routes[core.0]),
-            [
-                "10.0.0.0/16 Down([1])",
-                "10.1.0.0/16 Down([2])",
-                "10.2.0.0/16 Down([3])",
-                "10.3.0.0/16 Down([4])"
-            ]
-        );
-        let agg = fabric.switch_named("a2_1").unwrap();
-        assert_eq!(
-            show(&routes[agg.0]),
-            [
-                "10.0.0.0/8 Up([3, 4])",
-                "10.2.0.0/16 Drop",
-                "10.2.0.0/24 Down([1])",
-                "10.2.1.0/24 Down([2])"
-            ]
+        assert_routes(
+            "fat-tree:4",
+            &[
+                (
+                    "c1_0",
+                    &[
+                        "10.0.0.0/16 Down([1])",
+                        "10.1.0.0/16 Down([2])",
+                        "10.2.0.0/16 Down([3])",
+                        "10.3.0.0/16 Down([4])",
+                    ],
+                ),
+                (
+                    "a2_1",
+                    &[
+                        "10.0.0.0/8 Up([3, 4])",
+                        "10.2.0.0/16 Drop",
+                        "10.2.0.0/24 Down([1])",
+                        "10.2.1.0/24 Down([2])",
+                    ],
+                ),
+            ],
         );
     }
 
@@ -381,10 +410,7 @@ mod tests {
         // Aggregation 1 of pod 2 loses edge 0.
         let a = fabric.switch_named("a2_1").unwrap();
         let link = fabric.switch(a).port(1).unwrap().link;
-        let failures = Failures {
-            links: [link].into(),
-            ..Failures::default()
-        };
+        let failures = Failures::of_links([link]);
         let routes = routes(&fabric, &failures);
         let at = |name: &str| show(&routes[fabric.switch_named(name).unwrap().0]);
         // The aggregation switch drops pod 2 edge 0's subnet (its area's discard does).

@@ -402,29 +402,27 @@ mod tests {
         assert!(err.contains("lasts 63 µs on its 400G ports"), "{err}");
     }
 
+    /// Asserts that `t` is refused with an error that contains `needle`.
+    fn assert_refused(t: &Tuning, needle: &str) {
+        let err = t.check().unwrap_err().to_string();
+        assert!(err.contains(needle), "{err}");
+    }
+
     #[test]
     fn values_out_of_range_are_named() {
         let mut t = Tuning::default();
         t.check().unwrap();
         t.ecn.kmin_packets = 20;
-        assert!(t
-            .check()
-            .unwrap_err()
-            .to_string()
-            .contains("ecn.kmin_packets 20: below ecn.kmax_packets"));
+        assert_refused(&t, "ecn.kmin_packets 20: below ecn.kmax_packets");
         t = Tuning::default();
         t.classes.push(Class {
             dscp: 26,
             priority: 1,
         });
-        assert!(t
-            .check()
-            .unwrap_err()
-            .to_string()
-            .contains("classes[2].dscp 26: given twice"));
+        assert_refused(&t, "classes[2].dscp 26: given twice");
         t = Tuning::default();
         t.lossless = vec![3, 8];
-        assert!(t.check().unwrap_err().to_string().contains("lossless: 8"));
+        assert_refused(&t, "lossless: 8");
         let parsed: Tuning = toml::from_str(
             "policy = \"e-ecmp\"\n[pfc]\nxoff_packets = 64\nrefresh_us = 20\n[ecn]\npmax = 0.5\n",
         )
@@ -446,6 +444,6 @@ mod tests {
         assert!(wcmp.to_string().contains("policy 'wcmp'"), "{wcmp}");
         t = Tuning::default();
         t.policy = Policy::Wcmp;
-        assert!(t.check().unwrap_err().to_string().contains("policy wcmp"));
+        assert_refused(&t, "policy wcmp");
     }
 }

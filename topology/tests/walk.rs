@@ -443,16 +443,10 @@ fn ecmp_spreads_flows_over_every_uplink_of_every_tier() {
 fn leaf_spine_routes_around_a_failed_uplink_and_spine() {
     let mut r = Running::new("leaf-spine:3,3,2", Tuning::default());
     let link = r.fabric.link_named("leaf2:3").unwrap();
-    r.fail(Failures {
-        links: [link].into(),
-        ..Failures::default()
-    });
+    r.fail(Failures::of_links([link]));
     assert_eq!(r.check_pairs(None, None), 30);
     let spine = r.switch("spine2");
-    r.fail(Failures {
-        switches: [spine].into(),
-        ..Failures::default()
-    });
+    r.fail(Failures::of_switches([spine]));
     assert_eq!(r.check_pairs(None, None), 30);
     // Back to intact: the changes lead back to the first entries.
     r.fail(Failures::none());
@@ -466,25 +460,16 @@ fn fat_tree_routes_around_failed_links_and_switches() {
     let edge_agg = r.fabric.link_named("a1_0:2").unwrap();
     let agg_core = r.fabric.link_named("a2_1:3").unwrap();
     let host = r.fabric.host(r.host("h3_1_0")).link;
-    r.fail(Failures {
-        links: [edge_agg, agg_core, host].into(),
-        ..Failures::default()
-    });
+    r.fail(Failures::of_links([edge_agg, agg_core, host]));
     assert_eq!(r.check_pairs(None, None), 15 * 14);
     // A core and an aggregation switch.
     let (core, agg) = (r.switch("c0_1"), r.switch("a0_1"));
-    r.fail(Failures {
-        switches: [core, agg].into(),
-        ..Failures::default()
-    });
+    r.fail(Failures::of_switches([core, agg]));
     assert_eq!(r.check_pairs(None, None), 16 * 15);
     // Every path out of pod 0 is gone with both its aggregation switches: pod 0 keeps to
     // itself, edge by edge.
     let both = [r.switch("a0_0"), r.switch("a0_1")];
-    r.fail(Failures {
-        switches: both.into(),
-        ..Failures::default()
-    });
+    r.fail(Failures::of_switches(both));
     let walked = r.check_pairs(None, None);
     assert_eq!(
         walked,
@@ -497,10 +482,7 @@ fn fat_tree_routes_around_failed_links_and_switches() {
 fn rail_routes_around_a_failed_uplink() {
     let mut r = Running::new("rail:2,4,2,os=2", Tuning::default());
     let link = r.fabric.link_named("leaf2_1:5").unwrap();
-    r.fail(Failures {
-        links: [link].into(),
-        ..Failures::default()
-    });
+    r.fail(Failures::of_links([link]));
     assert_eq!(r.check_pairs(None, None), 16 * 15);
 }
 

@@ -12,7 +12,7 @@ use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::collective_cli::{collective, CollectiveArgs};
-use crate::counters::{Interval, RecvSummary};
+use crate::counters::{FrameCounts, Interval, RecvSummary};
 use crate::frame_class::FrameClassArgs;
 use crate::notify::CnpConfig;
 use crate::rate::{FixedRate, RateController};
@@ -512,34 +512,27 @@ fn recv_table(s: &RecvSummary) -> String {
         &"CNPS",
         &"GOODPUT",
     ]);
+    let row = |qp: &dyn std::fmt::Display,
+               src: &dyn std::fmt::Display,
+               f: &FrameCounts,
+               goodput_bps: f64| {
+        recv_row([
+            qp,
+            src,
+            &f.packets,
+            &f.bytes,
+            &f.ce,
+            &f.ect,
+            &f.psn_gaps,
+            &f.reordered,
+            &f.cnps,
+            &human_rate(goodput_bps),
+        ])
+    };
     for q in &s.qps {
-        let goodput = human_rate(q.goodput_bps);
-        out += &recv_row([
-            &q.qp,
-            &q.src,
-            &q.packets,
-            &q.bytes,
-            &q.ce,
-            &q.ect,
-            &q.psn_gaps,
-            &q.reordered,
-            &q.cnps,
-            &goodput,
-        ]);
+        out += &row(&q.qp, &q.src, &q.frames, q.goodput_bps);
     }
-    let goodput = human_rate(s.goodput_bps);
-    out += &recv_row([
-        &"total",
-        &"",
-        &s.packets,
-        &s.bytes,
-        &s.ce,
-        &s.ect,
-        &s.psn_gaps,
-        &s.reordered,
-        &s.cnps,
-        &goodput,
-    ]);
+    out += &row(&"total", &"", &s.frames, s.goodput_bps);
     out += &format!(
         "{:.3} s; {} frames with a bad checksum or ICRC, {} other frames ignored\n",
         s.duration_s, s.bad_frames, s.other_frames
@@ -551,10 +544,10 @@ fn recv_table(s: &RecvSummary) -> String {
             s.socket_drops
         );
     }
-    if s.cnp_sent + s.cnp_suppressed > 0 {
+    if s.frames.cnp_sent + s.frames.cnp_suppressed > 0 {
         out += &format!(
             "CNPs sent {}, CE marks left unanswered by the rate limit {}\n",
-            s.cnp_sent, s.cnp_suppressed
+            s.frames.cnp_sent, s.frames.cnp_suppressed
         );
     }
     out
@@ -782,15 +775,13 @@ mod tests {
     fn receiver_table() {
         let summary = RecvSummary {
             duration_s: 1.0,
-            packets: 2,
-            bytes: 2048,
-            ce: 1,
-            ect: 1,
-            psn_gaps: 0,
-            reordered: 0,
-            cnps: 0,
-            cnp_sent: 0,
-            cnp_suppressed: 0,
+            frames: FrameCounts {
+                packets: 2,
+                bytes: 2048,
+                ce: 1,
+                ect: 1,
+                ..FrameCounts::default()
+            },
             goodput_bps: 8e6,
             bad_frames: 0,
             other_frames: 0,

@@ -16,26 +16,10 @@ const HALF_PSN_SPACE: u32 = 1 << 23;
 /// What one QP has received.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct QpCounters {
-    /// Frames.
-    pub packets: u64,
-    /// Frame bytes (without FCS).
-    pub bytes: u64,
+    /// What the QP's frames counted.
+    pub frames: FrameCounts,
     /// Payload bytes (between BTH and ICRC).
     pub payload_bytes: u64,
-    /// Frames marked CE.
-    pub ce: u64,
-    /// Frames marked ECT(0) or ECT(1).
-    pub ect: u64,
-    /// PSNs skipped: sum over gaps of how many PSNs were missing when a later one arrived.
-    pub psn_gaps: u64,
-    /// Frames whose PSN was lower than expected (late, or duplicated).
-    pub reordered: u64,
-    /// Congestion notification packets (BTH opcode 0x81), counted apart from data.
-    pub cnps: u64,
-    /// CNPs this receiver sent for the QP (`recv --cnp`).
-    pub cnp_sent: u64,
-    /// CE marks of the QP not answered because the QP had a CNP less than an interval ago.
-    pub cnp_suppressed: u64,
     /// The PSN expected next (one past the highest seen).
     next_psn: Option<u32>,
     /// Arrival of the first frame and of the last, in nanoseconds.
@@ -56,17 +40,17 @@ impl QpCounters {
         ecn: Ecn,
         now_ns: u64,
     ) {
-        if self.packets == 0 {
+        if self.frames.packets == 0 {
             self.first_ns = now_ns;
             self.first_payload = payload_len as u64;
         }
-        self.packets += 1;
-        self.bytes += frame_len as u64;
+        self.frames.packets += 1;
+        self.frames.bytes += frame_len as u64;
         self.payload_bytes += payload_len as u64;
         self.last_ns = now_ns;
         match ecn {
-            Ecn::Ce => self.ce += 1,
-            Ecn::Ect0 | Ecn::Ect1 => self.ect += 1,
+            Ecn::Ce => self.frames.ce += 1,
+            Ecn::Ect0 | Ecn::Ect1 => self.frames.ect += 1,
             Ecn::NotEct => {}
         }
         let psn = psn & MASK_24;
@@ -75,9 +59,9 @@ impl QpCounters {
             Some(expected) => {
                 let ahead = psn.wrapping_sub(expected) & MASK_24;
                 if ahead >= HALF_PSN_SPACE {
-                    self.reordered += 1;
+                    self.frames.reordered += 1;
                 } else {
-                    self.psn_gaps += u64::from(ahead);
+                    self.frames.psn_gaps += u64::from(ahead);
                     self.next_psn = Some((psn + 1) & MASK_24);
                 }
             }
@@ -111,6 +95,47 @@ pub struct FlowKey {
     pub qp: u32,
 }
 
+/// The counts of the RoCEv2 frames received, of one QP or over all of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct FrameCounts {
+    /// Data frames.
+    pub packets: u64,
+    /// Frame bytes (without FCS).
+    pub bytes: u64,
+    /// Frames marked CE.
+    pub ce: u64,
+    /// Frames marked ECT(0) or ECT(1).
+    pub ect: u64,
+    /// PSNs skipped: sum over gaps of how many PSNs were missing when a later one arrived;
+    /// frames lost = psn_gaps - reordered (without duplicates).
+    pub psn_gaps: u64,
+    /// Frames whose PSN was lower than expected (late, or duplicated).
+    pub reordered: u64,
+    /// Congestion notification packets (BTH opcode 0x81) addressed to the QPs, counted apart
+    /// from data.
+    pub cnps: u64,
+    /// CNPs this receiver sent for the QPs (`recv --cnp`).
+    pub cnp_sent: u64,
+    /// CE marks not answered because the QP had a CNP less than an interval ago.
+    pub cnp_suppressed: u64,
+}
+
+impl<'a> std::iter::Sum<&'a FrameCounts> for FrameCounts {
+    fn sum<I: Iterator<Item = &'a FrameCounts>>(counts: I) -> FrameCounts {
+        counts.fold(FrameCounts::default(), |sum, c| FrameCounts {
+            packets: sum.packets + c.packets,
+            bytes: sum.bytes + c.bytes,
+            ce: sum.ce + c.ce,
+            ect: sum.ect + c.ect,
+            psn_gaps: sum.psn_gaps + c.psn_gaps,
+            reordered: sum.reordered + c.reordered,
+            cnps: sum.cnps + c.cnps,
+            cnp_sent: sum.cnp_sent + c.cnp_sent,
+            cnp_suppressed: sum.cnp_suppressed + c.cnp_suppressed,
+        })
+    }
+}
+
 /// One QP's line of the summary.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct QpSummary {
@@ -118,24 +143,9 @@ pub struct QpSummary {
     pub qp: u32,
     /// Sender IP.
     pub src: IpAddr,
-    /// Frames.
-    pub packets: u64,
-    /// Frame bytes.
-    pub bytes: u64,
-    /// Frames marked CE.
-    pub ce: u64,
-    /// Frames marked ECT(0) or ECT(1).
-    pub ect: u64,
-    /// PSNs skipped when a later one arrived; frames lost = psn_gaps - reordered (without duplicates).
-    pub psn_gaps: u64,
-    /// Frames with a PSN lower than expected.
-    pub reordered: u64,
-    /// CNPs addressed to this QP.
-    pub cnps: u64,
-    /// CNPs this receiver sent for the QP.
-    pub cnp_sent: u64,
-    /// CE marks left unanswered by the rate limit.
-    pub cnp_suppressed: u64,
+    /// What the QP received (in the JSON, at this level).
+    #[serde(flatten)]
+    pub frames: FrameCounts,
     /// Payload bits per second from the QP's first frame to its last.
     pub goodput_bps: f64,
     /// Arrival of the QP's first frame, nanoseconds since the receiver started.
@@ -149,24 +159,9 @@ pub struct QpSummary {
 pub struct RecvSummary {
     /// Seconds the receiver ran.
     pub duration_s: f64,
-    /// RoCEv2 frames.
-    pub packets: u64,
-    /// RoCEv2 frame bytes.
-    pub bytes: u64,
-    /// Frames marked CE.
-    pub ce: u64,
-    /// Frames marked ECT(0) or ECT(1).
-    pub ect: u64,
-    /// PSNs skipped, over all QPs.
-    pub psn_gaps: u64,
-    /// Frames with a PSN lower than expected, over all QPs.
-    pub reordered: u64,
-    /// CNPs, over all QPs.
-    pub cnps: u64,
-    /// CNPs this receiver sent (`recv --cnp`), over all QPs.
-    pub cnp_sent: u64,
-    /// CE marks left unanswered by the rate limit, over all QPs.
-    pub cnp_suppressed: u64,
+    /// What all QPs received (in the JSON, at this level).
+    #[serde(flatten)]
+    pub frames: FrameCounts,
     /// Payload bits per second from the first RoCEv2 frame to the last.
     pub goodput_bps: f64,
     /// RoCEv2 frames with a bad checksum or ICRC (not counted above).
@@ -260,7 +255,7 @@ impl RecvCounters {
 
     /// Counts a CNP addressed to flow `key` (a QP of this host's sender).
     pub fn record_cnp(&mut self, key: FlowKey) {
-        self.flows.entry(key).or_default().cnps += 1;
+        self.flows.entry(key).or_default().frames.cnps += 1;
         self.interval.entry(key).or_default().cnps += 1;
     }
 
@@ -268,9 +263,9 @@ impl RecvCounters {
     pub fn record_cnp_answer(&mut self, key: FlowKey, sent: bool) {
         let flow = self.flows.entry(key).or_default();
         if sent {
-            flow.cnp_sent += 1;
+            flow.frames.cnp_sent += 1;
         } else {
-            flow.cnp_suppressed += 1;
+            flow.frames.cnp_suppressed += 1;
         }
     }
 
@@ -309,15 +304,7 @@ impl RecvCounters {
             .map(|(key, c)| QpSummary {
                 qp: key.qp,
                 src: key.src,
-                packets: c.packets,
-                bytes: c.bytes,
-                ce: c.ce,
-                ect: c.ect,
-                psn_gaps: c.psn_gaps,
-                reordered: c.reordered,
-                cnps: c.cnps,
-                cnp_sent: c.cnp_sent,
-                cnp_suppressed: c.cnp_suppressed,
+                frames: c.frames,
                 goodput_bps: c.goodput_bps(),
                 first_ns: c.first_ns,
                 last_ns: c.last_ns,
@@ -331,15 +318,7 @@ impl RecvCounters {
         });
         RecvSummary {
             duration_s: started.elapsed().as_secs_f64(),
-            packets: qps.iter().map(|q| q.packets).sum(),
-            bytes: qps.iter().map(|q| q.bytes).sum(),
-            ce: qps.iter().map(|q| q.ce).sum(),
-            ect: qps.iter().map(|q| q.ect).sum(),
-            psn_gaps: qps.iter().map(|q| q.psn_gaps).sum(),
-            reordered: qps.iter().map(|q| q.reordered).sum(),
-            cnps: qps.iter().map(|q| q.cnps).sum(),
-            cnp_sent: qps.iter().map(|q| q.cnp_sent).sum(),
-            cnp_suppressed: qps.iter().map(|q| q.cnp_suppressed).sum(),
+            frames: qps.iter().map(|q| &q.frames).sum(),
             goodput_bps,
             bad_frames: self.bad_frames,
             other_frames: self.other_frames,
@@ -366,29 +345,35 @@ mod tests {
     #[test]
     fn in_order() {
         let c = feed(&[5, 6, 7, 8]);
-        assert_eq!((c.packets, c.psn_gaps, c.reordered), (4, 0, 0));
-        assert_eq!((c.bytes, c.payload_bytes, c.ect, c.ce), (400, 200, 4, 0));
+        assert_eq!(
+            (c.frames.packets, c.frames.psn_gaps, c.frames.reordered),
+            (4, 0, 0)
+        );
+        assert_eq!(
+            (c.frames.bytes, c.payload_bytes, c.frames.ect, c.frames.ce),
+            (400, 200, 4, 0)
+        );
     }
 
     #[test]
     fn gaps_count_missing_psns() {
         let c = feed(&[0, 1, 4, 5, 9]);
-        assert_eq!((c.psn_gaps, c.reordered), (2 + 3, 0));
+        assert_eq!((c.frames.psn_gaps, c.frames.reordered), (2 + 3, 0));
     }
 
     #[test]
     fn late_and_duplicate_frames_are_reordered() {
         // 2 arrives after 3: one gap of one PSN, then one late frame; 3 again is a duplicate.
         let c = feed(&[0, 1, 3, 2, 4, 3]);
-        assert_eq!((c.psn_gaps, c.reordered), (1, 2));
+        assert_eq!((c.frames.psn_gaps, c.frames.reordered), (1, 2));
     }
 
     #[test]
     fn psn_wraps_at_24_bits() {
         let c = feed(&[0xfffffe, 0xffffff, 0, 1, 3]);
-        assert_eq!((c.psn_gaps, c.reordered), (1, 0));
+        assert_eq!((c.frames.psn_gaps, c.frames.reordered), (1, 0));
         let c = feed(&[1, 0xffffff]);
-        assert_eq!((c.psn_gaps, c.reordered), (0, 1));
+        assert_eq!((c.frames.psn_gaps, c.frames.reordered), (0, 1));
     }
 
     #[test]
@@ -400,7 +385,7 @@ mod tests {
         {
             c.record(psn as u32, 100, 50, ecn, 0);
         }
-        assert_eq!((c.ce, c.ect), (2, 2));
+        assert_eq!((c.frames.ce, c.frames.ect), (2, 2));
     }
 
     #[test]
@@ -435,17 +420,27 @@ mod tests {
         counters.record_cnp_answer(FlowKey { src, qp: 2 }, false);
         assert_eq!(counters.packets(), 11);
         let summary = counters.summary(Instant::now());
-        assert_eq!(summary.packets, 11);
-        assert_eq!(summary.ce, 11);
+        assert_eq!(summary.frames.packets, 11);
+        assert_eq!(summary.frames.ce, 11);
         assert_eq!(summary.qps.len(), 3);
         assert_eq!(
-            (summary.cnps, summary.qps[2].cnps, summary.qps[2].packets),
+            (
+                summary.frames.cnps,
+                summary.qps[2].frames.cnps,
+                summary.qps[2].frames.packets
+            ),
             (1, 1, 0)
         );
-        assert_eq!((summary.qps[0].qp, summary.qps[0].packets), (1, 6));
-        assert_eq!((summary.cnp_sent, summary.cnp_suppressed), (1, 2));
+        assert_eq!((summary.qps[0].qp, summary.qps[0].frames.packets), (1, 6));
         assert_eq!(
-            (summary.qps[0].cnp_sent, summary.qps[0].cnp_suppressed),
+            (summary.frames.cnp_sent, summary.frames.cnp_suppressed),
+            (1, 2)
+        );
+        assert_eq!(
+            (
+                summary.qps[0].frames.cnp_sent,
+                summary.qps[0].frames.cnp_suppressed
+            ),
             (1, 1)
         );
         assert_eq!(summary.goodput_bps, 1e9);
@@ -488,6 +483,6 @@ mod tests {
         assert_eq!(first.qps[0].goodput_bps, 4.0 * 125.0 * 8.0 / 0.5);
         assert!(counters.close_interval(1.5, 0.5).qps.is_empty());
         let summary = counters.summary(Instant::now());
-        assert_eq!((summary.packets, summary.intervals.len()), (4, 2));
+        assert_eq!((summary.frames.packets, summary.intervals.len()), (4, 2));
     }
 }

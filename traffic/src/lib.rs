@@ -25,7 +25,7 @@ pub mod stop;
 pub mod transmit;
 
 pub use cli::{run, TrafficCommand};
-pub use counters::{Interval, IntervalQp, QpSummary, RecvSummary};
+pub use counters::{FrameCounts, Interval, IntervalQp, QpSummary, RecvSummary};
 pub use error::TrafficError;
 pub use rate::{FixedRate, RateController};
 pub use receiver::{Receiver, RecvConfig};

@@ -126,15 +126,21 @@ fn ipv4_resolved_paced_and_counted() {
         Address(bed.b_end.mac).to_string(),
         "resolved through the neighbour table"
     );
-    assert_eq!((sent.packets, got.packets), (2000, 2000));
+    assert_eq!((sent.packets, got.frames.packets), (2000, 2000));
     assert_eq!(
-        (got.ect, got.ce, got.psn_gaps, got.reordered, got.bad_frames),
+        (
+            got.frames.ect,
+            got.frames.ce,
+            got.frames.psn_gaps,
+            got.frames.reordered,
+            got.bad_frames
+        ),
         (2000, 0, 0, 0, 0)
     );
     assert_eq!(
         got.qps
             .iter()
-            .map(|q| (q.qp, q.packets))
+            .map(|q| (q.qp, q.frames.packets))
             .collect::<Vec<_>>(),
         [(100, 500), (101, 500), (102, 500), (103, 500)]
     );
@@ -198,7 +204,12 @@ fn ipv6_resolved_with_priority_tag() {
         "resolved by neighbour discovery"
     );
     assert_eq!(
-        (got.packets, got.ect, got.psn_gaps, got.bad_frames),
+        (
+            got.frames.packets,
+            got.frames.ect,
+            got.frames.psn_gaps,
+            got.bad_frames
+        ),
         (300, 300, 0, 0)
     );
     assert_eq!(got.qps[0].qp, 256);
@@ -221,7 +232,10 @@ fn cnps_counted_apart_from_data() {
         ..SendConfig::new(&bed.a_end.ifname, IpAddr::V4(bed.b_end.ipv4))
     };
     let (_, got) = exchange(&bed, recv, send, 10_000_000);
-    assert_eq!((got.cnps, got.packets, got.qps[0].cnps), (50, 0, 50));
+    assert_eq!(
+        (got.frames.cnps, got.frames.packets, got.qps[0].frames.cnps),
+        (50, 0, 50)
+    );
 }
 
 #[test]
@@ -248,7 +262,11 @@ fn ce_marks_answered_with_cnps_reach_the_sender() {
     // No rate limit: every CE mark is answered; the sender reads the CNPs it
     // has by the time it ends (the last ones may still be in flight).
     assert_eq!(
-        (got.packets, got.cnp_sent, got.cnp_suppressed),
+        (
+            got.frames.packets,
+            got.frames.cnp_sent,
+            got.frames.cnp_suppressed
+        ),
         (100, 100, 0)
     );
     assert!(sent.cnp_received >= 90, "{sent:?}");

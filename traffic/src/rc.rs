@@ -236,53 +236,44 @@ impl RecvQp {
         if self.responder.expects(psn) && self.expected.is_empty() {
             return Err(RecvError::Unexpected);
         }
-        let reply = match self.responder.arrive(psn, ack_req) {
+        let (delivered, reply) = match self.responder.arrive(psn, ack_req) {
             Arrival::Ahead(nak) => {
                 self.counts.out_of_order += 1;
                 self.counts.naks += u64::from(nak.is_some());
-                nak.map(Reply::Nak)
+                (None, nak.map(Reply::Nak))
             }
             Arrival::Duplicate(ack) => {
                 self.counts.duplicates += 1;
-                ack.map(Reply::Ack)
+                (None, ack.map(Reply::Ack))
             }
-            Arrival::InOrder => return self.take(psn, opcode, payload_len, ack_req),
+            Arrival::InOrder => (
+                self.take(opcode, payload_len)?,
+                ack_req.then_some(Reply::Ack(psn)),
+            ),
         };
-        Ok(Received {
-            delivered: None,
-            reply,
-        })
+        Ok(Received { delivered, reply })
     }
 
-    /// Takes the packet in order.
-    fn take(
-        &mut self,
-        psn: u32,
-        opcode: Opcode,
-        payload_len: usize,
-        ack_req: bool,
-    ) -> Result<Received, RecvError> {
+    /// Takes the payload of the packet in order: the flow whose message it completes, if it
+    /// does.
+    fn take(&mut self, opcode: Opcode, payload_len: usize) -> Result<Option<FlowId>, RecvError> {
         let &(flow, bytes) = self.expected.front().ok_or(RecvError::Unexpected)?;
         self.counts.packets += 1;
         self.partial += payload_len as u64;
-        let mut received = Received {
-            delivered: None,
-            reply: ack_req.then_some(Reply::Ack(psn)),
-        };
-        if matches!(opcode, Opcode::RcSendLast | Opcode::RcSendOnly) {
-            let got = std::mem::take(&mut self.partial);
-            if got != bytes {
-                return Err(RecvError::Size {
-                    flow,
-                    expected: bytes,
-                    got,
-                });
-            }
-            self.expected.pop_front();
-            self.counts.bytes += bytes;
-            received.delivered = Some(flow);
+        if !matches!(opcode, Opcode::RcSendLast | Opcode::RcSendOnly) {
+            return Ok(None);
         }
-        Ok(received)
+        let got = std::mem::take(&mut self.partial);
+        if got != bytes {
+            return Err(RecvError::Size {
+                flow,
+                expected: bytes,
+                got,
+            });
+        }
+        self.expected.pop_front();
+        self.counts.bytes += bytes;
+        Ok(Some(flow))
     }
 }
 

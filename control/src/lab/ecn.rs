@@ -16,8 +16,8 @@ use anyhow::{bail, Context as _};
 use dataplane_common::{config::EcnProfile, counters::PrioCounters, red, Hook};
 use serde::Serialize;
 
-use super::harness::{self, Bed, Port, Sampler, Sending, Shape, PRIORITY};
-use crate::output::{self, Line, Panel, Series};
+use super::harness::{self, Bed, LabPorts, Port, Sampler, Sending, Shape, PRIORITY};
+use crate::output::{self, Panel, Series};
 use host::pinned_maps::PinnedMaps;
 use hostconfig::{attachment::Attachment, config::HostConfig};
 use traffic::{RateController, StopFlag};
@@ -141,7 +141,7 @@ pub fn run(args: &EcnLab, stop: &StopFlag) -> anyhow::Result<()> {
     let stats = maps.read_counters(Hook::Xdp)?.per_priority[PRIORITY];
     println!(
         "sent {} frames; bottleneck marked {} of {} ECT frames; receiver counted {} CE of {} RoCEv2 frames ({} PSN gaps)",
-        sent.packets, stats.ecn_marked, stats.ect_packets, received.ce, received.packets, received.psn_gaps
+        sent.packets, stats.ecn_marked, stats.ect_packets, received.frames.ce, received.frames.packets, received.frames.psn_gaps
     );
     let summary = EcnSummary {
         drain_bps: args.drain,
@@ -153,9 +153,9 @@ pub fn run(args: &EcnLab, stop: &StopFlag) -> anyhow::Result<()> {
         sent_frames: sent.packets,
         ect_frames: stats.ect_packets,
         marked_frames: stats.ecn_marked,
-        received_frames: received.packets,
-        received_ce: received.ce,
-        psn_gaps: received.psn_gaps,
+        received_frames: received.frames.packets,
+        received_ce: received.frames.ce,
+        psn_gaps: received.frames.psn_gaps,
     };
     write_outputs(args, &ramped.series, &summary)
 }
@@ -210,7 +210,6 @@ const COLUMNS: [&str; 6] = [
 
 /// Writes ecn.csv, ecn.svg and summary.json into `--out`.
 fn write_outputs(args: &EcnLab, series: &Series, summary: &EcnSummary) -> anyhow::Result<()> {
-    let x = series.time_range();
     let kmin = f64::from(args.kmin);
     let kmax = f64::from(args.kmax);
     let queue = Panel::bytes_between(
@@ -222,26 +221,25 @@ fn write_outputs(args: &EcnLab, series: &Series, summary: &EcnSummary) -> anyhow
         "vq_bytes",
         [("Kmin", kmin), ("Kmax", kmax)],
     );
-    let marks = Panel::over_time(
+    let marks = Panel::of_columns(
         "marked fraction against RED's probability at that depth",
         "%",
-        &x,
-        series.max("marked_%").max(series.max("red_%")).max(1.0),
-        vec![
-            Line::solid("marked % (measured)", series.points("marked_%")),
-            Line::solid("RED % at the depth", series.points("red_%")),
+        series,
+        &[
+            ("marked % (measured)", "marked_%"),
+            ("RED % at the depth", "red_%"),
         ],
+        &[],
     );
-    let rates = Panel::over_time(
+    let rates = Panel::of_columns(
         "offered load and the rate the bottleneck sees",
         "Mb/s",
-        &x,
-        series.max("offered_Mbps").max(series.max("seen_Mbps")),
-        vec![
-            Line::solid("offered (wire)", series.points("offered_Mbps")),
-            Line::solid("seen (frame bytes)", series.points("seen_Mbps")),
-            Line::level("drain", args.drain as f64 / 1e6, &x),
+        series,
+        &[
+            ("offered (wire)", "offered_Mbps"),
+            ("seen (frame bytes)", "seen_Mbps"),
         ],
+        &[("drain", args.drain as f64 / 1e6)],
     );
     output::write_sampled(&args.out, "ecn", series, summary, &[queue, marks, rates])
 }

@@ -13,7 +13,7 @@
 
 use std::{
     cell::RefCell,
-    net::{IpAddr, Ipv4Addr},
+    net::IpAddr,
     time::{Duration, Instant},
 };
 
@@ -27,7 +27,7 @@ use hostconfig::{
     config::{HostConfig, Setting},
 };
 use sysutil::{
-    netns::{check, veth_pair, Endpoint, Namespace},
+    netns::{check, subnet_link, Endpoint, Namespace},
     pins::PinDir,
 };
 use traffic::{
@@ -152,78 +152,36 @@ pub struct Bed {
     router_ns: Option<Namespace>,
 }
 
-impl Bed {
-    /// Builds the namespaces and links of `shape`, with routes and forwarding.
-    pub fn build(shape: &Shape) -> anyhow::Result<Bed> {
-        let Some(router) = shape.router else {
-            anyhow::ensure!(shape.senders == 1, "a bed without a router has one sender");
-            let sender_ns = Namespace::create(shape.sender)?;
-            let receiver_ns = Namespace::create(shape.receiver)?;
-            let (end, receiver) = veth_pair(
-                &sender_ns,
-                Ipv4Addr::new(10, shape.net, 0, 1),
-                &receiver_ns,
-                Ipv4Addr::new(10, shape.net, 0, 2),
-            )?;
-            return Ok(Bed {
-                attached: Attached::default(),
-                senders: vec![SenderLink {
-                    ns: sender_ns,
-                    end,
-                    peer: receiver.clone(),
-                }],
-                receiver_ns,
-                receiver,
-                router_ns: None,
-            });
-        };
-        let router_ns = Namespace::create(router)?;
-        let receiver_ns = Namespace::create(shape.receiver)?;
-        let (_, receiver) = veth_pair(
-            &router_ns,
-            Ipv4Addr::new(10, shape.net, 100, 1),
-            &receiver_ns,
-            Ipv4Addr::new(10, shape.net, 100, 2),
-        )?;
-        enable_forwarding(&router_ns)?;
-        let net = format!("10.{}", shape.net);
-        receiver_ns.ip(&[
-            "route",
-            "add",
-            &format!("{net}.0.0/16"),
-            "via",
-            &format!("{net}.100.1"),
-        ])?;
-        let mut senders = Vec::new();
-        for i in 0..shape.senders {
-            let subnet = u8::try_from(i + 1)?;
-            let ns = Namespace::create(shape.sender)?;
-            let (end, peer) = veth_pair(
-                &ns,
-                Ipv4Addr::new(10, shape.net, subnet, 2),
-                &router_ns,
-                Ipv4Addr::new(10, shape.net, subnet, 1),
-            )?;
-            ns.ip(&[
-                "route",
-                "add",
-                &format!("{net}.100.0/24"),
-                "via",
-                &format!("{net}.{subnet}.1"),
-            ])?;
-            senders.push(SenderLink { ns, end, peer });
-        }
-        Ok(Bed {
-            attached: Attached::default(),
-            senders,
-            receiver_ns,
-            receiver,
-            router_ns: Some(router_ns),
-        })
-    }
+/// A lab's namespaces and links, whose interfaces ("ports") take the host data plane; what
+/// is attached is detached when the lab is dropped.
+pub trait LabPorts {
+    /// How the lab names its interfaces.
+    type Port;
 
     /// The interface `port` and its namespace.
-    pub fn port(&self, port: Port) -> anyhow::Result<(&Namespace, &Endpoint)> {
+    fn port(&self, port: Self::Port) -> anyhow::Result<(&Namespace, &Endpoint)>;
+
+    /// What is attached to the lab's interfaces.
+    fn attached(&self) -> &Attached;
+
+    /// Attaches `attachments` configured as `config` to `port`; they are detached when the
+    /// lab is dropped.
+    fn attach(
+        &self,
+        port: Self::Port,
+        attachments: Vec<Attachment>,
+        config: HostConfig,
+    ) -> anyhow::Result<PinnedMaps> {
+        let (ns, endpoint) = self.port(port)?;
+        self.attached()
+            .attach(ns, &endpoint.ifname, attachments, config)
+    }
+}
+
+impl LabPorts for Bed {
+    type Port = Port;
+
+    fn port(&self, port: Port) -> anyhow::Result<(&Namespace, &Endpoint)> {
         let sender = |i: usize| {
             self.senders
                 .get(i)
@@ -245,17 +203,64 @@ impl Bed {
         })
     }
 
-    /// Attaches `attachments` configured as `config` to `port`; they are detached when the bed
-    /// is dropped.
-    pub fn attach(
-        &self,
-        port: Port,
-        attachments: Vec<Attachment>,
-        config: HostConfig,
-    ) -> anyhow::Result<PinnedMaps> {
-        let (ns, endpoint) = self.port(port)?;
-        self.attached
-            .attach(ns, &endpoint.ifname, attachments, config)
+    fn attached(&self) -> &Attached {
+        &self.attached
+    }
+}
+
+impl Bed {
+    /// Builds the namespaces and links of `shape`, with routes and forwarding.
+    pub fn build(shape: &Shape) -> anyhow::Result<Bed> {
+        let Some(router) = shape.router else {
+            anyhow::ensure!(shape.senders == 1, "a bed without a router has one sender");
+            let sender_ns = Namespace::create(shape.sender)?;
+            let receiver_ns = Namespace::create(shape.receiver)?;
+            let (end, receiver) = subnet_link(&sender_ns, &receiver_ns, [10, shape.net, 0])?;
+            return Ok(Bed {
+                attached: Attached::default(),
+                senders: vec![SenderLink {
+                    ns: sender_ns,
+                    end,
+                    peer: receiver.clone(),
+                }],
+                receiver_ns,
+                receiver,
+                router_ns: None,
+            });
+        };
+        let router_ns = Namespace::create(router)?;
+        let receiver_ns = Namespace::create(shape.receiver)?;
+        let (_, receiver) = subnet_link(&router_ns, &receiver_ns, [10, shape.net, 100])?;
+        enable_forwarding(&router_ns)?;
+        let net = format!("10.{}", shape.net);
+        receiver_ns.ip(&[
+            "route",
+            "add",
+            &format!("{net}.0.0/16"),
+            "via",
+            &format!("{net}.100.1"),
+        ])?;
+        let mut senders = Vec::new();
+        for i in 0..shape.senders {
+            let subnet = u8::try_from(i + 1)?;
+            let ns = Namespace::create(shape.sender)?;
+            let (peer, end) = subnet_link(&router_ns, &ns, [10, shape.net, subnet])?;
+            ns.ip(&[
+                "route",
+                "add",
+                &format!("{net}.100.0/24"),
+                "via",
+                &format!("{net}.{subnet}.1"),
+            ])?;
+            senders.push(SenderLink { ns, end, peer });
+        }
+        Ok(Bed {
+            attached: Attached::default(),
+            senders,
+            receiver_ns,
+            receiver,
+            router_ns: Some(router_ns),
+        })
     }
 
     /// The configuration of sender `i`'s traffic to the receiver, addressed to the MAC of the

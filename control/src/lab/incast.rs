@@ -19,7 +19,7 @@ use anyhow::Context as _;
 use dataplane_common::Hook;
 use serde::Serialize;
 
-use super::harness::{self, jain_index, Bed, Port, Ran, Sending, Shape, PRIORITY};
+use super::harness::{self, jain_index, Bed, LabPorts, Port, Ran, Sending, Shape, PRIORITY};
 use crate::output::{self, Line, Panel};
 use dcqcn::{Dcqcn, DcqcnParams, RateEvent, RateTimeline};
 use host::pinned_maps::PinnedMaps;
@@ -495,7 +495,7 @@ fn outcome(
             .qps
             .iter()
             .filter(|q| q.src == summary.src_ip)
-            .map(|q| q.packets)
+            .map(|q| q.frames.packets)
             .sum();
         senders.push(SenderOutcome {
             sender: i as u32 + 1,

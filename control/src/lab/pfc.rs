@@ -13,8 +13,8 @@ use anyhow::Context as _;
 use dataplane_common::{counters::PrioCounters, pfc::PfcTxCounters, Hook};
 use serde::Serialize;
 
-use super::harness::{self, Bed, Port, Sampler, Sending, Shape, PRIORITY};
-use crate::output::{self, Line, Panel, Series};
+use super::harness::{self, Bed, LabPorts, Port, Sampler, Sending, Shape, PRIORITY};
+use crate::output::{self, Panel, Series};
 use host::pinned_maps::PinnedMaps;
 use hostconfig::{
     attachment::Attachment,
@@ -119,8 +119,8 @@ pub fn run(args: &PfcLab, stop: &StopFlag) -> anyhow::Result<()> {
         sent.packets,
         sent.pfc_paused_ns as f64 / 1e6,
         sent.pfc_holds,
-        received.packets,
-        received.psn_gaps,
+        received.frames.packets,
+        received.frames.psn_gaps,
         stats.pause_tx[PRIORITY],
         stats.resume_tx[PRIORITY]
     );
@@ -134,11 +134,11 @@ pub fn run(args: &PfcLab, stop: &StopFlag) -> anyhow::Result<()> {
         sent_frames: sent.packets,
         sender_paused_ms: sent.pfc_paused_ns as f64 / 1e6,
         sender_held_frames: sent.pfc_holds,
-        received_frames: received.packets,
-        psn_gaps: received.psn_gaps,
+        received_frames: received.frames.packets,
+        psn_gaps: received.frames.psn_gaps,
         pause_tx: stats.pause_tx[PRIORITY],
         resume_tx: stats.resume_tx[PRIORITY],
-        lossless: received.packets == sent.packets && received.psn_gaps == 0,
+        lossless: received.frames.packets == sent.packets && received.frames.psn_gaps == 0,
     };
     write_outputs(args, &ran.watched, &summary)
 }
@@ -177,7 +177,6 @@ const COLUMNS: [&str; 8] = [
 
 /// Writes pfc.csv, pfc.svg and summary.json into `--out`.
 fn write_outputs(args: &PfcLab, series: &Series, summary: &PfcSummary) -> anyhow::Result<()> {
-    let x = series.time_range();
     let (xoff, xon) = (f64::from(args.xoff), f64::from(args.xon));
     let buffer = Panel::bytes_between(
         "the receiver's ingress buffer: XOFF sends a PAUSE, below XON a resume",
@@ -185,26 +184,25 @@ fn write_outputs(args: &PfcLab, series: &Series, summary: &PfcSummary) -> anyhow
         "buffer_bytes",
         [("XOFF", xoff), ("XON", xon)],
     );
-    let frames = Panel::over_time(
+    let frames = Panel::of_columns(
         "PFC frames: sent by the receiver, recorded by the sender's XDP",
         "frames (cumulative)",
-        &x,
-        series.max("pause_tx").max(series.max("pause_rx")).max(1.0),
-        vec![
-            Line::solid("PAUSE sent", series.points("pause_tx")),
-            Line::solid("resume sent", series.points("resume_tx")),
-            Line::solid("PAUSE received", series.points("pause_rx")),
+        series,
+        &[
+            ("PAUSE sent", "pause_tx"),
+            ("resume sent", "resume_tx"),
+            ("PAUSE received", "pause_rx"),
         ],
+        &[],
     );
-    let rate = Panel::over_time(
+    let rate = Panel::of_columns(
         "what the receiver consumes while the sender holds",
         "Mb/s",
-        &x,
-        series.max("rx_Mbps").max(args.rate as f64 / 1e6),
-        vec![
-            Line::solid("received", series.points("rx_Mbps")),
-            Line::level("sender's rate", args.rate as f64 / 1e6, &x),
-            Line::level("drain", args.drain as f64 / 1e6, &x),
+        series,
+        &[("received", "rx_Mbps")],
+        &[
+            ("sender's rate", args.rate as f64 / 1e6),
+            ("drain", args.drain as f64 / 1e6),
         ],
     );
     output::write_sampled(&args.out, "pfc", series, summary, &[buffer, frames, rate])

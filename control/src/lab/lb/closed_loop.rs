@@ -10,7 +10,7 @@ use anyhow::bail;
 use serde::Serialize;
 
 use super::topology::{Port, Topology};
-use crate::lab::harness::{ecn_marking, PRIORITY};
+use crate::lab::harness::{ecn_marking, LabPorts, PRIORITY};
 use host::pinned_maps::PinnedMaps;
 use hostconfig::{
     attachment::Attachment,

@@ -33,7 +33,7 @@ use self::{
     topology::{Port, Shape, Topology, OWNED_PREFIX, RECEIVER},
     workload::{Flow, Schedule, WorkloadArg, WorkloadParams},
 };
-use super::harness::{self, Sending};
+use super::harness::{self, LabPorts, Sending};
 use host::{lb::stats::LbStats, pinned_maps::PinnedMaps};
 use hostconfig::{
     attachment::Attachment,
@@ -751,7 +751,7 @@ fn judge(
         .flat_map(|step| completion_ms(&schedule.flows, step))
         .collect();
     let sum = |of: fn(&Step) -> u64| steps.iter().map(of).sum::<u64>();
-    let packets_received = sum(|s| s.received.packets);
+    let packets_received = sum(|s| s.received.frames.packets);
     let collective = schedule.collective.map(|c| {
         let time = steps.iter().map(Step::duration).sum::<Duration>();
         let seconds = time.as_secs_f64().max(f64::MIN_POSITIVE);
@@ -770,7 +770,10 @@ fn judge(
         policy: policy.name(),
         balance: Balance::of(&bytes),
         uplinks,
-        reordered_fraction: reordered_fraction(sum(|s| s.received.reordered), packets_received),
+        reordered_fraction: reordered_fraction(
+            sum(|s| s.received.frames.reordered),
+            packets_received,
+        ),
         packets_sent: sum(|s| s.sent.values().map(|s| s.packets).sum()),
         packets_received,
         receiver_drops: sum(|s| s.received.socket_drops),
@@ -789,7 +792,7 @@ fn completion_ms(flows: &[Flow], step: &Step) -> Vec<f64> {
         .received
         .qps
         .iter()
-        .map(|q| ((q.src, q.qp), (q.packets, q.last_ns)))
+        .map(|q| ((q.src, q.qp), (q.frames.packets, q.last_ns)))
         .collect();
     flows
         .iter()

@@ -10,10 +10,8 @@
 
 use std::net::Ipv4Addr;
 
-use super::super::harness::{enable_forwarding, Attached};
-use host::pinned_maps::PinnedMaps;
-use hostconfig::{attachment::Attachment, config::HostConfig};
-use sysutil::netns::{check, veth_pair, Endpoint, Namespace};
+use super::super::harness::{enable_forwarding, Attached, LabPorts};
+use sysutil::netns::{check, subnet_link, veth_pair, Endpoint, Namespace};
 
 /// The receiver's subnet: the prefix the balancer owns.
 pub const OWNED_PREFIX: &str = "10.43.0.0/24";
@@ -97,18 +95,8 @@ impl Topology {
             let subnet = u8::try_from(j + 1)?;
             let spine = Namespace::create("lspn")?;
             enable_forwarding(&spine)?;
-            let (uplink, spine_end) = veth_pair(
-                &balancer,
-                Ipv4Addr::new(10, 41, subnet, 1),
-                &spine,
-                Ipv4Addr::new(10, 41, subnet, 2),
-            )?;
-            let (to_leaf, _) = veth_pair(
-                &spine,
-                Ipv4Addr::new(10, 42, subnet, 1),
-                &leaf,
-                Ipv4Addr::new(10, 42, subnet, 2),
-            )?;
+            let (uplink, spine_end) = subnet_link(&balancer, &spine, [10, 41, subnet])?;
+            let (to_leaf, _) = subnet_link(&spine, &leaf, [10, 42, subnet])?;
             shape_link(&spine, &to_leaf.ifname, rate_bps, shape.buffer_bytes)?;
             spine.ip(&[
                 "route",
@@ -137,12 +125,7 @@ impl Topology {
         for i in 0..shape.senders {
             let subnet = i + 1;
             let ns = Namespace::create("lsnd")?;
-            let (sender, downlink) = veth_pair(
-                &ns,
-                Ipv4Addr::new(10, 40, subnet, 2),
-                &balancer,
-                Ipv4Addr::new(10, 40, subnet, 1),
-            )?;
+            let (downlink, sender) = subnet_link(&balancer, &ns, [10, 40, subnet])?;
             ns.ip(&[
                 "route",
                 "add",
@@ -183,26 +166,22 @@ pub enum Port {
     Receiver,
 }
 
-impl Topology {
-    /// Attaches `attachments` configured as `config` to `port`; they are detached when the
-    /// topology is dropped.
-    pub fn attach(
-        &self,
-        port: Port,
-        attachments: Vec<Attachment>,
-        config: HostConfig,
-    ) -> anyhow::Result<PinnedMaps> {
-        let missing = || anyhow::anyhow!("the lab has no {port:?}");
-        let (ns, endpoint) = match port {
+impl LabPorts for Topology {
+    type Port = Port;
+
+    fn port(&self, port: Port) -> anyhow::Result<(&Namespace, &Endpoint)> {
+        match port {
             Port::Sender(i) => self.senders.get(i).map(|l| (&l.ns, &l.sender)),
             Port::Downlink(i) => self.senders.get(i).map(|l| (&self.balancer, &l.downlink)),
             Port::Uplink(j) => self.uplinks.get(j).map(|u| (&self.balancer, &u.uplink)),
             Port::SpineIngress(j) => self.uplinks.get(j).map(|u| (&u.spine, &u.spine_end)),
             Port::Receiver => Some((&self.receiver_ns, &self.receiver)),
         }
-        .ok_or_else(missing)?;
-        self.attached
-            .attach(ns, &endpoint.ifname, attachments, config)
+        .ok_or_else(|| anyhow::anyhow!("the lab has no {port:?}"))
+    }
+
+    fn attached(&self) -> &Attached {
+        &self.attached
     }
 }
 

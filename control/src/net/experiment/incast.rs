@@ -185,7 +185,7 @@ pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Resul
     for (host, s) in &sent {
         let ip = host_ip(fabric.host(host)?)?;
         let qps = || summary.qps.iter().filter(|q| q.src == ip);
-        let received = qps().map(|q| q.packets).sum();
+        let received = qps().map(|q| q.frames.packets).sum();
         let sent = count(s, "packets");
         senders_out.push(SenderOutcome {
             host: host.clone(),
@@ -193,9 +193,9 @@ pub fn run(args: &IncastArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::Resul
             sent,
             received,
             lost: sent.saturating_sub(received),
-            psn_gaps: qps().map(|q| q.psn_gaps).sum(),
-            reordered: qps().map(|q| q.reordered).sum(),
-            ce_marked: qps().map(|q| q.ce).sum(),
+            psn_gaps: qps().map(|q| q.frames.psn_gaps).sum(),
+            reordered: qps().map(|q| q.frames.reordered).sum(),
+            ce_marked: qps().map(|q| q.frames.ce).sum(),
             cnp_received: count(s, "cnp_received"),
             paused_ms: count(s, "pfc_paused_ns") as f64 / 1e6,
             wire_rate_bps: s["wire_rate_bps"].as_f64().unwrap_or(0.0),

@@ -710,7 +710,7 @@ impl Run<'_> {
                 .filter(|q| q.src == src && qps.contains(&u64::from(q.qp)))
                 .collect();
             let mine = || mine.iter();
-            let got: u64 = mine().map(|q| q.packets).sum();
+            let got: u64 = mine().map(|q| q.frames.packets).sum();
             let frames = count(s, "packets");
             if *short {
                 let last_ns = mine().map(|q| q.last_ns).max().unwrap_or(0);
@@ -731,7 +731,7 @@ impl Run<'_> {
                     to: to.clone(),
                     sent: frames,
                     received: got,
-                    reordered: mine().map(|q| q.reordered).sum(),
+                    reordered: mine().map(|q| q.frames.reordered).sum(),
                     goodput_bps: mine().map(|q| q.goodput_bps).sum(),
                     paused_ms: count(s, "pfc_paused_ns") as f64 / 1e6,
                     cnp_received: count(s, "cnp_received"),
@@ -777,8 +777,8 @@ impl Run<'_> {
             received: received_total,
             lossless_drops: sent_total.saturating_sub(received_total),
             switch_drops: total(|c| c.dropped),
-            reordered: all_qps().map(|q| q.reordered).sum(),
-            psn_gaps: all_qps().map(|q| q.psn_gaps).sum(),
+            reordered: all_qps().map(|q| q.frames.reordered).sum(),
+            psn_gaps: all_qps().map(|q| q.frames.psn_gaps).sum(),
             fct_p50_ms: percentile(&fcts, 0.50),
             fct_p99_ms: percentile(&fcts, 0.99),
             short_completed: fcts.len(),
