@@ -23,20 +23,19 @@ pub struct PacketData(pub usize);
 impl PacketData {
     /// Logs `frame`, received on `port`.
     pub fn received(self, port: u16, frame: &[u8]) {
-        if self.0 > 0 {
-            tracing::info!(
-                "Received packet of length {} on port {port}: {}",
-                frame.len(),
-                Hex(&frame[..frame.len().min(self.0)])
-            );
-        }
+        self.log("Received", port, frame);
     }
 
     /// Logs `frame`, about to be sent on `port`.
     pub fn sending(self, port: u16, frame: &[u8]) {
+        self.log("Sending", port, frame);
+    }
+
+    /// Logs `frame` as BMv2 words it, `what` saying whether it was received or is being sent.
+    fn log(self, what: &str, port: u16, frame: &[u8]) {
         if self.0 > 0 {
             tracing::info!(
-                "Sending packet of length {} on port {port}: {}",
+                "{what} packet of length {} on port {port}: {}",
                 frame.len(),
                 Hex(&frame[..frame.len().min(self.0)])
             );
