@@ -5,8 +5,6 @@
 
 use std::fmt;
 
-use softswitch_device::engine::Transmit;
-
 /// A frame's first bytes as lowercase hex without separators, as BMv2 prints them.
 struct Hex<'a>(&'a [u8]);
 
@@ -40,31 +38,6 @@ impl PacketData {
                 Hex(&frame[..frame.len().min(self.0)])
             );
         }
-    }
-}
-
-/// A port's transmitter that logs the frames it is given.
-pub struct Dumped {
-    /// The port's own transmitter.
-    pub inner: Box<dyn Transmit>,
-    /// The port.
-    pub port: u16,
-    /// How much of each frame to log.
-    pub data: PacketData,
-}
-
-impl Transmit for Dumped {
-    fn send(&mut self, frame: &[u8]) -> std::io::Result<()> {
-        self.data.sending(self.port, frame);
-        self.inner.send(frame)
-    }
-
-    fn flush(&mut self) {
-        self.inner.flush();
-    }
-
-    fn room(&mut self) -> Option<u32> {
-        self.inner.room()
     }
 }
 
