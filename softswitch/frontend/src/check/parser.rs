@@ -1,6 +1,6 @@
 //! Parsers: states, `select` transitions with value, mask, range and default keysets.
 
-use super::table::expand_default;
+use super::table::one_per_key;
 use super::{Checker, Sym};
 use crate::ast::{self, Transition as AstTransition};
 use crate::diagnostic::{fail, Result};
@@ -174,17 +174,9 @@ impl<'a> Checker<'a> {
                 out.push((CaseKeyset::ValueSet(set), target(names, &case.target)?));
                 continue;
             }
-            let keyset = expand_default(&case.keyset, types.len());
-            if keyset.len() != types.len() {
-                return fail(
-                    case.span,
-                    format!(
-                        "select has {} expressions, the case gives {}",
-                        types.len(),
-                        keyset.len()
-                    ),
-                );
-            }
+            let keyset = one_per_key(&case.keyset, types.len(), case.span, |keys, given| {
+                format!("select has {keys} expressions, the case gives {given}")
+            })?;
             let mut matches = Vec::new();
             for (k, ty) in keyset.iter().zip(&types) {
                 matches.push(self.keyset_match(k, ty)?);
