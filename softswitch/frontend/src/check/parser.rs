@@ -16,15 +16,9 @@ impl<'a> Checker<'a> {
         args: &[(Type, Slot)],
         ctor_args: &[ast::Arg],
     ) -> Result<ir::ParserIr> {
-        let constants = self.ctor_constants(&p.name, &p.ctor_params, ctor_args)?;
-        self.block_scope(&p.name, &p.params, args)?;
-        if !ctor_args.is_empty() {
-            self.prefix = self.specialized_name(&p.name.name);
-        }
-        self.declare_all(constants)?;
+        self.enter_block(&p.name, &p.params, args, &p.ctor_params, ctor_args)?;
         let lowered = self.parser_body(p);
-        self.scopes.pop();
-        self.prefix.clear();
+        self.leave_block();
         let lowered = lowered?;
         let depth = self.run_depth().parser(&lowered);
         self.check_run_depth(depth, &format!("parser {}", p.name.name), p.name.span)?;
@@ -40,12 +34,7 @@ impl<'a> Checker<'a> {
         i: &ast::Instance,
         p: &'a ast::ParserDecl,
     ) -> Result<(usize, usize)> {
-        let constants = self.ctor_constants(&p.name, &p.ctor_params, &i.args)?;
-        let inner_prefix = format!("{}.{}", self.prefix, i.name.name);
-        self.spend_name(&inner_prefix, i.name.span)?;
-        let outer_prefix = std::mem::replace(&mut self.prefix, inner_prefix);
-        let outer_scopes = self.scopes.split_off(1);
-        self.scopes.push(HashMap::new());
+        let (constants, outer) = self.enter_instance(i, &p.name, &p.ctor_params)?;
         let lowered = (|| {
             self.declare_all(constants)?;
             let mut params = Vec::new();
@@ -59,9 +48,7 @@ impl<'a> Checker<'a> {
             let ir = self.parser_body(p)?;
             Ok((params, ir))
         })();
-        self.scopes.truncate(1);
-        self.scopes.extend(outer_scopes);
-        let name = std::mem::replace(&mut self.prefix, outer_prefix);
+        let name = self.leave_instance(outer);
         let (params, ir) = lowered?;
         let depth = self.run_depth().parser(&ir);
         self.depths.subparsers.push(depth);
