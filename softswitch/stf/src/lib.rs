@@ -616,10 +616,8 @@ impl Runner<'_> {
             Diagnostic::new(w.span, format!("'{name}' is not an action of this table"))
         })?;
         let prog = self.target.program();
-        let params: Vec<(String, u16)> = prog.bodies[prog.actions[action].body]
-            .params
-            .iter()
-            .filter(|p| p.action_data)
+        let params: Vec<(String, u16)> = prog
+            .action_data(action)
             .map(|p| (p.name.clone(), p.width))
             .collect();
         let mut given: HashMap<&str, u128> = HashMap::new();

@@ -391,11 +391,9 @@ impl Case<'_> {
     /// `name(param:value, ...)` as STF writes a call.
     fn call_text(&self, call: &softswitch_core::ir::ActionCall) -> String {
         let action = &self.program.actions[call.action];
-        let params = self.program.bodies[action.body]
-            .params
-            .iter()
-            .filter(|p| p.action_data);
-        let args: Vec<String> = params
+        let args: Vec<String> = self
+            .program
+            .action_data(call.action)
             .zip(&call.args)
             .map(|(p, v)| format!("{}:{v:#x}", p.name))
             .collect();
