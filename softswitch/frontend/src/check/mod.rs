@@ -1351,7 +1351,7 @@ impl<'a> Checker<'a> {
             Decl::Instance(i) if i.name.name == "main" => Some(i),
             _ => None,
         }) else {
-            let end = decls.last().map_or(Span::default(), decl_span);
+            let end = decls.last().map_or(Span::default(), Decl::name_span);
             return fail(
                 end,
                 "the program has no 'main' instance (V1Switch(...) main;)",
@@ -1552,25 +1552,6 @@ fn type_name(t: &TypeRef) -> &str {
     match t {
         TypeRef::Named { name, .. } => &name.name,
         _ => "",
-    }
-}
-
-fn decl_span(d: &Decl) -> Span {
-    match d {
-        Decl::Const { name, .. }
-        | Decl::Typedef { name, .. }
-        | Decl::Aggregate { name, .. }
-        | Decl::Enum { name, .. }
-        | Decl::ExternObject { name, .. }
-        | Decl::BlockType { name, .. } => name.span,
-        Decl::Error(n) | Decl::MatchKind(n) => n.first().map_or(Span::default(), |i| i.span),
-        Decl::ExternFunction(p) | Decl::Function { proto: p, .. } => p.name.span,
-        Decl::Parser(p) => p.name.span,
-        Decl::Control(c) => c.name.span,
-        Decl::Action(a) => a.name.span,
-        Decl::Instance(i) => i.name.span,
-        Decl::Var(v) => v.name.span,
-        Decl::Table(t) => t.name.span,
     }
 }
 
