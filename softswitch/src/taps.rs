@@ -73,3 +73,46 @@ impl Transmit for Tapped {
         self.inner.room()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use pcap_file::pcap::PcapReader;
+    use testkit::TempDir as Dir;
+
+    /// A port that takes every frame but the one starting with 0xff.
+    struct Port;
+
+    impl Transmit for Port {
+        fn send(&mut self, frame: &[u8]) -> std::io::Result<()> {
+            match frame.first() {
+                Some(0xff) => Err(std::io::ErrorKind::WouldBlock.into()),
+                _ => Ok(()),
+            }
+        }
+    }
+
+    #[test]
+    fn the_output_capture_holds_the_frames_sent_and_not_those_lost() {
+        let dir = Dir::new("softswitch", "taps-output");
+        let path = dir.0.join("veth1_out.pcap");
+        let capture = Capture::create(&path).unwrap();
+        let mut tx = Tapped::wrap(Box::new(Port), 1, PacketData(16), Some(capture));
+        assert!(tx.send(&[1, 2, 3]).is_ok());
+        assert!(tx.send(&[0xff, 0]).is_err());
+        assert!(tx.send(&[4, 5]).is_ok());
+        let mut reader = PcapReader::new(std::fs::File::open(&path).unwrap()).unwrap();
+        let mut frames = Vec::new();
+        while let Some(packet) = reader.next_packet() {
+            frames.push(packet.unwrap().data.into_owned());
+        }
+        assert_eq!(frames, [vec![1, 2, 3], vec![4, 5]]);
+    }
+
+    #[test]
+    fn nothing_asked_for_taps_nothing() {
+        assert!(received(1, PacketData(0), None).is_none());
+        assert!(received(1, PacketData(8), None).is_some());
+    }
+}
