@@ -106,10 +106,8 @@ pub fn apply_entry(switch: &mut Switch, e: &TableEntrySpec) -> Result<(), String
         .action_id(table, &e.action_name)
         .ok_or_else(|| format!("'{}' is not an action of this table", e.action_name))?;
     let program = switch.program();
-    let params: Vec<(String, u16)> = program.bodies[program.actions[action].body]
-        .params
-        .iter()
-        .filter(|p| p.action_data)
+    let params: Vec<(String, u16)> = program
+        .action_data(action)
         .map(|p| (p.name.clone(), p.width))
         .collect();
     let mut args = Vec::new();

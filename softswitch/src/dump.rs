@@ -5,8 +5,6 @@
 
 use std::fmt;
 
-use softswitch_device::engine::Transmit;
-
 /// A frame's first bytes as lowercase hex without separators, as BMv2 prints them.
 struct Hex<'a>(&'a [u8]);
 
@@ -23,49 +21,23 @@ pub struct PacketData(pub usize);
 impl PacketData {
     /// Logs `frame`, received on `port`.
     pub fn received(self, port: u16, frame: &[u8]) {
-        if self.0 > 0 {
-            tracing::info!(
-                "Received packet of length {} on port {port}: {}",
-                frame.len(),
-                Hex(&frame[..frame.len().min(self.0)])
-            );
-        }
+        self.log("Received", port, frame);
     }
 
     /// Logs `frame`, about to be sent on `port`.
     pub fn sending(self, port: u16, frame: &[u8]) {
+        self.log("Sending", port, frame);
+    }
+
+    /// Logs `frame` as BMv2 words it, `what` saying whether it was received or is being sent.
+    fn log(self, what: &str, port: u16, frame: &[u8]) {
         if self.0 > 0 {
             tracing::info!(
-                "Sending packet of length {} on port {port}: {}",
+                "{what} packet of length {} on port {port}: {}",
                 frame.len(),
                 Hex(&frame[..frame.len().min(self.0)])
             );
         }
-    }
-}
-
-/// A port's transmitter that logs the frames it is given.
-pub struct Dumped {
-    /// The port's own transmitter.
-    pub inner: Box<dyn Transmit>,
-    /// The port.
-    pub port: u16,
-    /// How much of each frame to log.
-    pub data: PacketData,
-}
-
-impl Transmit for Dumped {
-    fn send(&mut self, frame: &[u8]) -> std::io::Result<()> {
-        self.data.sending(self.port, frame);
-        self.inner.send(frame)
-    }
-
-    fn flush(&mut self) {
-        self.inner.flush();
-    }
-
-    fn room(&mut self) -> Option<u32> {
-        self.inner.room()
     }
 }
 

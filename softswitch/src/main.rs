@@ -8,6 +8,7 @@ mod bmv2_log;
 mod dump;
 mod pcap;
 mod run;
+mod taps;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};

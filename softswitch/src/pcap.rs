@@ -19,7 +19,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 use pcap_file::pcap::{PcapPacket, PcapWriter};
-use softswitch_device::engine::Transmit;
 
 /// One pcap file, written frame by frame; its clones write into the same file.
 #[derive(Clone)]
@@ -113,32 +112,6 @@ fn open_capture_file(path: &Path) -> io::Result<File> {
     }
     file.set_len(0)?;
     Ok(file)
-}
-
-/// A port's transmitter that also records each frame it sends.
-pub struct Recorded {
-    /// The port's own transmitter.
-    pub inner: Box<dyn Transmit>,
-    /// Where the frames it sends go.
-    pub capture: Capture,
-}
-
-impl Transmit for Recorded {
-    fn send(&mut self, frame: &[u8]) -> std::io::Result<()> {
-        let sent = self.inner.send(frame);
-        if sent.is_ok() {
-            self.capture.record(frame);
-        }
-        sent
-    }
-
-    fn flush(&mut self) {
-        self.inner.flush();
-    }
-
-    fn room(&mut self) -> Option<u32> {
-        self.inner.room()
-    }
 }
 
 #[cfg(test)]

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 
-use crate::dump::{Dumped, PacketData};
-use crate::pcap::{Capture, Recorded};
+use crate::dump::PacketData;
+use crate::pcap::Capture;
+use crate::taps::{self, Tapped};
 use softswitch_device::ports::{self, PortSpec};
 use softswitch_server::pipeline::Compiled;
 use softswitch_server::tls::{Tls, TlsFiles};
@@ -117,23 +118,12 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         .zip(&captures)
         .map(|(p, capture)| {
             let tx = p.transmitter().expect("taken once");
-            let tx: Box<dyn softswitch_device::engine::Transmit> = match capture {
-                Some((_, out)) => Box::new(Recorded {
-                    inner: tx,
-                    capture: out.clone(),
-                }),
-                None => tx,
-            };
             let port = p.spec().port;
-            let tx: Box<dyn softswitch_device::engine::Transmit> = match options.dump_packet_data {
-                PacketData(0) => tx,
-                data => Box::new(Dumped {
-                    inner: tx,
-                    port,
-                    data,
-                }),
-            };
-            (port, tx)
+            let output = capture.as_ref().map(|(_, out)| out.clone());
+            (
+                port,
+                Tapped::wrap(tx, port, options.dump_packet_data, output),
+            )
         })
         .collect();
     let device = Device::start(options.device_id, transmitters, options.cpu_port, program);
@@ -168,16 +158,8 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         .into_iter()
         .zip(captures)
         .map(|(p, capture)| {
-            let (port, data) = (p.spec().port, options.dump_packet_data);
-            let tap: Option<ports::Tap> = match (capture, data) {
-                (None, PacketData(0)) => None,
-                (capture, data) => Some(Box::new(move |frame: &[u8]| {
-                    data.received(port, frame);
-                    if let Some((input, _)) = &capture {
-                        input.record(frame);
-                    }
-                })),
-            };
+            let input = capture.map(|(input, _)| input);
+            let tap = taps::received(p.spec().port, options.dump_packet_data, input);
             p.spawn_receiver(device.engine.clone(), running.clone(), tap)
         })
         .collect();

@@ -2,12 +2,15 @@
 behind them, the table entries every test starts from, and packet builders.
 
 Expected packets come from scapy (Ether/IP/UDP, scapy.contrib.roce for BTH, CNP and ICRC,
-scapy.contrib.mac_control for PFC) and from hashes computed here (zlib's CRC-32, a CRC-16/ARC
-written below), never from softswitch. Run a generator from the repository root with the venv
+scapy.contrib.mac_control for PFC) and from hashes computed here (zlib's CRC-32, and the
+CRC-16/ARC of the references softswitch's STF corpus generators share, written from its
+definition), never from softswitch. Run a generator from the repository root with the venv
 that `cargo xtask setup` makes, e.g.
     .venv/bin/python dataplane-p4/tests/generators/ecn.py > dataplane-p4/tests/ecn.stf
 """
 
+import os
+import sys
 import zlib
 
 from scapy.compat import raw
@@ -16,6 +19,10 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 from scapy.contrib.roce import BTH, cnp
 from scapy.contrib.mac_control import MACControlClassBasedFlowControl
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "../../../softswitch/tests/corpus/generators"))
+from reference import crc16_arc  # noqa: E402 (after the path that finds it)
 
 INGRESS = "LosslessIngress"
 EGRESS = "LosslessEgress"
@@ -164,15 +171,6 @@ def primed_burst(lines, out_port, burst, qp=0x12, sport=49152):
     lines.append("wait")
     for p in burst:
         lines.append(packet(1, p))
-
-
-def crc16_arc(data):
-    crc = 0
-    for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-    return crc
 
 
 def crc32(data):

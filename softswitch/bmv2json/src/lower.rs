@@ -208,6 +208,18 @@ fn algorithm(name: &str) -> Result<u128> {
     })
 }
 
+/// One list of BMv2's `field_lists` or `learn_lists` ([`Lowerer::lists_of_fields`]).
+struct ListOfFields<'j> {
+    /// Its name.
+    name: &'j str,
+    /// Its id.
+    id: u64,
+    /// What errors call it (`learn list NAME`).
+    what: String,
+    /// Its fields, each with its width.
+    fields: Vec<(Field, u16)>,
+}
+
 impl Lowerer {
     fn scope<'a>(&'a self, params: &'a [(Slot, u16)]) -> Scope<'a> {
         Scope {
@@ -372,27 +384,14 @@ impl Lowerer {
         Ok(())
     }
 
+    /// The field lists (`field_lists`): the user metadata a `resubmit`, `recirculate` or
+    /// `clone` preserves.
     fn field_lists(&mut self, root: &Value) -> Result<()> {
-        for f in array_member(root, "field_lists", "the program")? {
-            let fname = name(f, "a field list")?;
-            let what = format!("field list {fname}");
-            let id = uint_member(f, "id", &what)?;
-            let mut slots = Vec::new();
-            for e in array_member(f, "elements", &what)? {
-                if str_member(e, "type", &what)? != "field" {
-                    return fail(format!("{what}: only fields may be preserved"));
-                }
-                let field = self.scope(&[]).field(member(e, "value", &what)?)?;
-                let FieldStore::One(FieldLayout::Fixed(_)) = field.store else {
-                    return fail(format!(
-                        "{what} keeps a varbit field or one wider than 128 bits"
-                    ));
-                };
-                slots.push(field.slot);
-            }
+        for list in self.lists_of_fields(root, "field_lists", "field list", "preserved")? {
+            let slots = list.fields.iter().map(|(f, _)| f.slot).collect();
             self.program_field_lists.push(slots);
             self.field_lists
-                .insert(id, self.program_field_lists.len() - 1);
+                .insert(list.id, self.program_field_lists.len() - 1);
         }
         Ok(())
     }
@@ -400,33 +399,64 @@ impl Lowerer {
     /// The learn lists (`learn_lists`): what each `generate_digest` sends, as a digest of the
     /// list's name.
     fn learn_lists(&mut self, root: &Value) -> Result<()> {
-        for list in array_member(root, "learn_lists", "the program")? {
-            let lname = name(list, "a learn list")?;
-            let what = format!("learn list {lname}");
-            let id = uint_member(list, "id", &what)?;
-            let mut data: FieldList = Vec::new();
-            let mut fields = Vec::new();
-            for e in array_member(list, "elements", &what)? {
-                if str_member(e, "type", &what)? != "field" {
-                    return fail(format!("{what}: only fields may be sent"));
-                }
-                let field = self.scope(&[]).field(member(e, "value", &what)?)?;
-                let Some(width) = field.width() else {
-                    return fail(format!("{what} sends a varbit field"));
-                };
-                data.push(FieldItem::Bits(Expr::Load(field.slot), width));
-                fields.push((field.name.clone(), width));
-            }
+        for list in self.lists_of_fields(root, "learn_lists", "learn list", "sent")? {
+            let (id, what) = (list.id, list.what);
             if self.learn_lists.contains_key(&id) {
                 return fail(format!("{what}: two learn lists have id {id}"));
             }
+            let data = list
+                .fields
+                .iter()
+                .map(|(f, width)| FieldItem::Bits(Expr::Load(f.slot), *width))
+                .collect();
             self.learn_lists.insert(id, (self.digests.len(), data));
             self.digests.push(Digest {
-                name: lname.to_string(),
-                fields,
+                name: list.name.to_string(),
+                fields: list.fields.into_iter().map(|(f, w)| (f.name, w)).collect(),
             });
         }
         Ok(())
+    }
+
+    /// The lists of the program's array `key`, `field_lists` or `learn_lists` (BMv2 writes
+    /// both alike: a name, an id and elements of type `field`), `kind` naming one in errors.
+    /// A list's fields are `used` (`preserved`, `sent`) as values of one slot: another
+    /// element, a varbit field or one wider than 128 bits is refused.
+    fn lists_of_fields<'j>(
+        &self,
+        root: &'j Value,
+        key: &str,
+        kind: &str,
+        used: &str,
+    ) -> Result<Vec<ListOfFields<'j>>> {
+        let mut out = Vec::new();
+        for list in array_member(root, key, "the program")? {
+            let lname = name(list, &format!("a {kind}"))?;
+            let what = format!("{kind} {lname}");
+            let id = uint_member(list, "id", &what)?;
+            let mut fields = Vec::new();
+            for e in array_member(list, "elements", &what)? {
+                if str_member(e, "type", &what)? != "field" {
+                    return fail(format!("{what}: only fields may be {used}"));
+                }
+                let field = self.scope(&[]).field(member(e, "value", &what)?)?;
+                let Some(width) = field.width() else {
+                    return fail(format!(
+                        "{what}: {} is a varbit field or one wider than 128 bits, which cannot \
+                         be {used}",
+                        field.name
+                    ));
+                };
+                fields.push((field.clone(), width));
+            }
+            out.push(ListOfFields {
+                name: lname,
+                id,
+                what,
+                fields,
+            });
+        }
+        Ok(out)
     }
 
     /// The fields of a calculation or digest input: consecutive fields of one header are

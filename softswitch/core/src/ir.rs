@@ -920,6 +920,17 @@ pub struct Program {
     pub trace_names: TraceNames,
 }
 
+impl Program {
+    /// The action-data parameters of action `action` (an index into [`Program::actions`]), in
+    /// order: the values the control plane gives an entry or a default action that runs it.
+    pub fn action_data(&self, action: usize) -> impl Iterator<Item = &Param> {
+        self.bodies[self.actions[action].body]
+            .params
+            .iter()
+            .filter(|p| p.action_data)
+    }
+}
+
 /// The names of a program's parts that only the trace shows (`softswitch_core::trace`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TraceNames {

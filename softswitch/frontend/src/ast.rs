@@ -218,6 +218,29 @@ pub enum Decl {
     Table(TableDecl),
 }
 
+impl Decl {
+    /// Where the name it declares is written (for an `error` or `match_kind` list, its first
+    /// name's; none for an empty list).
+    pub fn name_span(&self) -> Span {
+        match self {
+            Decl::Const { name, .. }
+            | Decl::Typedef { name, .. }
+            | Decl::Aggregate { name, .. }
+            | Decl::Enum { name, .. }
+            | Decl::ExternObject { name, .. }
+            | Decl::BlockType { name, .. } => name.span,
+            Decl::Error(n) | Decl::MatchKind(n) => n.first().map_or(Span::default(), |i| i.span),
+            Decl::ExternFunction(p) | Decl::Function { proto: p, .. } => p.name.span,
+            Decl::Parser(p) => p.name.span,
+            Decl::Control(c) => c.name.span,
+            Decl::Action(a) => a.name.span,
+            Decl::Instance(i) => i.name.span,
+            Decl::Var(v) => v.name.span,
+            Decl::Table(t) => t.name.span,
+        }
+    }
+}
+
 /// Which block type a [`Decl::BlockType`] declares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlockKind {

@@ -16,7 +16,7 @@ pub mod bmv2;
 mod target;
 
 pub use softswitch_core::runtime::CellIndex;
-pub use target::{Indirect, IndirectEntry, Sent, Target, TargetResult};
+pub use target::{Indirect, IndirectEntry, Queues, Sent, Target, TargetResult};
 
 use softswitch_core::ir::{mask, ActionCall, Entry, FieldMatch, MatchKind};
 use softswitch_core::meter::MeterConfig;
@@ -401,7 +401,7 @@ impl Runner<'_> {
                 let index = self.cell_index(instance, &args[1])?;
                 let cell = self
                     .target
-                    .counter(instance, index)
+                    .counter(instance, CellIndex::Index(index))
                     .map_err(|e| Diagnostic::new(args[1].span, e))?;
                 self.compare_counter(cmd.span, cell.packets, cell.bytes, &args[2..])?;
             }
@@ -550,10 +550,11 @@ impl Runner<'_> {
                     |e: tm::QueueSettingError| Diagnostic::new(args[0].span, e.to_string());
                 let set = if cmd.text.ends_with("depth") {
                     let depth = tm::depth(value).map_err(refused)?;
-                    self.target.set_queue_depth(port, priority, depth)
+                    self.target
+                        .set_queue_depth(Queues { port, priority }, depth)
                 } else {
                     let rate = tm::rate(value).map_err(refused)?;
-                    self.target.set_queue_rate(port, priority, rate)
+                    self.target.set_queue_rate(Queues { port, priority }, rate)
                 };
                 set.map_err(|e| Diagnostic::new(cmd.span, e))?;
             }
@@ -615,10 +616,8 @@ impl Runner<'_> {
             Diagnostic::new(w.span, format!("'{name}' is not an action of this table"))
         })?;
         let prog = self.target.program();
-        let params: Vec<(String, u16)> = prog.bodies[prog.actions[action].body]
-            .params
-            .iter()
-            .filter(|p| p.action_data)
+        let params: Vec<(String, u16)> = prog
+            .action_data(action)
             .map(|p| (p.name.clone(), p.width))
             .collect();
         let mut given: HashMap<&str, u128> = HashMap::new();
@@ -787,16 +786,22 @@ impl Runner<'_> {
         let ((cir, cbs), (pir, pbs)) = (rate(committed)?, rate(peak)?);
         let config = MeterConfig { cir, cbs, pir, pbs };
         let which = if let Some(id) = cell.text.strip_prefix('$') {
-            let Some(&(_, handle)) = self.ids.get(id) else {
-                return fail(cell.span, format!("no entry was added with id {id}"));
-            };
-            CellIndex::Entry(handle)
+            self.entry_cell(id, cell.span)?
         } else {
             CellIndex::Index(self.cell_index(instance, cell)?)
         };
         self.target
             .configure_meter(instance, which, config)
             .map_err(|e| Diagnostic::new(cell.span, e))
+    }
+
+    /// The cell of a direct counter or meter for the entry added with id `id` (`$id`, at
+    /// `span`).
+    fn entry_cell(&self, id: &str, span: Span) -> Result<CellIndex> {
+        match self.ids.get(id) {
+            Some(&(_, handle)) => Ok(CellIndex::Entry(handle)),
+            None => fail(span, format!("no entry was added with id {id}")),
+        }
     }
 
     fn check_counter(&mut self, cmd: &Word, args: &[Word]) -> Result<()> {
@@ -812,17 +817,16 @@ impl Runner<'_> {
             .instance_id(name)
             .ok_or_else(|| Diagnostic::new(target.span, format!("unknown counter '{name}'")))?;
         let cell = if let Some(id) = index.strip_prefix('$') {
-            let Some(&(table, handle)) = self.ids.get(id) else {
-                return fail(target.span, format!("no entry was added with id {id}"));
-            };
-            self.target.direct_counter(instance, table, handle)
+            self.entry_cell(id, target.span)?
         } else {
             let i = parse_number(index)
                 .ok_or_else(|| Diagnostic::new(target.span, "expected a counter index"))?;
-            let i = usize::try_from(i).unwrap_or(usize::MAX);
-            self.target.counter(instance, i)
+            CellIndex::Index(usize::try_from(i).unwrap_or(usize::MAX))
         };
-        let cell = cell.map_err(|e| Diagnostic::new(target.span, e))?;
+        let cell = self
+            .target
+            .counter(instance, cell)
+            .map_err(|e| Diagnostic::new(target.span, e))?;
         self.compare_counter(
             cmd.span.to(target.span),
             cell.packets,

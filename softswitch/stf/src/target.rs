@@ -51,6 +51,16 @@ pub struct Sent {
     pub packet: Option<usize>,
 }
 
+/// The queues a setting applies to: every queue without a port, every priority of the port
+/// without a priority.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Queues {
+    /// The egress port, if one.
+    pub port: Option<u16>,
+    /// The priority of that port, if one.
+    pub priority: Option<u8>,
+}
+
 /// A switch an STF test runs against.
 pub trait Target {
     /// The program, as softswitch's front end lowered it: names, keys, widths, parameters.
@@ -91,31 +101,12 @@ pub trait Target {
     fn create_multicast_node(&mut self, rid: u16, ports: Vec<u16>) -> TargetResult<usize>;
     /// Adds node `node` to group `group`.
     fn associate_node(&mut self, group: u16, node: usize) -> TargetResult<()>;
-    /// Sets the depth in packets of a queue (every queue without a port, every priority of the
-    /// port without a priority).
-    fn set_queue_depth(
-        &mut self,
-        port: Option<u16>,
-        priority: Option<u8>,
-        packets: usize,
-    ) -> TargetResult<()>;
-    /// Sets the rate in packets per second of a queue (as [`Target::set_queue_depth`]); `None`
-    /// is unlimited.
-    fn set_queue_rate(
-        &mut self,
-        port: Option<u16>,
-        priority: Option<u8>,
-        pps: Option<u64>,
-    ) -> TargetResult<()>;
-    /// Cell `index` of counter `instance`.
-    fn counter(&mut self, instance: usize, index: usize) -> TargetResult<CounterCell>;
-    /// The cell of direct counter `instance` for entry `handle` of `table`.
-    fn direct_counter(
-        &mut self,
-        instance: usize,
-        table: usize,
-        handle: usize,
-    ) -> TargetResult<CounterCell>;
+    /// Sets the depth in packets of queues.
+    fn set_queue_depth(&mut self, queues: Queues, packets: usize) -> TargetResult<()>;
+    /// Sets the rate in packets per second of queues; `None` is unlimited.
+    fn set_queue_rate(&mut self, queues: Queues, pps: Option<u64>) -> TargetResult<()>;
+    /// A cell of counter or direct counter `instance`.
+    fn counter(&mut self, instance: usize, cell: CellIndex) -> TargetResult<CounterCell>;
     /// Cell `index` of register `instance`.
     fn register(&mut self, instance: usize, index: usize) -> TargetResult<u128>;
     /// Every cell of register `instance`, in index order.
@@ -255,37 +246,16 @@ impl Target for Switch {
         Switch::associate_node(self, group, node).map_err(refusal)
     }
 
-    fn set_queue_depth(
-        &mut self,
-        port: Option<u16>,
-        priority: Option<u8>,
-        packets: usize,
-    ) -> TargetResult<()> {
-        Switch::set_queue_depth(self, port, priority, packets).map_err(refusal)
+    fn set_queue_depth(&mut self, queues: Queues, packets: usize) -> TargetResult<()> {
+        Switch::set_queue_depth(self, queues.port, queues.priority, packets).map_err(refusal)
     }
 
-    fn set_queue_rate(
-        &mut self,
-        port: Option<u16>,
-        priority: Option<u8>,
-        pps: Option<u64>,
-    ) -> TargetResult<()> {
-        Switch::set_queue_rate(self, port, priority, pps).map_err(refusal)
+    fn set_queue_rate(&mut self, queues: Queues, pps: Option<u64>) -> TargetResult<()> {
+        Switch::set_queue_rate(self, queues.port, queues.priority, pps).map_err(refusal)
     }
 
-    fn counter(&mut self, instance: usize, index: usize) -> TargetResult<CounterCell> {
-        self.read_cell(instance, CellIndex::Index(index))
-            .map_err(refusal)
-    }
-
-    fn direct_counter(
-        &mut self,
-        instance: usize,
-        _table: usize,
-        handle: usize,
-    ) -> TargetResult<CounterCell> {
-        self.read_cell(instance, CellIndex::Entry(handle))
-            .map_err(refusal)
+    fn counter(&mut self, instance: usize, cell: CellIndex) -> TargetResult<CounterCell> {
+        self.read_cell(instance, cell).map_err(refusal)
     }
 
     fn register(&mut self, instance: usize, index: usize) -> TargetResult<u128> {

@@ -285,10 +285,8 @@ pub fn action_call(
         .filter(|&a| direct_meter.is_none_or(|m| !default && reads_meter(program, a, m)))
         .collect();
     let &action = allowed.choose(rng)?;
-    let args = program.bodies[program.actions[action].body]
-        .params
-        .iter()
-        .filter(|p| p.action_data)
+    let args = program
+        .action_data(action)
         .map(|p| {
             let v = value(rng, p.width, seeds);
             match profile.params.iter().find(|(name, _)| *name == p.name) {

@@ -344,8 +344,8 @@ impl Case<'_> {
                     cells.sort_unstable();
                     cells.dedup();
                     for cell in cells {
-                        let ours = self.softswitch.counter(i, cell)?;
-                        let theirs = bmv2.counter(i, cell)?;
+                        let ours = self.softswitch.counter(i, CellIndex::Index(cell))?;
+                        let theirs = bmv2.counter(i, CellIndex::Index(cell))?;
                         if counted(kind, ours) != counted(kind, theirs) {
                             return Err(format!(
                                 "counter {}[{cell}]: softswitch {ours:?}, BMv2 {theirs:?}",
@@ -358,8 +358,8 @@ impl Case<'_> {
             }
         }
         for &(counter, table, a, b) in &self.direct {
-            let ours = self.softswitch.direct_counter(counter, table, a)?;
-            let theirs = bmv2.direct_counter(counter, table, b)?;
+            let ours = self.softswitch.counter(counter, CellIndex::Entry(a))?;
+            let theirs = bmv2.counter(counter, CellIndex::Entry(b))?;
             let kind = self.program.instances[counter]
                 .kind
                 .counter_kind()
@@ -391,11 +391,9 @@ impl Case<'_> {
     /// `name(param:value, ...)` as STF writes a call.
     fn call_text(&self, call: &softswitch_core::ir::ActionCall) -> String {
         let action = &self.program.actions[call.action];
-        let params = self.program.bodies[action.body]
-            .params
-            .iter()
-            .filter(|p| p.action_data);
-        let args: Vec<String> = params
+        let args: Vec<String> = self
+            .program
+            .action_data(call.action)
             .zip(&call.args)
             .map(|(p, v)| format!("{}:{v:#x}", p.name))
             .collect();

@@ -243,35 +243,24 @@ impl<'a> Checker<'a> {
                     width: 32,
                     signed: false,
                 };
+                // `lastIndex`, the stack's `nextIndex` less one, is the element `last` picks.
+                let last_index = Expr::Arith {
+                    op: ArithOp::Sub,
+                    width: 32,
+                    signed: false,
+                    a: Box::new(Expr::Load(slot)),
+                    b: Box::new(Expr::Const(1)),
+                };
                 match m.name.as_str() {
                     "size" => Ok(konst(u128::from(n), bits32)),
-                    "lastIndex" => {
-                        let e = Expr::Arith {
-                            op: ArithOp::Sub,
-                            width: 32,
-                            signed: false,
-                            a: Box::new(Expr::Load(slot)),
-                            b: Box::new(Expr::Const(1)),
-                        };
-                        Ok(scalar(e, bits32, None))
-                    }
-                    "last" => {
-                        let stride = self.types.size(&Type::Aggregate(agg));
-                        let index = Expr::Arith {
-                            op: ArithOp::Sub,
-                            width: 32,
-                            signed: false,
-                            a: Box::new(Expr::Load(slot)),
-                            b: Box::new(Expr::Const(1)),
-                        };
-                        Ok(Val::DynElem {
-                            base: slot + 1,
-                            stride,
-                            count: n,
-                            index,
-                            ty: Type::Aggregate(agg),
-                        })
-                    }
+                    "lastIndex" => Ok(scalar(last_index, bits32, None)),
+                    "last" => Ok(Val::DynElem {
+                        base: slot + 1,
+                        stride: self.types.size(&Type::Aggregate(agg)),
+                        count: n,
+                        index: last_index,
+                        ty: Type::Aggregate(agg),
+                    }),
                     "next" => fail(
                         m.span,
                         "stack.next is only allowed as the argument of extract",
@@ -769,27 +758,15 @@ impl<'a> Checker<'a> {
                 Type::Bool,
                 v.konst.map(|k| k ^ 1),
             )),
-            (UnOp::Complement, Type::Bits { width, .. }) => {
-                let w = *width;
-                Ok(scalar(
-                    Expr::Complement {
-                        arg: Box::new(v.expr),
-                        width: w,
-                    },
-                    v.ty,
-                    v.konst.map(|k| !k & mask(w)),
-                ))
-            }
-            (UnOp::Neg, Type::Bits { width, .. }) => {
-                let w = *width;
-                Ok(scalar(
-                    Expr::Negate {
-                        arg: Box::new(v.expr),
-                        width: w,
-                    },
-                    v.ty,
-                    v.konst.map(|k| k.wrapping_neg() & mask(w)),
-                ))
+            // `~` and `-` of a `bit<W>`: a `bit<W>`, a constant cut to W bits.
+            (UnOp::Complement | UnOp::Neg, Type::Bits { width, .. }) => {
+                let (arg, width) = (Box::new(v.expr), *width);
+                let (expr, k) = if op == UnOp::Neg {
+                    (Expr::Negate { arg, width }, v.konst.map(u128::wrapping_neg))
+                } else {
+                    (Expr::Complement { arg, width }, v.konst.map(|k| !k))
+                };
+                Ok(scalar(expr, v.ty, k.map(|k| k & mask(width))))
             }
             (UnOp::Plus, Type::Bits { .. }) => Ok(Val::Scalar {
                 expr: v.expr,

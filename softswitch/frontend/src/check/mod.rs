@@ -185,6 +185,15 @@ struct Checker<'a> {
 /// Bytes of a name (or a string) that count as one unit of lowering work (see [`MAX_LOWERED`]).
 const NAME_BYTES_PER_UNIT: usize = 32;
 
+/// What entering a parser or control instantiated inside another put aside
+/// ([`Checker::enter_instance`]): the enclosing block's names' prefix and its scopes.
+struct Outer<'a> {
+    /// The enclosing block's prefix.
+    prefix: String,
+    /// The scopes above the top-level one.
+    scopes: Vec<HashMap<String, Sym<'a>>>,
+}
+
 /// The run depths (see [`ir::RunDepth`]) of what the program has lowered so far, by index.
 #[derive(Default)]
 struct Depths {
@@ -972,12 +981,7 @@ impl<'a> Checker<'a> {
         args: &[(Type, Slot)],
         ctor_args: &[ast::Arg],
     ) -> Result<ir::Control> {
-        let constants = self.ctor_constants(&c.name, &c.ctor_params, ctor_args)?;
-        self.block_scope(&c.name, &c.params, args)?;
-        if !ctor_args.is_empty() {
-            self.prefix = self.specialized_name(&c.name.name);
-        }
-        self.declare_all(constants)?;
+        self.enter_block(&c.name, &c.params, args, &c.ctor_params, ctor_args)?;
         self.blocks.push(c.name.name.clone());
         // Locals are zeroed where they are declared (see `var_decl`).
         let mut body = Vec::new();
@@ -987,8 +991,7 @@ impl<'a> Checker<'a> {
         }
         body.extend(self.block(&c.apply)?);
         self.blocks.pop();
-        self.scopes.pop();
-        self.prefix.clear();
+        self.leave_block();
         let depth = self.run_depth().stmts(&body);
         self.check_run_depth(depth, &format!("control {}", c.name.name), c.name.span)?;
         Ok(ir::Control {
@@ -1004,6 +1007,32 @@ impl<'a> Checker<'a> {
         let count = self.specialized.entry(name.to_owned()).or_default();
         *count += 1;
         format!("{name}_{}", *count - 1)
+    }
+
+    /// Enters a parser or control that `main` instantiates: its scope
+    /// ([`Self::block_scope`]), its constructor parameters bound to the constant arguments
+    /// `main` gives (read outside that scope), and its names' prefix: its specialization's
+    /// when it has constructor arguments. [`Self::leave_block`] leaves it.
+    fn enter_block(
+        &mut self,
+        name: &ast::Ident,
+        params: &[ast::Param],
+        args: &[(Type, Slot)],
+        ctor_params: &[ast::Param],
+        ctor_args: &[ast::Arg],
+    ) -> Result<()> {
+        let constants = self.ctor_constants(name, ctor_params, ctor_args)?;
+        self.block_scope(name, params, args)?;
+        if !ctor_args.is_empty() {
+            self.prefix = self.specialized_name(&name.name);
+        }
+        self.declare_all(constants)
+    }
+
+    /// Leaves what [`Self::enter_block`] entered.
+    fn leave_block(&mut self) {
+        self.scopes.pop();
+        self.prefix.clear();
     }
 
     /// Opens the scope of a parser or control, binding its parameters to architecture slots.
@@ -1179,16 +1208,38 @@ impl<'a> Checker<'a> {
         Ok(())
     }
 
+    /// Enters the parser or control `name` instantiated as `i` inside another: a scope that
+    /// sees only top-level names, and its names' prefix `Outer.instance`. Returns its
+    /// constructor parameters bound to `i`'s (constant) arguments, for the caller to declare,
+    /// and what [`Self::leave_instance`] restores.
+    fn enter_instance(
+        &mut self,
+        i: &ast::Instance,
+        name: &ast::Ident,
+        ctor_params: &[ast::Param],
+    ) -> Result<(Vec<(ast::Ident, Sym<'a>)>, Outer<'a>)> {
+        let constants = self.ctor_constants(name, ctor_params, &i.args)?;
+        let inner_prefix = format!("{}.{}", self.prefix, i.name.name);
+        self.spend_name(&inner_prefix, i.name.span)?;
+        let prefix = std::mem::replace(&mut self.prefix, inner_prefix);
+        let scopes = self.scopes.split_off(1);
+        self.scopes.push(HashMap::new());
+        Ok((constants, Outer { prefix, scopes }))
+    }
+
+    /// Leaves what [`Self::enter_instance`] entered, however its lowering ended; returns the
+    /// instance's prefix.
+    fn leave_instance(&mut self, outer: Outer<'a>) -> String {
+        self.scopes.truncate(1);
+        self.scopes.extend(outer.scopes);
+        std::mem::replace(&mut self.prefix, outer.prefix)
+    }
+
     /// Lowers control `c` instantiated as `i` inside another control: its parameters get slots of
     /// their own (bound by copy-in/copy-out at each `apply`), its tables and externs are named
     /// `Outer.instance.name`, and it sees only top-level names. Returns its callable.
     fn sub_control(&mut self, i: &ast::Instance, c: &'a ast::ControlDecl) -> Result<usize> {
-        let constants = self.ctor_constants(&c.name, &c.ctor_params, &i.args)?;
-        let inner_prefix = format!("{}.{}", self.prefix, i.name.name);
-        self.spend_name(&inner_prefix, i.name.span)?;
-        let outer_prefix = std::mem::replace(&mut self.prefix, inner_prefix);
-        let outer_scopes = self.scopes.split_off(1);
-        self.scopes.push(HashMap::new());
+        let (constants, outer) = self.enter_instance(i, &c.name, &c.ctor_params)?;
         self.blocks.push(c.name.name.clone());
         let lowered = (|| {
             self.declare_all(constants)?;
@@ -1202,9 +1253,7 @@ impl<'a> Checker<'a> {
             Ok((params, body))
         })();
         self.blocks.pop();
-        self.scopes.truncate(1);
-        self.scopes.extend(outer_scopes);
-        let name = std::mem::replace(&mut self.prefix, outer_prefix);
+        let name = self.leave_instance(outer);
         let (params, stmts) = lowered?;
         let body = self.push_body(name, &params, stmts, i.name.span)?;
         self.callables.push(Callable {
@@ -1302,7 +1351,7 @@ impl<'a> Checker<'a> {
             Decl::Instance(i) if i.name.name == "main" => Some(i),
             _ => None,
         }) else {
-            let end = decls.last().map_or(Span::default(), decl_span);
+            let end = decls.last().map_or(Span::default(), Decl::name_span);
             return fail(
                 end,
                 "the program has no 'main' instance (V1Switch(...) main;)",
@@ -1503,25 +1552,6 @@ fn type_name(t: &TypeRef) -> &str {
     match t {
         TypeRef::Named { name, .. } => &name.name,
         _ => "",
-    }
-}
-
-fn decl_span(d: &Decl) -> Span {
-    match d {
-        Decl::Const { name, .. }
-        | Decl::Typedef { name, .. }
-        | Decl::Aggregate { name, .. }
-        | Decl::Enum { name, .. }
-        | Decl::ExternObject { name, .. }
-        | Decl::BlockType { name, .. } => name.span,
-        Decl::Error(n) | Decl::MatchKind(n) => n.first().map_or(Span::default(), |i| i.span),
-        Decl::ExternFunction(p) | Decl::Function { proto: p, .. } => p.name.span,
-        Decl::Parser(p) => p.name.span,
-        Decl::Control(c) => c.name.span,
-        Decl::Action(a) => a.name.span,
-        Decl::Instance(i) => i.name.span,
-        Decl::Var(v) => v.name.span,
-        Decl::Table(t) => t.name.span,
     }
 }
 

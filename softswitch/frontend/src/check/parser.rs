@@ -1,6 +1,6 @@
 //! Parsers: states, `select` transitions with value, mask, range and default keysets.
 
-use super::table::expand_default;
+use super::table::one_per_key;
 use super::{Checker, Sym};
 use crate::ast::{self, Transition as AstTransition};
 use crate::diagnostic::{fail, Result};
@@ -16,15 +16,9 @@ impl<'a> Checker<'a> {
         args: &[(Type, Slot)],
         ctor_args: &[ast::Arg],
     ) -> Result<ir::ParserIr> {
-        let constants = self.ctor_constants(&p.name, &p.ctor_params, ctor_args)?;
-        self.block_scope(&p.name, &p.params, args)?;
-        if !ctor_args.is_empty() {
-            self.prefix = self.specialized_name(&p.name.name);
-        }
-        self.declare_all(constants)?;
+        self.enter_block(&p.name, &p.params, args, &p.ctor_params, ctor_args)?;
         let lowered = self.parser_body(p);
-        self.scopes.pop();
-        self.prefix.clear();
+        self.leave_block();
         let lowered = lowered?;
         let depth = self.run_depth().parser(&lowered);
         self.check_run_depth(depth, &format!("parser {}", p.name.name), p.name.span)?;
@@ -40,12 +34,7 @@ impl<'a> Checker<'a> {
         i: &ast::Instance,
         p: &'a ast::ParserDecl,
     ) -> Result<(usize, usize)> {
-        let constants = self.ctor_constants(&p.name, &p.ctor_params, &i.args)?;
-        let inner_prefix = format!("{}.{}", self.prefix, i.name.name);
-        self.spend_name(&inner_prefix, i.name.span)?;
-        let outer_prefix = std::mem::replace(&mut self.prefix, inner_prefix);
-        let outer_scopes = self.scopes.split_off(1);
-        self.scopes.push(HashMap::new());
+        let (constants, outer) = self.enter_instance(i, &p.name, &p.ctor_params)?;
         let lowered = (|| {
             self.declare_all(constants)?;
             let mut params = Vec::new();
@@ -59,9 +48,7 @@ impl<'a> Checker<'a> {
             let ir = self.parser_body(p)?;
             Ok((params, ir))
         })();
-        self.scopes.truncate(1);
-        self.scopes.extend(outer_scopes);
-        let name = std::mem::replace(&mut self.prefix, outer_prefix);
+        let name = self.leave_instance(outer);
         let (params, ir) = lowered?;
         let depth = self.run_depth().parser(&ir);
         self.depths.subparsers.push(depth);
@@ -174,17 +161,9 @@ impl<'a> Checker<'a> {
                 out.push((CaseKeyset::ValueSet(set), target(names, &case.target)?));
                 continue;
             }
-            let keyset = expand_default(&case.keyset, types.len());
-            if keyset.len() != types.len() {
-                return fail(
-                    case.span,
-                    format!(
-                        "select has {} expressions, the case gives {}",
-                        types.len(),
-                        keyset.len()
-                    ),
-                );
-            }
+            let keyset = one_per_key(&case.keyset, types.len(), case.span, |keys, given| {
+                format!("select has {keys} expressions, the case gives {given}")
+            })?;
             let mut matches = Vec::new();
             for (k, ty) in keyset.iter().zip(&types) {
                 matches.push(self.keyset_match(k, ty)?);

@@ -90,7 +90,7 @@ impl<'a> Checker<'a> {
                     Ok(Vec::new())
                 }
                 other => fail(
-                    super::decl_span(other),
+                    other.name_span(),
                     "only variables and constants can be declared in a block",
                 ),
             },
@@ -782,7 +782,7 @@ fn stmt_span(s: &AstStmt) -> Span {
         AstStmt::ForIn(l) => l.span,
         AstStmt::Call(e) => e.span,
         AstStmt::Block(b) => b.span,
-        AstStmt::Decl(d) => super::decl_span(d),
+        AstStmt::Decl(d) => d.name_span(),
     }
 }
 

@@ -430,17 +430,9 @@ impl Checker<'_> {
             .iter()
             .map(|k| (k.width, k.kind))
             .collect();
-        let keyset = expand_default(&e.keyset, keys.len());
-        if keyset.len() != keys.len() {
-            return fail(
-                e.span,
-                format!(
-                    "the table has {} keys, the entry gives {}",
-                    keys.len(),
-                    keyset.len()
-                ),
-            );
-        }
+        let keyset = one_per_key(&e.keyset, keys.len(), e.span, |keys, given| {
+            format!("the table has {keys} keys, the entry gives {given}")
+        })?;
         let mut matches = Vec::new();
         for ((k, (width, kind)), ty) in keyset.iter().zip(&keys).zip(key_types) {
             let m = self.keyset_match(k, ty)?;
@@ -513,12 +505,23 @@ fn annotation_int(a: &ast::Annotation) -> Result<i64> {
     }
 }
 
-/// A lone `default` or `_` stands for every key.
-pub(super) fn expand_default(keyset: &[Keyset], keys: usize) -> Vec<Keyset> {
-    match keyset {
+/// The keyset of a table entry or `select` case (written at `span`) as one element per key, a
+/// lone `default` or `_` standing for every key; an error, which `mismatch` words from the
+/// number of keys and the number given, when there are more or fewer.
+pub(super) fn one_per_key(
+    keyset: &[Keyset],
+    keys: usize,
+    span: Span,
+    mismatch: impl FnOnce(usize, usize) -> String,
+) -> Result<Vec<Keyset>> {
+    let keyset = match keyset {
         [k @ (Keyset::Default(_) | Keyset::DontCare(_))] if keys > 1 => vec![k.clone(); keys],
         _ => keyset.to_vec(),
+    };
+    if keyset.len() != keys {
+        return fail(span, mismatch(keys, keyset.len()));
     }
+    Ok(keyset)
 }
 
 /// Rejects a match that its key's match kind cannot express (a range on an exact key, a

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use p4toolchain::Tool;
 
-use crate::{CellIndex, Indirect, IndirectEntry, Sent, Target, TargetResult};
+use crate::{CellIndex, Indirect, IndirectEntry, Queues, Sent, Target, TargetResult};
 use softswitch_core::ir::{ActionCall, Entry, FieldMatch, InstanceKind, MatchKind, Program};
 use softswitch_core::meter::MeterConfig;
 use softswitch_core::table::CounterCell;
@@ -456,6 +456,14 @@ fn cli_handle(handle: usize) -> i32 {
     handle as u32 as i32
 }
 
+/// A cell as the CLI names it: an indexed instance's index, or a direct one's entry handle.
+fn cli_index(cell: CellIndex) -> TargetResult<i64> {
+    match cell {
+        CellIndex::Index(i) => i64::try_from(i).map_err(|e| e.to_string()),
+        CellIndex::Entry(handle) => Ok(i64::from(cli_handle(handle))),
+    }
+}
+
 /// A TCP port nobody listens on now, for the switch's Thrift server.
 fn free_tcp_port() -> Result<u16, String> {
     std::net::TcpListener::bind("0.0.0.0:0")
@@ -763,46 +771,21 @@ impl Target for Bmv2Target {
         Ok(())
     }
 
-    fn set_queue_depth(
-        &mut self,
-        port: Option<u16>,
-        priority: Option<u8>,
-        packets: usize,
-    ) -> TargetResult<()> {
-        self.cli(&queue_command(
-            "set_queue_depth",
-            packets as u64,
-            port,
-            priority,
-        ))
-        .map(drop)
-    }
-
-    fn set_queue_rate(
-        &mut self,
-        port: Option<u16>,
-        priority: Option<u8>,
-        pps: Option<u64>,
-    ) -> TargetResult<()> {
-        // BMv2 takes 0 for unlimited, as the STF test and the Queues service do.
-        let pps = pps.unwrap_or(0);
-        self.cli(&queue_command("set_queue_rate", pps, port, priority))
+    fn set_queue_depth(&mut self, queues: Queues, packets: usize) -> TargetResult<()> {
+        self.cli(&queue_command("set_queue_depth", packets as u64, queues))
             .map(drop)
     }
 
-    fn counter(&mut self, instance: usize, index: usize) -> TargetResult<CounterCell> {
-        let command = format!("counter_read {} {index}", self.instance_name(instance));
-        counter_cell(&self.cli(&command)?)
+    fn set_queue_rate(&mut self, queues: Queues, pps: Option<u64>) -> TargetResult<()> {
+        // BMv2 takes 0 for unlimited, as the STF test and the Queues service do.
+        let pps = pps.unwrap_or(0);
+        self.cli(&queue_command("set_queue_rate", pps, queues))
+            .map(drop)
     }
 
-    fn direct_counter(
-        &mut self,
-        instance: usize,
-        _table: usize,
-        handle: usize,
-    ) -> TargetResult<CounterCell> {
-        let handle = cli_handle(handle);
-        let command = format!("counter_read {} {handle}", self.instance_name(instance));
+    fn counter(&mut self, instance: usize, cell: CellIndex) -> TargetResult<CounterCell> {
+        let index = cli_index(cell)?;
+        let command = format!("counter_read {} {index}", self.instance_name(instance));
         counter_cell(&self.cli(&command)?)
     }
 
@@ -846,10 +829,7 @@ impl Target for Bmv2Target {
         cell: CellIndex,
         config: MeterConfig,
     ) -> TargetResult<()> {
-        let index = match cell {
-            CellIndex::Index(i) => i64::try_from(i).map_err(|e| e.to_string())?,
-            CellIndex::Entry(handle) => i64::from(cli_handle(handle)),
-        };
+        let index = cli_index(cell)?;
         let burst = |b: f64| {
             (b.fract() == 0.0)
                 .then_some(b as u64)
@@ -873,11 +853,11 @@ impl Target for Bmv2Target {
 }
 
 /// `set_queue_depth`/`set_queue_rate VALUE [PORT [PRIORITY]]`.
-fn queue_command(verb: &str, value: u64, port: Option<u16>, priority: Option<u8>) -> String {
+fn queue_command(verb: &str, value: u64, queues: Queues) -> String {
     let mut command = format!("{verb} {value}");
-    if let Some(port) = port {
+    if let Some(port) = queues.port {
         command.push_str(&format!(" {port}"));
-        if let Some(priority) = priority {
+        if let Some(priority) = queues.priority {
             command.push_str(&format!(" {priority}"));
         }
     }
@@ -916,12 +896,24 @@ mod tests {
         );
         assert!(handle("nothing").is_err());
         assert_eq!(
-            queue_command("set_queue_rate", 100, Some(4), None),
+            queue_command(
+                "set_queue_rate",
+                100,
+                Queues {
+                    port: Some(4),
+                    priority: None
+                }
+            ),
             "set_queue_rate 100 4"
         );
         assert_eq!(
-            queue_command("set_queue_depth", 8, None, None),
+            queue_command("set_queue_depth", 8, Queues::default()),
             "set_queue_depth 8"
+        );
+        let (port, priority) = (Some(4), Some(2));
+        assert_eq!(
+            queue_command("set_queue_depth", 8, Queues { port, priority }),
+            "set_queue_depth 8 4 2"
         );
     }
 }

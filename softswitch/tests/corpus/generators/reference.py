@@ -1,5 +1,5 @@
-# Independent references the corpus generators share, written here from their definitions and
-# not taken from softswitch: the Internet checksum (RFC 1071), CRC-16/ARC, and the priorities of
+# Independent references the corpus generators (and dataplane-p4's STF generators) share,
+# written here from their definitions and not taken from softswitch: the Internet checksum (RFC 1071), CRC-16/ARC, and the priorities of
 # the entries a program gives a table.
 
 
