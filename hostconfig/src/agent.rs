@@ -3,7 +3,11 @@
 //! metrics address and whether to detach on exit. Read whole and checked before anything is
 //! applied; written limits on size and counts (docs/agent.md).
 
-use std::{collections::BTreeMap, net::SocketAddr, path::Path};
+use std::{
+    collections::BTreeMap,
+    net::SocketAddr,
+    path::{Path, PathBuf},
+};
 
 use anyhow::{bail, Context as _};
 use clap::ValueEnum as _;
@@ -42,6 +46,10 @@ pub struct InterfaceSpec {
 pub struct AgentConfig {
     /// Where to serve `/metrics` and `/healthz` (the command line's `--metrics-addr` wins).
     pub metrics_addr: Option<SocketAddr>,
+    /// The web configuration (TLS and basic auth of `/metrics`, exporter-toolkit's YAML),
+    /// relative to the agent's file when read with [`AgentConfig::from_file`] (the command
+    /// line's `--web.config.file` wins).
+    pub web_config_file: Option<PathBuf>,
     /// Whether to detach the managed interfaces when the agent stops.
     pub detach_on_exit: bool,
     /// The interfaces, by name.
@@ -52,6 +60,7 @@ pub struct AgentConfig {
 #[serde(deny_unknown_fields)]
 struct FileShape {
     metrics_addr: Option<String>,
+    web_config_file: Option<PathBuf>,
     #[serde(default)]
     detach_on_exit: bool,
     #[serde(default)]
@@ -73,7 +82,12 @@ impl AgentConfig {
     /// Reads and checks the agent's file (at most 1 MiB, as every config file).
     pub fn from_file(path: &Path) -> anyhow::Result<Self> {
         let text = read_config_file(path)?;
-        Self::from_toml(&text).with_context(|| format!("in agent config {}", path.display()))
+        let mut config = Self::from_toml(&text)
+            .with_context(|| format!("in agent config {}", path.display()))?;
+        if let Some(web) = &mut config.web_config_file {
+            *web = path.parent().unwrap_or(Path::new(".")).join(&*web);
+        }
+        Ok(config)
     }
 
     /// Parses and checks the agent's TOML.
@@ -115,8 +129,16 @@ impl AgentConfig {
                     .with_context(|| format!("metrics_addr: '{text}' is not ADDRESS:PORT"))
             })
             .transpose()?;
+        if file
+            .web_config_file
+            .as_ref()
+            .is_some_and(|p| p.as_os_str().is_empty())
+        {
+            bail!("web_config_file is empty: name the file or leave the key out");
+        }
         Ok(AgentConfig {
             metrics_addr,
+            web_config_file: file.web_config_file,
             detach_on_exit: file.detach_on_exit,
             interfaces,
         })
@@ -171,6 +193,7 @@ mod tests {
 
     const EXAMPLE: &str = r#"
 metrics_addr = "127.0.0.1:9477"
+web_config_file = "web.yml"
 
 [profiles.roce]
 ecn.prio3.kmin_bytes = 20000
@@ -190,6 +213,7 @@ name = "eth1"
     fn reads_interfaces_profiles_and_the_address() {
         let config = AgentConfig::from_toml(EXAMPLE).unwrap();
         assert_eq!(config.metrics_addr, Some("127.0.0.1:9477".parse().unwrap()));
+        assert_eq!(config.web_config_file, Some(PathBuf::from("web.yml")));
         assert!(!config.detach_on_exit);
         let eth0 = &config.interfaces["eth0"];
         assert_eq!(

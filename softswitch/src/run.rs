@@ -80,7 +80,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
     let tls = options
         .tls
         .clone()
-        .map(Tls::load)
+        .map(softswitch_server::tls::load)
         .transpose()
         .context("TLS for P4Runtime")?
         .map(Arc::new);

@@ -30,6 +30,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "softswitch-device",
             "p4runtime",
             "p4values",
+            "tlsfiles",
         ],
     ),
     (
@@ -63,6 +64,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "topology",
         &["dataplane-common", "p4values", "units", "wire"],
     ),
+    // A TLS server's files and their checks, under softswitch's gRPC server and the agent: on
+    // no crate of the workspace.
+    ("tlsfiles", &[]),
     // lossless net's and the simulator's file parsers: pure, on no crate of the workspace (the
     // fuzz crate links it).
     ("netfiles", &[]),
@@ -112,6 +116,7 @@ const WITHOUT_ASYNC: &[&str] = &[
     "topology",
     "netfiles",
     "roce-rc",
+    "tlsfiles",
 ];
 
 /// The async runtime and the gRPC stack.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use p4runtime::p4::v1::{p4_runtime_client::P4RuntimeClient, CapabilitiesRequest};
 use softswitch_server::engine::Transmit;
-use softswitch_server::tls::{Tls, TlsError, TlsFiles};
+use softswitch_server::tls::{self, Tls, TlsError, TlsFiles};
 use softswitch_server::Device;
 use testkit::pki::{Ca, Issued, Role, Validity};
 use testkit::TempDir;
@@ -122,7 +122,7 @@ fn chain(e: &dyn std::error::Error) -> String {
 #[tokio::test]
 async fn a_client_with_a_certificate_of_the_ca_is_served_under_mutual_tls() {
     let lab = Lab::new("mutual-ok");
-    let served = serve(Arc::new(Tls::load(lab.files(true)).unwrap())).await;
+    let served = serve(Arc::new(tls::load(lab.files(true)).unwrap())).await;
     let version = capabilities(served.addr, &lab.ca.pem, Some(&lab.client)).await;
     assert!(
         version.as_deref().is_ok_and(|v| v.starts_with("1.")),
@@ -133,7 +133,7 @@ async fn a_client_with_a_certificate_of_the_ca_is_served_under_mutual_tls() {
 #[tokio::test]
 async fn clients_without_a_good_certificate_are_refused_at_the_handshake() {
     let lab = Lab::new("mutual-refused");
-    let served = serve(Arc::new(Tls::load(lab.files(true)).unwrap())).await;
+    let served = serve(Arc::new(tls::load(lab.files(true)).unwrap())).await;
     let stranger = lab
         .other_ca
         .issue(&lab.dir.0, "stranger", Role::Client, Validity::Now);
@@ -169,7 +169,7 @@ async fn clients_without_a_good_certificate_are_refused_at_the_handshake() {
 #[tokio::test]
 async fn without_a_client_ca_any_client_that_trusts_the_server_is_served() {
     let lab = Lab::new("server-only");
-    let served = serve(Arc::new(Tls::load(lab.files(false)).unwrap())).await;
+    let served = serve(Arc::new(tls::load(lab.files(false)).unwrap())).await;
     assert!(capabilities(served.addr, &lab.ca.pem, None).await.is_ok());
     // A client that does not trust the server's CA stops at the handshake itself.
     let wrong = capabilities(served.addr, &lab.other_ca.pem, None).await;
@@ -248,7 +248,7 @@ fn bad_files_are_refused_at_start_with_the_file_named() {
         ),
     ];
     for (what, files, said) in cases {
-        let error = Tls::load(files).expect_err(what).to_string();
+        let error = tls::load(files).expect_err(what).to_string();
         assert!(error.contains(said), "{what}: {error}");
     }
 }
@@ -256,7 +256,7 @@ fn bad_files_are_refused_at_start_with_the_file_named() {
 #[tokio::test]
 async fn a_reload_reaches_new_connections_and_a_failed_one_keeps_the_old_files() {
     let lab = Lab::new("reload");
-    let tls = Tls::load(lab.files(false)).unwrap();
+    let tls = tls::load(lab.files(false)).unwrap();
     // The files change under the server: a certificate of another CA at the same paths.
     let next = lab
         .other_ca

@@ -4,7 +4,8 @@
 //! `promtool check metrics`; a restarted agent adopts the pins and no counter resets; an
 //! interface added to the file (SIGHUP) is attached when it appears and detached when the file
 //! drops it. The agent and Prometheus run in the receiving namespace, on its own loopback, so
-//! their ports meet no other test's.
+//! their ports meet no other test's. And with a web configuration (exporter-toolkit's), Prometheus
+//! scrapes the agent over TLS with basic auth, and is refused without the password.
 
 use std::{
     io::{Read as _, Write as _},
@@ -25,6 +26,7 @@ use lossless_tests::{
 };
 use serde_json::Value;
 use sysutil::netns::{unique_name, Namespace};
+use testkit::pki::{Ca, Role, Validity};
 
 /// The agent's and Prometheus' addresses, on the receiving namespace's loopback.
 const AGENT: &str = "127.0.0.1:9477";
@@ -48,13 +50,14 @@ impl Drop for Detach<'_> {
 struct Prometheus(Child);
 
 impl Prometheus {
-    fn start(ns: &Namespace, dir: &Path) -> Prometheus {
+    /// Prometheus scraping every second as the `scrape_configs` (YAML list items) say.
+    fn start(ns: &Namespace, dir: &Path, scrape_configs: &str) -> Prometheus {
         let config = dir.join("prometheus.yml");
         std::fs::write(
             &config,
             format!(
                 "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
-                 scrape_configs:\n  - job_name: lossless\n    static_configs:\n      - targets: ['{AGENT}']\n"
+                 scrape_configs:\n{scrape_configs}"
             ),
         )
         .unwrap();
@@ -251,7 +254,11 @@ fn prometheus_scrapes_the_agent_and_agrees_with_stats() {
 
     let mut agent = start_agent(ns, &config);
     agent.wait_for(&format!("{rx}: attached (xdp, cnp; profile marks)"));
-    let _prometheus = Prometheus::start(ns, &dir);
+    let _prometheus = Prometheus::start(
+        ns,
+        &dir,
+        &format!("  - job_name: lossless\n    static_configs:\n      - targets: ['{AGENT}']\n"),
+    );
 
     // Traffic on priorities 3 and 6 (DSCP 26 and 48), ECT(0), until stopped.
     let flowing = Arc::new(AtomicBool::new(true));
@@ -463,6 +470,148 @@ fn prometheus_scrapes_the_agent_and_agrees_with_stats() {
     signal(&agent, libc::SIGTERM);
     agent.wait_for("stopped");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The scrape targets of a job as Prometheus' `/api/v1/targets` lists them: health and last
+/// error.
+fn targets(ns: &Namespace, job: &str) -> Vec<(String, String)> {
+    let Some((200, body)) = get(ns, PROMETHEUS, "/api/v1/targets?state=active") else {
+        return Vec::new();
+    };
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    answer["data"]["activeTargets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["labels"]["job"] == job)
+        .map(|t| {
+            let text = |key: &str| t[key].as_str().unwrap_or_default().to_owned();
+            (text("health"), text("lastError"))
+        })
+        .collect()
+}
+
+/// Debian's Prometheus scrapes the agent over TLS with basic auth (the agent's web
+/// configuration, named in its file, in exporter-toolkit's format, with paths relative to it):
+/// with the CA and the password the target is up and the agent's metrics are in Prometheus;
+/// without a password, or with a wrong one, it is down with 401. curl without the CA fails the
+/// handshake, and plain HTTP gets no page.
+#[test]
+fn prometheus_scrapes_the_agent_over_tls_with_basic_auth() {
+    const NAME: &str = "prometheus_scrapes_the_agent_over_tls_with_basic_auth";
+    if !privileged(NAME) {
+        return;
+    }
+    if !testkit::runs_or_skip(
+        NAME,
+        "prometheus",
+        "--version",
+        "needs Debian's prometheus (cargo xtask setup installs it)",
+    ) || !testkit::runs_or_skip(NAME, "curl", "--version", "needs curl")
+    {
+        return;
+    }
+    let ns = &Namespace::create("agtls").unwrap();
+    let dir = testkit::TempDir::new("agent-tls", "prometheus");
+    let ca = Ca::new(&dir.0, "lab-ca");
+    ca.issue(&dir.0, "agent", Role::Server, Validity::Now);
+    let password = "scrape-secret";
+    std::fs::write(
+        dir.0.join("web.yml"),
+        format!(
+            "tls_server_config:\n  cert_file: agent.pem\n  key_file: agent.key\n\
+             basic_auth_users:\n  prometheus: '{}'\n",
+            bcrypt::hash(password, 4).unwrap()
+        ),
+    )
+    .unwrap();
+    let config = dir.0.join("agent.toml");
+    std::fs::write(&config, "web_config_file = \"web.yml\"\n").unwrap();
+    let mut agent = start_agent(ns, &config);
+    agent.wait_for(&format!(
+        "serving /metrics and /healthz on https://{AGENT} with basic auth"
+    ));
+
+    let ca_file = ca.pem.display();
+    let job = |name: &str, auth: &str| {
+        format!(
+            "  - job_name: {name}\n    scheme: https\n    tls_config:\n      ca_file: {ca_file}\n\
+             {auth}    static_configs:\n      - targets: ['{AGENT}']\n"
+        )
+    };
+    let _prometheus = Prometheus::start(
+        ns,
+        &dir.0,
+        &[
+            job(
+                "authorized",
+                &format!(
+                    "    basic_auth:\n      username: prometheus\n      password: {password}\n"
+                ),
+            ),
+            job("anonymous", ""),
+            job(
+                "wrong",
+                "    basic_auth:\n      username: prometheus\n      password: guess\n",
+            ),
+        ]
+        .concat(),
+    );
+    eventually("the authorized job is up with the agent's metrics", || {
+        let reconciles = query(ns, "lossless_agent_reconciles_total{job=\"authorized\"}");
+        let up = query(ns, "up{job=\"authorized\"}");
+        let done = up.first().is_some_and(|(_, v)| *v == 1.0)
+            && reconciles.first().is_some_and(|(_, v)| *v >= 1.0);
+        (done, (up, reconciles))
+    });
+    for refused in ["anonymous", "wrong"] {
+        eventually(&format!("the {refused} job is down with 401"), || {
+            let seen = targets(ns, refused);
+            let down = seen
+                .first()
+                .is_some_and(|(health, error)| health == "down" && error.contains("401"));
+            (down, seen)
+        });
+    }
+
+    // curl: without the CA the handshake fails (exit 60: the peer's certificate is not
+    // trusted); with it and the password, the page; plain HTTP gets no page.
+    let url = format!("https://{AGENT}/metrics");
+    let curl = |args: &[&str]| {
+        ns.command("curl")
+            .args(["--silent", "--max-time", "5", "--output", "/dev/null"])
+            .args(["--write-out", "%{http_code}"])
+            .args(args)
+            .arg(&url)
+            .output()
+            .unwrap()
+    };
+    let untrusted = curl(&[]);
+    assert_eq!(untrusted.status.code(), Some(60), "{untrusted:?}");
+    let authorized = curl(&[
+        "--cacert",
+        &ca.pem.display().to_string(),
+        "--user",
+        &format!("prometheus:{password}"),
+    ]);
+    assert_eq!(
+        String::from_utf8_lossy(&authorized.stdout),
+        "200",
+        "{authorized:?}"
+    );
+    let anonymous = curl(&["--cacert", &ca.pem.display().to_string()]);
+    assert_eq!(
+        String::from_utf8_lossy(&anonymous.stdout),
+        "401",
+        "{anonymous:?}"
+    );
+    let plain = get(ns, AGENT, "/metrics");
+    assert!(
+        plain.as_ref().is_none_or(|(status, _)| *status != 200),
+        "plain HTTP answered: {plain:?}"
+    );
+    signal(&agent, libc::SIGTERM);
+    agent.wait_for("stopped");
 }
 
 /// Every query of the Grafana dashboard is PromQL that promtool accepts (as recording rules,

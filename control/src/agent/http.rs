@@ -1,16 +1,19 @@
-//! The agent's HTTP server: `GET /metrics` and `GET /healthz` over HTTP/1.1 (hyper), for
-//! clients that are not trusted. Bounded: connections open at once, time to send a request's
-//! headers, their size, and each connection's life; only GET and HEAD, only the two paths,
-//! and no request body is ever read.
+//! The agent's HTTP server: `GET /metrics` and `GET /healthz` over HTTP/1.1 (hyper), in the
+//! clear or over TLS, with or without basic auth, as the web configuration in force says
+//! ([`super::web`]), for clients that are not trusted. Bounded: connections open at once, time
+//! to finish the TLS handshake and to send a request's headers, their size, and each
+//! connection's life; only GET and HEAD, only the two paths, and no request body is ever read.
 //!
-//! Connections that hold a slot without asking anything (idle, or sending their headers
-//! slowly) must not keep a scraper waiting past its timeout: every connection is accepted at
-//! once, and when all [`MAX_CONNECTIONS`] slots are taken a newcomer takes the slot of the
-//! connection that has waited for a request the longest, which is closed. Only connections
-//! being answered keep their slots; when all are, the newcomer waits for the first to finish.
+//! Connections that hold a slot without asking anything (idle, handshaking or sending their
+//! headers slowly) must not keep a scraper waiting past its timeout: every connection is
+//! accepted at once, and when all [`MAX_CONNECTIONS`] slots are taken a newcomer takes the slot
+//! of the connection that has waited for a request the longest, which is closed. Only
+//! connections being answered keep their slots; when all are, the newcomer waits for the first
+//! to finish.
 
 use std::{
     convert::Infallible,
+    net::SocketAddr,
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
@@ -21,12 +24,22 @@ use hyper::{
     header, Method, Request, Response, StatusCode,
 };
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::{net::TcpListener, sync::Notify};
+use tokio::{
+    io::{AsyncRead, AsyncWrite},
+    net::{TcpListener, TcpStream},
+    sync::Notify,
+};
+use tokio_rustls::TlsAcceptor;
+
+use super::{
+    auth::Verdict,
+    web::{CurrentWeb, Web},
+};
 
 /// Connections open at once; past them a newcomer closes the one that has waited for a request
 /// the longest (or, when all are being answered, waits for one to finish).
 pub const MAX_CONNECTIONS: usize = 32;
-/// Time a client has to send a request's headers.
+/// Time a client has to finish its TLS handshake, and then to send a request's headers.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest life of a connection, keep-alive included (a scraper simply connects again).
 pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
@@ -41,8 +54,9 @@ pub trait Pages: Send + Sync + 'static {
     fn health(&self) -> (StatusCode, String);
 }
 
-/// Serves `pages` on `listener` until the task is dropped.
-pub async fn serve(listener: TcpListener, pages: Arc<dyn Pages>) {
+/// Serves `pages` on `listener` until the task is dropped, each connection as the web
+/// configuration current when it arrives says.
+pub async fn serve(listener: TcpListener, pages: Arc<dyn Pages>, web: Arc<CurrentWeb>) {
     let slots = Arc::new(Slots::default());
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -55,22 +69,9 @@ pub async fn serve(listener: TcpListener, pages: Arc<dyn Pages>) {
         };
         let slot = slots.take().await;
         let pages = pages.clone();
+        let web = web.get();
         tokio::spawn(async move {
-            let state = slot.state.clone();
-            let service = hyper::service::service_fn(move |request| {
-                let pages = pages.clone();
-                let answering = Answering::begin(&state);
-                async move {
-                    let response = answer(request, pages).await;
-                    drop(answering);
-                    Ok::<_, Infallible>(response)
-                }
-            });
-            let connection = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT)
-                .max_buf_size(MAX_HEADER_BYTES)
-                .serve_connection(TokioIo::new(stream), service);
+            let connection = connection(stream, peer, pages, web, slot.state.clone());
             // Past its lifetime, or when a newcomer takes its slot, the connection is dropped,
             // which closes it.
             tokio::select! {
@@ -86,6 +87,59 @@ pub async fn serve(listener: TcpListener, pages: Arc<dyn Pages>) {
             drop(slot);
         });
     }
+}
+
+/// One connection: its TLS handshake if `web` asks for TLS, then its requests.
+async fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    pages: Arc<dyn Pages>,
+    web: Arc<Web>,
+    state: Arc<SlotState>,
+) -> Result<(), hyper::Error> {
+    let Some(tls) = &web.tls else {
+        return requests(stream, pages, web, state).await;
+    };
+    let acceptor = TlsAcceptor::from(tls.current());
+    match tokio::time::timeout(HEADER_TIMEOUT, acceptor.accept(stream)).await {
+        Ok(Ok(stream)) => requests(stream, pages, web, state).await,
+        Ok(Err(error)) => {
+            tracing::warn!("metrics server: TLS handshake with {peer} refused: {error}");
+            Ok(())
+        }
+        Err(_) => {
+            tracing::debug!("metrics server: TLS handshake with {peer} not done in time");
+            Ok(())
+        }
+    }
+}
+
+/// Answers the requests of one connection, in the clear or over TLS.
+async fn requests<S>(
+    stream: S,
+    pages: Arc<dyn Pages>,
+    web: Arc<Web>,
+    state: Arc<SlotState>,
+) -> Result<(), hyper::Error>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |request| {
+        let pages = pages.clone();
+        let web = web.clone();
+        let answering = Answering::begin(&state);
+        async move {
+            let response = answer(request, pages, web).await;
+            drop(answering);
+            Ok::<_, Infallible>(response)
+        }
+    });
+    hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .max_buf_size(MAX_HEADER_BYTES)
+        .serve_connection(TokioIo::new(stream), service)
+        .await
 }
 
 /// The open connections' slots.
@@ -183,7 +237,41 @@ impl Drop for Answering {
     }
 }
 
-async fn answer(request: Request<Incoming>, pages: Arc<dyn Pages>) -> Response<Full<Bytes>> {
+async fn answer(
+    request: Request<Incoming>,
+    pages: Arc<dyn Pages>,
+    web: Arc<Web>,
+) -> Response<Full<Bytes>> {
+    if web.auth.required() {
+        let authorization = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .map(|value| value.as_bytes().to_vec());
+        // bcrypt is slow: off the async threads.
+        let verdict =
+            tokio::task::spawn_blocking(move || web.auth.check(authorization.as_deref())).await;
+        match verdict.unwrap_or(Verdict::Refused) {
+            Verdict::Allowed => {}
+            Verdict::Refused => {
+                let mut response = text(StatusCode::UNAUTHORIZED, "Unauthorized\n".into());
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    header::HeaderValue::from_static("Basic"),
+                );
+                return response;
+            }
+            Verdict::Throttled => {
+                let mut response = text(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too many password checks: try again\n".into(),
+                );
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+                return response;
+            }
+        }
+    }
     if request.method() != Method::GET && request.method() != Method::HEAD {
         let mut response = text(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n".into());
         response
@@ -268,7 +356,7 @@ mod tests {
     async fn answers_two_paths_and_refuses_the_rest() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(serve(listener, Arc::new(Fixed)));
+        let server = tokio::spawn(serve(listener, Arc::new(Fixed), Arc::default()));
         let ask = |request: &'static str| {
             tokio::task::spawn_blocking(move || exchange(addr, request.as_bytes()))
         };
@@ -313,7 +401,7 @@ mod tests {
     async fn idle_connections_held_open_do_not_keep_a_scrape_waiting() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(serve(listener, Arc::new(Fixed)));
+        let server = tokio::spawn(serve(listener, Arc::new(Fixed), Arc::default()));
         let idle: Vec<std::net::TcpStream> = (0..161)
             .map(|_| std::net::TcpStream::connect(addr).unwrap())
             .collect();
@@ -338,12 +426,62 @@ mod tests {
         server.abort();
     }
 
+    /// With users, every path asks for credentials: none or wrong ones get 401 and the
+    /// challenge, the right ones the page.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn basic_auth_guards_every_path() {
+        use base64::Engine as _;
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let web = Arc::new(CurrentWeb::default());
+        web.set(Web {
+            tls: None,
+            auth: super::super::auth::BasicAuth::new(
+                [("scraper".to_owned(), bcrypt::hash("pw", 4).unwrap())].into(),
+            ),
+        });
+        let server = tokio::spawn(serve(listener, Arc::new(Fixed), web));
+        let ask = |credentials: Option<&str>, path: &str| {
+            let header = credentials.map_or(String::new(), |c| {
+                format!(
+                    "Authorization: Basic {}\r\n",
+                    base64::engine::general_purpose::STANDARD.encode(c)
+                )
+            });
+            let request =
+                format!("GET {path} HTTP/1.1\r\nHost: x\r\n{header}Connection: close\r\n\r\n");
+            tokio::task::spawn_blocking(move || exchange(addr, request.as_bytes()))
+        };
+        for (credentials, path) in [
+            (None, "/metrics"),
+            (None, "/healthz"),
+            (None, "/other"),
+            (Some("scraper:wrong"), "/metrics"),
+            (Some("nobody:pw"), "/metrics"),
+        ] {
+            let answer = ask(credentials, path).await.unwrap();
+            assert!(
+                answer.starts_with("HTTP/1.1 401"),
+                "{credentials:?} {path}: {answer}"
+            );
+            assert!(
+                answer.to_lowercase().contains("www-authenticate: basic"),
+                "{answer}"
+            );
+            assert!(!answer.contains("lossless_up"), "{answer}");
+        }
+        let answer = ask(Some("scraper:pw"), "/metrics").await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.ends_with("lossless_up 1\n"), "{answer}");
+        server.abort();
+    }
+
     /// A client that never finishes its headers is cut off after [`HEADER_TIMEOUT`].
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn slow_clients_are_cut_off() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(serve(listener, Arc::new(Fixed)));
+        let server = tokio::spawn(serve(listener, Arc::new(Fixed), Arc::default()));
         let started = std::time::Instant::now();
         let answer =
             tokio::task::spawn_blocking(move || exchange(addr, b"GET /metrics HTTP/1.1\r\n"))

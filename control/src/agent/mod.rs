@@ -2,12 +2,15 @@
 //! their hooks and profiles (adopting programs already pinned), reconciles on SIGHUP, when an
 //! interface appears or goes (rtnetlink link events) and every [`RESYNC`], follows the load
 //! balancer's uplink carrier as `host watch` does, and serves the counters of every interface
-//! attached in its network namespace on `/metrics` (and its own state on `/healthz`). On exit
-//! it detaches nothing unless told: the pins keep the programs running, as after `attach`.
+//! attached in its network namespace on `/metrics` (and its own state on `/healthz`), over TLS
+//! and with basic auth when a web configuration file in exporter-toolkit's format says so. On
+//! exit it detaches nothing unless told: the pins keep the programs running, as after `attach`.
 //! docs/agent.md.
 
+pub mod auth;
 pub mod http;
 pub mod reconcile;
+pub mod web;
 
 use std::{
     collections::BTreeMap,
@@ -27,6 +30,7 @@ use tokio::{
 use self::{
     http::Pages,
     reconcile::{Reconciler, State},
+    web::{CurrentWeb, Web, WebConfig},
 };
 use host::{metrics::Exposition, pinned_maps::PinnedMaps, stats::Stats, status};
 use hostconfig::{agent::AgentConfig, attachment::Attachment};
@@ -49,6 +53,11 @@ pub struct AgentArgs {
     /// metrics_addr, else 127.0.0.1:9477.
     #[arg(long, value_name = "ADDRESS:PORT")]
     pub metrics_addr: Option<SocketAddr>,
+    /// The web configuration (exporter-toolkit's YAML: TLS and basic auth for /metrics and
+    /// /healthz), the flag every Prometheus exporter takes; default the file's
+    /// web_config_file, else plain HTTP without authentication.
+    #[arg(long = "web.config.file", value_name = "YAML")]
+    pub web_config_file: Option<PathBuf>,
     /// Detach the interfaces it manages when it stops (by default the programs stay).
     #[arg(long)]
     pub detach_on_exit: bool,
@@ -98,7 +107,7 @@ impl AgentPages {
             ),
             (
                 "lossless_agent_config_errors_total",
-                "Reloads (SIGHUP) refused because the file was not valid.",
+                "Reloads (SIGHUP) refused because the agent's file or its web configuration was not valid.",
                 shared.config_errors,
             ),
         ] {
@@ -146,6 +155,19 @@ impl Pages for AgentPages {
     }
 }
 
+/// The web configuration `args` or `config` names (the flag wins), read and loaded; plain HTTP
+/// without authentication when neither names one.
+fn web(args: &AgentArgs, config: &AgentConfig) -> anyhow::Result<Web> {
+    match args
+        .web_config_file
+        .as_deref()
+        .or(config.web_config_file.as_deref())
+    {
+        None => Ok(Web::default()),
+        Some(path) => WebConfig::from_file(path)?.load(),
+    }
+}
+
 /// Runs the agent until SIGTERM or SIGINT.
 pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
     let mut config = AgentConfig::from_file(&args.config)?;
@@ -155,11 +177,30 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         .unwrap_or(DEFAULT_METRICS_ADDR);
     let detach_on_exit = args.detach_on_exit || config.detach_on_exit;
     let shared = Arc::new(Mutex::new(Shared::default()));
+    let current_web = Arc::new(CurrentWeb::default());
+    let first_web = web(&args, &config)?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("listening on {addr} for /metrics"))?;
-    tracing::info!("serving /metrics and /healthz on http://{addr}");
-    let server = tokio::spawn(http::serve(listener, Arc::new(AgentPages(shared.clone()))));
+    tracing::info!(
+        "serving /metrics and /healthz on {}://{addr}{}",
+        if first_web.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        },
+        if first_web.auth.required() {
+            " with basic auth"
+        } else {
+            ""
+        }
+    );
+    current_web.set(first_web);
+    let server = tokio::spawn(http::serve(
+        listener,
+        Arc::new(AgentPages(shared.clone())),
+        current_web.clone(),
+    ));
 
     let mut hangup = signal(SignalKind::hangup())?;
     let mut terminate = signal(SignalKind::terminate())?;
@@ -180,6 +221,15 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
                         tracing::error!("keeping the running configuration: {error:#}");
                         shared.lock().expect("agent state").config_errors += 1;
                         continue;
+                    }
+                }
+                // The web configuration's TLS files and users, read again (certificate
+                // rotation); a file that fails keeps the one in force.
+                match web(&args, &config) {
+                    Ok(new) => current_web.set(new),
+                    Err(error) => {
+                        tracing::error!("keeping the running web configuration: {error:#}");
+                        shared.lock().expect("agent state").config_errors += 1;
                     }
                 }
             }

@@ -99,7 +99,7 @@ impl Device {
                 .await;
         };
         let (accepted, incoming) = tokio::sync::mpsc::channel(tls::MAX_HANDSHAKES);
-        let acceptor = tokio::spawn(tls.accept(listener, accepted));
+        let acceptor = tokio::spawn(tls::accept(tls, listener, accepted));
         let served = router
             .serve_with_incoming_shutdown(ReceiverStream::new(incoming), shutdown)
             .await;
