@@ -128,6 +128,13 @@ pub enum TlsError {
     Config(String),
 }
 
+/// The subject of a DER certificate as a distinguished name (`CN=controller`), or `None` if it
+/// does not parse: how a client that presented it is named in logs.
+pub fn subject(der: &[u8]) -> Option<String> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    Some(cert.subject().to_string())
+}
+
 /// A server's TLS configuration, reloadable from its files.
 #[derive(Debug)]
 pub struct Tls {

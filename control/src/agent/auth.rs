@@ -1,15 +1,18 @@
 //! Basic authentication against bcrypt hashes, as exporter-toolkit's: the `Authorization:
 //! Basic` header's user and password are checked against the user's hash. bcrypt is slow by
 //! design, so a client must not be able to make the agent run it at will: a verified (user,
-//! password) is remembered (by a SHA-256 digest, never the password itself) in a bounded
-//! cache, so a scraper that knows its password costs one verification; the verifications
-//! themselves run one at a time and at most [`VERIFICATIONS_PER_SECOND`] (with a burst of
+//! password, hash) is remembered (by a SHA-256 digest, never the password itself) in a bounded
+//! cache that a reload carries over, so a scraper that knows its password costs one
+//! verification and is never throttled after it; the verifications themselves run one at a
+//! time and at most [`VERIFICATIONS_PER_SECOND`] per client address (with a burst of
 //! [`VERIFICATION_BURST`]), and a request past that is answered "429 Too Many Requests"
-//! without one. An unknown user is checked against a hash of no user's, so the time taken
-//! does not tell which users exist.
+//! without one, so that a client guessing passwords slows itself, not the others. An unknown
+//! user is checked against a hash of no user's, so the time taken does not tell which users
+//! exist.
 
 use std::{
-    collections::{BTreeMap, HashSet},
+    collections::{BTreeMap, HashMap, HashSet},
+    net::IpAddr,
     sync::{Mutex, OnceLock},
     time::Instant,
 };
@@ -18,8 +21,11 @@ use base64::Engine as _;
 
 /// Verified (user, password) pairs remembered; past it the cache starts again.
 pub const MAX_CACHED: usize = 256;
-/// bcrypt verifications per second at most, over all clients.
+/// bcrypt verifications per second at most, per client address.
 pub const VERIFICATIONS_PER_SECOND: f64 = 4.0;
+/// Client addresses whose verification budgets are remembered; past it the idle ones (whose
+/// budget is whole again) are forgotten, and if none is idle, all are.
+pub const MAX_BUDGETS: usize = 1024;
 /// Verifications that may run back to back before the rate applies.
 pub const VERIFICATION_BURST: f64 = 8.0;
 /// The cost of the hash an unknown user is checked against (htpasswd's and exporter-toolkit's
@@ -42,8 +48,10 @@ pub enum Verdict {
 pub struct BasicAuth {
     users: BTreeMap<String, String>,
     verified: Mutex<HashSet<[u8; 32]>>,
+    /// Each client address's budget of verifications.
+    budgets: Mutex<HashMap<IpAddr, Budget>>,
     /// Taken while bcrypt runs, so verifications run one at a time.
-    budget: Mutex<Budget>,
+    running: Mutex<()>,
 }
 
 /// A token bucket of verifications.
@@ -62,11 +70,14 @@ impl Default for Budget {
 }
 
 impl Budget {
-    fn take(&mut self) -> bool {
-        let now = Instant::now();
+    fn refill(&mut self, now: Instant) {
         let refill = now.duration_since(self.at).as_secs_f64() * VERIFICATIONS_PER_SECOND;
         self.tokens = (self.tokens + refill).min(VERIFICATION_BURST);
         self.at = now;
+    }
+
+    fn take(&mut self) -> bool {
+        self.refill(Instant::now());
         if self.tokens < 1.0 {
             return false;
         }
@@ -85,33 +96,42 @@ impl BasicAuth {
         }
     }
 
+    /// Keeps what `previous` (the [`BasicAuth`] this one replaces) verified and the budgets it
+    /// counted: a reload neither makes a scraper verify again nor gives a guesser new tokens.
+    /// A remembered verification binds the hash it matched, so a changed password does not
+    /// carry over.
+    pub fn carry_over(&self, previous: &BasicAuth) {
+        self.cache().extend(previous.cache().iter().copied());
+        self.budgets().extend(previous.budgets().drain());
+    }
+
     /// Whether requests must carry credentials.
     pub fn required(&self) -> bool {
         !self.users.is_empty()
     }
 
-    /// Checks an `Authorization` header's value. Blocking: it may run bcrypt.
-    pub fn check(&self, authorization: Option<&[u8]>) -> Verdict {
+    /// Checks an `Authorization` header's value sent from `peer`. Blocking: it may run bcrypt.
+    pub fn check(&self, peer: IpAddr, authorization: Option<&[u8]>) -> Verdict {
         if !self.required() {
             return Verdict::Allowed;
         }
         let Some((user, password)) = authorization.and_then(credentials) else {
             return Verdict::Refused;
         };
-        let digest = digest(&user, &password);
-        if self.cache().contains(&digest) {
-            return Verdict::Allowed;
-        }
-        let mut budget = self.budget.lock().unwrap_or_else(|e| e.into_inner());
-        if !budget.take() {
-            return Verdict::Throttled;
-        }
         let (hash, known) = match self.users.get(&user) {
             Some(hash) => (hash.as_str(), true),
             None => (unknown_user_hash(), false),
         };
+        let digest = digest(&user, &password, hash);
+        if known && self.cache().contains(&digest) {
+            return Verdict::Allowed;
+        }
+        if !self.take_budget(peer) {
+            return Verdict::Throttled;
+        }
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         let right = bcrypt::verify(&password, hash).unwrap_or(false) && known;
-        drop(budget);
+        drop(running);
         if !right {
             return Verdict::Refused;
         }
@@ -123,8 +143,28 @@ impl BasicAuth {
         Verdict::Allowed
     }
 
+    /// Takes one verification from `peer`'s budget, if it has one left.
+    fn take_budget(&self, peer: IpAddr) -> bool {
+        let mut budgets = self.budgets();
+        if budgets.len() >= MAX_BUDGETS && !budgets.contains_key(&peer) {
+            let now = Instant::now();
+            budgets.retain(|_, budget| {
+                budget.refill(now);
+                budget.tokens < VERIFICATION_BURST
+            });
+            if budgets.len() >= MAX_BUDGETS {
+                budgets.clear();
+            }
+        }
+        budgets.entry(peer).or_default().take()
+    }
+
     fn cache(&self) -> std::sync::MutexGuard<'_, HashSet<[u8; 32]>> {
         self.verified.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn budgets(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, Budget>> {
+        self.budgets.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -143,10 +183,11 @@ fn credentials(header: &[u8]) -> Option<(String, Vec<u8>)> {
     Some((user, decoded[colon + 1..].to_vec()))
 }
 
-/// The SHA-256 of the user and password, each preceded by its length.
-fn digest(user: &str, password: &[u8]) -> [u8; 32] {
+/// The SHA-256 of the user, the password and the hash they matched, each preceded by its
+/// length.
+fn digest(user: &str, password: &[u8], hash: &str) -> [u8; 32] {
     let mut context = ring::digest::Context::new(&ring::digest::SHA256);
-    for part in [user.as_bytes(), password] {
+    for part in [user.as_bytes(), password, hash.as_bytes()] {
         context.update(&(part.len() as u64).to_be_bytes());
         context.update(part);
     }
@@ -169,6 +210,9 @@ fn unknown_user_hash() -> &'static str {
 mod tests {
     use super::*;
 
+    const SCRAPER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 1));
+    const GUESSER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 2));
+
     fn basic(user: &str, password: &str) -> Vec<u8> {
         format!(
             "Basic {}",
@@ -177,48 +221,45 @@ mod tests {
         .into_bytes()
     }
 
+    fn users(password: &str) -> BTreeMap<String, String> {
+        BTreeMap::from([("prometheus".to_owned(), bcrypt::hash(password, 4).unwrap())])
+    }
+
     #[test]
     fn checks_credentials_and_remembers_the_right_ones() {
-        let auth = BasicAuth::new(BTreeMap::from([(
-            "prometheus".to_owned(),
-            bcrypt::hash("s3cret:with colon", 4).unwrap(),
-        )]));
+        let auth = BasicAuth::new(users("s3cret:with colon"));
         assert!(auth.required());
-        assert_eq!(auth.check(None), Verdict::Refused);
-        assert_eq!(auth.check(Some(b"Bearer abc")), Verdict::Refused);
-        assert_eq!(auth.check(Some(b"Basic !!!")), Verdict::Refused);
+        let check = |header: Option<&[u8]>| auth.check(SCRAPER, header);
+        assert_eq!(check(None), Verdict::Refused);
+        assert_eq!(check(Some(b"Bearer abc")), Verdict::Refused);
+        assert_eq!(check(Some(b"Basic !!!")), Verdict::Refused);
+        assert_eq!(check(Some(&basic("prometheus", "wrong"))), Verdict::Refused);
         assert_eq!(
-            auth.check(Some(&basic("prometheus", "wrong"))),
-            Verdict::Refused
-        );
-        assert_eq!(
-            auth.check(Some(&basic("nobody", "s3cret:with colon"))),
+            check(Some(&basic("nobody", "s3cret:with colon"))),
             Verdict::Refused
         );
         let right = basic("prometheus", "s3cret:with colon");
-        assert_eq!(auth.check(Some(&right)), Verdict::Allowed);
+        assert_eq!(check(Some(&right)), Verdict::Allowed);
         assert_eq!(auth.cache().len(), 1);
         // Remembered: allowed with no verification left to spend.
-        auth.budget.lock().unwrap().tokens = 0.0;
-        assert_eq!(auth.check(Some(&right)), Verdict::Allowed);
+        auth.budgets().get_mut(&SCRAPER).unwrap().tokens = 0.0;
+        assert_eq!(check(Some(&right)), Verdict::Allowed);
         assert_eq!(
-            auth.check(Some(&basic("prometheus", "wrong"))),
+            check(Some(&basic("prometheus", "wrong"))),
             Verdict::Throttled
         );
-        assert_eq!(BasicAuth::default().check(None), Verdict::Allowed);
+        assert_eq!(BasicAuth::default().check(SCRAPER, None), Verdict::Allowed);
     }
 
     /// Wrong passwords as fast as a client can send them run bcrypt at most the burst and
-    /// then the rate allows; the rest are throttled without it.
+    /// then the rate allows; the rest are throttled without it, and another address still
+    /// has its own budget.
     #[test]
-    fn a_flood_of_wrong_passwords_is_throttled() {
-        let auth = BasicAuth::new(BTreeMap::from([(
-            "prometheus".to_owned(),
-            bcrypt::hash("right", 4).unwrap(),
-        )]));
+    fn a_flood_of_wrong_passwords_is_throttled_for_its_sender_only() {
+        let auth = BasicAuth::new(users("right"));
         let started = Instant::now();
         let verdicts: Vec<Verdict> = (0..100)
-            .map(|i| auth.check(Some(&basic("prometheus", &format!("wrong{i}")))))
+            .map(|i| auth.check(GUESSER, Some(&basic("prometheus", &format!("wrong{i}")))))
             .collect();
         let refused = verdicts.iter().filter(|v| **v == Verdict::Refused).count();
         let allowance =
@@ -226,5 +267,35 @@ mod tests {
         assert!(refused as f64 <= allowance, "{refused} verifications ran");
         assert!(verdicts.contains(&Verdict::Throttled));
         assert!(!verdicts.contains(&Verdict::Allowed));
+        assert_eq!(
+            auth.check(SCRAPER, Some(&basic("prometheus", "right"))),
+            Verdict::Allowed
+        );
+    }
+
+    /// A reload keeps what was verified and the budgets spent, but a changed password's old
+    /// verification does not match the new hash.
+    #[test]
+    fn a_reload_carries_verifications_over_but_not_a_changed_password() {
+        let before = BasicAuth::new(users("old"));
+        assert_eq!(
+            before.check(SCRAPER, Some(&basic("prometheus", "old"))),
+            Verdict::Allowed
+        );
+        before.budgets().get_mut(&SCRAPER).unwrap().tokens = 0.0;
+        let same = BasicAuth::new(before.users.clone());
+        same.carry_over(&before);
+        assert_eq!(
+            same.check(SCRAPER, Some(&basic("prometheus", "old"))),
+            Verdict::Allowed
+        );
+        let changed = BasicAuth::new(users("new"));
+        changed.carry_over(&same);
+        // Not remembered under the new hash, and the spent budget came along: throttled
+        // rather than let through.
+        assert_eq!(
+            changed.check(SCRAPER, Some(&basic("prometheus", "old"))),
+            Verdict::Throttled
+        );
     }
 }

@@ -98,11 +98,11 @@ async fn connection(
     state: Arc<SlotState>,
 ) -> Result<(), hyper::Error> {
     let Some(tls) = &web.tls else {
-        return requests(stream, pages, web, state).await;
+        return requests(stream, peer, pages, web, state).await;
     };
     let acceptor = TlsAcceptor::from(tls.current());
     match tokio::time::timeout(HEADER_TIMEOUT, acceptor.accept(stream)).await {
-        Ok(Ok(stream)) => requests(stream, pages, web, state).await,
+        Ok(Ok(stream)) => requests(stream, peer, pages, web, state).await,
         Ok(Err(error)) => {
             tracing::warn!("metrics server: TLS handshake with {peer} refused: {error}");
             Ok(())
@@ -117,6 +117,7 @@ async fn connection(
 /// Answers the requests of one connection, in the clear or over TLS.
 async fn requests<S>(
     stream: S,
+    peer: SocketAddr,
     pages: Arc<dyn Pages>,
     web: Arc<Web>,
     state: Arc<SlotState>,
@@ -129,7 +130,7 @@ where
         let web = web.clone();
         let answering = Answering::begin(&state);
         async move {
-            let response = answer(request, pages, web).await;
+            let response = answer(request, peer, pages, web).await;
             drop(answering);
             Ok::<_, Infallible>(response)
         }
@@ -239,6 +240,7 @@ impl Drop for Answering {
 
 async fn answer(
     request: Request<Incoming>,
+    peer: SocketAddr,
     pages: Arc<dyn Pages>,
     web: Arc<Web>,
 ) -> Response<Full<Bytes>> {
@@ -248,8 +250,10 @@ async fn answer(
             .get(header::AUTHORIZATION)
             .map(|value| value.as_bytes().to_vec());
         // bcrypt is slow: off the async threads.
-        let verdict =
-            tokio::task::spawn_blocking(move || web.auth.check(authorization.as_deref())).await;
+        let verdict = tokio::task::spawn_blocking(move || {
+            web.auth.check(peer.ip(), authorization.as_deref())
+        })
+        .await;
         match verdict.unwrap_or(Verdict::Refused) {
             Verdict::Allowed => {}
             Verdict::Refused => {

@@ -183,17 +183,8 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("listening on {addr} for /metrics"))?;
     tracing::info!(
-        "serving /metrics and /healthz on {}://{addr}{}",
-        if first_web.tls.is_some() {
-            "https"
-        } else {
-            "http"
-        },
-        if first_web.auth.required() {
-            " with basic auth"
-        } else {
-            ""
-        }
+        "serving /metrics and /healthz on {addr} over {}",
+        first_web.mode()
     );
     current_web.set(first_web);
     let server = tokio::spawn(http::serve(
@@ -220,13 +211,16 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
                     Err(error) => {
                         tracing::error!("keeping the running configuration: {error:#}");
                         shared.lock().expect("agent state").config_errors += 1;
-                        continue;
                     }
                 }
                 // The web configuration's TLS files and users, read again (certificate
-                // rotation); a file that fails keeps the one in force.
-                match web(&args, &config) {
-                    Ok(new) => current_web.set(new),
+                // rotation), even when the agent's file failed; a file that fails, or that
+                // would turn TLS or basic auth on or off, keeps the one in force.
+                match web(&args, &config).and_then(|new| current_web.replace(new)) {
+                    Ok(()) => tracing::info!(
+                        "web configuration reloaded: serving over {}",
+                        current_web.get().mode()
+                    ),
                     Err(error) => {
                         tracing::error!("keeping the running web configuration: {error:#}");
                         shared.lock().expect("agent state").config_errors += 1;

@@ -49,6 +49,37 @@ impl CurrentWeb {
     pub fn set(&self, web: Web) {
         *self.0.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(web);
     }
+
+    /// Puts `web`, read again, in force in place of the one in force, keeping what that one
+    /// verified. A reload may change certificates and users but not whether TLS or basic
+    /// auth is on: a file emptied or cut short by an editor must not serve the metrics in the
+    /// clear to anyone, so such a change is refused (a restart makes it).
+    pub fn replace(&self, web: Web) -> anyhow::Result<()> {
+        let current = self.get();
+        if web.mode() != current.mode() {
+            bail!(
+                "the web configuration now asks for {} where {} is served: a reload does not \
+                 turn TLS or basic auth on or off; restart the agent to make that change",
+                web.mode(),
+                current.mode()
+            );
+        }
+        web.auth.carry_over(&current.auth);
+        self.set(web);
+        Ok(())
+    }
+}
+
+impl Web {
+    /// How it serves: `http` or `https`, and `with basic auth` when it asks for credentials.
+    pub fn mode(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        if self.auth.required() {
+            format!("{scheme} with basic auth")
+        } else {
+            scheme.to_owned()
+        }
+    }
 }
 
 /// What the file says, checked, with its paths resolved.
@@ -255,6 +286,29 @@ mod tests {
     /// A bcrypt hash (of the least cost, for speed).
     fn hash() -> String {
         bcrypt::hash("pw", 4).unwrap()
+    }
+
+    /// A reload changes users, but an emptied file does not turn basic auth off.
+    #[test]
+    fn a_reload_keeps_basic_auth_on() {
+        let with_users = || Web {
+            tls: None,
+            auth: BasicAuth::new(BTreeMap::from([("prometheus".to_owned(), hash())])),
+        };
+        let current = CurrentWeb::default();
+        current.set(with_users());
+        let emptied = WebConfig::from_yaml("", Path::new("."))
+            .unwrap()
+            .load()
+            .unwrap();
+        let refused = current.replace(emptied).unwrap_err().to_string();
+        assert!(
+            refused.contains("asks for http where http with basic auth is served"),
+            "{refused}"
+        );
+        assert!(current.get().auth.required());
+        current.replace(with_users()).unwrap();
+        assert_eq!(current.get().mode(), "http with basic auth");
     }
 
     fn parse(text: &str) -> anyhow::Result<WebConfig> {

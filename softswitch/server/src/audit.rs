@@ -161,10 +161,9 @@ pub fn grpc_peer<T>(request: &tonic::Request<T>) -> String {
     let addr = request
         .remote_addr()
         .map_or("an unknown address".to_string(), |a| a.to_string());
-    let subject = request.peer_certs().and_then(|certs| {
-        let (_, cert) = x509_parser::parse_x509_certificate(certs.first()?).ok()?;
-        Some(cert.subject().to_string())
-    });
+    let subject = request
+        .peer_certs()
+        .and_then(|certs| tlsfiles::subject(certs.first()?));
     match subject {
         Some(subject) => format!("{subject} ({addr})"),
         None => addr,
