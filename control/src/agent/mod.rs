@@ -183,8 +183,13 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("listening on {addr} for /metrics"))?;
     tracing::info!(
-        "serving /metrics and /healthz on {addr} over {}",
-        first_web.mode()
+        "serving /metrics and /healthz on {}://{addr}{}",
+        first_web.scheme(),
+        if first_web.auth.required() {
+            " with basic auth"
+        } else {
+            ""
+        }
     );
     current_web.set(first_web);
     let server = tokio::spawn(http::serve(

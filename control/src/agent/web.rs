@@ -71,13 +71,21 @@ impl CurrentWeb {
 }
 
 impl Web {
-    /// How it serves: `http` or `https`, and `with basic auth` when it asks for credentials.
-    pub fn mode(&self) -> String {
-        let scheme = if self.tls.is_some() { "https" } else { "http" };
-        if self.auth.required() {
-            format!("{scheme} with basic auth")
+    /// The URL scheme it serves: `https` with TLS, else `http`.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls.is_some() {
+            "https"
         } else {
-            scheme.to_owned()
+            "http"
+        }
+    }
+
+    /// How it serves: its scheme, and `with basic auth` when it asks for credentials.
+    pub fn mode(&self) -> String {
+        if self.auth.required() {
+            format!("{} with basic auth", self.scheme())
+        } else {
+            self.scheme().to_owned()
         }
     }
 }
