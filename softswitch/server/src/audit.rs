@@ -143,6 +143,26 @@ pub fn report() {
     tracing::info!("audit counts: {}", counts());
 }
 
+/// Runs the gRPC write `write` to its end on a task of its own and records it ([`record`],
+/// from `peer` on `surface`), even if the request that asked for it is canceled meanwhile: a
+/// change handed to the engine is made whatever becomes of the request, so it is recorded
+/// whatever becomes of it too.
+pub async fn grpc_write<T: Send + 'static>(
+    surface: Surface,
+    peer: String,
+    op: &'static str,
+    what: impl FnOnce() -> String + Send + 'static,
+    write: impl std::future::Future<Output = Result<T, tonic::Status>> + Send + 'static,
+) -> Result<T, tonic::Status> {
+    tokio::spawn(async move {
+        let result = write.await;
+        record(surface, &peer, op, what, grpc_result(&result));
+        result
+    })
+    .await
+    .map_err(|e| tonic::Status::internal(format!("{op}: {e}")))?
+}
+
 /// Who sent a gRPC request: the subject of the TLS client certificate it came with, and the
 /// address (`CN=controller (10.0.0.5:41234)`), or the address alone.
 pub fn grpc_peer<T>(request: &tonic::Request<T>) -> String {
