@@ -375,4 +375,57 @@ mod tests {
         let bytes = call_bytes("simple_pre_lag:bm_mc_set_lag_membership", &fields);
         assert_eq!(target_of(&bytes).as_deref(), Some("5"));
     }
+
+    /// The calls of the three services that change nothing (not audited).
+    const READS: &[&str] = &[
+        "bm_counter_read",
+        "bm_dev_mgr_show_ports",
+        "bm_get_config",
+        "bm_get_config_md5",
+        "bm_get_id_from_name",
+        "bm_mc_get_entries",
+        "bm_meter_get_rates",
+        "bm_mgmt_get_info",
+        "bm_mt_act_prof_get_group",
+        "bm_mt_act_prof_get_groups",
+        "bm_mt_act_prof_get_member",
+        "bm_mt_act_prof_get_members",
+        "bm_mt_get_default_entry",
+        "bm_mt_get_entries",
+        "bm_mt_get_entry",
+        "bm_mt_get_entry_from_key",
+        "bm_mt_get_meter_rates",
+        "bm_mt_get_num_entries",
+        "bm_mt_read_counter",
+        "bm_parse_vset_get",
+        "bm_register_read",
+        "bm_register_read_all",
+        "bm_serialize_state",
+        "get_time_elapsed_us",
+        "get_time_since_epoch_us",
+        "mirroring_mapping_get_egress_port",
+        "mirroring_session_get",
+    ];
+
+    #[test]
+    fn every_generated_handler_is_a_mutation_or_a_known_read() {
+        let generated = [
+            include_str!("../../vendor/bmv2_thrift/standard.rs"),
+            include_str!("../../vendor/bmv2_thrift/simple_pre_lag.rs"),
+            include_str!("../../vendor/bmv2_thrift/simple_switch.rs"),
+        ];
+        let handlers: std::collections::BTreeSet<&str> = generated
+            .iter()
+            .flat_map(|source| source.split("fn handle_").skip(1))
+            .map(|rest| rest.split('(').next().unwrap())
+            .collect();
+        let audited: std::collections::BTreeSet<&str> = MUTATIONS
+            .iter()
+            .map(|(m, _)| *m)
+            .chain(READS.iter().copied())
+            .collect();
+        assert_eq!(audited.len(), MUTATIONS.len() + READS.len(), "listed twice");
+        // A new IDL method must be put in MUTATIONS (audited) or READS (knowingly not).
+        assert_eq!(handlers, audited);
+    }
 }
