@@ -176,13 +176,23 @@ fn run_as_bmv2(personality: bmv2_cli::Personality, args: bmv2_cli::Bmv2Args) -> 
     tracing_subscriber::fmt()
         .with_ansi(false)
         .event_format(bmv2_log::Bmv2Format)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SOFTSWITCH_LOG")
-                .unwrap_or_else(|_| logging.level.as_str().into()),
-        )
+        .with_env_filter(log_filter(&logging.level))
         .with_writer(writer)
         .init();
     crate::run::run(options)
+}
+
+/// The log's filter: `SOFTSWITCH_LOG`'s if it is set (the audit trail still at `info`: an
+/// operator's filter does not turn it off), else `default`.
+fn log_filter(default: &str) -> tracing_subscriber::EnvFilter {
+    match tracing_subscriber::EnvFilter::try_from_env("SOFTSWITCH_LOG") {
+        Ok(filter) => filter.add_directive(
+            "softswitch_server::audit=info"
+                .parse()
+                .expect("a valid directive"),
+        ),
+        Err(_) => default.into(),
+    }
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
@@ -207,10 +217,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 anstream::AutoStream::choice(&std::io::stderr()) != anstream::ColorChoice::Never;
             tracing_subscriber::fmt()
                 .with_ansi(colour)
-                .with_env_filter(
-                    tracing_subscriber::EnvFilter::try_from_env("SOFTSWITCH_LOG")
-                        .unwrap_or_else(|_| "info".into()),
-                )
+                .with_env_filter(log_filter("info"))
                 .with_writer(std::io::stderr)
                 .init();
             crate::run::run(crate::run::RunOptions {

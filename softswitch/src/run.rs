@@ -77,6 +77,19 @@ pub fn parse_state_budget(text: &str) -> Result<usize, String> {
 
 /// Runs the switch until SIGINT or SIGTERM.
 pub fn run(options: RunOptions) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let entered = runtime.enter();
+    // Caught first thing: until then SIGUSR1 and SIGHUP would end the switch (their default),
+    // and a user may send them as soon as the process exists.
+    runtime.spawn(audit_report_on_usr1().context("catching SIGUSR1")?);
+    let hangup = match &options.tls {
+        Some(_) => Some(hangup_signal().context("catching SIGHUP")?),
+        None => None,
+    };
     let tls = options
         .tls
         .clone()
@@ -84,6 +97,10 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         .transpose()
         .context("TLS for P4Runtime")?
         .map(Arc::new);
+    if let (Some(tls), Some(hangup)) = (&tls, hangup) {
+        runtime.spawn(reload_on_hangup(tls.clone(), hangup));
+    }
+    drop(entered);
     let program = options
         .program
         .as_ref()
@@ -163,11 +180,6 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
             p.spawn_receiver(device.engine.clone(), running.clone(), tap)
         })
         .collect();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
     let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(options.grpc_addr)
             .await
@@ -175,10 +187,6 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         // Caught from before the switch says it is up: a SIGTERM right after that line ends it
         // cleanly.
         let shutdown = shutdown_signal().context("catching SIGINT and SIGTERM")?;
-        if let Some(tls) = &tls {
-            tokio::spawn(reload_on_hangup(tls.clone()).context("catching SIGHUP")?);
-        }
-        tokio::spawn(audit_report_on_usr1().context("catching SIGUSR1")?);
         eprintln!(
             "softswitch: P4Runtime on {}{} (device {}), ports [{}], cpu port {}, program {}",
             listener.local_addr()?,
@@ -250,21 +258,23 @@ async fn serve_until_stopped(
     }
 }
 
-/// A future that reads the TLS files again at each SIGHUP (caught from the moment of the call),
-/// as daemons reload their certificates; a reload that fails keeps the configuration in use.
-fn reload_on_hangup(tls: Arc<Tls>) -> std::io::Result<impl std::future::Future<Output = ()>> {
+/// SIGHUP, caught from the moment of the call (within the runtime).
+fn hangup_signal() -> std::io::Result<tokio::signal::unix::Signal> {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut hangup = signal(SignalKind::hangup())?;
-    Ok(async move {
-        while hangup.recv().await.is_some() {
-            match tls.reload() {
-                Ok(()) => eprintln!("softswitch: SIGHUP: TLS files read again"),
-                Err(e) => {
-                    eprintln!("softswitch: SIGHUP: TLS files not reloaded, the previous stay: {e}")
-                }
+    signal(SignalKind::hangup())
+}
+
+/// Reads the TLS files again at each `hangup`, as daemons reload their
+/// certificates; a reload that fails keeps the configuration in use.
+async fn reload_on_hangup(tls: Arc<Tls>, mut hangup: tokio::signal::unix::Signal) {
+    while hangup.recv().await.is_some() {
+        match tls.reload() {
+            Ok(()) => eprintln!("softswitch: SIGHUP: TLS files read again"),
+            Err(e) => {
+                eprintln!("softswitch: SIGHUP: TLS files not reloaded, the previous stay: {e}")
             }
         }
-    })
+    }
 }
 
 /// A future that writes the audit counts to the log at each SIGUSR1 (caught from the moment

@@ -108,6 +108,26 @@ impl Namespace {
         command
     }
 
+    /// Turns IPv6 off in it, for the interfaces there and those made later (no link-local
+    /// addresses, router solicitations or MLD reports). Nothing to do where IPv6 is off already
+    /// (a kernel booted with `ipv6.disable=1` has no `/proc/sys/net/ipv6`).
+    pub fn disable_ipv6(&self) -> anyhow::Result<()> {
+        if !self.run(|| Path::new("/proc/sys/net/ipv6").exists())? {
+            return Ok(());
+        }
+        let out = self
+            .command("sysctl")
+            .args([
+                "-qw",
+                "net.ipv6.conf.all.disable_ipv6=1",
+                "net.ipv6.conf.default.disable_ipv6=1",
+            ])
+            .output()
+            .context("running sysctl")?;
+        check(&format!("turning IPv6 off in {}", self.name()), out)?;
+        Ok(())
+    }
+
     /// Runs `f` on a thread that has joined this namespace, and returns its result.
     pub fn run<R: Send, F: FnOnce() -> R + Send>(&self, f: F) -> anyhow::Result<R> {
         run_in(&self.path(), f)

@@ -67,13 +67,7 @@ pub const OFFLOADS_OFF: &[&str] = &[
 /// MLD reports of their own: every frame is one a test sent.
 fn quiet_namespace(prefix: &str) -> anyhow::Result<Namespace> {
     let ns = Namespace::create(prefix)?;
-    for key in ["all", "default"] {
-        let out = ns
-            .command("sysctl")
-            .args(["-qw", &format!("net.ipv6.conf.{key}.disable_ipv6=1")])
-            .output()?;
-        check("sysctl disable_ipv6", out)?;
-    }
+    ns.disable_ipv6()?;
     Ok(ns)
 }
 

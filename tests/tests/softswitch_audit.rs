@@ -227,7 +227,7 @@ fn thrift_asked_for_answers_from_another_namespace_and_every_write_is_audited() 
         .lines
         .iter()
         .filter_map(|l| {
-            let (head, _) = l.split_once(" audit lines suppressed")?;
+            let (head, _) = l.split_once(" thrift audit lines suppressed")?;
             head.rsplit(' ').next()?.parse::<u64>().ok()
         })
         .sum();

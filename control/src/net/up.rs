@@ -369,16 +369,7 @@ fn start(plan: &Plan, then: &Then, dir: &Path) -> anyhow::Result<Session> {
     // Before Mininet makes the switch interfaces: with IPv6 off they get no link-local
     // address, and a host can reach nothing the switches serve on every interface of this
     // namespace (BMv2's Thrift port); IPv4 has only loopback here (docs/security.md).
-    let sysctl = netns
-        .command("sysctl")
-        .args([
-            "-qw",
-            "net.ipv6.conf.all.disable_ipv6=1",
-            "net.ipv6.conf.default.disable_ipv6=1",
-        ])
-        .output()
-        .context("running sysctl in the network's namespace")?;
-    sysutil::netns::check("turning IPv6 off in the network's namespace", sysctl)?;
+    netns.disable_ipv6()?;
     let kind = match plan.switch {
         SwitchKind::Softswitch => "softswitch",
         SwitchKind::Bmv2 => "bmv2",

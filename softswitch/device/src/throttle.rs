@@ -65,6 +65,12 @@ impl Throttle {
         }
         Some(std::mem::take(&mut w.held))
     }
+
+    /// The lines held back since the last one said, now said to be (counted from zero again).
+    pub fn take_held(&self) -> u64 {
+        let mut w = self.window.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::take(&mut w.held)
+    }
 }
 
 /// How a line said after others were held back ends: ` (N like it held back ...)`, nothing

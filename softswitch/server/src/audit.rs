@@ -10,11 +10,13 @@
 //! exception). This module is the one place that knows the format; the servers call
 //! [`record`].
 //!
-//! The log takes at most [`LINES_PER_SECOND`] audit lines a second: past them lines are
-//! counted, not written, and the next line written is preceded by `audit: K audit lines
-//! suppressed`. The counts ([`counts`]) include every write, written or suppressed;
-//! [`report`] writes them (with any suppressed lines not yet said) to the log, which
-//! `softswitch run` does on SIGUSR1 and at exit.
+//! The log takes at most [`LINES_PER_SECOND`] audit lines a second of each surface (a fixed
+//! window of one second, so that a flood on one surface — the unauthenticated Thrift port, say
+//! — cannot push another's lines out): past them lines are counted, not written, and the
+//! surface's next line written is preceded by `audit: K thrift audit lines suppressed`. The
+//! counts include every write, written or suppressed; [`report`] writes them (with any
+//! suppressed lines not yet said) to the log, which `softswitch run` does on SIGUSR1 and at
+//! exit.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use softswitch_device::throttle::Throttle;
 
-/// The most audit lines written a second; the others are counted ([`Counts::suppressed`]).
+/// The most audit lines of one surface written a second; the others are counted.
 pub const LINES_PER_SECOND: u32 = 20;
 
 /// The longest name, peer or error text an audit line carries, in characters (a client
@@ -33,11 +35,11 @@ const MAX_FIELD_CHARS: usize = 200;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Surface {
     /// The P4Runtime service (Write, SetForwardingPipelineConfig).
-    P4Runtime,
+    P4Runtime = 0,
     /// softswitch's Queues service (SetQueue).
-    Queues,
+    Queues = 1,
     /// BMv2's runtime Thrift services (`simple_switch_CLI`).
-    Thrift,
+    Thrift = 2,
 }
 
 impl Surface {
@@ -52,19 +54,18 @@ impl Surface {
     }
 }
 
-/// Writes that succeeded and failed, per surface (in [`Surface::ALL`]'s order).
+/// Writes that succeeded and failed, per surface (indexed by [`Surface`]).
 static RESULTS: [[AtomicU64; 2]; 3] = [const { [const { AtomicU64::new(0) }; 2] }; 3];
-/// Lines not written since the process began.
-static SUPPRESSED: AtomicU64 = AtomicU64::new(0);
-/// Lines not written and not yet said to be.
-static PENDING: AtomicU64 = AtomicU64::new(0);
-/// The rate limit of audit lines.
-static LINES: Throttle = Throttle::new(Duration::from_secs(1), LINES_PER_SECOND);
+/// Lines not written since the process began, per surface.
+static SUPPRESSED: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
+/// The rate limit of audit lines, per surface.
+static LINES: [Throttle; 3] =
+    [const { Throttle::new(Duration::from_secs(1), LINES_PER_SECOND) }; 3];
 
 /// Records one write from `peer` on `surface`: `op` (what was asked: `INSERT`,
 /// `bm_mt_add_entry`) on `what` (what it changes: `table_entry MyIngress.ipv4_lpm`, made only
 /// when the line is written), ended with `result` (`Err` carries the error's text). Counted
-/// always, written within the rate limit.
+/// always, written within the surface's rate limit.
 pub fn record(
     surface: Surface,
     peer: &str,
@@ -72,17 +73,13 @@ pub fn record(
     what: impl FnOnce() -> String,
     result: Result<(), String>,
 ) {
-    let index = Surface::ALL
-        .iter()
-        .position(|s| *s == surface)
-        .expect("every surface is in ALL");
+    let index = surface as usize;
     RESULTS[index][usize::from(result.is_err())].fetch_add(1, Ordering::Relaxed);
-    if LINES.admit(Instant::now()).is_none() {
-        SUPPRESSED.fetch_add(1, Ordering::Relaxed);
-        PENDING.fetch_add(1, Ordering::Relaxed);
+    let Some(held) = LINES[index].admit(Instant::now()) else {
+        SUPPRESSED[index].fetch_add(1, Ordering::Relaxed);
         return;
-    }
-    say_suppressed();
+    };
+    say_suppressed(surface, held);
     tracing::info!(
         "audit: {} {} {} {}: {}",
         surface.name(),
@@ -96,34 +93,23 @@ pub fn record(
     );
 }
 
-/// Writes how many lines were suppressed since that was last said, if any were.
-fn say_suppressed() {
-    let held = PENDING.swap(0, Ordering::Relaxed);
+/// Writes that `held` lines of `surface` were suppressed since that was last said, if any were.
+fn say_suppressed(surface: Surface, held: u64) {
     if held > 0 {
         tracing::info!(
-            "audit: {held} audit lines suppressed (at most {LINES_PER_SECOND} a second)"
+            "audit: {held} {} audit lines suppressed (at most {LINES_PER_SECOND} a second)",
+            surface.name()
         );
     }
 }
 
 /// The audit counts so far.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Counts {
-    /// Per surface (P4Runtime, Queues, Thrift): writes that succeeded and that failed.
-    pub results: [(u64, u64); 3],
-    /// Audit lines not written (the rate limit's), since the process began.
-    pub suppressed: u64,
-}
-
-impl Counts {
-    /// The writes on `surface` that succeeded and that failed.
-    pub fn of(&self, surface: Surface) -> (u64, u64) {
-        let index = Surface::ALL
-            .iter()
-            .position(|s| *s == surface)
-            .expect("every surface is in ALL");
-        self.results[index]
-    }
+struct Counts {
+    /// Per surface: writes that succeeded and that failed.
+    results: [(u64, u64); 3],
+    /// Audit lines not written (the rate limits'), since the process began.
+    suppressed: u64,
 }
 
 impl fmt::Display for Counts {
@@ -140,19 +126,41 @@ impl fmt::Display for Counts {
 }
 
 /// The counts of every write recorded in this process.
-pub fn counts() -> Counts {
+fn counts() -> Counts {
     let load = |i: usize, r: usize| RESULTS[i][r].load(Ordering::Relaxed);
     Counts {
         results: [0, 1, 2].map(|i| (load(i, 0), load(i, 1))),
-        suppressed: SUPPRESSED.load(Ordering::Relaxed),
+        suppressed: SUPPRESSED.iter().map(|s| s.load(Ordering::Relaxed)).sum(),
     }
 }
 
 /// Writes the suppressed lines not yet said and the counts to the log:
 /// `audit counts: p4runtime 3 ok 1 failed, ...`.
 pub fn report() {
-    say_suppressed();
+    for surface in Surface::ALL {
+        say_suppressed(surface, LINES[surface as usize].take_held());
+    }
     tracing::info!("audit counts: {}", counts());
+}
+
+/// Runs the gRPC write `write` to its end on a task of its own and records it ([`record`],
+/// from `peer` on `surface`), even if the request that asked for it is canceled meanwhile: a
+/// change handed to the engine is made whatever becomes of the request, so it is recorded
+/// whatever becomes of it too.
+pub async fn grpc_write<T: Send + 'static>(
+    surface: Surface,
+    peer: String,
+    op: &'static str,
+    what: impl FnOnce() -> String + Send + 'static,
+    write: impl std::future::Future<Output = Result<T, tonic::Status>> + Send + 'static,
+) -> Result<T, tonic::Status> {
+    tokio::spawn(async move {
+        let result = write.await;
+        record(surface, &peer, op, what, grpc_result(&result));
+        result
+    })
+    .await
+    .map_err(|e| tonic::Status::internal(format!("{op}: {e}")))?
 }
 
 /// Who sent a gRPC request: the subject of the TLS client certificate it came with, and the
@@ -185,7 +193,32 @@ pub fn grpc_result<T>(result: &Result<T, tonic::Status>) -> Result<(), String> {
 
 /// A field of an audit line, which a client may have chosen: control characters escaped, cut
 /// at [`MAX_FIELD_CHARS`], so that one line stays one line.
-struct Field<'a>(&'a str);
+pub(crate) struct Field<'a>(&'a str);
+
+impl Field<'_> {
+    /// As much of `value` as a field shows (and one character more, so that the field still
+    /// says it was cut), taken without writing the rest anywhere.
+    pub(crate) fn cut(value: &dyn fmt::Display) -> String {
+        /// Keeps the first characters written to it, refusing the rest.
+        struct Prefix(String, usize);
+        impl fmt::Write for Prefix {
+            fn write_str(&mut self, s: &str) -> fmt::Result {
+                for c in s.chars() {
+                    if self.1 == 0 {
+                        return Err(fmt::Error);
+                    }
+                    self.0.push(c);
+                    self.1 -= 1;
+                }
+                Ok(())
+            }
+        }
+        let mut prefix = Prefix(String::new(), MAX_FIELD_CHARS + 1);
+        // An error only says the value was longer.
+        let _ = fmt::write(&mut prefix, format_args!("{value}"));
+        prefix.0
+    }
+}
 
 impl fmt::Display for Field<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -212,5 +245,9 @@ mod tests {
             Field(&long).to_string(),
             format!("{}…", "x".repeat(MAX_FIELD_CHARS))
         );
+        let cut = Field::cut(&long);
+        assert_eq!(cut.chars().count(), MAX_FIELD_CHARS + 1);
+        assert_eq!(Field(&cut).to_string(), Field(&long).to_string());
+        assert_eq!(Field::cut(&-7i16), "-7");
     }
 }

@@ -33,6 +33,7 @@ pub const MAX_REQUEST_BYTES: usize = 4 << 20;
 pub const MAX_READ_RESPONSE_BYTES: usize = 1 << 20;
 
 /// The P4Runtime service of one device.
+#[derive(Clone)]
 pub struct P4RuntimeService {
     engine: EngineHandle,
     arbitration: Arc<Arbitration>,
@@ -277,19 +278,13 @@ impl P4Runtime for P4RuntimeService {
         let req = request.into_inner();
         let action = SetAction::try_from(req.action).unwrap_or(SetAction::Unspecified);
         let cookie = req.config.as_ref().and_then(|c| c.cookie).map(|c| c.cookie);
-        let set = self.set_pipeline(req).await;
-        let what = || match cookie {
+        let what = move || match cookie {
             Some(cookie) => format!("pipeline (cookie {cookie})"),
             None => "pipeline".into(),
         };
-        audit::record(
-            Surface::P4Runtime,
-            &peer,
-            action.as_str_name(),
-            what,
-            audit::grpc_result(&set),
-        );
-        set?;
+        let service = self.clone();
+        let set = async move { service.set_pipeline(req).await };
+        audit::grpc_write(Surface::P4Runtime, peer, action.as_str_name(), what, set).await?;
         Ok(Response::new(p4v1::SetForwardingPipelineConfigResponse {}))
     }
 

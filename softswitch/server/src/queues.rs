@@ -14,6 +14,7 @@ use softswitch_core::switch::{Switch, DROP_PORT};
 use softswitch_core::tm::{self, PRIORITIES};
 
 /// The Queues service of one device.
+#[derive(Clone)]
 pub struct QueuesService {
     engine: EngineHandle,
     arbitration: Arc<Arbitration>,
@@ -125,15 +126,10 @@ impl Queues for QueuesService {
             req.port.map_or_else(all, |p| p.to_string()),
             req.priority.map_or_else(all, |p| p.to_string())
         );
-        let applied = self.apply(req).await;
-        audit::record(
-            Surface::Queues,
-            &peer,
-            "SetQueue",
-            || what,
-            audit::grpc_result(&applied),
-        );
-        Ok(Response::new(q::SetQueueResponse { queues: applied? }))
+        let service = self.clone();
+        let apply = async move { service.apply(req).await };
+        let queues = audit::grpc_write(Surface::Queues, peer, "SetQueue", || what, apply).await?;
+        Ok(Response::new(q::SetQueueResponse { queues }))
     }
 
     async fn get_queues(

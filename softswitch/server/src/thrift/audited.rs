@@ -1,7 +1,9 @@
 //! The audit trail of the Thrift services: which of BMv2's calls change the switch
 //! ([`MUTATIONS`]), and what a connection's current call is as the wire shows it — its name and
 //! the argument naming what it changes, read as the call is decoded; how it ended, as its
-//! answer is written — recorded through [`crate::audit`] once the call is answered. Read off
+//! answer is written — recorded through [`crate::audit`] as the answer's end is written, before
+//! it is sent (so that a change is recorded even if the client is gone, and before the client
+//! has its answer). Read off
 //! the wire rather than in each handler, so that no mutating call of the three services can be
 //! served unrecorded.
 
@@ -97,16 +99,12 @@ const MUTATIONS: &[Mutation] = &[
     ("set_all_egress_queue_rates", None),
 ];
 
-/// The most characters of an argument kept for the audit line (a name).
-const MAX_TARGET_CHARS: usize = 256;
-
 /// One connection's current call, as the audit trail sees it. The input protocol tells it
-/// what it reads ([`Call::message_begun`] and the others), the [`Answer`] protocol what is
-/// written back, and [`Call::answered`] records a mutating call once its answer is written.
+/// what it reads ([`Call::message_begun`] and the others), and the [`Answer`] protocol what is
+/// written back, recording a mutating call as its answer's end is written.
 #[derive(Default)]
 pub(super) struct Call {
-    /// The method (without the service's prefix) and its entry in [`MUTATIONS`], if it is one.
-    method: RefCell<String>,
+    /// The call's entry in [`MUTATIONS`], if it is one.
     mutation: Cell<Option<&'static Mutation>>,
     /// How deeply the reader is in structures (1: the arguments), and the field it is in.
     depth: Cell<u32>,
@@ -126,7 +124,6 @@ impl Call {
         let method = name.rsplit(':').next().unwrap_or(name);
         self.mutation
             .set(MUTATIONS.iter().find(|(m, _)| *m == method));
-        *self.method.borrow_mut() = method.chars().take(MAX_TARGET_CHARS).collect();
         self.depth.set(0);
         self.field.set(None);
         *self.target.borrow_mut() = None;
@@ -151,19 +148,20 @@ impl Call {
         self.field.set(field.id);
     }
 
-    /// The reader read `value`, as text; kept if it is the argument naming the target.
-    pub(super) fn value_read(&self, value: impl FnOnce() -> String) {
+    /// The reader read `value`; kept (as much of it as an audit line carries) if it is the
+    /// argument naming the target. A field sent twice is kept the last time, as the generated
+    /// decoder keeps it.
+    pub(super) fn value_read(&self, value: &dyn std::fmt::Display) {
         let Some((_, Some((id, _)))) = self.mutation.get() else {
             return;
         };
-        if self.depth.get() == 1 && self.field.get() == Some(*id) && self.target.borrow().is_none()
-        {
-            *self.target.borrow_mut() = Some(value().chars().take(MAX_TARGET_CHARS).collect());
+        if self.depth.get() == 1 && self.field.get() == Some(*id) {
+            *self.target.borrow_mut() = Some(audit::Field::cut(value));
         }
     }
 
-    /// The call was answered: a mutating one is recorded, with `peer`.
-    pub(super) fn answered(&self, peer: &str) {
+    /// The call's answer is written: a mutating call is recorded, with `peer`.
+    fn answered(&self, peer: &str) {
         let Some((method, target)) = self.mutation.get() else {
             return;
         };
@@ -191,18 +189,18 @@ impl Call {
         }
     }
 
-    fn answer_value(&self, value: impl FnOnce() -> String) {
+    fn answer_value(&self, value: &dyn std::fmt::Display) {
         let (depth, field) = (self.answer_depth.get(), self.answer_field.get());
         let mut error = self.error.borrow_mut();
         match self.answer.get() {
             // An application error (TApplicationException): field 1 is its message.
             Some(TMessageType::Exception) if depth == 1 && field == Some(1) => {
-                *error = Some(format!("application error: {}", value()));
+                *error = Some(format!("application error: {}", audit::Field::cut(value)));
             }
             // A declared exception's first field is its code (`InvalidTableOperation code 7`).
             Some(TMessageType::Reply) if depth == 2 && field == Some(1) => {
                 if let Some(e) = error.as_mut().filter(|e| !e.contains(' ')) {
-                    e.push_str(&format!(" code {}", value()));
+                    e.push_str(&format!(" code {}", audit::Field::cut(value)));
                 }
             }
             _ => {}
@@ -210,12 +208,15 @@ impl Call {
     }
 }
 
-/// An output protocol that tells [`Call`] what the answer says, as it is written.
+/// An output protocol that tells [`Call`] what the answer says, as it is written, and records
+/// the call (from `peer`) as the answer's end is written.
 pub(super) struct Answer<'c, P> {
     /// The protocol written to.
     pub(super) inner: P,
     /// The call being answered.
     pub(super) call: &'c Call,
+    /// Who sent it.
+    pub(super) peer: &'c str,
 }
 
 impl<P: TOutputProtocol> TOutputProtocol for Answer<'_, P> {
@@ -227,6 +228,7 @@ impl<P: TOutputProtocol> TOutputProtocol for Answer<'_, P> {
         self.inner.write_message_begin(identifier)
     }
     fn write_message_end(&mut self) -> thrift::Result<()> {
+        self.call.answered(self.peer);
         self.inner.write_message_end()
     }
     fn write_struct_begin(&mut self, identifier: &TStructIdentifier) -> thrift::Result<()> {
@@ -261,7 +263,7 @@ impl<P: TOutputProtocol> TOutputProtocol for Answer<'_, P> {
         self.inner.write_i16(i)
     }
     fn write_i32(&mut self, i: i32) -> thrift::Result<()> {
-        self.call.answer_value(|| i.to_string());
+        self.call.answer_value(&i);
         self.inner.write_i32(i)
     }
     fn write_i64(&mut self, i: i64) -> thrift::Result<()> {
@@ -274,8 +276,7 @@ impl<P: TOutputProtocol> TOutputProtocol for Answer<'_, P> {
         self.inner.write_uuid(uuid)
     }
     fn write_string(&mut self, s: &str) -> thrift::Result<()> {
-        self.call
-            .answer_value(|| s.chars().take(MAX_TARGET_CHARS).collect());
+        self.call.answer_value(&s);
         self.inner.write_string(s)
     }
     fn write_list_begin(&mut self, identifier: &TListIdentifier) -> thrift::Result<()> {
@@ -301,5 +302,130 @@ impl<P: TOutputProtocol> TOutputProtocol for Answer<'_, P> {
     }
     fn write_byte(&mut self, b: u8) -> thrift::Result<()> {
         self.inner.write_byte(b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use thrift::protocol::{TBinaryInputProtocol, TInputProtocol, TType};
+
+    /// The target `call` keeps when the protocol reads `bytes` (one call of i16, i32 and string
+    /// arguments) through it, as the generated decoders read.
+    fn target_of(bytes: &[u8]) -> Option<String> {
+        let call = Call::default();
+        let mut input = super::super::Paced {
+            inner: TBinaryInputProtocol::new(bytes, true),
+            pace: None,
+            call: &call,
+        };
+        input.read_message_begin().unwrap();
+        input.read_struct_begin().unwrap();
+        loop {
+            let field = input.read_field_begin().unwrap();
+            match field.field_type {
+                TType::Stop => break,
+                TType::I16 => drop(input.read_i16().unwrap()),
+                TType::I32 => drop(input.read_i32().unwrap()),
+                TType::String => drop(input.read_string().unwrap()),
+                other => panic!("no {other:?} argument in these tests"),
+            }
+            input.read_field_end().unwrap();
+        }
+        input.read_struct_end().unwrap();
+        input.read_message_end().unwrap();
+        call.target.take()
+    }
+
+    /// A strict binary-protocol call of `name` whose arguments are `fields`, ended.
+    fn call_bytes(name: &str, fields: &[u8]) -> Vec<u8> {
+        let mut b = 0x8001_0001u32.to_be_bytes().to_vec();
+        b.extend((name.len() as i32).to_be_bytes());
+        b.extend(name.as_bytes());
+        b.extend(0i32.to_be_bytes());
+        b.extend(fields);
+        b.push(0);
+        b
+    }
+
+    fn string_field(id: i16, value: &str) -> Vec<u8> {
+        let mut b = vec![11u8];
+        b.extend(id.to_be_bytes());
+        b.extend((value.len() as i32).to_be_bytes());
+        b.extend(value.as_bytes());
+        b
+    }
+
+    #[test]
+    fn a_target_sent_twice_is_the_last_one_as_the_decoder_keeps() {
+        let fields = [
+            vec![8u8, 0, 1, 0, 0, 0, 0],
+            string_field(2, "decoy"),
+            string_field(2, "MyIngress.route"),
+        ]
+        .concat();
+        let bytes = call_bytes("standard:bm_mt_clear_entries", &fields);
+        assert_eq!(target_of(&bytes).as_deref(), Some("MyIngress.route"));
+    }
+
+    #[test]
+    fn an_i16_target_is_read() {
+        // bm_mc_set_lag_membership(cxt_id: i32 = 1, lag_index: i16 = 2, port_map: string = 3).
+        let fields = [vec![8u8, 0, 1, 0, 0, 0, 0], vec![6u8, 0, 2, 0, 5]].concat();
+        let bytes = call_bytes("simple_pre_lag:bm_mc_set_lag_membership", &fields);
+        assert_eq!(target_of(&bytes).as_deref(), Some("5"));
+    }
+
+    /// The calls of the three services that change nothing (not audited).
+    const READS: &[&str] = &[
+        "bm_counter_read",
+        "bm_dev_mgr_show_ports",
+        "bm_get_config",
+        "bm_get_config_md5",
+        "bm_get_id_from_name",
+        "bm_mc_get_entries",
+        "bm_meter_get_rates",
+        "bm_mgmt_get_info",
+        "bm_mt_act_prof_get_group",
+        "bm_mt_act_prof_get_groups",
+        "bm_mt_act_prof_get_member",
+        "bm_mt_act_prof_get_members",
+        "bm_mt_get_default_entry",
+        "bm_mt_get_entries",
+        "bm_mt_get_entry",
+        "bm_mt_get_entry_from_key",
+        "bm_mt_get_meter_rates",
+        "bm_mt_get_num_entries",
+        "bm_mt_read_counter",
+        "bm_parse_vset_get",
+        "bm_register_read",
+        "bm_register_read_all",
+        "bm_serialize_state",
+        "get_time_elapsed_us",
+        "get_time_since_epoch_us",
+        "mirroring_mapping_get_egress_port",
+        "mirroring_session_get",
+    ];
+
+    #[test]
+    fn every_generated_handler_is_a_mutation_or_a_known_read() {
+        let generated = [
+            include_str!("../../vendor/bmv2_thrift/standard.rs"),
+            include_str!("../../vendor/bmv2_thrift/simple_pre_lag.rs"),
+            include_str!("../../vendor/bmv2_thrift/simple_switch.rs"),
+        ];
+        let handlers: std::collections::BTreeSet<&str> = generated
+            .iter()
+            .flat_map(|source| source.split("fn handle_").skip(1))
+            .map(|rest| rest.split('(').next().unwrap())
+            .collect();
+        let audited: std::collections::BTreeSet<&str> = MUTATIONS
+            .iter()
+            .map(|(m, _)| *m)
+            .chain(READS.iter().copied())
+            .collect();
+        assert_eq!(audited.len(), MUTATIONS.len() + READS.len(), "listed twice");
+        // A new IDL method must be put in MUTATIONS (audited) or READS (knowingly not).
+        assert_eq!(handlers, audited);
     }
 }

@@ -216,6 +216,7 @@ impl Services {
         let mut output = Answer {
             inner: TBinaryOutputProtocol::new(TBufferedWriteTransport::new(write), true),
             call: &call,
+            peer,
         };
         loop {
             budget.set(Budget::Left(LIMITS.message_bytes));
@@ -236,7 +237,6 @@ impl Services {
                     .into())
                 }
                 Ok(()) => {
-                    call.answered(peer);
                     if let Some(pace) = pace {
                         pace.call_answered();
                     }
@@ -389,15 +389,19 @@ impl<P: TInputProtocol> TInputProtocol for Paced<'_, P> {
         self.inner.read_i8()
     }
     fn read_i16(&mut self) -> thrift::Result<i16> {
-        self.inner.read_i16()
+        let value = self.inner.read_i16()?;
+        self.call.value_read(&value);
+        Ok(value)
     }
     fn read_i32(&mut self) -> thrift::Result<i32> {
         let value = self.inner.read_i32()?;
-        self.call.value_read(|| value.to_string());
+        self.call.value_read(&value);
         Ok(value)
     }
     fn read_i64(&mut self) -> thrift::Result<i64> {
-        self.inner.read_i64()
+        let value = self.inner.read_i64()?;
+        self.call.value_read(&value);
+        Ok(value)
     }
     fn read_double(&mut self) -> thrift::Result<f64> {
         self.inner.read_double()
@@ -407,7 +411,7 @@ impl<P: TInputProtocol> TInputProtocol for Paced<'_, P> {
     }
     fn read_string(&mut self) -> thrift::Result<String> {
         let value = self.inner.read_string()?;
-        self.call.value_read(|| value.clone());
+        self.call.value_read(&value);
         Ok(value)
     }
     fn read_list_begin(&mut self) -> thrift::Result<TListIdentifier> {
