@@ -7,13 +7,13 @@
 //! time and at most [`VERIFICATIONS_PER_SECOND`] per client address (with a burst of
 //! [`VERIFICATION_BURST`]), and a request past that is answered "429 Too Many Requests"
 //! without one, so that a client guessing passwords slows itself, not the others. An unknown
-//! user is checked against a hash of no user's, so the time taken does not tell which users
-//! exist.
+//! user is checked against a hash of no user's, of the users' highest cost, so the time taken
+//! does not tell which users exist.
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
     net::IpAddr,
-    sync::{Mutex, OnceLock},
+    sync::Mutex,
     time::Instant,
 };
 
@@ -28,9 +28,6 @@ pub const VERIFICATIONS_PER_SECOND: f64 = 4.0;
 pub const MAX_BUDGETS: usize = 1024;
 /// Verifications that may run back to back before the rate applies.
 pub const VERIFICATION_BURST: f64 = 8.0;
-/// The cost of the hash an unknown user is checked against (htpasswd's and exporter-toolkit's
-/// usual cost).
-const UNKNOWN_USER_COST: u32 = 10;
 
 /// Whether a request may be answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +44,9 @@ pub enum Verdict {
 #[derive(Default)]
 pub struct BasicAuth {
     users: BTreeMap<String, String>,
+    /// What an unknown user's password is checked against: a hash of the users' highest cost,
+    /// so that the time taken does not tell which users exist.
+    unknown_user: String,
     verified: Mutex<HashSet<[u8; 32]>>,
     /// Each client address's budget of verifications.
     budgets: Mutex<HashMap<IpAddr, Budget>>,
@@ -90,8 +90,20 @@ impl BasicAuth {
     /// Basic authentication for `users` (name to bcrypt hash, checked by the caller); with
     /// none, every request is allowed.
     pub fn new(users: BTreeMap<String, String>) -> Self {
+        let cost = users
+            .values()
+            .filter_map(|hash| hash.parse::<bcrypt::HashParts>().ok())
+            .map(|parts| parts.get_cost())
+            .max();
+        let unknown_user = cost
+            .and_then(|cost| {
+                bcrypt::hash_with_salt(b"lossless agent: no such user", cost, [0; 16]).ok()
+            })
+            .map(|parts| parts.to_string())
+            .unwrap_or_default();
         BasicAuth {
             users,
+            unknown_user,
             ..BasicAuth::default()
         }
     }
@@ -120,7 +132,7 @@ impl BasicAuth {
         };
         let (hash, known) = match self.users.get(&user) {
             Some(hash) => (hash.as_str(), true),
-            None => (unknown_user_hash(), false),
+            None => (self.unknown_user.as_str(), false),
         };
         let digest = digest(&user, &password, hash);
         if known && self.cache().contains(&digest) {
@@ -194,16 +206,6 @@ fn digest(user: &str, password: &[u8], hash: &str) -> [u8; 32] {
     let mut digest = [0; 32];
     digest.copy_from_slice(context.finish().as_ref());
     digest
-}
-
-/// A hash no password is expected to match, of the usual cost.
-fn unknown_user_hash() -> &'static str {
-    static HASH: OnceLock<String> = OnceLock::new();
-    HASH.get_or_init(|| {
-        bcrypt::hash_with_salt(b"lossless agent: no such user", UNKNOWN_USER_COST, [0; 16])
-            .map(|parts| parts.to_string())
-            .unwrap_or_default()
-    })
 }
 
 #[cfg(test)]

@@ -34,6 +34,10 @@ pub struct Web {
     pub auth: BasicAuth,
 }
 
+/// A bcrypt cost above which the file is taken with a warning: each step doubles a
+/// verification's time (cost 10 takes tens of milliseconds, 15 over a second).
+pub const SLOW_COST: u32 = 14;
+
 /// The [`Web`] in force, replaced whole when the file is read again (SIGHUP); a connection
 /// keeps the one current when it arrived.
 #[derive(Default)]
@@ -157,9 +161,23 @@ impl WebConfig {
             if user.is_empty() || user.len() > MAX_USER_BYTES || user.contains(':') {
                 bail!("basic_auth_users: user names are 1 to {MAX_USER_BYTES} bytes without ':'");
             }
-            hash.parse::<bcrypt::HashParts>().map_err(|e| {
+            let parts = hash.parse::<bcrypt::HashParts>().map_err(|e| {
                 anyhow::anyhow!("basic_auth_users: {user}: not a bcrypt hash ({e}); make one with `htpasswd -nBC 10 {user}`")
             })?;
+            // bcrypt's own range: a hash outside it would refuse every password at verify.
+            if !(4..=31).contains(&parts.get_cost()) {
+                bail!(
+                    "basic_auth_users: {user}: bcrypt cost {} is outside 4 to 31",
+                    parts.get_cost()
+                );
+            }
+            if parts.get_cost() > SLOW_COST {
+                tracing::warn!(
+                    "basic_auth_users: {user}: bcrypt cost {} makes each first check of a \
+                     password take seconds (verifications run one at a time)",
+                    parts.get_cost()
+                );
+            }
         }
         Ok(WebConfig { tls, users })
     }
@@ -404,6 +422,10 @@ mod tests {
             (
                 "basic_auth_users:\n  bob: x\n  bob: y\n",
                 "duplicate",
+            ),
+            (
+                &format!("basic_auth_users:\n  bob: '{}'\n", hash.replacen("$04$", "$03$", 1)),
+                "cost 3 is outside 4 to 31",
             ),
         ] {
             let error = error(text);
