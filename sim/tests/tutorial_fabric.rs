@@ -15,7 +15,7 @@ use sim::host::HostConfig;
 use sim::link::End;
 use sim::runtime::{apply_entry, TableEntrySpec};
 use sim::simulation::{RunEnd, Simulation};
-use sim::time::US;
+use sim::time::{MS, US};
 
 /// 64 frames of 1,000 bytes: BMv2's default queue, as a whole switch's buffer.
 const SMALL_BUFFER: u64 = 64_000;
@@ -453,4 +453,106 @@ fn a_file_it_cannot_build_is_refused_by_its_key() {
         "{no_entries}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The ring of dataplane-p4/misconfigured/cbd-ring (`fixed`: its corrected routes), each host
+/// sending 2,000 frames of 1,000 bytes to the host two switches clockwise.
+fn ring(fixed: bool) -> (Simulation, BTreeMap<String, NodeId>) {
+    let folder = common::dataplane_p4().join("misconfigured/cbd-ring");
+    let folder = if fixed { folder.join("fixed") } else { folder };
+    let (mut sim, nodes) = sim::tutorial::load(
+        &folder.join("topology.json"),
+        &common::lossless(),
+        &common::host(1000),
+        None,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    for (c, (src, dst)) in [("h1", "h3"), ("h2", "h1"), ("h3", "h2")]
+        .iter()
+        .enumerate()
+    {
+        let f = flow(&sim, &nodes, src, dst, c as u32, 2000);
+        sim.add_flow(f).unwrap();
+    }
+    (sim, nodes)
+}
+
+/// Data packets that have left a switch (any port), summed over the ring.
+fn forwarded(sim: &Simulation, nodes: &BTreeMap<String, NodeId>) -> u64 {
+    nodes
+        .values()
+        .filter_map(|n| sim.switch(*n).ok())
+        .map(|s| s.stats.queue_bytes.len())
+        .sum()
+}
+
+/// Per ring switch: how long its port to the next switch has been paused (lossless priority)
+/// up to `now`, and the resumes it has sent there.
+fn ring_ports(sim: &Simulation, nodes: &BTreeMap<String, NodeId>, now: u64) -> Vec<(u64, u64)> {
+    ["s1", "s2", "s3"]
+        .iter()
+        .map(|s| {
+            let node = nodes[*s];
+            let held = sim.switch(node).unwrap().paused_ps(now)[2][3];
+            (
+                held,
+                counter(sim, node, "LosslessEgress.pfc_resume_tx", queue(2, 3)),
+            )
+        })
+        .collect()
+}
+
+/// The textbook cyclic buffer dependency (dataplane-p4/misconfigured/cbd-ring): once the three
+/// ring queues are each over XOFF, each waits on the next and no resume is ever sent. lossless.p4
+/// refreshes a PAUSE when a packet arrives for the full queue (a P4 program has no timers), so
+/// each expiry lets one frame through and the ring crawls instead of freezing outright, as a
+/// switch refreshing its PAUSEs on a timer would; either way the fabric's throughput is gone.
+#[test]
+fn routes_around_a_ring_deadlock_pfc_and_the_fixed_routes_do_not() {
+    const CLOSED: u64 = 5 * MS;
+    const WINDOW: u64 = 10 * MS;
+    let (mut fixed, fixed_nodes) = ring(true);
+    fixed.run(CLOSED, |_| true).unwrap();
+    let fixed_before = forwarded(&fixed, &fixed_nodes);
+    fixed.run(CLOSED + WINDOW, |_| true).unwrap();
+    let fixed_window = forwarded(&fixed, &fixed_nodes) - fixed_before;
+
+    let (mut sim, nodes) = ring(false);
+    assert_eq!(sim.run(CLOSED, |_| true).unwrap(), RunEnd::TimeLimit);
+    let before = forwarded(&sim, &nodes);
+    let ports_before = ring_ports(&sim, &nodes, CLOSED);
+    assert_eq!(
+        sim.run(CLOSED + WINDOW, |_| true).unwrap(),
+        RunEnd::TimeLimit
+    );
+    let window = forwarded(&sim, &nodes) - before;
+    let ports_after = ring_ports(&sim, &nodes, CLOSED + WINDOW);
+    for (s, ((held0, resumes0), (held1, resumes1))) in
+        ports_before.iter().zip(&ports_after).enumerate()
+    {
+        assert!(
+            (held1 - held0) * 10 >= WINDOW * 9,
+            "s{}'s port to the next switch was paused {} of {WINDOW} ps",
+            s + 1,
+            held1 - held0
+        );
+        assert_eq!(resumes0, resumes1, "s{} never resumed the ring", s + 1);
+    }
+    assert!(
+        window * 20 < fixed_window,
+        "the ring forwarded {window} packets in 10 ms, the fixed ring {fixed_window}"
+    );
+    assert!(sim.flows().iter().all(|(_, _, t)| t.delivered.is_none()));
+
+    assert_eq!(fixed.run(LONG, |_| true).unwrap(), RunEnd::Idle);
+    assert!(
+        fixed.flows().iter().all(|(_, _, t)| t.delivered.is_some()),
+        "with the previous switch's /24 routed back, every flow ends"
+    );
+    let fixed_pauses: u64 = fixed_nodes
+        .values()
+        .filter_map(|n| fixed.switch(*n).ok())
+        .flat_map(|s| s.stats.pauses_received.iter().map(|p| p[3]))
+        .sum();
+    assert_eq!(fixed_pauses, 0, "no queue of the fixed ring reached XOFF");
 }
