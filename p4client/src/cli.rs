@@ -225,8 +225,8 @@ pub enum RegistersCommand {
 /// `queue` subcommands (softswitch only).
 #[derive(Debug, Subcommand)]
 pub enum QueueCommand {
-    /// Change the depth and/or rate of egress queues: one port's priority, all of a port's,
-    /// one priority on every port, or every queue.
+    /// Change the depth, rate and/or scheduling of egress queues: one port's priority, all of
+    /// a port's, one priority on every port, or every queue.
     Set {
         /// The egress port (default: every port, and ports not seen yet).
         #[arg(long)]
@@ -240,6 +240,21 @@ pub enum QueueCommand {
         /// Rate in packets per second; 0 = unlimited.
         #[arg(long)]
         rate: Option<u64>,
+        /// Make the queues strict: served before the port's other queues, highest priority
+        /// first (every queue is, by default).
+        #[arg(long, conflicts_with = "dwrr")]
+        strict: bool,
+        /// Make the queues share the port by deficit weighted round robin, below its strict
+        /// ones.
+        #[arg(long)]
+        dwrr: bool,
+        /// DWRR weight, 1..=100: a round gives the queue weight x the port's quantum bytes.
+        #[arg(long)]
+        weight: Option<u32>,
+        /// The port's DWRR base quantum in bytes, 64..=1048576 (a port's, so not with
+        /// --priority).
+        #[arg(long, conflicts_with = "priority")]
+        quantum: Option<u32>,
     },
     /// Print every queue: depth, rate and packets in it now.
     Show,
@@ -662,9 +677,22 @@ async fn queue(target: Target, command: QueueCommand, json: bool) -> anyhow::Res
             priority,
             depth,
             rate,
+            strict,
+            dwrr,
+            weight,
+            quantum,
         } => {
-            if depth.is_none() && rate.is_none() {
-                bail!("nothing to change: give --depth and/or --rate");
+            let strict = (strict || dwrr).then_some(strict);
+            if depth.is_none()
+                && rate.is_none()
+                && strict.is_none()
+                && weight.is_none()
+                && quantum.is_none()
+            {
+                bail!(
+                    "nothing to change: give --depth, --rate, --strict or --dwrr, --weight, \
+                     --quantum"
+                );
             }
             let request = SetQueueRequest {
                 device_id: 0,
@@ -672,6 +700,9 @@ async fn queue(target: Target, command: QueueCommand, json: bool) -> anyhow::Res
                 priority,
                 depth_packets: depth,
                 rate_pps: rate,
+                strict,
+                weight,
+                quantum_bytes: quantum,
             };
             client.set_queue(request).await?
         }
@@ -688,13 +719,14 @@ async fn queue(target: Target, command: QueueCommand, json: bool) -> anyhow::Res
 
 fn queue_json(q: &QueueState) -> serde_json::Value {
     json!({"port": q.port, "priority": q.priority, "depth_packets": q.depth_packets,
-           "rate_pps": q.rate_pps, "occupancy_packets": q.occupancy_packets})
+           "rate_pps": q.rate_pps, "occupancy_packets": q.occupancy_packets,
+           "strict": q.strict, "weight": q.weight, "quantum_bytes": q.quantum_bytes})
 }
 
 fn queue_table(queues: &[QueueState]) -> String {
     let mut out = format!(
-        "{:>6} {:>8} {:>14} {:>12} {:>10}\n",
-        "port", "priority", "depth_packets", "rate_pps", "occupancy"
+        "{:>6} {:>8} {:>14} {:>12} {:>10} {:>9} {:>14}\n",
+        "port", "priority", "depth_packets", "rate_pps", "occupancy", "scheduler", "quantum_bytes"
     );
     for q in queues {
         let rate = if q.rate_pps == 0 {
@@ -702,9 +734,21 @@ fn queue_table(queues: &[QueueState]) -> String {
         } else {
             q.rate_pps.to_string()
         };
+        // A strict queue's weight plays no part until it is made DWRR.
+        let scheduler = if q.strict {
+            "strict".to_owned()
+        } else {
+            format!("dwrr:{}", q.weight)
+        };
         out.push_str(&format!(
-            "{:>6} {:>8} {:>14} {:>12} {:>10}\n",
-            q.port, q.priority, q.depth_packets, rate, q.occupancy_packets
+            "{:>6} {:>8} {:>14} {:>12} {:>10} {:>9} {:>14}\n",
+            q.port,
+            q.priority,
+            q.depth_packets,
+            rate,
+            q.occupancy_packets,
+            scheduler,
+            q.quantum_bytes
         ));
     }
     out
@@ -856,6 +900,8 @@ mod tests {
         assert!(parse(&["entries", "list", "t", "--election-id", "0"]).is_err());
         assert!(parse(&["queue", "set", "--priority", "8", "--depth", "1"]).is_err());
         assert!(parse(&["queue", "set", "--depth", "0"]).is_err());
+        assert!(parse(&["queue", "set", "--strict", "--dwrr"]).is_err());
+        assert!(parse(&["queue", "set", "--priority", "1", "--quantum", "9000"]).is_err());
         let args = parse(&["registers", "write", "r", "--index", "1", "-5"]).unwrap();
         assert!(matches!(
             args.command,
@@ -892,10 +938,14 @@ mod tests {
             depth_packets: 64,
             rate_pps: 0,
             occupancy_packets: 2,
+            strict: false,
+            weight: 3,
+            quantum_bytes: 1500,
         }];
         let table = queue_table(&queues);
         let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
-        assert_eq!(row, ["1", "3", "64", "unlimited", "2"]);
+        assert_eq!(row, ["1", "3", "64", "unlimited", "2", "dwrr:3", "1500"]);
         assert_eq!(queue_json(&queues[0])["depth_packets"], 64);
+        assert_eq!(queue_json(&queues[0])["weight"], 3);
     }
 }

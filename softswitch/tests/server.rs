@@ -388,8 +388,13 @@ fn route(info: &P4Info, dst: [u8; 4], len: i32, port: u8) -> p4v1::entity::Entit
 /// An IPv4/UDP frame from `src` to `dst` (port 1000 to 2000, "hello"), with valid IPv4 and UDP
 /// checksums (built by wire).
 fn ipv4_frame(src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
+    udp_frame(src, dst, 0, b"hello")
+}
+
+/// An IPv4/UDP frame from `src` to `dst` (port 1000 to 2000) with `dscp` and `payload`, with
+/// valid IPv4 and UDP checksums (built by wire).
+fn udp_frame(src: [u8; 4], dst: [u8; 4], dscp: u8, payload: &[u8]) -> Vec<u8> {
     use wire::{ethernet, ip, ipv4, udp};
-    let payload = b"hello";
     let header = ethernet::Repr {
         dst_addr: ethernet::Address([2, 0, 0, 0, 0, 2]),
         src_addr: ethernet::Address([2, 0, 0, 0, 0, 1]),
@@ -407,7 +412,7 @@ fn ipv4_frame(src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
         protocol: ip::Protocol::Udp,
         payload_len: datagram.buffer_len() + payload.len(),
         ttl: 64,
-        dscp: 0,
+        dscp,
         ecn: ip::Ecn::NotEct,
         ident: 0,
         dont_frag: true,
@@ -1444,6 +1449,7 @@ async fn queue_depth_and_rate_are_set_per_port_and_priority() {
             priority: Some(3),
             depth_packets: Some(10),
             rate_pps: Some(1000),
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -1455,7 +1461,10 @@ async fn queue_depth_and_rate_are_set_per_port_and_priority() {
             priority: 3,
             depth_packets: 10,
             rate_pps: 1000,
-            occupancy_packets: 0
+            occupancy_packets: 0,
+            strict: true,
+            weight: 1,
+            quantum_bytes: 1500,
         }]
     );
     let all = queues
@@ -1472,7 +1481,10 @@ async fn queue_depth_and_rate_are_set_per_port_and_priority() {
             priority: 0,
             depth_packets: 64,
             rate_pps: 0,
-            occupancy_packets: 0
+            occupancy_packets: 0,
+            strict: true,
+            weight: 1,
+            quantum_bytes: 1500,
         }
     );
     assert_eq!(all.queues[8 + 3], set.queues[0]);
@@ -2207,6 +2219,120 @@ async fn a_port_that_takes_nothing_more_keeps_its_packets_queued() {
         .collect();
     let expected: Vec<u8> = (0..softswitch_core::tm::DEFAULT_DEPTH as u8).collect();
     assert_eq!(sources, expected, "in the order they came");
+}
+
+/// DWRR set over the Queues service shares a slow port by weight: priorities 1 and 2 of port 3
+/// made DWRR with weights 1 and 3, a backlog of frames of both (sizes varying) waits while the
+/// port takes nothing, then the port takes frames again; while both priorities still hold
+/// frames, what leaves is 3 bytes of priority 2 for 1 of priority 1 (within 5%), as tshark
+/// reads the frames' DSCPs and lengths.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dwrr_weights_set_over_the_queues_service_share_a_slow_port_three_to_one() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const FRAMES: usize = 600;
+    let gate = std::sync::Arc::new(AtomicU32::new(0));
+    let bed = Bed::with_gate(Some(gate.clone())).await;
+    let mut client = bed.client().await;
+    let mut primary = Stream::open(&mut client, 10).await;
+    assert_eq!(primary.arbitration().await, (Code::Ok as i32, 10));
+    commit(&mut client, 10, "classes.p4").await.unwrap();
+    let mut queues = q::queues_client::QueuesClient::connect(bed.addr.clone())
+        .await
+        .unwrap();
+    for (priority, weight) in [(1, 1), (2, 3)] {
+        let set = queues
+            .set_queue(q::SetQueueRequest {
+                device_id: DEVICE,
+                port: Some(3),
+                priority: Some(priority),
+                depth_packets: Some(FRAMES as u32),
+                strict: Some(false),
+                weight: Some(weight),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(
+            (set.queues[0].strict, set.queues[0].weight),
+            (false, weight)
+        );
+    }
+    // The rules are the traffic manager's.
+    let heavy = queues
+        .set_queue(q::SetQueueRequest {
+            device_id: DEVICE,
+            weight: Some(softswitch_core::tm::MAX_WEIGHT + 1),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(heavy.code(), Code::InvalidArgument);
+    let quantum = queues
+        .set_queue(q::SetQueueRequest {
+            device_id: DEVICE,
+            priority: Some(1),
+            quantum_bytes: Some(3000),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(quantum.code(), Code::InvalidArgument);
+
+    // CS1 (priority 1) and CS2 (priority 2), 60 to 1060 bytes of payload.
+    for i in 0..FRAMES {
+        for dscp in [8, 16] {
+            let payload = vec![0x5a; 60 + (i * 37 + usize::from(dscp)) % 1000];
+            bed.inject(1, udp_frame([10, 0, 0, 1], [10, 0, 0, 2], dscp, &payload));
+        }
+    }
+    assert_eq!(bed.sent_now().await, vec![], "port 3 took nothing");
+    let backlog = bed
+        .device
+        .engine
+        .call(|e| {
+            let switch = &e.pipeline.as_ref().unwrap().switch;
+            (switch.queue_occupancy(3, 1), switch.queue_occupancy(3, 2))
+        })
+        .await
+        .unwrap();
+    assert_eq!(backlog, (FRAMES, FRAMES));
+
+    gate.store(8, Ordering::SeqCst);
+    let frames: Vec<Vec<u8>> = (0..2 * FRAMES)
+        .map(|_| {
+            let (port, frame) = bed.next_sent();
+            assert_eq!(port, 3);
+            frame
+        })
+        .collect();
+    let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+    let fields = testkit::tshark(
+        &refs,
+        &["-T", "fields", "-e", "ip.dsfield.dscp", "-e", "frame.len"],
+    )
+    .unwrap();
+    // Bytes of each class until one of them has sent its last frame.
+    let (mut bytes, mut count) = ([0u64; 2], [0usize; 2]);
+    for line in fields.lines() {
+        let (dscp, len) = line.split_once('\t').unwrap_or_else(|| panic!("{line:?}"));
+        let class = match dscp.trim() {
+            "8" => 0,
+            "16" => 1,
+            other => panic!("DSCP {other}"),
+        };
+        bytes[class] += len.trim().parse::<u64>().unwrap();
+        count[class] += 1;
+        if count[class] == FRAMES {
+            break;
+        }
+    }
+    let ratio = bytes[1] as f64 / bytes[0] as f64;
+    eprintln!(
+        "priority 2: {} bytes, priority 1: {} bytes, {ratio:.3}",
+        bytes[1], bytes[0]
+    );
+    assert!((ratio - 3.0).abs() <= 0.15, "{bytes:?}: {ratio}");
 }
 
 /// A frame that smac looks up by source MAC `mac`.

@@ -772,8 +772,34 @@ fn queue_set_and_show() {
     assert_eq!(
         changed,
         json!([{"port": 2, "priority": 3, "depth_packets": 16, "rate_pps": 1000,
-                "occupancy_packets": 0}])
+                "occupancy_packets": 0, "strict": true, "weight": 1, "quantum_bytes": 1500}])
     );
+    // Scheduling: priority 3 of port 2 shares the port by DWRR with weight 3, its quantum 9000.
+    let changed = bed.p4_json(&[
+        "queue",
+        "set",
+        "--port",
+        "2",
+        "--priority",
+        "3",
+        "--dwrr",
+        "--weight",
+        "3",
+    ]);
+    assert_eq!(
+        (changed[0]["strict"].clone(), changed[0]["weight"].clone()),
+        (json!(false), json!(3))
+    );
+    let changed = bed.p4_json(&["queue", "set", "--port", "2", "--quantum", "9000"]);
+    assert_eq!(changed.as_array().unwrap().len(), 8, "{changed}");
+    assert!(changed
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|q| q["quantum_bytes"] == 9000));
+    assert!(bed
+        .p4_refused(&["queue", "set", "--port", "2", "--weight", "101"])
+        .contains("a DWRR weight is 1 to 100, not 101"));
     let queues = bed.p4_json(&["queue", "show"]);
     let queue = |port: u64, priority: u64| {
         queues
@@ -786,6 +812,17 @@ fn queue_set_and_show() {
     };
     assert_eq!(queue(2, 3)["rate_pps"], 1000);
     assert_eq!(queue(2, 2)["depth_packets"], 64);
+    assert_eq!(
+        (queue(2, 3)["strict"].clone(), queue(2, 2)["strict"].clone()),
+        (json!(false), json!(true))
+    );
+    assert_eq!(
+        queue(1, 3)["quantum_bytes"],
+        1500,
+        "the quantum is port 2's"
+    );
+    let table = String::from_utf8(bed.p4(&["queue", "show"]).stdout).unwrap();
+    assert!(table.contains("dwrr:3"), "{table}");
     assert!(bed
         .p4_refused(&["queue", "set", "--port", "2"])
         .contains("nothing to change"));

@@ -12,7 +12,8 @@ use crate::Error;
 
 /// The priority of RoCEv2 data by default (DSCP 26): lossless, ECN-marked, CNP-generating.
 pub const PRIORITY_DATA: u8 = 3;
-/// The priority CNPs (DSCP 48) travel in by default.
+/// The priority CNPs (DSCP 48) travel in by default: above [`PRIORITY_DATA`], so the strict
+/// priority every switch queue has by default serves them before the data they signal about.
 pub const PRIORITY_CNP: u8 = 6;
 /// The DSCP of RoCEv2 data by default.
 pub const DSCP_DATA: u8 = 26;
@@ -400,6 +401,16 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("lasts 63 µs on its 400G ports"), "{err}");
+    }
+
+    #[test]
+    fn cnps_travel_in_a_priority_above_every_lossless_one() {
+        // Every queue is strict by default (BMv2's discipline, softswitch's default): so CNPs
+        // are served before the lossless class they signal congestion of.
+        let t = Tuning::default();
+        let cnp = t.classes.iter().find(|c| c.dscp == t.cnp.dscp).unwrap();
+        assert_eq!(cnp.priority, PRIORITY_CNP);
+        assert!(t.lossless.iter().all(|&p| p < cnp.priority));
     }
 
     /// Asserts that `t` is refused with an error that contains `needle`.

@@ -1,6 +1,10 @@
-//! The traffic manager: per egress port up to 8 strict-priority FIFO queues (priority 7 served
-//! first, 0 last), each with a depth limit in packets (default 64, tail drop) and an optional
-//! rate in packets per second. Depths are per queue: `enq_qdepth` is the number of packets
+//! The traffic manager: per egress port up to 8 FIFO queues, one per priority, each with a depth
+//! limit in packets (default 64, tail drop) and an optional rate in packets per second (a
+//! shaper: a queue waits for its next departure time before it may be served). Each port has a
+//! [`Scheduling`]: the priorities in its strict set are served first, highest first; the others
+//! share what the strict ones leave by deficit weighted round robin (Shreedhar and Varghese's
+//! DRR, each queue's quantum its weight times the port's base quantum in bytes). By default
+//! every priority is strict, BMv2's discipline: priority 7 first, 0 last. Depths are per queue: `enq_qdepth` is the number of packets
 //! already in the packet's own (port, priority) queue when it arrives, `deq_qdepth` the number
 //! left behind in it when it leaves; `deq_timedelta` is the time it spent queued, in
 //! microseconds. That is BMv2's reading with one queue per port; BMv2 with `--priority-queues`
@@ -30,8 +34,18 @@ pub const MAX_DEPTH: usize = (1 << 19) - 1;
 /// memory queues take (about 600 MB of 2016-byte frames at most) whatever depths are set.
 pub const BUFFER_PACKETS: usize = 1 << 18;
 
-/// A queue setting refused by [`depth`], [`rate`] or [`priority`]: the rules every front door
-/// (the Queues service, STF) applies.
+/// The heaviest DWRR weight a queue may be given.
+pub const MAX_WEIGHT: u32 = 100;
+/// The smallest base quantum of a port, in bytes: a minimum Ethernet frame.
+pub const MIN_QUANTUM: u32 = 64;
+/// The largest base quantum of a port, in bytes (1 MiB).
+pub const MAX_QUANTUM: u32 = 1 << 20;
+/// The base quantum of a port not set otherwise, in bytes: one 1500-byte MTU frame, so that a
+/// weight-1 queue sends about one full frame a round (Linux's DRR defaults to the MTU too).
+pub const DEFAULT_QUANTUM: u32 = 1500;
+
+/// A queue setting refused by [`depth`], [`rate`], [`priority`], [`weight`] or [`quantum`]: the
+/// rules every front door (the Queues service, STF) applies.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum QueueSettingError {
     /// A depth out of 1..=MAX_DEPTH.
@@ -43,6 +57,12 @@ pub enum QueueSettingError {
     /// A priority out of 0..PRIORITIES.
     #[error("a priority is 0 to {max}, not {0}", max = PRIORITIES - 1)]
     Priority(u128),
+    /// A DWRR weight out of 1..=MAX_WEIGHT.
+    #[error("a DWRR weight is 1 to {MAX_WEIGHT}, not {0}")]
+    Weight(u128),
+    /// A base quantum out of MIN_QUANTUM..=MAX_QUANTUM.
+    #[error("a port's base quantum is {MIN_QUANTUM} to {MAX_QUANTUM} bytes, not {0}")]
+    Quantum(u128),
 }
 
 /// A queue depth as asked for (packets), checked.
@@ -66,6 +86,61 @@ pub fn priority(priority: u128) -> Result<u8, QueueSettingError> {
         .ok()
         .filter(|&p| usize::from(p) < PRIORITIES)
         .ok_or(QueueSettingError::Priority(priority))
+}
+
+/// A DWRR weight as asked for, checked.
+pub fn weight(weight: u128) -> Result<u32, QueueSettingError> {
+    u32::try_from(weight)
+        .ok()
+        .filter(|w| (1..=MAX_WEIGHT).contains(w))
+        .ok_or(QueueSettingError::Weight(weight))
+}
+
+/// A port's base quantum as asked for (bytes), checked.
+pub fn quantum(bytes: u128) -> Result<u32, QueueSettingError> {
+    u32::try_from(bytes)
+        .ok()
+        .filter(|b| (MIN_QUANTUM..=MAX_QUANTUM).contains(b))
+        .ok_or(QueueSettingError::Quantum(bytes))
+}
+
+/// How a port's queues share it: the priorities in `strict` are served first, highest first;
+/// the others by deficit weighted round robin, each given `weights[p] × quantum` bytes a round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scheduling {
+    /// Bit `p` set: priority `p` is strict.
+    pub strict: u8,
+    /// The DWRR weight of each priority (used while it is not strict), 1..=[`MAX_WEIGHT`].
+    pub weights: [u32; PRIORITIES],
+    /// The base quantum, bytes ([`MIN_QUANTUM`]..=[`MAX_QUANTUM`]).
+    pub quantum: u32,
+}
+
+impl Default for Scheduling {
+    /// BMv2's: every priority strict (weights 1, quantum [`DEFAULT_QUANTUM`] once one is not).
+    fn default() -> Self {
+        Scheduling {
+            strict: u8::MAX,
+            weights: [1; PRIORITIES],
+            quantum: DEFAULT_QUANTUM,
+        }
+    }
+}
+
+impl Scheduling {
+    fn is_strict(&self, priority: usize) -> bool {
+        self.strict & (1 << priority) != 0
+    }
+
+    /// Bytes priority `priority` is given each DWRR round.
+    fn quantum_of(&self, priority: usize) -> u64 {
+        (u64::from(self.weights[priority]) * u64::from(self.quantum)).max(1)
+    }
+}
+
+/// The bits of the priorities `priority` names (all when `None`).
+fn priority_mask(priority: Option<u8>) -> u8 {
+    priority.map_or(u8::MAX, |p| 1 << p.min(PRIORITIES as u8 - 1))
 }
 
 /// A packet leaving the traffic manager, with its queueing metadata.
@@ -124,6 +199,98 @@ impl<T> Queue<T> {
     }
 }
 
+/// The DRR state of a port's non-strict queues.
+#[derive(Debug, Default)]
+struct Deficits {
+    /// Bytes each queue may still send in its turn.
+    bytes: [u64; PRIORITIES],
+    /// The queue whose turn it is.
+    turn: usize,
+    /// Whether that queue has been given its quantum for this turn.
+    given: bool,
+}
+
+impl Deficits {
+    /// Ends the current queue's turn.
+    fn next_turn(&mut self) {
+        self.turn = (self.turn + 1) % PRIORITIES;
+        self.given = false;
+    }
+}
+
+/// One egress port: its queues and how they share it.
+#[derive(Debug)]
+struct Port<T> {
+    queues: Vec<Queue<T>>,
+    scheduling: Scheduling,
+    deficits: Deficits,
+}
+
+impl<T> Port<T> {
+    /// The queue to serve next among those `ready` accepts (priority, queue): the highest ready
+    /// strict one, else the one whose DRR turn it is once its deficit covers its head packet.
+    fn select(&mut self, ready: impl Fn(usize, &Queue<T>) -> bool) -> Option<usize> {
+        let s = self.scheduling;
+        let queues = &self.queues;
+        if let Some(p) = (0..PRIORITIES)
+            .rev()
+            .find(|&p| s.is_strict(p) && ready(p, &queues[p]))
+        {
+            return Some(p);
+        }
+        let shared = |p: usize| !s.is_strict(p) && ready(p, &queues[p]);
+        if !(0..PRIORITIES).any(shared) {
+            return None;
+        }
+        let head = |p: usize| u64::from(queues[p].items.front().map_or(0, |w| w.bytes));
+        let d = &mut self.deficits;
+        // At most two rounds: one gives every ready queue its quantum, after which the rounds
+        // no queue could send in are skipped at once (a quantum may be far smaller than a frame).
+        for step in 0..3 * PRIORITIES {
+            if step == PRIORITIES {
+                let rounds = (0..PRIORITIES)
+                    .filter(|&p| shared(p))
+                    .map(|p| (head(p).saturating_sub(d.bytes[p])).div_ceil(s.quantum_of(p)))
+                    .min()
+                    .unwrap_or(0);
+                for p in (0..PRIORITIES).filter(|&p| shared(p)) {
+                    d.bytes[p] += rounds.saturating_sub(1) * s.quantum_of(p);
+                }
+            }
+            let p = d.turn;
+            if shared(p) {
+                if !d.given {
+                    d.bytes[p] += s.quantum_of(p);
+                    d.given = true;
+                }
+                if head(p) <= d.bytes[p] {
+                    return Some(p);
+                }
+            } else if queues[p].items.is_empty() {
+                d.bytes[p] = 0;
+            }
+            d.next_turn();
+        }
+        unreachable!("a ready queue's deficit covers its head within two rounds")
+    }
+
+    /// Charges a packet of `bytes` sent from queue `priority` to its deficit; an emptied
+    /// queue's deficit is reset and its turn ends, as in DRR.
+    fn sent(&mut self, priority: usize, bytes: u32) {
+        if self.scheduling.is_strict(priority) {
+            return;
+        }
+        let d = &mut self.deficits;
+        d.bytes[priority] = d.bytes[priority].saturating_sub(u64::from(bytes));
+        if self.queues[priority].items.is_empty() {
+            d.bytes[priority] = 0;
+            if d.turn == priority {
+                d.next_turn();
+            }
+        }
+    }
+}
+
 /// Why the traffic manager refused a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refusal {
@@ -136,11 +303,12 @@ pub enum Refusal {
 /// Per-port priority queues.
 #[derive(Debug)]
 pub(crate) struct TrafficManager<T> {
-    ports: BTreeMap<u16, Vec<Queue<T>>>,
+    ports: BTreeMap<u16, Port<T>>,
     /// Packets queued per port, for ports with any.
     busy: BTreeMap<u16, usize>,
     default_depth: usize,
     default_rate: Option<u64>,
+    default_scheduling: Scheduling,
     queued: usize,
     /// Bytes in all queues.
     queued_bytes: u64,
@@ -161,6 +329,7 @@ impl<T> Default for TrafficManager<T> {
             busy: BTreeMap::new(),
             default_depth: DEFAULT_DEPTH,
             default_rate: None,
+            default_scheduling: Scheduling::default(),
             queued: 0,
             queued_bytes: 0,
             buffer_bytes: None,
@@ -172,11 +341,14 @@ impl<T> Default for TrafficManager<T> {
 }
 
 impl<T> TrafficManager<T> {
-    fn port(&mut self, port: u16) -> &mut Vec<Queue<T>> {
+    fn port(&mut self, port: u16) -> &mut Port<T> {
         let (depth, rate) = (self.default_depth, self.default_rate);
-        self.ports
-            .entry(port)
-            .or_insert_with(|| (0..PRIORITIES).map(|_| Queue::new(depth, rate)).collect())
+        let scheduling = self.default_scheduling;
+        self.ports.entry(port).or_insert_with(|| Port {
+            queues: (0..PRIORITIES).map(|_| Queue::new(depth, rate)).collect(),
+            scheduling,
+            deficits: Deficits::default(),
+        })
     }
 
     fn queues(&mut self, port: Option<u16>, priority: Option<u8>) -> Vec<&mut Queue<T>> {
@@ -190,7 +362,7 @@ impl<T> TrafficManager<T> {
         self.ports
             .iter_mut()
             .filter(|(p, _)| ports.contains(p))
-            .flat_map(|(_, qs)| qs.iter_mut().enumerate())
+            .flat_map(|(_, p)| p.queues.iter_mut().enumerate())
             .filter(|(i, _)| priority.is_none_or(|pr| usize::from(pr) == *i))
             .map(|(_, q)| q)
             .collect()
@@ -215,6 +387,57 @@ impl<T> TrafficManager<T> {
         for q in self.queues(port, priority) {
             q.rate_pps = rate_pps.filter(|&r| r > 0);
         }
+    }
+
+    /// Changes the scheduling of `port`, or of every port (including ports not seen yet) when
+    /// `port` is `None`.
+    fn schedule(&mut self, port: Option<u16>, change: impl Fn(&mut Scheduling)) {
+        match port {
+            Some(p) => change(&mut self.port(p).scheduling),
+            None => {
+                change(&mut self.default_scheduling);
+                for p in self.ports.values_mut() {
+                    change(&mut p.scheduling);
+                }
+            }
+        }
+    }
+
+    /// Makes the queues chosen as by [`Self::set_depth`] strict (served before every other
+    /// queue of their port, highest priority first) or not (sharing the port by DWRR).
+    pub fn set_strict(&mut self, port: Option<u16>, priority: Option<u8>, strict: bool) {
+        let mask = priority_mask(priority);
+        self.schedule(port, |s| {
+            s.strict = if strict {
+                s.strict | mask
+            } else {
+                s.strict & !mask
+            };
+        });
+    }
+
+    /// Sets the DWRR weight of the queues chosen as by [`Self::set_depth`].
+    pub fn set_weight(&mut self, port: Option<u16>, priority: Option<u8>, weight: u32) {
+        let mask = priority_mask(priority);
+        self.schedule(port, |s| {
+            for (p, w) in s.weights.iter_mut().enumerate() {
+                if mask & (1 << p) != 0 {
+                    *w = weight;
+                }
+            }
+        });
+    }
+
+    /// Sets the base quantum (bytes) of `port`, or of every port when `None`.
+    pub fn set_quantum(&mut self, port: Option<u16>, bytes: u32) {
+        self.schedule(port, |s| s.quantum = bytes);
+    }
+
+    /// How `port`'s queues share it; a port not seen yet has the default.
+    pub fn scheduling(&self, port: u16) -> Scheduling {
+        self.ports
+            .get(&port)
+            .map_or(self.default_scheduling, |p| p.scheduling)
     }
 
     /// Sets how many more frames `port` may be given (`None`: any number, the default).
@@ -258,7 +481,7 @@ impl<T> TrafficManager<T> {
             || self
                 .buffer_bytes
                 .is_some_and(|b| self.queued_bytes + u64::from(bytes) > b);
-        let q = &mut self.port(port)[usize::from(priority)];
+        let q = &mut self.port(port).queues[usize::from(priority)];
         let refusal = if buffer_full {
             Some(Refusal::BufferFull)
         } else if q.items.len() >= q.depth {
@@ -302,8 +525,8 @@ impl<T> TrafficManager<T> {
             return false;
         }
         let unlimited = match self.ports.get(&port) {
-            Some(queues) => {
-                let q = &queues[usize::from(priority).min(PRIORITIES - 1)];
+            Some(p) => {
+                let q = &p.queues[usize::from(priority).min(PRIORITIES - 1)];
                 q.rate_pps.is_none() && q.depth > 0
             }
             None => self.default_rate.is_none() && self.default_depth > 0,
@@ -315,49 +538,48 @@ impl<T> TrafficManager<T> {
     }
 
     /// The next packet that may leave at `now_us`: the lowest-numbered port with a ready
-    /// packet that takes a frame now, its highest-priority ready queue.
+    /// packet that takes a frame now, from the queue its [`Scheduling`] picks among its ready
+    /// ones (a rate-limited queue is ready from its next departure time).
     pub fn dequeue(&mut self, now_us: u64) -> Option<Dequeued<T>> {
         if self.queued == 0 {
             return None;
         }
+        let ready = |_: usize, q: &Queue<T>| q.ready_at().is_some_and(|t| t <= now_us);
         let (port, priority) = self
             .busy
             .keys()
-            .filter(|&&port| self.takes(port))
+            .filter(|port| self.budgets.get(port).is_none_or(|&n| n > 0))
             .find_map(|&port| {
-                let queues = self.ports.get(&port).expect("busy ports have queues");
-                (0..PRIORITIES)
-                    .rev()
-                    .find(|&p| queues[p].ready_at().is_some_and(|t| t <= now_us))
-                    .map(|p| (port, p))
+                let state = self.ports.get_mut(&port).expect("busy ports have queues");
+                state.select(ready).map(|p| (port, p))
             })?;
         self.spend(port);
         Some(self.pop(port, priority, now_us))
     }
 
-    /// The next packet of `port` that may leave at `now_us`, from its highest-priority queue
-    /// among those `eligible` names (bit `p` for priority `p`) that holds one; queue rates are
-    /// not applied (the port's transmitter sets the pace).
+    /// The next packet of `port` that may leave at `now_us`, from the queue its
+    /// [`Scheduling`] picks among those `eligible` names (bit `p` for priority `p`) that hold
+    /// one; queue rates are not applied (the port's transmitter sets the pace).
     pub fn dequeue_port(&mut self, port: u16, eligible: u8, now_us: u64) -> Option<Dequeued<T>> {
         if !self.busy.contains_key(&port) {
             return None;
         }
-        let queues = self.ports.get(&port).expect("busy ports have queues");
-        let priority = (0..PRIORITIES)
-            .rev()
-            .find(|&p| eligible & (1 << p) != 0 && !queues[p].items.is_empty())?;
+        let state = self.ports.get_mut(&port).expect("busy ports have queues");
+        let priority = state.select(|p, q| eligible & (1 << p) != 0 && !q.items.is_empty())?;
         Some(self.pop(port, priority, now_us))
     }
 
     /// Takes the head of `port`'s queue `priority`, which holds a packet.
     fn pop(&mut self, port: u16, priority: usize, now_us: u64) -> Dequeued<T> {
-        let q = &mut self.ports.get_mut(&port).expect("busy ports have queues")[priority];
+        let state = self.ports.get_mut(&port).expect("busy ports have queues");
+        let q = &mut state.queues[priority];
         let w = q.items.pop_front().expect("the queue holds a packet");
         q.bytes -= u64::from(w.bytes);
         if let Some(rate) = q.rate_pps {
             q.next_departure_us = now_us.max(q.next_departure_us) + 1_000_000 / rate.max(1);
         }
         let deq_qdepth = q.items.len() as u32;
+        state.sent(priority, w.bytes);
         self.queued -= 1;
         self.queued_bytes -= u64::from(w.bytes);
         let waiting = self.busy.get_mut(&port).expect("the port is busy");
@@ -382,7 +604,7 @@ impl<T> TrafficManager<T> {
         self.ports
             .iter()
             .filter(|(&port, _)| self.takes(port))
-            .flat_map(|(_, qs)| qs.iter().filter_map(Queue::ready_at))
+            .flat_map(|(_, p)| p.queues.iter().filter_map(Queue::ready_at))
             .min()
     }
 
@@ -396,8 +618,8 @@ impl<T> TrafficManager<T> {
     /// `priority`; a port not seen yet has the defaults.
     pub fn config(&self, port: u16, priority: u8) -> (usize, Option<u64>) {
         match self.ports.get(&port) {
-            Some(qs) => {
-                let q = &qs[usize::from(priority).min(PRIORITIES - 1)];
+            Some(p) => {
+                let q = &p.queues[usize::from(priority).min(PRIORITIES - 1)];
                 (q.depth, q.rate_pps)
             }
             None => (self.default_depth, self.default_rate),
@@ -413,7 +635,7 @@ impl<T> TrafficManager<T> {
     pub fn occupancy(&self, port: u16, priority: u8) -> usize {
         self.ports
             .get(&port)
-            .and_then(|qs| qs.get(usize::from(priority)))
+            .and_then(|p| p.queues.get(usize::from(priority)))
             .map_or(0, |q| q.items.len())
     }
 
@@ -421,7 +643,7 @@ impl<T> TrafficManager<T> {
     pub fn occupancy_bytes(&self, port: u16, priority: u8) -> u64 {
         self.ports
             .get(&port)
-            .and_then(|qs| qs.get(usize::from(priority)))
+            .and_then(|p| p.queues.get(usize::from(priority)))
             .map_or(0, |q| q.bytes)
     }
 
@@ -559,5 +781,165 @@ mod tests {
         tm.enqueue(4, 3, "again", 1000, 4).unwrap();
         tm.take_backlogged(&mut backlogged);
         assert_eq!(backlogged, [4, 5, 4]);
+    }
+
+    /// A port whose priorities 1 and 2 share it by DWRR with weights 3 and 1 (the others
+    /// strict), with base quantum `quantum`.
+    fn weighted(quantum: u32) -> TrafficManager<u8> {
+        let mut tm = TrafficManager::default();
+        tm.set_depth(Some(1), None, MAX_DEPTH);
+        tm.set_strict(Some(1), Some(1), false);
+        tm.set_strict(Some(1), Some(2), false);
+        tm.set_weight(Some(1), Some(2), 3);
+        tm.set_quantum(Some(1), quantum);
+        tm
+    }
+
+    /// Bytes sent by priorities 2 and 1 of port 1 while both stay backlogged, each with 4000
+    /// frames of sizes that vary (64 to 1517 bytes; `scale` times them), taking `take` frames
+    /// through `next`.
+    fn shares(
+        tm: &mut TrafficManager<u8>,
+        scale: u32,
+        mut next: impl FnMut(&mut TrafficManager<u8>) -> Dequeued<u8>,
+    ) -> (u64, u64) {
+        for i in 0..4000u32 {
+            for p in [1u8, 2] {
+                let bytes = (64 + (i * 7919 + u32::from(p) * 31) % 1454) * scale;
+                tm.enqueue(1, p, p, bytes, 0).unwrap();
+            }
+        }
+        let mut sent = [0u64; 3];
+        while tm.occupancy(1, 1) > 0 && tm.occupancy(1, 2) > 0 {
+            let before = [tm.occupancy_bytes(1, 1), tm.occupancy_bytes(1, 2)];
+            let d = next(tm);
+            let after = [tm.occupancy_bytes(1, 1), tm.occupancy_bytes(1, 2)];
+            let p = usize::from(d.priority);
+            sent[p] += before[p - 1] - after[p - 1];
+        }
+        (sent[2], sent[1])
+    }
+
+    /// Asserts `heavy` is 3 times `light` within 5%.
+    fn assert_three_to_one(heavy: u64, light: u64) {
+        let ratio = heavy as f64 / light as f64;
+        assert!((ratio - 3.0).abs() <= 0.15, "{heavy} : {light} = {ratio}");
+    }
+
+    #[test]
+    fn weights_three_to_one_share_a_port_three_to_one_in_bytes() {
+        // When the port's transmitter asks (the simulator's path).
+        let mut tm = weighted(DEFAULT_QUANTUM);
+        let (heavy, light) = shares(&mut tm, 1, |tm| tm.dequeue_port(1, 0xff, 0).unwrap());
+        assert_three_to_one(heavy, light);
+        // As fast as queue rates allow, a port budget at a time (softswitch run's path).
+        let mut tm = weighted(DEFAULT_QUANTUM);
+        let (heavy, light) = shares(&mut tm, 1, |tm| {
+            tm.set_budget(1, Some(1));
+            let d = tm.dequeue(0).unwrap();
+            assert!(tm.dequeue(0).is_none(), "the budget of one frame is spent");
+            d
+        });
+        assert_three_to_one(heavy, light);
+        // Jumbo frames a hundred times the smallest quantum: rounds without a frame are
+        // skipped, and the share holds.
+        let mut tm = weighted(MIN_QUANTUM);
+        let (heavy, light) = shares(&mut tm, 6, |tm| tm.dequeue_port(1, 0xff, 0).unwrap());
+        assert_three_to_one(heavy, light);
+    }
+
+    #[test]
+    fn strict_queues_go_before_the_weighted_ones_whatever_their_number() {
+        let mut tm = weighted(DEFAULT_QUANTUM);
+        tm.enqueue(1, 2, 2, 100, 0).unwrap();
+        tm.enqueue(1, 1, 1, 100, 0).unwrap();
+        tm.enqueue(1, 0, 0, 100, 0).unwrap();
+        tm.enqueue(1, 0, 0, 100, 0).unwrap();
+        let order: Vec<u8> = (0..4)
+            .map(|_| tm.dequeue_port(1, 0xff, 0).unwrap().item)
+            .collect();
+        assert_eq!(order, [0, 0, 1, 2], "priority 0 is strict, 1 and 2 are not");
+        // A paused strict queue (not eligible) lets the weighted ones through.
+        tm.enqueue(1, 0, 0, 100, 0).unwrap();
+        tm.enqueue(1, 2, 2, 100, 0).unwrap();
+        assert_eq!(tm.dequeue_port(1, !1, 0).unwrap().item, 2);
+        assert_eq!(tm.dequeue_port(1, 0xff, 0).unwrap().item, 0);
+    }
+
+    #[test]
+    fn a_frame_larger_than_the_quantum_waits_while_the_deficit_carries_over() {
+        let mut tm = TrafficManager::default();
+        tm.set_strict(Some(1), None, false);
+        tm.set_quantum(Some(1), 500);
+        for _ in 0..4 {
+            tm.enqueue(1, 1, "big", 1500, 0).unwrap();
+            for _ in 0..3 {
+                tm.enqueue(1, 2, "small", 500, 0).unwrap();
+            }
+        }
+        // Weight 1 each: 500 bytes a round. The 1500-byte frame goes every third round, when
+        // the deficit carried over from the two rounds before covers it.
+        let order: Vec<&str> = (0..8)
+            .map(|_| tm.dequeue_port(1, 0xff, 0).unwrap().item)
+            .collect();
+        assert_eq!(
+            order,
+            ["small", "small", "big", "small", "small", "small", "big", "small"]
+        );
+    }
+
+    #[test]
+    fn an_emptied_queue_forgets_its_deficit_and_a_held_one_keeps_it() {
+        let mut tm = TrafficManager::default();
+        tm.set_strict(Some(1), None, false);
+        tm.enqueue(1, 1, "short", 100, 0).unwrap();
+        tm.enqueue(1, 2, "long", 1000, 0).unwrap();
+        tm.enqueue(1, 2, "long", 1000, 0).unwrap();
+        assert_eq!(tm.dequeue_port(1, 0xff, 0).unwrap().item, "short");
+        let deficits = |tm: &TrafficManager<&str>| tm.ports[&1].deficits.bytes;
+        assert_eq!(
+            deficits(&tm)[1],
+            0,
+            "1400 bytes unused, forgotten as it emptied"
+        );
+        // Priority 2 gets its quantum, sends 1000 bytes and keeps 500 while it holds a frame,
+        // also while not eligible (paused): then priority 1 goes.
+        assert_eq!(tm.dequeue_port(1, 0xff, 0).unwrap().item, "long");
+        assert_eq!(deficits(&tm)[2], 500);
+        tm.enqueue(1, 1, "short", 100, 0).unwrap();
+        assert_eq!(tm.dequeue_port(1, !(1 << 2), 0).unwrap().item, "short");
+        assert_eq!(deficits(&tm)[2], 500);
+        assert_eq!(tm.dequeue_port(1, 0xff, 0).unwrap().item, "long");
+        assert_eq!(deficits(&tm)[2], 0);
+    }
+
+    #[test]
+    fn a_rate_shapes_a_weighted_queue() {
+        let mut tm = weighted(DEFAULT_QUANTUM);
+        tm.set_rate(Some(1), Some(2), Some(1000));
+        for _ in 0..3 {
+            tm.enqueue(1, 2, 2, 100, 0).unwrap();
+            tm.enqueue(1, 1, 1, 100, 0).unwrap();
+        }
+        // Priority 2 (weight 3) may send one packet a millisecond, whatever its deficit:
+        // priority 1 sends its three (its turn comes first), then priority 2 one.
+        let now: Vec<u8> = std::iter::from_fn(|| tm.dequeue(0).map(|d| d.item)).collect();
+        assert_eq!(now, [1, 1, 1, 2]);
+        assert_eq!(tm.next_ready(), Some(1000));
+        assert_eq!(tm.dequeue(1000).unwrap().item, 2);
+        assert!(tm.dequeue(1999).is_none());
+    }
+
+    #[test]
+    fn weights_and_quanta_are_checked_in_one_place() {
+        assert_eq!(weight(0), Err(QueueSettingError::Weight(0)));
+        assert_eq!(weight(u128::from(MAX_WEIGHT)), Ok(MAX_WEIGHT));
+        assert!(weight(u128::from(MAX_WEIGHT) + 1).is_err());
+        assert_eq!(quantum(63), Err(QueueSettingError::Quantum(63)));
+        assert_eq!(quantum(1500), Ok(1500));
+        assert!(quantum(u128::from(MAX_QUANTUM) + 1).is_err());
+        let default = TrafficManager::<()>::default().scheduling(9);
+        assert_eq!(default, Scheduling::default());
+        assert_eq!(default.strict, 0xff, "every priority strict, as BMv2");
     }
 }

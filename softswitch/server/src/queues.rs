@@ -1,5 +1,6 @@
 //! softswitch's `lossless.softswitch.v1.Queues` service: egress queue depth and rate per port
-//! and priority, as BMv2's Thrift `set_queue_depth` / `set_queue_rate`.
+//! and priority, as BMv2's Thrift `set_queue_depth` / `set_queue_rate`, and how a port's queues
+//! share it (strict or DWRR, weights, base quantum), which BMv2 has no call for.
 
 use std::sync::Arc;
 
@@ -33,12 +34,16 @@ impl QueuesService {
 /// The state of `port`'s queue `priority`.
 fn state(switch: &Switch, port: u16, priority: u8) -> q::QueueState {
     let (depth, rate) = switch.queue_config(port, priority);
+    let scheduling = switch.queue_scheduling(port);
     q::QueueState {
         port: u32::from(port),
         priority: u32::from(priority),
         depth_packets: depth as u32,
         rate_pps: rate.unwrap_or(0),
         occupancy_packets: switch.queue_occupancy(port, priority) as u32,
+        strict: scheduling.strict & (1 << priority) != 0,
+        weight: scheduling.weights[usize::from(priority)],
+        quantum_bytes: scheduling.quantum,
     }
 }
 
@@ -89,6 +94,14 @@ impl QueuesService {
         let priority = checked(req.priority, tm::priority)?;
         let depth = checked(req.depth_packets, tm::depth)?;
         let rate = checked(req.rate_pps, tm::rate)?;
+        let weight = checked(req.weight, tm::weight)?;
+        let quantum = checked(req.quantum_bytes, tm::quantum)?;
+        if quantum.is_some() && priority.is_some() {
+            return Err(Status::invalid_argument(
+                "quantum_bytes is the port's, not a priority's: leave priority unset",
+            ));
+        }
+        let strict = req.strict;
         let queues = self
             .engine
             .call(move |e| {
@@ -103,6 +116,19 @@ impl QueuesService {
                     switch
                         .set_queue_rate(port, priority, rate)
                         .map_err(refused)?;
+                }
+                if let Some(strict) = strict {
+                    switch
+                        .set_queue_strict(port, priority, strict)
+                        .map_err(refused)?;
+                }
+                if let Some(weight) = weight {
+                    switch
+                        .set_queue_weight(port, priority, weight)
+                        .map_err(refused)?;
+                }
+                if let Some(bytes) = quantum {
+                    switch.set_queue_quantum(port, bytes).map_err(refused)?;
                 }
                 let ports = port.map_or_else(|| switch.queue_ports().collect(), |p| vec![p]);
                 Ok::<_, Status>(states(switch, ports, priority))

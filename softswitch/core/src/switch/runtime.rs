@@ -967,6 +967,49 @@ impl Switch {
         Ok(())
     }
 
+    /// Makes the queues chosen as by [`Self::set_queue_depth`] strict (served before every
+    /// other queue of their port, highest priority first) or shared by DWRR with the port's
+    /// other non-strict queues. Every queue is strict by default, as in BMv2.
+    pub fn set_queue_strict(
+        &mut self,
+        port: Option<u16>,
+        priority: Option<u8>,
+        strict: bool,
+    ) -> Result<(), RuntimeError> {
+        self.check_priority(priority)?;
+        self.tm.set_strict(port, priority, strict);
+        Ok(())
+    }
+
+    /// Sets the DWRR weight (1..=[`tm::MAX_WEIGHT`]) of the queues chosen as by
+    /// [`Self::set_queue_depth`]: a non-strict queue is given weight × its port's base quantum
+    /// bytes a round.
+    pub fn set_queue_weight(
+        &mut self,
+        port: Option<u16>,
+        priority: Option<u8>,
+        weight: u32,
+    ) -> Result<(), RuntimeError> {
+        let weight = tm::weight(weight.into())?;
+        self.check_priority(priority)?;
+        self.tm.set_weight(port, priority, weight);
+        Ok(())
+    }
+
+    /// Sets the DWRR base quantum ([`tm::MIN_QUANTUM`]..=[`tm::MAX_QUANTUM`] bytes) of `port`,
+    /// or of every port, including ports not seen yet, when `port` is `None`.
+    pub fn set_queue_quantum(&mut self, port: Option<u16>, bytes: u32) -> Result<(), RuntimeError> {
+        let bytes = tm::quantum(bytes.into())?;
+        self.tm.set_quantum(port, bytes);
+        Ok(())
+    }
+
+    /// How `port`'s queues share it (strict set, weights, base quantum); the default for a
+    /// port that has no queues yet.
+    pub fn queue_scheduling(&self, port: u16) -> tm::Scheduling {
+        self.tm.scheduling(port)
+    }
+
     fn check_priority(&self, priority: Option<u8>) -> Result<(), RuntimeError> {
         if let Some(p) = priority {
             tm::priority(p.into())?;
