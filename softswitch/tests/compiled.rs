@@ -263,7 +263,9 @@ fn from_source(program: &Path) -> Program {
 /// Runs every subject's tests on both paths (`program` loads it); the differences.
 fn differences(load: impl Fn(&Subject) -> Option<Program>, max_block_nodes: usize) -> Vec<String> {
     let mut differences = Vec::new();
-    for subject in subjects() {
+    let subjects = subjects();
+    assert!(subjects.len() >= 40, "the programs are missing");
+    for subject in subjects {
         let Some(program) = load(&subject) else {
             continue;
         };
@@ -354,11 +356,13 @@ fn compiled_and_interpreted_agree_on_p4c_json_programs() {
         return;
     };
     let bmv2: Vec<PathBuf> = testkit::bmv2::bmv2_programs();
+    let loaded = std::cell::Cell::new(0);
     let d = differences(
         |s| {
             if !bmv2.contains(&s.program) {
                 return None;
             }
+            loaded.set(loaded.get() + 1);
             let json = testkit::bmv2::compiled(toolchain, &s.program)
                 .unwrap_or_else(|e| panic!("{e}"))
                 .json;
@@ -368,6 +372,11 @@ fn compiled_and_interpreted_agree_on_p4c_json_programs() {
             Some(loaded.program)
         },
         softswitch_core::compiled::MAX_BLOCK_NODES,
+    );
+    assert!(
+        loaded.get() >= 10,
+        "only {} programs from p4c's JSON",
+        loaded.get()
     );
     assert!(d.is_empty(), "{}", d.join("\n\n"));
 }

@@ -44,6 +44,16 @@ fn table_and_action(switch: &Switch, table: &str, action: &str) -> (usize, usize
     (table, action)
 }
 
+/// An entry of a one-key table matching `value` under `mask` (exact: the key's whole mask),
+/// running `action` with `args`.
+fn masked(value: u128, mask: u128, action: usize, args: Vec<u128>) -> Entry {
+    Entry {
+        matches: vec![FieldMatch::Masked { value, mask }],
+        priority: 0,
+        action: ActionCall { action, args },
+    }
+}
+
 /// A deterministic pseudo-random sequence (xorshift32).
 fn next(state: &mut u32) -> u32 {
     *state ^= *state << 13;
@@ -119,17 +129,8 @@ fn lpm_1000_routes() {
     while prefixes.len() < 1000 {
         let len = [16u16, 20, 24, 28][prefixes.len() % 4];
         let value = next(&mut rng) & prefix_mask(32, len) as u32;
-        let entry = Entry {
-            matches: vec![FieldMatch::Masked {
-                value: u128::from(value),
-                mask: prefix_mask(32, len),
-            }],
-            priority: 0,
-            action: ActionCall {
-                action,
-                args: vec![0x0000_0000_0a0a, u128::from(next(&mut rng) % 8)],
-            },
-        };
+        let args = vec![0x0000_0000_0a0a, u128::from(next(&mut rng) % 8)];
+        let entry = masked(u128::from(value), prefix_mask(32, len), action, args);
         if switch.add_entry(table, entry.clone()).is_ok() {
             prefixes.push((value, len));
             entries.push(entry);
@@ -157,32 +158,11 @@ fn ecn_ecmp_switch() -> Switch {
     let (group, select) =
         table_and_action(&switch, "MyIngress.ecmp_group", "MyIngress.set_ecmp_select");
     let (nhop, set_nhop) = table_and_action(&switch, "MyIngress.ecmp_nhop", "MyIngress.set_nhop");
-    let lpm = |v: u32, len: u16| FieldMatch::Masked {
-        value: u128::from(v),
-        mask: prefix_mask(32, len),
-    };
-    let entry = Entry {
-        matches: vec![lpm(0x0a00_0000, 8)],
-        priority: 0,
-        action: ActionCall {
-            action: select,
-            args: vec![0, 2],
-        },
-    };
+    let entry = masked(0x0a00_0000, prefix_mask(32, 8), select, vec![0, 2]);
     switch.add_entry(group, entry).expect("a route");
     for sel in 0..2u128 {
         let args = vec![0x0a0a_0a0a_0a00 + sel, 0xc0a8_0000 + sel, 2 + sel];
-        let entry = Entry {
-            matches: vec![FieldMatch::Masked {
-                value: sel,
-                mask: 0x3fff,
-            }],
-            priority: 0,
-            action: ActionCall {
-                action: set_nhop,
-                args,
-            },
-        };
+        let entry = masked(sel, 0x3fff, set_nhop, args);
         switch.add_entry(nhop, entry).expect("a next hop");
     }
     switch
@@ -225,29 +205,10 @@ fn lossless() {
             "LosslessIngress.nexthop",
             "LosslessIngress.forward",
         );
-        let route = Entry {
-            matches: vec![FieldMatch::Masked {
-                value: 0x0a00_0202,
-                mask: prefix_mask(32, 32),
-            }],
-            priority: 0,
-            action: ActionCall {
-                action: set_nexthop,
-                args: vec![2],
-            },
-        };
+        let route = masked(0x0a00_0202, prefix_mask(32, 32), set_nexthop, vec![2]);
         switch.add_entry(lpm, route).expect("a route");
-        let hop = Entry {
-            matches: vec![FieldMatch::Masked {
-                value: 2,
-                mask: 0xffff,
-            }],
-            priority: 0,
-            action: ActionCall {
-                action: forward,
-                args: vec![2, 0xaa_0000_0002, 0x800_0000_0002],
-            },
-        };
+        let args = vec![2, 0xaa_0000_0002, 0x800_0000_0002];
+        let hop = masked(2, 0xffff, forward, args);
         switch.add_entry(nexthop, hop).expect("a next hop");
         switch
     };

@@ -431,29 +431,52 @@ impl Compiler {
                 let s = s as usize;
                 Box::new(move |x| x.slots[s])
             }
-            Expr::Arith {
+            // The common arithmetic operators inline (with the mask `ops::binop` applies),
+            // the others through `ops::binop`.
+            &Expr::Arith {
                 op,
                 width,
                 signed,
-                a,
-                b,
-            } => self.arith(*op, *width, *signed, a, b)?,
-            Expr::Compare {
+                ref a,
+                ref b,
+            } => {
+                let m = mask(width);
+                match op {
+                    ArithOp::Add => self.binary(a, b, move |x, y| x.wrapping_add(y) & m)?,
+                    ArithOp::Sub => self.binary(a, b, move |x, y| x.wrapping_sub(y) & m)?,
+                    ArithOp::BitAnd => self.binary(a, b, move |x, y| x & y & m)?,
+                    ArithOp::BitOr => self.binary(a, b, move |x, y| (x | y) & m)?,
+                    ArithOp::BitXor => self.binary(a, b, move |x, y| (x ^ y) & m)?,
+                    _ => self.binary(a, b, move |x, y| ops::binop(op, width, signed, x, y))?,
+                }
+            }
+            // Equality inline (under the mask: the same for signed values), the other
+            // comparisons through `ops::compare`.
+            &Expr::Compare {
                 op,
                 width,
                 signed,
-                a,
-                b,
-            } => self.compare(*op, *width, *signed, a, b)?,
-            Expr::Concat { a, b, b_width } => {
-                let (a, b, w) = (self.operand(a)?, self.operand(b)?, *b_width);
-                if w >= 128 {
-                    Box::new(move |x| {
-                        a.get(x);
-                        b.get(x)
-                    })
+                ref a,
+                ref b,
+            } => {
+                let m = mask(width);
+                match op {
+                    CompareOp::Eq => self.binary(a, b, move |x, y| u128::from((x ^ y) & m == 0))?,
+                    CompareOp::Ne => self.binary(a, b, move |x, y| u128::from((x ^ y) & m != 0))?,
+                    _ => self.binary(a, b, move |x, y| {
+                        u128::from(ops::compare(op, width, signed, x, y))
+                    })?,
+                }
+            }
+            &Expr::Concat {
+                ref a,
+                ref b,
+                b_width,
+            } => {
+                if b_width >= 128 {
+                    self.binary(a, b, |_, y| y)?
                 } else {
-                    Box::new(move |x| (a.get(x) << w) | b.get(x))
+                    self.binary(a, b, move |x, y| (x << b_width) | y)?
                 }
             }
             Expr::Slice { arg, lo, width } => {
@@ -514,47 +537,17 @@ impl Compiler {
         })
     }
 
-    /// An arithmetic node: the common operators inline (with the mask `ops::binop` applies),
-    /// the others through `ops::binop`.
-    fn arith(
+    /// A node of two operands, evaluated in order, combined by `f`.
+    fn binary(
         &mut self,
-        op: ArithOp,
-        width: u16,
-        signed: bool,
         a: &Expr,
         b: &Expr,
+        f: impl Fn(u128, u128) -> u128 + Send + Sync + 'static,
     ) -> Result<ExprFn, Unsupported> {
-        let (a, b, m) = (self.operand(a)?, self.operand(b)?, mask(width));
-        Ok(match op {
-            ArithOp::Add => Box::new(move |x| a.get(x).wrapping_add(b.get(x)) & m),
-            ArithOp::Sub => Box::new(move |x| a.get(x).wrapping_sub(b.get(x)) & m),
-            ArithOp::BitAnd => Box::new(move |x| a.get(x) & b.get(x) & m),
-            ArithOp::BitOr => Box::new(move |x| (a.get(x) | b.get(x)) & m),
-            ArithOp::BitXor => Box::new(move |x| (a.get(x) ^ b.get(x)) & m),
-            _ => Box::new(move |x| {
-                let (va, vb) = (a.get(x), b.get(x));
-                ops::binop(op, width, signed, va, vb)
-            }),
-        })
-    }
-
-    /// A comparison node: unsigned equality inline, the others through `ops::compare`.
-    fn compare(
-        &mut self,
-        op: CompareOp,
-        width: u16,
-        signed: bool,
-        a: &Expr,
-        b: &Expr,
-    ) -> Result<ExprFn, Unsupported> {
-        let (a, b, m) = (self.operand(a)?, self.operand(b)?, mask(width));
-        Ok(match op {
-            CompareOp::Eq => Box::new(move |x| u128::from((a.get(x) ^ b.get(x)) & m == 0)),
-            CompareOp::Ne => Box::new(move |x| u128::from((a.get(x) ^ b.get(x)) & m != 0)),
-            _ => Box::new(move |x| {
-                let (va, vb) = (a.get(x), b.get(x));
-                u128::from(ops::compare(op, width, signed, va, vb))
-            }),
-        })
+        let (a, b) = (self.operand(a)?, self.operand(b)?);
+        Ok(Box::new(move |x| {
+            let va = a.get(x);
+            f(va, b.get(x))
+        }))
     }
 }
