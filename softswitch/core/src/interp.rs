@@ -37,7 +37,7 @@ pub struct Exec<'a> {
     /// The compiled form of the program's blocks, when the switch runs it compiled: a block
     /// it holds runs compiled, every other one here.
     compiled: Option<&'a CompiledProgram>,
-    pub(crate) state: &'a mut State,
+    state: &'a mut State,
     /// The packet's slots.
     pub slots: &'a mut [u128],
     data: &'a [u8],
@@ -46,14 +46,14 @@ pub struct Exec<'a> {
     /// Architecture requests.
     pub effects: &'a mut Effects,
     now_us: u64,
-    pub(crate) abort: Option<Flow>,
+    abort: Option<Flow>,
     out: Option<BitWriter>,
     /// The table and entry of the last hit, for `direct_meter.read`.
     last_hit: Option<(usize, usize)>,
     /// Loop work this run may still do (from [`ir::MAX_LOOP_WORK`]).
     loop_budget: usize,
     /// How many loops enclose the statement running.
-    pub(crate) loops: usize,
+    loops: usize,
     /// Whether the log has the note that the loop budget is spent.
     loop_limit_noted: bool,
     /// Where this packet's trace lines go, when the switch traces packets.
