@@ -253,6 +253,8 @@ pub fn options(
             port_io: softswitch_device::ports::PortIo::default(),
             thrift_addr: Some(thrift_addr),
             state_budget: target.state_budget,
+            // simple_switch's drop-in runs as simple_switch does: the interpreter.
+            execution: softswitch_core::switch::Execution::Interpreted,
             tls,
             dump_packet_data: crate::dump::PacketData(if logs_info {
                 args.dump_packet_data

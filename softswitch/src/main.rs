@@ -62,6 +62,11 @@ enum Command {
         /// (RESOURCE_EXHAUSTED).
         #[arg(long, value_name = "BYTES", default_value_t = softswitch_core::budget::DEFAULT_STATE_BUDGET, value_parser = crate::run::parse_state_budget)]
         state_budget: usize,
+        /// How the switch runs the P4 program: interpreted (the reference, the default) or
+        /// compiled (each block lowered into closures at load; a block that does not compile
+        /// runs interpreted, with a warning saying why).
+        #[arg(long, value_name = "interpreted|compiled", default_value = "interpreted", value_parser = crate::run::parse_execution)]
+        execution: softswitch_core::switch::Execution,
         /// Log the first N bytes of every frame received and sent, in hex, at info level
         /// (BMv2's --dump-packet-data; 0, the default, logs none).
         #[arg(long, value_name = "N", default_value_t = 0)]
@@ -207,6 +212,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             port_io,
             thrift_addr,
             state_budget,
+            execution,
             dump_packet_data,
             tls_cert,
             tls_key,
@@ -230,6 +236,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 port_io,
                 thrift_addr,
                 state_budget,
+                execution,
                 dump_packet_data: crate::dump::PacketData(dump_packet_data),
                 tls: tls_cert.zip(tls_key).map(|(cert, key)| TlsFiles {
                     cert,

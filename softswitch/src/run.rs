@@ -10,6 +10,7 @@ use anyhow::Context as _;
 use crate::dump::PacketData;
 use crate::pcap::Capture;
 use crate::taps::{self, Tapped};
+use softswitch_core::switch::Execution;
 use softswitch_device::ports::{self, PortSpec};
 use softswitch_server::pipeline::Compiled;
 use softswitch_server::tls::{Tls, TlsFiles};
@@ -41,6 +42,17 @@ pub struct RunOptions {
     pub state_budget: usize,
     /// TLS for the gRPC services, if asked for (else they serve in the clear).
     pub tls: Option<TlsFiles>,
+    /// How the switch runs the program (`--execution`).
+    pub execution: Execution,
+}
+
+/// Reads an `--execution` value: `interpreted` or `compiled`.
+pub fn parse_execution(text: &str) -> Result<Execution, String> {
+    match text {
+        "interpreted" => Ok(Execution::Interpreted),
+        "compiled" => Ok(Execution::Compiled),
+        _ => Err("the execution is interpreted or compiled".into()),
+    }
 }
 
 /// The least and the most `--state-budget` takes: 1 MiB to 1 TiB.
@@ -144,11 +156,14 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         })
         .collect();
     let device = Device::start(options.device_id, transmitters, options.cpu_port, program);
-    let budget = options.state_budget;
+    let (budget, execution) = (options.state_budget, options.execution);
     device
         .engine
-        .call_blocking(move |e| e.set_state_budget(budget))
-        .context("setting the state budget")?;
+        .call_blocking(move |e| {
+            e.set_state_budget(budget);
+            e.set_execution(execution);
+        })
+        .context("setting the state budget and the execution")?;
     if let Some(addr) = options.thrift_addr {
         // Bound before the switch says it is up, so that a client started on that line finds it.
         let listener = std::net::TcpListener::bind(addr)

@@ -205,11 +205,12 @@ fn check_reads_a_program_from_a_pipe_and_an_endless_one_up_to_the_limit() {
 }
 
 #[test]
-fn run_refuses_ports_past_510_and_stf_refuses_an_endless_file() {
+fn run_refuses_ports_past_510_and_an_unknown_execution_and_stf_refuses_an_endless_file() {
     for args in [
         &["run", "--cpu-port", "511"][..],
         &["run", "--cpu-port", "65536"],
         &["run", "-i", "511@lo"],
+        &["run", "--execution", "jit"],
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_softswitch"))
             .args(args)
@@ -217,7 +218,12 @@ fn run_refuses_ports_past_510_and_stf_refuses_an_endless_file() {
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains("511") || stderr.contains("510"), "{stderr}");
+        assert!(
+            stderr.contains("511")
+                || stderr.contains("510")
+                || stderr.contains("the execution is interpreted or compiled"),
+            "{stderr}"
+        );
     }
     let out = softswitch(&[&corpus("basic.p4"), Path::new("/dev/zero")]);
     let stderr = String::from_utf8_lossy(&out.stderr);

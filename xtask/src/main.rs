@@ -2,7 +2,8 @@
 //!
 //! `setup` installs what is missing (idempotent, quick when nothing is), `test` runs setup, the
 //! format check, clippy and every test, `demo` runs the labs (ECN, incast, PFC, load balancing), `bench` the benchmarks,
-//! `fuzz-diff` a long differential run of softswitch against BMv2, `codegen` regenerates the
+//! `fuzz-diff` a long differential run of softswitch against BMv2 and of softswitch's compiled
+//! path against its interpreter, `codegen` regenerates the
 //! kernel definitions.
 //!
 //! p4c and BMv2 come from the bundle `LOSSLESS_P4REF` names, else from PATH (the
@@ -37,8 +38,8 @@ enum Command {
         #[arg(value_enum)]
         target: BenchTarget,
     },
-    /// Setup, then the differential test of softswitch against BMv2 with many more cases than
-    /// `test` runs.
+    /// Setup, then the differential tests (softswitch against BMv2, softswitch's compiled path
+    /// against its interpreter) with many more cases than `test` runs.
     FuzzDiff {
         /// Random cases per program (each: random table entries, then random and mutated
         /// packets).

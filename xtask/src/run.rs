@@ -265,8 +265,10 @@ pub fn bench_sim() -> anyhow::Result<()> {
     Cmd::new(build_bench("bench-sim", "lossless", "lossless")?).run()
 }
 
-/// The differential test of softswitch against BMv2 (`softswitch/tests/differential/`) with
-/// `cases` random cases per program from seed `seed` on, instead of the few `test` runs.
+/// The differential tests, softswitch against BMv2 (`softswitch/tests/differential/`) and the
+/// compiled path against the interpreter (`softswitch/tests/compiled.rs`), with `cases` random
+/// cases per program (per STF test, for the second) from seed `seed` on, instead of the few
+/// `test` runs.
 pub fn fuzz_diff(cases: u32, seed: Option<u64>) -> anyhow::Result<()> {
     let seed = seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
@@ -282,6 +284,8 @@ pub fn fuzz_diff(cases: u32, seed: Option<u64>) -> anyhow::Result<()> {
             "softswitch",
             "--test",
             "differential",
+            "--test",
+            "compiled",
             "--",
             "--nocapture",
         ])

@@ -1,23 +1,40 @@
-//! Interpreter throughput, one core, no I/O: packets/s and ns/packet for IPv4 LPM forwarding
-//! with 1,000 routes (corpus `basic.p4`) and for ECN marking with ECMP (corpus `ecn_ecmp.p4`).
-//! Run with `cargo bench -p softswitch-core --bench interpreter`.
+//! Interpreter and compiled-path throughput, one core, no I/O: frames per CPU second of the
+//! thread (and ns of CPU per frame) for IPv4 LPM forwarding with 1,000 routes (corpus
+//! `basic.p4`), for ECN marking with ECMP (corpus `ecn_ecmp.p4`), for `tests/p4/ipv4_forward.p4`
+//! (the port benchmark's program) and for `dataplane-p4/lossless.p4` routing a RoCEv2 frame;
+//! each program on a switch running it interpreted and on one running it compiled
+//! (`softswitch_core::compiled`), in alternating rounds, with the ratio compiled / interpreted.
+//! Run with `cargo bench -p softswitch-core --bench interpreter` (append a name, e.g. `-- lpm`,
+//! to run one).
 #![forbid(unsafe_code)]
 
 use softswitch_core::ir::{ActionCall, Entry, FieldMatch};
-use softswitch_core::switch::{Clock, Switch};
+use softswitch_core::switch::{Clock, Execution, Switch};
 use softswitch_core::table::prefix_mask;
 use std::hint::black_box;
 use std::path::Path;
-use std::time::Instant;
 
 const PACKETS: usize = 400_000;
+/// Rounds of each path, alternating; the median is reported.
+const ROUNDS: usize = 3;
 
-fn load(name: &str) -> Switch {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/corpus")
-        .join(name);
+fn load(path: &str) -> Switch {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
     let compiled = softswitch_frontend::compile_file(&path).unwrap_or_else(|e| panic!("{e}"));
     Switch::new(compiled.program, Clock::Virtual(0))
+}
+
+fn corpus(name: &str) -> Switch {
+    load(&format!("../tests/corpus/{name}"))
+}
+
+/// The CPU time this thread has used, in ns (the scheduler's own count, which time spent
+/// waiting for a core does not inflate).
+fn cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .expect("/proc/thread-self/schedstat (Linux)")
 }
 
 /// The ids of table `table` and of its action `action`.
@@ -25,6 +42,16 @@ fn table_and_action(switch: &Switch, table: &str, action: &str) -> (usize, usize
     let table = switch.table_id(table).expect("the table");
     let action = switch.action_id(table, action).expect("the action");
     (table, action)
+}
+
+/// An entry of a one-key table matching `value` under `mask` (exact: the key's whole mask),
+/// running `action` with `args`.
+fn masked(value: u128, mask: u128, action: usize, args: Vec<u128>) -> Entry {
+    Entry {
+        matches: vec![FieldMatch::Masked { value, mask }],
+        priority: 0,
+        action: ActionCall { action, args },
+    }
 }
 
 /// A deterministic pseudo-random sequence (xorshift32).
@@ -46,47 +73,67 @@ fn ipv4_udp(dst: u32, src_port: u16) -> Vec<u8> {
     p
 }
 
-fn measure(name: &str, switch: &mut Switch, packets: &[Vec<u8>]) {
-    // Warm up, then time.
+/// CPU ns per packet of `switch` over `packets`, after a warm-up; how many it forwarded.
+fn cpu_per_packet(switch: &mut Switch, packets: &[Vec<u8>]) -> (f64, usize) {
     for p in packets.iter().take(10_000) {
         switch.receive(1, p.clone());
         black_box(switch.drain_outputs().count());
     }
-    let start = Instant::now();
+    let start = cpu_ns();
     let mut sent = 0usize;
     for i in 0..PACKETS {
         switch.receive(1, packets[i % packets.len()].clone());
         sent += switch.drain_outputs().count();
     }
-    let elapsed = start.elapsed();
-    let ns = elapsed.as_nanos() as f64 / PACKETS as f64;
+    ((cpu_ns() - start) as f64 / PACKETS as f64, sent)
+}
+
+/// Measures `switch` (set up, interpreted) against a copy of its set-up that runs compiled.
+fn measure(name: &str, setup: impl Fn() -> Switch, packets: &[Vec<u8>]) {
+    let mut interpreted = setup();
+    let mut compiled = setup();
+    compiled.set_execution(Execution::Compiled);
+    assert!(
+        compiled.compile_fallbacks().is_empty(),
+        "{:?}",
+        compiled.compile_fallbacks()
+    );
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let mut sent = 0;
+    for _ in 0..ROUNDS {
+        let (ns, n) = cpu_per_packet(&mut interpreted, packets);
+        a.push(ns);
+        sent = n;
+        b.push(cpu_per_packet(&mut compiled, packets).0);
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (a, b) = (median(a), median(b));
     println!(
-        "{name}: {:.0} packets/s, {ns:.0} ns/packet ({sent} of {PACKETS} forwarded)",
-        1e9 / ns
+        "{name}: interpreted {:.0} packets/CPU-s ({a:.0} ns), compiled {:.0} packets/CPU-s \
+         ({b:.0} ns), compiled / interpreted {:.2} ({sent} of {PACKETS} forwarded)",
+        1e9 / a,
+        1e9 / b,
+        a / b
     );
 }
 
 fn lpm_1000_routes() {
-    let mut switch = load("basic.p4");
+    let mut switch = corpus("basic.p4");
     let (table, action) = table_and_action(&switch, "MyIngress.ipv4_lpm", "MyIngress.ipv4_forward");
     let mut rng = 0x1234_5678;
     let mut prefixes = Vec::new();
+    let mut entries = Vec::new();
     while prefixes.len() < 1000 {
         let len = [16u16, 20, 24, 28][prefixes.len() % 4];
         let value = next(&mut rng) & prefix_mask(32, len) as u32;
-        let entry = Entry {
-            matches: vec![FieldMatch::Masked {
-                value: u128::from(value),
-                mask: prefix_mask(32, len),
-            }],
-            priority: 0,
-            action: ActionCall {
-                action,
-                args: vec![0x0000_0000_0a0a, u128::from(next(&mut rng) % 8)],
-            },
-        };
-        if switch.add_entry(table, entry).is_ok() {
+        let args = vec![0x0000_0000_0a0a, u128::from(next(&mut rng) % 8)];
+        let entry = masked(u128::from(value), prefix_mask(32, len), action, args);
+        if switch.add_entry(table, entry.clone()).is_ok() {
             prefixes.push((value, len));
+            entries.push(entry);
         }
     }
     let packets: Vec<Vec<u8>> = (0..4096)
@@ -96,42 +143,32 @@ fn lpm_1000_routes() {
             ipv4_udp(value | host, i as u16)
         })
         .collect();
-    measure("ipv4_lpm_1000_routes", &mut switch, &packets);
+    let setup = || {
+        let mut switch = corpus("basic.p4");
+        for e in &entries {
+            switch.add_entry(table, e.clone()).expect("a route");
+        }
+        switch
+    };
+    measure("ipv4_lpm_1000_routes", setup, &packets);
 }
 
-fn ecn_ecmp() {
-    let mut switch = load("ecn_ecmp.p4");
+fn ecn_ecmp_switch() -> Switch {
+    let mut switch = corpus("ecn_ecmp.p4");
     let (group, select) =
         table_and_action(&switch, "MyIngress.ecmp_group", "MyIngress.set_ecmp_select");
     let (nhop, set_nhop) = table_and_action(&switch, "MyIngress.ecmp_nhop", "MyIngress.set_nhop");
-    let lpm = |v: u32, len: u16| FieldMatch::Masked {
-        value: u128::from(v),
-        mask: prefix_mask(32, len),
-    };
-    let entry = Entry {
-        matches: vec![lpm(0x0a00_0000, 8)],
-        priority: 0,
-        action: ActionCall {
-            action: select,
-            args: vec![0, 2],
-        },
-    };
+    let entry = masked(0x0a00_0000, prefix_mask(32, 8), select, vec![0, 2]);
     switch.add_entry(group, entry).expect("a route");
     for sel in 0..2u128 {
         let args = vec![0x0a0a_0a0a_0a00 + sel, 0xc0a8_0000 + sel, 2 + sel];
-        let entry = Entry {
-            matches: vec![FieldMatch::Masked {
-                value: sel,
-                mask: 0x3fff,
-            }],
-            priority: 0,
-            action: ActionCall {
-                action: set_nhop,
-                args,
-            },
-        };
+        let entry = masked(sel, 0x3fff, set_nhop, args);
         switch.add_entry(nhop, entry).expect("a next hop");
     }
+    switch
+}
+
+fn ecn_ecmp() {
     let mut rng = 0x9abc_def0;
     let packets: Vec<Vec<u8>> = (0..4096)
         .map(|_| {
@@ -141,7 +178,48 @@ fn ecn_ecmp() {
             )
         })
         .collect();
-    measure("ecn_ecmp", &mut switch, &packets);
+    measure("ecn_ecmp", ecn_ecmp_switch, &packets);
+}
+
+/// The port benchmark's program (its routes are `const entries`) on a frame it routes.
+fn ipv4_forward() {
+    let packets = vec![ipv4_udp(0x0a00_0209, 4791)];
+    measure(
+        "ipv4_forward",
+        || load("../../tests/p4/ipv4_forward.p4"),
+        &packets,
+    );
+}
+
+/// lossless.p4 routing a RoCEv2 frame (dataplane-p4/tests/forwarding.stf's first) to port 2.
+fn lossless() {
+    let setup = || {
+        let mut switch = load("../../dataplane-p4/lossless.p4");
+        let (lpm, set_nexthop) = table_and_action(
+            &switch,
+            "LosslessIngress.ipv4_lpm",
+            "LosslessIngress.set_nexthop",
+        );
+        let (nexthop, forward) = table_and_action(
+            &switch,
+            "LosslessIngress.nexthop",
+            "LosslessIngress.forward",
+        );
+        let route = masked(0x0a00_0202, prefix_mask(32, 32), set_nexthop, vec![2]);
+        switch.add_entry(lpm, route).expect("a route");
+        let args = vec![2, 0xaa_0000_0002, 0x800_0000_0002];
+        let hop = masked(2, 0xffff, forward, args);
+        switch.add_entry(nexthop, hop).expect("a next hop");
+        switch
+    };
+    let frame =
+        "00aa000000010800000000010800456a004c00014000401123340a0001010a000202c00012b7003800\
+                 000400ffff0000002100000007000102030405060708090a0b0c0d0e0f101112131415161718191a\
+                 1b1c1d1e1f8415647b";
+    let bytes = (0..frame.len() / 2)
+        .map(|i| u8::from_str_radix(&frame[2 * i..2 * i + 2], 16).expect("hex"))
+        .collect();
+    measure("lossless", setup, &[bytes]);
 }
 
 fn main() {
@@ -158,5 +236,11 @@ fn main() {
     }
     if wanted("ecn_ecmp") {
         ecn_ecmp();
+    }
+    if wanted("ipv4_forward") {
+        ipv4_forward();
+    }
+    if wanted("lossless") {
+        lossless();
     }
 }

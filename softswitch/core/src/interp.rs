@@ -2,6 +2,7 @@
 //! Parser errors, `exit` and `return` travel as a [`Flow`].
 
 use crate::bits::{read_bits, BitWriter};
+use crate::compiled::{CompiledParser, CompiledProgram};
 use crate::externs::{self, Effects, Machine};
 use crate::hash::{self, Algorithm};
 use crate::ir::{
@@ -33,6 +34,9 @@ pub enum Flow {
 /// The run of one packet through one block.
 pub struct Exec<'a> {
     prog: &'a Program,
+    /// The compiled form of the program's blocks, when the switch runs it compiled: a block
+    /// it holds runs compiled, every other one here.
+    compiled: Option<&'a CompiledProgram>,
     state: &'a mut State,
     /// The packet's slots.
     pub slots: &'a mut [u128],
@@ -118,6 +122,7 @@ impl<'a> Exec<'a> {
     ) -> Self {
         Exec {
             prog,
+            compiled: None,
             state,
             slots,
             data,
@@ -134,6 +139,12 @@ impl<'a> Exec<'a> {
         }
     }
 
+    /// Runs the blocks `compiled` holds compiled.
+    pub(crate) fn with_compiled(mut self, compiled: Option<&'a CompiledProgram>) -> Self {
+        self.compiled = compiled;
+        self
+    }
+
     fn error_code(&self, name: &str) -> u128 {
         self.prog.errors.iter().position(|e| e == name).unwrap_or(0) as u128
     }
@@ -142,16 +153,25 @@ impl<'a> Exec<'a> {
     pub fn parse(&mut self) -> Result<(), u128> {
         let parser = block_name::PARSER;
         trace_line!(self.trace, Level::Debug, "Parser '{parser}': start");
-        let result = self.run_parser(&self.prog.parser);
+        let compiled = self.compiled.and_then(|c| c.parser());
+        let result = self.run_parser(&self.prog.parser, compiled);
         if let Some(t) = &mut self.trace {
             trace_parsed(t, self.prog, result);
         }
         result
     }
 
-    /// Runs a parser's state machine from `start` to `accept` (`Ok`) or an error (`Err`).
-    fn run_parser(&mut self, p: &'a ir::ParserIr) -> Result<(), u128> {
-        self.run(&p.init);
+    /// Runs a parser's state machine from `start` to `accept` (`Ok`) or an error (`Err`), its
+    /// statements compiled if `compiled` is given; the transitions run here either way.
+    fn run_parser(
+        &mut self,
+        p: &'a ir::ParserIr,
+        compiled: Option<&'a CompiledParser>,
+    ) -> Result<(), u128> {
+        match compiled {
+            Some(c) => c.init().run(self),
+            None => self.run(&p.init),
+        };
         let mut state = 0;
         for _ in 0..PARSER_STEP_LIMIT {
             let s = &p.states[state];
@@ -162,7 +182,11 @@ impl<'a> Exec<'a> {
                 block_name::PARSER,
                 s.name
             );
-            if let Flow::Reject(code) = self.run(&s.stmts) {
+            let flow = match compiled {
+                Some(c) => c.state(state).run(self),
+                None => self.run(&s.stmts),
+            };
+            if let Flow::Reject(code) = flow {
                 return Err(code);
             }
             let target = match &s.transition {
@@ -231,7 +255,10 @@ impl<'a> Exec<'a> {
         if let Some(t) = &mut self.trace {
             trace_pipeline(t, block, "start");
         }
-        self.run(&self.prog.controls[block].body);
+        match self.compiled.and_then(|c| c.control(block)) {
+            Some(body) => body.run(self),
+            None => self.run(&self.prog.controls[block].body),
+        };
         if let Some(t) = &mut self.trace {
             trace_pipeline(t, block, "end");
         }
@@ -249,11 +276,23 @@ impl<'a> Exec<'a> {
     }
 
     fn run(&mut self, stmts: &[Stmt]) -> Flow {
+        self.run_with(stmts, Self::stmt)
+    }
+
+    /// Runs statements one after the other with `step` (the interpreter's, or a compiled
+    /// statement's call), charging loop work inside loops and stopping at the first that does
+    /// not end normally or that aborts the block.
+    #[inline]
+    pub(crate) fn run_with<T>(
+        &mut self,
+        stmts: &[T],
+        step: impl Fn(&mut Self, &T) -> Flow,
+    ) -> Flow {
         for s in stmts {
             if self.loops > 0 && !self.loop_work() {
                 return Flow::Exit;
             }
-            let f = self.stmt(s);
+            let f = step(self, s);
             if let Some(a) = self.abort.take() {
                 return a;
             }
@@ -264,7 +303,7 @@ impl<'a> Exec<'a> {
         Flow::Next
     }
 
-    fn stmt(&mut self, s: &Stmt) -> Flow {
+    pub(crate) fn stmt(&mut self, s: &Stmt) -> Flow {
         match s {
             Stmt::Assign(place, e) => {
                 let v = self.val(e);
@@ -290,18 +329,15 @@ impl<'a> Exec<'a> {
             }
             Stmt::If(c, t, e, cond) => {
                 let c = self.val(c);
-                // An exit in an action the condition applied ends the block at once.
-                if self.abort.is_some() {
-                    return Flow::Next;
-                }
-                if let Some(trace) = &mut self.trace {
-                    trace_condition(trace, self.prog, *cond, c != 0);
-                }
-                return if c != 0 { self.run(t) } else { self.run(e) };
+                return match self.branch(c, *cond) {
+                    Some(true) => self.run(t),
+                    Some(false) => self.run(e),
+                    None => Flow::Next,
+                };
             }
             Stmt::Switch { on, cases, default } => {
                 let v = self.val(on);
-                return self.run_case(v, cases, default);
+                return self.run_case::<_, [Stmt]>(v, cases, default, Self::run);
             }
             Stmt::SwitchAction {
                 table,
@@ -309,12 +345,18 @@ impl<'a> Exec<'a> {
                 default,
             } => {
                 let (_, action) = self.apply(*table);
-                return self.run_case(action, cases, default);
+                return self.run_case::<_, [Stmt]>(action, cases, default, Self::run);
             }
             Stmt::Apply(t) => {
                 self.apply(*t);
             }
-            Stmt::Invoke(inv) => return self.invoke(inv),
+            Stmt::Invoke(inv) => {
+                return self.invoke_with(
+                    inv.body,
+                    |x| x.run(&inv.copy_in),
+                    |x| x.run(&inv.copy_out),
+                )
+            }
             Stmt::Extern(call) => return self.extern_call(call),
             Stmt::Exit => return Flow::Exit,
             Stmt::Return => return Flow::Return,
@@ -325,30 +367,59 @@ impl<'a> Exec<'a> {
         Flow::Next
     }
 
-    /// Runs a [`Stmt::Loop`] within the run's loop budget ([`ir::MAX_LOOP_WORK`]); past it,
-    /// the block ends as at `exit`.
+    /// After an `if`'s condition (the condition's index in the trace names `cond`) evaluated
+    /// to `c`: whether the `then` branch runs, traced; `None` when evaluating it exited (an
+    /// exit in an action the condition applied ends the block at once).
+    #[inline]
+    pub(crate) fn branch(&mut self, c: u128, cond: Option<u32>) -> Option<bool> {
+        if self.abort.is_some() {
+            return None;
+        }
+        if let Some(trace) = &mut self.trace {
+            trace_condition(trace, self.prog, cond, c != 0);
+        }
+        Some(c != 0)
+    }
+
     fn run_loop(&mut self, cond: &Expr, body: &[Stmt], update: &[Stmt]) -> Flow {
+        self.run_loop_with(|x| x.val(cond), |x| x.run(body), |x| x.run(update))
+    }
+
+    /// Runs a [`Stmt::Loop`] (its condition, body and update given as what evaluates and runs
+    /// them) within the run's loop budget ([`ir::MAX_LOOP_WORK`]); past it, the block ends as
+    /// at `exit`.
+    pub(crate) fn run_loop_with(
+        &mut self,
+        cond: impl Fn(&mut Self) -> u128,
+        body: impl Fn(&mut Self) -> Flow,
+        update: impl Fn(&mut Self) -> Flow,
+    ) -> Flow {
         self.loops += 1;
         let f = self.iterate(cond, body, update);
         self.loops -= 1;
         f
     }
 
-    fn iterate(&mut self, cond: &Expr, body: &[Stmt], update: &[Stmt]) -> Flow {
+    fn iterate(
+        &mut self,
+        cond: impl Fn(&mut Self) -> u128,
+        body: impl Fn(&mut Self) -> Flow,
+        update: impl Fn(&mut Self) -> Flow,
+    ) -> Flow {
         loop {
             if !self.loop_work() {
                 return Flow::Exit;
             }
-            let c = self.val(cond);
+            let c = cond(self);
             if self.abort.is_some() || c == 0 {
                 return Flow::Next;
             }
-            match self.run(body) {
+            match body(self) {
                 Flow::Next | Flow::Continue => {}
                 Flow::Break => return Flow::Next,
                 other => return other,
             }
-            match self.run(update) {
+            match update(self) {
                 Flow::Next | Flow::Continue => {}
                 Flow::Break => return Flow::Next,
                 other => return other,
@@ -373,13 +444,16 @@ impl<'a> Exec<'a> {
         false
     }
 
-    /// Runs the body of the first case whose labels hold `key`, else `default`; nothing when
-    /// evaluating the key exited (an exit in an action the key applied ends the block at once).
-    fn run_case<K: PartialEq>(
+    /// Runs (with `run`) the body of the first case whose labels hold `key`, else `default`;
+    /// nothing when evaluating the key exited (an exit in an action the key applied ends the
+    /// block at once).
+    #[inline]
+    pub(crate) fn run_case<K: PartialEq, B: ?Sized>(
         &mut self,
         key: K,
-        cases: &[(Vec<K>, Vec<Stmt>)],
-        default: &[Stmt],
+        cases: &[(Vec<K>, impl std::borrow::Borrow<B>)],
+        default: &B,
+        run: impl Fn(&mut Self, &B) -> Flow,
     ) -> Flow {
         if self.abort.is_some() {
             return Flow::Next;
@@ -387,17 +461,25 @@ impl<'a> Exec<'a> {
         let body = cases
             .iter()
             .find(|(labels, _)| labels.contains(&key))
-            .map_or(default, |(_, body)| body);
-        self.run(body)
+            .map_or(default, |(_, body)| body.borrow());
+        run(self, body)
     }
 
-    fn invoke(&mut self, inv: &ir::Invoke) -> Flow {
-        let f = self.run(&inv.copy_in);
+    /// Calls body `body` between `copy_in` and `copy_out` (which copy its arguments in and
+    /// out); an `exit` in it is the caller's.
+    #[inline]
+    pub(crate) fn invoke_with(
+        &mut self,
+        body: usize,
+        copy_in: impl FnOnce(&mut Self) -> Flow,
+        copy_out: impl FnOnce(&mut Self) -> Flow,
+    ) -> Flow {
+        let f = copy_in(self);
         if f != Flow::Next {
             return f;
         }
-        let f = self.run(&self.prog.bodies[inv.body].stmts);
-        self.run(&inv.copy_out);
+        let f = self.run_body(body);
+        copy_out(self);
         if f == Flow::Exit {
             Flow::Exit
         } else {
@@ -405,8 +487,26 @@ impl<'a> Exec<'a> {
         }
     }
 
+    /// The value of a call as an expression, once it ran with outcome `f`: its return slot's
+    /// (0 without one); an `exit` in it aborts the block.
+    #[inline]
+    pub(crate) fn called_value(&mut self, f: Flow, ret: Option<Slot>) -> u128 {
+        if f == Flow::Exit {
+            self.abort = Some(Flow::Exit);
+        }
+        ret.map_or(0, |r| self.slots[r as usize])
+    }
+
+    /// Runs action or function body `body`, compiled if the program's compiled form has it.
+    fn run_body(&mut self, body: usize) -> Flow {
+        match self.compiled.and_then(|c| c.body(body)) {
+            Some(b) => b.run(self),
+            None => self.run(&self.prog.bodies[body].stmts),
+        }
+    }
+
     /// Applies a table: looks up, counts, binds action data, runs the action.
-    fn apply(&mut self, t: usize) -> (bool, usize) {
+    pub(crate) fn apply(&mut self, t: usize) -> (bool, usize) {
         let table = &self.prog.tables[t];
         let mut keys = std::mem::take(&mut self.state.key_buffer);
         keys.clear();
@@ -432,7 +532,8 @@ impl<'a> Exec<'a> {
             _ => None,
         };
         let action = action_call(self.state, t, hit, member).action;
-        let body = &self.prog.bodies[self.prog.actions[action].body];
+        let body_index = self.prog.actions[action].body;
+        let body = &self.prog.bodies[body_index];
         let binding = table
             .bindings
             .iter()
@@ -448,7 +549,7 @@ impl<'a> Exec<'a> {
         for (p, v) in body.params.iter().filter(|p| p.action_data).zip(call.args) {
             self.slots[p.slot as usize] = *v;
         }
-        if self.run(&body.stmts) == Flow::Exit {
+        if self.run_body(body_index) == Flow::Exit {
             self.abort = Some(Flow::Exit);
         }
         if let Some(b) = binding {
@@ -563,10 +664,9 @@ impl<'a> Exec<'a> {
             }
             Expr::TableHit { table, miss } => u128::from(self.apply(*table).0 != *miss),
             Expr::Invoke(inv) => {
-                if self.invoke(inv) == Flow::Exit {
-                    self.abort = Some(Flow::Exit);
-                }
-                inv.ret.map_or(0, |r| self.slots[r as usize])
+                let f =
+                    self.invoke_with(inv.body, |x| x.run(&inv.copy_in), |x| x.run(&inv.copy_out));
+                self.called_value(f, inv.ret)
             }
             Expr::Lookahead {
                 offset,
@@ -612,7 +712,7 @@ impl<'a> Exec<'a> {
         }
     }
 
-    fn store(&mut self, place: &Place, v: u128) {
+    pub(crate) fn store(&mut self, place: &Place, v: u128) {
         match place {
             Place::Slice { inner, lo, width } => {
                 let old = self.load(inner);
@@ -767,7 +867,7 @@ impl<'a> Exec<'a> {
         Flow::Next
     }
 
-    fn extern_call(&mut self, call: &ExternCall) -> Flow {
+    pub(crate) fn extern_call(&mut self, call: &ExternCall) -> Flow {
         match call {
             ExternCall::Call { ext, args } => {
                 if let Err(code) = externs::get(*ext).execute(args, self) {
@@ -781,7 +881,8 @@ impl<'a> Exec<'a> {
                 copy_out,
             } => {
                 self.run(copy_in);
-                let result = self.run_parser(&self.prog.subparsers[*parser]);
+                let compiled = self.compiled.and_then(|c| c.subparser(*parser));
+                let result = self.run_parser(&self.prog.subparsers[*parser], compiled);
                 self.run(copy_out);
                 if let Err(code) = result {
                     return Flow::Reject(code);

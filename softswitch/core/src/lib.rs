@@ -1,7 +1,8 @@
 //! softswitch-core: what runs a lowered P4_16 v1model program, as BMv2's `bm_sim` does.
 //!
 //! The [`ir`] is what the front end lowers a program to (with its own operators, [`ops`]); a
-//! [`switch::Switch`] runs it: `interp` executes one packet's blocks over its slots (the
+//! [`switch::Switch`] runs it: `interp` executes one packet's blocks over its slots (or, where [`compiled`] lowered them
+//! into closures at load, runs them compiled) (the
 //! externs, one module each behind a trait, are in [`externs`]; what P4 code reads and writes
 //! is the switch's `state`), [`table`]
 //! holds the match structures, [`meter`] and [`hash`] the externs' arithmetic, [`tm`] the
@@ -16,6 +17,7 @@
 
 pub mod bits;
 pub mod budget;
+pub mod compiled;
 pub mod externs;
 pub mod hash;
 pub(crate) mod interp;

@@ -5,6 +5,7 @@
 //! switch's runtime interface, in [`runtime`].
 
 use crate::budget::Budget;
+use crate::compiled::{self, CompiledProgram, Fallback};
 use crate::externs::Effects;
 use crate::interp::Exec;
 use crate::ir::{self, block, Program, Slot};
@@ -151,6 +152,17 @@ pub enum Serving {
     OnTransmit,
 }
 
+/// How the switch runs the program's blocks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Execution {
+    /// The interpreter walks the IR: the reference, and the default.
+    #[default]
+    Interpreted,
+    /// Each block runs compiled into closures ([`crate::compiled`]) where it compiles,
+    /// interpreted where it does not ([`Switch::compile_fallbacks`]).
+    Compiled,
+}
+
 /// Packets the switch dropped, by why.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Drops {
@@ -225,6 +237,8 @@ pub(crate) struct Queued {
 pub struct Switch {
     /// The program, shared by every switch that runs it (a simulated fabric has hundreds).
     program: Arc<Program>,
+    /// The program's compiled blocks, when it runs compiled ([`Execution::Compiled`]).
+    compiled: Option<Arc<CompiledProgram>>,
     /// Tables, registers, counters, meters.
     state: State,
     /// The traffic manager.
@@ -262,6 +276,7 @@ impl Switch {
         let state = State::new(&program);
         Switch {
             program,
+            compiled: None,
             state,
             tm: TrafficManager::default(),
             clock,
@@ -302,6 +317,43 @@ impl Switch {
     /// interpreter formats nothing per packet.
     pub fn set_trace(&mut self, sink: Option<(Box<dyn TraceSink>, Level)>) {
         self.tracer = sink.map(|(sink, level)| Tracer { sink, level });
+    }
+
+    /// Chooses how the program runs. [`Execution::Compiled`] compiles it (once: a switch that
+    /// runs compiled already keeps its compiled form) and logs each block that runs
+    /// interpreted instead, with why, in the switch's log.
+    pub fn set_execution(&mut self, execution: Execution) {
+        self.set_execution_within(execution, compiled::MAX_BLOCK_NODES);
+    }
+
+    /// [`Switch::set_execution`], compiling only the blocks of at most `max_block_nodes` IR
+    /// nodes (a test's way to run a program partly compiled).
+    pub fn set_execution_within(&mut self, execution: Execution, max_block_nodes: usize) {
+        match execution {
+            Execution::Interpreted => self.compiled = None,
+            Execution::Compiled if self.compiled.is_some() => {}
+            Execution::Compiled => {
+                let c = compiled::compile(&self.program, max_block_nodes);
+                for f in c.fallbacks() {
+                    self.state.log(f.to_string());
+                }
+                self.compiled = Some(Arc::new(c));
+            }
+        }
+    }
+
+    /// How the program runs.
+    pub fn execution(&self) -> Execution {
+        match self.compiled {
+            Some(_) => Execution::Compiled,
+            None => Execution::Interpreted,
+        }
+    }
+
+    /// The blocks that run interpreted although the switch runs the program compiled, with
+    /// why (none when it runs interpreted).
+    pub fn compile_fallbacks(&self) -> &[Fallback] {
+        self.compiled.as_deref().map_or(&[], |c| c.fallbacks())
     }
 
     /// Sends a line about the switch to the trace, if it takes lines at `level`.
@@ -617,7 +669,8 @@ impl Switch {
             cursor,
             effects,
             now,
-        );
+        )
+        .with_compiled(self.compiled.as_deref());
         exec.trace = trace;
         exec
     }

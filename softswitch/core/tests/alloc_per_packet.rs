@@ -2,12 +2,13 @@
 //! allocations of [`Switch::receive`] and [`Switch::drain_outputs`] over frames of two programs
 //! (the corpus's `basic.p4`, IPv4 LPM forwarding as the P4 tutorials' `basic`, and dataplane-p4's
 //! `lossless.p4` through an ECMP group, ECN marking and its other per-packet tables), fed as the
-//! device engine feeds it: each frame in a buffer a frame the switch sent out before.
+//! device engine feeds it: each frame in a buffer a frame the switch sent out before; each
+//! program interpreted and compiled.
 //!
 //! A test binary of its own: the allocator is global, and one test at a time runs in it.
 
 use softswitch_core::ir::{ActionCall, Entry, FieldMatch};
-use softswitch_core::switch::{Clock, Switch};
+use softswitch_core::switch::{Clock, Execution, Switch};
 use softswitch_core::table::prefix_mask;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -154,9 +155,7 @@ fn ipv4_forwarding_allocates_nothing_per_packet_once_warm() {
         vec![lpm(0x0a00_0000, 8)],
         vec![0x0000_0000_0a0a, 2],
     );
-    let (allocations, sent) = count(&mut switch, false);
-    assert_eq!(sent, COUNTED, "every frame is forwarded");
-    assert_eq!(allocations, 0, "allocations over {COUNTED} frames");
+    assert_none_on_either_path(&mut switch, false);
 }
 
 #[test]
@@ -196,7 +195,19 @@ fn lossless_p4_allocates_nothing_per_packet_once_warm() {
             vec![member + 2, 0x0000_0000_0a0a, 0x0000_0000_0b0b],
         );
     }
-    let (allocations, sent) = count(&mut switch, true);
-    assert_eq!(sent, COUNTED, "every frame is forwarded");
-    assert_eq!(allocations, 0, "allocations over {COUNTED} frames");
+    assert_none_on_either_path(&mut switch, true);
+}
+
+/// Asserts that `switch` forwards every frame and allocates for none, interpreted and then
+/// compiled.
+fn assert_none_on_either_path(switch: &mut Switch, roce: bool) {
+    for execution in [Execution::Interpreted, Execution::Compiled] {
+        switch.set_execution(execution);
+        let (allocations, sent) = count(switch, roce);
+        assert_eq!(sent, COUNTED, "{execution:?}: every frame is forwarded");
+        assert_eq!(
+            allocations, 0,
+            "{execution:?}: allocations over {COUNTED} frames"
+        );
+    }
 }

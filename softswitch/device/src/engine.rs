@@ -24,7 +24,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use softswitch_core::switch::{Clock, DigestSent, Output, Switch};
+use softswitch_core::switch::{Clock, DigestSent, Execution, Output, Switch};
 
 use crate::batch::FrameBatch;
 
@@ -135,6 +135,8 @@ pub struct Engine<C: Controller> {
     pub counts: Counts,
     /// The state budget of every switch loaded (`softswitch_core::budget`).
     state_budget: usize,
+    /// How every switch loaded runs its program.
+    execution: Execution,
     started: Instant,
     /// The switch's outputs being sent (kept for its allocation).
     outputs: Vec<Output>,
@@ -166,6 +168,7 @@ impl<C: Controller> Engine<C> {
     pub fn load(&mut self, mut pipeline: C::Pipeline) {
         pipeline.switch_mut().set_trace(crate::trace::sink());
         pipeline.switch_mut().set_state_budget(self.state_budget);
+        Self::run_as(pipeline.switch_mut(), self.execution);
         self.pipeline = Some(pipeline);
         self.pace();
     }
@@ -176,6 +179,23 @@ impl<C: Controller> Engine<C> {
         self.state_budget = bytes;
         if let Some(p) = &mut self.pipeline {
             p.switch_mut().set_state_budget(bytes);
+        }
+    }
+
+    /// Sets how the running switch and every switch loaded after it run their program.
+    pub fn set_execution(&mut self, execution: Execution) {
+        self.execution = execution;
+        if let Some(p) = &mut self.pipeline {
+            Self::run_as(p.switch_mut(), execution);
+        }
+    }
+
+    /// Makes `switch` run its program as `execution` says, logging each block that runs
+    /// interpreted although it runs compiled.
+    fn run_as(switch: &mut Switch, execution: Execution) {
+        switch.set_execution(execution);
+        for fallback in switch.compile_fallbacks() {
+            tracing::warn!("{fallback}");
         }
     }
 
@@ -410,6 +430,7 @@ impl<C: Controller> EngineHandle<C> {
                     controller,
                     counts: Counts::default(),
                     state_budget: softswitch_core::budget::DEFAULT_STATE_BUDGET,
+                    execution: Execution::default(),
                     started: Instant::now(),
                     outputs: Vec::new(),
                     spare: Vec::new(),

@@ -913,8 +913,10 @@ impl Switch {
     /// (`reset_state`).
     pub fn reset_state(&mut self) {
         let limit = self.budget.limit();
+        let compiled = self.compiled.take();
         *self = Switch::new(self.program.clone(), self.clock);
         self.budget.set_limit(limit);
+        self.compiled = compiled;
     }
 
     // ---- the state budget ----
