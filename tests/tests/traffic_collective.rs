@@ -69,6 +69,18 @@ impl Ring {
             .join(",")
     }
 
+    /// Waits until `count` more frames than now have reached host `i`'s interface (a peer
+    /// is sending to it), failing after [`TIMEOUT`].
+    fn wait_for_frames(&self, i: usize, count: u64) {
+        let (ns, end) = &self.hosts[i];
+        let before = ns.rx_packets(&end.ifname).unwrap();
+        let deadline = Instant::now() + TIMEOUT;
+        while ns.rx_packets(&end.ifname).unwrap() < before + count {
+            assert!(Instant::now() < deadline, "no peer sent to rank {i}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// Starts rank `i` with `extra` options, its JSON summary on stdout.
     fn start(&self, i: usize, extra: &[&str]) -> Child {
         let (ns, end) = &self.hosts[i];
@@ -247,13 +259,7 @@ fn a_rank_started_late_is_waited_for() {
     let mut children: Vec<(usize, Child)> = (1..RANKS as usize)
         .map(|i| (i, ring.start(i, &options)))
         .collect();
-    let (ns, end) = &ring.hosts[0];
-    let before = ns.rx_packets(&end.ifname).unwrap();
-    let deadline = Instant::now() + TIMEOUT;
-    while ns.rx_packets(&end.ifname).unwrap() < before + 16 {
-        assert!(Instant::now() < deadline, "rank 3 never sent to rank 0");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    ring.wait_for_frames(0, 16);
     children.push((0, ring.start(0, &options)));
     for (i, child) in children {
         let s = finish(child, since);
@@ -398,12 +404,7 @@ fn a_lost_frame_is_naked_counted_on_both_hosts_and_resent() {
     let since = Instant::now();
     // Rank 1 first; rank 0 once rank 1 sends, so rank 0's first window finds rank 1 up.
     let rank1 = ring.start(1, &options);
-    let before = tx_ns.rx_packets(&tx.ifname).unwrap();
-    let deadline = Instant::now() + TIMEOUT;
-    while tx_ns.rx_packets(&tx.ifname).unwrap() < before + 16 {
-        assert!(Instant::now() < deadline, "rank 1 never sent to rank 0");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    ring.wait_for_frames(0, 16);
     let rank0 = ring.start(0, &options);
     let (rank0, rank1) = (finish(rank0, since), finish(rank1, since));
 

@@ -75,13 +75,10 @@ impl NakCode {
 
     /// The code of the low 5 bits `code`, or `None` for a reserved value.
     pub const fn from_code(code: u8) -> Option<NakCode> {
-        match code {
-            0 => Some(NakCode::PsnSequenceError),
-            1 => Some(NakCode::InvalidRequest),
-            2 => Some(NakCode::RemoteAccessError),
-            3 => Some(NakCode::RemoteOperationalError),
-            4 => Some(NakCode::InvalidRdRequest),
-            _ => None,
+        if (code as usize) < Self::COUNT {
+            Some(Self::ALL[code as usize])
+        } else {
+            None
         }
     }
 
