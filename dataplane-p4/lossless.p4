@@ -35,6 +35,15 @@ const bit<8>  IP_PROTO_TCP = 6;
 const bit<8>  IP_PROTO_UDP = 17;
 const bit<16> ROCEV2_PORT = 4791;
 const bit<8>  BTH_OPCODE_CNP = 0x81;
+const bit<8>  BTH_OPCODE_RC_ACK = 0x11;
+
+/* What an RC Acknowledge's AETH syndrome says, in its top three bits (InfiniBand 9.7.5.2.6);
+ * a NAK's low five bits are its code (0 PSN sequence error .. 4 invalid RD request). */
+const bit<3>  AETH_RNR_NAK = 1;
+const bit<3>  AETH_NAK = 3;
+/* The cells of nak_rx per port: NAK codes 0..4, then these two. */
+const bit<3>  NAK_RESERVED_CODE = 5;
+const bit<3>  NAK_RNR = 6;
 const bit<9>  DROP_PORT = 511;
 
 /* standard_metadata.instance_type values of BMv2. */
@@ -216,6 +225,10 @@ struct metadata {
     bit<24> cnp_qp;
     @field_list(1)
     bit<6>  cnp_dscp;
+    /* An RC Acknowledge's AETH syndrome (read ahead of the parser, not extracted), and
+     * whether there was one. */
+    bit<1>  rc_ack;
+    bit<8>  aeth_syndrome;
     /* A packet held for a paused port: its place in line, its passes, where it goes, and when
      * (µs) it was last sent round (BMv2 zeroes ingress_global_timestamp on recirculation). */
     @field_list(2)
@@ -316,6 +329,14 @@ parser LosslessParser(packet_in packet, out headers hdr, inout metadata meta,
     state parse_bth {
         packet.extract(hdr.bth);
         meta.dst_qp = hdr.bth.dstQP;
+        transition select(hdr.bth.opcode) {
+            BTH_OPCODE_RC_ACK: parse_aeth;
+            default: accept;
+        }
+    }
+    state parse_aeth {
+        meta.aeth_syndrome = packet.lookahead<bit<8>>();
+        meta.rc_ack = 1;
         transition accept;
     }
 }
@@ -336,6 +357,9 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
     counter<bit<32>>(GROUPS, CounterType.packets) flowlets;
     /* Per port: frames that arrived on it from the wire (recirculated packets not again). */
     counter<bit<32>>(PORTS, CounterType.packets_and_bytes) port_rx;
+    /* Per (ingress port, syndrome): RoCEv2 NAKs that arrived on it, cell (port << 3) | kind,
+     * kind 0..4 the NAK code, NAK_RESERVED_CODE a NAK with another code, NAK_RNR an RNR NAK. */
+    counter<bit<32>>(QUEUES, CounterType.packets) nak_rx;
     /* Per route: the packets that matched it. */
     direct_counter(CounterType.packets_and_bytes) route_hits;
 
@@ -632,6 +656,13 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
     apply {
         if (standard_metadata.instance_type == INSTANCE_NORMAL) {
             port_rx.count((bit<32>)standard_metadata.ingress_port);
+            /* An RC Acknowledge that is a NAK or an RNR NAK: counted by syndrome. */
+            if (meta.rc_ack == 1 && meta.aeth_syndrome[7:5] == AETH_RNR_NAK) {
+                nak_rx.count(queue_index(standard_metadata.ingress_port, NAK_RNR));
+            } else if (meta.rc_ack == 1 && meta.aeth_syndrome[7:5] == AETH_NAK) {
+                nak_rx.count(queue_index(standard_metadata.ingress_port,
+                    meta.aeth_syndrome[4:0] < 5 ? meta.aeth_syndrome[2:0] : NAK_RESERVED_CODE));
+            }
         }
         /* A PAUSE frame: record paused-until for each priority it names, then consume it. */
         if (hdr.pfc.isValid()) {

@@ -53,6 +53,7 @@ pub mod config;
 pub mod counters;
 pub mod lb;
 pub mod maps;
+pub mod nak;
 pub mod pfc;
 pub mod phantom_queue;
 pub mod programs;

@@ -36,6 +36,10 @@ macro_rules! map_table {
             QP_MAP: HashMap<u32, u32>[$crate::maps::QP_ENTRIES];
             /// Notification-point counters, per CPU.
             CNP_COUNTERS: PerCpuArray<u32, $crate::cnp::CnpCounters>[1];
+            /// NAKs by syndrome per hook (XDP: received, TC egress: sent), per CPU.
+            NAK_COUNTERS: PerCpuArray<u32, $crate::nak::NakCounters>[$crate::Hook::COUNT as u32];
+            /// NAKs by syndrome and hook per QP (the BTH DestQP), least recently used out.
+            NAK_QPS: LruHashMap<u32, $crate::nak::NakQpCounters>[$crate::maps::QP_ENTRIES];
             /// PFC generation profile per priority.
             PFC_PROFILES: Array<u32, $crate::pfc::PfcProfile>[$crate::PRIORITIES as u32];
             /// This host's ingress buffer per priority; shared by all CPUs.
@@ -206,7 +210,7 @@ map_table!(definitions);
 
 /// Entries of each prefix trie.
 pub const LB_PREFIX_ENTRIES: u32 = 1024;
-/// Entries of [`CNP_QPS`] and [`QP_MAP`].
+/// Entries of [`CNP_QPS`], [`NAK_QPS`] and [`QP_MAP`].
 pub const QP_ENTRIES: u32 = 4096;
 
 /// Index into [`QUEUES`] of the queue of `priority` at `hook`.
@@ -232,7 +236,7 @@ mod tests {
             );
             assert!(map.max_entries > 0, "{}", map.name);
         }
-        assert_eq!(ALL.len(), 25);
+        assert_eq!(ALL.len(), 27);
         assert_eq!(ECN_PROFILES.name(), "ECN_PROFILES");
         assert_eq!(QUEUES.spec.max_entries, 16);
         assert_eq!(LB_PREFIXES_V4.spec.key_size, 8);

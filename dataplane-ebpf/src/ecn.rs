@@ -12,21 +12,22 @@ use dataplane_common::{
 
 use crate::{
     maps::{COUNTERS, DSCP_PRIO, ECN_PROFILES, QUEUES, SETTINGS},
-    parse::{parse, Frame, Network, Parsed},
+    parse::{Network, Parsed},
 };
 
 const ECN_CE: u8 = 0b11;
 const ECN_NOT_ECT: u8 = 0b00;
 
-/// Runs the ECN mechanism on one frame of `len` bytes seen at `hook` at `now_ns`
-/// (`bpf_ktime_get_ns`, read once per frame by the caller), and returns the frame's priority.
+/// Runs the ECN mechanism on one frame of `len` bytes, parsed as `parsed` (a malformed frame is
+/// counted here by kind), seen at `hook` at `now_ns` (`bpf_ktime_get_ns`, read once per frame
+/// by the caller), and returns the frame's priority.
 ///
 /// `tag_pcp` is the PCP of a VLAN tag the kernel keeps outside the frame (TC with VLAN
 /// offload). `set_ce` marks the packet CE in place and returns whether it did.
 #[inline(always)]
 pub fn process<C: aya_ebpf::EbpfContext>(
     ctx: &C,
-    frame: &Frame,
+    parsed: Result<Parsed, ParseError>,
     len: u64,
     now_ns: u64,
     hook: Hook,
@@ -40,7 +41,7 @@ pub fn process<C: aya_ebpf::EbpfContext>(
     let counters: &mut HookCounters = unsafe { &mut *counters };
     let settings = SETTINGS.get(0).copied().unwrap_or(Settings::DEFAULT);
 
-    let parsed = match parse(frame) {
+    let parsed = match parsed {
         Ok(parsed) => Some(parsed),
         Err(kind) => {
             count_parse_error(counters, kind);

@@ -1,5 +1,6 @@
 //! The lossless eBPF programs: ECN marking by a RED profile over a phantom queue, at XDP
-//! (ingress) and at TC egress, PFC receive at XDP, and the CNP fast path at TC. One module
+//! (ingress) and at TC egress, NAK counting at both, PFC receive at XDP, and the CNP fast path
+//! at TC. One module
 //! per mechanism, one shared parser.
 //!
 //! Built for the `bpfel-unknown-none` target by `host/build.rs`; built for the host (as in
@@ -12,6 +13,7 @@ mod ecn;
 mod emit;
 mod lb;
 mod maps;
+mod nak;
 mod parse;
 mod pfc;
 mod tc;

@@ -1,15 +1,22 @@
-//! The TC egress program: ECN marking as frames leave (with `bpf_skb_ecn_set_ce`), and the
-//! count of frames that leave while their priority is paused.
+//! The TC egress program: ECN marking as frames leave (with `bpf_skb_ecn_set_ce`), the count
+//! of NAKs sent, and the count of frames that leave while their priority is paused.
 
 use aya_ebpf::{
     bindings::TC_ACT_UNSPEC,
-    helpers::{bpf_ktime_get_ns, generated::bpf_skb_ecn_set_ce},
+    helpers::{
+        bpf_ktime_get_ns,
+        generated::{bpf_skb_ecn_set_ce, bpf_skb_load_bytes},
+    },
     macros::classifier,
     programs::TcContext,
 };
 use dataplane_common::Hook;
 
-use crate::{ecn, parse::Frame, pfc};
+use crate::{
+    ecn, nak,
+    parse::{parse, Frame},
+    pfc,
+};
 
 /// Bytes made linear before parsing: enough for two VLAN tags, IPv6 with extension headers,
 /// UDP and the BTH.
@@ -23,7 +30,8 @@ pub fn linear_frame(ctx: &TcContext) -> Frame {
     Frame::new(ctx.data(), ctx.data_end())
 }
 
-/// Entry point: every frame goes on to the next program (TCX_NEXT); some ECT packets as CE.
+/// Entry point: every frame goes on to the next program (TCX_NEXT); some ECT packets as CE,
+/// NAKs counted.
 /// Runs after the CNP egress program, so a CNP is counted here as the frame it leaves as.
 #[classifier]
 pub fn lossless_tc(ctx: TcContext) -> i32 {
@@ -35,9 +43,25 @@ pub fn lossless_tc(ctx: TcContext) -> i32 {
     // One clock read for both mechanisms (a helper call costs as much as the rest of them).
     // SAFETY: a helper without arguments.
     let now = unsafe { bpf_ktime_get_ns() };
+    let parsed = parse(&frame);
+    if let Ok(parsed) = &parsed {
+        nak::count(parsed, Hook::TcEgress, |offset, window| {
+            // SAFETY: a constant length into a buffer of that size (aya's load_bytes clamps
+            // the length to skb->len, which the verifier rejects); the helper fails rather
+            // than read past the frame.
+            unsafe {
+                bpf_skb_load_bytes(
+                    ctx.skb.skb as *const _,
+                    offset as u32,
+                    window.as_mut_ptr() as *mut _,
+                    nak::WINDOW as u32,
+                ) == 0
+            }
+        });
+    }
     let priority = ecn::process(
         &ctx,
-        &frame,
+        parsed,
         len as u64,
         now,
         Hook::TcEgress,

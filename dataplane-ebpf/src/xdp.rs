@@ -1,8 +1,9 @@
-//! The XDP program: ECN marking on ingress. Marks by rewriting the IP header in place.
+//! The XDP program: ECN marking on ingress (by rewriting the IP header in place), and the count
+//! of NAKs received.
 
 use aya_ebpf::{
     bindings::{xdp_action, BPF_F_BROADCAST, BPF_F_EXCLUDE_INGRESS},
-    helpers::bpf_ktime_get_ns,
+    helpers::{bpf_ktime_get_ns, generated::bpf_xdp_load_bytes},
     macros::xdp,
     programs::XdpContext,
 };
@@ -16,12 +17,13 @@ use wire::{
 use crate::{
     ecn,
     maps::PFC_RELAY,
-    parse::{Frame, Network, Parsed},
+    nak,
+    parse::{parse, Frame, Network, Parsed},
     pfc,
 };
 
 /// Entry point: MAC control (PFC) frames are honoured and consumed, or honoured and relayed
-/// (`pfc.relay`); every other frame passes, some ECT packets as CE.
+/// (`pfc.relay`); every other frame passes, some ECT packets as CE, NAKs counted.
 #[xdp]
 pub fn lossless_xdp(ctx: XdpContext) -> u32 {
     let frame = Frame::new(ctx.data(), ctx.data_end());
@@ -42,7 +44,22 @@ pub fn lossless_xdp(ctx: XdpContext) -> u32 {
     let len = (ctx.data_end() - ctx.data()) as u64;
     // SAFETY: a helper without arguments.
     let now = unsafe { bpf_ktime_get_ns() };
-    ecn::process(&ctx, &frame, len, now, Hook::Xdp, None, |parsed| {
+    let parsed = parse(&frame);
+    if let Ok(parsed) = &parsed {
+        nak::count(parsed, Hook::Xdp, |offset, window| {
+            // SAFETY: the helper copies at most `nak::WINDOW` bytes into a buffer of that size,
+            // and fails rather than read past the frame.
+            unsafe {
+                bpf_xdp_load_bytes(
+                    ctx.ctx,
+                    offset as u32,
+                    window.as_mut_ptr() as *mut _,
+                    nak::WINDOW as u32,
+                ) == 0
+            }
+        });
+    }
+    ecn::process(&ctx, parsed, len, now, Hook::Xdp, None, |parsed| {
         set_ce(&frame, parsed)
     });
     xdp_action::XDP_PASS

@@ -7,14 +7,14 @@
 //! destructured without `..`, so a counter added to `Stats` or to one of its records does not
 //! compile until it is exported here (or named as the sum of others). Names follow Prometheus'
 //! conventions: the `lossless_` prefix, `_total` on counters, base units (bytes, seconds), and
-//! bounded labels (`interface`, `priority`, `hook`, `kind`, `qp`, `uplink`). docs/agent.md
+//! bounded labels (`interface`, `priority`, `hook`, `kind`, `qp`, `syndrome`, `uplink`). docs/agent.md
 //! lists them.
 
 use std::collections::BTreeMap;
 
 use anyhow::Context as _;
 use dataplane_common::{
-    cnp::CnpCounters, counters::PrioCounters, lb::LbCounters, lb::UplinkCounters,
+    cnp::CnpCounters, counters::PrioCounters, lb::LbCounters, lb::UplinkCounters, nak::NakCounters,
 };
 use prometheus::{
     core::{MetricVec, MetricVecBuilder},
@@ -23,7 +23,7 @@ use prometheus::{
 
 use crate::{
     lb::stats::{FlowletTable, LbStats, UplinkStats},
-    stats::{CnpQpStats, PriorityStats, Stats},
+    stats::{CnpQpStats, NakQpStats, PriorityStats, Stats},
 };
 
 /// The media type of the text exposition format, for HTTP responses.
@@ -138,6 +138,9 @@ impl Exposition {
             pfc_buffer_bytes,
             cnp,
             cnp_qps,
+            nak_received,
+            nak_sent,
+            nak_qps,
             lb,
             uplinks,
         } = stats;
@@ -232,6 +235,17 @@ impl Exposition {
                 "CE packets of one receiver QP inside its CNP interval, not answered.",
                 &labels,
                 *cnp_suppressed as f64,
+            )?;
+        }
+        self.naks("", &[("interface", interface)], nak_received, nak_sent)?;
+        for qp in nak_qps {
+            let NakQpStats { qp, received, sent } = qp;
+            let qp = qp.to_string();
+            self.naks(
+                "qp_",
+                &[("interface", interface), ("qp", qp.as_str())],
+                received,
+                sent,
             )?;
         }
         if let Some(lb) = lb {
@@ -361,6 +375,45 @@ impl Exposition {
             ),
         ] {
             self.counter(name, help, &labels, value as f64)?;
+        }
+        Ok(())
+    }
+
+    /// NAKs received and sent by syndrome, of an interface or of one QP (`family` = `qp_`).
+    /// A QP's syndromes appear once non-zero (the QP table holds up to 4096 QPs).
+    fn naks(
+        &mut self,
+        family: &str,
+        labels: &Labels,
+        received: &NakCounters,
+        sent: &NakCounters,
+    ) -> anyhow::Result<()> {
+        let per_qp = !family.is_empty();
+        for (direction, help, naks) in [
+            (
+                "received",
+                "RoCEv2 NAKs that arrived (XDP), by AETH syndrome.",
+                received,
+            ),
+            (
+                "sent",
+                "RoCEv2 NAKs that left (TC egress), by AETH syndrome.",
+                sent,
+            ),
+        ] {
+            for (syndrome, value) in naks.by_syndrome() {
+                if per_qp && value == 0 {
+                    continue;
+                }
+                let mut labels = labels.to_vec();
+                labels.push(("syndrome", syndrome));
+                self.counter(
+                    &format!("lossless_{family}nak_{direction}_total"),
+                    help,
+                    &labels,
+                    value as f64,
+                )?;
+            }
         }
         Ok(())
     }
@@ -615,6 +668,13 @@ mod tests {
                 cnp_sent: values.next(),
                 cnp_suppressed: values.next(),
             }],
+            nak_received: record::<_, 7>(values),
+            nak_sent: record::<_, 7>(values),
+            nak_qps: vec![NakQpStats {
+                qp: 18,
+                received: record::<_, 7>(values),
+                sent: record::<_, 7>(values),
+            }],
             lb: Some(LbStats {
                 policy: "flowlet",
                 lb_failovers: values.next(),
@@ -674,6 +734,7 @@ mod tests {
                 ".per_priority[].parse_errors".into(),
             ])
             .chain([".per_priority[].priority".into(), ".cnp_qps[].qp".into()])
+            .chain([".nak_qps[].qp".into()])
             .chain([".uplinks[].slot".into(), ".uplinks[].weight".into()])
             .collect();
         let mut numbers = Vec::new();
@@ -695,6 +756,12 @@ mod tests {
         assert!(missing.is_empty(), "not exported: {missing:?}\n{text}");
         assert!(text.contains("lossless_lb_uplink_weight{interface=\"eth0\",uplink=\"up0\"} 3"));
         assert!(text.contains("lossless_qp_cnp_sent_total{interface=\"eth0\",qp=\"17\"}"));
+        assert!(text.contains(
+            "lossless_nak_received_total{interface=\"eth0\",syndrome=\"psn_sequence_error\"}"
+        ));
+        assert!(text.contains(
+            "lossless_qp_nak_sent_total{interface=\"eth0\",qp=\"18\",syndrome=\"rnr_nak\"}"
+        ));
     }
 
     /// Counters end in `_total`, every family has help and a type, labels are bounded names.

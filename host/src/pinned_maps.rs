@@ -9,6 +9,7 @@ use dataplane_common::{
     config::AttachInfo,
     counters::HookCounters,
     maps::{self, kind, MapDef},
+    nak::{NakCounters, NakQpCounters},
     pfc::{IngressBuffer, PfcState, PfcTxCounters, MAX_RELAY_PORTS},
     phantom_queue::PhantomQueue,
     Hook, PRIORITIES,
@@ -205,10 +206,30 @@ impl PinnedMaps {
 
     /// CNP state of every QP that has had a CE packet (the LRU map keeps the latest 4096).
     pub fn read_cnp_qps(&self) -> anyhow::Result<Vec<(u32, CnpQpState)>> {
-        let mut entries = self
-            .map(&maps::CNP_QPS)?
-            .iter()
-            .collect::<Result<Vec<_>, _>>()?;
+        self.read_qp_table(&maps::CNP_QPS)
+    }
+
+    /// NAKs by syndrome (indexed by hook: XDP received, TC egress sent), summed over CPUs.
+    pub fn read_nak_counters(&self) -> anyhow::Result<[NakCounters; Hook::COUNT]> {
+        let mut out = [NakCounters::default(); Hook::COUNT];
+        for hook in Hook::ALL {
+            out[hook as usize] =
+                self.sum_per_cpu(&maps::NAK_COUNTERS, hook as u32, NakCounters::accumulate)?;
+        }
+        Ok(out)
+    }
+
+    /// NAKs of every QP that has sent or received one (the LRU map keeps the latest 4096).
+    pub fn read_nak_qps(&self) -> anyhow::Result<Vec<(u32, NakQpCounters)>> {
+        self.read_qp_table(&maps::NAK_QPS)
+    }
+
+    /// Every entry of the per-QP table `def`, by QP.
+    fn read_qp_table<T: aya::Pod>(
+        &self,
+        def: &MapDef<kind::LruHashMap, u32, T>,
+    ) -> anyhow::Result<Vec<(u32, T)>> {
+        let mut entries = self.map(def)?.iter().collect::<Result<Vec<_>, _>>()?;
         entries.sort_by_key(|(qp, _)| *qp);
         Ok(entries)
     }

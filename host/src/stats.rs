@@ -5,6 +5,7 @@ use std::{collections::BTreeMap, time::Duration};
 use dataplane_common::{
     cnp::CnpCounters,
     counters::{HookCounters, ParseError, PrioCounters},
+    nak::NakCounters,
     Hook, PRIORITIES,
 };
 use serde::Serialize;
@@ -73,6 +74,12 @@ pub struct Stats {
     pub cnp: CnpCounters,
     /// CNPs per receiver QP.
     pub cnp_qps: Vec<CnpQpStats>,
+    /// NAKs that arrived (XDP), by syndrome.
+    pub nak_received: NakCounters,
+    /// NAKs that left (TC egress), by syndrome.
+    pub nak_sent: NakCounters,
+    /// NAKs per QP (the BTH DestQP: the requester's QP, on both ends).
+    pub nak_qps: Vec<NakQpStats>,
     /// The load balancer, when the `lb` hook is attached.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lb: Option<LbStats>,
@@ -89,6 +96,17 @@ pub struct CnpQpStats {
     pub cnp_sent: u64,
     /// CE packets inside its interval, not answered.
     pub cnp_suppressed: u64,
+}
+
+/// The NAKs of one QP.
+#[derive(Clone, Debug, Serialize)]
+pub struct NakQpStats {
+    /// The QP (the NAKs' DestQP).
+    pub qp: u32,
+    /// NAKs for it that arrived, by syndrome.
+    pub received: NakCounters,
+    /// NAKs for it that left, by syndrome.
+    pub sent: NakCounters,
 }
 
 impl Stats {
@@ -117,6 +135,7 @@ impl Stats {
         let now = monotonic_ns();
         let pfc = maps.read_pfc_states()?;
         let pfc_tx = maps.read_pfc_tx_counters()?;
+        let naks = maps.read_nak_counters()?;
         let (lb, uplinks) = if maps.read_attach_info()?.hooks & Attachment::Lb.bit() != 0 {
             let (lb, uplinks) = LbStats::read(maps)?;
             (Some(lb), uplinks)
@@ -158,6 +177,17 @@ impl Stats {
                     qp,
                     cnp_sent: state.sent,
                     cnp_suppressed: state.suppressed,
+                })
+                .collect(),
+            nak_received: naks[Hook::Xdp as usize],
+            nak_sent: naks[Hook::TcEgress as usize],
+            nak_qps: maps
+                .read_nak_qps()?
+                .into_iter()
+                .map(|(qp, counters)| NakQpStats {
+                    qp,
+                    received: counters.per_hook[Hook::Xdp as usize],
+                    sent: counters.per_hook[Hook::TcEgress as usize],
                 })
                 .collect(),
             lb,
@@ -274,6 +304,17 @@ impl Stats {
                 "cnp sent {} suppressed {} received {} unsupported {}\n",
                 cnp.cnp_sent, cnp.cnp_suppressed, cnp.cnp_received, cnp.cnp_unsupported
             );
+        }
+        for (direction, naks) in [("received", &self.nak_received), ("sent", &self.nak_sent)] {
+            if naks.total() > 0 {
+                let named: Vec<String> = naks
+                    .by_syndrome()
+                    .iter()
+                    .filter(|(_, n)| *n > 0)
+                    .map(|(name, n)| format!("{name}={n}"))
+                    .collect();
+                out += &format!("nak {direction} {} ({})\n", naks.total(), named.join(", "));
+            }
         }
         if let Some(lb) = &self.lb {
             out += &lb.table(&self.uplinks);

@@ -2,14 +2,16 @@
 //! namespace of its own, behind a Linux bridge. A ring AllReduce completes on every rank and
 //! reports nccl-tests' bandwidths; what each rank says it received the kernel's counters
 //! confirm, and tshark reads its frames as RC SENDs and RC Acknowledges; a rank started late
-//! is waited for (its neighbour's retransmission timeouts, no shared clock).
+//! is waited for (its neighbour's retransmission timeouts, no shared clock); a frame lost
+//! between two hosts is NAKed, resent, and counted by both hosts' programs.
 
 use std::net::Ipv4Addr;
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use lossless_tests::bed::{exclusive, lossless_bin, TIMEOUT};
+use lossless_tests::bed::{exclusive, lossless_bin, Attached, Link, TIMEOUT};
 use lossless_tests::capture::RawSocket;
+use lossless_tests::craft::{scapy_decode, tshark_verbose};
 use serde_json::Value;
 use sysutil::netns::{veth_pair, Endpoint, Namespace};
 
@@ -18,7 +20,7 @@ const RANKS: u32 = 4;
 /// nccl-tests' size: bytes per rank.
 const SIZE: u64 = 1 << 20;
 
-/// Four hosts behind a bridge in a fifth namespace.
+/// Hosts behind a bridge in a namespace of its own.
 struct Ring {
     hosts: Vec<(Namespace, Endpoint)>,
     /// The bridge's port of each host.
@@ -27,7 +29,8 @@ struct Ring {
 }
 
 impl Ring {
-    fn new() -> Ring {
+    /// `ranks` hosts, 10.0.0.1 onwards.
+    fn new(ranks: u8) -> Ring {
         let switch = Namespace::create("llcsw").unwrap();
         switch
             .ip(&["link", "add", "br0", "type", "bridge"])
@@ -35,7 +38,7 @@ impl Ring {
         switch.ip(&["link", "set", "br0", "up"]).unwrap();
         let mut hosts = Vec::new();
         let mut ports = Vec::new();
-        for i in 0..RANKS as u8 {
+        for i in 0..ranks {
             let ns = Namespace::create("llcrank").unwrap();
             let (host, port) = veth_pair(
                 &ns,
@@ -64,6 +67,18 @@ impl Ring {
             .map(|(_, e)| e.ipv4.to_string())
             .collect::<Vec<_>>()
             .join(",")
+    }
+
+    /// Waits until `count` more frames than now have reached host `i`'s interface (a peer
+    /// is sending to it), failing after [`TIMEOUT`].
+    fn wait_for_frames(&self, i: usize, count: u64) {
+        let (ns, end) = &self.hosts[i];
+        let before = ns.rx_packets(&end.ifname).unwrap();
+        let deadline = Instant::now() + TIMEOUT;
+        while ns.rx_packets(&end.ifname).unwrap() < before + count {
+            assert!(Instant::now() < deadline, "no peer sent to rank {i}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// Starts rank `i` with `extra` options, its JSON summary on stdout.
@@ -131,7 +146,7 @@ fn a_four_rank_ring_allreduce_completes_and_reports_bus_bandwidth() {
     else {
         return;
     };
-    let ring = Ring::new();
+    let ring = Ring::new(RANKS as u8);
     // What rank 0 puts on the wire, as the bridge receives it.
     let socket = RawSocket::open_in(&ring.switch, &ring.ports[0].ifname);
     let capture = std::thread::spawn(move || {
@@ -224,7 +239,7 @@ fn a_rank_started_late_is_waited_for() {
     let Some(_alone) = exclusive("a_rank_started_late_is_waited_for") else {
         return;
     };
-    let ring = Ring::new();
+    let ring = Ring::new(RANKS as u8);
     let since = Instant::now();
     let options = [
         "allreduce",
@@ -244,13 +259,7 @@ fn a_rank_started_late_is_waited_for() {
     let mut children: Vec<(usize, Child)> = (1..RANKS as usize)
         .map(|i| (i, ring.start(i, &options)))
         .collect();
-    let (ns, end) = &ring.hosts[0];
-    let before = ns.rx_packets(&end.ifname).unwrap();
-    let deadline = Instant::now() + TIMEOUT;
-    while ns.rx_packets(&end.ifname).unwrap() < before + 16 {
-        assert!(Instant::now() < deadline, "rank 3 never sent to rank 0");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    ring.wait_for_frames(0, 16);
     children.push((0, ring.start(0, &options)));
     for (i, child) in children {
         let s = finish(child, since);
@@ -289,4 +298,174 @@ fn a_size_that_is_not_one_is_refused() {
         assert!(!output.status.success(), "--size {size} was accepted");
         assert!(stderr.contains("--size"), "--size {size}: {stderr}");
     }
+}
+
+/// The nftables ruleset that loses one frame as it leaves the bridge by `port`: the first RC
+/// data frame (not an Acknowledge) with PSN `psn`; its retransmissions pass (the set remembers
+/// the loss). A deterministic single loss in the network, where this kernel has no netem (a
+/// drop at the sender's own egress would fail its send call, not lose a frame on the path).
+fn lose_one_frame(port: &str, psn: u32) -> String {
+    // Offsets from the IPv4 header (20 bytes, no options) in bits: the BTH opcode at byte 28,
+    // its PSN at bytes 37..40.
+    let data = format!("ip protocol udp udp dport 4791 @nh,224,8 != 0x11 @nh,296,24 {psn}");
+    format!(
+        "table netdev lossless_loss {{\n\
+         set lost {{ type ipv4_addr; flags dynamic; }}\n\
+         chain egress {{\n\
+         type filter hook egress device \"{port}\" priority 0;\n\
+         {data} ip saddr @lost accept\n\
+         {data} add @lost {{ ip saddr }} counter drop\n\
+         }}\n}}\n"
+    )
+}
+
+/// Whether `frame` is an IPv4 RoCEv2 NAK: BTH opcode Acknowledge (0x11) and an AETH syndrome
+/// whose top bits say NAK (0b011).
+fn is_nak(frame: &[u8]) -> bool {
+    frame.len() >= 58
+        && frame[12..14] == [0x08, 0x00]
+        && frame[36..38] == 4791u16.to_be_bytes()
+        && frame[42] == 0x11
+        && frame[54] >> 5 == 0b011
+}
+
+/// The `key` counter of `direction` of `qp` in a rank's summary.
+fn qp_count(summary: &Value, qp: u64, direction: &str, key: &str) -> u64 {
+    let entry = summary["qps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["qpn"] == qp && q["direction"] == direction)
+        .unwrap_or_else(|| panic!("no {direction} QP {qp}: {summary}"));
+    let side = if direction == "send" {
+        "sent"
+    } else {
+        "received"
+    };
+    entry[side][key].as_u64().unwrap()
+}
+
+/// The NAKs of `qp` with a PSN sequence error a host counted, `received` or `sent`.
+fn host_naks(stats: &Value, qp: u64, direction: &str) -> u64 {
+    stats["nak_qps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["qp"] == qp)
+        .map_or(0, |q| q[direction]["psn_sequence_error"].as_u64().unwrap())
+}
+
+/// Issue 36's acceptance: two hosts with the lossless programs (XDP and TC) on both ends, a
+/// bridge between them, run a two-rank AllReduce while the bridge loses one data frame of
+/// rank 0 (PSN 40, after both ranks are up). Rank 1's receiver NAKs the gap and rank 0 goes
+/// back N: the traffic tool reports the NAK and the resends; the receiving host counted the
+/// NAKs sent (TC egress), the sending host the NAKs received (XDP), as many as the tool sent,
+/// with the PSN sequence error syndrome; scapy and tshark read the captured NAK's syndrome.
+#[test]
+fn a_lost_frame_is_naked_counted_on_both_hosts_and_resent() {
+    const TEST: &str = "a_lost_frame_is_naked_counted_on_both_hosts_and_resent";
+    let Some(_alone) = exclusive(TEST) else {
+        return;
+    };
+    if !testkit::runs_or_skip(TEST, "nft", "--version", "to lose one frame (nftables)") {
+        return;
+    }
+    let ring = Ring::new(2);
+    let [(tx_ns, tx), (rx_ns, rx)] = [&ring.hosts[0], &ring.hosts[1]];
+    let attach = ["--mode", "skb", "--hooks", "xdp,tc"];
+    let _sender = Attached::new(tx_ns, &tx.ifname, &attach).unwrap();
+    let _receiver = Attached::new(rx_ns, &rx.ifname, &attach).unwrap();
+    let ruleset = testkit::TempDir::new("lossless-nak", "loss");
+    let rules = ruleset.file("loss.nft", &lose_one_frame(&ring.ports[1].ifname, 40));
+    let nft = ring
+        .switch
+        .command("nft")
+        .arg("-f")
+        .arg(&rules)
+        .output()
+        .unwrap();
+    assert!(
+        nft.status.success(),
+        "{}",
+        String::from_utf8_lossy(&nft.stderr)
+    );
+    let naks = RawSocket::open_in(tx_ns, &tx.ifname);
+    let capture = std::thread::spawn(move || naks.receive(1, TIMEOUT, is_nak));
+
+    let options = [
+        "allreduce",
+        "--size",
+        "256KiB",
+        "--iters",
+        "1",
+        "--warmup",
+        "0",
+    ];
+    let since = Instant::now();
+    // Rank 1 first; rank 0 once rank 1 sends, so rank 0's first window finds rank 1 up.
+    let rank1 = ring.start(1, &options);
+    ring.wait_for_frames(0, 16);
+    let rank0 = ring.start(0, &options);
+    let (rank0, rank1) = (finish(rank0, since), finish(rank1, since));
+
+    let listed = ring
+        .switch
+        .command("nft")
+        .args(["list", "ruleset"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains("counter packets 1 "),
+        "one frame lost:\n{listed}"
+    );
+    // Rank 0's sending QP is the one that lost the frame.
+    let qp = rank0["qps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["direction"] == "send")
+        .unwrap()["qpn"]
+        .as_u64()
+        .unwrap();
+    let naks_sent = qp_count(&rank1, qp, "recv", "naks");
+    assert!(naks_sent >= 1, "rank 1 sent no NAK: {rank1}");
+    assert!(qp_count(&rank0, qp, "send", "naks") >= 1, "{rank0}");
+    assert!(
+        qp_count(&rank0, qp, "send", "resent") >= 1,
+        "no go-back-N: {rank0}"
+    );
+
+    let tx_stats = Link::stats(tx_ns, &tx.ifname).unwrap();
+    let rx_stats = Link::stats(rx_ns, &rx.ifname).unwrap();
+    assert_eq!(
+        host_naks(&rx_stats, qp, "sent"),
+        naks_sent,
+        "receiving host: {rx_stats}"
+    );
+    assert_eq!(
+        host_naks(&tx_stats, qp, "received"),
+        naks_sent,
+        "sending host: {tx_stats}"
+    );
+
+    let frames = capture.join().unwrap().expect("a NAK reached rank 0");
+    let fields = scapy_decode(
+        &frames[0],
+        "{'opcode': p[BTH].opcode, 'dqpn': p[BTH].dqpn, 'syndrome': p[AETH].syndrome, \
+         'icrc_ok': icrc_ok(p)}",
+    )
+    .unwrap();
+    assert_eq!(fields["opcode"], 0x11, "{fields}");
+    assert_eq!(fields["dqpn"], qp, "{fields}");
+    assert_eq!(
+        fields["syndrome"], 0x60,
+        "NAK, PSN sequence error: {fields}"
+    );
+    assert_eq!(fields["icrc_ok"], true, "{fields}");
+    let text = tshark_verbose(&frames[..1]).unwrap();
+    assert!(
+        text.contains("Nak") && text.contains("PSN Sequence Error"),
+        "tshark does not read a PSN sequence error NAK:\n{text}"
+    );
 }

@@ -24,8 +24,7 @@ pub enum Syndrome {
     Ack(u8),
     /// Receiver not ready; the low 5 bits are the RNR timer code.
     RnrNak(u8),
-    /// NAK; the low 5 bits say why (0 PSN sequence error, 1 invalid request, 2 remote access
-    /// error, 3 remote operational error, 4 invalid RD request).
+    /// NAK; the low 5 bits say why ([`NakCode`]).
     Nak(u8),
     /// A reserved top-3-bits value, with the whole syndrome.
     Reserved(u8),
@@ -39,6 +38,58 @@ impl Syndrome {
             Syndrome::RnrNak(code) => 0x20 | (code & 0x1f),
             Syndrome::Nak(code) => 0x60 | (code & 0x1f),
             Syndrome::Reserved(byte) => byte,
+        }
+    }
+}
+
+/// Why a NAK was sent: the low 5 bits of a NAK syndrome (InfiniBand spec, 9.7.5.2.6). The other
+/// values are reserved.
+#[repr(u8)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NakCode {
+    /// PSN sequence error: a packet arrived past the expected PSN (a lost packet); the
+    /// requester goes back to the NAK's PSN.
+    PsnSequenceError = 0,
+    /// Invalid request: unsupported opcode, or a length the responder cannot take.
+    InvalidRequest = 1,
+    /// Remote access error: an R_Key or address the responder refuses.
+    RemoteAccessError = 2,
+    /// Remote operational error: the responder could not complete the request.
+    RemoteOperationalError = 3,
+    /// Invalid RD request (reliable datagram).
+    InvalidRdRequest = 4,
+}
+
+impl NakCode {
+    /// Number of defined codes.
+    pub const COUNT: usize = 5;
+
+    /// Every defined code, by value.
+    pub const ALL: [NakCode; Self::COUNT] = [
+        NakCode::PsnSequenceError,
+        NakCode::InvalidRequest,
+        NakCode::RemoteAccessError,
+        NakCode::RemoteOperationalError,
+        NakCode::InvalidRdRequest,
+    ];
+
+    /// The code of the low 5 bits `code`, or `None` for a reserved value.
+    pub const fn from_code(code: u8) -> Option<NakCode> {
+        if (code as usize) < Self::COUNT {
+            Some(Self::ALL[code as usize])
+        } else {
+            None
+        }
+    }
+
+    /// The name used in JSON, metrics and tables (`psn_sequence_error`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            NakCode::PsnSequenceError => "psn_sequence_error",
+            NakCode::InvalidRequest => "invalid_request",
+            NakCode::RemoteAccessError => "remote_access_error",
+            NakCode::RemoteOperationalError => "remote_operational_error",
+            NakCode::InvalidRdRequest => "invalid_rd_request",
         }
     }
 }
@@ -170,6 +221,20 @@ mod tests {
             assert_eq!(Repr::parse(&Packet::new_checked(&out[..]).unwrap()), repr);
         }
         assert_eq!(out[1..], [0xab, 0xcd, 0xef]);
+    }
+
+    #[test]
+    fn nak_codes_follow_their_values() {
+        for (value, code) in NakCode::ALL.iter().enumerate() {
+            assert_eq!(*code as usize, value);
+            assert_eq!(NakCode::from_code(value as u8), Some(*code));
+            assert_eq!(
+                Syndrome::from(Syndrome::Nak(*code as u8).byte()),
+                Syndrome::Nak(value as u8)
+            );
+        }
+        assert_eq!(NakCode::from_code(5), None);
+        assert_eq!(Syndrome::Nak(NakCode::PsnSequenceError as u8).byte(), 0x60);
     }
 
     #[test]

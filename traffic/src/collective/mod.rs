@@ -42,7 +42,7 @@ use sysutil::clock::monotonic_ns;
 use sysutil::interface::Interface;
 use sysutil::neighbour;
 use sysutil::route;
-use wire::aeth::{self, Syndrome};
+use wire::aeth::{self, NakCode, Syndrome};
 use wire::bth::{self, Opcode};
 use wire::ethernet::{self, Vlan};
 use wire::ip::Ecn;
@@ -574,8 +574,7 @@ fn reply_frame(template: &RoceFrame, reply: Reply) -> Result<Vec<u8>> {
     let (psn, syndrome) = match reply {
         // Credits not given (0x1f): RoCE NICs' usual ACK.
         Reply::Ack(psn) => (psn, Syndrome::Ack(0x1f)),
-        // PSN sequence error.
-        Reply::Nak(psn) => (psn, Syndrome::Nak(0)),
+        Reply::Nak(psn) => (psn, Syndrome::Nak(NakCode::PsnSequenceError as u8)),
     };
     let mut frame = *template;
     frame.bth = bth::Repr::new(Opcode::RcAck, template.bth.dest_qp, psn);

@@ -1,0 +1,51 @@
+//! NAK counting: an RC Acknowledge whose AETH says NAK or RNR NAK is counted by syndrome, for
+//! the interface and for its QP (the BTH DestQP), at the hook that saw it (XDP: received,
+//! TC egress: sent). Only reads the frame.
+
+use dataplane_common::{nak::NakQpCounters, Hook};
+use wire::{aeth, bth};
+
+use crate::{
+    maps::{NAK_COUNTERS, NAK_QPS},
+    parse::Parsed,
+};
+
+/// Bytes copied from the BTH on: the BTH and the AETH.
+pub const WINDOW: usize = bth::HEADER_LEN + aeth::HEADER_LEN;
+
+/// Counts the frame parsed as `parsed` if it is a NAK, at `hook`. `load` copies [`WINDOW`]
+/// bytes from an offset of the frame (the program's load-bytes helper) and says whether it
+/// could: a copy, not a packet pointer, because the verifier loses the parser's bounds check
+/// on the way to a variable offset this deep.
+#[inline(always)]
+pub fn count(parsed: &Parsed, hook: Hook, load: impl FnOnce(usize, &mut [u8; WINDOW]) -> bool) {
+    if !parsed.roce {
+        return;
+    }
+    let mut window = [0u8; WINDOW];
+    if !load(parsed.bth, &mut window) {
+        return;
+    }
+    let header = bth::Packet::new_unchecked(&window[..bth::HEADER_LEN]);
+    if header.opcode() != bth::Opcode::RcAck {
+        return;
+    }
+    let syndrome = aeth::Packet::new_unchecked(&window[bth::HEADER_LEN..]).syndrome();
+    let Some(counters) = NAK_COUNTERS.get_ptr_mut(hook as u32) else {
+        return;
+    };
+    // SAFETY: a per-CPU map value, only this CPU writes it while this program runs.
+    if !unsafe { (*counters).count(syndrome) } {
+        return;
+    }
+    let qp = header.dest_qp();
+    if NAK_QPS.get_ptr_mut(qp).is_none() {
+        let _ = NAK_QPS.insert(qp, NakQpCounters::default(), 0);
+    }
+    if let Some(entry) = NAK_QPS.get_ptr_mut(qp) {
+        // SAFETY: a map value pointer from the kernel, valid for the program run. Not atomic:
+        // two CPUs counting the same QP at once may lose one count (the interface's per-CPU
+        // counters above lose none).
+        unsafe { (*entry).per_hook[hook as usize].count(syndrome) };
+    }
+}
