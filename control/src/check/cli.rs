@@ -1,0 +1,212 @@
+//! `lossless check`'s options, its run (the rules on the fabric, and with `--failures 1` the
+//! cycle rule after each single link failure), and its output: a table for people, JSON for
+//! programs, and an exit status for CI (0: no error found; 1: errors found; 2: the fabric
+//! could not be read).
+
+use std::{path::PathBuf, process::ExitCode};
+
+use check::{
+    fabric::{Fabric, LinkDefaults},
+    Assumptions, Finding, Severity,
+};
+use clap::Args;
+use serde::Serialize;
+use topology::{entries, Failures};
+
+use super::read::{self, Source};
+
+/// The depth of an egress queue when no config says it: softswitch's and BMv2's default.
+pub const DEFAULT_QUEUE_PACKETS: u32 = 64;
+
+/// `lossless check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The fabric: a generated one (leaf-spine:S,L,H, fat-tree:K, rail:G,S,R with options,
+    /// its entries computed as lossless net and lossless sim compute them), a P4 tutorials'
+    /// topology.json or a p4-utils p4app.json (with its switches' runtime JSON), or one
+    /// switch's runtime JSON.
+    pub fabric: String,
+    /// Hosts' configurations, `[HOST=]FILE`: an agent's TOML (deploy/agent.toml's format;
+    /// each interface a NIC) or a host config (`lossless host attach --config`), for HOST or
+    /// every host. Repeat for several.
+    #[arg(long, value_name = "[HOST=]FILE")]
+    pub host_config: Vec<String>,
+    /// A generated fabric's tuning (the TOML of lossless sim's `[tuning]`): thresholds,
+    /// classes, lossless priorities.
+    #[arg(long, value_name = "FILE")]
+    pub tuning: Option<PathBuf>,
+    /// Also check the buffer-dependency graph after every single link failure, with the routes
+    /// the control plane computes for it (a generated fabric).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub failures: u8,
+    /// A file topology's link rate where a link gives no `bw` (default: the 1 Gb/s lossless
+    /// net's pause quanta stand for).
+    #[arg(long, default_value = "1g", value_parser = units::parse_rate_bps)]
+    pub speed: u64,
+    /// A file topology's cable length where a link gives no delay.
+    #[arg(long, default_value = "2m", value_parser = topology::quantity::parse_length_mm)]
+    pub cable: u64,
+    /// A file topology's MTU (a veth's by default).
+    #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u32).range(68..=65535))]
+    pub mtu: u32,
+    /// The depth of every egress queue, packets (softswitch's and BMv2's default).
+    #[arg(long, default_value_t = DEFAULT_QUEUE_PACKETS, value_parser = clap::value_parser!(u32).range(1..=524_287))]
+    pub queue_packets: u32,
+    /// How long a sender takes to stop once a PAUSE arrives, ns (the headroom's last term).
+    #[arg(long, default_value_t = check::headroom::DEFAULT_RESPONSE_NS, value_parser = clap::value_parser!(u64).range(0..=1_000_000_000))]
+    pub pause_response_ns: u64,
+    /// The longest PFC watchdog detection time accepted, ms.
+    #[arg(long, default_value_t = check::rules::MAX_WATCHDOG_MS)]
+    pub max_watchdog_ms: u64,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What `--json` prints.
+#[derive(Serialize)]
+struct Report<'a> {
+    fabric: &'a str,
+    errors: usize,
+    warnings: usize,
+    notes: usize,
+    /// Single link failures checked (`--failures 1`).
+    failures_checked: usize,
+    findings: &'a [Finding],
+}
+
+/// Runs `lossless check`: 0 when no error was found, 1 when one was, 2 when the fabric could
+/// not be read (the error on stderr).
+pub fn run(args: &CheckArgs) -> ExitCode {
+    match findings(args) {
+        Ok((findings, failures_checked)) => {
+            let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
+            let report = Report {
+                fabric: &args.fabric,
+                errors: count(Severity::Error),
+                warnings: count(Severity::Warning),
+                notes: count(Severity::Note),
+                failures_checked,
+                findings: &findings,
+            };
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&report).expect("findings serialize")
+                );
+            } else {
+                print!("{}", table(&report));
+            }
+            if report.errors > 0 {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The findings, and how many single link failures were checked.
+fn findings(args: &CheckArgs) -> anyhow::Result<(Vec<Finding>, usize)> {
+    let defaults = LinkDefaults {
+        rate_bps: args.speed,
+        cable_mm: args.cable,
+        mtu: args.mtu,
+        queue_packets: args.queue_packets,
+    };
+    let assumptions = Assumptions {
+        pause_response_ns: args.pause_response_ns,
+        max_watchdog_ms: args.max_watchdog_ms,
+    };
+    let source = read::fabric(&args.fabric, args.tuning.as_deref(), defaults)?;
+    let (generated, mut fabric) = match source {
+        Source::Generated(spec, tuning) => {
+            let configs = entries::compute(&spec, &tuning)?;
+            let fabric = Fabric::generated(&spec, &configs, args.queue_packets)?;
+            (Some((spec, tuning, configs)), fabric)
+        }
+        Source::Files(fabric) => (None, fabric),
+    };
+    read::host_configs(&mut fabric, &args.host_config)?;
+    let mut found = check::check(&fabric, &assumptions);
+    let mut checked = 0;
+    if args.failures == 1 {
+        let Some((spec, tuning, intact)) = generated else {
+            anyhow::bail!(
+                "--failures 1 takes a generated fabric: the control plane computes its reroutes; \
+                 a file's entries are fixed"
+            );
+        };
+        for link in 0..spec.links.len() {
+            let id = topology::fabric::LinkId(link);
+            let configs =
+                entries::compute_with_failures(&spec, &tuning, &Failures::of_links([id]))?;
+            let failed = Fabric::generated(&spec, &configs, args.queue_packets)?;
+            let rerouted: Vec<String> = intact
+                .iter()
+                .zip(&configs)
+                .zip(&spec.switches)
+                .filter_map(|((old, new), s)| {
+                    let c = entries::changes(old, new);
+                    (!c.is_empty()).then(|| {
+                        format!(
+                            "{}: {} added, {} changed, {} removed",
+                            s.name,
+                            c.add.len(),
+                            c.modify.len(),
+                            c.remove.len()
+                        )
+                    })
+                })
+                .collect();
+            for mut f in check::deadlock::cycles(&failed) {
+                f.after_failure = Some(format!(
+                    "{} failed; the control plane's reroute: {}",
+                    spec.describe_link(id),
+                    rerouted.join("; ")
+                ));
+                found.push(f);
+            }
+            checked += 1;
+        }
+        found.sort_by_key(|f| f.severity);
+    }
+    Ok((found, checked))
+}
+
+/// The table people read: one block per finding, then the counts.
+fn table(report: &Report) -> String {
+    let mut out = String::new();
+    for f in report.findings {
+        out.push_str(&format!(
+            "{:<7} {:<20} {}\n        {}\n        fix: {}\n",
+            f.severity.name(),
+            f.rule,
+            f.place.describe(),
+            f.why,
+            f.fix
+        ));
+        if let Some(d) = &f.detail {
+            out.push_str(&format!("        {d}\n"));
+        }
+        if let Some(a) = &f.after_failure {
+            out.push_str(&format!("        after: {a}\n"));
+        }
+    }
+    out.push_str(&format!(
+        "{}: {} errors, {} warnings, {} notes",
+        report.fabric, report.errors, report.warnings, report.notes
+    ));
+    if report.failures_checked > 0 {
+        out.push_str(&format!(
+            " ({} single link failures checked)",
+            report.failures_checked
+        ));
+    }
+    out.push('\n');
+    out
+}
