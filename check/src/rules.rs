@@ -328,36 +328,29 @@ pub fn ecn_against_pfc(fabric: &Fabric) -> Vec<Finding> {
     for (i, s) in fabric.switches.iter().enumerate() {
         for (&(port, p), red) in &s.tables.red {
             let place = || Place::switch(&s.name).priority(p);
-            if red.kmax_packets <= red.kmin_packets {
+            let broken = [
+                (
+                    red.kmax_packets <= red.kmin_packets,
+                    format!(
+                        "Kmax ({}) is not above Kmin ({}), so marking jumps from none to all \
+                         at one depth and DCQCN oscillates",
+                        red.kmax_packets, red.kmin_packets
+                    ),
+                    "set kmax_packets above kmin_packets",
+                ),
+                (
+                    red.pmax_q16 == 0,
+                    "Pmax is 0, so nothing is marked below Kmax and senders learn of congestion \
+                     only when the queue is already deep"
+                        .into(),
+                    "set pmax (DCQCN's starting point: 0.2)",
+                ),
+            ];
+            for (_, why, fix) in broken.into_iter().filter(|(is, _, _)| *is) {
                 by.add(
                     i,
                     port,
-                    Finding::new(
-                        "ecn-thresholds",
-                        Severity::Error,
-                        place(),
-                        format!(
-                            "Kmax ({}) is not above Kmin ({}), so marking jumps from none to \
-                             all at one depth and DCQCN oscillates",
-                            red.kmax_packets, red.kmin_packets
-                        ),
-                        "set kmax_packets above kmin_packets".into(),
-                    ),
-                );
-            }
-            if red.pmax_q16 == 0 {
-                by.add(
-                    i,
-                    port,
-                    Finding::new(
-                        "ecn-thresholds",
-                        Severity::Error,
-                        place(),
-                        "Pmax is 0, so nothing is marked below Kmax and senders learn of \
-                         congestion only when the queue is already deep"
-                            .into(),
-                        "set pmax (DCQCN's starting point: 0.2)".into(),
-                    ),
+                    Finding::new("ecn-thresholds", Severity::Error, place(), why, fix.into()),
                 );
             }
             let Some(pause) = s.tables.pfc.get(&(port, p)) else {
