@@ -15,6 +15,7 @@ pub mod finding;
 pub mod headroom;
 pub mod paths;
 pub mod rules;
+pub mod suggest;
 pub mod tables;
 
 pub use fabric::Fabric;

@@ -331,3 +331,34 @@ fn malformed_entries_are_named() {
         "{err}"
     );
 }
+
+/// The suggested tuning, applied, leaves no headroom or ECN finding on a fabric whose default
+/// tuning has both (long 100 Gb/s cables, jumbo frames, a 1 µs response, 64-packet queues).
+#[test]
+fn the_suggested_thresholds_pass_their_own_rules() {
+    let spec = "leaf-spine:2,2,1,spine-cable=300m";
+    let bad = findings(spec, "[pfc]\nxoff_packets = 60\n", Some(GOOD_HOST));
+    assert!(!of(&bad, "headroom").is_empty(), "{bad:#?}");
+    let (f, c) = configs(spec, "");
+    let suggestion =
+        crate::suggest::suggest(&fabric(&f, &c, None), &Assumptions::default()).unwrap();
+    // 300 m: a 3 µs round trip at 12.5 B/ns is 37500 B; with 2 frames and the response 68036 B,
+    // 8 packets of 9018 B: XOFF 56.
+    assert!(
+        suggestion.tuning.contains("xoff_packets = 56"),
+        "{}",
+        suggestion.tuning
+    );
+    let good = findings(spec, &suggestion.tuning, Some(GOOD_HOST));
+    assert!(good.is_empty(), "{}\n{good:#?}", suggestion.tuning);
+    let (_, keys) = &suggestion.hosts[0];
+    let host = HostConfig::from_toml("").and_then(|mut h| {
+        h.apply_assignments(keys)?;
+        Ok(h)
+    });
+    assert_eq!(host.unwrap().settings.link_speed_bps, 100_000_000_000);
+    // A queue too shallow for the headroom is said so.
+    let (f, c) = configs("leaf-spine:2,2,1,spine-cable=10km", "");
+    let err = crate::suggest::suggest(&fabric(&f, &c, None), &Assumptions::default()).unwrap_err();
+    assert!(err.contains("deepen the queues"), "{err}");
+}

@@ -148,3 +148,32 @@ fn bad_input_is_named() {
     );
     assert!(run(spec, &["--host-config", "h99=/dev/null"]).contains("no host h99"));
 }
+
+/// `--suggest` writes a tuning that `--tuning` takes back, and with it the fabric whose
+/// defaults are short of headroom passes.
+#[test]
+fn a_suggested_tuning_is_taken_back() {
+    let dir = TempDir::new("lossless-check", "suggest");
+    let fabric = "leaf-spine:2,2,1,spine-cable=300m";
+    let short = dir.file("short.toml", "[pfc]\nxoff_packets = 60\n");
+    let out = check(&[
+        fabric,
+        "--tuning",
+        short.to_str().unwrap(),
+        "--suggest",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = json(&out);
+    let tuning = report["suggestion"]["tuning"].as_str().unwrap();
+    assert!(tuning.contains("xoff_packets = 56"), "{tuning}");
+    assert_eq!(
+        report["suggestion"]["hosts"]["h11"][0],
+        "pfc.link_speed_bps=100000000000"
+    );
+    let suggested = dir.file("suggested.toml", tuning);
+    let out = check(&[fabric, "--tuning", suggested.to_str().unwrap(), "--json"]);
+    let report = json(&out);
+    assert_eq!(report["errors"], 0, "{report:#}");
+    assert_eq!(report["warnings"], 0, "{report:#}");
+}

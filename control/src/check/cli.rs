@@ -3,7 +3,7 @@
 //! programs, and an exit status for CI (0: no error found; 1: errors found; 2: the fabric
 //! could not be read).
 
-use std::{path::PathBuf, process::ExitCode};
+use std::{collections::BTreeMap, path::PathBuf, process::ExitCode};
 
 use check::{
     fabric::{Fabric, LinkDefaults},
@@ -58,9 +58,23 @@ pub struct CheckArgs {
     /// The longest PFC watchdog detection time accepted, ms.
     #[arg(long, default_value_t = check::rules::MAX_WATCHDOG_MS)]
     pub max_watchdog_ms: u64,
+    /// Also suggest thresholds (XOFF/XON, Kmin/Kmax/Pmax) from the links' speed, cable and
+    /// MTU and the queue depth, as a tuning (`--tuning`'s TOML) and hosts' `lossless host set`
+    /// keys, with the reasoning.
+    #[arg(long)]
+    pub suggest: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// What `--suggest` adds to the report.
+#[derive(Serialize)]
+struct Suggested {
+    /// The tuning's TOML, the reasoning as comments.
+    tuning: String,
+    /// Per host, the `KEY=VALUE` settings.
+    hosts: BTreeMap<String, Vec<String>>,
 }
 
 /// What `--json` prints.
@@ -73,13 +87,15 @@ struct Report<'a> {
     /// Single link failures checked (`--failures 1`).
     failures_checked: usize,
     findings: &'a [Finding],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    suggestion: Option<Suggested>,
 }
 
 /// Runs `lossless check`: 0 when no error was found, 1 when one was, 2 when the fabric could
 /// not be read (the error on stderr).
 pub fn run(args: &CheckArgs) -> ExitCode {
     match findings(args) {
-        Ok((findings, failures_checked)) => {
+        Ok((findings, failures_checked, suggestion)) => {
             let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
             let report = Report {
                 fabric: &args.fabric,
@@ -88,6 +104,7 @@ pub fn run(args: &CheckArgs) -> ExitCode {
                 notes: count(Severity::Note),
                 failures_checked,
                 findings: &findings,
+                suggestion,
             };
             if args.json {
                 println!(
@@ -110,8 +127,8 @@ pub fn run(args: &CheckArgs) -> ExitCode {
     }
 }
 
-/// The findings, and how many single link failures were checked.
-fn findings(args: &CheckArgs) -> anyhow::Result<(Vec<Finding>, usize)> {
+/// The findings, how many single link failures were checked, and the suggestion if asked.
+fn findings(args: &CheckArgs) -> anyhow::Result<(Vec<Finding>, usize, Option<Suggested>)> {
     let defaults = LinkDefaults {
         rate_bps: args.speed,
         cable_mm: args.cable,
@@ -133,6 +150,15 @@ fn findings(args: &CheckArgs) -> anyhow::Result<(Vec<Finding>, usize)> {
     };
     read::host_configs(&mut fabric, &args.host_config)?;
     let mut found = check::check(&fabric, &assumptions);
+    let suggestion = if args.suggest {
+        let s = check::suggest::suggest(&fabric, &assumptions).map_err(anyhow::Error::msg)?;
+        Some(Suggested {
+            tuning: s.tuning,
+            hosts: s.hosts.into_iter().collect(),
+        })
+    } else {
+        None
+    };
     let mut checked = 0;
     if args.failures == 1 {
         let Some((spec, tuning, intact)) = generated else {
@@ -175,7 +201,7 @@ fn findings(args: &CheckArgs) -> anyhow::Result<(Vec<Finding>, usize)> {
         }
         found.sort_by_key(|f| f.severity);
     }
-    Ok((found, checked))
+    Ok((found, checked, suggestion))
 }
 
 /// The table people read: one block per finding, then the counts.
@@ -208,5 +234,16 @@ fn table(report: &Report) -> String {
         ));
     }
     out.push('\n');
+    if let Some(s) = &report.suggestion {
+        out.push_str("\nSuggested tuning (--tuning FILE, lossless sim's [tuning]):\n");
+        out.push_str(&s.tuning);
+        out.push_str("\nSuggested host settings:\n");
+        for (host, keys) in &s.hosts {
+            out.push_str(&format!(
+                "{host}: lossless host set IFACE {}\n",
+                keys.join(" ")
+            ));
+        }
+    }
     out
 }
