@@ -3,8 +3,10 @@
 //! whose edges go from a queue to the next queue a packet in it takes (from the forwarding
 //! entries, along every route to every host): a queue waits on the next one, which pauses it
 //! when full. A cycle in the graph is a set of queues that can all be full and all paused by
-//! each other, forever. Each cycle is reported once (by its smallest queue), with the
-//! destinations whose routes form each of its edges; at most [`MAX_CYCLES`] a priority.
+//! each other, forever. The cycles reported are those a depth-first search closes: at least
+//! one in every set of queues that wait on each other (not every elementary cycle of it, of
+//! which there can be exponentially many), each once (rotated to its smallest queue), with
+//! the destinations whose routes form each of its edges; at most [`MAX_CYCLES`] a priority.
 
 use std::collections::{BTreeMap, BTreeSet};
 
