@@ -110,6 +110,43 @@ pub struct Finding {
     /// The link failure it happens after, if any (`--failures 1`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after_failure: Option<String>,
+    /// The entry changes that fix it, where the fix is one (`--fix` applies them).
+    #[serde(skip)]
+    pub edits: Vec<Edit>,
+}
+
+/// A change to one action parameter of one of a switch's entries: the entry of `table` whose
+/// match is `matches` gets `param` = `value`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Edit {
+    /// The switch (its index in the fabric).
+    pub switch: usize,
+    /// The entry's table.
+    pub table: String,
+    /// The entry's match fields, as runtime JSON writes them.
+    pub matches: std::collections::BTreeMap<String, serde_json::Value>,
+    /// The action parameter.
+    pub param: &'static str,
+    /// Its new value.
+    pub value: u64,
+}
+
+impl Edit {
+    /// Applies the edit to `config`; whether an entry matched.
+    pub fn apply(&self, config: &mut p4values::runtime_json::RuntimeConfig) -> bool {
+        let found = config
+            .table_entries
+            .iter_mut()
+            .find(|e| e.table == self.table && e.matches == self.matches);
+        match found {
+            Some(e) => {
+                e.action_params
+                    .insert(self.param.to_owned(), self.value.into());
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 impl Finding {
@@ -129,7 +166,14 @@ impl Finding {
             fix,
             detail: None,
             after_failure: None,
+            edits: Vec::new(),
         }
+    }
+
+    /// This finding with `edits`, the entry changes that fix it.
+    pub fn edits(mut self, edits: Vec<Edit>) -> Finding {
+        self.edits = edits;
+        self
     }
 
     /// This finding with `detail`.

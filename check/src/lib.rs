@@ -19,7 +19,7 @@ pub mod suggest;
 pub mod tables;
 
 pub use fabric::Fabric;
-pub use finding::{Finding, Place, Severity};
+pub use finding::{Edit, Finding, Place, Severity};
 
 /// What no config says and the rules need: each has a documented default (docs/check.md) and
 /// a `lossless check` flag.
@@ -56,6 +56,29 @@ pub fn check(fabric: &Fabric, assumptions: &Assumptions) -> Vec<Finding> {
     findings.extend(deadlock::cycles(fabric));
     findings.sort_by_key(|f| f.severity);
     findings
+}
+
+/// Applies every finding's edits to the switches' entries (`configs` in the fabric's switch
+/// order; `None` for a switch without entries): the switches whose entries changed, and the
+/// edits that found no entry to change.
+pub fn fix(
+    findings: &[Finding],
+    configs: &mut [Option<p4values::runtime_json::RuntimeConfig>],
+) -> (std::collections::BTreeSet<usize>, Vec<Edit>) {
+    let mut changed = std::collections::BTreeSet::new();
+    let mut missed = Vec::new();
+    for e in findings.iter().flat_map(|f| &f.edits) {
+        let applied = configs
+            .get_mut(e.switch)
+            .and_then(Option::as_mut)
+            .is_some_and(|config| e.apply(config));
+        if applied {
+            changed.insert(e.switch);
+        } else {
+            missed.push(e.clone());
+        }
+    }
+    (changed, missed)
 }
 
 #[cfg(test)]

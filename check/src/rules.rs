@@ -3,11 +3,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use topology::tuning::quantum_q10;
+use serde_json::json;
+use topology::{
+    entries::{EGRESS, INGRESS},
+    tuning::quantum_q10,
+};
 
 use crate::{
     fabric::{Fabric, Nic},
-    finding::{Finding, Place, Severity},
+    finding::{Edit, Finding, Place, Severity},
     headroom::{self, Need},
     paths, Assumptions,
 };
@@ -33,11 +37,13 @@ impl ByQueue {
     fn add(&mut self, s: usize, port: u16, finding: Finding) {
         let priority = finding.place.priority.unwrap_or(0);
         let key = (s, priority, format!("{}{}", finding.rule, finding.why));
-        self.found
+        let edits = finding.edits.clone();
+        let (kept, ports) = self
+            .found
             .entry(key)
-            .or_insert_with(|| (finding, Vec::new()))
-            .1
-            .push(port);
+            .or_insert_with(|| (finding.edits(Vec::new()), Vec::new()));
+        kept.edits.extend(edits);
+        ports.push(port);
     }
 
     fn finish(self) -> Vec<Finding> {
@@ -56,6 +62,31 @@ impl ByQueue {
                 f
             })
             .collect()
+    }
+}
+
+/// The edit of parameter `param` of switch `s`'s entry of lossless.p4's `table` (a queue's:
+/// matched on `port_field` = `port` and the priority, or, without a priority, on `port_field`
+/// alone).
+fn edit(
+    s: usize,
+    table: String,
+    (port_field, port): (&str, u16),
+    priority: Option<u8>,
+    param: &'static str,
+    value: u64,
+) -> Edit {
+    let mut matches = std::collections::BTreeMap::new();
+    matches.insert(port_field.to_owned(), json!(port));
+    if let Some(p) = priority {
+        matches.insert("standard_metadata.priority".to_owned(), json!(p));
+    }
+    Edit {
+        switch: s,
+        table,
+        matches,
+        param,
+        value,
     }
 }
 
@@ -203,37 +234,48 @@ pub fn lossless_traffic_without_pfc(fabric: &Fabric) -> Vec<Finding> {
 /// honours pauses and marks in one priority, the switch queues in another).
 pub fn dscp_maps_disagree(fabric: &Fabric) -> Vec<Finding> {
     let mut found = Vec::new();
-    let classified: Vec<_> = fabric
+    let classified: Vec<(usize, &crate::fabric::Switch)> = fabric
         .switches
         .iter()
-        .filter(|s| s.tables.entries > 0)
+        .enumerate()
+        .filter(|(_, s)| s.tables.entries > 0)
         .collect();
     let dscps: BTreeSet<u8> = classified
         .iter()
-        .flat_map(|s| s.tables.dscp_priority.keys().copied())
+        .flat_map(|(_, s)| s.tables.dscp_priority.keys().copied())
         .collect();
     for &d in &dscps {
         let mut count: BTreeMap<u8, usize> = BTreeMap::new();
-        for s in &classified {
+        for (_, s) in &classified {
             *count.entry(s.tables.priority_of(d)).or_default() += 1;
         }
         let Some((&usual, _)) = count.iter().max_by_key(|(_, n)| **n) else {
             continue;
         };
-        for s in &classified {
+        for &(i, s) in &classified {
             let q = s.tables.priority_of(d);
             if q != usual {
-                found.push(Finding::new(
-                    "dscp-map-disagrees",
-                    Severity::Error,
-                    Place::switch(&s.name).priority(q),
-                    format!(
-                        "DSCP {d} goes to priority {q} here and to {usual} on {} other \
+                found.push(
+                    Finding::new(
+                        "dscp-map-disagrees",
+                        Severity::Error,
+                        Place::switch(&s.name).priority(q),
+                        format!(
+                            "DSCP {d} goes to priority {q} here and to {usual} on {} other \
                          switches, so its packets change queue (and losslessness) on the way",
-                        count[&usual]
-                    ),
-                    format!("map DSCP {d} to priority {usual} (dscp_priority)"),
-                ));
+                            count[&usual]
+                        ),
+                        format!("map DSCP {d} to priority {usual} (dscp_priority)"),
+                    )
+                    .edits(vec![edit(
+                        i,
+                        format!("{INGRESS}.dscp_priority"),
+                        ("hdr.ipv4.dscp", d.into()),
+                        None,
+                        "priority",
+                        usual.into(),
+                    )]),
+                );
             }
         }
     }
@@ -328,6 +370,16 @@ pub fn ecn_against_pfc(fabric: &Fabric) -> Vec<Finding> {
     for (i, s) in fabric.switches.iter().enumerate() {
         for (&(port, p), red) in &s.tables.red {
             let place = || Place::switch(&s.name).priority(p);
+            let red_edit = |param, value| {
+                vec![edit(
+                    i,
+                    format!("{EGRESS}.ecn_profile"),
+                    ("standard_metadata.egress_port", port),
+                    Some(p),
+                    param,
+                    value,
+                )]
+            };
             let broken = [
                 (
                     red.kmax_packets <= red.kmin_packets,
@@ -337,6 +389,12 @@ pub fn ecn_against_pfc(fabric: &Fabric) -> Vec<Finding> {
                         red.kmax_packets, red.kmin_packets
                     ),
                     "set kmax_packets above kmin_packets",
+                    // Kmin a quarter of Kmax, when Kmax leaves room for one.
+                    if red.kmax_packets >= 4 {
+                        red_edit("kmin_packets", u64::from(red.kmax_packets / 4))
+                    } else {
+                        Vec::new()
+                    },
                 ),
                 (
                     red.pmax_q16 == 0,
@@ -344,21 +402,30 @@ pub fn ecn_against_pfc(fabric: &Fabric) -> Vec<Finding> {
                      only when the queue is already deep"
                         .into(),
                     "set pmax (DCQCN's starting point: 0.2)",
+                    red_edit("pmax_q16", 13_107),
                 ),
             ];
-            for (_, why, fix) in broken.into_iter().filter(|(is, _, _)| *is) {
+            for (_, why, fix, edits) in broken.into_iter().filter(|(is, ..)| *is) {
                 by.add(
                     i,
                     port,
-                    Finding::new("ecn-thresholds", Severity::Error, place(), why, fix.into()),
+                    Finding::new("ecn-thresholds", Severity::Error, place(), why, fix.into())
+                        .edits(edits),
                 );
             }
             let Some(pause) = s.tables.pfc.get(&(port, p)) else {
                 continue;
             };
-            for (name, k, severity) in [
-                ("Kmin", red.kmin_packets, Severity::Error),
-                ("Kmax", red.kmax_packets, Severity::Warning),
+            // Below XOFF: Kmax just below it, Kmin a quarter of that.
+            let below = pause.xoff_packets.saturating_sub(1);
+            for (name, k, severity, fixed) in [
+                (
+                    "Kmin",
+                    red.kmin_packets,
+                    Severity::Error,
+                    (below / 4).max(1),
+                ),
+                ("Kmax", red.kmax_packets, Severity::Warning, below),
             ] {
                 if k >= pause.xoff_packets {
                     by.add(
@@ -379,7 +446,19 @@ pub fn ecn_against_pfc(fabric: &Fabric) -> Vec<Finding> {
                                 name.to_lowercase(),
                                 pause.xoff_packets
                             ),
-                        ),
+                        )
+                        .edits(if below > 0 {
+                            red_edit(
+                                if name == "Kmin" {
+                                    "kmin_packets"
+                                } else {
+                                    "kmax_packets"
+                                },
+                                fixed.into(),
+                            )
+                        } else {
+                            Vec::new()
+                        }),
                     );
                 }
             }
@@ -440,6 +519,28 @@ pub fn headroom_short(fabric: &Fabric, assumptions: &Assumptions) -> Vec<Finding
         for (&(port, p), pause) in &s.tables.pfc {
             let room = u64::from(s.queue_packets.saturating_sub(pause.xoff_packets));
             if room < need.packets() {
+                let xoff = u64::from(s.queue_packets).saturating_sub(need.packets());
+                let pfc_edit = |param, value| {
+                    edit(
+                        i,
+                        format!("{INGRESS}.pfc_profile"),
+                        ("standard_metadata.egress_spec", port),
+                        Some(p),
+                        param,
+                        value,
+                    )
+                };
+                let edits = if xoff >= 2 {
+                    vec![
+                        pfc_edit("xoff_packets", xoff),
+                        pfc_edit(
+                            "xon_packets",
+                            u64::from(pause.xon_packets).min(xoff / 4).max(1),
+                        ),
+                    ]
+                } else {
+                    Vec::new()
+                };
                 by.add(
                     i,
                     port,
@@ -455,12 +556,10 @@ pub fn headroom_short(fabric: &Fabric, assumptions: &Assumptions) -> Vec<Finding
                             pause.xoff_packets,
                             need.packets()
                         ),
-                        format!(
-                            "set xoff_packets at most {} (or deepen the queue)",
-                            u64::from(s.queue_packets).saturating_sub(need.packets())
-                        ),
+                        format!("set xoff_packets at most {xoff} (or deepen the queue)"),
                     )
-                    .detail(need.to_string()),
+                    .detail(need.to_string())
+                    .edits(edits),
                 );
             }
         }
@@ -519,18 +618,28 @@ pub fn pause_quanta(fabric: &Fabric) -> Vec<Finding> {
             };
             let want = quantum_q10(link.rate_bps);
             if q10 != want {
-                found.push(Finding::new(
-                    "pause-quanta",
-                    Severity::Error,
-                    Place::switch(&s.name).port(port),
-                    format!(
-                        "the port reads a pause quantum of {q10}/1024 µs, and its {} link's \
+                found.push(
+                    Finding::new(
+                        "pause-quanta",
+                        Severity::Error,
+                        Place::switch(&s.name).port(port),
+                        format!(
+                            "the port reads a pause quantum of {q10}/1024 µs, and its {} link's \
                          is {want}/1024 µs, so the pauses it honours last {} the time asked",
-                        headroom::rate(link.rate_bps),
-                        if q10 < want { "less than" } else { "more than" }
-                    ),
-                    format!("set_pause_quantum quantum_q10={want} on pfc_rx_port {port}"),
-                ));
+                            headroom::rate(link.rate_bps),
+                            if q10 < want { "less than" } else { "more than" }
+                        ),
+                        format!("set_pause_quantum quantum_q10={want} on pfc_rx_port {port}"),
+                    )
+                    .edits(vec![edit(
+                        i,
+                        format!("{INGRESS}.pfc_rx_port"),
+                        ("standard_metadata.ingress_port", port),
+                        None,
+                        "quantum_q10",
+                        want.into(),
+                    )]),
+                );
             }
         }
     }

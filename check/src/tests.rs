@@ -362,3 +362,52 @@ fn the_suggested_thresholds_pass_their_own_rules() {
     let err = crate::suggest::suggest(&fabric(&f, &c, None), &Assumptions::default()).unwrap_err();
     assert!(err.contains("deepen the queues"), "{err}");
 }
+
+/// The findings' edits, applied to the entries, fix what they are about: short headroom, a
+/// wrong pause quantum, a DSCP mapped apart, Pmax 0 (ECN at XOFF: control/tests/check_cli.rs).
+#[test]
+fn the_edits_fix_their_findings() {
+    let (f, c) = configs("leaf-spine:2,2,1", "[pfc]\nxoff_packets = 62\n");
+    let mut c = c;
+    replace(
+        &f,
+        &mut c,
+        "leaf2",
+        r#"{"table": "LosslessIngress.pfc_rx_port",
+            "match": {"standard_metadata.ingress_port": 1},
+            "action_name": "LosslessIngress.set_pause_quantum",
+            "action_params": {"quantum_q10": 52}}"#,
+    );
+    replace(
+        &f,
+        &mut c,
+        "spine2",
+        r#"{"table": "LosslessIngress.dscp_priority", "match": {"hdr.ipv4.dscp": 48},
+            "action_name": "LosslessIngress.set_priority", "action_params": {"priority": 1}}"#,
+    );
+    replace(
+        &f,
+        &mut c,
+        "leaf1",
+        r#"{"table": "LosslessEgress.ecn_profile",
+            "match": {"standard_metadata.egress_port": 1, "standard_metadata.priority": 3},
+            "action_name": "LosslessEgress.red",
+            "action_params": {"kmin_packets": 5, "kmax_packets": 20, "pmax_q16": 0}}"#,
+    );
+    let found = check(&fabric(&f, &c, None), &Assumptions::default());
+    for rule in [
+        "headroom",
+        "pause-quanta",
+        "dscp-map-disagrees",
+        "ecn-thresholds",
+    ] {
+        assert!(!of(&found, rule).is_empty(), "{rule}: {found:#?}");
+    }
+    let mut configs: Vec<Option<RuntimeConfig>> = c.into_iter().map(Some).collect();
+    let (changed, missed) = crate::fix(&found, &mut configs);
+    assert!(missed.is_empty(), "{missed:#?}");
+    assert_eq!(changed.len(), 4);
+    let fixed: Vec<RuntimeConfig> = configs.into_iter().map(Option::unwrap).collect();
+    let after = check(&fabric(&f, &fixed, None), &Assumptions::default());
+    assert!(after.is_empty(), "{after:#?}");
+}

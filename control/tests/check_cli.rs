@@ -177,3 +177,42 @@ fn a_suggested_tuning_is_taken_back() {
     assert_eq!(report["errors"], 0, "{report:#}");
     assert_eq!(report["warnings"], 0, "{report:#}");
 }
+
+/// `--fix` writes corrected copies beside the originals and leaves these as they were: the
+/// leaf-spine example with a wrong pause quantum on leaf2 (an error) and its Kmax above XOFF
+/// (a warning everywhere) comes out clean.
+#[test]
+fn fix_writes_corrected_copies_beside_the_originals() {
+    let dir = TempDir::new("lossless-check", "fix");
+    let topology = seeded(&dir);
+    // Undo the seeded cycle (--fix does not reroute), and give leaf2's port 1 a 10 Gb/s
+    // quantum on its 1 Gb/s link.
+    let spine = dir.0.join("spine1-runtime.json");
+    std::fs::copy(topologies().join("leaf-spine/spine1-runtime.json"), &spine).unwrap();
+    let leaf = dir.0.join("leaf2-runtime.json");
+    let text = std::fs::read_to_string(&leaf).unwrap();
+    let quantum = "\"quantum_q10\": 524";
+    assert!(text.contains(quantum));
+    let text = text.replacen(quantum, "\"quantum_q10\": 52", 1);
+    std::fs::write(&leaf, &text).unwrap();
+    let out = check(&[topology.to_str().unwrap(), "--fix", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json(&out);
+    assert_eq!(report["errors"], 1, "{report:#}");
+    assert_eq!(report["fixed"]["errors_left"], 0);
+    assert_eq!(report["fixed"]["written"].as_array().unwrap().len(), 6);
+    assert_eq!(std::fs::read_to_string(&leaf).unwrap(), text);
+    let fixed = dir.0.join("topology.fixed.json");
+    let out = check(&[fixed.to_str().unwrap(), "--json"]);
+    let report = json(&out);
+    assert!(out.status.success());
+    assert_eq!(report["errors"], 0, "{report:#}");
+    assert_eq!(report["warnings"], 0, "{report:#}");
+    // A generated fabric has no files to fix.
+    assert_eq!(check(&["leaf-spine:2,2,1", "--fix"]).status.code(), Some(2));
+}

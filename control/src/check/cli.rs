@@ -3,17 +3,26 @@
 //! programs, and an exit status for CI (0: no error found; 1: errors found; 2: the fabric
 //! could not be read).
 
-use std::{collections::BTreeMap, path::PathBuf, process::ExitCode};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
+
+use anyhow::Context as _;
 
 use check::{
     fabric::{Fabric, LinkDefaults},
+    tables::Tables,
     Assumptions, Finding, Severity,
 };
 use clap::Args;
+use p4values::runtime_json::RuntimeConfig;
 use serde::Serialize;
 use topology::{entries, Failures};
 
-use super::read::{self, Source};
+use super::read::{self, Files, Source};
+use crate::net::state::read_bounded;
 
 /// The depth of an egress queue when no config says it: softswitch's and BMv2's default.
 pub const DEFAULT_QUEUE_PACKETS: u32 = 64;
@@ -63,10 +72,18 @@ pub struct CheckArgs {
     /// keys, with the reasoning.
     #[arg(long)]
     pub suggest: bool,
+    /// Write corrected copies of the runtime JSON files the fixable findings are about, beside
+    /// them as NAME.fixed.json (never over them), and of a topology.json naming them.
+    #[arg(long)]
+    pub fix: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
 }
+
+/// The most rounds of `--fix` (a fix can bring another to light: a lower XOFF, then Kmax
+/// below it).
+const FIX_ROUNDS: usize = 4;
 
 /// What `--suggest` adds to the report.
 #[derive(Serialize)]
@@ -89,13 +106,29 @@ struct Report<'a> {
     findings: &'a [Finding],
     #[serde(skip_serializing_if = "Option::is_none")]
     suggestion: Option<Suggested>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fixed: Option<Fixed>,
+}
+
+/// What `--fix` wrote.
+#[derive(Serialize)]
+struct Fixed {
+    /// The files written.
+    written: Vec<PathBuf>,
+    /// Errors left in the fixed copies (the fixes cover some rules only).
+    errors_left: usize,
 }
 
 /// Runs `lossless check`: 0 when no error was found, 1 when one was, 2 when the fabric could
 /// not be read (the error on stderr).
 pub fn run(args: &CheckArgs) -> ExitCode {
     match findings(args) {
-        Ok((findings, failures_checked, suggestion)) => {
+        Ok(Checked {
+            findings,
+            failures_checked,
+            suggestion,
+            fixed,
+        }) => {
             let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
             let report = Report {
                 fabric: &args.fabric,
@@ -105,6 +138,7 @@ pub fn run(args: &CheckArgs) -> ExitCode {
                 failures_checked,
                 findings: &findings,
                 suggestion,
+                fixed,
             };
             if args.json {
                 println!(
@@ -127,8 +161,16 @@ pub fn run(args: &CheckArgs) -> ExitCode {
     }
 }
 
-/// The findings, how many single link failures were checked, and the suggestion if asked.
-fn findings(args: &CheckArgs) -> anyhow::Result<(Vec<Finding>, usize, Option<Suggested>)> {
+/// What a check found and did.
+struct Checked {
+    findings: Vec<Finding>,
+    failures_checked: usize,
+    suggestion: Option<Suggested>,
+    fixed: Option<Fixed>,
+}
+
+/// Runs the check as `args` say.
+fn findings(args: &CheckArgs) -> anyhow::Result<Checked> {
     let defaults = LinkDefaults {
         rate_bps: args.speed,
         cable_mm: args.cable,
@@ -140,13 +182,13 @@ fn findings(args: &CheckArgs) -> anyhow::Result<(Vec<Finding>, usize, Option<Sug
         max_watchdog_ms: args.max_watchdog_ms,
     };
     let source = read::fabric(&args.fabric, args.tuning.as_deref(), defaults)?;
-    let (generated, mut fabric) = match source {
+    let (generated, mut fabric, files) = match source {
         Source::Generated(spec, tuning) => {
             let configs = entries::compute(&spec, &tuning)?;
             let fabric = Fabric::generated(&spec, &configs, args.queue_packets)?;
-            (Some((spec, tuning, configs)), fabric)
+            (Some((spec, tuning, configs)), fabric, None)
         }
-        Source::Files(fabric) => (None, fabric),
+        Source::Files(fabric, files) => (None, fabric, Some(files)),
     };
     read::host_configs(&mut fabric, &args.host_config)?;
     let mut found = check::check(&fabric, &assumptions);
@@ -201,7 +243,86 @@ fn findings(args: &CheckArgs) -> anyhow::Result<(Vec<Finding>, usize, Option<Sug
         }
         found.sort_by_key(|f| f.severity);
     }
-    Ok((found, checked, suggestion))
+    let fixed = match (args.fix, files) {
+        (false, _) => None,
+        (true, Some(files)) => Some(fix(fabric, &files, &assumptions)?),
+        (true, None) => anyhow::bail!(
+            "--fix writes corrected copies of files; a generated fabric's entries come from its \
+             tuning: take --suggest's and give it with --tuning"
+        ),
+    };
+    Ok(Checked {
+        findings: found,
+        failures_checked: checked,
+        suggestion,
+        fixed,
+    })
+}
+
+/// Applies the findings' edits to the switches' entries, rechecking after each round, and
+/// writes each changed runtime JSON beside its original as NAME.fixed.json, and a
+/// topology.json's copy naming them.
+fn fix(mut fabric: Fabric, files: &Files, assumptions: &Assumptions) -> anyhow::Result<Fixed> {
+    let mut configs: Vec<Option<RuntimeConfig>> = files
+        .runtime
+        .iter()
+        .map(|r| r.as_ref().map(|(_, c)| c.clone()))
+        .collect();
+    let mut changed = BTreeSet::new();
+    for _ in 0..FIX_ROUNDS {
+        let (now, _) = check::fix(&check::check(&fabric, assumptions), &mut configs);
+        if now.is_empty() {
+            break;
+        }
+        for &s in &now {
+            if let Some(config) = &configs[s] {
+                fabric.switches[s].tables = Tables::read(config)?;
+            }
+        }
+        changed.extend(now);
+    }
+    let fixed_name = |path: &Path| {
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("fabric");
+        path.with_file_name(format!("{stem}.fixed.json"))
+    };
+    let mut written = Vec::new();
+    let mut renamed = BTreeMap::new();
+    for &s in &changed {
+        let (Some((path, _)), Some(config)) = (&files.runtime[s], &configs[s]) else {
+            continue;
+        };
+        let to = fixed_name(path);
+        let text = serde_json::to_string_pretty(config).expect("entries serialize");
+        std::fs::write(&to, text + "\n").with_context(|| format!("writing {}", to.display()))?;
+        renamed.insert(fabric.switches[s].name.clone(), to.clone());
+        written.push(to);
+    }
+    if files.tutorial && !renamed.is_empty() {
+        let text = read_bounded(&files.path, netfiles::MAX_BYTES as u64)?;
+        let mut topology: serde_json::Value = serde_json::from_str(&text)?;
+        for (name, to) in &renamed {
+            let file = &mut topology["switches"][name]["runtime_json"];
+            // The file beside the one it named (relative as that one was).
+            let named = Path::new(file.as_str().unwrap_or_default());
+            let beside = named.with_file_name(to.file_name().unwrap_or_default());
+            *file = beside.to_string_lossy().into_owned().into();
+        }
+        let to = fixed_name(&files.path);
+        let text = serde_json::to_string_pretty(&topology).expect("JSON serializes");
+        std::fs::write(&to, text + "\n").with_context(|| format!("writing {}", to.display()))?;
+        written.push(to);
+    }
+    let errors_left = check::check(&fabric, assumptions)
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count();
+    Ok(Fixed {
+        written,
+        errors_left,
+    })
 }
 
 /// The table people read: one block per finding, then the counts.
@@ -244,6 +365,15 @@ fn table(report: &Report) -> String {
                 keys.join(" ")
             ));
         }
+    }
+    if let Some(f) = &report.fixed {
+        for path in &f.written {
+            out.push_str(&format!("wrote {}\n", path.display()));
+        }
+        out.push_str(&format!(
+            "{} errors left in the fixed copies\n",
+            f.errors_left
+        ));
     }
     out
 }

@@ -4,7 +4,8 @@
 //! JSON, one runtime JSON, the agents' or hosts' configs) into the fabric the rules read,
 //! through the parsers `lossless net` and `lossless agent` use; [`cli`] runs the rules (and,
 //! with `--failures 1`, the cycle rule after each single link failure with the control
-//! plane's reroute) and prints them as a table or JSON. docs/check.md is the reference.
+//! plane's reroute), prints them as a table or JSON, adds `--suggest`'s thresholds and writes
+//! `--fix`'s corrected copies. docs/check.md is the reference.
 
 pub mod cli;
 pub mod read;

@@ -7,7 +7,7 @@
 //! topology at most [`netfiles::MAX_BYTES`], a runtime JSON at most p4values'
 //! `MAX_RUNTIME_JSON_BYTES`, a host or agent config at most hostconfig's `MAX_CONFIG_BYTES`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _};
 use check::fabric::{Fabric, LinkDefaults, Nic};
@@ -24,8 +24,18 @@ use crate::net::{program, state::read_bounded};
 pub enum Source {
     /// A generated fabric and the tuning of its computed entries.
     Generated(Box<topology::Fabric>, Tuning),
-    /// A fabric read from files.
-    Files(Fabric),
+    /// A fabric read from files, and the files.
+    Files(Fabric, Files),
+}
+
+/// The files a fabric was read from, for `--fix`'s copies.
+pub struct Files {
+    /// FABRIC.
+    pub path: PathBuf,
+    /// Whether FABRIC is a P4 tutorials' topology.json (whose copy names the fixed files).
+    pub tutorial: bool,
+    /// Each switch's runtime JSON and its entries, in the fabric's order.
+    pub runtime: Vec<Option<(PathBuf, RuntimeConfig)>>,
 }
 
 /// Reads FABRIC (`text`): a spec when it starts with a shape's name and `:`, else a file.
@@ -51,16 +61,17 @@ pub fn fabric(text: &str, tuning: Option<&Path>, defaults: LinkDefaults) -> anyh
     if tuning.is_some() {
         bail!("--tuning tunes a generated fabric's computed entries; {text} is a file");
     }
-    files(Path::new(text), defaults).map(Source::Files)
+    let (fabric, files) = files(Path::new(text), defaults)?;
+    Ok(Source::Files(fabric, files))
 }
 
-/// The fabric the files at `path` describe.
-fn files(path: &Path, defaults: LinkDefaults) -> anyhow::Result<Fabric> {
+/// The fabric the files at `path` describe, and the files.
+fn files(path: &Path, defaults: LinkDefaults) -> anyhow::Result<(Fabric, Files)> {
     let text = read_bounded(path, netfiles::MAX_BYTES as u64)?;
     let within = || format!("in {}", path.display());
     let value: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
-    let topology = if value.get("table_entries").is_some() {
+    if value.get("table_entries").is_some() {
         let config = RuntimeConfig::parse(&text).with_context(within)?;
         let stem = path
             .file_stem()
@@ -78,25 +89,44 @@ fn files(path: &Path, defaults: LinkDefaults) -> anyhow::Result<Fabric> {
             links: Vec::new(),
             cpu_ports: Default::default(),
         };
-        return Fabric::from_topology(&topology, &[Some(config)], defaults).with_context(within);
-    } else if value.get("topology").is_some() {
+        let fabric = Fabric::from_topology(&topology, &[Some(config.clone())], defaults)
+            .with_context(within)?;
+        let files = Files {
+            path: path.to_path_buf(),
+            tutorial: false,
+            runtime: vec![Some((path.to_path_buf(), config))],
+        };
+        return Ok((fabric, files));
+    }
+    let tutorial = value.get("topology").is_none();
+    let topology = if !tutorial {
         netfiles::p4app::parse(&text).with_context(within)?.topology
     } else {
         netfiles::tutorial::parse(&text).with_context(within)?
     };
     let network = program::network(topology, path, "switches").with_context(within)?;
-    let entries = network
+    let runtime = network
         .switches
         .iter()
         .map(|s| {
             s.entries
                 .runtime_json()
-                .map(RuntimeConfig::from_file)
+                .map(|file| anyhow::Ok((file.to_path_buf(), RuntimeConfig::from_file(file)?)))
                 .transpose()
                 .with_context(|| format!("switch {}", s.name))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    Fabric::from_topology(&network, &entries, defaults).with_context(within)
+    let entries: Vec<Option<RuntimeConfig>> = runtime
+        .iter()
+        .map(|r| r.as_ref().map(|(_, c)| c.clone()))
+        .collect();
+    let fabric = Fabric::from_topology(&network, &entries, defaults).with_context(within)?;
+    let files = Files {
+        path: path.to_path_buf(),
+        tutorial,
+        runtime,
+    };
+    Ok((fabric, files))
 }
 
 /// Gives the hosts their configurations: each `[HOST=]FILE` of `--host-config` is an agent's
