@@ -53,6 +53,34 @@ fn replace(f: &topology::Fabric, configs: &mut [RuntimeConfig], switch: &str, js
     *old = new;
 }
 
+/// lossless.p4's RED entry of port 1, priority 3, as runtime JSON.
+fn red_entry(kmin: u32, kmax: u32, pmax_q16: u32) -> String {
+    format!(
+        r#"{{"table": "LosslessEgress.ecn_profile",
+            "match": {{"standard_metadata.egress_port": 1, "standard_metadata.priority": 3}},
+            "action_name": "LosslessEgress.red",
+            "action_params": {{"kmin_packets": {kmin}, "kmax_packets": {kmax}, "pmax_q16": {pmax_q16}}}}}"#
+    )
+}
+
+/// lossless.p4's pause quantum entry of port 1, as runtime JSON.
+fn quantum_entry(q10: u32) -> String {
+    format!(
+        r#"{{"table": "LosslessIngress.pfc_rx_port",
+            "match": {{"standard_metadata.ingress_port": 1}},
+            "action_name": "LosslessIngress.set_pause_quantum",
+            "action_params": {{"quantum_q10": {q10}}}}}"#
+    )
+}
+
+/// lossless.p4's classification entry of `dscp`, as runtime JSON.
+fn dscp_entry(dscp: u8, priority: u8) -> String {
+    format!(
+        r#"{{"table": "LosslessIngress.dscp_priority", "match": {{"hdr.ipv4.dscp": {dscp}}},
+            "action_name": "LosslessIngress.set_priority", "action_params": {{"priority": {priority}}}}}"#
+    )
+}
+
 /// The findings of `rule`.
 fn of<'a>(found: &'a [Finding], rule: &str) -> Vec<&'a Finding> {
     found.iter().filter(|f| f.rule == rule).collect()
@@ -121,13 +149,7 @@ fn lossless_traffic_through_a_queue_without_pfc() {
 #[test]
 fn dscp_maps_that_disagree() {
     let (f, mut c) = configs("leaf-spine:2,3,1", "");
-    replace(
-        &f,
-        &mut c,
-        "spine2",
-        r#"{"table": "LosslessIngress.dscp_priority", "match": {"hdr.ipv4.dscp": 26},
-            "action_name": "LosslessIngress.set_priority", "action_params": {"priority": 2}}"#,
-    );
+    replace(&f, &mut c, "spine2", &dscp_entry(26, 2));
     let found = check(&fabric(&f, &c, None), &Assumptions::default());
     let maps = of(&found, "dscp-map-disagrees");
     assert_eq!(maps.len(), 1, "{found:#?}");
@@ -186,15 +208,7 @@ fn ecn_thresholds_against_pfc() {
         .iter()
         .any(|f| f.severity == Severity::Warning && f.why.starts_with("Kmax (30")));
     let (f, mut c) = configs("leaf-spine:2,2,1", "");
-    replace(
-        &f,
-        &mut c,
-        "leaf1",
-        r#"{"table": "LosslessEgress.ecn_profile",
-            "match": {"standard_metadata.egress_port": 1, "standard_metadata.priority": 3},
-            "action_name": "LosslessEgress.red",
-            "action_params": {"kmin_packets": 10, "kmax_packets": 10, "pmax_q16": 0}}"#,
-    );
+    replace(&f, &mut c, "leaf1", &red_entry(10, 10, 0));
     let found = check(&fabric(&f, &c, None), &Assumptions::default());
     let red = of(&found, "ecn-thresholds");
     assert_eq!(red.len(), 2, "{found:#?}");
@@ -257,15 +271,7 @@ fn a_watchdog_that_only_counts_or_waits_too_long() {
 #[test]
 fn pause_quanta_of_another_speed() {
     let (f, mut c) = configs("leaf-spine:2,2,1", "");
-    replace(
-        &f,
-        &mut c,
-        "leaf2",
-        r#"{"table": "LosslessIngress.pfc_rx_port",
-            "match": {"standard_metadata.ingress_port": 1},
-            "action_name": "LosslessIngress.set_pause_quantum",
-            "action_params": {"quantum_q10": 52}}"#,
-    );
+    replace(&f, &mut c, "leaf2", &quantum_entry(52));
     let found = check(&fabric(&f, &c, None), &Assumptions::default());
     let quanta = of(&found, "pause-quanta");
     assert_eq!(quanta.len(), 1, "{found:#?}");
@@ -369,31 +375,9 @@ fn the_suggested_thresholds_pass_their_own_rules() {
 fn the_edits_fix_their_findings() {
     let (f, c) = configs("leaf-spine:2,2,1", "[pfc]\nxoff_packets = 62\n");
     let mut c = c;
-    replace(
-        &f,
-        &mut c,
-        "leaf2",
-        r#"{"table": "LosslessIngress.pfc_rx_port",
-            "match": {"standard_metadata.ingress_port": 1},
-            "action_name": "LosslessIngress.set_pause_quantum",
-            "action_params": {"quantum_q10": 52}}"#,
-    );
-    replace(
-        &f,
-        &mut c,
-        "spine2",
-        r#"{"table": "LosslessIngress.dscp_priority", "match": {"hdr.ipv4.dscp": 48},
-            "action_name": "LosslessIngress.set_priority", "action_params": {"priority": 1}}"#,
-    );
-    replace(
-        &f,
-        &mut c,
-        "leaf1",
-        r#"{"table": "LosslessEgress.ecn_profile",
-            "match": {"standard_metadata.egress_port": 1, "standard_metadata.priority": 3},
-            "action_name": "LosslessEgress.red",
-            "action_params": {"kmin_packets": 5, "kmax_packets": 20, "pmax_q16": 0}}"#,
-    );
+    replace(&f, &mut c, "leaf2", &quantum_entry(52));
+    replace(&f, &mut c, "spine2", &dscp_entry(48, 1));
+    replace(&f, &mut c, "leaf1", &red_entry(5, 20, 0));
     let found = check(&fabric(&f, &c, None), &Assumptions::default());
     for rule in [
         "headroom",

@@ -23,6 +23,17 @@ fn topologies() -> PathBuf {
     workspace_root().join("dataplane-p4/topologies")
 }
 
+/// The JSON report of a check that found errors (exit 1).
+fn failed(out: &Output) -> Value {
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(out)
+}
+
 fn json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
@@ -85,13 +96,7 @@ fn a_seeded_cycle_fails_with_the_finding() {
     let dir = TempDir::new("lossless-check", "seeded");
     let topology = seeded(&dir);
     let out = check(&[topology.to_str().unwrap(), "--json"]);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report = json(&out);
+    let report = failed(&out);
     let cycles: Vec<&Value> = report["findings"]
         .as_array()
         .unwrap()
@@ -163,8 +168,7 @@ fn a_suggested_tuning_is_taken_back() {
         "--suggest",
         "--json",
     ]);
-    assert_eq!(out.status.code(), Some(1));
-    let report = json(&out);
+    let report = failed(&out);
     let tuning = report["suggestion"]["tuning"].as_str().unwrap();
     assert!(tuning.contains("xoff_packets = 56"), "{tuning}");
     assert_eq!(
@@ -196,13 +200,7 @@ fn fix_writes_corrected_copies_beside_the_originals() {
     let text = text.replacen(quantum, "\"quantum_q10\": 52", 1);
     std::fs::write(&leaf, &text).unwrap();
     let out = check(&[topology.to_str().unwrap(), "--fix", "--json"]);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report = json(&out);
+    let report = failed(&out);
     assert_eq!(report["errors"], 1, "{report:#}");
     assert_eq!(report["fixed"]["errors_left"], 0);
     assert_eq!(report["fixed"]["written"].as_array().unwrap().len(), 6);
