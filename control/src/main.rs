@@ -2,7 +2,10 @@
 
 use clap::{Parser, Subcommand};
 use host::cli::HostCommand;
-use lossless::{agent::AgentArgs, lab::cli::LabCommand, net::cli::NetArgs, sim::cli::SimCommand};
+use lossless::{
+    agent::AgentArgs, check::cli::CheckArgs, lab::cli::LabCommand, net::cli::NetArgs,
+    sim::cli::SimCommand,
+};
 use p4client::cli::P4Args;
 use tracing_subscriber::EnvFilter;
 use traffic::TrafficCommand;
@@ -36,6 +39,10 @@ enum Command {
     /// point, report.
     #[command(subcommand)]
     Sim(SimCommand),
+    /// A fabric's configuration checked against the misconfigurations that break lossless
+    /// fabrics (PFC, ECN, DSCP, CNP, headroom, watchdog, buffer-dependency cycles): exits 1
+    /// when it finds an error.
+    Check(CheckArgs),
 }
 
 /// The crates the `lossless` command is made of besides its own: `lossless=LEVEL` in
@@ -97,6 +104,11 @@ async fn main() -> std::process::ExitCode {
         Command::Lab(command) => lossless::lab::cli::run(command).await,
         Command::Agent(args) => lossless::agent::run(args).await,
         Command::Sim(command) => run_sim(command).await,
+        Command::Check(args) => {
+            return tokio::task::spawn_blocking(move || lossless::check::cli::run(&args))
+                .await
+                .unwrap_or(std::process::ExitCode::from(2))
+        }
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -64,6 +64,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "topology",
         &["dataplane-common", "p4values", "units", "wire"],
     ),
+    // lossless check's rules: pure, over the topology crate, the parsers and the host's
+    // configuration.
+    ("check", &["hostconfig", "netfiles", "p4values", "topology"]),
     // A TLS server's files and their checks, under softswitch's gRPC server and the agent: on
     // no crate of the workspace.
     ("tlsfiles", &[]),
@@ -117,6 +120,7 @@ const WITHOUT_ASYNC: &[&str] = &[
     "netfiles",
     "roce-rc",
     "tlsfiles",
+    "check",
 ];
 
 /// The async runtime and the gRPC stack.

@@ -1,0 +1,216 @@
+//! `lossless check` as CI runs it: every topology dataplane-p4 ships passes (exit 0, no
+//! error); a seeded misconfiguration (a spine route sent back down to a leaf that sends it up
+//! again: a buffer-dependency cycle) exits 1 with the finding in `--json`; a malformed or huge
+//! file exits 2 with a message that names it.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+use serde_json::Value;
+use testkit::{workspace_root, TempDir};
+
+fn check(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lossless"))
+        .arg("check")
+        .args(args)
+        .output()
+        .expect("running lossless check")
+}
+
+fn topologies() -> PathBuf {
+    workspace_root().join("dataplane-p4/topologies")
+}
+
+/// The JSON report of a check that found errors (exit 1).
+fn failed(out: &Output) -> Value {
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(out)
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+#[test]
+fn every_shipped_topology_has_no_error() {
+    let fabrics = [
+        topologies().join("leaf-spine/topology.json"),
+        topologies().join("two-hosts/s1-runtime.json"),
+    ];
+    for fabric in &fabrics {
+        let out = check(&[fabric.to_str().unwrap(), "--json"]);
+        let report = json(&out);
+        assert_eq!(report["errors"], 0, "{}: {report:#}", fabric.display());
+        assert!(out.status.success(), "{}: {}", fabric.display(), out.status);
+    }
+    // Every folder of topologies/ is one of them.
+    let folders = std::fs::read_dir(topologies()).unwrap().count();
+    assert_eq!(folders, fabrics.len());
+    // The generated fabrics, after every single link failure too.
+    let out = check(&["leaf-spine:2,3,2", "--failures", "1", "--json"]);
+    let report = json(&out);
+    assert_eq!(report["errors"], 0, "{report:#}");
+    assert_eq!(report["failures_checked"], 12);
+}
+
+/// A copy of the leaf-spine example in a folder of its own, with spine1's route to leaf2's
+/// hosts sent down to leaf1 instead.
+fn seeded(dir: &TempDir) -> PathBuf {
+    let from = topologies().join("leaf-spine");
+    for entry in std::fs::read_dir(&from).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.0.join(path.file_name().unwrap())).unwrap();
+    }
+    let spine = dir.0.join("spine1-runtime.json");
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&spine).unwrap()).unwrap();
+    let route = config["table_entries"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|e| {
+            e["table"] == "LosslessIngress.ipv4_lpm"
+                && e["match"]["hdr.ipv4.dstAddr"][0] == "10.0.2.0"
+        })
+        .expect("spine1 routes leaf2's subnet");
+    route["action_params"]["nexthop"] = 1.into();
+    std::fs::write(&spine, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+    dir.0.join("topology.json")
+}
+
+#[test]
+fn a_seeded_cycle_fails_with_the_finding() {
+    let dir = TempDir::new("lossless-check", "seeded");
+    let topology = seeded(&dir);
+    let out = check(&[topology.to_str().unwrap(), "--json"]);
+    let report = failed(&out);
+    let cycles: Vec<&Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "buffer-cycle")
+        .collect();
+    assert_eq!(cycles.len(), 1, "{report:#}");
+    assert_eq!(cycles[0]["severity"], "error");
+    assert_eq!(cycles[0]["where"]["priority"], 3);
+    let why = cycles[0]["why"].as_str().unwrap();
+    assert!(
+        why.contains("spine1:1 → leaf1:3") && why.contains("leaf1:3 → spine1:1"),
+        "{why}"
+    );
+    // The table says the same to people.
+    let out = check(&[topology.to_str().unwrap()]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("error   buffer-cycle"), "{table}");
+}
+
+#[test]
+fn bad_input_is_named() {
+    let dir = TempDir::new("lossless-check", "bad");
+    let run = |path: &Path, extra: &[&str]| {
+        let mut args = vec![path.to_str().unwrap()];
+        args.extend(extra);
+        let out = check(&args);
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let broken = dir.file("topology.json", "{\"hosts\": {");
+    assert!(run(&broken, &[]).contains("is not JSON"));
+    let huge = dir.0.join("huge.json");
+    let file = std::fs::File::create(&huge).unwrap();
+    file.set_len(netfiles::MAX_BYTES as u64 + 1).unwrap();
+    assert!(run(&huge, &[]).contains("longer than"));
+    let entry = dir.file(
+        "s1-runtime.json",
+        r#"{"table_entries": [{"table": "LosslessIngress.dscp_priority",
+            "match": {"hdr.ipv4.dscp": 26}, "action_name": "LosslessIngress.set_priority",
+            "action_params": {"priority": "three"}}]}"#,
+    );
+    let err = run(&entry, &[]);
+    assert!(
+        err.contains("table_entries[0]") && err.contains("priority"),
+        "{err}"
+    );
+    let host = dir.file("host.toml", "[pfc]\nlink_speed_bps = \"fast\"\n");
+    let spec = Path::new("leaf-spine:2,2,1");
+    let err = run(spec, &["--host-config", host.to_str().unwrap()]);
+    assert!(
+        err.contains("host.toml") && err.contains("link_speed_bps"),
+        "{err}"
+    );
+    assert!(run(spec, &["--host-config", "h99=/dev/null"]).contains("no host h99"));
+}
+
+/// `--suggest` writes a tuning that `--tuning` takes back, and with it the fabric whose
+/// defaults are short of headroom passes.
+#[test]
+fn a_suggested_tuning_is_taken_back() {
+    let dir = TempDir::new("lossless-check", "suggest");
+    let fabric = "leaf-spine:2,2,1,spine-cable=300m";
+    let short = dir.file("short.toml", "[pfc]\nxoff_packets = 60\n");
+    let out = check(&[
+        fabric,
+        "--tuning",
+        short.to_str().unwrap(),
+        "--suggest",
+        "--json",
+    ]);
+    let report = failed(&out);
+    let tuning = report["suggestion"]["tuning"].as_str().unwrap();
+    assert!(tuning.contains("xoff_packets = 56"), "{tuning}");
+    assert_eq!(
+        report["suggestion"]["hosts"]["h11"][0],
+        "pfc.link_speed_bps=100000000000"
+    );
+    let suggested = dir.file("suggested.toml", tuning);
+    let out = check(&[fabric, "--tuning", suggested.to_str().unwrap(), "--json"]);
+    let report = json(&out);
+    assert_eq!(report["errors"], 0, "{report:#}");
+    assert_eq!(report["warnings"], 0, "{report:#}");
+}
+
+/// `--fix` writes corrected copies beside the originals and leaves these as they were: the
+/// leaf-spine example with a wrong pause quantum on leaf2 (an error) and its Kmax above XOFF
+/// (a warning everywhere) comes out clean.
+#[test]
+fn fix_writes_corrected_copies_beside_the_originals() {
+    let dir = TempDir::new("lossless-check", "fix");
+    let topology = seeded(&dir);
+    // Undo the seeded cycle (--fix does not reroute), and give leaf2's port 1 a 10 Gb/s
+    // quantum on its 1 Gb/s link.
+    let spine = dir.0.join("spine1-runtime.json");
+    std::fs::copy(topologies().join("leaf-spine/spine1-runtime.json"), &spine).unwrap();
+    let leaf = dir.0.join("leaf2-runtime.json");
+    let text = std::fs::read_to_string(&leaf).unwrap();
+    let quantum = "\"quantum_q10\": 524";
+    assert!(text.contains(quantum));
+    let text = text.replacen(quantum, "\"quantum_q10\": 52", 1);
+    std::fs::write(&leaf, &text).unwrap();
+    let out = check(&[topology.to_str().unwrap(), "--fix", "--json"]);
+    let report = failed(&out);
+    assert_eq!(report["errors"], 1, "{report:#}");
+    assert_eq!(report["fixed"]["errors_left"], 0);
+    assert_eq!(report["fixed"]["written"].as_array().unwrap().len(), 6);
+    assert_eq!(std::fs::read_to_string(&leaf).unwrap(), text);
+    let fixed = dir.0.join("topology.fixed.json");
+    let out = check(&[fixed.to_str().unwrap(), "--json"]);
+    let report = json(&out);
+    assert!(out.status.success());
+    assert_eq!(report["errors"], 0, "{report:#}");
+    assert_eq!(report["warnings"], 0, "{report:#}");
+    // A generated fabric has no files to fix.
+    assert_eq!(check(&["leaf-spine:2,2,1", "--fix"]).status.code(), Some(2));
+}
