@@ -46,7 +46,8 @@ pub struct Limits {
     /// The shortest SAMPLE or heartbeat interval; also how often ON_CHANGE subscriptions look
     /// for changes.
     pub min_sample_interval: Duration,
-    /// The interval of SAMPLE subscriptions that name none, and of TARGET_DEFINED ones.
+    /// The interval of TARGET_DEFINED subscriptions (a SAMPLE subscription that names none gets
+    /// the shortest, [`Limits::min_sample_interval`], as the specification says).
     pub default_sample_interval: Duration,
     /// How long a Subscribe stream may wait before its SubscriptionList.
     pub first_request_timeout: Duration,
@@ -195,7 +196,7 @@ impl<T: CounterTree> Service<T> {
             SubscriptionMode::TargetDefined => Kind::Sample(self.limits.default_sample_interval),
             SubscriptionMode::Sample => Kind::Sample(
                 self.interval("sample_interval", s.sample_interval)?
-                    .unwrap_or(self.limits.default_sample_interval),
+                    .unwrap_or(self.limits.min_sample_interval),
             ),
         })
     }
