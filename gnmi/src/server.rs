@@ -723,6 +723,83 @@ mod tests {
         service.admit(Some(a)).unwrap();
     }
 
+    fn snapshot(values: &[(&str, u64)]) -> Snapshot {
+        Snapshot {
+            timestamp: 0,
+            leaves: values
+                .iter()
+                .map(|(name, value)| Leaf {
+                    path: DataPath::root("").join("c").join(name),
+                    value: *value,
+                })
+                .collect(),
+        }
+    }
+
+    fn sub(kind: Kind, suppress_redundant: bool) -> Sub {
+        Sub {
+            path: DataPath::root("").join("c"),
+            kind,
+            heartbeat: None,
+            suppress_redundant,
+            due: Instant::now(),
+            sent: BTreeMap::new(),
+        }
+    }
+
+    fn sent(updates: (Vec<&Leaf>, Vec<DataPath>)) -> (Vec<u64>, usize) {
+        (updates.0.iter().map(|l| l.value).collect(), updates.1.len())
+    }
+
+    #[test]
+    fn on_change_sends_changes_and_deletes_only() {
+        let limits = Limits::default();
+        let mut on_change = sub(Kind::OnChange, false);
+        let now = Instant::now();
+        let first = snapshot(&[("a", 1), ("b", 5)]);
+        assert_eq!(
+            sent(on_change.due_updates(&first, now, &limits)),
+            (vec![1, 5], 0)
+        );
+        assert_eq!(
+            sent(on_change.due_updates(&first, now, &limits)),
+            (vec![], 0)
+        );
+        let changed = snapshot(&[("a", 2)]);
+        assert_eq!(
+            sent(on_change.due_updates(&changed, now, &limits)),
+            (vec![2], 1)
+        );
+        assert!(on_change.due > now);
+    }
+
+    #[test]
+    fn sample_resends_unless_suppressed() {
+        let limits = Limits::default();
+        let interval = Duration::from_secs(1);
+        let now = Instant::now();
+        let same = snapshot(&[("a", 1)]);
+        let mut plain = sub(Kind::Sample(interval), false);
+        let mut suppressed = sub(Kind::Sample(interval), true);
+        for _ in 0..2 {
+            assert_eq!(sent(plain.due_updates(&same, now, &limits)), (vec![1], 0));
+        }
+        assert_eq!(
+            sent(suppressed.due_updates(&same, now, &limits)),
+            (vec![1], 0)
+        );
+        assert_eq!(
+            sent(suppressed.due_updates(&same, now, &limits)),
+            (vec![], 0)
+        );
+        suppressed.heartbeat = Some(interval);
+        let later = now + interval;
+        assert_eq!(
+            sent(suppressed.due_updates(&same, later, &limits)),
+            (vec![1], 0)
+        );
+    }
+
     #[test]
     fn encodings_outside_json_ietf_json_and_proto_are_refused() {
         assert!(encoding(Encoding::Bytes as i32).is_err());
