@@ -50,6 +50,9 @@ pub struct AgentConfig {
     /// relative to the agent's file when read with [`AgentConfig::from_file`] (the command
     /// line's `--web.config.file` wins).
     pub web_config_file: Option<PathBuf>,
+    /// Where to serve gNMI (plain gRPC); none by default (the command line's
+    /// `--gnmi.listen-address` wins).
+    pub gnmi_listen_address: Option<SocketAddr>,
     /// Whether to detach the managed interfaces when the agent stops.
     pub detach_on_exit: bool,
     /// The interfaces, by name.
@@ -61,6 +64,7 @@ pub struct AgentConfig {
 struct FileShape {
     metrics_addr: Option<String>,
     web_config_file: Option<PathBuf>,
+    gnmi_listen_address: Option<String>,
     #[serde(default)]
     detach_on_exit: bool,
     #[serde(default)]
@@ -122,13 +126,15 @@ impl AgentConfig {
             }
             interfaces.insert(spec.name.clone(), spec);
         }
-        let metrics_addr = file
-            .metrics_addr
-            .map(|text| {
+        let address = |key: &str, text: Option<String>| {
+            text.map(|text| {
                 text.parse()
-                    .with_context(|| format!("metrics_addr: '{text}' is not ADDRESS:PORT"))
+                    .with_context(|| format!("{key}: '{text}' is not ADDRESS:PORT"))
             })
-            .transpose()?;
+            .transpose()
+        };
+        let metrics_addr = address("metrics_addr", file.metrics_addr)?;
+        let gnmi_listen_address = address("gnmi_listen_address", file.gnmi_listen_address)?;
         if file
             .web_config_file
             .as_ref()
@@ -139,6 +145,7 @@ impl AgentConfig {
         Ok(AgentConfig {
             metrics_addr,
             web_config_file: file.web_config_file,
+            gnmi_listen_address,
             detach_on_exit: file.detach_on_exit,
             interfaces,
         })
@@ -194,6 +201,7 @@ mod tests {
     const EXAMPLE: &str = r#"
 metrics_addr = "127.0.0.1:9477"
 web_config_file = "web.yml"
+gnmi_listen_address = "[::1]:57400"
 
 [profiles.roce]
 ecn.prio3.kmin_bytes = 20000
@@ -214,6 +222,10 @@ name = "eth1"
         let config = AgentConfig::from_toml(EXAMPLE).unwrap();
         assert_eq!(config.metrics_addr, Some("127.0.0.1:9477".parse().unwrap()));
         assert_eq!(config.web_config_file, Some(PathBuf::from("web.yml")));
+        assert_eq!(
+            config.gnmi_listen_address,
+            Some("[::1]:57400".parse().unwrap())
+        );
         assert!(!config.detach_on_exit);
         let eth0 = &config.interfaces["eth0"];
         assert_eq!(
@@ -261,6 +273,10 @@ name = "eth1"
             ),
             ("[profiles.p]\necn.prio9.kmin_bytes = 1", "in profile 'p'"),
             ("metrics_addr = \"localhost\"", "not ADDRESS:PORT"),
+            (
+                "gnmi_listen_address = \":57400\"",
+                "gnmi_listen_address: ':57400' is not ADDRESS:PORT",
+            ),
             ("interface = []", "unknown field"),
         ] {
             let error = format!("{:#}", AgentConfig::from_toml(text).unwrap_err());

@@ -38,7 +38,8 @@ const APT_PACKAGES: &[&str] = &[
 /// framework the P4 tutorials' test suites run on, and gRPC's protoc (grpcio-tools), which
 /// generates PI's `p4config` module those suites import (tests/tests/tutorials_ptf.rs).
 /// kubernetes-validate, which checks the Kubernetes Job that `lossless sim sweep --k8s` writes
-/// against the API's schema.
+/// against the API's schema. pygnmi, a gNMI client with its own generated gnmi_pb2, which reads
+/// the agent's and softswitch's gNMI servers (tests/interop/gnmi_client.py).
 const PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("scapy==2.6.1", "scapy"),
     ("p4runtime==1.6.0", "p4.v1.p4runtime_pb2"),
@@ -48,6 +49,7 @@ const PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("ptf==0.12.0", "ptf"),
     ("grpcio-tools==1.85.1", "grpc_tools.protoc"),
     ("kubernetes-validate==1.37.0", "kubernetes_validate"),
+    ("pygnmi==0.8.15", "pygnmi.client"),
 ];
 
 /// Python packages installed into the same venv without their dependencies, each with the module

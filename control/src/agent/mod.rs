@@ -10,6 +10,7 @@
 pub mod auth;
 pub mod http;
 pub mod reconcile;
+pub mod telemetry;
 pub mod web;
 
 use std::{
@@ -58,6 +59,10 @@ pub struct AgentArgs {
     /// web_config_file, else plain HTTP without authentication.
     #[arg(long = "web.config.file", value_name = "YAML")]
     pub web_config_file: Option<PathBuf>,
+    /// Where to serve gNMI (ADDRESS:PORT, plain gRPC: docs/telemetry.md); default the
+    /// file's gnmi_listen_address, else not served.
+    #[arg(long = "gnmi.listen-address", value_name = "ADDRESS:PORT")]
+    pub gnmi_listen_address: Option<SocketAddr>,
     /// Detach the interfaces it manages when it stops (by default the programs stay).
     #[arg(long)]
     pub detach_on_exit: bool,
@@ -75,15 +80,24 @@ struct Shared {
 /// The pages the server shows, from the pins and the shared state.
 struct AgentPages(Arc<Mutex<Shared>>);
 
+/// The counters of every interface attached in the agent's network namespace, read now (one
+/// detached meanwhile is left out).
+fn attached_stats() -> anyhow::Result<Vec<Stats>> {
+    let mut all = Vec::new();
+    for interface in status::attached_here()? {
+        match PinnedMaps::open(&interface).and_then(|maps| Stats::read(&maps)) {
+            Ok(stats) => all.push(stats),
+            Err(error) => tracing::debug!("{interface}: not read: {error:#}"),
+        }
+    }
+    Ok(all)
+}
+
 impl AgentPages {
     fn exposition(&self) -> anyhow::Result<String> {
         let mut exposition = Exposition::new();
-        for interface in status::attached_here()? {
-            // One detached meanwhile is left out.
-            match PinnedMaps::open(&interface).and_then(|maps| Stats::read(&maps)) {
-                Ok(stats) => exposition.add_stats(&stats)?,
-                Err(error) => tracing::debug!("{interface}: not read: {error:#}"),
-            }
+        for stats in attached_stats()? {
+            exposition.add_stats(&stats)?;
         }
         let shared = self.0.lock().expect("agent state");
         for (name, state) in &shared.states {
@@ -198,6 +212,22 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         current_web.clone(),
     ));
 
+    let gnmi = match args.gnmi_listen_address.or(config.gnmi_listen_address) {
+        None => None,
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("listening on {addr} for gNMI"))?;
+            tracing::info!("serving gNMI on {addr} (plain gRPC)");
+            let tree = Arc::new(telemetry::AgentTree(shared.clone()));
+            Some(tokio::spawn(async move {
+                if let Err(error) = gnmi::server::serve(listener, tree, Default::default()).await {
+                    tracing::error!("gNMI server: {error}");
+                }
+            }))
+        }
+    };
+
     let mut hangup = signal(SignalKind::hangup())?;
     let mut terminate = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
@@ -252,6 +282,9 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         shared.reconcile_errors += failures;
     }
     server.abort();
+    if let Some(gnmi) = gnmi {
+        gnmi.abort();
+    }
     if detach_on_exit {
         tokio::task::spawn_blocking(move || reconciler.detach_all()).await?;
     }

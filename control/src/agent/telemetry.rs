@@ -1,0 +1,218 @@
+//! The agent's counters as a gNMI tree: the counters of `/metrics`, at OpenConfig paths where
+//! OpenConfig has one (interface packets and octets in and out) and under the `lossless` origin
+//! elsewhere (per priority, PFC per priority, CNPs, parse errors, the agent's own state).
+//! docs/telemetry.md lists the paths.
+
+use std::sync::{Arc, Mutex};
+
+use dataplane_common::{cnp::CnpCounters, counters::PrioCounters, Hook};
+use gnmi::{
+    path::{DataPath, Elem},
+    proto::gnmi::ModelData,
+    tree::{CounterTree, Leaf},
+};
+use host::stats::{PriorityStats, Stats};
+
+use super::{attached_stats, reconcile::State, Shared};
+
+/// The origin of the paths OpenConfig has no model for.
+pub const ORIGIN: &str = "lossless";
+
+/// The agent's tree, read from the pins and the reconciler's state.
+pub struct AgentTree(pub(super) Arc<Mutex<Shared>>);
+
+impl CounterTree for AgentTree {
+    fn read(&self) -> anyhow::Result<Vec<Leaf>> {
+        let mut leaves = Leaves::default();
+        for stats in attached_stats()? {
+            leaves.add_stats(&stats);
+        }
+        let shared = self.0.lock().expect("agent state");
+        let agent = DataPath::root(ORIGIN).join("agent");
+        for (name, state) in &shared.states {
+            leaves.under(
+                &agent
+                    .child(Elem::keyed("interfaces", "name", name))
+                    .join("state"),
+                [("attached", u64::from(*state == State::Attached))],
+            );
+        }
+        leaves.under(
+            &agent.join("state"),
+            [
+                ("reconciles", shared.reconciles),
+                ("reconcile-errors", shared.reconcile_errors),
+                ("config-errors", shared.config_errors),
+            ],
+        );
+        Ok(leaves.0)
+    }
+
+    fn models(&self) -> Vec<ModelData> {
+        vec![
+            ModelData {
+                name: "openconfig-interfaces".into(),
+                organization: "OpenConfig working group".into(),
+                version: "3.0.0".into(),
+            },
+            ModelData {
+                name: "lossless".into(),
+                organization: "lossless".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
+        ]
+    }
+}
+
+/// Leaves being collected.
+#[derive(Default)]
+struct Leaves(Vec<Leaf>);
+
+impl Leaves {
+    /// The leaves `name = value` under `parent`.
+    fn under<'a>(&mut self, parent: &DataPath, leaves: impl IntoIterator<Item = (&'a str, u64)>) {
+        for (name, value) in leaves {
+            self.0.push(Leaf {
+                path: parent.join(name),
+                value,
+            });
+        }
+    }
+
+    /// Every counter of one interface's [`Stats`].
+    fn add_stats(&mut self, stats: &Stats) {
+        // Without `..`: a new field is served here, or named as the sum of others.
+        let Stats {
+            interface,
+            totals: _,       // the sum of per_priority
+            parse_errors: _, // the sum of parse_errors_by_kind
+            parse_errors_by_kind,
+            per_priority,
+            per_hook,
+            pfc_pause_rx: _, // per_priority's
+            pfc_resume_rx: _,
+            pfc_storms: _,
+            pfc_violations: _,
+            pfc_paused_ns,
+            pfc_pause_tx,
+            pfc_resume_tx,
+            pfc_relayed,
+            pfc_buffer_bytes,
+            cnp,
+            cnp_qps: _, // per QP: unbounded keys, on /metrics only
+            lb: _,      // the load balancer's: on /metrics only
+            uplinks: _,
+        } = stats;
+        let openconfig = DataPath::root("")
+            .join("interfaces")
+            .child(Elem::keyed("interface", "name", interface))
+            .join("state")
+            .join("counters");
+        for (hook, direction) in [(Hook::Xdp, "in"), (Hook::TcEgress, "out")] {
+            if let Some(counters) = per_hook.get(hook.name()) {
+                self.under(
+                    &openconfig,
+                    [
+                        (format!("{direction}-pkts").as_str(), counters.rx_packets),
+                        (format!("{direction}-octets").as_str(), counters.rx_bytes),
+                    ],
+                );
+            }
+        }
+        let ours = DataPath::root(ORIGIN).join("interfaces").child(Elem::keyed(
+            "interface",
+            "name",
+            interface,
+        ));
+        for queue in per_priority {
+            let PriorityStats {
+                priority,
+                counters,
+                parse_errors: _, // by kind, below
+                vq_bytes,
+                vq_high_water_bytes,
+            } = queue;
+            let p = *priority;
+            let index = p.to_string();
+            let at = |what: &str| {
+                ours.join(what)
+                    .child(Elem::keyed("priority", "index", &index))
+                    .join("state")
+            };
+            self.prio_counters(&at("priorities"), counters);
+            self.under(
+                &at("priorities"),
+                [
+                    ("phantom-queue-bytes", *vq_bytes),
+                    ("phantom-queue-high-water-bytes", *vq_high_water_bytes),
+                ],
+            );
+            self.under(
+                &at("pfc"),
+                [
+                    ("pause-frames-received", counters.pfc_pause_rx),
+                    ("resume-frames-received", counters.pfc_resume_rx),
+                    ("storms", counters.pfc_storms),
+                    ("violation-packets", counters.pfc_violations),
+                    ("paused-ns", pfc_paused_ns[p]),
+                    ("pause-frames-sent", pfc_pause_tx[p]),
+                    ("resume-frames-sent", pfc_resume_tx[p]),
+                    ("pause-frames-relayed", pfc_relayed[p]),
+                    ("ingress-buffer-bytes", pfc_buffer_bytes[p]),
+                ],
+            );
+        }
+        for (kind, count) in parse_errors_by_kind {
+            self.under(
+                &ours
+                    .child(Elem::keyed("parse-errors", "kind", kind))
+                    .join("state"),
+                [("count", *count)],
+            );
+        }
+        let CnpCounters {
+            cnp_sent,
+            cnp_suppressed,
+            cnp_received,
+            cnp_unsupported,
+        } = *cnp;
+        self.under(
+            &ours.join("cnp").join("state"),
+            [
+                ("sent", cnp_sent),
+                ("suppressed", cnp_suppressed),
+                ("received", cnp_received),
+                ("unsupported", cnp_unsupported),
+            ],
+        );
+    }
+
+    /// The counters of one priority (PFC's go under `pfc`).
+    fn prio_counters(&mut self, parent: &DataPath, counters: &PrioCounters) {
+        let PrioCounters {
+            rx_packets,
+            rx_bytes,
+            roce_packets,
+            ect_packets,
+            ce_on_arrival,
+            ecn_marked,
+            would_mark_not_ect,
+            pfc_pause_rx: _, // under pfc
+            pfc_resume_rx: _,
+            pfc_storms: _,
+            pfc_violations: _,
+        } = *counters;
+        self.under(
+            parent,
+            [
+                ("packets", rx_packets),
+                ("octets", rx_bytes),
+                ("roce-packets", roce_packets),
+                ("ect-packets", ect_packets),
+                ("ce-on-arrival-packets", ce_on_arrival),
+                ("ecn-marked-packets", ecn_marked),
+                ("ecn-would-mark-not-ect-packets", would_mark_not_ect),
+            ],
+        );
+    }
+}
