@@ -100,6 +100,9 @@ impl Leaves {
             pfc_buffer_bytes,
             cnp,
             cnp_qps: _, // per QP: unbounded keys, on /metrics only
+            nak_received,
+            nak_sent,
+            nak_qps: _, // per QP: bounded by the map, but many keys; on /metrics only
             lb: _,      // the load balancer's: on /metrics only
             uplinks: _,
         } = stats;
@@ -169,6 +172,15 @@ impl Leaves {
                     .join("state"),
                 [("count", *count)],
             );
+        }
+        for (direction, naks) in [("received", nak_received), ("sent", nak_sent)] {
+            let at = ours
+                .join("naks")
+                .child(Elem::keyed("nak", "direction", direction))
+                .join("state");
+            for (syndrome, count) in naks.by_syndrome() {
+                self.under(&at, [(syndrome.replace('_', "-").as_str(), count)]);
+            }
         }
         let CnpCounters {
             cnp_sent,
