@@ -3,7 +3,7 @@
 //! TC egress: sent). Only reads the frame.
 
 use dataplane_common::{nak::NakQpCounters, Hook};
-use wire::{aeth, bth};
+use wire::{aeth, bth, icrc};
 
 use crate::{
     maps::{NAK_COUNTERS, NAK_QPS},
@@ -19,7 +19,9 @@ pub const WINDOW: usize = bth::HEADER_LEN + aeth::HEADER_LEN;
 /// on the way to a variable offset this deep.
 #[inline(always)]
 pub fn count(parsed: &Parsed, hook: Hook, load: impl FnOnce(usize, &mut [u8; WINDOW]) -> bool) {
-    if !parsed.roce {
+    // An Acknowledge has an AETH and an ICRC inside its UDP datagram; a frame without them
+    // would read padding or the ICRC as the syndrome.
+    if !parsed.roce || parsed.bth + WINDOW + icrc::ICRC_LEN > parsed.udp_end {
         return;
     }
     let mut window = [0u8; WINDOW];
