@@ -818,7 +818,7 @@ fn queue_set_and_show() {
     );
     assert_eq!(
         queue(1, 3)["quantum_bytes"],
-        1500,
+        1514,
         "the quantum is port 2's"
     );
     let table = String::from_utf8(bed.p4(&["queue", "show"]).stdout).unwrap();
