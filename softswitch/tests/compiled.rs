@@ -211,7 +211,20 @@ fn random_packet(rng: &mut StdRng, seeds: &[(u16, Vec<u8>)]) -> (u16, Vec<u8>) {
     (port, bytes)
 }
 
-/// Runs one STF test (or none) and random cases on both paths; the first difference.
+/// Checks that `what` entered no compiled block on the interpreted side and, where
+/// `compiled` is given, some on the compiled side: that each path is the one it claims.
+fn compiled_only(what: &str, interpreted: u64, compiled: Option<u64>) -> Result<(), String> {
+    if interpreted == 0 && compiled != Some(0) {
+        return Ok(());
+    }
+    Err(format!(
+        "{what}: {interpreted} blocks ran compiled on the interpreted side, {compiled:?} on \
+         the compiled side"
+    ))
+}
+
+/// Runs one STF test (or none) on both paths, then random cases on the same pair; the first
+/// difference.
 fn compare(program: &Program, stf: Option<&Path>, max_block_nodes: usize) -> Result<(), String> {
     let (cases, seed) = (
         env_or("LOSSLESS_FUZZ_CASES", CASES),
@@ -219,51 +232,48 @@ fn compare(program: &Program, stf: Option<&Path>, max_block_nodes: usize) -> Res
     );
     let text = stf.map(|p| std::fs::read_to_string(p).expect("the STF test"));
     let seeds = text.as_deref().map(stf_packets).unwrap_or_default();
-    for case in seed..seed + cases {
-        let mut interp = Side::new(program, Execution::Interpreted, max_block_nodes);
-        let mut compiled = Side::new(program, Execution::Compiled, max_block_nodes);
-        if let Some(text) = &text {
-            let mut reports = [&mut interp, &mut compiled].map(|side| {
-                let mut map = SourceMap::new();
-                let file = map.add("test.stf", text.clone());
-                softswitch_stf::run(&map, file, &mut side.switch)
-                    .map(|r| r.failures)
-                    .map_err(|d| d.render(&map))
-            });
-            let [a, b] = &mut reports;
-            if a != b {
-                let mut what = format!("the STF test's reports differ:\n{a:?}\n{b:?}");
-                what.truncate(what.floor_char_boundary(4000));
-                return Err(what);
-            }
+    let mut interp = Side::new(program, Execution::Interpreted, max_block_nodes);
+    let mut compiled = Side::new(program, Execution::Compiled, max_block_nodes);
+    if let Some(text) = &text {
+        let mut reports = [&mut interp, &mut compiled].map(|side| {
+            let mut map = SourceMap::new();
+            let file = map.add("test.stf", text.clone());
+            softswitch_stf::run(&map, file, &mut side.switch)
+                .map(|r| r.failures)
+                .map_err(|d| d.render(&map))
+        });
+        let [a, b] = &mut reports;
+        if a != b {
+            let mut what = format!("the STF test's reports differ:\n{a:?}\n{b:?}");
+            what.truncate(what.floor_char_boundary(4000));
+            return Err(what);
         }
+    }
+    let runs = |side: &Side| side.switch.compiled_block_runs();
+    let ran = !seeds.is_empty();
+    compiled_only(
+        "the STF test",
+        runs(&interp),
+        ran.then_some(runs(&compiled)),
+    )?;
+    if let Some(d) = first_difference(&interp.take_trace(), &compiled.take_trace()) {
+        return Err(format!("the STF test: traces differ at {d}"));
+    }
+    // The cases follow one another on the same pair, from the state the STF test left (the
+    // STF test is deterministic: running it again per case would repeat the same work).
+    for case in seed..seed + cases {
         let mut rng = StdRng::seed_from_u64(case);
-        for n in 0..=PACKETS_PER_CASE {
-            let ((ours, runs_interpreted), (theirs, runs_compiled)) = if n == 0 {
-                // The STF test's part: it ran its packets (if any) on both.
-                let runs = |side: &Side| side.switch.compiled_block_runs();
-                (
-                    (Sent::default(), runs(&interp)),
-                    (Sent::default(), runs(&compiled)),
-                )
-            } else {
-                let (port, bytes) = random_packet(&mut rng, &seeds);
-                (interp.send(port, &bytes), compiled.send(port, &bytes))
-            };
-            let ran = n > 0 || !seeds.is_empty();
-            if runs_interpreted != 0 || (ran && runs_compiled == 0) {
-                return Err(format!(
-                    "case {case}, packet {n}: {runs_interpreted} blocks ran compiled on the \
-                     interpreted side, {runs_compiled} on the compiled side"
-                ));
-            }
+        for n in 1..=PACKETS_PER_CASE {
+            let (port, bytes) = random_packet(&mut rng, &seeds);
+            let (ours, runs_interpreted) = interp.send(port, &bytes);
+            let (theirs, runs_compiled) = compiled.send(port, &bytes);
+            let what = format!("case {case}, packet {n}");
+            compiled_only(&what, runs_interpreted, Some(runs_compiled))?;
             if ours != theirs {
-                return Err(format!(
-                    "case {case}, packet {n}: outputs differ:\n{ours:?}\n{theirs:?}"
-                ));
+                return Err(format!("{what}: outputs differ:\n{ours:?}\n{theirs:?}"));
             }
             if let Some(d) = first_difference(&interp.take_trace(), &compiled.take_trace()) {
-                return Err(format!("case {case}, packet {n}: traces differ at {d}"));
+                return Err(format!("{what}: traces differ at {d}"));
             }
         }
         let (a, b) = (interp.state(), compiled.state());
