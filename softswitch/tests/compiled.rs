@@ -1,7 +1,7 @@
 //! The compiled execution path (`softswitch_core::compiled`) against the interpreter, its
 //! reference: every program softswitch's tests run — the corpus (`tests/corpus`, each with its
 //! STF test), `dataplane-p4/lossless.p4` with every STF test of `dataplane-p4/tests`, the
-//! programs of `tests/p4` — and, with p4c, each of those loaded from p4c's BMv2 JSON, runs on
+//! programs of `tests/p4` with the entries of their runtime JSON — and, with p4c, each of those loaded from p4c's BMv2 JSON, runs on
 //! two switches, one interpreted and one compiled. Each STF test runs on both (both must give
 //! the same report), then random packets (the STF's packets mutated, and random bytes) go
 //! through both, and what they did is compared: the frames out (port, bytes, order) and the
@@ -22,6 +22,7 @@ use std::rc::Rc;
 
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
+use sim::runtime::RuntimeConfig;
 use softswitch_core::ir::Program;
 use softswitch_core::runtime::CellIndex;
 use softswitch_core::switch::{Clock, DigestSent, Execution, Output, Switch};
@@ -41,10 +42,13 @@ fn env_or(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// A program and the STF tests to run on it (none: random packets only).
+/// A program, the STF tests to run on it (none: random packets only) and the runtime JSON
+/// its tables are filled from first (`NAME-runtime.json` beside it, the P4 tutorials' form),
+/// so that the actions its entries run are compared too.
 struct Subject {
     program: PathBuf,
     stfs: Vec<PathBuf>,
+    runtime: Option<PathBuf>,
 }
 
 fn subjects() -> Vec<Subject> {
@@ -56,12 +60,23 @@ fn subjects() -> Vec<Subject> {
             .map(|program| {
                 let own = program.with_extension("stf");
                 let stfs = if own.exists() { vec![own] } else { Vec::new() };
-                Subject { program, stfs }
+                let stem = program
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .unwrap_or_default();
+                let runtime = program.with_file_name(format!("{stem}-runtime.json"));
+                let runtime = runtime.exists().then_some(runtime);
+                Subject {
+                    program,
+                    stfs,
+                    runtime,
+                }
             })
             .collect();
     all.push(Subject {
         program: root.join("dataplane-p4/lossless.p4"),
         stfs: testkit::files_with_extension(&root.join("dataplane-p4/tests"), "stf"),
+        runtime: None,
     });
     all
 }
@@ -96,9 +111,17 @@ struct Side {
 }
 
 impl Side {
-    fn new(program: &Program, execution: Execution, max_block_nodes: usize) -> Side {
+    fn new(
+        program: &Program,
+        runtime: Option<&RuntimeConfig>,
+        execution: Execution,
+        max_block_nodes: usize,
+    ) -> Side {
         let mut switch = Switch::new(program.clone(), Clock::Virtual(0));
         switch.set_execution_within(execution, max_block_nodes);
+        if let Some(r) = runtime {
+            sim::runtime::apply(r, &mut switch).unwrap_or_else(|e| panic!("{e}"));
+        }
         let trace = Recorder::default();
         switch.set_trace(Some((Box::new(trace.clone()), Level::Trace)));
         Side { switch, trace }
@@ -225,15 +248,20 @@ fn compiled_only(what: &str, interpreted: u64, compiled: Option<u64>) -> Result<
 
 /// Runs one STF test (or none) on both paths, then random cases on the same pair; the first
 /// difference.
-fn compare(program: &Program, stf: Option<&Path>, max_block_nodes: usize) -> Result<(), String> {
+fn compare(
+    program: &Program,
+    runtime: Option<&RuntimeConfig>,
+    stf: Option<&Path>,
+    max_block_nodes: usize,
+) -> Result<(), String> {
     let (cases, seed) = (
         env_or("LOSSLESS_FUZZ_CASES", CASES),
         env_or("LOSSLESS_FUZZ_SEED", SEED),
     );
     let text = stf.map(|p| std::fs::read_to_string(p).expect("the STF test"));
     let seeds = text.as_deref().map(stf_packets).unwrap_or_default();
-    let mut interp = Side::new(program, Execution::Interpreted, max_block_nodes);
-    let mut compiled = Side::new(program, Execution::Compiled, max_block_nodes);
+    let mut interp = Side::new(program, runtime, Execution::Interpreted, max_block_nodes);
+    let mut compiled = Side::new(program, runtime, Execution::Compiled, max_block_nodes);
     if let Some(text) = &text {
         let mut reports = [&mut interp, &mut compiled].map(|side| {
             let mut map = SourceMap::new();
@@ -311,8 +339,12 @@ fn differences(load: impl Fn(&Subject) -> Option<Program>, max_block_nodes: usiz
         } else {
             subject.stfs.iter().map(|p| Some(p.as_path())).collect()
         };
+        let runtime = subject
+            .runtime
+            .as_deref()
+            .map(|p| sim::runtime::load(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())));
         for stf in stfs {
-            if let Err(e) = compare(&program, stf, max_block_nodes) {
+            if let Err(e) = compare(&program, runtime.as_ref(), stf, max_block_nodes) {
                 differences.push(format!("{} {stf:?}: {e}", subject.program.display()));
             }
         }
@@ -376,6 +408,7 @@ fn blocks_that_fall_back_are_listed_and_run_as_the_interpreter_does() {
     let subject = Subject {
         program: lossless.clone(),
         stfs: Vec::new(),
+        runtime: None,
     };
     let d = differences(
         |s| (s.program == subject.program).then(|| program.clone()),
