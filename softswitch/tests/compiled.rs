@@ -17,6 +17,7 @@
 
 use std::cell::RefCell;
 use std::fmt::Write as _;
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -211,6 +212,38 @@ fn stf_packets(text: &str) -> Vec<(u16, Vec<u8>)> {
         .collect()
 }
 
+/// A RoCEv2 frame on port 1 to each IPv4 destination a runtime entry matches
+/// (`hdr.ipv4.dstAddr`, exact or a prefix), so that random packets mutated from them hit the
+/// routes of programs without an STF test.
+fn frames_to_routes(runtime: &RuntimeConfig) -> Vec<(u16, Vec<u8>)> {
+    runtime
+        .table_entries
+        .iter()
+        .filter_map(|e| e.matches.get("hdr.ipv4.dstAddr"))
+        .filter_map(|v| v.get(0).unwrap_or(v).as_str()?.parse::<Ipv4Addr>().ok())
+        .map(|dst| {
+            let roce = wire::roce::RoceFrame {
+                src_mac: wire::ethernet::Address([0, 0, 0, 0, 0, 1]),
+                dst_mac: wire::ethernet::Address([0, 0, 0, 0, 0, 2]),
+                vlan: wire::ethernet::Vlan::Untagged,
+                src_ip: Ipv4Addr::new(10, 0, 1, 1).into(),
+                dst_ip: dst.into(),
+                dscp: 0,
+                ecn: wire::ip::Ecn::Ect0,
+                ttl: 64,
+                flow_label: 0,
+                src_port: 1,
+                bth: wire::bth::Repr::new(wire::bth::Opcode::RcSendOnly, 1, 0),
+                payload_len: 16,
+            };
+            let mut frame = vec![0; roce.buffer_len()];
+            roce.emit(&mut frame, |p| p.fill(0))
+                .expect("a RoCEv2 frame");
+            (1, frame)
+        })
+        .collect()
+}
+
 /// A random packet: a seed's mutated (bytes changed, cut or lengthened), or random bytes.
 fn random_packet(rng: &mut StdRng, seeds: &[(u16, Vec<u8>)]) -> (u16, Vec<u8>) {
     if seeds.is_empty() || rng.random_ratio(1, 5) {
@@ -259,7 +292,8 @@ fn compare(
         env_or("LOSSLESS_FUZZ_SEED", SEED),
     );
     let text = stf.map(|p| std::fs::read_to_string(p).expect("the STF test"));
-    let seeds = text.as_deref().map(stf_packets).unwrap_or_default();
+    let mut seeds = text.as_deref().map(stf_packets).unwrap_or_default();
+    seeds.extend(runtime.map(frames_to_routes).unwrap_or_default());
     let mut interp = Side::new(program, runtime, Execution::Interpreted, max_block_nodes);
     let mut compiled = Side::new(program, runtime, Execution::Compiled, max_block_nodes);
     if let Some(text) = &text {
@@ -278,7 +312,7 @@ fn compare(
         }
     }
     let runs = |side: &Side| side.switch.compiled_block_runs();
-    let ran = !seeds.is_empty();
+    let ran = text.as_deref().is_some_and(|t| !stf_packets(t).is_empty());
     compiled_only(
         "the STF test",
         runs(&interp),
