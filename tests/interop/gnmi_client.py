@@ -90,6 +90,19 @@ def requests(stub):
         out["get_missing"] = "answered"
     except grpc.RpcError as error:
         out["get_missing"] = status(error)
+    agent = stub.Get(
+        gnmi_pb2.GetRequest(path=[path("lossless:/agent/interfaces")], encoding=gnmi_pb2.JSON), timeout=TIMEOUT
+    )
+    out["agent"] = leaves(agent.notification[0])
+    for name, request in [
+        ("bytes_encoding", gnmi_pb2.GetRequest(path=[path(IN_PKTS)], encoding=gnmi_pb2.BYTES)),
+        ("unserved_origin", gnmi_pb2.GetRequest(path=[path("elsewhere:/interfaces")], encoding=gnmi_pb2.JSON)),
+    ]:
+        try:
+            stub.Get(request, timeout=TIMEOUT)
+            out[name] = "answered"
+        except grpc.RpcError as error:
+            out[name] = status(error)
     once = stub.Subscribe(
         iter([subscribe_request(gnmi_pb2.SubscriptionList.ONCE, gnmi_pb2.PROTO, [{"path": path(IN_PKTS)}])]),
         timeout=TIMEOUT,

@@ -2,7 +2,8 @@
 //! generated gnmi_pb2): a STREAM subscription's SAMPLE updates move while RoCEv2 traffic reaches
 //! the attached interface, its ON_CHANGE subscription to priority 3's PFC pauses says nothing
 //! until a PAUSE (scapy's) arrives and then gives the count `host stats` reads; Capabilities,
-//! Get (and NOT_FOUND for a path with no data), ONCE and POLL answer; requests past the limits
+//! Get (and NOT_FOUND for a path with no data, UNIMPLEMENTED for an encoding not served,
+//! INVALID_ARGUMENT for an origin not served), ONCE and POLL answer; requests past the limits
 //! are refused with the limit named; every value comes in the type its encoding gives it (a
 //! string for JSON_IETF, a number for JSON, `uint_val` for PROTO). Every client call has a
 //! deadline. The agent listens on the receiving namespace's loopback,
@@ -180,6 +181,25 @@ fn pygnmi_streams_samples_and_a_pause_on_change_from_the_agent() {
     assert_eq!(missing["code"], "NOT_FOUND", "{answers}");
     assert!(
         missing["details"].as_str().unwrap().contains("no data at"),
+        "{answers}"
+    );
+    let attached = format!("agent/interfaces/interface[name={rx}]/state/attached");
+    assert_eq!(
+        counter(&answers["agent"][&attached], "json_val"),
+        1,
+        "{answers}"
+    );
+    assert_eq!(
+        answers["bytes_encoding"]["code"], "UNIMPLEMENTED",
+        "{answers}"
+    );
+    let unserved = &answers["unserved_origin"];
+    assert_eq!(unserved["code"], "INVALID_ARGUMENT", "{answers}");
+    assert!(
+        unserved["details"]
+            .as_str()
+            .unwrap()
+            .contains("openconfig, lossless"),
         "{answers}"
     );
     let once = answers["once"].as_array().unwrap();
