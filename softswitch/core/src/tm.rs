@@ -1001,7 +1001,10 @@ mod tests {
         tm.enqueue(1, 1, 1, 100, 0).unwrap();
         assert_eq!(tm.dequeue_port(1, 0xff, 0).unwrap().item, 1);
         assert_eq!(tm.dequeue_port(1, 0xff, 0).unwrap().item, 2);
-        assert!(tm.ports[&1].deficits.bytes[2] > 0, "a frame left, credit left");
+        assert!(
+            tm.ports[&1].deficits.bytes[2] > 0,
+            "a frame left, credit left"
+        );
         tm.set_strict(Some(1), Some(2), true);
         assert_eq!(tm.ports[&1].deficits.bytes[2], 0);
         tm.set_strict(Some(1), Some(2), false);
