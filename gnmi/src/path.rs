@@ -1,5 +1,5 @@
 //! gNMI paths: the typed form the server matches, converted from and to the protobuf `Path`,
-//! parsed from and written as the text form of the gNMI path conventions
+//! written as the text form of the gNMI path conventions
 //! (`origin:/interfaces/interface[name=eth0]/state/counters/in-pkts`), and matched with the
 //! wildcards `*` (any one element, or any value of a key) and `...` (any number of elements).
 
@@ -52,12 +52,12 @@ pub enum PathError {
     /// An empty element name.
     #[error("a path element has an empty name")]
     EmptyName,
+    /// The prefix and the path each name an origin, different ones.
+    #[error("the prefix's origin {0:?} and the path's {1:?} differ")]
+    ConflictingOrigins(String, String),
     /// The pre-0.4 `element` field (strings), which gNMI 0.10 clients no longer send.
     #[error("the deprecated Path.element field is not supported: send Path.elem")]
     DeprecatedElement,
-    /// Text that is not a path.
-    #[error("not a gNMI path: {0}")]
-    Syntax(String),
 }
 
 /// One element: a name and its keys.
@@ -127,21 +127,33 @@ impl DataPath {
     }
 
     /// The path a client names by `prefix` and `path` (either may be absent), within `limits`.
-    /// The origin is the prefix's when it names one (gNMI specification 2.2.2.1).
+    /// The origin is the one the prefix or the path names (gNMI specification 2.2.2.1); both
+    /// may name it, but not two different ones.
     pub fn from_proto(
         prefix: Option<&gnmi::Path>,
         path: Option<&gnmi::Path>,
         limits: &PathLimits,
     ) -> Result<Self, PathError> {
         let mut out = DataPath::default();
+        let mut named: Option<&str> = None;
         for part in [prefix, path].into_iter().flatten() {
             #[allow(deprecated)] // read only to refuse it
             if !part.element.is_empty() {
                 return Err(PathError::DeprecatedElement);
             }
             check_name(&part.origin, limits)?;
-            if out.origin.is_empty() {
-                out.origin = normal_origin(&part.origin).to_owned();
+            if !part.origin.is_empty() {
+                let origin = normal_origin(&part.origin);
+                match named {
+                    Some(first) if normal_origin(first) != origin => {
+                        return Err(PathError::ConflictingOrigins(
+                            first.to_owned(),
+                            part.origin.clone(),
+                        ))
+                    }
+                    _ => named = Some(&part.origin),
+                }
+                out.origin = origin.to_owned();
             }
             for elem in &part.elem {
                 if elem.name.is_empty() {
@@ -194,10 +206,92 @@ impl DataPath {
         }
     }
 
-    /// Parses the text form: `[origin:]/elem[key=value]/...`, with `\` escaping `/`, `[`,
-    /// `]`, `=` and `\` inside names and values.
-    pub fn parse(text: &str, limits: &PathLimits) -> Result<Self, PathError> {
-        let syntax = || PathError::Syntax(text.to_owned());
+    /// Whether this query path names `node` or one of its ancestors: the same origin, and its
+    /// elements match the first ones of `node`'s, `*` matching any one element and `...` any
+    /// number of them.
+    pub fn matches(&self, node: &DataPath) -> bool {
+        if self.origin != node.origin {
+            return false;
+        }
+        // prefix[j]: whether the query's first i elements match node's first j (dynamic
+        // programming over i, so that `...` costs no backtracking).
+        let query = &self.elems;
+        let node = &node.elems;
+        let mut prefix = vec![false; node.len() + 1];
+        prefix[0] = true;
+        for q in query {
+            let mut next = vec![false; node.len() + 1];
+            if q.name == ANY_ELEMENTS {
+                let mut reached = false;
+                for j in 0..=node.len() {
+                    reached |= prefix[j];
+                    next[j] = reached;
+                }
+            } else {
+                for j in 0..node.len() {
+                    next[j + 1] = prefix[j] && q.matches(&node[j]);
+                }
+            }
+            prefix = next;
+        }
+        prefix.into_iter().any(|m| m)
+    }
+}
+
+impl fmt::Display for DataPath {
+    /// The text form of the gNMI path conventions, `\` escaping `/`, `[`, `]`, `=` and `\`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.origin.is_empty() {
+            write!(f, "{}:", self.origin)?;
+        }
+        if self.elems.is_empty() {
+            return f.write_str("/");
+        }
+        for elem in &self.elems {
+            write!(f, "/{}", escape(&elem.name))?;
+            for (k, v) in &elem.keys {
+                write!(f, "[{}={}]", escape(k), escape(v))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// "" for OpenConfig, whichever way it is named.
+fn normal_origin(origin: &str) -> &str {
+    if origin == OPENCONFIG {
+        ""
+    } else {
+        origin
+    }
+}
+
+fn check_name(name: &str, limits: &PathLimits) -> Result<(), PathError> {
+    if name.len() > limits.max_name_bytes {
+        return Err(PathError::NameTooLong(name.len(), limits.max_name_bytes));
+    }
+    Ok(())
+}
+
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '/' | '[' | ']' | '=' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Parses the text form the tests write paths in: `[origin:]/elem[key=value]/...`, with
+    /// `\` escaping `/`, `[`, `]`, `=` and `\` inside names and values; the error's text.
+    fn parse(text: &str, limits: &PathLimits) -> Result<DataPath, String> {
+        let syntax = || format!("not a gNMI path: {text}");
         let (origin, rest) = match text.find(":/") {
             Some(i) if !text[..i].contains(['/', '[']) => (&text[..i], &text[i + 1..]),
             _ => ("", text),
@@ -232,121 +326,35 @@ impl DataPath {
                 if path.elem.is_empty() && chars.peek().is_none() {
                     break;
                 }
-                return Err(PathError::EmptyName);
+                return Err(PathError::EmptyName.to_string());
             }
             path.elem.push(elem);
         }
-        Self::from_proto(None, Some(&path), limits)
+        DataPath::from_proto(None, Some(&path), limits).map_err(|e| e.to_string())
     }
 
-    /// Whether this query path names `node` or one of its ancestors: the same origin, and its
-    /// elements match the first ones of `node`'s, `*` matching any one element and `...` any
-    /// number of them.
-    pub fn matches(&self, node: &DataPath) -> bool {
-        if self.origin != node.origin {
-            return false;
-        }
-        // prefix[j]: whether the query's first i elements match node's first j (dynamic
-        // programming over i, so that `...` costs no backtracking).
-        let query = &self.elems;
-        let node = &node.elems;
-        let mut prefix = vec![false; node.len() + 1];
-        prefix[0] = true;
-        for q in query {
-            let mut next = vec![false; node.len() + 1];
-            if q.name == ANY_ELEMENTS {
-                let mut reached = false;
-                for j in 0..=node.len() {
-                    reached |= prefix[j];
-                    next[j] = reached;
-                }
+    /// Reads up to (not including) an unescaped character of `stop`, undoing `\` escapes.
+    fn read_token(
+        chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+        stop: &[char],
+    ) -> Result<String, String> {
+        let mut token = String::new();
+        while let Some(&c) = chars.peek() {
+            if stop.contains(&c) || (c == '/' && !stop.contains(&']')) {
+                break;
+            }
+            chars.next();
+            if c == '\\' {
+                token.push(chars.next().ok_or_else(|| "a path ends in \\".to_owned())?);
             } else {
-                for j in 0..node.len() {
-                    next[j + 1] = prefix[j] && q.matches(&node[j]);
-                }
-            }
-            prefix = next;
-        }
-        prefix.into_iter().any(|m| m)
-    }
-}
-
-impl fmt::Display for DataPath {
-    /// The text form [`DataPath::parse`] reads.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if !self.origin.is_empty() {
-            write!(f, "{}:", self.origin)?;
-        }
-        if self.elems.is_empty() {
-            return f.write_str("/");
-        }
-        for elem in &self.elems {
-            write!(f, "/{}", escape(&elem.name))?;
-            for (k, v) in &elem.keys {
-                write!(f, "[{}={}]", escape(k), escape(v))?;
+                token.push(c);
             }
         }
-        Ok(())
+        Ok(token)
     }
-}
-
-/// "" for OpenConfig, whichever way it is named.
-fn normal_origin(origin: &str) -> &str {
-    if origin == OPENCONFIG {
-        ""
-    } else {
-        origin
-    }
-}
-
-fn check_name(name: &str, limits: &PathLimits) -> Result<(), PathError> {
-    if name.len() > limits.max_name_bytes {
-        return Err(PathError::NameTooLong(name.len(), limits.max_name_bytes));
-    }
-    Ok(())
-}
-
-/// Reads up to (not including) an unescaped character of `stop`, undoing `\` escapes.
-fn read_token(
-    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
-    stop: &[char],
-) -> Result<String, PathError> {
-    let mut token = String::new();
-    while let Some(&c) = chars.peek() {
-        if stop.contains(&c) || (c == '/' && !stop.contains(&']')) {
-            break;
-        }
-        chars.next();
-        if c == '\\' {
-            token.push(
-                chars
-                    .next()
-                    .ok_or_else(|| PathError::Syntax("a path ends in \\".into()))?,
-            );
-        } else {
-            token.push(c);
-        }
-    }
-    Ok(token)
-}
-
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '/' | '[' | ']' | '=' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
 
     fn p(text: &str) -> DataPath {
-        DataPath::parse(text, &PathLimits::default()).unwrap()
+        parse(text, &PathLimits::default()).unwrap()
     }
 
     const LEAF: &str = "/interfaces/interface[name=eth0]/state/counters/in-pkts";
@@ -379,10 +387,7 @@ mod tests {
             "/a[k=1][k=2]",
             "/a\\",
         ] {
-            assert!(
-                DataPath::parse(text, &PathLimits::default()).is_err(),
-                "{text:?}"
-            );
+            assert!(parse(text, &PathLimits::default()).is_err(), "{text:?}");
         }
     }
 
@@ -427,6 +432,22 @@ mod tests {
             joined.unwrap(),
             p("lossless:/interfaces/interface[name=eth0]")
         );
+        let limits = PathLimits::default();
+        let named = p("lossless:/interface").to_proto();
+        assert!(DataPath::from_proto(Some(&prefix), Some(&named), &limits).is_ok());
+        let openconfig = gnmi::Path {
+            origin: OPENCONFIG.into(),
+            ..p("/interface").to_proto()
+        };
+        assert_eq!(
+            DataPath::from_proto(Some(&prefix), Some(&openconfig), &limits),
+            Err(PathError::ConflictingOrigins(
+                "lossless".into(),
+                "openconfig".into()
+            ))
+        );
+        let path_names_it = DataPath::from_proto(Some(&path), Some(&named), &limits);
+        assert_eq!(path_names_it.unwrap().origin, "lossless");
     }
 
     #[test]
@@ -434,18 +455,17 @@ mod tests {
         let limits = PathLimits::default();
         let deep = "/a".repeat(limits.max_elements + 1);
         assert_eq!(
-            DataPath::parse(&deep, &limits),
-            Err(PathError::TooManyElements(33, 32))
+            parse(&deep, &limits),
+            Err(PathError::TooManyElements(33, 32).to_string())
         );
         let keys: String = (0..9).map(|i| format!("[k{i}=v]")).collect();
-        assert!(matches!(
-            DataPath::parse(&format!("/a{keys}"), &limits),
-            Err(PathError::TooManyKeys(..))
-        ));
+        assert!(parse(&format!("/a{keys}"), &limits)
+            .unwrap_err()
+            .contains("9 keys"));
         let long = format!("/{}", "n".repeat(257));
         assert_eq!(
-            DataPath::parse(&long, &limits),
-            Err(PathError::NameTooLong(257, 256))
+            parse(&long, &limits),
+            Err(PathError::NameTooLong(257, 256).to_string())
         );
         #[allow(deprecated)]
         let old = gnmi::Path {

@@ -19,7 +19,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::{
-    path::{DataPath, PathLimits},
+    path::{DataPath, PathLimits, OPENCONFIG},
     proto::gnmi::{
         g_nmi_server::{GNmi, GNmiServer},
         get_request::DataType,
@@ -53,6 +53,12 @@ pub struct Limits {
     pub first_request_timeout: Duration,
     /// Bytes of one request message.
     pub max_request_bytes: usize,
+    /// How long a Subscribe stream waits for a client that has stopped reading (its queue
+    /// full) before it ends the stream and frees its slot.
+    pub send_timeout: Duration,
+    /// How often the server pings an idle HTTP/2 connection; one that does not answer within
+    /// the same time is closed, with its streams.
+    pub keepalive: Duration,
     /// Bounds on each path.
     pub path: PathLimits,
 }
@@ -67,13 +73,22 @@ impl Default for Limits {
             default_sample_interval: Duration::from_secs(10),
             first_request_timeout: Duration::from_secs(10),
             max_request_bytes: 64 * 1024,
+            send_timeout: Duration::from_secs(30),
+            keepalive: Duration::from_secs(30),
             path: PathLimits::default(),
         }
     }
 }
 
+/// Reads of the tree in a row that may fail before a STREAM ends with the error; a failed read
+/// skips that sample.
+const MAX_FAILED_READS: u32 = 5;
+
 /// Responses a Subscribe stream may have queued for a slow client before it waits.
 const STREAM_QUEUE: usize = 16;
+
+/// A read of the tree and when it was made.
+type Latest = (Instant, Arc<Snapshot>);
 
 /// The gNMI service over `T`.
 pub struct Service<T> {
@@ -81,6 +96,10 @@ pub struct Service<T> {
     limits: Limits,
     streams: Arc<Semaphore>,
     per_client: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    /// The last read of the tree and when it was made, shared by every request.
+    latest: Arc<tokio::sync::Mutex<Option<Latest>>>,
+    /// Where the grid of [`Limits::min_sample_interval`] that STREAMs wake on starts.
+    epoch: Instant,
 }
 
 impl<T: CounterTree> Service<T> {
@@ -91,6 +110,8 @@ impl<T: CounterTree> Service<T> {
             streams: Arc::new(Semaphore::new(limits.max_streams)),
             limits,
             per_client: Arc::default(),
+            latest: Arc::default(),
+            epoch: Instant::now(),
         }
     }
 
@@ -101,16 +122,35 @@ impl<T: CounterTree> Service<T> {
         GNmiServer::new(self).max_decoding_message_size(bytes)
     }
 
-    async fn read(&self) -> Result<Snapshot, Status> {
+    /// The tree now: one read at most every [`Limits::min_sample_interval`], shared by every
+    /// request made meanwhile (callers that come while it is read wait for that read).
+    async fn read(&self) -> Result<Arc<Snapshot>, Status> {
+        let mut latest = self.latest.lock().await;
+        if let Some((at, snapshot)) = latest.as_ref() {
+            if at.elapsed() < self.limits.min_sample_interval {
+                return Ok(snapshot.clone());
+            }
+        }
         let tree = self.tree.clone();
         let leaves = tokio::task::spawn_blocking(move || tree.read())
             .await
             .map_err(|e| Status::internal(format!("reading the counters: {e}")))?
             .map_err(|e| Status::unavailable(format!("reading the counters: {e:#}")))?;
-        Ok(Snapshot {
+        let snapshot = Arc::new(Snapshot {
             timestamp: now_ns(),
             leaves,
-        })
+        });
+        *latest = Some((Instant::now(), snapshot.clone()));
+        Ok(snapshot)
+    }
+
+    /// The first time on the grid of [`Limits::min_sample_interval`] at or after `at`: STREAMs
+    /// wake only there, however their subscriptions' intervals are staggered.
+    fn on_grid(&self, at: Instant) -> Instant {
+        let step = self.limits.min_sample_interval.as_nanos().max(1);
+        let since = at.saturating_duration_since(self.epoch).as_nanos();
+        let steps = since.div_ceil(step);
+        self.epoch + Duration::from_nanos(u64::try_from(steps * step).unwrap_or(u64::MAX))
     }
 
     fn path(
@@ -118,12 +158,26 @@ impl<T: CounterTree> Service<T> {
         prefix: Option<&crate::proto::gnmi::Path>,
         path: Option<&crate::proto::gnmi::Path>,
     ) -> Result<DataPath, Status> {
-        DataPath::from_proto(prefix, path, &self.limits.path)
-            .map_err(|e| Status::invalid_argument(e.to_string()))
+        let path = DataPath::from_proto(prefix, path, &self.limits.path)
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let origins = self.tree.origins();
+        if !origins.contains(&path.origin.as_str()) {
+            let served: Vec<&str> = origins
+                .iter()
+                .map(|o| if o.is_empty() { OPENCONFIG } else { o })
+                .collect();
+            return Err(Status::invalid_argument(format!(
+                "origin {:?} is not served; the served ones are {} (no origin is openconfig)",
+                path.origin,
+                served.join(", ")
+            )));
+        }
+        Ok(path)
     }
 
     fn check_paths(&self, count: usize) -> Result<(), Status> {
         if count > self.limits.max_paths {
+            tracing::info!("gNMI: refused {count} paths in one request");
             return Err(Status::invalid_argument(format!(
                 "{count} paths in one request, more than the {} allowed",
                 self.limits.max_paths
@@ -135,6 +189,7 @@ impl<T: CounterTree> Service<T> {
     /// A slot for one more Subscribe stream from `peer`, or RESOURCE_EXHAUSTED.
     fn admit(&self, peer: Option<SocketAddr>) -> Result<StreamSlot, Status> {
         let permit = self.streams.clone().try_acquire_owned().map_err(|_| {
+            tracing::info!("gNMI: refused a Subscribe stream from {peer:?}: all open");
             Status::resource_exhausted(format!(
                 "{} Subscribe streams are open, the most the server takes at once",
                 self.limits.max_streams
@@ -145,6 +200,7 @@ impl<T: CounterTree> Service<T> {
             let mut counts = self.per_client.lock().expect("client counts");
             let count = counts.entry(ip).or_default();
             if *count >= self.limits.max_streams_per_client {
+                tracing::info!("gNMI: refused a Subscribe stream from {ip}: its limit reached");
                 return Err(Status::resource_exhausted(format!(
                     "{ip} has {} Subscribe streams open, the most one client may",
                     self.limits.max_streams_per_client
@@ -159,8 +215,9 @@ impl<T: CounterTree> Service<T> {
         })
     }
 
-    /// The subscriptions of `list`, checked.
-    fn subscriptions(&self, list: &SubscriptionList) -> Result<Vec<Sub>, Status> {
+    /// The subscriptions of `list`, checked; their modes and intervals only for a STREAM
+    /// (ONCE and POLL ignore them, as the specification says).
+    fn subscriptions(&self, list: &SubscriptionList, stream: bool) -> Result<Vec<Sub>, Status> {
         self.check_paths(list.subscription.len())?;
         if list.subscription.is_empty() {
             return Err(Status::invalid_argument(
@@ -172,8 +229,15 @@ impl<T: CounterTree> Service<T> {
             .iter()
             .map(|s| {
                 let path = self.path(list.prefix.as_ref(), s.path.as_ref())?;
-                let kind = self.kind(s)?;
-                let heartbeat = self.interval("heartbeat_interval", s.heartbeat_interval)?;
+                let (kind, heartbeat) = if stream {
+                    (
+                        self.kind(s)?,
+                        self.interval("heartbeat_interval", s.heartbeat_interval)?,
+                    )
+                } else {
+                    // Unused: ONCE and POLL answer when asked.
+                    (Kind::OnChange, None)
+                };
                 Ok(Sub {
                     path,
                     kind,
@@ -209,6 +273,7 @@ impl<T: CounterTree> Service<T> {
         }
         let interval = Duration::from_nanos(ns);
         if interval < self.limits.min_sample_interval {
+            tracing::info!("gNMI: refused a {what} of {interval:?}");
             return Err(Status::invalid_argument(format!(
                 "{what} {interval:?} is shorter than the {:?} allowed",
                 self.limits.min_sample_interval
@@ -225,6 +290,8 @@ impl<T> Clone for Service<T> {
             limits: self.limits,
             streams: self.streams.clone(),
             per_client: self.per_client.clone(),
+            latest: self.latest.clone(),
+            epoch: self.epoch,
         }
     }
 }
@@ -347,6 +414,12 @@ impl Sub {
         for path in &gone {
             self.sent.remove(path);
         }
+        self.advance(now, limits);
+        (send, gone)
+    }
+
+    /// Moves `due` to the next time to look after `now`.
+    fn advance(&mut self, now: Instant, limits: &Limits) {
         let step = match self.kind {
             Kind::Sample(interval) => interval,
             Kind::OnChange => limits.min_sample_interval,
@@ -356,8 +429,31 @@ impl Sub {
         if self.due < now {
             self.due = now + step;
         }
-        (send, gone)
     }
+}
+
+/// What the subscriptions due at `now` send from `snapshot`, if anything: each leaf and each
+/// deleted path once, however many overlapping subscriptions name it.
+fn due_notification(
+    subs: &mut [Sub],
+    snapshot: &Snapshot,
+    now: Instant,
+    limits: &Limits,
+    encoding: Encoding,
+) -> Option<Notification> {
+    let mut updates = Vec::new();
+    let mut gone = Vec::new();
+    for sub in subs.iter_mut().filter(|s| s.due <= now) {
+        let (send, deleted) = sub.due_updates(snapshot, now, limits);
+        updates.extend(send);
+        gone.extend(deleted);
+    }
+    updates.sort_by(|a, b| a.path.cmp(&b.path));
+    updates.dedup_by(|a, b| a.path == b.path);
+    gone.sort();
+    gone.dedup();
+    (!updates.is_empty() || !gone.is_empty())
+        .then(|| snapshot.notification(&updates, gone, encoding))
 }
 
 fn now_ns() -> i64 {
@@ -372,7 +468,9 @@ fn encoding(requested: i32) -> Result<Encoding, Status> {
         .ok()
         .filter(|e| ENCODINGS.contains(e))
         .ok_or_else(|| {
-            Status::invalid_argument(format!(
+            // The specification (3.3.1): an encoding the target does not support is
+            // UNIMPLEMENTED.
+            Status::unimplemented(format!(
                 "encoding {requested} is not served; these are: JSON_IETF (4), JSON (0), PROTO (2)"
             ))
         })
@@ -473,9 +571,9 @@ impl<T: CounterTree> GNmi for Service<T> {
             ));
         };
         let encoding = encoding(list.encoding)?;
-        let subs = self.subscriptions(&list)?;
         let mode = subscription_list::Mode::try_from(list.mode)
             .map_err(|_| Status::invalid_argument(format!("unknown mode {}", list.mode)))?;
+        let subs = self.subscriptions(&list, mode == subscription_list::Mode::Stream)?;
         let (out, receive) = mpsc::channel(STREAM_QUEUE);
         let stream = SubscribeStream {
             service: self.clone(),
@@ -516,8 +614,19 @@ struct SubscribeStream<T> {
 }
 
 impl<T: CounterTree> SubscribeStream<T> {
+    /// Queues `response`; a client that leaves the queue full for [`Limits::send_timeout`]
+    /// has stopped reading, and the stream ends.
     async fn send(&self, response: SubscribeResponse) -> Result<(), Ended> {
-        self.out.send(Ok(response)).await.map_err(|_| Ended::Gone)
+        let limit = self.service.limits.send_timeout;
+        match tokio::time::timeout(limit, self.out.send(Ok(response))).await {
+            Ok(sent) => sent.map_err(|_| Ended::Gone),
+            Err(_) => {
+                tracing::info!(
+                    "gNMI: ending a Subscribe stream whose client read nothing for {limit:?}"
+                );
+                Err(Ended::Gone)
+            }
+        }
     }
 
     fn fail(&self, status: Status) -> Ended {
@@ -555,6 +664,7 @@ impl<T: CounterTree> SubscribeStream<T> {
         mut inbound: Streaming<SubscribeRequest>,
     ) -> Result<(), Ended> {
         self.full(&mut subs).await?;
+        let mut answered = Instant::now();
         loop {
             match inbound.message().await {
                 Ok(None) | Err(_) => return Ok(()),
@@ -562,6 +672,10 @@ impl<T: CounterTree> SubscribeStream<T> {
                     request: Some(subscribe_request::Request::Poll(_)),
                     ..
                 })) => {
+                    // At most one answer per min_sample_interval: a faster Poll waits.
+                    tokio::time::sleep_until(answered + self.service.limits.min_sample_interval)
+                        .await;
+                    answered = Instant::now();
                     let snapshot = self.service.read().await.map_err(|s| self.fail(s))?;
                     let leaves = snapshot.matching(subs.iter().map(|s| &s.path));
                     self.send(update(snapshot.notification(
@@ -598,12 +712,14 @@ impl<T: CounterTree> SubscribeStream<T> {
         }
         // A client may close its side and go on receiving.
         let mut listening = true;
+        let mut failed_reads = 0;
         loop {
             let due = subs
                 .iter()
                 .map(|s| s.due)
                 .min()
                 .expect("at least one subscription");
+            let due = self.service.on_grid(due);
             tokio::select! {
                 message = inbound.message(), if listening => match message {
                     Ok(None) => listening = false,
@@ -613,18 +729,28 @@ impl<T: CounterTree> SubscribeStream<T> {
                     ))),
                 },
                 _ = tokio::time::sleep_until(due) => {
-                    let snapshot = self.service.read().await.map_err(|s| self.fail(s))?;
-                    let now = Instant::now();
-                    let mut updates = Vec::new();
-                    let mut gone = Vec::new();
-                    for sub in subs.iter_mut().filter(|s| s.due <= now) {
-                        let (send, deleted) = sub.due_updates(&snapshot, now, &limits);
-                        updates.extend(send);
-                        gone.extend(deleted);
-                    }
-                    if !updates.is_empty() || !gone.is_empty() {
-                        self.send(update(snapshot.notification(&updates, gone, self.encoding)))
-                            .await?;
+                    let snapshot = match self.service.read().await {
+                        Ok(snapshot) => {
+                            failed_reads = 0;
+                            snapshot
+                        }
+                        Err(status) => {
+                            failed_reads += 1;
+                            if failed_reads >= MAX_FAILED_READS {
+                                tracing::warn!("gNMI: ending a STREAM after {failed_reads} failed reads in a row: {}", status.message());
+                                return Err(self.fail(status));
+                            }
+                            tracing::warn!("gNMI: skipping a STREAM's sample: {}", status.message());
+                            let now = Instant::now();
+                            for sub in subs.iter_mut().filter(|s| s.due <= now) {
+                                sub.advance(now, &limits);
+                            }
+                            continue;
+                        }
+                    };
+                    let due = due_notification(&mut subs, &snapshot, Instant::now(), &limits, self.encoding);
+                    if let Some(notification) = due {
+                        self.send(update(notification)).await?;
                     }
                 }
                 _ = self.out.closed() => return Err(Ended::Gone),
@@ -640,6 +766,8 @@ pub async fn serve<T: CounterTree>(
     limits: Limits,
 ) -> Result<(), tonic::transport::Error> {
     tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(limits.keepalive))
+        .http2_keepalive_timeout(Some(limits.keepalive))
         .add_service(Service::new(tree, limits).into_server())
         .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
         .await
@@ -655,6 +783,9 @@ mod tests {
     impl CounterTree for Empty {
         fn read(&self) -> anyhow::Result<Vec<Leaf>> {
             Ok(Vec::new())
+        }
+        fn origins(&self) -> &[&str] {
+            &["", "lossless"]
         }
         fn models(&self) -> Vec<ModelData> {
             Vec::new()
@@ -683,19 +814,23 @@ mod tests {
     fn subscriptions_past_the_limits_are_refused_with_the_limit_named() {
         let service = service(Limits::default());
         let too_many = service
-            .subscriptions(&list(65, SubscriptionMode::Sample, 0))
+            .subscriptions(&list(65, SubscriptionMode::Sample, 0), true)
             .err()
             .unwrap();
         assert_eq!(too_many.code(), tonic::Code::InvalidArgument);
         assert!(too_many.message().contains("64 allowed"), "{too_many}");
         let too_fast = service
-            .subscriptions(&list(1, SubscriptionMode::Sample, 99_999_999))
+            .subscriptions(&list(1, SubscriptionMode::Sample, 99_999_999), true)
             .err()
             .unwrap();
         assert_eq!(too_fast.code(), tonic::Code::InvalidArgument);
         assert!(too_fast.message().contains("100ms"), "{too_fast}");
+        // ONCE and POLL ignore intervals.
+        assert!(service
+            .subscriptions(&list(1, SubscriptionMode::Sample, 1), false)
+            .is_ok());
         let subs = service
-            .subscriptions(&list(64, SubscriptionMode::TargetDefined, 0))
+            .subscriptions(&list(64, SubscriptionMode::TargetDefined, 0), true)
             .unwrap();
         assert!(
             matches!(subs[0].kind, Kind::Sample(d) if d == Limits::default().default_sample_interval)
@@ -800,11 +935,117 @@ mod tests {
         );
     }
 
+    /// A tree that counts its reads.
+    #[derive(Default)]
+    struct Counted(std::sync::atomic::AtomicUsize);
+
+    impl CounterTree for Counted {
+        fn read(&self) -> anyhow::Result<Vec<Leaf>> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(Vec::new())
+        }
+        fn origins(&self) -> &[&str] {
+            &[""]
+        }
+        fn models(&self) -> Vec<ModelData> {
+            Vec::new()
+        }
+    }
+
+    #[tokio::test]
+    async fn requests_share_one_read_per_min_sample_interval() {
+        let tree = Arc::new(Counted::default());
+        let service = Service::new(
+            tree.clone(),
+            Limits {
+                min_sample_interval: Duration::from_secs(3600),
+                ..Limits::default()
+            },
+        );
+        let (a, b) = tokio::join!(service.read(), service.read());
+        assert!(Arc::ptr_eq(&a.unwrap(), &b.unwrap()));
+        service.read().await.unwrap();
+        assert_eq!(tree.0.load(std::sync::atomic::Ordering::Relaxed), 1);
+    }
+
     #[test]
-    fn encodings_outside_json_ietf_json_and_proto_are_refused() {
-        assert!(encoding(Encoding::Bytes as i32).is_err());
-        assert!(encoding(Encoding::Ascii as i32).is_err());
-        assert!(encoding(99).is_err());
+    fn streams_wake_on_the_grid_of_min_sample_interval() {
+        let service = service(Limits::default());
+        let epoch = service.epoch;
+        assert_eq!(service.on_grid(epoch), epoch);
+        assert_eq!(
+            service.on_grid(epoch + Duration::from_millis(150)),
+            epoch + Duration::from_millis(200)
+        );
+        assert_eq!(
+            service.on_grid(epoch + Duration::from_millis(200)),
+            epoch + Duration::from_millis(200)
+        );
+    }
+
+    #[test]
+    fn a_path_in_an_origin_not_served_is_refused_naming_those_served() {
+        let service = service(Limits::default());
+        assert!(service
+            .path(None, Some(&DataPath::root("lossless").to_proto()))
+            .is_ok());
+        let other = service
+            .path(None, Some(&DataPath::root("elsewhere").to_proto()))
+            .unwrap_err();
+        assert_eq!(other.code(), tonic::Code::InvalidArgument);
+        assert!(other.message().contains("openconfig, lossless"), "{other}");
+    }
+
+    #[tokio::test]
+    async fn a_client_that_stops_reading_loses_its_stream_and_slot() {
+        let service = service(Limits {
+            send_timeout: Duration::from_millis(50),
+            ..Limits::default()
+        });
+        let (out, _unread) = mpsc::channel(1);
+        let stream = SubscribeStream {
+            service: service.clone(),
+            encoding: Encoding::Proto,
+            updates_only: false,
+            out,
+            _slot: service.admit(None).unwrap(),
+        };
+        assert!(stream.send(sync_response()).await.is_ok());
+        assert!(matches!(
+            stream.send(sync_response()).await,
+            Err(Ended::Gone)
+        ));
+        drop(stream);
+        assert_eq!(
+            service.streams.available_permits(),
+            Limits::default().max_streams
+        );
+    }
+
+    #[test]
+    fn overlapping_subscriptions_due_together_send_each_leaf_once() {
+        let limits = Limits::default();
+        let values = snapshot(&[("a", 1), ("b", 2)]);
+        let mut subs = [
+            sub(Kind::Sample(Duration::from_secs(1)), false),
+            sub(Kind::OnChange, false),
+        ];
+        let now = Instant::now();
+        let notification =
+            due_notification(&mut subs, &values, now, &limits, Encoding::Proto).unwrap();
+        assert_eq!(notification.update.len(), 2, "{notification:?}");
+        // Neither is due again yet: nothing to send.
+        assert!(due_notification(&mut subs, &values, now, &limits, Encoding::Proto).is_none());
+    }
+
+    #[test]
+    fn encodings_outside_json_ietf_json_and_proto_are_unimplemented() {
+        for refused in [Encoding::Bytes as i32, Encoding::Ascii as i32, 99] {
+            assert_eq!(
+                encoding(refused).unwrap_err().code(),
+                tonic::Code::Unimplemented
+            );
+        }
         assert_eq!(encoding(4).unwrap(), Encoding::JsonIetf);
     }
 }

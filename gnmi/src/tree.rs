@@ -15,11 +15,14 @@ pub struct Leaf {
     pub value: u64,
 }
 
-/// A tree of counters a server can read now: the agent's and softswitch's.
+/// A tree of counters a server can read now (the agent's).
 pub trait CounterTree: Send + Sync + 'static {
     /// Every leaf, read now. May block (it reads maps or a switch's state); the server calls it
     /// off its async threads.
     fn read(&self) -> anyhow::Result<Vec<Leaf>>;
+
+    /// The origins its leaves are under ("" for OpenConfig's); a path naming another is refused.
+    fn origins(&self) -> &[&str];
 
     /// The schema models the tree follows, for Capabilities.
     fn models(&self) -> Vec<ModelData>;

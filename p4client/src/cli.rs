@@ -249,14 +249,15 @@ pub enum QueueCommand {
         #[arg(long)]
         dwrr: bool,
         /// DWRR weight, 1..=100: a round gives the queue weight x the port's quantum bytes.
-        #[arg(long)]
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
         weight: Option<u32>,
         /// The port's DWRR base quantum in bytes, 64..=1048576 (a port's, so not with
         /// --priority).
-        #[arg(long, conflicts_with = "priority")]
+        #[arg(long, conflicts_with = "priority", value_parser = clap::value_parser!(u32).range(64..=1_048_576))]
         quantum: Option<u32>,
     },
-    /// Print every queue: depth, rate and packets in it now.
+    /// Print every queue: depth, rate, packets in it now, scheduler (strict or dwrr:WEIGHT)
+    /// and the port's quantum.
     Show,
 }
 

@@ -7,7 +7,7 @@
 mod hostile;
 
 use hostile::{program, program_with_locals};
-use softswitch_core::switch::{Clock, Switch};
+use softswitch_core::switch::{Clock, Execution, Switch};
 use softswitch_frontend::limits::{
     MAX_EXCERPT_CHARS, MAX_INCLUDE_DEPTH, MAX_MACRO_EXPANSION, MAX_SOURCE_BYTES,
 };
@@ -52,18 +52,28 @@ fn refused(what: &str, src: &str, limit: &str) {
     }
 }
 
-/// Runs one packet `frame` through `src` on a thread with the standard stack; what leaves.
+/// Runs one packet `frame` through `src` on a thread with the standard stack, interpreted and
+/// compiled (compiling recurses as deep as running does); what leaves, the same from both.
 fn run_packet(src: String, frame: Vec<u8>) -> Vec<u8> {
     std::thread::Builder::new()
         .stack_size(THREAD_STACK)
         .spawn(move || {
             let program = compile(&src).unwrap_or_else(|(_, r)| panic!("{r}"));
-            let mut switch = Switch::new(program, Clock::Virtual(0));
-            switch.receive(0, frame);
-            switch.drain();
-            let out: Vec<_> = switch.drain_outputs().collect();
-            assert_eq!(out.len(), 1, "one packet leaves");
-            out[0].data.clone()
+            let run = |execution| {
+                let mut switch = Switch::new(program.clone(), Clock::Virtual(0));
+                switch.set_execution(execution);
+                assert!(switch.compile_fallbacks().is_empty());
+                switch.receive(0, frame.clone());
+                switch.drain();
+                let out: Vec<_> = switch.drain_outputs().collect();
+                assert_eq!(out.len(), 1, "one packet leaves ({execution:?})");
+                let compiled = switch.compiled_block_runs() > 0;
+                assert_eq!(compiled, execution == Execution::Compiled);
+                out[0].data.clone()
+            };
+            let interpreted = run(Execution::Interpreted);
+            assert_eq!(run(Execution::Compiled), interpreted);
+            interpreted
         })
         .unwrap()
         .join()

@@ -1464,7 +1464,7 @@ async fn queue_depth_and_rate_are_set_per_port_and_priority() {
             occupancy_packets: 0,
             strict: true,
             weight: 1,
-            quantum_bytes: 1500,
+            quantum_bytes: 1514,
         }]
     );
     let all = queues
@@ -1484,7 +1484,7 @@ async fn queue_depth_and_rate_are_set_per_port_and_priority() {
             occupancy_packets: 0,
             strict: true,
             weight: 1,
-            quantum_bytes: 1500,
+            quantum_bytes: 1514,
         }
     );
     assert_eq!(all.queues[8 + 3], set.queues[0]);

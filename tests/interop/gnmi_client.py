@@ -1,98 +1,185 @@
-"""A real gNMI client (pygnmi, from PyPI) for the tests of `lossless agent`'s and softswitch's
-gNMI servers: its own generated gnmi_pb2 decodes what they send.
+"""A real gNMI client for the tests of `lossless agent`'s gNMI server: pygnmi's (from PyPI) own
+generated gnmi_pb2 and stub decode what the agent sends, and each value is reported with the type
+its encoding gave it, so that an encoding regression shows.
 
     gnmi_client.py HOST PORT IFACE requests   Capabilities, Get, ONCE and POLL; one JSON object
     gnmi_client.py HOST PORT IFACE stream     a STREAM subscription (SAMPLE of the interface's
                                               in-pkts, ON_CHANGE of its priority 3 PFC pauses);
                                               one JSON line per response, until killed
     gnmi_client.py HOST PORT IFACE refused    requests past the server's limits; their errors
+
+Every call has a deadline (TIMEOUT), so a server that stops answering fails the client.
 """
 
 import json
+import queue
+import re
 import sys
 
 import grpc
-from pygnmi.client import gNMIclient
+from google.protobuf import json_format
+from pygnmi.spec.v080 import gnmi_pb2
 from pygnmi.spec.v080.gnmi_pb2_grpc import gNMIStub
 
 HOST, PORT, IFACE, WHAT = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 IN_PKTS = f"/interfaces/interface[name={IFACE}]/state/counters/in-pkts"
 PAUSES = f"lossless:/interfaces/interface[name={IFACE}]/pfc/priority[index=3]/state/pause-frames-received"
+# Seconds any one call may take.
+TIMEOUT = 10
+
+
+def path(text):
+    """A gnmi_pb2.Path of `[origin:]/elem[key=value]/...` (the test's paths have no escapes)."""
+    origin, _, rest = text.rpartition(":/") if ":/" in text else ("", "", text.lstrip("/"))
+    elems = []
+    for part in filter(None, rest.split("/")):
+        name, *keys = re.split(r"\[|\]", part)
+        keys = dict(k.split("=", 1) for k in keys if k)
+        elems.append(gnmi_pb2.PathElem(name=name, key=keys))
+    return gnmi_pb2.Path(origin=origin, elem=elems)
+
+
+def text(p):
+    """A received path as the test names it: elements only, keys in brackets."""
+    return "/".join(e.name + "".join(f"[{k}={v}]" for k, v in sorted(e.key.items())) for e in p.elem)
+
+
+def value(typed):
+    """A TypedValue as {"kind": its oneof field, "type": the JSON type of what it holds,
+    "value": that}: RFC 7951 (json_ietf) must give a string for a uint64, plain json a number."""
+    kind = typed.WhichOneof("value")
+    held = getattr(typed, kind)
+    if kind in ("json_ietf_val", "json_val"):
+        held = json.loads(held)
+    return {"kind": kind, "type": type(held).__name__, "value": held}
 
 
 def leaves(notification):
-    """{path: value} of a parsed notification's updates, values as integers."""
-    return {u["path"]: int(u["val"]) for u in notification.get("update", {}).get("update", [])}
+    """{path: value()} of a notification's updates."""
+    return {text(u.path): value(u.val) for u in notification.update}
 
 
-def requests(client):
-    out = {"capabilities": client.capabilities()}
-    got = client.get(path=[IN_PKTS, f"lossless:/interfaces/interface[name={IFACE}]/pfc"], encoding="json")
-    out["get"] = [leaves({"update": n}) for n in got["notification"]]
+def status(error):
+    return {"code": error.code().name, "details": error.details()}
+
+
+def subscribe_request(mode, encoding, subscriptions):
+    return gnmi_pb2.SubscribeRequest(
+        subscribe=gnmi_pb2.SubscriptionList(
+            mode=mode, encoding=encoding, subscription=[gnmi_pb2.Subscription(**s) for s in subscriptions]
+        )
+    )
+
+
+def requests(stub):
+    capabilities = stub.Capabilities(gnmi_pb2.CapabilityRequest(), timeout=TIMEOUT)
+    out = {"capabilities": json_format.MessageToDict(capabilities, preserving_proto_field_name=True)}
+    got = stub.Get(
+        gnmi_pb2.GetRequest(
+            path=[path(IN_PKTS), path(f"lossless:/interfaces/interface[name={IFACE}]/pfc")],
+            encoding=gnmi_pb2.JSON,
+        ),
+        timeout=TIMEOUT,
+    )
+    out["get"] = [leaves(n) for n in got.notification]
     try:
-        client.get(path=["/interfaces/interface[name=no-such-interface]"], encoding="json")
+        stub.Get(
+            gnmi_pb2.GetRequest(path=[path("/interfaces/interface[name=no-such-interface]")], encoding=gnmi_pb2.JSON),
+            timeout=TIMEOUT,
+        )
         out["get_missing"] = "answered"
-    except Exception as error:  # pygnmi wraps the gRPC status
-        out["get_missing"] = str(error)
-    once = client.subscribe2(
-        subscribe={"mode": "once", "encoding": "proto", "subscription": [{"path": IN_PKTS}]}
+    except grpc.RpcError as error:
+        out["get_missing"] = status(error)
+    agent = stub.Get(
+        gnmi_pb2.GetRequest(path=[path("lossless:/agent/interfaces")], encoding=gnmi_pb2.JSON), timeout=TIMEOUT
+    )
+    out["agent"] = leaves(agent.notification[0])
+    for name, request in [
+        ("bytes_encoding", gnmi_pb2.GetRequest(path=[path(IN_PKTS)], encoding=gnmi_pb2.BYTES)),
+        ("unserved_origin", gnmi_pb2.GetRequest(path=[path("elsewhere:/interfaces")], encoding=gnmi_pb2.JSON)),
+    ]:
+        try:
+            stub.Get(request, timeout=TIMEOUT)
+            out[name] = "answered"
+        except grpc.RpcError as error:
+            out[name] = status(error)
+    once = stub.Subscribe(
+        iter([subscribe_request(gnmi_pb2.SubscriptionList.ONCE, gnmi_pb2.PROTO, [{"path": path(IN_PKTS)}])]),
+        timeout=TIMEOUT,
     )
     out["once"] = []
     for response in once:
-        out["once"].append(response)
-        if "sync_response" in response:
+        if response.HasField("update"):
+            out["once"].append(leaves(response.update))
+        if response.sync_response:
+            out["once"].append("sync_response")
             break
-    poll = client.subscribe2(
-        subscribe={"mode": "poll", "encoding": "json_ietf", "subscription": [{"path": IN_PKTS}]}
-    )
-    out["poll"] = [leaves(poll.get_update(timeout=10)) for _ in range(3)]
-    poll.close()
+    once.cancel()
+    # POLL: the SubscriptionList, then a Poll each time the previous answer has synced.
+    sending = queue.Queue()
+    sending.put(subscribe_request(gnmi_pb2.SubscriptionList.POLL, gnmi_pb2.JSON_IETF, [{"path": path(IN_PKTS)}]))
+    poll = stub.Subscribe(iter(sending.get, None), timeout=TIMEOUT)
+    out["poll"] = []
+    answer = {}
+    for response in poll:
+        if response.HasField("update"):
+            answer.update(leaves(response.update))
+        if response.sync_response:
+            out["poll"].append(answer)
+            answer = {}
+            if len(out["poll"]) == 3:
+                break
+            sending.put(gnmi_pb2.SubscribeRequest(poll=gnmi_pb2.Poll()))
+    sending.put(None)
+    poll.cancel()
     return out
 
 
-def stream(client):
-    subscription = client.subscribe2(
-        subscribe={
-            "mode": "stream",
-            "encoding": "json_ietf",
-            "subscription": [
-                {"path": IN_PKTS, "mode": "sample", "sample_interval": 200_000_000},
-                {"path": PAUSES, "mode": "on_change"},
-            ],
-        }
+def stream(stub):
+    responses = stub.Subscribe(
+        iter(
+            [
+                subscribe_request(
+                    gnmi_pb2.SubscriptionList.STREAM,
+                    gnmi_pb2.JSON_IETF,
+                    [
+                        {"path": path(IN_PKTS), "mode": gnmi_pb2.SAMPLE, "sample_interval": 200_000_000},
+                        {"path": path(PAUSES), "mode": gnmi_pb2.ON_CHANGE},
+                    ],
+                )
+            ]
+        )
     )
-    first = True
-    for response in subscription:
-        line = {"leaves": leaves(response)}
-        if first:
-            line["synced"] = "sync_response" in response
-            first = False
-        print(json.dumps(line), flush=True)
+    for response in responses:
+        if response.sync_response:
+            print(json.dumps({"synced": True}), flush=True)
+        else:
+            print(json.dumps({"leaves": leaves(response.update)}), flush=True)
 
 
-def refused(client):
-    """The status of each refused request, through pygnmi's stub (its subscriber threads keep
-    an error to themselves)."""
-    stub = gNMIStub(grpc.insecure_channel(f"{HOST}:{PORT}"))
+def refused(stub):
+    """The status of each refused request."""
     errors = {}
-    too_fast = {"path": IN_PKTS, "mode": "sample", "sample_interval": 1_000_000}
-    too_many = [{"path": IN_PKTS, "mode": "sample"}] * 65
-    for name, subscription in [("too_fast", [too_fast]), ("too_many", too_many)]:
-        request = client._build_subscriptionrequest({"mode": "stream", "subscription": subscription})
+    too_fast = {"path": path(IN_PKTS), "mode": gnmi_pb2.SAMPLE, "sample_interval": 1_000_000}
+    too_many = [{"path": path(IN_PKTS), "mode": gnmi_pb2.SAMPLE}] * 65
+    for name, subscriptions in [("too_fast", [too_fast]), ("too_many", too_many)]:
+        request = subscribe_request(gnmi_pb2.SubscriptionList.STREAM, gnmi_pb2.JSON_IETF, subscriptions)
         try:
-            next(stub.Subscribe(iter([request]), timeout=10))
+            next(stub.Subscribe(iter([request]), timeout=TIMEOUT))
             errors[name] = "answered"
         except grpc.RpcError as error:
-            errors[name] = f"{error.code().name}: {error.details()}"
+            errors[name] = status(error)
     return errors
 
 
-with gNMIclient(target=(HOST, PORT), insecure=True) as client:
+with grpc.insecure_channel(f"{HOST}:{PORT}") as channel:
+    grpc.channel_ready_future(channel).result(timeout=TIMEOUT)
+    stub = gNMIStub(channel)
     if WHAT == "requests":
-        print(json.dumps(requests(client)))
+        print(json.dumps(requests(stub)))
     elif WHAT == "stream":
-        stream(client)
+        stream(stub)
     elif WHAT == "refused":
-        print(json.dumps(refused(client)))
+        print(json.dumps(refused(stub)))
     else:
         sys.exit(f"unknown request {WHAT}")

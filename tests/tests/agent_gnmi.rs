@@ -2,8 +2,11 @@
 //! generated gnmi_pb2): a STREAM subscription's SAMPLE updates move while RoCEv2 traffic reaches
 //! the attached interface, its ON_CHANGE subscription to priority 3's PFC pauses says nothing
 //! until a PAUSE (scapy's) arrives and then gives the count `host stats` reads; Capabilities,
-//! Get (and NOT_FOUND for a path with no data), ONCE and POLL answer; requests past the limits
-//! are refused with the limit named. The agent listens on the receiving namespace's loopback,
+//! Get (and NOT_FOUND for a path with no data, UNIMPLEMENTED for an encoding not served,
+//! INVALID_ARGUMENT for an origin not served), ONCE and POLL answer; requests past the limits
+//! are refused with the limit named; every value comes in the type its encoding gives it (a
+//! string for JSON_IETF, a number for JSON, `uint_val` for PROTO). Every client call has a
+//! deadline. The agent listens on the receiving namespace's loopback,
 //! so its port meets no other test's.
 
 use std::{
@@ -52,14 +55,33 @@ fn client_script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("interop/gnmi_client.py")
 }
 
-/// Runs the client's one-shot `what` in `ns` and parses its JSON.
+/// Runs the client's one-shot `what` in `ns` and parses its JSON; a client still running after
+/// [`DEADLINE`] is killed and the test fails.
 fn client(ns: &Namespace, python: &PathBuf, iface: &str, what: &str) -> Value {
-    let out = ns
+    let child = ns
         .command(python)
         .arg(client_script())
         .args([HOST, PORT, iface, what])
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    let pid = child.id();
+    let (send, done) = mpsc::channel();
+    std::thread::spawn(move || send.send(child.wait_with_output()));
+    let out = match done.recv_timeout(DEADLINE) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            // The waiting thread still owns the child, so it is killed by its id.
+            // SAFETY: kill(2) with a pid this test started and has not reaped yet.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            let out = done.recv().unwrap().unwrap();
+            panic!(
+                "gnmi_client.py {what} still running after {DEADLINE:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    };
     assert!(
         out.status.success(),
         "gnmi_client.py {what}: {}",
@@ -70,11 +92,24 @@ fn client(ns: &Namespace, python: &PathBuf, iface: &str, what: &str) -> Value {
         .unwrap_or_else(|e| panic!("gnmi_client.py {what} printed no JSON ({e}): {text}"))
 }
 
+/// The counter of a leaf the client reported, which must come as `kind` (a `TypedValue` field)
+/// holding what that encoding writes: JSON_IETF a string (RFC 7951's uint64), JSON a number,
+/// PROTO a `uint_val`.
+fn counter(leaf: &Value, kind: &str) -> u64 {
+    assert_eq!(leaf["kind"], kind, "{leaf}");
+    let value = &leaf["value"];
+    match kind {
+        "json_ietf_val" => value.as_str().and_then(|v| v.parse().ok()),
+        _ => value.as_u64(),
+    }
+    .unwrap_or_else(|| panic!("{kind} holds no counter: {leaf}"))
+}
+
 /// Whether pygnmi imports in the venv; else the skip rule.
 fn pygnmi_or_skip(test: &str) -> Option<PathBuf> {
     let python = testkit::venv_python_or_skip(test)?;
     let imports = Command::new(&python)
-        .args(["-c", "import pygnmi.client"])
+        .args(["-c", "import pygnmi.spec.v080.gnmi_pb2_grpc"])
         .status()
         .is_ok_and(|s| s.success());
     if !imports {
@@ -97,14 +132,11 @@ fn pygnmi_streams_samples_and_a_pause_on_change_from_the_agent() {
     let rx = link.rx.ifname.clone();
     let ns = &link.rx_ns;
     let _cleanup = Detach(ns, rx.clone());
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(unique_name("gnmi"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("agent.toml");
-    std::fs::write(
-        &config,
-        format!("gnmi_listen_address = \"{HOST}:{PORT}\"\n\n[[interfaces]]\nname = \"{rx}\"\nhooks = [\"xdp\"]\n"),
-    )
-    .unwrap();
+    let dir = testkit::TempDir::new("gnmi", &unique_name("agent"));
+    let config = dir.file(
+        "agent.toml",
+        &format!("gnmi_listen_address = \"{HOST}:{PORT}\"\n\n[[interfaces]]\nname = \"{rx}\"\nhooks = [\"xdp\"]\n"),
+    );
     let metrics = format!("{HOST}:9477");
     let mut agent = Running::spawn(
         ns,
@@ -123,7 +155,7 @@ fn pygnmi_streams_samples_and_a_pause_on_change_from_the_agent() {
     // Capabilities, Get, ONCE, POLL.
     let answers = client(ns, &python, &rx, "requests");
     let capabilities = &answers["capabilities"];
-    assert_eq!(capabilities["gnmi_version"], "0.10.0", "{capabilities}");
+    assert_eq!(capabilities["gNMI_version"], "0.10.0", "{capabilities}");
     let models: Vec<&str> = capabilities["supported_models"]
         .as_array()
         .unwrap()
@@ -134,52 +166,65 @@ fn pygnmi_streams_samples_and_a_pause_on_change_from_the_agent() {
         models.contains(&"openconfig-interfaces") && models.contains(&"lossless"),
         "{capabilities}"
     );
-    let encodings = capabilities["supported_encodings"].to_string();
-    for encoding in ["json_ietf", "json", "proto"] {
-        assert!(
-            encodings.contains(&format!("\"{encoding}\"")),
-            "{encodings}"
-        );
-    }
+    assert_eq!(
+        capabilities["supported_encodings"],
+        serde_json::json!(["JSON_IETF", "JSON", "PROTO"]),
+        "{capabilities}"
+    );
     let in_pkts = format!("interfaces/interface[name={rx}]/state/counters/in-pkts");
     let get = answers["get"].as_array().unwrap();
     assert_eq!(get.len(), 2, "{get:?}");
-    assert!(get[0][&in_pkts].is_u64(), "{get:?}");
+    counter(&get[0][&in_pkts], "json_val");
     // The PFC subtree: nine leaves for each of eight priorities.
     assert_eq!(get[1].as_object().unwrap().len(), 72, "{get:?}");
+    let missing = &answers["get_missing"];
+    assert_eq!(missing["code"], "NOT_FOUND", "{answers}");
     assert!(
-        answers["get_missing"]
+        missing["details"].as_str().unwrap().contains("no data at"),
+        "{answers}"
+    );
+    let attached = format!("agent/interfaces/interface[name={rx}]/state/attached");
+    assert_eq!(
+        counter(&answers["agent"][&attached], "json_val"),
+        1,
+        "{answers}"
+    );
+    assert_eq!(
+        answers["bytes_encoding"]["code"], "UNIMPLEMENTED",
+        "{answers}"
+    );
+    let unserved = &answers["unserved_origin"];
+    assert_eq!(unserved["code"], "INVALID_ARGUMENT", "{answers}");
+    assert!(
+        unserved["details"]
             .as_str()
             .unwrap()
-            .contains("no data at"),
+            .contains("openconfig, lossless"),
         "{answers}"
     );
     let once = answers["once"].as_array().unwrap();
-    assert!(once.last().unwrap()["sync_response"] == true, "{once:?}");
-    assert!(
-        once[0]["update"]["update"][0]["path"] == in_pkts.as_str(),
-        "{once:?}"
-    );
+    assert_eq!(once.len(), 2, "{once:?}");
+    counter(&once[0][&in_pkts], "uint_val");
+    assert_eq!(once[1], "sync_response", "{once:?}");
     let poll = answers["poll"].as_array().unwrap();
     assert_eq!(poll.len(), 3, "{poll:?}");
-    assert!(poll.iter().all(|p| p[&in_pkts].is_u64()), "{poll:?}");
+    for answer in poll {
+        counter(&answer[&in_pkts], "json_ietf_val");
+    }
 
     // Limits.
     let refused = client(ns, &python, &rx, "refused");
-    assert!(
-        refused["too_fast"]
-            .as_str()
-            .unwrap()
-            .contains("shorter than the 100ms allowed"),
-        "{refused}"
-    );
-    assert!(
-        refused["too_many"]
-            .as_str()
-            .unwrap()
-            .contains("more than the 64 allowed"),
-        "{refused}"
-    );
+    for (name, limit) in [
+        ("too_fast", "shorter than the 100ms allowed"),
+        ("too_many", "more than the 64 allowed"),
+    ] {
+        let status = &refused[name];
+        assert_eq!(status["code"], "INVALID_ARGUMENT", "{refused}");
+        assert!(
+            status["details"].as_str().unwrap().contains(limit),
+            "{refused}"
+        );
+    }
 
     // STREAM: SAMPLE of in-pkts every 200 ms, ON_CHANGE of priority 3's pauses.
     let mut stream = Client(
@@ -205,11 +250,16 @@ fn pygnmi_streams_samples_and_a_pause_on_change_from_the_agent() {
             .expect("an update from the STREAM subscription")
     };
     let first = next();
-    assert_eq!(first["synced"], true, "{first}");
     let pauses = format!(
         "interfaces/interface[name={rx}]/pfc/priority[index=3]/state/pause-frames-received"
     );
-    assert_eq!(first["leaves"][&pauses], 0, "{first}");
+    assert_eq!(
+        counter(&first["leaves"][&pauses], "json_ietf_val"),
+        0,
+        "{first}"
+    );
+    let synced = next();
+    assert_eq!(synced["synced"], true, "{synced}");
 
     // Traffic until stopped; the samples move.
     let flowing = Arc::new(AtomicBool::new(true));
@@ -226,6 +276,8 @@ fn pygnmi_streams_samples_and_a_pause_on_change_from_the_agent() {
             }
         })
     };
+    // Samples count from the first one that shows traffic: under load a sample or two may
+    // come before any frame has, and two may see the same count.
     let mut samples = Vec::new();
     let deadline = Instant::now() + DEADLINE;
     while samples.len() < 3 {
@@ -235,12 +287,16 @@ fn pygnmi_streams_samples_and_a_pause_on_change_from_the_agent() {
             update["leaves"].get(&pauses).is_none(),
             "ON_CHANGE sent an unchanged value: {update}"
         );
-        if let Some(value) = update["leaves"][&in_pkts].as_u64() {
+        if let Some(leaf) = update["leaves"].get(&in_pkts) {
+            let value = counter(leaf, "json_ietf_val");
+            if samples.is_empty() && value == 0 {
+                continue;
+            }
             samples.push(value);
         }
     }
     assert!(
-        samples.windows(2).all(|w| w[0] < w[1]),
+        samples.windows(2).all(|w| w[0] <= w[1]) && samples[2] > samples[0],
         "in-pkts did not grow: {samples:?}"
     );
     flowing.store(false, Ordering::Relaxed);
@@ -255,8 +311,8 @@ fn pygnmi_streams_samples_and_a_pause_on_change_from_the_agent() {
     link.tx_socket().send(&pause).unwrap();
     let changed = loop {
         let update = next();
-        if let Some(value) = update["leaves"][&pauses].as_u64() {
-            break value;
+        if let Some(leaf) = update["leaves"].get(&pauses) {
+            break counter(leaf, "json_ietf_val");
         }
     };
     assert_eq!(changed, 1);

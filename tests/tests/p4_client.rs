@@ -772,7 +772,7 @@ fn queue_set_and_show() {
     assert_eq!(
         changed,
         json!([{"port": 2, "priority": 3, "depth_packets": 16, "rate_pps": 1000,
-                "occupancy_packets": 0, "strict": true, "weight": 1, "quantum_bytes": 1500}])
+                "occupancy_packets": 0, "strict": true, "weight": 1, "quantum_bytes": 1514}])
     );
     // Scheduling: priority 3 of port 2 shares the port by DWRR with weight 3, its quantum 9000.
     let changed = bed.p4_json(&[
@@ -799,7 +799,7 @@ fn queue_set_and_show() {
         .all(|q| q["quantum_bytes"] == 9000));
     assert!(bed
         .p4_refused(&["queue", "set", "--port", "2", "--weight", "101"])
-        .contains("a DWRR weight is 1 to 100, not 101"));
+        .contains("101 is not in 1..=100"));
     let queues = bed.p4_json(&["queue", "show"]);
     let queue = |port: u64, priority: u64| {
         queues
@@ -818,7 +818,7 @@ fn queue_set_and_show() {
     );
     assert_eq!(
         queue(1, 3)["quantum_bytes"],
-        1500,
+        1514,
         "the quantum is port 2's"
     );
     let table = String::from_utf8(bed.p4(&["queue", "show"]).stdout).unwrap();

@@ -40,7 +40,7 @@ const APT_PACKAGES: &[&str] = &[
 /// generates PI's `p4config` module those suites import (tests/tests/tutorials_ptf.rs).
 /// kubernetes-validate, which checks the Kubernetes Job that `lossless sim sweep --k8s` writes
 /// against the API's schema. pygnmi, a gNMI client with its own generated gnmi_pb2, which reads
-/// the agent's and softswitch's gNMI servers (tests/interop/gnmi_client.py).
+/// the agent's gNMI server (tests/interop/gnmi_client.py).
 const PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("scapy==2.6.1", "scapy"),
     ("p4runtime==1.6.0", "p4.v1.p4runtime_pb2"),

@@ -226,7 +226,10 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("listening on {addr} for gNMI"))?;
-            tracing::info!("serving gNMI on {addr} (plain gRPC)");
+            let bound = listener
+                .local_addr()
+                .context("the gNMI listener's address")?;
+            tracing::info!("serving gNMI on {bound} (plain gRPC)");
             let tree = Arc::new(telemetry::AgentTree(shared.clone()));
             Some(tokio::spawn(async move {
                 if let Err(error) = gnmi::server::serve(listener, tree, Default::default()).await {

@@ -32,7 +32,8 @@ impl CounterTree for AgentTree {
         for (name, state) in &shared.states {
             leaves.under(
                 &agent
-                    .child(Elem::keyed("interfaces", "name", name))
+                    .join("interfaces")
+                    .child(Elem::keyed("interface", "name", name))
                     .join("state"),
                 [("attached", u64::from(*state == State::Attached))],
             );
@@ -46,6 +47,10 @@ impl CounterTree for AgentTree {
             ],
         );
         Ok(leaves.0)
+    }
+
+    fn origins(&self) -> &[&str] {
+        &["", ORIGIN]
     }
 
     fn models(&self) -> Vec<ModelData> {
@@ -169,7 +174,8 @@ impl Leaves {
         for (kind, count) in parse_errors_by_kind {
             self.under(
                 &ours
-                    .child(Elem::keyed("parse-errors", "kind", kind))
+                    .join("parse-errors")
+                    .child(Elem::keyed("parse-error", "kind", kind))
                     .join("state"),
                 [("count", *count)],
             );

@@ -3,7 +3,9 @@
 //! `basic.p4`), for ECN marking with ECMP (corpus `ecn_ecmp.p4`), for `tests/p4/ipv4_forward.p4`
 //! (the port benchmark's program) and for `dataplane-p4/lossless.p4` routing a RoCEv2 frame;
 //! each program on a switch running it interpreted and on one running it compiled
-//! (`softswitch_core::compiled`), in alternating rounds, with the ratio compiled / interpreted.
+//! (`softswitch_core::compiled`), in rounds alternating which runs first, each checking that
+//! both forwarded the same packets; the median of each with its range (ns per frame, fastest
+//! to slowest round) and the ratio compiled / interpreted with the range the rounds allow.
 //! Run with `cargo bench -p softswitch-core --bench interpreter` (append a name, e.g. `-- lpm`,
 //! to run one).
 #![forbid(unsafe_code)]
@@ -15,7 +17,8 @@ use std::hint::black_box;
 use std::path::Path;
 
 const PACKETS: usize = 400_000;
-/// Rounds of each path, alternating; the median is reported.
+/// Rounds of each path, alternating which goes first; the median is reported, with the
+/// fastest and slowest round.
 const ROUNDS: usize = 3;
 
 fn load(path: &str) -> Switch {
@@ -88,7 +91,8 @@ fn cpu_per_packet(switch: &mut Switch, packets: &[Vec<u8>]) -> (f64, usize) {
     ((cpu_ns() - start) as f64 / PACKETS as f64, sent)
 }
 
-/// Measures `switch` (set up, interpreted) against a copy of its set-up that runs compiled.
+/// Measures `switch` (set up, interpreted) against a copy of its set-up that runs compiled,
+/// in rounds that alternate which goes first; both must forward the same packets each round.
 fn measure(name: &str, setup: impl Fn() -> Switch, packets: &[Vec<u8>]) {
     let mut interpreted = setup();
     let mut compiled = setup();
@@ -100,23 +104,37 @@ fn measure(name: &str, setup: impl Fn() -> Switch, packets: &[Vec<u8>]) {
     );
     let (mut a, mut b) = (Vec::new(), Vec::new());
     let mut sent = 0;
-    for _ in 0..ROUNDS {
-        let (ns, n) = cpu_per_packet(&mut interpreted, packets);
-        a.push(ns);
-        sent = n;
-        b.push(cpu_per_packet(&mut compiled, packets).0);
+    for round in 0..ROUNDS {
+        let ((ns_a, sent_a), (ns_b, sent_b)) = if round % 2 == 0 {
+            let first = cpu_per_packet(&mut interpreted, packets);
+            (first, cpu_per_packet(&mut compiled, packets))
+        } else {
+            let first = cpu_per_packet(&mut compiled, packets);
+            (cpu_per_packet(&mut interpreted, packets), first)
+        };
+        assert!(
+            sent_a == sent_b && sent_a > 0,
+            "{name}: interpreted forwarded {sent_a}, compiled {sent_b} of {PACKETS}"
+        );
+        a.push(ns_a);
+        b.push(ns_b);
+        sent = sent_a;
     }
-    let median = |mut v: Vec<f64>| {
+    assert!(compiled.compiled_block_runs() > 0 && interpreted.compiled_block_runs() == 0);
+    let spread = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
+        (v[0], v[v.len() / 2], v[v.len() - 1])
     };
-    let (a, b) = (median(a), median(b));
+    let ((a_min, a, a_max), (b_min, b, b_max)) = (spread(a), spread(b));
     println!(
-        "{name}: interpreted {:.0} packets/CPU-s ({a:.0} ns), compiled {:.0} packets/CPU-s \
-         ({b:.0} ns), compiled / interpreted {:.2} ({sent} of {PACKETS} forwarded)",
+        "{name}: interpreted {:.0} packets/CPU-s ({a:.0} ns, {a_min:.0}-{a_max:.0}), compiled \
+         {:.0} packets/CPU-s ({b:.0} ns, {b_min:.0}-{b_max:.0}), compiled / interpreted {:.2} \
+         ({:.2}-{:.2}) ({sent} of {PACKETS} forwarded by each)",
         1e9 / a,
         1e9 / b,
-        a / b
+        a / b,
+        a_min / b_max,
+        a_max / b_min,
     );
 }
 

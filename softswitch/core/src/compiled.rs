@@ -6,8 +6,8 @@
 //! statements; the state machine and its `select`s stay the interpreter's), and each action or
 //! function body (which tables and calls run). A block either compiles whole or runs
 //! interpreted: [`compile`] gives every block that does not compile a [`Fallback`] naming
-//! why, which the switch logs once when it loads the program and counts
-//! ([`crate::switch::Switch::compile_fallbacks`]). Compiled and interpreted blocks call each
+//! why, which the switch lists ([`crate::switch::Switch::compile_fallbacks`]) and the device's
+//! engine logs when it loads the program. Compiled and interpreted blocks call each
 //! other freely: both run over the same [`Exec`] (slots, cursor, state, trace, loop budget).
 //!
 //! **Pre-resolved.** Every statement and expression node becomes a closure that holds its
@@ -27,10 +27,16 @@
 //! `if`'s branch and trace, `switch` cases, calls with copy-in/copy-out, loops) is the
 //! interpreter's generic code, given compiled pieces.
 //!
-//! **Limits.** A program is untrusted input: a block of more than [`MAX_BLOCK_NODES`] IR
-//! nodes is not compiled (it runs interpreted, with that reason), which bounds the memory the
-//! closures take to a small multiple of the IR's. Compiling recurses as deep as running does,
-//! which the loaders bound ([`crate::ir::RunDepth`]).
+//! **Limits.** A program is untrusted input. The compiled form takes memory linear in the
+//! IR's size, which the loaders bound: each IR node becomes at most one closure, or is copied
+//! once into a closure that hands it to the interpreter (an extern call's arguments, a
+//! [`Place`] other than a slot, the rare expressions and statements above). A block is not
+//! compiled when it has more than [`MAX_BLOCK_NODES`] nodes counted as the compiler meets
+//! them — one per statement, expression and place it turns into code, one for a subtree it
+//! copies whole, however large — and runs interpreted, with that reason. The limit is a
+//! knob (a test forces fallbacks with a small one), not what bounds memory: the IR's limits
+//! do. Compiling recurses as deep as running does, which the loaders bound
+//! ([`crate::ir::RunDepth`]).
 
 use crate::interp::{Exec, Flow};
 use crate::ir::{
@@ -38,7 +44,8 @@ use crate::ir::{
 };
 use crate::ops;
 
-/// IR nodes (statements, expressions and places) at most in one compiled block.
+/// IR nodes at most in one compiled block, counted as [`compile`] meets them (see the
+/// module's "Limits").
 pub const MAX_BLOCK_NODES: usize = 1 << 16;
 
 /// A compiled expression.
@@ -63,7 +70,8 @@ pub enum Unsupported {
 /// A block that runs interpreted, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fallback {
-    /// The block: `control MyIngress`, `parser MyParser`, `body MyIngress.forward`.
+    /// The block: `control MyIngress`, `parser` (the program's), `sub-parser 0` (by its index
+    /// among the sub-parsers), `body MyIngress.forward`.
     pub block: String,
     /// Why it was not compiled.
     pub reason: Unsupported,
@@ -115,6 +123,8 @@ pub struct CompiledProgram {
     parser: Option<CompiledParser>,
     subparsers: Vec<Option<CompiledParser>>,
     fallbacks: Vec<Fallback>,
+    /// The limit its blocks were compiled within.
+    max_block_nodes: usize,
 }
 
 impl std::fmt::Debug for CompiledProgram {
@@ -129,6 +139,11 @@ impl CompiledProgram {
     /// The blocks that run interpreted, with why.
     pub fn fallbacks(&self) -> &[Fallback] {
         &self.fallbacks
+    }
+
+    /// The limit of IR nodes its blocks were compiled within.
+    pub fn max_block_nodes(&self) -> usize {
+        self.max_block_nodes
     }
 
     /// Control `block` ([`crate::ir::block`]), if compiled.
@@ -198,6 +213,7 @@ pub fn compile(prog: &Program, max_nodes: usize) -> CompiledProgram {
         parser,
         subparsers,
         fallbacks,
+        max_block_nodes: max_nodes,
     }
 }
 
@@ -347,7 +363,7 @@ impl Compiler {
         })
     }
 
-    /// A statement the interpreter runs, counted by its nodes.
+    /// A statement the interpreter runs (one node against the limit, however large).
     fn interpreted(&mut self, s: &Stmt) -> Result<StmtFn, Unsupported> {
         let s = s.clone();
         Ok(Box::new(move |x| x.stmt(&s)))
@@ -408,29 +424,13 @@ impl Compiler {
         })
     }
 
-    /// Compiles an expression into what reads it best.
+    /// Compiles an expression into what reads it best: constants and slot loads as they
+    /// are, every other expression as a closure.
     fn operand(&mut self, e: &Expr) -> Result<Operand, Unsupported> {
-        Ok(match e {
-            Expr::Const(v) => {
-                self.node()?;
-                Operand::Const(*v)
-            }
-            Expr::Load(s) => {
-                self.node()?;
-                Operand::Slot(*s as usize)
-            }
-            e => Operand::Expr(self.expr(e)?),
-        })
-    }
-
-    fn expr(&mut self, e: &Expr) -> Result<ExprFn, Unsupported> {
         self.node()?;
-        Ok(match e {
-            &Expr::Const(v) => Box::new(move |_| v),
-            &Expr::Load(s) => {
-                let s = s as usize;
-                Box::new(move |x| x.slots[s])
-            }
+        let f: ExprFn = match e {
+            &Expr::Const(v) => return Ok(Operand::Const(v)),
+            &Expr::Load(s) => return Ok(Operand::Slot(s as usize)),
             // The common arithmetic operators inline (with the mask `ops::binop` applies),
             // the others through `ops::binop`.
             &Expr::Arith {
@@ -534,7 +534,8 @@ impl Compiler {
                 let e = e.clone();
                 Box::new(move |x| x.eval(&e))
             }
-        })
+        };
+        Ok(Operand::Expr(f))
     }
 
     /// A node of two operands, evaluated in order, combined by `f`.

@@ -169,7 +169,10 @@ impl<'a> Exec<'a> {
         compiled: Option<&'a CompiledParser>,
     ) -> Result<(), u128> {
         match compiled {
-            Some(c) => c.init().run(self),
+            Some(c) => {
+                self.state.compiled_block_runs += 1;
+                c.init().run(self)
+            }
             None => self.run(&p.init),
         };
         let mut state = 0;
@@ -256,7 +259,10 @@ impl<'a> Exec<'a> {
             trace_pipeline(t, block, "start");
         }
         match self.compiled.and_then(|c| c.control(block)) {
-            Some(body) => body.run(self),
+            Some(body) => {
+                self.state.compiled_block_runs += 1;
+                body.run(self)
+            }
             None => self.run(&self.prog.controls[block].body),
         };
         if let Some(t) = &mut self.trace {
@@ -500,7 +506,10 @@ impl<'a> Exec<'a> {
     /// Runs action or function body `body`, compiled if the program's compiled form has it.
     fn run_body(&mut self, body: usize) -> Flow {
         match self.compiled.and_then(|c| c.body(body)) {
-            Some(b) => b.run(self),
+            Some(b) => {
+                self.state.compiled_block_runs += 1;
+                b.run(self)
+            }
             None => self.run(&self.prog.bodies[body].stmts),
         }
     }

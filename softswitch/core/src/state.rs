@@ -39,6 +39,9 @@ pub(crate) struct State {
     pub(crate) key_buffer: Vec<u128>,
     /// Failed `assert`/`assume` calls.
     pub(crate) assertion_failures: u64,
+    /// Blocks (controls, parsers, action and function bodies) entered in their compiled form
+    /// ([`crate::compiled`]): what shows that the compiled path runs.
+    pub(crate) compiled_block_runs: u64,
     rng: u64,
 }
 
@@ -71,6 +74,7 @@ impl State {
             field_buffer: Vec::new(),
             key_buffer: Vec::new(),
             assertion_failures: 0,
+            compiled_block_runs: 0,
             rng: 0x9E37_79B9_7F4A_7C15,
         }
     }

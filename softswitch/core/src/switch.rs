@@ -320,24 +320,25 @@ impl Switch {
     }
 
     /// Chooses how the program runs. [`Execution::Compiled`] compiles it (once: a switch that
-    /// runs compiled already keeps its compiled form) and logs each block that runs
-    /// interpreted instead, with why, in the switch's log.
+    /// runs compiled already keeps its compiled form); the blocks that run interpreted
+    /// instead, with why, are [`Switch::compile_fallbacks`] (the device's engine logs them).
     pub fn set_execution(&mut self, execution: Execution) {
         self.set_execution_within(execution, compiled::MAX_BLOCK_NODES);
     }
 
     /// [`Switch::set_execution`], compiling only the blocks of at most `max_block_nodes` IR
-    /// nodes (a test's way to run a program partly compiled).
+    /// nodes (a test's way to run a program partly compiled); a switch compiled within
+    /// another limit compiles again.
     pub fn set_execution_within(&mut self, execution: Execution, max_block_nodes: usize) {
         match execution {
             Execution::Interpreted => self.compiled = None,
-            Execution::Compiled if self.compiled.is_some() => {}
+            Execution::Compiled
+                if self
+                    .compiled
+                    .as_ref()
+                    .is_some_and(|c| c.max_block_nodes() == max_block_nodes) => {}
             Execution::Compiled => {
-                let c = compiled::compile(&self.program, max_block_nodes);
-                for f in c.fallbacks() {
-                    self.state.log(f.to_string());
-                }
-                self.compiled = Some(Arc::new(c));
+                self.compiled = Some(Arc::new(compiled::compile(&self.program, max_block_nodes)));
             }
         }
     }

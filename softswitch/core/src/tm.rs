@@ -40,9 +40,10 @@ pub const MAX_WEIGHT: u32 = 100;
 pub const MIN_QUANTUM: u32 = 64;
 /// The largest base quantum of a port, in bytes (1 MiB).
 pub const MAX_QUANTUM: u32 = 1 << 20;
-/// The base quantum of a port not set otherwise, in bytes: one 1500-byte MTU frame, so that a
-/// weight-1 queue sends about one full frame a round (Linux's DRR defaults to the MTU too).
-pub const DEFAULT_QUANTUM: u32 = 1500;
+/// The base quantum of a port not set otherwise, in bytes: one full frame of a 1500-byte MTU
+/// with its Ethernet header, so that a weight-1 queue sends at least one full frame a round
+/// (Linux's `sch_drr` defaults to the device's MTU plus its link header, 1514 on Ethernet).
+pub const DEFAULT_QUANTUM: u32 = 1514;
 
 /// A queue setting refused by [`depth`], [`rate`], [`priority`], [`weight`] or [`quantum`]: the
 /// rules every front door (the Queues service, STF) applies.
@@ -259,8 +260,13 @@ impl<T> Port<T> {
             }
             let p = d.turn;
             if shared(p) {
+                // A quantum only to a deficit that does not cover the head frame (as Linux's
+                // sch_drr): a queue passed over while held (its rate, a pause) banks no more
+                // than one quantum past its head, so it cannot burst past its weight later.
                 if !d.given {
-                    d.bytes[p] += s.quantum_of(p);
+                    if head(p) > d.bytes[p] {
+                        d.bytes[p] += s.quantum_of(p);
+                    }
                     d.given = true;
                 }
                 if head(p) <= d.bytes[p] {
@@ -272,6 +278,20 @@ impl<T> Port<T> {
             d.next_turn();
         }
         unreachable!("a ready queue's deficit covers its head within two rounds")
+    }
+
+    /// Applies `change` to the scheduling; a queue that moves between the strict set and DWRR
+    /// starts DWRR afresh, with no deficit left from before.
+    fn reschedule(&mut self, change: impl Fn(&mut Scheduling)) {
+        let before = self.scheduling.strict;
+        change(&mut self.scheduling);
+        let moved = before ^ self.scheduling.strict;
+        for p in (0..PRIORITIES).filter(|p| moved & (1 << p) != 0) {
+            self.deficits.bytes[p] = 0;
+            if self.deficits.turn == p {
+                self.deficits.given = false;
+            }
+        }
     }
 
     /// Charges a packet of `bytes` sent from queue `priority` to its deficit; an emptied
@@ -393,11 +413,11 @@ impl<T> TrafficManager<T> {
     /// `port` is `None`.
     fn schedule(&mut self, port: Option<u16>, change: impl Fn(&mut Scheduling)) {
         match port {
-            Some(p) => change(&mut self.port(p).scheduling),
+            Some(p) => self.port(p).reschedule(&change),
             None => {
                 change(&mut self.default_scheduling);
                 for p in self.ports.values_mut() {
-                    change(&mut p.scheduling);
+                    p.reschedule(&change);
                 }
             }
         }
@@ -902,15 +922,93 @@ mod tests {
             0,
             "1400 bytes unused, forgotten as it emptied"
         );
-        // Priority 2 gets its quantum, sends 1000 bytes and keeps 500 while it holds a frame,
+        // Priority 2 gets its quantum, sends 1000 bytes and keeps 514 while it holds a frame,
         // also while not eligible (paused): then priority 1 goes.
         assert_eq!(tm.dequeue_port(1, 0xff, 0).unwrap().item, "long");
-        assert_eq!(deficits(&tm)[2], 500);
+        assert_eq!(deficits(&tm)[2], 514);
         tm.enqueue(1, 1, "short", 100, 0).unwrap();
         assert_eq!(tm.dequeue_port(1, !(1 << 2), 0).unwrap().item, "short");
-        assert_eq!(deficits(&tm)[2], 500);
+        assert_eq!(deficits(&tm)[2], 514);
         assert_eq!(tm.dequeue_port(1, 0xff, 0).unwrap().item, "long");
         assert_eq!(deficits(&tm)[2], 0);
+    }
+
+    #[test]
+    fn the_share_is_in_bytes_whatever_the_frame_sizes() {
+        // 64-byte frames at weight 3 against 1,500-byte ones at weight 1: 3:1 in bytes is
+        // about 70 frames to 1, which a round robin counting frames would not give.
+        let mut tm = weighted(DEFAULT_QUANTUM);
+        for _ in 0..30_000 {
+            tm.enqueue(1, 2, 2, 64, 0).unwrap();
+        }
+        for _ in 0..300 {
+            tm.enqueue(1, 1, 1, 1500, 0).unwrap();
+        }
+        let mut sent = [0u64; 3];
+        while tm.occupancy(1, 1) > 0 {
+            let d = tm.dequeue_port(1, 0xff, 0).unwrap();
+            sent[usize::from(d.item)] += if d.item == 2 { 64 } else { 1500 };
+        }
+        assert_three_to_one(sent[2], sent[1]);
+    }
+
+    #[test]
+    fn a_held_weighted_queue_banks_no_credit_to_burst_with_later() {
+        // Priority 2 (weight 3) paused again after each frame it sends, as PFC on a lossless
+        // DWRR class; priority 1 (weight 1) always free. 100-byte frames.
+        let mut tm = weighted(DEFAULT_QUANTUM);
+        for _ in 0..5000 {
+            tm.enqueue(1, 1, 1, 100, 0).unwrap();
+            tm.enqueue(1, 2, 2, 100, 0).unwrap();
+        }
+        let most = 100 + u64::from(3 * DEFAULT_QUANTUM);
+        let mut paused = false;
+        for _ in 0..2000 {
+            let eligible = if paused { !(1u8 << 2) } else { 0xff };
+            paused = tm.dequeue_port(1, eligible, 0).unwrap().item == 2;
+            let banked = tm.ports[&1].deficits.bytes[2];
+            assert!(banked <= most, "priority 2 banked {banked} bytes");
+        }
+        // Freed, the two share the port 3:1 at once: no burst of priority 2.
+        let next: Vec<u8> = (0..800)
+            .map(|_| tm.dequeue_port(1, 0xff, 0).unwrap().item)
+            .collect();
+        let twos = next.iter().filter(|&&p| p == 2).count();
+        assert!((540..=660).contains(&twos), "{twos} of 800 from priority 2");
+        // The same with a rate holding priority 2 back for a simulated second.
+        let mut tm = weighted(DEFAULT_QUANTUM);
+        tm.set_rate(Some(1), Some(2), Some(1000));
+        for _ in 0..5000 {
+            tm.enqueue(1, 1, 1, 100, 0).unwrap();
+            tm.enqueue(1, 2, 2, 100, 0).unwrap();
+        }
+        for now in (0..1_000_000u64).step_by(1000) {
+            tm.set_budget(1, Some(2));
+            while tm.dequeue(now).is_some() {}
+            let banked = tm.ports[&1].deficits.bytes[2];
+            assert!(
+                banked <= most,
+                "priority 2 banked {banked} bytes at {now} µs"
+            );
+        }
+    }
+
+    #[test]
+    fn a_queue_moved_in_or_out_of_the_strict_set_starts_without_a_deficit() {
+        let mut tm = weighted(DEFAULT_QUANTUM);
+        tm.enqueue(1, 2, 2, 100, 0).unwrap();
+        tm.enqueue(1, 2, 2, 100, 0).unwrap();
+        tm.enqueue(1, 1, 1, 100, 0).unwrap();
+        assert_eq!(tm.dequeue_port(1, 0xff, 0).unwrap().item, 1);
+        assert_eq!(tm.dequeue_port(1, 0xff, 0).unwrap().item, 2);
+        assert!(
+            tm.ports[&1].deficits.bytes[2] > 0,
+            "a frame left, credit left"
+        );
+        tm.set_strict(Some(1), Some(2), true);
+        assert_eq!(tm.ports[&1].deficits.bytes[2], 0);
+        tm.set_strict(Some(1), Some(2), false);
+        assert_eq!(tm.ports[&1].deficits.bytes[2], 0);
     }
 
     #[test]

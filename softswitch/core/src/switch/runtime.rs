@@ -1051,6 +1051,12 @@ impl Switch {
     pub fn assertion_failures(&self) -> u64 {
         self.state.assertion_failures
     }
+
+    /// Blocks (controls, parsers, action and function bodies) the switch has entered in their
+    /// compiled form ([`crate::switch::Execution::Compiled`]); 0 while it runs interpreted.
+    pub fn compiled_block_runs(&self) -> u64 {
+        self.state.compiled_block_runs
+    }
 }
 
 /// Checks that `instance` of `program` is of the extern type `object`.
