@@ -36,6 +36,9 @@ const bit<8>  IP_PROTO_UDP = 17;
 const bit<16> ROCEV2_PORT = 4791;
 const bit<8>  BTH_OPCODE_CNP = 0x81;
 const bit<8>  BTH_OPCODE_RC_ACK = 0x11;
+/* The UDP length of an RC Acknowledge: UDP header, BTH, AETH and ICRC (8 + 12 + 4 + 4). A
+ * shorter one has no AETH: the byte after its BTH is its ICRC or Ethernet padding. */
+const bit<16> UDP_LEN_RC_ACK = 28;
 
 /* What an RC Acknowledge's AETH syndrome says, in its top three bits (InfiniBand 9.7.5.2.6);
  * a NAK's low five bits are its code (0 PSN sequence error .. 4 invalid RD request). */
@@ -226,7 +229,7 @@ struct metadata {
     @field_list(1)
     bit<6>  cnp_dscp;
     /* An RC Acknowledge's AETH syndrome (read ahead of the parser, not extracted), and
-     * whether there was one. */
+     * whether there was one (its UDP length has room for the AETH). */
     bit<1>  rc_ack;
     bit<8>  aeth_syndrome;
     /* A packet held for a paused port: its place in line, its passes, where it goes, and when
@@ -336,7 +339,7 @@ parser LosslessParser(packet_in packet, out headers hdr, inout metadata meta,
     }
     state parse_aeth {
         meta.aeth_syndrome = packet.lookahead<bit<8>>();
-        meta.rc_ack = 1;
+        meta.rc_ack = (bit<1>)(hdr.udp.length >= UDP_LEN_RC_ACK);
         transition accept;
     }
 }

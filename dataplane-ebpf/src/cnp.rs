@@ -7,14 +7,14 @@ use aya_ebpf::{
     programs::TcContext,
 };
 use dataplane_common::{
-    cnp::{build_ipv4_cnp, CnpCounters, CnpQpState, CNP_MARK, IPV4_BTH_OFFSET, IPV4_DATA_PREFIX},
+    cnp::{build_ipv4_cnp, CnpCounters, CNP_MARK, IPV4_BTH_OFFSET, IPV4_DATA_PREFIX},
     config::Settings,
 };
 use wire::{bth, ethernet, ip::Ecn};
 
 use crate::{
     emit::{clone_to_egress, replace_frame},
-    maps::{CNP_COUNTERS, CNP_QPS, QP_MAP, SETTINGS},
+    maps::{get_or_insert, CNP_COUNTERS, CNP_QPS, QP_MAP, SETTINGS},
     parse::{Frame, Network, Parsed},
 };
 
@@ -56,10 +56,7 @@ pub fn notify(ctx: &TcContext, frame: &Frame, parsed: &Parsed) {
 /// Whether this QP may have a CNP now (at most one per interval), counting per QP.
 #[inline(always)]
 fn admit(qp: u32, interval_ns: u64, counters: &mut CnpCounters) -> bool {
-    if CNP_QPS.get_ptr_mut(qp).is_none() {
-        let _ = CNP_QPS.insert(qp, CnpQpState::default(), 0);
-    }
-    let Some(state) = CNP_QPS.get_ptr_mut(qp) else {
+    let Some(state) = get_or_insert(&CNP_QPS, qp) else {
         return false;
     };
     // SAFETY: a map value pointer from the kernel, valid for the program run (the map is an

@@ -34,3 +34,18 @@ macro_rules! statics {
 }
 
 dataplane_common::map_table!(statics);
+
+/// The value of `key` in the LRU hash `map`, made (as `V::default()`) if absent. Inserts with
+/// `BPF_NOEXIST`, so an entry another CPU has just made (and maybe counted into) is kept, not
+/// replaced.
+#[inline(always)]
+pub fn get_or_insert<V: Default>(
+    map: &aya_ebpf::maps::LruHashMap<u32, V>,
+    key: u32,
+) -> Option<*mut V> {
+    if let Some(value) = map.get_ptr_mut(key) {
+        return Some(value);
+    }
+    let _ = map.insert(key, V::default(), aya_ebpf::bindings::BPF_NOEXIST as u64);
+    map.get_ptr_mut(key)
+}

@@ -2,11 +2,11 @@
 //! the interface and for its QP (the BTH DestQP), at the hook that saw it (XDP: received,
 //! TC egress: sent). Only reads the frame.
 
-use dataplane_common::{nak::NakQpCounters, Hook};
-use wire::{aeth, bth};
+use dataplane_common::Hook;
+use wire::{aeth, bth, icrc};
 
 use crate::{
-    maps::{NAK_COUNTERS, NAK_QPS},
+    maps::{get_or_insert, NAK_COUNTERS, NAK_QPS},
     parse::Parsed,
 };
 
@@ -19,7 +19,9 @@ pub const WINDOW: usize = bth::HEADER_LEN + aeth::HEADER_LEN;
 /// on the way to a variable offset this deep.
 #[inline(always)]
 pub fn count(parsed: &Parsed, hook: Hook, load: impl FnOnce(usize, &mut [u8; WINDOW]) -> bool) {
-    if !parsed.roce {
+    // An Acknowledge has an AETH and an ICRC inside its UDP datagram; a frame without them
+    // would read padding or the ICRC as the syndrome.
+    if !parsed.roce || parsed.bth + WINDOW + icrc::ICRC_LEN > parsed.udp_end {
         return;
     }
     let mut window = [0u8; WINDOW];
@@ -38,14 +40,11 @@ pub fn count(parsed: &Parsed, hook: Hook, load: impl FnOnce(usize, &mut [u8; WIN
     if !unsafe { (*counters).count(syndrome) } {
         return;
     }
-    let qp = header.dest_qp();
-    if NAK_QPS.get_ptr_mut(qp).is_none() {
-        let _ = NAK_QPS.insert(qp, NakQpCounters::default(), 0);
-    }
-    if let Some(entry) = NAK_QPS.get_ptr_mut(qp) {
-        // SAFETY: a map value pointer from the kernel, valid for the program run. Not atomic:
-        // two CPUs counting the same QP at once may lose one count (the interface's per-CPU
-        // counters above lose none).
-        unsafe { (*entry).per_hook[hook as usize].count(syndrome) };
-    }
+    let Some(entry) = get_or_insert(&NAK_QPS, header.dest_qp()) else {
+        return;
+    };
+    // SAFETY: a map value pointer from the kernel, valid for the program run. Not atomic (the
+    // BPF target has no atomic add in Rust's core): two CPUs counting the same QP at once may
+    // lose one count (the interface's per-CPU counters above lose none).
+    unsafe { (*entry).per_hook[hook as usize].count(syndrome) };
 }

@@ -94,6 +94,9 @@ pub struct Parsed {
     pub roce: bool,
     /// Offset of the BTH when `roce`.
     pub bth: usize,
+    /// Where the UDP datagram ends when `roce` (by the UDP length, within the IP datagram):
+    /// what lies past it (ICRC aside, Ethernet padding) is no RoCE header.
+    pub udp_end: usize,
     /// The transport protocol (IPv4 protocol, last IPv6 next header; 0 when not IP).
     pub protocol: u8,
     /// Offset of the transport header of an unfragmented IP datagram, else 0.
@@ -109,6 +112,7 @@ impl Parsed {
         ecn: 0,
         roce: false,
         bth: 0,
+        udp_end: 0,
         protocol: 0,
         transport: 0,
     };
@@ -162,9 +166,10 @@ pub fn parse(frame: &Frame) -> Result<Parsed, ParseError> {
         _ => None,
     };
     if let Some((udp_offset, datagram_end)) = transport {
-        if let Some(bth) = parse_udp(frame, udp_offset, datagram_end)? {
+        if let Some((bth, udp_end)) = parse_udp(frame, udp_offset, datagram_end)? {
             parsed.roce = true;
             parsed.bth = bth;
+            parsed.udp_end = udp_end;
         }
     }
     Ok(parsed)
@@ -276,13 +281,14 @@ fn parse_ipv6(frame: &Frame, offset: usize, parsed: &mut Parsed) -> Result<Trans
 }
 
 /// Parses a UDP header that must end by `datagram_end` (the IP datagram's end: Ethernet
-/// padding is not payload); returns the BTH's offset if it is RoCEv2 with a whole BTH.
+/// padding is not payload); returns the BTH's offset and the UDP datagram's end (by its length,
+/// at most `datagram_end`) if it is RoCEv2 with a whole BTH.
 #[inline(always)]
 fn parse_udp(
     frame: &Frame,
     offset: usize,
     datagram_end: usize,
-) -> Result<Option<usize>, ParseError> {
+) -> Result<Option<(usize, usize)>, ParseError> {
     let udp = udp::Packet::new_unchecked(
         frame
             .bytes_at::<{ udp::HEADER_LEN }>(offset)
@@ -302,5 +308,6 @@ fn parse_udp(
     {
         return Err(ParseError::TruncatedBth);
     }
-    Ok(Some(offset + udp::HEADER_LEN))
+    let udp_end = datagram_end.min(offset + usize::from(udp.len()));
+    Ok(Some((offset + udp::HEADER_LEN, udp_end)))
 }

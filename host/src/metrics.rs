@@ -141,6 +141,7 @@ impl Exposition {
             nak_received,
             nak_sent,
             nak_qps,
+            nak_unpinned: _,
             lb,
             uplinks,
         } = stats;
@@ -379,14 +380,15 @@ impl Exposition {
         Ok(())
     }
 
-    /// NAKs received and sent by syndrome, of an interface or of one QP (`family` = `qp_`).
-    /// A QP's syndromes appear once non-zero (the QP table holds up to 4096 QPs).
+    /// NAKs received and sent by syndrome, of an interface or of one QP (`family` = `qp_`);
+    /// a direction not counted (`None`) is not exported. A QP's syndromes appear once non-zero
+    /// (the QP table holds up to 4096 QPs).
     fn naks(
         &mut self,
         family: &str,
         labels: &Labels,
-        received: &NakCounters,
-        sent: &NakCounters,
+        received: &Option<NakCounters>,
+        sent: &Option<NakCounters>,
     ) -> anyhow::Result<()> {
         let per_qp = !family.is_empty();
         for (direction, help, naks) in [
@@ -401,6 +403,7 @@ impl Exposition {
                 sent,
             ),
         ] {
+            let Some(naks) = naks else { continue };
             for (syndrome, value) in naks.by_syndrome() {
                 if per_qp && value == 0 {
                     continue;
@@ -668,13 +671,14 @@ mod tests {
                 cnp_sent: values.next(),
                 cnp_suppressed: values.next(),
             }],
-            nak_received: record::<_, 7>(values),
-            nak_sent: record::<_, 7>(values),
+            nak_received: Some(record::<_, 7>(values)),
+            nak_sent: Some(record::<_, 7>(values)),
             nak_qps: vec![NakQpStats {
                 qp: 18,
-                received: record::<_, 7>(values),
-                sent: record::<_, 7>(values),
+                received: Some(record::<_, 7>(values)),
+                sent: Some(record::<_, 7>(values)),
             }],
+            nak_unpinned: false,
             lb: Some(LbStats {
                 policy: "flowlet",
                 lb_failovers: values.next(),
@@ -762,6 +766,35 @@ mod tests {
         assert!(text.contains(
             "lossless_qp_nak_sent_total{interface=\"eth0\",qp=\"18\",syndrome=\"rnr_nak\"}"
         ));
+    }
+
+    /// The NAK counters' JSON keys (serde's field names) and their metric labels
+    /// (`NakCounters::by_syndrome`, from `NakCode::name`) name the same fields.
+    #[test]
+    fn nak_json_keys_are_the_syndrome_labels() {
+        let naks: NakCounters = record::<_, 7>(&Distinct(Cell::new(0)));
+        let json = serde_json::to_value(naks).unwrap();
+        let by_syndrome = naks.by_syndrome();
+        assert_eq!(json.as_object().unwrap().len(), by_syndrome.len(), "{json}");
+        for (name, value) in by_syndrome {
+            assert_eq!(json[name], value, "{name} in {json}");
+        }
+    }
+
+    /// A NAK direction not counted (its hook not attached, or programs pinned before NAK
+    /// counting) is neither exported nor in the JSON: "not counted" is no "0 NAKs".
+    #[test]
+    fn nak_directions_not_counted_are_absent() {
+        let mut stats = stats(&Distinct(Cell::new(0)));
+        stats.nak_received = None;
+        stats.nak_qps[0].received = None;
+        let text = encode_stats(std::slice::from_ref(&stats)).unwrap();
+        assert!(!text.contains("nak_received_total"), "{text}");
+        assert!(text.contains("lossless_qp_nak_sent_total{"), "{text}");
+        let json = serde_json::to_value(&stats).unwrap();
+        assert!(json.get("nak_received").is_none());
+        assert!(json["nak_qps"][0].get("received").is_none());
+        assert!(json["nak_sent"].is_object());
     }
 
     /// Counters end in `_total`, every family has help and a type, labels are bounded names.

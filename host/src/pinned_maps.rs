@@ -54,6 +54,11 @@ impl PinnedMaps {
         self.dir.open_map(def)
     }
 
+    /// Whether the map of `def` is pinned (programs pinned by an older build lack newer maps).
+    pub fn is_pinned<K, Key, Value>(&self, def: &MapDef<K, Key, Value>) -> bool {
+        self.dir.map(&def.spec).exists()
+    }
+
     /// Reads `N` consecutive entries of the array map `def`, from index `first`.
     pub(crate) fn read_entries<T: aya::Pod, const N: usize>(
         &self,

@@ -5,6 +5,7 @@ use std::{collections::BTreeMap, time::Duration};
 use dataplane_common::{
     cnp::CnpCounters,
     counters::{HookCounters, ParseError, PrioCounters},
+    maps::{NAK_COUNTERS, NAK_QPS},
     nak::NakCounters,
     Hook, PRIORITIES,
 };
@@ -74,12 +75,20 @@ pub struct Stats {
     pub cnp: CnpCounters,
     /// CNPs per receiver QP.
     pub cnp_qps: Vec<CnpQpStats>,
-    /// NAKs that arrived (XDP), by syndrome.
-    pub nak_received: NakCounters,
-    /// NAKs that left (TC egress), by syndrome.
-    pub nak_sent: NakCounters,
+    /// NAKs that arrived (XDP), by syndrome; absent when not counted: without the `xdp` hook
+    /// (`lb` takes its place) or with programs pinned before NAK counting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nak_received: Option<NakCounters>,
+    /// NAKs that left (TC egress), by syndrome; absent when not counted: without the `tc`
+    /// hook or with programs pinned before NAK counting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nak_sent: Option<NakCounters>,
     /// NAKs per QP (the BTH DestQP: the requester's QP, on both ends).
     pub nak_qps: Vec<NakQpStats>,
+    /// The pinned programs predate NAK counting (an upgrade that adopted them): the table says
+    /// so; nothing of NAKs is read or exported.
+    #[serde(skip)]
+    pub nak_unpinned: bool,
     /// The load balancer, when the `lb` hook is attached.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lb: Option<LbStats>,
@@ -103,10 +112,12 @@ pub struct CnpQpStats {
 pub struct NakQpStats {
     /// The QP (the NAKs' DestQP).
     pub qp: u32,
-    /// NAKs for it that arrived, by syndrome.
-    pub received: NakCounters,
-    /// NAKs for it that left, by syndrome.
-    pub sent: NakCounters,
+    /// NAKs for it that arrived, by syndrome (absent as [`Stats::nak_received`] is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub received: Option<NakCounters>,
+    /// NAKs for it that left, by syndrome (absent as [`Stats::nak_sent`] is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent: Option<NakCounters>,
 }
 
 impl Stats {
@@ -135,8 +146,17 @@ impl Stats {
         let now = monotonic_ns();
         let pfc = maps.read_pfc_states()?;
         let pfc_tx = maps.read_pfc_tx_counters()?;
-        let naks = maps.read_nak_counters()?;
-        let (lb, uplinks) = if maps.read_attach_info()?.hooks & Attachment::Lb.bit() != 0 {
+        let hooks = maps.read_attach_info()?.hooks;
+        let nak_unpinned = !(maps.is_pinned(&NAK_COUNTERS) && maps.is_pinned(&NAK_QPS));
+        let (naks, nak_qps) = if nak_unpinned {
+            (Default::default(), Vec::new())
+        } else {
+            (maps.read_nak_counters()?, maps.read_nak_qps()?)
+        };
+        let counted = |attachment: Attachment, hook: Hook, naks: &[NakCounters; Hook::COUNT]| {
+            (!nak_unpinned && hooks & attachment.bit() != 0).then_some(naks[hook as usize])
+        };
+        let (lb, uplinks) = if hooks & Attachment::Lb.bit() != 0 {
             let (lb, uplinks) = LbStats::read(maps)?;
             (Some(lb), uplinks)
         } else {
@@ -179,17 +199,17 @@ impl Stats {
                     cnp_suppressed: state.suppressed,
                 })
                 .collect(),
-            nak_received: naks[Hook::Xdp as usize],
-            nak_sent: naks[Hook::TcEgress as usize],
-            nak_qps: maps
-                .read_nak_qps()?
+            nak_received: counted(Attachment::Xdp, Hook::Xdp, &naks),
+            nak_sent: counted(Attachment::Tc, Hook::TcEgress, &naks),
+            nak_qps: nak_qps
                 .into_iter()
                 .map(|(qp, counters)| NakQpStats {
                     qp,
-                    received: counters.per_hook[Hook::Xdp as usize],
-                    sent: counters.per_hook[Hook::TcEgress as usize],
+                    received: counted(Attachment::Xdp, Hook::Xdp, &counters.per_hook),
+                    sent: counted(Attachment::Tc, Hook::TcEgress, &counters.per_hook),
                 })
                 .collect(),
+            nak_unpinned,
             lb,
             uplinks,
         })
@@ -305,8 +325,12 @@ impl Stats {
                 cnp.cnp_sent, cnp.cnp_suppressed, cnp.cnp_received, cnp.cnp_unsupported
             );
         }
+        if self.nak_unpinned {
+            out += "nak not counted: the programs pinned predate NAK counting \
+                    (`lossless host detach` and attach again to count)\n";
+        }
         for (direction, naks) in [("received", &self.nak_received), ("sent", &self.nak_sent)] {
-            if naks.total() > 0 {
+            if let Some(naks) = naks.filter(|naks| naks.total() > 0) {
                 let named: Vec<String> = naks
                     .by_syndrome()
                     .iter()

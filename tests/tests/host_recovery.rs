@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use dataplane_common::programs;
+use dataplane_common::{maps, programs};
 use host::attach::{Stage, PAUSE_ENV};
 use lossless_tests::bed::{pin_dirs, privileged, Attached, Link, Running};
 use serde_json::Value;
@@ -317,6 +317,44 @@ fn pins_of_the_layout_before_namespace_keys_are_adopted() {
     assert!(!legacy.exists() && dir.exists(), "not adopted");
     let after = entries_of(&link);
     assert_eq!(after[0]["netns"]["current"], true, "{after:?}");
+    attached.detach().unwrap();
+    assert_clean(&link, "after detach");
+}
+
+/// Programs pinned by a build before NAK counting (adopted after an upgrade) have no NAK maps:
+/// `host stats` still reads every other counter, leaves the NAK fields out rather than
+/// reporting zeros, and says why; a hook not attached leaves its direction out the same way.
+#[test]
+fn pins_without_the_nak_maps_still_give_the_other_counters() {
+    if !privileged("pins_without_the_nak_maps_still_give_the_other_counters") {
+        return;
+    }
+    let link = Link::new().unwrap();
+    let attached = link.attach_rx(&["--mode", "skb", "--hooks", "xdp"]);
+    let stats = link.rx_stats();
+    assert!(stats["nak_received"].is_object(), "{stats}");
+    assert!(
+        stats.get("nak_sent").is_none(),
+        "no tc hook, no sent: {stats}"
+    );
+
+    let dir = rx_pin_dir(&link);
+    for def in [&maps::NAK_COUNTERS.spec, &maps::NAK_QPS.spec] {
+        std::fs::remove_file(dir.map(def)).unwrap();
+    }
+    let stats = link.rx_stats();
+    for key in ["nak_received", "nak_sent"] {
+        assert!(stats.get(key).is_none(), "{key}: {stats}");
+    }
+    assert_eq!(stats["nak_qps"], Value::Array(Vec::new()), "{stats}");
+    assert_eq!(
+        stats["per_priority"].as_array().map(Vec::len),
+        Some(8),
+        "{stats}"
+    );
+    let table = Link::lossless(&link.rx_ns, &["host", "stats", &link.rx.ifname]).unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.contains("nak not counted"), "{table}");
     attached.detach().unwrap();
     assert_clean(&link, "after detach");
 }

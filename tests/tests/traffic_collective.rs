@@ -82,9 +82,10 @@ impl Ring {
     }
 
     /// Starts rank `i` with `extra` options, its JSON summary on stdout.
-    fn start(&self, i: usize, extra: &[&str]) -> Child {
+    fn start(&self, i: usize, extra: &[&str]) -> Rank {
         let (ns, end) = &self.hosts[i];
-        ns.command(lossless_bin())
+        let child = ns
+            .command(lossless_bin())
             .args(["traffic", "collective"])
             .args(["--iface", &end.ifname, "--rank", &i.to_string()])
             .args(["--hosts", &self.host_list(), "--json"])
@@ -92,12 +93,26 @@ impl Ring {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("starting a rank")
+            .expect("starting a rank");
+        Rank(Some(child))
+    }
+}
+
+/// A running rank, killed and reaped if the test ends (a failed assertion) before [`finish`].
+struct Rank(Option<Child>);
+
+impl Drop for Rank {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
 /// Waits for `child` at most [`TIMEOUT`] past `since`, and reads its JSON summary.
-fn finish(child: Child, since: Instant) -> Value {
+fn finish(mut rank: Rank, since: Instant) -> Value {
+    let child = rank.0.take().expect("a rank finishes once");
     let pid = child.id();
     let (send, got) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -169,7 +184,7 @@ fn a_four_rank_ring_allreduce_completes_and_reports_bus_bandwidth() {
         "--warmup",
         "1",
     ];
-    let children: Vec<Child> = (0..RANKS as usize)
+    let children: Vec<Rank> = (0..RANKS as usize)
         .map(|i| ring.start(i, &options))
         .collect();
     let summaries: Vec<Value> = children.into_iter().map(|c| finish(c, since)).collect();
@@ -256,7 +271,7 @@ fn a_rank_started_late_is_waited_for() {
         "--timeout",
         "8s",
     ];
-    let mut children: Vec<(usize, Child)> = (1..RANKS as usize)
+    let mut children: Vec<(usize, Rank)> = (1..RANKS as usize)
         .map(|i| (i, ring.start(i, &options)))
         .collect();
     ring.wait_for_frames(0, 16);
@@ -301,9 +316,11 @@ fn a_size_that_is_not_one_is_refused() {
 }
 
 /// The nftables ruleset that loses one frame as it leaves the bridge by `port`: the first RC
-/// data frame (not an Acknowledge) with PSN `psn`; its retransmissions pass (the set remembers
-/// the loss). A deterministic single loss in the network, where this kernel has no netem (a
-/// drop at the sender's own egress would fail its send call, not lose a frame on the path).
+/// data frame (not an Acknowledge) with PSN `psn`, which is the QP's frame number `psn` as the
+/// traffic tool's PSNs start at 0 (the test checks it by the NAK's PSN); its retransmissions
+/// pass (the set remembers the loss). A deterministic single loss in the network, where this
+/// kernel has no netem (a drop at the sender's own egress would fail its send call, not lose a
+/// frame on the path).
 fn lose_one_frame(port: &str, psn: u32) -> String {
     // Offsets from the IPv4 header (20 bytes, no options) in bits: the BTH opcode at byte 28,
     // its PSN at bytes 37..40.
@@ -345,14 +362,31 @@ fn qp_count(summary: &Value, qp: u64, direction: &str, key: &str) -> u64 {
     entry[side][key].as_u64().unwrap()
 }
 
-/// The NAKs of `qp` with a PSN sequence error a host counted, `received` or `sent`.
-fn host_naks(stats: &Value, qp: u64, direction: &str) -> u64 {
-    stats["nak_qps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|q| q["qp"] == qp)
-        .map_or(0, |q| q[direction]["psn_sequence_error"].as_u64().unwrap())
+/// A host's NAK record (as `host stats --json` prints it) of `n` PSN sequence errors and no
+/// other syndrome.
+fn psn_sequence_errors(n: u64) -> Value {
+    serde_json::json!({
+        "psn_sequence_error": n,
+        "invalid_request": 0,
+        "remote_access_error": 0,
+        "remote_operational_error": 0,
+        "invalid_rd_request": 0,
+        "reserved_code": 0,
+        "rnr_nak": 0,
+    })
+}
+
+/// Asserts a host's whole NAK record: `received` and `sent` PSN sequence errors and nothing
+/// else, on the interface and on `qp`, the only QP with NAKs.
+fn assert_host_naks(stats: &Value, qp: u64, received: u64, sent: u64) {
+    let (received, sent) = (psn_sequence_errors(received), psn_sequence_errors(sent));
+    assert_eq!(stats["nak_received"], received, "{stats}");
+    assert_eq!(stats["nak_sent"], sent, "{stats}");
+    assert_eq!(
+        stats["nak_qps"],
+        serde_json::json!([{"qp": qp, "received": received, "sent": sent}]),
+        "{stats}"
+    );
 }
 
 /// Issue 36's acceptance: two hosts with the lossless programs (XDP and TC) on both ends, a
@@ -438,22 +472,14 @@ fn a_lost_frame_is_naked_counted_on_both_hosts_and_resent() {
 
     let tx_stats = Link::stats(tx_ns, &tx.ifname).unwrap();
     let rx_stats = Link::stats(rx_ns, &rx.ifname).unwrap();
-    assert_eq!(
-        host_naks(&rx_stats, qp, "sent"),
-        naks_sent,
-        "receiving host: {rx_stats}"
-    );
-    assert_eq!(
-        host_naks(&tx_stats, qp, "received"),
-        naks_sent,
-        "sending host: {tx_stats}"
-    );
+    assert_host_naks(&rx_stats, qp, 0, naks_sent);
+    assert_host_naks(&tx_stats, qp, naks_sent, 0);
 
     let frames = capture.join().unwrap().expect("a NAK reached rank 0");
     let fields = scapy_decode(
         &frames[0],
         "{'opcode': p[BTH].opcode, 'dqpn': p[BTH].dqpn, 'syndrome': p[AETH].syndrome, \
-         'icrc_ok': icrc_ok(p)}",
+         'psn': p[BTH].psn, 'icrc_ok': icrc_ok(p)}",
     )
     .unwrap();
     assert_eq!(fields["opcode"], 0x11, "{fields}");
@@ -462,6 +488,9 @@ fn a_lost_frame_is_naked_counted_on_both_hosts_and_resent() {
         fields["syndrome"], 0x60,
         "NAK, PSN sequence error: {fields}"
     );
+    // The NAK asks for the lost PSN: the rule matched the 41st frame, as the traffic tool's
+    // PSNs start at 0 (`lose_one_frame` counts on it).
+    assert_eq!(fields["psn"], 40, "the NAK's PSN is the lost one: {fields}");
     assert_eq!(fields["icrc_ok"], true, "{fields}");
     let text = tshark_verbose(&frames[..1]).unwrap();
     assert!(

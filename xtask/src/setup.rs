@@ -8,7 +8,8 @@ use crate::run::{cargo_home_bin, workspace_root, Cmd};
 
 /// Debian packages: LLVM 22 for bpf-linker, iproute2/ethtool for the test beds, ping for the
 /// switch tests' hosts, tshark as an independent decoder, python3-venv for the test venv,
-/// nftables (the NAK test loses one frame with it), mininet (Debian's, for `lossless net`; it brings its own python3 module and mnexec),
+/// nftables (the NAK test loses one frame with it), mininet (Debian's, for `lossless net`; it
+/// brings its own python3 module and mnexec),
 /// prometheus (Prometheus and promtool, which scrape and lint `lossless agent` in its test),
 /// python3-dev (PTF's netifaces is built from source when the venv installs it), slurm-wlm and
 /// munge (the single-node Slurm that `lossless sim sweep --slurm` is tested on).

@@ -81,13 +81,21 @@ struct Shared {
 struct AgentPages(Arc<Mutex<Shared>>);
 
 /// The counters of every interface attached in the agent's network namespace, read now (one
-/// detached meanwhile is left out).
+/// detached meanwhile is left out; one whose pins cannot be read is left out with a warning,
+/// since its series vanish while it still counts as attached).
 fn attached_stats() -> anyhow::Result<Vec<Stats>> {
     let mut all = Vec::new();
     for interface in status::attached_here()? {
-        match PinnedMaps::open(&interface).and_then(|maps| Stats::read(&maps)) {
+        let maps = match PinnedMaps::open(&interface) {
+            Ok(maps) => maps,
+            Err(error) => {
+                tracing::debug!("{interface}: detached meanwhile? {error:#}");
+                continue;
+            }
+        };
+        match Stats::read(&maps) {
             Ok(stats) => all.push(stats),
-            Err(error) => tracing::debug!("{interface}: not read: {error:#}"),
+            Err(error) => tracing::warn!("{interface}: counters not read: {error:#}"),
         }
     }
     Ok(all)

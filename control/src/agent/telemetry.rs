@@ -107,8 +107,9 @@ impl Leaves {
             cnp_qps: _, // per QP: unbounded keys, on /metrics only
             nak_received,
             nak_sent,
-            nak_qps: _, // per QP: bounded by the map, but many keys; on /metrics only
-            lb: _,      // the load balancer's: on /metrics only
+            nak_qps: _,      // per QP: bounded by the map, but many keys; on /metrics only
+            nak_unpinned: _, // then both directions are absent
+            lb: _,           // the load balancer's: on /metrics only
             uplinks: _,
         } = stats;
         let openconfig = DataPath::root("")
@@ -179,7 +180,10 @@ impl Leaves {
                 [("count", *count)],
             );
         }
+        // A direction not counted (its hook not attached, or pins older than NAK counting) is
+        // not served: "not counted" is no "0 NAKs".
         for (direction, naks) in [("received", nak_received), ("sent", nak_sent)] {
+            let Some(naks) = naks else { continue };
             let at = ours
                 .join("naks")
                 .child(Elem::keyed("nak", "direction", direction))
