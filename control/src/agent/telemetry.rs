@@ -1,6 +1,6 @@
 //! The agent's counters as a gNMI tree: the counters of `/metrics`, at OpenConfig paths where
 //! OpenConfig has one (interface packets and octets in and out) and under the `lossless` origin
-//! elsewhere (per priority, PFC per priority, CNPs, parse errors, the agent's own state).
+//! elsewhere (per priority, PFC per priority, CNPs, NAKs, parse errors, the agent's own state).
 //! docs/telemetry.md lists the paths.
 
 use std::sync::{Arc, Mutex};

@@ -1,4 +1,4 @@
-"""Writes a fabric that deadlocks under PFC: the textbook cyclic buffer dependency (Hu et al.,
+"""Writes a fabric whose routes close a cyclic buffer dependency, the condition of a PFC deadlock (Hu et al.,
 "Deadlocks in Datacenter Networks: Why Do They Form, and How to Avoid Them", HotNets 2016,
 Fig. 1; Shpiner et al., "Unlocking Credit Loop Deadlock", HotNets 2016). Run from this folder:
 python3 make.py
@@ -10,7 +10,8 @@ two hops, instead of one hop back (a static route copied from the next switch, o
 that bounced after a failure). With hi sending to the host two hops clockwise, every ring link
 carries two flows, each switch's queue to the next fills, and PFC pauses the upstream port it
 fills from, which is the previous switch's queue to it: three queues each waiting on the next,
-around the ring. Nothing moves again while the pauses are refreshed.
+around the ring. A switch that refreshes its PAUSEs while over XOFF would let nothing move
+again; in the simulator the ring crawls (docs/sim.md, "A PFC deadlock").
 
 `fixed/` is the same fabric with the previous switch's /24 out of port 3: no cycle, and the
 same traffic runs to the end. Everything else is the leaf/spine example's (../../topologies/):
@@ -20,6 +21,7 @@ same traffic runs to the end. Everything else is the leaf/spine example's (../..
 import os
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ among the fabrics
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../topologies"))
 from lossless_runtime import (LINK_LATENCY, LINK_MBPS, common, forward, host,  # noqa: E402
                               host_mac, port_mac, route, runtime, write)

@@ -13,6 +13,7 @@ and ECN-marked; CNPs (DSCP 48) travel in priority 6.
 import os
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ among the fabrics
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from lossless_runtime import (I, LINK_LATENCY, LINK_MBPS, common, entry, forward,  # noqa: E402
                               host, host_mac, port_mac, route, runtime, write)
