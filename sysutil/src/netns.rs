@@ -128,6 +128,24 @@ impl Namespace {
         Ok(())
     }
 
+    /// Keeps the kernel from handing out `ports` as the ephemeral source port of a connection
+    /// made in it (`net.ipv4.ip_local_reserved_ports`, per namespace), so a server that binds
+    /// one of them later cannot find it taken by a client's connection to another.
+    pub fn reserve_local_ports(&self, ports: std::ops::RangeInclusive<u16>) -> anyhow::Result<()> {
+        let out = self
+            .command("sysctl")
+            .arg("-qw")
+            .arg(format!(
+                "net.ipv4.ip_local_reserved_ports={}-{}",
+                ports.start(),
+                ports.end()
+            ))
+            .output()
+            .context("running sysctl")?;
+        check(&format!("reserving ports in {}", self.name()), out)?;
+        Ok(())
+    }
+
     /// Runs `f` on a thread that has joined this namespace, and returns its result.
     pub fn run<R: Send, F: FnOnce() -> R + Send>(&self, f: F) -> anyhow::Result<R> {
         run_in(&self.path(), f)

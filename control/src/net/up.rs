@@ -370,6 +370,12 @@ fn start(plan: &Plan, then: &Then, dir: &Path) -> anyhow::Result<Session> {
     // address, and a host can reach nothing the switches serve on every interface of this
     // namespace (BMv2's Thrift port); IPv4 has only loopback here (docs/security.md).
     netns.disable_ipv6()?;
+    // The switches' P4Runtime ports lie in the kernel's ephemeral range: without this, the
+    // control plane's connection to one switch may take the port another is about to bind.
+    let switches = u16::try_from(plan.network.switches.len()).context("too many switches")?;
+    if switches > 0 {
+        netns.reserve_local_ports(FIRST_GRPC_PORT..=FIRST_GRPC_PORT + (switches - 1))?;
+    }
     let kind = match plan.switch {
         SwitchKind::Softswitch => "softswitch",
         SwitchKind::Bmv2 => "bmv2",
