@@ -227,6 +227,16 @@ mod tests {
         BTreeMap::from([("prometheus".to_owned(), bcrypt::hash(password, 4).unwrap())])
     }
 
+    /// Spends `client`'s budget for the rest of the test: no tokens, and none coming back
+    /// however long the test's own bcrypt hashing takes on a loaded machine (refill counts
+    /// from `at`, an hour from now).
+    fn spend_budget(auth: &BasicAuth, client: IpAddr) {
+        let mut budgets = auth.budgets();
+        let budget = budgets.get_mut(&client).unwrap();
+        budget.tokens = 0.0;
+        budget.at = Instant::now() + std::time::Duration::from_secs(3600);
+    }
+
     #[test]
     fn checks_credentials_and_remembers_the_right_ones() {
         let auth = BasicAuth::new(users("s3cret:with colon"));
@@ -244,7 +254,7 @@ mod tests {
         assert_eq!(check(Some(&right)), Verdict::Allowed);
         assert_eq!(auth.cache().len(), 1);
         // Remembered: allowed with no verification left to spend.
-        auth.budgets().get_mut(&SCRAPER).unwrap().tokens = 0.0;
+        spend_budget(&auth, SCRAPER);
         assert_eq!(check(Some(&right)), Verdict::Allowed);
         assert_eq!(
             check(Some(&basic("prometheus", "wrong"))),
@@ -284,7 +294,7 @@ mod tests {
             before.check(SCRAPER, Some(&basic("prometheus", "old"))),
             Verdict::Allowed
         );
-        before.budgets().get_mut(&SCRAPER).unwrap().tokens = 0.0;
+        spend_budget(&before, SCRAPER);
         let same = BasicAuth::new(before.users.clone());
         same.carry_over(&before);
         assert_eq!(
