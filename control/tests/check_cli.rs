@@ -78,8 +78,10 @@ fn every_shipped_topology_has_no_error() {
 }
 
 /// The ring dataplane-p4 ships as misconfigured on purpose, whose deadlock the simulator shows
-/// (sim/tests/tutorial_fabric.rs): the check names the cycle and the routes that close it, and
-/// finds no error in its fixed twin.
+/// on the same files (sim/tests/tutorial_fabric.rs,
+/// `routes_around_a_ring_freeze_it_under_pauses_held_forever_and_the_fixed_routes_run_clean`:
+/// the ports named here stay paused and nothing moves): the check names the cycle and the
+/// routes that close it, and finds no error in its fixed twin, which runs clean there.
 #[test]
 fn the_deadlocking_ring_is_found_and_its_fix_is_clean() {
     let ring = workspace_root().join("dataplane-p4/misconfigured/cbd-ring");

@@ -3,7 +3,9 @@
 //! MAC per port that honours received PFC frames as a switch's MAC does: a paused priority is
 //! not served until the pause ends (the frame also goes to the program, which counts and
 //! records it). Frames the switch makes itself (PAUSE, resume, CNP clones) are queued at the
-//! top priority, as a MAC sends control frames ahead of data.
+//! top priority, as a MAC sends control frames ahead of data. A PAUSE the program sends stays in
+//! force until the program sends its resume: the MAC re-sends it before it runs out
+//! ([`SentPauses`]), as a switch keeps a priority paused while its queue stays over XOFF.
 
 use std::sync::Arc;
 
@@ -11,10 +13,10 @@ use hdrhistogram::Histogram;
 use softswitch_core::ir::Program;
 use softswitch_core::switch::{Clock, Serving, Switch, Transmit};
 use softswitch_core::tm::PRIORITIES;
-use wire::pfc;
+use wire::{ethernet, pfc};
 
 use crate::event::{Event, EventQueue, LinkId, NodeId};
-use crate::frame::Frame;
+use crate::frame::{self, Frame};
 use crate::link::Wires;
 use crate::time::{bits_ps, frame_ps, whole_us, Ps};
 
@@ -42,6 +44,26 @@ pub struct SwitchStats {
     pub queue_bytes: Histogram<u64>,
     /// Frames the program sent to a port with no link.
     pub unconnected: u64,
+    /// PAUSE frames the MACs re-sent to keep a pause of the program's in force.
+    pub pauses_refreshed: u64,
+}
+
+/// The PAUSEs the program has sent out of one port and not yet ended with a resume. A switch
+/// keeps a priority paused for as long as the queue that caused the pause stays over XOFF, its
+/// MAC re-sending the PAUSE before the quanta run out; lossless.p4 decides when to pause and
+/// when to resume, but re-sends a PAUSE only when a frame arrives for the full queue, and none
+/// arrives from the upstream it has paused (on BMv2 its hold's recirculations do). So the MAC
+/// re-sends the program's last PAUSE of a priority at half its pause time until the program
+/// sends the resume, while the switch holds packets of that priority: a pause of packets that
+/// have all gone (a count of the program's left high by a drop) is left to run out.
+#[derive(Clone, Copy, Debug, Default)]
+struct SentPauses {
+    /// The source address of the program's PAUSE frames on this port.
+    src: [u8; 6],
+    /// Per priority: the quanta of the program's last PAUSE (0: none, or resumed since).
+    quanta: [u16; PRIORITIES],
+    /// Per priority: when the MAC re-sends it (meaningful while `quanta` is above 0).
+    refresh_at: [Ps; PRIORITIES],
 }
 
 /// A switch node.
@@ -58,6 +80,8 @@ pub struct SwitchNode {
     paused_until: Vec<[Ps; PRIORITIES]>,
     /// Per port, the time of the wake-up scheduled for it (0: none).
     wake_at: Vec<Ps>,
+    /// Per port, the program's PAUSEs the MAC keeps in force.
+    sent_pauses: Vec<SentPauses>,
     backlogged: Vec<u16>,
     /// What the simulator saw.
     pub stats: SwitchStats,
@@ -80,6 +104,7 @@ impl SwitchNode {
             busy: Vec::new(),
             paused_until: Vec::new(),
             wake_at: Vec::new(),
+            sent_pauses: Vec::new(),
             backlogged: Vec::new(),
             stats: SwitchStats {
                 pauses_received: Vec::new(),
@@ -87,6 +112,7 @@ impl SwitchNode {
                 queue_bytes: Histogram::new(QUEUE_FIGURES)
                     .expect("2 significant figures are valid"),
                 unconnected: 0,
+                pauses_refreshed: 0,
             },
         }
     }
@@ -99,6 +125,7 @@ impl SwitchNode {
             self.busy.resize(n, false);
             self.paused_until.resize(n, [0; PRIORITIES]);
             self.wake_at.resize(n, 0);
+            self.sent_pauses.resize(n, SentPauses::default());
             self.stats.pauses_received.resize(n, [0; PRIORITIES]);
             self.stats.paused_ps.resize(n, [0; PRIORITIES]);
         }
@@ -214,6 +241,13 @@ impl SwitchNode {
         if self.busy[index] {
             return;
         }
+        let rate = wires.links[link as usize].rate_bps;
+        if let Some(frame) = self.due_refresh(index, now, rate) {
+            self.stats.pauses_refreshed += 1;
+            self.busy[index] = true;
+            wires.links[link as usize].send(link, now, frame, wires.events);
+            return;
+        }
         let paused = &self.paused_until[index];
         let eligible = (0..PRIORITIES)
             .filter(|&p| paused[p] <= now)
@@ -229,6 +263,8 @@ impl SwitchNode {
                     let queued = self.core.queue_bytes(port, t.priority) + frame.len();
                     // The histogram grows to what it is given: recording cannot fail.
                     let _ = self.stats.queue_bytes.record(queued);
+                } else {
+                    self.sent_pfc(index, &frame.data, now, rate);
                 }
                 self.busy[index] = true;
                 wires.links[link as usize].send(link, now, frame, wires.events);
@@ -236,18 +272,65 @@ impl SwitchNode {
             Transmit::Recirculated => {
                 // The pass takes the pipeline as long as a frame of the port's link would:
                 // the port looks again then.
-                let at = now + frame_ps(MIN_PASS_BYTES, wires.links[link as usize].rate_bps);
+                let at = now + frame_ps(MIN_PASS_BYTES, rate);
                 self.wake_later(node, port, at, now, wires.events);
             }
             Transmit::Idle => {
                 let resume = (0..PRIORITIES)
                     .filter(|&p| paused[p] > now && self.core.queue_occupancy(port, p as u8) > 0)
-                    .map(|p| paused[p])
-                    .min();
-                if let Some(at) = resume {
+                    .map(|p| paused[p]);
+                let sent = &self.sent_pauses[index];
+                let refresh = (0..PRIORITIES)
+                    .filter(|&p| sent.quanta[p] > 0)
+                    .map(|p| sent.refresh_at[p]);
+                if let Some(at) = resume.chain(refresh).min() {
                     self.wake_later(node, port, at, now, wires.events);
                 }
             }
+        }
+    }
+
+    /// Half the time `quanta` pause a link of `rate_bps`: when the MAC re-sends a PAUSE, well
+    /// before it runs out at the far end whatever frame its refresh waits behind.
+    fn refresh_after(quanta: u16, rate_bps: u64) -> Ps {
+        (bits_ps(u64::from(quanta) * pfc::BITS_PER_QUANTUM, rate_bps) / 2).max(1)
+    }
+
+    /// The program's frame `data`, just sent on port `index` at `now`: if it is a PFC frame,
+    /// its PAUSEs are kept in force from now on and its resumes end theirs.
+    fn sent_pfc(&mut self, index: usize, data: &[u8], now: Ps, rate_bps: u64) {
+        let Ok(p) = pfc::Repr::parse_frame(data) else {
+            return;
+        };
+        let sent = &mut self.sent_pauses[index];
+        if let Ok(f) = ethernet::Frame::new_checked(data) {
+            sent.src = f.src_addr().0;
+        }
+        for prio in (0..PRIORITIES).filter(|&prio| p.class_enable & (1 << prio) != 0) {
+            let quanta = p.pause_times[prio];
+            sent.quanta[prio] = quanta;
+            sent.refresh_at[prio] = now + Self::refresh_after(quanta, rate_bps);
+        }
+    }
+
+    /// The PAUSE the MAC re-sends on port `index` at `now`, if one is due. A due pause whose
+    /// priority no longer has a packet in the switch is let go instead.
+    fn due_refresh(&mut self, index: usize, now: Ps, rate_bps: u64) -> Option<Frame> {
+        loop {
+            let sent = &self.sent_pauses[index];
+            let prio =
+                (0..PRIORITIES).find(|&p| sent.quanta[p] > 0 && sent.refresh_at[p] <= now)?;
+            let holds = self
+                .core
+                .queue_ports()
+                .any(|q| self.core.queue_occupancy(q, prio as u8) > 0);
+            let sent = &mut self.sent_pauses[index];
+            if holds {
+                let quanta = sent.quanta[prio];
+                sent.refresh_at[prio] = now + Self::refresh_after(quanta, rate_bps);
+                return Some(frame::pfc(sent.src, 1 << prio, quanta));
+            }
+            sent.quanta[prio] = 0;
         }
     }
 

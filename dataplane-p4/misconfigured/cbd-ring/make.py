@@ -10,8 +10,8 @@ two hops, instead of one hop back (a static route copied from the next switch, o
 that bounced after a failure). With hi sending to the host two hops clockwise, every ring link
 carries two flows, each switch's queue to the next fills, and PFC pauses the upstream port it
 fills from, which is the previous switch's queue to it: three queues each waiting on the next,
-around the ring. A switch that refreshes its PAUSEs while over XOFF would let nothing move
-again; in the simulator the ring crawls (docs/sim.md, "A PFC deadlock").
+around the ring. The switches keep their PAUSEs in force while over XOFF, and in the simulator
+the ring freezes for good (docs/sim.md, "A PFC deadlock").
 
 `fixed/` is the same fabric with the previous switch's /24 out of port 3: no cycle, and the
 same traffic runs to the end. Everything else is the leaf/spine example's (../../topologies/):
