@@ -177,19 +177,24 @@ impl Tables {
                 field(p, "quantum_q10")?,
             );
         } else if ingress("ipv4_lpm") {
-            let key = m
-                .get("hdr.ipv4.dstAddr")
-                .and_then(Value::as_array)
-                .filter(|a| a.len() == 2)
-                .ok_or_else(|| anyhow!("hdr.ipv4.dstAddr is not [address, length]"))?;
-            let prefix: Ipv4Addr = key[0]
-                .as_str()
-                .and_then(|s| s.parse().ok())
-                .ok_or_else(|| anyhow!("{} is not an IPv4 address", key[0]))?;
-            let len = number(&key[1])
-                .filter(|l| *l <= 32)
-                .ok_or_else(|| anyhow!("{} is not a prefix length", key[1]))?
-                as u8;
+            // An entry read back over P4Runtime leaves a /0 key out (a don't-care).
+            let (prefix, len) = match m.get("hdr.ipv4.dstAddr") {
+                None => (Ipv4Addr::UNSPECIFIED, 0),
+                Some(key) => {
+                    let key = key
+                        .as_array()
+                        .filter(|a| a.len() == 2)
+                        .ok_or_else(|| anyhow!("hdr.ipv4.dstAddr is not [address, length]"))?;
+                    let prefix: Ipv4Addr = key[0]
+                        .as_str()
+                        .and_then(|s| s.parse().ok())
+                        .ok_or_else(|| anyhow!("{} is not an IPv4 address", key[0]))?;
+                    let len = number(&key[1])
+                        .filter(|l| *l <= 32)
+                        .ok_or_else(|| anyhow!("{} is not a prefix length", key[1]))?;
+                    (prefix, len as u8)
+                }
+            };
             let next = match action {
                 "set_nexthop" => Next::Hop(field(p, "nexthop")?),
                 "set_ecmp_group" => Next::Group(field(p, "group")?),

@@ -1,7 +1,8 @@
 //! `lossless check` as CI runs it: every topology dataplane-p4 ships passes (exit 0, no
 //! error); a seeded misconfiguration (a spine route sent back down to a leaf that sends it up
-//! again: a buffer-dependency cycle) exits 1 with the finding in `--json`; a malformed or huge
-//! file exits 2 with a message that names it.
+//! again: a buffer-dependency cycle) exits 1 with the finding in `--json`, as do the shipped
+//! ring and mis-mapped DSCP (their fixed twins pass); a malformed or huge file, or a network
+//! that is not up, exits 2 with a message that names it.
 
 use std::{
     path::{Path, PathBuf},
@@ -103,6 +104,51 @@ fn the_deadlocking_ring_is_found_and_its_fix_is_clean() {
     let out = check(&[ring.join("fixed/topology.json").to_str().unwrap(), "--json"]);
     assert_eq!(json(&out)["errors"], 0);
     assert!(out.status.success());
+}
+
+/// The star dataplane-p4 ships with a mis-mapped DSCP (s2 queues DSCP 26 in priority 0, without
+/// PFC; tests/tests/check_net.rs shows it dropping on Mininet): the check names s2's map, and
+/// finds no error in its fixed twin.
+#[test]
+fn the_mis_mapped_dscp_is_found_and_its_fix_is_clean() {
+    let star = workspace_root().join("dataplane-p4/misconfigured/dscp-mismatch");
+    let report = failed(&check(&[
+        star.join("topology.json").to_str().unwrap(),
+        "--json",
+    ]));
+    let mismapped: Vec<&Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "error" && f["rule"] == "dscp-map-disagrees")
+        .collect();
+    assert_eq!(mismapped.len(), 1, "{report:#}");
+    assert_eq!(mismapped[0]["where"]["switch"], "s2", "{report:#}");
+    assert!(
+        mismapped[0]["why"].as_str().unwrap().contains("DSCP 26"),
+        "{report:#}"
+    );
+    let out = check(&[star.join("fixed/topology.json").to_str().unwrap(), "--json"]);
+    assert_eq!(json(&out)["errors"], 0);
+    assert!(out.status.success());
+}
+
+/// `--net NAME` of no running network exits 2 saying so; with a FABRIC too it is refused.
+#[test]
+fn a_network_that_is_not_up_is_named() {
+    let out = check(&["--net", "t-check-absent"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no network called t-check-absent is up"),
+        "{err}"
+    );
+    let out = check(&["--net", "t-check-absent", "leaf-spine:2,2,1"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot be used with"),
+        "{out:?}"
+    );
 }
 
 /// A copy of the leaf-spine example in a folder of its own, with spine1's route to leaf2's

@@ -91,6 +91,23 @@ pub enum ElectionId {
     Auto,
 }
 
+/// The most a Read may bring back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadLimits {
+    /// Entities.
+    pub entities: usize,
+    /// Bytes of the answer's messages, encoded.
+    pub bytes: usize,
+}
+
+impl ReadLimits {
+    /// No limit but memory's (reads of a known, small set of cells).
+    pub const NONE: ReadLimits = ReadLimits {
+        entities: usize::MAX,
+        bytes: usize::MAX,
+    };
+}
+
 /// A failed RPC: what was asked of whom, the gRPC status, and per-update errors of a write.
 #[derive(Debug, thiserror::Error)]
 pub struct RpcError {
@@ -407,6 +424,17 @@ impl Client {
 
     /// Reads `entities` (wildcards allowed) and returns every entity the switch sends.
     pub async fn read(&mut self, entities: Vec<Entity>) -> Result<Vec<Entity>, RpcError> {
+        self.read_within(entities, ReadLimits::NONE).await
+    }
+
+    /// Reads `entities` as [`Client::read`] does, but stops with a `RESOURCE_EXHAUSTED` error
+    /// once the switch has answered more entities or bytes than `limits` allow (a switch's
+    /// answer is untrusted input; gRPC's own 4 MiB bounds each message, not the stream).
+    pub async fn read_within(
+        &mut self,
+        entities: Vec<Entity>,
+        limits: ReadLimits,
+    ) -> Result<Vec<Entity>, RpcError> {
         let request = ReadRequest {
             device_id: self.target.device_id,
             role: String::new(),
@@ -417,10 +445,28 @@ impl Client {
             .await?
             .into_inner();
         let mut out = Vec::new();
+        let mut bytes = 0;
         loop {
             let message = stream.message();
             match within(&self.target.address, "Read", message).await {
-                Ok(Some(response)) => out.extend(response.entities),
+                Ok(Some(response)) => {
+                    bytes += prost::Message::encoded_len(&response);
+                    out.extend(response.entities);
+                    if out.len() > limits.entities || bytes > limits.bytes {
+                        return Err(RpcError {
+                            rpc: "Read",
+                            address: self.target.address.clone(),
+                            code: Code::ResourceExhausted,
+                            message: format!(
+                                "the answer holds more than {} entities or {} bytes, the most \
+                                 read",
+                                limits.entities, limits.bytes
+                            ),
+                            updates: Vec::new(),
+                            note: None,
+                        });
+                    }
+                }
                 Ok(None) => return Ok(out),
                 Err(e) => return Err(failed_reads(e)),
             }

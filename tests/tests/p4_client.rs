@@ -13,7 +13,7 @@ use lossless_tests::{
     switch::{dataplane_p4, program as p4_file, softswitch_bin},
     tutorial_bed::{tx_counts, TutorialBed, SWITCH_ADDR},
 };
-use p4client::client::{Client, ElectionId, Target};
+use p4client::client::{Client, ElectionId, ReadLimits, Target};
 use serde_json::{json, Value};
 use traffic::{FixedRate, Receiver, RecvConfig, SendConfig, Sender};
 use wire::ethernet::Address;
@@ -369,6 +369,58 @@ fn watch_prints_counters_with_rates() {
 /// While a client with election id 10 holds the primary role, a write with election id 5 is
 /// refused with PERMISSION_DENIED and changes nothing; once the primary leaves, a client needs an
 /// election id at least as high as the last primary's.
+/// A Read whose answer holds more entities or bytes than its limits is refused with
+/// RESOURCE_EXHAUSTED (`lossless check --net` reads switches so); within them it is whole.
+#[test]
+fn a_read_past_its_limits_is_refused() {
+    let Some(bed) = routed_bed("a_read_past_its_limits_is_refused") else {
+        return;
+    };
+    bed.switch_ns()
+        .run(|| {
+            tokio::runtime::Runtime::new().unwrap().block_on(async {
+                let target = Target {
+                    address: SWITCH_ADDR.into(),
+                    device_id: 0,
+                    election_id: ElectionId::Fixed(1),
+                    tls: None,
+                };
+                let mut client = Client::connect(target).await.unwrap();
+                let p4info = client.p4info().await.unwrap();
+                let all = || -> Vec<_> {
+                    p4info
+                        .tables
+                        .iter()
+                        .flat_map(p4client::entries::read_all)
+                        .collect()
+                };
+                let whole = client.read_within(all(), ReadLimits::NONE).await.unwrap();
+                // The two routes, and the table's default entry.
+                assert_eq!(whole.len(), 3, "{whole:?}");
+                for limits in [
+                    ReadLimits {
+                        entities: whole.len() - 1,
+                        bytes: usize::MAX,
+                    },
+                    ReadLimits {
+                        entities: usize::MAX,
+                        bytes: 16,
+                    },
+                ] {
+                    let error = client.read_within(all(), limits).await.unwrap_err();
+                    assert_eq!(error.code, tonic::Code::ResourceExhausted, "{error}");
+                    assert!(error.to_string().contains("the most read"), "{error}");
+                }
+                let exact = ReadLimits {
+                    entities: whole.len(),
+                    bytes: usize::MAX,
+                };
+                assert_eq!(client.read_within(all(), exact).await.unwrap(), whole);
+            })
+        })
+        .unwrap();
+}
+
 #[test]
 fn only_the_primary_writes() {
     if !privileged("only_the_primary_writes") {

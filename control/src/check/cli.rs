@@ -21,7 +21,10 @@ use p4values::runtime_json::RuntimeConfig;
 use serde::Serialize;
 use topology::{entries, Failures};
 
-use super::read::{self, Files, Source};
+use super::{
+    live,
+    read::{self, Files, Source},
+};
 use crate::net::state::read_bounded;
 
 /// The depth of an egress queue when no config says it: softswitch's and BMv2's default.
@@ -34,7 +37,12 @@ pub struct CheckArgs {
     /// its entries computed as lossless net and lossless sim compute them), a P4 tutorials'
     /// topology.json or a p4-utils p4app.json (with its switches' runtime JSON), or one
     /// switch's runtime JSON.
-    pub fabric: String,
+    #[arg(required_unless_present = "net")]
+    pub fabric: Option<String>,
+    /// Check the running `lossless net` network NAME instead of files: every switch's entries
+    /// read live over P4Runtime, the topology and link rates from the network's record.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["fabric", "tuning"])]
+    pub net: Option<String>,
     /// Hosts' configurations, `[HOST=]FILE`: an agent's TOML (deploy/agent.toml's format;
     /// each interface a NIC) or a host config (`lossless host attach --config`), for HOST or
     /// every host. Repeat for several.
@@ -122,6 +130,10 @@ struct Fixed {
 /// Runs `lossless check`: 0 when no error was found, 1 when one was, 2 when the fabric could
 /// not be read (the error on stderr).
 pub fn run(args: &CheckArgs) -> ExitCode {
+    let label = match (&args.net, &args.fabric) {
+        (Some(name), _) => format!("network {name}"),
+        (None, fabric) => fabric.clone().unwrap_or_default(),
+    };
     match findings(args) {
         Ok(Checked {
             findings,
@@ -131,7 +143,7 @@ pub fn run(args: &CheckArgs) -> ExitCode {
         }) => {
             let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
             let report = Report {
-                fabric: &args.fabric,
+                fabric: &label,
                 errors: count(Severity::Error),
                 warnings: count(Severity::Warning),
                 notes: count(Severity::Note),
@@ -181,7 +193,11 @@ fn findings(args: &CheckArgs) -> anyhow::Result<Checked> {
         pause_response_ns: args.pause_response_ns,
         max_watchdog_ms: args.max_watchdog_ms,
     };
-    let source = read::fabric(&args.fabric, args.tuning.as_deref(), defaults)?;
+    let source = match (&args.net, &args.fabric) {
+        (Some(name), _) => Source::Live(live::fabric(name, defaults)?),
+        (None, Some(fabric)) => read::fabric(fabric, args.tuning.as_deref(), defaults)?,
+        (None, None) => anyhow::bail!("FABRIC or --net NAME: what to check"),
+    };
     let (generated, mut fabric, files) = match source {
         Source::Generated(spec, tuning) => {
             let configs = entries::compute(&spec, &tuning)?;
@@ -189,6 +205,7 @@ fn findings(args: &CheckArgs) -> anyhow::Result<Checked> {
             (Some((spec, tuning, configs)), fabric, None)
         }
         Source::Files(fabric, files) => (None, fabric, Some(files)),
+        Source::Live(fabric) => (None, fabric, None),
     };
     read::host_configs(&mut fabric, &args.host_config)?;
     let mut found = check::check(&fabric, &assumptions);
@@ -246,6 +263,10 @@ fn findings(args: &CheckArgs) -> anyhow::Result<Checked> {
     let fixed = match (args.fix, files) {
         (false, _) => None,
         (true, Some(files)) => Some(fix(fabric, &files, &assumptions)?),
+        (true, None) if args.net.is_some() => anyhow::bail!(
+            "--fix writes corrected copies of files; a running network's entries are live: \
+             check the files it was brought up from with --fix"
+        ),
         (true, None) => anyhow::bail!(
             "--fix writes corrected copies of files; a generated fabric's entries come from its \
              tuning: take --suggest's and give it with --tuning"

@@ -26,6 +26,8 @@ pub enum Source {
     Generated(Box<topology::Fabric>, Tuning),
     /// A fabric read from files, and the files.
     Files(Fabric, Files),
+    /// A running network's fabric, its entries read live from its switches (`--net`).
+    Live(Fabric),
 }
 
 /// The files a fabric was read from, for `--fix`'s copies.

@@ -182,6 +182,55 @@ pub struct IntfStatus {
     pub ip: Option<String>,
 }
 
+/// What `plan.json` says the network is made of (`up`'s plan for the glue; the fields read
+/// back here, others ignored): hosts, switches in device-id order, links between their ports.
+#[derive(Debug, Deserialize)]
+pub struct PlanRecord {
+    /// Hosts.
+    pub hosts: Vec<PlannedHost>,
+    /// Switches.
+    pub switches: Vec<PlannedSwitch>,
+    /// Links.
+    pub links: Vec<PlannedLink>,
+}
+
+/// A host of the plan.
+#[derive(Debug, Deserialize)]
+pub struct PlannedHost {
+    /// Its name.
+    pub name: String,
+    /// Its address with prefix length (`10.0.1.1/24`).
+    pub ip: String,
+}
+
+/// A switch of the plan.
+#[derive(Debug, Deserialize)]
+pub struct PlannedSwitch {
+    /// Its name.
+    pub name: String,
+}
+
+impl netfiles::Named for PlannedSwitch {
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// A link of the plan: its ends (a host's without a port) and its rate.
+#[derive(Debug, Deserialize)]
+pub struct PlannedLink {
+    /// One end's node.
+    pub node1: String,
+    /// Its switch port.
+    pub port1: Option<u16>,
+    /// The other end's node.
+    pub node2: String,
+    /// Its switch port.
+    pub port2: Option<u16>,
+    /// The rate, Mb/s, if limited.
+    pub bw: Option<f64>,
+}
+
 /// A running network as recorded.
 pub struct Running {
     /// Its directory.
@@ -239,6 +288,13 @@ impl Running {
                 let names: Vec<_> = status.nodes.iter().map(|n| n.name.as_str()).collect();
                 format!("no node called {name}; there are {}", names.join(", "))
             })
+    }
+
+    /// What its plan says it is made of.
+    pub fn plan(&self) -> anyhow::Result<PlanRecord> {
+        let path = self.dir.join("plan.json");
+        serde_json::from_str(&read_bounded(&path, MAX_STATE_BYTES)?)
+            .with_context(|| format!("in {}", path.display()))
     }
 
     /// The `lossless net up` that recorded it.
