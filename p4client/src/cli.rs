@@ -721,13 +721,21 @@ async fn queue(target: Target, command: QueueCommand, json: bool) -> anyhow::Res
 fn queue_json(q: &QueueState) -> serde_json::Value {
     json!({"port": q.port, "priority": q.priority, "depth_packets": q.depth_packets,
            "rate_pps": q.rate_pps, "occupancy_packets": q.occupancy_packets,
-           "strict": q.strict, "weight": q.weight, "quantum_bytes": q.quantum_bytes})
+           "strict": q.strict, "weight": q.weight, "quantum_bytes": q.quantum_bytes,
+           "dropped_packets": q.dropped_packets})
 }
 
 fn queue_table(queues: &[QueueState]) -> String {
     let mut out = format!(
-        "{:>6} {:>8} {:>14} {:>12} {:>10} {:>9} {:>14}\n",
-        "port", "priority", "depth_packets", "rate_pps", "occupancy", "scheduler", "quantum_bytes"
+        "{:>6} {:>8} {:>14} {:>12} {:>10} {:>9} {:>14} {:>8}\n",
+        "port",
+        "priority",
+        "depth_packets",
+        "rate_pps",
+        "occupancy",
+        "scheduler",
+        "quantum_bytes",
+        "dropped"
     );
     for q in queues {
         let rate = if q.rate_pps == 0 {
@@ -742,14 +750,15 @@ fn queue_table(queues: &[QueueState]) -> String {
             format!("dwrr:{}", q.weight)
         };
         out.push_str(&format!(
-            "{:>6} {:>8} {:>14} {:>12} {:>10} {:>9} {:>14}\n",
+            "{:>6} {:>8} {:>14} {:>12} {:>10} {:>9} {:>14} {:>8}\n",
             q.port,
             q.priority,
             q.depth_packets,
             rate,
             q.occupancy_packets,
             scheduler,
-            q.quantum_bytes
+            q.quantum_bytes,
+            q.dropped_packets
         ));
     }
     out
@@ -942,10 +951,14 @@ mod tests {
             strict: false,
             weight: 3,
             quantum_bytes: 1500,
+            dropped_packets: 7,
         }];
         let table = queue_table(&queues);
         let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
-        assert_eq!(row, ["1", "3", "64", "unlimited", "2", "dwrr:3", "1500"]);
+        assert_eq!(
+            row,
+            ["1", "3", "64", "unlimited", "2", "dwrr:3", "1500", "7"]
+        );
         assert_eq!(queue_json(&queues[0])["depth_packets"], 64);
         assert_eq!(queue_json(&queues[0])["weight"], 3);
     }

@@ -1465,6 +1465,7 @@ async fn queue_depth_and_rate_are_set_per_port_and_priority() {
             strict: true,
             weight: 1,
             quantum_bytes: 1514,
+            dropped_packets: 0,
         }]
     );
     let all = queues
@@ -1485,6 +1486,7 @@ async fn queue_depth_and_rate_are_set_per_port_and_priority() {
             strict: true,
             weight: 1,
             quantum_bytes: 1514,
+            dropped_packets: 0,
         }
     );
     assert_eq!(all.queues[8 + 3], set.queues[0]);

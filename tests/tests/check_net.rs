@@ -3,7 +3,8 @@
 //! and no RED) is reported from the files and, the same, from the running network's live
 //! entries (`check --net`); under an incast of RoCEv2 (the incast experiment's DCQCN senders, h1
 //! and h3 into h2, s2's port to h2 the bottleneck) the receiver counts fewer frames than the
-//! senders sent while s2 sent no PAUSE and its program dropped nothing. Its fixed twin checks
+//! senders sent, every lost frame tail-dropped in s2's priority-0 queue (the switches' own
+//! count), while s2 sent no PAUSE and its program dropped nothing. Its fixed twin checks
 //! clean, loses nothing, and s2 pauses instead.
 
 use std::path::{Path, PathBuf};
@@ -72,6 +73,7 @@ done
 "$l" p4 --switch s2 counters read LosslessIngress.dropped --json > "$OUT/s2-dropped.json"
 for s in s1 s2 s3; do
   "$l" p4 --switch $s counters read LosslessEgress.pfc_hold_expired --json > "$OUT/$s-expired.json"
+  "$l" p4 --switch $s queue show --json > "$OUT/$s-queues.json"
 done
 "#;
 
@@ -91,6 +93,9 @@ struct Run {
     hold_expired: u64,
     /// Frames the receiver's own socket dropped (it fell behind).
     socket_drops: u64,
+    /// Packets tail-dropped at full queues, per (switch, port, priority) with any, as the
+    /// switches count them (`queue show`).
+    tail_drops: Vec<(String, u64, u64, u64)>,
 }
 
 fn read_json(path: &Path) -> Value {
@@ -106,6 +111,19 @@ fn cells(counter: &Value) -> u64 {
         .iter()
         .map(|c| c["packets"].as_u64().unwrap())
         .sum()
+}
+
+/// The queues of a `queue show --json` that tail-dropped packets: (port, priority, packets).
+fn queue_drops(queues: &Value) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+    queues
+        .as_array()
+        .unwrap_or_else(|| panic!("no queues: {queues}"))
+        .iter()
+        .map(|q| {
+            let field = |k: &str| q[k].as_u64().unwrap_or_else(|| panic!("no {k} in {q}"));
+            (field("port"), field("priority"), field("dropped_packets"))
+        })
+        .filter(|&(_, _, dropped)| dropped > 0)
 }
 
 /// Brings `topology` up as network `name` on softswitch, runs [`INCAST_SCRIPT`] in it, and
@@ -161,6 +179,15 @@ fn incast(name: &str, topology: &Path) -> Run {
             .iter()
             .map(|s| cells(&read_json(&dir.join(format!("{s}-expired.json")))))
             .sum(),
+        tail_drops: ["s1", "s2", "s3"]
+            .iter()
+            .flat_map(|s| {
+                let queues = read_json(&dir.join(format!("{s}-queues.json")));
+                queue_drops(&queues)
+                    .map(|(port, prio, n)| (s.to_string(), port, prio, n))
+                    .collect::<Vec<_>>()
+            })
+            .collect(),
     };
     let _ = std::fs::remove_dir_all(&dir);
     run
@@ -243,6 +270,21 @@ fn mis_mapped_dscp_drops_in_the_lossy_queue_and_its_fix_pauses_on_softswitch() {
         run.socket_drops, 0,
         "dropped in the fabric, not by the receiver"
     );
+    // Every frame lost was tail-dropped at a full queue, as the switches count them, and the
+    // queue that dropped them is s2's priority 0 toward h2 (port 1).
+    assert_eq!(
+        run.tail_drops.iter().map(|d| d.3).sum::<u64>(),
+        run.sent - run.received,
+        "{:?}",
+        run.tail_drops
+    );
+    assert!(
+        run.tail_drops
+            .iter()
+            .any(|(s, port, prio, _)| (s.as_str(), *port, *prio) == ("s2", 1, 0)),
+        "s2's priority-0 queue toward h2 dropped nothing: {:?}",
+        run.tail_drops
+    );
 
     let (rc, files) = check_files(&fabric("fixed"));
     assert_eq!((rc, errors(&files)), (0, vec![]), "{files:#}");
@@ -256,6 +298,7 @@ fn mis_mapped_dscp_drops_in_the_lossy_queue_and_its_fix_pauses_on_softswitch() {
         "the lossless class lost frames ({} let go while paused)",
         run.hold_expired
     );
+    assert_eq!(run.tail_drops, vec![], "a lossless queue overflowed");
     let s2 = run.pauses.iter().find(|(s, _)| s == "s2").unwrap().1;
     assert!(s2 > 0, "s2 never paused: {:?}", run.pauses);
 }

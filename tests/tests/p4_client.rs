@@ -824,7 +824,8 @@ fn queue_set_and_show() {
     assert_eq!(
         changed,
         json!([{"port": 2, "priority": 3, "depth_packets": 16, "rate_pps": 1000,
-                "occupancy_packets": 0, "strict": true, "weight": 1, "quantum_bytes": 1514}])
+                "occupancy_packets": 0, "strict": true, "weight": 1, "quantum_bytes": 1514,
+                "dropped_packets": 0}])
     );
     // Scheduling: priority 3 of port 2 shares the port by DWRR with weight 3, its quantum 9000.
     let changed = bed.p4_json(&[

@@ -44,6 +44,7 @@ fn state(switch: &Switch, port: u16, priority: u8) -> q::QueueState {
         strict: scheduling.strict & (1 << priority) != 0,
         weight: scheduling.weights[usize::from(priority)],
         quantum_bytes: scheduling.quantum,
+        dropped_packets: switch.queue_drops(port, priority),
     }
 }
 
