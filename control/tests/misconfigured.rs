@@ -49,7 +49,7 @@ impl Case<'_> {
         let scenario = self.dir.file(
             &format!("{name}-scenario.toml"),
             &format!(
-                "topology = \"{}\"\nworkload = [\"{}\"]\nseed = 1\ntime = \"20ms\"\n\n[tuning]\n{tuning}",
+                "topology = \"{}\"\nworkload = [\"{}\"]\nseed = 1\ntime = \"100ms\"\n\n[tuning]\n{tuning}",
                 self.fabric, self.workload
             ),
         );
@@ -183,5 +183,48 @@ fn headroom_short_drops_lossless_frames_and_the_lower_xoff_loses_none() {
         ),
         (0, 0),
         "the fixed XOFF loses nothing"
+    );
+}
+
+/// CNPs mapped to the data's priority: two 3-to-1 incasts cross the same 10 Gb/s spine in
+/// opposite directions, so the CNPs of each go back through the other's congested (and paused)
+/// uplink queue. In the data's priority they wait behind that queue's data and its pauses, and
+/// DCQCN acts on old congestion: the fabric pauses more and the flows take several times as
+/// long as with CNPs in priority 6 (the default class), served first. The report has no CNP
+/// latency; PAUSEs and completion times are what shows it.
+#[test]
+fn cnps_in_the_data_priority_slow_dcqcn_and_the_strict_priority_fix_does_not() {
+    let dir = TempDir::new("lossless-misconfigured", "cnp");
+    // Endpoints 0-3 are leaf1's hosts, 4-7 leaf2's.
+    let workload = dir.file(
+        "crossing-incasts.toml",
+        "[[part]]\nkind = \"incast\"\nsenders = 3\nsize = \"2MB\"\nhosts = [0, 4, 5, 6]\n\n\
+         [[part]]\nkind = \"incast\"\nsenders = 3\nsize = \"2MB\"\nhosts = [7, 1, 2, 3]\n",
+    );
+    let case = Case {
+        dir: &dir,
+        fabric: "leaf-spine:1,2,4,spine-speed=10G",
+        workload: workload.to_str().unwrap(),
+    };
+    // Kmax below XOFF in both, so that only the CNPs' class differs.
+    let ecn = "ecn.kmin_packets = 3\necn.kmax_packets = 12\n";
+    let (seeded, fixed) = case.run(
+        "cnp-not-above-data",
+        &format!("{ecn}classes = [{{ dscp = 26, priority = 3 }}, {{ dscp = 48, priority = 3 }}]\n"),
+        ecn,
+    );
+    let pauses = [&seeded, &fixed].map(|s| counter(s, "pfc.pauses_sent"));
+    assert!(
+        pauses[0] * 10 > pauses[1] * 14,
+        "the seeded fabric pauses more: PAUSEs seeded {}, fixed {}",
+        pauses[0],
+        pauses[1]
+    );
+    let fct = [&seeded, &fixed].map(|s| s["flows"]["fct_us"]["p50"].as_f64().unwrap());
+    assert!(
+        fct[0] > 2.0 * fct[1],
+        "the seeded flows take longer: median FCT seeded {} µs, fixed {} µs",
+        fct[0],
+        fct[1]
     );
 }
