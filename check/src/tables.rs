@@ -177,9 +177,11 @@ impl Tables {
                 field(p, "quantum_q10")?,
             );
         } else if ingress("ipv4_lpm") {
-            // An entry read back over P4Runtime leaves a /0 key out (a don't-care).
+            // An entry read back over P4Runtime leaves a /0 key out (a don't-care): an entry
+            // with no match key at all is one; a key under another name is a mistake.
             let (prefix, len) = match m.get("hdr.ipv4.dstAddr") {
-                None => (Ipv4Addr::UNSPECIFIED, 0),
+                None if m.is_empty() => (Ipv4Addr::UNSPECIFIED, 0),
+                None => bail!("no hdr.ipv4.dstAddr in match"),
                 Some(key) => {
                     let key = key
                         .as_array()

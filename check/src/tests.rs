@@ -338,6 +338,27 @@ fn malformed_entries_are_named() {
     );
 }
 
+/// A route without a match key is the /0 a P4Runtime read gives back for a default route; a
+/// route keyed on anything but the destination is a mistake the switches would refuse too.
+#[test]
+fn a_route_without_a_key_is_the_default_and_a_misnamed_key_is_an_error() {
+    let route = |matches: &str| {
+        RuntimeConfig::parse(&format!(
+            r#"{{"table_entries": [{{"table": "LosslessIngress.ipv4_lpm", "match": {matches},
+                "action_name": "LosslessIngress.set_nexthop", "action_params": {{"nexthop": 1}}}}]}}"#
+        ))
+        .unwrap()
+    };
+    assert!(crate::tables::Tables::read(&route("{}")).is_ok());
+    let err =
+        crate::tables::Tables::read(&route(r#"{"hdr.ipv4.dst": ["10.0.0.0", 8]}"#)).unwrap_err();
+    let err = format!("{err:#}");
+    assert!(
+        err.contains("table_entries[0]") && err.contains("no hdr.ipv4.dstAddr"),
+        "{err}"
+    );
+}
+
 /// The suggested tuning, applied, leaves no headroom or ECN finding on a fabric whose default
 /// tuning has both (long 100 Gb/s cables, jumbo frames, a 1 µs response, 64-packet queues).
 #[test]

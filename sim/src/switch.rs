@@ -29,6 +29,10 @@ pub const QUEUE_FIGURES: u8 = 2;
 
 /// A recirculation pass takes as long as a frame of this many bytes on the port's link.
 pub const MIN_PASS_BYTES: u64 = 64;
+/// The fewest PFC frames' time between two refreshes of a PAUSE by a MAC, so that a tiny pause
+/// time (`pfc.pause_us` of a few µs) cannot fill its port with refreshes: at most an eighth of
+/// the link.
+const REFRESH_MIN_FRAMES: u64 = 8;
 
 /// The highest port a switch may use (v1model's egress_spec is 9 bits; 511 drops).
 pub const MAX_PORT: u16 = 510;
@@ -291,9 +295,12 @@ impl SwitchNode {
     }
 
     /// Half the time `quanta` pause a link of `rate_bps`: when the MAC re-sends a PAUSE, well
-    /// before it runs out at the far end whatever frame its refresh waits behind.
+    /// before it runs out at the far end whatever frame its refresh waits behind. Never sooner
+    /// than [`REFRESH_MIN_FRAMES`] PFC frames' time, so refreshes (sent ahead of data) take at
+    /// most that share of the link: a pause shorter than that may lapse between refreshes.
     fn refresh_after(quanta: u16, rate_bps: u64) -> Ps {
-        (bits_ps(u64::from(quanta) * pfc::BITS_PER_QUANTUM, rate_bps) / 2).max(1)
+        let half = bits_ps(u64::from(quanta) * pfc::BITS_PER_QUANTUM, rate_bps) / 2;
+        half.max(REFRESH_MIN_FRAMES * frame_ps(pfc::FRAME_LEN as u64, rate_bps))
     }
 
     /// The program's frame `data`, just sent on port `index` at `now`: if it is a PFC frame,

@@ -59,7 +59,13 @@ sockets() { "$l" net exec h2 -- cat /proc/net/packet | wc -l; }
 before=$(sockets)
 "$l" net exec h2 -- "$l" traffic recv --iface eth0 --idle-timeout 5s --json > "$OUT/recv.json" &
 recv=$!
-until [ "$(sockets)" -gt "$before" ]; do sleep 0.01; done
+waited=0
+until [ "$(sockets)" -gt "$before" ]; do
+  # The receiver opens its socket within a second; one that ended first fails the run.
+  waited=$((waited + 1))
+  [ "$waited" -lt 1000 ] || { echo "the receiver on h2 opened no socket" >&2; exit 1; }
+  sleep 0.01
+done
 senders=""
 for h in h1 h3; do
   # $SEND is the sender's words, split here.

@@ -366,9 +366,6 @@ fn watch_prints_counters_with_rates() {
     assert!(text.contains("\n\ndevice 0 on"), "{text}");
 }
 
-/// While a client with election id 10 holds the primary role, a write with election id 5 is
-/// refused with PERMISSION_DENIED and changes nothing; once the primary leaves, a client needs an
-/// election id at least as high as the last primary's.
 /// A Read whose answer holds more entities or bytes than its limits is refused with
 /// RESOURCE_EXHAUSTED (`lossless check --net` reads switches so); within them it is whole.
 #[test]
@@ -421,6 +418,9 @@ fn a_read_past_its_limits_is_refused() {
         .unwrap();
 }
 
+/// While a client with election id 10 holds the primary role, a write with election id 5 is
+/// refused with PERMISSION_DENIED and changes nothing; once the primary leaves, a client needs an
+/// election id at least as high as the last primary's.
 #[test]
 fn only_the_primary_writes() {
     if !privileged("only_the_primary_writes") {

@@ -71,7 +71,8 @@ impl Default for Budget {
 
 impl Budget {
     fn refill(&mut self, now: Instant) {
-        let refill = now.duration_since(self.at).as_secs_f64() * VERIFICATIONS_PER_SECOND;
+        let refill =
+            now.saturating_duration_since(self.at).as_secs_f64() * VERIFICATIONS_PER_SECOND;
         self.tokens = (self.tokens + refill).min(VERIFICATION_BURST);
         self.at = now;
     }

@@ -40,8 +40,11 @@ pub struct CheckArgs {
     #[arg(required_unless_present = "net")]
     pub fabric: Option<String>,
     /// Check the running `lossless net` network NAME instead of files: every switch's entries
-    /// read live over P4Runtime, the topology and link rates from the network's record.
-    #[arg(long, value_name = "NAME", conflicts_with_all = ["fabric", "tuning"])]
+    /// read live over P4Runtime, the topology and link rates from the network's record
+    /// (root: the switches listen in the network's namespace). Its entries are live: no
+    /// `--fix` (check the files it was brought up from) and no `--failures` (a file's reroutes
+    /// are not computed).
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["fabric", "tuning", "fix", "failures"])]
     pub net: Option<String>,
     /// Hosts' configurations, `[HOST=]FILE`: an agent's TOML (deploy/agent.toml's format;
     /// each interface a NIC) or a host config (`lossless host attach --config`), for HOST or
@@ -263,10 +266,6 @@ fn findings(args: &CheckArgs) -> anyhow::Result<Checked> {
     let fixed = match (args.fix, files) {
         (false, _) => None,
         (true, Some(files)) => Some(fix(fabric, &files, &assumptions)?),
-        (true, None) if args.net.is_some() => anyhow::bail!(
-            "--fix writes corrected copies of files; a running network's entries are live: \
-             check the files it was brought up from with --fix"
-        ),
         (true, None) => anyhow::bail!(
             "--fix writes corrected copies of files; a generated fabric's entries come from its \
              tuning: take --suggest's and give it with --tuning"

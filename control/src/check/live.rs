@@ -36,10 +36,12 @@ pub fn fabric(name: &str, defaults: LinkDefaults) -> anyhow::Result<Fabric> {
             running.up.pid
         );
     }
-    let plan = running.plan()?;
+    let plan = running.plan().with_context(|| format!("network {name}"))?;
     let mut targets = Vec::new();
     for switch in &plan.switches {
-        let node = running.node(&switch.name)?;
+        let node = running
+            .node(&switch.name)
+            .with_context(|| format!("network {name}"))?;
         let (Some(address), Some(device_id)) = (node.grpc.clone(), node.device_id) else {
             bail!(
                 "network {name}: switch {} reports no P4Runtime address",
@@ -71,7 +73,8 @@ pub fn fabric(name: &str, defaults: LinkDefaults) -> anyhow::Result<Fabric> {
                 }
                 anyhow::Ok(configs)
             })
-    })?;
+    })
+    .with_context(|| format!("network {name}: entering its namespace (root)"))?;
     let configs = read?;
     let topology = topology(plan);
     Fabric::from_topology(&topology, &configs, defaults).with_context(|| format!("network {name}"))
