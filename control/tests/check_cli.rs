@@ -133,6 +133,34 @@ fn the_mis_mapped_dscp_is_found_and_its_fix_is_clean() {
     assert!(out.status.success());
 }
 
+/// The star dataplane-p4 ships with PFC on priority 0 (tests/tests/check_net.rs shows a victim
+/// flow paused with an incast of ordinary traffic on Mininet): the check names priority 0 at
+/// every switch and nothing else, and finds no error in its fixed twin.
+#[test]
+fn pfc_on_priority_0_is_found_and_its_fix_is_clean() {
+    let star = workspace_root().join("dataplane-p4/misconfigured/pfc-on-lossy");
+    let report = failed(&check(&[
+        star.join("topology.json").to_str().unwrap(),
+        "--json",
+    ]));
+    let errors: Vec<(&Value, &Value)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .map(|f| (&f["rule"], &f["where"]["switch"]))
+        .collect();
+    let expected: Vec<(Value, Value)> = ["s1", "s2", "s3"]
+        .iter()
+        .map(|s| ("pfc-unused-priority".into(), (*s).into()))
+        .collect();
+    let expected: Vec<(&Value, &Value)> = expected.iter().map(|(r, s)| (r, s)).collect();
+    assert_eq!(errors, expected, "{report:#}");
+    let out = check(&[star.join("fixed/topology.json").to_str().unwrap(), "--json"]);
+    assert_eq!(json(&out)["errors"], 0);
+    assert!(out.status.success());
+}
+
 /// `--net NAME` of no running network exits 2 saying so; with a FABRIC too it is refused.
 #[test]
 fn a_network_that_is_not_up_is_named() {

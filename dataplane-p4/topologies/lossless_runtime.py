@@ -2,8 +2,8 @@
 (DSCP to priority, PFC, RED, CNPs, clone sessions for the frames the switch makes), the runtime
 JSON around them (the P4 tutorials' shape), host and port addresses, and the files.
 
-Imported by the `make.py` of each fabric (leaf-spine/, ../misconfigured/cbd-ring/); run those,
-not this.
+Imported by the `make.py` of each fabric (leaf-spine/, ../misconfigured/*/) and by star.py;
+run those, not this.
 """
 
 import json
