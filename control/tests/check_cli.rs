@@ -1,7 +1,8 @@
 //! `lossless check` as CI runs it: every topology dataplane-p4 ships passes (exit 0, no
 //! error); a seeded misconfiguration (a spine route sent back down to a leaf that sends it up
 //! again: a buffer-dependency cycle) exits 1 with the finding in `--json`, as do the shipped
-//! ring and mis-mapped DSCP (their fixed twins pass); a malformed or huge file, or a network
+//! ring and mis-mapped DSCP (their fixed twins pass); `--fix` writes corrected copies of runtime
+//! JSON and of hosts' configs that check clean; a malformed or huge file, or a network
 //! that is not up, exits 2 with a message that names it.
 
 use std::{
