@@ -155,11 +155,7 @@ fn a_network_that_is_not_up_is_named() {
 /// A copy of the leaf-spine example in a folder of its own, with spine1's route to leaf2's
 /// hosts sent down to leaf1 instead.
 fn seeded(dir: &TempDir) -> PathBuf {
-    let from = topologies().join("leaf-spine");
-    for entry in std::fs::read_dir(&from).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, dir.0.join(path.file_name().unwrap())).unwrap();
-    }
+    dir.copy_files(&topologies().join("leaf-spine"));
     let spine = dir.0.join("spine1-runtime.json");
     let mut config: Value =
         serde_json::from_str(&std::fs::read_to_string(&spine).unwrap()).unwrap();
@@ -309,10 +305,7 @@ fn fix_writes_corrected_copies_beside_the_originals() {
 #[test]
 fn fix_writes_hosts_configs_beside_the_originals() {
     let dir = TempDir::new("lossless-check", "fix-hosts");
-    for entry in std::fs::read_dir(topologies().join("leaf-spine")).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, dir.0.join(path.file_name().unwrap())).unwrap();
-    }
+    dir.copy_files(&topologies().join("leaf-spine"));
     let topology = dir.0.join("topology.json");
     let host = dir.0.join("h11.toml");
     let host_text = "# h11's NIC\npfc.watchdog_ignore = false # count storms only\n\

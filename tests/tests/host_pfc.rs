@@ -165,12 +165,7 @@ fn the_checked_watchdog_rule_is_the_storm_honoured_and_its_fix_ends_it() {
         return;
     };
     let dir = TempDir::new("lossless-watchdog", "check");
-    for entry in
-        std::fs::read_dir(workspace_root().join("dataplane-p4/topologies/leaf-spine")).unwrap()
-    {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, dir.0.join(path.file_name().unwrap())).unwrap();
-    }
+    dir.copy_files(&workspace_root().join("dataplane-p4/topologies/leaf-spine"));
     let topology = dir.0.join("topology.json");
     let mut fabric: Value =
         serde_json::from_str(&std::fs::read_to_string(&topology).unwrap()).unwrap();
