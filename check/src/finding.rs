@@ -113,6 +113,23 @@ pub struct Finding {
     /// The entry changes that fix it, where the fix is one (`--fix` applies them).
     #[serde(skip)]
     pub edits: Vec<Edit>,
+    /// The host settings that fix it, where the fix is one (`--fix` writes them into the
+    /// hosts' configs).
+    #[serde(skip)]
+    pub settings: Vec<HostSetting>,
+}
+
+/// A `lossless host set` key of one host's NIC: `key` = `value` on `interface` of host `host`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostSetting {
+    /// The host (its index in the fabric).
+    pub host: usize,
+    /// The NIC's interface, as the host's configuration names it.
+    pub interface: String,
+    /// The key (`pfc.watchdog_ms`).
+    pub key: String,
+    /// Its new value, as `lossless host set` takes it.
+    pub value: String,
 }
 
 /// A change to one action parameter of one of a switch's entries: the entry of `table` whose
@@ -167,12 +184,20 @@ impl Finding {
             detail: None,
             after_failure: None,
             edits: Vec::new(),
+            settings: Vec::new(),
         }
     }
 
     /// This finding with `edits`, the entry changes that fix it.
     pub fn edits(mut self, edits: Vec<Edit>) -> Finding {
         self.edits = edits;
+        self
+    }
+
+    /// This finding fixed by `setting`, a host's key; its fix says `KEY=VALUE`.
+    pub fn setting(mut self, setting: HostSetting) -> Finding {
+        self.fix = format!("{}={}", setting.key, setting.value);
+        self.settings.push(setting);
         self
     }
 

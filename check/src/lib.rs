@@ -19,7 +19,7 @@ pub mod suggest;
 pub mod tables;
 
 pub use fabric::Fabric;
-pub use finding::{Edit, Finding, Place, Severity};
+pub use finding::{Edit, Finding, HostSetting, Place, Severity};
 
 /// What no config says and the rules need: each has a documented default (docs/check.md) and
 /// a `lossless check` flag.

@@ -11,7 +11,7 @@ use topology::{
 
 use crate::{
     fabric::{Fabric, Nic},
-    finding::{Edit, Finding, Place, Severity},
+    finding::{Edit, Finding, HostSetting, Place, Severity},
     headroom::{self, Need},
     paths, Assumptions,
 };
@@ -87,6 +87,16 @@ fn edit(
         matches,
         param,
         value,
+    }
+}
+
+/// The host setting `key` = `value` on host `h`'s `nic`.
+fn setting(h: usize, nic: &Nic, key: &str, value: impl ToString) -> HostSetting {
+    HostSetting {
+        host: h,
+        interface: nic.interface.clone(),
+        key: key.to_owned(),
+        value: value.to_string(),
     }
 }
 
@@ -303,18 +313,21 @@ pub fn dscp_maps_disagree(fabric: &Fabric) -> Vec<Finding> {
             let host = nic.config.dscp_priority[usize::from(d)];
             let there = switch.tables.priority_of(d);
             if host != u32::from(there) {
-                found.push(Finding::new(
-                    "dscp-map-disagrees",
-                    Severity::Error,
-                    Place::host(&name).priority(there),
-                    format!(
-                        "the host puts DSCP {d} in priority {host} and its switch {} in \
-                         {there}, so the host's PFC and ECN act on another queue than the \
-                         switch's",
-                        switch.name
-                    ),
-                    format!("dscp.{d}.prio={there}"),
-                ));
+                found.push(
+                    Finding::new(
+                        "dscp-map-disagrees",
+                        Severity::Error,
+                        Place::host(&name).priority(there),
+                        format!(
+                            "the host puts DSCP {d} in priority {host} and its switch {} in \
+                             {there}, so the host's PFC and ECN act on another queue than the \
+                             switch's",
+                            switch.name
+                        ),
+                        String::new(),
+                    )
+                    .setting(setting(h, nic, &format!("dscp.{d}.prio"), there)),
+                );
             }
         }
     }
@@ -572,32 +585,43 @@ pub fn headroom_short(fabric: &Fabric, assumptions: &Assumptions) -> Vec<Finding
 /// spread through the fabric.
 pub fn watchdog(fabric: &Fabric, assumptions: &Assumptions) -> Vec<Finding> {
     let mut found = Vec::new();
-    for (_, name, nic) in nics(fabric) {
+    for (h, name, nic) in nics(fabric) {
         let w = nic.config.settings.watchdog();
         let ms = w.limit_ns / 1_000_000;
         if !w.ignore_storms {
-            found.push(Finding::new(
-                "watchdog",
-                Severity::Warning,
-                Place::host(&name),
-                "the PFC watchdog counts pause storms but keeps honouring them, so a storm \
-                 still stops this host and spreads upstream"
-                    .into(),
-                "pfc.watchdog_ignore=true".into(),
-            ));
+            found.push(
+                Finding::new(
+                    "watchdog",
+                    Severity::Warning,
+                    Place::host(&name),
+                    "the PFC watchdog counts pause storms but keeps honouring them, so a storm \
+                     still stops this host and spreads upstream"
+                        .into(),
+                    String::new(),
+                )
+                .setting(setting(h, nic, "pfc.watchdog_ignore", true)),
+            );
         }
         if ms > assumptions.max_watchdog_ms {
-            found.push(Finding::new(
-                "watchdog",
-                Severity::Warning,
-                Place::host(&name),
-                format!(
-                    "the PFC watchdog takes {ms} ms to call a storm, longer than {} ms, while \
-                     the pauses spread",
-                    assumptions.max_watchdog_ms
-                ),
-                format!("pfc.watchdog_ms={}", assumptions.max_watchdog_ms),
-            ));
+            found.push(
+                Finding::new(
+                    "watchdog",
+                    Severity::Warning,
+                    Place::host(&name),
+                    format!(
+                        "the PFC watchdog takes {ms} ms to call a storm, longer than {} ms, \
+                         while the pauses spread",
+                        assumptions.max_watchdog_ms
+                    ),
+                    String::new(),
+                )
+                .setting(setting(
+                    h,
+                    nic,
+                    "pfc.watchdog_ms",
+                    assumptions.max_watchdog_ms,
+                )),
+            );
         }
     }
     found
@@ -649,23 +673,26 @@ pub fn pause_quanta(fabric: &Fabric) -> Vec<Finding> {
         };
         let speed = nic.config.settings.link_speed_bps;
         if speed != link.rate_bps {
-            found.push(Finding::new(
-                "pause-quanta",
-                Severity::Error,
-                Place::host(&name),
-                format!(
-                    "the host reads pause quanta at {} and its link runs at {}, so the pauses \
+            found.push(
+                Finding::new(
+                    "pause-quanta",
+                    Severity::Error,
+                    Place::host(&name),
+                    format!(
+                        "the host reads pause quanta at {} and its link runs at {}, so the pauses \
                      it honours last {} the time asked",
-                    headroom::rate(speed),
-                    headroom::rate(link.rate_bps),
-                    if speed > link.rate_bps {
-                        "less than"
-                    } else {
-                        "more than"
-                    }
-                ),
-                format!("pfc.link_speed_bps={}", link.rate_bps),
-            ));
+                        headroom::rate(speed),
+                        headroom::rate(link.rate_bps),
+                        if speed > link.rate_bps {
+                            "less than"
+                        } else {
+                            "more than"
+                        }
+                    ),
+                    String::new(),
+                )
+                .setting(setting(h, nic, "pfc.link_speed_bps", link.rate_bps)),
+            );
         }
     }
     found

@@ -1,7 +1,8 @@
 //! `lossless check` as CI runs it: every topology dataplane-p4 ships passes (exit 0, no
 //! error); a seeded misconfiguration (a spine route sent back down to a leaf that sends it up
 //! again: a buffer-dependency cycle) exits 1 with the finding in `--json`, as do the shipped
-//! ring and mis-mapped DSCP (their fixed twins pass); a malformed or huge file, or a network
+//! ring and mis-mapped DSCP (their fixed twins pass); `--fix` writes corrected copies of runtime
+//! JSON and of hosts' configs that check clean; a malformed or huge file, or a network
 //! that is not up, exits 2 with a message that names it.
 
 use std::{
@@ -182,11 +183,7 @@ fn a_network_that_is_not_up_is_named() {
 /// A copy of the leaf-spine example in a folder of its own, with spine1's route to leaf2's
 /// hosts sent down to leaf1 instead.
 fn seeded(dir: &TempDir) -> PathBuf {
-    let from = topologies().join("leaf-spine");
-    for entry in std::fs::read_dir(&from).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, dir.0.join(path.file_name().unwrap())).unwrap();
-    }
+    dir.copy_files(&topologies().join("leaf-spine"));
     let spine = dir.0.join("spine1-runtime.json");
     let mut config: Value =
         serde_json::from_str(&std::fs::read_to_string(&spine).unwrap()).unwrap();
@@ -326,4 +323,90 @@ fn fix_writes_corrected_copies_beside_the_originals() {
     assert_eq!(report["warnings"], 0, "{report:#}");
     // A generated fabric has no files to fix.
     assert_eq!(check(&["leaf-spine:2,2,1", "--fix"]).status.code(), Some(2));
+}
+
+/// `--fix` writes hosts' configs too: h11's host config with the watchdog only counting storms
+/// and pause quanta read at 10 Gb/s on its 1 Gb/s link, and an agent's TOML for the other
+/// hosts whose profile takes 5 s to call a storm (and reads quanta at the default 100 Gb/s),
+/// come out as NAME.fixed.toml copies (their comments kept) that check clean with the
+/// switches' fixed copies, the originals untouched.
+#[test]
+fn fix_writes_hosts_configs_beside_the_originals() {
+    let dir = TempDir::new("lossless-check", "fix-hosts");
+    dir.copy_files(&topologies().join("leaf-spine"));
+    let topology = dir.0.join("topology.json");
+    let host = dir.0.join("h11.toml");
+    let host_text = "# h11's NIC\npfc.watchdog_ignore = false # count storms only\n\
+                     pfc.link_speed_bps = \"10g\"\n\n[ecn]\nroce_only = true\n";
+    std::fs::write(&host, host_text).unwrap();
+    let agent = dir.0.join("agent.toml");
+    let agent_text = "detach_on_exit = false\n\n[profiles.roce]\npfc.watchdog_ms = 5000\n\n\
+                      [[interfaces]]\nname = \"eth0\"\nhooks = [\"xdp\", \"pfc\"]\n\
+                      profile = \"roce\"\n";
+    std::fs::write(&agent, agent_text).unwrap();
+    let h11 = format!("h11={}", host.display());
+    let args = |topology: &Path, host: &str, agent: &Path| {
+        vec![
+            topology.to_str().unwrap().to_owned(),
+            "--host-config".to_owned(),
+            agent.to_str().unwrap().to_owned(),
+            "--host-config".to_owned(),
+            host.to_owned(),
+            "--json".to_owned(),
+        ]
+    };
+    let run = |args: &[String], extra: &[&str]| {
+        let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
+        all.extend(extra);
+        check(&all)
+    };
+    let report = failed(&run(&args(&topology, &h11, &agent), &["--fix"]));
+    let rules: Vec<(&str, &str)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap(),
+                f["where"]["host"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert!(rules.contains(&("watchdog", "h11/h11.toml")), "{report:#}");
+    assert!(
+        rules.contains(&("pause-quanta", "h11/h11.toml")),
+        "{report:#}"
+    );
+    assert!(rules.contains(&("watchdog", "h12/eth0")), "{report:#}");
+    let fixed_host = dir.0.join("h11.fixed.toml");
+    let fixed_agent = dir.0.join("agent.fixed.toml");
+    let written: Vec<&str> = report["fixed"]["written"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        written[written.len() - 2..],
+        [fixed_agent.to_str().unwrap(), fixed_host.to_str().unwrap()],
+        "{report:#}"
+    );
+    assert_eq!(report["fixed"]["errors_left"], 0, "{report:#}");
+    assert_eq!(report["fixed"]["warnings_left"], 0, "{report:#}");
+    assert_eq!(std::fs::read_to_string(&host).unwrap(), host_text);
+    assert_eq!(std::fs::read_to_string(&agent).unwrap(), agent_text);
+    let fixed = std::fs::read_to_string(&fixed_host).unwrap();
+    assert!(
+        fixed.starts_with("# h11's NIC\npfc.watchdog_ignore = true # count storms only\n")
+            && fixed.contains("pfc.link_speed_bps = 1000000000\n")
+            && fixed.contains("[ecn]\nroce_only = true\n"),
+        "{fixed}"
+    );
+    let fixed_h11 = format!("h11={}", fixed_host.display());
+    let fixed_topology = dir.0.join("topology.fixed.json");
+    let out = run(&args(&fixed_topology, &fixed_h11, &fixed_agent), &[]);
+    let report = json(&out);
+    assert!(out.status.success(), "{report:#}");
+    assert_eq!(report["errors"], 0, "{report:#}");
+    assert_eq!(report["warnings"], 0, "{report:#}");
 }

@@ -41,6 +41,17 @@ impl TempDir {
         std::fs::write(&path, text).expect("writing a test file");
         path
     }
+
+    /// Copies every file of the folder `from` (not its subfolders) into the directory.
+    pub fn copy_files(&self, from: &Path) {
+        for entry in std::fs::read_dir(from).expect("reading a folder to copy") {
+            let path = entry.expect("reading a folder to copy").path();
+            if path.is_file() {
+                std::fs::copy(&path, self.0.join(path.file_name().expect("a file's name")))
+                    .expect("copying a test file");
+            }
+        }
+    }
 }
 
 impl Drop for TempDir {

@@ -7,7 +7,12 @@ use lossless_tests::{
     capture::RawSocket,
     craft::{scapy_decode, scapy_frame, tshark_verbose},
 };
+use std::path::Path;
+
+use lossless_tests::bed::lossless_bin;
+use serde_json::Value;
 use sysutil::netns::Namespace;
+use testkit::{workspace_root, TempDir};
 
 /// 65535 quanta at 10 Mb/s, in ns.
 const FULL_PAUSE_3: u64 = 65535 * 512 * 100;
@@ -145,6 +150,114 @@ fn the_watchdog_sees_pause_storms() {
         by_priority(&stormed, "pfc_paused_ns", 4),
         "an ignored storm must not add paused time"
     );
+}
+
+/// The watchdog rule of `lossless check`, tied to its symptom: one host config with the
+/// watchdog only counting storms is reported by the check (h11 of the leaf-spine example, its
+/// link at 10 Mb/s as the veth's pauses are read); attached, a counted storm is still
+/// honoured (the paused time keeps growing); `--fix`'s copy checks clean and, attached, stops
+/// honouring the storm once it is called.
+#[test]
+fn the_checked_watchdog_rule_is_the_storm_honoured_and_its_fix_ends_it() {
+    let Some(link) =
+        Link::for_test("the_checked_watchdog_rule_is_the_storm_honoured_and_its_fix_ends_it")
+    else {
+        return;
+    };
+    let dir = TempDir::new("lossless-watchdog", "check");
+    dir.copy_files(&workspace_root().join("dataplane-p4/topologies/leaf-spine"));
+    let topology = dir.0.join("topology.json");
+    let mut fabric: Value =
+        serde_json::from_str(&std::fs::read_to_string(&topology).unwrap()).unwrap();
+    let h11 = fabric["links"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|l| l[0] == "h11")
+        .unwrap();
+    h11[3] = 10.into();
+    std::fs::write(&topology, fabric.to_string()).unwrap();
+    let config = dir.0.join("h11.toml");
+    std::fs::write(
+        &config,
+        "# the receiver\npfc.link_speed_bps = \"10m\"\npfc.watchdog_ms = 20\npfc.watchdog_ignore = false\n",
+    )
+    .unwrap();
+    let check = |topology: &Path, config: &Path, fix: bool| {
+        let host = format!("h11={}", config.display());
+        let mut args = vec![
+            "check",
+            topology.to_str().unwrap(),
+            "--host-config",
+            &host,
+            "--json",
+        ];
+        if fix {
+            args.push("--fix");
+        }
+        let out = std::process::Command::new(lossless_bin())
+            .args(&args)
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let host_rules: Vec<String> = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| {
+                f["where"]["host"] == "h11/h11.toml" || f["where"]["host"] == "h11/h11.fixed.toml"
+            })
+            .map(|f| f["rule"].as_str().unwrap().to_owned())
+            .collect();
+        (report, host_rules)
+    };
+    let (report, rules) = check(&topology, &config, true);
+    assert_eq!(rules, ["watchdog"], "{report:#}");
+    assert_eq!(report["fixed"]["errors_left"], 0, "{report:#}");
+    assert_eq!(report["fixed"]["warnings_left"], 0, "{report:#}");
+    let fixed = dir.0.join("h11.fixed.toml");
+    let (report, rules) = check(&dir.0.join("topology.fixed.json"), &fixed, false);
+    assert!(rules.is_empty(), "{report:#}");
+
+    {
+        let _attached = link.attach_rx(&["--mode", "skb", "--config", config.to_str().unwrap()]);
+        let (stormed, later) = storm_then_pause(&link);
+        assert!(
+            stormed >= 20_000_000,
+            "the storm was honoured until it was called"
+        );
+        assert!(
+            later > stormed,
+            "without the watchdog a called storm is still honoured"
+        );
+    }
+    let link = Link::new().unwrap();
+    let _attached = link.attach_rx(&["--mode", "skb", "--config", fixed.to_str().unwrap()]);
+    let (stormed, later) = storm_then_pause(&link);
+    assert_eq!(
+        later, stormed,
+        "with the fixed config a called storm must not add paused time"
+    );
+}
+
+/// Refreshes a pause of priority 4 (each lasts 3.36 s at 10 Mb/s) until the run outlasts the
+/// rx end's watchdog limit and is counted as a storm, then once more: the paused time when the
+/// storm was counted and after that refresh, which adds to it only while storms are honoured.
+fn storm_then_pause(link: &Link) -> (u64, u64) {
+    let sender = link.tx_socket();
+    let pause = pfc("c4_enabled=1, c4_pause_time=65535");
+    let stormed = link.wait_for_rx_stats(|s| {
+        sender.send(&pause).unwrap();
+        by_priority(s, "pfc_storms", 4) == 1
+    });
+    sender.send(&pause).unwrap();
+    let later = link.wait_for_rx_stats(|s| {
+        by_priority(s, "pfc_pause_rx", 4) > by_priority(&stormed, "pfc_pause_rx", 4)
+    });
+    (
+        by_priority(&stormed, "pfc_paused_ns", 4),
+        by_priority(&later, "pfc_paused_ns", 4),
+    )
 }
 
 /// `host logs` streams the programs' logs with the pfc hook attached beside xdp (the first

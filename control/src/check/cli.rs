@@ -17,13 +17,17 @@ use check::{
     Assumptions, Finding, Severity,
 };
 use clap::Args;
+use hostconfig::{
+    config::read_config_file,
+    edit::{set_keys, Target},
+};
 use p4values::runtime_json::RuntimeConfig;
 use serde::Serialize;
 use topology::{entries, Failures};
 
 use super::{
     live,
-    read::{self, Files, Source},
+    read::{self, Files, HostFile, Source},
 };
 use crate::net::state::read_bounded;
 
@@ -84,7 +88,9 @@ pub struct CheckArgs {
     #[arg(long)]
     pub suggest: bool,
     /// Write corrected copies of the runtime JSON files the fixable findings are about, beside
-    /// them as NAME.fixed.json (never over them), and of a topology.json naming them.
+    /// them as NAME.fixed.json (never over them), and of a topology.json naming them; and of
+    /// the hosts' configs (`--host-config`) whose findings a host key fixes, as
+    /// NAME.fixed.toml, the rest of each file kept.
     #[arg(long)]
     pub fix: bool,
     /// Print JSON.
@@ -128,6 +134,8 @@ struct Fixed {
     written: Vec<PathBuf>,
     /// Errors left in the fixed copies (the fixes cover some rules only).
     errors_left: usize,
+    /// Warnings left in the fixed copies.
+    warnings_left: usize,
 }
 
 /// Runs `lossless check`: 0 when no error was found, 1 when one was, 2 when the fabric could
@@ -210,7 +218,7 @@ fn findings(args: &CheckArgs) -> anyhow::Result<Checked> {
         Source::Files(fabric, files) => (None, fabric, Some(files)),
         Source::Live(fabric) => (None, fabric, None),
     };
-    read::host_configs(&mut fabric, &args.host_config)?;
+    let hosts = read::host_configs(&mut fabric, &args.host_config)?;
     let mut found = check::check(&fabric, &assumptions);
     let suggestion = if args.suggest {
         let s = check::suggest::suggest(&fabric, &assumptions).map_err(anyhow::Error::msg)?;
@@ -265,7 +273,7 @@ fn findings(args: &CheckArgs) -> anyhow::Result<Checked> {
     }
     let fixed = match (args.fix, files) {
         (false, _) => None,
-        (true, Some(files)) => Some(fix(fabric, &files, &assumptions)?),
+        (true, Some(files)) => Some(fix(fabric, &files, (args, hosts), &assumptions)?),
         (true, None) => anyhow::bail!(
             "--fix writes corrected copies of files; a generated fabric's entries come from its \
              tuning: take --suggest's and give it with --tuning"
@@ -281,8 +289,14 @@ fn findings(args: &CheckArgs) -> anyhow::Result<Checked> {
 
 /// Applies the findings' edits to the switches' entries, rechecking after each round, and
 /// writes each changed runtime JSON beside its original as NAME.fixed.json, and a
-/// topology.json's copy naming them.
-fn fix(mut fabric: Fabric, files: &Files, assumptions: &Assumptions) -> anyhow::Result<Fixed> {
+/// topology.json's copy naming them; then sets the host keys that fix the hosts' findings in
+/// copies of their configs (NAME.fixed.toml) and reads the hosts from those for the last check.
+fn fix(
+    mut fabric: Fabric,
+    files: &Files,
+    (args, (host_files, host_from)): (&CheckArgs, (Vec<HostFile>, Vec<Option<usize>>)),
+    assumptions: &Assumptions,
+) -> anyhow::Result<Fixed> {
     let mut configs: Vec<Option<RuntimeConfig>> = files
         .runtime
         .iter()
@@ -301,13 +315,7 @@ fn fix(mut fabric: Fabric, files: &Files, assumptions: &Assumptions) -> anyhow::
         }
         changed.extend(now);
     }
-    let fixed_name = |path: &Path| {
-        let stem = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or("fabric");
-        path.with_file_name(format!("{stem}.fixed.json"))
-    };
+    let fixed_name = |path: &Path| fixed_beside(path, "json");
     let mut written = Vec::new();
     let mut renamed = BTreeMap::new();
     for &s in &changed {
@@ -335,14 +343,60 @@ fn fix(mut fabric: Fabric, files: &Files, assumptions: &Assumptions) -> anyhow::
         std::fs::write(&to, text + "\n").with_context(|| format!("writing {}", to.display()))?;
         written.push(to);
     }
-    let errors_left = check::check(&fabric, assumptions)
+    // The host keys, per file and interface (a file for every host takes each key's last
+    // value; the check after says what one value did not fix).
+    let mut keys: BTreeMap<usize, BTreeMap<String, BTreeMap<String, String>>> = BTreeMap::new();
+    for s in check::check(&fabric, assumptions)
         .iter()
-        .filter(|f| f.severity == Severity::Error)
-        .count();
+        .flat_map(|f| &f.settings)
+    {
+        if let Some(file) = host_from.get(s.host).copied().flatten() {
+            keys.entry(file)
+                .or_default()
+                .entry(s.interface.clone())
+                .or_default()
+                .insert(s.key.clone(), s.value.clone());
+        }
+    }
+    let mut given = args.host_config.clone();
+    for (&file, interfaces) in &keys {
+        let HostFile { path, agent } = &host_files[file];
+        let mut text = read_config_file(path)?;
+        for (interface, keys) in interfaces {
+            let target = if *agent {
+                Target::AgentInterface(interface)
+            } else {
+                Target::Host
+            };
+            let keys: Vec<(String, String)> = keys.clone().into_iter().collect();
+            text =
+                set_keys(&text, target, &keys).with_context(|| format!("in {}", path.display()))?;
+        }
+        let to = fixed_beside(path, "toml");
+        std::fs::write(&to, text).with_context(|| format!("writing {}", to.display()))?;
+        given[file] = match given[file].split_once('=') {
+            Some((host, _)) => format!("{host}={}", to.display()),
+            None => to.display().to_string(),
+        };
+        written.push(to);
+    }
+    read::host_configs(&mut fabric, &given)?;
+    let left = check::check(&fabric, assumptions);
+    let count = |s: Severity| left.iter().filter(|f| f.severity == s).count();
     Ok(Fixed {
         written,
-        errors_left,
+        errors_left: count(Severity::Error),
+        warnings_left: count(Severity::Warning),
     })
+}
+
+/// `NAME.fixed.EXT` beside `path` (`NAME.*`).
+fn fixed_beside(path: &Path, ext: &str) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("fabric");
+    path.with_file_name(format!("{stem}.fixed.{ext}"))
 }
 
 /// The table people read: one block per finding, then the counts.
@@ -391,8 +445,8 @@ fn table(report: &Report) -> String {
             out.push_str(&format!("wrote {}\n", path.display()));
         }
         out.push_str(&format!(
-            "{} errors left in the fixed copies\n",
-            f.errors_left
+            "{} errors, {} warnings left in the fixed copies\n",
+            f.errors_left, f.warnings_left
         ));
     }
     out

@@ -131,10 +131,25 @@ fn files(path: &Path, defaults: LinkDefaults) -> anyhow::Result<(Fabric, Files)>
     Ok((fabric, files))
 }
 
+/// A `--host-config` file and what it holds.
+pub struct HostFile {
+    /// The file.
+    pub path: PathBuf,
+    /// Whether it is an agent's TOML (its interfaces' keys in their profiles), not a host
+    /// config.
+    pub agent: bool,
+}
+
 /// Gives the hosts their configurations: each `[HOST=]FILE` of `--host-config` is an agent's
 /// TOML (its interfaces, each a NIC) or a host config (one NIC), for HOST or every host.
-pub fn host_configs(fabric: &mut Fabric, given: &[String]) -> anyhow::Result<()> {
-    for item in given {
+/// Returns the files read and, per host, the one its NICs came from (the last naming it).
+pub fn host_configs(
+    fabric: &mut Fabric,
+    given: &[String],
+) -> anyhow::Result<(Vec<HostFile>, Vec<Option<usize>>)> {
+    let mut files = Vec::new();
+    let mut from = vec![None; fabric.hosts.len()];
+    for (index, item) in given.iter().enumerate() {
         let (host, file) = match item.split_once('=') {
             Some((host, file)) => (Some(host), file),
             None => (None, item.as_str()),
@@ -143,7 +158,8 @@ pub fn host_configs(fabric: &mut Fabric, given: &[String]) -> anyhow::Result<()>
         let text = read_config_file(path)?;
         let within = || format!("in {}", path.display());
         let table: toml::Table = parse_toml(&text).with_context(within)?;
-        let nics: Vec<Nic> = if table.contains_key("interfaces") {
+        let agent = table.contains_key("interfaces");
+        let nics: Vec<Nic> = if agent {
             AgentConfig::from_toml(&text)
                 .with_context(within)?
                 .interfaces
@@ -165,17 +181,23 @@ pub fn host_configs(fabric: &mut Fabric, given: &[String]) -> anyhow::Result<()>
             Some(name) => {
                 let h = fabric
                     .hosts
-                    .iter_mut()
-                    .find(|h| h.name == name)
+                    .iter()
+                    .position(|h| h.name == name)
                     .with_context(|| format!("--host-config {item}: no host {name}"))?;
-                h.nics = nics;
+                fabric.hosts[h].nics = nics;
+                from[h] = Some(index);
             }
             None => {
-                for h in &mut fabric.hosts {
-                    h.nics = nics.clone();
+                for (h, host) in fabric.hosts.iter_mut().enumerate() {
+                    host.nics = nics.clone();
+                    from[h] = Some(index);
                 }
             }
         }
+        files.push(HostFile {
+            path: path.to_path_buf(),
+            agent,
+        });
     }
-    Ok(())
+    Ok((files, from))
 }
