@@ -152,6 +152,72 @@ fn the_watchdog_sees_pause_storms() {
     );
 }
 
+/// The leaf-spine example copied into `dir` with h11's link at 10 Mb/s (as the test veth's
+/// pauses are read), and `config` written as h11's host config: the topology's path and the
+/// config's.
+fn h11_at_10m(dir: &TempDir, config: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    dir.copy_files(&workspace_root().join("dataplane-p4/topologies/leaf-spine"));
+    let topology = dir.0.join("topology.json");
+    let mut fabric: Value =
+        serde_json::from_str(&std::fs::read_to_string(&topology).unwrap()).unwrap();
+    let h11 = fabric["links"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|l| l[0] == "h11")
+        .unwrap();
+    h11[3] = 10.into();
+    std::fs::write(&topology, fabric.to_string()).unwrap();
+    let path = dir.0.join("h11.toml");
+    std::fs::write(&path, config).unwrap();
+    (topology, path)
+}
+
+/// `lossless check TOPOLOGY --host-config h11=CONFIG --json` (with `--fix`): the report, and
+/// the rules of the findings at h11's config (the original or its fixed copy).
+fn check_h11(topology: &Path, config: &Path, fix: bool) -> (Value, Vec<String>) {
+    let host = format!("h11={}", config.display());
+    let mut args = vec![
+        "check",
+        topology.to_str().unwrap(),
+        "--host-config",
+        &host,
+        "--json",
+    ];
+    if fix {
+        args.push("--fix");
+    }
+    let out = std::process::Command::new(lossless_bin())
+        .args(&args)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let host_rules: Vec<String> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| {
+            f["where"]["host"] == "h11/h11.toml" || f["where"]["host"] == "h11/h11.fixed.toml"
+        })
+        .map(|f| f["rule"].as_str().unwrap().to_owned())
+        .collect();
+    (report, host_rules)
+}
+
+/// Checks h11's `config` (it trips `rule` alone), fixes it, and checks the fixed copy clean:
+/// the fixed copy's path.
+fn fixed_h11(topology: &Path, config: &Path, rule: &str) -> std::path::PathBuf {
+    let (report, rules) = check_h11(topology, config, true);
+    assert_eq!(rules, [rule], "{report:#}");
+    assert_eq!(report["fixed"]["errors_left"], 0, "{report:#}");
+    assert_eq!(report["fixed"]["warnings_left"], 0, "{report:#}");
+    let fixed = config.with_file_name("h11.fixed.toml");
+    let fixed_topology = topology.with_file_name("topology.fixed.json");
+    let (report, rules) = check_h11(&fixed_topology, &fixed, false);
+    assert!(rules.is_empty(), "{report:#}");
+    fixed
+}
+
 /// The watchdog rule of `lossless check`, tied to its symptom: one host config with the
 /// watchdog only counting storms is reported by the check (h11 of the leaf-spine example, its
 /// link at 10 Mb/s as the veth's pauses are read); attached, a counted storm is still
@@ -165,59 +231,11 @@ fn the_checked_watchdog_rule_is_the_storm_honoured_and_its_fix_ends_it() {
         return;
     };
     let dir = TempDir::new("lossless-watchdog", "check");
-    dir.copy_files(&workspace_root().join("dataplane-p4/topologies/leaf-spine"));
-    let topology = dir.0.join("topology.json");
-    let mut fabric: Value =
-        serde_json::from_str(&std::fs::read_to_string(&topology).unwrap()).unwrap();
-    let h11 = fabric["links"]
-        .as_array_mut()
-        .unwrap()
-        .iter_mut()
-        .find(|l| l[0] == "h11")
-        .unwrap();
-    h11[3] = 10.into();
-    std::fs::write(&topology, fabric.to_string()).unwrap();
-    let config = dir.0.join("h11.toml");
-    std::fs::write(
-        &config,
+    let (topology, config) = h11_at_10m(
+        &dir,
         "# the receiver\npfc.link_speed_bps = \"10m\"\npfc.watchdog_ms = 20\npfc.watchdog_ignore = false\n",
-    )
-    .unwrap();
-    let check = |topology: &Path, config: &Path, fix: bool| {
-        let host = format!("h11={}", config.display());
-        let mut args = vec![
-            "check",
-            topology.to_str().unwrap(),
-            "--host-config",
-            &host,
-            "--json",
-        ];
-        if fix {
-            args.push("--fix");
-        }
-        let out = std::process::Command::new(lossless_bin())
-            .args(&args)
-            .output()
-            .unwrap();
-        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-        let host_rules: Vec<String> = report["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|f| {
-                f["where"]["host"] == "h11/h11.toml" || f["where"]["host"] == "h11/h11.fixed.toml"
-            })
-            .map(|f| f["rule"].as_str().unwrap().to_owned())
-            .collect();
-        (report, host_rules)
-    };
-    let (report, rules) = check(&topology, &config, true);
-    assert_eq!(rules, ["watchdog"], "{report:#}");
-    assert_eq!(report["fixed"]["errors_left"], 0, "{report:#}");
-    assert_eq!(report["fixed"]["warnings_left"], 0, "{report:#}");
-    let fixed = dir.0.join("h11.fixed.toml");
-    let (report, rules) = check(&dir.0.join("topology.fixed.json"), &fixed, false);
-    assert!(rules.is_empty(), "{report:#}");
+    );
+    let fixed = fixed_h11(&topology, &config, "watchdog");
 
     {
         let _attached = link.attach_rx(&["--mode", "skb", "--config", config.to_str().unwrap()]);
@@ -237,6 +255,53 @@ fn the_checked_watchdog_rule_is_the_storm_honoured_and_its_fix_ends_it() {
     assert_eq!(
         later, stormed,
         "with the fixed config a called storm must not add paused time"
+    );
+}
+
+/// The pause-quanta rule of `lossless check`, tied to its symptom: h11's config reads pause
+/// quanta at 10 Gb/s on its 10 Mb/s link, which the check reports; attached, a PAUSE of 100
+/// quanta (5.12 ms at 10 Mb/s) holds the priority a thousandth of that, 5.12 µs; `--fix`'s copy
+/// (the link's speed) checks clean and, attached, holds it the whole 5.12 ms.
+#[test]
+fn the_checked_pause_quanta_rule_is_a_pause_too_short_and_its_fix_holds_it() {
+    let Some(link) =
+        Link::for_test("the_checked_pause_quanta_rule_is_a_pause_too_short_and_its_fix_holds_it")
+    else {
+        return;
+    };
+    let dir = TempDir::new("lossless-quanta", "check");
+    let (topology, config) = h11_at_10m(
+        &dir,
+        "# the receiver\npfc.link_speed_bps = \"10g\"\npfc.watchdog_ms = 20\npfc.watchdog_ignore = true\n",
+    );
+    let fixed = fixed_h11(&topology, &config, "pause-quanta");
+    let pause = pfc("c2_enabled=1, c2_pause_time=100");
+    let paused_by = |link: &Link, config: &Path| {
+        let _attached = link.attach_rx(&["--mode", "skb", "--config", config.to_str().unwrap()]);
+        link.tx_socket().send(&pause).unwrap();
+        // The pause is over (the kernel's clock has passed its end) once a second reading of
+        // the paused time equals the first; 5.12 ms at most.
+        let first = link.wait_for_rx_stats(|s| by_priority(s, "pfc_pause_rx", 2) == 1);
+        let mut last = by_priority(&first, "pfc_paused_ns", 2);
+        for _ in 0..100 {
+            let now = by_priority(&link.rx_stats(), "pfc_paused_ns", 2);
+            if now == last {
+                return now;
+            }
+            last = now;
+        }
+        panic!("the paused time still grows after 100 readings: {last} ns");
+    };
+    assert_eq!(
+        paused_by(&link, &config),
+        5_120,
+        "100 quanta read at 10 Gb/s"
+    );
+    let link = Link::new().unwrap();
+    assert_eq!(
+        paused_by(&link, &fixed),
+        5_120_000,
+        "100 quanta read at the link's 10 Mb/s"
     );
 }
 
