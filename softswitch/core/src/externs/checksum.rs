@@ -57,20 +57,27 @@ pub(crate) struct Checksum {
     signature: &'static Signature,
 }
 
-impl Extern for Checksum {
-    fn signature(&self) -> &'static Signature {
-        self.signature
+impl Checksum {
+    /// Whether the payload follows the fields.
+    pub(crate) fn payload(&self) -> bool {
+        self.payload
     }
 
-    fn execute(&self, args: &[ExternArg], m: &mut dyn Machine) -> Result<(), u128> {
-        let width = match &args[2] {
-            ExternArg::Sized(_, width) | ExternArg::Out(_, width) => *width,
-            _ => return Ok(()),
-        };
-        if value(m, &args[0]) == 0 {
-            return Ok(());
+    /// The width of a call's checksum (its third argument); `None` for an argument of another
+    /// kind, which the signature rules out and with which the call does nothing.
+    pub(crate) fn width(args: &[ExternArg]) -> Option<u16> {
+        match &args[2] {
+            ExternArg::Sized(_, width) | ExternArg::Out(_, width) => Some(*width),
+            _ => None,
         }
-        let c = m.checksum(fields(&args[1]), expr(&args[3]), self.payload);
+    }
+
+    /// Ends a call whose condition held and whose fields' checksum came to `c`: compares it,
+    /// cut to the checksum's width, with the given checksum, or writes it.
+    pub(crate) fn conclude(&self, args: &[ExternArg], m: &mut dyn Machine, c: u64) {
+        let Some(width) = Self::width(args) else {
+            return;
+        };
         let c = u128::from(c) & mask(width);
         if let ExternArg::Sized(given, _) = &args[2] {
             if c != m.value(given) {
@@ -80,6 +87,24 @@ impl Extern for Checksum {
         } else {
             store(m, &args[2], c);
         }
+    }
+}
+
+impl Extern for Checksum {
+    fn signature(&self) -> &'static Signature {
+        self.signature
+    }
+
+    fn checksum(&self) -> Option<&Checksum> {
+        Some(self)
+    }
+
+    fn execute(&self, args: &[ExternArg], m: &mut dyn Machine) -> Result<(), u128> {
+        if Self::width(args).is_none() || value(m, &args[0]) == 0 {
+            return Ok(());
+        }
+        let c = m.checksum(fields(&args[1]), expr(&args[3]), self.payload);
+        self.conclude(args, m, c);
         Ok(())
     }
 }
