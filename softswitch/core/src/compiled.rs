@@ -38,8 +38,10 @@
 //! IR's size, which the loaders bound: each IR node becomes at most one closure, or is copied
 //! once into a closure that hands it to the interpreter (an extern call's arguments, a
 //! [`Place`] other than a slot, the rare expressions and statements above); an `extract` or
-//! `emit` holds a slot and a width per field of its headers' layouts, which the loaders bound
-//! too. A block is not
+//! `emit` holds its headers' slots and a shared reference to the words of each header's
+//! layout, packed once per program and layout, so that their memory is bounded by the
+//! layouts, which the loaders bound, and not by how often a program extracts or emits a wide
+//! header. A block is not
 //! compiled when it has more than [`MAX_BLOCK_NODES`] nodes counted as the compiler meets
 //! them — one per statement, expression and place it turns into code, one for a subtree it
 //! copies whole, however large — and runs interpreted, with that reason. The limit is a
@@ -182,13 +184,14 @@ impl CompiledProgram {
 /// Compiles every block of `prog` that has at most `max_nodes` IR nodes
 /// ([`MAX_BLOCK_NODES`] is the switch's limit).
 pub fn compile(prog: &Program, max_nodes: usize) -> CompiledProgram {
+    let layouts = packet::Layouts::new(prog);
     let mut fallbacks = Vec::new();
     let controls = std::array::from_fn(|i| {
         let c = &prog.controls[i];
         keep(
             &mut fallbacks,
             format!("control {}", c.name),
-            compile_block(prog, &[c.body.as_slice()], max_nodes).map(|mut b| b.remove(0)),
+            compile_block(prog, &layouts, &[c.body.as_slice()], max_nodes).map(|mut b| b.remove(0)),
         )
     });
     let bodies = prog
@@ -198,14 +201,15 @@ pub fn compile(prog: &Program, max_nodes: usize) -> CompiledProgram {
             keep(
                 &mut fallbacks,
                 format!("body {}", b.name),
-                compile_block(prog, &[b.stmts.as_slice()], max_nodes).map(|mut b| b.remove(0)),
+                compile_block(prog, &layouts, &[b.stmts.as_slice()], max_nodes)
+                    .map(|mut b| b.remove(0)),
             )
         })
         .collect();
     let parser = keep(
         &mut fallbacks,
         "parser".to_string(),
-        compile_parser(prog, &prog.parser, max_nodes),
+        compile_parser(prog, &layouts, &prog.parser, max_nodes),
     );
     let subparsers = prog
         .subparsers
@@ -215,7 +219,7 @@ pub fn compile(prog: &Program, max_nodes: usize) -> CompiledProgram {
             keep(
                 &mut fallbacks,
                 format!("sub-parser {i}"),
-                compile_parser(prog, p, max_nodes),
+                compile_parser(prog, &layouts, p, max_nodes),
             )
         })
         .collect();
@@ -237,13 +241,14 @@ fn keep<B>(fallbacks: &mut Vec<Fallback>, block: String, r: Result<B, Unsupporte
 
 fn compile_parser(
     prog: &Program,
+    layouts: &packet::Layouts,
     p: &ParserIr,
     max_nodes: usize,
 ) -> Result<CompiledParser, Unsupported> {
     let parts: Vec<&[Stmt]> = std::iter::once(p.init.as_slice())
         .chain(p.states.iter().map(|s| s.stmts.as_slice()))
         .collect();
-    let mut blocks = compile_block(prog, &parts, max_nodes)?.into_iter();
+    let mut blocks = compile_block(prog, layouts, &parts, max_nodes)?.into_iter();
     let init = blocks.next().unwrap_or(Block(Vec::new()));
     Ok(CompiledParser {
         init,
@@ -254,11 +259,13 @@ fn compile_parser(
 /// Compiles the statement lists of one block, within `max_nodes` nodes together.
 fn compile_block(
     prog: &Program,
+    layouts: &packet::Layouts,
     parts: &[&[Stmt]],
     max_nodes: usize,
 ) -> Result<Vec<Block>, Unsupported> {
     let mut c = Compiler {
         prog,
+        layouts,
         nodes: 0,
         max_nodes,
     };
@@ -287,6 +294,8 @@ impl Operand {
 /// Compiles one block of `prog`, counting its nodes.
 struct Compiler<'p> {
     prog: &'p Program,
+    /// The program's header layouts packed, shared by every block.
+    layouts: &'p packet::Layouts,
     nodes: usize,
     max_nodes: usize,
 }
@@ -411,8 +420,8 @@ impl Compiler<'_> {
             ExternCall::Extract {
                 target,
                 varbit: None,
-            } => packet::extract(self.prog, target),
-            ExternCall::Emit(items) => packet::emit(self.prog, items),
+            } => self.extract(target),
+            ExternCall::Emit(items) => self.emit(items),
             ExternCall::Call { ext, args } => match externs::get(*ext).checksum() {
                 Some(checksum) => self.checksum(checksum, args)?,
                 None => None,

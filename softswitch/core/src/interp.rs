@@ -185,11 +185,6 @@ impl<'a> Exec<'a> {
         }
     }
 
-    /// The code of parser error `name` (0 if the program has none of that name).
-    pub(crate) fn error_code_in(prog: &Program, name: &str) -> u128 {
-        prog.errors.iter().position(|e| e == name).unwrap_or(0) as u128
-    }
-
     /// Runs the blocks `compiled` holds compiled.
     pub(crate) fn with_compiled(mut self, compiled: Option<&'a CompiledProgram>) -> Self {
         self.compiled = compiled;
@@ -197,7 +192,7 @@ impl<'a> Exec<'a> {
     }
 
     fn error_code(&self, name: &str) -> u128 {
-        Self::error_code_in(self.prog, name)
+        self.prog.error_code(name)
     }
 
     /// Runs the parser; `Err(code)` on a parser error (the headers extracted so far stay valid).

@@ -16,12 +16,16 @@
 //! interpreter's own code is everything else: an `extract` into a header stack or of a header
 //! with a `varbit` field, an `emit` of such a header, a checksum over a `varbit` field.
 
+use std::sync::Arc;
+
 use super::{Compiler, Operand, StmtFn, Unsupported};
 use crate::bits::{read_bits, BitWriter};
 use crate::externs::checksum::Checksum;
 use crate::hash::Algorithm;
 use crate::interp::{Exec, Flow};
-use crate::ir::{mask, EmitItem, ExternArg, FieldItem, FieldLayout, HeaderRef, Program, Slot};
+use crate::ir::{
+    self, mask, EmitItem, ExternArg, FieldItem, FieldLayout, HeaderRef, Program, Slot,
+};
 
 /// Fields packed into one value of `bits` bits, the first field in its highest bits.
 struct Word<F> {
@@ -106,80 +110,113 @@ impl Word<usize> {
     }
 }
 
-/// The fixed fields of header layout `layout` whose validity slot is `base`, as slots with
-/// widths; `None` if it has a `varbit` field.
-fn fixed_fields(prog: &Program, base: Slot, layout: usize) -> Option<Vec<(usize, u16)>> {
-    prog.header_layouts[layout]
-        .iter()
-        .enumerate()
-        .map(|(i, f)| match *f {
-            FieldLayout::Fixed(w) => Some((base as usize + 1 + i, w)),
-            FieldLayout::VarBit { .. } => None,
-        })
-        .collect()
+/// A header layout's words, its fields numbered from its first.
+type Packed = Arc<[Word<usize>]>;
+
+/// The packed words of every header layout of a program whose fields are all of fixed width,
+/// packed once at load and shared by every `extract` and `emit` of that layout: their fields
+/// are numbered from the layout's first field (slot `base + 1` of a header at `base`), so that
+/// the memory an `extract` or `emit` takes does not grow with its header's fields.
+pub(super) struct Layouts {
+    /// For each layout, its words for `extract` (aligned) and for `emit`; `None` for a layout
+    /// with a `varbit` field.
+    packed: Vec<Option<[Packed; 2]>>,
 }
 
-/// `packet.extract(h)` of a header at a fixed slot whose fields are all of fixed width;
-/// `None` for another (the interpreter runs it).
-pub(super) fn extract(prog: &Program, target: &HeaderRef) -> Option<StmtFn> {
-    let HeaderRef::Static { base, layout } = *target else {
-        return None;
-    };
-    let words = pack(fixed_fields(prog, base, layout)?, true);
-    let bits = prog.header_bits[layout] as usize;
-    let too_short = Exec::error_code_in(prog, "PacketTooShort");
-    Some(Box::new(move |x| {
-        let data = x.data();
-        let start = x.cursor;
-        if start + bits > data.len() * 8 {
-            return Flow::Reject(too_short);
-        }
-        x.slots[base as usize] = 1;
-        if x.trace.is_some() {
-            x.trace_header("Extracting", base);
-        }
-        for w in &words {
-            w.store(read_bits(data, start + w.offset, w.bits), x.slots);
-        }
-        x.cursor = start + bits;
-        Flow::Next
-    }))
+impl Layouts {
+    /// Packs the layouts of `prog`.
+    pub(super) fn new(prog: &Program) -> Layouts {
+        let packed = prog
+            .header_layouts
+            .iter()
+            .map(|layout| {
+                let fields: Vec<(usize, u16)> = layout
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| match *f {
+                        FieldLayout::Fixed(w) => Some((i, w)),
+                        FieldLayout::VarBit { .. } => None,
+                    })
+                    .collect::<Option<_>>()?;
+                Some([true, false].map(|aligned| pack(fields.iter().copied(), aligned).into()))
+            })
+            .collect();
+        Layouts { packed }
+    }
+
+    /// The words of `layout` for `extract` (`aligned`) or `emit`; `None` if it has a `varbit`
+    /// field.
+    fn words(&self, layout: usize, aligned: bool) -> Option<Packed> {
+        let [extract, emit] = self.packed[layout].as_ref()?;
+        Some(Arc::clone(if aligned { extract } else { emit }))
+    }
 }
 
-/// A header `emit` writes: its validity slot and its fields' words.
+impl Compiler<'_> {
+    /// `packet.extract(h)` of a header at a fixed slot whose fields are all of fixed width;
+    /// `None` for another (the interpreter runs it).
+    pub(super) fn extract(&self, target: &HeaderRef) -> Option<StmtFn> {
+        let HeaderRef::Static { base, layout } = *target else {
+            return None;
+        };
+        let words = self.layouts.words(layout, true)?;
+        let bits = self.prog.header_bits[layout] as usize;
+        let too_short = self.prog.error_code("PacketTooShort");
+        Some(Box::new(move |x| {
+            let data = x.data();
+            let start = x.cursor;
+            if start + bits > data.len() * 8 {
+                return Flow::Reject(too_short);
+            }
+            x.slots[base as usize] = 1;
+            if x.trace.is_some() {
+                x.trace_header("Extracting", base);
+            }
+            let fields = &mut x.slots[base as usize + 1..];
+            for w in words.iter() {
+                w.store(read_bits(data, start + w.offset, w.bits), fields);
+            }
+            x.cursor = start + bits;
+            Flow::Next
+        }))
+    }
+
+    /// `packet.emit` of headers whose fields are all of fixed width; `None` if one has a
+    /// `varbit` field (the interpreter runs it).
+    pub(super) fn emit(&self, items: &[EmitItem]) -> Option<StmtFn> {
+        let headers: Vec<Emitted> = items
+            .iter()
+            .map(|&EmitItem::Header { base, layout }| {
+                Some(Emitted {
+                    valid: base,
+                    words: self.layouts.words(layout, false)?,
+                })
+            })
+            .collect::<Option<_>>()?;
+        Some(Box::new(move |x| {
+            x.emit_with(|x, out| {
+                for h in &headers {
+                    if x.slots[h.valid as usize] == 0 {
+                        continue;
+                    }
+                    if x.trace.is_some() {
+                        x.trace_header("Deparsing", h.valid);
+                    }
+                    let first = h.valid as usize + 1;
+                    for w in h.words.iter() {
+                        w.write(out, |&i| x.slots[first + i]);
+                    }
+                }
+            });
+            Flow::Next
+        }))
+    }
+}
+
+/// A header `emit` writes: its validity slot and its layout's words.
 struct Emitted {
     valid: Slot,
-    words: Vec<Word<usize>>,
-}
-
-/// `packet.emit` of headers whose fields are all of fixed width; `None` if one has a `varbit`
-/// field (the interpreter runs it).
-pub(super) fn emit(prog: &Program, items: &[EmitItem]) -> Option<StmtFn> {
-    let headers: Vec<Emitted> = items
-        .iter()
-        .map(|&EmitItem::Header { base, layout }| {
-            Some(Emitted {
-                valid: base,
-                words: pack(fixed_fields(prog, base, layout)?, false),
-            })
-        })
-        .collect::<Option<_>>()?;
-    Some(Box::new(move |x| {
-        x.emit_with(|x, out| {
-            for h in &headers {
-                if x.slots[h.valid as usize] == 0 {
-                    continue;
-                }
-                if x.trace.is_some() {
-                    x.trace_header("Deparsing", h.valid);
-                }
-                for w in &h.words {
-                    w.write(out, |&s| x.slots[s]);
-                }
-            }
-        });
-        Flow::Next
-    }))
+    words: Packed,
 }
 
 /// A field list compiled: words of values, and the groups of a header's fields that count only
@@ -219,15 +256,16 @@ impl Compiler<'_> {
         else {
             return Ok(None);
         };
-        if Checksum::width(args).is_none() {
+        let varbit = ir::flat_fields(list)
+            .into_iter()
+            .any(|f| matches!(f, FieldItem::VarBit { .. }));
+        if Checksum::width(args).is_none() || varbit {
             return Ok(None);
         }
-        let Some(fields) = self.fields(list)? else {
-            return Ok(None);
-        };
+        let fields = self.fields(list)?;
         let (cond, algo) = (self.operand(cond)?, self.operand(algo)?);
         let payload = checksum.payload();
-        let args = args.to_vec();
+        let checksum_arg = args[2].clone();
         Ok(Some(Box::new(move |x| {
             if cond.get(x) == 0 {
                 return Flow::Next;
@@ -237,22 +275,34 @@ impl Compiler<'_> {
                 payload,
                 |x| Algorithm::from_code(algo.get(x)).unwrap_or(Algorithm::Csum16),
             );
-            checksum.conclude(&args, x, c);
+            Checksum::conclude(&checksum_arg, x, c);
             Flow::Next
         })))
     }
 
-    /// A field list compiled; `None` if it has a `varbit` field.
-    fn fields(&mut self, list: &[FieldItem]) -> Result<Option<Vec<Fields>>, Unsupported> {
+    /// A field list without a `varbit` field compiled. Adjacent groups of one header's fields
+    /// become one group, packed together: the P4 front end gives each header field its own
+    /// group, and validity cannot change while a list is read.
+    fn fields<'i>(
+        &mut self,
+        list: impl IntoIterator<Item = &'i FieldItem>,
+    ) -> Result<Vec<Fields>, Unsupported> {
         let mut out = Vec::new();
         let mut run = Vec::new();
-        for item in list {
+        let mut items = list.into_iter().peekable();
+        while let Some(item) = items.next() {
             match item {
                 FieldItem::Bits(e, width) => run.push((self.operand(e)?, *width)),
                 FieldItem::Header { valid, fields } => {
-                    let Some(fields) = self.fields(fields)? else {
-                        return Ok(None);
-                    };
+                    let mut group: Vec<&FieldItem> = fields.iter().collect();
+                    while let Some(FieldItem::Header { valid: v, fields }) = items.peek() {
+                        if v != valid {
+                            break;
+                        }
+                        group.extend(fields);
+                        items.next();
+                    }
+                    let fields = self.fields(group)?;
                     out.extend(
                         pack(std::mem::take(&mut run), false)
                             .into_iter()
@@ -263,11 +313,11 @@ impl Compiler<'_> {
                         fields,
                     });
                 }
-                FieldItem::VarBit { .. } => return Ok(None),
+                FieldItem::VarBit { .. } => unreachable!("the caller refuses varbit fields"),
             }
         }
         out.extend(pack(run, false).into_iter().map(Fields::Word));
-        Ok(Some(out))
+        Ok(out)
     }
 }
 

@@ -73,19 +73,16 @@ impl Checksum {
     }
 
     /// Ends a call whose condition held and whose fields' checksum came to `c`: compares it,
-    /// cut to the checksum's width, with the given checksum, or writes it.
-    pub(crate) fn conclude(&self, args: &[ExternArg], m: &mut dyn Machine, c: u64) {
-        let Some(width) = Self::width(args) else {
-            return;
-        };
-        let c = u128::from(c) & mask(width);
-        if let ExternArg::Sized(given, _) = &args[2] {
-            if c != m.value(given) {
+    /// cut to the width of `checksum` (the call's third argument, whose kind [`Self::width`]
+    /// has checked), with that checksum, or writes it there.
+    pub(crate) fn conclude(checksum: &ExternArg, m: &mut dyn Machine, c: u64) {
+        match checksum {
+            ExternArg::Sized(given, width) if u128::from(c) & mask(*width) != m.value(given) => {
                 let error = m.program().std_meta.checksum_error;
                 m.slots()[error as usize] = 1;
             }
-        } else {
-            store(m, &args[2], c);
+            ExternArg::Out(..) => store(m, checksum, u128::from(c)),
+            _ => {}
         }
     }
 }
@@ -104,7 +101,7 @@ impl Extern for Checksum {
             return Ok(());
         }
         let c = m.checksum(fields(&args[1]), expr(&args[3]), self.payload);
-        self.conclude(args, m, c);
+        Self::conclude(&args[2], m, c);
         Ok(())
     }
 }
