@@ -1,8 +1,11 @@
 //! The compiled execution path (`softswitch_core::compiled`) against the interpreter, its
 //! reference: every program softswitch's tests run — the corpus (`tests/corpus`, each with its
 //! STF test), `dataplane-p4/lossless.p4` with every STF test of `dataplane-p4/tests`, the
-//! programs of `tests/p4` with the entries of their runtime JSON — and, with p4c, each of those loaded from p4c's BMv2 JSON, runs on
-//! two switches, one interpreted and one compiled. Each STF test runs on both (both must give
+//! programs of `tests/p4` with the entries of their runtime JSON, and the programs of
+//! `tests/compiled-p4` written for this test (shapes of the packet I/O the compiled path packs,
+//! such as checksum lists, each with a `NAME.packets` of packets that reach them) — and, with
+//! p4c, those BMv2 runs loaded from p4c's BMv2 JSON, runs on two switches, one interpreted and
+//! one compiled. Each STF test runs on both (both must give
 //! the same report), then random packets (the STF's packets mutated, and random bytes) go
 //! through both, and what they did is compared: the frames out (port, bytes, order) and the
 //! digests sent by each packet, the trace at its most verbose level (every condition, table,
@@ -45,11 +48,13 @@ fn env_or(name: &str, default: u64) -> u64 {
 
 /// A program, the STF tests to run on it (none: random packets only) and the runtime JSON
 /// its tables are filled from first (`NAME-runtime.json` beside it, the P4 tutorials' form),
-/// so that the actions its entries run are compared too.
+/// so that the actions its entries run are compared too, and the packets that seed its random
+/// ones besides its STF tests' (`NAME.packets` beside it, `packet PORT HEX` lines).
 struct Subject {
     program: PathBuf,
     stfs: Vec<PathBuf>,
     runtime: Option<PathBuf>,
+    packets: Vec<(u16, Vec<u8>)>,
 }
 
 fn subjects() -> Vec<Subject> {
@@ -58,6 +63,10 @@ fn subjects() -> Vec<Subject> {
         testkit::files_with_extension(&root.join("softswitch/tests/corpus"), "p4")
             .into_iter()
             .chain(testkit::files_with_extension(&root.join("tests/p4"), "p4"))
+            .chain(testkit::files_with_extension(
+                &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/compiled-p4"),
+                "p4",
+            ))
             .map(|program| {
                 let own = program.with_extension("stf");
                 let stfs = if own.exists() { vec![own] } else { Vec::new() };
@@ -67,10 +76,14 @@ fn subjects() -> Vec<Subject> {
                     .unwrap_or_default();
                 let runtime = program.with_file_name(format!("{stem}-runtime.json"));
                 let runtime = runtime.exists().then_some(runtime);
+                let packets = std::fs::read_to_string(program.with_extension("packets"))
+                    .map(|text| stf_packets(&text))
+                    .unwrap_or_default();
                 Subject {
                     program,
                     stfs,
                     runtime,
+                    packets,
                 }
             })
             .collect();
@@ -78,6 +91,7 @@ fn subjects() -> Vec<Subject> {
         program: root.join("dataplane-p4/lossless.p4"),
         stfs: testkit::files_with_extension(&root.join("dataplane-p4/tests"), "stf"),
         runtime: None,
+        packets: Vec::new(),
     });
     all
 }
@@ -279,12 +293,13 @@ fn compiled_only(what: &str, interpreted: u64, compiled: Option<u64>) -> Result<
     ))
 }
 
-/// Runs one STF test (or none) on both paths, then random cases on the same pair; the first
-/// difference.
+/// Runs one STF test (or none) on both paths, then random cases on the same pair, seeded by
+/// the STF test's packets, `packets` and frames to the runtime's routes; the first difference.
 fn compare(
     program: &Program,
     runtime: Option<&RuntimeConfig>,
     stf: Option<&Path>,
+    packets: &[(u16, Vec<u8>)],
     max_block_nodes: usize,
 ) -> Result<(), String> {
     let (cases, seed) = (
@@ -294,6 +309,7 @@ fn compare(
     let text = stf.map(|p| std::fs::read_to_string(p).expect("the STF test"));
     let mut seeds = text.as_deref().map(stf_packets).unwrap_or_default();
     seeds.extend(runtime.map(frames_to_routes).unwrap_or_default());
+    seeds.extend_from_slice(packets);
     let mut interp = Side::new(program, runtime, Execution::Interpreted, max_block_nodes);
     let mut compiled = Side::new(program, runtime, Execution::Compiled, max_block_nodes);
     if let Some(text) = &text {
@@ -378,7 +394,13 @@ fn differences(load: impl Fn(&Subject) -> Option<Program>, max_block_nodes: usiz
             .as_deref()
             .map(|p| sim::runtime::load(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())));
         for stf in stfs {
-            if let Err(e) = compare(&program, runtime.as_ref(), stf, max_block_nodes) {
+            if let Err(e) = compare(
+                &program,
+                runtime.as_ref(),
+                stf,
+                &subject.packets,
+                max_block_nodes,
+            ) {
                 differences.push(format!("{} {stf:?}: {e}", subject.program.display()));
             }
         }
@@ -443,6 +465,7 @@ fn blocks_that_fall_back_are_listed_and_run_as_the_interpreter_does() {
         program: lossless.clone(),
         stfs: Vec::new(),
         runtime: None,
+        packets: Vec::new(),
     };
     let d = differences(
         |s| (s.program == subject.program).then(|| program.clone()),

@@ -17,10 +17,17 @@
 //! and slot loads, inline operands ([`Operand`]) read without a call. Table applies hold the
 //! table's index, calls the body's index, which runs compiled.
 //!
+//! **Packet I/O pre-resolved** ([`packet`]): `extract` of a header at a fixed slot and `emit`
+//! of headers, whose fields are all of fixed width, become precomputed words of fields read
+//! and written a word at a time; a checksum extern's call (`verify_checksum`,
+//! `update_checksum` and their `_with_payload` forms) has its condition, field list and
+//! algorithm compiled, and hands the checksum to the extern's own ending.
+//!
 //! **Still dispatched to the interpreter's own code** (so that their semantics stay in one
 //! place, `interp`): table lookups and the action a table runs (`Exec::apply`, which runs the
-//! action's compiled body), calls of externs (their arguments stay IR, evaluated by the
-//! interpreter through [`crate::externs::Machine`]), `extract`, `emit`, `advance`, `verify`,
+//! action's compiled body), calls of the other externs (their arguments stay IR, evaluated by
+//! the interpreter through [`crate::externs::Machine`]), `extract` into a header stack or of a
+//! header with a `varbit` field, `emit` of such a header, `advance`, `verify`,
 //! stack shifts, sub-parser calls, the rare expressions (`lookahead`, a header-stack element
 //! picked at run time, `varbit` equality, `Checksum16`) and the block-copy statement. The
 //! control flow shared by both paths (a statement sequence with its loop budget and aborts, an
@@ -30,7 +37,11 @@
 //! **Limits.** A program is untrusted input. The compiled form takes memory linear in the
 //! IR's size, which the loaders bound: each IR node becomes at most one closure, or is copied
 //! once into a closure that hands it to the interpreter (an extern call's arguments, a
-//! [`Place`] other than a slot, the rare expressions and statements above). A block is not
+//! [`Place`] other than a slot, the rare expressions and statements above); an `extract` or
+//! `emit` holds its headers' slots and a shared reference to the words of each header's
+//! layout, packed once per program and layout, so that their memory is bounded by the
+//! layouts, which the loaders bound, and not by how often a program extracts or emits a wide
+//! header. A block is not
 //! compiled when it has more than [`MAX_BLOCK_NODES`] nodes counted as the compiler meets
 //! them — one per statement, expression and place it turns into code, one for a subtree it
 //! copies whole, however large — and runs interpreted, with that reason. The limit is a
@@ -38,11 +49,14 @@
 //! do. Compiling recurses as deep as running does, which the loaders bound
 //! ([`crate::ir::RunDepth`]).
 
+use crate::externs;
 use crate::interp::{Exec, Flow};
 use crate::ir::{
     mask, sign_extend, ArithOp, CompareOp, Expr, ExternCall, ParserIr, Place, Program, Stmt,
 };
 use crate::ops;
+
+mod packet;
 
 /// IR nodes at most in one compiled block, counted as [`compile`] meets them (see the
 /// module's "Limits").
@@ -170,13 +184,14 @@ impl CompiledProgram {
 /// Compiles every block of `prog` that has at most `max_nodes` IR nodes
 /// ([`MAX_BLOCK_NODES`] is the switch's limit).
 pub fn compile(prog: &Program, max_nodes: usize) -> CompiledProgram {
+    let layouts = packet::Layouts::new(prog);
     let mut fallbacks = Vec::new();
     let controls = std::array::from_fn(|i| {
         let c = &prog.controls[i];
         keep(
             &mut fallbacks,
             format!("control {}", c.name),
-            compile_block(&[c.body.as_slice()], max_nodes).map(|mut b| b.remove(0)),
+            compile_block(prog, &layouts, &[c.body.as_slice()], max_nodes).map(|mut b| b.remove(0)),
         )
     });
     let bodies = prog
@@ -186,14 +201,15 @@ pub fn compile(prog: &Program, max_nodes: usize) -> CompiledProgram {
             keep(
                 &mut fallbacks,
                 format!("body {}", b.name),
-                compile_block(&[b.stmts.as_slice()], max_nodes).map(|mut b| b.remove(0)),
+                compile_block(prog, &layouts, &[b.stmts.as_slice()], max_nodes)
+                    .map(|mut b| b.remove(0)),
             )
         })
         .collect();
     let parser = keep(
         &mut fallbacks,
         "parser".to_string(),
-        compile_parser(&prog.parser, max_nodes),
+        compile_parser(prog, &layouts, &prog.parser, max_nodes),
     );
     let subparsers = prog
         .subparsers
@@ -203,7 +219,7 @@ pub fn compile(prog: &Program, max_nodes: usize) -> CompiledProgram {
             keep(
                 &mut fallbacks,
                 format!("sub-parser {i}"),
-                compile_parser(p, max_nodes),
+                compile_parser(prog, &layouts, p, max_nodes),
             )
         })
         .collect();
@@ -223,11 +239,16 @@ fn keep<B>(fallbacks: &mut Vec<Fallback>, block: String, r: Result<B, Unsupporte
         .ok()
 }
 
-fn compile_parser(p: &ParserIr, max_nodes: usize) -> Result<CompiledParser, Unsupported> {
+fn compile_parser(
+    prog: &Program,
+    layouts: &packet::Layouts,
+    p: &ParserIr,
+    max_nodes: usize,
+) -> Result<CompiledParser, Unsupported> {
     let parts: Vec<&[Stmt]> = std::iter::once(p.init.as_slice())
         .chain(p.states.iter().map(|s| s.stmts.as_slice()))
         .collect();
-    let mut blocks = compile_block(&parts, max_nodes)?.into_iter();
+    let mut blocks = compile_block(prog, layouts, &parts, max_nodes)?.into_iter();
     let init = blocks.next().unwrap_or(Block(Vec::new()));
     Ok(CompiledParser {
         init,
@@ -236,8 +257,15 @@ fn compile_parser(p: &ParserIr, max_nodes: usize) -> Result<CompiledParser, Unsu
 }
 
 /// Compiles the statement lists of one block, within `max_nodes` nodes together.
-fn compile_block(parts: &[&[Stmt]], max_nodes: usize) -> Result<Vec<Block>, Unsupported> {
+fn compile_block(
+    prog: &Program,
+    layouts: &packet::Layouts,
+    parts: &[&[Stmt]],
+    max_nodes: usize,
+) -> Result<Vec<Block>, Unsupported> {
     let mut c = Compiler {
+        prog,
+        layouts,
         nodes: 0,
         max_nodes,
     };
@@ -263,13 +291,16 @@ impl Operand {
     }
 }
 
-/// Compiles one block, counting its nodes.
-struct Compiler {
+/// Compiles one block of `prog`, counting its nodes.
+struct Compiler<'p> {
+    prog: &'p Program,
+    /// The program's header layouts packed, shared by every block.
+    layouts: &'p packet::Layouts,
     nodes: usize,
     max_nodes: usize,
 }
 
-impl Compiler {
+impl Compiler<'_> {
     /// Counts a node against the block's limit.
     fn node(&mut self) -> Result<(), Unsupported> {
         self.nodes += 1;
@@ -381,10 +412,26 @@ impl Compiler {
         Ok((cases, self.block(default)?))
     }
 
+    /// A call compiled with its arguments resolved ([`packet`]) where it can be, else handed
+    /// to the interpreter.
     fn extern_call(&mut self, call: &ExternCall) -> Result<StmtFn, Unsupported> {
         self.node()?;
-        let call = call.clone();
-        Ok(Box::new(move |x| x.extern_call(&call)))
+        let compiled = match call {
+            ExternCall::Extract {
+                target,
+                varbit: None,
+            } => self.extract(target),
+            ExternCall::Emit(items) => self.emit(items),
+            ExternCall::Call { ext, args } => match externs::get(*ext).checksum() {
+                Some(checksum) => self.checksum(checksum, args)?,
+                None => None,
+            },
+            _ => None,
+        };
+        Ok(compiled.unwrap_or_else(|| {
+            let call = call.clone();
+            Box::new(move |x| x.extern_call(&call))
+        }))
     }
 
     fn assign(&mut self, place: &Place, e: &Expr) -> Result<StmtFn, Unsupported> {

@@ -100,12 +100,11 @@ impl Machine for Exec<'_> {
     }
 
     fn checksum(&mut self, data: &[FieldItem], algo: &Expr, payload: bool) -> u64 {
-        let bytes = self.field_bytes(data, payload);
-        let code = self.val(algo);
-        let algo = Algorithm::from_code(code).unwrap_or(Algorithm::Csum16);
-        let h = hash::compute(algo, &bytes, &mut || self.state.random());
-        self.state.field_buffer = bytes;
-        h
+        self.checksum_with(
+            |x, w| x.write_fields(w, data),
+            payload,
+            |x| Algorithm::from_code(x.val(algo)).unwrap_or(Algorithm::Csum16),
+        )
     }
 }
 
@@ -139,6 +138,53 @@ impl<'a> Exec<'a> {
         }
     }
 
+    /// The packet's bytes.
+    pub(crate) fn data(&self) -> &'a [u8] {
+        self.data
+    }
+
+    /// The checksum or hash of the bytes `write` writes (its fields, zero-padded to whole
+    /// bytes) followed, with `payload`, by the payload after the parsed headers, by the
+    /// algorithm `algo` picks once they are written. The bytes go into the state's reusable
+    /// buffer.
+    pub(crate) fn checksum_with(
+        &mut self,
+        write: impl FnOnce(&mut Self, &mut BitWriter),
+        payload: bool,
+        algo: impl FnOnce(&mut Self) -> Algorithm,
+    ) -> u64 {
+        let mut w = BitWriter::reusing(std::mem::take(&mut self.state.field_buffer));
+        write(self, &mut w);
+        let mut bytes = w.into_bytes();
+        if payload {
+            bytes.extend_from_slice(self.payload());
+        }
+        let algo = algo(self);
+        let h = hash::compute(algo, &bytes, &mut || self.state.random());
+        self.state.field_buffer = bytes;
+        h
+    }
+
+    /// Runs `emit` with the deparser's output, when the deparser runs (nothing otherwise: an
+    /// `emit` elsewhere does nothing).
+    #[inline]
+    pub(crate) fn emit_with(&mut self, emit: impl FnOnce(&mut Self, &mut BitWriter)) {
+        if let Some(mut out) = self.out.take() {
+            emit(self, &mut out);
+            self.out = Some(out);
+        }
+    }
+
+    /// Traces `verb` (`Extracting`, `Deparsing`) of the header whose validity slot is `base`.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn trace_header(&mut self, verb: &str, base: Slot) {
+        if let Some(t) = &mut self.trace {
+            let name = trace::Printable(trace::header_name(self.prog, base));
+            t.line(Level::Debug, format_args!("{verb} header '{name}'"));
+        }
+    }
+
     /// Runs the blocks `compiled` holds compiled.
     pub(crate) fn with_compiled(mut self, compiled: Option<&'a CompiledProgram>) -> Self {
         self.compiled = compiled;
@@ -146,7 +192,7 @@ impl<'a> Exec<'a> {
     }
 
     fn error_code(&self, name: &str) -> u128 {
-        self.prog.errors.iter().position(|e| e == name).unwrap_or(0) as u128
+        self.prog.error_code(name)
     }
 
     /// Runs the parser; `Err(code)` on a parser error (the headers extracted so far stay valid).
@@ -586,15 +632,14 @@ impl<'a> Exec<'a> {
         if count == 0 {
             return None;
         }
-        let fields: ir::FieldList = table
-            .selector
-            .iter()
-            .map(|k| ir::FieldItem::Bits(k.expr.clone(), k.width))
-            .collect();
-        let bytes = self.field_bytes(&fields, false);
         let algo = Algorithm::from_code(u128::from(algo)).unwrap_or(Algorithm::Crc16);
-        let h = hash::compute(algo, &bytes, &mut || self.state.random());
-        self.state.field_buffer = bytes;
+        let write = |x: &mut Self, w: &mut BitWriter| {
+            for k in &table.selector {
+                let v = x.val(&k.expr);
+                w.write(v, k.width);
+            }
+        };
+        let h = self.checksum_with(write, false, |_| algo);
         let members = &self.state.profiles[profile].groups[&group];
         Some((profile, members[(h % count as u64) as usize]))
     }
@@ -690,12 +735,11 @@ impl<'a> Exec<'a> {
                 }
             }
             Expr::PacketLength => self.data.len() as u128,
-            Expr::Checksum16(fields) => {
-                let bytes = self.field_bytes(fields, false);
-                let c = hash::csum16(&bytes);
-                self.state.field_buffer = bytes;
-                u128::from(c)
-            }
+            Expr::Checksum16(fields) => u128::from(self.checksum_with(
+                |x, w| x.write_fields(w, fields),
+                false,
+                |_| Algorithm::Csum16,
+            )),
         }
     }
 
@@ -741,18 +785,6 @@ impl<'a> Exec<'a> {
             Place::Slice { inner, lo, width } => (self.load(inner) >> lo) & mask(*width),
             whole => self.whole_slot(whole).map_or(0, |slot| self.slots[slot]),
         }
-    }
-
-    /// The bit-level concatenation of a field list, zero-padded to whole bytes, plus the payload
-    /// when `payload`, written into the state's reusable buffer.
-    fn field_bytes(&mut self, fields: &[FieldItem], payload: bool) -> Vec<u8> {
-        let mut w = BitWriter::reusing(std::mem::take(&mut self.state.field_buffer));
-        self.write_fields(&mut w, fields);
-        let mut bytes = w.into_bytes();
-        if payload {
-            bytes.extend_from_slice(self.payload());
-        }
-        bytes
     }
 
     /// Writes `fields` into `w`, leaving out those of invalid headers.
@@ -829,10 +861,8 @@ impl<'a> Exec<'a> {
             }
         };
         self.slots[base as usize] = 1;
-        if let Some(t) = &mut self.trace {
-            let name = trace::header_name(self.prog, base);
-            let name = trace::Printable(name);
-            t.line(Level::Debug, format_args!("Extracting header '{name}'"));
+        if self.trace.is_some() {
+            self.trace_header("Extracting", base);
         }
         if var_max.is_none() {
             // Fixed fields only: one slot each, read in a row.
@@ -914,30 +944,24 @@ impl<'a> Exec<'a> {
                     return Flow::Reject(self.val(error));
                 }
             }
-            ExternCall::Emit(items) => {
-                let Some(mut out) = self.out.take() else {
-                    return Flow::Next;
-                };
+            ExternCall::Emit(items) => self.emit_with(|x, out| {
                 for EmitItem::Header { base, layout } in items {
-                    if self.slots[*base as usize] == 0 {
+                    if x.slots[*base as usize] == 0 {
                         continue;
                     }
-                    if let Some(t) = &mut self.trace {
-                        let name = trace::header_name(self.prog, *base);
-                        let name = trace::Printable(name);
-                        t.line(Level::Debug, format_args!("Deparsing header '{name}'"));
+                    if x.trace.is_some() {
+                        x.trace_header("Deparsing", *base);
                     }
                     let mut slot = *base + 1;
-                    for f in &self.prog.header_layouts[*layout] {
+                    for f in &x.prog.header_layouts[*layout] {
                         match *f {
-                            FieldLayout::Fixed(w) => out.write(self.slots[slot as usize], w),
-                            FieldLayout::VarBit { max } => self.write_varbit(&mut out, slot, max),
+                            FieldLayout::Fixed(w) => out.write(x.slots[slot as usize], w),
+                            FieldLayout::VarBit { max } => x.write_varbit(out, slot, max),
                         }
                         slot += f.slots();
                     }
                 }
-                self.out = Some(out);
-            }
+            }),
             ExternCall::StackShift {
                 stack,
                 count,

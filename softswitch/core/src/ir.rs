@@ -921,6 +921,11 @@ pub struct Program {
 }
 
 impl Program {
+    /// The code of parser error `name` (0 if the program has none of that name).
+    pub(crate) fn error_code(&self, name: &str) -> u128 {
+        self.errors.iter().position(|e| e == name).unwrap_or(0) as u128
+    }
+
     /// The action-data parameters of action `action` (an index into [`Program::actions`]), in
     /// order: the values the control plane gives an entry or a default action that runs it.
     pub fn action_data(&self, action: usize) -> impl Iterator<Item = &Param> {

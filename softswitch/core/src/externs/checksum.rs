@@ -57,29 +57,51 @@ pub(crate) struct Checksum {
     signature: &'static Signature,
 }
 
+impl Checksum {
+    /// Whether the payload follows the fields.
+    pub(crate) fn payload(&self) -> bool {
+        self.payload
+    }
+
+    /// The width of a call's checksum (its third argument); `None` for an argument of another
+    /// kind, which the signature rules out and with which the call does nothing.
+    pub(crate) fn width(args: &[ExternArg]) -> Option<u16> {
+        match &args[2] {
+            ExternArg::Sized(_, width) | ExternArg::Out(_, width) => Some(*width),
+            _ => None,
+        }
+    }
+
+    /// Ends a call whose condition held and whose fields' checksum came to `c`: compares it,
+    /// cut to the width of `checksum` (the call's third argument, whose kind [`Self::width`]
+    /// has checked), with that checksum, or writes it there.
+    pub(crate) fn conclude(checksum: &ExternArg, m: &mut dyn Machine, c: u64) {
+        match checksum {
+            ExternArg::Sized(given, width) if u128::from(c) & mask(*width) != m.value(given) => {
+                let error = m.program().std_meta.checksum_error;
+                m.slots()[error as usize] = 1;
+            }
+            ExternArg::Out(..) => store(m, checksum, u128::from(c)),
+            _ => {}
+        }
+    }
+}
+
 impl Extern for Checksum {
     fn signature(&self) -> &'static Signature {
         self.signature
     }
 
+    fn checksum(&self) -> Option<&Checksum> {
+        Some(self)
+    }
+
     fn execute(&self, args: &[ExternArg], m: &mut dyn Machine) -> Result<(), u128> {
-        let width = match &args[2] {
-            ExternArg::Sized(_, width) | ExternArg::Out(_, width) => *width,
-            _ => return Ok(()),
-        };
-        if value(m, &args[0]) == 0 {
+        if Self::width(args).is_none() || value(m, &args[0]) == 0 {
             return Ok(());
         }
         let c = m.checksum(fields(&args[1]), expr(&args[3]), self.payload);
-        let c = u128::from(c) & mask(width);
-        if let ExternArg::Sized(given, _) = &args[2] {
-            if c != m.value(given) {
-                let error = m.program().std_meta.checksum_error;
-                m.slots()[error as usize] = 1;
-            }
-        } else {
-            store(m, &args[2], c);
-        }
+        Self::conclude(&args[2], m, c);
         Ok(())
     }
 }

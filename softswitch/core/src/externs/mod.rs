@@ -24,7 +24,7 @@
 //! nothing.
 
 mod assert;
-mod checksum;
+pub(crate) mod checksum;
 mod clone;
 pub(crate) mod counter;
 mod digest;
@@ -276,6 +276,11 @@ pub(crate) trait Extern: Sync {
     /// Runs one call whose arguments follow the signature's parameters; `Err` is a parser error
     /// code that rejects the packet.
     fn execute(&self, args: &[ExternArg], m: &mut dyn Machine) -> Result<(), u128>;
+    /// The checksum verification or update it is, if it is one: the compiled path computes
+    /// its field list itself ([`crate::compiled`]) and hands the result to it.
+    fn checksum(&self) -> Option<&checksum::Checksum> {
+        None
+    }
 }
 
 /// Every registered extern: an [`ExternId`] is an index into it.
