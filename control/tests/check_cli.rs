@@ -410,3 +410,52 @@ fn fix_writes_hosts_configs_beside_the_originals() {
     assert_eq!(report["errors"], 0, "{report:#}");
     assert_eq!(report["warnings"], 0, "{report:#}");
 }
+
+/// `--fix` refuses, before it writes anything, host configs whose copies would be ambiguous or
+/// land on an input: one file given for two hosts, a file whose copy is another given file,
+/// two files whose copies are one (`h11.toml` and `h11.conf`).
+#[test]
+fn fix_refuses_host_copies_that_collide_and_writes_nothing() {
+    let dir = TempDir::new("lossless-check", "fix-collide");
+    dir.copy_files(&topologies().join("leaf-spine"));
+    let topology = dir.0.join("topology.json");
+    let slow = "pfc.watchdog_ignore = false\npfc.link_speed_bps = \"1g\"\n";
+    for name in ["h.toml", "h.fixed.toml", "h11.toml", "h11.conf"] {
+        std::fs::write(dir.0.join(name), slow).unwrap();
+    }
+    let given = |pairs: &[(&str, &str)]| -> Vec<String> {
+        pairs
+            .iter()
+            .flat_map(|(host, file)| {
+                [
+                    "--host-config".to_owned(),
+                    format!("{host}={}", dir.0.join(file).display()),
+                ]
+            })
+            .collect()
+    };
+    for (pairs, says) in [
+        (
+            &[("h11", "h.toml"), ("h12", "h.toml")][..],
+            "given for several hosts",
+        ),
+        (
+            &[("h12", "h.toml"), ("h11", "h.fixed.toml")][..],
+            "which is given too",
+        ),
+        (
+            &[("h11", "h11.toml"), ("h12", "h11.conf")][..],
+            "to one file",
+        ),
+    ] {
+        let before: Vec<_> = std::fs::read_dir(&dir.0).unwrap().collect();
+        let mut args = vec![topology.to_str().unwrap().to_owned(), "--fix".to_owned()];
+        args.extend(given(pairs));
+        let out = check(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{pairs:?}: {stderr}");
+        assert!(stderr.contains(says), "{pairs:?}: {stderr}");
+        let after: Vec<_> = std::fs::read_dir(&dir.0).unwrap().collect();
+        assert_eq!(after.len(), before.len(), "{pairs:?}: nothing written");
+    }
+}

@@ -6,7 +6,7 @@
 use anyhow::{bail, Context as _};
 use toml_edit::{DocumentMut, Item, Table, TableLike, Value};
 
-use crate::config::{read_config_file, HostConfig};
+use crate::config::HostConfig;
 
 /// Which configuration of a file the keys go into.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -21,7 +21,9 @@ pub enum Target<'a> {
 /// `text` (a config file's TOML, within [`crate::config::MAX_CONFIG_BYTES`]) with each
 /// `(KEY, VALUE)` of `settings` set in `target`: keys checked as `lossless host set` checks
 /// them, an existing key's value replaced in place (its comments kept), a new key added as a
-/// dotted key of its table.
+/// dotted key of its table. The new text is parsed back as the config it is (an agent's, or a
+/// host's) and refused if it would not be one: a shape this cannot edit (profiles written as
+/// an inline table, interfaces as an inline array) is an error, never a broken copy.
 pub fn set_keys(
     text: &str,
     target: Target,
@@ -45,18 +47,13 @@ pub fn set_keys(
     for (key, value) in settings {
         set(table, key, value)?;
     }
-    Ok(doc.to_string())
-}
-
-/// Reads the config file at `path` (within the size limit), sets `settings` in `target` and
-/// returns the new text.
-pub fn set_keys_in_file(
-    path: &std::path::Path,
-    target: Target,
-    settings: &[(String, String)],
-) -> anyhow::Result<String> {
-    let text = read_config_file(path)?;
-    set_keys(&text, target, settings).with_context(|| format!("in {}", path.display()))
+    let edited = doc.to_string();
+    match target {
+        Target::Host => HostConfig::from_toml(&edited).map(drop),
+        Target::AgentInterface(_) => crate::agent::AgentConfig::from_toml(&edited).map(drop),
+    }
+    .context("the edited config would not read back (write its tables as [table] headers)")?;
+    Ok(edited)
 }
 
 /// The profile table of the agent's interface `name`, made (and named on the interface) when
@@ -74,6 +71,21 @@ fn profile_of<'d>(doc: &'d mut DocumentMut, name: &str) -> anyhow::Result<&'d mu
         Some(p) => p.to_owned(),
         None => {
             let made = format!("{name}-fixed");
+            let taken = doc
+                .get("profiles")
+                .and_then(Item::as_table_like)
+                .is_some_and(|p| p.contains_key(&made));
+            if taken {
+                bail!("{name} has no profile and one named {made} exists already");
+            }
+            let interface = doc
+                .get_mut("interfaces")
+                .and_then(Item::as_array_of_tables_mut)
+                .and_then(|a| {
+                    a.iter_mut()
+                        .find(|t| t.get("name").and_then(Item::as_str) == Some(name))
+                })
+                .expect("found above");
             interface.insert("profile", toml_edit::value(made.clone()));
             made
         }
@@ -216,5 +228,28 @@ mod tests {
         )
         .is_err());
         assert!(set_keys("", Target::AgentInterface("eth9"), &[]).is_err());
+    }
+
+    /// Shapes the edit cannot keep valid are errors, never a copy that names a profile it
+    /// lacks or takes over another's: profiles as an inline table, interfaces as an inline
+    /// array, a profile already called IFACE-fixed.
+    #[test]
+    fn agent_files_it_cannot_edit_are_refused() {
+        let watchdog = keys(&[("pfc.watchdog_ms", "100")]);
+        for (text, interface) in [
+            (
+                "profiles = { roce = { pfc.watchdog_ms = 50 } }\n[[interfaces]]\nname = \"eth1\"\n",
+                "eth1",
+            ),
+            ("interfaces = [{ name = \"eth0\" }]\n", "eth0"),
+            (
+                "[profiles.eth0-fixed]\npfc.watchdog_ignore = true\n\n[[interfaces]]\nname = \"eth0\"\n",
+                "eth0",
+            ),
+        ] {
+            AgentConfig::from_toml(text).unwrap();
+            let edited = set_keys(text, Target::AgentInterface(interface), &watchdog);
+            assert!(edited.is_err(), "{text}: {edited:?}");
+        }
     }
 }

@@ -282,7 +282,7 @@ fn victim(name: &str, topology: &Path) -> Run {
     let env = [
         ("HOSTS", "h1 h2 h3 h4"),
         ("BOTTLENECK_PPS", "61"),
-        ("IDLE", "2s"),
+        ("IDLE", "5s"),
         ("INCAST_RATE", "6000000"),
         ("VICTIM_RATE", "1000000"),
         ("LOSSY", lossy.as_str()),

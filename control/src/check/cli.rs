@@ -9,7 +9,7 @@ use std::{
     process::ExitCode,
 };
 
-use anyhow::Context as _;
+use anyhow::{bail, Context as _};
 
 use check::{
     fabric::{Fabric, LinkDefaults},
@@ -315,6 +315,8 @@ fn fix(
         }
         changed.extend(now);
     }
+    // The hosts' copies, made (and refused) before anything is written.
+    let host_copies = host_copies(&fabric, &host_files, &host_from, assumptions)?;
     let fixed_name = |path: &Path| fixed_beside(path, "json");
     let mut written = Vec::new();
     let mut renamed = BTreeMap::new();
@@ -343,36 +345,8 @@ fn fix(
         std::fs::write(&to, text + "\n").with_context(|| format!("writing {}", to.display()))?;
         written.push(to);
     }
-    // The host keys, per file and interface (a file for every host takes each key's last
-    // value; the check after says what one value did not fix).
-    let mut keys: BTreeMap<usize, BTreeMap<String, BTreeMap<String, String>>> = BTreeMap::new();
-    for s in check::check(&fabric, assumptions)
-        .iter()
-        .flat_map(|f| &f.settings)
-    {
-        if let Some(file) = host_from.get(s.host).copied().flatten() {
-            keys.entry(file)
-                .or_default()
-                .entry(s.interface.clone())
-                .or_default()
-                .insert(s.key.clone(), s.value.clone());
-        }
-    }
     let mut given = args.host_config.clone();
-    for (&file, interfaces) in &keys {
-        let HostFile { path, agent } = &host_files[file];
-        let mut text = read_config_file(path)?;
-        for (interface, keys) in interfaces {
-            let target = if *agent {
-                Target::AgentInterface(interface)
-            } else {
-                Target::Host
-            };
-            let keys: Vec<(String, String)> = keys.clone().into_iter().collect();
-            text =
-                set_keys(&text, target, &keys).with_context(|| format!("in {}", path.display()))?;
-        }
-        let to = fixed_beside(path, "toml");
+    for (file, to, text) in host_copies {
         std::fs::write(&to, text).with_context(|| format!("writing {}", to.display()))?;
         given[file] = match given[file].split_once('=') {
             Some((host, _)) => format!("{host}={}", to.display()),
@@ -388,6 +362,82 @@ fn fix(
         errors_left: count(Severity::Error),
         warnings_left: count(Severity::Warning),
     })
+}
+
+/// The host configs' fixed copies, `(file index, NAME.fixed.toml beside it, text)`: the host
+/// keys that fix the fabric's findings, per file and interface (a file for every host takes
+/// each key's last value; the check after says what one value did not fix). Refused, before
+/// anything is written, where a file to fix is given for several hosts, a copy would land on
+/// one of the given files, or two files would share a copy.
+fn host_copies(
+    fabric: &Fabric,
+    host_files: &[HostFile],
+    host_from: &[Option<usize>],
+    assumptions: &Assumptions,
+) -> anyhow::Result<Vec<(usize, PathBuf, String)>> {
+    let mut keys: BTreeMap<usize, BTreeMap<String, BTreeMap<String, String>>> = BTreeMap::new();
+    for s in check::check(fabric, assumptions)
+        .iter()
+        .flat_map(|f| &f.settings)
+    {
+        if let Some(file) = host_from.get(s.host).copied().flatten() {
+            keys.entry(file)
+                .or_default()
+                .entry(s.interface.clone())
+                .or_default()
+                .insert(s.key.clone(), s.value.clone());
+        }
+    }
+    // Where a file is, whatever the path that named it.
+    let real = |path: &Path| -> PathBuf {
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        let dir = dir.unwrap_or(Path::new("."));
+        std::fs::canonicalize(dir)
+            .unwrap_or_else(|_| dir.to_path_buf())
+            .join(path.file_name().unwrap_or_default())
+    };
+    let inputs: Vec<PathBuf> = host_files.iter().map(|f| real(&f.path)).collect();
+    let mut copies: Vec<(usize, PathBuf, String)> = Vec::new();
+    for (&file, interfaces) in &keys {
+        let HostFile { path, agent } = &host_files[file];
+        let to = fixed_beside(path, "toml");
+        if (0..inputs.len()).any(|other| other != file && inputs[other] == inputs[file]) {
+            bail!(
+                "--fix writes one copy per file, and {} is given for several hosts: give each \
+                 host its own file",
+                path.display()
+            );
+        }
+        if let Some(input) = inputs.iter().position(|i| *i == real(&to)) {
+            bail!(
+                "--fix would write {}'s copy over {}, which is given too: rename one",
+                path.display(),
+                host_files[input].path.display()
+            );
+        }
+        if let Some((other, _, _)) = copies.iter().find(|(_, t, _)| real(t) == real(&to)) {
+            bail!(
+                "--fix would write the copies of {} and {} to one file, {}: give each host its \
+                 own file",
+                host_files[*other].path.display(),
+                path.display(),
+                to.display()
+            );
+        }
+        let mut text = read_config_file(path)?;
+        for (interface, keys) in interfaces {
+            let target = if *agent {
+                Target::AgentInterface(interface)
+            } else {
+                Target::Host
+            };
+            let keys: Vec<(String, String)> = keys.clone().into_iter().collect();
+            text = set_keys(&text, target, &keys)
+                .with_context(|| format!("fixing {}", path.display()))?;
+        }
+        copies.push((file, to, text));
+    }
+    Ok(copies)
 }
 
 /// `NAME.fixed.EXT` beside `path` (`NAME.*`).
