@@ -59,6 +59,12 @@ pub fn set_keys(
 /// The profile table of the agent's interface `name`, made (and named on the interface) when
 /// it has none.
 fn profile_of<'d>(doc: &'d mut DocumentMut, name: &str) -> anyhow::Result<&'d mut dyn TableLike> {
+    // The profile made for an interface without one, unless that name is taken already.
+    let made = format!("{name}-fixed");
+    let made_taken = doc
+        .get("profiles")
+        .and_then(Item::as_table_like)
+        .is_some_and(|p| p.contains_key(&made));
     let interface = doc
         .get_mut("interfaces")
         .and_then(Item::as_array_of_tables_mut)
@@ -69,23 +75,8 @@ fn profile_of<'d>(doc: &'d mut DocumentMut, name: &str) -> anyhow::Result<&'d mu
         .with_context(|| format!("no [[interfaces]] named {name}"))?;
     let profile = match interface.get("profile").and_then(Item::as_str) {
         Some(p) => p.to_owned(),
+        None if made_taken => bail!("{name} has no profile and one named {made} exists already"),
         None => {
-            let made = format!("{name}-fixed");
-            let taken = doc
-                .get("profiles")
-                .and_then(Item::as_table_like)
-                .is_some_and(|p| p.contains_key(&made));
-            if taken {
-                bail!("{name} has no profile and one named {made} exists already");
-            }
-            let interface = doc
-                .get_mut("interfaces")
-                .and_then(Item::as_array_of_tables_mut)
-                .and_then(|a| {
-                    a.iter_mut()
-                        .find(|t| t.get("name").and_then(Item::as_str) == Some(name))
-                })
-                .expect("found above");
             interface.insert("profile", toml_edit::value(made.clone()));
             made
         }
