@@ -1,6 +1,8 @@
-//! Committed STF files against their generators. An STF test's expected packets come from an
-//! independent Python generator (`generators/NAME.py` prints `NAME.stf`); the test run reads
-//! the committed output, and this check proves that output is still what the generator prints.
+//! Committed files against the Python generators that wrote them: STF files (an STF test's
+//! expected packets come from an independent generator, `generators/NAME.py` prints
+//! `NAME.stf`) and example fabrics (a folder's `make.py` writes its topology and runtime JSON).
+//! The tests read the committed output; these checks prove it is still what the generators
+//! write.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -55,6 +57,113 @@ pub fn assert_stfs_match_generators(test: &str, dir: &Path) {
         }
     }
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n\n"));
+}
+
+/// Runs every `make.py` below `root` (its folders and theirs, any depth) in a copy of `root`'s
+/// Python files, and asserts that each writes exactly the files committed in its folder (every
+/// file there but `.py` ones, subfolders included), byte for byte. A mismatch names the file and
+/// its first differing line, a file written but not committed or committed but not written.
+/// Skips by the [`crate::skip`] rule when the venv is missing.
+pub fn assert_fabrics_match_generators(test: &str, root: &Path) {
+    let Some(python) = venv_python_or_skip(test) else {
+        return;
+    };
+    let root = root
+        .canonicalize()
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()));
+    let copy = crate::TempDir::new("fabrics", test);
+    let mut makers = Vec::new();
+    for file in files_below(&root) {
+        let relative = file.strip_prefix(&root).expect("below the root");
+        if relative.extension().is_some_and(|e| e == "py") {
+            let to = copy.0.join(relative);
+            std::fs::create_dir_all(to.parent().expect("a folder")).expect("making a folder");
+            std::fs::copy(&file, &to).unwrap_or_else(|e| panic!("copying {}: {e}", shown(&file)));
+            if relative.file_name().is_some_and(|n| n == "make.py") {
+                makers.push(relative.parent().expect("a folder").to_path_buf());
+            }
+        }
+    }
+    assert!(!makers.is_empty(), "no make.py below {}", shown(&root));
+    let mut mismatches = Vec::new();
+    for folder in makers {
+        let (committed, scratch) = (root.join(&folder), copy.0.join(&folder));
+        let maker = committed.join("make.py");
+        let output = Command::new(&python)
+            .arg("make.py")
+            .current_dir(&scratch)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("running {}: {e}", shown(&maker)));
+        if !output.status.success() {
+            mismatches.push(format!(
+                "{} failed ({}):\n{}",
+                shown(&maker),
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim_end()
+            ));
+            continue;
+        }
+        let outputs = |dir: &Path| -> Vec<PathBuf> {
+            files_below(dir)
+                .into_iter()
+                .filter(|f| f.extension().is_none_or(|e| e != "py"))
+                .map(|f| f.strip_prefix(dir).expect("below the folder").to_path_buf())
+                .collect()
+        };
+        let (kept, written) = (outputs(&committed), outputs(&scratch));
+        for file in kept.iter().filter(|f| !written.contains(f)) {
+            mismatches.push(format!(
+                "{} is committed but {} does not write it",
+                shown(&committed.join(file)),
+                shown(&maker)
+            ));
+        }
+        for file in &written {
+            let ours = committed.join(file);
+            let Ok(old) = std::fs::read(&ours) else {
+                mismatches.push(format!(
+                    "{} writes {}, which is not committed",
+                    shown(&maker),
+                    shown(&ours)
+                ));
+                continue;
+            };
+            let new = std::fs::read(scratch.join(file)).expect("reading what make.py wrote");
+            if let Some(difference) = first_difference(&old, &new) {
+                mismatches.push(format!(
+                    "{} is not what {} writes: {difference}\nregenerate it: cd {} && python3 make.py",
+                    shown(&ours),
+                    shown(&maker),
+                    shown(&committed)
+                ));
+            }
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n\n"));
+}
+
+/// Every file below `dir`, any depth, sorted; `__pycache__` folders are passed over.
+fn files_below(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in
+            std::fs::read_dir(&folder).unwrap_or_else(|e| panic!("{}: {e}", shown(&folder)))
+        {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n != "__pycache__") {
+                    folders.push(path);
+                }
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
 }
 
 /// The generators of `dir`, sorted: `generators/NAME.py` with `NAME.stf` in `dir`. Panics on a

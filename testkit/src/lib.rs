@@ -2,7 +2,8 @@
 //! makes (scapy, the tests' independent encoder and decoder), the skip rule for tests that need
 //! something a developer's machine may lack (with the record of skips that `cargo xtask test`
 //! sums up, [`skipped`]), tshark (the second independent decoder) over a
-//! list of frames, the check that committed STF files are still what their generators print,
+//! list of frames, the checks that committed STF files and example fabrics are still what their
+//! generators write,
 //! and p4c and BMv2 ([`bmv2`]: the toolchain, the programs BMv2 runs and their p4c outputs,
 //! compiled once), and a lab PKI for the TLS tests ([`pki`]).
 //!
@@ -15,7 +16,7 @@ mod generated;
 pub mod pki;
 pub mod skipped;
 
-pub use generated::assert_stfs_match_generators;
+pub use generated::{assert_fabrics_match_generators, assert_stfs_match_generators};
 
 use std::path::{Path, PathBuf};
 
