@@ -2,7 +2,7 @@
 //! `.proto`, `proto/README.md`) with their tonic code, and a read-only telemetry server —
 //! Capabilities, Get and Subscribe (STREAM with SAMPLE, ON_CHANGE and TARGET_DEFINED, ONCE,
 //! POLL) — over any [`tree::CounterTree`], within written [`server::Limits`]. `lossless agent`
-//! serves its counters through it (softswitch does not serve gNMI). docs/telemetry.md.
+//! and softswitch serve their counters through it. docs/telemetry.md.
 
 pub mod path;
 pub mod server;

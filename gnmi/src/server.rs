@@ -765,11 +765,33 @@ pub async fn serve<T: CounterTree>(
     tree: Arc<T>,
     limits: Limits,
 ) -> Result<(), tonic::transport::Error> {
+    let incoming = tonic::transport::server::TcpIncoming::from(listener);
+    serve_with_incoming(incoming, tree, limits).await
+}
+
+/// Serves the gNMI service over `tree` on the connections `incoming` gives (TLS streams a
+/// server has accepted, say) until the task is dropped.
+pub async fn serve_with_incoming<T, I, IO, IE>(
+    incoming: I,
+    tree: Arc<T>,
+    limits: Limits,
+) -> Result<(), tonic::transport::Error>
+where
+    T: CounterTree,
+    I: tokio_stream::Stream<Item = Result<IO, IE>>,
+    IO: tokio::io::AsyncRead
+        + tokio::io::AsyncWrite
+        + tonic::transport::server::Connected
+        + Unpin
+        + Send
+        + 'static,
+    IE: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     tonic::transport::Server::builder()
         .http2_keepalive_interval(Some(limits.keepalive))
         .http2_keepalive_timeout(Some(limits.keepalive))
         .add_service(Service::new(tree, limits).into_server())
-        .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
+        .serve_with_incoming(incoming)
         .await
 }
 

@@ -86,7 +86,7 @@ pub struct Bmv2Args {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub dump_packet_data: usize,
     /// Target options (after `--`): --grpc-server-addr, --cpu-port, --priority-queues,
-    /// --drop-port, and softswitch's --state-budget and --thrift-addr.
+    /// --drop-port, and softswitch's --state-budget, --thrift-addr and --gnmi-addr.
     #[arg(last = true, allow_hyphen_values = true)]
     pub target: Vec<OsString>,
 }
@@ -131,6 +131,10 @@ pub struct TargetArgs {
     /// interface's port --thrift-port.
     #[arg(long, value_name = "ADDR")]
     pub thrift_addr: Option<SocketAddr>,
+    /// softswitch's: also serve the switch's counters over gNMI at this address (`softswitch
+    /// run --gnmi-addr`).
+    #[arg(long, value_name = "ADDR")]
+    pub gnmi_addr: Option<SocketAddr>,
 }
 
 impl TargetArgs {
@@ -252,6 +256,7 @@ pub fn options(
             pcap: args.pcap,
             port_io: softswitch_device::ports::PortIo::default(),
             thrift_addr: Some(thrift_addr),
+            gnmi_addr: target.gnmi_addr,
             state_budget: target.state_budget,
             // simple_switch's drop-in runs as simple_switch does: the interpreter.
             execution: softswitch_core::switch::Execution::Interpreted,

@@ -57,6 +57,11 @@ enum Command {
         /// 127.0.0.1:9090); off by default.
         #[arg(long, value_name = "ADDR")]
         thrift_addr: Option<std::net::SocketAddr>,
+        /// Also serve the switch's counters over gNMI (Capabilities, Get, Subscribe) at this
+        /// address (e.g. 127.0.0.1:57400), over TLS when P4Runtime is; off by default
+        /// (docs/telemetry.md).
+        #[arg(long, value_name = "ADDR")]
+        gnmi_addr: Option<std::net::SocketAddr>,
         /// The most memory what controllers write may take (entries and their metadata, groups,
         /// sessions; estimated): bytes, or with KiB, MiB, GiB or TiB. Writes past it are refused
         /// (RESOURCE_EXHAUSTED).
@@ -211,6 +216,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             cpu_port,
             port_io,
             thrift_addr,
+            gnmi_addr,
             state_budget,
             execution,
             dump_packet_data,
@@ -235,6 +241,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 pcap: None,
                 port_io,
                 thrift_addr,
+                gnmi_addr,
                 state_budget,
                 execution,
                 dump_packet_data: crate::dump::PacketData(dump_packet_data),

@@ -12,6 +12,7 @@ use crate::pcap::Capture;
 use crate::taps::{self, Tapped};
 use softswitch_core::switch::Execution;
 use softswitch_device::ports::{self, PortSpec};
+use softswitch_server::gnmi::{self, PortCounters};
 use softswitch_server::pipeline::Compiled;
 use softswitch_server::tls::{Tls, TlsFiles};
 use softswitch_server::Device;
@@ -35,6 +36,8 @@ pub struct RunOptions {
     pub port_io: ports::PortIo,
     /// Where to serve BMv2's runtime Thrift services (`--thrift-port`), if anywhere.
     pub thrift_addr: Option<SocketAddr>,
+    /// Where to serve gNMI (`--gnmi-addr`), if anywhere.
+    pub gnmi_addr: Option<SocketAddr>,
     /// How many bytes of each frame received and sent to log at info level (BMv2's
     /// `--dump-packet-data`; 0 logs none).
     pub dump_packet_data: PacketData,
@@ -138,20 +141,26 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
             None => None,
         });
     }
+    // Per port: what it counts for gNMI, when asked for.
+    let counters: Vec<Option<Arc<PortCounters>>> = attached
+        .iter()
+        .map(|_| options.gnmi_addr.map(|_| Arc::default()))
+        .collect();
     let port_ios: Vec<String> = attached
         .iter()
         .map(|p| format!("{}@{} {}", p.spec().port, p.spec().iface, p.io()))
         .collect();
     let transmitters = attached
         .iter_mut()
-        .zip(&captures)
-        .map(|(p, capture)| {
+        .zip(captures.iter().zip(&counters))
+        .map(|(p, (capture, counters))| {
             let tx = p.transmitter().expect("taken once");
             let port = p.spec().port;
             let output = capture.as_ref().map(|(_, out)| out.clone());
+            let counted = counters.clone();
             (
                 port,
-                Tapped::wrap(tx, port, options.dump_packet_data, output),
+                Tapped::wrap(tx, port, options.dump_packet_data, output, counted),
             )
         })
         .collect();
@@ -185,13 +194,27 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         softswitch_server::thrift::serve(listener, services)
             .context("starting the Thrift server")?;
     }
+    if let Some(addr) = options.gnmi_addr {
+        let ports = attached
+            .iter()
+            .zip(&counters)
+            .filter_map(|(p, counters)| {
+                Some(gnmi::Port {
+                    port: p.spec().port,
+                    iface: p.spec().iface.clone(),
+                    counters: counters.clone()?,
+                })
+            })
+            .collect();
+        serve_gnmi(&runtime, addr, &device, ports, tls.clone())?;
+    }
     let running = Arc::new(AtomicBool::new(true));
     let receivers: Vec<_> = attached
         .into_iter()
-        .zip(captures)
-        .map(|(p, capture)| {
+        .zip(captures.into_iter().zip(counters))
+        .map(|(p, (capture, counters))| {
             let input = capture.map(|(input, _)| input);
-            let tap = taps::received(p.spec().port, options.dump_packet_data, input);
+            let tap = taps::received(p.spec().port, options.dump_packet_data, input, counters);
             p.spawn_receiver(device.engine.clone(), running.clone(), tap)
         })
         .collect();
@@ -234,6 +257,37 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
     drop(device);
     eprintln!("softswitch: stopped");
     served
+}
+
+/// Binds `addr` and serves gNMI there over `device`'s counters and `ports`', on `runtime` until
+/// it is dropped: bound before the switch says it is up, so that a client started on that line
+/// finds it; over TLS when the P4Runtime server has it.
+fn serve_gnmi(
+    runtime: &tokio::runtime::Runtime,
+    addr: SocketAddr,
+    device: &Device,
+    ports: Vec<gnmi::Port>,
+    tls: Option<Arc<Tls>>,
+) -> anyhow::Result<()> {
+    let listener =
+        std::net::TcpListener::bind(addr).with_context(|| format!("binding {addr} (gNMI)"))?;
+    listener.set_nonblocking(true)?;
+    let bound = listener.local_addr()?;
+    let listener = {
+        let _entered = runtime.enter();
+        tokio::net::TcpListener::from_std(listener)?
+    };
+    eprintln!(
+        "softswitch: gNMI on {bound}{}",
+        if tls.is_some() { " over TLS" } else { "" }
+    );
+    let tree = gnmi::SwitchTree::new(device.engine.clone(), ports);
+    runtime.spawn(async move {
+        if let Err(e) = gnmi::serve(listener, tree, tls).await {
+            eprintln!("softswitch: gNMI server: {e}");
+        }
+    });
+    Ok(())
 }
 
 /// How long the switch, once told to stop, waits for its gRPC clients to end their calls: a

@@ -1,18 +1,27 @@
 //! What softswitch shows of each frame a port receives and sends: the `--dump-packet-data`
-//! log lines ([`PacketData`]) and the `--pcap` captures ([`Capture`]), both taken where BMv2's
-//! device manager takes them, on the port's receive thread ([`received`]) and in its
-//! transmitter ([`Tapped`]).
+//! log lines ([`PacketData`]), the `--pcap` captures ([`Capture`]) and the `--gnmi-addr`
+//! counters ([`PortCounters`]), all taken where BMv2's device manager takes them, on the port's
+//! receive thread ([`received`]) and in its transmitter ([`Tapped`]).
+
+use std::sync::Arc;
 
 use softswitch_device::engine::Transmit;
 use softswitch_device::ports;
 
+use softswitch_server::gnmi::PortCounters;
+
 use crate::dump::PacketData;
 use crate::pcap::Capture;
 
-/// What sees each frame port `port` receives: its log line and its capture (`input`), or
-/// `None` when neither is asked for.
-pub fn received(port: u16, data: PacketData, input: Option<Capture>) -> Option<ports::Tap> {
-    if data == PacketData(0) && input.is_none() {
+/// What sees each frame port `port` receives: its log line, its capture (`input`) and its
+/// count (`counters`), or `None` when none is asked for.
+pub fn received(
+    port: u16,
+    data: PacketData,
+    input: Option<Capture>,
+    counters: Option<Arc<PortCounters>>,
+) -> Option<ports::Tap> {
+    if data == PacketData(0) && input.is_none() && counters.is_none() {
         return None;
     }
     Some(Box::new(move |frame: &[u8]| {
@@ -20,10 +29,14 @@ pub fn received(port: u16, data: PacketData, input: Option<Capture>) -> Option<p
         if let Some(input) = &input {
             input.record(frame);
         }
+        if let Some(counters) = &counters {
+            counters.received(frame.len());
+        }
     }))
 }
 
-/// A port's transmitter that logs each frame it is given and records each frame it sent.
+/// A port's transmitter that logs each frame it is given, records each frame it sent, and
+/// counts both.
 pub struct Tapped {
     /// The port's own transmitter.
     inner: Box<dyn Transmit>,
@@ -33,6 +46,8 @@ pub struct Tapped {
     data: PacketData,
     /// Where the frames it sends go, if anywhere.
     output: Option<Capture>,
+    /// What counts them, if anything.
+    counters: Option<Arc<PortCounters>>,
 }
 
 impl Tapped {
@@ -42,8 +57,9 @@ impl Tapped {
         port: u16,
         data: PacketData,
         output: Option<Capture>,
+        counters: Option<Arc<PortCounters>>,
     ) -> Box<dyn Transmit> {
-        if data == PacketData(0) && output.is_none() {
+        if data == PacketData(0) && output.is_none() && counters.is_none() {
             return inner;
         }
         Box::new(Tapped {
@@ -51,6 +67,7 @@ impl Tapped {
             port,
             data,
             output,
+            counters,
         })
     }
 }
@@ -61,6 +78,9 @@ impl Transmit for Tapped {
         let sent = self.inner.send(frame);
         if let (Ok(()), Some(output)) = (&sent, &self.output) {
             output.record(frame);
+        }
+        if let Some(counters) = &self.counters {
+            counters.sent(frame.len(), sent.is_ok());
         }
         sent
     }
@@ -98,7 +118,7 @@ mod tests {
         let dir = Dir::new("softswitch", "taps-output");
         let path = dir.0.join("veth1_out.pcap");
         let capture = Capture::create(&path).unwrap();
-        let mut tx = Tapped::wrap(Box::new(Port), 1, PacketData(16), Some(capture));
+        let mut tx = Tapped::wrap(Box::new(Port), 1, PacketData(16), Some(capture), None);
         assert!(tx.send(&[1, 2, 3]).is_ok());
         assert!(tx.send(&[0xff, 0]).is_err());
         assert!(tx.send(&[4, 5]).is_ok());
@@ -111,8 +131,26 @@ mod tests {
     }
 
     #[test]
+    fn the_port_counters_count_frames_sent_and_refused_apart() {
+        let counters = Arc::new(PortCounters::default());
+        let mut tx = Tapped::wrap(
+            Box::new(Port),
+            1,
+            PacketData(0),
+            None,
+            Some(counters.clone()),
+        );
+        assert!(tx.send(&[1, 2, 3]).is_ok());
+        assert!(tx.send(&[0xff, 0]).is_err());
+        let mut rx = received(1, PacketData(0), None, Some(counters.clone())).unwrap();
+        rx(&[0; 60]);
+        assert_eq!(format!("{counters:?}"), "PortCounters { in_frames: 1, in_octets: 60, out_frames: 1, out_octets: 3, out_errors: 1 }");
+    }
+
+    #[test]
     fn nothing_asked_for_taps_nothing() {
-        assert!(received(1, PacketData(0), None).is_none());
-        assert!(received(1, PacketData(8), None).is_some());
+        assert!(received(1, PacketData(0), None, None).is_none());
+        assert!(received(1, PacketData(8), None, None).is_some());
+        assert!(received(1, PacketData(0), None, Some(Arc::default())).is_some());
     }
 }

@@ -1,17 +1,27 @@
-"""A real gNMI client for the tests of `lossless agent`'s gNMI server: pygnmi's (from PyPI) own
-generated gnmi_pb2 and stub decode what the agent sends, and each value is reported with the type
-its encoding gave it, so that an encoding regression shows.
+"""A real gNMI client for the tests of the gNMI servers of `lossless agent` and softswitch:
+pygnmi's (from PyPI) own generated gnmi_pb2 and stub decode what the server sends, and each value
+is reported with the type its encoding gave it, so that an encoding regression shows.
 
-    gnmi_client.py HOST PORT IFACE requests   Capabilities, Get, ONCE and POLL; one JSON object
-    gnmi_client.py HOST PORT IFACE stream     a STREAM subscription (SAMPLE of the interface's
-                                              in-pkts, ON_CHANGE of its priority 3 PFC pauses);
-                                              one JSON line per response, until killed
+    gnmi_client.py HOST PORT IFACE requests   Capabilities, Get, ONCE and POLL of the agent's
+                                              paths; one JSON object
+    gnmi_client.py HOST PORT IFACE get PATH.. Capabilities, then a Get (JSON) of each PATH: its
+                                              leaves, or its error; one JSON object
+    gnmi_client.py HOST PORT IFACE stream [PATH..]
+                                              a STREAM subscription: SAMPLE of the interface's
+                                              in-pkts, ON_CHANGE of each PATH (default: the
+                                              agent's priority 3 PFC pauses); one JSON line per
+                                              response, until killed
     gnmi_client.py HOST PORT IFACE refused    requests past the server's limits; their errors
 
 Every call has a deadline (TIMEOUT), so a server that stops answering fails the client.
+
+Over TLS when GNMI_CA names the CA file the server's certificate chains to, with the client
+certificate GNMI_CERT and its key GNMI_KEY if set; a server the client cannot reach (a refused
+handshake) prints {"unreachable": "..."}.
 """
 
 import json
+import os
 import queue
 import re
 import sys
@@ -135,20 +145,26 @@ def requests(stub):
     return out
 
 
-def stream(stub):
+def get(stub, paths):
+    capabilities = stub.Capabilities(gnmi_pb2.CapabilityRequest(), timeout=TIMEOUT)
+    out = {"capabilities": json_format.MessageToDict(capabilities, preserving_proto_field_name=True), "get": {}}
+    for text_path in paths:
+        try:
+            got = stub.Get(gnmi_pb2.GetRequest(path=[path(text_path)], encoding=gnmi_pb2.JSON), timeout=TIMEOUT)
+            found = {}
+            for notification in got.notification:
+                found.update(leaves(notification))
+            out["get"][text_path] = found
+        except grpc.RpcError as error:
+            out["get"][text_path] = status(error)
+    return out
+
+
+def stream(stub, on_change):
+    subscriptions = [{"path": path(IN_PKTS), "mode": gnmi_pb2.SAMPLE, "sample_interval": 200_000_000}]
+    subscriptions += [{"path": path(p), "mode": gnmi_pb2.ON_CHANGE} for p in on_change or [PAUSES]]
     responses = stub.Subscribe(
-        iter(
-            [
-                subscribe_request(
-                    gnmi_pb2.SubscriptionList.STREAM,
-                    gnmi_pb2.JSON_IETF,
-                    [
-                        {"path": path(IN_PKTS), "mode": gnmi_pb2.SAMPLE, "sample_interval": 200_000_000},
-                        {"path": path(PAUSES), "mode": gnmi_pb2.ON_CHANGE},
-                    ],
-                )
-            ]
-        )
+        iter([subscribe_request(gnmi_pb2.SubscriptionList.STREAM, gnmi_pb2.JSON_IETF, subscriptions)])
     )
     for response in responses:
         if response.sync_response:
@@ -172,13 +188,30 @@ def refused(stub):
     return errors
 
 
-with grpc.insecure_channel(f"{HOST}:{PORT}") as channel:
-    grpc.channel_ready_future(channel).result(timeout=TIMEOUT)
+def open_channel():
+    if "GNMI_CA" not in os.environ:
+        return grpc.insecure_channel(f"{HOST}:{PORT}")
+
+    def read(name):
+        return open(os.environ[name], "rb").read() if os.environ.get(name) else None
+
+    credentials = grpc.ssl_channel_credentials(read("GNMI_CA"), read("GNMI_KEY"), read("GNMI_CERT"))
+    return grpc.secure_channel(f"{HOST}:{PORT}", credentials)
+
+
+with open_channel() as channel:
+    try:
+        grpc.channel_ready_future(channel).result(timeout=TIMEOUT)
+    except grpc.FutureTimeoutError:
+        print(json.dumps({"unreachable": f"no connection within {TIMEOUT}s"}))
+        sys.exit(0)
     stub = gNMIStub(channel)
     if WHAT == "requests":
         print(json.dumps(requests(stub)))
+    elif WHAT == "get":
+        print(json.dumps(get(stub, sys.argv[5:])))
     elif WHAT == "stream":
-        stream(stub)
+        stream(stub, sys.argv[5:])
     elif WHAT == "refused":
         print(json.dumps(refused(stub)))
     else:

@@ -8,6 +8,7 @@
 pub mod bed;
 pub mod capture;
 pub mod craft;
+pub mod gnmi;
 pub mod htsim;
 pub mod lab;
 pub mod load;

@@ -10,12 +10,9 @@
 //! so its port meets no other test's.
 
 use std::{
-    io::{BufRead as _, BufReader},
-    path::PathBuf,
-    process::{Child, Command, Stdio},
     sync::{
         atomic::{AtomicBool, Ordering},
-        mpsc, Arc,
+        Arc,
     },
     time::{Duration, Instant},
 };
@@ -23,14 +20,12 @@ use std::{
 use lossless_tests::{
     bed::{by_priority, privileged, Link, Running, TEST_MAC},
     craft::scapy_frame,
+    gnmi::{self, counter, pygnmi_or_skip, Stream, DEADLINE},
 };
-use serde_json::Value;
 use sysutil::netns::{unique_name, Namespace};
 
 const HOST: &str = "127.0.0.1";
 const PORT: &str = "57400";
-/// How long an update may take to come.
-const DEADLINE: Duration = Duration::from_secs(30);
 
 /// Removes what the agent leaves pinned, even when the test fails.
 struct Detach<'a>(&'a Namespace, String);
@@ -39,84 +34,6 @@ impl Drop for Detach<'_> {
     fn drop(&mut self) {
         let _ = Link::lossless(self.0, &["host", "detach", &self.1]);
     }
-}
-
-/// A client process, killed on drop.
-struct Client(Child);
-
-impl Drop for Client {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn client_script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("interop/gnmi_client.py")
-}
-
-/// Runs the client's one-shot `what` in `ns` and parses its JSON; a client still running after
-/// [`DEADLINE`] is killed and the test fails.
-fn client(ns: &Namespace, python: &PathBuf, iface: &str, what: &str) -> Value {
-    let child = ns
-        .command(python)
-        .arg(client_script())
-        .args([HOST, PORT, iface, what])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let (send, done) = mpsc::channel();
-    std::thread::spawn(move || send.send(child.wait_with_output()));
-    let out = match done.recv_timeout(DEADLINE) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            // The waiting thread still owns the child, so it is killed by its id.
-            // SAFETY: kill(2) with a pid this test started and has not reaped yet.
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-            let out = done.recv().unwrap().unwrap();
-            panic!(
-                "gnmi_client.py {what} still running after {DEADLINE:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-    };
-    assert!(
-        out.status.success(),
-        "gnmi_client.py {what}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(text.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("gnmi_client.py {what} printed no JSON ({e}): {text}"))
-}
-
-/// The counter of a leaf the client reported, which must come as `kind` (a `TypedValue` field)
-/// holding what that encoding writes: JSON_IETF a string (RFC 7951's uint64), JSON a number,
-/// PROTO a `uint_val`.
-fn counter(leaf: &Value, kind: &str) -> u64 {
-    assert_eq!(leaf["kind"], kind, "{leaf}");
-    let value = &leaf["value"];
-    match kind {
-        "json_ietf_val" => value.as_str().and_then(|v| v.parse().ok()),
-        _ => value.as_u64(),
-    }
-    .unwrap_or_else(|| panic!("{kind} holds no counter: {leaf}"))
-}
-
-/// Whether pygnmi imports in the venv; else the skip rule.
-fn pygnmi_or_skip(test: &str) -> Option<PathBuf> {
-    let python = testkit::venv_python_or_skip(test)?;
-    let imports = Command::new(&python)
-        .args(["-c", "import pygnmi.spec.v080.gnmi_pb2_grpc"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !imports {
-        testkit::skip(test, "needs pygnmi in the venv (cargo xtask setup)");
-        return None;
-    }
-    Some(python)
 }
 
 #[test]
@@ -153,7 +70,7 @@ fn pygnmi_streams_samples_and_a_pause_on_change_from_the_agent() {
     agent.wait_for(&format!("{rx}: attached"));
 
     // Capabilities, Get, ONCE, POLL.
-    let answers = client(ns, &python, &rx, "requests");
+    let answers = gnmi::client(ns, &python, &[HOST, PORT, &rx, "requests"]);
     let capabilities = &answers["capabilities"];
     assert_eq!(capabilities["gNMI_version"], "0.10.0", "{capabilities}");
     let models: Vec<&str> = capabilities["supported_models"]
@@ -213,7 +130,7 @@ fn pygnmi_streams_samples_and_a_pause_on_change_from_the_agent() {
     }
 
     // Limits.
-    let refused = client(ns, &python, &rx, "refused");
+    let refused = gnmi::client(ns, &python, &[HOST, PORT, &rx, "refused"]);
     for (name, limit) in [
         ("too_fast", "shorter than the 100ms allowed"),
         ("too_many", "more than the 64 allowed"),
@@ -227,28 +144,8 @@ fn pygnmi_streams_samples_and_a_pause_on_change_from_the_agent() {
     }
 
     // STREAM: SAMPLE of in-pkts every 200 ms, ON_CHANGE of priority 3's pauses.
-    let mut stream = Client(
-        ns.command(&python)
-            .arg(client_script())
-            .args([HOST, PORT, &rx, "stream"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let (send, lines) = mpsc::channel::<Value>();
-    let stdout = stream.0.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if send.send(serde_json::from_str(&line).unwrap()).is_err() {
-                return;
-            }
-        }
-    });
-    let next = || {
-        lines
-            .recv_timeout(DEADLINE)
-            .expect("an update from the STREAM subscription")
-    };
+    let stream = Stream::start(ns, &python, &[HOST, PORT, &rx, "stream"]);
+    let next = || stream.next();
     let first = next();
     let pauses = format!(
         "interfaces/interface[name={rx}]/pfc/priority[index=3]/state/pause-frames-received"

@@ -5,7 +5,8 @@
 //! notifications); [`entities`] translates P4Runtime entities, [`packetio`] packet I/O and
 //! digest data, [`digests`] digest lists, [`idle`] idle-timeout notifications, [`pipeline`]
 //! device configs, [`p4info`] a program's P4Info. [`thrift`] serves BMv2's runtime Thrift
-//! services (`simple_switch_CLI`) over the same engine; [`tls`] the gRPC services' TLS;
+//! services (`simple_switch_CLI`) over the same engine; [`gnmi`] its counters over gNMI;
+//! [`tls`] the gRPC services' TLS;
 //! [`audit`] the audit trail of the control writes of both.
 #![forbid(unsafe_code)]
 
@@ -15,6 +16,7 @@ pub mod bytes;
 pub mod digests;
 pub mod engine;
 pub mod entities;
+pub mod gnmi;
 pub mod idle;
 pub mod p4info;
 pub mod p4rt;
