@@ -343,6 +343,17 @@ impl Switch {
         }
     }
 
+    /// Runs the program as `other` does. When both run the same program (the same `Arc`: a
+    /// simulated fabric's switches), a compiled `other` shares its compiled form rather than
+    /// compiling it again; otherwise this is [`Switch::set_execution`] with `other`'s.
+    pub fn set_execution_as(&mut self, other: &Switch) {
+        if Arc::ptr_eq(&self.program, &other.program) {
+            self.compiled.clone_from(&other.compiled);
+        } else {
+            self.set_execution(other.execution());
+        }
+    }
+
     /// How the program runs.
     pub fn execution(&self) -> Execution {
         match self.compiled {
