@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use p4values::runtime_json::RuntimeConfig;
+use softswitch_core::compiled::Fallback;
 use softswitch_core::ir::Program;
+pub use softswitch_core::switch::Execution;
 
 use crate::event::{Event, EventQueue, FlowId, LinkId, NodeId};
 use crate::flows::{FlowError, FlowSpec, Flows};
@@ -145,6 +147,8 @@ pub struct Simulation {
     /// Mixed into every UDP source port drawn.
     sport_seed: u64,
     failures: Vec<Failure>,
+    /// How the switches run their program ([`Simulation::set_execution`]).
+    execution: Execution,
     started: bool,
     /// When the last frame arrived or finished leaving.
     last_frame: Ps,
@@ -167,9 +171,62 @@ fn source_port_seed_mix(seed: u64) -> u64 {
 }
 
 impl Simulation {
-    /// An empty fabric at time 0.
+    /// An empty fabric at time 0, its switches running their program compiled.
     pub fn new() -> Self {
-        Self::default()
+        Simulation {
+            execution: Execution::Compiled,
+            ..Self::default()
+        }
+    }
+
+    /// Chooses how every switch, those added so far and those added later, runs its program:
+    /// compiled (the default: the same outputs as the interpreter, which the differential
+    /// tests check, at a lower cost) or interpreted (the reference). The switches that run
+    /// one program (one `Arc`) share one compiled form of it.
+    pub fn set_execution(&mut self, execution: Execution) {
+        self.execution = execution;
+        for node in 0..self.nodes.len() {
+            self.apply_execution(node);
+        }
+    }
+
+    /// How the switches run their program.
+    pub fn execution(&self) -> Execution {
+        self.execution
+    }
+
+    /// The blocks of the switches' programs that run interpreted although the switches run
+    /// compiled, with why (one list per program; none when they run interpreted).
+    pub fn compile_fallbacks(&self) -> Vec<Fallback> {
+        let mut seen: Vec<&Program> = Vec::new();
+        let mut fallbacks = Vec::new();
+        for node in &self.nodes {
+            let Node::Switch(s) = node else { continue };
+            if !seen.iter().any(|p| std::ptr::eq(*p, s.core.program())) {
+                seen.push(s.core.program());
+                fallbacks.extend_from_slice(s.core.compile_fallbacks());
+            }
+        }
+        fallbacks
+    }
+
+    /// Makes switch `node` (if it is one) run its program as [`Simulation::set_execution`]
+    /// chose, sharing the compiled form of the nearest switch before it that runs the same
+    /// program (those before it already run as chosen).
+    fn apply_execution(&mut self, node: usize) {
+        let execution = self.execution;
+        let (before, rest) = self.nodes.split_at_mut(node);
+        let Some(Node::Switch(switch)) = rest.first_mut() else {
+            return;
+        };
+        let same = before.iter().rev().find_map(|n| match n {
+            Node::Switch(s) if std::ptr::eq(s.core.program(), switch.core.program()) => Some(s),
+            _ => None,
+        });
+        match same {
+            Some(s) => switch.core.set_execution_as(&s.core),
+            None => switch.core.set_execution(execution),
+        }
     }
 
     /// Gives every QP its own UDP source port (RoCE NICs that hash the QP number into it);
@@ -186,7 +243,7 @@ impl Simulation {
     }
 
     /// Adds a switch running `program` (shared, not copied, by the switches given the same
-    /// `Arc`) with a shared buffer of `buffer_bytes`.
+    /// `Arc`, as is its compiled form) with a shared buffer of `buffer_bytes`.
     pub fn add_switch(
         &mut self,
         name: impl Into<String>,
@@ -198,6 +255,7 @@ impl Simulation {
             program,
             buffer_bytes,
         ))));
+        self.apply_execution(self.nodes.len() - 1);
         (self.nodes.len() - 1) as NodeId
     }
 

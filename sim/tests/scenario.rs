@@ -6,9 +6,11 @@
 
 mod common;
 
-use sim::report::summarise;
+use sim::report::{summarise, FlowRow, Summary};
 use sim::scenario::{build, CongestionControl, Scenario};
-use sim::simulation::RunEnd;
+use sim::simulation::{Execution, Node, RunEnd, Simulation};
+use softswitch_core::runtime::CellIndex;
+use softswitch_core::table::CounterCell;
 
 fn scenario(topology: &str, workload: &[&str]) -> Scenario {
     Scenario {
@@ -219,4 +221,83 @@ fn the_example_ring_crosses_pods_at_every_step() {
     for (id, flow, _) in flows.iter() {
         assert_ne!(pod(flow.src), pod(flow.dst), "flow {id} stays in its pod");
     }
+}
+
+/// Every cell of every counter and register of every switch, and each switch's drops: what
+/// the program kept over a run.
+fn program_state(sim: &Simulation) -> Vec<(String, String, Vec<String>)> {
+    let mut state = Vec::new();
+    for node in sim.nodes() {
+        let Node::Switch(s) = node else { continue };
+        state.push((
+            s.name.clone(),
+            "drops".to_string(),
+            vec![format!("{:?}", s.core.drops())],
+        ));
+        for (id, instance) in s.core.program().instances.iter().enumerate() {
+            let cells =
+                |read: &dyn Fn(usize) -> Option<String>| (0..).map_while(read).collect::<Vec<_>>();
+            let mut values = cells(&|i| {
+                s.core
+                    .read_cell::<CounterCell>(id, CellIndex::Index(i))
+                    .ok()
+                    .map(|c| format!("{c:?}"))
+            });
+            values.extend(cells(&|i| {
+                s.core
+                    .read_cell::<u128>(id, CellIndex::Index(i))
+                    .ok()
+                    .map(|v| v.to_string())
+            }));
+            state.push((s.name.clone(), instance.name.clone(), values));
+        }
+    }
+    state
+}
+
+/// The run of `s` with every switch running lossless.p4 as `execution` says: its summary,
+/// its flows' times and the program's state at the end.
+fn run_as(
+    s: &Scenario,
+    execution: Execution,
+) -> (Summary, Vec<FlowRow>, Vec<(String, String, Vec<String>)>) {
+    let program = sim::program::lossless();
+    let mut built = build(s, &program, &workload::Sources::default(), 4 << 30)
+        .unwrap_or_else(|e| panic!("{e}"));
+    built.sim.set_execution(execution);
+    assert_eq!(built.sim.execution(), execution);
+    assert_eq!(
+        built.sim.compile_fallbacks(),
+        [],
+        "every block of lossless.p4 runs compiled"
+    );
+    let end = built.sim.run(built.time_limit, |_| true).unwrap();
+    let (summary, flows) = summarise(&built, end);
+    let state = program_state(&built.sim);
+    (summary, flows, state)
+}
+
+/// The simulator is deterministic, so lossless.p4 compiled and interpreted give the same run:
+/// every counter of the report and of the program, every flow's completion time. The incast
+/// pauses (PFC, the program's hold passes) and marks (ECN, CNPs), so that most of the program
+/// runs.
+#[test]
+fn the_compiled_program_runs_the_same_scenario_as_the_interpreter() {
+    let s = scenario(
+        "fat-tree:4,speed=100G,buffer=1MB",
+        &["incast:senders=8,size=1MB"],
+    );
+    let (summary, flows, state) = run_as(&s, Execution::Compiled);
+    assert_invariants(&summary);
+    assert!(
+        summary.pfc.pauses_sent > 0 && summary.ecn.marked > 0,
+        "the incast pauses and marks: {:?} {:?}",
+        summary.pfc,
+        summary.ecn
+    );
+    assert_eq!(flows.len(), 8);
+    let interpreted = run_as(&s, Execution::Interpreted);
+    assert_eq!(summary, interpreted.0, "the report");
+    assert_eq!(flows, interpreted.1, "the flows' times");
+    assert_eq!(state, interpreted.2, "the program's counters and registers");
 }

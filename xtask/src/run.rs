@@ -259,10 +259,25 @@ pub fn bench_softswitch() -> anyhow::Result<()> {
     Cmd::new(build_bench("bench-softswitch", "softswitch", "softswitch")?).run()
 }
 
-/// `lossless sim` against htsim (`LOSSLESS_HTSIM`, else PATH) on the same fat-trees and
-/// connection matrices, both as child processes of bench-sim, with the ratios of their CPU
-/// time, packet-hops per CPU second and peak memory (no root needed).
+/// softswitch's compiled / interpreted factor on lossless.p4 (the `interpreter` bench's
+/// `lossless`), then bench-sim: `lossless sim` with lossless.p4 compiled against interpreted,
+/// packet-hops per CPU second and their factor, to read beside the first; then `lossless sim`
+/// against htsim (`LOSSLESS_HTSIM`, else PATH) on the same fat-trees and connection matrices,
+/// both as child processes, with the ratios of their CPU time, packet-hops per CPU second and
+/// peak memory (no root needed).
 pub fn bench_sim() -> anyhow::Result<()> {
+    cargo()
+        .args([
+            "bench",
+            "--locked",
+            "-p",
+            "softswitch-core",
+            "--bench",
+            "interpreter",
+            "--",
+            "lossless",
+        ])
+        .run()?;
     Cmd::new(build_bench("bench-sim", "lossless", "lossless")?).run()
 }
 

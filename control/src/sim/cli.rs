@@ -158,6 +158,25 @@ pub enum SourcePortsArg {
     PerQp,
 }
 
+/// `--execution`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExecutionArg {
+    /// The program compiled once at load into closures, shared by every switch.
+    Compiled,
+    /// The program's IR walked by the interpreter (the reference).
+    Interpreted,
+}
+
+impl ExecutionArg {
+    /// The switches' execution it names.
+    pub fn execution(self) -> sim::simulation::Execution {
+        match self {
+            ExecutionArg::Compiled => sim::simulation::Execution::Compiled,
+            ExecutionArg::Interpreted => sim::simulation::Execution::Interpreted,
+        }
+    }
+}
+
 /// `lossless sim run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -172,6 +191,10 @@ pub struct RunArgs {
     /// lossless.p4's tables.
     #[arg(long, value_name = "FILE")]
     pub program: Option<PathBuf>,
+    /// How the switches run the program: compiled, or by the interpreter (the reference;
+    /// the same results, at a higher cost).
+    #[arg(long, value_enum, default_value = "compiled")]
+    pub execution: ExecutionArg,
     /// Where to write summary.json, the CSVs and the plots.
     #[arg(long, default_value = "sim-output")]
     pub out: PathBuf,

@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use sim::program::Program;
 use sim::report::summarise;
 use sim::scenario::{build, Scenario};
+use sim::simulation::Execution;
 use topology::Policy;
 
 use super::cli::RunArgs;
@@ -67,11 +68,13 @@ pub fn program(file: Option<&Path>) -> anyhow::Result<Program> {
     }
 }
 
-/// Runs `scenario` with `program`, writes its outputs into `out`, and returns its record;
-/// `label` names it on the progress line.
+/// Runs `scenario` with `program`, run as `execution` says, writes its outputs into `out`, and
+/// returns its record; `label` names it on the progress line. The blocks of the program that
+/// run interpreted although it runs compiled are named on standard error.
 pub fn run_one(
     scenario: &Scenario,
     program: &Program,
+    execution: Execution,
     memory: u64,
     out: &Path,
     stop: &StopFlag,
@@ -79,6 +82,10 @@ pub fn run_one(
 ) -> anyhow::Result<Record> {
     let sources = workload::Sources::from_env();
     let mut built = build(scenario, program, &sources, memory)?;
+    built.sim.set_execution(execution);
+    for fallback in built.sim.compile_fallbacks() {
+        eprintln!("{label}: {fallback}");
+    }
     let progress = terminal::redraws(&std::io::stderr());
     let (wall, cpu) = (Instant::now(), thread_cpu_time());
     let mut last = Instant::now();
@@ -143,7 +150,8 @@ pub fn run(args: &RunArgs, stop: &StopFlag) -> anyhow::Result<()> {
         } else {
             args.out.clone()
         };
-        let record = run_one(&s, &program, memory, &out, stop, policy.name())
+        let execution = args.execution.execution();
+        let record = run_one(&s, &program, execution, memory, &out, stop, policy.name())
             .with_context(|| format!("policy {policy}"))?;
         records.push(record);
         if stop.is_stopped() {

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 use serde::{Deserialize, Serialize};
 use sim::scenario::Scenario;
+use sim::simulation::Execution;
 use sim::simulation::RunEnd;
 
 use super::cli::{set_key, PointArgs, SweepArgs};
@@ -710,7 +711,16 @@ pub fn point(args: &PointArgs, stop: &StopFlag) -> anyhow::Result<()> {
     let done = point_dir(&dir, index);
     let partial = done.join("run.partial");
     let _ = std::fs::remove_dir_all(&partial);
-    let record = run_one(&point.scenario, &program, memory, &partial, stop, &label)?;
+    // A sweep's points run the program compiled, `lossless sim run`'s default.
+    let record = run_one(
+        &point.scenario,
+        &program,
+        Execution::Compiled,
+        memory,
+        &partial,
+        stop,
+        &label,
+    )?;
     if record.summary.end == RunEnd::Stopped {
         bail!(
             "point {index} ({label}) stopped before its end; what it had is in {}, not counted",

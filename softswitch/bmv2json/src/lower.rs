@@ -86,6 +86,8 @@ pub fn lower(root: &Value) -> Result<Loaded> {
         header_bits: l.layout.header_bits.clone(),
         std_meta: l.layout.std_meta,
         user_meta: l.layout.user_meta,
+        // BMv2 keeps locals in its metadata, which it zeroes for each packet: so does the switch.
+        locals: Vec::new(),
         field_lists: l.program_field_lists,
         parser,
         subparsers: Vec::new(),

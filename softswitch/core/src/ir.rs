@@ -897,6 +897,10 @@ pub struct Program {
     pub std_meta: StandardMetadata,
     /// The range of user metadata slots `(start, len)`.
     pub user_meta: (Slot, u32),
+    /// The slots of the program's local variables `(start, len)`, each zeroed by a statement
+    /// where it is declared, before the program can read it: a packet's slots need not start
+    /// zeroed there. The switch zeroes every other slot for each packet.
+    pub locals: Vec<(Slot, u32)>,
     /// The slots each preserved field list keeps, by id (one per `@field_list(N)` index used,
     /// one per data argument of a deprecated `clone3`, `resubmit` or `recirculate`).
     pub field_lists: Vec<Vec<Slot>>,
@@ -921,6 +925,31 @@ pub struct Program {
 }
 
 impl Program {
+    /// The slot ranges a packet starts with zeroed: all of `0..slots` but the
+    /// [locals](Program::locals), which the program zeroes itself where it declares them;
+    /// sorted, disjoint, not adjacent.
+    pub fn packet_state(&self) -> Vec<std::ops::Range<usize>> {
+        let end = self.slots as usize;
+        let mut locals: Vec<(usize, usize)> = self
+            .locals
+            .iter()
+            .map(|&(s, n)| (s as usize, (s as usize).saturating_add(n as usize)))
+            .collect();
+        locals.sort_unstable();
+        let mut state = Vec::new();
+        let mut from = 0;
+        for (start, stop) in locals {
+            if start.min(end) > from {
+                state.push(from..start.min(end));
+            }
+            from = from.max(stop);
+        }
+        if end > from {
+            state.push(from..end);
+        }
+        state
+    }
+
     /// The code of parser error `name` (0 if the program has none of that name).
     pub(crate) fn error_code(&self, name: &str) -> u128 {
         self.errors.iter().position(|e| e == name).unwrap_or(0) as u128

@@ -57,6 +57,42 @@ impl<T> Buffers<T> {
     }
 }
 
+/// Slot buffers kept for reuse as the last packet left them, so that the next packet clears
+/// only the slots it must ([`crate::ir::Program::packet_state`]) rather than all of them.
+#[derive(Debug, Default)]
+pub(crate) struct Slots {
+    kept: Vec<Vec<u128>>,
+}
+
+impl Slots {
+    /// A buffer of `len` slots, zeroed in the ranges of `zeroed`: a kept one of that length
+    /// (its other slots hold what a packet left there) if there is one, else a new one, zeroed
+    /// whole.
+    pub fn take(&mut self, len: usize, zeroed: &[std::ops::Range<usize>]) -> Vec<u128> {
+        match self.kept.pop() {
+            Some(mut slots) if slots.len() == len => {
+                for r in zeroed {
+                    slots[r.clone()].fill(0);
+                }
+                slots
+            }
+            Some(mut slots) => {
+                slots.clear();
+                slots.resize(len, 0);
+                slots
+            }
+            None => vec![0; len],
+        }
+    }
+
+    /// Keeps `slots` (as they are) for reuse, if it holds an allocation.
+    pub fn keep(&mut self, slots: Vec<u128>) {
+        if self.kept.len() < KEPT && slots.capacity() > 0 {
+            self.kept.push(slots);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,7 @@ use crate::interp::Exec;
 use crate::ir::{self, block, Program, Slot};
 use crate::mirroring::MirroringSessions;
 use crate::pre::ReplicationEngine;
-use crate::spares::{Buffers, Shared};
+use crate::spares::{Buffers, Shared, Slots};
 use crate::state::State;
 use crate::tm::{Dequeued, Refusal, TrafficManager};
 use crate::trace::{Level, PacketId, PacketTrace, TraceSink, Tracer};
@@ -250,7 +250,9 @@ pub struct Switch {
     /// What the packet path reuses rather than allocating ([`crate::spares`]): slots, the
     /// shared bytes and lineages of packets, the buffers frames arrive in (the deparser's
     /// next outputs).
-    spare_slots: Buffers<u128>,
+    spare_slots: Slots,
+    /// The slots each packet starts with zeroed ([`Program::packet_state`]).
+    packet_state: Vec<std::ops::Range<usize>>,
     spare_frames: Shared<Vec<u8>>,
     spare_lineages: Shared<Lineage>,
     spare_buffers: Buffers<u8>,
@@ -274,6 +276,7 @@ impl Switch {
     pub fn new(program: impl Into<Arc<Program>>, clock: Clock) -> Self {
         let program = program.into();
         let state = State::new(&program);
+        let packet_state = program.packet_state();
         Switch {
             program,
             compiled: None,
@@ -283,7 +286,8 @@ impl Switch {
             mirroring: MirroringSessions::default(),
             pre: ReplicationEngine::default(),
             pending: VecDeque::new(),
-            spare_slots: Buffers::default(),
+            spare_slots: Slots::default(),
+            packet_state,
             spare_frames: Shared::default(),
             spare_lineages: Shared::default(),
             spare_buffers: Buffers::default(),
@@ -340,6 +344,17 @@ impl Switch {
             Execution::Compiled => {
                 self.compiled = Some(Arc::new(compiled::compile(&self.program, max_block_nodes)));
             }
+        }
+    }
+
+    /// Runs the program as `other` does. When both run the same program (the same `Arc`: a
+    /// simulated fabric's switches), a compiled `other` shares its compiled form rather than
+    /// compiling it again; otherwise this is [`Switch::set_execution`] with `other`'s.
+    pub fn set_execution_as(&mut self, other: &Switch) {
+        if Arc::ptr_eq(&self.program, &other.program) {
+            self.compiled.clone_from(&other.compiled);
+        } else {
+            self.set_execution(other.execution());
         }
     }
 
@@ -615,9 +630,9 @@ impl Switch {
     ) -> (Vec<u128>, usize, Effects) {
         let now = self.now_us();
         let sm = self.program.std_meta;
-        let mut slots = self.spare_slots.take();
-        slots.clear();
-        slots.resize(self.program.slots as usize, 0);
+        let mut slots = self
+            .spare_slots
+            .take(self.program.slots as usize, &self.packet_state);
         // BMv2 sets the ingress port and timestamp when a packet arrives from a port; it resets
         // all metadata of a resubmitted or recirculated packet, which so starts with 0 in both.
         // An I2E clone is parsed again with the ingress port (behavioral-model#1175).

@@ -21,7 +21,17 @@
 //! (ours is under 1/[`HTSIM_CPU_FACTOR`] of htsim's). Without it a 1,024-host AllReduce keeps
 //! htsim busy for hours, and the aim (ours within 2× of htsim's CPU time) is decided anyway.
 //!
-//! `--hosts 128` runs only the fabrics of that many hosts.
+//! First, before htsim: the same scenario on our simulator with lossless.p4 compiled and
+//! interpreted (`lossless sim run --execution`), [`EXECUTION_ROUNDS`] rounds alternating which
+//! runs first, each a child process; packet-hops per CPU second of the simulation (the run's
+//! own thread CPU time, without building the fabric) of each, and the factor compiled /
+//! interpreted. Both must move the same packet-hops and events (the simulator is
+//! deterministic). `cargo xtask bench sim` runs softswitch's own compiled / interpreted factor
+//! on lossless.p4 (the `interpreter` bench) just before, in the same run: the simulator's
+//! factor is to be read beside it.
+//!
+//! `--hosts 128` runs only the fabrics of that many hosts; `--execution-only` stops after the
+//! compiled / interpreted comparison (no htsim needed).
 
 use std::io::{BufReader, Read as _};
 use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
@@ -46,6 +56,12 @@ const END_US: u64 = 1_000_000;
 const HTSIM_CPU_FACTOR: u64 = 2;
 /// htsim's CPU-time limit is never below this, seconds.
 const HTSIM_MIN_CPU_SECONDS: u64 = 60;
+/// The compiled / interpreted comparison's scenario: a permutation of 2 MB flows on a 128-host
+/// fat-tree at 100 Gb/s, DCQCN (a few seconds of CPU each way).
+const EXECUTION_TOPOLOGY: &str = "fat-tree:8,speed=100G";
+const EXECUTION_WORKLOAD: &str = "permutation:size=2MB";
+/// Rounds of the compiled / interpreted comparison, each running both.
+const EXECUTION_ROUNDS: usize = 3;
 
 /// One scenario of the benchmark.
 struct Case {
@@ -335,6 +351,117 @@ fn matrix_flows(side: &SideBySide) -> anyhow::Result<Vec<workload::Flow>> {
     Ok(workload::expand(&w, &endpoints, side.seed)?.flows)
 }
 
+/// One run of our simulator on `scenario` (a file) with `--execution execution`: its record
+/// and its process's usage.
+fn ours_as(
+    lossless: &Path,
+    scenario: &Path,
+    execution: &str,
+    out: &Path,
+) -> anyhow::Result<(Record, Usage)> {
+    let mut command = Command::new(lossless);
+    command
+        .args(["sim", "run"])
+        .arg(scenario)
+        .args(["--execution", execution, "--json", "--out"])
+        .arg(out);
+    let (Ended::Finished(mut records), usage) = measured(command, None, |out| {
+        let records: Vec<Record> =
+            serde_json::from_reader(BufReader::new(out)).context("lossless sim run's JSON")?;
+        Ok(records)
+    })?
+    else {
+        unreachable!("ours runs without a CPU-time limit");
+    };
+    anyhow::ensure!(
+        records.len() == 1,
+        "lossless sim run reported {} runs, not one",
+        records.len()
+    );
+    let record = records.remove(0);
+    let s = &record.summary;
+    anyhow::ensure!(
+        s.end == sim::simulation::RunEnd::Idle && s.flows.completed == s.flows.total,
+        "{execution}: finished {} of {} flows (the run ended {:?})",
+        s.flows.completed,
+        s.flows.total,
+        s.end
+    );
+    Ok((record, usage))
+}
+
+/// Our simulator with lossless.p4 compiled against interpreted, on one scenario in
+/// [`EXECUTION_ROUNDS`] rounds alternating which goes first: packet-hops per CPU second of the
+/// run (median, slowest and fastest round) of each, and the factor.
+fn execution(lossless: &Path, dir: &Path) -> anyhow::Result<()> {
+    let scenario = sim::scenario::Scenario {
+        topology: EXECUTION_TOPOLOGY.into(),
+        workload: vec![EXECUTION_WORKLOAD.into()],
+        tuning: Default::default(),
+        hosts: Default::default(),
+        failures: Vec::new(),
+        seed: SEED,
+        time: "1s".into(),
+    };
+    let file = dir.join("execution.toml");
+    std::fs::write(&file, toml::to_string(&scenario)?)
+        .with_context(|| format!("writing {}", file.display()))?;
+    println!(
+        "lossless sim, {EXECUTION_TOPOLOGY} {EXECUTION_WORKLOAD}, lossless.p4 compiled and \
+         interpreted, {EXECUTION_ROUNDS} rounds alternating which runs first:"
+    );
+    println!(
+        "{:<6} {:<12} {:>9} {:>9} {:>13} {:>13}",
+        "round", "execution", "CPU s", "run s", "packet-hops", "hops/CPU s"
+    );
+    let sides = ["interpreted", "compiled"];
+    let mut rates: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    let mut seen: Option<(u64, u64)> = None;
+    for round in 0..EXECUTION_ROUNDS {
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for side in order {
+            let (record, usage) = ours_as(lossless, &file, sides[side], &dir.join(sides[side]))?;
+            let s = &record.summary;
+            let moved = (s.packet_hops, s.events);
+            anyhow::ensure!(
+                seen.is_none_or(|m| m == moved),
+                "{}: {} packet-hops and {} events, not {:?} as before: the runs differ",
+                sides[side],
+                s.packet_hops,
+                s.events,
+                seen
+            );
+            seen = Some(moved);
+            let rate = s.packet_hops as f64 / record.cpu_seconds;
+            rates[side].push(rate);
+            println!(
+                "{:<6} {:<12} {:>9.2} {:>9.2} {:>13} {:>13.0}",
+                round + 1,
+                sides[side],
+                usage.cpu_seconds,
+                record.cpu_seconds,
+                s.packet_hops,
+                rate
+            );
+        }
+    }
+    let spread = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (v[0], v[v.len() / 2], v[v.len() - 1])
+    };
+    let (i_min, i, i_max) = spread(&mut rates[0]);
+    let (c_min, c, c_max) = spread(&mut rates[1]);
+    println!(
+        "hops/CPU s: interpreted {i:.0} ({i_min:.0}-{i_max:.0}), compiled {c:.0} \
+         ({c_min:.0}-{c_max:.0}); compiled / interpreted {:.2} ({:.2}-{:.2}), beside \
+         softswitch's own on lossless.p4 (the interpreter bench, above)",
+        c / i,
+        c_min / i_max,
+        c_max / i_min
+    );
+    Ok(())
+}
+
 fn print_header() {
     println!(
         "{:<18} {:<6} {:>9} {:>9} {:>13} {:>13} {:>9} {:>9} {:>8}",
@@ -411,16 +538,23 @@ fn print_stopped(case: &str, ours: &Figures, theirs: &Usage) {
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let hosts: Vec<u32> = match args.as_slice() {
-        [] => vec![128, 1024],
-        [flag, n] if flag == "--hosts" => vec![n.parse().context("--hosts N")?],
-        _ => anyhow::bail!("usage: bench-sim [--hosts N]"),
+    let usage = "usage: bench-sim [--hosts N | --execution-only]";
+    let hosts: Option<Vec<u32>> = match args.as_slice() {
+        [] => Some(vec![128, 1024]),
+        [flag, n] if flag == "--hosts" => Some(vec![n.parse().context("--hosts N")?]),
+        [flag] if flag == "--execution-only" => None,
+        _ => anyhow::bail!("{usage}"),
     };
-    let htsim = htsim::find().map_err(|e| anyhow::anyhow!("{e}"))?;
     let lossless = lossless_tests::bed::lossless_bin();
     let dir = std::env::temp_dir().join(format!("lossless-bench-sim-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let result = bench(&htsim, &lossless, &dir, &hosts);
+    let result = execution(&lossless, &dir).and_then(|()| match hosts {
+        Some(hosts) => {
+            let htsim = htsim::find().map_err(|e| anyhow::anyhow!("{e}"))?;
+            bench(&htsim, &lossless, &dir, &hosts)
+        }
+        None => Ok(()),
+    });
     let _ = std::fs::remove_dir_all(&dir);
     result
 }

@@ -54,10 +54,9 @@ impl<'a> Checker<'a> {
                 return fail(l.ty.span(), "a loop variable cannot have this type");
             }
             let var = c.alloc(&ty, l.var.span)?;
-            let mut out = vec![Stmt::Zero {
-                start: var,
-                len: c.types.size(&ty),
-            }];
+            let len = c.types.size(&ty);
+            c.locals.push((var, len));
+            let mut out = vec![Stmt::Zero { start: var, len }];
             // The collection is read before the variable is declared: it cannot name it.
             let (setup, iteration) = match &l.collection {
                 ForCollection::Range(lo, hi) => return c.for_range(l, ty, var, lo, hi, out),

@@ -125,6 +125,8 @@ struct Checker<'a> {
     types: Types,
     scopes: Vec<HashMap<String, Sym<'a>>>,
     next_slot: Slot,
+    /// The slots of local variables, zeroed where they are declared ([`ir::Program::locals`]).
+    locals: Vec<(Slot, u32)>,
     layouts: Vec<Vec<ir::FieldLayout>>,
     errors: Vec<String>,
     /// Each error's code (its index in `errors`), by name.
@@ -1274,10 +1276,9 @@ impl<'a> Checker<'a> {
             return fail(v.ty.span(), "a variable cannot have this type");
         }
         let slot = self.alloc(&ty, v.name.span)?;
-        let mut out = vec![ir::Stmt::Zero {
-            start: slot,
-            len: self.types.size(&ty),
-        }];
+        let len = self.types.size(&ty);
+        self.locals.push((slot, len));
+        let mut out = vec![ir::Stmt::Zero { start: slot, len }];
         let init = match &v.init {
             Some(init) => self.assign_to(self.storage(slot, ty.clone()), init),
             None => Ok(Vec::new()),
@@ -1449,6 +1450,7 @@ impl<'a> Checker<'a> {
             header_layouts: self.layouts,
             std_meta,
             user_meta,
+            locals: std::mem::take(&mut self.locals),
             field_lists: self.field_lists,
             parser: parser_ir,
             subparsers: self.subparsers,
