@@ -1131,7 +1131,12 @@ mod tests {
         let b = m.bursts;
         // Over 4 packets from the 4th arrival until the 3rd departure leaves 3.
         assert_eq!(
-            (b.microbursts, b.longer, b.last_peak_packets, b.last_duration_us),
+            (
+                b.microbursts,
+                b.longer,
+                b.last_peak_packets,
+                b.last_duration_us
+            ),
             (3, 0, 6, 30)
         );
         assert_eq!((m.sojourn_us.total(), m.sojourn_us.max()), (18, 60));

@@ -38,9 +38,7 @@ fn state(switch: &Switch, port: u16, priority: u8) -> q::QueueState {
     let scheduling = switch.queue_scheduling(port);
     let rule = switch.queue_burst_rule(port, priority);
     let unmeasured = tm::QueueMeasures::new(rule);
-    let m = switch
-        .queue_measures(port, priority)
-        .unwrap_or(&unmeasured);
+    let m = switch.queue_measures(port, priority).unwrap_or(&unmeasured);
     let packets = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
     q::QueueState {
         port: u32::from(port),

@@ -230,8 +230,11 @@ impl QueueMeasures {
     /// `occupancy` (packets) as its peak.
     pub(crate) fn reset(&mut self, occupancy: usize, now_us: u64) {
         *self = QueueMeasures::new(self.rule);
-        self.bursts
-            .occupancy(u32::try_from(occupancy).unwrap_or(u32::MAX), self.rule, now_us);
+        self.bursts.occupancy(
+            u32::try_from(occupancy).unwrap_or(u32::MAX),
+            self.rule,
+            now_us,
+        );
     }
 
     /// Sets the burst rule; an episode under way is judged by the new one when it ends.
@@ -247,7 +250,10 @@ mod tests {
     #[test]
     fn sojourn_buckets_are_powers_of_two_of_microseconds() {
         let b = SojournHistogram::bucket;
-        assert_eq!([b(0), b(1), b(2), b(3), b(4), b(7), b(8)], [0, 1, 2, 2, 3, 3, 4]);
+        assert_eq!(
+            [b(0), b(1), b(2), b(3), b(4), b(7), b(8)],
+            [0, 1, 2, 2, 3, 3, 4]
+        );
         assert_eq!(b(1 << 29), 30);
         assert_eq!(b((1 << 30) - 1), 30);
         assert_eq!(b(1 << 30), 31);
@@ -268,7 +274,10 @@ mod tests {
             let i = b(v);
             assert!(i == last || i == last + 1, "{v}");
             let lower = OccupancyHistogram::lower_bound(i);
-            assert!(lower <= v && v - lower <= lower / 8, "{v} in bucket from {lower}");
+            assert!(
+                lower <= v && v - lower <= lower / 8,
+                "{v} in bucket from {lower}"
+            );
             last = i;
         }
         assert_eq!(last, OCCUPANCY_BUCKETS - 1);
@@ -303,7 +312,11 @@ mod tests {
             m.left(10, behind, t);
         }
         assert_eq!(
-            (m.bursts.microbursts, m.bursts.last_peak_packets, m.bursts.last_duration_us),
+            (
+                m.bursts.microbursts,
+                m.bursts.last_peak_packets,
+                m.bursts.last_duration_us
+            ),
             (1, 5, 48)
         );
         // Over the threshold for 200 µs: congestion, not a microburst.
