@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use sim::report::{FlowRow, QueueReport, Summary, SIZE_BUCKETS};
 use sim::scenario::{Built, Scenario};
 
-use crate::output::{draw_panels, write_file, write_summary, Line, Panel};
+use crate::output::{draw_panels, queue_percentiles, write_file, write_summary, Line, Panel};
 
 /// The switch queues printed per run: those with the longest sojourns.
 const PRINTED_QUEUES: usize = 8;
@@ -318,18 +318,20 @@ fn print_queues(r: &Record) {
         "queue", "packets", "sojourn_us", "occupancy", "bursts", "last_burst", "paused_us"
     );
     for q in queues.into_iter().take(PRINTED_QUEUES) {
+        let (sojourn, occupancy) = queue_percentiles(
+            [q.sojourn_p50_us, q.sojourn_p99_us, q.sojourn_max_us],
+            [
+                q.occupancy_p50_packets,
+                q.occupancy_p99_packets,
+                q.occupancy_max_packets,
+            ],
+        );
         println!(
             "{:<22} {:>10} {:>18} {:>16} {:>10} {:>12} {:>11.1}",
             format!("{}:{} prio {}", q.switch, q.port, q.priority),
             q.packets,
-            format!(
-                "{}/{}/{}",
-                q.sojourn_p50_us, q.sojourn_p99_us, q.sojourn_max_us
-            ),
-            format!(
-                "{}/{}/{}",
-                q.occupancy_p50_packets, q.occupancy_p99_packets, q.occupancy_max_packets
-            ),
+            sojourn,
+            occupancy,
             format!("{}+{}", q.microbursts, q.bursts_over_window),
             format!("{}@{}", q.last_burst_peak_packets, q.last_burst_duration_us),
             q.paused_us

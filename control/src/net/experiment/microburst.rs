@@ -400,6 +400,15 @@ fn table(o: &Outcome) -> String {
         "queue", "packets", "microbursts", "longer", "last_burst", "sojourn_us", "occupancy"
     ));
     for q in &o.queues {
+        let (sojourn, occupancy) = output::queue_percentiles(
+            [q.sojourn_p50_us, q.sojourn_p99_us, q.sojourn_max_us],
+            [
+                q.occupancy_p50_packets,
+                q.occupancy_p99_packets,
+                q.occupancy_max_packets,
+            ]
+            .map(u64::from),
+        );
         t.push_str(&format!(
             "{:<16} {:>8} {:>11} {:>10} {:>11} {:>18} {:>14}\n",
             format!("{}:{} prio {}", q.switch, q.port, q.priority),
@@ -410,14 +419,8 @@ fn table(o: &Outcome) -> String {
                 "{}@{}us",
                 q.last_burst_peak_packets, q.last_burst_duration_us
             ),
-            format!(
-                "{}/{}/{}",
-                q.sojourn_p50_us, q.sojourn_p99_us, q.sojourn_max_us
-            ),
-            format!(
-                "{}/{}/{}",
-                q.occupancy_p50_packets, q.occupancy_p99_packets, q.occupancy_max_packets
-            )
+            sojourn,
+            occupancy
         ));
     }
     if let Some(q) = o.queues.iter().max_by_key(|q| q.microbursts) {
