@@ -31,6 +31,13 @@ pub fn table_header(columns: &[&str], widths: &[usize]) -> String {
     cells.join(" ")
 }
 
+/// One switch queue's measures as the tables show them: `"p50/p99/max"` of its sojourn times
+/// (µs) and of its occupancy (packets).
+pub fn queue_percentiles(sojourn_us: [u64; 3], occupancy: [u64; 3]) -> (String, String) {
+    let cell = |[p50, p99, max]: [u64; 3]| format!("{p50}/{p99}/{max}");
+    (cell(sojourn_us), cell(occupancy))
+}
+
 /// Writes the file `name` in `out` (created if missing) with `body`.
 pub fn write_file(
     out: &Path,

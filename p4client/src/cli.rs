@@ -255,9 +255,21 @@ pub enum QueueCommand {
         /// --priority).
         #[arg(long, conflicts_with = "priority", value_parser = clap::value_parser!(u32).range(64..=1_048_576))]
         quantum: Option<u32>,
+        /// Microburst threshold in packets (the queue is in a burst at this occupancy or more).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        burst_threshold: Option<u32>,
+        /// Microburst window in µs (a burst back under the threshold within it is a
+        /// microburst).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        burst_window_us: Option<u64>,
+        /// Forget what the queues measured (sojourn times, occupancies, bursts).
+        #[arg(long)]
+        reset_measures: bool,
     },
-    /// Print every queue: depth, rate, packets in it now, scheduler (strict or dwrr:WEIGHT)
-    /// and the port's quantum.
+    /// Print every queue: depth, rate, packets in it now, scheduler (strict or dwrr:WEIGHT),
+    /// the port's quantum, drops, and what it measured: sojourn p50/p99/max (µs), occupancy
+    /// p50/p99/max (packets), microbursts (count, last peak and duration) by its rule
+    /// (threshold/window); --json adds the sojourn histogram's buckets.
     Show,
 }
 
@@ -682,6 +694,9 @@ async fn queue(target: Target, command: QueueCommand, json: bool) -> anyhow::Res
             dwrr,
             weight,
             quantum,
+            burst_threshold,
+            burst_window_us,
+            reset_measures,
         } => {
             let strict = (strict || dwrr).then_some(strict);
             if depth.is_none()
@@ -689,10 +704,13 @@ async fn queue(target: Target, command: QueueCommand, json: bool) -> anyhow::Res
                 && strict.is_none()
                 && weight.is_none()
                 && quantum.is_none()
+                && burst_threshold.is_none()
+                && burst_window_us.is_none()
+                && !reset_measures
             {
                 bail!(
                     "nothing to change: give --depth, --rate, --strict or --dwrr, --weight, \
-                     --quantum"
+                     --quantum, --burst-threshold, --burst-window-us or --reset-measures"
                 );
             }
             let request = SetQueueRequest {
@@ -704,6 +722,9 @@ async fn queue(target: Target, command: QueueCommand, json: bool) -> anyhow::Res
                 strict,
                 weight,
                 quantum_bytes: quantum,
+                burst_threshold_packets: burst_threshold,
+                burst_window_us,
+                reset_measures,
             };
             client.set_queue(request).await?
         }
@@ -722,12 +743,22 @@ fn queue_json(q: &QueueState) -> serde_json::Value {
     json!({"port": q.port, "priority": q.priority, "depth_packets": q.depth_packets,
            "rate_pps": q.rate_pps, "occupancy_packets": q.occupancy_packets,
            "strict": q.strict, "weight": q.weight, "quantum_bytes": q.quantum_bytes,
-           "dropped_packets": q.dropped_packets})
+           "dropped_packets": q.dropped_packets,
+           "sojourn_us_buckets": q.sojourn_us_buckets, "sojourn_p50_us": q.sojourn_p50_us,
+           "sojourn_p99_us": q.sojourn_p99_us, "sojourn_max_us": q.sojourn_max_us,
+           "occupancy_p50_packets": q.occupancy_p50_packets,
+           "occupancy_p99_packets": q.occupancy_p99_packets,
+           "occupancy_max_packets": q.occupancy_max_packets,
+           "burst_threshold_packets": q.burst_threshold_packets,
+           "burst_window_us": q.burst_window_us, "microbursts": q.microbursts,
+           "bursts_over_window": q.bursts_over_window,
+           "last_burst_peak_packets": q.last_burst_peak_packets,
+           "last_burst_duration_us": q.last_burst_duration_us, "in_burst": q.in_burst})
 }
 
 fn queue_table(queues: &[QueueState]) -> String {
     let mut out = format!(
-        "{:>6} {:>8} {:>14} {:>12} {:>10} {:>9} {:>14} {:>8}\n",
+        "{:>6} {:>8} {:>14} {:>12} {:>10} {:>9} {:>14} {:>8} {:>16} {:>14} {:>11} {:>10} {:>12}\n",
         "port",
         "priority",
         "depth_packets",
@@ -735,7 +766,12 @@ fn queue_table(queues: &[QueueState]) -> String {
         "occupancy",
         "scheduler",
         "quantum_bytes",
-        "dropped"
+        "dropped",
+        "sojourn_us",
+        "occupancy_pct",
+        "burst_rule",
+        "bursts",
+        "last_burst"
     );
     for q in queues {
         let rate = if q.rate_pps == 0 {
@@ -749,8 +785,21 @@ fn queue_table(queues: &[QueueState]) -> String {
         } else {
             format!("dwrr:{}", q.weight)
         };
+        // p50/p99/max; the rule as threshold/window µs; bursts as microbursts+longer ones;
+        // the last microburst as peak packets@duration µs.
+        let sojourn = format!(
+            "{}/{}/{}",
+            q.sojourn_p50_us, q.sojourn_p99_us, q.sojourn_max_us
+        );
+        let occupancy = format!(
+            "{}/{}/{}",
+            q.occupancy_p50_packets, q.occupancy_p99_packets, q.occupancy_max_packets
+        );
+        let rule = format!("{}/{}", q.burst_threshold_packets, q.burst_window_us);
+        let bursts = format!("{}+{}", q.microbursts, q.bursts_over_window);
+        let last = format!("{}@{}", q.last_burst_peak_packets, q.last_burst_duration_us);
         out.push_str(&format!(
-            "{:>6} {:>8} {:>14} {:>12} {:>10} {:>9} {:>14} {:>8}\n",
+            "{:>6} {:>8} {:>14} {:>12} {:>10} {:>9} {:>14} {:>8} {:>16} {:>14} {:>11} {:>10} {:>12}\n",
             q.port,
             q.priority,
             q.depth_packets,
@@ -758,7 +807,12 @@ fn queue_table(queues: &[QueueState]) -> String {
             q.occupancy_packets,
             scheduler,
             q.quantum_bytes,
-            q.dropped_packets
+            q.dropped_packets,
+            sojourn,
+            occupancy,
+            rule,
+            bursts,
+            last
         ));
     }
     out
@@ -952,13 +1006,41 @@ mod tests {
             weight: 3,
             quantum_bytes: 1500,
             dropped_packets: 7,
+            sojourn_p50_us: 15,
+            sojourn_p99_us: 31,
+            sojourn_max_us: 40,
+            occupancy_p50_packets: 1,
+            occupancy_p99_packets: 9,
+            occupancy_max_packets: 9,
+            burst_threshold_packets: 8,
+            burst_window_us: 500,
+            microbursts: 4,
+            bursts_over_window: 1,
+            last_burst_peak_packets: 10,
+            last_burst_duration_us: 120,
+            ..Default::default()
         }];
         let table = queue_table(&queues);
         let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
         assert_eq!(
             row,
-            ["1", "3", "64", "unlimited", "2", "dwrr:3", "1500", "7"]
+            [
+                "1",
+                "3",
+                "64",
+                "unlimited",
+                "2",
+                "dwrr:3",
+                "1500",
+                "7",
+                "15/31/40",
+                "1/9/9",
+                "8/500",
+                "4+1",
+                "10@120"
+            ]
         );
+        assert_eq!(queue_json(&queues[0])["microbursts"], 4);
         assert_eq!(queue_json(&queues[0])["depth_packets"], 64);
         assert_eq!(queue_json(&queues[0])["weight"], 3);
     }

@@ -2,7 +2,8 @@
 //! of the same flow alone on an idle path, HPCC's analysis) by flow-size bucket at p50, p95 and
 //! p99; each collective's iteration times with nccl-tests' algorithm and bus bandwidth; the
 //! uplinks' utilisation and imbalance per tier; PFC pauses and time paused; ECN marks; CNPs;
-//! drops by cause; queue-depth percentiles; and checks that lossless.p4's own counters agree
+//! drops by cause; queue-depth percentiles; each switch queue's sojourn times, occupancy,
+//! microbursts and time paused (as its traffic manager measured them); and checks that lossless.p4's own counters agree
 //! with the simulator's accounting. [`summarise`] makes the [`Summary`] (serialisable: it is
 //! `summary.json`); the CLI prints and plots it.
 
@@ -12,6 +13,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use softswitch_core::runtime::CellIndex;
 use softswitch_core::table::CounterCell;
+use softswitch_core::tm::PRIORITIES;
 use topology::fabric::End as FabricEnd;
 
 use crate::event::NodeId;
@@ -219,6 +221,45 @@ pub struct TransportReport {
     pub out_of_order: u64,
 }
 
+/// One switch queue (a port's priority), as the switch's traffic manager measured it on the
+/// simulated clock (whole µs), with the time its MAC held it paused.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueReport {
+    /// The switch.
+    pub switch: String,
+    /// The egress port.
+    pub port: u16,
+    /// The priority.
+    pub priority: u8,
+    /// Packets that left it.
+    pub packets: u64,
+    /// Sojourn times: bucket 0 under 1 µs, bucket i [2^(i−1), 2^i) µs (as softswitch's
+    /// GetQueues).
+    pub sojourn_us_buckets: Vec<u64>,
+    /// Sojourn percentiles (tops of their buckets) and the longest, µs.
+    pub sojourn_p50_us: u64,
+    /// 99th percentile.
+    pub sojourn_p99_us: u64,
+    /// The longest.
+    pub sojourn_max_us: u64,
+    /// Packets arriving packets found ahead of them: median, 99th percentile, most.
+    pub occupancy_p50_packets: u64,
+    /// 99th percentile.
+    pub occupancy_p99_packets: u64,
+    /// The most.
+    pub occupancy_max_packets: u64,
+    /// Microbursts (back under the threshold within the window) by the default rule.
+    pub microbursts: u64,
+    /// Episodes over the threshold longer than the window.
+    pub bursts_over_window: u64,
+    /// The last microburst's highest occupancy, packets.
+    pub last_burst_peak_packets: u32,
+    /// The last microburst's duration, µs.
+    pub last_burst_duration_us: u64,
+    /// Time a received PFC pause held the priority on this port, µs.
+    pub paused_us: f64,
+}
+
 /// A check that the program's counters agree with the simulator's accounting.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Check {
@@ -265,6 +306,10 @@ pub struct Summary {
     pub transport: TransportReport,
     /// Bytes queued in a port's priority as each data packet left, percentiles.
     pub queue_bytes: Percentiles,
+    /// Every switch queue a packet left or a pause held, by switch, port and priority (absent
+    /// from summaries written before there were any).
+    #[serde(default)]
+    pub queues: Vec<QueueReport>,
     /// Counter checks.
     pub checks: Vec<Check>,
 }
@@ -450,6 +495,7 @@ pub fn summarise(built: &Built, end: RunEnd) -> (Summary, Vec<FlowRow>) {
         drops: drops(built),
         transport: transport(built),
         queue_bytes: queue_bytes(built),
+        queues: queues(built, now),
         checks: checks(built),
     };
     (summary, rows)
@@ -695,6 +741,54 @@ fn queue_bytes(built: &Built) -> Percentiles {
         p99: all.value_at_quantile(0.99) as f64,
         max: all.max() as f64,
     }
+}
+
+fn queues(built: &Built, now: Ps) -> Vec<QueueReport> {
+    let mut rows = Vec::new();
+    for node in built.sim.nodes() {
+        let Node::Switch(s) = node else { continue };
+        let paused = s.paused_ps(now);
+        let mut ports: Vec<u16> = s.core.queue_ports().collect();
+        ports.extend((0..paused.len()).filter_map(|p| u16::try_from(p).ok()));
+        ports.sort_unstable();
+        ports.dedup();
+        for port in ports {
+            for priority in 0..PRIORITIES as u8 {
+                let paused_ps = paused
+                    .get(usize::from(port))
+                    .map_or(0, |p| p[usize::from(priority)]);
+                let m = s.core.queue_measures(port, priority);
+                let packets = m.map_or(0, |m| m.sojourn_us.total());
+                if packets == 0 && paused_ps == 0 {
+                    continue;
+                }
+                let mut row = QueueReport {
+                    switch: s.name.clone(),
+                    port,
+                    priority,
+                    packets,
+                    paused_us: paused_ps as f64 / US as f64,
+                    ..QueueReport::default()
+                };
+                if let Some(m) = m {
+                    let (soj, occ, b) = (&m.sojourn_us, &m.occupancy, &m.bursts);
+                    row.sojourn_us_buckets = soj.counts().to_vec();
+                    row.sojourn_p50_us = soj.quantile(0.5);
+                    row.sojourn_p99_us = soj.quantile(0.99);
+                    row.sojourn_max_us = soj.max();
+                    row.occupancy_p50_packets = occ.quantile(0.5);
+                    row.occupancy_p99_packets = occ.quantile(0.99);
+                    row.occupancy_max_packets = occ.max();
+                    row.microbursts = b.microbursts;
+                    row.bursts_over_window = b.longer;
+                    row.last_burst_peak_packets = b.last_peak_packets;
+                    row.last_burst_duration_us = b.last_duration_us;
+                }
+                rows.push(row);
+            }
+        }
+    }
+    rows
 }
 
 fn checks(built: &Built) -> Vec<Check> {

@@ -90,6 +90,25 @@ fn an_incast_pauses_without_loss_and_the_same_seed_gives_the_same_summary() {
         "an 8:1 incast into 1 MB buffers pauses: {:?}",
         first.pfc
     );
+    // The receiver's queue held the incast: its traffic manager measured the wait, and the
+    // pauses show up as time paused on the queues they held.
+    let deepest = first
+        .queues
+        .iter()
+        .max_by_key(|q| q.occupancy_max_packets)
+        .unwrap();
+    assert!(
+        deepest.occupancy_max_packets > 10
+            && deepest.sojourn_max_us > 0
+            && deepest.sojourn_us_buckets.iter().sum::<u64>() == deepest.packets,
+        "{deepest:?}"
+    );
+    let paused: f64 = first.queues.iter().map(|q| q.paused_us).sum();
+    assert!(
+        paused > 0.0 && paused <= first.pfc.paused_us_total + 1e-6,
+        "{paused} µs paused on switch queues, {} in all",
+        first.pfc.paused_us_total
+    );
     let again = run(&s);
     assert_eq!(first, again, "deterministic");
 }

@@ -1466,6 +1466,7 @@ async fn queue_depth_and_rate_are_set_per_port_and_priority() {
             weight: 1,
             quantum_bytes: 1514,
             dropped_packets: 0,
+            ..unmeasured()
         }]
     );
     let all = queues
@@ -1487,6 +1488,7 @@ async fn queue_depth_and_rate_are_set_per_port_and_priority() {
             weight: 1,
             quantum_bytes: 1514,
             dropped_packets: 0,
+            ..unmeasured()
         }
     );
     assert_eq!(all.queues[8 + 3], set.queues[0]);
@@ -1535,6 +1537,44 @@ async fn queue_depth_and_rate_are_set_per_port_and_priority() {
         queues.set_queue(other).await.unwrap_err().code(),
         Code::NotFound
     );
+    // The microburst rule is set like a depth, checked by the traffic manager's rules.
+    let rule = queues
+        .set_queue(q::SetQueueRequest {
+            device_id: DEVICE,
+            port: Some(2),
+            burst_threshold_packets: Some(5),
+            burst_window_us: Some(250),
+            reset_measures: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(rule.queues.len(), 8);
+    assert!(rule
+        .queues
+        .iter()
+        .all(|s| (s.burst_threshold_packets, s.burst_window_us) == (5, 250)));
+    let long = queues
+        .set_queue(q::SetQueueRequest {
+            device_id: DEVICE,
+            burst_window_us: Some(softswitch_core::tm::measures::MAX_BURST_WINDOW_US + 1),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(long.code(), Code::InvalidArgument);
+}
+
+/// The measures of a queue no packet went through, under the default burst rule.
+fn unmeasured() -> q::QueueState {
+    use softswitch_core::tm::measures;
+    q::QueueState {
+        sojourn_us_buckets: vec![0; measures::SOJOURN_BUCKETS],
+        burst_threshold_packets: measures::DEFAULT_BURST_THRESHOLD,
+        burst_window_us: measures::DEFAULT_BURST_WINDOW_US,
+        ..Default::default()
+    }
 }
 
 /// A table entry of table `table` matching `field` 1 exactly on `value`, with `action`.

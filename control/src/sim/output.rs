@@ -1,6 +1,7 @@
 //! What `lossless sim` prints and writes: per run `summary.json` (the scenario and its
 //! [`Record`]), `flows.csv` (every completed flow: size, FCT, ideal FCT, slowdown, its part and
-//! collective step), `links.csv` (every link direction: bytes, utilisation, losses) and
+//! collective step), `links.csv` (every link direction: bytes, utilisation, losses),
+//! `queues.csv` (every switch queue: sojourn times, occupancy, microbursts, time paused) and
 //! `slowdown.svg`; for a comparison of policies, a table on the terminal and
 //! `comparison.json` and `comparison.svg` beside the runs' folders.
 
@@ -8,10 +9,13 @@ use std::io::Write as _;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use sim::report::{FlowRow, Summary, SIZE_BUCKETS};
+use sim::report::{FlowRow, QueueReport, Summary, SIZE_BUCKETS};
 use sim::scenario::{Built, Scenario};
 
-use crate::output::{draw_panels, write_file, write_summary, Line, Panel};
+use crate::output::{draw_panels, queue_percentiles, write_file, write_summary, Line, Panel};
+
+/// The switch queues printed per run: those with the longest sojourns.
+const PRINTED_QUEUES: usize = 8;
 
 /// One run's record: what was run and what it measured, `summary.json`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -94,6 +98,36 @@ pub fn write_run(
                 l.stats.bytes,
                 l.stats.busy_ps as f64 / now,
                 l.stats.lost
+            )?;
+        }
+        Ok(())
+    })?;
+    write_file(out, "queues.csv", |f| {
+        writeln!(
+            f,
+            "switch,port,priority,packets,sojourn_p50_us,sojourn_p99_us,sojourn_max_us,\
+             occupancy_p50_packets,occupancy_p99_packets,occupancy_max_packets,microbursts,\
+             bursts_over_window,last_burst_peak_packets,last_burst_duration_us,paused_us"
+        )?;
+        for q in &record.summary.queues {
+            writeln!(
+                f,
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.3}",
+                q.switch,
+                q.port,
+                q.priority,
+                q.packets,
+                q.sojourn_p50_us,
+                q.sojourn_p99_us,
+                q.sojourn_max_us,
+                q.occupancy_p50_packets,
+                q.occupancy_p99_packets,
+                q.occupancy_max_packets,
+                q.microbursts,
+                q.bursts_over_window,
+                q.last_burst_peak_packets,
+                q.last_burst_duration_us,
+                q.paused_us
             )?;
         }
         Ok(())
@@ -260,5 +294,47 @@ pub fn print(records: &[Record]) {
                 c.what, c.program, c.simulator
             );
         }
+    }
+    for r in records {
+        print_queues(r);
+    }
+}
+
+/// Prints a run's switch queues with the longest sojourns (all of them are in queues.csv).
+fn print_queues(r: &Record) {
+    let mut queues: Vec<&QueueReport> = r.summary.queues.iter().collect();
+    if queues.is_empty() {
+        return;
+    }
+    queues.sort_by_key(|q| std::cmp::Reverse((q.sojourn_max_us, q.packets)));
+    println!(
+        "\n{}: switch queues, longest sojourns first (of {}; sojourn and occupancy p50/p99/max, \
+         microbursts+longer episodes, the last microburst peak@duration)",
+        r.scenario.tuning.policy.name(),
+        queues.len()
+    );
+    println!(
+        "{:<22} {:>10} {:>18} {:>16} {:>10} {:>12} {:>11}",
+        "queue", "packets", "sojourn_us", "occupancy", "bursts", "last_burst", "paused_us"
+    );
+    for q in queues.into_iter().take(PRINTED_QUEUES) {
+        let (sojourn, occupancy) = queue_percentiles(
+            [q.sojourn_p50_us, q.sojourn_p99_us, q.sojourn_max_us],
+            [
+                q.occupancy_p50_packets,
+                q.occupancy_p99_packets,
+                q.occupancy_max_packets,
+            ],
+        );
+        println!(
+            "{:<22} {:>10} {:>18} {:>16} {:>10} {:>12} {:>11.1}",
+            format!("{}:{} prio {}", q.switch, q.port, q.priority),
+            q.packets,
+            sojourn,
+            occupancy,
+            format!("{}+{}", q.microbursts, q.bursts_over_window),
+            format!("{}@{}", q.last_burst_peak_packets, q.last_burst_duration_us),
+            q.paused_us
+        );
     }
 }

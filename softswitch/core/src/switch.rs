@@ -780,12 +780,12 @@ impl Switch {
             copy: p.copy,
         };
         let priority = queued.slots[sm.priority as usize] as u8;
+        let now = self.now_us();
         if self.serving == Serving::Continuous
             && self.pending.is_empty()
-            && self.tm.pass_through(port, priority)
+            && self.tm.pass_through(port, priority, now)
         {
             // It would be dequeued at once, with empty queues behind it: skip the queue.
-            let now = self.now_us();
             let d = Dequeued {
                 item: queued,
                 port,

@@ -20,8 +20,15 @@
 //! ([`TrafficManager::set_budget`]); at zero its packets wait in their queues, as in BMv2 when
 //! its egress blocks on a send the interface cannot take yet, so queue depths show the real
 //! bottleneck.
+//!
+//! Each queue also measures its traffic ([`measures`]): sojourn times, the occupancy arriving
+//! packets find, microbursts by a [`BurstRule`] set like its depth.
+
+pub mod measures;
 
 use std::collections::{BTreeMap, VecDeque};
+
+pub use measures::{BurstRule, QueueMeasures};
 
 /// Priorities (queues) per port.
 pub const PRIORITIES: usize = 8;
@@ -64,6 +71,12 @@ pub enum QueueSettingError {
     /// A base quantum out of MIN_QUANTUM..=MAX_QUANTUM.
     #[error("a port's base quantum is {MIN_QUANTUM} to {MAX_QUANTUM} bytes, not {0}")]
     Quantum(u128),
+    /// A burst threshold out of 1..=MAX_DEPTH.
+    #[error("a burst threshold is 1 to {MAX_DEPTH} packets, not {0}")]
+    BurstThreshold(u128),
+    /// A burst window out of 1..=MAX_BURST_WINDOW_US.
+    #[error("a burst window is 1 to {max} µs, not {0}", max = measures::MAX_BURST_WINDOW_US)]
+    BurstWindow(u128),
 }
 
 /// A queue depth as asked for (packets), checked.
@@ -103,6 +116,22 @@ pub fn quantum(bytes: u128) -> Result<u32, QueueSettingError> {
         .ok()
         .filter(|b| (MIN_QUANTUM..=MAX_QUANTUM).contains(b))
         .ok_or(QueueSettingError::Quantum(bytes))
+}
+
+/// A burst threshold as asked for (packets), checked.
+pub fn burst_threshold(packets: u128) -> Result<u32, QueueSettingError> {
+    u32::try_from(packets)
+        .ok()
+        .filter(|&p| p >= 1 && p as usize <= MAX_DEPTH)
+        .ok_or(QueueSettingError::BurstThreshold(packets))
+}
+
+/// A burst window as asked for (µs), checked.
+pub fn burst_window(us: u128) -> Result<u64, QueueSettingError> {
+    u64::try_from(us)
+        .ok()
+        .filter(|w| (1..=measures::MAX_BURST_WINDOW_US).contains(w))
+        .ok_or(QueueSettingError::BurstWindow(us))
 }
 
 /// How a port's queues share it: the priorities in `strict` are served first, highest first;
@@ -180,16 +209,19 @@ struct Queue<T> {
     next_departure_us: u64,
     /// Bytes of the packets in it.
     bytes: u64,
+    /// What it measured.
+    measures: QueueMeasures,
 }
 
 impl<T> Queue<T> {
-    fn new(depth: usize, rate_pps: Option<u64>) -> Self {
+    fn new(depth: usize, rate_pps: Option<u64>, rule: BurstRule) -> Self {
         Queue {
             items: VecDeque::new(),
             depth,
             rate_pps,
             next_departure_us: 0,
             bytes: 0,
+            measures: QueueMeasures::new(rule),
         }
     }
 
@@ -329,6 +361,7 @@ pub(crate) struct TrafficManager<T> {
     default_depth: usize,
     default_rate: Option<u64>,
     default_scheduling: Scheduling,
+    default_burst_rule: BurstRule,
     queued: usize,
     /// Bytes in all queues.
     queued_bytes: u64,
@@ -350,6 +383,7 @@ impl<T> Default for TrafficManager<T> {
             default_depth: DEFAULT_DEPTH,
             default_rate: None,
             default_scheduling: Scheduling::default(),
+            default_burst_rule: BurstRule::default(),
             queued: 0,
             queued_bytes: 0,
             buffer_bytes: None,
@@ -363,9 +397,11 @@ impl<T> Default for TrafficManager<T> {
 impl<T> TrafficManager<T> {
     fn port(&mut self, port: u16) -> &mut Port<T> {
         let (depth, rate) = (self.default_depth, self.default_rate);
-        let scheduling = self.default_scheduling;
+        let (scheduling, rule) = (self.default_scheduling, self.default_burst_rule);
         self.ports.entry(port).or_insert_with(|| Port {
-            queues: (0..PRIORITIES).map(|_| Queue::new(depth, rate)).collect(),
+            queues: (0..PRIORITIES)
+                .map(|_| Queue::new(depth, rate, rule))
+                .collect(),
             scheduling,
             deficits: Deficits::default(),
         })
@@ -407,6 +443,50 @@ impl<T> TrafficManager<T> {
         for q in self.queues(port, priority) {
             q.rate_pps = rate_pps.filter(|&r| r > 0);
         }
+    }
+
+    /// Sets the burst threshold (packets) and/or window (µs) of the queues chosen as by
+    /// [`Self::set_depth`]; `None` leaves one unchanged.
+    pub fn set_burst_rule(
+        &mut self,
+        port: Option<u16>,
+        priority: Option<u8>,
+        threshold_packets: Option<u32>,
+        window_us: Option<u64>,
+    ) {
+        let change = |r: &mut BurstRule| {
+            r.threshold_packets = threshold_packets.unwrap_or(r.threshold_packets);
+            r.window_us = window_us.unwrap_or(r.window_us);
+        };
+        if port.is_none() {
+            change(&mut self.default_burst_rule);
+        }
+        for q in self.queues(port, priority) {
+            let mut rule = q.measures.rule;
+            change(&mut rule);
+            q.measures.set_rule(rule);
+        }
+    }
+
+    /// Forgets what the queues chosen as by [`Self::set_depth`] measured, at `now_us`.
+    pub fn reset_measures(&mut self, port: Option<u16>, priority: Option<u8>, now_us: u64) {
+        for q in self.queues(port, priority) {
+            q.measures.reset(q.items.len(), now_us);
+        }
+    }
+
+    /// What `port`'s queue `priority` measured (`None`: the port has no queues yet).
+    pub fn measures(&self, port: u16, priority: u8) -> Option<&QueueMeasures> {
+        self.ports
+            .get(&port)
+            .and_then(|p| p.queues.get(usize::from(priority)))
+            .map(|q| &q.measures)
+    }
+
+    /// The burst rule of `port`'s queue `priority`; a port not seen yet has the default.
+    pub fn burst_rule(&self, port: u16, priority: u8) -> BurstRule {
+        self.measures(port, priority)
+            .map_or(self.default_burst_rule, |m| m.rule)
     }
 
     /// Changes the scheduling of `port`, or of every port (including ports not seen yet) when
@@ -513,6 +593,7 @@ impl<T> TrafficManager<T> {
             *self.dropped.entry((port, priority)).or_default() += 1;
             return Err((item, refusal));
         }
+        q.measures.arrived(q.items.len(), now_us);
         let ahead = q.items.len() as u32;
         q.items.push_back(Waiting {
             item,
@@ -539,8 +620,9 @@ impl<T> TrafficManager<T> {
 
     /// Whether a packet for `port` at `priority` would leave at once, with nothing left behind
     /// (no packet is queued anywhere, its queue accepts packets at an unlimited rate, and the
-    /// port takes a frame now); if so, it is counted as given to the port, without a queue.
-    pub fn pass_through(&mut self, port: u16, priority: u8) -> bool {
+    /// port takes a frame now); if so, it is counted as given to the port, without a queue, and
+    /// as a packet that went through its queue at `now_us` without waiting.
+    pub fn pass_through(&mut self, port: u16, priority: u8, now_us: u64) -> bool {
         if self.queued != 0 || !self.takes(port) {
             return false;
         }
@@ -553,6 +635,8 @@ impl<T> TrafficManager<T> {
         };
         if unlimited {
             self.spend(port);
+            let q = &mut self.port(port).queues[usize::from(priority).min(PRIORITIES - 1)];
+            q.measures.passed(now_us);
         }
         unlimited
     }
@@ -599,6 +683,7 @@ impl<T> TrafficManager<T> {
             q.next_departure_us = now_us.max(q.next_departure_us) + 1_000_000 / rate.max(1);
         }
         let deq_qdepth = q.items.len() as u32;
+        q.measures.left(w.enq_us, q.items.len(), now_us);
         state.sent(priority, w.bytes);
         self.queued -= 1;
         self.queued_bytes -= u64::from(w.bytes);
@@ -731,10 +816,10 @@ mod tests {
         let mut tm = TrafficManager::default();
         tm.set_budget(1, Some(1));
         assert!(
-            tm.pass_through(1, 0),
+            tm.pass_through(1, 0, 0),
             "idle: the first frame skips the queue"
         );
-        assert!(!tm.pass_through(1, 0), "the budget is spent");
+        assert!(!tm.pass_through(1, 0, 0), "the budget is spent");
         for i in 0..3 {
             tm.enqueue(1, 0, i, 64, 0).unwrap();
         }
@@ -1026,6 +1111,60 @@ mod tests {
         assert_eq!(tm.next_ready(), Some(1000));
         assert_eq!(tm.dequeue(1000).unwrap().item, 2);
         assert!(tm.dequeue(1999).is_none());
+    }
+
+    #[test]
+    fn each_queue_measures_its_sojourns_occupancies_and_microbursts() {
+        let mut tm = TrafficManager::default();
+        tm.set_burst_rule(Some(1), Some(3), Some(4), Some(100));
+        // Three bursts of 6 packets, at 0, 1000 and 2000 µs, each drained a packet per 10 µs;
+        // then one held 200 µs, longer than the window.
+        for t0 in [0, 1000, 2000] {
+            for i in 0..6 {
+                tm.enqueue(1, 3, i, 100, t0).unwrap();
+            }
+            for k in 1..=6 {
+                tm.dequeue_port(1, 0xff, t0 + 10 * k).unwrap();
+            }
+        }
+        let m = tm.measures(1, 3).unwrap();
+        let b = m.bursts;
+        // Over 4 packets from the 4th arrival until the 3rd departure leaves 3.
+        assert_eq!(
+            (
+                b.microbursts,
+                b.longer,
+                b.last_peak_packets,
+                b.last_duration_us
+            ),
+            (3, 0, 6, 30)
+        );
+        assert_eq!((m.sojourn_us.total(), m.sojourn_us.max()), (18, 60));
+        assert_eq!(m.sojourn_us.counts()[4], 3, "10 µs is in [8, 16)");
+        assert_eq!((m.occupancy.quantile(0.5), m.occupancy.max()), (2, 5));
+        assert_eq!(tm.measures(1, 0).unwrap().sojourn_us.total(), 0);
+        for i in 0..4 {
+            tm.enqueue(1, 3, i, 100, 3000).unwrap();
+        }
+        tm.dequeue_port(1, 0xff, 3200).unwrap();
+        assert_eq!(tm.measures(1, 3).unwrap().bursts.longer, 1);
+        // A port not seen yet has the default rule; a reset forgets.
+        assert_eq!(tm.burst_rule(2, 3), BurstRule::default());
+        tm.reset_measures(Some(1), None, 4000);
+        let m = tm.measures(1, 3).unwrap();
+        assert_eq!((m.sojourn_us.total(), m.bursts.microbursts), (0, 0));
+        assert_eq!(m.rule.threshold_packets, 4, "the rule stays");
+    }
+
+    #[test]
+    fn a_packet_passed_through_counts_as_no_wait_in_its_queue() {
+        let mut tm = TrafficManager::<()>::default();
+        assert!(tm.pass_through(5, 2, 7));
+        let m = tm.measures(5, 2).unwrap();
+        assert_eq!(
+            (m.sojourn_us.total(), m.sojourn_us.max(), m.occupancy.max()),
+            (1, 0, 0)
+        );
     }
 
     #[test]

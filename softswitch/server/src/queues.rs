@@ -1,6 +1,7 @@
 //! softswitch's `lossless.softswitch.v1.Queues` service: egress queue depth and rate per port
 //! and priority, as BMv2's Thrift `set_queue_depth` / `set_queue_rate`, and how a port's queues
-//! share it (strict or DWRR, weights, base quantum), which BMv2 has no call for.
+//! share it (strict or DWRR, weights, base quantum), which BMv2 has no call for; and what each
+//! queue measured: sojourn times, occupancies, microbursts (by a rule set here too).
 
 use std::sync::Arc;
 
@@ -35,6 +36,10 @@ impl QueuesService {
 fn state(switch: &Switch, port: u16, priority: u8) -> q::QueueState {
     let (depth, rate) = switch.queue_config(port, priority);
     let scheduling = switch.queue_scheduling(port);
+    let rule = switch.queue_burst_rule(port, priority);
+    let unmeasured = tm::QueueMeasures::new(rule);
+    let m = switch.queue_measures(port, priority).unwrap_or(&unmeasured);
+    let packets = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
     q::QueueState {
         port: u32::from(port),
         priority: u32::from(priority),
@@ -45,6 +50,20 @@ fn state(switch: &Switch, port: u16, priority: u8) -> q::QueueState {
         weight: scheduling.weights[usize::from(priority)],
         quantum_bytes: scheduling.quantum,
         dropped_packets: switch.queue_drops(port, priority),
+        sojourn_us_buckets: m.sojourn_us.counts().to_vec(),
+        sojourn_p50_us: m.sojourn_us.quantile(0.5),
+        sojourn_p99_us: m.sojourn_us.quantile(0.99),
+        sojourn_max_us: m.sojourn_us.max(),
+        occupancy_p50_packets: packets(m.occupancy.quantile(0.5)),
+        occupancy_p99_packets: packets(m.occupancy.quantile(0.99)),
+        occupancy_max_packets: packets(m.occupancy.max()),
+        burst_threshold_packets: rule.threshold_packets,
+        burst_window_us: rule.window_us,
+        microbursts: m.bursts.microbursts,
+        bursts_over_window: m.bursts.longer,
+        last_burst_peak_packets: m.bursts.last_peak_packets,
+        last_burst_duration_us: m.bursts.last_duration_us,
+        in_burst: m.bursts.in_burst(),
     }
 }
 
@@ -97,6 +116,9 @@ impl QueuesService {
         let rate = checked(req.rate_pps, tm::rate)?;
         let weight = checked(req.weight, tm::weight)?;
         let quantum = checked(req.quantum_bytes, tm::quantum)?;
+        let threshold = checked(req.burst_threshold_packets, tm::burst_threshold)?;
+        let window = checked(req.burst_window_us, tm::burst_window)?;
+        let reset = req.reset_measures;
         if quantum.is_some() && priority.is_some() {
             return Err(Status::invalid_argument(
                 "quantum_bytes is the port's, not a priority's: leave priority unset",
@@ -130,6 +152,16 @@ impl QueuesService {
                 }
                 if let Some(bytes) = quantum {
                     switch.set_queue_quantum(port, bytes).map_err(refused)?;
+                }
+                if threshold.is_some() || window.is_some() {
+                    switch
+                        .set_queue_burst_rule(port, priority, threshold, window)
+                        .map_err(refused)?;
+                }
+                if reset {
+                    switch
+                        .reset_queue_measures(port, priority)
+                        .map_err(refused)?;
                 }
                 let ports = port.map_or_else(|| switch.queue_ports().collect(), |p| vec![p]);
                 Ok::<_, Status>(states(switch, ports, priority))

@@ -9,6 +9,7 @@ pub mod collective;
 pub mod controller;
 pub mod incast;
 pub mod lb;
+pub mod microburst;
 
 use std::{
     collections::BTreeMap,
@@ -64,6 +65,10 @@ pub enum Experiment {
     /// switched live between runs; nccl-tests' time and bus bandwidth, the slowest and fastest
     /// rank, bytes per spine, pauses, marks and drops in the lossless class.
     Collective(collective::CollectiveArgs),
+    /// Microbursts on softswitch: one host sends bursts of known size and spacing to another;
+    /// the bursts the switches' queues detected (count, peak occupancy, duration) and the
+    /// sojourn-time histogram beside what was sent.
+    Microburst(microburst::MicroburstArgs),
 }
 
 impl Experiment {
@@ -75,7 +80,8 @@ impl Experiment {
             Experiment::Incast(_)
             | Experiment::Lb(_)
             | Experiment::LinkFailure(_)
-            | Experiment::Collective(_) => vec!["xdp".into()],
+            | Experiment::Collective(_)
+            | Experiment::Microburst(_) => vec!["xdp".into()],
         }
     }
 
@@ -86,6 +92,7 @@ impl Experiment {
             Experiment::Lb(args) => lb::run(args, None, fabric, stop),
             Experiment::LinkFailure(args) => lb::run(&args.lb, Some(args), fabric, stop),
             Experiment::Collective(args) => collective::run(args, fabric, stop),
+            Experiment::Microburst(args) => microburst::run(args, fabric, stop),
         }
     }
 }

@@ -1040,6 +1040,49 @@ impl Switch {
         self.tm.ports()
     }
 
+    /// Sets the microburst threshold (packets, 1..=[`tm::MAX_DEPTH`]) and/or window (µs,
+    /// 1..=[`tm::measures::MAX_BURST_WINDOW_US`]) of the queues chosen as by
+    /// [`Self::set_queue_depth`]; `None` leaves one unchanged.
+    pub fn set_queue_burst_rule(
+        &mut self,
+        port: Option<u16>,
+        priority: Option<u8>,
+        threshold_packets: Option<u32>,
+        window_us: Option<u64>,
+    ) -> Result<(), RuntimeError> {
+        let threshold = threshold_packets
+            .map(|t| tm::burst_threshold(t.into()))
+            .transpose()?;
+        let window = window_us.map(|w| tm::burst_window(w.into())).transpose()?;
+        self.check_priority(priority)?;
+        self.tm.set_burst_rule(port, priority, threshold, window);
+        Ok(())
+    }
+
+    /// Forgets what the queues chosen as by [`Self::set_queue_depth`] measured (sojourn times,
+    /// occupancies, bursts): they measure afresh from now.
+    pub fn reset_queue_measures(
+        &mut self,
+        port: Option<u16>,
+        priority: Option<u8>,
+    ) -> Result<(), RuntimeError> {
+        self.check_priority(priority)?;
+        let now = self.now_us();
+        self.tm.reset_measures(port, priority, now);
+        Ok(())
+    }
+
+    /// What queue `priority` of `port` measured (`None`: the port has no queues yet).
+    pub fn queue_measures(&self, port: u16, priority: u8) -> Option<&tm::QueueMeasures> {
+        self.tm.measures(port, priority)
+    }
+
+    /// The microburst rule of queue `priority` of `port`; the default for a port that has no
+    /// queues yet.
+    pub fn queue_burst_rule(&self, port: u16, priority: u8) -> tm::BurstRule {
+        self.tm.burst_rule(port, priority)
+    }
+
     // ---- what the switch counts ----
 
     /// Packets dropped (by the program, a full queue, a missing session or a loop limit).
