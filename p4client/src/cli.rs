@@ -365,7 +365,10 @@ pub async fn run(args: P4Args) -> anyhow::Result<()> {
         P4Command::Registers(command) => registers(target, command, json).await,
         P4Command::Queue(command) => queue(target, command, json).await,
         P4Command::Mirror(command) => {
-            print!("{}", mirror::run(Client::connect(target).await?, command).await?);
+            print!(
+                "{}",
+                mirror::run(Client::connect(target).await?, command).await?
+            );
             Ok(())
         }
         P4Command::Watch { counters, interval } => watch(target, &counters, interval, json).await,

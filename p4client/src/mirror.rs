@@ -171,7 +171,10 @@ pub async fn run(client: Client, command: MirrorCommand) -> anyhow::Result<Strin
             let deleted = delete_policies(&mut session, id).await?;
             let mut said = format!("{deleted} mirror_policy entries of session {id} deleted\n");
             match session
-                .entry(update::Type::Delete, &["erspan_session".into(), id.to_string()])
+                .entry(
+                    update::Type::Delete,
+                    &["erspan_session".into(), id.to_string()],
+                )
                 .await
             {
                 Ok(shown) => said.push_str(&format!("deleted {shown}\n")),

@@ -88,25 +88,25 @@ impl Repr {
         let flags = read_u16(packet, 0);
         let protocol = read_u16(packet, 2);
         if flags & (GRE_R | GRE_VERSION) != 0 {
-            return Err(Error::Malformed("GRE with routing or a version other than 0"));
+            return Err(Error::Malformed(
+                "GRE with routing or a version other than 0",
+            ));
         }
         if protocol != GRE_PROTOCOL_ERSPAN_II && protocol != GRE_PROTOCOL_ERSPAN_III {
             return Err(Error::Unsupported("GRE that is not ERSPAN II or III"));
         }
         if flags & GRE_S == 0 {
-            return Err(Error::Malformed("ERSPAN without a GRE sequence number (type I)"));
+            return Err(Error::Malformed(
+                "ERSPAN without a GRE sequence number (type I)",
+            ));
         }
         // Checksum and key, when present, come before the sequence number.
         let mut at = 4;
         at += if flags & GRE_C != 0 { 4 } else { 0 };
         at += if flags & GRE_K != 0 { 4 } else { 0 };
         check_len(packet, at + 4)?;
-        let sequence = u32::from_be_bytes([
-            packet[at],
-            packet[at + 1],
-            packet[at + 2],
-            packet[at + 3],
-        ]);
+        let sequence =
+            u32::from_be_bytes([packet[at], packet[at + 1], packet[at + 2], packet[at + 3]]);
         let erspan = &packet[at + 4..];
         let (version, len) = if protocol == GRE_PROTOCOL_ERSPAN_II {
             (1, ERSPAN_II_HEADER_LEN)
@@ -116,7 +116,9 @@ impl Repr {
         check_len(erspan, len)?;
         let word = read_u16(erspan, 0);
         if word >> 12 != version {
-            return Err(Error::Malformed("ERSPAN version does not match GRE's protocol"));
+            return Err(Error::Malformed(
+                "ERSPAN version does not match GRE's protocol",
+            ));
         }
         let vlan = word & 0x0fff;
         let second = read_u16(erspan, 2);

@@ -110,7 +110,10 @@ fn report(c: &Collected, args: &CollectArgs) -> String {
         ));
     }
     if c.untabled > 0 {
-        out.push_str(&format!("{} CNPs/NAKs past --max-rows not tabled\n", c.untabled));
+        out.push_str(&format!(
+            "{} CNPs/NAKs past --max-rows not tabled\n",
+            c.untabled
+        ));
     }
     out.push_str(&format!(
         "{:>10}  {:<15}  {:>8}  {:>8}  {:>8}\n",
