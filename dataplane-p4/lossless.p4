@@ -13,6 +13,8 @@
  *   - Switch CNP fast path: a RoCEv2 packet this switch marks is cloned into a CNP (BTH opcode
  *     0x81, ICRC computed here) sent back out of the port the packet came in on, at most one per
  *     flow per interval.
+ *   - Mirroring: CNPs and NAKs leaving the switch (and, on request, every frame of chosen
+ *     priorities) cloned to a collector, encapsulated here as ERSPAN type II or III over GRE.
  *   - PFC: PAUSE for the packet's priority out of its ingress port when the packet will find
  *     XOFF packets ahead in its egress queue (known in ingress, so the PAUSE leaves at once;
  *     refreshed while that lasts), resume once that upstream's packets have drained to XON;
@@ -33,6 +35,10 @@ const bit<16> MAC_CONTROL_PFC = 0x0101;
 const bit<48> PFC_DESTINATION = 0x0180c2000001;
 const bit<8>  IP_PROTO_TCP = 6;
 const bit<8>  IP_PROTO_UDP = 17;
+const bit<8>  IP_PROTO_GRE = 47;
+/* GRE protocol types of ERSPAN type II and type III. */
+const bit<16> GRE_PROTO_ERSPAN_II = 0x88be;
+const bit<16> GRE_PROTO_ERSPAN_III = 0x22eb;
 const bit<16> ROCEV2_PORT = 4791;
 const bit<8>  BTH_OPCODE_CNP = 0x81;
 const bit<8>  BTH_OPCODE_RC_ACK = 0x11;
@@ -58,6 +64,16 @@ const bit<32> INSTANCE_EGRESS_CLONE = 2;
  * REVERSE_SESSION_BASE + P, which the control plane points at port P. */
 const bit<32> REVERSE_SESSION_BASE = 100;
 
+/* Clone sessions of mirroring: ERSPAN session S (0..1023) leaves through clone session
+ * MIRROR_SESSION_BASE + S, which the control plane points at the collector's port. */
+const bit<32> MIRROR_SESSION_BASE = 1024;
+const bit<32> ERSPAN_SESSIONS = 1024;
+
+/* What mirror_policy's meta.mirror_kind says of a frame. */
+const bit<2> MIRROR_KIND_OTHER = 0;
+const bit<2> MIRROR_KIND_CNP = 1;
+const bit<2> MIRROR_KIND_NAK = 2;
+
 /* Register and counter sizes: one cell per (port, priority) for every bit<9> port. */
 const bit<32> QUEUES = 4096;
 const bit<32> PORTS = 512;
@@ -73,10 +89,11 @@ const bit<3> LB_SPRAY = 3;
 const bit<3> LB_EECMP = 4;
 
 /* What an egress-to-egress clone becomes. */
-const bit<2> CLONE_NONE = 0;
-const bit<2> CLONE_CNP = 1;
-const bit<2> CLONE_PAUSE = 2;
-const bit<2> CLONE_RESUME = 3;
+const bit<3> CLONE_NONE = 0;
+const bit<3> CLONE_CNP = 1;
+const bit<3> CLONE_PAUSE = 2;
+const bit<3> CLONE_RESUME = 3;
+const bit<3> CLONE_MIRROR = 4;
 
 /* Field lists preserved by clone_preserving_field_list and recirculate_preserving_field_list. */
 const bit<8> FL_CLONE = 1;
@@ -85,6 +102,11 @@ const bit<8> FL_HOLD = 2;
 /* Sizes of the frames this switch builds. */
 const bit<32> PFC_FRAME_BYTES = 60;
 const bit<32> CNP_FRAME_BYTES = 74;
+/* The bytes ERSPAN puts before the mirrored frame: outer IPv4 (20), GRE with its sequence
+ * number (8), and the ERSPAN II (8) or III (12) header. */
+const bit<16> ERSPAN_II_OVERHEAD = 36;
+const bit<16> ERSPAN_III_OVERHEAD = 40;
+const bit<16> ETHERNET_BYTES = 14;
 
 header ethernet_t {
     bit<48> dstAddr;
@@ -168,7 +190,61 @@ header icrc_t {
     bit<32> value;
 }
 
+/* GRE (RFC 2784) with the sequence number of RFC 2890: flags C R K S s, recursion, flags,
+ * version, protocol, then the sequence number (S = 1, as ERSPAN II and III need). */
+header gre_t {
+    bit<1>  checksumPresent;
+    bit<1>  routingPresent;
+    bit<1>  keyPresent;
+    bit<1>  sequencePresent;
+    bit<1>  strictRoute;
+    bit<3>  recursion;
+    bit<5>  flags;
+    bit<3>  version;
+    bit<16> protocol;
+    bit<32> sequence;
+}
+
+/* ERSPAN type II (draft-foschiano-erspan, 4.2): version 1, VLAN, CoS, encapsulation,
+ * truncated, session id, reserved, index (here the port the original left on). */
+header erspan2_t {
+    bit<4>  version;
+    bit<12> vlan;
+    bit<3>  cos;
+    bit<2>  encap;
+    bit<1>  truncated;
+    bit<10> session;
+    bit<12> reserved;
+    bit<20> index;
+}
+
+/* ERSPAN type III (draft-foschiano-erspan, 4.3), without the optional platform subheader:
+ * version 2, VLAN, CoS, BSO, truncated, session id, timestamp, SGT, P, frame type, hardware
+ * id, direction, timestamp granularity, O. */
+header erspan3_t {
+    bit<4>  version;
+    bit<12> vlan;
+    bit<3>  cos;
+    bit<2>  bso;
+    bit<1>  truncated;
+    bit<10> session;
+    bit<32> timestamp;
+    bit<16> sgt;
+    bit<1>  p;
+    bit<5>  frameType;
+    bit<6>  hwId;
+    bit<1>  direction;
+    bit<2>  granularity;
+    bit<1>  o;
+}
+
 struct headers {
+    /* The ERSPAN encapsulation of a mirror clone, before the mirrored frame. */
+    ethernet_t  mirror_ethernet;
+    ipv4_t      mirror_ipv4;
+    gre_t       gre;
+    erspan2_t   erspan2;
+    erspan3_t   erspan3;
     ethernet_t  ethernet;
     pfc_t       pfc;
     pfc_pad_t   pfc_pad;
@@ -219,7 +295,7 @@ struct metadata {
     bit<48> own_mac;
     /* What an egress-to-egress clone is to become, and what it needs. */
     @field_list(1)
-    bit<2>  clone_kind;
+    bit<3>  clone_kind;
     @field_list(1)
     bit<3>  clone_priority;
     @field_list(1)
@@ -228,6 +304,13 @@ struct metadata {
     bit<24> cnp_qp;
     @field_list(1)
     bit<6>  cnp_dscp;
+    /* Mirroring: what the frame is to mirror_policy, the ERSPAN session it is mirrored to, and
+     * the port it left on (the ERSPAN index). */
+    bit<2>  mirror_kind;
+    @field_list(1)
+    bit<10> mirror_session;
+    @field_list(1)
+    bit<9>  mirror_port;
     /* An RC Acknowledge's AETH syndrome (read ahead of the parser, not extracted), and
      * whether there was one (its UDP length has room for the AETH). */
     bit<1>  rc_ack;
@@ -789,6 +872,12 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
     register<bit<48>, bit<32>>(QUEUES) hold_moved;
     /* Per flow slot: when this switch last sent a CNP for the flow (µs + 1; 0 = never). */
     register<bit<48>, bit<32>>(CNP_FLOW_SLOTS) cnp_last_sent;
+    /* Per ERSPAN session: frames mirrored to it, and frames it would have mirrored but for a
+     * PFC resume or a CNP of this switch taking the frame's one egress clone. */
+    counter<bit<32>>(ERSPAN_SESSIONS, CounterType.packets) mirror_sent;
+    counter<bit<32>>(ERSPAN_SESSIONS, CounterType.packets) mirror_skipped;
+    /* Per ERSPAN session: the GRE sequence number of its next frame. */
+    register<bit<32>, bit<32>>(ERSPAN_SESSIONS) erspan_sequence;
 
     bit<32> kmin = 0;
     bit<32> kmax = 0;
@@ -838,6 +927,112 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
         actions = { set_cnp_qp; NoAction; }
         default_action = NoAction();
         size = 4096;
+    }
+
+    /* Mirrors the frame to ERSPAN session `session`. */
+    action mirror_to(bit<10> session) {
+        meta.mirror_session = session;
+    }
+    /* Which IPv4 frames leaving the switch are mirrored, by kind (meta.mirror_kind: 0 other,
+     * 1 CNP, 2 NAK or RNR NAK) and priority, both ternary: CNPs and NAKs of every priority are
+     * two entries, every frame of priority P one (kind 0&&&0, priority P&&&7). */
+    table mirror_policy {
+        key = {
+            meta.mirror_kind: ternary;
+            standard_metadata.priority: ternary;
+        }
+        actions = { mirror_to; NoAction; }
+        default_action = NoAction();
+        size = 64;
+    }
+
+    /* The outer headers of an ERSPAN frame of `overhead` bytes before the mirrored frame, GRE
+     * protocol `protocol`, with the session's next sequence number. Its parameters are `in`:
+     * p4c wants compile-time constants for action data passed from another action. */
+    action encapsulate(in bit<48> src_mac, in bit<48> dst_mac, in bit<32> src_ip,
+                       in bit<32> dst_ip, in bit<6> dscp, in bit<8> ttl, in bit<16> overhead,
+                       in bit<16> protocol) {
+        hdr.mirror_ethernet.setValid();
+        hdr.mirror_ethernet.dstAddr = dst_mac;
+        hdr.mirror_ethernet.srcAddr = src_mac;
+        hdr.mirror_ethernet.etherType = ETHERTYPE_IPV4;
+        hdr.mirror_ipv4.setValid();
+        hdr.mirror_ipv4.version = 4;
+        hdr.mirror_ipv4.ihl = 5;
+        hdr.mirror_ipv4.dscp = dscp;
+        hdr.mirror_ipv4.ecn = 0;
+        hdr.mirror_ipv4.totalLen = overhead + ETHERNET_BYTES + hdr.ipv4.totalLen;
+        hdr.mirror_ipv4.identification = 0;
+        hdr.mirror_ipv4.flags = 0;
+        hdr.mirror_ipv4.fragOffset = 0;
+        hdr.mirror_ipv4.ttl = ttl;
+        hdr.mirror_ipv4.protocol = IP_PROTO_GRE;
+        hdr.mirror_ipv4.srcAddr = src_ip;
+        hdr.mirror_ipv4.dstAddr = dst_ip;
+        hdr.gre.setValid();
+        hdr.gre.checksumPresent = 0;
+        hdr.gre.routingPresent = 0;
+        hdr.gre.keyPresent = 0;
+        hdr.gre.sequencePresent = 1;
+        hdr.gre.strictRoute = 0;
+        hdr.gre.recursion = 0;
+        hdr.gre.flags = 0;
+        hdr.gre.version = 0;
+        hdr.gre.protocol = protocol;
+        bit<32> sequence;
+        erspan_sequence.read(sequence, (bit<32>)meta.mirror_session);
+        erspan_sequence.write((bit<32>)meta.mirror_session, sequence + 1);
+        hdr.gre.sequence = sequence;
+    }
+
+    /* ERSPAN type II from `src_mac`/`src_ip` to the collector at `dst_mac`/`dst_ip` (the MAC
+     * of the next hop toward it), outer DSCP `dscp` and TTL `ttl`. */
+    action erspan_ii(bit<48> src_mac, bit<48> dst_mac, bit<32> src_ip, bit<32> dst_ip,
+                     bit<6> dscp, bit<8> ttl) {
+        encapsulate(src_mac, dst_mac, src_ip, dst_ip, dscp, ttl, ERSPAN_II_OVERHEAD,
+                    GRE_PROTO_ERSPAN_II);
+        hdr.erspan2.setValid();
+        hdr.erspan2.version = 1;
+        hdr.erspan2.vlan = 0;
+        hdr.erspan2.cos = meta.clone_priority;
+        hdr.erspan2.encap = 0;
+        hdr.erspan2.truncated = 0;
+        hdr.erspan2.session = meta.mirror_session;
+        hdr.erspan2.reserved = 0;
+        hdr.erspan2.index = (bit<20>)meta.mirror_port;
+    }
+    /* ERSPAN type III, as erspan_ii, with hardware id `hw_id`, direction egress and the
+     * switch's µs clock as timestamp (granularity 3, user-defined: µs). */
+    action erspan_iii(bit<48> src_mac, bit<48> dst_mac, bit<32> src_ip, bit<32> dst_ip,
+                      bit<6> dscp, bit<8> ttl, bit<6> hw_id) {
+        encapsulate(src_mac, dst_mac, src_ip, dst_ip, dscp, ttl, ERSPAN_III_OVERHEAD,
+                    GRE_PROTO_ERSPAN_III);
+        hdr.erspan3.setValid();
+        hdr.erspan3.version = 2;
+        hdr.erspan3.vlan = 0;
+        hdr.erspan3.cos = meta.clone_priority;
+        hdr.erspan3.bso = 0;
+        hdr.erspan3.truncated = 0;
+        hdr.erspan3.session = meta.mirror_session;
+        hdr.erspan3.timestamp = standard_metadata.egress_global_timestamp[31:0];
+        hdr.erspan3.sgt = 0;
+        hdr.erspan3.p = 0;
+        hdr.erspan3.frameType = 0;
+        hdr.erspan3.hwId = hw_id;
+        hdr.erspan3.direction = 1;
+        hdr.erspan3.granularity = 3;
+        hdr.erspan3.o = 0;
+    }
+    action drop_mirror() {
+        mark_to_drop(standard_metadata);
+    }
+    /* An ERSPAN session: its encapsulation and addresses. A mirror clone of a session without
+     * an entry is dropped. */
+    table erspan_session {
+        key = { meta.mirror_session: exact; }
+        actions = { erspan_ii; erspan_iii; drop_mirror; }
+        default_action = drop_mirror();
+        size = 1024;
     }
 
     /* Sends this packet's clone back out of the port it came in on, to become meta.clone_kind. */
@@ -928,7 +1123,9 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
     apply {
         if (standard_metadata.instance_type == INSTANCE_INGRESS_CLONE
             || standard_metadata.instance_type == INSTANCE_EGRESS_CLONE) {
-            if (meta.clone_kind == CLONE_CNP) {
+            if (meta.clone_kind == CLONE_MIRROR) {
+                erspan_session.apply();
+            } else if (meta.clone_kind == CLONE_CNP) {
                 build_cnp();
             } else {
                 build_pfc_frame();
@@ -1059,8 +1256,32 @@ control LosslessEgress(inout headers hdr, inout metadata meta,
             }
         }
 
+        /* Mirroring: CNPs, NAKs or every frame of a priority, as mirror_policy says. A frame has
+         * one egress clone: a resume or a CNP of this switch takes it before a mirror. */
+        bool mirrored = false;
+        if (hdr.ipv4.isValid()) {
+            meta.mirror_kind = MIRROR_KIND_OTHER;
+            if (hdr.bth.isValid() && hdr.bth.opcode == BTH_OPCODE_CNP) {
+                meta.mirror_kind = MIRROR_KIND_CNP;
+            } else if (meta.rc_ack == 1 && (meta.aeth_syndrome[7:5] == AETH_NAK
+                                            || meta.aeth_syndrome[7:5] == AETH_RNR_NAK)) {
+                meta.mirror_kind = MIRROR_KIND_NAK;
+            }
+            mirrored = mirror_policy.apply().hit;
+        }
+
         if (meta.clone_kind != CLONE_NONE) {
+            if (mirrored) {
+                mirror_skipped.count((bit<32>)meta.mirror_session);
+            }
             send_back();
+        } else if (mirrored) {
+            meta.clone_kind = CLONE_MIRROR;
+            meta.clone_priority = standard_metadata.priority;
+            meta.mirror_port = standard_metadata.egress_port;
+            mirror_sent.count((bit<32>)meta.mirror_session);
+            clone_preserving_field_list(CloneType.E2E,
+                MIRROR_SESSION_BASE + (bit<32>)meta.mirror_session, FL_CLONE);
         }
     }
 }
@@ -1074,11 +1295,24 @@ control LosslessComputeChecksum(inout headers hdr, inout metadata meta) {
               hdr.ipv4.protocol, hdr.ipv4.srcAddr, hdr.ipv4.dstAddr },
             hdr.ipv4.hdrChecksum,
             HashAlgorithm.csum16);
+        update_checksum(
+            hdr.mirror_ipv4.isValid(),
+            { hdr.mirror_ipv4.version, hdr.mirror_ipv4.ihl, hdr.mirror_ipv4.dscp,
+              hdr.mirror_ipv4.ecn, hdr.mirror_ipv4.totalLen, hdr.mirror_ipv4.identification,
+              hdr.mirror_ipv4.flags, hdr.mirror_ipv4.fragOffset, hdr.mirror_ipv4.ttl,
+              hdr.mirror_ipv4.protocol, hdr.mirror_ipv4.srcAddr, hdr.mirror_ipv4.dstAddr },
+            hdr.mirror_ipv4.hdrChecksum,
+            HashAlgorithm.csum16);
     }
 }
 
 control LosslessDeparser(packet_out packet, in headers hdr) {
     apply {
+        packet.emit(hdr.mirror_ethernet);
+        packet.emit(hdr.mirror_ipv4);
+        packet.emit(hdr.gre);
+        packet.emit(hdr.erspan2);
+        packet.emit(hdr.erspan3);
         packet.emit(hdr.ethernet);
         packet.emit(hdr.pfc);
         packet.emit(hdr.pfc_pad);

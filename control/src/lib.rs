@@ -10,3 +10,4 @@ pub mod lab;
 pub mod net;
 pub mod output;
 pub mod sim;
+pub mod telemetry;

@@ -4,7 +4,7 @@ use clap::{Parser, Subcommand};
 use host::cli::HostCommand;
 use lossless::{
     agent::AgentArgs, check::cli::CheckArgs, lab::cli::LabCommand, net::cli::NetArgs,
-    sim::cli::SimCommand,
+    sim::cli::SimCommand, telemetry::cli::TelemetryCommand,
 };
 use p4client::cli::P4Args;
 use tracing_subscriber::EnvFilter;
@@ -43,6 +43,10 @@ enum Command {
     /// fabrics (PFC, ECN, DSCP, CNP, headroom, watchdog, buffer-dependency cycles): exits 1
     /// when it finds an error.
     Check(CheckArgs),
+    /// What the data planes send a collector: collect (ERSPAN mirrors of CNPs and NAKs to pcap
+    /// and a per-QP table).
+    #[command(subcommand)]
+    Telemetry(TelemetryCommand),
 }
 
 /// The crates the `lossless` command is made of besides its own: `lossless=LEVEL` in
@@ -104,6 +108,12 @@ async fn main() -> std::process::ExitCode {
         Command::Lab(command) => lossless::lab::cli::run(command).await,
         Command::Agent(args) => lossless::agent::run(args).await,
         Command::Sim(command) => run_sim(command).await,
+        Command::Telemetry(command) => {
+            until_interrupted("collecting", move |stop| {
+                lossless::telemetry::cli::run(command, stop)
+            })
+            .await
+        }
         Command::Check(args) => {
             return tokio::task::spawn_blocking(move || lossless::check::cli::run(&args))
                 .await
@@ -123,16 +133,26 @@ async fn main() -> std::process::ExitCode {
 /// Kubernetes stop a task), asks it to stop and report what it has.
 async fn run_sim(command: SimCommand) -> anyhow::Result<()> {
     use lossless::sim::{run, sweep};
+    until_interrupted("writing what ran", move |stop| match command {
+        SimCommand::Run(args) => run::run(&args, stop),
+        SimCommand::Sweep(args) => sweep::sweep(&args, stop),
+        SimCommand::Point(args) => sweep::point(&args, stop),
+        SimCommand::Report(args) => sweep::report(&args.dir, args.json),
+    })
+    .await
+}
+
+/// Runs `work` on a blocking thread; Ctrl-C or SIGTERM sets its stop flag (saying `doing` on
+/// stderr) and it ends with what it has.
+async fn until_interrupted(
+    doing: &str,
+    work: impl FnOnce(&traffic::StopFlag) -> anyhow::Result<()> + Send + 'static,
+) -> anyhow::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut terminate = signal(SignalKind::terminate())?;
     let stop = traffic::StopFlag::new();
-    let sim_stop = stop.clone();
-    let mut work = tokio::task::spawn_blocking(move || match command {
-        SimCommand::Run(args) => run::run(&args, &sim_stop),
-        SimCommand::Sweep(args) => sweep::sweep(&args, &sim_stop),
-        SimCommand::Point(args) => sweep::point(&args, &sim_stop),
-        SimCommand::Report(args) => sweep::report(&args.dir, args.json),
-    });
+    let work_stop = stop.clone();
+    let mut work = tokio::task::spawn_blocking(move || work(&work_stop));
     let interrupted = async {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
@@ -142,7 +162,7 @@ async fn run_sim(command: SimCommand) -> anyhow::Result<()> {
     tokio::select! {
         result = &mut work => result?,
         () = interrupted => {
-            eprintln!("interrupted: writing what ran");
+            eprintln!("interrupted: {doing}");
             stop.stop();
             work.await?
         }

@@ -20,6 +20,7 @@ use crate::{
     cells,
     client::{parse_election_id, Client, ClientTls, ElectionId, Target},
     entries,
+    mirror::{self, MirrorCommand},
     p4info::{self, by_name, AnyCounter},
     render::{self, CounterCell},
     script::Session,
@@ -84,6 +85,9 @@ pub enum P4Command {
     /// softswitch's egress queues (its own service beside P4Runtime; not BMv2's).
     #[command(subcommand)]
     Queue(QueueCommand),
+    /// lossless.p4's ERSPAN mirroring: a session to a collector and what it mirrors.
+    #[command(subcommand)]
+    Mirror(MirrorCommand),
     /// A table of counters refreshed every interval, with rates, until interrupted.
     Watch {
         /// Counters to show (default: every counter of the program).
@@ -372,6 +376,13 @@ pub async fn run(args: P4Args) -> anyhow::Result<()> {
         }
         P4Command::Registers(command) => registers(target, command, json).await,
         P4Command::Queue(command) => queue(target, command, json).await,
+        P4Command::Mirror(command) => {
+            print!(
+                "{}",
+                mirror::run(Client::connect(target).await?, command).await?
+            );
+            Ok(())
+        }
         P4Command::Watch { counters, interval } => watch(target, &counters, interval, json).await,
     }
 }

@@ -9,6 +9,7 @@ pub mod cli;
 pub mod client;
 pub mod commands;
 pub mod entries;
+pub mod mirror;
 pub mod names;
 pub mod p4info;
 pub mod render;

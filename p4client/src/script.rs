@@ -337,8 +337,8 @@ impl Session {
         .await
     }
 
-    /// Writes clone session `session` sending copies to `port`.
-    async fn write_session(
+    /// Writes clone session `session` sending copies to `port` (DELETE: `port` unused).
+    pub async fn write_session(
         &mut self,
         kind: update::Type,
         session: u32,

@@ -18,6 +18,8 @@ enum_with_unknown! {
         Ipv6Route = 43,
         /// IPv6 fragment header (an extension header).
         Ipv6Frag = 44,
+        /// GRE (RFC 2784), which carries ERSPAN.
+        Gre = 47,
         /// Authentication header (an IPv6 extension header).
         Ah = 51,
         /// ICMPv6.

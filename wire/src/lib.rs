@@ -1,6 +1,6 @@
 //! Packet formats, once for the whole workspace: typed zero-copy views in the style of smoltcp's
 //! `wire`, for Ethernet, VLAN, IPv4, IPv6, UDP, the RoCEv2 headers (BTH, AETH, CNP, ICRC) and
-//! 802.1Qbb PFC, with the Internet checksum and the CRC-32 table.
+//! 802.1Qbb PFC, ERSPAN over GRE, with the Internet checksum and the CRC-32 table.
 //!
 //! One module per protocol. Each has a private `field` module of byte ranges, a `Packet` (or
 //! `Frame`, `Tag`) view over any `T: AsRef<[u8]>` whose `new_checked` refuses a buffer too short
@@ -26,6 +26,7 @@ pub mod bth;
 pub mod checksum;
 pub mod cnp;
 pub mod crc;
+pub mod erspan;
 pub mod ethernet;
 pub mod icrc;
 pub mod ip;
