@@ -259,10 +259,11 @@ pub enum QueueCommand {
         /// --priority).
         #[arg(long, conflicts_with = "priority", value_parser = clap::value_parser!(u32).range(64..=1_048_576))]
         quantum: Option<u32>,
-        /// Microburst threshold in packets (the queue is in a burst at this occupancy or more).
+        /// Microburst threshold in packets (the queue is in a burst from this occupancy until
+        /// it holds half of it or fewer).
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         burst_threshold: Option<u32>,
-        /// Microburst window in µs (a burst back under the threshold within it is a
+        /// Microburst window in µs (a burst back to half the threshold within it is a
         /// microburst).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
         burst_window_us: Option<u64>,

@@ -248,7 +248,7 @@ pub struct QueueReport {
     pub occupancy_p99_packets: u64,
     /// The most.
     pub occupancy_max_packets: u64,
-    /// Microbursts (back under the threshold within the window) by the default rule.
+    /// Microbursts (back to half the threshold within the window) by the default rule.
     pub microbursts: u64,
     /// Episodes over the threshold longer than the window.
     pub bursts_over_window: u64,

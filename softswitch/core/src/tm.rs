@@ -1129,7 +1129,8 @@ mod tests {
         }
         let m = tm.measures(1, 3).unwrap();
         let b = m.bursts;
-        // Over 4 packets from the 4th arrival until the 3rd departure leaves 3.
+        // At 4 packets from the 4th arrival until the 4th departure leaves 2 (half the
+        // threshold).
         assert_eq!(
             (
                 b.microbursts,
@@ -1137,7 +1138,7 @@ mod tests {
                 b.last_peak_packets,
                 b.last_duration_us
             ),
-            (3, 0, 6, 30)
+            (3, 0, 6, 40)
         );
         assert_eq!((m.sojourn_us.total(), m.sojourn_us.max()), (18, 60));
         assert_eq!(m.sojourn_us.counts()[4], 3, "10 µs is in [8, 16)");
@@ -1146,6 +1147,12 @@ mod tests {
         for i in 0..4 {
             tm.enqueue(1, 3, i, 100, 3000).unwrap();
         }
+        tm.dequeue_port(1, 0xff, 3200).unwrap();
+        assert_eq!(
+            tm.measures(1, 3).unwrap().bursts.longer,
+            0,
+            "3 left: still on"
+        );
         tm.dequeue_port(1, 0xff, 3200).unwrap();
         assert_eq!(tm.measures(1, 3).unwrap().bursts.longer, 1);
         // A port not seen yet has the default rule; a reset forgets.

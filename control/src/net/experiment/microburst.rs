@@ -91,7 +91,8 @@ struct Sent {
 struct Expected {
     /// Occupancy at the burst's top, packets.
     peak_packets: u32,
-    /// Time over the threshold, µs: until the (frames − threshold + 1)th frame has left.
+    /// Time in the burst, µs: until the (frames − ⌊threshold / 2⌋)th frame has left and the
+    /// queue holds half the threshold.
     duration_us: f64,
     /// The last frame's sojourn, µs.
     max_sojourn_us: f64,
@@ -277,7 +278,7 @@ pub fn run(args: &MicroburstArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
         received,
         expected: Expected {
             peak_packets: args.burst_frames,
-            duration_us: (n - f64::from(args.threshold) + 1.0) * per_frame_us,
+            duration_us: (n - f64::from(args.threshold / 2)) * per_frame_us,
             max_sojourn_us: (n - 1.0) * per_frame_us,
         },
         detected: queues.iter().map(|q| q.microbursts).sum(),

@@ -2,7 +2,7 @@
 //! without allocating per packet: the sojourn time of each packet (dequeue time minus enqueue
 //! time) in fixed power-of-two buckets, the occupancy each arriving packet finds (a log-linear
 //! histogram, for percentiles), and microbursts: episodes where the queue's occupancy reaches a
-//! threshold and falls back under it within a window.
+//! threshold and falls back to half of it within a window.
 //!
 //! Times are the traffic manager's own timestamps, in microseconds of the switch's clock (the
 //! monotonic wall clock of a running switch, the simulated time of a simulator's); a sojourn
@@ -127,6 +127,16 @@ pub struct BurstRule {
     pub window_us: u64,
 }
 
+impl BurstRule {
+    /// The occupancy at or under which an episode ends: half the threshold. A queue that dips
+    /// just under the threshold and climbs back (a sender descheduled for a moment in the
+    /// middle of its burst, a queue hovering at the level) stays in one episode, as a
+    /// comparator with hysteresis would have it.
+    pub fn clear_packets(&self) -> u32 {
+        self.threshold_packets / 2
+    }
+}
+
 impl Default for BurstRule {
     fn default() -> Self {
         BurstRule {
@@ -147,7 +157,7 @@ pub struct Bursts {
     pub last_peak_packets: u32,
     /// How long the last microburst lasted, µs.
     pub last_duration_us: u64,
-    /// When the episode under way began (`None`: under the threshold).
+    /// When the episode under way began (`None`: none under way).
     since_us: Option<u64>,
     /// The highest occupancy of the episode under way.
     peak: u32,
@@ -166,7 +176,7 @@ impl Bursts {
                 self.since_us = Some(now_us);
                 self.peak = occupancy;
             }
-            Some(since) if occupancy < rule.threshold_packets => {
+            Some(since) if occupancy <= rule.clear_packets() => {
                 self.since_us = None;
                 let lasted = now_us.saturating_sub(since);
                 if lasted <= rule.window_us {
@@ -303,12 +313,17 @@ mod tests {
             threshold_packets: 3,
             window_us: 100,
         });
-        // Up to 5 packets from t=10, back under 3 at t=60.
+        // Up to 5 packets from t=10, under 3 at t=60 and back at 3 (not a new episode: it
+        // ends at half the threshold), down to 1 at t=90.
         for (ahead, t) in [(0, 10), (1, 11), (2, 12), (3, 13), (4, 14)] {
             m.arrived(ahead, t);
         }
         assert!(m.bursts.in_burst());
-        for (behind, t) in [(4, 20), (3, 30), (2, 60), (1, 70), (0, 80)] {
+        for (behind, t) in [(4, 20), (3, 30), (2, 60)] {
+            m.left(10, behind, t);
+        }
+        m.arrived(2, 65);
+        for (behind, t) in [(2, 70), (1, 90), (0, 100)] {
             m.left(10, behind, t);
         }
         assert_eq!(
@@ -317,13 +332,15 @@ mod tests {
                 m.bursts.last_peak_packets,
                 m.bursts.last_duration_us
             ),
-            (1, 5, 48)
+            (1, 5, 78)
         );
         // Over the threshold for 200 µs: congestion, not a microburst.
         for (ahead, t) in [(0, 1000), (1, 1000), (2, 1000)] {
             m.arrived(ahead, t);
         }
         m.left(1000, 2, 1200);
+        assert_eq!(m.bursts.longer, 0, "2 is not under half the threshold");
+        m.left(1000, 1, 1200);
         assert_eq!((m.bursts.microbursts, m.bursts.longer), (1, 1));
         assert_eq!(m.sojourn_us.max(), 200);
     }
