@@ -244,7 +244,7 @@ fn the_example_ring_crosses_pods_at_every_step() {
 
 /// Every cell of every counter and register of every switch, and each switch's drops: what
 /// the program kept over a run.
-fn program_state(sim: &Simulation) -> Vec<(String, String, Vec<String>)> {
+fn program_state(sim: &Simulation) -> ProgramState {
     let mut state = Vec::new();
     for node in sim.nodes() {
         let Node::Switch(s) = node else { continue };
@@ -274,12 +274,12 @@ fn program_state(sim: &Simulation) -> Vec<(String, String, Vec<String>)> {
     state
 }
 
+/// Every switch's program state: (switch, counter or register, its cells).
+type ProgramState = Vec<(String, String, Vec<String>)>;
+
 /// The run of `s` with every switch running lossless.p4 as `execution` says: its summary,
 /// its flows' times and the program's state at the end.
-fn run_as(
-    s: &Scenario,
-    execution: Execution,
-) -> (Summary, Vec<FlowRow>, Vec<(String, String, Vec<String>)>) {
+fn run_as(s: &Scenario, execution: Execution) -> (Summary, Vec<FlowRow>, ProgramState) {
     let program = sim::program::lossless();
     let mut built = build(s, &program, &workload::Sources::default(), 4 << 30)
         .unwrap_or_else(|e| panic!("{e}"));
