@@ -31,6 +31,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "p4runtime",
             "p4values",
             "tlsfiles",
+            "gnmi",
         ],
     ),
     (

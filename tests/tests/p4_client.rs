@@ -821,11 +821,18 @@ fn queue_set_and_show() {
         "--rate",
         "1000",
     ]);
+    // The queue's measures are all at zero (nothing went through it), its burst rule the
+    // default.
     assert_eq!(
         changed,
         json!([{"port": 2, "priority": 3, "depth_packets": 16, "rate_pps": 1000,
                 "occupancy_packets": 0, "strict": true, "weight": 1, "quantum_bytes": 1514,
-                "dropped_packets": 0}])
+                "dropped_packets": 0,
+                "burst_threshold_packets": 16, "burst_window_us": 1000, "in_burst": false,
+                "microbursts": 0, "bursts_over_window": 0, "last_burst_peak_packets": 0,
+                "last_burst_duration_us": 0, "occupancy_p50_packets": 0,
+                "occupancy_p99_packets": 0, "occupancy_max_packets": 0, "sojourn_p50_us": 0,
+                "sojourn_p99_us": 0, "sojourn_max_us": 0, "sojourn_us_buckets": vec![0u64; 32]}])
     );
     // Scheduling: priority 3 of port 2 shares the port by DWRR with weight 3, its quantum 9000.
     let changed = bed.p4_json(&[

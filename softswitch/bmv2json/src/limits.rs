@@ -18,7 +18,7 @@ pub const MAX_EXPR_DEPTH: usize = 64;
 
 /// Statements the control flow graphs of the pipelines become: a node reached along several
 /// paths is lowered once per path, so a graph of many joins stops here.
-pub const MAX_LOWERED_NODES: usize = 1 << 16;
+pub const MAX_LOWERED_NODES: usize = 1 << 20;
 
 /// Items of field lists (a calculation's inputs, a learn list's values) copied into the
 /// primitives and checksums that use them, over the whole program.
