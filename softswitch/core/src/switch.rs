@@ -470,7 +470,7 @@ impl Switch {
                 return Transmit::Idle;
             };
             let priority = d.priority;
-            let end = self.egress(d);
+            let end = self.egress(d, now);
             self.serve();
             match end {
                 EgressEnd::Leaves(data, unstored) => {
@@ -556,21 +556,22 @@ impl Switch {
         self.state.log.clear();
     }
 
-    /// Runs pending ingress packets and egress for every packet ready now.
+    /// Runs pending ingress packets and egress for every packet ready now (the clock is read
+    /// only while a packet is queued: a packet that skipped the queues has left already).
     fn serve(&mut self) {
         loop {
             if let Some(p) = self.pending.pop_front() {
                 self.ingress(p);
                 continue;
             }
-            if self.serving == Serving::OnTransmit {
+            if self.serving == Serving::OnTransmit || self.tm.is_empty() {
                 break;
             }
             let now = self.now_us();
             match self.tm.dequeue(now) {
                 Some(d) => {
                     let port = d.port;
-                    if let EgressEnd::Leaves(data, _) = self.egress(d) {
+                    if let EgressEnd::Leaves(data, _) = self.egress(d, now) {
                         self.outputs.push(Output { port, data });
                     }
                 }
@@ -769,7 +770,8 @@ impl Switch {
             && self.pending.is_empty()
             && self.tm.pass_through(port, priority)
         {
-            // It would be dequeued at once, with empty queues behind it: skip the queue.
+            // It would be dequeued at once, with empty queues behind it: skip the queue. Queued
+            // and dequeued at the same instant, its egress starts then too.
             let now = self.now_us();
             let d = Dequeued {
                 item: queued,
@@ -780,7 +782,7 @@ impl Switch {
                 deq_timedelta: 0,
                 priority,
             };
-            if let EgressEnd::Leaves(data, _) = self.egress(d) {
+            if let EgressEnd::Leaves(data, _) = self.egress(d, now) {
                 self.outputs.push(Output { port, data });
             }
         } else {
@@ -877,9 +879,9 @@ impl Switch {
         }
     }
 
-    /// Egress, compute checksum and deparser for a dequeued packet.
-    fn egress(&mut self, d: Dequeued<Queued>) -> EgressEnd {
-        let now = self.now_us();
+    /// Egress, compute checksum and deparser for a packet dequeued at `now` µs (its
+    /// `egress_global_timestamp`: the clock is not read again).
+    fn egress(&mut self, d: Dequeued<Queued>, now: u64) -> EgressEnd {
         let sm = self.program.std_meta;
         let Queued {
             mut slots,
