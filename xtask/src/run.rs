@@ -243,8 +243,19 @@ pub fn bench_host() -> anyhow::Result<()> {
 
 /// The softswitch interpreter's packet rate (the `interpreter` bench), then IPv4 forwarding
 /// between two veths through a Linux bridge, `softswitch run` and the interpreter alone, as
-/// ratios (bench-softswitch, root).
+/// ratios (bench-softswitch, root), which ends with issue 34's aims: the interpreter bench's
+/// figures reach it through a file of this run (`LOSSLESS_BENCH_RESULTS`).
 pub fn bench_softswitch() -> anyhow::Result<()> {
+    let results = workspace_root().join("target/bench/softswitch-interpreter.txt");
+    // Results of an earlier run must not pass for this run's.
+    if let Err(e) = std::fs::remove_file(&results) {
+        if e.kind() != std::io::ErrorKind::NotFound {
+            return Err(e).with_context(|| format!("removing {}", results.display()));
+        }
+    }
+    if let Some(dir) = results.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
     cargo()
         .args([
             "bench",
@@ -254,9 +265,12 @@ pub fn bench_softswitch() -> anyhow::Result<()> {
             "--bench",
             "interpreter",
         ])
+        .env("LOSSLESS_BENCH_RESULTS", &results)
         .run()?;
     require_root("the softswitch port benchmark")?;
-    Cmd::new(build_bench("bench-softswitch", "softswitch", "softswitch")?).run()
+    Cmd::new(build_bench("bench-softswitch", "softswitch", "softswitch")?)
+        .env("LOSSLESS_BENCH_RESULTS", &results)
+        .run()
 }
 
 /// `lossless sim` against htsim (`LOSSLESS_HTSIM`, else PATH) on the same fat-trees and
