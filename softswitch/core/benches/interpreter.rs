@@ -7,7 +7,9 @@
 //! both forwarded the same packets; the median of each with its range (ns per frame, fastest
 //! to slowest round) and the ratio compiled / interpreted with the range the rounds allow.
 //! Run with `cargo bench -p softswitch-core --bench interpreter` (append a name, e.g. `-- lpm`,
-//! to run one).
+//! to run one). With `LOSSLESS_BENCH_RESULTS` set to a file, each program's figures are also
+//! appended to it, one line each (see [`record`]), for `cargo xtask bench softswitch` to print
+//! with issue 34's aims.
 #![forbid(unsafe_code)]
 
 use softswitch_core::ir::{ActionCall, Entry, FieldMatch};
@@ -126,6 +128,7 @@ fn measure(name: &str, setup: impl Fn() -> Switch, packets: &[Vec<u8>]) {
         (v[0], v[v.len() / 2], v[v.len() - 1])
     };
     let ((a_min, a, a_max), (b_min, b, b_max)) = (spread(a), spread(b));
+    record(name, [a_min, a, a_max, b_min, b, b_max]);
     println!(
         "{name}: interpreted {:.0} packets/CPU-s ({a:.0} ns, {a_min:.0}-{a_max:.0}), compiled \
          {:.0} packets/CPU-s ({b:.0} ns, {b_min:.0}-{b_max:.0}), compiled / interpreted {:.2} \
@@ -136,6 +139,25 @@ fn measure(name: &str, setup: impl Fn() -> Switch, packets: &[Vec<u8>]) {
         a_min / b_max,
         a_max / b_min,
     );
+}
+
+/// Appends `name` and its CPU ns per frame (interpreted fastest, median, slowest round, then
+/// compiled the same) as one line of space-separated fields to the file
+/// `LOSSLESS_BENCH_RESULTS` names, if set (the port benchmark, `bench-softswitch`, reads it).
+fn record(name: &str, ns: [f64; 6]) {
+    use std::io::Write as _;
+    let Some(path) = std::env::var_os("LOSSLESS_BENCH_RESULTS") else {
+        return;
+    };
+    let line = ns
+        .iter()
+        .fold(name.to_owned(), |line, n| format!("{line} {n:.1}"));
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| writeln!(f, "{line}"))
+        .unwrap_or_else(|e| panic!("writing {}: {e}", path.to_string_lossy()));
 }
 
 fn lpm_1000_routes() {

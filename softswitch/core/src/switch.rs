@@ -485,7 +485,7 @@ impl Switch {
                 return Transmit::Idle;
             };
             let priority = d.priority;
-            let end = self.egress(d);
+            let end = self.egress(d, now);
             self.serve();
             match end {
                 EgressEnd::Leaves(data, unstored) => {
@@ -571,21 +571,22 @@ impl Switch {
         self.state.log.clear();
     }
 
-    /// Runs pending ingress packets and egress for every packet ready now.
+    /// Runs pending ingress packets and egress for every packet ready now (the clock is read
+    /// only while a packet is queued: a packet that skipped the queues has left already).
     fn serve(&mut self) {
         loop {
             if let Some(p) = self.pending.pop_front() {
                 self.ingress(p);
                 continue;
             }
-            if self.serving == Serving::OnTransmit {
+            if self.serving == Serving::OnTransmit || self.tm.is_empty() {
                 break;
             }
             let now = self.now_us();
             match self.tm.dequeue(now) {
                 Some(d) => {
                     let port = d.port;
-                    if let EgressEnd::Leaves(data, _) = self.egress(d) {
+                    if let EgressEnd::Leaves(data, _) = self.egress(d, now) {
                         self.outputs.push(Output { port, data });
                     }
                 }
@@ -785,7 +786,8 @@ impl Switch {
             && self.pending.is_empty()
             && self.tm.pass_through(port, priority, now)
         {
-            // It would be dequeued at once, with empty queues behind it: skip the queue.
+            // It would be dequeued at once, with empty queues behind it: skip the queue. Queued
+            // and dequeued at the same instant, its egress starts then too.
             let d = Dequeued {
                 item: queued,
                 port,
@@ -795,11 +797,11 @@ impl Switch {
                 deq_timedelta: 0,
                 priority,
             };
-            if let EgressEnd::Leaves(data, _) = self.egress(d) {
+            if let EgressEnd::Leaves(data, _) = self.egress(d, now) {
                 self.outputs.push(Output { port, data });
             }
         } else {
-            self.enqueue(port, queued, None);
+            self.enqueue(port, queued, None, now);
         }
     }
 
@@ -875,13 +877,14 @@ impl Switch {
     /// if given, else its own.
     fn enqueue_copy(&mut self, port: u16, mut copy: Queued, priority: Option<u8>) {
         copy.slots[self.program.std_meta.egress_port as usize] = u128::from(port);
-        self.enqueue(port, copy, priority);
+        let now = self.now_us();
+        self.enqueue(port, copy, priority, now);
     }
 
-    /// Queues `q` for `port` at `priority` if given, else at its `standard_metadata.priority`.
-    fn enqueue(&mut self, port: u16, q: Queued, priority: Option<u8>) {
+    /// Queues `q` for `port` at `now` µs, at `priority` if given, else at its
+    /// `standard_metadata.priority`.
+    fn enqueue(&mut self, port: u16, q: Queued, priority: Option<u8>, now: u64) {
         let priority = priority.unwrap_or(q.slots[self.program.std_meta.priority as usize] as u8);
-        let now = self.now_us();
         let bytes = u32::try_from(q.data.len())
             .unwrap_or(u32::MAX)
             .saturating_add(q.unstored);
@@ -892,9 +895,9 @@ impl Switch {
         }
     }
 
-    /// Egress, compute checksum and deparser for a dequeued packet.
-    fn egress(&mut self, d: Dequeued<Queued>) -> EgressEnd {
-        let now = self.now_us();
+    /// Egress, compute checksum and deparser for a packet dequeued at `now` µs (its
+    /// `egress_global_timestamp`: the clock is not read again).
+    fn egress(&mut self, d: Dequeued<Queued>, now: u64) -> EgressEnd {
         let sm = self.program.std_meta;
         let Queued {
             mut slots,

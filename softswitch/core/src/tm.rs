@@ -756,6 +756,11 @@ impl<T> TrafficManager<T> {
     pub fn buffered_bytes(&self) -> u64 {
         self.queued_bytes
     }
+
+    /// Whether no packet is queued anywhere (so none can be dequeued, whatever the time).
+    pub fn is_empty(&self) -> bool {
+        self.queued == 0
+    }
 }
 
 #[cfg(test)]

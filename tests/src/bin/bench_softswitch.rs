@@ -16,13 +16,18 @@
 //! what it forwards may forward less than at its best (BMv2 does), so each switch is measured
 //! at offered loads from 10,000 packets/s up to flat out, and its best is kept. Everything
 //! shares this machine's cores: the sender takes one while it sends. The ratios printed are
-//! softswitch on ports over the interpreter alone and over the first BMv2 build the toolchain
-//! has (`simple_switch_nolog` where it exists), and the sender's ceiling over the fastest
-//! softswitch. The scaling measurements (`scaling`) come first; `--scaling-only` stops after
-//! them, `--ports-only` skips them.
+//! softswitch on ports over the interpreter alone, over the Linux bridge and over the first
+//! BMv2 build the toolchain has (`simple_switch_nolog` where it exists), and the sender's
+//! ceiling over the fastest softswitch. The scaling measurements (`scaling`) come first;
+//! `--scaling-only` stops after them, `--ports-only` skips them. Last come issue 34's aims
+//! with the ratios of this run ([`aims`]).
 
+#[path = "bench_softswitch/aims.rs"]
+mod aims;
 #[path = "bench_softswitch/scaling.rs"]
 mod scaling;
+
+use aims::{Aim, Bound, Ratio};
 
 use std::time::{Duration, Instant};
 
@@ -204,23 +209,38 @@ fn interpreter(frame: &[u8]) -> anyhow::Result<f64> {
     Ok(forwarded as f64 / start.elapsed().as_secs_f64())
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+/// A column of figures over the rounds: the median, then the fastest to slowest round.
+fn figure(rounds: &[f64]) -> String {
+    let (min, median, max) = aims::spread(rounds);
+    format!("{median:>12.0} {:>19}", format!("{min:.0}-{max:.0}"))
 }
 
 fn main() -> anyhow::Result<()> {
     let flag = |name: &str| std::env::args().any(|arg| arg == name);
-    if !flag("--ports-only") {
+    let scaling = if flag("--ports-only") {
+        None
+    } else {
         let scaling = scaling::measure()?;
         scaling::report(
             &scaling,
             &testkit::workspace_root().join("target/bench/softswitch-scaling.svg"),
         )?;
+        Some(scaling)
+    };
+    let mut aims = aims::compiled();
+    aims.extend(aims::tables(scaling.as_ref()));
+    if !flag("--scaling-only") {
+        aims.extend(ports()?);
     }
+    aims::report(&aims);
     if flag("--scaling-only") {
-        return Ok(());
+        println!("  the ports' aims: not measured in this run (--scaling-only)");
     }
+    Ok(())
+}
+
+/// The port part: measures and prints the variants and their ratios; returns the ports' aims.
+fn ports() -> anyhow::Result<Vec<Aim>> {
     let out = std::process::Command::new("id").arg("-u").output()?;
     if String::from_utf8_lossy(&check("id -u", out)?.stdout).trim() != "0" {
         anyhow::bail!("the softswitch benchmark needs root (network namespaces)");
@@ -279,63 +299,100 @@ fn main() -> anyhow::Result<()> {
         interp.push(interpreter(&frame)?);
     }
     let _ = std::fs::remove_dir_all(&dir);
-    let (b, i) = (median(bridge), median(interp));
-    let best: Vec<(f64, f64)> = switch
-        .into_iter()
-        .map(|(pps, at)| (median(pps), median(at)))
-        .collect();
-    let s = best[0].0;
-    let g = median(generated.iter().map(|r| r.0).collect());
+    let generated_arrived: Vec<f64> = generated.iter().map(|r| r.0).collect();
+    let generated_sent: Vec<f64> = generated.iter().map(|r| r.1).collect();
     println!(
         "IPv4 forwarding ({PROGRAM}), {FRAME}-byte RoCEv2 frames from the traffic tool's AF_XDP \
-         sender, median of {ROUNDS} rounds of {SECONDS} s per offered load (each switch's best)"
+         sender, median of {ROUNDS} rounds of {SECONDS} s per offered load (each switch's best), \
+         with the fastest and slowest round"
     );
-    println!("{:<48} {:>12} {:>12}", "variant", "packets/s", "offered at");
     println!(
-        "{:<48} {:>12.0} {:>12}",
-        "(a) Linux bridge, veth to veth", b, "flat out"
+        "{:<48} {:>12} {:>19} {:>12}",
+        "variant", "packets/s", "rounds", "offered at"
     );
-    for ((label, _), (pps, at)) in port_ios.iter().zip(&best) {
-        println!("{label:<48} {pps:>12.0} {at:>12.0}");
+    println!(
+        "{:<48} {} {:>12}",
+        "(a) Linux bridge, veth to veth",
+        figure(&bridge),
+        "flat out"
+    );
+    for ((label, _), (pps, at)) in port_ios.iter().zip(&switch) {
+        println!("{label:<48} {} {:>12.0}", figure(pps), aims::spread(at).1);
     }
     println!(
-        "{:<48} {:>12.0} {:>12}",
-        "(c) softswitch interpreter alone", i, "-"
+        "{:<48} {} {:>12}",
+        "(c) softswitch interpreter alone",
+        figure(&interp),
+        "-"
+    );
+    for (variant, (pps, at)) in variants.iter().zip(&bmv2) {
+        println!(
+            "{:<48} {} {:>12.0}",
+            variant.label,
+            figure(pps),
+            aims::spread(at).1
+        );
+    }
+    println!(
+        "{:<48} {} {:>12.0}",
+        "(g) the sender alone into the switch's port",
+        figure(&generated_arrived),
+        aims::spread(&generated_sent).1
     );
     // The BMv2 to compare with: the first the toolchain has, performance builds first.
-    let mut bmv2_best = None;
-    for (variant, (pps, at)) in variants.iter().zip(bmv2) {
-        let pps = median(pps);
-        println!("{:<48} {:>12.0} {:>12.0}", variant.label, pps, median(at));
-        bmv2_best.get_or_insert((variant.label, pps));
-    }
-    println!(
-        "{:<48} {:>12.0} {:>12.0}",
-        "(g) the sender alone into the switch's port",
-        g,
-        median(generated.iter().map(|r| r.1).collect())
-    );
-    println!("ratios, measured in this run:");
-    for ((label, _), (pps, _)) in port_ios.iter().zip(&best) {
+    let bmv2_first = variants
+        .first()
+        .zip(bmv2.first())
+        .map(|(variant, (pps, _))| {
+            let name = variant
+                .label
+                .split_once(' ')
+                .map_or(variant.label, |(_, rest)| rest);
+            (name, pps)
+        });
+    println!("ratios, measured in this run (median, with the range the rounds allow):");
+    let mut aims = Vec::new();
+    for ((label, _), (pps, _)) in port_ios.iter().zip(&switch) {
         let name = label.split_once(' ').map_or(*label, |(letter, _)| letter);
-        println!(
-            "  softswitch on ports {name} / interpreter alone (c): {:.3} (aim: at least 0.5)",
-            pps / i
+        let line = |what: String, ratio: &Ratio| println!("  {what}: {}", ratio.show());
+        line(
+            format!("softswitch on ports {name} / interpreter alone (c)"),
+            &Ratio::of_rounds(pps, &interp),
         );
-        if let Some((bmv2, bmv2_pps)) = bmv2_best {
-            let bmv2 = bmv2.split_once(' ').map_or(bmv2, |(_, rest)| rest);
-            println!(
-                "  softswitch on ports {name} / {bmv2}: {:.1} (aim: at least 10)",
-                pps / bmv2_pps
-            );
-        }
+        let what = format!("softswitch on veth ports {name} / Linux bridge (a)");
+        line(what.clone(), &Ratio::of_rounds(pps, &bridge));
+        aims.push(Aim {
+            what,
+            bound: Bound::AtLeast(1.0),
+            ratio: Ok(Ratio::of_rounds(pps, &bridge)),
+        });
+        let what = match bmv2_first {
+            Some((bmv2, _)) => format!("softswitch on veth ports {name} / {bmv2}"),
+            None => format!("softswitch on veth ports {name} / BMv2 simple_switch_nolog"),
+        };
+        let ratio = match bmv2_first {
+            Some((_, bmv2_pps)) => {
+                let ratio = Ratio::of_rounds(pps, bmv2_pps);
+                line(what.clone(), &ratio);
+                Ok(ratio)
+            }
+            None => Err("no BMv2 in the toolchain".to_owned()),
+        };
+        aims.push(Aim {
+            what,
+            bound: Bound::AtLeast(30.0),
+            ratio,
+        });
     }
     println!(
-        "  (b) AF_PACKET / (b') AF_XDP ports: {:.2}   (b) / Linux bridge (a): {:.3}",
-        s / best[1].0,
-        s / b
+        "  (b) AF_PACKET / (b') AF_XDP ports: {}",
+        Ratio::of_rounds(&switch[0].0, &switch[1].0).show()
     );
-    let fastest = best.iter().map(|r| r.0).fold(0.0, f64::max);
+    let fastest = switch
+        .iter()
+        .map(|r| aims::spread(&r.0).1)
+        .fold(0.0, f64::max);
+    let g = aims::spread(&generated_arrived).1;
     println!(
         "  the sender alone (g) / the fastest softswitch: {:.2} ({})",
         g / fastest,
@@ -345,5 +402,5 @@ fn main() -> anyhow::Result<()> {
             "the sender may have limited the switch: its ceiling is close to what it forwarded"
         }
     );
-    Ok(())
+    Ok(aims)
 }
