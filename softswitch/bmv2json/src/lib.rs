@@ -5,11 +5,12 @@
 //! The JSON is untrusted (a P4Runtime client sends it as a device config): [`limits`] bounds its
 //! size, nesting and counts, and everything past them, or not understood, is a [`LoadError`]
 //! naming the object, never a panic. [`json`] reads values with their context, [`layout`]
-//! places headers in slots, [`expr`] lowers expressions, [`lower`] the parser, actions,
-//! pipelines, checksums and externs.
+//! places headers in slots, [`expr`] lowers expressions, [`joins`] finds where a pipeline's
+//! branches meet, [`lower`] the parser, actions, pipelines, checksums and externs.
 #![forbid(unsafe_code)]
 
 pub mod expr;
+pub mod joins;
 pub mod json;
 pub mod layout;
 pub mod limits;

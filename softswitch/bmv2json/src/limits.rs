@@ -16,9 +16,15 @@ pub const MAX_SLOTS: u32 = 1 << 14;
 /// How deep an expression may nest.
 pub const MAX_EXPR_DEPTH: usize = 64;
 
-/// Statements the control flow graphs of the pipelines become: a node reached along several
-/// paths is lowered once per path, so a graph of many joins stops here.
-pub const MAX_LOWERED_NODES: usize = 1 << 20;
+/// Statements the control flow graphs of the pipelines become. A node is lowered once after
+/// the branches that meet at it ([`crate::joins`]), but a node reached by branches that do not
+/// all meet there first (a graph no `if` or `switch` makes) is lowered once per path, so such a
+/// graph stops here.
+pub const MAX_LOWERED_NODES: usize = 1 << 16;
+
+/// Steps of the walk that finds where a pipeline's branches meet again ([`crate::joins`]):
+/// linear in the nodes for the graphs p4c writes, quadratic at worst.
+pub const MAX_JOIN_STEPS: usize = 1 << 24;
 
 /// Items of field lists (a calculation's inputs, a learn list's values) copied into the
 /// primitives and checksums that use them, over the whole program.

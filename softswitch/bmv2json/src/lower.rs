@@ -15,6 +15,7 @@ use softswitch_core::ir::{
 };
 
 use crate::expr::{field_name, unwrap_expression, Scope, Typed};
+use crate::joins::{Graph, Node};
 use crate::json::{
     array, array_member, flag, hex, hex_bytes, member, name, str_member, string, uint, uint_member,
 };
@@ -67,7 +68,8 @@ pub fn lower(root: &Value) -> Result<Loaded> {
         let body = match pipelines.get(pname) {
             Some(p) => {
                 let init = p.get("init_table").and_then(Value::as_str);
-                l.graph(p, init, 0)?
+                let graph = Graph::of(p, init)?;
+                l.graph(&graph, init, None, 0)?
             }
             None => Vec::new(),
         };
@@ -1537,11 +1539,14 @@ impl Lowerer {
         })
     }
 
-    /// The statements of control flow graph `p` from node `next` on.
+    /// The statements of control flow graph `g` from node `next` up to node `stop` (not
+    /// included; `None`: to the end). A branching node's branches are lowered up to its join,
+    /// and the statements from the join on follow the branching statement.
     fn graph<'p>(
         &mut self,
-        p: &'p Value,
+        g: &Graph<'p>,
         mut next: Option<&'p str>,
+        stop: Option<&'p str>,
         depth: usize,
     ) -> Result<Vec<Stmt>> {
         if depth > limits::MAX_RUN_DEPTH {
@@ -1551,7 +1556,7 @@ impl Lowerer {
             ));
         }
         let mut out = Vec::new();
-        while let Some(node) = next {
+        while let Some(node) = next.filter(|&n| Some(n) != stop) {
             self.lowered_nodes += 1;
             if self.lowered_nodes > limits::MAX_LOWERED_NODES {
                 return fail(format!(
@@ -1560,8 +1565,11 @@ impl Lowerer {
                     limits::MAX_LOWERED_NODES
                 ));
             }
+            let join = g.join(node);
             if let Some(&t) = self.table_index.get(node) {
-                let table = find(p, "tables", node)?;
+                let Node::Table(table) = g.node(node)? else {
+                    return fail(format!("a pipeline's node {node} is not a table"));
+                };
                 static NONE: std::sync::OnceLock<serde_json::Map<String, Value>> =
                     std::sync::OnceLock::new();
                 let next_tables: &'p serde_json::Map<String, Value> = match table.get("next_tables")
@@ -1587,7 +1595,7 @@ impl Lowerer {
                     });
                 let branch = |l: &mut Self, to: Option<&'p str>| -> Result<Vec<Stmt>> {
                     let mut b: Vec<Stmt> = meter.iter().cloned().collect();
-                    b.extend(l.graph(p, to, depth + 1)?);
+                    b.extend(l.graph(g, to, join, depth + 1)?);
                     Ok(b)
                 };
                 if next_tables.contains_key("__HIT__") || next_tables.contains_key("__MISS__") {
@@ -1604,7 +1612,8 @@ impl Lowerer {
                         otherwise,
                         None,
                     ));
-                    return Ok(out);
+                    next = join;
+                    continue;
                 }
                 let targets: Vec<Option<&str>> = next_tables.values().map(Value::as_str).collect();
                 if targets.iter().all(|&to| to == base) {
@@ -1638,18 +1647,21 @@ impl Lowerer {
                     cases: lowered,
                     default,
                 });
-                return Ok(out);
+                next = join;
+                continue;
             }
-            let c = find(p, "conditionals", node)?;
+            let Node::Conditional(c) = g.node(node)? else {
+                return fail(format!("a pipeline's node {node} is not a conditional"));
+            };
             let what = format!("conditional {node}");
             let cond = self.scope(&[]).expr(member(c, "expression", &what)?)?.expr;
             let t = c.get("true_next").and_then(Value::as_str);
             let f = c.get("false_next").and_then(Value::as_str);
-            let then = self.graph(p, t, depth + 1)?;
-            let otherwise = self.graph(p, f, depth + 1)?;
+            let then = self.graph(g, t, join, depth + 1)?;
+            let otherwise = self.graph(g, f, join, depth + 1)?;
             let index = self.condition(node, c);
             out.push(Stmt::If(cond, then, otherwise, Some(index)));
-            return Ok(out);
+            next = join;
         }
         Ok(out)
     }
@@ -1749,17 +1761,6 @@ impl Lowerer {
         }
         Ok((verify, compute))
     }
-}
-
-/// The object called `node` in array `kind` of pipeline `p`.
-fn find<'a>(p: &'a Value, kind: &str, node: &str) -> Result<&'a Value> {
-    array_member(p, kind, "a pipeline")?
-        .iter()
-        .find(|o| o.get("name").and_then(Value::as_str) == Some(node))
-        .map_or_else(
-            || fail(format!("a pipeline goes to unknown node {node}")),
-            Ok,
-        )
 }
 
 /// A byte string as an integer (at most 16 bytes).

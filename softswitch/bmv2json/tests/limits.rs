@@ -207,14 +207,48 @@ fn control_flow_cycles_are_refused() {
     // A conditional that leads to itself, and a table whose next node is itself.
     let mut p = basic();
     p["pipelines"][0]["conditionals"][0]["true_next"] = json!("node_2");
-    refused(&p, "MAX_RUN_DEPTH");
+    refused(&p, "a cycle through node node_2");
     let mut p = basic();
     let table = &mut p["pipelines"][0]["tables"][0];
     table["base_default_next"] = json!("MyIngress.ipv4_lpm");
     for next in table["next_tables"].as_object_mut().unwrap().values_mut() {
         *next = json!("MyIngress.ipv4_lpm");
     }
-    refused(&p, "MAX_LOWERED_NODES");
+    refused(&p, "a cycle through node MyIngress.ipv4_lpm");
+}
+
+/// 64 conditionals in a row, each branching two ways to the next: lowered once per path, they
+/// would be 2^64 statements; lowered once after the branches that meet at them, 64 `if`s.
+#[test]
+fn branches_that_meet_again_are_lowered_once() {
+    let mut p = basic();
+    let pipeline = &mut p["pipelines"][0];
+    let first = pipeline["conditionals"][0].clone();
+    let init = pipeline["init_table"].clone();
+    let mut chain: Vec<Value> = (0..64)
+        .map(|i| {
+            let next = if i == 63 {
+                init.clone()
+            } else {
+                json!(format!("c{}", i + 1))
+            };
+            let mut c = first.clone();
+            c["name"] = json!(format!("c{i}"));
+            c["true_next"] = next.clone();
+            c["false_next"] = next;
+            c
+        })
+        .collect();
+    let conditionals = pipeline["conditionals"].as_array_mut().unwrap();
+    conditionals.append(&mut chain);
+    pipeline["init_table"] = json!("c0");
+    let loaded = softswitch_bmv2json::load(&serde_json::to_vec(&p).unwrap()).unwrap();
+    let ingress = &loaded.program.controls[1].body;
+    assert_eq!(
+        ingress.len(),
+        64 + 1,
+        "the 64 ifs, then the original pipeline's first node"
+    );
 }
 
 /// A program whose ethernet header ends in a field `wide` of `bits` bits and whose first action
