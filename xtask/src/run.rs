@@ -55,13 +55,18 @@ impl Cmd {
         self
     }
 
-    /// Runs it to the end; fails unless it exits 0.
+    /// Runs it to the end, then says how long it took; fails unless it exits 0.
     pub fn run(mut self) -> anyhow::Result<()> {
         eprintln!("xtask: {:?}", self.0);
+        let started = std::time::Instant::now();
         let status = self
             .0
             .status()
             .with_context(|| format!("starting {:?}", self.0.get_program()))?;
+        eprintln!(
+            "xtask: {status} after {:.0} s",
+            started.elapsed().as_secs_f64()
+        );
         if !status.success() {
             bail!("{:?} failed: {status}", self.0.get_program());
         }
