@@ -22,7 +22,7 @@ use crate::event::NodeId;
 use crate::flows::{FlowSpec, On, Start};
 use crate::host::HostConfig;
 use crate::link::End;
-use crate::simulation::{Failing, Failure, Reroute, SimError, Simulation};
+use crate::simulation::{Execution, Failing, Failure, Reroute, SimError, Simulation};
 use crate::time::{Ps, NS};
 
 /// The longest scenario file read, bytes.
@@ -503,13 +503,15 @@ fn plan(s: &Scenario, program: &Program, sources: &Sources) -> Result<Plan, Scen
     })
 }
 
-/// Builds the run `s` describes, every switch running `program`; refuses it before allocating
-/// it when its estimate passes `memory_limit` bytes.
+/// Builds the run `s` describes, every switch running `program` as `execution` says (so that
+/// an interpreted run never compiles it); refuses it before allocating it when its estimate
+/// passes `memory_limit` bytes.
 pub fn build(
     s: &Scenario,
     program: &Program,
     sources: &Sources,
     memory_limit: u64,
+    execution: Execution,
 ) -> Result<Built, ScenarioError> {
     let plan = plan(s, program, sources)?;
     if plan.estimated_bytes > memory_limit {
@@ -526,6 +528,7 @@ pub fn build(
     }
     let entries = topology::entries::compute(&plan.fabric, &plan.tuning)?;
     let mut sim = Simulation::new();
+    sim.set_execution(execution);
     sim.set_source_port_per_qp(s.hosts.source_ports == SourcePorts::PerQp);
     sim.set_source_port_seed(s.seed);
     let mut switch_nodes = Vec::with_capacity(plan.fabric.switches.len());

@@ -11,7 +11,7 @@ mod common;
 
 use sim::report::{summarise, Summary};
 use sim::scenario::{build, Built, CnpSource, CongestionControl, Scenario};
-use sim::simulation::RunEnd;
+use sim::simulation::{Execution, RunEnd};
 use sim::time::{Ps, US};
 use topology::Policy;
 
@@ -33,6 +33,7 @@ fn built(s: &Scenario) -> Built {
         &sim::program::lossless(),
         &workload::Sources::default(),
         4 << 30,
+        Execution::Compiled,
     )
     .unwrap_or_else(|e| panic!("{e}"))
 }

@@ -26,7 +26,7 @@ fn scenario(topology: &str, workload: &[&str]) -> Scenario {
 
 fn run(s: &Scenario) -> sim::report::Summary {
     let program = sim::program::lossless();
-    let mut built = build(s, &program, &workload::Sources::default(), 4 << 30)
+    let mut built = build(s, &program, &workload::Sources::default(), 4 << 30, Execution::Compiled)
         .unwrap_or_else(|e| panic!("{e}"));
     let end = built.sim.run(built.time_limit, |_| true).unwrap();
     summarise(&built, end).0
@@ -144,7 +144,7 @@ fn a_link_that_fails_mid_run_loses_frames_that_go_back_n_recovers_and_reroute_av
 fn scenarios_past_their_limits_are_refused_before_they_run() {
     let program = sim::program::lossless();
     let sources = workload::Sources::default();
-    let refused = |s: &Scenario, memory: u64| match build(s, &program, &sources, memory) {
+    let refused = |s: &Scenario, memory: u64| match build(s, &program, &sources, memory, Execution::Compiled) {
         Ok(_) => panic!("{s:?} was accepted"),
         Err(e) => e.to_string(),
     };
@@ -209,7 +209,7 @@ fn an_unreadable_workload_file_is_said_once() {
         std::env::temp_dir().join(format!("lossless-sim-missing-{}.toml", std::process::id()));
     let s = scenario("fat-tree:4", &[missing.to_str().unwrap()]);
     let program = sim::program::lossless();
-    let e = build(&s, &program, &workload::Sources::default(), 1 << 32)
+    let e = build(&s, &program, &workload::Sources::default(), 1 << 32, Execution::Compiled)
         .err()
         .expect("a missing workload file is refused");
     let mut chain = e.to_string();
@@ -231,6 +231,7 @@ fn the_example_ring_crosses_pods_at_every_step() {
         &sim::program::lossless(),
         &workload::Sources::default(),
         4 << 30,
+        Execution::Interpreted,
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let flows = built.sim.flows();
@@ -281,9 +282,8 @@ type ProgramState = Vec<(String, String, Vec<String>)>;
 /// its flows' times and the program's state at the end.
 fn run_as(s: &Scenario, execution: Execution) -> (Summary, Vec<FlowRow>, ProgramState) {
     let program = sim::program::lossless();
-    let mut built = build(s, &program, &workload::Sources::default(), 4 << 30)
+    let mut built = build(s, &program, &workload::Sources::default(), 4 << 30, execution)
         .unwrap_or_else(|e| panic!("{e}"));
-    built.sim.set_execution(execution);
     assert_eq!(built.sim.execution(), execution);
     assert_eq!(
         built.sim.compile_fallbacks(),
@@ -291,6 +291,22 @@ fn run_as(s: &Scenario, execution: Execution) -> (Summary, Vec<FlowRow>, Program
         "every block of lossless.p4 runs compiled"
     );
     let end = built.sim.run(built.time_limit, |_| true).unwrap();
+    // The blocks the switches ran compiled: some when compiled (so that this test fails if the
+    // simulator's switches never take the compiled path), none when interpreted.
+    let compiled_runs: u64 = built
+        .sim
+        .nodes()
+        .iter()
+        .filter_map(|node| match node {
+            Node::Switch(s) => Some(s.core.compiled_block_runs()),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(
+        compiled_runs > 0,
+        execution == Execution::Compiled,
+        "{compiled_runs} blocks ran compiled"
+    );
     let (summary, flows) = summarise(&built, end);
     let state = program_state(&built.sim);
     (summary, flows, state)

@@ -61,6 +61,7 @@ fn our_draw(side: &SideBySide) -> (f64, f64) {
         &sim::program::lossless(),
         &workload::Sources::default(),
         4 << 30,
+        sim::simulation::Execution::Compiled,
     )
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(b.sim.run(b.time_limit, |_| true).unwrap(), RunEnd::Idle);

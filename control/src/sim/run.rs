@@ -81,8 +81,7 @@ pub fn run_one(
     label: &str,
 ) -> anyhow::Result<Record> {
     let sources = workload::Sources::from_env();
-    let mut built = build(scenario, program, &sources, memory)?;
-    built.sim.set_execution(execution);
+    let mut built = build(scenario, program, &sources, memory, execution)?;
     for fallback in built.sim.compile_fallbacks() {
         eprintln!("{label}: {fallback}");
     }
