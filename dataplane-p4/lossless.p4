@@ -345,6 +345,12 @@ bool ticket_not_after(in bit<32> a, in bit<32> b) {
  * time (µs) until which that port may not send that priority. */
 register<bit<48>, bit<32>>(QUEUES) pfc_paused_until;
 
+/* Per (port, priority): the time (µs) received PAUSE frames have paused that priority of that
+ * port, counted when a PAUSE arrives up to its paused-until (so it includes the rest of a pause
+ * still in force): a PAUSE that extends or cuts short (a resume) the pause in force adds or
+ * takes off the difference; one after the last has ended adds its whole time. */
+register<bit<48>, bit<32>>(QUEUES) pfc_paused_us;
+
 /* PFC's view of each lossless queue, per (egress port, priority): packets in it, counted up by
  * ingress as it sends one there and set to deq_qdepth by egress as one leaves. Ingress reads it
  * as the enq_qdepth the packet will find, so XOFF is seen at once, not after the queueing delay
@@ -519,8 +525,16 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
      * so its parameters are `in`: p4c wants compile-time constants for action data. */
     action record_pause(in bit<3> priority, in bit<16> quanta) {
         bit<32> cell = queue_index(standard_metadata.ingress_port, priority);
-        pfc_paused_until.write(cell, standard_metadata.ingress_global_timestamp
-                                     + (((bit<48>)quanta * pause_quantum_q10) >> 10));
+        bit<48> now = standard_metadata.ingress_global_timestamp;
+        bit<48> until = now + (((bit<48>)quanta * pause_quantum_q10) >> 10);
+        bit<48> before;
+        bit<48> paused;
+        pfc_paused_until.read(before, cell);
+        pfc_paused_us.read(paused, cell);
+        /* From the end of the pause in force, or from now if there is none: a shorter new pause
+         * takes the difference off (modulo 2^48, the total stays exact). */
+        pfc_paused_us.write(cell, paused + until - (before > now ? before : now));
+        pfc_paused_until.write(cell, until);
         pfc_rx.count(cell);
     }
 

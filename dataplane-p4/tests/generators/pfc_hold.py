@@ -82,6 +82,9 @@ for parity in (0, 1):
                      f"{t if named else 0}")
         lines.append(f"counter_read {INGRESS}.pfc_rx {queue_index(LIMIT_PORT, p)} packets == "
                      f"{int(named)}")
+lines.append("# Each priority has been paused for its whole time (the pauses run from now).")
+for p, t in times.items():
+    lines.append(f"register_read pfc_paused_us {queue_index(LIMIT_PORT, p)} == {t}")
 
 q2 = queue_index(2, PRIORITY_DATA)
 lines.append("# t = 0: port 2's peer pauses priority 3 for 200 quanta = 200 µs. Consumed.")
@@ -122,6 +125,8 @@ for i, t in order:
 lines.append("wait")
 total_holds += holds
 lines.append(f"counter_read {INGRESS}.pfc_rx {q2} packets == 3")
+lines.append("# Time paused: the first pause's 200 µs, then the long pause cut short by the resume: 95.")
+lines.append(f"register_read pfc_paused_us {q2} == {200 + 95}")
 lines.append(f"counter_read {EGRESS}.pfc_hold {q2} packets == {total_holds}")
 
 lines.append(f"# Port {LIMIT_PORT} holds a packet at most {LIMIT} passes: paused for 60000 µs, its")
@@ -138,6 +143,8 @@ lines.append("wait")
 q3 = queue_index(LIMIT_PORT, PRIORITY_DATA)
 lines.append(f"counter_read {EGRESS}.pfc_hold {q3} packets == {holds}")
 lines.append(f"counter_read {EGRESS}.pfc_hold_expired {q3} packets == {expired}")
+lines.append(f"# Time paused: {times[PRIORITY_DATA]} µs at t = 0, then the whole of the pause still in force.")
+lines.append(f"register_read pfc_paused_us {q3} == {times[PRIORITY_DATA] + 60000}")
 
 HOLD_PORT, QUANTA = 4, 100
 lines.append("# Held packets still belong to the upstream they came from, though BMv2 zeroes a")
