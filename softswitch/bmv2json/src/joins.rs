@@ -30,104 +30,148 @@ pub enum Node<'p> {
     Conditional(&'p Value),
 }
 
+/// Where table `t` goes on a hit and on a miss (`None`: the end), if its `next_tables` are by
+/// hit and miss (`__HIT__`, `__MISS__`: a table applied in `if (t.apply().hit)`) rather than by
+/// action; a missing one of the two is the end.
+pub fn hit_miss(t: &Value) -> Option<(Option<&str>, Option<&str>)> {
+    let Some(Value::Object(next)) = t.get("next_tables") else {
+        return None;
+    };
+    if !next.contains_key("__HIT__") && !next.contains_key("__MISS__") {
+        return None;
+    }
+    let to = |key| next.get(key).and_then(Value::as_str);
+    Some((to("__HIT__"), to("__MISS__")))
+}
+
+/// No node: the pipeline's end.
+const END: u32 = u32::MAX;
+
 /// The nodes of one pipeline by name, with the join of every node reachable from its first.
 pub struct Graph<'p> {
-    nodes: HashMap<&'p str, Node<'p>>,
-    /// Node → its immediate post-dominator (`None`: the pipeline's end).
-    joins: HashMap<&'p str, Option<&'p str>>,
+    names: Vec<&'p str>,
+    nodes: Vec<Node<'p>>,
+    index: HashMap<&'p str, u32>,
+    /// By node: its immediate post-dominator ([`END`]: the pipeline's end; unset for nodes
+    /// not reachable from the first).
+    joins: Vec<u32>,
 }
 
 impl<'p> Graph<'p> {
-    /// The graph of pipeline `p`, from its node `init` on.
+    /// The graph of pipeline `p`, from its node `init` on; two nodes of one name are refused.
     pub fn of(p: &'p Value, init: Option<&'p str>) -> Result<Graph<'p>> {
-        let mut nodes = HashMap::new();
-        for t in array_member(p, "tables", "a pipeline")? {
-            nodes.insert(name(t, "a table")?, Node::Table(t));
-        }
-        for c in array_member(p, "conditionals", "a pipeline")? {
-            nodes.insert(name(c, "a conditional")?, Node::Conditional(c));
-        }
+        let tables = array_member(p, "tables", "a pipeline")?;
+        let conditionals = array_member(p, "conditionals", "a pipeline")?;
         let mut graph = Graph {
-            nodes,
-            joins: HashMap::new(),
+            names: Vec::new(),
+            nodes: Vec::new(),
+            index: HashMap::new(),
+            joins: Vec::new(),
         };
+        let all = tables.iter().map(|t| (t, "a table", Node::Table(t))).chain(
+            conditionals
+                .iter()
+                .map(|c| (c, "a conditional", Node::Conditional(c))),
+        );
+        for (object, what, node) in all {
+            let name = name(object, what)?;
+            let i = graph.nodes.len() as u32;
+            if graph.index.insert(name, i).is_some() {
+                return fail(format!("a pipeline has two nodes called {name}"));
+            }
+            graph.names.push(name);
+            graph.nodes.push(node);
+        }
+        graph.joins = vec![END; graph.nodes.len()];
+        let init = init.and_then(|n| graph.index.get(n).copied());
         let order = graph.post_order(init)?;
-        graph.joins = graph.post_dominators(&order)?;
+        graph.post_dominators(&order)?;
         Ok(graph)
     }
 
     /// The node called `name`.
     pub fn node(&self, name: &str) -> Result<Node<'p>> {
-        self.nodes.get(name).copied().map_or_else(
-            || fail(format!("a pipeline goes to unknown node {name}")),
-            Ok,
-        )
+        match self.index.get(name) {
+            Some(&i) => Ok(self.nodes[i as usize]),
+            None => fail(format!("a pipeline goes to unknown node {name}")),
+        }
     }
 
     /// Where the branches of node `name` meet again (`None`: only at the pipeline's end).
     pub fn join(&self, name: &str) -> Option<&'p str> {
-        self.joins.get(name).copied().flatten()
+        let &i = self.index.get(name)?;
+        let join = self.joins[i as usize];
+        (join != END).then(|| self.names[join as usize])
     }
 
-    /// The nodes that may follow node `name` (`None`: the end), unknown names included (the
-    /// lowering refuses them where it meets them).
-    fn successors(&self, name: &str) -> Vec<Option<&'p str>> {
-        match self.nodes.get(name) {
-            None => Vec::new(),
-            Some(Node::Table(t)) => {
-                let mut next: Vec<Option<&'p str>> = match t.get("next_tables") {
-                    Some(Value::Object(m)) => m.values().map(Value::as_str).collect(),
-                    _ => Vec::new(),
-                };
-                let has_hit_miss = matches!(t.get("next_tables"), Some(Value::Object(m))
-                    if m.contains_key("__HIT__") || m.contains_key("__MISS__"));
-                if !has_hit_miss {
-                    next.push(t.get("base_default_next").and_then(Value::as_str));
+    /// The node called `name`, if there is one, else [`END`] (an unknown node is refused where
+    /// the lowering meets it; here it counts as the end).
+    fn index_of(&self, name: Option<&str>) -> u32 {
+        name.and_then(|n| self.index.get(n).copied()).unwrap_or(END)
+    }
+
+    /// The nodes that may follow node `i` ([`END`]: the end), the edges the lowering follows:
+    /// a hit/miss table's two, another table's by action and its `base_default_next`, a
+    /// conditional's two.
+    fn successors(&self, i: u32) -> Vec<u32> {
+        match self.nodes[i as usize] {
+            Node::Table(t) => match hit_miss(t) {
+                Some((hit, miss)) => vec![self.index_of(hit), self.index_of(miss)],
+                None => {
+                    let mut next: Vec<u32> = match t.get("next_tables") {
+                        Some(Value::Object(m)) => {
+                            m.values().map(|v| self.index_of(v.as_str())).collect()
+                        }
+                        _ => Vec::new(),
+                    };
+                    next.push(self.index_of(t.get("base_default_next").and_then(Value::as_str)));
+                    next
                 }
-                next
-            }
-            Some(Node::Conditional(c)) => ["true_next", "false_next"]
+            },
+            Node::Conditional(c) => ["true_next", "false_next"]
                 .iter()
-                .map(|k| c.get(*k).and_then(Value::as_str))
+                .map(|k| self.index_of(c.get(*k).and_then(Value::as_str)))
                 .collect(),
         }
     }
 
     /// The nodes reachable from `init`, each after every node that may follow it (a
     /// depth-first post-order, without recursion); a cycle is an error.
-    fn post_order(&self, init: Option<&'p str>) -> Result<Vec<&'p str>> {
-        #[derive(PartialEq)]
+    fn post_order(&self, init: Option<u32>) -> Result<Vec<u32>> {
+        #[derive(Clone, Copy, PartialEq)]
         enum Seen {
+            Not,
             OnPath,
             Done,
         }
-        let mut seen: HashMap<&'p str, Seen> = HashMap::new();
+        let mut seen = vec![Seen::Not; self.nodes.len()];
         let mut order = Vec::new();
         let Some(init) = init else {
             return Ok(order);
         };
         // Each frame: a node and the successors still to visit.
         let mut stack = vec![(init, self.successors(init))];
-        seen.insert(init, Seen::OnPath);
+        seen[init as usize] = Seen::OnPath;
         while let Some((node, rest)) = stack.last_mut() {
             match rest.pop() {
-                Some(Some(next)) if self.nodes.contains_key(next) => match seen.get(next) {
-                    Some(Seen::OnPath) => {
+                Some(END) => {}
+                Some(next) => match seen[next as usize] {
+                    Seen::OnPath => {
                         return fail(format!(
-                            "a pipeline's control flow graph has a cycle through node {next}"
+                            "a pipeline's control flow graph has a cycle through node {}",
+                            self.names[next as usize]
                         ))
                     }
-                    Some(Seen::Done) => {}
-                    None => {
-                        seen.insert(next, Seen::OnPath);
+                    Seen::Done => {}
+                    Seen::Not => {
+                        seen[next as usize] = Seen::OnPath;
                         let successors = self.successors(next);
                         stack.push((next, successors));
                     }
                 },
-                Some(_) => {}
                 None => {
                     let node = *node;
-                    seen.insert(node, Seen::Done);
+                    seen[node as usize] = Seen::Done;
                     order.push(node);
                     stack.pop();
                 }
@@ -136,22 +180,20 @@ impl<'p> Graph<'p> {
         Ok(order)
     }
 
-    /// Every node's immediate post-dominator, given the nodes in `order` (each after its
-    /// successors).
-    fn post_dominators(&self, order: &[&'p str]) -> Result<HashMap<&'p str, Option<&'p str>>> {
+    /// Sets every node's immediate post-dominator, given the nodes in `order` (each after its
+    /// successors, whose joins and depths are therefore set when it is reached).
+    fn post_dominators(&mut self, order: &[u32]) -> Result<()> {
         // The depth of each node in the post-dominator tree, whose root is the end (depth 0).
-        let mut depth: HashMap<&'p str, usize> = HashMap::new();
-        let mut joins: HashMap<&'p str, Option<&'p str>> = HashMap::new();
+        let mut depth = vec![0u32; self.nodes.len()];
+        let depth_of = |depth: &[u32], n: u32| if n == END { 0 } else { depth[n as usize] };
         let mut steps = 0usize;
         for &node in order {
-            let mut join: Option<Option<&'p str>> = None;
+            let mut join: Option<u32> = None;
             for next in self.successors(node) {
-                // An unknown node is lowered as an error; here it counts as the end.
-                let next = next.filter(|n| self.nodes.contains_key(n));
                 join = Some(match join {
                     None => next,
-                    Some(j) => {
-                        let (mut a, mut b) = (j, next);
+                    Some(mut a) => {
+                        let mut b = next;
                         while a != b {
                             steps += 1;
                             if steps > limits::MAX_JOIN_STEPS {
@@ -161,22 +203,21 @@ impl<'p> Graph<'p> {
                                     limits::MAX_JOIN_STEPS
                                 ));
                             }
-                            let depth_of = |n: Option<&str>| n.map_or(0, |n| depth[n]);
-                            if depth_of(a) >= depth_of(b) {
-                                a = a.and_then(|n| joins[n]);
+                            if depth_of(&depth, a) >= depth_of(&depth, b) {
+                                a = self.joins[a as usize];
                             } else {
-                                b = b.and_then(|n| joins[n]);
+                                b = self.joins[b as usize];
                             }
                         }
                         a
                     }
                 });
             }
-            let join = join.flatten();
-            depth.insert(node, join.map_or(0, |j| depth[j]) + 1);
-            joins.insert(node, join);
+            let join = join.unwrap_or(END);
+            depth[node as usize] = depth_of(&depth, join) + 1;
+            self.joins[node as usize] = join;
         }
-        Ok(joins)
+        Ok(())
     }
 }
 
@@ -250,6 +291,49 @@ mod tests {
         });
         let e = Graph::of(&p, Some("c0")).err().unwrap();
         assert!(e.to_string().contains("cycle"), "{e}");
+    }
+
+    #[test]
+    fn a_hit_miss_table_without_a_miss_ends_there() {
+        // t0 goes to t1 on a hit and ends on a miss: they meet only at the end.
+        let p = json!({
+            "tables": [
+                {"name": "t0", "next_tables": {"__HIT__": "t1"}, "base_default_next": "t1"},
+                table("t1", None),
+            ],
+        });
+        let g = Graph::of(&p, Some("t0")).unwrap();
+        assert_eq!(g.join("t0"), None);
+    }
+
+    #[test]
+    fn two_nodes_of_one_name_are_refused() {
+        let p = json!({
+            "conditionals": [conditional("x", None, None)],
+            "tables": [table("x", None)],
+        });
+        let e = Graph::of(&p, Some("x")).err().unwrap();
+        assert!(e.to_string().contains("two nodes called x"), "{e}");
+    }
+
+    #[test]
+    fn a_graph_whose_branches_meet_far_away_is_refused_within_the_step_limit() {
+        // A chain of 8,000 conditionals, and 1,000 nodes that branch to the chain's top and to
+        // the end: each walks the whole chain to find they meet at the end.
+        let chain = 8_000;
+        let mut conditionals: Vec<Value> = (0..chain)
+            .map(|i| {
+                let next = (i + 1 < chain).then(|| format!("c{}", i + 1));
+                conditional(&format!("c{i}"), next.as_deref(), next.as_deref())
+            })
+            .collect();
+        for i in 0..1_000 {
+            let next = (i + 1 < 1_000).then(|| format!("x{}", i + 1));
+            conditionals.push(conditional(&format!("x{i}"), Some("c0"), next.as_deref()));
+        }
+        let p = json!({ "conditionals": conditionals });
+        let e = Graph::of(&p, Some("x0")).err().unwrap();
+        assert!(e.to_string().contains("MAX_JOIN_STEPS"), "{e}");
     }
 
     #[test]

@@ -23,8 +23,9 @@ pub const MAX_EXPR_DEPTH: usize = 64;
 pub const MAX_LOWERED_NODES: usize = 1 << 16;
 
 /// Steps of the walk that finds where a pipeline's branches meet again ([`crate::joins`]):
-/// linear in the nodes for the graphs p4c writes, quadratic at worst.
-pub const MAX_JOIN_STEPS: usize = 1 << 24;
+/// about the sum of the branches' lengths for the graphs p4c writes (the nodes times how deep
+/// the branches nest), quadratic in the nodes at worst.
+pub const MAX_JOIN_STEPS: usize = 1 << 22;
 
 /// Items of field lists (a calculation's inputs, a learn list's values) copied into the
 /// primitives and checksums that use them, over the whole program.

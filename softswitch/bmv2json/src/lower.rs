@@ -15,7 +15,7 @@ use softswitch_core::ir::{
 };
 
 use crate::expr::{field_name, unwrap_expression, Scope, Typed};
-use crate::joins::{Graph, Node};
+use crate::joins::{hit_miss, Graph, Node};
 use crate::json::{
     array, array_member, flag, hex, hex_bytes, member, name, str_member, string, uint, uint_member,
 };
@@ -1566,101 +1566,100 @@ impl Lowerer {
                 ));
             }
             let join = g.join(node);
-            if let Some(&t) = self.table_index.get(node) {
-                let Node::Table(table) = g.node(node)? else {
-                    return fail(format!("a pipeline's node {node} is not a table"));
-                };
-                static NONE: std::sync::OnceLock<serde_json::Map<String, Value>> =
-                    std::sync::OnceLock::new();
-                let next_tables: &'p serde_json::Map<String, Value> = match table.get("next_tables")
-                {
-                    Some(Value::Object(m)) => m,
-                    _ => NONE.get_or_init(serde_json::Map::new),
-                };
-                let base = table.get("base_default_next").and_then(Value::as_str);
-                let Some(read) = externs::by_method("direct_meter", "read") else {
-                    return fail("softswitch's core has no direct_meter.read");
-                };
-                let meter = self
-                    .direct_meters
-                    .get(node)
-                    .map(|&(instance, slot, width)| {
-                        Stmt::Extern(Box::new(ExternCall::Call {
-                            ext: read,
-                            args: vec![
-                                ExternArg::Instance(instance),
-                                ExternArg::Out(Place::Slot(slot), width),
-                            ],
-                        }))
-                    });
-                let branch = |l: &mut Self, to: Option<&'p str>| -> Result<Vec<Stmt>> {
-                    let mut b: Vec<Stmt> = meter.iter().cloned().collect();
-                    b.extend(l.graph(g, to, join, depth + 1)?);
-                    Ok(b)
-                };
-                if next_tables.contains_key("__HIT__") || next_tables.contains_key("__MISS__") {
-                    let hit = next_tables.get("__HIT__").and_then(Value::as_str);
-                    let miss = next_tables.get("__MISS__").and_then(Value::as_str);
-                    let then = branch(self, hit)?;
-                    let otherwise = branch(self, miss)?;
-                    out.push(Stmt::If(
-                        Expr::TableHit {
-                            table: t,
-                            miss: false,
-                        },
-                        then,
-                        otherwise,
-                        None,
-                    ));
+            let table = match g.node(node)? {
+                Node::Table(table) => table,
+                Node::Conditional(c) => {
+                    let what = format!("conditional {node}");
+                    let cond = self.scope(&[]).expr(member(c, "expression", &what)?)?.expr;
+                    let t = c.get("true_next").and_then(Value::as_str);
+                    let f = c.get("false_next").and_then(Value::as_str);
+                    let then = self.graph(g, t, join, depth + 1)?;
+                    let otherwise = self.graph(g, f, join, depth + 1)?;
+                    let index = self.condition(node, c);
+                    out.push(Stmt::If(cond, then, otherwise, Some(index)));
                     next = join;
                     continue;
                 }
-                let targets: Vec<Option<&str>> = next_tables.values().map(Value::as_str).collect();
-                if targets.iter().all(|&to| to == base) {
-                    out.push(Stmt::Apply(t));
-                    out.extend(meter);
-                    next = base;
-                    continue;
-                }
-                // Cases by next node: the actions that lead there.
-                let mut cases: Vec<(Vec<usize>, Option<&'p str>)> = Vec::new();
-                for (aname, to) in next_tables {
-                    let to = to.as_str();
-                    let actions: Vec<usize> = self.tables[t]
-                        .actions
-                        .iter()
-                        .copied()
-                        .filter(|&a| self.actions[a].name == *aname)
-                        .collect();
-                    match cases.iter_mut().find(|c| c.1 == to) {
-                        Some(c) => c.0.extend(actions),
-                        None => cases.push((actions, to)),
-                    }
-                }
-                let mut lowered = Vec::new();
-                for (actions, to) in cases {
-                    lowered.push((actions, branch(self, to)?));
-                }
-                let default = branch(self, base)?;
-                out.push(Stmt::SwitchAction {
-                    table: t,
-                    cases: lowered,
-                    default,
+            };
+            let Some(&t) = self.table_index.get(node) else {
+                return fail(format!(
+                    "a pipeline goes to table {node}, which is not loaded"
+                ));
+            };
+            static NONE: std::sync::OnceLock<serde_json::Map<String, Value>> =
+                std::sync::OnceLock::new();
+            let next_tables: &'p serde_json::Map<String, Value> = match table.get("next_tables") {
+                Some(Value::Object(m)) => m,
+                _ => NONE.get_or_init(serde_json::Map::new),
+            };
+            let base = table.get("base_default_next").and_then(Value::as_str);
+            let Some(read) = externs::by_method("direct_meter", "read") else {
+                return fail("softswitch's core has no direct_meter.read");
+            };
+            let meter = self
+                .direct_meters
+                .get(node)
+                .map(|&(instance, slot, width)| {
+                    Stmt::Extern(Box::new(ExternCall::Call {
+                        ext: read,
+                        args: vec![
+                            ExternArg::Instance(instance),
+                            ExternArg::Out(Place::Slot(slot), width),
+                        ],
+                    }))
                 });
+            let branch = |l: &mut Self, to: Option<&'p str>| -> Result<Vec<Stmt>> {
+                let mut b: Vec<Stmt> = meter.iter().cloned().collect();
+                b.extend(l.graph(g, to, join, depth + 1)?);
+                Ok(b)
+            };
+            if let Some((hit, miss)) = hit_miss(table) {
+                let then = branch(self, hit)?;
+                let otherwise = branch(self, miss)?;
+                out.push(Stmt::If(
+                    Expr::TableHit {
+                        table: t,
+                        miss: false,
+                    },
+                    then,
+                    otherwise,
+                    None,
+                ));
                 next = join;
                 continue;
             }
-            let Node::Conditional(c) = g.node(node)? else {
-                return fail(format!("a pipeline's node {node} is not a conditional"));
-            };
-            let what = format!("conditional {node}");
-            let cond = self.scope(&[]).expr(member(c, "expression", &what)?)?.expr;
-            let t = c.get("true_next").and_then(Value::as_str);
-            let f = c.get("false_next").and_then(Value::as_str);
-            let then = self.graph(g, t, join, depth + 1)?;
-            let otherwise = self.graph(g, f, join, depth + 1)?;
-            let index = self.condition(node, c);
-            out.push(Stmt::If(cond, then, otherwise, Some(index)));
+            let targets: Vec<Option<&str>> = next_tables.values().map(Value::as_str).collect();
+            if targets.iter().all(|&to| to == base) {
+                out.push(Stmt::Apply(t));
+                out.extend(meter);
+                next = base;
+                continue;
+            }
+            // Cases by next node: the actions that lead there.
+            let mut cases: Vec<(Vec<usize>, Option<&'p str>)> = Vec::new();
+            for (aname, to) in next_tables {
+                let to = to.as_str();
+                let actions: Vec<usize> = self.tables[t]
+                    .actions
+                    .iter()
+                    .copied()
+                    .filter(|&a| self.actions[a].name == *aname)
+                    .collect();
+                match cases.iter_mut().find(|c| c.1 == to) {
+                    Some(c) => c.0.extend(actions),
+                    None => cases.push((actions, to)),
+                }
+            }
+            let mut lowered = Vec::new();
+            for (actions, to) in cases {
+                lowered.push((actions, branch(self, to)?));
+            }
+            let default = branch(self, base)?;
+            out.push(Stmt::SwitchAction {
+                table: t,
+                cases: lowered,
+                default,
+            });
             next = join;
         }
         Ok(out)
