@@ -26,8 +26,14 @@ fn scenario(topology: &str, workload: &[&str]) -> Scenario {
 
 fn run(s: &Scenario) -> sim::report::Summary {
     let program = sim::program::lossless();
-    let mut built = build(s, &program, &workload::Sources::default(), 4 << 30, Execution::Compiled)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut built = build(
+        s,
+        &program,
+        &workload::Sources::default(),
+        4 << 30,
+        Execution::Compiled,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let end = built.sim.run(built.time_limit, |_| true).unwrap();
     summarise(&built, end).0
 }
@@ -144,10 +150,12 @@ fn a_link_that_fails_mid_run_loses_frames_that_go_back_n_recovers_and_reroute_av
 fn scenarios_past_their_limits_are_refused_before_they_run() {
     let program = sim::program::lossless();
     let sources = workload::Sources::default();
-    let refused = |s: &Scenario, memory: u64| match build(s, &program, &sources, memory, Execution::Compiled) {
-        Ok(_) => panic!("{s:?} was accepted"),
-        Err(e) => e.to_string(),
-    };
+    let refused =
+        |s: &Scenario, memory: u64| match build(s, &program, &sources, memory, Execution::Compiled)
+        {
+            Ok(_) => panic!("{s:?} was accepted"),
+            Err(e) => e.to_string(),
+        };
     let ok = scenario("fat-tree:4", &["permutation:size=1MB"]);
     let e = refused(&ok, 1 << 20);
     assert!(e.contains("MB may be used"), "{e}");
@@ -209,9 +217,15 @@ fn an_unreadable_workload_file_is_said_once() {
         std::env::temp_dir().join(format!("lossless-sim-missing-{}.toml", std::process::id()));
     let s = scenario("fat-tree:4", &[missing.to_str().unwrap()]);
     let program = sim::program::lossless();
-    let e = build(&s, &program, &workload::Sources::default(), 1 << 32, Execution::Compiled)
-        .err()
-        .expect("a missing workload file is refused");
+    let e = build(
+        &s,
+        &program,
+        &workload::Sources::default(),
+        1 << 32,
+        Execution::Compiled,
+    )
+    .err()
+    .expect("a missing workload file is refused");
     let mut chain = e.to_string();
     let mut source = std::error::Error::source(&e);
     while let Some(s) = source {
@@ -282,8 +296,14 @@ type ProgramState = Vec<(String, String, Vec<String>)>;
 /// its flows' times and the program's state at the end.
 fn run_as(s: &Scenario, execution: Execution) -> (Summary, Vec<FlowRow>, ProgramState) {
     let program = sim::program::lossless();
-    let mut built = build(s, &program, &workload::Sources::default(), 4 << 30, execution)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut built = build(
+        s,
+        &program,
+        &workload::Sources::default(),
+        4 << 30,
+        execution,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(built.sim.execution(), execution);
     assert_eq!(
         built.sim.compile_fallbacks(),
