@@ -531,9 +531,13 @@ control LosslessIngress(inout headers hdr, inout metadata meta,
         bit<48> paused;
         pfc_paused_until.read(before, cell);
         pfc_paused_us.read(paused, cell);
-        /* From the end of the pause in force, or from now if there is none: a shorter new pause
-         * takes the difference off (modulo 2^48, the total stays exact). */
-        pfc_paused_us.write(cell, paused + until - (before > now ? before : now));
+        /* From the end of the pause in force, or from now if there is none; a shorter new pause
+         * takes the difference off, but never more than the total (which a controller may have
+         * reset while a pause was in force). */
+        bit<48> from = before > now ? before : now;
+        bit<48> cut = from - until;
+        pfc_paused_us.write(cell, until >= from ? paused + (until - from)
+                                                : (cut > paused ? 48w0 : paused - cut));
         pfc_paused_until.write(cell, until);
         pfc_rx.count(cell);
     }

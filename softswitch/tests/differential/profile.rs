@@ -160,9 +160,12 @@ const MIN_PACKET: &[(&str, usize)] = &[
     ("softswitch/tests/corpus/wide_fields.p4", 115),
 ];
 
-/// lossless.p4's durations and pause quanta, and its registers that hold times (µs + 1).
+/// lossless.p4's durations and pause quanta, and its registers whose cells depend on the
+/// switch's clock: times (µs + 1), and time paused (a PAUSE that extends or cuts short the
+/// one in force counts the time between them).
 const LOSSLESS_TIME_REGISTERS: &[&str] = &[
     "pfc_paused_until",
+    "pfc_paused_us",
     "pfc_upstream_paused",
     "port_load_stamp",
     "LosslessIngress.flowlet_last_seen",
