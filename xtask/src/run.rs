@@ -217,7 +217,10 @@ const FUZZ_BUILD: &[&str] = &[
 
 /// Builds every fuzz target at once (their crates in parallel), as [`fuzz`] runs them.
 fn fuzz_build() -> anyhow::Result<()> {
-    nightly_cargo().args(["fuzz", "build"]).args(FUZZ_BUILD).run()
+    nightly_cargo()
+        .args(["fuzz", "build"])
+        .args(FUZZ_BUILD)
+        .run()
 }
 
 /// Runs fuzz target `target` for `seconds` from its committed corpus; inputs it finds go to
@@ -234,8 +237,9 @@ fn fuzz(target: &str, seconds: u32) -> anyhow::Result<()> {
         .args([
             "--",
             &format!("-max_total_time={seconds}"),
-            // An input that takes this long is a hang; one that needs more memory, a leak.
-            "-timeout=10",
+            // An input that takes this long unoptimised is a hang (an input the loaders' limits
+            // allow takes at most seconds); one that needs more memory, a leak.
+            "-timeout=60",
             "-rss_limit_mb=2048",
         ])
         .run()
