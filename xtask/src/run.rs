@@ -245,16 +245,7 @@ pub fn bench_host() -> anyhow::Result<()> {
 /// between two veths through a Linux bridge, `softswitch run` and the interpreter alone, as
 /// ratios (bench-softswitch, root).
 pub fn bench_softswitch() -> anyhow::Result<()> {
-    cargo()
-        .args([
-            "bench",
-            "--locked",
-            "-p",
-            "softswitch-core",
-            "--bench",
-            "interpreter",
-        ])
-        .run()?;
+    interpreter_bench(&[])?;
     require_root("the softswitch port benchmark")?;
     Cmd::new(build_bench("bench-softswitch", "softswitch", "softswitch")?).run()
 }
@@ -266,19 +257,26 @@ pub fn bench_softswitch() -> anyhow::Result<()> {
 /// both as child processes, with the ratios of their CPU time, packet-hops per CPU second and
 /// peak memory (no root needed).
 pub fn bench_sim() -> anyhow::Result<()> {
-    cargo()
-        .args([
-            "bench",
-            "--locked",
-            "-p",
-            "softswitch-core",
-            "--bench",
-            "interpreter",
-            "--",
-            "lossless",
-        ])
-        .run()?;
+    interpreter_bench(&["lossless"])?;
     Cmd::new(build_bench("bench-sim", "lossless", "lossless")?).run()
+}
+
+/// softswitch-core's `interpreter` bench, with `filter` (the names of the benchmarks to run,
+/// all when empty).
+fn interpreter_bench(filter: &[&str]) -> anyhow::Result<()> {
+    let bench = cargo().args([
+        "bench",
+        "--locked",
+        "-p",
+        "softswitch-core",
+        "--bench",
+        "interpreter",
+    ]);
+    if filter.is_empty() {
+        bench.run()
+    } else {
+        bench.arg("--").args(filter).run()
+    }
 }
 
 /// The differential tests, softswitch against BMv2 (`softswitch/tests/differential/`) and the
