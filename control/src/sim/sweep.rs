@@ -22,7 +22,7 @@ use sim::simulation::RunEnd;
 use super::cli::{set_key, PointArgs, SweepArgs};
 use super::output::Record;
 use super::run::{memory_limit, program, run_one};
-use crate::output::{draw_panels, write_file, Line, Panel};
+use crate::output::{draw_panels, write_file, write_text, Line, Panel};
 use traffic::StopFlag;
 
 /// The most points a sweep may have.
@@ -298,11 +298,7 @@ pub fn sweep(args: &SweepArgs, stop: &StopFlag) -> anyhow::Result<()> {
     match engine {
         Engine::Slurm => {
             let script = slurm_script(&exe, &dir, &sweep, &args.name, args.jobs, task_memory)?;
-            write_file(
-                &dir,
-                "sweep.sbatch",
-                |f| Ok(f.write_all(script.as_bytes())?),
-            )?;
+            write_text(&dir, "sweep.sbatch", &script)?;
             println!(
                 "wrote {n} points ({} MiB each) to {}; on a node that shares this directory:\n  \
                  sbatch {}\nthen, when they are done: lossless sim report {}",
@@ -327,7 +323,7 @@ pub fn sweep(args: &SweepArgs, stop: &StopFlag) -> anyhow::Result<()> {
                 args.jobs,
                 task_memory,
             )?;
-            write_file(&dir, "sweep-job.yaml", |f| Ok(f.write_all(job.as_bytes())?))?;
+            write_text(&dir, "sweep-job.yaml", &job)?;
             println!(
                 "wrote {n} points ({} MiB each) to {dir}; copy {dir} into the claim {claim}, then:\n  \
                  kubectl apply -f {yaml}\n  kubectl wait --for=condition=complete --timeout=24h job/{name}\n\

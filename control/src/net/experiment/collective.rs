@@ -302,14 +302,7 @@ pub fn run(args: &CollectiveArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
         interface_drops: fabric.interface_drops()?,
         stopped_early: stop.is_stopped(),
     };
-    let table = table(&outcome);
-    print!("{table}");
-    output::write_summary(&args.out, &outcome)?;
-    output::write_file(&args.out, "table.md", |f| {
-        Ok(std::io::Write::write_all(f, table.as_bytes())?)
-    })?;
-    println!("wrote summary.json and table.md to {}", args.out.display());
-    Ok(())
+    output::print_and_write_table(&args.out, &outcome, &table(&outcome), "table.md")
 }
 
 /// The collective `ranks` ranks run with `qps` QPs per connection, expanded by the one workload

@@ -362,9 +362,7 @@ pub fn run(
     let table = table(&outcome);
     print!("{table}");
     output::write_summary(&out, &outcome)?;
-    output::write_file(&out, "table.md", |f| {
-        Ok(std::io::Write::write_all(f, table.as_bytes())?)
-    })?;
+    output::write_text(&out, "table.md", &table)?;
     draw(&out.join(format!("{name}.svg")), &outcome, args)?;
     println!(
         "wrote summary.json, table.md and {name}.svg to {}",

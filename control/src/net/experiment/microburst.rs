@@ -286,14 +286,7 @@ pub fn run(args: &MicroburstArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
         queues,
         stopped_early: stop.is_stopped(),
     };
-    let table = table(&outcome);
-    print!("{table}");
-    output::write_summary(&args.out, &outcome)?;
-    output::write_file(&args.out, "table.txt", |f| {
-        Ok(std::io::Write::write_all(f, table.as_bytes())?)
-    })?;
-    println!("wrote summary.json and table.txt to {}", args.out.display());
-    Ok(())
+    output::print_and_write_table(&args.out, &outcome, &table(&outcome), "table.txt")
 }
 
 /// Frames a `traffic send --json` summary says it sent.
