@@ -828,6 +828,20 @@ pub fn table_end(
     t + &format!("\n{verdict}{stopped}\n")
 }
 
+/// The table's columns of [`spine_bytes`], one per spine (`NAME MB`), named after the first
+/// row's (every row has the same spines; none without rows).
+pub fn spine_columns(first: Option<&BTreeMap<String, u64>>) -> Vec<String> {
+    first
+        .into_iter()
+        .flat_map(|bytes| bytes.keys().map(|s| format!("{s} MB")))
+        .collect()
+}
+
+/// The cells of one row's [`spine_bytes`] under [`spine_columns`]: MB, two decimals.
+pub fn spine_cells(bytes: &BTreeMap<String, u64>) -> impl Iterator<Item = String> + '_ {
+    bytes.values().map(|b| format!("{:.2}", *b as f64 / 1e6))
+}
+
 /// The bytes each spine of `switches` (by name) received from the wire between the first and
 /// the last of `samples`.
 pub fn spine_bytes(
