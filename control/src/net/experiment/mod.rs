@@ -378,6 +378,22 @@ impl Fabric {
         })?
     }
 
+    /// Sends `request` to the Queues service of every switch (softswitch's); `change` says
+    /// what it does in an error, after the switch's name.
+    pub fn set_every_queue(&self, request: SetQueueRequest, change: &str) -> anyhow::Result<()> {
+        let switches = self.switches();
+        self.in_network(async {
+            for switch in &switches {
+                let mut client = Client::connect(switch.target.clone()).await?;
+                client
+                    .set_queue(request)
+                    .await
+                    .with_context(|| format!("{}: {change}", switch.name))?;
+            }
+            Ok(())
+        })
+    }
+
     /// Paces every queue of every switch at `pps` packets per second, as a link of that rate
     /// drains it, and makes it `depth` packets deep: softswitch through its Queues service,
     /// BMv2 through its runtime CLI (`set_queue_rate`, `set_queue_depth`: every port and
@@ -385,20 +401,14 @@ impl Fabric {
     pub fn set_queues(&self, pps: u64, depth: u32) -> anyhow::Result<()> {
         let switches = self.switches();
         match self.kind {
-            SwitchKind::Softswitch => self.in_network(async {
-                for switch in &switches {
-                    let mut client = Client::connect(switch.target.clone()).await?;
-                    client
-                        .set_queue(SetQueueRequest {
-                            rate_pps: Some(pps),
-                            depth_packets: Some(depth),
-                            ..Default::default()
-                        })
-                        .await
-                        .with_context(|| format!("{}: setting its queues' rate", switch.name))?;
-                }
-                Ok(())
-            }),
+            SwitchKind::Softswitch => self.set_every_queue(
+                SetQueueRequest {
+                    rate_pps: Some(pps),
+                    depth_packets: Some(depth),
+                    ..Default::default()
+                },
+                "setting its queues' rate",
+            ),
             SwitchKind::Bmv2 => {
                 let cli = p4toolchain::Toolchain::find()?.simple_switch_cli;
                 for switch in &switches {
