@@ -22,7 +22,10 @@ use sim::simulation::RunEnd;
 use super::cli::{set_key, PointArgs, SweepArgs};
 use super::output::Record;
 use super::run::{memory_limit, program, run_one};
-use crate::output::{draw_panels, write_file, write_text, Line, Panel};
+use crate::{
+    net::state::read_bounded,
+    output::{draw_panels, write_file, write_text, Line, Panel},
+};
 use traffic::StopFlag;
 
 /// The most points a sweep may have.
@@ -188,19 +191,6 @@ pub fn read_sweep(dir: &Path) -> anyhow::Result<Sweep> {
     let text = read_bounded(&path, MAX_SWEEP_BYTES)?;
     serde_json::from_str(&text)
         .map_err(|e| anyhow::anyhow!("{}: line {}: {}", path.display(), e.line(), e))
-}
-
-/// The text of `path`, refused past `limit` bytes.
-fn read_bounded(path: &Path, limit: u64) -> anyhow::Result<String> {
-    use std::io::Read as _;
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(limit + 1).read_to_string(&mut text))
-        .with_context(|| format!("reading {}", path.display()))?;
-    if text.len() as u64 > limit {
-        bail!("{}: longer than {limit} bytes", path.display());
-    }
-    Ok(text)
 }
 
 /// The folder of point `index` in the sweep `dir`.
