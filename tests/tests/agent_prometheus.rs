@@ -21,8 +21,8 @@ use std::{
 
 use dataplane_common::counters::ParseError;
 use lossless_tests::{
-    bed::{privileged, Link, Running, TEST_MAC},
-    craft::scapy_frame,
+    bed::{privileged, Link, Running},
+    craft::scapy_pfc,
 };
 use serde_json::Value;
 use sysutil::netns::{unique_name, Namespace};
@@ -282,22 +282,15 @@ fn prometheus_scrapes_the_agent_and_agrees_with_stats() {
         })
     };
     // PFC PAUSE frames (scapy): two for priority 1, three for priority 4, short pauses.
-    let src = TEST_MAC.map(|b| format!("{b:02x}")).join(":");
-    let pfc = |fields: &str| {
-        scapy_frame(&format!(
-            "Ether(src='{src}', dst='01:80:c2:00:00:01')/MACControlClassBasedFlowControl({fields})"
-        ))
-        .unwrap()
-    };
     let pauses = link.tx_socket();
     for _ in 0..2 {
         pauses
-            .send(&pfc("c1_enabled=1, c1_pause_time=100"))
+            .send(&scapy_pfc("c1_enabled=1, c1_pause_time=100"))
             .unwrap();
     }
     for _ in 0..3 {
         pauses
-            .send(&pfc("c4_enabled=1, c4_pause_time=200"))
+            .send(&scapy_pfc("c4_enabled=1, c4_pause_time=200"))
             .unwrap();
     }
 
