@@ -13,6 +13,8 @@ use std::{
 use serde_json::Value;
 use sysutil::netns::Namespace;
 
+use crate::bed::succeeded_within;
+
 /// How long an answer or an update may take to come.
 pub const DEADLINE: Duration = Duration::from_secs(30);
 
@@ -58,27 +60,7 @@ pub fn client_with(
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = child.id();
-    let (send, done) = mpsc::channel();
-    std::thread::spawn(move || send.send(child.wait_with_output()));
-    let out = match done.recv_timeout(DEADLINE) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            // The waiting thread still owns the child, so it is killed by its id.
-            // SAFETY: kill(2) with a pid this test started and has not reaped yet.
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-            let out = done.recv().unwrap().unwrap();
-            panic!(
-                "gnmi_client.py {what} still running after {DEADLINE:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-    };
-    assert!(
-        out.status.success(),
-        "gnmi_client.py {what}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeded_within(child, DEADLINE, &format!("gnmi_client.py {what}"));
     let text = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(text.lines().last().unwrap_or_default())
         .unwrap_or_else(|e| panic!("gnmi_client.py {what} printed no JSON ({e}): {text}"))
