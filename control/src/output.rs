@@ -62,6 +62,26 @@ pub fn write_summary(out: &Path, summary: &impl Serialize) -> anyhow::Result<()>
     })
 }
 
+/// Writes `text` as the file `name` in `out`.
+pub fn write_text(out: &Path, name: &str, text: &str) -> anyhow::Result<()> {
+    write_file(out, name, |f| Ok(f.write_all(text.as_bytes())?))
+}
+
+/// Prints `table`, writes it as the file `table_file` in `out` beside `summary` as
+/// `summary.json`, and says so.
+pub fn print_and_write_table(
+    out: &Path,
+    summary: &impl Serialize,
+    table: &str,
+    table_file: &str,
+) -> anyhow::Result<()> {
+    print!("{table}");
+    write_summary(out, summary)?;
+    write_text(out, table_file, table)?;
+    println!("wrote summary.json and {table_file} to {}", out.display());
+    Ok(())
+}
+
 /// A time series: named columns, one row per sample.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {

@@ -79,6 +79,30 @@ fn every_shipped_topology_has_no_error() {
     assert_eq!(report["failures_checked"], 12);
 }
 
+/// The errors `lossless check` finds in the misconfigured fabric `name` dataplane-p4 ships
+/// (`dataplane-p4/misconfigured/NAME`, exit 1), with its whole report; its fixed twin
+/// (`fixed/`) checks with no error.
+fn misconfigured_errors(name: &str) -> (Vec<Value>, Value) {
+    let dir = workspace_root()
+        .join("dataplane-p4/misconfigured")
+        .join(name);
+    let out = check(&[dir.join("fixed/topology.json").to_str().unwrap(), "--json"]);
+    assert_eq!(json(&out)["errors"], 0, "{name}'s fixed twin");
+    assert!(out.status.success(), "{name}'s fixed twin");
+    let report = failed(&check(&[
+        dir.join("topology.json").to_str().unwrap(),
+        "--json",
+    ]));
+    let errors = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .cloned()
+        .collect();
+    (errors, report)
+}
+
 /// The ring dataplane-p4 ships as misconfigured on purpose, whose deadlock the simulator shows
 /// on the same files (sim/tests/tutorial_fabric.rs,
 /// `routes_around_a_ring_freeze_it_under_pauses_held_forever_and_the_fixed_routes_run_clean`:
@@ -86,25 +110,13 @@ fn every_shipped_topology_has_no_error() {
 /// routes that close it, and finds no error in its fixed twin, which runs clean there.
 #[test]
 fn the_deadlocking_ring_is_found_and_its_fix_is_clean() {
-    let ring = workspace_root().join("dataplane-p4/misconfigured/cbd-ring");
-    let report = failed(&check(&[
-        ring.join("topology.json").to_str().unwrap(),
-        "--json",
-    ]));
-    let findings = report["findings"].as_array().unwrap();
-    let errors: Vec<&Value> = findings
-        .iter()
-        .filter(|f| f["severity"] == "error")
-        .collect();
+    let (errors, report) = misconfigured_errors("cbd-ring");
     assert_eq!(errors.len(), 1, "{report:#}");
     assert_eq!(errors[0]["rule"], "buffer-cycle", "{report:#}");
     let text = errors[0].to_string();
     for queue in ["s1:2", "s2:2", "s3:2"] {
         assert!(text.contains(queue), "{queue} in the cycle: {text}");
     }
-    let out = check(&[ring.join("fixed/topology.json").to_str().unwrap(), "--json"]);
-    assert_eq!(json(&out)["errors"], 0);
-    assert!(out.status.success());
 }
 
 /// The star dataplane-p4 ships with a mis-mapped DSCP (s2 queues DSCP 26 in priority 0, without
@@ -112,16 +124,10 @@ fn the_deadlocking_ring_is_found_and_its_fix_is_clean() {
 /// finds no error in its fixed twin.
 #[test]
 fn the_mis_mapped_dscp_is_found_and_its_fix_is_clean() {
-    let star = workspace_root().join("dataplane-p4/misconfigured/dscp-mismatch");
-    let report = failed(&check(&[
-        star.join("topology.json").to_str().unwrap(),
-        "--json",
-    ]));
-    let mismapped: Vec<&Value> = report["findings"]
-        .as_array()
-        .unwrap()
+    let (errors, report) = misconfigured_errors("dscp-mismatch");
+    let mismapped: Vec<&Value> = errors
         .iter()
-        .filter(|f| f["severity"] == "error" && f["rule"] == "dscp-map-disagrees")
+        .filter(|f| f["rule"] == "dscp-map-disagrees")
         .collect();
     assert_eq!(mismapped.len(), 1, "{report:#}");
     assert_eq!(mismapped[0]["where"]["switch"], "s2", "{report:#}");
@@ -129,9 +135,6 @@ fn the_mis_mapped_dscp_is_found_and_its_fix_is_clean() {
         mismapped[0]["why"].as_str().unwrap().contains("DSCP 26"),
         "{report:#}"
     );
-    let out = check(&[star.join("fixed/topology.json").to_str().unwrap(), "--json"]);
-    assert_eq!(json(&out)["errors"], 0);
-    assert!(out.status.success());
 }
 
 /// The star dataplane-p4 ships with PFC on priority 0 (tests/tests/check_net.rs shows a victim
@@ -139,16 +142,9 @@ fn the_mis_mapped_dscp_is_found_and_its_fix_is_clean() {
 /// every switch and nothing else, and finds no error in its fixed twin.
 #[test]
 fn pfc_on_priority_0_is_found_and_its_fix_is_clean() {
-    let star = workspace_root().join("dataplane-p4/misconfigured/pfc-on-lossy");
-    let report = failed(&check(&[
-        star.join("topology.json").to_str().unwrap(),
-        "--json",
-    ]));
-    let errors: Vec<(&Value, &Value)> = report["findings"]
-        .as_array()
-        .unwrap()
+    let (errors, report) = misconfigured_errors("pfc-on-lossy");
+    let found: Vec<(&Value, &Value)> = errors
         .iter()
-        .filter(|f| f["severity"] == "error")
         .map(|f| (&f["rule"], &f["where"]["switch"]))
         .collect();
     let expected: Vec<(Value, Value)> = ["s1", "s2", "s3"]
@@ -156,10 +152,7 @@ fn pfc_on_priority_0_is_found_and_its_fix_is_clean() {
         .map(|s| ("pfc-unused-priority".into(), (*s).into()))
         .collect();
     let expected: Vec<(&Value, &Value)> = expected.iter().map(|(r, s)| (r, s)).collect();
-    assert_eq!(errors, expected, "{report:#}");
-    let out = check(&[star.join("fixed/topology.json").to_str().unwrap(), "--json"]);
-    assert_eq!(json(&out)["errors"], 0);
-    assert!(out.status.success());
+    assert_eq!(found, expected, "{report:#}");
 }
 
 /// `--net NAME` of no running network exits 2 saying so; with a FABRIC too it is refused.

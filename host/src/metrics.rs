@@ -112,6 +112,19 @@ impl Exposition {
         Ok(())
     }
 
+    /// Adds one sample, with the labels `labels`, to each of the counter families `families`
+    /// (name, help, value).
+    fn add_counters<'a, N: AsRef<str>>(
+        &mut self,
+        labels: &Labels,
+        families: impl IntoIterator<Item = (N, &'a str, u64)>,
+    ) -> anyhow::Result<()> {
+        for (name, help, value) in families {
+            self.counter(name.as_ref(), help, labels, value as f64)?;
+        }
+        Ok(())
+    }
+
     /// Every family, sorted by name, in the text exposition format.
     pub fn encode(&self) -> anyhow::Result<String> {
         Ok(prometheus::TextEncoder::new().encode_to_string(&self.registry.gather())?)
@@ -278,7 +291,7 @@ impl Exposition {
             pfc_storms,
             pfc_violations,
         } = *counters;
-        for (name, help, value) in [
+        let families = [
             (
                 "rx_packets_total",
                 "Frames seen (at XDP: received; at TC egress: sent).",
@@ -334,15 +347,9 @@ impl Exposition {
                 "Frames that left (TC egress) while their priority was paused.",
                 pfc_violations,
             ),
-        ] {
-            self.counter(
-                &format!("lossless_{family}{name}"),
-                help,
-                labels,
-                value as f64,
-            )?;
-        }
-        Ok(())
+        ]
+        .map(|(name, help, value)| (format!("lossless_{family}{name}"), help, value));
+        self.add_counters(labels, families)
     }
 
     fn cnp_counters(&mut self, interface: &str, cnp: &CnpCounters) -> anyhow::Result<()> {
@@ -353,31 +360,31 @@ impl Exposition {
             cnp_unsupported,
         } = *cnp;
         let labels = [("interface", interface)];
-        for (name, help, value) in [
-            (
-                "lossless_cnp_sent_total",
-                "CNPs the kernel sent for CE-marked RoCEv2 packets.",
-                cnp_sent,
-            ),
-            (
-                "lossless_cnp_suppressed_total",
-                "CE-marked packets inside their QP's CNP interval: no CNP.",
-                cnp_suppressed,
-            ),
-            (
-                "lossless_cnp_received_total",
-                "CNPs that arrived (this host is a sender).",
-                cnp_received,
-            ),
-            (
-                "lossless_cnp_unsupported_total",
-                "CE packets whose CNP could not be made (IPv4 options, IPv6, clone failed).",
-                cnp_unsupported,
-            ),
-        ] {
-            self.counter(name, help, &labels, value as f64)?;
-        }
-        Ok(())
+        self.add_counters(
+            &labels,
+            [
+                (
+                    "lossless_cnp_sent_total",
+                    "CNPs the kernel sent for CE-marked RoCEv2 packets.",
+                    cnp_sent,
+                ),
+                (
+                    "lossless_cnp_suppressed_total",
+                    "CE-marked packets inside their QP's CNP interval: no CNP.",
+                    cnp_suppressed,
+                ),
+                (
+                    "lossless_cnp_received_total",
+                    "CNPs that arrived (this host is a sender).",
+                    cnp_received,
+                ),
+                (
+                    "lossless_cnp_unsupported_total",
+                    "CE packets whose CNP could not be made (IPv4 options, IPv6, clone failed).",
+                    cnp_unsupported,
+                ),
+            ],
+        )
     }
 
     /// NAKs received and sent by syndrome, of an interface or of one QP (`family` = `qp_`);
@@ -451,50 +458,51 @@ impl Exposition {
             sprayed,
             qp_hashed,
         } = *counters;
-        for (name, help, value) in [
-            (
-                "lossless_lb_not_owned_packets_total",
-                "IP packets whose destination is not in lb.prefixes: passed to the stack.",
-                not_owned,
-            ),
-            (
-                "lossless_lb_not_ip_packets_total",
-                "Frames that are not IP: passed to the stack.",
-                not_ip,
-            ),
-            (
-                "lossless_lb_malformed_packets_total",
-                "Malformed frames: passed to the stack untouched.",
-                malformed,
-            ),
-            (
-                "lossless_lb_ttl_expired_packets_total",
-                "Owned packets with TTL or hop limit at most 1: passed to the stack.",
-                ttl_expired,
-            ),
-            (
-                "lossless_lb_no_uplink_packets_total",
-                "Owned packets with no live uplink: passed to the stack.",
-                no_uplink,
-            ),
-            (
-                "lossless_lb_flowlet_inserts_total",
-                "Packets whose flowlet table entry last saw another flow, or none (the flows seen).",
-                flowlet_inserts,
-            ),
-            (
-                "lossless_lb_sprayed_packets_total",
-                "Packets sent by the spray policy.",
-                sprayed,
-            ),
-            (
-                "lossless_lb_qp_hashed_packets_total",
-                "RoCEv2 packets the e-ecmp policy hashed with their BTH destination QP.",
-                qp_hashed,
-            ),
-        ] {
-            self.counter(name, help, &labels, value as f64)?;
-        }
+        self.add_counters(
+            &labels,
+            [
+                (
+                    "lossless_lb_not_owned_packets_total",
+                    "IP packets whose destination is not in lb.prefixes: passed to the stack.",
+                    not_owned,
+                ),
+                (
+                    "lossless_lb_not_ip_packets_total",
+                    "Frames that are not IP: passed to the stack.",
+                    not_ip,
+                ),
+                (
+                    "lossless_lb_malformed_packets_total",
+                    "Malformed frames: passed to the stack untouched.",
+                    malformed,
+                ),
+                (
+                    "lossless_lb_ttl_expired_packets_total",
+                    "Owned packets with TTL or hop limit at most 1: passed to the stack.",
+                    ttl_expired,
+                ),
+                (
+                    "lossless_lb_no_uplink_packets_total",
+                    "Owned packets with no live uplink: passed to the stack.",
+                    no_uplink,
+                ),
+                (
+                    "lossless_lb_flowlet_inserts_total",
+                    "Packets whose flowlet table entry last saw another flow, or none (the flows seen).",
+                    flowlet_inserts,
+                ),
+                (
+                    "lossless_lb_sprayed_packets_total",
+                    "Packets sent by the spray policy.",
+                    sprayed,
+                ),
+                (
+                    "lossless_lb_qp_hashed_packets_total",
+                    "RoCEv2 packets the e-ecmp policy hashed with their BTH destination QP.",
+                    qp_hashed,
+                ),
+            ],
+        )?;
         let FlowletTable {
             capacity,
             occupancy,
@@ -556,36 +564,36 @@ impl Exposition {
             path_changes,
             redirect_errors,
         } = *counters;
-        for (name, help, value) in [
-            (
-                "lossless_lb_uplink_tx_packets_total",
-                "Frames redirected to the uplink.",
-                tx_packets,
-            ),
-            (
-                "lossless_lb_uplink_tx_bytes_total",
-                "Bytes redirected to the uplink.",
-                tx_bytes,
-            ),
-            (
-                "lossless_lb_uplink_flowlets_total",
-                "Flowlets started on the uplink.",
-                flowlets,
-            ),
-            (
-                "lossless_lb_uplink_path_changes_total",
-                "Flowlets that moved onto the uplink from another one (flows sharing a flowlet entry count once).",
-                path_changes,
-            ),
-            (
-                "lossless_lb_uplink_redirect_errors_total",
-                "Redirects the kernel refused (the device map entry vanished).",
-                redirect_errors,
-            ),
-        ] {
-            self.counter(name, help, &labels, value as f64)?;
-        }
-        Ok(())
+        self.add_counters(
+            &labels,
+            [
+                (
+                    "lossless_lb_uplink_tx_packets_total",
+                    "Frames redirected to the uplink.",
+                    tx_packets,
+                ),
+                (
+                    "lossless_lb_uplink_tx_bytes_total",
+                    "Bytes redirected to the uplink.",
+                    tx_bytes,
+                ),
+                (
+                    "lossless_lb_uplink_flowlets_total",
+                    "Flowlets started on the uplink.",
+                    flowlets,
+                ),
+                (
+                    "lossless_lb_uplink_path_changes_total",
+                    "Flowlets that moved onto the uplink from another one (flows sharing a flowlet entry count once).",
+                    path_changes,
+                ),
+                (
+                    "lossless_lb_uplink_redirect_errors_total",
+                    "Redirects the kernel refused (the device map entry vanished).",
+                    redirect_errors,
+                ),
+            ],
+        )
     }
 }
 

@@ -1,9 +1,9 @@
 //! Running privileged tests: the skip rule, the CLI under test, a sender/receiver pair.
 
 use std::{
-    io::{BufRead as _, BufReader},
+    io::{BufRead as _, BufReader, Write as _},
     path::PathBuf,
-    process::{Child, Output, Stdio},
+    process::{Child, Command, Output, Stdio},
     sync::{
         mpsc::{self, Receiver},
         Mutex, MutexGuard,
@@ -24,6 +24,46 @@ pub const TEST_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 /// Frames in flight at once: a veth with XDP queues at most 256 frames in its ring.
 const WINDOW: usize = 32;
+
+/// Runs `command` with `input` on its standard input (closed after it), and collects what it
+/// prints on both streams.
+pub fn output_with_input(command: &mut Command, input: &[u8]) -> std::io::Result<Output> {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    child.stdin.take().expect("piped").write_all(input)?;
+    child.wait_with_output()
+}
+
+/// The output of `child` once it has exited successfully, waited for at most `limit`: past it
+/// the child is killed and the test fails, as it does when the child fails; `what` names the
+/// child in the message, with its stderr.
+pub fn succeeded_within(child: Child, limit: Duration, what: &str) -> Output {
+    let pid = child.id();
+    let (send, done) = mpsc::channel();
+    std::thread::spawn(move || send.send(child.wait_with_output()));
+    let out = match done.recv_timeout(limit) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            // The waiting thread still owns the child, so it is killed by its id.
+            // SAFETY: kill(2) with a pid this test started and has not reaped yet.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            let out = done.recv().unwrap().unwrap();
+            panic!(
+                "{what} still running after {limit:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    };
+    assert!(
+        out.status.success(),
+        "{what} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
 
 /// Whether `frame` was sent by a test (its source MAC is [`TEST_MAC`]).
 pub fn from_test_mac(frame: &[u8]) -> bool {

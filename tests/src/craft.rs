@@ -184,6 +184,16 @@ pub fn scapy_frame(expression: &str) -> anyhow::Result<Vec<u8>> {
         .collect()
 }
 
+/// An 802.1Qbb PFC frame built by scapy from [`TEST_MAC`](crate::bed::TEST_MAC) to the MAC
+/// control multicast address, with the fields `fields` (`cN_enabled=1, cN_pause_time=T`, ...).
+pub fn scapy_pfc(fields: &str) -> Vec<u8> {
+    let src = crate::bed::TEST_MAC.map(|b| format!("{b:02x}")).join(":");
+    scapy_frame(&format!(
+        "Ether(src='{src}', dst='01:80:c2:00:00:01')/MACControlClassBasedFlowControl({fields})"
+    ))
+    .unwrap()
+}
+
 /// Decodes `frame` with scapy as `p = Ether(frame)` and returns `expression` (a Python
 /// expression over `p` giving something JSON can print) as JSON. `icrc_ok(p)` and
 /// `ipv4_checksum_ok(p)` recompute the ICRC and the IPv4 checksum with scapy.

@@ -7,11 +7,13 @@ use std::{
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     sync::mpsc,
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use serde_json::Value;
 use sysutil::netns::Namespace;
+
+use crate::bed::succeeded_within;
 
 /// How long an answer or an update may take to come.
 pub const DEADLINE: Duration = Duration::from_secs(30);
@@ -58,27 +60,7 @@ pub fn client_with(
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = child.id();
-    let (send, done) = mpsc::channel();
-    std::thread::spawn(move || send.send(child.wait_with_output()));
-    let out = match done.recv_timeout(DEADLINE) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            // The waiting thread still owns the child, so it is killed by its id.
-            // SAFETY: kill(2) with a pid this test started and has not reaped yet.
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-            let out = done.recv().unwrap().unwrap();
-            panic!(
-                "gnmi_client.py {what} still running after {DEADLINE:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-    };
-    assert!(
-        out.status.success(),
-        "gnmi_client.py {what}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeded_within(child, DEADLINE, &format!("gnmi_client.py {what}"));
     let text = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(text.lines().last().unwrap_or_default())
         .unwrap_or_else(|e| panic!("gnmi_client.py {what} printed no JSON ({e}): {text}"))
@@ -128,6 +110,16 @@ impl Drop for Stream {
     }
 }
 
+/// The names of the models a Capabilities answer (the client's `capabilities`) lists.
+pub fn model_names(capabilities: &Value) -> Vec<&str> {
+    capabilities["supported_models"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no supported_models: {capabilities}"))
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect()
+}
+
 /// The counter of a leaf the client reported, which must come as `kind` (a `TypedValue` field)
 /// holding what that encoding writes: JSON_IETF a string (RFC 7951's uint64), JSON a number,
 /// PROTO a `uint_val`.
@@ -139,4 +131,29 @@ pub fn counter(leaf: &Value, kind: &str) -> u64 {
         _ => value.as_u64(),
     }
     .unwrap_or_else(|| panic!("{kind} holds no counter: {leaf}"))
+}
+
+/// Reads updates with `next` until three samples of the counter leaf `leaf` (JSON_IETF) are
+/// seen within [`DEADLINE`], counting from the first that is not 0 (under load an update or two
+/// may come before any frame has), and asserts that they grow: none below the one before (two
+/// may see the same count) and the third above the first. `next` may send the frames that
+/// make the counter grow, and check each update; an update without `leaf` is passed over.
+pub fn assert_counter_grows(leaf: &str, mut next: impl FnMut() -> Value) {
+    let mut samples = Vec::new();
+    let deadline = Instant::now() + DEADLINE;
+    while samples.len() < 3 {
+        assert!(Instant::now() < deadline, "samples {samples:?}");
+        let update = next();
+        if let Some(leaf) = update["leaves"].get(leaf) {
+            let value = counter(leaf, "json_ietf_val");
+            if samples.is_empty() && value == 0 {
+                continue;
+            }
+            samples.push(value);
+        }
+    }
+    assert!(
+        samples.windows(2).all(|w| w[0] <= w[1]) && samples[2] > samples[0],
+        "{leaf} did not grow: {samples:?}"
+    );
 }

@@ -12,7 +12,10 @@ use std::{
 use anyhow::{bail, Context as _};
 use sysutil::netns::{add_veth, check, unique_name, Namespace};
 
-use crate::{bed::TIMEOUT, capture::RawSocket};
+use crate::{
+    bed::{output_with_input, TIMEOUT},
+    capture::RawSocket,
+};
 
 /// The `softswitch` binary under test: `$SOFTSWITCH_BIN`, else the one beside `lossless`.
 pub fn softswitch_bin() -> PathBuf {
@@ -315,7 +318,6 @@ impl SwitchBed {
         args: &[&str],
         commands: &str,
     ) -> anyhow::Result<String> {
-        use std::io::Write as _;
         let mut command = self.topology().switch_ns.command(&cli.program);
         cli.set_env(&mut command);
         let port = THRIFT_ADDR
@@ -323,18 +325,8 @@ impl SwitchBed {
             .next()
             .expect("an address with a port");
         command.args(["--thrift-port", port]).args(args);
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .context("starting simple_switch_CLI")?;
-        child
-            .stdin
-            .take()
-            .expect("piped")
-            .write_all(commands.as_bytes())?;
-        let out = child.wait_with_output()?;
+        let out = output_with_input(&mut command, commands.as_bytes())
+            .context("running simple_switch_CLI")?;
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         if !out.status.success() {
             bail!(

@@ -21,8 +21,8 @@ use std::{
 
 use dataplane_common::counters::ParseError;
 use lossless_tests::{
-    bed::{privileged, Link, Running, TEST_MAC},
-    craft::scapy_frame,
+    bed::{output_with_input, privileged, Link, Running},
+    craft::scapy_pfc,
 };
 use serde_json::Value;
 use sysutil::netns::{unique_name, Namespace};
@@ -100,6 +100,19 @@ fn get(ns: &Namespace, addr: &str, path: &str) -> Option<(u16, String)> {
         Some((status, body.to_owned()))
     })
     .unwrap()
+}
+
+/// Runs `promtool` with `args` and `input` on its standard input; it must pass (else the test
+/// fails with what it printed).
+fn promtool_passes(args: &[&str], input: &[u8]) {
+    let out = output_with_input(Command::new("promtool").args(args), input).unwrap();
+    assert!(
+        out.status.success(),
+        "promtool {}: {}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Percent-encodes a query parameter.
@@ -282,22 +295,15 @@ fn prometheus_scrapes_the_agent_and_agrees_with_stats() {
         })
     };
     // PFC PAUSE frames (scapy): two for priority 1, three for priority 4, short pauses.
-    let src = TEST_MAC.map(|b| format!("{b:02x}")).join(":");
-    let pfc = |fields: &str| {
-        scapy_frame(&format!(
-            "Ether(src='{src}', dst='01:80:c2:00:00:01')/MACControlClassBasedFlowControl({fields})"
-        ))
-        .unwrap()
-    };
     let pauses = link.tx_socket();
     for _ in 0..2 {
         pauses
-            .send(&pfc("c1_enabled=1, c1_pause_time=100"))
+            .send(&scapy_pfc("c1_enabled=1, c1_pause_time=100"))
             .unwrap();
     }
     for _ in 0..3 {
         pauses
-            .send(&pfc("c4_enabled=1, c4_pause_time=200"))
+            .send(&scapy_pfc("c4_enabled=1, c4_pause_time=200"))
             .unwrap();
     }
 
@@ -321,26 +327,7 @@ fn prometheus_scrapes_the_agent_and_agrees_with_stats() {
     // promtool accepts /metrics as served.
     let (status, metrics) = get(ns, AGENT, "/metrics").unwrap();
     assert_eq!(status, 200);
-    let mut promtool = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    promtool
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(metrics.as_bytes())
-        .unwrap();
-    let lint = promtool.wait_with_output().unwrap();
-    assert!(
-        lint.status.success(),
-        "promtool check metrics: {}{}",
-        String::from_utf8_lossy(&lint.stdout),
-        String::from_utf8_lossy(&lint.stderr)
-    );
+    promtool_passes(&["check", "metrics"], metrics.as_bytes());
 
     // Traffic stops. Counters are monotonic, so a query agrees with stats when each priority's
     // value lies between stats read just before and just after it (a stray frame of the
@@ -651,16 +638,6 @@ fn the_dashboard_queries_are_valid_promql() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("dashboard.rules.yml");
     std::fs::write(&file, rules).unwrap();
-    let check = Command::new("promtool")
-        .args(["check", "rules"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        check.status.success(),
-        "promtool check rules: {}{}",
-        String::from_utf8_lossy(&check.stdout),
-        String::from_utf8_lossy(&check.stderr)
-    );
+    promtool_passes(&["check", "rules", file.to_str().unwrap()], &[]);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -3,9 +3,9 @@
 //! read back through `lossless host stats --json` and a capture.
 
 use lossless_tests::{
-    bed::{by_priority, from_test_mac, subnet_link, Link, Running, TEST_MAC, TIMEOUT},
+    bed::{by_priority, from_test_mac, subnet_link, Link, Running, TIMEOUT},
     capture::RawSocket,
-    craft::{scapy_decode, scapy_frame, tshark_verbose},
+    craft::{scapy_decode, scapy_pfc, tshark_verbose},
 };
 use std::path::Path;
 
@@ -16,18 +16,6 @@ use testkit::{workspace_root, TempDir};
 
 /// 65535 quanta at 10 Mb/s, in ns.
 const FULL_PAUSE_3: u64 = 65535 * 512 * 100;
-
-/// 802.1Qbb destination: the MAC control multicast address.
-const PFC_DST: &str = "01:80:c2:00:00:01";
-
-/// A PFC frame from scapy with the given `cN_enabled=1, cN_pause_time=T` fields.
-fn pfc(fields: &str) -> Vec<u8> {
-    let src = TEST_MAC.map(|b| format!("{b:02x}")).join(":");
-    scapy_frame(&format!(
-        "Ether(src='{src}', dst='{PFC_DST}')/MACControlClassBasedFlowControl({fields})"
-    ))
-    .unwrap()
-}
 
 /// Pauses are recorded per priority for quanta × 512 bit times, resumes end them, and the
 /// frames are consumed (a capture after XDP never sees them).
@@ -43,9 +31,10 @@ fn pauses_are_honoured_counted_and_consumed() {
     let capture = link.rx_socket();
     // Every frame is built before the first is sent: scapy takes seconds to start on a loaded
     // machine, and the XON below must arrive within priority 3's 3.36 s pause.
-    let pause_0_and_7 = pfc("c0_enabled=1, c0_pause_time=100, c7_enabled=1, c7_pause_time=100");
-    let pause_3 = pfc("c3_enabled=1, c3_pause_time=65535");
-    let resume_3 = pfc("c3_enabled=1, c3_pause_time=0");
+    let pause_0_and_7 =
+        scapy_pfc("c0_enabled=1, c0_pause_time=100, c7_enabled=1, c7_pause_time=100");
+    let pause_3 = scapy_pfc("c3_enabled=1, c3_pause_time=65535");
+    let resume_3 = scapy_pfc("c3_enabled=1, c3_pause_time=0");
     let marker = link.roce().build();
     let sender = link.tx_socket();
     // 100 quanta (5.12 ms) for priorities 0 and 7; 65535 quanta (3.36 s) for priority 3.
@@ -93,7 +82,7 @@ fn malformed_mac_control_frames_are_not_honoured() {
         return;
     };
     let _attached = link.attach_rx(&["--mode", "skb"]);
-    let good = pfc("c2_enabled=1, c2_pause_time=65535");
+    let good = scapy_pfc("c2_enabled=1, c2_pause_time=65535");
     let mut classic_pause = good.clone();
     classic_pause[14..16].copy_from_slice(&[0x00, 0x01]); // 802.3x PAUSE, not PFC
     let short = good[..14 + 10].to_vec();
@@ -122,7 +111,7 @@ fn the_watchdog_sees_pause_storms() {
     let _attached = link.attach_rx(&["--mode", "skb"]);
     link.set_rx(&["pfc.link_speed_bps=10m", "pfc.watchdog_ms=20"]);
     let sender = link.tx_socket();
-    let pause = pfc("c4_enabled=1, c4_pause_time=65535");
+    let pause = scapy_pfc("c4_enabled=1, c4_pause_time=65535");
     // Refresh the pause (each lasts 3.36 s) until the run outlasts the 20 ms limit.
     let storm = |expected: u64| {
         link.wait_for_rx_stats(|s| {
@@ -139,7 +128,9 @@ fn the_watchdog_sees_pause_storms() {
 
     // Ignoring storms: after XON a new run starts; once it storms, it is not honoured.
     link.set_rx(&["pfc.watchdog_ignore=true"]);
-    sender.send(&pfc("c4_enabled=1, c4_pause_time=0")).unwrap();
+    sender
+        .send(&scapy_pfc("c4_enabled=1, c4_pause_time=0"))
+        .unwrap();
     let stormed = storm(2);
     sender.send(&pause).unwrap();
     let later = link.wait_for_rx_stats(|s| {
@@ -275,7 +266,7 @@ fn the_checked_pause_quanta_rule_is_a_pause_too_short_and_its_fix_holds_it() {
         "# the receiver\npfc.link_speed_bps = \"10g\"\npfc.watchdog_ms = 20\npfc.watchdog_ignore = true\n",
     );
     let fixed = fixed_h11(&topology, &config, "pause-quanta");
-    let pause = pfc("c2_enabled=1, c2_pause_time=100");
+    let pause = scapy_pfc("c2_enabled=1, c2_pause_time=100");
     let paused_by = |link: &Link, config: &Path| {
         let _attached = link.attach_rx(&["--mode", "skb", "--config", config.to_str().unwrap()]);
         link.tx_socket().send(&pause).unwrap();
@@ -310,7 +301,7 @@ fn the_checked_pause_quanta_rule_is_a_pause_too_short_and_its_fix_holds_it() {
 /// storm was counted and after that refresh, which adds to it only while storms are honoured.
 fn storm_then_pause(link: &Link) -> (u64, u64) {
     let sender = link.tx_socket();
-    let pause = pfc("c4_enabled=1, c4_pause_time=65535");
+    let pause = scapy_pfc("c4_enabled=1, c4_pause_time=65535");
     let stormed = link.wait_for_rx_stats(|s| {
         sender.send(&pause).unwrap();
         by_priority(s, "pfc_storms", 4) == 1
@@ -336,7 +327,7 @@ fn host_logs_shows_the_pfc_storm_warning() {
     link.set_rx(&["pfc.link_speed_bps=10m", "pfc.watchdog_ms=20"]);
     let mut logs = Running::spawn(&link.rx_ns, &["host", "logs", &link.rx.ifname], &[]);
     let sender = link.tx_socket();
-    let pause = pfc("c4_enabled=1, c4_pause_time=65535");
+    let pause = scapy_pfc("c4_enabled=1, c4_pause_time=65535");
     link.wait_for_rx_stats(|s| {
         sender.send(&pause).unwrap();
         by_priority(s, "pfc_storms", 4) == 1
@@ -355,7 +346,7 @@ fn frames_sent_while_paused_are_violations() {
     // The sender's interface receives the PAUSE (XDP) and sends the frames (TC egress).
     let _attached = link.attach_paused_sender();
     let peer = link.rx_socket();
-    peer.send(&pfc("c3_enabled=1, c3_pause_time=65535"))
+    peer.send(&scapy_pfc("c3_enabled=1, c3_pause_time=65535"))
         .unwrap();
     let deadline = std::time::Instant::now() + TIMEOUT;
     while by_priority(&link.tx_stats(), "pfc_pause_rx", 3) == 0 {
@@ -472,10 +463,10 @@ fn pauses_are_relayed_to_the_relay_interfaces() {
         "{status}"
     );
 
-    let resume = pfc("c3_enabled=1, c3_pause_time=0");
-    let mut malformed = pfc("c3_enabled=1, c3_pause_time=100");
+    let resume = scapy_pfc("c3_enabled=1, c3_pause_time=0");
+    let mut malformed = scapy_pfc("c3_enabled=1, c3_pause_time=100");
     malformed[14..16].copy_from_slice(&[0x00, 0x01]); // 802.3x PAUSE, not PFC
-    let pause = pfc("c3_enabled=1, c3_pause_time=300");
+    let pause = scapy_pfc("c3_enabled=1, c3_pause_time=300");
     let is_pfc = |f: &[u8]| f.len() >= 14 && f[12..14] == [0x88, 0x08];
     let capture = RawSocket::open_in(&down_ns, &down.ifname);
     let sender = link.tx_socket();
@@ -509,7 +500,7 @@ fn pauses_are_relayed_to_the_relay_interfaces() {
     sender.send(&pause).unwrap();
     link.wait_for_rx_stats(|s| by_priority(s, "pfc_pause_rx", 3) == 2);
     link.set_rx(&[&format!("pfc.relay={}", relay.ifname)]);
-    let longer = pfc("c3_enabled=1, c3_pause_time=500");
+    let longer = scapy_pfc("c3_enabled=1, c3_pause_time=500");
     sender.send(&longer).unwrap();
     let relayed = capture.receive(1, TIMEOUT, is_pfc).unwrap().remove(0);
     assert_eq!(

@@ -137,6 +137,14 @@ fn lb_lab_orders_the_policies_as_the_literature_does() {
     fs::remove_dir_all(&out).unwrap();
 }
 
+/// `lossless lab lb` with `args` run to the end into `out`: what it printed, and the runs of
+/// its summary.json.
+fn run_lb(out: &Path, args: &[&str]) -> (String, Vec<Value>) {
+    let stdout = run_to_end("lb", out, args, &NAMESPACE_PREFIXES);
+    let runs = summary_json(out)["runs"].as_array().unwrap().clone();
+    (stdout, runs)
+}
+
 /// Frames lost and flows whole in the run of `policy` on elephants.
 fn lost_and_whole(out: &Path, policy: &str) -> (u64, u64) {
     let summary = summary_json(out);
@@ -166,9 +174,8 @@ fn lb_lab_pauses_hold_the_senders_and_the_open_loop_loses() {
         "--kmin", "79000", "--kmax", "80000", "--xoff", "80000", "--xon", "40000",
     ];
     let args: Vec<&str> = common.iter().chain(&pfc).copied().collect();
-    let stdout = run_to_end("lb", &out, &args, &NAMESPACE_PREFIXES);
-    let summary = summary_json(&out);
-    let ecmp = run(summary["runs"].as_array().unwrap(), "elephants", "ecmp");
+    let (stdout, runs) = run_lb(&out, &args);
+    let ecmp = run(&runs, "elephants", "ecmp");
     let counts = &ecmp["closed_loop"];
     let paused = counts["pauses_sent"].as_u64().unwrap();
     assert!(paused > 0, "no spine paused:\n{stdout}");
@@ -210,13 +217,11 @@ fn lb_lab_allreduce_spreads_a_connections_qps_only_with_e_ecmp() {
         "--collective-size",
         "1MB",
     ];
-    let stdout = run_to_end("lb", &out, &args, &NAMESPACE_PREFIXES);
+    let (stdout, runs) = run_lb(&out, &args);
     assert!(
         stdout.contains("allreduce: 2 ranks, 1000000 B per rank, 4 QPs per connection, 2 steps"),
         "{stdout}"
     );
-    let summary = summary_json(&out);
-    let runs = summary["runs"].as_array().unwrap();
     let carrying = |r: &Value| {
         r["uplinks"]
             .as_array()
@@ -225,8 +230,8 @@ fn lb_lab_allreduce_spreads_a_connections_qps_only_with_e_ecmp() {
             .filter(|u| u["tx_bytes"].as_u64().unwrap() > 0)
             .count()
     };
-    let ecmp = run(runs, "allreduce", "ecmp");
-    let e_ecmp = run(runs, "allreduce", "e-ecmp");
+    let ecmp = run(&runs, "allreduce", "ecmp");
+    let e_ecmp = run(&runs, "allreduce", "e-ecmp");
     assert_eq!(carrying(ecmp), 1, "{ecmp}");
     assert!(carrying(e_ecmp) > 1, "{e_ecmp}");
     for r in [ecmp, e_ecmp] {
@@ -269,11 +274,9 @@ fn lb_lab_runs_an_incast_of_the_one_workload_format() {
         "--policies",
         "ecmp,spray",
     ];
-    let stdout = run_to_end("lb", &out, &args, &NAMESPACE_PREFIXES);
-    let summary = summary_json(&out);
-    let runs = summary["runs"].as_array().unwrap();
+    let (stdout, runs) = run_lb(&out, &args);
     for policy in ["ecmp", "spray"] {
-        let r = run(runs, "incast", policy);
+        let r = run(&runs, "incast", policy);
         // 2 senders x 2 rounds, 200 KB each.
         assert_eq!(
             (r["flows"].as_u64(), r["fct"]["flows"].as_u64()),

@@ -42,6 +42,19 @@ fn routed_bed(test: &str) -> Option<TutorialBed> {
     })
 }
 
+/// A P4Runtime client of the bed's switch (device 0, plain TCP) with the election id
+/// `election_id`, connected.
+async fn connect(election_id: u128) -> Client {
+    Client::connect(Target {
+        address: SWITCH_ADDR.into(),
+        device_id: 0,
+        election_id: ElectionId::Fixed(election_id),
+        tls: None,
+    })
+    .await
+    .unwrap()
+}
+
 /// Routes from a runtime JSON in the tutorials' shape carry ping and UDP both ways; the
 /// ingress-port counter equals what each host's kernel sent, the direct counter counts each
 /// route's hits, the register holds the last frame's length, and the entries read back as the
@@ -376,13 +389,7 @@ fn a_read_past_its_limits_is_refused() {
     bed.switch_ns()
         .run(|| {
             tokio::runtime::Runtime::new().unwrap().block_on(async {
-                let target = Target {
-                    address: SWITCH_ADDR.into(),
-                    device_id: 0,
-                    election_id: ElectionId::Fixed(1),
-                    tls: None,
-                };
-                let mut client = Client::connect(target).await.unwrap();
+                let mut client = connect(1).await;
                 let p4info = client.p4info().await.unwrap();
                 let all = || -> Vec<_> {
                     p4info
@@ -450,13 +457,7 @@ fn only_the_primary_writes() {
             sw.run(move || {
                 let runtime = tokio::runtime::Runtime::new().unwrap();
                 runtime.block_on(async move {
-                    let target = Target {
-                        address: SWITCH_ADDR.into(),
-                        device_id: 0,
-                        election_id: ElectionId::Fixed(10),
-                        tls: None,
-                    };
-                    let mut client = Client::connect(target).await.unwrap();
+                    let mut client = connect(10).await;
                     let arbitration = client.arbitrate().await.unwrap();
                     held_tx.send(arbitration).unwrap();
                     release_rx.await.unwrap();

@@ -12,8 +12,8 @@
 use std::time::Instant;
 
 use lossless_tests::{
-    bed::{privileged, TEST_MAC},
-    craft::scapy_frame,
+    bed::{privileged_and, TEST_MAC},
+    craft::{scapy_frame, scapy_pfc},
     gnmi::{self, counter, pygnmi_or_skip, Stream, DEADLINE},
     switch::{dataplane_p4, SwitchBed, Topology},
 };
@@ -27,10 +27,7 @@ const PRIORITY: u16 = 3;
 #[test]
 fn pygnmi_reads_softswitch_counters_and_sees_a_pause_on_change() {
     let test = "pygnmi_reads_softswitch_counters_and_sees_a_pause_on_change";
-    if !privileged(test) {
-        return;
-    }
-    let Some(python) = pygnmi_or_skip(test) else {
+    let Some(python) = privileged_and(test, pygnmi_or_skip) else {
         return;
     };
     let addr = format!("{HOST}:{PORT}");
@@ -71,12 +68,7 @@ fn pygnmi_reads_softswitch_counters_and_sees_a_pause_on_change() {
         ],
     );
     let capabilities = &answers["capabilities"];
-    let models: Vec<&str> = capabilities["supported_models"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["name"].as_str().unwrap())
-        .collect();
+    let models = gnmi::model_names(capabilities);
     assert_eq!(
         models,
         ["openconfig-interfaces", "openconfig-qos", "lossless"],
@@ -136,10 +128,7 @@ fn pygnmi_reads_softswitch_counters_and_sees_a_pause_on_change() {
     ))
     .unwrap();
     let socket = host.socket();
-    let mut samples = Vec::new();
-    let deadline = Instant::now() + DEADLINE;
-    while samples.len() < 3 {
-        assert!(Instant::now() < deadline, "samples {samples:?}");
+    gnmi::assert_counter_grows(&in_pkts_leaf, || {
         for _ in 0..20 {
             socket.send(&frame).unwrap();
         }
@@ -149,25 +138,12 @@ fn pygnmi_reads_softswitch_counters_and_sees_a_pause_on_change() {
             !leaves.keys().any(|k| k.starts_with("p4/")),
             "ON_CHANGE sent before any pause: {update}"
         );
-        if let Some(leaf) = leaves.get(&in_pkts_leaf) {
-            let value = counter(leaf, "json_ietf_val");
-            if samples.is_empty() && value == 0 {
-                continue;
-            }
-            samples.push(value);
-        }
-    }
-    assert!(
-        samples.windows(2).all(|w| w[0] <= w[1]) && samples[2] > samples[0],
-        "in-pkts did not grow: {samples:?}"
-    );
+        update
+    });
 
     // A PAUSE for priority 3: the ON_CHANGE subscriptions send the pause counted and the time
     // the program holds the priority paused until (its clock's microseconds).
-    let pause = scapy_frame(&format!(
-        "Ether(src='{src}', dst='01:80:c2:00:00:01')/MACControlClassBasedFlowControl(c3_enabled=1, c3_pause_time=100)"
-    ))
-    .unwrap();
+    let pause = scapy_pfc("c3_enabled=1, c3_pause_time=100");
     socket.send(&pause).unwrap();
     let counted = pauses.trim_start_matches("lossless:/").to_string();
     let until = paused_until.trim_start_matches("lossless:/").to_string();
@@ -192,10 +168,7 @@ fn pygnmi_reads_softswitch_counters_and_sees_a_pause_on_change() {
 #[test]
 fn gnmi_takes_p4runtime_s_mutual_tls() {
     let test = "gnmi_takes_p4runtime_s_mutual_tls";
-    if !privileged(test) {
-        return;
-    }
-    let Some(python) = pygnmi_or_skip(test) else {
+    let Some(python) = privileged_and(test, pygnmi_or_skip) else {
         return;
     };
     // Removed on drop, after the bed (declared later, dropped first), however the test ends.

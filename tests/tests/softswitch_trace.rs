@@ -7,11 +7,9 @@
 //! its log at the default level prints nothing per packet.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
-use std::process::Stdio;
 
 use lossless_tests::{
-    bed::{privileged_and, TIMEOUT},
+    bed::{output_with_input, privileged_and, TIMEOUT},
     switch::{program as p4_file, Bmv2Build, Host, SwitchBed, Topology},
     tutorial_bed::TutorialBed,
 };
@@ -163,16 +161,8 @@ fn softswitch_traces_each_packet_as_bmv2s_log_console_does() {
         .switch_ns
         .command(&toolchain.simple_switch_cli.program);
     toolchain.simple_switch_cli.set_env(&mut cli);
-    let mut child = cli
-        .args(["--thrift-port", "9090"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     let commands = std::fs::read(p4_file("trace-bmv2-cli.txt")).unwrap();
-    child.stdin.take().unwrap().write_all(&commands).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = output_with_input(cli.args(["--thrift-port", "9090"]), &commands).unwrap();
     assert!(
         out.status.success() && !String::from_utf8_lossy(&out.stdout).contains("Error"),
         "simple_switch_CLI: {}{}",

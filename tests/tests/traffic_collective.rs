@@ -6,10 +6,10 @@
 //! between two hosts is NAKed, resent, and counted by both hosts' programs.
 
 use std::net::Ipv4Addr;
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use lossless_tests::bed::{exclusive, lossless_bin, Attached, Link, TIMEOUT};
+use lossless_tests::bed::{exclusive, lossless_bin, succeeded_within, Attached, Link, TIMEOUT};
 use lossless_tests::capture::RawSocket;
 use lossless_tests::craft::{scapy_decode, tshark_verbose};
 use serde_json::Value;
@@ -19,6 +19,10 @@ use sysutil::netns::{veth_pair, Endpoint, Namespace};
 const RANKS: u32 = 4;
 /// nccl-tests' size: bytes per rank.
 const SIZE: u64 = 1 << 20;
+
+/// One timed iteration of an allreduce of 256 KiB a rank: the options of the runs that look
+/// at what happens to frames rather than at the bandwidth.
+const ONE_SMALL_ALLREDUCE: [&str; 5] = ["allreduce", "--size", "256KiB", "--iters", "1"];
 
 /// Hosts behind a bridge in a namespace of its own.
 struct Ring {
@@ -113,31 +117,11 @@ impl Drop for Rank {
 /// Waits for `child` at most [`TIMEOUT`] past `since`, and reads its JSON summary.
 fn finish(mut rank: Rank, since: Instant) -> Value {
     let child = rank.0.take().expect("a rank finishes once");
-    let pid = child.id();
-    let (send, got) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = send.send(child.wait_with_output());
-    });
     let wait = TIMEOUT
         .saturating_sub(since.elapsed())
         .max(Duration::from_secs(1));
-    let output: Output = match got.recv_timeout(wait) {
-        Ok(output) => output.unwrap(),
-        Err(_) => {
-            // SAFETY: a plain kill of the rank this test started.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            let output = got.recv().unwrap().unwrap();
-            panic!(
-                "rank {pid} did not finish within {TIMEOUT:?}: {}",
-                String::from_utf8_lossy(&output.stderr)
-            )
-        }
-    };
-    assert!(
-        output.status.success(),
-        "a rank failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let what = format!("rank {}", child.id());
+    let output = succeeded_within(child, wait, &what);
     serde_json::from_slice(&output.stdout).expect("the rank's JSON")
 }
 
@@ -257,20 +241,19 @@ fn a_rank_started_late_is_waited_for() {
     let ring = Ring::new(RANKS as u8);
     let since = Instant::now();
     let options = [
-        "allreduce",
-        "--size",
-        "256KiB",
-        "--iters",
-        "1",
-        "--warmup",
-        "1",
-        "--window",
-        "8",
-        "--rto",
-        "5ms",
-        "--timeout",
-        "8s",
-    ];
+        ONE_SMALL_ALLREDUCE.as_slice(),
+        &[
+            "--warmup",
+            "1",
+            "--window",
+            "8",
+            "--rto",
+            "5ms",
+            "--timeout",
+            "8s",
+        ],
+    ]
+    .concat();
     let mut children: Vec<(usize, Rank)> = (1..RANKS as usize)
         .map(|i| (i, ring.start(i, &options)))
         .collect();
@@ -411,30 +394,11 @@ fn a_lost_frame_is_naked_counted_on_both_hosts_and_resent() {
     let _receiver = Attached::new(rx_ns, &rx.ifname, &attach).unwrap();
     let ruleset = testkit::TempDir::new("lossless-nak", "loss");
     let rules = ruleset.file("loss.nft", &lose_one_frame(&ring.ports[1].ifname, 40));
-    let nft = ring
-        .switch
-        .command("nft")
-        .arg("-f")
-        .arg(&rules)
-        .output()
-        .unwrap();
-    assert!(
-        nft.status.success(),
-        "{}",
-        String::from_utf8_lossy(&nft.stderr)
-    );
+    testkit::output_of(ring.switch.command("nft").arg("-f").arg(&rules));
     let naks = RawSocket::open_in(tx_ns, &tx.ifname);
     let capture = std::thread::spawn(move || naks.receive(1, TIMEOUT, is_nak));
 
-    let options = [
-        "allreduce",
-        "--size",
-        "256KiB",
-        "--iters",
-        "1",
-        "--warmup",
-        "0",
-    ];
+    let options = [ONE_SMALL_ALLREDUCE.as_slice(), &["--warmup", "0"]].concat();
     let since = Instant::now();
     // Rank 1 first; rank 0 once rank 1 sends, so rank 0's first window finds rank 1 up.
     let rank1 = ring.start(1, &options);

@@ -339,58 +339,56 @@ mod tests {
         }
     }
 
-    /// Sends `request` raw and returns the whole answer (the server closes or answers).
-    fn exchange(addr: std::net::SocketAddr, request: &[u8]) -> String {
-        let mut stream = std::net::TcpStream::connect(addr).unwrap();
-        stream.set_read_timeout(Some(HEADER_TIMEOUT * 3)).unwrap();
-        stream.write_all(request).unwrap();
-        let mut answer = Vec::new();
-        let mut buffer = [0; 4096];
-        // Read until the server closes (Connection: close) or a whole answer came.
-        while let Ok(n) = stream.read(&mut buffer) {
-            if n == 0 {
-                break;
+    /// The server of the [`Fixed`] pages with the settings `web`, on a port of its own: its
+    /// address, and its task (to abort).
+    async fn start(web: Arc<CurrentWeb>) -> (SocketAddr, tokio::task::JoinHandle<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        (addr, tokio::spawn(serve(listener, Arc::new(Fixed), web)))
+    }
+
+    /// Sends `request` raw, from a blocking thread, and returns the whole answer (the server
+    /// closes or answers).
+    async fn exchange(addr: SocketAddr, request: String) -> String {
+        tokio::task::spawn_blocking(move || {
+            let mut stream = std::net::TcpStream::connect(addr).unwrap();
+            stream.set_read_timeout(Some(HEADER_TIMEOUT * 3)).unwrap();
+            stream.write_all(request.as_bytes()).unwrap();
+            let mut answer = Vec::new();
+            let mut buffer = [0; 4096];
+            // Read until the server closes (Connection: close) or a whole answer came.
+            while let Ok(n) = stream.read(&mut buffer) {
+                if n == 0 {
+                    break;
+                }
+                answer.extend_from_slice(&buffer[..n]);
             }
-            answer.extend_from_slice(&buffer[..n]);
-        }
-        String::from_utf8_lossy(&answer).into_owned()
+            String::from_utf8_lossy(&answer).into_owned()
+        })
+        .await
+        .unwrap()
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn answers_two_paths_and_refuses_the_rest() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(serve(listener, Arc::new(Fixed), Arc::default()));
-        let ask = |request: &'static str| {
-            tokio::task::spawn_blocking(move || exchange(addr, request.as_bytes()))
-        };
-        let metrics = ask("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .await
-            .unwrap();
+        let (addr, server) = start(Arc::default()).await;
+        let ask = |request: &str| exchange(addr, request.to_owned());
+        let metrics = ask("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await;
         assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
         assert!(metrics.contains("text/plain; version=0.0.4"), "{metrics}");
         assert!(metrics.ends_with("lossless_up 1\n"), "{metrics}");
-        let health = ask("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .await
-            .unwrap();
+        let health = ask("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await;
         assert!(health.starts_with("HTTP/1.1 503"), "{health}");
-        let post = ask("POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc")
-            .await
-            .unwrap();
+        let post = ask("POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc").await;
         assert!(post.starts_with("HTTP/1.1 405"), "{post}");
-        let other = ask("GET /etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .await
-            .unwrap();
+        let other = ask("GET /etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await;
         assert!(other.starts_with("HTTP/1.1 404"), "{other}");
         // Headers past the buffer: refused, the connection closed.
-        let huge: &'static str = Box::leak(
-            format!(
-                "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Fill: {}\r\n\r\n",
-                "a".repeat(MAX_HEADER_BYTES * 2)
-            )
-            .into_boxed_str(),
+        let huge = format!(
+            "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Fill: {}\r\n\r\n",
+            "a".repeat(MAX_HEADER_BYTES * 2)
         );
-        let refused = ask(huge).await.unwrap();
+        let refused = ask(&huge).await;
         assert!(
             refused.starts_with("HTTP/1.1 431") || refused.is_empty(),
             "{refused}"
@@ -403,21 +401,16 @@ mod tests {
     /// waited the longest instead of waiting for a slot (it waited 23 s behind them).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn idle_connections_held_open_do_not_keep_a_scrape_waiting() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(serve(listener, Arc::new(Fixed), Arc::default()));
+        let (addr, server) = start(Arc::default()).await;
         let idle: Vec<std::net::TcpStream> = (0..161)
             .map(|_| std::net::TcpStream::connect(addr).unwrap())
             .collect();
         let started = std::time::Instant::now();
-        let health = tokio::task::spawn_blocking(move || {
-            exchange(
-                addr,
-                b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-            )
-        })
-        .await
-        .unwrap();
+        let health = exchange(
+            addr,
+            "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".into(),
+        )
+        .await;
         let waited = started.elapsed();
         assert!(health.starts_with("HTTP/1.1 503"), "{health:?}");
         // Not a measure of speed: the first idle connection would give up its slot at
@@ -435,8 +428,6 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn basic_auth_guards_every_path() {
         use base64::Engine as _;
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
         let web = Arc::new(CurrentWeb::default());
         web.set(Web {
             tls: None,
@@ -444,7 +435,7 @@ mod tests {
                 [("scraper".to_owned(), bcrypt::hash("pw", 4).unwrap())].into(),
             ),
         });
-        let server = tokio::spawn(serve(listener, Arc::new(Fixed), web));
+        let (addr, server) = start(web).await;
         let ask = |credentials: Option<&str>, path: &str| {
             let header = credentials.map_or(String::new(), |c| {
                 format!(
@@ -454,7 +445,7 @@ mod tests {
             });
             let request =
                 format!("GET {path} HTTP/1.1\r\nHost: x\r\n{header}Connection: close\r\n\r\n");
-            tokio::task::spawn_blocking(move || exchange(addr, request.as_bytes()))
+            exchange(addr, request)
         };
         for (credentials, path) in [
             (None, "/metrics"),
@@ -463,7 +454,7 @@ mod tests {
             (Some("scraper:wrong"), "/metrics"),
             (Some("nobody:pw"), "/metrics"),
         ] {
-            let answer = ask(credentials, path).await.unwrap();
+            let answer = ask(credentials, path).await;
             assert!(
                 answer.starts_with("HTTP/1.1 401"),
                 "{credentials:?} {path}: {answer}"
@@ -474,7 +465,7 @@ mod tests {
             );
             assert!(!answer.contains("lossless_up"), "{answer}");
         }
-        let answer = ask(Some("scraper:pw"), "/metrics").await.unwrap();
+        let answer = ask(Some("scraper:pw"), "/metrics").await;
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
         assert!(answer.ends_with("lossless_up 1\n"), "{answer}");
         server.abort();
@@ -483,14 +474,9 @@ mod tests {
     /// A client that never finishes its headers is cut off after [`HEADER_TIMEOUT`].
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn slow_clients_are_cut_off() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(serve(listener, Arc::new(Fixed), Arc::default()));
+        let (addr, server) = start(Arc::default()).await;
         let started = std::time::Instant::now();
-        let answer =
-            tokio::task::spawn_blocking(move || exchange(addr, b"GET /metrics HTTP/1.1\r\n"))
-                .await
-                .unwrap();
+        let answer = exchange(addr, "GET /metrics HTTP/1.1\r\n".into()).await;
         let waited = started.elapsed();
         assert!(!answer.contains("lossless_up"), "{answer}");
         assert!(

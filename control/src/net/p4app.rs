@@ -41,9 +41,8 @@ mod tests {
 
     #[test]
     fn a_switch_file_that_is_nowhere_is_refused_by_its_key() {
-        let dir = std::env::temp_dir().join(format!("lossless-p4app-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("p4app.json");
+        let dir = testkit::TempDir::new("lossless", "p4app");
+        let file = dir.0.join("p4app.json");
         std::fs::write(
             &file,
             r#"{"topology": {"links": [["h1", "s1"]], "hosts": {"h1": {}},
@@ -70,6 +69,5 @@ mod tests {
         .unwrap();
         let loss = format!("{:#}", read(&file).err().unwrap());
         assert!(loss.contains("topology.links[0]: loss 1%"), "{loss}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

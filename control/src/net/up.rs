@@ -773,16 +773,13 @@ mod tests {
 
     #[test]
     fn a_failed_switch_shows_the_end_of_its_log() {
-        let dir = std::env::temp_dir().join(format!("lossless-log-tail-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let log = dir.join("leaf2.log");
+        let dir = testkit::TempDir::new("lossless", "log-tail");
         let text: Vec<String> = (1..=30).map(|i| format!("line {i}")).collect();
-        std::fs::write(&log, text.join("\n")).unwrap();
+        let log = dir.file("leaf2.log", &text.join("\n"));
         let tail = log_tail(&log);
         assert!(tail.contains("line 11\nline 12"), "{tail}");
         assert!(tail.ends_with("line 30"), "{tail}");
         assert!(!tail.contains("line 10\n"), "{tail}");
-        assert_eq!(log_tail(&dir.join("absent.log")), "");
-        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(log_tail(&dir.0.join("absent.log")), "");
     }
 }

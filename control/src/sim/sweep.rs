@@ -22,7 +22,10 @@ use sim::simulation::RunEnd;
 use super::cli::{set_key, PointArgs, SweepArgs};
 use super::output::Record;
 use super::run::{memory_limit, program, run_one};
-use crate::output::{draw_panels, write_file, Line, Panel};
+use crate::{
+    net::state::read_bounded,
+    output::{draw_panels, write_file, write_text, Line, Panel},
+};
 use traffic::StopFlag;
 
 /// The most points a sweep may have.
@@ -190,19 +193,6 @@ pub fn read_sweep(dir: &Path) -> anyhow::Result<Sweep> {
         .map_err(|e| anyhow::anyhow!("{}: line {}: {}", path.display(), e.line(), e))
 }
 
-/// The text of `path`, refused past `limit` bytes.
-fn read_bounded(path: &Path, limit: u64) -> anyhow::Result<String> {
-    use std::io::Read as _;
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(limit + 1).read_to_string(&mut text))
-        .with_context(|| format!("reading {}", path.display()))?;
-    if text.len() as u64 > limit {
-        bail!("{}: longer than {limit} bytes", path.display());
-    }
-    Ok(text)
-}
-
 /// The folder of point `index` in the sweep `dir`.
 fn point_dir(dir: &Path, index: usize) -> PathBuf {
     dir.join("points").join(index.to_string())
@@ -298,11 +288,7 @@ pub fn sweep(args: &SweepArgs, stop: &StopFlag) -> anyhow::Result<()> {
     match engine {
         Engine::Slurm => {
             let script = slurm_script(&exe, &dir, &sweep, &args.name, args.jobs, task_memory)?;
-            write_file(
-                &dir,
-                "sweep.sbatch",
-                |f| Ok(f.write_all(script.as_bytes())?),
-            )?;
+            write_text(&dir, "sweep.sbatch", &script)?;
             println!(
                 "wrote {n} points ({} MiB each) to {}; on a node that shares this directory:\n  \
                  sbatch {}\nthen, when they are done: lossless sim report {}",
@@ -327,7 +313,7 @@ pub fn sweep(args: &SweepArgs, stop: &StopFlag) -> anyhow::Result<()> {
                 args.jobs,
                 task_memory,
             )?;
-            write_file(&dir, "sweep-job.yaml", |f| Ok(f.write_all(job.as_bytes())?))?;
+            write_text(&dir, "sweep-job.yaml", &job)?;
             println!(
                 "wrote {n} points ({} MiB each) to {dir}; copy {dir} into the claim {claim}, then:\n  \
                  kubectl apply -f {yaml}\n  kubectl wait --for=condition=complete --timeout=24h job/{name}\n\

@@ -241,32 +241,14 @@ fn ours(lossless: &Path, side: &SideBySide, dir: &Path) -> anyhow::Result<Figure
     let file = dir.join("scenario.toml");
     std::fs::write(&file, toml::to_string(&scenario)?)
         .with_context(|| format!("writing {}", file.display()))?;
-    let mut command = Command::new(lossless);
-    command
-        .args(["sim", "run"])
-        .arg(&file)
-        .arg("--out")
-        .arg(dir.join("ours"))
-        .args(["--json", "--memory", "16GB"]);
-    let (Ended::Finished(records), usage) = measured(command, None, |out| {
-        let records: Vec<Record> =
-            serde_json::from_reader(BufReader::new(out)).context("lossless sim run's JSON")?;
-        Ok(records)
-    })?
-    else {
-        unreachable!("ours runs without a CPU-time limit");
-    };
-    let [record] = &records[..] else {
-        anyhow::bail!("lossless sim run reported {} runs, not one", records.len());
-    };
+    let (record, usage) = sim_run(
+        lossless,
+        &file,
+        &["--memory", "16GB"],
+        &dir.join("ours"),
+        "ours",
+    )?;
     let s = &record.summary;
-    anyhow::ensure!(
-        s.end == sim::simulation::RunEnd::Idle && s.flows.completed == s.flows.total,
-        "ours finished {} of {} flows (the run ended {:?})",
-        s.flows.completed,
-        s.flows.total,
-        s.end
-    );
     let lost = s.drops.buffer_full + s.drops.queue_full + s.drops.link_down + s.drops.program;
     anyhow::ensure!(lost == 0, "ours lost {lost} frames: {:?}", s.drops);
     Ok(Figures {
@@ -351,19 +333,22 @@ fn matrix_flows(side: &SideBySide) -> anyhow::Result<Vec<workload::Flow>> {
     Ok(workload::expand(&w, &endpoints, side.seed)?.flows)
 }
 
-/// One run of our simulator on `scenario` (a file) with `--execution execution`: its record
-/// and its process's usage.
-fn ours_as(
+/// `lossless sim run scenario --json --out out` with the options `options`, which must report
+/// one run whose flows all completed (else an error that begins with `who`): its record and
+/// its process's usage.
+fn sim_run(
     lossless: &Path,
     scenario: &Path,
-    execution: &str,
+    options: &[&str],
     out: &Path,
+    who: &str,
 ) -> anyhow::Result<(Record, Usage)> {
     let mut command = Command::new(lossless);
     command
         .args(["sim", "run"])
         .arg(scenario)
-        .args(["--execution", execution, "--json", "--out"])
+        .args(options)
+        .args(["--json", "--out"])
         .arg(out);
     let (Ended::Finished(mut records), usage) = measured(command, None, |out| {
         let records: Vec<Record> =
@@ -382,7 +367,7 @@ fn ours_as(
     let s = &record.summary;
     anyhow::ensure!(
         s.end == sim::simulation::RunEnd::Idle && s.flows.completed == s.flows.total,
-        "{execution}: finished {} of {} flows (the run ended {:?})",
+        "{who}: finished {} of {} flows (the run ended {:?})",
         s.flows.completed,
         s.flows.total,
         s.end
@@ -420,7 +405,13 @@ fn execution(lossless: &Path, dir: &Path) -> anyhow::Result<()> {
     for round in 0..EXECUTION_ROUNDS {
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for side in order {
-            let (record, usage) = ours_as(lossless, &file, sides[side], &dir.join(sides[side]))?;
+            let (record, usage) = sim_run(
+                lossless,
+                &file,
+                &["--execution", sides[side]],
+                &dir.join(sides[side]),
+                sides[side],
+            )?;
             let s = &record.summary;
             let moved = (s.packet_hops, s.events);
             anyhow::ensure!(

@@ -25,8 +25,8 @@ use serde_json::Value;
 
 use super::{
     controller::{Controller, PolicyTimers},
-    count, host_ip, spine_bytes, table_end, table_head, table_row, Fabric, Pacing, Sampler,
-    Spawned, SwitchCounts, SwitchOutcome, HOST_IFACE, SAMPLE_EVERY,
+    count, host_ip, spine_bytes, spine_cells, spine_columns, table_end, table_head, table_row,
+    Fabric, Pacing, Sampler, Spawned, SwitchCounts, SwitchOutcome, HOST_IFACE, SAMPLE_EVERY,
 };
 use crate::net::leaf_spine::{policy_parser, Policy};
 use crate::output;
@@ -302,14 +302,7 @@ pub fn run(args: &CollectiveArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
         interface_drops: fabric.interface_drops()?,
         stopped_early: stop.is_stopped(),
     };
-    let table = table(&outcome);
-    print!("{table}");
-    output::write_summary(&args.out, &outcome)?;
-    output::write_file(&args.out, "table.md", |f| {
-        Ok(std::io::Write::write_all(f, table.as_bytes())?)
-    })?;
-    println!("wrote summary.json and table.md to {}", args.out.display());
-    Ok(())
+    output::print_and_write_table(&args.out, &outcome, &table(&outcome), "table.md")
 }
 
 /// The collective `ranks` ranks run with `qps` QPs per connection, expanded by the one workload
@@ -509,11 +502,6 @@ fn measure(
 
 /// A Markdown table: one row per policy × QP count.
 fn table(o: &Outcome) -> String {
-    let spines: Vec<&String> = o
-        .runs
-        .first()
-        .map(|r| r.spine_bytes.keys().collect())
-        .unwrap_or_default();
     let mut head: Vec<String> = [
         "policy",
         "QPs",
@@ -525,7 +513,7 @@ fn table(o: &Outcome) -> String {
     ]
     .map(String::from)
     .to_vec();
-    head.extend(spines.iter().map(|s| format!("{s} MB")));
+    head.extend(spine_columns(o.runs.first().map(|r| &r.spine_bytes)));
     head.extend(
         [
             "resent",
@@ -557,11 +545,7 @@ fn table(o: &Outcome) -> String {
             ms(&r.fastest, r),
             format!("{:.1}", r.total_us / 1e3),
         ];
-        cells.extend(
-            r.spine_bytes
-                .values()
-                .map(|b| format!("{:.2}", *b as f64 / 1e6)),
-        );
+        cells.extend(spine_cells(&r.spine_bytes));
         cells.extend(
             [
                 r.resent,

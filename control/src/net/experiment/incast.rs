@@ -314,9 +314,7 @@ fn write_outputs(
     goodput: &[Interval],
 ) -> anyhow::Result<()> {
     output::write_summary(&args.out, outcome)?;
-    output::write_file(&args.out, "table.txt", |f| {
-        Ok(std::io::Write::write_all(f, table.as_bytes())?)
-    })?;
+    output::write_text(&args.out, "table.txt", table)?;
     let mut columns = vec!["time_s".to_string()];
     for s in switches {
         columns.push(format!("{}_pause_tx", s.name));

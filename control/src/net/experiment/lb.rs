@@ -27,8 +27,9 @@ use serde_json::Value;
 
 use super::{
     controller::{link_ends, Controller, PolicyTimers},
-    count, host_ip, spine_bytes, table_end, table_head, table_row, CountSample, Fabric, Links,
-    Receiving, Sampler, Spawned, SwitchCounts, SwitchOutcome, GOODPUT_EVERY,
+    count, host_ip, spine_bytes, spine_cells, spine_columns, table_end, table_head, table_row,
+    CountSample, Fabric, Links, Receiving, Sampler, Spawned, SwitchCounts, SwitchOutcome,
+    GOODPUT_EVERY,
 };
 use crate::net::leaf_spine::{host_name, policy_parser, Policy, Tuning};
 use crate::output::{self, Line, Panel};
@@ -362,9 +363,7 @@ pub fn run(
     let table = table(&outcome);
     print!("{table}");
     output::write_summary(&out, &outcome)?;
-    output::write_file(&out, "table.md", |f| {
-        Ok(std::io::Write::write_all(f, table.as_bytes())?)
-    })?;
+    output::write_text(&out, "table.md", &table)?;
     draw(&out.join(format!("{name}.svg")), &outcome, args)?;
     println!(
         "wrote summary.json, table.md and {name}.svg to {}",
@@ -916,13 +915,8 @@ fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
 /// A Markdown table: one row per policy, then the switches' pauses and marks per policy.
 fn table(o: &Outcome) -> String {
     let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
-    let spines: Vec<&String> = o
-        .policies
-        .first()
-        .map(|p| p.spine_bytes.keys().collect())
-        .unwrap_or_default();
     let mut head = vec!["policy".to_string()];
-    head.extend(spines.iter().map(|s| format!("{s} MB")));
+    head.extend(spine_columns(o.policies.first().map(|p| &p.spine_bytes)));
     head.extend(
         [
             "imbalance",
@@ -953,11 +947,7 @@ fn table(o: &Outcome) -> String {
     let mut t = table_head(&head);
     for p in &o.policies {
         let mut cells = vec![format!("{:?}", p.policy).to_lowercase()];
-        cells.extend(
-            p.spine_bytes
-                .values()
-                .map(|b| format!("{:.2}", *b as f64 / 1e6)),
-        );
+        cells.extend(spine_cells(&p.spine_bytes));
         cells.extend([
             format!("{:.2}", p.imbalance),
             p.reordered.to_string(),

@@ -286,14 +286,7 @@ pub fn run(args: &MicroburstArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
         queues,
         stopped_early: stop.is_stopped(),
     };
-    let table = table(&outcome);
-    print!("{table}");
-    output::write_summary(&args.out, &outcome)?;
-    output::write_file(&args.out, "table.txt", |f| {
-        Ok(std::io::Write::write_all(f, table.as_bytes())?)
-    })?;
-    println!("wrote summary.json and table.txt to {}", args.out.display());
-    Ok(())
+    output::print_and_write_table(&args.out, &outcome, &table(&outcome), "table.txt")
 }
 
 /// Frames a `traffic send --json` summary says it sent.
@@ -304,22 +297,15 @@ fn sent_frames(text: &str) -> anyhow::Result<u64> {
 
 /// Sets the microburst rule of every queue of every switch and forgets what they measured.
 fn set_burst_rule(fabric: &Fabric, threshold: u32, window_us: u64) -> anyhow::Result<()> {
-    let switches = fabric.switches();
-    fabric.in_network(async {
-        for switch in &switches {
-            let mut client = Client::connect(switch.target.clone()).await?;
-            client
-                .set_queue(SetQueueRequest {
-                    burst_threshold_packets: Some(threshold),
-                    burst_window_us: Some(window_us),
-                    reset_measures: true,
-                    ..Default::default()
-                })
-                .await
-                .with_context(|| format!("{}: setting its burst rule", switch.name))?;
-        }
-        Ok(())
-    })
+    fabric.set_every_queue(
+        SetQueueRequest {
+            burst_threshold_packets: Some(threshold),
+            burst_window_us: Some(window_us),
+            reset_measures: true,
+            ..Default::default()
+        },
+        "setting its burst rule",
+    )
 }
 
 /// Every switch queue that carried a packet, as its switch measured it.

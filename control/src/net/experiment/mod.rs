@@ -378,6 +378,22 @@ impl Fabric {
         })?
     }
 
+    /// Sends `request` to the Queues service of every switch (softswitch's); `change` says
+    /// what it does in an error, after the switch's name.
+    pub fn set_every_queue(&self, request: SetQueueRequest, change: &str) -> anyhow::Result<()> {
+        let switches = self.switches();
+        self.in_network(async {
+            for switch in &switches {
+                let mut client = Client::connect(switch.target.clone()).await?;
+                client
+                    .set_queue(request)
+                    .await
+                    .with_context(|| format!("{}: {change}", switch.name))?;
+            }
+            Ok(())
+        })
+    }
+
     /// Paces every queue of every switch at `pps` packets per second, as a link of that rate
     /// drains it, and makes it `depth` packets deep: softswitch through its Queues service,
     /// BMv2 through its runtime CLI (`set_queue_rate`, `set_queue_depth`: every port and
@@ -385,20 +401,14 @@ impl Fabric {
     pub fn set_queues(&self, pps: u64, depth: u32) -> anyhow::Result<()> {
         let switches = self.switches();
         match self.kind {
-            SwitchKind::Softswitch => self.in_network(async {
-                for switch in &switches {
-                    let mut client = Client::connect(switch.target.clone()).await?;
-                    client
-                        .set_queue(SetQueueRequest {
-                            rate_pps: Some(pps),
-                            depth_packets: Some(depth),
-                            ..Default::default()
-                        })
-                        .await
-                        .with_context(|| format!("{}: setting its queues' rate", switch.name))?;
-                }
-                Ok(())
-            }),
+            SwitchKind::Softswitch => self.set_every_queue(
+                SetQueueRequest {
+                    rate_pps: Some(pps),
+                    depth_packets: Some(depth),
+                    ..Default::default()
+                },
+                "setting its queues' rate",
+            ),
             SwitchKind::Bmv2 => {
                 let cli = p4toolchain::Toolchain::find()?.simple_switch_cli;
                 for switch in &switches {
@@ -826,6 +836,20 @@ pub fn table_end(
         ""
     };
     t + &format!("\n{verdict}{stopped}\n")
+}
+
+/// The table's columns of [`spine_bytes`], one per spine (`NAME MB`), named after the first
+/// row's (every row has the same spines; none without rows).
+pub fn spine_columns(first: Option<&BTreeMap<String, u64>>) -> Vec<String> {
+    first
+        .into_iter()
+        .flat_map(|bytes| bytes.keys().map(|s| format!("{s} MB")))
+        .collect()
+}
+
+/// The cells of one row's [`spine_bytes`] under [`spine_columns`]: MB, two decimals.
+pub fn spine_cells(bytes: &BTreeMap<String, u64>) -> impl Iterator<Item = String> + '_ {
+    bytes.values().map(|b| format!("{:.2}", *b as f64 / 1e6))
 }
 
 /// The bytes each spine of `switches` (by name) received from the wire between the first and
