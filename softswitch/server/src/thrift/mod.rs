@@ -38,6 +38,7 @@ use crate::engine::{Engine, EngineHandle};
 use crate::pipeline::{Compiled, Pipeline};
 use audited::{Answer, Call};
 use connections::{Connections, Pace};
+use softswitch_core::switch::Switch;
 use softswitch_device::throttle::{HeldBack, Throttle, PERIOD};
 
 /// Notes about refused calls, said in the log: a client makes as many as it likes, so at most a
@@ -131,6 +132,14 @@ impl Runtime {
                 "no program is loaded (started with --no-p4 and none set since)".into(),
             )),
         })
+    }
+
+    /// Runs `f` on the running pipeline's switch, as [`Self::on_pipeline`].
+    fn on_switch<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Switch) -> thrift::Result<R> + Send + 'static,
+    ) -> thrift::Result<R> {
+        self.on_pipeline(|p| f(&mut p.switch))
     }
 }
 
