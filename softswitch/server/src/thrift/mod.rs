@@ -359,6 +359,19 @@ struct Paced<'p, P> {
     call: &'p Call,
 }
 
+/// Methods of [`TInputProtocol`] that [`Paced`] hands to its inner protocol: `as_read` as they
+/// are, `noted` through [`Call::value_read`] (the values an audit line may name).
+macro_rules! delegated {
+    (as_read: $($plain:ident -> $plain_type:ty),* ; noted: $($noted:ident -> $noted_type:ty),* $(;)?) => {
+        $(fn $plain(&mut self) -> thrift::Result<$plain_type> {
+            self.inner.$plain()
+        })*
+        $(fn $noted(&mut self) -> thrift::Result<$noted_type> {
+            self.call.value_read(self.inner.$noted())
+        })*
+    };
+}
+
 impl<P: TInputProtocol> TInputProtocol for Paced<'_, P> {
     fn read_message_begin(&mut self) -> thrift::Result<TMessageIdentifier> {
         let message = self.inner.read_message_begin()?;
@@ -385,64 +398,14 @@ impl<P: TInputProtocol> TInputProtocol for Paced<'_, P> {
         self.call.field_begun(&field);
         Ok(field)
     }
-    fn read_field_end(&mut self) -> thrift::Result<()> {
-        self.inner.read_field_end()
-    }
-    fn read_bool(&mut self) -> thrift::Result<bool> {
-        self.inner.read_bool()
-    }
-    fn read_bytes(&mut self) -> thrift::Result<Vec<u8>> {
-        self.inner.read_bytes()
-    }
-    fn read_i8(&mut self) -> thrift::Result<i8> {
-        self.inner.read_i8()
-    }
-    fn read_i16(&mut self) -> thrift::Result<i16> {
-        let value = self.inner.read_i16()?;
-        self.call.value_read(&value);
-        Ok(value)
-    }
-    fn read_i32(&mut self) -> thrift::Result<i32> {
-        let value = self.inner.read_i32()?;
-        self.call.value_read(&value);
-        Ok(value)
-    }
-    fn read_i64(&mut self) -> thrift::Result<i64> {
-        let value = self.inner.read_i64()?;
-        self.call.value_read(&value);
-        Ok(value)
-    }
-    fn read_double(&mut self) -> thrift::Result<f64> {
-        self.inner.read_double()
-    }
-    fn read_uuid(&mut self) -> thrift::Result<uuid::Uuid> {
-        self.inner.read_uuid()
-    }
-    fn read_string(&mut self) -> thrift::Result<String> {
-        let value = self.inner.read_string()?;
-        self.call.value_read(&value);
-        Ok(value)
-    }
-    fn read_list_begin(&mut self) -> thrift::Result<TListIdentifier> {
-        self.inner.read_list_begin()
-    }
-    fn read_list_end(&mut self) -> thrift::Result<()> {
-        self.inner.read_list_end()
-    }
-    fn read_set_begin(&mut self) -> thrift::Result<TSetIdentifier> {
-        self.inner.read_set_begin()
-    }
-    fn read_set_end(&mut self) -> thrift::Result<()> {
-        self.inner.read_set_end()
-    }
-    fn read_map_begin(&mut self) -> thrift::Result<TMapIdentifier> {
-        self.inner.read_map_begin()
-    }
-    fn read_map_end(&mut self) -> thrift::Result<()> {
-        self.inner.read_map_end()
-    }
-    fn read_byte(&mut self) -> thrift::Result<u8> {
-        self.inner.read_byte()
+    delegated! {
+        as_read: read_field_end -> (),
+            read_bool -> bool, read_byte -> u8, read_i8 -> i8, read_double -> f64,
+            read_bytes -> Vec<u8>, read_uuid -> uuid::Uuid,
+            read_list_begin -> TListIdentifier, read_list_end -> (),
+            read_set_begin -> TSetIdentifier, read_set_end -> (),
+            read_map_begin -> TMapIdentifier, read_map_end -> ();
+        noted: read_i16 -> i16, read_i32 -> i32, read_i64 -> i64, read_string -> String;
     }
     fn min_serialized_size(&self, field_type: TType) -> usize {
         self.inner.min_serialized_size(field_type)
