@@ -535,12 +535,17 @@ mod tests {
         client(stream.try_clone().unwrap(), stream)
     }
 
-    /// The test device's services served under `limits` on an ephemeral port of 127.0.0.1
-    /// (for the life of the test process), and its address; the device must outlive the test.
-    fn served(limits: Limits) -> (Device, std::net::SocketAddr) {
+    /// The test device's services served under [`LIMITS`], but for `call_deadline` (how long
+    /// a call may take to arrive whole), on an ephemeral port of 127.0.0.1 (for the life of
+    /// the test process), and its address; the device must outlive the test.
+    fn served(call_deadline: Duration) -> (Device, std::net::SocketAddr) {
         let (device, services) = services();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
+        let limits = Limits {
+            call_deadline,
+            ..LIMITS
+        };
         serve_with(listener, services, limits).unwrap();
         (device, addr)
     }
@@ -559,7 +564,7 @@ mod tests {
 
     #[test]
     fn idle_connections_in_every_slot_do_not_lock_a_client_out() {
-        let (_device, addr) = served(LIMITS);
+        let (_device, addr) = served(LIMITS.call_deadline);
         let idle: Vec<TcpStream> = (0..LIMITS.connections)
             .map(|_| TcpStream::connect(addr).unwrap())
             .collect();
@@ -574,10 +579,7 @@ mod tests {
     #[test]
     fn a_partial_call_is_cut_at_its_deadline_and_an_idle_connection_is_not() {
         let deadline = Duration::from_millis(300);
-        let (_device, addr) = served(Limits {
-            call_deadline: deadline,
-            ..LIMITS
-        });
+        let (_device, addr) = served(deadline);
         let mut idle = tcp_client(TcpStream::connect(addr).unwrap());
         assert_eq!(idle.bm_mgmt_get_info().unwrap().device_id, Some(7));
         let mut slow = TcpStream::connect(addr).unwrap();
@@ -597,10 +599,7 @@ mod tests {
     #[test]
     fn slow_lorises_reconnecting_before_their_deadline_do_not_lock_a_client_out() {
         let deadline = Duration::from_secs(2);
-        let (_device, addr) = served(Limits {
-            call_deadline: deadline,
-            ..LIMITS
-        });
+        let (_device, addr) = served(deadline);
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let attackers: Vec<_> = (0..LIMITS.connections)
             .map(|i| {
