@@ -163,19 +163,21 @@ pub async fn grpc_write<T: Send + 'static>(
     .map_err(|e| tonic::Status::internal(format!("{op}: {e}")))?
 }
 
-/// Who sent a gRPC request: the subject of the TLS client certificate it came with, and the
-/// address (`CN=controller (10.0.0.5:41234)`), or the address alone.
-pub fn grpc_peer<T>(request: &tonic::Request<T>) -> String {
+/// Who sent a gRPC request, and its message: the sender is the subject of the TLS client
+/// certificate the request came with, and the address (`CN=controller (10.0.0.5:41234)`), or
+/// the address alone.
+pub fn grpc_peer_and_message<T>(request: tonic::Request<T>) -> (String, T) {
     let addr = request
         .remote_addr()
         .map_or("an unknown address".to_string(), |a| a.to_string());
     let subject = request
         .peer_certs()
         .and_then(|certs| tlsfiles::subject(certs.first()?));
-    match subject {
+    let peer = match subject {
         Some(subject) => format!("{subject} ({addr})"),
         None => addr,
-    }
+    };
+    (peer, request.into_inner())
 }
 
 /// The result of a gRPC write as [`record`] takes it: the error is its code as the
