@@ -32,6 +32,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "p4values",
             "tlsfiles",
             "gnmi",
+            "wire",
         ],
     ),
     (
