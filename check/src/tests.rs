@@ -86,6 +86,23 @@ fn of<'a>(found: &'a [Finding], rule: &str) -> Vec<&'a Finding> {
     found.iter().filter(|f| f.rule == rule).collect()
 }
 
+/// The fabric most rules are tried on: two leaves, two spines, a host per leaf.
+const SMALL: &str = "leaf-spine:2,2,1";
+
+/// The findings of `rule` on [`SMALL`] with `tuning`, hosts configured by `host`.
+fn findings_of(rule: &str, tuning: &str, host: Option<&str>) -> Vec<Finding> {
+    let mut found = findings(SMALL, tuning, host);
+    found.retain(|f| f.rule == rule);
+    found
+}
+
+/// Asserts that the findings on [`SMALL`] with `tuning`, hosts configured by `host`, have
+/// none of `rule`.
+fn assert_none(tuning: &str, host: Option<&str>, rule: &str) {
+    let found = findings_of(rule, tuning, host);
+    assert!(found.is_empty(), "{found:#?}");
+}
+
 /// A tuning whose Kmax is below XOFF (the default's 20 packets are not below its 16).
 const GOOD_TUNING: &str = "[ecn]\nkmax_packets = 15\n";
 
@@ -106,34 +123,27 @@ fn the_computed_entries_and_a_matching_host_are_clean() {
 
 #[test]
 fn pfc_on_a_priority_without_lossless_traffic() {
-    let zero = findings("leaf-spine:2,2,1", "lossless = [3, 0]", None);
-    let zero = of(&zero, "pfc-unused-priority");
+    let zero = findings_of("pfc-unused-priority", "lossless = [3, 0]", None);
     assert_eq!(zero.len(), 4, "{zero:#?}");
     assert!(zero
         .iter()
         .all(|f| f.severity == Severity::Error && f.place.priority == Some(0)));
-    let empty = findings("leaf-spine:2,2,1", "lossless = [3, 5]", None);
-    let empty = of(&empty, "pfc-unused-priority");
+    let empty = findings_of("pfc-unused-priority", "lossless = [3, 5]", None);
     assert_eq!(empty.len(), 4);
     assert!(empty.iter().all(|f| f.severity == Severity::Warning));
-    let host = findings(
-        "leaf-spine:2,2,1",
+    let host = findings_of(
+        "pfc-unused-priority",
         "",
         Some(&format!("{GOOD_HOST}[pfc.prio5]\nenabled = true\n")),
     );
-    let host = of(&host, "pfc-unused-priority");
     assert_eq!(host.len(), 2, "{host:#?}");
     assert_eq!(host[0].place.host.as_deref(), Some("h11/eth0"));
-    assert!(of(
-        &findings("leaf-spine:2,2,1", "", None),
-        "pfc-unused-priority"
-    )
-    .is_empty());
+    assert_none("", None, "pfc-unused-priority");
 }
 
 #[test]
 fn lossless_traffic_through_a_queue_without_pfc() {
-    let (f, mut c) = configs("leaf-spine:2,2,1", "");
+    let (f, mut c) = configs(SMALL, "");
     let spine1 = f.switch_named("spine1").unwrap().0;
     c[spine1].table_entries.retain(|e| {
         !(e.table.ends_with("pfc_profile")
@@ -159,46 +169,42 @@ fn dscp_maps_that_disagree() {
         .contains("DSCP 26 goes to priority 2 here and to 3"));
     // Its traffic is lossy there too.
     assert!(!of(&found, "lossless-without-pfc").is_empty());
-    let host = findings(
-        "leaf-spine:2,2,1",
+    let host = findings_of(
+        "dscp-map-disagrees",
         "",
         Some(&format!("{GOOD_HOST}[dscp.26]\nprio = 4\n")),
     );
-    let host = of(&host, "dscp-map-disagrees");
     assert_eq!(host.len(), 2);
     assert_eq!(host[0].fix, "dscp.26.prio=3");
 }
 
 #[test]
 fn cnps_not_above_the_data() {
-    let low = findings(
-        "leaf-spine:2,2,1",
+    let low = findings_of(
+        "cnp-not-above-data",
         "classes = [{dscp = 26, priority = 3}, {dscp = 48, priority = 2}]",
         None,
     );
-    let low = of(&low, "cnp-not-above-data");
     assert_eq!(low.len(), 4, "{low:#?}");
     assert!(low[0]
         .why
         .contains("priority 2, not above the data they answer (priority 3)"));
-    let host = findings(
-        "leaf-spine:2,2,1",
+    let host = findings_of(
+        "cnp-not-above-data",
         "",
         Some(&format!("{GOOD_HOST}[cnp]\ndscp = 10\n")),
     );
-    let host = of(&host, "cnp-not-above-data");
     assert_eq!(host.len(), 2, "{host:#?}");
     assert_eq!(host[0].place.priority, Some(0));
 }
 
 #[test]
 fn ecn_thresholds_against_pfc() {
-    let above = findings(
-        "leaf-spine:2,2,1",
+    let above = findings_of(
+        "ecn-above-xoff",
         "[ecn]\nkmin_packets = 16\nkmax_packets = 30\n",
         None,
     );
-    let above = of(&above, "ecn-above-xoff");
     // Kmin (an error) and Kmax (a warning), per switch.
     assert_eq!(above.len(), 8, "{above:#?}");
     assert!(above
@@ -207,70 +213,55 @@ fn ecn_thresholds_against_pfc() {
     assert!(above
         .iter()
         .any(|f| f.severity == Severity::Warning && f.why.starts_with("Kmax (30")));
-    let (f, mut c) = configs("leaf-spine:2,2,1", "");
+    let (f, mut c) = configs(SMALL, "");
     replace(&f, &mut c, "leaf1", &red_entry(10, 10, 0));
     let found = check(&fabric(&f, &c, None), &Assumptions::default());
     let red = of(&found, "ecn-thresholds");
     assert_eq!(red.len(), 2, "{found:#?}");
     assert!(red.iter().all(|f| f.place.describe() == "leaf1:1 prio 3"));
-    let host = findings(
-        "leaf-spine:2,2,1",
+    let host = findings_of(
+        "ecn-above-xoff",
         GOOD_TUNING,
         Some(&format!(
             "{GOOD_HOST}[pfc.prio3]\nenabled = true\nxoff_bytes = 150000\n"
         )),
     );
-    let host = of(&host, "ecn-above-xoff");
     assert_eq!(host.len(), 2, "{host:#?}");
     assert!(host[0].why.contains("kmax (200000 B)"));
-    assert!(of(
-        &findings("leaf-spine:2,2,1", GOOD_TUNING, Some(GOOD_HOST)),
-        "ecn-above-xoff"
-    )
-    .is_empty());
+    assert_none(GOOD_TUNING, Some(GOOD_HOST), "ecn-above-xoff");
 }
 
 #[test]
 fn headroom_below_what_the_links_need() {
     // A queue of 64 packets with XOFF at 62 leaves 2; a 100 Gb/s link of 20 m with 9000-byte
     // frames needs 4.
-    let short = findings("leaf-spine:2,2,1", "[pfc]\nxoff_packets = 62\n", None);
-    let short = of(&short, "headroom");
+    let short = findings_of("headroom", "[pfc]\nxoff_packets = 62\n", None);
     assert_eq!(short.len(), 4, "{short:#?}");
     assert!(short[0]
         .why
         .contains("leaves 2 packets of headroom, and 4 packets still arrive"));
     assert!(short[0].fix.contains("at most 60"));
     assert!(short[0].detail.as_deref().unwrap().contains("= 2500 B"));
-    assert!(of(
-        &findings("leaf-spine:2,2,1", "[pfc]\nxoff_packets = 60\n", None),
-        "headroom"
-    )
-    .is_empty());
+    assert_none("[pfc]\nxoff_packets = 60\n", None, "headroom");
 }
 
 #[test]
 fn a_watchdog_that_only_counts_or_waits_too_long() {
-    let slow = findings(
-        "leaf-spine:2,2,1",
+    let slow = findings_of(
+        "watchdog",
         "",
         Some("[pfc]\nlink_speed_bps = \"100g\"\nwatchdog_ms = 1000\n"),
     );
-    let slow = of(&slow, "watchdog");
     // Each host: it only counts storms, and it waits 1000 ms.
     assert_eq!(slow.len(), 4, "{slow:#?}");
     assert!(slow.iter().any(|f| f.fix == "pfc.watchdog_ms=200"));
     assert!(slow.iter().any(|f| f.fix == "pfc.watchdog_ignore=true"));
-    assert!(of(
-        &findings("leaf-spine:2,2,1", "", Some(GOOD_HOST)),
-        "watchdog"
-    )
-    .is_empty());
+    assert_none("", Some(GOOD_HOST), "watchdog");
 }
 
 #[test]
 fn pause_quanta_of_another_speed() {
-    let (f, mut c) = configs("leaf-spine:2,2,1", "");
+    let (f, mut c) = configs(SMALL, "");
     replace(&f, &mut c, "leaf2", &quantum_entry(52));
     let found = check(&fabric(&f, &c, None), &Assumptions::default());
     let quanta = of(&found, "pause-quanta");
@@ -281,19 +272,18 @@ fn pause_quanta_of_another_speed() {
         "set_pause_quantum quantum_q10=5 on pfc_rx_port 1"
     );
     // The agent's example profile reads pauses at 25 Gb/s.
-    let host = findings(
-        "leaf-spine:2,2,1",
+    let host = findings_of(
+        "pause-quanta",
         "",
         Some("[pfc]\nlink_speed_bps = \"25g\"\n"),
     );
-    let host = of(&host, "pause-quanta");
     assert_eq!(host.len(), 2);
     assert_eq!(host[0].fix, "pfc.link_speed_bps=100000000000");
 }
 
 #[test]
 fn a_route_back_up_closes_a_buffer_cycle() {
-    let (f, mut c) = configs("leaf-spine:2,2,1", "");
+    let (f, mut c) = configs(SMALL, "");
     assert!(of(
         &check(&fabric(&f, &c, None), &Assumptions::default()),
         "buffer-cycle"

@@ -30,76 +30,38 @@ counters! {
     }
 }
 
-/// The kinds of malformed frame the parser recognises; each has its own counter.
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ParseError {
-    /// Shorter than an Ethernet header.
-    TruncatedEthernet = 0,
-    /// A VLAN tag cut short.
-    TruncatedVlan = 1,
-    /// More than two stacked VLAN tags.
-    TooManyVlans = 2,
-    /// IPv4 header cut short, or total length past the end of the frame.
-    TruncatedIpv4 = 3,
-    /// IPv4 version is not 4, IHL < 5, or total length shorter than the header.
-    BadIpv4Header = 4,
-    /// IPv6 header cut short, payload length past the end of the frame, or version not 6.
-    TruncatedIpv6 = 5,
-    /// An IPv6 extension header cut short.
-    TruncatedIpv6Extension = 6,
-    /// More IPv6 extension headers than the bounded walk follows.
-    TooManyIpv6Extensions = 7,
-    /// UDP header cut short.
-    TruncatedUdp = 8,
-    /// UDP to port 4791 without a whole BTH.
-    TruncatedBth = 9,
-    /// A MAC control frame too short for a PFC payload.
-    TruncatedPfc = 10,
-    /// A MAC control frame whose opcode is not PFC's 0x0101 (not honoured).
-    BadPfcOpcode = 11,
-    /// A PFC frame with reserved class-enable bits set (not honoured).
-    BadPfcVector = 12,
-}
-
-impl ParseError {
-    /// Number of kinds.
-    pub const COUNT: usize = 13;
-
-    /// Every kind, in index order.
-    pub const ALL: [ParseError; Self::COUNT] = [
-        ParseError::TruncatedEthernet,
-        ParseError::TruncatedVlan,
-        ParseError::TooManyVlans,
-        ParseError::TruncatedIpv4,
-        ParseError::BadIpv4Header,
-        ParseError::TruncatedIpv6,
-        ParseError::TruncatedIpv6Extension,
-        ParseError::TooManyIpv6Extensions,
-        ParseError::TruncatedUdp,
-        ParseError::TruncatedBth,
-        ParseError::TruncatedPfc,
-        ParseError::BadPfcOpcode,
-        ParseError::BadPfcVector,
-    ];
-
-    /// The name used in JSON and tables.
-    pub const fn name(self) -> &'static str {
-        match self {
-            ParseError::TruncatedEthernet => "truncated_ethernet",
-            ParseError::TruncatedVlan => "truncated_vlan",
-            ParseError::TooManyVlans => "too_many_vlans",
-            ParseError::TruncatedIpv4 => "truncated_ipv4",
-            ParseError::BadIpv4Header => "bad_ipv4_header",
-            ParseError::TruncatedIpv6 => "truncated_ipv6",
-            ParseError::TruncatedIpv6Extension => "truncated_ipv6_extension",
-            ParseError::TooManyIpv6Extensions => "too_many_ipv6_extensions",
-            ParseError::TruncatedUdp => "truncated_udp",
-            ParseError::TruncatedBth => "truncated_bth",
-            ParseError::TruncatedPfc => "truncated_pfc",
-            ParseError::BadPfcOpcode => "bad_pfc_opcode",
-            ParseError::BadPfcVector => "bad_pfc_vector",
-        }
+wire::named_enum! {
+    /// The kinds of malformed frame the parser recognises; each has its own counter, at its
+    /// number.
+    #[repr(u32)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum ParseError {
+        /// Shorter than an Ethernet header.
+        TruncatedEthernet => "truncated_ethernet",
+        /// A VLAN tag cut short.
+        TruncatedVlan => "truncated_vlan",
+        /// More than two stacked VLAN tags.
+        TooManyVlans => "too_many_vlans",
+        /// IPv4 header cut short, or total length past the end of the frame.
+        TruncatedIpv4 => "truncated_ipv4",
+        /// IPv4 version is not 4, IHL < 5, or total length shorter than the header.
+        BadIpv4Header => "bad_ipv4_header",
+        /// IPv6 header cut short, payload length past the end of the frame, or version not 6.
+        TruncatedIpv6 => "truncated_ipv6",
+        /// An IPv6 extension header cut short.
+        TruncatedIpv6Extension => "truncated_ipv6_extension",
+        /// More IPv6 extension headers than the bounded walk follows.
+        TooManyIpv6Extensions => "too_many_ipv6_extensions",
+        /// UDP header cut short.
+        TruncatedUdp => "truncated_udp",
+        /// UDP to port 4791 without a whole BTH.
+        TruncatedBth => "truncated_bth",
+        /// A MAC control frame too short for a PFC payload.
+        TruncatedPfc => "truncated_pfc",
+        /// A MAC control frame whose opcode is not PFC's 0x0101 (not honoured).
+        BadPfcOpcode => "bad_pfc_opcode",
+        /// A PFC frame with reserved class-enable bits set (not honoured).
+        BadPfcVector => "bad_pfc_vector",
     }
 }
 

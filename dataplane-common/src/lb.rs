@@ -14,45 +14,38 @@ pub const FLOWLET_ENTRIES: u32 = 16384;
 /// Length of an interface name, with its NUL (the kernel's IFNAMSIZ).
 pub const IFNAMSIZ: usize = 16;
 
-/// A load-balancing policy: how a balancer picks an uplink, on the hosts (the XDP balancer,
-/// `lossless host set lb.policy`) and in lossless.p4's ECMP groups (`lossless net`, `lossless
-/// sim`). One enum for both, with a code for each side: [`Policy::host_code`] (the variant's
-/// number, kept stable for pinned maps) and [`Policy::p4_code`] (lossless.p4's `set_group`
-/// code, none for wcmp, which the P4 program lacks). The names are the same on every command
-/// line and in every file ([`Policy::name`]; in files serde's kebab-case of the variant, which a
-/// test holds to it).
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
-pub enum Policy {
-    /// Hash of the 5-tuple over the equal-share bucket table.
-    Ecmp = 0,
-    /// A flow moves to a random uplink only after an idle gap longer than the flowlet timeout.
-    Flowlet = 1,
-    /// Like flowlet, but a new flowlet takes the uplink with the smallest load estimate.
-    Dlb = 2,
-    /// Per-packet round robin.
-    Spray = 3,
-    /// Hash of the 5-tuple over the weighted bucket table (hosts only).
-    Wcmp = 4,
-    /// Enhanced ECMP (Meta's, for RoCE training fabrics): as ecmp, with the BTH destination QP
-    /// of a RoCEv2 packet in the hash ([`hash_dest_qp`]), so the QPs of one connection (one
-    /// 5-tuple) spread; other packets hash as ecmp.
-    EEcmp = 5,
+wire::named_enum! {
+    /// A load-balancing policy: how a balancer picks an uplink, on the hosts (the XDP
+    /// balancer, `lossless host set lb.policy`) and in lossless.p4's ECMP groups (`lossless
+    /// net`, `lossless sim`). One enum for both, with a code for each side:
+    /// [`Policy::host_code`] (the variant's number, kept stable for pinned maps) and
+    /// [`Policy::p4_code`] (lossless.p4's `set_group` code, none for wcmp, which the P4 program
+    /// lacks). The names are the same on every command line and in every file
+    /// ([`Policy::name`]; in files serde's kebab-case of the variant, which a test holds to
+    /// it).
+    #[repr(u32)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+    #[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+    pub enum Policy {
+        /// Hash of the 5-tuple over the equal-share bucket table.
+        Ecmp => "ecmp",
+        /// A flow moves to a random uplink only after an idle gap longer than the flowlet timeout.
+        Flowlet => "flowlet",
+        /// Like flowlet, but a new flowlet takes the uplink with the smallest load estimate.
+        Dlb => "dlb",
+        /// Per-packet round robin.
+        Spray => "spray",
+        /// Hash of the 5-tuple over the weighted bucket table (hosts only).
+        Wcmp => "wcmp",
+        /// Enhanced ECMP (Meta's, for RoCE training fabrics): as ecmp, with the BTH destination QP
+        /// of a RoCEv2 packet in the hash ([`hash_dest_qp`]), so the QPs of one connection (one
+        /// 5-tuple) spread; other packets hash as ecmp.
+        EEcmp => "e-ecmp",
+    }
 }
 
 impl Policy {
-    /// Every policy, in host-code order.
-    pub const ALL: [Policy; 6] = [
-        Policy::Ecmp,
-        Policy::Flowlet,
-        Policy::Dlb,
-        Policy::Spray,
-        Policy::Wcmp,
-        Policy::EEcmp,
-    ];
-
     /// The policies lossless.p4 runs, in P4-code order.
     pub const P4: [Policy; 5] = [
         Policy::Ecmp,
@@ -64,15 +57,7 @@ impl Policy {
 
     /// The policy whose host code is `value`, if any.
     pub const fn from_u32(value: u32) -> Option<Policy> {
-        match value {
-            0 => Some(Policy::Ecmp),
-            1 => Some(Policy::Flowlet),
-            2 => Some(Policy::Dlb),
-            3 => Some(Policy::Spray),
-            4 => Some(Policy::Wcmp),
-            5 => Some(Policy::EEcmp),
-            _ => None,
-        }
+        Self::from_index(value as usize)
     }
 
     /// Its code in the host balancer's settings map ([`LbSettings::policy`]).
@@ -90,18 +75,6 @@ impl Policy {
             Policy::Spray => Some(3),
             Policy::EEcmp => Some(4),
             Policy::Wcmp => None,
-        }
-    }
-
-    /// Its name: `ecmp`, `flowlet`, `dlb`, `spray`, `wcmp`, `e-ecmp`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Policy::Ecmp => "ecmp",
-            Policy::Flowlet => "flowlet",
-            Policy::Dlb => "dlb",
-            Policy::Spray => "spray",
-            Policy::Wcmp => "wcmp",
-            Policy::EEcmp => "e-ecmp",
         }
     }
 

@@ -66,30 +66,20 @@ pub const PRIORITIES: usize = 8;
 /// Number of DSCP code points.
 pub const DSCP_VALUES: usize = 64;
 
-/// The place in the kernel's data path where a program runs.
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Hook {
-    /// XDP, on ingress, before the stack sees the frame.
-    Xdp = 0,
-    /// TC (clsact/TCX) on egress, when the frame leaves the interface.
-    TcEgress = 1,
+wire::named_enum! {
+    /// The place in the kernel's data path where a program runs, by index; named on the
+    /// command line and in JSON `xdp`, `tc`.
+    #[repr(u32)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Hook {
+        /// XDP, on ingress, before the stack sees the frame.
+        Xdp => "xdp",
+        /// TC (clsact/TCX) on egress, when the frame leaves the interface.
+        TcEgress => "tc",
+    }
 }
 
 impl Hook {
-    /// Every hook, in index order.
-    pub const ALL: [Hook; 2] = [Hook::Xdp, Hook::TcEgress];
-    /// Number of hooks.
-    pub const COUNT: usize = 2;
-
-    /// The short name used on the command line and in JSON (`xdp`, `tc`).
-    pub const fn name(self) -> &'static str {
-        match self {
-            Hook::Xdp => "xdp",
-            Hook::TcEgress => "tc",
-        }
-    }
-
     /// The bit of this hook in [`config::AttachInfo::hooks`].
     pub const fn bit(self) -> u32 {
         1 << self as u32

@@ -583,11 +583,7 @@ impl<T: CounterTree> GNmi for Service<T> {
             _slot: slot,
         };
         tokio::spawn(async move {
-            let result = match mode {
-                subscription_list::Mode::Once => stream.once(subs).await,
-                subscription_list::Mode::Poll => stream.poll(subs, inbound).await,
-                subscription_list::Mode::Stream => stream.stream(subs, inbound).await,
-            };
+            let result = stream.serve(mode, subs, inbound).await;
             if let Err(Ended::Failed(status, out)) = result {
                 let _ = out.send(Err(status)).await;
             }
@@ -633,6 +629,32 @@ impl<T: CounterTree> SubscribeStream<T> {
         Ended::Failed(status, self.out.clone())
     }
 
+    /// Serves a stream of `mode`: every leaf the subscriptions name, then what the mode
+    /// sends after it (nothing for ONCE).
+    async fn serve(
+        self,
+        mode: subscription_list::Mode,
+        mut subs: Vec<Sub>,
+        inbound: Streaming<SubscribeRequest>,
+    ) -> Result<(), Ended> {
+        self.full(&mut subs).await?;
+        match mode {
+            subscription_list::Mode::Once => Ok(()),
+            subscription_list::Mode::Poll => self.poll(subs, inbound).await,
+            subscription_list::Mode::Stream => self.stream(subs, inbound).await,
+        }
+    }
+
+    /// Sends the values of `leaves`, read in `snapshot`, as one update.
+    async fn send_values(&self, snapshot: &Snapshot, leaves: &[&Leaf]) -> Result<(), Ended> {
+        self.send(update(snapshot.notification(
+            leaves,
+            Vec::new(),
+            self.encoding,
+        )))
+        .await
+    }
+
     /// Every leaf the subscriptions name, then sync_response.
     async fn full(&self, subs: &mut [Sub]) -> Result<(), Ended> {
         let snapshot = self.service.read().await.map_err(|s| self.fail(s))?;
@@ -644,26 +666,17 @@ impl<T: CounterTree> SubscribeStream<T> {
             }
         }
         if !self.updates_only && !leaves.is_empty() {
-            self.send(update(snapshot.notification(
-                &leaves,
-                Vec::new(),
-                self.encoding,
-            )))
-            .await?;
+            self.send_values(&snapshot, &leaves).await?;
         }
         self.send(sync_response()).await
     }
 
-    async fn once(self, mut subs: Vec<Sub>) -> Result<(), Ended> {
-        self.full(&mut subs).await
-    }
-
+    /// After the first values, the values again at each Poll request.
     async fn poll(
         self,
-        mut subs: Vec<Sub>,
+        subs: Vec<Sub>,
         mut inbound: Streaming<SubscribeRequest>,
     ) -> Result<(), Ended> {
-        self.full(&mut subs).await?;
         let mut answered = Instant::now();
         loop {
             match inbound.message().await {
@@ -678,12 +691,7 @@ impl<T: CounterTree> SubscribeStream<T> {
                     answered = Instant::now();
                     let snapshot = self.service.read().await.map_err(|s| self.fail(s))?;
                     let leaves = snapshot.matching(subs.iter().map(|s| &s.path));
-                    self.send(update(snapshot.notification(
-                        &leaves,
-                        Vec::new(),
-                        self.encoding,
-                    )))
-                    .await?;
+                    self.send_values(&snapshot, &leaves).await?;
                     self.send(sync_response()).await?;
                 }
                 Ok(Some(_)) => {
@@ -695,12 +703,12 @@ impl<T: CounterTree> SubscribeStream<T> {
         }
     }
 
+    /// After the first values, samples and changes as each subscription asks.
     async fn stream(
         self,
         mut subs: Vec<Sub>,
         mut inbound: Streaming<SubscribeRequest>,
     ) -> Result<(), Ended> {
-        self.full(&mut subs).await?;
         let limits = self.service.limits;
         let start = Instant::now();
         for sub in &mut subs {
@@ -835,18 +843,15 @@ mod tests {
     #[test]
     fn subscriptions_past_the_limits_are_refused_with_the_limit_named() {
         let service = service(Limits::default());
-        let too_many = service
-            .subscriptions(&list(65, SubscriptionMode::Sample, 0), true)
-            .err()
-            .unwrap();
-        assert_eq!(too_many.code(), tonic::Code::InvalidArgument);
-        assert!(too_many.message().contains("64 allowed"), "{too_many}");
-        let too_fast = service
-            .subscriptions(&list(1, SubscriptionMode::Sample, 99_999_999), true)
-            .err()
-            .unwrap();
-        assert_eq!(too_fast.code(), tonic::Code::InvalidArgument);
-        assert!(too_fast.message().contains("100ms"), "{too_fast}");
+        // Too many subscriptions, and one sampled too fast.
+        for (past, limit) in [
+            (list(65, SubscriptionMode::Sample, 0), "64 allowed"),
+            (list(1, SubscriptionMode::Sample, 99_999_999), "100ms"),
+        ] {
+            let refused = service.subscriptions(&past, true).err().unwrap();
+            assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+            assert!(refused.message().contains(limit), "{refused}");
+        }
         // ONCE and POLL ignore intervals.
         assert!(service
             .subscriptions(&list(1, SubscriptionMode::Sample, 1), false)

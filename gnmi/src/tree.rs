@@ -15,6 +15,26 @@ pub struct Leaf {
     pub value: u64,
 }
 
+/// Leaves being collected, as a [`CounterTree`] reads them; `.0` is what it returns.
+#[derive(Clone, Debug, Default)]
+pub struct Leaves(pub Vec<Leaf>);
+
+impl Leaves {
+    /// Adds the leaves `name = value` under `parent`.
+    pub fn under<'a>(
+        &mut self,
+        parent: &DataPath,
+        leaves: impl IntoIterator<Item = (&'a str, u64)>,
+    ) {
+        for (name, value) in leaves {
+            self.0.push(Leaf {
+                path: parent.join(name),
+                value,
+            });
+        }
+    }
+}
+
 /// A tree of counters a server can read now (the agent's).
 pub trait CounterTree: Send + Sync + 'static {
     /// Every leaf, read now. May block (it reads maps or a switch's state); the server calls it

@@ -1,40 +1,67 @@
 //! Reading a P4Info: the preambles (names, ids, aliases) of its entities in one walk, for
 //! readers that look an entity up by name or id whatever its kind.
 
-use crate::p4::config::v1::{P4Info, Preamble};
+use crate::p4::config::v1::{
+    Action, ActionProfile, ControllerPacketMetadata, Counter, Digest, DirectCounter, DirectMeter,
+    Meter, P4Info, Preamble, Register, Table, ValueSet,
+};
 
-/// The preamble of every entity of `info` that has one (externs' instances do not), in the
-/// order of P4Info's fields: tables, actions, action profiles, counters, direct counters,
-/// meters, direct meters, controller packet metadata, value sets, registers, digests.
+/// An entity of a P4Info that may carry a preamble (a controller's P4Info may leave it out).
+pub trait Entity {
+    /// Its preamble, if it has one.
+    fn preamble(&self) -> Option<&Preamble>;
+}
+
+/// [`Entity`] for P4Info's entity messages, each with its `preamble` field.
+macro_rules! entities {
+    ($($entity:ty),* $(,)?) => {
+        $(impl Entity for $entity {
+            fn preamble(&self) -> Option<&Preamble> {
+                self.preamble.as_ref()
+            }
+        })*
+    };
+}
+
+entities!(
+    Table,
+    Action,
+    ActionProfile,
+    Counter,
+    DirectCounter,
+    Meter,
+    DirectMeter,
+    ControllerPacketMetadata,
+    ValueSet,
+    Register,
+    Digest,
+);
+
+/// The preambles of `entities` that have one.
+pub fn preambles_of<T: Entity>(entities: &[T]) -> impl Iterator<Item = &Preamble> {
+    entities.iter().filter_map(T::preamble)
+}
+
+/// The preamble of every entity of `info` that has one (externs' instances do not): tables,
+/// actions, the instances of [`instance_preambles`], controller packet metadata, value sets,
+/// digests.
 pub fn preambles(info: &P4Info) -> impl Iterator<Item = &Preamble> {
-    of(&info.tables, |e| e.preamble.as_ref())
-        .chain(of(&info.actions, |e| e.preamble.as_ref()))
-        .chain(of(&info.action_profiles, |e| e.preamble.as_ref()))
-        .chain(of(&info.counters, |e| e.preamble.as_ref()))
-        .chain(of(&info.direct_counters, |e| e.preamble.as_ref()))
-        .chain(of(&info.meters, |e| e.preamble.as_ref()))
-        .chain(of(&info.direct_meters, |e| e.preamble.as_ref()))
-        .chain(of(&info.controller_packet_metadata, |e| {
-            e.preamble.as_ref()
-        }))
-        .chain(of(&info.value_sets, |e| e.preamble.as_ref()))
-        .chain(of(&info.registers, |e| e.preamble.as_ref()))
-        .chain(of(&info.digests, |e| e.preamble.as_ref()))
+    preambles_of(&info.tables)
+        .chain(preambles_of(&info.actions))
+        .chain(instance_preambles(info))
+        .chain(preambles_of(&info.controller_packet_metadata))
+        .chain(preambles_of(&info.value_sets))
+        .chain(preambles_of(&info.digests))
 }
 
 /// The preamble of every entity of `info` that names an instance of an extern in the program
 /// (a BMv2 JSON's or softswitch's `instances`): counters, direct counters, meters, direct
 /// meters, registers and action profiles, in that order.
 pub fn instance_preambles(info: &P4Info) -> impl Iterator<Item = &Preamble> {
-    of(&info.counters, |e| e.preamble.as_ref())
-        .chain(of(&info.direct_counters, |e| e.preamble.as_ref()))
-        .chain(of(&info.meters, |e| e.preamble.as_ref()))
-        .chain(of(&info.direct_meters, |e| e.preamble.as_ref()))
-        .chain(of(&info.registers, |e| e.preamble.as_ref()))
-        .chain(of(&info.action_profiles, |e| e.preamble.as_ref()))
-}
-
-/// The preambles of `entities` that have one.
-fn of<T>(entities: &[T], preamble: fn(&T) -> Option<&Preamble>) -> impl Iterator<Item = &Preamble> {
-    entities.iter().filter_map(preamble)
+    preambles_of(&info.counters)
+        .chain(preambles_of(&info.direct_counters))
+        .chain(preambles_of(&info.meters))
+        .chain(preambles_of(&info.direct_meters))
+        .chain(preambles_of(&info.registers))
+        .chain(preambles_of(&info.action_profiles))
 }

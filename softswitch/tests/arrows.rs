@@ -32,6 +32,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "p4values",
             "tlsfiles",
             "gnmi",
+            "wire",
         ],
     ),
     (
@@ -147,16 +148,11 @@ impl Graph {
             .lines()
             .find_map(|l| l.strip_prefix("host: "))
             .expect("rustc names its host");
-        let out = Command::new(env!("CARGO"))
-            .args(["metadata", "--format-version", "1", "--locked"])
-            .args(["--filter-platform", host])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output()
-            .expect("cargo metadata runs");
-        assert!(
-            out.status.success(),
-            "cargo metadata: {}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = testkit::output_of(
+            Command::new(env!("CARGO"))
+                .args(["metadata", "--format-version", "1", "--locked"])
+                .args(["--filter-platform", host])
+                .current_dir(env!("CARGO_MANIFEST_DIR")),
         );
         let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
         let names: BTreeMap<&str, &str> = meta["packages"]

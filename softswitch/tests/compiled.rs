@@ -39,13 +39,6 @@ const PACKETS_PER_CASE: usize = 40;
 const CASES: u64 = 2;
 const SEED: u64 = 1;
 
-fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// A program, the STF tests to run on it (none: random packets only) and the runtime JSON
 /// its tables are filled from first (`NAME-runtime.json` beside it, the P4 tutorials' form),
 /// so that the actions its entries run are compared too, and the packets that seed its random
@@ -302,10 +295,7 @@ fn compare(
     packets: &[(u16, Vec<u8>)],
     max_block_nodes: usize,
 ) -> Result<(), String> {
-    let (cases, seed) = (
-        env_or("LOSSLESS_FUZZ_CASES", CASES),
-        env_or("LOSSLESS_FUZZ_SEED", SEED),
-    );
+    let (cases, seed) = testkit::fuzz_cases_and_seed(CASES, SEED);
     let text = stf.map(|p| std::fs::read_to_string(p).expect("the STF test"));
     let mut seeds = text.as_deref().map(stf_packets).unwrap_or_default();
     seeds.extend(runtime.map(frames_to_routes).unwrap_or_default());

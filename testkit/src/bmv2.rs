@@ -87,6 +87,18 @@ pub fn bmv2_programs() -> Vec<PathBuf> {
     programs
 }
 
+/// p4c and BMv2 as [`toolchain_or_skip`] finds them, and [`bmv2_programs`] (which must be
+/// there: at least ten), for a test that runs every program on the toolchain.
+pub fn toolchain_and_programs_or_skip(test: &str) -> Option<(&'static Toolchain, Vec<PathBuf>)> {
+    let toolchain = toolchain_or_skip(test)?;
+    let programs = bmv2_programs();
+    assert!(
+        programs.len() >= 10,
+        "the programs are missing: {programs:?}"
+    );
+    Some((toolchain, programs))
+}
+
 /// p4c and BMv2 (`LOSSLESS_P4REF`, else PATH); when they are not found, applies the
 /// [`skip`] rule for `test` and gives `None`.
 pub fn toolchain_or_skip(test: &str) -> Option<&'static Toolchain> {

@@ -5,7 +5,7 @@
 //! write.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 use crate::{venv_python_or_skip, workspace_root};
 
@@ -15,12 +15,9 @@ use crate::{venv_python_or_skip, workspace_root};
 /// `NAME.stf` in `dir`; any other `.py` there must be a module a generator imports. Skips by
 /// the [`crate::skip`] rule when the venv is missing.
 pub fn assert_stfs_match_generators(test: &str, dir: &Path) {
-    let Some(python) = venv_python_or_skip(test) else {
+    let Some((python, dir)) = python_and_folder(test, dir) else {
         return;
     };
-    let dir = dir
-        .canonicalize()
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let generators = generators(&dir);
     assert!(
         !generators.is_empty(),
@@ -36,12 +33,7 @@ pub fn assert_stfs_match_generators(test: &str, dir: &Path) {
             .unwrap_or_else(|e| panic!("waiting for {}: {e}", shown(generator)));
         let stf = stf_of(&dir, generator);
         if !output.status.success() {
-            mismatches.push(format!(
-                "{} failed ({}):\n{}",
-                shown(generator),
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim_end()
-            ));
+            mismatches.push(failure(generator, &output));
             continue;
         }
         let committed =
@@ -65,12 +57,9 @@ pub fn assert_stfs_match_generators(test: &str, dir: &Path) {
 /// its first differing line, a file written but not committed or committed but not written.
 /// Skips by the [`crate::skip`] rule when the venv is missing.
 pub fn assert_fabrics_match_generators(test: &str, root: &Path) {
-    let Some(python) = venv_python_or_skip(test) else {
+    let Some((python, root)) = python_and_folder(test, root) else {
         return;
     };
-    let root = root
-        .canonicalize()
-        .unwrap_or_else(|e| panic!("{}: {e}", root.display()));
     let copy = crate::TempDir::new("fabrics", test);
     let mut makers = Vec::new();
     for file in files_below(&root) {
@@ -97,12 +86,7 @@ pub fn assert_fabrics_match_generators(test: &str, root: &Path) {
             .output()
             .unwrap_or_else(|e| panic!("running {}: {e}", shown(&maker)));
         if !output.status.success() {
-            mismatches.push(format!(
-                "{} failed ({}):\n{}",
-                shown(&maker),
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim_end()
-            ));
+            mismatches.push(failure(&maker, &output));
             continue;
         }
         let outputs = |dir: &Path| -> Vec<PathBuf> {
@@ -142,6 +126,27 @@ pub fn assert_fabrics_match_generators(test: &str, root: &Path) {
         }
     }
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n\n"));
+}
+
+/// The venv's Python and `folder` made absolute; `None` by the [`crate::skip`] rule when the
+/// venv is missing.
+fn python_and_folder(test: &str, folder: &Path) -> Option<(PathBuf, PathBuf)> {
+    let python = venv_python_or_skip(test)?;
+    let folder = folder
+        .canonicalize()
+        .unwrap_or_else(|e| panic!("{}: {e}", folder.display()));
+    Some((python, folder))
+}
+
+/// What the report says of a `script` that failed: its exit status and what it printed on
+/// standard error.
+fn failure(script: &Path, output: &Output) -> String {
+    format!(
+        "{} failed ({}):\n{}",
+        shown(script),
+        output.status,
+        String::from_utf8_lossy(&output.stderr).trim_end()
+    )
 }
 
 /// Every file below `dir`, any depth, sorted; `__pycache__` folders are passed over.

@@ -96,6 +96,22 @@ pub fn output_of(command: &mut std::process::Command) -> std::process::Output {
     out
 }
 
+/// How many random cases a fuzzing test runs and from which seed: `LOSSLESS_FUZZ_CASES` and
+/// `LOSSLESS_FUZZ_SEED` (which `cargo xtask fuzz-diff` sets), else the test's own `cases`
+/// and `seed`; a value that is not a number counts as unset.
+pub fn fuzz_cases_and_seed(cases: u64, seed: u64) -> (u64, u64) {
+    let env_or = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    (
+        env_or("LOSSLESS_FUZZ_CASES", cases),
+        env_or("LOSSLESS_FUZZ_SEED", seed),
+    )
+}
+
 /// The Python of the clone's `.venv` (made by `cargo xtask setup`, with scapy in it).
 pub fn venv_python() -> PathBuf {
     workspace_root().join(".venv/bin/python")

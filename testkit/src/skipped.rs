@@ -115,14 +115,13 @@ mod tests {
 
     #[test]
     fn records_are_read_back_and_summed_up_by_reason() {
-        let path = std::env::temp_dir().join(format!("testkit-{}-skipped", std::process::id()));
-        let _ = std::fs::remove_file(&path);
+        let dir = crate::TempDir::new("testkit", "skipped");
+        let path = dir.0.join("skipped");
         assert_eq!(read(&path).unwrap(), []);
         record_in(&path, "a", "needs root");
         record_in(&path, "b", "needs p4c and BMv2: p4c-bm2-ss\nnot found");
         record_in(&path, "c", "needs p4c and BMv2: p4c-bm2-ss\nnot found");
         let skipped = read(&path).unwrap();
-        std::fs::remove_file(&path).unwrap();
         assert_eq!(skipped.len(), 3);
         assert_eq!(
             skipped[1].reason,

@@ -42,55 +42,31 @@ impl Syndrome {
     }
 }
 
-/// Why a NAK was sent: the low 5 bits of a NAK syndrome (InfiniBand spec, 9.7.5.2.6). The other
-/// values are reserved.
-#[repr(u8)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NakCode {
-    /// PSN sequence error: a packet arrived past the expected PSN (a lost packet); the
-    /// requester goes back to the NAK's PSN.
-    PsnSequenceError = 0,
-    /// Invalid request: unsupported opcode, or a length the responder cannot take.
-    InvalidRequest = 1,
-    /// Remote access error: an R_Key or address the responder refuses.
-    RemoteAccessError = 2,
-    /// Remote operational error: the responder could not complete the request.
-    RemoteOperationalError = 3,
-    /// Invalid RD request (reliable datagram).
-    InvalidRdRequest = 4,
+crate::named_enum! {
+    /// Why a NAK was sent: the low 5 bits of a NAK syndrome (InfiniBand spec, 9.7.5.2.6), its
+    /// number; the other values are reserved. Named as JSON, metrics and tables name it
+    /// (`psn_sequence_error`, ...).
+    #[repr(u8)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum NakCode {
+        /// PSN sequence error: a packet arrived past the expected PSN (a lost packet); the
+        /// requester goes back to the NAK's PSN.
+        PsnSequenceError => "psn_sequence_error",
+        /// Invalid request: unsupported opcode, or a length the responder cannot take.
+        InvalidRequest => "invalid_request",
+        /// Remote access error: an R_Key or address the responder refuses.
+        RemoteAccessError => "remote_access_error",
+        /// Remote operational error: the responder could not complete the request.
+        RemoteOperationalError => "remote_operational_error",
+        /// Invalid RD request (reliable datagram).
+        InvalidRdRequest => "invalid_rd_request",
+    }
 }
 
 impl NakCode {
-    /// Number of defined codes.
-    pub const COUNT: usize = 5;
-
-    /// Every defined code, by value.
-    pub const ALL: [NakCode; Self::COUNT] = [
-        NakCode::PsnSequenceError,
-        NakCode::InvalidRequest,
-        NakCode::RemoteAccessError,
-        NakCode::RemoteOperationalError,
-        NakCode::InvalidRdRequest,
-    ];
-
     /// The code of the low 5 bits `code`, or `None` for a reserved value.
     pub const fn from_code(code: u8) -> Option<NakCode> {
-        if (code as usize) < Self::COUNT {
-            Some(Self::ALL[code as usize])
-        } else {
-            None
-        }
-    }
-
-    /// The name used in JSON, metrics and tables (`psn_sequence_error`, ...).
-    pub const fn name(self) -> &'static str {
-        match self {
-            NakCode::PsnSequenceError => "psn_sequence_error",
-            NakCode::InvalidRequest => "invalid_request",
-            NakCode::RemoteAccessError => "remote_access_error",
-            NakCode::RemoteOperationalError => "remote_operational_error",
-            NakCode::InvalidRdRequest => "invalid_rd_request",
-        }
+        Self::from_index(code as usize)
     }
 }
 

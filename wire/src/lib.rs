@@ -188,6 +188,50 @@ macro_rules! view {
 }
 use view;
 
+/// Declares a fieldless enum whose members are numbered from 0 in the order written, each with
+/// its name (`Member => "name"`), and gives it `COUNT`, `ALL` (every member, by number),
+/// `from_index` and `const fn name`: one list of the members where the enum, its array and its
+/// names would be three. The attributes written (docs, `repr`, derives, which must include
+/// `Clone` and `Copy`) are the enum's. The records of `dataplane-common` use it too.
+#[macro_export]
+macro_rules! named_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $( $(#[$vmeta:meta])* $member:ident => $text:literal ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        pub enum $name {
+            $( $(#[$vmeta])* $member, )+
+        }
+
+        impl $name {
+            /// Number of members.
+            pub const COUNT: usize = [$($name::$member),+].len();
+
+            /// Every member, by number.
+            pub const ALL: [$name; Self::COUNT] = [$($name::$member),+];
+
+            /// The member numbered `index`, or `None` past the last.
+            pub const fn from_index(index: usize) -> Option<$name> {
+                if index < Self::COUNT {
+                    Some(Self::ALL[index])
+                } else {
+                    None
+                }
+            }
+
+            /// Its name, as command lines, files, JSON, metrics and tables write it.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $( $name::$member => $text, )+
+                }
+            }
+        }
+    };
+}
+
 /// Declares a `u8`/`u16`-backed enum of numbers a field may hold, with an `Unknown` fallback,
 /// `From` conversions both ways and `const fn value` (the number on the wire, for constants).
 macro_rules! enum_with_unknown {

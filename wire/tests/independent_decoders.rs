@@ -25,16 +25,7 @@ fn scapy_builds_every_vector() {
     for v in vectors::SCAPY {
         script += &format!("print(raw({}).hex())\n", v.scapy);
     }
-    let output = Command::new(&python)
-        .arg("-c")
-        .arg(&script)
-        .output()
-        .expect("running the venv's python");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = testkit::output_of(Command::new(&python).arg("-c").arg(&script));
     let printed = String::from_utf8(output.stdout).unwrap();
     let lines: Vec<&str> = printed.lines().collect();
     assert_eq!(lines.len(), vectors::SCAPY.len());

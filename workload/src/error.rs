@@ -144,3 +144,11 @@ pub(crate) fn within(at: &Origin, what: &'static str, count: u64, limit: u64) ->
 
 /// A result of this crate.
 pub type Result<T, E = WorkloadError> = std::result::Result<T, E>;
+
+/// Asserts that `error`, the refusal of a file that is not the format it was read as, says
+/// `said` and quotes none of `contents`: the file is named, what it holds is not shown.
+#[cfg(test)]
+pub(crate) fn assert_unquoted(error: &str, said: &str, contents: &[&str]) {
+    assert!(error.contains(said), "{error}");
+    assert!(!contents.iter().any(|c| error.contains(c)), "{error}");
+}

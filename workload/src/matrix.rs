@@ -943,14 +943,10 @@ mod tests {
             "secret word\nNodes 4\n",
             "\n\n# comment\nsecret->word\n",
         ] {
-            let error = refused(text);
-            assert!(
-                error.contains("not an htsim connection matrix: it begins with `Nodes N`"),
-                "{error}"
-            );
-            assert!(
-                !error.contains("secret") && !error.contains("root"),
-                "{error}"
+            crate::error::assert_unquoted(
+                &refused(text),
+                "not an htsim connection matrix: it begins with `Nodes N`",
+                &["secret", "root"],
             );
         }
         assert!(refused("")

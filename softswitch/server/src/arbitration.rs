@@ -34,6 +34,29 @@ use super::packetio;
 use super::pipeline::Pipeline;
 use softswitch_device::engine::Controller;
 
+/// A request message that names the device it is for.
+pub trait ForDevice {
+    /// The device id it names.
+    fn device_id(&self) -> u64;
+}
+
+/// [`ForDevice`] for the messages of the requests that read, each with its `device_id` field.
+macro_rules! for_device {
+    ($($message:ty),* $(,)?) => {
+        $(impl ForDevice for $message {
+            fn device_id(&self) -> u64 {
+                self.device_id
+            }
+        })*
+    };
+}
+
+for_device!(
+    p4v1::ReadRequest,
+    p4v1::GetForwardingPipelineConfigRequest,
+    p4runtime::lossless::softswitch::v1::GetQueuesRequest,
+);
+
 /// What a stream receives.
 pub type StreamItem = Result<p4v1::StreamMessageResponse, Status>;
 
@@ -141,6 +164,13 @@ impl Arbitration {
                 self.device_id
             )))
         }
+    }
+
+    /// The message of `request`, whose device id is checked as by [`Self::check_device`].
+    pub fn message_of<T: ForDevice>(&self, request: tonic::Request<T>) -> Result<T, Status> {
+        let message = request.into_inner();
+        self.check_device(message.device_id())?;
+        Ok(message)
     }
 
     /// A new stream; returns its client id, or RESOURCE_EXHAUSTED when [`MAX_STREAMS`] are open.

@@ -31,36 +31,27 @@ pub const LINES_PER_SECOND: u32 = 20;
 /// chooses them): longer ones are cut, with `…`.
 const MAX_FIELD_CHARS: usize = 200;
 
-/// Where a write came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Surface {
-    /// The P4Runtime service (Write, SetForwardingPipelineConfig).
-    P4Runtime = 0,
-    /// softswitch's Queues service (SetQueue).
-    Queues = 1,
-    /// BMv2's runtime Thrift services (`simple_switch_CLI`).
-    Thrift = 2,
-}
-
-impl Surface {
-    const ALL: [Surface; 3] = [Surface::P4Runtime, Surface::Queues, Surface::Thrift];
-
-    fn name(self) -> &'static str {
-        match self {
-            Surface::P4Runtime => "p4runtime",
-            Surface::Queues => "queues",
-            Surface::Thrift => "thrift",
-        }
+wire::named_enum! {
+    /// Where a write came from (its number indexes the counts), named as audit lines name it.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Surface {
+        /// The P4Runtime service (Write, SetForwardingPipelineConfig).
+        P4Runtime => "p4runtime",
+        /// softswitch's Queues service (SetQueue).
+        Queues => "queues",
+        /// BMv2's runtime Thrift services (`simple_switch_CLI`).
+        Thrift => "thrift",
     }
 }
 
 /// Writes that succeeded and failed, per surface (indexed by [`Surface`]).
-static RESULTS: [[AtomicU64; 2]; 3] = [const { [const { AtomicU64::new(0) }; 2] }; 3];
+static RESULTS: [[AtomicU64; 2]; Surface::COUNT] =
+    [const { [const { AtomicU64::new(0) }; 2] }; Surface::COUNT];
 /// Lines not written since the process began, per surface.
-static SUPPRESSED: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
+static SUPPRESSED: [AtomicU64; Surface::COUNT] = [const { AtomicU64::new(0) }; Surface::COUNT];
 /// The rate limit of audit lines, per surface.
-static LINES: [Throttle; 3] =
-    [const { Throttle::new(Duration::from_secs(1), LINES_PER_SECOND) }; 3];
+static LINES: [Throttle; Surface::COUNT] =
+    [const { Throttle::new(Duration::from_secs(1), LINES_PER_SECOND) }; Surface::COUNT];
 
 /// Records one write from `peer` on `surface`: `op` (what was asked: `INSERT`,
 /// `bm_mt_add_entry`) on `what` (what it changes: `table_entry MyIngress.ipv4_lpm`, made only
@@ -107,7 +98,7 @@ fn say_suppressed(surface: Surface, held: u64) {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Counts {
     /// Per surface: writes that succeeded and that failed.
-    results: [(u64, u64); 3],
+    results: [(u64, u64); Surface::COUNT],
     /// Audit lines not written (the rate limits'), since the process began.
     suppressed: u64,
 }
@@ -129,7 +120,7 @@ impl fmt::Display for Counts {
 fn counts() -> Counts {
     let load = |i: usize, r: usize| RESULTS[i][r].load(Ordering::Relaxed);
     Counts {
-        results: [0, 1, 2].map(|i| (load(i, 0), load(i, 1))),
+        results: Surface::ALL.map(|s| (load(s as usize, 0), load(s as usize, 1))),
         suppressed: SUPPRESSED.iter().map(|s| s.load(Ordering::Relaxed)).sum(),
     }
 }
@@ -163,19 +154,21 @@ pub async fn grpc_write<T: Send + 'static>(
     .map_err(|e| tonic::Status::internal(format!("{op}: {e}")))?
 }
 
-/// Who sent a gRPC request: the subject of the TLS client certificate it came with, and the
-/// address (`CN=controller (10.0.0.5:41234)`), or the address alone.
-pub fn grpc_peer<T>(request: &tonic::Request<T>) -> String {
+/// Who sent a gRPC request, and its message: the sender is the subject of the TLS client
+/// certificate the request came with, and the address (`CN=controller (10.0.0.5:41234)`), or
+/// the address alone.
+pub fn grpc_peer_and_message<T>(request: tonic::Request<T>) -> (String, T) {
     let addr = request
         .remote_addr()
         .map_or("an unknown address".to_string(), |a| a.to_string());
     let subject = request
         .peer_certs()
         .and_then(|certs| tlsfiles::subject(certs.first()?));
-    match subject {
+    let peer = match subject {
         Some(subject) => format!("{subject} ({addr})"),
         None => addr,
-    }
+    };
+    (peer, request.into_inner())
 }
 
 /// The result of a gRPC write as [`record`] takes it: the error is its code as the

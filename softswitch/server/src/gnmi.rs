@@ -16,7 +16,7 @@ use std::sync::Arc;
 use ::gnmi::path::{DataPath, Elem};
 use ::gnmi::proto::gnmi::ModelData;
 use ::gnmi::server::Limits;
-use ::gnmi::tree::{CounterTree, Leaf};
+use ::gnmi::tree::{CounterTree, Leaf, Leaves};
 use p4runtime::p4::config::v1 as p4i;
 use softswitch_core::ir::CounterKind;
 use softswitch_core::runtime::CellIndex;
@@ -243,22 +243,6 @@ impl SwitchTree {
             .join("queues")
             .child(Elem::keyed("queue", "name", &priority.to_string()))
             .join("state")
-    }
-}
-
-/// Leaves being collected.
-#[derive(Default)]
-struct Leaves(Vec<Leaf>);
-
-impl Leaves {
-    /// The leaves `name = value` under `parent`.
-    fn under<'a>(&mut self, parent: &DataPath, leaves: impl IntoIterator<Item = (&'a str, u64)>) {
-        for (name, value) in leaves {
-            self.0.push(Leaf {
-                path: parent.join(name),
-                value,
-            });
-        }
     }
 }
 

@@ -164,8 +164,7 @@ impl P4Runtime for P4RuntimeService {
         &self,
         request: Request<p4v1::WriteRequest>,
     ) -> Result<Response<p4v1::WriteResponse>, Status> {
-        let peer = audit::grpc_peer(&request);
-        let req = request.into_inner();
+        let (peer, req) = audit::grpc_peer_and_message(request);
         let updates = req.updates.len();
         // Refused whole (not the primary, no pipeline, ...): one audit line for the request.
         let refused = |status: Status| {
@@ -232,8 +231,7 @@ impl P4Runtime for P4RuntimeService {
         &self,
         request: Request<p4v1::ReadRequest>,
     ) -> Result<Response<Self::ReadStream>, Status> {
-        let req = request.into_inner();
-        self.arbitration.check_device(req.device_id)?;
+        let req = self.arbitration.message_of(request)?;
         // The role filters what is read; only the default role's entities exist.
         if !req.role.is_empty() {
             return Err(unknown_role());
@@ -274,8 +272,7 @@ impl P4Runtime for P4RuntimeService {
         &self,
         request: Request<p4v1::SetForwardingPipelineConfigRequest>,
     ) -> Result<Response<p4v1::SetForwardingPipelineConfigResponse>, Status> {
-        let peer = audit::grpc_peer(&request);
-        let req = request.into_inner();
+        let (peer, req) = audit::grpc_peer_and_message(request);
         let action = SetAction::try_from(req.action).unwrap_or(SetAction::Unspecified);
         let cookie = req.config.as_ref().and_then(|c| c.cookie).map(|c| c.cookie);
         let what = move || match cookie {
@@ -292,8 +289,7 @@ impl P4Runtime for P4RuntimeService {
         &self,
         request: Request<p4v1::GetForwardingPipelineConfigRequest>,
     ) -> Result<Response<p4v1::GetForwardingPipelineConfigResponse>, Status> {
-        let req = request.into_inner();
-        self.arbitration.check_device(req.device_id)?;
+        let req = self.arbitration.message_of(request)?;
         let kind = ResponseType::try_from(req.response_type)
             .map_err(|_| Status::invalid_argument("unknown response type"))?;
         // Without a pipeline the answer has no config, as the specification says.

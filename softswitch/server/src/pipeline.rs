@@ -7,9 +7,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use p4runtime::p4::config::v1::P4Info;
+use p4runtime::p4::config::v1::{P4Info, Preamble};
 use p4runtime::p4::tmp::P4DeviceConfig;
 use p4runtime::p4::v1 as p4v1;
+use p4runtime::p4info::{self, preambles_of};
 
 use super::digests::Digests;
 use super::idle::IdleSweep;
@@ -265,32 +266,26 @@ fn names_in_program(program: &Program, info: &P4Info) -> Result<(), String> {
         }
     };
     // An entity without a preamble has no name to check (nor an id to be named by).
-    fn pre(p: &Option<p4runtime::p4::config::v1::Preamble>) -> Option<&str> {
-        p.as_ref().map(|p| p.name.as_str())
+    fn names<'a>(preambles: impl Iterator<Item = &'a Preamble>) -> Vec<&'a str> {
+        preambles.map(|p| p.name.as_str()).collect()
     }
-    missing(
-        "tables",
-        info.tables
-            .iter()
-            .filter_map(|t| pre(&t.preamble))
-            .collect(),
-        program.tables.iter().map(|t| t.name.as_str()).collect(),
-    )?;
-    missing(
-        "actions",
-        info.actions
-            .iter()
-            .filter_map(|a| pre(&a.preamble))
-            .collect(),
-        program.actions.iter().map(|a| a.name.as_str()).collect(),
-    )?;
+    let [tables, actions, instances] = program_names(program);
+    missing("tables", names(preambles_of(&info.tables)), tables)?;
+    missing("actions", names(preambles_of(&info.actions)), actions)?;
     missing(
         "externs",
-        p4runtime::p4info::instance_preambles(info)
-            .map(|p| p.name.as_str())
-            .collect(),
-        program.instances.iter().map(|i| i.name.as_str()).collect(),
+        names(p4info::instance_preambles(info)),
+        instances,
     )
+}
+
+/// The names of the program's tables, actions and extern instances, each in index order.
+fn program_names(program: &Program) -> [Vec<&str>; 3] {
+    [
+        program.tables.iter().map(|t| t.name.as_str()).collect(),
+        program.actions.iter().map(|a| a.name.as_str()).collect(),
+        program.instances.iter().map(|i| i.name.as_str()).collect(),
+    ]
 }
 
 /// The running pipeline.
@@ -371,63 +366,25 @@ pub struct Index {
 
 impl Index {
     fn new(program: &Program, control_plane: &CpInfo, info: &P4Info) -> Self {
-        let by_name = |names: Vec<(&str, u32)>| -> HashMap<String, u32> {
-            names
-                .into_iter()
-                .map(|(n, id)| (n.to_string(), id))
-                .collect()
-        };
         // A controller's P4Info (a BMv2 JSON's is used as sent) may lack a preamble: such an
         // entity has no id to index, so requests cannot name it.
-        fn pre(p: &Option<p4runtime::p4::config::v1::Preamble>) -> Option<(&str, u32)> {
-            p.as_ref().map(|p| (p.name.as_str(), p.id))
+        fn by_name<'a>(preambles: impl Iterator<Item = &'a Preamble>) -> HashMap<&'a str, u32> {
+            preambles.map(|p| (p.name.as_str(), p.id)).collect()
         }
-        let tables = by_name(
-            info.tables
-                .iter()
-                .filter_map(|t| pre(&t.preamble))
-                .collect(),
-        );
-        let actions = by_name(
-            info.actions
-                .iter()
-                .filter_map(|a| pre(&a.preamble))
-                .collect(),
-        );
-        let instances = by_name(
-            p4runtime::p4info::instance_preambles(info)
-                .map(|p| (p.name.as_str(), p.id))
-                .collect(),
-        );
-        let digests = by_name(
-            info.digests
-                .iter()
-                .filter_map(|d| pre(&d.preamble))
-                .collect(),
-        );
-        let invert = |names: &HashMap<String, u32>, list: Vec<&str>| -> HashMap<u32, usize> {
-            list.iter()
-                .enumerate()
-                .filter_map(|(i, n)| names.get(*n).map(|id| (*id, i)))
-                .collect()
+        let index = |ids: HashMap<&str, u32>, names: Vec<&str>| -> HashMap<u32, usize> {
+            let at = |(i, name): (usize, &str)| ids.get(name).map(|&id| (id, i));
+            names.into_iter().enumerate().filter_map(at).collect()
         };
+        let [tables, actions, instances] = program_names(program);
+        let digests = by_name(preambles_of(&info.digests));
         Index {
-            tables: invert(
-                &tables,
-                program.tables.iter().map(|t| t.name.as_str()).collect(),
-            ),
-            actions: invert(
-                &actions,
-                program.actions.iter().map(|a| a.name.as_str()).collect(),
-            ),
-            instances: invert(
-                &instances,
-                program.instances.iter().map(|i| i.name.as_str()).collect(),
-            ),
+            tables: index(by_name(preambles_of(&info.tables)), tables),
+            actions: index(by_name(preambles_of(&info.actions)), actions),
+            instances: index(by_name(p4info::instance_preambles(info)), instances),
             digests: control_plane
                 .digests
                 .iter()
-                .map(|d| digests.get(&d.name).copied().unwrap_or(0))
+                .map(|d| digests.get(d.name.as_str()).copied().unwrap_or(0))
                 .collect(),
         }
     }

@@ -177,8 +177,7 @@ impl Queues for QueuesService {
         &self,
         request: Request<q::SetQueueRequest>,
     ) -> Result<Response<q::SetQueueResponse>, Status> {
-        let peer = audit::grpc_peer(&request);
-        let req = request.into_inner();
+        let (peer, req) = audit::grpc_peer_and_message(request);
         let all = || "all".to_string();
         let what = format!(
             "port {} priority {}",
@@ -195,8 +194,7 @@ impl Queues for QueuesService {
         &self,
         request: Request<q::GetQueuesRequest>,
     ) -> Result<Response<q::GetQueuesResponse>, Status> {
-        let req = request.into_inner();
-        self.arbitration.check_device(req.device_id)?;
+        self.arbitration.message_of(request)?;
         let response = self
             .engine
             .call(move |e| {

@@ -42,13 +42,6 @@ const PACKETS: usize = 30;
 /// Programs run at once (each on a switch of its own).
 const AT_ONCE: usize = 2;
 
-fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 #[test]
 fn softswitch_and_bmv2_agree_on_random_cases() {
     let test = "softswitch_and_bmv2_agree_on_random_cases";
@@ -56,10 +49,7 @@ fn softswitch_and_bmv2_agree_on_random_cases() {
         return;
     };
     let tools = Bmv2Tools::from(toolchain);
-    let (cases, seed) = (
-        env_or("LOSSLESS_FUZZ_CASES", CASES),
-        env_or("LOSSLESS_FUZZ_SEED", SEED),
-    );
+    let (cases, seed) = testkit::fuzz_cases_and_seed(CASES, SEED);
     let profiles = profile::profiles(&testkit::workspace_root());
     assert!(profiles.len() >= 8, "the programs are missing");
     let mut differences = Vec::new();

@@ -148,16 +148,20 @@ impl Call {
         self.field.set(field.id);
     }
 
-    /// The reader read `value`; kept (as much of it as an audit line carries) if it is the
-    /// argument naming the target. A field sent twice is kept the last time, as the generated
-    /// decoder keeps it.
-    pub(super) fn value_read(&self, value: &dyn std::fmt::Display) {
-        let Some((_, Some((id, _)))) = self.mutation.get() else {
-            return;
-        };
-        if self.depth.get() == 1 && self.field.get() == Some(*id) {
-            *self.target.borrow_mut() = Some(audit::Field::cut(value));
+    /// The reader read `value` (handed back as it came); kept (as much of it as an audit line
+    /// carries) if it is the argument naming the target. A field sent twice is kept the last
+    /// time, as the generated decoder keeps it.
+    pub(super) fn value_read<V: std::fmt::Display>(
+        &self,
+        value: thrift::Result<V>,
+    ) -> thrift::Result<V> {
+        let value = value?;
+        if let Some((_, Some((id, _)))) = self.mutation.get() {
+            if self.depth.get() == 1 && self.field.get() == Some(*id) {
+                *self.target.borrow_mut() = Some(audit::Field::cut(&value));
+            }
         }
+        Ok(value)
     }
 
     /// The call's answer is written: a mutating call is recorded, with `peer`.

@@ -253,27 +253,45 @@ mod tests {
     use std::io::Read;
     use std::net::TcpListener;
 
-    /// Both ends of a loopback TCP connection: the client's, the server's.
-    fn connection(listener: &TcpListener) -> (TcpStream, TcpStream) {
-        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        (client, listener.accept().unwrap().0)
+    /// A table of `slots` connections, and `count` loopback TCP connections to admit to it,
+    /// each as both its ends: the client's, the server's.
+    fn table_and_ends(
+        slots: usize,
+        count: usize,
+    ) -> (Arc<Connections>, Vec<(TcpStream, TcpStream)>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let table = Connections::new(&Limits {
+            connections: slots,
+            ..super::super::LIMITS
+        });
+        let connection = |_| {
+            let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            (client, listener.accept().unwrap().0)
+        };
+        (table, (0..count).map(connection).collect())
+    }
+
+    /// Admits `name` on `end`'s server side, which must take a free slot (`evicted` `None`) or
+    /// the slot of the connection named `evicted`.
+    fn admit(
+        table: &Arc<Connections>,
+        end: &(TcpStream, TcpStream),
+        name: &str,
+        evicted: Option<&str>,
+    ) -> Admitted {
+        let admitted = table.admit(&end.1, name).unwrap();
+        assert_eq!(admitted.evicted.as_deref(), evicted, "{name}");
+        admitted
     }
 
     #[test]
     fn a_newcomer_takes_the_longest_idle_slot_never_one_answering() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let table = Connections::new(&Limits {
-            connections: 2,
-            ..super::super::LIMITS
-        });
-        let ends: Vec<_> = (0..5).map(|_| connection(&listener)).collect();
-        let a = table.admit(&ends[0].1, "a").unwrap();
+        let (table, ends) = table_and_ends(2, 5);
+        let a = admit(&table, &ends[0], "a", None);
         a.pace.call_begun().unwrap();
-        let b = table.admit(&ends[1].1, "b").unwrap();
-        assert_eq!((a.evicted.as_deref(), b.evicted.as_deref()), (None, None));
+        let b = admit(&table, &ends[1], "b", None);
         // Full: `a`, the older, is reading a call that began just now; `b`, idle, goes.
-        let c = table.admit(&ends[2].1, "c").unwrap();
-        assert_eq!(c.evicted.as_deref(), Some("b"));
+        let c = admit(&table, &ends[2], "c", Some("b"));
         let mut byte = [0];
         assert_eq!(
             (&ends[1].0).read(&mut byte).unwrap(),
@@ -289,48 +307,34 @@ mod tests {
         assert!(table.admit(&ends[3].1, "d").is_none());
         // `a` answered its call: now it is the one idle, and it goes.
         a.pace.call_answered();
-        let e = table.admit(&ends[4].1, "e").unwrap();
-        assert_eq!(e.evicted.as_deref(), Some("a"));
+        let _e = admit(&table, &ends[4], "e", Some("a"));
     }
 
     /// Slow lorises that keep every slot in a partial call lose them to newcomers, the partial
     /// call begun first going first, before an idle connection unless all are fresh.
     #[test]
     fn partial_calls_lose_their_slots_the_stalled_first() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let table = Connections::new(&Limits {
-            connections: 3,
-            ..super::super::LIMITS
-        });
-        let ends: Vec<_> = (0..6).map(|_| connection(&listener)).collect();
+        let (table, ends) = table_and_ends(3, 6);
         let idle = table.admit(&ends[0].1, "idle").unwrap();
         let old = table.admit(&ends[1].1, "old").unwrap();
         old.pace.call_begun().unwrap();
         let young = table.admit(&ends[2].1, "young").unwrap();
         young.pace.call_begun().unwrap();
         // Both partial calls are fresh: the idle connection goes first.
-        let first = table.admit(&ends[3].1, "first").unwrap();
-        assert_eq!(first.evicted.as_deref(), Some("idle"));
+        let first = admit(&table, &ends[3], "first", Some("idle"));
         first.pace.call_begun().unwrap();
         drop(idle);
         // Once stalled, the partial call begun first goes, whatever else is there.
         std::thread::sleep(STALLED + Duration::from_millis(100));
-        let second = table.admit(&ends[4].1, "second").unwrap();
-        assert_eq!(second.evicted.as_deref(), Some("old"));
-        let third = table.admit(&ends[5].1, "third").unwrap();
-        assert_eq!(third.evicted.as_deref(), Some("young"));
+        let _second = admit(&table, &ends[4], "second", Some("old"));
+        let _third = admit(&table, &ends[5], "third", Some("young"));
     }
 
     /// The source holding the most slots loses one first: a lone client of another address
     /// keeps its slot while one address fills the others.
     #[test]
     fn the_source_holding_the_most_slots_gives_one_up() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let table = Connections::new(&Limits {
-            connections: 3,
-            ..super::super::LIMITS
-        });
-        let ends: Vec<_> = (0..5).map(|_| connection(&listener)).collect();
+        let (table, ends) = table_and_ends(3, 5);
         // The lone client (of another address) has been idle the longest; the others are
         // partial calls.
         let lone = table.admit(&ends[0].1, "lone").unwrap();

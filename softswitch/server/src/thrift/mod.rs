@@ -38,6 +38,7 @@ use crate::engine::{Engine, EngineHandle};
 use crate::pipeline::{Compiled, Pipeline};
 use audited::{Answer, Call};
 use connections::{Connections, Pace};
+use softswitch_core::switch::Switch;
 use softswitch_device::throttle::{HeldBack, Throttle, PERIOD};
 
 /// Notes about refused calls, said in the log: a client makes as many as it likes, so at most a
@@ -131,6 +132,14 @@ impl Runtime {
                 "no program is loaded (started with --no-p4 and none set since)".into(),
             )),
         })
+    }
+
+    /// Runs `f` on the running pipeline's switch, as [`Self::on_pipeline`].
+    fn on_switch<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Switch) -> thrift::Result<R> + Send + 'static,
+    ) -> thrift::Result<R> {
+        self.on_pipeline(|p| f(&mut p.switch))
     }
 }
 
@@ -350,6 +359,19 @@ struct Paced<'p, P> {
     call: &'p Call,
 }
 
+/// Methods of [`TInputProtocol`] that [`Paced`] hands to its inner protocol: `as_read` as they
+/// are, `noted` through [`Call::value_read`] (the values an audit line may name).
+macro_rules! delegated {
+    (as_read: $($plain:ident -> $plain_type:ty),* ; noted: $($noted:ident -> $noted_type:ty),* $(;)?) => {
+        $(fn $plain(&mut self) -> thrift::Result<$plain_type> {
+            self.inner.$plain()
+        })*
+        $(fn $noted(&mut self) -> thrift::Result<$noted_type> {
+            self.call.value_read(self.inner.$noted())
+        })*
+    };
+}
+
 impl<P: TInputProtocol> TInputProtocol for Paced<'_, P> {
     fn read_message_begin(&mut self) -> thrift::Result<TMessageIdentifier> {
         let message = self.inner.read_message_begin()?;
@@ -376,64 +398,14 @@ impl<P: TInputProtocol> TInputProtocol for Paced<'_, P> {
         self.call.field_begun(&field);
         Ok(field)
     }
-    fn read_field_end(&mut self) -> thrift::Result<()> {
-        self.inner.read_field_end()
-    }
-    fn read_bool(&mut self) -> thrift::Result<bool> {
-        self.inner.read_bool()
-    }
-    fn read_bytes(&mut self) -> thrift::Result<Vec<u8>> {
-        self.inner.read_bytes()
-    }
-    fn read_i8(&mut self) -> thrift::Result<i8> {
-        self.inner.read_i8()
-    }
-    fn read_i16(&mut self) -> thrift::Result<i16> {
-        let value = self.inner.read_i16()?;
-        self.call.value_read(&value);
-        Ok(value)
-    }
-    fn read_i32(&mut self) -> thrift::Result<i32> {
-        let value = self.inner.read_i32()?;
-        self.call.value_read(&value);
-        Ok(value)
-    }
-    fn read_i64(&mut self) -> thrift::Result<i64> {
-        let value = self.inner.read_i64()?;
-        self.call.value_read(&value);
-        Ok(value)
-    }
-    fn read_double(&mut self) -> thrift::Result<f64> {
-        self.inner.read_double()
-    }
-    fn read_uuid(&mut self) -> thrift::Result<uuid::Uuid> {
-        self.inner.read_uuid()
-    }
-    fn read_string(&mut self) -> thrift::Result<String> {
-        let value = self.inner.read_string()?;
-        self.call.value_read(&value);
-        Ok(value)
-    }
-    fn read_list_begin(&mut self) -> thrift::Result<TListIdentifier> {
-        self.inner.read_list_begin()
-    }
-    fn read_list_end(&mut self) -> thrift::Result<()> {
-        self.inner.read_list_end()
-    }
-    fn read_set_begin(&mut self) -> thrift::Result<TSetIdentifier> {
-        self.inner.read_set_begin()
-    }
-    fn read_set_end(&mut self) -> thrift::Result<()> {
-        self.inner.read_set_end()
-    }
-    fn read_map_begin(&mut self) -> thrift::Result<TMapIdentifier> {
-        self.inner.read_map_begin()
-    }
-    fn read_map_end(&mut self) -> thrift::Result<()> {
-        self.inner.read_map_end()
-    }
-    fn read_byte(&mut self) -> thrift::Result<u8> {
-        self.inner.read_byte()
+    delegated! {
+        as_read: read_field_end -> (),
+            read_bool -> bool, read_byte -> u8, read_i8 -> i8, read_double -> f64,
+            read_bytes -> Vec<u8>, read_uuid -> uuid::Uuid,
+            read_list_begin -> TListIdentifier, read_list_end -> (),
+            read_set_begin -> TSetIdentifier, read_set_end -> (),
+            read_map_begin -> TMapIdentifier, read_map_end -> ();
+        noted: read_i16 -> i16, read_i32 -> i32, read_i64 -> i64, read_string -> String;
     }
     fn min_serialized_size(&self, field_type: TType) -> usize {
         self.inner.min_serialized_size(field_type)
@@ -563,12 +535,17 @@ mod tests {
         client(stream.try_clone().unwrap(), stream)
     }
 
-    /// The test device's services served under `limits` on an ephemeral port of 127.0.0.1
-    /// (for the life of the test process), and its address; the device must outlive the test.
-    fn served(limits: Limits) -> (Device, std::net::SocketAddr) {
+    /// The test device's services served under [`LIMITS`], but for `call_deadline` (how long
+    /// a call may take to arrive whole), on an ephemeral port of 127.0.0.1 (for the life of
+    /// the test process), and its address; the device must outlive the test.
+    fn served(call_deadline: Duration) -> (Device, std::net::SocketAddr) {
         let (device, services) = services();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
+        let limits = Limits {
+            call_deadline,
+            ..LIMITS
+        };
         serve_with(listener, services, limits).unwrap();
         (device, addr)
     }
@@ -587,7 +564,7 @@ mod tests {
 
     #[test]
     fn idle_connections_in_every_slot_do_not_lock_a_client_out() {
-        let (_device, addr) = served(LIMITS);
+        let (_device, addr) = served(LIMITS.call_deadline);
         let idle: Vec<TcpStream> = (0..LIMITS.connections)
             .map(|_| TcpStream::connect(addr).unwrap())
             .collect();
@@ -602,10 +579,7 @@ mod tests {
     #[test]
     fn a_partial_call_is_cut_at_its_deadline_and_an_idle_connection_is_not() {
         let deadline = Duration::from_millis(300);
-        let (_device, addr) = served(Limits {
-            call_deadline: deadline,
-            ..LIMITS
-        });
+        let (_device, addr) = served(deadline);
         let mut idle = tcp_client(TcpStream::connect(addr).unwrap());
         assert_eq!(idle.bm_mgmt_get_info().unwrap().device_id, Some(7));
         let mut slow = TcpStream::connect(addr).unwrap();
@@ -625,10 +599,7 @@ mod tests {
     #[test]
     fn slow_lorises_reconnecting_before_their_deadline_do_not_lock_a_client_out() {
         let deadline = Duration::from_secs(2);
-        let (_device, addr) = served(Limits {
-            call_deadline: deadline,
-            ..LIMITS
-        });
+        let (_device, addr) = served(deadline);
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let attackers: Vec<_> = (0..LIMITS.connections)
             .map(|i| {

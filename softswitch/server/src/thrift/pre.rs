@@ -75,13 +75,6 @@ fn refused(call: &str, switch: &Switch, group: Option<u16>, e: RuntimeError) -> 
 }
 
 impl SimplePreLag {
-    fn on_switch<R: Send + 'static>(
-        &self,
-        f: impl FnOnce(&mut Switch) -> thrift::Result<R> + Send + 'static,
-    ) -> thrift::Result<R> {
-        self.0.on_pipeline(|p| f(&mut p.switch))
-    }
-
     /// Associates node `l1_handle` with group `mgrp_handle`, or dissociates it: `change` is
     /// the switch's method, `call` names it in the note of a refusal.
     fn link(
@@ -92,14 +85,15 @@ impl SimplePreLag {
         change: fn(&mut Switch, u16, usize) -> Result<(), RuntimeError>,
     ) -> thrift::Result<()> {
         let (g, n) = (group(mgrp_handle)?, node(l1_handle)?);
-        self.on_switch(move |s| change(s, g, n).map_err(|e| refused(call, s, Some(g), e)))
+        self.0
+            .on_switch(move |s| change(s, g, n).map_err(|e| refused(call, s, Some(g), e)))
     }
 }
 
 impl SimplePreLAGSyncHandler for SimplePreLag {
     fn handle_bm_mc_mgrp_create(&self, _: i32, mgrp: BmMcMgrp) -> thrift::Result<BmMcMgrpHandle> {
         let g = group(mgrp)?;
-        self.on_switch(move |s| {
+        self.0.on_switch(move |s| {
             s.create_multicast_group(g)
                 .map_err(|e| refused("mc_mgrp_create", s, None, e))?;
             Ok(mgrp)
@@ -108,7 +102,7 @@ impl SimplePreLAGSyncHandler for SimplePreLag {
 
     fn handle_bm_mc_mgrp_destroy(&self, _: i32, mgrp_handle: BmMcMgrpHandle) -> thrift::Result<()> {
         let g = group(mgrp_handle)?;
-        self.on_switch(move |s| {
+        self.0.on_switch(move |s| {
             s.destroy_multicast_group(g).map_err(|e| {
                 super::note!(info, "thrift mc_mgrp_destroy: {e}");
                 mc_op(McOperationErrorCode::INVALID_MGRP_HANDLE)
@@ -126,7 +120,7 @@ impl SimplePreLAGSyncHandler for SimplePreLag {
         no_lags("mc_node_create", &lag_map)?;
         let rid = u16::try_from(rid).map_err(|_| mc_op(McOperationErrorCode::ERROR))?;
         let ports = ports(&port_map)?;
-        self.on_switch(move |s| {
+        self.0.on_switch(move |s| {
             let handle = s
                 .create_multicast_node(rid, ports)
                 .map_err(|e| refused("mc_node_create", s, None, e))?;
@@ -164,7 +158,7 @@ impl SimplePreLAGSyncHandler for SimplePreLag {
 
     fn handle_bm_mc_node_destroy(&self, _: i32, l1_handle: BmMcL1Handle) -> thrift::Result<()> {
         let n = node(l1_handle)?;
-        self.on_switch(move |s| {
+        self.0.on_switch(move |s| {
             s.destroy_multicast_node(n)
                 .map_err(|e| refused("mc_node_destroy", s, None, e))
         })
@@ -179,7 +173,7 @@ impl SimplePreLAGSyncHandler for SimplePreLag {
     ) -> thrift::Result<()> {
         no_lags("mc_node_update", &lag_map)?;
         let (n, ports) = (node(l1_handle)?, ports(&port_map)?);
-        self.on_switch(move |s| {
+        self.0.on_switch(move |s| {
             s.update_multicast_node(n, ports)
                 .map_err(|e| refused("mc_node_update", s, None, e))
         })
@@ -199,7 +193,7 @@ impl SimplePreLAGSyncHandler for SimplePreLag {
     }
 
     fn handle_bm_mc_get_entries(&self, _: i32) -> thrift::Result<String> {
-        self.on_switch(|s| {
+        self.0.on_switch(|s| {
             // BMv2's layout: groups name their nodes (L1), each node its ports (L2, one per
             // node here, with the node's handle).
             let mgrps: Vec<_> = s

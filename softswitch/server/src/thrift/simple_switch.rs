@@ -41,13 +41,6 @@ fn queue_answer(call: &str, r: Result<(), RuntimeError>) -> i32 {
 }
 
 impl SimpleSwitch {
-    fn on_switch<R: Send + 'static>(
-        &self,
-        f: impl FnOnce(&mut Switch) -> thrift::Result<R> + Send + 'static,
-    ) -> thrift::Result<R> {
-        self.0.on_pipeline(|p| f(&mut p.switch))
-    }
-
     /// Runs `set` on the queues `port_num` and `priority` pick (`None`: all); 1 if either is
     /// out of range.
     fn queues(
@@ -59,7 +52,7 @@ impl SimpleSwitch {
             + Send
             + 'static,
     ) -> thrift::Result<i32> {
-        self.on_switch(move |s| {
+        self.0.on_switch(move |s| {
             let (Some(port), Some(priority)) = (pick(port_num), pick(priority)) else {
                 super::note!(info, "thrift {call}: a port or priority out of range");
                 return Ok(1);
@@ -122,7 +115,7 @@ impl SimpleSwitchSyncHandler for SimpleSwitch {
         let (Some(id), Some(port)) = (session(mirror_id), port(egress_port)) else {
             return Ok(1);
         };
-        self.on_switch(move |s| {
+        self.0.on_switch(move |s| {
             Ok(match s.set_clone_session(id, port) {
                 Ok(()) => 0,
                 Err(e) => {
@@ -137,7 +130,7 @@ impl SimpleSwitchSyncHandler for SimpleSwitch {
         let Some(id) = session(mirror_id) else {
             return Ok(1);
         };
-        self.on_switch(move |s| {
+        self.0.on_switch(move |s| {
             let existed = s.clone_session(id).is_some();
             s.remove_clone_session(id);
             Ok(if existed { 0 } else { 1 })
@@ -148,7 +141,8 @@ impl SimpleSwitchSyncHandler for SimpleSwitch {
         let Some(id) = session(mirror_id) else {
             return Ok(-1);
         };
-        self.on_switch(move |s| Ok(s.clone_session(id).map_or(-1, i32::from)))
+        self.0
+            .on_switch(move |s| Ok(s.clone_session(id).map_or(-1, i32::from)))
     }
 
     fn handle_mirroring_session_add(
@@ -170,7 +164,7 @@ impl SimpleSwitchSyncHandler for SimpleSwitch {
         let (Some(id), Some(port)) = (session(mirror_id), config.port.and_then(port)) else {
             return Err(not_found());
         };
-        self.on_switch(move |s| {
+        self.0.on_switch(move |s| {
             s.set_clone_session(id, port).map_err(|e| {
                 thrift::Error::Application(ApplicationError::new(
                     ApplicationErrorKind::InternalError,
@@ -182,7 +176,7 @@ impl SimpleSwitchSyncHandler for SimpleSwitch {
 
     fn handle_mirroring_session_delete(&self, mirror_id: i32) -> thrift::Result<()> {
         let id = session(mirror_id).ok_or_else(not_found)?;
-        self.on_switch(move |s| {
+        self.0.on_switch(move |s| {
             s.clone_session(id).ok_or_else(not_found)?;
             s.remove_clone_session(id);
             Ok(())
@@ -194,7 +188,7 @@ impl SimpleSwitchSyncHandler for SimpleSwitch {
         mirror_id: i32,
     ) -> thrift::Result<MirroringSessionConfig> {
         let id = session(mirror_id).ok_or_else(not_found)?;
-        self.on_switch(move |s| {
+        self.0.on_switch(move |s| {
             let port = s.clone_session(id).ok_or_else(not_found)?;
             Ok(MirroringSessionConfig::new(i32::from(port), None))
         })
@@ -235,7 +229,7 @@ impl SimpleSwitchSyncHandler for SimpleSwitch {
     }
 
     fn handle_get_time_elapsed_us(&self) -> thrift::Result<i64> {
-        self.on_switch(|s| Ok(s.now_us() as i64))
+        self.0.on_switch(|s| Ok(s.now_us() as i64))
     }
 
     fn handle_get_time_since_epoch_us(&self) -> thrift::Result<i64> {
