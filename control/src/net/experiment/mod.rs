@@ -10,6 +10,7 @@ pub mod controller;
 pub mod incast;
 pub mod lb;
 pub mod microburst;
+pub mod mixed;
 
 use std::{
     collections::BTreeMap,
@@ -31,7 +32,7 @@ use p4runtime::{lossless::softswitch::v1::SetQueueRequest, p4::config::v1::P4Inf
 use serde::Serialize;
 
 use super::{
-    leaf_spine::{Shape, PAUSE_RATE_BPS, PRIORITY_DATA},
+    leaf_spine::{Shape, Tuning, PAUSE_RATE_BPS, PRIORITY_DATA},
     state::{NodeStatus, Running},
 };
 use p4client::{
@@ -69,6 +70,11 @@ pub enum Experiment {
     /// the bursts the switches' queues detected (count, peak occupancy, duration) and the
     /// sojourn-time histogram beside what was sent.
     Microburst(microburst::MicroburstArgs),
+    /// Mixed traffic on softswitch: RoCEv2 in the lossless priority beside lossy bulk traffic
+    /// in two priorities shared by DWRR, through one congested port, with and without the bulk;
+    /// each lossy class's share against its weight and the CNPs' wait at that port, with a
+    /// verdict.
+    Mixed(mixed::MixedArgs),
 }
 
 impl Experiment {
@@ -81,7 +87,16 @@ impl Experiment {
             | Experiment::Lb(_)
             | Experiment::LinkFailure(_)
             | Experiment::Collective(_)
-            | Experiment::Microburst(_) => vec!["xdp".into()],
+            | Experiment::Microburst(_)
+            | Experiment::Mixed(_) => vec!["xdp".into()],
+        }
+    }
+
+    /// The tuning of the fabric's entries it runs on.
+    pub fn tuning(&self) -> Tuning {
+        match self {
+            Experiment::Mixed(_) => mixed::tuning(),
+            _ => Tuning::default(),
         }
     }
 
@@ -93,6 +108,7 @@ impl Experiment {
             Experiment::LinkFailure(args) => lb::run(&args.lb, Some(args), fabric, stop),
             Experiment::Collective(args) => collective::run(args, fabric, stop),
             Experiment::Microburst(args) => microburst::run(args, fabric, stop),
+            Experiment::Mixed(args) => mixed::run(args, fabric, stop),
         }
     }
 }
@@ -158,6 +174,34 @@ impl Pacing {
         }
         let pps = link_pps(self.link_rate, frame_bytes)?;
         fabric.set_queues(pps, self.queue_depth)?;
+        Ok(pps)
+    }
+
+    /// As [`Pacing::apply`], but paces every port as a whole at the link rate instead of each
+    /// queue (softswitch only): the port's queues compete for its departures, and its
+    /// scheduler decides which sends.
+    pub fn apply_to_ports(&self, fabric: &Fabric, frame_bytes: usize) -> anyhow::Result<u64> {
+        if !FRAME_BYTES.contains(&frame_bytes) {
+            bail!("frames of {frame_bytes} bytes: experiments send {FRAME_BYTES:?}");
+        }
+        let pps = link_pps(self.link_rate, frame_bytes)?;
+        let depth = self.queue_depth;
+        let switches = fabric.switches();
+        fabric.in_network(async {
+            for switch in &switches {
+                let mut client = Client::connect(switch.target.clone()).await?;
+                client
+                    .set_queue(SetQueueRequest {
+                        rate_pps: Some(0),
+                        port_rate_pps: Some(pps),
+                        depth_packets: Some(depth),
+                        ..Default::default()
+                    })
+                    .await
+                    .with_context(|| format!("{}: pacing its ports", switch.name))?;
+            }
+            Ok(())
+        })?;
         Ok(pps)
     }
 }
@@ -314,6 +358,23 @@ impl Fabric {
             bail!("{name} is a switch, not a host");
         }
         Ok(node)
+    }
+
+    /// The leaf a host is wired to, and its port toward the host: leaf L's ports 1..=H go to
+    /// its hosts, in order (the generated fabrics' wiring, [`super::leaf_spine`]).
+    pub fn port_toward(&self, host: &str) -> anyhow::Result<(SwitchRef, u32)> {
+        let (leaves, hosts) = (self.shape.leaves, self.shape.hosts);
+        let (leaf, port) = (1..=leaves)
+            .flat_map(|l| (1..=hosts).map(move |h| (l, h)))
+            .find(|&(l, h)| super::leaf_spine::host_name(l, h) == host)
+            .with_context(|| format!("{host} is no host of the fabric"))?;
+        let name = format!("leaf{leaf}");
+        let switch = self
+            .switches()
+            .into_iter()
+            .find(|s| s.name == name)
+            .with_context(|| format!("the fabric has no {name}"))?;
+        Ok((switch, u32::from(port)))
     }
 
     /// Every host's name, in topology order.
