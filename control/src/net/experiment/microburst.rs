@@ -8,7 +8,7 @@
 //! back over the Queues service and reports the bursts the switches detected — count, peak
 //! occupancy, duration — and the sojourn-time histogram beside what was sent and what a queue
 //! draining at the link rate makes of it. With `--no-bursts` the same frames are sent evenly
-//! at half the link rate: no queue builds, and no burst may be reported.
+//! at a quarter of the link rate: no queue builds, and no burst may be reported.
 //!
 //! The verdict: every frame arrived, the queue the bursts pile up in (the receiver's leaf's
 //! port toward it, in the frames' priority) detected exactly the bursts sent and every other
@@ -71,7 +71,7 @@ pub struct MicroburstArgs {
     /// DSCP of the frames: by default 0, a lossy class, so that no PFC pause reshapes a burst.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=63))]
     pub dscp: u8,
-    /// Send the same frames evenly at half the link rate instead: a run without bursts.
+    /// Send the same frames evenly at a quarter of the link rate instead: a run without bursts.
     #[arg(long)]
     pub no_bursts: bool,
     /// Directory for summary.json and table.txt.
@@ -259,9 +259,9 @@ pub fn run(args: &MicroburstArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
     let started = Instant::now();
     if args.no_bursts {
         let all = u64::from(args.bursts) * u64::from(args.burst_frames);
-        let half = (args.links.pacing.link_rate / 2).to_string();
+        let quarter = (args.links.pacing.link_rate / 4).to_string();
         starts_ms.push(0.0);
-        let text = send(all, &half)?.output(&format!("{sender}: traffic send"))?;
+        let text = send(all, &quarter)?.output(&format!("{sender}: traffic send"))?;
         frames += sent_frames(&text)?;
     } else {
         for i in 0..args.bursts {
