@@ -328,17 +328,11 @@ pub fn run(args: &MicroburstArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
         pass: outcome.failures.is_empty() && !outcome.stopped_early,
         ..outcome
     };
-    let table = table(&outcome);
-    print!("{table}");
-    output::write_summary(&args.out, &outcome)?;
-    output::write_file(&args.out, "table.txt", |f| {
-        Ok(std::io::Write::write_all(f, table.as_bytes())?)
-    })?;
-    println!("wrote summary.json and table.txt to {}", args.out.display());
-    if !outcome.pass {
-        bail!("the verdict: FAIL ({})", outcome.failures.join("; "));
+    let mut failures = outcome.failures.clone();
+    if outcome.stopped_early {
+        failures.push("stopped early".into());
     }
-    Ok(())
+    super::report(&args.out, &outcome, &table(&outcome), &failures)
 }
 
 /// What the switches detected that was not what was sent (nothing: the verdict passes):
@@ -397,22 +391,13 @@ fn sent_frames(text: &str) -> anyhow::Result<u64> {
 
 /// Sets the microburst rule of every queue of every switch and forgets what they measured.
 fn set_burst_rule(fabric: &Fabric, threshold: u32, window_us: u64) -> anyhow::Result<()> {
-    let switches = fabric.switches();
-    fabric.in_network(async {
-        for switch in &switches {
-            let mut client = Client::connect(switch.target.clone()).await?;
-            client
-                .set_queue(SetQueueRequest {
-                    burst_threshold_packets: Some(threshold),
-                    burst_window_us: Some(window_us),
-                    reset_measures: true,
-                    ..Default::default()
-                })
-                .await
-                .with_context(|| format!("{}: setting its burst rule", switch.name))?;
-        }
-        Ok(())
-    })
+    let request = SetQueueRequest {
+        burst_threshold_packets: Some(threshold),
+        burst_window_us: Some(window_us),
+        reset_measures: true,
+        ..Default::default()
+    };
+    fabric.set_queue_everywhere(&[request], "setting its burst rule")
 }
 
 /// Every switch queue that carried a packet, as its switch measured it.

@@ -185,23 +185,13 @@ impl Pacing {
             bail!("frames of {frame_bytes} bytes: experiments send {FRAME_BYTES:?}");
         }
         let pps = link_pps(self.link_rate, frame_bytes)?;
-        let depth = self.queue_depth;
-        let switches = fabric.switches();
-        fabric.in_network(async {
-            for switch in &switches {
-                let mut client = Client::connect(switch.target.clone()).await?;
-                client
-                    .set_queue(SetQueueRequest {
-                        rate_pps: Some(0),
-                        port_rate_pps: Some(pps),
-                        depth_packets: Some(depth),
-                        ..Default::default()
-                    })
-                    .await
-                    .with_context(|| format!("{}: pacing its ports", switch.name))?;
-            }
-            Ok(())
-        })?;
+        let request = SetQueueRequest {
+            rate_pps: Some(0),
+            port_rate_pps: Some(pps),
+            depth_packets: Some(self.queue_depth),
+            ..Default::default()
+        };
+        fabric.set_queue_everywhere(&[request], "pacing its ports")?;
         Ok(pps)
     }
 }
@@ -219,10 +209,10 @@ pub struct Links {
 }
 
 impl Links {
-    /// `lossless traffic send` with DCQCN on a host's `eth0` to `dst`, from the link rate,
-    /// its summary as JSON; the run's length and QPs are the caller's to add.
-    pub fn dcqcn_sender(&self, dst: IpAddr) -> Vec<String> {
-        let mut send: Vec<String> = [
+    /// `lossless traffic send` on a host's `eth0` to `dst` at `rate_bps`, its summary as JSON;
+    /// the run's length, class and QPs are the caller's to add.
+    pub fn sender(&self, dst: IpAddr, rate_bps: u64) -> Vec<String> {
+        [
             "traffic",
             "send",
             "--iface",
@@ -230,14 +220,19 @@ impl Links {
             "--dst-ip",
             &dst.to_string(),
             "--rate",
-            &self.pacing.link_rate.to_string(),
+            &rate_bps.to_string(),
             "--size",
             &self.size.to_string(),
             "--json",
-            "--dcqcn",
         ]
         .map(String::from)
-        .to_vec();
+        .to_vec()
+    }
+
+    /// [`Links::sender`] with DCQCN, from the link rate.
+    pub fn dcqcn_sender(&self, dst: IpAddr) -> Vec<String> {
+        let mut send = self.sender(dst, self.pacing.link_rate);
+        send.push("--dcqcn".into());
         send.extend(dcqcn_flags(self.pacing.link_rate, self.size));
         send
     }
@@ -439,6 +434,28 @@ impl Fabric {
         })?
     }
 
+    /// Sends `requests`, in order, to every switch's Queues service (softswitch's); `what` the
+    /// requests do, for an error.
+    pub fn set_queue_everywhere(
+        &self,
+        requests: &[SetQueueRequest],
+        what: &str,
+    ) -> anyhow::Result<()> {
+        let switches = self.switches();
+        self.in_network(async {
+            for switch in &switches {
+                let mut client = Client::connect(switch.target.clone()).await?;
+                for request in requests {
+                    client
+                        .set_queue(*request)
+                        .await
+                        .with_context(|| format!("{}: {what}", switch.name))?;
+                }
+            }
+            Ok(())
+        })
+    }
+
     /// Paces every queue of every switch at `pps` packets per second, as a link of that rate
     /// drains it, and makes it `depth` packets deep: softswitch through its Queues service,
     /// BMv2 through its runtime CLI (`set_queue_rate`, `set_queue_depth`: every port and
@@ -446,20 +463,14 @@ impl Fabric {
     pub fn set_queues(&self, pps: u64, depth: u32) -> anyhow::Result<()> {
         let switches = self.switches();
         match self.kind {
-            SwitchKind::Softswitch => self.in_network(async {
-                for switch in &switches {
-                    let mut client = Client::connect(switch.target.clone()).await?;
-                    client
-                        .set_queue(SetQueueRequest {
-                            rate_pps: Some(pps),
-                            depth_packets: Some(depth),
-                            ..Default::default()
-                        })
-                        .await
-                        .with_context(|| format!("{}: setting its queues' rate", switch.name))?;
-                }
-                Ok(())
-            }),
+            SwitchKind::Softswitch => self.set_queue_everywhere(
+                &[SetQueueRequest {
+                    rate_pps: Some(pps),
+                    depth_packets: Some(depth),
+                    ..Default::default()
+                }],
+                "setting its queues' rate",
+            ),
             SwitchKind::Bmv2 => {
                 let cli = p4toolchain::Toolchain::find()?.simple_switch_cli;
                 for switch in &switches {
@@ -868,6 +879,24 @@ pub fn table_head(names: &[String]) -> String {
 /// One row of a Markdown table.
 pub fn table_row(cells: &[String]) -> String {
     format!("| {} |\n", cells.join(" | "))
+}
+
+/// Prints `table`, writes it (table.txt) and `summary` (summary.json) into `out`; then, when
+/// the experiment's verdict found `failures`, fails with them (the experiment exits non-zero).
+pub fn report(
+    out: &Path,
+    summary: &impl Serialize,
+    table: &str,
+    failures: &[String],
+) -> anyhow::Result<()> {
+    print!("{table}");
+    crate::output::write_summary(out, summary)?;
+    crate::output::write_file(out, "table.txt", |f| Ok(f.write_all(table.as_bytes())?))?;
+    println!("wrote summary.json and table.txt to {}", out.display());
+    if !failures.is_empty() {
+        bail!("the verdict: FAIL ({})", failures.join("; "));
+    }
+    Ok(())
 }
 
 /// The end of an experiment's table: the kernel's drops on every interface that dropped any,
