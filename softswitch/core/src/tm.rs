@@ -206,7 +206,8 @@ struct Queue<T> {
     items: VecDeque<Waiting<T>>,
     depth: usize,
     rate_pps: Option<u64>,
-    next_departure_us: u64,
+    /// When it may send its next packet under its rate.
+    pacer: Pacer,
     /// Bytes of the packets in it.
     bytes: u64,
     /// What it measured.
@@ -219,7 +220,7 @@ impl<T> Queue<T> {
             items: VecDeque::new(),
             depth,
             rate_pps,
-            next_departure_us: 0,
+            pacer: Pacer::default(),
             bytes: 0,
             measures: QueueMeasures::new(rule),
         }
@@ -228,7 +229,28 @@ impl<T> Queue<T> {
     fn ready_at(&self) -> Option<u64> {
         self.items
             .front()
-            .map(|w| w.enq_us.max(self.next_departure_us))
+            .map(|w| w.enq_us.max(self.pacer.ready_at_us()))
+    }
+}
+
+/// When a rate-limited queue or port may send its next packet, kept in nanoseconds so that a
+/// rate that does not divide a second in whole microseconds (say 700,000 pps) keeps its
+/// average, and one over 1,000,000 pps is not unlimited.
+#[derive(Debug, Default)]
+struct Pacer {
+    next_ns: u64,
+}
+
+impl Pacer {
+    /// The first whole microsecond at which it may send.
+    fn ready_at_us(&self) -> u64 {
+        self.next_ns.div_ceil(1000)
+    }
+
+    /// A packet left at `now_us` under `rate_pps` (not 0): the next may leave one interval
+    /// after it, or after the last one's slot if that is later.
+    fn sent(&mut self, now_us: u64, rate_pps: u64) {
+        self.next_ns = now_us.saturating_mul(1000).max(self.next_ns) + 1_000_000_000 / rate_pps;
     }
 }
 
@@ -261,7 +283,7 @@ struct Port<T> {
     /// the port together, the scheduler choosing which queue sends each departure.
     rate_pps: Option<u64>,
     /// When the port may send its next packet under its rate.
-    next_departure_us: u64,
+    pacer: Pacer,
 }
 
 impl<T> Port<T> {
@@ -413,7 +435,7 @@ impl<T> TrafficManager<T> {
             scheduling,
             deficits: Deficits::default(),
             rate_pps: port_rate,
-            next_departure_us: 0,
+            pacer: Pacer::default(),
         })
     }
 
@@ -452,6 +474,7 @@ impl<T> TrafficManager<T> {
         }
         for q in self.queues(port, priority) {
             q.rate_pps = rate_pps.filter(|&r| r > 0);
+            q.pacer = Pacer::default();
         }
     }
 
@@ -461,11 +484,16 @@ impl<T> TrafficManager<T> {
     pub fn set_port_rate(&mut self, port: Option<u16>, rate_pps: Option<u64>) {
         let rate_pps = rate_pps.filter(|&r| r > 0);
         match port {
-            Some(p) => self.port(p).rate_pps = rate_pps,
+            Some(p) => {
+                let p = self.port(p);
+                p.rate_pps = rate_pps;
+                p.pacer = Pacer::default();
+            }
             None => {
                 self.default_port_rate = rate_pps;
                 for p in self.ports.values_mut() {
                     p.rate_pps = rate_pps;
+                    p.pacer = Pacer::default();
                 }
             }
         }
@@ -693,7 +721,7 @@ impl<T> TrafficManager<T> {
             .filter(|port| self.budgets.get(port).is_none_or(|&n| n > 0))
             .find_map(|&port| {
                 let state = self.ports.get_mut(&port).expect("busy ports have queues");
-                if state.rate_pps.is_some() && state.next_departure_us > now_us {
+                if state.rate_pps.is_some() && state.pacer.ready_at_us() > now_us {
                     return None;
                 }
                 state.select(ready).map(|p| (port, p))
@@ -718,13 +746,13 @@ impl<T> TrafficManager<T> {
     fn pop(&mut self, port: u16, priority: usize, now_us: u64) -> Dequeued<T> {
         let state = self.ports.get_mut(&port).expect("busy ports have queues");
         if let Some(rate) = state.rate_pps {
-            state.next_departure_us = now_us.max(state.next_departure_us) + 1_000_000 / rate;
+            state.pacer.sent(now_us, rate);
         }
         let q = &mut state.queues[priority];
         let w = q.items.pop_front().expect("the queue holds a packet");
         q.bytes -= u64::from(w.bytes);
         if let Some(rate) = q.rate_pps {
-            q.next_departure_us = now_us.max(q.next_departure_us) + 1_000_000 / rate.max(1);
+            q.pacer.sent(now_us, rate);
         }
         let deq_qdepth = q.items.len() as u32;
         q.measures.left(w.enq_us, q.items.len(), now_us);
@@ -757,7 +785,7 @@ impl<T> TrafficManager<T> {
             .filter_map(|(_, p)| {
                 let first = p.queues.iter().filter_map(Queue::ready_at).min()?;
                 Some(match p.rate_pps {
-                    Some(_) => first.max(p.next_departure_us),
+                    Some(_) => first.max(p.pacer.ready_at_us()),
                     None => first,
                 })
             })

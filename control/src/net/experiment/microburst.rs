@@ -169,7 +169,7 @@ pub fn run(args: &MicroburstArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
     if fabric.kind != SwitchKind::Softswitch {
         bail!("the microburst experiment reads softswitch's queue measures; BMv2 has none");
     }
-    if args.threshold + 2 > args.burst_frames {
+    if u64::from(args.threshold) + 2 > u64::from(args.burst_frames) {
         bail!(
             "--threshold {} is over --burst-frames {} − 2: a burst whose first frame leaves at \
              once finds at most that many ahead, and might not reach it",

@@ -601,7 +601,7 @@ fn verdict(args: &MixedArgs, cnp_bound_us: u64, control: &Run, bulk: &Run) -> Ve
     }
     // The median: a single stall of a switch the machine descheduled sets the p99 of some
     // tens of CNPs, in either run.
-    if bulk.cnp_sojourn_p50_us > control.cnp_sojourn_p50_us + cnp_bound_us {
+    if bulk.cnp_sojourn_p50_us > control.cnp_sojourn_p50_us.saturating_add(cnp_bound_us) {
         failures.push(format!(
             "CNPs waited {} us (p50) with the bulk, {} us without: more than {} us longer",
             bulk.cnp_sojourn_p50_us, control.cnp_sojourn_p50_us, cnp_bound_us
