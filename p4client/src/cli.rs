@@ -244,6 +244,10 @@ pub enum QueueCommand {
         /// Rate in packets per second; 0 = unlimited.
         #[arg(long)]
         rate: Option<u64>,
+        /// The rate of the port as a whole in packets per second, a link's: its queues share
+        /// it as their scheduling says; 0 = unlimited (a port's, so not with --priority).
+        #[arg(long, conflicts_with = "priority")]
+        port_rate: Option<u64>,
         /// Make the queues strict: served before the port's other queues, highest priority
         /// first (every queue is, by default).
         #[arg(long, conflicts_with = "dwrr")]
@@ -702,6 +706,7 @@ async fn queue(target: Target, command: QueueCommand, json: bool) -> anyhow::Res
             priority,
             depth,
             rate,
+            port_rate,
             strict,
             dwrr,
             weight,
@@ -713,6 +718,7 @@ async fn queue(target: Target, command: QueueCommand, json: bool) -> anyhow::Res
             let strict = (strict || dwrr).then_some(strict);
             if depth.is_none()
                 && rate.is_none()
+                && port_rate.is_none()
                 && strict.is_none()
                 && weight.is_none()
                 && quantum.is_none()
@@ -721,8 +727,9 @@ async fn queue(target: Target, command: QueueCommand, json: bool) -> anyhow::Res
                 && !reset_measures
             {
                 bail!(
-                    "nothing to change: give --depth, --rate, --strict or --dwrr, --weight, \
-                     --quantum, --burst-threshold, --burst-window-us or --reset-measures"
+                    "nothing to change: give --depth, --rate, --port-rate, --strict or --dwrr, \
+                     --weight, --quantum, --burst-threshold, --burst-window-us or \
+                     --reset-measures"
                 );
             }
             let request = SetQueueRequest {
@@ -737,8 +744,21 @@ async fn queue(target: Target, command: QueueCommand, json: bool) -> anyhow::Res
                 burst_threshold_packets: burst_threshold,
                 burst_window_us,
                 reset_measures,
+                port_rate_pps: port_rate,
             };
-            client.set_queue(request).await?
+            let queues = client.set_queue(request).await?;
+            // An arriving packet finds at most depth − 1 ahead: a threshold past it never fires.
+            let deaf = queues
+                .iter()
+                .filter(|q| q.burst_threshold_packets >= q.depth_packets)
+                .count();
+            if deaf > 0 {
+                eprintln!(
+                    "warning: {deaf} queues have a burst threshold at or over their depth: an \
+                     arriving packet finds at most depth − 1 ahead, so they never see a burst"
+                );
+            }
+            queues
         }
         QueueCommand::Show => client.queues().await?,
     };
@@ -753,7 +773,8 @@ async fn queue(target: Target, command: QueueCommand, json: bool) -> anyhow::Res
 
 fn queue_json(q: &QueueState) -> serde_json::Value {
     json!({"port": q.port, "priority": q.priority, "depth_packets": q.depth_packets,
-           "rate_pps": q.rate_pps, "occupancy_packets": q.occupancy_packets,
+           "rate_pps": q.rate_pps, "port_rate_pps": q.port_rate_pps,
+           "occupancy_packets": q.occupancy_packets,
            "strict": q.strict, "weight": q.weight, "quantum_bytes": q.quantum_bytes,
            "dropped_packets": q.dropped_packets,
            "sojourn_us_buckets": q.sojourn_us_buckets, "sojourn_p50_us": q.sojourn_p50_us,
@@ -765,7 +786,9 @@ fn queue_json(q: &QueueState) -> serde_json::Value {
            "burst_window_us": q.burst_window_us, "microbursts": q.microbursts,
            "bursts_over_window": q.bursts_over_window,
            "last_burst_peak_packets": q.last_burst_peak_packets,
-           "last_burst_duration_us": q.last_burst_duration_us, "in_burst": q.in_burst})
+           "last_burst_duration_us": q.last_burst_duration_us, "in_burst": q.in_burst,
+           "open_burst_peak_packets": q.open_burst_peak_packets,
+           "open_burst_us": q.open_burst_us})
 }
 
 fn queue_table(queues: &[QueueState]) -> String {

@@ -833,7 +833,8 @@ fn queue_set_and_show() {
                 "microbursts": 0, "bursts_over_window": 0, "last_burst_peak_packets": 0,
                 "last_burst_duration_us": 0, "occupancy_p50_packets": 0,
                 "occupancy_p99_packets": 0, "occupancy_max_packets": 0, "sojourn_p50_us": 0,
-                "sojourn_p99_us": 0, "sojourn_max_us": 0, "sojourn_us_buckets": vec![0u64; 32]}])
+                "sojourn_p99_us": 0, "sojourn_max_us": 0, "sojourn_us_buckets": vec![0u64; 32],
+                "port_rate_pps": 0, "open_burst_peak_packets": 0, "open_burst_us": 0}])
     );
     // Scheduling: priority 3 of port 2 shares the port by DWRR with weight 3, its quantum 9000.
     let changed = bed.p4_json(&[

@@ -12,7 +12,7 @@
 use std::time::Instant;
 
 use lossless_tests::{
-    bed::{privileged_and, TEST_MAC},
+    bed::{lossless_bin, privileged_and, TEST_MAC},
     craft::{scapy_frame, scapy_pfc},
     gnmi::{self, counter, pygnmi_or_skip, Stream, DEADLINE},
     switch::{dataplane_p4, SwitchBed, Topology},
@@ -162,7 +162,106 @@ fn pygnmi_reads_softswitch_counters_and_sees_a_pause_on_change() {
     assert_eq!(count, Some(1));
     assert!(time.unwrap() > 0);
     drop(stream);
+
+    burst_measures_are_served(&bed, &python, &socket, &src);
     bed.into_topology().unwrap();
+}
+
+/// Frames of a burst from the first host to the second.
+const BURST: u64 = 10;
+/// The rate the second host's queue drains at, packets a second: 20 ms a frame.
+const BURST_DRAIN_PPS: u64 = 50;
+
+/// A burst of [`BURST`] frames routed to the second host's port, whose queue is made to drain
+/// at [`BURST_DRAIN_PPS`] with a microburst threshold of 4: its measures, read with Get at the
+/// `lossless` origin once the burst is over, say one microburst whose peak is the most frames
+/// found ahead (the occupancy's maximum, one definition), the last frame's long wait, and no
+/// burst under way.
+fn burst_measures_are_served(
+    bed: &SwitchBed,
+    python: &std::path::PathBuf,
+    socket: &lossless_tests::capture::RawSocket,
+    src: &str,
+) {
+    let ns = &bed.topology().switch_ns;
+    let to = &bed.hosts()[1];
+    for words in [
+        "entries add ipv4_lpm set_nexthop 10.0.0.2/32 => 2",
+        &format!(
+            "entries add nexthop forward 2 => {} 02:00:00:00:00:f2 02:00:00:00:00:02",
+            to.port
+        ),
+        &format!(
+            "queue set --port {} --priority 0 --rate {BURST_DRAIN_PPS} --burst-threshold 4 \
+             --burst-window-us 5000000 --reset-measures",
+            to.port
+        ),
+    ] {
+        let out = ns
+            .command(lossless_bin())
+            .arg("p4")
+            .args(words.split_whitespace())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "p4 {words}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let frame = scapy_frame(&format!(
+        "Ether(src='{src}', dst='02:00:00:00:00:f1')/IP(src='10.0.0.1', dst='10.0.0.2')/UDP(sport=1, dport=2)/Raw(b'x' * 100)"
+    ))
+    .unwrap();
+    for _ in 0..BURST {
+        socket.send(&frame).unwrap();
+    }
+    let queue = format!(
+        "lossless:/qos/interfaces/interface[interface-id={}]/output/queues/queue[name=0]/state",
+        to.switch_iface
+    );
+    let read = || {
+        let answers = gnmi::client(ns, python, &[HOST, PORT, &to.switch_iface, "get", &queue]);
+        answers["get"][&queue]
+            .as_object()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let value = |leaves: &serde_json::Map<String, serde_json::Value>, name: &str| {
+        leaves
+            .iter()
+            .find(|(path, _)| path.ends_with(&format!("/state/{name}")))
+            .map(|(_, v)| counter(v, "json_val"))
+            .unwrap_or_else(|| panic!("no {name} in {leaves:?}"))
+    };
+    let deadline = Instant::now() + DEADLINE;
+    let mut leaves = read();
+    while value(&leaves, "microbursts") == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the burst never ended: {leaves:?}"
+        );
+        leaves = read();
+    }
+    let leaf = |name: &str| value(&leaves, name);
+    assert_eq!((leaf("microbursts"), leaf("bursts-over-window")), (1, 0));
+    assert_eq!((leaf("in-burst"), leaf("open-burst-us")), (0, 0));
+    assert_eq!(leaf("burst-threshold-packets"), 4);
+    // The first frame may leave before the last arrives: 9 or 8 found ahead at the top.
+    let peak = leaf("last-burst-peak-packets");
+    assert!((BURST - 2..BURST).contains(&peak), "peak {peak}");
+    assert_eq!(leaf("occupancy-max-packets"), peak);
+    // The last frame waited for the 8 or 9 ahead of it, 20 ms each.
+    let frame_us = 1_000_000 / BURST_DRAIN_PPS;
+    assert!(
+        leaf("sojourn-max-us") >= (BURST - 2) * frame_us,
+        "{}",
+        leaf("sojourn-max-us")
+    );
+    // In the burst from when a frame found 4 ahead (at once) until a departure left 2 behind:
+    // the 7th departure after the first frame's, 7 frame times (a late engine adds to it).
+    let lasted = leaf("last-burst-duration-us");
+    assert!(lasted >= 6 * frame_us, "lasted {lasted} us");
 }
 
 #[test]

@@ -171,7 +171,7 @@ pub async fn run(args: NetArgs) -> anyhow::Result<ExitCode> {
             switch,
             experiment,
         } => {
-            let (network, _, shape) = up::load(&topo, &Tuning::default())?;
+            let (network, _, shape) = up::load(&topo, &experiment.tuning())?;
             if shape.is_none() {
                 bail!(
                     "experiments run on generated fabrics (leaf-spine:S,L,H), and {topo} is none"

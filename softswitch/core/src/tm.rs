@@ -206,7 +206,8 @@ struct Queue<T> {
     items: VecDeque<Waiting<T>>,
     depth: usize,
     rate_pps: Option<u64>,
-    next_departure_us: u64,
+    /// When it may send its next packet under its rate.
+    pacer: Pacer,
     /// Bytes of the packets in it.
     bytes: u64,
     /// What it measured.
@@ -219,7 +220,7 @@ impl<T> Queue<T> {
             items: VecDeque::new(),
             depth,
             rate_pps,
-            next_departure_us: 0,
+            pacer: Pacer::default(),
             bytes: 0,
             measures: QueueMeasures::new(rule),
         }
@@ -228,7 +229,28 @@ impl<T> Queue<T> {
     fn ready_at(&self) -> Option<u64> {
         self.items
             .front()
-            .map(|w| w.enq_us.max(self.next_departure_us))
+            .map(|w| w.enq_us.max(self.pacer.ready_at_us()))
+    }
+}
+
+/// When a rate-limited queue or port may send its next packet, kept in nanoseconds so that a
+/// rate that does not divide a second in whole microseconds (say 700,000 pps) keeps its
+/// average, and one over 1,000,000 pps is not unlimited.
+#[derive(Debug, Default)]
+struct Pacer {
+    next_ns: u64,
+}
+
+impl Pacer {
+    /// The first whole microsecond at which it may send.
+    fn ready_at_us(&self) -> u64 {
+        self.next_ns.div_ceil(1000)
+    }
+
+    /// A packet left at `now_us` under `rate_pps` (not 0): the next may leave one interval
+    /// after it, or after the last one's slot if that is later.
+    fn sent(&mut self, now_us: u64, rate_pps: u64) {
+        self.next_ns = now_us.saturating_mul(1000).max(self.next_ns) + 1_000_000_000 / rate_pps;
     }
 }
 
@@ -257,6 +279,11 @@ struct Port<T> {
     queues: Vec<Queue<T>>,
     scheduling: Scheduling,
     deficits: Deficits,
+    /// The port's own rate in packets per second (`None`: unlimited), a link's: every queue of
+    /// the port together, the scheduler choosing which queue sends each departure.
+    rate_pps: Option<u64>,
+    /// When the port may send its next packet under its rate.
+    pacer: Pacer,
 }
 
 impl<T> Port<T> {
@@ -362,6 +389,7 @@ pub(crate) struct TrafficManager<T> {
     default_rate: Option<u64>,
     default_scheduling: Scheduling,
     default_burst_rule: BurstRule,
+    default_port_rate: Option<u64>,
     queued: usize,
     /// Bytes in all queues.
     queued_bytes: u64,
@@ -384,6 +412,7 @@ impl<T> Default for TrafficManager<T> {
             default_rate: None,
             default_scheduling: Scheduling::default(),
             default_burst_rule: BurstRule::default(),
+            default_port_rate: None,
             queued: 0,
             queued_bytes: 0,
             buffer_bytes: None,
@@ -398,12 +427,15 @@ impl<T> TrafficManager<T> {
     fn port(&mut self, port: u16) -> &mut Port<T> {
         let (depth, rate) = (self.default_depth, self.default_rate);
         let (scheduling, rule) = (self.default_scheduling, self.default_burst_rule);
+        let port_rate = self.default_port_rate;
         self.ports.entry(port).or_insert_with(|| Port {
             queues: (0..PRIORITIES)
                 .map(|_| Queue::new(depth, rate, rule))
                 .collect(),
             scheduling,
             deficits: Deficits::default(),
+            rate_pps: port_rate,
+            pacer: Pacer::default(),
         })
     }
 
@@ -442,7 +474,36 @@ impl<T> TrafficManager<T> {
         }
         for q in self.queues(port, priority) {
             q.rate_pps = rate_pps.filter(|&r| r > 0);
+            q.pacer = Pacer::default();
         }
+    }
+
+    /// Sets the rate (packets per second; `None` unlimited) of `port` as a whole, or of every
+    /// port (including ports not seen yet) when `port` is `None`: a link's rate, shared by the
+    /// port's queues as its [`Scheduling`] says (each queue's own rate still applies).
+    pub fn set_port_rate(&mut self, port: Option<u16>, rate_pps: Option<u64>) {
+        let rate_pps = rate_pps.filter(|&r| r > 0);
+        match port {
+            Some(p) => {
+                let p = self.port(p);
+                p.rate_pps = rate_pps;
+                p.pacer = Pacer::default();
+            }
+            None => {
+                self.default_port_rate = rate_pps;
+                for p in self.ports.values_mut() {
+                    p.rate_pps = rate_pps;
+                    p.pacer = Pacer::default();
+                }
+            }
+        }
+    }
+
+    /// The rate of `port` as a whole (`None`: unlimited); a port not seen yet has the default.
+    pub fn port_rate(&self, port: u16) -> Option<u64> {
+        self.ports
+            .get(&port)
+            .map_or(self.default_port_rate, |p| p.rate_pps)
     }
 
     /// Sets the burst threshold (packets) and/or window (µs) of the queues chosen as by
@@ -629,9 +690,13 @@ impl<T> TrafficManager<T> {
         let unlimited = match self.ports.get(&port) {
             Some(p) => {
                 let q = &p.queues[usize::from(priority).min(PRIORITIES - 1)];
-                q.rate_pps.is_none() && q.depth > 0
+                q.rate_pps.is_none() && q.depth > 0 && p.rate_pps.is_none()
             }
-            None => self.default_rate.is_none() && self.default_depth > 0,
+            None => {
+                self.default_rate.is_none()
+                    && self.default_depth > 0
+                    && self.default_port_rate.is_none()
+            }
         };
         if unlimited {
             self.spend(port);
@@ -642,8 +707,9 @@ impl<T> TrafficManager<T> {
     }
 
     /// The next packet that may leave at `now_us`: the lowest-numbered port with a ready
-    /// packet that takes a frame now, from the queue its [`Scheduling`] picks among its ready
-    /// ones (a rate-limited queue is ready from its next departure time).
+    /// packet that takes a frame now and whose own rate lets it send, from the queue its
+    /// [`Scheduling`] picks among its ready ones (a rate-limited queue is ready from its next
+    /// departure time).
     pub fn dequeue(&mut self, now_us: u64) -> Option<Dequeued<T>> {
         if self.queued == 0 {
             return None;
@@ -655,6 +721,9 @@ impl<T> TrafficManager<T> {
             .filter(|port| self.budgets.get(port).is_none_or(|&n| n > 0))
             .find_map(|&port| {
                 let state = self.ports.get_mut(&port).expect("busy ports have queues");
+                if state.rate_pps.is_some() && state.pacer.ready_at_us() > now_us {
+                    return None;
+                }
                 state.select(ready).map(|p| (port, p))
             })?;
         self.spend(port);
@@ -676,11 +745,14 @@ impl<T> TrafficManager<T> {
     /// Takes the head of `port`'s queue `priority`, which holds a packet.
     fn pop(&mut self, port: u16, priority: usize, now_us: u64) -> Dequeued<T> {
         let state = self.ports.get_mut(&port).expect("busy ports have queues");
+        if let Some(rate) = state.rate_pps {
+            state.pacer.sent(now_us, rate);
+        }
         let q = &mut state.queues[priority];
         let w = q.items.pop_front().expect("the queue holds a packet");
         q.bytes -= u64::from(w.bytes);
         if let Some(rate) = q.rate_pps {
-            q.next_departure_us = now_us.max(q.next_departure_us) + 1_000_000 / rate.max(1);
+            q.pacer.sent(now_us, rate);
         }
         let deq_qdepth = q.items.len() as u32;
         q.measures.left(w.enq_us, q.items.len(), now_us);
@@ -704,12 +776,19 @@ impl<T> TrafficManager<T> {
     }
 
     /// The earliest time a queued packet may leave (a port that takes no frame now is waited
-    /// for by its owner, not by the clock).
+    /// for by its owner, not by the clock; one with a rate of its own is not ready before its
+    /// next departure).
     pub fn next_ready(&self) -> Option<u64> {
         self.ports
             .iter()
             .filter(|(&port, _)| self.takes(port))
-            .flat_map(|(_, p)| p.queues.iter().filter_map(Queue::ready_at))
+            .filter_map(|(_, p)| {
+                let first = p.queues.iter().filter_map(Queue::ready_at).min()?;
+                Some(match p.rate_pps {
+                    Some(_) => first.max(p.pacer.ready_at_us()),
+                    None => first,
+                })
+            })
             .min()
     }
 
@@ -959,6 +1038,34 @@ mod tests {
     }
 
     #[test]
+    fn a_port_rate_paces_all_its_queues_together_and_the_weights_share_it() {
+        // 1000 packets a second for the whole port: one departure a millisecond, whichever
+        // queue sends it; a strict queue's packet takes the next one.
+        let mut tm = weighted(DEFAULT_QUANTUM);
+        tm.set_port_rate(None, Some(1000));
+        assert_eq!(
+            tm.port_rate(7),
+            Some(1000),
+            "the default of ports not seen yet"
+        );
+        let mut now = 0;
+        let (heavy, light) = shares(&mut tm, 1, |tm| {
+            let d = tm.dequeue(now).expect("one departure a millisecond");
+            assert!(tm.dequeue(now).is_none(), "the port's rate allows one");
+            assert_eq!(tm.next_ready(), Some(now + 1000));
+            now += 1000;
+            d
+        });
+        assert_three_to_one(heavy, light);
+        tm.enqueue(1, 6, 6, 64, now).unwrap();
+        let d = tm.dequeue(now).unwrap();
+        assert_eq!((d.item, d.deq_timedelta), (6, 0));
+        // Unlimited again: everything ready leaves at once.
+        tm.set_port_rate(Some(1), None);
+        assert!(tm.dequeue(now).is_some() && tm.dequeue(now).is_some());
+    }
+
+    #[test]
     fn strict_queues_go_before_the_weighted_ones_whatever_their_number() {
         let mut tm = weighted(DEFAULT_QUANTUM);
         tm.enqueue(1, 2, 2, 100, 0).unwrap();
@@ -1134,8 +1241,8 @@ mod tests {
         }
         let m = tm.measures(1, 3).unwrap();
         let b = m.bursts;
-        // At 4 packets from the 4th arrival until the 4th departure leaves 2 (half the
-        // threshold).
+        // From the 5th arrival (4 ahead) until the 4th departure leaves 2 behind (half the
+        // threshold); the peak is the 6th arrival's 5 ahead, the occupancy's maximum.
         assert_eq!(
             (
                 b.microbursts,
@@ -1143,15 +1250,16 @@ mod tests {
                 b.last_peak_packets,
                 b.last_duration_us
             ),
-            (3, 0, 6, 40)
+            (3, 0, 5, 40)
         );
         assert_eq!((m.sojourn_us.total(), m.sojourn_us.max()), (18, 60));
         assert_eq!(m.sojourn_us.counts()[4], 3, "10 µs is in [8, 16)");
         assert_eq!((m.occupancy.quantile(0.5), m.occupancy.max()), (2, 5));
         assert_eq!(tm.measures(1, 0).unwrap().sojourn_us.total(), 0);
-        for i in 0..4 {
+        for i in 0..5 {
             tm.enqueue(1, 3, i, 100, 3000).unwrap();
         }
+        tm.dequeue_port(1, 0xff, 3200).unwrap();
         tm.dequeue_port(1, 0xff, 3200).unwrap();
         assert_eq!(
             tm.measures(1, 3).unwrap().bursts.longer,

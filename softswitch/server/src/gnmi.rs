@@ -1,8 +1,9 @@
 //! softswitch's counters as a gNMI tree (`softswitch run --gnmi-addr`), served by the `gnmi`
 //! crate's server: each port's frames and octets in and out and its queues' drops at
 //! OpenConfig's paths (openconfig-interfaces, openconfig-qos), and under the `lossless` origin
-//! what OpenConfig has no model for — each queue's occupancy and settings, the engine's
-//! totals, and the running program's counters and registers (the cells that are not zero).
+//! what OpenConfig has no model for — each queue's occupancy, settings and measures (sojourn
+//! times, occupancy percentiles, microbursts), the engine's totals, and the running program's
+//! counters and registers (the cells that are not zero).
 //! docs/telemetry.md lists the paths.
 //!
 //! The tree is read on the engine thread, as the Queues and P4Runtime services read it: one
@@ -97,6 +98,47 @@ struct QueueCopy {
     depth_packets: u64,
     rate_pps: u64,
     dropped: u64,
+    /// What it measured, as leaves under its `lossless` state.
+    measured: [(&'static str, u64); MEASURE_LEAVES],
+}
+
+/// The leaves of a queue's measures.
+const MEASURE_LEAVES: usize = 16;
+
+/// What `port`'s queue `priority` measured (the traffic manager's measures, docs/softswitch.md),
+/// as leaves: sojourn times (µs), occupancies (packets an arriving packet found ahead of it),
+/// the burst rule and the bursts, the episode under way, and the port's own rate.
+fn measure_leaves(
+    switch: &softswitch_core::switch::Switch,
+    port: u16,
+    priority: u8,
+) -> [(&'static str, u64); MEASURE_LEAVES] {
+    let rule = switch.queue_burst_rule(port, priority);
+    let unmeasured = softswitch_core::tm::QueueMeasures::new(rule);
+    let m = switch.queue_measures(port, priority).unwrap_or(&unmeasured);
+    let b = &m.bursts;
+    let (open_since, open_peak) = b.open().unzip();
+    [
+        ("sojourn-p50-us", m.sojourn_us.quantile(0.5)),
+        ("sojourn-p99-us", m.sojourn_us.quantile(0.99)),
+        ("sojourn-max-us", m.sojourn_us.max()),
+        ("occupancy-p50-packets", m.occupancy.quantile(0.5)),
+        ("occupancy-p99-packets", m.occupancy.quantile(0.99)),
+        ("occupancy-max-packets", m.occupancy.max()),
+        ("burst-threshold-packets", u64::from(rule.threshold_packets)),
+        ("burst-window-us", rule.window_us),
+        ("microbursts", b.microbursts),
+        ("bursts-over-window", b.longer),
+        ("last-burst-peak-packets", u64::from(b.last_peak_packets)),
+        ("last-burst-duration-us", b.last_duration_us),
+        ("in-burst", u64::from(b.in_burst())),
+        ("open-burst-peak-packets", open_peak.map_or(0, u64::from)),
+        (
+            "open-burst-us",
+            open_since.map_or(0, |t| switch.now_us().saturating_sub(t)),
+        ),
+        ("port-rate-pps", switch.port_rate(port).unwrap_or(0)),
+    ]
 }
 
 /// What one closure on the engine thread copies besides the program's cells.
@@ -140,6 +182,7 @@ fn copy_engine(e: &mut Engine) -> EngineCopy {
                     depth_packets: depth as u64,
                     rate_pps: rate.unwrap_or(0),
                     dropped: switch.queue_drops(port, priority),
+                    measured: measure_leaves(switch, port, priority),
                 });
             }
         }
@@ -272,7 +315,9 @@ impl CounterTree for SwitchTree {
                     ("occupancy-octets", q.occupancy_bytes),
                     ("depth-packets", q.depth_packets),
                     ("rate-pps", q.rate_pps),
-                ],
+                ]
+                .into_iter()
+                .chain(q.measured),
             );
         }
         for port in &self.ports {

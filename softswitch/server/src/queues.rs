@@ -1,6 +1,7 @@
 //! softswitch's `lossless.softswitch.v1.Queues` service: egress queue depth and rate per port
 //! and priority, as BMv2's Thrift `set_queue_depth` / `set_queue_rate`, and how a port's queues
-//! share it (strict or DWRR, weights, base quantum), which BMv2 has no call for; and what each
+//! share it (strict or DWRR, weights, base quantum, the port's own rate), which BMv2 has no call
+//! for; and what each
 //! queue measured: sojourn times, occupancies, microbursts (by a rule set here too).
 
 use std::sync::Arc;
@@ -40,6 +41,7 @@ fn state(switch: &Switch, port: u16, priority: u8) -> q::QueueState {
     let unmeasured = tm::QueueMeasures::new(rule);
     let m = switch.queue_measures(port, priority).unwrap_or(&unmeasured);
     let packets = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+    let open = m.bursts.open();
     q::QueueState {
         port: u32::from(port),
         priority: u32::from(priority),
@@ -64,6 +66,9 @@ fn state(switch: &Switch, port: u16, priority: u8) -> q::QueueState {
         last_burst_peak_packets: m.bursts.last_peak_packets,
         last_burst_duration_us: m.bursts.last_duration_us,
         in_burst: m.bursts.in_burst(),
+        port_rate_pps: switch.port_rate(port).unwrap_or(0),
+        open_burst_peak_packets: open.map_or(0, |(_, peak)| peak),
+        open_burst_us: open.map_or(0, |(since, _)| switch.now_us().saturating_sub(since)),
     }
 }
 
@@ -114,6 +119,7 @@ impl QueuesService {
         let priority = checked(req.priority, tm::priority)?;
         let depth = checked(req.depth_packets, tm::depth)?;
         let rate = checked(req.rate_pps, tm::rate)?;
+        let port_rate = checked(req.port_rate_pps, tm::rate)?;
         let weight = checked(req.weight, tm::weight)?;
         let quantum = checked(req.quantum_bytes, tm::quantum)?;
         let threshold = checked(req.burst_threshold_packets, tm::burst_threshold)?;
@@ -122,6 +128,11 @@ impl QueuesService {
         if quantum.is_some() && priority.is_some() {
             return Err(Status::invalid_argument(
                 "quantum_bytes is the port's, not a priority's: leave priority unset",
+            ));
+        }
+        if port_rate.is_some() && priority.is_some() {
+            return Err(Status::invalid_argument(
+                "port_rate_pps is the port's, not a priority's: leave priority unset",
             ));
         }
         let strict = req.strict;
@@ -139,6 +150,9 @@ impl QueuesService {
                     switch
                         .set_queue_rate(port, priority, rate)
                         .map_err(refused)?;
+                }
+                if let Some(rate) = port_rate {
+                    switch.set_port_rate(port, rate);
                 }
                 if let Some(strict) = strict {
                     switch

@@ -8,7 +8,12 @@
 //! back over the Queues service and reports the bursts the switches detected — count, peak
 //! occupancy, duration — and the sojourn-time histogram beside what was sent and what a queue
 //! draining at the link rate makes of it. With `--no-bursts` the same frames are sent evenly
-//! at half the link rate: no queue builds, and no burst may be reported.
+//! at a quarter of the link rate: no queue builds, and no burst may be reported.
+//!
+//! The verdict: every frame arrived, the queue the bursts pile up in (the receiver's leaf's
+//! port toward it, in the frames' priority) detected exactly the bursts sent and every other
+//! queue none, no episode lasted longer than the window and none is still under way at the
+//! read; the experiment exits non-zero otherwise.
 
 use std::{
     path::PathBuf,
@@ -22,6 +27,7 @@ use p4runtime::lossless::softswitch::v1::{QueueState, SetQueueRequest};
 use serde::Serialize;
 
 use super::{count, host_ip, Fabric, Links, Receiving, Spawned, HOST_IFACE};
+use crate::net::leaf_spine::Tuning;
 use crate::output;
 use traffic::StopFlag;
 
@@ -55,7 +61,8 @@ pub struct MicroburstArgs {
     /// at the link rate to empty between bursts.
     #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=60_000))]
     pub every_ms: u64,
-    /// The microburst threshold set on every queue, packets: fewer than --burst-frames.
+    /// The microburst threshold set on every queue, packets found ahead: at most
+    /// --burst-frames − 2.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
     pub threshold: u32,
     /// The microburst window set on every queue, µs (1 to 60000000).
@@ -64,7 +71,7 @@ pub struct MicroburstArgs {
     /// DSCP of the frames: by default 0, a lossy class, so that no PFC pause reshapes a burst.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=63))]
     pub dscp: u8,
-    /// Send the same frames evenly at half the link rate instead: a run without bursts.
+    /// Send the same frames evenly at a quarter of the link rate instead: a run without bursts.
     #[arg(long)]
     pub no_bursts: bool,
     /// Directory for summary.json and table.txt.
@@ -89,10 +96,12 @@ struct Sent {
 /// What a queue draining at the link rate makes of one burst arriving at once.
 #[derive(Debug, Serialize)]
 struct Expected {
-    /// Occupancy at the burst's top, packets.
+    /// Occupancy at the burst's top, packets: the most frames one of the burst finds ahead of
+    /// it, every other one (frames − 1; frames − 2 when the first has left before the last
+    /// arrives).
     peak_packets: u32,
-    /// Time in the burst, µs: until the (frames − ⌊threshold / 2⌋)th frame has left and the
-    /// queue holds half the threshold.
+    /// Time in the burst, µs: from its first frames until the (frames − ⌊threshold / 2⌋)th
+    /// leaves half the threshold behind, frames − 1 − ⌊threshold / 2⌋ link-frame-times.
     duration_us: f64,
     /// The last frame's sojourn, µs.
     max_sojourn_us: f64,
@@ -110,6 +119,11 @@ struct QueueOutcome {
     bursts_over_window: u64,
     last_burst_peak_packets: u32,
     last_burst_duration_us: u64,
+    /// Whether an episode was still under way at the read, its peak so far and how long it
+    /// had lasted, µs.
+    in_burst: bool,
+    open_burst_peak_packets: u32,
+    open_burst_us: u64,
     sojourn_p50_us: u64,
     sojourn_p99_us: u64,
     sojourn_max_us: u64,
@@ -138,8 +152,15 @@ struct Outcome {
     detected: u64,
     /// Episodes over the threshold longer than the window, all queues.
     over_window: u64,
+    /// Episodes still under way at the read, all queues.
+    open_bursts: u64,
+    /// The queue the bursts pile up in: switch, port, priority.
+    congested: (String, u32, u32),
     /// The queues that carried frames, most packets first.
     queues: Vec<QueueOutcome>,
+    /// Whether the switches detected exactly what was sent; why not if not.
+    pass: bool,
+    failures: Vec<String>,
     stopped_early: bool,
 }
 
@@ -148,9 +169,10 @@ pub fn run(args: &MicroburstArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
     if fabric.kind != SwitchKind::Softswitch {
         bail!("the microburst experiment reads softswitch's queue measures; BMv2 has none");
     }
-    if args.threshold >= args.burst_frames {
+    if u64::from(args.threshold) + 2 > u64::from(args.burst_frames) {
         bail!(
-            "--threshold {} is not under --burst-frames {}: no burst could reach it",
+            "--threshold {} is over --burst-frames {} − 2: a burst whose first frame leaves at \
+             once finds at most that many ahead, and might not reach it",
             args.threshold,
             args.burst_frames
         );
@@ -172,6 +194,13 @@ pub fn run(args: &MicroburstArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
     let receiver_node = fabric.host(&receiver)?;
     let receiver_ip = host_ip(receiver_node)?;
     fabric.host(&sender)?;
+    let (leaf, port) = fabric.port_toward(&receiver)?;
+    let priority = Tuning::default()
+        .classes
+        .iter()
+        .find(|c| c.dscp == args.dscp)
+        .map_or(0, |c| c.priority);
+    let congested = (leaf.name, port, u32::from(priority));
     let pps = args.links.apply(fabric)?;
     let drain_ms = u64::from(args.burst_frames) * 1000 / pps;
     if args.every_ms < 2 * drain_ms.max(1) {
@@ -230,9 +259,9 @@ pub fn run(args: &MicroburstArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
     let started = Instant::now();
     if args.no_bursts {
         let all = u64::from(args.bursts) * u64::from(args.burst_frames);
-        let half = (args.links.pacing.link_rate / 2).to_string();
+        let quarter = (args.links.pacing.link_rate / 4).to_string();
         starts_ms.push(0.0);
-        let text = send(all, &half)?.output(&format!("{sender}: traffic send"))?;
+        let text = send(all, &quarter)?.output(&format!("{sender}: traffic send"))?;
         frames += sent_frames(&text)?;
     } else {
         for i in 0..args.bursts {
@@ -256,6 +285,11 @@ pub fn run(args: &MicroburstArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
     let received = received.qps.iter().map(|q| q.frames.packets).sum();
     let mut queues = read_queues(fabric)?;
     queues.sort_by_key(|q| std::cmp::Reverse(q.packets));
+    let sent_bursts = if args.no_bursts {
+        0
+    } else {
+        starts_ms.len() as u64
+    };
 
     let n = f64::from(args.burst_frames);
     let per_frame_us = 1e6 / pps as f64;
@@ -277,16 +311,76 @@ pub fn run(args: &MicroburstArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
         },
         received,
         expected: Expected {
-            peak_packets: args.burst_frames,
-            duration_us: (n - f64::from(args.threshold / 2)) * per_frame_us,
+            peak_packets: args.burst_frames - 1,
+            duration_us: (n - 1.0 - f64::from(args.threshold / 2)) * per_frame_us,
             max_sojourn_us: (n - 1.0) * per_frame_us,
         },
         detected: queues.iter().map(|q| q.microbursts).sum(),
         over_window: queues.iter().map(|q| q.bursts_over_window).sum(),
+        open_bursts: queues.iter().filter(|q| q.in_burst).count() as u64,
+        failures: verdict(&queues, &congested, sent_bursts, frames, received),
+        pass: false,
+        congested,
         queues,
         stopped_early: stop.is_stopped(),
     };
-    output::print_and_write_table(&args.out, &outcome, &table(&outcome), "table.txt")
+    let outcome = Outcome {
+        pass: outcome.failures.is_empty() && !outcome.stopped_early,
+        ..outcome
+    };
+    let mut failures = outcome.failures.clone();
+    if outcome.stopped_early {
+        failures.push("stopped early".into());
+    }
+    super::report(&args.out, &outcome, &table(&outcome), &failures)
+}
+
+/// What the switches detected that was not what was sent (nothing: the verdict passes):
+/// `bursts` microbursts on the `congested` queue, none elsewhere, none longer than the window
+/// nor still under way, and every frame arrived.
+fn verdict(
+    queues: &[QueueOutcome],
+    congested: &(String, u32, u32),
+    bursts: u64,
+    sent: u64,
+    received: u64,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    if received != sent {
+        failures.push(format!("{received} frames of {sent} arrived"));
+    }
+    let is_congested = |q: &QueueOutcome| {
+        (&q.switch, q.port, q.priority) == (&congested.0, congested.1, congested.2)
+    };
+    if bursts > 0 && !queues.iter().any(is_congested) {
+        failures.push(format!(
+            "{}:{} priority {} carried nothing",
+            congested.0, congested.1, congested.2
+        ));
+    }
+    for q in queues {
+        let name = format!("{}:{} priority {}", q.switch, q.port, q.priority);
+        let want = if is_congested(q) { bursts } else { 0 };
+        if q.microbursts != want {
+            failures.push(format!(
+                "{name} detected {} microbursts, not {want}",
+                q.microbursts
+            ));
+        }
+        if q.bursts_over_window > 0 {
+            failures.push(format!(
+                "{name}: {} episodes longer than the window",
+                q.bursts_over_window
+            ));
+        }
+        if q.in_burst {
+            failures.push(format!(
+                "{name} was still in a burst at the read (peak {} for {} us)",
+                q.open_burst_peak_packets, q.open_burst_us
+            ));
+        }
+    }
+    failures
 }
 
 /// Frames a `traffic send --json` summary says it sent.
@@ -297,15 +391,13 @@ fn sent_frames(text: &str) -> anyhow::Result<u64> {
 
 /// Sets the microburst rule of every queue of every switch and forgets what they measured.
 fn set_burst_rule(fabric: &Fabric, threshold: u32, window_us: u64) -> anyhow::Result<()> {
-    fabric.set_every_queue(
-        SetQueueRequest {
-            burst_threshold_packets: Some(threshold),
-            burst_window_us: Some(window_us),
-            reset_measures: true,
-            ..Default::default()
-        },
-        "setting its burst rule",
-    )
+    let request = SetQueueRequest {
+        burst_threshold_packets: Some(threshold),
+        burst_window_us: Some(window_us),
+        reset_measures: true,
+        ..Default::default()
+    };
+    fabric.set_queue_everywhere(&[request], "setting its burst rule")
 }
 
 /// Every switch queue that carried a packet, as its switch measured it.
@@ -329,7 +421,7 @@ fn read_queues(fabric: &Fabric) -> anyhow::Result<Vec<QueueOutcome>> {
             queues
                 .into_iter()
                 .map(move |q| outcome_of(&switch, q))
-                .filter(|q| q.packets > 0)
+                .filter(|q| q.packets > 0 || q.in_burst)
         })
         .collect())
 }
@@ -344,6 +436,9 @@ fn outcome_of(switch: &str, q: QueueState) -> QueueOutcome {
         bursts_over_window: q.bursts_over_window,
         last_burst_peak_packets: q.last_burst_peak_packets,
         last_burst_duration_us: q.last_burst_duration_us,
+        in_burst: q.in_burst,
+        open_burst_peak_packets: q.open_burst_peak_packets,
+        open_burst_us: q.open_burst_us,
         sojourn_p50_us: q.sojourn_p50_us,
         sojourn_p99_us: q.sojourn_p99_us,
         sojourn_max_us: q.sojourn_max_us,
@@ -383,8 +478,15 @@ fn table(o: &Outcome) -> String {
         e.max_sojourn_us
     );
     t.push_str(&format!(
-        "{:<16} {:>8} {:>11} {:>10} {:>11} {:>18} {:>14}\n",
-        "queue", "packets", "microbursts", "longer", "last_burst", "sojourn_us", "occupancy"
+        "{:<16} {:>8} {:>11} {:>10} {:>11} {:>11} {:>18} {:>14}\n",
+        "queue",
+        "packets",
+        "microbursts",
+        "longer",
+        "last_burst",
+        "open_burst",
+        "sojourn_us",
+        "occupancy"
     ));
     for q in &o.queues {
         let (sojourn, occupancy) = output::queue_percentiles(
@@ -396,8 +498,13 @@ fn table(o: &Outcome) -> String {
             ]
             .map(u64::from),
         );
+        let open = if q.in_burst {
+            format!("{}@{}us", q.open_burst_peak_packets, q.open_burst_us)
+        } else {
+            "-".to_string()
+        };
         t.push_str(&format!(
-            "{:<16} {:>8} {:>11} {:>10} {:>11} {:>18} {:>14}\n",
+            "{:<16} {:>8} {:>11} {:>10} {:>11} {:>11} {:>18} {:>14}\n",
             format!("{}:{} prio {}", q.switch, q.port, q.priority),
             q.packets,
             q.microbursts,
@@ -406,6 +513,7 @@ fn table(o: &Outcome) -> String {
                 "{}@{}us",
                 q.last_burst_peak_packets, q.last_burst_duration_us
             ),
+            open,
             sojourn,
             occupancy
         ));
@@ -430,9 +538,10 @@ fn table(o: &Outcome) -> String {
         }
     }
     t.push_str(&format!(
-        "\ndetected {} microbursts ({} longer than the window) of {} {} sent\n",
+        "\ndetected {} microbursts ({} longer than the window, {} under way) of {} {} sent\n",
         o.detected,
         o.over_window,
+        o.open_bursts,
         if o.sent.evenly { 0 } else { o.sent.bursts },
         if o.sent.evenly {
             "bursts (frames sent evenly)"
@@ -440,5 +549,13 @@ fn table(o: &Outcome) -> String {
             "bursts"
         }
     ));
-    t
+    let verdict = if o.pass {
+        format!(
+            "PASS: {}:{} priority {} detected every burst sent, no other queue any",
+            o.congested.0, o.congested.1, o.congested.2
+        )
+    } else {
+        format!("FAIL: {}", o.failures.join("; "))
+    };
+    t + &super::table_end(&Default::default(), &verdict, o.stopped_early)
 }

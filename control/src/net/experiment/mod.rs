@@ -10,6 +10,7 @@ pub mod controller;
 pub mod incast;
 pub mod lb;
 pub mod microburst;
+pub mod mixed;
 
 use std::{
     collections::BTreeMap,
@@ -31,7 +32,7 @@ use p4runtime::{lossless::softswitch::v1::SetQueueRequest, p4::config::v1::P4Inf
 use serde::Serialize;
 
 use super::{
-    leaf_spine::{Shape, PAUSE_RATE_BPS, PRIORITY_DATA},
+    leaf_spine::{Shape, Tuning, PAUSE_RATE_BPS, PRIORITY_DATA},
     state::{NodeStatus, Running},
 };
 use p4client::{
@@ -69,6 +70,11 @@ pub enum Experiment {
     /// the bursts the switches' queues detected (count, peak occupancy, duration) and the
     /// sojourn-time histogram beside what was sent.
     Microburst(microburst::MicroburstArgs),
+    /// Mixed traffic on softswitch: RoCEv2 in the lossless priority beside lossy bulk traffic
+    /// in two priorities shared by DWRR, through one congested port, with and without the bulk;
+    /// each lossy class's share against its weight and the CNPs' wait at that port, with a
+    /// verdict.
+    Mixed(mixed::MixedArgs),
 }
 
 impl Experiment {
@@ -81,7 +87,16 @@ impl Experiment {
             | Experiment::Lb(_)
             | Experiment::LinkFailure(_)
             | Experiment::Collective(_)
-            | Experiment::Microburst(_) => vec!["xdp".into()],
+            | Experiment::Microburst(_)
+            | Experiment::Mixed(_) => vec!["xdp".into()],
+        }
+    }
+
+    /// The tuning of the fabric's entries it runs on.
+    pub fn tuning(&self) -> Tuning {
+        match self {
+            Experiment::Mixed(_) => mixed::tuning(),
+            _ => Tuning::default(),
         }
     }
 
@@ -93,6 +108,7 @@ impl Experiment {
             Experiment::LinkFailure(args) => lb::run(&args.lb, Some(args), fabric, stop),
             Experiment::Collective(args) => collective::run(args, fabric, stop),
             Experiment::Microburst(args) => microburst::run(args, fabric, stop),
+            Experiment::Mixed(args) => mixed::run(args, fabric, stop),
         }
     }
 }
@@ -160,6 +176,24 @@ impl Pacing {
         fabric.set_queues(pps, self.queue_depth)?;
         Ok(pps)
     }
+
+    /// As [`Pacing::apply`], but paces every port as a whole at the link rate instead of each
+    /// queue (softswitch only): the port's queues compete for its departures, and its
+    /// scheduler decides which sends.
+    pub fn apply_to_ports(&self, fabric: &Fabric, frame_bytes: usize) -> anyhow::Result<u64> {
+        if !FRAME_BYTES.contains(&frame_bytes) {
+            bail!("frames of {frame_bytes} bytes: experiments send {FRAME_BYTES:?}");
+        }
+        let pps = link_pps(self.link_rate, frame_bytes)?;
+        let request = SetQueueRequest {
+            rate_pps: Some(0),
+            port_rate_pps: Some(pps),
+            depth_packets: Some(self.queue_depth),
+            ..Default::default()
+        };
+        fabric.set_queue_everywhere(&[request], "pacing its ports")?;
+        Ok(pps)
+    }
 }
 
 /// The fabric's links and the frames the senders send on them: options of the experiments
@@ -175,10 +209,10 @@ pub struct Links {
 }
 
 impl Links {
-    /// `lossless traffic send` with DCQCN on a host's `eth0` to `dst`, from the link rate,
-    /// its summary as JSON; the run's length and QPs are the caller's to add.
-    pub fn dcqcn_sender(&self, dst: IpAddr) -> Vec<String> {
-        let mut send: Vec<String> = [
+    /// `lossless traffic send` on a host's `eth0` to `dst` at `rate_bps`, its summary as JSON;
+    /// the run's length, class and QPs are the caller's to add.
+    pub fn sender(&self, dst: IpAddr, rate_bps: u64) -> Vec<String> {
+        [
             "traffic",
             "send",
             "--iface",
@@ -186,14 +220,19 @@ impl Links {
             "--dst-ip",
             &dst.to_string(),
             "--rate",
-            &self.pacing.link_rate.to_string(),
+            &rate_bps.to_string(),
             "--size",
             &self.size.to_string(),
             "--json",
-            "--dcqcn",
         ]
         .map(String::from)
-        .to_vec();
+        .to_vec()
+    }
+
+    /// [`Links::sender`] with DCQCN, from the link rate.
+    pub fn dcqcn_sender(&self, dst: IpAddr) -> Vec<String> {
+        let mut send = self.sender(dst, self.pacing.link_rate);
+        send.push("--dcqcn".into());
         send.extend(dcqcn_flags(self.pacing.link_rate, self.size));
         send
     }
@@ -316,6 +355,23 @@ impl Fabric {
         Ok(node)
     }
 
+    /// The leaf a host is wired to, and its port toward the host: leaf L's ports 1..=H go to
+    /// its hosts, in order (the generated fabrics' wiring, [`super::leaf_spine`]).
+    pub fn port_toward(&self, host: &str) -> anyhow::Result<(SwitchRef, u32)> {
+        let (leaves, hosts) = (self.shape.leaves, self.shape.hosts);
+        let (leaf, port) = (1..=leaves)
+            .flat_map(|l| (1..=hosts).map(move |h| (l, h)))
+            .find(|&(l, h)| super::leaf_spine::host_name(l, h) == host)
+            .with_context(|| format!("{host} is no host of the fabric"))?;
+        let name = format!("leaf{leaf}");
+        let switch = self
+            .switches()
+            .into_iter()
+            .find(|s| s.name == name)
+            .with_context(|| format!("the fabric has no {name}"))?;
+        Ok((switch, u32::from(port)))
+    }
+
     /// Every host's name, in topology order.
     pub fn hosts(&self) -> Vec<String> {
         self.nodes()
@@ -378,17 +434,23 @@ impl Fabric {
         })?
     }
 
-    /// Sends `request` to the Queues service of every switch (softswitch's); `change` says
-    /// what it does in an error, after the switch's name.
-    pub fn set_every_queue(&self, request: SetQueueRequest, change: &str) -> anyhow::Result<()> {
+    /// Sends `requests`, in order, to every switch's Queues service (softswitch's); `what` the
+    /// requests do, for an error.
+    pub fn set_queue_everywhere(
+        &self,
+        requests: &[SetQueueRequest],
+        what: &str,
+    ) -> anyhow::Result<()> {
         let switches = self.switches();
         self.in_network(async {
             for switch in &switches {
                 let mut client = Client::connect(switch.target.clone()).await?;
-                client
-                    .set_queue(request)
-                    .await
-                    .with_context(|| format!("{}: {change}", switch.name))?;
+                for request in requests {
+                    client
+                        .set_queue(*request)
+                        .await
+                        .with_context(|| format!("{}: {what}", switch.name))?;
+                }
             }
             Ok(())
         })
@@ -401,12 +463,12 @@ impl Fabric {
     pub fn set_queues(&self, pps: u64, depth: u32) -> anyhow::Result<()> {
         let switches = self.switches();
         match self.kind {
-            SwitchKind::Softswitch => self.set_every_queue(
-                SetQueueRequest {
+            SwitchKind::Softswitch => self.set_queue_everywhere(
+                &[SetQueueRequest {
                     rate_pps: Some(pps),
                     depth_packets: Some(depth),
                     ..Default::default()
-                },
+                }],
                 "setting its queues' rate",
             ),
             SwitchKind::Bmv2 => {
@@ -817,6 +879,21 @@ pub fn table_head(names: &[String]) -> String {
 /// One row of a Markdown table.
 pub fn table_row(cells: &[String]) -> String {
     format!("| {} |\n", cells.join(" | "))
+}
+
+/// Prints `table`, writes it (table.txt) and `summary` (summary.json) into `out`; then, when
+/// the experiment's verdict found `failures`, fails with them (the experiment exits non-zero).
+pub fn report(
+    out: &Path,
+    summary: &impl Serialize,
+    table: &str,
+    failures: &[String],
+) -> anyhow::Result<()> {
+    crate::output::print_and_write_table(out, summary, table, "table.txt")?;
+    if !failures.is_empty() {
+        bail!("the verdict: FAIL ({})", failures.join("; "));
+    }
+    Ok(())
 }
 
 /// The end of an experiment's table: the kernel's drops on every interface that dropped any,

@@ -969,6 +969,19 @@ impl Switch {
         Ok(())
     }
 
+    /// Sets the rate (packets per second, `None` unlimited) of `port` as a whole, or of every
+    /// port, including ports not seen yet, when `port` is `None`: a link's rate, which the
+    /// port's queues share as its scheduling says. BMv2 has no such call (its rates are per
+    /// queue).
+    pub fn set_port_rate(&mut self, port: Option<u16>, rate_pps: Option<u64>) {
+        self.tm.set_port_rate(port, rate_pps);
+    }
+
+    /// The rate (packets per second, `None` unlimited) of `port` as a whole.
+    pub fn port_rate(&self, port: u16) -> Option<u64> {
+        self.tm.port_rate(port)
+    }
+
     /// Makes the queues chosen as by [`Self::set_queue_depth`] strict (served before every
     /// other queue of their port, highest priority first) or shared by DWRR with the port's
     /// other non-strict queues. Every queue is strict by default, as in BMv2.

@@ -4,6 +4,12 @@
 //! histogram, for percentiles), and microbursts: episodes where the queue's occupancy reaches a
 //! threshold and falls back to half of it within a window.
 //!
+//! Occupancy has one meaning throughout: the packets in the queue, not counting the one
+//! arriving or leaving — what an arriving packet finds ahead of it (its `enq_qdepth`), what a
+//! leaving one leaves behind (its `deq_qdepth`). The histogram, the burst threshold and a
+//! burst's peak all count it so: a burst's peak is the most packets an arriving packet found
+//! ahead of it during the burst, at most the occupancy's maximum.
+//!
 //! Times are the traffic manager's own timestamps, in microseconds of the switch's clock (the
 //! monotonic wall clock of a running switch, the simulated time of a simulator's); a sojourn
 //! under a microsecond reads 0.
@@ -121,7 +127,8 @@ pub type OccupancyHistogram = LogHistogram<3, OCCUPANCY_BUCKETS>;
 /// When a queue is in a burst and how short a burst must be to be a microburst.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BurstRule {
-    /// The occupancy (packets) at or over which the queue is in a burst.
+    /// The occupancy (packets an arriving packet finds ahead of it) at or over which the queue
+    /// is in a burst.
     pub threshold_packets: u32,
     /// The longest a burst may last to be a microburst, µs.
     pub window_us: u64,
@@ -153,7 +160,8 @@ pub struct Bursts {
     pub microbursts: u64,
     /// Episodes at or over the threshold that lasted longer than the window (congestion).
     pub longer: u64,
-    /// The highest occupancy of the last microburst, packets.
+    /// The highest occupancy of the last microburst (the most packets an arriving packet found
+    /// ahead of it), packets.
     pub last_peak_packets: u32,
     /// How long the last microburst lasted, µs.
     pub last_duration_us: u64,
@@ -169,7 +177,13 @@ impl Bursts {
         self.since_us.is_some()
     }
 
-    /// The queue holds `occupancy` packets at `now_us`, one more or one fewer than before.
+    /// The episode under way, if any: when it began (µs) and its highest occupancy so far.
+    pub fn open(&self) -> Option<(u64, u32)> {
+        self.since_us.map(|since| (since, self.peak))
+    }
+
+    /// The queue's occupancy is `occupancy` packets at `now_us` (found by an arriving packet,
+    /// or left behind by a leaving one).
     fn occupancy(&mut self, occupancy: u32, rule: BurstRule, now_us: u64) {
         match self.since_us {
             None if occupancy >= rule.threshold_packets => {
@@ -219,8 +233,8 @@ impl QueueMeasures {
     /// A packet arrived at `now_us` and found `ahead` packets in the queue.
     pub(crate) fn arrived(&mut self, ahead: usize, now_us: u64) {
         self.occupancy.record(ahead as u64);
-        let now_held = u32::try_from(ahead + 1).unwrap_or(u32::MAX);
-        self.bursts.occupancy(now_held, self.rule, now_us);
+        let ahead = u32::try_from(ahead).unwrap_or(u32::MAX);
+        self.bursts.occupancy(ahead, self.rule, now_us);
     }
 
     /// A packet enqueued at `enq_us` left at `now_us`, leaving `behind` packets.
@@ -313,8 +327,9 @@ mod tests {
             threshold_packets: 3,
             window_us: 100,
         });
-        // Up to 5 packets from t=10, under 3 at t=60 and back at 3 (not a new episode: it
-        // ends at half the threshold), down to 1 at t=90.
+        // From t=13, when an arriving packet finds 3 ahead, up to 4 found ahead; 2 left behind
+        // at t=60 and 2 found at t=65 (one episode still: it ends at half the threshold), down
+        // to 1 at t=90.
         for (ahead, t) in [(0, 10), (1, 11), (2, 12), (3, 13), (4, 14)] {
             m.arrived(ahead, t);
         }
@@ -332,14 +347,15 @@ mod tests {
                 m.bursts.last_peak_packets,
                 m.bursts.last_duration_us
             ),
-            (1, 5, 78)
+            (1, 4, 77)
         );
         // Over the threshold for 200 µs: congestion, not a microburst.
-        for (ahead, t) in [(0, 1000), (1, 1000), (2, 1000)] {
+        for (ahead, t) in [(0, 1000), (1, 1000), (2, 1000), (3, 1000)] {
             m.arrived(ahead, t);
         }
+        m.left(1000, 3, 1200);
         m.left(1000, 2, 1200);
-        assert_eq!(m.bursts.longer, 0, "2 is not under half the threshold");
+        assert_eq!(m.bursts.longer, 0, "2 is over half the threshold");
         m.left(1000, 1, 1200);
         assert_eq!((m.bursts.microbursts, m.bursts.longer), (1, 1));
         assert_eq!(m.sojourn_us.max(), 200);
