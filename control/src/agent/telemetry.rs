@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use dataplane_common::{cnp::CnpCounters, counters::PrioCounters, Hook};
+use dataplane_common::{cnp::CnpCounters, counters::PrioCounters, mirror::MirrorCounters, Hook};
 use gnmi::{
     path::{DataPath, Elem},
     proto::gnmi::ModelData,
@@ -111,6 +111,7 @@ impl Leaves {
             nak_unpinned: _, // then both directions are absent
             lb: _,           // the load balancer's: on /metrics only
             uplinks: _,
+            mirror,
         } = stats;
         let openconfig = DataPath::root("")
             .join("interfaces")
@@ -191,6 +192,32 @@ impl Leaves {
             for (syndrome, count) in naks.by_syndrome() {
                 self.under(&at, [(syndrome.replace('_', "-").as_str(), count)]);
             }
+        }
+        // Without the mirror hook nothing is counted: not served.
+        if let Some(mirror) = mirror {
+            let MirrorCounters {
+                rx_cnps,
+                rx_naks,
+                rx_priority,
+                tx_cnps,
+                tx_naks,
+                tx_priority,
+                skipped,
+                failed,
+            } = mirror.counters;
+            self.under(
+                &ours.join("mirror").join("state"),
+                [
+                    ("received-cnps", rx_cnps),
+                    ("received-naks", rx_naks),
+                    ("received-priority", rx_priority),
+                    ("sent-cnps", tx_cnps),
+                    ("sent-naks", tx_naks),
+                    ("sent-priority", tx_priority),
+                    ("skipped", skipped),
+                    ("failed", failed),
+                ],
+            );
         }
         let CnpCounters {
             cnp_sent,
