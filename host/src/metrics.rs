@@ -757,6 +757,14 @@ mod tests {
                 counters: record::<_, 5>(values),
                 load_bytes: values.next(),
             }],
+            mirror: {
+                let counters: MirrorCounters = record::<_, 8>(values);
+                Some(MirrorStats {
+                    session: None,
+                    mirrored: counters.mirrored(),
+                    counters,
+                })
+            },
         }
     }
 
@@ -797,7 +805,7 @@ mod tests {
                 ".per_priority[].parse_errors".into(),
             ])
             .chain([".per_priority[].priority".into(), ".cnp_qps[].qp".into()])
-            .chain([".nak_qps[].qp".into()])
+            .chain([".nak_qps[].qp".into(), ".mirror.mirrored".into()])
             .chain([".uplinks[].slot".into(), ".uplinks[].weight".into()])
             .collect();
         let mut numbers = Vec::new();
