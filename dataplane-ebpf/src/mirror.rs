@@ -28,7 +28,7 @@ use crate::{
     maps::{MIRROR_COUNTERS, MIRROR_SESSION},
     nak,
     parse::parse,
-    tc::linear_frame,
+    tc::{linear_frame, load_nak_window},
 };
 
 /// `skb->protocol` of IPv4 and IPv6 (network byte order in a `u32`): the frames
@@ -136,16 +136,7 @@ fn select(ctx: &TcContext, session: &MirrorSession, tag_pcp: Option<u8>) -> Opti
     let nak = !cnp
         && session.flags & MirrorSession::NAK != 0
         && nak::ack_window(&parsed, |offset, window| {
-            // SAFETY: a constant length into a buffer of that size; the helper fails rather
-            // than read past the frame.
-            unsafe {
-                bpf_skb_load_bytes(
-                    ctx.skb.skb as *const _,
-                    offset as u32,
-                    window.as_mut_ptr() as *mut _,
-                    nak::WINDOW as u32,
-                ) == 0
-            }
+            load_nak_window(ctx, offset, window)
         })
         .is_some_and(|window| is_nak(nak::syndrome(&window)));
     session

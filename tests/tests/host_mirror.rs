@@ -9,7 +9,6 @@
 
 use std::{
     io::{BufRead as _, BufReader},
-    path::Path,
     process::Stdio,
     time::{Duration, Instant},
 };
@@ -19,7 +18,7 @@ use lossless_tests::{
         from_test_mac, lossless_bin, privileged, subnet_link, Attached, Link, TEST_MAC, TIMEOUT,
     },
     capture::RawSocket,
-    craft::scapy_frame,
+    craft::{scapy_frame, tshark_fields},
 };
 use serde_json::Value;
 use sysutil::netns::{Endpoint, Namespace};
@@ -206,28 +205,6 @@ fn wait_for_stats(bed: &Bed, done: impl Fn(&Value) -> bool) -> Value {
         assert!(Instant::now() < deadline, "condition never held: {stats}");
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// tshark's fields `fields` of every frame of `pcap`, one line per frame.
-fn tshark_fields(pcap: &Path, fields: &[&str]) -> Vec<Vec<String>> {
-    let mut command = std::process::Command::new("tshark");
-    command.arg("-r").arg(pcap).args(["-T", "fields"]);
-    for field in fields {
-        command.args(["-e", field]);
-    }
-    let out = command
-        .output()
-        .expect("running tshark (cargo xtask setup)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| l.split('\t').map(str::to_owned).collect())
-        .collect()
 }
 
 fn mirrored_by_the_host(test: &str, kind: &str, priority: bool) {
