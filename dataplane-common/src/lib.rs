@@ -7,6 +7,9 @@
 //! the very functions the kernel runs are unit-tested on the host.
 #![no_std]
 
+#[cfg(test)]
+extern crate std;
+
 /// Declares a record of `u64` counters as the maps keep them (`#[repr(C)]`, one copy per CPU)
 /// with `accumulate`, which adds another copy into it field by field: the control plane sums
 /// the per-CPU copies, and the hooks, with it.
@@ -53,6 +56,7 @@ pub mod config;
 pub mod counters;
 pub mod lb;
 pub mod maps;
+pub mod mirror;
 pub mod nak;
 pub mod pfc;
 pub mod phantom_queue;

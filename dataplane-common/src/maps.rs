@@ -71,6 +71,11 @@ macro_rules! map_table {
             LB_PREFIXES_V4: LpmTrie<[u8; 4], u32>[$crate::maps::LB_PREFIX_ENTRIES];
             /// Owned IPv6 destination prefixes (value 1).
             LB_PREFIXES_V6: LpmTrie<[u8; 16], u32>[$crate::maps::LB_PREFIX_ENTRIES];
+            /// The ERSPAN mirroring session (off until `lossless host mirror set`); the mirror
+            /// programs count its sequence number up.
+            MIRROR_SESSION: Array<u32, $crate::mirror::MirrorSession>[1];
+            /// Frames mirrored, per CPU.
+            MIRROR_COUNTERS: PerCpuArray<u32, $crate::mirror::MirrorCounters>[1];
         }
     };
 }
@@ -236,7 +241,7 @@ mod tests {
             );
             assert!(map.max_entries > 0, "{}", map.name);
         }
-        assert_eq!(ALL.len(), 27);
+        assert_eq!(ALL.len(), 29);
         assert_eq!(ECN_PROFILES.name(), "ECN_PROFILES");
         assert_eq!(QUEUES.spec.max_entries, 16);
         assert_eq!(LB_PREFIXES_V4.spec.key_size, 8);

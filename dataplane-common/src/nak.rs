@@ -80,6 +80,16 @@ impl NakCounters {
     }
 }
 
+/// Whether the AETH syndrome byte `syndrome` says NAK (any code) or RNR NAK: what
+/// [`NakCounters::count`] counts.
+#[inline(always)]
+pub fn is_nak(syndrome: u8) -> bool {
+    matches!(
+        Syndrome::from(syndrome),
+        Syndrome::Nak(_) | Syndrome::RnrNak(_)
+    )
+}
+
 /// The NAKs of one QP, by hook: index [`Hook::Xdp`] received, [`Hook::TcEgress`] sent. Shared
 /// by all CPUs; two CPUs counting the same QP at once may lose one count.
 #[repr(C)]
@@ -107,6 +117,7 @@ mod tests {
         assert!(!counters.count(Syndrome::Ack(0x1f).byte()));
         assert!(!counters.count(0x40), "a reserved syndrome is no NAK");
         assert!(counters.by_syndrome().iter().all(|(_, n)| *n == 1));
+        assert!(is_nak(Syndrome::RnrNak(1).byte()) && !is_nak(Syndrome::Ack(0x1f).byte()));
         assert_eq!(counters.total(), 7);
     }
 }

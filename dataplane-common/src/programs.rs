@@ -14,9 +14,13 @@ pub const INGRESS: &str = "lossless_ingress";
 pub const EMIT: &str = "lossless_emit";
 /// The load balancer at XDP.
 pub const LB: &str = "lossless_lb";
+/// ERSPAN mirroring at TC ingress: mirrors the selected frames that arrive.
+pub const MIRROR_IN: &str = "lossless_mirror_in";
+/// ERSPAN mirroring at TC egress, last: mirrors the selected frames that leave.
+pub const MIRROR_OUT: &str = "lossless_mirror_out";
 
 /// Every program of the object.
-pub const ALL: [&str; 5] = [XDP, TC, INGRESS, EMIT, LB];
+pub const ALL: [&str; 7] = [XDP, TC, INGRESS, EMIT, LB, MIRROR_IN, MIRROR_OUT];
 
 /// Whether `a` and `b` are the same text (usable in constants, for [`crate::entry_point_is!`]).
 pub const fn same(a: &str, b: &str) -> bool {

@@ -53,7 +53,16 @@ dataplane_common::entry_point_is!(lossless_emit, dataplane_common::programs::EMI
 #[inline(always)]
 pub fn clone_to_egress(ctx: &TcContext, mark: u32) -> bool {
     // SAFETY: the context pointer is valid for the whole program run.
-    let (old_mark, ifindex) = unsafe { ((*ctx.skb.skb).mark, (*ctx.skb.skb).ifindex) };
+    let ifindex = unsafe { (*ctx.skb.skb).ifindex };
+    clone_marked(ctx, ifindex, mark)
+}
+
+/// Clones the packet to the egress of the device `ifindex` carrying `mark`; the original
+/// keeps its mark. Returns whether the clone was made.
+#[inline(always)]
+pub fn clone_marked(ctx: &TcContext, ifindex: u32, mark: u32) -> bool {
+    // SAFETY: the context pointer is valid for the whole program run.
+    let old_mark = unsafe { (*ctx.skb.skb).mark };
     ctx.set_mark(mark);
     let cloned = ctx.clone_redirect(ifindex, 0);
     ctx.set_mark(old_mark);

@@ -1,7 +1,6 @@
 //! The lossless eBPF programs: ECN marking by a RED profile over a phantom queue, at XDP
-//! (ingress) and at TC egress, NAK counting at both, PFC receive at XDP, and the CNP fast path
-//! at TC. One module
-//! per mechanism, one shared parser.
+//! (ingress) and at TC egress, NAK counting at both, PFC receive at XDP, the CNP fast path
+//! at TC, and ERSPAN mirroring at TC both ways. One module per mechanism, one shared parser.
 //!
 //! Built for the `bpfel-unknown-none` target by `host/build.rs`; built for the host (as in
 //! `cargo build --workspace`) it is an empty binary, so workspace-wide commands still work.
@@ -13,6 +12,7 @@ mod ecn;
 mod emit;
 mod lb;
 mod maps;
+mod mirror;
 mod nak;
 mod parse;
 mod pfc;

@@ -30,6 +30,23 @@ pub fn linear_frame(ctx: &TcContext) -> Frame {
     Frame::new(ctx.data(), ctx.data_end())
 }
 
+/// Copies [`nak::WINDOW`] bytes at `offset` of the frame into `window` (`nak`'s `load`);
+/// whether it could.
+#[inline(always)]
+pub fn load_nak_window(ctx: &TcContext, offset: usize, window: &mut [u8; nak::WINDOW]) -> bool {
+    // SAFETY: a constant length into a buffer of that size (aya's load_bytes clamps the length
+    // to skb->len, which the verifier rejects); the helper fails rather than read past the
+    // frame.
+    unsafe {
+        bpf_skb_load_bytes(
+            ctx.skb.skb as *const _,
+            offset as u32,
+            window.as_mut_ptr() as *mut _,
+            nak::WINDOW as u32,
+        ) == 0
+    }
+}
+
 /// Entry point: every frame goes on to the next program (TCX_NEXT); some ECT packets as CE,
 /// NAKs counted.
 /// Runs after the CNP egress program, so a CNP is counted here as the frame it leaves as.
@@ -46,17 +63,7 @@ pub fn lossless_tc(ctx: TcContext) -> i32 {
     let parsed = parse(&frame);
     if let Ok(parsed) = &parsed {
         nak::count(parsed, Hook::TcEgress, |offset, window| {
-            // SAFETY: a constant length into a buffer of that size (aya's load_bytes clamps
-            // the length to skb->len, which the verifier rejects); the helper fails rather
-            // than read past the frame.
-            unsafe {
-                bpf_skb_load_bytes(
-                    ctx.skb.skb as *const _,
-                    offset as u32,
-                    window.as_mut_ptr() as *mut _,
-                    nak::WINDOW as u32,
-                ) == 0
-            }
+            load_nak_window(&ctx, offset, window)
         });
     }
     let priority = ecn::process(

@@ -10,6 +10,7 @@ use units::{parse_duration, WATCH_INTERVAL};
 use crate::{
     attach::{self, AttachRequest},
     lb, metrics,
+    mirror::{self, MirrorAction},
     pinned_maps::PinnedMaps,
     stats::Stats,
     status::{self, Entry, InterfaceStatus},
@@ -35,8 +36,8 @@ pub enum HostCommand {
         #[arg(long)]
         config: Option<PathBuf>,
         /// What to attach: xdp (ECN and PFC receive on ingress), tc (ECN on egress), cnp (the
-        /// CNP fast path), pfc (PFC generation), lb (the load balancer; instead of xdp); any
-        /// combination.
+        /// CNP fast path), pfc (PFC generation), lb (the load balancer; instead of xdp), mirror
+        /// (ERSPAN mirroring, set with `mirror`); any combination.
         #[arg(long, value_enum, value_delimiter = ',', default_value = "xdp")]
         hooks: Vec<Attachment>,
     },
@@ -84,6 +85,15 @@ pub enum HostCommand {
         /// What to do.
         #[command(subcommand)]
         action: QpMapAction,
+    },
+    /// ERSPAN mirroring of the CNPs, NAKs or priorities IFACE sends and receives to a collector
+    /// (needs the mirror hook; docs/telemetry.md).
+    Mirror {
+        /// The interface.
+        iface: String,
+        /// What to do.
+        #[command(subcommand)]
+        action: MirrorAction,
     },
     /// Keep the load balancer's live uplinks in step with their carrier (runs until stopped).
     Watch {
@@ -188,6 +198,7 @@ pub async fn run(command: HostCommand) -> anyhow::Result<()> {
             println!("{iface}: {}", assignments.join(" "));
         }
         HostCommand::QpMap { iface, action } => qp_map(&iface, action)?,
+        HostCommand::Mirror { iface, action } => mirror::run(&iface, action)?,
         HostCommand::Logs { iface } => stream_logs(&iface).await?,
         HostCommand::Watch { iface } => {
             let maps = PinnedMaps::open(&iface)?;

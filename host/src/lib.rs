@@ -13,6 +13,7 @@ pub mod interface_programs;
 pub mod lb;
 pub mod lifecycle;
 pub mod metrics;
+pub mod mirror;
 pub mod pinned_maps;
 pub mod stats;
 pub mod status;

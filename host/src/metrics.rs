@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 
 use anyhow::Context as _;
 use dataplane_common::{
-    cnp::CnpCounters, counters::PrioCounters, lb::LbCounters, lb::UplinkCounters, nak::NakCounters,
+    cnp::CnpCounters, counters::PrioCounters, lb::LbCounters, lb::UplinkCounters,
+    mirror::MirrorCounters, nak::NakCounters,
 };
 use prometheus::{
     core::{MetricVec, MetricVecBuilder},
@@ -23,6 +24,7 @@ use prometheus::{
 
 use crate::{
     lb::stats::{FlowletTable, LbStats, UplinkStats},
+    mirror::MirrorStats,
     stats::{CnpQpStats, NakQpStats, PriorityStats, Stats},
 };
 
@@ -157,6 +159,7 @@ impl Exposition {
             nak_unpinned: _,
             lb,
             uplinks,
+            mirror,
         } = stats;
         let interface = interface.as_str();
         for queue in per_priority {
@@ -267,6 +270,62 @@ impl Exposition {
         }
         for uplink in uplinks {
             self.uplink(interface, uplink)?;
+        }
+        if let Some(mirror) = mirror {
+            self.mirror(interface, mirror)?;
+        }
+        Ok(())
+    }
+
+    /// The ERSPAN mirroring counters of one interface.
+    fn mirror(&mut self, interface: &str, mirror: &MirrorStats) -> anyhow::Result<()> {
+        let MirrorStats {
+            session: _, // configuration, not a measurement
+            counters,
+            mirrored: _, // the sum of the kinds
+        } = mirror;
+        let MirrorCounters {
+            rx_cnps,
+            rx_naks,
+            rx_priority,
+            tx_cnps,
+            tx_naks,
+            tx_priority,
+            skipped,
+            failed,
+        } = *counters;
+        for (direction, kind, value) in [
+            ("rx", "cnp", rx_cnps),
+            ("rx", "nak", rx_naks),
+            ("rx", "priority", rx_priority),
+            ("tx", "cnp", tx_cnps),
+            ("tx", "nak", tx_naks),
+            ("tx", "priority", tx_priority),
+        ] {
+            self.counter(
+                "lossless_mirrored_frames_total",
+                "Frames received (rx) or sent (tx) that were mirrored to the ERSPAN collector, by kind.",
+                &[
+                    ("interface", interface),
+                    ("direction", direction),
+                    ("kind", kind),
+                ],
+                value as f64,
+            )?;
+        }
+        for (name, help, value) in [
+            (
+                "lossless_mirror_skipped_total",
+                "Frames the mirroring session selected but the programs do not mirror (VLAN tag outside the frame, GSO, not IP to the kernel).",
+                skipped,
+            ),
+            (
+                "lossless_mirror_failed_total",
+                "Frames whose mirror could not be made or sent.",
+                failed,
+            ),
+        ] {
+            self.counter(name, help, &[("interface", interface)], value as f64)?;
         }
         Ok(())
     }
@@ -706,6 +765,14 @@ mod tests {
                 counters: record::<_, 5>(values),
                 load_bytes: values.next(),
             }],
+            mirror: {
+                let counters: MirrorCounters = record::<_, 8>(values);
+                Some(MirrorStats {
+                    session: None,
+                    mirrored: counters.mirrored(),
+                    counters,
+                })
+            },
         }
     }
 
@@ -746,7 +813,7 @@ mod tests {
                 ".per_priority[].parse_errors".into(),
             ])
             .chain([".per_priority[].priority".into(), ".cnp_qps[].qp".into()])
-            .chain([".nak_qps[].qp".into()])
+            .chain([".nak_qps[].qp".into(), ".mirror.mirrored".into()])
             .chain([".uplinks[].slot".into(), ".uplinks[].weight".into()])
             .collect();
         let mut numbers = Vec::new();

@@ -9,6 +9,7 @@ use dataplane_common::{
     config::AttachInfo,
     counters::HookCounters,
     maps::{self, kind, MapDef},
+    mirror::{MirrorCounters, MirrorSession},
     nak::{NakCounters, NakQpCounters},
     pfc::{IngressBuffer, PfcState, PfcTxCounters, MAX_RELAY_PORTS},
     phantom_queue::PhantomQueue,
@@ -242,6 +243,21 @@ impl PinnedMaps {
     /// The receiver QP → sender QP map of CNPs.
     pub fn qp_map(&self) -> anyhow::Result<AyaHashMap<MapData, u32, u32>> {
         self.map(&maps::QP_MAP)
+    }
+
+    /// The ERSPAN mirroring session (off when it selects nothing).
+    pub fn read_mirror_session(&self) -> anyhow::Result<MirrorSession> {
+        self.read(&maps::MIRROR_SESSION, 0)
+    }
+
+    /// Replaces the ERSPAN mirroring session; the mirror programs use it from their next frame.
+    pub fn write_mirror_session(&self, session: &MirrorSession) -> anyhow::Result<()> {
+        self.write_entries(&maps::MIRROR_SESSION, &[*session])
+    }
+
+    /// Frames mirrored, summed over CPUs.
+    pub fn read_mirror_counters(&self) -> anyhow::Result<MirrorCounters> {
+        self.sum_per_cpu(&maps::MIRROR_COUNTERS, 0, MirrorCounters::accumulate)
     }
 
     /// The received pause state, by priority.

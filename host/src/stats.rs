@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::{
     lb::stats::{LbStats, UplinkStats},
+    mirror::MirrorStats,
     pinned_maps::PinnedMaps,
 };
 use hostconfig::attachment::Attachment;
@@ -94,6 +95,9 @@ pub struct Stats {
     pub lb: Option<LbStats>,
     /// The load balancer's uplinks (empty without the `lb` hook).
     pub uplinks: Vec<UplinkStats>,
+    /// ERSPAN mirroring, when the `mirror` hook is attached.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mirror: Option<MirrorStats>,
 }
 
 /// The CNPs of one receiver QP.
@@ -162,6 +166,11 @@ impl Stats {
         } else {
             (None, Vec::new())
         };
+        let mirror = if hooks & Attachment::Mirror.bit() != 0 {
+            Some(MirrorStats::read(maps)?)
+        } else {
+            None
+        };
         Ok(Stats {
             interface: maps.dir().interface().to_owned(),
             totals,
@@ -212,6 +221,7 @@ impl Stats {
             nak_unpinned,
             lb,
             uplinks,
+            mirror,
         })
     }
 
@@ -342,6 +352,9 @@ impl Stats {
         }
         if let Some(lb) = &self.lb {
             out += &lb.table(&self.uplinks);
+        }
+        if let Some(mirror) = &self.mirror {
+            out += &mirror.table();
         }
         out += &format!(
             "parse_errors {}{}\n",

@@ -18,6 +18,9 @@ pub enum Attachment {
     /// The load balancer: XDP on this (down)link redirects owned traffic to the uplinks of
     /// `lb.uplinks`. Takes the XDP hook, so it excludes `xdp`.
     Lb,
+    /// ERSPAN mirroring: TC ingress and egress mirror the frames `lossless host mirror` selects
+    /// to a collector.
+    Mirror,
 }
 
 /// How to run XDP.
@@ -81,14 +84,32 @@ const EMIT_PROGRAMS: [TcProgram; 2] = [
     },
 ];
 
+// Last on egress (attached after the others), so a frame is mirrored as it leaves: a CNP the
+// kernel built, a CE mark set.
+const MIRROR_PROGRAMS: [TcProgram; 2] = [
+    TcProgram {
+        program: programs::MIRROR_IN,
+        direction: TcDirection::Ingress,
+        first: false,
+        pin: "link_mirror_in",
+    },
+    TcProgram {
+        program: programs::MIRROR_OUT,
+        direction: TcDirection::Egress,
+        first: false,
+        pin: "link_mirror_out",
+    },
+];
+
 impl Attachment {
     /// Every attachment, in attach order.
-    pub const ALL: [Attachment; 5] = [
+    pub const ALL: [Attachment; 6] = [
         Attachment::Xdp,
         Attachment::Tc,
         Attachment::Cnp,
         Attachment::Pfc,
         Attachment::Lb,
+        Attachment::Mirror,
     ];
 
     /// The name on the command line and in `status`.
@@ -99,6 +120,7 @@ impl Attachment {
             Attachment::Cnp => "cnp",
             Attachment::Pfc => "pfc",
             Attachment::Lb => "lb",
+            Attachment::Mirror => "mirror",
         }
     }
 
@@ -122,6 +144,7 @@ impl Attachment {
             Attachment::Xdp | Attachment::Lb => &[],
             Attachment::Tc => &TC_PROGRAMS,
             Attachment::Cnp | Attachment::Pfc => &EMIT_PROGRAMS,
+            Attachment::Mirror => &MIRROR_PROGRAMS,
         }
     }
 
@@ -159,6 +182,10 @@ mod tests {
         assert_eq!(Attachment::Tc.bit(), Hook::TcEgress.bit());
         assert_eq!(Attachment::Cnp.pins(), ["link_ingress", "link_emit"]);
         assert_eq!(Attachment::Lb.pins(), ["link_lb"]);
+        assert_eq!(
+            Attachment::Mirror.pins(),
+            ["link_mirror_in", "link_mirror_out"]
+        );
         assert_eq!(
             Attachment::pins_of(Attachment::Cnp.bit() | Attachment::Pfc.bit()),
             ["link_emit", "link_ingress"]

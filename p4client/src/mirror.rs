@@ -11,7 +11,7 @@ use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand, ValueEnum};
 use p4runtime::p4::v1::{entity, update};
 
-use crate::{client::Client, entries, p4info::by_name, script::Session};
+use crate::{client::Client, commands, entries, p4info::by_name, script::Session};
 
 /// lossless.p4's clone session of ERSPAN session 0 (its `MIRROR_SESSION_BASE`).
 pub const MIRROR_SESSION_BASE: u32 = 1024;
@@ -155,14 +155,24 @@ pub async fn run(client: Client, command: MirrorCommand) -> anyhow::Result<Strin
             if policies.is_empty() {
                 bail!("say what to mirror: --cnp, --nak and/or --priority P");
             }
+            let all: Vec<Vec<String>> = std::iter::once(session_words(&args))
+                .chain(policies)
+                .collect();
+            // Every entry encoded (MACs, addresses, against the program's P4Info) before the
+            // switch is written, so bad input leaves nothing behind.
+            for words in &all {
+                commands::entry(words, &session.p4info)
+                    .and_then(|spec| entries::table_entry(&spec, &session.p4info))
+                    .with_context(|| words.join(" "))?;
+            }
             let clone = MIRROR_SESSION_BASE + u32::from(args.session);
             session
                 .write_session(update::Type::Insert, clone, args.port)
                 .await
                 .with_context(|| format!("clone session {clone}"))?;
             let mut said = format!("clone session {clone} to port {}\n", args.port);
-            for words in std::iter::once(session_words(&args)).chain(policies) {
-                let shown = session.entry(update::Type::Insert, &words).await?;
+            for words in &all {
+                let shown = session.entry(update::Type::Insert, words).await?;
                 said.push_str(&format!("added {shown}\n"));
             }
             Ok(said)

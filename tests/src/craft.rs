@@ -213,3 +213,26 @@ pub fn tshark_verbose(frames: &[Vec<u8>]) -> anyhow::Result<String> {
     let frames: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
     testkit::tshark(&frames, &["-V"]).map_err(anyhow::Error::msg)
 }
+
+/// tshark's fields `fields` (`-T fields -e FIELD...`) of every frame of the capture `pcap`, one
+/// row per frame.
+pub fn tshark_fields(pcap: &std::path::Path, fields: &[&str]) -> Vec<Vec<String>> {
+    let mut command = std::process::Command::new("tshark");
+    command.arg("-r").arg(pcap).args(["-T", "fields"]);
+    for field in fields {
+        command.args(["-e", field]);
+    }
+    let out = command
+        .output()
+        .expect("running tshark (cargo xtask setup)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split('\t').map(str::to_owned).collect())
+        .collect()
+}

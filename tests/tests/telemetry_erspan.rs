@@ -7,13 +7,12 @@
 
 use std::{
     io::{BufRead as _, BufReader},
-    path::Path,
     process::Stdio,
 };
 
 use lossless_tests::{
     bed::{lossless_bin, privileged, TEST_MAC, TIMEOUT},
-    craft::{scapy_frame, udp_src_port},
+    craft::{scapy_frame, tshark_fields, udp_src_port},
     switch::{dataplane_p4, SwitchBed, Topology},
 };
 use serde_json::Value;
@@ -96,28 +95,6 @@ fn configure(bed: &SwitchBed, kind: &str) {
         ],
     );
     assert!(said.contains("clone session 1029 to port 3"), "{said}");
-}
-
-/// tshark's fields `fields` of every frame of `pcap`, one line per frame.
-fn tshark_fields(pcap: &Path, fields: &[&str]) -> Vec<Vec<String>> {
-    let mut command = std::process::Command::new("tshark");
-    command.arg("-r").arg(pcap).args(["-T", "fields"]);
-    for field in fields {
-        command.args(["-e", field]);
-    }
-    let out = command
-        .output()
-        .expect("running tshark (cargo xtask setup)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| l.split('\t').map(str::to_owned).collect())
-        .collect()
 }
 
 fn mirrored_cnps_and_naks(test: &str, kind: &str, version: &str) {

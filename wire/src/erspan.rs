@@ -4,8 +4,9 @@
 //! mirrored Ethernet frame. lossless.p4 builds these frames in its egress; `lossless telemetry
 //! collect` reads them with [`decapsulate`].
 //!
-//! Only what follows the outer IPv4 header is here (the GRE header, the ERSPAN header): the
-//! outer Ethernet and IPv4 headers are [`crate::ethernet`]'s and [`crate::ipv4`]'s. ERSPAN
+//! [`Repr`] is what follows the outer IPv4 header (the GRE header, the ERSPAN header); [`Outer`]
+//! writes the outer Ethernet and IPv4 headers before it (with [`crate::ethernet`] and
+//! [`crate::ipv4`]), as the host's eBPF programs put them before a frame they mirror. ERSPAN
 //! type I (GRE 0x88BE without a sequence number, and no ERSPAN header) is refused.
 
 use core::fmt;
@@ -32,6 +33,14 @@ pub const ERSPAN_II_HEADER_LEN: usize = 8;
 pub const ERSPAN_III_HEADER_LEN: usize = 12;
 /// Length of ERSPAN type III's optional platform-specific subheader (present when O is set).
 const ERSPAN_III_PLATFORM_LEN: usize = 8;
+/// Bytes before the mirrored frame in an ERSPAN type II frame that [`Outer`] writes: Ethernet,
+/// IPv4 without options, GRE with a sequence number, ERSPAN II.
+pub const OUTER_II_LEN: usize =
+    ethernet::HEADER_LEN + ipv4::HEADER_LEN + GRE_HEADER_LEN + ERSPAN_II_HEADER_LEN;
+/// Bytes before the mirrored frame in an ERSPAN type III frame that [`Outer`] writes (no
+/// platform subheader).
+pub const OUTER_III_LEN: usize =
+    ethernet::HEADER_LEN + ipv4::HEADER_LEN + GRE_HEADER_LEN + ERSPAN_III_HEADER_LEN;
 
 /// The ERSPAN header's own fields, by type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,6 +174,7 @@ impl Repr {
     }
 
     /// The GRE protocol type of this header's ERSPAN type.
+    #[inline(always)]
     pub fn gre_protocol(&self) -> u16 {
         match self.header {
             Header::II { .. } => GRE_PROTOCOL_ERSPAN_II,
@@ -173,6 +183,7 @@ impl Repr {
     }
 
     /// Length of the GRE and ERSPAN headers [`Repr::emit`] writes.
+    #[inline(always)]
     pub fn buffer_len(&self) -> usize {
         GRE_HEADER_LEN
             + match self.header {
@@ -184,6 +195,7 @@ impl Repr {
     /// Writes the GRE header (sequence number only) and the ERSPAN header (type III without
     /// its platform subheader) at the start of `buffer`; the mirrored frame goes after
     /// [`Repr::buffer_len`] bytes.
+    #[inline(always)]
     pub fn emit(&self, buffer: &mut [u8]) -> Result<()> {
         check_len(buffer, self.buffer_len())?;
         buffer[0..2].copy_from_slice(&GRE_S.to_be_bytes());
@@ -222,6 +234,59 @@ impl Repr {
             }
         }
         Ok(())
+    }
+}
+
+/// The outer Ethernet and IPv4 headers of an ERSPAN frame: what a mirroring session says about
+/// where its frames go. [`Outer::emit`] writes them and the GRE and ERSPAN headers after them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outer {
+    /// The outer source MAC (the mirroring interface's).
+    pub src_mac: ethernet::Address,
+    /// The outer destination MAC (the collector's, or the next hop's toward it).
+    pub dst_mac: ethernet::Address,
+    /// The outer source address.
+    pub src_ip: core::net::Ipv4Addr,
+    /// The collector's address.
+    pub dst_ip: core::net::Ipv4Addr,
+    /// The outer DSCP.
+    pub dscp: u8,
+    /// The outer TTL.
+    pub ttl: u8,
+}
+
+impl Outer {
+    /// Writes, at the start of `buffer`, the Ethernet header (EtherType IPv4), the IPv4 header
+    /// (protocol 47, identification 0, DF clear, its checksum) of a datagram that carries
+    /// `erspan` and a mirrored frame of `frame_len` bytes, then `erspan`'s GRE and ERSPAN
+    /// headers: [`OUTER_II_LEN`] or [`OUTER_III_LEN`] bytes, after which the mirrored frame
+    /// goes. The frame itself is not written (nor needed in `buffer`). Fails with `Truncated`
+    /// if `buffer` is shorter than the headers, `Malformed` if the datagram would pass 65535
+    /// bytes.
+    #[inline(always)]
+    pub fn emit(&self, erspan: &Repr, frame_len: usize, buffer: &mut [u8]) -> Result<()> {
+        let ip_at = ethernet::HEADER_LEN;
+        let gre_at = ip_at + ipv4::HEADER_LEN;
+        check_len(buffer, gre_at + erspan.buffer_len())?;
+        let total = ipv4::HEADER_LEN + erspan.buffer_len() + frame_len;
+        let total =
+            u16::try_from(total).map_err(|_| Error::Malformed("IPv4 packet over 65535 bytes"))?;
+        let mut eth = ethernet::Frame::new_unchecked(&mut buffer[..ip_at]);
+        eth.set_dst_addr(self.dst_mac);
+        eth.set_src_addr(self.src_mac);
+        eth.set_ethertype(ethernet::EtherType::Ipv4);
+        let mut ip = ipv4::Packet::new_unchecked(&mut buffer[ip_at..gre_at]);
+        ip.set_version_and_header_len(ipv4::HEADER_LEN);
+        ip.set_traffic_class(crate::ip::traffic_class(self.dscp, crate::ip::Ecn::NotEct));
+        ip.set_total_len(total);
+        ip.set_ident(0);
+        ip.set_dont_frag(false);
+        ip.set_ttl(self.ttl);
+        ip.set_protocol(Protocol::Gre);
+        ip.set_src_addr(self.src_ip);
+        ip.set_dst_addr(self.dst_ip);
+        ip.fill_checksum();
+        erspan.emit(&mut buffer[gre_at..])
     }
 }
 
@@ -372,6 +437,43 @@ mod tests {
             .step_by(2)
             .map(|i| u8::from_str_radix(&ERSPAN_II_FRAME[i..i + 2], 16).unwrap())
             .collect()
+    }
+
+    #[test]
+    fn outer_headers_are_scapys_and_decapsulate_back() {
+        let scapy = frame();
+        let outer = Outer {
+            src_mac: ethernet::Address([2, 0, 0, 0, 0, 0xf3]),
+            dst_mac: ethernet::Address([2, 0, 0, 0, 0, 0xc0]),
+            src_ip: core::net::Ipv4Addr::new(10, 0, 9, 1),
+            dst_ip: core::net::Ipv4Addr::new(10, 0, 9, 2),
+            dscp: 0,
+            ttl: 64,
+        };
+        let mut bytes = std::vec![0; OUTER_II_LEN];
+        outer.emit(&type_ii(), 42, &mut bytes).unwrap();
+        // scapy's IPv4 identification is 1, ours 0: the same but for it and the checksum.
+        let (ident, check) = (18..20, 24..26);
+        for (at, (ours, theirs)) in bytes.iter().zip(&scapy).enumerate() {
+            if !ident.contains(&at) && !check.contains(&at) {
+                assert_eq!(ours, theirs, "byte {at}");
+            }
+        }
+        bytes.extend_from_slice(&scapy[OUTER_II_LEN..]);
+        let (repr, inner) = decapsulate(&bytes).unwrap();
+        assert_eq!((repr, inner), (type_ii(), &scapy[OUTER_II_LEN..]));
+        let mut iii = std::vec![0; OUTER_III_LEN];
+        outer.emit(&type_iii(), 42, &mut iii).unwrap();
+        iii.extend_from_slice(&scapy[OUTER_II_LEN..]);
+        assert_eq!(decapsulate(&iii).unwrap().0, type_iii());
+        assert_eq!(
+            outer.emit(&type_iii(), 42, &mut [0; OUTER_III_LEN - 1]),
+            Err(Error::Truncated)
+        );
+        assert!(matches!(
+            outer.emit(&type_ii(), 65535, &mut [0; OUTER_II_LEN]),
+            Err(Error::Malformed(_))
+        ));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use dataplane_common::{cnp::CnpCounters, counters::PrioCounters, Hook};
+use dataplane_common::{cnp::CnpCounters, counters::PrioCounters, mirror::MirrorCounters, Hook};
 use gnmi::{
     path::{DataPath, Elem},
     proto::gnmi::ModelData,
@@ -96,6 +96,7 @@ fn add_stats(leaves: &mut Leaves, stats: &Stats) {
         nak_unpinned: _, // then both directions are absent
         lb: _,           // the load balancer's: on /metrics only
         uplinks: _,
+        mirror,
     } = stats;
     let openconfig = DataPath::root("")
         .join("interfaces")
@@ -176,6 +177,32 @@ fn add_stats(leaves: &mut Leaves, stats: &Stats) {
         for (syndrome, count) in naks.by_syndrome() {
             leaves.under(&at, [(syndrome.replace('_', "-").as_str(), count)]);
         }
+    }
+    // Without the mirror hook nothing is counted: not served.
+    if let Some(mirror) = mirror {
+        let MirrorCounters {
+            rx_cnps,
+            rx_naks,
+            rx_priority,
+            tx_cnps,
+            tx_naks,
+            tx_priority,
+            skipped,
+            failed,
+        } = mirror.counters;
+        leaves.under(
+            &ours.join("mirror").join("state"),
+            [
+                ("received-cnps", rx_cnps),
+                ("received-naks", rx_naks),
+                ("received-priority", rx_priority),
+                ("sent-cnps", tx_cnps),
+                ("sent-naks", tx_naks),
+                ("sent-priority", tx_priority),
+                ("skipped", skipped),
+                ("failed", failed),
+            ],
+        );
     }
     let CnpCounters {
         cnp_sent,

@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use traffic::StopFlag;
 use units::{parse_duration, parse_run_time, DurationLimits};
 
-use super::collect::{collect, table_csv, CollectConfig, Collected};
+use super::collect::{collect, create_output, table_csv, CollectConfig, Collected};
 
 /// The shortest and longest time bucket of the table.
 const BUCKET: DurationLimits =
@@ -70,9 +70,11 @@ pub fn run(command: TelemetryCommand, stop: &StopFlag) -> anyhow::Result<()> {
         max_rows: usize::try_from(args.max_rows).unwrap_or(MAX_ROWS),
         max_pcap_bytes: args.max_pcap_bytes,
     };
+    // Made before collecting, so a path it refuses (a symbolic link) fails at once.
+    let table = args.table.as_deref().map(create_output).transpose()?;
     let collected = collect(&config, stop)?;
-    if let Some(path) = &args.table {
-        std::fs::write(path, table_csv(&collected.table))
+    if let (Some(mut file), Some(path)) = (table, &args.table) {
+        std::io::Write::write_all(&mut file, table_csv(&collected.table).as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if args.json {

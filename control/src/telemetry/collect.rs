@@ -130,16 +130,21 @@ fn classify(frame: &[u8]) -> Option<(Kind, Ipv4Addr, u32)> {
     Some((kind, destination, roce.bth.dest_qp))
 }
 
-/// The pcap file at `path`, created or truncated, not through a symbolic link (the collector
-/// runs as root, maybe in a directory others write to).
-fn create_pcap(path: &Path) -> anyhow::Result<PcapWriter<BufWriter<File>>> {
-    let file = std::fs::OpenOptions::new()
+/// The output file at `path` (the pcap file, the table), created or truncated, not through a
+/// symbolic link (the collector runs as root, maybe in a directory others write to).
+pub fn create_output(path: &Path) -> anyhow::Result<File> {
+    std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
-        .with_context(|| format!("creating the pcap file {}", path.display()))?;
+        .with_context(|| format!("creating {}", path.display()))
+}
+
+/// The pcap file at `path`, as [`create_output`] makes it.
+fn create_pcap(path: &Path) -> anyhow::Result<PcapWriter<BufWriter<File>>> {
+    let file = create_output(path)?;
     PcapWriter::new(BufWriter::new(file))
         .with_context(|| format!("writing the pcap header of {}", path.display()))
 }
@@ -195,14 +200,17 @@ pub fn collect(config: &CollectConfig, stop: &StopFlag) -> anyhow::Result<Collec
     let started_wall = SystemTime::now();
     let mut buffer = vec![0u8; FRAME_BUFFER];
     let bucket_ns = config.bucket.as_nanos().max(1);
+    // Looked at between frames too: a steady stream never leaves the socket empty.
+    let finished = |collected: &Collected| {
+        stop.is_stopped()
+            || config.duration.is_some_and(|d| started.elapsed() >= d)
+            || config.count.is_some_and(|n| collected.erspan_frames >= n)
+    };
     loop {
-        let elapsed = started.elapsed();
-        let done = stop.is_stopped()
-            || config.duration.is_some_and(|d| elapsed >= d)
-            || config.count.is_some_and(|n| collected.erspan_frames >= n);
-        if done {
+        if finished(&collected) {
             break;
         }
+        let elapsed = started.elapsed();
         let wait = config
             .duration
             .map_or(POLL, |d| d.saturating_sub(elapsed).min(POLL));
@@ -255,7 +263,7 @@ pub fn collect(config: &CollectConfig, stop: &StopFlag) -> anyhow::Result<Collec
                 }
                 None => collected.other_mirrored += 1,
             }
-            if config.count.is_some_and(|n| collected.erspan_frames >= n) {
+            if finished(&collected) {
                 break;
             }
         }
