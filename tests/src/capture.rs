@@ -135,3 +135,64 @@ impl RawSocket {
         }
     }
 }
+
+/// `lossless telemetry collect --json` running in a namespace, as the mirroring tests run it.
+pub struct Collector {
+    child: std::process::Child,
+    stderr: std::io::BufReader<std::process::ChildStderr>,
+    /// What it said on starting.
+    started: String,
+}
+
+impl Collector {
+    /// Starts the collector on `iface` in `ns`, writing `pcap` and stopping after `count` ERSPAN
+    /// frames or twice [`crate::bed::TIMEOUT`], with `extra` arguments; returns once its socket
+    /// is open (it says so on stderr), so that frames sent next are seen.
+    pub fn start(
+        ns: &Namespace,
+        iface: &str,
+        count: usize,
+        pcap: &std::path::Path,
+        extra: &[&std::ffi::OsStr],
+    ) -> Collector {
+        use std::io::BufRead as _;
+        let mut child = ns
+            .command(crate::bed::lossless_bin())
+            .args(["telemetry", "collect", "--interface", iface])
+            .args(["--count", &count.to_string()])
+            .args([
+                "--duration",
+                &format!("{}s", 2 * crate::bed::TIMEOUT.as_secs()),
+            ])
+            .arg("--pcap")
+            .arg(pcap)
+            .args(extra)
+            .arg("--json")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting the collector: {e}"));
+        let mut stderr = std::io::BufReader::new(child.stderr.take().expect("piped"));
+        let mut started = String::new();
+        stderr.read_line(&mut started).unwrap();
+        assert!(started.contains("collecting ERSPAN on"), "{started}");
+        Collector {
+            child,
+            stderr,
+            started,
+        }
+    }
+
+    /// Waits for the collector to end; its JSON summary (a test fails if it failed).
+    pub fn summary(mut self) -> serde_json::Value {
+        let out = self.child.wait_with_output().unwrap();
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut self.stderr, &mut rest);
+        assert!(
+            out.status.success(),
+            "collector failed: {}{rest}",
+            self.started
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}

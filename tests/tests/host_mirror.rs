@@ -7,17 +7,11 @@
 //! per-QP table and the host's counters count what was sent, and every frame still arrives as
 //! it was sent (the program puts the original back after the clone).
 
-use std::{
-    io::{BufRead as _, BufReader},
-    process::Stdio,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use lossless_tests::{
-    bed::{
-        from_test_mac, lossless_bin, privileged, subnet_link, Attached, Link, TEST_MAC, TIMEOUT,
-    },
-    capture::RawSocket,
+    bed::{from_test_mac, privileged, subnet_link, Attached, Link, TEST_MAC, TIMEOUT},
+    capture::{Collector, RawSocket},
     craft::{scapy_frame, tshark_fields},
 };
 use serde_json::Value;
@@ -272,23 +266,13 @@ fn mirrored_by_the_host(test: &str, kind: &str, priority: bool) {
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let pcap = dir.join("mirror.pcap");
-    let mut child = bed
-        .collector_ns
-        .command(lossless_bin())
-        .args(["telemetry", "collect", "--interface", &bed.collector.ifname])
-        .args(["--count", &expected.len().to_string()])
-        .args(["--duration", &format!("{}s", 2 * TIMEOUT.as_secs())])
-        .arg("--pcap")
-        .arg(&pcap)
-        .arg("--json")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    assert!(line.contains("collecting ERSPAN on"), "{line}");
+    let collector = Collector::start(
+        &bed.collector_ns,
+        &bed.collector.ifname,
+        expected.len(),
+        &pcap,
+        &[],
+    );
 
     // The peer's frames first, all received (mirrored at ingress) before the host sends, so
     // the sequence numbers follow the table's order.
@@ -298,8 +282,20 @@ fn mirrored_by_the_host(test: &str, kind: &str, priority: bool) {
         .filter(|(f, _)| f.way == Way::In)
         .map(|(_, bytes)| bytes)
         .collect();
-    for frame in &inbound {
+    // One at a time, each through the host's stack before the next, so that no two are mirrored
+    // at once on two CPUs (the session's sequence number is not taken atomically).
+    for (sent, frame) in inbound.iter().enumerate() {
         peer_socket.send(frame).unwrap();
+        let deadline = Instant::now() + TIMEOUT;
+        while udp_no_ports(&bed.host_ns) < no_ports_before + sent as u64 + 1 {
+            assert!(
+                Instant::now() < deadline,
+                "the host's stack got {} of the {} frames whole",
+                udp_no_ports(&bed.host_ns) - no_ports_before,
+                inbound.len()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
     let rx_mirrored = count(Way::In, true) + count(Way::In, false) + count_priority(Way::In);
     wait_for_stats(&bed, |s| {
@@ -308,17 +304,7 @@ fn mirrored_by_the_host(test: &str, kind: &str, priority: bool) {
             + s["mirror"]["rx_priority"].as_u64().unwrap_or(0)
             >= rx_mirrored
     });
-    // The received frames reached the host's stack whole: the program put them back.
-    let deadline = Instant::now() + TIMEOUT;
-    while udp_no_ports(&bed.host_ns) < no_ports_before + inbound.len() as u64 {
-        assert!(
-            Instant::now() < deadline,
-            "the host's stack got {} of the {} frames whole",
-            udp_no_ports(&bed.host_ns) - no_ports_before,
-            inbound.len()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // The received frames reached the host's stack whole (above): the program put them back.
     // The host's frames arrive at the peer byte for byte as sent.
     let outbound: Vec<&Vec<u8>> = FRAMES
         .iter()
@@ -326,23 +312,19 @@ fn mirrored_by_the_host(test: &str, kind: &str, priority: bool) {
         .filter(|(f, _)| f.way == Way::Out)
         .map(|(_, bytes)| bytes)
         .collect();
+    // One at a time too, each at the peer before the next leaves.
+    let mut arrived = Vec::new();
     for frame in &outbound {
         host_socket.send(frame).unwrap();
+        arrived.extend(peer_socket.receive(1, TIMEOUT, from_test_mac).unwrap());
     }
-    let arrived = peer_socket
-        .receive(outbound.len(), TIMEOUT, from_test_mac)
-        .unwrap();
     assert_eq!(
         arrived,
         outbound.iter().map(|f| f.to_vec()).collect::<Vec<_>>(),
         "the host's frames must leave unchanged"
     );
 
-    let out = child.wait_with_output().unwrap();
-    let mut rest = String::new();
-    let _ = std::io::Read::read_to_string(&mut stderr, &mut rest);
-    assert!(out.status.success(), "collector failed: {line}{rest}");
-    let collected: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let collected = collector.summary();
     let cnps = count(Way::In, true) + count(Way::Out, true);
     let naks = count(Way::In, false) + count(Way::Out, false);
     let others = count_priority(Way::In) + count_priority(Way::Out);

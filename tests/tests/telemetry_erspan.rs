@@ -5,17 +5,12 @@
 //! the collector, as ERSPAN II or III that tshark decodes down to the inner BTH; the collector's
 //! per-QP table counts what was sent, and the receiver still gets every frame.
 
-use std::{
-    io::{BufRead as _, BufReader},
-    process::Stdio,
-};
-
 use lossless_tests::{
     bed::{lossless_bin, privileged, TEST_MAC, TIMEOUT},
+    capture::Collector,
     craft::{scapy_frame, tshark_fields, udp_src_port},
     switch::{dataplane_p4, SwitchBed, Topology},
 };
-use serde_json::Value;
 
 /// The collector's MAC, set on its interface: the session's outer destination.
 const COLLECTOR_MAC: &str = "02:00:00:00:00:c0";
@@ -147,31 +142,13 @@ fn mirrored_cnps_and_naks(test: &str, kind: &str, version: &str) {
     let pcap = dir.join("mirror.pcap");
     let table = dir.join("table.csv");
     let host = &bed.hosts()[2];
-    let mut child = host
-        .ns
-        .command(lossless_bin())
-        .args([
-            "telemetry",
-            "collect",
-            "--interface",
-            &host.iface,
-            "--count",
-            "7",
-        ])
-        .args(["--duration", &format!("{}s", 2 * TIMEOUT.as_secs())])
-        .arg("--pcap")
-        .arg(&pcap)
-        .arg("--table")
-        .arg(&table)
-        .arg("--json")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    assert!(line.contains("collecting ERSPAN on"), "{line}");
+    let collector = Collector::start(
+        &host.ns,
+        &host.iface,
+        7,
+        &pcap,
+        &["--table".as_ref(), table.as_ref()],
+    );
 
     for frame in &frames {
         sender.send(frame).unwrap();
@@ -182,11 +159,7 @@ fn mirrored_cnps_and_naks(test: &str, kind: &str, version: &str) {
         .unwrap();
     assert_eq!(got.len(), frames.len());
 
-    let out = child.wait_with_output().unwrap();
-    let mut rest = String::new();
-    let _ = std::io::Read::read_to_string(&mut stderr, &mut rest);
-    assert!(out.status.success(), "collector failed: {line}{rest}");
-    let collected: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let collected = collector.summary();
     assert_eq!(collected["erspan_frames"], 7, "{collected}");
     assert_eq!(collected["cnps"], 5, "{collected}");
     assert_eq!(collected["naks"], 2, "{collected}");
