@@ -52,8 +52,8 @@ pub struct Graph<'p> {
     names: Vec<&'p str>,
     nodes: Vec<Node<'p>>,
     index: HashMap<&'p str, u32>,
-    /// By node: its immediate post-dominator ([`END`]: the pipeline's end; unset for nodes
-    /// not reachable from the first).
+    /// By node: its immediate post-dominator ([`END`]: the pipeline's end; also for the nodes
+    /// not reachable from the first, which are never lowered).
     joins: Vec<u32>,
 }
 
