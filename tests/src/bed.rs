@@ -255,9 +255,15 @@ impl Link {
     /// Polls the rx end's stats until `done` holds (frames are in flight), failing after
     /// [`TIMEOUT`].
     pub fn wait_for_rx_stats(&self, done: impl Fn(&Value) -> bool) -> Value {
+        Self::wait_for_stats(&self.rx_ns, &self.rx.ifname, done)
+    }
+
+    /// Polls `iface`'s `host stats --json` in `ns` until `done` holds, failing after
+    /// [`TIMEOUT`].
+    pub fn wait_for_stats(ns: &Namespace, iface: &str, done: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + TIMEOUT;
         loop {
-            let stats = Self::stats(&self.rx_ns, &self.rx.ifname).unwrap();
+            let stats = Self::stats(ns, iface).unwrap();
             if done(&stats) {
                 return stats;
             }

@@ -214,6 +214,19 @@ pub fn tshark_verbose(frames: &[Vec<u8>]) -> anyhow::Result<String> {
     testkit::tshark(&frames, &["-V"]).map_err(anyhow::Error::msg)
 }
 
+/// The tshark fields the mirroring tests read of an ERSPAN frame, in this order: the outer
+/// destination, the ERSPAN version and session, the GRE sequence number, and the inner BTH
+/// opcode and destination QP and AETH syndrome.
+pub const ERSPAN_FIELDS: &[&str] = &[
+    "ip.dst",
+    "erspan.version",
+    "erspan.spanid",
+    "gre.sequence_number",
+    "infiniband.bth.opcode",
+    "infiniband.bth.destqp",
+    "infiniband.aeth.syndrome",
+];
+
 /// tshark's fields `fields` (`-T fields -e FIELD...`) of every frame of the capture `pcap`, one
 /// row per frame.
 pub fn tshark_fields(pcap: &std::path::Path, fields: &[&str]) -> Vec<Vec<String>> {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use lossless_tests::{
     bed::{from_test_mac, privileged, subnet_link, Attached, Link, TEST_MAC, TIMEOUT},
     capture::{Collector, RawSocket},
-    craft::{scapy_frame, tshark_fields},
+    craft::{scapy_frame, tshark_fields, ERSPAN_FIELDS},
 };
 use serde_json::Value;
 use sysutil::netns::{Endpoint, Namespace};
@@ -190,15 +190,7 @@ fn udp_no_ports(ns: &Namespace) -> u64 {
 
 /// Waits until `done` holds of the host's `stats --json`, failing after [`TIMEOUT`].
 fn wait_for_stats(bed: &Bed, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        let stats = Link::stats(&bed.host_ns, &bed.host_end.ifname).unwrap();
-        if done(&stats) {
-            return stats;
-        }
-        assert!(Instant::now() < deadline, "condition never held: {stats}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    Link::wait_for_stats(&bed.host_ns, &bed.host_end.ifname, done)
 }
 
 fn mirrored_by_the_host(test: &str, kind: &str, priority: bool) {
@@ -369,15 +361,7 @@ fn mirrored_by_the_host(test: &str, kind: &str, priority: bool) {
         "ii" => ("1", &["erspan.index"][..]),
         _ => ("2", &["erspan.direction", "erspan.hw", "erspan.gra"][..]),
     };
-    let mut fields = vec![
-        "ip.dst",
-        "erspan.version",
-        "erspan.spanid",
-        "gre.sequence_number",
-        "infiniband.bth.opcode",
-        "infiniband.bth.destqp",
-        "infiniband.aeth.syndrome",
-    ];
+    let mut fields = ERSPAN_FIELDS.to_vec();
     fields.extend_from_slice(own_fields);
     let decoded = tshark_fields(&pcap, &fields);
     assert_eq!(decoded.len(), expected.len(), "{decoded:?}");

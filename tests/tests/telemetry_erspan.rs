@@ -8,7 +8,7 @@
 use lossless_tests::{
     bed::{lossless_bin, privileged, TEST_MAC, TIMEOUT},
     capture::Collector,
-    craft::{scapy_frame, tshark_fields, udp_src_port},
+    craft::{scapy_frame, tshark_fields, udp_src_port, ERSPAN_FIELDS},
     switch::{dataplane_p4, SwitchBed, Topology},
 };
 
@@ -194,18 +194,7 @@ fn mirrored_cnps_and_naks(test: &str, kind: &str, version: &str) {
 
     // tshark decodes the capture: ERSPAN of the session, GRE sequence numbers 0..6, and the
     // inner RoCEv2 BTH (opcodes, QPs) and AETH of what was sent.
-    let decoded = tshark_fields(
-        &pcap,
-        &[
-            "ip.dst",
-            "erspan.version",
-            "erspan.spanid",
-            "gre.sequence_number",
-            "infiniband.bth.opcode",
-            "infiniband.bth.destqp",
-            "infiniband.aeth.syndrome",
-        ],
-    );
+    let decoded = tshark_fields(&pcap, ERSPAN_FIELDS);
     let expected: Vec<(&str, &str, &str)> = vec![
         ("129", "0x000011", ""),
         ("129", "0x000011", ""),
