@@ -117,11 +117,16 @@ pub fn venv_python() -> PathBuf {
     workspace_root().join(".venv/bin/python")
 }
 
+/// Whether this runs under CI (`CI=true`, as CI services set it).
+pub fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
 /// The skip rule: outside CI, prints `SKIPPED test: reason`, records the skip for `cargo xtask
 /// test`'s summary ([`skipped`]), and the caller returns, passing; under `CI=true` a skip is a
 /// failure, so this panics.
 pub fn skip(test: &str, reason: &str) {
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
+    if under_ci() {
         panic!("{test} {reason}, and under CI=true a skipped test is a failure");
     }
     eprintln!("SKIPPED {test}: {reason}");

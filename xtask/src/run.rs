@@ -87,15 +87,21 @@ fn nightly_cargo() -> Cmd {
 }
 
 /// `command` with `$CARGO_HOME/bin` first on PATH: bpf-linker and rustup's nightly for the eBPF
-/// build in host/build.rs, cargo-fuzz.
+/// build in host/build.rs, cargo-fuzz. Under CI, without incremental compilation: a CI run
+/// builds a clean clone once, and the incremental state (about 10 GB) is never read again.
 fn with_cargo_home_bin(command: Cmd) -> Cmd {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut paths = vec![cargo_home_bin()];
     paths.extend(std::env::split_paths(&path));
-    command.env(
+    let command = command.env(
         "PATH",
         std::env::join_paths(paths).expect("PATH entries are valid"),
-    )
+    );
+    if testkit::under_ci() {
+        command.env("CARGO_INCREMENTAL", "0")
+    } else {
+        command
+    }
 }
 
 fn require_root(task: &str) -> anyhow::Result<()> {
