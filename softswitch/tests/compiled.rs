@@ -295,8 +295,7 @@ fn compare(
     let mut compiled = Side::new(program, runtime, Execution::Compiled, max_block_nodes);
     if let Some(text) = &text {
         let mut reports = [&mut interp, &mut compiled].map(|side| {
-            let mut map = SourceMap::new();
-            let file = map.add("test.stf", text.clone());
+            let (map, file) = SourceMap::of("test.stf", text.clone());
             softswitch_stf::run(&map, file, &mut side.switch)
                 .map(|r| r.failures)
                 .map_err(|d| d.render(&map))
