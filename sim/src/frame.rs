@@ -90,6 +90,20 @@ fn emit(
     buffer
 }
 
+/// A whole RoCEv2 SEND Only frame of `addresses` with `dscp`, `ecn` and UDP source port
+/// `sport`, to QP `qp` at PSN 0, its `payload_len` bytes of payload zeros.
+pub fn send_only(
+    a: &Addresses,
+    dscp: u8,
+    ecn: Ecn,
+    sport: u16,
+    qp: u32,
+    payload_len: usize,
+) -> Vec<u8> {
+    let bth = bth::Repr::new(Opcode::RcSendOnly, qp, 0);
+    emit(a, dscp, ecn, sport, bth, payload_len, |_| {})
+}
+
 /// The headers of one QP's data packets, built once; each packet is a copy with its length,
 /// opcode, PSN and AckReq set.
 #[derive(Clone, Debug)]
@@ -101,15 +115,7 @@ impl DataTemplate {
     /// The template of a QP: its addresses, DSCP, ECN codepoint, UDP source port and
     /// destination QP.
     pub fn new(a: &Addresses, dscp: u8, ecn: Ecn, sport: u16, qp: u32) -> Self {
-        let bytes = emit(
-            a,
-            dscp,
-            ecn,
-            sport,
-            bth::Repr::new(Opcode::RcSendOnly, qp, 0),
-            0,
-            |_| {},
-        );
+        let bytes = send_only(a, dscp, ecn, sport, qp, 0);
         let mut headers = [0; DATA_HEADER_LEN];
         headers.copy_from_slice(&bytes[..DATA_HEADER_LEN]);
         DataTemplate { headers }

@@ -13,8 +13,7 @@ pub const LOSSLESS_P4: &str = include_str!("../../dataplane-p4/lossless.p4");
 
 /// Compiles P4 source `text` (named `name` in diagnostics); the rendered diagnostic on error.
 pub fn compile(name: &str, text: String) -> Result<Program, String> {
-    let mut map = SourceMap::new();
-    let file = map.add(name.to_string(), text);
+    let (mut map, file) = SourceMap::of(name.to_string(), text);
     softswitch_frontend::compile(&mut map, file)
         .map(|c| c.program)
         .map_err(|d| d.render(&map))

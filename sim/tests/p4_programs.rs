@@ -9,9 +9,12 @@
 mod common;
 
 use common::{compile, dataplane_p4, lossless};
+use sim::frame::{send_only, Addresses};
 use sim::runtime::{self, RuntimeConfig};
 use softswitch_core::switch::{Clock, Switch};
+use std::net::Ipv4Addr;
 use std::path::PathBuf;
+use wire::ip::Ecn;
 
 #[test]
 fn every_program_passes_the_checker() {
@@ -163,22 +166,13 @@ fn red_marks_with_the_profile_probability_between_kmin_and_kmax() {
     .unwrap();
     runtime::apply(&rt, &mut switch).unwrap();
     switch.set_queue_rate(Some(2), None, Some(1000)).unwrap();
-    let roce = wire::roce::RoceFrame {
-        src_mac: wire::ethernet::Address([0, 0, 0, 0, 0, 1]),
-        dst_mac: wire::ethernet::Address([0, 0, 0, 0, 0, 2]),
-        vlan: wire::ethernet::Vlan::Untagged,
-        src_ip: std::net::Ipv4Addr::new(10, 0, 1, 1).into(),
-        dst_ip: std::net::Ipv4Addr::new(10, 0, 2, 2).into(),
-        dscp: 0,
-        ecn: wire::ip::Ecn::Ect0,
-        ttl: 64,
-        flow_label: 0,
-        src_port: 1,
-        bth: wire::bth::Repr::new(wire::bth::Opcode::RcSendOnly, 1, 0),
-        payload_len: 100 - 62,
+    let hosts = Addresses {
+        src_mac: [0, 0, 0, 0, 0, 1],
+        dst_mac: [0, 0, 0, 0, 0, 2],
+        src_ip: Ipv4Addr::new(10, 0, 1, 1),
+        dst_ip: Ipv4Addr::new(10, 0, 2, 2),
     };
-    let mut frame = vec![0; roce.buffer_len()];
-    roce.emit(&mut frame, |p| p.fill(0)).unwrap();
+    let frame = send_only(&hosts, 0, Ecn::Ect0, 1, 1, 100 - 62);
     // Bursts of 10: packet i finds max(i - 1, 0) ahead, so q runs 0, 0, 1, ..., 8.
     let bursts = 2000;
     let mut expected = 0.0;

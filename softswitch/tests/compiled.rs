@@ -26,6 +26,7 @@ use std::rc::Rc;
 
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
+use sim::frame::{send_only, Addresses};
 use sim::runtime::RuntimeConfig;
 use softswitch_core::ir::Program;
 use softswitch_core::runtime::CellIndex;
@@ -33,6 +34,7 @@ use softswitch_core::switch::{Clock, DigestSent, Execution, Output, Switch};
 use softswitch_core::table::CounterCell;
 use softswitch_core::trace::{Level, PacketId, TraceSink};
 use softswitch_frontend::source::SourceMap;
+use wire::ip::Ecn;
 
 /// Random packets per case; cases per STF test and first seed unless the environment says.
 const PACKETS_PER_CASE: usize = 40;
@@ -228,25 +230,14 @@ fn frames_to_routes(runtime: &RuntimeConfig) -> Vec<(u16, Vec<u8>)> {
         .iter()
         .filter_map(|e| e.matches.get("hdr.ipv4.dstAddr"))
         .filter_map(|v| v.get(0).unwrap_or(v).as_str()?.parse::<Ipv4Addr>().ok())
-        .map(|dst| {
-            let roce = wire::roce::RoceFrame {
-                src_mac: wire::ethernet::Address([0, 0, 0, 0, 0, 1]),
-                dst_mac: wire::ethernet::Address([0, 0, 0, 0, 0, 2]),
-                vlan: wire::ethernet::Vlan::Untagged,
-                src_ip: Ipv4Addr::new(10, 0, 1, 1).into(),
-                dst_ip: dst.into(),
-                dscp: 0,
-                ecn: wire::ip::Ecn::Ect0,
-                ttl: 64,
-                flow_label: 0,
-                src_port: 1,
-                bth: wire::bth::Repr::new(wire::bth::Opcode::RcSendOnly, 1, 0),
-                payload_len: 16,
+        .map(|dst_ip| {
+            let hosts = Addresses {
+                src_mac: [0, 0, 0, 0, 0, 1],
+                dst_mac: [0, 0, 0, 0, 0, 2],
+                src_ip: Ipv4Addr::new(10, 0, 1, 1),
+                dst_ip,
             };
-            let mut frame = vec![0; roce.buffer_len()];
-            roce.emit(&mut frame, |p| p.fill(0))
-                .expect("a RoCEv2 frame");
-            (1, frame)
+            (1, send_only(&hosts, 0, Ecn::Ect0, 1, 1, 16))
         })
         .collect()
 }
@@ -304,8 +295,7 @@ fn compare(
     let mut compiled = Side::new(program, runtime, Execution::Compiled, max_block_nodes);
     if let Some(text) = &text {
         let mut reports = [&mut interp, &mut compiled].map(|side| {
-            let mut map = SourceMap::new();
-            let file = map.add("test.stf", text.clone());
+            let (map, file) = SourceMap::of("test.stf", text.clone());
             softswitch_stf::run(&map, file, &mut side.switch)
                 .map(|r| r.failures)
                 .map_err(|d| d.render(&map))

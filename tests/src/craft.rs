@@ -8,18 +8,8 @@ use etherparse::{
 /// UDP destination port of RoCEv2.
 pub const ROCEV2_PORT: u16 = 4791;
 
-/// The ECN codepoints.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ecn {
-    /// 00
-    NotEct = 0,
-    /// 10
-    Ect0 = 2,
-    /// 01
-    Ect1 = 1,
-    /// 11
-    Ce = 3,
-}
+/// The ECN codepoints (RFC 3168), as the frames' bits give them ([`Ecn::bits`]).
+pub use wire::ip::Ecn;
 
 /// What a test frame carries.
 #[derive(Clone, Debug)]
@@ -80,7 +70,7 @@ impl FrameSpec {
         payload.extend_from_slice(&[0; 4]);
         let ip = if self.ipv6 {
             let mut header = Ipv6Header {
-                traffic_class: (self.dscp << 2) | self.ecn as u8,
+                traffic_class: (self.dscp << 2) | self.ecn.bits(),
                 flow_label: Ipv6FlowLabel::ZERO,
                 hop_limit: 64,
                 source: mapped_v6(self.src_ip),
@@ -94,7 +84,7 @@ impl FrameSpec {
                 Ipv4Header::new(0, 64, etherparse::IpNumber::UDP, self.src_ip, self.dst_ip)
                     .expect("valid header");
             header.dscp = Ipv4Dscp::try_new(self.dscp).expect("dscp < 64");
-            header.ecn = Ipv4Ecn::try_new(self.ecn as u8).expect("ecn < 4");
+            header.ecn = Ipv4Ecn::try_new(self.ecn.bits()).expect("ecn < 4");
             IpHeaders::Ipv4(header, Default::default())
         };
         let builder = PacketBuilder::ethernet2(self.src_mac, self.dst_mac)

@@ -87,13 +87,25 @@ const MAX_SHOWN_CHARS: usize = 64;
 /// `text` as a message quotes it: control characters and quotes escaped, cut after
 /// [`MAX_SHOWN_CHARS`] characters with `...`.
 pub fn escaped(text: &str) -> String {
+    escape(text, MAX_SHOWN_CHARS, |c| c == '\'' || c == '\\')
+}
+
+/// `text` as a message shows it whole (a path, a parser's own message): control characters
+/// escaped.
+pub fn control_escaped(text: &str) -> String {
+    escape(text, usize::MAX, |_| false)
+}
+
+/// `text` with its control characters and those `also` picks escaped as Rust escapes them, cut
+/// after `max_chars` characters with `...`.
+fn escape(text: &str, max_chars: usize, also: impl Fn(char) -> bool) -> String {
     let mut out = String::new();
     for (i, c) in text.chars().enumerate() {
-        if i == MAX_SHOWN_CHARS {
+        if i == max_chars {
             out.push_str("...");
             break;
         }
-        if c.is_control() || c == '\'' || c == '\\' {
+        if c.is_control() || also(c) {
             out.extend(c.escape_debug());
         } else {
             out.push(c);
@@ -513,5 +525,12 @@ mod tests {
         let error = parse_rate_bps(&long).unwrap_err().to_string();
         assert!(error.len() < 200, "{error}");
         assert!(error.contains("..."), "{error}");
+    }
+
+    #[test]
+    fn a_whole_text_escapes_its_control_characters_only() {
+        let long = "a'\\".repeat(100);
+        assert_eq!(control_escaped(&long), long);
+        assert_eq!(control_escaped("a\u{1b}[2J\nb"), "a\\u{1b}[2J\\nb");
     }
 }

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use units::escaped;
+use units::{control_escaped, escaped};
 
 /// Where a piece of a workload was read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,15 +46,7 @@ impl fmt::Display for Origin {
 
 /// `path` as messages show it: whole, with control characters escaped.
 pub(crate) fn shown_path(path: &Path) -> String {
-    let mut shown = String::new();
-    for c in path.to_string_lossy().chars() {
-        if c.is_control() {
-            shown.extend(c.escape_debug());
-        } else {
-            shown.push(c);
-        }
-    }
-    shown
+    control_escaped(&path.to_string_lossy())
 }
 
 /// `token` as messages quote it: in backquotes, escaped and shortened.

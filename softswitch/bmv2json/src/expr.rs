@@ -6,7 +6,7 @@
 //! so arithmetic, shifts and comparisons on them are two's complement, as in BMv2.
 
 use serde_json::Value;
-use softswitch_core::ir::{mask, ArithOp, CompareOp, Expr, Place, Slot, SLOT_BITS};
+use softswitch_core::ir::{mask, ArithOp, CompareOp, DynSlot, Expr, Place, Slot, SLOT_BITS};
 
 use crate::json::{array, hex, member, str_member, string, uint};
 use crate::layout::{Field, Layout};
@@ -52,35 +52,19 @@ impl Typed {
 pub struct DynElement {
     /// The stack's name.
     pub stack: String,
-    /// The first element's validity slot.
-    pub base: Slot,
-    /// Slots per element.
-    pub stride: u32,
-    /// Elements of the stack.
-    pub count: u32,
-    /// The index.
-    pub index: Expr,
+    /// The picked element's validity slot.
+    pub valid: DynSlot,
 }
 
 impl DynElement {
     /// The slot `offset` slots into the picked element, as a place.
     pub fn place(&self, offset: u32) -> Place {
-        Place::Dyn {
-            base: self.base + offset,
-            stride: self.stride,
-            count: self.count,
-            index: Box::new(self.index.clone()),
-        }
+        Place::Dyn(self.valid.offset(offset))
     }
 
     /// The slot `offset` slots into the picked element, as a value (0 out of range).
     pub fn load(&self, offset: u32) -> Expr {
-        Expr::LoadDyn {
-            base: self.base + offset,
-            stride: self.stride,
-            count: self.count,
-            index: Box::new(self.index.clone()),
-        }
+        Expr::LoadDyn(self.valid.offset(offset))
     }
 }
 
@@ -221,7 +205,7 @@ impl<'a> Scope<'a> {
                     ));
                 };
                 Ok(load(
-                    element.load(field.slot - element.base),
+                    element.load(field.slot - element.valid.base),
                     width,
                     field.signed,
                 ))
@@ -516,10 +500,12 @@ impl<'a> Scope<'a> {
         };
         Ok(DynElement {
             stack: sname.to_string(),
-            base,
-            stride: stack.stride,
-            count: stack.elements.len() as u32,
-            index: index(stack.base),
+            valid: DynSlot {
+                base,
+                stride: stack.stride,
+                count: stack.elements.len() as u32,
+                index: Box::new(index(stack.base)),
+            },
         })
     }
 
@@ -546,7 +532,7 @@ impl<'a> Scope<'a> {
             ));
         };
         Ok(DynField {
-            offset: field.slot - element.base,
+            offset: field.slot - element.valid.base,
             width,
             signed: field.signed,
             element,

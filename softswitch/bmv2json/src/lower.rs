@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use serde_json::Value;
 use softswitch_core::externs::{self, CtorArg, CtorParam, Object, Param as ExternParam};
 use softswitch_core::ir::{
-    self, Action, ActionCall, Body, CaseKeyset, Condition, Control, CounterKind, EmitItem, Entry,
-    Expr, ExternArg, ExternCall, ExternId, FieldItem, FieldLayout, FieldList, FieldMatch,
+    self, Action, ActionCall, Body, CaseKeyset, Condition, Control, CounterKind, DynSlot, EmitItem,
+    Entry, Expr, ExternArg, ExternCall, ExternId, FieldItem, FieldLayout, FieldList, FieldMatch,
     HeaderRef, Instance, InstanceKind, Key, MatchKind, Param, ParserIr, Place, Program, Slot,
     State, Stmt, Table, Target, TraceNames, Transition,
 };
@@ -1189,18 +1189,17 @@ impl Lowerer {
                 let Some(&(_, offset, layout)) = s.members.iter().find(|m| m.0 == mname) else {
                     return fail(format!("{what}: {sname}'s unions have no member {mname}"));
                 };
+                let next = DynSlot {
+                    base: s.base + 1,
+                    stride: s.stride,
+                    count: s.count,
+                    index: Box::new(Expr::Load(s.base)),
+                };
                 let siblings = s
                     .members
                     .iter()
                     .filter(|m| m.0 != mname)
-                    .map(|m| {
-                        invalid(Place::Dyn {
-                            base: s.base + 1 + m.1,
-                            stride: s.stride,
-                            count: s.count,
-                            index: Box::new(Expr::Load(s.base)),
-                        })
-                    })
+                    .map(|m| invalid(Place::Dyn(next.offset(m.1))))
                     .collect();
                 let target = HeaderRef::Next {
                     stack: s.base,

@@ -573,7 +573,7 @@ impl Compiler<'_> {
                     x.called_value(f, ret)
                 })
             }
-            Expr::LoadDyn { .. }
+            Expr::LoadDyn(_)
             | Expr::RangeEq { .. }
             | Expr::Lookahead { .. }
             | Expr::PacketLength

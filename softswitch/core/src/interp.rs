@@ -6,8 +6,8 @@ use crate::compiled::{CompiledParser, CompiledProgram};
 use crate::externs::{self, Effects, Machine};
 use crate::hash::{self, Algorithm};
 use crate::ir::{
-    self, mask, sign_extend, varbit_chunk_width, CaseKeyset, EmitItem, Expr, ExternCall, FieldItem,
-    FieldLayout, HeaderRef, Place, Program, Slot, Stmt, Target, Transition,
+    self, mask, sign_extend, varbit_chunk_width, CaseKeyset, DynSlot, EmitItem, Expr, ExternCall,
+    FieldItem, FieldLayout, HeaderRef, Place, Program, Slot, Stmt, Target, Transition,
 };
 use crate::ops;
 use crate::state::State;
@@ -659,14 +659,7 @@ impl<'a> Exec<'a> {
         match e {
             Expr::Const(v) => *v,
             Expr::Load(s) => self.slots[*s as usize],
-            Expr::LoadDyn {
-                base,
-                stride,
-                count,
-                index,
-            } => self
-                .dyn_slot(*base, *stride, *count, index)
-                .map_or(0, |slot| self.slots[slot]),
+            Expr::LoadDyn(d) => self.dyn_slot(d).map_or(0, |slot| self.slots[slot]),
             Expr::Arith {
                 op,
                 width,
@@ -743,11 +736,10 @@ impl<'a> Exec<'a> {
         }
     }
 
-    /// The slot of element `index` of a header stack whose element `0` has the field at `base`
-    /// and the next ones every `stride` slots; `None` when `index` is not below `count`.
-    fn dyn_slot(&mut self, base: Slot, stride: u32, count: u32, index: &Expr) -> Option<usize> {
-        let i = self.val(index);
-        (i < u128::from(count)).then(|| (base + i as u32 * stride) as usize)
+    /// The slot `d` picks; `None` when its index is not below its count.
+    fn dyn_slot(&mut self, d: &DynSlot) -> Option<usize> {
+        let i = self.val(&d.index);
+        (i < u128::from(d.count)).then(|| (d.base + i as u32 * d.stride) as usize)
     }
 
     /// The slot a place that is not a slice names: `None` for a stack element out of range,
@@ -755,12 +747,7 @@ impl<'a> Exec<'a> {
     fn whole_slot(&mut self, place: &Place) -> Option<usize> {
         match place {
             Place::Slot(s) => Some(*s as usize),
-            Place::Dyn {
-                base,
-                stride,
-                count,
-                index,
-            } => self.dyn_slot(*base, *stride, *count, index),
+            Place::Dyn(d) => self.dyn_slot(d),
             Place::Slice { .. } => unreachable!("a slice is not a whole slot"),
         }
     }

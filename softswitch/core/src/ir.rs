@@ -101,14 +101,8 @@ pub enum Expr {
     Const(u128),
     /// The value of a slot.
     Load(Slot),
-    /// A field of a header-stack element picked at run time: slot `base + index * stride`;
-    /// an index out of range reads 0.
-    LoadDyn {
-        base: Slot,
-        stride: u32,
-        count: u32,
-        index: Box<Expr>,
-    },
+    /// A field of a header-stack element picked at run time; an index out of range reads 0.
+    LoadDyn(DynSlot),
     /// An arithmetic or bitwise operation on `width`-bit values, result masked to `width`.
     Arith {
         op: ArithOp,
@@ -164,6 +158,30 @@ pub enum Expr {
     Checksum16(Box<FieldList>),
 }
 
+/// A slot of a header-stack element picked at run time: slot `base + index * stride`, for an
+/// `index` below `count` (past it there is no slot).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DynSlot {
+    /// The slot in the stack's first element.
+    pub base: Slot,
+    /// Slots per element.
+    pub stride: u32,
+    /// Elements of the stack.
+    pub count: u32,
+    /// Which element.
+    pub index: Box<Expr>,
+}
+
+impl DynSlot {
+    /// The slot `by` slots further into the same element.
+    pub fn offset(&self, by: u32) -> DynSlot {
+        DynSlot {
+            base: self.base + by,
+            ..self.clone()
+        }
+    }
+}
+
 /// A scalar place that can be written.
 #[derive(Clone, Debug, PartialEq)]
 #[allow(missing_docs, reason = "each variant's doc says what its fields are")]
@@ -171,12 +189,7 @@ pub enum Place {
     /// A slot.
     Slot(Slot),
     /// A field of a header-stack element picked at run time (writes out of range are ignored).
-    Dyn {
-        base: Slot,
-        stride: u32,
-        count: u32,
-        index: Box<Expr>,
-    },
+    Dyn(DynSlot),
     /// Bits `lo .. lo + width` of a place.
     Slice {
         inner: Box<Place>,
@@ -1114,7 +1127,7 @@ impl RunDepth<'_> {
     fn place(&self, p: &Place) -> usize {
         let inner = match p {
             Place::Slot(_) => 0,
-            Place::Dyn { index, .. } => self.expr(index),
+            Place::Dyn(d) => self.expr(&d.index),
             Place::Slice { inner, .. } => self.place(inner),
         };
         inner.saturating_add(1)
@@ -1139,7 +1152,7 @@ impl RunDepth<'_> {
             | Expr::RangeEq { .. }
             | Expr::Lookahead { .. }
             | Expr::PacketLength => 0,
-            Expr::LoadDyn { index, .. } => self.expr(index),
+            Expr::LoadDyn(d) => self.expr(&d.index),
             Expr::Arith { a, b, .. }
             | Expr::Compare { a, b, .. }
             | Expr::Concat { a, b, .. }

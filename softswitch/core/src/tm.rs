@@ -972,6 +972,14 @@ mod tests {
         assert_eq!(backlogged, [4, 5, 4]);
     }
 
+    /// Queues a 100-byte frame on port 1 at time 0 for each of `priorities` in turn, each
+    /// frame's item its priority.
+    fn enqueue_each(tm: &mut TrafficManager<u8>, priorities: &[u8]) {
+        for &priority in priorities {
+            tm.enqueue(1, priority, priority, 100, 0).unwrap();
+        }
+    }
+
     /// A port whose priorities 1 and 2 share it by DWRR with weights 3 and 1 (the others
     /// strict), with base quantum `quantum`.
     fn weighted(quantum: u32) -> TrafficManager<u8> {
@@ -1068,17 +1076,13 @@ mod tests {
     #[test]
     fn strict_queues_go_before_the_weighted_ones_whatever_their_number() {
         let mut tm = weighted(DEFAULT_QUANTUM);
-        tm.enqueue(1, 2, 2, 100, 0).unwrap();
-        tm.enqueue(1, 1, 1, 100, 0).unwrap();
-        tm.enqueue(1, 0, 0, 100, 0).unwrap();
-        tm.enqueue(1, 0, 0, 100, 0).unwrap();
+        enqueue_each(&mut tm, &[2, 1, 0, 0]);
         let order: Vec<u8> = (0..4)
             .map(|_| tm.dequeue_port(1, 0xff, 0).unwrap().item)
             .collect();
         assert_eq!(order, [0, 0, 1, 2], "priority 0 is strict, 1 and 2 are not");
         // A paused strict queue (not eligible) lets the weighted ones through.
-        tm.enqueue(1, 0, 0, 100, 0).unwrap();
-        tm.enqueue(1, 2, 2, 100, 0).unwrap();
+        enqueue_each(&mut tm, &[0, 2]);
         assert_eq!(tm.dequeue_port(1, !1, 0).unwrap().item, 2);
         assert_eq!(tm.dequeue_port(1, 0xff, 0).unwrap().item, 0);
     }
@@ -1155,8 +1159,7 @@ mod tests {
         // DWRR class; priority 1 (weight 1) always free. 100-byte frames.
         let mut tm = weighted(DEFAULT_QUANTUM);
         for _ in 0..5000 {
-            tm.enqueue(1, 1, 1, 100, 0).unwrap();
-            tm.enqueue(1, 2, 2, 100, 0).unwrap();
+            enqueue_each(&mut tm, &[1, 2]);
         }
         let most = 100 + u64::from(3 * DEFAULT_QUANTUM);
         let mut paused = false;
@@ -1176,8 +1179,7 @@ mod tests {
         let mut tm = weighted(DEFAULT_QUANTUM);
         tm.set_rate(Some(1), Some(2), Some(1000));
         for _ in 0..5000 {
-            tm.enqueue(1, 1, 1, 100, 0).unwrap();
-            tm.enqueue(1, 2, 2, 100, 0).unwrap();
+            enqueue_each(&mut tm, &[1, 2]);
         }
         for now in (0..1_000_000u64).step_by(1000) {
             tm.set_budget(1, Some(2));
@@ -1193,9 +1195,7 @@ mod tests {
     #[test]
     fn a_queue_moved_in_or_out_of_the_strict_set_starts_without_a_deficit() {
         let mut tm = weighted(DEFAULT_QUANTUM);
-        tm.enqueue(1, 2, 2, 100, 0).unwrap();
-        tm.enqueue(1, 2, 2, 100, 0).unwrap();
-        tm.enqueue(1, 1, 1, 100, 0).unwrap();
+        enqueue_each(&mut tm, &[2, 2, 1]);
         assert_eq!(tm.dequeue_port(1, 0xff, 0).unwrap().item, 1);
         assert_eq!(tm.dequeue_port(1, 0xff, 0).unwrap().item, 2);
         assert!(
@@ -1213,8 +1213,7 @@ mod tests {
         let mut tm = weighted(DEFAULT_QUANTUM);
         tm.set_rate(Some(1), Some(2), Some(1000));
         for _ in 0..3 {
-            tm.enqueue(1, 2, 2, 100, 0).unwrap();
-            tm.enqueue(1, 1, 1, 100, 0).unwrap();
+            enqueue_each(&mut tm, &[2, 1]);
         }
         // Priority 2 (weight 3) may send one packet a millisecond, whatever its deficit:
         // priority 1 sends its three (its turn comes first), then priority 2 one.

@@ -308,8 +308,7 @@ mod tests {
 
     #[test]
     fn render_points_a_caret_at_the_token() {
-        let mut map = SourceMap::new();
-        let f = map.add("x.p4", "const bit<8> a = ;\n");
+        let (map, f) = SourceMap::of("x.p4", "const bit<8> a = ;\n");
         let d = Diagnostic::new(
             Span {
                 file: f,
@@ -326,8 +325,7 @@ mod tests {
 
     #[test]
     fn a_line_directives_file_name_cannot_forge_a_line() {
-        let mut map = SourceMap::new();
-        let f = map.add("x.p4", "//\ny\n");
+        let (mut map, f) = SourceMap::of("x.p4", "//\ny\n");
         map.mark_line(f, 2, 7, Some("a.p4\n[forged] line\u{1b}[2J".into()));
         let d = Diagnostic::new(
             Span {
@@ -419,8 +417,7 @@ mod tests {
             ("p.p4", "interface SECRET;\n", 10, false),
             ("t.stf", "SECRET 1 2\n", 0, true),
         ] {
-            let mut map = SourceMap::new();
-            let f = map.add(name, text);
+            let (map, f) = SourceMap::of(name, text);
             let d = Diagnostic::new(
                 Span {
                     file: f,

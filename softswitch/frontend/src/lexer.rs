@@ -316,8 +316,7 @@ mod tests {
     use super::*;
 
     fn toks(src: &str) -> Vec<Tok> {
-        let mut map = SourceMap::new();
-        let f = map.add("t.p4", src);
+        let (map, f) = SourceMap::of("t.p4", src);
         lex(&map, f, usize::MAX)
             .unwrap()
             .into_iter()
@@ -376,8 +375,7 @@ mod tests {
 
     #[test]
     fn bad_character_is_located() {
-        let mut map = SourceMap::new();
-        let f = map.add("t.p4", "a\n  `");
+        let (map, f) = SourceMap::of("t.p4", "a\n  `");
         let err = lex(&map, f, usize::MAX).unwrap_err();
         assert_eq!(err.location(&map), "t.p4:2:3");
     }

@@ -32,8 +32,7 @@ pub fn compile(map: &mut source::SourceMap, file: u32) -> diagnostic::Result<Com
 /// or the diagnostic rendered against the source.
 pub fn compile_file(path: &std::path::Path) -> Result<Compiled, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut map = source::SourceMap::new();
-    let file = map.add(path.display().to_string(), text);
+    let (mut map, file) = source::SourceMap::of(path.display().to_string(), text);
     compile(&mut map, file).map_err(|d| d.render(&map))
 }
 

@@ -1669,8 +1669,7 @@ mod tests {
     use crate::source::SourceMap;
 
     fn parse_src(src: &str) -> (SourceMap, Result<Vec<Decl>>) {
-        let mut map = SourceMap::new();
-        let f = map.add("t.p4", src);
+        let (mut map, f) = SourceMap::of("t.p4", src);
         let r = crate::preprocessor::preprocess(
             &mut map,
             f,

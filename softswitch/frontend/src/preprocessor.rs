@@ -682,8 +682,7 @@ impl Preprocessor {
         let (sa, sb) = (spelling(a), spelling(b));
         let text = format!("{sa}{sb}");
         self.spend(text.len())?;
-        let mut scratch = SourceMap::new();
-        let f = scratch.add("", text);
+        let (scratch, f) = SourceMap::of("", text);
         match lex(&scratch, f, 2).as_deref() {
             Ok([one, end]) if end.tok == Tok::Eof && one.tok != Tok::Directive => Ok(Token {
                 tok: one.tok.clone(),
@@ -867,8 +866,7 @@ mod tests {
     use super::*;
 
     fn idents(src: &str) -> Result<Vec<String>> {
-        let mut map = SourceMap::new();
-        let f = map.add("t.p4", src);
+        let (mut map, f) = SourceMap::of("t.p4", src);
         Ok(preprocess(&mut map, f, Includes::Files)?
             .into_iter()
             .filter_map(|t| match t.tok {
@@ -881,8 +879,7 @@ mod tests {
 
     /// Where preprocessing `src` (as `t.p4`) fails, and why.
     fn error(src: &str) -> (String, String) {
-        let mut map = SourceMap::new();
-        let f = map.add("t.p4", src);
+        let (mut map, f) = SourceMap::of("t.p4", src);
         let e = preprocess(&mut map, f, Includes::Files).unwrap_err();
         (e.location(&map), e.message)
     }
@@ -926,8 +923,7 @@ mod tests {
 
     /// The tokens of `src` preprocessed, as they are written.
     fn spelled(src: &str) -> Vec<String> {
-        let mut map = SourceMap::new();
-        let f = map.add("t.p4", src);
+        let (mut map, f) = SourceMap::of("t.p4", src);
         let tokens = preprocess(&mut map, f, Includes::Files).unwrap();
         tokens[..tokens.len() - 1].iter().map(spelling).collect()
     }
@@ -979,8 +975,7 @@ mod tests {
 
     #[test]
     fn line_renumbers_the_following_lines_and_may_name_a_file() {
-        let mut map = SourceMap::new();
-        let f = map.add("t.p4", "a\n#line 100\nb\n#line 7 \"gen.p4\"\nc\nd\n");
+        let (mut map, f) = SourceMap::of("t.p4", "a\n#line 100\nb\n#line 7 \"gen.p4\"\nc\nd\n");
         let tokens = preprocess(&mut map, f, Includes::Files).unwrap();
         let at: Vec<String> = tokens[..4]
             .iter()
@@ -995,8 +990,7 @@ mod tests {
 
     #[test]
     fn warning_is_recorded_and_error_stops() {
-        let mut map = SourceMap::new();
-        let f = map.add("t.p4", "#warning check this\nx\n");
+        let (mut map, f) = SourceMap::of("t.p4", "#warning check this\nx\n");
         let mut diags = Diagnostics::default();
         preprocess_reporting(&mut map, f, Includes::Files, &mut diags).unwrap();
         let (_, warnings) = diags.conclude(Ok(())).unwrap();

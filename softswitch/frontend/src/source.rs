@@ -55,6 +55,13 @@ impl SourceMap {
         Self::default()
     }
 
+    /// A map of one text, under `name`, and that text's file index.
+    pub fn of(name: impl Into<String>, text: impl Into<String>) -> (Self, u32) {
+        let mut map = Self::new();
+        let file = map.add(name, text);
+        (map, file)
+    }
+
     /// Adds a text under `name`, returning its file index.
     pub fn add(&mut self, name: impl Into<String>, text: impl Into<String>) -> u32 {
         let text = text.into();
@@ -180,8 +187,7 @@ mod tests {
 
     #[test]
     fn line_and_column_are_one_based() {
-        let mut map = SourceMap::new();
-        let f = map.add("a.p4", "ab\ncd\n");
+        let (map, f) = SourceMap::of("a.p4", "ab\ncd\n");
         assert_eq!(
             map.line_col(Span {
                 file: f,

@@ -11,7 +11,7 @@ use crate::types::{Type, Types};
 use num_bigint::BigInt;
 use num_traits::{Signed as _, ToPrimitive as _, Zero as _};
 use softswitch_core::ir::{
-    mask, sign_extend, ArithOp, CompareOp, Expr, Place, Slot, Stmt, SLOT_BITS,
+    mask, sign_extend, ArithOp, CompareOp, DynSlot, Expr, Place, Slot, Stmt, SLOT_BITS,
 };
 use softswitch_core::limbs::Limbs;
 use softswitch_core::ops;
@@ -41,14 +41,8 @@ pub(super) enum Val {
     /// A value of a [wide](Types::is_wide) `bit<W>` computed from others (`a & b`, `a << 8`),
     /// limb by limb.
     Wide { limbs: Limbs, ty: Type },
-    /// A header-stack element chosen at run time: element 0 at `base`.
-    DynElem {
-        base: Slot,
-        stride: u32,
-        count: u32,
-        index: Expr,
-        ty: Type,
-    },
+    /// A header-stack element chosen at run time, `slot` its first slot.
+    DynElem { slot: DynSlot, ty: Type },
 }
 
 /// A part of a value that a list or struct expression gives: its slot offset, its type and the
@@ -255,10 +249,12 @@ impl<'a> Checker<'a> {
                     "size" => Ok(konst(u128::from(n), bits32)),
                     "lastIndex" => Ok(scalar(last_index, bits32, None)),
                     "last" => Ok(Val::DynElem {
-                        base: slot + 1,
-                        stride: self.types.size(&Type::Aggregate(agg)),
-                        count: n,
-                        index: last_index,
+                        slot: DynSlot {
+                            base: slot + 1,
+                            stride: self.types.size(&Type::Aggregate(agg)),
+                            count: n,
+                            index: Box::new(last_index),
+                        },
                         ty: Type::Aggregate(agg),
                     }),
                     "next" => fail(
@@ -301,28 +297,15 @@ impl<'a> Checker<'a> {
                 fail(m.span, format!("{t} has no field '{}'", m.name))
             }
             Val::DynElem {
-                base: b,
-                stride,
-                count,
-                index,
+                slot: element,
                 ty: Type::Aggregate(agg),
             } => match self.types.field(agg, &m.name) {
-                Some((off, fty)) if self.types.scalar_width(&fty).is_some() => Ok(scalar(
-                    Expr::LoadDyn {
-                        base: b + off,
-                        stride,
-                        count,
-                        index: Box::new(index),
-                    },
-                    fty,
-                    None,
-                )),
+                Some((off, fty)) if self.types.scalar_width(&fty).is_some() => {
+                    Ok(scalar(Expr::LoadDyn(element.offset(off)), fty, None))
+                }
                 // A member of a header union picked at run time: the same element's header.
                 Some((off, fty)) if self.types.is_header(&fty) => Ok(Val::DynElem {
-                    base: b + off,
-                    stride,
-                    count,
-                    index,
+                    slot: element.offset(off),
                     ty: fty,
                 }),
                 Some(_) => fail(
@@ -500,18 +483,21 @@ impl<'a> Checker<'a> {
             }
             _ => match i.ty {
                 Type::Bits { width, signed } => Ok(Val::DynElem {
-                    base: slot + 1,
-                    stride,
-                    count: n,
-                    // A negative index is out of range: sign-extended, it is above any count.
-                    index: if signed {
-                        Expr::SignExtend {
-                            arg: Box::new(i.expr),
-                            from: width,
-                            to: 128,
-                        }
-                    } else {
-                        i.expr
+                    slot: DynSlot {
+                        base: slot + 1,
+                        stride,
+                        count: n,
+                        // A negative index is out of range: sign-extended, it is above any
+                        // count.
+                        index: Box::new(if signed {
+                            Expr::SignExtend {
+                                arg: Box::new(i.expr),
+                                from: width,
+                                to: 128,
+                            }
+                        } else {
+                            i.expr
+                        }),
                     },
                     ty: Type::Aggregate(agg),
                 }),
@@ -1174,21 +1160,24 @@ impl<'a> Checker<'a> {
     pub(super) fn place(&mut self, e: &ast::Expr) -> Result<Val> {
         fn is_place(e: &Expr) -> bool {
             match e {
-                Expr::Load(_) | Expr::LoadDyn { .. } => true,
+                Expr::Load(_) | Expr::LoadDyn(_) => true,
                 Expr::Slice { arg, .. } => is_place(arg),
                 _ => false,
             }
         }
         fn base(e: &Expr) -> Option<Slot> {
             match e {
-                Expr::Load(slot) | Expr::LoadDyn { base: slot, .. } => Some(*slot),
+                Expr::Load(slot) | Expr::LoadDyn(DynSlot { base: slot, .. }) => Some(*slot),
                 Expr::Slice { arg, .. } => base(arg),
                 _ => None,
             }
         }
         let (val, slot) = match self.expr(e)? {
             v @ Val::Agg { base, .. } => (v, base),
-            v @ Val::DynElem { base, .. } => (v, base),
+            v @ Val::DynElem {
+                slot: DynSlot { base, .. },
+                ..
+            } => (v, base),
             Val::Scalar { expr, ty, .. } if is_place(&expr) => {
                 let slot = base(&expr).expect("a place has a base slot");
                 let v = Val::Scalar {
@@ -1587,21 +1576,7 @@ fn all(mut parts: Vec<Expr>) -> Expr {
 pub(super) fn block(v: Val) -> Option<(Place, Type)> {
     match v {
         Val::Agg { base, ty } => Some((Place::Slot(base), ty)),
-        Val::DynElem {
-            base,
-            stride,
-            count,
-            index,
-            ty,
-        } => {
-            let place = Place::Dyn {
-                base,
-                stride,
-                count,
-                index: Box::new(index),
-            };
-            Some((place, ty))
-        }
+        Val::DynElem { slot, ty } => Some((Place::Dyn(slot), ty)),
         _ => None,
     }
 }
@@ -1622,17 +1597,7 @@ pub(super) fn val_type(v: &Val) -> Type {
 pub(super) fn to_place(e: Expr, span: Span) -> Result<Place> {
     match e {
         Expr::Load(s) => Ok(Place::Slot(s)),
-        Expr::LoadDyn {
-            base,
-            stride,
-            count,
-            index,
-        } => Ok(Place::Dyn {
-            base,
-            stride,
-            count,
-            index,
-        }),
+        Expr::LoadDyn(slot) => Ok(Place::Dyn(slot)),
         Expr::Slice { arg, lo, width } => Ok(Place::Slice {
             inner: Box::new(to_place(*arg, span)?),
             lo,

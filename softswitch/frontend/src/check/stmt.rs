@@ -7,7 +7,7 @@ use crate::ast::{self, Direction, ExprKind, Stmt as AstStmt, SwitchLabel};
 use crate::diagnostic::{fail, Result};
 use crate::source::Span;
 use crate::types::Type;
-use softswitch_core::ir::{Expr, ExternCall, Invoke, Place, Stmt};
+use softswitch_core::ir::{DynSlot, Expr, ExternCall, Invoke, Place, Stmt};
 use std::collections::HashMap;
 
 impl<'a> Checker<'a> {
@@ -411,23 +411,12 @@ impl<'a> Checker<'a> {
                             }
                             scalar(any, Type::Bool)
                         }
-                        Val::DynElem {
-                            base: b,
-                            stride,
-                            count,
-                            index,
-                            ty,
-                        } => {
+                        Val::DynElem { slot: element, ty } => {
                             // A header's validity, or any of a header union's members'.
                             let any = self.types.validity_offsets(&ty).into_iter().fold(
                                 Expr::Const(0),
                                 |any, off| {
-                                    let valid = Expr::LoadDyn {
-                                        base: b + off,
-                                        stride,
-                                        count,
-                                        index: Box::new(index.clone()),
-                                    };
+                                    let valid = Expr::LoadDyn(element.offset(off));
                                     Expr::Or(Box::new(any), Box::new(valid))
                                 },
                             );
@@ -501,14 +490,13 @@ impl<'a> Checker<'a> {
                 else {
                     return Ok(Vec::new());
                 };
-                let stride = self.types.size(&Type::Aggregate(agg));
-                let place = move |off| Place::Dyn {
-                    base: stack + 1 + off,
-                    stride,
+                let next = DynSlot {
+                    base: stack + 1,
+                    stride: self.types.size(&Type::Aggregate(agg)),
                     count,
                     index: Box::new(Expr::Load(stack)),
                 };
-                (agg, Box::new(place))
+                (agg, Box::new(move |off| Place::Dyn(next.offset(off))))
             }
             None => match self.expr(union)? {
                 Val::Agg {
@@ -516,20 +504,9 @@ impl<'a> Checker<'a> {
                     ty: Type::Aggregate(agg),
                 } => (agg, Box::new(move |off| Place::Slot(base + off))),
                 Val::DynElem {
-                    base,
-                    stride,
-                    count,
-                    index,
+                    slot: element,
                     ty: Type::Aggregate(agg),
-                } => {
-                    let place = move |off| Place::Dyn {
-                        base: base + off,
-                        stride,
-                        count,
-                        index: Box::new(index.clone()),
-                    };
-                    (agg, Box::new(place))
-                }
+                } => (agg, Box::new(move |off| Place::Dyn(element.offset(off)))),
                 _ => return Ok(Vec::new()),
             },
         };
@@ -559,25 +536,10 @@ impl<'a> Checker<'a> {
                     Expr::Const(u128::from(method.name == "setValid")),
                 )])
             }
-            (
-                "setValid" | "setInvalid",
-                Val::DynElem {
-                    base,
-                    stride,
-                    count,
-                    index,
-                    ..
-                },
-            ) => {
+            ("setValid" | "setInvalid", Val::DynElem { slot, .. }) => {
                 no_args(args)?;
-                let place = Place::Dyn {
-                    base,
-                    stride,
-                    count,
-                    index: Box::new(index),
-                };
                 Ok(vec![Stmt::Assign(
-                    place,
+                    Place::Dyn(slot),
                     Expr::Const(u128::from(method.name == "setValid")),
                 )])
             }

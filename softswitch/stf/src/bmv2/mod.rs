@@ -394,8 +394,8 @@ pub fn run_stf_file(
     test: &Path,
 ) -> Result<crate::Report, String> {
     let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
-    let mut map = softswitch_frontend::source::SourceMap::new();
-    let file = map.add(program.display().to_string(), read(program)?);
+    let (mut map, file) =
+        softswitch_frontend::source::SourceMap::of(program.display().to_string(), read(program)?);
     let compiled = softswitch_frontend::compile(&mut map, file).map_err(|d| d.render(&map))?;
     let stf = map.add(test.display().to_string(), read(test)?);
     let mut target = Bmv2Target::start(tools, json, compiled.program)?;
