@@ -239,30 +239,24 @@ impl Setting {
             ["cnp", "dscp"] => Setting::CnpDscp(DSCP.parse(key, value)?),
             ["log", "marks"] => Setting::LogMarks(bool_()?),
             ["log", "errors"] => Setting::LogErrors(bool_()?),
-            ["ecn", prio, field] => {
+            [section @ ("ecn" | "pfc"), prio, field] => {
                 let p = index(prio, "prio", PRIORITIES).ok_or_else(|| unknown_key(key))?;
-                match *field {
-                    "enabled" => Setting::EcnEnabled(p, bool_()?),
-                    "kmin_bytes" => Setting::EcnKminBytes(p, bytes()?),
-                    "kmax_bytes" => Setting::EcnKmaxBytes(p, bytes()?),
-                    "pmax" => Setting::EcnPmax(
+                match (*section, *field) {
+                    ("ecn", "enabled") => Setting::EcnEnabled(p, bool_()?),
+                    ("ecn", "kmin_bytes") => Setting::EcnKminBytes(p, bytes()?),
+                    ("ecn", "kmax_bytes") => Setting::EcnKmaxBytes(p, bytes()?),
+                    ("ecn", "pmax") => Setting::EcnPmax(
                         p,
                         value
                             .parse()
                             .with_context(|| format!("{key}: '{value}' is not a number"))?,
                     ),
-                    "rate_bps" => Setting::EcnRateBps(p, rate()?),
-                    _ => return Err(unknown_key(key)),
-                }
-            }
-            ["pfc", prio, field] => {
-                let p = index(prio, "prio", PRIORITIES).ok_or_else(|| unknown_key(key))?;
-                match *field {
-                    "enabled" => Setting::PfcEnabled(p, bool_()?),
-                    "xoff_bytes" => Setting::PfcXoffBytes(p, bytes()?),
-                    "xon_bytes" => Setting::PfcXonBytes(p, bytes()?),
-                    "quanta" => Setting::PfcQuanta(p, QUANTA.parse(key, value)?),
-                    "drain_bps" => Setting::PfcDrainBps(p, rate()?),
+                    ("ecn", "rate_bps") => Setting::EcnRateBps(p, rate()?),
+                    ("pfc", "enabled") => Setting::PfcEnabled(p, bool_()?),
+                    ("pfc", "xoff_bytes") => Setting::PfcXoffBytes(p, bytes()?),
+                    ("pfc", "xon_bytes") => Setting::PfcXonBytes(p, bytes()?),
+                    ("pfc", "quanta") => Setting::PfcQuanta(p, QUANTA.parse(key, value)?),
+                    ("pfc", "drain_bps") => Setting::PfcDrainBps(p, rate()?),
                     _ => return Err(unknown_key(key)),
                 }
             }
