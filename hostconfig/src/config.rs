@@ -656,6 +656,32 @@ mod tests {
         assert_eq!(c.settings.flags & Settings::ROCE_ONLY, 0);
     }
 
+    /// Each per-priority key parses to the setting that names it again, in either section.
+    #[test]
+    fn per_priority_keys_parse_to_their_own_setting() {
+        for (key, value) in [
+            ("ecn.prio2.enabled", "true"),
+            ("ecn.prio2.kmin_bytes", "1000"),
+            ("ecn.prio2.kmax_bytes", "9000"),
+            ("ecn.prio2.pmax", "0.5"),
+            ("ecn.prio2.rate_bps", "1g"),
+            ("pfc.prio2.enabled", "true"),
+            ("pfc.prio2.xoff_bytes", "20000"),
+            ("pfc.prio2.xon_bytes", "10000"),
+            ("pfc.prio2.quanta", "100"),
+            ("pfc.prio2.drain_bps", "1g"),
+        ] {
+            assert_eq!(Setting::parse(key, value).unwrap().key(), key);
+        }
+        for unknown in [
+            "ecn.prio2.xoff_bytes",
+            "pfc.prio2.kmin_bytes",
+            "pfc.prio8.enabled",
+        ] {
+            assert!(Setting::parse(unknown, "1").is_err(), "{unknown}");
+        }
+    }
+
     #[test]
     fn bad_values_name_the_key_and_change_nothing() {
         let original = HostConfig::default();
