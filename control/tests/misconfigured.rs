@@ -16,13 +16,29 @@ fn lossless() -> Command {
 
 /// A fabric, a workload and a tuning (the TOML of `--tuning`, which is also `lossless sim`'s
 /// `[tuning]` table) in a directory of its own.
-struct Case<'a> {
-    dir: &'a TempDir,
-    fabric: &'a str,
-    workload: &'a str,
+struct Case {
+    dir: TempDir,
+    fabric: &'static str,
+    workload: String,
 }
 
-impl Case<'_> {
+impl Case {
+    /// The case `name`: `fabric` and `workload`, in a fresh directory.
+    fn new(name: &str, fabric: &'static str, workload: &str) -> Case {
+        Case {
+            dir: TempDir::new("lossless-misconfigured", name),
+            fabric,
+            workload: workload.to_owned(),
+        }
+    }
+
+    /// Writes the workload file `file` (`text`) into the case's directory and makes it the
+    /// workload.
+    fn write_workload(&mut self, file: &str, text: &str) {
+        let path = self.dir.file(file, text);
+        self.workload = path.to_str().expect("a UTF-8 temporary path").to_owned();
+    }
+
     /// The rules of every finding `lossless check` reports with `tuning`, and its exit status.
     fn check(&self, name: &str, tuning: &str) -> (Vec<String>, Option<i32>) {
         let file = self.dir.file(&format!("{name}.toml"), tuning);
@@ -108,12 +124,7 @@ fn counter(summary: &Value, path: &str) -> u64 {
 /// times the marks and CNPs, a fraction of the PAUSEs.
 #[test]
 fn ecn_above_xoff_pauses_instead_of_marking_and_the_fix_marks_first() {
-    let dir = TempDir::new("lossless-misconfigured", "ecn");
-    let case = Case {
-        dir: &dir,
-        fabric: "leaf-spine:1,2,4",
-        workload: "incast:senders=6,size=2MB",
-    };
+    let case = Case::new("ecn", "leaf-spine:1,2,4", "incast:senders=6,size=2MB");
     // XOFF is the default 16 packets in both.
     let (seeded, fixed) = case.run(
         "ecn-above-xoff",
@@ -151,12 +162,11 @@ fn ecn_above_xoff_pauses_instead_of_marking_and_the_fix_marks_first() {
 /// leaf's uplink queue fills. The fix lowers XOFF by the headroom `--suggest` computes.
 #[test]
 fn headroom_short_drops_lossless_frames_and_the_lower_xoff_loses_none() {
-    let dir = TempDir::new("lossless-misconfigured", "headroom");
-    let case = Case {
-        dir: &dir,
-        fabric: "leaf-spine:1,2,1,spine-speed=25G,host-cable=1km,leaf-buffer=577152B",
-        workload: "incast:senders=1,size=2MB",
-    };
+    let case = Case::new(
+        "headroom",
+        "leaf-spine:1,2,1,spine-speed=25G,host-cable=1km,leaf-buffer=577152B",
+        "incast:senders=1,size=2MB",
+    );
     // Kmax below either XOFF, so that only the headroom differs.
     let ecn = "ecn.kmin_packets = 11\necn.kmax_packets = 45\n";
     let (seeded, fixed) = case.run(
@@ -194,18 +204,14 @@ fn headroom_short_drops_lossless_frames_and_the_lower_xoff_loses_none() {
 /// latency; PAUSEs and completion times are what shows it.
 #[test]
 fn cnps_in_the_data_priority_slow_dcqcn_and_the_strict_priority_fix_does_not() {
-    let dir = TempDir::new("lossless-misconfigured", "cnp");
+    // The workload is a file of the case's directory.
+    let mut case = Case::new("cnp", "leaf-spine:1,2,4,spine-speed=10G", "");
     // Endpoints 0-3 are leaf1's hosts, 4-7 leaf2's.
-    let workload = dir.file(
+    case.write_workload(
         "crossing-incasts.toml",
         "[[part]]\nkind = \"incast\"\nsenders = 3\nsize = \"2MB\"\nhosts = [0, 4, 5, 6]\n\n\
          [[part]]\nkind = \"incast\"\nsenders = 3\nsize = \"2MB\"\nhosts = [7, 1, 2, 3]\n",
     );
-    let case = Case {
-        dir: &dir,
-        fabric: "leaf-spine:1,2,4,spine-speed=10G",
-        workload: workload.to_str().unwrap(),
-    };
     // Kmax below XOFF in both, so that only the CNPs' class differs.
     let ecn = "ecn.kmin_packets = 3\necn.kmax_packets = 12\n";
     let (seeded, fixed) = case.run(

@@ -117,36 +117,18 @@ fn balance(frame: &Frame, len: u64) -> Result<u32, Pass> {
 #[inline(always)]
 fn owned_route(frame: &Frame, parsed: &Parsed, seed: u32) -> Result<Route, Pass> {
     let mut hash = seed;
-    match parsed.network {
+    // Whether a prefix owns the destination, and the TTL or hop limit.
+    let (owned, ttl) = match parsed.network {
         Network::Ipv4(offset) => {
-            let ip = ipv4::Packet::new_unchecked(
-                frame
-                    .bytes_at::<{ ipv4::HEADER_LEN }>(offset)
-                    .ok_or(Pass::Malformed)?,
-            );
+            let ip = frame.ipv4_at(offset).ok_or(Pass::Malformed)?;
             let (src, dst) = (ip.src_addr().octets(), ip.dst_addr().octets());
-            if LB_PREFIXES_V4.get(Key::new(32, dst)).is_none() {
-                return Err(Pass::NotOwned);
-            }
-            if ip.ttl() <= 1 {
-                return Err(Pass::TtlExpired);
-            }
             hash = hash_word(hash, u32::from_ne_bytes(src));
             hash = hash_word(hash, u32::from_ne_bytes(dst));
+            (LB_PREFIXES_V4.get(Key::new(32, dst)).is_some(), ip.ttl())
         }
         Network::Ipv6(offset) => {
-            let ip = ipv6::Packet::new_unchecked(
-                frame
-                    .bytes_at::<{ ipv6::HEADER_LEN }>(offset)
-                    .ok_or(Pass::Malformed)?,
-            );
+            let ip = frame.ipv6_at(offset).ok_or(Pass::Malformed)?;
             let (src, dst) = (ip.src_addr().octets(), ip.dst_addr().octets());
-            if LB_PREFIXES_V6.get(Key::new(128, dst)).is_none() {
-                return Err(Pass::NotOwned);
-            }
-            if ip.hop_limit() <= 1 {
-                return Err(Pass::TtlExpired);
-            }
             for words in [src, dst] {
                 for i in 0..4 {
                     let word = [
@@ -158,8 +140,18 @@ fn owned_route(frame: &Frame, parsed: &Parsed, seed: u32) -> Result<Route, Pass>
                     hash = hash_word(hash, u32::from_ne_bytes(word));
                 }
             }
+            (
+                LB_PREFIXES_V6.get(Key::new(128, dst)).is_some(),
+                ip.hop_limit(),
+            )
         }
         Network::Other => return Err(Pass::NotIp),
+    };
+    if !owned {
+        return Err(Pass::NotOwned);
+    }
+    if ttl <= 1 {
+        return Err(Pass::TtlExpired);
     }
     hash = hash_word(hash, parsed.protocol as u32);
     if parsed.transport != 0 && (parsed.protocol == IPPROTO_UDP || parsed.protocol == IPPROTO_TCP) {

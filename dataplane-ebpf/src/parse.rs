@@ -61,6 +61,18 @@ impl Frame {
         Some(unsafe { &*bytes })
     }
 
+    /// The fixed IPv4 header at `offset`, if all of it lies inside the frame.
+    #[inline(always)]
+    pub fn ipv4_at(&self, offset: usize) -> Option<ipv4::Packet<&[u8; ipv4::HEADER_LEN]>> {
+        self.bytes_at(offset).map(ipv4::Packet::new_unchecked)
+    }
+
+    /// The fixed IPv6 header at `offset`, if all of it lies inside the frame.
+    #[inline(always)]
+    pub fn ipv6_at(&self, offset: usize) -> Option<ipv6::Packet<&[u8; ipv6::HEADER_LEN]>> {
+        self.bytes_at(offset).map(ipv6::Packet::new_unchecked)
+    }
+
     /// Bytes from `offset` to the end of the frame (0 if `offset` is past it).
     #[inline(always)]
     fn remaining(&self, offset: usize) -> usize {
@@ -182,11 +194,7 @@ type Transport = Option<(usize, usize)>;
 /// UDP datagram.
 #[inline(always)]
 fn parse_ipv4(frame: &Frame, offset: usize, parsed: &mut Parsed) -> Result<Transport, ParseError> {
-    let ip = ipv4::Packet::new_unchecked(
-        frame
-            .bytes_at::<{ ipv4::HEADER_LEN }>(offset)
-            .ok_or(ParseError::TruncatedIpv4)?,
-    );
+    let ip = frame.ipv4_at(offset).ok_or(ParseError::TruncatedIpv4)?;
     let header_len = ip.header_len();
     let total_len = usize::from(ip.total_len());
     if ip.version() != 4 || header_len < ipv4::HEADER_LEN || total_len < header_len {
@@ -215,11 +223,7 @@ fn parse_ipv4(frame: &Frame, offset: usize, parsed: &mut Parsed) -> Result<Trans
 /// chain ends in an unfragmented UDP datagram.
 #[inline(always)]
 fn parse_ipv6(frame: &Frame, offset: usize, parsed: &mut Parsed) -> Result<Transport, ParseError> {
-    let ip = ipv6::Packet::new_unchecked(
-        frame
-            .bytes_at::<{ ipv6::HEADER_LEN }>(offset)
-            .ok_or(ParseError::TruncatedIpv6)?,
-    );
+    let ip = frame.ipv6_at(offset).ok_or(ParseError::TruncatedIpv6)?;
     let mut next = ip.next_header().value();
     let datagram_len = ipv6::HEADER_LEN + usize::from(ip.payload_len());
     if ip.version() != 6 || datagram_len > frame.remaining(offset) {

@@ -239,30 +239,24 @@ impl Setting {
             ["cnp", "dscp"] => Setting::CnpDscp(DSCP.parse(key, value)?),
             ["log", "marks"] => Setting::LogMarks(bool_()?),
             ["log", "errors"] => Setting::LogErrors(bool_()?),
-            ["ecn", prio, field] => {
+            [section @ ("ecn" | "pfc"), prio, field] => {
                 let p = index(prio, "prio", PRIORITIES).ok_or_else(|| unknown_key(key))?;
-                match *field {
-                    "enabled" => Setting::EcnEnabled(p, bool_()?),
-                    "kmin_bytes" => Setting::EcnKminBytes(p, bytes()?),
-                    "kmax_bytes" => Setting::EcnKmaxBytes(p, bytes()?),
-                    "pmax" => Setting::EcnPmax(
+                match (*section, *field) {
+                    ("ecn", "enabled") => Setting::EcnEnabled(p, bool_()?),
+                    ("ecn", "kmin_bytes") => Setting::EcnKminBytes(p, bytes()?),
+                    ("ecn", "kmax_bytes") => Setting::EcnKmaxBytes(p, bytes()?),
+                    ("ecn", "pmax") => Setting::EcnPmax(
                         p,
                         value
                             .parse()
                             .with_context(|| format!("{key}: '{value}' is not a number"))?,
                     ),
-                    "rate_bps" => Setting::EcnRateBps(p, rate()?),
-                    _ => return Err(unknown_key(key)),
-                }
-            }
-            ["pfc", prio, field] => {
-                let p = index(prio, "prio", PRIORITIES).ok_or_else(|| unknown_key(key))?;
-                match *field {
-                    "enabled" => Setting::PfcEnabled(p, bool_()?),
-                    "xoff_bytes" => Setting::PfcXoffBytes(p, bytes()?),
-                    "xon_bytes" => Setting::PfcXonBytes(p, bytes()?),
-                    "quanta" => Setting::PfcQuanta(p, QUANTA.parse(key, value)?),
-                    "drain_bps" => Setting::PfcDrainBps(p, rate()?),
+                    ("ecn", "rate_bps") => Setting::EcnRateBps(p, rate()?),
+                    ("pfc", "enabled") => Setting::PfcEnabled(p, bool_()?),
+                    ("pfc", "xoff_bytes") => Setting::PfcXoffBytes(p, bytes()?),
+                    ("pfc", "xon_bytes") => Setting::PfcXonBytes(p, bytes()?),
+                    ("pfc", "quanta") => Setting::PfcQuanta(p, QUANTA.parse(key, value)?),
+                    ("pfc", "drain_bps") => Setting::PfcDrainBps(p, rate()?),
                     _ => return Err(unknown_key(key)),
                 }
             }
@@ -660,6 +654,32 @@ mod tests {
         assert_eq!(p.rate_bytes_per_sec, 125_000_000);
         assert_eq!(c.dscp_priority[10], 5);
         assert_eq!(c.settings.flags & Settings::ROCE_ONLY, 0);
+    }
+
+    /// Each per-priority key parses to the setting that names it again, in either section.
+    #[test]
+    fn per_priority_keys_parse_to_their_own_setting() {
+        for (key, value) in [
+            ("ecn.prio2.enabled", "true"),
+            ("ecn.prio2.kmin_bytes", "1000"),
+            ("ecn.prio2.kmax_bytes", "9000"),
+            ("ecn.prio2.pmax", "0.5"),
+            ("ecn.prio2.rate_bps", "1g"),
+            ("pfc.prio2.enabled", "true"),
+            ("pfc.prio2.xoff_bytes", "20000"),
+            ("pfc.prio2.xon_bytes", "10000"),
+            ("pfc.prio2.quanta", "100"),
+            ("pfc.prio2.drain_bps", "1g"),
+        ] {
+            assert_eq!(Setting::parse(key, value).unwrap().key(), key);
+        }
+        for unknown in [
+            "ecn.prio2.xoff_bytes",
+            "pfc.prio2.kmin_bytes",
+            "pfc.prio8.enabled",
+        ] {
+            assert!(Setting::parse(unknown, "1").is_err(), "{unknown}");
+        }
     }
 
     #[test]

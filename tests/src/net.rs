@@ -5,9 +5,10 @@
 use std::{
     path::{Path, PathBuf},
     process::Command,
+    sync::MutexGuard,
 };
 
-use crate::bed::{lossless_bin, privileged};
+use crate::bed::{exclusive, lossless_bin, privileged};
 
 /// Where `lossless net` records running networks.
 pub const STATE_ROOT: &str = "/run/lossless/net";
@@ -25,6 +26,15 @@ pub fn mininet(test: &str) -> bool {
         return false;
     }
     true
+}
+
+/// For a Mininet test ([`mininet`]) that must run alone ([`exclusive`]): the right to, or
+/// `None` when the test is to stop here.
+pub fn mininet_alone(test: &str) -> Option<MutexGuard<'static, ()>> {
+    if !mininet(test) {
+        return None;
+    }
+    exclusive(test)
 }
 
 /// BMv2 with P4Runtime, or the skip rule.

@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 
 use lossless::net::experiment::{Links, Pacing};
 use lossless_tests::{
-    bed::{exclusive, lossless_bin},
-    net::{mininet, net, scratch, STATE_ROOT},
+    bed::lossless_bin,
+    net::{mininet_alone, net, scratch, STATE_ROOT},
     switch::dataplane_p4,
 };
 use serde_json::Value;
@@ -333,12 +333,12 @@ fn fabric(misconfiguration: &str, folder: &str) -> PathBuf {
 
 #[test]
 fn mis_mapped_dscp_drops_in_the_lossy_queue_and_its_fix_pauses_on_softswitch() {
-    if !mininet("mis_mapped_dscp_drops_in_the_lossy_queue_and_its_fix_pauses_on_softswitch") {
-        return;
-    }
     // Alone: the senders' rates are what the machine's load lets them keep.
-    let _alone =
-        exclusive("mis_mapped_dscp_drops_in_the_lossy_queue_and_its_fix_pauses_on_softswitch");
+    let Some(_alone) =
+        mininet_alone("mis_mapped_dscp_drops_in_the_lossy_queue_and_its_fix_pauses_on_softswitch")
+    else {
+        return;
+    };
     let mismapped = ("dscp-map-disagrees".to_string(), "s2".to_string());
 
     let (rc, files) = check_files(&fabric("dscp-mismatch", ""));
@@ -408,12 +408,12 @@ fn mis_mapped_dscp_drops_in_the_lossy_queue_and_its_fix_pauses_on_softswitch() {
 
 #[test]
 fn pfc_on_the_lossy_priority_stops_a_victim_flow_and_its_fix_drops_on_softswitch() {
-    if !mininet("pfc_on_the_lossy_priority_stops_a_victim_flow_and_its_fix_drops_on_softswitch") {
-        return;
-    }
     // Alone: the senders' rates are what the machine's load lets them keep.
-    let _alone =
-        exclusive("pfc_on_the_lossy_priority_stops_a_victim_flow_and_its_fix_drops_on_softswitch");
+    let Some(_alone) = mininet_alone(
+        "pfc_on_the_lossy_priority_stops_a_victim_flow_and_its_fix_drops_on_softswitch",
+    ) else {
+        return;
+    };
     let (rc, files) = check_files(&fabric("pfc-on-lossy", ""));
     assert_eq!(rc, 1, "{files:#}");
     let found = errors(&files);

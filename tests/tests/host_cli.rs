@@ -44,15 +44,24 @@ fn refused(args: &[&str], output: &Output, needle: &str) {
     );
 }
 
+/// For a test that can run (`test`): on a fresh link whose rx end is attached, `lossless host
+/// VERB RX_IFACE ARG` is refused for each (ARG, what the refusal says) of `cases`.
+fn host_refuses<A: AsRef<str>>(test: &str, verb: &str, cases: &[(A, &str)]) {
+    let Some(link) = Link::for_test(test) else {
+        return;
+    };
+    let _attached = link.attach_rx(&["--mode", "skb"]);
+    for (arg, needle) in cases {
+        let args = ["host", verb, &link.rx.ifname, arg.as_ref()];
+        refused(&args, &run(Some(&link.rx_ns), &args), needle);
+    }
+}
+
 /// `host stats --watch` on an attached interface: inf, 1e300 and 2^64 used to panic, 0,
 /// NaN and -0 to run silently.
 #[test]
 fn host_stats_watch_refuses_bad_intervals() {
-    let Some(link) = Link::for_test("host_stats_watch_refuses_bad_intervals") else {
-        return;
-    };
-    let _attached = link.attach_rx(&["--mode", "skb"]);
-    for (bad, needle) in [
+    let cases = [
         ("inf", "is not a duration"),
         ("1e300", "is too long: durations here are 0.1 s to 86400 s"),
         ("2^64", "is not a duration"),
@@ -60,22 +69,16 @@ fn host_stats_watch_refuses_bad_intervals() {
         ("0", "is too short: durations here are 0.1 s to 86400 s"),
         ("NaN", "is not a duration"),
         ("-0", "is too short"),
-    ] {
-        // `--watch=-0`: a value that starts with '-' only reaches the parser with '='.
-        let watch = format!("--watch={bad}");
-        let args = ["host", "stats", &link.rx.ifname, &watch];
-        refused(&args, &run(Some(&link.rx_ns), &args), needle);
-    }
+    ]
+    // `--watch=-0`: a value that starts with '-' only reaches the parser with '='.
+    .map(|(bad, needle)| (format!("--watch={bad}"), needle));
+    host_refuses("host_stats_watch_refuses_bad_intervals", "stats", &cases);
 }
 
 /// `host set` says what each key holds when a value does not fit it.
 #[test]
 fn host_set_names_each_keys_type() {
-    let Some(link) = Link::for_test("host_set_names_each_keys_type") else {
-        return;
-    };
-    let _attached = link.attach_rx(&["--mode", "skb"]);
-    for (assignment, needle) in [
+    let cases = [
         (
             "dscp.10.prio=-1",
             "dscp.10.prio: '-1' is not a priority (a whole number 0..7)",
@@ -97,10 +100,8 @@ fn host_set_names_each_keys_type() {
             "ecn.prio3.rate_bps=1e300",
             "above the highest rate accepted",
         ),
-    ] {
-        let args = ["host", "set", &link.rx.ifname, assignment];
-        refused(&args, &run(Some(&link.rx_ns), &args), needle);
-    }
+    ];
+    host_refuses("host_set_names_each_keys_type", "set", &cases);
 }
 
 /// The same parser bounds every other duration of the CLI (refused before anything runs, so

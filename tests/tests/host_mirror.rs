@@ -76,6 +76,15 @@ struct TestFrame {
     cnp_or_nak: bool,
 }
 
+/// A CNP the peer sends (twice in [`FRAMES`]).
+const PEER_CNP: TestFrame = TestFrame {
+    way: Way::In,
+    dscp: 48,
+    bth: "opcode=0x81, dqpn=0x11, becn=1",
+    rest: "/CNPPadding()",
+    cnp_or_nak: true,
+};
+
 const FRAMES: [TestFrame; 8] = [
     // The peer sends an ACK and a data frame (not CNPs or NAKs), two CNPs and a NAK (PSN
     // sequence error)...
@@ -93,20 +102,8 @@ const FRAMES: [TestFrame; 8] = [
         rest: "/Raw(b'x' * 64)",
         cnp_or_nak: false,
     },
-    TestFrame {
-        way: Way::In,
-        dscp: 48,
-        bth: "opcode=0x81, dqpn=0x11, becn=1",
-        rest: "/CNPPadding()",
-        cnp_or_nak: true,
-    },
-    TestFrame {
-        way: Way::In,
-        dscp: 48,
-        bth: "opcode=0x81, dqpn=0x11, becn=1",
-        rest: "/CNPPadding()",
-        cnp_or_nak: true,
-    },
+    PEER_CNP,
+    PEER_CNP,
     TestFrame {
         way: Way::In,
         dscp: 26,
@@ -250,6 +247,15 @@ fn mirrored_by_the_host(test: &str, kind: &str, priority: bool) {
             .filter(|f| f.way == way && f.mirrored(priority) && !f.cnp_or_nak)
             .count() as u64
     };
+    // The built frames that cross the interface `way`, in the table's order.
+    let crossing = |way: Way| -> Vec<&Vec<u8>> {
+        FRAMES
+            .iter()
+            .zip(&frames)
+            .filter(|(f, _)| f.way == way)
+            .map(|(_, bytes)| bytes)
+            .collect()
+    };
     let no_ports_before = udp_no_ports(&bed.host_ns);
 
     let dir = std::env::temp_dir().join(format!(
@@ -268,12 +274,7 @@ fn mirrored_by_the_host(test: &str, kind: &str, priority: bool) {
 
     // The peer's frames first, all received (mirrored at ingress) before the host sends, so
     // the sequence numbers follow the table's order.
-    let inbound: Vec<&Vec<u8>> = FRAMES
-        .iter()
-        .zip(&frames)
-        .filter(|(f, _)| f.way == Way::In)
-        .map(|(_, bytes)| bytes)
-        .collect();
+    let inbound = crossing(Way::In);
     // One at a time, each through the host's stack before the next, so that no two are mirrored
     // at once on two CPUs (the session's sequence number is not taken atomically).
     for (sent, frame) in inbound.iter().enumerate() {
@@ -298,12 +299,7 @@ fn mirrored_by_the_host(test: &str, kind: &str, priority: bool) {
     });
     // The received frames reached the host's stack whole (above): the program put them back.
     // The host's frames arrive at the peer byte for byte as sent.
-    let outbound: Vec<&Vec<u8>> = FRAMES
-        .iter()
-        .zip(&frames)
-        .filter(|(f, _)| f.way == Way::Out)
-        .map(|(_, bytes)| bytes)
-        .collect();
+    let outbound = crossing(Way::Out);
     // One at a time too, each at the peer before the next leaves.
     let mut arrived = Vec::new();
     for frame in &outbound {

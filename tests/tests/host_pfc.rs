@@ -7,7 +7,7 @@ use lossless_tests::{
     capture::RawSocket,
     craft::{scapy_decode, scapy_pfc, tshark_verbose},
 };
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use lossless_tests::bed::lossless_bin;
 use serde_json::Value;
@@ -146,7 +146,7 @@ fn the_watchdog_sees_pause_storms() {
 /// The leaf-spine example copied into `dir` with h11's link at 10 Mb/s (as the test veth's
 /// pauses are read), and `config` written as h11's host config: the topology's path and the
 /// config's.
-fn h11_at_10m(dir: &TempDir, config: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+fn h11_at_10m(dir: &TempDir, config: &str) -> (PathBuf, PathBuf) {
     dir.copy_files(&workspace_root().join("dataplane-p4/topologies/leaf-spine"));
     let topology = dir.0.join("topology.json");
     let mut fabric: Value =
@@ -197,7 +197,7 @@ fn check_h11(topology: &Path, config: &Path, fix: bool) -> (Value, Vec<String>) 
 
 /// Checks h11's `config` (it trips `rule` alone), fixes it, and checks the fixed copy clean:
 /// the fixed copy's path.
-fn fixed_h11(topology: &Path, config: &Path, rule: &str) -> std::path::PathBuf {
+fn fixed_h11(topology: &Path, config: &Path, rule: &str) -> PathBuf {
     let (report, rules) = check_h11(topology, config, true);
     assert_eq!(rules, [rule], "{report:#}");
     assert_eq!(report["fixed"]["errors_left"], 0, "{report:#}");
@@ -209,6 +209,17 @@ fn fixed_h11(topology: &Path, config: &Path, rule: &str) -> std::path::PathBuf {
     fixed
 }
 
+/// The bed of a test (`test`) of a check rule's symptom: a link, and h11's `config` checked to
+/// trip `rule` alone and fixed ([`fixed_h11`]) in a scratch directory; the link, the directory,
+/// the config's path and its fixed copy's. `None` when the test cannot run.
+fn checked_h11(test: &str, config: &str, rule: &str) -> Option<(Link, TempDir, PathBuf, PathBuf)> {
+    let link = Link::for_test(test)?;
+    let dir = TempDir::new(&format!("lossless-{rule}"), "check");
+    let (topology, config) = h11_at_10m(&dir, config);
+    let fixed = fixed_h11(&topology, &config, rule);
+    Some((link, dir, config, fixed))
+}
+
 /// The watchdog rule of `lossless check`, tied to its symptom: one host config with the
 /// watchdog only counting storms is reported by the check (h11 of the leaf-spine example, its
 /// link at 10 Mb/s as the veth's pauses are read); attached, a counted storm is still
@@ -216,17 +227,13 @@ fn fixed_h11(topology: &Path, config: &Path, rule: &str) -> std::path::PathBuf {
 /// honouring the storm once it is called.
 #[test]
 fn the_checked_watchdog_rule_is_the_storm_honoured_and_its_fix_ends_it() {
-    let Some(link) =
-        Link::for_test("the_checked_watchdog_rule_is_the_storm_honoured_and_its_fix_ends_it")
-    else {
+    let Some((link, _dir, config, fixed)) = checked_h11(
+        "the_checked_watchdog_rule_is_the_storm_honoured_and_its_fix_ends_it",
+        "# the receiver\npfc.link_speed_bps = \"10m\"\npfc.watchdog_ms = 20\npfc.watchdog_ignore = false\n",
+        "watchdog",
+    ) else {
         return;
     };
-    let dir = TempDir::new("lossless-watchdog", "check");
-    let (topology, config) = h11_at_10m(
-        &dir,
-        "# the receiver\npfc.link_speed_bps = \"10m\"\npfc.watchdog_ms = 20\npfc.watchdog_ignore = false\n",
-    );
-    let fixed = fixed_h11(&topology, &config, "watchdog");
 
     {
         let _attached = link.attach_rx(&["--mode", "skb", "--config", config.to_str().unwrap()]);
@@ -255,17 +262,13 @@ fn the_checked_watchdog_rule_is_the_storm_honoured_and_its_fix_ends_it() {
 /// (the link's speed) checks clean and, attached, holds it the whole 5.12 ms.
 #[test]
 fn the_checked_pause_quanta_rule_is_a_pause_too_short_and_its_fix_holds_it() {
-    let Some(link) =
-        Link::for_test("the_checked_pause_quanta_rule_is_a_pause_too_short_and_its_fix_holds_it")
-    else {
+    let Some((link, _dir, config, fixed)) = checked_h11(
+        "the_checked_pause_quanta_rule_is_a_pause_too_short_and_its_fix_holds_it",
+        "# the receiver\npfc.link_speed_bps = \"10g\"\npfc.watchdog_ms = 20\npfc.watchdog_ignore = true\n",
+        "pause-quanta",
+    ) else {
         return;
     };
-    let dir = TempDir::new("lossless-quanta", "check");
-    let (topology, config) = h11_at_10m(
-        &dir,
-        "# the receiver\npfc.link_speed_bps = \"10g\"\npfc.watchdog_ms = 20\npfc.watchdog_ignore = true\n",
-    );
-    let fixed = fixed_h11(&topology, &config, "pause-quanta");
     let pause = scapy_pfc("c2_enabled=1, c2_pause_time=100");
     let paused_by = |link: &Link, config: &Path| {
         let _attached = link.attach_rx(&["--mode", "skb", "--config", config.to_str().unwrap()]);

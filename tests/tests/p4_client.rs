@@ -810,18 +810,13 @@ fn queue_set_and_show() {
     );
     let table = String::from_utf8(bed.p4(&["queue", "show"]).stdout).unwrap();
     assert_eq!(table.lines().count(), 17, "{table}");
-    let changed = bed.p4_json(&[
-        "queue",
-        "set",
-        "--port",
-        "2",
-        "--priority",
-        "3",
-        "--depth",
-        "16",
-        "--rate",
-        "1000",
-    ]);
+    // The queue under test: priority 3 of port 2, set with `options`; the changed rows.
+    let set_queue = |options: &[&str]| {
+        let mut args = vec!["queue", "set", "--port", "2", "--priority", "3"];
+        args.extend_from_slice(options);
+        bed.p4_json(&args)
+    };
+    let changed = set_queue(&["--depth", "16", "--rate", "1000"]);
     // The queue's measures are all at zero (nothing went through it), its burst rule the
     // default.
     assert_eq!(
@@ -837,17 +832,7 @@ fn queue_set_and_show() {
                 "port_rate_pps": 0, "open_burst_peak_packets": 0, "open_burst_us": 0}])
     );
     // Scheduling: priority 3 of port 2 shares the port by DWRR with weight 3, its quantum 9000.
-    let changed = bed.p4_json(&[
-        "queue",
-        "set",
-        "--port",
-        "2",
-        "--priority",
-        "3",
-        "--dwrr",
-        "--weight",
-        "3",
-    ]);
+    let changed = set_queue(&["--dwrr", "--weight", "3"]);
     assert_eq!(
         (changed[0]["strict"].clone(), changed[0]["weight"].clone()),
         (json!(false), json!(3))

@@ -26,7 +26,7 @@ use p4client::client::Client;
 use p4runtime::lossless::softswitch::v1::{QueueState, SetQueueRequest};
 use serde::Serialize;
 
-use super::{count, host_ip, Fabric, Links, Receiving, Spawned, HOST_IFACE};
+use super::{count, host_ip, Fabric, Links, Receiving, Spawned};
 use crate::net::leaf_spine::Tuning;
 use crate::output;
 use traffic::StopFlag;
@@ -34,7 +34,7 @@ use traffic::StopFlag;
 /// How long frames still queued may take to arrive once the sender is done.
 const DRAIN: Duration = Duration::from_secs(10);
 /// The rate a burst is sent at (the host's link is not paced: its frames come back to back).
-const BURST_RATE: &str = "1gbit";
+const BURST_RATE_BPS: u64 = 1_000_000_000;
 /// The most bursts one run sends.
 const MAX_BURSTS: u32 = 1000;
 
@@ -232,26 +232,17 @@ pub fn run(args: &MicroburstArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
         .with_context(|| format!("creating {}", args.out.display()))?;
 
     let receiving = Receiving::start(&format!("/proc/{}/ns/net", receiver_node.pid))?;
-    let send = |frames: u64, rate: &str| -> anyhow::Result<Spawned> {
-        let command: Vec<String> = [
-            "traffic",
-            "send",
-            "--iface",
-            HOST_IFACE,
-            "--dst-ip",
-            &receiver_ip.to_string(),
-            "--rate",
-            rate,
-            "--size",
-            &args.links.size.to_string(),
-            "--count",
-            &frames.to_string(),
-            "--dscp",
-            &args.dscp.to_string(),
-            "--json",
-        ]
-        .map(String::from)
-        .to_vec();
+    let send = |frames: u64, rate_bps: u64| -> anyhow::Result<Spawned> {
+        let mut command = args.links.sender(receiver_ip, rate_bps);
+        command.extend(
+            [
+                "--count",
+                &frames.to_string(),
+                "--dscp",
+                &args.dscp.to_string(),
+            ]
+            .map(String::from),
+        );
         Spawned::start(fabric.lossless_in(&sender, &command)?)
     };
     let mut starts_ms = Vec::new();
@@ -259,9 +250,9 @@ pub fn run(args: &MicroburstArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
     let started = Instant::now();
     if args.no_bursts {
         let all = u64::from(args.bursts) * u64::from(args.burst_frames);
-        let quarter = (args.links.pacing.link_rate / 4).to_string();
         starts_ms.push(0.0);
-        let text = send(all, &quarter)?.output(&format!("{sender}: traffic send"))?;
+        let text = send(all, args.links.pacing.link_rate / 4)?
+            .output(&format!("{sender}: traffic send"))?;
         frames += sent_frames(&text)?;
     } else {
         for i in 0..args.bursts {
@@ -272,7 +263,7 @@ pub fn run(args: &MicroburstArgs, fabric: &Fabric, stop: &StopFlag) -> anyhow::R
                 break;
             }
             starts_ms.push(started.elapsed().as_secs_f64() * 1e3);
-            let text = send(u64::from(args.burst_frames), BURST_RATE)?
+            let text = send(u64::from(args.burst_frames), BURST_RATE_BPS)?
                 .output(&format!("{sender}: traffic send (burst {i})"))?;
             frames += sent_frames(&text)?;
         }
