@@ -318,7 +318,7 @@ async fn read_batch(
     client: &mut P4RuntimeClient<Channel>,
     entities: Vec<p4v1::entity::Entity>,
 ) -> (Vec<p4v1::entity::Entity>, Option<tonic::Status>) {
-    let mut stream = client
+    let answer = client
         .read(p4v1::ReadRequest {
             device_id: DEVICE,
             entities: entities
@@ -330,14 +330,7 @@ async fn read_batch(
         .await
         .unwrap()
         .into_inner();
-    let mut out = Vec::new();
-    while let Some(r) = stream.next().await {
-        match r {
-            Ok(r) => out.extend(r.entities.into_iter().filter_map(|e| e.entity)),
-            Err(status) => return (out, Some(status)),
-        }
-    }
-    (out, None)
+    p4runtime::read::drain(answer).await
 }
 
 /// Writes `updates` as the primary of [`loaded`] (election id 10); they must succeed.
