@@ -2,12 +2,13 @@
 //! messages and field numbers: they are generated from the descriptors the official `p4runtime`
 //! package embeds), with tonic clients and servers; softswitch's own `Queues` service; and the
 //! helpers both sides of P4Runtime need: the error convention of the specification
-//! ([`status`]), P4Info's text and JSON formats ([`format`]), and the walk over a P4Info's
-//! entities ([`p4info`]).
+//! ([`status`]), P4Info's text and JSON formats ([`format`]), the walk over a P4Info's
+//! entities ([`p4info`]), and a Read's streamed answer drained ([`read`]).
 #![forbid(unsafe_code)]
 
 pub mod format;
 pub mod p4info;
+pub mod read;
 pub mod status;
 
 /// Google's RPC status and codes (`google/rpc/status.proto`, `google/rpc/code.proto`).

@@ -1,9 +1,11 @@
 //! Reading a P4Info: the preambles (names, ids, aliases) of its entities in one walk, for
-//! readers that look an entity up by name or id whatever its kind.
+//! readers that look an entity up by name or id whatever its kind; and the fields of an entity
+//! (an action's parameters, a controller header's metadata) by id, name and width whatever
+//! their kind.
 
 use crate::p4::config::v1::{
-    Action, ActionProfile, ControllerPacketMetadata, Counter, Digest, DirectCounter, DirectMeter,
-    Meter, P4Info, Preamble, Register, Table, ValueSet,
+    action, controller_packet_metadata, Action, ActionProfile, ControllerPacketMetadata, Counter,
+    Digest, DirectCounter, DirectMeter, Meter, P4Info, Preamble, Register, Table, ValueSet,
 };
 
 /// An entity of a P4Info that may carry a preamble (a controller's P4Info may leave it out).
@@ -36,6 +38,30 @@ entities!(
     Register,
     Digest,
 );
+
+/// A field of a P4Info entity that a controller names by id: an action's parameter, a
+/// controller packet metadata field.
+pub trait Field {
+    /// Its id, name and width in bits.
+    fn id_name_width(&self) -> (u32, &str, i32);
+}
+
+impl Field for action::Param {
+    fn id_name_width(&self) -> (u32, &str, i32) {
+        (self.id, &self.name, self.bitwidth)
+    }
+}
+
+impl Field for controller_packet_metadata::Metadata {
+    fn id_name_width(&self) -> (u32, &str, i32) {
+        (self.id, &self.name, self.bitwidth)
+    }
+}
+
+/// The id, name and width of each of `fields`, in order.
+pub fn fields_of<T: Field>(fields: &[T]) -> Vec<(u32, &str, i32)> {
+    fields.iter().map(T::id_name_width).collect()
+}
 
 /// The preambles of `entities` that have one.
 pub fn preambles_of<T: Entity>(entities: &[T]) -> impl Iterator<Item = &Preamble> {

@@ -1,6 +1,7 @@
 //! One test per class of front-end error: each malformed program gets one precise
 //! diagnostic at file:line:col, never a panic.
 
+use softswitch_frontend::diagnostic;
 use softswitch_frontend::preprocessor::Includes;
 use softswitch_frontend::source::SourceMap;
 
@@ -36,11 +37,20 @@ fn program(decls: &str, parser: &str, ingress: &str) -> String {
         .replace("{ingress}", ingress)
 }
 
+/// Compiles `src` as the file `name`: the result, and the source map to render it against.
+fn compile(
+    name: &str,
+    src: impl Into<String>,
+) -> (diagnostic::Result<softswitch_frontend::Compiled>, SourceMap) {
+    let mut map = SourceMap::new();
+    let f = map.add(name, src);
+    (softswitch_frontend::compile(&mut map, f), map)
+}
+
 /// Compiles `src` as `t.p4` and returns the error's `line:col` and message.
 fn error(src: &str) -> (String, String) {
-    let mut map = SourceMap::new();
-    let f = map.add("t.p4", src);
-    let e = softswitch_frontend::compile(&mut map, f).expect_err("the program is malformed");
+    let (result, map) = compile("t.p4", src);
+    let e = result.expect_err("the program is malformed");
     let rendered = e.render(&map);
     assert!(
         rendered.contains('^'),
@@ -53,28 +63,27 @@ fn error(src: &str) -> (String, String) {
     )
 }
 
-/// A test that the program made of `decls`, `parser` and `ingress` (see [`program`]) is refused
-/// at `line:col` with `message`.
+/// A test that each program made of `decls`, `parser` and `ingress` (see [`program`]) is
+/// refused at `line:col` with `message`.
 macro_rules! refused {
     (
-        $name:ident: ($decls:expr, $parser:expr, $ingress:expr $(,)?)
-        => $at:literal, $message:expr
+        $name:ident: $(($decls:expr, $parser:expr, $ingress:expr $(,)?)
+        => $at:literal, $message:expr);+ $(;)?
     ) => {
         #[test]
         fn $name() {
-            assert_eq!(
+            $(assert_eq!(
                 error(&program($decls, $parser, $ingress)),
                 ($at.to_string(), $message.to_string())
-            );
+            );)+
         }
     };
 }
 
 /// Compiles `src` as `t.p4`, panicking with the rendered diagnostic if it does not compile.
 fn compiles(src: &str) {
-    let mut map = SourceMap::new();
-    let f = map.add("t.p4", src);
-    softswitch_frontend::compile(&mut map, f).unwrap_or_else(|e| panic!("{}", e.render(&map)));
+    let (result, map) = compile("t.p4", src);
+    result.unwrap_or_else(|e| panic!("{}", e.render(&map)));
 }
 
 #[test]
@@ -414,11 +423,9 @@ fn deep_nesting_is_refused_not_a_stack_overflow() {
         ),
         format!("const bit<8> X = {}1;", "1 + (".repeat(5000)),
     ] {
-        let mut map = SourceMap::new();
-        let f = map.add("t.p4", src);
-        let e = softswitch_frontend::compile(&mut map, f).unwrap_err();
+        let (result, _) = compile("t.p4", src);
         assert_eq!(
-            e.message,
+            result.unwrap_err().message,
             "nested more than 256 levels deep (limits::MAX_NESTING)"
         );
     }
@@ -438,17 +445,15 @@ fn garbage_never_panics() {
         "@",
         "a.b.c();",
     ] {
-        let mut map = SourceMap::new();
-        let f = map.add("t.p4", src);
-        let _ = softswitch_frontend::compile(&mut map, f).map_err(|e| e.render(&map));
+        let (result, map) = compile("t.p4", src);
+        let _ = result.map_err(|e| e.render(&map));
     }
 }
 
 /// Compiles `src` as `t.p4`; every diagnostic of the failure as `(line:col, message)`, in order.
 fn all_errors(src: &str) -> Vec<(String, String)> {
-    let mut map = SourceMap::new();
-    let f = map.add("t.p4", src);
-    let e = softswitch_frontend::compile(&mut map, f).expect_err("the program is malformed");
+    let (result, map) = compile("t.p4", src);
+    let e = result.expect_err("the program is malformed");
     std::iter::once(&e)
         .chain(&e.rest)
         .map(|d| {
@@ -481,11 +486,8 @@ fn every_error_of_the_checker_is_reported_not_only_the_first() {
         ]
     );
     // Each is rendered with its excerpt and caret, one after the other.
-    let mut map = SourceMap::new();
-    let f = map.add("t.p4", src);
-    let rendered = softswitch_frontend::compile(&mut map, f)
-        .unwrap_err()
-        .render(&map);
+    let (result, map) = compile("t.p4", src);
+    let rendered = result.unwrap_err().render(&map);
     assert_eq!(rendered.matches(": error: ").count(), 4, "{rendered}");
     assert!(rendered.matches('^').count() >= 4, "{rendered}");
 }
@@ -527,9 +529,8 @@ fn break_and_continue_need_a_loop_and_parsers_have_none() {
 
 #[test]
 fn warnings_are_kept_beside_a_compiled_program() {
-    let mut map = SourceMap::new();
-    let f = map.add("t.p4", format!("#warning look\n{}", program("", "", "")));
-    let compiled = softswitch_frontend::compile(&mut map, f).unwrap();
+    let (result, _) = compile("t.p4", format!("#warning look\n{}", program("", "", "")));
+    let compiled = result.unwrap();
     assert_eq!(compiled.warnings.len(), 1);
     assert_eq!(compiled.warnings[0].message, "#warning look");
 }
@@ -544,68 +545,31 @@ fn checker_directionless_struct_arguments_must_be_constant() {
     );
 }
 
-#[test]
-fn checker_list_expressions_need_a_type_from_the_other_side() {
-    assert_eq!(
-        error(&program("", "", "if ({ 1, 2 } == { 1, 2 }) { }")),
-        (
-            "12:17".into(),
-            "comparing two list or struct expressions: neither gives the other a type".into()
-        )
-    );
-    assert_eq!(
-        error(&program("", "", "if (hdr.h == { 8w1 }) { }")),
-        (
-            "12:26".into(),
-            "h_t has 2 fields, the list has 1 values".into()
-        )
-    );
-    assert_eq!(
-        error(&program("", "", "hdr.h = { a = 8w1, a = 8w2 };")),
-        ("12:32".into(), "field 'a' is initialized twice".into())
-    );
-}
+refused!(
+    checker_list_expressions_need_a_type_from_the_other_side:
+    ("", "", "if ({ 1, 2 } == { 1, 2 }) { }")
+    => "12:17", "comparing two list or struct expressions: neither gives the other a type";
+    ("", "", "if (hdr.h == { 8w1 }) { }")
+    => "12:26", "h_t has 2 fields, the list has 1 values";
+    ("", "", "hdr.h = { a = 8w1, a = 8w2 };")
+    => "12:32", "field 'a' is initialized twice"
+);
 
-#[test]
-fn checker_dont_care_extract_needs_a_header_type() {
-    assert_eq!(
-        error(&program("", "pk.extract(_); transition accept;", "")),
-        (
-            "8:49".into(),
-            "extract(_) needs the header type: extract<H>(_)".into()
-        )
-    );
-    assert_eq!(
-        error(&program(
-            "",
-            "pk.extract<bit<8>>(_); transition accept;",
-            ""
-        )),
-        ("8:49".into(), "extract<H>(_) needs a header type H".into())
-    );
-}
+refused!(
+    checker_dont_care_extract_needs_a_header_type:
+    ("", "pk.extract(_); transition accept;", "")
+    => "8:49", "extract(_) needs the header type: extract<H>(_)";
+    ("", "pk.extract<bit<8>>(_); transition accept;", "")
+    => "8:49", "extract<H>(_) needs a header type H"
+);
 
-#[test]
-fn checker_list_variables_need_their_values() {
-    assert_eq!(
-        error(&program("", "", "list<bit<8>> l;")),
-        (
-            "12:13".into(),
-            "a list<T> variable needs its values: list<T> l = (list<T>){ ... }".into()
-        )
-    );
-    assert_eq!(
-        error(&program(
-            "",
-            "",
-            "list<bit<8>> l = (list<bit<8>>){ 8w1 }; l = (list<bit<16>>){ 16w1 };"
-        )),
-        (
-            "12:58".into(),
-            "this cast does not give a value of type tuple<bit<8>>".into()
-        )
-    );
-}
+refused!(
+    checker_list_variables_need_their_values:
+    ("", "", "list<bit<8>> l;")
+    => "12:13", "a list<T> variable needs its values: list<T> l = (list<T>){ ... }";
+    ("", "", "list<bit<8>> l = (list<bit<8>>){ 8w1 }; l = (list<bit<16>>){ 16w1 };")
+    => "12:58", "this cast does not give a value of type tuple<bit<8>>"
+);
 
 #[test]
 fn checker_direct_type_invocation_of_itself_is_refused() {
@@ -626,9 +590,8 @@ fn a_file_that_is_not_p4_is_not_quoted() {
         "# note\nSECRET=1\n",
         "{\"SECRET\": 1}\n",
     ] {
-        let mut map = SourceMap::new();
-        let f = map.add("shadow", text);
-        let e = softswitch_frontend::compile(&mut map, f).expect_err(text);
+        let (result, map) = compile("shadow", text);
+        let e = result.expect_err(text);
         let rendered = e.render(&map);
         assert!(rendered.starts_with("shadow:1:"), "{rendered}");
         assert!(!rendered.contains("SECRET"), "{rendered}");

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use p4runtime::p4::config::v1::P4Info;
+use p4runtime::p4info::fields_of;
 use softswitch_frontend::source::SourceMap;
 
 fn fixture(name: &str) -> PathBuf {
@@ -73,12 +74,10 @@ fn the_tutorials_basic_program_gets_the_tutorials_ids() {
     assert_eq!(table.match_fields[0].name, "hdr.ipv4.dstAddr");
     assert_eq!(table.match_fields[0].bitwidth, 32);
     let forward = info.actions.iter().find(|a| a.params.len() == 2).unwrap();
-    let params: Vec<_> = forward
-        .params
-        .iter()
-        .map(|p| (p.id, p.name.as_str(), p.bitwidth))
-        .collect();
-    assert_eq!(params, [(1, "dstAddr", 48), (2, "port", 9)]);
+    assert_eq!(
+        fields_of(&forward.params),
+        [(1, "dstAddr", 48), (2, "port", 9)]
+    );
 }
 
 #[test]
@@ -141,12 +140,10 @@ fn counters_packet_io_and_digests_get_p4cs_ids() {
         ],
     );
     let packet_in = &info.controller_packet_metadata[1];
-    let fields: Vec<_> = packet_in
-        .metadata
-        .iter()
-        .map(|m| (m.id, m.name.as_str(), m.bitwidth))
-        .collect();
-    assert_eq!(fields, [(1, "ingress_port", 9), (2, "_pad", 7)]);
+    assert_eq!(
+        fields_of(&packet_in.metadata),
+        [(1, "ingress_port", 9), (2, "_pad", 7)]
+    );
     let acl = &info.tables[0];
     assert_eq!(acl.direct_resource_ids, [325583051]);
     assert_eq!(

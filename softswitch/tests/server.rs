@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use p4runtime::lossless::softswitch::v1 as q;
 use p4runtime::p4::config::v1::P4Info;
+use p4runtime::p4::v1::get_forwarding_pipeline_config_request::ResponseType;
 use p4runtime::p4::v1::{self as p4v1, p4_runtime_client::P4RuntimeClient};
 use softswitch_server::engine::{Call as _, Event, Transmit};
 use softswitch_server::idle;
@@ -173,6 +174,13 @@ impl Stream {
         s
     }
 
+    /// A stream that arbitrated with `election_id` and was answered that it is the primary.
+    async fn primary(client: &mut P4RuntimeClient<Channel>, election_id: u128) -> Stream {
+        let mut s = Stream::open(client, election_id).await;
+        assert_eq!(s.arbitration().await, (Code::Ok as i32, election_id));
+        s
+    }
+
     fn arbitrate(&mut self, election_id: u128) {
         self.send(p4v1::stream_message_request::Update::Arbitration(
             p4v1::MasterArbitrationUpdate {
@@ -223,6 +231,27 @@ impl Stream {
         got
     }
 
+    /// The error status that ends the stream, within 5 s.
+    async fn end(&mut self) -> tonic::Status {
+        tokio::time::timeout(Duration::from_secs(5), self.rx.next())
+            .await
+            .expect("an answer within 5 s")
+            .expect("an answer before the stream's end")
+            .expect_err("an error status")
+    }
+
+    /// Waits for the next StreamError and checks that it is an INVALID_ARGUMENT carrying
+    /// `details`.
+    async fn invalid_argument(&mut self, details: p4v1::stream_error::Details) {
+        loop {
+            if let p4v1::stream_message_response::Update::Error(e) = self.next().await {
+                assert_eq!(e.canonical_code, Code::InvalidArgument as i32);
+                assert_eq!(e.details, Some(details));
+                return;
+            }
+        }
+    }
+
     /// The next arbitration answer: (code, primary's election id).
     async fn arbitration(&mut self) -> (i32, u128) {
         loop {
@@ -247,24 +276,50 @@ async fn set_pipeline(
     action: p4v1::set_forwarding_pipeline_config_request::Action,
     config: Option<p4v1::ForwardingPipelineConfig>,
 ) -> Result<(), tonic::Status> {
+    let request = pipeline_request(election_id, action, config);
     client
-        .set_forwarding_pipeline_config(p4v1::SetForwardingPipelineConfigRequest {
-            device_id: DEVICE,
-            election_id: Some(election_id.into()),
-            action: action as i32,
-            config,
-            ..Default::default()
-        })
+        .set_forwarding_pipeline_config(request)
         .await
         .map(|_| ())
 }
 
-/// VERIFY_AND_COMMIT of test program `program` with its P4Info.
+/// The SetForwardingPipelineConfig [`set_pipeline`] sends.
+fn pipeline_request(
+    election_id: u128,
+    action: p4v1::set_forwarding_pipeline_config_request::Action,
+    config: Option<p4v1::ForwardingPipelineConfig>,
+) -> p4v1::SetForwardingPipelineConfigRequest {
+    p4v1::SetForwardingPipelineConfigRequest {
+        device_id: DEVICE,
+        election_id: Some(election_id.into()),
+        action: action as i32,
+        config,
+        ..Default::default()
+    }
+}
+
+/// The config GetForwardingPipelineConfig answers with, for `response_type`.
+async fn pipeline_config(
+    client: &mut P4RuntimeClient<Channel>,
+    response_type: ResponseType,
+) -> Option<p4v1::ForwardingPipelineConfig> {
+    client
+        .get_forwarding_pipeline_config(p4v1::GetForwardingPipelineConfigRequest {
+            device_id: DEVICE,
+            response_type: response_type as i32,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .config
+}
+
 /// The code of a refused request.
 fn refusal(result: Result<(), tonic::Status>) -> Code {
     result.expect_err("the request is refused").code()
 }
 
+/// VERIFY_AND_COMMIT of test program `program` with its P4Info.
 async fn commit(
     client: &mut P4RuntimeClient<Channel>,
     election_id: u128,
@@ -318,7 +373,7 @@ async fn read_batch(
     client: &mut P4RuntimeClient<Channel>,
     entities: Vec<p4v1::entity::Entity>,
 ) -> (Vec<p4v1::entity::Entity>, Option<tonic::Status>) {
-    let mut stream = client
+    let answer = client
         .read(p4v1::ReadRequest {
             device_id: DEVICE,
             entities: entities
@@ -330,14 +385,7 @@ async fn read_batch(
         .await
         .unwrap()
         .into_inner();
-    let mut out = Vec::new();
-    while let Some(r) = stream.next().await {
-        match r {
-            Ok(r) => out.extend(r.entities.into_iter().filter_map(|e| e.entity)),
-            Err(status) => return (out, Some(status)),
-        }
-    }
-    (out, None)
+    p4runtime::read::drain(answer).await
 }
 
 /// Writes `updates` as the primary of [`loaded`] (election id 10); they must succeed.
@@ -439,10 +487,13 @@ async fn loaded() -> (Bed, P4RuntimeClient<Channel>, Stream, P4Info) {
 
 /// A bed with test program `program` loaded by a primary with election id 10.
 async fn loaded_with(program: &str) -> (Bed, P4RuntimeClient<Channel>, Stream, P4Info) {
-    let bed = Bed::new().await;
+    load(Bed::new().await, program).await
+}
+
+/// `bed` with test program `program` loaded by a primary with election id 10.
+async fn load(bed: Bed, program: &str) -> (Bed, P4RuntimeClient<Channel>, Stream, P4Info) {
     let mut client = bed.client().await;
-    let mut primary = Stream::open(&mut client, 10).await;
-    assert_eq!(primary.arbitration().await, (Code::Ok as i32, 10));
+    let primary = Stream::primary(&mut client, 10).await;
     commit(&mut client, 10, program).await.unwrap();
     (bed, client, primary, p4info(program))
 }
@@ -462,21 +513,13 @@ async fn routed_to(port: u8) -> (Bed, P4RuntimeClient<Channel>, Stream, P4Info) 
 async fn a_request_past_the_size_limit_is_refused_before_it_is_read() {
     let bed = Bed::new().await;
     let mut client = bed.client().await;
-    let mut primary = Stream::open(&mut client, 1).await;
-    primary.arbitration().await;
+    let _primary = Stream::primary(&mut client, 1).await;
     let config = p4v1::ForwardingPipelineConfig {
         p4info: Some(P4Info::default()),
         p4_device_config: vec![b' '; softswitch_server::p4rt::MAX_REQUEST_BYTES],
         cookie: None,
     };
-    let err = client
-        .set_forwarding_pipeline_config(p4v1::SetForwardingPipelineConfigRequest {
-            device_id: DEVICE,
-            election_id: Some(1u128.into()),
-            action: p4v1::set_forwarding_pipeline_config_request::Action::Verify as i32,
-            config: Some(config),
-            ..Default::default()
-        })
+    let err = set_pipeline(&mut client, 1, SetAction::Verify, Some(config))
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::OutOfRange, "{err:?}");
@@ -506,18 +549,13 @@ async fn capabilities_and_device_ids() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::NotFound);
-    let answer = client
-        .get_forwarding_pipeline_config(p4v1::GetForwardingPipelineConfigRequest {
-            device_id: DEVICE,
-            response_type: 0,
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(answer.config, None, "no pipeline yet: no config");
+    assert_eq!(
+        pipeline_config(&mut client, ResponseType::All).await,
+        None,
+        "no pipeline yet: no config"
+    );
     // Writes (from the primary) and reads need a pipeline.
-    let mut primary = Stream::open(&mut client, 1).await;
-    primary.arbitration().await;
+    let _primary = Stream::primary(&mut client, 1).await;
     let err = write(&mut client, 1, vec![]).await.unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
     let Err(err) = client
@@ -540,10 +578,8 @@ async fn the_highest_election_id_is_primary_and_only_it_may_write() {
     let err = commit(&mut client, 1, "switch.p4").await.unwrap_err();
     assert_eq!(err.code(), Code::PermissionDenied);
 
-    let mut first = Stream::open(&mut client, 5).await;
-    assert_eq!(first.arbitration().await, (Code::Ok as i32, 5));
-    let mut second = Stream::open(&mut client, 7).await;
-    assert_eq!(second.arbitration().await, (Code::Ok as i32, 7));
+    let mut first = Stream::primary(&mut client, 5).await;
+    let second = Stream::primary(&mut client, 7).await;
     // The first is told it is now a backup.
     let mut told = first.arbitration().await;
     while told.1 != 7 {
@@ -570,12 +606,7 @@ async fn the_highest_election_id_is_primary_and_only_it_may_write() {
 
     // The same election id twice is refused on the stream.
     let mut third = Stream::open(&mut client, 7).await;
-    let e = tokio::time::timeout(Duration::from_secs(5), third.rx.next())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap_err();
-    assert_eq!(e.code(), Code::InvalidArgument);
+    assert_eq!(third.end().await.code(), Code::InvalidArgument);
 
     // The primary leaves: the backup is told there is no primary, with the highest election id
     // seen, and stays a backup (its id is lower than that one).
@@ -613,11 +644,9 @@ async fn the_highest_election_id_is_primary_and_only_it_may_write() {
 async fn a_primary_that_downgrades_leaves_no_primary_and_a_stream_keeps_its_device() {
     let bed = Bed::new().await;
     let mut client = bed.client().await;
-    let mut backup = Stream::open(&mut client, 3).await;
     // Nobody has been primary yet: the first id claims it.
-    assert_eq!(backup.arbitration().await, (Code::Ok as i32, 3));
-    let mut primary = Stream::open(&mut client, 9).await;
-    assert_eq!(primary.arbitration().await, (Code::Ok as i32, 9));
+    let mut backup = Stream::primary(&mut client, 3).await;
+    let mut primary = Stream::primary(&mut client, 9).await;
     assert_eq!(backup.arbitration().await, (Code::AlreadyExists as i32, 9));
     // The primary downgrades itself: everyone is told there is no primary.
     primary.arbitrate(2);
@@ -633,20 +662,14 @@ async fn a_primary_that_downgrades_leaves_no_primary_and_a_stream_keeps_its_devi
             ..Default::default()
         },
     ));
-    let e = tokio::time::timeout(Duration::from_secs(5), backup.rx.next())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap_err();
-    assert_eq!(e.code(), Code::FailedPrecondition);
+    assert_eq!(backup.end().await.code(), Code::FailedPrecondition);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pipelines_are_verified_saved_committed_and_read_back() {
     let bed = Bed::new().await;
     let mut client = bed.client().await;
-    let mut primary = Stream::open(&mut client, 1).await;
-    primary.arbitration().await;
+    let _primary = Stream::primary(&mut client, 1).await;
 
     // The p4info must describe the program; the device config is P4 source, UTF-8, and its
     // errors come with their location.
@@ -678,22 +701,7 @@ async fn pipelines_are_verified_saved_committed_and_read_back() {
     set_pipeline(&mut client, 1, SetAction::Verify, Some(config("switch.p4")))
         .await
         .unwrap();
-    let get = |t: p4v1::get_forwarding_pipeline_config_request::ResponseType| {
-        p4v1::GetForwardingPipelineConfigRequest {
-            device_id: DEVICE,
-            response_type: t as i32,
-        }
-    };
-    use p4v1::get_forwarding_pipeline_config_request::ResponseType;
-    assert_eq!(
-        client
-            .get_forwarding_pipeline_config(get(ResponseType::All))
-            .await
-            .unwrap()
-            .into_inner()
-            .config,
-        None
-    );
+    assert_eq!(pipeline_config(&mut client, ResponseType::All).await, None);
     assert_eq!(
         refusal(set_pipeline(&mut client, 1, SetAction::Commit, None).await),
         Code::NotFound,
@@ -722,40 +730,24 @@ async fn pipelines_are_verified_saved_committed_and_read_back() {
         .await
         .unwrap();
 
-    let all = client
-        .get_forwarding_pipeline_config(get(ResponseType::All))
+    let all = pipeline_config(&mut client, ResponseType::All)
         .await
-        .unwrap()
-        .into_inner()
-        .config
         .unwrap();
     assert_eq!(all.p4info, Some(sent_info));
     assert_eq!(all.p4_device_config, source("switch.p4"));
     assert_eq!(all.cookie.unwrap().cookie, 42);
-    let cookie = client
-        .get_forwarding_pipeline_config(get(ResponseType::CookieOnly))
+    let cookie = pipeline_config(&mut client, ResponseType::CookieOnly)
         .await
-        .unwrap()
-        .into_inner()
-        .config
         .unwrap();
     assert!(
         cookie.p4info.is_none() && cookie.p4_device_config.is_empty() && cookie.cookie.is_some()
     );
-    let info = client
-        .get_forwarding_pipeline_config(get(ResponseType::P4infoAndCookie))
+    let info = pipeline_config(&mut client, ResponseType::P4infoAndCookie)
         .await
-        .unwrap()
-        .into_inner()
-        .config
         .unwrap();
     assert!(info.p4info.is_some() && info.p4_device_config.is_empty());
-    let device = client
-        .get_forwarding_pipeline_config(get(ResponseType::DeviceConfigAndCookie))
+    let device = pipeline_config(&mut client, ResponseType::DeviceConfigAndCookie)
         .await
-        .unwrap()
-        .into_inner()
-        .config
         .unwrap();
     assert!(device.p4info.is_none() && !device.p4_device_config.is_empty());
 
@@ -1239,30 +1231,19 @@ async fn packets_go_to_and_come_from_the_controller_and_digests_are_streamed() {
     ));
     assert_eq!(bed.next_sent(), (3, payload.clone()));
     // A bad PacketOut gets a StreamError.
-    primary.send(p4v1::stream_message_request::Update::Packet(
-        p4v1::PacketOut {
-            payload: payload.clone(),
-            metadata: vec![],
-        },
-    ));
-    loop {
-        if let p4v1::stream_message_response::Update::Error(e) = primary.next().await {
-            assert_eq!(e.canonical_code, Code::InvalidArgument as i32);
-            // It carries the PacketOut, as the specification suggests.
-            assert_eq!(
-                e.details,
-                Some(p4v1::stream_error::Details::PacketOut(
-                    p4v1::PacketOutError {
-                        packet_out: Some(p4v1::PacketOut {
-                            payload: payload.clone(),
-                            metadata: vec![],
-                        })
-                    }
-                ))
-            );
-            break;
-        }
-    }
+    let bad = p4v1::PacketOut {
+        payload: payload.clone(),
+        metadata: vec![],
+    };
+    primary.send(p4v1::stream_message_request::Update::Packet(bad.clone()));
+    // It carries the PacketOut, as the specification suggests.
+    primary
+        .invalid_argument(p4v1::stream_error::Details::PacketOut(
+            p4v1::PacketOutError {
+                packet_out: Some(bad),
+            },
+        ))
+        .await;
     // To the CPU: a PacketIn with the ingress port in its metadata.
     let to_cpu = p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
         table_id: id(&info, "route"),
@@ -1350,29 +1331,25 @@ async fn packets_go_to_and_come_from_the_controller_and_digests_are_streamed() {
         assert!(marker < 60, "the acknowledgement never cleared the digest");
     }
     bed.inject(2, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1]));
-    loop {
-        if let p4v1::stream_message_response::Update::Digest(d) = primary.next().await {
-            assert_eq!(d.digest_id, digest_id);
-            let p4v1::p4_data::Data::Struct(s) = d.data[0].data.clone().unwrap() else {
-                panic!()
-            };
-            let fields: Vec<_> = s.members.into_iter().map(|m| m.data.unwrap()).collect();
-            assert_eq!(
-                fields,
-                vec![
-                    p4v1::p4_data::Data::Bitstring(vec![2, 0, 0, 0, 0, 1]),
-                    p4v1::p4_data::Data::Bitstring(vec![2]),
-                ]
-            );
-            primary.send(p4v1::stream_message_request::Update::DigestAck(
-                p4v1::DigestListAck {
-                    digest_id,
-                    list_id: d.list_id,
-                },
-            ));
-            break;
-        }
-    }
+    let d = primary.digest().await;
+    assert_eq!(d.digest_id, digest_id);
+    let p4v1::p4_data::Data::Struct(s) = d.data[0].data.clone().unwrap() else {
+        panic!()
+    };
+    let fields: Vec<_> = s.members.into_iter().map(|m| m.data.unwrap()).collect();
+    assert_eq!(
+        fields,
+        vec![
+            p4v1::p4_data::Data::Bitstring(vec![2, 0, 0, 0, 0, 1]),
+            p4v1::p4_data::Data::Bitstring(vec![2]),
+        ]
+    );
+    primary.send(p4v1::stream_message_request::Update::DigestAck(
+        p4v1::DigestListAck {
+            digest_id,
+            list_id: d.list_id,
+        },
+    ));
     // An acknowledgement for a digest the program does not have is an INVALID_ARGUMENT
     // StreamError.
     let unknown = p4v1::DigestListAck {
@@ -1380,20 +1357,13 @@ async fn packets_go_to_and_come_from_the_controller_and_digests_are_streamed() {
         list_id: 1,
     };
     primary.send(p4v1::stream_message_request::Update::DigestAck(unknown));
-    loop {
-        if let p4v1::stream_message_response::Update::Error(e) = primary.next().await {
-            assert_eq!(e.canonical_code, Code::InvalidArgument as i32);
-            assert_eq!(
-                e.details,
-                Some(p4v1::stream_error::Details::DigestListAck(
-                    p4v1::DigestListAckError {
-                        digest_list_ack: Some(unknown)
-                    }
-                ))
-            );
-            break;
-        }
-    }
+    primary
+        .invalid_argument(p4v1::stream_error::Details::DigestListAck(
+            p4v1::DigestListAckError {
+                digest_list_ack: Some(unknown),
+            },
+        ))
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1414,22 +1384,14 @@ async fn the_pipeline_is_replaced_while_the_switch_runs() {
     .is_empty());
     bed.inject(1, frame.clone());
     assert!(bed.sent_now().await.is_empty());
+    let patch = exact_entry(
+        id(&ports, "patch"),
+        &[1],
+        action(id(&ports, "forward"), &[&[4]]),
+    );
     apply(
         &mut client,
-        vec![(
-            Insert,
-            p4v1::entity::Entity::TableEntry(p4v1::TableEntry {
-                table_id: id(&ports, "patch"),
-                r#match: vec![p4v1::FieldMatch {
-                    field_id: 1,
-                    field_match_type: Some(p4v1::field_match::FieldMatchType::Exact(
-                        p4v1::field_match::Exact { value: vec![1] },
-                    )),
-                }],
-                action: action(id(&ports, "forward"), &[&[4]]),
-                ..Default::default()
-            }),
-        )],
+        vec![(Insert, p4v1::entity::Entity::TableEntry(patch))],
     )
     .await;
     bed.inject(1, frame.clone());
@@ -1442,33 +1404,15 @@ async fn queue_depth_and_rate_are_set_per_port_and_priority() {
     let mut queues = q::queues_client::QueuesClient::connect(bed.addr.clone())
         .await
         .unwrap();
-    let set = queues
-        .set_queue(q::SetQueueRequest {
-            device_id: DEVICE,
-            port: Some(2),
-            priority: Some(3),
-            depth_packets: Some(10),
-            rate_pps: Some(1000),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(
-        set.queues,
-        vec![q::QueueState {
-            port: 2,
-            priority: 3,
-            depth_packets: 10,
-            rate_pps: 1000,
-            occupancy_packets: 0,
-            strict: true,
-            weight: 1,
-            quantum_bytes: 1514,
-            dropped_packets: 0,
-            ..unmeasured()
-        }]
-    );
+    let set = set_queue(&mut queues, |r| {
+        r.port = Some(2);
+        r.priority = Some(3);
+        r.depth_packets = Some(10);
+        r.rate_pps = Some(1000);
+    })
+    .await
+    .unwrap();
+    assert_eq!(set, vec![unused_queue(2, 3, 10, 1000)]);
     let all = queues
         .get_queues(q::GetQueuesRequest { device_id: DEVICE })
         .await
@@ -1476,100 +1420,88 @@ async fn queue_depth_and_rate_are_set_per_port_and_priority() {
         .into_inner();
     // Every port of the switch (1..=4), 8 queues each, whether or not a packet waited in them.
     assert_eq!(all.queues.len(), 32);
-    assert_eq!(
-        all.queues[0],
-        q::QueueState {
-            port: 1,
-            priority: 0,
-            depth_packets: 64,
-            rate_pps: 0,
-            occupancy_packets: 0,
-            strict: true,
-            weight: 1,
-            quantum_bytes: 1514,
-            dropped_packets: 0,
-            ..unmeasured()
-        }
-    );
-    assert_eq!(all.queues[8 + 3], set.queues[0]);
+    assert_eq!(all.queues[0], unused_queue(1, 0, 64, 0));
+    assert_eq!(all.queues[8 + 3], set[0]);
     assert_eq!((all.default_depth_packets, all.default_rate_pps), (64, 0));
-    for bad in [
-        q::SetQueueRequest {
-            device_id: DEVICE,
-            priority: Some(8),
-            ..Default::default()
-        },
-        // 511 is v1model's drop port, not a port with queues.
-        q::SetQueueRequest {
-            device_id: DEVICE,
-            port: Some(511),
-            ..Default::default()
-        },
-        q::SetQueueRequest {
-            device_id: DEVICE,
-            depth_packets: Some(0),
-            ..Default::default()
-        },
-    ] {
-        assert_eq!(
-            queues.set_queue(bad).await.unwrap_err().code(),
-            Code::InvalidArgument
-        );
-    }
+    assert_invalid(
+        &mut queues,
+        &[
+            |r| r.priority = Some(8),
+            // 511 is v1model's drop port, not a port with queues.
+            |r| r.port = Some(511),
+            |r| r.depth_packets = Some(0),
+            // The microburst rule is checked by the traffic manager's rules.
+            |r| r.burst_window_us = Some(softswitch_core::tm::measures::MAX_BURST_WINDOW_US + 1),
+        ],
+    )
+    .await;
     // One rule with STF's set_queue_depth (tests/stf_limits.rs): the traffic manager's.
-    let zero = queues
-        .set_queue(q::SetQueueRequest {
-            device_id: DEVICE,
-            depth_packets: Some(0),
-            ..Default::default()
-        })
+    let zero = set_queue(&mut queues, |r| r.depth_packets = Some(0))
         .await
         .unwrap_err();
     assert_eq!(
         zero.message(),
         softswitch_core::tm::QueueSettingError::Depth(0).to_string()
     );
-    let other = q::SetQueueRequest {
-        device_id: DEVICE + 1,
-        ..Default::default()
-    };
-    assert_eq!(
-        queues.set_queue(other).await.unwrap_err().code(),
-        Code::NotFound
-    );
-    // The microburst rule is set like a depth, checked by the traffic manager's rules.
-    let rule = queues
-        .set_queue(q::SetQueueRequest {
-            device_id: DEVICE,
-            port: Some(2),
-            burst_threshold_packets: Some(5),
-            burst_window_us: Some(250),
-            reset_measures: true,
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(rule.queues.len(), 8);
-    assert!(rule
-        .queues
-        .iter()
-        .all(|s| (s.burst_threshold_packets, s.burst_window_us) == (5, 250)));
-    let long = queues
-        .set_queue(q::SetQueueRequest {
-            device_id: DEVICE,
-            burst_window_us: Some(softswitch_core::tm::measures::MAX_BURST_WINDOW_US + 1),
-            ..Default::default()
-        })
+    let other = set_queue(&mut queues, |r| r.device_id = DEVICE + 1)
         .await
         .unwrap_err();
-    assert_eq!(long.code(), Code::InvalidArgument);
+    assert_eq!(other.code(), Code::NotFound);
+    // The microburst rule is set like a depth.
+    let rule = set_queue(&mut queues, |r| {
+        r.port = Some(2);
+        r.burst_threshold_packets = Some(5);
+        r.burst_window_us = Some(250);
+        r.reset_measures = true;
+    })
+    .await
+    .unwrap();
+    assert_eq!(rule.len(), 8);
+    assert!(rule
+        .iter()
+        .all(|s| (s.burst_threshold_packets, s.burst_window_us) == (5, 250)));
 }
 
-/// The measures of a queue no packet went through, under the default burst rule.
-fn unmeasured() -> q::QueueState {
+/// Checks that a SetQueue through `queues` of each of `settings` (as [`set_queue`] makes it)
+/// is refused with INVALID_ARGUMENT.
+async fn assert_invalid(
+    queues: &mut q::queues_client::QueuesClient<Channel>,
+    settings: &[fn(&mut q::SetQueueRequest)],
+) {
+    for &setting in settings {
+        let refused = set_queue(queues, setting).await.unwrap_err();
+        assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
+    }
+}
+
+/// A SetQueue through `queues` of what `setting` sets on a request for every queue of the
+/// device (a port and a priority among what it may set): the queues it changed, or its
+/// refusal.
+async fn set_queue(
+    queues: &mut q::queues_client::QueuesClient<Channel>,
+    setting: impl FnOnce(&mut q::SetQueueRequest),
+) -> Result<Vec<q::QueueState>, tonic::Status> {
+    let mut request = q::SetQueueRequest {
+        device_id: DEVICE,
+        ..Default::default()
+    };
+    setting(&mut request);
+    let answer = queues.set_queue(request).await?;
+    Ok(answer.into_inner().queues)
+}
+
+/// The state of an empty strict-priority queue of `depth` packets drained at `rate` packets a
+/// second (0: unlimited) that no packet went through, under the default burst rule.
+fn unused_queue(port: u32, priority: u32, depth: u32, rate: u64) -> q::QueueState {
     use softswitch_core::tm::measures;
     q::QueueState {
+        port,
+        priority,
+        depth_packets: depth,
+        rate_pps: rate,
+        strict: true,
+        weight: 1,
+        quantum_bytes: 1514,
         sojourn_us_buckets: vec![0; measures::SOJOURN_BUCKETS],
         burst_threshold_packets: measures::DEFAULT_BURST_THRESHOLD,
         burst_window_us: measures::DEFAULT_BURST_WINDOW_US,
@@ -1596,12 +1528,7 @@ fn exact_entry(table: u32, value: &[u8], action: Option<p4v1::TableAction>) -> p
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn const_tables_const_defaults_scopes_and_unkept_fields_are_refused_as_the_spec_says() {
-    let bed = Bed::new().await;
-    let mut client = bed.client().await;
-    let mut primary = Stream::open(&mut client, 10).await;
-    primary.arbitration().await;
-    commit(&mut client, 10, "scoped.p4").await.unwrap();
-    let info = p4info("scoped.p4");
+    let (_bed, mut client, _primary, info) = loaded_with("scoped.p4").await;
     let (fixed, keyless, scoped) = (
         id(&info, "fixed"),
         id(&info, "keyless"),
@@ -1916,12 +1843,8 @@ async fn a_write_read_or_pipeline_for_an_unknown_role_is_not_found_before_arbitr
     assert_eq!(err.code(), Code::NotFound, "{err:?}");
     let err = client
         .set_forwarding_pipeline_config(p4v1::SetForwardingPipelineConfigRequest {
-            device_id: DEVICE,
             role: "sdn".into(),
-            election_id: Some(1u128.into()),
-            action: SetAction::VerifyAndCommit as i32,
-            config: Some(config("switch.p4")),
-            ..Default::default()
+            ..pipeline_request(1, SetAction::VerifyAndCommit, Some(config("switch.p4")))
         })
         .await
         .unwrap_err();
@@ -2013,20 +1936,26 @@ async fn digests_are_batched_by_list_size_and_timeout() {
     assert_eq!(primary.digest().await.data.len(), 1);
 }
 
+/// switch.p4 compiled by p4c for BMv2: its BMv2 JSON and its P4Info; `None` (`test` skipped)
+/// without p4c and BMv2.
+fn compiled_by_p4c(test: &str) -> Option<(Vec<u8>, P4Info)> {
+    use prost::Message as _;
+    let toolchain = testkit::bmv2::toolchain_or_skip(test)?;
+    let program = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/server/switch.p4");
+    let compiled = testkit::bmv2::compiled(toolchain, &program).unwrap_or_else(|e| panic!("{e}"));
+    let info = P4Info::decode(&std::fs::read(&compiled.p4info_binary).unwrap()[..]).unwrap();
+    Some((std::fs::read(&compiled.json).unwrap(), info))
+}
+
 /// A digest of a BMv2 JSON program (p4c-bm2-ss's output for switch.p4, set with p4c's own
 /// P4Info, as a controller of BMv2 does) reaches the controller as the same program's digest
 /// does from source: same digest id, same data.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_digest_of_a_bmv2_json_program_reaches_the_controller_as_from_source() {
-    use prost::Message as _;
     let test = "a_digest_of_a_bmv2_json_program_reaches_the_controller_as_from_source";
-    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
+    let Some((json, p4c_info)) = compiled_by_p4c(test) else {
         return;
     };
-    let program = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/server/switch.p4");
-    let compiled = testkit::bmv2::compiled(toolchain, &program).unwrap_or_else(|e| panic!("{e}"));
-    let json = std::fs::read(&compiled.json).unwrap();
-    let p4c_info = P4Info::decode(&std::fs::read(&compiled.p4info_binary).unwrap()[..]).unwrap();
     // Without the controller's P4Info, the one derived from the JSON names the digest as p4c.
     let derived = softswitch_server::pipeline::Compiled::from_bmv2_json(json.clone(), None, 0)
         .unwrap()
@@ -2036,8 +1965,7 @@ async fn a_digest_of_a_bmv2_json_program_reaches_the_controller_as_from_source()
     for (device_config, info) in [(source("switch.p4"), p4info("switch.p4")), (json, p4c_info)] {
         let bed = Bed::new().await;
         let mut client = bed.client().await;
-        let mut primary = Stream::open(&mut client, 10).await;
-        assert_eq!(primary.arbitration().await, (Code::Ok as i32, 10));
+        let mut primary = Stream::primary(&mut client, 10).await;
         let config = p4v1::ForwardingPipelineConfig {
             p4info: Some(info.clone()),
             p4_device_config: device_config,
@@ -2081,22 +2009,18 @@ async fn a_bmv2_json_in_pis_device_config_wrapper_is_loaded_and_read_back_as_sen
     use p4runtime::p4::tmp::P4DeviceConfig;
     use prost::Message as _;
     let test = "a_bmv2_json_in_pis_device_config_wrapper_is_loaded_and_read_back_as_sent";
-    let Some(toolchain) = testkit::bmv2::toolchain_or_skip(test) else {
+    let Some((json, info)) = compiled_by_p4c(test) else {
         return;
     };
-    let program = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/server/switch.p4");
-    let compiled = testkit::bmv2::compiled(toolchain, &program).unwrap_or_else(|e| panic!("{e}"));
-    let info = P4Info::decode(&std::fs::read(&compiled.p4info_binary).unwrap()[..]).unwrap();
     let wrapped = P4DeviceConfig {
         reassign: true,
         extras: None,
-        device_data: std::fs::read(&compiled.json).unwrap(),
+        device_data: json,
     }
     .encode_to_vec();
     let bed = Bed::new().await;
     let mut client = bed.client().await;
-    let mut primary = Stream::open(&mut client, 10).await;
-    assert_eq!(primary.arbitration().await, (Code::Ok as i32, 10));
+    let _primary = Stream::primary(&mut client, 10).await;
     let config = |device_config: Vec<u8>| p4v1::ForwardingPipelineConfig {
         p4info: Some(info.clone()),
         p4_device_config: device_config,
@@ -2137,15 +2061,8 @@ async fn a_bmv2_json_in_pis_device_config_wrapper_is_loaded_and_read_back_as_sen
     bed.inject(1, ipv4_frame([1, 2, 3, 4], [11, 0, 0, 1]));
     assert_eq!(bed.next_sent().0, 3, "routed by the entry just written");
 
-    let answer = client
-        .get_forwarding_pipeline_config(p4v1::GetForwardingPipelineConfigRequest {
-            device_id: DEVICE,
-            response_type: p4v1::get_forwarding_pipeline_config_request::ResponseType::All as i32,
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(answer.config.unwrap().p4_device_config, wrapped);
+    let answer = pipeline_config(&mut client, ResponseType::All).await;
+    assert_eq!(answer.unwrap().p4_device_config, wrapped);
 }
 
 /// A refused SetForwardingPipelineConfig changes nothing of arbitration: its client stays the
@@ -2156,8 +2073,7 @@ async fn a_bmv2_json_in_pis_device_config_wrapper_is_loaded_and_read_back_as_sen
 async fn a_refused_pipeline_leaves_arbitration_as_it_was() {
     let bed = Bed::new().await;
     let mut client = bed.client().await;
-    let mut first = Stream::open(&mut client, 1).await;
-    assert_eq!(first.arbitration().await, (Code::Ok as i32, 1));
+    let first = Stream::primary(&mut client, 1).await;
     let refused = set_pipeline(
         &mut client,
         1,
@@ -2180,13 +2096,7 @@ async fn a_refused_pipeline_leaves_arbitration_as_it_was() {
     .unwrap();
 
     let mut second = Stream::open(&mut client, 1).await;
-    let ended = tokio::time::timeout(Duration::from_secs(5), second.rx.next())
-        .await
-        .expect("an answer within 5 s");
-    let status = match ended {
-        Some(Err(status)) => status,
-        other => panic!("a second stream with the primary's election id: {other:?}"),
-    };
+    let status = second.end().await;
     assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
 
     drop(first);
@@ -2224,12 +2134,8 @@ async fn a_refused_pipeline_leaves_arbitration_as_it_was() {
 async fn a_port_that_takes_nothing_more_keeps_its_packets_queued() {
     use std::sync::atomic::{AtomicU32, Ordering};
     let gate = std::sync::Arc::new(AtomicU32::new(0));
-    let bed = Bed::with_gate(Some(gate.clone())).await;
-    let mut client = bed.client().await;
-    let mut primary = Stream::open(&mut client, 10).await;
-    assert_eq!(primary.arbitration().await, (Code::Ok as i32, 10));
-    commit(&mut client, 10, "switch.p4").await.unwrap();
-    let info = p4info("switch.p4");
+    let (bed, mut client, _primary, info) =
+        load(Bed::with_gate(Some(gate.clone())).await, "switch.p4").await;
     apply(
         &mut client,
         vec![(Insert, route(&info, [11, 0, 0, 0], 8, 3))],
@@ -2273,53 +2179,35 @@ async fn dwrr_weights_set_over_the_queues_service_share_a_slow_port_three_to_one
     use std::sync::atomic::{AtomicU32, Ordering};
     const FRAMES: usize = 600;
     let gate = std::sync::Arc::new(AtomicU32::new(0));
-    let bed = Bed::with_gate(Some(gate.clone())).await;
-    let mut client = bed.client().await;
-    let mut primary = Stream::open(&mut client, 10).await;
-    assert_eq!(primary.arbitration().await, (Code::Ok as i32, 10));
-    commit(&mut client, 10, "classes.p4").await.unwrap();
+    let (bed, _client, _primary, _info) =
+        load(Bed::with_gate(Some(gate.clone())).await, "classes.p4").await;
     let mut queues = q::queues_client::QueuesClient::connect(bed.addr.clone())
         .await
         .unwrap();
     for (priority, weight) in [(1, 1), (2, 3)] {
-        let set = queues
-            .set_queue(q::SetQueueRequest {
-                device_id: DEVICE,
-                port: Some(3),
-                priority: Some(priority),
-                depth_packets: Some(FRAMES as u32),
-                strict: Some(false),
-                weight: Some(weight),
-                ..Default::default()
-            })
-            .await
-            .unwrap()
-            .into_inner();
-        assert_eq!(
-            (set.queues[0].strict, set.queues[0].weight),
-            (false, weight)
-        );
+        let set = set_queue(&mut queues, |r| {
+            r.port = Some(3);
+            r.priority = Some(priority);
+            r.depth_packets = Some(FRAMES as u32);
+            r.strict = Some(false);
+            r.weight = Some(weight);
+        })
+        .await
+        .unwrap();
+        assert_eq!((set[0].strict, set[0].weight), (false, weight));
     }
-    // The rules are the traffic manager's.
-    let heavy = queues
-        .set_queue(q::SetQueueRequest {
-            device_id: DEVICE,
-            weight: Some(softswitch_core::tm::MAX_WEIGHT + 1),
-            ..Default::default()
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(heavy.code(), Code::InvalidArgument);
-    let quantum = queues
-        .set_queue(q::SetQueueRequest {
-            device_id: DEVICE,
-            priority: Some(1),
-            quantum_bytes: Some(3000),
-            ..Default::default()
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(quantum.code(), Code::InvalidArgument);
+    // The rules are the traffic manager's; the quantum is the port's, not a priority's.
+    assert_invalid(
+        &mut queues,
+        &[
+            |r| r.weight = Some(softswitch_core::tm::MAX_WEIGHT + 1),
+            |r| {
+                r.priority = Some(1);
+                r.quantum_bytes = Some(3000);
+            },
+        ],
+    )
+    .await;
 
     // CS1 (priority 1) and CS2 (priority 2), 60 to 1060 bytes of payload.
     for i in 0..FRAMES {

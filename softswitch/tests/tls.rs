@@ -10,41 +10,15 @@ use p4runtime::p4::v1::{p4_runtime_client::P4RuntimeClient, CapabilitiesRequest}
 use softswitch_server::engine::Transmit;
 use softswitch_server::tls::{self, Tls, TlsError, TlsFiles};
 use softswitch_server::Device;
-use testkit::pki::{Ca, Issued, Role, Validity};
-use testkit::TempDir;
+use testkit::pki::{Issued, Lab, Role, Validity};
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
-/// A lab: a CA, a server certificate and a client certificate it signs, and a second CA.
-struct Lab {
-    dir: TempDir,
-    ca: Ca,
-    server: Issued,
-    client: Issued,
-    other_ca: Ca,
-}
-
-impl Lab {
-    fn new(name: &str) -> Lab {
-        let dir = TempDir::new("softswitch-tls", name);
-        let ca = Ca::new(&dir.0, "lab-ca");
-        let server = ca.issue(&dir.0, "switch", Role::Server, Validity::Now);
-        let client = ca.issue(&dir.0, "controller", Role::Client, Validity::Now);
-        let other_ca = Ca::new(&dir.0, "other-ca");
-        Lab {
-            dir,
-            ca,
-            server,
-            client,
-            other_ca,
-        }
-    }
-
-    fn files(&self, mutual: bool) -> TlsFiles {
-        TlsFiles {
-            cert: self.server.cert.clone(),
-            key: self.server.key.clone(),
-            client_ca: mutual.then(|| self.ca.pem.clone()),
-        }
+/// The server's TLS files of `lab`, with its CA for client certificates if `mutual`.
+fn files(lab: &Lab, mutual: bool) -> TlsFiles {
+    TlsFiles {
+        cert: lab.server.cert.clone(),
+        key: lab.server.key.clone(),
+        client_ca: mutual.then(|| lab.ca.pem.clone()),
     }
 }
 
@@ -121,8 +95,8 @@ fn chain(e: &dyn std::error::Error) -> String {
 
 #[tokio::test]
 async fn a_client_with_a_certificate_of_the_ca_is_served_under_mutual_tls() {
-    let lab = Lab::new("mutual-ok");
-    let served = serve(Arc::new(tls::load(lab.files(true)).unwrap())).await;
+    let lab = Lab::new("softswitch-tls", "mutual-ok", "controller");
+    let served = serve(Arc::new(tls::load(files(&lab, true)).unwrap())).await;
     let version = capabilities(served.addr, &lab.ca.pem, Some(&lab.client)).await;
     assert!(
         version.as_deref().is_ok_and(|v| v.starts_with("1.")),
@@ -132,8 +106,8 @@ async fn a_client_with_a_certificate_of_the_ca_is_served_under_mutual_tls() {
 
 #[tokio::test]
 async fn clients_without_a_good_certificate_are_refused_at_the_handshake() {
-    let lab = Lab::new("mutual-refused");
-    let served = serve(Arc::new(tls::load(lab.files(true)).unwrap())).await;
+    let lab = Lab::new("softswitch-tls", "mutual-refused", "controller");
+    let served = serve(Arc::new(tls::load(files(&lab, true)).unwrap())).await;
     let stranger = lab
         .other_ca
         .issue(&lab.dir.0, "stranger", Role::Client, Validity::Now);
@@ -168,8 +142,8 @@ async fn clients_without_a_good_certificate_are_refused_at_the_handshake() {
 
 #[tokio::test]
 async fn without_a_client_ca_any_client_that_trusts_the_server_is_served() {
-    let lab = Lab::new("server-only");
-    let served = serve(Arc::new(tls::load(lab.files(false)).unwrap())).await;
+    let lab = Lab::new("softswitch-tls", "server-only", "controller");
+    let served = serve(Arc::new(tls::load(files(&lab, false)).unwrap())).await;
     assert!(capabilities(served.addr, &lab.ca.pem, None).await.is_ok());
     // A client that does not trust the server's CA stops at the handshake itself.
     let wrong = capabilities(served.addr, &lab.other_ca.pem, None).await;
@@ -181,7 +155,7 @@ async fn without_a_client_ca_any_client_that_trusts_the_server_is_served() {
 
 #[test]
 fn bad_files_are_refused_at_start_with_the_file_named() {
-    let lab = Lab::new("bad-files");
+    let lab = Lab::new("softswitch-tls", "bad-files", "controller");
     let expired = lab
         .ca
         .issue(&lab.dir.0, "old-switch", Role::Server, Validity::Expired);
@@ -242,7 +216,7 @@ fn bad_files_are_refused_at_start_with_the_file_named() {
             "a client CA that is not PEM",
             TlsFiles {
                 client_ca: Some(garbage.clone()),
-                ..lab.files(false)
+                ..files(&lab, false)
             },
             "garbage.pem: no certificate",
         ),
@@ -255,8 +229,8 @@ fn bad_files_are_refused_at_start_with_the_file_named() {
 
 #[tokio::test]
 async fn a_reload_reaches_new_connections_and_a_failed_one_keeps_the_old_files() {
-    let lab = Lab::new("reload");
-    let tls = tls::load(lab.files(false)).unwrap();
+    let lab = Lab::new("softswitch-tls", "reload", "controller");
+    let tls = tls::load(files(&lab, false)).unwrap();
     // The files change under the server: a certificate of another CA at the same paths.
     let next = lab
         .other_ca

@@ -86,6 +86,40 @@ impl Ca {
     }
 }
 
+/// A lab PKI in a scratch directory of its own, removed on drop: a CA, a server certificate
+/// and a client certificate it signs, and a second CA that signed neither.
+pub struct Lab {
+    /// The directory the PEM files are in.
+    pub dir: crate::TempDir,
+    /// The CA, `lab-ca`.
+    pub ca: Ca,
+    /// The server's certificate, `switch`, valid now.
+    pub server: Issued,
+    /// The client's certificate, valid now.
+    pub client: Issued,
+    /// Another CA, `other-ca`: what it signs the server must refuse.
+    pub other_ca: Ca,
+}
+
+impl Lab {
+    /// A lab in a new directory `PREFIX-PID-N-NAME` (as [`crate::TempDir::new`]), its client
+    /// certificate named `client`.
+    pub fn new(prefix: &str, name: &str, client: &str) -> Lab {
+        let dir = crate::TempDir::new(prefix, name);
+        let ca = Ca::new(&dir.0, "lab-ca");
+        let server = ca.issue(&dir.0, "switch", Role::Server, Validity::Now);
+        let client = ca.issue(&dir.0, client, Role::Client, Validity::Now);
+        let other_ca = Ca::new(&dir.0, "other-ca");
+        Lab {
+            dir,
+            ca,
+            server,
+            client,
+            other_ca,
+        }
+    }
+}
+
 fn valid(params: &mut CertificateParams, validity: Validity) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

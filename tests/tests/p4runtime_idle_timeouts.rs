@@ -53,7 +53,7 @@ fn idle_routes_are_notified(bed: &TutorialBed) {
 /// The routes of forward.p4's `ipv4_lpm`, as the switch reads them back (with the time since
 /// their last hit).
 async fn routes(client: &mut P4RuntimeClient<Channel>, table_id: u32) -> Vec<p4v1::TableEntry> {
-    let mut answers = client
+    let answer = client
         .read(p4v1::ReadRequest {
             device_id: 0,
             entities: vec![p4v1::Entity {
@@ -68,15 +68,13 @@ async fn routes(client: &mut P4RuntimeClient<Channel>, table_id: u32) -> Vec<p4v
         .await
         .unwrap()
         .into_inner();
-    let mut entries = Vec::new();
-    while let Some(answer) = answers.next().await {
-        for entity in answer.unwrap().entities {
-            if let Some(p4v1::entity::Entity::TableEntry(e)) = entity.entity {
-                entries.push(e);
-            }
-        }
-    }
-    entries
+    let (entities, failed) = p4runtime::read::drain(answer).await;
+    assert!(failed.is_none(), "{failed:?}");
+    let route = |entity| match entity {
+        p4v1::entity::Entity::TableEntry(e) => Some(e),
+        _ => None,
+    };
+    entities.into_iter().filter_map(route).collect()
 }
 
 /// Each route's time since its last hit.

@@ -17,7 +17,7 @@ use lossless_tests::{
     gnmi::{self, counter, pygnmi_or_skip, Stream, DEADLINE},
     switch::{dataplane_p4, SwitchBed, Topology},
 };
-use testkit::pki::{Ca, Role, Validity};
+use testkit::pki::Lab;
 
 const HOST: &str = "127.0.0.1";
 const PORT: &str = "57400";
@@ -271,11 +271,7 @@ fn gnmi_takes_p4runtime_s_mutual_tls() {
         return;
     };
     // Removed on drop, after the bed (declared later, dropped first), however the test ends.
-    let scratch = testkit::TempDir::new("gnmitls", "pki");
-    let pki = scratch.0.as_path();
-    let ca = Ca::new(pki, "lab-ca");
-    let server = ca.issue(pki, "switch", Role::Server, Validity::Now);
-    let collector = ca.issue(pki, "collector", Role::Client, Validity::Now);
+    let lab = Lab::new("gnmitls", "pki", "collector");
     let path = |p: &std::path::Path| p.to_str().unwrap().to_owned();
     let addr = format!("{HOST}:{PORT}");
     let mut bed = SwitchBed::start_with_options(
@@ -285,11 +281,11 @@ fn gnmi_takes_p4runtime_s_mutual_tls() {
             "--gnmi-addr",
             &addr,
             "--tls-cert",
-            &path(&server.cert),
+            &path(&lab.server.cert),
             "--tls-key",
-            &path(&server.key),
+            &path(&lab.server.key),
             "--tls-client-ca",
-            &path(&ca.pem),
+            &path(&lab.ca.pem),
         ],
     )
     .unwrap();
@@ -302,9 +298,9 @@ fn gnmi_takes_p4runtime_s_mutual_tls() {
         ns,
         &python,
         &[
-            ("GNMI_CA", ca.pem.as_path()),
-            ("GNMI_CERT", collector.cert.as_path()),
-            ("GNMI_KEY", collector.key.as_path()),
+            ("GNMI_CA", lab.ca.pem.as_path()),
+            ("GNMI_CERT", lab.client.cert.as_path()),
+            ("GNMI_KEY", lab.client.key.as_path()),
         ],
         &args,
     );
@@ -313,7 +309,7 @@ fn gnmi_takes_p4runtime_s_mutual_tls() {
         totals.is_some_and(|t| t.contains_key("switch/state/received")),
         "{trusted}"
     );
-    let anonymous = gnmi::client_with(ns, &python, &[("GNMI_CA", ca.pem.as_path())], &args);
+    let anonymous = gnmi::client_with(ns, &python, &[("GNMI_CA", lab.ca.pem.as_path())], &args);
     assert!(anonymous.get("unreachable").is_some(), "{anonymous}");
     bed.into_topology().unwrap();
 }

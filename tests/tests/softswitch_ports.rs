@@ -70,13 +70,19 @@ fn through(bed: &SwitchBed, from: usize, to: usize, frame: &[u8], count: usize) 
 /// Both kinds of port, as `--port-io` names them.
 const PORT_IOS: [&str; 2] = ["afxdp", "af-packet"];
 
-/// For a test that can run ([`privileged`]), `check` with each port I/O of [`PORT_IOS`].
-fn on_every_port_io(test: &str, check: fn(&str)) {
-    if privileged(test) {
-        for io in PORT_IOS {
-            check(io);
+/// A test `name` that runs `check` with each port I/O of [`PORT_IOS`], where it can run
+/// ([`privileged`]).
+macro_rules! on_every_port_io {
+    ($name:ident: $check:ident) => {
+        #[test]
+        fn $name() {
+            if privileged(stringify!($name)) {
+                for io in PORT_IOS {
+                    $check(io);
+                }
+            }
         }
-    }
+    };
 }
 
 /// `softswitch run ipv4_forward.p4` on `hosts` hosts with ports of kind `io`, ready.
@@ -99,13 +105,7 @@ fn forwarding_bed(topology: Topology, io: &str) -> SwitchBed {
     bed
 }
 
-#[test]
-fn frames_are_forwarded_and_rewritten_between_real_ports() {
-    on_every_port_io(
-        "frames_are_forwarded_and_rewritten_between_real_ports",
-        forwarded_and_rewritten,
-    );
-}
+on_every_port_io!(frames_are_forwarded_and_rewritten_between_real_ports: forwarded_and_rewritten);
 
 fn forwarded_and_rewritten(io: &str) {
     let mut bed = forwarding_bed(Topology::new(3).unwrap(), io);
@@ -147,13 +147,7 @@ fn forwarded_and_rewritten(io: &str) {
     stop_and_find(&mut bed, "softswitch: stopped");
 }
 
-#[test]
-fn a_deleted_interface_takes_its_port_down_and_the_switch_goes_on() {
-    on_every_port_io(
-        "a_deleted_interface_takes_its_port_down_and_the_switch_goes_on",
-        port_down,
-    );
-}
+on_every_port_io!(a_deleted_interface_takes_its_port_down_and_the_switch_goes_on: port_down);
 
 fn port_down(io: &str) {
     let mut bed = forwarding_bed(Topology::new(3).unwrap(), io);
@@ -180,13 +174,10 @@ fn port_down(io: &str) {
     assert!(lost >= 1, "{summary}");
 }
 
-#[test]
-fn frames_up_to_2016_bytes_cross_longer_ones_are_dropped_and_a_refused_one_stops_nothing() {
-    on_every_port_io(
-        "frames_up_to_2016_bytes_cross_longer_ones_are_dropped_and_a_refused_one_stops_nothing",
-        frame_lengths,
-    );
-}
+on_every_port_io!(
+    frames_up_to_2016_bytes_cross_longer_ones_are_dropped_and_a_refused_one_stops_nothing:
+    frame_lengths
+);
 
 fn frame_lengths(io: &str) {
     // Hosts 1 and 2 take jumbo frames; host 3 keeps the default MTU of 1500.

@@ -9,6 +9,7 @@ use std::time::Duration;
 use lossless_tests::bed::{privileged_and, TIMEOUT};
 use lossless_tests::capture::RawSocket;
 use lossless_tests::switch::{program, softswitch_bin, Bmv2Build, SwitchBed, Topology};
+use p4toolchain::{Compiled, Toolchain};
 
 /// The source MAC of every frame this test sends: a filter against anything else on the wire.
 const SRC: [u8; 6] = [0x02, 0x54, 0x48, 0x52, 0x46, 0x54];
@@ -60,17 +61,47 @@ fn arriving(socket: &RawSocket, window: Duration) -> Vec<Vec<u8>> {
     frames
 }
 
+/// What each test here starts from: BMv2's toolchain, thrift_cli.p4 compiled by its p4c, and a
+/// scratch directory.
+struct Lab {
+    toolchain: &'static Toolchain,
+    compiled: Compiled,
+    scratch: testkit::TempDir,
+}
+
+impl Lab {
+    /// The lab of `test`, or `None` where it is skipped (not root, or no p4c and BMv2).
+    fn new(test: &str) -> Option<Lab> {
+        let toolchain = privileged_and(test, testkit::bmv2::toolchain_or_skip)?;
+        Some(Lab {
+            toolchain,
+            compiled: testkit::bmv2::compiled(toolchain, &program("thrift_cli.p4")).unwrap(),
+            scratch: testkit::TempDir::new("llthrift", "scratch"),
+        })
+    }
+
+    /// BMv2's own simple_switch on three hosts, running the compiled JSON with `options`.
+    fn bmv2(&self, options: &[&str]) -> SwitchBed {
+        SwitchBed::start_bmv2(
+            Topology::new(3).unwrap(),
+            &self.toolchain.simple_switch,
+            Bmv2Build::Thrift,
+            Some(&self.compiled.json),
+            &self.scratch.0,
+            options,
+        )
+        .unwrap()
+    }
+}
+
 #[test]
 fn simple_switch_cli_drives_softswitch_running_p4c_json() {
-    let test = "simple_switch_cli_drives_softswitch_running_p4c_json";
-    let Some(toolchain) = privileged_and(test, testkit::bmv2::toolchain_or_skip) else {
+    let Some(lab) = Lab::new("simple_switch_cli_drives_softswitch_running_p4c_json") else {
         return;
     };
-    let compiled = testkit::bmv2::compiled(toolchain, &program("thrift_cli.p4")).unwrap();
-    let scratch = testkit::TempDir::new("llthrift", "scratch");
-    let bed = simple_switch(&scratch.0, &compiled.json, &[]);
+    let bed = simple_switch(&lab.scratch.0, &lab.compiled.json, &[]);
     let cli = |commands: &str| {
-        bed.simple_switch_cli(&toolchain.simple_switch_cli, &[], commands)
+        bed.simple_switch_cli(&lab.toolchain.simple_switch_cli, &[], commands)
             .unwrap()
     };
     let hosts = bed.hosts();
@@ -177,21 +208,18 @@ meter_get_rates police 4
 #[test]
 fn simple_switch_cli_drives_softswitch_running_p4_source_with_p4cs_json() {
     let test = "simple_switch_cli_drives_softswitch_running_p4_source_with_p4cs_json";
-    let Some(toolchain) = privileged_and(test, testkit::bmv2::toolchain_or_skip) else {
+    let Some(lab) = Lab::new(test) else {
         return;
     };
-    let source = program("thrift_cli.p4");
-    let compiled = testkit::bmv2::compiled(toolchain, &source).unwrap();
-    let scratch = testkit::TempDir::new("llthrift", "scratch");
-    let bed = simple_switch(&scratch.0, &source, &[]);
-    let cli = &toolchain.simple_switch_cli;
+    let bed = simple_switch(&lab.scratch.0, &program("thrift_cli.p4"), &[]);
+    let cli = &lab.toolchain.simple_switch_cli;
     // Without --json the CLI cannot start: the switch refuses bm_get_config.
     let refused = bed.simple_switch_cli(cli, &[], "table_num_entries forward\n");
     assert!(
         format!("{refused:?}").contains("Error when requesting JSON config from switch"),
         "{refused:?}"
     );
-    let json = compiled.json.to_str().unwrap();
+    let json = lab.compiled.json.to_str().unwrap();
     let out = bed
         .simple_switch_cli(
             cli,
@@ -221,11 +249,9 @@ fn simple_switch_cli_drives_softswitch_running_p4_source_with_p4cs_json() {
 /// bytes: port 2 is `02`, port 256 `0100`, 0 `00`).
 #[test]
 fn table_dump_prints_what_bmv2_prints() {
-    let test = "table_dump_prints_what_bmv2_prints";
-    let Some(toolchain) = privileged_and(test, testkit::bmv2::toolchain_or_skip) else {
+    let Some(lab) = Lab::new("table_dump_prints_what_bmv2_prints") else {
         return;
     };
-    let compiled = testkit::bmv2::compiled(toolchain, &program("thrift_cli.p4")).unwrap();
     let commands = "table_add forward to_port 1 => 0\n\
                     table_add forward to_port 2 => 2\n\
                     table_add forward to_port 3 => 256\n\
@@ -234,24 +260,12 @@ fn table_dump_prints_what_bmv2_prints() {
                     table_dump forward\n\
                     table_dump_entry forward 2\n\
                     table_dump_entry_from_key forward 4\n";
-    let scratch = testkit::TempDir::new("llthrift", "scratch");
-    let soft = simple_switch(&scratch.0, &compiled.json, &[]);
-    let ours = soft
-        .simple_switch_cli(&toolchain.simple_switch_cli, &[], commands)
-        .unwrap();
-    drop(soft);
-    let bmv2 = SwitchBed::start_bmv2(
-        Topology::new(3).unwrap(),
-        &toolchain.simple_switch,
-        Bmv2Build::Thrift,
-        Some(&compiled.json),
-        &scratch.0,
-        &[],
-    )
-    .unwrap();
-    let theirs = bmv2
-        .simple_switch_cli(&toolchain.simple_switch_cli, &[], commands)
-        .unwrap();
+    let dumps = |bed: SwitchBed| {
+        bed.simple_switch_cli(&lab.toolchain.simple_switch_cli, &[], commands)
+            .unwrap()
+    };
+    let ours = dumps(simple_switch(&lab.scratch.0, &lab.compiled.json, &[]));
+    let theirs = dumps(lab.bmv2(&[]));
     assert!(theirs.contains("to_port - 0100"), "{theirs}");
     assert_eq!(ours, theirs);
 }
@@ -261,16 +275,13 @@ fn table_dump_prints_what_bmv2_prints() {
 /// simple_switch given the same option (only the lines' time and thread differ).
 #[test]
 fn dump_packet_data_logs_frames_as_bmv2_does() {
-    let test = "dump_packet_data_logs_frames_as_bmv2_does";
-    let Some(toolchain) = privileged_and(test, testkit::bmv2::toolchain_or_skip) else {
+    let Some(lab) = Lab::new("dump_packet_data_logs_frames_as_bmv2_does") else {
         return;
     };
-    let compiled = testkit::bmv2::compiled(toolchain, &program("thrift_cli.p4")).unwrap();
     let options = ["--log-console", "--dump-packet-data", "20"];
-    let scratch = testkit::TempDir::new("llthrift", "scratch");
     let dumped = |mut bed: SwitchBed| -> Vec<String> {
         bed.simple_switch_cli(
-            &toolchain.simple_switch_cli,
+            &lab.toolchain.simple_switch_cli,
             &[],
             "table_add forward to_port 1 => 2\n",
         )
@@ -289,18 +300,8 @@ fn dump_packet_data_logs_frames_as_bmv2_does() {
             .filter(|m| m.contains(" packet of length "))
             .collect()
     };
-    let ours = dumped(simple_switch(&scratch.0, &compiled.json, &options));
-    let theirs = dumped(
-        SwitchBed::start_bmv2(
-            Topology::new(3).unwrap(),
-            &toolchain.simple_switch,
-            Bmv2Build::Thrift,
-            Some(&compiled.json),
-            &scratch.0,
-            &options,
-        )
-        .unwrap(),
-    );
+    let ours = dumped(simple_switch(&lab.scratch.0, &lab.compiled.json, &options));
+    let theirs = dumped(lab.bmv2(&options));
     let hex: String = frame(PLAIN, 7)[..20]
         .iter()
         .map(|b| format!("{b:02x}"))

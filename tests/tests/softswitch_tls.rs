@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use lossless_tests::{bed::privileged, tutorial_bed::TutorialBed};
-use testkit::pki::{Ca, Issued, Role, Validity};
+use testkit::pki::{Issued, Lab, Role, Validity};
 
 /// A p4runtime-shell client (`p4runtime_sh.p4runtime`, over grpcio) with client certificate
 /// `identity` (if any), installing the tutorials' two routes by ids read from the switch's
@@ -90,12 +90,14 @@ fn mutual_tls_serves_the_ca_s_clients_and_refuses_the_rest() {
         return;
     };
     // Removed on drop, after the bed (declared later, dropped first), however the test ends.
-    let scratch = testkit::TempDir::new("lltls", "pki");
-    let pki = scratch.0.as_path();
-    let ca = Ca::new(pki, "lab-ca");
-    let server = ca.issue(pki, "switch", Role::Server, Validity::Now);
-    let controller = ca.issue(pki, "controller", Role::Client, Validity::Now);
-    let other_ca = Ca::new(pki, "other-ca");
+    let Lab {
+        dir,
+        ca,
+        server,
+        client: controller,
+        other_ca,
+    } = Lab::new("lltls", "pki", "controller");
+    let pki = dir.0.as_path();
     let modules = pki.join("python");
     testkit::p4runtime_modules(&python, &modules);
     let stranger = other_ca.issue(pki, "stranger", Role::Client, Validity::Now);

@@ -415,6 +415,11 @@ pub fn same_program(ours: &P4Info, theirs: &P4Info) -> Result<(), String> {
              (program has, P4Info lacks: {missing:?}; P4Info has, program lacks: {extra:?})"
         ))
     }
+    /// Each of `fields` as `id:name:width`.
+    fn fields<T: p4info::Field>(of: &[T]) -> Vec<String> {
+        let field = |(id, name, width)| format!("{id}:{name}:{width}");
+        p4info::fields_of(of).into_iter().map(field).collect()
+    }
     let pre = |p: &Option<p4runtime::p4::config::v1::Preamble>| {
         p.as_ref()
             .map(|p| format!("{} (id {})", p.name, p.id))
@@ -431,12 +436,7 @@ pub fn same_program(ours: &P4Info, theirs: &P4Info) -> Result<(), String> {
         format!("{} keys {fields:?} actions {actions:?}", pre(&t.preamble))
     })?;
     names("actions", &ours.actions, &theirs.actions, |a| {
-        let params: Vec<String> = a
-            .params
-            .iter()
-            .map(|p| format!("{}:{}:{}", p.id, p.name, p.bitwidth))
-            .collect();
-        format!("{} params {params:?}", pre(&a.preamble))
+        format!("{} params {:?}", pre(&a.preamble), fields(&a.params))
     })?;
     names("counters", &ours.counters, &theirs.counters, |x| {
         pre(&x.preamble)
@@ -464,13 +464,6 @@ pub fn same_program(ours: &P4Info, theirs: &P4Info) -> Result<(), String> {
         "controller packet metadata",
         &ours.controller_packet_metadata,
         &theirs.controller_packet_metadata,
-        |x| {
-            let fields: Vec<String> = x
-                .metadata
-                .iter()
-                .map(|m| format!("{}:{}:{}", m.id, m.name, m.bitwidth))
-                .collect();
-            format!("{} {fields:?}", pre(&x.preamble))
-        },
+        |x| format!("{} {:?}", pre(&x.preamble), fields(&x.metadata)),
     )
 }

@@ -96,6 +96,19 @@ fn checked<V: Into<u128>, T>(
         .map_err(|e| Status::invalid_argument(e.to_string()))
 }
 
+/// A setter of the queues a port (all if `None`) and a priority (all if `None`) name.
+type QueueSetter<T> = fn(&mut Switch, Option<u16>, Option<u8>, T) -> Result<(), RuntimeError>;
+
+/// Sets `value` on the `(port, priority)` queues with `set`, if it was given.
+fn set_given<T>(
+    switch: &mut Switch,
+    (port, priority): (Option<u16>, Option<u8>),
+    value: Option<T>,
+    set: QueueSetter<T>,
+) -> Result<(), RuntimeError> {
+    value.map_or(Ok(()), |value| set(switch, port, priority, value))
+}
+
 fn no_pipeline() -> Status {
     Status::failed_precondition("no forwarding pipeline: the queues belong to the running pipeline")
 }
@@ -141,29 +154,14 @@ impl QueuesService {
             .call(move |e| {
                 let switch = &mut e.pipeline.as_mut().ok_or_else(no_pipeline)?.switch;
                 let refused = |e: RuntimeError| Status::invalid_argument(e.to_string());
-                if let Some(depth) = depth {
-                    switch
-                        .set_queue_depth(port, priority, depth)
-                        .map_err(refused)?;
-                }
-                if let Some(rate) = rate {
-                    switch
-                        .set_queue_rate(port, priority, rate)
-                        .map_err(refused)?;
-                }
+                let named = (port, priority);
+                set_given(switch, named, depth, Switch::set_queue_depth).map_err(refused)?;
+                set_given(switch, named, rate, Switch::set_queue_rate).map_err(refused)?;
                 if let Some(rate) = port_rate {
                     switch.set_port_rate(port, rate);
                 }
-                if let Some(strict) = strict {
-                    switch
-                        .set_queue_strict(port, priority, strict)
-                        .map_err(refused)?;
-                }
-                if let Some(weight) = weight {
-                    switch
-                        .set_queue_weight(port, priority, weight)
-                        .map_err(refused)?;
-                }
+                set_given(switch, named, strict, Switch::set_queue_strict).map_err(refused)?;
+                set_given(switch, named, weight, Switch::set_queue_weight).map_err(refused)?;
                 if let Some(bytes) = quantum {
                     switch.set_queue_quantum(port, bytes).map_err(refused)?;
                 }
