@@ -113,22 +113,36 @@ fn balance(frame: &Frame, len: u64) -> Result<u32, Pass> {
     Ok(xdp_action::XDP_REDIRECT)
 }
 
+/// Passes a packet whose destination no prefix owns, or whose TTL (hop limit) would expire
+/// here, before anything is hashed for it.
+#[inline(always)]
+fn owned_and_alive(owned: bool, ttl: u8) -> Result<(), Pass> {
+    if !owned {
+        return Err(Pass::NotOwned);
+    }
+    if ttl <= 1 {
+        return Err(Pass::TtlExpired);
+    }
+    Ok(())
+}
+
 /// The flow hash and header place of an IP packet whose destination is owned.
 #[inline(always)]
 fn owned_route(frame: &Frame, parsed: &Parsed, seed: u32) -> Result<Route, Pass> {
     let mut hash = seed;
-    // Whether a prefix owns the destination, and the TTL or hop limit.
-    let (owned, ttl) = match parsed.network {
+    match parsed.network {
         Network::Ipv4(offset) => {
             let ip = frame.ipv4_at(offset).ok_or(Pass::Malformed)?;
             let (src, dst) = (ip.src_addr().octets(), ip.dst_addr().octets());
+            owned_and_alive(LB_PREFIXES_V4.get(Key::new(32, dst)).is_some(), ip.ttl())?;
             hash = hash_word(hash, u32::from_ne_bytes(src));
             hash = hash_word(hash, u32::from_ne_bytes(dst));
-            (LB_PREFIXES_V4.get(Key::new(32, dst)).is_some(), ip.ttl())
         }
         Network::Ipv6(offset) => {
             let ip = frame.ipv6_at(offset).ok_or(Pass::Malformed)?;
             let (src, dst) = (ip.src_addr().octets(), ip.dst_addr().octets());
+            let owned = LB_PREFIXES_V6.get(Key::new(128, dst)).is_some();
+            owned_and_alive(owned, ip.hop_limit())?;
             for words in [src, dst] {
                 for i in 0..4 {
                     let word = [
@@ -140,18 +154,8 @@ fn owned_route(frame: &Frame, parsed: &Parsed, seed: u32) -> Result<Route, Pass>
                     hash = hash_word(hash, u32::from_ne_bytes(word));
                 }
             }
-            (
-                LB_PREFIXES_V6.get(Key::new(128, dst)).is_some(),
-                ip.hop_limit(),
-            )
         }
         Network::Other => return Err(Pass::NotIp),
-    };
-    if !owned {
-        return Err(Pass::NotOwned);
-    }
-    if ttl <= 1 {
-        return Err(Pass::TtlExpired);
     }
     hash = hash_word(hash, parsed.protocol as u32);
     if parsed.transport != 0 && (parsed.protocol == IPPROTO_UDP || parsed.protocol == IPPROTO_TCP) {

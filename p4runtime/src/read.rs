@@ -3,7 +3,8 @@
 use crate::p4::v1::{entity, ReadResponse};
 
 /// Every entity `answer` streams, and the status that ended it early, if one did (the entities
-/// before it are kept).
+/// before it are kept). Unbounded in entities and time: for a server the caller trusts (the
+/// tests' own switch); p4client's reads of a switch bound both.
 pub async fn drain(
     mut answer: tonic::Streaming<ReadResponse>,
 ) -> (Vec<entity::Entity>, Option<tonic::Status>) {

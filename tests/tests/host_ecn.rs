@@ -52,7 +52,7 @@ fn red_curve(mode: &str) {
             continue;
         }
         assert!(ipv4_checksum_ok(rx), "bad IPv4 checksum on frame {i}");
-        let ce = ecn_of(rx) == Some(Ecn::Ce as u8);
+        let ce = ecn_of(rx) == Some(Ecn::Ce.bits());
         if ce {
             let mut unmarked = rx.clone();
             unmarked[15] = tx[15];
@@ -85,7 +85,7 @@ fn red_curve(mode: &str) {
     let stats = link.rx_stats();
     let ce_on_wire = received
         .iter()
-        .filter(|f| ecn_of(f) == Some(Ecn::Ce as u8))
+        .filter(|f| ecn_of(f) == Some(Ecn::Ce.bits()))
         .count() as u64;
     let roce_sent = (0..n).filter(|i| i % 7 != 6).count() as u64;
     let ect_sent = (0..n).filter(|i| i % 5 != 4).count() as u64;
@@ -140,7 +140,7 @@ fn set_changes_behaviour_without_reattach() {
     };
     let before = burst(&link);
     assert!(
-        before.iter().all(|f| ecn_of(f) == Some(Ecn::Ect0 as u8)),
+        before.iter().all(|f| ecn_of(f) == Some(Ecn::Ect0.bits())),
         "default 10 Gb/s drain must not mark 50 frames"
     );
 
@@ -151,7 +151,7 @@ fn set_changes_behaviour_without_reattach() {
     ]);
     let after = burst(&link);
     assert!(
-        after.iter().all(|f| ecn_of(f) == Some(Ecn::Ce as u8)),
+        after.iter().all(|f| ecn_of(f) == Some(Ecn::Ce.bits())),
         "after set, every frame is above Kmax"
     );
 
@@ -204,7 +204,7 @@ fn tc_egress_marks_leaving_frames() {
         if above_kmax {
             assert_eq!(
                 ecn_of(frame),
-                Some(Ecn::Ce as u8),
+                Some(Ecn::Ce.bits()),
                 "frame {i} above Kmax left unmarked"
             );
         }
@@ -213,7 +213,7 @@ fn tc_egress_marks_leaving_frames() {
     let stats = link.tx_stats();
     let ce = received
         .iter()
-        .filter(|f| ecn_of(f) == Some(Ecn::Ce as u8))
+        .filter(|f| ecn_of(f) == Some(Ecn::Ce.bits()))
         .count() as u64;
     assert_eq!(stats["per_hook"]["tc"]["ecn_marked"].as_u64(), Some(ce));
     assert_eq!(stats["per_hook"]["xdp"]["rx_packets"].as_u64(), Some(0));
@@ -284,7 +284,7 @@ fn malformed_frames_are_counted_and_never_marked() {
     let received = link.send_and_capture(&frames);
     for ((name, sent, marked), got) in cases.iter().zip(&received) {
         if *marked {
-            assert_eq!(ecn_of(got), Some(Ecn::Ce as u8), "{name}: not marked");
+            assert_eq!(ecn_of(got), Some(Ecn::Ce.bits()), "{name}: not marked");
             assert!(ipv4_checksum_ok(got), "{name}: bad checksum");
         } else {
             assert_eq!(got, sent, "{name}: changed");
