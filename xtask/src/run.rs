@@ -75,7 +75,7 @@ impl Cmd {
 }
 
 fn cargo() -> Cmd {
-    with_cargo_home_bin(Cmd::new(
+    with_build_env(Cmd::new(
         std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()),
     ))
 }
@@ -83,13 +83,13 @@ fn cargo() -> Cmd {
 /// Nightly's cargo (through rustup: `$CARGO` is the toolchain's own cargo, which takes no
 /// `+nightly`), for cargo fuzz.
 fn nightly_cargo() -> Cmd {
-    with_cargo_home_bin(Cmd::new("rustup").args(["run", "nightly", "cargo"]))
+    with_build_env(Cmd::new("rustup").args(["run", "nightly", "cargo"]))
 }
 
 /// `command` with `$CARGO_HOME/bin` first on PATH: bpf-linker and rustup's nightly for the eBPF
 /// build in host/build.rs, cargo-fuzz. Under CI, without incremental compilation: a CI run
 /// builds a clean clone once, and the incremental state (about 10 GB) is never read again.
-fn with_cargo_home_bin(command: Cmd) -> Cmd {
+fn with_build_env(command: Cmd) -> Cmd {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut paths = vec![cargo_home_bin()];
     paths.extend(std::env::split_paths(&path));
