@@ -377,11 +377,10 @@ impl RxHalf {
         Ok(stats.rx_dropped + stats.rx_ring_full)
     }
 
-    /// Waits up to `timeout_ms` for a frame to arrive (a poll(2), which also wakes a driver
-    /// that waits for one); whether one did (false: the time ran out, or a signal came). An
-    /// error the socket reports, as when its interface goes, is an error.
-    pub fn wait(&self, timeout_ms: i32) -> io::Result<bool> {
-        poll(self.shared.socket.as_raw_fd(), libc::POLLIN, timeout_ms)
+    /// The socket, for poll(2): readable when a frame has arrived (a poll also wakes a driver
+    /// that waits for one); an error it reports means its interface is down or gone.
+    pub fn raw_fd(&self) -> RawFd {
+        self.shared.socket.as_raw_fd()
     }
 }
 
@@ -511,31 +510,4 @@ impl TxHalf {
         }
         self.completion.release(n);
     }
-}
-
-/// poll(2) on one socket for `events`: whether one came; an error the socket reports
-/// (POLLERR, POLLHUP) as an error.
-fn poll(fd: RawFd, events: libc::c_short, timeout_ms: i32) -> io::Result<bool> {
-    let mut pfd = libc::pollfd {
-        fd,
-        events,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    let ret = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-    if ret < 0 {
-        let e = io::Error::last_os_error();
-        return if e.kind() == io::ErrorKind::Interrupted {
-            Ok(false)
-        } else {
-            Err(e)
-        };
-    }
-    if pfd.revents & (libc::POLLERR | libc::POLLNVAL | libc::POLLHUP) != 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::NotConnected,
-            "the socket reports an error (its interface is down or gone)",
-        ));
-    }
-    Ok(pfd.revents & events != 0)
 }

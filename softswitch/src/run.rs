@@ -2,7 +2,6 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::Context as _;
@@ -208,16 +207,24 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
             .collect();
         serve_gnmi(&runtime, addr, &device, ports, tls.clone())?;
     }
-    let running = Arc::new(AtomicBool::new(true));
     let receivers: Vec<_> = attached
         .into_iter()
         .zip(captures.into_iter().zip(counters))
         .map(|(p, (capture, counters))| {
             let input = capture.map(|(input, _)| input);
-            let tap = taps::received(p.spec().port, options.dump_packet_data, input, counters);
-            p.spawn_receiver(device.engine.clone(), running.clone(), tap)
+            let port = p.spec().port;
+            let tap = taps::received(port, options.dump_packet_data, input, counters);
+            (port, p.receiver(tap))
         })
         .collect();
+    device
+        .engine
+        .call_blocking(move |e| {
+            for (port, rx) in receivers {
+                e.attach(port, rx);
+            }
+        })
+        .context("attaching the ports' receive sides")?;
     let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(options.grpc_addr)
             .await
@@ -243,10 +250,6 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         );
         serve_until_stopped(&device, listener, tls, shutdown).await
     });
-    running.store(false, Ordering::Relaxed);
-    for r in receivers {
-        let _ = r.join();
-    }
     if let Ok(c) = device.engine.call_blocking(|e| e.counts) {
         eprintln!(
             "softswitch: {} frames received, {} sent, {} to the controller, {} lost (no such port), {} before any pipeline",

@@ -1,7 +1,7 @@
 //! What softswitch shows of each frame a port receives and sends: the `--dump-packet-data`
 //! log lines ([`PacketData`]), the `--pcap` captures ([`Capture`]) and the `--gnmi-addr`
-//! counters ([`PortCounters`]), all taken where BMv2's device manager takes them, on the port's
-//! receive thread ([`received`]) and in its transmitter ([`Tapped`]).
+//! counters ([`PortCounters`]), all taken where BMv2's device manager takes them: as the
+//! engine reads a port's receive ring ([`received`]) and in its transmitter ([`Tapped`]).
 
 use std::sync::Arc;
 

@@ -225,7 +225,9 @@ fn frame_lengths(io: &str) {
         let kernel = bed
             .lines
             .iter()
-            .find(|l| l.contains("frames the kernel dropped before the AF_XDP socket"))
+            .find(|l| {
+                l.contains("frames the kernel dropped before the switch read them (the AF_XDP")
+            })
             .unwrap_or_else(|| panic!("no kernel drops in:\n{}", bed.lines.join("\n")));
         assert!(kernel.contains("kernel_drops=1"), "{kernel}");
     } else {

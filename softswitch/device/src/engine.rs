@@ -1,16 +1,18 @@
-//! The engine: one thread that owns the running pipeline and the ports' transmit sides. Ports
-//! hand it received frames and a controller (the gRPC services) hands it closures, over one
-//! channel; it runs them in arrival order. So the packet path never waits on the controller,
-//! and a request sees and changes the pipeline between two packets. The engine knows the
-//! controller only through [`Controller`]: what it keeps beside the switch is its own
-//! [`Controller::Pipeline`].
+//! The engine: one thread that owns the running pipeline and the ports, both sides. It reads
+//! the ports' receive rings itself ([`Receive`]) and runs a controller's requests (the gRPC
+//! services hand it closures over a channel, and wake it with an eventfd) between two
+//! batches of frames. So the packet path never waits on the controller, a request sees and
+//! changes the pipeline between two packets, and no frame changes threads on its way through
+//! the switch. The engine knows the controller only through [`Controller`]: what it keeps
+//! beside the switch is its own [`Controller::Pipeline`].
 //!
-//! Ports hand over frames in batches ([`FrameBatch`]), one event each, and get the batch back
-//! empty; a frame's buffer for the core is one the core sent out before (kept in `spare`), and
-//! the core deparses into the buffer an earlier frame arrived in and reuses the rest of a
-//! packet's state, so the loop allocates nothing per packet once warm (the core's
-//! `alloc_per_packet` test counts it), and the ports' transmit sides are
-//! flushed (one system call each) once per event — a batch of up to 64 frames — not per frame.
+//! The engine takes up to a batch of frames ([`MAX_FRAMES`]) from each port's ring in turn,
+//! each copied once, into a buffer the core sent out before (kept in `spare`); the core
+//! deparses into the buffer an earlier frame arrived in and reuses the rest of a packet's
+//! state, so the loop allocates nothing per packet once warm (the core's `alloc_per_packet`
+//! test counts it), and the ports' transmit sides are flushed (one system call each) once per
+//! batch, not per frame. When no ring holds a frame and no request waits, it sleeps in one
+//! ppoll(2) on the rings' descriptors and the eventfd, until the switch's next timer.
 //!
 //! A port whose interface cannot take frames as fast as they come (a rate-limiting qdisc, as
 //! Mininet's `bw` links have) pushes back: after each flush the engine gives the switch each
@@ -20,13 +22,13 @@
 //! [`BLOCKED_PORT_RETRY`] later.
 
 use std::collections::BTreeMap;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use softswitch_core::switch::{Clock, DigestSent, Execution, Output, Switch};
-
-use crate::batch::FrameBatch;
 
 /// The transmit side of a port.
 pub trait Transmit: Send {
@@ -42,6 +44,25 @@ pub trait Transmit: Send {
     fn room(&mut self) -> Option<u32> {
         None
     }
+}
+
+/// Most frames the engine takes from one port's ring before it turns to the next port (and
+/// flushes what they produced).
+pub const MAX_FRAMES: usize = 64;
+
+/// The receive side of a port, read by the engine thread.
+pub trait Receive: Send {
+    /// The descriptor ppoll(2) watches for frames, and for the errors of the port's interface.
+    fn fd(&self) -> RawFd;
+
+    /// Hands each frame received so far, at most [`MAX_FRAMES`], to `each`, and returns how
+    /// many it read (frames dropped on the way, as too long, included). Does not wait.
+    fn receive(&mut self, each: &mut dyn FnMut(&[u8])) -> usize;
+
+    /// Looks at the port after ppoll(2) reported `revents` on its descriptor, or (`revents`
+    /// 0) now and then while it receives nothing: whether its interface is gone (it says why
+    /// in the log). A link that only goes down is not gone.
+    fn gone(&mut self, revents: i16) -> bool;
 }
 
 /// How long the engine waits before trying a port that took nothing more again.
@@ -87,22 +108,13 @@ pub type Call<C> = Box<dyn FnOnce(&mut Engine<C>) + Send>;
 
 /// What the engine thread is asked to do.
 pub enum Event<C: Controller> {
-    /// A frame received on a port.
+    /// A frame to run through the pipeline as received on a port (PacketOut injects this way).
     Frame {
         /// The port it came in on.
         port: u16,
         /// The frame.
         data: Vec<u8>,
     },
-    /// Frames received on a port.
-    Frames {
-        /// The port they came in on.
-        port: u16,
-        /// The frames.
-        batch: FrameBatch,
-    },
-    /// The port's interface is gone: stop sending to it.
-    PortDown(u16),
     /// Run a closure on the engine.
     Call(Call<C>),
     /// Leave the loop.
@@ -144,6 +156,12 @@ pub struct Engine<C: Controller> {
     spare: Vec<Vec<u8>>,
     /// Whether a port took nothing more at the last look (its packets wait in the switch).
     blocked: bool,
+    /// The ports' receive sides, in port order.
+    receivers: Vec<(u16, Box<dyn Receive>)>,
+    /// What the engine sleeps on: the wake-up eventfd, then each receiver's descriptor.
+    polled: Vec<libc::pollfd>,
+    /// When the ports that received nothing were last asked whether they are gone.
+    looked_at_ports: Instant,
 }
 
 impl<C: Controller> Engine<C> {
@@ -155,6 +173,14 @@ impl<C: Controller> Engine<C> {
     /// The ports that are up.
     pub fn ports(&self) -> Vec<u16> {
         self.ports.keys().copied().collect()
+    }
+
+    /// Starts reading port `port`'s frames from `rx` (its transmit side was given at
+    /// [`EngineHandle::start`]).
+    pub fn attach(&mut self, port: u16, rx: Box<dyn Receive>) {
+        self.receivers.retain(|(p, _)| *p != port);
+        self.receivers.push((port, rx));
+        self.receivers.sort_by_key(|(p, _)| *p);
     }
 
     /// The clock a switch loaded on this engine reads: the wall clock since the engine started.
@@ -218,21 +244,39 @@ impl<C: Controller> Engine<C> {
         p.switch_mut().receive(port, data);
     }
 
-    /// Runs each frame of `batch` through the pipeline as received on `port`, sends their
-    /// outputs (one flush for the batch, not one per frame), then gives the batch back to its
-    /// port.
-    fn receive_batch(&mut self, port: u16, batch: FrameBatch) {
-        for frame in batch.frames() {
-            let mut data = self
-                .spare
-                .pop()
-                .unwrap_or_else(|| Vec::with_capacity(BUFFER_BYTES));
-            data.clear();
-            data.extend_from_slice(frame);
-            self.ingress(port, data);
+    /// Takes up to [`MAX_FRAMES`] frames from each port's ring in turn, runs them through the
+    /// pipeline and sends what they produced (one flush per port's batch); returns how many
+    /// frames there were.
+    fn read_ports(&mut self) -> usize {
+        let mut receivers = std::mem::take(&mut self.receivers);
+        let mut read = 0;
+        for (port, rx) in &mut receivers {
+            let n = rx.receive(&mut |frame| {
+                let mut data = self
+                    .spare
+                    .pop()
+                    .unwrap_or_else(|| Vec::with_capacity(BUFFER_BYTES));
+                data.clear();
+                data.extend_from_slice(frame);
+                self.ingress(*port, data);
+            });
+            if n > 0 {
+                read += n;
+                self.flush();
+                self.transmit();
+            }
         }
-        batch.recycle();
-        self.flush();
+        self.receivers = receivers;
+        read
+    }
+
+    /// Takes port `port` down: frames for it are lost from now on, as to a missing port.
+    fn port_down(&mut self, port: u16) {
+        self.ports.remove(&port);
+        self.receivers.retain(|(p, _)| *p != port);
+        if let Some(p) = self.pipeline.as_mut() {
+            p.switch_mut().set_port_budget(port, None);
+        }
     }
 
     /// Lets what the ports hold leave, gives the switch each port's room, and sends what that
@@ -325,14 +369,6 @@ impl<C: Controller> Engine<C> {
     fn handle(&mut self, event: Event<C>) -> bool {
         match event {
             Event::Frame { port, data } => self.receive(port, data),
-            Event::Frames { port, batch } => self.receive_batch(port, batch),
-            Event::PortDown(port) => {
-                self.ports.remove(&port);
-                if let Some(p) = self.pipeline.as_mut() {
-                    // Frames for it are lost from now on, as to a missing port.
-                    p.switch_mut().set_port_budget(port, None);
-                }
-            }
             Event::Call(f) => {
                 f(self);
                 self.flush();
@@ -342,69 +378,150 @@ impl<C: Controller> Engine<C> {
         true
     }
 
-    fn run(mut self, events: mpsc::Receiver<Event<C>>) {
-        loop {
-            let event = match self.next_wakeup() {
-                None => events.recv().ok(),
-                Some(wait) => match events.recv_timeout(wait) {
-                    Ok(e) => Some(e),
-                    Err(mpsc::RecvTimeoutError::Timeout) => {
-                        if let Some(p) = self.pipeline.as_mut() {
-                            p.switch_mut().advance(0);
-                        }
-                        self.flush();
-                        self.transmit();
-                        continue;
+    /// Runs the events already queued, up to [`BURST`]; false once told to stop (or every
+    /// handle is gone).
+    fn run_events(&mut self, events: &mpsc::Receiver<Event<C>>) -> bool {
+        for _ in 0..BURST {
+            match events.try_recv() {
+                Ok(event) => {
+                    if !self.handle(event) {
+                        return false;
                     }
-                    Err(mpsc::RecvTimeoutError::Disconnected) => None,
-                },
-            };
-            let Some(event) = event else { return };
-            if !self.handle(event) {
-                return;
-            }
-            self.transmit();
-            // What else is already queued, without waiting.
-            for _ in 1..BURST {
-                match events.try_recv() {
-                    Ok(event) => {
-                        if !self.handle(event) {
-                            return;
-                        }
-                        self.transmit();
-                    }
-                    Err(mpsc::TryRecvError::Disconnected) => return,
-                    Err(mpsc::TryRecvError::Empty) => break,
+                    self.transmit();
                 }
+                Err(mpsc::TryRecvError::Empty) => return true,
+                Err(mpsc::TryRecvError::Disconnected) => return false,
+            }
+        }
+        true
+    }
+
+    /// Sleeps until a port's ring has a frame, an event is sent, a port reports an error, or
+    /// the switch's next timer (then runs it).
+    fn sleep(&mut self, wake: &Wake) {
+        let wait = self.next_wakeup();
+        let timeout = wait.unwrap_or(LOOK_AT_PORTS).min(LOOK_AT_PORTS);
+        self.polled.clear();
+        self.polled.push(libc::pollfd {
+            fd: wake.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        for (_, rx) in &self.receivers {
+            self.polled.push(libc::pollfd {
+                fd: rx.fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: `polled` is a valid array of pollfds of the length given; no signal mask.
+        let ready = unsafe {
+            libc::ppoll(
+                self.polled.as_mut_ptr(),
+                self.polled.len() as libc::nfds_t,
+                &ts,
+                std::ptr::null(),
+            )
+        };
+        if ready > 0 && self.polled[0].revents != 0 {
+            wake.clear();
+        }
+        // Ports whose descriptor reports an error, and now and then those that received
+        // nothing (an AF_XDP socket whose interface goes only stops receiving).
+        let look_at_all = self.looked_at_ports.elapsed() >= LOOK_AT_PORTS;
+        if look_at_all {
+            self.looked_at_ports = Instant::now();
+        }
+        let trouble = libc::POLLERR | libc::POLLHUP | libc::POLLNVAL;
+        let mut gone = Vec::new();
+        for (i, (port, rx)) in self.receivers.iter_mut().enumerate() {
+            let revents = self.polled[i + 1].revents;
+            if (revents & trouble != 0 || (look_at_all && revents == 0)) && rx.gone(revents) {
+                gone.push(*port);
+            }
+        }
+        for port in gone {
+            self.port_down(port);
+        }
+        if ready == 0 && wait.is_some_and(|w| w <= timeout) {
+            if let Some(p) = self.pipeline.as_mut() {
+                p.switch_mut().advance(0);
+            }
+            self.flush();
+            self.transmit();
+        }
+    }
+
+    fn run(mut self, events: mpsc::Receiver<Event<C>>, wake: Arc<Wake>) {
+        while self.run_events(&events) {
+            if self.read_ports() == 0 {
+                self.sleep(&wake);
             }
         }
     }
 }
 
-/// Events the engine's channel holds before a port has to drop frames (as a NIC whose receive
-/// ring is full): a few milliseconds of traffic, bounded memory under overload.
+/// How often, at most, the engine asks the ports that received nothing whether their
+/// interface is gone, while it sleeps.
+const LOOK_AT_PORTS: Duration = Duration::from_millis(100);
+
+/// The eventfd that wakes the engine when an event is sent: its count stays readable until
+/// the engine, woken, resets it, so an event sent just before the engine goes to sleep still
+/// wakes it.
+struct Wake {
+    fd: OwnedFd,
+}
+
+impl Wake {
+    fn new() -> io::Result<Wake> {
+        // SAFETY: plain eventfd(2); the fd is owned below.
+        let raw = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Wake {
+            // SAFETY: a fresh, valid fd.
+            fd: unsafe { OwnedFd::from_raw_fd(raw) },
+        })
+    }
+
+    /// Wakes the engine (after an event was sent).
+    fn wake(&self) {
+        let one = 1u64;
+        // SAFETY: writing 8 bytes from a u64 to an eventfd. It fails only when the count is
+        // at its maximum, which keeps it readable as well.
+        unsafe { libc::write(self.fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+    }
+
+    /// Resets the count, once the engine is awake.
+    fn clear(&self) {
+        let mut count = 0u64;
+        // SAFETY: reading 8 bytes into a u64 from a non-blocking eventfd.
+        unsafe { libc::read(self.fd.as_raw_fd(), (&mut count as *mut u64).cast(), 8) };
+    }
+}
+
+/// Events the engine's channel holds before a sender waits: bounded memory when controllers
+/// send faster than the engine runs their requests.
 pub const EVENT_QUEUE: usize = 8192;
 
 /// A cheap, clonable way to reach the engine thread.
 pub struct EngineHandle<C: Controller> {
     events: mpsc::SyncSender<Event<C>>,
+    wake: Arc<Wake>,
 }
 
 impl<C: Controller> Clone for EngineHandle<C> {
     fn clone(&self) -> Self {
         EngineHandle {
             events: self.events.clone(),
+            wake: self.wake.clone(),
         }
     }
-}
-
-/// Why a frame was not handed to the engine.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Refused {
-    /// The engine is behind: the frame is dropped.
-    Full,
-    /// The engine has stopped.
-    Stopped,
 }
 
 /// The engine thread stopped.
@@ -420,6 +537,8 @@ impl<C: Controller> EngineHandle<C> {
         controller: Arc<C>,
     ) -> (EngineHandle<C>, std::thread::JoinHandle<()>) {
         let (tx, rx) = mpsc::sync_channel(EVENT_QUEUE);
+        let wake = Arc::new(Wake::new().expect("an eventfd for the engine"));
+        let woken = wake.clone();
         let thread = std::thread::Builder::new()
             .name("softswitch-engine".into())
             .spawn(move || {
@@ -435,30 +554,21 @@ impl<C: Controller> EngineHandle<C> {
                     outputs: Vec::new(),
                     spare: Vec::new(),
                     blocked: false,
+                    receivers: Vec::new(),
+                    polled: Vec::new(),
+                    looked_at_ports: Instant::now(),
                 }
-                .run(rx)
+                .run(rx, woken)
             })
             .expect("the engine thread starts");
-        (EngineHandle { events: tx }, thread)
+        (EngineHandle { events: tx, wake }, thread)
     }
 
     /// Hands an event to the engine, waiting while its queue is full.
     pub fn send(&self, event: Event<C>) -> Result<(), Stopped> {
-        self.events.send(event).map_err(|_| Stopped)
-    }
-
-    /// Hands frames received on `port` to the engine unless its queue is full; refused, the
-    /// frames are dropped and the batch goes back to its port.
-    pub fn offer(&self, port: u16, batch: FrameBatch) -> Result<(), Refused> {
-        let (refused, event) = match self.events.try_send(Event::Frames { port, batch }) {
-            Ok(()) => return Ok(()),
-            Err(mpsc::TrySendError::Full(event)) => (Refused::Full, event),
-            Err(mpsc::TrySendError::Disconnected(event)) => (Refused::Stopped, event),
-        };
-        if let Event::Frames { batch, .. } = event {
-            batch.recycle();
-        }
-        Err(refused)
+        self.events.send(event).map_err(|_| Stopped)?;
+        self.wake.wake();
+        Ok(())
     }
 
     /// Runs `f` on the engine thread from a thread that is not async, and waits for it.
@@ -475,6 +585,6 @@ impl<C: Controller> EngineHandle<C> {
 
     /// Asks the engine to stop (it finishes the events before this one).
     pub fn stop(&self) {
-        let _ = self.events.send(Event::Stop);
+        let _ = self.send(Event::Stop);
     }
 }

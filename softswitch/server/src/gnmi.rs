@@ -36,9 +36,9 @@ pub const ORIGIN: &str = "lossless";
 /// cells past it are counted at `lossless:/p4/state/cells-not-served` instead.
 pub const MAX_PROGRAM_CELLS: usize = 16_384;
 
-/// What a port's receive thread and transmitter count for gNMI: frames and octets received
-/// (before the engine, as a NIC counts them) and sent (handed to the interface), and frames the
-/// interface refused.
+/// What a port counts for gNMI, as the engine reads its ring and as its transmitter sends:
+/// frames and octets received (before the pipeline, as a NIC counts them) and sent (handed to
+/// the interface), and frames the interface refused.
 #[derive(Debug, Default)]
 pub struct PortCounters {
     in_frames: AtomicU64,
@@ -72,7 +72,7 @@ pub struct Port {
     pub port: u16,
     /// Its interface: the `name` key of its paths.
     pub iface: String,
-    /// What its receive thread and transmitter count.
+    /// What the engine counts as it reads its ring, and its transmitter counts.
     pub counters: Arc<PortCounters>,
 }
 

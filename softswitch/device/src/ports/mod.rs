@@ -1,32 +1,22 @@
 //! Real ports: Linux interfaces attached with AF_PACKET mmap rings ([`ring`]), promiscuous
 //! (the default), or with `--port-io afxdp` AF_XDP sockets ([`afxdp`]: the kernel's XDP
 //! program steers every frame the interface receives to the switch; copy mode on veth,
-//! zero-copy where the driver offers it), with the rings where AF_XDP cannot be had. Each port has a
-//! receive thread that hands frames to the engine in batches; the engine transmits through the
-//! port's transmit side, one system call per burst. An interface that disappears takes its
-//! port down (the engine stops sending to it, its thread ends); the switch goes on with the
-//! other ports. A link that only goes down (and up again) keeps its port.
+//! zero-copy where the driver offers it), with the rings where AF_XDP cannot be had. The engine
+//! thread reads each port's receive ring itself ([`Port::receiver`]) and transmits through its
+//! transmit side, one system call per burst. An interface that disappears takes its port down
+//! (the engine stops reading and sending to it); the switch goes on with the other ports. A
+//! link that only goes down (and up again) keeps its port.
 
 pub mod ring;
 
 use std::collections::BTreeMap;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::os::fd::RawFd;
 use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::Duration;
 
-use crate::batch::{BatchPool, FrameBatch};
-use crate::engine::{Controller, EngineHandle, Event, Refused, Transmit};
+use crate::engine::{Receive, Transmit, MAX_FRAMES};
 use ring::{Received, Ring};
 
-/// Batches a port owns: frames the engine may hold from one port before the port stops
-/// reading (and frames wait in the kernel's ring).
-const BATCHES_PER_PORT: usize = 64;
-
-/// How long a receive thread waits for a frame, or for a batch back, before it looks at
-/// whether the switch is stopping.
-const WAKE_MS: i32 = 100;
 /// A port given on the command line: `1@veth1` is port 1 on interface veth1.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PortSpec {
@@ -82,10 +72,10 @@ impl std::str::FromStr for PortIo {
     }
 }
 
-/// What sees each frame a port receives, on the port's thread (`--pcap`).
+/// What sees each frame a port receives, before the pipeline does (`--pcap`).
 pub type Tap = Box<dyn FnMut(&[u8]) + Send>;
 
-/// An attached port: its receive side, for its thread, and its transmit side, for the engine.
+/// An attached port: its receive side and its transmit side, both for the engine.
 pub struct Port {
     spec: PortSpec,
     rx: PortRx,
@@ -147,89 +137,47 @@ impl Port {
         self.tx.take()
     }
 
-    /// Starts the receive thread, which runs while `running` is set; `tap`, if any, sees each
-    /// frame received before the engine does (a pcap of what came in).
-    pub fn spawn_receiver<C: Controller>(
-        self,
-        engine: EngineHandle<C>,
-        running: Arc<AtomicBool>,
-        tap: Option<Tap>,
-    ) -> JoinHandle<()> {
-        let name = format!("port-{}", self.spec.port);
-        std::thread::Builder::new()
-            .name(name)
-            .spawn(move || {
-                let mut receiving = Receiving {
-                    spec: self.spec,
-                    engine,
-                    tap,
-                    overflow: 0,
-                    too_long: 0,
-                    kernel_drops: 0,
-                };
-                match self.rx {
-                    PortRx::Ring(ring) => receiving.read_ring(&ring, &running),
-                    PortRx::Xdp(mut rx) => {
-                        receiving.read_xdp(&mut rx, &running);
-                        if let Ok(dropped) = rx.kernel_drops() {
-                            receiving.kernel_drops = dropped;
-                        }
-                    }
-                }
-                receiving.report();
-            })
-            .expect("a port thread starts")
+    /// The receive side, for the engine; `tap`, if any, sees each frame received before the
+    /// pipeline does (a pcap of what came in).
+    pub fn receiver(self, tap: Option<Tap>) -> Box<dyn Receive> {
+        let ifindex = ring::ifindex(&self.spec.iface);
+        Box::new(Receiver {
+            spec: self.spec,
+            rx: self.rx,
+            ifindex,
+            tap,
+            next: 0,
+            scratch: Vec::with_capacity(ring::MAX_FRAME),
+            too_long: 0,
+        })
     }
 }
 
-/// A port's receive thread: batches of frames to the engine, and what it had to drop.
-struct Receiving<C: Controller> {
+/// A port's receive side as the engine reads it, and what it had to drop (logged when the
+/// engine lets it go).
+struct Receiver {
     spec: PortSpec,
-    engine: EngineHandle<C>,
+    rx: PortRx,
+    /// The interface's index when the port was attached.
+    ifindex: u32,
     tap: Option<Tap>,
-    /// Frames dropped because the engine's queue was full.
-    overflow: u64,
+    /// The receive ring's next slot (AF_PACKET).
+    next: usize,
+    /// A frame put together with the VLAN tag the kernel took off (AF_PACKET).
+    scratch: Vec<u8>,
     /// Frames dropped for being longer than [`ring::MAX_FRAME`].
     too_long: u64,
-    /// Frames an AF_XDP socket's kernel side dropped (longer than its frames, or its ring
-    /// full).
-    kernel_drops: u64,
 }
 
-impl<C: Controller> Receiving<C> {
-    /// An empty batch; `None` while the engine holds them all, or once the switch stops.
-    fn batch(&self, pool: &BatchPool, running: &AtomicBool) -> Option<FrameBatch> {
-        while running.load(Ordering::Relaxed) {
-            if let Some(batch) = pool.take(Duration::from_millis(WAKE_MS as u64)) {
-                return Some(batch);
-            }
+impl Receiver {
+    /// Counts `count` frames longer than [`ring::MAX_FRAME`], the last `len` bytes long; the
+    /// first ever says why.
+    fn too_long(&mut self, count: u64, len: usize) {
+        if count == 0 {
+            return;
         }
-        None
-    }
-
-    /// Hands a batch to the engine (a tap sees its frames first); false once the engine has
-    /// stopped.
-    fn offer(&mut self, batch: FrameBatch) -> bool {
-        if let Some(tap) = &mut self.tap {
-            for frame in batch.frames() {
-                tap(frame);
-            }
-        }
-        let frames = batch.len() as u64;
-        match self.engine.offer(self.spec.port, batch) {
-            Ok(()) => true,
-            Err(Refused::Full) => {
-                self.overflow += frames;
-                true
-            }
-            Err(Refused::Stopped) => false,
-        }
-    }
-
-    /// Counts a frame longer than [`ring::MAX_FRAME`]; the first one says why.
-    fn too_long(&mut self, len: usize) {
-        self.too_long += 1;
-        if self.too_long == 1 {
+        self.too_long += count;
+        if self.too_long == count {
             let PortSpec { port, iface } = &self.spec;
             tracing::warn!(
                 port,
@@ -241,10 +189,10 @@ impl<C: Controller> Receiving<C> {
         }
     }
 
-    /// Whether a receive error means the interface is gone (then the engine is told).
-    fn gone(&self, ifindex: u32, error: &io::Error) -> bool {
+    /// Whether `error`, which the socket reported, means the interface is gone.
+    fn gone_by(&self, error: &io::Error) -> bool {
         let PortSpec { port, iface } = &self.spec;
-        if ring::ifindex(iface) == ifindex {
+        if ring::ifindex(iface) == self.ifindex {
             tracing::info!(port, iface, "link event: {error}");
             return false;
         }
@@ -253,88 +201,78 @@ impl<C: Controller> Receiving<C> {
             iface,
             "interface is gone: port {port} is down ({error})"
         );
-        let _ = self.engine.send(Event::PortDown(*port));
         true
     }
+}
 
-    fn read_ring(&mut self, ring: &Ring, running: &AtomicBool) {
-        let pool = BatchPool::new(BATCHES_PER_PORT);
-        let mut next = 0;
-        while let Some(mut batch) = self.batch(&pool, running) {
-            let mut empty = false;
-            while !batch.is_full() {
-                match ring.receive(next, &mut batch) {
-                    Received::Frame => next = (next + 1) % ring::RX_SLOTS,
-                    Received::TooLong(len) => {
-                        next = (next + 1) % ring::RX_SLOTS;
-                        self.too_long(len);
-                    }
-                    Received::Empty => {
-                        empty = true;
-                        break;
-                    }
-                }
-            }
-            if !batch.is_empty() {
-                if !self.offer(batch) {
-                    return;
-                }
-            } else {
-                batch.recycle();
-            }
-            if empty {
-                // Wake up now and then to see `running`.
-                if let Err(e) = ring.wait(WAKE_MS) {
-                    if self.gone(ring.ifindex(), &e) {
-                        return;
-                    }
-                }
-            }
+impl Receive for Receiver {
+    fn fd(&self) -> RawFd {
+        match &self.rx {
+            PortRx::Ring(ring) => ring.raw_fd(),
+            PortRx::Xdp(rx) => rx.raw_fd(),
         }
     }
 
-    fn read_xdp(&mut self, rx: &mut afxdp::RxHalf, running: &AtomicBool) {
-        let pool = BatchPool::new(BATCHES_PER_PORT);
-        let ifindex = ring::ifindex(&self.spec.iface);
-        while let Some(mut batch) = self.batch(&pool, running) {
-            let mut too_long = Vec::new();
-            let read = rx.receive(|frame| {
-                if frame.len() > ring::MAX_FRAME {
-                    too_long.push(frame.len());
-                } else {
-                    batch.push(&[frame]);
-                }
-            });
-            for len in too_long {
-                self.too_long(len);
+    fn receive(&mut self, each: &mut dyn FnMut(&[u8])) -> usize {
+        let tap = &mut self.tap;
+        let mut seen = |frame: &[u8]| {
+            if let Some(tap) = tap {
+                tap(frame);
             }
-            if !batch.is_empty() {
-                if !self.offer(batch) {
-                    return;
+            each(frame);
+        };
+        // Frames too long, and the last one's length.
+        let (mut too_long, mut len) = (0, 0);
+        let mut read = 0;
+        match &mut self.rx {
+            PortRx::Ring(ring) => {
+                while read < MAX_FRAMES {
+                    match ring.receive(self.next, &mut seen, &mut self.scratch) {
+                        Received::Frame => {}
+                        Received::TooLong(n) => (too_long, len) = (too_long + 1, n),
+                        Received::Empty => break,
+                    }
+                    self.next = (self.next + 1) % ring::RX_SLOTS;
+                    read += 1;
                 }
-            } else {
-                batch.recycle();
             }
-            if read == 0 {
-                // An AF_XDP socket whose interface goes away only stops receiving: when a
-                // wait ends with nothing (not after each frame: that is system calls per
-                // frame), look at the name's index too.
-                let error = match rx.wait(WAKE_MS) {
-                    Err(e) => Some(e),
-                    Ok(false) if ring::ifindex(&self.spec.iface) != ifindex => Some(
-                        io::Error::new(io::ErrorKind::NotFound, "the interface is gone"),
-                    ),
-                    Ok(_) => None,
-                };
-                if error.is_some_and(|e| self.gone(ifindex, &e)) {
-                    return;
-                }
+            PortRx::Xdp(rx) => {
+                read = rx.receive(|frame| {
+                    if frame.len() > ring::MAX_FRAME {
+                        (too_long, len) = (too_long + 1, frame.len());
+                    } else {
+                        seen(frame);
+                    }
+                });
             }
         }
+        self.too_long(too_long, len);
+        read
     }
 
-    /// Logs what the port dropped, when it stops.
-    fn report(&self) {
+    fn gone(&mut self, revents: i16) -> bool {
+        let trouble = libc::POLLERR | libc::POLLHUP | libc::POLLNVAL;
+        match &self.rx {
+            PortRx::Ring(ring) if revents & trouble != 0 => self.gone_by(&ring.error()),
+            PortRx::Ring(_) => false,
+            // An AF_XDP socket whose interface goes away only stops receiving: its name's
+            // index tells.
+            PortRx::Xdp(_)
+                if revents & trouble != 0 || ring::ifindex(&self.spec.iface) != self.ifindex =>
+            {
+                self.gone_by(&io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "the interface is gone",
+                ))
+            }
+            PortRx::Xdp(_) => false,
+        }
+    }
+}
+
+impl Drop for Receiver {
+    /// Logs what the port dropped.
+    fn drop(&mut self) {
         let PortSpec { port, iface } = &self.spec;
         if self.too_long > 0 {
             tracing::warn!(
@@ -345,22 +283,22 @@ impl<C: Controller> Receiving<C> {
                 ring::MAX_FRAME
             );
         }
-        if self.overflow > 0 {
+        let (kernel_drops, why) = match &self.rx {
+            PortRx::Ring(ring) => (ring.drops(), "the receive ring full".to_string()),
+            PortRx::Xdp(rx) => (
+                rx.kernel_drops(),
+                format!(
+                    "the AF_XDP socket's: longer than {} bytes, or its ring full",
+                    afxdp::FRAME_ROOM
+                ),
+            ),
+        };
+        if let Ok(dropped @ 1..) = kernel_drops {
             tracing::warn!(
                 port,
                 iface,
-                overflow = self.overflow,
-                "frames dropped while the engine was behind"
-            );
-        }
-        if self.kernel_drops > 0 {
-            tracing::warn!(
-                port,
-                iface,
-                kernel_drops = self.kernel_drops,
-                "frames the kernel dropped before the AF_XDP socket (longer than {} bytes, or \
-                 its ring full)",
-                afxdp::FRAME_ROOM
+                kernel_drops = dropped,
+                "frames the kernel dropped before the switch read them ({why})"
             );
         }
     }
@@ -380,7 +318,7 @@ impl Transmit for PortTx {
     }
 
     fn flush(&mut self) {
-        // An interface that is gone is noticed (and its port taken down) by its receive thread.
+        // An interface that is gone is noticed (and its port taken down) where the engine reads it.
         let _ = self.ring.kick();
     }
 
@@ -396,11 +334,11 @@ impl Transmit for PortTx {
     }
 }
 
-/// Frames an AF_PACKET port is given at a time (between two kicks, one per event: a received
-/// batch holds at most as many) while its kernel queue takes all it is sent: at most this many
+/// Frames an AF_PACKET port is given at a time (between two kicks, one per batch of frames
+/// the engine read from a port, which holds at most as many) while its kernel queue takes all it is sent: at most this many
 /// wait in its ring, unseen by the program, beyond what the socket's send buffer lets the
 /// interface's qdisc hold (as for BMv2's socket).
-const TX_WINDOW: u32 = crate::batch::MAX_FRAMES as u32;
+const TX_WINDOW: u32 = MAX_FRAMES as u32;
 
 /// An AF_XDP port's transmit side.
 struct XdpTx(afxdp::TxHalf);
@@ -421,7 +359,7 @@ impl Transmit for XdpTx {
     }
 
     fn flush(&mut self) {
-        // As for a ring: a port whose interface is gone is taken down by its receive thread.
+        // As for a ring: a port whose interface is gone is taken down where the engine reads it.
         let _ = self.0.flush();
     }
 }

@@ -8,8 +8,6 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 
-use crate::batch::FrameBatch;
-
 /// TPACKET_V2 (enum tpacket_versions in linux/if_packet.h).
 const TPACKET_V2: libc::c_int = 1;
 /// The longest frame a port receives or sends, in bytes: Ethernet header and VLAN tags
@@ -48,7 +46,7 @@ const _: () = assert!(TX_DATA + MAX_FRAME <= SLOT_SIZE && SLOTS_PER_BLOCK > 0);
 
 /// What reading the receive ring found.
 pub enum Received {
-    /// A frame, added to the batch (with its VLAN tag put back if the kernel had taken it off).
+    /// A frame, handed over (with its VLAN tag put back if the kernel had taken it off).
     Frame,
     /// A frame longer than [`MAX_FRAME`] bytes (its length); it is dropped.
     TooLong(usize),
@@ -262,9 +260,15 @@ impl Ring {
         unsafe { &*(self.slot(index) as *const AtomicU32) }
     }
 
-    /// Reads receive slot `index` (0..RX_SLOTS) into `batch` if the kernel filled it, and
-    /// gives it back.
-    pub fn receive(&self, index: usize, batch: &mut FrameBatch) -> Received {
+    /// Hands the frame in receive slot `index` (0..RX_SLOTS) to `each` if the kernel filled
+    /// it, and gives the slot back; a frame whose VLAN tag the kernel took off is put together
+    /// in `scratch` with its tag.
+    pub fn receive(
+        &self,
+        index: usize,
+        each: &mut dyn FnMut(&[u8]),
+        scratch: &mut Vec<u8>,
+    ) -> Received {
         let status = self.status(index).load(Ordering::Acquire);
         if status & libc::TP_STATUS_USER == 0 {
             return Received::Empty;
@@ -293,9 +297,13 @@ impl Ring {
                     0x8100
                 };
                 let (tpid, tci) = (tpid.to_be_bytes(), hdr.tp_vlan_tci.to_be_bytes());
-                batch.push(&[&data[..12], &tpid, &tci, &data[12..]]);
+                scratch.clear();
+                for part in [&data[..12], &tpid, &tci, &data[12..]] {
+                    scratch.extend_from_slice(part);
+                }
+                each(scratch);
             } else {
-                batch.push(&[data]);
+                each(data);
             }
             Received::Frame
         };
@@ -361,43 +369,43 @@ impl Ring {
         Ok(())
     }
 
-    /// Waits up to `timeout_ms` for a received frame; returns an error the socket reports
-    /// (as when its interface goes down or away).
-    pub fn wait(&self, timeout_ms: i32) -> io::Result<()> {
-        let mut pfd = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
+    /// The error the socket reports (as when its interface goes down or away), once poll(2)
+    /// said it has one; EIO if it has none to say.
+    pub fn error(&self) -> io::Error {
+        let mut err: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: reading SO_ERROR into a c_int.
+        unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_ERROR,
+                (&mut err as *mut libc::c_int).cast(),
+                &mut len,
+            )
         };
-        // SAFETY: one valid pollfd.
-        let ret = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-        if ret < 0 {
-            let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted {
-                Ok(())
-            } else {
-                Err(e)
-            };
-        }
-        if pfd.revents & (libc::POLLERR | libc::POLLNVAL | libc::POLLHUP) != 0 {
-            let mut err: libc::c_int = 0;
-            let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-            // SAFETY: reading SO_ERROR into a c_int.
-            unsafe {
-                libc::getsockopt(
-                    self.fd.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    libc::SO_ERROR,
-                    (&mut err as *mut libc::c_int).cast(),
-                    &mut len,
-                )
-            };
-            return Err(io::Error::from_raw_os_error(if err == 0 {
-                libc::EIO
-            } else {
-                err
-            }));
-        }
-        Ok(())
+        io::Error::from_raw_os_error(if err == 0 { libc::EIO } else { err })
+    }
+
+    /// Frames the kernel dropped with the receive ring full since the last call
+    /// (PACKET_STATISTICS, which resets them).
+    pub fn drops(&self) -> io::Result<u64> {
+        let mut stats = libc::tpacket_stats {
+            tp_packets: 0,
+            tp_drops: 0,
+        };
+        let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+        // SAFETY: reading PACKET_STATISTICS into a tpacket_stats of the size given.
+        let ret = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                (&mut stats as *mut libc::tpacket_stats).cast(),
+                &mut len,
+            )
+        };
+        check(ret, "PACKET_STATISTICS")?;
+        Ok(u64::from(stats.tp_drops))
     }
 }
