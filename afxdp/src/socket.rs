@@ -1,4 +1,4 @@
-//! The socket: a UMEM of page-sized frames, its fill and completion rings, and the receive and
+//! The socket: a UMEM of page-sized frames on huge pages where the kernel gives them, its fill and completion rings, and the receive and
 //! transmit rings, bound to queue 0 of an interface; split into a receive half and a transmit
 //! half that two threads may own, each with its own share of the UMEM's frames.
 
@@ -48,11 +48,18 @@ impl std::fmt::Display for Mode {
     }
 }
 
-/// Anonymous memory for the UMEM, page aligned, unmapped when the last half is dropped.
+/// Anonymous memory for the UMEM, on a 2 MiB boundary and offered transparent huge pages
+/// (`MADV_HUGEPAGE`), unmapped when the last half is dropped. With 4 KiB pages every frame of
+/// the UMEM sits on a page of its own, a TLB entry per frame; on huge pages a 2 MiB page holds
+/// 512 frames. Where the kernel has no huge page to give (transparent huge pages `never`, or
+/// memory too fragmented), the area is made of ordinary pages and works the same.
 struct Area {
     base: NonNull<u8>,
     len: usize,
 }
+
+/// A transparent huge page on x86-64 and arm64 (with 4 KiB base pages).
+const HUGE_PAGE: usize = 2 << 20;
 
 // SAFETY: the area is plain memory, not tied to the thread that mapped it; each half reads and
 // writes only the frames it owns at the time (handed back and forth with the kernel through the
@@ -64,21 +71,46 @@ unsafe impl Sync for Area {}
 
 impl Area {
     fn new(len: usize) -> io::Result<Area> {
-        // SAFETY: a fresh anonymous mapping, owned by the Area.
-        let base = unsafe {
+        // Mapped a huge page longer than asked, then trimmed to start on a huge page boundary.
+        let mapped = len + HUGE_PAGE;
+        // SAFETY: a fresh anonymous mapping, trimmed below to the part the Area owns.
+        let raw = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
-                len,
+                mapped,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
                 -1,
                 0,
             )
         };
-        if base == libc::MAP_FAILED {
+        if raw == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        let base = NonNull::new(base.cast()).ok_or_else(|| io::Error::other("mmap gave null"))?;
+        let head = (HUGE_PAGE - raw as usize % HUGE_PAGE) % HUGE_PAGE;
+        let tail = mapped - head - len;
+        // SAFETY: the head and the tail lie within the mapping just made, outside the area kept.
+        unsafe {
+            let start = raw.cast::<u8>().add(head);
+            if head > 0 {
+                libc::munmap(raw, head);
+            }
+            if tail > 0 {
+                libc::munmap(start.add(len).cast(), tail);
+            }
+            // Advice only: without huge pages the area is ordinary memory.
+            libc::madvise(start.cast(), len, libc::MADV_HUGEPAGE);
+            // Every page faulted in now (the kernel pins them at registration anyway), not on
+            // the first frames; where MADV_POPULATE_WRITE is unknown (before Linux 5.14), a
+            // write to each page does it.
+            if libc::madvise(start.cast(), len, libc::MADV_POPULATE_WRITE) != 0 {
+                for page in (0..len).step_by(4096) {
+                    start.add(page).write_volatile(0);
+                }
+            }
+        }
+        // SAFETY: `raw + head` is within a successful mapping, so not null.
+        let base = unsafe { NonNull::new_unchecked(raw.cast::<u8>().add(head)) };
         Ok(Area { base, len })
     }
 
