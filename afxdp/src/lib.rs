@@ -22,7 +22,7 @@ pub mod redirect;
 mod ring;
 mod socket;
 
-pub use socket::{Mode, RxHalf, TxHalf, Xsk, FRAME_ROOM};
+pub use socket::{Mode, RxHalf, TxHalf, Xsk, BATCH, FRAME_ROOM};
 
 /// Why an AF_XDP socket could not be had on an interface (the caller falls back and says why).
 #[derive(Debug, thiserror::Error)]

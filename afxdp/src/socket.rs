@@ -1,6 +1,7 @@
-//! The socket: a UMEM of page-sized frames on huge pages where the kernel gives them, its fill and completion rings, and the receive and
-//! transmit rings, bound to queue 0 of an interface; split into a receive half and a transmit
-//! half that two threads may own, each with its own share of the UMEM's frames.
+//! The socket: a UMEM of page-sized frames (on huge pages where the kernel gives them), its
+//! fill and completion rings, and the receive and transmit rings, bound to queue 0 of an
+//! interface; split into a receive half and a transmit half that two threads may own, each
+//! with its own share of the UMEM's frames.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -101,9 +102,11 @@ impl Area {
             // Advice only: without huge pages the area is ordinary memory.
             libc::madvise(start.cast(), len, libc::MADV_HUGEPAGE);
             // Every page faulted in now (the kernel pins them at registration anyway), not on
-            // the first frames; where MADV_POPULATE_WRITE is unknown (before Linux 5.14), a
-            // write to each page does it.
-            if libc::madvise(start.cast(), len, libc::MADV_POPULATE_WRITE) != 0 {
+            // the first frames; where MADV_POPULATE_WRITE is unknown (EINVAL: before Linux
+            // 5.14), a write to each page does it. Out of memory, the registration fails.
+            if libc::madvise(start.cast(), len, libc::MADV_POPULATE_WRITE) != 0
+                && io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL)
+            {
                 for page in (0..len).step_by(4096) {
                     start.add(page).write_volatile(0);
                 }
@@ -154,6 +157,8 @@ pub struct Xsk {
     pub tx: TxHalf,
     /// Zero-copy or copy.
     pub mode: Mode,
+    /// The index of the interface the socket is bound to.
+    pub ifindex: u32,
 }
 
 impl Xsk {
@@ -309,6 +314,7 @@ impl Xsk {
                 shared,
             },
             mode,
+            ifindex,
         })
     }
 }
@@ -398,6 +404,22 @@ impl RxHalf {
         self.ring.release(n);
         // The fill ring has room for every frame of this half, so all go back.
         self.fill.produce(&self.addrs[..n as usize]);
+        if self.fill.needs_wakeup() {
+            // A driver that ran out of fill buffers waits to be told there are more (the
+            // socket was bound with XDP_USE_NEED_WAKEUP): a receive call tells it, as a poll
+            // would, without waiting.
+            // SAFETY: recvfrom(2) with no buffer and no address, on the socket.
+            unsafe {
+                libc::recvfrom(
+                    self.shared.socket.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    0,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            };
+        }
         n as usize
     }
 

@@ -162,6 +162,8 @@ pub struct Engine<C: Controller> {
     polled: Vec<libc::pollfd>,
     /// When the ports that received nothing were last asked whether they are gone.
     looked_at_ports: Instant,
+    /// What wakes the engine when an event is sent.
+    wake: Arc<Wake>,
 }
 
 impl<C: Controller> Engine<C> {
@@ -378,75 +380,33 @@ impl<C: Controller> Engine<C> {
         true
     }
 
-    /// Runs the events already queued, up to [`BURST`]; false once told to stop (or every
-    /// handle is gone).
-    fn run_events(&mut self, events: &mpsc::Receiver<Event<C>>) -> bool {
+    /// Runs the events already queued, up to [`BURST`] of them.
+    fn run_events(&mut self, events: &mpsc::Receiver<Event<C>>) -> Events {
         for _ in 0..BURST {
             match events.try_recv() {
                 Ok(event) => {
                     if !self.handle(event) {
-                        return false;
+                        return Events::Stop;
                     }
                     self.transmit();
                 }
-                Err(mpsc::TryRecvError::Empty) => return true,
-                Err(mpsc::TryRecvError::Disconnected) => return false,
+                Err(mpsc::TryRecvError::Empty) => return Events::Drained,
+                Err(mpsc::TryRecvError::Disconnected) => return Events::Stop,
             }
         }
-        true
+        Events::More
     }
 
     /// Sleeps until a port's ring has a frame, an event is sent, a port reports an error, or
-    /// the switch's next timer (then runs it).
-    fn sleep(&mut self, wake: &Wake) {
+    /// the switch's next timer (then runs it); at most [`LOOK_AT_PORTS`].
+    fn sleep(&mut self) {
         let wait = self.next_wakeup();
         let timeout = wait.unwrap_or(LOOK_AT_PORTS).min(LOOK_AT_PORTS);
-        self.polled.clear();
-        self.polled.push(libc::pollfd {
-            fd: wake.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        });
-        for (_, rx) in &self.receivers {
-            self.polled.push(libc::pollfd {
-                fd: rx.fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            });
-        }
-        let ts = libc::timespec {
-            tv_sec: timeout.as_secs() as libc::time_t,
-            tv_nsec: timeout.subsec_nanos() as libc::c_long,
-        };
-        // SAFETY: `polled` is a valid array of pollfds of the length given; no signal mask.
-        let ready = unsafe {
-            libc::ppoll(
-                self.polled.as_mut_ptr(),
-                self.polled.len() as libc::nfds_t,
-                &ts,
-                std::ptr::null(),
-            )
-        };
+        let ready = self.poll(timeout);
         if ready > 0 && self.polled[0].revents != 0 {
-            wake.clear();
+            self.wake.clear();
         }
-        // Ports whose descriptor reports an error, and now and then those that received
-        // nothing (an AF_XDP socket whose interface goes only stops receiving).
-        let look_at_all = self.looked_at_ports.elapsed() >= LOOK_AT_PORTS;
-        if look_at_all {
-            self.looked_at_ports = Instant::now();
-        }
-        let trouble = libc::POLLERR | libc::POLLHUP | libc::POLLNVAL;
-        let mut gone = Vec::new();
-        for (i, (port, rx)) in self.receivers.iter_mut().enumerate() {
-            let revents = self.polled[i + 1].revents;
-            if (revents & trouble != 0 || (look_at_all && revents == 0)) && rx.gone(revents) {
-                gone.push(*port);
-            }
-        }
-        for port in gone {
-            self.port_down(port);
-        }
+        self.take_down_ports_gone(false);
         if ready == 0 && wait.is_some_and(|w| w <= timeout) {
             if let Some(p) = self.pipeline.as_mut() {
                 p.switch_mut().advance(0);
@@ -456,13 +416,82 @@ impl<C: Controller> Engine<C> {
         }
     }
 
-    fn run(mut self, events: mpsc::Receiver<Event<C>>, wake: Arc<Wake>) {
-        while self.run_events(&events) {
-            if self.read_ports() == 0 {
-                self.sleep(&wake);
+    /// ppoll(2) on the eventfd and every port's descriptor for up to `timeout`; leaves what
+    /// each reported in `polled` (the eventfd first, then the ports in order) and returns how
+    /// many reported something.
+    fn poll(&mut self, timeout: Duration) -> libc::c_int {
+        self.polled.clear();
+        let ports = self.receivers.iter().map(|(_, rx)| rx.fd());
+        for fd in std::iter::once(self.wake.fd.as_raw_fd()).chain(ports) {
+            self.polled.push(libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: `polled` is a valid array of pollfds of the length given; no signal mask.
+        unsafe {
+            libc::ppoll(
+                self.polled.as_mut_ptr(),
+                self.polled.len() as libc::nfds_t,
+                &ts,
+                std::ptr::null(),
+            )
+        }
+    }
+
+    /// Takes down the ports whose descriptor reported an error at the last [`Engine::poll`]
+    /// and, every [`LOOK_AT_PORTS`] (or when `now`), asks the others whether their interface
+    /// is gone (an AF_XDP socket whose interface goes only stops receiving).
+    fn take_down_ports_gone(&mut self, now: bool) {
+        let look_at_all = now || self.looked_at_ports.elapsed() >= LOOK_AT_PORTS;
+        if look_at_all {
+            self.looked_at_ports = Instant::now();
+        }
+        let trouble = libc::POLLERR | libc::POLLHUP | libc::POLLNVAL;
+        let mut gone = Vec::new();
+        for (i, (port, rx)) in self.receivers.iter_mut().enumerate() {
+            let revents = self.polled.get(i + 1).map_or(0, |p| p.revents);
+            if (revents & trouble != 0 || look_at_all) && rx.gone(revents) {
+                gone.push(*port);
+            }
+        }
+        for port in gone {
+            self.port_down(port);
+        }
+    }
+
+    fn run(mut self, events: mpsc::Receiver<Event<C>>) {
+        loop {
+            let events_left = match self.run_events(&events) {
+                Events::Stop => return,
+                Events::More => true,
+                Events::Drained => false,
+            };
+            let received = self.read_ports();
+            if received == 0 && !events_left {
+                self.sleep();
+            } else if self.looked_at_ports.elapsed() >= LOOK_AT_PORTS {
+                // Busy: the ports are looked at all the same, one that went quiet among them.
+                self.poll(Duration::ZERO);
+                self.take_down_ports_gone(true);
             }
         }
     }
+}
+
+/// What [`Engine::run_events`] left in the channel.
+enum Events {
+    /// Nothing: every event sent so far has run.
+    Drained,
+    /// Events beyond a burst, to run after the ports had their turn.
+    More,
+    /// Told to stop, or every handle is gone.
+    Stop,
 }
 
 /// How often, at most, the engine asks the ports that received nothing whether their
@@ -538,7 +567,7 @@ impl<C: Controller> EngineHandle<C> {
     ) -> (EngineHandle<C>, std::thread::JoinHandle<()>) {
         let (tx, rx) = mpsc::sync_channel(EVENT_QUEUE);
         let wake = Arc::new(Wake::new().expect("an eventfd for the engine"));
-        let woken = wake.clone();
+        let engine_wake = wake.clone();
         let thread = std::thread::Builder::new()
             .name("softswitch-engine".into())
             .spawn(move || {
@@ -557,8 +586,9 @@ impl<C: Controller> EngineHandle<C> {
                     receivers: Vec::new(),
                     polled: Vec::new(),
                     looked_at_ports: Instant::now(),
+                    wake: engine_wake,
                 }
-                .run(rx, woken)
+                .run(rx)
             })
             .expect("the engine thread starts");
         (EngineHandle { events: tx, wake }, thread)
@@ -586,5 +616,197 @@ impl<C: Controller> EngineHandle<C> {
     /// Asks the engine to stop (it finishes the events before this one).
     pub fn stop(&self) {
         let _ = self.send(Event::Stop);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// A pipeline type for an engine that never loads one: frames count as `no_pipeline`.
+    struct Unloaded(Switch);
+
+    impl Pipeline for Unloaded {
+        fn switch(&self) -> &Switch {
+            &self.0
+        }
+        fn switch_mut(&mut self) -> &mut Switch {
+            &mut self.0
+        }
+        fn next_deadline(&self) -> Option<Instant> {
+            None
+        }
+    }
+
+    struct NoController;
+
+    impl Controller for NoController {
+        type Pipeline = Unloaded;
+        fn packet_in(&self, _: &Unloaded, _: Vec<u8>) {}
+        fn notify(&self, _: &mut Unloaded, _: Vec<DigestSent>) {}
+    }
+
+    /// A port's receive side on one end of a pipe: `flood` hands over a frame at every call
+    /// (its descriptor, an eventfd, always readable); otherwise it receives nothing. Its
+    /// interface is gone once `gone` is set or its pipe's other end is closed (POLLHUP); it
+    /// says on `told` when the engine finds that out.
+    struct FakePort {
+        fd: OwnedFd,
+        flood: bool,
+        gone: Arc<AtomicBool>,
+        told: mpsc::Sender<u16>,
+        port: u16,
+    }
+
+    impl Receive for FakePort {
+        fn fd(&self) -> RawFd {
+            self.fd.as_raw_fd()
+        }
+
+        fn receive(&mut self, each: &mut dyn FnMut(&[u8])) -> usize {
+            if self.flood {
+                each(&[0; 60]);
+                1
+            } else {
+                0
+            }
+        }
+
+        fn gone(&mut self, revents: i16) -> bool {
+            let gone = self.gone.load(Ordering::Relaxed) || revents & libc::POLLHUP != 0;
+            if gone {
+                let _ = self.told.send(self.port);
+            }
+            gone
+        }
+    }
+
+    /// The two ends of a pipe.
+    fn pipe() -> (OwnedFd, OwnedFd) {
+        let mut fds = [0; 2];
+        // SAFETY: pipe(2) into an array of two fds, owned at once.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: both are fresh, valid fds.
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+    }
+
+    struct NoTx;
+
+    impl Transmit for NoTx {
+        fn send(&mut self, _: &[u8]) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn engine(ports: &[u16]) -> (EngineHandle<NoController>, std::thread::JoinHandle<()>) {
+        let tx = ports
+            .iter()
+            .map(|&p| (p, Box::new(NoTx) as Box<dyn Transmit>))
+            .collect();
+        EngineHandle::start(tx, None, Arc::new(NoController))
+    }
+
+    fn attach(engine: &EngineHandle<NoController>, port: u16, rx: FakePort) {
+        engine
+            .call_blocking(move |e| e.attach(port, Box::new(rx)))
+            .unwrap();
+    }
+
+    const DEADLINE: Duration = Duration::from_secs(10);
+
+    #[test]
+    fn a_port_whose_descriptor_hangs_up_is_taken_down_and_the_others_stay() {
+        let (engine, thread) = engine(&[1, 2]);
+        let (told, taken_down) = mpsc::channel();
+        let (read1, write1) = pipe();
+        let (read2, _write2) = pipe();
+        for (port, fd) in [(1, read1), (2, read2)] {
+            let gone = Arc::default();
+            let told = told.clone();
+            attach(
+                &engine,
+                port,
+                FakePort {
+                    fd,
+                    flood: false,
+                    gone,
+                    told,
+                    port,
+                },
+            );
+        }
+        assert_eq!(engine.call_blocking(|e| e.ports()).unwrap(), [1, 2]);
+        drop(write1);
+        assert_eq!(taken_down.recv_timeout(DEADLINE), Ok(1));
+        assert_eq!(engine.call_blocking(|e| e.ports()).unwrap(), [2]);
+        engine.stop();
+        thread.join().unwrap();
+    }
+
+    #[test]
+    fn a_quiet_port_whose_interface_goes_is_taken_down_while_another_floods() {
+        let (engine, thread) = engine(&[1, 2]);
+        let (told, taken_down) = mpsc::channel();
+        // SAFETY: a fresh eventfd, owned at once; made readable below and never read.
+        let always = unsafe { OwnedFd::from_raw_fd(libc::eventfd(1, libc::EFD_CLOEXEC)) };
+        assert!(always.as_raw_fd() >= 0);
+        let flooding = FakePort {
+            fd: always,
+            flood: true,
+            gone: Arc::default(),
+            told: told.clone(),
+            port: 1,
+        };
+        let (read, _write) = pipe();
+        let quiet_gone = Arc::new(AtomicBool::new(false));
+        let quiet = FakePort {
+            fd: read,
+            flood: false,
+            gone: quiet_gone.clone(),
+            told,
+            port: 2,
+        };
+        attach(&engine, 1, flooding);
+        attach(&engine, 2, quiet);
+        // The flood runs: frames arrive while no pipeline is loaded.
+        let flooded = |at_least: u64| {
+            let deadline = Instant::now() + DEADLINE;
+            while engine.call_blocking(|e| e.counts.no_pipeline).unwrap() < at_least {
+                assert!(
+                    Instant::now() < deadline,
+                    "the flood never reached the engine"
+                );
+                std::thread::yield_now();
+            }
+        };
+        flooded(1000);
+        quiet_gone.store(true, Ordering::Relaxed);
+        assert_eq!(taken_down.recv_timeout(DEADLINE), Ok(2));
+        assert_eq!(engine.call_blocking(|e| e.ports()).unwrap(), [1]);
+        // Still flooding: the engine never slept meanwhile.
+        let before = engine.call_blocking(|e| e.counts.no_pipeline).unwrap();
+        flooded(before + 1000);
+        engine.stop();
+        thread.join().unwrap();
+    }
+
+    #[test]
+    fn every_event_sent_runs_though_more_than_a_burst_wait() {
+        let (engine, thread) = engine(&[]);
+        let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        for _ in 0..4 * BURST {
+            let ran = ran.clone();
+            engine
+                .send(Event::Call(Box::new(move |_| {
+                    ran.fetch_add(1, Ordering::Relaxed);
+                })))
+                .unwrap();
+        }
+        engine.call_blocking(|_| ()).unwrap();
+        assert_eq!(ran.load(Ordering::Relaxed), 4 * BURST);
+        engine.stop();
+        thread.join().unwrap();
     }
 }

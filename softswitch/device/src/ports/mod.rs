@@ -17,6 +17,9 @@ use std::sync::Arc;
 use crate::engine::{Receive, Transmit, MAX_FRAMES};
 use ring::{Received, Ring};
 
+// An AF_XDP receive call reads at most afxdp::BATCH frames: no more than a port's turn.
+const _: () = assert!(afxdp::BATCH <= MAX_FRAMES);
+
 /// A port given on the command line: `1@veth1` is port 1 on interface veth1.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PortSpec {
@@ -81,6 +84,8 @@ pub struct Port {
     rx: PortRx,
     tx: Option<Box<dyn Transmit>>,
     io: String,
+    /// The index of the interface its socket is bound to.
+    ifindex: u32,
 }
 
 /// A port's receive side.
@@ -102,6 +107,7 @@ impl Port {
                         rx: PortRx::Xdp(Box::new(rx)),
                         tx: Some(Box::new(XdpTx(xsk.tx))),
                         io: format!("afxdp ({} mode)", xsk.mode),
+                        ifindex: xsk.ifindex,
                     });
                 }
                 Err(e) => tracing::warn!(
@@ -116,6 +122,7 @@ impl Port {
         })?);
         Ok(Port {
             spec: spec.clone(),
+            ifindex: ring.ifindex(),
             rx: PortRx::Ring(ring.clone()),
             tx: Some(Box::new(PortTx { ring, next: 0 })),
             io: "af-packet".into(),
@@ -140,11 +147,10 @@ impl Port {
     /// The receive side, for the engine; `tap`, if any, sees each frame received before the
     /// pipeline does (a pcap of what came in).
     pub fn receiver(self, tap: Option<Tap>) -> Box<dyn Receive> {
-        let ifindex = ring::ifindex(&self.spec.iface);
         Box::new(Receiver {
             spec: self.spec,
             rx: self.rx,
-            ifindex,
+            ifindex: self.ifindex,
             tap,
             next: 0,
             scratch: Vec::with_capacity(ring::MAX_FRAME),
@@ -158,7 +164,7 @@ impl Port {
 struct Receiver {
     spec: PortSpec,
     rx: PortRx,
-    /// The interface's index when the port was attached.
+    /// The index of the interface its socket is bound to.
     ifindex: u32,
     tap: Option<Tap>,
     /// The receive ring's next slot (AF_PACKET).
@@ -170,8 +176,8 @@ struct Receiver {
 }
 
 impl Receiver {
-    /// Counts `count` frames longer than [`ring::MAX_FRAME`], the last `len` bytes long; the
-    /// first ever says why.
+    /// Counts `count` frames longer than [`ring::MAX_FRAME`], the last of them `len` bytes
+    /// long; the first time, says why with that length.
     fn too_long(&mut self, count: u64, len: usize) {
         if count == 0 {
             return;
@@ -252,21 +258,18 @@ impl Receive for Receiver {
 
     fn gone(&mut self, revents: i16) -> bool {
         let trouble = libc::POLLERR | libc::POLLHUP | libc::POLLNVAL;
-        match &self.rx {
-            PortRx::Ring(ring) if revents & trouble != 0 => self.gone_by(&ring.error()),
-            PortRx::Ring(_) => false,
-            // An AF_XDP socket whose interface goes away only stops receiving: its name's
-            // index tells.
-            PortRx::Xdp(_)
-                if revents & trouble != 0 || ring::ifindex(&self.spec.iface) != self.ifindex =>
-            {
-                self.gone_by(&io::Error::new(
-                    io::ErrorKind::NotFound,
-                    "the interface is gone",
-                ))
+        let error = match &self.rx {
+            PortRx::Ring(ring) if revents & trouble != 0 => ring.error(),
+            // A socket whose interface goes away may only stop receiving (AF_XDP), or report
+            // the link going down before the name is gone (AF_PACKET): the name's index
+            // tells.
+            _ if ring::ifindex(&self.spec.iface) != self.ifindex => {
+                io::Error::new(io::ErrorKind::NotFound, "the interface is gone")
             }
-            PortRx::Xdp(_) => false,
-        }
+            _ if revents & trouble != 0 => io::Error::other("the socket reports an error"),
+            _ => return false,
+        };
+        self.gone_by(&error)
     }
 }
 
