@@ -110,6 +110,28 @@ fn setsockopt<T>(
     check(ret, what)
 }
 
+/// getsockopt(2) of option `name` at `level`, a `T` that any bytes make valid (plain integers).
+fn getsockopt<T: Default>(
+    fd: &OwnedFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    what: &str,
+) -> io::Result<T> {
+    let mut value = T::default();
+    let mut len = std::mem::size_of::<T>() as libc::socklen_t;
+    // SAFETY: `value` is writable for `len` bytes, and the kernel writes at most that many.
+    let ret = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (&mut value as *mut T).cast(),
+            &mut len,
+        )
+    };
+    check(ret, what).map(|()| value)
+}
+
 /// The interface index of `name` (0 if there is none).
 pub fn ifindex(name: &str) -> u32 {
     let Ok(c) = CString::new(name) else { return 0 };
@@ -372,40 +394,30 @@ impl Ring {
     /// The error the socket reports (as when its interface goes down or away), once poll(2)
     /// said it has one; EIO if it has none to say.
     pub fn error(&self) -> io::Error {
-        let mut err: libc::c_int = 0;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: reading SO_ERROR into a c_int.
-        unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_ERROR,
-                (&mut err as *mut libc::c_int).cast(),
-                &mut len,
-            )
-        };
-        io::Error::from_raw_os_error(if err == 0 { libc::EIO } else { err })
+        match getsockopt::<libc::c_int>(&self.fd, libc::SOL_SOCKET, libc::SO_ERROR, "SO_ERROR") {
+            Ok(0) => io::Error::from_raw_os_error(libc::EIO),
+            Ok(err) => io::Error::from_raw_os_error(err),
+            Err(e) => e,
+        }
     }
 
     /// Frames the kernel dropped with the receive ring full since the last call
     /// (PACKET_STATISTICS, which resets them).
     pub fn drops(&self) -> io::Result<u64> {
-        let mut stats = libc::tpacket_stats {
-            tp_packets: 0,
-            tp_drops: 0,
-        };
-        let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
-        // SAFETY: reading PACKET_STATISTICS into a tpacket_stats of the size given.
-        let ret = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_PACKET,
-                libc::PACKET_STATISTICS,
-                (&mut stats as *mut libc::tpacket_stats).cast(),
-                &mut len,
-            )
-        };
-        check(ret, "PACKET_STATISTICS")?;
+        let stats = getsockopt::<Stats>(
+            &self.fd,
+            libc::SOL_PACKET,
+            libc::PACKET_STATISTICS,
+            "PACKET_STATISTICS",
+        )?;
         Ok(u64::from(stats.tp_drops))
     }
+}
+
+/// struct tpacket_stats (linux/if_packet.h), with a `Default`.
+#[derive(Default)]
+#[repr(C)]
+struct Stats {
+    tp_packets: u32,
+    tp_drops: u32,
 }
