@@ -338,9 +338,9 @@ impl Transmit for PortTx {
 }
 
 /// Frames an AF_PACKET port is given at a time (between two kicks, one per batch of frames
-/// the engine read from a port, which holds at most as many) while its kernel queue takes all it is sent: at most this many
-/// wait in its ring, unseen by the program, beyond what the socket's send buffer lets the
-/// interface's qdisc hold (as for BMv2's socket).
+/// the engine read from a port, which holds at most as many) while its kernel queue takes all
+/// it is sent: at most this many wait in its ring, unseen by the program, beyond what the
+/// socket's send buffer lets the interface's qdisc hold (as for BMv2's socket).
 const TX_WINDOW: u32 = MAX_FRAMES as u32;
 
 /// An AF_XDP port's transmit side.
