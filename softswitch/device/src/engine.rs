@@ -59,9 +59,9 @@ pub trait Receive: Send {
     /// many it read (frames dropped on the way, as too long, included). Does not wait.
     fn receive(&mut self, each: &mut dyn FnMut(&[u8])) -> usize;
 
-    /// Looks at the port after ppoll(2) reported `revents` on its descriptor, or (`revents`
-    /// 0) now and then while it receives nothing: whether its interface is gone (it says why
-    /// in the log). A link that only goes down is not gone.
+    /// Looks at the port after ppoll(2) reported an error in `revents` on its descriptor, and
+    /// every [`LOOK_AT_PORTS`] whatever it reported: whether its interface is gone (it says
+    /// why in the log). A link that only goes down is not gone.
     fn gone(&mut self, revents: i16) -> bool;
 }
 
@@ -160,8 +160,14 @@ pub struct Engine<C: Controller> {
     receivers: Vec<(u16, Box<dyn Receive>)>,
     /// What the engine sleeps on: the wake-up eventfd, then each receiver's descriptor.
     polled: Vec<libc::pollfd>,
-    /// When the ports that received nothing were last asked whether they are gone.
+    /// When every port was last asked whether its interface is gone.
     looked_at_ports: Instant,
+    /// Rounds of the loop in which frames came or events were left, since the clock was
+    /// last read for [`LOOK_AT_PORTS`].
+    busy_rounds: u32,
+    /// Times the engine went to sleep (tests read it).
+    #[cfg(test)]
+    sleeps: usize,
     /// What wakes the engine when an event is sent.
     wake: Arc<Wake>,
 }
@@ -400,6 +406,10 @@ impl<C: Controller> Engine<C> {
     /// Sleeps until a port's ring has a frame, an event is sent, a port reports an error, or
     /// the switch's next timer (then runs it); at most [`LOOK_AT_PORTS`].
     fn sleep(&mut self) {
+        #[cfg(test)]
+        {
+            self.sleeps += 1;
+        }
         let wait = self.next_wakeup();
         let timeout = wait.unwrap_or(LOOK_AT_PORTS).min(LOOK_AT_PORTS);
         let ready = self.poll(timeout);
@@ -475,10 +485,17 @@ impl<C: Controller> Engine<C> {
             let received = self.read_ports();
             if received == 0 && !events_left {
                 self.sleep();
-            } else if self.looked_at_ports.elapsed() >= LOOK_AT_PORTS {
-                // Busy: the ports are looked at all the same, one that went quiet among them.
-                self.poll(Duration::ZERO);
-                self.take_down_ports_gone(true);
+                continue;
+            }
+            // Busy: the ports are looked at all the same, one that went quiet among them; the
+            // clock is read for it once in BUSY_ROUNDS rounds, not for every batch.
+            self.busy_rounds += 1;
+            if self.busy_rounds >= BUSY_ROUNDS {
+                self.busy_rounds = 0;
+                if self.looked_at_ports.elapsed() >= LOOK_AT_PORTS {
+                    self.poll(Duration::ZERO);
+                    self.take_down_ports_gone(true);
+                }
             }
         }
     }
@@ -494,9 +511,12 @@ enum Events {
     Stop,
 }
 
-/// How often, at most, the engine asks the ports that received nothing whether their
-/// interface is gone, while it sleeps.
+/// How often the engine asks every port whether its interface is gone (an AF_XDP socket whose
+/// interface goes only stops receiving), busy or asleep.
 const LOOK_AT_PORTS: Duration = Duration::from_millis(100);
+
+/// Busy rounds of the engine's loop between two readings of the clock for [`LOOK_AT_PORTS`].
+const BUSY_ROUNDS: u32 = 64;
 
 /// The eventfd that wakes the engine when an event is sent: its count stays readable until
 /// the engine, woken, resets it, so an event sent just before the engine goes to sleep still
@@ -586,6 +606,9 @@ impl<C: Controller> EngineHandle<C> {
                     receivers: Vec::new(),
                     polled: Vec::new(),
                     looked_at_ports: Instant::now(),
+                    busy_rounds: 0,
+                    #[cfg(test)]
+                    sleeps: 0,
                     wake: engine_wake,
                 }
                 .run(rx)
@@ -737,7 +760,16 @@ mod tests {
                 },
             );
         }
-        assert_eq!(engine.call_blocking(|e| e.ports()).unwrap(), [1, 2]);
+        // The periodic look, which would find the hang-up too, does not come during the test:
+        // only the descriptor's POLLHUP can take the port down.
+        let later = Instant::now() + Duration::from_secs(3600);
+        let ports = engine
+            .call_blocking(move |e| {
+                e.looked_at_ports = later;
+                e.ports()
+            })
+            .unwrap();
+        assert_eq!(ports, [1, 2]);
         drop(write1);
         assert_eq!(taken_down.recv_timeout(DEADLINE), Ok(1));
         assert_eq!(engine.call_blocking(|e| e.ports()).unwrap(), [2]);
@@ -749,9 +781,11 @@ mod tests {
     fn a_quiet_port_whose_interface_goes_is_taken_down_while_another_floods() {
         let (engine, thread) = engine(&[1, 2]);
         let (told, taken_down) = mpsc::channel();
-        // SAFETY: a fresh eventfd, owned at once; made readable below and never read.
-        let always = unsafe { OwnedFd::from_raw_fd(libc::eventfd(1, libc::EFD_CLOEXEC)) };
-        assert!(always.as_raw_fd() >= 0);
+        // SAFETY: plain eventfd(2), its count 1 so that it is always readable (never read).
+        let raw = unsafe { libc::eventfd(1, libc::EFD_CLOEXEC) };
+        assert!(raw >= 0);
+        // SAFETY: a fresh, valid fd, owned at once.
+        let always = unsafe { OwnedFd::from_raw_fd(raw) };
         let flooding = FakePort {
             fd: always,
             flood: true,
@@ -785,7 +819,7 @@ mod tests {
         quiet_gone.store(true, Ordering::Relaxed);
         assert_eq!(taken_down.recv_timeout(DEADLINE), Ok(2));
         assert_eq!(engine.call_blocking(|e| e.ports()).unwrap(), [1]);
-        // Still flooding: the engine never slept meanwhile.
+        // The flood still reaches the engine.
         let before = engine.call_blocking(|e| e.counts.no_pipeline).unwrap();
         flooded(before + 1000);
         engine.stop();
@@ -793,10 +827,21 @@ mod tests {
     }
 
     #[test]
-    fn every_event_sent_runs_though_more_than_a_burst_wait() {
+    fn events_past_a_burst_run_before_the_engine_sleeps() {
         let (engine, thread) = engine(&[]);
+        // The engine waits inside the first call while the others queue up behind it.
+        let (open, gate) = mpsc::channel::<()>();
+        let (slept_tx, slept) = mpsc::channel();
+        let first = slept_tx.clone();
+        engine
+            .send(Event::Call(Box::new(move |e| {
+                let _ = first.send(e.sleeps);
+                let _ = gate.recv();
+            })))
+            .unwrap();
+        let before = slept.recv_timeout(DEADLINE).unwrap();
         let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        for _ in 0..4 * BURST {
+        for _ in 0..2 * BURST {
             let ran = ran.clone();
             engine
                 .send(Event::Call(Box::new(move |_| {
@@ -804,8 +849,15 @@ mod tests {
                 })))
                 .unwrap();
         }
-        engine.call_blocking(|_| ()).unwrap();
-        assert_eq!(ran.load(Ordering::Relaxed), 4 * BURST);
+        engine
+            .send(Event::Call(Box::new(move |e| {
+                let _ = slept_tx.send(e.sleeps);
+            })))
+            .unwrap();
+        drop(open);
+        let after = slept.recv_timeout(DEADLINE).unwrap();
+        assert_eq!(ran.load(Ordering::Relaxed), 2 * BURST);
+        assert_eq!(after, before, "the engine slept with events queued");
         engine.stop();
         thread.join().unwrap();
     }

@@ -110,8 +110,11 @@ fn setsockopt<T>(
     check(ret, what)
 }
 
-/// getsockopt(2) of option `name` at `level`, a `T` that any bytes make valid (plain integers).
-fn getsockopt<T: Default>(
+/// getsockopt(2) of option `name` at `level`.
+///
+/// # Safety
+/// `T` is plain integers (any bytes the kernel writes make a valid `T`), of the option's size.
+unsafe fn getsockopt<T: Default>(
     fd: &OwnedFd,
     level: libc::c_int,
     name: libc::c_int,
@@ -119,7 +122,8 @@ fn getsockopt<T: Default>(
 ) -> io::Result<T> {
     let mut value = T::default();
     let mut len = std::mem::size_of::<T>() as libc::socklen_t;
-    // SAFETY: `value` is writable for `len` bytes, and the kernel writes at most that many.
+    // SAFETY: `value` is writable for `len` bytes, and the kernel writes at most that many;
+    // the caller vouches that they make a valid T.
     let ret = unsafe {
         libc::getsockopt(
             fd.as_raw_fd(),
@@ -394,7 +398,11 @@ impl Ring {
     /// The error the socket reports (as when its interface goes down or away), once poll(2)
     /// said it has one; EIO if it has none to say.
     pub fn error(&self) -> io::Error {
-        match getsockopt::<libc::c_int>(&self.fd, libc::SOL_SOCKET, libc::SO_ERROR, "SO_ERROR") {
+        // SAFETY: SO_ERROR is a C int.
+        let error = unsafe {
+            getsockopt::<libc::c_int>(&self.fd, libc::SOL_SOCKET, libc::SO_ERROR, "SO_ERROR")
+        };
+        match error {
             Ok(0) => io::Error::from_raw_os_error(libc::EIO),
             Ok(err) => io::Error::from_raw_os_error(err),
             Err(e) => e,
@@ -404,12 +412,15 @@ impl Ring {
     /// Frames the kernel dropped with the receive ring full since the last call
     /// (PACKET_STATISTICS, which resets them).
     pub fn drops(&self) -> io::Result<u64> {
-        let stats = getsockopt::<Stats>(
-            &self.fd,
-            libc::SOL_PACKET,
-            libc::PACKET_STATISTICS,
-            "PACKET_STATISTICS",
-        )?;
+        // SAFETY: PACKET_STATISTICS of a TPACKET_V2 socket is struct tpacket_stats: `Stats`.
+        let stats = unsafe {
+            getsockopt::<Stats>(
+                &self.fd,
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                "PACKET_STATISTICS",
+            )
+        }?;
         Ok(u64::from(stats.tp_drops))
     }
 }
